@@ -1,0 +1,14 @@
+"""mlmprob: probabilistic inference with masked language models.
+
+Scoring (PLL / E_local, E_raw, whole-word PLL) on any object with the ``MaskedLM`` protocol,
+loaders for Hugging Face masked LMs and the embedded antibody models, and exact toy models.
+"""
+
+from .energy import TokenScores, energy, pll, token_scores
+from .errors import MLMProbError
+from .models import ExactMLM, HFMaskedLM, LookupMLM, MaskedLM, load_mlm
+
+__version__ = "0.1.0"
+
+__all__ = ["ExactMLM", "HFMaskedLM", "LookupMLM", "MaskedLM", "MLMProbError", "TokenScores", "energy",
+           "load_mlm", "pll", "token_scores", "__version__"]

@@ -1,0 +1,58 @@
+"""Masked copies, batched under a token budget.
+
+Every scoring algorithm reduces to: for copy ``n``, take row ``rows[n]`` of ``input_ids``, put the
+mask at ``cols[n]`` (and at any extra positions), and read the logits at ``cols[n]``. Copies are
+sorted by the length of their row (bucketing), cut into sub-batches of at most ``batch_tokens``
+tokens (trailing padding trimmed per sub-batch), and the output projection is computed only at
+``cols`` (through the wrapper's ``logits_at`` when it has one).
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Iterator
+
+import torch
+
+from .models.protocol import MaskedLM, gather_logits, lengths_of
+
+DEFAULT_BATCH_TOKENS = 8192
+
+
+def iter_masked_logits(
+    mlm: MaskedLM,
+    input_ids: torch.Tensor,
+    rows: torch.Tensor,
+    cols: torch.Tensor,
+    *,
+    extra_mask: torch.Tensor | None = None,
+    batch_tokens: int = DEFAULT_BATCH_TOKENS,
+    progress: Callable[[int], None] | None = None,
+) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
+    """Yield ``(copy_index [n], logits [n, V])`` sub-batch by sub-batch, covering every copy once.
+
+    ``extra_mask`` (bool ``[N, L]``) masks more positions in copy ``n`` besides ``cols[n]``.
+    ``progress`` is called with the number of copies finished after each sub-batch.
+    """
+    if batch_tokens < 1:
+        raise ValueError(f"batch_tokens must be positive, got {batch_tokens}")
+    rows = torch.as_tensor(rows, dtype=torch.long)
+    cols = torch.as_tensor(cols, dtype=torch.long)
+    if rows.numel() == 0:
+        return
+    row_len = lengths_of(mlm, input_ids)
+    copy_len = row_len[rows]
+    order = torch.argsort(copy_len, descending=True, stable=True)
+    start, N = 0, len(order)
+    while start < N:
+        width = max(int(copy_len[order[start]]), 1)  # longest in this sub-batch: sorted descending
+        n = max(1, min(N - start, batch_tokens // width))
+        idx = order[start:start + n]
+        ids = input_ids[rows[idx], :width].clone()
+        ar = torch.arange(n)
+        ids[ar, cols[idx]] = mlm.mask_id
+        if extra_mask is not None:
+            ids[extra_mask[idx, :width]] = mlm.mask_id
+        yield idx, gather_logits(mlm, ids, ar, cols[idx])
+        start += n
+        if progress is not None:
+            progress(n)

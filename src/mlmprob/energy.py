@@ -1,0 +1,201 @@
+"""Sequence energies: pseudo-log-likelihood (E_local), raw-logit energy (E_raw), whole-word PLL.
+
+- ``E_local(x) = -sum_t log q_t(x_t | x with t masked)``  (Salazar et al. 2020; Goyal et al. eq. 2.2)
+- ``E_raw(x)   = -sum_t logit_t(x_t | x with t masked)``  (Goyal et al. sec. 2.1)
+- whole-word left-to-right PLL (Kauf & Ivanova 2023): when scoring a sub-word, the sub-words of the
+  same word to its right are masked too.
+
+The sums run over ``positions``: by default every position that is not a special token, padding or
+a mask. All sums are accumulated in float64.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, Sequence
+
+import torch
+
+from .batching import DEFAULT_BATCH_TOKENS, iter_masked_logits
+from .errors import MLMProbError, PositionsError
+from .models.protocol import MaskedLM, default_positions, lengths_of, max_length_of
+
+Positions = Sequence[int] | torch.Tensor | None
+
+
+@dataclass(frozen=True)
+class TokenScores:
+    """Per-token scores of a batch ``[B, L]``.
+
+    ``log_prob[b, t]`` is ``log q_t(x_t | ...)`` and ``raw[b, t]`` the raw logit of ``x_t``, both
+    with the copy's mask applied; both are 0 where ``positions[b, t]`` is False.
+    """
+
+    log_prob: torch.Tensor
+    raw: torch.Tensor
+    positions: torch.Tensor
+
+    @property
+    def pll(self) -> torch.Tensor:
+        """Pseudo-log-likelihood per sequence ``[B]``."""
+        return self.log_prob.sum(-1)
+
+    @property
+    def e_local(self) -> torch.Tensor:
+        return -self.pll
+
+    @property
+    def e_raw(self) -> torch.Tensor:
+        return -self.raw.sum(-1)
+
+    @property
+    def n_tokens(self) -> torch.Tensor:
+        return self.positions.sum(-1)
+
+
+def check_input_ids(mlm: MaskedLM, input_ids) -> torch.Tensor:
+    """Validate ``input_ids`` at the boundary: LongTensor ``[B, L]``, ids in the vocabulary, length."""
+    ids = torch.as_tensor(input_ids)
+    if ids.dtype not in (torch.int64, torch.int32, torch.int16, torch.uint8):
+        raise MLMProbError(f"input_ids must be integer token ids, got dtype {ids.dtype}")
+    ids = ids.long()
+    if ids.dim() == 1:
+        raise MLMProbError(f"input_ids must have shape [B, L]; got a 1-D tensor of length {len(ids)} "
+                           "(use input_ids[None] for one sequence)")
+    if ids.dim() != 2:
+        raise MLMProbError(f"input_ids must have shape [B, L], got {tuple(ids.shape)}")
+    if ids.shape[0] == 0 or ids.shape[1] == 0:
+        raise MLMProbError(f"input_ids is empty: shape {tuple(ids.shape)}")
+    hi = max(mlm.vocab_size - 1, mlm.mask_id)
+    if ids.min() < 0 or ids.max() > hi:
+        raise MLMProbError(f"token ids must lie in 0..{hi} for this model, got {int(ids.min())}..{int(ids.max())} "
+                           "(a vocabulary mismatch?)")
+    max_len = max_length_of(mlm)
+    if max_len is not None:
+        too_long = lengths_of(mlm, ids) > max_len
+        if too_long.any():
+            b = int(too_long.nonzero()[0])
+            raise MLMProbError(f"sequence {b} has {int(lengths_of(mlm, ids)[b])} tokens; the model accepts at most {max_len}")
+    return ids
+
+
+def resolve_positions(mlm: MaskedLM, input_ids: torch.Tensor, positions: Positions,
+                      *, allow_empty_rows: bool = False) -> torch.Tensor:
+    """Turn ``positions`` (None, a list of indices shared by the batch, or bool ``[B, L]``) into a
+    bool ``[B, L]`` mask, checking that it fits the input."""
+    B, L = input_ids.shape
+    if positions is None:
+        sel = default_positions(mlm, input_ids)
+    else:
+        p = torch.as_tensor(positions)
+        if p.dtype == torch.bool:
+            if tuple(p.shape) != (B, L):
+                raise PositionsError(f"positions mask has shape {tuple(p.shape)}, input_ids has shape {(B, L)}")
+            sel = p.clone()
+        else:
+            if p.dim() != 1 or p.dtype.is_floating_point:
+                raise PositionsError(f"positions must be a list of integer indices or a bool mask [B, L]; "
+                                     f"got shape {tuple(p.shape)}, dtype {p.dtype}")
+            p = p.long()
+            if p.numel() and (p.min() < -L or p.max() >= L):
+                raise PositionsError(f"position {int(p.max() if p.max() >= L else p.min())} is outside "
+                                     f"sequences of length {L}")
+            sel = torch.zeros(B, L, dtype=torch.bool)
+            sel[:, p % L] = True
+        lens = lengths_of(mlm, input_ids)
+        beyond = sel & (torch.arange(L)[None, :] >= lens[:, None])
+        if beyond.any():
+            b, t = beyond.nonzero()[0].tolist()
+            raise PositionsError(f"position {t} is padding in sequence {b} (length {int(lens[b])})")
+        at_mask = sel & (input_ids == mlm.mask_id)
+        if at_mask.any():
+            b, t = at_mask.nonzero()[0].tolist()
+            raise PositionsError(f"position {t} of sequence {b} holds the mask token; a scored position needs a token")
+    if not allow_empty_rows:
+        empty = ~sel.any(-1)
+        if empty.any():
+            raise PositionsError(f"sequence {int(empty.nonzero()[0])} has no position to score (empty sequence?)")
+    return sel
+
+
+def whole_word_mask(word_ids: torch.Tensor, rows: torch.Tensor, cols: torch.Tensor) -> torch.Tensor:
+    """Extra mask ``[N, L]`` for the whole-word l2r PLL: the later sub-words of the word at ``cols``."""
+    w = word_ids[rows]                                   # [N, L]
+    own = w.gather(1, cols[:, None])                     # [N, 1]
+    right = torch.arange(w.shape[1])[None, :] > cols[:, None]
+    return (w == own) & right & (own >= 0)
+
+
+def token_scores(
+    mlm: MaskedLM,
+    input_ids,
+    positions: Positions = None,
+    *,
+    word_ids: torch.Tensor | None = None,
+    batch_tokens: int = DEFAULT_BATCH_TOKENS,
+    progress: Callable[[int], None] | None = None,
+) -> TokenScores:
+    """Per-token log-probabilities and raw logits, one masked copy per scored position.
+
+    With ``word_ids`` (``[B, L]``, -1 for special tokens) the whole-word l2r variant is used.
+
+    >>> import torch
+    >>> from mlmprob import ExactMLM
+    >>> m = ExactMLM(torch.log(torch.tensor([[0.1, 0.2], [0.3, 0.4]])))
+    >>> s = token_scores(m, torch.tensor([[1, 1]]))
+    >>> s.log_prob.exp()        # p(x1=1 | x2=1) = 2/3, p(x2=1 | x1=1) = 4/7
+    tensor([[0.6667, 0.5714]], dtype=torch.float64)
+    """
+    ids = check_input_ids(mlm, input_ids)
+    sel = resolve_positions(mlm, ids, positions)
+    rows, cols = sel.nonzero(as_tuple=True)
+    extra = None
+    if word_ids is not None:
+        word_ids = torch.as_tensor(word_ids, dtype=torch.long)
+        if word_ids.shape != ids.shape:
+            raise PositionsError(f"word_ids has shape {tuple(word_ids.shape)}, input_ids has shape {tuple(ids.shape)}")
+        extra = whole_word_mask(word_ids, rows, cols)
+    lp = torch.zeros(ids.shape, dtype=torch.float64)
+    raw = torch.zeros(ids.shape, dtype=torch.float64)
+    targets = ids[rows, cols]
+    for idx, logits in iter_masked_logits(mlm, ids, rows, cols, extra_mask=extra,
+                                          batch_tokens=batch_tokens, progress=progress):
+        logits = logits.double()
+        tgt = targets[idx, None]
+        r, c = rows[idx], cols[idx]
+        raw[r, c] = logits.gather(1, tgt)[:, 0]
+        lp[r, c] = (logits.gather(1, tgt) - torch.logsumexp(logits, dim=-1, keepdim=True))[:, 0]
+    return TokenScores(lp, raw, sel)
+
+
+def pll(mlm: MaskedLM, input_ids, positions: Positions = None, *, word_ids=None,
+        batch_tokens: int = DEFAULT_BATCH_TOKENS) -> torch.Tensor:
+    """Log pseudo-likelihood ``sum_t log q_t(x_t | x with t masked)`` per sequence, ``[B]`` (float64).
+
+    ``positions`` is None (every non-special position), a list of indices shared by the batch, or a
+    bool mask ``[B, L]``. ``word_ids`` switches to the whole-word l2r variant.
+
+    >>> import torch
+    >>> from mlmprob import ExactMLM
+    >>> m = ExactMLM(torch.log(torch.tensor([[0.1, 0.2], [0.3, 0.4]])))
+    >>> round(float(pll(m, torch.tensor([[1, 1]]))), 4)  # log(2/3) + log(4/7)
+    -0.9651
+    """
+    return token_scores(mlm, input_ids, positions, word_ids=word_ids, batch_tokens=batch_tokens).pll
+
+
+def energy(mlm: MaskedLM, input_ids, kind: str = "local", positions: Positions = None, *, word_ids=None,
+           batch_tokens: int = DEFAULT_BATCH_TOKENS) -> torch.Tensor:
+    """Energy per sequence ``[B]`` (float64): ``kind="local"`` is ``-pll``, ``kind="raw"`` is
+    ``-sum_t logit_t(x_t | x with t masked)``.
+
+    >>> import torch
+    >>> from mlmprob import ExactMLM
+    >>> m = ExactMLM(torch.log(torch.tensor([[0.1, 0.2], [0.3, 0.4]])))
+    >>> round(float(energy(m, torch.tensor([[1, 1]]), "local")), 4)
+    0.9651
+    """
+    if kind not in ("local", "raw"):
+        raise MLMProbError(f"energy kind must be 'local' or 'raw', got {kind!r}")
+    s = token_scores(mlm, input_ids, positions, word_ids=word_ids, batch_tokens=batch_tokens)
+    return s.e_local if kind == "local" else s.e_raw

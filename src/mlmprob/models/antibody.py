@@ -1,0 +1,128 @@
+"""The two embedded antibody models, loaded offline from their PyPI wheels.
+
+- ``antiberty``: AntiBERTy (Ruffolo et al. 2021), a BERT MLM (8 layers, 512 wide, 26M parameters)
+  shipped as ``antiberty==0.1.3``; its keys load into ``transformers.BertForMaskedLM`` (the
+  species/chain/graft heads are dropped).
+- ``sapiens-vh`` / ``sapiens-vl``: Sapiens (Prihoda et al. 2022), small RoBERTa MLMs (4 layers,
+  128 wide) shipped as fairseq checkpoints in ``sapiens==1.0.5``; the keys are converted here to
+  ``transformers.RobertaForMaskedLM``. Install that wheel with ``pip install --no-deps`` (it
+  declares fairseq and an old torch, neither of which is needed).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+from pathlib import Path
+
+import torch
+
+from ..errors import ModelLoadError
+from .hf import HFMaskedLM
+from .tokenizers import ResidueTokenizer
+
+AMINO_ACIDS = "ACDEFGHIKLMNPQRSTVWY"
+
+
+def _package_dir(name: str, install_hint: str) -> Path:
+    spec = importlib.util.find_spec(name)
+    if spec is None or not spec.submodule_search_locations:
+        raise ModelLoadError(f"the '{name}' package with its weights is not installed: {install_hint}")
+    return Path(list(spec.submodule_search_locations)[0])
+
+
+def _finish(model, device, dtype):
+    model = model.to(device=device)
+    if dtype is not None:
+        model = model.to(dtype=dtype)
+    return model.eval()
+
+
+def load_antiberty(device="cpu", dtype=None) -> HFMaskedLM:
+    from transformers import BertConfig, BertForMaskedLM
+
+    root = _package_dir("antiberty", "pip install antiberty==0.1.3") / "trained_models"
+    tokens = (root / "vocab.txt").read_text().split()
+    cfg = json.loads((root / "AntiBERTy_md_smooth" / "config.json").read_text())
+    for k in ("architectures", "_name_or_path", "transformers_version", "gradient_checkpointing", "use_cache"):
+        cfg.pop(k, None)
+    config = BertConfig(**cfg)
+    model = BertForMaskedLM(config)
+    state = torch.load(root / "AntiBERTy_md_smooth" / "pytorch_model.bin", map_location="cpu", weights_only=True)
+    state = {k: v for k, v in state.items()
+             if k.startswith(("bert.", "cls.predictions.")) and not k.startswith("bert.pooler.")}
+    missing, unexpected = model.load_state_dict(state, strict=False)
+    missing = [k for k in missing if not k.endswith("position_ids")]
+    unexpected = [k for k in unexpected if not k.endswith("position_ids")]
+    if missing or unexpected:
+        raise ModelLoadError(f"AntiBERTy weights do not fit BertForMaskedLM: missing {missing}, unexpected {unexpected}")
+    tok = ResidueTokenizer(tokens, bos="[CLS]", eos="[SEP]", pad="[PAD]", mask="[MASK]", unk="[UNK]",
+                           max_length=config.max_position_embeddings)
+    return HFMaskedLM(_finish(model, device, dtype), tok, name="antiberty", proposal_ids=tok.residue_ids,
+                      max_length=tok.max_length)
+
+
+def _fairseq_to_hf_roberta(src: dict[str, torch.Tensor], n_layers: int) -> dict[str, torch.Tensor]:
+    """Rename a fairseq RoBERTa (post-LN, tied output embedding) state dict to HF RobertaForMaskedLM keys."""
+    enc = "decoder.sentence_encoder."
+    out = {
+        "roberta.embeddings.word_embeddings.weight": src[enc + "embed_tokens.weight"],
+        "roberta.embeddings.position_embeddings.weight": src[enc + "embed_positions.weight"],
+        "roberta.embeddings.LayerNorm.weight": src[enc + "emb_layer_norm.weight"],
+        "roberta.embeddings.LayerNorm.bias": src[enc + "emb_layer_norm.bias"],
+        "lm_head.dense.weight": src["decoder.lm_head.dense.weight"],
+        "lm_head.dense.bias": src["decoder.lm_head.dense.bias"],
+        "lm_head.layer_norm.weight": src["decoder.lm_head.layer_norm.weight"],
+        "lm_head.layer_norm.bias": src["decoder.lm_head.layer_norm.bias"],
+        "lm_head.decoder.weight": src["decoder.lm_head.weight"],
+        "lm_head.decoder.bias": src["decoder.lm_head.bias"],
+        "lm_head.bias": src["decoder.lm_head.bias"],
+    }
+    hidden = src[enc + "embed_tokens.weight"].shape[1]
+    out["roberta.embeddings.token_type_embeddings.weight"] = torch.zeros(1, hidden)
+    names = {
+        "self_attn.q_proj": "attention.self.query", "self_attn.k_proj": "attention.self.key",
+        "self_attn.v_proj": "attention.self.value", "self_attn.out_proj": "attention.output.dense",
+        "self_attn_layer_norm": "attention.output.LayerNorm", "fc1": "intermediate.dense",
+        "fc2": "output.dense", "final_layer_norm": "output.LayerNorm",
+    }
+    for i in range(n_layers):
+        for a, b in names.items():
+            for p in ("weight", "bias"):
+                out[f"roberta.encoder.layer.{i}.{b}.{p}"] = src[f"{enc}layers.{i}.{a}.{p}"]
+    return out
+
+
+def load_sapiens(chain: str = "vh", device="cpu", dtype=None) -> HFMaskedLM:
+    from transformers import RobertaConfig, RobertaForMaskedLM
+
+    if chain not in ("vh", "vl"):
+        raise ModelLoadError(f"sapiens chain must be 'vh' or 'vl', got {chain!r}")
+    root = _package_dir("sapiens", "pip install --no-deps sapiens==1.0.5") / "models" / "v1"
+    with torch.serialization.safe_globals([argparse.Namespace]):
+        ck = torch.load(root / f"checkpoint_{chain}.pt", map_location="cpu", weights_only=True)
+    args, src = ck["args"], ck["model"]
+    # fairseq Dictionary: <s> <pad> </s> <unk>, then dict.txt symbols, then <mask> added by the MLM task
+    symbols = [line.split()[0] for line in (root / "dict.txt").read_text().splitlines() if line.strip()]
+    tokens = ["<s>", "<pad>", "</s>", "<unk>"] + symbols + ["<mask>"]
+    n_pos = src["decoder.sentence_encoder.embed_positions.weight"].shape[0]
+    config = RobertaConfig(
+        vocab_size=len(tokens), hidden_size=args.encoder_embed_dim, num_hidden_layers=args.encoder_layers,
+        num_attention_heads=args.encoder_attention_heads, intermediate_size=args.encoder_ffn_embed_dim,
+        hidden_act=args.activation_fn, max_position_embeddings=n_pos, type_vocab_size=1, pad_token_id=1,
+        bos_token_id=0, eos_token_id=2, layer_norm_eps=1e-5, hidden_dropout_prob=0.0,
+        attention_probs_dropout_prob=0.0, tie_word_embeddings=True,
+    )
+    if len(tokens) != src["decoder.sentence_encoder.embed_tokens.weight"].shape[0]:
+        raise ModelLoadError(f"sapiens dictionary has {len(tokens)} symbols but the checkpoint has "
+                             f"{src['decoder.sentence_encoder.embed_tokens.weight'].shape[0]} embeddings")
+    model = RobertaForMaskedLM(config)
+    missing, unexpected = model.load_state_dict(_fairseq_to_hf_roberta(src, args.encoder_layers), strict=False)
+    missing = [k for k in missing if not k.endswith(("position_ids", "token_type_ids"))]
+    if missing or unexpected:
+        raise ModelLoadError(f"Sapiens weights do not fit RobertaForMaskedLM: missing {missing}, unexpected {unexpected}")
+    tok = ResidueTokenizer(tokens, bos="<s>", eos="</s>", pad="<pad>", mask="<mask>", unk="<unk>",
+                           max_length=n_pos - 2)
+    return HFMaskedLM(_finish(model, device, dtype), tok, name=f"sapiens-{chain}", proposal_ids=tok.residue_ids,
+                      max_length=tok.max_length)

@@ -1,0 +1,104 @@
+"""Adapter from a Hugging Face ``*ForMaskedLM`` model (and a tokenizer) to the MaskedLM protocol."""
+
+from __future__ import annotations
+
+from typing import Callable, Sequence
+
+import torch
+
+from ..errors import MLMProbError
+from .tokenizers import Encoding
+
+
+def _head_of(model) -> Callable[[torch.Tensor], torch.Tensor] | None:
+    """The module mapping last hidden states to vocabulary logits, when the family is known."""
+    for name in ("cls", "lm_head", "predictions"):
+        head = getattr(model, name, None)
+        if isinstance(head, torch.nn.Module):
+            return head
+    if hasattr(model, "vocab_projector") and hasattr(model, "vocab_transform"):  # DistilBERT
+        def distil(h):
+            h = model.vocab_layer_norm(model.activation(model.vocab_transform(h)))
+            return model.vocab_projector(h)
+        return distil
+    return None
+
+
+def _max_length_of(model, tokenizer) -> int | None:
+    cfg = model.config
+    n = getattr(cfg, "max_position_embeddings", None)
+    if n is not None and getattr(cfg, "model_type", "") in {"roberta", "xlm-roberta", "camembert", "longformer"}:
+        n -= (cfg.pad_token_id or 0) + 1  # learned positions start after the padding index
+    if getattr(cfg, "position_embedding_type", "absolute") == "rotary":
+        n = None
+    tmax = getattr(tokenizer, "model_max_length", None) if tokenizer is not None else None
+    if tmax is not None and tmax < 1_000_000:
+        n = tmax if n is None else min(n, tmax)
+    return n
+
+
+class HFMaskedLM:
+    """A Hugging Face masked LM behind the ``MaskedLM`` protocol.
+
+    ``logits_at`` runs the encoder once and applies the LM head only at the gathered positions,
+    so scoring never materialises ``[B, L, V]`` logits. Inputs may be on any device; outputs come
+    back on the CPU as float32. Right padding with ``pad_id`` is masked out of attention.
+    """
+
+    def __init__(self, model, tokenizer, *, name: str = "", proposal_ids: Sequence[int] | None = None,
+                 max_length: int | None = None, pad_id: int | None = None, special_ids=None):
+        self.model = model.eval()
+        self.tokenizer = tokenizer
+        self.name = name or getattr(model.config, "_name_or_path", "") or type(model).__name__
+        self.vocab_size = int(model.config.vocab_size)
+        self.mask_id = int(tokenizer.mask_id)
+        self.pad_id = pad_id if pad_id is not None else tokenizer.pad_id
+        self.special_ids = frozenset(special_ids if special_ids is not None else tokenizer.special_ids)
+        self.proposal_ids = None if proposal_ids is None else torch.tensor(list(proposal_ids), dtype=torch.long)
+        self.max_length = max_length
+        self._base = getattr(model, model.base_model_prefix, None)
+        self._head = _head_of(model)
+        p = next(model.parameters())
+        self.device, self.dtype = p.device, p.dtype
+
+    # -- protocol -------------------------------------------------------------------------------
+    def _check(self, input_ids: torch.Tensor) -> torch.Tensor:
+        ids = torch.as_tensor(input_ids, dtype=torch.long)
+        if ids.dim() != 2:
+            raise MLMProbError(f"input_ids must have shape [B, L], got {tuple(ids.shape)}")
+        if self.max_length is not None and ids.shape[1] > self.max_length:
+            raise MLMProbError(f"input of {ids.shape[1]} tokens is longer than the model's maximum of {self.max_length}")
+        if ids.numel() and (ids.min() < 0 or ids.max() >= self.vocab_size):
+            raise MLMProbError(
+                f"token ids must lie in 0..{self.vocab_size - 1} for this model's vocabulary, got "
+                f"{int(ids.min())}..{int(ids.max())} (ids from another tokenizer?)")
+        return ids.to(self.device)
+
+    def _attention_mask(self, ids: torch.Tensor) -> torch.Tensor | None:
+        return None if self.pad_id is None else (ids != self.pad_id).long()
+
+    @torch.inference_mode()
+    def logits(self, input_ids: torch.Tensor) -> torch.Tensor:
+        ids = self._check(input_ids)
+        out = self.model(input_ids=ids, attention_mask=self._attention_mask(ids))
+        return out.logits.float().cpu()
+
+    @torch.inference_mode()
+    def logits_at(self, input_ids: torch.Tensor, rows: torch.Tensor, cols: torch.Tensor) -> torch.Tensor:
+        ids = self._check(input_ids)
+        if self._base is None or self._head is None:
+            return self.model(input_ids=ids, attention_mask=self._attention_mask(ids)).logits[rows, cols].float().cpu()
+        hidden = self._base(input_ids=ids, attention_mask=self._attention_mask(ids))[0]
+        rows, cols = torch.as_tensor(rows).to(self.device), torch.as_tensor(cols).to(self.device)
+        return self._head(hidden[rows, cols]).float().cpu()
+
+    # -- text ------------------------------------------------------------------------------------
+    def encode(self, texts: Sequence[str]) -> Encoding:
+        return self.tokenizer.encode(texts)
+
+    def decode(self, ids) -> str:
+        return self.tokenizer.decode(ids)
+
+    def __repr__(self) -> str:
+        return (f"HFMaskedLM({self.name!r}, vocab_size={self.vocab_size}, device={self.device}, "
+                f"dtype={self.dtype})")

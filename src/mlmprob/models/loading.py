@@ -1,0 +1,73 @@
+"""``load_mlm``: built-in names, local Hugging Face directories, or hub ids."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import torch
+
+from ..errors import ModelLoadError
+from .hf import HFMaskedLM, _max_length_of
+from .tokenizers import HFTokenizer
+
+BUILTIN = ("antiberty", "sapiens-vh", "sapiens-vl")
+
+_DTYPES = {"float32": torch.float32, "fp32": torch.float32, "float16": torch.float16, "fp16": torch.float16,
+           "half": torch.float16, "bfloat16": torch.bfloat16, "bf16": torch.bfloat16, "float64": torch.float64}
+
+
+def parse_dtype(dtype) -> torch.dtype | None:
+    if dtype is None or isinstance(dtype, torch.dtype):
+        return dtype
+    try:
+        return _DTYPES[str(dtype).lower()]
+    except KeyError:
+        raise ModelLoadError(f"unknown dtype {dtype!r}; use one of {', '.join(sorted(_DTYPES))}") from None
+
+
+def parse_device(device) -> torch.device:
+    try:
+        dev = torch.device(device)
+    except (RuntimeError, TypeError) as e:
+        raise ModelLoadError(f"unknown device {device!r}: {e}") from None
+    if dev.type == "cuda" and not torch.cuda.is_available():
+        raise ModelLoadError(f"device {device!r} asked for, but this torch build sees no CUDA GPU")
+    return dev
+
+
+def load_mlm(name_or_path: str, device="cpu", dtype=None) -> HFMaskedLM:
+    """Load a masked LM with its tokenizer.
+
+    ``name_or_path`` is a built-in name (``"antiberty"``, ``"sapiens-vh"``, ``"sapiens-vl"``, all
+    offline), a local directory saved with ``save_pretrained``, or a Hugging Face hub id such as
+    ``"bert-base-cased"`` (needs internet). ``dtype`` is a ``torch.dtype`` or a name like ``"bf16"``.
+    """
+    dev, dt = parse_device(device), parse_dtype(dtype)
+    key = str(name_or_path).lower()
+    if key == "antiberty":
+        from .antibody import load_antiberty
+        return load_antiberty(dev, dt)
+    if key in ("sapiens-vh", "sapiens-vl"):
+        from .antibody import load_sapiens
+        return load_sapiens(key.split("-")[1], dev, dt)
+    return load_hf(name_or_path, dev, dt)
+
+
+def load_hf(name_or_path: str, device="cpu", dtype=None) -> HFMaskedLM:
+    from transformers import AutoModelForMaskedLM, AutoTokenizer
+
+    local = Path(name_or_path).expanduser()
+    where = str(local) if local.exists() else str(name_or_path)
+    try:
+        tok = AutoTokenizer.from_pretrained(where)
+        model = AutoModelForMaskedLM.from_pretrained(where)
+    except (OSError, ValueError, KeyError) as e:
+        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        raise ModelLoadError(
+            f"cannot load {name_or_path!r}: not a built-in model ({', '.join(BUILTIN)}), and loading it as a "
+            f"Hugging Face masked LM failed: {first}") from None
+    model = model.to(device=device)
+    if dtype is not None:
+        model = model.to(dtype=dtype)
+    max_len = _max_length_of(model, tok)
+    return HFMaskedLM(model, HFTokenizer(tok, max_length=max_len), name=str(name_or_path), max_length=max_len)

@@ -1,0 +1,81 @@
+"""The one primitive every algorithm needs: logits of a batch of (partly masked) sequences.
+
+Algorithms in mlmprob accept any object with ``mask_id``, ``vocab_size`` and ``logits``. Wrappers
+may offer optional extras, read through the helper functions below so that algorithms never
+assume a particular wrapper class:
+
+- ``logits_at(input_ids, rows, cols) -> [N, V]``: logits only at the read positions (a wrapper
+  around a large-vocabulary model computes the output projection only there);
+- ``pad_id``: the padding id (right padding); positions holding it are never scored;
+- ``special_ids``: ids never scored or proposed by default ([CLS], [SEP], padding, ...);
+- ``proposal_ids``: the output ids that may be proposed (e.g. only the 20 amino acids);
+- ``max_length``: the longest ``input_ids`` row the model accepts, special tokens included.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol, runtime_checkable
+
+import torch
+
+
+@runtime_checkable
+class MaskedLM(Protocol):
+    """A masked language model: ``logits(input_ids[B, L]) -> [B, L, V]``."""
+
+    mask_id: int
+    vocab_size: int
+
+    def logits(self, input_ids: torch.Tensor) -> torch.Tensor:  # pragma: no cover - protocol
+        ...
+
+
+def gather_logits(mlm: MaskedLM, input_ids: torch.Tensor, rows: torch.Tensor, cols: torch.Tensor) -> torch.Tensor:
+    """Logits ``[N, V]`` at ``(rows[n], cols[n])`` of ``input_ids``.
+
+    Uses the wrapper's ``logits_at`` when it has one (output projection only where it is read),
+    else indexes the full ``logits``.
+    """
+    fn = getattr(mlm, "logits_at", None)
+    if fn is not None:
+        return fn(input_ids, rows, cols)
+    return mlm.logits(input_ids)[rows, cols]
+
+
+def pad_id_of(mlm: MaskedLM) -> int | None:
+    return getattr(mlm, "pad_id", None)
+
+
+def special_ids_of(mlm: MaskedLM) -> frozenset[int]:
+    return frozenset(getattr(mlm, "special_ids", ()) or ())
+
+
+def proposal_ids_of(mlm: MaskedLM) -> torch.Tensor | None:
+    """Ids that may be proposed/filled, or None for the whole output vocabulary."""
+    ids = getattr(mlm, "proposal_ids", None)
+    return None if ids is None else torch.as_tensor(ids, dtype=torch.long)
+
+
+def max_length_of(mlm: MaskedLM) -> int | None:
+    return getattr(mlm, "max_length", None)
+
+
+def lengths_of(mlm: MaskedLM, input_ids: torch.Tensor) -> torch.Tensor:
+    """Length of each row without right padding (``L`` for every row if the model has no pad id)."""
+    pad = pad_id_of(mlm)
+    B, L = input_ids.shape
+    if pad is None:
+        return torch.full((B,), L, dtype=torch.long)
+    keep = input_ids != pad
+    # last non-pad index + 1 (right padding); rows that are all padding have length 0
+    idx = torch.arange(1, L + 1).expand(B, L)
+    return (idx * keep).max(dim=1).values
+
+
+def default_positions(mlm: MaskedLM, input_ids: torch.Tensor) -> torch.Tensor:
+    """Bool ``[B, L]``: every position that holds neither a special id nor padding."""
+    sel = torch.ones_like(input_ids, dtype=torch.bool)
+    for s in special_ids_of(mlm) | ({pad_id_of(mlm)} - {None}):
+        sel &= input_ids != s
+    sel &= input_ids != mlm.mask_id
+    return sel

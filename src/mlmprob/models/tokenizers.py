@@ -1,0 +1,163 @@
+"""Text <-> ids for the model wrappers, with input errors that name the problem.
+
+Two tokenizers share one interface (``encode(texts) -> Encoding``, ``decode(ids) -> str``):
+``ResidueTokenizer`` for one-letter alphabets (antibody models) and ``HFTokenizer`` around any
+Hugging Face tokenizer.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Sequence
+
+import torch
+
+from ..errors import TokenizationError
+
+MASK_CHAR = "_"
+
+
+@dataclass(frozen=True)
+class Encoding:
+    """A right-padded batch: ``input_ids`` ``[B, L]``, ``word_ids`` ``[B, L]`` (word index of each
+    token within its sequence, -1 at special tokens and padding) and ``lengths`` ``[B]``."""
+
+    input_ids: torch.Tensor
+    word_ids: torch.Tensor
+    lengths: torch.Tensor
+
+
+def _check_text(i: int, text: str) -> str:
+    if not isinstance(text, str):
+        raise TokenizationError(f"sequence {i} is not a string: {type(text).__name__}")
+    if not text.strip():
+        raise TokenizationError(f"sequence {i} is empty")
+    return text.strip()
+
+
+def _pad(rows: list[list[int]], words: list[list[int]], pad_id: int) -> Encoding:
+    L = max(len(r) for r in rows)
+    ids = torch.full((len(rows), L), pad_id, dtype=torch.long)
+    wid = torch.full((len(rows), L), -1, dtype=torch.long)
+    for b, (r, w) in enumerate(zip(rows, words)):
+        ids[b, : len(r)] = torch.tensor(r)
+        wid[b, : len(w)] = torch.tensor(w)
+    return Encoding(ids, wid, torch.tensor([len(r) for r in rows]))
+
+
+class ResidueTokenizer:
+    """One token per character (e.g. amino acids), with begin/end tokens around each sequence.
+
+    ``_`` in a text stands for the mask token. Lower-case letters are accepted.
+
+    >>> tok = ResidueTokenizer(["<s>", "<pad>", "</s>", "<mask>", "A", "C"], bos="<s>", eos="</s>",
+    ...                        pad="<pad>", mask="<mask>", max_length=8)
+    >>> tok.encode(["ACa", "C_"]).input_ids.tolist()
+    [[0, 4, 5, 4, 2], [0, 5, 3, 2, 1]]
+    >>> tok.decode([0, 4, 5, 3, 2])
+    'AC_'
+    >>> tok.encode(["AXC"])
+    Traceback (most recent call last):
+    ...
+    mlmprob.errors.TokenizationError: sequence 0 has symbol 'X' at residue 2, outside the vocabulary (AC)
+    """
+
+    def __init__(self, tokens: Sequence[str], *, bos: str | None, eos: str | None, pad: str, mask: str,
+                 max_length: int | None = None, unk: str | None = None):
+        self.tokens = list(tokens)
+        self.token_to_id = {t: i for i, t in enumerate(self.tokens)}
+        self.bos_id = self.token_to_id[bos] if bos else None
+        self.eos_id = self.token_to_id[eos] if eos else None
+        self.pad_id = self.token_to_id[pad]
+        self.mask_id = self.token_to_id[mask]
+        specials = {bos, eos, pad, mask, unk} - {None}
+        self.special_ids = frozenset(self.token_to_id[s] for s in specials)
+        self.residues = "".join(t for t in self.tokens if len(t) == 1 and t not in specials)
+        self.residue_ids = [self.token_to_id[c] for c in self.residues]
+        self.max_length = max_length
+
+    @property
+    def n_special(self) -> int:
+        return (self.bos_id is not None) + (self.eos_id is not None)
+
+    def encode(self, texts: Sequence[str]) -> Encoding:
+        if isinstance(texts, str):
+            texts = [texts]
+        if len(texts) == 0:
+            raise TokenizationError("no sequences given")
+        rows, words = [], []
+        for i, text in enumerate(texts):
+            s = _check_text(i, text).upper()
+            ids = []
+            for j, c in enumerate(s):
+                if c == MASK_CHAR:
+                    ids.append(self.mask_id)
+                elif c in self.residues:
+                    ids.append(self.token_to_id[c])
+                else:
+                    raise TokenizationError(
+                        f"sequence {i} has symbol {c!r} at residue {j + 1}, outside the vocabulary ({self.residues})")
+            if self.max_length is not None and len(ids) + self.n_special > self.max_length:
+                raise TokenizationError(
+                    f"sequence {i} has {len(ids)} residues; the model accepts at most {self.max_length - self.n_special}")
+            pre = [self.bos_id] if self.bos_id is not None else []
+            post = [self.eos_id] if self.eos_id is not None else []
+            rows.append(pre + ids + post)
+            words.append([-1] * len(pre) + list(range(len(ids))) + [-1] * len(post))
+        return _pad(rows, words, self.pad_id)
+
+    def decode(self, ids: Sequence[int] | torch.Tensor) -> str:
+        out = []
+        for i in torch.as_tensor(ids).tolist():
+            if i == self.mask_id:
+                out.append(MASK_CHAR)
+            elif i not in self.special_ids:
+                out.append(self.tokens[i])
+        return "".join(out)
+
+
+class HFTokenizer:
+    """Adapter over a Hugging Face tokenizer with the same ``encode``/``decode`` interface."""
+
+    def __init__(self, tokenizer, max_length: int | None = None):
+        self.hf = tokenizer
+        if tokenizer.mask_token_id is None:
+            raise TokenizationError("this tokenizer has no mask token; it does not belong to a masked LM")
+        self.mask_id = tokenizer.mask_token_id
+        self.pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.mask_token_id
+        self.unk_id = tokenizer.unk_token_id
+        self.special_ids = frozenset(tokenizer.all_special_ids)
+        self.max_length = max_length
+
+    def encode(self, texts: Sequence[str]) -> Encoding:
+        if isinstance(texts, str):
+            texts = [texts]
+        if len(texts) == 0:
+            raise TokenizationError("no sequences given")
+        rows, words = [], []
+        for i, text in enumerate(texts):
+            s = _check_text(i, text)
+            enc = self.hf(s, add_special_tokens=True, truncation=False)
+            ids = list(enc["input_ids"])
+            if self.unk_id is not None and self.unk_id in ids and self.unk_id not in self.special_ids - {self.unk_id}:
+                j = ids.index(self.unk_id)
+                word = s
+                if hasattr(enc, "word_ids") and enc.word_ids() and enc.word_ids()[j] is not None:
+                    span = enc.word_to_chars(enc.word_ids()[j])
+                    word = s[span.start:span.end]
+                raise TokenizationError(f"sequence {i} has {word!r}, which the tokenizer maps to its unknown token")
+            if self.max_length is not None and len(ids) > self.max_length:
+                raise TokenizationError(
+                    f"sequence {i} has {len(ids)} tokens; the model accepts at most {self.max_length}")
+            try:
+                wid = [-1 if w is None else w for w in enc.word_ids()]
+            except (ValueError, AttributeError):  # slow tokenizers: every non-special token is a word
+                wid = [-1 if t in self.special_ids else k for k, t in enumerate(ids)]
+            wid = [-1 if t in self.special_ids else w for t, w in zip(ids, wid)]
+            rows.append(ids)
+            words.append(wid)
+        return _pad(rows, words, self.pad_id)
+
+    def decode(self, ids: Sequence[int] | torch.Tensor) -> str:
+        ids = [i for i in torch.as_tensor(ids).tolist() if i not in self.special_ids or i == self.mask_id]
+        return self.hf.decode(ids)
