@@ -88,6 +88,8 @@ def resolve_positions(mlm: MaskedLM, input_ids: torch.Tensor, positions: Positio
         sel = default_positions(mlm, input_ids)
     else:
         p = torch.as_tensor(positions)
+        if p.numel() == 0:
+            p = p.long()
         if p.dtype == torch.bool:
             if tuple(p.shape) != (B, L):
                 raise PositionsError(f"positions mask has shape {tuple(p.shape)}, input_ids has shape {(B, L)}")

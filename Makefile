@@ -1,0 +1,32 @@
+# Set-up and the two main jobs. `make demo` and `make test` each create .venv and install everything
+# on first use (torch==2.13.0 CPU build; see README for GPU installs).
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+TORCH_SPEC ?= torch==2.13.0
+STAMP := $(VENV)/.mlmprob-installed
+
+.PHONY: install demo test bench clean
+
+$(STAMP): pyproject.toml Makefile
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+	$(BIN)/python -m pip install -q "$(TORCH_SPEC)"
+	$(BIN)/python -m pip install -q -e ".[dev]"
+	# Sapiens declares fairseq and torch<2.5, neither of which it needs here: install without deps.
+	$(BIN)/python -m pip install -q --no-deps "sapiens==1.0.5"
+	touch $@
+
+install: $(STAMP)
+
+demo: $(STAMP)
+	HF_HUB_OFFLINE=1 $(BIN)/mlmprob demo
+
+test: $(STAMP)
+	HF_HUB_OFFLINE=1 $(BIN)/python -m pytest -q
+
+bench: $(STAMP)
+	@echo "see bench/README.md for the benchmark commands"
+
+clean:
+	rm -rf $(VENV) build dist src/*.egg-info

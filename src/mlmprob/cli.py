@@ -1,0 +1,63 @@
+"""``mlmprob`` command line: a thin layer over the Python API.
+
+Input errors (``MLMProbError``) print one line, ``error: ...``, and exit with status 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import os
+import sys
+
+from .errors import MLMProbError
+
+COMMANDS = ("score", "demo", "sample", "joints", "infill")
+
+
+def add_model_args(p: argparse.ArgumentParser, default: str = "antiberty") -> None:
+    """The options every model-using command shares."""
+    p.add_argument("--model", default=default,
+                   help="built-in name (antiberty, sapiens-vh, sapiens-vl), local HF directory, or hub id")
+    p.add_argument("--device", default="cpu", help="torch device, e.g. cpu, cuda, cuda:1")
+    p.add_argument("--dtype", default=None, help="float32 (default), bfloat16 or float16")
+    p.add_argument("--batch-tokens", type=int, default=8192,
+                   help="token budget of one forward sub-batch (lower it if memory runs out)")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from . import __version__
+
+    parser = argparse.ArgumentParser(prog="mlmprob", description="Probabilistic inference with masked language models.")
+    parser.add_argument("--version", action="version", version=f"mlmprob {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name in COMMANDS:
+        try:
+            mod = importlib.import_module(f".commands.{name}", __package__)
+        except ModuleNotFoundError as e:
+            if e.name and e.name.endswith(f"commands.{name}"):
+                continue  # command not built yet
+            raise
+        mod.register(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "func", None):
+        parser.print_help()
+        return 1
+    try:
+        return int(args.func(args) or 0)
+    except MLMProbError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,18 @@
+"""Zero-shot infilling of a gap of known length with any masked LM (Calef et al.).
+
+``infill`` (standard and HCB beam search, left-to-right or best-to-worst), ``sample_infill`` (the
+sampling baselines with the same forward passes), the ablations (``corrections``), exhaustive
+references (``exhaustive_infill``, ``exact_infill``), metrics, and the experiment runner
+(``python -m mlmprob.infill.runner``).
+"""
+
+from .baselines import BASELINES, SamplingConfig, sample_infill
+from .beam import beam_search, infill, resolve_pivot
+from .corrections import ContextScramble, Pivot, RandomTokenSwap, Standard
+from .exhaustive import exact_infill, exhaustive_infill
+from .gap import InfillCandidate, candidate_ids, prepare_gap
+from .metrics import bleu, gap_metrics, identity, topk_hit
+
+__all__ = ["BASELINES", "ContextScramble", "InfillCandidate", "Pivot", "RandomTokenSwap", "SamplingConfig",
+           "Standard", "beam_search", "bleu", "candidate_ids", "exact_infill", "exhaustive_infill", "gap_metrics",
+           "identity", "infill", "prepare_gap", "resolve_pivot", "sample_infill", "topk_hit"]

@@ -1,0 +1,103 @@
+"""Sampling baselines with the forward-pass budget of beam search (Calef et al., sec. 5.4).
+
+The search keeps ``num_samples`` hypotheses like a beam of that size and makes the same forward
+passes (one per hypothesis per step, mask at the unfilled positions), but instead of the best
+extensions it *draws* them: ``num_samples`` extensions ``(h, w)`` without replacement (Gumbel
+top-k) with probability proportional to ``q~(w | h) / H``, where ``q~`` is the MLM's conditional
+renormalised over the candidate ids, at ``temperature`` and truncated to the ``top_p`` nucleus.
+Hypotheses are ranked, and reported, by their standard chain-rule score (``log q`` at
+temperature 1), so ``score`` is comparable with standard beam search.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Sequence
+
+import torch
+
+from ..batching import DEFAULT_BATCH_TOKENS
+from ..errors import MLMProbError
+from ..models.protocol import MaskedLM
+from .corrections import Standard
+from .gap import InfillCandidate, check_beam_size, check_order, prepare_gap
+from .search import NEG_INF, run_search
+
+
+@dataclass(frozen=True)
+class SamplingConfig:
+    """A proposal for the sampling baselines: temperature, then nucleus truncation."""
+
+    temperature: float = 1.0
+    top_p: float | None = None
+
+    def __post_init__(self):
+        if not self.temperature > 0:
+            raise MLMProbError(f"temperature must be positive, got {self.temperature}")
+        if self.top_p is not None and not 0 < self.top_p <= 1:
+            raise MLMProbError(f"top_p must lie in (0, 1], got {self.top_p}")
+
+
+#: The paper's baselines (Table 1): name -> proposal.
+BASELINES = {
+    "pure-sampling": SamplingConfig(),
+    "temperature-0.25": SamplingConfig(temperature=0.25),
+    "temperature-0.5": SamplingConfig(temperature=0.5),
+    "temperature-0.75": SamplingConfig(temperature=0.75),
+    "nucleus-0.9": SamplingConfig(top_p=0.9),
+}
+
+
+def proposal_logp(logp: torch.Tensor, config: SamplingConfig) -> torch.Tensor:
+    """Rows of ``log q`` ``[N, n]`` -> tempered, renormalised, nucleus-truncated ``log q~`` (float64).
+
+    The nucleus keeps the most probable tokens up to and including the one at which the mass
+    reaches ``top_p``.
+
+    >>> lp = torch.log(torch.tensor([[0.5, 0.3, 0.2]], dtype=torch.float64))
+    >>> proposal_logp(lp, SamplingConfig(top_p=0.7)).exp().round(decimals=6).tolist()
+    [[0.625, 0.375, 0.0]]
+    """
+    lp = (logp.double() / config.temperature).log_softmax(-1)
+    if config.top_p is None or config.top_p >= 1:
+        return lp
+    sorted_lp, order = lp.sort(-1, descending=True)
+    before = sorted_lp.exp().cumsum(-1) - sorted_lp.exp()          # mass strictly before each token
+    drop_sorted = before >= config.top_p - 1e-12
+    drop = torch.zeros_like(drop_sorted).scatter(-1, order, drop_sorted)
+    return lp.masked_fill(drop, NEG_INF).log_softmax(-1)
+
+
+def _sampling_select(config: SamplingConfig, generator: torch.Generator):
+    def select(scores, cand_logp, parent, n_parents, width):
+        # every parent has one query this step: renormalise its candidates' log q per parent
+        logw = torch.empty_like(cand_logp)
+        for h in parent.unique().tolist():   # n_parents <= width: a short loop
+            sel = parent == h
+            logw[sel] = proposal_logp(cand_logp[sel][None], config)[0]
+        logw = logw - torch.log(torch.tensor(float(n_parents), dtype=logw.dtype))
+        u = torch.rand(len(logw), generator=generator, dtype=torch.float64).clamp_min(1e-300)
+        keys = logw - torch.log(-torch.log(u))          # Gumbel top-k: draws without replacement
+        finite = int(torch.isfinite(logw).sum())
+        return torch.topk(keys, min(width, finite)).indices
+    return select
+
+
+def sample_infill(mlm: MaskedLM, input_ids, positions: Sequence[int] | torch.Tensor, *, num_samples: int = 5,
+                  temperature: float = 1.0, top_p: float | None = None, order: str = "l2r",
+                  generator: torch.Generator | None = None,
+                  batch_tokens: int = DEFAULT_BATCH_TOKENS) -> list[InfillCandidate]:
+    """``num_samples`` sampled fills (distinct), ranked by standard chain-rule score, best first.
+
+    >>> from mlmprob import ExactMLM
+    >>> m = ExactMLM(torch.zeros(3, 3, 3))
+    >>> out = sample_infill(m, [0, 3, 3], [1, 2], num_samples=4, generator=torch.Generator().manual_seed(0))
+    >>> len(out), len({c.tokens for c in out})
+    (4, 4)
+    """
+    if generator is None:
+        raise MLMProbError("sample_infill needs a torch.Generator (generator=torch.Generator().manual_seed(...))")
+    config = SamplingConfig(temperature, top_p)
+    gap = prepare_gap(mlm, input_ids, positions)
+    return run_search(mlm, gap, width=check_beam_size(num_samples, "num_samples"), order=check_order(order),
+                      correction=Standard(), select=_sampling_select(config, generator), batch_tokens=batch_tokens)

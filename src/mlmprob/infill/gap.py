@@ -1,0 +1,117 @@
+"""The shared pieces of every infilling algorithm: the result type and the validated gap.
+
+A *gap* is a set of positions of one sequence whose tokens are unknown (the infilling paper uses a
+contiguous span of known length k; every algorithm here accepts any set). Fills are written over
+whatever the input holds at those positions. Fills are drawn from ``candidate_ids``: the model's
+``proposal_ids`` when it has them (e.g. the 20 amino acids), else every output id that is not a
+special token or the mask.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Sequence
+
+import torch
+
+from ..energy import check_input_ids
+from ..errors import MLMProbError, PositionsError
+from ..models.protocol import MaskedLM, lengths_of, pad_id_of, proposal_ids_of, special_ids_of
+
+
+@dataclass(frozen=True)
+class InfillCandidate:
+    """One fill of the gap: ``tokens`` (ids for the gap positions, in position order) and its
+    ``score`` (log score under the method that found it; higher is better)."""
+
+    tokens: tuple[int, ...]
+    score: float
+
+
+@dataclass(frozen=True)
+class Gap:
+    """A validated infilling problem.
+
+    ``ids``: the sequence ``[L]`` (padding trimmed; gap positions hold the mask), ``positions``:
+    sorted gap positions ``[k]``, ``candidates``: the ids a gap position may take ``[n]``.
+    """
+
+    ids: torch.Tensor
+    positions: torch.Tensor
+    candidates: torch.Tensor
+
+    @property
+    def k(self) -> int:
+        return int(self.positions.numel())
+
+
+def candidate_ids(mlm: MaskedLM) -> torch.Tensor:
+    """Ids a gap may be filled with: ``proposal_ids`` if the model has them, else every output id
+    except special tokens and the mask.
+
+    >>> from mlmprob import ExactMLM
+    >>> candidate_ids(ExactMLM(torch.zeros(3, 3))).tolist()
+    [0, 1, 2]
+    """
+    ids = proposal_ids_of(mlm)
+    if ids is None:
+        banned = special_ids_of(mlm) | {mlm.mask_id} | ({pad_id_of(mlm)} - {None})
+        ids = torch.tensor([i for i in range(mlm.vocab_size) if i not in banned], dtype=torch.long)
+    ids = ids[(ids >= 0) & (ids < mlm.vocab_size)]
+    if ids.numel() == 0:
+        raise MLMProbError("the model has no output id that may fill a gap (empty proposal ids)")
+    return ids
+
+
+def prepare_gap(mlm: MaskedLM, input_ids, positions: Sequence[int] | torch.Tensor,
+                candidates: torch.Tensor | None = None) -> Gap:
+    """Validate one sequence (``[L]`` or ``[1, L]``) and its gap positions.
+
+    >>> from mlmprob import ExactMLM
+    >>> g = prepare_gap(ExactMLM(torch.zeros(2, 2, 2)), [0, 1, 0], [2, 1])
+    >>> g.ids.tolist(), g.positions.tolist(), g.k
+    ([0, 2, 2], [1, 2], 2)
+    """
+    ids = torch.as_tensor(input_ids)
+    if ids.dim() == 1:
+        ids = ids[None]
+    ids = check_input_ids(mlm, ids)
+    if ids.shape[0] != 1:
+        raise MLMProbError(f"infilling takes one sequence, got a batch of {ids.shape[0]} (shape {tuple(ids.shape)})")
+    L = int(lengths_of(mlm, ids)[0])
+    ids = ids[0, :L].clone()
+    pos = torch.as_tensor(positions)
+    if pos.dtype == torch.bool:
+        if pos.dim() == 2 and pos.shape[0] == 1:
+            pos = pos[0]
+        pos = pos.nonzero(as_tuple=True)[0]
+    if pos.numel() == 0:
+        raise PositionsError("the gap is empty: give at least one position to fill")
+    if pos.dim() != 1 or pos.dtype.is_floating_point:
+        raise PositionsError(f"positions must be a list of integer indices, got shape {tuple(pos.shape)}, dtype {pos.dtype}")
+    pos = pos.long()
+    if pos.min() < 0 or pos.max() >= L:
+        bad = int(pos.max() if pos.max() >= L else pos.min())
+        raise PositionsError(f"gap position {bad} is outside the sequence of {L} tokens")
+    if pos.unique().numel() != pos.numel():
+        raise PositionsError(f"gap positions repeat: {pos.tolist()}")
+    pos = pos.sort().values
+    specials = special_ids_of(mlm) - {mlm.mask_id}
+    for p in pos.tolist():
+        if int(ids[p]) in specials:
+            raise PositionsError(f"gap position {p} holds special token {int(ids[p])}; only sequence tokens can be filled")
+    ids[pos] = mlm.mask_id
+    cand = candidate_ids(mlm) if candidates is None else torch.as_tensor(candidates, dtype=torch.long)
+    return Gap(ids, pos, cand)
+
+
+def check_beam_size(beam_size, name: str = "beam_size") -> int:
+    if isinstance(beam_size, bool) or not isinstance(beam_size, int) or beam_size < 1:
+        raise MLMProbError(f"{name} must be a positive integer, got {beam_size!r}")
+    return beam_size
+
+
+def check_order(order: str) -> str:
+    if order not in ("l2r", "best"):
+        raise MLMProbError(f"unknown order {order!r}; use 'l2r' (left to right) or 'best' (best to worst)")
+    return order

@@ -1,0 +1,333 @@
+"""Infilling experiments on antibody heavy chains: resumable JSONL results and the paper's tables.
+
+One JSONL record per (model, dataset, region, k, gap, method) with the ranked fills, their scores,
+the per-gap metrics and the forward rows used. A rerun with the same output file skips finished
+records (a line cut by a kill is dropped and redone). Tables (markdown):
+
+- Table 1 shape: methods x (metric, number of missing residues), one per model and region;
+- Table 2 shape: methods x models (a metric averaged over all gap lengths), one per region;
+- Table 3 shape: HCB, standard and the two ablations x models.
+
+Smoke run (a minute on a laptop CPU)::
+
+    python -m mlmprob.infill.runner --models sapiens-vh --n-gaps 5 --lengths 2 3 4 5 6 7 \\
+        --out results/infill_smoke.jsonl --tables results/infill_smoke.md
+
+Randomness: gap draws from ``seed``; each sampling/ablation record from a generator seeded by its
+key (so results do not depend on resumption), except the context-scramble memory, which is filled
+by the gaps run since the start of the process.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+import zlib
+from collections import defaultdict
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Iterable
+
+import torch
+
+from ..errors import MLMProbError
+from .antibody_gaps import DATASETS, REGIONS, GapSpec, load_chains, sample_gaps
+from .baselines import BASELINES, sample_infill
+from .beam import beam_search, make_correction
+from .corrections import ContextScramble, RandomTokenSwap
+from .gap import InfillCandidate
+from .metrics import gap_metrics
+
+BEAM_METHODS = {"hcb-l2r": ("hcb", "l2r"), "hcb-best": ("hcb", "best"),
+                "standard-l2r": ("standard", "l2r"), "standard-best": ("standard", "best")}
+ABLATIONS = ("ablation-scramble", "ablation-swap")
+METHODS = tuple(BEAM_METHODS) + tuple(BASELINES) + ABLATIONS
+LABELS = {"hcb-l2r": "HCB Left-to-Right", "hcb-best": "HCB Best-to-Worst",
+          "standard-l2r": "Standard Left-to-Right", "standard-best": "Standard Best-to-Worst",
+          "pure-sampling": "Pure sampling", "temperature-0.25": "Sampling with T=0.25",
+          "temperature-0.5": "Sampling with T=0.50", "temperature-0.75": "Sampling with T=0.75",
+          "nucleus-0.9": "Nucleus sampling, p=0.90", "ablation-scramble": "Ablation 1 (Context Scramble)",
+          "ablation-swap": "Ablation 2 (Random Token Swap)"}
+METRICS = ("top1", "top5", "top10", "top20", "bleu", "identity")
+ABLATION_ORDER = "l2r"   # the ablations modify HCB left-to-right
+
+
+@dataclass(frozen=True)
+class ExperimentConfig:
+    models: tuple[str, ...] = ("antiberty", "sapiens-vh")
+    dataset: str = "gdpa1"
+    regions: tuple[str, ...] = REGIONS
+    lengths: tuple[int, ...] = (2, 3, 4, 5, 6, 7)
+    n_gaps: int = 300
+    beam_size: int = 20
+    methods: tuple[str, ...] = METHODS
+    seed: int = 0
+    device: str = "cpu"
+    dtype: str | None = None
+
+    def __post_init__(self):
+        bad = [m for m in self.methods if m not in METHODS]
+        if bad:
+            raise MLMProbError(f"unknown method(s) {', '.join(bad)}; choose from {', '.join(METHODS)}")
+        bad = [r for r in self.regions if r not in REGIONS]
+        if bad:
+            raise MLMProbError(f"unknown region(s) {', '.join(bad)}; choose from {', '.join(REGIONS)}")
+        if self.dataset not in DATASETS:
+            raise MLMProbError(f"unknown dataset {self.dataset!r}; use one of {', '.join(DATASETS)}")
+        if self.n_gaps < 1 or self.beam_size < 1 or not self.lengths or min(self.lengths) < 1:
+            raise MLMProbError("n_gaps, beam_size and every gap length must be positive")
+
+
+class CountingMLM:
+    """Wraps a masked LM, counting the sequence rows it forwards (``rows``)."""
+
+    def __init__(self, mlm):
+        self.mlm = mlm
+        self.rows = 0
+        if hasattr(mlm, "logits_at"):
+            self.logits_at = self._logits_at
+
+    def __getattr__(self, name):
+        return getattr(self.mlm, name)
+
+    def logits(self, input_ids):
+        self.rows += int(input_ids.shape[0])
+        return self.mlm.logits(input_ids)
+
+    def _logits_at(self, input_ids, rows, cols):
+        self.rows += int(input_ids.shape[0])
+        return self.mlm.logits_at(input_ids, rows, cols)
+
+
+def record_key(rec: dict) -> tuple:
+    return (rec["model"], rec["dataset"], rec["region"], int(rec["k"]), int(rec["gap_id"]), rec["method"])
+
+
+def _seed_of(*parts) -> int:
+    return zlib.crc32("|".join(map(str, parts)).encode())
+
+
+def run_method(method: str, mlm, ids: torch.Tensor, positions: torch.Tensor, beam_size: int,
+               generator: torch.Generator, scramble: ContextScramble | None = None) -> list[InfillCandidate]:
+    """One method of the experiment on one gap."""
+    if method in BEAM_METHODS:
+        kind, order = BEAM_METHODS[method]
+        return beam_search(mlm, ids, positions, correction=make_correction(mlm, kind), order=order,
+                           beam_size=beam_size)
+    if method in BASELINES:
+        cfg = BASELINES[method]
+        return sample_infill(mlm, ids, positions, num_samples=beam_size, temperature=cfg.temperature,
+                             top_p=cfg.top_p, generator=generator)
+    if method == "ablation-scramble":
+        make_correction(mlm, "hcb")   # the mask must be an output, as for HCB
+        corr = scramble if scramble is not None else ContextScramble(mlm.mask_id, generator)
+    elif method == "ablation-swap":
+        make_correction(mlm, "hcb")
+        corr = RandomTokenSwap(mlm.mask_id, mlm.vocab_size, generator)
+    else:
+        raise MLMProbError(f"unknown method {method!r}")
+    return beam_search(mlm, ids, positions, correction=corr, order=ABLATION_ORDER, beam_size=beam_size)
+
+
+def gap_inputs(mlm, gap: GapSpec) -> tuple[torch.Tensor, torch.Tensor]:
+    """Encoded chain ``[1, L]`` and the token columns of the gap residues."""
+    enc = mlm.encode([gap.seq])
+    wid = enc.word_ids[0]
+    cols = torch.cat([(wid == r).nonzero(as_tuple=True)[0] for r in range(gap.start, gap.start + gap.k)])
+    if len(cols) != gap.k:
+        raise MLMProbError(f"chain {gap.chain_id}: the tokenizer does not give one token per residue")
+    return enc.input_ids, cols
+
+
+def _decode(mlm, tokens) -> str:
+    dec = getattr(mlm, "decode", None)
+    return dec(list(tokens)) if dec is not None else " ".join(map(str, tokens))
+
+
+def read_records(path: Path) -> list[dict]:
+    """Records of a result file; a partly written last line is ignored."""
+    if not path.exists():
+        return []
+    out = []
+    for line in path.read_text().splitlines():
+        try:
+            out.append(json.loads(line))
+        except json.JSONDecodeError:
+            continue
+    return out
+
+
+def _trim_partial_line(path: Path) -> None:
+    if path.exists():
+        text = path.read_text()
+        if text and not text.endswith("\n"):
+            path.write_text(text[: text.rfind("\n") + 1])
+
+
+def run_experiment(config: ExperimentConfig, out: str | Path, *, data_dir: str | Path,
+                   load: Callable | None = None, progress: bool = True) -> int:
+    """Run every missing record of ``config`` into ``out`` (JSONL, appended). Returns the number of
+    new records. ``load(name)`` gives a masked LM (default ``load_mlm`` on ``config.device``)."""
+    if load is None:
+        from ..models import load_mlm
+
+        def load(name):
+            return load_mlm(name, device=config.device, dtype=config.dtype)
+
+    out = Path(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    _trim_partial_line(out)
+    done = {record_key(r) for r in read_records(out)}
+    chains = load_chains(config.dataset, data_dir)
+    gaps = {(region, k): sample_gaps(chains, k, config.n_gaps, region,
+                                     torch.Generator().manual_seed(_seed_of(config.seed, region, k)))
+            for region in config.regions for k in config.lengths}
+    n_new = 0
+    with out.open("a") as fh:
+        for model_name in config.models:
+            todo = [(region, k, g, m) for (region, k), gs in gaps.items() for g in gs for m in config.methods
+                    if (model_name, config.dataset, region, k, g.gap_id, m) not in done]
+            if not todo:
+                continue
+            mlm = CountingMLM(load(model_name))
+            scramble = ContextScramble(mlm.mask_id, torch.Generator().manual_seed(_seed_of(config.seed, model_name)))
+            t0 = time.time()
+            for i, (region, k, gap, method) in enumerate(todo):
+                ids, cols = gap_inputs(mlm, gap)
+                gen = torch.Generator().manual_seed(_seed_of(config.seed, model_name, region, k, gap.gap_id, method))
+                rows0, t1 = mlm.rows, time.time()
+                cands = run_method(method, mlm, ids, cols, config.beam_size, gen, scramble)
+                fills = [_decode(mlm, c.tokens) for c in cands]
+                rec = {"model": model_name, "dataset": config.dataset, "region": region, "k": k,
+                       "gap_id": gap.gap_id, "method": method, "chain_id": gap.chain_id, "start": gap.start,
+                       "gold": gap.gold, "beam_size": config.beam_size, "fills": fills,
+                       "scores": [c.score for c in cands], "rows": mlm.rows - rows0,
+                       "seconds": round(time.time() - t1, 4), **gap_metrics(fills, gap.gold)}
+                fh.write(json.dumps(rec) + "\n")
+                fh.flush()
+                n_new += 1
+                if progress and (i + 1) % 50 == 0:
+                    rate = (i + 1) / (time.time() - t0)
+                    print(f"[{model_name}] {i + 1}/{len(todo)} records, {rate:.1f}/s", file=sys.stderr)
+    return n_new
+
+
+# -- tables ------------------------------------------------------------------------------------
+
+def summarize(records: Iterable[dict]) -> dict[tuple, dict[str, float]]:
+    """Means of every metric per (model, region, method, k), with the count ``n``."""
+    acc: dict[tuple, dict[str, float]] = defaultdict(lambda: defaultdict(float))
+    for r in records:
+        key = (r["model"], r["region"], r["method"], int(r["k"]))
+        acc[key]["n"] += 1
+        for m in METRICS:
+            acc[key][m] += float(r[m])
+    return {key: {m: (v if m == "n" else v / d["n"]) for m, v in d.items()} for key, d in acc.items()}
+
+
+def _fmt(v: float | None) -> str:
+    return "-" if v is None else f"{100 * v:.2f}"
+
+
+def _md(header: list[str], rows: list[list[str]]) -> str:
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(r) + " |" for r in rows]
+    return "\n".join(lines)
+
+
+def _present(summary, axis: int) -> list:
+    vals = {key[axis] for key in summary}
+    if axis == 2:
+        return [m for m in METHODS if m in vals]
+    return sorted(vals)
+
+
+def table_methods_by_k(summary: dict, model: str, region: str, metrics=("top1", "top5", "bleu", "identity")) -> str:
+    """Table 1 shape: rows methods, columns (metric, k); values in percent."""
+    ks = sorted({key[3] for key in summary if key[0] == model and key[1] == region})
+    methods = [m for m in _present(summary, 2) if any((model, region, m, k) in summary for k in ks)]
+    header = ["Method"] + [f"{metric} k={k}" for metric in metrics for k in ks]
+    rows = [[LABELS.get(m, m)] + [_fmt(summary.get((model, region, m, k), {}).get(metric))
+                                  for metric in metrics for k in ks] for m in methods]
+    return _md(header, rows)
+
+
+def _mean_over_k(summary: dict, model: str, region: str, method: str, metric: str) -> float | None:
+    vals = [d[metric] for (mo, re, me, _), d in summary.items() if (mo, re, me) == (model, region, method)]
+    return sum(vals) / len(vals) if vals else None
+
+
+def table_models(summary: dict, region: str, metric: str = "top1", methods: Iterable[str] | None = None) -> str:
+    """Table 2 shape: rows methods, columns models; ``metric`` averaged over the gap lengths."""
+    models = _present(summary, 0)
+    methods = [m for m in (methods or _present(summary, 2)) if any(k[2] == m and k[1] == region for k in summary)]
+    rows = [[LABELS.get(m, m)] + [_fmt(_mean_over_k(summary, mo, region, m, metric)) for mo in models]
+            for m in methods]
+    return _md(["Method"] + models, rows)
+
+
+def table_ablations(summary: dict, region: str, metric: str = "top1") -> str:
+    """Table 3 shape: HCB, standard and ablation rows x models."""
+    return table_models(summary, region, metric, methods=list(BEAM_METHODS) + list(ABLATIONS))
+
+
+def tables_markdown(records: list[dict]) -> str:
+    summary = summarize(records)
+    parts = ["# Infilling results", "",
+             "Values in percent. Table 1: methods x number of missing residues; Table 2: models side by side "
+             "(top-1 averaged over gap lengths); Table 3: ablations.", ""]
+    for region in _present(summary, 1):
+        for model in _present(summary, 0):
+            n = {d["n"] for key, d in summary.items() if key[0] == model and key[1] == region}
+            parts += [f"## Table 1 - {model}, {region} gaps (n per cell: {', '.join(str(int(x)) for x in sorted(n))})",
+                      "", table_methods_by_k(summary, model, region), ""]
+        parts += [f"## Table 2 - top-1 accuracy, {region} gaps", "", table_models(summary, region), ""]
+        parts += [f"## Table 3 - ablations (top-1), {region} gaps", "", table_ablations(summary, region), ""]
+    return "\n".join(parts)
+
+
+def main(argv: list[str] | None = None) -> int:
+    from ..data import shared_data_dir
+
+    p = argparse.ArgumentParser(prog="python -m mlmprob.infill.runner", description=__doc__.split("\n")[0],
+                                formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    d = ExperimentConfig()
+    p.add_argument("--out", required=True, help="result file (JSONL); rerunning continues it")
+    p.add_argument("--tables", help="write the markdown tables here (from every record in --out)")
+    p.add_argument("--tables-only", action="store_true", help="only build --tables from --out")
+    p.add_argument("--models", nargs="+", default=list(d.models))
+    p.add_argument("--dataset", default=d.dataset, choices=list(DATASETS))
+    p.add_argument("--regions", nargs="+", default=list(d.regions), choices=list(REGIONS))
+    p.add_argument("--lengths", nargs="+", type=int, default=list(d.lengths))
+    p.add_argument("--n-gaps", type=int, default=d.n_gaps)
+    p.add_argument("--beam-size", type=int, default=d.beam_size)
+    p.add_argument("--methods", nargs="+", default=list(d.methods), choices=list(METHODS))
+    p.add_argument("--seed", type=int, default=d.seed)
+    p.add_argument("--device", default="cpu")
+    p.add_argument("--dtype", default=None)
+    p.add_argument("--data-dir", default=None, help="shared data folder (default: found automatically)")
+    args = p.parse_args(argv)
+    try:
+        if not args.tables_only:
+            data_dir = args.data_dir or shared_data_dir()
+            if data_dir is None:
+                raise MLMProbError("cannot find the shared data folder; pass --data-dir")
+            cfg = ExperimentConfig(tuple(args.models), args.dataset, tuple(args.regions), tuple(args.lengths),
+                                   args.n_gaps, args.beam_size, tuple(args.methods), args.seed, args.device,
+                                   args.dtype)
+            n = run_experiment(cfg, args.out, data_dir=data_dir)
+            print(f"{n} new records in {args.out}", file=sys.stderr)
+        if args.tables:
+            Path(args.tables).parent.mkdir(parents=True, exist_ok=True)
+            Path(args.tables).write_text(tables_markdown(read_records(Path(args.out))))
+            print(f"tables written to {args.tables}", file=sys.stderr)
+    except MLMProbError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

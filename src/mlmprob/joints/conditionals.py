@@ -1,0 +1,271 @@
+"""All the MLM conditionals one pair of positions needs, from one batched set of forward passes.
+
+For a pair ``(a, b)`` of a sequence and a candidate vocabulary ``V' = (v_1..v_K)``, the copies are
+
+- copy ``0``: ``a`` and ``b`` both masked (read at ``a`` and at ``b``): the MLM's pair "joint" (eq. 1);
+- copies ``1..K``: ``a`` masked, ``b = v_j`` (read at ``a``): ``q_a(. | x_b = v_j, rest)``;
+- copies ``K+1..2K``: ``b`` masked, ``a = v_i`` (read at ``b``): ``q_b(. | x_a = v_i, rest)``;
+
+so a pair costs exactly ``2K + 1`` forward rows, cut into sub-batches under a token budget. Every
+construction (MLM, MRF, MRF-logit, HCB, AG) and every metric of a pair reuses one
+``PairConditionals``. Tables are laid out like the joint: rows index ``x_a``, columns ``x_b``.
+
+Conditionals are normalised over ``V'``. When ``V'`` is smaller than the output vocabulary (the 20
+residues of an antibody model, or a top-K restriction), the mass the full softmax puts outside
+``V'`` is kept (``outside_mass``) so the truncation is measured, never hidden.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Sequence
+
+import torch
+
+from ..batching import DEFAULT_BATCH_TOKENS
+from ..errors import MLMProbError, PositionsError
+from ..models.protocol import MaskedLM, gather_logits, lengths_of, proposal_ids_of
+
+
+@dataclass(frozen=True)
+class PairConditionals:
+    """Logits of the ``2K + 1`` masked copies of one pair, restricted to the candidates ``V'``.
+
+    ``logit_a[i, j]`` is the raw logit of ``x_a = v_i`` with ``a`` masked and ``x_b = v_j``;
+    ``logit_b[i, j]`` the raw logit of ``x_b = v_j`` with ``b`` masked and ``x_a = v_i``;
+    ``marg_logit_a[i]`` / ``marg_logit_b[j]`` the logits with both masked. ``lse_full_*`` hold the
+    log-normaliser of each copy over the whole output vocabulary. ``mask_logit_*`` hold the logit of
+    the mask token as an output (same copies), or None when the output vocabulary lacks it.
+    All tables are float64 on the CPU.
+    """
+
+    a: int
+    b: int
+    candidates: torch.Tensor          # [K] token ids of V'
+    gold: tuple[int, int]             # token ids at (a, b) in the input (may be the mask id)
+    logit_a: torch.Tensor             # [K, K]
+    logit_b: torch.Tensor             # [K, K]
+    marg_logit_a: torch.Tensor        # [K]
+    marg_logit_b: torch.Tensor        # [K]
+    lse_full_a: torch.Tensor          # [K]   per column j (copy a masked, b = v_j)
+    lse_full_b: torch.Tensor          # [K]   per row i (copy b masked, a = v_i)
+    lse_full_marg: torch.Tensor       # [2]   (at a, at b) in the both-masked copy
+    mask_id: int
+    mask_logit_a: torch.Tensor | None = None     # [K]   mask-token logit at a, copy b = v_j
+    mask_logit_b: torch.Tensor | None = None     # [K]   mask-token logit at b, copy a = v_i
+    mask_logit_marg: torch.Tensor | None = None  # [2]   in the both-masked copy, at (a, b)
+    n_forward: int = 0                           # forward rows used (2K + 1)
+    n_calls: int = 0                             # batched model calls
+    extra: dict = field(default_factory=dict, compare=False)
+
+    # -- sizes and lookups ------------------------------------------------------------------------
+    @property
+    def size(self) -> int:
+        return int(self.candidates.numel())
+
+    @cached_property
+    def index_of(self) -> dict[int, int]:
+        """Token id -> index in ``V'``."""
+        return {int(t): i for i, t in enumerate(self.candidates.tolist())}
+
+    @property
+    def gold_index(self) -> tuple[int, int] | None:
+        """Indices of the gold tokens in ``V'``, or None when either is not a candidate."""
+        ia, ib = self.index_of.get(self.gold[0]), self.index_of.get(self.gold[1])
+        return None if ia is None or ib is None else (ia, ib)
+
+    # -- normalised conditionals (over V') ---------------------------------------------------------
+    @cached_property
+    def cond_a(self) -> torch.Tensor:
+        """``[K, K]``: ``log q_a(v_i | x_b = v_j)``; ``logsumexp`` over dim 0 is 0."""
+        return self.logit_a - torch.logsumexp(self.logit_a, 0, keepdim=True)
+
+    @cached_property
+    def cond_b(self) -> torch.Tensor:
+        """``[K, K]``: ``log q_b(v_j | x_a = v_i)``; ``logsumexp`` over dim 1 is 0."""
+        return self.logit_b - torch.logsumexp(self.logit_b, 1, keepdim=True)
+
+    @cached_property
+    def marg_a(self) -> torch.Tensor:
+        """``[K]``: ``log q_a(v_i | a, b masked)``."""
+        return torch.log_softmax(self.marg_logit_a, 0)
+
+    @cached_property
+    def marg_b(self) -> torch.Tensor:
+        """``[K]``: ``log q_b(v_j | a, b masked)``."""
+        return torch.log_softmax(self.marg_logit_b, 0)
+
+    @cached_property
+    def outside_mass(self) -> dict[str, float]:
+        """Softmax mass outside ``V'`` (full output vocabulary): mean over the unary copies and in
+        the both-masked copy. Zero when ``V'`` is the whole output vocabulary."""
+        in_a = torch.logsumexp(self.logit_a, 0) - self.lse_full_a
+        in_b = torch.logsumexp(self.logit_b, 1) - self.lse_full_b
+        in_m = torch.stack([torch.logsumexp(self.marg_logit_a, 0), torch.logsumexp(self.marg_logit_b, 0)])
+        in_m = in_m - self.lse_full_marg
+        out = lambda t: float((-torch.expm1(t.clamp(max=0.0))).mean())  # noqa: E731
+        return {"unary": 0.5 * (out(in_a) + out(in_b)), "marginal": out(in_m)}
+
+
+def _as_row(mlm: MaskedLM, input_ids) -> torch.Tensor:
+    ids = torch.as_tensor(input_ids)
+    if ids.dtype.is_floating_point or ids.dtype == torch.bool:
+        raise MLMProbError(f"input_ids must be integer token ids, got dtype {ids.dtype}")
+    ids = ids.long()
+    if ids.dim() == 2 and ids.shape[0] == 1:
+        ids = ids[0]
+    if ids.dim() != 1 or ids.numel() == 0:
+        raise MLMProbError(f"input_ids must have shape [L] or [1, L] with L > 0, got {tuple(torch.as_tensor(input_ids).shape)}")
+    return ids
+
+
+def check_pair(mlm: MaskedLM, input_ids, a: int, b: int) -> tuple[torch.Tensor, int, int]:
+    """Validate one pair: returns ``(ids [L'] without right padding, a, b)``.
+
+    The tokens at ``a`` and ``b`` are ignored (they may hold the mask).
+    """
+    ids = _as_row(mlm, input_ids)
+    a, b = int(a), int(b)
+    probe = ids.clone()
+    L = len(ids)
+    for p in (a, b):
+        if not -L <= p < L:
+            raise PositionsError(f"position {p} is outside a sequence of length {L}")
+    a, b = a % L, b % L
+    if a == b:
+        raise PositionsError(f"a pair needs two different positions, got a = b = {a}")
+    probe[[a, b]] = mlm.mask_id
+    hi = max(mlm.vocab_size - 1, mlm.mask_id)
+    if probe.min() < 0 or probe.max() > hi:
+        raise MLMProbError(f"token ids must lie in 0..{hi} for this model, got {int(probe.min())}..{int(probe.max())}")
+    length = int(lengths_of(mlm, probe[None])[0])
+    if max(a, b) >= length:
+        raise PositionsError(f"position {max(a, b)} is padding (sequence length {length})")
+    return ids[:length], a, b
+
+
+def resolve_candidates(mlm: MaskedLM, candidates=None) -> torch.Tensor:
+    """The candidate vocabulary ``V'`` as a LongTensor of distinct ids: ``candidates`` if given, else
+    the model's ``proposal_ids`` (e.g. the 20 residues), else the whole output vocabulary."""
+    if candidates is None:
+        c = proposal_ids_of(mlm)
+        return torch.arange(mlm.vocab_size) if c is None else c
+    c = torch.as_tensor(candidates)
+    if c.dtype.is_floating_point or c.dtype == torch.bool or c.dim() != 1 or c.numel() == 0:
+        raise MLMProbError(f"candidates must be a non-empty 1-D list of token ids, got shape {tuple(c.shape)}, dtype {c.dtype}")
+    c = c.long()
+    if c.min() < 0 or c.max() >= mlm.vocab_size:
+        raise MLMProbError(f"candidate ids must lie in the output vocabulary 0..{mlm.vocab_size - 1}, "
+                           f"got {int(c.min())}..{int(c.max())}")
+    if len(torch.unique(c)) != len(c):
+        raise MLMProbError("candidates contain repeated token ids")
+    return c
+
+
+def pair_conditionals(
+    mlm: MaskedLM,
+    input_ids,
+    a: int,
+    b: int,
+    candidates=None,
+    *,
+    batch_tokens: int = DEFAULT_BATCH_TOKENS,
+) -> PairConditionals:
+    """Run the ``2K + 1`` masked copies of pair ``(a, b)`` in batches and keep what the joints need.
+
+    >>> import torch
+    >>> from mlmprob import ExactMLM
+    >>> m = ExactMLM(torch.log(torch.tensor([[0.1, 0.2], [0.3, 0.4]])))
+    >>> pc = pair_conditionals(m, torch.tensor([0, 0]), 0, 1)
+    >>> pc.n_forward, pc.size
+    (5, 2)
+    >>> pc.cond_a.exp()          # column j: p(x_a | x_b = j)
+    tensor([[0.2500, 0.3333],
+            [0.7500, 0.6667]], dtype=torch.float64)
+    """
+    ids, a, b = check_pair(mlm, input_ids, a, b)
+    cands = resolve_candidates(mlm, candidates)
+    if batch_tokens < 1:
+        raise MLMProbError(f"batch_tokens must be positive, got {batch_tokens}")
+    K, L, V = len(cands), len(ids), mlm.vocab_size
+    gold = (int(ids[a]), int(ids[b]))
+    base = ids.clone()
+    base[[a, b]] = mlm.mask_id
+    has_mask = 0 <= mlm.mask_id < V
+
+    logit_a = torch.empty(K, K, dtype=torch.float64)   # [i, j]
+    logit_b = torch.empty(K, K, dtype=torch.float64)
+    lse_a = torch.empty(K, dtype=torch.float64)
+    lse_b = torch.empty(K, dtype=torch.float64)
+    mask_a = torch.empty(K, dtype=torch.float64) if has_mask else None
+    mask_b = torch.empty(K, dtype=torch.float64) if has_mask else None
+
+    # copy c in 0..2K: 0 both masked, 1..K: b = v_{c-1}, K+1..2K: a = v_{c-K-1}
+    N = 2 * K + 1
+    per_batch = max(1, batch_tokens // L)
+    n_calls = 0
+    marg = None
+    for start in range(0, N, per_batch):
+        c = torch.arange(start, min(N, start + per_batch))
+        n = len(c)
+        x = base.expand(n, L).clone()
+        is_a = (c >= 1) & (c <= K)            # a masked, b = v
+        is_b = c > K                          # b masked, a = v
+        x[is_a, b] = cands[c[is_a] - 1]
+        x[is_b, a] = cands[c[is_b] - K - 1]
+        rows = torch.arange(n)
+        cols = torch.where(is_b, torch.full_like(c, b), torch.full_like(c, a))
+        has0 = bool((c == 0).any())
+        if has0:  # the both-masked copy is read at a (above) and also at b
+            rows = torch.cat([rows, torch.zeros(1, dtype=torch.long)])
+            cols = torch.cat([cols, torch.tensor([b])])
+        out = gather_logits(mlm, x, rows, cols).double()
+        n_calls += 1
+        lse = torch.logsumexp(out, -1)
+        sel = out[:, cands]
+        msk = out[:, mlm.mask_id] if has_mask else None
+        if has0:
+            marg = (sel[0], sel[-1], lse[[0, -1]], msk[[0, -1]] if has_mask else None)
+        ja = c[is_a] - 1
+        logit_a[:, ja] = sel[:n][is_a].T
+        lse_a[ja] = lse[:n][is_a]
+        ib = c[is_b] - K - 1
+        logit_b[ib, :] = sel[:n][is_b]
+        lse_b[ib] = lse[:n][is_b]
+        if has_mask:
+            mask_a[ja] = msk[:n][is_a]
+            mask_b[ib] = msk[:n][is_b]
+    assert marg is not None
+    return PairConditionals(
+        a=a, b=b, candidates=cands, gold=gold, logit_a=logit_a, logit_b=logit_b,
+        marg_logit_a=marg[0], marg_logit_b=marg[1], lse_full_a=lse_a, lse_full_b=lse_b,
+        lse_full_marg=marg[2], mask_id=int(mlm.mask_id), mask_logit_a=mask_a, mask_logit_b=mask_b,
+        mask_logit_marg=marg[3], n_forward=N, n_calls=n_calls)
+
+
+def topk_candidates(mlm: MaskedLM, input_ids, a: int, b: int, k: int,
+                    within: Sequence[int] | torch.Tensor | None = None) -> torch.Tensor:
+    """An explicit approximation for large vocabularies: the ``k`` ids with the highest
+    ``max(q_a(v | a, b masked), q_b(v | a, b masked))`` (one forward pass), searched within
+    ``within`` (default: the model's proposal ids or the whole vocabulary). Sorted by id.
+
+    The gold tokens are not added: a pair whose gold token falls outside gets probability 0.
+
+    >>> import torch
+    >>> from mlmprob import ExactMLM
+    >>> m = ExactMLM(torch.log(torch.tensor([[0.1, 0.2], [0.3, 0.4]])))
+    >>> topk_candidates(m, torch.tensor([0, 0]), 0, 1, k=1).tolist()
+    [1]
+    """
+    ids, a, b = check_pair(mlm, input_ids, a, b)
+    pool = resolve_candidates(mlm, within)
+    if k < 1:
+        raise MLMProbError(f"top-k needs k >= 1, got {k}")
+    if k >= len(pool):
+        return pool.sort().values
+    x = ids.clone()[None]
+    x[0, [a, b]] = mlm.mask_id
+    out = gather_logits(mlm, x, torch.tensor([0, 0]), torch.tensor([a, b])).double()
+    lp = torch.log_softmax(out, -1)[:, pool].max(0).values
+    return pool[lp.topk(k).indices].sort().values

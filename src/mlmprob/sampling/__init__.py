@@ -1,0 +1,1 @@
+"""Sampling from MLMs."""

@@ -1,0 +1,264 @@
+"""``sample``: many MH or degenerate-Gibbs chains in one batch, with burn-in, thinning,
+per-epoch diagnostics, a resumable JSONL record and a typed result."""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+
+from ..batching import DEFAULT_BATCH_TOKENS
+from ..energy import Positions, check_input_ids
+from ..errors import MLMProbError
+from ..models.protocol import MaskedLM
+from .diagnostics import effective_sample_size, identity, split_rhat
+from .forward import site_logits
+from .init import initialize, resolve_free
+from .io import (EpochRecord, append_record, generator_state_hex, read_run, rewrite, set_generator_state,
+                 write_header)
+from .kernels import DegenerateGibbs, MetropolisHastings, energies_from_logits
+from .proposals import ProposalConfig
+from .schedules import ScheduleLike, as_schedule, block_size_at, describe, temperature_at
+
+METHODS = ("mh", "gibbs")
+
+
+@dataclass(frozen=True)
+class SampleResult:
+    """Outcome of ``sample``. Epoch axes count every epoch (burn-in included); chain axes ``B``.
+
+    - ``samples`` ``[S, B, L]``: chain states at the end of each kept epoch (``kept_epochs`` ``[S]``);
+    - ``final_ids`` ``[B, L]``; ``free`` bool ``[B, L]``;
+    - ``energy_local``, ``energy_raw`` ``[E, B]`` (float64): energies of the states at the end of each
+      epoch, whatever the target; ``energy`` is the target's trace;
+    - ``accept``, ``novel`` ``[E, B]``: per-epoch, per-chain rates; ``accept_rate``, ``novel_rate``:
+      over the epochs after burn-in;
+    - ``identity`` ``[E, B]`` or None: fraction of free positions equal to the reference;
+    - ``ess``, ``rhat``: of the target-energy trace over the kept epochs, across chains;
+    - ``forward_rows``: model rows forwarded by the kernel (initialisation included);
+    - ``target_temperature`` ``[E]``, ``block_size`` ``[E]``, ``seconds`` ``[E]``.
+    """
+
+    samples: torch.Tensor
+    kept_epochs: torch.Tensor
+    final_ids: torch.Tensor
+    free: torch.Tensor
+    energy_local: torch.Tensor
+    energy_raw: torch.Tensor
+    accept: torch.Tensor
+    novel: torch.Tensor
+    identity: torch.Tensor | None
+    target_temperature: torch.Tensor
+    block_size: torch.Tensor
+    seconds: torch.Tensor
+    accept_rate: float
+    novel_rate: float
+    ess: float
+    rhat: float
+    forward_rows: int
+    proposals: int
+    burn_in: int
+    method: str
+    energy_kind: str
+
+    @property
+    def energy(self) -> torch.Tensor:
+        """Trace ``[E, B]`` of the target energy."""
+        return self.energy_local if self.energy_kind == "local" else self.energy_raw
+
+    @property
+    def proposals_per_second(self) -> float:
+        t = float(self.seconds.sum())
+        return self.proposals / t if t > 0 else math.nan
+
+
+def _model_name(mlm) -> str:
+    return str(getattr(mlm, "name", "") or type(mlm).__name__)
+
+
+def sample(
+    mlm: MaskedLM,
+    init_ids,
+    *,
+    method: str = "mh",
+    energy: str = "local",
+    epochs: int,
+    burn_in: int = 0,
+    block_size: ScheduleLike = 1,
+    proposal_temperature: float = 1.0,
+    top_p: float = 1.0,
+    target_temperature: ScheduleLike = 1.0,
+    order: str = "random",
+    positions: Positions = None,
+    generator: torch.Generator | None = None,
+    init: str = "given",
+    thin: int = 1,
+    score_all: bool = False,
+    reference=None,
+    jsonl: str | Path | None = None,
+    progress: bool = False,
+    batch_tokens: int = DEFAULT_BATCH_TOKENS,
+) -> SampleResult:
+    """Run ``B`` chains (one per row of ``init_ids`` ``[B, L]``) for ``burn_in + epochs`` epochs.
+
+    ``method="mh"`` targets ``p(x) ∝ exp(-E(x)/tau)``, ``E`` = ``E_local`` or ``E_raw`` (``energy``)
+    summed over the free positions (``score_all``: every non-special position); ``method="gibbs"``
+    is the degenerate (always-accept) sampler. One epoch is one sweep over each chain's free
+    positions in ``order`` (``"random"`` or ``"l2r"``), in blocks of ``block_size``. ``block_size``
+    and ``target_temperature`` take schedules (``LinearBlockSize``, ``LinearAnneal``). Proposals are
+    the MLM conditionals at ``proposal_temperature`` (0: greedy) and nucleus ``top_p``.
+    ``init``: ``"given"``, ``"greedy"`` (all-mask warm start) or ``"random"``. States at the end of
+    every ``thin``-th epoch after burn-in are kept. ``reference`` (``[L]`` or ``[B, L]``) adds the
+    identity metric. ``jsonl``: a run file written as the run goes; if it exists with the same
+    configuration the run resumes after its last complete epoch (``generator`` is then reset to the
+    stored state).
+
+    >>> import torch
+    >>> from mlmprob import ExactMLM
+    >>> m = ExactMLM(torch.randn(3, 3, 3, generator=torch.Generator().manual_seed(0)))
+    >>> r = sample(m, torch.zeros(5, 3, dtype=torch.long), epochs=4, burn_in=2,
+    ...            generator=torch.Generator().manual_seed(0))
+    >>> tuple(r.samples.shape), tuple(r.energy.shape), 0 <= r.accept_rate <= 1
+    ((4, 5, 3), (6, 5), True)
+    """
+    if method not in METHODS:
+        raise MLMProbError(f"method must be one of {METHODS}, got {method!r}")
+    if not isinstance(epochs, int) or epochs < 1:
+        raise MLMProbError(f"epochs must be a positive integer, got {epochs!r}")
+    if not isinstance(burn_in, int) or burn_in < 0:
+        raise MLMProbError(f"burn_in must be a non-negative integer, got {burn_in!r}")
+    if not isinstance(thin, int) or thin < 1:
+        raise MLMProbError(f"thin must be a positive integer, got {thin!r}")
+    ids = check_input_ids(mlm, init_ids)
+    free = resolve_free(mlm, ids, positions)
+    if generator is None:
+        generator = torch.Generator()
+        generator.seed()
+    proposal = ProposalConfig(proposal_temperature, top_p)
+    bs, tt = as_schedule(block_size, "block_size"), as_schedule(target_temperature, "target_temperature")
+    if method == "mh":
+        kernel = MetropolisHastings(mlm, energy, bs, proposal, tt, order, score_all, batch_tokens)
+    else:
+        if energy not in ("local", "raw"):
+            raise MLMProbError(f"energy must be 'local' or 'raw', got {energy!r}")
+        kernel = DegenerateGibbs(mlm, bs, proposal, order, score_all, batch_tokens)
+    ref = None
+    if reference is not None:
+        ref = torch.as_tensor(reference, dtype=torch.long)
+        if ref.shape not in (ids.shape, ids.shape[1:]):
+            raise MLMProbError(f"reference must have shape [L] or [B, L] = {tuple(ids.shape)}, got {tuple(ref.shape)}")
+    config = {"model": _model_name(mlm), "method": method, "energy": energy, "block_size": describe(bs),
+              "proposal_temperature": proposal.temperature, "top_p": proposal.top_p,
+              "target_temperature": describe(tt), "order": order, "burn_in": burn_in, "thin": thin,
+              "init": init, "score_all": score_all}
+    total = burn_in + epochs
+
+    records: list[EpochRecord] = []
+    path = None if jsonl is None else Path(jsonl)
+    if path is not None and path.exists() and path.stat().st_size > 0:
+        head, records = read_run(path)
+        _check_resume(path, head, config, ids, free)
+        rewrite(path, head, records)
+    if records:
+        last = records[-1]
+        set_generator_state(generator, last.generator_state)
+        state = kernel.init(torch.tensor(last.ids, dtype=torch.long), free, epoch=len(records))
+        rows_before = last.forward_rows
+    else:
+        start, n_init = initialize(mlm, ids, free, init, generator, batch_tokens)
+        if path is not None:
+            write_header(path, config, ids, free)
+        state = kernel.init(start, free)
+        rows_before = n_init
+    rows_before -= state.forward_rows  # the kernel counts from its own init
+
+    bar = None
+    if progress:
+        from tqdm import tqdm
+        bar = tqdm(total=total, initial=min(len(records), total), desc=f"{method} sampling", unit="epoch")
+    B = ids.shape[0]
+    while state.epoch < total:
+        e, t0 = state.epoch, time.perf_counter()
+        k_e, tau_e = block_size_at(bs, e), (temperature_at(tt, e) if method == "mh" else math.nan)
+        n_prop = torch.zeros(B, dtype=torch.long)
+        n_acc, n_nov = n_prop.clone(), n_prop.clone()
+        while True:
+            state, info = kernel.step(state, generator)
+            n_prop += info.active
+            n_acc += info.accepted
+            n_nov += info.novel
+            if info.end_of_epoch:
+                break
+        if method == "mh":
+            e_local, e_raw = state.e_local, state.e_raw
+        else:
+            logits, _ = site_logits(mlm, state.ids, state.scored, batch_tokens)
+            e_local, e_raw = energies_from_logits(logits, state.ids, state.scored)
+        ident = None if ref is None else identity(state.ids, ref, free).tolist()
+        rec = EpochRecord(e, e >= burn_in and (e - burn_in) % thin == 0, tau_e, k_e, n_prop.tolist(),
+                          n_acc.tolist(), n_nov.tolist(), e_local.tolist(), e_raw.tolist(), ident,
+                          state.ids.tolist(), rows_before + state.forward_rows, time.perf_counter() - t0,
+                          generator_state_hex(generator))
+        records.append(rec)
+        if path is not None:
+            append_record(path, rec)
+        if bar is not None:
+            bar.update(1)
+            bar.set_postfix(acc=f"{sum(rec.accepted) / max(sum(rec.proposals), 1):.3f}",
+                            E=f"{sum(rec.e_local if energy == 'local' else rec.e_raw) / B:.2f}")
+    if bar is not None:
+        bar.close()
+    return result_from_records(records[:total], free, burn_in, method, energy)
+
+
+def _check_resume(path: Path, head: dict, config: dict, ids: torch.Tensor, free: torch.Tensor) -> None:
+    old = head.get("config", {})
+    for key in config:
+        if old.get(key) != config[key]:
+            raise MLMProbError(f"{str(path)!r} holds a run with {key}={old.get(key)!r}, not {config[key]!r}; "
+                               "use another file or the same settings to resume")
+    if head.get("init_ids") != ids.tolist() or head.get("free") != free.int().tolist():
+        raise MLMProbError(f"{str(path)!r} holds a run from other initial sequences or free positions")
+
+
+def result_from_records(records: list[EpochRecord], free: torch.Tensor, burn_in: int, method: str,
+                        energy: str) -> SampleResult:
+    """Assemble a ``SampleResult`` from epoch records (a finished or resumed run)."""
+    f64 = torch.float64
+    prop = torch.tensor([r.proposals for r in records], dtype=f64)
+    acc = torch.tensor([r.accepted for r in records], dtype=f64)
+    nov = torch.tensor([r.novel for r in records], dtype=f64)
+    post = slice(burn_in, None)
+    n_post = float(prop[post].sum())
+    kept = [r for r in records if r.kept]
+    e_local = torch.tensor([r.e_local for r in records], dtype=f64)
+    e_raw = torch.tensor([r.e_raw for r in records], dtype=f64)
+    kept_idx = torch.tensor([r.epoch for r in kept], dtype=torch.long)
+    target = (e_local if energy == "local" else e_raw)[kept_idx].T      # [B, S]
+    ident = None if records[0].identity is None else torch.tensor([r.identity for r in records], dtype=f64)
+    return SampleResult(
+        samples=torch.tensor([r.ids for r in kept], dtype=torch.long),
+        kept_epochs=kept_idx,
+        final_ids=torch.tensor(records[-1].ids, dtype=torch.long),
+        free=free,
+        energy_local=e_local,
+        energy_raw=e_raw,
+        accept=acc / prop.clamp(min=1),
+        novel=nov / prop.clamp(min=1),
+        identity=ident,
+        target_temperature=torch.tensor([r.target_temperature for r in records], dtype=f64),
+        block_size=torch.tensor([r.block_size for r in records], dtype=torch.long),
+        seconds=torch.tensor([r.seconds for r in records], dtype=f64),
+        accept_rate=float(acc[post].sum()) / n_post if n_post else math.nan,
+        novel_rate=float(nov[post].sum()) / n_post if n_post else math.nan,
+        ess=effective_sample_size(target),
+        rhat=split_rhat(target),
+        forward_rows=records[-1].forward_rows,
+        proposals=int(prop.sum()),
+        burn_in=burn_in,
+        method=method,
+        energy_kind=energy,
+    )

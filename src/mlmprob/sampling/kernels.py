@@ -1,0 +1,298 @@
+"""Sampling kernels over many chains at once: ``init(ids, free) -> ChainState`` and
+``step(state, generator) -> (ChainState, StepInfo)``.
+
+One step makes one block proposal per chain. The blocks of an epoch (one sweep over the free
+positions of each chain, left to right or in random order, cut into blocks of the epoch's block
+size) are drawn at the start of the epoch from the generator and kept in the state.
+
+``MetropolisHastings`` targets ``p(x) ∝ exp(-E(x)/tau)`` (Goyal et al. 2022). Its state keeps the
+logits of the current state's single-site masked copies at every scored position: they give
+``E_local`` and ``E_raw`` of the current state and the single-site proposal rows, so an exact
+single-site step forwards only the copies of the proposal ``x'`` at the other scored positions
+(its copy at the proposed site equals the current one), and none at all when ``x' = x``; after an
+accepted move those copies *are* the cached rows of the new state. The energy of the current
+state is never recomputed.
+
+``DegenerateGibbs`` (Wang & Cho 2019) accepts every proposal; with block size ``k`` it is the
+``k``-Gibbs sampler of Li et al. (2024), and at proposal temperature 0 a mask-predict-like greedy
+refinement.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass
+
+import torch
+
+from ..batching import DEFAULT_BATCH_TOKENS
+from ..errors import MLMProbError
+from ..models.protocol import MaskedLM, default_positions
+from .forward import block_logits, site_logits
+from .proposals import ProposalConfig, allowed_ids, proposal_log_probs, sample_from
+from .schedules import ScheduleLike, as_schedule, block_size_at, temperature_at
+
+ORDERS = ("random", "l2r")
+ENERGIES = ("local", "raw")
+
+
+@dataclass(frozen=True)
+class ChainState:
+    """State of ``B`` chains.
+
+    ``ids`` ``[B, L]``; ``free`` / ``scored`` bool ``[B, L]`` (positions that may change / that the
+    energy sums over); ``epoch`` (sweeps completed), ``plan`` bool ``[S, B, L]`` (blocks of the
+    current sweep, None between sweeps) and ``cursor`` (next block). MH only: ``site_logits``
+    ``[B, L, V]`` (single-site conditionals of ``ids`` at ``scored``) and ``e_local``/``e_raw`` ``[B]``.
+    ``forward_rows``: rows the model has forwarded for these chains so far (the cost counter).
+    """
+
+    ids: torch.Tensor
+    free: torch.Tensor
+    scored: torch.Tensor
+    epoch: int = 0
+    plan: torch.Tensor | None = None
+    cursor: int = 0
+    site_logits: torch.Tensor | None = None
+    e_local: torch.Tensor | None = None
+    e_raw: torch.Tensor | None = None
+    forward_rows: int = 0
+
+
+@dataclass(frozen=True)
+class StepInfo:
+    """What one step did, per chain ``[B]``: ``active`` (a proposal was made), ``accepted``,
+    ``novel`` (accepted and different from the current state), ``log_alpha`` (log acceptance
+    ratio, 0 for Gibbs). ``forward_rows``: rows the model forwarded. ``end_of_epoch``: the step
+    finished a sweep."""
+
+    active: torch.Tensor
+    accepted: torch.Tensor
+    novel: torch.Tensor
+    log_alpha: torch.Tensor
+    forward_rows: int
+    end_of_epoch: bool
+
+
+def sweep_plan(free: torch.Tensor, block_size: int, order: str, generator: torch.Generator) -> torch.Tensor:
+    """Blocks of one sweep, bool ``[S, B, L]``: every free position of row ``b`` lies in exactly one
+    block ``plan[s, b]``; blocks have ``block_size`` positions (the last may be smaller; rows with
+    fewer free positions have empty blocks at the end).
+
+    >>> g = torch.Generator().manual_seed(0)
+    >>> sweep_plan(torch.tensor([[False, True, True, True]]), 2, "l2r", g).int().tolist()
+    [[[0, 1, 1, 0]], [[0, 0, 0, 1]]]
+    """
+    if order not in ORDERS:
+        raise MLMProbError(f"order must be one of {ORDERS}, got {order!r}")
+    B, L = free.shape
+    n = free.sum(-1)
+    n_max = int(n.max()) if B else 0
+    if n_max == 0:
+        return torch.zeros(0, B, L, dtype=torch.bool)
+    if order == "random":
+        keys = torch.rand(B, L, generator=generator, dtype=torch.float64)
+    else:
+        keys = torch.arange(L, dtype=torch.float64).expand(B, L).clone()
+    keys[~free] = float("inf")
+    perm = keys.argsort(dim=-1, stable=True)                    # perm[b, j]: j-th visited position
+    k = max(1, min(block_size, n_max))
+    S = -(-n_max // k)
+    j = torch.arange(L).expand(B, L)
+    valid = j < n[:, None]
+    b = torch.arange(B)[:, None].expand(B, L)
+    plan = torch.zeros(S, B, L, dtype=torch.bool)
+    plan[(j // k)[valid], b[valid], perm[valid]] = True
+    return plan
+
+
+def energies_from_logits(logits: torch.Tensor, ids: torch.Tensor, scored: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(E_local, E_raw)`` ``[B]`` float64 from single-site logits ``[B, L, V]`` (same arithmetic as
+    ``mlmprob.energy.token_scores``)."""
+    x = logits.double()
+    raw = x.gather(-1, ids[..., None])[..., 0]
+    lp = raw - torch.logsumexp(x, -1)
+    zero = torch.zeros((), dtype=torch.float64)
+    return -torch.where(scored, lp, zero).sum(-1), -torch.where(scored, raw, zero).sum(-1)
+
+
+def resolve_scored(mlm: MaskedLM, ids: torch.Tensor, free: torch.Tensor, score_all: bool) -> torch.Tensor:
+    """Positions the energy sums over: the free ones, or (``score_all``) every non-special position."""
+    return (default_positions(mlm, ids) | free) if score_all else free.clone()
+
+
+class _Sweeper:
+    """Shared block bookkeeping: which block each chain proposes at this step."""
+
+    def _blocks(self, state: ChainState, generator: torch.Generator) -> tuple[ChainState, torch.Tensor]:
+        if state.plan is None:
+            k = block_size_at(self.block_size, state.epoch)
+            state = dataclasses.replace(state, plan=sweep_plan(state.free, k, self.order, generator), cursor=0)
+        if state.plan.shape[0] == 0:
+            return state, torch.zeros_like(state.free)
+        return state, state.plan[state.cursor]
+
+    @staticmethod
+    def _advance(state: ChainState, **changes) -> tuple[ChainState, bool]:
+        cursor = state.cursor + 1
+        if state.plan is None or cursor >= state.plan.shape[0]:
+            return dataclasses.replace(state, plan=None, cursor=0, epoch=state.epoch + 1, **changes), True
+        return dataclasses.replace(state, cursor=cursor, **changes), False
+
+
+def _check_common(mlm, order, block_size):
+    if order not in ORDERS:
+        raise MLMProbError(f"order must be one of {ORDERS}, got {order!r}")
+    if not isinstance(mlm.vocab_size, int) or mlm.vocab_size < 1:
+        raise MLMProbError(f"model vocab_size must be a positive int, got {mlm.vocab_size!r}")
+    return as_schedule(block_size, "block_size")
+
+
+def _propose(logits_rows: torch.Tensor, rows: torch.Tensor, ids: torch.Tensor, cols: torch.Tensor,
+             allowed: torch.Tensor, proposal: ProposalConfig, generator: torch.Generator):
+    """Draw the block tokens; return (proposal ids, log q(x'|x) [B], log q(x|x') [B])."""
+    B = ids.shape[0]
+    logq = proposal_log_probs(logits_rows, allowed, proposal)
+    new = sample_from(logq, generator)
+    old = ids[rows, cols]
+    fwd = torch.zeros(B, dtype=torch.float64).index_add_(0, rows, logq.gather(1, new[:, None])[:, 0])
+    rev = torch.zeros(B, dtype=torch.float64).index_add_(0, rows, logq.gather(1, old[:, None])[:, 0])
+    prop = ids.clone()
+    prop[rows, cols] = new
+    return prop, fwd, rev
+
+
+@dataclass(frozen=True, eq=False)
+class MetropolisHastings(_Sweeper):
+    """MH with MLM (block) proposals, targeting ``exp(-E/tau)`` with ``E`` = ``E_local`` or ``E_raw``
+    summed over the scored positions. ``block_size`` and ``target_temperature`` take schedules.
+
+    >>> import torch
+    >>> from mlmprob import ExactMLM
+    >>> m = ExactMLM(torch.randn(3, 3, 3, generator=torch.Generator().manual_seed(0)))
+    >>> k = MetropolisHastings(m)
+    >>> s = k.init(torch.tensor([[0, 1, 2], [2, 2, 2]]))
+    >>> g = torch.Generator().manual_seed(1)
+    >>> for _ in range(3):
+    ...     s, info = k.step(s, g)
+    >>> s.epoch, info.end_of_epoch
+    (1, True)
+    """
+
+    mlm: MaskedLM
+    energy: str = "local"
+    block_size: ScheduleLike = 1
+    proposal: ProposalConfig = ProposalConfig()
+    target_temperature: ScheduleLike = 1.0
+    order: str = "random"
+    score_all: bool = False
+    batch_tokens: int = DEFAULT_BATCH_TOKENS
+
+    def __post_init__(self):
+        object.__setattr__(self, "block_size", _check_common(self.mlm, self.order, self.block_size))
+        object.__setattr__(self, "target_temperature", as_schedule(self.target_temperature, "target_temperature"))
+        if self.energy not in ENERGIES:
+            raise MLMProbError(f"energy must be one of {ENERGIES}, got {self.energy!r}")
+        object.__setattr__(self, "_allowed", allowed_ids(self.mlm))
+
+    def init(self, ids: torch.Tensor, free: torch.Tensor | None = None, epoch: int = 0) -> ChainState:
+        """Initial state; computes the single-site conditionals of ``ids`` (one copy per scored
+        position), the only time the current state's energy is computed."""
+        free = default_positions(self.mlm, ids) if free is None else free
+        scored = resolve_scored(self.mlm, ids, free, self.score_all)
+        logits, n = site_logits(self.mlm, ids, scored, self.batch_tokens)
+        e_local, e_raw = energies_from_logits(logits, ids, scored)
+        return ChainState(ids, free, scored, epoch=epoch, site_logits=logits, e_local=e_local, e_raw=e_raw,
+                          forward_rows=n)
+
+    def target_energy(self, state: ChainState) -> torch.Tensor:
+        return state.e_local if self.energy == "local" else state.e_raw
+
+    def step(self, state: ChainState, generator: torch.Generator) -> tuple[ChainState, StepInfo]:
+        state, block = self._blocks(state, generator)
+        B = block.shape[0]
+        n_in_block = block.sum(-1)
+        active = n_in_block > 0
+        single = n_in_block == 1
+        rows, cols = block.nonzero(as_tuple=True)
+        # proposal rows: cached single-site conditionals, or one forward pass with the block masked
+        cached = single[rows]
+        logits_rows = torch.empty(len(rows), self.mlm.vocab_size, dtype=state.site_logits.dtype)
+        logits_rows[cached] = state.site_logits[rows[cached], cols[cached]]
+        multi_block = block & (n_in_block > 1)[:, None]
+        logits_rows[~cached], n_fwd = block_logits(self.mlm, state.ids, multi_block, self.batch_tokens)
+        prop, log_q_fwd, log_q_rev = _propose(logits_rows, rows, state.ids, cols, self._allowed,
+                                              self.proposal, generator)
+        changed = (prop != state.ids).any(-1)
+        # energies of the changed proposals; the copy at a single proposed site is the cached row
+        ch = changed.nonzero(as_tuple=True)[0]
+        need = state.scored[ch] & ~(block[ch] & single[ch, None])
+        new_logits, n_e = site_logits(self.mlm, prop[ch], need, self.batch_tokens)
+        reuse = (block[ch] & single[ch, None]) & state.scored[ch]
+        new_logits[reuse] = state.site_logits[ch][reuse]
+        new_local, new_raw = energies_from_logits(new_logits, prop[ch], state.scored[ch])
+        e_old = self.target_energy(state)[ch]
+        e_new = new_local if self.energy == "local" else new_raw
+        tau = temperature_at(self.target_temperature, state.epoch)
+        log_alpha = torch.zeros(B, dtype=torch.float64)
+        log_alpha[ch] = -(e_new - e_old) / tau + log_q_rev[ch] - log_q_fwd[ch]
+        u = torch.rand(B, generator=generator, dtype=torch.float64)
+        accept_ch = torch.log(u[ch]) < log_alpha[ch]
+        accepted = active & ~changed
+        accepted[ch] = accept_ch
+        novel = changed & accepted
+        ids, cache = state.ids, state.site_logits
+        e_local, e_raw = state.e_local, state.e_raw
+        if accept_ch.any():
+            acc = ch[accept_ch]
+            ids, cache = ids.clone(), cache.clone()
+            e_local, e_raw = e_local.clone(), e_raw.clone()
+            ids[acc] = prop[acc]
+            cache[acc] = new_logits[accept_ch].to(cache.dtype)
+            e_local[acc], e_raw[acc] = new_local[accept_ch], new_raw[accept_ch]
+        state, end = self._advance(state, ids=ids, site_logits=cache, e_local=e_local, e_raw=e_raw,
+                                   forward_rows=state.forward_rows + n_fwd + n_e)
+        return state, StepInfo(active, accepted, novel, log_alpha, n_fwd + n_e, end)
+
+
+@dataclass(frozen=True, eq=False)
+class DegenerateGibbs(_Sweeper):
+    """Always-accept (block) Gibbs with the MLM conditionals as proposals (Wang & Cho 2019; the
+    ``k``-Gibbs sampler of Li et al. 2024 with ``block_size=k``).
+
+    >>> import torch
+    >>> from mlmprob import ExactMLM
+    >>> m = ExactMLM(torch.randn(3, 3, 3, generator=torch.Generator().manual_seed(0)))
+    >>> k = DegenerateGibbs(m, block_size=3)
+    >>> s = k.init(torch.tensor([[0, 1, 2]]))
+    >>> s, info = k.step(s, torch.Generator().manual_seed(1))
+    >>> info.end_of_epoch, bool(info.accepted[0])
+    (True, True)
+    """
+
+    mlm: MaskedLM
+    block_size: ScheduleLike = 1
+    proposal: ProposalConfig = ProposalConfig()
+    order: str = "random"
+    score_all: bool = False
+    batch_tokens: int = DEFAULT_BATCH_TOKENS
+
+    def __post_init__(self):
+        object.__setattr__(self, "block_size", _check_common(self.mlm, self.order, self.block_size))
+        object.__setattr__(self, "_allowed", allowed_ids(self.mlm))
+
+    def init(self, ids: torch.Tensor, free: torch.Tensor | None = None, epoch: int = 0) -> ChainState:
+        free = default_positions(self.mlm, ids) if free is None else free
+        return ChainState(ids, free, resolve_scored(self.mlm, ids, free, self.score_all), epoch=epoch)
+
+    def step(self, state: ChainState, generator: torch.Generator) -> tuple[ChainState, StepInfo]:
+        state, block = self._blocks(state, generator)
+        active = block.any(-1)
+        rows, cols = block.nonzero(as_tuple=True)
+        logits_rows, n_fwd = block_logits(self.mlm, state.ids, block, self.batch_tokens)
+        prop, _, _ = _propose(logits_rows, rows, state.ids, cols, self._allowed, self.proposal, generator)
+        novel = (prop != state.ids).any(-1)
+        state, end = self._advance(state, ids=prop, forward_rows=state.forward_rows + n_fwd)
+        zero = torch.zeros(block.shape[0], dtype=torch.float64)
+        return state, StepInfo(active, active.clone(), novel, zero, n_fwd, end)

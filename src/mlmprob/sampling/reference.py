@@ -1,0 +1,82 @@
+"""A literal implementation of Goyal et al.'s Algorithm 1, kept as a reference for tests and the
+benchmark: every proposal recomputes ``E(x)`` (``T`` masked copies), forwards the masked block (1)
+and computes ``E(x')`` (``T`` copies): ``2T + 1`` forward rows per single-site proposal.
+
+It draws from the generator in the same order as ``MetropolisHastings``, so on a model whose
+logits depend only on the row (``ExactMLM``, ``LookupMLM``) both produce identical chains.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from ..batching import DEFAULT_BATCH_TOKENS
+from ..errors import MLMProbError
+from ..models.protocol import MaskedLM, default_positions
+from .forward import block_logits, site_logits
+from .kernels import ENERGIES, ChainState, StepInfo, _check_common, _propose, _Sweeper, energies_from_logits, resolve_scored
+from .proposals import ProposalConfig, allowed_ids
+from .schedules import ScheduleLike, as_schedule, temperature_at
+
+
+@dataclass(frozen=True, eq=False)
+class LiteralMH(_Sweeper):
+    """Algorithm 1 of Goyal et al. (2022), no reuse: ``2T + 1`` rows per single-site proposal.
+
+    >>> import torch
+    >>> from mlmprob import ExactMLM
+    >>> m = ExactMLM(torch.zeros(2, 2, 2))
+    >>> k = LiteralMH(m)
+    >>> s = k.init(torch.tensor([[0, 1, 1]]))
+    >>> s, info = k.step(s, torch.Generator().manual_seed(0))
+    >>> info.forward_rows      # 2 * 3 + 1
+    7
+    """
+
+    mlm: MaskedLM
+    energy: str = "local"
+    block_size: ScheduleLike = 1
+    proposal: ProposalConfig = ProposalConfig()
+    target_temperature: ScheduleLike = 1.0
+    order: str = "random"
+    score_all: bool = False
+    batch_tokens: int = DEFAULT_BATCH_TOKENS
+
+    def __post_init__(self):
+        object.__setattr__(self, "block_size", _check_common(self.mlm, self.order, self.block_size))
+        object.__setattr__(self, "target_temperature", as_schedule(self.target_temperature, "target_temperature"))
+        if self.energy not in ENERGIES:
+            raise MLMProbError(f"energy must be one of {ENERGIES}, got {self.energy!r}")
+        object.__setattr__(self, "_allowed", allowed_ids(self.mlm))
+
+    def init(self, ids: torch.Tensor, free: torch.Tensor | None = None, epoch: int = 0) -> ChainState:
+        free = default_positions(self.mlm, ids) if free is None else free
+        return ChainState(ids, free, resolve_scored(self.mlm, ids, free, self.score_all), epoch=epoch)
+
+    def _energy(self, ids, scored):
+        logits, n = site_logits(self.mlm, ids, scored, self.batch_tokens)
+        e_local, e_raw = energies_from_logits(logits, ids, scored)
+        return (e_local if self.energy == "local" else e_raw), n
+
+    def step(self, state: ChainState, generator: torch.Generator) -> tuple[ChainState, StepInfo]:
+        state, block = self._blocks(state, generator)
+        active = block.any(-1)
+        act = active[:, None]
+        e_old, n_old = self._energy(state.ids, state.scored & act)                         # line 6
+        rows, cols = block.nonzero(as_tuple=True)
+        logits_rows, n_prop = block_logits(self.mlm, state.ids, block, self.batch_tokens)  # lines 7-9
+        prop, log_q_fwd, log_q_rev = _propose(logits_rows, rows, state.ids, cols, self._allowed,
+                                              self.proposal, generator)
+        e_new, n_new = self._energy(prop, state.scored & act)                              # line 10
+        tau = temperature_at(self.target_temperature, state.epoch)
+        log_alpha = torch.where(active, -(e_new - e_old) / tau + log_q_rev - log_q_fwd,
+                                torch.zeros((), dtype=torch.float64))                      # line 11
+        u = torch.rand(block.shape[0], generator=generator, dtype=torch.float64)
+        accepted = active & (torch.log(u) < log_alpha)                                     # line 12
+        changed = (prop != state.ids).any(-1)
+        ids = torch.where(accepted[:, None], prop, state.ids)
+        n = n_old + n_prop + n_new
+        state, end = self._advance(state, ids=ids, forward_rows=state.forward_rows + n)
+        return state, StepInfo(active, accepted, changed & accepted, log_alpha, n, end)

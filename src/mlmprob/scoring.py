@@ -1,0 +1,101 @@
+"""Scoring many text records with a tokenizer-carrying MaskedLM: the API behind ``mlmprob score``."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Callable, Iterable, Iterator, Sequence
+
+from .batching import DEFAULT_BATCH_TOKENS
+from .data import Record
+from .energy import token_scores
+from .errors import MLMProbError, TokenizationError
+
+
+@dataclass(frozen=True)
+class SequenceScore:
+    """Scores of one sequence. ``pll`` is the log pseudo-likelihood (= -E_local), ``e_raw`` the
+    raw-logit energy; per-token lists are filled only when asked for."""
+
+    id: str
+    sequence: str
+    n_tokens: int
+    pll: float
+    pll_per_token: float
+    e_local: float
+    e_raw: float
+    tokens: list[str] = field(default_factory=list)
+    token_log_prob: list[float] = field(default_factory=list)
+    token_raw: list[float] = field(default_factory=list)
+
+    def to_dict(self, per_token: bool) -> dict:
+        d = asdict(self)
+        if not per_token:
+            for k in ("tokens", "token_log_prob", "token_raw"):
+                d.pop(k)
+        return d
+
+
+def _encode_chunk(mlm, chunk: Sequence[Record]):
+    try:
+        return mlm.encode([r.seq for r in chunk])
+    except TokenizationError as e:
+        for r in chunk:  # find the offending record to name it
+            try:
+                mlm.encode([r.seq])
+            except TokenizationError as e1:
+                raise TokenizationError(f"record {r.id!r}: {str(e1).replace('sequence 0 ', '', 1)}") from None
+        raise e
+
+
+def score_records(mlm, records: Iterable[Record], *, whole_word: bool = False, per_token: bool = False,
+                  batch_tokens: int = DEFAULT_BATCH_TOKENS, chunk_size: int = 16,
+                  skip_invalid: bool = False, on_skip: Callable[[Record, str], None] | None = None,
+                  progress: Callable[[int], None] | None = None) -> Iterator[SequenceScore]:
+    """Yield a ``SequenceScore`` per record, scoring ``chunk_size`` records per call (results come
+    as they are ready). ``whole_word`` uses the whole-word l2r PLL. ``skip_invalid`` skips records
+    the tokenizer rejects (reported through ``on_skip``) instead of raising."""
+    if not hasattr(mlm, "encode"):
+        raise MLMProbError("this model has no tokenizer; score token ids with mlmprob.token_scores instead")
+    buf: list[Record] = []
+
+    def flush():
+        good = buf
+        if skip_invalid:
+            good = []
+            for r in buf:
+                try:
+                    mlm.encode([r.seq])
+                    good.append(r)
+                except TokenizationError as e:
+                    if on_skip:
+                        on_skip(r, str(e).replace("sequence 0 ", "", 1))
+        if not good:
+            return []
+        enc = _encode_chunk(mlm, good)
+        s = token_scores(mlm, enc.input_ids, word_ids=enc.word_ids if whole_word else None,
+                         batch_tokens=batch_tokens)
+        out = []
+        for b, r in enumerate(good):
+            sel = s.positions[b]
+            n = int(sel.sum())
+            p = float(s.log_prob[b].sum())
+            row = dict(id=r.id, sequence=r.seq, n_tokens=n, pll=p, pll_per_token=p / n, e_local=-p,
+                       e_raw=float(-s.raw[b].sum()))
+            if per_token:
+                ids = enc.input_ids[b][sel]
+                row.update(tokens=[mlm.decode([i]) for i in ids.tolist()],
+                           token_log_prob=s.log_prob[b][sel].tolist(), token_raw=s.raw[b][sel].tolist())
+            out.append(SequenceScore(**row))
+        return out
+
+    for r in records:
+        buf.append(r)
+        if len(buf) == chunk_size:
+            yield from flush()
+            if progress:
+                progress(len(buf))
+            buf = []
+    if buf:
+        yield from flush()
+        if progress:
+            progress(len(buf))

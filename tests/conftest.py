@@ -1,0 +1,65 @@
+import os
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+import pytest
+import torch
+
+from mlmprob.models.hf import HFMaskedLM
+from mlmprob.models.tokenizers import ResidueTokenizer
+
+TOKENS = ["<cls>", "<pad>", "<sep>", "<mask>"] + list("ACDEFGHIKL")
+
+
+def tiny_tokenizer(max_length=40):
+    return ResidueTokenizer(TOKENS, bos="<cls>", eos="<sep>", pad="<pad>", mask="<mask>", max_length=max_length)
+
+
+def tiny_hf(kind="bert", seed=0):
+    """A small random-weight HF masked LM of the given family behind HFMaskedLM."""
+    import transformers as tf
+
+    torch.manual_seed(seed)  # weight init of test fixtures only
+    V = len(TOKENS)
+    common = dict(vocab_size=V, hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=64,
+                  hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0, pad_token_id=1,
+                  initializer_range=0.5)  # large init: peaked, discriminating conditionals
+    if kind == "bert":
+        model = tf.BertForMaskedLM(tf.BertConfig(max_position_embeddings=64, **common))
+        max_len = 64
+    elif kind == "roberta":
+        model = tf.RobertaForMaskedLM(tf.RobertaConfig(max_position_embeddings=66, type_vocab_size=1, **common))
+        max_len = 64
+    elif kind == "distilbert":
+        model = tf.DistilBertForMaskedLM(tf.DistilBertConfig(vocab_size=V, dim=32, n_layers=2, n_heads=4, hidden_dim=64,
+                                                             dropout=0.0, attention_dropout=0.0, pad_token_id=1,
+                                                             max_position_embeddings=64, initializer_range=0.5))
+        max_len = 64
+    else:
+        raise ValueError(kind)
+    tok = tiny_tokenizer(max_len)
+    return HFMaskedLM(model.eval(), tok, name=f"tiny-{kind}", proposal_ids=tok.residue_ids, max_length=max_len)
+
+
+@pytest.fixture(scope="session")
+def tiny_bert():
+    return tiny_hf("bert")
+
+
+@pytest.fixture(scope="session")
+def tiny_roberta():
+    return tiny_hf("roberta")
+
+
+@pytest.fixture(scope="session")
+def antiberty():
+    from mlmprob import load_mlm
+    return load_mlm("antiberty")
+
+
+@pytest.fixture(scope="session")
+def sapiens_vh():
+    from mlmprob import load_mlm
+    return load_mlm("sapiens-vh")
