@@ -9,7 +9,7 @@
    A full pair is not run: its two float64 [30522, 30522] tables need 15 GB.
 4. The error of the top-K restriction, measured against the full 20-residue joint of sapiens-vh.
 
-Usage: python bench/bench_joints.py [--data PATH] [--pairs 5] [--antiberty-pairs 2] [--json out.json]
+Usage: python bench/bench_joints.py [--data PATH] [--pairs 5] [--antiberty-pairs 2] [--threads 1] [--json out.json]
 """
 
 from __future__ import annotations
@@ -165,7 +165,10 @@ def main(argv=None) -> int:
     ap.add_argument("--antiberty-pairs", type=int, default=2)
     ap.add_argument("--skip-30k", action="store_true")
     ap.add_argument("--json", default=None, help="also write the results here")
+    ap.add_argument("--threads", type=int, default=1,
+                    help="torch CPU threads (default 1: on a shared, busy CPU more threads oversubscribe it)")
     args = ap.parse_args(argv)
+    torch.set_num_threads(args.threads)
     print(f"torch {torch.__version__}, threads {torch.get_num_threads()}")
     seqs = heavy_chains(args.data, max(args.pairs, 3))
     res = {}

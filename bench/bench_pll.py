@@ -180,6 +180,7 @@ def antibody_texts(n: int) -> list[str]:
 # workers (fresh subprocess each)
 # ----------------------------------------------------------------------------------------------
 def _chunks(xs, k):
+    k = k if k > 0 else max(len(xs), 1)  # 0: everything in one call
     for i in range(0, len(xs), k):
         yield xs[i:i + k]
 
@@ -227,6 +228,10 @@ def worker(a) -> dict:
             assert got == [i for i in ref[0].tolist() if i != mlm.pad_id], "AntiBERTy tokenizers disagree"
         else:
             hf_tok = mlm.tokenizer.hf
+        if not hasattr(hf_tok, "batch_encode_plus"):
+            # minicons 0.3.39 calls tokenizer.batch_encode_plus, which transformers 5 removed; calling the
+            # tokenizer on a list of texts is the same operation (same ids, padding, attention mask)
+            hf_tok.batch_encode_plus = hf_tok.__call__
         mc = scorer.MaskedLMScorer(model, device="cpu", tokenizer=hf_tok, PLL_metric="original")
 
         def pll_fn(batch):
@@ -262,33 +267,46 @@ def worker(a) -> dict:
         raise SystemExit(f"unknown worker {a.worker!r}")
 
     load_s = time.perf_counter() - t0
+    if a.limit > 0:
+        texts = texts[: a.limit]
     gc.collect()
     load_peak = max_rss_bytes()
-    base = rss_bytes()
-    if a.warmup and a.worker != "mlmprob-long":
-        pll_fn(texts[:1])  # first-call costs (thread pools, allocator) stay out of the timing
+    if a.warmup and spec.get("texts"):
+        with torch.inference_mode():  # one forward pass: thread pools and allocator warm for every method
+            model(input_ids=mlm.encode(spec["texts"][:1]).input_ids)
         gc.collect()
     reset_ok = reset_peak()
-    if reset_ok:
-        base = rss_bytes()
-    times = []
+    base = rss_bytes()
+    times, cpu = [], []
     plls = None
     for _ in range(max(1, a.repeats)):
-        t = time.perf_counter()
+        r0, t = resource.getrusage(resource.RUSAGE_SELF), time.perf_counter()
         plls = [p for chunk in _chunks(texts, a.chunk) for p in pll_fn(chunk)]
+        r1 = resource.getrusage(resource.RUSAGE_SELF)
         times.append(time.perf_counter() - t)
+        cpu.append(r1.ru_utime + r1.ru_stime - r0.ru_utime - r0.ru_stime)
     peak = max_rss_bytes()
-    best = min(times)
-    return {"method": a.worker, "kind": spec["kind"], "n": len(texts), "seconds": best, "all_seconds": times,
-            "seq_per_s": len(texts) / best, "rss_after_load": base, "peak": peak, "delta": peak - base,
-            "lifetime_peak": max(peak, load_peak), "peak_reset": reset_ok, "load_s": load_s, "pll": plls,
-            "threads": torch.get_num_threads()}
+    best = min(range(len(times)), key=times.__getitem__)
+    return {"method": a.worker, "kind": spec["kind"], "n": len(texts), "seconds": times[best],
+            "all_seconds": times, "cpu_seconds": cpu[best], "seq_per_s": len(texts) / times[best],
+            "seq_per_cpu_s": len(texts) / max(cpu[best], 1e-9), "rss_after_load": base, "peak": peak,
+            "delta": max(peak - base, 0), "lifetime_peak": max(peak, load_peak), "peak_reset": reset_ok,
+            "load_s": load_s, "pll": plls, "threads": torch.get_num_threads()}
 
 
-def run_worker(method: str, spec_path: Path, args, *, chunk: int, repeats: int) -> dict:
+def _chunk_for(method: str, args, minicons_batch: int) -> int:
+    return {"mlmprob": args.mlmprob_chunk, "minicons": minicons_batch}.get(method, 1)
+
+
+def _calls(args, minicons_batch: int) -> str:
+    mp = "all sequences in one mlmprob call" if args.mlmprob_chunk <= 0 else f"{args.mlmprob_chunk} sequences per mlmprob call"
+    return f"{mp} (batch_tokens={args.batch_tokens}), {minicons_batch} per minicons call, naive: one masked copy per forward pass"
+
+
+def run_worker(method: str, spec_path: Path, args, *, chunk: int, repeats: int, limit: int = 0) -> dict:
     cmd = [sys.executable, os.path.abspath(__file__), "--worker", method, "--spec", str(spec_path),
            "--threads", str(args.threads), "--batch-tokens", str(args.batch_tokens), "--chunk", str(chunk),
-           "--repeats", str(repeats)] + ([] if args.warmup else ["--no-warmup"])
+           "--repeats", str(repeats), "--limit", str(limit)] + ([] if args.warmup else ["--no-warmup"])
     t = time.perf_counter()
     p = subprocess.run(cmd, capture_output=True, text=True)
     lines = [ln for ln in p.stdout.splitlines() if ln.startswith("RESULT ")]
@@ -297,7 +315,7 @@ def run_worker(method: str, spec_path: Path, args, *, chunk: int, repeats: int) 
         print(f"  [{method}] failed (exit {p.returncode}):\n    " + "\n    ".join(tail), flush=True)
         return {"method": method, "error": tail[-1] if tail else f"exit {p.returncode}"}
     r = json.loads(lines[-1][len("RESULT "):])
-    print(f"  {method:9s} {r['seq_per_s']:8.3f} seq/s  peak {r['peak'] / 2**20:7.0f} MiB  "
+    print(f"  {method:9s} n={r['n']:3d} {r['seq_per_s']:8.3f} seq/s {r['seq_per_cpu_s']:8.3f} seq/CPU-s  peak {r['peak'] / 2**20:7.0f} MiB  "
           f"delta {r['delta'] / 2**20:7.0f} MiB  ({time.perf_counter() - t:.0f} s wall)", flush=True)
     return r
 
@@ -309,42 +327,57 @@ def _mib(b) -> str:
     return f"{b / 2**20:.0f}"
 
 
+def _loadavg() -> str:
+    try:
+        return "/".join(f"{x:.1f}" for x in os.getloadavg())
+    except OSError:
+        return "?"
+
+
 def _max_diff(a, b) -> float:
     return max(abs(x - y) for x, y in zip(a, b))
 
 
 def report(args, command: str, env: dict, sections: list[dict], long: dict | None) -> str:
-    L = [f"# PLL scoring benchmark", "",
+    L = ["# PLL scoring benchmark", "",
          f"Command: `{command}`", "",
          f"Machine: {env['machine']}; torch {env['torch']}, transformers {env['transformers']}, "
-         f"minicons {env['minicons']}; {args.threads} torch threads; {env['date']}.", "",
+         f"minicons {env['minicons']}; {args.threads} torch threads; {env['date']}; load average "
+         f"{env['load_start']} at the start, {env['load_end']} at the end (other jobs shared the CPU, so "
+         f"sequences/CPU-s, from the worker's own CPU time, is the steadier comparison).", "",
          "Throughput counts tokenization and scoring of every sequence (best of the repeats, after one "
-         "warm-up sequence). Peak = peak RSS of the worker process while scoring (model included); "
+         "warm-up forward pass; minicons' one-off vocabulary scan in its constructor is not timed). "
+         "sequences/CPU-s divides by the worker's user+system CPU time over all threads. Peak = peak RSS of the worker process while scoring (model included); "
          "delta = peak minus RSS right after loading the model. Every (model, method) runs in its own "
          "fresh process.", ""]
     for s in sections:
         res = {r["method"]: r for r in s["results"]}
         L += [f"## {s['title']}", "", s["desc"], "",
-              "| method | sequences/s | seconds | peak RSS (MiB) | delta (MiB) | mlmprob speed-up |",
-              "|---|---:|---:|---:|---:|---:|"]
+              "| method | sequences | sequences/s | sequences/CPU-s | seconds | peak RSS (MiB) | delta (MiB) "
+              "| mlmprob speed-up (wall) | (CPU time) |",
+              "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
         ok = {m: r for m, r in res.items() if "error" not in r}
         for m in METHODS:
             r = res.get(m)
             if r is None:
                 continue
             if "error" in r:
-                L.append(f"| {m} | failed: {r['error']} | | | | |")
+                L.append(f"| {m} | failed: {r['error']} | | | | | | | |")
                 continue
-            ratio = (ok["mlmprob"]["seq_per_s"] / r["seq_per_s"]) if "mlmprob" in ok else float("nan")
-            L.append(f"| {m} | {r['seq_per_s']:.3f} | {r['seconds']:.1f} | {_mib(r['peak'])} | "
-                     f"{_mib(r['delta'])} | {ratio:.2f}x |")
+            base = ok.get("mlmprob")
+            ratio = base["seq_per_s"] / r["seq_per_s"] if base else float("nan")
+            cratio = base["seq_per_cpu_s"] / r["seq_per_cpu_s"] if base else float("nan")
+            L.append(f"| {m} | {r['n']} | {r['seq_per_s']:.3f} | {r['seq_per_cpu_s']:.3f} | {r['seconds']:.1f} | "
+                     f"{_mib(r['peak'])} | {_mib(r['delta'])} | {ratio:.2f}x | {cratio:.2f}x |")
         L.append("")
         if "mlmprob" in ok:
             for m in ("minicons", "naive"):
                 if m in ok:
-                    L.append(f"- throughput mlmprob / {m}: **{ok['mlmprob']['seq_per_s'] / ok[m]['seq_per_s']:.2f}x**; "
-                             f"peak-memory delta mlmprob / {m}: {ok['mlmprob']['delta'] / max(ok[m]['delta'], 1):.2f}x; "
-                             f"max |PLL(mlmprob) - PLL({m})| = {_max_diff(ok['mlmprob']['pll'], ok[m]['pll']):.2e} nats")
+                    b, r = ok["mlmprob"], ok[m]
+                    L.append(f"- mlmprob / {m}: throughput **{b['seq_per_s'] / r['seq_per_s']:.2f}x** (wall clock), "
+                             f"{b['seq_per_cpu_s'] / r['seq_per_cpu_s']:.2f}x (CPU time); peak RSS "
+                             f"{b['peak'] / r['peak']:.2f}x; max |PLL(mlmprob) - PLL({m})| = "
+                             f"{_max_diff(b['pll'], r['pll']):.2e} nats over {min(b['n'], r['n'])} sequences")
             L.append(f"- PLL range over the sequences: {min(ok['mlmprob']['pll']):.2f} .. {max(ok['mlmprob']['pll']):.2f} nats")
         for line in s.get("checks", []):
             L.append(f"- {line}")
@@ -380,6 +413,9 @@ def main(argv=None) -> int:
     p.add_argument("--batch-tokens", type=int, default=8192, help="mlmprob token budget per sub-batch")
     p.add_argument("--seed", type=int, default=0, help="seed of the random English model weights")
     p.add_argument("--no-warmup", dest="warmup", action="store_false", help="time the first call too")
+    p.add_argument("--mlmprob-chunk", type=int, default=0,
+                   help="sequences per mlmprob call (0: all in one call; mlmprob batches masked copies itself "
+                        "under --batch-tokens)")
     g = p.add_argument_group("English model (random weights, vocabulary 30522)")
     g.add_argument("--en-n", type=int, default=32, help="number of wiki103 sentences (0 skips)")
     g.add_argument("--en-min-tokens", type=int, default=12)
@@ -388,23 +424,29 @@ def main(argv=None) -> int:
     g.add_argument("--en-layers", type=int, default=4)
     g.add_argument("--en-heads", type=int, default=4)
     g.add_argument("--en-intermediate", type=int, default=1024)
-    g.add_argument("--en-chunk", type=int, default=4,
-                   help="sentences per call of mlmprob and minicons (minicons runs each call as one forward pass)")
+    g.add_argument("--en-minicons-batch", type=int, default=4,
+                   help="sentences per minicons call (each call is one forward pass over all their masked copies)")
     g.add_argument("--en-repeats", type=int, default=2, help="timed passes over the sentences; the best counts")
+    g.add_argument("--en-naive-n", type=int, default=16, help="sentences scored by the naive loop (0: all)")
     g = p.add_argument_group("AntiBERTy")
     g.add_argument("--ab-n", type=int, default=4, help="number of heavy chains from thera_sabdab.csv (0 skips)")
-    g.add_argument("--ab-chunk", type=int, default=2, help="sequences per call of mlmprob and minicons")
+    g.add_argument("--ab-minicons-batch", type=int, default=2, help="chains per minicons call")
     g.add_argument("--ab-repeats", type=int, default=1)
+    g.add_argument("--ab-naive-n", type=int, default=1,
+                   help="chains scored by the naive loop (0: all); it runs about 10x slower than the others")
     g = p.add_argument_group("512-token memory test (BERT-base size: 768 hidden, 12 layers, 12 heads, vocab 30522)")
     g.add_argument("--long-tokens", type=int, default=512, help="length of the sequence, special tokens included")
-    g.add_argument("--mem-copies", type=int, default=None,
-                   help="score only the first N positions (default: all, i.e. --long-tokens copies; 0 skips the test)")
+    g.add_argument("--mem-copies", type=int, default=64,
+                   help="score the first N positions (masked copies); every sub-batch has the same shape, so the "
+                        "peak is reached in the first one. -1: all --long-tokens positions (about 7 min alone on "
+                        "2 idle cores); 0: skip the test")
     g.add_argument("--methods", default=",".join(METHODS), help="comma-separated subset of " + ",".join(METHODS))
     # worker mode
     p.add_argument("--worker", help=argparse.SUPPRESS)
     p.add_argument("--spec", help=argparse.SUPPRESS)
     p.add_argument("--chunk", type=int, default=1, help=argparse.SUPPRESS)
     p.add_argument("--repeats", type=int, default=1, help=argparse.SUPPRESS)
+    p.add_argument("--limit", type=int, default=0, help=argparse.SUPPRESS)
     args = p.parse_args(argv)
 
     if args.worker:
@@ -437,7 +479,7 @@ def main(argv=None) -> int:
 
     env = {"machine": f"{platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()}",
            "torch": torch.__version__, "transformers": transformers.__version__, "minicons": ver("minicons"),
-           "date": time.strftime("%Y-%m-%d %H:%M")}
+           "date": time.strftime("%Y-%m-%d %H:%M"), "load_start": _loadavg()}
     started = time.perf_counter()
     sections, long = [], None
     with tempfile.TemporaryDirectory(prefix="bench_pll_") as td:
@@ -459,13 +501,14 @@ def main(argv=None) -> int:
             lens = [len(tk(t)["input_ids"]) for t in texts]
             title = f"English BERT, vocabulary {VOCAB}, random weights"
             print(f"{title}: {len(texts)} sentences", flush=True)
-            res = [run_worker(m, spec, args, chunk=args.en_chunk, repeats=args.en_repeats) for m in methods]
+            res = [run_worker(m, spec, args, chunk=_chunk_for(m, args, args.en_minicons_batch), repeats=args.en_repeats,
+                              limit=args.en_naive_n if m == "naive" else 0) for m in methods]
             sections.append({"title": title, "results": res, "desc": (
                 f"BertForMaskedLM {args.en_hidden} hidden x {args.en_layers} layers x {args.en_heads} heads "
                 f"(intermediate {args.en_intermediate}), {n_params / 1e6:.1f}M parameters, seed {args.seed}, "
                 f"loaded through `mlmprob.load_mlm(dir)`; WordPiece tokenizer trained offline (30522 entries). "
                 f"{len(texts)} wiki103 sentences of {min(lens)}..{max(lens)} tokens (mean {sum(lens) / len(lens):.1f}, "
-                f"special tokens included), {args.en_chunk} per call of mlmprob/minicons; "
+                f"special tokens included); {_calls(args, args.en_minicons_batch)}; "
                 f"{args.en_repeats} timed pass(es).")})
 
         if args.ab_n > 0:
@@ -474,16 +517,17 @@ def main(argv=None) -> int:
             spec.write_text(json.dumps({"kind": "antiberty", "model": "antiberty", "texts": texts}))
             title = "AntiBERTy (26M parameters, vocabulary 25)"
             print(f"{title}: {len(texts)} heavy chains", flush=True)
-            res = [run_worker(m, spec, args, chunk=args.ab_chunk, repeats=args.ab_repeats) for m in methods]
+            res = [run_worker(m, spec, args, chunk=_chunk_for(m, args, args.ab_minicons_batch), repeats=args.ab_repeats,
+                              limit=args.ab_naive_n if m == "naive" else 0) for m in methods]
             sections.append({"title": title, "results": res, "desc": (
                 f"`mlmprob.load_mlm(\"antiberty\")`; the first {len(texts)} heavy chains (HC) of thera_sabdab.csv, "
-                f"{min(map(len, texts))}..{max(map(len, texts))} residues, {args.ab_chunk} per call of mlmprob/minicons; "
+                f"{min(map(len, texts))}..{max(map(len, texts))} residues; {_calls(args, args.ab_minicons_batch)}; "
                 f"{args.ab_repeats} timed pass(es). minicons gets the same BertForMaskedLM object and a "
                 f"BertTokenizerFast over AntiBERTy's vocab.txt (residues joined by spaces; checked to give the "
                 f"same ids as mlmprob's tokenizer).")})
 
         if args.mem_copies != 0:
-            copies = args.long_tokens if args.mem_copies is None else min(args.mem_copies, args.long_tokens)
+            copies = args.long_tokens if args.mem_copies < 0 else min(args.mem_copies, args.long_tokens)
             mdir = build_english(tmp, 768, 12, 12, 3072, args.seed, "english_base", tok_dir)
             ids = long_ids(tok_dir, args.long_tokens)
             spec = tmp / "long.json"
@@ -495,6 +539,7 @@ def main(argv=None) -> int:
             if "error" not in long:
                 print(f"  lifetime peak RSS {long['lifetime_peak'] / GIB:.2f} GiB", flush=True)
 
+    env["load_end"] = _loadavg()
     text = report(args, command, env, sections, long)
     text += f"\nTotal wall time of the run: {time.perf_counter() - started:.0f} s.\n"
     print()

@@ -290,13 +290,14 @@ def test_hf_wrapper_mask_pivot_and_proposals():
 def test_runner_resumes_and_reports(tmp_path):
     m = tiny_bert_mlm()
     data = tmp_path / "seqs.txt"
-    data.write_text("ACDEFGH\nCDEA\nGGHACD\nA\n")
+    data.write_text("ACDEFGH\nCDEA\nGGHACD\nA\nXYZ\n")
     cfg = JointsConfig(model="tiny", data=str(data), n_pairs=2, seed=1)
     seen = []
     recs = run_joints(m, cfg, tmp_path / "out", progress=seen.append)
     assert len(recs) == 4 and len(seen) == 4
     assert all(r["scheme"] != "contiguous" or r["distance"] == 0 for r in recs)
-    assert all(r["seq_index"] != 3 or r["scheme"] != "random" for r in recs)   # "A" has no pair
+    assert all(r["seq_index"] != 3 for r in recs)   # "A" has no pair
+    assert all(r["seq_index"] != 4 for r in recs)   # "XYZ" cannot be encoded: skipped
     seen.clear()
     cfg3 = JointsConfig(model="tiny", data=str(data), n_pairs=3, seed=1)
     recs3 = run_joints(m, cfg3, tmp_path / "out", progress=seen.append)

@@ -6,9 +6,13 @@ loaders for Hugging Face masked LMs and the embedded antibody models, and exact 
 
 from .energy import TokenScores, energy, pll, token_scores
 from .errors import MLMProbError
+from .joints import PairConditionals, evaluate_pair, pair_conditionals, pairwise_joint
 from .models import ExactMLM, HFMaskedLM, LookupMLM, MaskedLM, load_mlm
+from .sampling import SampleResult, mask_predict, sample
 
 __version__ = "0.1.0"
 
 __all__ = ["ExactMLM", "HFMaskedLM", "LookupMLM", "MaskedLM", "MLMProbError", "TokenScores", "energy",
-           "load_mlm", "pll", "token_scores", "__version__"]
+           "load_mlm", "pll", "token_scores", "__version__",
+           "PairConditionals", "evaluate_pair", "pair_conditionals", "pairwise_joint",
+           "SampleResult", "mask_predict", "sample"]

@@ -15,8 +15,9 @@ from typing import Sequence
 
 import torch
 
+from ..batching import DEFAULT_BATCH_TOKENS
 from ..errors import MLMProbError
-from ..models.protocol import MaskedLM
+from ..models.protocol import MaskedLM, gather_logits
 from .beam import make_correction
 from .gap import InfillCandidate, prepare_gap
 
@@ -45,7 +46,7 @@ def _sorted(fills: torch.Tensor, scores: torch.Tensor, top: int | None) -> list[
 
 def exhaustive_infill(mlm: MaskedLM, input_ids, positions: Sequence[int] | torch.Tensor, *,
                       method: str = "standard", pivot: int | None = None,
-                      top: int | None = None) -> list[InfillCandidate]:
+                      top: int | None = None, batch_tokens: int = DEFAULT_BATCH_TOKENS) -> list[InfillCandidate]:
     """All fills (or the ``top`` best) by their left-to-right ``method`` score, best first."""
     correction = make_correction(mlm, method, pivot)
     gap = prepare_gap(mlm, input_ids, positions)
@@ -57,7 +58,11 @@ def exhaustive_infill(mlm: MaskedLM, input_ids, positions: Sequence[int] | torch
         rows = gap.ids.repeat(N, 1)
         for i, p in enumerate(gap.positions.tolist()):
             rows[:, p] = fills[:, i] if i < j else (mlm.mask_id if i == j else fill_other)
-        logp = mlm.logits(rows)[:, int(gap.positions[j])].double().log_softmax(-1)
+        col = int(gap.positions[j])
+        per = max(1, batch_tokens // rows.shape[1])
+        logp = torch.cat([gather_logits(mlm, rows[r:r + per], torch.arange(len(rows[r:r + per])),
+                                        torch.full((len(rows[r:r + per]),), col)) for r in range(0, N, per)])
+        logp = logp.double().log_softmax(-1)
         scores += logp.gather(1, fills[:, j:j + 1])[:, 0] - correction(logp)
     return _sorted(fills, scores, top)
 

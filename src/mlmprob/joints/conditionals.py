@@ -17,7 +17,7 @@ residues of an antibody model, or a top-K restriction), the mass the full softma
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import cached_property
 from typing import Sequence
 
@@ -57,7 +57,6 @@ class PairConditionals:
     mask_logit_marg: torch.Tensor | None = None  # [2]   in the both-masked copy, at (a, b)
     n_forward: int = 0                           # forward rows used (2K + 1)
     n_calls: int = 0                             # batched model calls
-    extra: dict = field(default_factory=dict, compare=False)
 
     # -- sizes and lookups ------------------------------------------------------------------------
     @property

@@ -126,8 +126,8 @@ def draw_pair(positions: torch.Tensor, scheme: str, generator: torch.Generator) 
 
 
 def plan_pairs(mlm: MaskedLM, sequences: Sequence[str], config: JointsConfig) -> Iterator[PlannedPair]:
-    """The deterministic pair list, scheme by scheme; sequences without a valid pair are skipped
-    (the next sequence of the permutation is used)."""
+    """The deterministic pair list, scheme by scheme; sequences the model cannot encode or without a
+    valid pair are skipped (the next sequence of the permutation is used)."""
     encode = getattr(mlm, "encode", None)
     if encode is None:
         raise MLMProbError("the runner needs a model with a tokenizer (encode); use pairwise_joint directly otherwise")
@@ -139,7 +139,10 @@ def plan_pairs(mlm: MaskedLM, sequences: Sequence[str], config: JointsConfig) ->
                 raise MLMProbError(f"no sequence admits a {scheme} pair")
             s = int(order[j % len(order)])
             j += 1
-            ids = encode([sequences[s]]).input_ids[0]
+            try:
+                ids = encode([sequences[s]]).input_ids[0]
+            except MLMProbError:   # e.g. too long for the model, or symbols outside its alphabet
+                continue
             pos = default_positions(mlm, ids[None])[0]
             ab = draw_pair(pos, scheme, _pair_generator(config.seed, k, i))
             if ab is None:
@@ -249,7 +252,9 @@ def diagnostics(records: Sequence[dict]) -> dict[str, dict[str, float]]:
 def _fmt(x: float) -> str:
     if isinstance(x, float) and (math.isnan(x) or math.isinf(x)):
         return str(x)
-    return f"{x:.2f}" if abs(x) >= 100 else f"{x:.3f}" if abs(x) < 10 else f"{x:.2f}"
+    if x != 0 and abs(x) < 0.01:
+        return f"{x:.1e}"
+    return f"{x:.3f}" if abs(x) < 10 else f"{x:.2f}"
 
 
 def format_report(records: Sequence[dict], title: str = "Pairwise joints") -> str:

@@ -111,7 +111,8 @@ def sample(
     and ``target_temperature`` take schedules (``LinearBlockSize``, ``LinearAnneal``). Proposals are
     the MLM conditionals at ``proposal_temperature`` (0: greedy) and nucleus ``top_p``.
     ``init``: ``"given"``, ``"greedy"`` (all-mask warm start) or ``"random"``. States at the end of
-    every ``thin``-th epoch after burn-in are kept. ``reference`` (``[L]`` or ``[B, L]``) adds the
+    every ``thin``-th epoch after burn-in are kept (the last epoch always is when ``thin`` divides
+    ``epochs``). ``reference`` (``[L]`` or ``[B, L]``) adds the
     identity metric. ``jsonl``: a run file written as the run goes; if it exists with the same
     configuration the run resumes after its last complete epoch (``generator`` is then reset to the
     stored state).
@@ -130,8 +131,8 @@ def sample(
         raise MLMProbError(f"epochs must be a positive integer, got {epochs!r}")
     if not isinstance(burn_in, int) or burn_in < 0:
         raise MLMProbError(f"burn_in must be a non-negative integer, got {burn_in!r}")
-    if not isinstance(thin, int) or thin < 1:
-        raise MLMProbError(f"thin must be a positive integer, got {thin!r}")
+    if not isinstance(thin, int) or not 1 <= thin <= epochs:
+        raise MLMProbError(f"thin must be an integer in 1..epochs ({epochs}), got {thin!r}")
     ids = check_input_ids(mlm, init_ids)
     free = resolve_free(mlm, ids, positions)
     if generator is None:
@@ -198,7 +199,7 @@ def sample(
             logits, _ = site_logits(mlm, state.ids, state.scored, batch_tokens)
             e_local, e_raw = energies_from_logits(logits, state.ids, state.scored)
         ident = None if ref is None else identity(state.ids, ref, free).tolist()
-        rec = EpochRecord(e, e >= burn_in and (e - burn_in) % thin == 0, tau_e, k_e, n_prop.tolist(),
+        rec = EpochRecord(e, e >= burn_in and (e - burn_in + 1) % thin == 0, tau_e, k_e, n_prop.tolist(),
                           n_acc.tolist(), n_nov.tolist(), e_local.tolist(), e_raw.tolist(), ident,
                           state.ids.tolist(), rows_before + state.forward_rows, time.perf_counter() - t0,
                           generator_state_hex(generator))

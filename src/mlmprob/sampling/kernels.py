@@ -21,7 +21,6 @@ refinement.
 from __future__ import annotations
 
 import dataclasses
-import math
 from dataclasses import dataclass
 
 import torch

@@ -1,0 +1,63 @@
+"""Locate CDR-H3 in a heavy-chain variable domain (VH) from its conserved flanks.
+
+CDR-H3 lies between the conserved second cysteine of the domain (Cys 104 in IMGT numbering,
+Cys 92 in Kabat, usually in ``Y-Y-C`` / ``Y-F-C``) and the tryptophan of the J-region motif
+``W-G-x-G`` (Trp 118 IMGT / 103 Kabat). ``definition="imgt"`` returns the residues strictly between
+the two (IMGT 105-117); ``"kabat"`` drops the two residues after the cysteine (Kabat 95-102).
+"""
+
+from __future__ import annotations
+
+import re
+
+import torch
+
+from ..errors import MLMProbError
+
+_MOTIF = re.compile(r"W G . G".replace(" ", ""))
+_MOTIF_LOOSE = re.compile(r"[WF]G.[GR]")
+MAX_CDR3 = 40
+
+
+def find_cdr_h3(seq: str, definition: str = "imgt") -> tuple[int, int]:
+    """0-based half-open residue span ``(start, end)`` of CDR-H3 in ``seq``.
+
+    >>> vh = ("EVQLVESGGGLVQPGGSLRLSCAASGFNIKDTYIHWVRQAPGKGLEWVARIYPTNGYTRYADSVKGRFTISADTSKNTAYLQMNSLRAEDTAVYYCSR"
+    ...       "WGGDGFYAMDYWGQGTLVTVSS")
+    >>> s, e = find_cdr_h3(vh); vh[s:e]
+    'SRWGGDGFYAMDY'
+    >>> s, e = find_cdr_h3(vh, "kabat"); vh[s:e]
+    'WGGDGFYAMDY'
+    """
+    if definition not in ("imgt", "kabat"):
+        raise MLMProbError(f"CDR definition must be 'imgt' or 'kabat', got {definition!r}")
+    s = seq.strip().upper()
+    hits = list(_MOTIF.finditer(s)) or list(_MOTIF_LOOSE.finditer(s))
+    # the J-region motif is the last one with a plausible cysteine before it
+    for m in reversed(hits):
+        w = m.start()
+        cands = [i for i in range(max(0, w - MAX_CDR3 - 1), w - 2) if s[i] == "C"]
+        if not cands:
+            continue
+        preferred = [i for i in cands if i >= 2 and s[i - 2] in "YFH"]
+        c = (preferred or cands)[0]
+        start = c + 1 + (2 if definition == "kabat" else 0)
+        if start >= w:
+            continue
+        return start, w
+    raise MLMProbError("no CDR-H3 found: need the conserved Cys followed within "
+                       f"{MAX_CDR3} residues by the W-G-x-G motif (is this a heavy-chain variable domain?)")
+
+
+def cdr_h3_mask(seq: str, word_ids: torch.Tensor, definition: str = "imgt") -> torch.Tensor:
+    """Bool mask over the tokens of one encoded sequence (``word_ids`` ``[L]``: residue index per
+    token, -1 at special tokens) that covers CDR-H3.
+
+    >>> vh = "QVQLVQSGAEVKKPGASVKVSCKASGYTFTSYGISWVRQAPGQGLEWMGWISAYNGNTNYAQKLQGRVTMTTDTSTSTAYMELRSLRSDDTAVYYCARDGYWGQGTLVTVSS"
+    >>> wid = torch.tensor([-1] + list(range(len(vh))) + [-1])
+    >>> cdr_h3_mask(vh, wid).nonzero()[:, 0].tolist() == list(range(97, 102))   # "ARDGY", shifted by the CLS token
+    True
+    """
+    start, end = find_cdr_h3(seq, definition)
+    w = torch.as_tensor(word_ids)
+    return (w >= start) & (w < end)
