@@ -6,6 +6,7 @@ loaders for Hugging Face masked LMs and the embedded antibody models, and exact 
 
 from .energy import TokenScores, energy, pll, token_scores
 from .errors import MLMProbError
+from .infill import InfillCandidate, exact_infill, exhaustive_infill, infill, sample_infill
 from .joints import PairConditionals, evaluate_pair, pair_conditionals, pairwise_joint
 from .models import ExactMLM, HFMaskedLM, LookupMLM, MaskedLM, load_mlm
 from .sampling import SampleResult, mask_predict, sample
@@ -15,4 +16,5 @@ __version__ = "0.1.0"
 __all__ = ["ExactMLM", "HFMaskedLM", "LookupMLM", "MaskedLM", "MLMProbError", "TokenScores", "energy",
            "load_mlm", "pll", "token_scores", "__version__",
            "PairConditionals", "evaluate_pair", "pair_conditionals", "pairwise_joint",
-           "SampleResult", "mask_predict", "sample"]
+           "SampleResult", "mask_predict", "sample",
+           "InfillCandidate", "exact_infill", "exhaustive_infill", "infill", "sample_infill"]

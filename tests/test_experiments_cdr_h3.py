@@ -1,0 +1,116 @@
+"""The CDR-H3 experiment runner end to end on a tiny random BERT: records, resume, report."""
+
+import json
+import math
+
+import pytest
+import torch
+
+from mlmprob.errors import MLMProbError
+from mlmprob.experiments import cdr_h3
+from mlmprob.experiments.cdr_h3 import corpus_bleu, stutter_rate
+
+AA = "ACDEFGHIKLMNPQRSTVWY"
+HCS = {  # a short synthetic VH (CDR-H3 "ARDGY"), trastuzumab and pertuzumab
+    "short": "QVQLVQSGAEVKKPGASVKVSCKASGYTFTSYGISWVRQAPGQGLEWMGWISAYNGNTNYAQKLQGRVTMTTDTSTSTAYMELRSLRSDDTAVYYCARDGY"
+             "WGQGTLVTVSS",
+    "tras": "EVQLVESGGGLVQPGGSLRLSCAASGFNIKDTYIHWVRQAPGKGLEWVARIYPTNGYTRYADSVKGRFTISADTSKNTAYLQMNSLRAEDTAVYYCSR"
+            "WGGDGFYAMDYWGQGTLVTVSS",
+    "pert": "EVQLVESGGGLVQPGGSLRLSCAASGFTFTDYTMDWVRQAPGKGLEWVADVNPNSGGSIYNQRFKGRFTLSVDRSKNTLYLQMNSLRAEDTAVYYCAR"
+            "NLGPSFYFDYWGQGTLVTVSS",
+}
+
+
+@pytest.fixture(scope="module")
+def tiny_bert(tmp_path_factory):
+    transformers = pytest.importorskip("transformers")
+    d = tmp_path_factory.mktemp("tinybert")
+    toks = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + list(AA)
+    (d / "vocab.txt").write_text("\n".join(toks) + "\n")
+    tok = transformers.BertTokenizer(str(d / "vocab.txt"), do_lower_case=False)
+    torch.manual_seed(0)  # test-only: the tiny model's random weights
+    cfg = transformers.BertConfig(vocab_size=len(toks), hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
+                                  intermediate_size=32, max_position_embeddings=160)
+    transformers.BertForMaskedLM(cfg).save_pretrained(str(d))
+    tok.save_pretrained(str(d))
+    return d
+
+
+@pytest.fixture()
+def data_csv(tmp_path):
+    p = tmp_path / "abs.csv"
+    rows = ["Therapeutic,HC", "bad,EVQLXQ", "noCDR,ACDEFGHIKL"] + [f"{k},{v}" for k, v in HCS.items()]
+    p.write_text("\n".join(rows) + "\n")
+    return p
+
+
+def test_stutter_and_corpus_bleu_by_hand():
+    assert stutter_rate("AAAA") == 1.0 and stutter_rate("ACAC") == 0.0 and math.isnan(stutter_rate("A"))
+    # 1-grams 7/8, 2-grams 5/6, 3-grams 3/4, 4-grams 1/2 (counted by hand), equal lengths: no brevity penalty
+    assert corpus_bleu(["ABCD", "ABCE"], ["ABCD", "ABCD"]) == pytest.approx((7 / 8 * 5 / 6 * 3 / 4 * 1 / 2) ** 0.25)
+    # clipping: "AAAA" vs "ABCD" has one 1-gram match, no 2-gram match -> 0; BLEU-1 is 1/4
+    assert corpus_bleu(["AAAA"], ["ABCD"]) == 0.0
+    assert corpus_bleu(["AAAA"], ["ABCD"], max_n=1) == pytest.approx(0.25)
+    # brevity penalty exp(1 - 4/3) when the hypotheses are shorter
+    assert corpus_bleu(["ABC"], ["ABCD"], max_n=1) == pytest.approx(math.exp(1 - 4 / 3))
+
+
+def test_runner_resumes_and_builds_report(tiny_bert, data_csv, tmp_path, capsys):
+    out = tmp_path / "res"
+    argv = ["--model", str(tiny_bert), "--out", str(out), "--data", str(data_csv), "--tables", "3,5,u",
+            "--epochs", "1", "--burn-in", "1", "--n-antibodies", "2", "--chains", "2", "--uncond-length", "6",
+            "--uncond-chains", "2"]
+    assert cdr_h3.main(argv) == 0
+    lines = (out / "results.jsonl").read_text().splitlines()
+    recs = [json.loads(line) for line in lines]
+    names = {c for t in ("3", "5", "u") for c in cdr_h3.TABLES[t]}
+    assert {r["config"] for r in recs} == names
+    n_cond = len([n for n in names if not n.startswith("u/")])
+    assert len(recs) == n_cond * 2 * 2 + 4 * 2
+    by = {(r["config"], r["unit"], r["chain"]): r for r in recs}
+    r = by[("t3/block-mh-local", "tras", 1)]
+    assert r["cdr_native"] == "SRWGGDGFYAMDY" and len(r["final"]["cdr"]) == 13
+    assert len(r["per_epoch"]["e_local"]) == 2 and r["per_epoch"]["block_size"] == [4, 1]
+    assert 0 <= r["post_burn_in"]["accept"] <= 1 and 0 <= r["final"]["identity"] <= 1
+    # the framework is clamped: identity of the warm start and of the final design are about CDR-H3 only
+    g = by[("t1/gibbs-pt0.8", "tras", 0)]
+    assert g["post_burn_in"]["accept"] == 1.0
+    w = by[("t5/warm-start", "tras", 0)]
+    assert w["final"]["cdr"] == w["start"]["cdr"] == r["start"]["cdr"]
+    u = by[("u/mh-local-pt1.0", "all-mask-L6", 0)]
+    assert len(u["final"]["cdr"]) == 6 and u["final"]["identity"] is None and 0 <= u["final"]["stutter"] <= 1
+    report = (out / "report.md").read_text()
+    assert "Table 5 shape" in report and "Table 3 shape" in report and "stutter" in report
+    assert "python -m mlmprob.experiments.cdr_h3 --model" in report
+    assert (out / "fig4_block.png").exists() and (out / "fig1_samplers.png").exists() is False
+    assert not list((out / "work").glob("*.jsonl"))
+
+    # a second run computes nothing new
+    capsys.readouterr()
+    assert cdr_h3.main(argv) == 0
+    assert (out / "results.jsonl").read_text().splitlines() == lines
+    assert "records in" not in capsys.readouterr().out
+    runs = [json.loads(x) for x in (out / "runs.jsonl").read_text().splitlines()]
+    assert runs[-1]["event"] == "finish" and runs[-1]["written"] == {}
+
+    # other settings on the same folder: a clear error, nothing written
+    assert cdr_h3.main(argv[:argv.index("--epochs")] + ["--epochs", "2"] + argv[argv.index("--epochs") + 2:]) == 2
+    assert "epochs=1, not 2" in capsys.readouterr().err
+    # the report reads the folder's settings, whatever the command line says
+    (out / "report.md").unlink()
+    assert cdr_h3.main(["--model", "unused", "--out", str(out), "--report-only"]) == 0
+    assert "1 burn-in + 1 epochs = 2 sweeps" in (out / "report.md").read_text()
+
+
+def test_partial_units_and_errors(tiny_bert, data_csv, tmp_path):
+    out = tmp_path / "res"
+    base = ["--model", str(tiny_bert), "--out", str(out), "--data", str(data_csv), "--epochs", "1", "--burn-in", "0",
+            "--chains", "1", "--only", "t1/gibbs-pt1.0", "--no-report"]
+    assert cdr_h3.main(base + ["--n-antibodies", "1"]) == 0
+    assert cdr_h3.main(base + ["--n-antibodies", "3"]) == 0     # only the two new antibodies run
+    recs = [json.loads(x) for x in (out / "results.jsonl").read_text().splitlines()]
+    assert [r["unit"] for r in recs] == ["short", "tras", "pert"]
+    with pytest.raises(MLMProbError, match="only 3 heavy chains"):
+        cdr_h3.load_antibodies(data_csv, 4)
+    with pytest.raises(MLMProbError, match="unknown table"):
+        cdr_h3.select_configs(["9"])
