@@ -9,7 +9,7 @@ README = Path(__file__).resolve().parents[1] / "README.md"
 def test_readme_python_examples_run():
     text = README.read_text()
     lines = text.splitlines()
-    assert lines[2:4] == ["make demo   # creates .venv, installs everything, runs the main job on AntiBERTy (offline) and prints a report",
+    assert lines[3:5] == ["make demo   # creates .venv, installs everything, runs the main job on AntiBERTy (offline) and prints a report",
                           "make test   # creates .venv, installs everything, runs the test suite"]
     blocks = re.findall(r"```python\n(.*?)```", text, re.S)
     code = blocks[0].replace('"antiberty"', '"sapiens-vh"') + "\n" + blocks[1].replace("epochs=10", "epochs=1")
