@@ -1,7 +1,9 @@
 """mlmprob: probabilistic inference with masked language models.
 
-Scoring (PLL / E_local, E_raw, whole-word PLL) on any object with the ``MaskedLM`` protocol,
-loaders for Hugging Face masked LMs and the embedded antibody models, and exact toy models.
+Scoring (PLL / E_local, E_raw, whole-word PLL), Metropolis-Hastings and Gibbs sampling, pair joints
+(MRF, HCB, Arnold-Gokhale) and infilling beam search on any object with the ``MaskedLM`` protocol;
+loaders for Hugging Face masked LMs and the embedded antibody models; exact toy models, synthetic
+languages with exact conditionals, and an MLM trainer.
 """
 
 from .energy import TokenScores, energy, pll, token_scores
@@ -10,6 +12,9 @@ from .infill import InfillCandidate, exact_infill, exhaustive_infill, infill, sa
 from .joints import PairConditionals, evaluate_pair, pair_conditionals, pairwise_joint
 from .models import ExactMLM, HFMaskedLM, LookupMLM, MaskedLM, load_mlm
 from .sampling import SampleResult, mask_predict, sample
+from . import synthetic, training
+from .synthetic import HMM, PottsChain, PottsGrid, SyntheticLanguage
+from .training import TrainConfig, train
 
 __version__ = "0.1.0"
 
@@ -17,4 +22,5 @@ __all__ = ["ExactMLM", "HFMaskedLM", "LookupMLM", "MaskedLM", "MLMProbError", "T
            "load_mlm", "pll", "token_scores", "__version__",
            "PairConditionals", "evaluate_pair", "pair_conditionals", "pairwise_joint",
            "SampleResult", "mask_predict", "sample",
-           "InfillCandidate", "exact_infill", "exhaustive_infill", "infill", "sample_infill"]
+           "InfillCandidate", "exact_infill", "exhaustive_infill", "infill", "sample_infill",
+           "synthetic", "training", "HMM", "PottsChain", "PottsGrid", "SyntheticLanguage", "TrainConfig", "train"]

@@ -12,7 +12,7 @@ import sys
 
 from .errors import MLMProbError
 
-COMMANDS = ("score", "demo", "sample", "joints", "infill")
+COMMANDS = ("score", "demo", "sample", "joints", "infill", "train")
 
 
 def add_model_args(p: argparse.ArgumentParser, default: str = "antiberty") -> None:
@@ -30,6 +30,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     parser = argparse.ArgumentParser(prog="mlmprob", description="Probabilistic inference with masked language models.")
     parser.add_argument("--version", action="version", version=f"mlmprob {__version__}")
+    parser.add_argument("--threads", type=int, default=None,
+                        help="torch CPU threads (default: torch's choice; 1 is fastest for small models on a busy CPU)")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in COMMANDS:
         try:
@@ -49,6 +51,12 @@ def main(argv: list[str] | None = None) -> int:
     if not getattr(args, "func", None):
         parser.print_help()
         return 1
+    if args.threads is not None:
+        if args.threads < 1:
+            print(f"error: --threads must be >= 1, got {args.threads}", file=sys.stderr)
+            return 2
+        import torch
+        torch.set_num_threads(args.threads)
     try:
         return int(args.func(args) or 0)
     except MLMProbError as e:

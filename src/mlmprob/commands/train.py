@@ -1,0 +1,97 @@
+"""``mlmprob train``: MLM pretraining on a synthetic language (exact ground truth) or on text files."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+
+def _split(text: str) -> tuple[float, float, float]:
+    try:
+        parts = tuple(float(s) for s in text.split(","))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected three comma-separated numbers, got {text!r}") from None
+    if len(parts) != 3:
+        raise argparse.ArgumentTypeError(f"expected three comma-separated numbers (mask,random,keep), got {text!r}")
+    return parts
+
+
+def register(sub) -> None:
+    from ..synthetic import KINDS
+
+    p = sub.add_parser("train", help="pretrain a BERT masked LM on a synthetic language or text files",
+                       formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+                       description="Rerunning with the same --out continues from the last checkpoint.")
+    p.add_argument("--out", "-o", required=True, help="output directory (model, checkpoints, loss_curve.png)")
+    src = p.add_mutually_exclusive_group(required=True)
+    src.add_argument("--synthetic", choices=KINDS, help="train on exact samples of a random synthetic language")
+    src.add_argument("--text", nargs="+", metavar="FILE", help="train on text files, one sequence per line")
+    g = p.add_argument_group("synthetic language")
+    g.add_argument("--vocab-size", type=int, default=10, help="symbols V")
+    g.add_argument("--length", type=int, default=12, help="sequence length T")
+    g.add_argument("--coupling", type=float, default=1.0, help="Potts coupling J (dependency strength)")
+    g.add_argument("--field-scale", type=float, default=1.0, help="Potts field standard deviation")
+    g.add_argument("--rows", type=int, default=2, help="grid rows (grid: length = rows x columns)")
+    g.add_argument("--n-states", type=int, default=4, help="HMM hidden states")
+    g.add_argument("--concentration", type=float, default=0.5, help="HMM Dirichlet concentration")
+    g.add_argument("--language-seed", type=int, default=0, help="seed of the language's parameters")
+    g.add_argument("--n-train", type=int, default=10000, help="training sequences sampled")
+    g.add_argument("--n-heldout", type=int, default=1000, help="held-out sequences sampled")
+    g = p.add_argument_group("text")
+    g.add_argument("--tokenizer-vocab-size", type=int, default=1000, help="WordPiece vocabulary size")
+    g.add_argument("--max-length", type=int, default=128, help="tokens per sequence, special tokens included")
+    g.add_argument("--heldout-fraction", type=float, default=0.05)
+    g.add_argument("--cased", action="store_true", help="keep case (default: lowercase)")
+    g = p.add_argument_group("model and optimisation")
+    g.add_argument("--hidden", type=int, default=64)
+    g.add_argument("--layers", type=int, default=2)
+    g.add_argument("--heads", type=int, default=2)
+    g.add_argument("--intermediate", type=int, default=128)
+    g.add_argument("--dropout", type=float, default=0.0)
+    g.add_argument("--steps", type=int, default=1000)
+    g.add_argument("--batch-size", type=int, default=64)
+    g.add_argument("--lr", type=float, default=1e-3)
+    g.add_argument("--warmup", type=int, default=100)
+    g.add_argument("--weight-decay", type=float, default=0.01)
+    g.add_argument("--grad-clip", type=float, default=1.0, help="0 = off")
+    g = p.add_argument_group("masking and bookkeeping")
+    g.add_argument("--mask-rate", type=float, default=0.15, help="fraction of tokens selected per sequence (>= 1)")
+    g.add_argument("--mask-split", type=_split, default=(1.0, 0.0, 0.0),
+                   help="mask,random,keep shares of the selected tokens")
+    g.add_argument("--masking", choices=("dynamic", "static"), default="dynamic")
+    g.add_argument("--seed", type=int, default=0, help="init, data order, masks, dropout, data sampling")
+    g.add_argument("--eval-every", type=int, default=100)
+    g.add_argument("--checkpoint-every", type=int, default=500)
+    g.add_argument("--keep-checkpoints", type=int, default=2)
+    g.add_argument("--kl-sequences", type=int, default=256, help="held-out sequences for the exact KL (synthetic)")
+    g.add_argument("--stop-after", type=int, help="stop (with a checkpoint) after this many steps in total")
+    g.add_argument("--device", default="cpu")
+    g.add_argument("--no-progress", action="store_true")
+    p.set_defaults(func=run)
+
+
+def run(args) -> int:
+    from ..models.loading import parse_device
+    from ..synthetic import make_language
+    from ..training import SyntheticSource, TextSource, TrainConfig, train
+
+    config = TrainConfig(
+        hidden_size=args.hidden, num_layers=args.layers, num_heads=args.heads, intermediate_size=args.intermediate,
+        dropout=args.dropout, max_steps=args.steps, batch_size=args.batch_size, lr=args.lr, warmup_steps=args.warmup,
+        weight_decay=args.weight_decay, grad_clip=args.grad_clip, mask_rate=args.mask_rate, mask_split=args.mask_split,
+        masking=args.masking, seed=args.seed, eval_every=args.eval_every, checkpoint_every=args.checkpoint_every,
+        keep_checkpoints=args.keep_checkpoints, kl_sequences=args.kl_sequences)
+    if args.synthetic:
+        lang = make_language(args.synthetic, args.vocab_size, args.length, args.language_seed, coupling=args.coupling,
+                             field_scale=args.field_scale, n_states=args.n_states, concentration=args.concentration,
+                             rows=args.rows)
+        source = SyntheticSource(lang, args.n_train, args.n_heldout)
+    else:
+        source = TextSource(args.text, args.tokenizer_vocab_size, args.max_length, args.heldout_fraction,
+                            lowercase=not args.cased)
+    result = train(config, source, args.out, device=parse_device(args.device), progress=not args.no_progress,
+                   stop_after=args.stop_after)
+    summary = {"out": str(result.out_dir), "step": result.step, "done": result.done,
+               "resumed_from": result.resumed_from, **{k: v for k, v in result.final.items() if k != "lr"}}
+    print(json.dumps(summary))
+    return 0

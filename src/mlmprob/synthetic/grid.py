@@ -1,0 +1,136 @@
+"""A Potts model on a small 2-D grid, exact by a transfer matrix over whole columns.
+
+The grid has ``rows x cols`` cells, flattened row-major into a sequence of length ``T = rows * cols``
+(position ``t = r * cols + c``). With fields ``h`` ``[rows, cols, V]`` and coupling ``J`` between
+the four nearest neighbours,
+
+    p(x) ∝ exp( sum_cells h_rc(x_rc) + J sum_{neighbours} [x == x'] ).
+
+A column is one state of ``S = V**rows`` values; the chain of columns has unary potentials (fields
+and vertical couplings inside the column) and pairwise potentials (horizontal couplings), so
+forward-backward over columns is exact. Evidence on a column is the indicator that the column
+state agrees with the observed cells; the conditional of cell ``(r, c)`` uses the evidence of all
+other cells, that of column ``c`` without row ``r`` included. Cost ``O(cols * S**2)`` per row:
+keep ``V**rows`` to a few hundred.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from ..errors import MLMProbError
+from .base import SyntheticLanguage
+from .chain import _draw
+from .hmm import _check_size
+
+MAX_COLUMN_STATES = 4096
+
+
+class PottsGrid(SyntheticLanguage):
+    """Potts model on a ``rows x cols`` grid (4-neighbour coupling ``J``, random fields); exact.
+
+    >>> import torch
+    >>> g = PottsGrid(3, 2, 3, coupling=1.0, generator=torch.Generator().manual_seed(0))
+    >>> g.length, g.vocab_size, round(float(g.log_joint().exp().sum()), 9)
+    (6, 3, 1.0)
+    """
+
+    def __init__(self, vocab_size: int, rows: int, cols: int, coupling: float = 1.0, field_scale: float = 1.0,
+                 generator: torch.Generator | None = None, fields: torch.Tensor | None = None):
+        _check_size(vocab_size, rows * cols)
+        if rows < 1 or cols < 1:
+            raise MLMProbError(f"grid needs rows, cols >= 1, got {rows} x {cols}")
+        S = vocab_size ** rows
+        if S > MAX_COLUMN_STATES:
+            raise MLMProbError(f"V**rows = {S} column states is too many for exact inference "
+                               f"(limit {MAX_COLUMN_STATES}); use fewer rows (transpose the grid)")
+        if fields is None:
+            fields = torch.randn(rows, cols, vocab_size, generator=generator, dtype=torch.float64) * float(field_scale)
+        fields = torch.as_tensor(fields, dtype=torch.float64)
+        if tuple(fields.shape) != (rows, cols, vocab_size):
+            raise MLMProbError(f"fields must have shape [{rows}, {cols}, {vocab_size}], got {tuple(fields.shape)}")
+        self.vocab_size, self.rows, self.cols, self.length = vocab_size, rows, cols, rows * cols
+        self.coupling, self.field_scale, self.fields = float(coupling), float(field_scale), fields
+        self.n_states = S
+        # states[s, r]: the symbol at row r of column state s
+        digits = vocab_size ** torch.arange(rows - 1, -1, -1)
+        self.states = (torch.arange(S)[:, None] // digits) % vocab_size  # [S, R]
+        J = self.coupling
+        vert = (self.states[:, 1:] == self.states[:, :-1]).sum(1).double() * J  # [S]
+        # unary[c, s] = sum_r h[r, c, s_r] + vertical couplings
+        self.unary = fields[torch.arange(rows)[None, :], :, self.states].sum(1).T + vert  # [C, S]
+        self.pairwise = (self.states[:, None, :] == self.states[None, :, :]).sum(-1).double() * J  # [S, S]
+        empty = torch.zeros(1, cols, S, dtype=torch.float64)
+        self.log_z = float(torch.logsumexp(self._forward(empty)[:, -1] + empty[:, -1], -1))
+
+    def _grid(self, ids: torch.Tensor) -> torch.Tensor:
+        return ids.reshape(-1, self.rows, self.cols)  # [B, R, C]
+
+    def _mismatch(self, ids: torch.Tensor) -> torch.Tensor:
+        """Bool ``[B, C, R, S]``: cell (r, c) is observed and column state s disagrees with it."""
+        g = self._grid(ids).transpose(1, 2)  # [B, C, R]
+        obs = g != self.mask_id
+        return obs[..., None] & (g[..., None] != self.states.T[None, None])  # states.T: [R, S]
+
+    @staticmethod
+    def _log_indicator(count: torch.Tensor) -> torch.Tensor:
+        return torch.where(count == 0, 0.0, -torch.inf).double()
+
+    def _forward(self, e: torch.Tensor) -> torch.Tensor:
+        B, C, S = e.shape
+        alpha = torch.empty(B, C, S, dtype=torch.float64)
+        alpha[:, 0] = self.unary[0]
+        for c in range(1, C):
+            prev = (alpha[:, c - 1] + e[:, c - 1])[:, :, None] + self.pairwise
+            alpha[:, c] = self.unary[c] + torch.logsumexp(prev, dim=1)
+        return alpha
+
+    def _backward(self, e: torch.Tensor) -> torch.Tensor:
+        B, C, S = e.shape
+        beta = torch.zeros(B, C, S, dtype=torch.float64)
+        for c in range(C - 2, -1, -1):
+            nxt = (self.unary[c + 1] + e[:, c + 1] + beta[:, c + 1])[:, None, :] + self.pairwise
+            beta[:, c] = torch.logsumexp(nxt, dim=2)
+        return beta
+
+    def log_marginal(self, input_ids: torch.Tensor) -> torch.Tensor:
+        ids = self.check_ids(input_ids)
+        e = self._log_indicator(self._mismatch(ids).sum(2))  # [B, C, S]
+        return torch.logsumexp(self._forward(e)[:, -1] + e[:, -1], -1) - self.log_z
+
+    def conditionals(self, input_ids: torch.Tensor) -> torch.Tensor:
+        ids = self.check_ids(input_ids)
+        mism = self._mismatch(ids)  # [B, C, R, S]
+        count = mism.sum(2)  # [B, C, S]
+        e = self._log_indicator(count)
+        post = self._forward(e) + self._backward(e)  # [B, C, S], column c's own evidence excluded
+        own = self._log_indicator(count[:, :, None, :] - mism.long())  # [B, C, R, S]: column c without row r
+        w = post[:, :, None, :] + own  # [B, C, R, S]
+        onehot = torch.where(self.states.T[:, :, None] == torch.arange(self.vocab_size), 0.0, -torch.inf).double()
+        out = torch.logsumexp(w[..., None] + onehot, dim=3)  # [B, C, R, V]
+        out = out - torch.logsumexp(out, -1, keepdim=True)
+        return out.transpose(1, 2).reshape(ids.shape[0], self.length, self.vocab_size)
+
+    def sample_given(self, input_ids: torch.Tensor, generator: torch.Generator | None = None) -> torch.Tensor:
+        ids = self.check_ids(input_ids)
+        B = ids.shape[0]
+        if B == 0:
+            return ids.clone()
+        e = self._log_indicator(self._mismatch(ids).sum(2))
+        filt = self._forward(e) + e
+        z = torch.empty(B, self.cols, dtype=torch.long)
+        z[:, -1] = _draw(filt[:, -1], generator)
+        for c in range(self.cols - 2, -1, -1):
+            z[:, c] = _draw(filt[:, c] + self.pairwise[:, z[:, c + 1]].T, generator)
+        grid = self.states[z].transpose(1, 2)  # [B, R, C]
+        return grid.reshape(B, self.length)
+
+    def spec(self) -> dict:
+        return {"kind": "potts-grid", "vocab_size": self.vocab_size, "length": self.length, "rows": self.rows,
+                "cols": self.cols, "coupling": self.coupling, "field_scale": self.field_scale}
+
+    def tensors(self) -> dict[str, torch.Tensor]:
+        return {"fields": self.fields}
+
+    def __repr__(self) -> str:
+        return f"PottsGrid(vocab_size={self.vocab_size}, rows={self.rows}, cols={self.cols}, coupling={self.coupling})"

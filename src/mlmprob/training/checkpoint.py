@@ -1,0 +1,67 @@
+"""Checkpoints: ``model.safetensors`` + ``config.json`` + tokenizer + ``optimizer.pt`` + ``trainer_state.json``.
+
+A checkpoint directory is written under a temporary name and renamed when complete, so a kill
+never leaves a half-written ``step-N``. The optimizer state holds tensors and plain Python values
+only and is read back with ``torch.load(..., weights_only=True)``.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from pathlib import Path
+
+import torch
+
+STATE_FILE = "trainer_state.json"
+OPTIMIZER_FILE = "optimizer.pt"
+_STEP_DIR = re.compile(r"^step-(\d+)$")
+
+
+def save_model_dir(path: Path, model, tokenizer, state: dict, optimizer=None) -> None:
+    """Write a loadable model directory (``load_mlm(path)`` works) with the trainer state."""
+    path.mkdir(parents=True, exist_ok=True)
+    model.save_pretrained(str(path), safe_serialization=True)
+    tokenizer.save_pretrained(str(path))
+    if optimizer is not None:
+        torch.save(optimizer.state_dict(), path / OPTIMIZER_FILE)
+    (path / STATE_FILE).write_text(json.dumps(state, indent=1))
+
+
+def save_checkpoint(out_dir: Path, step: int, model, tokenizer, optimizer, state: dict, keep: int) -> Path:
+    root = Path(out_dir) / "checkpoints"
+    final = root / f"step-{step:08d}"
+    tmp = root / f".tmp-step-{step:08d}"
+    if tmp.exists():
+        shutil.rmtree(tmp)
+    save_model_dir(tmp, model, tokenizer, state, optimizer)
+    if final.exists():
+        shutil.rmtree(final)
+    tmp.rename(final)
+    for old in list_checkpoints(out_dir)[:-keep]:
+        shutil.rmtree(old)
+    return final
+
+
+def list_checkpoints(out_dir: Path) -> list[Path]:
+    """Complete checkpoint directories, oldest first."""
+    root = Path(out_dir) / "checkpoints"
+    if not root.is_dir():
+        return []
+    found = [(int(m.group(1)), p) for p in root.iterdir()
+             if (m := _STEP_DIR.match(p.name)) and (p / STATE_FILE).is_file()]
+    return [p for _, p in sorted(found)]
+
+
+def latest_checkpoint(out_dir: Path) -> Path | None:
+    found = list_checkpoints(out_dir)
+    return found[-1] if found else None
+
+
+def read_state(path: Path) -> dict:
+    return json.loads((Path(path) / STATE_FILE).read_text())
+
+
+def load_optimizer_state(path: Path) -> dict:
+    return torch.load(Path(path) / OPTIMIZER_FILE, weights_only=True)

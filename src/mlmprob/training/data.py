@@ -1,0 +1,187 @@
+"""Training data: token-id tensors plus the tokenizer that makes ``load_mlm`` read the result.
+
+Two sources share one shape, ``TokenData``:
+
+- ``SyntheticSource``: a ``SyntheticLanguage``; a train set and a held-out set are sampled
+  exactly with seeds derived from the run's seed. Symbols ``0..V-1`` become tokens ``t0..t{V-1}``
+  of a BERT vocabulary after five special tokens (``[PAD] [UNK] [CLS] [SEP] [MASK]``), so
+  ``model id = symbol + SYMBOL_OFFSET``; every row is ``[CLS] x [SEP]``.
+- ``TextSource``: text files, one sequence per non-empty line; a WordPiece tokenizer is trained on
+  them (``tokenizers``) and saved as a ``transformers`` ``BertTokenizer``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Sequence
+
+import torch
+
+from ..errors import MLMProbError
+from ..synthetic import SyntheticLanguage, save_language
+from .masking import generator_for
+
+SPECIALS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
+SYMBOL_OFFSET = len(SPECIALS)
+
+
+@dataclass(frozen=True)
+class TokenData:
+    """Right-padded ``train_ids`` ``[N, L]`` and ``heldout_ids`` ``[M, L]`` in the tokenizer's ids."""
+
+    train_ids: torch.Tensor
+    heldout_ids: torch.Tensor
+    tokenizer: object  # a transformers tokenizer (saved next to the model)
+    max_length: int
+    replace_ids: torch.Tensor  # ids a "random" corruption may draw (non-special tokens)
+    language: SyntheticLanguage | None = None
+    description: dict = field(default_factory=dict)
+
+    @property
+    def pad_id(self) -> int:
+        return int(self.tokenizer.pad_token_id)
+
+    @property
+    def mask_id(self) -> int:
+        return int(self.tokenizer.mask_token_id)
+
+    def maskable(self, ids: torch.Tensor) -> torch.Tensor:
+        """Bool: positions that hold a non-special token (these are selected for the loss)."""
+        special = torch.tensor(sorted(set(self.tokenizer.all_special_ids)), dtype=torch.long)
+        return ~torch.isin(ids, special)
+
+    def fingerprint(self) -> str:
+        h = hashlib.sha256()
+        for t in (self.train_ids, self.heldout_ids):
+            h.update(str(tuple(t.shape)).encode())
+            h.update(t.contiguous().numpy().tobytes())
+        return h.hexdigest()[:16]
+
+
+def symbol_tokenizer(vocab_size: int, max_length: int):
+    """A ``BertTokenizer`` over ``[PAD] [UNK] [CLS] [SEP] [MASK] t0 .. t{V-1}`` (text: ``"t0 t3 t1"``).
+
+    >>> tok = symbol_tokenizer(3, 8)
+    >>> tok("t2 t0 t1")["input_ids"]
+    [2, 7, 5, 6, 3]
+    """
+    from transformers import BertTokenizer
+
+    vocab = {tok: i for i, tok in enumerate(list(SPECIALS) + [f"t{v}" for v in range(vocab_size)])}
+    return BertTokenizer(vocab=vocab, do_lower_case=True, model_max_length=max_length)
+
+
+def symbols_to_text(ids: torch.Tensor) -> list[str]:
+    """Rows of symbols ``[B, T]`` as the texts the symbol tokenizer reads: ``[[2, 0]] -> ["t2 t0"]``."""
+    return [" ".join(f"t{int(v)}" for v in row) for row in torch.as_tensor(ids)]
+
+
+def wrap_symbols(x: torch.Tensor, cls_id: int = 2, sep_id: int = 3) -> torch.Tensor:
+    """Symbols ``[B, T]`` -> model ids ``[B, T + 2]``: ``[CLS] x + offset [SEP]``."""
+    B = x.shape[0]
+    return torch.cat([torch.full((B, 1), cls_id), x + SYMBOL_OFFSET, torch.full((B, 1), sep_id)], 1)
+
+
+@dataclass(frozen=True)
+class SyntheticSource:
+    """Exact samples of ``language``: ``n_train`` for training, ``n_heldout`` held out."""
+
+    language: SyntheticLanguage
+    n_train: int = 10000
+    n_heldout: int = 1000
+
+    def build(self, out_dir: Path, seed: int) -> TokenData:
+        if self.n_train < 1 or self.n_heldout < 1:
+            raise MLMProbError(f"n_train and n_heldout must be at least 1, got {self.n_train}, {self.n_heldout}")
+        lang = self.language
+        train = lang.sample(self.n_train, generator_for(seed, "synthetic-train"))
+        held = lang.sample(self.n_heldout, generator_for(seed, "synthetic-heldout"))
+        L = lang.length + 2
+        tok = symbol_tokenizer(lang.vocab_size, L)
+        save_language(lang, Path(out_dir) / "language.safetensors")
+        desc = {"source": "synthetic", **lang.spec(), "n_train": self.n_train, "n_heldout": self.n_heldout}
+        return TokenData(wrap_symbols(train), wrap_symbols(held), tok, L,
+                         torch.arange(SYMBOL_OFFSET, SYMBOL_OFFSET + lang.vocab_size), lang, desc)
+
+
+@dataclass(frozen=True)
+class TextSource:
+    """Lines of text files; a WordPiece vocabulary of ``vocab_size`` is trained on the training lines.
+
+    ``heldout_fraction`` of the lines (at least one) is held out, chosen with the run's seed.
+    Sequences longer than ``max_length`` tokens (special tokens included) are truncated. A
+    tokenizer already saved in the output directory (a resumed run) is reused, not retrained.
+    """
+
+    files: Sequence[str]
+    vocab_size: int = 1000
+    max_length: int = 128
+    heldout_fraction: float = 0.05
+    lowercase: bool = True
+
+    def read_lines(self) -> list[str]:
+        lines = []
+        for f in self.files:
+            p = Path(f)
+            if not p.is_file():
+                raise MLMProbError(f"text file not found: {f}")
+            lines += [s.strip() for s in p.read_text(encoding="utf-8", errors="replace").splitlines() if s.strip()]
+        if len(lines) < 2:
+            raise MLMProbError(f"need at least 2 non-empty lines of text to train and hold out, got {len(lines)}")
+        return lines
+
+    def build(self, out_dir: Path, seed: int) -> TokenData:
+        from transformers import BertTokenizer
+
+        if not 0.0 < self.heldout_fraction < 1.0:
+            raise MLMProbError(f"heldout_fraction must lie in (0, 1), got {self.heldout_fraction}")
+        if self.max_length < 3:
+            raise MLMProbError(f"max_length must be at least 3 ([CLS] token [SEP]), got {self.max_length}")
+        lines = self.read_lines()
+        order = torch.randperm(len(lines), generator=generator_for(seed, "text-split")).tolist()
+        n_held = max(1, round(self.heldout_fraction * len(lines)))
+        held = [lines[i] for i in order[:n_held]]
+        train = [lines[i] for i in order[n_held:]]
+        tok_dir = Path(out_dir) / "tokenizer"
+        if (tok_dir / "tokenizer_config.json").is_file():
+            tok = BertTokenizer.from_pretrained(str(tok_dir))
+        else:
+            tok = train_wordpiece(train, self.vocab_size, self.max_length, self.lowercase)
+            tok.save_pretrained(str(tok_dir))
+        pad = tok.pad_token_id
+        encode = lambda texts: _pad([tok(t, truncation=True, max_length=self.max_length)["input_ids"]  # noqa: E731
+                                     for t in texts], pad)
+        special = set(tok.all_special_ids)
+        replace = torch.tensor([i for i in range(len(tok)) if i not in special], dtype=torch.long)
+        desc = {"source": "text", "files": [str(f) for f in self.files], "n_train": len(train), "n_heldout": len(held),
+                "tokenizer_vocab_size": len(tok), "lowercase": self.lowercase}
+        return TokenData(encode(train), encode(held), tok, self.max_length, replace, None, desc)
+
+
+def train_wordpiece(lines: Sequence[str], vocab_size: int, max_length: int, lowercase: bool = True):
+    """Train a WordPiece vocabulary with ``tokenizers`` and return it as a ``transformers.BertTokenizer``.
+
+    >>> tok = train_wordpiece(["the cat sat", "the cats sat on the mat"], 40, 16)
+    >>> tok.convert_ids_to_tokens(tok("the cat")["input_ids"])
+    ['[CLS]', 'the', 'cat', '[SEP]']
+    """
+    from tokenizers import BertWordPieceTokenizer
+    from transformers import BertTokenizer
+
+    if vocab_size < len(SPECIALS) + 1:
+        raise MLMProbError(f"tokenizer vocab_size must exceed the {len(SPECIALS)} special tokens, got {vocab_size}")
+    wp = BertWordPieceTokenizer(lowercase=lowercase, clean_text=True, strip_accents=lowercase or None)
+    wp.train_from_iterator(list(lines), vocab_size=vocab_size, min_frequency=1, special_tokens=list(SPECIALS),
+                           show_progress=False)
+    vocab = dict(sorted(wp.get_vocab().items(), key=lambda kv: kv[1]))
+    return BertTokenizer(vocab=vocab, do_lower_case=lowercase, model_max_length=max_length)
+
+
+def _pad(rows: list[list[int]], pad_id: int) -> torch.Tensor:
+    L = max(len(r) for r in rows)
+    out = torch.full((len(rows), L), pad_id, dtype=torch.long)
+    for i, r in enumerate(rows):
+        out[i, : len(r)] = torch.tensor(r, dtype=torch.long)
+    return out

@@ -1,0 +1,279 @@
+"""The MLM pretraining loop: ``BertForMaskedLM`` + AdamW, resumable and deterministic in the seed.
+
+Randomness: the model's initial weights come from ``torch.manual_seed(config.seed)`` inside
+``torch.random.fork_rng`` (transformers initialises from the global generator; forking leaves the
+caller's global state untouched). Data order, masks and dropout draw from generators seeded by
+``derive_seed(config.seed, stream, step)``, so step ``s`` sees the same batch, masks and dropout
+whether or not the run was interrupted before it: resuming from a checkpoint gives the same
+result as an uninterrupted run.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+
+from ..errors import MLMProbError
+from .checkpoint import (STATE_FILE, latest_checkpoint, load_optimizer_state, read_state, save_checkpoint,
+                         save_model_dir)
+from .config import TrainConfig
+from .data import SYMBOL_OFFSET, TokenData
+from .masking import corrupt, derive_seed, generator_for, select_positions
+
+CURVE_FILE = "loss_curve.png"
+
+
+@dataclass(frozen=True)
+class TrainResult:
+    """Where the run lives and how it ended. ``history`` holds one dict per evaluation."""
+
+    out_dir: Path
+    step: int
+    done: bool
+    resumed_from: int | None
+    train_losses: tuple[float, ...]
+    history: tuple[dict, ...]
+
+    @property
+    def final(self) -> dict:
+        return self.history[-1] if self.history else {}
+
+
+def build_model(config: TrainConfig, data: TokenData):
+    """A freshly initialised ``BertForMaskedLM`` (weights seeded by ``config.seed``, global RNG restored)."""
+    from transformers import BertConfig, BertForMaskedLM
+
+    cfg = BertConfig(vocab_size=len(data.tokenizer), hidden_size=config.hidden_size,
+                     num_hidden_layers=config.num_layers, num_attention_heads=config.num_heads,
+                     intermediate_size=config.intermediate_size, hidden_dropout_prob=config.dropout,
+                     attention_probs_dropout_prob=config.dropout, max_position_embeddings=data.max_length,
+                     type_vocab_size=1, pad_token_id=data.pad_id)
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(config.seed)
+        return BertForMaskedLM(cfg)
+
+
+def _optimizer(model, config: TrainConfig) -> torch.optim.AdamW:
+    decay, no_decay = [], []
+    for name, p in model.named_parameters():
+        (no_decay if p.dim() < 2 or "LayerNorm" in name or "layernorm" in name.lower() else decay).append(p)
+    groups = [{"params": decay, "weight_decay": config.weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
+    return torch.optim.AdamW(groups, lr=config.lr, foreach=False)
+
+
+class _Batches:
+    """Example indices of step ``s``: positions ``s*B .. s*B+B-1`` of a stream of seeded epoch permutations."""
+
+    def __init__(self, n: int, batch_size: int, seed: int):
+        self.n, self.b, self.seed = n, batch_size, seed
+        self._perms: dict[int, torch.Tensor] = {}
+
+    def _perm(self, epoch: int) -> torch.Tensor:
+        if epoch not in self._perms:
+            self._perms = {epoch: torch.randperm(self.n, generator=generator_for(self.seed, "order", epoch))}
+        return self._perms[epoch]
+
+    def indices(self, step: int) -> torch.Tensor:
+        pos = torch.arange(step * self.b, (step + 1) * self.b)
+        epochs, offs = pos // self.n, pos % self.n
+        return torch.stack([self._perm(int(e))[int(o)] for e, o in zip(epochs, offs)])
+
+
+def _trim(ids: torch.Tensor, pad_id: int) -> torch.Tensor:
+    """Drop padding columns that every row of the batch has."""
+    keep = (ids != pad_id).any(0).nonzero()
+    return ids[:, : int(keep.max()) + 1] if len(keep) else ids
+
+
+def _static_masks(config: TrainConfig, data: TokenData) -> tuple[torch.Tensor, torch.Tensor]:
+    ids = data.train_ids
+    g = generator_for(config.seed, "static-mask")
+    sel = select_positions(data.maskable(ids), config.mask_rate, g)
+    return corrupt(ids, sel, config.mask_split, data.mask_id, data.replace_ids, g)
+
+
+def _heldout_batch(config: TrainConfig, data: TokenData):
+    """Fixed masks for the held-out set (the same at every evaluation and across resumes)."""
+    ids = data.heldout_ids
+    g = generator_for(config.seed, "heldout-mask")
+    sel = select_positions(data.maskable(ids), config.mask_rate, g)
+    inputs, labels = corrupt(ids, sel, config.mask_split, data.mask_id, data.replace_ids, g)
+    return inputs, labels
+
+
+@torch.no_grad()
+def _model_logits(model, ids: torch.Tensor, pad_id: int, device) -> torch.Tensor:
+    ids = ids.to(device)
+    return model(input_ids=ids, attention_mask=(ids != pad_id).long()).logits.float().cpu()
+
+
+@torch.no_grad()
+def evaluate(model, config: TrainConfig, data: TokenData, heldout, device) -> dict:
+    """Held-out masked-token cross-entropy; for synthetic data also the loss of the true conditionals
+    at the same masked inputs (the floor, pure masking only) and the exact mean KL of the model's
+    single-site conditionals (restricted to the ``V`` symbols) to the true ones."""
+    model.eval()
+    inputs, labels = heldout
+    total, count = 0.0, 0
+    for i in range(0, len(inputs), config.batch_size):
+        x, y = _trim(inputs[i: i + config.batch_size], data.pad_id), labels[i: i + config.batch_size]
+        y = y[:, : x.shape[1]]
+        logp = torch.log_softmax(_model_logits(model, x, data.pad_id, device).double(), -1)
+        sel = y != -100
+        total -= float(logp[sel].gather(1, y[sel][:, None]).sum())
+        count += int(sel.sum())
+    out = {"heldout_loss": total / max(count, 1), "heldout_floor": None, "kl": None}
+    lang = data.language
+    if lang is not None:
+        V, T = lang.vocab_size, lang.length
+        sym = data.heldout_ids[:, 1:-1] - SYMBOL_OFFSET  # [M, T]
+        if config.mask_split == (1.0, 0.0, 0.0):
+            masked = (inputs[:, 1:-1] == data.mask_id)
+            true = lang.conditionals(sym.masked_fill(masked, lang.mask_id))
+            y = labels[:, 1:-1]
+            sel = y != -100
+            out["heldout_floor"] = float(-true[sel].gather(1, (y[sel] - SYMBOL_OFFSET)[:, None]).mean())
+        n = min(config.kl_sequences, len(sym))
+        if n:
+            x = data.heldout_ids[:n]
+            true = lang.conditionals(sym[:n])  # [n, T, V]: every position given all the others
+            copies = x.repeat_interleave(T, 0)  # row r*T + t has symbol position t masked
+            t_idx = torch.arange(T).repeat(n)
+            copies[torch.arange(n * T), t_idx + 1] = data.mask_id
+            q = []
+            for i in range(0, len(copies), config.batch_size * 4):
+                c = copies[i: i + config.batch_size * 4]
+                lg = _model_logits(model, c, data.pad_id, device)
+                lg = lg[torch.arange(len(c)), t_idx[i: i + len(c)] + 1, SYMBOL_OFFSET: SYMBOL_OFFSET + V]
+                q.append(torch.log_softmax(lg.double(), -1))
+            q = torch.cat(q).reshape(n, T, V)
+            out["kl"] = float((true.exp() * (true - q)).sum(-1).mean())
+    model.train()
+    return out
+
+
+def _check_resume(saved: dict, config: TrainConfig, fingerprint: str, where: Path) -> None:
+    old = saved.get("config", {})
+    new = config.to_dict()
+    diff = sorted(k for k in set(old) | set(new) if old.get(k) != new.get(k))
+    if diff:
+        raise MLMProbError(f"{where} holds a run with a different configuration ({', '.join(diff)}); "
+                           f"use the same settings to resume, or another output directory")
+    if saved.get("data_fingerprint") != fingerprint:
+        raise MLMProbError(f"{where} holds a run on different data; use the same data to resume, or another "
+                           f"output directory")
+
+
+def train(config: TrainConfig, source, out_dir, *, device="cpu", progress: bool = True,
+          stop_after: int | None = None, resume: bool = True) -> TrainResult:
+    """Pretrain a BERT masked LM on ``source`` (``SyntheticSource`` or ``TextSource``) into ``out_dir``.
+
+    Writes checkpoints to ``out_dir/checkpoints/step-N`` every ``config.checkpoint_every`` steps and
+    at the end; the final model, its tokenizer, ``trainer_state.json`` and ``loss_curve.png`` go to
+    ``out_dir`` itself, so ``mlmprob.load_mlm(out_dir)`` loads the result. Calling ``train`` again
+    on the same directory continues from the last checkpoint (``resume=False`` refuses instead).
+    ``stop_after`` ends the call after that many steps in total, with a checkpoint (for time-boxed
+    jobs); the schedule still runs to ``config.max_steps``.
+    """
+    from tqdm import tqdm
+
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    dev = torch.device(device)
+    data = source.build(out_dir, config.seed)
+    fingerprint = data.fingerprint()
+    ckpt = latest_checkpoint(out_dir)
+    if ckpt is not None and not resume:
+        raise MLMProbError(f"{out_dir} already holds a training run (last checkpoint {ckpt.name}); resume it or "
+                           f"choose another output directory")
+
+    if ckpt is not None:
+        from transformers import BertForMaskedLM
+
+        saved = read_state(ckpt)
+        _check_resume(saved, config, fingerprint, out_dir)
+        model = BertForMaskedLM.from_pretrained(str(ckpt)).to(dev)
+        optimizer = _optimizer(model, config)
+        optimizer.load_state_dict(load_optimizer_state(ckpt))
+        start, resumed_from = int(saved["step"]), int(saved["step"])
+        train_losses, history = list(saved["train_losses"]), list(saved["history"])
+    else:
+        model = build_model(config, data).to(dev)
+        optimizer = _optimizer(model, config)
+        start, resumed_from, train_losses, history = 0, None, [], []
+
+    batches = _Batches(len(data.train_ids), config.batch_size, config.seed)
+    static = _static_masks(config, data) if config.masking == "static" else None
+    heldout = _heldout_batch(config, data)
+    end = config.max_steps if stop_after is None else min(config.max_steps, max(stop_after, start))
+
+    def state(step: int) -> dict:
+        return {"step": step, "max_steps": config.max_steps, "done": step >= config.max_steps,
+                "config": config.to_dict(), "data": data.description, "data_fingerprint": fingerprint,
+                "randomness": "derive_seed(seed, stream, step): order/mask/dropout per step; init seed = seed",
+                "train_losses": train_losses, "history": history}
+
+    fork_devices = [dev.index if dev.index is not None else torch.cuda.current_device()] if dev.type == "cuda" else []
+    model.train()
+    bar = tqdm(total=config.max_steps, initial=start, disable=not progress, desc="train", unit="step")
+    t0 = time.time()
+    for step in range(start, end):
+        idx = batches.indices(step)
+        if static is not None:
+            inputs, labels = static[0][idx], static[1][idx]
+        else:
+            ids = data.train_ids[idx]
+            g = generator_for(config.seed, "mask", step)
+            sel = select_positions(data.maskable(ids), config.mask_rate, g)
+            inputs, labels = corrupt(ids, sel, config.mask_split, data.mask_id, data.replace_ids, g)
+        inputs = _trim(inputs, data.pad_id)
+        labels = labels[:, : inputs.shape[1]]
+        for group in optimizer.param_groups:
+            group["lr"] = config.lr_at(step)
+        with torch.random.fork_rng(devices=fork_devices):
+            torch.manual_seed(derive_seed(config.seed, "dropout", step))
+            inputs_d, labels_d = inputs.to(dev), labels.to(dev)
+            out = model(input_ids=inputs_d, attention_mask=(inputs_d != data.pad_id).long(), labels=labels_d)
+            out.loss.backward()
+        if config.grad_clip > 0:
+            torch.nn.utils.clip_grad_norm_(model.parameters(), config.grad_clip)
+        optimizer.step()
+        optimizer.zero_grad(set_to_none=True)
+        loss = float(out.loss.detach())
+        train_losses.append(loss)
+        done = step + 1
+        bar.update(1)
+        bar.set_postfix(loss=f"{loss:.3f}")
+        if done % config.eval_every == 0 or done == config.max_steps:
+            since = train_losses[-config.eval_every:]
+            rec = {"step": done, "lr": config.lr_at(step), "train_loss": sum(since) / len(since),
+                   **evaluate(model, config, data, heldout, dev), "elapsed_s": round(time.time() - t0, 2)}
+            history.append(rec)
+            bar.write(json.dumps({k: (round(v, 5) if isinstance(v, float) else v) for k, v in rec.items()}))
+        if done % config.checkpoint_every == 0 or done == end:
+            save_checkpoint(out_dir, done, model, data.tokenizer, optimizer, state(done), config.keep_checkpoints)
+    bar.close()
+
+    step = max(end, start)
+    if step >= config.max_steps:
+        save_model_dir(out_dir, model, data.tokenizer, state(step))
+        try:
+            from .plots import plot_loss_curve
+            plot_loss_curve(train_losses, history, out_dir / CURVE_FILE, title=f"MLM pretraining, {out_dir.name}")
+        except ImportError:  # pragma: no cover - matplotlib is a dependency; the run itself is saved
+            pass
+    return TrainResult(out_dir, step, step >= config.max_steps, resumed_from, tuple(train_losses), tuple(history))
+
+
+def read_result(out_dir) -> TrainResult:
+    """The ``TrainResult`` of a finished (or checkpointed) run directory, without training."""
+    out_dir = Path(out_dir)
+    where = out_dir if (out_dir / STATE_FILE).is_file() else latest_checkpoint(out_dir)
+    if where is None:
+        raise MLMProbError(f"{out_dir} holds no training run")
+    s = read_state(where)
+    return TrainResult(out_dir, int(s["step"]), bool(s["done"]), None, tuple(s["train_losses"]), tuple(s["history"]))

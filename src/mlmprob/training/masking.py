@@ -1,0 +1,64 @@
+"""Select ``k = max(1, round(rate * n))`` tokens per sequence and corrupt them (mask / random / keep)."""
+
+from __future__ import annotations
+
+import hashlib
+
+import torch
+
+
+def derive_seed(seed: int, *keys) -> int:
+    """A 63-bit seed for one stream of randomness, e.g. ``derive_seed(seed, "mask", step)``.
+
+    >>> derive_seed(0, "mask", 3) == derive_seed(0, "mask", 3) != derive_seed(0, "mask", 4)
+    True
+    """
+    digest = hashlib.sha256(":".join(map(str, (seed, *keys))).encode()).digest()
+    return int.from_bytes(digest[:8], "little") & (2**63 - 1)
+
+
+def generator_for(seed: int, *keys) -> torch.Generator:
+    return torch.Generator().manual_seed(derive_seed(seed, *keys))
+
+
+def n_selected(n_maskable: torch.Tensor, rate: float) -> torch.Tensor:
+    """``k_i = max(1, floor(rate * n_i + 1/2))``, capped at ``n_i`` (0 for rows with no maskable token).
+
+    >>> n_selected(torch.tensor([0, 1, 6, 10, 20]), 0.15).tolist()
+    [0, 1, 1, 2, 3]
+    """
+    k = torch.floor(rate * n_maskable.double() + 0.5).long().clamp(min=1)
+    return torch.minimum(k, n_maskable)
+
+
+def select_positions(maskable: torch.Tensor, rate: float, generator: torch.Generator) -> torch.Tensor:
+    """Bool ``[B, L]``: exactly ``k_i`` positions chosen uniformly among the maskable ones of row ``i``."""
+    B, L = maskable.shape
+    scores = torch.rand(B, L, generator=generator)
+    scores = scores.masked_fill(~maskable, 2.0)  # non-maskable positions sort last
+    order = scores.argsort(dim=1)
+    rank = torch.empty_like(order).scatter_(1, order, torch.arange(L).expand(B, L).contiguous())
+    return rank < n_selected(maskable.sum(1), rate)[:, None]
+
+
+def corrupt(input_ids: torch.Tensor, selected: torch.Tensor, split: tuple[float, float, float], mask_id: int,
+            replace_ids: torch.Tensor, generator: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
+    """Inputs and labels for the MLM loss: each selected token becomes ``mask_id`` (share ``split[0]``),
+    a uniform token of ``replace_ids`` (``split[1]``) or stays (``split[2]``); labels are the original
+    ids at selected positions and -100 elsewhere. Draws the same random numbers whatever the split.
+
+    >>> g = torch.Generator().manual_seed(0)
+    >>> ids = torch.tensor([[5, 6, 7, 8]])
+    >>> sel = torch.tensor([[False, True, False, True]])
+    >>> x, y = corrupt(ids, sel, (1.0, 0.0, 0.0), 4, torch.tensor([5, 6, 7, 8]), g)
+    >>> x.tolist(), y.tolist()
+    ([[5, 4, 7, 4]], [[-100, 6, -100, 8]])
+    """
+    u = torch.rand(input_ids.shape, generator=generator)
+    random_tok = replace_ids[torch.randint(len(replace_ids), input_ids.shape, generator=generator)]
+    p_mask, p_random, _ = split
+    inputs = input_ids.clone()
+    inputs = torch.where(selected & (u < p_mask), torch.full_like(inputs, mask_id), inputs)
+    inputs = torch.where(selected & (u >= p_mask) & (u < p_mask + p_random), random_tok, inputs)
+    labels = torch.where(selected, input_ids, torch.full_like(input_ids, -100))
+    return inputs, labels
