@@ -216,6 +216,9 @@ def _configs() -> dict[str, Config]:
     cs += t1(1.0) + [Config("f1/mh-raw-pt1.0", energy="raw")] + t1(0.8)
     for e in ("local", "raw"):
         cs.append(Config(f"t5/mh-{e}-pt0.8-anneal{T5_ANNEAL}", energy=e, proposal_temperature=0.8, anneal=T5_ANNEAL))
+    cs += [Config("u/warm-start", kind="warm_start", unconditional=True),
+           Config("u/mask-predict-it10", kind="mask_predict", unconditional=True),
+           Config("u/gibbs-pt1.0", method="gibbs", unconditional=True)]
     cs += [Config("t3/block-gibbs", method="gibbs", block_start=BLOCK_START),
            Config("t3/block-mh-raw", energy="raw", block_start=BLOCK_START),
            Config("t3/block-mh-local", block_start=BLOCK_START)]
@@ -224,10 +227,7 @@ def _configs() -> dict[str, Config]:
     cs += t1(2.0) + t1(1.5) + t1(0.5)
     for p in TOPPS[1:]:
         cs += [Config(f"t2/mh-local-topp{p}", top_p=p), Config(f"t2/gibbs-topp{p}", method="gibbs", top_p=p)]
-    cs += [Config("u/warm-start", kind="warm_start", unconditional=True),
-           Config("u/mask-predict-it10", kind="mask_predict", unconditional=True),
-           Config("u/gibbs-pt1.0", method="gibbs", unconditional=True),
-           Config("u/mh-local-pt1.0", unconditional=True)]
+    cs.append(Config("u/mh-local-pt1.0", unconditional=True))
     return {c.name: c for c in cs}
 
 
@@ -236,7 +236,8 @@ CONFIGS: dict[str, Config] = _configs()
 # which configurations each table (and its figure) reads; "u" = unconditional generation
 TABLES: dict[str, list[str]] = {
     "1": [f"t1/{m}-pt{t}" for t in PTEMPS for m in ("mh-local", "gibbs")] + ["f1/mh-raw-pt1.0"],
-    "2": ["t1/mh-local-pt1.0", "t1/gibbs-pt1.0"] + [f"t2/{m}-topp{p}" for p in TOPPS[1:] for m in ("mh-local", "gibbs")],
+    "2": ["t1/mh-local-pt1.0", "t1/gibbs-pt1.0"]
+         + [f"t2/{m}-topp{p}" for p in TOPPS[1:] for m in ("mh-local", "gibbs")],
     "3": ["t3/block-gibbs", "t3/block-mh-raw", "t3/block-mh-local"],
     "4": [f"t4/anneal{r}-mh-{e}" for r in ANNEALS for e in ("local", "raw")],
     "5": ["t5/warm-start", "t1/gibbs-pt0.8", "t5/mask-predict-it10", f"t5/mh-local-pt0.8-anneal{T5_ANNEAL}",
@@ -532,6 +533,10 @@ def run_experiment(mlm: MaskedLM, antibodies: Sequence[Antibody], configs: Seque
             p.unlink()
         written[cfg.name] = len(records)
         log(f"{cfg.name}: {len(todo)} units x chains -> {len(records)} records in {time.perf_counter() - t0:.1f} s")
+    try:
+        work.rmdir()    # only when empty: a configuration cut short keeps its run file for the next run
+    except OSError:
+        pass
     return written
 
 

@@ -207,7 +207,7 @@ def table_uncond(res: Results, antibodies: list[dict] | None) -> str:
     rows = []
     if antibodies:
         m, se, n = mean_se([stutter_rate(a["hc"]) for a in antibodies])
-        rows.append([f"Native heavy chains (the {n} antibodies)", _fmt(m, se, 3), "—", "—", "—", "—", "—", "—", "—"])
+        rows.append([f"Native heavy chains (the {n} antibodies)", _fmt(m, se, 3)] + ["—"] * 7)
     for label, c in cfgs:
         rs = sorted(res.by_config.get(c, []), key=lambda r: r["chain"])
         rows.append([label, res.cell(c, "final", "stutter", 3), res.cell(c, "post_burn_in", "stutter", 3),
@@ -242,7 +242,10 @@ def _line(ax, res: Results, name: str, key: str, label: str, **kw) -> bool:
 def _finish(fig, axes, burn_in: int, path: Path, title: str) -> Path | None:
     if not any(ax.lines for ax in axes):
         return None
+    from matplotlib.ticker import MaxNLocator
+
     for ax in axes:
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
         ax.axvline(burn_in + 0.5, color="grey", linestyle=":", linewidth=1)
         ax.set_xlabel("epoch (0 = warm start; dotted: end of burn-in)")
         if ax.lines:
@@ -382,9 +385,12 @@ def write_report(out: str | Path, opts: RunOptions, model: str = "") -> Path:
         ("Unconditional generation from all-mask initialisation: stutter", "u", lambda: table_uncond(res, antibodies)),
     ]
     from .cdr_h3 import TABLES
+    shown: set[str] = set()
     for title, key, fn in sections:
-        if not any(res.has(c) for c in TABLES[key]):
+        present = {c for c in TABLES[key] if res.has(c)}
+        if not present - shown:     # nothing beyond the columns an earlier table already shows
             continue
+        shown |= present
         parts += [f"## {title}", "", fn(), ""]
         missing = [c for c in TABLES[key] if not res.has(c)]
         if missing:
@@ -401,7 +407,10 @@ def write_report(out: str | Path, opts: RunOptions, model: str = "") -> Path:
               _table(["configuration", "chains", "wall s (whole batched call)", "model rows per chain"],
                      [[c, str(n), f"{s:.0f}",
                        f"{mean_se([r['forward_rows_per_chain'] for r in res.by_config[c]])[0]:.0f}"]
-                      for c, s, n in timing]), ""]
+                      for c, s, n in timing]),
+              "", "Wall seconds are those of the invocation that finished the configuration (for one resumed after a "
+              "kill, only the resumed part), on a shared 2-core CPU with one torch thread; model rows count every "
+              "sequence the sampler forwarded (initial energies included, the shared warm-start pass not).", ""]
     if antibodies:
         parts += ["## Antibodies", "",
                   _table(["name", "CDR-H3 (native)", "length", "warm start"],
