@@ -24,7 +24,7 @@ from types import SimpleNamespace
 
 import torch
 
-from mlmprob.joints import AGOptions, ag_joint, evaluate_conditionals, evaluate_pair, pair_conditionals
+from mlmprob.joints import ag_joint, evaluate_conditionals, evaluate_pair, pair_conditionals
 from mlmprob.joints.conditionals import topk_candidates
 from mlmprob.models import load_mlm
 from mlmprob.models.protocol import default_positions

@@ -63,3 +63,20 @@ def antiberty():
 def sapiens_vh():
     from mlmprob import load_mlm
     return load_mlm("sapiens-vh")
+
+
+@pytest.fixture(scope="session")
+def tiny_bert_dir(tmp_path_factory):
+    """A tiny random BertForMaskedLM with a one-residue-per-word tokenizer, saved for ``load_mlm(dir)``."""
+    import transformers
+
+    d = tmp_path_factory.mktemp("tinybert")
+    toks = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + list("ACDEFGHIKLMNPQRSTVWY")
+    (d / "vocab.txt").write_text("\n".join(toks) + "\n")
+    tok = transformers.BertTokenizer(str(d / "vocab.txt"), do_lower_case=False)
+    torch.manual_seed(0)  # test-only: the tiny model's random weights
+    cfg = transformers.BertConfig(vocab_size=len(toks), hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
+                                  intermediate_size=32, max_position_embeddings=160)
+    transformers.BertForMaskedLM(cfg).save_pretrained(str(d))
+    tok.save_pretrained(str(d))
+    return d

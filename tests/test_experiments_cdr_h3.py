@@ -4,7 +4,6 @@ import json
 import math
 
 import pytest
-import torch
 
 from mlmprob.errors import MLMProbError
 from mlmprob.experiments import cdr_h3
@@ -19,21 +18,6 @@ HCS = {  # a short synthetic VH (CDR-H3 "ARDGY"), trastuzumab and pertuzumab
     "pert": "EVQLVESGGGLVQPGGSLRLSCAASGFTFTDYTMDWVRQAPGKGLEWVADVNPNSGGSIYNQRFKGRFTLSVDRSKNTLYLQMNSLRAEDTAVYYCAR"
             "NLGPSFYFDYWGQGTLVTVSS",
 }
-
-
-@pytest.fixture(scope="module")
-def tiny_bert(tmp_path_factory):
-    transformers = pytest.importorskip("transformers")
-    d = tmp_path_factory.mktemp("tinybert")
-    toks = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + list(AA)
-    (d / "vocab.txt").write_text("\n".join(toks) + "\n")
-    tok = transformers.BertTokenizer(str(d / "vocab.txt"), do_lower_case=False)
-    torch.manual_seed(0)  # test-only: the tiny model's random weights
-    cfg = transformers.BertConfig(vocab_size=len(toks), hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
-                                  intermediate_size=32, max_position_embeddings=160)
-    transformers.BertForMaskedLM(cfg).save_pretrained(str(d))
-    tok.save_pretrained(str(d))
-    return d
 
 
 @pytest.fixture()
@@ -55,9 +39,9 @@ def test_stutter_and_corpus_bleu_by_hand():
     assert corpus_bleu(["ABC"], ["ABCD"], max_n=1) == pytest.approx(math.exp(1 - 4 / 3))
 
 
-def test_runner_resumes_and_builds_report(tiny_bert, data_csv, tmp_path, capsys):
+def test_runner_resumes_and_builds_report(tiny_bert_dir, data_csv, tmp_path, capsys):
     out = tmp_path / "res"
-    argv = ["--model", str(tiny_bert), "--out", str(out), "--data", str(data_csv), "--tables", "3,5,u",
+    argv = ["--model", str(tiny_bert_dir), "--out", str(out), "--data", str(data_csv), "--tables", "3,5,u",
             "--epochs", "1", "--burn-in", "1", "--n-antibodies", "2", "--chains", "2", "--uncond-length", "6",
             "--uncond-chains", "2"]
     assert cdr_h3.main(argv) == 0
@@ -102,9 +86,9 @@ def test_runner_resumes_and_builds_report(tiny_bert, data_csv, tmp_path, capsys)
     assert "1 burn-in + 1 epochs = 2 sweeps" in (out / "report.md").read_text()
 
 
-def test_partial_units_and_errors(tiny_bert, data_csv, tmp_path):
+def test_partial_units_and_errors(tiny_bert_dir, data_csv, tmp_path):
     out = tmp_path / "res"
-    base = ["--model", str(tiny_bert), "--out", str(out), "--data", str(data_csv), "--epochs", "1", "--burn-in", "0",
+    base = ["--model", str(tiny_bert_dir), "--out", str(out), "--data", str(data_csv), "--epochs", "1", "--burn-in", "0",
             "--chains", "1", "--only", "t1/gibbs-pt1.0", "--no-report"]
     assert cdr_h3.main(base + ["--n-antibodies", "1"]) == 0
     assert cdr_h3.main(base + ["--n-antibodies", "3"]) == 0     # only the two new antibodies run

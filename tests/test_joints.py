@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import json
 import math
-from types import SimpleNamespace
 
 import pytest
 import torch
@@ -13,7 +12,7 @@ import torch
 from mlmprob import ExactMLM
 from mlmprob.errors import MLMProbError
 from mlmprob.joints import (METHODS, ag_joint, ag_objective, ci_gap, evaluate_pair, hcb_joint, joint_from,
-                            mlm_joint, mrf_joint, mrf_logit_joint, pair_conditionals, pair_metrics,
+                            mlm_joint, mrf_joint, pair_conditionals, pair_metrics,
                             pairwise_joint, summarize, topk_candidates)
 from mlmprob.joints.runner import JointsConfig, load_records, run_joints, write_report
 from mlmprob.models.exact import LookupMLM

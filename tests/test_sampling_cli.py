@@ -2,35 +2,17 @@
 
 import json
 
-import pytest
-import torch
 
 from mlmprob.cli import main
 
-AA = "ACDEFGHIKLMNPQRSTVWY"
 TRASTUZUMAB_VH = ("EVQLVESGGGLVQPGGSLRLSCAASGFNIKDTYIHWVRQAPGKGLEWVARIYPTNGYTRYADSVKGRFTISADTSKNTAYLQMNSLRAEDTAVYYCSR"
                   "WGGDGFYAMDYWGQGTLVTVSS")
 
 
-@pytest.fixture(scope="module")
-def tiny_bert(tmp_path_factory):
-    transformers = pytest.importorskip("transformers")
-    d = tmp_path_factory.mktemp("tinybert")
-    toks = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + list(AA)
-    (d / "vocab.txt").write_text("\n".join(toks) + "\n")
-    tok = transformers.BertTokenizer(str(d / "vocab.txt"), do_lower_case=False)
-    torch.manual_seed(0)  # test-only: the tiny model's random weights
-    cfg = transformers.BertConfig(vocab_size=len(toks), hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
-                                  intermediate_size=32, max_position_embeddings=160)
-    transformers.BertForMaskedLM(cfg).save_pretrained(str(d))
-    tok.save_pretrained(str(d))
-    return d
-
-
-def test_cli_samples_cdr3_only_and_resumes(tiny_bert, tmp_path, capsys):
+def test_cli_samples_cdr3_only_and_resumes(tiny_bert_dir, tmp_path, capsys):
     seq = " ".join(TRASTUZUMAB_VH)     # the word-level test tokenizer needs one residue per word
     out = tmp_path / "run"
-    argv = ["sample", "--model", str(tiny_bert), "--seq", seq, "--cdr3", "kabat", "--chains", "2", "--epochs", "2",
+    argv = ["sample", "--model", str(tiny_bert_dir), "--seq", seq, "--cdr3", "kabat", "--chains", "2", "--epochs", "2",
             "--burn-in", "1", "--block-size", "3:1", "--out", str(out), "--no-progress"]
     assert main(argv) == 0
     summary = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
@@ -51,8 +33,8 @@ def test_cli_samples_cdr3_only_and_resumes(tiny_bert, tmp_path, capsys):
     assert "top_p" in capsys.readouterr().err
 
 
-def test_cli_input_errors(tiny_bert, tmp_path, capsys):
-    base = ["sample", "--model", str(tiny_bert), "--out", str(tmp_path / "x"), "--no-progress", "--epochs", "1"]
+def test_cli_input_errors(tiny_bert_dir, tmp_path, capsys):
+    base = ["sample", "--model", str(tiny_bert_dir), "--out", str(tmp_path / "x"), "--no-progress", "--epochs", "1"]
     assert main(base) == 2
     assert "no input" in capsys.readouterr().err
     assert main(base + ["--seq", "A C D", "--positions", "7"]) == 2

@@ -15,7 +15,6 @@ from ..errors import MLMProbError
 
 def _block_size(text: str):
     """``K`` or ``START:END[:EPOCHS]`` (linear decrease, Goyal et al. App. D)."""
-    from ..sampling.schedules import LinearBlockSize
 
     parts = text.split(":")
     try:
