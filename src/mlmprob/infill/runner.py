@@ -244,7 +244,8 @@ def _present(summary, axis: int) -> list:
     return sorted(vals)
 
 
-def table_methods_by_k(summary: dict, model: str, region: str, metrics=("top1", "top5", "bleu", "identity")) -> str:
+def table_methods_by_k(summary: dict, model: str, region: str,
+                       metrics=("top1", "top5", "top10", "top20", "bleu", "identity")) -> str:
     """Table 1 shape: rows methods, columns (metric, k); values in percent."""
     ks = sorted({key[3] for key in summary if key[0] == model and key[1] == region})
     methods = [m for m in _present(summary, 2) if any((model, region, m, k) in summary for k in ks)]
