@@ -1,7 +1,7 @@
 """Benchmark of the pairwise joints (mlmprob.joints).
 
 1. Forward passes per pair, counted with a wrapper: exactly ``2|V'| + 1`` rows, in
-   ``ceil((2|V'| + 1) / (batch_tokens // L))`` batched calls.
+   ``ceil((2|V'| + 1) / rows_per_batch(L, batch_tokens))`` batched calls.
 2. Pairs/s on sapiens-vh and AntiBERTy (a few heavy-chain pairs, all five methods and metrics).
 3. A 30k vocabulary (random-weight small BERT, vocab_size 30522): time per pair with a top-K
    candidate set, the measured rows/s at full-vocabulary projection, and the time a full
@@ -24,6 +24,7 @@ from types import SimpleNamespace
 
 import torch
 
+from mlmprob.batching import rows_per_batch
 from mlmprob.joints import ag_joint, evaluate_conditionals, evaluate_pair, pair_conditionals
 from mlmprob.joints.conditionals import topk_candidates
 from mlmprob.models import load_mlm
@@ -71,7 +72,7 @@ def bench_counting(mlm, seqs, batch_tokens=8192):
         c = CountingMLM(mlm)
         pc = pair_conditionals(c, ids, a, b, batch_tokens=batch_tokens)
         K, L = pc.size, len(ids)
-        expect_calls = math.ceil((2 * K + 1) / max(1, batch_tokens // L))
+        expect_calls = math.ceil((2 * K + 1) / rows_per_batch(L, batch_tokens))
         assert c.rows == 2 * K + 1 == pc.n_forward, (c.rows, K)
         assert c.calls == expect_calls, (c.calls, expect_calls)
         out.append({"K": K, "L": L, "rows": c.rows, "calls": c.calls, "expected_calls": expect_calls})

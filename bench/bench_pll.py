@@ -58,6 +58,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from mlmprob.batching import DEFAULT_BATCH_TOKENS
+
 DATA = Path(os.environ.get("MLMPROB_DATA", "/work/shared/data"))
 TOKENIZER_FILES = ["wiki103_5k.txt", "wikitext2_test.txt", "wikitext2_valid.txt", "tbc_5k.txt",
                    "austen_emma.txt", "austen_mansfieldpark.txt", "austen_persuasion.txt",
@@ -457,7 +459,8 @@ def main(argv=None) -> int:
                                 formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     p.add_argument("--out", default="docs/results/bench_pll.md", help="markdown report path")
     p.add_argument("--threads", type=int, default=2, help="torch threads per worker")
-    p.add_argument("--batch-tokens", type=int, default=8192, help="mlmprob token budget per sub-batch")
+    p.add_argument("--batch-tokens", type=int, default=DEFAULT_BATCH_TOKENS,
+                   help="mlmprob token budget per sub-batch (default: the library default)")
     p.add_argument("--seed", type=int, default=0, help="seed of the random English model weights")
     p.add_argument("--no-warmup", dest="warmup", action="store_false", help="time the first call too")
     p.add_argument("--methods", default=",".join(METHODS), help="comma-separated subset of " + ",".join(METHODS))

@@ -5,6 +5,11 @@ mask at ``cols[n]`` (and at any extra positions), and read the logits at ``cols[
 sorted by the length of their row (bucketing), cut into sub-batches of at most ``batch_tokens``
 tokens (trailing padding trimmed per sub-batch), and the output projection is computed only at
 ``cols`` (through the wrapper's ``logits_at`` when it has one).
+
+A sub-batch of rows of width ``L`` holds ``rows_per_batch(L, batch_tokens)`` rows: at most
+``batch_tokens`` tokens, and at most ``ATTENTION_BUDGET / L**2`` rows so that the attention scores of
+long rows stay bounded (16 rows of 512 tokens). Larger sub-batches run faster on CPUs and GPUs alike;
+lower ``batch_tokens`` when memory is short.
 """
 
 from __future__ import annotations
@@ -15,7 +20,18 @@ import torch
 
 from .models.protocol import MaskedLM, gather_logits, lengths_of
 
-DEFAULT_BATCH_TOKENS = 8192
+DEFAULT_BATCH_TOKENS = 65536
+ATTENTION_BUDGET = 16 * 512 * 512
+
+
+def rows_per_batch(width: int, batch_tokens: int = DEFAULT_BATCH_TOKENS) -> int:
+    """How many rows of ``width`` tokens one forward sub-batch holds (at least 1).
+
+    >>> rows_per_batch(512), rows_per_batch(122), rows_per_batch(122, 8192), rows_per_batch(10_000, 100)
+    (16, 281, 67, 1)
+    """
+    width = max(int(width), 1)
+    return max(1, min(batch_tokens // width, ATTENTION_BUDGET // (width * width)))
 
 
 def iter_masked_logits(
@@ -45,7 +61,7 @@ def iter_masked_logits(
     start, N = 0, len(order)
     while start < N:
         width = max(int(copy_len[order[start]]), 1)  # longest in this sub-batch: sorted descending
-        n = max(1, min(N - start, batch_tokens // width))
+        n = min(N - start, rows_per_batch(width, batch_tokens))
         idx = order[start:start + n]
         ids = input_ids[rows[idx], :width].clone()
         ar = torch.arange(n)

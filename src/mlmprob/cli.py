@@ -21,7 +21,8 @@ def add_model_args(p: argparse.ArgumentParser, default: str = "antiberty") -> No
                    help="built-in name (antiberty, sapiens-vh, sapiens-vl), local HF directory, or hub id")
     p.add_argument("--device", default="cpu", help="torch device, e.g. cpu, cuda, cuda:1")
     p.add_argument("--dtype", default=None, help="float32 (default), bfloat16 or float16")
-    p.add_argument("--batch-tokens", type=int, default=8192,
+    from .batching import DEFAULT_BATCH_TOKENS
+    p.add_argument("--batch-tokens", type=int, default=DEFAULT_BATCH_TOKENS,
                    help="token budget of one forward sub-batch (lower it if memory runs out)")
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from ..batching import DEFAULT_BATCH_TOKENS
 from ..joints.runner import SCHEMES, JointsConfig, load_records, run_joints, write_report
 
 
@@ -34,7 +35,7 @@ def register(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--max-sequences", type=int, default=None, help="use only the first N sequences of the data")
     p.add_argument("--device", default="cpu")
     p.add_argument("--dtype", default=None)
-    p.add_argument("--batch-tokens", type=int, default=8192)
+    p.add_argument("--batch-tokens", type=int, default=DEFAULT_BATCH_TOKENS)
     p.add_argument("--report-only", action="store_true", help="only rebuild the report from OUT/pairs.jsonl")
     p.add_argument("--quiet", action="store_true")
     p.set_defaults(func=run)

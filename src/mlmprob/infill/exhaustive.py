@@ -15,7 +15,7 @@ from typing import Sequence
 
 import torch
 
-from ..batching import DEFAULT_BATCH_TOKENS
+from ..batching import DEFAULT_BATCH_TOKENS, rows_per_batch
 from ..errors import MLMProbError
 from ..models.protocol import MaskedLM, gather_logits
 from .beam import make_correction
@@ -59,7 +59,7 @@ def exhaustive_infill(mlm: MaskedLM, input_ids, positions: Sequence[int] | torch
         for i, p in enumerate(gap.positions.tolist()):
             rows[:, p] = fills[:, i] if i < j else (mlm.mask_id if i == j else fill_other)
         col = int(gap.positions[j])
-        per = max(1, batch_tokens // rows.shape[1])
+        per = rows_per_batch(rows.shape[1], batch_tokens)
         logp = torch.cat([gather_logits(mlm, rows[r:r + per], torch.arange(len(rows[r:r + per])),
                                         torch.full((len(rows[r:r + per]),), col)) for r in range(0, N, per)])
         logp = logp.double().log_softmax(-1)

@@ -22,7 +22,7 @@ from typing import Callable, Protocol
 
 import torch
 
-from ..batching import DEFAULT_BATCH_TOKENS
+from ..batching import DEFAULT_BATCH_TOKENS, rows_per_batch
 from ..models.protocol import MaskedLM, gather_logits
 from .gap import Gap, InfillCandidate
 
@@ -72,7 +72,7 @@ def query_logp(mlm: MaskedLM, gap: Gap, filled: torch.Tensor, q_h: torch.Tensor,
         rows = _step_inputs(gap, mlm.mask_id, filled[q_h], fill_id, q_u)
         row_of = torch.arange(len(q_h))
     cols = gap.positions[q_u]
-    per_chunk = max(1, batch_tokens // rows.shape[1])
+    per_chunk = rows_per_batch(rows.shape[1], batch_tokens)
     out = []
     for r0 in range(0, rows.shape[0], per_chunk):
         sel = (row_of >= r0) & (row_of < r0 + per_chunk)

@@ -23,7 +23,7 @@ from typing import Sequence
 
 import torch
 
-from ..batching import DEFAULT_BATCH_TOKENS
+from ..batching import DEFAULT_BATCH_TOKENS, rows_per_batch
 from ..errors import MLMProbError, PositionsError
 from ..models.protocol import MaskedLM, gather_logits, lengths_of, proposal_ids_of
 
@@ -202,7 +202,7 @@ def pair_conditionals(
 
     # copy c in 0..2K: 0 both masked, 1..K: b = v_{c-1}, K+1..2K: a = v_{c-K-1}
     N = 2 * K + 1
-    per_batch = max(1, batch_tokens // L)
+    per_batch = rows_per_batch(L, batch_tokens)
     n_calls = 0
     marg = None
     for start in range(0, N, per_batch):

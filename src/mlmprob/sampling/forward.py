@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import torch
 
-from ..batching import DEFAULT_BATCH_TOKENS, iter_masked_logits
+from ..batching import DEFAULT_BATCH_TOKENS, iter_masked_logits, rows_per_batch
 from ..models.protocol import MaskedLM, gather_logits, lengths_of
 
 
@@ -40,7 +40,7 @@ def block_logits(mlm: MaskedLM, ids: torch.Tensor, block: torch.Tensor,
     start, filled = 0, 0
     while start < len(rows_with):
         width = max(int(lens[rows_with[start:]].max()), 1)
-        m = max(1, batch_tokens // width)
+        m = rows_per_batch(width, batch_tokens)
         chunk = rows_with[start:start + m]
         width = max(int(lens[chunk].max()), 1)
         r, c = block[chunk].nonzero(as_tuple=True)
