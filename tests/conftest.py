@@ -80,3 +80,12 @@ def tiny_bert_dir(tmp_path_factory):
     transformers.BertForMaskedLM(cfg).save_pretrained(str(d))
     tok.save_pretrained(str(d))
     return d
+
+
+@pytest.fixture(scope="module")
+def one_thread():
+    """Tiny models and small tensor ops on a shared CPU run far faster on one thread; restored afterwards."""
+    n = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(n)

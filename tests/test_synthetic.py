@@ -12,13 +12,7 @@ from mlmprob.synthetic import (HMM, ChainLanguage, PottsChain, PottsGrid, load_l
                                save_language)
 
 
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    """Small tensor ops on a shared CPU run far faster on one thread; restored afterwards."""
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 # -- independent references ----------------------------------------------------------------------

@@ -12,13 +12,7 @@ from mlmprob.training import SymbolMLM, SyntheticSource, TextSource, TrainConfig
 from mlmprob.training.masking import corrupt, select_positions
 
 
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    """Tiny models on a shared CPU run far faster on one thread; restored afterwards."""
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 TINY = dict(hidden_size=16, num_layers=1, num_heads=2, intermediate_size=32, batch_size=16, lr=5e-3,

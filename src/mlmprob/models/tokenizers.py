@@ -35,6 +35,14 @@ def _check_text(i: int, text: str) -> str:
     return text.strip()
 
 
+def _text_list(texts: Sequence[str] | str) -> list[str]:
+    """One text or a non-empty sequence of texts, as a list."""
+    texts = [texts] if isinstance(texts, str) else list(texts)
+    if not texts:
+        raise TokenizationError("no sequences given")
+    return texts
+
+
 def _pad(rows: list[list[int]], words: list[list[int]], pad_id: int) -> Encoding:
     L = max(len(r) for r in rows)
     ids = torch.full((len(rows), L), pad_id, dtype=torch.long)
@@ -81,12 +89,8 @@ class ResidueTokenizer:
         return (self.bos_id is not None) + (self.eos_id is not None)
 
     def encode(self, texts: Sequence[str]) -> Encoding:
-        if isinstance(texts, str):
-            texts = [texts]
-        if len(texts) == 0:
-            raise TokenizationError("no sequences given")
         rows, words = [], []
-        for i, text in enumerate(texts):
+        for i, text in enumerate(_text_list(texts)):
             s = _check_text(i, text).upper()
             ids = []
             for j, c in enumerate(s):
@@ -130,12 +134,8 @@ class HFTokenizer:
         self.max_length = max_length
 
     def encode(self, texts: Sequence[str]) -> Encoding:
-        if isinstance(texts, str):
-            texts = [texts]
-        if len(texts) == 0:
-            raise TokenizationError("no sequences given")
         rows, words = [], []
-        for i, text in enumerate(texts):
+        for i, text in enumerate(_text_list(texts)):
             s = _check_text(i, text)
             enc = self.hf(s, add_special_tokens=True, truncation=False)
             ids = list(enc["input_ids"])
