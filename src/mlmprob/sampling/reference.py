@@ -12,18 +12,17 @@ from dataclasses import dataclass
 
 import torch
 
-from ..batching import DEFAULT_BATCH_TOKENS
-from ..errors import MLMProbError
-from ..models.protocol import MaskedLM, default_positions
+from ..models.protocol import default_positions
 from .forward import block_logits, site_logits
-from .kernels import ENERGIES, ChainState, StepInfo, _check_common, _propose, _Sweeper, energies_from_logits, resolve_scored
-from .proposals import ProposalConfig, allowed_ids
-from .schedules import ScheduleLike, as_schedule, temperature_at
+from .kernels import ChainState, MetropolisHastings, StepInfo, _propose, energies_from_logits, resolve_scored
+from .schedules import temperature_at
 
 
 @dataclass(frozen=True, eq=False)
-class LiteralMH(_Sweeper):
+class LiteralMH(MetropolisHastings):
     """Algorithm 1 of Goyal et al. (2022), no reuse: ``2T + 1`` rows per single-site proposal.
+
+    Same settings and validation as ``MetropolisHastings``; ``init`` and ``step`` are its own.
 
     >>> import torch
     >>> from mlmprob import ExactMLM
@@ -34,22 +33,6 @@ class LiteralMH(_Sweeper):
     >>> info.forward_rows      # 2 * 3 + 1
     7
     """
-
-    mlm: MaskedLM
-    energy: str = "local"
-    block_size: ScheduleLike = 1
-    proposal: ProposalConfig = ProposalConfig()
-    target_temperature: ScheduleLike = 1.0
-    order: str = "random"
-    score_all: bool = False
-    batch_tokens: int = DEFAULT_BATCH_TOKENS
-
-    def __post_init__(self):
-        object.__setattr__(self, "block_size", _check_common(self.mlm, self.order, self.block_size))
-        object.__setattr__(self, "target_temperature", as_schedule(self.target_temperature, "target_temperature"))
-        if self.energy not in ENERGIES:
-            raise MLMProbError(f"energy must be one of {ENERGIES}, got {self.energy!r}")
-        object.__setattr__(self, "_allowed", allowed_ids(self.mlm))
 
     def init(self, ids: torch.Tensor, free: torch.Tensor | None = None, epoch: int = 0) -> ChainState:
         free = default_positions(self.mlm, ids) if free is None else free
