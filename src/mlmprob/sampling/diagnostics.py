@@ -22,6 +22,12 @@ def _autocovariance(x: torch.Tensor) -> torch.Tensor:
     return torch.fft.irfft(f * f.conj(), n=n_fft)[:, :N] / N
 
 
+def _chains(x) -> torch.Tensor:
+    """``x`` as float64 ``[C, N]`` (one chain when given ``[N]``)."""
+    x = torch.as_tensor(x, dtype=torch.float64)
+    return x[None] if x.dim() == 1 else x
+
+
 def effective_sample_size(x) -> float:
     """ESS of ``x`` ``[C, N]`` (C chains, N draws each); ``nan`` if fewer than 4 draws or no variance.
 
@@ -30,9 +36,7 @@ def effective_sample_size(x) -> float:
     >>> 3000 < effective_sample_size(iid) < 5000
     True
     """
-    x = torch.as_tensor(x, dtype=torch.float64)
-    if x.dim() == 1:
-        x = x[None]
+    x = _chains(x)
     C, N = x.shape
     if N < 4:
         return math.nan
@@ -65,9 +69,7 @@ def split_rhat(x) -> float:
     >>> split_rhat(same + torch.arange(4.0)[:, None]) > 1.5     # chains stuck at different levels
     True
     """
-    x = torch.as_tensor(x, dtype=torch.float64)
-    if x.dim() == 1:
-        x = x[None]
+    x = _chains(x)
     C, N = x.shape
     if N < 4:
         return math.nan
