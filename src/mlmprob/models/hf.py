@@ -75,11 +75,7 @@ class HFMaskedLM:
         return ids.to(self.device)
 
     def _attention_mask(self, ids: torch.Tensor) -> torch.Tensor | None:
-        """Padding mask, or None when no row is padded (lets the attention kernel skip the mask)."""
-        if self.pad_id is None:
-            return None
-        keep = ids != self.pad_id
-        return None if bool(keep.all()) else keep.long()
+        return None if self.pad_id is None else (ids != self.pad_id).long()
 
     @torch.inference_mode()
     def logits(self, input_ids: torch.Tensor) -> torch.Tensor:
