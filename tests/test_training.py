@@ -96,7 +96,9 @@ def test_text_run_with_wordpiece(tmp_path):
     text = tmp_path / "corpus.txt"
     words = "the cat sat on the mat while a dog ran after the cats and dogs".split()
     g = torch.Generator().manual_seed(0)
-    lines = [" ".join(words[i] for i in torch.randint(len(words), (8,), generator=g).tolist()) for _ in range(60)]
+    # lines of different lengths: batches are trimmed to their longest row (labels sliced with them)
+    lines = [" ".join(words[i] for i in torch.randint(len(words), (3 + n % 9,), generator=g).tolist())
+             for n in range(60)]
     text.write_text("\n".join(lines) + "\n\n")
     cfg = TrainConfig(max_steps=4, eval_every=2, checkpoint_every=4, **{**TINY, "kl_sequences": 0})
     out = tmp_path / "run"
@@ -154,3 +156,33 @@ def test_cli_train_synthetic(tmp_path, capsys):
     assert ns.func(ns) == 0
     summary = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert summary["done"] and summary["step"] == 2 and summary["heldout_floor"] is None and summary["kl"] > 0
+
+
+def test_masked_lm_loss_equals_the_hf_loss():
+    from transformers import BertConfig, BertForMaskedLM
+
+    from mlmprob.training.loop import _masked_lm_loss
+
+    torch.manual_seed(0)
+    model = BertForMaskedLM(BertConfig(vocab_size=20, hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
+                                       intermediate_size=32, max_position_embeddings=12, pad_token_id=0)).eval()
+    ids = torch.randint(5, 20, (4, 10))
+    ids[1, 7:] = 0
+    labels = torch.full_like(ids, -100)
+    labels[:, 2] = ids[:, 2]
+    labels[0, 5] = ids[0, 5]
+    inputs = ids.masked_fill(labels != -100, 4)
+    ref = model(input_ids=inputs, attention_mask=(inputs != 0).long(), labels=labels).loss
+    assert torch.allclose(_masked_lm_loss(model, inputs, labels, 0), ref, atol=1e-6)
+
+
+def test_bf16_precision_trains_and_is_validated(tmp_path):
+    cfg = TrainConfig(max_steps=3, eval_every=3, checkpoint_every=3, precision="bf16", **TINY)
+    res = train(cfg, SyntheticSource(potts(), 32, 8), tmp_path, progress=False)
+    assert res.done and all(torch.isfinite(torch.tensor(res.train_losses)))
+    # the autocast changes the numbers: bf16 and fp32 runs differ (so the option is really applied)
+    ref = train(TrainConfig(max_steps=3, eval_every=3, checkpoint_every=3, **TINY), SyntheticSource(potts(), 32, 8),
+                tmp_path / "fp32", progress=False)
+    assert res.train_losses != ref.train_losses
+    with pytest.raises(MLMProbError, match="precision"):
+        TrainConfig(precision="fp16")

@@ -48,6 +48,8 @@ def register(sub) -> None:
     g.add_argument("--heads", type=int, default=2)
     g.add_argument("--intermediate", type=int, default=128)
     g.add_argument("--dropout", type=float, default=0.0)
+    g.add_argument("--precision", choices=("fp32", "bf16"), default="fp32",
+                   help="bf16: bfloat16 autocast in the training forward pass (fast on AMX CPUs and GPUs)")
     g.add_argument("--steps", type=int, default=1000)
     g.add_argument("--batch-size", type=int, default=64)
     g.add_argument("--lr", type=float, default=1e-3)
@@ -80,7 +82,8 @@ def run(args) -> int:
         dropout=args.dropout, max_steps=args.steps, batch_size=args.batch_size, lr=args.lr, warmup_steps=args.warmup,
         weight_decay=args.weight_decay, grad_clip=args.grad_clip, mask_rate=args.mask_rate, mask_split=args.mask_split,
         masking=args.masking, seed=args.seed, eval_every=args.eval_every, checkpoint_every=args.checkpoint_every,
-        keep_checkpoints=args.keep_checkpoints, kl_sequences=args.kl_sequences)
+        keep_checkpoints=args.keep_checkpoints, kl_sequences=args.kl_sequences,
+        precision=args.precision)
     if args.synthetic:
         lang = make_language(args.synthetic, args.vocab_size, args.length, args.language_seed, coupling=args.coupling,
                              field_scale=args.field_scale, n_states=args.n_states, concentration=args.concentration,

@@ -10,7 +10,9 @@ from ..errors import ModelLoadError
 from .hf import HFMaskedLM, _max_length_of
 from .tokenizers import HFTokenizer
 
-BUILTIN = ("antiberty", "sapiens-vh", "sapiens-vl")
+BUILTIN = ("antiberty", "sapiens-vh", "sapiens-vl", "en-small")
+
+EN_SMALL_DIR = Path(__file__).resolve().parent / "weights" / "en-small"
 
 _DTYPES = {"float32": torch.float32, "fp32": torch.float32, "float16": torch.float16, "fp16": torch.float16,
            "half": torch.float16, "bfloat16": torch.bfloat16, "bf16": torch.bfloat16, "float64": torch.float64}
@@ -38,8 +40,8 @@ def parse_device(device) -> torch.device:
 def load_mlm(name_or_path: str, device="cpu", dtype=None) -> HFMaskedLM:
     """Load a masked LM with its tokenizer.
 
-    ``name_or_path`` is a built-in name (``"antiberty"``, ``"sapiens-vh"``, ``"sapiens-vl"``, all
-    offline), a local directory saved with ``save_pretrained``, or a Hugging Face hub id such as
+    ``name_or_path`` is a built-in name (``"antiberty"``, ``"sapiens-vh"``, ``"sapiens-vl"``, and
+    ``"en-small"``, the package's own small English BERT; all offline), a local directory saved with ``save_pretrained``, or a Hugging Face hub id such as
     ``"bert-base-cased"`` (needs internet). ``dtype`` is a ``torch.dtype`` or a name like ``"bf16"``.
     """
     dev, dt = parse_device(device), parse_dtype(dtype)
@@ -50,10 +52,14 @@ def load_mlm(name_or_path: str, device="cpu", dtype=None) -> HFMaskedLM:
     if key in ("sapiens-vh", "sapiens-vl"):
         from .antibody import load_sapiens
         return load_sapiens(key.split("-")[1], dev, dt)
+    if key == "en-small":
+        if not (EN_SMALL_DIR / "model.safetensors").is_file():
+            raise ModelLoadError(f"the en-small weights are missing from this installation ({EN_SMALL_DIR})")
+        return load_hf(str(EN_SMALL_DIR), dev, dt, name="en-small")
     return load_hf(name_or_path, dev, dt)
 
 
-def load_hf(name_or_path: str, device="cpu", dtype=None) -> HFMaskedLM:
+def load_hf(name_or_path: str, device="cpu", dtype=None, *, name: str | None = None) -> HFMaskedLM:
     from transformers import AutoModelForMaskedLM, AutoTokenizer
 
     local = Path(name_or_path).expanduser()
@@ -70,4 +76,4 @@ def load_hf(name_or_path: str, device="cpu", dtype=None) -> HFMaskedLM:
     if dtype is not None:
         model = model.to(dtype=dtype)
     max_len = _max_length_of(model, tok)
-    return HFMaskedLM(model, HFTokenizer(tok, max_length=max_len), name=str(name_or_path), max_length=max_len)
+    return HFMaskedLM(model, HFTokenizer(tok, max_length=max_len), name=name or str(name_or_path), max_length=max_len)

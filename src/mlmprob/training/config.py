@@ -7,6 +7,7 @@ from dataclasses import asdict, dataclass, fields
 from ..errors import MLMProbError
 
 MASKINGS = ("dynamic", "static")
+PRECISIONS = ("fp32", "bf16")
 
 
 @dataclass(frozen=True)
@@ -18,7 +19,8 @@ class TrainConfig:
     ``mask_split`` is the (mask, random, keep) share of the selected tokens; the default
     ``(1, 0, 0)`` is pure masking, so the model's conditionals are the MLM conditionals of the
     papers. ``masking="static"`` draws one mask per training sequence once; ``"dynamic"`` draws
-    new masks every step. All randomness is a function of ``seed`` (and the step), which is what
+    new masks every step. ``precision="bf16"`` runs the forward pass under bfloat16 autocast (fast on
+CPUs with AMX and on GPUs); weights, gradients and the optimiser stay float32. All randomness is a function of ``seed`` (and the step), which is what
     makes resuming exact.
 
     >>> TrainConfig(hidden_size=16, num_heads=3)
@@ -46,6 +48,7 @@ class TrainConfig:
     checkpoint_every: int = 500
     keep_checkpoints: int = 2
     kl_sequences: int = 256  # held-out sequences for the exact KL (synthetic data only); 0 = off
+    precision: str = "fp32"  # "bf16": bfloat16 autocast for the forward pass (weights, optimiser stay fp32)
 
     def __post_init__(self):
         object.__setattr__(self, "mask_split", tuple(float(s) for s in self.mask_split))
@@ -62,6 +65,8 @@ class TrainConfig:
                                f"got {self.mask_split}")
         if self.masking not in MASKINGS:
             raise MLMProbError(f"masking must be one of {', '.join(MASKINGS)}, got {self.masking!r}")
+        if self.precision not in PRECISIONS:
+            raise MLMProbError(f"precision must be one of {', '.join(PRECISIONS)}, got {self.precision!r}")
         if not 0.0 <= self.dropout < 1.0:
             raise MLMProbError(f"dropout must lie in [0, 1), got {self.dropout}")
         if (self.lr <= 0 or self.warmup_steps < 0 or self.weight_decay < 0 or self.grad_clip < 0

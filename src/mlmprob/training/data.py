@@ -156,6 +156,7 @@ class TextSource:
         special = set(tok.all_special_ids)
         replace = torch.tensor([i for i in range(len(tok)) if i not in special], dtype=torch.long)
         desc = {"source": "text", "files": [str(f) for f in self.files], "n_train": len(train), "n_heldout": len(held),
+                "heldout_fraction": self.heldout_fraction, "max_length": self.max_length,
                 "tokenizer_vocab_size": len(tok), "lowercase": self.lowercase}
         return TokenData(encode(train), encode(held), tok, self.max_length, replace, None, desc)
 

@@ -105,6 +105,23 @@ def _heldout_batch(config: TrainConfig, data: TokenData):
     return inputs, labels
 
 
+def _masked_lm_loss(model, inputs: torch.Tensor, labels: torch.Tensor, pad_id: int) -> torch.Tensor:
+    """Mean cross-entropy at the labelled positions, with the LM head applied only there.
+
+    Equal to ``BertForMaskedLM(..., labels=labels).loss`` but without the ``[B, L, V]`` logits
+    of the unlabelled positions (the head is a large share of a small model's cost).
+    """
+    hidden = model.bert(input_ids=inputs, attention_mask=(inputs != pad_id).long())[0]
+    sel = labels != -100
+    logits = model.cls(hidden[sel])
+    return torch.nn.functional.cross_entropy(logits.float(), labels[sel])
+
+
+def _autocast(config: TrainConfig, device: torch.device):
+    """bfloat16 autocast when ``config.precision == "bf16"``, else a no-op context."""
+    return torch.autocast(device.type, dtype=torch.bfloat16, enabled=config.precision == "bf16")
+
+
 @torch.no_grad()
 def _model_logits(model, ids: torch.Tensor, pad_id: int, device) -> torch.Tensor:
     ids = ids.to(device)
@@ -231,19 +248,20 @@ def train(config: TrainConfig, source, out_dir, *, device="cpu", progress: bool 
             sel = select_positions(data.maskable(ids), config.mask_rate, g)
             inputs, labels = corrupt(ids, sel, config.mask_split, data.mask_id, data.replace_ids, g)
         inputs = _trim(inputs, data.pad_id)
-        labels = labels[:, : inputs.shape[1]]
+        labels = labels[:, : inputs.shape[1]].contiguous()
         for group in optimizer.param_groups:
             group["lr"] = config.lr_at(step)
         with torch.random.fork_rng(devices=fork_devices):
             torch.manual_seed(derive_seed(config.seed, "dropout", step))
             inputs_d, labels_d = inputs.to(dev), labels.to(dev)
-            out = model(input_ids=inputs_d, attention_mask=(inputs_d != data.pad_id).long(), labels=labels_d)
-            out.loss.backward()
+            with _autocast(config, dev):
+                loss_t = _masked_lm_loss(model, inputs_d, labels_d, data.pad_id)
+            loss_t.backward()
         if config.grad_clip > 0:
             torch.nn.utils.clip_grad_norm_(model.parameters(), config.grad_clip)
         optimizer.step()
         optimizer.zero_grad(set_to_none=True)
-        loss = float(out.loss.detach())
+        loss = float(loss_t.detach())
         train_losses.append(loss)
         done = step + 1
         bar.update(1)

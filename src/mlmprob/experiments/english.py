@@ -1,0 +1,209 @@
+"""The ``en-small`` English model: held-out evaluation and export into the package.
+
+Evaluation sets (never trained on): the trainer's own held-out split of the training corpus, SNLI
+test sentences and XSum test summaries (``english_corpus.evaluation_sets``). Per set:
+
+- single-token masked accuracy and PLL per token: every token masked on its own (the
+  pseudo-log-likelihood copies), top-1 over the whole vocabulary;
+- 15 % masked accuracy: a seeded 15 % of each sentence's tokens masked together (the training
+  objective's setting);
+- the unigram baseline: accuracy of always predicting the most frequent training token.
+
+    python -m mlmprob.experiments.english evaluate --model runs/en-small/train --out docs/results/english
+    python -m mlmprob.experiments.english export --run runs/en-small/train
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import shutil
+import sys
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import torch
+
+from ..errors import MLMProbError
+from ..training.masking import generator_for
+
+EXPORT_FILES = ("config.json", "model.safetensors", "tokenizer_config.json", "vocab.txt", "special_tokens_map.json",
+                "tokenizer.json", "trainer_state.json", "loss_curve.png")
+SIZE_LIMIT = 25 * 2 ** 20
+
+
+def builtin_dir() -> Path:
+    """Where the packaged ``en-small`` weights live."""
+    from ..models.loading import EN_SMALL_DIR
+
+    return EN_SMALL_DIR
+
+
+@dataclass(frozen=True)
+class EnglishScores:
+    """Scores of one evaluation set (per-token means over all scored tokens)."""
+
+    name: str
+    sentences: int
+    tokens: int
+    single_accuracy: float      # top-1 with the token masked alone
+    pll_per_token: float        # mean log q(x_t | x without t), nats
+    pseudo_perplexity: float    # exp(-pll_per_token)
+    joint15_accuracy: float     # top-1 with 15 % of the sentence masked together
+    joint15_tokens: int
+    unigram_accuracy: float     # most frequent training token, same single-token positions
+    seconds: float
+
+
+@torch.inference_mode()
+def score_set(mlm, name: str, sentences: list[str], *, unigram_id: int | None = None, seed: int = 0,
+              batch_rows: int = 512) -> EnglishScores:
+    """Single-token and 15 %-joint masked accuracy and PLL of ``mlm`` on ``sentences``."""
+    from ..models.protocol import default_positions
+
+    if not sentences:
+        raise MLMProbError(f"evaluation set {name!r} is empty")
+    t0 = time.perf_counter()
+    fits = fitting(mlm, sentences)
+    if not fits:
+        raise MLMProbError(f"no sentence of evaluation set {name!r} fits the model's maximum length")
+    sentences = fits
+    ids = mlm.encode(sentences).input_ids
+    scored = default_positions(mlm, ids)
+    rows, cols = scored.nonzero(as_tuple=True)
+    correct, logp_sum, uni = 0, 0.0, 0
+    for i in range(0, len(rows), batch_rows):
+        r, c = rows[i: i + batch_rows], cols[i: i + batch_rows]
+        x = ids[r].clone()
+        x[torch.arange(len(r)), c] = mlm.mask_id
+        lg = mlm.logits_at(x, torch.arange(len(r)), c).double()
+        gold = ids[r, c]
+        correct += int((lg.argmax(-1) == gold).sum())
+        logp_sum += float(torch.log_softmax(lg, -1).gather(1, gold[:, None]).sum())
+        if unigram_id is not None:
+            uni += int((gold == unigram_id).sum())
+    # 15 % joint masking, seeded per set
+    g = generator_for(seed, "english-eval", name)
+    sel = scored & (torch.rand(ids.shape, generator=g) < 0.15)
+    jc, jn = 0, int(sel.sum())
+    x = ids.masked_fill(sel, mlm.mask_id)
+    for i in range(0, len(ids), 64):
+        s = sel[i: i + 64]
+        rr, cc = s.nonzero(as_tuple=True)
+        if len(rr):
+            lg = mlm.logits_at(x[i: i + 64], rr, cc)
+            jc += int((lg.argmax(-1) == ids[i: i + 64][rr, cc]).sum())
+    n = len(rows)
+    pll = logp_sum / n
+    return EnglishScores(name, len(sentences), n, correct / n, pll, math.exp(-pll), jc / max(jn, 1), jn,
+                         uni / n if unigram_id is not None else float("nan"), time.perf_counter() - t0)
+
+
+def fitting(mlm, texts: list[str]) -> list[str]:
+    """The texts that fit the model's maximum length (longer ones are skipped, as training truncated them)."""
+    fits = []
+    for text in texts:
+        try:
+            mlm.encode([text])
+            fits.append(text)
+        except MLMProbError:
+            pass
+    return fits
+
+
+def heldout_lines(run_dir: Path, corpus: Path, heldout_fraction: float) -> list[str]:
+    """The trainer's held-out lines of ``corpus`` (the same seeded split as ``TextSource``); the count
+    is checked against the run's record."""
+    state = json.loads((Path(run_dir) / "trainer_state.json").read_text())
+    seed = state["config"]["seed"]
+    lines = [s.strip() for s in corpus.read_text(encoding="utf-8").splitlines() if s.strip()]
+    order = torch.randperm(len(lines), generator=generator_for(seed, "text-split")).tolist()
+    n_held = max(1, round(heldout_fraction * len(lines)))
+    if n_held != state["data"]["n_heldout"]:
+        raise MLMProbError(f"the run held out {state['data']['n_heldout']} lines, a fraction of {heldout_fraction} "
+                           f"gives {n_held}: pass the fraction the run was trained with")
+    return [lines[i] for i in order[:n_held]]
+
+
+def most_frequent_token(mlm, lines: list[str]) -> int:
+    from ..models.protocol import default_positions
+
+    ids = mlm.encode(fitting(mlm, lines)).input_ids
+    counts = torch.bincount(ids[default_positions(mlm, ids)], minlength=mlm.vocab_size)
+    return int(counts.argmax())
+
+
+def evaluate(model: str, out: Path, data_dir: str, corpus: Path, run_dir: Path | None, n: int, seed: int,
+             heldout_fraction: float = 0.02) -> list:
+    from ..models import load_mlm
+    from .english_corpus import evaluation_sets
+
+    mlm = load_mlm(model)
+    sets = evaluation_sets(data_dir, n)
+    if run_dir is not None and corpus.is_file():
+        held = heldout_lines(run_dir, corpus, heldout_fraction)
+        sets = {"corpus-heldout": held[:n], **sets}
+    train_sample = [s for s in corpus.read_text(encoding="utf-8").splitlines()[:20000] if s.strip()] \
+        if corpus.is_file() else sets["snli"]
+    uni = most_frequent_token(mlm, train_sample)
+    res = []
+    for name, sents in sets.items():
+        s = score_set(mlm, name, sents, unigram_id=uni, seed=seed)
+        res.append(s)
+        print(json.dumps(asdict(s)))
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "scores.json").write_text(json.dumps({"model": model, "unigram_token": mlm.decode([uni]),
+                                                 "scores": [asdict(s) for s in res]}, indent=1) + "\n")
+    return res
+
+
+def export(run_dir: Path, dest: Path) -> Path:
+    """Copy a finished training run's model, tokenizer and curve into the package (size-checked)."""
+    run_dir = Path(run_dir)
+    if not (run_dir / "model.safetensors").is_file():
+        raise MLMProbError(f"{run_dir} holds no finished model (model.safetensors missing)")
+    size = (run_dir / "model.safetensors").stat().st_size
+    if size > SIZE_LIMIT:
+        raise MLMProbError(f"model.safetensors is {size / 2**20:.1f} MiB, over the 25 MiB limit for the repository")
+    dest.mkdir(parents=True, exist_ok=True)
+    for f in EXPORT_FILES:
+        if (run_dir / f).is_file():
+            shutil.copy2(run_dir / f, dest / f)
+    return dest
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    sub = p.add_subparsers(dest="cmd", required=True)
+    e = sub.add_parser("evaluate")
+    e.add_argument("--model", default="en-small")
+    e.add_argument("--out", default="docs/results/english")
+    e.add_argument("--data", default="../shared/data")
+    e.add_argument("--corpus", default="runs/en-small/corpus.txt")
+    e.add_argument("--run", default=None, help="training run folder (for its held-out split)")
+    e.add_argument("--heldout-fraction", type=float, default=0.02, help="the run's --heldout-fraction")
+    e.add_argument("--n", type=int, default=1000, help="sentences per evaluation set")
+    e.add_argument("--seed", type=int, default=0)
+    e.add_argument("--threads", type=int)
+    x = sub.add_parser("export")
+    x.add_argument("--run", default="runs/en-small/train")
+    x.add_argument("--to", default=str(builtin_dir()))
+    args = p.parse_args(argv)
+    try:
+        if args.cmd == "evaluate":
+            if args.threads:
+                torch.set_num_threads(args.threads)
+            evaluate(args.model, Path(args.out), args.data, Path(args.corpus), args.run and Path(args.run), args.n,
+                     args.seed, args.heldout_fraction)
+        else:
+            print(export(Path(args.run), Path(args.to)))
+    except MLMProbError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    raise SystemExit(main())

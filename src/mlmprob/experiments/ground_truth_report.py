@@ -1,0 +1,281 @@
+"""Report of the ground-truth experiment: tables and plots written next to ``results.jsonl``.
+
+    python -m mlmprob.experiments.ground_truth_report docs/results/ground_truth
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+from .ground_truth import BEAMS, JOINT_METHODS, RESULTS
+
+JOINT_NAMES = {"mlm": "MLM", "mrf_logit": "MRF-logit", "mrf": "MRF", "hcb": "HCB", "ag": "AG"}
+MIX_TV = 0.05  # a chain ensemble is "mixed" once its statistic is within this TV of the reference
+
+
+def load(out: Path) -> tuple[dict, list[dict], list[dict]]:
+    cfg = json.loads((out / "config.json").read_text())
+    recs = [json.loads(s) for s in (out / RESULTS).read_text().splitlines() if s.strip()]
+    done = {}
+    for r in recs:
+        done[r["unit"]] = r  # the last record of a unit wins
+    runs = []
+    if (out / "runs.jsonl").is_file():
+        runs = [json.loads(s) for s in (out / "runs.jsonl").read_text().splitlines() if s.strip()]
+    return cfg, list(done.values()), runs
+
+
+def mixing_epoch(stat_tv: list[dict], key: str, threshold: float = MIX_TV) -> int | None:
+    """First epoch (1-based) from which the statistic stays within ``threshold`` of the reference.
+
+    >>> mixing_epoch([{"t": 0.3}, {"t": 0.01}, {"t": 0.2}, {"t": 0.02}], "t")
+    4
+    >>> mixing_epoch([{"t": 0.3}], "t") is None
+    True
+    """
+    first = None
+    for i, e in enumerate(stat_tv):
+        if e[key] <= threshold:
+            first = i + 1 if first is None else first
+        else:
+            first = None
+    return first
+
+
+def _f(v, d=3) -> str:
+    return "–" if v is None else f"{v:.{d}f}"
+
+
+def _by(recs: list[dict], stage: str, prefix: str) -> list[dict]:
+    return [r for r in recs if r.get("stage") == stage and r["unit"].startswith(prefix)]
+
+
+def tables(cfg: dict, recs: list[dict]) -> list[str]:
+    L: list[str] = []
+    trains = sorted(_by(recs, "train", "coupling/"), key=lambda r: r["coupling"])
+    pairs = sorted(_by(recs, "pairs", "coupling/"), key=lambda r: r["coupling"])
+    samplers = sorted(_by(recs, "samplers", "coupling/"), key=lambda r: r["coupling"])
+    infills = sorted(_by(recs, "infill", "coupling/"), key=lambda r: (r["coupling"], r["k"]))
+    curve_p = sorted(_by(recs, "pairs", "curve/"), key=lambda r: r["step"])
+    curve_i = sorted(_by(recs, "infill", "curve/"), key=lambda r: (r["step"], r["k"]))
+    masking = sorted(_by(recs, "masking", "masking/"), key=lambda r: (r["mask_rate"], r["masking"]))
+
+    if trains:
+        L += ["## Unary conditionals (trained MLM vs exact)", "",
+              "Mean KL(true || MLM) of the single-site conditionals on held-out sequences (exact, the trainer's "
+              "`kl`), held-out masked-token loss and the loss of the true conditionals at the same masks (floor).",
+              "", "| coupling J | steps | held-out loss | floor | unary KL |", "|---|---|---|---|---|"]
+        for r in trains:
+            f = r["final"]
+            L.append(f"| {r['coupling']:g} | {f['step']} | {_f(f['heldout_loss'])} | {_f(f['heldout_floor'])} | "
+                     f"{_f(f['kl'], 4)} |")
+        L.append("")
+    if pairs:
+        L += ["## Pair joints vs the true pair joint", "",
+              f"{pairs[0]['n']} held-out (sequence, random pair) draws per coupling. KL(true || construction), "
+              "nats, and P-PPL of the gold pair (the held-out values, exact samples of the true pair joint); "
+              "`true` is the P-PPL of the exact joint itself, `exp H` the exponentiated mean true entropy.", "",
+              "| J | " + " | ".join(f"KL {JOINT_NAMES[m]}" for m in JOINT_METHODS) + " | "
+              + " | ".join(f"P-PPL {JOINT_NAMES[m]}" for m in JOINT_METHODS) + " | P-PPL true | exp H |",
+              "|---" * (2 * len(JOINT_METHODS) + 3) + "|"]
+        for r in pairs:
+            L.append(f"| {r['coupling']:g} | " + " | ".join(_f(r["kl"][m], 4) for m in JOINT_METHODS) + " | "
+                     + " | ".join(_f(r["p_ppl"][m]) for m in JOINT_METHODS)
+                     + f" | {_f(r['p_ppl']['true'])} | {_f(r['true_entropy_ppl'])} |")
+        L.append("")
+    if samplers:
+        s0 = samplers[0]
+        L += ["## Samplers vs the truth and vs exp(-E_local)/Z", "",
+              f"{s0['chains']} chains from uniform random starts, {s0['epochs']} epochs (sweeps); the second half "
+              "is pooled for the TVs. `floor`: TV of as many exact i.i.d. draws (MCMC samples are correlated, so "
+              "their noise is larger). `mix`: first epoch from which the chains' distribution of the number of "
+              f"equal adjacent pairs stays within TV {MIX_TV} of the reference (MH: the exact target "
+              "exp(-E)/Z; Gibbs: its own late distribution, its stationary law being unknown); `–`: never.", "",
+              "| J | TV(target, truth) | MH TV truth | MH TV target | Gibbs TV truth | Gibbs TV target | floor truth | "
+              "floor target | MH accept | MH mix | Gibbs mix |", "|---" * 11 + "|"]
+        for r in samplers:
+            L.append(f"| {r['coupling']:g} | {_f(r['tv_target_truth'])} | {_f(r['mh']['tv_truth'])} | "
+                     f"{_f(r['mh']['tv_target'])} | {_f(r['gibbs']['tv_truth'])} | {_f(r['gibbs']['tv_target'])} | "
+                     f"{_f(r['floor_truth'])} | {_f(r['floor_target'])} | {_f(r['mh']['accept_rate'])} | "
+                     f"{mixing_epoch(r['mh']['stat_tv'], 'target') or '–'} | "
+                     f"{mixing_epoch(r['gibbs']['stat_tv'], 'own_late') or '–'} |")
+        L.append("")
+    if infills:
+        L += ["## Infilling vs the true mode of p(gap | context)", "",
+              f"{infills[0]['n']} held-out gaps per (J, k), beam {cfg['beam_size']}. `mode`: share of gaps whose top "
+              "beam fill is the exact mode; `regret`: mean log p(mode) - log p(top fill) under the truth; "
+              "`exact/...`: the same beam search on the exact conditionals (HCB pivot: symbol 0).", "",
+              "| J | k | method | mode | gold | regret |", "|---|---|---|---|---|---|"]
+        for r in infills:
+            for who in ("mlm", "exact"):
+                for method, order in BEAMS:
+                    name = f"{who}/{method}-{order}"
+                    m = r["methods"][name]
+                    L.append(f"| {r['coupling']:g} | {r['k']} | {name} | {_f(m['mode'])} | {_f(m['gold'])} | "
+                             f"{_f(m['regret'], 4)} |")
+        L.append("")
+    if curve_p:
+        J = curve_p[0]["coupling"]
+        L += [f"## Error vs training steps (J = {J:g})", "",
+              "| step | unary KL | " + " | ".join(f"pair KL {JOINT_NAMES[m]}" for m in JOINT_METHODS)
+              + " | infill mode (std l2r, k=" + str(cfg["gap_lengths"][0]) + ") | infill mode (HCB l2r) |",
+              "|---" * (len(JOINT_METHODS) + 4) + "|"]
+        first_k = {r["step"]: r for r in curve_i if r["k"] == cfg["gap_lengths"][0]}
+        for r in curve_p:
+            i = first_k.get(r["step"])
+            L.append(f"| {r['step']} | {_f(r.get('unary_kl'), 4)} | " + " | ".join(_f(r["kl"][m], 4) for m in JOINT_METHODS)
+                     + f" | {_f(i and i['methods']['mlm/standard-l2r']['mode'])} | "
+                     f"{_f(i and i['methods']['mlm/hcb-l2r']['mode'])} |")
+        L.append("")
+    if masking:
+        L += [f"## Masking rate and static vs dynamic masking (J = {masking[0]['coupling']:g}, "
+              f"{masking[0]['n_train']} training sequences)", "",
+              "Unary KL (exact, single-site, the same measure for every rate) at the end of training, and the best "
+              "over the run; held-out loss is at each run's own masking rate (not comparable across rates).", "",
+              "| mask rate | k | masking | final unary KL | best unary KL | held-out loss |", "|---|---|---|---|---|---|"]
+        for r in masking:
+            best = min(h["kl"] for h in r["history"] if h.get("kl") is not None)
+            L.append(f"| {r['mask_rate']:g} | {r['k']} | {r['masking']} | {_f(r['final']['kl'], 4)} | {_f(best, 4)} | "
+                     f"{_f(r['final']['heldout_loss'])} |")
+        L.append("")
+    return L
+
+
+def findings(recs: list[dict]) -> list[str]:
+    """Answers to the issue's questions, computed from the records (not written by hand)."""
+    L = ["## Answers (computed from the records above)", ""]
+    pairs = _by(recs, "pairs", "coupling/")
+    if pairs:
+        mean = {m: sum(r["kl"][m] for r in pairs) / len(pairs) for m in JOINT_METHODS}
+        best = min(mean, key=mean.get)
+        wins = {m: sum(min(JOINT_METHODS, key=lambda x: r["kl"][x]) == m for r in pairs) for m in JOINT_METHODS}
+        L.append(f"- Closest construction to the true pair joint: **{JOINT_NAMES[best]}** (mean KL over couplings "
+                 + ", ".join(f"{JOINT_NAMES[m]} {mean[m]:.4f}" for m in JOINT_METHODS) + "; lowest KL at "
+                 + ", ".join(f"{JOINT_NAMES[m]} {wins[m]}" for m in JOINT_METHODS if wins[m]) + " of "
+                 + f"{len(pairs)} couplings).")
+    samplers = _by(recs, "samplers", "coupling/")
+    if samplers:
+        closer = sum(r["mh"]["tv_truth"] < r["gibbs"]["tv_truth"] for r in samplers)
+        L.append(f"- MH samples are closer to the truth than degenerate-Gibbs samples at {closer} of {len(samplers)} "
+                 "couplings (TV to truth: " + ", ".join(
+                     f"J={r['coupling']:g}: MH {r['mh']['tv_truth']:.3f} / Gibbs {r['gibbs']['tv_truth']:.3f}"
+                     for r in sorted(samplers, key=lambda r: r["coupling"])) + ").")
+        L.append("- MH's target exp(-E_local)/Z itself is at TV " + ", ".join(
+            f"{r['tv_target_truth']:.3f} (J={r['coupling']:g})" for r in sorted(samplers, key=lambda r: r["coupling"]))
+            + " from the truth.")
+    masking = _by(recs, "masking", "masking/")
+    if masking:
+        for mode in ("dynamic", "static"):
+            rows = sorted((r for r in masking if r["masking"] == mode), key=lambda r: r["mask_rate"])
+            if rows:
+                L.append(f"- {mode.capitalize()} masking, final unary KL by masking rate: " + ", ".join(
+                    f"{r['mask_rate']:g} (k={r['k']}): {r['final']['kl']:.4f}" for r in rows) + ".")
+    L.append("")
+    return L
+
+
+def plots(cfg: dict, recs: list[dict], out: Path) -> list[str]:
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    made = []
+    trains = sorted(_by(recs, "train", "coupling/"), key=lambda r: r["coupling"])
+    masking = sorted(_by(recs, "masking", "masking/"), key=lambda r: (r["mask_rate"], r["masking"]))
+    if trains or masking:
+        fig, ax = plt.subplots(1, 2, figsize=(11, 4))
+        for r in trains:
+            h = [x for x in r["history"] if x.get("kl") is not None]
+            ax[0].plot([x["step"] for x in h], [x["kl"] for x in h], label=f"J={r['coupling']:g}")
+        ax[0].set(xlabel="training step", ylabel="unary KL(true || MLM)", yscale="log", title="by coupling")
+        ax[0].legend()
+        colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+        rates = sorted({r["mask_rate"] for r in masking})
+        for r in masking:
+            h = [x for x in r["history"] if x.get("kl") is not None]
+            ax[1].plot([x["step"] for x in h], [x["kl"] for x in h], color=colors[rates.index(r["mask_rate"]) % 10],
+                       ls="-" if r["masking"] == "dynamic" else "--", label=f"rate {r['mask_rate']:g} {r['masking']}")
+        ax[1].set(xlabel="training step", ylabel="unary KL(true || MLM)", yscale="log",
+                  title="by masking rate (solid dynamic, dashed static)")
+        if masking:
+            ax[1].legend(fontsize=7)
+        fig.tight_layout()
+        fig.savefig(out / "fig_training.png", dpi=110)
+        plt.close(fig)
+        made.append("fig_training.png")
+    pairs = sorted(_by(recs, "pairs", "coupling/"), key=lambda r: r["coupling"])
+    curve_p = sorted(_by(recs, "pairs", "curve/"), key=lambda r: r["step"])
+    if pairs:
+        fig, ax = plt.subplots(1, 2, figsize=(11, 4))
+        for m in JOINT_METHODS:
+            ax[0].plot([r["coupling"] for r in pairs], [r["kl"][m] for r in pairs], "o-", label=JOINT_NAMES[m])
+            if curve_p:
+                ax[1].plot([r["step"] for r in curve_p], [r["kl"][m] for r in curve_p], "o-", label=JOINT_NAMES[m])
+        ax[0].set(xlabel="coupling J", ylabel="KL(true pair joint || construction)", title="pair joints vs coupling")
+        ax[1].set(xlabel="training step", ylabel="KL(true || construction)", xscale="log",
+                  title=f"pair joints vs training (J={curve_p[0]['coupling']:g})" if curve_p else "")
+        ax[0].legend()
+        fig.tight_layout()
+        fig.savefig(out / "fig_pairs.png", dpi=110)
+        plt.close(fig)
+        made.append("fig_pairs.png")
+    samplers = sorted(_by(recs, "samplers", "coupling/"), key=lambda r: r["coupling"])
+    if samplers:
+        fig, ax = plt.subplots(1, len(samplers), figsize=(3.6 * len(samplers), 3.4), squeeze=False)
+        for a, r in zip(ax[0], samplers):
+            for method, ls in (("mh", "-"), ("gibbs", "--")):
+                e = list(range(1, len(r[method]["stat_tv"]) + 1))
+                a.plot(e, [x["truth"] for x in r[method]["stat_tv"]], ls=ls, color="C0", label=f"{method} vs truth")
+                a.plot(e, [x["target"] for x in r[method]["stat_tv"]], ls=ls, color="C1", label=f"{method} vs exp(-E)/Z")
+            a.set(title=f"J={r['coupling']:g}", xlabel="epoch", yscale="log")
+        ax[0][0].set_ylabel("TV of the equal-neighbour count")
+        ax[0][0].legend(fontsize=7)
+        fig.tight_layout()
+        fig.savefig(out / "fig_samplers.png", dpi=110)
+        plt.close(fig)
+        made.append("fig_samplers.png")
+    infills = sorted(_by(recs, "infill", "coupling/"), key=lambda r: (r["coupling"], r["k"]))
+    if infills:
+        ks = sorted({r["k"] for r in infills})
+        fig, ax = plt.subplots(1, len(ks), figsize=(5 * len(ks), 3.6), squeeze=False)
+        for a, k in zip(ax[0], ks):
+            rows = [r for r in infills if r["k"] == k]
+            for who, ls in (("mlm", "-"), ("exact", ":")):
+                for method, order in BEAMS:
+                    n = f"{who}/{method}-{order}"
+                    a.plot([r["coupling"] for r in rows], [r["methods"][n]["mode"] for r in rows], "o", ls=ls, label=n)
+            a.set(title=f"gap k={k}", xlabel="coupling J", ylabel="top fill = true mode")
+        ax[0][0].legend(fontsize=6)
+        fig.tight_layout()
+        fig.savefig(out / "fig_infill.png", dpi=110)
+        plt.close(fig)
+        made.append("fig_infill.png")
+    return made
+
+
+def write_report(out) -> Path:
+    out = Path(out)
+    cfg, recs, runs = load(out)
+    figs = plots(cfg, recs, out)
+    L = ["# Ground truth: every method against the exact distribution", "",
+         "Generated by `python -m mlmprob.experiments.ground_truth_report` from `results.jsonl` (module "
+         "`mlmprob.experiments.ground_truth`). Potts chains with V = "
+         f"{cfg['vocab_size']} symbols, length T = {cfg['length']} ({cfg['vocab_size'] ** cfg['length']} sequences, "
+         f"all enumerated), field scale {cfg['field_scale']}, couplings {cfg['couplings']}; one BERT MLM per "
+         f"coupling ({cfg['layers']} layers, hidden {cfg['hidden']}, {cfg['steps']} steps of batch "
+         f"{cfg['batch_size']}, masking rate {cfg['mask_rate']}, {cfg['n_train']} exact training samples).", "",
+         "Commands:", ""]
+    L += [f"- `{r['command']}` (wall {r['wall_s']} s, {r.get('threads')} thread(s))" for r in runs] or ["- (none recorded)"]
+    L.append("")
+    L += findings(recs)
+    L += tables(cfg, recs)
+    L += [f"![{f}]({f})" for f in figs] + [""]
+    path = out / "README.md"
+    path.write_text("\n".join(L))
+    return path
+
+
+if __name__ == "__main__":  # pragma: no cover
+    print(write_report(sys.argv[1] if len(sys.argv) > 1 else "docs/results/ground_truth"))
