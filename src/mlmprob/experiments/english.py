@@ -159,6 +159,52 @@ def evaluate(model: str, out: Path, data_dir: str, corpus: Path, run_dir: Path |
     return res
 
 
+def write_report(out: Path, run_dir: Path | None, command: str | None = None) -> Path:
+    """``README.md`` in ``out`` from ``scores.json`` and the training run's record."""
+    res = json.loads((out / "scores.json").read_text())
+    L = ["# en-small: the package's English masked LM", "",
+         f"Evaluated model: `{res['model']}` (`python -m mlmprob.experiments.english evaluate`); "
+         f"unigram baseline token: `{res['unigram_token']}`.", ""]
+    if run_dir is not None and (Path(run_dir) / "trainer_state.json").is_file():
+        st = json.loads((Path(run_dir) / "trainer_state.json").read_text())
+        c, d = st["config"], st["data"]
+        n_params = None
+        if (Path(run_dir) / "model.safetensors").is_file():
+            from safetensors import safe_open
+            with safe_open(str(Path(run_dir) / "model.safetensors"), "pt") as f:
+                n_params = sum(math.prod(f.get_slice(k).get_shape()) for k in f.keys())
+            size = (Path(run_dir) / "model.safetensors").stat().st_size / 2 ** 20
+        L += ["## Model and training", "",
+              f"- BERT, {c['num_layers']} layers x hidden {c['hidden_size']}, {c['num_heads']} heads, intermediate "
+              f"{c['intermediate_size']}, WordPiece vocabulary {d.get('tokenizer_vocab_size')} (lowercased), "
+              f"max length {json.loads((Path(run_dir) / 'config.json').read_text())['max_position_embeddings']} tokens"
+              + (f"; {n_params / 1e6:.2f}M parameters, model.safetensors {size:.1f} MiB" if n_params else "") + ".",
+              f"- {st['step']} steps of batch {c['batch_size']}, lr {c['lr']} (warmup {c['warmup_steps']}, linear "
+              f"decay), masking rate {c['mask_rate']} with mask/random/keep {c['mask_split']}, {c['masking']} masking, "
+              f"precision {c.get('precision', 'fp32')}; {d['n_train']} training lines, {d['n_heldout']} held out.",
+              f"- Final held-out masked-token loss {st['history'][-1]['heldout_loss']:.3f} (training objective, "
+              f"{c['mask_rate']:.0%} masked).", ""]
+        if command:
+            L += ["Trained with (one CPU thread, in the background; resumable: rerun continues from the last "
+                  "checkpoint):", "", "```bash", command.strip(), "```", ""]
+        L += ["![loss curve](loss_curve.png)", ""]
+    L += ["## Held-out scores", "",
+          "`single acc`: top-1 accuracy with each token masked alone (over the whole vocabulary); `PLL/token`: "
+          "mean log q(x_t | rest), nats; `PPPL`: exp(-PLL/token); `15% acc`: top-1 accuracy with a seeded 15 % of "
+          "each sentence masked together; `unigram`: always predicting the most frequent training token. "
+          "Sentences longer than the model's maximum are skipped. SNLI and XSum were never trained on.", "",
+          "| set | sentences | tokens | single acc | PLL/token | PPPL | 15% acc | unigram |",
+          "|---|---|---|---|---|---|---|---|"]
+    for r in res["scores"]:
+        L.append(f"| {r['name']} | {r['sentences']} | {r['tokens']} | {r['single_accuracy']:.3f} | "
+                 f"{r['pll_per_token']:.3f} | {r['pseudo_perplexity']:.1f} | {r['joint15_accuracy']:.3f} | "
+                 f"{r['unigram_accuracy']:.3f} |")
+    L.append("")
+    path = out / "README.md"
+    path.write_text("\n".join(L))
+    return path
+
+
 def export(run_dir: Path, dest: Path) -> Path:
     """Copy a finished training run's model, tokenizer and curve into the package (size-checked)."""
     run_dir = Path(run_dir)
@@ -187,6 +233,7 @@ def main(argv=None) -> int:
     e.add_argument("--n", type=int, default=1000, help="sentences per evaluation set")
     e.add_argument("--seed", type=int, default=0)
     e.add_argument("--threads", type=int)
+    e.add_argument("--command-file", help="a file holding the training command, quoted in the report")
     x = sub.add_parser("export")
     x.add_argument("--run", default="runs/en-small/train")
     x.add_argument("--to", default=str(builtin_dir()))
@@ -197,6 +244,11 @@ def main(argv=None) -> int:
                 torch.set_num_threads(args.threads)
             evaluate(args.model, Path(args.out), args.data, Path(args.corpus), args.run and Path(args.run), args.n,
                      args.seed, args.heldout_fraction)
+            cmd = Path(args.command_file).read_text() if args.command_file else None
+            run_dir = Path(args.run) if args.run else None
+            if run_dir is not None and (run_dir / "loss_curve.png").is_file():
+                shutil.copy2(run_dir / "loss_curve.png", Path(args.out) / "loss_curve.png")
+            print(write_report(Path(args.out), run_dir, cmd))
         else:
             print(export(Path(args.run), Path(args.to)))
     except MLMProbError as err:

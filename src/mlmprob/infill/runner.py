@@ -1,10 +1,17 @@
-"""Infilling experiments on antibody heavy chains: resumable JSONL results and the paper's tables.
+"""Infilling experiments on antibody heavy chains and English sentences: resumable JSONL results and
+the paper's tables.
+
+Datasets: antibody heavy chains (``gdpa1``, ``thera``; gaps of ``k`` residues, regions ``random`` and
+``cdrh3``; see ``antibody_gaps``) and English sentences (``snli``, ``xsum``; gaps of ``k`` sub-word
+tokens of each model's own tokenization, region ``random``; see ``english_gaps``). English fills range
+over the model's whole vocabulary less its special tokens (its ``proposal_ids`` if it has them), and
+their metrics compare token ids (English records also hold ``gold_ids`` and ``fill_ids``).
 
 One JSONL record per (model, dataset, region, k, gap, method) with the ranked fills, their scores,
 the per-gap metrics and the forward rows used. A rerun with the same output file skips finished
 records (a line cut by a kill is dropped and redone). Tables (markdown):
 
-- Table 1 shape: methods x (metric, number of missing residues), one per model and region;
+- Table 1 shape: methods x (metric, number of missing residues or tokens), one per model and region;
 - Table 2 shape: methods x models (a metric averaged over all gap lengths), one per region;
 - Table 3 shape: HCB, standard and the two ablations x models.
 
@@ -13,9 +20,15 @@ Smoke run (a minute on a laptop CPU)::
     python -m mlmprob.infill.runner --models sapiens-vh --n-gaps 5 --lengths 2 3 4 5 6 7 \\
         --out results/infill_smoke.jsonl --tables results/infill_smoke.md
 
-Randomness: gap draws from ``seed``; each sampling/ablation record from a generator seeded by its
-key (so results do not depend on resumption), except the context-scramble memory, which is filled
-by the gaps run since the start of the process.
+English (any masked LM with a sub-word tokenizer; gaps of 1-4 tokens here)::
+
+    python -m mlmprob.infill.runner --models en-small --dataset snli --n-gaps 100 --lengths 1 2 3 4 \\
+        --out results/infill_en_snli.jsonl --tables results/infill_en_snli.md
+
+Randomness: gap draws from ``seed`` (gap ``i`` is the same whatever ``n_gaps``); each
+sampling/ablation record from a generator seeded by its key (so results do not depend on
+resumption), except the context-scramble memory, which is filled by the gaps run since the start of
+the process.
 """
 
 from __future__ import annotations
@@ -33,10 +46,19 @@ from typing import Callable, Iterable
 import torch
 
 from ..errors import MLMProbError
-from .antibody_gaps import DATASETS, REGIONS, GapSpec, load_chains, sample_gaps
+from . import antibody_gaps
+from .antibody_gaps import GapSpec, load_chains, sample_gaps
 from .baselines import BASELINES, sample_infill
 from .beam import beam_search, make_correction
 from .corrections import ContextScramble, RandomTokenSwap
+from .english_gaps import (
+    ENGLISH_DATASETS,
+    ENGLISH_REGIONS,
+    TokenGap,
+    encode_sentences,
+    load_sentences,
+    sample_token_gaps,
+)
 from .gap import InfillCandidate
 from .metrics import gap_metrics
 
@@ -53,12 +75,29 @@ LABELS = {"hcb-l2r": "HCB Left-to-Right", "hcb-best": "HCB Best-to-Worst",
 METRICS = ("top1", "top5", "top10", "top20", "bleu", "identity")
 ABLATION_ORDER = "l2r"   # the ablations modify HCB left-to-right
 
+ANTIBODY_DATASETS = tuple(antibody_gaps.DATASETS)
+DATASETS = ANTIBODY_DATASETS + ENGLISH_DATASETS
+REGIONS = tuple(dict.fromkeys(antibody_gaps.REGIONS + ENGLISH_REGIONS))
+
+
+def dataset_regions(dataset: str) -> tuple[str, ...]:
+    """The gap regions a dataset has."""
+    if dataset in ENGLISH_DATASETS:
+        return ENGLISH_REGIONS
+    if dataset in ANTIBODY_DATASETS:
+        return antibody_gaps.REGIONS
+    raise MLMProbError(f"unknown dataset {dataset!r}; use one of {', '.join(DATASETS)}")
+
+
+def is_english(dataset: str) -> bool:
+    return dataset in ENGLISH_DATASETS
+
 
 @dataclass(frozen=True)
 class ExperimentConfig:
     models: tuple[str, ...] = ("antiberty", "sapiens-vh")
     dataset: str = "gdpa1"
-    regions: tuple[str, ...] = REGIONS
+    regions: tuple[str, ...] | None = None   # None: every region of the dataset
     lengths: tuple[int, ...] = (2, 3, 4, 5, 6, 7)
     n_gaps: int = 300
     beam_size: int = 20
@@ -71,11 +110,15 @@ class ExperimentConfig:
         bad = [m for m in self.methods if m not in METHODS]
         if bad:
             raise MLMProbError(f"unknown method(s) {', '.join(bad)}; choose from {', '.join(METHODS)}")
-        bad = [r for r in self.regions if r not in REGIONS]
+        allowed = dataset_regions(self.dataset)
+        if self.regions is None:
+            object.__setattr__(self, "regions", allowed)
+        bad = [r for r in self.regions if r not in allowed]
         if bad:
-            raise MLMProbError(f"unknown region(s) {', '.join(bad)}; choose from {', '.join(REGIONS)}")
-        if self.dataset not in DATASETS:
-            raise MLMProbError(f"unknown dataset {self.dataset!r}; use one of {', '.join(DATASETS)}")
+            raise MLMProbError(f"unknown region(s) {', '.join(bad)} for dataset {self.dataset}; choose from "
+                               f"{', '.join(allowed)}")
+        if not self.regions or not self.models or not self.methods:
+            raise MLMProbError("give at least one model, region and method")
         if self.n_gaps < 1 or self.beam_size < 1 or not self.lengths or min(self.lengths) < 1:
             raise MLMProbError("n_gaps, beam_size and every gap length must be positive")
 
@@ -131,8 +174,10 @@ def run_method(method: str, mlm, ids: torch.Tensor, positions: torch.Tensor, bea
     return beam_search(mlm, ids, positions, correction=corr, order=ABLATION_ORDER, beam_size=beam_size)
 
 
-def gap_inputs(mlm, gap: GapSpec) -> tuple[torch.Tensor, torch.Tensor]:
-    """Encoded chain ``[1, L]`` and the token columns of the gap residues."""
+def gap_inputs(mlm, gap: GapSpec | TokenGap) -> tuple[torch.Tensor, torch.Tensor]:
+    """Encoded chain or sentence ``[1, L]`` and the token columns of the gap residues or tokens."""
+    if isinstance(gap, TokenGap):   # encoded by this model's tokenizer when the gap was drawn
+        return torch.tensor([gap.input_ids], dtype=torch.long), torch.tensor(gap.cols, dtype=torch.long)
     enc = mlm.encode([gap.seq])
     wid = enc.word_ids[0]
     cols = torch.cat([(wid == r).nonzero(as_tuple=True)[0] for r in range(gap.start, gap.start + gap.k)])
@@ -166,6 +211,32 @@ def _trim_partial_line(path: Path) -> None:
             path.write_text(text[: text.rfind("\n") + 1])
 
 
+def _gap_fields(mlm, gap: GapSpec | TokenGap, cands: list[InfillCandidate]) -> tuple[dict, dict]:
+    """Record fields ``gold`` and ``fills`` (texts), and the metrics with any extra fields.
+
+    Antibody metrics compare residue strings; English ones compare token ids (two token sequences
+    may decode to one text), and the record keeps those ids."""
+    fills = [_decode(mlm, c.tokens) for c in cands]
+    if isinstance(gap, TokenGap):
+        fill_ids = [tuple(c.tokens) for c in cands]
+        extra = {**gap_metrics(fill_ids, gap.gold_ids), "gold_ids": list(gap.gold_ids),
+                 "fill_ids": [list(t) for t in fill_ids]}
+        return {"gold": _decode(mlm, gap.gold_ids), "fills": fills}, extra
+    return {"gold": gap.gold, "fills": fills}, gap_metrics(fills, gap.gold)
+
+
+def _model_gaps(config: ExperimentConfig, mlm, source, antibody: dict | None, progress: bool) -> dict:
+    """Gaps per (region, k): the antibody draws, or English ones from this model's tokenization."""
+    if antibody is not None:
+        return antibody
+    enc = encode_sentences(mlm, source)
+    if progress and enc.skipped:
+        print(f"{config.dataset}: {len(enc.skipped)} of {len(source)} sentences skipped (e.g. "
+              f"{enc.skipped[0][0]}: {enc.skipped[0][1]})", file=sys.stderr)
+    return {(region, k): sample_token_gaps(enc.sentences, config.dataset, k, config.n_gaps, config.seed, region)
+            for region in config.regions for k in config.lengths}
+
+
 def run_experiment(config: ExperimentConfig, out: str | Path, *, data_dir: str | Path,
                    load: Callable | None = None, progress: bool = True) -> int:
     """Run every missing record of ``config`` into ``out`` (JSONL, appended). Returns the number of
@@ -180,31 +251,38 @@ def run_experiment(config: ExperimentConfig, out: str | Path, *, data_dir: str |
     out.parent.mkdir(parents=True, exist_ok=True)
     _trim_partial_line(out)
     done = {record_key(r) for r in read_records(out)}
-    chains = load_chains(config.dataset, data_dir)
-    gaps = {(region, k): sample_gaps(chains, k, config.n_gaps, region,
-                                     torch.Generator().manual_seed(_seed_of(config.seed, region, k)))
-            for region in config.regions for k in config.lengths}
+    if is_english(config.dataset):   # gaps depend on each model's tokenizer: drawn once it is loaded
+        source, antibody = load_sentences(config.dataset, data_dir), None
+    else:
+        chains = load_chains(config.dataset, data_dir)
+        antibody = {(region, k): sample_gaps(chains, k, config.n_gaps, region,
+                                             torch.Generator().manual_seed(_seed_of(config.seed, region, k)))
+                    for region in config.regions for k in config.lengths}
+        source = chains
     n_new = 0
     with out.open("a") as fh:
         for model_name in config.models:
-            todo = [(region, k, g, m) for (region, k), gs in gaps.items() for g in gs for m in config.methods
-                    if (model_name, config.dataset, region, k, g.gap_id, m) not in done]
+            todo = [(region, k, g, m) for region in config.regions for k in config.lengths
+                    for g in range(config.n_gaps) for m in config.methods
+                    if (model_name, config.dataset, region, k, g, m) not in done]
             if not todo:
                 continue
             mlm = CountingMLM(load(model_name))
+            gaps = _model_gaps(config, mlm, source, antibody, progress)
             scramble = ContextScramble(mlm.mask_id, torch.Generator().manual_seed(_seed_of(config.seed, model_name)))
             t0 = time.time()
-            for i, (region, k, gap, method) in enumerate(todo):
+            for i, (region, k, gap_id, method) in enumerate(todo):
+                gap = gaps[(region, k)][gap_id]
                 ids, cols = gap_inputs(mlm, gap)
                 gen = torch.Generator().manual_seed(_seed_of(config.seed, model_name, region, k, gap.gap_id, method))
                 rows0, t1 = mlm.rows, time.time()
                 cands = run_method(method, mlm, ids, cols, config.beam_size, gen, scramble)
-                fills = [_decode(mlm, c.tokens) for c in cands]
+                texts, metrics = _gap_fields(mlm, gap, cands)
                 rec = {"model": model_name, "dataset": config.dataset, "region": region, "k": k,
                        "gap_id": gap.gap_id, "method": method, "chain_id": gap.chain_id, "start": gap.start,
-                       "gold": gap.gold, "beam_size": config.beam_size, "fills": fills,
+                       "gold": texts["gold"], "beam_size": config.beam_size, "fills": texts["fills"],
                        "scores": [c.score for c in cands], "rows": mlm.rows - rows0,
-                       "seconds": round(time.time() - t1, 4), **gap_metrics(fills, gap.gold)}
+                       "seconds": round(time.time() - t1, 4), **metrics}
                 fh.write(json.dumps(rec) + "\n")
                 fh.flush()
                 n_new += 1
@@ -274,10 +352,31 @@ def table_ablations(summary: dict, region: str, metric: str = "top1") -> str:
     return table_models(summary, region, metric, methods=list(BEAM_METHODS) + list(ABLATIONS))
 
 
+def unit_of(datasets: Iterable[str]) -> str:
+    """What a gap is made of: ``residues`` (antibody), ``tokens`` (English) or both.
+
+    >>> unit_of(["snli"]), unit_of(["gdpa1"]), unit_of(["gdpa1", "xsum"])
+    ('tokens', 'residues', 'residues or tokens')
+    """
+    kinds = {"tokens" if is_english(d) else "residues" for d in datasets}
+    return " or ".join(sorted(kinds)) if kinds else "residues"
+
+
 def tables_markdown(records: list[dict]) -> str:
+    """The tables of ``records``; one set per dataset when they come from several."""
+    by_dataset: dict[str, list[dict]] = defaultdict(list)
+    for r in records:
+        by_dataset[r.get("dataset", "")].append(r)
+    if len(by_dataset) > 1:
+        return "\n".join(_tables_one(recs, f"# Infilling results - {ds}") for ds, recs in sorted(by_dataset.items()))
+    return _tables_one(records, "# Infilling results")
+
+
+def _tables_one(records: list[dict], title: str) -> str:
     summary = summarize(records)
-    parts = ["# Infilling results", "",
-             "Values in percent. Table 1: methods x number of missing residues; Table 2: models side by side "
+    unit = unit_of({r["dataset"] for r in records if "dataset" in r})
+    parts = [title, "",
+             f"Values in percent. Table 1: methods x number of missing {unit}; Table 2: models side by side "
              "(top-1 averaged over gap lengths); Table 3: ablations.", ""]
     for region in _present(summary, 1):
         for model in _present(summary, 0):
@@ -299,8 +398,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--tables", help="write the markdown tables here (from every record in --out)")
     p.add_argument("--tables-only", action="store_true", help="only build --tables from --out")
     p.add_argument("--models", nargs="+", default=list(d.models))
-    p.add_argument("--dataset", default=d.dataset, choices=list(DATASETS))
-    p.add_argument("--regions", nargs="+", default=list(d.regions), choices=list(REGIONS))
+    p.add_argument("--dataset", default=d.dataset, choices=list(DATASETS),
+                   help="antibody heavy chains (gdpa1, thera) or English sentences (snli, xsum)")
+    p.add_argument("--regions", nargs="+", default=None, choices=list(REGIONS),
+                   help="default: every region of the dataset (English: random only)")
     p.add_argument("--lengths", nargs="+", type=int, default=list(d.lengths))
     p.add_argument("--n-gaps", type=int, default=d.n_gaps)
     p.add_argument("--beam-size", type=int, default=d.beam_size)
@@ -315,7 +416,8 @@ def main(argv: list[str] | None = None) -> int:
             data_dir = args.data_dir or shared_data_dir()
             if data_dir is None:
                 raise MLMProbError("cannot find the shared data folder; pass --data-dir")
-            cfg = ExperimentConfig(tuple(args.models), args.dataset, tuple(args.regions), tuple(args.lengths),
+            regions = tuple(args.regions) if args.regions else None
+            cfg = ExperimentConfig(tuple(args.models), args.dataset, regions, tuple(args.lengths),
                                    args.n_gaps, args.beam_size, tuple(args.methods), args.seed, args.device,
                                    args.dtype)
             n = run_experiment(cfg, args.out, data_dir=data_dir)
