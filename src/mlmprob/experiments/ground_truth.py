@@ -209,7 +209,7 @@ def eval_infill(mlm, lang: SyntheticLanguage, held: torch.Tensor, n: int, k: int
     """Beam search (trained MLM, and the exact conditionals as reference) vs the true mode of the gap."""
     from ..infill import exact_infill, infill
 
-    T, V = lang.length, lang.vocab_size
+    T = lang.length
     g = generator_for(seed, "gt-infill", k)
     truth_mlm = lang.as_mlm()
     stats: dict[str, dict[str, float]] = {}

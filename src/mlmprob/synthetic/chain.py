@@ -69,22 +69,11 @@ class ChainLanguage(SyntheticLanguage):
 
     def _forward(self, e: torch.Tensor) -> torch.Tensor:
         """``alpha [B, T, S]`` (evidence of positions < t, not of t itself)."""
-        B, T, S = e.shape
-        alpha = torch.empty(B, T, S, dtype=torch.float64)
-        alpha[:, 0] = self.unary[0]
-        for t in range(1, T):
-            prev = (alpha[:, t - 1] + e[:, t - 1])[:, :, None] + self.pairwise[t - 1]  # [B, S, S']
-            alpha[:, t] = self.unary[t] + torch.logsumexp(prev, dim=1)
-        return alpha
+        return forward_messages(self.unary, self.pairwise, e)
 
     def _backward(self, e: torch.Tensor) -> torch.Tensor:
         """``beta [B, T, S]`` (evidence of positions > t)."""
-        B, T, S = e.shape
-        beta = torch.zeros(B, T, S, dtype=torch.float64)
-        for t in range(T - 2, -1, -1):
-            nxt = (self.unary[t + 1] + e[:, t + 1] + beta[:, t + 1])[:, None, :] + self.pairwise[t]  # [B, S, S']
-            beta[:, t] = torch.logsumexp(nxt, dim=2)
-        return beta
+        return backward_messages(self.unary, self.pairwise, e)
 
     # -- interface ---------------------------------------------------------------------------------
     def log_marginal(self, input_ids: torch.Tensor) -> torch.Tensor:
@@ -103,15 +92,10 @@ class ChainLanguage(SyntheticLanguage):
     def sample_given(self, input_ids: torch.Tensor, generator: torch.Generator | None = None) -> torch.Tensor:
         """Forward filtering, backward sampling of ``z``, then the masked symbols from the emissions."""
         ids = self.check_ids(input_ids)
-        B, T = ids.shape
-        if B == 0:
+        if ids.shape[0] == 0:
             return ids.clone()
         e = self._evidence(ids)
-        filt = self._forward(e) + e  # [B, T, S]: z_t with the evidence of positions <= t
-        z = torch.empty(B, T, dtype=torch.long)
-        z[:, -1] = _draw(filt[:, -1], generator)
-        for t in range(T - 2, -1, -1):
-            z[:, t] = _draw(filt[:, t] + self.pairwise[t][:, z[:, t + 1]].T, generator)
+        z = backward_sample(self._forward(e) + e, self.pairwise, generator)  # filtered: evidence of <= t
         out = ids.clone()
         masked = ids == self.mask_id
         if masked.any():
@@ -127,6 +111,38 @@ class ChainLanguage(SyntheticLanguage):
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(vocab_size={self.vocab_size}, length={self.length}, n_states={self.n_states})"
+
+
+def forward_messages(unary: torch.Tensor, pairwise: torch.Tensor, e: torch.Tensor) -> torch.Tensor:
+    """``alpha [B, T, S]`` of a chain with ``unary [T, S]``, ``pairwise [T-1, S, S]`` and evidence
+    ``e [B, T, S]``: ``alpha_t`` holds the evidence of positions before ``t``, not of ``t`` itself."""
+    B, T, S = e.shape
+    alpha = torch.empty(B, T, S, dtype=torch.float64)
+    alpha[:, 0] = unary[0]
+    for t in range(1, T):
+        prev = (alpha[:, t - 1] + e[:, t - 1])[:, :, None] + pairwise[t - 1]  # [B, S, S']
+        alpha[:, t] = unary[t] + torch.logsumexp(prev, dim=1)
+    return alpha
+
+
+def backward_messages(unary: torch.Tensor, pairwise: torch.Tensor, e: torch.Tensor) -> torch.Tensor:
+    """``beta [B, T, S]``: ``beta_t`` holds the evidence of positions after ``t``."""
+    B, T, S = e.shape
+    beta = torch.zeros(B, T, S, dtype=torch.float64)
+    for t in range(T - 2, -1, -1):
+        nxt = (unary[t + 1] + e[:, t + 1] + beta[:, t + 1])[:, None, :] + pairwise[t]  # [B, S, S']
+        beta[:, t] = torch.logsumexp(nxt, dim=2)
+    return beta
+
+
+def backward_sample(filtered: torch.Tensor, pairwise: torch.Tensor, generator: torch.Generator | None) -> torch.Tensor:
+    """States ``z [B, T]`` drawn backwards from the filtered log-messages ``[B, T, S]`` (alpha + evidence)."""
+    B, T, _ = filtered.shape
+    z = torch.empty(B, T, dtype=torch.long)
+    z[:, -1] = _draw(filtered[:, -1], generator)
+    for t in range(T - 2, -1, -1):
+        z[:, t] = _draw(filtered[:, t] + pairwise[t][:, z[:, t + 1]].T, generator)
+    return z
 
 
 def _draw(logits: torch.Tensor, generator: torch.Generator | None) -> torch.Tensor:

@@ -20,7 +20,7 @@ import torch
 
 from ..errors import MLMProbError
 from .base import SyntheticLanguage
-from .chain import _draw
+from .chain import backward_messages, backward_sample, forward_messages
 from .hmm import _check_size
 
 MAX_COLUMN_STATES = 4096
@@ -76,22 +76,14 @@ class PottsGrid(SyntheticLanguage):
     def _log_indicator(count: torch.Tensor) -> torch.Tensor:
         return torch.where(count == 0, 0.0, -torch.inf).double()
 
+    def _chain_pairwise(self) -> torch.Tensor:
+        return self.pairwise.expand(max(self.cols - 1, 0), self.n_states, self.n_states)
+
     def _forward(self, e: torch.Tensor) -> torch.Tensor:
-        B, C, S = e.shape
-        alpha = torch.empty(B, C, S, dtype=torch.float64)
-        alpha[:, 0] = self.unary[0]
-        for c in range(1, C):
-            prev = (alpha[:, c - 1] + e[:, c - 1])[:, :, None] + self.pairwise
-            alpha[:, c] = self.unary[c] + torch.logsumexp(prev, dim=1)
-        return alpha
+        return forward_messages(self.unary, self._chain_pairwise(), e)
 
     def _backward(self, e: torch.Tensor) -> torch.Tensor:
-        B, C, S = e.shape
-        beta = torch.zeros(B, C, S, dtype=torch.float64)
-        for c in range(C - 2, -1, -1):
-            nxt = (self.unary[c + 1] + e[:, c + 1] + beta[:, c + 1])[:, None, :] + self.pairwise
-            beta[:, c] = torch.logsumexp(nxt, dim=2)
-        return beta
+        return backward_messages(self.unary, self._chain_pairwise(), e)
 
     def log_marginal(self, input_ids: torch.Tensor) -> torch.Tensor:
         ids = self.check_ids(input_ids)
@@ -117,11 +109,7 @@ class PottsGrid(SyntheticLanguage):
         if B == 0:
             return ids.clone()
         e = self._log_indicator(self._mismatch(ids).sum(2))
-        filt = self._forward(e) + e
-        z = torch.empty(B, self.cols, dtype=torch.long)
-        z[:, -1] = _draw(filt[:, -1], generator)
-        for c in range(self.cols - 2, -1, -1):
-            z[:, c] = _draw(filt[:, c] + self.pairwise[:, z[:, c + 1]].T, generator)
+        z = backward_sample(self._forward(e) + e, self._chain_pairwise(), generator)  # column states [B, C]
         grid = self.states[z].transpose(1, 2)  # [B, R, C]
         return grid.reshape(B, self.length)
 
