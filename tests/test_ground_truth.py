@@ -59,7 +59,8 @@ def test_tiny_run_resumes_and_reports(tmp_path):
     units = set(res.done)
     assert {"coupling/J1/train", "coupling/J1/pairs", "coupling/J1/infill-k2", "coupling/J1/samplers",
             "curve/step20/pairs", "curve/step40/infill-k2", "masking/r0.25-static/train",
-            "masking/r0.5-dynamic/train"} <= units
+            "masking/r0.5-dynamic/train", "masking/r0.5-dynamic/pairs", "masking/r0.25-static/samplers",
+            "curve/step20/samplers"} <= units
     # the step curve's last point is the same model as the coupling run: identical numbers
     assert res.done["curve/step40/pairs"]["kl"] == res.done["coupling/J1/pairs"]["kl"]
     s = res.done["coupling/J1/samplers"]
@@ -76,7 +77,8 @@ def test_tiny_run_resumes_and_reports(tmp_path):
     for title in ("Unary conditionals", "Pair joints", "Samplers", "Infilling", "training steps", "Masking rate",
                   "Answers"):
         assert title in report
-    assert (out / "fig_samplers.png").is_file() and (out / "fig_training.png").is_file()
+    for fig in ("fig_samplers.png", "fig_training.png", "fig_masking.png", "fig_pairs.png", "fig_infill.png"):
+        assert (out / fig).is_file()
     with pytest.raises(MLMProbError, match="different configuration"):
         run(GroundTruthConfig(**{**TINY, "n_pairs": 5}), out, runs, progress=False)
     assert json.loads((out / "config.json").read_text())["n_pairs"] == 4

@@ -363,7 +363,8 @@ def run(cfg: GroundTruthConfig, out: Path, runs: Path, *, stages=("coupling", "c
         d = runs / f"curve-J{J:g}"
         for s in cfg.curve_steps:
             unit = f"curve/step{s}"
-            if all(u in res.done for u in [f"{unit}/pairs"] + [f"{unit}/infill-k{k}" for k in cfg.gap_lengths]):
+            if all(u in res.done for u in [f"{unit}/pairs", f"{unit}/samplers"]
+                   + [f"{unit}/infill-k{k}" for k in cfg.gap_lengths]):
                 continue
             _train(cfg, lang, d, steps=max(cfg.curve_steps), mask_rate=cfg.mask_rate, stop_after=s, progress=progress)
             ck = latest_checkpoint(d)
@@ -372,7 +373,7 @@ def run(cfg: GroundTruthConfig, out: Path, runs: Path, *, stages=("coupling", "c
                 raise MLMProbError(f"{d} is at step {state.step}, not {s}: remove it to redo the step curve")
             kl_now = state.history[-1]["kl"] if state.history else None
             evaluate_model(unit, symbol_mlm(ck, V), lang, {"coupling": J, "step": s, "unary_kl": kl_now},
-                           with_samplers=False)
+                           with_samplers=True)
 
     if "masking" in stages:
         J = cfg.curve_coupling
@@ -380,14 +381,18 @@ def run(cfg: GroundTruthConfig, out: Path, runs: Path, *, stages=("coupling", "c
         for rate in cfg.masking_rates:
             for masking in ("dynamic", "static"):
                 unit = f"masking/r{rate:g}-{masking}"
-                if f"{unit}/train" in res.done:
-                    continue
-                r = _train(cfg, lang, runs / f"mask-J{J:g}-r{rate:g}-{masking}", steps=cfg.masking_steps,
-                           mask_rate=rate, masking=masking, n_train=cfg.masking_n_train, progress=progress)
-                res.add({"unit": f"{unit}/train", "stage": "masking", "coupling": J, "mask_rate": rate,
-                         "k": max(1, round(rate * T)), "masking": masking, "n_train": cfg.masking_n_train,
-                         "final": r.final, "history": list(r.history)})
-                log(f"{unit} trained: {r.final}")
+                d = runs / f"mask-J{J:g}-r{rate:g}-{masking}"
+                k_rate = max(1, round(rate * T))
+                if f"{unit}/train" not in res.done:
+                    r = _train(cfg, lang, d, steps=cfg.masking_steps, mask_rate=rate, masking=masking,
+                               n_train=cfg.masking_n_train, progress=progress)
+                    res.add({"unit": f"{unit}/train", "stage": "masking", "coupling": J, "mask_rate": rate,
+                             "k": k_rate, "masking": masking, "n_train": cfg.masking_n_train,
+                             "final": r.final, "history": list(r.history)})
+                    log(f"{unit} trained: {r.final}")
+                # every family of methods on the model of this masking rate
+                evaluate_model(unit, symbol_mlm(d, V), lang, {"coupling": J, "mask_rate": rate, "k": k_rate,
+                                                              "masking": masking}, with_samplers=True)
     return res
 
 

@@ -118,16 +118,21 @@ def tables(cfg: dict, recs: list[dict]) -> list[str]:
         L.append("")
     if curve_p:
         J = curve_p[0]["coupling"]
+        k_last = cfg["gap_lengths"][-1]
+        curve_s = {r["step"]: r for r in _by(recs, "samplers", "curve/")}
         L += [f"## Error vs training steps (J = {J:g})", "",
+              "Every family on the checkpoints of one run (same seed, so the last row is the coupling table's model). "
+              f"Infill: mode rate for gaps of k = {k_last}; samplers as above.", "",
               "| step | unary KL | " + " | ".join(f"pair KL {JOINT_NAMES[m]}" for m in JOINT_METHODS)
-              + " | infill mode (std l2r, k=" + str(cfg["gap_lengths"][0]) + ") | infill mode (HCB l2r) |",
-              "|---" * (len(JOINT_METHODS) + 4) + "|"]
-        first_k = {r["step"]: r for r in curve_i if r["k"] == cfg["gap_lengths"][0]}
+              + " | infill mode std l2r | infill mode HCB l2r | TV(target, truth) | MH TV target | Gibbs TV truth |",
+              "|---" * (len(JOINT_METHODS) + 7) + "|"]
+        last_k = {r["step"]: r for r in curve_i if r["k"] == k_last}
         for r in curve_p:
-            i = first_k.get(r["step"])
+            i, sm = last_k.get(r["step"]), curve_s.get(r["step"])
             L.append(f"| {r['step']} | {_f(r.get('unary_kl'), 4)} | " + " | ".join(_f(r["kl"][m], 4) for m in JOINT_METHODS)
                      + f" | {_f(i and i['methods']['mlm/standard-l2r']['mode'])} | "
-                     f"{_f(i and i['methods']['mlm/hcb-l2r']['mode'])} |")
+                     f"{_f(i and i['methods']['mlm/hcb-l2r']['mode'])} | {_f(sm and sm['tv_target_truth'])} | "
+                     f"{_f(sm and sm['mh']['tv_target'])} | {_f(sm and sm['gibbs']['tv_truth'])} |")
         L.append("")
     if masking:
         L += [f"## Masking rate and static vs dynamic masking (J = {masking[0]['coupling']:g}, "
@@ -140,6 +145,25 @@ def tables(cfg: dict, recs: list[dict]) -> list[str]:
             L.append(f"| {r['mask_rate']:g} | {r['k']} | {r['masking']} | {_f(r['final']['kl'], 4)} | {_f(best, 4)} | "
                      f"{_f(r['final']['heldout_loss'])} |")
         L.append("")
+        mp = {r["unit"].rsplit("/", 1)[0]: r for r in _by(recs, "pairs", "masking/")}
+        ms = {r["unit"].rsplit("/", 1)[0]: r for r in _by(recs, "samplers", "masking/")}
+        k_last = cfg["gap_lengths"][-1]
+        mi = {r["unit"].rsplit("/", 1)[0]: r for r in _by(recs, "infill", "masking/") if r["k"] == k_last}
+        if mp:
+            L += ["Every family on the final model of each masking run (same measures as above; infill k = "
+                  f"{k_last}):", "",
+                  "| mask rate | masking | pair KL MLM | pair KL HCB | pair KL AG | TV(target, truth) | MH TV target | "
+                  "Gibbs TV truth | infill mode std l2r | infill mode HCB l2r |", "|---" * 10 + "|"]
+            for r in masking:
+                u = r["unit"].rsplit("/", 1)[0]
+                p, sm, i = mp.get(u), ms.get(u), mi.get(u)
+                L.append(f"| {r['mask_rate']:g} | {r['masking']} | {_f(p and p['kl']['mlm'], 4)} | "
+                         f"{_f(p and p['kl']['hcb'], 4)} | {_f(p and p['kl']['ag'], 4)} | "
+                         f"{_f(sm and sm['tv_target_truth'])} | {_f(sm and sm['mh']['tv_target'])} | "
+                         f"{_f(sm and sm['gibbs']['tv_truth'])} | "
+                         f"{_f(i and i['methods']['mlm/standard-l2r']['mode'])} | "
+                         f"{_f(i and i['methods']['mlm/hcb-l2r']['mode'])} |")
+            L.append("")
     return L
 
 
@@ -236,6 +260,37 @@ def plots(cfg: dict, recs: list[dict], out: Path) -> list[str]:
         fig.savefig(out / "fig_samplers.png", dpi=110)
         plt.close(fig)
         made.append("fig_samplers.png")
+    mp = {r["unit"].rsplit("/", 1)[0]: r for r in _by(recs, "pairs", "masking/")}
+    ms = {r["unit"].rsplit("/", 1)[0]: r for r in _by(recs, "samplers", "masking/")}
+    if mp and ms:
+        fig, ax = plt.subplots(1, 3, figsize=(14, 3.8))
+        for mode, ls in (("dynamic", "-"), ("static", "--")):
+            rows = [r for r in masking if r["masking"] == mode and r["unit"].rsplit("/", 1)[0] in mp]
+            x = [r["mask_rate"] for r in rows]
+            ax[0].plot(x, [r["final"]["kl"] for r in rows], "o", ls=ls, color="k", label=f"unary ({mode})")
+            for m, c in (("mlm", "C0"), ("hcb", "C1"), ("ag", "C2")):
+                ax[0].plot(x, [mp[r["unit"].rsplit("/", 1)[0]]["kl"][m] for r in rows], "o", ls=ls, color=c,
+                           label=f"pair {JOINT_NAMES[m]} ({mode})")
+            sm = [ms.get(r["unit"].rsplit("/", 1)[0]) for r in rows]
+            ax[1].plot(x, [s_["tv_target_truth"] for s_ in sm], "o", ls=ls, color="C0", label=f"exp(-E)/Z ({mode})")
+            ax[1].plot(x, [s_["gibbs"]["tv_truth"] for s_ in sm], "o", ls=ls, color="C1", label=f"Gibbs samples ({mode})")
+        ax[0].set(xlabel="masking rate", ylabel="KL to truth", yscale="log", title="conditionals and pair joints")
+        ax[1].set(xlabel="masking rate", ylabel="TV to truth", title="samplers' laws")
+        ax[0].legend(fontsize=6)
+        ax[1].legend(fontsize=7)
+        k_last = cfg["gap_lengths"][-1]
+        mi = {r["unit"].rsplit("/", 1)[0]: r for r in _by(recs, "infill", "masking/") if r["k"] == k_last}
+        for mode, ls in (("dynamic", "-"), ("static", "--")):
+            rows = [r for r in masking if r["masking"] == mode and r["unit"].rsplit("/", 1)[0] in mi]
+            for name, c in (("mlm/standard-l2r", "C0"), ("mlm/hcb-l2r", "C1")):
+                ax[2].plot([r["mask_rate"] for r in rows], [mi[r["unit"].rsplit("/", 1)[0]]["methods"][name]["mode"]
+                                                            for r in rows], "o", ls=ls, color=c, label=f"{name} ({mode})")
+        ax[2].set(xlabel="masking rate", ylabel=f"top fill = true mode (k={k_last})", title="infilling")
+        ax[2].legend(fontsize=7)
+        fig.tight_layout()
+        fig.savefig(out / "fig_masking.png", dpi=110)
+        plt.close(fig)
+        made.append("fig_masking.png")
     infills = sorted(_by(recs, "infill", "coupling/"), key=lambda r: (r["coupling"], r["k"]))
     if infills:
         ks = sorted({r["k"] for r in infills})

@@ -144,6 +144,17 @@ class CountingMLM:
         return self.mlm.logits_at(input_ids, rows, cols)
 
 
+def model_label(name: str, dtype: str | None) -> str:
+    """The ``model`` field of a record: the name, plus ``@dtype`` when the weights were cast, so that
+    runs in another precision never mix with (or resume) full-precision records. Seeds use the bare
+    name, so both precisions see the same gaps and random streams.
+
+    >>> model_label("antiberty", None), model_label("antiberty", "bf16")
+    ('antiberty', 'antiberty@bf16')
+    """
+    return name if dtype is None else f"{name}@{dtype}"
+
+
 def record_key(rec: dict) -> tuple:
     return (rec["model"], rec["dataset"], rec["region"], int(rec["k"]), int(rec["gap_id"]), rec["method"])
 
@@ -262,9 +273,10 @@ def run_experiment(config: ExperimentConfig, out: str | Path, *, data_dir: str |
     n_new = 0
     with out.open("a") as fh:
         for model_name in config.models:
+            label = model_label(model_name, config.dtype)
             todo = [(region, k, g, m) for region in config.regions for k in config.lengths
                     for g in range(config.n_gaps) for m in config.methods
-                    if (model_name, config.dataset, region, k, g, m) not in done]
+                    if (label, config.dataset, region, k, g, m) not in done]
             if not todo:
                 continue
             mlm = CountingMLM(load(model_name))
@@ -278,7 +290,7 @@ def run_experiment(config: ExperimentConfig, out: str | Path, *, data_dir: str |
                 rows0, t1 = mlm.rows, time.time()
                 cands = run_method(method, mlm, ids, cols, config.beam_size, gen, scramble)
                 texts, metrics = _gap_fields(mlm, gap, cands)
-                rec = {"model": model_name, "dataset": config.dataset, "region": region, "k": k,
+                rec = {"model": label, "dataset": config.dataset, "region": region, "k": k,
                        "gap_id": gap.gap_id, "method": method, "chain_id": gap.chain_id, "start": gap.start,
                        "gold": texts["gold"], "beam_size": config.beam_size, "fills": texts["fills"],
                        "scores": [c.score for c in cands], "rows": mlm.rows - rows0,
@@ -288,7 +300,7 @@ def run_experiment(config: ExperimentConfig, out: str | Path, *, data_dir: str |
                 n_new += 1
                 if progress and (i + 1) % 50 == 0:
                     rate = (i + 1) / (time.time() - t0)
-                    print(f"[{model_name}] {i + 1}/{len(todo)} records, {rate:.1f}/s", file=sys.stderr)
+                    print(f"[{label}] {i + 1}/{len(todo)} records, {rate:.1f}/s", file=sys.stderr)
     return n_new
 
 
