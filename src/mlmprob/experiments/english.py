@@ -30,7 +30,7 @@ from ..errors import MLMProbError
 from ..training.masking import generator_for
 
 EXPORT_FILES = ("config.json", "model.safetensors", "tokenizer_config.json", "vocab.txt", "special_tokens_map.json",
-                "tokenizer.json", "trainer_state.json", "loss_curve.png")
+                "tokenizer.json")
 SIZE_LIMIT = 25 * 2 ** 20
 
 
@@ -185,8 +185,7 @@ def write_report(out: Path, run_dir: Path | None, command: str | None = None) ->
               f"- Final held-out masked-token loss {st['history'][-1]['heldout_loss']:.3f} (training objective, "
               f"{c['mask_rate']:.0%} masked).", ""]
         if command:
-            L += ["Trained with (one CPU thread, in the background; resumable: rerun continues from the last "
-                  "checkpoint):", "", "```bash", command.strip(), "```", ""]
+            L += ["Made with (`commands.sh` in this folder):", "", "```bash", command.strip(), "```", ""]
         L += ["![loss curve](loss_curve.png)", ""]
     L += ["## Held-out scores", "",
           "`single acc`: top-1 accuracy with each token masked alone (over the whole vocabulary); `PLL/token`: "
@@ -217,6 +216,16 @@ def export(run_dir: Path, dest: Path) -> Path:
     for f in EXPORT_FILES:
         if (run_dir / f).is_file():
             shutil.copy2(run_dir / f, dest / f)
+    st = json.loads((run_dir / "trainer_state.json").read_text()) if (run_dir / "trainer_state.json").is_file() else {}
+    c = st.get("config", {})
+    (dest / "MODEL_CARD.md").write_text(
+        "# en-small\n\nA small English BERT masked LM trained by mlmprob's own trainer (`mlmprob train`) on "
+        "the Brown corpus, Jane Austen's novels, WikiText-2 and 5k-sentence samples of WikiText-103 and "
+        "BookCorpus; lowercased WordPiece. SNLI and XSum were held out for evaluation. "
+        f"{c.get('num_layers')} layers x {c.get('hidden_size')}, {st.get('step')} steps. Load with "
+        "`mlmprob.load_mlm(\"en-small\")`. Commands and held-out scores: docs/results/english in the "
+        "mlmprob repository. Data licences: see ../shared/data/README.md (Brown: redistribution permitted; "
+        "Austen: public domain; WikiText: CC BY-SA 3.0; BookCorpus/WikiText-103 samples: BSD-3 release).\n")
     return dest
 
 
