@@ -47,9 +47,13 @@ def test_score_set_counts_and_ranges(tiny_run):
     mlm = mlmprob.load_mlm(str(d / "run"))
     uni = english.most_frequent_token(mlm, lines)
     fit = english.fitting(mlm, lines[:20])
-    assert len(fit) >= 15 and english.fitting(mlm, ["cat " * 30]) == []  # 30 words do not fit 24 tokens
+    assert len(fit) >= 15 and english.fitting(mlm, ["cat " * 30], counts=True) == ([], 1, 0)  # > 24 tokens
     s = english.score_set(mlm, "toy", lines[:20] + ["cat " * 30], unigram_id=uni)
-    assert s.sentences == len(fit)
+    _, n_long, n_unknown = english.fitting(mlm, lines[:20], counts=True)
+    assert n_long + n_unknown == 20 - len(fit)
+    assert s.sentences == len(fit) and s.skipped_long == n_long + 1 and s.skipped_unknown == n_unknown
+    # 15 % joint masking selects k = max(1, round(0.15 n)) tokens per sentence, as in training
+    assert s.joint15_tokens == sum(max(1, int(0.15 * (len(mlm.encode([t]).input_ids[0]) - 2) + 0.5)) for t in fit)
     assert s.tokens == sum(len(mlm.encode([t]).input_ids[0]) - 2 for t in fit)
     assert 0 <= s.single_accuracy <= 1 and 0 <= s.joint15_accuracy <= 1 and s.pll_per_token < 0
     gold = torch.cat([mlm.encode([t]).input_ids[0, 1:-1] for t in fit])
@@ -60,11 +64,17 @@ def test_score_set_counts_and_ranges(tiny_run):
 
 def test_heldout_lines_and_export(tiny_run, tmp_path):
     d, corpus, lines = tiny_run
-    held = english.heldout_lines(d / "run", corpus, 0.1)
+    held = english.heldout_lines(d / "run", corpus)
     assert len(held) == json.loads((d / "run" / "trainer_state.json").read_text())["data"]["n_heldout"] == 8
     assert set(held) <= set(lines)
-    with pytest.raises(MLMProbError, match="held out"):
-        english.heldout_lines(d / "run", corpus, 0.5)
+    train_lines, held2 = english.split_lines(d / "run", corpus)
+    assert held2 == held and sorted(train_lines + held) == sorted(lines)
+    other = tmp_path / "corpus.txt"  # same name, one line fewer: the split no longer matches the run
+    other.write_text("\n".join(lines[:-1]) + "\n")
+    with pytest.raises(MLMProbError, match="does not match the run"):
+        english.heldout_lines(d / "run", other)
+    with pytest.raises(MLMProbError, match="trainer_state"):
+        english.heldout_lines(tmp_path, corpus)
     dest = english.export(d / "run", tmp_path / "pkg")
     assert (dest / "model.safetensors").is_file() and (dest / "MODEL_CARD.md").is_file()
     assert mlmprob.load_mlm(str(dest)).vocab_size == mlmprob.load_mlm(str(d / "run")).vocab_size

@@ -13,5 +13,5 @@ OMP_NUM_THREADS=1 python -m mlmprob --threads 1 train --out runs/en-small/train 
   --precision bf16 --seed 0 --eval-every 500 --checkpoint-every 250 --no-progress
 # 3. into the package (load_mlm("en-small")), then the held-out evaluation and this folder's README
 python -m mlmprob.experiments.english export --run runs/en-small/train
-python -m mlmprob.experiments.english evaluate --model en-small --run runs/en-small/train --heldout-fraction 0.02 \
+python -m mlmprob.experiments.english evaluate --model en-small --run runs/en-small/train \
   --out docs/results/english --command-file docs/results/english/commands.sh --threads 1

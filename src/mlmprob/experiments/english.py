@@ -27,7 +27,7 @@ from pathlib import Path
 import torch
 
 from ..errors import MLMProbError
-from ..training.masking import generator_for
+from ..training.masking import generator_for, select_positions
 
 EXPORT_FILES = ("config.json", "model.safetensors", "tokenizer_config.json", "vocab.txt", "special_tokens_map.json",
                 "tokenizer.json")
@@ -55,6 +55,8 @@ class EnglishScores:
     joint15_tokens: int
     unigram_accuracy: float     # most frequent training token, same single-token positions
     seconds: float
+    skipped_long: int = 0       # sentences longer than the model's maximum length
+    skipped_unknown: int = 0    # sentences with a word the tokenizer maps to its unknown token
 
 
 @torch.inference_mode()
@@ -66,9 +68,10 @@ def score_set(mlm, name: str, sentences: list[str], *, unigram_id: int | None = 
     if not sentences:
         raise MLMProbError(f"evaluation set {name!r} is empty")
     t0 = time.perf_counter()
-    fits = fitting(mlm, sentences)
+    fits, n_long, n_unknown = fitting(mlm, sentences, counts=True)
     if not fits:
-        raise MLMProbError(f"no sentence of evaluation set {name!r} fits the model's maximum length")
+        raise MLMProbError(f"no sentence of evaluation set {name!r} can be encoded by the model "
+                           f"({n_long} too long, {n_unknown} with unknown words)")
     sentences = fits
     ids = mlm.encode(sentences).input_ids
     scored = default_positions(mlm, ids)
@@ -84,9 +87,8 @@ def score_set(mlm, name: str, sentences: list[str], *, unigram_id: int | None = 
         logp_sum += float(torch.log_softmax(lg, -1).gather(1, gold[:, None]).sum())
         if unigram_id is not None:
             uni += int((gold == unigram_id).sum())
-    # 15 % joint masking, seeded per set
-    g = generator_for(seed, "english-eval", name)
-    sel = scored & (torch.rand(ids.shape, generator=g) < 0.15)
+    # 15 % joint masking as in training: k = max(1, round(0.15 n)) tokens of each sentence, seeded per set
+    sel = select_positions(scored, 0.15, generator_for(seed, "english-eval", name))
     jc, jn = 0, int(sel.sum())
     x = ids.masked_fill(sel, mlm.mask_id)
     for i in range(0, len(ids), 64):
@@ -98,33 +100,57 @@ def score_set(mlm, name: str, sentences: list[str], *, unigram_id: int | None = 
     n = len(rows)
     pll = logp_sum / n
     return EnglishScores(name, len(sentences), n, correct / n, pll, math.exp(-pll), jc / max(jn, 1), jn,
-                         uni / n if unigram_id is not None else float("nan"), time.perf_counter() - t0)
+                         uni / n if unigram_id is not None else float("nan"), time.perf_counter() - t0, n_long,
+                         n_unknown)
 
 
-def fitting(mlm, texts: list[str]) -> list[str]:
-    """The texts that fit the model's maximum length (longer ones are skipped, as training truncated them)."""
-    fits = []
+def fitting(mlm, texts: list[str], counts: bool = False):
+    """The texts the model can encode: not longer than its maximum length (training truncated those)
+    and without words its tokenizer maps to the unknown token. ``counts=True`` also returns the
+    numbers skipped for each reason."""
+    from ..errors import TokenizationError
+
+    fits, n_long, n_unknown = [], 0, 0
     for text in texts:
         try:
             mlm.encode([text])
             fits.append(text)
-        except MLMProbError:
-            pass
-    return fits
+        except TokenizationError as e:
+            if "unknown token" in str(e):
+                n_unknown += 1
+            elif "at most" in str(e):
+                n_long += 1
+            else:
+                raise
+    return (fits, n_long, n_unknown) if counts else fits
 
 
-def heldout_lines(run_dir: Path, corpus: Path, heldout_fraction: float) -> list[str]:
-    """The trainer's held-out lines of ``corpus`` (the same seeded split as ``TextSource``); the count
-    is checked against the run's record."""
-    state = json.loads((Path(run_dir) / "trainer_state.json").read_text())
-    seed = state["config"]["seed"]
-    lines = [s.strip() for s in corpus.read_text(encoding="utf-8").splitlines() if s.strip()]
+def split_lines(run_dir: Path, corpus: Path) -> tuple[list[str], list[str]]:
+    """The trainer's (training, held-out) lines of ``corpus``: the same seeded split as ``TextSource``,
+    with the fraction, the file and both counts checked against the run's record."""
+    state_file = Path(run_dir) / "trainer_state.json"
+    if not state_file.is_file():
+        raise MLMProbError(f"{run_dir} holds no trainer_state.json (not a training run folder)")
+    if not Path(corpus).is_file():
+        raise MLMProbError(f"corpus file not found: {corpus}")
+    state = json.loads(state_file.read_text())
+    data, seed = state["data"], state["config"]["seed"]
+    files = [Path(f).name for f in data.get("files", [])]
+    if files and files != [Path(corpus).name]:
+        raise MLMProbError(f"the run was trained on {files}, not on {Path(corpus).name}")
+    fraction = data.get("heldout_fraction", 0.02)  # runs saved before the field existed used 0.02 here
+    lines = [s.strip() for s in Path(corpus).read_text(encoding="utf-8").splitlines() if s.strip()]
     order = torch.randperm(len(lines), generator=generator_for(seed, "text-split")).tolist()
-    n_held = max(1, round(heldout_fraction * len(lines)))
-    if n_held != state["data"]["n_heldout"]:
-        raise MLMProbError(f"the run held out {state['data']['n_heldout']} lines, a fraction of {heldout_fraction} "
-                           f"gives {n_held}: pass the fraction the run was trained with")
-    return [lines[i] for i in order[:n_held]]
+    n_held = max(1, round(fraction * len(lines)))
+    if (n_held, len(lines) - n_held) != (data["n_heldout"], data["n_train"]):
+        raise MLMProbError(f"{corpus} does not match the run: it splits into {len(lines) - n_held} + {n_held} lines, "
+                           f"the run had {data['n_train']} + {data['n_heldout']}")
+    return [lines[i] for i in order[n_held:]], [lines[i] for i in order[:n_held]]
+
+
+def heldout_lines(run_dir: Path, corpus: Path) -> list[str]:
+    """The trainer's held-out lines of ``corpus`` (see ``split_lines``)."""
+    return split_lines(run_dir, corpus)[1]
 
 
 def most_frequent_token(mlm, lines: list[str]) -> int:
@@ -135,19 +161,16 @@ def most_frequent_token(mlm, lines: list[str]) -> int:
     return int(counts.argmax())
 
 
-def evaluate(model: str, out: Path, data_dir: str, corpus: Path, run_dir: Path | None, n: int, seed: int,
-             heldout_fraction: float = 0.02) -> list:
+def evaluate(model: str, out: Path, data_dir: str, corpus: Path, run_dir: Path, n: int, seed: int) -> list:
+    """Score ``model`` on the run's held-out lines, SNLI and XSum; the unigram baseline is the most
+    frequent token of the run's training lines."""
     from ..models import load_mlm
     from .english_corpus import evaluation_sets
 
     mlm = load_mlm(model)
-    sets = evaluation_sets(data_dir, n)
-    if run_dir is not None and corpus.is_file():
-        held = heldout_lines(run_dir, corpus, heldout_fraction)
-        sets = {"corpus-heldout": held[:n], **sets}
-    train_sample = [s for s in corpus.read_text(encoding="utf-8").splitlines()[:20000] if s.strip()] \
-        if corpus.is_file() else sets["snli"]
-    uni = most_frequent_token(mlm, train_sample)
+    train_lines, held = split_lines(run_dir, corpus)
+    sets = {"corpus-heldout": held[:n], **evaluation_sets(data_dir, n)}
+    uni = most_frequent_token(mlm, train_lines)
     res = []
     for name, sents in sets.items():
         s = score_set(mlm, name, sents, unigram_id=uni, seed=seed)
@@ -190,12 +213,14 @@ def write_report(out: Path, run_dir: Path | None, command: str | None = None) ->
     L += ["## Held-out scores", "",
           "`single acc`: top-1 accuracy with each token masked alone (over the whole vocabulary); `PLL/token`: "
           "mean log q(x_t | rest), nats; `PPPL`: exp(-PLL/token); `15% acc`: top-1 accuracy with a seeded 15 % of "
-          "each sentence masked together; `unigram`: always predicting the most frequent training token. "
-          "Sentences longer than the model's maximum are skipped. SNLI and XSum were never trained on.", "",
-          "| set | sentences | tokens | single acc | PLL/token | PPPL | 15% acc | unigram |",
-          "|---|---|---|---|---|---|---|---|"]
+          "each sentence masked together (k = max(1, round(0.15 n)), as in training); `unigram`: always predicting "
+          "the most frequent token of the training lines. Sentences longer than the model's 64 tokens or with a "
+          "word its tokenizer maps to [UNK] are skipped (counted). SNLI and XSum were never trained on.", "",
+          "| set | sentences | skipped long / unknown | tokens | single acc | PLL/token | PPPL | 15% acc | unigram |",
+          "|---|---|---|---|---|---|---|---|---|"]
     for r in res["scores"]:
-        L.append(f"| {r['name']} | {r['sentences']} | {r['tokens']} | {r['single_accuracy']:.3f} | "
+        L.append(f"| {r['name']} | {r['sentences']} | {r.get('skipped_long', 0)} / {r.get('skipped_unknown', 0)} | "
+                 f"{r['tokens']} | {r['single_accuracy']:.3f} | "
                  f"{r['pll_per_token']:.3f} | {r['pseudo_perplexity']:.1f} | {r['joint15_accuracy']:.3f} | "
                  f"{r['unigram_accuracy']:.3f} |")
     L.append("")
@@ -205,14 +230,21 @@ def write_report(out: Path, run_dir: Path | None, command: str | None = None) ->
 
 
 def export(run_dir: Path, dest: Path) -> Path:
-    """Copy a finished training run's model, tokenizer and curve into the package (size-checked)."""
+    """Copy a finished training run's model and tokenizer into the package (size-checked), with a model card."""
     run_dir = Path(run_dir)
     if not (run_dir / "model.safetensors").is_file():
         raise MLMProbError(f"{run_dir} holds no finished model (model.safetensors missing)")
+    missing = [f for f in ("config.json", "tokenizer_config.json") if not (run_dir / f).is_file()]
+    if not ((run_dir / "vocab.txt").is_file() or (run_dir / "tokenizer.json").is_file()):
+        missing.append("vocab.txt or tokenizer.json")
+    if missing:
+        raise MLMProbError(f"{run_dir} lacks {', '.join(missing)}")
     size = (run_dir / "model.safetensors").stat().st_size
     if size > SIZE_LIMIT:
         raise MLMProbError(f"model.safetensors is {size / 2**20:.1f} MiB, over the 25 MiB limit for the repository")
     dest.mkdir(parents=True, exist_ok=True)
+    for f in EXPORT_FILES + ("MODEL_CARD.md",):  # no file of an older export may stay next to the new model
+        (dest / f).unlink(missing_ok=True)
     for f in EXPORT_FILES:
         if (run_dir / f).is_file():
             shutil.copy2(run_dir / f, dest / f)
@@ -237,8 +269,7 @@ def main(argv=None) -> int:
     e.add_argument("--out", default="docs/results/english")
     e.add_argument("--data", default="../shared/data")
     e.add_argument("--corpus", default="runs/en-small/corpus.txt")
-    e.add_argument("--run", default=None, help="training run folder (for its held-out split)")
-    e.add_argument("--heldout-fraction", type=float, default=0.02, help="the run's --heldout-fraction")
+    e.add_argument("--run", default="runs/en-small/train", help="the training run folder (its split and record)")
     e.add_argument("--n", type=int, default=1000, help="sentences per evaluation set")
     e.add_argument("--seed", type=int, default=0)
     e.add_argument("--threads", type=int)
@@ -251,10 +282,9 @@ def main(argv=None) -> int:
         if args.cmd == "evaluate":
             if args.threads:
                 torch.set_num_threads(args.threads)
-            evaluate(args.model, Path(args.out), args.data, Path(args.corpus), args.run and Path(args.run), args.n,
-                     args.seed, args.heldout_fraction)
+            evaluate(args.model, Path(args.out), args.data, Path(args.corpus), Path(args.run), args.n, args.seed)
             cmd = Path(args.command_file).read_text() if args.command_file else None
-            run_dir = Path(args.run) if args.run else None
+            run_dir = Path(args.run)
             if run_dir is not None and (run_dir / "loss_curve.png").is_file():
                 shutil.copy2(run_dir / "loss_curve.png", Path(args.out) / "loss_curve.png")
             print(write_report(Path(args.out), run_dir, cmd))

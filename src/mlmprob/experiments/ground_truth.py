@@ -40,7 +40,7 @@ import torch
 from ..errors import MLMProbError
 from ..synthetic import SyntheticLanguage, make_language
 from ..training.data import SYMBOL_OFFSET, wrap_symbols
-from ..training.masking import generator_for
+from ..training.masking import generator_for, n_selected
 
 RESULTS = "results.jsonl"
 JOINT_METHODS = ("mlm", "mrf_logit", "mrf", "hcb", "ag")
@@ -87,8 +87,17 @@ class GroundTruthConfig:
         if self.vocab_size ** self.length > 200_000:
             raise MLMProbError(f"V**T = {self.vocab_size ** self.length} is too many sequences to enumerate here "
                                f"(limit 200000)")
-        if max(self.gap_lengths) >= self.length:
-            raise MLMProbError(f"gap lengths {self.gap_lengths} must be shorter than the length {self.length}")
+        if not self.gap_lengths or min(self.gap_lengths) < 1 or max(self.gap_lengths) >= self.length:
+            raise MLMProbError(f"gap lengths {self.gap_lengths} must lie in 1..{self.length - 1}")
+        for name in ("n_pairs", "n_gaps", "chains", "steps", "masking_steps", "eval_every", "beam_size"):
+            if int(getattr(self, name)) < 1:
+                raise MLMProbError(f"{name} must be at least 1, got {getattr(self, name)}")
+        if self.sample_epochs < 2:
+            raise MLMProbError(f"sample_epochs must be at least 2 (the second half is pooled), got {self.sample_epochs}")
+        cs = list(self.curve_steps)
+        if not cs or cs != sorted(set(cs)) or cs[0] < 1 or any(c % self.eval_every for c in cs):
+            raise MLMProbError(f"curve_steps must be increasing positive multiples of eval_every ({self.eval_every}), "
+                               f"got {self.curve_steps}")
 
     def to_dict(self) -> dict:
         return {k: (list(v) if isinstance(v, tuple) else v) for k, v in asdict(self).items()}
@@ -287,7 +296,11 @@ class Results:
         self.path = path
         self.done: dict[str, dict] = {}
         if path.is_file():
-            for line in path.read_text().splitlines():
+            text = path.read_text()
+            if text and not text.endswith("\n"):  # a line cut by a kill: dropped, its unit is redone
+                text = text[: text.rfind("\n") + 1]
+                path.write_text(text)
+            for line in text.splitlines():
                 if line.strip():
                     rec = json.loads(line)
                     if "unit" in rec:
@@ -326,7 +339,12 @@ def run(cfg: GroundTruthConfig, out: Path, runs: Path, *, stages=("coupling", "c
     def held_out(lang):
         return lang.sample(max(cfg.n_pairs, cfg.n_gaps), generator_for(cfg.seed, "gt-heldout"))
 
-    def evaluate_model(unit: str, mlm, lang, extra: dict, with_samplers: bool) -> None:
+    def evaluate_model(unit: str, model_dir, lang, extra: dict, with_samplers: bool) -> None:
+        wanted = [f"{unit}/pairs"] + [f"{unit}/infill-k{k}" for k in cfg.gap_lengths]
+        wanted += [f"{unit}/samplers"] if with_samplers else []
+        if all(u in res.done for u in wanted):
+            return  # nothing to do: the model (in the ignored runs folder) is not needed
+        mlm = symbol_mlm(model_dir, V)
         held = held_out(lang)
         if f"{unit}/pairs" not in res.done:
             t0 = time.perf_counter()
@@ -355,7 +373,7 @@ def run(cfg: GroundTruthConfig, out: Path, runs: Path, *, stages=("coupling", "c
                 res.add({"unit": f"{unit}/train", "stage": "train", "coupling": J, "final": r.final,
                          "history": list(r.history)})
                 log(f"{unit} trained: {r.final}")
-            evaluate_model(unit, symbol_mlm(d, V), lang, {"coupling": J}, with_samplers=True)
+            evaluate_model(unit, d, lang, {"coupling": J}, with_samplers=True)
 
     if "curve" in stages:
         J = cfg.curve_coupling
@@ -371,8 +389,10 @@ def run(cfg: GroundTruthConfig, out: Path, runs: Path, *, stages=("coupling", "c
             state = read_result(d)
             if state.step != s:
                 raise MLMProbError(f"{d} is at step {state.step}, not {s}: remove it to redo the step curve")
-            kl_now = state.history[-1]["kl"] if state.history else None
-            evaluate_model(unit, symbol_mlm(ck, V), lang, {"coupling": J, "step": s, "unary_kl": kl_now},
+            if not state.history or state.history[-1]["step"] != s:
+                raise MLMProbError(f"{d} has no evaluation at step {s}")
+            kl_now = state.history[-1]["kl"]
+            evaluate_model(unit, ck, lang, {"coupling": J, "step": s, "unary_kl": kl_now},
                            with_samplers=True)
 
     if "masking" in stages:
@@ -382,7 +402,7 @@ def run(cfg: GroundTruthConfig, out: Path, runs: Path, *, stages=("coupling", "c
             for masking in ("dynamic", "static"):
                 unit = f"masking/r{rate:g}-{masking}"
                 d = runs / f"mask-J{J:g}-r{rate:g}-{masking}"
-                k_rate = max(1, round(rate * T))
+                k_rate = int(n_selected(torch.tensor([T]), rate)[0])
                 if f"{unit}/train" not in res.done:
                     r = _train(cfg, lang, d, steps=cfg.masking_steps, mask_rate=rate, masking=masking,
                                n_train=cfg.masking_n_train, progress=progress)
@@ -391,7 +411,7 @@ def run(cfg: GroundTruthConfig, out: Path, runs: Path, *, stages=("coupling", "c
                              "final": r.final, "history": list(r.history)})
                     log(f"{unit} trained: {r.final}")
                 # every family of methods on the model of this masking rate
-                evaluate_model(unit, symbol_mlm(d, V), lang, {"coupling": J, "mask_rate": rate, "k": k_rate,
+                evaluate_model(unit, d, lang, {"coupling": J, "mask_rate": rate, "k": k_rate,
                                                               "masking": masking}, with_samplers=True)
     return res
 

@@ -175,6 +175,10 @@ def evaluate(model, config: TrainConfig, data: TokenData, heldout, device) -> di
 
 def _check_resume(saved: dict, config: TrainConfig, fingerprint: str, where: Path) -> None:
     old = saved.get("config", {})
+    try:  # fields added since the run was saved take their defaults
+        old = TrainConfig.from_dict(old).to_dict()
+    except (MLMProbError, TypeError):
+        pass
     new = config.to_dict()
     diff = sorted(k for k in set(old) | set(new) if old.get(k) != new.get(k))
     if diff:
