@@ -393,6 +393,8 @@ def _tables_one(records: list[dict], title: str) -> str:
     for region in _present(summary, 1):
         for model in _present(summary, 0):
             n = {d["n"] for key, d in summary.items() if key[0] == model and key[1] == region}
+            if not n:
+                continue  # no record of this model in this region (yet)
             parts += [f"## Table 1 - {model}, {region} gaps (n per cell: {', '.join(str(int(x)) for x in sorted(n))})",
                       "", table_methods_by_k(summary, model, region), ""]
         parts += [f"## Table 2 - top-1 accuracy, {region} gaps", "", table_models(summary, region), ""]
