@@ -27,6 +27,7 @@ from pathlib import Path
 import torch
 
 from ..errors import MLMProbError
+from ..training.data import TextSource, split_heldout
 from ..training.masking import generator_for, select_positions
 
 EXPORT_FILES = ("config.json", "model.safetensors", "tokenizer_config.json", "vocab.txt", "special_tokens_map.json",
@@ -104,24 +105,26 @@ def score_set(mlm, name: str, sentences: list[str], *, unigram_id: int | None = 
                          n_unknown)
 
 
+def _encodable(mlm, texts: list[str]):
+    """``infill.english_gaps.encode_sentences`` of ``texts``, with the skipped counted by reason
+    (``n_long``, ``n_unknown``); any other reason to refuse a text is an error."""
+    from ..infill.english_gaps import Sentence, encode_sentences
+
+    enc = encode_sentences(mlm, [Sentence(str(i), t) for i, t in enumerate(texts)])
+    n_unknown = sum("unknown token" in why for _, why in enc.skipped)
+    n_long = sum("at most" in why for _, why in enc.skipped)
+    other = [why for _, why in enc.skipped if "unknown token" not in why and "at most" not in why]
+    if other:
+        raise MLMProbError(other[0])
+    return enc, n_long, n_unknown
+
+
 def fitting(mlm, texts: list[str], counts: bool = False):
     """The texts the model can encode: not longer than its maximum length (training truncated those)
     and without words its tokenizer maps to the unknown token. ``counts=True`` also returns the
     numbers skipped for each reason."""
-    from ..errors import TokenizationError
-
-    fits, n_long, n_unknown = [], 0, 0
-    for text in texts:
-        try:
-            mlm.encode([text])
-            fits.append(text)
-        except TokenizationError as e:
-            if "unknown token" in str(e):
-                n_unknown += 1
-            elif "at most" in str(e):
-                n_long += 1
-            else:
-                raise
+    enc, n_long, n_unknown = _encodable(mlm, texts)
+    fits = [s.text for s in enc.sentences]
     return (fits, n_long, n_unknown) if counts else fits
 
 
@@ -131,21 +134,17 @@ def split_lines(run_dir: Path, corpus: Path) -> tuple[list[str], list[str]]:
     state_file = Path(run_dir) / "trainer_state.json"
     if not state_file.is_file():
         raise MLMProbError(f"{run_dir} holds no trainer_state.json (not a training run folder)")
-    if not Path(corpus).is_file():
-        raise MLMProbError(f"corpus file not found: {corpus}")
     state = json.loads(state_file.read_text())
     data, seed = state["data"], state["config"]["seed"]
     files = [Path(f).name for f in data.get("files", [])]
     if files and files != [Path(corpus).name]:
         raise MLMProbError(f"the run was trained on {files}, not on {Path(corpus).name}")
     fraction = data.get("heldout_fraction", 0.02)  # runs saved before the field existed used 0.02 here
-    lines = [s.strip() for s in Path(corpus).read_text(encoding="utf-8").splitlines() if s.strip()]
-    order = torch.randperm(len(lines), generator=generator_for(seed, "text-split")).tolist()
-    n_held = max(1, round(fraction * len(lines)))
-    if (n_held, len(lines) - n_held) != (data["n_heldout"], data["n_train"]):
-        raise MLMProbError(f"{corpus} does not match the run: it splits into {len(lines) - n_held} + {n_held} lines, "
+    train, held = split_heldout(TextSource([str(corpus)]).read_lines(), fraction, seed)
+    if (len(held), len(train)) != (data["n_heldout"], data["n_train"]):
+        raise MLMProbError(f"{corpus} does not match the run: it splits into {len(train)} + {len(held)} lines, "
                            f"the run had {data['n_train']} + {data['n_heldout']}")
-    return [lines[i] for i in order[n_held:]], [lines[i] for i in order[:n_held]]
+    return train, held
 
 
 def heldout_lines(run_dir: Path, corpus: Path) -> list[str]:
@@ -154,11 +153,10 @@ def heldout_lines(run_dir: Path, corpus: Path) -> list[str]:
 
 
 def most_frequent_token(mlm, lines: list[str]) -> int:
-    from ..models.protocol import default_positions
-
-    ids = mlm.encode(fitting(mlm, lines)).input_ids
-    counts = torch.bincount(ids[default_positions(mlm, ids)], minlength=mlm.vocab_size)
-    return int(counts.argmax())
+    """The most frequent non-special token of the encodable ``lines``."""
+    enc = _encodable(mlm, lines)[0]
+    tokens = torch.tensor([s.input_ids[c] for s in enc.sentences for c in s.cols], dtype=torch.long)
+    return int(torch.bincount(tokens, minlength=mlm.vocab_size).argmax())
 
 
 def evaluate(model: str, out: Path, data_dir: str, corpus: Path, run_dir: Path, n: int, seed: int) -> list:
@@ -285,7 +283,7 @@ def main(argv=None) -> int:
             evaluate(args.model, Path(args.out), args.data, Path(args.corpus), Path(args.run), args.n, args.seed)
             cmd = Path(args.command_file).read_text() if args.command_file else None
             run_dir = Path(args.run)
-            if run_dir is not None and (run_dir / "loss_curve.png").is_file():
+            if (run_dir / "loss_curve.png").is_file():
                 shutil.copy2(run_dir / "loss_curve.png", Path(args.out) / "loss_curve.png")
             print(write_report(Path(args.out), run_dir, cmd))
         else:

@@ -139,11 +139,7 @@ class TextSource:
             raise MLMProbError(f"heldout_fraction must lie in (0, 1), got {self.heldout_fraction}")
         if self.max_length < 3:
             raise MLMProbError(f"max_length must be at least 3 ([CLS] token [SEP]), got {self.max_length}")
-        lines = self.read_lines()
-        order = torch.randperm(len(lines), generator=generator_for(seed, "text-split")).tolist()
-        n_held = max(1, round(self.heldout_fraction * len(lines)))
-        held = [lines[i] for i in order[:n_held]]
-        train = [lines[i] for i in order[n_held:]]
+        train, held = split_heldout(self.read_lines(), self.heldout_fraction, seed)
         tok_dir = Path(out_dir) / "tokenizer"
         if (tok_dir / "tokenizer_config.json").is_file():
             tok = BertTokenizer.from_pretrained(str(tok_dir))
@@ -159,6 +155,18 @@ class TextSource:
                 "heldout_fraction": self.heldout_fraction, "max_length": self.max_length,
                 "tokenizer_vocab_size": len(tok), "lowercase": self.lowercase}
         return TokenData(encode(train), encode(held), tok, self.max_length, replace, None, desc)
+
+
+def split_heldout(lines: Sequence[str], fraction: float, seed: int) -> tuple[list[str], list[str]]:
+    """``(train, held_out)``: ``round(fraction * n)`` lines (at least one) held out in a permutation seeded
+    by ``seed`` (the split of ``TextSource``).
+
+    >>> split_heldout(["a", "b", "c", "d"], 0.25, 0)[1] == split_heldout(["a", "b", "c", "d"], 0.25, 0)[1]
+    True
+    """
+    order = torch.randperm(len(lines), generator=generator_for(seed, "text-split")).tolist()
+    n_held = max(1, round(fraction * len(lines)))
+    return [lines[i] for i in order[n_held:]], [lines[i] for i in order[:n_held]]
 
 
 def train_wordpiece(lines: Sequence[str], vocab_size: int, max_length: int, lowercase: bool = True):
