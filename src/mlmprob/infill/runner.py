@@ -37,7 +37,6 @@ import argparse
 import json
 import sys
 import time
-import zlib
 from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
@@ -58,6 +57,7 @@ from .english_gaps import (
     encode_sentences,
     load_sentences,
     sample_token_gaps,
+    seed_of,
 )
 from .gap import InfillCandidate
 from .metrics import gap_metrics
@@ -157,10 +157,6 @@ def model_label(name: str, dtype: str | None) -> str:
 
 def record_key(rec: dict) -> tuple:
     return (rec["model"], rec["dataset"], rec["region"], int(rec["k"]), int(rec["gap_id"]), rec["method"])
-
-
-def _seed_of(*parts) -> int:
-    return zlib.crc32("|".join(map(str, parts)).encode())
 
 
 def run_method(method: str, mlm, ids: torch.Tensor, positions: torch.Tensor, beam_size: int,
@@ -267,7 +263,7 @@ def run_experiment(config: ExperimentConfig, out: str | Path, *, data_dir: str |
     else:
         chains = load_chains(config.dataset, data_dir)
         antibody = {(region, k): sample_gaps(chains, k, config.n_gaps, region,
-                                             torch.Generator().manual_seed(_seed_of(config.seed, region, k)))
+                                             torch.Generator().manual_seed(seed_of(config.seed, region, k)))
                     for region in config.regions for k in config.lengths}
         source = chains
     n_new = 0
@@ -281,12 +277,12 @@ def run_experiment(config: ExperimentConfig, out: str | Path, *, data_dir: str |
                 continue
             mlm = CountingMLM(load(model_name))
             gaps = _model_gaps(config, mlm, source, antibody, progress)
-            scramble = ContextScramble(mlm.mask_id, torch.Generator().manual_seed(_seed_of(config.seed, model_name)))
+            scramble = ContextScramble(mlm.mask_id, torch.Generator().manual_seed(seed_of(config.seed, model_name)))
             t0 = time.time()
             for i, (region, k, gap_id, method) in enumerate(todo):
                 gap = gaps[(region, k)][gap_id]
                 ids, cols = gap_inputs(mlm, gap)
-                gen = torch.Generator().manual_seed(_seed_of(config.seed, model_name, region, k, gap.gap_id, method))
+                gen = torch.Generator().manual_seed(seed_of(config.seed, model_name, region, k, gap.gap_id, method))
                 rows0, t1 = mlm.rows, time.time()
                 cands = run_method(method, mlm, ids, cols, config.beam_size, gen, scramble)
                 texts, metrics = _gap_fields(mlm, gap, cands)
