@@ -339,10 +339,13 @@ def run(cfg: GroundTruthConfig, out: Path, runs: Path, *, stages=("coupling", "c
     def held_out(lang):
         return lang.sample(max(cfg.n_pairs, cfg.n_gaps), generator_for(cfg.seed, "gt-heldout"))
 
-    def evaluate_model(unit: str, model_dir, lang, extra: dict, with_samplers: bool) -> None:
+    def evaluated(unit: str, with_samplers: bool) -> bool:
         wanted = [f"{unit}/pairs"] + [f"{unit}/infill-k{k}" for k in cfg.gap_lengths]
         wanted += [f"{unit}/samplers"] if with_samplers else []
-        if all(u in res.done for u in wanted):
+        return all(u in res.done for u in wanted)
+
+    def evaluate_model(unit: str, model_dir, lang, extra: dict, with_samplers: bool) -> None:
+        if evaluated(unit, with_samplers):
             return  # nothing to do: the model (in the ignored runs folder) is not needed
         mlm = symbol_mlm(model_dir, V)
         held = held_out(lang)
@@ -381,8 +384,7 @@ def run(cfg: GroundTruthConfig, out: Path, runs: Path, *, stages=("coupling", "c
         d = runs / f"curve-J{J:g}"
         for s in cfg.curve_steps:
             unit = f"curve/step{s}"
-            if all(u in res.done for u in [f"{unit}/pairs", f"{unit}/samplers"]
-                   + [f"{unit}/infill-k{k}" for k in cfg.gap_lengths]):
+            if evaluated(unit, with_samplers=True):
                 continue
             _train(cfg, lang, d, steps=max(cfg.curve_steps), mask_rate=cfg.mask_rate, stop_after=s, progress=progress)
             ck = latest_checkpoint(d)

@@ -9,7 +9,7 @@ import json
 import sys
 from pathlib import Path
 
-from .ground_truth import BEAMS, JOINT_METHODS, RESULTS
+from .ground_truth import BEAMS, JOINT_METHODS, RESULTS, empirical, tv
 
 JOINT_NAMES = {"mlm": "MLM", "mrf_logit": "MRF-logit", "mrf": "MRF", "hcb": "HCB", "ag": "AG"}
 MIX_WINDOW = 3      # epochs in the moving average of the statistic's TV
@@ -37,8 +37,7 @@ def stat_floor(reference, n: int, reps: int = 200, seed: int = 0) -> float:
     p = p / p.sum()
     g = torch.Generator().manual_seed(seed)
     draws = torch.multinomial(p, n * reps, replacement=True, generator=g).reshape(reps, n)
-    h = torch.stack([torch.bincount(d, minlength=len(p)).double() / n for d in draws])
-    return float(0.5 * (h - p).abs().sum(-1).mean())
+    return sum(tv(empirical(d, len(p)), p) for d in draws) / reps
 
 
 def mixing_epoch(stat_tv: list[dict], key: str, threshold: float, window: int = MIX_WINDOW) -> int | None:
@@ -79,6 +78,16 @@ def _f(v, d=3) -> str:
 
 def _by(recs: list[dict], stage: str, prefix: str) -> list[dict]:
     return [r for r in recs if r.get("stage") == stage and r["unit"].startswith(prefix)]
+
+
+def _model_of(r: dict) -> str:
+    """The model unit a record belongs to: ``masking/r0.5-static/pairs`` -> ``masking/r0.5-static``."""
+    return r["unit"].rsplit("/", 1)[0]
+
+
+def _per_model(recs: list[dict], stage: str, prefix: str, k: int | None = None) -> dict[str, dict]:
+    """Records of one stage keyed by their model unit (infill: only gaps of length ``k``)."""
+    return {_model_of(r): r for r in _by(recs, stage, prefix) if k is None or r["k"] == k}
 
 
 def tables(cfg: dict, recs: list[dict]) -> list[str]:
@@ -180,17 +189,16 @@ def tables(cfg: dict, recs: list[dict]) -> list[str]:
             L.append(f"| {r['mask_rate']:g} | {r['k']} | {r['masking']} | {_f(r['final']['kl'], 4)} | {_f(best, 4)} | "
                      f"{_f(r['final']['heldout_loss'])} |")
         L.append("")
-        mp = {r["unit"].rsplit("/", 1)[0]: r for r in _by(recs, "pairs", "masking/")}
-        ms = {r["unit"].rsplit("/", 1)[0]: r for r in _by(recs, "samplers", "masking/")}
         k_last = cfg["gap_lengths"][-1]
-        mi = {r["unit"].rsplit("/", 1)[0]: r for r in _by(recs, "infill", "masking/") if r["k"] == k_last}
+        mp, ms = _per_model(recs, "pairs", "masking/"), _per_model(recs, "samplers", "masking/")
+        mi = _per_model(recs, "infill", "masking/", k_last)
         if mp:
             L += ["Every family on the final model of each masking run (same measures as above; infill k = "
                   f"{k_last}):", "",
                   "| mask rate | masking | pair KL MLM | pair KL HCB | pair KL AG | TV(target, truth) | MH TV target | "
                   "Gibbs TV truth | infill mode std l2r | infill mode HCB l2r |", "|---" * 10 + "|"]
             for r in masking:
-                u = r["unit"].rsplit("/", 1)[0]
+                u = _model_of(r)
                 p, sm, i = mp.get(u), ms.get(u), mi.get(u)
                 L.append(f"| {r['mask_rate']:g} | {r['masking']} | {_f(p and p['kl']['mlm'], 4)} | "
                          f"{_f(p and p['kl']['hcb'], 4)} | {_f(p and p['kl']['ag'], 4)} | "
@@ -297,19 +305,17 @@ def plots(cfg: dict, recs: list[dict], out: Path) -> list[str]:
         fig.savefig(out / "fig_samplers.png", dpi=110)
         plt.close(fig)
         made.append("fig_samplers.png")
-    mp = {r["unit"].rsplit("/", 1)[0]: r for r in _by(recs, "pairs", "masking/")}
-    ms = {r["unit"].rsplit("/", 1)[0]: r for r in _by(recs, "samplers", "masking/")}
+    mp, ms = _per_model(recs, "pairs", "masking/"), _per_model(recs, "samplers", "masking/")
     if mp and ms:
         fig, ax = plt.subplots(1, 3, figsize=(14, 3.8))
         for mode, ls in (("dynamic", "-"), ("static", "--")):
-            rows = [r for r in masking if r["masking"] == mode and r["unit"].rsplit("/", 1)[0] in mp
-                    and r["unit"].rsplit("/", 1)[0] in ms]
+            rows = [r for r in masking if r["masking"] == mode and _model_of(r) in mp and _model_of(r) in ms]
             x = [r["mask_rate"] for r in rows]
             ax[0].plot(x, [r["final"]["kl"] for r in rows], "o", ls=ls, color="k", label=f"unary ({mode})")
             for m, c in (("mlm", "C0"), ("hcb", "C1"), ("ag", "C2")):
-                ax[0].plot(x, [mp[r["unit"].rsplit("/", 1)[0]]["kl"][m] for r in rows], "o", ls=ls, color=c,
+                ax[0].plot(x, [mp[_model_of(r)]["kl"][m] for r in rows], "o", ls=ls, color=c,
                            label=f"pair {JOINT_NAMES[m]} ({mode})")
-            sm = [ms.get(r["unit"].rsplit("/", 1)[0]) for r in rows]
+            sm = [ms[_model_of(r)] for r in rows]
             ax[1].plot(x, [s_["tv_target_truth"] for s_ in sm], "o", ls=ls, color="C0", label=f"exp(-E)/Z ({mode})")
             ax[1].plot(x, [s_["gibbs"]["tv_truth"] for s_ in sm], "o", ls=ls, color="C1", label=f"Gibbs samples ({mode})")
         ax[0].set(xlabel="masking rate", ylabel="KL to truth", yscale="log", title="conditionals and pair joints")
@@ -317,12 +323,12 @@ def plots(cfg: dict, recs: list[dict], out: Path) -> list[str]:
         ax[0].legend(fontsize=6)
         ax[1].legend(fontsize=7)
         k_last = cfg["gap_lengths"][-1]
-        mi = {r["unit"].rsplit("/", 1)[0]: r for r in _by(recs, "infill", "masking/") if r["k"] == k_last}
+        mi = _per_model(recs, "infill", "masking/", k_last)
         for mode, ls in (("dynamic", "-"), ("static", "--")):
-            rows = [r for r in masking if r["masking"] == mode and r["unit"].rsplit("/", 1)[0] in mi]
+            rows = [r for r in masking if r["masking"] == mode and _model_of(r) in mi]
             for name, c in (("mlm/standard-l2r", "C0"), ("mlm/hcb-l2r", "C1")):
-                ax[2].plot([r["mask_rate"] for r in rows], [mi[r["unit"].rsplit("/", 1)[0]]["methods"][name]["mode"]
-                                                            for r in rows], "o", ls=ls, color=c, label=f"{name} ({mode})")
+                ax[2].plot([r["mask_rate"] for r in rows], [mi[_model_of(r)]["methods"][name]["mode"] for r in rows],
+                           "o", ls=ls, color=c, label=f"{name} ({mode})")
         ax[2].set(xlabel="masking rate", ylabel=f"top fill = true mode (k={k_last})", title="infilling")
         ax[2].legend(fontsize=7)
         fig.tight_layout()
