@@ -1,0 +1,38 @@
+"""Numbers quoted in README.md and antiberty-bf16-check.md about AntiBERTy, from the JSONL files here.
+Run from the repository root: python docs/results/infill/antiberty_summary.py"""
+import collections
+import json
+
+D = "docs/results/infill/"
+
+# 1. bf16 vs fp32 on the same gaps (antiberty-bf16-check.jsonl)
+recs = [json.loads(line) for line in open(D + "antiberty-bf16-check.jsonl")]
+by = {(r["model"], r["region"], r["k"], r["gap_id"], r["method"]): r for r in recs}
+pairs = [(r, by[("antiberty@bf16",) + key[1:]]) for key, r in by.items() if key[0] == "antiberty"]
+n = len(pairs)
+print(f"bf16 check: {n} paired records")
+print(f"  same top-1 fill {sum(a['fills'][0] == b['fills'][0] for a, b in pairs)}")
+print(f"  mean overlap of the returned fills {sum(len(set(a['fills']) & set(b['fills'])) / len(a['fills']) for a, b in pairs) / n:.3f}")
+d = [abs(a["scores"][0] - b["scores"][0]) for a, b in pairs]
+print(f"  top-1 score |difference| mean {sum(d) / n:.3f} max {max(d):.3f}")
+for m in ("top1", "top20", "identity"):
+    print(f"  {m}: fp32 {sum(a[m] for a, _ in pairs) / n:.3f} bf16 {sum(b[m] for _, b in pairs) / n:.3f}")
+print(f"  CPU seconds (sum over records): fp32 {sum(a['seconds'] for a, _ in pairs):.1f} "
+      f"bf16 {sum(b['seconds'] for _, b in pairs):.1f}")
+
+# 2. mean top-1 (%) per method over the complete cells of the partial AntiBERTy run
+cells = collections.defaultdict(list)
+for f in ("antiberty-random.jsonl", "antiberty-cdrh3.jsonl"):
+    for line in open(D + f):
+        r = json.loads(line)
+        cells[(r["region"], r["k"], r["method"])].append(r["top1"])
+for region in ("random", "cdrh3"):
+    ks = sorted({k for (rg, k, _), v in cells.items() if rg == region})
+    full = [k for k in ks if all(len(v) == 100 for (rg, kk, _), v in cells.items() if rg == region and kk == k)
+            and sum(1 for (rg, kk, _) in cells if rg == region and kk == k) == 11]
+    means = collections.defaultdict(list)
+    for (rg, k, m), v in cells.items():
+        if rg == region and k in full:
+            means[m] += v
+    print(f"{region}: complete k = {full}; mean top-1 % " +
+          ", ".join(f"{m} {100 * sum(v) / len(v):.2f}" for m, v in sorted(means.items())))
