@@ -423,3 +423,82 @@ def test_runner_smoke_resume_and_tables(tiny_hf, tmp_path):
     assert len(read_records(out)) == n
     md = tables_markdown(recs)
     assert "HCB Left-to-Right" in md and "Ablation 2 (Random Token Swap)" in md and "top1 k=3" in md
+    assert "## Table 4" not in md                 # no standard-l2r / hcb-best pair in this run
+    cfg2 = ExperimentConfig(models=("tiny",), lengths=(2,), n_gaps=1, beam_size=3, methods=("standard-l2r",))
+    assert run_experiment(cfg2, out, data_dir=tmp_path, load=lambda name: tiny_hf, progress=False) == 2
+    md = tables_markdown(read_records(out))
+    assert "## Table 4 - HCB vs standard on the same gaps, cdrh3 gaps" in md
+    assert "| tiny | random | l2r | 1 |" in md     # only k=2 has both methods
+
+
+def _paired_rec(method, gap_id, fill, gold, k=2, region="random", model="m"):
+    return {"model": model, "dataset": "gdpa1", "region": region, "k": k, "gap_id": gap_id, "method": method,
+            "fills": [fill], "top1": float(fill == gold)}
+
+
+def test_paired_comparison_counts_and_sign_test():
+    from mlmprob.infill.paired import exact_sign_test, paired_comparisons, paired_markdown
+
+    # exact binomial tails, by hand: P(X <= 1 | n=9, 1/2) = 10/512
+    assert exact_sign_test(1, 8) == pytest.approx(2 * 10 / 512)
+    assert exact_sign_test(8, 1) == exact_sign_test(1, 8)
+    assert exact_sign_test(0, 0) == 1.0 and exact_sign_test(3, 3) == 1.0
+    with pytest.raises(ValueError):
+        exact_sign_test(-1, 2)
+    recs = []
+    outcomes = [("AA", "AA"), ("AA", "CC"), ("CC", "AA"), ("CC", "AA"), ("CC", "DD")]  # (hcb, standard)
+    for g, (h, s) in enumerate(outcomes):
+        recs += [_paired_rec("hcb-l2r", g, h, "AA"), _paired_rec("standard-l2r", g, s, "AA")]
+    recs.append(_paired_rec("hcb-l2r", 99, "AA", "AA"))          # unpaired: ignored
+    recs.append(_paired_rec("hcb-best", 0, "AA", "AA"))           # no standard-best partner: no row
+    recs.append(_paired_rec("standard-l2r", 0, "AA", "AA", k=3))  # another k, no HCB partner
+    (c,) = paired_comparisons(recs)
+    assert (c.model, c.region, c.order, c.n_gaps) == ("m", "random", "l2r", 5)
+    assert (c.same_top_fill, c.only_a, c.only_b) == (1, 1, 2)
+    assert c.top1_a == pytest.approx(2 / 5) and c.top1_b == pytest.approx(3 / 5)
+    assert c.p_value == pytest.approx(exact_sign_test(1, 2)) and c.p_value == 1.0
+    md = paired_markdown([c])
+    assert "| m | random | l2r | 5 | 1 | 1 | 2 | 40.00 | 60.00 | 1 |" in md
+
+
+def test_pivot_sweep_matches_runner_and_resumes(tiny_hf, tmp_path):
+    from mlmprob.infill.pivots import (PivotSweepConfig, main as pivots_main, plot_sweep, run_sweep,
+                                       summarize_sweep, sweep_markdown)
+    from mlmprob.infill.runner import ExperimentConfig, read_records, run_experiment
+
+    data = tmp_path / "antibody"
+    data.mkdir()
+    rows = ["antibody_id,vh_protein_sequence,heavy_aligned_aho"]
+    for i, seq in enumerate(["ACDEACDEAC", "CADECADECA", "DDEEAACCDE"]):
+        rows.append(f"ab{i},{seq},{seq[:4] + '-' * 102 + seq[4:] + '-' * 40}")
+    (data / "GDPa1_v1.2.csv").write_text("\n".join(rows) + "\n")
+    load = lambda name: tiny_hf   # noqa: E731
+    cfg = PivotSweepConfig(model="tiny", region="random", k=2, n_gaps=3, beam_size=3,
+                           pivots=(tiny_hf.mask_id, 5))
+    out = tmp_path / "piv.jsonl"
+    assert run_sweep(cfg, out, data_dir=tmp_path, load=load, progress=False) == 3 * 3   # gaps x (standard + 2)
+    assert run_sweep(cfg, out, data_dir=tmp_path, load=load, progress=False) == 0       # resumed: nothing left
+    recs = read_records(out)
+    # the mask pivot is the runner's HCB and no pivot its standard beam, on the same gaps
+    ref = tmp_path / "ref.jsonl"
+    run_experiment(ExperimentConfig(models=("tiny",), regions=("random",), lengths=(2,), n_gaps=3, beam_size=3,
+                                    methods=("hcb-l2r", "standard-l2r")), ref, data_dir=tmp_path, load=load,
+                   progress=False)
+    runner = {(r["gap_id"], r["method"]): r["fills"] for r in read_records(ref)}
+    for r in recs:
+        if r["pivot"] is None:
+            assert r["fills"] == runner[(r["gap_id"], "standard-l2r")]
+        elif r["pivot"] == tiny_hf.mask_id:
+            assert r["mask_pivot"] and r["fills"] == runner[(r["gap_id"], "hcb-l2r")]
+    table = summarize_sweep(recs)
+    assert {t.pivot for t in table} == {None, tiny_hf.mask_id, 5} and all(t.n_gaps == 3 for t in table)
+    std = next(t for t in table if t.pivot is None)
+    assert std.only_pivot_right == std.only_standard_right == 0 and std.p_value == 1.0
+    assert [t.top1 for t in table] == sorted((t.top1 for t in table), reverse=True)
+    md = sweep_markdown(table)
+    assert "**standard beam (no pivot)**" in md and "(mask, default)" in md
+    assert plot_sweep(table, tmp_path / "p.png").stat().st_size > 0
+    with pytest.raises(MLMProbError, match="pivot must be a token id"):
+        run_sweep(PivotSweepConfig(model="tiny", region="random", k=2, n_gaps=1, pivots=(10_000,)), out,
+                  data_dir=tmp_path, load=load, progress=False)
+    assert pivots_main(["--out", str(tmp_path / "empty.jsonl"), "--report-only"]) == 2

@@ -2,8 +2,9 @@
 
 ``infill`` (standard and HCB beam search, left-to-right or best-to-worst), ``sample_infill`` (the
 sampling baselines with the same forward passes), the ablations (``corrections``), exhaustive
-references (``exhaustive_infill``, ``exact_infill``), metrics, and the experiment runner
-(``python -m mlmprob.infill.runner``).
+references (``exhaustive_infill``, ``exact_infill``), metrics, the experiment runner
+(``python -m mlmprob.infill.runner``), paired HCB-vs-standard comparisons (``paired``) and the HCB
+pivot sweep (``python -m mlmprob.infill.pivots``).
 """
 
 from .baselines import BASELINES, SamplingConfig, sample_infill

@@ -1,0 +1,246 @@
+"""How HCB beam search depends on its pivot token (Calef et al., Sec. 6 "choice of pivot", Fig. 2/5).
+
+HCB's correction ``-log q(v | input)`` can use any output token ``v`` as pivot; the default is the mask.
+This sweep runs HCB beam search with every pivot of a model's output vocabulary (or a chosen list) on
+the same gaps as the infilling runner (same data, seed and gap ids), next to standard beam search on
+those gaps, and reports top-k accuracy per pivot with a paired sign test against standard.
+
+One JSONL record per (model, dataset, region, k, gap, order, pivot); ``pivot`` is ``null`` for
+standard beam search. Resumable like the runner (finished records are skipped)::
+
+    python -m mlmprob.infill.pivots --model antiberty --dtype bf16 --region cdrh3 --k 3 --n-gaps 50 \\
+        --out results/pivots.jsonl --report results/pivots.md --plot results/pivots.png
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from collections import defaultdict
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Sequence
+
+from ..errors import MLMProbError
+from .beam import beam_search, make_correction
+from .paired import exact_sign_test
+from .runner import (CountingMLM, ExperimentConfig, draw_data, gap_fields, gap_inputs, model_gaps,
+                     model_label, read_records, trim_partial_line)
+
+
+def token_name(mlm, token_id: int) -> str:
+    """A printable name of an output token (the tokenizer's own string when it has one)."""
+    tok = getattr(mlm, "tokenizer", None)
+    tokens = getattr(tok, "tokens", None)
+    if tokens is not None and 0 <= token_id < len(tokens):
+        return str(tokens[token_id])
+    hf = getattr(tok, "hf", None)
+    if hf is not None:
+        return str(hf.convert_ids_to_tokens(int(token_id)))
+    return str(token_id)
+
+
+@dataclass(frozen=True)
+class PivotSweepConfig:
+    model: str = "antiberty"
+    dataset: str = "gdpa1"
+    region: str = "cdrh3"
+    k: int = 3
+    n_gaps: int = 50
+    beam_size: int = 20
+    order: str = "l2r"
+    pivots: tuple[int, ...] | None = None   # None: every output token of the model
+    seed: int = 0
+    device: str = "cpu"
+    dtype: str | None = None
+
+    def experiment(self) -> ExperimentConfig:
+        """The runner config whose gaps this sweep uses (validates dataset, region, sizes)."""
+        return ExperimentConfig(models=(self.model,), dataset=self.dataset, regions=(self.region,),
+                                lengths=(self.k,), n_gaps=self.n_gaps, beam_size=self.beam_size,
+                                methods=("hcb-" + self.order,), seed=self.seed, device=self.device,
+                                dtype=self.dtype)
+
+
+def _key(rec: dict) -> tuple:
+    return (rec["model"], rec["dataset"], rec["region"], int(rec["k"]), int(rec["gap_id"]), rec["order"],
+            rec["pivot"])
+
+
+def run_sweep(config: PivotSweepConfig, out: str | Path, *, data_dir: str | Path, load: Callable | None = None,
+              progress: bool = True) -> int:
+    """Append every missing record of ``config`` to ``out``; returns the number of new records."""
+    if config.order not in ("l2r", "best"):
+        raise MLMProbError(f"order must be 'l2r' or 'best', got {config.order!r}")
+    exp = config.experiment()
+    if load is None:
+        from ..models import load_mlm
+
+        def load(name):
+            return load_mlm(name, device=config.device, dtype=config.dtype)
+
+    mlm = CountingMLM(load(config.model))
+    pivots = list(range(mlm.vocab_size)) if config.pivots is None else list(config.pivots)
+    for p in pivots:
+        make_correction(mlm, "hcb", p)   # clear error for an id outside the output vocabulary
+    out = Path(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    trim_partial_line(out)
+    done = {_key(r) for r in read_records(out)}
+    source, antibody = draw_data(exp, data_dir)
+    gaps = model_gaps(exp, mlm, source, antibody, progress)[(config.region, config.k)]
+    label = model_label(config.model, config.dtype)
+    todo = [(g, p) for g in gaps for p in [None] + pivots
+            if (label, config.dataset, config.region, config.k, g.gap_id, config.order, p) not in done]
+    n_new, t0 = 0, time.time()
+    with out.open("a") as fh:
+        for i, (gap, pivot) in enumerate(todo):
+            ids, cols = gap_inputs(mlm, gap)
+            corr = make_correction(mlm, "standard" if pivot is None else "hcb", pivot)
+            rows0, t1 = mlm.rows, time.time()
+            cands = beam_search(mlm, ids, cols, correction=corr, order=config.order, beam_size=config.beam_size)
+            texts, metrics = gap_fields(mlm, gap, cands)
+            rec = {"model": label, "dataset": config.dataset, "region": config.region, "k": config.k,
+                   "gap_id": gap.gap_id, "order": config.order, "pivot": pivot,
+                   "pivot_token": None if pivot is None else token_name(mlm, pivot),
+                   "mask_pivot": pivot == mlm.mask_id, "beam_size": config.beam_size, **texts,
+                   "scores": [c.score for c in cands], "rows": mlm.rows - rows0,
+                   "seconds": round(time.time() - t1, 4), **metrics}
+            fh.write(json.dumps(rec) + "\n")
+            fh.flush()
+            n_new += 1
+            if progress and (i + 1) % 50 == 0:
+                print(f"[{label}] {i + 1}/{len(todo)} records, {(i + 1) / (time.time() - t0):.1f}/s", file=sys.stderr)
+    return n_new
+
+
+@dataclass(frozen=True)
+class PivotRow:
+    """One pivot (``None``: standard beam search) over the gaps that also have a standard record."""
+
+    pivot: int | None
+    name: str
+    mask_pivot: bool
+    n_gaps: int
+    top1: float
+    top5: float
+    top20: float
+    identity: float
+    only_pivot_right: int     # gaps where only this pivot's top fill is right (vs standard)
+    only_standard_right: int
+
+    @property
+    def p_value(self) -> float:
+        return exact_sign_test(self.only_pivot_right, self.only_standard_right)
+
+
+def summarize_sweep(records: Sequence[dict]) -> list[PivotRow]:
+    """Rows per (model, region, k, order) group pooled, best top-1 first; standard is ``pivot=None``."""
+    std = {r_key[:-1]: r for r_key, r in ((_key(r), r) for r in records) if r["pivot"] is None}
+    by_pivot: dict = defaultdict(list)
+    for r in records:
+        base = std.get(_key(r)[:-1])
+        if base is not None:
+            by_pivot[r["pivot"]].append((r, base))
+    rows = []
+    for pivot, pairs in by_pivot.items():
+        n = len(pairs)
+        first = pairs[0][0]
+        rows.append(PivotRow(
+            pivot, "standard beam" if pivot is None else str(first["pivot_token"]), bool(first.get("mask_pivot")),
+            n, *(sum(r[m] for r, _ in pairs) / n for m in ("top1", "top5", "top20", "identity")),
+            only_pivot_right=sum(r["top1"] > b["top1"] for r, b in pairs),
+            only_standard_right=sum(r["top1"] < b["top1"] for r, b in pairs)))
+    return sorted(rows, key=lambda r: (-r.top1, -r.top20, r.pivot if r.pivot is not None else -1))
+
+
+def sweep_markdown(rows: Sequence[PivotRow], title: str = "") -> str:
+    head = ["pivot", "gaps", "top-1", "top-5", "top-20", "identity", "only pivot right", "only standard right",
+            "sign test p"]
+    lines = ([f"# {title}", ""] if title else []) + ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for r in rows:
+        name = f"`{r.name}`" + (" (mask, default)" if r.mask_pivot else "")
+        if r.pivot is None:
+            name, test = "**standard beam (no pivot)**", ["-", "-", "-"]
+        else:
+            test = [str(r.only_pivot_right), str(r.only_standard_right), f"{r.p_value:.2g}"]
+        lines.append(f"| {name} | {r.n_gaps} | " + " | ".join(f"{100 * v:.1f}" for v in
+                                                                (r.top1, r.top5, r.top20, r.identity))
+                     + " | " + " | ".join(test) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def plot_sweep(rows: Sequence[PivotRow], path: str | Path, title: str = "") -> Path:
+    """Bar chart of top-1 accuracy per pivot (mask and standard beam highlighted), saved as PNG."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(max(6.0, 0.32 * len(rows) + 1.5), 3.8))
+    FigureCanvasAgg(fig)
+    ax = fig.add_subplot()
+    colors = ["tab:green" if r.pivot is None else "tab:orange" if r.mask_pivot else "tab:blue" for r in rows]
+    ax.bar(range(len(rows)), [100 * r.top1 for r in rows], color=colors)
+    ax.set_xticks(range(len(rows)), ["standard" if r.pivot is None else r.name for r in rows], rotation=90,
+                  fontsize=8)
+    ax.set_ylabel("top-1 accuracy (%)")
+    ax.set_title(title or "HCB beam search by pivot (green: standard beam, orange: mask pivot)", fontsize=9)
+    fig.tight_layout()
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=120)
+    return path
+
+
+def main(argv: list[str] | None = None) -> int:
+    from ..data import shared_data_dir
+
+    d = PivotSweepConfig()
+    p = argparse.ArgumentParser(prog="python -m mlmprob.infill.pivots", description=__doc__.split("\n")[0],
+                                formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    p.add_argument("--out", required=True, help="result file (JSONL); rerunning continues it")
+    p.add_argument("--report", help="write the markdown table here")
+    p.add_argument("--plot", help="write the bar chart (PNG) here")
+    p.add_argument("--report-only", action="store_true", help="only build --report/--plot from --out")
+    p.add_argument("--model", default=d.model)
+    p.add_argument("--dataset", default=d.dataset)
+    p.add_argument("--region", default=d.region)
+    p.add_argument("--k", type=int, default=d.k, help="gap length")
+    p.add_argument("--n-gaps", type=int, default=d.n_gaps)
+    p.add_argument("--beam-size", type=int, default=d.beam_size)
+    p.add_argument("--order", default=d.order, choices=["l2r", "best"])
+    p.add_argument("--pivots", nargs="+", type=int, default=None, help="token ids (default: every output token)")
+    p.add_argument("--seed", type=int, default=d.seed)
+    p.add_argument("--device", default=d.device)
+    p.add_argument("--dtype", default=None)
+    p.add_argument("--data-dir", default=None)
+    args = p.parse_args(argv)
+    try:
+        if not args.report_only:
+            data_dir = args.data_dir or shared_data_dir()
+            if data_dir is None:
+                raise MLMProbError("cannot find the shared data folder; pass --data-dir")
+            cfg = PivotSweepConfig(args.model, args.dataset, args.region, args.k, args.n_gaps, args.beam_size,
+                                   args.order, None if args.pivots is None else tuple(args.pivots), args.seed,
+                                   args.device, args.dtype)
+            n = run_sweep(cfg, args.out, data_dir=data_dir)
+            print(f"{n} new records in {args.out}", file=sys.stderr)
+        rows = summarize_sweep(read_records(Path(args.out)))
+        if not rows:
+            raise MLMProbError(f"no paired records in {args.out}")
+        if args.report:
+            Path(args.report).parent.mkdir(parents=True, exist_ok=True)
+            Path(args.report).write_text(sweep_markdown(rows, f"HCB pivot sweep ({args.out})"))
+        if args.plot:
+            plot_sweep(rows, args.plot)
+        if not args.report:
+            print(sweep_markdown(rows))
+    except MLMProbError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())
