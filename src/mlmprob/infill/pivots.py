@@ -185,6 +185,7 @@ def plot_sweep(rows: Sequence[PivotRow], path: str | Path, title: str = "") -> P
     ax.set_xticks(range(len(rows)), ["standard" if r.pivot is None else r.name for r in rows], rotation=90,
                   fontsize=8)
     ax.set_ylabel("top-1 accuracy (%)")
+    ax.set_ylim(0, max(5.0, 110 * max(r.top1 for r in rows)))
     ax.set_title(title or "HCB beam search by pivot (green: standard beam, orange: mask pivot)", fontsize=9)
     fig.tight_layout()
     path = Path(path)
