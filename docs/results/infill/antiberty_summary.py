@@ -1,6 +1,5 @@
-"""Numbers quoted in README.md and antiberty-bf16-check.md about AntiBERTy, from the JSONL files here.
+"""The bf16-vs-fp32 agreement numbers quoted in README.md and antiberty-bf16-check.md (AntiBERTy).
 Run from the repository root: python docs/results/infill/antiberty_summary.py"""
-import collections
 import json
 
 D = "docs/results/infill/"
@@ -19,20 +18,3 @@ for m in ("top1", "top20", "identity"):
     print(f"  {m}: fp32 {sum(a[m] for a, _ in pairs) / n:.3f} bf16 {sum(b[m] for _, b in pairs) / n:.3f}")
 print(f"  CPU seconds (sum over records): fp32 {sum(a['seconds'] for a, _ in pairs):.1f} "
       f"bf16 {sum(b['seconds'] for _, b in pairs):.1f}")
-
-# 2. mean top-1 (%) per method over the complete cells of the partial AntiBERTy run
-cells = collections.defaultdict(list)
-for f in ("antiberty-random.jsonl", "antiberty-cdrh3.jsonl"):
-    for line in open(D + f):
-        r = json.loads(line)
-        cells[(r["region"], r["k"], r["method"])].append(r["top1"])
-for region in ("random", "cdrh3"):
-    ks = sorted({k for (rg, k, _), v in cells.items() if rg == region})
-    full = [k for k in ks if all(len(v) == 100 for (rg, kk, _), v in cells.items() if rg == region and kk == k)
-            and sum(1 for (rg, kk, _) in cells if rg == region and kk == k) == 11]
-    means = collections.defaultdict(list)
-    for (rg, k, m), v in cells.items():
-        if rg == region and k in full:
-            means[m] += v
-    print(f"{region}: complete k = {full}; mean top-1 % " +
-          ", ".join(f"{m} {100 * sum(v) / len(v):.2f}" for m, v in sorted(means.items())))

@@ -9,8 +9,8 @@ from mlmprob.models import load_mlm
 from mlmprob.data import shared_data_dir
 from mlmprob.infill.runner import ExperimentConfig, draw_data, gap_inputs
 
-for name in ("antiberty", "sapiens-vh"):
-    mlm = load_mlm(name, dtype="bf16" if name == "antiberty" else None)
+for name, dtype in (("antiberty", "bf16"), ("antiberty", None), ("sapiens-vh", None)):
+    mlm = load_mlm(name, dtype=dtype)
     cfg = ExperimentConfig(models=(name,), regions=("random", "cdrh3"), lengths=(5,), n_gaps=30)
     _, gaps = draw_data(cfg, shared_data_dir())
     for region in ("random", "cdrh3"):
@@ -21,5 +21,5 @@ for name in ("antiberty", "sapiens-vh"):
             ids[0, cols] = mlm.mask_id
             lp = torch.log_softmax(mlm.logits(ids)[0, cols].double(), -1)
             vals += lp[:, mlm.mask_id].tolist(); tops += lp.max(-1).values.tolist()
-        print(f"{name:10s} {region:6s} log q(mask) mean {statistics.mean(vals):7.2f} sd {statistics.stdev(vals):5.2f} "
+        print(f"{name + ('@' + dtype if dtype else ''):15s} {region:6s} log q(mask) mean {statistics.mean(vals):7.2f} sd {statistics.stdev(vals):5.2f} "
               f"min {min(vals):7.2f} max {max(vals):7.2f} | log q(best residue) mean {statistics.mean(tops):6.2f}")
