@@ -27,7 +27,7 @@ from ..errors import MLMProbError
 from .beam import beam_search, make_correction
 from .paired import exact_sign_test
 from .runner import (CountingMLM, ExperimentConfig, draw_data, gap_fields, gap_inputs, model_gaps,
-                     model_label, read_records, trim_partial_line)
+                     model_label, read_records, resolve_data_dir, trim_partial_line)
 
 
 def token_name(mlm, token_id: int) -> str:
@@ -195,8 +195,6 @@ def plot_sweep(rows: Sequence[PivotRow], path: str | Path, title: str = "") -> P
 
 
 def main(argv: list[str] | None = None) -> int:
-    from ..data import shared_data_dir
-
     d = PivotSweepConfig()
     p = argparse.ArgumentParser(prog="python -m mlmprob.infill.pivots", description=__doc__.split("\n")[0],
                                 formatter_class=argparse.ArgumentDefaultsHelpFormatter)
@@ -219,9 +217,7 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     try:
         if not args.report_only:
-            data_dir = args.data_dir or shared_data_dir()
-            if data_dir is None:
-                raise MLMProbError("cannot find the shared data folder; pass --data-dir")
+            data_dir = resolve_data_dir(args.data_dir)
             cfg = PivotSweepConfig(args.model, args.dataset, args.region, args.k, args.n_gaps, args.beam_size,
                                    args.order, None if args.pivots is None else tuple(args.pivots), args.seed,
                                    args.device, args.dtype)

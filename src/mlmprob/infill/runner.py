@@ -410,9 +410,17 @@ def _tables_one(records: list[dict], title: str) -> str:
     return "\n".join(parts)
 
 
-def main(argv: list[str] | None = None) -> int:
+def resolve_data_dir(given: str | None) -> str | Path:
+    """``given``, or the shared data folder found automatically (a clear error when there is none)."""
     from ..data import shared_data_dir
 
+    data_dir = given or shared_data_dir()
+    if data_dir is None:
+        raise MLMProbError("cannot find the shared data folder; pass --data-dir")
+    return data_dir
+
+
+def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m mlmprob.infill.runner", description=__doc__.split("\n")[0],
                                 formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     d = ExperimentConfig()
@@ -435,9 +443,7 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     try:
         if not args.tables_only:
-            data_dir = args.data_dir or shared_data_dir()
-            if data_dir is None:
-                raise MLMProbError("cannot find the shared data folder; pass --data-dir")
+            data_dir = resolve_data_dir(args.data_dir)
             regions = tuple(args.regions) if args.regions else None
             cfg = ExperimentConfig(tuple(args.models), args.dataset, regions, tuple(args.lengths),
                                    args.n_gaps, args.beam_size, tuple(args.methods), args.seed, args.device,
