@@ -351,6 +351,30 @@ def test_bleu_hand_computed():
     assert m["top1"] == 0.0 and m["top5"] == 1.0 and m["identity"] == 0.0
 
 
+def test_bleu_equals_sacrebleu_sentence_bleu():
+    """Our BLEU-n (n = min(k, 4)) is sacrebleu's sentence BLEU with that order, no smoothing, tokens as given."""
+    import logging
+    import random
+
+    from sacrebleu.metrics import BLEU
+
+    logging.getLogger("sacrebleu").setLevel(logging.ERROR)   # its 'enable effective_order' advice
+    scorers = {n: BLEU(max_ngram_order=n, smooth_method="none", tokenize="none", effective_order=False)
+               for n in range(1, 5)}
+    rng = random.Random(0)
+    n_nonzero = 0
+    for _ in range(500):
+        k = rng.randint(1, 9)
+        alphabet = "ACDEFG"[:rng.randint(2, 6)]
+        ref = [rng.choice(alphabet) for _ in range(k)]
+        hyp = [c if rng.random() < 0.6 else rng.choice(alphabet) for c in ref]
+        ours = bleu(hyp, ref)
+        theirs = scorers[min(k, 4)].sentence_score(" ".join(hyp), [" ".join(ref)]).score / 100
+        assert ours == pytest.approx(theirs, abs=1e-12)
+        n_nonzero += 0 < ours < 1
+    assert n_nonzero > 50      # partial matches, not only 0 / 1
+
+
 # -- a tiny Hugging Face model (logits_at path) ---------------------------------------------------------
 
 @pytest.fixture(scope="module")

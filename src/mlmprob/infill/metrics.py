@@ -1,6 +1,10 @@
 """Infilling metrics (Calef et al., sec. 5.2): top-k accuracy of the exact gap, sentence BLEU of
 the top-1 fill (BLEU-n with ``n = min(k, 4)`` for a gap of ``k`` tokens: for ``k <= 4`` this is
 non-zero only for an exact match, as in the paper's tables), and per-token identity.
+
+``bleu`` equals sacrebleu's sentence BLEU with ``max_ngram_order=n``, ``smooth_method="none"``,
+``tokenize="none"`` and ``effective_order=False`` on space-joined tokens (a test checks this); it is
+computed here on token sequences so that residues and token ids need no detokenization.
 """
 
 from __future__ import annotations
