@@ -149,6 +149,9 @@ def test_too_short_sentences_are_skipped(mlm, data_dir, n_tokens):
 def test_config_regions_and_bad_input(data_dir, tmp_path):
     assert ExperimentConfig().regions == ("random", "cdrh3")
     assert ExperimentConfig(dataset="snli").regions == ("random",)
+    assert ExperimentConfig(dataset="thera").regions == ("random",)     # no alignment, no CDR-H3
+    with pytest.raises(MLMProbError, match="cdrh3 for dataset thera"):
+        ExperimentConfig(dataset="thera", regions=("cdrh3",))
     with pytest.raises(MLMProbError, match="unknown dataset 'brown'"):
         ExperimentConfig(dataset="brown")
     with pytest.raises(MLMProbError, match="cdrh3 for dataset snli"):

@@ -24,6 +24,7 @@ AMINO_ACIDS = frozenset("ACDEFGHIKLMNPQRSTVWY")
 AHO_CDRH3 = (107, 138)   # 1-based inclusive AHo columns
 DATASETS = {"gdpa1": "antibody/GDPa1_v1.2.csv", "thera": "antibody/thera_sabdab.csv"}
 REGIONS = ("random", "cdrh3")
+DATASET_REGIONS = {"gdpa1": REGIONS, "thera": ("random",)}   # Thera-SAbDab has no alignment: no CDR-H3
 
 
 @dataclass(frozen=True)

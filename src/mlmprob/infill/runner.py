@@ -87,7 +87,7 @@ def dataset_regions(dataset: str) -> tuple[str, ...]:
     if dataset in ENGLISH_DATASETS:
         return ENGLISH_REGIONS
     if dataset in ANTIBODY_DATASETS:
-        return antibody_gaps.REGIONS
+        return antibody_gaps.DATASET_REGIONS[dataset]
     raise MLMProbError(f"unknown dataset {dataset!r}; use one of {', '.join(DATASETS)}")
 
 
