@@ -26,8 +26,8 @@ from typing import Callable, Sequence
 from ..errors import MLMProbError
 from .beam import beam_search, make_correction
 from .paired import exact_sign_test
-from .runner import (CountingMLM, ExperimentConfig, draw_data, gap_fields, gap_inputs, model_gaps,
-                     model_label, read_records, resolve_data_dir, trim_partial_line)
+from .runner import (DATASETS, REGIONS, CountingMLM, ExperimentConfig, draw_data, gap_fields, gap_inputs,
+                     model_gaps, model_label, read_records, resolve_data_dir, trim_partial_line)
 
 
 def token_name(mlm, token_id: int) -> str:
@@ -203,8 +203,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--plot", help="write the bar chart (PNG) here")
     p.add_argument("--report-only", action="store_true", help="only build --report/--plot from --out")
     p.add_argument("--model", default=d.model)
-    p.add_argument("--dataset", default=d.dataset)
-    p.add_argument("--region", default=d.region)
+    p.add_argument("--dataset", default=d.dataset, choices=list(DATASETS))
+    p.add_argument("--region", default=d.region, choices=list(REGIONS))
     p.add_argument("--k", type=int, default=d.k, help="gap length")
     p.add_argument("--n-gaps", type=int, default=d.n_gaps)
     p.add_argument("--beam-size", type=int, default=d.beam_size)
