@@ -20,6 +20,7 @@ for name, dtype in (("antiberty", "bf16"), ("antiberty", None), ("sapiens-vh", N
             ids = ids.clone()
             ids[0, cols] = mlm.mask_id
             lp = torch.log_softmax(mlm.logits(ids)[0, cols].double(), -1)
-            vals += lp[:, mlm.mask_id].tolist(); tops += lp.max(-1).values.tolist()
+            vals += lp[:, mlm.mask_id].tolist()
+            tops += lp.max(-1).values.tolist()
         print(f"{name + ('@' + dtype if dtype else ''):15s} {region:6s} log q(mask) mean {statistics.mean(vals):7.2f} sd {statistics.stdev(vals):5.2f} "
               f"min {min(vals):7.2f} max {max(vals):7.2f} | log q(best residue) mean {statistics.mean(tops):6.2f}")

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from ..data import FORMATS, read_records
 from ..errors import MLMProbError
+from ..jsonl import trim_partial_line
 
 TSV_FIELDS = ("id", "n_tokens", "pll", "pll_per_token", "e_local", "e_raw")
 
@@ -73,10 +74,7 @@ def run(args) -> int:
 
     if out_path:
         out_path.parent.mkdir(parents=True, exist_ok=True)
-        if out_path.exists():  # drop a half-written last line left by a kill
-            text = out_path.read_text()
-            if text and not text.endswith("\n"):
-                out_path.write_text(text[: text.rfind("\n") + 1])
+        trim_partial_line(out_path)  # drop a half-written last line left by a kill
         fh = out_path.open("a")
         if tsv and not done:
             fh.write("\t".join(TSV_FIELDS) + "\n")

@@ -38,6 +38,7 @@ from pathlib import Path
 import torch
 
 from ..errors import MLMProbError
+from ..jsonl import trim_partial_line
 from ..synthetic import SyntheticLanguage, make_language
 from ..training.data import SYMBOL_OFFSET, wrap_symbols
 from ..training.masking import generator_for, n_selected
@@ -296,10 +297,7 @@ class Results:
         self.path = path
         self.done: dict[str, dict] = {}
         if path.is_file():
-            text = path.read_text()
-            if text and not text.endswith("\n"):  # a line cut by a kill: dropped, its unit is redone
-                text = text[: text.rfind("\n") + 1]
-                path.write_text(text)
+            text = trim_partial_line(path)   # a line cut by a kill: dropped, its unit is redone
             for line in text.splitlines():
                 if line.strip():
                     rec = json.loads(line)

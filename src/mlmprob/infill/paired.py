@@ -34,6 +34,19 @@ def exact_sign_test(wins_a: int, wins_b: int) -> float:
     return min(1.0, 2 * tail / 2 ** n)
 
 
+def discordant(pairs: Iterable[tuple[dict, dict]]) -> tuple[int, int]:
+    """``(only_a, only_b)``: pairs of records ``(a, b)`` of one gap where only a's (only b's) top fill is right.
+
+    >>> discordant([({"top1": 1.0}, {"top1": 0.0}), ({"top1": 1.0}, {"top1": 1.0})])
+    (1, 0)
+    """
+    only_a = only_b = 0
+    for ra, rb in pairs:
+        only_a += ra["top1"] > rb["top1"]
+        only_b += ra["top1"] < rb["top1"]
+    return only_a, only_b
+
+
 @dataclass(frozen=True)
 class PairedComparison:
     """Method ``a`` vs method ``b`` over the gaps both were run on, for one (model, region, order)."""
@@ -72,11 +85,11 @@ def paired_comparisons(records: Iterable[dict], a: str = "hcb", b: str = "standa
     out = []
     for (model, region, order), pairs in sorted(groups.items(), key=lambda kv: (kv[0][:2], ORDERS.index(kv[0][2]))):
         n = len(pairs)
+        only_a, only_b = discordant(pairs)
         out.append(PairedComparison(
             model, region, order, n,
             same_top_fill=sum(ra["fills"][0] == rb["fills"][0] for ra, rb in pairs if ra["fills"] and rb["fills"]),
-            only_a=sum(ra["top1"] > rb["top1"] for ra, rb in pairs),
-            only_b=sum(ra["top1"] < rb["top1"] for ra, rb in pairs),
+            only_a=only_a, only_b=only_b,
             top1_a=sum(ra["top1"] for ra, _ in pairs) / n,
             top1_b=sum(rb["top1"] for _, rb in pairs) / n))
     return out

@@ -24,10 +24,11 @@ from pathlib import Path
 from typing import Callable, Sequence
 
 from ..errors import MLMProbError
+from ..jsonl import trim_partial_line
 from .beam import beam_search, make_correction
-from .paired import exact_sign_test
+from .paired import discordant, exact_sign_test
 from .runner import (DATASETS, REGIONS, CountingMLM, ExperimentConfig, draw_data, gap_fields, gap_inputs,
-                     model_gaps, model_label, read_records, resolve_data_dir, trim_partial_line)
+                     model_gaps, model_label, read_records, report_progress, resolve_data_dir)
 
 
 def token_name(mlm, token_id: int) -> str:
@@ -111,8 +112,8 @@ def run_sweep(config: PivotSweepConfig, out: str | Path, *, data_dir: str | Path
             fh.write(json.dumps(rec) + "\n")
             fh.flush()
             n_new += 1
-            if progress and (i + 1) % 50 == 0:
-                print(f"[{label}] {i + 1}/{len(todo)} records, {(i + 1) / (time.time() - t0):.1f}/s", file=sys.stderr)
+            if progress:
+                report_progress(label, i + 1, len(todo), t0)
     return n_new
 
 
@@ -138,7 +139,7 @@ class PivotRow:
 
 def summarize_sweep(records: Sequence[dict]) -> list[PivotRow]:
     """Rows per (model, region, k, order) group pooled, best top-1 first; standard is ``pivot=None``."""
-    std = {r_key[:-1]: r for r_key, r in ((_key(r), r) for r in records) if r["pivot"] is None}
+    std = {_key(r)[:-1]: r for r in records if r["pivot"] is None}
     by_pivot: dict = defaultdict(list)
     for r in records:
         base = std.get(_key(r)[:-1])
@@ -148,11 +149,11 @@ def summarize_sweep(records: Sequence[dict]) -> list[PivotRow]:
     for pivot, pairs in by_pivot.items():
         n = len(pairs)
         first = pairs[0][0]
+        only_pivot, only_standard = discordant(pairs)
         rows.append(PivotRow(
             pivot, "standard beam" if pivot is None else str(first["pivot_token"]), bool(first.get("mask_pivot")),
             n, *(sum(r[m] for r, _ in pairs) / n for m in ("top1", "top5", "top20", "identity")),
-            only_pivot_right=sum(r["top1"] > b["top1"] for r, b in pairs),
-            only_standard_right=sum(r["top1"] < b["top1"] for r, b in pairs)))
+            only_pivot_right=only_pivot, only_standard_right=only_standard))
     return sorted(rows, key=lambda r: (-r.top1, -r.top20, r.pivot if r.pivot is not None else -1))
 
 

@@ -46,6 +46,7 @@ from typing import Callable, Iterable
 import torch
 
 from ..errors import MLMProbError
+from ..jsonl import trim_partial_line
 from . import antibody_gaps
 from .antibody_gaps import GapSpec, load_chains, sample_gaps
 from .baselines import BASELINES, sample_infill
@@ -213,13 +214,6 @@ def read_records(path: Path) -> list[dict]:
     return out
 
 
-def trim_partial_line(path: Path) -> None:
-    if path.exists():
-        text = path.read_text()
-        if text and not text.endswith("\n"):
-            path.write_text(text[: text.rfind("\n") + 1])
-
-
 def gap_fields(mlm, gap: GapSpec | TokenGap, cands: list[InfillCandidate]) -> tuple[dict, dict]:
     """Record fields ``gold`` and ``fills`` (texts), and the metrics with any extra fields.
 
@@ -300,10 +294,15 @@ def run_experiment(config: ExperimentConfig, out: str | Path, *, data_dir: str |
                 fh.write(json.dumps(rec) + "\n")
                 fh.flush()
                 n_new += 1
-                if progress and (i + 1) % 50 == 0:
-                    rate = (i + 1) / (time.time() - t0)
-                    print(f"[{label}] {i + 1}/{len(todo)} records, {rate:.1f}/s", file=sys.stderr)
+                if progress:
+                    report_progress(label, i + 1, len(todo), t0)
     return n_new
+
+
+def report_progress(label: str, done: int, total: int, t0: float, every: int = 50) -> None:
+    """Every ``every`` records, a line on stderr: records done of ``total`` and the rate since ``t0``."""
+    if done % every == 0:
+        print(f"[{label}] {done}/{total} records, {done / (time.time() - t0):.1f}/s", file=sys.stderr)
 
 
 # -- tables ------------------------------------------------------------------------------------
@@ -394,6 +393,7 @@ def _tables_one(records: list[dict], title: str) -> str:
              "(top-1 averaged over gap lengths); Table 3: ablations; Table 4: HCB vs standard beam search "
              "on the same gaps (all gap lengths pooled; p: exact two-sided sign test on the gaps only one "
              "of them gets right).", ""]
+    paired_all = paired_comparisons(records)
     for region in _present(summary, 1):
         for model in _present(summary, 0):
             n = {d["n"] for key, d in summary.items() if key[0] == model and key[1] == region}
@@ -403,7 +403,7 @@ def _tables_one(records: list[dict], title: str) -> str:
                       "", table_methods_by_k(summary, model, region), ""]
         parts += [f"## Table 2 - top-1 accuracy, {region} gaps", "", table_models(summary, region), ""]
         parts += [f"## Table 3 - ablations (top-1), {region} gaps", "", table_ablations(summary, region), ""]
-        paired = [c for c in paired_comparisons(records) if c.region == region]
+        paired = [c for c in paired_all if c.region == region]
         if paired:
             parts += [f"## Table 4 - HCB vs standard on the same gaps, {region} gaps", "",
                       paired_markdown(paired), ""]
