@@ -1,4 +1,5 @@
-"""The bf16-vs-fp32 agreement numbers quoted in README.md and antiberty-bf16-check.md (AntiBERTy).
+"""AntiBERTy numbers quoted in README.md and antiberty-bf16-check.md: the bf16-vs-fp32 agreement, and
+the size and CPU time of the full column.
 Run from the repository root: python docs/results/infill/antiberty_summary.py"""
 import json
 
@@ -18,3 +19,9 @@ for m in ("top1", "top20", "identity"):
     print(f"  {m}: fp32 {sum(a[m] for a, _ in pairs) / n:.3f} bf16 {sum(b[m] for _, b in pairs) / n:.3f}")
 print(f"  CPU seconds (sum over records): fp32 {sum(a['seconds'] for a, _ in pairs):.1f} "
       f"bf16 {sum(b['seconds'] for _, b in pairs):.1f}")
+
+# 2. the full AntiBERTy column: distinct records and CPU time (sum of the records' own seconds)
+for f in ("antiberty-random.jsonl", "antiberty-cdrh3.jsonl"):
+    rs = [json.loads(line) for line in open(D + f)]
+    keys = {(r["model"], r["dataset"], r["region"], r["k"], r["gap_id"], r["method"]) for r in rs}
+    print(f"{f}: {len(rs)} records, {len(keys)} distinct keys, {sum(r['seconds'] for r in rs) / 3600:.2f} core-hours")
