@@ -7,7 +7,7 @@ Two sources share one shape, ``TokenData``:
   of a BERT vocabulary after five special tokens (``[PAD] [UNK] [CLS] [SEP] [MASK]``), so
   ``model id = symbol + SYMBOL_OFFSET``; every row is ``[CLS] x [SEP]``.
 - ``TextSource``: text files, one sequence per non-empty line; a WordPiece tokenizer is trained on
-  them (``tokenizers``) and saved as a ``transformers`` ``BertTokenizer``.
+  them (``wordpiece``, deterministic) and saved as a ``transformers`` ``BertTokenizer``.
 """
 
 from __future__ import annotations
@@ -22,8 +22,8 @@ import torch
 from ..errors import MLMProbError
 from ..synthetic import SyntheticLanguage, save_language
 from .masking import generator_for
+from .wordpiece import SPECIALS, train_wordpiece
 
-SPECIALS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
 SYMBOL_OFFSET = len(SPECIALS)
 
 
@@ -167,25 +167,6 @@ def split_heldout(lines: Sequence[str], fraction: float, seed: int) -> tuple[lis
     order = torch.randperm(len(lines), generator=generator_for(seed, "text-split")).tolist()
     n_held = max(1, round(fraction * len(lines)))
     return [lines[i] for i in order[n_held:]], [lines[i] for i in order[:n_held]]
-
-
-def train_wordpiece(lines: Sequence[str], vocab_size: int, max_length: int, lowercase: bool = True):
-    """Train a WordPiece vocabulary with ``tokenizers`` and return it as a ``transformers.BertTokenizer``.
-
-    >>> tok = train_wordpiece(["the cat sat", "the cats sat on the mat"], 40, 16)
-    >>> tok.convert_ids_to_tokens(tok("the cat")["input_ids"])
-    ['[CLS]', 'the', 'cat', '[SEP]']
-    """
-    from tokenizers import BertWordPieceTokenizer
-    from transformers import BertTokenizer
-
-    if vocab_size < len(SPECIALS) + 1:
-        raise MLMProbError(f"tokenizer vocab_size must exceed the {len(SPECIALS)} special tokens, got {vocab_size}")
-    wp = BertWordPieceTokenizer(lowercase=lowercase, clean_text=True, strip_accents=lowercase or None)
-    wp.train_from_iterator(list(lines), vocab_size=vocab_size, min_frequency=1, special_tokens=list(SPECIALS),
-                           show_progress=False)
-    vocab = dict(sorted(wp.get_vocab().items(), key=lambda kv: kv[1]))
-    return BertTokenizer(vocab=vocab, do_lower_case=lowercase, model_max_length=max_length)
 
 
 def _pad(rows: list[list[int]], pad_id: int) -> torch.Tensor:

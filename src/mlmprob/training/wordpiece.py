@@ -1,0 +1,136 @@
+"""A deterministic WordPiece vocabulary trainer.
+
+``tokenizers``' ``WordPieceTrainer`` (BPE under the hood) gives a different vocabulary from one
+process to the next on the same lines: the ``##`` sub-word tokens get ids in hash-map order and
+those ids break ties between equally frequent merges (huggingface/tokenizers issue #1794). A
+model trained here must be reproducible from its seed, so this module learns the vocabulary
+itself, with the same algorithm and every tie broken by the pair's text.
+
+Algorithm (BPE with a continuing-sub-word prefix, as ``tokenizers`` does for WordPiece):
+
+1. Lines are normalized and split into words exactly as the final ``BertTokenizer`` does
+   (``BertNormalizer`` then ``BertPreTokenizer``).
+2. A word ``w`` starts as ``[w[0], "##" + w[1], "##" + w[2], ...]``; the vocabulary starts as the
+   special tokens, then the word-initial characters, then the ``##`` characters (each sorted).
+3. Repeatedly the most frequent adjacent pair (counted over words with their frequencies) is
+   merged, ``(a, "##b") -> "ab"``; ties go to the smallest ``(a, b)`` in string order. A merged
+   token new to the vocabulary is appended. Training stops at ``vocab_size`` tokens or when no
+   pair occurs ``min_frequency`` times.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections import Counter
+from typing import Iterable, Sequence
+
+from ..errors import MLMProbError
+
+PREFIX = "##"
+SPECIALS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
+
+
+def words_of(lines: Iterable[str], lowercase: bool = True) -> Counter:
+    """Word counts of ``lines``, split as a ``BertTokenizer`` with ``do_lower_case=lowercase`` splits them.
+
+    >>> sorted(words_of(["The cat, the CAT."]).items())
+    [(',', 1), ('.', 1), ('cat', 2), ('the', 2)]
+    """
+    from tokenizers.normalizers import BertNormalizer
+    from tokenizers.pre_tokenizers import BertPreTokenizer
+
+    norm = BertNormalizer(clean_text=True, handle_chinese_chars=True, strip_accents=None, lowercase=lowercase)
+    pre = BertPreTokenizer()
+    counts: Counter = Counter()
+    for line in lines:
+        counts.update(w for w, _ in pre.pre_tokenize_str(norm.normalize_str(line)))
+    return counts
+
+
+def learn_vocab(word_counts: dict[str, int], vocab_size: int, specials: Sequence[str],
+                min_frequency: int = 1) -> list[str]:
+    """The WordPiece vocabulary (specials first) learned from ``word_counts``; see the module docstring.
+
+    The alphabet is always kept whole, so the result may be longer than ``vocab_size`` when the
+    alphabet alone exceeds it; it is shorter when merges run out first.
+
+    >>> learn_vocab({"abab": 3, "ab": 1, "ba": 1}, 10, ["[UNK]"])
+    ['[UNK]', 'a', 'b', '##a', '##b', 'ab', '##ab', 'abab', 'ba']
+    """
+    if min_frequency < 1:
+        raise MLMProbError(f"min_frequency must be at least 1, got {min_frequency}")
+    words = sorted(word_counts)                       # fixed order: word index -> word
+    freq = [int(word_counts[w]) for w in words]
+    pieces = [[w[0]] + [PREFIX + c for c in w[1:]] for w in words]
+    vocab = list(dict.fromkeys(specials))
+    vocab += sorted({p[0] for p in pieces} - set(vocab))
+    vocab += sorted({c for p in pieces for c in p[1:]} - set(vocab))
+    known = set(vocab)
+
+    pair_count: Counter = Counter()
+    where: dict[tuple[str, str], set[int]] = {}
+    for i, p in enumerate(pieces):
+        for pair in zip(p, p[1:]):
+            pair_count[pair] += freq[i]
+            where.setdefault(pair, set()).add(i)
+    heap = [(-n, a, b) for (a, b), n in pair_count.items()]
+    heapq.heapify(heap)
+
+    while len(vocab) < vocab_size and heap:
+        neg, a, b = heapq.heappop(heap)
+        if pair_count.get((a, b), 0) != -neg:
+            continue                                  # a stale entry: the count has changed since
+        if -neg < min_frequency:
+            break
+        merged = a + b[len(PREFIX):]
+        if merged not in known:
+            known.add(merged)
+            vocab.append(merged)
+        touched: Counter = Counter()
+        for i in sorted(where.pop((a, b))):
+            p, f = pieces[i], freq[i]
+            for pair in zip(p, p[1:]):
+                touched[pair] -= f
+            out, j = [], 0
+            while j < len(p):
+                if j + 1 < len(p) and p[j] == a and p[j + 1] == b:
+                    out.append(merged)
+                    j += 2
+                else:
+                    out.append(p[j])
+                    j += 1
+            pieces[i] = out
+            for pair in zip(out, out[1:]):
+                touched[pair] += f
+                where.setdefault(pair, set()).add(i)
+        for pair, delta in sorted(touched.items()):
+            if delta:
+                pair_count[pair] += delta
+                if pair_count[pair] > 0:
+                    heapq.heappush(heap, (-pair_count[pair], *pair))
+                else:
+                    del pair_count[pair]
+        pair_count.pop((a, b), None)
+    return vocab
+
+
+def train_wordpiece(lines: Sequence[str], vocab_size: int, max_length: int, lowercase: bool = True,
+                    specials: Sequence[str] = SPECIALS):
+    """Learn a WordPiece vocabulary of ``vocab_size`` from ``lines``; return it as a ``transformers.BertTokenizer``.
+
+    The same lines give the same vocabulary in every process (unlike ``tokenizers``' trainer).
+
+    >>> tok = train_wordpiece(["the cat sat", "the cats sat on the mat"], 40, 16)
+    >>> tok.convert_ids_to_tokens(tok("the cat")["input_ids"])
+    ['[CLS]', 'the', 'cat', '[SEP]']
+    """
+    from transformers import BertTokenizer
+
+    if vocab_size < len(specials) + 1:
+        raise MLMProbError(f"tokenizer vocab_size must exceed the {len(specials)} special tokens, got {vocab_size}")
+    counts = words_of(lines, lowercase)
+    if not counts:
+        raise MLMProbError("cannot train a WordPiece vocabulary: the lines have no words")
+    vocab = learn_vocab(counts, vocab_size, specials)
+    return BertTokenizer(vocab={t: i for i, t in enumerate(vocab)}, do_lower_case=lowercase,
+                         model_max_length=max_length)
