@@ -304,6 +304,13 @@ def test_runner_resumes_and_reports(tmp_path):
     assert [(r["a"], r["b"]) for r in recs3 if r["i"] < 2] == [(r["a"], r["b"]) for r in recs]
     _, on_disk = load_records(tmp_path / "out" / "pairs.jsonl")
     assert len(on_disk) == 6
+    # a line cut by a kill is dropped before appending: the next run redoes that pair only
+    with (tmp_path / "out" / "pairs.jsonl").open("a") as f:
+        f.write('{"kind": "pair", "scheme": "ran')
+    seen.clear()
+    cfg4 = JointsConfig(model="tiny", data=str(data), n_pairs=4, seed=1)
+    recs4 = run_joints(m, cfg4, tmp_path / "out", progress=seen.append)
+    assert len(seen) == 2 and len(recs4) == 8 and len(load_records(tmp_path / "out" / "pairs.jsonl")[1]) == 8
     paths = write_report(recs3, tmp_path / "out")
     text = paths["report"].read_text()
     assert "| AG |" in text and "MRF-L" in text and "random U-PPL" in text

@@ -63,6 +63,7 @@ import torch
 
 from ..batching import DEFAULT_BATCH_TOKENS
 from ..errors import MLMProbError
+from ..jsonl import read_jsonl, trim_partial_line
 from ..models.protocol import MaskedLM
 
 RESULTS_FILE, RUNS_FILE, WORK_DIR = "results.jsonl", "runs.jsonl", "work"
@@ -459,15 +460,7 @@ def _model_name(mlm) -> str:
 def read_results(path: Path) -> list[dict]:
     """Records of a results file; a line cut short by a kill is skipped; for a repeated
     (configuration, unit, chain) the last line wins."""
-    if not path.exists():
-        return []
-    out: dict[tuple, dict] = {}
-    for line in path.read_text().splitlines():
-        try:
-            r = json.loads(line)
-        except json.JSONDecodeError:
-            continue
-        out[(r["config"], r["unit"], r["chain"])] = r
+    out = {(r["config"], r["unit"], r["chain"]): r for r in read_jsonl(path)}
     return list(out.values())
 
 
@@ -510,6 +503,7 @@ def run_experiment(mlm: MaskedLM, antibodies: Sequence[Antibody], configs: Seque
     work = out / WORK_DIR
     work.mkdir(exist_ok=True)
     path = out / RESULTS_FILE
+    trim_partial_line(path)     # a line cut by a kill: dropped before appending
     done = done_units(read_results(path), opts)
     prepared: dict[bool, _Units] = {}
     written: dict[str, int] = {}

@@ -16,6 +16,7 @@ import math
 from collections import defaultdict
 from pathlib import Path
 
+from ..jsonl import read_jsonl
 from .cdr_h3 import (ANNEALS, CONFIGS, PTEMPS, RESULTS_FILE, RUNS_FILE, T5_ANNEAL, TOPPS, RunOptions, corpus_bleu,
                      read_results, stutter_rate)
 
@@ -307,10 +308,7 @@ def figure4(res: Results, burn_in: int, path: Path) -> Path | None:
 # -- report ----------------------------------------------------------------------------------------
 
 def _runs(out: Path) -> list[dict]:
-    p = out / RUNS_FILE
-    if not p.exists():
-        return []
-    return [json.loads(line) for line in p.read_text().splitlines() if line.strip()]
+    return read_jsonl(out / RUNS_FILE)
 
 
 def write_report(out: str | Path, opts: RunOptions, model: str = "") -> Path:

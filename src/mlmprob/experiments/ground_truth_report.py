@@ -9,6 +9,7 @@ import json
 import sys
 from pathlib import Path
 
+from ..jsonl import read_jsonl
 from .ground_truth import BEAMS, JOINT_METHODS, RESULTS, empirical, tv
 
 JOINT_NAMES = {"mlm": "MLM", "mrf_logit": "MRF-logit", "mrf": "MRF", "hcb": "HCB", "ag": "AG"}
@@ -18,14 +19,8 @@ MIX_FACTOR = 2.0    # mixed: the moving average stays within this multiple of th
 
 def load(out: Path) -> tuple[dict, list[dict], list[dict]]:
     cfg = json.loads((out / "config.json").read_text())
-    recs = [json.loads(s) for s in (out / RESULTS).read_text().splitlines() if s.strip()]
-    done = {}
-    for r in recs:
-        done[r["unit"]] = r  # the last record of a unit wins
-    runs = []
-    if (out / "runs.jsonl").is_file():
-        runs = [json.loads(s) for s in (out / "runs.jsonl").read_text().splitlines() if s.strip()]
-    return cfg, list(done.values()), runs
+    done = {r["unit"]: r for r in read_jsonl(out / RESULTS)}   # the last record of a unit wins
+    return cfg, list(done.values()), read_jsonl(out / "runs.jsonl")
 
 
 def stat_floor(reference, n: int, reps: int = 200, seed: int = 0) -> float:

@@ -46,7 +46,7 @@ from typing import Callable, Iterable
 import torch
 
 from ..errors import MLMProbError
-from ..jsonl import trim_partial_line
+from ..jsonl import read_jsonl, trim_partial_line
 from . import antibody_gaps
 from .antibody_gaps import GapSpec, load_chains, sample_gaps
 from .baselines import BASELINES, sample_infill
@@ -202,16 +202,8 @@ def _decode(mlm, tokens) -> str:
 
 
 def read_records(path: Path) -> list[dict]:
-    """Records of a result file; a partly written last line is ignored."""
-    if not path.exists():
-        return []
-    out = []
-    for line in path.read_text().splitlines():
-        try:
-            out.append(json.loads(line))
-        except json.JSONDecodeError:
-            continue
-    return out
+    """Records of a result file; a partly written last line is ignored (``mlmprob.jsonl.read_jsonl``)."""
+    return read_jsonl(path)
 
 
 def gap_fields(mlm, gap: GapSpec | TokenGap, cands: list[InfillCandidate]) -> tuple[dict, dict]:

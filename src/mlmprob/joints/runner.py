@@ -26,6 +26,7 @@ import torch
 
 from ..batching import DEFAULT_BATCH_TOKENS
 from ..errors import MLMProbError
+from ..jsonl import read_jsonl, trim_partial_line
 from ..models.protocol import MaskedLM, default_positions
 from .evaluate import AGOptions, evaluate_pair
 from .metrics import JointSummary, summarize
@@ -155,17 +156,8 @@ def plan_pairs(mlm: MaskedLM, sequences: Sequence[str], config: JointsConfig) ->
 def load_records(path: str | Path) -> tuple[dict | None, list[dict]]:
     """``(config identity or None, pair records)`` of a JSONL file; an unreadable trailing line (an
     interrupted write) is dropped."""
-    p = Path(path)
-    if not p.exists():
-        return None, []
     header, records = None, []
-    for line in p.read_text().splitlines():
-        if not line.strip():
-            continue
-        try:
-            obj = json.loads(line)
-        except json.JSONDecodeError:
-            continue
+    for obj in read_jsonl(Path(path)):
         if obj.get("kind") == "config":
             header = obj["config"]
         elif obj.get("kind") == "pair":
@@ -181,6 +173,7 @@ def run_joints(mlm: MaskedLM, config: JointsConfig, out_dir: str | Path, *,
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     path = out / RECORDS_FILE
+    trim_partial_line(path)     # a line cut by a kill: dropped before appending, its pair is redone
     header, records = load_records(path)
     if header is not None and header != config.identity():
         raise MLMProbError(f"{path} holds results of another configuration ({header}); use a new output folder")
