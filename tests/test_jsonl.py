@@ -24,3 +24,12 @@ def test_damaged_line_is_an_error_naming_it(tmp_path, text):
     line = 1 if text.startswith("nonsense") else 2
     with pytest.raises(MLMProbError, match=f"r.jsonl line {line} is not valid JSON"):
         read_jsonl(p)
+
+
+def test_command_logs_drop_a_cut_line_before_appending(tmp_path):
+    from mlmprob.experiments.cdr_h3 import _append_run
+    from mlmprob.experiments.cdr_h3_report import _runs
+
+    (tmp_path / "runs.jsonl").write_text('{"command": "a"}\n{"command": "x", "wa')
+    _append_run(tmp_path, {"command": "y"})
+    assert _runs(tmp_path) == [{"command": "a"}, {"command": "y"}]

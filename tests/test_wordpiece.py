@@ -20,7 +20,8 @@ LINES = ["The quick brown fox jumps over the lazy dog.", "A quick movement of th
 def reference_vocab(word_counts, vocab_size, specials, min_frequency=1):
     """The same algorithm written the slow way: every pair recounted from all words at every step."""
     words = {w: [w[0]] + ["##" + c for c in w[1:]] for w in word_counts}
-    vocab = list(specials) + sorted({p[0] for p in words.values()}) + sorted({c for p in words.values() for c in p[1:]})
+    vocab = list(dict.fromkeys(list(specials) + sorted(set("".join(words)))
+                               + sorted({c for p in words.values() for c in p[1:]})))
     while len(vocab) < vocab_size:
         counts = Counter()
         for w, p in words.items():
@@ -71,7 +72,7 @@ def test_hand_computed_merges():
     assert learn_vocab({"abab": 3, "ab": 1, "ba": 1}, 100, ["[UNK]"], min_frequency=2) == \
         ["[UNK]", "a", "b", "##a", "##b", "ab", "##ab", "abab"]                              # (b,##a) occurs once
     # the alphabet is kept whole even when it alone exceeds the size
-    assert learn_vocab({"xyz": 1}, 2, ["[UNK]"]) == ["[UNK]", "x", "##y", "##z"]
+    assert learn_vocab({"xyz": 1}, 2, ["[UNK]"]) == ["[UNK]", "x", "y", "z", "##y", "##z"]
     with pytest.raises(MLMProbError, match="min_frequency"):
         learn_vocab({"a": 1}, 5, ["[UNK]"], min_frequency=0)
 
@@ -95,6 +96,9 @@ def test_tokenizer_covers_its_lines_and_has_the_asked_size():
     assert tok.tokenize("quick") == ["quick"]                 # frequent words become whole tokens
     assert any(t.startswith("##") for line in LINES for t in tok.tokenize(line))
     assert tok.unk_token_id in tok("\u2603")["input_ids"]   # a character never seen
+    # a new word made of characters seen only inside words still has a tokenization (as in tokenizers)
+    small = train_wordpiece(["the cat sat", "the cats sat on the mat"], 40, 16)
+    assert small.unk_token_id not in small("hat at east")["input_ids"]
     with pytest.raises(MLMProbError, match="special tokens"):
         train_wordpiece(LINES, 5, 64)
     with pytest.raises(MLMProbError, match="no words"):

@@ -570,6 +570,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _append_run(out: Path, entry: dict) -> None:
+    trim_partial_line(out / RUNS_FILE)
     with (out / RUNS_FILE).open("a") as f:
         f.write(json.dumps(entry) + "\n")
 

@@ -454,6 +454,7 @@ def main(argv=None) -> int:
         out = Path(args.out)
         t0 = time.time()
         run(cfg, out, Path(args.runs), stages=tuple(args.stages.split(",")), progress=not args.no_progress)
+        trim_partial_line(out / "runs.jsonl")
         with (out / "runs.jsonl").open("a") as f:
             f.write(json.dumps({"command": "python -m mlmprob.experiments.ground_truth "
                                 + " ".join(shlex.quote(a) for a in (argv if argv is not None else sys.argv[1:])),

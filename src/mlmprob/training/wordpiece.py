@@ -11,7 +11,8 @@ Algorithm (BPE with a continuing-sub-word prefix, as ``tokenizers`` does for Wor
 1. Lines are normalized and split into words exactly as the final ``BertTokenizer`` does
    (``BertNormalizer`` then ``BertPreTokenizer``).
 2. A word ``w`` starts as ``[w[0], "##" + w[1], "##" + w[2], ...]``; the vocabulary starts as the
-   special tokens, then the word-initial characters, then the ``##`` characters (each sorted).
+   special tokens, then every character seen (so a new word of known characters never becomes
+   ``[UNK]``), then the ``##`` form of every character seen after a word's start (each sorted).
 3. Repeatedly the most frequent adjacent pair (counted over words with their frequencies) is
    merged, ``(a, "##b") -> "ab"``; ties go to the smallest ``(a, b)`` in string order. A merged
    token new to the vocabulary is appended. Training stops at ``vocab_size`` tokens or when no
@@ -56,6 +57,8 @@ def learn_vocab(word_counts: dict[str, int], vocab_size: int, specials: Sequence
 
     >>> learn_vocab({"abab": 3, "ab": 1, "ba": 1}, 10, ["[UNK]"])
     ['[UNK]', 'a', 'b', '##a', '##b', 'ab', '##ab', 'abab', 'ba']
+    >>> learn_vocab({"xyz": 1}, 1, ["[UNK]"])      # all characters bare, non-initial ones also with ##
+    ['[UNK]', 'x', 'y', 'z', '##y', '##z']
     """
     if min_frequency < 1:
         raise MLMProbError(f"min_frequency must be at least 1, got {min_frequency}")
@@ -63,7 +66,7 @@ def learn_vocab(word_counts: dict[str, int], vocab_size: int, specials: Sequence
     freq = [int(word_counts[w]) for w in words]
     pieces = [[w[0]] + [PREFIX + c for c in w[1:]] for w in words]
     vocab = list(dict.fromkeys(specials))
-    vocab += sorted({p[0] for p in pieces} - set(vocab))
+    vocab += sorted({c for w in words for c in w} - set(vocab))
     vocab += sorted({c for p in pieces for c in p[1:]} - set(vocab))
     known = set(vocab)
 
