@@ -90,7 +90,7 @@ def learn_vocab(word_counts: dict[str, int], vocab_size: int, specials: Sequence
             known.add(merged)
             vocab.append(merged)
         touched: Counter = Counter()
-        for i in sorted(where.pop((a, b))):
+        for i in where.pop((a, b)):      # the order of words does not matter: changes are summed
             p, f = pieces[i], freq[i]
             for pair in zip(p, p[1:]):
                 touched[pair] -= f
@@ -106,14 +106,13 @@ def learn_vocab(word_counts: dict[str, int], vocab_size: int, specials: Sequence
             for pair in zip(out, out[1:]):
                 touched[pair] += f
                 where.setdefault(pair, set()).add(i)
-        for pair, delta in sorted(touched.items()):
+        for pair, delta in touched.items():
             if delta:
                 pair_count[pair] += delta
                 if pair_count[pair] > 0:
                     heapq.heappush(heap, (-pair_count[pair], *pair))
                 else:
-                    del pair_count[pair]
-        pair_count.pop((a, b), None)
+                    del pair_count[pair]     # (a, b) itself ends here: no word keeps it
     return vocab
 
 
