@@ -27,8 +27,8 @@ from ..errors import MLMProbError
 from ..jsonl import trim_partial_line
 from .beam import beam_search, make_correction
 from .paired import discordant, exact_sign_test
-from .runner import (DATASETS, REGIONS, CountingMLM, ExperimentConfig, draw_data, gap_fields, gap_inputs,
-                     model_gaps, model_label, read_records, report_progress, resolve_data_dir)
+from .runner import (DATASETS, REGIONS, CountingMLM, ExperimentConfig, draw_data, measure_gap, model_gaps,
+                     model_label, read_records, report_progress, resolve_data_dir)
 
 
 def token_name(mlm, token_id: int) -> str:
@@ -98,17 +98,14 @@ def run_sweep(config: PivotSweepConfig, out: str | Path, *, data_dir: str | Path
     n_new, t0 = 0, time.time()
     with out.open("a") as fh:
         for i, (gap, pivot) in enumerate(todo):
-            ids, cols = gap_inputs(mlm, gap)
             corr = make_correction(mlm, "standard" if pivot is None else "hcb", pivot)
-            rows0, t1 = mlm.rows, time.time()
-            cands = beam_search(mlm, ids, cols, correction=corr, order=config.order, beam_size=config.beam_size)
-            texts, metrics = gap_fields(mlm, gap, cands)
             rec = {"model": label, "dataset": config.dataset, "region": config.region, "k": config.k,
                    "gap_id": gap.gap_id, "order": config.order, "pivot": pivot,
                    "pivot_token": None if pivot is None else token_name(mlm, pivot),
-                   "mask_pivot": pivot == mlm.mask_id, "beam_size": config.beam_size, **texts,
-                   "scores": [c.score for c in cands], "rows": mlm.rows - rows0,
-                   "seconds": round(time.time() - t1, 4), **metrics}
+                   "mask_pivot": pivot == mlm.mask_id, "beam_size": config.beam_size,
+                   **measure_gap(mlm, gap, lambda ids, cols: beam_search(mlm, ids, cols, correction=corr,
+                                                                          order=config.order,
+                                                                          beam_size=config.beam_size))}
             fh.write(json.dumps(rec) + "\n")
             fh.flush()
             n_new += 1

@@ -220,6 +220,18 @@ def gap_fields(mlm, gap: GapSpec | TokenGap, cands: list[InfillCandidate]) -> tu
     return {"gold": gap.gold, "fills": fills}, gap_metrics(fills, gap.gold)
 
 
+def measure_gap(mlm: CountingMLM, gap: GapSpec | TokenGap,
+                search: Callable[[torch.Tensor, torch.Tensor], list[InfillCandidate]]) -> dict:
+    """Run ``search(ids, cols)`` on ``gap`` and return the record fields every infilling result file
+    shares: ``gold``, ``fills``, ``scores``, ``rows`` (sequences forwarded), ``seconds`` and the metrics."""
+    ids, cols = gap_inputs(mlm, gap)
+    rows0, t1 = mlm.rows, time.time()
+    cands = search(ids, cols)
+    texts, metrics = gap_fields(mlm, gap, cands)
+    return {**texts, "scores": [c.score for c in cands], "rows": mlm.rows - rows0,
+            "seconds": round(time.time() - t1, 4), **metrics}
+
+
 def model_gaps(config: ExperimentConfig, mlm, source, antibody: dict | None, progress: bool) -> dict:
     """Gaps per (region, k): the antibody draws, or English ones from this model's tokenization."""
     if antibody is not None:
@@ -273,16 +285,12 @@ def run_experiment(config: ExperimentConfig, out: str | Path, *, data_dir: str |
             t0 = time.time()
             for i, (region, k, gap_id, method) in enumerate(todo):
                 gap = gaps[(region, k)][gap_id]
-                ids, cols = gap_inputs(mlm, gap)
                 gen = torch.Generator().manual_seed(seed_of(config.seed, model_name, region, k, gap.gap_id, method))
-                rows0, t1 = mlm.rows, time.time()
-                cands = run_method(method, mlm, ids, cols, config.beam_size, gen, scramble)
-                texts, metrics = gap_fields(mlm, gap, cands)
                 rec = {"model": label, "dataset": config.dataset, "region": region, "k": k,
                        "gap_id": gap.gap_id, "method": method, "chain_id": gap.chain_id, "start": gap.start,
-                       "gold": texts["gold"], "beam_size": config.beam_size, "fills": texts["fills"],
-                       "scores": [c.score for c in cands], "rows": mlm.rows - rows0,
-                       "seconds": round(time.time() - t1, 4), **metrics}
+                       "beam_size": config.beam_size,
+                       **measure_gap(mlm, gap, lambda ids, cols: run_method(method, mlm, ids, cols, config.beam_size,
+                                                                             gen, scramble))}
                 fh.write(json.dumps(rec) + "\n")
                 fh.flush()
                 n_new += 1
