@@ -10,20 +10,67 @@ import importlib
 import os
 import sys
 
+from .batching import DEFAULT_BATCH_TOKENS
 from .errors import MLMProbError
 
-COMMANDS = ("score", "demo", "sample", "joints", "infill", "train")
+COMMANDS = ("score", "merge", "demo", "sample", "joints", "infill", "train")
+
+
+def _positive_int(text: str) -> int:
+    try:
+        n = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"must be >= 1, got {n}")
+    return n
 
 
 def add_model_args(p: argparse.ArgumentParser, default: str = "antiberty") -> None:
     """The options every model-using command shares."""
+    from .runtime.device import default_dtype_spec
+
     p.add_argument("--model", default=default,
-                   help="built-in name (antiberty, sapiens-vh, sapiens-vl), local HF directory, or hub id")
-    p.add_argument("--device", default="cpu", help="torch device, e.g. cpu, cuda, cuda:1")
-    p.add_argument("--dtype", default=None, help="float32 (default), bfloat16 or float16")
-    from .batching import DEFAULT_BATCH_TOKENS
-    p.add_argument("--batch-tokens", type=int, default=DEFAULT_BATCH_TOKENS,
-                   help="token budget of one forward sub-batch (lower it if memory runs out)")
+                   help="built-in name (antiberty, sapiens-vh, sapiens-vl, en-small), local HF directory, or hub id")
+    p.add_argument("--device", default="auto",
+                   help="torch device: auto (CUDA, else MPS, else CPU), cpu, cuda, cuda:1, mps")
+    p.add_argument("--dtype", default=default_dtype_spec(),
+                   help="auto (bf16 on CUDA/bf16-capable CPUs, fp16 on older GPUs, else float32), float32, "
+                        "bfloat16 or float16; $MLMPROB_DTYPE sets the default")
+    p.add_argument("--batch-tokens", type=_positive_int, default=None,
+                   help="token budget of one forward sub-batch (default: from the device's free memory on GPUs, "
+                        f"{DEFAULT_BATCH_TOKENS} on CPUs; lower it if memory runs out)")
+
+
+def add_runtime_args(p: argparse.ArgumentParser) -> None:
+    """Streaming, sharding, resume and parallelism: the options of every command that loops over units."""
+    g = p.add_argument_group("scale")
+    g.add_argument("--resume", action="store_true", help="continue --out: skip units already there, then append")
+    g.add_argument("--shard", metavar="I/N", help="process only shard I of N (1-based; record k goes to shard k mod N + 1)")
+    g.add_argument("--workers", type=_positive_int, default=None, help="N CPU worker processes, one model each")
+    g.add_argument("--devices", help="comma-separated devices, one worker process each, e.g. cuda:0,cuda:1")
+    g.add_argument("--engine", choices=("local", "ray"), default="local",
+                   help="local processes, or Ray actors (pip install 'mlmprob[ray]')")
+    g.add_argument("--ray-address", default=None, help="Ray cluster address (default: start a local Ray instance)")
+    g.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
+
+
+def load_model_from_args(args):
+    """Load ``--model`` on ``--device`` in ``--dtype`` and settle ``args.batch_tokens`` for that device."""
+    from .batching import auto_batch_tokens
+    from .models import load_mlm
+
+    mlm = load_mlm(args.model, device=args.device, dtype=args.dtype)
+    args.batch_tokens = auto_batch_tokens(mlm, args.batch_tokens)
+    return mlm
+
+
+def model_dtype_label(dtype_spec, device: str) -> str:
+    """The dtype that ``dtype_spec`` means on ``device``, as text (for the CLI's output)."""
+    from .runtime.device import resolve_device, resolve_dtype
+
+    dt = resolve_dtype(dtype_spec, resolve_device(device))
+    return "float32" if dt is None else str(dt).replace("torch.", "")
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -134,7 +134,7 @@ def token_scores(
     positions: Positions = None,
     *,
     word_ids: torch.Tensor | None = None,
-    batch_tokens: int = DEFAULT_BATCH_TOKENS,
+    batch_tokens: int | None = DEFAULT_BATCH_TOKENS,
     progress: Callable[[int], None] | None = None,
 ) -> TokenScores:
     """Per-token log-probabilities and raw logits, one masked copy per scored position.
@@ -157,16 +157,21 @@ def token_scores(
         if word_ids.shape != ids.shape:
             raise PositionsError(f"word_ids has shape {tuple(word_ids.shape)}, input_ids has shape {tuple(ids.shape)}")
         extra = whole_word_mask(word_ids, rows, cols)
-    lp = torch.zeros(ids.shape, dtype=torch.float64)
-    raw = torch.zeros(ids.shape, dtype=torch.float64)
-    targets = ids[rows, cols]
-    for idx, logits in iter_masked_logits(mlm, ids, rows, cols, extra_mask=extra,
-                                          batch_tokens=batch_tokens, progress=progress):
-        logits = logits.double()
-        tgt = targets[idx, None]
-        r, c = rows[idx], cols[idx]
-        raw[r, c] = logits.gather(1, tgt)[:, 0]
-        lp[r, c] = (logits.gather(1, tgt) - torch.logsumexp(logits, dim=-1, keepdim=True))[:, 0]
+    dev = torch.device(getattr(mlm, "device", "cpu"))
+    lp = torch.zeros(ids.shape, dtype=torch.float64, device=dev)
+    raw = torch.zeros(ids.shape, dtype=torch.float64, device=dev)
+    rows_d, cols_d = rows.to(dev), cols.to(dev)
+    targets = ids.to(dev)[rows_d, cols_d]
+    # log-softmax in float64 on the CPU; float32 on accelerators (a [n, V] float64 copy costs too much there)
+    acc = torch.float64 if dev.type == "cpu" else torch.float32
+    for idx, logits in iter_masked_logits(mlm, ids, rows, cols, extra_mask=extra, batch_tokens=batch_tokens,
+                                          progress=progress, on_device=True):
+        logits = logits.to(acc)
+        tgt = logits.gather(1, targets[idx, None])[:, 0]
+        r, c = rows_d[idx], cols_d[idx]
+        raw[r, c] = tgt.double()
+        lp[r, c] = (tgt - torch.logsumexp(logits, dim=-1)).double()
+    lp, raw = lp.cpu(), raw.cpu()  # one copy to the host per call
     return TokenScores(lp, raw, sel)
 
 

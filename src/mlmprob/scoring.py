@@ -48,7 +48,7 @@ def _encode_chunk(mlm, chunk: Sequence[Record]):
 
 
 def score_records(mlm, records: Iterable[Record], *, whole_word: bool = False, per_token: bool = False,
-                  batch_tokens: int = DEFAULT_BATCH_TOKENS, chunk_size: int = 16,
+                  batch_tokens: int | None = DEFAULT_BATCH_TOKENS, chunk_size: int = 16,
                   skip_invalid: bool = False, on_skip: Callable[[Record, str], None] | None = None,
                   progress: Callable[[int], None] | None = None) -> Iterator[SequenceScore]:
     """Yield a ``SequenceScore`` per record, scoring ``chunk_size`` records per call (results come
@@ -99,3 +99,31 @@ def score_records(mlm, records: Iterable[Record], *, whole_word: bool = False, p
         yield from flush()
         if progress:
             progress(len(buf))
+
+
+@dataclass(frozen=True)
+class ScoreJob:
+    """Everything a worker process needs to score chunks of records (picklable; ``mlmprob score`` runs it
+    in one process, in one process per device, or on Ray actors)."""
+
+    model: str
+    dtype: str | None = None
+    whole_word: bool = False
+    per_token: bool = False
+    batch_tokens: int | None = None
+    skip_invalid: bool = False
+
+    def load(self, device: str = "auto"):
+        """The model on ``device`` (called once per worker)."""
+        from .models import load_mlm
+
+        return load_mlm(self.model, device=device, dtype=self.dtype)
+
+    def run(self, mlm, records: Sequence[Record]) -> tuple[list[dict], list[tuple[str, str]]]:
+        """Score one chunk: result rows (dicts, in input order) and the ``(id, reason)`` of skipped records."""
+        skipped: list[tuple[str, str]] = []
+        rows = [s.to_dict(self.per_token) for s in score_records(
+            mlm, records, whole_word=self.whole_word, per_token=self.per_token, chunk_size=max(len(records), 1),
+            batch_tokens=self.batch_tokens, skip_invalid=self.skip_invalid,
+            on_skip=lambda r, why: skipped.append((r.id, why)))]
+        return rows, skipped

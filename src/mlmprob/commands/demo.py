@@ -38,7 +38,8 @@ def run(args) -> int:
     from ..scoring import score_records
 
     t0 = time.perf_counter()
-    mlm = load_mlm(args.model, device=args.device, dtype=args.dtype)
+    from ..cli import load_model_from_args
+    mlm = load_model_from_args(args)
     print(f"mlmprob demo: model {mlm.name} ({sum(p.numel() for p in mlm.model.parameters()) / 1e6:.1f}M parameters, "
           f"vocabulary {mlm.vocab_size}), loaded in {time.perf_counter() - t0:.1f}s\n")
 

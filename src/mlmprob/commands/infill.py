@@ -84,7 +84,8 @@ def run(args) -> int:
 
     if args.beam_size < 1:
         raise MLMProbError(f"--beam-size must be positive, got {args.beam_size}")
-    mlm = load_mlm(args.model, device=args.device, dtype=args.dtype)
+    from ..cli import load_model_from_args
+    mlm = load_model_from_args(args)
     text = expand_gaps(args.sequence, _mask_text(mlm))
     ids = mlm.encode([text]).input_ids
     positions = (ids[0] == mlm.mask_id).nonzero(as_tuple=True)[0]

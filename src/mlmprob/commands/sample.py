@@ -110,7 +110,8 @@ def run(args) -> int:
     if args.positions and args.cdr3:
         raise MLMProbError("give --positions or --cdr3, not both")
     seqs = _read_inputs(args)
-    mlm = load_mlm(args.model, args.device, args.dtype)
+    from ..cli import load_model_from_args
+    mlm = load_model_from_args(args)
     enc = mlm.encode([s for _, s in seqs])
     ids, word_ids = enc.input_ids, enc.word_ids
     free = torch.zeros_like(ids, dtype=torch.bool)

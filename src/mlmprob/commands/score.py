@@ -1,15 +1,13 @@
-"""``mlmprob score``: PLL / E_local / E_raw of every sequence in a file, written as it goes."""
+"""``mlmprob score``: PLL / E_local / E_raw of every sequence in a file, streamed, sharded, written as it goes."""
 
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
-from ..data import FORMATS, read_records
 from ..errors import MLMProbError
-from ..jsonl import trim_partial_line
+from ..runtime.inputs import FORMATS
 
 TSV_FIELDS = ("id", "n_tokens", "pll", "pll_per_token", "e_local", "e_raw")
 
@@ -17,87 +15,76 @@ TSV_FIELDS = ("id", "n_tokens", "pll", "pll_per_token", "e_local", "e_raw")
 def register(sub) -> None:
     p = sub.add_parser("score", help="pseudo-log-likelihood and raw-logit energy of sequences",
                        formatter_class=argparse.ArgumentDefaultsHelpFormatter)
-    p.add_argument("input", help="text file (one sequence per line), FASTA, CSV or TSV")
-    p.add_argument("--format", default="auto", choices=FORMATS)
-    p.add_argument("--column", help="sequence column of a CSV/TSV file")
-    p.add_argument("--id-column", help="identifier column of a CSV/TSV file")
-    from ..cli import add_model_args
+    p.add_argument("input", help="sequences: text (one per line), FASTA, CSV/TSV, JSONL or Parquet, optionally .gz")
+    p.add_argument("--format", default="auto", choices=FORMATS, help="input format (auto: by the file's suffix)")
+    p.add_argument("--column", help="sequence column of a CSV/TSV/Parquet file or key of a JSONL object")
+    p.add_argument("--id-column", help="identifier column (or JSONL key)")
+    from ..cli import add_model_args, add_runtime_args
     add_model_args(p)
-    p.add_argument("--out", "-o", help="output file, .jsonl or .tsv (default: JSONL on stdout)")
+    p.add_argument("--out", "-o", help="output file, .jsonl, .tsv or .parquet (default: JSONL on stdout)")
     p.add_argument("--per-token", action="store_true", help="also write per-token log-probabilities and raw logits")
     p.add_argument("--whole-word", action="store_true", help="whole-word l2r PLL (Kauf & Ivanova 2023)")
-    p.add_argument("--limit", type=int, help="score only the first N records")
-    p.add_argument("--resume", action="store_true", help="skip ids already in --out and append")
+    p.add_argument("--limit", type=int, help="score only the first N records of the input (before --shard)")
     p.add_argument("--skip-invalid", action="store_true", help="skip records the tokenizer rejects, with a warning")
-    p.add_argument("--no-progress", action="store_true")
+    add_runtime_args(p)
     p.set_defaults(func=run)
 
 
-def _done_ids(path: Path, tsv: bool) -> set[str]:
-    if not path.exists():
-        return set()
-    ids = set()
-    for i, line in enumerate(path.read_text().splitlines()):
-        if not line.strip():
-            continue
-        if tsv:
-            if i > 0:
-                ids.add(line.split("\t")[0])
-        else:
-            try:
-                ids.add(json.loads(line)["id"])
-            except (json.JSONDecodeError, KeyError):
-                pass  # a line cut by a kill is scored again
-    return ids
-
-
 def run(args) -> int:
-    from tqdm import tqdm
+    from itertools import islice
 
-    from ..models import load_mlm
-    from ..scoring import score_records
+    from ..runtime import describe, iter_records, parse_shard
+    from ..runtime.engine import run_stream
+    from ..runtime.inputs import count_records
+    from ..runtime.pool import parse_devices
+    from ..runtime.writers import open_writer, output_kind
+    from ..scoring import ScoreJob
+    from ..cli import model_dtype_label
 
-    records = read_records(args.input, args.format, args.column, args.id_column)
-    if args.limit is not None:
-        records = records[: args.limit]
-    if not records:
+    if args.limit is not None and args.limit < 1:
+        raise MLMProbError(f"--limit must be >= 1, got {args.limit}")
+    shard = parse_shard(args.shard)
+    devices = parse_devices(args.workers, args.devices)
+    if devices == ["auto"]:
+        devices = [args.device]
+    kind = output_kind(args.out)
+    if kind == "tsv" and args.per_token:
+        raise MLMProbError("--per-token needs JSONL or Parquet output (per-token lists do not fit a TSV row)")
+
+    def units():
+        recs = iter_records(args.input, args.format, args.column, args.id_column)
+        return recs if args.limit is None else islice(recs, args.limit)
+
+    first = next(iter(units()), None)  # fail fast on bad input, before a model is loaded
+    if first is None:
         raise MLMProbError(f"no sequences found in {args.input}")
-    out_path = Path(args.out) if args.out else None
-    tsv = bool(out_path and out_path.suffix.lower() == ".tsv")
-    if tsv and args.per_token:
-        raise MLMProbError("--per-token needs JSONL output (per-token lists do not fit a TSV row)")
-    if out_path and out_path.exists() and not args.resume:
-        raise MLMProbError(f"{out_path} exists; pass --resume to continue it or choose another --out")
-    done = _done_ids(out_path, tsv) if (out_path and args.resume) else set()
-    todo = [r for r in records if r.id not in done]
-    mlm = load_mlm(args.model, device=args.device, dtype=args.dtype)
-
-    if out_path:
-        out_path.parent.mkdir(parents=True, exist_ok=True)
-        trim_partial_line(out_path)  # drop a half-written last line left by a kill
-        fh = out_path.open("a")
-        if tsv and not done:
-            fh.write("\t".join(TSV_FIELDS) + "\n")
+    job = ScoreJob(model=args.model, dtype=args.dtype, whole_word=args.whole_word, per_token=args.per_token,
+                   batch_tokens=args.batch_tokens, skip_invalid=args.skip_invalid)
+    if len(devices) == 1 and args.engine == "local":  # load here once: errors (unknown model, device) surface before any output
+        mlm = job.load(devices[0])
+        load = lambda device: mlm  # noqa: E731
+        ran_on = describe(mlm.device, mlm.dtype)
     else:
-        fh = sys.stdout
-    bar = tqdm(total=len(todo), unit="seq", disable=args.no_progress or len(todo) < 2, file=sys.stderr)
-    skipped = []
-    try:
-        for s in score_records(mlm, todo, whole_word=args.whole_word, per_token=args.per_token,
-                               batch_tokens=args.batch_tokens, skip_invalid=args.skip_invalid,
-                               on_skip=lambda r, why: skipped.append((r.id, why)), progress=bar.update):
-            if tsv:
-                fh.write("\t".join(str(getattr(s, k)) for k in TSV_FIELDS) + "\n")
-            else:
-                fh.write(json.dumps(s.to_dict(args.per_token)) + "\n")
-            fh.flush()
-    finally:
-        bar.close()
-        if fh is not sys.stdout:
-            fh.close()
-    for rid, why in skipped:
+        load, ran_on = job.load, f"{len(devices)} x {devices[0]} {model_dtype_label(args.dtype, devices[0])}"
+    config = {"command": "score", "model": args.model, "input": str(Path(args.input).resolve()),
+              "format": args.format, "column": args.column, "id_column": args.id_column,
+              "whole_word": args.whole_word, "per_token": args.per_token, "shard": str(shard)}
+    total = None
+    if not args.no_progress and Path(args.input).stat().st_size < (256 << 20):
+        total = count_records(args.input, args.format, args.column, args.id_column)
+        total = min(total, args.limit or total)
+        total = len(range(shard.index - 1, total, shard.count))
+    writer = open_writer(args.out, resume=args.resume, config=config, fields=TSV_FIELDS)
+    with writer:
+        summary = run_stream(load, job.run, units(), writer, shard=shard, devices=devices, engine=args.engine,
+                             ray_address=args.ray_address, total=total, progress=not args.no_progress,
+                             meta={"limit": args.limit})
+    for rid, why in summary.skipped:
         print(f"warning: skipped record {rid!r}: {why}", file=sys.stderr)
-    if out_path:
-        print(f"scored {len(todo) - len(skipped)} sequences with {args.model} -> {out_path}"
-              + (f" ({len(done)} already there)" if done else ""), file=sys.stderr)
+    if args.out:
+        print(f"scored {summary.written} sequences with {args.model} on {ran_on} -> {args.out}"
+              + (f" ({summary.already} already there)" if summary.already else "")
+              + (f" (shard {shard})" if not shard.is_whole else ""), file=sys.stderr)
+    else:
+        print(f"scored {summary.written} sequences with {args.model} on {ran_on}", file=sys.stderr)
     return 0

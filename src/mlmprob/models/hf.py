@@ -92,6 +92,15 @@ class HFMaskedLM:
         rows, cols = torch.as_tensor(rows).to(self.device), torch.as_tensor(cols).to(self.device)
         return self._head(hidden[rows, cols]).float().cpu()
 
+    @torch.inference_mode()
+    def device_logits_at(self, input_ids: torch.Tensor, rows: torch.Tensor, cols: torch.Tensor) -> torch.Tensor:
+        """``logits_at`` for the hot path: inputs already validated and on the model's device; the logits
+        stay there (model dtype), so the caller's loop makes no host synchronisation."""
+        if self._base is None or self._head is None:
+            return self.model(input_ids=input_ids, attention_mask=self._attention_mask(input_ids)).logits[rows, cols]
+        hidden = self._base(input_ids=input_ids, attention_mask=self._attention_mask(input_ids))[0]
+        return self._head(hidden[rows, cols])
+
     # -- text ------------------------------------------------------------------------------------
     def encode(self, texts: Sequence[str]) -> Encoding:
         return self.tokenizer.encode(texts)

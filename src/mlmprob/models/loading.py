@@ -9,42 +9,33 @@ import torch
 from ..errors import ModelLoadError
 from .hf import HFMaskedLM, _max_length_of
 from .tokenizers import HFTokenizer
+from ..runtime.device import resolve_device, resolve_dtype
 
 BUILTIN = ("antiberty", "sapiens-vh", "sapiens-vl", "en-small")
 
 EN_SMALL_DIR = Path(__file__).resolve().parent / "weights" / "en-small"
 
-_DTYPES = {"float32": torch.float32, "fp32": torch.float32, "float16": torch.float16, "fp16": torch.float16,
-           "half": torch.float16, "bfloat16": torch.bfloat16, "bf16": torch.bfloat16, "float64": torch.float64}
-
-
-def parse_dtype(dtype) -> torch.dtype | None:
-    if dtype is None or isinstance(dtype, torch.dtype):
-        return dtype
-    try:
-        return _DTYPES[str(dtype).lower()]
-    except KeyError:
-        raise ModelLoadError(f"unknown dtype {dtype!r}; use one of {', '.join(sorted(_DTYPES))}") from None
+def parse_dtype(dtype, device="cpu") -> torch.dtype | None:
+    """A dtype name (``auto``, ``bf16``, ``float32``, ...) or ``torch.dtype``; None keeps the weights' dtype."""
+    return resolve_dtype(dtype, device)
 
 
 def parse_device(device) -> torch.device:
-    try:
-        dev = torch.device(device)
-    except (RuntimeError, TypeError) as e:
-        raise ModelLoadError(f"unknown device {device!r}: {e}") from None
-    if dev.type == "cuda" and not torch.cuda.is_available():
-        raise ModelLoadError(f"device {device!r} asked for, but this torch build sees no CUDA GPU")
-    return dev
+    """A torch device string, or ``auto`` (CUDA, else MPS, else CPU)."""
+    return resolve_device(device)
 
 
-def load_mlm(name_or_path: str, device="cpu", dtype=None) -> HFMaskedLM:
+def load_mlm(name_or_path: str, device="auto", dtype=None) -> HFMaskedLM:
     """Load a masked LM with its tokenizer.
 
     ``name_or_path`` is a built-in name (``"antiberty"``, ``"sapiens-vh"``, ``"sapiens-vl"``, and
     ``"en-small"``, the package's own small English BERT; all offline), a local directory saved with ``save_pretrained``, or a Hugging Face hub id such as
-    ``"bert-base-cased"`` (needs internet). ``dtype`` is a ``torch.dtype`` or a name like ``"bf16"``.
+    ``"bert-base-cased"`` (needs internet). ``device`` is a torch device or ``"auto"`` (CUDA, else MPS, else
+    CPU); ``dtype`` is a ``torch.dtype``, a name like ``"bf16"``, ``"auto"`` (chosen by the hardware, see
+    :mod:`mlmprob.runtime.device`) or None (the weights' own dtype, float32 for the built-in models).
     """
-    dev, dt = parse_device(device), parse_dtype(dtype)
+    dev = parse_device(device)
+    dt = parse_dtype(dtype, dev)
     key = str(name_or_path).lower()
     if key == "antiberty":
         from .antibody import load_antiberty

@@ -1,0 +1,35 @@
+"""``mlmprob merge``: join the outputs of ``--shard I/N`` runs into one file, each input id exactly once."""
+
+from __future__ import annotations
+
+import sys
+
+
+def register(sub) -> None:
+    p = sub.add_parser("merge", help="join shard outputs (JSONL/TSV/Parquet); fails on missing or duplicate ids",
+                       description=__doc__)
+    p.add_argument("parts", nargs="+", help="the shard outputs (their .meta.json files are read beside them)")
+    p.add_argument("--out", "-o", required=True, help="merged output: .jsonl, .tsv or .parquet")
+    p.add_argument("--no-input-check", action="store_true",
+                   help="do not re-read the input named in the parts' metadata to find ids missing from every part")
+    p.set_defaults(func=run)
+
+
+def _input_ids(config: dict, limit: int | None):
+    from itertools import islice
+
+    from ..runtime.inputs import iter_records
+
+    if config.get("command") != "score" or not config.get("input"):
+        return []
+    ids = (r.id for r in iter_records(config["input"], config.get("format", "auto"), config.get("column"),
+                                      config.get("id_column")))
+    return ids if limit is None else islice(ids, limit)
+
+
+def run(args) -> int:
+    from ..runtime.merge import merge_parts
+
+    n = merge_parts(args.out, args.parts, expected_ids=None if args.no_input_check else _input_ids)
+    print(f"merged {n} rows from {len(args.parts)} part(s) -> {args.out}", file=sys.stderr)
+    return 0

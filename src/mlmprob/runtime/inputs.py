@@ -1,0 +1,226 @@
+"""Streamed sequence inputs: text lines, FASTA, CSV/TSV, JSONL and Parquet, optionally gzip-compressed.
+
+:func:`iter_records` yields one :class:`Record` at a time and holds at most one line (one Parquet
+batch) in memory, so memory does not grow with the input's length. Bad files (missing, not UTF-8,
+binary, wrong columns) raise :class:`~mlmprob.errors.MLMProbError` with one line naming the problem.
+"""
+
+from __future__ import annotations
+
+import codecs
+import csv
+import gzip
+import json
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterator
+
+from ..errors import MLMProbError
+
+FORMATS = ("auto", "text", "fasta", "csv", "tsv", "jsonl", "parquet")
+SEQ_KEYS = ("sequence", "seq")      # default sequence key of JSONL / Parquet when no column is named
+ID_KEYS = ("id", "name")
+
+
+@dataclass(frozen=True)
+class Record:
+    """One input sequence with an identifier (FASTA header, id column, or ``line<N>`` / ``row<N>``)."""
+
+    id: str
+    seq: str
+
+
+def detect_format(path: str | Path) -> str:
+    """The format named by the file's suffix (``.gz`` looked through).
+
+    >>> detect_format("a.fa.gz"), detect_format("x.csv"), detect_format("x.parquet"), detect_format("x.txt")
+    ('fasta', 'csv', 'parquet', 'text')
+    """
+    suffixes = [s.lower() for s in Path(path).suffixes]
+    if suffixes and suffixes[-1] == ".gz":
+        suffixes = suffixes[:-1]
+    suffix = suffixes[-1] if suffixes else ""
+    return {".fa": "fasta", ".fasta": "fasta", ".faa": "fasta", ".fas": "fasta", ".fna": "fasta",
+            ".csv": "csv", ".tsv": "tsv", ".tab": "tsv", ".jsonl": "jsonl", ".ndjson": "jsonl",
+            ".parquet": "parquet", ".pq": "parquet"}.get(suffix, "text")
+
+
+class _Lines:
+    """Decoded lines of a (possibly gzip) text file, with the line number for error messages."""
+
+    def __init__(self, path: Path):
+        self.path, self.lineno = path, 0
+
+    def __iter__(self) -> Iterator[str]:
+        raw = gzip.open(self.path, "rb") if _is_gzip(self.path) else self.path.open("rb")
+        decoder = codecs.getincrementaldecoder("utf-8-sig")("strict")
+        try:
+            with raw:
+                for self.lineno, line in enumerate(raw, 1):
+                    try:
+                        text = decoder.decode(line)
+                    except UnicodeDecodeError as e:
+                        raise MLMProbError(f"{self.path}: line {self.lineno} is not UTF-8 text (byte "
+                                           f"0x{line[e.start]:02x}); is it a binary file?") from None
+                    if "\0" in text:
+                        raise MLMProbError(f"{self.path}: line {self.lineno} holds a NUL byte; is it a binary file?")
+                    yield text
+        except (OSError, EOFError, gzip.BadGzipFile) as e:
+            raise MLMProbError(f"{self.path}: cannot read it: {e}") from None
+
+
+def _is_gzip(path: Path) -> bool:
+    with path.open("rb") as f:
+        return f.read(2) == b"\x1f\x8b"
+
+
+def iter_records(path: str | Path, fmt: str = "auto", column: str | None = None,
+                 id_column: str | None = None) -> Iterator[Record]:
+    """Stream the sequences of ``path``; blank lines and empty cells are skipped.
+
+    ``fmt``: ``auto`` (by suffix), ``text`` (one sequence per line, ids ``line<N>``), ``fasta``,
+    ``csv``/``tsv`` (need ``column``; ids from ``id_column`` or ``row<N>``), ``jsonl`` and ``parquet``
+    (sequence from ``column``, default ``sequence``/``seq``; ids from ``id_column``, default
+    ``id``/``name``, else ``row<N>``).
+
+    >>> import tempfile
+    >>> p = Path(tempfile.mkdtemp()) / "a.fasta"
+    >>> _ = p.write_text(">x desc\\nAC\\nDE\\n>y\\nKL\\n")
+    >>> list(iter_records(p))
+    [Record(id='x', seq='ACDE'), Record(id='y', seq='KL')]
+    """
+    path = Path(path)
+    if fmt not in FORMATS:
+        raise MLMProbError(f"unknown format {fmt!r}; use one of {', '.join(FORMATS)}")
+    if str(path) != "-" and not path.exists():
+        raise MLMProbError(f"input file {str(path)!r} does not exist")
+    if path.is_dir():
+        raise MLMProbError(f"input {str(path)!r} is a folder, not a file")
+    if fmt == "auto":
+        fmt = detect_format(path)
+    if fmt == "parquet":
+        return _parquet(path, column, id_column)
+    if column is None and fmt in ("csv", "tsv"):
+        header = next(iter(_Lines(path)), "")
+        cols = next(csv.reader([header], delimiter="," if fmt == "csv" else "\t"), [])
+        raise MLMProbError(f"{path.name} is a table: name the sequence column with --column (columns: {', '.join(cols)})")
+    readers = {"text": _text, "fasta": _fasta, "jsonl": _jsonl}
+    if fmt in readers:
+        return readers[fmt](_Lines(path), column, id_column)
+    return _table(_Lines(path), "," if fmt == "csv" else "\t", column, id_column)
+
+
+def read_records(path: str | Path, fmt: str = "auto", column: str | None = None,
+                 id_column: str | None = None) -> list[Record]:
+    """All records of ``path`` as a list (see :func:`iter_records`)."""
+    return list(iter_records(path, fmt, column, id_column))
+
+
+def count_records(path: str | Path, fmt: str = "auto", column: str | None = None,
+                  id_column: str | None = None) -> int:
+    """How many records ``path`` holds, streamed (for progress bars)."""
+    return sum(1 for _ in iter_records(path, fmt, column, id_column))
+
+
+def _text(lines: _Lines, column, id_column) -> Iterator[Record]:
+    for line in lines:
+        if line.strip():
+            yield Record(f"line{lines.lineno}", line.strip())
+
+
+def _fasta(lines: _Lines, column, id_column) -> Iterator[Record]:
+    name, chunks, n = None, [], 0
+    for line in lines:
+        line = line.strip()
+        if line.startswith(">"):
+            if name is not None:
+                yield Record(name, "".join(chunks))
+                n += 1
+            name, chunks = line[1:].split()[0] if line[1:].strip() else f"record{n + 1}", []
+        elif line:
+            if name is None:
+                raise MLMProbError(f"{lines.path}: line {lines.lineno} holds sequence before any '>' header; not FASTA")
+            chunks.append(line)
+    if name is not None:
+        yield Record(name, "".join(chunks))
+
+
+def _table(lines: _Lines, delimiter: str, column: str, id_column: str | None) -> Iterator[Record]:
+    csv.field_size_limit(min(sys.maxsize, 2**31 - 1))
+    reader = csv.DictReader(lines, delimiter=delimiter)
+    try:
+        fields = reader.fieldnames or []
+        for c in (column, id_column):
+            if c is not None and c not in fields:
+                raise MLMProbError(f"column {c!r} not in {lines.path.name} (columns: {', '.join(fields)})")
+        for i, row in enumerate(reader):
+            seq = (row.get(column) or "").strip()
+            if seq:
+                rid = (row.get(id_column) or "").strip() if id_column else ""
+                yield Record(rid or f"row{i + 1}", seq)
+    except csv.Error as e:
+        raise MLMProbError(f"{lines.path}: line {lines.lineno} is not valid {'CSV' if delimiter == ',' else 'TSV'}: {e}") from None
+
+
+def _pick(keys, wanted: str | None, defaults: tuple[str, ...], what: str, where: str, required: bool) -> str | None:
+    if wanted is not None:
+        if wanted not in keys:
+            raise MLMProbError(f"{what} {wanted!r} not in {where} (has: {', '.join(map(str, keys))})")
+        return wanted
+    for k in defaults:
+        if k in keys:
+            return k
+    if required:
+        raise MLMProbError(f"{where} has no {'/'.join(defaults)} field: name the sequence with --column "
+                           f"(has: {', '.join(map(str, keys))})")
+    return None
+
+
+def _jsonl(lines: _Lines, column, id_column) -> Iterator[Record]:
+    for line in lines:
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError as e:
+            raise MLMProbError(f"{lines.path}: line {lines.lineno} is not valid JSON: {e.msg}") from None
+        if not isinstance(obj, dict):
+            raise MLMProbError(f"{lines.path}: line {lines.lineno} is not a JSON object")
+        where = f"{lines.path.name} line {lines.lineno}"
+        key = _pick(obj.keys(), column, SEQ_KEYS, "field", where, True)
+        idk = _pick(obj.keys(), id_column, ID_KEYS, "field", where, False)
+        seq = obj.get(key)
+        if not isinstance(seq, str):
+            raise MLMProbError(f"{where}: field {key!r} is not a string")
+        if seq.strip():
+            rid = obj.get(idk) if idk else None
+            yield Record(str(rid) if rid not in (None, "") else f"row{lines.lineno}", seq.strip())
+
+
+def _parquet(path: Path, column, id_column) -> Iterator[Record]:
+    pq = _pyarrow_parquet()
+    try:
+        f = pq.ParquetFile(path)
+    except Exception as e:  # pyarrow raises ArrowInvalid and OSError variants for non-Parquet files
+        raise MLMProbError(f"{path}: not a Parquet file ({str(e).splitlines()[0] if str(e) else type(e).__name__})") from None
+    names = f.schema_arrow.names
+    key = _pick(names, column, SEQ_KEYS, "column", path.name, True)
+    idk = _pick(names, id_column, ID_KEYS, "column", path.name, False)
+    cols = [key] + ([idk] if idk and idk != key else [])
+    n = 0
+    for batch in f.iter_batches(batch_size=4096, columns=cols):
+        seqs = batch.column(key).to_pylist()
+        ids = batch.column(idk).to_pylist() if idk else [None] * len(seqs)
+        for seq, rid in zip(seqs, ids):
+            n += 1
+            if isinstance(seq, str) and seq.strip():
+                yield Record(str(rid) if rid not in (None, "") else f"row{n}", seq.strip())
+
+
+def _pyarrow_parquet():
+    try:
+        import pyarrow.parquet as pq
+    except ImportError:
+        raise MLMProbError("Parquet files need pyarrow: pip install pyarrow (or mlmprob[parquet])") from None
+    return pq

@@ -1,0 +1,77 @@
+"""One writer per output: an advisory lock file ``OUT.lock`` held while a run writes ``OUT``.
+
+The lock is an ``flock`` on the file, so the operating system releases it when its process dies
+(SIGKILL included): a killed run never leaves a stale lock behind, and ``--resume`` just works.
+A second process asking for the same output is refused with a clear error instead of interleaving.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+from pathlib import Path
+
+from ..errors import MLMProbError
+
+
+class OutputLocked(MLMProbError):
+    """Another live process is writing the same output."""
+
+
+class WriterLock:
+    """``with WriterLock(out):`` holds ``out.lock``; raises :class:`OutputLocked` if another process has it.
+
+    >>> import tempfile
+    >>> out = Path(tempfile.mkdtemp()) / "r.jsonl"
+    >>> with WriterLock(out):
+    ...     (out.parent / "r.jsonl.lock").exists()
+    True
+    >>> (out.parent / "r.jsonl.lock").exists()
+    False
+    """
+
+    def __init__(self, target: str | Path):
+        self.target = Path(target)
+        self.path = self.target.with_name(self.target.name + ".lock")
+        self._fd: int | None = None
+
+    def acquire(self) -> "WriterLock":
+        import fcntl
+
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        while True:
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                holder = os.read(fd, 200).decode(errors="replace").strip() or "unknown"
+                os.close(fd)
+                raise OutputLocked(f"{self.target} is being written by another process ({holder}); "
+                                   "wait for it to finish or choose another --out") from None
+            try:  # the file we locked must still be the one at the path (a releaser may have unlinked it)
+                same = os.fstat(fd).st_ino == os.stat(self.path).st_ino
+            except FileNotFoundError:
+                same = False
+            if same:
+                break
+            os.close(fd)
+        os.ftruncate(fd, 0)
+        os.write(fd, f"pid {os.getpid()} on {socket.gethostname()}".encode())
+        self._fd = fd
+        return self
+
+    def release(self) -> None:
+        if self._fd is None:
+            return
+        try:
+            self.path.unlink()
+        except FileNotFoundError:
+            pass
+        os.close(self._fd)  # closing releases the flock
+        self._fd = None
+
+    def __enter__(self) -> "WriterLock":
+        return self.acquire()
+
+    def __exit__(self, *exc) -> None:
+        self.release()

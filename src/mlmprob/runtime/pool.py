@@ -1,0 +1,133 @@
+"""Many devices on one machine: one process per device, each with its own copy of the model, fed
+from the stream; results come back in input order, so the output equals a one-process run's.
+
+``map_ordered(init, work, items, devices)`` calls ``state = init(device)`` once in each worker
+process and ``work(state, item)`` for every item, and yields the results in the order of
+``items``. At most ``2 x len(devices)`` items are in flight, so memory stays flat however long the
+stream. ``init`` and ``work`` must be module-level functions (they are sent to spawned processes).
+With one device everything runs in this process.
+"""
+
+from __future__ import annotations
+
+import os
+import queue
+import traceback
+from typing import Callable, Iterable, Iterator, TypeVar
+
+from ..errors import MLMProbError
+
+T = TypeVar("T")
+R = TypeVar("R")
+
+
+def parse_devices(workers: int | None, devices: str | None) -> list[str]:
+    """``--workers N`` (N CPU processes) or ``--devices cuda:0,cuda:1`` -> one device string per process.
+
+    >>> parse_devices(None, None), parse_devices(3, None), parse_devices(None, "cuda:0, cuda:1")
+    (['auto'], ['cpu', 'cpu', 'cpu'], ['cuda:0', 'cuda:1'])
+    """
+    if workers is not None and devices is not None:
+        raise MLMProbError("give --workers or --devices, not both")
+    if devices is not None:
+        out = [d.strip() for d in devices.split(",") if d.strip()]
+        if not out:
+            raise MLMProbError("--devices is empty; give e.g. cuda:0,cuda:1")
+        return out
+    if workers is None:
+        return ["auto"]
+    if workers < 1:
+        raise MLMProbError(f"--workers must be >= 1, got {workers}")
+    return ["cpu"] * workers
+
+
+def _worker(init, work, device, threads, tasks, results) -> None:  # runs in the child process
+    try:
+        if threads:
+            import torch
+            torch.set_num_threads(threads)
+        state = init(device)
+    except BaseException as e:  # noqa: BLE001 - reported to the parent, which raises it
+        results.put((-1, "error", _describe(e)))
+        return
+    while True:
+        task = tasks.get()
+        if task is None:
+            return
+        seq, item = task
+        try:
+            results.put((seq, "ok", work(state, item)))
+        except BaseException as e:  # noqa: BLE001
+            results.put((seq, "error", _describe(e)))
+            return
+
+
+def _describe(e: BaseException) -> tuple[str, str]:
+    if isinstance(e, MLMProbError):
+        return ("input", str(e))
+    return ("bug", "".join(traceback.format_exception(e)).strip())
+
+
+def map_ordered(init: Callable[[str], object], work: Callable[[object, T], R], items: Iterable[T],
+                devices: list[str], *, threads_per_worker: int | None = None) -> Iterator[R]:
+    """Yield ``work(state, item)`` for every item, in order, over one process per device."""
+    if len(devices) == 1:
+        state = init(devices[0])
+        for item in items:
+            yield work(state, item)
+        return
+    import multiprocessing as mp
+
+    ctx = mp.get_context("spawn")
+    if threads_per_worker is None:
+        threads_per_worker = max(1, (os.cpu_count() or 1) // len(devices))
+    tasks, results = ctx.Queue(), ctx.Queue()
+    procs = [ctx.Process(target=_worker, args=(init, work, d, threads_per_worker, tasks, results), daemon=True)
+             for d in devices]
+    for p in procs:
+        p.start()
+    it = enumerate(items)
+    pending: dict[int, R] = {}
+    sent = nxt = 0
+    exhausted = False
+    try:
+        while True:
+            while not exhausted and sent - nxt < 2 * len(procs):
+                try:
+                    seq, item = next(it)
+                except StopIteration:
+                    exhausted = True
+                    break
+                tasks.put((seq, item))
+                sent += 1
+            if nxt == sent and exhausted:
+                return
+            while nxt not in pending:
+                try:
+                    seq, status, value = results.get(timeout=1.0)
+                except queue.Empty:
+                    dead = [(d, p.exitcode) for d, p in zip(devices, procs) if p.exitcode not in (None, 0)]
+                    if dead:
+                        d, code = dead[0]
+                        raise MLMProbError(f"the worker on {d} died (exit code {code}); rerun with --resume") from None
+                    continue
+                if status == "error":
+                    kind, msg = value
+                    if kind == "input":
+                        raise MLMProbError(msg)
+                    raise RuntimeError(f"a worker failed:\n{msg}")
+                pending[seq] = value
+            yield pending.pop(nxt)
+            nxt += 1
+    finally:
+        for _ in procs:
+            try:
+                tasks.put(None)
+            except (OSError, ValueError):
+                pass
+        for p in procs:
+            p.join(timeout=5)
+            if p.is_alive():
+                p.terminate()
+        tasks.close()
+        results.close()

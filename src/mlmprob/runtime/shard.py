@@ -1,0 +1,81 @@
+"""``--shard I/N``: a deterministic, disjoint part of a stream; the N parts cover it exactly.
+
+Record ``k`` (0-based position in the input) belongs to shard ``k % N + 1``. The rule needs no
+look-ahead, so it streams, and it gives every shard a similar mix of the input (sorted inputs are
+not cut into one-sided blocks). SLURM job arrays (``--shard $((SLURM_ARRAY_TASK_ID+1))/$N``),
+Kubernetes indexed jobs and torchrun ranks map onto it directly.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Iterable, Iterator, TypeVar
+
+from ..errors import MLMProbError
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class Shard:
+    """Shard ``index`` (1-based) of ``count``.
+
+    >>> s = Shard(2, 3)
+    >>> list(s.take(range(10)))
+    [1, 4, 7]
+    >>> str(s), Shard.whole().is_whole
+    ('2/3', True)
+    """
+
+    index: int = 1
+    count: int = 1
+
+    def __post_init__(self):
+        if not (1 <= self.index <= self.count):
+            raise MLMProbError(f"shard {self.index}/{self.count}: need 1 <= I <= N")
+
+    @classmethod
+    def whole(cls) -> "Shard":
+        return cls(1, 1)
+
+    @property
+    def is_whole(self) -> bool:
+        return self.count == 1
+
+    def owns(self, k: int) -> bool:
+        """Whether input record ``k`` (0-based) belongs to this shard."""
+        return k % self.count == self.index - 1
+
+    def take(self, items: Iterable[T]) -> Iterator[T]:
+        """The items of this shard, in input order."""
+        if self.is_whole:
+            yield from items
+            return
+        for k, item in enumerate(items):
+            if k % self.count == self.index - 1:
+                yield item
+
+    def __str__(self) -> str:
+        return f"{self.index}/{self.count}"
+
+
+def parse_shard(text: str | None) -> Shard:
+    """``"I/N"`` (1-based) -> :class:`Shard`; ``None`` -> the whole input.
+
+    >>> parse_shard("3/8"), parse_shard(None)
+    (Shard(index=3, count=8), Shard(index=1, count=1))
+    >>> parse_shard("0/4")
+    Traceback (most recent call last):
+    ...
+    mlmprob.errors.MLMProbError: --shard 0/4: need 1 <= I <= N (I is 1-based)
+    """
+    if text is None:
+        return Shard.whole()
+    m = re.fullmatch(r"\s*(\d+)\s*/\s*(\d+)\s*", str(text))
+    if not m:
+        raise MLMProbError(f"--shard must look like I/N (e.g. 2/8), got {text!r}")
+    i, n = int(m.group(1)), int(m.group(2))
+    if not (1 <= i <= n):
+        raise MLMProbError(f"--shard {i}/{n}: need 1 <= I <= N (I is 1-based)")
+    return Shard(i, n)

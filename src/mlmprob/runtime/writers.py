@@ -1,0 +1,342 @@
+"""Result writers for every command that loops over independent units: JSONL, TSV or Parquet (by the
+``--out`` suffix), or JSONL on stdout.
+
+Every writer commits as it goes and resumes without loss:
+
+- JSONL / TSV: each :meth:`ResultWriter.write` appends whole lines, flushes and ``fsync``s; a line
+  cut by a kill is dropped on resume.
+- Parquet: rows are committed in parts ``OUT.parts/part-NNNNNN.parquet`` (each written to a temporary
+  name, then renamed: a part is either whole or absent) of ``part_rows`` rows; :meth:`close` with
+  ``complete=True`` joins the parts into ``OUT``. A kill loses at most the part in flight.
+
+A run holds ``OUT.lock`` (:class:`~mlmprob.runtime.lock.WriterLock`) while it writes, and keeps
+``OUT.meta.json``: the run's configuration (a resumed run must match it), its shard, whether it
+completed, and the ids it skipped; ``mlmprob merge`` reads it.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import shutil
+import sys
+from pathlib import Path
+from typing import Iterable
+
+from ..errors import MLMProbError
+from .lock import WriterLock
+
+OUTPUT_KINDS = (".jsonl", ".tsv", ".parquet")
+
+
+def json_safe(obj):
+    """``obj`` with NaN/Infinity replaced by None (strict JSON), recursively; tensors/numpy to Python.
+
+    >>> json_safe({"a": float("nan"), "b": [1.0, float("inf")]})
+    {'a': None, 'b': [1.0, None]}
+    """
+    if isinstance(obj, float):
+        return obj if math.isfinite(obj) else None
+    if isinstance(obj, dict):
+        return {str(k): json_safe(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [json_safe(v) for v in obj]
+    if hasattr(obj, "tolist") and not isinstance(obj, (str, bytes)):
+        return json_safe(obj.tolist())
+    return obj
+
+
+def dumps(obj, **kw) -> str:
+    """Strict JSON text of ``obj`` (no NaN/Infinity; see :func:`json_safe`)."""
+    return json.dumps(json_safe(obj), allow_nan=False, **kw)
+
+
+def output_kind(path: str | Path | None) -> str:
+    """``stdout``, ``jsonl``, ``tsv`` or ``parquet`` from ``--out``'s suffix (``.gz`` is not supported).
+
+    >>> output_kind(None), output_kind("a/b.parquet"), output_kind("x.TSV")
+    ('stdout', 'parquet', 'tsv')
+    """
+    if path is None or str(path) == "-":
+        return "stdout"
+    suffix = Path(path).suffix.lower()
+    if suffix not in OUTPUT_KINDS:
+        raise MLMProbError(f"--out {str(path)!r}: use a .jsonl, .tsv or .parquet file")
+    return suffix[1:]
+
+
+class ResultWriter:
+    """Base class: ``write(rows)`` commits rows (dicts with an ``id``), ``close(complete)`` ends the run."""
+
+    kind = "stdout"
+
+    def __init__(self, path: Path | None, *, fields: tuple[str, ...] | None = None):
+        self.path, self.fields = path, fields
+        self.rows_written = 0
+
+    def done_ids(self) -> set[str]:
+        return set()
+
+    def write(self, rows: list[dict]) -> None:
+        for row in rows:
+            sys.stdout.write(dumps(row) + "\n")
+        sys.stdout.flush()
+        self.rows_written += len(rows)
+
+    def close(self, complete: bool = True, **meta) -> None:
+        pass
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, exc_type, *exc) -> None:
+        self.close(complete=False)
+
+
+class _FileWriter(ResultWriter):
+    def __init__(self, path: Path, *, resume: bool, config: dict | None, fields=None):
+        super().__init__(path, fields=fields)
+        self.meta_path = path.with_name(path.name + ".meta.json")
+        self.lock = WriterLock(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.lock.acquire()
+        try:
+            self._check_existing(resume, config)
+            self._open(resume)
+        except BaseException:
+            self.lock.release()
+            raise
+        self._meta = {"config": config or {}, "complete": False, "skipped": self._old_meta().get("skipped", [])}
+        self._write_meta()
+        self._closed = False
+
+    # -- state on disk ----------------------------------------------------------------------------
+    def _exists(self) -> bool:
+        return self.path.exists()
+
+    def _old_meta(self) -> dict:
+        try:
+            return json.loads(self.meta_path.read_text())
+        except (OSError, json.JSONDecodeError):
+            return {}
+
+    def _check_existing(self, resume: bool, config: dict | None) -> None:
+        if not self._exists():
+            return
+        if not resume:
+            raise MLMProbError(f"{self.path} exists; pass --resume to continue it or choose another --out")
+        old = self._old_meta().get("config")
+        if old and config:
+            diff = [k for k in sorted(set(old) | set(config)) if old.get(k) != config.get(k)]
+            if diff:
+                k = diff[0]
+                raise MLMProbError(f"cannot resume {self.path}: it was written with {k}={old.get(k)!r}, this run has "
+                                   f"{k}={config.get(k)!r}; use the same options or another --out")
+
+    def _write_meta(self) -> None:
+        tmp = self.meta_path.with_name(self.meta_path.name + ".tmp")
+        tmp.write_text(dumps(self._meta, indent=2) + "\n")
+        os.replace(tmp, self.meta_path)
+
+    def close(self, complete: bool = True, **meta) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        try:
+            self._finish(complete)
+            self._meta.update(meta)
+            self._meta["complete"] = bool(complete)
+            self._meta["rows"] = len(self.done_ids()) if complete else None
+            self._write_meta()
+        finally:
+            self.lock.release()
+
+    def _open(self, resume: bool) -> None:
+        raise NotImplementedError
+
+    def _finish(self, complete: bool) -> None:
+        raise NotImplementedError
+
+
+class LineWriter(_FileWriter):
+    """JSONL (one object a line) or TSV (``fields`` columns, header first)."""
+
+    def __init__(self, path: Path, *, resume: bool, config: dict | None = None, fields=None):
+        self.kind = "tsv" if path.suffix.lower() == ".tsv" else "jsonl"
+        super().__init__(path, resume=resume, config=config, fields=fields)
+
+    def _open(self, resume: bool) -> None:
+        from ..jsonl import trim_partial_line
+
+        text = trim_partial_line(self.path) if resume else ""
+        self._done: set[str] = set()
+        for i, line in enumerate(text.splitlines()):
+            if not line.strip():
+                continue
+            if self.kind == "tsv":
+                if i > 0:
+                    self._done.add(line.split("\t", 1)[0])
+            else:
+                try:
+                    self._done.add(str(json.loads(line)["id"]))
+                except (json.JSONDecodeError, KeyError, TypeError):
+                    raise MLMProbError(f"{self.path} line {i + 1} is damaged (not a result row); cannot resume it") from None
+        self._fh = self.path.open("a", encoding="utf-8")
+        self._header_needed = self.kind == "tsv" and not text.strip()
+        if self.kind == "tsv" and not self._header_needed:
+            self.fields = tuple(text.splitlines()[0].split("\t"))
+
+    def done_ids(self) -> set[str]:
+        return self._done
+
+    def write(self, rows: list[dict]) -> None:
+        if not rows:
+            return
+        if self.kind == "tsv":
+            if self._header_needed:  # the columns: as given, else the first row's keys
+                self.fields = tuple(self.fields or rows[0].keys())
+                self._fh.write("\t".join(self.fields) + "\n")
+                self._header_needed = False
+            lines = ["\t".join(_tsv_cell(r.get(k)) for k in self.fields) for r in rows]
+        else:
+            lines = [dumps(r) for r in rows]
+        self._fh.write("\n".join(lines) + "\n")
+        self._fh.flush()
+        os.fsync(self._fh.fileno())
+        self._done.update(str(r["id"]) for r in rows)
+        self.rows_written += len(rows)
+
+    def _finish(self, complete: bool) -> None:
+        self._fh.close()
+
+
+def _tsv_cell(v) -> str:
+    if v is None or (isinstance(v, float) and not math.isfinite(v)):
+        return ""
+    return str(v).replace("\t", " ").replace("\n", " ")
+
+
+class ParquetWriter(_FileWriter):
+    """Parquet in committed parts, joined into one file when the run completes."""
+
+    kind = "parquet"
+
+    def __init__(self, path: Path, *, resume: bool, config: dict | None = None, fields=None, part_rows: int = 2048):
+        self.parts = path.with_name(path.name + ".parts")
+        self.part_rows = part_rows
+        super().__init__(path, resume=resume, config=config, fields=fields)
+
+    def _exists(self) -> bool:
+        return self.path.exists() or self.parts.exists()
+
+    def _open(self, resume: bool) -> None:
+        from .inputs import _pyarrow_parquet
+
+        self._pq = _pyarrow_parquet()
+        import pyarrow as pa
+
+        self._pa = pa
+        if self.path.exists() and self.parts.exists():
+            shutil.rmtree(self.parts)  # the joined file was written last: it holds every part
+        self.parts.mkdir(exist_ok=True)
+        for tmp in self.parts.glob("*.tmp"):
+            tmp.unlink()  # a part cut by a kill
+        if self.path.exists():
+            os.replace(self.path, self._part_name(0))
+        self._done = set()
+        for p in self._part_files():
+            self._done.update(str(x) for x in self._pq.read_table(p, columns=["id"]).column("id").to_pylist())
+        self._buf: list[dict] = []
+
+    def _part_files(self) -> list[Path]:
+        return sorted(self.parts.glob("part-*.parquet"))
+
+    def _part_name(self, n: int) -> Path:
+        return self.parts / f"part-{n:06d}.parquet"
+
+    def done_ids(self) -> set[str]:
+        return self._done
+
+    def write(self, rows: list[dict]) -> None:
+        self._buf.extend(json_safe(r) for r in rows)
+        self.rows_written += len(rows)
+        if len(self._buf) >= self.part_rows:
+            self._commit()
+
+    def _commit(self) -> None:
+        if not self._buf:
+            return
+        files = self._part_files()
+        n = int(files[-1].stem.split("-")[1]) + 1 if files else 0
+        target = self._part_name(n)
+        tmp = target.with_name(target.name + ".tmp")
+        self._pq.write_table(self._pa.Table.from_pylist(self._buf), tmp)
+        os.replace(tmp, target)
+        self._done.update(str(r["id"]) for r in self._buf)
+        self._buf = []
+
+    def _finish(self, complete: bool) -> None:
+        self._commit()
+        if not complete:
+            return
+        files = self._part_files()
+        schema = self._pa.unify_schemas([self._pq.read_schema(p) for p in files]) if files else self._pa.schema([])
+        tmp = self.path.with_name(self.path.name + ".tmp")
+        with self._pq.ParquetWriter(tmp, schema) as w:
+            for p in files:
+                w.write_table(self._pq.read_table(p).cast(schema))
+        os.replace(tmp, self.path)
+        shutil.rmtree(self.parts)
+
+
+def open_writer(out: str | Path | None, *, resume: bool = False, config: dict | None = None,
+                fields: tuple[str, ...] | None = None) -> ResultWriter:
+    """The writer for ``--out`` (stdout JSONL when None). ``config`` is stored in ``OUT.meta.json`` and
+    must match on ``--resume``; ``fields`` are the TSV columns."""
+    kind = output_kind(out)
+    if kind == "stdout":
+        if resume:
+            raise MLMProbError("--resume needs --out (results on stdout cannot be resumed)")
+        return ResultWriter(None, fields=fields)
+    path = Path(out)
+    if kind == "parquet":
+        return ParquetWriter(path, resume=resume, config=config, fields=fields)
+    return LineWriter(path, resume=resume, config=config, fields=fields)
+
+
+def read_results(path: str | Path) -> Iterable[dict]:
+    """Stream the rows of a result file (JSONL, TSV or Parquet; Parquet parts of an unfinished run too)."""
+    path = Path(path)
+    kind = output_kind(path)
+    parts = path.with_name(path.name + ".parts")
+    if kind == "parquet":
+        from .inputs import _pyarrow_parquet
+        pq = _pyarrow_parquet()
+        files = [path] if path.exists() else sorted(parts.glob("part-*.parquet"))
+        if not files:
+            raise MLMProbError(f"result file {str(path)!r} does not exist")
+        for f in files:
+            for batch in pq.ParquetFile(f).iter_batches(batch_size=4096):
+                yield from batch.to_pylist()
+        return
+    if not path.exists():
+        raise MLMProbError(f"result file {str(path)!r} does not exist")
+    with path.open(encoding="utf-8") as fh:
+        header = None
+        for i, line in enumerate(fh, 1):
+            if not line.endswith("\n"):
+                break  # cut by a kill
+            if not line.strip():
+                continue
+            if kind == "tsv":
+                cells = line.rstrip("\n").split("\t")
+                if header is None:
+                    header = cells
+                    continue
+                yield dict(zip(header, cells))
+            else:
+                try:
+                    yield json.loads(line)
+                except json.JSONDecodeError:
+                    raise MLMProbError(f"{path} line {i} is not valid JSON (the file is damaged)") from None
