@@ -52,6 +52,8 @@ def add_runtime_args(p: argparse.ArgumentParser) -> None:
     g.add_argument("--engine", choices=("local", "ray"), default="local",
                    help="local processes, or Ray actors (pip install 'mlmprob[ray]')")
     g.add_argument("--ray-address", default=None, help="Ray cluster address (default: start a local Ray instance)")
+    g.add_argument("--part-rows", type=_positive_int, default=1024,
+                   help="rows per committed Parquet part (a killed run loses at most the part in flight)")
     g.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
 
 

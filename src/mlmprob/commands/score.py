@@ -58,23 +58,28 @@ def run(args) -> int:
     first = next(iter(units()), None)  # fail fast on bad input, before a model is loaded
     if first is None:
         raise MLMProbError(f"no sequences found in {args.input}")
+    config = {"command": "score", "model": args.model, "input": str(Path(args.input).resolve()),
+              "format": args.format, "column": args.column, "id_column": args.id_column,
+              "whole_word": args.whole_word, "per_token": args.per_token, "shard": str(shard)}
+    # the output is claimed (lock, resume check) before the model loads: a second writer is refused at once
+    writer = open_writer(args.out, resume=args.resume, config=config, fields=TSV_FIELDS, part_rows=args.part_rows)
     job = ScoreJob(model=args.model, dtype=args.dtype, whole_word=args.whole_word, per_token=args.per_token,
                    batch_tokens=args.batch_tokens, skip_invalid=args.skip_invalid)
-    if len(devices) == 1 and args.engine == "local":  # load here once: errors (unknown model, device) surface before any output
-        mlm = job.load(devices[0])
+    if len(devices) == 1 and args.engine == "local":  # load here once: errors (unknown model, device) surface early
+        try:
+            mlm = job.load(devices[0])
+        except BaseException:
+            writer.close(complete=False)
+            raise
         load = lambda device: mlm  # noqa: E731
         ran_on = describe(mlm.device, mlm.dtype)
     else:
         load, ran_on = job.load, f"{len(devices)} x {devices[0]} {model_dtype_label(args.dtype, devices[0])}"
-    config = {"command": "score", "model": args.model, "input": str(Path(args.input).resolve()),
-              "format": args.format, "column": args.column, "id_column": args.id_column,
-              "whole_word": args.whole_word, "per_token": args.per_token, "shard": str(shard)}
     total = None
     if not args.no_progress and Path(args.input).stat().st_size < (256 << 20):
         total = count_records(args.input, args.format, args.column, args.id_column)
         total = min(total, args.limit or total)
         total = len(range(shard.index - 1, total, shard.count))
-    writer = open_writer(args.out, resume=args.resume, config=config, fields=TSV_FIELDS)
     with writer:
         summary = run_stream(load, job.run, units(), writer, shard=shard, devices=devices, engine=args.engine,
                              ray_address=args.ray_address, total=total, progress=not args.no_progress,

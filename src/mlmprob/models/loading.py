@@ -52,6 +52,9 @@ def load_mlm(name_or_path: str, device="auto", dtype=None) -> HFMaskedLM:
 
 def load_hf(name_or_path: str, device="cpu", dtype=None, *, name: str | None = None) -> HFMaskedLM:
     from transformers import AutoModelForMaskedLM, AutoTokenizer
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.disable_progress_bar()  # mlmprob's own progress goes to stderr; one bar at a time
 
     local = Path(name_or_path).expanduser()
     where = str(local) if local.exists() else str(name_or_path)

@@ -60,14 +60,15 @@ def merge_parts(out: str | Path, parts: Sequence[str | Path], *,
         if len(counts) != 1:
             raise MLMProbError(f"parts are shards of different splits: {', '.join(sorted(set(shards)))}")
         n = counts.pop()
-        have = sorted(int(s.split("/")[0]) for s in shards)
+        idx = [int(s.split("/")[0]) for s in shards]
+        have = sorted(idx)
         missing = sorted(set(range(1, n + 1)) - set(have))
         if missing:
             raise MLMProbError(f"shard(s) {', '.join(f'{i}/{n}' for i in missing)} missing from the parts")
         if len(have) != len(set(have)):
             dup = sorted({i for i in have if have.count(i) > 1})
             raise MLMProbError(f"shard(s) {', '.join(f'{i}/{n}' for i in dup)} given more than once")
-        paths = [p for _, p in sorted(zip(have, paths))]
+        paths = [p for _, p in sorted(zip(idx, paths))]
     seen: set[str] = set()
     dups: list[str] = []
     skipped = {str(x[0]) for m in metas for x in m.get("skipped", [])}

@@ -102,6 +102,7 @@ class _FileWriter(ResultWriter):
         path.parent.mkdir(parents=True, exist_ok=True)
         self.lock.acquire()
         try:
+            self._created = not self._exists()
             self._check_existing(resume, config)
             self._open(resume)
         except BaseException:
@@ -145,12 +146,20 @@ class _FileWriter(ResultWriter):
         self._closed = True
         try:
             self._finish(complete)
+            if not complete and self._created and self.rows_written == 0:
+                self._discard()  # a run that failed before its first row leaves nothing behind
+                return
             self._meta.update(meta)
             self._meta["complete"] = bool(complete)
             self._meta["rows"] = len(self.done_ids()) if complete else None
             self._write_meta()
         finally:
             self.lock.release()
+
+    def _discard(self) -> None:
+        for p in (self.path, self.meta_path):
+            p.unlink(missing_ok=True)
+        shutil.rmtree(self.path.with_name(self.path.name + ".parts"), ignore_errors=True)
 
     def _open(self, resume: bool) -> None:
         raise NotImplementedError
@@ -222,7 +231,7 @@ class ParquetWriter(_FileWriter):
 
     kind = "parquet"
 
-    def __init__(self, path: Path, *, resume: bool, config: dict | None = None, fields=None, part_rows: int = 2048):
+    def __init__(self, path: Path, *, resume: bool, config: dict | None = None, fields=None, part_rows: int = 1024):
         self.parts = path.with_name(path.name + ".parts")
         self.part_rows = part_rows
         super().__init__(path, resume=resume, config=config, fields=fields)
@@ -291,9 +300,9 @@ class ParquetWriter(_FileWriter):
 
 
 def open_writer(out: str | Path | None, *, resume: bool = False, config: dict | None = None,
-                fields: tuple[str, ...] | None = None) -> ResultWriter:
+                fields: tuple[str, ...] | None = None, part_rows: int = 1024) -> ResultWriter:
     """The writer for ``--out`` (stdout JSONL when None). ``config`` is stored in ``OUT.meta.json`` and
-    must match on ``--resume``; ``fields`` are the TSV columns."""
+    must match on ``--resume``; ``fields`` are the TSV columns; ``part_rows`` the rows of a Parquet part."""
     kind = output_kind(out)
     if kind == "stdout":
         if resume:
@@ -301,7 +310,7 @@ def open_writer(out: str | Path | None, *, resume: bool = False, config: dict | 
         return ResultWriter(None, fields=fields)
     path = Path(out)
     if kind == "parquet":
-        return ParquetWriter(path, resume=resume, config=config, fields=fields)
+        return ParquetWriter(path, resume=resume, config=config, fields=fields, part_rows=part_rows)
     return LineWriter(path, resume=resume, config=config, fields=fields)
 
 
