@@ -34,14 +34,14 @@ def demo_records(n: int):
 
 
 def run(args) -> int:
-    from ..models import load_mlm
     from ..scoring import score_records
 
     t0 = time.perf_counter()
     from ..cli import load_model_from_args
     mlm = load_model_from_args(args)
+    from ..runtime.device import describe
     print(f"mlmprob demo: model {mlm.name} ({sum(p.numel() for p in mlm.model.parameters()) / 1e6:.1f}M parameters, "
-          f"vocabulary {mlm.vocab_size}), loaded in {time.perf_counter() - t0:.1f}s\n")
+          f"vocabulary {mlm.vocab_size}) on {describe(mlm.device, mlm.dtype)}, loaded in {time.perf_counter() - t0:.1f}s\n")
 
     print("1. Sequence scores (pseudo-log-likelihood, E_local = -PLL, E_raw = -sum of raw logits)")
     print(f"   {'antibody':<16}{'length':>7}{'PLL':>10}{'PLL/res':>9}{'E_raw':>10}{'secs':>7}")

@@ -76,6 +76,8 @@ class ResultWriter:
         self.rows_written = 0
 
     def done_ids(self) -> set[str]:
+        """The ids the output held when it was opened (rows written since are not tracked: memory stays
+        flat however long the run)."""
         return set()
 
     def write(self, rows: list[dict]) -> None:
@@ -151,7 +153,7 @@ class _FileWriter(ResultWriter):
                 return
             self._meta.update(meta)
             self._meta["complete"] = bool(complete)
-            self._meta["rows"] = len(self.done_ids()) if complete else None
+            self._meta["rows"] = len(self.done_ids()) + self.rows_written if complete else None
             self._write_meta()
         finally:
             self.lock.release()
@@ -213,7 +215,6 @@ class LineWriter(_FileWriter):
         self._fh.write("\n".join(lines) + "\n")
         self._fh.flush()
         os.fsync(self._fh.fileno())
-        self._done.update(str(r["id"]) for r in rows)
         self.rows_written += len(rows)
 
     def _finish(self, complete: bool) -> None:
@@ -282,7 +283,6 @@ class ParquetWriter(_FileWriter):
         tmp = target.with_name(target.name + ".tmp")
         self._pq.write_table(self._pa.Table.from_pylist(self._buf), tmp)
         os.replace(tmp, target)
-        self._done.update(str(r["id"]) for r in self._buf)
         self._buf = []
 
     def _finish(self, complete: bool) -> None:
