@@ -104,7 +104,7 @@ def register(sub) -> None:
     s.add_argument("--score-all", action="store_true", help="energy over all positions, not only the free ones")
     s.add_argument("--seed", type=int, default=0)
     p.add_argument("--out", "-o", help="a folder (run.jsonl, samples.fasta, summary.json, trace.png), or a .jsonl, "
-                                       ".tsv or .parquet file of one row per chain, streamed (default: JSONL on stdout)")
+                                       ".tsv or .parquet file of one row per chain, streamed (default: stdout JSONL)")
     p.add_argument("--no-plot", action="store_true", help="folder mode: no trace.png")
     p.add_argument("--skip-invalid", action="store_true",
                    help="streamed mode: skip records that cannot be sampled (no CDR-H3, bad positions), with a warning")
@@ -257,8 +257,9 @@ def run_streamed(args) -> int:
                     positions=tuple(parse_positions(args.positions)) if args.positions else None)
     if next(iter(_records(args)), None) is None:  # fail fast on bad input, before a model is loaded
         raise MLMProbError(f"no sequences found in {args.input}" if args.input else "no input: give --seq or --input")
-    config = {"command": "sample", "model": args.model, "input": str(Path(args.input).resolve()) if args.input else None,
-              "seqs": list(args.seq), "format": args.format, "column": args.column, "id_column": args.id_column,
+    config = {"command": "sample", "model": args.model,
+              "input": str(Path(args.input).resolve()) if args.input else None, "seqs": list(args.seq),
+              "format": args.format, "column": args.column, "id_column": args.id_column,
               "positions": args.positions, "cdr3": args.cdr3, **job.settings(), "shard": str(shard)}
     # the output is claimed (lock, resume check) before the model loads: a second writer is refused at once
     writer = open_writer(args.out, resume=args.resume, config=config, part_rows=args.part_rows)
