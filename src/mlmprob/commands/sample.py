@@ -1,16 +1,27 @@
 """``mlmprob sample``: MH or degenerate-Gibbs chains from an MLM, optionally only over CDR-H3.
 
-Writes ``run.jsonl`` (resumable: rerun the same command to continue a killed run), ``samples.fasta``
-(the kept states), ``summary.json`` and ``trace.png`` into ``--out``.
+Two modes, chosen by ``--out``:
+
+- a folder: every chain of every input in one batch; writes ``run.jsonl`` (resumable: rerun the same
+  command to continue a killed run), ``samples.fasta`` (the kept states), ``summary.json`` and
+  ``trace.png``;
+- a ``.jsonl``/``.tsv``/``.parquet`` file (or no ``--out``: JSONL on stdout): records are streamed from
+  ``--input``, each record's ``--chains`` chains are sampled together with a generator seeded from
+  ``(--seed, record id)``, and one row per chain is written as it goes (``--resume``, ``--shard``,
+  ``--workers``; results do not depend on them).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import sys
 from pathlib import Path
 
 from ..errors import MLMProbError
+from ..runtime.inputs import FORMATS
+
+STREAM_SUFFIXES = (".jsonl", ".tsv", ".parquet")
 
 
 def _block_size(text: str):
@@ -52,17 +63,28 @@ def parse_positions(text: str) -> list[int]:
     return out
 
 
+def is_streamed(out: str | None) -> bool:
+    """Whether ``--out`` asks for streamed rows (a result file, or stdout) rather than a run folder.
+
+    >>> is_streamed(None), is_streamed("runs/x.parquet"), is_streamed("runs/tras_mh")
+    (True, True, False)
+    """
+    return out is None or out == "-" or Path(out).suffix.lower() in STREAM_SUFFIXES
+
+
 def register(sub) -> None:
     p = sub.add_parser("sample", help="MH / degenerate Gibbs sampling from an MLM's energy (Goyal et al. 2022)",
                        formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     src = p.add_argument_group("input")
     src.add_argument("--seq", action="append", default=[], help="a sequence ('_' = mask); repeatable")
-    src.add_argument("--input", help="file of sequences: text lines, FASTA, CSV/TSV (with --column)")
-    src.add_argument("--column", help="sequence column of a CSV/TSV input")
+    src.add_argument("--input", help="file of sequences: text lines, FASTA, CSV/TSV, JSONL or Parquet, optionally .gz")
+    src.add_argument("--format", default="auto", choices=FORMATS, help="--input format (auto: by the file's suffix)")
+    src.add_argument("--column", help="sequence column of a CSV/TSV/Parquet input (or key of a JSONL object)")
+    src.add_argument("--id-column", help="identifier column (or JSONL key) of --input")
     src.add_argument("--positions", help="free residue/word indices, 0-based, e.g. 3,5,10-12 (default: all)")
     src.add_argument("--cdr3", nargs="?", const="imgt", choices=("imgt", "kabat"),
                      help="free only CDR-H3 (conserved Cys ... W-G-x-G); the rest is clamped")
-    from ..cli import add_model_args
+    from ..cli import add_model_args, add_runtime_args
     add_model_args(p)
     s = p.add_argument_group("sampler")
     s.add_argument("--method", choices=("mh", "gibbs"), default="mh")
@@ -81,63 +103,73 @@ def register(sub) -> None:
     s.add_argument("--init", choices=("given", "greedy", "random"), default="given")
     s.add_argument("--score-all", action="store_true", help="energy over all positions, not only the free ones")
     s.add_argument("--seed", type=int, default=0)
-    p.add_argument("--out", required=True, help="output folder (run.jsonl, samples.fasta, summary.json, trace.png)")
-    p.add_argument("--no-plot", action="store_true")
-    p.add_argument("--no-progress", action="store_true")
+    p.add_argument("--out", "-o", help="a folder (run.jsonl, samples.fasta, summary.json, trace.png), or a .jsonl, "
+                                       ".tsv or .parquet file of one row per chain, streamed (default: stdout JSONL)")
+    p.add_argument("--no-plot", action="store_true", help="folder mode: no trace.png")
+    p.add_argument("--skip-invalid", action="store_true",
+                   help="streamed mode: skip records that cannot be sampled (no CDR-H3, bad positions), with a warning")
+    add_runtime_args(p)
     p.set_defaults(func=run)
 
 
-def _read_inputs(args) -> list[tuple[str, str]]:
-    seqs = [(f"seq{i + 1}", s) for i, s in enumerate(args.seq)]
+def _records(args):
+    """The input records, streamed: the --seq sequences (``seq1``, ``seq2``, ...), then --input's."""
+    from ..runtime.inputs import Record, iter_records
+
+    for i, s in enumerate(args.seq):
+        yield Record(f"seq{i + 1}", s)
     if args.input:
-        from ..data import read_records
-        seqs += [(r.id, r.seq) for r in read_records(args.input, "auto", args.column)]
-    if not seqs:
-        raise MLMProbError("no input: give --seq or --input")
-    return seqs
+        yield from iter_records(args.input, args.format, args.column, args.id_column)
+
+
+def expected_ids(config: dict, limit: int | None = None):
+    """The chain ids a streamed run with this stored ``config`` covers (``RECORD/chainC`` for every input
+    record), for ``mlmprob merge``'s check that every input appears in the parts."""
+    from argparse import Namespace
+
+    args = Namespace(seq=config.get("seqs") or [], input=config.get("input"), format=config.get("format", "auto"),
+                     column=config.get("column"), id_column=config.get("id_column"))
+    for rec in _records(args):
+        for c in range(int(config["chains"])):
+            yield f"{rec.id}/chain{c}"
 
 
 def run(args) -> int:
+    if args.positions and args.cdr3:
+        raise MLMProbError("give --positions or --cdr3, not both")
+    if is_streamed(args.out):
+        return run_streamed(args)
+    for flag, on in (("--shard", args.shard), ("--workers", args.workers), ("--devices", args.devices),
+                     ("--engine ray", args.engine == "ray"), ("--skip-invalid", args.skip_invalid)):
+        if on:
+            raise MLMProbError(f"{flag} needs a .jsonl, .tsv or .parquet --out (a folder --out samples every "
+                               "chain in one batch and resumes by itself)")
+    return run_folder(args)
+
+
+def run_folder(args) -> int:
     import torch
 
-    from ..models import load_mlm
-    from ..sampling import LinearAnneal, LinearBlockSize, sample
-    from ..sampling.cdr import cdr_h3_mask
+    from ..sampling import LinearAnneal, sample
     from ..sampling.plots import plot_traces
+    from ..sampling.stream import block_schedule, free_positions
 
     if args.chains < 1:
         raise MLMProbError(f"--chains must be >= 1, got {args.chains}")
-    if args.positions and args.cdr3:
-        raise MLMProbError("give --positions or --cdr3, not both")
-    seqs = _read_inputs(args)
+    seqs = [(r.id, r.seq) for r in _records(args)]
+    if not seqs:
+        raise MLMProbError("no input: give --seq or --input")
+    want = parse_positions(args.positions) if args.positions else None
     from ..cli import load_model_from_args
     mlm = load_model_from_args(args)
     enc = mlm.encode([s for _, s in seqs])
-    ids, word_ids = enc.input_ids, enc.word_ids
-    free = torch.zeros_like(ids, dtype=torch.bool)
-    for i, (name, s) in enumerate(seqs):
-        if args.cdr3:
-            try:
-                free[i] = cdr_h3_mask("".join(s.split()), word_ids[i], args.cdr3)
-            except MLMProbError as e:
-                raise MLMProbError(f"{name}: {e}") from None
-        elif args.positions:
-            want = parse_positions(args.positions)
-            n_words = int(word_ids[i].max()) + 1
-            bad = [w for w in want if not 0 <= w < n_words]
-            if bad:
-                raise MLMProbError(f"{name}: position {bad[0]} is outside its {n_words} residues/words")
-            free[i] = torch.isin(word_ids[i], torch.tensor(want))
-        else:
-            free[i] = word_ids[i] >= 0
+    ids = enc.input_ids
+    free = torch.stack([free_positions(mlm, enc, i, name, s, want, args.cdr3) for i, (name, s) in enumerate(seqs)])
     reps = args.chains
     ids, free = ids.repeat_interleave(reps, 0), free.repeat_interleave(reps, 0)
     # identity is measured against the input when it has no masks at the free positions
     reference = None if (ids[free] == mlm.mask_id).any() else ids.clone()
-    bs = args.block_size
-    if isinstance(bs, tuple):
-        _, start, end, *n = bs
-        bs = LinearBlockSize(start, end, n[0] if n else args.burn_in + args.epochs)
+    bs = block_schedule(args.block_size, args.burn_in + args.epochs)
     tt = args.target_temperature
     if args.anneal > 0:
         tt = LinearAnneal(args.target_temperature, args.anneal, args.temperature_floor)
@@ -165,4 +197,99 @@ def run(args) -> int:
     if not args.no_plot:
         plot_traces(result, out / "trace.png")
     print(json.dumps(summary))
+    return 0
+
+
+class _ChainWriter:
+    """The output's writer as the streaming engine sees it: rows of chains already in the output are not
+    written again (a record whose rows a kill cut in the middle is sampled again, identically, and only
+    its missing chains are added), and list cells of a TSV are written as strict JSON text."""
+
+    def __init__(self, inner):
+        self.inner = inner
+        self._meta = getattr(inner, "_meta", {})
+        self.rows_written = 0
+
+    def done_ids(self) -> set[str]:
+        return self.inner.done_ids()
+
+    def write(self, rows: list[dict]) -> None:
+        from ..runtime.writers import dumps
+
+        done = self.inner.done_ids()
+        rows = [r for r in rows if str(r["id"]) not in done]
+        if self.inner.kind == "tsv":
+            rows = [{k: dumps(v) if isinstance(v, list) else v for k, v in r.items()} for r in rows]
+        self.inner.write(rows)
+        self.rows_written += len(rows)
+
+    def close(self, complete: bool = True, **meta) -> None:
+        self.inner.close(complete, **meta)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, exc_type, *exc) -> None:
+        self.close(complete=False)
+
+
+def run_streamed(args) -> int:
+    """Streamed mode: one row per chain into a .jsonl/.tsv/.parquet file (or stdout), the record being the
+    unit of sharding and resuming (a record is done when all its chains are in the output)."""
+    from ..cli import model_dtype_label
+    from ..runtime import describe, parse_shard
+    from ..runtime.engine import run_stream
+    from ..runtime.inputs import count_records
+    from ..runtime.pool import parse_devices
+    from ..runtime.writers import open_writer
+    from ..sampling.stream import SampleJob
+
+    shard = parse_shard(args.shard)
+    devices = parse_devices(args.workers, args.devices)
+    if devices == ["auto"]:
+        devices = [args.device]
+    job = SampleJob(model=args.model, dtype=args.dtype, batch_tokens=args.batch_tokens, chains=args.chains,
+                    seed=args.seed, method=args.method, energy=args.energy, epochs=args.epochs, burn_in=args.burn_in,
+                    thin=args.thin, block_size=args.block_size, proposal_temperature=args.proposal_temperature,
+                    top_p=args.top_p, target_temperature=args.target_temperature, anneal=args.anneal,
+                    temperature_floor=args.temperature_floor, order=args.order, init=args.init,
+                    score_all=args.score_all, cdr3=args.cdr3, skip_invalid=args.skip_invalid,
+                    positions=tuple(parse_positions(args.positions)) if args.positions else None)
+    if next(iter(_records(args)), None) is None:  # fail fast on bad input, before a model is loaded
+        raise MLMProbError(f"no sequences found in {args.input}" if args.input else "no input: give --seq or --input")
+    config = {"command": "sample", "model": args.model,
+              "input": str(Path(args.input).resolve()) if args.input else None, "seqs": list(args.seq),
+              "format": args.format, "column": args.column, "id_column": args.id_column,
+              "positions": args.positions, "cdr3": args.cdr3, **job.settings(), "shard": str(shard)}
+    # the output is claimed (lock, resume check) before the model loads: a second writer is refused at once
+    writer = open_writer(args.out, resume=args.resume, config=config, part_rows=args.part_rows)
+    if len(devices) == 1 and args.engine == "local":  # load here once: errors (unknown model, device) surface early
+        try:
+            state = job.load(devices[0])
+        except BaseException:
+            writer.close(complete=False)
+            raise
+        load = lambda device: state  # noqa: E731
+        ran_on = describe(state[0].device, state[0].dtype)
+    else:
+        load, ran_on = job.load, f"{len(devices)} x {devices[0]} {model_dtype_label(args.dtype, devices[0])}"
+    last = f"/chain{job.chains - 1}"
+    skipped_before = {str(x[0]) for x in getattr(writer, "_meta", {}).get("skipped", [])}
+    done_records = sum(1 for i in writer.done_ids() if i.endswith(last)) + len(skipped_before)
+    total = None
+    if not args.no_progress and (not args.input or Path(args.input).stat().st_size < (256 << 20)):
+        n = len(args.seq) + (count_records(args.input, args.format, args.column, args.id_column) if args.input else 0)
+        n = len(range(shard.index - 1, n, shard.count))
+        total = n * job.chains - done_records * (job.chains - 1)   # the bar counts chains; a done record counts 1
+    with _ChainWriter(writer) as out:
+        summary = run_stream(load, job.run, _records(args), out, shard=shard, devices=devices, chunk_size=1,
+                             engine=args.engine, ray_address=args.ray_address, total=total,
+                             progress=not args.no_progress, unit_name="chain",
+                             key=lambda r: r.id if r.id in skipped_before else r.id + last)
+    for rid, why in summary.skipped:
+        print(f"warning: skipped record {rid!r}: {why}", file=sys.stderr)
+    print(f"sampled {out.rows_written} chains of {summary.written // job.chains} records with {args.model} on {ran_on}"
+          + (f" -> {args.out}" if args.out else "")
+          + (f" ({summary.already} records already there)" if summary.already else "")
+          + (f" (shard {shard})" if not shard.is_whole else ""), file=sys.stderr)
     return 0

@@ -1,0 +1,223 @@
+"""Sampling record by record, for a stream of sequences: the API behind ``mlmprob sample --out F.jsonl``.
+
+Each input record gets ``chains`` chains, sampled in one :func:`~mlmprob.sampling.sample` call with a
+generator seeded from ``(seed, record id)`` alone (:func:`record_seed`), so a record's chains are the
+same whichever shard, worker, chunk or resumed run samples it. :class:`SampleJob` is picklable (the
+streaming engine sends it to worker processes or Ray actors); its ``run`` turns a chunk of records
+into one result row per chain (:meth:`SampleJob.chain_rows`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from dataclasses import dataclass
+from typing import Sequence, Union
+
+import torch
+
+from ..errors import MLMProbError
+from ..runtime.inputs import Record
+from .api import SampleResult, sample
+from .cdr import cdr_h3_mask
+from .proposals import ProposalConfig
+from .schedules import LinearAnneal, LinearBlockSize
+
+BlockSpec = Union[int, tuple]   # K, or ("linear", START, END[, EPOCHS]) as ``mlmprob sample --block-size`` parses it
+
+
+def record_seed(seed: int, record_id: str) -> int:
+    """A 63-bit generator seed from the run's ``seed`` and a record's id (BLAKE2b: the same in every
+    process and Python version, unlike ``hash``).
+
+    >>> record_seed(0, "seq1") == record_seed(0, "seq1") != record_seed(1, "seq1")
+    True
+    >>> record_seed(0, "seq1")
+    6289551396170010969
+    """
+    digest = hashlib.blake2b(f"{int(seed)}\x00{record_id}".encode(), digest_size=8).digest()
+    return int.from_bytes(digest, "little") & (2**63 - 1)
+
+
+def free_positions(mlm, enc, row: int, name: str, seq: str, positions: Sequence[int] | None = None,
+                   cdr3: str | None = None) -> torch.Tensor:
+    """Bool ``[L]``: the tokens of sequence ``row`` of the encoding ``enc`` (of ``seq``) that are sampled:
+    CDR-H3 (``cdr3``: ``"imgt"`` or ``"kabat"``), the tokens of the 0-based residue/word indices
+    ``positions``, else every residue/word and every mask token before the padding (a tokenizer may count
+    its mask token as special, outside the words). Errors name the sequence (``name``)."""
+    word_ids = enc.word_ids[row]
+    if cdr3:
+        try:
+            return cdr_h3_mask("".join(seq.split()), word_ids, cdr3)
+        except MLMProbError as e:
+            raise MLMProbError(f"{name}: {e}") from None
+    if positions:
+        n_words = int(word_ids.max()) + 1
+        bad = [w for w in positions if not 0 <= w < n_words]
+        if bad:
+            raise MLMProbError(f"{name}: position {bad[0]} is outside its {n_words} residues/words")
+        return torch.isin(word_ids, torch.tensor(list(positions)))
+    inside = torch.arange(len(word_ids)) < int(enc.lengths[row])
+    return (word_ids >= 0) | ((enc.input_ids[row] == mlm.mask_id) & inside)
+
+
+def block_schedule(block_size: BlockSpec, total_epochs: int):
+    """The sampler's block size: ``K``, or a ``LinearBlockSize`` over ``EPOCHS`` (default: every epoch)."""
+    if isinstance(block_size, tuple):
+        _, start, end, *n = block_size
+        return LinearBlockSize(start, end, n[0] if n else total_epochs)
+    return block_size
+
+
+def block_text(block_size: BlockSpec) -> str:
+    """``block_size`` as ``--block-size`` writes it.
+
+    >>> block_text(2), block_text(("linear", 4, 1)), block_text(("linear", 4, 1, 3))
+    ('2', '4:1', '4:1:3')
+    """
+    if isinstance(block_size, tuple):
+        return ":".join(str(x) for x in block_size[1:])
+    return str(block_size)
+
+
+def chain_rates(result: SampleResult) -> tuple[list[float], list[float]]:
+    """Per-chain acceptance and novelty rates over the epochs after burn-in, pooled over proposals as
+    ``SampleResult.accept_rate`` pools them over all chains. A chain with ``n`` free positions makes
+    ``ceil(n / k)`` proposals in an epoch of block size ``k`` (``k`` capped at ``n``), so its per-epoch
+    rates are weighted by that count. NaN when there are no epochs after burn-in."""
+    n_free = result.free.sum(-1).to(torch.float64)                                       # [B]
+    k = result.block_size.to(torch.float64)[:, None].clamp(min=1)                          # [E, 1]
+    props = torch.ceil(n_free[None, :] / torch.minimum(k, n_free[None, :]).clamp(min=1))  # [E, B]
+    post = slice(result.burn_in, None)
+    w = props[post]
+    total = w.sum(0)
+    out = []
+    for rate in (result.accept, result.novel):
+        pooled = (rate[post] * w).sum(0) / total.clamp(min=1)
+        out.append([float(x) if t > 0 else math.nan for x, t in zip(pooled, total)])
+    return out[0], out[1]
+
+
+@dataclass(frozen=True)
+class SampleJob:
+    """Everything a worker needs to sample the chains of chunks of records (picklable)."""
+
+    model: str
+    dtype: str | None = None
+    batch_tokens: int | None = None
+    chains: int = 4
+    seed: int = 0
+    method: str = "mh"
+    energy: str = "local"
+    epochs: int = 20
+    burn_in: int = 5
+    thin: int = 1
+    block_size: BlockSpec = 1
+    proposal_temperature: float = 1.0
+    top_p: float = 1.0
+    target_temperature: float = 1.0
+    anneal: float = 0.0
+    temperature_floor: float = 0.05
+    order: str = "random"
+    init: str = "given"
+    score_all: bool = False
+    positions: tuple[int, ...] | None = None
+    cdr3: str | None = None
+    skip_invalid: bool = False
+
+    def __post_init__(self):
+        if self.chains < 1:
+            raise MLMProbError(f"--chains must be >= 1, got {self.chains}")
+        if self.epochs < 1:
+            raise MLMProbError(f"--epochs must be >= 1, got {self.epochs}")
+        if self.burn_in < 0:
+            raise MLMProbError(f"--burn-in must be >= 0, got {self.burn_in}")
+        if not 1 <= self.thin <= self.epochs:
+            raise MLMProbError(f"--thin must lie in 1..epochs ({self.epochs}), got {self.thin}")
+        if not (self.target_temperature > 0) or math.isinf(self.target_temperature):
+            raise MLMProbError(f"--target-temperature must be finite and > 0, got {self.target_temperature}")
+        ProposalConfig(self.proposal_temperature, self.top_p)   # raises on bad values
+        self.schedules()
+
+    def schedules(self):
+        """``(block_size, target_temperature)`` as :func:`~mlmprob.sampling.sample` takes them."""
+        tt = self.target_temperature
+        if self.anneal > 0:
+            tt = LinearAnneal(self.target_temperature, self.anneal, self.temperature_floor)
+        return block_schedule(self.block_size, self.burn_in + self.epochs), tt
+
+    def settings(self) -> dict:
+        """The sampler's settings as plain JSON values (written into every row and the output's config)."""
+        return {"method": self.method, "energy": self.energy, "chains": self.chains, "epochs": self.epochs,
+                "burn_in": self.burn_in, "thin": self.thin, "block_size": block_text(self.block_size),
+                "proposal_temperature": self.proposal_temperature, "top_p": self.top_p,
+                "target_temperature": self.target_temperature, "anneal": self.anneal,
+                "temperature_floor": self.temperature_floor, "order": self.order, "init": self.init,
+                "score_all": self.score_all, "seed": self.seed}
+
+    def load(self, device: str = "auto"):
+        """``(model, batch_tokens)`` on ``device`` (called once per worker)."""
+        from ..batching import auto_batch_tokens
+        from ..models import load_mlm
+
+        mlm = load_mlm(self.model, device=device, dtype=self.dtype)
+        return mlm, auto_batch_tokens(mlm, self.batch_tokens)
+
+    def run(self, state, records: Sequence[Record]) -> tuple[list[dict], list[tuple[str, str]]]:
+        """Sample one chunk: ``chains`` rows per record (in input order) and the ``(id, reason)`` of the
+        records skipped (``skip_invalid``: records whose sequence or free positions are unusable)."""
+        mlm, batch_tokens = state
+        rows: list[dict] = []
+        skipped: list[tuple[str, str]] = []
+        for rec in records:
+            try:
+                rows.extend(self.chain_rows(mlm, rec, batch_tokens))
+            except MLMProbError as e:
+                if not self.skip_invalid:
+                    raise
+                skipped.append((rec.id, str(e)))
+        return rows, skipped
+
+    def sample_record(self, mlm, rec: Record, batch_tokens: int | None = None) -> SampleResult:
+        """The ``chains`` chains of one record (generator seeded by :func:`record_seed`)."""
+        from ..batching import DEFAULT_BATCH_TOKENS
+
+        try:
+            enc = mlm.encode([rec.seq])
+        except MLMProbError as e:
+            raise MLMProbError(f"{rec.id}: {e}") from None
+        free = free_positions(mlm, enc, 0, rec.id, rec.seq, self.positions, self.cdr3)[None, :]
+        ids, free = enc.input_ids.repeat(self.chains, 1), free.repeat(self.chains, 1)
+        # identity is measured against the input when it has no masks at the free positions
+        reference = None if (ids[free] == mlm.mask_id).any() else ids.clone()
+        bs, tt = self.schedules()
+        g = torch.Generator().manual_seed(record_seed(self.seed, rec.id))
+        try:
+            return sample(mlm, ids, method=self.method, energy=self.energy, epochs=self.epochs,
+                          burn_in=self.burn_in, block_size=bs, proposal_temperature=self.proposal_temperature,
+                          top_p=self.top_p, target_temperature=tt, order=self.order, positions=free, generator=g,
+                          init=self.init, thin=self.thin, score_all=self.score_all, reference=reference,
+                          batch_tokens=batch_tokens or DEFAULT_BATCH_TOKENS)
+        except MLMProbError as e:
+            raise MLMProbError(f"{rec.id}: {e}") from None
+
+    def chain_rows(self, mlm, rec: Record, batch_tokens: int | None = None) -> list[dict]:
+        """One row per chain of ``rec``: ``id`` (``RECORD/chainC``), ``record``, ``chain``, the final
+        ``sequence`` (decoded), its ``e_local`` and ``e_raw``, ``accept_rate`` and ``novel_rate`` (after
+        burn-in), ``identity`` to the input (None when the input has masks at free positions),
+        ``energy_trace`` (the target energy after every epoch, burn-in included), ``n_free``, the
+        sampler settings and ``record_seed``. NaN becomes None when written."""
+        r = self.sample_record(mlm, rec, batch_tokens)
+        accept, novel = chain_rates(r)
+        settings = self.settings()
+        rseed = record_seed(self.seed, rec.id)
+        rows = []
+        for c in range(self.chains):
+            rows.append({"id": f"{rec.id}/chain{c}", "record": rec.id, "chain": c,
+                         "sequence": mlm.decode(r.final_ids[c]),
+                         "e_local": float(r.energy_local[-1, c]), "e_raw": float(r.energy_raw[-1, c]),
+                         "accept_rate": accept[c], "novel_rate": novel[c],
+                         "identity": None if r.identity is None else float(r.identity[-1, c]),
+                         "energy_trace": r.energy[:, c].tolist(), "n_free": int(r.free[c].sum()),
+                         **settings, "record_seed": rseed})
+        return rows
