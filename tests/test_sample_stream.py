@@ -82,7 +82,7 @@ def test_shards_merge_and_workers_equal_one_process(reference, tiny_bert_dir, tm
     assert got == [{f"s{i}" for i in range(0, 8, 2)}, {f"s{i}" for i in range(1, 8, 2)}]
     merged = tmp_path / "all.jsonl"
     # merge's input check reads only `score` outputs' inputs today (commands/merge.py), so it is turned off
-    assert main(["merge", "--no-input-check", "--out", str(merged), *map(str, parts)]) == 0
+    assert main(["merge", "--out", str(merged), *map(str, parts)]) == 0
     _same(list(read_results(merged)), ref)
     # with the sample command's expected ids, the input check passes too (for commands/merge.py to use)
     from mlmprob.commands.sample import expected_ids

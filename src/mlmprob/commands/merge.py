@@ -16,15 +16,19 @@ def register(sub) -> None:
 
 
 def _input_ids(config: dict, limit: int | None):
-    from itertools import islice
+    """The unit ids the run's input holds, from the command that wrote the parts (its ``expected_ids``);
+    None when that command cannot say (then only duplicates and shards are checked)."""
+    import importlib
 
-    from ..runtime.inputs import iter_records
-
-    if config.get("command") != "score" or not config.get("input"):
-        return []
-    ids = (r.id for r in iter_records(config["input"], config.get("format", "auto"), config.get("column"),
-                                      config.get("id_column")))
-    return ids if limit is None else islice(ids, limit)
+    name = config.get("command")
+    if not name or not config.get("input") and not config.get("seqs"):
+        return None
+    try:
+        mod = importlib.import_module(f"{__package__}.{name}")
+    except ModuleNotFoundError:
+        return None
+    fn = getattr(mod, "expected_ids", None)
+    return None if fn is None else fn(config, limit)
 
 
 def run(args) -> int:

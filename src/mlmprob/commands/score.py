@@ -30,6 +30,17 @@ def register(sub) -> None:
     p.set_defaults(func=run)
 
 
+def expected_ids(config: dict, limit: int | None = None):
+    """The record ids a run with this stored ``config`` covers, for ``mlmprob merge``'s input check."""
+    from itertools import islice
+
+    from ..runtime.inputs import iter_records
+
+    ids = (r.id for r in iter_records(config["input"], config.get("format", "auto"), config.get("column"),
+                                      config.get("id_column")))
+    return ids if limit is None else islice(ids, limit)
+
+
 def run(args) -> int:
     from itertools import islice
 

@@ -87,9 +87,12 @@ def merge_parts(out: str | Path, parts: Sequence[str | Path], *,
                 n_rows += 1
         if dups:
             raise MLMProbError(f"{len(dups)} id(s) appear more than once across the parts: {_names(dups)}")
+        expected = None
         if expected_ids is not None and configs[0]:
-            expected = [str(i) for i in expected_ids(configs[0], metas[0].get("limit"))]
-            missing = [i for i in expected if i not in seen and i not in skipped]
+            ids = expected_ids(configs[0], metas[0].get("limit"))
+            expected = None if ids is None else [str(i) for i in ids]
+        if expected_ids is not None and configs[0] and expected is not None:
+            missing = [i for i in expected if i not in seen and i not in skipped and i.rsplit('/', 1)[0] not in skipped]
             if missing:
                 raise MLMProbError(f"{len(missing)} input id(s) appear in no part: {_names(missing)}")
             extra = seen - set(expected)
