@@ -8,6 +8,8 @@ import torch
 
 from ..errors import ModelLoadError
 from .hf import HFMaskedLM, _max_length_of
+from .protein import protein_mlm
+from .windowed import WindowedMLM
 from .tokenizers import HFTokenizer
 
 BUILTIN = ("antiberty", "sapiens-vh", "sapiens-vl", "en-small")
@@ -37,15 +39,19 @@ def parse_device(device) -> torch.device:
     return dev
 
 
-def load_mlm(name_or_path: str, device="cpu", dtype=None) -> HFMaskedLM:
+def load_mlm(name_or_path: str, device="cpu", dtype=None, alphabet: str | None = None) -> HFMaskedLM | WindowedMLM:
     """Load a masked LM with its tokenizer.
 
     ``name_or_path`` is a built-in name (``"antiberty"``, ``"sapiens-vh"``, ``"sapiens-vl"``, and
     ``"en-small"``, the package's own small English BERT; all offline), a local directory saved with ``save_pretrained``, or a Hugging Face hub id such as
     ``"bert-base-cased"`` (needs internet). ``dtype`` is a ``torch.dtype`` or a name like ``"bf16"``.
+    Protein models (ESM, ProtBERT, ...) are recognised by their tokenizer, or by ``alphabet`` (the
+    letters they may propose, default the 20 canonical residues): see ``mlmprob.models.protein``.
     """
     dev, dt = parse_device(device), parse_dtype(dtype)
     key = str(name_or_path).lower()
+    if alphabet is not None and key in BUILTIN:
+        raise ModelLoadError(f"alphabet applies to hub and directory models; {key!r} has its own fixed alphabet")
     if key == "antiberty":
         from .antibody import load_antiberty
         return load_antiberty(dev, dt)
@@ -56,10 +62,10 @@ def load_mlm(name_or_path: str, device="cpu", dtype=None) -> HFMaskedLM:
         if not (EN_SMALL_DIR / "model.safetensors").is_file():
             raise ModelLoadError(f"the en-small weights are missing from this installation ({EN_SMALL_DIR})")
         return load_hf(str(EN_SMALL_DIR), dev, dt, name="en-small")
-    return load_hf(name_or_path, dev, dt)
+    return load_hf(name_or_path, dev, dt, alphabet=alphabet)
 
 
-def load_hf(name_or_path: str, device="cpu", dtype=None, *, name: str | None = None) -> HFMaskedLM:
+def load_hf(name_or_path: str, device="cpu", dtype=None, *, name: str | None = None, alphabet: str | None = None) -> HFMaskedLM | WindowedMLM:
     from transformers import AutoModelForMaskedLM, AutoTokenizer
 
     local = Path(name_or_path).expanduser()
@@ -76,4 +82,7 @@ def load_hf(name_or_path: str, device="cpu", dtype=None, *, name: str | None = N
     if dtype is not None:
         model = model.to(dtype=dtype)
     max_len = _max_length_of(model, tok)
+    protein = protein_mlm(model, tok, name=name or str(name_or_path), max_length=max_len, alphabet=alphabet)
+    if protein is not None:
+        return protein
     return HFMaskedLM(model, HFTokenizer(tok, max_length=max_len), name=name or str(name_or_path), max_length=max_len)
