@@ -56,12 +56,30 @@ def is_protein_tokenizer(hf_tok) -> bool:
     return set(CANONICAL) <= singles and len(singles) <= len(CANONICAL) + MAX_EXTRA_LETTERS
 
 
-def residue_tokenizer(hf_tok) -> ResidueTokenizer:
+class ProteinTokenizer(ResidueTokenizer):
+    """A ``ResidueTokenizer`` that also reads residues separated by white space (ProtBERT's
+    ``"M K T A"``); ``decode`` gives the plain string.
+
+    >>> tok = ProteinTokenizer(["<cls>", "<pad>", "<eos>", "<mask>"] + list(CANONICAL), bos="<cls>", eos="<eos>",
+    ...                        pad="<pad>", mask="<mask>")
+    >>> ids = tok.encode(["M K T A", "mkt_"]).input_ids
+    >>> tok.decode(ids[0]), tok.decode(ids[1])
+    ('MKTA', 'MKT_')
+    """
+
+    def encode(self, texts):
+        texts = [texts] if isinstance(texts, str) else list(texts)
+        return super().encode(["".join(t.split()) if isinstance(t, str) else t for t in texts])
+
+
+def residue_tokenizer(hf_tok) -> ProteinTokenizer:
     """A one-token-per-residue tokenizer over the Hugging Face tokenizer's own vocabulary and
     special tokens (whatever it puts around a sequence: ``<cls> .. <eos>``, ``[CLS] .. [SEP]``)."""
     tokens = _vocab_tokens(hf_tok)
     probe = tokens.index("A")
-    full = list(hf_tok.build_inputs_with_special_tokens([probe]))
+    full = list(hf_tok("A", add_special_tokens=True)["input_ids"])
+    if probe not in full:
+        raise ModelLoadError("this protein tokenizer does not map the residue 'A' to its own token")
     k = full.index(probe)
     pre, post = full[:k], full[k + 1:]
     if len(pre) > 1 or len(post) > 1:
@@ -70,7 +88,7 @@ def residue_tokenizer(hf_tok) -> ResidueTokenizer:
     if hf_tok.mask_token is None:
         raise ModelLoadError("this tokenizer has no mask token; it does not belong to a masked LM")
     pad = hf_tok.pad_token if hf_tok.pad_token is not None else hf_tok.mask_token
-    return ResidueTokenizer(tokens, bos=tokens[pre[0]] if pre else None, eos=tokens[post[0]] if post else None,
+    return ProteinTokenizer(tokens, bos=tokens[pre[0]] if pre else None, eos=tokens[post[0]] if post else None,
                             pad=pad, mask=hf_tok.mask_token, unk=hf_tok.unk_token, max_length=None)
 
 
