@@ -11,56 +11,11 @@ from mlmprob.models.hf import HFMaskedLM
 from mlmprob.models.protein import CANONICAL, is_protein_tokenizer
 from mlmprob.models.windowed import WindowedMLM
 
-ESM_VOCAB = ["<cls>", "<pad>", "<eos>", "<unk>"] + list("LAGVSERTIDPKQNFYMHWCXBUZO.-") + ["<null_1>", "<mask>"]
-PROTBERT_VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + list("LAGVESIKRDTPNQFYMHCWXUBZO")
+from conftest import ESM_VOCAB, PROTBERT_VOCAB
+
 pytestmark = pytest.mark.usefixtures("one_thread")
 
-PROT = "MKTAYIAKQRQISFVKSHFSRQLEERLGLIEVQAPILSRVGDGTQDNLSGAEKAVQVKVKALPDAQFEVVHSLAKWKRQTLGQHDFSAGEGLYTHMKALRPDEDRLSPLHSVYVDQWDWERVMGDGERQFSTLKSTVEAIWAGIKATEAAVSEEFGLAPFLPDQIHFVHSQELLSRYPDLDAKGRERAIAKDLGAVFLVGIGGKLSDGHRHDVRAPDYDDWSTPSELGHAGLNGDILVWNPVLEDAFELSSMGIRVDADTLKHQLALTGDEDRLELEWHQALLRGEMPQTIGGGIGQSRLTMLLLQLPHIGQVQAGVWPAACRETVTALL"  # noqa: E501
-
-
-def save_esm(d, max_positions=18):
-    """A random-weight EsmForMaskedLM with the ESM-2 vocabulary and rotary positions: window
-    ``max_positions - 2`` tokens."""
-    import transformers as tf
-
-    (d / "vocab.txt").write_text("\n".join(ESM_VOCAB))
-    tok = tf.EsmTokenizer(str(d / "vocab.txt"))
-    torch.manual_seed(0)  # test fixture weights
-    cfg = tf.EsmConfig(vocab_size=len(ESM_VOCAB), hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
-                       intermediate_size=32, max_position_embeddings=max_positions, position_embedding_type="rotary",
-                       pad_token_id=1, mask_token_id=len(ESM_VOCAB) - 1, token_dropout=True, initializer_range=0.5)
-    tf.EsmForMaskedLM(cfg).save_pretrained(str(d))
-    tok.save_pretrained(str(d))
-    return d
-
-
-def save_protbert(d, max_positions=24):
-    import transformers as tf
-
-    (d / "vocab.txt").write_text("\n".join(PROTBERT_VOCAB) + "\n")
-    tok = tf.BertTokenizer(str(d / "vocab.txt"), do_lower_case=False)
-    torch.manual_seed(1)  # test fixture weights
-    cfg = tf.BertConfig(vocab_size=len(PROTBERT_VOCAB), hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
-                        intermediate_size=32, max_position_embeddings=max_positions, initializer_range=0.5,
-                        hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
-    tf.BertForMaskedLM(cfg).save_pretrained(str(d))
-    tok.save_pretrained(str(d))
-    return d
-
-
-@pytest.fixture(scope="module")
-def esm_dir(tmp_path_factory):
-    return save_esm(tmp_path_factory.mktemp("esm"))
-
-
-@pytest.fixture(scope="module")
-def esm(esm_dir):
-    return mlmprob.load_mlm(str(esm_dir))
-
-
-@pytest.fixture(scope="module")
-def protbert_dir(tmp_path_factory):
-    return save_protbert(tmp_path_factory.mktemp("protbert"))
+PROT = "MKTAYIAKQRQISFVKSHFSRQLEERLGLIEVQAPILSRVGDGTQDNLSGAEKAVQV"
 
 
 def naive_pll(model, ids, pad_id, mask_id, positions):

@@ -181,6 +181,12 @@ def evaluate(pred, target, *, generator: torch.Generator, labels=None, top: floa
     pred, target = _check(pred, target)
     if not 0 < top <= 1:
         raise MLMProbError(f"top must be a fraction in (0, 1], got {top}")
+    if labels is not None:
+        _, y = _check(pred, labels, "labels")
+        if not ((y == 0) | (y == 1)).all():
+            raise MLMProbError("labels must be 0 or 1")
+        if y.min() == y.max():
+            raise MLMProbError("AUROC needs both labels 0 and 1 among the points")
     state = generator.get_state()
 
     def run(fn, y, g=None):
@@ -191,10 +197,5 @@ def evaluate(pred, target, *, generator: torch.Generator, labels=None, top: floa
            "ndcg": run(lambda p, t: ndcg(p, t, top), target),
            "top_recall": run(lambda p, t: top_recall(p, t, top), target)}
     if labels is not None:
-        _, y = _check(pred, labels, "labels")
-        if not ((y == 0) | (y == 1)).all():
-            raise MLMProbError("labels must be 0 or 1")
-        if y.min() == y.max():
-            raise MLMProbError("AUROC needs both labels 0 and 1 among the points")
         out["auroc"] = run(auroc, y)
     return out
