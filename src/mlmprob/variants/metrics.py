@@ -173,29 +173,43 @@ def bootstrap(metric: Callable[[torch.Tensor, torch.Tensor], torch.Tensor], pred
     return Estimate(value, lo, hi, n, len(vals), level)
 
 
-def evaluate(pred, target, *, generator: torch.Generator, labels=None, top: float = 0.1, n_boot: int = 1000,
-             level: float = 0.95) -> dict[str, Estimate]:
-    """Spearman, NDCG and top recall at ``top`` against ``target``, and AUROC against 0/1
-    ``labels`` when given, each with a bootstrap interval (the same resamples for all metrics:
-    the generator is cloned per metric)."""
-    pred, target = _check(pred, target)
+def evaluate(pred, target=None, *, generator: torch.Generator, labels=None, top: float = 0.1,
+             n_boot: int = 1000, level: float = 0.95) -> dict[str, Estimate]:
+    """Spearman, NDCG and top recall at ``top`` against measured ``target`` values, and AUROC
+    against 0/1 ``labels`` (e.g. a fitness threshold, or binder / non-binder), for whichever of the
+    two is given, each with a bootstrap interval. Every metric sees the same resamples (a copy of
+    ``generator``'s state each); ``generator`` ends advanced by one bootstrap.
+
+    >>> g = torch.Generator().manual_seed(0)
+    >>> r = evaluate(torch.tensor([0.1, 0.4, 0.35, 0.8]), labels=torch.tensor([0, 0, 1, 1]), generator=g, n_boot=50)
+    >>> list(r), r["auroc"].value
+    (['auroc'], 0.75)
+    """
+    if target is None and labels is None:
+        raise MLMProbError("evaluate needs measured target values, 0/1 labels, or both")
     if not 0 < top <= 1:
         raise MLMProbError(f"top must be a fraction in (0, 1], got {top}")
+    if target is not None:
+        pred, target = _check(pred, target)
     if labels is not None:
-        _, y = _check(pred, labels, "labels")
+        pred, y = _check(pred, labels, "labels")
         if not ((y == 0) | (y == 1)).all():
             raise MLMProbError("labels must be 0 or 1")
         if y.min() == y.max():
             raise MLMProbError("AUROC needs both labels 0 and 1 among the points")
     state = generator.get_state()
+    used = []
 
-    def run(fn, y, g=None):
-        g = g if g is not None else torch.Generator().set_state(state)
+    def run(fn, y):
+        g = generator if not used else torch.Generator().set_state(state)
+        used.append(fn)
         return bootstrap(fn, pred, y, generator=g, n_boot=n_boot, level=level)
 
-    out = {"spearman": run(spearman, target, generator),  # advances the caller's generator, once
-           "ndcg": run(lambda p, t: ndcg(p, t, top), target),
-           "top_recall": run(lambda p, t: top_recall(p, t, top), target)}
+    out = {}
+    if target is not None:
+        out["spearman"] = run(spearman, target)
+        out["ndcg"] = run(lambda p, t: ndcg(p, t, top), target)
+        out["top_recall"] = run(lambda p, t: top_recall(p, t, top), target)
     if labels is not None:
         out["auroc"] = run(auroc, y)
     return out
