@@ -102,3 +102,24 @@ def test_evaluate_and_its_errors():
         evaluate(pred, target, labels=torch.ones(200), generator=g)
     with pytest.raises(MLMProbError, match="n_boot"):
         bootstrap(spearman, pred, target, generator=g, n_boot=0)
+
+
+def test_evaluate_uses_the_same_resamples_for_every_metric():
+    g = torch.Generator().manual_seed(5)
+    target = torch.randn(60, generator=g, dtype=torch.float64)
+    pred = target + torch.randn(60, generator=g, dtype=torch.float64)
+    labels = (target > 0.3).long()
+    gen = torch.Generator().manual_seed(9)
+    res = evaluate(pred, target, labels=labels, generator=gen, n_boot=100)
+    for name, fn, y in [("spearman", spearman, target), ("auroc", auroc, labels),
+                        ("top_recall", lambda p, q: top_recall(p, q, 0.1), target)]:
+        alone = bootstrap(fn, pred, y, generator=torch.Generator().manual_seed(9), n_boot=100)
+        assert (alone.low, alone.high) == (res[name].low, res[name].high), name
+    # the caller's generator moved on by exactly one bootstrap
+    ref = torch.Generator().manual_seed(9)
+    bootstrap(spearman, pred, target, generator=ref, n_boot=100)
+    assert torch.equal(gen.get_state(), ref.get_state())
+    only = evaluate(pred, labels=labels, generator=torch.Generator().manual_seed(9), n_boot=100)
+    assert list(only) == ["auroc"] and only["auroc"] == res["auroc"]
+    with pytest.raises(MLMProbError, match="target values, 0/1 labels, or both"):
+        evaluate(pred, generator=gen)

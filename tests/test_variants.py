@@ -237,3 +237,16 @@ def test_bad_arguments(lookup):
     with pytest.raises(MLMProbError, match="batch_tokens"):
         score_variants(lookup, torch.tensor(W), [[(1, 2)]], batch_tokens=0)
     assert score_variants(lookup, torch.tensor(W), [], methods="hcb")["hcb"].shape == (0,)
+
+
+class Restricted(LookupMLM):
+    proposal_ids = torch.tensor([0, 1, 2])
+
+
+def test_ag_is_nan_outside_the_candidates():
+    m = Restricted(vocab_size=V, length=T, seed=3)
+    s = score_variants(m, torch.tensor(W), [[(1, 2), (3, 0)], [(1, 3), (3, 0)], [(0, 1), (2, 0)]], methods=["ag"])
+    lj = mlmprob.pairwise_joint(m, torch.tensor(W), 1, 3, method="ag")    # over tokens 0, 1, 2
+    assert abs(float(s["ag"][0]) - float(lj[2, 0] - lj[W[1], W[3]])) < 1e-12
+    assert torch.isnan(s["ag"][1])           # mutant token 3 is not a candidate
+    assert torch.isnan(s["ag"][2])           # wild-type token 3 at position 2 is not a candidate

@@ -107,41 +107,46 @@ class RowTable:
                         self._read_col.append(col)
         req_read, req_token = torch.tensor(self._req_read), torch.tensor(self._req_token)
         read_row, read_col = torch.tensor(self._read_row), torch.tensor(self._read_col)
-        req_order = torch.argsort(req_read, stable=True)   # requests grouped by read
-        req_sorted = req_read[req_order]
-
-        def fill(reads: torch.Tensor, lp: torch.Tensor) -> None:
-            k, pos = _members(req_sorted, reads)
-            reqs = req_order[pos]
-            out[reqs] = lp[k, req_token[reqs]]
-
-        need = torch.ones(len(read_row), dtype=torch.bool)
+        Q, L = len(read_row), len(self.wt)
+        # reads served by the cache form group -1; the others group k = the sub-batch of their row
+        need = torch.ones(Q, dtype=torch.bool)
+        cached = []
         if cache is not None:
-            hits = [(q, cache.reads.get((self._edits[r], c))) for q, (r, c) in enumerate(zip(self._read_row, self._read_col))]
-            hits = [(q, v) for q, v in hits if v is not None]
-            if hits:
-                q = torch.tensor([h[0] for h in hits])
-                need[q] = False
-                fill(q, torch.stack([h[1] for h in hits]))
-        rows = torch.unique(read_row[need])          # rows with a read left to compute
-        read_order = torch.argsort(read_row, stable=True)
-        read_sorted = read_row[read_order]
-        L = len(self.wt)
+            for q, (r, c) in enumerate(zip(self._read_row, self._read_col)):
+                hit = cache.reads.get((self._edits[r], c))
+                if hit is not None:
+                    need[q] = False
+                    cached.append(hit)
+        rows = torch.unique(read_row[need])          # rows with a read left to compute, sorted
         per = rows_per_batch(L, self.batch_tokens)
+        rank = torch.full((len(self._edits),), -1, dtype=torch.long)
+        rank[rows] = torch.arange(len(rows))
+        read_group = torch.where(need, rank[read_row] // per, torch.full_like(read_row, -1))
+        n_groups = (len(rows) + per - 1) // per
+        read_order, read_bounds = _grouped(read_group, n_groups)
+        req_order, req_bounds = _grouped(read_group[req_read], n_groups)
+        slot = torch.empty(Q, dtype=torch.long)      # index of a read within its group
+
+        def fill(g: int, reads: torch.Tensor, lp: torch.Tensor) -> None:
+            slot[reads] = torch.arange(len(reads))
+            reqs = req_order[req_bounds[g + 1]:req_bounds[g + 2]]
+            out[reqs] = lp[slot[req_read[reqs]], req_token[reqs]]
+
+        if cached:
+            fill(-1, read_order[read_bounds[0]:read_bounds[1]], torch.stack(cached))
         local = torch.full((len(self._edits),), -1, dtype=torch.long)
-        for lo in range(0, len(rows), per):
-            chunk = rows[lo:lo + per]
+        for g in range(n_groups):
+            chunk = rows[g * per:(g + 1) * per]
             ids = self.wt.expand(len(chunk), L).clone()
             for i, r in enumerate(chunk.tolist()):
                 for p, t in self._edits[r]:
                     ids[i, p] = t
             local[chunk] = torch.arange(len(chunk))
-            reads = read_order[_members(read_sorted, chunk)[1]]
-            reads = reads[need[reads]]
+            reads = read_order[read_bounds[g + 1]:read_bounds[g + 2]]
             logits = gather_logits(mlm, ids, local[read_row[reads]], read_col[reads]).double()
             self.n_forward += len(chunk)
             lp = logits - torch.logsumexp(logits, -1, keepdim=True)
-            fill(reads, lp)
+            fill(g, reads, lp)
             if cache is not None:
                 for k, q in enumerate(reads.tolist()):
                     key = (self._edits[self._read_row[q]], self._read_col[q])
@@ -150,16 +155,14 @@ class RowTable:
         return out
 
 
-def _members(sorted_keys: torch.Tensor, keys: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """``(k, pos)``: every index ``pos`` of ``sorted_keys`` whose value is ``keys[k]``.
+def _grouped(group: torch.Tensor, n_groups: int) -> tuple[torch.Tensor, list[int]]:
+    """``(order, bounds)``: ``order[bounds[g + 1]:bounds[g + 2]]`` are the indices in group ``g``
+    (``-1 <= g < n_groups``).
 
-    >>> k, pos = _members(torch.tensor([0, 0, 1, 3, 3, 3]), torch.tensor([3, 0]))
-    >>> k.tolist(), pos.tolist()
-    ([0, 0, 0, 1, 1], [3, 4, 5, 0, 1])
+    >>> order, bounds = _grouped(torch.tensor([1, -1, 0, 1]), 2)
+    >>> order.tolist(), bounds
+    ([1, 2, 0, 3], [0, 1, 2, 4])
     """
-    start = torch.searchsorted(sorted_keys, keys)
-    count = torch.searchsorted(sorted_keys, keys, right=True) - start
-    k = torch.repeat_interleave(torch.arange(len(keys)), count)
-    first = torch.cumsum(count, 0) - count
-    pos = start[k] + torch.arange(int(count.sum())) - first[k]
-    return k, pos
+    order = torch.argsort(group, stable=True)
+    bounds = torch.searchsorted(group[order], torch.arange(-1, n_groups + 1)).tolist()
+    return order, bounds
