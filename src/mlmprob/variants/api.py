@@ -49,6 +49,8 @@ from .rows import ForwardCache, RowTable
 
 METHODS = ("wt_marginals", "masked_marginals", "masked_marginals_all", "masked_marginals_mt", "mutant_marginals",
            "pll_delta", "hcb", "ag", "epistasis")
+ROW_METHODS = ("wt_marginals", "masked_marginals", "masked_marginals_all", "masked_marginals_mt", "mutant_marginals",
+               "hcb")  # sums of terms read from RowTable rows
 PLL_CHUNK_TOKENS = 1 << 20  # mutant rows re-scored together by pll_delta (tokens)
 
 Variant = tuple[tuple[int, int], ...]
@@ -202,9 +204,8 @@ def score_variants(mlm: MaskedLM, wild_type, mutants: Sequence[Sequence[tuple[in
     mask = int(mlm.mask_id)
     table = RowTable(mlm, wt, batch_tokens)
     w = wt.tolist()
-    row_methods = [m for m in ("wt_marginals", "masked_marginals", "masked_marginals_all", "masked_marginals_mt",
-                               "mutant_marginals", "hcb") if m in methods or (m in ("hcb", "masked_marginals")
-                                                                            and "epistasis" in methods)]
+    needed = set(methods) | ({"hcb", "masked_marginals"} if "epistasis" in methods else set())
+    row_methods = [m for m in ROW_METHODS if m in needed]
     plan = {m: [(n, req, sign) for n, v in enumerate(variants) for req, sign in _terms(table, m, w, v, mask)]
             for m in row_methods}
     pll_m = wt_terms = None
