@@ -90,3 +90,57 @@ def one_thread():
     torch.set_num_threads(1)
     yield
     torch.set_num_threads(n)
+
+
+ESM_VOCAB = ["<cls>", "<pad>", "<eos>", "<unk>"] + list("LAGVSERTIDPKQNFYMHWCXBUZO.-") + ["<null_1>", "<mask>"]
+PROTBERT_VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + list("LAGVESIKRDTPNQFYMHCWXUBZO")
+
+
+def save_esm(d, max_positions=18):
+    """A random-weight EsmForMaskedLM in the layout of ``facebook/esm2_*`` (ESM-2 vocabulary, rotary
+    positions, token dropout) with its EsmTokenizer, saved in ``d``: window ``max_positions - 2``."""
+    import transformers as tf
+
+    d.mkdir(parents=True, exist_ok=True)
+    (d / "vocab.txt").write_text("\n".join(ESM_VOCAB))
+    tok = tf.EsmTokenizer(str(d / "vocab.txt"))
+    torch.manual_seed(0)  # test fixture weights
+    cfg = tf.EsmConfig(vocab_size=len(ESM_VOCAB), hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
+                       intermediate_size=32, max_position_embeddings=max_positions, position_embedding_type="rotary",
+                       pad_token_id=1, mask_token_id=len(ESM_VOCAB) - 1, token_dropout=True, initializer_range=0.5)
+    tf.EsmForMaskedLM(cfg).save_pretrained(str(d))
+    tok.save_pretrained(str(d))
+    return d
+
+
+def save_protbert(d, max_positions=24):
+    """A random-weight BertForMaskedLM in the layout of ``Rostlab/prot_bert``: a BertTokenizer over
+    single residues (input space-separated), ``do_lower_case=False``."""
+    import transformers as tf
+
+    d.mkdir(parents=True, exist_ok=True)
+    (d / "vocab.txt").write_text("\n".join(PROTBERT_VOCAB) + "\n")
+    tok = tf.BertTokenizer(str(d / "vocab.txt"), do_lower_case=False)
+    torch.manual_seed(1)  # test fixture weights
+    cfg = tf.BertConfig(vocab_size=len(PROTBERT_VOCAB), hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
+                        intermediate_size=32, max_position_embeddings=max_positions, initializer_range=0.5,
+                        hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
+    tf.BertForMaskedLM(cfg).save_pretrained(str(d))
+    tok.save_pretrained(str(d))
+    return d
+
+
+@pytest.fixture(scope="session")
+def esm_dir(tmp_path_factory):
+    return save_esm(tmp_path_factory.mktemp("esm"))
+
+
+@pytest.fixture(scope="session")
+def esm(esm_dir):
+    from mlmprob import load_mlm
+    return load_mlm(str(esm_dir))
+
+
+@pytest.fixture(scope="session")
+def protbert_dir(tmp_path_factory):
+    return save_protbert(tmp_path_factory.mktemp("protbert"))

@@ -19,3 +19,26 @@ def test_readme_python_examples_run():
     assert ns["r"].samples.shape[1:] == (4, ns["enc"].input_ids.shape[1])
     assert abs(float(ns["log_joint"].exp().sum()) - 1) < 1e-9 and ns["log_joint"].shape == (20, 20)
     assert len(ns["fills"]) == 5 and all(len(c.tokens) == 4 for c in ns["fills"])
+
+
+def test_readme_variant_effects_example_runs(sapiens_vh, tmp_path, monkeypatch, one_thread):
+    """The "Variant effects" block on sapiens-vh (the session's copy), with 5 + 5 library variants."""
+    import pytest
+
+    from mlmprob.data import shared_data_dir
+
+    data = shared_data_dir()
+    if data is None or not (data / "antibody" / "mHER_H3_AgPos.csv").is_file():
+        pytest.skip("antibody/mHER_H3_AgPos.csv from the shared data folder is absent")
+    text = README.read_text()
+    block = re.search(r"## Variant effects.*?```python\n(.*?)```", text, re.S).group(1)
+    assert 'mlm = mlmprob.load_mlm("antiberty")' in block
+    code = (block.replace('mlmprob.load_mlm("antiberty")', "_loaded").replace("[:500]", "[:5]")
+            .replace("../shared/data", str(data)))
+    monkeypatch.chdir(tmp_path)
+    ns: dict = {"_loaded": sapiens_vh}
+    exec(compile(code, "README.md", "exec"), ns)
+    assert ns["s"]["hcb"].shape == (3,) and bool(ns["s"]["ag"][2].isnan()) is False
+    assert ns["sat"].masked_marginals.shape == (120, 20) and ns["sat"].n_forward == 121
+    assert (tmp_path / "trastuzumab_vh.csv").is_file() and (tmp_path / "trastuzumab_vh.png").is_file()
+    assert ns["lib_s"]["wt_marginals"].shape == (10,) and 0 <= ns["auc"]["auroc"].value <= 1

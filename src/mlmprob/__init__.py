@@ -2,7 +2,9 @@
 
 Scoring (PLL / E_local, E_raw, whole-word PLL), Metropolis-Hastings and Gibbs sampling, pair joints
 (MRF, HCB, Arnold-Gokhale) and infilling beam search on any object with the ``MaskedLM`` protocol;
-loaders for Hugging Face masked LMs and the embedded antibody models; exact toy models, synthetic
+variant-effect scores
+(``score_variants``); loaders for Hugging Face masked LMs (protein models included) and the
+embedded antibody models; exact toy models, synthetic
 languages with exact conditionals, and an MLM trainer.
 """
 
@@ -15,6 +17,7 @@ from .sampling import SampleResult, mask_predict, sample
 from . import synthetic, training
 from .synthetic import HMM, PottsChain, PottsGrid, SyntheticLanguage
 from .training import TrainConfig, train
+from .variants import score_variants
 
 __version__ = "0.1.0"
 
@@ -23,4 +26,5 @@ __all__ = ["ExactMLM", "HFMaskedLM", "LookupMLM", "MaskedLM", "MLMProbError", "T
            "PairConditionals", "evaluate_pair", "pair_conditionals", "pairwise_joint",
            "SampleResult", "mask_predict", "sample",
            "InfillCandidate", "exact_infill", "exhaustive_infill", "infill", "sample_infill",
-           "synthetic", "training", "HMM", "PottsChain", "PottsGrid", "SyntheticLanguage", "TrainConfig", "train"]
+           "synthetic", "training", "HMM", "PottsChain", "PottsGrid", "SyntheticLanguage", "TrainConfig", "train",
+           "score_variants"]

@@ -8,12 +8,15 @@ import torch
 
 from ..errors import ModelLoadError
 from .hf import HFMaskedLM, _max_length_of
+from .protein import protein_mlm
+from .windowed import WindowedMLM
 from .tokenizers import HFTokenizer
 from ..runtime.device import resolve_device, resolve_dtype
 
 BUILTIN = ("antiberty", "sapiens-vh", "sapiens-vl", "en-small")
 
 EN_SMALL_DIR = Path(__file__).resolve().parent / "weights" / "en-small"
+
 
 def parse_dtype(dtype, device="cpu") -> torch.dtype | None:
     """A dtype name (``auto``, ``bf16``, ``float32``, ...) or ``torch.dtype``; None keeps the weights' dtype."""
@@ -25,7 +28,7 @@ def parse_device(device) -> torch.device:
     return resolve_device(device)
 
 
-def load_mlm(name_or_path: str, device="auto", dtype=None) -> HFMaskedLM:
+def load_mlm(name_or_path: str, device="auto", dtype=None, alphabet: str | None = None) -> HFMaskedLM | WindowedMLM:
     """Load a masked LM with its tokenizer.
 
     ``name_or_path`` is a built-in name (``"antiberty"``, ``"sapiens-vh"``, ``"sapiens-vl"``, and
@@ -33,10 +36,14 @@ def load_mlm(name_or_path: str, device="auto", dtype=None) -> HFMaskedLM:
     ``"bert-base-cased"`` (needs internet). ``device`` is a torch device or ``"auto"`` (CUDA, else MPS, else
     CPU); ``dtype`` is a ``torch.dtype``, a name like ``"bf16"``, ``"auto"`` (chosen by the hardware, see
     :mod:`mlmprob.runtime.device`) or None (the weights' own dtype, float32 for the built-in models).
+    Protein models (ESM, ProtBERT, ...) are recognised by their tokenizer, or by ``alphabet`` (the
+    letters they may propose, default the 20 canonical residues): see ``mlmprob.models.protein``.
     """
     dev = parse_device(device)
     dt = parse_dtype(dtype, dev)
     key = str(name_or_path).lower()
+    if alphabet is not None and key in BUILTIN:
+        raise ModelLoadError(f"alphabet applies to hub and directory models; {key!r} has its own fixed alphabet")
     if key == "antiberty":
         from .antibody import load_antiberty
         return load_antiberty(dev, dt)
@@ -47,10 +54,10 @@ def load_mlm(name_or_path: str, device="auto", dtype=None) -> HFMaskedLM:
         if not (EN_SMALL_DIR / "model.safetensors").is_file():
             raise ModelLoadError(f"the en-small weights are missing from this installation ({EN_SMALL_DIR})")
         return load_hf(str(EN_SMALL_DIR), dev, dt, name="en-small")
-    return load_hf(name_or_path, dev, dt)
+    return load_hf(name_or_path, dev, dt, alphabet=alphabet)
 
 
-def load_hf(name_or_path: str, device="cpu", dtype=None, *, name: str | None = None) -> HFMaskedLM:
+def load_hf(name_or_path: str, device="cpu", dtype=None, *, name: str | None = None, alphabet: str | None = None) -> HFMaskedLM | WindowedMLM:
     from transformers import AutoModelForMaskedLM, AutoTokenizer
     from transformers.utils import logging as hf_logging
 
@@ -70,4 +77,7 @@ def load_hf(name_or_path: str, device="cpu", dtype=None, *, name: str | None = N
     if dtype is not None:
         model = model.to(dtype=dtype)
     max_len = _max_length_of(model, tok)
+    protein = protein_mlm(model, tok, name=name or str(name_or_path), max_length=max_len, alphabet=alphabet)
+    if protein is not None:
+        return protein
     return HFMaskedLM(model, HFTokenizer(tok, max_length=max_len), name=name or str(name_or_path), max_length=max_len)

@@ -1,0 +1,134 @@
+"""Protein masked LMs from the hub or a directory (ESM-2, ESM-1b/1v, ProtBERT, AbLang-style BERTs).
+
+A Hugging Face tokenizer is a protein tokenizer when it is an ``EsmTokenizer``, or when its
+vocabulary holds the 20 canonical amino acids as single upper-case letters and otherwise only
+special tokens, bracketed tokens (``<null_1>``, ``[PAD]``) and at most a few other single
+characters (ProtBERT's ``X U B Z O``, ESM's ``. -``); ``load_mlm(..., alphabet=...)`` forces it.
+Such a model gets:
+
+- a residue tokenizer (one token per character, ``_`` for the mask, lower case accepted, no
+  spaces needed: ProtBERT's space-separated input is built here) whose ``decode`` returns the
+  plain residue string;
+- ``proposal_ids``: the 20 canonical residues, or the letters of ``alphabet``, so that sampling,
+  infilling, pair joints and saturation propose nothing else (``<null_1>``, ``X``, gaps, ...);
+- a window: proteins longer than the model accepts are read through ``WindowedMLM`` (each read
+  position in a window of the model's length centred on it; see ``mlmprob.models.windowed``). For
+  ESM models the window is ``max_position_embeddings - 2`` tokens (1024 for ESM-2 and ESM-1b/1v:
+  1,022 residues with ``<cls>`` and ``<eos>``), the length they were trained on.
+"""
+
+from __future__ import annotations
+
+from ..errors import ModelLoadError
+from .hf import HFMaskedLM
+from .tokenizers import ResidueTokenizer
+from .windowed import WindowedMLM
+
+CANONICAL = "ACDEFGHIKLMNPQRSTVWY"
+MAX_EXTRA_LETTERS = 12  # single characters beyond the 20 residues a protein vocabulary may hold
+
+
+def _vocab_tokens(hf_tok) -> list[str]:
+    vocab = hf_tok.get_vocab()
+    by_id = {i: t for t, i in vocab.items()}
+    return [by_id.get(i, f"<unused_{i}>") for i in range(max(by_id) + 1)]
+
+
+def is_protein_tokenizer(hf_tok) -> bool:
+    """Whether a Hugging Face tokenizer belongs to a protein MLM (see the module doc).
+
+    >>> import transformers, tempfile, pathlib
+    >>> d = pathlib.Path(tempfile.mkdtemp())
+    >>> _ = (d / "vocab.txt").write_text("\\n".join(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + list(CANONICAL)))
+    >>> is_protein_tokenizer(transformers.BertTokenizer(str(d / "vocab.txt"), do_lower_case=False))
+    True
+    """
+    if type(hf_tok).__name__.startswith("EsmTokenizer"):
+        return True
+    special = set(hf_tok.all_special_tokens)
+    singles = set()
+    for t in hf_tok.get_vocab():
+        if t in special or (len(t) > 2 and t[0] + t[-1] in ("<>", "[]")):
+            continue
+        if len(t) != 1 or t.islower():
+            return False
+        singles.add(t)
+    return set(CANONICAL) <= singles and len(singles) <= len(CANONICAL) + MAX_EXTRA_LETTERS
+
+
+class ProteinTokenizer(ResidueTokenizer):
+    """A ``ResidueTokenizer`` that also reads residues separated by white space (ProtBERT's
+    ``"M K T A"``); ``decode`` gives the plain string.
+
+    >>> tok = ProteinTokenizer(["<cls>", "<pad>", "<eos>", "<mask>"] + list(CANONICAL), bos="<cls>", eos="<eos>",
+    ...                        pad="<pad>", mask="<mask>")
+    >>> ids = tok.encode(["M K T A", "mkt_"]).input_ids
+    >>> tok.decode(ids[0]), tok.decode(ids[1])
+    ('MKTA', 'MKT_')
+    """
+
+    def encode(self, texts):
+        texts = [texts] if isinstance(texts, str) else list(texts)
+        return super().encode(["".join(t.split()) if isinstance(t, str) else t for t in texts])
+
+
+def residue_tokenizer(hf_tok) -> ProteinTokenizer:
+    """A one-token-per-residue tokenizer over the Hugging Face tokenizer's own vocabulary and
+    special tokens (whatever it puts around a sequence: ``<cls> .. <eos>``, ``[CLS] .. [SEP]``)."""
+    tokens = _vocab_tokens(hf_tok)
+    probe = tokens.index("A")
+    full = list(hf_tok("A", add_special_tokens=True)["input_ids"])
+    if probe not in full:
+        raise ModelLoadError("this protein tokenizer does not map the residue 'A' to its own token")
+    k = full.index(probe)
+    pre, post = full[:k], full[k + 1:]
+    if len(pre) > 1 or len(post) > 1:
+        raise ModelLoadError(f"this protein tokenizer wraps a sequence in {len(pre)} + {len(post)} special tokens; "
+                             "only one begin and one end token are supported")
+    if hf_tok.mask_token is None:
+        raise ModelLoadError("this tokenizer has no mask token; it does not belong to a masked LM")
+    pad = hf_tok.pad_token if hf_tok.pad_token is not None else hf_tok.mask_token
+    return ProteinTokenizer(tokens, bos=tokens[pre[0]] if pre else None, eos=tokens[post[0]] if post else None,
+                            pad=pad, mask=hf_tok.mask_token, unk=hf_tok.unk_token, max_length=None)
+
+
+def alphabet_ids(tok: ResidueTokenizer, alphabet: str | None) -> list[int]:
+    """Token ids of the proposal alphabet: the 20 canonical residues by default (or for
+    ``"canonical"``/``"protein"``), else the letters of ``alphabet``, each a residue of the vocabulary.
+
+    >>> tok = ResidueTokenizer(["<pad>", "<mask>"] + list(CANONICAL + "X"), bos=None, eos=None, pad="<pad>", mask="<mask>")
+    >>> len(alphabet_ids(tok, None)), alphabet_ids(tok, "ACX")
+    (20, [2, 3, 22])
+    """
+    letters = CANONICAL if alphabet is None or alphabet.lower() in ("canonical", "protein") else alphabet.upper()
+    if not letters or len(set(letters)) != len(letters):
+        raise ModelLoadError(f"alphabet must be distinct one-letter residues, got {alphabet!r}")
+    missing = [c for c in letters if c not in tok.residues]
+    if missing:
+        raise ModelLoadError(f"alphabet letters {''.join(missing)!r} are not tokens of this model "
+                             f"(its residues: {tok.residues})")
+    return [tok.token_to_id[c] for c in letters]
+
+
+def protein_window(model, max_length: int | None) -> int | None:
+    """The longest row (special tokens included) the model reads: ``max_position_embeddings - 2``
+    for ESM models (rotary ESM-2 included, which was trained on 1024-token crops), else
+    ``max_length`` as found for any Hugging Face model."""
+    cfg = model.config
+    if getattr(cfg, "model_type", "") == "esm" and getattr(cfg, "max_position_embeddings", None):
+        n = int(cfg.max_position_embeddings) - 2
+        return n if max_length is None else min(n, max_length)
+    return max_length
+
+
+def protein_mlm(model, hf_tok, *, name: str, max_length: int | None, alphabet: str | None = None):
+    """The model as a protein MLM (residue tokenizer, residue proposals, windowing), or None when
+    neither its tokenizer nor ``alphabet`` says it is one. ``alphabet="none"`` opts out."""
+    if alphabet is not None and alphabet.lower() == "none":
+        return None
+    if alphabet is None and not is_protein_tokenizer(hf_tok):
+        return None
+    tok = residue_tokenizer(hf_tok)
+    window = protein_window(model, max_length)
+    mlm = HFMaskedLM(model, tok, name=name, proposal_ids=alphabet_ids(tok, alphabet), max_length=window)
+    return mlm if window is None else WindowedMLM(mlm, window)

@@ -1,0 +1,122 @@
+"""Sequences longer than a model's window, read through windows centred on each read position.
+
+``WindowedMLM(mlm, window)`` accepts rows of any length. A row that fits (at most ``window`` tokens
+without its right padding) is passed to the wrapped model unchanged, so on inputs that fit the
+wrapper equals the model. For a longer row, the logits at position ``t`` are those the model gives
+at ``t`` on the slice ``row[s : s + window]`` with
+
+    s = min(max(t - window // 2, 0), length - window)
+
+that is, the window of ``window`` tokens centred on ``t`` (``t`` sits at offset ``window // 2``),
+shifted to stay inside the row near its ends. The slice is taken as it is: the row's own
+begin/end tokens (BOS/EOS, e.g. ``<cls>``/``<eos>``) are kept where the window touches an end of
+the row and absent otherwise; no tokens are added. Masks elsewhere in the row outside the window
+are not seen. Reads that fall into the same window share one forward row. For ESM-2 the window is
+1024 tokens (1,022 residues plus ``<cls>`` and ``<eos>``), so a residue is always read with at
+least 511 residues of context on each side that the protein has.
+
+The wrapped model's other attributes (``encode``, ``decode``, ``pad_id``, ``special_ids``,
+``proposal_ids``, ``name``, ...) are passed through; ``max_length`` is None (no limit).
+"""
+
+from __future__ import annotations
+
+import torch
+
+from ..errors import MLMProbError
+from .protocol import MaskedLM, gather_logits, lengths_of
+
+
+def window_starts(lengths: torch.Tensor, cols: torch.Tensor, window: int) -> torch.Tensor:
+    """First token of the window read for position ``cols[n]`` of a row of ``lengths[n]`` tokens.
+
+    >>> window_starts(torch.tensor([10, 10, 10, 4]), torch.tensor([0, 5, 9, 3]), 4).tolist()
+    [0, 3, 6, 0]
+    """
+    start = (cols - window // 2).clamp(min=0)
+    return torch.minimum(start, (lengths - window).clamp(min=0))
+
+
+class WindowedMLM:
+    """A masked LM that reads long rows through windows of ``window`` tokens (see the module doc).
+
+    >>> import torch
+    >>> from mlmprob.models.exact import LookupMLM
+    >>> inner = LookupMLM(vocab_size=3, length=4, seed=0)
+    >>> w = WindowedMLM(inner, 4)
+    >>> x = torch.tensor([[0, 1, 2, 1, 0, 2, 2]])
+    >>> out = w.logits_at(x, torch.tensor([0, 0]), torch.tensor([1, 5]))
+    >>> torch.equal(out[0], inner.logits(x[:, 0:4])[0, 1]), torch.equal(out[1], inner.logits(x[:, 3:7])[0, 2])
+    (True, True)
+    """
+
+    def __init__(self, mlm: MaskedLM, window: int, *, batch_tokens: int = 65536):
+        if int(window) < 1:
+            raise MLMProbError(f"the window must hold at least one token, got {window}")
+        self.inner = mlm
+        self.window = int(window)
+        self.batch_tokens = int(batch_tokens)
+        self.mask_id = mlm.mask_id
+        self.vocab_size = mlm.vocab_size
+        self.max_length = None
+
+    def __getattr__(self, name):
+        if name == "inner":  # not yet set (copy, unpickling): no recursion
+            raise AttributeError(name)
+        return getattr(self.inner, name)
+
+    def device_logits_at(self, input_ids: torch.Tensor, rows: torch.Tensor, cols: torch.Tensor) -> torch.Tensor:
+        """The batching hot path: the inner model's own when the rows fit its window, else the windowed
+        reads (on the host), returned on the inputs' device."""
+        if input_ids.shape[1] <= self.window and hasattr(self.inner, "device_logits_at"):
+            return self.inner.device_logits_at(input_ids, rows, cols)
+        return self.logits_at(input_ids.cpu(), rows.cpu(), cols.cpu()).to(input_ids.device)
+
+    def logits_at(self, input_ids: torch.Tensor, rows: torch.Tensor, cols: torch.Tensor) -> torch.Tensor:
+        ids = torch.as_tensor(input_ids, dtype=torch.long)
+        rows = torch.as_tensor(rows, dtype=torch.long)
+        cols = torch.as_tensor(cols, dtype=torch.long)
+        if ids.dim() != 2:
+            raise MLMProbError(f"input_ids must have shape [B, L], got {tuple(ids.shape)}")
+        W, L = self.window, ids.shape[1]
+        if L <= W:
+            return gather_logits(self.inner, ids, rows, cols)
+        lengths = lengths_of(self.inner, ids)
+        start = window_starts(lengths[rows], cols, W)
+        # one forward row per distinct (row, start); reads in the same window share it
+        key, inverse = torch.unique(rows * (L + 1) + start, return_inverse=True)
+        w_rows, w_start = key // (L + 1), key % (L + 1)
+        width = int(torch.minimum(lengths[w_rows], torch.full_like(w_rows, W)).max()) if len(key) else 1
+        from ..batching import rows_per_batch  # at call time: mlmprob.batching imports this package
+
+        out = None
+        per = rows_per_batch(width, self.batch_tokens)
+        for lo in range(0, len(key), per):
+            sel = (inverse >= lo) & (inverse < lo + per)
+            r = w_rows[lo:lo + per]
+            win = ids[r[:, None], (w_start[lo:lo + per, None] + torch.arange(width)).clamp(max=L - 1)]
+            part = gather_logits(self.inner, win, inverse[sel] - lo, cols[sel] - start[sel])
+            if out is None:
+                out = torch.empty(len(rows), part.shape[-1], dtype=part.dtype)
+            out[sel] = part
+        if out is None:
+            return torch.empty(0, self.vocab_size)
+        return out
+
+    def logits(self, input_ids: torch.Tensor) -> torch.Tensor:
+        """``[B, L, V]``; zeros at right-padding positions of rows longer than the window."""
+        ids = torch.as_tensor(input_ids, dtype=torch.long)
+        if ids.dim() != 2:
+            raise MLMProbError(f"input_ids must have shape [B, L], got {tuple(ids.shape)}")
+        B, L = ids.shape
+        if L <= self.window:
+            return self.inner.logits(ids)
+        real = torch.arange(L)[None, :] < lengths_of(self.inner, ids)[:, None]
+        rows, cols = real.nonzero(as_tuple=True)
+        part = self.logits_at(ids, rows, cols)
+        out = torch.zeros(B, L, part.shape[-1], dtype=part.dtype)
+        out[rows, cols] = part
+        return out
+
+    def __repr__(self) -> str:
+        return f"WindowedMLM({self.inner!r}, window={self.window})"

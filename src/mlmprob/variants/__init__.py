@@ -1,0 +1,11 @@
+"""Variant effects: scores of mutants against a wild type (``score_variants``), saturation
+mutagenesis tables, ProteinGym-style mutant strings, and the evaluation metrics of DMS benchmarks."""
+
+from .api import METHODS, score_variants
+from .metrics import Estimate, evaluate
+from .mutations import EncodedVariants, Mutation, encode_variants, parse_mutant, parse_mutants
+from .rows import ForwardCache
+from .saturate import Saturation, saturate, write_csv, write_heatmap
+
+__all__ = ["METHODS", "ForwardCache", "score_variants", "Estimate", "evaluate", "EncodedVariants", "Mutation",
+           "encode_variants", "parse_mutant", "parse_mutants", "Saturation", "saturate", "write_csv", "write_heatmap"]

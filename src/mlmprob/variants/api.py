@@ -1,0 +1,228 @@
+"""``score_variants``: variant-effect scores of a masked LM, every method from shared forward rows.
+
+``w`` is the wild type, ``m`` a variant, ``S`` its mutated positions (sorted ``s_1 < ... < s_k``),
+``log q_i(v | x)`` the MLM log-probability of token ``v`` at position ``i`` of row ``x``,
+normalised over the whole output vocabulary (as in ``mlmprob.pll``). Higher = more likely than
+the wild type. Methods and their forward rows:
+
+- ``wt_marginals``: ``sum_S log q_i(m_i | w) - log q_i(w_i | w)``; the unmasked wild type (1 row);
+- ``masked_marginals``: ``sum_S log q_i(m_i | w, i masked) - log q_i(w_i | same)``; one row per
+  mutated position, shared by every variant (at most ``L`` rows; ProteinGym's convention);
+- ``masked_marginals_all``: the same with all of ``S`` masked together (1 row per variant; Meier
+  et al. 2021, App. A);
+- ``masked_marginals_mt``: ``sum_S log q_i(m_i | m, i masked) - log q_i(w_i | same)`` (one row per
+  site; for a single mutant this is the ``masked_marginals`` row);
+- ``mutant_marginals``: ``sum_S log q_i(m_i | m) - log q_i(w_i | m)`` (1 row per variant);
+- ``pll_delta``: ``PLL(m) - PLL(w)`` over the positions ``mlmprob.pll`` scores (every non-special
+  position): the mutant is re-scored in full (``L`` rows per variant); ``PLL(w)`` reuses the
+  ``masked_marginals`` rows;
+- ``hcb``: the Hammersley-Clifford-Besag path from ``w`` to ``m``: context ``c_j`` has
+  ``s_1..s_{j-1}`` mutant, the rest wild type and ``s_j`` masked;
+  ``sum_j log q(m_{s_j} | c_j) - log q(w_{s_j} | c_j)`` (``k`` rows per variant, ``c_1`` being a
+  ``masked_marginals`` row). It equals ``log p(m) / p(w)`` when the conditionals are those of a
+  joint ``p``, and ``masked_marginals`` for single mutants;
+- ``ag``: double mutants only (NaN for any other): ``log p_AG(m_a, m_b) - log p_AG(w_a, w_b)`` with
+  the Arnold-Gokhale pair joint of ``pairwise_joint(mlm, w, a, b, method="ag")`` over the model's
+  candidate tokens (``2K + 1`` rows per distinct pair ``(a, b)``); NaN also when a token of the
+  pair is not a candidate (e.g. ``X`` for a protein model);
+- ``epistasis``: ``hcb`` minus the sum of the single-site ``masked_marginals`` of the variant's
+  sites, that is ``hcb - masked_marginals``; exactly 0 for single mutants (a lone site has no
+  interaction: ``hcb`` and ``masked_marginals`` read the same row).
+
+Rows are deduplicated by content across variants and methods (``rows.RowTable``), so the number of
+forward rows is the number of distinct contexts, not the number of terms.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import torch
+
+from ..batching import DEFAULT_BATCH_TOKENS
+from ..energy import token_scores
+from ..errors import MLMProbError
+from ..joints.conditionals import pair_conditionals
+from ..joints.constructions import ag_joint
+from ..models.protocol import MaskedLM, default_positions, lengths_of, max_length_of, special_ids_of
+from .rows import ForwardCache, RowTable
+
+METHODS = ("wt_marginals", "masked_marginals", "masked_marginals_all", "masked_marginals_mt", "mutant_marginals",
+           "pll_delta", "hcb", "ag", "epistasis")
+ROW_METHODS = ("wt_marginals", "masked_marginals", "masked_marginals_all", "masked_marginals_mt", "mutant_marginals",
+               "hcb")  # sums of terms read from RowTable rows
+PLL_CHUNK_TOKENS = 1 << 20  # mutant rows re-scored together by pll_delta (tokens)
+
+Variant = tuple[tuple[int, int], ...]
+
+
+def check_wild_type(mlm: MaskedLM, wild_type) -> torch.Tensor:
+    """A 1-D LongTensor without right padding; ids in the vocabulary, no mask token."""
+    ids = torch.as_tensor(wild_type)
+    if ids.dtype.is_floating_point or ids.dtype == torch.bool:
+        raise MLMProbError(f"wild_type must hold integer token ids, got dtype {ids.dtype}")
+    ids = ids.long()
+    if ids.dim() == 2 and ids.shape[0] == 1:
+        ids = ids[0]
+    if ids.dim() != 1 or ids.numel() == 0:
+        raise MLMProbError(f"wild_type must have shape [L] or [1, L] with L > 0, got {tuple(ids.shape)}")
+    hi = max(mlm.vocab_size - 1, mlm.mask_id)
+    if ids.min() < 0 or ids.max() > hi:
+        raise MLMProbError(f"wild_type token ids must lie in 0..{hi}, got {int(ids.min())}..{int(ids.max())}")
+    ids = ids[:int(lengths_of(mlm, ids[None])[0])]
+    if (ids == mlm.mask_id).any():
+        raise MLMProbError(f"wild_type holds the mask token at position {int((ids == mlm.mask_id).nonzero()[0])}")
+    n = max_length_of(mlm)
+    if n is not None and len(ids) > n:
+        raise MLMProbError(f"wild_type has {len(ids)} tokens; the model accepts at most {n}")
+    return ids
+
+
+def check_variants(mlm: MaskedLM, wild_type: torch.Tensor, mutants) -> list[Variant]:
+    """Each variant as ``((position, token), ...)`` sorted by position, validated against the wild type."""
+    free = default_positions(mlm, wild_type[None])[0].tolist()
+    bad_tokens = special_ids_of(mlm) | {mlm.mask_id}
+    out = []
+    for n, v in enumerate(mutants):
+        try:
+            pairs = [(int(p), int(t)) for p, t in v]
+        except (TypeError, ValueError):
+            raise MLMProbError(f"variant {n} must be a list of (position, token_id) pairs, got {v!r}") from None
+        if not pairs:
+            raise MLMProbError(f"variant {n} has no mutation")
+        seen = set()
+        for p, t in pairs:
+            if not 0 <= p < len(wild_type):
+                raise MLMProbError(f"variant {n}: position {p} is outside the wild type (length {len(wild_type)})")
+            if not free[p]:
+                raise MLMProbError(f"variant {n}: position {p} holds a special token and cannot be mutated")
+            if p in seen:
+                raise MLMProbError(f"variant {n}: position {p} is mutated twice")
+            seen.add(p)
+            if not 0 <= t < mlm.vocab_size or t in bad_tokens:
+                raise MLMProbError(f"variant {n}: token {t} at position {p} is not a token a sequence may hold")
+        out.append(tuple(sorted(pairs)))
+    return out
+
+
+def check_methods(methods) -> tuple[str, ...]:
+    if methods is None:
+        return METHODS
+    methods = (methods,) if isinstance(methods, str) else tuple(methods)
+    unknown = [m for m in methods if m not in METHODS]
+    if unknown or not methods:
+        raise MLMProbError(f"unknown variant scoring method {unknown[0] if unknown else None!r}; "
+                           f"use some of {', '.join(METHODS)}")
+    return tuple(dict.fromkeys(methods))
+
+
+def _terms(table: RowTable, method: str, w: list[int], v: Variant, mask: int) -> list[tuple[int, float]]:
+    """``(request, sign)`` pairs whose signed sum is ``method``'s score of variant ``v``."""
+    S = [p for p, _ in v]
+    mut = dict(v)
+    terms = []
+
+    def pair(changes, i):
+        terms.append((table.request(changes, i, mut[i]), 1.0))
+        terms.append((table.request(changes, i, w[i]), -1.0))
+
+    for j, i in enumerate(S):
+        if method == "wt_marginals":
+            pair((), i)
+        elif method == "masked_marginals":
+            pair(((i, mask),), i)
+        elif method == "masked_marginals_all":
+            pair([(s, mask) for s in S], i)
+        elif method == "masked_marginals_mt":
+            pair([(s, mask if s == i else mut[s]) for s in S], i)
+        elif method == "mutant_marginals":
+            pair(v, i)
+        elif method == "hcb":
+            pair([(s, mut[s]) for s in S[:j]] + [(i, mask)], i)
+    return terms
+
+
+def _ag_scores(mlm: MaskedLM, wt: torch.Tensor, variants: list[Variant], batch_tokens: int) -> torch.Tensor:
+    out = torch.full((len(variants),), float("nan"), dtype=torch.float64)
+    joints: dict[tuple[int, int], tuple[torch.Tensor, dict[int, int]]] = {}
+    for n, v in enumerate(variants):
+        if len(v) != 2:
+            continue
+        (a, ma), (b, mb) = v
+        if (a, b) not in joints:
+            pc = pair_conditionals(mlm, wt, a, b, batch_tokens=batch_tokens)
+            joints[(a, b)] = (ag_joint(pc).log_joint, pc.index_of)
+        lj, idx = joints[(a, b)]
+        cells = [idx.get(t) for t in (ma, mb, int(wt[a]), int(wt[b]))]
+        if None not in cells:
+            out[n] = lj[cells[0], cells[1]] - lj[cells[2], cells[3]]
+    return out
+
+
+def _pll_delta(mlm: MaskedLM, wt: torch.Tensor, variants: list[Variant], table: RowTable, mask: int,
+               batch_tokens: int) -> tuple[torch.Tensor, list[int]]:
+    """``PLL(m)`` for every variant (re-scored in chunks) and the requests summing to ``PLL(w)``."""
+    positions = default_positions(mlm, wt[None])[0].nonzero()[:, 0].tolist()
+    wt_terms = [table.request(((t, mask),), t, int(wt[t])) for t in positions]
+    pll_m = torch.empty(len(variants), dtype=torch.float64)
+    chunk = max(1, PLL_CHUNK_TOKENS // len(wt))
+    for lo in range(0, len(variants), chunk):
+        part = variants[lo:lo + chunk]
+        x = wt.expand(len(part), len(wt)).clone()
+        for k, v in enumerate(part):
+            for p, t in v:
+                x[k, p] = t
+        pll_m[lo:lo + len(part)] = token_scores(mlm, x, batch_tokens=batch_tokens).pll
+    return pll_m, wt_terms
+
+
+def score_variants(mlm: MaskedLM, wild_type, mutants: Sequence[Sequence[tuple[int, int]]], methods=None,
+                   batch_tokens: int = DEFAULT_BATCH_TOKENS, *, cache: ForwardCache | None = None
+                   ) -> dict[str, torch.Tensor]:
+    """Scores of every variant by every method in ``methods`` (default: all of ``METHODS``; see
+    the module doc): ``{method: float64 tensor [len(mutants)]}``, in the order asked.
+
+    ``wild_type``: token ids ``[L]`` (right padding is dropped); ``mutants``: variants, each a
+    list of ``(position, token_id)`` with positions indexing ``wild_type`` directly (special
+    tokens count), distinct, never at a special token. ``cache`` (a ``ForwardCache``) keeps the
+    wild-type rows across calls for the same model and wild type (chunked scoring).
+
+    >>> import torch
+    >>> from mlmprob import ExactMLM
+    >>> m = ExactMLM(torch.log(torch.tensor([[[0.1, 0.2], [0.3, 0.4]], [[0.5, 0.6], [0.7, 0.8]]])))
+    >>> s = score_variants(m, torch.tensor([0, 0, 0]), [[(0, 1)], [(0, 1), (2, 1)]], methods=["hcb", "epistasis"])
+    >>> round(float(s["hcb"][1]), 4), round(float(torch.log(torch.tensor(0.6 / 0.1))), 4)  # log p(m)/p(w)
+    (1.7918, 1.7918)
+    >>> s["epistasis"][0].item()
+    0.0
+    """
+    wt = check_wild_type(mlm, wild_type)
+    variants = check_variants(mlm, wt, mutants)
+    methods = check_methods(methods)
+    if not variants:
+        return {m: torch.empty(0, dtype=torch.float64) for m in methods}
+    mask = int(mlm.mask_id)
+    table = RowTable(mlm, wt, batch_tokens)
+    w = wt.tolist()
+    needed = set(methods) | ({"hcb", "masked_marginals"} if "epistasis" in methods else set())
+    row_methods = [m for m in ROW_METHODS if m in needed]
+    plan = {m: [(n, req, sign) for n, v in enumerate(variants) for req, sign in _terms(table, m, w, v, mask)]
+            for m in row_methods}
+    pll_m = wt_terms = None
+    if "pll_delta" in methods:
+        pll_m, wt_terms = _pll_delta(mlm, wt, variants, table, mask, batch_tokens)
+    values = table.run(cache)
+    scores: dict[str, torch.Tensor] = {}
+    for m, terms in plan.items():
+        s = torch.zeros(len(variants), dtype=torch.float64)
+        if terms:
+            idx, req, sign = (torch.tensor(c) for c in zip(*terms))
+            s.index_add_(0, idx, values[req] * sign.double())
+        scores[m] = s
+    if "epistasis" in methods:
+        scores["epistasis"] = scores["hcb"] - scores["masked_marginals"]
+    if pll_m is not None:
+        scores["pll_delta"] = pll_m - values[torch.tensor(wt_terms, dtype=torch.long)].sum()
+    if "ag" in methods:
+        scores["ag"] = _ag_scores(mlm, wt, variants, batch_tokens)
+    return {m: scores[m] for m in methods}

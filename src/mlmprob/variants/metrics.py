@@ -1,0 +1,215 @@
+"""Evaluation of variant scores against measured fitness (DMS benchmarks such as ProteinGym).
+
+The metric functions are batched: they take ``[..., n]`` predictions and targets and return
+``[...]`` float64 values, so a bootstrap evaluates all its resamples at once. Definitions:
+
+- ``spearman``: Pearson correlation of the average ranks (ties share their mean rank); NaN when
+  either side is constant;
+- ``auroc``: area under the ROC curve of ``pred`` for 0/1 ``labels`` (Mann-Whitney: a tied
+  positive-negative pair counts 1/2); NaN when a class is absent;
+- ``ndcg``: NDCG at the top ``top`` fraction (``k = max(1, floor(top * n))``): gains are the
+  targets min-max scaled to [0, 1], ``DCG = sum_{r=1..k} gain(r-th best predicted) / log2(r + 1)``
+  over the ``k`` best predictions (ties in ``pred`` keep input order), divided by the same sum
+  for the ``k`` largest gains; NaN when the targets are constant;
+- ``top_recall``: of the variants at or above the ``1 - top`` quantile of the targets, the fraction
+  at or above the ``1 - top`` quantile of the predictions (quantiles interpolated linearly).
+
+``bootstrap`` resamples the ``n`` points with replacement ``n_boot`` times (``torch.Generator``
+passed in) and reports the metric on the data with the percentile interval of the resamples whose
+metric is defined.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Callable
+
+import torch
+
+from ..errors import MLMProbError
+
+BOOT_ELEMENTS = 1 << 22  # resample elements evaluated at once
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """A metric on the data, with a bootstrap interval at ``level``; ``n``: points, ``n_boot``:
+    resamples on which the metric was defined (those the interval is taken over)."""
+
+    value: float
+    low: float
+    high: float
+    n: int
+    n_boot: int
+    level: float = 0.95
+
+
+def rank_average(x: torch.Tensor) -> torch.Tensor:
+    """1-based ranks along the last dim, ties given their mean rank (float64).
+
+    >>> rank_average(torch.tensor([3.0, 1.0, 3.0, 2.0])).tolist()
+    [3.5, 1.0, 3.5, 2.0]
+    """
+    s, order = torch.sort(x, dim=-1, stable=True)
+    n = x.shape[-1]
+    new = torch.ones_like(s, dtype=torch.bool)
+    new[..., 1:] = s[..., 1:] != s[..., :-1]
+    group = torch.cumsum(new, -1) - 1
+    pos = torch.arange(1, n + 1, dtype=torch.float64).expand(s.shape)
+    total = torch.zeros(s.shape, dtype=torch.float64).scatter_add_(-1, group, pos)
+    count = torch.zeros(s.shape, dtype=torch.float64).scatter_add_(-1, group, torch.ones_like(pos))
+    mean = (total / count.clamp(min=1)).gather(-1, group)
+    return torch.empty_like(mean).scatter_(-1, order, mean)
+
+
+def _pearson(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    a = a - a.mean(-1, keepdim=True)
+    b = b - b.mean(-1, keepdim=True)
+    den = (a.square().sum(-1) * b.square().sum(-1)).sqrt()
+    return torch.where(den > 0, (a * b).sum(-1) / den, torch.full_like(den, float("nan")))
+
+
+def spearman(pred: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+    """Spearman's rank correlation along the last dim.
+
+    >>> round(float(spearman(torch.tensor([1., 2, 3, 4]), torch.tensor([1., 3, 2, 4]))), 12)
+    0.8
+    """
+    return _pearson(rank_average(pred.double()), rank_average(target.double()))
+
+
+def auroc(pred: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+    """Area under the ROC curve along the last dim.
+
+    >>> float(auroc(torch.tensor([0.1, 0.4, 0.35, 0.8]), torch.tensor([0, 0, 1, 1])))
+    0.75
+    """
+    pos = labels > 0.5
+    n1 = pos.sum(-1).double()
+    n0 = pos.shape[-1] - n1
+    u = (rank_average(pred.double()) * pos).sum(-1) - n1 * (n1 + 1) / 2
+    ok = (n1 > 0) & (n0 > 0)
+    return torch.where(ok, u / (n1 * n0).clamp(min=1), torch.full_like(n1, float("nan")))
+
+
+def top_k(n: int, top: float) -> int:
+    return max(1, math.floor(top * n + 1e-9))
+
+
+def ndcg(pred: torch.Tensor, target: torch.Tensor, top: float = 0.1) -> torch.Tensor:
+    """NDCG at the top ``top`` fraction along the last dim.
+
+    >>> t = torch.arange(10.)           # k = 1: only the best prediction counts
+    >>> float(ndcg(t, t)), round(float(ndcg(-(t - 5).abs(), t)), 4)   # best first; then the one of gain 5/9
+    (1.0, 0.5556)
+    """
+    target = target.double()
+    lo, hi = target.amin(-1, keepdim=True), target.amax(-1, keepdim=True)
+    span = hi - lo
+    gain = (target - lo) / torch.where(span > 0, span, torch.ones_like(span))
+    k = top_k(target.shape[-1], top)
+    disc = 1.0 / torch.log2(torch.arange(2, k + 2, dtype=torch.float64))
+    order = torch.sort(pred.double(), dim=-1, descending=True, stable=True).indices[..., :k]
+    dcg = (gain.gather(-1, order) * disc).sum(-1)
+    idcg = (torch.sort(gain, dim=-1, descending=True).values[..., :k] * disc).sum(-1)
+    return torch.where(span[..., 0] > 0, dcg / idcg.clamp(min=1e-300), torch.full_like(dcg, float("nan")))
+
+
+def top_recall(pred: torch.Tensor, target: torch.Tensor, top: float = 0.1) -> torch.Tensor:
+    """Recall of the top ``top`` fraction along the last dim.
+
+    >>> t = torch.arange(20.)           # the top 10%: {18, 19}; then {0, 19} predicted
+    >>> float(top_recall(t, t)), float(top_recall(torch.where(t == 0, 100., t), t))
+    (1.0, 0.5)
+    """
+    pred, target = pred.double(), target.double()
+    q = torch.tensor(1.0 - top, dtype=torch.float64)
+    best_t = target >= torch.quantile(target, q, dim=-1, keepdim=True)
+    best_p = pred >= torch.quantile(pred, q, dim=-1, keepdim=True)
+    return (best_t & best_p).sum(-1).double() / best_t.sum(-1).double()
+
+
+def _check(pred, target, what: str = "target") -> tuple[torch.Tensor, torch.Tensor]:
+    pred, target = torch.as_tensor(pred, dtype=torch.float64), torch.as_tensor(target, dtype=torch.float64)
+    if pred.dim() != 1 or pred.shape != target.shape:
+        raise MLMProbError(f"predictions and {what} must be 1-D of the same length, got shapes "
+                           f"{tuple(pred.shape)} and {tuple(target.shape)}")
+    if len(pred) < 2:
+        raise MLMProbError(f"a metric needs at least 2 points, got {len(pred)}")
+    bad = ~(torch.isfinite(pred) & torch.isfinite(target))
+    if bad.any():
+        raise MLMProbError(f"{int(bad.sum())} of {len(pred)} points are NaN or infinite (first at index "
+                           f"{int(bad.nonzero()[0])}); drop them first")
+    return pred, target
+
+
+def bootstrap(metric: Callable[[torch.Tensor, torch.Tensor], torch.Tensor], pred, target, *,
+              generator: torch.Generator, n_boot: int = 1000, level: float = 0.95) -> Estimate:
+    """``metric(pred, target)`` with a percentile bootstrap interval (resamples of all ``n`` points).
+
+    >>> g = torch.Generator().manual_seed(0)
+    >>> e = bootstrap(spearman, torch.arange(30.), torch.arange(30.) ** 2, generator=g, n_boot=200)
+    >>> e.value, e.low, e.high
+    (1.0, 1.0, 1.0)
+    """
+    pred, target = _check(pred, target)
+    if n_boot < 1:
+        raise MLMProbError(f"n_boot must be at least 1, got {n_boot}")
+    if not 0 < level < 1:
+        raise MLMProbError(f"level must lie in (0, 1), got {level}")
+    n = len(pred)
+    value = float(metric(pred, target))
+    per = max(1, BOOT_ELEMENTS // n)
+    vals = []
+    for start in range(0, n_boot, per):
+        idx = torch.randint(n, (min(per, n_boot - start), n), generator=generator)
+        vals.append(metric(pred[idx], target[idx]))
+    vals = torch.cat(vals)
+    vals = vals[torch.isfinite(vals)]
+    if len(vals) == 0:
+        return Estimate(value, float("nan"), float("nan"), n, 0, level)
+    lo, hi = torch.quantile(vals, torch.tensor([(1 - level) / 2, (1 + level) / 2], dtype=torch.float64)).tolist()
+    return Estimate(value, lo, hi, n, len(vals), level)
+
+
+def evaluate(pred, target=None, *, generator: torch.Generator, labels=None, top: float = 0.1,
+             n_boot: int = 1000, level: float = 0.95) -> dict[str, Estimate]:
+    """Spearman, NDCG and top recall at ``top`` against measured ``target`` values, and AUROC
+    against 0/1 ``labels`` (e.g. a fitness threshold, or binder / non-binder), for whichever of the
+    two is given, each with a bootstrap interval. Every metric sees the same resamples (a copy of
+    ``generator``'s state each); ``generator`` ends advanced by one bootstrap.
+
+    >>> g = torch.Generator().manual_seed(0)
+    >>> r = evaluate(torch.tensor([0.1, 0.4, 0.35, 0.8]), labels=torch.tensor([0, 0, 1, 1]), generator=g, n_boot=50)
+    >>> list(r), r["auroc"].value
+    (['auroc'], 0.75)
+    """
+    if target is None and labels is None:
+        raise MLMProbError("evaluate needs measured target values, 0/1 labels, or both")
+    if not 0 < top <= 1:
+        raise MLMProbError(f"top must be a fraction in (0, 1], got {top}")
+    if target is not None:
+        pred, target = _check(pred, target)
+    if labels is not None:
+        pred, y = _check(pred, labels, "labels")
+        if not ((y == 0) | (y == 1)).all():
+            raise MLMProbError("labels must be 0 or 1")
+        if y.min() == y.max():
+            raise MLMProbError("AUROC needs both labels 0 and 1 among the points")
+    state = generator.get_state()
+    used = []
+
+    def run(fn, y):
+        g = generator if not used else torch.Generator().set_state(state)
+        used.append(fn)
+        return bootstrap(fn, pred, y, generator=g, n_boot=n_boot, level=level)
+
+    out = {}
+    if target is not None:
+        out["spearman"] = run(spearman, target)
+        out["ndcg"] = run(lambda p, t: ndcg(p, t, top), target)
+        out["top_recall"] = run(lambda p, t: top_recall(p, t, top), target)
+    if labels is not None:
+        out["auroc"] = run(auroc, y)
+    return out

@@ -1,0 +1,168 @@
+"""Forward rows written as edits of one wild type, forwarded once per distinct content, batched.
+
+Every variant score is a signed sum of terms ``log q_c(v | row)``: the log-probability (normalised
+over the whole output vocabulary, float64) of token ``v`` at position ``c`` of a row that is the
+wild type with a few positions changed (to a residue or to the mask). A row is named by its
+*edit*: the sorted ``(position, token)`` pairs where it differs from the wild type, so two rows
+with the same content always get the same name (a "mutation" to the wild-type token is no
+change). ``RowTable`` collects the requested terms, forwards each distinct row once (sub-batches
+of at most ``rows_per_batch(L, batch_tokens)`` rows, logits only at the read positions), and
+returns the terms.
+
+A ``ForwardCache`` keeps the log-probabilities read from the wild type and from the wild type with
+one position masked (at most ``L + 1`` rows) across calls, so that scoring the variants of one
+wild type in chunks computes that table once.
+"""
+
+from __future__ import annotations
+
+from typing import Iterable
+
+import torch
+
+from ..batching import DEFAULT_BATCH_TOKENS, rows_per_batch
+from ..errors import MLMProbError
+from ..models.protocol import MaskedLM, gather_logits
+
+Edit = tuple[tuple[int, int], ...]
+
+
+class ForwardCache:
+    """Full-vocabulary log-probabilities read from the wild-type rows (``edit`` empty, or one masked
+    position), for one model and one wild type: pass the same cache to every ``score_variants``
+    call on that pair. Holds at most ``2 L`` vectors of ``V`` float64."""
+
+    def __init__(self):
+        self.wild_type: torch.Tensor | None = None
+        self.model_id: int | None = None
+        self.reads: dict[tuple[Edit, int], torch.Tensor] = {}
+
+    def bind(self, mlm: MaskedLM, wild_type: torch.Tensor) -> None:
+        if self.wild_type is None:
+            self.wild_type, self.model_id = wild_type.clone(), id(mlm)
+        elif id(mlm) != self.model_id or not torch.equal(self.wild_type, wild_type):
+            raise MLMProbError("this ForwardCache belongs to another model or wild type; use one cache per pair")
+
+    @staticmethod
+    def keeps(edit: Edit, mask_id: int) -> bool:
+        return len(edit) == 0 or (len(edit) == 1 and edit[0][1] == mask_id)
+
+
+class RowTable:
+    """Requested terms ``log q_col(token | wild type + edit)``; ``run`` computes them all."""
+
+    def __init__(self, mlm: MaskedLM, wild_type: torch.Tensor, batch_tokens: int = DEFAULT_BATCH_TOKENS):
+        if batch_tokens < 1:
+            raise MLMProbError(f"batch_tokens must be positive, got {batch_tokens}")
+        self.mlm, self.wt, self.batch_tokens = mlm, wild_type, int(batch_tokens)
+        self._wt_list = wild_type.tolist()
+        self._rows: dict[Edit, int] = {}
+        self._edits: list[Edit] = []
+        self._reads: dict[tuple[int, int], int] = {}
+        self._read_row: list[int] = []
+        self._read_col: list[int] = []
+        self._req_read: list[int] = []
+        self._req_token: list[int] = []
+        self.n_forward = 0  # rows forwarded by run()
+
+    def edit(self, changes: Iterable[tuple[int, int]]) -> Edit:
+        """The canonical name of the wild type with ``changes`` applied (wild-type tokens dropped)."""
+        return tuple(sorted((p, t) for p, t in changes if self._wt_list[p] != t))
+
+    def request(self, changes: Iterable[tuple[int, int]], col: int, token: int) -> int:
+        """Index of the term ``log q_col(token | wild type with changes)`` in ``run()``'s output."""
+        e = self.edit(changes)
+        row = self._rows.get(e)
+        if row is None:
+            row = self._rows[e] = len(self._edits)
+            self._edits.append(e)
+        read = self._reads.get((row, col))
+        if read is None:
+            read = self._reads[(row, col)] = len(self._read_row)
+            self._read_row.append(row)
+            self._read_col.append(col)
+        self._req_read.append(read)
+        self._req_token.append(token)
+        return len(self._req_read) - 1
+
+    @property
+    def n_rows(self) -> int:
+        """Distinct rows requested so far."""
+        return len(self._edits)
+
+    def run(self, cache: ForwardCache | None = None) -> torch.Tensor:
+        """All requested terms, ``[n_requests]`` float64."""
+        mlm, mask_id = self.mlm, self.mlm.mask_id
+        out = torch.full((len(self._req_read),), float("nan"), dtype=torch.float64)
+        if not self._req_read:
+            return out
+        if cache is not None:
+            cache.bind(mlm, self.wt)
+            if () in self._rows:  # read the unmasked wild type everywhere, once: later chunks need no row
+                r = self._rows[()]
+                for col in range(len(self.wt)):
+                    if (r, col) not in self._reads:
+                        self._reads[(r, col)] = len(self._read_row)
+                        self._read_row.append(r)
+                        self._read_col.append(col)
+        req_read, req_token = torch.tensor(self._req_read), torch.tensor(self._req_token)
+        read_row, read_col = torch.tensor(self._read_row), torch.tensor(self._read_col)
+        Q, L = len(read_row), len(self.wt)
+        # reads served by the cache form group -1; the others group k = the sub-batch of their row
+        need = torch.ones(Q, dtype=torch.bool)
+        cached = []
+        if cache is not None:
+            for q, (r, c) in enumerate(zip(self._read_row, self._read_col)):
+                hit = cache.reads.get((self._edits[r], c))
+                if hit is not None:
+                    need[q] = False
+                    cached.append(hit)
+        rows = torch.unique(read_row[need])          # rows with a read left to compute, sorted
+        per = rows_per_batch(L, self.batch_tokens)
+        rank = torch.full((len(self._edits),), -1, dtype=torch.long)
+        rank[rows] = torch.arange(len(rows))
+        read_group = torch.where(need, rank[read_row] // per, torch.full_like(read_row, -1))
+        n_groups = (len(rows) + per - 1) // per
+        read_order, read_bounds = _grouped(read_group, n_groups)
+        req_order, req_bounds = _grouped(read_group[req_read], n_groups)
+        slot = torch.empty(Q, dtype=torch.long)      # index of a read within its group
+
+        def fill(g: int, reads: torch.Tensor, lp: torch.Tensor) -> None:
+            slot[reads] = torch.arange(len(reads))
+            reqs = req_order[req_bounds[g + 1]:req_bounds[g + 2]]
+            out[reqs] = lp[slot[req_read[reqs]], req_token[reqs]]
+
+        if cached:
+            fill(-1, read_order[read_bounds[0]:read_bounds[1]], torch.stack(cached))
+        local = torch.full((len(self._edits),), -1, dtype=torch.long)
+        for g in range(n_groups):
+            chunk = rows[g * per:(g + 1) * per]
+            ids = self.wt.expand(len(chunk), L).clone()
+            for i, r in enumerate(chunk.tolist()):
+                for p, t in self._edits[r]:
+                    ids[i, p] = t
+            local[chunk] = torch.arange(len(chunk))
+            reads = read_order[read_bounds[g + 1]:read_bounds[g + 2]]
+            logits = gather_logits(mlm, ids, local[read_row[reads]], read_col[reads]).double()
+            self.n_forward += len(chunk)
+            lp = logits - torch.logsumexp(logits, -1, keepdim=True)
+            fill(g, reads, lp)
+            if cache is not None:
+                for k, q in enumerate(reads.tolist()):
+                    key = (self._edits[self._read_row[q]], self._read_col[q])
+                    if ForwardCache.keeps(key[0], mask_id):
+                        cache.reads[key] = lp[k].clone()
+        return out
+
+
+def _grouped(group: torch.Tensor, n_groups: int) -> tuple[torch.Tensor, list[int]]:
+    """``(order, bounds)``: ``order[bounds[g + 1]:bounds[g + 2]]`` are the indices in group ``g``
+    (``-1 <= g < n_groups``).
+
+    >>> order, bounds = _grouped(torch.tensor([1, -1, 0, 1]), 2)
+    >>> order.tolist(), bounds
+    ([1, 2, 0, 3], [0, 1, 2, 4])
+    """
+    order = torch.argsort(group, stable=True)
+    bounds = torch.searchsorted(group[order], torch.arange(-1, n_groups + 1)).tolist()
+    return order, bounds
