@@ -16,14 +16,19 @@ def register(sub) -> None:
 
 
 def _input_ids(config: dict, limit: int | None):
+    """The unit ids a run of ``config`` covers, re-derived from its input; None for a command it cannot tell."""
     from itertools import islice
 
     from ..runtime.inputs import iter_records
 
-    if config.get("command") != "score" or not config.get("input"):
-        return []
-    ids = (r.id for r in iter_records(config["input"], config.get("format", "auto"), config.get("column"),
-                                      config.get("id_column")))
+    command = config.get("command")
+    if command not in ("score", "infill") or not config.get("input"):
+        return None
+    records = iter_records(config["input"], config.get("format", "auto"), config.get("column"), config.get("id_column"))
+    if command == "infill":
+        from ..infill.stream import iter_gap_units
+        return (u.id for u in iter_gap_units(records, config.get("gaps", "joint")))
+    ids = (r.id for r in records)
     return ids if limit is None else islice(ids, limit)
 
 
