@@ -22,6 +22,9 @@ def _input_ids(config: dict, limit: int | None):
     from ..runtime.inputs import iter_records
 
     command = config.get("command")
+    if command == "joints":   # limit: pairs per scheme
+        from ..joints.runner import pair_ids
+        return None if limit is None else pair_ids(config.get("schemes") or [], limit)
     if command not in ("score", "infill") or not config.get("input"):
         return None
     records = iter_records(config["input"], config.get("format", "auto"), config.get("column"), config.get("id_column"))
