@@ -23,8 +23,6 @@ import re
 from dataclasses import dataclass
 from typing import Iterable, Iterator, NamedTuple, Sequence
 
-import torch
-
 from ..errors import MLMProbError
 from ..runtime.inputs import Record
 

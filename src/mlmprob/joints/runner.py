@@ -22,8 +22,6 @@ same configuration, a larger ``n_pairs`` included, computes only the missing pai
 from __future__ import annotations
 
 import dataclasses
-import json
-import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,15 +30,15 @@ from typing import Callable, Iterator, NamedTuple, Sequence
 import torch
 
 from ..errors import MLMProbError
-from ..jsonl import read_jsonl
 from ..models.protocol import MaskedLM, default_positions
 from ..runtime.shard import Shard
 from .evaluate import AGOptions, evaluate_pair
+from .records import (RECORDS_FILE, _dtype_label, _Notify, load_records, open_records,  # noqa: F401
+                      restore_nonfinite)
 from .report import (METHOD_LABELS, PLOT_FILE, REPORT_FILE, SUMMARY_FILE, diagnostics, format_report,  # noqa: F401
                      summarize_records, write_report)
 
 SCHEMES = ("random", "contiguous")
-RECORDS_FILE = "pairs.jsonl"
 NA_VALUES = ("na", "nan", "none")
 DEFAULT_COLUMN = "HC"   # the sequence column of a CSV/TSV data file when none is named
 
@@ -286,99 +284,6 @@ class JointsJob:
         return [self.record(w, u) for u in units], []
 
 
-# -- records --------------------------------------------------------------------------------------------
-def load_records(path: str | Path) -> tuple[dict | None, list[dict]]:
-    """``(configuration or None, pair records)`` of a record file: this runner's (configuration in
-    ``PATH.meta.json``) or an older one's (a first ``{"kind": "config"}`` line). An unreadable trailing
-    line (an interrupted write) is dropped."""
-    path = Path(path)
-    header, records = None, []
-    for obj in read_jsonl(path):
-        if obj.get("kind") == "config":
-            header = obj["config"]
-        elif obj.get("kind") == "pair":
-            records.append(obj)
-    if header is None:
-        try:
-            config = json.loads(path.with_name(path.name + ".meta.json").read_text()).get("config") or None
-        except (OSError, json.JSONDecodeError):
-            config = None
-        if config:
-            header = {k: v for k, v in config.items() if k not in ("command", "shard", "merged_from")}
-    return header, records
-
-
-def _writer_config(config: JointsConfig, shard: Shard) -> dict:
-    return {"command": "joints", **config.identity(), "shard": str(shard)}
-
-
-def _refuse_other_config(path: Path, old: dict | None, config: JointsConfig, shard: Shard) -> None:
-    if not old:
-        return
-    new = _writer_config(config, shard)
-    diff = [k for k in sorted(set(old) | set(new)) if old.get(k) != new.get(k)]
-    if diff:
-        k = diff[0]
-        raise MLMProbError(f"{path} holds results of another configuration ({k}={old.get(k)!r}, this run has "
-                           f"{k}={new.get(k)!r}); use a new output folder")
-
-
-def _upgrade_legacy(path: Path, config: JointsConfig, shard: Shard) -> None:
-    """An older runner's file (a config line first, records without ids) rewritten in this runner's
-    layout, if it holds this configuration."""
-    from ..jsonl import trim_partial_line
-    from ..runtime.writers import dumps
-
-    first = trim_partial_line(path).split("\n", 1)[0]
-    if not first.startswith('{"kind": "config"'):
-        return
-    header, records = load_records(path)
-    ident = config.identity()
-    if config.data_format in ("text", "fasta"):
-        header = {k: v for k, v in header.items() if k != "column"}   # it had no meaning there
-    if shard.count != 1 or any(ident.get(k, v) != v for k, v in header.items()):
-        raise MLMProbError(f"{path} holds results of another configuration ({header}); use a new output folder")
-    meta = path.with_name(path.name + ".meta.json")
-    meta.write_text(dumps({"config": _writer_config(config, shard), "complete": False, "skipped": []}, indent=2) + "\n")
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text("".join(dumps({"id": f"{r['scheme']}/{r['i']}", **r}) + "\n" for r in records))
-    os.replace(tmp, path)
-
-
-def open_records(out_dir: str | Path, config: JointsConfig, shard: Shard = Shard.whole()):
-    """The writer of ``out_dir/pairs.jsonl`` (always resuming; refused while another process writes it,
-    or if it holds another configuration)."""
-    from ..runtime.lock import WriterLock
-    from ..runtime.writers import open_writer
-
-    path = Path(out_dir) / RECORDS_FILE
-    with WriterLock(path):
-        _upgrade_legacy(path, config, shard)
-    meta = path.with_name(path.name + ".meta.json")
-    if path.exists() and meta.exists():
-        try:
-            old = json.loads(meta.read_text()).get("config")
-        except json.JSONDecodeError:
-            old = None
-        _refuse_other_config(path, old, config, shard)
-    return open_writer(path, resume=True, config=_writer_config(config, shard))
-
-
-class _Notify:
-    """A writer that also hands every written record to ``callback``."""
-
-    def __init__(self, writer, callback):
-        self._writer, self._callback = writer, callback
-
-    def write(self, rows: list[dict]) -> None:
-        self._writer.write(rows)
-        for r in rows:
-            self._callback(r)
-
-    def __getattr__(self, name):
-        return getattr(self._writer, name)
-
-
 def run_joints(mlm: MaskedLM | None, config: JointsConfig, out_dir: str | Path, *,
                batch_tokens: int | None = None, progress: Callable[[dict], None] | None = None,
                shard: Shard = Shard.whole(), devices: Sequence[str] | None = None, dtype: str | None = None,
@@ -395,10 +300,11 @@ def run_joints(mlm: MaskedLM | None, config: JointsConfig, out_dir: str | Path, 
     read_sequences(config.data, config.column, config.max_sequences, config.format)  # bad data: fail before anything
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    writer = open_records(out, config, shard)
+    in_process = len(devices) == 1 and engine == "local"
+    writer = open_records(out, config, shard, _dtype_label(mlm if in_process else None, dtype, devices[0]))
     job = JointsJob(config, dtype=dtype, batch_tokens=batch_tokens)
     with writer:
-        if len(devices) == 1 and engine == "local":
+        if in_process:
             worker = job.prepare(mlm) if mlm is not None else job.load(devices[0])
             load = lambda device: worker  # noqa: E731
         else:
