@@ -1,90 +1,86 @@
-"""``mlmprob infill``: the top fills of a gap in one sequence, by standard or HCB beam search.
+"""``mlmprob infill``: the top fills of gaps of known length, by standard or HCB beam search.
 
 The gap is written in the sequence as ``[MASK]x5`` (five masked tokens), ``[MASK]`` / ``<mask>``
 (one each) or ``_`` (one each), e.g. ``EVQLVESGGG_____QPGGSLRLSCAAS``.
+
+One SEQUENCE: prints a table (or ``--json``). ``--input FILE``: every record of a text/FASTA/CSV/TSV/
+JSONL/Parquet file, streamed to ``--out`` (JSONL on stdout by default), one row per gap with its
+ranked fills and scores; resumable, shardable, parallel. ``--gaps joint`` (default): all masked
+tokens of a record form one gap, row id = record id; ``--gaps each``: every contiguous gap is filled
+on its own (the record's other gaps stay masked), row id = ``RECORD/gapK``.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import re
+import sys
+from pathlib import Path
 
 from ..errors import MLMProbError
+from ..infill.stream import GAP_MODES, expand_gaps, parse_pivot
+from ..infill.stream import mask_text as _mask_text
+from ..runtime.inputs import FORMATS
 
-_GAP_RE = re.compile(r"(\[MASK\]|<mask>)(?:\s*[xX*]\s*(\d+))?", re.IGNORECASE)
+__all__ = ["expand_gaps", "parse_pivot", "register", "run"]
 
-
-def expand_gaps(text: str, mask_text: str = "_") -> str:
-    """Write every gap of ``text`` as ``mask_text`` repeated once per masked token.
-
-    >>> expand_gaps("AC[MASK]x3D<mask>E_")
-    'AC___D_E_'
-    >>> expand_gaps("the [MASK]x2 sat", "[MASK]")
-    'the [MASK][MASK] sat'
-    """
-    def rep(m: re.Match) -> str:
-        n = int(m.group(2)) if m.group(2) else 1
-        if n < 1:
-            raise MLMProbError(f"a gap of {n} tokens ({m.group(0)!r}); use a positive count")
-        return "\0" * n
-    out = _GAP_RE.sub(rep, text)
-    if mask_text != "_":
-        out = out.replace("_", "\0")
-    return out.replace("\0", mask_text)
-
-
-def _mask_text(mlm) -> str:
-    from ..models.tokenizers import ResidueTokenizer
-
-    tok = getattr(mlm, "tokenizer", None)
-    if tok is None or isinstance(tok, ResidueTokenizer) or not hasattr(tok, "hf"):
-        return "_"
-    return tok.hf.mask_token
-
-
-def parse_pivot(mlm, pivot: str | None) -> int | None:
-    """``None`` (the mask), a token id, or a token string of the model's vocabulary."""
-    if pivot is None or pivot.lower() in ("mask", "[mask]", "<mask>"):
-        return None
-    if pivot.lstrip("-").isdigit():
-        return int(pivot)
-    tok = getattr(mlm, "tokenizer", None)
-    table = getattr(tok, "token_to_id", None)
-    if table is not None and pivot in table:
-        return table[pivot]
-    hf = getattr(tok, "hf", None)
-    if hf is not None:
-        i = hf.convert_tokens_to_ids(pivot)
-        if i is not None and i != hf.unk_token_id:
-            return int(i)
-    raise MLMProbError(f"pivot {pivot!r} is not a token of this model's vocabulary (give a token or an id)")
+TSV_FIELDS = ("id", "record", "gap", "length", "positions", "method", "order", "beam_size", "pivot", "fills",
+              "scores", "tokens")
+_STREAM_ONLY = (("out", None), ("resume", False), ("shard", None), ("workers", None), ("devices", None),
+                ("engine", "local"), ("ray_address", None), ("skip_invalid", False), ("column", None),
+                ("id_column", None), ("format", "auto"), ("gaps", "joint"))
 
 
 def register(sub) -> None:
-    p = sub.add_parser("infill", help="fill a gap of known length (standard or HCB beam search)",
+    p = sub.add_parser("infill", help="fill gaps of known length (standard or HCB beam search), one or a file",
                        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("sequence", help="sequence with a gap, e.g. EVQLV[MASK]x5GGLVQ or EVQLV_____GGLVQ")
-    from ..cli import add_model_args
+    p.add_argument("sequence", nargs="?", help="one sequence with a gap, e.g. EVQLV[MASK]x5GGLVQ or EVQLV_____GGLVQ")
+    p.add_argument("--input", "-i", help="file of sequences with gaps: text (one per line), FASTA, CSV/TSV, JSONL or "
+                                         "Parquet, optionally .gz (instead of SEQUENCE)")
+    p.add_argument("--format", default="auto", choices=FORMATS, help="--input format (default auto: by the suffix)")
+    p.add_argument("--column", help="sequence column of a CSV/TSV/Parquet file or key of a JSONL object")
+    p.add_argument("--id-column", help="identifier column (or JSONL key)")
+    from ..cli import add_model_args, add_runtime_args
     add_model_args(p)
     p.add_argument("--method", default="hcb", choices=["hcb", "standard"], help="beam search score (default hcb)")
     p.add_argument("--order", default="l2r", choices=["l2r", "best"],
                    help="left to right, or best to worst (most confident position first); default l2r")
-    p.add_argument("--beam-size", "-k", type=int, default=5, help="beam size = number of fills printed (default 5)")
+    p.add_argument("--beam-size", "-k", type=int, default=5, help="beam size = number of fills kept (default 5)")
     p.add_argument("--pivot", help="HCB pivot token or id (default: the mask token)")
-    p.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
+    p.add_argument("--gaps", default="joint", choices=GAP_MODES,
+                   help="--input: all masked tokens of a record are one gap (joint, id = record id) or each "
+                        "contiguous gap is its own unit (each, id = RECORD/gapK); default joint")
+    p.add_argument("--json", action="store_true", help="print one JSON object instead of a table (one SEQUENCE)")
+    p.add_argument("--out", "-o", help="--input: output file, .jsonl, .tsv or .parquet (default: JSONL on stdout)")
+    p.add_argument("--skip-invalid", action="store_true",
+                   help="--input: skip records without a valid gap (or that the tokenizer rejects), with a warning")
+    add_runtime_args(p)
     p.set_defaults(func=run)
 
 
 def run(args) -> int:
-    import torch
-
-    from ..infill import infill
-    from ..models import load_mlm
-
     if args.beam_size < 1:
         raise MLMProbError(f"--beam-size must be positive, got {args.beam_size}")
+    if args.pivot is not None and args.method == "standard":
+        raise MLMProbError("--pivot: the pivot is used only by method='hcb'")
+    if (args.sequence is None) == (args.input is None):
+        raise MLMProbError("give one SEQUENCE or --input FILE" + (", not both" if args.input else ""))
+    if args.input is None:
+        for name, default in _STREAM_ONLY:
+            if getattr(args, name) != default:
+                raise MLMProbError(f"--{name.replace('_', '-')} needs --input FILE (it streams a file of sequences)")
+        return _run_one(args)
+    if args.json:
+        raise MLMProbError("--json is for one SEQUENCE; with --input every row is JSON unless --out is .tsv/.parquet")
+    return _run_stream(args)
+
+
+def _run_one(args) -> int:
+    import torch
+
     from ..cli import load_model_from_args
+    from ..infill import infill
+
     mlm = load_model_from_args(args)
     text = expand_gaps(args.sequence, _mask_text(mlm))
     ids = mlm.encode([text]).input_ids
@@ -111,3 +107,58 @@ def run(args) -> int:
     for r in rows:
         print(f"{r['rank']:>4}  {r['fill']:<{width}}  {r['score']:>10.4f}  {r['sequence']}")
     return 0
+
+
+def _run_stream(args) -> int:
+    from ..cli import model_dtype_label
+    from ..infill.stream import InfillJob, iter_gap_units
+    from ..runtime import describe, iter_records, parse_shard
+    from ..runtime.engine import run_stream
+    from ..runtime.pool import parse_devices
+    from ..runtime.writers import open_writer, output_kind
+
+    shard = parse_shard(args.shard)
+    devices = parse_devices(args.workers, args.devices)
+    if devices == ["auto"]:
+        devices = [args.device]
+
+    def units():
+        return iter_gap_units(iter_records(args.input, args.format, args.column, args.id_column), args.gaps)
+
+    if next(iter(units()), None) is None:  # fail fast on bad input, before a model is loaded
+        raise MLMProbError(f"no sequences found in {args.input}")
+    config = {"command": "infill", "model": args.model, "input": str(Path(args.input).resolve()),
+              "format": args.format, "column": args.column, "id_column": args.id_column, "gaps": args.gaps,
+              "method": args.method, "order": args.order, "beam_size": args.beam_size,
+              "pivot": args.pivot or "mask", "shard": str(shard)}
+    writer = open_writer(args.out, resume=args.resume, config=config, fields=TSV_FIELDS, part_rows=args.part_rows)
+    job = InfillJob(model=args.model, dtype=args.dtype, method=args.method, order=args.order,
+                    beam_size=args.beam_size, pivot=args.pivot, batch_tokens=args.batch_tokens,
+                    skip_invalid=args.skip_invalid, json_lists=output_kind(args.out) == "tsv")
+    with writer:
+        if len(devices) == 1 and args.engine == "local":  # load once here: bad model/pivot errors come first
+            state = job.load(devices[0])
+            load, ran_on = (lambda device: state), describe(state.mlm.device, state.mlm.dtype)
+        else:
+            load, ran_on = job.load, f"{len(devices)} x {devices[0]} {model_dtype_label(args.dtype, devices[0])}"
+        total = None
+        if not args.no_progress and Path(args.input).stat().st_size < (64 << 20):
+            total = len(range(shard.index - 1, sum(1 for _ in units()), shard.count))
+        summary = run_stream(load, job.run, units(), writer, shard=shard, devices=devices, engine=args.engine,
+                             ray_address=args.ray_address, total=total, progress=not args.no_progress,
+                             unit_name="gap", chunk_size=4)
+    for uid, why in summary.skipped:
+        print(f"warning: skipped {uid!r}: {why}", file=sys.stderr)
+    print(f"filled {summary.written} gaps with {args.model} on {ran_on}" + (f" -> {args.out}" if args.out else "")
+          + (f" ({summary.already} already there)" if summary.already else "")
+          + (f" (shard {shard})" if not shard.is_whole else ""), file=sys.stderr)
+    return 0
+
+
+def expected_ids(config: dict, limit: int | None = None):
+    """The gap ids a streamed run with this stored ``config`` covers, for ``mlmprob merge``'s input check."""
+    from ..infill.stream import iter_gap_units
+    from ..runtime.inputs import iter_records
+
+    records = iter_records(config["input"], config.get("format", "auto"), config.get("column"), config.get("id_column"))
+    return (u.id for u in iter_gap_units(records, config.get("gaps", "joint")))

@@ -1,7 +1,12 @@
 """``mlmprob joints``: the pairwise-joint experiment (MLM, MRF-L, MRF, HCB, AG) over a data set.
 
-Resumable: rerunning with the same options and ``--out`` computes only the missing pairs, then
-rewrites ``report.md``, ``summary.json`` and ``distance.png``.
+Always resumable: rerunning with the same options and ``--out`` computes only the missing pairs (a
+larger ``--n-pairs`` adds pairs), then rewrites ``report.md``, ``summary.json`` and ``distance.png``.
+The unit is a pair (id ``SCHEME/I``); ``--shard I/N`` takes pairs ``k`` with ``k mod N = I - 1`` of the
+full deterministic list (the schemes interleaved pair by pair), ``--workers``/``--devices`` compute
+pairs in worker processes (records are written in pair order). Join shards with
+``mlmprob merge --out ALL/pairs.jsonl S1/pairs.jsonl S2/pairs.jsonl``, then report with
+``mlmprob joints --report-only --out ALL``.
 """
 
 from __future__ import annotations
@@ -9,19 +14,22 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ..batching import DEFAULT_BATCH_TOKENS
+from ..errors import MLMProbError
 from ..joints.runner import SCHEMES, JointsConfig, load_records, run_joints, write_report
+from ..runtime.inputs import FORMATS
 
 
 def register(subparsers) -> argparse.ArgumentParser:
     p = subparsers.add_parser(
         "joints", help="pairwise joints from an MLM (Torroba Hennigen & Kim 2023): Table 1 and App. E",
         description="Random and contiguous pairs over a data set; for each pair the MLM, MRF-logit, MRF, HCB and AG "
-                    "joints and their U-PPL, P-PPL, A-KL, G-KL. Writes OUT/pairs.jsonl (resumable), OUT/report.md, "
-                    "OUT/summary.json and OUT/distance.png.")
-    p.add_argument("--model", required=True, help="antiberty, sapiens-vh, sapiens-vl, or a local Hugging Face MLM folder")
-    p.add_argument("--data", required=True, help="CSV file (with --column) or a text file with one sequence per line")
-    p.add_argument("--column", default="HC", help="CSV column holding the sequences (default HC)")
+                    "joints and their U-PPL, P-PPL, A-KL, G-KL. Writes OUT/pairs.jsonl, OUT/report.md, "
+                    "OUT/summary.json and OUT/distance.png. " + __doc__.split("\n\n", 1)[1].replace("``", ""))
+    from ..cli import add_model_args, add_runtime_args
+    add_model_args(p)
+    p.add_argument("--data", help="sequences: text (one per line), FASTA, CSV/TSV, JSONL or Parquet, optionally .gz")
+    p.add_argument("--format", default="auto", choices=FORMATS, help="--data format (default auto: by the suffix)")
+    p.add_argument("--column", help="sequence column of a CSV/TSV file (default HC) or key of JSONL/Parquet records")
     p.add_argument("--out", required=True, help="output folder")
     p.add_argument("--n-pairs", type=int, default=500, help="pairs per scheme (default 500)")
     p.add_argument("--schemes", nargs="+", choices=SCHEMES, default=list(SCHEMES))
@@ -33,45 +41,60 @@ def register(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--ag-tol", type=float, default=1e-10, help="AG convergence: total-variation change per step")
     p.add_argument("--ag-max-steps", type=int, default=5000)
     p.add_argument("--max-sequences", type=int, default=None, help="use only the first N sequences of the data")
-    p.add_argument("--device", default="cpu")
-    p.add_argument("--dtype", default=None)
-    p.add_argument("--batch-tokens", type=int, default=DEFAULT_BATCH_TOKENS)
     p.add_argument("--report-only", action="store_true", help="only rebuild the report from OUT/pairs.jsonl")
-    p.add_argument("--quiet", action="store_true")
+    p.add_argument("--quiet", action="store_true", help="no progress bar and no summary line on stderr")
+    add_runtime_args(p)
     p.set_defaults(func=run)
     return p
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..joints.runner import RECORDS_FILE
     from pathlib import Path
 
-    title = f"Pairwise joints: {args.model} on {Path(args.data).name}"
+    from ..joints.runner import RECORDS_FILE
+    from ..runtime import parse_shard
+    from ..runtime.pool import parse_devices
+
     if args.report_only:
-        _, records = load_records(Path(args.out) / RECORDS_FILE)
-        paths = write_report(records, args.out, title)
+        header, records = load_records(Path(args.out) / RECORDS_FILE)
+        if not records:
+            raise MLMProbError(f"no pair records in {Path(args.out) / RECORDS_FILE}")
+        data = args.data or (header or {}).get("data") or "?"
+        model = (header or {}).get("model") or args.model
+        paths = write_report(records, args.out, f"Pairwise joints: {model} on {Path(data).name}")
         print(paths["report"].read_text())
         return 0
-    config = JointsConfig(model=args.model, data=args.data, column=args.column, schemes=tuple(args.schemes),
-                          n_pairs=args.n_pairs, seed=args.seed, top_k=args.top_k, pivot=args.pivot,
-                          ag_steps=args.ag_steps, ag_tol=args.ag_tol, ag_max_steps=args.ag_max_steps,
-                          max_sequences=args.max_sequences)
-    from ..models import load_mlm
+    if args.data is None:
+        raise MLMProbError("--data is required (the sequences to draw pairs from), unless --report-only")
+    shard = parse_shard(args.shard)
+    devices = parse_devices(args.workers, args.devices)
+    if devices == ["auto"]:
+        devices = [args.device]
+    config = JointsConfig(model=args.model, data=args.data, column=args.column, format=args.format,
+                          schemes=tuple(args.schemes), n_pairs=args.n_pairs, seed=args.seed, top_k=args.top_k,
+                          pivot=args.pivot, ag_steps=args.ag_steps, ag_tol=args.ag_tol,
+                          ag_max_steps=args.ag_max_steps, max_sequences=args.max_sequences)
+    new = [0]
 
-    mlm = load_mlm(args.model, device=args.device, dtype=args.dtype)
-    total = len(config.schemes) * config.n_pairs
-    count = [0]
+    def count(rec: dict) -> None:
+        new[0] += 1
 
-    def progress(rec: dict) -> None:
-        count[0] += 1
-        if not args.quiet:
-            print(f"[{rec['scheme']} {rec['i'] + 1}/{config.n_pairs}] pair ({rec['a']}, {rec['b']}) K={rec['K']} "
-                  f"AG steps {rec['ag_steps']} {rec['seconds']:.2f}s", file=sys.stderr)
-
-    records = run_joints(mlm, config, args.out, batch_tokens=args.batch_tokens, progress=progress)
+    records = run_joints(None, config, args.out, batch_tokens=args.batch_tokens, progress=count, shard=shard,
+                         devices=devices, dtype=args.dtype, engine=args.engine, ray_address=args.ray_address,
+                         show_progress=not (args.quiet or args.no_progress))
+    total = len(range(shard.index - 1, len(config.schemes) * config.n_pairs, shard.count))
     if not args.quiet:
-        print(f"{count[0]} new pairs, {len(records)}/{total} in {args.out}", file=sys.stderr)
+        print(f"{new[0]} new pairs, {len(records)}/{total} in {args.out}"
+              + (f" (shard {shard})" if not shard.is_whole else ""), file=sys.stderr)
+    title = f"Pairwise joints: {args.model} on {Path(args.data).name}" + (f" (shard {shard})" if not shard.is_whole else "")
     paths = write_report(records, args.out, title)
     print(paths["report"].read_text())
     print(f"plot: {paths['plot']}")
     return 0
+
+
+def expected_ids(config: dict, limit: int | None = None):
+    """The pair ids a run with this stored ``config`` covers (``limit``: pairs per scheme), for ``mlmprob merge``."""
+    from ..joints.runner import pair_ids
+
+    return None if limit is None else pair_ids(config.get("schemes") or [], limit)

@@ -1,49 +1,63 @@
 """The pairwise-joint experiment (Torroba Hennigen & Kim 2023, sec. 3): pairs over a data set,
-every construction and metric per pair, a resumable JSONL of per-pair records, a Table-1-shaped
+every construction and metric per pair, a resumable result file of per-pair records, a Table-1-shaped
 report and the token-distance plot of App. E.
 
-Pairs are planned deterministically from the seed: for scheme ``k`` the sequences are a seeded
+Pairs are planned deterministically from the seed: for scheme ``s`` the sequences are a seeded
 permutation of the data set, and pair ``i`` draws its positions from a generator seeded by
-``(seed, k, i)``. A rerun with the same configuration therefore skips the records already in the
-file and computes exactly the missing ones.
+``(seed, s, i)`` (a sequence without a valid pair, or one the model cannot encode, passes the draw
+on to the next sequence of the permutation).
 
 - ``random``: two distinct scored positions, uniformly at random;
 - ``contiguous``: ``(t, t + 1)`` with ``t`` uniform among positions whose right neighbour is scored.
+
+The unit of work is a pair, id ``f"{scheme}/{i}"``. The full pair list interleaves the schemes:
+pair ``k`` is pair ``i = k // S`` of scheme ``k % S`` (``S`` schemes), so a pair's place does not
+depend on ``n_pairs`` and ``--shard I/N`` takes the pairs with ``k % N == I - 1``. Records go to
+``OUT/pairs.jsonl`` through :func:`mlmprob.runtime.writers.open_writer` (one writer at a time, the
+configuration in ``OUT/pairs.jsonl.meta.json``, ``limit`` = pairs per scheme there); a rerun with the
+same configuration, a larger ``n_pairs`` included, computes only the missing pairs. Worker processes
+(one per device) plan the pairs themselves, so only pair numbers travel.
 """
 
 from __future__ import annotations
 
-import csv
 import dataclasses
-import json
-import math
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterator, Sequence
+from typing import Callable, Iterator, NamedTuple, Sequence
 
 import torch
 
-from ..batching import DEFAULT_BATCH_TOKENS
 from ..errors import MLMProbError
-from ..jsonl import read_jsonl, trim_partial_line
 from ..models.protocol import MaskedLM, default_positions
+from ..runtime.shard import Shard
 from .evaluate import AGOptions, evaluate_pair
-from .metrics import JointSummary, summarize
+from .records import (RECORDS_FILE, _dtype_label, _Notify, load_records, open_records,  # noqa: F401
+                      restore_nonfinite)
+from .report import (METHOD_LABELS, PLOT_FILE, REPORT_FILE, SUMMARY_FILE, diagnostics, format_report,  # noqa: F401
+                     summarize_records, write_report)
 
 SCHEMES = ("random", "contiguous")
-METHOD_LABELS = {"mlm": "MLM", "mrf_logit": "MRF-L", "mrf": "MRF", "hcb": "HCB", "ag": "AG"}
-RECORDS_FILE, REPORT_FILE, SUMMARY_FILE, PLOT_FILE = "pairs.jsonl", "report.md", "summary.json", "distance.png"
+NA_VALUES = ("na", "nan", "none")
+DEFAULT_COLUMN = "HC"   # the sequence column of a CSV/TSV data file when none is named
 
 
 @dataclass(frozen=True)
 class JointsConfig:
     """One experiment. ``pivot`` is ``"mode"`` (the paper's default) or ``"mask"``; ``top_k`` None
-    uses the full candidate vocabulary (the model's proposal ids, else its whole vocabulary)."""
+    uses the full candidate vocabulary (the model's proposal ids, else its whole vocabulary).
+    ``data`` is read by :func:`mlmprob.runtime.inputs.iter_records` in ``format``; ``column`` names the
+    sequence column of a CSV/TSV file (``HC`` when None) or the key of JSONL/Parquet records (their
+    default when None); it is set to None for text and FASTA files, which have no columns.
+
+    >>> JointsConfig("m", "a.csv").column, JointsConfig("m", "a.fasta", column="x").column
+    ('HC', None)
+    """
 
     model: str
     data: str
-    column: str = "HC"
+    column: str | None = None
     schemes: tuple[str, ...] = SCHEMES
     n_pairs: int = 500
     seed: int = 0
@@ -53,17 +67,38 @@ class JointsConfig:
     ag_tol: float = 1e-10
     ag_max_steps: int = 5000
     max_sequences: int | None = None
+    format: str = "auto"
 
     def __post_init__(self):
+        from ..runtime.inputs import FORMATS
+
+        if self.format not in FORMATS:
+            raise MLMProbError(f"unknown data format {self.format!r}; use one of {', '.join(FORMATS)}")
+        kind = self.data_format
+        if kind in ("csv", "tsv") and self.column is None:
+            object.__setattr__(self, "column", DEFAULT_COLUMN)
+        elif kind in ("text", "fasta"):
+            object.__setattr__(self, "column", None)
         bad = [s for s in self.schemes if s not in SCHEMES]
         if bad or not self.schemes:
             raise MLMProbError(f"unknown pair scheme(s) {bad or '(none)'}; use {', '.join(SCHEMES)}")
+        if len(set(self.schemes)) != len(self.schemes):
+            raise MLMProbError(f"pair schemes repeat: {', '.join(self.schemes)}")
         if self.n_pairs < 1:
             raise MLMProbError(f"n_pairs must be >= 1, got {self.n_pairs}")
         if self.pivot not in ("mode", "mask"):
             raise MLMProbError(f"pivot must be 'mode' or 'mask', got {self.pivot!r}")
         if self.top_k is not None and self.top_k < 1:
             raise MLMProbError(f"top_k must be >= 1, got {self.top_k}")
+        if self.max_sequences is not None and self.max_sequences < 1:
+            raise MLMProbError(f"max_sequences must be >= 1, got {self.max_sequences}")
+
+    @property
+    def data_format(self) -> str:
+        """The format ``data`` is read in (``format``, or the one its suffix names)."""
+        from ..runtime.inputs import detect_format
+
+        return detect_format(self.data) if self.format == "auto" else self.format
 
     def identity(self) -> dict:
         """The fields that must match to resume a record file (everything but ``n_pairs``)."""
@@ -74,24 +109,22 @@ class JointsConfig:
 
 
 # -- data and pair plan -----------------------------------------------------------------------------
-def read_sequences(path: str | Path, column: str = "HC", max_sequences: int | None = None) -> list[str]:
-    """Sequences from a CSV column (``.csv``), or one per non-empty line of a text file."""
-    p = Path(path)
-    if not p.is_file():
-        raise MLMProbError(f"data file not found: {p}")
-    if p.suffix.lower() == ".csv":
-        with p.open(newline="") as f:
-            reader = csv.DictReader(f)
-            if column not in (reader.fieldnames or []):
-                raise MLMProbError(f"{p} has no column {column!r}; columns: {', '.join(reader.fieldnames or [])}")
-            seqs = [(row.get(column) or "").strip() for row in reader]
-    else:
-        seqs = [line.strip() for line in p.read_text().splitlines()]
-    seqs = [s for s in seqs if s and s.lower() not in ("na", "nan", "none")]
-    if max_sequences is not None:
-        seqs = seqs[:max_sequences]
+def read_sequences(path: str | Path, column: str | None = None, max_sequences: int | None = None,
+                   fmt: str = "auto") -> list[str]:
+    """The sequences of a data file (text, FASTA, CSV/TSV column, JSONL, Parquet; see
+    :func:`~mlmprob.runtime.inputs.iter_records`), without NA cells, the first ``max_sequences``; a
+    CSV/TSV file's column is ``HC`` unless ``column`` names another."""
+    from itertools import islice
+
+    from ..runtime.inputs import detect_format, iter_records
+
+    kind = detect_format(path) if fmt == "auto" else fmt
+    if kind in ("csv", "tsv") and column is None:
+        column = DEFAULT_COLUMN
+    seqs = (r.seq for r in iter_records(path, fmt, column if kind not in ("text", "fasta") else None))
+    seqs = list(islice((s for s in seqs if s.lower() not in NA_VALUES), max_sequences))
     if not seqs:
-        raise MLMProbError(f"no sequences in {p}" + (f" column {column!r}" if p.suffix.lower() == ".csv" else ""))
+        raise MLMProbError(f"no sequences in {path}" + (f" column {column!r}" if kind in ("csv", "tsv") else ""))
     return seqs
 
 
@@ -126,166 +159,162 @@ def draw_pair(positions: torch.Tensor, scheme: str, generator: torch.Generator) 
     return t, t + 1
 
 
+class PairPlanner:
+    """The deterministic pairs of each scheme, drawn lazily and remembered: ``pair(s, i)`` is pair ``i``
+    of scheme ``config.schemes[s]`` (every process that asks gets the same pair)."""
+
+    def __init__(self, mlm: MaskedLM, sequences: Sequence[str], config: JointsConfig):
+        if getattr(mlm, "encode", None) is None:
+            raise MLMProbError("the runner needs a model with a tokenizer (encode); use pairwise_joint directly otherwise")
+        self.mlm, self.sequences, self.config = mlm, sequences, config
+        self._order = [torch.randperm(len(sequences), generator=torch.Generator().manual_seed(config.seed * 7919 + k))
+                       for k in range(len(config.schemes))]
+        self._next = [0] * len(config.schemes)                    # next position in the permutation
+        self._found: list[list[tuple[int, int, int]]] = [[] for _ in config.schemes]   # (seq_index, a, b)
+
+    def _encode(self, s: int) -> torch.Tensor | None:
+        try:
+            return self.mlm.encode([self.sequences[s]]).input_ids[0]
+        except MLMProbError:   # e.g. too long for the model, or symbols outside its alphabet
+            return None
+
+    def pair(self, k: int, i: int) -> PlannedPair:
+        scheme, order, found = self.config.schemes[k], self._order[k], self._found[k]
+        while len(found) <= i:
+            n = len(found)
+            while True:
+                j = self._next[k]
+                if j >= len(order) * 2 and n == 0:
+                    raise MLMProbError(f"no sequence admits a {scheme} pair")
+                self._next[k] += 1
+                s = int(order[j % len(order)])
+                ids = self._encode(s)
+                if ids is None:
+                    continue
+                ab = draw_pair(default_positions(self.mlm, ids[None])[0], scheme, _pair_generator(self.config.seed, k, n))
+                if ab is not None:
+                    found.append((s, *ab))
+                    break
+        s, a, b = found[i]
+        return PlannedPair(scheme, i, s, self._encode(s), a, b)
+
+
 def plan_pairs(mlm: MaskedLM, sequences: Sequence[str], config: JointsConfig) -> Iterator[PlannedPair]:
     """The deterministic pair list, scheme by scheme; sequences the model cannot encode or without a
     valid pair are skipped (the next sequence of the permutation is used)."""
-    encode = getattr(mlm, "encode", None)
-    if encode is None:
-        raise MLMProbError("the runner needs a model with a tokenizer (encode); use pairwise_joint directly otherwise")
-    for k, scheme in enumerate(config.schemes):
-        order = torch.randperm(len(sequences), generator=torch.Generator().manual_seed(config.seed * 7919 + k))
-        i = j = 0
-        while i < config.n_pairs:
-            if j >= len(order) * 2 and i == 0:
-                raise MLMProbError(f"no sequence admits a {scheme} pair")
-            s = int(order[j % len(order)])
-            j += 1
-            try:
-                ids = encode([sequences[s]]).input_ids[0]
-            except MLMProbError:   # e.g. too long for the model, or symbols outside its alphabet
-                continue
-            pos = default_positions(mlm, ids[None])[0]
-            ab = draw_pair(pos, scheme, _pair_generator(config.seed, k, i))
-            if ab is None:
-                continue
-            yield PlannedPair(scheme, i, s, ids, ab[0], ab[1])
-            i += 1
+    planner = PairPlanner(mlm, sequences, config)
+    for k in range(len(config.schemes)):
+        for i in range(config.n_pairs):
+            yield planner.pair(k, i)
 
 
-# -- records ------------------------------------------------------------------------------------------
-def load_records(path: str | Path) -> tuple[dict | None, list[dict]]:
-    """``(config identity or None, pair records)`` of a JSONL file; an unreadable trailing line (an
-    interrupted write) is dropped."""
-    header, records = None, []
-    for obj in read_jsonl(Path(path)):
-        if obj.get("kind") == "config":
-            header = obj["config"]
-        elif obj.get("kind") == "pair":
-            records.append(obj)
-    return header, records
+class PairUnit(NamedTuple):
+    """Pair ``i`` of scheme number ``s`` (``k = i * S + s`` in the full list); ``id`` names its record."""
+
+    id: str
+    s: int
+    i: int
 
 
-def run_joints(mlm: MaskedLM, config: JointsConfig, out_dir: str | Path, *,
-               batch_tokens: int = DEFAULT_BATCH_TOKENS,
-               progress: Callable[[dict], None] | None = None) -> list[dict]:
-    """Compute the missing pair records into ``out_dir/pairs.jsonl``; returns all records of the
-    configuration (first ``n_pairs`` per scheme)."""
+def pair_units(schemes: Sequence[str], n_pairs: int) -> Iterator[PairUnit]:
+    """The full pair list: the schemes interleaved, pair by pair.
+
+    >>> [u.id for u in pair_units(("random", "contiguous"), 2)]
+    ['random/0', 'contiguous/0', 'random/1', 'contiguous/1']
+    """
+    for i in range(n_pairs):
+        for s, scheme in enumerate(schemes):
+            yield PairUnit(f"{scheme}/{i}", s, i)
+
+
+def pair_ids(schemes: Sequence[str], n_pairs: int) -> Iterator[str]:
+    """The ids of the full pair list (what ``mlmprob merge`` expects of joined shards)."""
+    return (u.id for u in pair_units(schemes, n_pairs))
+
+
+# -- the work of one process ----------------------------------------------------------------------------
+class JointsWorker(NamedTuple):
+    """What one process holds: the model, its pair planner, the HCB pivot, AG options and the batch budget."""
+
+    mlm: MaskedLM
+    planner: PairPlanner
+    pivot: tuple[int, int] | None
+    ag: AGOptions
+    batch_tokens: int
+
+
+@dataclass(frozen=True)
+class JointsJob:
+    """Everything a worker process needs to compute pair records (picklable; see ``runtime.engine``)."""
+
+    config: JointsConfig
+    dtype: str | None = None
+    batch_tokens: int | None = None
+
+    def load(self, device: str = "auto") -> JointsWorker:
+        """``config.model`` on ``device`` (called once per worker)."""
+        from ..models import load_mlm
+
+        return self.prepare(load_mlm(self.config.model, device=device, dtype=self.dtype))
+
+    def prepare(self, mlm: MaskedLM) -> JointsWorker:
+        from ..batching import auto_batch_tokens
+
+        c = self.config
+        pivot = None
+        if c.pivot == "mask":
+            if not 0 <= mlm.mask_id < mlm.vocab_size:
+                raise MLMProbError("pivot 'mask' needs a model whose output vocabulary has the mask token")
+            pivot = (mlm.mask_id, mlm.mask_id)
+        planner = PairPlanner(mlm, read_sequences(c.data, c.column, c.max_sequences, c.format), c)
+        return JointsWorker(mlm, planner, pivot, AGOptions(c.ag_steps, c.ag_tol, c.ag_max_steps),
+                            auto_batch_tokens(mlm, self.batch_tokens))
+
+    def record(self, w: JointsWorker, unit: PairUnit) -> dict:
+        """The record of one pair: its place, every joint's metrics and diagnostics, and its time."""
+        pp = w.planner.pair(unit.s, unit.i)
+        t0 = time.perf_counter()
+        ev = evaluate_pair(w.mlm, pp.input_ids, pp.a, pp.b, top_k=self.config.top_k, pivot=w.pivot, ag=w.ag,
+                           batch_tokens=w.batch_tokens)
+        return {"id": unit.id, "kind": "pair", "scheme": pp.scheme, "i": pp.i, "seq_index": pp.seq_index,
+                "length": int(len(pp.input_ids)), "distance": abs(pp.b - pp.a) - 1, **ev.record(),
+                "seconds": time.perf_counter() - t0}
+
+    def run(self, w: JointsWorker, units: Sequence[PairUnit]) -> tuple[list[dict], list]:
+        return [self.record(w, u) for u in units], []
+
+
+def run_joints(mlm: MaskedLM | None, config: JointsConfig, out_dir: str | Path, *,
+               batch_tokens: int | None = None, progress: Callable[[dict], None] | None = None,
+               shard: Shard = Shard.whole(), devices: Sequence[str] | None = None, dtype: str | None = None,
+               engine: str = "local", ray_address: str | None = None, show_progress: bool = False) -> list[dict]:
+    """Compute the missing pair records of ``shard`` into ``out_dir/pairs.jsonl``; returns all records of
+    the configuration there (first ``n_pairs`` per scheme), in scheme then pair order.
+
+    ``mlm`` (a loaded model) runs the pairs in this process; with ``mlm=None``, or several ``devices``, or
+    ``engine="ray"``, every worker loads ``config.model`` on its device in ``dtype``. ``progress`` is
+    called with every new record, in pair order."""
+    from ..runtime.engine import run_stream
+
+    devices = list(devices or ["auto"])
+    read_sequences(config.data, config.column, config.max_sequences, config.format)  # bad data: fail before anything
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    path = out / RECORDS_FILE
-    trim_partial_line(path)     # a line cut by a kill: dropped before appending, its pair is redone
-    header, records = load_records(path)
-    if header is not None and header != config.identity():
-        raise MLMProbError(f"{path} holds results of another configuration ({header}); use a new output folder")
-    done = {(r["scheme"], r["i"]) for r in records}
-    sequences = read_sequences(config.data, config.column, config.max_sequences)
-    pivot = None
-    if config.pivot == "mask":
-        if not 0 <= mlm.mask_id < mlm.vocab_size:
-            raise MLMProbError("pivot 'mask' needs a model whose output vocabulary has the mask token")
-        pivot = (mlm.mask_id, mlm.mask_id)
-    ag = AGOptions(config.ag_steps, config.ag_tol, config.ag_max_steps)
-    with path.open("a") as f:
-        if header is None:
-            f.write(json.dumps({"kind": "config", "config": config.identity()}) + "\n")
-        for pp in plan_pairs(mlm, sequences, config):
-            if (pp.scheme, pp.i) in done:
-                continue
-            t0 = time.perf_counter()
-            ev = evaluate_pair(mlm, pp.input_ids, pp.a, pp.b, top_k=config.top_k, pivot=pivot, ag=ag,
-                               batch_tokens=batch_tokens)
-            rec = {"kind": "pair", "scheme": pp.scheme, "i": pp.i, "seq_index": pp.seq_index,
-                   "length": int(len(pp.input_ids)), "distance": abs(pp.b - pp.a) - 1, **ev.record(),
-                   "seconds": time.perf_counter() - t0}
-            f.write(json.dumps(rec) + "\n")
-            f.flush()
-            records.append(rec)
-            if progress is not None:
-                progress(rec)
+    in_process = len(devices) == 1 and engine == "local"
+    writer = open_records(out, config, shard, _dtype_label(mlm if in_process else None, dtype, devices[0]))
+    job = JointsJob(config, dtype=dtype, batch_tokens=batch_tokens)
+    with writer:
+        if in_process:
+            worker = job.prepare(mlm) if mlm is not None else job.load(devices[0])
+            load = lambda device: worker  # noqa: E731
+        else:
+            load = job.load
+        total = sum(1 for _ in shard.take(range(len(config.schemes) * config.n_pairs)))
+        run_stream(load, job.run, pair_units(config.schemes, config.n_pairs),
+                   writer if progress is None else _Notify(writer, progress), shard=shard, devices=devices,
+                   chunk_size=1, engine=engine, ray_address=ray_address, total=total, progress=show_progress,
+                   unit_name="pair", meta={"limit": config.n_pairs})
     keep = {(s, i) for s in config.schemes for i in range(config.n_pairs)}
+    _, records = load_records(out / RECORDS_FILE)
     return sorted((r for r in records if (r["scheme"], r["i"]) in keep),
                   key=lambda r: (config.schemes.index(r["scheme"]), r["i"]))
-
-
-# -- report ---------------------------------------------------------------------------------------------
-def summarize_records(records: Sequence[dict]) -> dict[str, dict[str, JointSummary]]:
-    """scheme -> method -> Table-1 metrics."""
-    out: dict[str, dict[str, JointSummary]] = {}
-    for scheme in dict.fromkeys(r["scheme"] for r in records):
-        rs = [r for r in records if r["scheme"] == scheme]
-        out[scheme] = {m: summarize(r["metrics"][m] for r in rs) for m in METHOD_LABELS}
-    return out
-
-
-def diagnostics(records: Sequence[dict]) -> dict[str, dict[str, float]]:
-    """scheme -> mean CI gap, incompatibility, AG steps, coverage, truncation and speed."""
-    out = {}
-    for scheme in dict.fromkeys(r["scheme"] for r in records):
-        rs = [r for r in records if r["scheme"] == scheme]
-        n = len(rs)
-        mean = lambda xs: sum(xs) / len(xs) if xs else math.nan  # noqa: E731
-        secs = sum(r["seconds"] for r in rs)
-        out[scheme] = {
-            "pairs": n,
-            "ci_gap": mean([r["ci_gap"] for r in rs]),
-            "incompatibility": mean([r["incompatibility"] for r in rs]),
-            "ag_steps_mean": mean([r["ag_steps"] for r in rs]),
-            "ag_steps_max": max(r["ag_steps"] for r in rs),
-            "ag_not_converged": sum(not r["ag_converged"] for r in rs),
-            "gold_covered": sum(r["gold_in_candidates"] for r in rs),
-            "K_mean": mean([r["K"] for r in rs]),
-            "forward_rows_per_pair": mean([r["n_forward"] for r in rs]),
-            "outside_mass_unary": mean([r["outside_mass"]["unary"] for r in rs]),
-            "outside_mass_marginal": mean([r["outside_mass"]["marginal"] for r in rs]),
-            "pairs_per_s": n / secs if secs > 0 else math.nan,
-        }
-    return out
-
-
-def _fmt(x: float) -> str:
-    if isinstance(x, float) and (math.isnan(x) or math.isinf(x)):
-        return str(x)
-    if x != 0 and abs(x) < 0.01:
-        return f"{x:.1e}"
-    return f"{x:.3f}" if abs(x) < 10 else f"{x:.2f}"
-
-
-def format_report(records: Sequence[dict], title: str = "Pairwise joints") -> str:
-    """Markdown: Table 1 (methods x U-PPL, P-PPL, A-KL, G-KL per scheme) and the diagnostics."""
-    summ = summarize_records(records)
-    schemes = list(summ)
-    cols = ["U-PPL", "P-PPL", "A-KL", "G-KL"]
-    lines = [f"# {title}", "", "Lower is better everywhere. U-PPL/P-PPL: unary/pairwise perplexity; "
-             "A-KL/G-KL: KL from the MLM's unary conditionals to the joint's (all / gold conditioning values).", ""]
-    head = "| method | " + " | ".join(f"{s} {c}" for s in schemes for c in cols) + " |"
-    lines += [head, "|" + "---|" * (1 + len(cols) * len(schemes))]
-    for m, label in METHOD_LABELS.items():
-        cells = []
-        for s in schemes:
-            d = summ[s][m].as_dict()
-            cells += [_fmt(d[c]) for c in cols]
-        lines.append(f"| {label} | " + " | ".join(cells) + " |")
-    diag = diagnostics(records)
-    keys = list(next(iter(diag.values())).keys()) if diag else []
-    lines += ["", "Diagnostics: ci_gap = the MLM's conditional-independence gap (mutual information its unary "
-              "conditionals express); incompatibility = A-KL of the AG joint (0 iff the unary families are "
-              "compatible); outside_mass = softmax mass outside the candidate vocabulary.", "",
-              "| scheme | " + " | ".join(keys) + " |", "|" + "---|" * (1 + len(keys))]
-    for s, d in diag.items():
-        lines.append(f"| {s} | " + " | ".join(_fmt(float(d[k])) if isinstance(d[k], float) else str(d[k])
-                                              for k in keys) + " |")
-    return "\n".join(lines) + "\n"
-
-
-def write_report(records: Sequence[dict], out_dir: str | Path, title: str = "Pairwise joints") -> dict[str, Path]:
-    """Write ``report.md``, ``summary.json`` and ``distance.png`` into ``out_dir``."""
-    from .plots import plot_distance
-
-    out = Path(out_dir)
-    if not records:
-        raise MLMProbError(f"no pair records to report in {out}")
-    (out / REPORT_FILE).write_text(format_report(records, title))
-    summ = {s: {m: v.as_dict() for m, v in d.items()} for s, d in summarize_records(records).items()}
-    (out / SUMMARY_FILE).write_text(json.dumps({"table": summ, "diagnostics": diagnostics(records)}, indent=2))
-    plot_distance(records, out / PLOT_FILE, title=title)
-    return {"report": out / REPORT_FILE, "summary": out / SUMMARY_FILE, "plot": out / PLOT_FILE}

@@ -36,8 +36,8 @@ def merge_parts(out: str | Path, parts: Sequence[str | Path], *,
                 fields: tuple[str, ...] | None = None) -> int:
     """Write the rows of ``parts`` (in shard order) to ``out``; return the number of rows.
 
-    ``expected_ids(config, limit)`` streams the ids the input holds (from a part's stored configuration);
-    without it, only duplicates, shard completeness and part completeness are checked.
+    ``expected_ids(config, limit)`` streams the ids the input holds (from a part's stored configuration),
+    or returns None when it cannot tell; without it, only duplicates, shard completeness and part completeness are checked.
     """
     if not parts:
         raise MLMProbError("merge needs at least one part")
@@ -87,11 +87,9 @@ def merge_parts(out: str | Path, parts: Sequence[str | Path], *,
                 n_rows += 1
         if dups:
             raise MLMProbError(f"{len(dups)} id(s) appear more than once across the parts: {_names(dups)}")
-        expected = None
-        if expected_ids is not None and configs[0]:
-            ids = expected_ids(configs[0], metas[0].get("limit"))
-            expected = None if ids is None else [str(i) for i in ids]
-        if expected_ids is not None and configs[0] and expected is not None:
+        wanted = expected_ids(configs[0], metas[0].get("limit")) if expected_ids is not None and configs[0] else None
+        if wanted is not None:  # None: the run's ids cannot be derived from its configuration
+            expected = [str(i) for i in wanted]
             missing = [i for i in expected if i not in seen and i not in skipped and i.rsplit('/', 1)[0] not in skipped]
             if missing:
                 raise MLMProbError(f"{len(missing)} input id(s) appear in no part: {_names(missing)}")

@@ -1,0 +1,237 @@
+"""Infilling the gaps written in a stream of records: the API behind ``mlmprob infill --input``.
+
+A gap is written in a record's text as ``[MASK]x5`` (five masked tokens), ``[MASK]`` / ``<mask>``
+(one each, any case) or ``_`` (one each), e.g. ``EVQLVESGGG_____QPGGSLRLSCAAS``. Masked tokens
+separated only by whitespace belong to the same contiguous gap.
+
+The unit of work (one output row, one id) is a gap:
+
+- ``gaps="joint"`` (default): every masked token of a record is one gap, filled jointly (what
+  ``mlmprob infill SEQUENCE`` does); the unit's id is the record's id.
+- ``gaps="each"``: every contiguous run of masked tokens is its own unit with id
+  ``f"{record_id}/gap{k}"`` (``k = 1, 2, ...`` from the left); while one gap is filled, the
+  record's other gaps stay masked.
+
+:class:`InfillJob` is picklable (a frozen dataclass), so ``runtime.engine.run_stream`` can run it in
+one process, in one process per device, or on Ray actors.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from typing import Iterable, Iterator, NamedTuple, Sequence
+
+from ..errors import MLMProbError
+from ..runtime.inputs import Record
+
+_GAP_RE = re.compile(r"(\[MASK\]|<mask>)(?:\s*[xX*]\s*(\d+))?", re.IGNORECASE)
+GAP_MODES = ("joint", "each")
+NO_GAP = "no gap; write it as [MASK]x5, <mask> or _____"
+
+
+def expand_gaps(text: str, mask_text: str = "_") -> str:
+    """Write every gap of ``text`` as ``mask_text`` repeated once per masked token.
+
+    >>> expand_gaps("AC[MASK]x3D<mask>E_")
+    'AC___D_E_'
+    >>> expand_gaps("the [MASK]x2 sat", "[MASK]")
+    'the [MASK][MASK] sat'
+    """
+    def rep(m: re.Match) -> str:
+        n = int(m.group(2)) if m.group(2) else 1
+        if n < 1:
+            raise MLMProbError(f"a gap of {n} tokens ({m.group(0)!r}); use a positive count")
+        return "\0" * n
+    out = _GAP_RE.sub(rep, text)
+    if mask_text != "_":
+        out = out.replace("_", "\0")
+    return out.replace("\0", mask_text)
+
+
+def count_gaps(text: str) -> int:
+    """How many contiguous gaps ``text`` holds (masked tokens apart only by whitespace are one gap).
+
+    >>> count_gaps("AC___D<mask>E"), count_gaps("the [MASK] [MASK]x2 sat _"), count_gaps("ACDE")
+    (2, 2, 0)
+    """
+    return len(re.findall(r"\0(?:\s*\0)*", expand_gaps(text, "\0")))
+
+
+def mask_text(mlm) -> str:
+    """How the model's tokenizer reads one masked token: ``_`` for residue tokenizers, else its mask token."""
+    from ..models.tokenizers import ResidueTokenizer
+
+    tok = getattr(mlm, "tokenizer", None)
+    if tok is None or isinstance(tok, ResidueTokenizer) or not hasattr(tok, "hf"):
+        return "_"
+    return tok.hf.mask_token
+
+
+def parse_pivot(mlm, pivot: str | None) -> int | None:
+    """``None`` (the mask), a token id, or a token string of the model's vocabulary."""
+    if pivot is None or pivot.lower() in ("mask", "[mask]", "<mask>"):
+        return None
+    if pivot.lstrip("-").isdigit():
+        return int(pivot)
+    tok = getattr(mlm, "tokenizer", None)
+    table = getattr(tok, "token_to_id", None)
+    if table is not None and pivot in table:
+        return table[pivot]
+    hf = getattr(tok, "hf", None)
+    if hf is not None:
+        i = hf.convert_tokens_to_ids(pivot)
+        if i is not None and i != hf.unk_token_id:
+            return int(i)
+    raise MLMProbError(f"pivot {pivot!r} is not a token of this model's vocabulary (give a token or an id)")
+
+
+def gap_runs(positions: Sequence[int]) -> list[list[int]]:
+    """Sorted positions cut into runs of consecutive positions.
+
+    >>> gap_runs([3, 4, 5, 9, 11, 12])
+    [[3, 4, 5], [9], [11, 12]]
+    """
+    runs: list[list[int]] = []
+    for p in positions:
+        if runs and p == runs[-1][-1] + 1:
+            runs[-1].append(p)
+        else:
+            runs.append([p])
+    return runs
+
+
+@dataclass(frozen=True)
+class GapUnit:
+    """One gap to fill: ``id`` (the output row's), the ``record`` id and text, ``gap`` (1-based index of
+    the contiguous gap, None for a record's joint gap), ``n_gaps`` of the record, and ``error`` when the
+    text alone shows the record cannot be infilled."""
+
+    id: str
+    record: str
+    seq: str
+    gap: int | None = None
+    n_gaps: int = 1
+    error: str | None = None
+
+
+def iter_gap_units(records: Iterable[Record], gaps: str = "joint") -> Iterator[GapUnit]:
+    """The units of ``records`` (see the module docstring); a record with no gap or a bad gap gives one
+    unit carrying the ``error`` (the job raises it, or skips it with ``skip_invalid``).
+
+    >>> [u.id for u in iter_gap_units([Record("a", "A__C_D"), Record("b", "AC")], "each")]
+    ['a/gap1', 'a/gap2', 'b']
+    """
+    if gaps not in GAP_MODES:
+        raise MLMProbError(f"unknown gaps mode {gaps!r}; use one of {', '.join(GAP_MODES)}")
+    for r in records:
+        try:
+            n = count_gaps(r.seq)
+        except MLMProbError as e:
+            yield GapUnit(r.id, r.id, r.seq, None, 0, str(e))
+            continue
+        if n == 0:
+            yield GapUnit(r.id, r.id, r.seq, None, 0, NO_GAP)
+        elif gaps == "joint":
+            yield GapUnit(r.id, r.id, r.seq, None, n)
+        else:
+            for k in range(1, n + 1):
+                yield GapUnit(f"{r.id}/gap{k}", r.id, r.seq, k, n)
+
+
+class InfillState(NamedTuple):
+    """What one worker holds: the model, the resolved pivot id, the mask text and the batch budget."""
+
+    mlm: object
+    pivot: int | None
+    mask_text: str
+    batch_tokens: int
+
+
+@dataclass(frozen=True)
+class InfillJob:
+    """Everything a worker needs to fill chunks of :class:`GapUnit` (picklable). ``json_lists`` writes
+    list-valued fields as JSON text (for TSV output)."""
+
+    model: str
+    dtype: str | None = None
+    method: str = "hcb"
+    order: str = "l2r"
+    beam_size: int = 5
+    pivot: str | None = None
+    batch_tokens: int | None = None
+    skip_invalid: bool = False
+    json_lists: bool = False
+
+    def load(self, device: str = "auto") -> InfillState:
+        """The model on ``device`` (called once per worker), checked against the options."""
+        from ..models import load_mlm
+
+        return self.prepare(load_mlm(self.model, device=device, dtype=self.dtype))
+
+    def prepare(self, mlm) -> InfillState:
+        """Check the options against a loaded model (bad pivot, method or order: an error here)."""
+        from ..batching import auto_batch_tokens
+        from .beam import make_correction
+        from .gap import check_beam_size, check_order
+
+        if not hasattr(mlm, "encode"):
+            raise MLMProbError("infilling text needs a model with a tokenizer")
+        check_beam_size(self.beam_size, "beam size")
+        check_order(self.order)
+        pivot = parse_pivot(mlm, self.pivot)
+        make_correction(mlm, self.method, pivot)
+        return InfillState(mlm, pivot, mask_text(mlm), auto_batch_tokens(mlm, self.batch_tokens))
+
+    def fill(self, state: InfillState, unit: GapUnit) -> dict:
+        """The output row of one unit; raises :class:`MLMProbError` (without the record's name) if it has no valid gap."""
+        from .beam import infill
+
+        if unit.error:
+            raise MLMProbError(unit.error)
+        mlm = state.mlm
+        ids = mlm.encode([expand_gaps(unit.seq, state.mask_text)]).input_ids
+        positions = (ids[0] == mlm.mask_id).nonzero(as_tuple=True)[0].tolist()
+        if not positions:
+            raise MLMProbError(NO_GAP)
+        if unit.gap is not None:
+            runs = gap_runs(positions)
+            if len(runs) != unit.n_gaps:
+                raise MLMProbError(f"its {unit.n_gaps} gap(s) became {len(runs)} run(s) of mask tokens after "
+                                   "tokenization; use --gaps joint")
+            positions = runs[unit.gap - 1]
+        cands = infill(mlm, ids, positions, method=self.method, order=self.order, beam_size=self.beam_size,
+                       pivot=state.pivot, batch_tokens=state.batch_tokens)
+        lists = {"positions": positions, "fills": [mlm.decode(list(c.tokens)) for c in cands],
+                 "scores": [c.score for c in cands], "tokens": [list(c.tokens) for c in cands]}
+        if self.json_lists:
+            lists = {k: json.dumps(v) for k, v in lists.items()}
+        return {"id": unit.id, "record": unit.record, "gap": unit.gap, "length": len(positions),
+                "method": self.method, "order": self.order, "beam_size": self.beam_size,
+                "pivot": self.pivot or "mask", **lists}
+
+    def run(self, state: InfillState, units: Sequence[GapUnit]) -> tuple[list[dict], list[tuple[str, str]]]:
+        """Fill one chunk: rows in input order and the ``(id, reason)`` of units skipped (``skip_invalid``)."""
+        from ..errors import TokenizationError
+
+        rows, skipped = [], []
+        for u in units:
+            try:
+                rows.append(self.fill(state, u))
+            except MLMProbError as e:
+                why = str(e).replace("sequence 0 ", "", 1) if isinstance(e, TokenizationError) else str(e)
+                if not self.skip_invalid:
+                    raise MLMProbError(f"record {u.record!r}: {why} (--skip-invalid skips such records)") from None
+                skipped.append((u.id, why))
+        return rows, skipped
+
+
+def infill_records(mlm, records: Iterable[Record], *, gaps: str = "joint", **options) -> Iterator[dict]:
+    """Rows of every gap of ``records`` with an already loaded model (``options``: those of :class:`InfillJob`
+    but ``model``), in input order.
+    """
+    job = InfillJob(model=getattr(mlm, "name", "model"), **options)
+    state = job.prepare(mlm)
+    for u in iter_gap_units(records, gaps):
+        yield from job.run(state, [u])[0]

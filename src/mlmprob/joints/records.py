@@ -1,0 +1,153 @@
+"""The record file of the pairwise-joint runner, ``OUT/pairs.jsonl``: one JSON record per pair (id
+``SCHEME/I``), written through :func:`mlmprob.runtime.writers.open_writer` (one writer at a time; the
+configuration, shard and dtype in ``OUT/pairs.jsonl.meta.json``). Strict JSON writes -inf and NaN as
+null; :func:`load_records` restores them. Files of the older runner (a ``{"kind": "config"}`` line
+first, records without ids) are read as they are and upgraded in place before they are continued.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from ..errors import MLMProbError
+from ..jsonl import read_jsonl
+from ..runtime.shard import Shard
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .runner import JointsConfig
+
+RECORDS_FILE = "pairs.jsonl"
+
+
+_LOGP_KEYS = ("pair_logp", "unary_logp")   # -inf when the gold pair is outside the candidates
+_FLOAT_KEYS = ("ci_gap", "incompatibility", "ag_change", "seconds", "seconds_forward", "seconds_total")
+
+
+def restore_nonfinite(rec: dict) -> dict:
+    """A record read back from strict JSON (where -inf and NaN were written as null) with its floats
+    restored: metric log-probabilities -> -inf, every other float field -> NaN.
+
+    >>> r = restore_nonfinite({"ci_gap": None, "metrics": {"mlm": {"pair_logp": None, "akl": 0.5, "gkl": None}}})
+    >>> r["ci_gap"], r["metrics"]["mlm"]
+    (nan, {'pair_logp': -inf, 'akl': 0.5, 'gkl': nan})
+    """
+    for m in (rec.get("metrics") or {}).values():
+        for k, v in m.items():
+            if v is None:
+                m[k] = -math.inf if k in _LOGP_KEYS else math.nan
+    for k in _FLOAT_KEYS:
+        if k in rec and rec[k] is None:
+            rec[k] = math.nan
+    mass = rec.get("outside_mass")
+    if isinstance(mass, dict):
+        rec["outside_mass"] = {k: math.nan if v is None else v for k, v in mass.items()}
+    return rec
+
+
+def load_records(path: str | Path) -> tuple[dict | None, list[dict]]:
+    """``(configuration or None, pair records)`` of a record file: this runner's (configuration in
+    ``PATH.meta.json``, non-finite floats written as null: see :func:`restore_nonfinite`) or an older
+    one's (a first ``{"kind": "config"}`` line). An unreadable trailing line (an interrupted write) is dropped."""
+    path = Path(path)
+    header, records = None, []
+    for obj in read_jsonl(path):
+        if obj.get("kind") == "config":
+            header = obj["config"]
+        elif obj.get("kind") == "pair":
+            records.append(restore_nonfinite(obj))
+    if header is None:
+        try:
+            config = json.loads(path.with_name(path.name + ".meta.json").read_text()).get("config") or None
+        except (OSError, json.JSONDecodeError):
+            config = None
+        if config:
+            header = {k: v for k, v in config.items() if k not in ("command", "dtype", "shard", "merged_from")}
+    return header, records
+
+
+def _writer_config(config: JointsConfig, shard: Shard, dtype: str | None) -> dict:
+    return {"command": "joints", **config.identity(), "dtype": dtype, "shard": str(shard)}
+
+
+def _dtype_label(mlm, dtype, device: str) -> str | None:
+    """The dtype the pairs are computed in, as text (part of the stored configuration: pairs of two
+    precisions never share one file)."""
+    from ..runtime.device import resolve_device, resolve_dtype
+
+    if mlm is not None:
+        dt = getattr(mlm, "dtype", None)
+    else:
+        dt = resolve_dtype(dtype, resolve_device(device))
+        if dt is None:
+            return "weights"
+    return None if dt is None else str(dt).replace("torch.", "")
+
+
+def _refuse_other_config(path: Path, old: dict | None, new: dict) -> None:
+    if not old:
+        return
+    diff = [k for k in sorted(set(old) | set(new)) if old.get(k) != new.get(k)]
+    if diff:
+        k = diff[0]
+        raise MLMProbError(f"{path} holds results of another configuration ({k}={old.get(k)!r}, this run has "
+                           f"{k}={new.get(k)!r}); use a new output folder")
+
+
+def _upgrade_legacy(path: Path, config: JointsConfig, shard: Shard, dtype: str | None) -> None:
+    """An older runner's file (a config line first, records without ids) rewritten in this runner's
+    layout, if it holds this configuration."""
+    from ..jsonl import trim_partial_line
+    from ..runtime.writers import dumps
+
+    first = trim_partial_line(path).split("\n", 1)[0]
+    if not first.startswith('{"kind": "config"'):
+        return
+    header, records = load_records(path)
+    ident = config.identity()
+    if config.data_format in ("text", "fasta"):
+        header = {k: v for k, v in header.items() if k != "column"}   # it had no meaning there
+    if shard.count != 1 or any(ident.get(k, v) != v for k, v in header.items()):
+        raise MLMProbError(f"{path} holds results of another configuration ({header}); use a new output folder")
+    meta = path.with_name(path.name + ".meta.json")
+    meta.write_text(dumps({"config": _writer_config(config, shard, dtype), "complete": False, "skipped": []}, indent=2) + "\n")
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text("".join(dumps({"id": f"{r['scheme']}/{r['i']}", **r}) + "\n" for r in records))
+    os.replace(tmp, path)
+
+
+def open_records(out_dir: str | Path, config: JointsConfig, shard: Shard = Shard.whole(), dtype: str | None = None):
+    """The writer of ``out_dir/pairs.jsonl`` (always resuming; refused while another process writes it,
+    or if it holds another configuration or ``dtype``)."""
+    from ..runtime.lock import WriterLock
+    from ..runtime.writers import open_writer
+
+    path = Path(out_dir) / RECORDS_FILE
+    with WriterLock(path):
+        _upgrade_legacy(path, config, shard, dtype)
+    meta = path.with_name(path.name + ".meta.json")
+    if path.exists() and meta.exists():
+        try:
+            old = json.loads(meta.read_text()).get("config")
+        except json.JSONDecodeError:
+            old = None
+        _refuse_other_config(path, old, _writer_config(config, shard, dtype))
+    return open_writer(path, resume=True, config=_writer_config(config, shard, dtype))
+
+
+class _Notify:
+    """A writer that also hands every written record to ``callback``."""
+
+    def __init__(self, writer, callback):
+        self._writer, self._callback = writer, callback
+
+    def write(self, rows: list[dict]) -> None:
+        self._writer.write(rows)
+        for r in rows:
+            self._callback(r)
+
+    def __getattr__(self, name):
+        return getattr(self._writer, name)
