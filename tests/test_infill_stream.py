@@ -58,7 +58,7 @@ def _same(rows, ref, tol=1e-5):
 def test_rows_match_the_api_and_units_are_gaps(reference, gapped, tiny_bert_dir):
     from mlmprob import load_mlm
     from mlmprob.infill import infill
-    from mlmprob.infill.stream import expand_gaps
+    from mlmprob.infill.stream import expand_gaps, mask_text
     from mlmprob.runtime.inputs import read_records
 
     recs = read_records(gapped)
@@ -66,7 +66,7 @@ def test_rows_match_the_api_and_units_are_gaps(reference, gapped, tiny_bert_dir)
     mlm = load_mlm(str(tiny_bert_dir), device="cpu")
     for row in reference:
         rec = next(r for r in recs if r.id == row["record"])
-        ids = mlm.encode([expand_gaps(rec.seq, "[MASK]")]).input_ids
+        ids = mlm.encode([expand_gaps(rec.seq, mask_text(mlm))]).input_ids
         masked = (ids[0] == mlm.mask_id).nonzero(as_tuple=True)[0].tolist()
         assert set(row["positions"]) <= set(masked) and row["length"] == len(row["positions"])
         assert row["positions"] == list(range(row["positions"][0], row["positions"][-1] + 1))   # contiguous

@@ -68,6 +68,13 @@ def _describe(e: BaseException) -> tuple[str, str]:
     return ("bug", "".join(traceback.format_exception(e)).strip())
 
 
+def _raise(value: tuple[str, str]):
+    kind, msg = value
+    if kind == "input":
+        raise MLMProbError(msg)
+    raise RuntimeError(f"a worker failed:\n{msg}")
+
+
 def map_ordered(init: Callable[[str], object], work: Callable[[object, T], R], items: Iterable[T],
                 devices: list[str], *, threads_per_worker: int | None = None) -> Iterator[R]:
     """Yield ``work(state, item)`` for every item, in order, over one process per device."""
@@ -111,13 +118,13 @@ def map_ordered(init: Callable[[str], object], work: Callable[[object, T], R], i
                         d, code = dead[0]
                         raise MLMProbError(f"the worker on {d} died (exit code {code}); rerun with --resume") from None
                     continue
-                if status == "error":
-                    kind, msg = value
-                    if kind == "input":
-                        raise MLMProbError(msg)
-                    raise RuntimeError(f"a worker failed:\n{msg}")
-                pending[seq] = value
-            yield pending.pop(nxt)
+                if status == "error" and seq < 0:  # a worker could not start
+                    _raise(value)
+                pending[seq] = (status, value)
+            status, value = pending.pop(nxt)
+            if status == "error":  # raised in its turn: every earlier result has been yielded
+                _raise(value)
+            yield value
             nxt += 1
     finally:
         for _ in procs:
