@@ -221,7 +221,8 @@ def _run_window(ray, plan: ActorPlan, load, run, window: list) -> Iterator:
     ds = ray.data.from_items(items, override_num_blocks=len(items))  # one chunk per block: one actor call each
     ds = ds.map_batches(_ModelActor, fn_constructor_args=(load, run, plan.device), batch_size=1,
                         batch_format="numpy", compute=ray.data.ActorPoolStrategy(size=plan.actors),
-                        num_cpus=plan.num_cpus, num_gpus=plan.num_gpus)
+                        num_cpus=plan.num_cpus, num_gpus=plan.num_gpus,
+                        max_restarts=-1, max_task_retries=-1)  # a dead actor is replaced, its chunks rerun
     pending: dict[int, bytes] = {}
     nxt = 0
     for batch in ds.iter_batches(batch_size=None, batch_format="numpy"):
