@@ -8,8 +8,8 @@ results come back **in the order of** ``chunks``, so the output equals a one-pro
 Fault tolerance: Ray Data creates its actors with unlimited restarts and task retries, so when an actor
 dies (a killed process, a lost node) Ray starts a replacement, which loads the model again, and
 resubmits the chunks the dead actor held. A chunk whose result reaches the driver twice is kept once
-(results carry the chunk's position), and the runtime writer commits rows by id, so every id is written
-exactly once; if the driver itself dies, ``--resume`` skips the ids already committed.
+(results carry the chunk's position), so every id is written exactly once; if the driver itself dies,
+the runtime writer has committed whole chunks and ``--resume`` skips the ids already there.
 
 The chunk stream is consumed in windows of ``window`` chunks (default 4096 chunks, 65,536 records at the
 default chunk size): each window is one Ray dataset, so the driver never holds more than a window and the
@@ -221,8 +221,9 @@ def _run_window(ray, plan: ActorPlan, load, run, window: list) -> Iterator:
     ds = ray.data.from_items(items, override_num_blocks=len(items))  # one chunk per block: one actor call each
     ds = ds.map_batches(_ModelActor, fn_constructor_args=(load, run, plan.device), batch_size=1,
                         batch_format="numpy", compute=ray.data.ActorPoolStrategy(size=plan.actors),
-                        num_cpus=plan.num_cpus, num_gpus=plan.num_gpus,
-                        max_restarts=-1, max_task_retries=-1)  # a dead actor is replaced, its chunks rerun
+                        num_cpus=plan.num_cpus, num_gpus=plan.num_gpus)
+    # Ray Data gives its actors max_restarts=-1 and max_task_retries=-1 (passing them here is deprecated):
+    # a dead actor is replaced and the chunks it held are rerun (tests/test_ray_engine.py kills one)
     pending: dict[int, bytes] = {}
     nxt = 0
     for batch in ds.iter_batches(batch_size=None, batch_format="numpy"):
