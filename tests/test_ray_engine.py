@@ -119,3 +119,20 @@ def test_model_that_fails_to_load_is_one_clean_error(local_ray, reference, tmp_p
         with pytest.raises(MLMProbError) as e:
             run_stream(job.load, job.run, read_records(inp), writer, devices=["cpu"], engine="ray", progress=False)
     assert "no-such-model" in str(e.value) and "\n" not in str(e.value)
+
+
+def _load_tag(device):
+    return f"loaded on {device}"
+
+
+def _run_times_ten(state, chunk):
+    return [x * 10 for x in chunk], state
+
+
+def test_windows_of_chunks_come_back_in_order(local_ray):
+    """The stream is cut into Ray datasets of ``window`` chunks (fresh actors each): order holds across them."""
+    from mlmprob.runtime.ray_engine import map_ray
+
+    chunks = [[i, i + 1] for i in range(0, 6, 2)]  # two windows: [c0, c1], [c2]
+    out = list(map_ray(_load_tag, _run_times_ten, iter(chunks), ["cpu"], window=2))
+    assert out == [([x * 10 for x in c], "loaded on cpu") for c in chunks]

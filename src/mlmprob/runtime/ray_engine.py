@@ -30,6 +30,7 @@ import sys
 import traceback
 from contextlib import contextmanager
 from dataclasses import dataclass
+from itertools import chain
 from typing import Callable, Iterable, Iterator, Sequence, TypeVar
 
 from ..errors import MLMProbError
@@ -110,6 +111,10 @@ def _describe(e: BaseException) -> tuple[str, str]:
 
 
 def _windows(items: Iterable[T], size: int) -> Iterator[list[T]]:
+    """
+    >>> list(_windows(range(5), 2)), list(_windows([], 2))
+    ([[0, 1], [2, 3], [4]], [])
+    """
     window: list[T] = []
     for x in items:
         window.append(x)
@@ -125,13 +130,16 @@ def _quiet_ray():
     """Ray Data's loggers at ERROR, its progress bars off and the driver's echo of raylet messages
     ("task ... will be retried", which Ray prints on stdout) dropped; restored afterwards."""
     import ray.data
-    from ray._private import worker as ray_worker
+    try:
+        from ray._private import worker as ray_worker
+    except ImportError:  # a Ray without this private module: its echo is left alone
+        ray_worker = None
 
     loggers = {name: logging.getLogger(name).level for name in ("ray", "ray.data")}
     ctx = ray.data.DataContext.get_current()
     saved = {k: getattr(ctx, k) for k in ("enable_progress_bars", "print_on_execution_start", "enable_auto_log_stats")
              if hasattr(ctx, k)}
-    echo = getattr(ray_worker, "print_to_stdstream", None)
+    echo = getattr(ray_worker, "print_to_stdstream", None) if ray_worker is not None else None
     try:
         for name in loggers:
             logging.getLogger(name).setLevel(logging.ERROR)
@@ -203,13 +211,17 @@ def map_ray(load: Callable[[str], object], run: Callable[[object, T], R], chunks
         raise MLMProbError("--engine ray needs Ray: pip install 'mlmprob[ray]'") from None
     if window < 1:
         raise MLMProbError(f"the Ray window must be >= 1 chunk, got {window}")
+    windows = _windows(chunks, window)
+    first = next(windows, None)
+    if first is None:  # nothing left to do (e.g. a resumed run that was complete): no Ray at all
+        return
     started = False
     try:
         with _quiet_ray():
             started = _connect(ray, address, len(devices))
             res = ray.cluster_resources()
             plan = plan_actors(list(devices), res.get("CPU", 0), res.get("GPU", 0))
-            for part in _windows(chunks, window):
+            for part in chain([first], windows):
                 yield from _run_window(ray, plan, load, run, part)
     finally:
         if started:
