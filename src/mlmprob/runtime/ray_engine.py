@@ -1,0 +1,256 @@
+"""``--engine ray``: the chunks of a streamed run go through Ray Data ``map_batches`` on a pool of model
+actors, one per device (one GPU each where the devices are GPUs), on a Ray cluster or a local Ray instance.
+
+``map_ray(load, run, chunks, devices, address=)`` has the contract of :func:`.pool.map_ordered`: each
+actor calls ``state = load(device)`` once and ``run(state, chunk)`` for every chunk it is given, and the
+results come back **in the order of** ``chunks``, so the output equals a one-process run's.
+
+Fault tolerance: Ray Data creates its actors with unlimited restarts and task retries, so when an actor
+dies (a killed process, a lost node) Ray starts a replacement, which loads the model again, and
+resubmits the chunks the dead actor held. A chunk whose result reaches the driver twice is kept once
+(results carry the chunk's position), so every id is written exactly once; if the driver itself dies,
+the runtime writer has committed whole chunks and ``--resume`` skips the ids already there.
+
+The chunk stream is consumed in windows of ``window`` chunks (default 4096 chunks, 65,536 records at the
+default chunk size): each window is one Ray dataset, so the driver never holds more than a window and the
+model is loaded once per actor per window.
+
+Without an address (and without ``RAY_ADDRESS``) a local Ray instance is started with
+``max(2, actors)`` CPUs and shut down at the end, so the same command runs on a laptop. Ray's own logging
+and progress bars are switched off while it runs so that the command's stdout stays pure results and its
+errors stay one line.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import pickle
+import sys
+import traceback
+from contextlib import contextmanager
+from dataclasses import dataclass
+from itertools import chain
+from typing import Callable, Iterable, Iterator, Sequence, TypeVar
+
+from ..errors import MLMProbError
+
+T = TypeVar("T")
+R = TypeVar("R")
+
+WINDOW = 4096  # chunks per Ray dataset
+
+
+@dataclass(frozen=True)
+class ActorPlan:
+    """How many model actors, on which kind of device, and what each one reserves."""
+
+    actors: int
+    device: str          # what ``load`` gets inside the actor: "cpu" or "cuda" (Ray exposes one GPU as cuda:0)
+    num_gpus: int        # per actor
+    num_cpus: int = 1    # per actor
+
+
+def plan_actors(devices: Sequence[str], cluster_cpus: float, cluster_gpus: float) -> ActorPlan:
+    """One actor per requested device, capped by what the cluster has; ``auto`` means every GPU of the
+    cluster, or one CPU actor per device when it has none.
+
+    >>> plan_actors(["auto"], 8, 4)
+    ActorPlan(actors=4, device='cuda', num_gpus=1, num_cpus=1)
+    >>> plan_actors(["auto"], 2, 0), plan_actors(["cpu", "cpu", "cpu"], 2, 0).actors
+    (ActorPlan(actors=1, device='cpu', num_gpus=0, num_cpus=1), 2)
+    >>> plan_actors(["cuda:0", "cuda:1"], 16, 0)
+    Traceback (most recent call last):
+    mlmprob.errors.MLMProbError: --engine ray: 2 GPU actor(s) asked for, but the Ray cluster has no GPU
+    """
+    kinds = {"cuda" if d.startswith("cuda") else d for d in devices}
+    if kinds == {"auto"}:
+        if cluster_gpus >= 1:
+            return ActorPlan(int(cluster_gpus), "cuda", 1)
+        kinds = {"cpu"}
+    if kinds == {"cuda"}:
+        if cluster_gpus < 1:
+            raise MLMProbError(f"--engine ray: {len(devices)} GPU actor(s) asked for, but the Ray cluster has no GPU")
+        return ActorPlan(min(len(devices), int(cluster_gpus)), "cuda", 1)
+    if kinds == {"cpu"}:
+        return ActorPlan(max(1, min(len(devices), int(cluster_cpus))), "cpu", 0)
+    raise MLMProbError(f"--engine ray runs on cpu or cuda devices, not {', '.join(sorted(kinds))}")
+
+
+class _ModelActor:
+    """A Ray Data actor: loads the model once, then runs chunks. Its batches have one row per chunk,
+    ``i`` (the chunk's position in its window) and ``chunk`` (the pickled chunk); it returns ``i`` and
+    ``out``, the pickled ``("ok", result)``, or ``("input"|"bug", message)`` when ``load``/``run`` failed."""
+
+    def __init__(self, load: Callable, run: Callable, device: str):
+        self.run, self.error = run, None
+        try:
+            self.state = load(device)
+        except Exception as e:  # noqa: BLE001 - reported with the first chunk, as one clean error
+            self.error = _describe(e)
+
+    def __call__(self, batch: dict) -> dict:
+        import numpy as np
+
+        out = []
+        for blob in batch["chunk"]:
+            if self.error is not None:
+                out.append(pickle.dumps(self.error))
+                continue
+            try:
+                out.append(pickle.dumps(("ok", self.run(self.state, pickle.loads(blob)))))
+            except Exception as e:  # noqa: BLE001 - sent to the driver, which raises it
+                out.append(pickle.dumps(_describe(e)))
+        return {"i": np.asarray(batch["i"]), "out": np.array(out, dtype=object)}
+
+
+def _describe(e: BaseException) -> tuple[str, str]:
+    if isinstance(e, MLMProbError):
+        return ("input", str(e))
+    return ("bug", "".join(traceback.format_exception(e)).strip())
+
+
+def _windows(items: Iterable[T], size: int) -> Iterator[list[T]]:
+    """
+    >>> list(_windows(range(5), 2)), list(_windows([], 2))
+    ([[0, 1], [2, 3], [4]], [])
+    """
+    window: list[T] = []
+    for x in items:
+        window.append(x)
+        if len(window) == size:
+            yield window
+            window = []
+    if window:
+        yield window
+
+
+@contextmanager
+def _quiet_ray():
+    """Ray Data's loggers at ERROR, its progress bars off and the driver's echo of raylet messages
+    ("task ... will be retried", which Ray prints on stdout) dropped; restored afterwards."""
+    import ray.data
+    try:
+        from ray._private import worker as ray_worker
+    except ImportError:  # a Ray without this private module: its echo is left alone
+        ray_worker = None
+
+    loggers = {name: logging.getLogger(name).level for name in ("ray", "ray.data")}
+    ctx = ray.data.DataContext.get_current()
+    saved = {k: getattr(ctx, k) for k in ("enable_progress_bars", "print_on_execution_start", "enable_auto_log_stats")
+             if hasattr(ctx, k)}
+    echo = getattr(ray_worker, "print_to_stdstream", None) if ray_worker is not None else None
+    try:
+        for name in loggers:
+            logging.getLogger(name).setLevel(logging.ERROR)
+        for k in saved:
+            setattr(ctx, k, False)
+        if echo is not None:
+            ray_worker.print_to_stdstream = lambda *a, **k: None
+        yield
+    finally:
+        for name, level in loggers.items():
+            logging.getLogger(name).setLevel(level)
+        for k, v in saved.items():
+            setattr(ctx, k, v)
+        if echo is not None:
+            ray_worker.print_to_stdstream = echo
+
+
+def _connect(ray, address: str | None, actors_wanted: int) -> bool:
+    """Connect to ``address`` (or ``RAY_ADDRESS``), or start a local instance; True if we started one."""
+    if ray.is_initialized():
+        return False
+    address = address or os.environ.get("RAY_ADDRESS") or None
+    kw = dict(log_to_driver=False, logging_level=logging.ERROR, include_dashboard=False)
+    try:
+        with _backend_logs_off():
+            if address:
+                ray.init(address=address, **kw)
+            else:
+                ray.init(num_cpus=max(2, actors_wanted), **kw)
+    except (ConnectionError, RuntimeError, ValueError) as e:
+        where = f"connect to the Ray cluster at {address}" if address else "start a local Ray instance"
+        raise MLMProbError(f"cannot {where}: {str(e).splitlines()[0] if str(e) else type(e).__name__}") from None
+    return True
+
+
+@contextmanager
+def _backend_logs_off():
+    """Ray's C++ core writes its errors (e.g. one per actor created with arguments in the object store) to
+    this process's stderr; ``RAY_BACKEND_LOG_LEVEL=fatal``, read once when ``ray.init`` starts it, keeps
+    them in Ray's log files. Setting it makes Ray print one line saying so, hence stderr is muted while
+    ``ray.init`` runs (our own messages all come later)."""
+    if "RAY_BACKEND_LOG_LEVEL" in os.environ:  # the user chose a level: leave Ray as it is
+        yield
+        return
+    os.environ["RAY_BACKEND_LOG_LEVEL"] = "fatal"
+    sys.stderr.flush()
+    saved = os.dup(2)
+    try:
+        with open(os.devnull, "wb") as null:
+            os.dup2(null.fileno(), 2)
+        yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+        del os.environ["RAY_BACKEND_LOG_LEVEL"]
+
+
+def map_ray(load: Callable[[str], object], run: Callable[[object, T], R], chunks: Iterable[T],
+            devices: Sequence[str], *, address: str | None = None, window: int = WINDOW) -> Iterator[R]:
+    """Yield ``run(state, chunk)`` for every chunk, in order, computed by Ray Data actors (one per device).
+
+    ``load`` and ``run`` are sent to the actors by Ray (cloudpickle): bound methods of a picklable job
+    object, or module-level functions of a module the Ray workers can import.
+    """
+    try:
+        import ray
+        import ray.data
+    except ImportError:
+        raise MLMProbError("--engine ray needs Ray: pip install 'mlmprob[ray]'") from None
+    if window < 1:
+        raise MLMProbError(f"the Ray window must be >= 1 chunk, got {window}")
+    windows = _windows(chunks, window)
+    first = next(windows, None)
+    if first is None:  # nothing left to do (e.g. a resumed run that was complete): no Ray at all
+        return
+    started = False
+    try:
+        with _quiet_ray():
+            started = _connect(ray, address, len(devices))
+            res = ray.cluster_resources()
+            plan = plan_actors(list(devices), res.get("CPU", 0), res.get("GPU", 0))
+            for part in chain([first], windows):
+                yield from _run_window(ray, plan, load, run, part)
+    finally:
+        if started:
+            ray.shutdown()
+
+
+def _run_window(ray, plan: ActorPlan, load, run, window: list) -> Iterator:
+    items = [{"i": k, "chunk": pickle.dumps(c)} for k, c in enumerate(window)]
+    ds = ray.data.from_items(items, override_num_blocks=len(items))  # one chunk per block: one actor call each
+    ds = ds.map_batches(_ModelActor, fn_constructor_args=(load, run, plan.device), batch_size=1,
+                        batch_format="numpy", compute=ray.data.ActorPoolStrategy(size=plan.actors),
+                        num_cpus=plan.num_cpus, num_gpus=plan.num_gpus)
+    # Ray Data gives its actors max_restarts=-1 and max_task_retries=-1 (passing them here is deprecated):
+    # a dead actor is replaced and the chunks it held are rerun (tests/test_ray_engine.py kills one)
+    pending: dict[int, bytes] = {}
+    nxt = 0
+    for batch in ds.iter_batches(batch_size=None, batch_format="numpy"):
+        for i, blob in zip(batch["i"], batch["out"]):
+            i = int(i)
+            if i < nxt or i in pending:  # a retried chunk reported twice: keep the first copy
+                continue
+            status, value = pickle.loads(blob)
+            if status == "input":
+                raise MLMProbError(value)
+            if status == "bug":
+                raise RuntimeError(f"a Ray worker failed:\n{value}")
+            pending[i] = value
+        while nxt in pending:
+            yield pending.pop(nxt)
+            nxt += 1
+    if nxt != len(window):
+        raise RuntimeError(f"Ray returned {nxt} of {len(window)} chunks")
