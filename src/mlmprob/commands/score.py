@@ -85,7 +85,8 @@ def run(args) -> int:
         load = lambda device: mlm  # noqa: E731
         ran_on = describe(mlm.device, mlm.dtype)
     else:
-        load, ran_on = job.load, f"{len(devices)} x {devices[0]} {model_dtype_label(args.dtype, devices[0])}"
+        where = "Ray actors" if args.engine == "ray" else f"{len(devices)} x {devices[0]}"
+        load, ran_on = job.load, f"{where} {model_dtype_label(args.dtype, devices[0])}"
     total = None
     if not args.no_progress and Path(args.input).stat().st_size < (256 << 20):
         total = count_records(args.input, args.format, args.column, args.id_column)
