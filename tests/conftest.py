@@ -89,3 +89,18 @@ def one_thread():
     torch.set_num_threads(1)
     yield
     torch.set_num_threads(n)
+
+
+def shared_data_file(rel: str):
+    """The path of ``rel`` inside the shared data folder (``$MLMPROB_DATA`` or a ``shared/data`` beside
+    or above this checkout); skips the calling test, naming the file, when it is absent."""
+    from pathlib import Path
+
+    here = Path(__file__).resolve()
+    env = os.environ.get("MLMPROB_DATA")
+    roots = ([Path(env)] if env else []) + [Path.cwd().parent / "shared" / "data", Path.cwd() / "shared" / "data"]
+    roots += [p / "shared" / "data" for p in here.parents]
+    for root in roots:
+        if (root / rel).is_file():
+            return (root / rel).resolve()
+    pytest.skip(f"needs the shared data file {rel} (set MLMPROB_DATA or put shared/data beside the checkout)")
