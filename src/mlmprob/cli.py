@@ -26,6 +26,13 @@ def add_model_args(p: argparse.ArgumentParser, default: str = "antiberty") -> No
                    help="token budget of one forward sub-batch (lower it if memory runs out)")
 
 
+def add_allow_pickle_arg(p: argparse.ArgumentParser) -> None:
+    """``--allow-pickle``: the opt-in for a local model folder whose weights exist only as a pickle."""
+    p.add_argument("--allow-pickle", action="store_true",
+                   help="allow a local model folder whose weights are only a pickle (pytorch_model.bin); "
+                        "it is still read with torch.load(weights_only=True), which runs no code")
+
+
 def build_parser() -> argparse.ArgumentParser:
     from . import __version__
 

@@ -14,8 +14,9 @@ DEMO_HEAVY = {
 def register(sub) -> None:
     p = sub.add_parser("demo", help="score antibodies with AntiBERTy and print a short report",
                        formatter_class=argparse.ArgumentDefaultsHelpFormatter)
-    from ..cli import add_model_args
+    from ..cli import add_allow_pickle_arg, add_model_args
     add_model_args(p)
+    add_allow_pickle_arg(p)
     p.add_argument("--n", type=int, default=3, help="heavy chains from Thera-SAbDab to score besides trastuzumab")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--epochs", type=int, default=2, help="MH epochs of the CDR-H3 redesign section")
@@ -38,7 +39,7 @@ def run(args) -> int:
     from ..scoring import score_records
 
     t0 = time.perf_counter()
-    mlm = load_mlm(args.model, device=args.device, dtype=args.dtype)
+    mlm = load_mlm(args.model, device=args.device, dtype=args.dtype, allow_pickle=args.allow_pickle)
     print(f"mlmprob demo: model {mlm.name} ({sum(p.numel() for p in mlm.model.parameters()) / 1e6:.1f}M parameters, "
           f"vocabulary {mlm.vocab_size}), loaded in {time.perf_counter() - t0:.1f}s\n")
 

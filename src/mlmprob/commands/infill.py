@@ -65,8 +65,9 @@ def register(sub) -> None:
     p = sub.add_parser("infill", help="fill a gap of known length (standard or HCB beam search)",
                        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("sequence", help="sequence with a gap, e.g. EVQLV[MASK]x5GGLVQ or EVQLV_____GGLVQ")
-    from ..cli import add_model_args
+    from ..cli import add_allow_pickle_arg, add_model_args
     add_model_args(p)
+    add_allow_pickle_arg(p)
     p.add_argument("--method", default="hcb", choices=["hcb", "standard"], help="beam search score (default hcb)")
     p.add_argument("--order", default="l2r", choices=["l2r", "best"],
                    help="left to right, or best to worst (most confident position first); default l2r")
@@ -84,7 +85,7 @@ def run(args) -> int:
 
     if args.beam_size < 1:
         raise MLMProbError(f"--beam-size must be positive, got {args.beam_size}")
-    mlm = load_mlm(args.model, device=args.device, dtype=args.dtype)
+    mlm = load_mlm(args.model, device=args.device, dtype=args.dtype, allow_pickle=args.allow_pickle)
     text = expand_gaps(args.sequence, _mask_text(mlm))
     ids = mlm.encode([text]).input_ids
     positions = (ids[0] == mlm.mask_id).nonzero(as_tuple=True)[0]

@@ -20,6 +20,8 @@ def register(subparsers) -> argparse.ArgumentParser:
                     "joints and their U-PPL, P-PPL, A-KL, G-KL. Writes OUT/pairs.jsonl (resumable), OUT/report.md, "
                     "OUT/summary.json and OUT/distance.png.")
     p.add_argument("--model", required=True, help="antiberty, sapiens-vh, sapiens-vl, or a local Hugging Face MLM folder")
+    from ..cli import add_allow_pickle_arg
+    add_allow_pickle_arg(p)
     p.add_argument("--data", required=True, help="CSV file (with --column) or a text file with one sequence per line")
     p.add_argument("--column", default="HC", help="CSV column holding the sequences (default HC)")
     p.add_argument("--out", required=True, help="output folder")
@@ -58,7 +60,7 @@ def run(args: argparse.Namespace) -> int:
                           max_sequences=args.max_sequences)
     from ..models import load_mlm
 
-    mlm = load_mlm(args.model, device=args.device, dtype=args.dtype)
+    mlm = load_mlm(args.model, device=args.device, dtype=args.dtype, allow_pickle=args.allow_pickle)
     total = len(config.schemes) * config.n_pairs
     count = [0]
 

@@ -62,8 +62,9 @@ def register(sub) -> None:
     src.add_argument("--positions", help="free residue/word indices, 0-based, e.g. 3,5,10-12 (default: all)")
     src.add_argument("--cdr3", nargs="?", const="imgt", choices=("imgt", "kabat"),
                      help="free only CDR-H3 (conserved Cys ... W-G-x-G); the rest is clamped")
-    from ..cli import add_model_args
+    from ..cli import add_allow_pickle_arg, add_model_args
     add_model_args(p)
+    add_allow_pickle_arg(p)
     s = p.add_argument_group("sampler")
     s.add_argument("--method", choices=("mh", "gibbs"), default="mh")
     s.add_argument("--energy", choices=("local", "raw"), default="local")
@@ -110,7 +111,7 @@ def run(args) -> int:
     if args.positions and args.cdr3:
         raise MLMProbError("give --positions or --cdr3, not both")
     seqs = _read_inputs(args)
-    mlm = load_mlm(args.model, args.device, args.dtype)
+    mlm = load_mlm(args.model, args.device, args.dtype, allow_pickle=args.allow_pickle)
     enc = mlm.encode([s for _, s in seqs])
     ids, word_ids = enc.input_ids, enc.word_ids
     free = torch.zeros_like(ids, dtype=torch.bool)

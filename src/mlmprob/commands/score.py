@@ -21,8 +21,9 @@ def register(sub) -> None:
     p.add_argument("--format", default="auto", choices=FORMATS)
     p.add_argument("--column", help="sequence column of a CSV/TSV file")
     p.add_argument("--id-column", help="identifier column of a CSV/TSV file")
-    from ..cli import add_model_args
+    from ..cli import add_allow_pickle_arg, add_model_args
     add_model_args(p)
+    add_allow_pickle_arg(p)
     p.add_argument("--out", "-o", help="output file, .jsonl or .tsv (default: JSONL on stdout)")
     p.add_argument("--per-token", action="store_true", help="also write per-token log-probabilities and raw logits")
     p.add_argument("--whole-word", action="store_true", help="whole-word l2r PLL (Kauf & Ivanova 2023)")
@@ -70,7 +71,7 @@ def run(args) -> int:
         raise MLMProbError(f"{out_path} exists; pass --resume to continue it or choose another --out")
     done = _done_ids(out_path, tsv) if (out_path and args.resume) else set()
     todo = [r for r in records if r.id not in done]
-    mlm = load_mlm(args.model, device=args.device, dtype=args.dtype)
+    mlm = load_mlm(args.model, device=args.device, dtype=args.dtype, allow_pickle=args.allow_pickle)
 
     if out_path:
         out_path.parent.mkdir(parents=True, exist_ok=True)

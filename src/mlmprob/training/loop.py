@@ -217,7 +217,7 @@ def train(config: TrainConfig, source, out_dir, *, device="cpu", progress: bool 
 
         saved = read_state(ckpt)
         _check_resume(saved, config, fingerprint, out_dir)
-        model = BertForMaskedLM.from_pretrained(str(ckpt)).to(dev)
+        model = BertForMaskedLM.from_pretrained(str(ckpt), use_safetensors=True).to(dev)
         optimizer = _optimizer(model, config)
         optimizer.load_state_dict(load_optimizer_state(ckpt))
         start, resumed_from = int(saved["step"]), int(saved["step"])
