@@ -20,7 +20,8 @@ from typing import Callable, Iterator
 
 import torch
 
-from .models.protocol import MaskedLM, gather_logits, lengths_of
+from .errors import NonFiniteError
+from .models.protocol import NONFINITE_HINT, MaskedLM, gather_logits, lengths_of
 
 DEFAULT_BATCH_TOKENS = 65536
 ATTENTION_BUDGET = 16 * 512 * 512
@@ -50,7 +51,8 @@ def iter_masked_logits(
     """Yield ``(copy_index [n], logits [n, V])`` sub-batch by sub-batch, covering every copy once.
 
     ``extra_mask`` (bool ``[N, L]``) masks more positions in copy ``n`` besides ``cols[n]``.
-    ``progress`` is called with the number of copies finished after each sub-batch.
+    ``progress`` is called with the number of copies finished after each sub-batch. NaN or infinite
+    logits raise ``NonFiniteError`` naming the affected rows of ``input_ids``.
     """
     if batch_tokens < 1:
         raise ValueError(f"batch_tokens must be positive, got {batch_tokens}")
@@ -75,7 +77,13 @@ def iter_masked_logits(
         ids[ar, cols[idx]] = mlm.mask_id
         if extra_mask is not None:
             ids[extra_mask[idx, :width]] = mlm.mask_id
-        yield idx, gather_logits(mlm, ids, ar, cols[idx])
+        try:
+            logits = gather_logits(mlm, ids, ar, cols[idx])
+        except NonFiniteError as e:  # name the rows of ``input_ids``, not those of the sub-batch
+            seqs = sorted(set(rows[idx[list(e.rows)]].tolist()))
+            raise NonFiniteError(f"the model returned NaN or infinite logits for sequence(s) {seqs} "
+                                 f"({NONFINITE_HINT})", rows=seqs) from None
+        yield idx, logits
         start += n
         if progress is not None:
             progress(n)
