@@ -104,3 +104,19 @@ def shared_data_file(rel: str):
         if (root / rel).is_file():
             return (root / rel).resolve()
     pytest.skip(f"needs the shared data file {rel} (set MLMPROB_DATA or put shared/data beside the checkout)")
+
+
+def _no_constant(name):
+    raise ValueError(f"non-standard JSON constant {name}")
+
+
+def strict_json(text: str):
+    """``json.loads`` that refuses NaN, Infinity and -Infinity (not JSON)."""
+    import json
+    return json.loads(text, parse_constant=_no_constant)
+
+
+def strict_jsonl(path) -> list:
+    """Every non-blank line of a JSONL file, parsed strictly."""
+    from pathlib import Path
+    return [strict_json(line) for line in Path(path).read_text().splitlines() if line.strip()]

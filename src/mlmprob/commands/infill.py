@@ -7,10 +7,10 @@ The gap is written in the sequence as ``[MASK]x5`` (five masked tokens), ``[MASK
 from __future__ import annotations
 
 import argparse
-import json
 import re
 
 from ..errors import MLMProbError
+from ..jsonl import dumps
 
 _GAP_RE = re.compile(r"(\[MASK\]|<mask>)(?:\s*[xX*]\s*(\d+))?", re.IGNORECASE)
 
@@ -100,7 +100,7 @@ def run(args) -> int:
         rows.append({"rank": rank, "fill": mlm.decode(list(c.tokens)), "score": c.score,
                      "tokens": list(c.tokens), "sequence": mlm.decode(full)})
     if args.json:
-        print(json.dumps({"model": args.model, "method": args.method, "order": args.order,
+        print(dumps({"model": args.model, "method": args.method, "order": args.order,
                           "beam_size": args.beam_size, "pivot": args.pivot or "mask",
                           "positions": positions.tolist(), "candidates": rows}))
         return 0

@@ -7,10 +7,10 @@ Writes ``run.jsonl`` (resumable: rerun the same command to continue a killed run
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 
 from ..errors import MLMProbError
+from ..jsonl import dumps
 
 
 def _block_size(text: str):
@@ -88,6 +88,22 @@ def register(sub) -> None:
     p.set_defaults(func=run)
 
 
+def _diagnostic_notes(result) -> dict:
+    """Why a diagnostic is missing (written as null): ``{"ess_note": ...}`` and the like."""
+    import math
+
+    kept = len(result.kept_epochs)
+    notes = {}
+    for key in ("ess", "rhat"):
+        if not math.isfinite(getattr(result, key)):
+            notes[f"{key}_note"] = (f"needs >= 4 kept epochs, got {kept}" if kept < 4
+                                    else "the kept energy trace has no variance (or is not finite)")
+    for key in ("accept_rate", "novel_rate"):
+        if not math.isfinite(getattr(result, key)):
+            notes[f"{key}_note"] = "no proposals after burn-in"
+    return notes
+
+
 def _read_inputs(args) -> list[tuple[str, str]]:
     seqs = [(f"seq{i + 1}", s) for i, s in enumerate(args.seq)]
     if args.input:
@@ -161,8 +177,9 @@ def run(args) -> int:
                "rhat": result.rhat, "forward_rows": result.forward_rows, "proposals": result.proposals,
                "final_energy_mean": float(result.energy[-1].mean()),
                "final_identity_mean": None if result.identity is None else float(result.identity[-1].mean())}
-    (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
+    summary.update(_diagnostic_notes(result))
+    (out / "summary.json").write_text(dumps(summary, indent=2) + "\n")
     if not args.no_plot:
         plot_traces(result, out / "trace.png")
-    print(json.dumps(summary))
+    print(dumps(summary))
     return 0

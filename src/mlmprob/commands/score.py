@@ -9,7 +9,7 @@ from pathlib import Path
 
 from ..data import FORMATS, read_records
 from ..errors import MLMProbError
-from ..jsonl import trim_partial_line
+from ..jsonl import dumps, trim_partial_line
 
 TSV_FIELDS = ("id", "n_tokens", "pll", "pll_per_token", "e_local", "e_raw")
 
@@ -90,7 +90,7 @@ def run(args) -> int:
             if tsv:
                 fh.write("\t".join(str(getattr(s, k)) for k in TSV_FIELDS) + "\n")
             else:
-                fh.write(json.dumps(s.to_dict(args.per_token)) + "\n")
+                fh.write(dumps(s.to_dict(args.per_token)) + "\n")
             fh.flush()
     finally:
         bar.close()

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import argparse
-import json
+
+from ..jsonl import dumps
 
 
 def _split(text: str) -> tuple[float, float, float]:
@@ -96,5 +97,5 @@ def run(args) -> int:
                    stop_after=args.stop_after)
     summary = {"out": str(result.out_dir), "step": result.step, "done": result.done,
                "resumed_from": result.resumed_from, **{k: v for k, v in result.final.items() if k != "lr"}}
-    print(json.dumps(summary))
+    print(dumps(summary))
     return 0

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import csv
 import dataclasses
-import json
 import math
 import time
 from dataclasses import dataclass
@@ -26,7 +25,7 @@ import torch
 
 from ..batching import DEFAULT_BATCH_TOKENS
 from ..errors import MLMProbError
-from ..jsonl import read_jsonl, trim_partial_line
+from ..jsonl import dumps, read_jsonl, trim_partial_line
 from ..models.protocol import MaskedLM, default_positions
 from .evaluate import AGOptions, evaluate_pair
 from .metrics import JointSummary, summarize
@@ -153,6 +152,13 @@ def plan_pairs(mlm: MaskedLM, sequences: Sequence[str], config: JointsConfig) ->
 
 
 # -- records ------------------------------------------------------------------------------------------
+# JSON has no infinities: a gold pair outside the candidates (log-probability -inf, G-KL undefined)
+# is written as null; reading restores -inf and NaN.
+NULL_METRICS = {"pair_logp": -math.inf, "unary_logp": -math.inf, "akl": math.nan, "gkl": math.nan}
+SUMMARY_NULLS = ("null: U-PPL/P-PPL are infinite when a gold pair lies outside the candidate vocabulary "
+                 "(see n_covered); G-KL, A-KL and rates are undefined without pairs to average")
+
+
 def load_records(path: str | Path) -> tuple[dict | None, list[dict]]:
     """``(config identity or None, pair records)`` of a JSONL file; an unreadable trailing line (an
     interrupted write) is dropped."""
@@ -161,6 +167,10 @@ def load_records(path: str | Path) -> tuple[dict | None, list[dict]]:
         if obj.get("kind") == "config":
             header = obj["config"]
         elif obj.get("kind") == "pair":
+            for metrics in obj.get("metrics", {}).values():
+                for k, v in NULL_METRICS.items():
+                    if metrics.get(k, 0.0) is None:
+                        metrics[k] = v
             records.append(obj)
     return header, records
 
@@ -187,7 +197,7 @@ def run_joints(mlm: MaskedLM, config: JointsConfig, out_dir: str | Path, *,
     ag = AGOptions(config.ag_steps, config.ag_tol, config.ag_max_steps)
     with path.open("a") as f:
         if header is None:
-            f.write(json.dumps({"kind": "config", "config": config.identity()}) + "\n")
+            f.write(dumps({"kind": "config", "config": config.identity()}) + "\n")
         for pp in plan_pairs(mlm, sequences, config):
             if (pp.scheme, pp.i) in done:
                 continue
@@ -197,7 +207,7 @@ def run_joints(mlm: MaskedLM, config: JointsConfig, out_dir: str | Path, *,
             rec = {"kind": "pair", "scheme": pp.scheme, "i": pp.i, "seq_index": pp.seq_index,
                    "length": int(len(pp.input_ids)), "distance": abs(pp.b - pp.a) - 1, **ev.record(),
                    "seconds": time.perf_counter() - t0}
-            f.write(json.dumps(rec) + "\n")
+            f.write(dumps(rec) + "\n")
             f.flush()
             records.append(rec)
             if progress is not None:
@@ -286,6 +296,9 @@ def write_report(records: Sequence[dict], out_dir: str | Path, title: str = "Pai
         raise MLMProbError(f"no pair records to report in {out}")
     (out / REPORT_FILE).write_text(format_report(records, title))
     summ = {s: {m: v.as_dict() for m, v in d.items()} for s, d in summarize_records(records).items()}
-    (out / SUMMARY_FILE).write_text(json.dumps({"table": summ, "diagnostics": diagnostics(records)}, indent=2))
+    summary = {"table": summ, "diagnostics": diagnostics(records)}
+    if "null" in dumps(summary):
+        summary["null_means"] = SUMMARY_NULLS
+    (out / SUMMARY_FILE).write_text(dumps(summary, indent=2))
     plot_distance(records, out / PLOT_FILE, title=title)
     return {"report": out / REPORT_FILE, "summary": out / SUMMARY_FILE, "plot": out / PLOT_FILE}
