@@ -1,6 +1,7 @@
 """``mlmprob`` command line: a thin layer over the Python API.
 
-Input errors (``MLMProbError``) print one line, ``error: ...``, and exit with status 2.
+Input errors (``MLMProbError``) and usage errors (a bad option or value) print one line,
+``error: ...``, and exit with status 2.
 """
 
 from __future__ import annotations
@@ -33,14 +34,24 @@ def add_allow_pickle_arg(p: argparse.ArgumentParser) -> None:
                         "it is still read with torch.load(weights_only=True), which runs no code")
 
 
+class Parser(argparse.ArgumentParser):
+    """An ``ArgumentParser`` whose usage errors are one line, ``error: ...`` (no usage block), with
+    exit status 2; its subparsers are of the same class."""
+
+    def error(self, message: str):
+        print(f"error: {message} (see: {self.prog} --help)", file=sys.stderr)
+        sys.exit(2)
+
+
 def build_parser() -> argparse.ArgumentParser:
     from . import __version__
+    from .argtypes import positive_int
 
-    parser = argparse.ArgumentParser(prog="mlmprob", description="Probabilistic inference with masked language models.")
+    parser = Parser(prog="mlmprob", description="Probabilistic inference with masked language models.")
     parser.add_argument("--version", action="version", version=f"mlmprob {__version__}")
-    parser.add_argument("--threads", type=int, default=None,
+    parser.add_argument("--threads", type=positive_int, default=None,
                         help="torch CPU threads (default: torch's choice; 1 is fastest for small models on a busy CPU)")
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", help="run 'mlmprob COMMAND --help' for its options")
     for name in COMMANDS:
         try:
             mod = importlib.import_module(f".commands.{name}", __package__)
@@ -60,9 +71,6 @@ def main(argv: list[str] | None = None) -> int:
         parser.print_help()
         return 1
     if args.threads is not None:
-        if args.threads < 1:
-            print(f"error: --threads must be >= 1, got {args.threads}", file=sys.stderr)
-            return 2
         import torch
         torch.set_num_threads(args.threads)
     try:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import re
 
+from ..argtypes import positive_int
 from ..errors import MLMProbError
 from ..jsonl import dumps
 
@@ -71,7 +72,8 @@ def register(sub) -> None:
     p.add_argument("--method", default="hcb", choices=["hcb", "standard"], help="beam search score (default hcb)")
     p.add_argument("--order", default="l2r", choices=["l2r", "best"],
                    help="left to right, or best to worst (most confident position first); default l2r")
-    p.add_argument("--beam-size", "-k", type=int, default=5, help="beam size = number of fills printed (default 5)")
+    p.add_argument("--beam-size", "-k", type=positive_int, default=5,
+                   help="beam size = number of fills printed (default 5)")
     p.add_argument("--pivot", help="HCB pivot token or id (default: the mask token)")
     p.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
     p.set_defaults(func=run)
@@ -83,8 +85,6 @@ def run(args) -> int:
     from ..infill import infill
     from ..models import load_mlm
 
-    if args.beam_size < 1:
-        raise MLMProbError(f"--beam-size must be positive, got {args.beam_size}")
     mlm = load_mlm(args.model, device=args.device, dtype=args.dtype, allow_pickle=args.allow_pickle)
     text = expand_gaps(args.sequence, _mask_text(mlm))
     ids = mlm.encode([text]).input_ids

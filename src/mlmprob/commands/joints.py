@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from ..argtypes import nonnegative_int, positive_float, positive_int
 from ..batching import DEFAULT_BATCH_TOKENS
 from ..joints.runner import SCHEMES, JointsConfig, load_records, run_joints, write_report
 
@@ -25,21 +26,28 @@ def register(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--data", required=True, help="CSV file (with --column) or a text file with one sequence per line")
     p.add_argument("--column", default="HC", help="CSV column holding the sequences (default HC)")
     p.add_argument("--out", required=True, help="output folder")
-    p.add_argument("--n-pairs", type=int, default=500, help="pairs per scheme (default 500)")
-    p.add_argument("--schemes", nargs="+", choices=SCHEMES, default=list(SCHEMES))
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--top-k", type=int, default=None,
+    p.add_argument("--n-pairs", type=positive_int, default=500, help="pairs per scheme (default 500)")
+    p.add_argument("--schemes", nargs="+", choices=SCHEMES, default=list(SCHEMES),
+                   help="pair schemes: random positions, or contiguous (adjacent) positions (default: both)")
+    p.add_argument("--seed", type=nonnegative_int, default=0, help="seed of the pair sampling (default 0)")
+    p.add_argument("--top-k", type=positive_int, default=None,
                    help="approximation: restrict the candidate vocabulary to the k most probable ids (both masked)")
     p.add_argument("--pivot", choices=("mode", "mask"), default="mode", help="HCB pivot (default: mode of the MLM joint)")
-    p.add_argument("--ag-steps", type=int, default=None, help="fixed AG steps (the paper: 50); default: to convergence")
-    p.add_argument("--ag-tol", type=float, default=1e-10, help="AG convergence: total-variation change per step")
-    p.add_argument("--ag-max-steps", type=int, default=5000)
-    p.add_argument("--max-sequences", type=int, default=None, help="use only the first N sequences of the data")
-    p.add_argument("--device", default="cpu")
-    p.add_argument("--dtype", default=None)
-    p.add_argument("--batch-tokens", type=int, default=DEFAULT_BATCH_TOKENS)
+    p.add_argument("--ag-steps", type=positive_int, default=None,
+                   help="fixed AG steps (the paper: 50); default: to convergence")
+    p.add_argument("--ag-tol", type=positive_float, default=1e-10,
+                   help="AG convergence: total-variation change per step")
+    p.add_argument("--ag-max-steps", type=positive_int, default=5000,
+                   help="cap on AG steps when running to convergence (default 5000)")
+    p.add_argument("--max-sequences", type=positive_int, default=None,
+                   help="use only the first N sequences of the data")
+    p.add_argument("--device", default="cpu", help="torch device, e.g. cpu, cuda, cuda:1 (default cpu)")
+    p.add_argument("--dtype", default=None, help="float32 (default), bfloat16 or float16")
+    p.add_argument("--batch-tokens", type=positive_int, default=DEFAULT_BATCH_TOKENS,
+                   help=f"token budget of one forward sub-batch (default {DEFAULT_BATCH_TOKENS}; lower it if "
+                        "memory runs out)")
     p.add_argument("--report-only", action="store_true", help="only rebuild the report from OUT/pairs.jsonl")
-    p.add_argument("--quiet", action="store_true")
+    p.add_argument("--quiet", action="store_true", help="no per-pair progress lines on stderr")
     p.set_defaults(func=run)
     return p
 

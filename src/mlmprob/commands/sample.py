@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from ..argtypes import nonnegative_float, nonnegative_int, positive_float, positive_int, probability
 from ..errors import MLMProbError
 from ..jsonl import dumps
 
@@ -18,9 +19,10 @@ def _block_size(text: str):
 
     parts = text.split(":")
     try:
-        nums = [int(p) for p in parts]
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"block size must be K or START:END[:EPOCHS], got {text!r}") from None
+        nums = [positive_int(p) for p in parts]
+    except argparse.ArgumentTypeError:
+        raise argparse.ArgumentTypeError(f"block size must be K or START:END[:EPOCHS] with positive integers, "
+                                         f"got {text!r}") from None
     if len(nums) == 1:
         return nums[0]
     if len(nums) in (2, 3):
@@ -66,25 +68,34 @@ def register(sub) -> None:
     add_model_args(p)
     add_allow_pickle_arg(p)
     s = p.add_argument_group("sampler")
-    s.add_argument("--method", choices=("mh", "gibbs"), default="mh")
-    s.add_argument("--energy", choices=("local", "raw"), default="local")
-    s.add_argument("--chains", type=int, default=4, help="chains per input sequence")
-    s.add_argument("--epochs", type=int, default=20, help="epochs after burn-in")
-    s.add_argument("--burn-in", type=int, default=5)
-    s.add_argument("--thin", type=int, default=1)
+    s.add_argument("--method", choices=("mh", "gibbs"), default="mh",
+                   help="Metropolis-Hastings with the MLM's conditionals as proposals, or degenerate Gibbs")
+    s.add_argument("--energy", choices=("local", "raw"), default="local",
+                   help="target energy: E_local (= -PLL) or E_raw (minus the sum of raw logits)")
+    s.add_argument("--chains", type=positive_int, default=4, help="chains per input sequence")
+    s.add_argument("--epochs", type=positive_int, default=20, help="epochs after burn-in")
+    s.add_argument("--burn-in", type=nonnegative_int, default=5, help="epochs run first and not kept")
+    s.add_argument("--thin", type=positive_int, default=1, help="keep every N-th epoch after burn-in")
     s.add_argument("--block-size", type=_block_size, default=1, help="K, or START:END[:EPOCHS] decreasing linearly")
-    s.add_argument("--proposal-temperature", type=float, default=1.0)
-    s.add_argument("--top-p", type=float, default=1.0)
-    s.add_argument("--target-temperature", type=float, default=1.0)
-    s.add_argument("--anneal", type=float, default=0.0, help="subtract this from the target temperature per epoch")
-    s.add_argument("--temperature-floor", type=float, default=0.05)
-    s.add_argument("--order", choices=("random", "l2r"), default="random")
-    s.add_argument("--init", choices=("given", "greedy", "random"), default="given")
+    s.add_argument("--proposal-temperature", type=positive_float, default=1.0,
+                   help="temperature of the proposal distribution (the MLM's conditionals)")
+    s.add_argument("--top-p", type=probability, default=1.0,
+                   help="nucleus: propose only from the top-p probability mass")
+    s.add_argument("--target-temperature", type=positive_float, default=1.0,
+                   help="temperature of the target distribution exp(-E / T)")
+    s.add_argument("--anneal", type=nonnegative_float, default=0.0,
+                   help="subtract this from the target temperature per epoch")
+    s.add_argument("--temperature-floor", type=positive_float, default=0.05,
+                   help="lowest target temperature annealing reaches")
+    s.add_argument("--order", choices=("random", "l2r"), default="random",
+                   help="order in which positions are visited within an epoch")
+    s.add_argument("--init", choices=("given", "greedy", "random"), default="given",
+                   help="initial state of the free positions: the input, the MLM's argmax, or random tokens")
     s.add_argument("--score-all", action="store_true", help="energy over all positions, not only the free ones")
-    s.add_argument("--seed", type=int, default=0)
+    s.add_argument("--seed", type=nonnegative_int, default=0, help="seed of the sampler's random generator")
     p.add_argument("--out", required=True, help="output folder (run.jsonl, samples.fasta, summary.json, trace.png)")
-    p.add_argument("--no-plot", action="store_true")
-    p.add_argument("--no-progress", action="store_true")
+    p.add_argument("--no-plot", action="store_true", help="do not draw trace.png")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.set_defaults(func=run)
 
 
@@ -122,8 +133,6 @@ def run(args) -> int:
     from ..sampling.cdr import cdr_h3_mask
     from ..sampling.plots import plot_traces
 
-    if args.chains < 1:
-        raise MLMProbError(f"--chains must be >= 1, got {args.chains}")
     if args.positions and args.cdr3:
         raise MLMProbError("give --positions or --cdr3, not both")
     seqs = _read_inputs(args)

@@ -7,6 +7,7 @@ import json
 import sys
 from pathlib import Path
 
+from ..argtypes import positive_int
 from ..data import FORMATS, read_records
 from ..errors import MLMProbError
 from ..jsonl import dumps, trim_partial_line
@@ -18,7 +19,7 @@ def register(sub) -> None:
     p = sub.add_parser("score", help="pseudo-log-likelihood and raw-logit energy of sequences",
                        formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     p.add_argument("input", help="text file (one sequence per line), FASTA, CSV or TSV")
-    p.add_argument("--format", default="auto", choices=FORMATS)
+    p.add_argument("--format", default="auto", choices=FORMATS, help="input format (auto: by file extension)")
     p.add_argument("--column", help="sequence column of a CSV/TSV file")
     p.add_argument("--id-column", help="identifier column of a CSV/TSV file")
     from ..cli import add_allow_pickle_arg, add_model_args
@@ -27,10 +28,10 @@ def register(sub) -> None:
     p.add_argument("--out", "-o", help="output file, .jsonl or .tsv (default: JSONL on stdout)")
     p.add_argument("--per-token", action="store_true", help="also write per-token log-probabilities and raw logits")
     p.add_argument("--whole-word", action="store_true", help="whole-word l2r PLL (Kauf & Ivanova 2023)")
-    p.add_argument("--limit", type=int, help="score only the first N records")
+    p.add_argument("--limit", type=positive_int, help="score only the first N records")
     p.add_argument("--resume", action="store_true", help="skip ids already in --out and append")
     p.add_argument("--skip-invalid", action="store_true", help="skip records the tokenizer rejects, with a warning")
-    p.add_argument("--no-progress", action="store_true")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.set_defaults(func=run)
 
 
