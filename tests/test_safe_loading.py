@@ -125,3 +125,21 @@ def test_antibody_loaders_use_weights_only(monkeypatch):
     load_antiberty()
     load_sapiens("vh")
     assert calls == [True, True]
+
+
+def test_hub_models_load_only_safetensors(monkeypatch):
+    import transformers
+
+    seen = {}
+
+    def model_from_pretrained(where, **kw):
+        seen.update(kw)
+        raise OSError(f"{where} does not appear to have a file named model.safetensors or "
+                      "model.safetensors.index.json and thus cannot be loaded with `safetensors`.")
+
+    monkeypatch.setattr(transformers.AutoTokenizer, "from_pretrained", lambda where, **kw: object())
+    monkeypatch.setattr(transformers.AutoModelForMaskedLM, "from_pretrained", model_from_pretrained)
+    with pytest.raises(ModelLoadError, match="has no safetensors weights.*--allow-pickle") as e:
+        load_mlm("some-org/pickled-model-xyz")
+    assert "\n" not in str(e.value)
+    assert seen == {"use_safetensors": True, "trust_remote_code": False}

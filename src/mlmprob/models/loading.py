@@ -88,6 +88,9 @@ def load_hf(name_or_path: str, device="cpu", dtype=None, *, name: str | None = N
         if isinstance(e, ModelLoadError):
             raise
         first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        if not local.exists() and "safetensors" in first:
+            first = ("it has no safetensors weights, and mlmprob reads hub models from safetensors only "
+                     "(download it to a folder and pass that folder with --allow-pickle)")
         raise ModelLoadError(
             f"cannot load {name_or_path!r}: not a built-in model ({', '.join(BUILTIN)}), and loading it as a "
             f"Hugging Face masked LM failed: {first}") from None
