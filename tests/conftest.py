@@ -144,3 +144,34 @@ def esm(esm_dir):
 @pytest.fixture(scope="session")
 def protbert_dir(tmp_path_factory):
     return save_protbert(tmp_path_factory.mktemp("protbert"))
+
+
+def shared_data_file(rel: str):
+    """The path of ``rel`` inside the shared data folder (``$MLMPROB_DATA`` or a ``shared/data`` beside
+    or above this checkout); skips the calling test, naming the file, when it is absent."""
+    from pathlib import Path
+
+    here = Path(__file__).resolve()
+    env = os.environ.get("MLMPROB_DATA")
+    roots = ([Path(env)] if env else []) + [Path.cwd().parent / "shared" / "data", Path.cwd() / "shared" / "data"]
+    roots += [p / "shared" / "data" for p in here.parents]
+    for root in roots:
+        if (root / rel).is_file():
+            return (root / rel).resolve()
+    pytest.skip(f"needs the shared data file {rel} (set MLMPROB_DATA or put shared/data beside the checkout)")
+
+
+def _no_constant(name):
+    raise ValueError(f"non-standard JSON constant {name}")
+
+
+def strict_json(text: str):
+    """``json.loads`` that refuses NaN, Infinity and -Infinity (not JSON)."""
+    import json
+    return json.loads(text, parse_constant=_no_constant)
+
+
+def strict_jsonl(path) -> list:
+    """Every non-blank line of a JSONL file, parsed strictly."""
+    from pathlib import Path
+    return [strict_json(line) for line in Path(path).read_text().splitlines() if line.strip()]

@@ -3,6 +3,8 @@ import pytest
 from mlmprob import MLMProbError
 from mlmprob.data import read_records, shared_data_dir
 
+from conftest import shared_data_file
+
 
 def test_readers(tmp_path):
     (tmp_path / "a.txt").write_text("ACD\n\n  EFG \n")
@@ -30,5 +32,11 @@ def test_reader_errors(tmp_path):
 
 
 def test_shared_data_is_found():
+    want = shared_data_file("antibody/thera_sabdab.csv")  # skips, naming the file, in a clone without it
     d = shared_data_dir()
-    assert d is not None and (d / "antibody" / "thera_sabdab.csv").exists()
+    assert d is not None and (d / "antibody" / "thera_sabdab.csv").exists(), (d, want)
+
+
+def test_shared_data_dir_follows_the_environment(tmp_path, monkeypatch):
+    monkeypatch.setenv("MLMPROB_DATA", str(tmp_path))
+    assert shared_data_dir() == tmp_path.resolve()

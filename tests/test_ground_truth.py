@@ -5,6 +5,8 @@ import json
 import pytest
 import torch
 
+from conftest import strict_json, strict_jsonl
+
 from mlmprob import MLMProbError
 from mlmprob.experiments.ground_truth import (GroundTruthConfig, adjacent_equal, all_states, empirical, kl, run,
                                               state_index, true_pair_joint, tv)
@@ -71,6 +73,8 @@ def test_tiny_run_resumes_and_reports(tmp_path):
     # beam search on the exact conditionals with a beam as wide as V**k... here beam 5 < 9, but every regret >= 0
     assert all(v["regret"] >= -1e-9 for v in infill.values())
     lines = (out / "results.jsonl").read_text().splitlines()
+    assert len(strict_jsonl(out / "results.jsonl")) == len(lines)
+    strict_json((out / "config.json").read_text())
     run(cfg, out, runs, progress=False, log=lambda *_: None)  # resumes: nothing redone
     assert (out / "results.jsonl").read_text().splitlines() == lines
     report = write_report(out).read_text()

@@ -22,8 +22,8 @@ from typing import Callable, Iterator
 
 import torch
 
-from .errors import MLMProbError
-from .models.protocol import MaskedLM, gather_logits, lengths_of
+from .errors import MLMProbError, NonFiniteError
+from .models.protocol import NONFINITE_HINT, MaskedLM, gather_logits, lengths_of, nonfinite_rows
 
 DEFAULT_BATCH_TOKENS = 65536
 ATTENTION_BUDGET = 16 * 512 * 512
@@ -122,6 +122,12 @@ def _plan(copy_len: torch.Tensor, batch_tokens: int) -> tuple[torch.Tensor, list
     return order, plan
 
 
+def _raise_nonfinite(rows) -> None:
+    seqs = sorted(set(int(r) for r in rows))
+    raise NonFiniteError(f"the model returned NaN or infinite logits for sequence(s) {seqs} ({NONFINITE_HINT})",
+                         rows=seqs) from None
+
+
 def iter_masked_logits(
     mlm: MaskedLM,
     input_ids: torch.Tensor,
@@ -141,7 +147,8 @@ def iter_masked_logits(
     With ``on_device`` the masked copies are built on the model's device, the loop makes no host
     synchronisation, and both tensors are yielded there (logits as float32); otherwise they are on
     the CPU. A sub-batch that runs out of memory is halved and retried (reported once); the smaller
-    size is kept for the model's later calls.
+    size is kept for the model's later calls. NaN or infinite logits raise ``NonFiniteError`` naming
+    the affected rows of ``input_ids``.
     """
     batch_tokens = auto_batch_tokens(mlm, batch_tokens)
     rows = torch.as_tensor(rows, dtype=torch.long)
@@ -154,6 +161,7 @@ def iter_masked_logits(
     ids_all, order, rows, cols = input_ids.to(dev), order.to(dev), rows.to(dev), cols.to(dev)
     extra = None if extra_mask is None else extra_mask.to(dev)
     fast = getattr(mlm, "device_logits_at", None) if on_device else None
+    bad = torch.zeros(input_ids.shape[0], dtype=torch.bool, device=dev) if fast is not None else None
     for start, n_planned, width in plan:
         done = 0
         while done < n_planned:
@@ -166,7 +174,13 @@ def iter_masked_logits(
             if extra is not None:
                 ids[extra[idx, :width]] = mlm.mask_id
             try:
-                logits = fast(ids, ar, cols[idx]) if fast is not None else gather_logits(mlm, ids, ar, cols[idx])
+                if fast is not None:  # checked on the device, read once at the end: no sync in the loop
+                    logits = fast(ids, ar, cols[idx])
+                    bad[rows[idx]] |= nonfinite_rows(logits)
+                else:
+                    logits = gather_logits(mlm, ids, ar, cols[idx])
+            except NonFiniteError as e:  # name the rows of ``input_ids``, not those of the sub-batch
+                _raise_nonfinite(rows[idx[list(e.rows)]].tolist())
             except Exception as e:  # noqa: BLE001 - only out-of-memory is handled, the rest re-raised
                 if not is_out_of_memory(e):
                     raise
@@ -179,3 +193,5 @@ def iter_masked_logits(
             done += n
             if progress is not None:
                 progress(n)
+    if bad is not None and bool(bad.any()):
+        _raise_nonfinite(bad.nonzero()[:, 0].tolist())

@@ -18,3 +18,12 @@ class PositionsError(MLMProbError):
 
 class ModelLoadError(MLMProbError):
     """A model name or path that cannot be loaded."""
+
+
+class NonFiniteError(MLMProbError):
+    """The model returned NaN or infinite logits (float16 overflow, broken weights), or a score came
+    out infinite. ``rows`` are the indices of the affected input sequences when known."""
+
+    def __init__(self, message: str, rows=()):
+        super().__init__(message)
+        self.rows = tuple(int(r) for r in rows)

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import asdict, dataclass, field
 from typing import Callable, Iterable, Iterator, Sequence
 
 from .batching import DEFAULT_BATCH_TOKENS
 from .data import Record
 from .energy import token_scores
-from .errors import MLMProbError, TokenizationError
+from .errors import MLMProbError, NonFiniteError, TokenizationError
+from .models.protocol import NONFINITE_HINT
 
 
 @dataclass(frozen=True)
@@ -53,7 +55,8 @@ def score_records(mlm, records: Iterable[Record], *, whole_word: bool = False, p
                   progress: Callable[[int], None] | None = None) -> Iterator[SequenceScore]:
     """Yield a ``SequenceScore`` per record, scoring ``chunk_size`` records per call (results come
     as they are ready). ``whole_word`` uses the whole-word l2r PLL. ``skip_invalid`` skips records
-    the tokenizer rejects (reported through ``on_skip``) instead of raising."""
+    the tokenizer rejects (reported through ``on_skip``) instead of raising. NaN or infinite logits
+    (or an infinite score) stop the run with ``NonFiniteError`` naming the record ids."""
     if not hasattr(mlm, "encode"):
         raise MLMProbError("this model has no tokenizer; score token ids with mlmprob.token_scores instead")
     buf: list[Record] = []
@@ -72,13 +75,21 @@ def score_records(mlm, records: Iterable[Record], *, whole_word: bool = False, p
         if not good:
             return []
         enc = _encode_chunk(mlm, good)
-        s = token_scores(mlm, enc.input_ids, word_ids=enc.word_ids if whole_word else None,
-                         batch_tokens=batch_tokens)
+        try:
+            s = token_scores(mlm, enc.input_ids, word_ids=enc.word_ids if whole_word else None,
+                             batch_tokens=batch_tokens)
+        except NonFiniteError as e:
+            named = [good[b].id for b in e.rows if 0 <= b < len(good)] or [r.id for r in good]
+            raise NonFiniteError(f"record(s) {', '.join(map(repr, named))}: the model returned NaN or infinite "
+                                 f"logits ({NONFINITE_HINT})", rows=[b for b in e.rows if 0 <= b < len(good)]) from None
         out = []
         for b, r in enumerate(good):
             sel = s.positions[b]
             n = int(sel.sum())
             p = float(s.log_prob[b].sum())
+            if not (math.isfinite(p) and math.isfinite(float(s.raw[b].sum()))):
+                raise NonFiniteError(f"record {r.id!r}: its score is not finite (PLL {p}; a token with zero "
+                                     f"probability, or {NONFINITE_HINT})", rows=[b])
             row = dict(id=r.id, sequence=r.seq, n_tokens=n, pll=p, pll_per_token=p / n, e_local=-p,
                        e_raw=float(-s.raw[b].sum()))
             if per_token:
@@ -108,6 +119,7 @@ class ScoreJob:
 
     model: str
     dtype: str | None = None
+    allow_pickle: bool = False
     whole_word: bool = False
     per_token: bool = False
     batch_tokens: int | None = None
@@ -117,7 +129,7 @@ class ScoreJob:
         """The model on ``device`` (called once per worker)."""
         from .models import load_mlm
 
-        return load_mlm(self.model, device=device, dtype=self.dtype)
+        return load_mlm(self.model, device=device, dtype=self.dtype, allow_pickle=self.allow_pickle)
 
     def run(self, mlm, records: Sequence[Record]) -> tuple[list[dict], list[tuple[str, str]]]:
         """Score one chunk: result rows (dicts, in input order) and the ``(id, reason)`` of skipped records."""

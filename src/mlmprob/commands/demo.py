@@ -14,11 +14,13 @@ DEMO_HEAVY = {
 def register(sub) -> None:
     p = sub.add_parser("demo", help="score antibodies with AntiBERTy and print a short report",
                        formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    from ..argtypes import nonnegative_int, positive_int
     from ..cli import add_model_args
     add_model_args(p)
-    p.add_argument("--n", type=int, default=3, help="heavy chains from Thera-SAbDab to score besides trastuzumab")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--epochs", type=int, default=2, help="MH epochs of the CDR-H3 redesign section")
+    p.add_argument("--n", type=nonnegative_int, default=3,
+                   help="heavy chains from Thera-SAbDab to score besides trastuzumab")
+    p.add_argument("--seed", type=nonnegative_int, default=0, help="seed of the CDR-H3 redesign chains")
+    p.add_argument("--epochs", type=positive_int, default=2, help="MH epochs of the CDR-H3 redesign section")
     p.set_defaults(func=run)
 
 

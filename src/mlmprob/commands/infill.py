@@ -17,10 +17,12 @@ import json
 import sys
 from pathlib import Path
 
+from ..argtypes import positive_int
 from ..errors import MLMProbError
 from ..infill.stream import GAP_MODES, expand_gaps, parse_pivot
 from ..infill.stream import mask_text as _mask_text
 from ..runtime.inputs import FORMATS
+from ..jsonl import dumps
 
 __all__ = ["expand_gaps", "parse_pivot", "register", "run"]
 
@@ -45,7 +47,8 @@ def register(sub) -> None:
     p.add_argument("--method", default="hcb", choices=["hcb", "standard"], help="beam search score (default hcb)")
     p.add_argument("--order", default="l2r", choices=["l2r", "best"],
                    help="left to right, or best to worst (most confident position first); default l2r")
-    p.add_argument("--beam-size", "-k", type=int, default=5, help="beam size = number of fills kept (default 5)")
+    p.add_argument("--beam-size", "-k", type=positive_int, default=5,
+                   help="beam size = number of fills kept (default 5)")
     p.add_argument("--pivot", help="HCB pivot token or id (default: the mask token)")
     p.add_argument("--gaps", default="joint", choices=GAP_MODES,
                    help="--input: all masked tokens of a record are one gap (joint, id = record id) or each "
@@ -59,8 +62,6 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
-    if args.beam_size < 1:
-        raise MLMProbError(f"--beam-size must be positive, got {args.beam_size}")
     if args.pivot is not None and args.method == "standard":
         raise MLMProbError("--pivot: the pivot is used only by method='hcb'")
     if (args.sequence is None) == (args.input is None):
@@ -96,7 +97,7 @@ def _run_one(args) -> int:
         rows.append({"rank": rank, "fill": mlm.decode(list(c.tokens)), "score": c.score,
                      "tokens": list(c.tokens), "sequence": mlm.decode(full)})
     if args.json:
-        print(json.dumps({"model": args.model, "method": args.method, "order": args.order,
+        print(dumps({"model": args.model, "method": args.method, "order": args.order,
                           "beam_size": args.beam_size, "pivot": args.pivot or "mask",
                           "positions": positions.tolist(), "candidates": rows}))
         return 0
@@ -132,7 +133,7 @@ def _run_stream(args) -> int:
               "method": args.method, "order": args.order, "beam_size": args.beam_size,
               "pivot": args.pivot or "mask", "shard": str(shard)}
     writer = open_writer(args.out, resume=args.resume, config=config, fields=TSV_FIELDS, part_rows=args.part_rows)
-    job = InfillJob(model=args.model, dtype=args.dtype, method=args.method, order=args.order,
+    job = InfillJob(model=args.model, dtype=args.dtype, allow_pickle=args.allow_pickle, method=args.method, order=args.order,
                     beam_size=args.beam_size, pivot=args.pivot, batch_tokens=args.batch_tokens,
                     skip_invalid=args.skip_invalid, json_lists=output_kind(args.out) == "tsv")
     with writer:

@@ -15,6 +15,7 @@ import argparse
 import sys
 
 from ..errors import MLMProbError
+from ..argtypes import positive_float, positive_int
 from ..joints.runner import SCHEMES, JointsConfig, load_records, run_joints, write_report
 from ..runtime.inputs import FORMATS
 
@@ -31,16 +32,18 @@ def register(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--format", default="auto", choices=FORMATS, help="--data format (default auto: by the suffix)")
     p.add_argument("--column", help="sequence column of a CSV/TSV file (default HC) or key of JSONL/Parquet records")
     p.add_argument("--out", required=True, help="output folder")
-    p.add_argument("--n-pairs", type=int, default=500, help="pairs per scheme (default 500)")
-    p.add_argument("--schemes", nargs="+", choices=SCHEMES, default=list(SCHEMES))
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--top-k", type=int, default=None,
+    p.add_argument("--n-pairs", type=positive_int, default=500, help="pairs per scheme (default 500)")
+    p.add_argument("--schemes", nargs="+", choices=SCHEMES, default=list(SCHEMES),
+                   help="pair schemes: random positions, or contiguous (adjacent) positions (default: both)")
+    p.add_argument("--seed", type=nonnegative_int, default=0, help="seed of the pair sampling (default 0)")
+    p.add_argument("--top-k", type=positive_int, default=None,
                    help="approximation: restrict the candidate vocabulary to the k most probable ids (both masked)")
     p.add_argument("--pivot", choices=("mode", "mask"), default="mode", help="HCB pivot (default: mode of the MLM joint)")
-    p.add_argument("--ag-steps", type=int, default=None, help="fixed AG steps (the paper: 50); default: to convergence")
-    p.add_argument("--ag-tol", type=float, default=1e-10, help="AG convergence: total-variation change per step")
-    p.add_argument("--ag-max-steps", type=int, default=5000)
-    p.add_argument("--max-sequences", type=int, default=None, help="use only the first N sequences of the data")
+    p.add_argument("--ag-steps", type=positive_int, default=None, help="fixed AG steps (the paper: 50); default: to convergence")
+    p.add_argument("--ag-tol", type=positive_float, default=1e-10, help="AG convergence: total-variation change per step")
+    p.add_argument("--ag-max-steps", type=positive_int, default=5000,
+                   help="cap on AG steps when running to convergence (default 5000)")
+    p.add_argument("--max-sequences", type=positive_int, default=None, help="use only the first N sequences of the data")
     p.add_argument("--report-only", action="store_true", help="only rebuild the report from OUT/pairs.jsonl")
     p.add_argument("--quiet", action="store_true", help="no progress bar and no summary line on stderr")
     add_runtime_args(p)
@@ -80,6 +83,7 @@ def run(args: argparse.Namespace) -> int:
         new[0] += 1
 
     records = run_joints(None, config, args.out, batch_tokens=args.batch_tokens, progress=count, shard=shard,
+                         allow_pickle=args.allow_pickle,
                          devices=devices, dtype=args.dtype, engine=args.engine, ray_address=args.ray_address,
                          show_progress=not (args.quiet or args.no_progress))
     total = len(range(shard.index - 1, len(config.schemes) * config.n_pairs, shard.count))

@@ -18,10 +18,12 @@ import json
 import sys
 from pathlib import Path
 
+from ..argtypes import nonnegative_float, nonnegative_int, positive_float, positive_int, probability
 from ..errors import MLMProbError
 from ..runtime.inputs import FORMATS
 
 STREAM_SUFFIXES = (".jsonl", ".tsv", ".parquet")
+from ..jsonl import dumps
 
 
 def _block_size(text: str):
@@ -29,9 +31,10 @@ def _block_size(text: str):
 
     parts = text.split(":")
     try:
-        nums = [int(p) for p in parts]
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"block size must be K or START:END[:EPOCHS], got {text!r}") from None
+        nums = [positive_int(p) for p in parts]
+    except argparse.ArgumentTypeError:
+        raise argparse.ArgumentTypeError(f"block size must be K or START:END[:EPOCHS] with positive integers, "
+                                         f"got {text!r}") from None
     if len(nums) == 1:
         return nums[0]
     if len(nums) in (2, 3):
@@ -87,22 +90,31 @@ def register(sub) -> None:
     from ..cli import add_model_args, add_runtime_args
     add_model_args(p)
     s = p.add_argument_group("sampler")
-    s.add_argument("--method", choices=("mh", "gibbs"), default="mh")
-    s.add_argument("--energy", choices=("local", "raw"), default="local")
-    s.add_argument("--chains", type=int, default=4, help="chains per input sequence")
-    s.add_argument("--epochs", type=int, default=20, help="epochs after burn-in")
-    s.add_argument("--burn-in", type=int, default=5)
-    s.add_argument("--thin", type=int, default=1)
+    s.add_argument("--method", choices=("mh", "gibbs"), default="mh",
+                   help="Metropolis-Hastings with the MLM's conditionals as proposals, or degenerate Gibbs")
+    s.add_argument("--energy", choices=("local", "raw"), default="local",
+                   help="target energy: E_local (= -PLL) or E_raw (minus the sum of raw logits)")
+    s.add_argument("--chains", type=positive_int, default=4, help="chains per input sequence")
+    s.add_argument("--epochs", type=positive_int, default=20, help="epochs after burn-in")
+    s.add_argument("--burn-in", type=nonnegative_int, default=5, help="epochs run first and not kept")
+    s.add_argument("--thin", type=positive_int, default=1, help="keep every N-th epoch after burn-in")
     s.add_argument("--block-size", type=_block_size, default=1, help="K, or START:END[:EPOCHS] decreasing linearly")
-    s.add_argument("--proposal-temperature", type=float, default=1.0)
-    s.add_argument("--top-p", type=float, default=1.0)
-    s.add_argument("--target-temperature", type=float, default=1.0)
-    s.add_argument("--anneal", type=float, default=0.0, help="subtract this from the target temperature per epoch")
-    s.add_argument("--temperature-floor", type=float, default=0.05)
-    s.add_argument("--order", choices=("random", "l2r"), default="random")
-    s.add_argument("--init", choices=("given", "greedy", "random"), default="given")
+    s.add_argument("--proposal-temperature", type=positive_float, default=1.0,
+                   help="temperature of the proposal distribution (the MLM's conditionals)")
+    s.add_argument("--top-p", type=probability, default=1.0,
+                   help="nucleus: propose only from the top-p probability mass")
+    s.add_argument("--target-temperature", type=positive_float, default=1.0,
+                   help="temperature of the target distribution exp(-E / T)")
+    s.add_argument("--anneal", type=nonnegative_float, default=0.0,
+                   help="subtract this from the target temperature per epoch")
+    s.add_argument("--temperature-floor", type=positive_float, default=0.05,
+                   help="lowest target temperature annealing reaches")
+    s.add_argument("--order", choices=("random", "l2r"), default="random",
+                   help="order in which positions are visited within an epoch")
+    s.add_argument("--init", choices=("given", "greedy", "random"), default="given",
+                   help="initial state of the free positions: the input, the MLM's argmax, or random tokens")
     s.add_argument("--score-all", action="store_true", help="energy over all positions, not only the free ones")
-    s.add_argument("--seed", type=int, default=0)
+    s.add_argument("--seed", type=nonnegative_int, default=0, help="seed of the sampler's random generator")
     p.add_argument("--out", "-o", help="a folder (run.jsonl, samples.fasta, summary.json, trace.png), or a .jsonl, "
                                        ".tsv or .parquet file of one row per chain, streamed (default: stdout JSONL)")
     p.add_argument("--no-plot", action="store_true", help="folder mode: no trace.png")
@@ -110,6 +122,22 @@ def register(sub) -> None:
                    help="streamed mode: skip records that cannot be sampled (no CDR-H3, bad positions), with a warning")
     add_runtime_args(p)
     p.set_defaults(func=run)
+
+
+def _diagnostic_notes(result) -> dict:
+    """Why a diagnostic is missing (written as null): ``{"ess_note": ...}`` and the like."""
+    import math
+
+    kept = len(result.kept_epochs)
+    notes = {}
+    for key in ("ess", "rhat"):
+        if not math.isfinite(getattr(result, key)):
+            notes[f"{key}_note"] = (f"needs >= 4 kept epochs, got {kept}" if kept < 4
+                                    else "the kept energy trace has no variance (or is not finite)")
+    for key in ("accept_rate", "novel_rate"):
+        if not math.isfinite(getattr(result, key)):
+            notes[f"{key}_note"] = "no proposals after burn-in"
+    return notes
 
 
 def _records(args):
@@ -154,8 +182,6 @@ def run_folder(args) -> int:
     from ..sampling.plots import plot_traces
     from ..sampling.stream import block_schedule, free_positions
 
-    if args.chains < 1:
-        raise MLMProbError(f"--chains must be >= 1, got {args.chains}")
     seqs = [(r.id, r.seq) for r in _records(args)]
     if not seqs:
         raise MLMProbError("no input: give --seq or --input")
@@ -193,10 +219,11 @@ def run_folder(args) -> int:
                "rhat": result.rhat, "forward_rows": result.forward_rows, "proposals": result.proposals,
                "final_energy_mean": float(result.energy[-1].mean()),
                "final_identity_mean": None if result.identity is None else float(result.identity[-1].mean())}
-    (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
+    summary.update(_diagnostic_notes(result))
+    (out / "summary.json").write_text(dumps(summary, indent=2) + "\n")
     if not args.no_plot:
         plot_traces(result, out / "trace.png")
-    print(json.dumps(summary))
+    print(dumps(summary))
     return 0
 
 
@@ -248,7 +275,7 @@ def run_streamed(args) -> int:
     devices = parse_devices(args.workers, args.devices)
     if devices == ["auto"]:
         devices = [args.device]
-    job = SampleJob(model=args.model, dtype=args.dtype, batch_tokens=args.batch_tokens, chains=args.chains,
+    job = SampleJob(model=args.model, dtype=args.dtype, allow_pickle=args.allow_pickle, batch_tokens=args.batch_tokens, chains=args.chains,
                     seed=args.seed, method=args.method, energy=args.energy, epochs=args.epochs, burn_in=args.burn_in,
                     thin=args.thin, block_size=args.block_size, proposal_temperature=args.proposal_temperature,
                     top_p=args.top_p, target_temperature=args.target_temperature, anneal=args.anneal,

@@ -6,6 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from ..argtypes import positive_int
 from ..errors import MLMProbError
 from ..runtime.inputs import FORMATS
 
@@ -24,7 +25,7 @@ def register(sub) -> None:
     p.add_argument("--out", "-o", help="output file, .jsonl, .tsv or .parquet (default: JSONL on stdout)")
     p.add_argument("--per-token", action="store_true", help="also write per-token log-probabilities and raw logits")
     p.add_argument("--whole-word", action="store_true", help="whole-word l2r PLL (Kauf & Ivanova 2023)")
-    p.add_argument("--limit", type=int, help="score only the first N records of the input (before --shard)")
+    p.add_argument("--limit", type=positive_int, help="score only the first N records of the input (before --shard)")
     p.add_argument("--skip-invalid", action="store_true", help="skip records the tokenizer rejects, with a warning")
     add_runtime_args(p)
     p.set_defaults(func=run)
@@ -74,7 +75,7 @@ def run(args) -> int:
               "whole_word": args.whole_word, "per_token": args.per_token, "shard": str(shard)}
     # the output is claimed (lock, resume check) before the model loads: a second writer is refused at once
     writer = open_writer(args.out, resume=args.resume, config=config, fields=TSV_FIELDS, part_rows=args.part_rows)
-    job = ScoreJob(model=args.model, dtype=args.dtype, whole_word=args.whole_word, per_token=args.per_token,
+    job = ScoreJob(model=args.model, dtype=args.dtype, allow_pickle=args.allow_pickle, whole_word=args.whole_word, per_token=args.per_token,
                    batch_tokens=args.batch_tokens, skip_invalid=args.skip_invalid)
     if len(devices) == 1 and args.engine == "local":  # load here once: errors (unknown model, device) surface early
         try:

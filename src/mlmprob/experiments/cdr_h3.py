@@ -63,7 +63,7 @@ import torch
 
 from ..batching import DEFAULT_BATCH_TOKENS
 from ..errors import MLMProbError
-from ..jsonl import read_jsonl, trim_partial_line
+from ..jsonl import dumps, read_jsonl, trim_partial_line
 from ..models.protocol import MaskedLM
 
 RESULTS_FILE, RUNS_FILE, WORK_DIR = "results.jsonl", "runs.jsonl", "work"
@@ -491,7 +491,7 @@ def _write_antibodies(out: Path, antibodies: Sequence[Antibody], units: _Units, 
     alpha = _Alphabet(mlm)
     rows = [{"name": a.name, "hc": a.hc, "start": a.start, "end": a.end, "cdr": a.cdr,
              "warm": alpha.text(units.warm[i], units.free[i])} for i, a in enumerate(antibodies)]
-    (out / "antibodies.json").write_text(json.dumps(rows, indent=1) + "\n")
+    (out / "antibodies.json").write_text(dumps(rows, indent=1) + "\n")
 
 
 def run_experiment(mlm: MaskedLM, antibodies: Sequence[Antibody], configs: Sequence[Config], opts: RunOptions,
@@ -521,7 +521,7 @@ def run_experiment(mlm: MaskedLM, antibodies: Sequence[Antibody], configs: Seque
         records = run_config(mlm, cfg, units, opts, work)
         with path.open("a") as f:
             for r in records:
-                f.write(json.dumps(r, separators=(",", ":")) + "\n")
+                f.write(dumps(r, separators=(",", ":")) + "\n")
             f.flush()
         for p in work.glob(cfg.name.replace("/", "__") + "-*.jsonl"):
             p.unlink()
@@ -572,7 +572,7 @@ def build_parser() -> argparse.ArgumentParser:
 def _append_run(out: Path, entry: dict) -> None:
     trim_partial_line(out / RUNS_FILE)
     with (out / RUNS_FILE).open("a") as f:
-        f.write(json.dumps(entry) + "\n")
+        f.write(dumps(entry) + "\n")
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -27,6 +27,7 @@ from pathlib import Path
 import torch
 
 from ..errors import MLMProbError
+from ..jsonl import dumps
 from ..training.data import TextSource, split_heldout
 from ..training.masking import generator_for, select_positions
 
@@ -173,9 +174,9 @@ def evaluate(model: str, out: Path, data_dir: str, corpus: Path, run_dir: Path, 
     for name, sents in sets.items():
         s = score_set(mlm, name, sents, unigram_id=uni, seed=seed)
         res.append(s)
-        print(json.dumps(asdict(s)))
+        print(dumps(asdict(s)))
     out.mkdir(parents=True, exist_ok=True)
-    (out / "scores.json").write_text(json.dumps({"model": model, "unigram_token": mlm.decode([uni]),
+    (out / "scores.json").write_text(dumps({"model": model, "unigram_token": mlm.decode([uni]),
                                                  "scores": [asdict(s) for s in res]}, indent=1) + "\n")
     return res
 

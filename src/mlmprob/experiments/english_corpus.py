@@ -18,6 +18,7 @@ import zipfile
 from pathlib import Path
 
 from ..errors import MLMProbError
+from ..jsonl import dumps
 
 AUSTEN = ("emma", "mansfieldpark", "northangerabbey", "persuasion", "prideprejudice", "sensesensibility")
 MIN_WORDS, MAX_WORDS = 4, 60
@@ -160,7 +161,7 @@ def main(argv=None) -> int:
     p.add_argument("--data", default="../shared/data")
     p.add_argument("--out", required=True)
     args = p.parse_args(argv)
-    print(json.dumps(write_corpus(args.data, args.out)))
+    print(dumps(write_corpus(args.data, args.out)))
     return 0
 
 

@@ -38,7 +38,7 @@ from pathlib import Path
 import torch
 
 from ..errors import MLMProbError
-from ..jsonl import trim_partial_line
+from ..jsonl import dumps, trim_partial_line
 from ..synthetic import SyntheticLanguage, make_language
 from ..training.data import SYMBOL_OFFSET, wrap_symbols
 from ..training.masking import generator_for, n_selected
@@ -307,7 +307,7 @@ class Results:
     def add(self, rec: dict) -> None:
         self.done[rec["unit"]] = rec
         with self.path.open("a") as f:
-            f.write(json.dumps(rec) + "\n")
+            f.write(dumps(rec) + "\n")
 
 
 def _train(cfg: GroundTruthConfig, lang, out_dir: Path, *, steps: int, mask_rate: float, masking: str = "dynamic",
@@ -330,7 +330,7 @@ def run(cfg: GroundTruthConfig, out: Path, runs: Path, *, stages=("coupling", "c
     if cfg_path.is_file() and json.loads(cfg_path.read_text()) != cfg.to_dict():
         raise MLMProbError(f"{out} holds results of a different configuration; use the same settings or another "
                            f"--out")
-    cfg_path.write_text(json.dumps(cfg.to_dict(), indent=1) + "\n")
+    cfg_path.write_text(dumps(cfg.to_dict(), indent=1) + "\n")
     res = Results(out / RESULTS)
     V, T = cfg.vocab_size, cfg.length
 
@@ -456,7 +456,7 @@ def main(argv=None) -> int:
         run(cfg, out, Path(args.runs), stages=tuple(args.stages.split(",")), progress=not args.no_progress)
         trim_partial_line(out / "runs.jsonl")
         with (out / "runs.jsonl").open("a") as f:
-            f.write(json.dumps({"command": "python -m mlmprob.experiments.ground_truth "
+            f.write(dumps({"command": "python -m mlmprob.experiments.ground_truth "
                                 + " ".join(shlex.quote(a) for a in (argv if argv is not None else sys.argv[1:])),
                                 "wall_s": round(time.time() - t0, 1), "threads": torch.get_num_threads()}) + "\n")
         if not args.no_report:

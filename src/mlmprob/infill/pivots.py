@@ -15,7 +15,6 @@ standard beam search. Resumable like the runner (finished records are skipped)::
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
 from collections import defaultdict
@@ -24,7 +23,7 @@ from pathlib import Path
 from typing import Callable, Sequence
 
 from ..errors import MLMProbError
-from ..jsonl import trim_partial_line
+from ..jsonl import dumps, trim_partial_line
 from .beam import beam_search, make_correction
 from .paired import discordant, exact_sign_test
 from .runner import (DATASETS, REGIONS, CountingMLM, ExperimentConfig, draw_data, measure_gap, model_gaps,
@@ -106,7 +105,7 @@ def run_sweep(config: PivotSweepConfig, out: str | Path, *, data_dir: str | Path
                    **measure_gap(mlm, gap, lambda ids, cols: beam_search(mlm, ids, cols, correction=corr,
                                                                           order=config.order,
                                                                           beam_size=config.beam_size))}
-            fh.write(json.dumps(rec) + "\n")
+            fh.write(dumps(rec) + "\n")
             fh.flush()
             n_new += 1
             if progress:

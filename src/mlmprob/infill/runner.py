@@ -35,7 +35,6 @@ the process.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
 from collections import defaultdict
@@ -46,7 +45,7 @@ from typing import Callable, Iterable
 import torch
 
 from ..errors import MLMProbError
-from ..jsonl import read_jsonl, trim_partial_line
+from ..jsonl import dumps, read_jsonl, trim_partial_line
 from . import antibody_gaps
 from .antibody_gaps import GapSpec, load_chains, sample_gaps
 from .baselines import BASELINES, sample_infill
@@ -291,7 +290,7 @@ def run_experiment(config: ExperimentConfig, out: str | Path, *, data_dir: str |
                        "beam_size": config.beam_size,
                        **measure_gap(mlm, gap, lambda ids, cols: run_method(method, mlm, ids, cols, config.beam_size,
                                                                              gen, scramble))}
-                fh.write(json.dumps(rec) + "\n")
+                fh.write(dumps(rec) + "\n")
                 fh.flush()
                 n_new += 1
                 if progress:

@@ -156,6 +156,7 @@ class InfillJob:
 
     model: str
     dtype: str | None = None
+    allow_pickle: bool = False
     method: str = "hcb"
     order: str = "l2r"
     beam_size: int = 5
@@ -168,7 +169,7 @@ class InfillJob:
         """The model on ``device`` (called once per worker), checked against the options."""
         from ..models import load_mlm
 
-        return self.prepare(load_mlm(self.model, device=device, dtype=self.dtype))
+        return self.prepare(load_mlm(self.model, device=device, dtype=self.dtype, allow_pickle=self.allow_pickle))
 
     def prepare(self, mlm) -> InfillState:
         """Check the options against a loaded model (bad pivot, method or order: an error here)."""

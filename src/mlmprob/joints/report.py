@@ -3,16 +3,18 @@ pair scheme), diagnostics, ``summary.json`` and the token-distance plot of App. 
 
 from __future__ import annotations
 
-import json
 import math
 from pathlib import Path
 from typing import Sequence
 
+from ..jsonl import dumps
 from ..errors import MLMProbError
 from .metrics import JointSummary, summarize
 
 METHOD_LABELS = {"mlm": "MLM", "mrf_logit": "MRF-L", "mrf": "MRF", "hcb": "HCB", "ag": "AG"}
 REPORT_FILE, SUMMARY_FILE, PLOT_FILE = "report.md", "summary.json", "distance.png"
+SUMMARY_NULLS = ("null: U-PPL/P-PPL are infinite when a gold pair lies outside the candidate vocabulary "
+                 "(see n_covered); G-KL, A-KL and rates are undefined without pairs to average")
 
 
 def summarize_records(records: Sequence[dict]) -> dict[str, dict[str, JointSummary]]:
@@ -93,6 +95,9 @@ def write_report(records: Sequence[dict], out_dir: str | Path, title: str = "Pai
         raise MLMProbError(f"no pair records to report in {out}")
     (out / REPORT_FILE).write_text(format_report(records, title))
     summ = {s: {m: v.as_dict() for m, v in d.items()} for s, d in summarize_records(records).items()}
-    (out / SUMMARY_FILE).write_text(json.dumps({"table": summ, "diagnostics": diagnostics(records)}, indent=2))
+    summary = {"table": summ, "diagnostics": diagnostics(records)}
+    if "null" in dumps(summary):
+        summary["null_means"] = SUMMARY_NULLS
+    (out / SUMMARY_FILE).write_text(dumps(summary, indent=2))
     plot_distance(records, out / PLOT_FILE, title=title)
     return {"report": out / REPORT_FILE, "summary": out / SUMMARY_FILE, "plot": out / PLOT_FILE}

@@ -249,13 +249,14 @@ class JointsJob:
 
     config: JointsConfig
     dtype: str | None = None
+    allow_pickle: bool = False
     batch_tokens: int | None = None
 
     def load(self, device: str = "auto") -> JointsWorker:
         """``config.model`` on ``device`` (called once per worker)."""
         from ..models import load_mlm
 
-        return self.prepare(load_mlm(self.config.model, device=device, dtype=self.dtype))
+        return self.prepare(load_mlm(self.config.model, device=device, dtype=self.dtype, allow_pickle=self.allow_pickle))
 
     def prepare(self, mlm: MaskedLM) -> JointsWorker:
         from ..batching import auto_batch_tokens
@@ -287,7 +288,8 @@ class JointsJob:
 def run_joints(mlm: MaskedLM | None, config: JointsConfig, out_dir: str | Path, *,
                batch_tokens: int | None = None, progress: Callable[[dict], None] | None = None,
                shard: Shard = Shard.whole(), devices: Sequence[str] | None = None, dtype: str | None = None,
-               engine: str = "local", ray_address: str | None = None, show_progress: bool = False) -> list[dict]:
+               engine: str = "local", ray_address: str | None = None, show_progress: bool = False,
+               allow_pickle: bool = False) -> list[dict]:
     """Compute the missing pair records of ``shard`` into ``out_dir/pairs.jsonl``; returns all records of
     the configuration there (first ``n_pairs`` per scheme), in scheme then pair order.
 
@@ -302,7 +304,7 @@ def run_joints(mlm: MaskedLM | None, config: JointsConfig, out_dir: str | Path, 
     out.mkdir(parents=True, exist_ok=True)
     in_process = len(devices) == 1 and engine == "local"
     writer = open_records(out, config, shard, _dtype_label(mlm if in_process else None, dtype, devices[0]))
-    job = JointsJob(config, dtype=dtype, batch_tokens=batch_tokens)
+    job = JointsJob(config, dtype=dtype, batch_tokens=batch_tokens, allow_pickle=allow_pickle)
     with writer:
         if in_process:
             worker = job.prepare(mlm) if mlm is not None else job.load(devices[0])

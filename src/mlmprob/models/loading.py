@@ -28,7 +28,8 @@ def parse_device(device) -> torch.device:
     return resolve_device(device)
 
 
-def load_mlm(name_or_path: str, device="auto", dtype=None, alphabet: str | None = None) -> HFMaskedLM | WindowedMLM:
+def load_mlm(name_or_path: str, device="auto", dtype=None, alphabet: str | None = None, *,
+             allow_pickle: bool = False) -> HFMaskedLM | WindowedMLM:
     """Load a masked LM with its tokenizer.
 
     ``name_or_path`` is a built-in name (``"antiberty"``, ``"sapiens-vh"``, ``"sapiens-vl"``, and
@@ -38,6 +39,11 @@ def load_mlm(name_or_path: str, device="auto", dtype=None, alphabet: str | None 
     :mod:`mlmprob.runtime.device`) or None (the weights' own dtype, float32 for the built-in models).
     Protein models (ESM, ProtBERT, ...) are recognised by their tokenizer, or by ``alphabet`` (the
     letters they may propose, default the 20 canonical residues): see ``mlmprob.models.protein``.
+
+    Weights are read from safetensors files only. A local folder whose weights exist only as a
+    pickle (``pytorch_model.bin``) is refused unless ``allow_pickle=True``, and even then it is read
+    with ``torch.load(..., weights_only=True)``, which builds tensors but runs no code. Remote code
+    (``trust_remote_code``) is never run.
     """
     dev = parse_device(device)
     dt = parse_dtype(dtype, dev)
@@ -54,10 +60,13 @@ def load_mlm(name_or_path: str, device="auto", dtype=None, alphabet: str | None 
         if not (EN_SMALL_DIR / "model.safetensors").is_file():
             raise ModelLoadError(f"the en-small weights are missing from this installation ({EN_SMALL_DIR})")
         return load_hf(str(EN_SMALL_DIR), dev, dt, name="en-small")
-    return load_hf(name_or_path, dev, dt, alphabet=alphabet)
+    return load_hf(name_or_path, dev, dt, alphabet=alphabet, allow_pickle=allow_pickle)
 
 
-def load_hf(name_or_path: str, device="cpu", dtype=None, *, name: str | None = None, alphabet: str | None = None) -> HFMaskedLM | WindowedMLM:
+def load_hf(name_or_path: str, device="cpu", dtype=None, *, name: str | None = None, alphabet: str | None = None,
+            allow_pickle: bool = False) -> HFMaskedLM | WindowedMLM:
+    """A Hugging Face ``*ForMaskedLM`` from a local folder or a hub id; see ``load_mlm`` for the
+    rules on weight files."""
     from transformers import AutoModelForMaskedLM, AutoTokenizer
     from transformers.utils import logging as hf_logging
 
@@ -65,11 +74,25 @@ def load_hf(name_or_path: str, device="cpu", dtype=None, *, name: str | None = N
 
     local = Path(name_or_path).expanduser()
     where = str(local) if local.exists() else str(name_or_path)
+    pickled = local.is_dir() and weight_format(local) == "pickle"
+    if pickled and not allow_pickle:
+        raise ModelLoadError(
+            f"{local} holds its weights only as a pickle (pytorch_model.bin), which can run code when loaded; "
+            "convert it to safetensors, or pass --allow-pickle (API: allow_pickle=True) to read it with "
+            "torch.load(weights_only=True)")
     try:
-        tok = AutoTokenizer.from_pretrained(where)
-        model = AutoModelForMaskedLM.from_pretrained(where)
+        tok = AutoTokenizer.from_pretrained(where, trust_remote_code=False)
+        if pickled:
+            model = _load_pickled(local)
+        else:  # safetensors only: a hub repo without them is refused by transformers
+            model = AutoModelForMaskedLM.from_pretrained(where, use_safetensors=True, trust_remote_code=False)
     except (OSError, ValueError, KeyError) as e:
+        if isinstance(e, ModelLoadError):
+            raise
         first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        if not local.exists() and "safetensors" in first:
+            first = ("it has no safetensors weights, and mlmprob reads hub models from safetensors only "
+                     "(download it to a folder and pass that folder with --allow-pickle)")
         raise ModelLoadError(
             f"cannot load {name_or_path!r}: not a built-in model ({', '.join(BUILTIN)}), and loading it as a "
             f"Hugging Face masked LM failed: {first}") from None
@@ -81,3 +104,45 @@ def load_hf(name_or_path: str, device="cpu", dtype=None, *, name: str | None = N
     if protein is not None:
         return protein
     return HFMaskedLM(model, HFTokenizer(tok, max_length=max_len), name=name or str(name_or_path), max_length=max_len)
+
+
+SAFE_WEIGHTS = ("model.safetensors", "model.safetensors.index.json")
+PICKLE_WEIGHTS = ("pytorch_model.bin", "pytorch_model.bin.index.json")
+
+
+def weight_format(folder: Path) -> str | None:
+    """``"safetensors"``, ``"pickle"`` (only ``pytorch_model.bin`` weights) or None (no weights)."""
+    if any((folder / f).is_file() for f in SAFE_WEIGHTS):
+        return "safetensors"
+    if any((folder / f).is_file() for f in PICKLE_WEIGHTS):
+        return "pickle"
+    return None
+
+
+def _load_pickled(folder: Path):
+    """A masked LM from ``pytorch_model.bin`` (or its shards), read with ``weights_only=True``."""
+    from transformers import MODEL_FOR_MASKED_LM_MAPPING, AutoConfig
+
+    index = folder / "pytorch_model.bin.index.json"
+    if index.is_file():
+        import json
+        files = sorted(set(json.loads(index.read_text())["weight_map"].values()))
+    else:
+        files = ["pytorch_model.bin"]
+    state = {}
+    for f in files:
+        path = (folder / f).resolve()
+        if folder.resolve() not in path.parents:
+            raise ModelLoadError(f"{index} names a weight file outside its folder: {f!r}")
+        try:
+            part = torch.load(path, map_location="cpu", weights_only=True)
+        except Exception as e:  # the weights-only unpickler refuses anything but tensors and plain data
+            first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+            raise ModelLoadError(f"refused to load {path}: it is not a plain weights file ({first[:200]})") from None
+        if not isinstance(part, dict):
+            raise ModelLoadError(f"{path} holds a {type(part).__name__}, not a state dict of tensors")
+        state.update(part)
+    config = AutoConfig.from_pretrained(str(folder), trust_remote_code=False)
+    if type(config) not in MODEL_FOR_MASKED_LM_MAPPING:
+        raise ModelLoadError(f"{folder}: model type {config.model_type!r} has no masked-LM class in transformers")
+    return MODEL_FOR_MASKED_LM_MAPPING[type(config)].from_pretrained(None, config=config, state_dict=state)

@@ -18,6 +18,10 @@ from typing import Protocol, runtime_checkable
 
 import torch
 
+from ..errors import NonFiniteError
+
+NONFINITE_HINT = "float16 overflow? load the model in float32 or bfloat16"
+
 
 @runtime_checkable
 class MaskedLM(Protocol):
@@ -34,12 +38,29 @@ def gather_logits(mlm: MaskedLM, input_ids: torch.Tensor, rows: torch.Tensor, co
     """Logits ``[N, V]`` at ``(rows[n], cols[n])`` of ``input_ids``.
 
     Uses the wrapper's ``logits_at`` when it has one (output projection only where it is read),
-    else indexes the full ``logits``.
+    else indexes the full ``logits``. Logits with NaN or +inf, or a row without one finite logit,
+    raise ``NonFiniteError`` whose ``rows`` are the affected rows of ``input_ids`` (-inf alone is
+    a zero probability and allowed).
     """
     fn = getattr(mlm, "logits_at", None)
-    if fn is not None:
-        return fn(input_ids, rows, cols)
-    return mlm.logits(input_ids)[rows, cols]
+    out = fn(input_ids, rows, cols) if fn is not None else mlm.logits(input_ids)[rows, cols]
+    bad = nonfinite_rows(out)
+    if bad.any():
+        seqs = sorted(set(torch.as_tensor(rows)[bad].tolist()))
+        raise NonFiniteError(f"the model returned NaN or infinite logits for row(s) {seqs} of its input "
+                             f"({NONFINITE_HINT})", rows=seqs)
+    return out
+
+
+def nonfinite_rows(logits: torch.Tensor) -> torch.Tensor:
+    """Bool ``[N]``: rows of ``logits [N, V]`` holding NaN or +inf, or no finite value at all.
+
+    >>> nonfinite_rows(torch.tensor([[0.0, float("-inf")], [float("nan"), 0.0], [float("inf"), 0.0]]))
+    tensor([False,  True,  True])
+    """
+    if logits.numel() == 0:
+        return torch.zeros(logits.shape[0], dtype=torch.bool)
+    return (logits.isnan() | logits.isposinf()).any(-1) | ~logits.isfinite().any(-1)
 
 
 def pad_id_of(mlm: MaskedLM) -> int | None:

@@ -25,31 +25,10 @@ from pathlib import Path
 from typing import Iterable
 
 from ..errors import MLMProbError
+from ..jsonl import dumps, json_safe  # noqa: F401 - re-exported
 from .lock import WriterLock
 
 OUTPUT_KINDS = (".jsonl", ".tsv", ".parquet")
-
-
-def json_safe(obj):
-    """``obj`` with NaN/Infinity replaced by None (strict JSON), recursively; tensors/numpy to Python.
-
-    >>> json_safe({"a": float("nan"), "b": [1.0, float("inf")]})
-    {'a': None, 'b': [1.0, None]}
-    """
-    if isinstance(obj, float):
-        return obj if math.isfinite(obj) else None
-    if isinstance(obj, dict):
-        return {str(k): json_safe(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [json_safe(v) for v in obj]
-    if hasattr(obj, "tolist") and not isinstance(obj, (str, bytes)):
-        return json_safe(obj.tolist())
-    return obj
-
-
-def dumps(obj, **kw) -> str:
-    """Strict JSON text of ``obj`` (no NaN/Infinity; see :func:`json_safe`)."""
-    return json.dumps(json_safe(obj), allow_nan=False, **kw)
 
 
 def output_kind(path: str | Path | None) -> str:

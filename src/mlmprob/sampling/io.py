@@ -8,12 +8,14 @@ all a resumed run needs. A last line cut short by a kill is ignored.
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import torch
 
 from ..errors import MLMProbError
+from ..jsonl import dumps
 
 FORMAT = "mlmprob.sample/1"
 
@@ -44,11 +46,14 @@ class EpochRecord:
     generator_state: str = ""
 
     def to_json(self) -> str:
-        return json.dumps({"type": "epoch", **asdict(self)}, separators=(",", ":"))
+        return dumps({"type": "epoch", **asdict(self)}, separators=(",", ":"))
 
     @classmethod
     def from_dict(cls, d: dict) -> "EpochRecord":
+        """The record of ``to_json``; a ``null`` energy (written for NaN or an infinity) reads as NaN."""
         d = {k: v for k, v in d.items() if k != "type"}
+        for k in ("e_local", "e_raw"):
+            d[k] = [math.nan if v is None else v for v in d[k]]
         return cls(**d)
 
 
@@ -65,7 +70,7 @@ def write_header(path: Path, config: dict, init_ids: torch.Tensor, free: torch.T
     head = {"type": "header", "format": FORMAT, "config": config, "init_ids": init_ids.tolist(),
             "free": free.int().tolist()}
     with path.open("w") as f:
-        f.write(json.dumps(head, separators=(",", ":")) + "\n")
+        f.write(dumps(head, separators=(",", ":")) + "\n")
 
 
 def append_record(path: Path, record: EpochRecord) -> None:
@@ -103,7 +108,7 @@ def rewrite(path: Path, head: dict, records: list[EpochRecord]) -> None:
     """Rewrite a run file without a truncated tail, so that appending continues cleanly."""
     tmp = path.with_suffix(path.suffix + ".tmp")
     with tmp.open("w") as f:
-        f.write(json.dumps(head, separators=(",", ":")) + "\n")
+        f.write(dumps(head, separators=(",", ":")) + "\n")
         for r in records:
             f.write(r.to_json() + "\n")
     tmp.replace(path)

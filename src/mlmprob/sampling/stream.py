@@ -104,6 +104,7 @@ class SampleJob:
 
     model: str
     dtype: str | None = None
+    allow_pickle: bool = False
     batch_tokens: int | None = None
     chains: int = 4
     seed: int = 0
@@ -160,7 +161,7 @@ class SampleJob:
         from ..batching import auto_batch_tokens
         from ..models import load_mlm
 
-        mlm = load_mlm(self.model, device=device, dtype=self.dtype)
+        mlm = load_mlm(self.model, device=device, dtype=self.dtype, allow_pickle=self.allow_pickle)
         return mlm, auto_batch_tokens(mlm, self.batch_tokens)
 
     def run(self, state, records: Sequence[Record]) -> tuple[list[dict], list[tuple[str, str]]]:

@@ -8,6 +8,7 @@ from pathlib import Path
 import torch
 
 from ..errors import MLMProbError
+from ..jsonl import dumps
 from .base import SyntheticLanguage
 from .chain import ChainLanguage
 from .grid import PottsGrid
@@ -46,7 +47,7 @@ def save_language(language: SyntheticLanguage, path) -> Path:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     tensors = {k: v.detach().contiguous().clone() for k, v in language.tensors().items()}
-    save_file(tensors, str(path), metadata={"spec": json.dumps(language.spec())})
+    save_file(tensors, str(path), metadata={"spec": dumps(language.spec())})
     return path
 
 

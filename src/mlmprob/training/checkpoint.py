@@ -14,6 +14,8 @@ from pathlib import Path
 
 import torch
 
+from ..jsonl import dumps
+
 STATE_FILE = "trainer_state.json"
 OPTIMIZER_FILE = "optimizer.pt"
 _STEP_DIR = re.compile(r"^step-(\d+)$")
@@ -26,7 +28,7 @@ def save_model_dir(path: Path, model, tokenizer, state: dict, optimizer=None) ->
     tokenizer.save_pretrained(str(path))
     if optimizer is not None:
         torch.save(optimizer.state_dict(), path / OPTIMIZER_FILE)
-    (path / STATE_FILE).write_text(json.dumps(state, indent=1))
+    (path / STATE_FILE).write_text(dumps(state, indent=1))
 
 
 def save_checkpoint(out_dir: Path, step: int, model, tokenizer, optimizer, state: dict, keep: int) -> Path:

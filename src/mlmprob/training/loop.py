@@ -10,7 +10,6 @@ result as an uninterrupted run.
 
 from __future__ import annotations
 
-import json
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,6 +17,7 @@ from pathlib import Path
 import torch
 
 from ..errors import MLMProbError
+from ..jsonl import dumps
 from .checkpoint import (STATE_FILE, latest_checkpoint, load_optimizer_state, read_state, save_checkpoint,
                          save_model_dir)
 from .config import TrainConfig
@@ -217,7 +217,7 @@ def train(config: TrainConfig, source, out_dir, *, device="cpu", progress: bool 
 
         saved = read_state(ckpt)
         _check_resume(saved, config, fingerprint, out_dir)
-        model = BertForMaskedLM.from_pretrained(str(ckpt)).to(dev)
+        model = BertForMaskedLM.from_pretrained(str(ckpt), use_safetensors=True).to(dev)
         optimizer = _optimizer(model, config)
         optimizer.load_state_dict(load_optimizer_state(ckpt))
         start, resumed_from = int(saved["step"]), int(saved["step"])
@@ -275,7 +275,7 @@ def train(config: TrainConfig, source, out_dir, *, device="cpu", progress: bool 
             rec = {"step": done, "lr": config.lr_at(step), "train_loss": sum(since) / len(since),
                    **evaluate(model, config, data, heldout, dev), "elapsed_s": round(time.time() - t0, 2)}
             history.append(rec)
-            bar.write(json.dumps({k: (round(v, 5) if isinstance(v, float) else v) for k, v in rec.items()}))
+            bar.write(dumps({k: (round(v, 5) if isinstance(v, float) else v) for k, v in rec.items()}))
         if done % config.checkpoint_every == 0 or done == end:
             save_checkpoint(out_dir, done, model, data.tokenizer, optimizer, state(done), config.keep_checkpoints)
     bar.close()

@@ -1,0 +1,110 @@
+"""``argparse`` types for numeric options: each turns the text into a number or rejects it with one
+clear line (argparse prints it as ``error: argument --NAME: ...`` and exits with status 2).
+
+Besides sign and range, every type refuses NaN, infinities and absurdly large values (more than
+``LIMIT``), which are typing mistakes rather than settings.
+
+>>> positive_int("3"), nonnegative_int("0"), positive_float("0.5"), probability("1"), finite_float("-2")
+(3, 0, 0.5, 1.0, -2.0)
+>>> positive_int("0")
+Traceback (most recent call last):
+...
+argparse.ArgumentTypeError: must be a positive integer, got '0'
+>>> probability("nan")
+Traceback (most recent call last):
+...
+argparse.ArgumentTypeError: must be a probability in (0, 1], got 'nan'
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+
+LIMIT = 10 ** 9  # larger numbers are refused: no option of mlmprob means anything that large
+
+
+def _int(text: str, what: str) -> int:
+    try:
+        value = int(str(text).strip())
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be {what}, got {text!r}") from None
+    if abs(value) > LIMIT:
+        raise argparse.ArgumentTypeError(f"must be {what} no larger than {LIMIT:,}, got {text!r}")
+    return value
+
+
+def _float(text: str, what: str) -> float:
+    try:
+        value = float(str(text).strip())
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be {what}, got {text!r}") from None
+    if not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"must be {what}, got {text!r}")
+    if abs(value) > LIMIT:
+        raise argparse.ArgumentTypeError(f"must be {what} no larger than {LIMIT:g}, got {text!r}")
+    return value
+
+
+def positive_int(text: str) -> int:
+    """An integer >= 1."""
+    value = _int(text, "a positive integer")
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text!r}")
+    return value
+
+
+def nonnegative_int(text: str) -> int:
+    """An integer >= 0."""
+    value = _int(text, "a non-negative integer")
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be a non-negative integer, got {text!r}")
+    return value
+
+
+def finite_float(text: str) -> float:
+    """Any finite number (within ``LIMIT``)."""
+    return _float(text, "a finite number")
+
+
+def positive_float(text: str) -> float:
+    """A finite number > 0."""
+    value = _float(text, "a positive number")
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"must be a positive number, got {text!r}")
+    return value
+
+
+def nonnegative_float(text: str) -> float:
+    """A finite number >= 0."""
+    value = _float(text, "a non-negative number")
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be a non-negative number, got {text!r}")
+    return value
+
+
+def probability(text: str) -> float:
+    """A number in (0, 1]."""
+    what = "a probability in (0, 1]"
+    value = _float(text, what)
+    if not 0 < value <= 1:
+        raise argparse.ArgumentTypeError(f"must be {what}, got {text!r}")
+    return value
+
+
+def open_fraction(text: str) -> float:
+    """A number in (0, 1), e.g. a held-out share."""
+    what = "a fraction in (0, 1)"
+    value = _float(text, what)
+    if not 0 < value < 1:
+        raise argparse.ArgumentTypeError(f"must be {what}, got {text!r}")
+    return value
+
+
+def dropout_rate(text: str) -> float:
+    """A number in [0, 1)."""
+    what = "a rate in [0, 1)"
+    value = _float(text, what)
+    if not 0 <= value < 1:
+        raise argparse.ArgumentTypeError(f"must be {what}, got {text!r}")
+    return value
