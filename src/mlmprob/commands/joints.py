@@ -15,7 +15,7 @@ import argparse
 import sys
 
 from ..errors import MLMProbError
-from ..argtypes import positive_float, positive_int
+from ..argtypes import nonnegative_int, positive_float, positive_int
 from ..joints.runner import SCHEMES, JointsConfig, load_records, run_joints, write_report
 from ..runtime.inputs import FORMATS
 
