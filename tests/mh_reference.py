@@ -133,8 +133,9 @@ def literal_mh(mlm, ids: torch.Tensor, steps: int, generator: torch.Generator, *
 
 
 def block_kernel(mlm, X: torch.Tensor, E: torch.Tensor, tau: float, block, temperature: float = 1.0,
-                 top_p: float = 1.0) -> torch.Tensor:
-    """Exact transition matrix ``[K, K]`` of one MH proposal on the positions ``block``."""
+                 top_p: float = 1.0, gibbs: bool = False) -> torch.Tensor:
+    """Exact transition matrix ``[K, K]`` of one MH proposal on the positions ``block`` (``gibbs``:
+    the same proposal always accepted, degenerate Gibbs; ``E`` and ``tau`` are then unused)."""
     V, K = mlm.vocab_size, len(X)
     logits = _masked_logits(mlm, X, block)
     q = [proposal(logits[:, t], temperature, top_p) for t in block]
@@ -148,14 +149,14 @@ def block_kernel(mlm, X: torch.Tensor, E: torch.Tensor, tau: float, block, tempe
             if b == a or fwd == -math.inf:
                 continue
             rev = sum(float(q[j][a, X[a, t]]) for j, t in enumerate(block))
-            log_alpha = -(float(E[b]) - float(E[a])) / tau + rev - fwd
+            log_alpha = 0.0 if gibbs else -(float(E[b]) - float(E[a])) / tau + rev - fwd
             P[a, b] = math.exp(fwd) * min(1.0, math.exp(log_alpha))
         P[a, a] = 1.0 - P[a].sum()
     return P
 
 
 def epoch_kernel(mlm, X: torch.Tensor, E: torch.Tensor, tau: float, k: int, temperature: float = 1.0,
-                 top_p: float = 1.0) -> torch.Tensor:
+                 top_p: float = 1.0, gibbs: bool = False) -> torch.Tensor:
     """Exact transition matrix of one random-order sweep in blocks of ``k``: the average over the
     ``T!`` equally likely visiting orders of the product of the block kernels."""
     T, K = X.shape[1], len(X)
@@ -167,7 +168,7 @@ def epoch_kernel(mlm, X: torch.Tensor, E: torch.Tensor, tau: float, k: int, temp
         for block in _blocks(list(order), k):
             key = tuple(block)
             if key not in cache:
-                cache[key] = block_kernel(mlm, X, E, tau, block, temperature, top_p)
+                cache[key] = block_kernel(mlm, X, E, tau, block, temperature, top_p, gibbs)
             M = M @ cache[key]
         out += M / len(orders)
     return out
