@@ -40,3 +40,15 @@ def row(table: list[dict[str, str]], **match: str) -> dict[str, str]:
     found = [r for r in table if all(r.get(k) == v for k, v in match.items())]
     assert len(found) == 1, (match, table)
     return found[0]
+
+
+def printed(cell: str, value: float) -> bool:
+    """Whether ``cell`` is ``value`` rounded to the digits the cell shows (``"1.5e-03"``: 2 significant digits).
+
+    >>> printed("3.142", 3.14159), printed("3.141", 3.14159), printed("1.2e-03", 0.00123)
+    (True, False, True)
+    """
+    mantissa, _, exponent = cell.lower().partition("e")
+    decimals = len(mantissa.partition(".")[2])
+    unit = 10.0 ** (-decimals + (int(exponent) if exponent else 0))
+    return abs(float(cell) - value) <= 0.5 * unit * (1 + 1e-9)
