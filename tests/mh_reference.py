@@ -156,11 +156,12 @@ def block_kernel(mlm, X: torch.Tensor, E: torch.Tensor, tau: float, block, tempe
 
 
 def epoch_kernel(mlm, X: torch.Tensor, E: torch.Tensor, tau: float, k: int, temperature: float = 1.0,
-                 top_p: float = 1.0, gibbs: bool = False) -> torch.Tensor:
+                 top_p: float = 1.0, gibbs: bool = False, cache: dict | None = None) -> torch.Tensor:
     """Exact transition matrix of one random-order sweep in blocks of ``k``: the average over the
-    ``T!`` equally likely visiting orders of the product of the block kernels."""
+    ``T!`` equally likely visiting orders of the product of the block kernels (kept in ``cache``,
+    keyed by the block's sorted positions, when one is given)."""
     T, K = X.shape[1], len(X)
-    cache: dict[tuple, torch.Tensor] = {}
+    cache = {} if cache is None else cache
     orders = list(itertools.permutations(range(T)))
     out = torch.zeros(K, K, dtype=torch.float64)
     for order in orders:
@@ -172,3 +173,12 @@ def epoch_kernel(mlm, X: torch.Tensor, E: torch.Tensor, tau: float, k: int, temp
             M = M @ cache[key]
         out += M / len(orders)
     return out
+
+
+def sweep_blocks(T: int, k: int) -> list[list[list[int]]]:
+    """The blocks of each of the ``T!`` equally likely random-order sweeps in blocks of ``k``.
+
+    >>> sweep_blocks(2, 1)
+    [[[0], [1]], [[1], [0]]]
+    """
+    return [_blocks(list(order), k) for order in itertools.permutations(range(T))]

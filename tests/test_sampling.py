@@ -4,10 +4,14 @@ Statistical tests run thousands of chains in one batch with fixed generators. Th
 a TV bound from the number of independent chains ``n``: ``E[TV] <= 1/2 sum_x sqrt(p(1-p)/n)``
 plus a McDiarmid deviation ``sqrt(log(1/delta) / (2n))`` (changing one chain's trajectory moves
 the pooled empirical distribution by at most ``1/n`` in TV). Each test also checks that a wrong
-target lies outside the bound, so that it can fail.
+target lies outside the bound, so that it can fail. ``mh_reference`` (in this folder) is Algorithm 1
+written from the paper without the package's sampling code: chains stepped literally, and the exact
+sweep kernels over all states, whose laws the samplers' output is compared with.
 """
 
+import functools
 import math
+from types import SimpleNamespace
 
 import pytest
 import torch
@@ -21,7 +25,7 @@ from mlmprob.sampling import (LinearAnneal, LinearBlockSize, LiteralMH, Metropol
 from mlmprob.sampling.forward import site_logits
 
 from mh_reference import energies as ref_energies
-from mh_reference import block_kernel, epoch_kernel, literal_mh
+from mh_reference import block_kernel, epoch_kernel, literal_mh, sweep_blocks
 
 DELTA = 1e-6
 
@@ -212,25 +216,52 @@ STATIONARY_CASES = [
 ]
 
 
+@functools.lru_cache(maxsize=None)
+def enumerated(model, name):
+    """Model, states, reference energies, target, block-size schedule, and the exact sweep kernels of
+    ``mh_reference`` (by block size; the block kernels they are made of in ``blocks``) for a case."""
+    kw = dict(STATIONARY_CASES)[name]
+    m = exact(3, 3) if model == "exact" else LookupMLM(3, 3, seed=2)
+    tau, kind = kw.get("target_temperature", 1.0), kw.get("energy", "local")
+    X = all_sequences(3, 3)
+    E = ref_energies(m, X, kind)
+    bs = kw.get("block_size", 1)
+    size = bs if callable(bs) else (lambda e: bs)
+    blocks = {}
+    K = {k: epoch_kernel(m, X, E, tau, k, kw.get("proposal_temperature", 1.0), kw.get("top_p", 1.0), cache=blocks)
+         for k in {size(e) for e in range(6)}}
+    return SimpleNamespace(m=m, X=X, E=E, p=torch.softmax(-E / tau, 0), tau=tau, kind=kind, size=size, K=K,
+                           blocks=blocks)
+
+
 @pytest.mark.parametrize("name,kw", STATIONARY_CASES, ids=[c[0] for c in STATIONARY_CASES])
 @pytest.mark.parametrize("model", ["exact", "lookup"])
 def test_mh_leaves_the_enumerated_target_invariant(model, name, kw):
     """Chains started exactly in exp(-E/tau)/Z stay there, whatever the proposal (also for nucleus
-    proposals that make the chain reducible); degenerate Gibbs with the same proposal does not."""
-    m = exact(3, 3) if model == "exact" else LookupMLM(3, 3, seed=2)
-    tau = kw.get("target_temperature", 1.0)
-    p = target(m, kw.get("energy", "local"), tau)
-    n = 3000
+    proposals that make the chain reducible); degenerate Gibbs with the same proposal does not. They
+    also move as often as the enumerated kernel says, so a chain that never moves fails."""
+    c = enumerated(model, name)
+    m, tau = c.m, c.tau
+    p = target(m, c.kind, tau)
+    assert torch.allclose(p, c.p, atol=1e-12)
+    n, epochs = 3000, 4
     start = draw_from(m, p, n, seed=7)
-    r = sample(m, start, epochs=4, generator=gen(11), **kw)
-    assert r.samples.shape == (4, n, 3)
+    r = sample(m, start, epochs=epochs, generator=gen(11), **kw)
+    assert r.samples.shape == (epochs, n, 3)
     assert tv(p, empirical(m, r.samples)) < tv_bound(p, n)
-    assert r.accept_rate < 1.0
+    # novel moves per proposal at stationarity: a block I moves the state with probability
+    # sum_x p(x) (1 - K_I(x, x)), averaged over the equally likely sweeps' blocks; each chain's rate has
+    # variance <= r (1 - r), so 5 standard errors over the n independent chains
+    moved = {b: float((p * (1 - k.diagonal())).sum()) for b, k in c.blocks.items()}
+    novel = sum(sum(moved[tuple(b)] for b in sweep) / len(sw) for e in range(epochs)
+                for sw in [sweep_blocks(3, c.size(e))] for sweep in sw)
+    rate = novel / sum(len(sweep_blocks(3, c.size(e))[0]) for e in range(epochs))
+    assert abs(r.novel_rate - rate) < 5 * math.sqrt(rate * (1 - rate) / n) and rate > 0.05
     if "block_size" not in kw and "top_p" not in kw:
         wrong = target(m, kw.get("energy", "local"), tau / 2)
         assert tv(wrong, empirical(m, r.samples)) > tv_bound(p, n)
         gk = {k: v for k, v in kw.items() if k not in ("target_temperature", "energy")}
-        gibbs = sample(m, start, method="gibbs", epochs=4, generator=gen(11), **gk)
+        gibbs = sample(m, start, method="gibbs", epochs=epochs, generator=gen(11), **gk)
         assert tv(p, empirical(m, gibbs.samples)) > tv_bound(p, n)
 
 
@@ -243,17 +274,9 @@ def test_mh_from_one_improbable_state_follows_the_enumerated_kernel(model, name,
     too slowly (peaked targets, or reducible under nucleus proposals) for the pooled samples to reach
     the target in a few sweeps, so the samples after burn-in are compared with this exact law rather
     than with the target itself: a kernel that never moves, or with any other transition law, fails."""
-    m = exact(3, 3) if model == "exact" else LookupMLM(3, 3, seed=2)
-    tau, kind = kw.get("target_temperature", 1.0), kw.get("energy", "local")
-    X = all_sequences(3, 3)
-    E = ref_energies(m, X, kind)
-    p = target(m, kind, tau)
-    assert torch.allclose(p, torch.softmax(-E / tau, 0), atol=1e-12)
+    c = enumerated(model, name)
+    m, X, p, K, size = c.m, c.X, c.p, c.K, c.size
     burn_in, kept, n = 4, 2, 2000
-    bs = kw.get("block_size", 1)
-    size = bs if callable(bs) else (lambda e: bs)
-    K = {k: epoch_kernel(m, X, E, tau, k, kw.get("proposal_temperature", 1.0), kw.get("top_p", 1.0))
-         for k in {size(e) for e in range(burn_in + kept)}}
     for k in K.values():
         assert torch.allclose(p @ k, p, atol=1e-12)
     laws = {}
