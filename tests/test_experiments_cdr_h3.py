@@ -2,12 +2,15 @@
 
 import json
 import math
+import statistics
 
 import pytest
 
 from mlmprob.errors import MLMProbError
 from mlmprob.experiments import cdr_h3
 from mlmprob.experiments.cdr_h3 import corpus_bleu, stutter_rate
+
+from mdtable import row, tables_after
 
 AA = "ACDEFGHIKLMNPQRSTVWY"
 HCS = {  # a short synthetic VH (CDR-H3 "ARDGY"), trastuzumab and pertuzumab
@@ -66,6 +69,20 @@ def test_runner_resumes_and_builds_report(tiny_bert_dir, data_csv, tmp_path, cap
     report = (out / "report.md").read_text()
     assert "Table 5 shape" in report and "Table 3 shape" in report and "stutter" in report
     assert "python -m mlmprob.experiments.cdr_h3 --model" in report
+    # table cells against the raw records: mean ± standard error (sample s.d. / sqrt(n)) over chains
+    def mean_se(vals, digits):
+        return f"{statistics.mean(vals):.{digits}f} ± {statistics.stdev(vals) / math.sqrt(len(vals)):.{digits}f}"
+
+    def of(config, where, key):
+        return [r[where][key] for r in recs if r["config"] == config]
+
+    (t3,) = tables_after(report, "Table 3 shape")
+    assert row(t3, **{"": "acceptance"})["Norm (local)"] == mean_se(of("t3/block-mh-local", "post_burn_in", "accept"), 3)
+    assert row(t3, **{"": "E_raw (post)"})["Raw"] == mean_se(of("t3/block-mh-raw", "post_burn_in", "e_raw"), 2)
+    assert row(t3, **{"": "chains"})["Deg"] == "4"
+    (t5,) = tables_after(report, "Table 5 shape")
+    assert row(t5, **{"": "Warm-start"})["E_local ↓ (final)"].startswith(
+        f"{statistics.mean(of('t5/warm-start', 'final', 'e_local')):.2f} ± ")
     assert (out / "fig4_block.png").exists() and (out / "fig1_samplers.png").exists() is False
     assert not (out / "work").exists()
 

@@ -17,6 +17,8 @@ from mlmprob.infill.beam import beam_search
 from mlmprob.infill.corrections import Pivot
 from mlmprob.models.exact import all_sequences
 
+from mdtable import row, tables_after
+
 
 # -- test models ---------------------------------------------------------------------------------
 
@@ -453,6 +455,48 @@ def test_runner_smoke_resume_and_tables(tiny_hf, tmp_path):
     md = tables_markdown(read_records(out))
     assert "## Table 4 - HCB vs standard on the same gaps, cdrh3 gaps" in md
     assert "| tiny | random | l2r | 1 |" in md     # only k=2 has both methods
+
+
+def test_tables_markdown_cells_match_the_records():
+    """Hand-made records with distinct values: Table 1 cells are 100 x the mean of the records of
+    (model, region, method, k), Table 2 the mean over gap lengths of those means, Table 4 the counts
+    over gaps where HCB and standard disagree."""
+    from mlmprob.infill.runner import METRICS, tables_markdown
+
+    g = torch.Generator().manual_seed(0)
+    recs = []
+    for model in ("m1", "m2"):
+        for method in ("hcb-l2r", "standard-l2r", "pure-sampling"):
+            for k in (2, 3):
+                for gap in range(3):
+                    vals = torch.rand(len(METRICS), generator=g).tolist()
+                    rec = {"model": model, "dataset": "gdpa1", "region": "random", "method": method, "k": k,
+                           "gap_id": gap, "fills": [f"F{gap}{k}"], **dict(zip(METRICS, vals))}
+                    rec["top1"] = float(vals[0] > 0.5)
+                    recs.append(rec)
+    md = tables_markdown(recs)
+
+    def mean(model, method, k, metric):
+        vals = [r[metric] for r in recs if (r["model"], r["method"], r["k"]) == (model, method, k)]
+        return sum(vals) / len(vals)
+
+    (t1,) = tables_after(md, "Table 1 - m2, random gaps")
+    for method, label in (("hcb-l2r", "HCB Left-to-Right"), ("pure-sampling", "Pure sampling")):
+        for metric in ("top5", "bleu", "identity"):
+            for k in (2, 3):
+                assert row(t1, Method=label)[f"{metric} k={k}"] == f"{100 * mean('m2', method, k, metric):.2f}"
+    (t2,) = tables_after(md, "Table 2 - top-1 accuracy, random gaps")
+    for model in ("m1", "m2"):
+        want = 100 * (mean(model, "standard-l2r", 2, "top1") + mean(model, "standard-l2r", 3, "top1")) / 2
+        assert row(t2, Method="Standard Left-to-Right")[model] == f"{want:.2f}"
+    (t4,) = tables_after(md, "Table 4 - HCB vs standard on the same gaps, random gaps")
+    for model in ("m1", "m2"):
+        by = {(r["method"], r["k"], r["gap_id"]): r["top1"] for r in recs if r["model"] == model}
+        hcb_only = sum(by[("hcb-l2r", k, i)] > by[("standard-l2r", k, i)] for k in (2, 3) for i in range(3))
+        std_only = sum(by[("hcb-l2r", k, i)] < by[("standard-l2r", k, i)] for k in (2, 3) for i in range(3))
+        line = row(t4, model=model, order="l2r")
+        assert (line["gaps"], line["only HCB right"], line["only standard right"]) == ("6", str(hcb_only), str(std_only))
+        assert line["same top fill"] == "6"
 
 
 def _paired_rec(method, gap_id, fill, gold, k=2, region="random", model="m"):

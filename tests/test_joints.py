@@ -17,6 +17,8 @@ from mlmprob.joints import (METHODS, ag_joint, ag_objective, ci_gap, evaluate_pa
 from mlmprob.joints.runner import JointsConfig, load_records, run_joints, write_report
 from mlmprob.models.exact import LookupMLM
 
+from mdtable import printed, row, tables_after
+
 
 class Counting:
     """Wraps a MaskedLM and counts batched calls and forwarded rows."""
@@ -317,6 +319,13 @@ def test_runner_resumes_and_reports(tmp_path):
     assert paths["plot"].stat().st_size > 1000
     summ = json.loads(paths["summary"].read_text())
     assert summ["table"]["random"]["ag"]["n"] == 3
+    # Table 1 cells against the per-pair records: P-PPL = exp(-sum log q(gold pair) / 2n), A-KL = mean
+    rand = [r["metrics"] for r in recs3 if r["scheme"] == "random"]
+    (table, _) = tables_after(text, "Pairwise joints")
+    hcb, ag = row(table, method="HCB"), row(table, method="AG")
+    assert printed(hcb["random P-PPL"], math.exp(-sum(m["hcb"]["pair_logp"] for m in rand) / (2 * len(rand))))
+    assert printed(ag["random U-PPL"], math.exp(-sum(m["ag"]["unary_logp"] for m in rand) / (2 * len(rand))))
+    assert printed(ag["random A-KL"], sum(m["ag"]["akl"] for m in rand) / len(rand))
     with pytest.raises(MLMProbError, match="another configuration"):
         run_joints(m, JointsConfig(model="tiny", data=str(data), n_pairs=2, seed=2), tmp_path / "out")
 

@@ -4,22 +4,28 @@ Statistical tests run thousands of chains in one batch with fixed generators. Th
 a TV bound from the number of independent chains ``n``: ``E[TV] <= 1/2 sum_x sqrt(p(1-p)/n)``
 plus a McDiarmid deviation ``sqrt(log(1/delta) / (2n))`` (changing one chain's trajectory moves
 the pooled empirical distribution by at most ``1/n`` in TV). Each test also checks that a wrong
-target lies outside the bound, so that it can fail.
+target lies outside the bound, so that it can fail. ``mh_reference`` (in this folder) is Algorithm 1
+written from the paper without the package's sampling code: chains stepped literally, and the exact
+sweep kernels over all states, whose laws the samplers' output is compared with.
 """
 
+import functools
 import math
+from types import SimpleNamespace
 
 import pytest
 import torch
 
 from mlmprob import ExactMLM, energy
-from mlmprob.errors import MLMProbError, PositionsError
+from mlmprob.errors import MLMProbError
 from mlmprob.models.exact import LookupMLM, all_sequences
 from mlmprob.sampling import (LinearAnneal, LinearBlockSize, LiteralMH, MetropolisHastings,
-                              ProposalConfig, effective_sample_size, find_cdr_h3, identity, mask_predict,
+                              ProposalConfig, effective_sample_size, identity, mask_predict,
                               proposal_log_probs, sample, split_rhat, sweep_plan)
 from mlmprob.sampling.forward import site_logits
-from mlmprob.sampling.io import read_run
+
+from mh_reference import energies as ref_energies
+from mh_reference import block_kernel, epoch_kernel, literal_mh, sweep_blocks
 
 DELTA = 1e-6
 
@@ -111,16 +117,36 @@ def test_sweep_plan_covers_each_free_position_once_per_block_size():
 
 
 def test_diagnostics_ess_rhat():
+    """Stationary AR(1) chains, x_t = rho x_{t-1} + e_t, where tau = (1 + rho) / (1 - rho) is known.
+
+    ESS: the relative error of an autocorrelation-time estimate summed over a window of M lags is
+    about sqrt(2 (2M + 1) / (C N)) (Madras & Sokal 1988). Geyer's sequence stops where the pair sums
+    (1 + rho) rho^(2k) drop into their noise, about 2 sqrt(tau / (C N)) (Bartlett): for rho = 0.8 and
+    C N = 512000 draws at 2k ~ 26 lags, so M <= 50 is generous, giving a relative s.e. of 0.02;
+    the test allows 3 s.e. (the truncation bias, rho^50 tau, is negligible).
+    split-R-hat: with n = N/2 draws per half, R^2 = ((n-1)/n W + B/n) / W and B/n = the variance of
+    the 2C half-means, about sigma^2 tau / n; so R - 1 ~ (tau - 1) / (2n), within 3 s.e. of the
+    half-means' sample variance (relative s.e. sqrt(2 / (2C - 1))): below tau (1 + 3 sqrt(2/(2C-1))) / (2n).
+    Chains offset by 5 c (c = 0..3): R^2 - 1 = var(offsets of the 8 halves) / sigma^2, sigma^2 = 1/(1-rho^2);
+    W's relative s.e. is sqrt(2 tau_2 / (C N)), tau_2 = (1 + rho^2)/(1 - rho^2) for x^2: 3 s.e. ~ 7 %.
+    """
     g = gen(0)
-    rho, n = 0.8, 4000
-    x = torch.zeros(4, n, dtype=torch.float64)
-    noise = torch.randn(4, n, generator=g, dtype=torch.float64)
-    for t in range(1, n):
+    rho, C, N = 0.8, 128, 4000
+    tau = (1 + rho) / (1 - rho)
+    sigma2 = 1 / (1 - rho ** 2)
+    noise = torch.randn(C, N, generator=g, dtype=torch.float64)
+    x = torch.empty(C, N, dtype=torch.float64)
+    x[:, 0] = noise[:, 0] * math.sqrt(sigma2)               # start in the stationary law: no burn-in bias
+    for t in range(1, N):
         x[:, t] = rho * x[:, t - 1] + noise[:, t]
-    expected = 4 * n * (1 - rho) / (1 + rho)          # AR(1): tau = (1 + rho) / (1 - rho)
-    assert 0.7 * expected < effective_sample_size(x) < 1.3 * expected
-    assert abs(split_rhat(x) - 1) < 0.05
-    assert split_rhat(x + 5 * torch.arange(4.0, dtype=torch.float64)[:, None]) > 2
+    rel_se = math.sqrt(2 * (2 * 50 + 1) / (C * N))
+    assert abs(effective_sample_size(x) / (C * N / tau) - 1) < 3 * rel_se
+    n = N // 2
+    assert 1 <= split_rhat(x) < 1 + tau * (1 + 3 * math.sqrt(2 / (2 * C - 1))) / (2 * n)
+    offsets = 5 * torch.arange(4.0, dtype=torch.float64)
+    expected = math.sqrt(1 + float(offsets.repeat_interleave(2).var()) / sigma2)
+    w_se = math.sqrt(2 * (1 + rho ** 2) / (1 - rho ** 2) / (4 * N))
+    assert abs(split_rhat(x[:4] + offsets[:, None]) ** 2 - expected ** 2) < 3 * w_se * (expected ** 2 - 1)
     assert math.isnan(effective_sample_size(torch.ones(2, 10)))
     assert identity(torch.tensor([[1, 2]]), torch.tensor([[1, 3]]), torch.tensor([[True, True]])).item() == 0.5
 
@@ -131,19 +157,32 @@ def test_diagnostics_ess_rhat():
 @pytest.mark.parametrize("kw", [{}, {"block_size": 2},
                                 {"proposal": ProposalConfig(0.7, 0.9), "target_temperature": 0.8, "energy": "raw"}])
 def test_fast_mh_equals_literal_algorithm_1(model, kw):
-    """Same generator, same chains: the reuse kernel makes exactly Algorithm 1's decisions."""
+    """Same generator, same chains: the reuse kernel makes exactly the decisions of Algorithm 1 as
+    written in ``mh_reference`` (from the paper, sharing no code with the kernels), and so does the
+    package's own ``LiteralMH`` (the benchmark's baseline)."""
     m = exact(3, 4) if model == "exact" else LookupMLM(3, 4, seed=2)
     ids = torch.randint(3, (64, 4), generator=gen(0))
     fast, lit = MetropolisHastings(m, **kw), LiteralMH(m, **kw)
+    pc = kw.get("proposal", ProposalConfig())
+    ref = literal_mh(m, ids, 24, gen(5), block_size=kw.get("block_size", 1), temperature=pc.temperature,
+                     top_p=pc.top_p, target_temperature=kw.get("target_temperature", 1.0),
+                     energy=kw.get("energy", "local"))
     s1, s2 = fast.init(ids), lit.init(ids)
     g1, g2 = gen(5), gen(5)
-    for _ in range(24):
+    moves = 0
+    for ref_ids, ref_acc, ref_alpha in ref:
+        before = s1.ids
         s1, i1 = fast.step(s1, g1)
         s2, i2 = lit.step(s2, g2)
+        assert torch.equal(s1.ids, ref_ids) and torch.equal(i1.accepted, ref_acc)
+        assert torch.allclose(i1.log_alpha[i1.novel], ref_alpha[i1.novel], rtol=1e-9, atol=1e-9)
         assert torch.equal(s1.ids, s2.ids) and torch.equal(i1.accepted, i2.accepted)
         assert torch.equal(i1.log_alpha[i1.novel], i2.log_alpha[i1.novel])
+        moves += int((s1.ids != before).any(-1).sum())
+    assert 0 < moves < 24 * 64 and not bool(ref_acc.all())   # both outcomes occur: the comparison has teeth
     # the cached state is that of a fresh computation: energies and single-site rows
     assert torch.equal(s1.e_local, energy(m, s1.ids, "local")) and torch.equal(s1.e_raw, energy(m, s1.ids, "raw"))
+    assert torch.allclose(s1.e_local, ref_energies(m, s1.ids, "local"))
     assert torch.equal(s1.site_logits, site_logits(m, s1.ids, s1.scored)[0])
     if "block_size" not in kw:  # single site: at most T - 1 rows per proposal, literal 2T + 1
         n_prop = 24 * 64
@@ -177,26 +216,85 @@ STATIONARY_CASES = [
 ]
 
 
+@functools.lru_cache(maxsize=None)
+def enumerated(model, name):
+    """Model, states, reference energies, target, block-size schedule, and the exact sweep kernels of
+    ``mh_reference`` (by block size; the block kernels they are made of in ``blocks``) for a case."""
+    kw = dict(STATIONARY_CASES)[name]
+    m = exact(3, 3) if model == "exact" else LookupMLM(3, 3, seed=2)
+    tau, kind = kw.get("target_temperature", 1.0), kw.get("energy", "local")
+    X = all_sequences(3, 3)
+    E = ref_energies(m, X, kind)
+    bs = kw.get("block_size", 1)
+    size = bs if callable(bs) else (lambda e: bs)
+    blocks = {}
+    K = {k: epoch_kernel(m, X, E, tau, k, kw.get("proposal_temperature", 1.0), kw.get("top_p", 1.0), cache=blocks)
+         for k in {size(e) for e in range(6)}}
+    return SimpleNamespace(m=m, X=X, E=E, p=torch.softmax(-E / tau, 0), tau=tau, kind=kind, size=size, K=K,
+                           blocks=blocks)
+
+
 @pytest.mark.parametrize("name,kw", STATIONARY_CASES, ids=[c[0] for c in STATIONARY_CASES])
 @pytest.mark.parametrize("model", ["exact", "lookup"])
 def test_mh_leaves_the_enumerated_target_invariant(model, name, kw):
     """Chains started exactly in exp(-E/tau)/Z stay there, whatever the proposal (also for nucleus
-    proposals that make the chain reducible); degenerate Gibbs with the same proposal does not."""
-    m = exact(3, 3) if model == "exact" else LookupMLM(3, 3, seed=2)
-    tau = kw.get("target_temperature", 1.0)
-    p = target(m, kw.get("energy", "local"), tau)
-    n = 3000
+    proposals that make the chain reducible); degenerate Gibbs with the same proposal does not. They
+    also move as often as the enumerated kernel says, so a chain that never moves fails."""
+    c = enumerated(model, name)
+    m, tau = c.m, c.tau
+    p = target(m, c.kind, tau)
+    assert torch.allclose(p, c.p, atol=1e-12)
+    n, epochs = 3000, 4
     start = draw_from(m, p, n, seed=7)
-    r = sample(m, start, epochs=4, generator=gen(11), **kw)
-    assert r.samples.shape == (4, n, 3)
+    r = sample(m, start, epochs=epochs, generator=gen(11), **kw)
+    assert r.samples.shape == (epochs, n, 3)
     assert tv(p, empirical(m, r.samples)) < tv_bound(p, n)
-    assert r.accept_rate < 1.0
+    # novel moves per proposal at stationarity: a block I moves the state with probability
+    # sum_x p(x) (1 - K_I(x, x)), averaged over the equally likely sweeps' blocks; each chain's rate has
+    # variance <= r (1 - r), so 5 standard errors over the n independent chains
+    moved = {b: float((p * (1 - k.diagonal())).sum()) for b, k in c.blocks.items()}
+    novel = sum(sum(moved[tuple(b)] for b in sweep) / len(sw) for e in range(epochs)
+                for sw in [sweep_blocks(3, c.size(e))] for sweep in sw)
+    rate = novel / sum(len(sweep_blocks(3, c.size(e))[0]) for e in range(epochs))
+    assert abs(r.novel_rate - rate) < 5 * math.sqrt(rate * (1 - rate) / n) and rate > 0.05
     if "block_size" not in kw and "top_p" not in kw:
         wrong = target(m, kw.get("energy", "local"), tau / 2)
         assert tv(wrong, empirical(m, r.samples)) > tv_bound(p, n)
         gk = {k: v for k, v in kw.items() if k not in ("target_temperature", "energy")}
-        gibbs = sample(m, start, method="gibbs", epochs=4, generator=gen(11), **gk)
+        gibbs = sample(m, start, method="gibbs", epochs=epochs, generator=gen(11), **gk)
         assert tv(p, empirical(m, gibbs.samples)) > tv_bound(p, n)
+
+
+@pytest.mark.parametrize("name,kw", STATIONARY_CASES, ids=[c[0] for c in STATIONARY_CASES])
+@pytest.mark.parametrize("model", ["exact", "lookup"])
+def test_mh_from_one_improbable_state_follows_the_enumerated_kernel(model, name, kw):
+    """All chains start in one improbable state ``s``. After ``e`` sweeps their law is ``delta_s K^e``,
+    ``K`` the exact sweep kernel of Algorithm 1 enumerated by ``mh_reference`` from the target
+    ``exp(-E/tau)/Z`` (whose invariance under ``K`` is checked exactly). Some of these cases mix
+    too slowly (peaked targets, or reducible under nucleus proposals) for the pooled samples to reach
+    the target in a few sweeps, so the samples after burn-in are compared with this exact law rather
+    than with the target itself: a kernel that never moves, or with any other transition law, fails."""
+    c = enumerated(model, name)
+    m, X, p, K, size = c.m, c.X, c.p, c.K, c.size
+    burn_in, kept, n = 4, 2, 2000
+    for k in K.values():
+        assert torch.allclose(p @ k, p, atol=1e-12)
+    laws = {}
+    for s in p.argsort().tolist():      # the least probable state that the kernel leaves within the burn-in
+        d = torch.zeros(len(X), dtype=torch.float64)
+        d[s] = 1.0
+        laws[s] = []
+        for e in range(burn_in + kept):
+            d = d @ K[size(e)]
+            laws[s].append(d)
+        if laws[s][burn_in - 1][s] <= 0.5:
+            break
+    law = torch.stack(laws[s][burn_in:]).mean(0)     # the kept states: after sweeps burn_in + 1 .. burn_in + kept
+    r = sample(m, X[s].expand(n, 3).clone(), epochs=kept, burn_in=burn_in, generator=gen(11), **kw)
+    q = empirical(m, r.samples)
+    assert float(p[s]) < 1 / len(X) and float(law[s]) < 0.5
+    assert tv(law, q) < tv_bound(law, n)
+    assert 1 - float(law[s]) > 2 * tv_bound(law, n)     # a chain stuck at the start would fail
 
 
 @pytest.mark.parametrize("block_size", [1, 2])
@@ -259,6 +357,17 @@ def test_block_gibbs_with_parallel_conditionals_is_not_exact_but_block_mh_is():
     start = draw_from(m, joint, n, seed=1)
     gib = sample(m, start, method="gibbs", block_size=3, epochs=3, generator=gen(2))
     assert tv(joint, empirical(m, gib.samples)) > tv_bound(joint, n)
+    p = target(m)
+    mh = sample(m, draw_from(m, p, n, seed=1), method="mh", block_size=3, epochs=3, generator=gen(2))
+    assert tv(p, empirical(m, mh.samples)) < tv_bound(p, n)
+    # it moves as often as the enumerated kernel says: the novel-move rate of one whole-sequence proposal
+    # at stationarity; each chain's mean over its 3 proposals has variance <= r (1 - r), so 5 s.e. over n chains
+    X = all_sequences(3, 3)
+    r = float((p * (1 - block_kernel(m, X, ref_energies(m, X), 1.0, [0, 1, 2]).diagonal())).sum())
+    assert abs(mh.novel_rate - r) < 5 * math.sqrt(r * (1 - r) / n) and r > 0.1
+    # the same block-Gibbs kernel run from the MH target drifts away from it: the acceptance step matters
+    gib_p = sample(m, draw_from(m, p, n, seed=1), method="gibbs", block_size=3, epochs=3, generator=gen(2))
+    assert tv(p, empirical(m, gib_p.samples)) > tv_bound(p, n)
 
 
 def _systematic_gibbs_stationary(m):
@@ -301,138 +410,3 @@ def test_block_gibbs_at_temperature_zero_is_mask_predict():
                generator=gen(0))
     mp = mask_predict(m, start, iterations=1, positions=[1, 2])
     assert torch.equal(r.samples[0], mp.ids)
-
-
-# --------------------------------------------------------------------------- mask-predict
-
-def _greedy_pass(m, ids, masked):
-    x = ids.clone()
-    x[masked] = m.mask_id
-    lp = torch.log_softmax(m.logits(x).double(), -1)
-    conf, tok = lp.max(-1)
-    return tok, conf
-
-
-def test_mask_predict_against_brute_force():
-    m = LookupMLM(4, 4, seed=3)
-    ids = torch.randint(4, (6, 4), generator=gen(0))
-    N = 3
-    r = mask_predict(m, ids, iterations=N, positions=[0, 1, 2, 3])
-    for b in range(6):
-        x = ids[b:b + 1].clone()
-        free = torch.ones(1, 4, dtype=torch.bool)
-        tok, conf = _greedy_pass(m, x, free)
-        x, c = tok.clone(), conf.clone()
-        for t in range(1, N):
-            k = 4 * (N - t) // N
-            low = sorted(range(4), key=lambda i: (float(c[0, i]), i))[:k]
-            mask = torch.zeros(1, 4, dtype=torch.bool)
-            mask[0, low] = True
-            tok, conf = _greedy_pass(m, x, mask)
-            x[mask], c[mask] = tok[mask], conf[mask]
-        assert torch.equal(r.ids[b], x[0]), b
-    assert r.history.shape == (N, 6, 4)
-
-
-def test_easy_first_against_brute_force_and_clamping():
-    m = LookupMLM(3, 4, seed=4)
-    ids = torch.randint(3, (4, 4), generator=gen(1))
-    r = mask_predict(m, ids, iterations=2, positions=[1, 2, 3], strategy="easy_first")
-    assert torch.equal(r.ids[:, 0], ids[:, 0])
-    for b in range(4):
-        free = torch.tensor([[False, True, True, True]])
-        tok, conf = _greedy_pass(m, ids[b:b + 1], free)
-        x = ids[b:b + 1].clone()
-        x[free] = tok[free]
-        order = sorted([1, 2, 3], key=lambda i: (-float(conf[0, i]), i))
-        new = x.clone()
-        for j, i in enumerate(order):
-            mask = torch.zeros(1, 4, dtype=torch.bool)
-            mask[0, order[j:]] = True
-            t2, _ = _greedy_pass(m, x, mask)
-            new[0, i] = t2[0, i]
-        assert torch.equal(r.ids[b], new[0]), b
-
-
-# ------------------------------------------------------------------ driver, I/O, inputs
-
-def test_result_fields_burn_in_thinning_reference():
-    m = exact(3, 3)
-    ids = torch.randint(3, (6, 3), generator=gen(0))
-    r = sample(m, ids, epochs=6, burn_in=2, thin=2, generator=gen(1), reference=ids[0])
-    assert r.kept_epochs.tolist() == [3, 5, 7]
-    assert r.samples.shape == (3, 6, 3) and torch.equal(r.samples[-1], r.final_ids)
-    assert r.energy_local.shape == (8, 6) and r.accept.shape == (8, 6) and r.identity.shape == (8, 6)
-    assert ((r.novel <= r.accept) & (r.accept <= 1)).all()
-    assert torch.allclose(r.energy_raw[-1], energy(m, r.final_ids, "raw"))
-    assert 0 < r.novel_rate <= r.accept_rate <= 1 and r.proposals == 8 * 6 * 3
-
-
-def test_initialisation_modes():
-    m = exact(4, 3)
-    masked = torch.full((2, 3), m.mask_id)
-    r = sample(m, masked, epochs=1, generator=gen(0))                 # masks at free positions: greedy fill
-    assert (r.samples < 4).all()
-    rnd = sample(m, torch.zeros(2000, 3, dtype=torch.long), init="random", epochs=1, generator=gen(0),
-                 proposal_temperature=0.0)  # greedy proposals never move: the state is the random start
-    counts = torch.bincount(rnd.samples.flatten(), minlength=4)
-    assert (counts > 1200).all()
-    g1 = sample(m, torch.zeros(1, 3, dtype=torch.long), init="greedy", epochs=1, generator=gen(0),
-                proposal_temperature=0.0)
-    x = torch.full((1, 3), m.mask_id)
-    assert torch.equal(g1.samples[0], m.logits(x).argmax(-1))
-
-
-def test_jsonl_resume_matches_an_uninterrupted_run(tmp_path):
-    m = LookupMLM(3, 4, seed=1)
-    ids = torch.randint(3, (20, 4), generator=gen(0))
-    kw = dict(burn_in=2, block_size=2, generator=None)
-    full = sample(m, ids, epochs=6, **{**kw, "generator": gen(9)})
-    path = tmp_path / "run.jsonl"
-    sample(m, ids, epochs=2, jsonl=path, **{**kw, "generator": gen(9)})     # "killed" after 4 epochs
-    with path.open("a") as f:
-        f.write('{"type": "epoch", "epoch": 4, "kept"')                     # a line cut by the kill
-    resumed = sample(m, ids, epochs=6, jsonl=path, **{**kw, "generator": gen(123)})
-    assert torch.equal(full.samples, resumed.samples)
-    assert torch.equal(full.energy_local, resumed.energy_local) and torch.equal(full.accept, resumed.accept)
-    head, recs = read_run(path)
-    assert len(recs) == 8 and head["config"]["block_size"] == "Constant(value=2)"
-    with pytest.raises(MLMProbError, match="top_p"):
-        sample(m, ids, epochs=6, jsonl=path, top_p=0.9, **{**kw, "generator": gen(9)})
-
-
-def test_bad_inputs_raise_clear_errors():
-    m = exact(3, 3)
-    ids = torch.zeros(2, 3, dtype=torch.long)
-    with pytest.raises(MLMProbError, match="method"):
-        sample(m, ids, method="hmc", epochs=1)
-    with pytest.raises(MLMProbError, match="epochs"):
-        sample(m, ids, epochs=0)
-    with pytest.raises(MLMProbError, match="shape"):
-        sample(m, torch.zeros(3, dtype=torch.long), epochs=1)
-    with pytest.raises(PositionsError, match="mask token"):
-        sample(m, torch.tensor([[0, 3, 0]]), positions=[0], epochs=1)
-    with pytest.raises(MLMProbError, match="order"):
-        sample(m, ids, order="r2l", epochs=1)
-    with pytest.raises(MLMProbError, match="block size"):
-        sample(m, ids, block_size=lambda e: 0, epochs=1)
-
-
-def test_find_cdr_h3():
-    fr = "EVQLVESGGGLVQPGGSLRLSCAASGFNIKDTYIHWVRQAPGKGLEWVARIYPTNGYTRYADSVKGRFTISADTSKNTAYLQMNSLRAEDTAVYYCSR"
-    vh = fr + "WGGDGFYAMD" + "YWGQGTLVTVSS"   # trastuzumab: Mason et al. vary the 10 residues after C-S-R
-    s, e = find_cdr_h3(vh, "kabat")
-    assert vh[s:e] == "WGGDGFYAMDY" and (s, e) == (len(fr), len(fr) + 11)
-    s, e = find_cdr_h3(vh)
-    assert vh[s:e] == "SRWGGDGFYAMDY"
-    with pytest.raises(MLMProbError, match="CDR-H3"):
-        find_cdr_h3("DIQMTQSPSSLSASVGDRVTITCRASQ")
-
-
-def test_plot_writes_png(tmp_path):
-    from mlmprob.sampling.plots import plot_traces
-    m = exact(3, 3)
-    ids = torch.zeros(3, 3, dtype=torch.long)
-    r = sample(m, ids, epochs=3, burn_in=1, generator=gen(0), reference=ids)
-    out = plot_traces(r, tmp_path / "trace.png")
-    assert out.read_bytes()[:4] == b"\x89PNG"

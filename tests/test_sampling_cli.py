@@ -2,6 +2,7 @@
 
 import json
 
+import pytest
 
 from mlmprob.cli import main
 
@@ -17,10 +18,24 @@ def test_cli_samples_cdr3_only_and_resumes(tiny_bert_dir, tmp_path, capsys):
     assert main(argv) == 0
     summary = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert summary["chains"] == 2 and summary["epochs"] == 3
+    assert json.loads((out / "summary.json").read_text()) == summary
+    # the summary's numbers from the raw epoch records of run.jsonl (epoch 0 is the burn-in)
+    recs = [json.loads(line) for line in (out / "run.jsonl").read_text().splitlines()[1:]]
+    post = recs[1:]
+    assert summary["accept_rate"] == pytest.approx(sum(map(sum, (r["accepted"] for r in post)))
+                                                   / sum(map(sum, (r["proposals"] for r in post))))
+    assert summary["novel_rate"] == pytest.approx(sum(map(sum, (r["novel"] for r in post)))
+                                                  / sum(map(sum, (r["proposals"] for r in post))))
+    assert summary["final_energy_mean"] == pytest.approx(sum(recs[-1]["e_local"]) / 2)
+    assert summary["final_identity_mean"] == pytest.approx(sum(recs[-1]["identity"]) / 2)
+    # 11 CDR-H3 positions in blocks of 3, 2, 1 (the 3:1 schedule over 3 sweeps): 4 + 6 + 11 per chain
+    assert [r["block_size"] for r in recs] == [3, 2, 1] and summary["proposals"] == 2 * (4 + 6 + 11)
     for name in ("run.jsonl", "samples.fasta", "summary.json", "trace.png"):
         assert (out / name).exists(), name
     lines = (out / "samples.fasta").read_text().splitlines()
     assert len(lines) == 2 * 2 * 2
+    last = [h for h in lines[::2] if " epoch=2 " in h]
+    assert [f"e_local={recs[-1]['e_local'][b]:.4f}" in h for b, h in enumerate(last)] == [True, True]
     cdr = slice(98, 109)  # Kabat CDR-H3 residues of trastuzumab
     for s in lines[1::2]:
         res = s.replace(" ", "")

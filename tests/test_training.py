@@ -86,10 +86,46 @@ def test_resume_gives_the_same_result(tmp_path):
         train(cfg, src, tmp_path / "cut", progress=False, resume=False)
 
 
-def test_static_masking_runs(tmp_path):
-    cfg = TrainConfig(max_steps=3, eval_every=3, checkpoint_every=3, masking="static", **TINY)
-    res = train(cfg, SyntheticSource(potts(), 32, 8), tmp_path, progress=False)
-    assert res.done and len(res.train_losses) == 3
+def _masks_seen(tmp_path, masking, monkeypatch):
+    """Train 6 steps of 16 on 32 sequences (3 epochs) and record, per training example, the
+    (inputs, labels) the loss saw at each visit."""
+    from mlmprob.training import loop
+
+    order, seen = [], {}
+    indices, loss = loop._Batches.indices, loop._masked_lm_loss
+
+    def spy_indices(self, step):
+        idx = indices(self, step)
+        order.append(idx)
+        return idx
+
+    def spy_loss(model, inputs, labels, pad_id):
+        for i, x, y in zip(order[-1].tolist(), inputs, labels):
+            seen.setdefault(i, []).append((x.clone(), y.clone()))
+        return loss(model, inputs, labels, pad_id)
+
+    monkeypatch.setattr(loop._Batches, "indices", spy_indices)
+    monkeypatch.setattr(loop, "_masked_lm_loss", spy_loss)
+    cfg = TrainConfig(max_steps=6, eval_every=6, checkpoint_every=6, masking=masking, **TINY)
+    res = train(cfg, SyntheticSource(potts(), 32, 8), tmp_path / masking, progress=False)
+    assert res.done and len(res.train_losses) == 6
+    assert sorted(seen) == list(range(32)) and all(len(v) == 3 for v in seen.values())
+    return seen
+
+
+def test_static_masking_keeps_each_examples_mask(tmp_path, monkeypatch):
+    """Static: every visit of an example sees the same corrupted input and labels. Dynamic: new
+    masks per visit; with k = 1 of 6 positions a revisit repeats the position with probability 1/6,
+    so among 32 examples x 2 revisits about 11 repeats are expected (s.d. 3): fewer than 32 is certain."""
+    static = _masks_seen(tmp_path, "static", monkeypatch)
+    for visits in static.values():
+        (x0, y0), rest = visits[0], visits[1:]
+        assert (y0 != -100).sum() == 1                          # k = max(1, round(0.2 * 6)) = 1 selected
+        assert all(torch.equal(x, x0) and torch.equal(y, y0) for x, y in rest)
+    dynamic = _masks_seen(tmp_path, "dynamic", monkeypatch)
+    same = sum(torch.equal(y, visits[0][1]) for visits in dynamic.values() for _, y in visits[1:])
+    assert same < 32
+    assert all((y != -100).sum() == 1 for visits in dynamic.values() for _, y in visits)
 
 
 def test_text_run_with_wordpiece(tmp_path):

@@ -1,0 +1,95 @@
+"""``mlmprob demo`` (the README's main job, ``make demo``) end to end on a tiny random BERT with a
+one-residue-per-token tokenizer, saved like any Hugging Face model: the report's four sections, and
+its numbers against the package's own scoring."""
+
+import math
+import re
+
+import pytest
+import torch
+
+import mlmprob
+from mlmprob.cli import main
+
+AA = "ACDEFGHIKLMNPQRSTVWY"
+PERTUZUMAB_VH = ("EVQLVESGGGLVQPGGSLRLSCAASGFTFTDYTMDWVRQAPGKGLEWVADVNPNSGGSIYNQRFKGRFTLSVDRSKNTLYLQMNSLRAEDTAVYYCAR"
+                 "NLGPSFYFDYWGQGTLVTVSS")
+NUM = r"(-?\d+\.\d+|nan)"
+
+
+@pytest.fixture(scope="module")
+def residue_bert(tmp_path_factory):
+    """A tiny BertForMaskedLM whose fast tokenizer splits a sequence into one word per residue."""
+    import transformers
+    from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers, processors
+
+    d = tmp_path_factory.mktemp("residue-bert")
+    specials = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+    vocab = {t: i for i, t in enumerate(specials + list(AA))}
+    tk = Tokenizer(models.WordLevel(vocab, unk_token="[UNK]"))
+    tk.pre_tokenizer = pre_tokenizers.Split(Regex("."), behavior="isolated")
+    tk.post_processor = processors.TemplateProcessing(single="[CLS] $A [SEP]", special_tokens=[("[CLS]", 2), ("[SEP]", 3)])
+    tk.decoder = decoders.Fuse()                      # residues decode without spaces, as with AntiBERTy
+    fast = transformers.PreTrainedTokenizerFast(tokenizer_object=tk, unk_token="[UNK]", pad_token="[PAD]",
+                                                cls_token="[CLS]", sep_token="[SEP]", mask_token="[MASK]")
+    fast.save_pretrained(str(d))
+    with torch.random.fork_rng():
+        torch.manual_seed(0)  # the tiny model's random weights only
+        cfg = transformers.BertConfig(vocab_size=len(vocab), hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
+                                      intermediate_size=32, max_position_embeddings=160, initializer_range=0.5)
+        transformers.BertForMaskedLM(cfg).save_pretrained(str(d))
+    return d
+
+
+def test_demo_report(residue_bert, tmp_path, monkeypatch, capsys, one_thread):
+    data = tmp_path / "data"
+    (data / "antibody").mkdir(parents=True)
+    (data / "antibody" / "thera_sabdab.csv").write_text(
+        f"Therapeutic,HC\nbad,EVQLXQ\nPertuzumab,{PERTUZUMAB_VH}\nother,{PERTUZUMAB_VH[:-1]}\n")
+    monkeypatch.setenv("MLMPROB_DATA", str(data))
+    assert main(["demo", "--model", str(residue_bert), "--n", "1", "--epochs", "1"]) == 0
+    out = capsys.readouterr().out
+    heads = [line for line in out.splitlines() if re.match(r"^\d\. ", line)]
+    assert [h[:3] for h in heads] == ["1. ", "2. ", "3. ", "4. "] and out.rstrip().splitlines()[-1].startswith("done in")
+
+    # 1. scores: trastuzumab, then the first valid Thera-SAbDab chain (the invalid one is skipped)
+    scores = re.findall(rf"^   (\S+)\s+(\d+)\s+{NUM}\s+{NUM}\s+{NUM}\s+\d+\.\d$", out, re.M)
+    assert [s[0] for s in scores] == ["trastuzumab", "Pertuzumab"]
+    mlm = mlmprob.load_mlm(str(residue_bert))
+    from mlmprob.commands.demo import DEMO_HEAVY
+    for (_, n, pll, per_res, e_raw), seq in zip(scores, (DEMO_HEAVY["trastuzumab"], PERTUZUMAB_VH)):
+        ids = mlm.encode([seq]).input_ids
+        assert int(n) == len(seq)
+        assert float(pll) == pytest.approx(float(mlmprob.pll(mlm, ids)[0]), abs=0.006)
+        assert float(per_res) == pytest.approx(float(pll) / len(seq), abs=0.002)
+        assert float(e_raw) == pytest.approx(float(mlmprob.energy(mlm, ids, "raw")[0]), abs=0.06)
+
+    # 2. CDR-H3 redesign: native row and three chains, finite energies, identities in [0, 1]
+    native = re.search(rf"^   native\s+([A-Z]+)\s+{NUM}\s+1\.00$", out, re.M)
+    assert native and native.group(1) == "SRWGGDGFYAMDY"
+    trast = DEMO_HEAVY["trastuzumab"]
+    cdr = [trast.index("SRWGGDGFYAMDY") + 1 + i for i in range(13)]          # +1: the [CLS] token
+    e_cdr = float(mlmprob.energy(mlm, mlm.encode([trast]).input_ids, "local", positions=cdr)[0])
+    assert float(native.group(2)) == pytest.approx(e_cdr, abs=0.006)         # E_local over CDR-H3 only
+    chains = re.findall(rf"^   ([012])\s+([A-Z]+)\s+{NUM}\s+{NUM}$", out, re.M)
+    assert [c[0] for c in chains] == ["0", "1", "2"]
+    for _, cdr, e, ident in chains:
+        same = sum(a == b for a, b in zip(cdr, native.group(1))) / len(cdr)
+        assert len(cdr) == 13 and math.isfinite(float(e)) and float(ident) == pytest.approx(same, abs=0.006)
+    rates = re.search(rf"acceptance {NUM}, novel transitions {NUM}", out)
+    assert 0 <= float(rates.group(2)) <= float(rates.group(1)) <= 1
+
+    # 3. pair joints: the five constructions, probabilities in [0, 1], A-KL finite and >= 0
+    joints = re.findall(rf"^   (mlm|mrf_logit|mrf|hcb|ag)\s+(\S*)\s+{NUM}\s+{NUM}\s+{NUM}$", out, re.M)
+    assert [j[0] for j in joints] == ["mlm", "mrf_logit", "mrf", "hcb", "ag"]
+    for _, _, p_mode, p_native, akl in joints:
+        assert 0 < float(p_mode) <= 1 and 0 <= float(p_native) <= float(p_mode) + 0.0005
+        assert math.isfinite(float(akl)) and float(akl) >= 0
+
+    # 4. infilling: four searches, each with three fills of the 4-residue gap and a finite score
+    fills = re.findall(r"^   (standard|hcb)\s+(l2r|best)\s+top-3: (.*?)   native rank: (\S+)$", out, re.M)
+    assert [(f[0], f[1]) for f in fills] == [("standard", "l2r"), ("standard", "best"), ("hcb", "l2r"), ("hcb", "best")]
+    for *_, top3, rank in fills:
+        cands = re.findall(rf"([A-Z]{{4}})\*? {NUM}", top3)
+        assert len(cands) == 3 and all(math.isfinite(float(s)) for _, s in cands)
+        assert rank == ">5" or 1 <= int(rank) <= 5
