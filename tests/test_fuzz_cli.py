@@ -112,9 +112,8 @@ def bad_file(draw):
 COLUMN = st.sampled_from([[], ["--column", "HC"], ["--column", "nope"], ["--column", "HC", "--id-column", "name"]])
 
 
-@FUZZ
+@settings(FUZZ, max_examples=260)
 @given(path=bad_file(), column=COLUMN, out=st.sampled_from(["", "o.jsonl", "o.tsv", "o.parquet", "o.txt"]))
-@settings(max_examples=260)
 def test_fuzz_score_files(path, column, out, capsys):
     argv = ["score", path, "--model", "sapiens-vh", "--no-progress", *column]
     if out:
@@ -122,9 +121,8 @@ def test_fuzz_score_files(path, column, out, capsys):
     run_case(argv, capsys)
 
 
-@FUZZ
+@settings(FUZZ, max_examples=120)
 @given(path=bad_file(), column=COLUMN, out=st.sampled_from(["o.jsonl", "dir", ""]))
-@settings(max_examples=120)
 def test_fuzz_sample_files(path, column, out, capsys):
     argv = ["sample", "--input", path, "--model", "sapiens-vh", "--chains", "1", "--epochs", "1", "--burn-in", "0",
             "--no-progress", *column]
@@ -135,16 +133,14 @@ def test_fuzz_sample_files(path, column, out, capsys):
     run_case(argv, capsys)
 
 
-@FUZZ
+@settings(FUZZ, max_examples=120)
 @given(path=bad_file(), column=COLUMN)
-@settings(max_examples=120)
 def test_fuzz_infill_files(path, column, capsys):
     run_case(["infill", "--input", path, "--model", "sapiens-vh", "-k", "2", "--no-progress", *column], capsys)
 
 
-@FUZZ
+@settings(FUZZ, max_examples=100)
 @given(path=bad_file(), column=COLUMN)
-@settings(max_examples=100)
 def test_fuzz_joints_files(path, column, capsys):
     run_case(["joints", "--data", path, "--model", "sapiens-vh", "--n-pairs", "1", "--top-k", "4",
               "--ag-max-steps", "50", "--out", path.parent / "j", "--quiet", *column], capsys)
@@ -195,9 +191,8 @@ def _base(command: str, tmp: Path) -> list:
     }[command]
 
 
-@FUZZ
+@settings(FUZZ, max_examples=900)
 @given(command=st.sampled_from(sorted(NUMERIC)), data=st.data())
-@settings(max_examples=900)
 def test_fuzz_numeric_options(command, data, capsys, tmp_path_factory):
     option = data.draw(st.sampled_from(NUMERIC[command]))
     value = data.draw(st.sampled_from(BAD_NUMBERS))
@@ -207,17 +202,15 @@ def test_fuzz_numeric_options(command, data, capsys, tmp_path_factory):
     run_case(_base(command, tmp) + [option, value], capsys)
 
 
-@FUZZ
+@settings(FUZZ, max_examples=300)
 @given(command=st.sampled_from(sorted(OTHER)), data=st.data())
-@settings(max_examples=300)
 def test_fuzz_other_options(command, data, capsys, tmp_path_factory):
     extra = data.draw(st.sampled_from(OTHER[command]))
     run_case(_base(command, tmp_path_factory.mktemp("opt")) + extra, capsys)
 
 
-@FUZZ
+@settings(FUZZ, max_examples=250)
 @given(data=st.data())
-@settings(max_examples=250)
 def test_fuzz_sequences_on_the_command_line(data, capsys):
     seq = data.draw(SEQ_TEXT)
     command = data.draw(st.sampled_from(["sample", "infill", "merge", "nosuch"]))
