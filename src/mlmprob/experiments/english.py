@@ -1,7 +1,7 @@
 """The ``en-small`` English model: held-out evaluation and export into the package.
 
 Evaluation sets (never trained on): the trainer's own held-out split of the training corpus, SNLI
-test sentences and XSum test summaries (``english_corpus.evaluation_sets``). Per set:
+test sentences and XSum test summaries (``mlmprob.infill.english_sets.evaluation_sets``). Per set:
 
 - single-token masked accuracy and PLL per token: every token masked on its own (the
   pseudo-log-likelihood copies), top-1 over the whole vocabulary;
@@ -163,7 +163,7 @@ def evaluate(model: str, out: Path, data_dir: str, corpus: Path, run_dir: Path, 
     """Score ``model`` on the run's held-out lines, SNLI and XSum; the unigram baseline is the most
     frequent token of the run's training lines."""
     from ..models import load_mlm
-    from .english_corpus import evaluation_sets
+    from ..infill.english_sets import evaluation_sets
 
     mlm = load_mlm(model)
     train_lines, held = split_lines(run_dir, corpus)

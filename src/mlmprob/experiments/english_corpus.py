@@ -3,8 +3,8 @@
 Sources (training): the Brown corpus (tags stripped), Jane Austen's six novels (paragraphs split into
 sentences), WikiText-2 valid+test (``@-@`` joins undone; sentences with ``<unk>`` dropped), and the
 5k WikiText-103 and BookCorpus sentences. SNLI and XSum are *not* read here: they are kept for
-evaluation (``evaluation_sets``). Nothing is copied into the repository; the corpus is written to
-an ignored run directory.
+evaluation (``evaluation_sets``, defined in ``mlmprob.infill.english_sets``). Nothing is copied into
+the repository; the corpus is written to an ignored run directory.
 
     python -m mlmprob.experiments.english_corpus --data ../shared/data --out runs/en-small/corpus.txt
 """
@@ -18,9 +18,13 @@ import zipfile
 from pathlib import Path
 
 from ..errors import MLMProbError
+# the held-out sets and the word limits the training sentences share with them (importable from here too)
+from ..infill.english_sets import MAX_WORDS, MIN_WORDS, evaluation_sets
+
+__all__ = ["AUSTEN", "MAX_WORDS", "MIN_WORDS", "corpus_sentences", "detokenize_wikitext", "evaluation_sets", "main",
+           "read_austen", "read_brown", "read_lines", "read_wikitext", "split_sentences", "write_corpus"]
 
 AUSTEN = ("emma", "mansfieldpark", "northangerabbey", "persuasion", "prideprejudice", "sensesensibility")
-MIN_WORDS, MAX_WORDS = 4, 60
 
 _SENT_END = re.compile(r"(?<=[.!?])[\"')\]]*\s+(?=[\"'(\[]?[A-Z])")
 _WIKI_JOIN = re.compile(r" @(.)@ ")
@@ -121,25 +125,6 @@ def corpus_sentences(data_dir) -> dict[str, list[str]]:
         "tbc_5k": read_lines(d / "tbc_5k.txt"),
     }
     return {k: [s for s in v if MIN_WORDS <= len(s.split()) <= MAX_WORDS] for k, v in raw.items()}
-
-
-def evaluation_sets(data_dir, n: int = 1000) -> dict[str, list[str]]:
-    """Held-out English never used in training: the first ``n`` distinct SNLI test hypotheses and
-    premises, and the first ``n`` XSum test summaries."""
-    d = Path(data_dir)
-    snli, seen = [], set()
-    for line in (d / "snli_test.tsv").read_text(encoding="utf-8").splitlines()[1:]:
-        for s in line.split("\t")[:2]:
-            s = s.strip()
-            if s and s not in seen and MIN_WORDS <= len(s.split()) <= MAX_WORDS:
-                seen.add(s)
-                snli.append(s)
-    xsum = []
-    for line in (d / "xsum_test.jsonl").read_text(encoding="utf-8").splitlines():
-        s = json.loads(line)["summary"].strip()
-        if MIN_WORDS <= len(s.split()) <= MAX_WORDS:
-            xsum.append(s)
-    return {"snli": snli[:n], "xsum": xsum[:n]}
 
 
 def write_corpus(data_dir, out_path) -> dict:
