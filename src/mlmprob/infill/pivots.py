@@ -27,8 +27,9 @@ from ..errors import MLMProbError
 from ..jsonl import trim_partial_line
 from .beam import beam_search, make_correction
 from .paired import discordant, exact_sign_test
-from .runner import (DATASETS, REGIONS, CountingMLM, ExperimentConfig, draw_data, measure_gap, model_gaps,
-                     model_label, read_records, report_progress, resolve_data_dir)
+from .choices import DATASETS, REGIONS
+from .runner import (CountingMLM, ExperimentConfig, draw_data, measure_gap, model_gaps, model_label, read_records,
+                     report_progress, resolve_data_dir)
 
 
 def token_name(mlm, token_id: int) -> str:
