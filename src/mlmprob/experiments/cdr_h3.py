@@ -1,9 +1,10 @@
 """CDR-H3 redesign with MH and degenerate-Gibbs samplers: the experiments of Goyal et al. (2022),
 Tables 1-5 and Figures 1, 2, 4, on antibody heavy chains instead of translation.
 
-Task: for each of the first ``--n-antibodies`` heavy chains of a CSV (column ``HC``) whose
-CDR-H3 ``find_cdr_h3`` locates, the CDR-H3 residues are free and everything else (framework,
-other CDRs) is clamped; the CDR-H3 length is kept. As in the paper (Alg. 1, line 3) every chain
+Task: for each of the first ``--n-antibodies`` heavy chains of a CSV (column ``HC``; ``--data DIR``
+reads ``DIR/antibody/thera_sabdab.csv``, by default in the shared data folder, ``--data FILE.csv``
+any other) whose CDR-H3 ``find_cdr_h3`` locates, the CDR-H3 residues are free and everything else
+(framework, other CDRs) is clamped; the CDR-H3 length is kept. As in the paper (Alg. 1, line 3) every chain
 starts from the *warm start*: CDR-H3 masked and filled with the model's arg-max in one pass. Each
 configuration runs ``--chains`` chains per antibody for ``--burn-in + --epochs`` epochs (one
 epoch = one sweep over the CDR-H3 positions in random order), all chains of all pending
@@ -67,20 +68,26 @@ from .cdr_h3_common import (ANNEALS, BLOCK_START, CONFIGS, MP_ITERATIONS, PTEMPS
                             select_configs, sentence_bleu4, seq_metrics, stutter_rate)
 from .cdr_h3_report import write_report
 from .cdr_h3_runner import Antibody, done_units, load_antibodies, prepare_units, run_config, run_experiment
+from .data_option import add_data_option, resolve_data_dir
 
-__all__ = ["ANNEALS", "BLOCK_START", "CONFIGS", "MP_ITERATIONS", "PTEMPS", "RESULTS_FILE", "RUNS_FILE", "T5_ANNEAL",
-           "TABLES", "TOPPS", "WORK_DIR", "Antibody", "Config", "RunOptions", "build_parser", "corpus_bleu",
-           "done_units", "identity_to", "load_antibodies", "main", "prepare_units", "read_results", "run_config",
-           "run_experiment", "select_configs", "sentence_bleu4", "seq_metrics", "stutter_rate"]
+__all__ = ["ANNEALS", "ANTIBODY_CSV", "BLOCK_START", "CONFIGS", "MP_ITERATIONS", "PTEMPS", "RESULTS_FILE", "RUNS_FILE",
+           "T5_ANNEAL", "TABLES", "TOPPS", "WORK_DIR", "Antibody", "Config", "RunOptions", "antibody_csv",
+           "build_parser", "corpus_bleu", "done_units", "identity_to", "load_antibodies", "main", "prepare_units",
+           "read_results", "run_config", "run_experiment", "select_configs", "sentence_bleu4", "seq_metrics",
+           "stutter_rate"]
 
 
 # -- command line ----------------------------------------------------------------------------------
 
-def _default_data() -> str | None:
-    from ..data import shared_data_dir
+ANTIBODY_CSV = "antibody/thera_sabdab.csv"
 
-    d = shared_data_dir()
-    return None if d is None else str(d / "antibody" / "thera_sabdab.csv")
+
+def antibody_csv(data: str | Path | None) -> Path:
+    """The antibody CSV of ``--data``: a CSV file as given, or a folder's ``antibody/thera_sabdab.csv``
+    (default: the shared data folder); a clear error naming the file and ``--data`` when absent."""
+    if data is not None and Path(data).is_file():
+        return Path(data)
+    return resolve_data_dir(data, [ANTIBODY_CSV]) / ANTIBODY_CSV
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -88,7 +95,7 @@ def build_parser() -> argparse.ArgumentParser:
                                 formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     p.add_argument("--model", required=True, help="antiberty, sapiens-vh or a local Hugging Face folder")
     p.add_argument("--out", required=True, help="result folder")
-    p.add_argument("--data", default=_default_data(), help="CSV of antibodies")
+    add_data_option(p, f"{ANTIBODY_CSV}; or give a CSV file of antibodies")
     p.add_argument("--column", default="HC")
     p.add_argument("--id-column", default="Therapeutic")
     p.add_argument("--tables", default="1,2,3,4,5,u", help="comma list of 1..5 and u (unconditional)")
@@ -132,15 +139,14 @@ def _main(args, argv) -> int:
     if min(args.epochs, args.chains, args.uncond_chains, args.n_antibodies) < 1 or args.burn_in < 0:
         raise MLMProbError("--epochs, --chains, --uncond-chains and --n-antibodies must be >= 1, --burn-in >= 0")
     if not args.report_only:
-        if args.data is None:
-            raise MLMProbError("no --data given and no shared data folder found")
+        csv = antibody_csv(args.data)
         torch.set_num_threads(args.threads)
         configs = select_configs([t.strip() for t in args.tables.split(",") if t.strip()],
                                  [n.strip() for n in args.only.split(",")] if args.only else None)
         from ..models import load_mlm
 
         mlm = load_mlm(args.model)
-        abs_ = load_antibodies(args.data, args.n_antibodies, args.column, args.id_column, args.cdr_definition,
+        abs_ = load_antibodies(csv, args.n_antibodies, args.column, args.id_column, args.cdr_definition,
                                max_residues=None if getattr(mlm, "max_length", None) is None else mlm.max_length - 2)
         out.mkdir(parents=True, exist_ok=True)
         cmd = "python -m mlmprob.experiments.cdr_h3 " + shlex.join(argv)

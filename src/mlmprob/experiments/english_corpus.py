@@ -7,6 +7,8 @@ evaluation (``evaluation_sets``, defined in ``mlmprob.infill.english_sets``). No
 the repository; the corpus is written to an ignored run directory.
 
     python -m mlmprob.experiments.english_corpus --data ../shared/data --out runs/en-small/corpus.txt
+
+``--data`` defaults to the shared data folder (``mlmprob.data.shared_data_dir``).
 """
 
 from __future__ import annotations
@@ -14,17 +16,22 @@ from __future__ import annotations
 import argparse
 import json
 import re
+import sys
 import zipfile
 from pathlib import Path
 
 from ..errors import MLMProbError
 # the held-out sets and the word limits the training sentences share with them (importable from here too)
 from ..infill.english_sets import MAX_WORDS, MIN_WORDS, evaluation_sets
+from .data_option import add_data_option, resolve_data_dir
 
-__all__ = ["AUSTEN", "MAX_WORDS", "MIN_WORDS", "corpus_sentences", "detokenize_wikitext", "evaluation_sets", "main",
-           "read_austen", "read_brown", "read_lines", "read_wikitext", "split_sentences", "write_corpus"]
+__all__ = ["AUSTEN", "CORPUS_FILES", "MAX_WORDS", "MIN_WORDS", "corpus_sentences", "detokenize_wikitext",
+           "evaluation_sets", "main", "read_austen", "read_brown", "read_lines", "read_wikitext", "split_sentences",
+           "write_corpus"]
 
 AUSTEN = ("emma", "mansfieldpark", "northangerabbey", "persuasion", "prideprejudice", "sensesensibility")
+CORPUS_FILES = ("brown.zip", "wikitext2_valid.txt", "wikitext2_test.txt", "wiki103_5k.txt", "tbc_5k.txt",
+                *(f"austen_{a}.txt" for a in AUSTEN))
 
 _SENT_END = re.compile(r"(?<=[.!?])[\"')\]]*\s+(?=[\"'(\[]?[A-Z])")
 _WIKI_JOIN = re.compile(r" @(.)@ ")
@@ -112,11 +119,10 @@ def read_lines(path: Path) -> list[str]:
 def corpus_sentences(data_dir) -> dict[str, list[str]]:
     """Training sentences by source, each filtered to ``MIN_WORDS..MAX_WORDS`` words."""
     d = Path(data_dir)
-    need = [d / "brown.zip", d / "wikitext2_valid.txt", d / "wikitext2_test.txt", d / "wiki103_5k.txt",
-            d / "tbc_5k.txt"] + [d / f"austen_{a}.txt" for a in AUSTEN]
-    missing = [str(p) for p in need if not p.is_file()]
+    missing = [str(d / f) for f in CORPUS_FILES if not (d / f).is_file()]
     if missing:
-        raise MLMProbError(f"English data missing under {d}: {', '.join(missing)}")
+        raise MLMProbError(f"English data missing under {d}: {', '.join(missing)} (pass --data DIR, the shared "
+                           "data folder)")
     raw = {
         "brown": read_brown(d / "brown.zip"),
         "austen": [s for a in AUSTEN for s in read_austen(d / f"austen_{a}.txt")],
@@ -142,10 +148,14 @@ def write_corpus(data_dir, out_path) -> dict:
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--data", default="../shared/data")
+    add_data_option(p, "brown.zip, the Austen novels, wikitext2_*.txt, wiki103_5k.txt and tbc_5k.txt")
     p.add_argument("--out", required=True)
     args = p.parse_args(argv)
-    print(json.dumps(write_corpus(args.data, args.out)))
+    try:
+        print(json.dumps(write_corpus(resolve_data_dir(args.data, CORPUS_FILES), args.out)))
+    except MLMProbError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
     return 0
 
 

@@ -60,8 +60,8 @@ from .metrics import gap_metrics
 from .tables import summarize, table_ablations, table_methods_by_k, table_models, tables_markdown, unit_of
 
 __all__ = ["ABLATION_ORDER", "ABLATIONS", "ANTIBODY_DATASETS", "BEAM_METHODS", "DATASETS", "LABELS", "METHODS",
-           "METRICS", "REGIONS", "CountingMLM", "ExperimentConfig", "dataset_regions", "draw_data", "gap_fields",
-           "gap_inputs", "is_english", "main", "measure_gap", "model_gaps", "model_label", "read_records",
+           "METRICS", "REGIONS", "CountingMLM", "ExperimentConfig", "add_data_option", "dataset_regions", "draw_data",
+           "gap_fields", "gap_inputs", "is_english", "main", "measure_gap", "model_gaps", "model_label", "read_records",
            "record_key", "report_progress", "resolve_data_dir", "run_experiment", "run_method", "summarize",
            "table_ablations", "table_methods_by_k", "table_models", "tables_markdown", "unit_of"]
 
@@ -253,13 +253,26 @@ def report_progress(label: str, done: int, total: int, t0: float, every: int = 5
         print(f"[{label}] {done}/{total} records, {done / (time.time() - t0):.1f}/s", file=sys.stderr)
 
 
-def resolve_data_dir(given: str | None) -> str | Path:
+def add_data_option(parser: argparse.ArgumentParser) -> None:
+    """``--data DIR`` (alias ``--data-dir``): the shared data folder, by default the one
+    ``mlmprob.data.shared_data_dir`` finds now."""
+    from ..data import shared_data_dir
+
+    found = shared_data_dir()
+    parser.add_argument("--data", "--data-dir", dest="data_dir", metavar="DIR",
+                        default=None if found is None else str(found),
+                        help="the shared data folder, holding the dataset's files (default: %(default)s, found from "
+                             "$MLMPROB_DATA, else ../shared/data)")
+
+
+def resolve_data_dir(given: str | Path | None) -> str | Path:
     """``given``, or the shared data folder found automatically (a clear error when there is none)."""
     from ..data import shared_data_dir
 
     data_dir = given or shared_data_dir()
     if data_dir is None:
-        raise MLMProbError("cannot find the shared data folder; pass --data-dir")
+        raise MLMProbError("no shared data folder found ($MLMPROB_DATA unset, no ../shared/data): pass --data DIR, "
+                           "the folder holding the dataset's files")
     return data_dir
 
 
@@ -282,7 +295,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--seed", type=int, default=d.seed)
     p.add_argument("--device", default="cpu")
     p.add_argument("--dtype", default=None)
-    p.add_argument("--data-dir", default=None, help="shared data folder (default: found automatically)")
+    add_data_option(p)
     args = p.parse_args(argv)
     try:
         if not args.tables_only:
