@@ -17,8 +17,8 @@ from collections import defaultdict
 from pathlib import Path
 
 from ..jsonl import read_jsonl
-from .cdr_h3 import (ANNEALS, CONFIGS, PTEMPS, RESULTS_FILE, RUNS_FILE, T5_ANNEAL, TOPPS, RunOptions, corpus_bleu,
-                     read_results, stutter_rate)
+from .cdr_h3_common import (ANNEALS, CONFIGS, PTEMPS, RESULTS_FILE, RUNS_FILE, T5_ANNEAL, TABLES, TOPPS, RunOptions,
+                            corpus_bleu, read_results, stutter_rate)
 
 REPORT_FILE, NOTES_FILE, ANTIBODIES_FILE = "report.md", "notes.md", "antibodies.json"
 
@@ -382,7 +382,6 @@ def write_report(out: str | Path, opts: RunOptions, model: str = "") -> Path:
         ("Table 5 shape: warm start vs degenerate Gibbs vs mask-predict vs MH", "5", lambda: table5(res)),
         ("Unconditional generation from all-mask initialisation: stutter", "u", lambda: table_uncond(res, antibodies)),
     ]
-    from .cdr_h3 import TABLES
     shown: set[str] = set()
     for title, key, fn in sections:
         present = {c for c in TABLES[key] if res.has(c)}

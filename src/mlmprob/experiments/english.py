@@ -1,7 +1,7 @@
 """The ``en-small`` English model: held-out evaluation and export into the package.
 
 Evaluation sets (never trained on): the trainer's own held-out split of the training corpus, SNLI
-test sentences and XSum test summaries (``english_corpus.evaluation_sets``). Per set:
+test sentences and XSum test summaries (``mlmprob.infill.english_sets.evaluation_sets``). Per set:
 
 - single-token masked accuracy and PLL per token: every token masked on its own (the
   pseudo-log-likelihood copies), top-1 over the whole vocabulary;
@@ -28,8 +28,10 @@ import torch
 
 from ..errors import MLMProbError
 from ..jsonl import dumps
+from ..infill.english_sets import FILES as EVAL_FILES
 from ..training.data import TextSource, split_heldout
 from ..training.masking import generator_for, select_positions
+from .data_option import add_data_option, resolve_data_dir
 
 EXPORT_FILES = ("config.json", "model.safetensors", "tokenizer_config.json", "vocab.txt", "special_tokens_map.json",
                 "tokenizer.json")
@@ -160,15 +162,15 @@ def most_frequent_token(mlm, lines: list[str]) -> int:
     return int(torch.bincount(tokens, minlength=mlm.vocab_size).argmax())
 
 
-def evaluate(model: str, out: Path, data_dir: str, corpus: Path, run_dir: Path, n: int, seed: int) -> list:
+def evaluate(model: str, out: Path, data: str | Path, corpus: Path, run_dir: Path, n: int, seed: int) -> list:
     """Score ``model`` on the run's held-out lines, SNLI and XSum; the unigram baseline is the most
     frequent token of the run's training lines."""
     from ..models import load_mlm
-    from .english_corpus import evaluation_sets
+    from ..infill.english_sets import evaluation_sets
 
     mlm = load_mlm(model)
     train_lines, held = split_lines(run_dir, corpus)
-    sets = {"corpus-heldout": held[:n], **evaluation_sets(data_dir, n)}
+    sets = {"corpus-heldout": held[:n], **evaluation_sets(data, n)}
     uni = most_frequent_token(mlm, train_lines)
     res = []
     for name, sents in sets.items():
@@ -266,7 +268,7 @@ def main(argv=None) -> int:
     e = sub.add_parser("evaluate")
     e.add_argument("--model", default="en-small")
     e.add_argument("--out", default="docs/results/english")
-    e.add_argument("--data", default="../shared/data")
+    add_data_option(e, ", ".join(EVAL_FILES))
     e.add_argument("--corpus", default="runs/en-small/corpus.txt")
     e.add_argument("--run", default="runs/en-small/train", help="the training run folder (its split and record)")
     e.add_argument("--n", type=int, default=1000, help="sentences per evaluation set")
@@ -281,7 +283,8 @@ def main(argv=None) -> int:
         if args.cmd == "evaluate":
             if args.threads:
                 torch.set_num_threads(args.threads)
-            evaluate(args.model, Path(args.out), args.data, Path(args.corpus), Path(args.run), args.n, args.seed)
+            data = resolve_data_dir(args.data, EVAL_FILES)      # before loading anything: absent data is one clear line
+            evaluate(args.model, Path(args.out), data, Path(args.corpus), Path(args.run), args.n, args.seed)
             cmd = Path(args.command_file).read_text() if args.command_file else None
             run_dir = Path(args.run)
             if (run_dir / "loss_curve.png").is_file():

@@ -3,10 +3,12 @@
 Sources (training): the Brown corpus (tags stripped), Jane Austen's six novels (paragraphs split into
 sentences), WikiText-2 valid+test (``@-@`` joins undone; sentences with ``<unk>`` dropped), and the
 5k WikiText-103 and BookCorpus sentences. SNLI and XSum are *not* read here: they are kept for
-evaluation (``evaluation_sets``). Nothing is copied into the repository; the corpus is written to
-an ignored run directory.
+evaluation (``evaluation_sets``, defined in ``mlmprob.infill.english_sets``). Nothing is copied into
+the repository; the corpus is written to an ignored run directory.
 
     python -m mlmprob.experiments.english_corpus --data ../shared/data --out runs/en-small/corpus.txt
+
+``--data`` defaults to the shared data folder (``mlmprob.data.shared_data_dir``).
 """
 
 from __future__ import annotations
@@ -14,14 +16,23 @@ from __future__ import annotations
 import argparse
 import json
 import re
+import sys
 import zipfile
 from pathlib import Path
 
 from ..errors import MLMProbError
 from ..jsonl import dumps
+# the held-out sets and the word limits the training sentences share with them (importable from here too)
+from ..infill.english_sets import MAX_WORDS, MIN_WORDS, evaluation_sets
+from .data_option import add_data_option, resolve_data_dir
+
+__all__ = ["AUSTEN", "CORPUS_FILES", "MAX_WORDS", "MIN_WORDS", "corpus_sentences", "detokenize_wikitext",
+           "evaluation_sets", "main", "read_austen", "read_brown", "read_lines", "read_wikitext", "split_sentences",
+           "write_corpus"]
 
 AUSTEN = ("emma", "mansfieldpark", "northangerabbey", "persuasion", "prideprejudice", "sensesensibility")
-MIN_WORDS, MAX_WORDS = 4, 60
+CORPUS_FILES = ("brown.zip", "wikitext2_valid.txt", "wikitext2_test.txt", "wiki103_5k.txt", "tbc_5k.txt",
+                *(f"austen_{a}.txt" for a in AUSTEN))
 
 _SENT_END = re.compile(r"(?<=[.!?])[\"')\]]*\s+(?=[\"'(\[]?[A-Z])")
 _WIKI_JOIN = re.compile(r" @(.)@ ")
@@ -109,11 +120,10 @@ def read_lines(path: Path) -> list[str]:
 def corpus_sentences(data_dir) -> dict[str, list[str]]:
     """Training sentences by source, each filtered to ``MIN_WORDS..MAX_WORDS`` words."""
     d = Path(data_dir)
-    need = [d / "brown.zip", d / "wikitext2_valid.txt", d / "wikitext2_test.txt", d / "wiki103_5k.txt",
-            d / "tbc_5k.txt"] + [d / f"austen_{a}.txt" for a in AUSTEN]
-    missing = [str(p) for p in need if not p.is_file()]
+    missing = [str(d / f) for f in CORPUS_FILES if not (d / f).is_file()]
     if missing:
-        raise MLMProbError(f"English data missing under {d}: {', '.join(missing)}")
+        raise MLMProbError(f"English data missing under {d}: {', '.join(missing)} (pass --data DIR, the shared "
+                           "data folder)")
     raw = {
         "brown": read_brown(d / "brown.zip"),
         "austen": [s for a in AUSTEN for s in read_austen(d / f"austen_{a}.txt")],
@@ -122,25 +132,6 @@ def corpus_sentences(data_dir) -> dict[str, list[str]]:
         "tbc_5k": read_lines(d / "tbc_5k.txt"),
     }
     return {k: [s for s in v if MIN_WORDS <= len(s.split()) <= MAX_WORDS] for k, v in raw.items()}
-
-
-def evaluation_sets(data_dir, n: int = 1000) -> dict[str, list[str]]:
-    """Held-out English never used in training: the first ``n`` distinct SNLI test hypotheses and
-    premises, and the first ``n`` XSum test summaries."""
-    d = Path(data_dir)
-    snli, seen = [], set()
-    for line in (d / "snli_test.tsv").read_text(encoding="utf-8").splitlines()[1:]:
-        for s in line.split("\t")[:2]:
-            s = s.strip()
-            if s and s not in seen and MIN_WORDS <= len(s.split()) <= MAX_WORDS:
-                seen.add(s)
-                snli.append(s)
-    xsum = []
-    for line in (d / "xsum_test.jsonl").read_text(encoding="utf-8").splitlines():
-        s = json.loads(line)["summary"].strip()
-        if MIN_WORDS <= len(s.split()) <= MAX_WORDS:
-            xsum.append(s)
-    return {"snli": snli[:n], "xsum": xsum[:n]}
 
 
 def write_corpus(data_dir, out_path) -> dict:
@@ -158,10 +149,14 @@ def write_corpus(data_dir, out_path) -> dict:
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--data", default="../shared/data")
+    add_data_option(p, "brown.zip, the Austen novels, wikitext2_*.txt, wiki103_5k.txt and tbc_5k.txt")
     p.add_argument("--out", required=True)
     args = p.parse_args(argv)
-    print(dumps(write_corpus(args.data, args.out)))
+    try:
+        print(dumps(write_corpus(resolve_data_dir(args.data, CORPUS_FILES), args.out)))
+    except MLMProbError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
     return 0
 
 

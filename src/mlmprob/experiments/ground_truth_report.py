@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 from ..jsonl import read_jsonl
-from .ground_truth import BEAMS, JOINT_METHODS, RESULTS, empirical, tv
+from .ground_truth_common import BEAMS, JOINT_METHODS, RESULTS, empirical, tv
 
 JOINT_NAMES = {"mlm": "MLM", "mrf_logit": "MRF-logit", "mrf": "MRF", "hcb": "HCB", "ag": "AG"}
 MIX_WINDOW = 3      # epochs in the moving average of the statistic's TV

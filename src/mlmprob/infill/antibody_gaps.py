@@ -77,7 +77,7 @@ def load_chains(dataset: str, data_dir: str | Path) -> list[Chain]:
         raise MLMProbError(f"unknown dataset {dataset!r}; use one of {', '.join(DATASETS)}")
     path = Path(data_dir) / DATASETS[dataset]
     if not path.exists():
-        raise MLMProbError(f"{path} does not exist (set --data-dir to the shared data folder)")
+        raise MLMProbError(f"{path} does not exist (pass --data DIR, the shared data folder)")
     chains, seen = [], set()
     with path.open(newline="") as f:
         for i, row in enumerate(csv.DictReader(f)):

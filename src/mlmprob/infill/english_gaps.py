@@ -1,7 +1,7 @@
 """English sentences and the token gaps the infilling experiments hide in them.
 
-Datasets: the held-out English evaluation sets of ``mlmprob.experiments.english_corpus.evaluation_sets``
-(never used to train ``en-small``), read from the shared data folder:
+Datasets: the held-out English evaluation sets of ``english_sets.evaluation_sets`` (never used to
+train ``en-small``), read from the shared data folder:
 
 - ``snli``: distinct SNLI test premises and hypotheses (``snli_test.tsv``);
 - ``xsum``: XSum test summaries (``xsum_test.jsonl``, field ``summary``);
@@ -32,11 +32,11 @@ import torch
 
 from ..errors import MLMProbError
 from ..models.protocol import default_positions, lengths_of, max_length_of
+from .english_sets import FILES, evaluation_sets, require_files
 
 ENGLISH_DATASETS = ("snli", "xsum")
 ENGLISH_REGIONS = ("random",)
 POOL_SIZE = 1000   # sentences per dataset (the default of ``evaluation_sets``)
-FILES = ("snli_test.tsv", "xsum_test.jsonl")
 
 
 def seed_of(*parts) -> int:
@@ -97,15 +97,9 @@ class TokenGap:
 
 def load_sentences(dataset: str, data_dir: str | Path, n: int = POOL_SIZE) -> list[Sentence]:
     """The first ``n`` sentences of English dataset ``dataset`` (``snli`` or ``xsum``)."""
-    from ..experiments.english_corpus import evaluation_sets
-
     if dataset not in ENGLISH_DATASETS:
         raise MLMProbError(f"unknown English dataset {dataset!r}; use one of {', '.join(ENGLISH_DATASETS)}")
-    d = Path(data_dir)
-    missing = [str(d / f) for f in FILES if not (d / f).is_file()]
-    if missing:
-        raise MLMProbError(f"English evaluation data missing: {', '.join(missing)} (set --data-dir to the shared "
-                           "data folder)")
+    d = require_files(data_dir, FILES)
     try:
         texts = evaluation_sets(d, n)[dataset]
     except (json.JSONDecodeError, KeyError, TypeError, AttributeError, UnicodeDecodeError) as e:

@@ -26,8 +26,9 @@ from ..errors import MLMProbError
 from ..jsonl import dumps, trim_partial_line
 from .beam import beam_search, make_correction
 from .paired import discordant, exact_sign_test
-from .runner import (DATASETS, REGIONS, CountingMLM, ExperimentConfig, draw_data, measure_gap, model_gaps,
-                     model_label, read_records, report_progress, resolve_data_dir)
+from .choices import DATASETS, REGIONS
+from .runner import (CountingMLM, ExperimentConfig, add_data_option, draw_data, measure_gap, model_gaps, model_label,
+                     read_records, report_progress, resolve_data_dir)
 
 
 def token_name(mlm, token_id: int) -> str:
@@ -81,6 +82,7 @@ def run_sweep(config: PivotSweepConfig, out: str | Path, *, data_dir: str | Path
         def load(name):
             return load_mlm(name, device=config.device, dtype=config.dtype)
 
+    source, antibody = draw_data(exp, data_dir)     # absent data: an error before the model is loaded
     mlm = CountingMLM(load(config.model))
     pivots = list(range(mlm.vocab_size)) if config.pivots is None else list(config.pivots)
     for p in pivots:
@@ -89,7 +91,6 @@ def run_sweep(config: PivotSweepConfig, out: str | Path, *, data_dir: str | Path
     out.parent.mkdir(parents=True, exist_ok=True)
     trim_partial_line(out)
     done = {_key(r) for r in read_records(out)}
-    source, antibody = draw_data(exp, data_dir)
     gaps = model_gaps(exp, mlm, source, antibody, progress)[(config.region, config.k)]
     label = model_label(config.model, config.dtype)
     todo = [(g, p) for g in gaps for p in [None] + pivots
@@ -210,7 +211,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--seed", type=int, default=d.seed)
     p.add_argument("--device", default=d.device)
     p.add_argument("--dtype", default=None)
-    p.add_argument("--data-dir", default=None)
+    add_data_option(p)
     args = p.parse_args(argv)
     try:
         if not args.report_only:

@@ -30,6 +30,9 @@ Randomness: gap draws from ``seed`` (gap ``i`` is the same whatever ``n_gaps``);
 sampling/ablation record from a generator seeded by its key (so results do not depend on
 resumption), except the context-scramble memory, which is filled by the gaps run since the start of
 the process.
+
+Code: this module draws the gaps, runs and records them, and is the command line; the datasets,
+methods and metrics are in ``choices``, the tables in ``tables``.
 """
 
 from __future__ import annotations
@@ -37,62 +40,29 @@ from __future__ import annotations
 import argparse
 import sys
 import time
-from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterable
+from typing import Callable
 
 import torch
 
 from ..errors import MLMProbError
 from ..jsonl import dumps, read_jsonl, trim_partial_line
-from . import antibody_gaps
 from .antibody_gaps import GapSpec, load_chains, sample_gaps
-from .baselines import BASELINES, sample_infill
-from .beam import beam_search, make_correction
-from .corrections import ContextScramble, RandomTokenSwap
-from .english_gaps import (
-    ENGLISH_DATASETS,
-    ENGLISH_REGIONS,
-    TokenGap,
-    encode_sentences,
-    load_sentences,
-    sample_token_gaps,
-    seed_of,
-)
+# the choices and the tables, importable from here as before they had modules of their own
+from .choices import (ABLATION_ORDER, ABLATIONS, ANTIBODY_DATASETS, BEAM_METHODS, DATASETS, LABELS, METHODS, METRICS,
+                      REGIONS, dataset_regions, is_english, run_method)
+from .corrections import ContextScramble
+from .english_gaps import TokenGap, encode_sentences, load_sentences, sample_token_gaps, seed_of
 from .gap import InfillCandidate
 from .metrics import gap_metrics
-from .paired import paired_comparisons, paired_markdown
+from .tables import summarize, table_ablations, table_methods_by_k, table_models, tables_markdown, unit_of
 
-BEAM_METHODS = {"hcb-l2r": ("hcb", "l2r"), "hcb-best": ("hcb", "best"),
-                "standard-l2r": ("standard", "l2r"), "standard-best": ("standard", "best")}
-ABLATIONS = ("ablation-scramble", "ablation-swap")
-METHODS = tuple(BEAM_METHODS) + tuple(BASELINES) + ABLATIONS
-LABELS = {"hcb-l2r": "HCB Left-to-Right", "hcb-best": "HCB Best-to-Worst",
-          "standard-l2r": "Standard Left-to-Right", "standard-best": "Standard Best-to-Worst",
-          "pure-sampling": "Pure sampling", "temperature-0.25": "Sampling with T=0.25",
-          "temperature-0.5": "Sampling with T=0.50", "temperature-0.75": "Sampling with T=0.75",
-          "nucleus-0.9": "Nucleus sampling, p=0.90", "ablation-scramble": "Ablation 1 (Context Scramble)",
-          "ablation-swap": "Ablation 2 (Random Token Swap)"}
-METRICS = ("top1", "top5", "top10", "top20", "bleu", "identity")
-ABLATION_ORDER = "l2r"   # the ablations modify HCB left-to-right
-
-ANTIBODY_DATASETS = tuple(antibody_gaps.DATASETS)
-DATASETS = ANTIBODY_DATASETS + ENGLISH_DATASETS
-REGIONS = tuple(dict.fromkeys(antibody_gaps.REGIONS + ENGLISH_REGIONS))
-
-
-def dataset_regions(dataset: str) -> tuple[str, ...]:
-    """The gap regions a dataset has."""
-    if dataset in ENGLISH_DATASETS:
-        return ENGLISH_REGIONS
-    if dataset in ANTIBODY_DATASETS:
-        return antibody_gaps.DATASET_REGIONS[dataset]
-    raise MLMProbError(f"unknown dataset {dataset!r}; use one of {', '.join(DATASETS)}")
-
-
-def is_english(dataset: str) -> bool:
-    return dataset in ENGLISH_DATASETS
+__all__ = ["ABLATION_ORDER", "ABLATIONS", "ANTIBODY_DATASETS", "BEAM_METHODS", "DATASETS", "LABELS", "METHODS",
+           "METRICS", "REGIONS", "CountingMLM", "ExperimentConfig", "add_data_option", "dataset_regions", "draw_data",
+           "gap_fields", "gap_inputs", "is_english", "main", "measure_gap", "model_gaps", "model_label", "read_records",
+           "record_key", "report_progress", "resolve_data_dir", "run_experiment", "run_method", "summarize",
+           "table_ablations", "table_methods_by_k", "table_models", "tables_markdown", "unit_of"]
 
 
 @dataclass(frozen=True)
@@ -159,28 +129,6 @@ def model_label(name: str, dtype: str | None) -> str:
 
 def record_key(rec: dict) -> tuple:
     return (rec["model"], rec["dataset"], rec["region"], int(rec["k"]), int(rec["gap_id"]), rec["method"])
-
-
-def run_method(method: str, mlm, ids: torch.Tensor, positions: torch.Tensor, beam_size: int,
-               generator: torch.Generator, scramble: ContextScramble | None = None) -> list[InfillCandidate]:
-    """One method of the experiment on one gap."""
-    if method in BEAM_METHODS:
-        kind, order = BEAM_METHODS[method]
-        return beam_search(mlm, ids, positions, correction=make_correction(mlm, kind), order=order,
-                           beam_size=beam_size)
-    if method in BASELINES:
-        cfg = BASELINES[method]
-        return sample_infill(mlm, ids, positions, num_samples=beam_size, temperature=cfg.temperature,
-                             top_p=cfg.top_p, generator=generator)
-    if method == "ablation-scramble":
-        make_correction(mlm, "hcb")   # the mask must be an output, as for HCB
-        corr = scramble if scramble is not None else ContextScramble(mlm.mask_id, generator)
-    elif method == "ablation-swap":
-        make_correction(mlm, "hcb")
-        corr = RandomTokenSwap(mlm.mask_id, mlm.vocab_size, generator)
-    else:
-        raise MLMProbError(f"unknown method {method!r}")
-    return beam_search(mlm, ids, positions, correction=corr, order=ABLATION_ORDER, beam_size=beam_size)
 
 
 def gap_inputs(mlm, gap: GapSpec | TokenGap) -> tuple[torch.Tensor, torch.Tensor]:
@@ -304,118 +252,26 @@ def report_progress(label: str, done: int, total: int, t0: float, every: int = 5
         print(f"[{label}] {done}/{total} records, {done / (time.time() - t0):.1f}/s", file=sys.stderr)
 
 
-# -- tables ------------------------------------------------------------------------------------
+def add_data_option(parser: argparse.ArgumentParser) -> None:
+    """``--data DIR`` (alias ``--data-dir``): the shared data folder, by default the one
+    ``mlmprob.data.shared_data_dir`` finds now."""
+    from ..data import shared_data_dir
 
-def summarize(records: Iterable[dict]) -> dict[tuple, dict[str, float]]:
-    """Means of every metric per (model, region, method, k), with the count ``n``."""
-    acc: dict[tuple, dict[str, float]] = defaultdict(lambda: defaultdict(float))
-    for r in records:
-        key = (r["model"], r["region"], r["method"], int(r["k"]))
-        acc[key]["n"] += 1
-        for m in METRICS:
-            acc[key][m] += float(r[m])
-    return {key: {m: (v if m == "n" else v / d["n"]) for m, v in d.items()} for key, d in acc.items()}
-
-
-def _fmt(v: float | None) -> str:
-    return "-" if v is None else f"{100 * v:.2f}"
+    found = shared_data_dir()
+    parser.add_argument("--data", "--data-dir", dest="data_dir", metavar="DIR",
+                        default=None if found is None else str(found),
+                        help="the shared data folder, holding the dataset's files (default: %(default)s, found from "
+                             "$MLMPROB_DATA, else ../shared/data)")
 
 
-def _md(header: list[str], rows: list[list[str]]) -> str:
-    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    lines += ["| " + " | ".join(r) + " |" for r in rows]
-    return "\n".join(lines)
-
-
-def _present(summary, axis: int) -> list:
-    vals = {key[axis] for key in summary}
-    if axis == 2:
-        return [m for m in METHODS if m in vals]
-    return sorted(vals)
-
-
-def table_methods_by_k(summary: dict, model: str, region: str,
-                       metrics=("top1", "top5", "top10", "top20", "bleu", "identity")) -> str:
-    """Table 1 shape: rows methods, columns (metric, k); values in percent."""
-    ks = sorted({key[3] for key in summary if key[0] == model and key[1] == region})
-    methods = [m for m in _present(summary, 2) if any((model, region, m, k) in summary for k in ks)]
-    header = ["Method"] + [f"{metric} k={k}" for metric in metrics for k in ks]
-    rows = [[LABELS.get(m, m)] + [_fmt(summary.get((model, region, m, k), {}).get(metric))
-                                  for metric in metrics for k in ks] for m in methods]
-    return _md(header, rows)
-
-
-def _mean_over_k(summary: dict, model: str, region: str, method: str, metric: str) -> float | None:
-    vals = [d[metric] for (mo, re, me, _), d in summary.items() if (mo, re, me) == (model, region, method)]
-    return sum(vals) / len(vals) if vals else None
-
-
-def table_models(summary: dict, region: str, metric: str = "top1", methods: Iterable[str] | None = None) -> str:
-    """Table 2 shape: rows methods, columns models; ``metric`` averaged over the gap lengths."""
-    models = _present(summary, 0)
-    methods = [m for m in (methods or _present(summary, 2)) if any(k[2] == m and k[1] == region for k in summary)]
-    rows = [[LABELS.get(m, m)] + [_fmt(_mean_over_k(summary, mo, region, m, metric)) for mo in models]
-            for m in methods]
-    return _md(["Method"] + models, rows)
-
-
-def table_ablations(summary: dict, region: str, metric: str = "top1") -> str:
-    """Table 3 shape: HCB, standard and ablation rows x models."""
-    return table_models(summary, region, metric, methods=list(BEAM_METHODS) + list(ABLATIONS))
-
-
-def unit_of(datasets: Iterable[str]) -> str:
-    """What a gap is made of: ``residues`` (antibody), ``tokens`` (English) or both.
-
-    >>> unit_of(["snli"]), unit_of(["gdpa1"]), unit_of(["gdpa1", "xsum"])
-    ('tokens', 'residues', 'residues or tokens')
-    """
-    kinds = {"tokens" if is_english(d) else "residues" for d in datasets}
-    return " or ".join(sorted(kinds)) if kinds else "residues"
-
-
-def tables_markdown(records: list[dict]) -> str:
-    """The tables of ``records``; one set per dataset when they come from several."""
-    by_dataset: dict[str, list[dict]] = defaultdict(list)
-    for r in records:
-        by_dataset[r.get("dataset", "")].append(r)
-    if len(by_dataset) > 1:
-        return "\n".join(_tables_one(recs, f"# Infilling results - {ds}") for ds, recs in sorted(by_dataset.items()))
-    return _tables_one(records, "# Infilling results")
-
-
-def _tables_one(records: list[dict], title: str) -> str:
-    summary = summarize(records)
-    unit = unit_of({r["dataset"] for r in records if "dataset" in r})
-    parts = [title, "",
-             f"Values in percent. Table 1: methods x number of missing {unit}; Table 2: models side by side "
-             "(top-1 averaged over gap lengths); Table 3: ablations; Table 4: HCB vs standard beam search "
-             "on the same gaps (all gap lengths pooled; p: exact two-sided sign test on the gaps only one "
-             "of them gets right).", ""]
-    paired_all = paired_comparisons(records)
-    for region in _present(summary, 1):
-        for model in _present(summary, 0):
-            n = {d["n"] for key, d in summary.items() if key[0] == model and key[1] == region}
-            if not n:
-                continue  # no record of this model in this region (yet)
-            parts += [f"## Table 1 - {model}, {region} gaps (n per cell: {', '.join(str(int(x)) for x in sorted(n))})",
-                      "", table_methods_by_k(summary, model, region), ""]
-        parts += [f"## Table 2 - top-1 accuracy, {region} gaps", "", table_models(summary, region), ""]
-        parts += [f"## Table 3 - ablations (top-1), {region} gaps", "", table_ablations(summary, region), ""]
-        paired = [c for c in paired_all if c.region == region]
-        if paired:
-            parts += [f"## Table 4 - HCB vs standard on the same gaps, {region} gaps", "",
-                      paired_markdown(paired), ""]
-    return "\n".join(parts)
-
-
-def resolve_data_dir(given: str | None) -> str | Path:
+def resolve_data_dir(given: str | Path | None) -> str | Path:
     """``given``, or the shared data folder found automatically (a clear error when there is none)."""
     from ..data import shared_data_dir
 
     data_dir = given or shared_data_dir()
     if data_dir is None:
-        raise MLMProbError("cannot find the shared data folder; pass --data-dir")
+        raise MLMProbError("no shared data folder found ($MLMPROB_DATA unset, no ../shared/data): pass --data DIR, "
+                           "the folder holding the dataset's files")
     return data_dir
 
 
@@ -438,7 +294,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--seed", type=int, default=d.seed)
     p.add_argument("--device", default="cpu")
     p.add_argument("--dtype", default=None)
-    p.add_argument("--data-dir", default=None, help="shared data folder (default: found automatically)")
+    add_data_option(p)
     args = p.parse_args(argv)
     try:
         if not args.tables_only:

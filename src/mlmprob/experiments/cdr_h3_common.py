@@ -1,0 +1,200 @@
+"""What the CDR-H3 runner (``cdr_h3``, ``cdr_h3_runner``) and its report (``cdr_h3_report``) share: the
+result file names, the sequence metrics (stutter, identity, BLEU), the sampler configurations and the
+tables that read them, the run settings, and the results reader. Neither the runner nor the report
+is imported here, so the report never depends on the runner.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Sequence
+
+from ..batching import DEFAULT_BATCH_TOKENS
+from ..errors import MLMProbError
+from ..jsonl import read_jsonl
+
+RESULTS_FILE, RUNS_FILE, WORK_DIR = "results.jsonl", "runs.jsonl", "work"
+PTEMPS = (2.0, 1.5, 1.0, 0.8, 0.5)
+TOPPS = (1.0, 0.99, 0.95, 0.9, 0.8)
+ANNEALS = (0.02, 0.04, 0.06)
+T5_ANNEAL, BLOCK_START, MP_ITERATIONS = 0.02, 4, 10
+
+
+# -- metrics ---------------------------------------------------------------------------------------
+
+def stutter_rate(seq: str) -> float:
+    """Share of adjacent pairs of equal residues; ``nan`` for fewer than two residues.
+
+    >>> stutter_rate("AAAB"), stutter_rate("ACDE")
+    (0.6666666666666666, 0.0)
+    """
+    pairs = len(seq) - 1
+    if pairs < 1:
+        return math.nan
+    return sum(a == b for a, b in zip(seq, seq[1:])) / pairs
+
+
+def _ngrams(seq: Sequence, n: int) -> Counter:
+    return Counter(tuple(seq[i:i + n]) for i in range(len(seq) - n + 1))
+
+
+def corpus_bleu(hypotheses: Sequence[Sequence], references: Sequence[Sequence], max_n: int = 4) -> float:
+    """Corpus BLEU-``max_n`` (Papineni et al.) in [0, 1]: clipped n-gram matches and counts summed
+    over all pairs, geometric mean of the ``n = 1..max_n`` precisions (uniform weights, no
+    smoothing), brevity penalty from the summed lengths. This is the paper's (corpus-level) BLEU;
+    sentence BLEU-4 of a short CDR is 0 unless a 4-gram matches.
+
+    >>> round(corpus_bleu(["ABCD", "ABCE"], ["ABCD", "ABCD"]), 6)   # (7/8 * 5/6 * 3/4 * 1/2) ** (1/4)
+    0.723127
+    >>> corpus_bleu(["AB"], ["AB"], max_n=4)        # no 3-grams at all
+    0.0
+    """
+    match, total = [0] * max_n, [0] * max_n
+    hyp_len = ref_len = 0
+    for h, r in zip(hypotheses, references, strict=True):
+        hyp_len, ref_len = hyp_len + len(h), ref_len + len(r)
+        for n in range(1, max_n + 1):
+            hc, rc = _ngrams(h, n), _ngrams(r, n)
+            total[n - 1] += sum(hc.values())
+            match[n - 1] += sum(min(c, rc[g]) for g, c in hc.items())
+    if hyp_len == 0 or min(total) == 0 or min(match) == 0:
+        return 0.0
+    log_p = sum(math.log(m / t) for m, t in zip(match, total)) / max_n
+    bp = 1.0 if hyp_len > ref_len else math.exp(1 - ref_len / hyp_len)
+    return bp * math.exp(log_p)
+
+
+def sentence_bleu4(hypothesis: str, reference: str) -> float:
+    """Sentence BLEU-4 (no smoothing) of one designed CDR-H3 against the native one."""
+    from ..infill.metrics import bleu
+
+    return bleu(hypothesis, reference, max_n=4)
+
+
+def identity_to(hypothesis: str, reference: str | None) -> float | None:
+    """Fraction of equal residues (equal lengths), None without a reference.
+
+    >>> identity_to("ACDE", "ACDF")
+    0.75
+    """
+    if reference is None:
+        return None
+    if len(hypothesis) != len(reference):
+        raise MLMProbError(f"identity needs equal lengths, got {len(hypothesis)} and {len(reference)}")
+    return sum(a == b for a, b in zip(hypothesis, reference)) / max(len(reference), 1)
+
+
+def seq_metrics(cdr: str, native: str | None) -> dict:
+    """``identity``, ``bleu`` (sentence BLEU-4) and ``stutter`` of one designed sequence."""
+    return {"identity": identity_to(cdr, native),
+            "bleu": None if native is None else sentence_bleu4(cdr, native),
+            "stutter": stutter_rate(cdr)}
+
+
+# -- configurations --------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Config:
+    """One sampler setting. ``kind``: ``"mcmc"`` (``sample`` with ``method``), ``"warm_start"`` or
+    ``"mask_predict"``. ``block_start > 1``: block size decreasing linearly to 1 over the run;
+    ``anneal > 0``: target temperature ``max(0.05, 1 - anneal * epoch)``; ``unconditional``: all-mask
+    sequence without context instead of CDR-H3 redesign."""
+
+    name: str
+    kind: str = "mcmc"
+    method: str = "mh"
+    energy: str = "local"
+    proposal_temperature: float = 1.0
+    top_p: float = 1.0
+    block_start: int = 1
+    anneal: float = 0.0
+    iterations: int = MP_ITERATIONS
+    unconditional: bool = False
+
+
+def _configs() -> dict[str, Config]:
+    cs: list[Config] = [Config("t5/warm-start", kind="warm_start"),
+                        Config("t5/mask-predict-it10", kind="mask_predict")]
+    # run order = this order: the headline comparisons first, so that a cut-short run has them
+    def t1(t):
+        return [Config(f"t1/mh-local-pt{t}", proposal_temperature=t),
+                Config(f"t1/gibbs-pt{t}", method="gibbs", proposal_temperature=t)]
+    cs += t1(1.0) + [Config("f1/mh-raw-pt1.0", energy="raw")] + t1(0.8)
+    for e in ("local", "raw"):
+        cs.append(Config(f"t5/mh-{e}-pt0.8-anneal{T5_ANNEAL}", energy=e, proposal_temperature=0.8, anneal=T5_ANNEAL))
+    cs += [Config("u/warm-start", kind="warm_start", unconditional=True),
+           Config("u/mask-predict-it10", kind="mask_predict", unconditional=True),
+           Config("u/gibbs-pt1.0", method="gibbs", unconditional=True)]
+    cs += [Config("t3/block-gibbs", method="gibbs", block_start=BLOCK_START),
+           Config("t3/block-mh-raw", energy="raw", block_start=BLOCK_START),
+           Config("t3/block-mh-local", block_start=BLOCK_START)]
+    for r in ANNEALS:
+        cs += [Config(f"t4/anneal{r}-mh-local", anneal=r), Config(f"t4/anneal{r}-mh-raw", energy="raw", anneal=r)]
+    cs += t1(2.0) + t1(1.5) + t1(0.5)
+    for p in TOPPS[1:]:
+        cs += [Config(f"t2/mh-local-topp{p}", top_p=p), Config(f"t2/gibbs-topp{p}", method="gibbs", top_p=p)]
+    cs.append(Config("u/mh-local-pt1.0", unconditional=True))
+    return {c.name: c for c in cs}
+
+
+CONFIGS: dict[str, Config] = _configs()
+
+# which configurations each table (and its figure) reads; "u" = unconditional generation
+TABLES: dict[str, list[str]] = {
+    "1": [f"t1/{m}-pt{t}" for t in PTEMPS for m in ("mh-local", "gibbs")] + ["f1/mh-raw-pt1.0"],
+    "2": ["t1/mh-local-pt1.0", "t1/gibbs-pt1.0"]
+         + [f"t2/{m}-topp{p}" for p in TOPPS[1:] for m in ("mh-local", "gibbs")],
+    "3": ["t3/block-gibbs", "t3/block-mh-raw", "t3/block-mh-local"],
+    "4": [f"t4/anneal{r}-mh-{e}" for r in ANNEALS for e in ("local", "raw")],
+    "5": ["t5/warm-start", "t1/gibbs-pt0.8", "t5/mask-predict-it10", f"t5/mh-local-pt0.8-anneal{T5_ANNEAL}",
+          f"t5/mh-raw-pt0.8-anneal{T5_ANNEAL}"],
+    "u": ["u/warm-start", "u/mask-predict-it10", "u/gibbs-pt1.0", "u/mh-local-pt1.0"],
+}
+for _names in TABLES.values():
+    assert all(n in CONFIGS for n in _names), _names
+
+
+def select_configs(tables: Sequence[str], only: Sequence[str] | None = None) -> list[Config]:
+    """Configurations the tables need, in run order (``CONFIGS`` order: the headline ones first).
+
+    >>> [c.name for c in select_configs(["3"])]
+    ['t3/block-gibbs', 't3/block-mh-raw', 't3/block-mh-local']
+    """
+    bad = [t for t in tables if t not in TABLES]
+    if bad:
+        raise MLMProbError(f"unknown table {bad[0]!r}; choose from {', '.join(TABLES)}")
+    want = {n for t in tables for n in TABLES[t]}
+    if only:
+        unknown = [n for n in only if n not in CONFIGS]
+        if unknown:
+            raise MLMProbError(f"unknown configuration {unknown[0]!r}; known: {', '.join(CONFIGS)}")
+        want = set(only)
+    return [c for n, c in CONFIGS.items() if n in want]
+
+# -- run settings and results --------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class RunOptions:
+    """Settings shared by every configuration of one result folder."""
+
+    epochs: int = 4
+    burn_in: int = 2
+    chains: int = 3
+    uncond_length: int = 120
+    uncond_chains: int = 3
+    seed: int = 0
+    batch_tokens: int = DEFAULT_BATCH_TOKENS
+
+    @property
+    def total_epochs(self) -> int:
+        return self.burn_in + self.epochs
+
+
+def read_results(path: Path) -> list[dict]:
+    """Records of a results file; a line cut short by a kill is skipped; for a repeated
+    (configuration, unit, chain) the last line wins."""
+    out = {(r["config"], r["unit"], r["chain"]): r for r in read_jsonl(path)}
+    return list(out.values())

@@ -1,0 +1,309 @@
+"""The CDR-H3 runner's work: the antibodies, their encoded units and warm starts, one configuration's
+chains (``run_config``) and a whole resumable run into ``results.jsonl`` (``run_experiment``). The
+command line is ``cdr_h3``; see its docstring for the task and the configurations.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import math
+import time
+import zlib
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Sequence
+
+import torch
+
+from ..errors import MLMProbError
+from ..jsonl import dumps, trim_partial_line
+from ..models.protocol import MaskedLM
+from .cdr_h3_common import (CONFIGS, RESULTS_FILE, WORK_DIR, Config, RunOptions, read_results, seq_metrics,
+                            stutter_rate)
+
+# -- data ------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Antibody:
+    """A heavy chain and its CDR-H3 residue span ``[start, end)``."""
+
+    name: str
+    hc: str
+    start: int
+    end: int
+
+    @property
+    def cdr(self) -> str:
+        return self.hc[self.start:self.end]
+
+
+def load_antibodies(path: str | Path, n: int, column: str = "HC", id_column: str | None = "Therapeutic",
+                    definition: str = "imgt", max_residues: int | None = None) -> list[Antibody]:
+    """The first ``n`` rows (file order) whose ``column`` holds only the 20 standard residues and
+    whose CDR-H3 ``find_cdr_h3`` locates (and no longer than ``max_residues``)."""
+    from ..data import read_records
+    from ..sampling.cdr import find_cdr_h3
+
+    out = []
+    for rec in read_records(path, "csv", column, id_column):
+        seq = rec.seq.strip().upper()
+        if not seq or set(seq) - set("ACDEFGHIKLMNPQRSTVWY"):
+            continue
+        if max_residues is not None and len(seq) > max_residues:
+            continue
+        try:
+            s, e = find_cdr_h3(seq, definition)
+        except MLMProbError:
+            continue
+        out.append(Antibody(rec.id, seq, s, e))
+        if len(out) == n:
+            break
+    if len(out) < n:
+        raise MLMProbError(f"{path}: only {len(out)} heavy chains with a CDR-H3 found, {n} asked for")
+    return out
+
+
+# -- runner ----------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class _Units:
+    """Encoded inputs of a set of units (antibodies, or the one unconditional sequence)."""
+
+    names: list[str]
+    native: list[str | None]
+    ids: torch.Tensor          # [N, L] native (or all-mask) ids
+    free: torch.Tensor         # [N, L]
+    warm: torch.Tensor         # [N, L] warm start
+    native_scores: list[dict | None]
+    warm_scores: list[dict]
+
+
+def _texts_for(mlm, seqs: Sequence[str]) -> list[str]:
+    from ..models.tokenizers import ResidueTokenizer
+
+    tok = getattr(mlm, "tokenizer", None)
+    return list(seqs) if isinstance(tok, ResidueTokenizer) else [" ".join(s) for s in seqs]
+
+
+class _Alphabet:
+    """Token id -> residue letter, for the ids the samplers may place."""
+
+    def __init__(self, mlm):
+        from ..sampling.proposals import allowed_ids
+
+        self.chars = {int(i): mlm.decode([int(i)]).replace(" ", "") for i in allowed_ids(mlm).nonzero()[:, 0]}
+
+    def text(self, ids_row: torch.Tensor, free_row: torch.Tensor) -> str:
+        return "".join(self.chars.get(int(t), "?") for t in ids_row[free_row].tolist())
+
+
+def _scores(mlm, ids: torch.Tensor, free: torch.Tensor, batch_tokens: int) -> list[dict]:
+    from ..energy import token_scores
+
+    s = token_scores(mlm, ids, free, batch_tokens=batch_tokens)
+    return [{"e_local": float(a), "e_raw": float(b)} for a, b in zip(s.e_local.tolist(), s.e_raw.tolist())]
+
+
+def prepare_units(mlm: MaskedLM, antibodies: Sequence[Antibody] | None, opts: RunOptions,
+                  definition: str = "imgt") -> _Units:
+    """Encode the antibodies (CDR-H3 free) or, with ``antibodies=None``, one all-mask sequence of
+    ``opts.uncond_length`` residues; compute the warm starts and the native energies."""
+    from ..sampling.cdr import cdr_h3_mask
+    from ..sampling.init import initialize
+
+    bt = opts.batch_tokens
+    if antibodies is None:
+        enc = mlm.encode(_texts_for(mlm, ["A" * opts.uncond_length]))
+        free = enc.word_ids >= 0
+        ids = enc.input_ids.masked_fill(free, mlm.mask_id)
+        warm, _ = initialize(mlm, ids, free, "greedy", batch_tokens=bt)
+        return _Units([f"all-mask-L{opts.uncond_length}"], [None], ids, free, warm, [None],
+                      _scores(mlm, warm, free, bt))
+    enc = mlm.encode(_texts_for(mlm, [a.hc for a in antibodies]))
+    free = torch.stack([cdr_h3_mask(a.hc, enc.word_ids[i], definition) for i, a in enumerate(antibodies)])
+    for a, f in zip(antibodies, free):
+        if int(f.sum()) != a.end - a.start:
+            raise MLMProbError(f"{a.name}: CDR-H3 has {a.end - a.start} residues but {int(f.sum())} tokens")
+    warm, _ = initialize(mlm, enc.input_ids, free, "greedy", batch_tokens=bt)
+    return _Units([a.name for a in antibodies], [a.cdr for a in antibodies], enc.input_ids, free, warm,
+                  _scores(mlm, enc.input_ids, free, bt), _scores(mlm, warm, free, bt))
+
+
+def _generator(seed: int, name: str) -> torch.Generator:
+    return torch.Generator().manual_seed((seed * 1_000_003 + zlib.crc32(name.encode())) % (2 ** 62))
+
+
+def _mean(xs) -> float | None:
+    xs = [x for x in xs if x is not None and not (isinstance(x, float) and math.isnan(x))]
+    return sum(xs) / len(xs) if xs else None
+
+
+def _state_dict(cdr: str, native: str | None, scores: dict) -> dict:
+    return {"cdr": cdr, **scores, **seq_metrics(cdr, native)}
+
+
+def _schedules(cfg: Config, total: int):
+    from ..sampling.schedules import LinearAnneal, LinearBlockSize
+
+    block = LinearBlockSize(cfg.block_start, 1, total) if cfg.block_start > 1 else 1
+    tt = LinearAnneal(1.0, cfg.anneal, 0.05) if cfg.anneal > 0 else 1.0
+    return block, tt
+
+
+def run_config(mlm: MaskedLM, cfg: Config, units: _Units, opts: RunOptions, work: Path) -> list[dict]:
+    """Run one configuration on every unit of ``units`` (all chains batched); one record per
+    unit x chain."""
+    from ..sampling import mask_predict, sample
+
+    alpha = _Alphabet(mlm)
+    C = opts.uncond_chains if cfg.unconditional else opts.chains
+    N = len(units.names)
+    free = units.free.repeat_interleave(C, 0)
+    t0 = time.perf_counter()
+    per_epoch: list[dict] = [{} for _ in range(N * C)]
+    final: list[dict] = []
+    rows = 0
+    if cfg.kind == "warm_start":
+        for b in range(N * C):
+            u = b // C
+            final.append(_state_dict(alpha.text(units.warm[u], units.free[u]), units.native[u], units.warm_scores[u]))
+    elif cfg.kind == "mask_predict":
+        r = mask_predict(mlm, units.warm, cfg.iterations, units.free, batch_tokens=opts.batch_tokens)
+        sc = _scores(mlm, r.ids, units.free, opts.batch_tokens)
+        rows = r.forward_rows + int(units.free.sum())
+        for b in range(N * C):
+            u = b // C
+            cdrs = [alpha.text(h[u], units.free[u]) for h in r.history]
+            per_epoch[b] = {"cdr": cdrs, **{k: [seq_metrics(c, units.native[u])[k] for c in cdrs]
+                                           for k in ("identity", "bleu", "stutter")}}
+            final.append(_state_dict(cdrs[-1], units.native[u], sc[u]))
+    else:
+        total = opts.total_epochs
+        block, tt = _schedules(cfg, total)
+        key = hashlib.sha1(json.dumps([units.names, C, total, opts.seed]).encode()).hexdigest()[:12]
+        jsonl = work / f"{cfg.name.replace('/', '__')}-{key}.jsonl"
+        ids = units.warm.repeat_interleave(C, 0)
+        res = sample(mlm, ids, method=cfg.method, energy=cfg.energy, epochs=total, burn_in=0,
+                     block_size=block, proposal_temperature=cfg.proposal_temperature, top_p=cfg.top_p,
+                     target_temperature=tt, order="random", positions=free, generator=_generator(opts.seed, cfg.name),
+                     init="given", jsonl=jsonl, batch_tokens=opts.batch_tokens)
+        rows = res.forward_rows
+        n_free = free.sum(-1)
+        k_eff = res.block_size.clamp(max=int(n_free.max()))
+        props = -(-n_free[None, :] // k_eff[:, None])                     # [E, B] proposals per epoch
+        for b in range(N * C):
+            u = b // C
+            cdrs = [alpha.text(s[b], free[b]) for s in res.samples]
+            m = [seq_metrics(c, units.native[u]) for c in cdrs]
+            per_epoch[b] = {"cdr": cdrs, "e_local": res.energy_local[:, b].tolist(),
+                            "e_raw": res.energy_raw[:, b].tolist(), "accept": res.accept[:, b].tolist(),
+                            "novel": res.novel[:, b].tolist(), "proposals": props[:, b].tolist(),
+                            "target_temperature": res.target_temperature.tolist(),
+                            "block_size": res.block_size.tolist(),
+                            **{k: [x[k] for x in m] for k in ("identity", "bleu", "stutter")}}
+            final.append(_state_dict(cdrs[-1], units.native[u], {"e_local": float(res.energy_local[-1, b]),
+                                                                 "e_raw": float(res.energy_raw[-1, b])}))
+    seconds = time.perf_counter() - t0
+    records = []
+    for b in range(N * C):
+        u = b // C
+        pe = per_epoch[b]
+        post = dict(final[b])
+        post.pop("cdr")
+        post.update(accept=None, novel=None)
+        if "e_local" in pe:
+            sl = slice(opts.burn_in, None)
+            for k in ("e_local", "e_raw", "identity", "bleu", "stutter"):
+                post[k] = _mean(pe[k][sl])
+            p = pe["proposals"][sl]
+            n_p = sum(p)
+            post["accept"] = sum(a * q for a, q in zip(pe["accept"][sl], p)) / n_p if n_p else None
+            post["novel"] = sum(a * q for a, q in zip(pe["novel"][sl], p)) / n_p if n_p else None
+        start = _state_dict(alpha.text(units.warm[u], units.free[u]), units.native[u], units.warm_scores[u])
+        native = None
+        if units.native[u] is not None:
+            native = {**units.native_scores[u], "stutter": stutter_rate(units.native[u])}
+        records.append({
+            "config": cfg.name, "unit": units.names[u], "chain": b % C, "model": _model_name(mlm),
+            "epochs": opts.epochs, "burn_in": opts.burn_in, "chains": C, "seed": opts.seed,
+            "settings": dataclasses.asdict(cfg), "cdr_native": units.native[u], "native": native,
+            "start": start, "per_epoch": pe, "final": final[b], "post_burn_in": post,
+            "seconds_per_chain": seconds / (N * C), "forward_rows_per_chain": rows / (N * C)})
+    return records
+
+
+def _model_name(mlm) -> str:
+    return str(getattr(mlm, "name", "") or type(mlm).__name__)
+
+
+def done_units(records: list[dict], opts: RunOptions) -> set[tuple[str, str]]:
+    """(configuration, unit) pairs with all their chains present; raises if the file was written
+    with other epochs, burn-in, chains or seed."""
+    count: Counter = Counter()
+    for r in records:
+        uncond = r["settings"]["unconditional"]
+        want = {"epochs": opts.epochs, "burn_in": opts.burn_in, "seed": opts.seed,
+                "chains": opts.uncond_chains if uncond else opts.chains}
+        for k, v in want.items():
+            if r[k] != v:
+                raise MLMProbError(f"results hold {r['config']} with {k}={r[k]}, not {v}; use another --out "
+                                   "or the same settings")
+        count[(r["config"], r["unit"])] += 1
+    return {k for k, n in count.items()
+            if n >= (opts.uncond_chains if CONFIGS.get(k[0], Config("")).unconditional else opts.chains)}
+
+
+def _subset(units: _Units, keep: list[int]) -> _Units:
+    idx = torch.tensor(keep, dtype=torch.long)
+    return _Units([units.names[i] for i in keep], [units.native[i] for i in keep], units.ids[idx], units.free[idx],
+                  units.warm[idx], [units.native_scores[i] for i in keep], [units.warm_scores[i] for i in keep])
+
+
+def _write_antibodies(out: Path, antibodies: Sequence[Antibody], units: _Units, mlm) -> None:
+    alpha = _Alphabet(mlm)
+    rows = [{"name": a.name, "hc": a.hc, "start": a.start, "end": a.end, "cdr": a.cdr,
+             "warm": alpha.text(units.warm[i], units.free[i])} for i, a in enumerate(antibodies)]
+    (out / "antibodies.json").write_text(dumps(rows, indent=1) + "\n")
+
+
+def run_experiment(mlm: MaskedLM, antibodies: Sequence[Antibody], configs: Sequence[Config], opts: RunOptions,
+                   out: str | Path, log=print) -> dict[str, int]:
+    """Run every configuration on the units not yet in ``out/results.jsonl``; returns the number of
+    records written per configuration."""
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    work = out / WORK_DIR
+    work.mkdir(exist_ok=True)
+    path = out / RESULTS_FILE
+    trim_partial_line(path)     # a line cut by a kill: dropped before appending
+    done = done_units(read_results(path), opts)
+    prepared: dict[bool, _Units] = {}
+    written: dict[str, int] = {}
+    for cfg in configs:
+        names = ([f"all-mask-L{opts.uncond_length}"] if cfg.unconditional else [a.name for a in antibodies])
+        todo = [i for i, n in enumerate(names) if (cfg.name, n) not in done]
+        if not todo:
+            continue
+        if cfg.unconditional not in prepared:
+            prepared[cfg.unconditional] = prepare_units(mlm, None if cfg.unconditional else antibodies, opts)
+            if not cfg.unconditional:
+                _write_antibodies(out, antibodies, prepared[False], mlm)
+        units = _subset(prepared[cfg.unconditional], todo)
+        t0 = time.perf_counter()
+        records = run_config(mlm, cfg, units, opts, work)
+        with path.open("a") as f:
+            for r in records:
+                f.write(dumps(r, separators=(",", ":")) + "\n")
+            f.flush()
+        for p in work.glob(cfg.name.replace("/", "__") + "-*.jsonl"):
+            p.unlink()
+        written[cfg.name] = len(records)
+        log(f"{cfg.name}: {len(todo)} units x chains -> {len(records)} records in {time.perf_counter() - t0:.1f} s")
+    try:
+        work.rmdir()    # only when empty: a configuration cut short keeps its run file for the next run
+    except OSError:
+        pass
+    return written
