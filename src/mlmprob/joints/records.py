@@ -11,14 +11,11 @@ import json
 import math
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from ..errors import MLMProbError
 from ..jsonl import read_jsonl
 from ..runtime.shard import Shard
 
-if TYPE_CHECKING:  # pragma: no cover
-    from .runner import JointsConfig
 
 RECORDS_FILE = "pairs.jsonl"
 
@@ -69,7 +66,7 @@ def load_records(path: str | Path) -> tuple[dict | None, list[dict]]:
     return header, records
 
 
-def _writer_config(config: JointsConfig, shard: Shard, dtype: str | None) -> dict:
+def _writer_config(config, shard: Shard, dtype: str | None) -> dict:
     return {"command": "joints", **config.identity(), "dtype": dtype, "shard": str(shard)}
 
 
@@ -97,7 +94,7 @@ def _refuse_other_config(path: Path, old: dict | None, new: dict) -> None:
                            f"{k}={new.get(k)!r}); use a new output folder")
 
 
-def _upgrade_legacy(path: Path, config: JointsConfig, shard: Shard, dtype: str | None) -> None:
+def _upgrade_legacy(path: Path, config, shard: Shard, dtype: str | None) -> None:
     """An older runner's file (a config line first, records without ids) rewritten in this runner's
     layout, if it holds this configuration."""
     from ..jsonl import trim_partial_line
@@ -119,7 +116,7 @@ def _upgrade_legacy(path: Path, config: JointsConfig, shard: Shard, dtype: str |
     os.replace(tmp, path)
 
 
-def open_records(out_dir: str | Path, config: JointsConfig, shard: Shard = Shard.whole(), dtype: str | None = None):
+def open_records(out_dir: str | Path, config, shard: Shard = Shard.whole(), dtype: str | None = None):
     """The writer of ``out_dir/pairs.jsonl`` (always resuming; refused while another process writes it,
     or if it holds another configuration or ``dtype``)."""
     from ..runtime.lock import WriterLock
