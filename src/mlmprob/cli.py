@@ -119,6 +119,10 @@ def main(argv: list[str] | None = None) -> int:
     except MLMProbError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
+    except OSError as e:  # the file system said no (missing folder, read-only, disk full): a data error
+        where = f" {e.filename}" if getattr(e, "filename", None) else ""
+        print(f"error: cannot read or write{where}: {e.strerror or e}", file=sys.stderr)
+        return 1
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
