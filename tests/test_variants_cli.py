@@ -206,9 +206,9 @@ def test_long_wild_type_scored_in_a_window_around_the_sites(esm):
     state = job.state(Limited(esm, 10))
     assert state.window == 8
     units = [VariantUnit("A4C", 1, mutant="A4C"), VariantUnit("F18W:I21A", 2, mutant="F18W:I21A"),
-             VariantUnit("M1A:K9E", 3, mutant="M1A:K9E")]
+             VariantUnit("M1A:Q9E", 3, mutant="M1A:Q9E")]
     rows, skipped = job.run(state, units)
-    assert [r["window"] for r in rows] == [1, 15] and skipped[0][0] == "M1A:K9E"
+    assert [r["window"] for r in rows] == [1, 15] and skipped[0][0] == "M1A:Q9E"
     assert "sites span 9 residues; the model's window holds 8" in skipped[0][1]
     assert window_start([17, 20], 23, 8) == 14   # centre (17 + 20) // 2 = 18, minus 8 // 2
     for r, (start, local) in zip(rows, [(0, ["A4C"]), (14, ["F4W:I7A"])]):
