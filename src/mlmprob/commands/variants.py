@@ -8,7 +8,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from ..argtypes import positive_int
+from ..argtypes import integer, nonnegative_int, positive_int, probability
 from ..errors import MLMProbError
 from ..runtime.inputs import FORMATS
 
@@ -32,7 +32,7 @@ def register(sub) -> None:
                    "rows) and also write OUT.heatmap.png, OUT.heatmap.csv (L x 20) and OUT.saturation.csv")
     p.add_argument("--methods", help=f"comma-separated, of: {', '.join(METHODS)} (default: wt_marginals,"
                    "masked_marginals,masked_marginals_all,hcb; with --saturate: wt_marginals,masked_marginals)")
-    p.add_argument("--offset", type=int, default=1, help="number of the wild type's first residue in the mutant strings")
+    p.add_argument("--offset", type=integer, default=1, help="number of the wild type's first residue in the mutant strings")
     p.add_argument("--format", default="auto", choices=FORMATS, help="input format (auto: by the file's suffix)")
     p.add_argument("--mutant-column", default="mutant", help="mutant-string column of a CSV/TSV input")
     p.add_argument("--column", help="full-sequence column (default: mutated_sequence/sequence/seq when there is "
@@ -41,9 +41,9 @@ def register(sub) -> None:
     p.add_argument("--label", metavar="COL", help="label column (measured fitness, or 0/1) for --evaluate")
     p.add_argument("--evaluate", action="store_true", help="after scoring, print Spearman, AUROC (0/1 labels), "
                    "NDCG and top recall per method with bootstrap intervals; write OUT.eval.json")
-    p.add_argument("--top", type=float, default=0.1, help="top fraction for NDCG and recall")
+    p.add_argument("--top", type=probability, default=0.1, help="top fraction for NDCG and recall")
     p.add_argument("--n-boot", type=positive_int, default=1000, help="bootstrap resamples")
-    p.add_argument("--seed", type=int, default=0, help="seed of the bootstrap's torch.Generator")
+    p.add_argument("--seed", type=nonnegative_int, default=0, help="seed of the bootstrap's torch.Generator")
     from ..cli import add_model_args, add_runtime_args
     add_model_args(p, default="sapiens-vh")
     p.add_argument("--out", "-o", help="output file, .jsonl, .tsv or .parquet (default: JSONL on stdout)")
@@ -99,8 +99,6 @@ def run(args) -> int:
         raise MLMProbError("--evaluate needs --label COL (the measured values)")
     if (args.evaluate or args.saturate) and not args.out:
         raise MLMProbError(f"{'--evaluate' if args.evaluate else '--saturate'} needs --out (it reads the finished output)")
-    if not 0 < args.top <= 1:
-        raise MLMProbError(f"--top must be a fraction in (0, 1], got {args.top}")
     shard = parse_shard(args.shard)
     devices = parse_devices(args.workers, args.devices)
     if devices == ["auto"]:
