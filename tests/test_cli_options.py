@@ -10,10 +10,12 @@ from mlmprob.cli import build_parser, main
 # the fewest arguments each command parses with
 REQUIRED = {"score": ["in.txt"], "demo": [], "sample": ["--out", "o"],
             "joints": ["--model", "m", "--data", "d", "--out", "o"],
-            "infill": ["A_C"], "train": ["--out", "o", "--synthetic", "hmm"], "merge": ["--out", "o", "p"]}
+            "infill": ["A_C"], "train": ["--out", "o", "--synthetic", "hmm"], "merge": ["--out", "o", "p"],
+            "variants": ["in.csv", "--wild-type", "MA"]}
 PENDING: set[str] = set()  # options still typed plain int/float (none)
 
-BAD = {argtypes.positive_int: ["0", "-1", "1.5", "nan", "x", "10000000000"],
+BAD = {argtypes.integer: ["1.5", "x", "10000000000"],
+       argtypes.positive_int: ["0", "-1", "1.5", "nan", "x", "10000000000"],
        argtypes.nonnegative_int: ["-1", "2.5", "inf", "10000000000"],
        argtypes.positive_float: ["0", "-0.5", "nan", "inf", "-inf", "1e300"],
        argtypes.nonnegative_float: ["-0.5", "nan", "inf", "1e300"],
@@ -21,7 +23,7 @@ BAD = {argtypes.positive_int: ["0", "-1", "1.5", "nan", "x", "10000000000"],
        argtypes.probability: ["0", "-0.1", "1.01", "nan", "inf"],
        argtypes.open_fraction: ["0", "1", "nan", "-0.5"],
        argtypes.dropout_rate: ["1", "-0.1", "nan"]}
-GOOD = {argtypes.positive_int: [("1", 1), ("12", 12)], argtypes.nonnegative_int: [("0", 0), ("7", 7)],
+GOOD = {argtypes.integer: [("-3", -3), ("0", 0)], argtypes.positive_int: [("1", 1), ("12", 12)], argtypes.nonnegative_int: [("0", 0), ("7", 7)],
         argtypes.positive_float: [("1e-10", 1e-10), ("2", 2.0)], argtypes.nonnegative_float: [("0", 0.0)],
         argtypes.finite_float: [("-3.5", -3.5)], argtypes.probability: [("1", 1.0), ("0.25", 0.25)],
         argtypes.open_fraction: [("0.05", 0.05)], argtypes.dropout_rate: [("0", 0.0), ("0.1", 0.1)]}

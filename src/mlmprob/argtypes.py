@@ -46,6 +46,11 @@ def _float(text: str, what: str) -> float:
     return value
 
 
+def integer(text: str) -> int:
+    """Any integer (within ``LIMIT``), e.g. a residue numbering offset."""
+    return _int(text, "an integer")
+
+
 def positive_int(text: str) -> int:
     """An integer >= 1."""
     value = _int(text, "a positive integer")

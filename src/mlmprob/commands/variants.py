@@ -1,0 +1,184 @@
+"""``mlmprob variants``: variant-effect scores of mutants of one wild type (ProteinGym-style mutant
+strings, full mutated sequences, or ``--saturate``: every single mutant), streamed, sharded,
+resumable; ``--evaluate`` scores them against a label column."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from ..argtypes import integer, nonnegative_int, positive_int, probability
+from ..errors import MLMProbError
+from ..runtime.inputs import FORMATS
+
+LONG_HELP = """A wild type longer than the model's window: protein models that read long rows through
+windows (ESM-2 and other Hugging Face protein models) read each position in the window centred on
+it; a model with a hard length limit (sapiens, antiberty) scores each variant in the window of W
+residues centred on the middle of its mutated sites, kept inside the protein (column `window`: its
+first residue)."""
+
+
+def register(sub) -> None:
+    from ..variants.api import METHODS
+
+    p = sub.add_parser("variants", help="variant-effect scores of mutants of a wild type (ProteinGym CSV, "
+                       "sequences, or --saturate)", description=__doc__, epilog=LONG_HELP,
+                       formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    p.add_argument("input", nargs="?", help="ProteinGym-style CSV/TSV (a 'mutant' column like A23C:D45E, 1-based), "
+                   "or full mutated sequences of the wild type's length (CSV/TSV column, FASTA, text, JSONL, Parquet)")
+    p.add_argument("--wild-type", required=True, metavar="SEQ|FASTA", help="the wild-type sequence, or a file holding it")
+    p.add_argument("--saturate", action="store_true", help="score every single mutant of the wild type (19 x L "
+                   "rows) and also write OUT.heatmap.png, OUT.heatmap.csv (L x 20) and OUT.saturation.csv")
+    p.add_argument("--methods", help=f"comma-separated, of: {', '.join(METHODS)} (default: wt_marginals,"
+                   "masked_marginals,masked_marginals_all,hcb; with --saturate: wt_marginals,masked_marginals)")
+    p.add_argument("--offset", type=integer, default=1, help="number of the wild type's first residue in the mutant strings")
+    p.add_argument("--format", default="auto", choices=FORMATS, help="input format (auto: by the file's suffix)")
+    p.add_argument("--mutant-column", default="mutant", help="mutant-string column of a CSV/TSV input")
+    p.add_argument("--column", help="full-sequence column (default: mutated_sequence/sequence/seq when there is "
+                   "no mutant column)")
+    p.add_argument("--id-column", help="row id column (default: the mutant string; full sequences: row<N>)")
+    p.add_argument("--label", metavar="COL", help="label column (measured fitness, or 0/1) for --evaluate")
+    p.add_argument("--evaluate", action="store_true", help="after scoring, print Spearman, AUROC (0/1 labels), "
+                   "NDCG and top recall per method with bootstrap intervals; write OUT.eval.json")
+    p.add_argument("--top", type=probability, default=0.1, help="top fraction for NDCG and recall")
+    p.add_argument("--n-boot", type=positive_int, default=1000, help="bootstrap resamples")
+    p.add_argument("--seed", type=nonnegative_int, default=0, help="seed of the bootstrap's torch.Generator")
+    from ..cli import add_model_args, add_runtime_args
+    add_model_args(p, default="sapiens-vh")
+    p.add_argument("--out", "-o", help="output file, .jsonl, .tsv or .parquet (default: JSONL on stdout)")
+    p.add_argument("--limit", type=positive_int, help="only the first N rows of the input (before --shard)")
+    p.add_argument("--skip-invalid", action="store_true", help="skip (and count) rows that do not fit the wild type")
+    add_runtime_args(p)
+    p.set_defaults(func=run)
+
+
+def _units(config: dict, limit: int | None = None, label: str | None = None):
+    from itertools import islice
+
+    from ..variants.units import iter_units, saturation_units
+
+    if config["saturate"]:
+        units = saturation_units(config["wild_type"], config["offset"])
+    else:
+        units = iter_units(config["input"], fmt=config["format"], mutant_column=config["mutant_column"],
+                           column=config["column"], id_column=config["id_column"], label=label)
+    return units if limit is None else islice(units, limit)
+
+
+def expected_ids(config: dict, limit: int | None = None):
+    """The row ids a run with this stored ``config`` covers, for ``mlmprob merge``'s input check."""
+    return (u.id for u in _units(config, limit))
+
+
+def _config(args, wild_type: str, methods) -> dict:
+    if args.saturate == (args.input is not None):
+        raise MLMProbError("give an input file, or --saturate (not both)")
+    return {"command": "variants", "model": args.model, "wild_type": wild_type, "offset": args.offset,
+            "methods": list(methods), "saturate": args.saturate,
+            "input": None if args.saturate else str(Path(args.input).resolve()), "format": args.format,
+            "mutant_column": args.mutant_column, "column": args.column, "id_column": args.id_column}
+
+
+def run(args) -> int:
+    from ..runtime import describe, parse_shard
+    from ..runtime.engine import run_stream
+    from ..runtime.pool import parse_devices
+    from ..runtime.writers import open_writer
+    from ..variants.api import check_methods
+    from ..variants.stream import DEFAULT_METHODS, SATURATE_METHODS, VariantsJob
+    from ..variants.units import read_wild_type
+
+    wild_type = read_wild_type(args.wild_type)
+    if args.methods:
+        methods = check_methods([m.strip() for m in args.methods.split(",") if m.strip()])
+    else:
+        methods = SATURATE_METHODS if args.saturate else DEFAULT_METHODS
+    config = _config(args, wild_type, methods)
+    if args.evaluate and not args.label:
+        raise MLMProbError("--evaluate needs --label COL (the measured values)")
+    if (args.evaluate or args.saturate) and not args.out:
+        raise MLMProbError(f"{'--evaluate' if args.evaluate else '--saturate'} needs --out (it reads the finished output)")
+    shard = parse_shard(args.shard)
+    devices = parse_devices(args.workers, args.devices)
+    if devices == ["auto"]:
+        devices = [args.device]
+    if next(iter(_units(config, 1, args.label)), None) is None:  # fail fast on bad input, before a model is loaded
+        raise MLMProbError(f"no rows found in {args.input}")
+    fields = ("id", "mutant", "n_mutations", "window", *methods)
+    writer = open_writer(args.out, resume=args.resume, config=config, fields=fields, part_rows=args.part_rows)
+    job = VariantsJob(model=args.model, wild_type=wild_type, methods=tuple(methods), offset=args.offset,
+                      dtype=args.dtype, allow_pickle=args.allow_pickle, batch_tokens=args.batch_tokens,
+                      skip_invalid=args.skip_invalid)
+    mlm = None
+    if len(devices) == 1 and args.engine == "local":  # load here once: errors surface early
+        try:
+            state = job.load(devices[0])
+        except BaseException:
+            writer.close(complete=False)
+            raise
+        mlm, load, ran_on = state.mlm, (lambda device: state), describe(state.mlm.device, state.mlm.dtype)
+    else:
+        load, ran_on = job.load, f"{len(devices)} worker(s)" if args.engine == "local" else "Ray actors"
+    with writer:
+        summary = run_stream(load, job.run, _units(config, args.limit), writer, shard=shard, devices=devices,
+                             chunk_size=256, engine=args.engine, ray_address=args.ray_address,
+                             progress=not args.no_progress, unit_name="variant", meta={"limit": args.limit})
+    for rid, why in summary.skipped:
+        print(f"warning: skipped row {rid!r}: {why}", file=sys.stderr)
+    print(f"scored {summary.written} variants with {args.model} on {ran_on}" + (f" -> {args.out}" if args.out else "")
+          + (f" ({summary.already} already there)" if summary.already else "")
+          + (f" ({len(summary.skipped)} invalid row(s) skipped)" if summary.skipped else "")
+          + (f" (shard {shard})" if not shard.is_whole else ""), file=sys.stderr)
+    if args.saturate and shard.is_whole:
+        _saturation_outputs(args, job, mlm, wild_type, methods)
+    if args.evaluate:
+        _evaluate(args, config, methods)
+    return 0
+
+
+def _stem(out: str) -> Path:
+    p = Path(out)
+    return p.with_name(p.name[:-len(p.suffix)] if p.suffix else p.name)
+
+
+def _saturation_outputs(args, job, mlm, wild_type: str, methods) -> None:
+    from ..runtime.writers import read_results
+    from ..variants.mutations import residue_positions
+    from ..variants.report import saturation_from_rows, write_matrix
+    from ..variants.saturate import write_csv, write_heatmap
+
+    score = "masked_marginals" if "masked_marginals" in methods else "wt_marginals"
+    if score not in methods:
+        print("warning: no heatmap (--saturate draws wt_marginals or masked_marginals)", file=sys.stderr)
+        return
+    if mlm is None:
+        mlm = job.load("cpu").mlm  # the tokenizer's residue positions (worker runs keep theirs)
+    first = int(residue_positions(mlm, wild_type[:1])[1][0])
+    sat = saturation_from_rows(read_results(args.out), wild_type, first, args.offset)
+    stem = _stem(args.out)
+    write_csv(sat, f"{stem}.saturation.csv")
+    write_matrix(sat, f"{stem}.heatmap.csv", score)
+    write_heatmap(sat, f"{stem}.heatmap.png", score, title=f"{score} ({args.model})")
+    print(f"saturation: {stem}.heatmap.png, {stem}.heatmap.csv ({len(wild_type)} x {len(sat.letters)}), "
+          f"{stem}.saturation.csv", file=sys.stderr)
+
+
+def _evaluate(args, config: dict, methods) -> None:
+    from ..jsonl import dumps
+    from ..runtime.writers import read_results
+    from ..variants.report import _num, evaluate_methods, format_table
+
+    scores = {str(r["id"]): {m: _num(r.get(m)) for m in methods} for r in read_results(args.out)}
+    labels = {}
+    for u in _units(config, args.limit, args.label):
+        try:
+            labels[u.id] = float(u.label) if u.label not in (None, "") else float("nan")
+        except ValueError:
+            raise MLMProbError(f"row {u.row}: label {u.label!r} in column {args.label!r} is not a number") from None
+    result = evaluate_methods(scores, labels, methods, seed=args.seed, n_boot=args.n_boot, top=args.top)
+    print(format_table(result, args.top))
+    path = Path(f"{_stem(args.out)}.eval.json")
+    path.write_text(dumps({"label": args.label, "seed": args.seed, "n_boot": args.n_boot, "top": args.top,
+                           "methods": result}, indent=2) + "\n")
+    print(f"evaluation -> {path}", file=sys.stderr)

@@ -1,0 +1,135 @@
+"""``VariantsJob``: scores chunks of variant rows of one wild type, the API behind ``mlmprob variants``
+(picklable; run in one process, one process per device, or on Ray actors by ``runtime.engine.run_stream``).
+
+Long proteins: a model accepts at most ``W`` residues (its token window less the special tokens).
+A wild type of at most ``W`` residues is scored whole. A longer one is scored, for each variant, in
+the window of ``W`` consecutive residues centred on the middle of its mutated sites,
+``start = clamp((first site + last site) // 2 - W // 2, 0, L - W)`` (0-based), so the window stays
+inside the protein; every method then reads the wild type and the mutant inside that window only.
+A variant whose sites span more than ``W`` residues cannot be scored (an error naming its row, or
+skipped with ``skip_invalid``). Each output row names its window's first residue (``window``).
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from dataclasses import dataclass
+from typing import Sequence
+
+import torch
+
+from ..errors import MLMProbError
+from ..models.protein import CANONICAL
+from ..models.protocol import max_length_of
+from .api import check_methods, score_variants
+from .mutations import Mutation, letter_ids, residue_positions
+from .rows import ForwardCache
+from .units import VariantUnit, mutant_label, variant_of
+
+DEFAULT_METHODS = ("wt_marginals", "masked_marginals", "masked_marginals_all", "hcb")
+SATURATE_METHODS = ("wt_marginals", "masked_marginals")
+MAX_WINDOWS = 32  # wild-type windows (token ids + ForwardCache) a worker keeps
+
+
+def window_start(sites: Sequence[int], length: int, window: int | None) -> int:
+    """0-based first residue of the window scoring a variant with these (0-based) sites.
+
+    >>> window_start([3], 10, None), window_start([3], 10, 4), window_start([8, 9], 10, 4), window_start([0], 10, 4)
+    (0, 1, 6, 0)
+    """
+    if window is None or length <= window or not sites:
+        return 0
+    lo, hi = min(sites), max(sites)
+    if hi - lo + 1 > window:
+        raise MLMProbError(f"its mutated sites span {hi - lo + 1} residues; the model's window holds {window}")
+    return min(max(0, (lo + hi) // 2 - window // 2), length - window)
+
+
+class VariantsState:
+    """What a worker keeps: the model, the letters' token ids, and per window its ids and ForwardCache."""
+
+    def __init__(self, mlm, wild_type: str, batch_tokens: int):
+        self.mlm, self.wild_type, self.batch_tokens = mlm, wild_type, batch_tokens
+        self.to_id = letter_ids(mlm, CANONICAL)
+        n = max_length_of(mlm)
+        self.window = None if n is None else n - (len(residue_positions(mlm, "A")[0]) - 1)
+        if self.window is not None and self.window < 1:
+            raise MLMProbError(f"the model's window ({n} tokens) holds no residue")
+        self._windows: OrderedDict[int, tuple[torch.Tensor, torch.Tensor, ForwardCache]] = OrderedDict()
+        self.get(0)  # the whole wild type (or its first window) and its cache, built once per worker
+
+    def span(self, start: int) -> str:
+        return self.wild_type if self.window is None else self.wild_type[start:start + self.window]
+
+    def get(self, start: int) -> tuple[torch.Tensor, torch.Tensor, ForwardCache]:
+        """``(token ids, token position of each residue, ForwardCache)`` of the window at ``start``."""
+        hit = self._windows.get(start)
+        if hit is None:
+            ids, where = residue_positions(self.mlm, self.span(start))
+            hit = self._windows[start] = (ids, where, ForwardCache())
+            while len(self._windows) > MAX_WINDOWS:
+                self._windows.popitem(last=False)
+        self._windows.move_to_end(start)
+        return hit
+
+
+@dataclass(frozen=True)
+class VariantsJob:
+    """Everything a worker needs to score chunks of ``VariantUnit`` rows against ``wild_type``."""
+
+    model: str
+    wild_type: str
+    methods: tuple[str, ...] = DEFAULT_METHODS
+    offset: int = 1
+    dtype: str | None = None
+    allow_pickle: bool = False
+    batch_tokens: int | None = None
+    skip_invalid: bool = False
+
+    def __post_init__(self):
+        object.__setattr__(self, "methods", check_methods(self.methods))
+
+    def load(self, device: str = "auto") -> VariantsState:
+        """The model on ``device`` and the wild type's first window (called once per worker)."""
+        from ..models import load_mlm
+
+        mlm = load_mlm(self.model, device=device, dtype=self.dtype, allow_pickle=self.allow_pickle)
+        return self.state(mlm)
+
+    def state(self, mlm) -> VariantsState:
+        """A worker state around an already loaded model."""
+        from ..batching import auto_batch_tokens
+
+        return VariantsState(mlm, self.wild_type, auto_batch_tokens(mlm, self.batch_tokens))
+
+    def run(self, state: VariantsState, units: Sequence[VariantUnit]) -> tuple[list[dict], list[tuple[str, str]]]:
+        """Score one chunk: result rows (in input order) and the ``(id, reason)`` of the rows skipped."""
+        skipped: list[tuple[str, str]] = []
+        todo: list[tuple[VariantUnit, tuple[Mutation, ...], int]] = []
+        for u in units:
+            try:
+                muts = variant_of(u, self.wild_type, self.offset)
+                try:
+                    start = window_start([m.index for m in muts], len(self.wild_type), state.window)
+                except MLMProbError as e:
+                    raise MLMProbError(f"row {u.row} ({u.id!r}): {e}") from None
+            except MLMProbError as e:
+                if not self.skip_invalid:
+                    raise
+                skipped.append((u.id, str(e)))
+                continue
+            todo.append((u, muts, start))
+        values: dict[int, dict[str, float]] = {}
+        for start in dict.fromkeys(s for _, _, s in todo):
+            ids, where, cache = state.get(start)
+            group = [(k, muts) for k, (_, muts, s) in enumerate(todo) if s == start and muts]
+            if not group:
+                continue
+            variants = [[(int(where[m.index - start]), state.to_id[m.mt]) for m in muts] for _, muts in group]
+            scores = score_variants(state.mlm, ids, variants, self.methods, state.batch_tokens, cache=cache)
+            for j, (k, _) in enumerate(group):
+                values[k] = {m: float(scores[m][j]) for m in self.methods}
+        wild = {m: float("nan") if m == "ag" else 0.0 for m in self.methods}  # no mutation: every sum is empty
+        rows = [{"id": u.id, "mutant": mutant_label(muts, self.offset), "n_mutations": len(muts),
+                 "window": start + self.offset, **values.get(k, wild)} for k, (u, muts, start) in enumerate(todo)]
+        return rows, skipped

@@ -1,0 +1,159 @@
+"""The input units of ``mlmprob variants``: one ``VariantUnit`` per input row, read from a
+ProteinGym-style table (a ``mutant`` column such as ``A23C:D45E``), from full mutated sequences of
+the wild type's length, or generated (every single mutant of the wild type: saturation).
+
+Units are checked against the wild type only when scored (``VariantsJob.run``), so that
+``--skip-invalid`` can count what it skips; ``variant_of`` does that check.
+"""
+
+from __future__ import annotations
+
+import csv
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterator
+
+from ..errors import MLMProbError
+from ..models.protein import CANONICAL
+from ..runtime.inputs import detect_format, iter_records
+from .mutations import Mutation, parse_mutant
+
+SEQUENCE_COLUMNS = ("mutated_sequence", "sequence", "seq")
+
+
+@dataclass(frozen=True)
+class VariantUnit:
+    """One row: ``id`` (the mutant string unless an id column names it), ``row`` (1-based data row of
+    the input, for messages), and either the ``mutant`` string or the full mutated ``sequence``;
+    ``label`` is the label column's text (``None`` without ``--label``)."""
+
+    id: str
+    row: int
+    mutant: str | None = None
+    sequence: str | None = None
+    label: str | None = None
+
+
+def read_wild_type(spec: str) -> str:
+    """``--wild-type``: a sequence, or a FASTA/text file whose first record is the wild type."""
+    spec = spec.strip()
+    if not spec:
+        raise MLMProbError("--wild-type is empty")
+    path = Path(spec)
+    if path.is_file():
+        rec = next(iter(iter_records(path)), None)
+        if rec is None:
+            raise MLMProbError(f"--wild-type file {spec!r} holds no sequence")
+        seq = rec.seq.strip()
+    else:
+        seq = spec
+    if not seq.isalpha():
+        raise MLMProbError(f"--wild-type {spec[:40]!r} is neither a file nor a sequence of residue letters")
+    return seq.upper()
+
+
+def variant_of(unit: VariantUnit, wild_type: str, offset: int = 1,
+               alphabet: str = CANONICAL) -> tuple[Mutation, ...]:
+    """The checked mutations of ``unit`` (errors name the row). A full sequence must have the wild
+    type's length; its mutations are the positions where it differs (none for the wild type itself).
+
+    >>> variant_of(VariantUnit("x", 3, sequence="MCPKL"), "MAPKL")
+    (Mutation(wt='A', index=1, mt='C'),)
+    >>> variant_of(VariantUnit("x", 3, sequence="MCPK"), "MAPKL")
+    Traceback (most recent call last):
+    ...
+    mlmprob.errors.MLMProbError: row 3 ('x'): the sequence has 4 residues, the wild type 5
+    """
+    row = f"{unit.row}" + (f" ({unit.id!r})" if unit.id != unit.mutant else "")
+    where = f"row {row}"
+    if unit.sequence is None:
+        return parse_mutant(unit.mutant or "", wild_type, offset=offset, alphabet=alphabet, row=row)
+    seq = unit.sequence.strip().upper()
+    if len(seq) != len(wild_type):
+        raise MLMProbError(f"{where}: the sequence has {len(seq)} residues, the wild type {len(wild_type)}")
+    out = []
+    for i, (w, m) in enumerate(zip(wild_type, seq)):
+        if w != m:
+            if m not in alphabet:
+                raise MLMProbError(f"{where}: residue {m!r} at {i + offset} is not in the alphabet {alphabet}")
+            out.append(Mutation(w, i, m))
+    return tuple(out)
+
+
+def mutant_label(mutations: tuple[Mutation, ...], offset: int = 1) -> str:
+    """``A23C:D45E`` (empty for the wild type).
+
+    >>> mutant_label((Mutation("A", 1, "C"), Mutation("K", 3, "E")), offset=24)
+    'A25C:K27E'
+    """
+    return ":".join(m.label(offset) for m in mutations)
+
+
+def saturation_units(wild_type: str, offset: int = 1, alphabet: str = CANONICAL) -> Iterator[VariantUnit]:
+    """Every single mutant of ``wild_type`` to the letters of ``alphabet``, residue by residue.
+
+    >>> [u.id for u in saturation_units("MA", alphabet="ACM")]
+    ['M1A', 'M1C', 'A2C', 'A2M']
+    """
+    n = 0
+    for i, w in enumerate(wild_type):
+        for m in alphabet:
+            if m != w:
+                n += 1
+                name = f"{w}{i + offset}{m}"
+                yield VariantUnit(name, n, mutant=name)
+
+
+def _table_rows(path: Path, fmt: str) -> tuple[list[str], Iterator[dict]]:
+    from ..runtime.inputs import _Lines
+
+    csv.field_size_limit(min(sys.maxsize, 2**31 - 1))
+    lines = _Lines(path)
+    reader = csv.DictReader(iter(lines), delimiter="," if fmt == "csv" else "\t")
+    try:
+        fields = list(reader.fieldnames or [])
+    except csv.Error as e:
+        raise MLMProbError(f"{path}: its header is not valid {fmt.upper()}: {e}") from None
+
+    def rows():
+        try:
+            yield from reader
+        except csv.Error as e:
+            raise MLMProbError(f"{path}: line {lines.lineno} is not valid {fmt.upper()}: {e}") from None
+    return fields, rows()
+
+
+def iter_units(path: str | Path, *, fmt: str = "auto", mutant_column: str = "mutant", column: str | None = None,
+               id_column: str | None = None, label: str | None = None) -> Iterator[VariantUnit]:
+    """The units of an input file. A CSV/TSV with ``mutant_column`` gives mutant strings (ids: the
+    mutant, or ``id_column``); otherwise sequences are read from ``column`` (default
+    ``mutated_sequence``/``sequence``/``seq``), or from a FASTA/text/JSONL/Parquet file (its ids)."""
+    path = Path(path)
+    if not path.is_file():
+        raise MLMProbError(f"input file {str(path)!r} does not exist")
+    fmt = detect_format(path) if fmt == "auto" else fmt
+    if fmt not in ("csv", "tsv"):
+        if label is not None:
+            raise MLMProbError(f"--label needs a CSV/TSV input, got a {fmt} file")
+        for n, r in enumerate(iter_records(path, fmt, column, id_column), 1):
+            yield VariantUnit(r.id, n, sequence=r.seq)
+        return
+    fields, rows = _table_rows(path, fmt)
+    for c, what in ((column, "--column"), (id_column, "--id-column"), (label, "--label")):
+        if c is not None and c not in fields:
+            raise MLMProbError(f"{what} {c!r} is not a column of {path.name} (columns: {', '.join(fields)})")
+    use_mutant = column is None and mutant_column in fields
+    if not use_mutant:
+        column = column or next((c for c in SEQUENCE_COLUMNS if c in fields), None)
+        if column is None:
+            raise MLMProbError(f"{path.name} has neither a {mutant_column!r} column nor a sequence column "
+                               f"({'/'.join(SEQUENCE_COLUMNS)}); columns: {', '.join(fields)}")
+    for n, row in enumerate(rows, 1):
+        text = (row.get(mutant_column if use_mutant else column) or "").strip()
+        rid = (row.get(id_column) or "").strip() if id_column else ""
+        lab = row.get(label) if label else None
+        if use_mutant:
+            yield VariantUnit(rid or text or f"row{n}", n, mutant=text, label=lab)
+        else:
+            yield VariantUnit(rid or f"row{n}", n, sequence=text, label=lab)
