@@ -95,7 +95,7 @@ def test_every_typed_option_rejects_bad_values_in_one_line(capsys):
      "error: argument --lr: must be a positive number no larger"),
     (["--threads", "0", "demo"],
      "error: argument --threads: must be a positive integer, got '0' (see: mlmprob --help)"),
-    (["joints", "--model", "m"], "error: the following arguments are required: --data, --out"),
+    (["joints", "--model", "m"], "error: the following arguments are required: --out"),
     (["sample", "--out", "o", "--method", "hmc"], "error: argument --method: invalid choice: 'hmc'"),
     (["nosuchcommand"], "error: argument COMMAND: invalid choice: 'nosuchcommand'"),
     (["score", "x.txt", "--no-such-option"], "error: unrecognized arguments: --no-such-option"),
