@@ -175,3 +175,14 @@ def strict_jsonl(path) -> list:
     """Every non-blank line of a JSONL file, parsed strictly."""
     from pathlib import Path
     return [strict_json(line) for line in Path(path).read_text().splitlines() if line.strip()]
+
+
+def pytest_terminal_summary(terminalreporter):
+    """Print how many generated CLI cases the fuzz tests ran (issue 14: the count is printed)."""
+    import sys
+
+    for name, mod in list(sys.modules.items()):
+        count = getattr(mod, "COUNT", None) if name.endswith("test_fuzz_cli") else None
+        if count and count.get("cases"):
+            terminalreporter.write_line(f"fuzz: {count['cases']} generated CLI cases, every one ended with status "
+                                        "0/1/2 and at most one error line (tests/test_fuzz_cli.py)")
