@@ -184,5 +184,4 @@ def pytest_terminal_summary(terminalreporter):
     for name, mod in list(sys.modules.items()):
         count = getattr(mod, "COUNT", None) if name.endswith("test_fuzz_cli") else None
         if count and count.get("cases"):
-            terminalreporter.write_line(f"fuzz: {count['cases']} generated CLI cases, every one ended with status "
-                                        "0/1/2 and at most one error line (tests/test_fuzz_cli.py)")
+            terminalreporter.write_line(f"fuzz: {count['cases']} generated CLI cases run (tests/test_fuzz_cli.py)")
