@@ -60,7 +60,7 @@ def test_reference_rows(reference):
     assert [r["id"] for r in rows] == [f"s{i}/chain{c}" for i in range(8) for c in range(3)]
     for r in rows:
         assert r["record"] == r["id"].split("/")[0] and r["chain"] == int(r["id"][-1])
-        assert len(r["sequence"].split()) == r["n_free"]             # every residue free by default
+        assert len(r["sequence"].replace(" ", "")) == r["n_free"]             # every residue free by default
         assert len(r["energy_trace"]) == 3 and r["energy_trace"][-1] == r["e_local"]
         assert 0 <= r["accept_rate"] <= 1 and 0 <= r["identity"] <= 1
         assert (r["method"], r["block_size"], r["chains"], r["epochs"], r["burn_in"]) == ("mh", "3:1", 3, 2, 1)
@@ -117,9 +117,10 @@ def test_tsv_stdout_masks_and_skipped_records(tiny_bert_dir, tmp_path, capsys):
     inp = tmp_path / "in.fasta"
     inp.write_text(">ok\nA C D E F G\n>bad\nA C X D\n")
     base = ["sample", "--model", str(tiny_bert_dir), "--input", str(inp), "--seq",
-            "A [MASK] C D", "--chains", "2", "--epochs", "1", "--device", "cpu", "--no-progress"]
+            "A _ C D", "--chains", "2", "--epochs", "1", "--device", "cpu", "--no-progress"]
     assert main(base) == 2                                             # a bad record stops the run, named
-    assert "error: bad: sequence 0 has 'X'" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert err.startswith("error: bad: ") and "'X'" in err
     capsys.readouterr()
     assert main(base + ["--skip-invalid"]) == 0                        # JSONL on stdout
     cap = capsys.readouterr()
@@ -127,7 +128,7 @@ def test_tsv_stdout_masks_and_skipped_records(tiny_bert_dir, tmp_path, capsys):
             for line in cap.out.splitlines()]
     assert [r["id"] for r in rows] == ["seq1/chain0", "seq1/chain1", "ok/chain0", "ok/chain1"]
     assert rows[0]["identity"] is None and rows[2]["identity"] is not None   # no identity to a masked input
-    assert "[MASK]" not in rows[0]["sequence"]
+    assert "_" not in rows[0]["sequence"]
     assert "warning: skipped record 'bad'" in cap.err
     tsv = tmp_path / "x.tsv"
     assert main(base + ["--skip-invalid", "--out", str(tsv)]) == 0

@@ -52,11 +52,12 @@ def test_joints_infill_score_outputs_are_strict(tiny_bert_dir, tmp_path, capsys)
     argv = ["joints", "--model", str(tiny_bert_dir), "--data", str(data), "--out", str(out), "--top-k", "2", "--quiet"]
     assert main(argv + ["--n-pairs", "1"]) == 0
     report = capsys.readouterr().out
-    assert len(strict_jsonl(out / "pairs.jsonl")) == 3     # the config line and one pair per scheme
+    assert len(strict_jsonl(out / "pairs.jsonl")) == 2     # one pair per scheme (the config: pairs.jsonl.meta.json)
+    strict_json((out / "pairs.jsonl.meta.json").read_text())
     assert main(argv + ["--n-pairs", "2"]) == 0            # resumes from the file with its nulls
     assert "| inf |" in report and "| inf |" in capsys.readouterr().out
     pairs = strict_jsonl(out / "pairs.jsonl")
-    assert len(pairs) == 5 and any(p.get("metrics", {}).get("mlm", {}).get("pair_logp", 0) is None for p in pairs)
+    assert len(pairs) == 4 and any(p.get("metrics", {}).get("mlm", {}).get("pair_logp", 0) is None for p in pairs)
     summary = strict_json((out / "summary.json").read_text())
     assert "gold pair lies outside" in summary["null_means"]
 

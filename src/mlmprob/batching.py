@@ -160,7 +160,9 @@ def iter_masked_logits(
     dev = torch.device(getattr(mlm, "device", "cpu")) if on_device else torch.device("cpu")
     ids_all, order, rows, cols = input_ids.to(dev), order.to(dev), rows.to(dev), cols.to(dev)
     extra = None if extra_mask is None else extra_mask.to(dev)
-    fast = getattr(mlm, "device_logits_at", None) if on_device else None
+    # looked up on the class: a wrapper that overrides logits_at but forwards other attributes (__getattr__)
+    # must not have its inner model's hot path used behind its back
+    fast = mlm.device_logits_at if on_device and hasattr(type(mlm), "device_logits_at") else None
     bad = torch.zeros(input_ids.shape[0], dtype=torch.bool, device=dev) if fast is not None else None
     for start, n_planned, width in plan:
         done = 0
