@@ -150,7 +150,8 @@ def pll_worker(a) -> dict:
     lengths = [int(x) for x in a.lengths.split(",")]
     copies = [int(x) for x in a.copies.split(",")]
     out = {"rows": [], "peaks": [], "minicons": []}
-    tmp = Path(tempfile.mkdtemp(prefix="bench_scale_w_"))
+    tmp_dir = tempfile.TemporaryDirectory(prefix="bench_scale_w_")  # the tokenizers' vocab files; removed at exit
+    tmp = Path(tmp_dir.name)
     for k, dname in enumerate(a.dtypes.split(",")):
         dtype = DTYPES[dname]
         m = build_model(a.model, dev, dtype, a.seed, tmp)
@@ -187,6 +188,7 @@ def pll_worker(a) -> dict:
         gc.collect()
         if dev.type == "cuda":
             torch.cuda.empty_cache()
+    tmp_dir.cleanup()
     return out
 
 
