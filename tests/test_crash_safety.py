@@ -119,8 +119,25 @@ def _in_process(argv: list) -> tuple[int, str, str]:
 
 
 def crash_and_resume(case: Case, tmp_path: Path, seed: int) -> dict:
-    """The whole scenario for one case and one kill moment; returns what happened (also logged)."""
+    """The whole scenario for one case and one kill moment; returns what happened. With
+    ``MLMPROB_CRASH_LOG`` set, the record is also appended there, failed rounds included."""
+    record = {"case": case.name, "seed": seed}
     cpu0 = _cpu_seconds()
+    try:
+        _scenario(case, tmp_path, seed, record)
+        record["outcome"] = "ok"
+    except BaseException as e:
+        record["outcome"] = f"failed: {str(e).splitlines()[0] if str(e) else type(e).__name__}"
+        raise
+    finally:
+        record["cpu_s"] = round(_cpu_seconds() - cpu0, 2)
+        if os.environ.get("MLMPROB_CRASH_LOG"):
+            with open(os.environ["MLMPROB_CRASH_LOG"], "a") as f:
+                f.write(json.dumps(record) + "\n")
+    return record
+
+
+def _scenario(case: Case, tmp_path: Path, seed: int, record: dict) -> None:
     ref = tmp_path / "ref" / case.out_name
     out = tmp_path / "crash" / case.out_name
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -133,7 +150,7 @@ def crash_and_resume(case: Case, tmp_path: Path, seed: int) -> dict:
         watcher.start()
         t = time.monotonic()        # the uninterrupted run, in this process, while the other one starts
         rc, _, ref_err = _in_process(case.argv(ref))
-        ref_s = time.monotonic() - t
+        record["reference_s"] = round(time.monotonic() - t, 2)
         assert rc == 0, ref_err
         watcher.join(timeout=240)
         assert watcher.nth is not None, f"{watcher.problem}: {errfile.read_text()}"
@@ -146,9 +163,11 @@ def crash_and_resume(case: Case, tmp_path: Path, seed: int) -> dict:
         assert second.returncode == 2 and len(lines) == 1, second.stderr
         assert lines[0].startswith("error: ") and "being written by another process (pid" in lines[0], lines[0]
         assert str(out) in lines[0] and f"pid {proc.pid}" in lines[0], lines[0]
+        record["second_writer"] = "refused"
         # the kill, at a seeded moment within the window the first units took
         window = max(watcher.nth - watcher.first, 0.05)
         delay = random.Random(f"{case.name}:{seed}").uniform(0.0, window)
+        record.update(window_s=round(window, 3), kill_delay_s=round(delay, 3))
         time.sleep(delay)
         assert proc.poll() is None, f"the run finished before the kill (delay {delay:.2f} s): make the case longer"
         proc.send_signal(signal.SIGKILL)
@@ -158,21 +177,14 @@ def crash_and_resume(case: Case, tmp_path: Path, seed: int) -> dict:
             proc.send_signal(signal.SIGCONT)
             proc.kill()
             proc.wait()
-    at_kill = case.units(out)
-    torn = case.tear(out)
+    record["units_at_kill"] = case.units(out)
+    record["torn"] = case.tear(out)
 
     t = time.monotonic()
     rc, stdout, stderr = _in_process(case.argv(out) + list(case.resume))
-    resume_s = time.monotonic() - t
+    record["resume_s"] = round(time.monotonic() - t, 2)
     assert rc == 0, stderr
-    details = case.check(ref, out, stdout)
-    record = {"case": case.name, "seed": seed, "units_at_kill": at_kill, "kill_delay_s": round(delay, 3),
-              "window_s": round(window, 3), "torn": torn, "second_writer": "refused", "reference_s": round(ref_s, 2),
-              "resume_s": round(resume_s, 2), "cpu_s": round(_cpu_seconds() - cpu0, 2), "outcome": "ok", **details}
-    if os.environ.get("MLMPROB_CRASH_LOG"):
-        with open(os.environ["MLMPROB_CRASH_LOG"], "a") as f:
-            f.write(json.dumps(record) + "\n")
-    return record
+    record.update(case.check(ref, out, stdout))
 
 
 # -- helpers for JSON-lines outputs ----------------------------------------------------------------------
@@ -348,11 +360,12 @@ def train_case(model: Path, data: Path) -> Case:
         summary = json.loads(stdout.strip().splitlines()[-1])
         assert summary["resumed_from"] == resumed_from[0], (summary, resumed_from)
         assert not (got / "train.lock").exists()
-        return {"units": a["step"], "resumed_from": summary["resumed_from"]}
+        return {"units": a["step"] // TRAIN_EVERY, "steps": a["step"], "resumed_from": summary["resumed_from"]}
 
-    resumed_from = [None]
+    resumed_from = [None]   # the last complete checkpoint when units() was last called: just after the kill
 
     def units(out: Path) -> int:
+        """Complete checkpoints (a kept one's step / TRAIN_EVERY: older ones are deleted as the run goes)."""
         steps = _checkpoints(out)
         resumed_from[0] = steps[-1] if steps else None
         return len(steps) and steps[-1] // TRAIN_EVERY
@@ -378,4 +391,4 @@ def test_sigkill_then_resume(name, seed, tiny_bert_dir, tmp_path):
     data.mkdir()
     case = CASES[name](tiny_bert_dir, data)
     record = crash_and_resume(case, tmp_path, seed)
-    assert record["outcome"] == "ok"
+    assert case.seen <= record["units_at_kill"] < record["units"]      # the kill fell in the middle of the run
