@@ -176,16 +176,24 @@ def run(args) -> int:
 
 
 def run_folder(args) -> int:
-    import torch
-
-    from ..sampling import LinearAnneal, sample
-    from ..sampling.plots import plot_traces
-    from ..sampling.stream import block_schedule, free_positions
+    """Folder mode. The run holds ``OUT/run.jsonl.lock`` from before the model loads until the last file
+    is written: a second process sampling into the same folder is refused at once."""
+    from ..runtime.lock import WriterLock
 
     seqs = [(r.id, r.seq) for r in _records(args)]
     if not seqs:
         raise MLMProbError("no input: give --seq or --input")
     want = parse_positions(args.positions) if args.positions else None
+    with WriterLock(Path(args.out) / "run.jsonl"):
+        return _sample_folder(args, seqs, want)
+
+
+def _sample_folder(args, seqs: list[tuple[str, str]], want: list[int] | None) -> int:
+    import torch
+
+    from ..sampling import LinearAnneal, sample
+    from ..sampling.plots import plot_traces
+    from ..sampling.stream import block_schedule, free_positions
     from ..cli import load_model_from_args
     mlm = load_model_from_args(args)
     enc = mlm.encode([s for _, s in seqs])

@@ -28,11 +28,21 @@ class WriterLock:
     True
     >>> (out.parent / "r.jsonl.lock").exists()
     False
+
+    An output that is a folder may keep its lock inside (``lock_path``); errors still name ``target``:
+
+    >>> run = out.parent / "run"
+    >>> with WriterLock(run, lock_path=run / "train.lock"):
+    ...     try:
+    ...         WriterLock(run, lock_path=run / "train.lock").acquire()
+    ...     except OutputLocked as e:
+    ...         print(str(e).startswith(f"{run} is being written by another process (pid"))
+    True
     """
 
-    def __init__(self, target: str | Path):
+    def __init__(self, target: str | Path, lock_path: str | Path | None = None):
         self.target = Path(target)
-        self.path = self.target.with_name(self.target.name + ".lock")
+        self.path = Path(lock_path) if lock_path is not None else self.target.with_name(self.target.name + ".lock")
         self._fd: int | None = None
 
     def acquire(self) -> "WriterLock":

@@ -69,8 +69,10 @@ def write_header(path: Path, config: dict, init_ids: torch.Tensor, free: torch.T
     path.parent.mkdir(parents=True, exist_ok=True)
     head = {"type": "header", "format": FORMAT, "config": config, "init_ids": init_ids.tolist(),
             "free": free.int().tolist()}
-    with path.open("w") as f:
+    tmp = path.with_suffix(path.suffix + ".tmp")   # whole or absent: a kill never leaves half a header
+    with tmp.open("w") as f:
         f.write(dumps(head, separators=(",", ":")) + "\n")
+    tmp.replace(path)
 
 
 def append_record(path: Path, record: EpochRecord) -> None:

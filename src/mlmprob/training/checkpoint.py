@@ -8,6 +8,7 @@ only and is read back with ``torch.load(..., weights_only=True)``.
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 from pathlib import Path
@@ -22,13 +23,16 @@ _STEP_DIR = re.compile(r"^step-(\d+)$")
 
 
 def save_model_dir(path: Path, model, tokenizer, state: dict, optimizer=None) -> None:
-    """Write a loadable model directory (``load_mlm(path)`` works) with the trainer state."""
+    """Write a loadable model directory (``load_mlm(path)`` works) with the trainer state. The state file
+    is written last and atomically (temporary name, then rename): it is whole or absent."""
     path.mkdir(parents=True, exist_ok=True)
     model.save_pretrained(str(path), safe_serialization=True)
     tokenizer.save_pretrained(str(path))
     if optimizer is not None:
         torch.save(optimizer.state_dict(), path / OPTIMIZER_FILE)
-    (path / STATE_FILE).write_text(dumps(state, indent=1))
+    tmp = path / (STATE_FILE + ".tmp")
+    tmp.write_text(dumps(state, indent=1))
+    os.replace(tmp, path / STATE_FILE)
 
 
 def save_checkpoint(out_dir: Path, step: int, model, tokenizer, optimizer, state: dict, keep: int) -> Path:

@@ -13,6 +13,7 @@ Two sources share one shape, ``TokenData``:
 from __future__ import annotations
 
 import hashlib
+import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Sequence
@@ -143,9 +144,13 @@ class TextSource:
         tok_dir = Path(out_dir) / "tokenizer"
         if (tok_dir / "tokenizer_config.json").is_file():
             tok = BertTokenizer.from_pretrained(str(tok_dir))
-        else:
+        else:  # saved under a temporary name, then renamed: a kill never leaves half a tokenizer behind
             tok = train_wordpiece(train, self.vocab_size, self.max_length, self.lowercase)
-            tok.save_pretrained(str(tok_dir))
+            tmp = tok_dir.with_name(tok_dir.name + ".tmp")
+            shutil.rmtree(tmp, ignore_errors=True)
+            tok.save_pretrained(str(tmp))
+            shutil.rmtree(tok_dir, ignore_errors=True)
+            tmp.rename(tok_dir)
         pad = tok.pad_token_id
         encode = lambda texts: _pad([tok(t, truncation=True, max_length=self.max_length)["input_ids"]  # noqa: E731
                                      for t in texts], pad)

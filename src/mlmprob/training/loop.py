@@ -25,6 +25,7 @@ from .data import SYMBOL_OFFSET, TokenData
 from .masking import corrupt, derive_seed, generator_for, select_positions
 
 CURVE_FILE = "loss_curve.png"
+LOCK_FILE = "train.lock"  # held by the process training into the directory
 
 
 @dataclass(frozen=True)
@@ -198,12 +199,22 @@ def train(config: TrainConfig, source, out_dir, *, device="cpu", progress: bool 
     ``out_dir`` itself, so ``mlmprob.load_mlm(out_dir)`` loads the result. Calling ``train`` again
     on the same directory continues from the last checkpoint (``resume=False`` refuses instead).
     ``stop_after`` ends the call after that many steps in total, with a checkpoint (for time-boxed
-    jobs); the schedule still runs to ``config.max_steps``.
+    jobs); the schedule still runs to ``config.max_steps``. One process at a time: while a run holds
+    ``out_dir/train.lock``, another ``train`` on the same directory is refused (``OutputLocked``).
     """
-    from tqdm import tqdm
+    from ..runtime.lock import WriterLock
 
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
+    with WriterLock(out_dir, lock_path=out_dir / LOCK_FILE):
+        return _train(config, source, out_dir, device=device, progress=progress, stop_after=stop_after,
+                      resume=resume)
+
+
+def _train(config: TrainConfig, source, out_dir: Path, *, device, progress: bool, stop_after: int | None,
+           resume: bool) -> TrainResult:
+    from tqdm import tqdm
+
     dev = torch.device(device)
     data = source.build(out_dir, config.seed)
     fingerprint = data.fingerprint()
