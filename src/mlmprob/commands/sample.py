@@ -273,7 +273,7 @@ def run_streamed(args) -> int:
     unit of sharding and resuming (a record is done when all its chains are in the output)."""
     from ..cli import model_dtype_label
     from ..runtime import describe, parse_shard
-    from ..runtime.engine import run_stream
+    from ..runtime.engine import loader_for, run_stream
     from ..runtime.inputs import count_records
     from ..runtime.pool import parse_devices
     from ..runtime.writers import open_writer
@@ -298,16 +298,11 @@ def run_streamed(args) -> int:
               "positions": args.positions, "cdr3": args.cdr3, **job.settings(), "shard": str(shard)}
     # the output is claimed (lock, resume check) before the model loads: a second writer is refused at once
     writer = open_writer(args.out, resume=args.resume, config=config, part_rows=args.part_rows)
-    if len(devices) == 1 and args.engine == "local":  # load here once: errors (unknown model, device) surface early
-        try:
-            state = job.load(devices[0])
-        except BaseException:
-            writer.close(complete=False)
-            raise
-        load = lambda device: state  # noqa: E731
+    load, state = loader_for(job.load, devices, args.engine, writer)
+    if state is not None:
         ran_on = describe(state[0].device, state[0].dtype)
     else:
-        load, ran_on = job.load, f"{len(devices)} x {devices[0]} {model_dtype_label(args.dtype, devices[0])}"
+        ran_on = f"{len(devices)} x {devices[0]} {model_dtype_label(args.dtype, devices[0])}"
     last = f"/chain{job.chains - 1}"
     skipped_before = {str(x[0]) for x in getattr(writer, "_meta", {}).get("skipped", [])}
     done_records = sum(1 for i in writer.done_ids() if i.endswith(last)) + len(skipped_before)

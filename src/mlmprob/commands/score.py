@@ -46,7 +46,7 @@ def run(args) -> int:
     from itertools import islice
 
     from ..runtime import describe, iter_records, parse_shard
-    from ..runtime.engine import run_stream
+    from ..runtime.engine import loader_for, run_stream
     from ..runtime.inputs import count_records
     from ..runtime.pool import parse_devices
     from ..runtime.writers import open_writer, output_kind
@@ -77,17 +77,12 @@ def run(args) -> int:
     writer = open_writer(args.out, resume=args.resume, config=config, fields=TSV_FIELDS, part_rows=args.part_rows)
     job = ScoreJob(model=args.model, dtype=args.dtype, allow_pickle=args.allow_pickle, whole_word=args.whole_word, per_token=args.per_token,
                    batch_tokens=args.batch_tokens, skip_invalid=args.skip_invalid)
-    if len(devices) == 1 and args.engine == "local":  # load here once: errors (unknown model, device) surface early
-        try:
-            mlm = job.load(devices[0])
-        except BaseException:
-            writer.close(complete=False)
-            raise
-        load = lambda device: mlm  # noqa: E731
+    load, mlm = loader_for(job.load, devices, args.engine, writer)
+    if mlm is not None:
         ran_on = describe(mlm.device, mlm.dtype)
     else:
         where = "Ray actors" if args.engine == "ray" else f"{len(devices)} x {devices[0]}"
-        load, ran_on = job.load, f"{where} {model_dtype_label(args.dtype, devices[0])}"
+        ran_on = f"{where} {model_dtype_label(args.dtype, devices[0])}"
     total = None
     if not args.no_progress and Path(args.input).stat().st_size < (256 << 20):
         total = count_records(args.input, args.format, args.column, args.id_column)

@@ -82,7 +82,7 @@ def _config(args, wild_type: str, methods) -> dict:
 
 def run(args) -> int:
     from ..runtime import describe, parse_shard
-    from ..runtime.engine import run_stream
+    from ..runtime.engine import loader_for, run_stream
     from ..runtime.pool import parse_devices
     from ..runtime.writers import open_writer
     from ..variants.api import check_methods
@@ -110,16 +110,12 @@ def run(args) -> int:
     job = VariantsJob(model=args.model, wild_type=wild_type, methods=tuple(methods), offset=args.offset,
                       dtype=args.dtype, allow_pickle=args.allow_pickle, batch_tokens=args.batch_tokens,
                       skip_invalid=args.skip_invalid)
-    mlm = None
-    if len(devices) == 1 and args.engine == "local":  # load here once: errors surface early
-        try:
-            state = job.load(devices[0])
-        except BaseException:
-            writer.close(complete=False)
-            raise
-        mlm, load, ran_on = state.mlm, (lambda device: state), describe(state.mlm.device, state.mlm.dtype)
+    load, state = loader_for(job.load, devices, args.engine, writer)
+    mlm = None if state is None else state.mlm
+    if state is not None:
+        ran_on = describe(state.mlm.device, state.mlm.dtype)
     else:
-        load, ran_on = job.load, f"{len(devices)} worker(s)" if args.engine == "local" else "Ray actors"
+        ran_on = f"{len(devices)} worker(s)" if args.engine == "local" else "Ray actors"
     with writer:
         summary = run_stream(load, job.run, _units(config, args.limit), writer, shard=shard, devices=devices,
                              chunk_size=256, engine=args.engine, ray_address=args.ray_address,

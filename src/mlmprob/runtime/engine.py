@@ -40,6 +40,20 @@ def chunked(items: Iterable[T], size: int) -> Iterator[list[T]]:
         yield chunk
 
 
+def loader_for(load: Callable, devices: Sequence[str], engine: str, writer: ResultWriter):
+    """``(load for run_stream, state or None)``: with one local device the state is loaded here, once, so
+    that an unknown model or device fails before any output (the claimed output is then released);
+    otherwise every worker process (or Ray actor) calls ``load`` itself and the state is None."""
+    if len(devices) != 1 or engine != "local":
+        return load, None
+    try:
+        state = load(devices[0])
+    except BaseException:
+        writer.close(complete=False)
+        raise
+    return (lambda device: state), state
+
+
 def run_stream(load: Callable, run: Callable, units: Iterable, writer: ResultWriter, *,
                shard: Shard = Shard.whole(), devices: Sequence[str] = ("auto",), chunk_size: int = 16,
                engine: str = "local", ray_address: str | None = None, total: int | None = None,
