@@ -16,8 +16,7 @@ from pathlib import Path
 
 import pytest
 
-hypothesis = pytest.importorskip("hypothesis")
-from hypothesis import HealthCheck, given, settings, strategies as st  # noqa: E402
+from hypothesis import HealthCheck, given, settings, strategies as st  # noqa: E402 - a dev dependency: never skipped
 
 import mlmprob.models as models  # noqa: E402
 from mlmprob.cli import main  # noqa: E402
