@@ -2,7 +2,6 @@
 
 import gzip
 import json
-import math
 
 import pytest
 import torch

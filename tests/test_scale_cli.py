@@ -1,7 +1,6 @@
 """Scale features end to end through the CLI: shards + merge, worker processes, resume after SIGKILL, one
 writer per output. Uses the tiny random BERT of conftest (one residue per word)."""
 
-import json
 import os
 import random
 import signal

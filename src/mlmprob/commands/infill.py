@@ -13,7 +13,6 @@ on its own (the record's other gaps stay masked), row id = ``RECORD/gapK``.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 

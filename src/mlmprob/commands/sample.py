@@ -14,7 +14,6 @@ Two modes, chosen by ``--out``:
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
