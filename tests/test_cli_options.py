@@ -106,3 +106,25 @@ def test_usage_errors_are_one_line(argv, msg, capsys):
     assert e.value.code == 2
     err = capsys.readouterr().err
     assert err.startswith(msg) and err.count("\n") == 1, err
+
+
+def test_experiment_entry_points_answer_help(capsys):
+    """Every ``python -m mlmprob.experiments.X`` entry point has a ``main(argv)`` whose ``--help``
+    exits 0 with a usage line (no traceback, nothing run)."""
+    import importlib
+    import pkgutil
+
+    import mlmprob.experiments as exp
+
+    seen = []
+    for info in pkgutil.iter_modules(exp.__path__):
+        mod = importlib.import_module(f"mlmprob.experiments.{info.name}")
+        if '__name__ == "__main__"' not in open(mod.__file__).read():
+            continue
+        seen.append(info.name)
+        assert callable(getattr(mod, "main", None)), f"{info.name}: no main(argv)"
+        with pytest.raises(SystemExit) as e:
+            mod.main(["--help"])
+        assert e.value.code == 0, info.name
+        assert "usage:" in capsys.readouterr().out, info.name
+    assert "ground_truth_report" in seen and len(seen) >= 5

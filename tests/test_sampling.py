@@ -16,7 +16,7 @@ from types import SimpleNamespace
 import pytest
 import torch
 
-from mlmprob import ExactMLM, energy
+from mlmprob import energy
 from mlmprob.errors import MLMProbError
 from mlmprob.models.exact import LookupMLM, all_sequences
 from mlmprob.sampling import (LinearAnneal, LinearBlockSize, LiteralMH, MetropolisHastings,
@@ -30,20 +30,9 @@ from mh_reference import block_kernel, epoch_kernel, literal_mh, sweep_blocks
 DELTA = 1e-6
 
 
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)  # tiny tensors: threads only add contention on a shared CPU
-    yield
-    torch.set_num_threads(n)
+from sampling_fixtures import exact, gen  # noqa: E402  (tests/ is on sys.path)
 
-
-def gen(seed):
-    return torch.Generator().manual_seed(seed)
-
-
-def exact(V=3, T=3, seed=1):
-    return ExactMLM.random(V, T, gen(seed), scale=1.0)
+pytestmark = pytest.mark.usefixtures("one_thread")  # tiny tensors: threads only add contention
 
 
 def target(mlm, kind="local", tau=1.0, positions=None, X=None):

@@ -6,27 +6,16 @@ import math
 import pytest
 import torch
 
-from mlmprob import ExactMLM, energy
+from mlmprob import energy
 from mlmprob.errors import MLMProbError, PositionsError
 from mlmprob.models.exact import LookupMLM
 from mlmprob.sampling import find_cdr_h3, mask_predict, sample
 from mlmprob.sampling.io import read_run
 
 
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)  # tiny tensors: threads only add contention on a shared CPU
-    yield
-    torch.set_num_threads(n)
+from sampling_fixtures import exact, gen  # noqa: E402  (tests/ is on sys.path)
 
-
-def gen(seed):
-    return torch.Generator().manual_seed(seed)
-
-
-def exact(V=3, T=3, seed=1):
-    return ExactMLM.random(V, T, gen(seed), scale=1.0)
+pytestmark = pytest.mark.usefixtures("one_thread")  # tiny tensors: threads only add contention
 
 
 # --------------------------------------------------------------------------- mask-predict

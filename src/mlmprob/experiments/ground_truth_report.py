@@ -377,5 +377,19 @@ def write_report(out) -> Path:
     return path
 
 
+def main(argv=None) -> int:
+    """``python -m mlmprob.experiments.ground_truth_report [DIR]``: write the report, print its path."""
+    import argparse
+
+    p = argparse.ArgumentParser(prog="python -m mlmprob.experiments.ground_truth_report",
+                                description="Write the ground-truth report (tables and plots) next to DIR/results.jsonl.")
+    p.add_argument("dir", nargs="?", default="docs/results/ground_truth", help="the experiment's output folder")
+    a = p.parse_args(argv)
+    if not (Path(a.dir) / "config.json").is_file():
+        p.error(f"{a.dir}: no config.json here (not a ground-truth experiment folder)")
+    print(write_report(a.dir))
+    return 0
+
+
 if __name__ == "__main__":  # pragma: no cover
-    print(write_report(sys.argv[1] if len(sys.argv) > 1 else "docs/results/ground_truth"))
+    sys.exit(main())
