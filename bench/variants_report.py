@@ -32,6 +32,10 @@ def _rate(n: int, seconds: float) -> str:
     return f"{n / seconds:.2f}" if n and seconds > 0 else ""
 
 
+def _spp(x: float | None) -> str:
+    return "" if x is None else f"{x:.3f}"
+
+
 def _x(x: float | None) -> str:
     return "" if x is None else f"{x:.2f}x"
 
@@ -46,6 +50,8 @@ def set_rows(s: dict, n_res: int) -> list[dict]:
              "n_loop": r["n_loop"], "loop_per_variant": lp["passes"] / r["n_loop"] if r["n_loop"] else None,
              "loop_rate": r["n_loop"] / lp["seconds"] if r["n_loop"] and lp["seconds"] > 0 else None,
              "loop_expected": loop_passes(r["method"], s["k"], n_res), "max_diff": r["max_diff"]}
+        d["s_per_pass"] = b["seconds"] / b["passes"] if b["passes"] else None
+        d["loop_s_per_pass"] = lp["seconds"] / lp["passes"] if lp["passes"] else None
         d["pass_ratio"] = d["loop_expected"] / d["per_variant"] if d["per_variant"] else None
         d["speedup"] = d["rate"] / d["loop_rate"] if d["rate"] and d["loop_rate"] else None
         out.append(d)
@@ -92,16 +98,17 @@ def render(res: dict) -> str:
           "batching cannot save rows there).", ""]
     for s in res["sets"]:
         L += [f"## {SET_TITLES.get(s['set'], s['set'])} (k = {s['k']}, {s['n']} variants)", "",
-              "| method | variants | passes | passes/variant | s | variants/s | loop variants | loop passes/variant "
-              "| loop variants/s | passes ratio | speed-up | max abs score diff |",
-              "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+              "| method | variants | passes | passes/variant | s | s/pass | variants/s | loop variants | loop passes/variant "
+              "| loop s/pass | loop variants/s | passes ratio | speed-up | max abs score diff |",
+              "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
         for d in set_rows(s, n_res):
             lpv = "" if d["loop_per_variant"] is None else f"{d['loop_per_variant']:.1f}"
             diff = "" if d["max_diff"] is None else f"{d['max_diff']:.1e}"
             rate = "" if d["rate"] is None else f"{d['rate']:.2f}"
             lrate = "" if d["loop_rate"] is None else f"{d['loop_rate']:.2f}"
             L.append(f"| {d['method']} | {d['n']} | {d['passes']} | {d['per_variant']:.2f} | {d['seconds']:.1f} | "
-                     f"{rate} | {d['n_loop']} | {lpv} | {lrate} | {_x(d['pass_ratio'])} | {_x(d['speedup'])} | {diff} |")
+                     f"{_spp(d['s_per_pass'])} | {rate} | {d['n_loop']} | {lpv} | {_spp(d['loop_s_per_pass'])} | {lrate} | "
+                     f"{_x(d['pass_ratio'])} | {_x(d['speedup'])} | {diff} |")
         L.append("")
     sat = res.get("saturate")
     L += ["## `--saturate`", ""]
@@ -134,4 +141,33 @@ def render(res: dict) -> str:
               f"{st['passes']} passes = L + 1 against 19 x L = {19 * sat['length']}: {verdict}.", ""]
     else:
         L += ["(not run)", ""]
+    L += notes(res)
     return "\n".join(L)
+
+
+def notes(res: dict) -> list[str]:
+    """Caveats that hold for any run, with this run's spread of seconds per pass."""
+    m = res["meta"]
+    spp = [d[k] for s in res["sets"] for d in set_rows(s, m["length"]) for k in ("s_per_pass", "loop_s_per_pass")
+           if d[k] is not None and d["passes"] >= 10]
+    spread = (f" In this run the seconds per forward pass (rows with at least 10 passes) ranged from {min(spp):.3f} "
+              f"to {max(spp):.3f} ({max(spp) / min(spp):.1f}x) while the load average went from {m['load_start']} to "
+              f"{m.get('load_end', '?')}, so a speed-up is only meaningful where it is well "
+              "outside that spread; with a passes ratio of 1.00x the speed-ups scatter around 1 by noise.") if spp else ""
+    return ["## Notes", "",
+            "- Passes are exact and deterministic (same seed, same counts on any machine); times are one run with no "
+            "repeats (batched before loop, method by method), on a CPU shared with other jobs." + spread,
+            "- Where batching saves rows, the saving comes from rows shared by several variants: the unmasked wild "
+            "type (wt_marginals: 1 row for the whole set) and the wild type masked at one site (masked_marginals, "
+            "hcb's first context, epistasis, masked_marginals_mt of singles: at most L rows for any number of "
+            "variants; that is what makes `--saturate` L + 1). Rows specific to one variant (mutant_marginals, "
+            "masked_marginals_all of multi-site variants, masked_marginals_mt and hcb beyond the first site, the "
+            "pll_delta mutant re-scoring, ag of distinct pairs) cannot be shared: there batched and loop "
+            "forward the same rows, and only the per-call overhead differs (compare the s/pass columns).",
+            "- The loop is not the naive one-row-per-call loop: each `score_variants([v])` call still forwards "
+            "that variant's own rows together (k rows in one call for masked_marginals, L for pll_delta), with "
+            "the LM head only at the read positions.",
+            "- 'max abs score diff' compares the loop's scores with the batched ones: float32 logits of the same "
+            "row differ at the 1e-6 level with the composition of the batch they run in.",
+            "- One torch thread (`--threads`), so that other jobs' load slows both ways alike; on an idle "
+            "machine or a GPU every row is cheaper, and the passes ratios are unchanged.", ""]
