@@ -21,7 +21,8 @@ def _input_ids(config: dict, limit: int | None):
     import importlib
 
     name = config.get("command")
-    if not name or not config.get("input") and not config.get("seqs"):
+    # ids follow from an input file, from --seq sequences, or (variants --saturate) from the wild type alone
+    if not name or not (config.get("input") or config.get("seqs") or config.get("saturate")):
         return None
     try:
         mod = importlib.import_module(f"{__package__}.{name}")

@@ -67,7 +67,8 @@ def _units(config: dict, limit: int | None = None, label: str | None = None):
 
 
 def expected_ids(config: dict, limit: int | None = None):
-    """The row ids a run with this stored ``config`` covers, for ``mlmprob merge``'s input check."""
+    """The row ids a run with this stored ``config`` covers, for ``mlmprob merge``'s input check: the input's
+    rows, or with ``--saturate`` every single mutant of the stored wild type (``saturation_units``)."""
     return (u.id for u in _units(config, limit))
 
 
