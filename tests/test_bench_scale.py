@@ -93,3 +93,23 @@ def test_report_says_what_was_not_measured(lib):
 def test_cpu_facts_reads_the_flags(lib):
     f = lib.cpu_facts("model name\t: X\nflags\t\t: avx2 avx512f amx_bf16\n")
     assert (f["avx512f"], f["amx_bf16"], f["avx512_bf16"]) == (True, True, False)
+
+
+def test_profile_groups_and_a_small_run(tmp_path):
+    """bench/profile_pll.py: operator names go to the right group; a tiny AntiBERTy run writes a row
+    whose shares add up to 100% and are dominated by the linear layers."""
+    import re
+
+    spec = importlib.util.spec_from_file_location("profile_pll", BENCH / "profile_pll.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    assert mod.group_of("aten::addmm").startswith("linear")
+    assert mod.group_of("aten::_scaled_dot_product_flash_attention_for_cpu").startswith("attention")
+    assert mod.group_of("aten::erf").startswith("element-wise")
+    assert mod.group_of("aten::embedding") == "other"
+    out = tmp_path / "p.md"
+    assert mod.main(["--models", "antiberty", "--length", "16", "--copies", "4", "--threads", "1", "--out", str(out)]) == 0
+    row = next(x for x in out.read_text().splitlines() if x.startswith("| antiberty |"))
+    shares = [int(v) for v in re.findall(r"(\d+)%", row)]
+    assert len(shares) == len(mod.GROUPS) + 1 and 97 <= sum(shares) <= 103
+    assert shares[0] == max(shares)
