@@ -1,0 +1,166 @@
+"""What the web app shows, built from ``compute`` / ``dynamics`` results: HTML fragments, table rows
+and matplotlib figures (no gradio here)."""
+
+from __future__ import annotations
+
+import html
+import math
+
+from .compute import InfillResult, MutantScores, ScoreResult
+from .dynamics import JOINT_NAMES, PairView, SampleSnapshot
+
+
+def _colour(log_prob: float) -> str:
+    """White for probability 1, deepening red as the model doubts the token.
+
+    >>> _colour(0.0), _colour(-50.0)
+    ('rgb(255,255,255)', 'rgb(214,39,40)')
+    """
+    p = math.exp(min(max(log_prob, -50.0), 0.0))
+    r, g, b = (round(255 + (c - 255) * (1 - p)) for c in (214, 39, 40))
+    return f"rgb({r},{g},{b})"
+
+
+def tokens_html(result: ScoreResult) -> str:
+    """Each sequence's tokens coloured by ``log q(x_t | rest)``; hovering a token shows the value."""
+    parts = ['<div class="mlmprob-tokens">']
+    for r in result.rows:
+        parts.append(f'<div style="margin:4px 0"><b>{html.escape(r.id)}</b> '
+                     f'<span style="color:#666">PLL {r.pll:.3f}</span><br>')
+        sep = "" if all(len(t.strip()) <= 1 for t in r.tokens) else " "
+        for t, lp in zip(r.tokens, r.token_log_prob):
+            tip = f"log q = {lp:.4f} (p = {math.exp(lp):.3f})"
+            parts.append(f'<span title="{html.escape(tip)}" data-logq="{lp:.6f}" style="background:{_colour(lp)};'
+                         f'font-family:monospace;padding:1px 1px;border-radius:2px">{html.escape(t)}</span>{sep}')
+        parts.append("</div>")
+    parts.append('<div style="font-size:small;color:#666">white: p = 1, red: p near 0 '
+                 '(p = q(x_t | rest), the token masked); hover a token for its value</div></div>')
+    return "".join(parts)
+
+
+METHOD_NOTES = {
+    "wt_marginals": "log q(mt | wt) - log q(wt | wt), nothing masked",
+    "masked_marginals": "each site masked in the wild type (ProteinGym)",
+    "masked_marginals_all": "all sites masked together",
+    "masked_marginals_mt": "each site masked in the mutant",
+    "mutant_marginals": "the mutant, nothing masked",
+    "pll_delta": "PLL(mutant) - PLL(wild type)",
+    "hcb": "Hammersley-Clifford-Besag path from wt to mutant",
+    "ag": "Arnold-Gokhale pair joint (double mutants only)",
+    "epistasis": "hcb - sum of single-site masked_marginals",
+}
+
+
+def mutant_rows(ms: MutantScores, digits: int = 4) -> list[list]:
+    """``method, score, meaning`` rows (NaN written as ``n/a``)."""
+    return [[m, "n/a" if math.isnan(v) else round(v, digits), METHOD_NOTES.get(m, "")] for m, v in ms.scores.items()]
+
+
+def infill_rows(res: InfillResult, digits: int = 4) -> list[list]:
+    """``rank`` then ``fill, score`` for each of the four beams side by side."""
+    n = max(len(r.fills) for r in res.runs)
+    rows = []
+    for k in range(n):
+        row: list = [k + 1]
+        for run in res.runs:
+            f = run.fills[k] if k < len(run.fills) else None
+            row += [f.fill if f else "", round(f.score, digits) if f else None]
+        rows.append(row)
+    return rows
+
+
+def infill_headers(res: InfillResult) -> list[str]:
+    names = {"l2r": "left to right", "best": "best first"}
+    out = ["rank"]
+    for run in res.runs:
+        out += [f"{run.method}, {names[run.order]}", f"score ({run.method}, {run.order})"]
+    return out
+
+
+def infill_summary(res: InfillResult) -> str:
+    lines = [f"Gap: {len(res.positions)} token(s) at token positions {list(res.positions)}."]
+    if res.native is None:
+        lines.append("Native fill: not known (the gap was marked in the text).")
+    else:
+        ranks = ", ".join(f"{r.method} {r.order}: {r.native_rank if r.native_rank else 'not in the beam'}"
+                          for r in res.runs)
+        lines.append(f"Native fill `{res.native}`, rank {ranks}.")
+    lines.append("Scores: standard = sum of log q of each token with the rest of the gap masked; "
+                 "HCB = the same minus the pivot (mask) term, log p(fill)/p(pivot) for a compatible joint.")
+    return "\n\n".join(lines)
+
+
+def sample_summary(s: SampleSnapshot) -> str:
+    rate = "n/a" if math.isnan(s.accept_rate) else f"{s.accept_rate:.3f}"
+    last = s.energy[-1]
+    mean = sum(last) / len(last)
+    return (f"Epoch {s.epoch}/{s.epochs}; acceptance rate {rate}; mean E_{s.energy_kind} {mean:.3f} "
+            f"over {len(last)} chain(s); {len(s.free)} free position(s).")
+
+
+def sample_rows(s: SampleSnapshot, digits: int = 4) -> list[list]:
+    return [[c, round(s.energy[-1][c], digits), seq] for c, seq in enumerate(s.sequences)]
+
+
+def trace_figure(s: SampleSnapshot):
+    """The target energy of each chain per epoch."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6.4, 3.2))
+    xs = list(range(len(s.energy)))
+    for c in range(len(s.energy[0])):
+        ax.plot(xs, [e[c] for e in s.energy], lw=1.2, label=f"chain {c}")
+    ax.set_xlabel("epoch")
+    ax.set_ylabel(f"E_{s.energy_kind}")
+    ax.set_xlim(0, max(s.epochs, 1))
+    ax.set_title("energy trace")
+    if len(s.energy[0]) <= 8:
+        ax.legend(fontsize=7, ncol=2)
+    fig.tight_layout()
+    plt.close(fig)
+    return fig
+
+
+def pair_figure(pv: PairView):
+    """Five heatmaps: each joint's probabilities over the shown tokens (rows x_a, columns x_b)."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    n = len(JOINT_NAMES)
+    ka, kb = len(pv.labels_a), len(pv.labels_b)
+    fig, axes = plt.subplots(1, n, figsize=(2.3 * n + 1.0, 0.18 * ka + 2.0), squeeze=False)
+    vmax = max(float(j.max()) for j in pv.joints.values()) or 1.0
+    im = None
+    for ax, (m, name) in zip(axes[0], JOINT_NAMES.items()):
+        im = ax.imshow(pv.joints[m].numpy(), cmap="viridis", vmin=0.0, vmax=vmax, aspect="auto",
+                       interpolation="nearest")
+        ax.set_title(f"{name}\nA-KL {pv.akl[m]:.3g}  G-KL {_g(pv.gkl[m])}", fontsize=8)
+        ax.set_xticks(range(kb))
+        ax.set_xticklabels(pv.labels_b, fontsize=6, rotation=90)
+        ax.set_yticks(range(ka))
+        ax.set_yticklabels(pv.labels_a if ax is axes[0][0] else [], fontsize=6)
+        ax.set_xlabel(f"x at {pv.b}", fontsize=7)
+    axes[0][0].set_ylabel(f"x at {pv.a}", fontsize=7)
+    fig.colorbar(im, ax=axes[0].tolist(), fraction=0.015, pad=0.01, label="p(x_a, x_b)")
+    plt.close(fig)
+    return fig
+
+
+def _g(x: float) -> str:
+    return "n/a" if math.isnan(x) else f"{x:.3g}"
+
+
+def pair_rows(pv: PairView) -> list[list]:
+    """``joint, A-KL, G-KL, mass shown`` per method."""
+    return [[name, round(pv.akl[m], 6), "n/a" if math.isnan(pv.gkl[m]) else round(pv.gkl[m], 6),
+             round(float(pv.joints[m].sum()), 4)] for m, name in JOINT_NAMES.items()]
+
+
+def pair_summary(pv: PairView) -> str:
+    return (f"Positions {pv.a} (holds `{pv.gold[0]}`) and {pv.b} (holds `{pv.gold[1]}`); {pv.n_candidates} candidate "
+            f"tokens (mass outside them in the both-masked copy: {pv.outside_mass:.3g}); showing the top "
+            f"{len(pv.labels_a)} x {len(pv.labels_b)} by the MLM's both-masked conditionals. A-KL: mean KL from the "
+            "MLM's conditionals to each joint's; G-KL: the same at the sequence's own tokens.")
