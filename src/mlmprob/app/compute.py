@@ -44,7 +44,7 @@ class Limits:
         """One line for the page.
 
         >>> Limits().describe()[:40]
-        'Limits per request: 20 sequences, 256 t'
+        'Limits per request: 20 sequences, 256 to'
         """
         return (f"Limits per request: {self.max_sequences} sequences, {self.max_tokens} tokens per sequence, "
                 f"gaps of {self.max_gap} tokens, beams of {self.max_beam}, {self.max_epochs} MH epochs x "
@@ -74,15 +74,12 @@ def parse_numbers(text: str, name: str = "positions") -> list[int]:
         if not part:
             continue
         try:
-            if "-" in part[1:]:
-                lo, hi = (int(x) for x in part.split("-", 1))
-                if hi < lo:
-                    raise MLMProbError(f"{name}: range {part!r} runs backwards")
-                out.extend(range(lo, hi + 1))
-            else:
-                out.append(int(part))
+            lo, hi = (int(x) for x in part.split("-", 1)) if "-" in part[1:] else (int(part), int(part))
         except ValueError:
             raise MLMProbError(f"{name} must be numbers or ranges like 3,5,10-12 (1-based); got {part!r}") from None
+        if hi < lo:
+            raise MLMProbError(f"{name}: range {part!r} runs backwards")
+        out.extend(range(lo, hi + 1))
     if not out:
         raise MLMProbError(f"{name} is empty")
     bad = [n for n in out if n < 1]
