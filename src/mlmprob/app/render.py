@@ -10,14 +10,22 @@ from .compute import InfillResult, MutantScores, ScoreResult
 from .dynamics import JOINT_NAMES, PairView, SampleSnapshot
 
 
-def _colour(log_prob: float) -> str:
-    """White for probability 1, deepening red as the model doubts the token.
+DOUBT_SCALE = 5.0  # log q at which the colour is full red (p = 0.7 %)
 
-    >>> _colour(0.0), _colour(-50.0)
-    ('rgb(255,255,255)', 'rgb(214,39,40)')
+
+def _doubt(log_prob: float) -> float:
+    """0 for probability 1, rising linearly in ``-log q`` to 1 at ``log q = -DOUBT_SCALE`` and below."""
+    return min(max(-log_prob / DOUBT_SCALE, 0.0), 1.0)
+
+
+def _colour(log_prob: float) -> str:
+    """White for probability 1, deepening red as the model doubts the token (log scale).
+
+    >>> _colour(0.0), _colour(-2.5), _colour(-50.0)
+    ('rgb(255,255,255)', 'rgb(234,147,147)', 'rgb(214,39,40)')
     """
-    p = math.exp(min(max(log_prob, -50.0), 0.0))
-    r, g, b = (round(255 + (c - 255) * (1 - p)) for c in (214, 39, 40))
+    t = _doubt(log_prob)
+    r, g, b = (round(255 + (c - 255) * t) for c in (214, 39, 40))
     return f"rgb({r},{g},{b})"
 
 
@@ -31,10 +39,10 @@ def tokens_html(result: ScoreResult) -> str:
         for t, lp in zip(r.tokens, r.token_log_prob):
             tip = f"log q = {lp:.4f} (p = {math.exp(lp):.3f})"
             parts.append(f'<span title="{html.escape(tip)}" data-logq="{lp:.6f}" style="background:{_colour(lp)};'
-                         f'font-family:monospace;padding:1px 1px;border-radius:2px">{html.escape(t)}</span>{sep}')
+                         f'color:{"#fff" if _doubt(lp) > 0.6 else "#000"};font-family:monospace;padding:1px 1px;border-radius:2px">{html.escape(t)}</span>{sep}')
         parts.append("</div>")
-    parts.append('<div style="font-size:small;color:#666">white: p = 1, red: p near 0 '
-                 '(p = q(x_t | rest), the token masked); hover a token for its value</div></div>')
+    parts.append(f'<div style="font-size:small;color:#666">colour: log q(x_t | rest), the token masked; white: 0 (p = 1), '
+                 f'full red: -{DOUBT_SCALE:g} or below; hover a token for its value</div></div>')
     return "".join(parts)
 
 
