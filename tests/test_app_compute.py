@@ -75,6 +75,7 @@ def test_saturation_and_cell_scores_match_the_variants_api(mlm):
     assert ms.mutant == "E4W" and ms.n_sites == 1
     assert ms.scores["masked_marginals"] == pytest.approx(float(smap.values()[p, k]), abs=1e-9)
     assert ms.scores["epistasis"] == 0.0 and math.isnan(ms.scores["ag"])
+    assert render.saturation_figure(smap) is not None
 
 
 def test_multi_site_mutant_matches_score_variants(mlm):

@@ -66,7 +66,8 @@ def test_score(server, mlm):
 
 def test_mutations(server, mlm):
     _, _, _, client = server
-    heat, note = client.predict("ACDEFGHIK", api_name="/saturate")  # (the page state is not in the API)
+    plot, heat, note = client.predict("ACDEFGHIK", api_name="/saturate")  # (the page state is not in the API)
+    assert plot
     assert heat["headers"][:3] == ["residue", "A", "C"] and len(heat["data"]) == 9 and "9 residues" in note
     table, head = client.predict("ACDEFGHIK", "C2W:K9A", api_name="/mutant")
     want = mutant_scores(mlm, "ACDEFGHIK", "C2W:K9A").scores

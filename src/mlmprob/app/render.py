@@ -38,11 +38,13 @@ def tokens_html(result: ScoreResult) -> str:
         sep = "" if all(len(t.strip()) <= 1 for t in r.tokens) else " "
         for t, lp in zip(r.tokens, r.token_log_prob):
             tip = f"log q = {lp:.4f} (p = {math.exp(lp):.3f})"
+            ink = "#fff" if _doubt(lp) > 0.6 else "#000"
             parts.append(f'<span title="{html.escape(tip)}" data-logq="{lp:.6f}" style="background:{_colour(lp)};'
-                         f'color:{"#fff" if _doubt(lp) > 0.6 else "#000"};font-family:monospace;padding:1px 1px;border-radius:2px">{html.escape(t)}</span>{sep}')
+                         f'color:{ink};font-family:monospace;padding:1px 1px;border-radius:2px">'
+                         f'{html.escape(t)}</span>{sep}')
         parts.append("</div>")
-    parts.append(f'<div style="font-size:small;color:#666">colour: log q(x_t | rest), the token masked; white: 0 (p = 1), '
-                 f'full red: -{DOUBT_SCALE:g} or below; hover a token for its value</div></div>')
+    parts.append('<div style="font-size:small;color:#666">colour: log q(x_t | rest), the token masked; '
+                 f'white: 0 (p = 1), full red: -{DOUBT_SCALE:g} or below; hover a token for its value</div></div>')
     return "".join(parts)
 
 
@@ -153,6 +155,35 @@ def pair_figure(pv: PairView):
         ax.set_xlabel(f"x at {pv.b}", fontsize=7)
     axes[0][0].set_ylabel(f"x at {pv.a}", fontsize=7)
     fig.colorbar(im, ax=axes[0].tolist(), fraction=0.015, pad=0.01, label="p(x_a, x_b)")
+    plt.close(fig)
+    return fig
+
+
+def saturation_figure(smap):
+    """The saturation map at a glance: substitutions down, residues across (``write_heatmap``'s
+    layout); red = more likely than the wild type, blue = less, dots on the wild-type cells."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    sat = smap.sat
+    grid = smap.values().T.numpy()                              # [K, P]
+    K, P = grid.shape
+    span = float(abs(grid).max()) or 1.0
+    fig, ax = plt.subplots(figsize=(min(max(6.0, 0.11 * P + 1.5), 16.0), 0.16 * K + 1.3))
+    im = ax.imshow(grid, cmap="RdBu_r", vmin=-span, vmax=span, aspect="auto", interpolation="nearest")
+    wt = (sat.candidates[:, None] == sat.wild_type[None, :]).nonzero().tolist()
+    if wt:
+        ky, px = zip(*wt)
+        ax.scatter(px, ky, s=4, c="black", marker="o", linewidths=0)
+    step = max(1, P // 50)
+    labels = smap.row_labels()
+    ax.set_xticks(range(0, P, step))
+    ax.set_xticklabels(labels[::step], rotation=90, fontsize=6)
+    ax.set_yticks(range(K))
+    ax.set_yticklabels(sat.letters, fontsize=6)
+    fig.colorbar(im, ax=ax, fraction=0.02, pad=0.01, label="masked_marginals")
+    fig.tight_layout()
     plt.close(fig)
     return fig
 

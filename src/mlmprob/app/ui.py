@@ -110,7 +110,7 @@ def build_app(mlm, *, model_name: str | None = None, batch_tokens: int | None = 
         state = {"wt": smap.wild_type, "rows": smap.row_labels(), "letters": list(smap.sat.letters)}
         note = (f"{len(smap.wild_type)} residues x {len(smap.sat.letters)} substitutions by masked_marginals "
                 f"({smap.sat.n_forward} forward rows); red: more likely than the wild type. Click a cell.")
-        return saturation_styler(smap), state, note
+        return render.saturation_figure(smap), saturation_styler(smap), state, note
 
     def do_mutant(wt, mutant):
         ms = mutant_scores(mlm, wt, mutant, limits=limits, batch_tokens=bt)
@@ -161,7 +161,8 @@ def build_app(mlm, *, model_name: str | None = None, batch_tokens: int | None = 
             with gr.Row():
                 s_go = gr.Button("Score", variant="primary", elem_id="score-run")
                 s_stop = gr.Button("Stop")
-            s_table = gr.Dataframe(label="PLL = sum of log q(x_t | rest); E_raw = minus the sum of raw logits",
+            s_table = gr.Dataframe(headers=["id", "tokens", "PLL", "PLL per token", "E_raw"],
+                                   label="PLL = sum of log q(x_t | rest); E_raw = minus the sum of raw logits",
                                    interactive=False, elem_id="score-table")
             s_html = gr.HTML(elem_id="score-tokens")
             s_csv = gr.File(label="CSV", elem_id="score-csv")
@@ -172,7 +173,8 @@ def build_app(mlm, *, model_name: str | None = None, batch_tokens: int | None = 
             with gr.Row():
                 m_go = gr.Button("Saturation map", variant="primary", elem_id="mut-run")
                 m_stop = gr.Button("Stop")
-            m_note = gr.Markdown()
+            m_note = gr.Markdown(elem_id="mut-note")
+            m_plot = gr.Plot(label="overview", elem_id="mut-plot")
             m_state = gr.State(None)
             m_heat = gr.Dataframe(label="masked_marginals: log q(mt) - log q(wt), the site masked (rows: residues)",
                                   interactive=False, max_height=420, elem_id="mut-heatmap")
@@ -180,9 +182,10 @@ def build_app(mlm, *, model_name: str | None = None, batch_tokens: int | None = 
                 m_mut = gr.Textbox(ex["mutant"], label="mutant, e.g. A23C or A23C:D45E (1-based)", elem_id="mut-mutant")
                 m_score = gr.Button("Score mutant", elem_id="mut-score")
             m_head = gr.Markdown()
-            m_table = gr.Dataframe(label="scores by every method (higher = more likely than the wild type)",
+            m_table = gr.Dataframe(headers=["method", "score", "meaning"],
+                                   label="scores by every method (higher = more likely than the wild type)",
                                    interactive=False, elem_id="mut-table")
-            ev = m_go.click(_guarded(do_saturate), [m_wt], [m_heat, m_state, m_note], api_name="saturate", **run)
+            ev = m_go.click(_guarded(do_saturate), [m_wt], [m_plot, m_heat, m_state, m_note], api_name="saturate", **run)
             m_stop.click(None, cancels=[ev])
             m_score.click(_guarded(do_mutant), [m_wt, m_mut], [m_table, m_head], api_name="mutant", **run)
             m_heat.select(_guarded(do_cell), [m_state], [m_table, m_head, m_mut], api_visibility="private", **run)
@@ -197,7 +200,8 @@ def build_app(mlm, *, model_name: str | None = None, batch_tokens: int | None = 
                 i_go = gr.Button("Infill", variant="primary", elem_id="infill-run")
                 i_stop = gr.Button("Stop")
             i_sum = gr.Markdown()
-            i_table = gr.Dataframe(label="standard and HCB beams, left to right and best first", interactive=False,
+            i_table = gr.Dataframe(headers=["rank", "fill", "score"],
+                                   label="standard and HCB beams, left to right and best first", interactive=False,
                                    elem_id="infill-table")
             ev = i_go.click(_guarded(do_infill), [i_in, i_pos, i_beam], [i_table, i_sum], api_name="infill", **run)
             i_stop.click(None, cancels=[ev])
@@ -218,7 +222,8 @@ def build_app(mlm, *, model_name: str | None = None, batch_tokens: int | None = 
                 p_stop = gr.Button("Stop", elem_id="sample-stop")
             p_sum = gr.Markdown(elem_id="sample-summary")
             p_plot = gr.Plot(label="energy trace", elem_id="sample-plot")
-            p_table = gr.Dataframe(label="current samples", interactive=False, elem_id="sample-table")
+            p_table = gr.Dataframe(headers=["chain", "E", "sequence"], label="current samples", interactive=False,
+                                   elem_id="sample-table")
             ev = p_go.click(_guarded(do_sample), [p_in, p_pos, p_energy, p_epochs, p_chains, p_seed, p_init],
                             [p_sum, p_plot, p_table], api_name="sample", **run)
             p_stop.click(None, cancels=[ev])
@@ -233,7 +238,8 @@ def build_app(mlm, *, model_name: str | None = None, batch_tokens: int | None = 
                 j_stop = gr.Button("Stop")
             j_sum = gr.Markdown()
             j_plot = gr.Plot(label="MLM, MRF, MRF-logit, HCB and AG joints", elem_id="pair-plot")
-            j_table = gr.Dataframe(label="distance of each joint's conditionals from the MLM's", interactive=False,
+            j_table = gr.Dataframe(headers=["joint", "A-KL", "G-KL", "mass shown"],
+                                   label="distance of each joint's conditionals from the MLM's", interactive=False,
                                    elem_id="pair-table")
             ev = j_go.click(_guarded(do_pair), [j_in, j_a, j_b, j_top], [j_plot, j_table, j_sum], api_name="pair",
                             **run)
