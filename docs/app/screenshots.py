@@ -90,8 +90,8 @@ def main(argv=None) -> int:
 
         tab("Mutations")
         run("mut-run", lambda d: "forward rows" in text("mut-note")(d))
-        cells = driver.find_elements(By.CSS_SELECTOR, "#mut-heatmap tbody tr")[2].find_elements(By.TAG_NAME, "td")
-        cells[min(8, len(cells) - 1)].click()
+        cell = wait.until(lambda d: d.find_elements(By.CSS_SELECTOR, "#mut-heatmap [data-testid='cell-4-10']"))[0]
+        cell.click()  # residue 5, substitution L
         wait.until(lambda d: "hcb" in text("mut-table")(d))
         time.sleep(1.0)
         shot("mutations", 1500)
