@@ -224,10 +224,12 @@ def test_cli_app_without_gradio(monkeypatch, capsys):
     assert err == ['error: the web app needs gradio, which is not installed: pip install -e ".[app]"']
 
 
-def test_cli_app_options():
+def test_cli_app_options(capsys):
     from mlmprob.cli import build_parser
 
     args = build_parser().parse_args(["app"])
     assert (args.model, args.host, args.port, args.share) == ("antiberty", "127.0.0.1", 7860, False)
-    with pytest.raises(SystemExit):
+    with pytest.raises(SystemExit) as e:
         build_parser().parse_args(["app", "--port", "70000"])
+    assert e.value.code == 2
+    assert capsys.readouterr().err.startswith("error: argument --port: must be a port number in 1..65535, got '70000'")

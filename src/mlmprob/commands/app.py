@@ -19,7 +19,7 @@ def port_number(text: str) -> int:
 
     n = integer(text)
     if not 1 <= n <= 65535:
-        raise argparse.ArgumentTypeError(f"a port must be in 1..65535, got {text!r}")
+        raise argparse.ArgumentTypeError(f"must be a port number in 1..65535, got {text!r}")
     return n
 
 
