@@ -78,8 +78,9 @@ def test_mutations(server, mlm):
 
 def test_infill_sample_pair(server):
     _, _, _, client = server
-    table, summary = client.predict("ACDEFGHIK", "4-5", 3, api_name="/infill")
-    assert len(table["data"]) == 3 and len(table["headers"]) == 9 and "Native fill `EF`" in summary
+    standard, hcb, summary = client.predict("ACDEFGHIK", "4-5", 3, api_name="/infill")
+    assert len(standard["data"]) == len(hcb["data"]) == 3 and len(hcb["headers"]) == 5
+    assert "Native fill `EF`" in summary
     summary, plot, samples = client.predict("ACDEFGHIK", "2-4", "local", 3, 2, 0, "given", api_name="/sample")
     assert summary.startswith("Epoch 3/3; acceptance rate") and len(samples["data"]) == 2 and plot
     plot, table, summary = client.predict("ACDEFGHIK", 2, 5, 5, api_name="/pair")

@@ -46,6 +46,7 @@ def main(argv=None) -> int:
     from selenium.webdriver.chrome.options import Options
     from selenium.webdriver.chrome.service import Service
     from selenium.webdriver.common.by import By
+    from selenium.webdriver.common.keys import Keys
     from selenium.webdriver.support.ui import WebDriverWait
 
     from mlmprob import load_mlm
@@ -97,10 +98,16 @@ def main(argv=None) -> int:
         shot("mutations", 1500)
 
         tab("Infill")
-        run("infill-run", lambda d: "hcb" in text("infill-table")(d))
+        run("infill-run", lambda d: "2" in text("infill-hcb")(d) and "Gap:" in d.find_element(By.TAG_NAME, "body").text)
         shot("infill", 1000)
 
         tab("Sample")
+        box = driver.find_element(By.CSS_SELECTOR, "#sample-init input")
+        box.click()
+        box.send_keys(Keys.CONTROL, "a")
+        box.send_keys("random")
+        box.send_keys(Keys.ENTER)  # start from random residues at the free positions: the trace falls
+        time.sleep(0.5)
         run("sample-run", lambda d: "Epoch 20/20" in text("sample-summary")(d))
         shot("sample", 1400)
 

@@ -66,25 +66,22 @@ def mutant_rows(ms: MutantScores, digits: int = 4) -> list[list]:
     return [[m, "n/a" if math.isnan(v) else round(v, digits), METHOD_NOTES.get(m, "")] for m, v in ms.scores.items()]
 
 
-def infill_rows(res: InfillResult, digits: int = 4) -> list[list]:
-    """``rank`` then ``fill, score`` for each of the four beams side by side."""
-    n = max(len(r.fills) for r in res.runs)
+def infill_rows(res: InfillResult, method: str, digits: int = 4) -> list[list]:
+    """``rank, fill left to right, score, fill best first, score`` of one ``method``'s two beams."""
+    runs = [r for r in res.runs if r.method == method]
+    n = max(len(r.fills) for r in runs)
     rows = []
     for k in range(n):
         row: list = [k + 1]
-        for run in res.runs:
+        for run in runs:
             f = run.fills[k] if k < len(run.fills) else None
             row += [f.fill if f else "", round(f.score, digits) if f else None]
         rows.append(row)
     return rows
 
 
-def infill_headers(res: InfillResult) -> list[str]:
-    names = {"l2r": "left to right", "best": "best first"}
-    out = ["rank"]
-    for run in res.runs:
-        out += [f"{run.method}, {names[run.order]}", f"score ({run.method}, {run.order})"]
-    return out
+def infill_headers() -> list[str]:
+    return ["rank", "left to right", "score (l2r)", "best first", "score (best)"]
 
 
 def infill_summary(res: InfillResult) -> str:
@@ -133,8 +130,11 @@ def trace_figure(s: SampleSnapshot):
     return fig
 
 
+LOG10_FLOOR = -5.0  # pair heatmaps: log10 p below this is drawn as this
+
+
 def pair_figure(pv: PairView):
-    """Five heatmaps: each joint's probabilities over the shown tokens (rows x_a, columns x_b)."""
+    """Five heatmaps: each joint's log10 probabilities over the shown tokens (rows x_a, columns x_b)."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -142,11 +142,10 @@ def pair_figure(pv: PairView):
     n = len(JOINT_NAMES)
     ka, kb = len(pv.labels_a), len(pv.labels_b)
     fig, axes = plt.subplots(1, n, figsize=(2.3 * n + 1.0, 0.18 * ka + 2.0), squeeze=False)
-    vmax = max(float(j.max()) for j in pv.joints.values()) or 1.0
     im = None
     for ax, (m, name) in zip(axes[0], JOINT_NAMES.items()):
-        im = ax.imshow(pv.joints[m].numpy(), cmap="viridis", vmin=0.0, vmax=vmax, aspect="auto",
-                       interpolation="nearest")
+        logp = pv.joints[m].clamp(min=1e-300).log10().clamp(min=LOG10_FLOOR).numpy()
+        im = ax.imshow(logp, cmap="viridis", vmin=LOG10_FLOOR, vmax=0.0, aspect="auto", interpolation="nearest")
         ax.set_title(f"{name}\nA-KL {pv.akl[m]:.3g}  G-KL {_g(pv.gkl[m])}", fontsize=8)
         ax.set_xticks(range(kb))
         ax.set_xticklabels(pv.labels_b, fontsize=6, rotation=90)
@@ -154,7 +153,7 @@ def pair_figure(pv: PairView):
         ax.set_yticklabels(pv.labels_a if ax is axes[0][0] else [], fontsize=6)
         ax.set_xlabel(f"x at {pv.b}", fontsize=7)
     axes[0][0].set_ylabel(f"x at {pv.a}", fontsize=7)
-    fig.colorbar(im, ax=axes[0].tolist(), fraction=0.015, pad=0.01, label="p(x_a, x_b)")
+    fig.colorbar(im, ax=axes[0].tolist(), fraction=0.015, pad=0.01, label="log10 p(x_a, x_b)")
     plt.close(fig)
     return fig
 

@@ -35,9 +35,12 @@ def _examples(mlm) -> dict[str, str]:
         letters = getattr(getattr(mlm, "tokenizer", None), "residues", "")
         seq = VH if set(VH) <= set(letters) else (letters * 3)[:24]
         n = len(seq)
-        return {"score": seq, "wt": seq, "mutant": f"{seq[1]}2{'A' if seq[1] != 'A' else 'C'}:{seq[4]}5"
-                f"{'A' if seq[4] != 'A' else 'C'}", "infill": seq[:n // 2 - 2] + "____" + seq[n // 2 + 2:],
-                "infill_pos": "", "sample": seq, "positions": f"{n // 2 - 2}-{n // 2 + 2}", "a": n // 2, "b": n // 2 + 2}
+        ex = {"score": seq, "wt": seq, "mutant": f"{seq[1]}2{'A' if seq[1] != 'A' else 'C'}:{seq[4]}5"
+              f"{'A' if seq[4] != 'A' else 'C'}", "infill": seq[:n // 2 - 2] + "____" + seq[n // 2 + 2:],
+              "infill_pos": "", "sample": seq, "positions": f"{n // 2 - 2}-{n // 2 + 2}", "a": n // 2, "b": n // 2 + 2}
+        if seq == VH:  # CDR-H1 to sample; the last two residues (the start of CDR-H3) as the pair
+            ex.update(positions="26-33", a=n - 1, b=n)
+        return ex
     return {"score": "The cat sat on the mat.\nThe mat sat on the cat.", "wt": "", "mutant": "",
             "infill": "The cat ____ on the mat.", "infill_pos": "", "sample": "The cat sat on the mat.",
             "positions": "2-4", "a": 2, "b": 3}
@@ -134,7 +137,9 @@ def build_app(mlm, *, model_name: str | None = None, batch_tokens: int | None = 
         progress(0, desc="beam search")
         res = infill_compare(mlm, text, positions, beam_size=int(beam), limits=limits, batch_tokens=bt,
                              progress=lambda d, t: progress(d / t, desc=f"beam {d}/{t}"))
-        return _frame(render.infill_rows(res), render.infill_headers(res)), render.infill_summary(res)
+        heads = render.infill_headers()
+        return (_frame(render.infill_rows(res, "standard"), heads), _frame(render.infill_rows(res, "hcb"), heads),
+                render.infill_summary(res))
 
     def do_sample(text, positions, energy, epochs, chains, seed, init, progress=gr.Progress()):
         epochs, every = int(epochs), max(1, int(epochs) // 25)
@@ -200,10 +205,12 @@ def build_app(mlm, *, model_name: str | None = None, batch_tokens: int | None = 
                 i_go = gr.Button("Infill", variant="primary", elem_id="infill-run")
                 i_stop = gr.Button("Stop")
             i_sum = gr.Markdown()
-            i_table = gr.Dataframe(headers=["rank", "fill", "score"],
-                                   label="standard and HCB beams, left to right and best first", interactive=False,
-                                   elem_id="infill-table")
-            ev = i_go.click(_guarded(do_infill), [i_in, i_pos, i_beam], [i_table, i_sum], api_name="infill", **run)
+            with gr.Row():
+                i_std = gr.Dataframe(headers=render.infill_headers(), label="standard beam search", interactive=False,
+                                     elem_id="infill-standard")
+                i_hcb = gr.Dataframe(headers=render.infill_headers(), label="HCB beam search", interactive=False,
+                                     elem_id="infill-hcb")
+            ev = i_go.click(_guarded(do_infill), [i_in, i_pos, i_beam], [i_std, i_hcb, i_sum], api_name="infill", **run)
             i_stop.click(None, cancels=[ev])
         with gr.Tab("Sample"):
             p_in = gr.Textbox(ex["sample"], lines=2, label="start sequence (_ = masked, sampled too)",
@@ -212,7 +219,7 @@ def build_app(mlm, *, model_name: str | None = None, batch_tokens: int | None = 
                 p_pos = gr.Textbox(ex["positions"], label="free positions, e.g. 3,5,10-12 (empty: all)",
                                    elem_id="sample-positions")
                 p_energy = gr.Radio(["local", "raw"], value="local", label="target energy (E_local = -PLL, E_raw)")
-                p_init = gr.Dropdown(["given", "greedy", "random"], value="given", label="start")
+                p_init = gr.Dropdown(["given", "greedy", "random"], value="given", label="start", elem_id="sample-init")
             with gr.Row():
                 p_epochs = gr.Slider(1, limits.max_epochs, value=20, step=1, label="epochs (sweeps)")
                 p_chains = gr.Slider(1, limits.max_chains, value=4, step=1, label="chains")
