@@ -100,3 +100,21 @@ def test_bad_input_is_shown_and_the_server_stays_up(server, mlm, args, api, mess
         client.predict(*args, api_name=api)
     table, _, _ = client.predict("ACD", api_name="/score")  # still answering
     assert table["data"] == score_text(mlm, "ACD").table()
+
+
+def test_a_long_sample_can_be_cancelled(server, mlm):
+    import time
+
+    _, _, _, client = server
+    job = client.submit("ACDEFGHIKLMNPQRST", "", "local", 200, 8, 0, "random", api_name="/sample")
+    t0 = time.time()
+    while not job.outputs() and time.time() - t0 < 60:  # the first epochs have been shown
+        time.sleep(0.1)
+    assert job.outputs() and not job.done()
+    assert job.cancel()
+    t0 = time.time()
+    while not job.done() and time.time() - t0 < 30:
+        time.sleep(0.1)
+    assert job.done() and not job.outputs()[-1][0].startswith("Epoch 200/200")
+    table, _, _ = client.predict("ACD", api_name="/score")  # the model is free again
+    assert table["data"] == score_text(mlm, "ACD").table()

@@ -301,10 +301,11 @@ class InfillResult:
     positions: tuple[int, ...]
     native: str | None
     runs: tuple[InfillRun, ...]
+    numbers: tuple[int, ...] = ()  # 1-based residue/word numbers of the gap, when the tokenizer tells them
 
 
 def _gap(mlm, text: str, positions: str, limits: Limits):
-    """``(ids [L], token positions, native token ids or None)``."""
+    """``(ids [L], token positions, native token ids or None, 1-based residue/word numbers or ())``."""
     from ..infill.stream import count_gaps, expand_gaps, mask_text
 
     text = str(text or "").strip()
@@ -325,7 +326,9 @@ def _gap(mlm, text: str, positions: str, limits: Limits):
                                "or give the gap's positions")
     if len(pos) > limits.max_gap:
         raise MLMProbError(f"the gap has {len(pos)} tokens; the app fills at most {limits.max_gap}")
-    return ids, pos, native
+    words = enc.word_ids[0][pos]
+    numbers = tuple(sorted(set((words + 1).tolist()))) if bool((words >= 0).all()) else ()
+    return ids, pos, native, numbers
 
 
 def infill_compare(mlm, text: str, positions: str = "", *, beam_size: int = 5, limits: Limits = LIMITS,
@@ -340,7 +343,7 @@ def infill_compare(mlm, text: str, positions: str = "", *, beam_size: int = 5, l
         beam_size = int(beam_size)
     if isinstance(beam_size, bool) or not isinstance(beam_size, int) or not 1 <= beam_size <= limits.max_beam:
         raise MLMProbError(f"beam size must be an integer in 1..{limits.max_beam}, got {beam_size!r}")
-    ids, pos, native = _gap(mlm, text, positions, limits)
+    ids, pos, native, numbers = _gap(mlm, text, positions, limits)
     runs = []
     plan = [(m, o) for m in ("standard", "hcb") for o in ("l2r", "best")]
     for n, (method, order) in enumerate(plan):
@@ -355,4 +358,4 @@ def infill_compare(mlm, text: str, positions: str = "", *, beam_size: int = 5, l
         runs.append(InfillRun(method, order, tuple(fills), native_rank))
         if progress:
             progress(n + 1, len(plan))
-    return InfillResult(tuple(pos), None if native is None else decode(mlm, native), tuple(runs))
+    return InfillResult(tuple(pos), None if native is None else decode(mlm, native), tuple(runs), numbers)
