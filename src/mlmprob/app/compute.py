@@ -1,0 +1,361 @@
+"""The web app's computations, one pure function per tab, over the public API (no gradio here).
+
+Every function takes a loaded masked LM and the text the page holds, checks it against ``Limits``
+(so that a request stays interactive), and returns a typed result; bad input raises
+``MLMProbError`` with the same one-line message the CLI prints. Positions typed in the page are
+1-based residue (or word) numbers, as in mutant strings like ``A23C``.
+
+- Score: ``score_text`` (PLL, PLL per token, E_raw, per-token log q);
+- Mutations: ``saturation_map`` (the L x 20 ``masked_marginals`` table) and ``mutant_scores``
+  (every ``score_variants`` method for one mutant, e.g. ``A23C:D45E``);
+- Infill: ``infill_compare`` (standard and HCB beam search, left to right and best first);
+- Sample and Pair joint: ``mlmprob.app.dynamics``.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+from dataclasses import dataclass
+from typing import Callable
+
+import torch
+
+from ..batching import DEFAULT_BATCH_TOKENS
+from ..errors import MLMProbError, TokenizationError
+from ..runtime.inputs import Record
+from ..scoring import SequenceScore, score_records
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Bounds on one request, so that the app stays interactive on a CPU (the page states them)."""
+
+    max_sequences: int = 20        # Score: sequences per request
+    max_tokens: int = 256          # tokens per sequence, special tokens included (every tab)
+    max_gap: int = 12              # Infill: tokens in the gap
+    max_beam: int = 20             # Infill: beam size
+    max_epochs: int = 200          # Sample: MH epochs (sweeps over the free positions)
+    max_chains: int = 8            # Sample: chains
+    max_pair_candidates: int = 40  # Pair joint: candidate tokens (the top ones of the both-masked copy beyond)
+    max_pair_top: int = 20         # Pair joint: tokens shown per axis
+
+    def describe(self) -> str:
+        """One line for the page.
+
+        >>> Limits().describe()[:40]
+        'Limits per request: 20 sequences, 256 to'
+        """
+        return (f"Limits per request: {self.max_sequences} sequences, {self.max_tokens} tokens per sequence, "
+                f"gaps of {self.max_gap} tokens, beams of {self.max_beam}, {self.max_epochs} MH epochs x "
+                f"{self.max_chains} chains, pair joints over {self.max_pair_candidates} candidate tokens.")
+
+
+LIMITS = Limits()
+
+
+def _bt(batch_tokens: int | None) -> int:
+    return DEFAULT_BATCH_TOKENS if batch_tokens is None else int(batch_tokens)
+
+
+def parse_numbers(text: str, name: str = "positions") -> list[int]:
+    """1-based numbers and inclusive ranges: ``"3,5,10-12"`` -> ``[3, 5, 10, 11, 12]``.
+
+    >>> parse_numbers("3, 5,10-12")
+    [3, 5, 10, 11, 12]
+    >>> parse_numbers("0")
+    Traceback (most recent call last):
+    ...
+    mlmprob.errors.MLMProbError: positions: position 0; positions count from 1
+    """
+    out: list[int] = []
+    for part in str(text or "").replace(";", ",").split(","):
+        part = part.strip()
+        if not part:
+            continue
+        try:
+            lo, hi = (int(x) for x in part.split("-", 1)) if "-" in part[1:] else (int(part), int(part))
+        except ValueError:
+            raise MLMProbError(f"{name} must be numbers or ranges like 3,5,10-12 (1-based); got {part!r}") from None
+        if hi < lo:
+            raise MLMProbError(f"{name}: range {part!r} runs backwards")
+        out.extend(range(lo, hi + 1))
+    if not out:
+        raise MLMProbError(f"{name} is empty")
+    bad = [n for n in out if n < 1]
+    if bad:
+        raise MLMProbError(f"{name}: position {bad[0]}; positions count from 1")
+    if len(set(out)) != len(out):
+        raise MLMProbError(f"{name}: position {next(n for n in out if out.count(n) > 1)} is given twice")
+    return out
+
+
+def encode_one(mlm, text: str, limits: Limits = LIMITS, name: str = "the sequence"):
+    """The model's encoding of one text (a batch of one), within ``limits.max_tokens``."""
+    if not hasattr(mlm, "encode"):
+        raise MLMProbError("this model has no tokenizer; the app needs one")
+    if not isinstance(text, str) or not text.strip():
+        raise MLMProbError(f"{name} is empty")
+    try:
+        enc = mlm.encode([text.strip()])
+    except TokenizationError as e:
+        raise TokenizationError(f"{name}: {str(e).replace('sequence 0 ', '', 1)}") from None
+    n = int(enc.lengths[0])
+    if n > limits.max_tokens:
+        raise MLMProbError(f"{name} has {n} tokens; the app takes at most {limits.max_tokens} "
+                           "(use the mlmprob command line for longer ones)")
+    return enc
+
+
+def word_tokens(enc, numbers: list[int], name: str = "positions") -> list[int]:
+    """Token positions of the 1-based residue/word ``numbers`` of a one-row encoding (every token of a word)."""
+    words = enc.word_ids[0]
+    n_words = int(words.max()) + 1 if (words >= 0).any() else 0
+    out: list[int] = []
+    for n in numbers:
+        if not 1 <= n <= n_words:
+            raise MLMProbError(f"{name}: position {n} is outside the sequence's {n_words} residues/words")
+        out.extend((words == n - 1).nonzero()[:, 0].tolist())
+    return sorted(out)
+
+
+def decode(mlm, ids) -> str:
+    return mlm.decode([int(i) for i in torch.as_tensor(ids).reshape(-1).tolist()])
+
+
+# -- Score ---------------------------------------------------------------------------------------
+def parse_sequences(text: str, limits: Limits = LIMITS) -> list[Record]:
+    """Pasted input: one sequence or sentence per line (ids ``seq1``, ``seq2``, ...) or FASTA.
+
+    >>> [(r.id, r.seq) for r in parse_sequences(">a x\\nAC\\nDE\\n>b\\nKL")]
+    [('a', 'ACDE'), ('b', 'KL')]
+    >>> [r.id for r in parse_sequences("the cat sat\\n\\na dog ran")]
+    ['seq1', 'seq2']
+    """
+    lines = [line.strip() for line in str(text or "").splitlines() if line.strip()]
+    if not lines:
+        raise MLMProbError("no sequence given: paste one sequence or sentence per line, or FASTA")
+    if lines[0].startswith(">"):
+        records: list[Record] = []
+        name, buf = None, []
+        for line in lines + [">"]:
+            if line.startswith(">"):
+                if name is not None:
+                    if not buf:
+                        raise MLMProbError(f"FASTA record {name!r} has no sequence")
+                    records.append(Record(name, "".join(buf)))
+                name, buf = (line[1:].split() or [f"seq{len(records) + 1}"])[0], []
+            else:
+                buf.append("".join(line.split()))
+    elif any(line.startswith(">") for line in lines):
+        raise MLMProbError("the input mixes FASTA headers ('>') with plain lines; use one form")
+    else:
+        records = [Record(f"seq{i + 1}", line) for i, line in enumerate(lines)]
+    if len(records) > limits.max_sequences:
+        raise MLMProbError(f"{len(records)} sequences given; the app scores at most {limits.max_sequences} at a "
+                           "time (use `mlmprob score` for more)")
+    return records
+
+
+@dataclass(frozen=True)
+class ScoreResult:
+    """Scores of the pasted sequences (with per-token values), in input order."""
+
+    rows: tuple[SequenceScore, ...]
+
+    COLUMNS = ("id", "n_tokens", "pll", "pll_per_token", "e_raw")
+
+    def table(self, digits: int = 4) -> list[list]:
+        """Rows for the page: ``id, n_tokens, PLL, PLL per token, E_raw`` (rounded)."""
+        return [[r.id, r.n_tokens, round(r.pll, digits), round(r.pll_per_token, digits), round(r.e_raw, digits)]
+                for r in self.rows]
+
+    def csv(self) -> str:
+        """Every column at full precision, the sequence included."""
+        out = io.StringIO()
+        w = csv.writer(out, lineterminator="\n")
+        w.writerow([*self.COLUMNS, "e_local", "sequence"])
+        for r in self.rows:
+            w.writerow([r.id, r.n_tokens, repr(r.pll), repr(r.pll_per_token), repr(r.e_raw), repr(r.e_local), r.sequence])
+        return out.getvalue()
+
+
+def score_text(mlm, text: str, *, limits: Limits = LIMITS, batch_tokens: int | None = None,
+               progress: Callable[[int, int], None] | None = None) -> ScoreResult:
+    """PLL, PLL per token and E_raw of every pasted sequence, with ``log q(x_t | rest)`` per token
+    (``mlmprob.scoring.score_records``). ``progress(done, total)`` after each chunk."""
+    records = parse_sequences(text, limits)
+    for r in records:
+        encode_one(mlm, r.seq, limits, name=f"record {r.id!r}")  # the CLI's wording
+    done = [0]
+
+    def tick(n: int) -> None:
+        done[0] += n
+        if progress:
+            progress(done[0], len(records))
+
+    rows = score_records(mlm, records, per_token=True, batch_tokens=_bt(batch_tokens), chunk_size=4, progress=tick)
+    return ScoreResult(tuple(rows))
+
+
+# -- Mutations -------------------------------------------------------------------------------------
+def clean_wild_type(text: str) -> str:
+    """The wild type as one string of residue letters (a FASTA header and white space dropped).
+
+    >>> clean_wild_type(">wt\\nev ql\\nVE")
+    'EVQLVE'
+    """
+    lines = [line for line in str(text or "").splitlines() if not line.strip().startswith(">")]
+    seq = "".join("".join(lines).split()).upper()
+    if not seq:
+        raise MLMProbError("the wild type is empty")
+    if not seq.isalpha():
+        bad = next(c for c in seq if not c.isalpha())
+        raise MLMProbError(f"the wild type holds {bad!r}; give residue letters only")
+    return seq
+
+
+@dataclass(frozen=True)
+class SaturationMap:
+    """The site-saturation table of a wild type: ``sat.masked_marginals[p, k]`` is the score of
+    putting ``sat.letters[k]`` at residue ``sat.numbers[p]``."""
+
+    wild_type: str
+    sat: object  # mlmprob.variants.Saturation
+
+    def row_labels(self) -> list[str]:
+        return [f"{w}{int(n)}" for w, n in zip(self.sat.wt_letters, self.sat.numbers)]
+
+    def values(self) -> torch.Tensor:
+        return self.sat.masked_marginals
+
+    def mutant(self, row: int, col: int) -> str:
+        return self.sat.mutant(row, col)
+
+
+def saturation_map(mlm, wild_type: str, *, limits: Limits = LIMITS, batch_tokens: int | None = None) -> SaturationMap:
+    """Every single mutant of the wild type by ``masked_marginals`` (``mlmprob.variants.saturate``,
+    ``L + 1`` forward rows)."""
+    from ..variants.mutations import residue_positions
+    from ..variants.saturate import saturate
+
+    wt = clean_wild_type(wild_type)
+    encode_one(mlm, wt, limits, name="the wild type")
+    ids, where = residue_positions(mlm, wt)
+    sat = saturate(mlm, ids, positions=where.tolist(), offset=1, batch_tokens=_bt(batch_tokens))
+    return SaturationMap(wt, sat)
+
+
+@dataclass(frozen=True)
+class MutantScores:
+    """One mutant's score by each method (higher = more likely than the wild type)."""
+
+    mutant: str
+    n_sites: int
+    scores: dict[str, float]
+
+
+def mutant_scores(mlm, wild_type: str, mutant: str, *, methods=None, limits: Limits = LIMITS,
+                  batch_tokens: int | None = None) -> MutantScores:
+    """``score_variants`` of one mutant string (``A23C`` or ``A23C:D45E``, 1-based) by ``methods``
+    (default: all of ``mlmprob.variants.METHODS``; ``ag`` is NaN unless the mutant has two sites)."""
+    from ..variants import METHODS, encode_variants, score_variants
+
+    wt = clean_wild_type(wild_type)
+    encode_one(mlm, wt, limits, name="the wild type")
+    text = str(mutant or "").strip()
+    ev = encode_variants(mlm, wt, [text])
+    s = score_variants(mlm, ev.wild_type, ev.variants, methods=methods or METHODS, batch_tokens=_bt(batch_tokens))
+    label = ":".join(m.label() for m in ev.mutations[0])
+    return MutantScores(label, len(ev.mutations[0]), {m: float(v[0]) for m, v in s.items()})
+
+
+# -- Infill ----------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Fill:
+    """One ranked fill: its text, log score under the method, and the whole sequence with it."""
+
+    rank: int
+    fill: str
+    score: float
+    sequence: str
+    tokens: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class InfillRun:
+    """The beam of one ``method`` (``standard`` / ``hcb``) in one ``order`` (``l2r`` / ``best``);
+    ``native_rank`` is the native fill's rank in it (None: not in the beam, or not known)."""
+
+    method: str
+    order: str
+    fills: tuple[Fill, ...]
+    native_rank: int | None
+
+
+@dataclass(frozen=True)
+class InfillResult:
+    """The gap (token ``positions``), the ``native`` fill when the gap was given as positions of a
+    complete sequence, and the four beams."""
+
+    positions: tuple[int, ...]
+    native: str | None
+    runs: tuple[InfillRun, ...]
+    numbers: tuple[int, ...] = ()  # 1-based residue/word numbers of the gap, when the tokenizer tells them
+
+
+def _gap(mlm, text: str, positions: str, limits: Limits):
+    """``(ids [L], token positions, native token ids or None, 1-based residue/word numbers or ())``."""
+    from ..infill.stream import count_gaps, expand_gaps, mask_text
+
+    text = str(text or "").strip()
+    if str(positions or "").strip():
+        if count_gaps(text):
+            raise MLMProbError("give the gap either as ____ in the text or as positions, not both")
+        enc = encode_one(mlm, text, limits)
+        pos = word_tokens(enc, parse_numbers(positions, "gap positions"), "gap positions")
+        ids = enc.input_ids[0, :int(enc.lengths[0])]
+        native = ids[pos].clone()
+    else:
+        enc = encode_one(mlm, expand_gaps(text, mask_text(mlm)), limits)
+        ids = enc.input_ids[0, :int(enc.lengths[0])]
+        pos = (ids == mlm.mask_id).nonzero()[:, 0].tolist()
+        native = None
+        if not pos:
+            raise MLMProbError("the sequence has no gap; write it as ____ (one _ per token), [MASK]x5, "
+                               "or give the gap's positions")
+    if len(pos) > limits.max_gap:
+        raise MLMProbError(f"the gap has {len(pos)} tokens; the app fills at most {limits.max_gap}")
+    words = enc.word_ids[0][pos]
+    numbers = tuple(sorted(set((words + 1).tolist()))) if bool((words >= 0).all()) else ()
+    return ids, pos, native, numbers
+
+
+def infill_compare(mlm, text: str, positions: str = "", *, beam_size: int = 5, limits: Limits = LIMITS,
+                   batch_tokens: int | None = None, progress: Callable[[int, int], None] | None = None
+                   ) -> InfillResult:
+    """Standard and HCB beam search (``mlmprob.infill``), each left to right and best first, on
+    one gap: marked in ``text`` (``____``, ``[MASK]x5``) or given as 1-based ``positions``
+    (``"10-14"``) of a complete sequence, whose own residues are then the native fill."""
+    from ..infill import infill
+
+    if isinstance(beam_size, float) and beam_size.is_integer():
+        beam_size = int(beam_size)
+    if isinstance(beam_size, bool) or not isinstance(beam_size, int) or not 1 <= beam_size <= limits.max_beam:
+        raise MLMProbError(f"beam size must be an integer in 1..{limits.max_beam}, got {beam_size!r}")
+    ids, pos, native, numbers = _gap(mlm, text, positions, limits)
+    runs = []
+    plan = [(m, o) for m in ("standard", "hcb") for o in ("l2r", "best")]
+    for n, (method, order) in enumerate(plan):
+        cands = infill(mlm, ids, pos, method=method, order=order, beam_size=beam_size, batch_tokens=_bt(batch_tokens))
+        fills, native_rank = [], None
+        for rank, c in enumerate(cands, start=1):
+            full = ids.clone()
+            full[pos] = torch.tensor(c.tokens)
+            fills.append(Fill(rank, decode(mlm, c.tokens), float(c.score), decode(mlm, full), tuple(c.tokens)))
+            if native is not None and native_rank is None and list(c.tokens) == native.tolist():
+                native_rank = rank
+        runs.append(InfillRun(method, order, tuple(fills), native_rank))
+        if progress:
+            progress(n + 1, len(plan))
+    return InfillResult(tuple(pos), None if native is None else decode(mlm, native), tuple(runs), numbers)

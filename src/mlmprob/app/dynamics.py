@@ -1,0 +1,186 @@
+"""The web app's Sample and Pair-joint computations (no gradio here).
+
+- ``sample_steps``: Metropolis-Hastings on ``E_local`` or ``E_raw`` with the MLM's own
+  conditionals as proposals (``mlmprob.sampling.MetropolisHastings``), one snapshot per epoch, so
+  the page can draw the trace as it grows and stop between epochs; the chains are exactly those of
+  ``mlmprob.sample`` with the same generator seed.
+- ``pair_view``: the five pair joints of two positions (MLM, MRF, MRF-logit, HCB, AG;
+  ``mlmprob.joints.evaluate_pair``) over the top tokens, with A-KL and G-KL.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Iterator
+
+import torch
+
+from ..errors import MLMProbError
+from .compute import LIMITS, Limits, _bt, decode, encode_one, parse_numbers, word_tokens
+
+ENERGIES = ("local", "raw")
+INITS = ("given", "greedy", "random")
+JOINT_NAMES = {"mlm": "MLM", "mrf": "MRF", "mrf_logit": "MRF-logit", "hcb": "HCB", "ag": "AG"}
+
+
+# -- Sample ----------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class SampleSnapshot:
+    """The chains after ``epoch`` of ``epochs`` sweeps (0: the initial states).
+
+    ``energy[e][c]``: target energy (``energy_kind``) of chain ``c`` after epoch ``e`` (``e = 0``
+    the start); ``accepted`` / ``proposed``: counts per epoch (summed over the chains);
+    ``sequences``: the current states, decoded; ``free``: the sampled token positions."""
+
+    epoch: int
+    epochs: int
+    energy_kind: str
+    energy: tuple[tuple[float, ...], ...]
+    accepted: tuple[int, ...]
+    proposed: tuple[int, ...]
+    sequences: tuple[str, ...]
+    free: tuple[int, ...]
+
+    @property
+    def done(self) -> bool:
+        return self.epoch >= self.epochs
+
+    @property
+    def accept_rate(self) -> float:
+        """Accepted / proposed over every epoch so far (NaN before the first)."""
+        n = sum(self.proposed)
+        return sum(self.accepted) / n if n else math.nan
+
+
+def _check_int(value, name: str, lo: int, hi: int) -> int:
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if isinstance(value, bool) or not isinstance(value, int) or not lo <= value <= hi:
+        raise MLMProbError(f"{name} must be an integer in {lo}..{hi}, got {value!r}")
+    return value
+
+
+def sample_steps(mlm, text: str, *, positions: str = "", energy: str = "local", epochs: int = 20, chains: int = 4,
+                 seed: int = 0, init: str = "given", limits: Limits = LIMITS, batch_tokens: int | None = None
+                 ) -> Iterator[SampleSnapshot]:
+    """MH chains from ``text`` (``_`` / ``[MASK]`` mark masked tokens, which are free), sampling
+    the 1-based residue/word ``positions`` (``"3,5,10-12"``; default: all), one snapshot per epoch.
+
+    Single-site MH in random order, proposal and target temperature 1: ``mlmprob.sample(...,
+    method="mh", energy=energy, epochs=epochs, burn_in=0, init=init, generator=seed)`` ends in the
+    same states."""
+    from ..infill.stream import expand_gaps, mask_text
+    from ..sampling.init import initialize, resolve_free
+    from ..sampling.kernels import MetropolisHastings
+    from ..sampling.stream import free_positions
+
+    if energy not in ENERGIES:
+        raise MLMProbError(f"energy must be 'local' or 'raw', got {energy!r}")
+    if init not in INITS:
+        raise MLMProbError(f"init must be one of {', '.join(INITS)}, got {init!r}")
+    epochs = _check_int(epochs, "epochs", 1, limits.max_epochs)
+    chains = _check_int(chains, "chains", 1, limits.max_chains)
+    seed = _check_int(seed, "seed", 0, 2**63 - 1)
+    text = expand_gaps(str(text or "").strip(), mask_text(mlm))
+    enc = encode_one(mlm, text, limits)
+    want = [n - 1 for n in parse_numbers(positions, "free positions")] if str(positions or "").strip() else None
+    free1 = free_positions(mlm, enc, 0, "the sequence", text, want)
+    bt = _bt(batch_tokens)
+    ids = enc.input_ids[:1].repeat(chains, 1)
+    free = resolve_free(mlm, ids, free1[None].repeat(chains, 1))
+    g = torch.Generator().manual_seed(seed)
+    kernel = MetropolisHastings(mlm, energy, 1, batch_tokens=bt)
+    start, _ = initialize(mlm, ids, free, init, g, bt)
+    state = kernel.init(start, free)
+    trace = [tuple(kernel.target_energy(state).tolist())]
+    accepted: list[int] = []
+    proposed: list[int] = []
+    free_pos = tuple(free[0].nonzero()[:, 0].tolist())
+
+    def snap() -> SampleSnapshot:
+        seqs = tuple(decode(mlm, row) for row in state.ids)
+        return SampleSnapshot(state.epoch, epochs, energy, tuple(trace), tuple(accepted), tuple(proposed), seqs,
+                              free_pos)
+
+    yield snap()
+    while state.epoch < epochs:
+        n_acc = n_prop = 0
+        while True:
+            state, info = kernel.step(state, g)
+            n_prop += int(info.active.sum())
+            n_acc += int(info.accepted.sum())
+            if info.end_of_epoch:
+                break
+        trace.append(tuple(kernel.target_energy(state).tolist()))
+        accepted.append(n_acc)
+        proposed.append(n_prop)
+        yield snap()
+
+
+def run_sample(mlm, text: str, **kwargs) -> SampleSnapshot:
+    """The last snapshot of ``sample_steps``."""
+    last = None
+    for last in sample_steps(mlm, text, **kwargs):
+        pass
+    return last
+
+
+# -- Pair joint ------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class PairView:
+    """The five joints of a pair of positions (``a``, ``b``: 1-based residue/word numbers).
+
+    ``joints[method]`` ``[len(labels_a), len(labels_b)]``: the joint's probabilities of the shown
+    tokens (rows ``x_a``, columns ``x_b``; the top tokens of the both-masked MLM conditionals, so
+    a table may sum to less than 1); ``akl`` / ``gkl``: per method; ``gold``: the tokens the
+    sequence holds at ``a`` and ``b`` (G-KL is NaN when one is masked or not a candidate);
+    ``n_candidates``: the candidate vocabulary ``K``; ``outside_mass``: softmax mass outside it."""
+
+    a: int
+    b: int
+    labels_a: tuple[str, ...]
+    labels_b: tuple[str, ...]
+    joints: dict[str, torch.Tensor]
+    akl: dict[str, float]
+    gkl: dict[str, float]
+    gold: tuple[str, str]
+    n_candidates: int
+    outside_mass: float
+
+
+def _one_token(enc, number: int, name: str) -> int:
+    pos = word_tokens(enc, [number], name)
+    if len(pos) != 1:
+        raise MLMProbError(f"{name}: word {number} is {len(pos)} tokens; a pair joint needs one-token positions")
+    return pos[0]
+
+
+def pair_view(mlm, text: str, a, b, *, top: int = 10, limits: Limits = LIMITS,
+              batch_tokens: int | None = None) -> PairView:
+    """MLM, MRF, MRF-logit, HCB and AG joints of positions ``a`` and ``b`` (1-based) from one set
+    of ``2K + 1`` forward rows (``mlmprob.joints.evaluate_pair``; HCB pivot: the MLM joint's mode).
+    Vocabularies larger than ``limits.max_pair_candidates`` are cut to their top tokens under
+    the both-masked copy (``outside_mass`` says how much that drops)."""
+    from ..infill.stream import expand_gaps, mask_text
+    from ..joints import evaluate_pair, resolve_candidates
+
+    a = _check_int(a, "position a", 1, 10**6)
+    b = _check_int(b, "position b", 1, 10**6)
+    top = _check_int(top, "tokens shown", 1, limits.max_pair_top)
+    if a == b:
+        raise MLMProbError(f"a pair needs two different positions, got a = b = {a}")
+    enc = encode_one(mlm, expand_gaps(str(text or "").strip(), mask_text(mlm)), limits)
+    pa, pb = _one_token(enc, a, "position a"), _one_token(enc, b, "position b")
+    ids = enc.input_ids[0, :int(enc.lengths[0])]
+    k = len(resolve_candidates(mlm, None))
+    top_k = limits.max_pair_candidates if k > limits.max_pair_candidates else None
+    ev = evaluate_pair(mlm, ids, pa, pb, top_k=top_k, batch_tokens=_bt(batch_tokens))
+    pc = ev.conditionals
+    ia = pc.marg_a.argsort(descending=True)[:top]
+    ib = pc.marg_b.argsort(descending=True)[:top]
+    joints = {m: ev.joints[m].exp()[ia][:, ib] for m in JOINT_NAMES}
+    labels = lambda idx: tuple(decode(mlm, pc.candidates[i]) for i in idx.tolist())  # noqa: E731
+    return PairView(a, b, labels(ia), labels(ib), joints, {m: ev.metrics[m].akl for m in JOINT_NAMES},
+                    {m: ev.metrics[m].gkl for m in JOINT_NAMES}, (decode(mlm, pc.gold[0]), decode(mlm, pc.gold[1])),
+                    pc.size, float(pc.outside_mass["marginal"]))

@@ -1,0 +1,120 @@
+"""The web app's server, through gradio_client: every tab's API on a tiny model, bad input shown as the
+CLI's one-line message while the server keeps answering, and a bind to 127.0.0.1 only."""
+
+import socket
+
+import pytest
+
+gradio = pytest.importorskip("gradio", reason="the app extra is not installed (pip install -e '.[app]')")
+gradio_client = pytest.importorskip("gradio_client")
+
+from mlmprob import load_mlm  # noqa: E402
+from mlmprob.app.compute import mutant_scores, score_text  # noqa: E402
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def mlm(tiny_bert_dir, one_thread):
+    return load_mlm(str(tiny_bert_dir), device="cpu", dtype="float32")
+
+
+@pytest.fixture(scope="module")
+def server(mlm):
+    from mlmprob.app.ui import build_app, launch
+
+    demo = build_app(mlm, model_name="tiny")
+    port = free_port()
+    _, url, _ = launch(demo, port=port, block=False)  # the default host: 127.0.0.1
+    client = gradio_client.Client(url, verbose=False)
+    yield demo, url, port, client
+    demo.close()
+
+
+def test_binds_to_loopback_only(server):
+    demo, url, port, _ = server
+    assert demo.server_name == "127.0.0.1" and url.startswith(f"http://127.0.0.1:{port}")
+    # another address of this machine does not reach the app (when the machine has one)
+    try:
+        other = socket.gethostbyname(socket.gethostname())
+    except OSError:
+        other = None
+    if other and not other.startswith("127."):
+        with pytest.raises(OSError):
+            socket.create_connection((other, port), timeout=2).close()
+
+
+def test_api_endpoints(server):
+    _, _, _, client = server
+    names = set(client.view_api(print_info=False, return_format="dict")["named_endpoints"])
+    assert {"/score", "/saturate", "/mutant", "/infill", "/sample", "/pair"} <= names
+
+
+def test_score(server, mlm):
+    table, html, csv_path = server[3].predict("ACDEFGHIK\nMNPQ", api_name="/score")
+    want = score_text(mlm, "ACDEFGHIK\nMNPQ").table()
+    assert table["headers"] == ["id", "tokens", "PLL", "PLL per token", "E_raw"]
+    assert table["data"] == want
+    assert html.count("<span title=") == 13
+    with open(csv_path) as fh:
+        assert fh.readline().startswith("id,n_tokens,pll")
+
+
+def test_mutations(server, mlm):
+    _, _, _, client = server
+    plot, heat, note = client.predict("ACDEFGHIK", api_name="/saturate")  # (the page state is not in the API)
+    assert plot
+    assert heat["headers"][:3] == ["residue", "A", "C"] and len(heat["data"]) == 9 and "9 residues" in note
+    table, head = client.predict("ACDEFGHIK", "C2W:K9A", api_name="/mutant")
+    want = mutant_scores(mlm, "ACDEFGHIK", "C2W:K9A").scores
+    got = {r[0]: r[1] for r in table["data"]}
+    assert got["hcb"] == round(want["hcb"], 4) and got["epistasis"] == round(want["epistasis"], 4)
+    assert "C2W:K9A" in head and "pll_delta" in head
+
+
+def test_infill_sample_pair(server):
+    _, _, _, client = server
+    standard, hcb, summary = client.predict("ACDEFGHIK", "4-5", 3, api_name="/infill")
+    assert len(standard["data"]) == len(hcb["data"]) == 3 and len(hcb["headers"]) == 5
+    assert "Native fill `EF`" in summary
+    summary, plot, samples = client.predict("ACDEFGHIK", "2-4", "local", 3, 2, 0, "given", api_name="/sample")
+    assert summary.startswith("Epoch 3/3; acceptance rate") and len(samples["data"]) == 2 and plot
+    plot, table, summary = client.predict("ACDEFGHIK", 2, 5, 5, api_name="/pair")
+    assert [r[0] for r in table["data"]] == ["MLM", "MRF", "MRF-logit", "HCB", "AG"] and plot
+    assert "Positions 2 (holds `C`) and 5 (holds `F`)" in summary
+
+
+@pytest.mark.parametrize("args, api, message", [
+    (("ACDZ",), "/score", "record 'seq1': has symbol 'Z' at residue 4"),
+    (("ACDEFGHIK", "D2C"), "/mutant", "'D2C' states wild-type 'D' at residue 2"),
+    (("ACDEFGHIK", "", 3), "/infill", "the sequence has no gap"),
+    (("ACDEFGHIK", 3, 3, 5), "/pair", "two different positions"),
+])
+def test_bad_input_is_shown_and_the_server_stays_up(server, mlm, args, api, message):
+    _, _, _, client = server
+    with pytest.raises(gradio_client.exceptions.AppError, match=message):
+        client.predict(*args, api_name=api)
+    table, _, _ = client.predict("ACD", api_name="/score")  # still answering
+    assert table["data"] == score_text(mlm, "ACD").table()
+
+
+def test_a_long_sample_can_be_cancelled(server, mlm):
+    import time
+
+    _, _, _, client = server
+    job = client.submit("ACDEFGHIKLMNPQRST", "", "local", 200, 8, 0, "random", api_name="/sample")
+    t0 = time.time()
+    while not job.outputs() and time.time() - t0 < 60:  # the first epochs have been shown
+        time.sleep(0.1)
+    assert job.outputs() and not job.done()
+    assert job.cancel()
+    t0 = time.time()
+    while not job.done() and time.time() - t0 < 30:
+        time.sleep(0.1)
+    assert job.done() and not job.outputs()[-1][0].startswith("Epoch 200/200")
+    table, _, _ = client.predict("ACD", api_name="/score")  # the model is free again
+    assert table["data"] == score_text(mlm, "ACD").table()
