@@ -163,32 +163,11 @@ def pair_figure(pv: PairView):
 
 
 def saturation_figure(smap):
-    """The saturation map at a glance: substitutions down, residues across (``write_heatmap``'s
-    layout); red = more likely than the wild type, blue = less, dots on the wild-type cells."""
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    """The saturation map at a glance (``variants.saturate.heatmap_figure``, page-sized): substitutions
+    down, residues across; red = more likely than the wild type, blue = less, dots on the wild-type cells."""
+    from ..variants.saturate import heatmap_figure
 
-    sat = smap.sat
-    grid = smap.values().T.numpy()                              # [K, P]
-    K, P = grid.shape
-    span = float(abs(grid).max()) or 1.0
-    fig, ax = plt.subplots(figsize=(min(max(6.0, 0.11 * P + 1.5), 16.0), 0.16 * K + 1.3))
-    im = ax.imshow(grid, cmap="RdBu_r", vmin=-span, vmax=span, aspect="auto", interpolation="nearest")
-    wt = (sat.candidates[:, None] == sat.wild_type[None, :]).nonzero().tolist()
-    if wt:
-        ky, px = zip(*wt)
-        ax.scatter(px, ky, s=4, c="black", marker="o", linewidths=0)
-    step = max(1, P // 50)
-    labels = smap.row_labels()
-    ax.set_xticks(range(0, P, step))
-    ax.set_xticklabels(labels[::step], rotation=90, fontsize=6)
-    ax.set_yticks(range(K))
-    ax.set_yticklabels(sat.letters, fontsize=6)
-    fig.colorbar(im, ax=ax, fraction=0.02, pad=0.01, label="masked_marginals")
-    fig.tight_layout()
-    plt.close(fig)
-    return fig
+    return heatmap_figure(smap.sat, "masked_marginals", compact=True)
 
 
 def _g(x: float) -> str:

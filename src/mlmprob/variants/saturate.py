@@ -117,9 +117,11 @@ def write_csv(sat: Saturation, path: str | Path) -> Path:
     return path
 
 
-def write_heatmap(sat: Saturation, path: str | Path, score: str = "masked_marginals", title: str | None = None) -> Path:
-    """A PNG heatmap: candidates down, residues across, red = more likely than the wild type,
-    blue = less, dots on the wild-type cells."""
+def heatmap_figure(sat: Saturation, score: str = "masked_marginals", *, title: str | None = None,
+                   compact: bool = False):
+    """The saturation map as a matplotlib figure (closed; draw or save it): candidates down, residues
+    across, red = more likely than the wild type, blue = less, dots on the wild-type cells.
+    ``compact``: a page-sized figure (at most 16 inches wide) for the web app."""
     if score not in SCORES:
         raise MLMProbError(f"unknown saturation score {score!r}; use one of {', '.join(SCORES)}")
     import matplotlib
@@ -129,24 +131,35 @@ def write_heatmap(sat: Saturation, path: str | Path, score: str = "masked_margin
     grid = getattr(sat, score).T.numpy()                       # [K, P]
     K, P = grid.shape
     span = float(abs(grid).max()) or 1.0
-    fig, ax = plt.subplots(figsize=(min(max(6.0, 0.16 * P + 1.5), 60.0), max(3.0, 0.2 * K + 1.2)))
+    size = ((min(max(6.0, 0.11 * P + 1.5), 16.0), 0.16 * K + 1.3) if compact
+            else (min(max(6.0, 0.16 * P + 1.5), 60.0), max(3.0, 0.2 * K + 1.2)))
+    fig, ax = plt.subplots(figsize=size)
     im = ax.imshow(grid, cmap="RdBu_r", vmin=-span, vmax=span, aspect="auto", interpolation="nearest")
     is_wt = (sat.candidates[:, None] == sat.wild_type[None, :]).nonzero().tolist()
     if is_wt:
         ky, px = zip(*is_wt)
-        ax.scatter(px, ky, s=6, c="black", marker="o", linewidths=0)
-    step = max(1, P // 60)
+        ax.scatter(px, ky, s=4 if compact else 6, c="black", marker="o", linewidths=0)
+    step = max(1, P // (50 if compact else 60))
     ax.set_xticks(range(0, P, step))
     ax.set_xticklabels([f"{sat.wt_letters[p]}{int(sat.numbers[p])}" for p in range(0, P, step)], rotation=90,
                        fontsize=6)
     ax.set_yticks(range(K))
-    ax.set_yticklabels(sat.letters, fontsize=7)
-    ax.set_xlabel("residue")
-    ax.set_ylabel("mutant")
-    ax.set_title(title or score)
-    fig.colorbar(im, ax=ax, fraction=0.02, pad=0.01, label="log q(mt) - log q(wt)")
+    ax.set_yticklabels(sat.letters, fontsize=6 if compact else 7)
+    if not compact:
+        ax.set_xlabel("residue")
+        ax.set_ylabel("mutant")
+        ax.set_title(title or score)
+    fig.colorbar(im, ax=ax, fraction=0.02, pad=0.01, label=score if compact else "log q(mt) - log q(wt)")
+    if compact:
+        fig.tight_layout()
+    plt.close(fig)
+    return fig
+
+
+def write_heatmap(sat: Saturation, path: str | Path, score: str = "masked_marginals", title: str | None = None) -> Path:
+    """A PNG heatmap (``heatmap_figure``) of one score of a saturation."""
+    fig = heatmap_figure(sat, score, title=title)
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=120, bbox_inches="tight")
-    plt.close(fig)
     return path
