@@ -40,11 +40,10 @@ from .variants_data_runner import Runner, parse_plan
 DEFAULT_PLAN = ",".join([
     "baseline:baselines:all", "sapiens-vh:marginals:all", "antiberty:marginals:all",
     "sapiens-vh:masked_marginals_all:2000", "sapiens-vh:mutant_marginals:2000", "sapiens-vh:hcb:500",
-    "sapiens-vh:masked_marginals_mt:500", "sapiens-vh:ag:all", "sapiens-vh:pll_delta:50",
-    "sapiens-vh:jain_pll:all", "sapiens-vh:gdpa1_pll:all", "antiberty:ag:all",
+    "sapiens-vh:masked_marginals_mt:500", "sapiens-vh:ag:all", "antiberty:ag:all", "sapiens-vh:jain_pll:all",
     "antiberty:masked_marginals_all:500", "antiberty:mutant_marginals:500", "antiberty:hcb:100",
-    "antiberty:masked_marginals_mt:100", "antiberty:pll_delta:10",
-    "antiberty:masked_marginals_all:2000", "antiberty:mutant_marginals:2000",
+    "antiberty:masked_marginals_mt:100", "sapiens-vh:pll_delta:50", "sapiens-vh:gdpa1_pll:all",
+    "antiberty:pll_delta:10", "antiberty:masked_marginals_all:2000", "antiberty:mutant_marginals:2000",
     "sapiens-vh:hcb:2000", "sapiens-vh:masked_marginals_mt:2000", "sapiens-vh:pll_delta:200",
     "antiberty:hcb:300", "antiberty:masked_marginals_mt:300", "antiberty:jain_pll:all",
 ])
@@ -84,6 +83,18 @@ def _append_run(out: Path, entry: dict) -> None:
         f.write(dumps(entry) + "\n")
 
 
+def _lock(out: Path):
+    import fcntl
+
+    f = (out / ".lock").open("w")
+    try:
+        fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        f.close()
+        raise MLMProbError(f"another variants_data run is writing to {out}; wait for it or stop it first") from None
+    return f
+
+
 def _main(args, argv) -> int:
     out = Path(args.out)
     data = resolve_data_dir(args.data, NEEDED) if not args.report_only or args.data else None
@@ -92,15 +103,18 @@ def _main(args, argv) -> int:
         torch.set_num_threads(args.threads)
         lib = load_library(data, args.seed)
         out.mkdir(parents=True, exist_ok=True)
+        lock = _lock(out)       # held until this process exits: one runner per --out
         write_library_meta(out, lib)
         cmd = "python -m mlmprob.experiments.variants_data " + shlex.join(argv)
         started = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
-        _append_run(out, {"event": "start", "command": cmd, "started": started, "threads": args.threads})
+        _append_run(out, {"event": "start", "command": cmd, "started": started, "threads": args.threads,
+                          "plan": args.plan})
         t0 = time.perf_counter()
         written = Runner(out, data, lib, batch_tokens=args.batch_tokens,
                          log=lambda s: print(s, flush=True)).run(stages)
         _append_run(out, {"event": "finish", "command": cmd, "started": started,
                           "wall_s": round(time.perf_counter() - t0, 1), "chunks_written": written})
+        lock.close()
     if not args.no_report:
         from .variants_data_report import write_report
 

@@ -6,7 +6,8 @@ sequences are deduplicated within each file and those present in both files drop
 shuffled with ``torch.randperm`` under ``seed`` and the two are interleaved (binder, non-binder,
 binder, ...), the surplus of the larger class last. Any prefix of ``2 n`` variants (``n`` at most
 the smaller class) therefore holds ``n`` of each class, and a smaller subsample is nested in a larger
-one. Full VH = ``FRAMEWORK + AASeq + TAIL``; the wild type's CDR-H3 is ``WT_CDR``.
+one. The wild type's own CDR-H3, were it listed, is left out (it has no mutation). Full VH =
+``FRAMEWORK + AASeq + TAIL``; the wild type's CDR-H3 is ``WT_CDR``.
 """
 
 from __future__ import annotations
@@ -76,7 +77,7 @@ def load_library(data: Path, seed: int = 0) -> Library:
     both = set(pos_raw) & set(neg_raw)
     classes = []
     for raw in (pos_raw, neg_raw):
-        seqs = sorted(set(raw) - both)
+        seqs = sorted(set(raw) - both - {WT_CDR})    # the wild type itself has no mutation to score
         bad = [s for s in seqs if len(s) != len(WT_CDR) or set(s) - AMINO]
         if bad:
             raise MLMProbError(f"CDR-H3 {bad[0]!r} is not {len(WT_CDR)} standard residues")

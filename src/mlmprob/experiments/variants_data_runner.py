@@ -23,6 +23,7 @@ import torch
 
 from ..batching import DEFAULT_BATCH_TOKENS
 from ..errors import MLMProbError
+from ..jsonl import trim_partial_line
 from ..models.protocol import MaskedLM
 from ..variants import ForwardCache, score_variants
 from ..variants.baselines import blosum_sum, hamming, kd_mean
@@ -152,6 +153,7 @@ class Runner:
 
     def run_stage(self, stage: Stage) -> int:
         path = result_path(self.out, stage.model, stage.group)
+        trim_partial_line(path)             # a line cut by a kill: dropped
         done = {c["start"] for c in read_chunks(path)}
         todo = [c for c in self._chunks(stage) if c[0] not in done]
         t0 = time.perf_counter()
