@@ -136,7 +136,8 @@ def test_runner_end_to_end_with_resume(tmp_path, monkeypatch, sapiens_or_skip):
 
 def test_runner_errors(tmp_path, capsys):
     assert variants_data.main(["--data", str(tmp_path), "--out", str(tmp_path / "o"), "--no-report"]) == 2
-    assert "mHER_H3_AgPos.csv not found" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and "mHER_H3_AgPos.csv" in err and "not found" in err
     _fake_data(tmp_path)
     (tmp_path / "o").mkdir()
     held = variants_data._lock(tmp_path / "o")                       # a second runner on one --out is refused
