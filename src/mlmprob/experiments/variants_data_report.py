@@ -26,6 +26,7 @@ from .variants_data_stats import (BASELINES, JOINT, Interval, library_table, loa
 BASELINE_DOC = {"blosum62": "sum of BLOSUM62 scores of the substitutions",
                 "neg_hamming": "minus the number of mutations (Hamming distance to the wild type)",
                 "neg_kd_cdrh3": "minus the mean Kyte-Doolittle hydropathy of the CDR-H3 (less hydrophobic = higher)"}
+LARGE, LARGE_BOOT = 10_000, 200   # tables of more rows: fewer resamples (their intervals are narrow anyway)
 SET_TITLES = {"gdpa1": "GDPa1 (v1.2)", "jain": "Jain-137"}
 
 
@@ -54,16 +55,18 @@ def _library_section(out: Path, n_boot: int) -> tuple[list[str], list[str]]:
              "ranks non-binders higher. NDCG@10% uses the labels as gains (1 binder, 0 non-binder); "
              "its value depends on the share of binders in the rows (0.5 in the balanced subsamples, "
              f"{meta['n_pos'] / n:.3f} on all rows). Intervals: 95% percentile bootstrap over {n_boot} "
-             "resamples of the rows, the same resamples for every score of a table; "
+             f"resamples of the rows ({LARGE_BOOT} for tables of more than {LARGE:,} rows), the same resamples "
+             "for every score of a table; "
              "ΔAUROC = AUROC(score) - AUROC(baseline) on those resamples.", ""]
     verdict = []
     tiers = sorted({s.prefix for s in scores if s.prefix > 0 and s.model != "baseline"}, reverse=True)
     best_of: dict[str, tuple[int, dict]] = {}
     for rows in tiers:
-        res, use = library_table(scores, labels, rows, n_boot=n_boot, seed=rows)
+        nb = n_boot if rows <= LARGE else min(n_boot, LARGE_BOOT)
+        res, use = library_table(scores, labels, rows, n_boot=nb, seed=rows)
         au, nd = res["auroc"], res["ndcg"]
         base = [s.label for s in use if s.model == "baseline"]
-        lines += [f"### {_pc(rows, n)} variants", "",
+        lines += [f"### {_pc(rows, n)} variants", "", f"Bootstrap: {nb} resamples.", "",
                   "| score | AUROC [95% CI] | NDCG@10% [95% CI] | " + " | ".join(f"ΔAUROC vs {b}" for b in base) + " |",
                   "|---|---|---|" + "---|" * len(base)]
         for s in sorted(use, key=lambda s: -au.values[s.label]):

@@ -41,7 +41,7 @@ GROUPS = {
     "ag": ("ag",),
 }
 SET_GROUPS = ("gdpa1_pll", "jain_pll")
-CHUNK = {"baselines": 5000, "marginals": 5000, "pll_delta": 20, "gdpa1_pll": 16, "jain_pll": 16}
+CHUNK = {"baselines": 5000, "marginals": 5000, "pll_delta": 10, "gdpa1_pll": 16, "jain_pll": 16}
 DEFAULT_CHUNK = 100
 DIGITS = 5
 
