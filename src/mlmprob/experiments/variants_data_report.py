@@ -56,7 +56,8 @@ def _library_section(out: Path, n_boot: int) -> tuple[list[str], list[str]]:
              "its value depends on the share of binders in the rows (0.5 in the balanced subsamples, "
              f"{meta['n_pos'] / n:.3f} on all rows). Intervals: 95% percentile bootstrap over {n_boot} "
              f"resamples of the rows ({LARGE_BOOT} for tables of more than {LARGE:,} rows), the same resamples "
-             "for every score of a table; "
+             "for every score of a table (the rows are first put in a random order, so that NDCG breaks ties "
+             "in a score at random, not by the library's order); "
              "ΔAUROC = AUROC(score) - AUROC(baseline) on those resamples.", ""]
     verdict = []
     tiers = sorted({s.prefix for s in scores if s.prefix > 0 and s.model != "baseline"}, reverse=True)
@@ -195,14 +196,16 @@ def _sets_section(out: Path, data: Path | None, n_boot: int) -> list[str]:
 
 def _commands(out: Path) -> list[str]:
     path = out / RUNS_FILE
-    lines = ["## Commands", "", "Runs recorded in `raw/runs.jsonl` (each start and finish):", "", "```"]
+    lines = ["## Commands", "", "Runs recorded in `raw/runs.jsonl` (each start, and each finish; a start without a "
+             "finish was stopped and later resumed; the stage plan of each run is recorded there too):", "", "```"]
     if path.exists():
         for line in path.read_text().splitlines():
             if line.strip():
                 r = json.loads(line)
                 extra = f"  # finished, {r['wall_s']} s" if r.get("event") == "finish" else f"  # started {r.get('started')}"
                 lines.append(r["command"] + extra)
-    return lines + ["```", ""]
+    return lines + ["```", "", "The report: `python -m mlmprob.experiments.variants_data --out docs/results/variants/raw "
+                    "--report-only`.", ""]
 
 
 def write_report(out: Path, report: Path, *, data: Path | None = None, n_boot: int = 1000) -> Path:
