@@ -43,10 +43,11 @@ DEFAULT_PLAN = ",".join([
     "sapiens-vh:masked_marginals_mt:500", "sapiens-vh:ag:all", "sapiens-vh:jain_pll:all",
     "antiberty:masked_marginals_all:250", "antiberty:mutant_marginals:250", "antiberty:hcb:50",
     "antiberty:masked_marginals_mt:50", "sapiens-vh:gdpa1_pll:all", "sapiens-vh:pll_delta:25",
-    "antiberty:pll_delta:5", "antiberty:ag:all", "antiberty:masked_marginals_all:500",
-    "antiberty:mutant_marginals:500", "antiberty:hcb:100", "antiberty:masked_marginals_mt:100",
-    "sapiens-vh:pll_delta:50", "sapiens-vh:hcb:2000", "sapiens-vh:masked_marginals_mt:2000",
-    "antiberty:masked_marginals_all:2000", "antiberty:mutant_marginals:2000", "antiberty:jain_pll:all",
+    "antiberty:pll_delta:5", "antiberty:ag:all", "antiberty:masked_marginals_all:2000",
+    "antiberty:mutant_marginals:2000", "antiberty:hcb:200", "antiberty:masked_marginals_mt:200",
+    "sapiens-vh:pll_delta:100", "sapiens-vh:hcb:2000", "sapiens-vh:masked_marginals_mt:2000",
+    "antiberty:jain_pll:all", "antiberty:pll_delta:10", "antiberty:hcb:500", "antiberty:masked_marginals_mt:500",
+    "antiberty:gdpa1_pll:all",
 ])
 NEEDED = (POS_CSV, NEG_CSV, GDPA1_CSV, JAIN_CSV)
 
