@@ -72,15 +72,6 @@ def _fake_data(d):
                + [["", "", "", "", ""], ["aArbitrarily long RT", "", "", "", ""]])
 
 
-@pytest.fixture(scope="module")
-def sapiens_or_skip():
-    from mlmprob import load_mlm
-    try:
-        return load_mlm("sapiens-vh")
-    except MLMProbError as e:
-        pytest.skip(f"sapiens-vh not installed: {e}")
-
-
 def test_library_order_is_balanced_and_nested(tmp_path):
     _fake_data(tmp_path)
     lib = load_library(tmp_path, seed=0)
@@ -90,8 +81,11 @@ def test_library_order_is_balanced_and_nested(tmp_path):
     assert load_library(tmp_path, seed=1).cdrs != lib.cdrs or len(lib.cdrs) < 3
 
 
-def test_runner_end_to_end_with_resume(tmp_path, monkeypatch, sapiens_or_skip):
-    mlm = sapiens_or_skip
+def test_runner_end_to_end_with_resume(tmp_path, monkeypatch, sapiens_vh):
+    import mlmprob.models
+
+    mlm = sapiens_vh
+    monkeypatch.setattr(mlmprob.models, "load_mlm", lambda name: {"sapiens-vh": mlm}[name])   # loaded once
     _fake_data(tmp_path)
     monkeypatch.setattr(variants_data_runner, "DEFAULT_CHUNK", 2)
     monkeypatch.setitem(variants_data_runner.CHUNK, "jain_pll", 3)
