@@ -147,6 +147,26 @@ def test_runner_errors(tmp_path, capsys):
         variants_data_runner.parse_plan("antiberty:baselines:all")
 
 
+def test_auroc_within_strata_matches_pair_count():
+    from mlmprob.experiments.variants_data_stats import auroc_within
+
+    g = torch.Generator().manual_seed(3)
+    n = 200
+    k = torch.randint(1, 6, (n,), generator=g)
+    y = torch.randint(0, 2, (n,), generator=g)
+    p = torch.randint(0, 5, (n,), generator=g).double()              # many ties
+    num = den = 0.0
+    for kk in k.unique():
+        a, b = p[(k == kk) & (y == 1)][:, None], p[(k == kk) & (y == 0)][None, :]
+        num += float(((a > b).double() + 0.5 * (a == b).double()).sum())
+        den += a.numel() * b.numel()
+    t = (y + 2 * k).double()
+    assert float(auroc_within(p, t)) == pytest.approx(num / den, abs=1e-12)
+    assert float(auroc_within(-k.double(), t)) == pytest.approx(0.5)      # counting mutations adds nothing
+    idx = torch.randint(n, (4, n), generator=g)                          # batched = one at a time
+    assert torch.allclose(auroc_within(p[idx], t[idx]), torch.stack([auroc_within(p[i], t[i]) for i in idx]))
+
+
 # -- report on fabricated results --------------------------------------------------------------------
 
 def test_report_on_fabricated_results(tmp_path):
@@ -176,6 +196,7 @@ def test_report_on_fabricated_results(tmp_path):
     text = write_report(out, tmp_path / "README.md", n_boot=50).read_text()
     want = float(auroc(good, labels))
     assert f"| wt_marginals (m1) | {want:.3f} [" in text
+    assert "| neg_hamming | " in text and "0.500 [0.500, 0.500] |" in text    # within-k AUROC of the count
     assert "### 400 (all) variants" in text and "### 200 (100 per class) variants" in text
     assert "`wt_marginals (m1)` on 400 (all): beats blosum62" in text
     assert "Hand-written verdict." in text and "python -m x" in text

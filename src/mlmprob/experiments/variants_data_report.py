@@ -58,24 +58,28 @@ def _library_section(out: Path, n_boot: int) -> tuple[list[str], list[str]]:
              f"resamples of the rows ({LARGE_BOOT} for tables of more than {LARGE:,} rows), the same resamples "
              "for every score of a table (the rows are first put in a random order, so that NDCG breaks ties "
              "in a score at random, not by the library's order); "
-             "ΔAUROC = AUROC(score) - AUROC(baseline) on those resamples.", ""]
+             "ΔAUROC = AUROC(score) - AUROC(baseline) on those resamples. Binders carry fewer mutations than "
+             "non-binders, so the number of mutations alone (`neg_hamming`) separates the classes well; "
+             "*AUROC within k* counts only binder / non-binder pairs with the same number of mutations k "
+             "(0.5 for any score that only counts mutations), that is, what a score adds beyond it.", ""]
     verdict = []
     tiers = sorted({s.prefix for s in scores if s.prefix > 0 and s.model != "baseline"}, reverse=True)
     best_of: dict[str, tuple[int, dict]] = {}
     for rows in tiers:
         nb = n_boot if rows <= LARGE else min(n_boot, LARGE_BOOT)
-        res, use = library_table(scores, labels, rows, n_boot=nb, seed=rows)
-        au, nd = res["auroc"], res["ndcg"]
+        res, use = library_table(scores, labels, rows, n_boot=nb, seed=rows, mutations=torch.tensor(ks))
+        au, nd, ak = res["auroc"], res["ndcg"], res["auroc_k"]
         base = [s.label for s in use if s.model == "baseline"]
         lines += [f"### {_pc(rows, n)} variants", "", f"Bootstrap: {nb} resamples.", "",
-                  "| score | AUROC [95% CI] | NDCG@10% [95% CI] | " + " | ".join(f"ΔAUROC vs {b}" for b in base) + " |",
-                  "|---|---|---|" + "---|" * len(base)]
+                  "| score | AUROC [95% CI] | NDCG@10% [95% CI] | AUROC within k [95% CI] | "
+                  + " | ".join(f"ΔAUROC vs {b}" for b in base) + " |",
+                  "|---|---|---|---|" + "---|" * len(base)]
         for s in sorted(use, key=lambda s: -au.values[s.label]):
             cells = [au.difference(s.label, b).fmt() if s.model != "baseline" else "" for b in base]
             lines.append(f"| {s.label} | {au.estimate(s.label).fmt()} | {nd.estimate(s.label).fmt()} | "
-                         + " | ".join(cells) + " |")
+                         f"{ak.estimate(s.label).fmt()} | " + " | ".join(cells) + " |")
             if s.model != "baseline" and s.prefix == rows:
-                best_of[s.label] = (rows, {b: au.difference(s.label, b) for b in base})
+                best_of[s.label] = (rows, {b: au.difference(s.label, b) for b in base}, ak.estimate(s.label))
         lines.append("")
         verdict += _joint_lines(au, use, rows, n)
     lines += _ag_lines(scores, labels)
@@ -93,6 +97,8 @@ def _joint_lines(au, use, rows: int, n: int) -> list[str]:
         ref = f"masked_marginals ({m})"
         for j in JOINT:
             key = f"{j} ({m})"
+            if not any(s.model == m and s.method == j and s.prefix == rows for s in use):
+                continue            # each joint score at its largest subsample only
             if j in have and "masked_marginals" in have and j != "epistasis" and j != "ag":
                 d = au.difference(key, ref)
                 word = "better than" if d.above_zero else "worse than" if d.below_zero else "not distinguishable from"
@@ -106,14 +112,16 @@ def _joint_lines(au, use, rows: int, n: int) -> list[str]:
 def _verdict_lines(best_of: dict, n: int) -> list[str]:
     out = ["Each score at its largest subsample, against each baseline on the same rows "
            "(beats = ΔAUROC interval above 0; loses = below 0; tie = interval holds 0):", ""]
-    for label, (rows, diffs) in sorted(best_of.items()):
+    for label, (rows, diffs, within) in sorted(best_of.items()):
         parts = []
         for word, test in (("beats", lambda d: d.above_zero), ("loses to", lambda d: d.below_zero),
                            ("ties", lambda d: not d.above_zero and not d.below_zero)):
             hit = [b for b, d in diffs.items() if test(d)]
             if hit:
                 parts.append(f"{word} {', '.join(hit)}")
-        out.append(f"- `{label}` on {_pc(rows, n)}: {'; '.join(parts)}.")
+        side = ("above" if within.low > 0.5 else "below" if within.high < 0.5 else "not distinguishable from")
+        out.append(f"- `{label}` on {_pc(rows, n)}: {'; '.join(parts)}. Within strata of equal mutation count: "
+                   f"AUROC {within.fmt()}, {side} 0.5.")
     return out + [""]
 
 

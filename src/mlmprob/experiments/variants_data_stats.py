@@ -165,12 +165,41 @@ class PairedBootstrap:
         return _interval(self.values[a] - self.values[b], self.boots[a] - self.boots[b])
 
 
+def auroc_within(pred: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+    """AUROC over the binder / non-binder pairs with the same number of mutations: ``target`` =
+    ``label + 2 k``. Mann-Whitney within each stratum ``k``, summed over the strata (ties count 1/2);
+    a score that only counts mutations gets exactly 0.5.
+
+    >>> k = torch.tensor([1., 1, 2, 2])
+    >>> float(auroc_within(torch.tensor([0., 1, 5, 4]), torch.tensor([0., 1, 0, 1]) + 2 * k))
+    0.5
+    >>> float(auroc_within(-k, torch.tensor([0., 1, 0, 1]) + 2 * k))
+    0.5
+    """
+    from ..variants.metrics import rank_average
+
+    y = torch.remainder(target, 2)
+    k = torch.div(target, 2, rounding_mode="floor").long()
+    n = pred.shape[-1]
+    onehot = torch.nn.functional.one_hot(k - k.min(), int(k.max() - k.min()) + 1).double()    # [..., n, S]
+    combined = (k - k.min()).double() * (n + 1) + rank_average(pred.double())
+    rank = rank_average(combined)                                   # strata in order, ranks within kept
+    size = onehot.sum(-2)                                           # [..., S]
+    below = torch.cumsum(size, -1) - size                           # items in lower strata
+    within = rank - (onehot * below.unsqueeze(-2)).sum(-1)
+    n1 = (onehot * y.unsqueeze(-1)).sum(-2)
+    n0 = size - n1
+    u = (within * y).sum(-1) - (n1 * (n1 + 1) / 2).sum(-1)
+    pairs = (n1 * n0).sum(-1)
+    return torch.where(pairs > 0, u / pairs.clamp(min=1), torch.full_like(u, float("nan")))
+
+
 def ndcg10(pred: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
     return ndcg(pred, target, 0.1)
 
 
-def library_table(scores: list[Score], labels: torch.Tensor, rows: int, *, n_boot: int, seed: int = 0
-                  ) -> tuple[dict[str, PairedBootstrap], list[Score]]:
+def library_table(scores: list[Score], labels: torch.Tensor, rows: int, *, n_boot: int, seed: int = 0,
+                  mutations: torch.Tensor | None = None) -> tuple[dict[str, PairedBootstrap], list[Score]]:
     """AUROC and NDCG@10% of every score computed on the first ``rows`` variants (paired bootstrap).
     The rows are put in a random order (``seed``) first: NDCG breaks ties in the scores by row order,
     and the library's order (classes interleaved, the surplus of non-binders last) must not decide them."""
@@ -178,8 +207,12 @@ def library_table(scores: list[Score], labels: torch.Tensor, rows: int, *, n_boo
     perm = torch.randperm(rows, generator=torch.Generator().manual_seed(seed))
     preds = {s.label: s.values[:rows][perm] for s in use}
     y = labels[:rows].double()[perm]
-    return {"auroc": PairedBootstrap(auroc, preds, y, n_boot=n_boot, seed=seed),
-            "ndcg": PairedBootstrap(ndcg10, preds, y, n_boot=n_boot, seed=seed)}, use
+    res = {"auroc": PairedBootstrap(auroc, preds, y, n_boot=n_boot, seed=seed),
+           "ndcg": PairedBootstrap(ndcg10, preds, y, n_boot=n_boot, seed=seed)}
+    if mutations is not None:
+        strata = y + 2 * mutations[:rows].double()[perm]
+        res["auroc_k"] = PairedBootstrap(auroc_within, preds, strata, n_boot=n_boot, seed=seed)
+    return res, use
 
 
 def spearman_interval(x: list[float], y: list[float], *, n_boot: int, seed: int = 0) -> tuple[Interval, int]:
