@@ -181,13 +181,15 @@ def auroc_within(pred: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
     y = torch.remainder(target, 2)
     k = torch.div(target, 2, rounding_mode="floor").long()
     n = pred.shape[-1]
-    onehot = torch.nn.functional.one_hot(k - k.min(), int(k.max() - k.min()) + 1).double()    # [..., n, S]
-    combined = (k - k.min()).double() * (n + 1) + rank_average(pred.double())
+    k = k - k.min()
+    S = int(k.max()) + 1
+    combined = k.double() * (n + 1) + rank_average(pred.double())
     rank = rank_average(combined)                                   # strata in order, ranks within kept
-    size = onehot.sum(-2)                                           # [..., S]
+    zeros = torch.zeros(k.shape[:-1] + (S,), dtype=torch.float64)
+    size = zeros.scatter_add(-1, k, torch.ones_like(rank))          # [..., S]
     below = torch.cumsum(size, -1) - size                           # items in lower strata
-    within = rank - (onehot * below.unsqueeze(-2)).sum(-1)
-    n1 = (onehot * y.unsqueeze(-1)).sum(-2)
+    within = rank - below.gather(-1, k)
+    n1 = zeros.scatter_add(-1, k, y.double())
     n0 = size - n1
     u = (within * y).sum(-1) - (n1 * (n1 + 1) / 2).sum(-1)
     pairs = (n1 * n0).sum(-1)
