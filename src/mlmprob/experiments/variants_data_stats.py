@@ -1,0 +1,227 @@
+"""Numbers of the ``variants_data`` report: the scores read back from the result files, and
+paired bootstrap estimates (every score of a table sees the same resamples, so that differences
+between two scores get their own interval).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+
+from ..errors import MLMProbError
+from ..variants.metrics import BOOT_ELEMENTS, auroc, ndcg, spearman
+from .variants_data_common import read_chunks
+from .variants_data_runner import GROUPS, SET_GROUPS
+
+BASELINES = GROUPS["baselines"]
+JOINT = ("masked_marginals_all", "masked_marginals_mt", "hcb", "ag", "epistasis")
+
+
+@dataclass
+class Score:
+    """One score of the library: ``values`` over the ordered library (NaN where not computed),
+    ``prefix``: length of the computed prefix (0 for ``ag``, computed on scattered rows)."""
+
+    model: str
+    method: str
+    values: torch.Tensor
+    prefix: int
+
+    @property
+    def label(self) -> str:
+        return self.method if self.model == "baseline" else f"{self.method} ({self.model})"
+
+
+@dataclass
+class Timing:
+    model: str
+    group: str
+    chunks: int
+    variants: int
+    seconds: float
+    cpu_seconds: float
+    rows_est: int
+
+
+def _split_name(stem: str, groups) -> tuple[str, str] | None:
+    for g in sorted(groups, key=len, reverse=True):
+        if stem.endswith("-" + g):
+            return stem[:-len(g) - 1], g
+    return None
+
+
+def load_scores(out: Path, n: int) -> tuple[list[Score], list[Timing]]:
+    """Every library score in ``out`` (files ``mher-<model>-<group>.jsonl``) and the time each took."""
+    scores, timings = [], []
+    for path in sorted(out.glob("mher-*.jsonl")):
+        split = _split_name(path.stem[len("mher-"):], GROUPS)
+        if split is None:
+            continue
+        model, group = split
+        chunks = read_chunks(path)
+        if not chunks:
+            continue
+        vals = {m: torch.full((n,), float("nan"), dtype=torch.float64) for m in GROUPS[group]}
+        covered = torch.zeros(n, dtype=torch.bool)
+        for c in chunks:
+            idx = torch.tensor(c["idx"] if "idx" in c else list(range(c["start"], c["stop"])), dtype=torch.long)
+            if "idx" not in c:
+                covered[idx] = True
+            for m in GROUPS[group]:
+                got = torch.tensor([float("nan") if x is None else x for x in c["scores"][m]], dtype=torch.float64)
+                if len(got) != len(idx):
+                    raise MLMProbError(f"{path}: chunk at {c['start']} holds {len(got)} {m} scores for {len(idx)} rows")
+                vals[m][idx] = got
+        prefix = 0 if group == "ag" else int(covered.long().cumprod(0).sum())
+        scores += [Score(model, m, v, prefix) for m, v in vals.items()]
+        timings.append(Timing(model, group, len(chunks), sum(c["n"] for c in chunks),
+                              sum(c["seconds"] for c in chunks), sum(c["cpu_seconds"] for c in chunks),
+                              sum(c["rows_est"] for c in chunks)))
+    return scores, timings
+
+
+def load_set_pll(out: Path) -> dict[tuple[str, str], dict[str, tuple[float, int]]]:
+    """``{(set, model): {antibody id: (PLL, residues)}}`` from ``<set>-<model>-pll.jsonl``."""
+    res: dict = {}
+    for group in SET_GROUPS:
+        name = group[:-4]
+        for path in sorted(out.glob(f"{name}-*-pll.jsonl")):
+            model = path.stem[len(name) + 1:-len("-pll")]
+            d = res.setdefault((name, model), {})
+            for c in read_chunks(path):
+                for i, p, r in zip(c["ids"], c["pll"], c["n_res"]):
+                    d[i] = (p, r)
+    return res
+
+
+def timings_of_sets(out: Path) -> list[Timing]:
+    res = []
+    for group in SET_GROUPS:
+        name = group[:-4]
+        for path in sorted(out.glob(f"{name}-*-pll.jsonl")):
+            chunks = read_chunks(path)
+            res.append(Timing(path.stem[len(name) + 1:-len("-pll")], group, len(chunks), sum(c["n"] for c in chunks),
+                              sum(c["seconds"] for c in chunks), sum(c["cpu_seconds"] for c in chunks),
+                              sum(c["rows_est"] for c in chunks)))
+    return res
+
+
+@dataclass(frozen=True)
+class Interval:
+    value: float
+    low: float
+    high: float
+
+    def fmt(self, digits: int = 3) -> str:
+        if math.isnan(self.value):
+            return "n/a"
+        if math.isnan(self.low):
+            return f"{self.value:.{digits}f}"
+        return f"{self.value:.{digits}f} [{self.low:.{digits}f}, {self.high:.{digits}f}]"
+
+    @property
+    def above_zero(self) -> bool:
+        return self.low > 0
+
+    @property
+    def below_zero(self) -> bool:
+        return self.high < 0
+
+
+def _interval(value: float, boots: torch.Tensor, level: float = 0.95) -> Interval:
+    boots = boots[torch.isfinite(boots)]
+    if len(boots) == 0:
+        return Interval(value, float("nan"), float("nan"))
+    q = torch.tensor([(1 - level) / 2, (1 + level) / 2], dtype=torch.float64)
+    lo, hi = torch.quantile(boots, q).tolist()
+    return Interval(value, lo, hi)
+
+
+class PairedBootstrap:
+    """A metric of several scores against one target on the same ``n_boot`` resamples of ``n`` rows."""
+
+    def __init__(self, metric, preds: dict[str, torch.Tensor], target: torch.Tensor, *, n_boot: int, seed: int):
+        n = len(target)
+        if n < 2:
+            raise MLMProbError(f"a bootstrap needs at least 2 rows, got {n}")
+        self.values = {k: float(metric(p, target)) for k, p in preds.items()}
+        g = torch.Generator().manual_seed(seed)
+        per = max(1, BOOT_ELEMENTS // n)
+        boots: dict[str, list] = {k: [] for k in preds}
+        for start in range(0, n_boot, per):
+            idx = torch.randint(n, (min(per, n_boot - start), n), generator=g)
+            t = target[idx]
+            for k, p in preds.items():
+                boots[k].append(metric(p[idx], t))
+        self.boots = {k: torch.cat(v) for k, v in boots.items()}
+
+    def estimate(self, key: str) -> Interval:
+        return _interval(self.values[key], self.boots[key])
+
+    def difference(self, a: str, b: str) -> Interval:
+        return _interval(self.values[a] - self.values[b], self.boots[a] - self.boots[b])
+
+
+def auroc_within(pred: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+    """AUROC over the binder / non-binder pairs with the same number of mutations: ``target`` =
+    ``label + 2 k``. Mann-Whitney within each stratum ``k``, summed over the strata (ties count 1/2);
+    a score that only counts mutations gets exactly 0.5.
+
+    >>> k = torch.tensor([1., 1, 2, 2])
+    >>> float(auroc_within(torch.tensor([0., 1, 5, 4]), torch.tensor([0., 1, 0, 1]) + 2 * k))
+    0.5
+    >>> float(auroc_within(-k, torch.tensor([0., 1, 0, 1]) + 2 * k))
+    0.5
+    """
+    from ..variants.metrics import rank_average
+
+    y = torch.remainder(target, 2)
+    k = torch.div(target, 2, rounding_mode="floor").long()
+    n = pred.shape[-1]
+    k = k - k.min()
+    S = int(k.max()) + 1
+    combined = k.double() * (n + 1) + rank_average(pred.double())
+    rank = rank_average(combined)                                   # strata in order, ranks within kept
+    zeros = torch.zeros(k.shape[:-1] + (S,), dtype=torch.float64)
+    size = zeros.scatter_add(-1, k, torch.ones_like(rank))          # [..., S]
+    below = torch.cumsum(size, -1) - size                           # items in lower strata
+    within = rank - below.gather(-1, k)
+    n1 = zeros.scatter_add(-1, k, y.double())
+    n0 = size - n1
+    u = (within * y).sum(-1) - (n1 * (n1 + 1) / 2).sum(-1)
+    pairs = (n1 * n0).sum(-1)
+    return torch.where(pairs > 0, u / pairs.clamp(min=1), torch.full_like(u, float("nan")))
+
+
+def ndcg10(pred: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+    return ndcg(pred, target, 0.1)
+
+
+def library_table(scores: list[Score], labels: torch.Tensor, rows: int, *, n_boot: int, seed: int = 0,
+                  mutations: torch.Tensor | None = None) -> tuple[dict[str, PairedBootstrap], list[Score]]:
+    """AUROC and NDCG@10% of every score computed on the first ``rows`` variants (paired bootstrap).
+    The rows are put in a random order (``seed``) first: NDCG breaks ties in the scores by row order,
+    and the library's order (classes interleaved, the surplus of non-binders last) must not decide them."""
+    use = [s for s in scores if s.prefix >= rows and bool(torch.isfinite(s.values[:rows]).all())]
+    perm = torch.randperm(rows, generator=torch.Generator().manual_seed(seed))
+    preds = {s.label: s.values[:rows][perm] for s in use}
+    y = labels[:rows].double()[perm]
+    res = {"auroc": PairedBootstrap(auroc, preds, y, n_boot=n_boot, seed=seed),
+           "ndcg": PairedBootstrap(ndcg10, preds, y, n_boot=n_boot, seed=seed)}
+    if mutations is not None:
+        strata = y + 2 * mutations[:rows].double()[perm]
+        res["auroc_k"] = PairedBootstrap(auroc_within, preds, strata, n_boot=n_boot, seed=seed)
+    return res, use
+
+
+def spearman_interval(x: list[float], y: list[float], *, n_boot: int, seed: int = 0) -> tuple[Interval, int]:
+    """Spearman's rho of the pairs where both are known, with its bootstrap interval, and n."""
+    pairs = [(a, b) for a, b in zip(x, y) if a is not None and b is not None and math.isfinite(a) and math.isfinite(b)]
+    if len(pairs) < 3:
+        return Interval(float("nan"), float("nan"), float("nan")), len(pairs)
+    a, b = (torch.tensor(c, dtype=torch.float64) for c in zip(*pairs))
+    pb = PairedBootstrap(spearman, {"x": a}, b, n_boot=n_boot, seed=seed)
+    return pb.estimate("x"), len(pairs)
