@@ -23,7 +23,7 @@ import torch
 
 from ..batching import DEFAULT_BATCH_TOKENS
 from ..errors import MLMProbError, TokenizationError
-from ..runtime.inputs import Record
+from ..runtime.inputs import Record, fasta_records
 from ..scoring import SequenceScore, score_records
 
 
@@ -136,17 +136,11 @@ def parse_sequences(text: str, limits: Limits = LIMITS) -> list[Record]:
     if not lines:
         raise MLMProbError("no sequence given: paste one sequence or sentence per line, or FASTA")
     if lines[0].startswith(">"):
-        records: list[Record] = []
-        name, buf = None, []
-        for line in lines + [">"]:
-            if line.startswith(">"):
-                if name is not None:
-                    if not buf:
-                        raise MLMProbError(f"FASTA record {name!r} has no sequence")
-                    records.append(Record(name, "".join(buf)))
-                name, buf = (line[1:].split() or [f"seq{len(records) + 1}"])[0], []
-            else:
-                buf.append("".join(line.split()))
+        records = [Record(r.id, "".join(r.seq.split()))
+                   for r in fasta_records(lines, lambda: "the input", unnamed="seq{}")]
+        empty = next((r.id for r in records if not r.seq), None)
+        if empty is not None:
+            raise MLMProbError(f"FASTA record {empty!r} has no sequence")
     elif any(line.startswith(">") for line in lines):
         raise MLMProbError("the input mixes FASTA headers ('>') with plain lines; use one form")
     else:

@@ -14,7 +14,7 @@ import json
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
+from typing import Callable, Iterable, Iterator
 
 from ..errors import MLMProbError
 
@@ -129,7 +129,14 @@ def _text(lines: _Lines, column, id_column) -> Iterator[Record]:
             yield Record(f"line{lines.lineno}", line.strip())
 
 
-def _fasta(lines: _Lines, column, id_column) -> Iterator[Record]:
+def fasta_records(lines: Iterable[str], where: Callable[[], str], unnamed: str = "record{}") -> Iterator[Record]:
+    """FASTA records from text lines: ``>NAME ...`` starts a record (its id: the first word, or
+    ``unnamed`` numbered from 1), the lines after it are joined; ``where()`` names the current line in
+    the error for sequence before any header.
+
+    >>> [(r.id, r.seq) for r in fasta_records([">a x", "AC", "DE", ">", "KL"], lambda: "here")]
+    [('a', 'ACDE'), ('record2', 'KL')]
+    """
     name, chunks, n = None, [], 0
     for line in lines:
         line = line.strip()
@@ -137,13 +144,17 @@ def _fasta(lines: _Lines, column, id_column) -> Iterator[Record]:
             if name is not None:
                 yield Record(name, "".join(chunks))
                 n += 1
-            name, chunks = line[1:].split()[0] if line[1:].strip() else f"record{n + 1}", []
+            name, chunks = line[1:].split()[0] if line[1:].strip() else unnamed.format(n + 1), []
         elif line:
             if name is None:
-                raise MLMProbError(f"{lines.path}: line {lines.lineno} holds sequence before any '>' header; not FASTA")
+                raise MLMProbError(f"{where()} holds sequence before any '>' header; not FASTA")
             chunks.append(line)
     if name is not None:
         yield Record(name, "".join(chunks))
+
+
+def _fasta(lines: _Lines, column, id_column) -> Iterator[Record]:
+    return fasta_records(lines, lambda: f"{lines.path}: line {lines.lineno}")
 
 
 def _table(lines: _Lines, delimiter: str, column: str, id_column: str | None) -> Iterator[Record]:
