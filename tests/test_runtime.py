@@ -18,16 +18,36 @@ from mlmprob.runtime.writers import open_writer, read_results
 
 
 # -- device and dtype -----------------------------------------------------------------------------
-@pytest.mark.parametrize("flags,expected", [
-    ({"avx2", "fma"}, torch.float32),                  # AMD EPYC without AVX-512: never bf16
-    ({"avx512f", "avx512_bf16"}, torch.bfloat16),
-    ({"amx_bf16", "amx_tile"}, torch.bfloat16),
-    (set(), torch.float32),
+@pytest.mark.parametrize("flags,speedup,expected", [
+    ({"avx2", "fma"}, None, torch.float32),                  # AMD EPYC without AVX-512: never bf16, not measured
+    ({"avx512f", "avx512_bf16"}, 2.1, torch.bfloat16),       # native units, measured faster
+    ({"amx_bf16", "amx_tile"}, 3.0, torch.bfloat16),
+    ({"avx512f", "avx512_bf16"}, 1.2, torch.float32),        # native units, but not measured faster enough
+    (set(), None, torch.float32),
 ])
-def test_auto_dtype_on_cpus(monkeypatch, flags, expected):
+def test_auto_dtype_on_cpus(monkeypatch, flags, speedup, expected):
+    def measured():
+        assert speedup is not None, "a CPU without native bf16 units must not be measured"
+        return speedup
+
     monkeypatch.setattr(rdev, "cpu_flags", lambda: frozenset(flags))
+    monkeypatch.setattr(rdev, "cpu_bf16_speedup", measured)
     assert rdev.auto_dtype(torch.device("cpu")) == expected
     assert rdev.resolve_dtype("auto", "cpu") == expected
+
+
+def test_cpu_bf16_speedup_is_measured_once_per_machine(monkeypatch, tmp_path):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    calls = []
+    monkeypatch.setattr(rdev, "_matmul_seconds", lambda dtype, **k: calls.append(dtype) or (2.0 if dtype == torch.float32 else 1.0))
+    rdev.cpu_bf16_speedup.cache_clear()
+    try:
+        assert rdev.cpu_bf16_speedup() == 2.0 and len(calls) == 2
+        rdev.cpu_bf16_speedup.cache_clear()           # a new process reads the stored measurement
+        assert rdev.cpu_bf16_speedup() == 2.0 and len(calls) == 2
+        assert (tmp_path / "mlmprob" / "cpu-dtype.json").exists()
+    finally:
+        rdev.cpu_bf16_speedup.cache_clear()
 
 
 def test_auto_dtype_on_gpus_and_names(monkeypatch):
