@@ -10,29 +10,7 @@ from mlmprob.errors import MLMProbError
 from mlmprob.models.forward import GivenRows, forward_all, plan_groups
 from mlmprob.models.windowed import WindowedMLM
 
-from conftest import tiny_hf
-
-
-class OOMAbove:
-    """A model that raises torch's out-of-memory error on any call with more than ``limit`` rows."""
-
-    def __init__(self, mlm, limit):
-        self.mlm, self.limit, self.calls = mlm, limit, []
-        self.mask_id, self.vocab_size = mlm.mask_id, mlm.vocab_size
-
-    def __getattr__(self, name):
-        if name == "mlm":
-            raise AttributeError(name)
-        return getattr(self.mlm, name)
-
-    def _check(self, ids):
-        self.calls.append(ids.shape[0])
-        if ids.shape[0] > self.limit:
-            raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB")
-
-    def logits(self, ids):
-        self._check(ids)
-        return self.mlm.logits(ids)
+from conftest import DeviceOOMAbove, OOMAbove, tiny_hf
 
 
 def _algorithms(m, gen):
@@ -147,3 +125,12 @@ def test_given_rows_of_different_groups_are_forwarded_apart():
                       torch.zeros(5, dtype=torch.long))
     assert m.shapes == [(2, 4), (2, 4), (1, 4)]
     torch.testing.assert_close(out, m.logits(ids)[:, 0].float(), atol=0, rtol=0)
+
+
+def test_the_device_hot_path_backs_off_too(tiny_bert, capsys):
+    ids = tiny_bert.encode(["ACDEFGHIKL", "KLA"]).input_ids
+    ref = mlmprob.pll(tiny_bert, ids)
+    fake = DeviceOOMAbove(tiny_bert, 3)
+    torch.testing.assert_close(mlmprob.pll(fake, ids), ref, atol=1e-5, rtol=0)  # smaller shapes: float32 rounding
+    assert fake.calls[0] == 10 and max(fake.calls[1:]) <= 5   # 10 copies -> 5 -> 2, kept
+    assert capsys.readouterr().err.count("out of memory") == 1

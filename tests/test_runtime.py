@@ -16,6 +16,8 @@ from mlmprob.runtime.pool import map_ordered, parse_devices
 from mlmprob.runtime.shard import Shard, parse_shard
 from mlmprob.runtime.writers import open_writer, read_results
 
+from conftest import OOMAbove
+
 
 # -- device and dtype -----------------------------------------------------------------------------
 @pytest.mark.parametrize("flags,speedup,expected", [
@@ -289,20 +291,6 @@ def test_pool_keeps_input_order_and_reports_errors():
 
 
 # -- out-of-memory back-off -----------------------------------------------------------------------
-class OOMAbove:
-    """Wraps a model; raises torch's out-of-memory error on sub-batches of more than ``limit`` rows."""
-
-    def __init__(self, mlm, limit):
-        self.mlm, self.limit, self.calls = mlm, limit, []
-        self.mask_id, self.vocab_size = mlm.mask_id, mlm.vocab_size
-
-    def logits(self, ids):
-        self.calls.append(ids.shape[0])
-        if ids.shape[0] > self.limit:
-            raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB")
-        return self.mlm.logits(ids)
-
-
 def test_oom_halves_the_sub_batch_and_loses_nothing(capsys):
     from mlmprob import LookupMLM, pll
 
