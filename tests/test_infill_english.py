@@ -7,13 +7,13 @@ import torch
 
 from mlmprob.errors import MLMProbError
 from mlmprob.infill import candidate_ids
-from mlmprob.infill.english_gaps import (
+from mlmprob.experiments.english_gaps import (
     encode_sentences,
     load_sentences,
     sample_token_gaps,
 )
 from mlmprob.infill.metrics import bleu
-from mlmprob.infill.runner import (
+from mlmprob.experiments.infill_runner import (
     ExperimentConfig,
     gap_inputs,
     main,

@@ -1,7 +1,7 @@
 """The ``en-small`` English model: held-out evaluation and export into the package.
 
 Evaluation sets (never trained on): the trainer's own held-out split of the training corpus, SNLI
-test sentences and XSum test summaries (``mlmprob.infill.english_sets.evaluation_sets``). Per set:
+test sentences and XSum test summaries (``mlmprob.experiments.english_sets.evaluation_sets``). Per set:
 
 - single-token masked accuracy and PLL per token: every token masked on its own (the
   pseudo-log-likelihood copies), top-1 over the whole vocabulary;
@@ -28,7 +28,7 @@ import torch
 
 from ..errors import MLMProbError
 from ..jsonl import dumps
-from ..infill.english_sets import FILES as EVAL_FILES
+from .english_sets import FILES as EVAL_FILES
 from ..training.data import TextSource, split_heldout
 from ..training.masking import generator_for, select_positions
 from .data_option import add_data_option, resolve_data_dir
@@ -109,9 +109,9 @@ def score_set(mlm, name: str, sentences: list[str], *, unigram_id: int | None = 
 
 
 def _encodable(mlm, texts: list[str]):
-    """``infill.english_gaps.encode_sentences`` of ``texts``, with the skipped counted by reason
+    """``english_gaps.encode_sentences`` of ``texts``, with the skipped counted by reason
     (``n_long``, ``n_unknown``); any other reason to refuse a text is an error."""
-    from ..infill.english_gaps import Sentence, encode_sentences
+    from .english_gaps import Sentence, encode_sentences
 
     enc = encode_sentences(mlm, [Sentence(str(i), t) for i, t in enumerate(texts)])
     n_unknown = sum("unknown token" in why for _, why in enc.skipped)
@@ -166,7 +166,7 @@ def evaluate(model: str, out: Path, data: str | Path, corpus: Path, run_dir: Pat
     """Score ``model`` on the run's held-out lines, SNLI and XSum; the unigram baseline is the most
     frequent token of the run's training lines."""
     from ..models import load_mlm
-    from ..infill.english_sets import evaluation_sets
+    from .english_sets import evaluation_sets
 
     mlm = load_mlm(model)
     train_lines, held = split_lines(run_dir, corpus)

@@ -3,7 +3,7 @@
 Sources (training): the Brown corpus (tags stripped), Jane Austen's six novels (paragraphs split into
 sentences), WikiText-2 valid+test (``@-@`` joins undone; sentences with ``<unk>`` dropped), and the
 5k WikiText-103 and BookCorpus sentences. SNLI and XSum are *not* read here: they are kept for
-evaluation (``evaluation_sets``, defined in ``mlmprob.infill.english_sets``). Nothing is copied into
+evaluation (``evaluation_sets``, defined in ``mlmprob.experiments.english_sets``). Nothing is copied into
 the repository; the corpus is written to an ignored run directory.
 
     python -m mlmprob.experiments.english_corpus --data ../shared/data --out runs/en-small/corpus.txt
@@ -23,7 +23,7 @@ from pathlib import Path
 from ..errors import MLMProbError
 from ..jsonl import dumps
 # the held-out sets and the word limits the training sentences share with them (importable from here too)
-from ..infill.english_sets import MAX_WORDS, MIN_WORDS, evaluation_sets
+from .english_sets import MAX_WORDS, MIN_WORDS, evaluation_sets
 from .data_option import add_data_option, resolve_data_dir
 
 __all__ = ["AUSTEN", "CORPUS_FILES", "MAX_WORDS", "MIN_WORDS", "corpus_sentences", "detokenize_wikitext",

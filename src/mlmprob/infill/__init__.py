@@ -3,8 +3,8 @@
 ``infill`` (standard and HCB beam search, left-to-right or best-to-worst), ``sample_infill`` (the
 sampling baselines with the same forward passes), the ablations (``corrections``), exhaustive
 references (``exhaustive_infill``, ``exact_infill``), metrics, the experiment runner
-(``python -m mlmprob.infill.runner``), paired HCB-vs-standard comparisons (``paired``) and the HCB
-pivot sweep (``python -m mlmprob.infill.pivots``).
+(``python -m mlmprob.experiments.infill_runner``), paired HCB-vs-standard comparisons (``paired``) and the HCB
+pivot sweep (``python -m mlmprob.experiments.infill_pivots``).
 """
 
 from .baselines import BASELINES, SamplingConfig, sample_infill

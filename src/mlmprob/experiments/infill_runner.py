@@ -14,16 +14,16 @@ records (a line cut by a kill is dropped and redone). Tables (markdown):
 - Table 1 shape: methods x (metric, number of missing residues or tokens), one per model and region;
 - Table 2 shape: methods x models (a metric averaged over all gap lengths), one per region;
 - Table 3 shape: HCB, standard and the two ablations x models;
-- Table 4: HCB vs standard beam search paired on the same gaps, with an exact sign test (``paired``).
+- Table 4: HCB vs standard beam search paired on the same gaps, with an exact sign test (``infill_paired``).
 
 Smoke run (a minute on a laptop CPU)::
 
-    python -m mlmprob.infill.runner --models sapiens-vh --n-gaps 5 --lengths 2 3 4 5 6 7 \\
+    python -m mlmprob.experiments.infill_runner --models sapiens-vh --n-gaps 5 --lengths 2 3 4 5 6 7 \\
         --out results/infill_smoke.jsonl --tables results/infill_smoke.md
 
 English (any masked LM with a sub-word tokenizer; gaps of 1-4 tokens here)::
 
-    python -m mlmprob.infill.runner --models en-small --dataset snli --n-gaps 100 --lengths 1 2 3 4 \\
+    python -m mlmprob.experiments.infill_runner --models en-small --dataset snli --n-gaps 100 --lengths 1 2 3 4 \\
         --out results/infill_en_snli.jsonl --tables results/infill_en_snli.md
 
 Randomness: gap draws from ``seed`` (gap ``i`` is the same whatever ``n_gaps``); each
@@ -32,7 +32,7 @@ resumption), except the context-scramble memory, which is filled by the gaps run
 the process.
 
 Code: this module draws the gaps, runs and records them, and is the command line; the datasets,
-methods and metrics are in ``choices``, the tables in ``tables``.
+methods and metrics are in ``infill_choices``, the tables in ``infill_tables``.
 """
 
 from __future__ import annotations
@@ -47,16 +47,16 @@ from typing import Callable
 import torch
 
 from ..errors import MLMProbError
+from ..infill.corrections import ContextScramble
+from ..infill.gap import InfillCandidate
+from ..infill.metrics import gap_metrics
 from ..jsonl import dumps, read_jsonl, trim_partial_line
 from .antibody_gaps import GapSpec, load_chains, sample_gaps
 # the choices and the tables, importable from here as before they had modules of their own
-from .choices import (ABLATION_ORDER, ABLATIONS, ANTIBODY_DATASETS, BEAM_METHODS, DATASETS, LABELS, METHODS, METRICS,
-                      REGIONS, dataset_regions, is_english, run_method)
-from .corrections import ContextScramble
+from .infill_choices import (ABLATION_ORDER, ABLATIONS, ANTIBODY_DATASETS, BEAM_METHODS, DATASETS, LABELS, METHODS,
+                             METRICS, REGIONS, dataset_regions, is_english, run_method)
 from .english_gaps import TokenGap, encode_sentences, load_sentences, sample_token_gaps, seed_of
-from .gap import InfillCandidate
-from .metrics import gap_metrics
-from .tables import summarize, table_ablations, table_methods_by_k, table_models, tables_markdown, unit_of
+from .infill_tables import summarize, table_ablations, table_methods_by_k, table_models, tables_markdown, unit_of
 
 __all__ = ["ABLATION_ORDER", "ABLATIONS", "ANTIBODY_DATASETS", "BEAM_METHODS", "DATASETS", "LABELS", "METHODS",
            "METRICS", "REGIONS", "CountingMLM", "ExperimentConfig", "add_data_option", "dataset_regions", "draw_data",
@@ -276,7 +276,7 @@ def resolve_data_dir(given: str | Path | None) -> str | Path:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m mlmprob.infill.runner", description=__doc__.split("\n")[0],
+    p = argparse.ArgumentParser(prog="python -m mlmprob.experiments.infill_runner", description=__doc__.split("\n")[0],
                                 formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     d = ExperimentConfig()
     p.add_argument("--out", required=True, help="result file (JSONL); rerunning continues it")

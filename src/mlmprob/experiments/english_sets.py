@@ -3,8 +3,8 @@ XSum test summaries (``xsum_test.jsonl``, field ``summary``) of the shared data 
 sentences of ``MIN_WORDS..MAX_WORDS`` words. Neither is used to train ``en-small``: the training corpus
 (``mlmprob.experiments.english_corpus``) applies the same word limits to other sources.
 
-Here, below both the infilling gaps (``english_gaps``) and the English experiments, so that neither
-layer has to import the other for its data.
+Shared by the infilling gaps (``english_gaps``) and the English experiments (``english``,
+``english_corpus``).
 """
 
 from __future__ import annotations
