@@ -12,7 +12,7 @@ from mlmprob.experiments.english_gaps import (
     load_sentences,
     sample_token_gaps,
 )
-from mlmprob.infill.metrics import bleu
+from mlmprob.metrics import bleu
 from mlmprob.experiments.infill_runner import (
     ExperimentConfig,
     gap_inputs,

@@ -17,8 +17,9 @@ from collections import defaultdict
 from pathlib import Path
 
 from ..jsonl import read_jsonl
+from ..metrics.sequences import corpus_bleu, stutter_rate
 from .cdr_h3_common import (ANNEALS, CONFIGS, PTEMPS, RESULTS_FILE, RUNS_FILE, T5_ANNEAL, TABLES, TOPPS, RunOptions,
-                            corpus_bleu, read_results, stutter_rate)
+                            read_results)
 
 REPORT_FILE, NOTES_FILE, ANTIBODIES_FILE = "report.md", "notes.md", "antibodies.json"
 

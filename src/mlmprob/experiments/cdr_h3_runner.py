@@ -20,9 +20,9 @@ import torch
 
 from ..errors import MLMProbError
 from ..jsonl import dumps, trim_partial_line
+from ..metrics.sequences import stutter_rate
 from ..models.protocol import MaskedLM
-from .cdr_h3_common import (CONFIGS, RESULTS_FILE, WORK_DIR, Config, RunOptions, read_results, seq_metrics,
-                            stutter_rate)
+from .cdr_h3_common import CONFIGS, RESULTS_FILE, WORK_DIR, Config, RunOptions, read_results, seq_metrics
 
 # -- data ------------------------------------------------------------------------------------------
 

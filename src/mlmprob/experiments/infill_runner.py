@@ -49,7 +49,7 @@ import torch
 from ..errors import MLMProbError
 from ..infill.corrections import ContextScramble
 from ..infill.gap import InfillCandidate
-from ..infill.metrics import gap_metrics
+from ..metrics.sequences import gap_metrics
 from ..jsonl import dumps, read_jsonl, trim_partial_line
 from .antibody_gaps import GapSpec, load_chains, sample_gaps
 # the choices and the tables, importable from here as before they had modules of their own

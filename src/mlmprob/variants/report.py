@@ -12,8 +12,8 @@ from typing import Iterable, Sequence
 import torch
 
 from ..errors import MLMProbError
+from ..metrics.ranking import Estimate, evaluate
 from ..models.protein import CANONICAL
-from .metrics import Estimate, evaluate
 from .saturate import SCORES, Saturation
 
 METRICS = ("spearman", "auroc", "ndcg", "top_recall")
