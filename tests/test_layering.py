@@ -89,3 +89,20 @@ def test_only_experiments_import_experiments():
     up = [(m, t) for m, ts in import_graph().items() for t in ts
           if t.startswith("mlmprob.experiments") and not m.startswith("mlmprob.experiments")]
     assert up == []
+
+
+def test_the_base_modules_import_nothing_above_them():
+    """The alphabet imports nothing of mlmprob; the metrics only the errors and each other."""
+    g = import_graph()
+    assert g["mlmprob.alphabet"] == set()
+    for mod in ("mlmprob.metrics", "mlmprob.metrics.sequences", "mlmprob.metrics.ranking"):
+        assert {t for t in g[mod] if not t.startswith("mlmprob.metrics")} <= {"mlmprob.errors"}, mod
+
+
+def test_the_amino_acid_alphabet_is_written_once():
+    """``mlmprob.alphabet.AMINO_ACIDS`` is the one definition: no module spells the 20 letters out again."""
+    from mlmprob.alphabet import AMINO_ACIDS
+
+    spelled = [str(p.relative_to(SRC)) for p in (SRC / "mlmprob").rglob("*.py")
+               if p.name != "alphabet.py" and any(f"{q}{AMINO_ACIDS}{q}" in p.read_text() for q in "\"'")]
+    assert spelled == []

@@ -7,6 +7,7 @@ import json
 import pytest
 import torch
 
+from mlmprob.alphabet import AMINO_ACIDS
 from mlmprob.errors import MLMProbError
 from mlmprob.experiments import variants_data, variants_data_runner
 from mlmprob.experiments.variants_data_common import (FRAMEWORK, TAIL, WT_CDR, load_library, read_chunks,
@@ -23,6 +24,7 @@ from conftest import shared_data_file
 
 def test_blosum62_known_entries_and_symmetry():
     assert set(BLOSUM62) == set(ORDER) and all(set(r) == set(ORDER) for r in BLOSUM62.values())
+    assert sorted(ORDER) == sorted(AMINO_ACIDS)                      # the table's order of the one alphabet
     assert all(BLOSUM62[a][b] == BLOSUM62[b][a] for a in ORDER for b in ORDER)
     known = {("W", "W"): 11, ("C", "C"): 9, ("A", "A"): 4, ("H", "H"): 8, ("P", "P"): 7, ("F", "Y"): 3,
              ("I", "V"): 3, ("D", "E"): 2, ("H", "Y"): 2, ("W", "N"): -4, ("G", "I"): -4, ("C", "E"): -4,

@@ -18,9 +18,9 @@ from pathlib import Path
 
 import torch
 
+from ..alphabet import is_protein
 from ..errors import MLMProbError
 
-AMINO_ACIDS = frozenset("ACDEFGHIKLMNPQRSTVWY")
 AHO_CDRH3 = (107, 138)   # 1-based inclusive AHo columns
 DATASETS = {"gdpa1": "antibody/GDPa1_v1.2.csv", "thera": "antibody/thera_sabdab.csv"}
 REGIONS = ("random", "cdrh3")
@@ -87,7 +87,7 @@ def load_chains(dataset: str, data_dir: str | Path) -> list[Chain]:
                 cdr = aho_span(aligned) if aligned.replace("-", "") == seq else None
             else:
                 seq, cid, cdr = row["HC"].strip(), row["Therapeutic"] or f"row{i + 1}", None
-            if not seq or seq in seen or not set(seq) <= AMINO_ACIDS:
+            if seq in seen or not is_protein(seq):
                 continue
             seen.add(seq)
             chains.append(Chain(cid, seq, cdr))
