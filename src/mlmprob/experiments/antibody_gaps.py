@@ -20,6 +20,7 @@ import torch
 
 from ..alphabet import is_protein
 from ..errors import MLMProbError
+from .data_option import resolve_data_dir
 
 AHO_CDRH3 = (107, 138)   # 1-based inclusive AHo columns
 DATASETS = {"gdpa1": "antibody/GDPa1_v1.2.csv", "thera": "antibody/thera_sabdab.csv"}
@@ -75,9 +76,7 @@ def load_chains(dataset: str, data_dir: str | Path) -> list[Chain]:
     of each sequence kept."""
     if dataset not in DATASETS:
         raise MLMProbError(f"unknown dataset {dataset!r}; use one of {', '.join(DATASETS)}")
-    path = Path(data_dir) / DATASETS[dataset]
-    if not path.exists():
-        raise MLMProbError(f"{path} does not exist (pass --data DIR, the shared data folder)")
+    path = resolve_data_dir(data_dir, [DATASETS[dataset]]) / DATASETS[dataset]
     chains, seen = [], set()
     with path.open(newline="") as f:
         for i, row in enumerate(csv.DictReader(f)):

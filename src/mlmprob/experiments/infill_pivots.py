@@ -25,10 +25,11 @@ from typing import Callable, Sequence
 from ..errors import MLMProbError
 from ..infill.beam import beam_search, make_correction
 from ..jsonl import dumps, trim_partial_line
-from .infill_choices import DATASETS, REGIONS
+from .data_option import add_data_option, resolve_data_dir
+from .infill_choices import DATA_FILES, DATASETS, REGIONS, dataset_files
 from .infill_paired import discordant, exact_sign_test
-from .infill_runner import (CountingMLM, ExperimentConfig, add_data_option, draw_data, measure_gap, model_gaps,
-                            model_label, read_records, report_progress, resolve_data_dir)
+from .infill_runner import (CountingMLM, ExperimentConfig, draw_data, measure_gap, model_gaps, model_label, read_records,
+                            report_progress)
 
 
 def token_name(mlm, token_id: int) -> str:
@@ -211,11 +212,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--seed", type=int, default=d.seed)
     p.add_argument("--device", default=d.device)
     p.add_argument("--dtype", default=None)
-    add_data_option(p)
+    add_data_option(p, f"the dataset's files ({', '.join(DATA_FILES)})", "--data-dir")
     args = p.parse_args(argv)
     try:
         if not args.report_only:
-            data_dir = resolve_data_dir(args.data_dir)
+            data_dir = resolve_data_dir(args.data, dataset_files(args.dataset))
             cfg = PivotSweepConfig(args.model, args.dataset, args.region, args.k, args.n_gaps, args.beam_size,
                                    args.order, None if args.pivots is None else tuple(args.pivots), args.seed,
                                    args.device, args.dtype)
