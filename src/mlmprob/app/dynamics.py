@@ -17,11 +17,13 @@ from typing import Iterator
 import torch
 
 from ..errors import MLMProbError
+from ..joints.constructions import METHOD_LABELS
 from .compute import LIMITS, Limits, _bt, decode, encode_one, parse_numbers, word_tokens
 
 ENERGIES = ("local", "raw")
 INITS = ("given", "greedy", "random")
-JOINT_NAMES = {"mlm": "MLM", "mrf": "MRF", "mrf_logit": "MRF-logit", "hcb": "HCB", "ag": "AG"}
+# the joints in the order the app shows them, under their display names
+JOINT_NAMES = {m: METHOD_LABELS[m] for m in ("mlm", "mrf", "mrf_logit", "hcb", "ag")}
 
 
 # -- Sample ----------------------------------------------------------------------------------------
