@@ -1,7 +1,7 @@
 """What the CDR-H3 runner (``cdr_h3``, ``cdr_h3_runner``) and its report (``cdr_h3_report``) share: the
 result file names, the sequence metrics of a design (``seq_metrics``, computed by ``mlmprob.metrics``),
-the sampler configurations and the tables that read them, the run settings, and the results reader. Neither the runner nor the report
-is imported here, so the report never depends on the runner.
+the sampler configurations and the tables that read them, the run settings, and the results reader.
+Neither the runner nor the report is imported here, so the report never depends on the runner.
 """
 
 from __future__ import annotations

@@ -162,7 +162,7 @@ def most_frequent_token(mlm, lines: list[str]) -> int:
     return int(torch.bincount(tokens, minlength=mlm.vocab_size).argmax())
 
 
-def evaluate(model: str, out: Path, data: str | Path, corpus: Path, run_dir: Path, n: int, seed: int) -> list:
+def evaluate_model(model: str, out: Path, data: str | Path, corpus: Path, run_dir: Path, n: int, seed: int) -> list:
     """Score ``model`` on the run's held-out lines, SNLI and XSum; the unigram baseline is the most
     frequent token of the run's training lines."""
     from ..models import load_mlm
@@ -284,7 +284,7 @@ def main(argv=None) -> int:
             if args.threads:
                 torch.set_num_threads(args.threads)
             data = resolve_data_dir(args.data, EVAL_FILES)      # before loading anything: absent data is one clear line
-            evaluate(args.model, Path(args.out), data, Path(args.corpus), Path(args.run), args.n, args.seed)
+            evaluate_model(args.model, Path(args.out), data, Path(args.corpus), Path(args.run), args.n, args.seed)
             cmd = Path(args.command_file).read_text() if args.command_file else None
             run_dir = Path(args.run)
             if (run_dir / "loss_curve.png").is_file():

@@ -28,8 +28,8 @@ from ..jsonl import dumps, trim_partial_line
 from .data_option import add_data_option, resolve_data_dir
 from .infill_choices import DATA_FILES, DATASETS, REGIONS, dataset_files
 from .infill_paired import discordant, exact_sign_test
-from .infill_runner import (CountingMLM, ExperimentConfig, draw_data, measure_gap, model_gaps, model_label, read_records,
-                            report_progress)
+from .infill_runner import (CountingMLM, ExperimentConfig, draw_data, measure_gap, model_gaps, model_label,
+                            read_records, report_progress)
 
 
 def token_name(mlm, token_id: int) -> str:

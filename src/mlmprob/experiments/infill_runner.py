@@ -57,12 +57,12 @@ from .english_gaps import TokenGap, encode_sentences, load_sentences, sample_tok
 # the choices and the tables, importable from here as before they had modules of their own
 from .infill_choices import (ABLATION_ORDER, ABLATIONS, ANTIBODY_DATASETS, BEAM_METHODS, DATA_FILES, DATASETS, LABELS,
                              METHODS, METRICS, REGIONS, dataset_files, dataset_regions, is_english, run_method)
-from .infill_tables import summarize, table_ablations, table_methods_by_k, table_models, tables_markdown, unit_of
+from .infill_tables import metric_means, table_ablations, table_methods_by_k, table_models, tables_markdown, unit_of
 
 __all__ = ["ABLATION_ORDER", "ABLATIONS", "ANTIBODY_DATASETS", "BEAM_METHODS", "DATASETS", "LABELS", "METHODS",
            "METRICS", "REGIONS", "CountingMLM", "ExperimentConfig", "dataset_files", "dataset_regions", "draw_data",
            "gap_fields", "gap_inputs", "is_english", "main", "measure_gap", "model_gaps", "model_label", "read_records",
-           "record_key", "report_progress", "run_experiment", "run_method", "summarize",
+           "record_key", "report_progress", "run_experiment", "run_method", "metric_means",
            "table_ablations", "table_methods_by_k", "table_models", "tables_markdown", "unit_of"]
 
 

@@ -94,7 +94,7 @@ def load_library(data: Path, seed: int = 0) -> Library:
 
 
 @dataclass(frozen=True)
-class Antibody:
+class AssayedAntibody:
     """One antibody of a developability set: id, VH, and its assay values (None when missing)."""
 
     id: str
@@ -110,7 +110,7 @@ def _number(x: str):
     return v if math.isfinite(v) else None
 
 
-def load_assay_set(data: Path, name: str) -> tuple[list[Antibody], list[str]]:
+def load_assay_set(data: Path, name: str) -> tuple[list[AssayedAntibody], list[str]]:
     """``name`` in {"gdpa1", "jain"}: the antibodies whose VH has only standard residues, and the
     assay names. Jain-137's blank row and footnote are dropped (rows without a VH)."""
     if name == "gdpa1":
@@ -132,7 +132,7 @@ def load_assay_set(data: Path, name: str) -> tuple[list[Antibody], list[str]]:
         vh = (r.get(vh_col) or "").strip().upper()
         if not is_protein(vh):
             continue
-        out.append(Antibody(r[id_col].strip(), vh, {a: _number(r.get(a)) for a in assays}))
+        out.append(AssayedAntibody(r[id_col].strip(), vh, {a: _number(r.get(a)) for a in assays}))
     return out, assays
 
 
