@@ -120,14 +120,6 @@ def sample_steps(mlm, text: str, *, positions: str = "", energy: str = "local", 
         yield snap()
 
 
-def run_sample(mlm, text: str, **kwargs) -> SampleSnapshot:
-    """The last snapshot of ``sample_steps``."""
-    last = None
-    for last in sample_steps(mlm, text, **kwargs):
-        pass
-    return last
-
-
 # -- Pair joint ------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class PairView:

@@ -150,11 +150,6 @@ def split_lines(run_dir: Path, corpus: Path) -> tuple[list[str], list[str]]:
     return train, held
 
 
-def heldout_lines(run_dir: Path, corpus: Path) -> list[str]:
-    """The trainer's held-out lines of ``corpus`` (see ``split_lines``)."""
-    return split_lines(run_dir, corpus)[1]
-
-
 def most_frequent_token(mlm, lines: list[str]) -> int:
     """The most frequent non-special token of the encodable ``lines``."""
     enc = _encodable(mlm, lines)[0]
