@@ -505,7 +505,8 @@ def _paired_rec(method, gap_id, fill, gold, k=2, region="random", model="m"):
 
 
 def test_paired_comparison_counts_and_sign_test():
-    from mlmprob.experiments.infill_paired import exact_sign_test, paired_comparisons, paired_markdown
+    from mlmprob.experiments.infill_paired import paired_comparisons, paired_markdown
+    from mlmprob.metrics import exact_sign_test
 
     # exact binomial tails, by hand: P(X <= 1 | n=9, 1/2) = 10/512
     assert exact_sign_test(1, 8) == pytest.approx(2 * 10 / 512)

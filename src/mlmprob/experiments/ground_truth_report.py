@@ -6,12 +6,12 @@
 from __future__ import annotations
 
 import json
-import math
 import sys
 from pathlib import Path
 
 from ..joints.constructions import METHOD_LABELS
 from ..jsonl import read_jsonl
+from ..metrics.significance import exact_sign_test
 from .ground_truth_common import BEAMS, JOINT_METHODS, RESULTS, empirical, tv
 
 MIX_WINDOW = 3      # epochs in the moving average of the statistic's TV
@@ -216,7 +216,7 @@ def findings(recs: list[dict]) -> list[str]:
         wins = {m: sum(min(JOINT_METHODS, key=lambda x: r["kl"][x]) == m for r in pairs) for m in JOINT_METHODS}
         second = sorted(mean, key=mean.get)[1]
         n, k = len(pairs), sum(r["kl"][best] < r["kl"][second] for r in pairs)
-        p = min(1.0, 2 * sum(math.comb(n, j) for j in range(max(k, n - k), n + 1)) / 2 ** n)
+        p = exact_sign_test(k, n - k)
         L.append(f"- Lowest mean KL to the true pair joint: **{METHOD_LABELS[best]}** (mean KL over couplings "
                  + ", ".join(f"{METHOD_LABELS[m]} {mean[m]:.4f}" for m in JOINT_METHODS) + "; lowest KL at "
                  + ", ".join(f"{METHOD_LABELS[m]} {wins[m]}" for m in JOINT_METHODS if wins[m]) + " of "

@@ -25,9 +25,10 @@ from typing import Callable, Sequence
 from ..errors import MLMProbError
 from ..infill.beam import beam_search, make_correction
 from ..jsonl import dumps, trim_partial_line
+from ..metrics.significance import exact_sign_test
 from .data_option import add_data_option, resolve_data_dir
 from .infill_choices import DATA_FILES, DATASETS, REGIONS, dataset_files
-from .infill_paired import discordant, exact_sign_test
+from .infill_paired import discordant
 from .infill_runner import (CountingMLM, ExperimentConfig, draw_data, measure_gap, model_gaps, model_label,
                             read_records, report_progress)
 
