@@ -60,7 +60,7 @@ from typing import Sequence
 import torch
 
 from ..batching import DEFAULT_BATCH_TOKENS
-from ..errors import MLMProbError
+from ..errors import MLMProbError, exit_status
 from ..jsonl import dumps, trim_partial_line
 # the runner's and the shared names, importable from here as before the split
 from .cdr_h3_common import (ANNEALS, BLOCK_START, CONFIGS, MP_ITERATIONS, PTEMPS, RESULTS_FILE, RUNS_FILE, T5_ANNEAL,
@@ -123,11 +123,7 @@ def _append_run(out: Path, entry: dict) -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     args = build_parser().parse_args(argv)
-    try:
-        return _main(args, argv)
-    except MLMProbError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
+    return exit_status(lambda: _main(args, argv))
 
 
 def _main(args, argv) -> int:

@@ -19,14 +19,13 @@ import argparse
 import json
 import math
 import shutil
-import sys
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import torch
 
-from ..errors import MLMProbError
+from ..errors import MLMProbError, exit_status
 from ..jsonl import dumps
 from .english_sets import FILES as EVAL_FILES
 from ..training.data import TextSource, split_heldout
@@ -274,23 +273,20 @@ def main(argv=None) -> int:
     x.add_argument("--run", default="runs/en-small/train")
     x.add_argument("--to", default=str(builtin_dir()))
     args = p.parse_args(argv)
-    try:
-        if args.cmd == "evaluate":
-            if args.threads:
-                torch.set_num_threads(args.threads)
-            data = resolve_data_dir(args.data, EVAL_FILES)      # before loading anything: absent data is one clear line
-            evaluate_model(args.model, Path(args.out), data, Path(args.corpus), Path(args.run), args.n, args.seed)
-            cmd = Path(args.command_file).read_text() if args.command_file else None
-            run_dir = Path(args.run)
-            if (run_dir / "loss_curve.png").is_file():
-                shutil.copy2(run_dir / "loss_curve.png", Path(args.out) / "loss_curve.png")
-            print(write_report(Path(args.out), run_dir, cmd))
-        else:
-            print(export(Path(args.run), Path(args.to)))
-    except MLMProbError as err:
-        print(f"error: {err}", file=sys.stderr)
-        return 2
-    return 0
+    return exit_status(lambda: _evaluate_command(args) if args.cmd == "evaluate" else print(export(Path(args.run),
+                                                                                                    Path(args.to))))
+
+
+def _evaluate_command(args) -> None:
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    data = resolve_data_dir(args.data, EVAL_FILES)      # before loading anything: absent data is one clear line
+    evaluate_model(args.model, Path(args.out), data, Path(args.corpus), Path(args.run), args.n, args.seed)
+    cmd = Path(args.command_file).read_text() if args.command_file else None
+    run_dir = Path(args.run)
+    if (run_dir / "loss_curve.png").is_file():
+        shutil.copy2(run_dir / "loss_curve.png", Path(args.out) / "loss_curve.png")
+    print(write_report(Path(args.out), run_dir, cmd))
 
 
 if __name__ == "__main__":  # pragma: no cover
