@@ -162,3 +162,22 @@ def test_every_module_has_a_layer_and_no_import_runs_up_the_layers():
 def test_the_layer_check_can_fail():
     table = [(0, "base", ["a"]), (1, "top", ["a.top", "b"])]
     assert layer_of("a.x", table) == 0 and layer_of("a.top.y", table) == 1 and layer_of("c", table) is None
+
+
+def test_the_base_modules_import_nothing_above_them():
+    """The alphabet imports nothing of mlmprob; the metrics only the errors and each other."""
+    g = import_graph()
+    assert g["mlmprob.alphabet"] == set()
+    metrics = [m for m in g if m == "mlmprob.metrics" or m.startswith("mlmprob.metrics.")]
+    assert len(metrics) >= 4
+    for mod in metrics:
+        assert {t for t in g[mod] if not t.startswith("mlmprob.metrics")} <= {"mlmprob.errors"}, mod
+
+
+def test_the_amino_acid_alphabet_is_written_once():
+    """``mlmprob.alphabet.AMINO_ACIDS`` is the one definition: no module spells the 20 letters out again."""
+    from mlmprob.alphabet import AMINO_ACIDS
+
+    spelled = [str(p.relative_to(SRC)) for p in (SRC / "mlmprob").rglob("*.py")
+               if p.name != "alphabet.py" and any(f"{q}{AMINO_ACIDS}{q}" in p.read_text() for q in "\"'")]
+    assert spelled == []

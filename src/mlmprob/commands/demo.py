@@ -25,13 +25,14 @@ def register(sub) -> None:
 
 
 def demo_records(n: int):
+    from ..alphabet import is_protein
     from ..data import Record, read_records, shared_data_dir
 
     recs = [Record(k, v) for k, v in DEMO_HEAVY.items()]
     data = shared_data_dir()
     if data is not None and (data / "antibody" / "thera_sabdab.csv").exists() and n > 0:
         rows = read_records(data / "antibody" / "thera_sabdab.csv", "csv", "HC", "Therapeutic")
-        recs += [r for r in rows if set(r.seq) <= set("ACDEFGHIKLMNPQRSTVWY")][:n]
+        recs += [r for r in rows if is_protein(r.seq)][:n]
     return recs
 
 

@@ -199,15 +199,6 @@ class PairPlanner:
         return PlannedPair(scheme, i, s, self._encode(s), a, b)
 
 
-def plan_pairs(mlm: MaskedLM, sequences: Sequence[str], config: JointsConfig) -> Iterator[PlannedPair]:
-    """The deterministic pair list, scheme by scheme; sequences the model cannot encode or without a
-    valid pair are skipped (the next sequence of the permutation is used)."""
-    planner = PairPlanner(mlm, sequences, config)
-    for k in range(len(config.schemes)):
-        for i in range(config.n_pairs):
-            yield planner.pair(k, i)
-
-
 class PairUnit(NamedTuple):
     """Pair ``i`` of scheme number ``s`` (``k = i * S + s`` in the full list); ``id`` names its record."""
 
