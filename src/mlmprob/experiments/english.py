@@ -25,6 +25,7 @@ from pathlib import Path
 
 import torch
 
+from ..batching import iter_masked_logits, read_logits
 from ..errors import MLMProbError, exit_status
 from ..jsonl import dumps
 from .english_sets import FILES as EVAL_FILES
@@ -80,26 +81,20 @@ def score_set(mlm, name: str, sentences: list[str], *, unigram_id: int | None = 
     scored = default_positions(mlm, ids)
     rows, cols = scored.nonzero(as_tuple=True)
     correct, logp_sum, uni = 0, 0.0, 0
-    for i in range(0, len(rows), batch_rows):
-        r, c = rows[i: i + batch_rows], cols[i: i + batch_rows]
-        x = ids[r].clone()
-        x[torch.arange(len(r)), c] = mlm.mask_id
-        lg = mlm.logits_at(x, torch.arange(len(r)), c).double()
-        gold = ids[r, c]
+    for q, lg in iter_masked_logits(mlm, ids, rows, cols, batch_tokens=batch_rows * ids.shape[1]):
+        lg = lg.double()
+        gold = ids[rows[q], cols[q]]
         correct += int((lg.argmax(-1) == gold).sum())
         logp_sum += float(torch.log_softmax(lg, -1).gather(1, gold[:, None]).sum())
         if unigram_id is not None:
             uni += int((gold == unigram_id).sum())
     # 15 % joint masking as in training: k = max(1, round(0.15 n)) tokens of each sentence, seeded per set
     sel = select_positions(scored, 0.15, generator_for(seed, "english-eval", name))
-    jc, jn = 0, int(sel.sum())
+    jn = int(sel.sum())
     x = ids.masked_fill(sel, mlm.mask_id)
-    for i in range(0, len(ids), 64):
-        s = sel[i: i + 64]
-        rr, cc = s.nonzero(as_tuple=True)
-        if len(rr):
-            lg = mlm.logits_at(x[i: i + 64], rr, cc)
-            jc += int((lg.argmax(-1) == ids[i: i + 64][rr, cc]).sum())
+    rr, cc = sel.nonzero(as_tuple=True)
+    lg = read_logits(mlm, x, rr, cc, groups=torch.arange(len(x)))  # each sentence its own record
+    jc = int((lg.argmax(-1) == ids[rr, cc]).sum()) if jn else 0
     n = len(rows)
     pll = logp_sum / n
     return EnglishScores(name, len(sentences), n, correct / n, pll, math.exp(-pll), jc / max(jn, 1), jn,
