@@ -22,10 +22,11 @@ from typing import Callable, Iterator
 
 import torch
 
+from .defaults import BATCH_TOKENS
 from .errors import MLMProbError, NonFiniteError
 from .models.protocol import NONFINITE_HINT, MaskedLM, gather_logits, lengths_of, nonfinite_rows
 
-DEFAULT_BATCH_TOKENS = 65536
+DEFAULT_BATCH_TOKENS = BATCH_TOKENS  # chosen in mlmprob.defaults
 ATTENTION_BUDGET = 16 * 512 * 512
 MIN_ROWS = 8  # a sub-batch may mix lengths rather than fall below this many rows
 

@@ -41,7 +41,7 @@ def register(sub) -> None:
     p.add_argument("--format", default="auto", choices=FORMATS, help="--input format (default auto: by the suffix)")
     p.add_argument("--column", help="sequence column of a CSV/TSV/Parquet file or key of a JSONL object")
     p.add_argument("--id-column", help="identifier column (or JSONL key)")
-    from ..cli import add_model_args, add_runtime_args
+    from .common import add_model_args, add_runtime_args
     add_model_args(p)
     p.add_argument("--method", default="hcb", choices=["hcb", "standard"], help="beam search score (default hcb)")
     p.add_argument("--order", default="l2r", choices=["l2r", "best"],
@@ -78,7 +78,7 @@ def run(args) -> int:
 def _run_one(args) -> int:
     import torch
 
-    from ..cli import load_model_from_args
+    from .common import load_model_from_args
     from ..infill import infill
 
     mlm = load_model_from_args(args)

@@ -26,7 +26,7 @@ def register(subparsers) -> argparse.ArgumentParser:
         description="Random and contiguous pairs over a data set; for each pair the MLM, MRF-logit, MRF, HCB and AG "
                     "joints and their U-PPL, P-PPL, A-KL, G-KL. Writes OUT/pairs.jsonl, OUT/report.md, "
                     "OUT/summary.json and OUT/distance.png. " + __doc__.split("\n\n", 1)[1].replace("``", ""))
-    from ..cli import add_model_args, add_runtime_args
+    from .common import add_model_args, add_runtime_args
     add_model_args(p)
     p.add_argument("--data", help="sequences: text (one per line), FASTA, CSV/TSV, JSONL or Parquet, optionally .gz")
     p.add_argument("--format", default="auto", choices=FORMATS, help="--data format (default auto: by the suffix)")

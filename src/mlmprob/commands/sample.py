@@ -86,7 +86,7 @@ def register(sub) -> None:
     src.add_argument("--positions", help="free residue/word indices, 0-based, e.g. 3,5,10-12 (default: all)")
     src.add_argument("--cdr3", nargs="?", const="imgt", choices=("imgt", "kabat"),
                      help="free only CDR-H3 (conserved Cys ... W-G-x-G); the rest is clamped")
-    from ..cli import add_model_args, add_runtime_args
+    from .common import add_model_args, add_runtime_args
     add_model_args(p)
     s = p.add_argument_group("sampler")
     s.add_argument("--method", choices=("mh", "gibbs"), default="mh",
@@ -193,7 +193,7 @@ def _sample_folder(args, seqs: list[tuple[str, str]], want: list[int] | None) ->
     from ..sampling import LinearAnneal, sample
     from ..sampling.plots import plot_traces
     from ..sampling.stream import block_schedule, free_positions
-    from ..cli import load_model_from_args
+    from .common import load_model_from_args
     mlm = load_model_from_args(args)
     enc = mlm.encode([s for _, s in seqs])
     ids = enc.input_ids

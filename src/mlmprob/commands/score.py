@@ -20,7 +20,7 @@ def register(sub) -> None:
     p.add_argument("--format", default="auto", choices=FORMATS, help="input format (auto: by the file's suffix)")
     p.add_argument("--column", help="sequence column of a CSV/TSV/Parquet file or key of a JSONL object")
     p.add_argument("--id-column", help="identifier column (or JSONL key)")
-    from ..cli import add_model_args, add_runtime_args
+    from .common import add_model_args, add_runtime_args
     add_model_args(p)
     p.add_argument("--out", "-o", help="output file, .jsonl, .tsv or .parquet (default: JSONL on stdout)")
     p.add_argument("--per-token", action="store_true", help="also write per-token log-probabilities and raw logits")
