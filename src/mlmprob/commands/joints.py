@@ -86,7 +86,7 @@ def run(args: argparse.Namespace) -> int:
                          allow_pickle=args.allow_pickle,
                          devices=devices, dtype=args.dtype, engine=args.engine, ray_address=args.ray_address,
                          show_progress=not (args.quiet or args.no_progress))
-    total = len(range(shard.index - 1, len(config.schemes) * config.n_pairs, shard.count))
+    total = shard.size(len(config.schemes) * config.n_pairs)
     if not args.quiet:
         print(f"{new[0]} new pairs, {len(records)}/{total} in {args.out}"
               + (f" (shard {shard})" if not shard.is_whole else ""), file=sys.stderr)

@@ -3,7 +3,9 @@
 
 A command supplies ``load(device) -> state`` and ``run(state, chunk) -> (rows, skipped)`` (picklable,
 e.g. bound methods of a frozen dataclass), where every row is a dict with the unit's ``id`` and
-``skipped`` lists ``(id, reason)`` of units it refused (``--skip-invalid``).
+``skipped`` lists ``(id, reason)`` of units it refused (``--skip-invalid``). Commands reach this loop
+through :func:`mlmprob.runtime.command.run_command`, which opens the writer, loads the model and
+counts the total first.
 """
 
 from __future__ import annotations
@@ -42,20 +44,6 @@ def chunked(items: Iterable[T], size: int) -> Iterator[list[T]]:
     it = iter(items)
     while chunk := list(islice(it, size)):
         yield chunk
-
-
-def loader_for(load: Callable, devices: Sequence[str], engine: str, writer: ResultWriter):
-    """``(load for run_stream, state or None)``: with one local device the state is loaded here, once, so
-    that an unknown model or device fails before any output (the claimed output is then released);
-    otherwise every worker process (or Ray actor) calls ``load`` itself and the state is None."""
-    if len(devices) != 1 or engine != "local":
-        return load, None
-    try:
-        state = load(devices[0])
-    except BaseException:
-        writer.close(complete=False)
-        raise
-    return (lambda device: state), state
 
 
 def run_stream(load: Callable, run: Callable, units: Iterable, writer: ResultWriter, *,
