@@ -65,7 +65,7 @@ def run_stream(load: Callable, run: Callable, units: Iterable, writer: ResultWri
 
     summary = StreamSummary(total=total)
     old_skipped = writer.skipped()
-    done_skipped, done = {str(x[0]) for x in old_skipped}, writer.done_ids()
+    done_skipped, done = writer.skipped_ids(), writer.done_ids()
     last = last_row_id or key
     sizes: deque[int] = deque()   # units per chunk in flight (results come back in chunk order)
 
