@@ -55,8 +55,7 @@ def run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from ..joints.runner import RECORDS_FILE
-    from ..runtime import parse_shard
-    from ..runtime.pool import parse_devices
+    from ..runtime.command import RunOptions
 
     if args.report_only:
         header, records = load_records(Path(args.out) / RECORDS_FILE)
@@ -69,10 +68,8 @@ def run(args: argparse.Namespace) -> int:
         return 0
     if args.data is None:
         raise MLMProbError("--data is required (the sequences to draw pairs from), unless --report-only")
-    shard = parse_shard(args.shard)
-    devices = parse_devices(args.workers, args.devices)
-    if devices == ["auto"]:
-        devices = [args.device]
+    opts = RunOptions.from_args(args)
+    shard = opts.shard
     config = JointsConfig(model=args.model, data=args.data, column=args.column, format=args.format,
                           schemes=tuple(args.schemes), n_pairs=args.n_pairs, seed=args.seed, top_k=args.top_k,
                           pivot=args.pivot, ag_steps=args.ag_steps, ag_tol=args.ag_tol,
@@ -83,9 +80,8 @@ def run(args: argparse.Namespace) -> int:
         new[0] += 1
 
     records = run_joints(None, config, args.out, batch_tokens=args.batch_tokens, progress=count, shard=shard,
-                         allow_pickle=args.allow_pickle,
-                         devices=devices, dtype=args.dtype, engine=args.engine, ray_address=args.ray_address,
-                         show_progress=not (args.quiet or args.no_progress))
+                         allow_pickle=args.allow_pickle, devices=opts.devices, dtype=args.dtype, engine=opts.engine,
+                         ray_address=opts.ray_address, show_progress=opts.progress and not args.quiet)
     total = shard.size(len(config.schemes) * config.n_pairs)
     if not args.quiet:
         print(f"{new[0]} new pairs, {len(records)}/{total} in {args.out}"
