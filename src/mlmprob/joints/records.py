@@ -103,7 +103,7 @@ def _upgrade_legacy(path: Path, config, shard: Shard, dtype: str | None) -> None
     os.replace(tmp, path)
 
 
-def claim_records(out_dir: str | Path, config, shard: Shard = Shard.whole(), dtype: str | None = None) -> dict:
+def check_records(out_dir: str | Path, config, shard: Shard = Shard.whole(), dtype: str | None = None) -> dict:
     """Check ``out_dir/pairs.jsonl`` before a run continues it: an older runner's file is upgraded (under
     the writer lock: refused while another process writes it), and a file of another configuration or
     ``dtype`` is refused. Returns the configuration the run's writer stores."""

@@ -34,7 +34,7 @@ from ..errors import MLMProbError
 from ..models.protocol import MaskedLM, default_positions
 from ..runtime.shard import Shard
 from .evaluate import AGOptions, evaluate_pair
-from .records import RECORDS_FILE, _dtype_label, claim_records, load_records, restore_nonfinite  # noqa: F401
+from .records import RECORDS_FILE, _dtype_label, check_records, load_records, restore_nonfinite  # noqa: F401
 from .report import (METHOD_LABELS, PLOT_FILE, REPORT_FILE, SUMMARY_FILE, diagnostics, format_report,  # noqa: F401
                      summarize_records, write_report)
 
@@ -303,7 +303,7 @@ def run_joints(mlm: MaskedLM | None, config: JointsConfig, out_dir: str | Path, 
     out.mkdir(parents=True, exist_ok=True)
     opts = RunOptions(out=str(out / RECORDS_FILE), resume=True, shard=shard, devices=tuple(devices or ["auto"]),
                       engine=engine, ray_address=ray_address, progress=show_progress, dtype=dtype)
-    stored = claim_records(out, config, shard, _dtype_label(mlm if opts.in_process else None, dtype, opts.devices[0]))
+    stored = check_records(out, config, shard, _dtype_label(mlm if opts.in_process else None, dtype, opts.devices[0]))
     job = JointsJob(config, dtype=dtype, batch_tokens=batch_tokens, allow_pickle=allow_pickle)
     notify = None if progress is None else (lambda rows: [progress(r) for r in rows])
     run_command(StreamCommand(job, lambda: pair_units(config.schemes, config.n_pairs), stored, unit_name="pair",
