@@ -192,3 +192,24 @@ def test_the_progress_total_is_the_shards_units(name, cases, runs, tmp_path, cap
     (_, opts, done), = runs
     assert opts.progress and done.total == sum(1 for k in range(case.units) if k % 3 == 1)
     assert done.units + done.already + len(done.skipped) == done.total
+
+
+def test_no_command_imports_the_cli():
+    """``cli`` imports every command (through importlib); a command importing ``cli`` back would be a loop
+    the import graph cannot see. The shared options live in ``commands/common.py``."""
+    import ast
+
+    import mlmprob.commands
+
+    folder = Path(mlmprob.commands.__file__).parent
+    found = []
+    for path in sorted(folder.glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom):
+                target = ("." * node.level) + (node.module or "")
+                names = [a.name for a in node.names]
+                if target in ("..cli", "mlmprob.cli") or (target == ".." and "cli" in names):
+                    found.append(path.name)
+            elif isinstance(node, ast.Import) and any(a.name == "mlmprob.cli" for a in node.names):
+                found.append(path.name)
+    assert len(list(folder.glob("*.py"))) >= 9 and found == []
