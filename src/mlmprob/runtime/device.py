@@ -159,7 +159,8 @@ def auto_dtype(device: torch.device, *, cpu_bf16: bool | None = None, cuda_bf16:
 
 
 def resolve_dtype(spec, device: torch.device | str = "cpu") -> torch.dtype | None:
-    """``None`` keeps the weights' own dtype; ``auto`` is :func:`auto_dtype`; else a name or a torch dtype.
+    """``None`` keeps the weights' own dtype; ``auto`` is ``$MLMPROB_DTYPE`` when that names a dtype, else
+    :func:`auto_dtype`; else a name or a torch dtype.
 
     >>> resolve_dtype("bf16"), resolve_dtype(None), resolve_dtype("auto", "cpu") in (torch.float32, torch.bfloat16)
     (torch.bfloat16, None, True)
@@ -168,6 +169,9 @@ def resolve_dtype(spec, device: torch.device | str = "cpu") -> torch.dtype | Non
         return spec
     name = str(spec).lower()
     if name == "auto":
+        pinned = os.environ.get(DTYPE_ENV, "").strip().lower()
+        if pinned and pinned != "auto":
+            return resolve_dtype(pinned, device)
         return auto_dtype(torch.device(device))
     try:
         return DTYPES[name]
