@@ -7,13 +7,11 @@ first, records without ids) are read as they are and upgraded in place before th
 
 from __future__ import annotations
 
-import json
 import math
 import os
 from pathlib import Path
 
-from ..errors import MLMProbError
-from ..jsonl import read_jsonl
+from ..runtime.log import RunMeta, check_config, read_lines, read_log
 from ..runtime.shard import Shard
 
 
@@ -51,16 +49,13 @@ def load_records(path: str | Path) -> tuple[dict | None, list[dict]]:
     one's (a first ``{"kind": "config"}`` line). An unreadable trailing line (an interrupted write) is dropped."""
     path = Path(path)
     header, records = None, []
-    for obj in read_jsonl(path):
+    for obj in read_log(path):
         if obj.get("kind") == "config":
             header = obj["config"]
         elif obj.get("kind") == "pair":
             records.append(restore_nonfinite(obj))
     if header is None:
-        try:
-            config = json.loads(path.with_name(path.name + ".meta.json").read_text()).get("config") or None
-        except (OSError, json.JSONDecodeError):
-            config = None
+        config = RunMeta(path.with_name(path.name + ".meta.json")).config()
         if config:
             header = {k: v for k, v in config.items() if k not in ("command", "dtype", "shard", "merged_from")}
     return header, records
@@ -84,33 +79,21 @@ def _dtype_label(mlm, dtype, device: str) -> str | None:
     return None if dt is None else str(dt).replace("torch.", "")
 
 
-def _refuse_other_config(path: Path, old: dict | None, new: dict) -> None:
-    if not old:
-        return
-    diff = [k for k in sorted(set(old) | set(new)) if old.get(k) != new.get(k)]
-    if diff:
-        k = diff[0]
-        raise MLMProbError(f"{path} holds results of another configuration ({k}={old.get(k)!r}, this run has "
-                           f"{k}={new.get(k)!r}); use a new output folder")
-
-
 def _upgrade_legacy(path: Path, config, shard: Shard, dtype: str | None) -> None:
     """An older runner's file (a config line first, records without ids) rewritten in this runner's
     layout, if it holds this configuration."""
-    from ..jsonl import trim_partial_line
     from ..runtime.writers import dumps
 
-    first = trim_partial_line(path).split("\n", 1)[0]
-    if not first.startswith('{"kind": "config"'):
+    if not next(read_lines(path), "").startswith('{"kind": "config"'):
         return
     header, records = load_records(path)
     ident = config.identity()
     if config.data_format in ("text", "fasta"):
         header = {k: v for k, v in header.items() if k != "column"}   # it had no meaning there
-    if shard.count != 1 or any(ident.get(k, v) != v for k, v in header.items()):
-        raise MLMProbError(f"{path} holds results of another configuration ({header}); use a new output folder")
-    meta = path.with_name(path.name + ".meta.json")
-    meta.write_text(dumps({"config": _writer_config(config, shard, dtype), "complete": False, "skipped": []}, indent=2) + "\n")
+    check_config(path, {**header, "shard": "1/1"}, {**{k: ident.get(k, v) for k, v in header.items()},
+                                                    "shard": str(shard)})
+    RunMeta(path.with_name(path.name + ".meta.json"), indent=2).save(
+        {"config": _writer_config(config, shard, dtype), "complete": False, "skipped": []})
     tmp = path.with_name(path.name + ".tmp")
     tmp.write_text("".join(dumps({"id": f"{r['scheme']}/{r['i']}", **r}) + "\n" for r in records))
     os.replace(tmp, path)
@@ -125,13 +108,6 @@ def open_records(out_dir: str | Path, config, shard: Shard = Shard.whole(), dtyp
     path = Path(out_dir) / RECORDS_FILE
     with WriterLock(path):
         _upgrade_legacy(path, config, shard, dtype)
-    meta = path.with_name(path.name + ".meta.json")
-    if path.exists() and meta.exists():
-        try:
-            old = json.loads(meta.read_text()).get("config")
-        except json.JSONDecodeError:
-            old = None
-        _refuse_other_config(path, old, _writer_config(config, shard, dtype))
     return open_writer(path, resume=True, config=_writer_config(config, shard, dtype))
 
 

@@ -238,11 +238,12 @@ class RunHold:
 class ResumableLog(RunHold):
     """An append-only file of lines (JSON records unless the caller writes raw lines), continued after a
     kill. ``config`` is stored in ``meta`` or, with ``header=True``, as the file's first line (written
-    when the file is new, compared when it is resumed). ``resume=False`` refuses an existing file."""
+    when the file is new, compared when it is resumed). ``resume=False`` refuses an existing file;
+    ``lock=False`` leaves the lock to a caller that holds it; ``encode`` turns a record into its line."""
 
     def __init__(self, path: str | Path, *, config: dict | None = None, meta: RunMeta | None = None,
-                 header: bool = False, resume: bool = True, lock: bool = True):
-        self.use_header = header
+                 header: bool = False, resume: bool = True, lock: bool = True, encode: Callable = dumps):
+        self.use_header, self.encode = header, encode
         self.header: dict | None = None
         self._fh = None
         super().__init__(path, config=config, meta=meta, resume=resume, lock=lock)
@@ -276,7 +277,7 @@ class ResumableLog(RunHold):
 
     def append(self, *records) -> None:
         """Commit records (one line each, strict JSON) together."""
-        self.append_lines([dumps(r) if not isinstance(r, str) else r for r in records])
+        self.append_lines([self.encode(r) for r in records])
 
     def append_lines(self, lines: Iterable[str]) -> None:
         """Commit lines of text (no newlines inside): one write, flushed and ``fsync``-ed."""
