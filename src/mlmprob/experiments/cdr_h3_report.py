@@ -16,7 +16,7 @@ import math
 from collections import defaultdict
 from pathlib import Path
 
-from ..jsonl import read_jsonl
+from ..runtime.log import read_log
 from .cdr_h3_common import (ANNEALS, CONFIGS, PTEMPS, RESULTS_FILE, RUNS_FILE, T5_ANNEAL, TABLES, TOPPS, RunOptions,
                             corpus_bleu, read_results, stutter_rate)
 
@@ -308,7 +308,7 @@ def figure4(res: Results, burn_in: int, path: Path) -> Path | None:
 # -- report ----------------------------------------------------------------------------------------
 
 def _runs(out: Path) -> list[dict]:
-    return read_jsonl(out / RUNS_FILE)
+    return list(read_log(out / RUNS_FILE))
 
 
 def write_report(out: str | Path, opts: RunOptions, model: str = "") -> Path:
