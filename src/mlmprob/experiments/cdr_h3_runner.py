@@ -276,8 +276,13 @@ def run_experiment(mlm: MaskedLM, antibodies: Sequence[Antibody], configs: Seque
     work = out / WORK_DIR
     work.mkdir(exist_ok=True)
     with ResumableLog(out / RESULTS_FILE, encode=lambda r: dumps(r, separators=(",", ":"))) as results:
-        done = done_units(read_results(results.path), opts)
-        results.drop_tail(lambda r: (r["config"], r["unit"]) in done)   # chains of a unit a kill cut short
+        records = read_results(results.path)
+        done = done_units(records, opts)
+        # a configuration's records are one commit: if a kill cut it short, it is dropped and run again whole
+        # (its chains share one batch and one generator, so a unit run alone would draw other numbers)
+        cut = {r["config"] for r in records if (r["config"], r["unit"]) not in done}
+        if results.drop_tail(lambda r: r["config"] not in cut):
+            done = done_units(read_results(results.path), opts)
         written = _run_configs(mlm, antibodies, configs, opts, out, work, results, done, log)
     try:
         work.rmdir()    # only when empty: a configuration cut short keeps its run file for the next run
