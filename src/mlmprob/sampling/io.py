@@ -8,6 +8,7 @@ last line cut short by a kill is dropped, every epoch committed with ``fsync``.
 
 from __future__ import annotations
 
+import json
 import math
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -52,10 +53,19 @@ class EpochRecord:
 
     @classmethod
     def from_dict(cls, d: dict) -> "EpochRecord":
-        """The record of ``to_json``; a ``null`` energy (written for NaN or an infinity) reads as NaN."""
+        """The record of ``to_json``; a ``null`` energy or target temperature (written for NaN or an
+        infinity; Gibbs has no target temperature) reads as NaN.
+
+        >>> r = EpochRecord(0, True, math.nan, 1, [1], [1], [0], [math.nan], [2.0], None, [[3]], 4, 0.1)
+        >>> back = EpochRecord.from_dict(json.loads(r.to_json()))
+        >>> math.isnan(back.target_temperature) and math.isnan(back.e_local[0]) and back.e_raw == [2.0]
+        True
+        """
         d = {k: v for k, v in d.items() if k != "type"}
         for k in ("e_local", "e_raw"):
             d[k] = [math.nan if v is None else v for v in d[k]]
+        if d.get("target_temperature") is None:
+            d["target_temperature"] = math.nan
         return cls(**d)
 
 
