@@ -8,6 +8,9 @@ the process that holds it; let the first run go on (SIGCONT) for a seeded random
 the units took to appear, then SIGKILL it; tear the last unit of the output in half (a torn last line,
 or a half-written checkpoint folder); resume; and check that every unit is there exactly once with the
 values of the uninterrupted run (within 1e-5; ``train``: the same loss curve and weights, exactly).
+``test_sigkill_a_runner_then_resume`` does the same for ``score``, ``variants`` and the experiment runners
+(``cdr_h3``, ``ground_truth``, ``variants_data``, the infill runner and the pivot sweep), each run forked
+from this process instead of started with ``python -m`` (no Python start-up per run).
 
 ``MLMPROB_CRASH_ROUNDS=N`` repeats every case with N kill moments (seeds 0..N-1); ``MLMPROB_CRASH_LOG=F``
 appends one JSON line per round to F (what was killed when, what was torn, the outcome) for
