@@ -8,6 +8,9 @@ the process that holds it; let the first run go on (SIGCONT) for a seeded random
 the units took to appear, then SIGKILL it; tear the last unit of the output in half (a torn last line,
 or a half-written checkpoint folder); resume; and check that every unit is there exactly once with the
 values of the uninterrupted run (within 1e-5; ``train``: the same loss curve and weights, exactly).
+``test_sigkill_a_runner_then_resume`` does the same for ``score``, ``variants`` and the experiment runners
+(``cdr_h3``, ``ground_truth``, ``variants_data``, the infill runner and the pivot sweep), each run forked
+from this process instead of started with ``python -m`` (no Python start-up per run).
 
 ``MLMPROB_CRASH_ROUNDS=N`` repeats every case with N kill moments (seeds 0..N-1); ``MLMPROB_CRASH_LOG=F``
 appends one JSON line per round to F (what was killed when, what was torn, the outcome) for
@@ -391,4 +394,311 @@ def test_sigkill_then_resume(name, seed, tiny_bert_dir, tmp_path):
     data.mkdir()
     case = CASES[name](tiny_bert_dir, data)
     record = crash_and_resume(case, tmp_path, seed)
+    assert case.seen <= record["units_at_kill"] < record["units"]      # the kill fell in the middle of the run
+
+
+# -- every other runner, killed in a forked child ------------------------------------------------------------
+# The same scenario without a Python start-up per run: the run is forked from this process (torch and the
+# tiny model already loaded), frozen once it committed a few units, refused to a second writer (here, in
+# this process), continued for a seeded delay within the window its units took, SIGKILLed, torn, resumed
+# in this process and compared with an uninterrupted run.
+
+class _Child:
+    """A forked child running ``fn()``, seen through the part of ``subprocess.Popen`` the watcher uses."""
+
+    def __init__(self, fn: Callable[[], object]):
+        self.returncode = None
+        self.pid = os.fork()
+        if self.pid == 0:                       # the child: run, and never return into pytest
+            code = 1
+            try:
+                devnull = open(os.devnull, "w")
+                sys.stdout = sys.stderr = devnull
+                fn()
+                code = 0
+            finally:
+                os._exit(code)
+
+    def send_signal(self, sig: int) -> None:
+        if self.returncode is None:
+            os.kill(self.pid, sig)
+
+    def poll(self):
+        if self.returncode is None:
+            pid, status = os.waitpid(self.pid, os.WNOHANG)
+            if pid:
+                self.returncode = os.waitstatus_to_exitcode(status)
+        return self.returncode
+
+    def wait(self, timeout: float = 60) -> int:
+        t0 = time.monotonic()
+        while self.poll() is None:
+            assert time.monotonic() - t0 < timeout, "the child did not end"
+            time.sleep(0.005)
+        return self.returncode
+
+    def kill(self) -> None:
+        self.send_signal(signal.SIGKILL)
+
+
+@dataclass
+class RunnerCase:
+    """``run(out)`` does the whole run into ``out`` in this process; ``second(out)`` starts it while
+    another process holds the output and returns the error text; ``units``, ``tear`` and ``check`` as
+    for :class:`Case`; ``files(out)`` names the log that ``units`` counts."""
+
+    name: str
+    run: Callable[[Path], object]
+    second: Callable[[Path], str]
+    units: Callable[[Path], int]
+    tear: Callable[[Path], str]
+    check: Callable[[Path, Path], dict]
+    seen: int = 2
+    out_name: str = "out"
+
+
+IGNORED.update({"cpu_seconds", "seconds_per_chain", "wall_s"})
+
+
+def kill_runner_and_resume(case: RunnerCase, tmp_path: Path, seed: int) -> dict:
+    record = {"case": case.name, "seed": seed}
+    ref, out = tmp_path / "ref" / case.out_name, tmp_path / "crash" / case.out_name
+    ref.parent.mkdir(parents=True)
+    out.parent.mkdir(parents=True)
+    t = time.monotonic()
+    case.run(ref)                                           # the uninterrupted run
+    record["reference_s"] = round(time.monotonic() - t, 2)
+    started = time.monotonic()
+    child = _Child(lambda: case.run(out))
+    try:
+        watcher = _Watcher(child, lambda: case.units(out), case.seen)
+        watcher.run()
+        assert watcher.nth is not None, watcher.problem
+        try:
+            err = case.second(out)                          # a second writer while the first (frozen) holds it
+        finally:
+            child.send_signal(signal.SIGCONT)
+        assert "being written by another process" in err and f"(pid {child.pid} on " in err, err
+        # runs that commit in chunks show their first units at once: the window is then a quarter of the
+        # time the run took to get there
+        window = max(watcher.nth - watcher.first, 0.25 * (watcher.nth - started), 0.02)
+        delay = random.Random(f"{case.name}:{seed}").uniform(0.0, window)
+        record.update(window_s=round(window, 3), kill_delay_s=round(delay, 3))
+        time.sleep(delay)
+        assert child.poll() is None, f"the run finished before the kill (delay {delay:.2f} s): make it longer"
+        child.kill()
+        assert child.wait() == -signal.SIGKILL
+    finally:
+        if child.poll() is None:
+            child.send_signal(signal.SIGCONT)
+            child.kill()
+            child.wait()
+    record["units_at_kill"] = case.units(out)
+    record["torn"] = case.tear(out)
+    case.run(out)                                           # resumed
+    record.update(case.check(ref, out))
+    if os.environ.get("MLMPROB_CRASH_LOG"):
+        with open(os.environ["MLMPROB_CRASH_LOG"], "a") as f:
+            f.write(json.dumps(record) + "\n")
+    return record
+
+
+def _locked_error(fn: Callable[[], object]) -> str:
+    from mlmprob.runtime.lock import OutputLocked
+
+    with pytest.raises(OutputLocked) as e:
+        fn()
+    return str(e.value)
+
+
+def _cli_error(argv: list) -> str:
+    rc, _, err = _in_process(argv)
+    assert rc == 2 and len(err.strip().splitlines()) == 1, err
+    return err
+
+
+def _same_records(key: Callable[[dict], object]) -> Callable[[Path, Path], dict]:
+    """Every record of the uninterrupted log exactly once (by ``key``) in the resumed one, equal."""
+    from mlmprob.runtime.log import read_log
+
+    def check(ref: Path, got: Path) -> dict:
+        want, rows = list(read_log(ref)), list(read_log(got))
+        keys = [key(r) for r in rows]
+        assert len(keys) == len(set(keys)), "a unit was written twice"
+        assert sorted(map(repr, keys)) == sorted(repr(key(r)) for r in want), "units missing or extra"
+        by = {key(r): r for r in rows}
+        for r in want:
+            assert_close(r, by[key(r)], repr(key(r)))
+        assert not got.with_name(got.name + ".lock").exists()
+        return {"units": len(want)}
+
+    return check
+
+
+def _cli_runner(name: str, argv: Callable[[Path], list], seen: int) -> RunnerCase:
+    def run(out: Path) -> None:
+        rc, _, err = _in_process(argv(out) + (["--resume"] if out.exists() else []))
+        assert rc == 0, err
+
+    return RunnerCase(name, run, lambda out: _cli_error(argv(out) + ["--resume"]), lambda out: _lines(out),
+                      tear_last_line, lambda ref, got: check_rows(ref, got), seen=seen, out_name="out.jsonl")
+
+
+def score_case(model: Path, data: Path) -> RunnerCase:
+    inp = _fasta(data / "score.fasta", 60, 6, 14, 6)
+    return _cli_runner("score", lambda out: ["score", inp, "--model", model, "--out", out, "--batch-tokens", "16",
+                                             "--device", "cpu", "--no-progress"], seen=4)
+
+
+def variants_case(model: Path, data: Path) -> RunnerCase:
+    wt = "MKTAYIAKQRQISF"
+    rng = random.Random(7)
+    muts = sorted({":".join(sorted({f"{wt[i]}{i + 1}{rng.choice([a for a in AA if a != wt[i]])}"
+                                    for i in rng.sample(range(len(wt)), rng.randint(1, 3))},
+                                   key=lambda m: int(m[1:-1]))) for _ in range(900)})
+    (data / "dms.csv").write_text("mutant\n" + "".join(m + "\n" for m in muts))
+    return _cli_runner("variants", lambda out: ["variants", data / "dms.csv", "--wild-type", wt, "--model", model,
+                                                "--out", out, "--device", "cpu", "--no-progress"],
+                       seen=256)                        # the command commits chunks of 256 rows
+
+
+def cdr_h3_case(model: Path, data: Path) -> RunnerCase:
+    from mlmprob.experiments import cdr_h3
+
+    hcs = {"tras": "EVQLVESGGGLVQPGGSLRLSCAASGFNIKDTYIHWVRQAPGKGLEWVARIYPTNGYTRYADSVKGRFTISADTSKNTAYLQMNSLRAEDTAVYY"
+                   "CSRWGGDGFYAMDYWGQGTLVTVSS",
+           "pert": "EVQLVESGGGLVQPGGSLRLSCAASGFTFTDYTMDWVRQAPGKGLEWVADVNPNSGGSIYNQRFKGRFTLSVDRSKNTLYLQMNSLRAEDTAVYY"
+                   "CARNLGPSFYFDYWGQGTLVTVSS"}
+    (data / "abs.csv").write_text("Therapeutic,HC\n" + "".join(f"{k},{v}\n" for k, v in hcs.items()))
+
+    def argv(out: Path) -> list[str]:
+        return ["--model", str(model), "--out", str(out), "--data", str(data / "abs.csv"), "--tables", "1",
+                "--epochs", "1", "--burn-in", "1", "--n-antibodies", "2", "--chains", "2", "--no-report"]
+
+    def run(out: Path) -> None:
+        assert cdr_h3.main(argv(out)) == 0
+
+    def second(out: Path) -> str:
+        err = io.StringIO()
+        with contextlib.redirect_stderr(err):
+            assert cdr_h3.main(argv(out)) == 2
+        return err.getvalue()
+
+    return RunnerCase("cdr_h3", run, second, lambda out: _lines(out / "results.jsonl"),
+                      lambda out: tear_last_line(out / "results.jsonl"),
+                      lambda ref, got: _same_records(lambda r: (r["config"], r["unit"], r["chain"]))(
+                          ref / "results.jsonl", got / "results.jsonl"), seen=4)
+
+
+def ground_truth_case(model: Path, data: Path) -> RunnerCase:
+    from mlmprob.experiments.ground_truth import GroundTruthConfig, run as gt_run
+
+    cfg = GroundTruthConfig(vocab_size=3, length=4, couplings=(0.5, 1.0), n_train=200, n_heldout=20, steps=20,
+                            eval_every=10, n_pairs=3, n_gaps=3, gap_lengths=(2,), chains=8, sample_epochs=3)
+
+    def run(out: Path) -> None:
+        gt_run(cfg, out, out.with_name(out.name + "-runs"), stages=("coupling",), progress=False, log=lambda *_: None)
+
+    return RunnerCase("ground_truth", run, lambda out: _locked_error(lambda: run(out)),
+                      lambda out: _lines(out / "results.jsonl"), lambda out: tear_last_line(out / "results.jsonl"),
+                      lambda ref, got: _same_records(lambda r: r["unit"])(ref / "results.jsonl",
+                                                                          got / "results.jsonl"), seen=2)
+
+
+def variants_data_case(model: Path, data: Path) -> RunnerCase:
+    import mlmprob.models
+    from mlmprob.experiments import variants_data, variants_data_runner
+    from mlmprob.experiments.variants_data_common import result_path
+    from test_variants_data import _fake_data
+
+    _fake_data(data)
+    tiny = mlmprob.models.load_mlm(str(model))
+    argv = lambda out: ["--data", str(data), "--out", str(out), "--threads", "1", "--no-report",   # noqa: E731
+                        "--plan", "sapiens-vh:masked_marginals_mt:all,sapiens-vh:hcb:all"]
+
+    def run(out: Path) -> None:
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setattr(mlmprob.models, "load_mlm", lambda name: tiny)
+            mp.setattr(variants_data_runner, "DEFAULT_CHUNK", 1)
+            assert variants_data.main(argv(out)) == 0
+
+    def second(out: Path) -> str:
+        err = io.StringIO()
+        with contextlib.redirect_stderr(err):
+            assert variants_data.main(argv(out)) == 2
+        return err.getvalue()
+
+    groups = ("masked_marginals_mt", "hcb")
+
+    def units(out: Path) -> int:
+        return sum(_lines(result_path(out, "sapiens-vh", g)) for g in groups)
+
+    def tear(out: Path) -> str:
+        paths = [result_path(out, "sapiens-vh", g) for g in groups]
+        return tear_last_line(max((p for p in paths if p.exists()), key=lambda p: p.stat().st_mtime_ns))
+
+    def check(ref: Path, got: Path) -> dict:
+        n = 0
+        for g in groups:
+            n += _same_records(lambda c: c["start"])(result_path(ref, "sapiens-vh", g),
+                                                     result_path(got, "sapiens-vh", g))["units"]
+        return {"units": n}
+
+    return RunnerCase("variants_data", run, second, units, tear, check, seen=3)
+
+
+def _gapped_antibodies(data: Path) -> None:
+    rng = random.Random(8)
+    rows = ["antibody_id,vh_protein_sequence,heavy_aligned_aho"]
+    for i in range(4):
+        seq = "".join(rng.choice(AA) for _ in range(12))
+        rows.append(f"ab{i},{seq},{seq[:4] + '-' * 102 + seq[4:] + '-' * 40}")
+    (data / "antibody").mkdir(exist_ok=True)
+    (data / "antibody" / "GDPa1_v1.2.csv").write_text("\n".join(rows) + "\n")
+
+
+def infill_runner_case(model: Path, data: Path) -> RunnerCase:
+    from mlmprob.experiments.infill_runner import ExperimentConfig, record_key, run_experiment
+    from mlmprob.models import load_mlm
+
+    _gapped_antibodies(data)
+    tiny = load_mlm(str(model))
+    # not "ablation-scramble": its context scrambler is one generator for the whole run, so a resumed run
+    # draws other scrambles for the records after the kill than an uninterrupted one
+    cfg = ExperimentConfig(models=("tiny",), regions=("random",), lengths=(2, 3), n_gaps=4, beam_size=3,
+                           methods=("hcb-l2r", "standard-best", "pure-sampling"))
+
+    def run(out: Path) -> None:
+        run_experiment(cfg, out, data_dir=data, load=lambda name: tiny, progress=False)
+
+    return RunnerCase("infill runner", run, lambda out: _locked_error(lambda: run(out)), lambda out: _lines(out),
+                      tear_last_line, _same_records(record_key), seen=4)
+
+
+def pivots_case(model: Path, data: Path) -> RunnerCase:
+    from mlmprob.experiments.infill_pivots import PivotSweepConfig, _key, run_sweep
+    from mlmprob.models import load_mlm
+
+    _gapped_antibodies(data)
+    tiny = load_mlm(str(model))
+    cfg = PivotSweepConfig(model="tiny", region="random", k=2, n_gaps=4, beam_size=3, pivots=(tiny.mask_id, 5, 6, 7))
+
+    def run(out: Path) -> None:
+        run_sweep(cfg, out, data_dir=data, load=lambda name: tiny, progress=False)
+
+    return RunnerCase("pivots", run, lambda out: _locked_error(lambda: run(out)), lambda out: _lines(out),
+                      tear_last_line, _same_records(_key), seen=4)
+
+
+RUNNERS = {"score": score_case, "variants": variants_case, "cdr_h3": cdr_h3_case, "ground_truth": ground_truth_case,
+           "variants_data": variants_data_case, "infill-runner": infill_runner_case, "pivots": pivots_case}
+
+
+@pytest.mark.parametrize("seed", ROUNDS)
+@pytest.mark.parametrize("name", list(RUNNERS))
+def test_sigkill_a_runner_then_resume(name, seed, tiny_bert_dir, tmp_path):
+    data = tmp_path / "data"
+    data.mkdir()
+    case = RUNNERS[name](tiny_bert_dir, data)
+    record = kill_runner_and_resume(case, tmp_path, seed)
     assert case.seen <= record["units_at_kill"] < record["units"]      # the kill fell in the middle of the run

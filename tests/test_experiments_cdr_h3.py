@@ -96,7 +96,7 @@ def test_runner_resumes_and_builds_report(tiny_bert_dir, data_csv, tmp_path, cap
 
     # other settings on the same folder: a clear error, nothing written
     assert cdr_h3.main(argv[:argv.index("--epochs")] + ["--epochs", "2"] + argv[argv.index("--epochs") + 2:]) == 2
-    assert "epochs=1, not 2" in capsys.readouterr().err
+    assert "written with epochs=1; this run has epochs=2" in capsys.readouterr().err
     # the report reads the folder's settings, whatever the command line says
     (out / "report.md").unlink()
     assert cdr_h3.main(["--model", "unused", "--out", str(out), "--report-only"]) == 0

@@ -326,7 +326,7 @@ def test_runner_resumes_and_reports(tmp_path):
     assert printed(hcb["random P-PPL"], math.exp(-sum(m["hcb"]["pair_logp"] for m in rand) / (2 * len(rand))))
     assert printed(ag["random U-PPL"], math.exp(-sum(m["ag"]["unary_logp"] for m in rand) / (2 * len(rand))))
     assert printed(ag["random A-KL"], sum(m["ag"]["akl"] for m in rand) / len(rand))
-    with pytest.raises(MLMProbError, match="another configuration"):
+    with pytest.raises(MLMProbError, match="different configuration"):
         run_joints(m, JointsConfig(model="tiny", data=str(data), n_pairs=2, seed=2), tmp_path / "out")
 
 

@@ -114,7 +114,7 @@ def test_a_second_writer_and_other_configurations_are_refused(reference, tiny_be
                         (("--schemes", "random"), "schemes="), (("--dtype", "bfloat16"), "dtype='float32'")]:
         assert _joints(tiny_bert_dir, data, out, *extra) == 2
         err = capsys.readouterr().err.strip()
-        assert err.startswith("error: ") and "another configuration" in err and what in err and "\n" not in err
+        assert err.startswith("error: ") and "different configuration" in err and what in err and "\n" not in err
     for args, msg in [(["joints", "--out", str(out)], "--data is required"),
                       (["joints", "--out", str(tmp_path / "x"), "--data", str(tmp_path / "none.txt")], "does not exist"),
                       (["joints", "--out", str(tmp_path / "x"), "--data", str(data), "--format", "csv"], "column 'HC' not in seqs.fasta"),
@@ -143,7 +143,7 @@ def test_an_older_runners_file_is_upgraded_and_resumed(reference, tiny_bert_dir,
     (out / "pairs.jsonl.meta.json").unlink()
     (out / "pairs.jsonl").write_text("\n".join(lines) + "\n")
     assert _joints(tiny_bert_dir, data, out, "--seed", "5") == 2
-    assert "another configuration" in capsys.readouterr().err
+    assert "different configuration" in capsys.readouterr().err
 
 
 def test_every_input_format_gives_the_same_sequences(tmp_path):

@@ -158,3 +158,16 @@ def test_plot_writes_png(tmp_path):
     r = sample(m, ids, epochs=3, burn_in=1, generator=gen(0), reference=ids)
     out = plot_traces(r, tmp_path / "trace.png")
     assert out.read_bytes()[:4] == b"\x89PNG"
+
+
+def test_a_gibbs_run_file_resumes(tmp_path):
+    """Gibbs has no target temperature: its run file holds null there (strict JSON), read back as NaN."""
+    m = LookupMLM(3, 4, seed=2)
+    ids = torch.randint(3, (6, 4), generator=gen(1))
+    kw = dict(method="gibbs", burn_in=1, block_size=2)
+    full = sample(m, ids, epochs=4, generator=gen(3), **kw)
+    path = tmp_path / "run.jsonl"
+    sample(m, ids, epochs=1, jsonl=path, generator=gen(3), **kw)                  # stopped after 2 epochs
+    resumed = sample(m, ids, epochs=4, jsonl=path, generator=gen(99), **kw)
+    assert torch.equal(full.samples, resumed.samples) and torch.equal(full.energy_local, resumed.energy_local)
+    assert resumed.target_temperature.isnan().all()

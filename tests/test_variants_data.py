@@ -13,6 +13,7 @@ from mlmprob.experiments import variants_data, variants_data_runner
 from mlmprob.experiments.variants_data_common import (FRAMEWORK, TAIL, WT_CDR, load_library, read_chunks,
                                                       result_path)
 from mlmprob.experiments.variants_data_report import write_report
+from mlmprob.runtime.log import ResumableLog
 from mlmprob.variants import score_variants
 from mlmprob.metrics.ranking import auroc
 from mlmprob.variants.baselines import BLOSUM62, KYTE_DOOLITTLE, ORDER, blosum_sum, hamming, kd_mean
@@ -136,10 +137,10 @@ def test_runner_errors(tmp_path, capsys):
     assert err.startswith("error: ") and "mHER_H3_AgPos.csv" in err and "not found" in err
     _fake_data(tmp_path)
     (tmp_path / "o").mkdir()
-    held = variants_data._lock(tmp_path / "o")                       # a second runner on one --out is refused
+    held = ResumableLog(tmp_path / "o" / "runs.jsonl")                # a second runner on one --out is refused
     assert variants_data.main(["--data", str(tmp_path), "--out", str(tmp_path / "o"), "--no-report",
                                "--plan", "baseline:baselines:all"]) == 2
-    assert "another variants_data run" in capsys.readouterr().err
+    assert "being written by another process" in capsys.readouterr().err
     held.close()
     assert variants_data.main(["--data", str(tmp_path), "--out", str(tmp_path / "o"), "--no-report",
                                "--plan", "baseline:baselines:all"]) == 0

@@ -61,7 +61,7 @@ import torch
 
 from ..batching import DEFAULT_BATCH_TOKENS
 from ..errors import MLMProbError, exit_status
-from ..jsonl import dumps, trim_partial_line
+from ..runtime.log import append_record
 # the runner's and the shared names, importable from here as before the split
 from .cdr_h3_common import (ANNEALS, BLOCK_START, CONFIGS, MP_ITERATIONS, PTEMPS, RESULTS_FILE, RUNS_FILE, T5_ANNEAL,
                             TABLES, TOPPS, WORK_DIR, Config, RunOptions, read_results, select_configs, seq_metrics)
@@ -115,9 +115,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _append_run(out: Path, entry: dict) -> None:
-    trim_partial_line(out / RUNS_FILE)
-    with (out / RUNS_FILE).open("a") as f:
-        f.write(dumps(entry) + "\n")
+    append_record(out / RUNS_FILE, entry)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

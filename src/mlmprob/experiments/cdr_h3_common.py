@@ -12,8 +12,8 @@ from typing import Sequence
 
 from ..batching import DEFAULT_BATCH_TOKENS
 from ..errors import MLMProbError
-from ..jsonl import read_jsonl
 from ..metrics.sequences import bleu, identity, stutter_rate
+from ..runtime.log import read_log
 
 RESULTS_FILE, RUNS_FILE, WORK_DIR = "results.jsonl", "runs.jsonl", "work"
 PTEMPS = (2.0, 1.5, 1.0, 0.8, 0.5)
@@ -138,5 +138,5 @@ class RunOptions:
 def read_results(path: Path) -> list[dict]:
     """Records of a results file; a line cut short by a kill is skipped; for a repeated
     (configuration, unit, chain) the last line wins."""
-    out = {(r["config"], r["unit"], r["chain"]): r for r in read_jsonl(path)}
+    out = {(r["config"], r["unit"], r["chain"]): r for r in read_log(path)}
     return list(out.values())

@@ -16,8 +16,8 @@ import math
 from collections import defaultdict
 from pathlib import Path
 
-from ..jsonl import read_jsonl
 from ..metrics.sequences import corpus_bleu, stutter_rate
+from ..runtime.log import read_log
 from .cdr_h3_common import (ANNEALS, CONFIGS, PTEMPS, RESULTS_FILE, RUNS_FILE, T5_ANNEAL, TABLES, TOPPS, RunOptions,
                             read_results)
 
@@ -309,7 +309,7 @@ def figure4(res: RecordsByConfig, burn_in: int, path: Path) -> Path | None:
 # -- report ----------------------------------------------------------------------------------------
 
 def _runs(out: Path) -> list[dict]:
-    return read_jsonl(out / RUNS_FILE)
+    return list(read_log(out / RUNS_FILE))
 
 
 def write_report(out: str | Path, opts: RunOptions, model: str = "") -> Path:

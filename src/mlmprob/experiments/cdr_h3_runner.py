@@ -20,9 +20,10 @@ import torch
 
 from ..alphabet import is_protein
 from ..errors import MLMProbError
-from ..jsonl import dumps, trim_partial_line
+from ..jsonl import dumps
 from ..metrics.sequences import stutter_rate
 from ..models.protocol import MaskedLM
+from ..runtime.log import ResumableLog, check_config
 from .cdr_h3_common import CONFIGS, RESULTS_FILE, WORK_DIR, Config, RunOptions, read_results, seq_metrics
 
 # -- data ------------------------------------------------------------------------------------------
@@ -248,10 +249,7 @@ def done_units(records: list[dict], opts: RunOptions) -> set[tuple[str, str]]:
         uncond = r["settings"]["unconditional"]
         want = {"epochs": opts.epochs, "burn_in": opts.burn_in, "seed": opts.seed,
                 "chains": opts.uncond_chains if uncond else opts.chains}
-        for k, v in want.items():
-            if r[k] != v:
-                raise MLMProbError(f"results hold {r['config']} with {k}={r[k]}, not {v}; use another --out "
-                                   "or the same settings")
+        check_config(f"{RESULTS_FILE} ({r['config']})", {k: r[k] for k in want}, want)
         count[(r["config"], r["unit"])] += 1
     return {k for k, n in count.items()
             if n >= (opts.uncond_chains if CONFIGS.get(k[0], Config("")).unconditional else opts.chains)}
@@ -278,9 +276,24 @@ def run_experiment(mlm: MaskedLM, antibodies: Sequence[Antibody], configs: Seque
     out.mkdir(parents=True, exist_ok=True)
     work = out / WORK_DIR
     work.mkdir(exist_ok=True)
-    path = out / RESULTS_FILE
-    trim_partial_line(path)     # a line cut by a kill: dropped before appending
-    done = done_units(read_results(path), opts)
+    with ResumableLog(out / RESULTS_FILE, encode=lambda r: dumps(r, separators=(",", ":"))) as results:
+        records = read_results(results.path)
+        done = done_units(records, opts)
+        # a configuration's records are one commit: if a kill cut it short, it is dropped and run again whole
+        # (its chains share one batch and one generator, so a unit run alone would draw other numbers)
+        cut = {r["config"] for r in records if (r["config"], r["unit"]) not in done}
+        if results.drop_tail(lambda r: r["config"] not in cut):
+            done = done_units(read_results(results.path), opts)
+        written = _run_configs(mlm, antibodies, configs, opts, out, work, results, done, log)
+    try:
+        work.rmdir()    # only when empty: a configuration cut short keeps its run file for the next run
+    except OSError:
+        pass
+    return written
+
+
+def _run_configs(mlm: MaskedLM, antibodies: Sequence[Antibody], configs: Sequence[Config], opts: RunOptions,
+                 out: Path, work: Path, results: ResumableLog, done: set, log) -> dict[str, int]:
     prepared: dict[bool, _Units] = {}
     written: dict[str, int] = {}
     for cfg in configs:
@@ -295,16 +308,9 @@ def run_experiment(mlm: MaskedLM, antibodies: Sequence[Antibody], configs: Seque
         units = _subset(prepared[cfg.unconditional], todo)
         t0 = time.perf_counter()
         records = run_config(mlm, cfg, units, opts, work)
-        with path.open("a") as f:
-            for r in records:
-                f.write(dumps(r, separators=(",", ":")) + "\n")
-            f.flush()
+        results.append(*records)
         for p in work.glob(cfg.name.replace("/", "__") + "-*.jsonl"):
             p.unlink()
         written[cfg.name] = len(records)
         log(f"{cfg.name}: {len(todo)} units x chains -> {len(records)} records in {time.perf_counter() - t0:.1f} s")
-    try:
-        work.rmdir()    # only when empty: a configuration cut short keeps its run file for the next run
-    except OSError:
-        pass
     return written

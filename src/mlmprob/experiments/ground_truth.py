@@ -31,7 +31,6 @@ the configuration and the exact quantities from ``ground_truth_common``.
 from __future__ import annotations
 
 import argparse
-import json
 import shlex
 import sys
 import time
@@ -40,7 +39,7 @@ from pathlib import Path
 import torch
 
 from ..errors import MLMProbError
-from ..jsonl import dumps, trim_partial_line
+from ..runtime.log import ResumableLog, RunMeta, append_record
 from ..training.masking import generator_for, n_selected
 # the shared and the evaluation names, importable from here as before the split
 from .ground_truth_common import (BEAMS, JOINT_METHODS, RESULTS, GroundTruthConfig, adjacent_equal, all_states,
@@ -66,23 +65,20 @@ def _train_config(cfg: GroundTruthConfig, *, steps: int, mask_rate: float, maski
 
 
 class Results:
-    """Append-only JSONL of finished units, keyed by ``unit``."""
+    """Append-only JSONL of finished units, keyed by ``unit``: a :class:`~mlmprob.runtime.log.ResumableLog`
+    held (locked) until :meth:`close`, its configuration in ``config.json`` beside it."""
 
-    def __init__(self, path: Path):
+    def __init__(self, path: Path, config: dict | None = None):
         self.path = path
-        self.done: dict[str, dict] = {}
-        if path.is_file():
-            text = trim_partial_line(path)   # a line cut by a kill: dropped, its unit is redone
-            for line in text.splitlines():
-                if line.strip():
-                    rec = json.loads(line)
-                    if "unit" in rec:
-                        self.done[rec["unit"]] = rec
+        self.log = ResumableLog(path, config=config, meta=RunMeta(path.with_name("config.json"), key=None, indent=1))
+        self.done: dict[str, dict] = {rec["unit"]: rec for rec in self.log.records() if "unit" in rec}
 
     def add(self, rec: dict) -> None:
         self.done[rec["unit"]] = rec
-        with self.path.open("a") as f:
-            f.write(dumps(rec) + "\n")
+        self.log.append(rec)
+
+    def close(self) -> None:
+        self.log.close()
 
 
 def _train(cfg: GroundTruthConfig, lang, out_dir: Path, *, steps: int, mask_rate: float, masking: str = "dynamic",
@@ -96,17 +92,20 @@ def _train(cfg: GroundTruthConfig, lang, out_dir: Path, *, steps: int, mask_rate
 
 def run(cfg: GroundTruthConfig, out: Path, runs: Path, *, stages=("coupling", "curve", "masking"),
         progress: bool = True, log=print) -> Results:
+    out.mkdir(parents=True, exist_ok=True)
+    runs.mkdir(parents=True, exist_ok=True)
+    res = Results(out / RESULTS, cfg.to_dict())     # refuses another configuration or a second writer
+    try:
+        _run_stages(cfg, res, runs, stages, progress, log)
+    finally:
+        res.close()
+    return res
+
+
+def _run_stages(cfg: GroundTruthConfig, res: Results, runs: Path, stages, progress: bool, log) -> None:
     from ..training import read_result
     from ..training.checkpoint import latest_checkpoint
 
-    out.mkdir(parents=True, exist_ok=True)
-    runs.mkdir(parents=True, exist_ok=True)
-    cfg_path = out / "config.json"
-    if cfg_path.is_file() and json.loads(cfg_path.read_text()) != cfg.to_dict():
-        raise MLMProbError(f"{out} holds results of a different configuration; use the same settings or another "
-                           f"--out")
-    cfg_path.write_text(dumps(cfg.to_dict(), indent=1) + "\n")
-    res = Results(out / RESULTS)
     V, T = cfg.vocab_size, cfg.length
 
     def held_out(lang):
@@ -188,7 +187,6 @@ def run(cfg: GroundTruthConfig, out: Path, runs: Path, *, stages=("coupling", "c
                 # every family of methods on the model of this masking rate
                 evaluate_model(unit, d, lang, {"coupling": J, "mask_rate": rate, "k": k_rate,
                                                               "masking": masking}, with_samplers=True)
-    return res
 
 
 def _floats(text: str) -> tuple[float, ...]:
@@ -229,11 +227,9 @@ def main(argv=None) -> int:
         out = Path(args.out)
         t0 = time.time()
         run(cfg, out, Path(args.runs), stages=tuple(args.stages.split(",")), progress=not args.no_progress)
-        trim_partial_line(out / "runs.jsonl")
-        with (out / "runs.jsonl").open("a") as f:
-            f.write(dumps({"command": "python -m mlmprob.experiments.ground_truth "
-                                + " ".join(shlex.quote(a) for a in (argv if argv is not None else sys.argv[1:])),
-                                "wall_s": round(time.time() - t0, 1), "threads": torch.get_num_threads()}) + "\n")
+        append_record(out / "runs.jsonl", {"command": "python -m mlmprob.experiments.ground_truth "
+                      + " ".join(shlex.quote(a) for a in (argv if argv is not None else sys.argv[1:])),
+                      "wall_s": round(time.time() - t0, 1), "threads": torch.get_num_threads()})
         if not args.no_report:
             write_report(out)
     except MLMProbError as e:

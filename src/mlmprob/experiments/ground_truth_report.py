@@ -10,8 +10,8 @@ import sys
 from pathlib import Path
 
 from ..joints.constructions import METHOD_LABELS
-from ..jsonl import read_jsonl
 from ..metrics.significance import exact_sign_test
+from ..runtime.log import read_log
 from .ground_truth_common import BEAMS, JOINT_METHODS, RESULTS, empirical, tv
 
 MIX_WINDOW = 3      # epochs in the moving average of the statistic's TV
@@ -20,8 +20,8 @@ MIX_FACTOR = 2.0    # mixed: the moving average stays within this multiple of th
 
 def load(out: Path) -> tuple[dict, list[dict], list[dict]]:
     cfg = json.loads((out / "config.json").read_text())
-    done = {r["unit"]: r for r in read_jsonl(out / RESULTS)}   # the last record of a unit wins
-    return cfg, list(done.values()), read_jsonl(out / "runs.jsonl")
+    done = {r["unit"]: r for r in read_log(out / RESULTS)}   # the last record of a unit wins
+    return cfg, list(done.values()), list(read_log(out / "runs.jsonl"))
 
 
 def stat_floor(reference, n: int, reps: int = 200, seed: int = 0) -> float:

@@ -24,8 +24,9 @@ from typing import Callable, Sequence
 
 from ..errors import MLMProbError
 from ..infill.beam import beam_search, make_correction
-from ..jsonl import dumps, trim_partial_line
+from ..jsonl import dumps
 from ..metrics.significance import exact_sign_test
+from ..runtime.log import ResumableLog
 from .data_option import add_data_option, resolve_data_dir
 from .infill_choices import DATA_FILES, DATASETS, REGIONS, dataset_files
 from .infill_paired import discordant
@@ -91,14 +92,13 @@ def run_sweep(config: PivotSweepConfig, out: str | Path, *, data_dir: str | Path
         make_correction(mlm, "hcb", p)   # clear error for an id outside the output vocabulary
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    trim_partial_line(out)
     done = {_key(r) for r in read_records(out)}
     gaps = model_gaps(exp, mlm, source, antibody, progress)[(config.region, config.k)]
     label = model_label(config.model, config.dtype)
     todo = [(g, p) for g in gaps for p in [None] + pivots
             if (label, config.dataset, config.region, config.k, g.gap_id, config.order, p) not in done]
     n_new, t0 = 0, time.time()
-    with out.open("a") as fh:
+    with ResumableLog(out) as fh:       # locked; a torn last line trimmed; each record fsync-ed
         for i, (gap, pivot) in enumerate(todo):
             corr = make_correction(mlm, "standard" if pivot is None else "hcb", pivot)
             rec = {"model": label, "dataset": config.dataset, "region": config.region, "k": config.k,
@@ -108,8 +108,7 @@ def run_sweep(config: PivotSweepConfig, out: str | Path, *, data_dir: str | Path
                    **measure_gap(mlm, gap, lambda ids, cols: beam_search(mlm, ids, cols, correction=corr,
                                                                           order=config.order,
                                                                           beam_size=config.beam_size))}
-            fh.write(dumps(rec) + "\n")
-            fh.flush()
+            fh.append(rec)
             n_new += 1
             if progress:
                 report_progress(label, i + 1, len(todo), t0)

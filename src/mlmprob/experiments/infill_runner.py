@@ -50,7 +50,8 @@ from ..errors import MLMProbError
 from ..infill.corrections import ContextScramble
 from ..infill.gap import InfillCandidate
 from ..metrics.sequences import gap_metrics
-from ..jsonl import dumps, read_jsonl, trim_partial_line
+from ..jsonl import dumps
+from ..runtime.log import ResumableLog, read_log
 from .antibody_gaps import GapSpec, load_chains, sample_gaps
 from .data_option import add_data_option, resolve_data_dir
 from .english_gaps import TokenGap, encode_sentences, load_sentences, sample_token_gaps, seed_of
@@ -150,8 +151,8 @@ def _decode(mlm, tokens) -> str:
 
 
 def read_records(path: Path) -> list[dict]:
-    """Records of a result file; a partly written last line is ignored (``mlmprob.jsonl.read_jsonl``)."""
-    return read_jsonl(path)
+    """Records of a result file; a partly written last line is ignored (``mlmprob.runtime.log.read_log``)."""
+    return list(read_log(path))
 
 
 def gap_fields(mlm, gap: GapSpec | TokenGap, cands: list[InfillCandidate]) -> tuple[dict, dict]:
@@ -215,11 +216,10 @@ def run_experiment(config: ExperimentConfig, out: str | Path, *, data_dir: str |
 
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    trim_partial_line(out)
     done = {record_key(r) for r in read_records(out)}
     source, antibody = draw_data(config, data_dir)
     n_new = 0
-    with out.open("a") as fh:
+    with ResumableLog(out) as fh:       # locked; a torn last line trimmed; each record fsync-ed
         for model_name in config.models:
             label = model_label(model_name, config.dtype)
             todo = [(region, k, g, m) for region in config.regions for k in config.lengths
@@ -239,8 +239,7 @@ def run_experiment(config: ExperimentConfig, out: str | Path, *, data_dir: str |
                        "beam_size": config.beam_size,
                        **measure_gap(mlm, gap, lambda ids, cols: run_method(method, mlm, ids, cols, config.beam_size,
                                                                              gen, scramble))}
-                fh.write(dumps(rec) + "\n")
-                fh.flush()
+                fh.append(rec)
                 n_new += 1
                 if progress:
                     report_progress(label, i + 1, len(todo), t0)

@@ -31,7 +31,7 @@ import torch
 
 from ..batching import DEFAULT_BATCH_TOKENS
 from ..errors import MLMProbError, exit_status
-from ..jsonl import dumps, trim_partial_line
+from ..runtime.log import ResumableLog
 from .data_option import add_data_option, resolve_data_dir
 from .variants_data_common import (GDPA1_CSV, JAIN_CSV, NEG_CSV, POS_CSV, RUNS_FILE, load_library,
                                    write_library_meta)
@@ -75,24 +75,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     return exit_status(lambda: _main(args, argv))
 
 
-def _append_run(out: Path, entry: dict) -> None:
-    trim_partial_line(out / RUNS_FILE)
-    with (out / RUNS_FILE).open("a") as f:
-        f.write(dumps(entry) + "\n")
-
-
-def _lock(out: Path):
-    import fcntl
-
-    f = (out / ".lock").open("w")
-    try:
-        fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except OSError:
-        f.close()
-        raise MLMProbError(f"another variants_data run is writing to {out}; wait for it or stop it first") from None
-    return f
-
-
 def _main(args, argv) -> int:
     out = Path(args.out)
     data = resolve_data_dir(args.data, NEEDED) if not args.report_only or args.data else None
@@ -100,19 +82,17 @@ def _main(args, argv) -> int:
         stages = parse_plan(args.plan)
         torch.set_num_threads(args.threads)
         lib = load_library(data, args.seed)
-        out.mkdir(parents=True, exist_ok=True)
-        lock = _lock(out)       # held until this process exits: one runner per --out
-        write_library_meta(out, lib)
-        cmd = "python -m mlmprob.experiments.variants_data " + shlex.join(argv)
-        started = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
-        _append_run(out, {"event": "start", "command": cmd, "started": started, "threads": args.threads,
-                          "plan": args.plan})
-        t0 = time.perf_counter()
-        written = Runner(out, data, lib, batch_tokens=args.batch_tokens,
-                         log=lambda s: print(s, flush=True)).run(stages)
-        _append_run(out, {"event": "finish", "command": cmd, "started": started,
-                          "wall_s": round(time.perf_counter() - t0, 1), "chunks_written": written})
-        lock.close()
+        with ResumableLog(out / RUNS_FILE) as runs:     # held for the whole run: one runner per --out
+            write_library_meta(out, lib)
+            cmd = "python -m mlmprob.experiments.variants_data " + shlex.join(argv)
+            started = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+            runs.append({"event": "start", "command": cmd, "started": started, "threads": args.threads,
+                         "plan": args.plan})
+            t0 = time.perf_counter()
+            written = Runner(out, data, lib, batch_tokens=args.batch_tokens,
+                             log=lambda s: print(s, flush=True)).run(stages)
+            runs.append({"event": "finish", "command": cmd, "started": started,
+                         "wall_s": round(time.perf_counter() - t0, 1), "chunks_written": written})
     if not args.no_report:
         from .variants_data_report import write_report
 

@@ -23,7 +23,8 @@ import torch
 
 from ..alphabet import is_protein
 from ..errors import MLMProbError
-from ..jsonl import dumps, read_jsonl, trim_partial_line
+from ..jsonl import dumps
+from ..runtime.log import RunMeta, check_config, read_log
 
 FRAMEWORK = ("EVQLVESGGGLVQPGGSLRLSCAASGFNIKDTYIHWVRQAPGKGLEWVARIYPTNGYTRYADSVKGRFTISADTSKNTAYLQMNSLRAED"
              "TAVYYCSR")
@@ -148,27 +149,22 @@ def result_path(out: Path, model: str, group: str) -> Path:
 
 def read_chunks(path: Path) -> list[dict]:
     """The chunk lines of a result file; a half-written last line (a kill) is dropped."""
-    return read_jsonl(path)
+    return list(read_log(path))
 
 
-def append_chunk(path: Path, chunk: dict) -> None:
-    trim_partial_line(path)
-    with path.open("a") as f:
-        f.write(dumps(chunk, separators=(",", ":")) + "\n")
-        f.flush()
+def encode_chunk(chunk: dict) -> str:
+    """A chunk's line in its result file (compact strict JSON)."""
+    return dumps(chunk, separators=(",", ":"))
 
 
 def write_library_meta(out: Path, lib: Library) -> None:
     """Write ``library.json``, or check that an existing one describes the same ordered library."""
-    path = out / LIBRARY_FILE
+    store = RunMeta(out / LIBRARY_FILE, key=None)
     meta = lib.meta()
-    if path.exists():
-        old = json.loads(path.read_text())
-        if old.get("sha1") != meta["sha1"]:
-            raise MLMProbError(f"{path} describes another library ordering (seed {old.get('seed')}); "
-                               "use another --out or the same data and --seed")
+    if store.path.exists():
+        check_config(out, store.load(), meta, keys=("sha1", "seed"))
         return
-    path.write_text(dumps(meta) + "\n")
+    store.save(meta)
 
 
 def read_library_meta(out: Path) -> dict:

@@ -11,12 +11,12 @@ is included verbatim as the discussion.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import torch
 
 from ..errors import MLMProbError
+from ..runtime.log import read_log
 from ..sampling.cdr import find_cdr_h3
 from ..variants.baselines import kd_mean
 from .variants_data_common import RUNS_FILE, load_assay_set, read_library_meta
@@ -207,11 +207,9 @@ def _commands(out: Path) -> list[str]:
     lines = ["## Commands", "", "Runs recorded in `raw/runs.jsonl` (each start, and each finish; a start without a "
              "finish was stopped and later resumed; the stage plan of each run is recorded there too):", "", "```"]
     if path.exists():
-        for line in path.read_text().splitlines():
-            if line.strip():
-                r = json.loads(line)
-                extra = f"  # finished, {r['wall_s']} s" if r.get("event") == "finish" else f"  # started {r.get('started')}"
-                lines.append(r["command"] + extra)
+        for r in read_log(path):
+            extra = f"  # finished, {r['wall_s']} s" if r.get("event") == "finish" else f"  # started {r.get('started')}"
+            lines.append(r["command"] + extra)
     return lines + ["```", "", "The report: `python -m mlmprob.experiments.variants_data --out docs/results/variants/raw "
                     "--report-only`.", ""]
 

@@ -24,11 +24,11 @@ import torch
 from ..alphabet import AMINO_ACIDS
 from ..batching import DEFAULT_BATCH_TOKENS
 from ..errors import MLMProbError
-from ..jsonl import trim_partial_line
 from ..models.protocol import MaskedLM
+from ..runtime.log import ResumableLog
 from ..variants import ForwardCache, score_variants
 from ..variants.baselines import blosum_sum, hamming, kd_mean
-from .variants_data_common import (FRAMEWORK, TAIL, WT_CDR, Library, append_chunk, load_assay_set, read_chunks,
+from .variants_data_common import (FRAMEWORK, TAIL, WT_CDR, Library, encode_chunk, load_assay_set,
                                    result_path)
 
 GROUPS = {
@@ -154,14 +154,14 @@ class Runner:
 
     def run_stage(self, stage: Stage) -> int:
         path = result_path(self.out, stage.model, stage.group)
-        trim_partial_line(path)             # a line cut by a kill: dropped
-        done = {c["start"] for c in read_chunks(path)}
-        todo = [c for c in self._chunks(stage) if c[0] not in done]
-        t0 = time.perf_counter()
-        for lo, hi in todo:
-            chunk = (self._set_chunk(stage, lo, hi) if stage.group in SET_GROUPS
-                     else self._library_chunk(stage, lo, hi))
-            append_chunk(path, chunk)
+        with ResumableLog(path, encode=encode_chunk) as log:
+            done = log.done(lambda c: c["start"])
+            todo = [c for c in self._chunks(stage) if c[0] not in done]
+            t0 = time.perf_counter()
+            for lo, hi in todo:
+                chunk = (self._set_chunk(stage, lo, hi) if stage.group in SET_GROUPS
+                         else self._library_chunk(stage, lo, hi))
+                log.append(chunk)
         if todo:
             self.log(f"{stage}: {len(todo)} chunks in {time.perf_counter() - t0:.1f} s")
         return len(todo)

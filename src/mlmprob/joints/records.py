@@ -11,9 +11,9 @@ import math
 import os
 from pathlib import Path
 
-from ..errors import MLMProbError
-from ..jsonl import read_jsonl
+from ..runtime.log import RunMeta, check_config, read_lines, read_log
 from ..runtime.shard import Shard
+from ..runtime.writers import meta_path
 
 
 RECORDS_FILE = "pairs.jsonl"
@@ -50,15 +50,13 @@ def load_records(path: str | Path) -> tuple[dict | None, list[dict]]:
     one's (a first ``{"kind": "config"}`` line). An unreadable trailing line (an interrupted write) is dropped."""
     path = Path(path)
     header, records = None, []
-    for obj in read_jsonl(path):
+    for obj in read_log(path):
         if obj.get("kind") == "config":
             header = obj["config"]
         elif obj.get("kind") == "pair":
             records.append(restore_nonfinite(obj))
     if header is None:
-        from ..runtime.writers import read_meta
-
-        config = read_meta(path).get("config") or None
+        config = RunMeta(meta_path(path)).config()
         if config:
             header = {k: v for k, v in config.items() if k not in ("command", "dtype", "shard", "merged_from")}
     return header, records
@@ -85,19 +83,18 @@ def _dtype_label(mlm, dtype, device: str) -> str | None:
 def _upgrade_legacy(path: Path, config, shard: Shard, dtype: str | None) -> None:
     """An older runner's file (a config line first, records without ids) rewritten in this runner's
     layout, if it holds this configuration."""
-    from ..jsonl import trim_partial_line
-    from ..runtime.writers import dumps, meta_path
+    from ..runtime.writers import dumps
 
-    first = trim_partial_line(path).split("\n", 1)[0]
-    if not first.startswith('{"kind": "config"'):
+    if not next(read_lines(path), "").startswith('{"kind": "config"'):
         return
     header, records = load_records(path)
     ident = config.identity()
     if config.data_format in ("text", "fasta"):
         header = {k: v for k, v in header.items() if k != "column"}   # it had no meaning there
-    if shard.count != 1 or any(ident.get(k, v) != v for k, v in header.items()):
-        raise MLMProbError(f"{path} holds results of another configuration ({header}); use a new output folder")
-    meta_path(path).write_text(dumps({"config": _writer_config(config, shard, dtype), "complete": False, "skipped": []}, indent=2) + "\n")
+    check_config(path, {**header, "shard": "1/1"}, {**{k: ident.get(k, v) for k, v in header.items()},
+                                                    "shard": str(shard)})
+    RunMeta(meta_path(path), indent=2).save(
+        {"config": _writer_config(config, shard, dtype), "complete": False, "skipped": []})
     tmp = path.with_name(path.name + ".tmp")
     tmp.write_text("".join(dumps({"id": f"{r['scheme']}/{r['i']}", **r}) + "\n" for r in records))
     os.replace(tmp, path)
@@ -108,15 +105,10 @@ def check_records(out_dir: str | Path, config, shard: Shard = Shard.whole(), dty
     the writer lock: refused while another process writes it), and a file of another configuration or
     ``dtype`` is refused. Returns the configuration the run's writer stores."""
     from ..runtime.lock import WriterLock
-    from ..runtime.writers import config_mismatch, read_meta
 
     path = Path(out_dir) / RECORDS_FILE
     with WriterLock(path):
         _upgrade_legacy(path, config, shard, dtype)
     new = _writer_config(config, shard, dtype)
-    old = read_meta(path).get("config") if path.exists() else None
-    k = config_mismatch(old, new) if old else None
-    if k is not None:
-        raise MLMProbError(f"{path} holds results of another configuration ({k}={old.get(k)!r}, this run has "
-                           f"{k}={new.get(k)!r}); use a new output folder")
+    check_config(path, RunMeta(meta_path(path)).config() if path.exists() else None, new)
     return new

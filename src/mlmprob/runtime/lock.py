@@ -18,6 +18,9 @@ class OutputLocked(MLMProbError):
     """Another live process is writing the same output."""
 
 
+_HELD: set[str] = set()     # the lock files this process holds (see WriterLock.held_here)
+
+
 class WriterLock:
     """``with WriterLock(out):`` holds ``out.lock``; raises :class:`OutputLocked` if another process has it.
 
@@ -68,11 +71,28 @@ class WriterLock:
         os.ftruncate(fd, 0)
         os.write(fd, f"pid {os.getpid()} on {socket.gethostname()}".encode())
         self._fd = fd
+        _HELD.add(str(self.path.resolve()))
         return self
+
+    @staticmethod
+    def held_here(target: str | Path) -> bool:
+        """Whether this process holds the lock of ``target`` (``target.lock``) right now.
+
+        >>> import tempfile
+        >>> out = Path(tempfile.mkdtemp()) / "r.jsonl"
+        >>> with WriterLock(out):
+        ...     WriterLock.held_here(out)
+        True
+        >>> WriterLock.held_here(out)
+        False
+        """
+        target = Path(target)
+        return str(target.with_name(target.name + ".lock").resolve()) in _HELD
 
     def release(self) -> None:
         if self._fd is None:
             return
+        _HELD.discard(str(self.path.resolve()))
         try:
             self.path.unlink()
         except FileNotFoundError:

@@ -9,24 +9,24 @@ Every writer commits as it goes and resumes without loss:
   name, then renamed: a part is either whole or absent) of ``part_rows`` rows; :meth:`close` with
   ``complete=True`` joins the parts into ``OUT``. A kill loses at most the part in flight.
 
-A run holds ``OUT.lock`` (:class:`~mlmprob.runtime.lock.WriterLock`) while it writes, and keeps
-``OUT.meta.json``: the run's configuration (a resumed run must match it), its shard, whether it
+A run holds ``OUT.lock`` while it writes, and keeps ``OUT.meta.json`` (both through the one resumable
+log, :mod:`mlmprob.runtime.log`): the run's configuration (a resumed run must match it), its shard, whether it
 completed, and the ids it skipped; ``mlmprob merge`` reads it.
 """
 
 from __future__ import annotations
 
-import json
 import math
 import os
 import shutil
 import sys
+from itertools import islice
 from pathlib import Path
 from typing import Iterable
 
 from ..errors import MLMProbError
 from ..jsonl import dumps, json_safe  # noqa: F401 - re-exported
-from .lock import WriterLock
+from .log import ResumableLog, RunHold, RunMeta, read_lines, read_log
 
 OUTPUT_KINDS = (".jsonl", ".tsv", ".parquet")
 
@@ -85,49 +85,24 @@ class ResultWriter:
 
 
 class _FileWriter(ResultWriter):
+    """A file output held through :mod:`mlmprob.runtime.log`: its lock, its configuration in
+    ``OUT.meta.json`` (checked on resume) and, for line files, the committed lines."""
+
     def __init__(self, path: Path, *, resume: bool, config: dict | None, fields=None):
         super().__init__(path, fields=fields)
         self.meta_path = meta_path(path)
-        self.lock = WriterLock(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        self.lock.acquire()
-        try:
-            self._created = not self._exists()
-            self._check_existing(resume, config)
-            self._open(resume)
-        except BaseException:
-            self.lock.release()
-            raise
-        self._meta = {"config": config or {}, "complete": False, "skipped": self._old_meta().get("skipped", [])}
+        self._hold = self._open(resume, config)
+        self.lock = self._hold.lock
+        self._created = not self._hold.existed
+        self._meta = {"config": config or {}, "complete": False, "skipped": self._hold.stored.get("skipped", [])}
         self._write_meta()
         self._closed = False
 
     def skipped(self) -> list[list[str]]:
         return [list(x) for x in self._meta.get("skipped", [])]
 
-    # -- state on disk ----------------------------------------------------------------------------
-    def _exists(self) -> bool:
-        return self.path.exists()
-
-    def _old_meta(self) -> dict:
-        return read_meta(self.path)
-
-    def _check_existing(self, resume: bool, config: dict | None) -> None:
-        if not self._exists():
-            return
-        if not resume:
-            raise MLMProbError(f"{self.path} exists; pass --resume to continue it or choose another --out")
-        old = self._old_meta().get("config")
-        if old and config:
-            k = config_mismatch(old, config)
-            if k is not None:
-                raise MLMProbError(f"cannot resume {self.path}: it was written with {k}={old.get(k)!r}, this run has "
-                                   f"{k}={config.get(k)!r}; use the same options or another --out")
-
     def _write_meta(self) -> None:
-        tmp = self.meta_path.with_name(self.meta_path.name + ".tmp")
-        tmp.write_text(dumps(self._meta, indent=2) + "\n")
-        os.replace(tmp, self.meta_path)
+        self._hold.meta_file.save(self._meta)
 
     def close(self, complete: bool = True, **meta) -> None:
         if self._closed:
@@ -143,14 +118,14 @@ class _FileWriter(ResultWriter):
             self._meta["rows"] = len(self.done_ids()) + self.rows_written if complete else None
             self._write_meta()
         finally:
-            self.lock.release()
+            self._hold.close()
 
     def _discard(self) -> None:
         for p in (self.path, self.meta_path):
             p.unlink(missing_ok=True)
         shutil.rmtree(self.path.with_name(self.path.name + ".parts"), ignore_errors=True)
 
-    def _open(self, resume: bool) -> None:
+    def _open(self, resume: bool, config: dict | None) -> RunHold:
         raise NotImplementedError
 
     def _finish(self, complete: bool) -> None:
@@ -158,32 +133,30 @@ class _FileWriter(ResultWriter):
 
 
 class LineWriter(_FileWriter):
-    """JSONL (one object a line) or TSV (``fields`` columns, header first)."""
+    """JSONL (one object a line) or TSV (``fields`` columns, header first), a :class:`ResumableLog`."""
 
     def __init__(self, path: Path, *, resume: bool, config: dict | None = None, fields=None):
         self.kind = "tsv" if path.suffix.lower() == ".tsv" else "jsonl"
         super().__init__(path, resume=resume, config=config, fields=fields)
 
-    def _open(self, resume: bool) -> None:
-        from ..jsonl import trim_partial_line
-
-        text = trim_partial_line(self.path) if resume else ""
-        self._done: set[str] = set()
-        for i, line in enumerate(text.splitlines()):
-            if not line.strip():
-                continue
-            if self.kind == "tsv":
-                if i > 0:
-                    self._done.add(line.split("\t", 1)[0])
-            else:
-                try:
-                    self._done.add(str(json.loads(line)["id"]))
-                except (json.JSONDecodeError, KeyError, TypeError):
-                    raise MLMProbError(f"{self.path} line {i + 1} is damaged (not a result row); cannot resume it") from None
-        self._fh = self.path.open("a", encoding="utf-8")
-        self._header_needed = self.kind == "tsv" and not text.strip()
-        if self.kind == "tsv" and not self._header_needed:
-            self.fields = tuple(text.splitlines()[0].split("\t"))
+    def _open(self, resume: bool, config: dict | None) -> ResumableLog:
+        log = ResumableLog(self.path, config=config, meta=RunMeta(self.meta_path, indent=2), resume=resume)
+        try:
+            self._done: set[str] = set()
+            header = next(iter(log.lines()), None) if self.kind == "tsv" else None
+            if header is not None:
+                self._done.update(line.split("\t", 1)[0] for line in islice(log.lines(), 1, None))
+            for n, row in enumerate(log.records() if self.kind == "jsonl" else ()):
+                if not isinstance(row, dict) or "id" not in row:
+                    raise MLMProbError(f"{self.path} record {n + 1} is damaged (not a result row); cannot resume it")
+                self._done.add(str(row["id"]))
+        except BaseException:
+            log.close()
+            raise
+        self._header_needed = self.kind == "tsv" and header is None
+        if header is not None:
+            self.fields = tuple(header.split("\t"))
+        return log
 
     def done_ids(self) -> set[str]:
         return self._done
@@ -191,21 +164,20 @@ class LineWriter(_FileWriter):
     def write(self, rows: list[dict]) -> None:
         if not rows:
             return
+        lines = []
         if self.kind == "tsv":
             if self._header_needed:  # the columns: as given, else the first row's keys
                 self.fields = tuple(self.fields or rows[0].keys())
-                self._fh.write("\t".join(self.fields) + "\n")
+                lines.append("\t".join(self.fields))
                 self._header_needed = False
-            lines = ["\t".join(tsv_cell(r.get(k)) for k in self.fields) for r in rows]
+            lines += ["\t".join(tsv_cell(r.get(k)) for k in self.fields) for r in rows]
         else:
             lines = [dumps(r) for r in rows]
-        self._fh.write("\n".join(lines) + "\n")
-        self._fh.flush()
-        os.fsync(self._fh.fileno())
+        self._hold.append_lines(lines)
         self.rows_written += len(rows)
 
     def _finish(self, complete: bool) -> None:
-        self._fh.close()
+        pass
 
 
 def tsv_cell(v) -> str:
@@ -232,10 +204,17 @@ class ParquetWriter(_FileWriter):
         self.part_rows = part_rows
         super().__init__(path, resume=resume, config=config, fields=fields)
 
-    def _exists(self) -> bool:
-        return self.path.exists() or self.parts.exists()
+    def _open(self, resume: bool, config: dict | None) -> RunHold:
+        hold = RunHold(self.path, config=config, meta=RunMeta(self.meta_path, indent=2), resume=resume,
+                       exists=self.path.exists() or self.parts.exists())
+        try:
+            self._open_parts()
+        except BaseException:
+            hold.close()
+            raise
+        return hold
 
-    def _open(self, resume: bool) -> None:
+    def _open_parts(self) -> None:
         from .inputs import _pyarrow_parquet
 
         self._pq = _pyarrow_parquet()
@@ -300,24 +279,6 @@ def meta_path(out: str | Path) -> Path:
     return out.with_name(out.name + ".meta.json")
 
 
-def read_meta(out: str | Path) -> dict:
-    """The stored meta of the output ``out`` (``{}`` when it has none, or it is unreadable)."""
-    try:
-        return json.loads(meta_path(out).read_text())
-    except (OSError, json.JSONDecodeError):
-        return {}
-
-
-def config_mismatch(old: dict, new: dict) -> str | None:
-    """The first key (in sorted order) whose value differs between two stored configurations, else None.
-
-    >>> config_mismatch({"a": 1, "b": 2}, {"a": 1, "b": 3}), config_mismatch({"a": 1}, {"a": 1})
-    ('b', None)
-    """
-    diff = [k for k in sorted(set(old) | set(new)) if old.get(k) != new.get(k)]
-    return diff[0] if diff else None
-
-
 def open_writer(out: str | Path | None, *, resume: bool = False, config: dict | None = None,
                 fields: tuple[str, ...] | None = None, part_rows: int = 1024) -> ResultWriter:
     """The writer for ``--out`` (stdout JSONL when None). ``config`` is stored in ``OUT.meta.json`` and
@@ -350,21 +311,13 @@ def read_results(path: str | Path) -> Iterable[dict]:
         return
     if not path.exists():
         raise MLMProbError(f"result file {str(path)!r} does not exist")
-    with path.open(encoding="utf-8") as fh:
-        header = None
-        for i, line in enumerate(fh, 1):
-            if not line.endswith("\n"):
-                break  # cut by a kill
-            if not line.strip():
-                continue
-            if kind == "tsv":
-                cells = line.rstrip("\n").split("\t")
-                if header is None:
-                    header = cells
-                    continue
-                yield dict(zip(header, cells))
-            else:
-                try:
-                    yield json.loads(line)
-                except json.JSONDecodeError:
-                    raise MLMProbError(f"{path} line {i} is not valid JSON (the file is damaged)") from None
+    if kind == "jsonl":
+        yield from read_log(path)
+        return
+    header = None
+    for line in read_lines(path):
+        cells = line.split("\t")
+        if header is None:
+            header = cells
+            continue
+        yield dict(zip(header, cells))

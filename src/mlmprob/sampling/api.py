@@ -17,8 +17,7 @@ from ..models.protocol import MaskedLM
 from .diagnostics import effective_sample_size, reference_identity, split_rhat
 from .forward import site_logits
 from .init import initialize, resolve_free
-from .io import (EpochRecord, append_record, generator_state_hex, read_run, rewrite, set_generator_state,
-                 write_header)
+from .io import EpochRecord, RunLog, generator_state_hex, set_generator_state
 from .kernels import DegenerateGibbs, MetropolisHastings, energies_from_logits
 from .proposals import ProposalConfig
 from .schedules import ScheduleLike, as_schedule, block_size_at, schedule_text, temperature_at
@@ -157,72 +156,60 @@ def sample(
               "init": init, "score_all": score_all}
     total = burn_in + epochs
 
-    records: list[EpochRecord] = []
-    path = None if jsonl is None else Path(jsonl)
-    if path is not None and path.exists() and path.stat().st_size > 0:
-        head, records = read_run(path)
-        _check_resume(path, head, config, ids, free)
-        rewrite(path, head, records)
-    if records:
-        last = records[-1]
-        set_generator_state(generator, last.generator_state)
-        state = kernel.init(torch.tensor(last.ids, dtype=torch.long), free, epoch=len(records))
-        rows_before = last.forward_rows
-    else:
-        start, n_init = initialize(mlm, ids, free, init, generator, batch_tokens)
-        if path is not None:
-            write_header(path, config, ids, free)
-        state = kernel.init(start, free)
-        rows_before = n_init
-    rows_before -= state.forward_rows  # the kernel counts from its own init
-
-    bar = None
-    if progress:
-        from tqdm import tqdm
-        bar = tqdm(total=total, initial=min(len(records), total), desc=f"{method} sampling", unit="epoch")
-    B = ids.shape[0]
-    while state.epoch < total:
-        e, t0 = state.epoch, time.perf_counter()
-        k_e, tau_e = block_size_at(bs, e), (temperature_at(tt, e) if method == "mh" else math.nan)
-        n_prop = torch.zeros(B, dtype=torch.long)
-        n_acc, n_nov = n_prop.clone(), n_prop.clone()
-        while True:
-            state, info = kernel.step(state, generator)
-            n_prop += info.active
-            n_acc += info.accepted
-            n_nov += info.novel
-            if info.end_of_epoch:
-                break
-        if method == "mh":
-            e_local, e_raw = state.e_local, state.e_raw
+    run_log = None if jsonl is None else RunLog(jsonl, config, ids, free)
+    records: list[EpochRecord] = [] if run_log is None else list(run_log.records)
+    try:
+        if records:
+            last = records[-1]
+            set_generator_state(generator, last.generator_state)
+            state = kernel.init(torch.tensor(last.ids, dtype=torch.long), free, epoch=len(records))
+            rows_before = last.forward_rows
         else:
-            logits, _ = site_logits(mlm, state.ids, state.scored, batch_tokens)
-            e_local, e_raw = energies_from_logits(logits, state.ids, state.scored)
-        ident = None if ref is None else reference_identity(state.ids, ref, free).tolist()
-        rec = EpochRecord(e, e >= burn_in and (e - burn_in + 1) % thin == 0, tau_e, k_e, n_prop.tolist(),
-                          n_acc.tolist(), n_nov.tolist(), e_local.tolist(), e_raw.tolist(), ident,
-                          state.ids.tolist(), rows_before + state.forward_rows, time.perf_counter() - t0,
-                          generator_state_hex(generator))
-        records.append(rec)
-        if path is not None:
-            append_record(path, rec)
-        if bar is not None:
-            bar.update(1)
-            bar.set_postfix(acc=f"{sum(rec.accepted) / max(sum(rec.proposals), 1):.3f}",
-                            E=f"{sum(rec.e_local if energy == 'local' else rec.e_raw) / B:.2f}")
+            start, n_init = initialize(mlm, ids, free, init, generator, batch_tokens)
+            state = kernel.init(start, free)
+            rows_before = n_init
+        rows_before -= state.forward_rows  # the kernel counts from its own init
+
+        bar = None
+        if progress:
+            from tqdm import tqdm
+            bar = tqdm(total=total, initial=min(len(records), total), desc=f"{method} sampling", unit="epoch")
+        B = ids.shape[0]
+        while state.epoch < total:
+            e, t0 = state.epoch, time.perf_counter()
+            k_e, tau_e = block_size_at(bs, e), (temperature_at(tt, e) if method == "mh" else math.nan)
+            n_prop = torch.zeros(B, dtype=torch.long)
+            n_acc, n_nov = n_prop.clone(), n_prop.clone()
+            while True:
+                state, info = kernel.step(state, generator)
+                n_prop += info.active
+                n_acc += info.accepted
+                n_nov += info.novel
+                if info.end_of_epoch:
+                    break
+            if method == "mh":
+                e_local, e_raw = state.e_local, state.e_raw
+            else:
+                logits, _ = site_logits(mlm, state.ids, state.scored, batch_tokens)
+                e_local, e_raw = energies_from_logits(logits, state.ids, state.scored)
+            ident = None if ref is None else reference_identity(state.ids, ref, free).tolist()
+            rec = EpochRecord(e, e >= burn_in and (e - burn_in + 1) % thin == 0, tau_e, k_e, n_prop.tolist(),
+                              n_acc.tolist(), n_nov.tolist(), e_local.tolist(), e_raw.tolist(), ident,
+                              state.ids.tolist(), rows_before + state.forward_rows, time.perf_counter() - t0,
+                              generator_state_hex(generator))
+            records.append(rec)
+            if run_log is not None:
+                run_log.append(rec)
+            if bar is not None:
+                bar.update(1)
+                bar.set_postfix(acc=f"{sum(rec.accepted) / max(sum(rec.proposals), 1):.3f}",
+                                E=f"{sum(rec.e_local if energy == 'local' else rec.e_raw) / B:.2f}")
+    finally:
+        if run_log is not None:
+            run_log.close()
     if bar is not None:
         bar.close()
     return result_from_records(records[:total], free, burn_in, method, energy)
-
-
-def _check_resume(path: Path, head: dict, config: dict, ids: torch.Tensor, free: torch.Tensor) -> None:
-    old = head.get("config", {})
-    for key in config:
-        if old.get(key) != config[key]:
-            raise MLMProbError(f"{str(path)!r} holds a run with {key}={old.get(key)!r}, not {config[key]!r}; "
-                               "use another file or the same settings to resume")
-    if head.get("init_ids") != ids.tolist() or head.get("free") != free.int().tolist():
-        raise MLMProbError(f"{str(path)!r} holds a run from other initial sequences or free positions")
 
 
 def result_from_records(records: list[EpochRecord], free: torch.Tensor, burn_in: int, method: str,

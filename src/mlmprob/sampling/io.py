@@ -2,7 +2,8 @@
 
 Line 1 is a header (format, configuration, initial ids, free positions); each further line is one
 ``EpochRecord`` with the chain states at the end of the epoch and the generator state, which is
-all a resumed run needs. A last line cut short by a kill is ignored.
+all a resumed run needs. The file is a :class:`~mlmprob.runtime.log.ResumableLog` (:class:`RunLog`): a
+last line cut short by a kill is dropped, every epoch committed with ``fsync``.
 """
 
 from __future__ import annotations
@@ -16,6 +17,8 @@ import torch
 
 from ..errors import MLMProbError
 from ..jsonl import dumps
+from ..runtime.lock import WriterLock
+from ..runtime.log import ResumableLog, read_log
 
 FORMAT = "mlmprob.sample/1"
 
@@ -50,10 +53,19 @@ class EpochRecord:
 
     @classmethod
     def from_dict(cls, d: dict) -> "EpochRecord":
-        """The record of ``to_json``; a ``null`` energy (written for NaN or an infinity) reads as NaN."""
+        """The record of ``to_json``; a ``null`` energy or target temperature (written for NaN or an
+        infinity; Gibbs has no target temperature) reads as NaN.
+
+        >>> r = EpochRecord(0, True, math.nan, 1, [1], [1], [0], [math.nan], [2.0], None, [[3]], 4, 0.1)
+        >>> back = EpochRecord.from_dict(json.loads(r.to_json()))
+        >>> math.isnan(back.target_temperature) and math.isnan(back.e_local[0]) and back.e_raw == [2.0]
+        True
+        """
         d = {k: v for k, v in d.items() if k != "type"}
         for k in ("e_local", "e_raw"):
             d[k] = [math.nan if v is None else v for v in d[k]]
+        if d.get("target_temperature") is None:
+            d["target_temperature"] = math.nan
         return cls(**d)
 
 
@@ -65,52 +77,59 @@ def set_generator_state(generator: torch.Generator, state: str) -> None:
     generator.set_state(torch.tensor(list(bytes.fromhex(state)), dtype=torch.uint8))
 
 
-def write_header(path: Path, config: dict, init_ids: torch.Tensor, free: torch.Tensor) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    head = {"type": "header", "format": FORMAT, "config": config, "init_ids": init_ids.tolist(),
-            "free": free.int().tolist()}
-    tmp = path.with_suffix(path.suffix + ".tmp")   # whole or absent: a kill never leaves half a header
-    with tmp.open("w") as f:
-        f.write(dumps(head, separators=(",", ":")) + "\n")
-    tmp.replace(path)
+def _compact(obj) -> str:
+    return dumps(obj, separators=(",", ":"))
 
 
-def append_record(path: Path, record: EpochRecord) -> None:
-    with path.open("a") as f:
-        f.write(record.to_json() + "\n")
-        f.flush()
+def _check_header(path: Path, head) -> dict:
+    if not isinstance(head, dict) or head.get("type") != "header" or head.get("format") != FORMAT:
+        raise MLMProbError(f"{str(path)!r} is not a sampling run written by mlmprob ({FORMAT})")
+    return head
+
+
+def _epochs(path: Path, objs) -> list[EpochRecord]:
+    records = []
+    for i, d in enumerate(objs):
+        if not isinstance(d, dict) or d.get("epoch") != len(records):
+            raise MLMProbError(f"{str(path)!r} line {i + 2}: expected epoch {len(records)}, got "
+                               f"{d.get('epoch') if isinstance(d, dict) else d!r}")
+        records.append(EpochRecord.from_dict(d))
+    return records
 
 
 def read_run(path: Path) -> tuple[dict, list[EpochRecord]]:
-    """Header and epoch records of a run file (a truncated last line is dropped)."""
-    lines = Path(path).read_text().splitlines()
-    if not lines:
+    """Header and epoch records of a run file (a torn last line is dropped)."""
+    objs = read_log(path)
+    head = next(objs, None)
+    if head is None:
         raise MLMProbError(f"{str(path)!r} is empty, not a sampling run")
-    try:
-        head = json.loads(lines[0])
-    except json.JSONDecodeError:
-        raise MLMProbError(f"{str(path)!r} does not start with a sampling-run header") from None
-    if head.get("type") != "header" or head.get("format") != FORMAT:
-        raise MLMProbError(f"{str(path)!r} is not a sampling run written by mlmprob ({FORMAT})")
-    records = []
-    for i, line in enumerate(lines[1:]):
+    return _check_header(path, head), _epochs(path, objs)
+
+
+class RunLog:
+    """The run file of a sampling run (a :class:`~mlmprob.runtime.log.ResumableLog` whose first line is
+    the header: format, configuration, initial ids and free positions). Opening it resumes an existing
+    file of the same run (``records``: its complete epochs) or starts a new one; another run's file is
+    refused with the keys that differ. The lock is taken unless this process already holds it (the
+    ``sample`` command holds it from before the model loads)."""
+
+    def __init__(self, path: str | Path, config: dict, init_ids: torch.Tensor, free: torch.Tensor):
+        path = Path(path)
+        first = next(read_log(path), None)
+        if first is not None:
+            _check_header(path, first)
+        head = {"type": "header", "format": FORMAT, "config": config, "init_ids": init_ids.tolist(),
+                "free": free.int().tolist()}
+        self.log = ResumableLog(path, config=head, header=True, encode=_compact,
+                                lock=not WriterLock.held_here(path))
         try:
-            d = json.loads(line)
-        except json.JSONDecodeError:
-            if i == len(lines) - 2:
-                break  # cut short by a kill: this epoch is run again
-            raise MLMProbError(f"{str(path)!r} line {i + 2} is not valid JSON") from None
-        if d.get("epoch") != len(records):
-            raise MLMProbError(f"{str(path)!r} line {i + 2}: expected epoch {len(records)}, got {d.get('epoch')}")
-        records.append(EpochRecord.from_dict(d))
-    return head, records
+            self.records = _epochs(path, self.log.records())
+        except BaseException:
+            self.log.close()
+            raise
 
+    def append(self, record: EpochRecord) -> None:
+        self.log.append_lines([record.to_json()])
 
-def rewrite(path: Path, head: dict, records: list[EpochRecord]) -> None:
-    """Rewrite a run file without a truncated tail, so that appending continues cleanly."""
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    with tmp.open("w") as f:
-        f.write(dumps(head, separators=(",", ":")) + "\n")
-        for r in records:
-            f.write(r.to_json() + "\n")
-    tmp.replace(path)
+    def close(self) -> None:
+        self.log.close()

@@ -180,11 +180,9 @@ def _check_resume(saved: dict, config: TrainConfig, fingerprint: str, where: Pat
         old = TrainConfig.from_dict(old).to_dict()
     except (MLMProbError, TypeError):
         pass
-    new = config.to_dict()
-    diff = sorted(k for k in set(old) | set(new) if old.get(k) != new.get(k))
-    if diff:
-        raise MLMProbError(f"{where} holds a run with a different configuration ({', '.join(diff)}); "
-                           f"use the same settings to resume, or another output directory")
+    from ..runtime.log import check_config
+
+    check_config(where, old or {"config": "none saved"}, config.to_dict())   # a run without one is refused too
     if saved.get("data_fingerprint") != fingerprint:
         raise MLMProbError(f"{where} holds a run on different data; use the same data to resume, or another "
                            f"output directory")

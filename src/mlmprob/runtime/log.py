@@ -1,0 +1,324 @@
+"""One resumable log for every file a long run appends to: result files of the commands, the experiment
+runners' records, sampler traces, joints records, run journals.
+
+A :class:`ResumableLog` holds the output's lock (:class:`~mlmprob.runtime.lock.WriterLock`, ``OUT.lock``:
+a second writer is refused), checks the configuration the output was written with against this run's
+(:func:`check_config`: one error naming every differing key), trims a last line that a kill cut in
+half, and commits every :meth:`~ResumableLog.append` with flush and ``fsync``. The configuration is
+stored where the file's format keeps it: a JSON side file (:class:`RunMeta`, e.g. ``OUT.meta.json``) or
+the file's first line (``header=True``). :func:`read_log` is the one reader: the committed records of a
+log (newline-terminated lines; a torn last line is skipped, a damaged line before it is an error).
+Records are encoded with :func:`mlmprob.jsonl.dumps` (strict JSON: NaN and infinities become null).
+
+>>> import tempfile
+>>> out = Path(tempfile.mkdtemp()) / "r.jsonl"
+>>> with ResumableLog(out, config={"seed": 1}, meta=RunMeta(out.with_name("r.meta.json"))) as log:
+...     log.append({"id": "a", "x": float("nan")})
+>>> _ = open(out, "a").write('{"id": "b", "x')               # a kill in the middle of a line
+>>> with ResumableLog(out, config={"seed": 1}, meta=RunMeta(out.with_name("r.meta.json"))) as log:
+...     sorted(log.done(lambda r: r["id"]))
+['a']
+>>> list(read_log(out))
+[{'id': 'a', 'x': None}]
+>>> ResumableLog(out, config={"seed": 2}, meta=RunMeta(out.with_name("r.meta.json")))  # doctest: +ELLIPSIS
+Traceback (most recent call last):
+...
+mlmprob.runtime.log.ConfigMismatch: cannot resume .../r.jsonl: it holds results of a different configuration, written with seed=1; this run has seed=2; use the same options or another --out
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Callable, Iterable, Iterator
+
+from ..errors import MLMProbError
+from ..jsonl import dumps
+from .lock import WriterLock
+
+_SHOWN = 60     # characters of a value shown in an error
+
+
+class ConfigMismatch(MLMProbError):
+    """A resumed run's configuration differs from the one its output was written with."""
+
+
+def _norm(value):
+    """``value`` as it reads back from the file (tuples become lists, NaN None)."""
+    return json.loads(dumps(value))
+
+
+def _show(value) -> str:
+    text = repr(value)
+    return text if len(text) <= _SHOWN else text[: _SHOWN - 3] + "..."
+
+
+def config_diff(stored: dict, config: dict, prefix: str = "") -> list[tuple[str, object, object]]:
+    """``(key, stored value, this run's value)`` for every differing key; nested dicts by dotted keys.
+
+    >>> config_diff({"a": 1, "m": {"x": 1, "y": 2}}, {"a": 1, "m": {"x": 3, "y": 2}, "b": 0})
+    [('b', None, 0), ('m.x', 1, 3)]
+    """
+    out = []
+    for k in sorted(set(stored) | set(config), key=str):
+        a, b = stored.get(k), config.get(k)
+        if isinstance(a, dict) and isinstance(b, dict):
+            out += config_diff(a, b, f"{prefix}{k}.")
+        elif a != b:
+            out.append((f"{prefix}{k}", a, b))
+    return out
+
+
+def check_config(where, stored: dict | None, config: dict | None, keys: Iterable[str] | None = None) -> None:
+    """The one check a resumed run makes: ``config`` must equal the ``stored`` one (on ``keys`` only, when
+    given); otherwise :class:`ConfigMismatch` naming every differing key with both values. Nothing is
+    checked when either is empty (an output written before configurations were stored).
+
+    >>> check_config("o", {"lr": 0.1, "n": 2}, {"lr": 0.2, "n": 3})
+    Traceback (most recent call last):
+    ...
+    mlmprob.runtime.log.ConfigMismatch: cannot resume o: it holds results of a different configuration, written with lr=0.1, n=2; this run has lr=0.2, n=3; use the same options or another --out
+    """
+    if not stored or not config:
+        return
+    stored, config = _norm(stored), _norm(config)
+    if keys is not None:
+        keys = set(keys)
+        stored = {k: v for k, v in stored.items() if k in keys}
+        config = {k: v for k, v in config.items() if k in keys}
+    diff = config_diff(stored, config)
+    if diff:
+        was = ", ".join(f"{k}={_show(a)}" for k, a, _ in diff)
+        now = ", ".join(f"{k}={_show(b)}" for k, _, b in diff)
+        raise ConfigMismatch(f"cannot resume {where}: it holds results of a different configuration, written with "
+                             f"{was}; this run has {now}; use the same options or another --out")
+
+
+class RunMeta:
+    """A run's JSON side file (``OUT.meta.json``, ``config.json``, ...): the configuration under ``key``
+    (the whole file when ``key`` is None) and whatever else the run keeps there. Written atomically."""
+
+    def __init__(self, path: str | Path, key: str | None = "config", indent: int | None = None):
+        self.path, self.key, self.indent = Path(path), key, indent
+
+    def load(self) -> dict:
+        """The file's object; ``{}`` when it is absent or unreadable (a kill while it was first written)."""
+        try:
+            data = json.loads(self.path.read_text())
+        except (OSError, json.JSONDecodeError):
+            return {}
+        return data if isinstance(data, dict) else {}
+
+    def config(self, data: dict | None = None) -> dict | None:
+        data = self.load() if data is None else data
+        return (data.get(self.key) if self.key is not None else data) or None
+
+    def save(self, data: dict) -> None:
+        tmp = self.path.with_name(self.path.name + ".tmp")
+        tmp.write_text(dumps(data, indent=self.indent) + "\n")
+        os.replace(tmp, self.path)
+
+
+def _committed(path: Path) -> Iterator[tuple[int, str]]:
+    """``(line number, text)`` of the committed (newline-terminated) non-blank lines of ``path``."""
+    with open(path, encoding="utf-8", newline="\n") as fh:
+        for i, line in enumerate(fh, 1):
+            if not line.endswith("\n"):
+                return          # a torn last line: not committed
+            if line.strip():
+                yield i, line[:-1]
+
+
+def _decode(path: Path, i: int, line: str):
+    try:
+        return json.loads(line)
+    except json.JSONDecodeError:
+        raise MLMProbError(f"{path} line {i} is damaged (not valid JSON): {line.strip()[:80]}") from None
+
+
+def read_lines(path: str | Path) -> Iterator[str]:
+    """The committed non-blank lines of ``path`` as text (a TSV's header first); nothing when it does not
+    exist. The raw form of :func:`read_log`."""
+    path = Path(path)
+    if path.exists():
+        yield from (line for _, line in _committed(path))
+
+
+def read_log(path: str | Path, *, skip_header: bool = False) -> Iterator:
+    """The one reader: the committed records of a log, in order (nothing when the file does not exist).
+    A torn last line is skipped; a damaged line before it is an error naming the line."""
+    path = Path(path)
+    if not path.exists():
+        return
+    for n, (i, line) in enumerate(_committed(path)):
+        if not (skip_header and n == 0):
+            yield _decode(path, i, line)
+
+
+def trim_torn_line(path: Path) -> bool:
+    """Cut a last line without its newline (a kill in the middle of a write) from ``path``, durably;
+    True when something was cut. Reads only the file's tail."""
+    with open(path, "rb+") as f:
+        end = pos = f.seek(0, os.SEEK_END)
+        keep = 0
+        while pos > 0:
+            start = max(0, pos - (1 << 16))
+            f.seek(start)
+            chunk = f.read(pos - start)
+            if pos == end and chunk.endswith(b"\n"):
+                return False
+            cut = chunk.rfind(b"\n")
+            if cut >= 0:
+                keep = start + cut + 1
+                break
+            pos = start
+        if end == 0:
+            return False
+        f.truncate(keep)
+        f.flush()
+        os.fsync(f.fileno())
+        return True
+
+
+class RunHold:
+    """A run's hold on an output: its lock, and the stored configuration checked and (for a new output)
+    written. The base of :class:`ResumableLog`, and the whole of it for outputs that are not one line file
+    (Parquet parts)."""
+
+    def __init__(self, path: str | Path, *, config: dict | None = None, meta: RunMeta | None = None,
+                 resume: bool = True, exists: bool | None = None, lock: bool = True):
+        self.path = Path(path)
+        self.config, self.meta_file = config, meta
+        self.lock = WriterLock(self.path) if lock else None
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        if self.lock is not None:
+            self.lock.acquire()
+        try:
+            self.existed = self._exists() if exists is None else exists
+            if self.existed and not resume:
+                raise MLMProbError(f"{self.path} exists; pass --resume to continue it or choose another --out")
+            self.stored: dict = meta.load() if meta is not None and self.existed else {}
+            self._open()
+        except BaseException:
+            self.close()
+            raise
+
+    def _exists(self) -> bool:
+        return self.path.exists()
+
+    def _open(self) -> None:
+        if self.meta_file is not None:
+            check_config(self.path, self.meta_file.config(self.stored), self.config)
+            if self.config is not None and not self.meta_file.config(self.stored):
+                self.save_meta()
+
+    def save_meta(self, **fields) -> None:
+        """Write the side file: what it held, this run's configuration and ``fields``."""
+        data = dict(self.stored)
+        if self.meta_file.key is None:
+            data = dict(self.config or data)
+        else:
+            data[self.meta_file.key] = self.config or data.get(self.meta_file.key) or {}
+        data.update(fields)
+        self.stored = data
+        self.meta_file.save(data)
+
+    def close(self) -> None:
+        if self.lock is not None:
+            self.lock.release()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+class ResumableLog(RunHold):
+    """An append-only file of lines (JSON records unless the caller writes raw lines), continued after a
+    kill. ``config`` is stored in ``meta`` or, with ``header=True``, as the file's first line (written
+    when the file is new, compared when it is resumed). ``resume=False`` refuses an existing file;
+    ``lock=False`` leaves the lock to a caller that holds it; ``encode`` turns a record into its line."""
+
+    def __init__(self, path: str | Path, *, config: dict | None = None, meta: RunMeta | None = None,
+                 header: bool = False, resume: bool = True, lock: bool = True, encode: Callable = dumps):
+        self.use_header, self.encode = header, encode
+        self.header: dict | None = None
+        self._fh = None
+        super().__init__(path, config=config, meta=meta, resume=resume, lock=lock)
+
+    def _open(self) -> None:
+        if self.existed:
+            trim_torn_line(self.path)
+        if self.use_header:
+            first = next(iter(self.records(skip_header=False)), None) if self.existed else None
+            if first is not None:
+                self.header = first
+                check_config(self.path, first, self.config)
+        else:
+            super()._open()
+        self._fh = open(self.path, "a", encoding="utf-8", newline="\n")
+        if self.use_header and self.header is None and self.config is not None:
+            self.append(self.config)
+            self.header = _norm(self.config)
+
+    def lines(self) -> Iterator[str]:
+        """The committed non-blank lines, as text (the header line included)."""
+        return read_lines(self.path)
+
+    def records(self, skip_header: bool | None = None) -> Iterator:
+        """The committed records (after the header line when the log has one)."""
+        return read_log(self.path, skip_header=self.use_header if skip_header is None else skip_header)
+
+    def done(self, key: Callable[[dict], object]) -> set:
+        """``{key(record)}`` over the committed records: the units a resumed run skips."""
+        return {key(r) for r in self.records()}
+
+    def append(self, *records) -> None:
+        """Commit records (one line each, strict JSON) together."""
+        self.append_lines([self.encode(r) for r in records])
+
+    def append_lines(self, lines: Iterable[str]) -> None:
+        """Commit lines of text (no newlines inside): one write, flushed and ``fsync``-ed."""
+        text = "".join(line + "\n" for line in lines)
+        if not text:
+            return
+        self._fh.write(text)
+        self._fh.flush()
+        os.fsync(self._fh.fileno())
+
+    def drop_tail(self, keep: Callable[[dict], bool]) -> int:
+        """Remove the trailing records for which ``keep`` is false (a group of lines that a kill cut after
+        some of them were committed); returns how many were removed."""
+        ends, good = [], 0          # byte offset after each committed line; offset after the last kept one
+        offset = 0
+        with open(self.path, "rb") as f:
+            for n, raw in enumerate(f):
+                offset += len(raw)
+                if not raw.strip():
+                    continue
+                rec = _decode(self.path, n + 1, raw.decode("utf-8"))
+                header = self.use_header and not ends
+                ends.append(offset)
+                if header or keep(rec):
+                    good = len(ends)
+        dropped = len(ends) - good
+        if dropped:
+            self._fh.flush()
+            os.truncate(self.path, ends[good - 1] if good else 0)
+            os.fsync(self._fh.fileno())
+        return dropped
+
+    def close(self) -> None:
+        if self._fh is not None:
+            self._fh.close()
+            self._fh = None
+        super().close()
+
+
+def append_record(path: str | Path, record: dict) -> None:
+    """Append one record to the log at ``path`` (a run journal such as ``runs.jsonl``): take its lock,
+    trim a torn line, commit, release."""
+    with ResumableLog(path) as log:
+        log.append(record)
