@@ -27,7 +27,8 @@ class EpochRecord:
     ``proposals``/``accepted``/``novel`` count the chain's proposals in the epoch; ``e_local`` and
     ``e_raw`` are the energies of its state (whatever the target); ``identity`` the fraction of
     free positions equal to the reference (None without one); ``forward_rows`` the cumulative
-    model rows of the run; ``generator_state`` the hex dump of the generator after the epoch.
+    model rows of the run; ``generator_state`` the hex dump of the generator after the epoch;
+    ``log_prob`` (ancestral sampling only) the log-probability of each chain's draw.
     """
 
     epoch: int
@@ -44,16 +45,24 @@ class EpochRecord:
     forward_rows: int
     seconds: float
     generator_state: str = ""
+    log_prob: list[float] | None = None
 
     def to_json(self) -> str:
-        return dumps({"type": "epoch", **asdict(self)}, separators=(",", ":"))
+        d = asdict(self)
+        if d["log_prob"] is None:  # MCMC records: written as before
+            del d["log_prob"]
+        return dumps({"type": "epoch", **d}, separators=(",", ":"))
 
     @classmethod
     def from_dict(cls, d: dict) -> "EpochRecord":
-        """The record of ``to_json``; a ``null`` energy (written for NaN or an infinity) reads as NaN."""
+        """The record of ``to_json``; a ``null`` energy or temperature (written for NaN or an infinity)
+        reads as NaN."""
         d = {k: v for k, v in d.items() if k != "type"}
-        for k in ("e_local", "e_raw"):
-            d[k] = [math.nan if v is None else v for v in d[k]]
+        for k in ("e_local", "e_raw", "log_prob"):
+            if d.get(k) is not None:
+                d[k] = [math.nan if v is None else v for v in d[k]]
+        if d.get("target_temperature") is None:  # NaN for the samplers without a target temperature
+            d["target_temperature"] = math.nan
         return cls(**d)
 
 
