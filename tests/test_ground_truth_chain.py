@@ -48,3 +48,19 @@ def test_tables_equal_loglik_for_incompatible_conditionals(tmp_path):
     write_report(tmp_path)
     text = (tmp_path / "README.md").read_text()
     assert f"| 1 | 10 | 2 | 0.100 ± 0.000 | {rec['l2r']['tv']:.3f} ± 0.000 |" in text
+
+
+def test_uniform_masking_draws_every_count_equally_often_among_maskable_positions(tmp_path):
+    from mlmprob.training import SyntheticSource, TrainConfig, train
+    from mlmprob.training.masking import select_uniform
+
+    maskable = torch.ones(6000, 8, dtype=torch.bool)
+    maskable[:, 0] = maskable[:, 7] = False
+    sel = select_uniform(maskable, torch.Generator().manual_seed(1))
+    assert not sel[:, [0, 7]].any()
+    counts = torch.bincount(sel.sum(1), minlength=7).double()
+    assert counts[0] == 0 and ((counts[1:] - 1000).abs() < 4 * (1000 * 5 / 6) ** 0.5).all()   # binomial sd, 4 sigma
+    cfg = TrainConfig(hidden_size=8, num_layers=1, num_heads=1, intermediate_size=8, max_steps=2, eval_every=2,
+                      checkpoint_every=2, masking="uniform", batch_size=4)
+    res = train(cfg, SyntheticSource(lang(), 16, 4), tmp_path / "u", progress=False)
+    assert res.step == 2 and res.history[-1]["step"] == 2

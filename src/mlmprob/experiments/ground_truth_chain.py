@@ -35,11 +35,15 @@ from .ground_truth_chain_eval import eval_chain
 DISTS = ("l2r", "r2l", "mixture", "pll_target")
 
 
-def run(cfg: GroundTruthConfig, out: Path, runs: Path, tokens_per_step=(2, 3), seeds=(0,), log=print) -> Results:
-    """Train (or resume) one model per seed and coupling, evaluate it at every curve step; one record each."""
+def run(cfg: GroundTruthConfig, out: Path, runs: Path, tokens_per_step=(2, 3), seeds=(0,), masking: str = "dynamic",
+        log=print) -> Results:
+    """Train (or resume) one model per seed and coupling, evaluate it at every curve step; one record each.
+    ``masking``: ``"dynamic"`` (the fixed rate ``cfg.mask_rate``) or ``"uniform"`` (a uniform number of
+    masked tokens per sequence, as masked diffusion models train)."""
     out.mkdir(parents=True, exist_ok=True)
     cfg_path = out / "config.json"
-    meta = {**cfg.to_dict(), "seeds": list(seeds), "tokens_per_step": list(tokens_per_step)}
+    meta = {**cfg.to_dict(), "seeds": list(seeds), "tokens_per_step": list(tokens_per_step),
+            **({} if masking == "dynamic" else {"masking": masking})}
     if cfg_path.is_file() and json.loads(cfg_path.read_text()) != meta:
         raise MLMProbError(f"{out} holds results of a different configuration; use the same settings or another --out")
     cfg_path.write_text(dumps(meta, indent=1) + "\n")
@@ -47,23 +51,24 @@ def run(cfg: GroundTruthConfig, out: Path, runs: Path, tokens_per_step=(2, 3), s
     for seed in seeds:
         for J in cfg.couplings:
             for s in cfg.curve_steps:
-                unit = f"chain/seed{seed}/J{J:g}/step{s}"
+                family = "chain" if masking == "dynamic" else f"chain-{masking}"
+                unit = f"{family}/seed{seed}/J{J:g}/step{s}"
                 if unit not in res.done:
-                    rec = _unit(dataclasses.replace(cfg, seed=seed), J, s, runs / f"chain-J{J:g}-seed{seed}",
-                                tokens_per_step)
+                    rec = _unit(dataclasses.replace(cfg, seed=seed), J, s, runs / f"{family}-J{J:g}-seed{seed}",
+                                tokens_per_step, masking)
                     res.add({"unit": unit, "seed": seed, **rec})
                     log(f"{unit}: " + ", ".join(f"{k} TV {rec[k]['tv']:.3f}" for k in DISTS))
                     write_report(out)
     return res
 
 
-def _unit(cfg: GroundTruthConfig, J: float, step: int, d: Path, tokens_per_step) -> dict:
+def _unit(cfg: GroundTruthConfig, J: float, step: int, d: Path, tokens_per_step, masking: str) -> dict:
     from ..training import read_result
     from ..training.checkpoint import latest_checkpoint
 
     lang = language(cfg, J)
     t0 = time.perf_counter()
-    _train(cfg, lang, d, steps=max(cfg.curve_steps), mask_rate=cfg.mask_rate, stop_after=step)
+    _train(cfg, lang, d, steps=max(cfg.curve_steps), mask_rate=cfg.mask_rate, masking=masking, stop_after=step)
     state = read_result(d)
     if state.step != step or not state.history or state.history[-1]["step"] != step:
         raise MLMProbError(f"{d} is at step {state.step}, not {step}: remove it to redo the curve")
@@ -101,7 +106,9 @@ def write_report(out: Path) -> None:
     lines = ["# The chain-rule likelihood against the truth (small scale)", "",
              f"Potts chains, V = {cfg['vocab_size']}, T = {cfg['length']} ({cfg['vocab_size'] ** cfg['length']} "
              f"sequences, all enumerated); one BERT MLM per coupling and training seed ({cfg['layers']} layers, hidden "
-             f"{cfg['hidden']}, batch {cfg['batch_size']}, fixed masking rate {cfg['mask_rate']}, "
+             f"{cfg['hidden']}, batch {cfg['batch_size']}, "
+             + ("a uniform number of masked tokens per sequence (1..T), " if cfg.get("masking") == "uniform"
+                else f"fixed masking rate {cfg['mask_rate']}, ") +
              f"{max(cfg['curve_steps'])} steps, evaluated at the listed steps), seeds {cfg['seeds']}. Exact values: "
              "every distribution is a table over all sequences built from the MLM's conditionals for every mask "
              "pattern, checked against `mlmprob.loglik` (`check`: the largest difference). Cells: mean ± standard "
@@ -142,6 +149,8 @@ def main(argv=None) -> int:
     p.add_argument("--curve-steps", type=_tuple(int), default=(250, 1000))
     p.add_argument("--tokens-per-step", type=_tuple(int), default=(2, 3))
     p.add_argument("--seeds", type=_tuple(int), default=(0,), help="training seeds (one model each)")
+    p.add_argument("--masking", choices=("dynamic", "uniform"), default="dynamic",
+                   help="dynamic: the fixed masking rate; uniform: a uniform number of masks per sequence")
     p.add_argument("--threads", type=int, help="torch CPU threads")
     args = p.parse_args(argv)
     if args.threads:
@@ -150,7 +159,7 @@ def main(argv=None) -> int:
         cfg = GroundTruthConfig(couplings=args.couplings, curve_steps=args.curve_steps, steps=max(args.curve_steps))
         out = Path(args.out)
         t0 = time.time()
-        run(cfg, out, Path(args.runs), args.tokens_per_step, args.seeds)
+        run(cfg, out, Path(args.runs), args.tokens_per_step, args.seeds, args.masking)
         trim_partial_line(out / "runs.jsonl")
         with (out / "runs.jsonl").open("a") as f:
             f.write(dumps({"command": "python -m mlmprob.experiments.ground_truth_chain " + " ".join(
