@@ -1,8 +1,8 @@
 """Exact chain-rule distributions of one MLM on a small synthetic language (every sequence enumerated).
 
 The conditionals ``q(x_t | x with M masked)`` are read once for every mask pattern ``M`` and every
-content of the unmasked positions (``sum_m C(T, m) m V**(T - m)`` copies, through the forward
-primitive), so ``p_sigma`` of every order, the mixture over all ``T!`` orders, parallel decoding with
+content of the unmasked positions (``(V + 1)**T - V**T`` rows, read at their masked positions,
+``read_logits``), so ``p_sigma`` of every order, the mixture over all ``T!`` orders, parallel decoding with
 ``k`` tokens per step and ``exp(-E_local)/Z`` are exact tables over the ``V**T`` sequences. The
 tables are checked against ``mlmprob.loglik`` on a few sequences (``check_max_abs``).
 """
@@ -14,7 +14,7 @@ import math
 
 import torch
 
-from ..batching import DEFAULT_BATCH_TOKENS, iter_masked_logits
+from ..batching import DEFAULT_BATCH_TOKENS, read_logits
 from ..likelihood import loglik
 from ..models.alphabet import allowed_ids
 from .ground_truth_common import all_states, kl, state_index, tv
@@ -29,21 +29,23 @@ def conditional_tables(mlm, V: int, T: int, wrap, offset: int, batch_tokens: int
     ids = wrap(states)
     shift = (ids.shape[1] - T) // 2
     allowed = allowed_ids(mlm)
-    rows, cols, extra, pats = [], [], [], []
+    rows, cols, pats, masked, base = [], [], [], [], 0
     for bits in range(1, 1 << T):
         M = [t for t in range(T) if bits >> t & 1]
         reps = (states[:, M] == 0).all(1).nonzero()[:, 0]          # one row per content of the unmasked part
-        m = torch.zeros(ids.shape[1], dtype=torch.bool)
-        m[[t + shift for t in M]] = True
+        x = ids[reps].clone()
+        x[:, [t + shift for t in M]] = mlm.mask_id
+        masked.append(x)
         rows.append(reps.repeat_interleave(len(M)))
         cols.append(torch.tensor(M).repeat(len(reps)))
-        extra.append(m.expand(len(reps) * len(M), -1))
         pats.append(torch.full((len(reps) * len(M),), bits))
-    rows, cols, extra, pats = torch.cat(rows), torch.cat(cols), torch.cat(extra), torch.cat(pats)
-    lq = torch.empty(len(rows), V, dtype=torch.float64)
-    for idx, logits in iter_masked_logits(mlm, ids, rows, cols + shift, extra_mask=extra, batch_tokens=batch_tokens):
-        x = logits.double().masked_fill(~allowed, float("-inf"))
-        lq[idx] = (x - torch.logsumexp(x, -1, keepdim=True))[:, offset:offset + V]
+        base += len(reps)
+    rows, cols, pats = torch.cat(rows), torch.cat(cols), torch.cat(pats)
+    read_row = torch.arange(base).repeat_interleave(torch.cat([torch.full((len(x),), bin(b).count("1"))
+                                                              for b, x in enumerate(masked, 1)]))
+    logits = read_logits(mlm, torch.cat(masked), read_row, cols + shift, batch_tokens=batch_tokens)
+    x = logits.double().masked_fill(~allowed, float("-inf"))
+    lq = (x - torch.logsumexp(x, -1, keepdim=True))[:, offset:offset + V]
     out = {}
     for bits in range(1, 1 << T):
         sel = (pats == bits).nonzero()[:, 0]

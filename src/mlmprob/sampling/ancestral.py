@@ -9,8 +9,9 @@ its order (``log p_sigma(x_S | x_C)`` at proposal temperature 1 and ``top_p`` 1,
 tempered or truncated conditionals it was drawn from).
 
 ``tokens_per_step = k`` reveals ``k`` positions of the order per step, each drawn from its own
-conditional given the same revealed context: parallel decoding (Li et al. 2024), an approximation
-of ``p_sigma`` for ``k > 1`` (its ``log_prob`` is then the product of the conditionals used).
+conditional given the same revealed context (one row read at ``k`` positions): parallel decoding
+(Li et al. 2024), an approximation of ``p_sigma`` for ``k > 1`` (its ``log_prob`` is then the
+product of the conditionals used). The chains of one call are one record of the forward primitive.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from dataclasses import dataclass
 
 import torch
 
-from ..batching import DEFAULT_BATCH_TOKENS, iter_masked_logits
+from ..batching import DEFAULT_BATCH_TOKENS, read_logits
 from ..errors import MLMProbError
 from ..likelihood.orders import ORDER_KINDS, OrderSpec, plan_orders
 from ..models.protocol import MaskedLM, default_positions
@@ -115,16 +116,15 @@ class Ancestral:
             state = self._start(state, generator)
         block = state.plan[state.cursor]
         rows, cols = block.nonzero(as_tuple=True)
-        logits = torch.empty(len(rows), self.mlm.vocab_size)
-        for idx, part in iter_masked_logits(self.mlm, state.ids, rows, cols, batch_tokens=self.batch_tokens):
-            logits[idx] = part.to(logits.dtype)
+        # the revealed tokens and the masks are in the rows already: each chain's row is read at its step
+        logits = read_logits(self.mlm, state.ids, rows, cols, batch_tokens=self.batch_tokens).float()
         logq = proposal_log_probs(logits, self._allowed, self.proposal)
         new = sample_from(logq, generator)
         ids = state.ids.clone()
         ids[rows, cols] = new
         log_prob = state.log_prob.index_add(0, rows, logq.gather(1, new[:, None])[:, 0])
         active = block.any(-1)
-        n_fwd = int(len(rows))
+        n_fwd = int(active.sum())                  # one row per chain, read at its k positions
         changes = dict(ids=ids, log_prob=log_prob, forward_rows=state.forward_rows + n_fwd)
         end = state.cursor + 1 >= state.plan.shape[0]
         state = dataclasses.replace(state, plan=None, cursor=0, epoch=state.epoch + 1, **changes) if end \
