@@ -132,8 +132,10 @@ def write_report(out: Path) -> None:
         cells += [_cell([r["parallel_vs_mixture"][k] for r in rs]) for k in pk]
         check = max(r["check_max_abs"] for r in rs)
         lines.append(f"| {J:g} | {step} | {len(rs)} | " + " | ".join(cells) + f" | {check:.1e} |")
-    lines += ["", "Not done here (issue 20, part 4): the family trained with the masking rate drawn per sequence, "
-              "degenerate Gibbs beside these, a figure.", ""]
+    lines += ["", "The two training families (fixed masking rate; a uniform number of masked tokens per sequence, "
+              "`--masking uniform`) are in `docs/results/ground_truth/chain` and `.../chain_uniform`; what they say is "
+              "in `docs/results/ground_truth/chain/notes.md`. Not done here (issue 20, part 4): degenerate Gibbs beside "
+              "these, a figure.", ""]
     (out / "README.md").write_text("\n".join(lines))
 
 
