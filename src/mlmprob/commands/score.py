@@ -68,7 +68,9 @@ def run(args) -> int:
         devices = [args.device]
     kind = output_kind(args.out)
     if kind == "tsv" and (args.per_token or args.per_order):
-        raise MLMProbError("--per-token and --per-order need JSONL or Parquet output (lists do not fit a TSV row)")
+        flag = "--per-token" if args.per_token else "--per-order"
+        what = "per-token lists" if args.per_token else "per-order lists"
+        raise MLMProbError(f"{flag} needs JSONL or Parquet output ({what} do not fit a TSV row)")
     chain = {} if args.likelihood == "pll" else {"likelihood": "chain", "order": args.order,
                                                  "n_orders": args.orders, "per_order": args.per_order, "seed": args.seed}
 
