@@ -34,8 +34,11 @@ def test_auto_dtype_on_cpus(monkeypatch, flags, speedup, expected):
 
     monkeypatch.setattr(rdev, "cpu_flags", lambda: frozenset(flags))
     monkeypatch.setattr(rdev, "cpu_bf16_speedup", measured)
+    monkeypatch.delenv("MLMPROB_DTYPE", raising=False)
     assert rdev.auto_dtype(torch.device("cpu")) == expected
     assert rdev.resolve_dtype("auto", "cpu") == expected
+    monkeypatch.setenv("MLMPROB_DTYPE", "float16")              # the pin overrides auto everywhere (load_mlm too)
+    assert rdev.resolve_dtype("auto", "cpu") == torch.float16
 
 
 def test_cpu_bf16_speedup_is_measured_once_per_machine(monkeypatch, tmp_path):

@@ -22,8 +22,6 @@ from ..errors import ModelLoadError
 from .hf import HFMaskedLM
 from .tokenizers import ResidueTokenizer
 
-AMINO_ACIDS = "ACDEFGHIKLMNPQRSTVWY"
-
 
 def _package_dir(name: str, install_hint: str) -> Path:
     spec = importlib.util.find_spec(name)

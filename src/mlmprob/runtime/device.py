@@ -24,6 +24,7 @@ from pathlib import Path
 
 import torch
 
+from ..defaults import DTYPE, DTYPE_ENV
 from ..errors import ModelLoadError
 
 DTYPES = {"float32": torch.float32, "fp32": torch.float32, "float16": torch.float16, "fp16": torch.float16,
@@ -158,7 +159,8 @@ def auto_dtype(device: torch.device, *, cpu_bf16: bool | None = None, cuda_bf16:
 
 
 def resolve_dtype(spec, device: torch.device | str = "cpu") -> torch.dtype | None:
-    """``None`` keeps the weights' own dtype; ``auto`` is :func:`auto_dtype`; else a name or a torch dtype.
+    """``None`` keeps the weights' own dtype; ``auto`` is ``$MLMPROB_DTYPE`` when that names a dtype, else
+    :func:`auto_dtype`; else a name or a torch dtype.
 
     >>> resolve_dtype("bf16"), resolve_dtype(None), resolve_dtype("auto", "cpu") in (torch.float32, torch.bfloat16)
     (torch.bfloat16, None, True)
@@ -167,6 +169,9 @@ def resolve_dtype(spec, device: torch.device | str = "cpu") -> torch.dtype | Non
         return spec
     name = str(spec).lower()
     if name == "auto":
+        pinned = os.environ.get(DTYPE_ENV, "").strip().lower()
+        if pinned and pinned != "auto":
+            return resolve_dtype(pinned, device)
         return auto_dtype(torch.device(device))
     try:
         return DTYPES[name]
@@ -175,8 +180,9 @@ def resolve_dtype(spec, device: torch.device | str = "cpu") -> torch.dtype | Non
 
 
 def default_dtype_spec() -> str:
-    """The CLI's ``--dtype`` default: ``$MLMPROB_DTYPE`` when set (the test suite pins float32), else auto."""
-    return os.environ.get("MLMPROB_DTYPE") or "auto"
+    """The CLI's ``--dtype`` default: ``$MLMPROB_DTYPE`` when set (the test suite pins float32), else
+    :data:`mlmprob.defaults.DTYPE` (``load_mlm``'s default too)."""
+    return os.environ.get(DTYPE_ENV) or DTYPE
 
 
 def describe(device: torch.device, dtype: torch.dtype) -> str:

@@ -16,14 +16,14 @@ from ..errors import MLMProbError
 from ..likelihood.orders import OrderSpec
 from ..models.protocol import MaskedLM
 from .ancestral import Ancestral
-from .diagnostics import effective_sample_size, identity, split_rhat
+from .diagnostics import effective_sample_size, reference_identity, split_rhat
 from .forward import site_logits
 from .init import initialize, resolve_free
 from .io import (EpochRecord, append_record, generator_state_hex, read_run, rewrite, set_generator_state,
                  write_header)
 from .kernels import DegenerateGibbs, MetropolisHastings, energies_from_logits
 from .proposals import ProposalConfig
-from .schedules import ScheduleLike, as_schedule, block_size_at, describe, temperature_at
+from .schedules import ScheduleLike, as_schedule, block_size_at, schedule_text, temperature_at
 
 METHODS = ("mh", "gibbs", "ancestral")
 
@@ -149,9 +149,9 @@ def sample(
     bs, tt = as_schedule(block_size, "block_size"), as_schedule(target_temperature, "target_temperature")
     kernel = _kernel(mlm, method, energy, bs, proposal, tt, order, score_all, batch_tokens, tokens_per_step)
     ref = _reference(reference, ids)
-    config = {"model": _model_name(mlm), "method": method, "energy": energy, "block_size": describe(bs),
+    config = {"model": _model_name(mlm), "method": method, "energy": energy, "block_size": schedule_text(bs),
               "proposal_temperature": proposal.temperature, "top_p": proposal.top_p,
-              "target_temperature": describe(tt), "order": order, "burn_in": burn_in, "thin": thin,
+              "target_temperature": schedule_text(tt), "order": order, "burn_in": burn_in, "thin": thin,
               "init": init, "score_all": score_all}
     if method == "ancestral":  # keys only this method has: older MCMC run files still resume
         config.update(order=order if isinstance(order, str) else torch.as_tensor(order).tolist(),
@@ -262,7 +262,7 @@ def _run_epochs(run: _Run, state, records: list[EpochRecord], total: int, genera
         else:
             logits, _ = site_logits(run.mlm, state.ids, state.scored, run.batch_tokens)
             e_local, e_raw = energies_from_logits(logits, state.ids, state.scored)
-        ident = None if run.ref is None else identity(state.ids, run.ref, state.free).tolist()
+        ident = None if run.ref is None else reference_identity(state.ids, run.ref, state.free).tolist()
         log_prob = getattr(state, "log_prob", None)
         rec = EpochRecord(e, e >= run.burn_in and (e - run.burn_in + 1) % run.thin == 0, tau_e, k_e,
                           n_prop.tolist(), n_acc.tolist(), n_nov.tolist(), e_local.tolist(), e_raw.tolist(), ident,
