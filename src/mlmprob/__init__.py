@@ -1,6 +1,6 @@
 """mlmprob: probabilistic inference with masked language models.
 
-Scoring (PLL / E_local, E_raw, whole-word PLL), Metropolis-Hastings and Gibbs sampling, pair joints
+Scoring (PLL / E_local, E_raw, whole-word PLL; the chain-rule likelihood ``loglik`` over orders), Metropolis-Hastings and Gibbs sampling, pair joints
 (MRF, HCB, Arnold-Gokhale) and infilling beam search on any object with the ``MaskedLM`` protocol;
 variant-effect scores
 (``score_variants``); loaders for Hugging Face masked LMs (protein models included) and the
@@ -11,6 +11,7 @@ languages with exact conditionals, and an MLM trainer.
 from .energy import TokenScores, energy, pll, token_scores
 from .errors import MLMProbError
 from .infill import InfillCandidate, exact_infill, exhaustive_infill, infill, sample_infill
+from .likelihood import LogLik, loglik
 from .joints import PairConditionals, evaluate_pair, pair_conditionals, pairwise_joint
 from .models import ExactMLM, HFMaskedLM, LookupMLM, MaskedLM, load_mlm
 from .sampling import SampleResult, mask_predict, sample
@@ -22,7 +23,7 @@ from .variants import score_variants
 __version__ = "0.1.0"
 
 __all__ = ["ExactMLM", "HFMaskedLM", "LookupMLM", "MaskedLM", "MLMProbError", "TokenScores", "energy",
-           "load_mlm", "pll", "token_scores", "__version__",
+           "load_mlm", "pll", "LogLik", "loglik", "token_scores", "__version__",
            "PairConditionals", "evaluate_pair", "pair_conditionals", "pairwise_joint",
            "SampleResult", "mask_predict", "sample",
            "InfillCandidate", "exact_infill", "exhaustive_infill", "infill", "sample_infill",

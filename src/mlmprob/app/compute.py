@@ -22,9 +22,11 @@ from typing import Callable
 import torch
 
 from ..batching import DEFAULT_BATCH_TOKENS
-from ..errors import MLMProbError, TokenizationError
+from ..errors import MLMProbError, PositionsError, TokenizationError
 from ..runtime.inputs import Record, fasta_records
 from ..scoring import SequenceScore, score_records
+
+APP_ORDERS = 4  # random orders of the Score tab's chain-rule log-likelihood
 
 
 @dataclass(frozen=True)
@@ -153,31 +155,39 @@ def parse_sequences(text: str, limits: Limits = LIMITS) -> list[Record]:
 
 @dataclass(frozen=True)
 class ScoreResult:
-    """Scores of the pasted sequences (with per-token values), in input order."""
+    """Scores of the pasted sequences (with per-token values), in input order; ``chain``: each
+    sequence's chain-rule log-likelihood (``mlmprob.loglik``, mixture over ``APP_ORDERS`` orders)."""
 
     rows: tuple[SequenceScore, ...]
+    chain: tuple[float, ...] = ()
 
-    COLUMNS = ("id", "n_tokens", "pll", "pll_per_token", "e_raw")
+    COLUMNS = ("id", "n_tokens", "pll", "pll_per_token", "e_raw", "loglik_mixture", "loglik_per_token")
 
     def table(self, digits: int = 4) -> list[list]:
-        """Rows for the page: ``id, n_tokens, PLL, PLL per token, E_raw`` (rounded)."""
-        return [[r.id, r.n_tokens, round(r.pll, digits), round(r.pll_per_token, digits), round(r.e_raw, digits)]
-                for r in self.rows]
+        """Rows for the page: ``id, n_tokens, PLL, PLL per token, E_raw, chain loglik, chain per token``
+        (rounded)."""
+        return [[r.id, r.n_tokens, round(r.pll, digits), round(r.pll_per_token, digits), round(r.e_raw, digits),
+                 round(c, digits), round(c / r.n_tokens, digits)] for r, c in zip(self.rows, self.chain)]
 
     def csv(self) -> str:
         """Every column at full precision, the sequence included."""
         out = io.StringIO()
         w = csv.writer(out, lineterminator="\n")
         w.writerow([*self.COLUMNS, "e_local", "sequence"])
-        for r in self.rows:
-            w.writerow([r.id, r.n_tokens, repr(r.pll), repr(r.pll_per_token), repr(r.e_raw), repr(r.e_local), r.sequence])
+        for r, c in zip(self.rows, self.chain):
+            w.writerow([r.id, r.n_tokens, repr(r.pll), repr(r.pll_per_token), repr(r.e_raw), repr(c),
+                        repr(c / r.n_tokens), repr(r.e_local), r.sequence])
         return out.getvalue()
 
 
 def score_text(mlm, text: str, *, limits: Limits = LIMITS, batch_tokens: int | None = None,
                progress: Callable[[int, int], None] | None = None) -> ScoreResult:
     """PLL, PLL per token and E_raw of every pasted sequence, with ``log q(x_t | rest)`` per token
-    (``mlmprob.scoring.score_records``). ``progress(done, total)`` after each chunk."""
+    (``mlmprob.scoring.score_records``), and the chain-rule log-likelihood (``APP_ORDERS`` random
+    orders seeded by the sequence, as ``mlmprob score --likelihood chain``). ``progress(done, total)``
+    after each chunk."""
+    from ..likelihood.records import chain_columns
+
     records = parse_sequences(text, limits)
     for r in records:
         encode_one(mlm, r.seq, limits, name=f"record {r.id!r}")  # the CLI's wording
@@ -186,10 +196,20 @@ def score_text(mlm, text: str, *, limits: Limits = LIMITS, batch_tokens: int | N
     def tick(n: int) -> None:
         done[0] += n
         if progress:
-            progress(done[0], len(records))
+            progress(done[0], 2 * len(records))
 
-    rows = score_records(mlm, records, per_token=True, batch_tokens=_bt(batch_tokens), chunk_size=4, progress=tick)
-    return ScoreResult(tuple(rows))
+    rows = list(score_records(mlm, records, per_token=True, batch_tokens=_bt(batch_tokens), chunk_size=4,
+                              progress=tick))
+    chain = []
+    for r in records:
+        try:
+            chain.append(chain_columns(mlm, r.seq, n_orders=APP_ORDERS, batch_tokens=_bt(batch_tokens))["loglik_mixture"])
+        except PositionsError:  # a token outside the proposal alphabet (e.g. X): probability 0 under the chain rule
+            chain.append(float("-inf"))
+        except MLMProbError as e:
+            raise type(e)(f"record {r.id!r}: {e}") from None
+        tick(1)
+    return ScoreResult(tuple(rows), tuple(chain))
 
 
 # -- Mutations -------------------------------------------------------------------------------------
@@ -252,14 +272,14 @@ class MutantScores:
 def mutant_scores(mlm, wild_type: str, mutant: str, *, methods=None, limits: Limits = LIMITS,
                   batch_tokens: int | None = None) -> MutantScores:
     """``score_variants`` of one mutant string (``A23C`` or ``A23C:D45E``, 1-based) by ``methods``
-    (default: all of ``mlmprob.variants.METHODS``; ``ag`` is NaN unless the mutant has two sites)."""
+    (default: all of ``mlmprob.variants.METHODS`` and ``chain``; ``ag`` is NaN unless the mutant has two sites)."""
     from ..variants import METHODS, encode_variants, score_variants
 
     wt = clean_wild_type(wild_type)
     encode_one(mlm, wt, limits, name="the wild type")
     text = str(mutant or "").strip()
     ev = encode_variants(mlm, wt, [text])
-    s = score_variants(mlm, ev.wild_type, ev.variants, methods=methods or METHODS, batch_tokens=_bt(batch_tokens))
+    s = score_variants(mlm, ev.wild_type, ev.variants, methods=methods or (*METHODS, "chain"), batch_tokens=_bt(batch_tokens))
     label = ":".join(m.label() for m in ev.mutations[0])
     return MutantScores(label, len(ev.mutations[0]), {m: float(v[0]) for m, v in s.items()})
 

@@ -58,6 +58,7 @@ METHOD_NOTES = {
     "hcb": "Hammersley-Clifford-Besag path from wt to mutant",
     "ag": "Arnold-Gokhale pair joint (double mutants only)",
     "epistasis": "hcb - sum of single-site masked_marginals",
+    "chain": "chain rule over the orders of the sites (mixture log-ratio)",
 }
 
 

@@ -105,7 +105,8 @@ def build_app(mlm, *, model_name: str | None = None, batch_tokens: int | None = 
                          progress=lambda d, t: progress(d / t, desc=f"scored {d}/{t}"))
         with tempfile.NamedTemporaryFile("w", suffix=".csv", prefix="mlmprob-scores-", delete=False) as fh:
             fh.write(res.csv())
-        return _frame(res.table(), ["id", "tokens", "PLL", "PLL per token", "E_raw"]), render.tokens_html(res), fh.name
+        return _frame(res.table(), ["id", "tokens", "PLL", "PLL per token", "E_raw", "chain loglik",
+                                   "chain per token"]), render.tokens_html(res), fh.name
 
     def do_saturate(wt, progress=gr.Progress()):
         progress(0, desc="saturation: one forward row per residue")

@@ -6,7 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from ..argtypes import positive_int
+from ..argtypes import nonnegative_int, positive_int
 from ..errors import MLMProbError
 from ..runtime.inputs import FORMATS
 
@@ -25,6 +25,13 @@ def register(sub) -> None:
     p.add_argument("--out", "-o", help="output file, .jsonl, .tsv or .parquet (default: JSONL on stdout)")
     p.add_argument("--per-token", action="store_true", help="also write per-token log-probabilities and raw logits")
     p.add_argument("--whole-word", action="store_true", help="whole-word l2r PLL (Kauf & Ivanova 2023)")
+    p.add_argument("--likelihood", choices=("pll", "chain"), default="pll", help="chain: also the chain-rule "
+                   "log-likelihood (mlmprob.loglik; columns loglik_mixture, loglik_elbo, loglik_per_token, ...)")
+    p.add_argument("--orders", type=positive_int, default=8, help="--likelihood chain: random orders per record "
+                   "(all of them when a record has at most this many)")
+    p.add_argument("--order", choices=("random", "l2r", "r2l"), default="random", help="--likelihood chain: order kind")
+    p.add_argument("--per-order", action="store_true", help="--likelihood chain: also a list of per-order values")
+    p.add_argument("--seed", type=nonnegative_int, default=0, help="--likelihood chain: seed of each record's orders")
     p.add_argument("--limit", type=positive_int, help="score only the first N records of the input (before --shard)")
     p.add_argument("--skip-invalid", action="store_true", help="skip records the tokenizer rejects, with a warning")
     add_runtime_args(p)
@@ -53,8 +60,12 @@ def run(args) -> int:
     if args.limit is not None and args.limit < 1:
         raise MLMProbError(f"--limit must be >= 1, got {args.limit}")
     opts = RunOptions.from_args(args)
-    if output_kind(args.out) == "tsv" and args.per_token:
-        raise MLMProbError("--per-token needs JSONL or Parquet output (per-token lists do not fit a TSV row)")
+    if output_kind(args.out) == "tsv" and (args.per_token or args.per_order):
+        flag = "--per-token" if args.per_token else "--per-order"
+        what = "per-token lists" if args.per_token else "per-order lists"
+        raise MLMProbError(f"{flag} needs JSONL or Parquet output ({what} do not fit a TSV row)")
+    chain = {} if args.likelihood == "pll" else {"likelihood": "chain", "order": args.order,
+                                                 "n_orders": args.orders, "per_order": args.per_order, "seed": args.seed}
 
     def units():
         recs = iter_records(args.input, args.format, args.column, args.id_column)
@@ -62,11 +73,13 @@ def run(args) -> int:
 
     config = {"command": "score", "model": args.model, "input": str(Path(args.input).resolve()),
               "format": args.format, "column": args.column, "id_column": args.id_column,
-              "whole_word": args.whole_word, "per_token": args.per_token}
+              "whole_word": args.whole_word, "per_token": args.per_token, **chain}
+    from ..likelihood.records import CHAIN_FIELDS
     job = ScoreJob(model=args.model, dtype=args.dtype, allow_pickle=args.allow_pickle, whole_word=args.whole_word,
-                   per_token=args.per_token, batch_tokens=args.batch_tokens, skip_invalid=args.skip_invalid)
-    done = run_command(StreamCommand(job, units, config, fields=TSV_FIELDS, input=args.input,
-                                     empty=f"no sequences found in {args.input}", meta={"limit": args.limit}), opts)
+                   per_token=args.per_token, batch_tokens=args.batch_tokens, skip_invalid=args.skip_invalid, **chain)
+    done = run_command(StreamCommand(job, units, config, fields=TSV_FIELDS + (CHAIN_FIELDS if chain else ()),
+                                     input=args.input, empty=f"no sequences found in {args.input}",
+                                     meta={"limit": args.limit}), opts)
     shard = opts.shard
     if args.out:
         print(f"scored {done.written} sequences with {args.model} on {done.ran_on} -> {args.out}"

@@ -21,7 +21,7 @@ first residue)."""
 
 
 def register(sub) -> None:
-    from ..variants.api import METHODS
+    from ..variants.api import ALL_METHODS
 
     p = sub.add_parser("variants", help="variant-effect scores of mutants of a wild type (ProteinGym CSV, "
                        "sequences, or --saturate)", description=__doc__, epilog=LONG_HELP,
@@ -31,7 +31,7 @@ def register(sub) -> None:
     p.add_argument("--wild-type", required=True, metavar="SEQ|FASTA", help="the wild-type sequence, or a file holding it")
     p.add_argument("--saturate", action="store_true", help="score every single mutant of the wild type (19 x L "
                    "rows) and also write OUT.heatmap.png, OUT.heatmap.csv (L x 20) and OUT.saturation.csv")
-    p.add_argument("--methods", help=f"comma-separated, of: {', '.join(METHODS)} (default: wt_marginals,"
+    p.add_argument("--methods", help=f"comma-separated, of: {', '.join(ALL_METHODS)} (default: wt_marginals,"
                    "masked_marginals,masked_marginals_all,hcb; with --saturate: wt_marginals,masked_marginals)")
     p.add_argument("--offset", type=integer, default=1, help="number of the wild type's first residue in the mutant strings")
     p.add_argument("--format", default="auto", choices=FORMATS, help="input format (auto: by the file's suffix)")

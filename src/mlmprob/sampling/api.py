@@ -1,5 +1,5 @@
-"""``sample``: many MH or degenerate-Gibbs chains in one batch, with burn-in, thinning,
-per-epoch diagnostics, a resumable JSONL record and a typed result."""
+"""``sample``: many MH, degenerate-Gibbs or ancestral chains in one batch (a driver stepping a kernel),
+with burn-in, thinning, per-epoch diagnostics, a resumable JSONL record and a typed result."""
 
 from __future__ import annotations
 
@@ -13,7 +13,9 @@ import torch
 from ..batching import DEFAULT_BATCH_TOKENS
 from ..energy import Positions, check_input_ids
 from ..errors import MLMProbError
+from ..likelihood.orders import OrderSpec
 from ..models.protocol import MaskedLM
+from .ancestral import Ancestral
 from .diagnostics import effective_sample_size, reference_identity, split_rhat
 from .forward import site_logits
 from .init import initialize, resolve_free
@@ -22,7 +24,7 @@ from .kernels import DegenerateGibbs, MetropolisHastings, energies_from_logits
 from .proposals import ProposalConfig
 from .schedules import ScheduleLike, as_schedule, block_size_at, schedule_text, temperature_at
 
-METHODS = ("mh", "gibbs")
+METHODS = ("mh", "gibbs", "ancestral")
 
 
 @dataclass(frozen=True)
@@ -38,7 +40,9 @@ class SampleResult:
     - ``identity`` ``[E, B]`` or None: fraction of free positions equal to the reference;
     - ``ess``, ``rhat``: of the target-energy trace over the kept epochs, across chains;
     - ``forward_rows``: model rows forwarded by the kernel (initialisation included);
-    - ``target_temperature`` ``[E]``, ``block_size`` ``[E]``, ``seconds`` ``[E]``.
+    - ``target_temperature`` ``[E]``, ``block_size`` ``[E]``, ``seconds`` ``[E]``;
+    - ``log_prob`` ``[E, B]`` (float64; ``method="ancestral"`` only, else None): the log-probability of
+      each epoch's draw along its order.
     """
 
     samples: torch.Tensor
@@ -62,6 +66,7 @@ class SampleResult:
     burn_in: int
     method: str
     energy_kind: str
+    log_prob: torch.Tensor | None = None
 
     @property
     def energy(self) -> torch.Tensor:
@@ -90,7 +95,7 @@ def sample(
     proposal_temperature: float = 1.0,
     top_p: float = 1.0,
     target_temperature: ScheduleLike = 1.0,
-    order: str = "random",
+    order: OrderSpec = "random",
     positions: Positions = None,
     generator: torch.Generator | None = None,
     init: str = "given",
@@ -100,6 +105,7 @@ def sample(
     jsonl: str | Path | None = None,
     progress: bool = False,
     batch_tokens: int = DEFAULT_BATCH_TOKENS,
+    tokens_per_step: int = 1,
 ) -> SampleResult:
     """Run ``B`` chains (one per row of ``init_ids`` ``[B, L]``) for ``burn_in + epochs`` epochs.
 
@@ -109,12 +115,16 @@ def sample(
     positions in ``order`` (``"random"`` or ``"l2r"``), in blocks of ``block_size``. ``block_size``
     and ``target_temperature`` take schedules (``LinearBlockSize``, ``LinearAnneal``). Proposals are
     the MLM conditionals at ``proposal_temperature`` (0: greedy) and nucleus ``top_p``.
-    ``init``: ``"given"``, ``"greedy"`` (all-mask warm start) or ``"random"``. States at the end of
-    every ``thin``-th epoch after burn-in are kept (the last epoch always is when ``thin`` divides
-    ``epochs``). ``reference`` (``[L]`` or ``[B, L]``) adds the
-    identity metric. ``jsonl``: a run file written as the run goes; if it exists with the same
-    configuration the run resumes after its last complete epoch (``generator`` is then reset to the
-    stored state).
+    ``method="ancestral"`` draws, every epoch, an independent exact sample of the chain-rule
+    distribution ``p_sigma`` of ``mlmprob.loglik`` (``order``: ``"l2r"``, ``"r2l"``, given orders, or
+    ``"random"``: a fresh order per chain and epoch, an exact sample of the mixture over orders),
+    ``tokens_per_step`` positions per step (parallel decoding for more than 1: approximate); its
+    ``log_prob`` holds each draw's log-probability along its order (see ``sampling.ancestral``).
+    ``init``: ``"given"``, ``"greedy"`` (all-mask warm start) or ``"random"`` (MCMC only). States at
+    the end of every ``thin``-th epoch after burn-in are kept (the last epoch always is when ``thin``
+    divides ``epochs``). ``reference`` (``[L]`` or ``[B, L]``) adds the identity metric. ``jsonl``: a
+    run file written as the run goes; if it exists with the same configuration the run resumes after
+    its last complete epoch (``generator`` is then reset to the stored state).
 
     >>> import torch
     >>> from mlmprob import ExactMLM
@@ -123,7 +133,55 @@ def sample(
     ...            generator=torch.Generator().manual_seed(0))
     >>> tuple(r.samples.shape), tuple(r.energy.shape), 0 <= r.accept_rate <= 1
     ((4, 5, 3), (6, 5), True)
+    >>> a = sample(m, torch.zeros(5, 3, dtype=torch.long), method="ancestral", epochs=2,
+    ...            generator=torch.Generator().manual_seed(0))
+    >>> tuple(a.log_prob.shape), torch.allclose(a.log_prob[-1], m.log_prob(a.final_ids))
+    ((2, 5), True)
     """
+    _check_counts(method, epochs, burn_in, thin)
+    ids = check_input_ids(mlm, init_ids)
+    free = resolve_free(mlm, ids, positions)
+    if generator is None:
+        generator = torch.Generator()
+        generator.seed()
+    proposal = ProposalConfig(proposal_temperature, top_p)
+    bs, tt = as_schedule(block_size, "block_size"), as_schedule(target_temperature, "target_temperature")
+    kernel = _kernel(mlm, method, energy, bs, proposal, tt, order, score_all, batch_tokens, tokens_per_step)
+    ref = _reference(reference, ids)
+    config = {"model": _model_name(mlm), "method": method, "energy": energy, "block_size": schedule_text(bs),
+              "proposal_temperature": proposal.temperature, "top_p": proposal.top_p,
+              "target_temperature": schedule_text(tt), "order": order, "burn_in": burn_in, "thin": thin,
+              "init": init, "score_all": score_all}
+    if method == "ancestral":  # keys only this method has: older MCMC run files still resume
+        config.update(order=order if isinstance(order, str) else torch.as_tensor(order).tolist(),
+                      tokens_per_step=tokens_per_step)
+    run_log = None if jsonl is None else RunLog(jsonl, config, ids, free)
+    try:
+        state, records, rows_before = _start(kernel, run_log, config, ids, free, init, generator, batch_tokens)
+        run = _Run(kernel, mlm, method, energy, bs, tt, burn_in, thin, ref, run_log, batch_tokens,
+                   rows_before - state.forward_rows)  # the kernel counts from its own init
+        _run_epochs(run, state, records, burn_in + epochs, generator, progress)
+    finally:
+        if run_log is not None:
+            run_log.close()
+    return result_from_records(records[:burn_in + epochs], free, burn_in, method, energy)
+
+
+def _start(kernel, run_log: RunLog | None, config: dict, ids: torch.Tensor, free: torch.Tensor, init: str,
+           generator: torch.Generator, batch_tokens: int):
+    """``(first state, records already written, rows forwarded before the kernel's)``: a fresh start
+    (initialisation), or the state after the last complete epoch of the run file (resume)."""
+    records: list[EpochRecord] = [] if run_log is None else list(run_log.records)
+    if records:
+        set_generator_state(generator, records[-1].generator_state)
+        state = kernel.init(torch.tensor(records[-1].ids, dtype=torch.long), free, epoch=len(records))
+        return state, records, records[-1].forward_rows
+    start, rows_before = (ids, 0) if config["method"] == "ancestral" else \
+        initialize(kernel.mlm, ids, free, init, generator, batch_tokens)
+    return kernel.init(start, free), records, rows_before
+
+
+def _check_counts(method: str, epochs, burn_in, thin) -> None:
     if method not in METHODS:
         raise MLMProbError(f"method must be one of {METHODS}, got {method!r}")
     if not isinstance(epochs, int) or epochs < 1:
@@ -132,84 +190,90 @@ def sample(
         raise MLMProbError(f"burn_in must be a non-negative integer, got {burn_in!r}")
     if not isinstance(thin, int) or not 1 <= thin <= epochs:
         raise MLMProbError(f"thin must be an integer in 1..epochs ({epochs}), got {thin!r}")
-    ids = check_input_ids(mlm, init_ids)
-    free = resolve_free(mlm, ids, positions)
-    if generator is None:
-        generator = torch.Generator()
-        generator.seed()
-    proposal = ProposalConfig(proposal_temperature, top_p)
-    bs, tt = as_schedule(block_size, "block_size"), as_schedule(target_temperature, "target_temperature")
+
+
+def _kernel(mlm, method, energy, bs, proposal, tt, order, score_all, batch_tokens, tokens_per_step):
+    """The kernel of ``method`` with its fixed parts bound."""
+    if method != "ancestral" and tokens_per_step != 1:
+        raise MLMProbError(f"tokens_per_step is for method='ancestral' (block_size sets MH/Gibbs blocks), "
+                           f"got {tokens_per_step!r}")
+    if method in ("gibbs", "ancestral") and energy not in ("local", "raw"):
+        raise MLMProbError(f"energy must be 'local' or 'raw', got {energy!r}")
     if method == "mh":
-        kernel = MetropolisHastings(mlm, energy, bs, proposal, tt, order, score_all, batch_tokens)
-    else:
-        if energy not in ("local", "raw"):
-            raise MLMProbError(f"energy must be 'local' or 'raw', got {energy!r}")
-        kernel = DegenerateGibbs(mlm, bs, proposal, order, score_all, batch_tokens)
-    ref = None
-    if reference is not None:
-        ref = torch.as_tensor(reference, dtype=torch.long)
-        if ref.shape not in (ids.shape, ids.shape[1:]):
-            raise MLMProbError(f"reference must have shape [L] or [B, L] = {tuple(ids.shape)}, got {tuple(ref.shape)}")
-    config = {"model": _model_name(mlm), "method": method, "energy": energy, "block_size": schedule_text(bs),
-              "proposal_temperature": proposal.temperature, "top_p": proposal.top_p,
-              "target_temperature": schedule_text(tt), "order": order, "burn_in": burn_in, "thin": thin,
-              "init": init, "score_all": score_all}
-    total = burn_in + epochs
+        return MetropolisHastings(mlm, energy, bs, proposal, tt, order, score_all, batch_tokens)
+    if method == "gibbs":
+        return DegenerateGibbs(mlm, bs, proposal, order, score_all, batch_tokens)
+    return Ancestral(mlm, order, tokens_per_step, proposal, score_all, batch_tokens)
 
-    run_log = None if jsonl is None else RunLog(jsonl, config, ids, free)
-    records: list[EpochRecord] = [] if run_log is None else list(run_log.records)
-    try:
-        if records:
-            last = records[-1]
-            set_generator_state(generator, last.generator_state)
-            state = kernel.init(torch.tensor(last.ids, dtype=torch.long), free, epoch=len(records))
-            rows_before = last.forward_rows
+
+def _reference(reference, ids: torch.Tensor) -> torch.Tensor | None:
+    if reference is None:
+        return None
+    ref = torch.as_tensor(reference, dtype=torch.long)
+    if ref.shape not in (ids.shape, ids.shape[1:]):
+        raise MLMProbError(f"reference must have shape [L] or [B, L] = {tuple(ids.shape)}, got {tuple(ref.shape)}")
+    return ref
+
+
+@dataclass(frozen=True)
+class _Run:
+    """The fixed parts of one ``sample`` run that the epoch loop needs."""
+
+    kernel: object
+    mlm: MaskedLM
+    method: str
+    energy: str
+    bs: object
+    tt: object
+    burn_in: int
+    thin: int
+    ref: torch.Tensor | None
+    run_log: RunLog | None
+    batch_tokens: int
+    rows_before: int
+
+
+def _run_epochs(run: _Run, state, records: list[EpochRecord], total: int, generator: torch.Generator,
+                progress: bool) -> None:
+    """Step the kernel epoch by epoch up to ``total`` epochs, appending (and writing) one record each."""
+    bar = None
+    if progress:
+        from tqdm import tqdm
+        bar = tqdm(total=total, initial=min(len(records), total), desc=f"{run.method} sampling", unit="epoch")
+    B = state.ids.shape[0]
+    while state.epoch < total:
+        e, t0 = state.epoch, time.perf_counter()
+        k_e = block_size_at(run.bs, e)
+        tau_e = temperature_at(run.tt, e) if run.method == "mh" else math.nan
+        n_prop = torch.zeros(B, dtype=torch.long)
+        n_acc, n_nov = n_prop.clone(), n_prop.clone()
+        while True:
+            state, info = run.kernel.step(state, generator)
+            n_prop += info.active
+            n_acc += info.accepted
+            n_nov += info.novel
+            if info.end_of_epoch:
+                break
+        if run.method == "mh":
+            e_local, e_raw = state.e_local, state.e_raw
         else:
-            start, n_init = initialize(mlm, ids, free, init, generator, batch_tokens)
-            state = kernel.init(start, free)
-            rows_before = n_init
-        rows_before -= state.forward_rows  # the kernel counts from its own init
-
-        bar = None
-        if progress:
-            from tqdm import tqdm
-            bar = tqdm(total=total, initial=min(len(records), total), desc=f"{method} sampling", unit="epoch")
-        B = ids.shape[0]
-        while state.epoch < total:
-            e, t0 = state.epoch, time.perf_counter()
-            k_e, tau_e = block_size_at(bs, e), (temperature_at(tt, e) if method == "mh" else math.nan)
-            n_prop = torch.zeros(B, dtype=torch.long)
-            n_acc, n_nov = n_prop.clone(), n_prop.clone()
-            while True:
-                state, info = kernel.step(state, generator)
-                n_prop += info.active
-                n_acc += info.accepted
-                n_nov += info.novel
-                if info.end_of_epoch:
-                    break
-            if method == "mh":
-                e_local, e_raw = state.e_local, state.e_raw
-            else:
-                logits, _ = site_logits(mlm, state.ids, state.scored, batch_tokens)
-                e_local, e_raw = energies_from_logits(logits, state.ids, state.scored)
-            ident = None if ref is None else reference_identity(state.ids, ref, free).tolist()
-            rec = EpochRecord(e, e >= burn_in and (e - burn_in + 1) % thin == 0, tau_e, k_e, n_prop.tolist(),
-                              n_acc.tolist(), n_nov.tolist(), e_local.tolist(), e_raw.tolist(), ident,
-                              state.ids.tolist(), rows_before + state.forward_rows, time.perf_counter() - t0,
-                              generator_state_hex(generator))
-            records.append(rec)
-            if run_log is not None:
-                run_log.append(rec)
-            if bar is not None:
-                bar.update(1)
-                bar.set_postfix(acc=f"{sum(rec.accepted) / max(sum(rec.proposals), 1):.3f}",
-                                E=f"{sum(rec.e_local if energy == 'local' else rec.e_raw) / B:.2f}")
-    finally:
-        if run_log is not None:
-            run_log.close()
+            logits, _ = site_logits(run.mlm, state.ids, state.scored, run.batch_tokens)
+            e_local, e_raw = energies_from_logits(logits, state.ids, state.scored)
+        ident = None if run.ref is None else reference_identity(state.ids, run.ref, state.free).tolist()
+        log_prob = getattr(state, "log_prob", None)
+        rec = EpochRecord(e, e >= run.burn_in and (e - run.burn_in + 1) % run.thin == 0, tau_e, k_e,
+                          n_prop.tolist(), n_acc.tolist(), n_nov.tolist(), e_local.tolist(), e_raw.tolist(), ident,
+                          state.ids.tolist(), run.rows_before + state.forward_rows, time.perf_counter() - t0,
+                          generator_state_hex(generator), None if log_prob is None else log_prob.tolist())
+        records.append(rec)
+        if run.run_log is not None:
+            run.run_log.append(rec)
+        if bar is not None:
+            bar.update(1)
+            bar.set_postfix(acc=f"{sum(rec.accepted) / max(sum(rec.proposals), 1):.3f}",
+                            E=f"{sum(rec.e_local if run.energy == 'local' else rec.e_raw) / B:.2f}")
     if bar is not None:
         bar.close()
-    return result_from_records(records[:total], free, burn_in, method, energy)
 
 
 def result_from_records(records: list[EpochRecord], free: torch.Tensor, burn_in: int, method: str,
@@ -249,4 +313,5 @@ def result_from_records(records: list[EpochRecord], free: torch.Tensor, burn_in:
         burn_in=burn_in,
         method=method,
         energy_kind=energy,
+        log_prob=None if records[0].log_prob is None else torch.tensor([r.log_prob for r in records], dtype=f64),
     )

@@ -30,7 +30,8 @@ class EpochRecord:
     ``proposals``/``accepted``/``novel`` count the chain's proposals in the epoch; ``e_local`` and
     ``e_raw`` are the energies of its state (whatever the target); ``identity`` the fraction of
     free positions equal to the reference (None without one); ``forward_rows`` the cumulative
-    model rows of the run; ``generator_state`` the hex dump of the generator after the epoch.
+    model rows of the run; ``generator_state`` the hex dump of the generator after the epoch;
+    ``log_prob`` (ancestral sampling only) the log-probability of each chain's draw.
     """
 
     epoch: int
@@ -47,14 +48,18 @@ class EpochRecord:
     forward_rows: int
     seconds: float
     generator_state: str = ""
+    log_prob: list[float] | None = None
 
     def to_json(self) -> str:
-        return dumps({"type": "epoch", **asdict(self)}, separators=(",", ":"))
+        d = asdict(self)
+        if d["log_prob"] is None:  # MCMC records: written as before
+            del d["log_prob"]
+        return dumps({"type": "epoch", **d}, separators=(",", ":"))
 
     @classmethod
     def from_dict(cls, d: dict) -> "EpochRecord":
         """The record of ``to_json``; a ``null`` energy or target temperature (written for NaN or an
-        infinity; Gibbs has no target temperature) reads as NaN.
+        infinity; Gibbs and ancestral sampling have no target temperature) reads as NaN.
 
         >>> r = EpochRecord(0, True, math.nan, 1, [1], [1], [0], [math.nan], [2.0], None, [[3]], 4, 0.1)
         >>> back = EpochRecord.from_dict(json.loads(r.to_json()))
@@ -62,8 +67,9 @@ class EpochRecord:
         True
         """
         d = {k: v for k, v in d.items() if k != "type"}
-        for k in ("e_local", "e_raw"):
-            d[k] = [math.nan if v is None else v for v in d[k]]
+        for k in ("e_local", "e_raw", "log_prob"):
+            if d.get(k) is not None:
+                d[k] = [math.nan if v is None else v for v in d[k]]
         if d.get("target_temperature") is None:
             d["target_temperature"] = math.nan
         return cls(**d)

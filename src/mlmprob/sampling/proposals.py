@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import torch
 
 from ..errors import MLMProbError
-from ..models.protocol import MaskedLM, pad_id_of, proposal_ids_of, special_ids_of
+from ..models.alphabet import allowed_ids  # noqa: F401 - re-exported: samplers import it from here
 
 
 @dataclass(frozen=True)
@@ -34,27 +34,6 @@ class ProposalConfig:
             raise MLMProbError(f"proposal_temperature must be a finite number >= 0, got {self.temperature}")
         if not (0.0 < self.top_p <= 1.0):
             raise MLMProbError(f"top_p must lie in (0, 1], got {self.top_p}")
-
-
-def allowed_ids(mlm: MaskedLM) -> torch.Tensor:
-    """Bool ``[V]``: ids that may be proposed (the model's ``proposal_ids``, else every id except
-    special ids, padding and the mask).
-
-    >>> from mlmprob import ExactMLM
-    >>> allowed_ids(ExactMLM(torch.zeros(3, 3))).tolist()
-    [True, True, True]
-    """
-    V = mlm.vocab_size
-    ids = proposal_ids_of(mlm)
-    if ids is not None:
-        out = torch.zeros(V, dtype=torch.bool)
-        out[ids] = True
-        return out
-    out = torch.ones(V, dtype=torch.bool)
-    for s in special_ids_of(mlm) | {pad_id_of(mlm), mlm.mask_id}:
-        if s is not None and 0 <= s < V:
-            out[s] = False
-    return out
 
 
 def proposal_log_probs(logits: torch.Tensor, allowed: torch.Tensor | None = None,

@@ -6,7 +6,7 @@ from dataclasses import asdict, dataclass, fields
 
 from ..errors import MLMProbError
 
-MASKINGS = ("dynamic", "static")
+MASKINGS = ("dynamic", "static", "uniform")
 PRECISIONS = ("fp32", "bf16")
 
 
@@ -19,7 +19,9 @@ class TrainConfig:
     ``mask_split`` is the (mask, random, keep) share of the selected tokens; the default
     ``(1, 0, 0)`` is pure masking, so the model's conditionals are the MLM conditionals of the
     papers. ``masking="static"`` draws one mask per training sequence once; ``"dynamic"`` draws
-    new masks every step. ``precision="bf16"`` runs the forward pass under bfloat16 autocast (fast on
+    new masks every step; ``"uniform"`` draws new masks every step with a number of masked tokens
+    uniform on ``1..n`` per sequence (as masked diffusion models train; ``mask_rate`` then sets only
+    the held-out masks). ``precision="bf16"`` runs the forward pass under bfloat16 autocast (fast on
 CPUs with AMX and on GPUs); weights, gradients and the optimiser stay float32. All randomness is a function of ``seed`` (and the step), which is what
     makes resuming exact.
 

@@ -22,7 +22,7 @@ from .checkpoint import (STATE_FILE, latest_checkpoint, load_optimizer_state, re
                          save_model_dir)
 from .config import TrainConfig
 from .data import SYMBOL_OFFSET, TokenData
-from .masking import corrupt, derive_seed, generator_for, select_positions
+from .masking import corrupt, derive_seed, generator_for, select_positions, select_uniform
 
 CURVE_FILE = "loss_curve.png"
 LOCK_FILE = "train.lock"  # held by the process training into the directory
@@ -258,7 +258,8 @@ def _train(config: TrainConfig, source, out_dir: Path, *, device, progress: bool
         else:
             ids = data.train_ids[idx]
             g = generator_for(config.seed, "mask", step)
-            sel = select_positions(data.maskable(ids), config.mask_rate, g)
+            sel = select_uniform(data.maskable(ids), g) if config.masking == "uniform" else \
+                select_positions(data.maskable(ids), config.mask_rate, g)
             inputs, labels = corrupt(ids, sel, config.mask_split, data.mask_id, data.replace_ids, g)
         inputs = _trim(inputs, data.pad_id)
         labels = labels[:, : inputs.shape[1]].contiguous()

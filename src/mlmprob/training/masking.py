@@ -41,6 +41,24 @@ def select_positions(maskable: torch.Tensor, rate: float, generator: torch.Gener
     return rank < n_selected(maskable.sum(1), rate)[:, None]
 
 
+def select_uniform(maskable: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
+    """Bool ``[B, L]``: ``k_i`` uniform on ``1..n_i`` positions chosen uniformly among the ``n_i`` maskable
+    ones of row ``i`` (the masking of masked diffusion models: every masking rate equally likely).
+
+    >>> sel = select_uniform(torch.ones(4000, 5, dtype=torch.bool), torch.Generator().manual_seed(0))
+    >>> counts = torch.bincount(sel.sum(1), minlength=6)
+    >>> int(counts[0]), bool((counts[1:] - 800).abs().max() < 100)       # k = 1..5, each about 4000 / 5 times
+    (0, True)
+    """
+    B, L = maskable.shape
+    n = maskable.sum(1)
+    u = torch.rand(B, generator=generator, dtype=torch.float64)
+    k = torch.minimum((u * n).floor().long() + 1, n)
+    scores = torch.rand(B, L, generator=generator).masked_fill(~maskable, 2.0)
+    rank = torch.empty(B, L, dtype=torch.long).scatter_(1, scores.argsort(dim=1), torch.arange(L).expand(B, L).contiguous())
+    return rank < k[:, None]
+
+
 def corrupt(input_ids: torch.Tensor, selected: torch.Tensor, split: tuple[float, float, float], mask_id: int,
             replace_ids: torch.Tensor, generator: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
     """Inputs and labels for the MLM loss: each selected token becomes ``mask_id`` (share ``split[0]``),

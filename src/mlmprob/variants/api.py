@@ -27,7 +27,11 @@ the wild type. Methods and their forward rows:
   pair is not a candidate (e.g. ``X`` for a protein model);
 - ``epistasis``: ``hcb`` minus the sum of the single-site ``masked_marginals`` of the variant's
   sites, that is ``hcb - masked_marginals``; exactly 0 for single mutants (a lone site has no
-  interaction: ``hcb`` and ``masked_marginals`` read the same row).
+  interaction: ``hcb`` and ``masked_marginals`` read the same row);
+- ``chain``: ``log mean_sigma p_sigma(m_S | w_\\S) - log mean_sigma p_sigma(w_S | w_\\S)``, the chain rule
+  (``mlmprob.loglik``) over the orders ``sigma`` of the sites (all ``|S|!`` when at most ``n_orders``, else
+  ``n_orders`` seeded ones, the same for ``m`` and ``w``): the exact log-likelihood ratio of the sites under
+  the mixture of orders (``variants.chain``); ``masked_marginals`` for single mutants.
 
 Rows are deduplicated by content across variants and methods (``rows.RowTable``), so the number of
 forward rows is the number of distinct contexts, not the number of terms.
@@ -45,10 +49,12 @@ from ..errors import MLMProbError
 from ..joints.conditionals import pair_conditionals
 from ..joints.constructions import ag_joint
 from ..models.protocol import MaskedLM, default_positions, lengths_of, max_length_of, special_ids_of
+from .chain import DEFAULT_ORDERS, chain_scores, plan_chain
 from .rows import ForwardCache, RowTable
 
 METHODS = ("wt_marginals", "masked_marginals", "masked_marginals_all", "masked_marginals_mt", "mutant_marginals",
            "pll_delta", "hcb", "ag", "epistasis")
+ALL_METHODS = METHODS + ("chain",)  # the default (None) is METHODS; chain on request
 ROW_METHODS = ("wt_marginals", "masked_marginals", "masked_marginals_all", "masked_marginals_mt", "mutant_marginals",
                "hcb")  # sums of terms read from RowTable rows
 PLL_CHUNK_TOKENS = 1 << 20  # mutant rows re-scored together by pll_delta (tokens)
@@ -109,10 +115,10 @@ def check_methods(methods) -> tuple[str, ...]:
     if methods is None:
         return METHODS
     methods = (methods,) if isinstance(methods, str) else tuple(methods)
-    unknown = [m for m in methods if m not in METHODS]
+    unknown = [m for m in methods if m not in ALL_METHODS]
     if unknown or not methods:
         raise MLMProbError(f"unknown variant scoring method {unknown[0] if unknown else None!r}; "
-                           f"use some of {', '.join(METHODS)}")
+                           f"use some of {', '.join(ALL_METHODS)}")
     return tuple(dict.fromkeys(methods))
 
 
@@ -177,15 +183,16 @@ def _pll_delta(mlm: MaskedLM, wt: torch.Tensor, variants: list[Variant], table: 
 
 
 def score_variants(mlm: MaskedLM, wild_type, mutants: Sequence[Sequence[tuple[int, int]]], methods=None,
-                   batch_tokens: int = DEFAULT_BATCH_TOKENS, *, cache: ForwardCache | None = None
-                   ) -> dict[str, torch.Tensor]:
-    """Scores of every variant by every method in ``methods`` (default: all of ``METHODS``; see
-    the module doc): ``{method: float64 tensor [len(mutants)]}``, in the order asked.
+                   batch_tokens: int = DEFAULT_BATCH_TOKENS, *, cache: ForwardCache | None = None,
+                   n_orders: int = DEFAULT_ORDERS, seed: int = 0) -> dict[str, torch.Tensor]:
+    """Scores of every variant by every method in ``methods`` (default: all of ``METHODS``, and
+    ``chain`` on request; see the module doc): ``{method: float64 tensor [len(mutants)]}``, in the order asked.
 
     ``wild_type``: token ids ``[L]`` (right padding is dropped); ``mutants``: variants, each a
     list of ``(position, token_id)`` with positions indexing ``wild_type`` directly (special
     tokens count), distinct, never at a special token. ``cache`` (a ``ForwardCache``) keeps the
-    wild-type rows across calls for the same model and wild type (chunked scoring).
+    wild-type rows across calls for the same model and wild type (chunked scoring). ``n_orders``
+    and ``seed`` choose the orders of ``chain`` (``variants.chain.site_orders``).
 
     >>> import torch
     >>> from mlmprob import ExactMLM
@@ -208,6 +215,7 @@ def score_variants(mlm: MaskedLM, wild_type, mutants: Sequence[Sequence[tuple[in
     row_methods = [m for m in ROW_METHODS if m in needed]
     plan = {m: [(n, req, sign) for n, v in enumerate(variants) for req, sign in _terms(table, m, w, v, mask)]
             for m in row_methods}
+    chain_plan = plan_chain(table, w, variants, mask, n_orders, seed) if "chain" in methods else None
     pll_m = wt_terms = None
     if "pll_delta" in methods:
         pll_m, wt_terms = _pll_delta(mlm, wt, variants, table, mask, batch_tokens)
@@ -223,6 +231,8 @@ def score_variants(mlm: MaskedLM, wild_type, mutants: Sequence[Sequence[tuple[in
         scores["epistasis"] = scores["hcb"] - scores["masked_marginals"]
     if pll_m is not None:
         scores["pll_delta"] = pll_m - values[torch.tensor(wt_terms, dtype=torch.long)].sum()
+    if chain_plan is not None:
+        scores["chain"] = chain_scores(values, chain_plan)
     if "ag" in methods:
         scores["ag"] = _ag_scores(mlm, wt, variants, batch_tokens)
     return {m: scores[m] for m in methods}

@@ -1,0 +1,178 @@
+"""The chain-rule likelihood against the truth on the synthetic languages (issue 20, part 4, small scale).
+
+For Potts chains (``GroundTruthConfig``'s language: V symbols, length T, every sequence enumerated)
+and a BERT MLM trained on exact samples at each coupling, measured at several training steps:
+TV and KL(truth || q) of ``p_l2r``, ``p_r2l``, the mixture over all ``T!`` orders, ``exp(-E_local)/Z``
+(MH's target) and parallel decoding with ``k`` tokens per step; the per-order TVs and the spread
+between orders (``ground_truth_chain_eval``). Records go to ``results.jsonl`` as each unit finishes;
+a rerun skips finished units and resumes unfinished trainings (models in ``--runs``, not in the
+repository); ``README.md`` is rewritten from the records.
+
+    python -m mlmprob.experiments.ground_truth_chain --out docs/results/ground_truth/chain \\
+        --runs runs/ground_truth_chain --couplings 0.5,1,2,3 --curve-steps 250,1000,3000 --seeds 0,1,2 --threads 1
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import shlex
+import sys
+import time
+from pathlib import Path
+
+import torch
+
+from ..errors import MLMProbError
+from ..jsonl import dumps, trim_partial_line
+from ..training.data import SYMBOL_OFFSET, wrap_symbols
+from .ground_truth import Results, _train
+from .ground_truth_common import GroundTruthConfig
+from .ground_truth_eval import language, symbol_mlm
+from .ground_truth_chain_eval import eval_chain
+
+DISTS = ("l2r", "r2l", "mixture", "pll_target")
+
+
+def run(cfg: GroundTruthConfig, out: Path, runs: Path, tokens_per_step=(2, 3), seeds=(0,), masking: str = "dynamic",
+        log=print) -> Results:
+    """Train (or resume) one model per seed and coupling, evaluate it at every curve step; one record each.
+    ``masking``: ``"dynamic"`` (the fixed rate ``cfg.mask_rate``) or ``"uniform"`` (a uniform number of
+    masked tokens per sequence, as masked diffusion models train)."""
+    out.mkdir(parents=True, exist_ok=True)
+    cfg_path = out / "config.json"
+    meta = {**cfg.to_dict(), "seeds": list(seeds), "tokens_per_step": list(tokens_per_step),
+            **({} if masking == "dynamic" else {"masking": masking})}
+    if cfg_path.is_file() and json.loads(cfg_path.read_text()) != meta:
+        raise MLMProbError(f"{out} holds results of a different configuration; use the same settings or another --out")
+    cfg_path.write_text(dumps(meta, indent=1) + "\n")
+    res = Results(out / "results.jsonl")
+    for seed in seeds:
+        for J in cfg.couplings:
+            for s in cfg.curve_steps:
+                family = "chain" if masking == "dynamic" else f"chain-{masking}"
+                unit = f"{family}/seed{seed}/J{J:g}/step{s}"
+                if unit not in res.done:
+                    rec = _unit(dataclasses.replace(cfg, seed=seed), J, s, runs / f"{family}-J{J:g}-seed{seed}",
+                                tokens_per_step, masking)
+                    res.add({"unit": unit, "seed": seed, **rec})
+                    log(f"{unit}: " + ", ".join(f"{k} TV {rec[k]['tv']:.3f}" for k in DISTS))
+                    write_report(out)
+    return res
+
+
+def _unit(cfg: GroundTruthConfig, J: float, step: int, d: Path, tokens_per_step, masking: str) -> dict:
+    from ..training import read_result
+    from ..training.checkpoint import latest_checkpoint
+
+    lang = language(cfg, J)
+    t0 = time.perf_counter()
+    _train(cfg, lang, d, steps=max(cfg.curve_steps), mask_rate=cfg.mask_rate, masking=masking, stop_after=step)
+    state = read_result(d)
+    if state.step != step or not state.history or state.history[-1]["step"] != step:
+        raise MLMProbError(f"{d} is at step {state.step}, not {step}: remove it to redo the curve")
+    t1 = time.perf_counter()
+    mlm = symbol_mlm(latest_checkpoint(d), cfg.vocab_size)
+    rec = eval_chain(mlm, lang, wrap=wrap_symbols, offset=SYMBOL_OFFSET, tokens_per_step=tokens_per_step,
+                     seed=cfg.seed)
+    return {"coupling": J, "step": step, "unary_kl": state.history[-1]["kl"], **rec, "train_seconds": t1 - t0,
+            "eval_seconds": time.perf_counter() - t1}
+
+
+COLUMNS = (("unary KL", ("unary_kl",)), ("TV l2r", ("l2r", "tv")), ("TV r2l", ("r2l", "tv")),
+           ("TV mixture", ("mixture", "tv")), ("TV exp(-E_local)/Z", ("pll_target", "tv")), ("KL l2r", ("l2r", "kl")),
+           ("KL mixture", ("mixture", "kl")), ("KL exp(-E_local)/Z", ("pll_target", "kl")),
+           ("orders TV (mean)", ("orders", "tv_mean")), ("spread KL", ("spread", "kl_mean")))
+
+
+def _cell(values: list[float]) -> str:
+    """Mean, with the standard error over seeds when there are several."""
+    n = len(values)
+    m = sum(values) / n
+    if n < 2:
+        return f"{m:.3f}"
+    se = (sum((v - m) ** 2 for v in values) / (n - 1) / n) ** 0.5
+    return f"{m:.3f} ± {se:.3f}"
+
+
+def write_report(out: Path) -> None:
+    """``README.md`` of the result folder, from ``results.jsonl``, ``config.json`` and ``runs.jsonl``."""
+    recs = [json.loads(x) for x in (out / "results.jsonl").read_text().splitlines() if x.strip()]
+    cfg = json.loads((out / "config.json").read_text())
+    cmds = [json.loads(x) for x in (out / "runs.jsonl").read_text().splitlines() if x.strip()] \
+        if (out / "runs.jsonl").is_file() else []
+    pk = sorted({k for r in recs for k in r["parallel_vs_mixture"]})
+    lines = ["# The chain-rule likelihood against the truth (small scale)", "",
+             f"Potts chains, V = {cfg['vocab_size']}, T = {cfg['length']} ({cfg['vocab_size'] ** cfg['length']} "
+             f"sequences, all enumerated); one BERT MLM per coupling and training seed ({cfg['layers']} layers, hidden "
+             f"{cfg['hidden']}, batch {cfg['batch_size']}, "
+             + ("a uniform number of masked tokens per sequence (1..T), " if cfg.get("masking") == "uniform"
+                else f"fixed masking rate {cfg['mask_rate']}, ") +
+             f"{max(cfg['curve_steps'])} steps, evaluated at the listed steps), seeds {cfg['seeds']}. Exact values: "
+             "every distribution is a table over all sequences built from the MLM's conditionals for every mask "
+             "pattern, checked against `mlmprob.loglik` (`check`: the largest difference). Cells: mean ± standard "
+             "error over the training seeds.", "", "Commands (`python -m mlmprob.experiments.ground_truth_chain`, "
+             "module `mlmprob.experiments.ground_truth_chain`):", ""]
+    lines += [f"- `{c['command']}` (wall {c['wall_s']} s, {c['threads']} thread(s))" for c in cmds]
+    lines += ["", "TV(truth, q) and KL(truth || q) in nats. `orders TV`: mean TV of the single orders; `spread KL`: "
+              "mean KL between two random orders; `par kN`: TV of parallel decoding (random order, N tokens per step) "
+              "to the exact mixture.", "",
+              "| J | step | seeds | " + " | ".join(c for c, _ in COLUMNS) + " | " + " | ".join(f"par {k}" for k in pk)
+              + " | check |", "|" + "---|" * (4 + len(COLUMNS) + len(pk))]
+    groups: dict[tuple, list[dict]] = {}
+    for r in recs:
+        groups.setdefault((r["coupling"], r["step"]), []).append(r)
+    for (J, step), rs in sorted(groups.items()):
+        def get(r, path):
+            for k in path:
+                r = r[k]
+            return r
+        cells = [_cell([get(r, path) for r in rs]) for _, path in COLUMNS]
+        cells += [_cell([r["parallel_vs_mixture"][k] for r in rs]) for k in pk]
+        check = max(r["check_max_abs"] for r in rs)
+        lines.append(f"| {J:g} | {step} | {len(rs)} | " + " | ".join(cells) + f" | {check:.1e} |")
+    lines += ["", "The two training families (fixed masking rate; a uniform number of masked tokens per sequence, "
+              "`--masking uniform`) are in `docs/results/ground_truth/chain` and `.../chain_uniform`; what they say is "
+              "in `docs/results/ground_truth/chain/notes.md`. Not done here (issue 20, part 4): degenerate Gibbs beside "
+              "these, a figure.", ""]
+    (out / "README.md").write_text("\n".join(lines))
+
+
+def _tuple(kind):
+    return lambda text: tuple(kind(s) for s in text.split(","))
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--out", required=True, help="result folder (results.jsonl, config.json, README.md)")
+    p.add_argument("--runs", required=True, help="folder for the trained models (not for the repository)")
+    p.add_argument("--couplings", type=_tuple(float), default=(1.0, 3.0))
+    p.add_argument("--curve-steps", type=_tuple(int), default=(250, 1000))
+    p.add_argument("--tokens-per-step", type=_tuple(int), default=(2, 3))
+    p.add_argument("--seeds", type=_tuple(int), default=(0,), help="training seeds (one model each)")
+    p.add_argument("--masking", choices=("dynamic", "uniform"), default="dynamic",
+                   help="dynamic: the fixed masking rate; uniform: a uniform number of masks per sequence")
+    p.add_argument("--threads", type=int, help="torch CPU threads")
+    args = p.parse_args(argv)
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    try:
+        cfg = GroundTruthConfig(couplings=args.couplings, curve_steps=args.curve_steps, steps=max(args.curve_steps))
+        out = Path(args.out)
+        t0 = time.time()
+        run(cfg, out, Path(args.runs), args.tokens_per_step, args.seeds, args.masking)
+        trim_partial_line(out / "runs.jsonl")
+        with (out / "runs.jsonl").open("a") as f:
+            f.write(dumps({"command": "python -m mlmprob.experiments.ground_truth_chain " + " ".join(
+                shlex.quote(a) for a in (argv if argv is not None else sys.argv[1:])),
+                "wall_s": round(time.time() - t0, 1), "threads": torch.get_num_threads()}) + "\n")
+        write_report(out)
+    except MLMProbError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    raise SystemExit(main())

@@ -1,0 +1,50 @@
+"""Chain-rule likelihood columns for one text record (``mlmprob score --likelihood chain``, the app).
+
+A record's random orders come from a generator seeded by ``seed`` and the record's sequence alone,
+so its values never depend on its neighbours, the chunking, the shard or the worker.
+"""
+
+from __future__ import annotations
+
+import math
+import zlib
+
+import torch
+
+from ..batching import DEFAULT_BATCH_TOKENS
+from ..errors import NonFiniteError
+from .chain import loglik
+
+CHAIN_FIELDS = ("loglik_mixture", "loglik_elbo", "loglik_per_token", "loglik_orders", "loglik_exact",
+                "loglik_outside_mass")
+DEFAULT_ORDERS = 8
+
+
+def record_generator(seed: int, sequence: str) -> torch.Generator:
+    """The generator of one record's orders.
+
+    >>> a = record_generator(0, "ACD").initial_seed(); a == record_generator(0, "ACD").initial_seed() != \\
+    ...     record_generator(1, "ACD").initial_seed()
+    True
+    """
+    return torch.Generator().manual_seed((int(seed) * 1_000_003 + zlib.crc32(sequence.encode())) % (1 << 63))
+
+
+def chain_columns(mlm, sequence: str, *, order: str = "random", n_orders: int = DEFAULT_ORDERS, seed: int = 0,
+                  whole_word: bool = False, per_order: bool = False,
+                  batch_tokens: int | None = DEFAULT_BATCH_TOKENS) -> dict:
+    """``CHAIN_FIELDS`` of one sequence (and ``loglik_per_order``, a list, with ``per_order``):
+    ``loglik`` over every non-special position, ``loglik_per_token`` the mixture per token (its
+    ``exp(-x)`` is a perplexity), ``loglik_outside_mass`` the mean mass outside the proposal alphabet."""
+    enc = mlm.encode([sequence])
+    r = loglik(mlm, enc.input_ids, order=order, n_orders=n_orders, generator=record_generator(seed, sequence),
+               word_ids=enc.word_ids if whole_word else None, batch_tokens=batch_tokens)
+    mix, n = float(r.mixture[0]), int(r.n_tokens[0])
+    if not math.isfinite(mix):
+        raise NonFiniteError(f"its chain-rule log-likelihood is not finite ({mix}; a token with zero probability?)")
+    k = int(r.n_orders[0])
+    out = {"loglik_mixture": mix, "loglik_elbo": float(r.elbo[0]), "loglik_per_token": mix / n, "loglik_orders": k,
+           "loglik_exact": bool(r.exact[0]), "loglik_outside_mass": float(r.outside_mass[0, :k].mean())}
+    if per_order:
+        out["loglik_per_order"] = r.per_order[0, :k].tolist()
+    return out

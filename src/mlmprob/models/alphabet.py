@@ -1,0 +1,30 @@
+"""The one proposal alphabet: the output ids a sampler may propose and a chain-rule likelihood
+normalises over (the model's ``proposal_ids``, e.g. the 20 canonical residues; else every id but the
+special ids, padding and the mask)."""
+
+from __future__ import annotations
+
+import torch
+
+from .protocol import MaskedLM, pad_id_of, proposal_ids_of, special_ids_of
+
+
+def allowed_ids(mlm: MaskedLM) -> torch.Tensor:
+    """Bool ``[V]``: ids that may be proposed (the model's ``proposal_ids``, else every id except
+    special ids, padding and the mask).
+
+    >>> from mlmprob import ExactMLM
+    >>> allowed_ids(ExactMLM(torch.zeros(3, 3))).tolist()
+    [True, True, True]
+    """
+    V = mlm.vocab_size
+    ids = proposal_ids_of(mlm)
+    if ids is not None:
+        out = torch.zeros(V, dtype=torch.bool)
+        out[ids] = True
+        return out
+    out = torch.ones(V, dtype=torch.bool)
+    for s in special_ids_of(mlm) | {pad_id_of(mlm), mlm.mask_id}:
+        if s is not None and 0 <= s < V:
+            out[s] = False
+    return out

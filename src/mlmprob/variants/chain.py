@@ -1,0 +1,70 @@
+"""The ``chain`` variant score: the exact log-likelihood ratio of the mutated sites under the mixture
+of chain-rule orders (``mlmprob.loglik``),
+
+    chain = log mean_sigma p_sigma(m_S | w_\\S) - log mean_sigma p_sigma(w_S | w_\\S),
+
+``sigma`` running over the orders of the sites ``S``: all ``|S|!`` of them when there are at most
+``n_orders``, else ``n_orders`` uniform orders drawn from a generator seeded by ``seed`` and the
+sites alone (the same orders for ``m`` and ``w``, whatever the other variants). Each step's term is
+a ``RowTable`` request (normalised over the whole output vocabulary, as every variant method), so
+rows are shared with the other methods and across variants; the first step of every order reads
+the ``masked_marginals`` row, and for a single mutant ``chain`` equals ``masked_marginals``.
+"""
+
+from __future__ import annotations
+
+import itertools
+import zlib
+
+import torch
+
+from ..likelihood.orders import check_n_orders, count_orders
+from .rows import RowTable
+
+DEFAULT_ORDERS = 6
+
+
+def site_orders(sites: list[int], n_orders: int = DEFAULT_ORDERS, seed: int = 0) -> list[list[int]]:
+    """The orders of ``sites`` the score averages over.
+
+    >>> site_orders([3, 5]), len(site_orders([1, 2, 3, 4], 6)), site_orders([1, 2, 3, 4], 6) == site_orders([1, 2, 3, 4], 6)
+    ([[3, 5], [5, 3]], 6, True)
+    """
+    n_orders = check_n_orders(n_orders)
+    if count_orders(len(sites), n_orders) is not None:
+        return [list(p) for p in itertools.permutations(sites)]
+    g = torch.Generator().manual_seed((seed * 1_000_003 + zlib.crc32(repr(list(sites)).encode())) % (1 << 63))
+    return [[sites[i] for i in torch.randperm(len(sites), generator=g).tolist()] for _ in range(n_orders)]
+
+
+def chain_requests(table: RowTable, x: dict[int, int], orders: list[list[int]], mask: int) -> list[list[int]]:
+    """Requests ``[K][k]``: the terms of ``log p_sigma(x_S | w_\\S)`` for each order ``sigma``."""
+    out = []
+    for o in orders:
+        steps = []
+        for j, i in enumerate(o):
+            changes = [(s, x[s]) for s in o[:j]] + [(s, mask) for s in o[j:]]
+            steps.append(table.request(changes, i, x[i]))
+        out.append(steps)
+    return out
+
+
+def plan_chain(table: RowTable, w: list[int], variants, mask: int, n_orders: int, seed: int):
+    """Per variant, the mutant's and the wild type's requests (``[K][k]`` each)."""
+    plan = []
+    for v in variants:
+        sites = [p for p, _ in v]
+        orders = site_orders(sites, n_orders, seed)
+        plan.append((chain_requests(table, dict(v), orders, mask),
+                     chain_requests(table, {s: w[s] for s in sites}, orders, mask)))
+    return plan
+
+
+def chain_scores(values: torch.Tensor, plan) -> torch.Tensor:
+    """``chain`` of every variant from the computed terms ``values``."""
+    out = torch.empty(len(plan), dtype=torch.float64)
+    for n, (req_m, req_w) in enumerate(plan):
+        lm = values[torch.tensor(req_m)].sum(-1)     # [K]: log p_sigma(m_S | w_\S)
+        lw = values[torch.tensor(req_w)].sum(-1)
+        out[n] = torch.logsumexp(lm, 0) - torch.logsumexp(lw, 0)  # the 1/K of both means cancels
+    return out

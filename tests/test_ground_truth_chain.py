@@ -1,0 +1,66 @@
+"""The exact chain-rule tables of the ground-truth experiment against ``mlmprob.loglik`` and the truth."""
+
+import json
+
+import pytest
+import torch
+
+from mlmprob import LookupMLM, loglik
+from mlmprob.experiments.ground_truth_chain import write_report
+from mlmprob.experiments.ground_truth_chain_eval import conditional_tables, eval_chain, order_log_probs
+from mlmprob.experiments.ground_truth_common import all_states
+from mlmprob.synthetic import make_language
+
+
+def lang(J=1.0):
+    return make_language("potts", 3, 4, 0, coupling=J, field_scale=0.5)
+
+
+def test_exact_conditionals_give_the_truth_in_every_order_but_not_the_pll_target():
+    rec = eval_chain(lang(2.0).as_mlm(), lang(2.0))
+    for name in ("l2r", "r2l", "mixture"):
+        assert rec[name]["tv"] < 1e-6 and rec[name]["mass"] == pytest.approx(1.0)
+    assert rec["orders"]["tv_max"] < 1e-6 and rec["spread"]["kl_mean"] < 1e-9
+    assert rec["pll_target"]["tv"] > 0.05          # exp(-E_local)/Z is not the joint even for exact conditionals
+    assert rec["parallel_k2"]["tv"] > 0.01 and rec["parallel_vs_mixture"]["k2"] == pytest.approx(rec["parallel_k2"]["tv"])
+
+
+def test_tables_equal_loglik_for_incompatible_conditionals(tmp_path):
+    m = LookupMLM(3, 4, seed=2)
+    tabs = conditional_tables(m, 3, 4, lambda x: x, 0)
+    orders = [(0, 1, 2, 3), (2, 0, 3, 1), (3, 2, 1, 0)]
+    per = order_log_probs(tabs, 4, orders)
+    states = all_states(3, 4)
+    want = loglik(m, states, order=[list(o) for o in orders]).per_order.T
+    assert torch.allclose(per, want, atol=1e-9)
+    assert torch.allclose(per.exp().sum(1), torch.ones(3, dtype=torch.float64))
+    par = order_log_probs(tabs, 4, orders, tokens_per_step=4)          # all from the all-masked conditionals
+    allm = m.logits(torch.full((1, 4), m.mask_id))[0].double().log_softmax(-1)
+    assert torch.allclose(par[0], sum(allm[t][states[:, t]] for t in range(4)))
+    rec = eval_chain(m, lang())
+    assert rec["check_max_abs"] < 1e-9 and rec["mixture"]["mass"] == pytest.approx(1.0)
+    assert rec["spread"]["kl_mean"] > 0.05 and rec["orders"]["tv_min"] < rec["orders"]["tv_max"]
+    (tmp_path / "config.json").write_text(json.dumps({"vocab_size": 3, "length": 4, "layers": 1, "hidden": 8,
+                                                      "batch_size": 4, "mask_rate": 0.3, "curve_steps": [10],
+                                                      "seeds": [0, 1]}))
+    (tmp_path / "results.jsonl").write_text("".join(json.dumps({"coupling": 1.0, "step": 10, "seed": s,
+                                                                "unary_kl": 0.1, **rec}) + "\n" for s in (0, 1)))
+    write_report(tmp_path)
+    text = (tmp_path / "README.md").read_text()
+    assert f"| 1 | 10 | 2 | 0.100 ± 0.000 | {rec['l2r']['tv']:.3f} ± 0.000 |" in text
+
+
+def test_uniform_masking_draws_every_count_equally_often_among_maskable_positions(tmp_path):
+    from mlmprob.training import SyntheticSource, TrainConfig, train
+    from mlmprob.training.masking import select_uniform
+
+    maskable = torch.ones(6000, 8, dtype=torch.bool)
+    maskable[:, 0] = maskable[:, 7] = False
+    sel = select_uniform(maskable, torch.Generator().manual_seed(1))
+    assert not sel[:, [0, 7]].any()
+    counts = torch.bincount(sel.sum(1), minlength=7).double()
+    assert counts[0] == 0 and ((counts[1:] - 1000).abs() < 4 * (1000 * 5 / 6) ** 0.5).all()   # binomial sd, 4 sigma
+    cfg = TrainConfig(hidden_size=8, num_layers=1, num_heads=1, intermediate_size=8, max_steps=2, eval_every=2,
+                      checkpoint_every=2, masking="uniform", batch_size=4)
+    res = train(cfg, SyntheticSource(lang(), 16, 4), tmp_path / "u", progress=False)
+    assert res.step == 2 and res.history[-1]["step"] == 2
