@@ -28,7 +28,7 @@ def add_model_args(p: argparse.ArgumentParser, default: str = "antiberty") -> No
                    help="torch device: auto (CUDA, else MPS, else CPU), cpu, cuda, cuda:1, mps")
     p.add_argument("--dtype", default=default_dtype_spec(),
                    help="auto (bf16 on CUDA/bf16-capable CPUs, fp16 on older GPUs, else float32), float32, "
-                        "bfloat16 or float16; $MLMPROB_DTYPE sets the default")
+                        "bfloat16, float16, or int8 (linear layers in int8, x86 CPUs); $MLMPROB_DTYPE sets the default")
     p.add_argument("--batch-tokens", type=positive_int, default=None,
                    help="token budget of one forward sub-batch (default: from the device's free memory on GPUs, "
                         f"{DEFAULT_BATCH_TOKENS} on CPUs; lower it if memory runs out)")

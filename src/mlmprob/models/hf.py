@@ -7,6 +7,7 @@ from typing import Callable, Sequence
 import torch
 
 from ..errors import MLMProbError
+from .precision import model_dtype
 from .tokenizers import Encoding
 
 
@@ -58,8 +59,7 @@ class HFMaskedLM:
         self.max_length = max_length
         self._base = getattr(model, model.base_model_prefix, None)
         self._head = _head_of(model)
-        p = next(model.parameters())
-        self.device, self.dtype = p.device, p.dtype
+        self.device, self.dtype = next(model.parameters()).device, model_dtype(model)
 
     # -- protocol -------------------------------------------------------------------------------
     def _check(self, input_ids: torch.Tensor) -> torch.Tensor:
