@@ -15,7 +15,7 @@ from .argtypes import positive_int
 from .batching import DEFAULT_BATCH_TOKENS
 from .errors import MLMProbError
 
-COMMANDS = ("score", "merge", "demo", "sample", "joints", "infill", "train", "variants", "app")
+COMMANDS = ("score", "calibrate", "merge", "demo", "sample", "joints", "infill", "train", "variants", "app")
 
 
 def add_model_args(p: argparse.ArgumentParser, default: str = "antiberty") -> None:

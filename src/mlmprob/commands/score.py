@@ -27,6 +27,12 @@ def register(sub) -> None:
     p.add_argument("--whole-word", action="store_true", help="whole-word l2r PLL (Kauf & Ivanova 2023)")
     p.add_argument("--limit", type=positive_int, help="score only the first N records of the input (before --shard)")
     p.add_argument("--skip-invalid", action="store_true", help="skip records the tokenizer rejects, with a warning")
+    p.add_argument("--pll", choices=("exact", "one-pass"), default="exact",
+                   help="exact: one masked copy per position; one-pass: an estimate from one unmasked pass and the "
+                        "model's fitted correction (mlmprob calibrate), ~L times faster; its rows say method one_pass")
+    p.add_argument("--check", type=positive_int, metavar="N",
+                   help="with --pll one-pass: also score N random records of this run exactly and print the "
+                        "Spearman, mean and max absolute error of the estimate")
     add_runtime_args(p)
     p.set_defaults(func=run)
 
@@ -60,6 +66,11 @@ def run(args) -> int:
     if devices == ["auto"]:
         devices = [args.device]
     kind = output_kind(args.out)
+    one_pass = args.pll == "one-pass"
+    if args.check is not None and not one_pass:
+        raise MLMProbError("--check compares the one-pass estimate with exact PLL: use it with --pll one-pass")
+    if one_pass and (args.per_token or args.whole_word):
+        raise MLMProbError("--pll one-pass gives per-sequence scores only (no --per-token, no --whole-word)")
     if kind == "tsv" and args.per_token:
         raise MLMProbError("--per-token needs JSONL or Parquet output (per-token lists do not fit a TSV row)")
 
@@ -73,9 +84,13 @@ def run(args) -> int:
     config = {"command": "score", "model": args.model, "input": str(Path(args.input).resolve()),
               "format": args.format, "column": args.column, "id_column": args.id_column,
               "whole_word": args.whole_word, "per_token": args.per_token, "shard": str(shard)}
+    if one_pass:
+        config["pll"] = "one_pass"
     # the output is claimed (lock, resume check) before the model loads: a second writer is refused at once
-    writer = open_writer(args.out, resume=args.resume, config=config, fields=TSV_FIELDS, part_rows=args.part_rows)
-    job = ScoreJob(model=args.model, dtype=args.dtype, allow_pickle=args.allow_pickle, whole_word=args.whole_word, per_token=args.per_token,
+    fields = TSV_FIELDS + (("method",) if one_pass else ())
+    writer = open_writer(args.out, resume=args.resume, config=config, fields=fields, part_rows=args.part_rows)
+    from ..onepass.scoring import OnePassScoreJob
+    job = (OnePassScoreJob if one_pass else ScoreJob)(model=args.model, dtype=args.dtype, allow_pickle=args.allow_pickle, whole_word=args.whole_word, per_token=args.per_token,
                    batch_tokens=args.batch_tokens, skip_invalid=args.skip_invalid)
     load, mlm = loader_for(job.load, devices, args.engine, writer)
     if mlm is not None:
@@ -92,12 +107,24 @@ def run(args) -> int:
         summary = run_stream(load, job.run, units(), writer, shard=shard, devices=devices, engine=args.engine,
                              ray_address=args.ray_address, total=total, progress=not args.no_progress,
                              meta={"limit": args.limit})
+    method = " (PLL method: one_pass, an estimate)" if one_pass else ""
     for rid, why in summary.skipped:
         print(f"warning: skipped record {rid!r}: {why}", file=sys.stderr)
     if args.out:
         print(f"scored {summary.written} sequences with {args.model} on {ran_on} -> {args.out}"
               + (f" ({summary.already} already there)" if summary.already else "")
-              + (f" (shard {shard})" if not shard.is_whole else ""), file=sys.stderr)
+              + (f" (shard {shard})" if not shard.is_whole else "") + method, file=sys.stderr)
     else:
-        print(f"scored {summary.written} sequences with {args.model} on {ran_on}", file=sys.stderr)
+        print(f"scored {summary.written} sequences with {args.model} on {ran_on}{method}", file=sys.stderr)
+    if args.check is not None:
+        _check(args, job, mlm, devices, units, shard)
     return 0
+
+
+def _check(args, job, mlm, devices, units, shard) -> None:
+    """``--check N``: N random records of this run (this shard), scored exactly and compared."""
+    from ..onepass.scoring import check
+
+    records = [r for k, r in enumerate(units()) if shard.is_whole or k % shard.count == shard.index - 1]
+    mlm = mlm if mlm is not None else job.load(devices[0])
+    print(check(mlm, records, args.check, batch_tokens=args.batch_tokens).line(), file=sys.stderr)
