@@ -23,9 +23,18 @@ from mlmprob.onepass.correction import FITTED_DIR
 from onepass_data import antibody_sets, english_sets
 
 
+def _fits(mlm, s: str) -> bool:
+    from mlmprob.errors import TokenizationError
+
+    try:
+        return mlm.encode([s]).input_ids.shape[1] <= 64
+    except TokenizationError:
+        return False
+
+
 def calibration_sequences(model: str, n: int, mlm) -> tuple[list[str], str]:
     if model == "en-small":
-        seqs = [s for s in english_sets()["calibration"] if mlm.encode([s]).input_ids.shape[1] <= 64]
+        seqs = [s for s in english_sets()["calibration"] if _fits(mlm, s)]
         return seqs[:n], f"wikitext2_valid.txt, first {n} sentences of 8-40 words that fit 64 tokens"
     chain = "L" if model == "sapiens-vl" else "H"
     col = "LC" if chain == "L" else "HC"
