@@ -44,6 +44,43 @@ def tiny_hf(kind="bert", seed=0, init=0.5):
     return HFMaskedLM(model.eval(), tok, name=f"tiny-{kind}", proposal_ids=tok.residue_ids, max_length=max_len)
 
 
+class OOMAbove:
+    """Wraps a model; raises torch's out-of-memory error on any call with more than ``limit`` rows (through
+    ``logits``, ``logits_at`` or the device hot path ``device_logits_at``, whichever the model has)."""
+
+    def __init__(self, mlm, limit):
+        self.mlm, self.limit, self.calls = mlm, limit, []
+        self.mask_id, self.vocab_size = mlm.mask_id, mlm.vocab_size
+        if hasattr(mlm, "logits_at"):
+            self.logits_at = self._logits_at
+
+    def __getattr__(self, name):
+        if name == "mlm":
+            raise AttributeError(name)
+        return getattr(self.mlm, name)
+
+    def _check(self, ids):
+        self.calls.append(ids.shape[0])
+        if ids.shape[0] > self.limit:
+            raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB")
+
+    def logits(self, ids):
+        self._check(ids)
+        return self.mlm.logits(ids)
+
+    def _logits_at(self, ids, rows, cols):
+        self._check(ids)
+        return self.mlm.logits_at(ids, rows, cols)
+
+
+class DeviceOOMAbove(OOMAbove):
+    """``OOMAbove`` for a model with the device hot path: the primitive calls ``device_logits_at``."""
+
+    def device_logits_at(self, ids, rows, cols):
+        self._check(ids)
+        return self.mlm.device_logits_at(ids, rows, cols)
+
+
 @pytest.fixture(scope="session")
 def tiny_bert():
     return tiny_hf("bert")

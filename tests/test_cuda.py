@@ -53,9 +53,18 @@ def test_sampling_joints_infill_on_the_gpu_equal_the_cpu(pair):
     assert [c.tokens for c in f[0]] == [c.tokens for c in f[1]]
 
 
-def test_out_of_memory_back_off_on_the_gpu(pair):
+def test_out_of_memory_back_off_on_the_gpu(pair, capsys):
+    """The device hot path runs out of memory (a wrapper raises torch's OOM error above 8 rows): the
+    primitive halves, keeps the smaller size, reports once, and the scores equal the unwrapped run's."""
     import mlmprob
+
+    from conftest import DeviceOOMAbove
 
     cpu, gpu = pair
     ids = cpu.encode([VH] * 4).input_ids
-    assert torch.allclose(mlmprob.pll(gpu, ids, batch_tokens=2 ** 30), mlmprob.pll(cpu, ids), atol=1e-3)
+    ref = mlmprob.pll(gpu, ids)
+    fake = DeviceOOMAbove(gpu, 8)
+    got = mlmprob.pll(fake, ids)
+    assert torch.allclose(got, ref, atol=1e-3) and torch.allclose(got, mlmprob.pll(cpu, ids), atol=1e-3)
+    assert fake.calls[0] > 8 and sum(c > 8 for c in fake.calls) <= 5 and fake.calls[-1] <= 8
+    assert capsys.readouterr().err.count("out of memory") == 1

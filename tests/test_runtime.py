@@ -16,18 +16,40 @@ from mlmprob.runtime.pool import map_ordered, parse_devices
 from mlmprob.runtime.shard import Shard, parse_shard
 from mlmprob.runtime.writers import open_writer, read_results
 
+from conftest import OOMAbove
+
 
 # -- device and dtype -----------------------------------------------------------------------------
-@pytest.mark.parametrize("flags,expected", [
-    ({"avx2", "fma"}, torch.float32),                  # AMD EPYC without AVX-512: never bf16
-    ({"avx512f", "avx512_bf16"}, torch.bfloat16),
-    ({"amx_bf16", "amx_tile"}, torch.bfloat16),
-    (set(), torch.float32),
+@pytest.mark.parametrize("flags,speedup,expected", [
+    ({"avx2", "fma"}, None, torch.float32),                  # AMD EPYC without AVX-512: never bf16, not measured
+    ({"avx512f", "avx512_bf16"}, 2.1, torch.bfloat16),       # native units, measured faster
+    ({"amx_bf16", "amx_tile"}, 3.0, torch.bfloat16),
+    ({"avx512f", "avx512_bf16"}, 1.2, torch.float32),        # native units, but not measured faster enough
+    (set(), None, torch.float32),
 ])
-def test_auto_dtype_on_cpus(monkeypatch, flags, expected):
+def test_auto_dtype_on_cpus(monkeypatch, flags, speedup, expected):
+    def measured():
+        assert speedup is not None, "a CPU without native bf16 units must not be measured"
+        return speedup
+
     monkeypatch.setattr(rdev, "cpu_flags", lambda: frozenset(flags))
+    monkeypatch.setattr(rdev, "cpu_bf16_speedup", measured)
     assert rdev.auto_dtype(torch.device("cpu")) == expected
     assert rdev.resolve_dtype("auto", "cpu") == expected
+
+
+def test_cpu_bf16_speedup_is_measured_once_per_machine(monkeypatch, tmp_path):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    calls = []
+    monkeypatch.setattr(rdev, "_matmul_seconds", lambda dtype, **k: calls.append(dtype) or (2.0 if dtype == torch.float32 else 1.0))
+    rdev.cpu_bf16_speedup.cache_clear()
+    try:
+        assert rdev.cpu_bf16_speedup() == 2.0 and len(calls) == 2
+        rdev.cpu_bf16_speedup.cache_clear()           # a new process reads the stored measurement
+        assert rdev.cpu_bf16_speedup() == 2.0 and len(calls) == 2
+        assert (tmp_path / "mlmprob" / "cpu-dtype.json").exists()
+    finally:
+        rdev.cpu_bf16_speedup.cache_clear()
 
 
 def test_auto_dtype_on_gpus_and_names(monkeypatch):
@@ -269,20 +291,6 @@ def test_pool_keeps_input_order_and_reports_errors():
 
 
 # -- out-of-memory back-off -----------------------------------------------------------------------
-class OOMAbove:
-    """Wraps a model; raises torch's out-of-memory error on sub-batches of more than ``limit`` rows."""
-
-    def __init__(self, mlm, limit):
-        self.mlm, self.limit, self.calls = mlm, limit, []
-        self.mask_id, self.vocab_size = mlm.mask_id, mlm.vocab_size
-
-    def logits(self, ids):
-        self.calls.append(ids.shape[0])
-        if ids.shape[0] > self.limit:
-            raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB")
-        return self.mlm.logits(ids)
-
-
 def test_oom_halves_the_sub_batch_and_loses_nothing(capsys):
     from mlmprob import LookupMLM, pll
 
@@ -294,7 +302,8 @@ def test_oom_halves_the_sub_batch_and_loses_nothing(capsys):
     got = pll(fake, ids)
     assert torch.allclose(got, ref, atol=1e-12, rtol=0)
     ok = [c for c in fake.calls if c <= 4]
-    assert fake.calls[:3] == [30, 15, 7] and fake.calls[3:] == ok and sum(ok) == 30  # halved, then kept small
+    # a record's 6 copies form its own sub-batch (batch independence): 6 -> 3, then kept small
+    assert fake.calls[:2] == [6, 3] and fake.calls[1:] == ok and sum(ok) == 30
     err = capsys.readouterr().err
     assert err.count("out of memory") == 1                                     # reported once
     one = OOMAbove(lm, 0)

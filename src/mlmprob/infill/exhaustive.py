@@ -15,9 +15,9 @@ from typing import Sequence
 
 import torch
 
-from ..batching import DEFAULT_BATCH_TOKENS, rows_per_batch
+from ..batching import DEFAULT_BATCH_TOKENS, read_logits
 from ..errors import MLMProbError
-from ..models.protocol import MaskedLM, gather_logits
+from ..models.protocol import MaskedLM
 from .beam import make_correction
 from .gap import InfillCandidate, prepare_gap
 
@@ -59,9 +59,7 @@ def exhaustive_infill(mlm: MaskedLM, input_ids, positions: Sequence[int] | torch
         for i, p in enumerate(gap.positions.tolist()):
             rows[:, p] = fills[:, i] if i < j else (mlm.mask_id if i == j else fill_other)
         col = int(gap.positions[j])
-        per = rows_per_batch(rows.shape[1], batch_tokens)
-        logp = torch.cat([gather_logits(mlm, rows[r:r + per], torch.arange(len(rows[r:r + per])),
-                                        torch.full((len(rows[r:r + per]),), col)) for r in range(0, N, per)])
+        logp = read_logits(mlm, rows, torch.arange(N), torch.full((N,), col), batch_tokens=batch_tokens)
         logp = logp.double().log_softmax(-1)
         scores += logp.gather(1, fills[:, j:j + 1])[:, 0] - correction(logp)
     return _sorted(fills, scores, top)

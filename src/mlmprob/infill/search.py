@@ -22,8 +22,8 @@ from typing import Callable, Protocol
 
 import torch
 
-from ..batching import DEFAULT_BATCH_TOKENS, rows_per_batch
-from ..models.protocol import MaskedLM, gather_logits
+from ..batching import DEFAULT_BATCH_TOKENS, read_logits
+from ..models.protocol import MaskedLM
 from .gap import Gap, InfillCandidate
 
 NEG_INF = float("-inf")
@@ -72,15 +72,8 @@ def query_logp(mlm: MaskedLM, gap: Gap, filled: torch.Tensor, q_h: torch.Tensor,
         rows = _step_inputs(gap, mlm.mask_id, filled[q_h], fill_id, q_u)
         row_of = torch.arange(len(q_h))
     cols = gap.positions[q_u]
-    per_chunk = rows_per_batch(rows.shape[1], batch_tokens)
-    out = []
-    for r0 in range(0, rows.shape[0], per_chunk):
-        sel = (row_of >= r0) & (row_of < r0 + per_chunk)
-        if not sel.any():
-            continue
-        logits = gather_logits(mlm, rows[r0:r0 + per_chunk], row_of[sel] - r0, cols[sel])
-        out.append(logits.double().log_softmax(-1))
-    return torch.cat(out)
+    # the hypotheses of one gap's search are one record: its sub-batches depend on nothing else
+    return read_logits(mlm, rows, row_of, cols, batch_tokens=batch_tokens).double().log_softmax(-1)
 
 
 def _first_argmax_per_group(values: torch.Tensor, group: torch.Tensor, n_groups: int) -> torch.Tensor:

@@ -23,9 +23,9 @@ from typing import Sequence
 
 import torch
 
-from ..batching import DEFAULT_BATCH_TOKENS, rows_per_batch
+from ..batching import DEFAULT_BATCH_TOKENS, iter_read_logits, read_logits
 from ..errors import MLMProbError, PositionsError
-from ..models.protocol import MaskedLM, gather_logits, lengths_of, proposal_ids_of
+from ..models.protocol import MaskedLM, lengths_of, proposal_ids_of
 
 
 @dataclass(frozen=True)
@@ -200,42 +200,38 @@ def pair_conditionals(
     mask_a = torch.empty(K, dtype=torch.float64) if has_mask else None
     mask_b = torch.empty(K, dtype=torch.float64) if has_mask else None
 
-    # copy c in 0..2K: 0 both masked, 1..K: b = v_{c-1}, K+1..2K: a = v_{c-K-1}
+    # copy c in 0..2K: 0 both masked, 1..K: b = v_{c-1}, K+1..2K: a = v_{c-K-1}; all one record (the pair)
     N = 2 * K + 1
-    per_batch = rows_per_batch(L, batch_tokens)
+    c = torch.arange(N)
+    is_a = (c >= 1) & (c <= K)            # a masked, b = v
+    is_b = c > K                          # b masked, a = v
+    x = base.expand(N, L).clone()
+    x[is_a, b] = cands[c[is_a] - 1]
+    x[is_b, a] = cands[c[is_b] - K - 1]
+    # read q < N: copy q at its masked position; read N: the both-masked copy again, at b
+    read_row = torch.cat([c, torch.zeros(1, dtype=torch.long)])
+    read_col = torch.cat([torch.where(is_b, torch.full_like(c, b), torch.full_like(c, a)), torch.tensor([b])])
+    sel = torch.empty(N + 1, K, dtype=torch.float64)
+    lse = torch.empty(N + 1, dtype=torch.float64)
+    msk = torch.empty(N + 1, dtype=torch.float64) if has_mask else None
     n_calls = 0
-    marg = None
-    for start in range(0, N, per_batch):
-        c = torch.arange(start, min(N, start + per_batch))
-        n = len(c)
-        x = base.expand(n, L).clone()
-        is_a = (c >= 1) & (c <= K)            # a masked, b = v
-        is_b = c > K                          # b masked, a = v
-        x[is_a, b] = cands[c[is_a] - 1]
-        x[is_b, a] = cands[c[is_b] - K - 1]
-        rows = torch.arange(n)
-        cols = torch.where(is_b, torch.full_like(c, b), torch.full_like(c, a))
-        has0 = bool((c == 0).any())
-        if has0:  # the both-masked copy is read at a (above) and also at b
-            rows = torch.cat([rows, torch.zeros(1, dtype=torch.long)])
-            cols = torch.cat([cols, torch.tensor([b])])
-        out = gather_logits(mlm, x, rows, cols).double()
+    for q, out in iter_read_logits(mlm, x, read_row, read_col, batch_tokens=batch_tokens):
+        out = out.double()
         n_calls += 1
-        lse = torch.logsumexp(out, -1)
-        sel = out[:, cands]
-        msk = out[:, mlm.mask_id] if has_mask else None
-        if has0:
-            marg = (sel[0], sel[-1], lse[[0, -1]], msk[[0, -1]] if has_mask else None)
-        ja = c[is_a] - 1
-        logit_a[:, ja] = sel[:n][is_a].T
-        lse_a[ja] = lse[:n][is_a]
-        ib = c[is_b] - K - 1
-        logit_b[ib, :] = sel[:n][is_b]
-        lse_b[ib] = lse[:n][is_b]
+        lse[q] = torch.logsumexp(out, -1)
+        sel[q] = out[:, cands]
         if has_mask:
-            mask_a[ja] = msk[:n][is_a]
-            mask_b[ib] = msk[:n][is_b]
-    assert marg is not None
+            msk[q] = out[:, mlm.mask_id]
+    marg = (sel[0], sel[N], lse[[0, N]], msk[[0, N]] if has_mask else None)
+    ja = c[is_a] - 1
+    logit_a[:, ja] = sel[:N][is_a].T
+    lse_a[ja] = lse[:N][is_a]
+    ib = c[is_b] - K - 1
+    logit_b[ib, :] = sel[:N][is_b]
+    lse_b[ib] = lse[:N][is_b]
+    if has_mask:
+        mask_a[ja] = msk[:N][is_a]
+        mask_b[ib] = msk[:N][is_b]
     return PairConditionals(
         a=a, b=b, candidates=cands, gold=gold, logit_a=logit_a, logit_b=logit_b,
         marg_logit_a=marg[0], marg_logit_b=marg[1], lse_full_a=lse_a, lse_full_b=lse_b,
@@ -265,6 +261,6 @@ def topk_candidates(mlm: MaskedLM, input_ids, a: int, b: int, k: int,
         return pool.sort().values
     x = ids.clone()[None]
     x[0, [a, b]] = mlm.mask_id
-    out = gather_logits(mlm, x, torch.tensor([0, 0]), torch.tensor([a, b])).double()
+    out = read_logits(mlm, x, torch.tensor([0, 0]), torch.tensor([a, b])).double()
     lp = torch.log_softmax(out, -1)[:, pool].max(0).values
     return pool[lp.topk(k).indices].sort().values

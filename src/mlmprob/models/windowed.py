@@ -24,6 +24,7 @@ from __future__ import annotations
 import torch
 
 from ..errors import MLMProbError
+from .forward import GivenRows, forward_all
 from .protocol import MaskedLM, gather_logits, lengths_of
 
 
@@ -87,21 +88,10 @@ class WindowedMLM:
         key, inverse = torch.unique(rows * (L + 1) + start, return_inverse=True)
         w_rows, w_start = key // (L + 1), key % (L + 1)
         width = int(torch.minimum(lengths[w_rows], torch.full_like(w_rows, W)).max()) if len(key) else 1
-        from ..batching import rows_per_batch  # at call time: mlmprob.batching imports this package
-
-        out = None
-        per = rows_per_batch(width, self.batch_tokens)
-        for lo in range(0, len(key), per):
-            sel = (inverse >= lo) & (inverse < lo + per)
-            r = w_rows[lo:lo + per]
-            win = ids[r[:, None], (w_start[lo:lo + per, None] + torch.arange(width)).clamp(max=L - 1)]
-            part = gather_logits(self.inner, win, inverse[sel] - lo, cols[sel] - start[sel])
-            if out is None:
-                out = torch.empty(len(rows), part.shape[-1], dtype=part.dtype)
-            out[sel] = part
-        if out is None:
-            return torch.empty(0, self.vocab_size)
-        return out
+        wins = ids[w_rows[:, None], (w_start[:, None] + torch.arange(width)).clamp(max=L - 1)]
+        # the windows of one call are one record: the caller's plan already keeps records apart
+        return forward_all(self.inner, GivenRows(self.inner, wins), inverse, cols - start,
+                           batch_tokens=self.batch_tokens)
 
     def logits(self, input_ids: torch.Tensor) -> torch.Tensor:
         """``[B, L, V]``; zeros at right-padding positions of rows longer than the window."""

@@ -1,10 +1,13 @@
 """Device and dtype chosen by the hardware (``--device auto``, ``--dtype auto``).
 
 - device ``auto``: CUDA if present, else Apple MPS, else the CPU.
-- dtype ``auto``: bfloat16 on CUDA GPUs that support it, float16 on older CUDA GPUs, float32 on MPS,
-  bfloat16 on CPUs with native bf16 matrix units (AMX or AVX512-BF16, read from the CPU flags), float32
-  on every other CPU. On a 2-core AMD EPYC without AVX-512, AntiBERTy PLL in bfloat16 ran 5.5x slower
-  than in float32 (issue 12), so such a CPU never gets bf16.
+- dtype ``auto``: bfloat16 on CUDA GPUs that support it, float16 on older CUDA GPUs, float32 on MPS.
+  On a CPU it is decided by measurement: a CPU without native bf16 matrix units (AMX or AVX512-BF16 in
+  its flags) gets float32 (bf16 ran 3.9-5.9x slower there, docs/results/precision); a CPU with them
+  gets bfloat16 only if a bf16 matrix product measured on it runs at least ``BF16_MIN_SPEEDUP`` times
+  faster than float32. The measurement is made once per machine and kept in
+  ``~/.cache/mlmprob/cpu-dtype.json`` (``$XDG_CACHE_HOME``), so every worker process of a run, and every
+  later run, picks the same dtype (a record's result depends on the dtype). ``$MLMPROB_DTYPE`` overrides.
 
 Whatever the weights' dtype, the algorithms turn logits into float32/float64 before log-softmax, sums
 and acceptance ratios.
@@ -12,7 +15,10 @@ and acceptance ratios.
 
 from __future__ import annotations
 
+import json
 import os
+import platform
+import time
 from functools import lru_cache
 from pathlib import Path
 
@@ -24,6 +30,7 @@ DTYPES = {"float32": torch.float32, "fp32": torch.float32, "float16": torch.floa
           "half": torch.float16, "bfloat16": torch.bfloat16, "bf16": torch.bfloat16, "float64": torch.float64,
           "int8": torch.int8}  # int8: linear layers quantized, see mlmprob.models.precision
 BF16_CPU_FLAGS = ("amx_bf16", "avx512_bf16")
+BF16_MIN_SPEEDUP = 1.5
 
 
 @lru_cache(maxsize=1)
@@ -47,6 +54,58 @@ def cpu_has_native_bf16(flags: frozenset[str] | None = None) -> bool:
     """
     flags = cpu_flags() if flags is None else flags
     return any(f in flags for f in BF16_CPU_FLAGS)
+
+
+def _matmul_seconds(dtype: torch.dtype, n: int = 512, reps: int = 8) -> float:
+    """Best time of one ``n x n x n`` matrix product in ``dtype`` on this CPU."""
+    a = torch.randn(n, n, generator=torch.Generator().manual_seed(0)).to(dtype)
+    best = float("inf")
+    for _ in range(reps + 1):
+        t = time.perf_counter()
+        a @ a
+        best = min(best, time.perf_counter() - t)
+    return best
+
+
+def _cache_file() -> Path:
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "mlmprob" / "cpu-dtype.json"
+
+
+@lru_cache(maxsize=1)
+def cpu_bf16_speedup() -> float:
+    """float32 time / bfloat16 time of a matrix product on this CPU, measured once per machine (cached
+    on disk, keyed by the CPU, its flags, the thread count and the torch version)."""
+    key = f"{platform.processor() or platform.machine()}|{hash(cpu_flags())}|{torch.get_num_threads()}|{torch.__version__}"
+    path = _cache_file()
+    try:
+        stored = json.loads(path.read_text())
+        if stored.get("key") == key:
+            return float(stored["bf16_speedup"])
+    except (OSError, ValueError, KeyError, TypeError):
+        pass
+    speedup = _matmul_seconds(torch.float32) / _matmul_seconds(torch.bfloat16)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(json.dumps({"key": key, "bf16_speedup": speedup}))
+        os.replace(tmp, path)
+    except OSError:
+        pass
+    return speedup
+
+
+def cpu_prefers_bf16(flags: frozenset[str] | None = None, speedup: float | None = None) -> bool:
+    """Whether ``auto`` picks bfloat16 on this CPU: native bf16 units and a measured speed-up.
+
+    >>> cpu_prefers_bf16(frozenset({"avx2"})), cpu_prefers_bf16(frozenset({"avx512_bf16"}), speedup=2.1)
+    (False, True)
+    >>> cpu_prefers_bf16(frozenset({"amx_bf16"}), speedup=1.1)
+    False
+    """
+    if not cpu_has_native_bf16(flags):
+        return False
+    return (cpu_bf16_speedup() if speedup is None else speedup) >= BF16_MIN_SPEEDUP
 
 
 def _mps_available() -> bool:
@@ -95,7 +154,7 @@ def auto_dtype(device: torch.device, *, cpu_bf16: bool | None = None, cuda_bf16:
             cuda_bf16 = torch.cuda.is_bf16_supported()
         return torch.bfloat16 if cuda_bf16 else torch.float16
     if device.type == "cpu":
-        return torch.bfloat16 if (cpu_has_native_bf16() if cpu_bf16 is None else cpu_bf16) else torch.float32
+        return torch.bfloat16 if (cpu_prefers_bf16() if cpu_bf16 is None else cpu_bf16) else torch.float32
     return torch.float32
 
 

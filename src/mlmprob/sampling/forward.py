@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import torch
 
-from ..batching import DEFAULT_BATCH_TOKENS, iter_masked_logits, rows_per_batch
-from ..models.protocol import MaskedLM, gather_logits, lengths_of
+from ..batching import DEFAULT_BATCH_TOKENS, iter_masked_logits, read_logits
+from ..models.protocol import MaskedLM
 
 
 def site_logits(mlm: MaskedLM, ids: torch.Tensor, select: torch.Tensor,
@@ -36,17 +36,7 @@ def block_logits(mlm: MaskedLM, ids: torch.Tensor, block: torch.Tensor,
         return out, 0
     masked = ids.clone()
     masked[block] = mlm.mask_id
-    lens = lengths_of(mlm, ids)
-    start, filled = 0, 0
-    while start < len(rows_with):
-        width = max(int(lens[rows_with[start:]].max()), 1)
-        m = rows_per_batch(width, batch_tokens)
-        chunk = rows_with[start:start + m]
-        width = max(int(lens[chunk].max()), 1)
-        r, c = block[chunk].nonzero(as_tuple=True)
-        logits = gather_logits(mlm, masked[chunk, :width], r, c)
-        out[filled:filled + len(r)] = logits.to(out.dtype)
-        filled += len(r)
-        start += len(chunk)
-    assert filled == n
+    r, c = block.nonzero(as_tuple=True)   # row-major: the order of the output
+    # the chains of one call are one record (they share the call's generator anyway)
+    out = read_logits(mlm, masked, r, c, batch_tokens=batch_tokens).to(out.dtype)
     return out, int(len(rows_with))

@@ -5,9 +5,9 @@ over the whole output vocabulary, float64) of token ``v`` at position ``c`` of a
 wild type with a few positions changed (to a residue or to the mask). A row is named by its
 *edit*: the sorted ``(position, token)`` pairs where it differs from the wild type, so two rows
 with the same content always get the same name (a "mutation" to the wild-type token is no
-change). ``RowTable`` collects the requested terms, forwards each distinct row once (sub-batches
-of at most ``rows_per_batch(L, batch_tokens)`` rows, logits only at the read positions), and
-returns the terms.
+change). ``RowTable`` collects the requested terms, forwards each distinct row once through the forward primitive
+(each row a record of its own, so a term never depends on the variants scored beside it; logits only
+at the read positions), and returns the terms.
 
 A ``ForwardCache`` keeps the log-probabilities read from the wild type and from the wild type with
 one position masked (at most ``L + 1`` rows) across calls, so that scoring the variants of one
@@ -20,9 +20,9 @@ from typing import Iterable
 
 import torch
 
-from ..batching import DEFAULT_BATCH_TOKENS, rows_per_batch
+from ..batching import DEFAULT_BATCH_TOKENS, iter_read_logits
 from ..errors import MLMProbError
-from ..models.protocol import MaskedLM, gather_logits
+from ..models.protocol import MaskedLM
 
 Edit = tuple[tuple[int, int], ...]
 
@@ -108,61 +108,51 @@ class RowTable:
         req_read, req_token = torch.tensor(self._req_read), torch.tensor(self._req_token)
         read_row, read_col = torch.tensor(self._read_row), torch.tensor(self._read_col)
         Q, L = len(read_row), len(self.wt)
-        # reads served by the cache form group -1; the others group k = the sub-batch of their row
+        by_read = torch.argsort(req_read, stable=True)  # requests grouped by their read
+        bounds = torch.searchsorted(req_read[by_read], torch.arange(Q + 1))
+        slot = torch.empty(Q, dtype=torch.long)
+
+        def fill(reads: torch.Tensor, lp: torch.Tensor) -> None:
+            """Write the requests of ``reads`` (read indices), whose log-probabilities are ``lp``."""
+            slot[reads] = torch.arange(len(reads))
+            counts = bounds[reads + 1] - bounds[reads]
+            first = torch.repeat_interleave(bounds[reads] - (counts.cumsum(0) - counts), counts)
+            reqs = by_read[first + torch.arange(int(counts.sum()))]
+            out[reqs] = lp[slot[req_read[reqs]], req_token[reqs]]
+
         need = torch.ones(Q, dtype=torch.bool)
-        cached = []
         if cache is not None:
+            hits, cached = [], []
             for q, (r, c) in enumerate(zip(self._read_row, self._read_col)):
                 hit = cache.reads.get((self._edits[r], c))
                 if hit is not None:
                     need[q] = False
+                    hits.append(q)
                     cached.append(hit)
-        rows = torch.unique(read_row[need])          # rows with a read left to compute, sorted
-        per = rows_per_batch(L, self.batch_tokens)
-        rank = torch.full((len(self._edits),), -1, dtype=torch.long)
-        rank[rows] = torch.arange(len(rows))
-        read_group = torch.where(need, rank[read_row] // per, torch.full_like(read_row, -1))
-        n_groups = (len(rows) + per - 1) // per
-        read_order, read_bounds = _grouped(read_group, n_groups)
-        req_order, req_bounds = _grouped(read_group[req_read], n_groups)
-        slot = torch.empty(Q, dtype=torch.long)      # index of a read within its group
-
-        def fill(g: int, reads: torch.Tensor, lp: torch.Tensor) -> None:
-            slot[reads] = torch.arange(len(reads))
-            reqs = req_order[req_bounds[g + 1]:req_bounds[g + 2]]
-            out[reqs] = lp[slot[req_read[reqs]], req_token[reqs]]
-
-        if cached:
-            fill(-1, read_order[read_bounds[0]:read_bounds[1]], torch.stack(cached))
+            if hits:
+                fill(torch.tensor(hits), torch.stack(cached))
+        reads = need.nonzero()[:, 0]
+        rows = torch.unique(read_row[reads])          # rows with a read left to compute, sorted
+        if len(rows) == 0:
+            return out
         local = torch.full((len(self._edits),), -1, dtype=torch.long)
-        for g in range(n_groups):
-            chunk = rows[g * per:(g + 1) * per]
-            ids = self.wt.expand(len(chunk), L).clone()
-            for i, r in enumerate(chunk.tolist()):
-                for p, t in self._edits[r]:
-                    ids[i, p] = t
-            local[chunk] = torch.arange(len(chunk))
-            reads = read_order[read_bounds[g + 1]:read_bounds[g + 2]]
-            logits = gather_logits(mlm, ids, local[read_row[reads]], read_col[reads]).double()
-            self.n_forward += len(chunk)
-            lp = logits - torch.logsumexp(logits, -1, keepdim=True)
-            fill(g, reads, lp)
+        local[rows] = torch.arange(len(rows))
+        ids = self.wt.expand(len(rows), L).clone()
+        for i, r in enumerate(rows.tolist()):
+            for p, t in self._edits[r]:
+                ids[i, p] = t
+        # each distinct row is a record of its own: its logits never depend on the variants beside it
+        groups = torch.arange(len(rows))
+        for q, logits in iter_read_logits(mlm, ids, local[read_row[reads]], read_col[reads], groups=groups,
+                                          batch_tokens=self.batch_tokens):
+            done = reads[q]
+            lp = logits.double()
+            lp = lp - torch.logsumexp(lp, -1, keepdim=True)
+            fill(done, lp)
             if cache is not None:
-                for k, q in enumerate(reads.tolist()):
-                    key = (self._edits[self._read_row[q]], self._read_col[q])
+                for k, qq in enumerate(done.tolist()):
+                    key = (self._edits[self._read_row[qq]], self._read_col[qq])
                     if ForwardCache.keeps(key[0], mask_id):
                         cache.reads[key] = lp[k].clone()
+        self.n_forward += len(rows)
         return out
-
-
-def _grouped(group: torch.Tensor, n_groups: int) -> tuple[torch.Tensor, list[int]]:
-    """``(order, bounds)``: ``order[bounds[g + 1]:bounds[g + 2]]`` are the indices in group ``g``
-    (``-1 <= g < n_groups``).
-
-    >>> order, bounds = _grouped(torch.tensor([1, -1, 0, 1]), 2)
-    >>> order.tolist(), bounds
-    ([1, 2, 0, 3], [0, 1, 2, 4])
-    """
-    order = torch.argsort(group, stable=True)
-    bounds = torch.searchsorted(group[order], torch.arange(-1, n_groups + 1)).tolist()
-    return order, bounds

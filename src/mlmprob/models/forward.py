@@ -1,0 +1,304 @@
+"""The one forward primitive: rows of token ids in, the model's logits at requested ``(row, position)`` reads out.
+
+Every read of a model in mlmprob (scoring, sampling, joints, variants, infilling, the windowed model,
+likelihoods) goes through :func:`iter_forward`. It owns, once for everybody:
+
+- **the plan**: rows that carry reads are forwarded in sub-batches of at most
+  ``rows_per_batch(width, batch_tokens)`` rows, trailing padding trimmed;
+- **batch independence**: each row belongs to a *group* (the record it is computed for: a sequence,
+  a pair, a gap, a chain); a sub-batch never mixes groups, and a group is cut into sub-batches by
+  its own rows alone (in their given order, at its own width). The shape a record is computed in
+  is thus a function of the record, never of its neighbours, shard, worker or chunk, so its logits
+  are identical to the bit wherever it is computed (same device, dtype, threads and software);
+- **the device hot path**: rows are built on the model's device, the LM head runs only at the read
+  positions (the wrapper's ``device_logits_at``/``logits_at``), and the loop makes no host
+  synchronisation (non-finite logits are flagged on the device and read once at the end);
+- **out-of-memory back-off**: a sub-batch that runs out of memory is halved and retried (reported
+  once); the smaller size is kept for the model's later calls;
+- **non-finite detection** naming the caller's rows (``NonFiniteError.rows``), and **progress**.
+
+Rows come from a *row source* (:class:`GivenRows`: token rows as they are; :class:`MaskedCopies`:
+copy ``n`` is ``input_ids[rows[n]]`` with ``cols[n]`` and ``extra_mask[n]`` masked, built lazily
+per sub-batch). A group whose rows outnumber one sub-batch is split at the same places wherever it
+runs; after an out-of-memory halving the shapes, and so the last bits of float32 logits, may change.
+"""
+
+from __future__ import annotations
+
+import sys
+import weakref
+from typing import Callable, Iterator, Protocol
+
+import torch
+
+from ..errors import MLMProbError, NonFiniteError
+from .protocol import NONFINITE_HINT, MaskedLM, gather_logits, lengths_of, nonfinite_rows
+
+DEFAULT_BATCH_TOKENS = 65536
+ATTENTION_BUDGET = 16 * 512 * 512
+
+
+def rows_per_batch(width: int, batch_tokens: int | None = DEFAULT_BATCH_TOKENS) -> int:
+    """How many rows of ``width`` tokens one forward sub-batch holds (at least 1).
+
+    The attention cap grows with budgets above the default (GPUs), never shrinks below it.
+
+    >>> rows_per_batch(512), rows_per_batch(122), rows_per_batch(122, 8192), rows_per_batch(10_000, 100)
+    (16, 281, 67, 1)
+    >>> rows_per_batch(512, 8 * DEFAULT_BATCH_TOKENS)
+    128
+    """
+    width = max(int(width), 1)
+    batch_tokens = DEFAULT_BATCH_TOKENS if batch_tokens is None else batch_tokens
+    attention = max(ATTENTION_BUDGET, ATTENTION_BUDGET * (batch_tokens // DEFAULT_BATCH_TOKENS))
+    return max(1, min(batch_tokens // width, attention // (width * width)))
+
+
+def auto_batch_tokens(mlm: MaskedLM, requested: int | None = None) -> int:
+    """``requested`` when given; else :data:`DEFAULT_BATCH_TOKENS` on CPUs, and on a CUDA GPU a budget
+    sized from its free memory (a third of it, at the model's activation bytes per token).
+
+    >>> auto_batch_tokens(object()), auto_batch_tokens(object(), 1024)
+    (65536, 1024)
+    """
+    if requested is not None:
+        if requested < 1:
+            raise MLMProbError(f"batch_tokens must be positive, got {requested}")
+        return int(requested)
+    device = getattr(mlm, "device", None)
+    if device is None or torch.device(device).type != "cuda":
+        return DEFAULT_BATCH_TOKENS
+    free, _ = torch.cuda.mem_get_info(torch.device(device))
+    cfg = getattr(getattr(mlm, "model", None), "config", None)
+    hidden = getattr(cfg, "hidden_size", 1024)
+    inter = getattr(cfg, "intermediate_size", 4 * hidden)
+    heads = getattr(cfg, "num_attention_heads", 16)
+    width = min(getattr(mlm, "max_length", None) or 512, 1024)
+    itemsize = torch.empty((), dtype=getattr(mlm, "dtype", torch.float32)).element_size()
+    per_token = itemsize * (inter + 8 * hidden + 2 * heads * width)
+    budget = int(free // 3 // per_token)
+    return max(1024, min(budget, 64 * DEFAULT_BATCH_TOKENS))
+
+
+def is_out_of_memory(e: BaseException) -> bool:
+    """Whether ``e`` is a device (or host) out-of-memory error."""
+    oom = getattr(torch, "OutOfMemoryError", None) or getattr(torch.cuda, "OutOfMemoryError", None)
+    if oom is not None and isinstance(e, oom):
+        return True
+    msg = str(e).lower()
+    return isinstance(e, RuntimeError) and ("out of memory" in msg or "can't allocate memory" in msg)
+
+
+_oom_caps: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+
+
+def _row_cap(mlm) -> int | None:
+    try:
+        return _oom_caps.get(mlm)
+    except TypeError:  # not weak-referenceable
+        return None
+
+
+def _lower_cap(mlm, n: int, width: int) -> None:
+    new = max(1, n // 2)
+    try:
+        first = mlm not in _oom_caps
+        _oom_caps[mlm] = new
+    except TypeError:
+        first = False
+    if first:
+        print(f"warning: out of memory at {n} rows of {width} tokens; halving sub-batches and going on "
+              "(pass a lower --batch-tokens to avoid the retries)", file=sys.stderr)
+    if torch.cuda.is_available():
+        torch.cuda.empty_cache()
+
+
+# -- row sources ------------------------------------------------------------------------------------------
+class RowSource(Protocol):
+    """Where the rows of a forward come from. ``lengths``, ``groups`` and ``names`` are ``[R]`` CPU
+    long tensors: each row's length without right padding, its group (rows of different groups never
+    share a sub-batch) and the row that a non-finite error names."""
+
+    lengths: torch.Tensor
+    groups: torch.Tensor
+    names: torch.Tensor
+
+    def to(self, device: torch.device) -> "RowSource": ...
+
+    def build(self, idx: torch.Tensor, width: int) -> torch.Tensor: ...  # rows ``idx`` -> ids [n, width]
+
+
+class GivenRows:
+    """Token rows forwarded as they are. ``groups`` default: all rows one group (one record).
+
+    >>> from mlmprob import ExactMLM
+    >>> m = ExactMLM(torch.log(torch.tensor([[0.1, 0.2], [0.3, 0.4]])))
+    >>> src = GivenRows(m, torch.tensor([[2, 1], [1, 2]]))
+    >>> forward_all(m, src, torch.tensor([0, 1]), torch.tensor([0, 1])).log_softmax(-1).exp()[:, :2]
+    tensor([[0.3333, 0.6667],
+            [0.4286, 0.5714]])
+    """
+
+    def __init__(self, mlm: MaskedLM, ids: torch.Tensor, groups: torch.Tensor | None = None,
+                 names: torch.Tensor | None = None):
+        self.ids = torch.as_tensor(ids, dtype=torch.long)
+        R = self.ids.shape[0]
+        self.lengths = lengths_of(mlm, self.ids.cpu())
+        self.groups = torch.zeros(R, dtype=torch.long) if groups is None else torch.as_tensor(groups).long().cpu()
+        self.names = torch.arange(R) if names is None else torch.as_tensor(names).long().cpu()
+
+    def to(self, device: torch.device) -> "GivenRows":
+        out = object.__new__(GivenRows)
+        out.__dict__.update(self.__dict__)
+        out.ids = self.ids.to(device)
+        return out
+
+    def build(self, idx: torch.Tensor, width: int) -> torch.Tensor:
+        return self.ids[idx, :width]
+
+
+class MaskedCopies:
+    """Copy ``n`` = row ``rows[n]`` of ``input_ids`` with ``cols[n]`` (and ``extra_mask[n]``, bool
+    ``[N, L]``) masked; grouped by the row of ``input_ids`` (its record), named by it in errors."""
+
+    def __init__(self, mlm: MaskedLM, input_ids: torch.Tensor, rows: torch.Tensor, cols: torch.Tensor,
+                 extra_mask: torch.Tensor | None = None):
+        self.mask_id = mlm.mask_id
+        self.input_ids = torch.as_tensor(input_ids, dtype=torch.long)
+        self.rows = torch.as_tensor(rows, dtype=torch.long)
+        self.cols = torch.as_tensor(cols, dtype=torch.long)
+        self.extra = extra_mask
+        rows_cpu = self.rows.cpu()
+        self.lengths = lengths_of(mlm, self.input_ids.cpu())[rows_cpu]
+        self.groups = self.names = rows_cpu
+
+    def to(self, device: torch.device) -> "MaskedCopies":
+        out = object.__new__(MaskedCopies)
+        out.__dict__.update(self.__dict__)
+        out.input_ids, out.rows, out.cols = self.input_ids.to(device), self.rows.to(device), self.cols.to(device)
+        out.extra = None if self.extra is None else self.extra.to(device)
+        return out
+
+    def build(self, idx: torch.Tensor, width: int) -> torch.Tensor:
+        ids = self.input_ids[self.rows[idx], :width].clone()
+        ids[torch.arange(len(idx), device=ids.device), self.cols[idx]] = self.mask_id
+        if self.extra is not None:
+            ids[self.extra[idx, :width]] = self.mask_id
+        return ids
+
+
+# -- the plan --------------------------------------------------------------------------------------------
+def plan_groups(lengths: torch.Tensor, groups: torch.Tensor, needed: torch.Tensor,
+                batch_tokens: int) -> tuple[torch.Tensor, list[tuple[int, int, int]]]:
+    """``(order, plan)``: the needed rows in forward order (by group, then row index) and the
+    ``(start, n, width)`` sub-batches over ``order``; a sub-batch never crosses a group.
+
+    >>> order, plan = plan_groups(torch.tensor([3, 3, 5, 5, 5]), torch.tensor([1, 1, 0, 0, 0]),
+    ...                           torch.tensor([0, 1, 2, 3, 4]), batch_tokens=10)
+    >>> order.tolist(), plan
+    ([2, 3, 4, 0, 1], [(0, 2, 5), (2, 1, 5), (3, 2, 3)])
+    """
+    g = groups[needed]
+    order = needed[torch.argsort(g, stable=True)]  # needed is sorted: ties keep the row order
+    g_sorted = groups[order].tolist()
+    lens = lengths[order].tolist()
+    plan, start, N = [], 0, len(g_sorted)
+    while start < N:
+        end = start
+        while end < N and g_sorted[end] == g_sorted[start]:
+            end += 1
+        width = max(max(lens[start:end]), 1)
+        per = rows_per_batch(width, batch_tokens)
+        for s in range(start, end, per):
+            plan.append((s, min(per, end - s), width))
+        start = end
+    return order, plan
+
+
+def _raise_nonfinite(names) -> None:
+    seqs = sorted(set(int(r) for r in names))
+    raise NonFiniteError(f"the model returned NaN or infinite logits for sequence(s) {seqs} ({NONFINITE_HINT})",
+                         rows=seqs) from None
+
+
+def iter_forward(
+    mlm: MaskedLM,
+    source: RowSource,
+    read_row: torch.Tensor,
+    read_col: torch.Tensor,
+    *,
+    batch_tokens: int | None = DEFAULT_BATCH_TOKENS,
+    progress: Callable[[int], None] | None = None,
+    on_device: bool = False,
+) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
+    """Yield ``(read_index [n], logits [n, V])`` sub-batch by sub-batch, covering every read once.
+
+    Read ``q`` is position ``read_col[q]`` of row ``read_row[q]`` of ``source``; rows without a read
+    are not forwarded. ``progress`` is called with the number of rows finished after each sub-batch.
+    With ``on_device`` the rows are built on the model's device, the loop makes no host
+    synchronisation, and both tensors are yielded there (logits as float32); otherwise on the CPU.
+    """
+    batch_tokens = auto_batch_tokens(mlm, batch_tokens)
+    read_row = torch.as_tensor(read_row, dtype=torch.long).cpu()
+    read_col = torch.as_tensor(read_col, dtype=torch.long).cpu()
+    if read_row.numel() == 0:
+        return
+    needed = torch.unique(read_row)
+    order, plan = plan_groups(source.lengths, source.groups, needed, batch_tokens)
+    pos = torch.full((len(source.lengths),), -1, dtype=torch.long)
+    pos[order] = torch.arange(len(order))
+    read_order = torch.argsort(pos[read_row], stable=True)  # reads grouped by their row's forward slot
+    read_pos = pos[read_row][read_order]
+    dev = torch.device(getattr(mlm, "device", "cpu")) if on_device else torch.device("cpu")
+    src = source.to(dev)
+    order_d, read_order_d, read_pos_d = order.to(dev), read_order.to(dev), read_pos.to(dev)
+    read_col_d, names = read_col.to(dev), source.names.to(dev)
+    bounds = torch.searchsorted(read_pos, torch.arange(len(order) + 1)).tolist()
+    # looked up on the class: a wrapper that overrides logits_at but forwards other attributes (__getattr__)
+    # must not have its inner model's hot path used behind its back
+    fast = mlm.device_logits_at if on_device and hasattr(type(mlm), "device_logits_at") else None
+    bad = torch.zeros(int(source.names.max()) + 1, dtype=torch.int32, device=dev) if fast is not None else None
+    for start, n_planned, width in plan:
+        done = 0
+        while done < n_planned:
+            cap = _row_cap(mlm)
+            n = n_planned - done if cap is None else min(cap, n_planned - done)
+            lo, hi = start + done, start + done + n
+            idx = order_d[lo:hi]
+            q = read_order_d[bounds[lo]:bounds[hi]]
+            local = read_pos_d[bounds[lo]:bounds[hi]] - lo
+            ids = src.build(idx, width)
+            try:
+                if fast is not None:  # checked on the device, read once at the end: no sync in the loop
+                    logits = fast(ids, local, read_col_d[q])
+                    bad.index_add_(0, names[idx[local]], nonfinite_rows(logits).to(torch.int32))
+                else:
+                    logits = gather_logits(mlm, ids, local, read_col_d[q])
+            except NonFiniteError as e:  # name the caller's rows, not those of the sub-batch
+                _raise_nonfinite(names[idx[list(e.rows)]].tolist())
+            except Exception as e:  # noqa: BLE001 - only out-of-memory is handled, the rest re-raised
+                if not is_out_of_memory(e):
+                    raise
+                if n == 1:
+                    raise MLMProbError(f"out of memory even for one copy of {width} tokens on {dev}; "
+                                       "use a smaller model, a lower --dtype or another device") from None
+                _lower_cap(mlm, n, width)
+                continue
+            yield q, (logits.float() if on_device else logits.cpu())
+            done += n
+            if progress is not None:
+                progress(n)
+    if bad is not None and bool((bad > 0).any()):
+        _raise_nonfinite(bad.nonzero()[:, 0].tolist())
+
+
+def forward_all(mlm: MaskedLM, source: RowSource, read_row: torch.Tensor, read_col: torch.Tensor, *,
+                batch_tokens: int | None = DEFAULT_BATCH_TOKENS,
+                progress: Callable[[int], None] | None = None) -> torch.Tensor:
+    """All reads of :func:`iter_forward` at once: logits ``[N, V]`` on the CPU, in read order."""
+    out = None
+    for q, logits in iter_forward(mlm, source, read_row, read_col, batch_tokens=batch_tokens, progress=progress):
+        if out is None:
+            out = torch.empty(len(read_row), logits.shape[-1], dtype=logits.dtype)
+        out[q] = logits
+    return torch.empty(0, mlm.vocab_size) if out is None else out
