@@ -10,6 +10,7 @@ from __future__ import annotations
 import torch
 
 from ..energy import TokenScores, check_input_ids, resolve_positions
+from ..batching import DEFAULT_BATCH_TOKENS, read_logits
 from ..errors import MLMProbError
 from ..models.protocol import lengths_of
 from .correction import Correction, find_correction
@@ -38,11 +39,31 @@ def reader(mlm, ids: torch.Tensor):
     return mlm
 
 
-def unmasked_hidden(mlm, ids: torch.Tensor, sel: torch.Tensor):
-    """``(rows, cols, hidden [N, H], emb [N, H])`` at the selected positions of one unmasked pass."""
+class HiddenView:
+    """``mlm`` seen through the forward primitive's eyes with its final hidden states as the "logits":
+    ``logits_at`` is the wrapper's ``hidden_at``, so hidden reads get the primitive's sub-batching, batch
+    independence and out-of-memory handling."""
+
+    def __init__(self, mlm):
+        self.inner = mlm
+        self.mask_id, self.pad_id = mlm.mask_id, getattr(mlm, "pad_id", None)
+        self.device = getattr(mlm, "device", torch.device("cpu"))
+        self.vocab_size = int(mlm.model.config.hidden_size)
+
+    def logits_at(self, input_ids, rows, cols):
+        return self.inner.hidden_at(input_ids, rows, cols)
+
+    def logits(self, input_ids):  # pragma: no cover - the primitive reads through logits_at
+        raise MLMProbError("HiddenView reads hidden states through logits_at only")
+
+
+def unmasked_hidden(mlm, ids: torch.Tensor, sel: torch.Tensor, batch_tokens=DEFAULT_BATCH_TOKENS):
+    """``(rows, cols, hidden [N, H], emb [N, H])`` at the selected positions of one unmasked pass per row
+    (each row its own record: its reads never share a sub-batch with another row's)."""
     mlm = reader(mlm, ids)
     rows, cols = sel.nonzero(as_tuple=True)
-    hidden = mlm.hidden_at(ids, rows, cols)  # one forward pass over the given rows, nothing masked
+    hidden = read_logits(HiddenView(mlm), ids, rows, cols, groups=torch.arange(ids.shape[0]),
+                         batch_tokens=batch_tokens)
     return rows, cols, hidden, mlm.input_embedding(ids[rows, cols])
 
 
