@@ -64,7 +64,7 @@ def test_save_load_and_refusals(fitted, tmp_path):
     ids = mlm.encode(_seqs(3, 3)).input_ids
     assert torch.equal(mlmprob.pll(mlm, ids, method="one_pass", correction=path),
                        mlmprob.pll(mlm, ids, method="one_pass", correction=res.correction))
-    with pytest.raises(MLMProbError, match="mlmprob calibrate --model tiny-bert"):
+    with pytest.raises(MLMProbError, match="mlmprob calibrate SEQUENCES --model tiny-bert"):
         mlmprob.pll(mlm, ids, method="one_pass")  # no correction shipped or beside it
     other = tiny_hf("bert", seed=1, init=0.15)
     with pytest.raises(MLMProbError, match="fitted for other weights"):
@@ -150,6 +150,24 @@ def test_cli_check_needs_one_pass(tmp_path, capsys):
     inp.write_text("ACDEFGHIKL\n")
     assert main(["score", str(inp), "--model", "sapiens-vh", "--check", "3"]) == 2
     assert "--check compares" in capsys.readouterr().err
+    assert main(["score", str(inp), "--model", "sapiens-vh", "--correction", "c.safetensors"]) == 2
+    assert "use it with --pll one-pass" in capsys.readouterr().err
+
+
+def test_cli_correction_file_for_a_model_without_one(model_dir, tmp_path, capsys):
+    cal = tmp_path / "cal.txt"
+    cal.write_text("\n".join(_seqs(8, 8)) + "\n")
+    c = tmp_path / "mine.safetensors"
+    assert main(["calibrate", str(cal), "--model", str(model_dir), "--steps", "20", "--out", str(c)]) == 0
+    inp = tmp_path / "in.txt"
+    inp.write_text("\n".join(_seqs(3, 9)) + "\n")
+    assert main(["score", str(inp), "--model", str(model_dir), "--pll", "one-pass", "--no-progress"]) == 2
+    assert "mlmprob calibrate SEQUENCES --model" in capsys.readouterr().err  # none beside the model
+    out = tmp_path / "s.tsv"
+    assert main(["score", str(inp), "--model", str(model_dir), "--pll", "one-pass", "--correction", str(c),
+                 "--out", str(out), "--no-progress"]) == 0
+    lines = out.read_text().splitlines()
+    assert lines[0].split("\t")[-1] == "method" and all(x.endswith("one_pass") for x in lines[1:])
 
 
 VH = "EVQLVESGGGLVQPGGSLRLSCAASGFNIKDTYIHWVRQAPGKGLEWVARIYPTNGYTRYADSVKGRFTISADTSKNTAYLQMNSLRAEDTAVYYCSRWGGDGFYAMDYWGQGTLVTVSS"

@@ -33,6 +33,9 @@ def register(sub) -> None:
     p.add_argument("--check", type=positive_int, metavar="N",
                    help="with --pll one-pass: also score N random records of this run exactly and print the "
                         "Spearman, mean and max absolute error of the estimate")
+    p.add_argument("--correction", metavar="FILE",
+                   help="with --pll one-pass: the correction file to use (from mlmprob calibrate --out) instead of "
+                        "the one shipped or beside the model")
     add_runtime_args(p)
     p.set_defaults(func=run)
 
@@ -69,6 +72,8 @@ def run(args) -> int:
     one_pass = args.pll == "one-pass"
     if args.check is not None and not one_pass:
         raise MLMProbError("--check compares the one-pass estimate with exact PLL: use it with --pll one-pass")
+    if args.correction is not None and not one_pass:
+        raise MLMProbError("--correction is the one-pass correction: use it with --pll one-pass")
     if one_pass and (args.per_token or args.whole_word):
         raise MLMProbError("--pll one-pass gives per-sequence scores only (no --per-token, no --whole-word)")
     if kind == "tsv" and args.per_token:
@@ -86,11 +91,13 @@ def run(args) -> int:
               "whole_word": args.whole_word, "per_token": args.per_token, "shard": str(shard)}
     if one_pass:
         config["pll"] = "one_pass"
+        config["correction"] = None if args.correction is None else str(Path(args.correction).resolve())
     # the output is claimed (lock, resume check) before the model loads: a second writer is refused at once
     fields = TSV_FIELDS + (("method",) if one_pass else ())
     writer = open_writer(args.out, resume=args.resume, config=config, fields=fields, part_rows=args.part_rows)
     from ..onepass.scoring import OnePassScoreJob
-    job = (OnePassScoreJob if one_pass else ScoreJob)(model=args.model, dtype=args.dtype, allow_pickle=args.allow_pickle, whole_word=args.whole_word, per_token=args.per_token,
+    extra = {"correction": args.correction} if one_pass else {}
+    job = (OnePassScoreJob if one_pass else ScoreJob)(**extra, model=args.model, dtype=args.dtype, allow_pickle=args.allow_pickle, whole_word=args.whole_word, per_token=args.per_token,
                    batch_tokens=args.batch_tokens, skip_invalid=args.skip_invalid)
     load, mlm = loader_for(job.load, devices, args.engine, writer)
     if mlm is not None:
@@ -127,4 +134,5 @@ def _check(args, job, mlm, devices, units, shard) -> None:
 
     records = [r for k, r in enumerate(units()) if shard.is_whole or k % shard.count == shard.index - 1]
     mlm = mlm if mlm is not None else job.load(devices[0])
-    print(check(mlm, records, args.check, batch_tokens=args.batch_tokens).line(), file=sys.stderr)
+    print(check(mlm, records, args.check, batch_tokens=args.batch_tokens, correction=job.correction).line(),
+          file=sys.stderr)

@@ -114,10 +114,18 @@ def check_fits(c: Correction, mlm, where: str) -> Correction:
 
 
 def calibrate_hint(mlm) -> str:
+    """The error for a model without a correction: the command that fits one.
+
+    >>> class M: name = "my/hub-model"
+    >>> calibrate_hint(M())
+    "no one-pass correction for model 'my/hub-model': fit one with `mlmprob calibrate SEQUENCES --model my/hub-model --out C.safetensors`, then pass correction='C.safetensors' (CLI: --correction C.safetensors)"
+    """
     name = model_key(mlm)
-    return (f"no one-pass correction for model {name!r}: fit one with "
-            f"`mlmprob calibrate --model {name} --data SEQUENCES_FILE"
-            + ("`" if Path(name).is_dir() else " --out CORRECTION.safetensors` and pass it as correction=") )
+    if Path(name).is_dir():
+        return (f"no one-pass correction for model {name!r}: fit one with `mlmprob calibrate SEQUENCES --model {name}` "
+                f"(it writes {Path(name) / (FILE_STEM + '.safetensors')}, found from then on)")
+    return (f"no one-pass correction for model {name!r}: fit one with `mlmprob calibrate SEQUENCES --model {name} "
+            "--out C.safetensors`, then pass correction='C.safetensors' (CLI: --correction C.safetensors)")
 
 
 def find_correction(mlm, correction=None) -> Correction:

@@ -51,13 +51,17 @@ def one_pass_rows(mlm, records: Sequence[Record], *, skip_invalid: bool = False,
 
 @dataclass(frozen=True)
 class OnePassScoreJob(ScoreJob):
-    """A picklable score job for ``--pll one-pass`` (same loading as exact scoring)."""
+    """A picklable score job for ``--pll one-pass`` (same loading as exact scoring); ``correction``: a file
+    to use instead of the one found for the model."""
+
+    correction: str | None = None
 
     def run(self, mlm, records: Sequence[Record]) -> tuple[list[dict], list[tuple[str, str]]]:
         if self.per_token or self.whole_word:
             raise MLMProbError("--pll one-pass gives per-sequence scores only (no --per-token, no --whole-word)")
         skipped: list[tuple[str, str]] = []
-        return one_pass_rows(mlm, records, skip_invalid=self.skip_invalid, skipped=skipped), skipped
+        rows = one_pass_rows(mlm, records, skip_invalid=self.skip_invalid, skipped=skipped, correction=self.correction)
+        return rows, skipped
 
 
 @dataclass(frozen=True)
