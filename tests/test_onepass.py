@@ -183,3 +183,14 @@ def test_shipped_correction_works_out_of_the_box(sapiens_vh):
     n = torch.tensor([len(VH), 100])
     assert ((one - exact).abs() / n).max() < 0.1
     assert ((raw - exact).abs() / n).min() > 0.5
+
+
+def test_every_builtin_model_ships_a_correction():
+    from mlmprob.models.loading import BUILTIN
+    from mlmprob.onepass.correction import FITTED_DIR
+
+    for name in BUILTIN:
+        c = Correction.load(FITTED_DIR / f"{name}.safetensors")
+        assert c.info["model"] == name and c.info["calibration"]["sequences"] >= 16
+        kl = c.info["heldout_kl_nats_per_position"]
+        assert kl["corrected"] < 0.5 * kl["unmasked"]
