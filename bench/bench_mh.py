@@ -26,10 +26,10 @@ import time
 
 import torch
 
+from mlmprob.alphabet import AMINO_ACIDS
 from mlmprob.sampling import LiteralMH, MetropolisHastings
 from mlmprob.sampling.init import resolve_free
 
-AA = "ACDEFGHIKLMNPQRSTVWY"
 HCDR3_CONTEXT = "EVQLVESGGGLVQPGGSLRLSCAASGFNIKDTYIHWVRQAPGKGLEWVARIYPTNGYTRYADSVKGRFTISADTSKNTAYLQMNSLRAEDTAVYYCSR"
 
 
@@ -38,7 +38,7 @@ def tiny_bert(hidden: int, layers: int, seed: int):
 
     from mlmprob.models import HFMaskedLM, ResidueTokenizer
 
-    tokens = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + list(AA)
+    tokens = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + list(AMINO_ACIDS)
     tok = ResidueTokenizer(tokens, bos="[CLS]", eos="[SEP]", pad="[PAD]", mask="[MASK]", unk="[UNK]", max_length=256)
     torch.manual_seed(seed)  # benchmark script: random weights of the throw-away model
     cfg = BertConfig(vocab_size=len(tokens), hidden_size=hidden, num_hidden_layers=layers,

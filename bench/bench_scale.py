@@ -40,14 +40,16 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import scale_lib as lib  # noqa: E402
 
+from mlmprob.alphabet import AMINO_ACIDS  # noqa: E402
+
 ESM_CONFIGS = {  # the published ESM-2 shapes (Lin et al. 2023); weights here are random
     "esm2-35M": dict(hidden_size=480, num_hidden_layers=12, num_attention_heads=20, intermediate_size=1920),
     "esm2-650M": dict(hidden_size=1280, num_hidden_layers=33, num_attention_heads=20, intermediate_size=5120),
     "esm2-3B": dict(hidden_size=2560, num_hidden_layers=36, num_attention_heads=40, intermediate_size=10240),
 }
 ESM_TOKENS = ["<cls>", "<pad>", "<eos>", "<unk>"] + list("LAGVSERTIDPKQNFYMHWCXBUZO") + [".", "-", "<null_1>", "<mask>"]
-AMINO = "ACDEFGHIKLMNPQRSTVWY"
-RESIDUE_VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + list(AMINO)  # tests/conftest.py tiny_bert_dir layout
+# the layout of tests/conftest.py tiny_bert_dir
+RESIDUE_VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + list(AMINO_ACIDS)
 # flag -> (CPU default, GPU default, --quick)
 DEFAULTS = {
     "models": ("antiberty,esm2-35M,bert-base", "antiberty,esm2-650M,esm2-3B,bert-base", None),
@@ -99,7 +101,7 @@ def build_model(name: str, device, dtype, seed: int, tmp: Path) -> dict:
                            token_dropout=True, mask_token_id=32, pad_token_id=1, emb_layer_norm_before=False,
                            layer_norm_eps=1e-5, hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0,
                            **ESM_CONFIGS[name])
-        tokens, cls_, body = ESM_TOKENS, tf.EsmForMaskedLM, [ESM_TOKENS.index(c) for c in AMINO]
+        tokens, cls_, body = ESM_TOKENS, tf.EsmForMaskedLM, [ESM_TOKENS.index(c) for c in AMINO_ACIDS]
         special = dict(cls_token="<cls>", sep_token="<eos>", pad_token="<pad>", mask_token="<mask>", unk_token="<unk>")
         max_len = 1024
     elif name == "bert-base":
@@ -281,7 +283,7 @@ def write_residues(path: Path, n: int, lo: int, hi: int, seed: int) -> Path:
     rng = random.Random(seed)
     with open(path, "w") as f:
         for _ in range(n):
-            f.write(" ".join(rng.choices(AMINO, k=rng.randint(lo, hi))) + "\n")
+            f.write(" ".join(rng.choices(AMINO_ACIDS, k=rng.randint(lo, hi))) + "\n")
     return path
 
 

@@ -123,7 +123,7 @@ def method_row(counter, ids, variants, method: str, n_batched: int, n_loop: int,
 def variants_section(a, counter, ids, where, to_id, wt: str, log) -> list[dict]:
     import torch
 
-    from mlmprob.models.protein import CANONICAL
+    from mlmprob.alphabet import AMINO_ACIDS
 
     gen = torch.Generator().manual_seed(a.seed)
     sets = [("singles", a.singles, 1), ("doubles", a.doubles, 2), ("multi", a.multi, a.multi_k)]
@@ -132,7 +132,7 @@ def variants_section(a, counter, ids, where, to_id, wt: str, log) -> list[dict]:
     for name, n, k in sets:
         if n == 0:
             continue
-        drawn = random_variants(gen, n, k, wt, CANONICAL)
+        drawn = random_variants(gen, n, k, wt, AMINO_ACIDS)
         tokens = [[(int(where[s]), to_id[m]) for s, m in v] for v in drawn]
         rows = []
         for method in a.methods.split(","):
@@ -217,7 +217,7 @@ def main(argv=None) -> dict:
 
     import mlmprob
     from mlmprob.batching import auto_batch_tokens
-    from mlmprob.models.protein import CANONICAL
+    from mlmprob.alphabet import AMINO_ACIDS
     from mlmprob.variants.mutations import letter_ids, residue_positions
 
     torch.set_num_threads(a.threads)
@@ -238,7 +238,7 @@ def main(argv=None) -> dict:
     mlm = mlmprob.load_mlm(a.model)
     a.batch_tokens = auto_batch_tokens(mlm, a.batch_tokens)
     ids, where = residue_positions(mlm, wt)
-    to_id = letter_ids(mlm, CANONICAL)
+    to_id = letter_ids(mlm, AMINO_ACIDS)
     counter = CountingMLM(mlm)
     meta.update(length=len(wt), tokens=len(ids), batch_tokens=a.batch_tokens, device=str(getattr(mlm, "device", "cpu")),
                 dtype=str(getattr(mlm, "dtype", "?")).replace("torch.", ""))

@@ -93,11 +93,13 @@ def long_ids(tok_dir: Path, n_tokens: int) -> list[int]:
 
 
 def antibody_texts(n: int) -> list[str]:
+    from mlmprob.alphabet import is_protein
+
     out = []
     with open(DATA / "antibody" / "thera_sabdab.csv", newline="") as f:
         for row in csv.DictReader(f):
             hc = (row.get("HC") or "").strip()
-            if hc and hc.lower() != "na" and set(hc) <= set("ACDEFGHIKLMNPQRSTVWY"):
+            if hc and hc.lower() != "na" and is_protein(hc):
                 out.append(hc)
                 if len(out) == n:
                     break

@@ -12,7 +12,7 @@ from mlmprob.app import LIMITS, Limits
 from mlmprob.app import render
 from mlmprob.app.compute import (infill_compare, mutant_scores, parse_numbers, parse_sequences, saturation_map,
                                  score_text)
-from mlmprob.app.dynamics import JOINT_NAMES, pair_view, run_sample, sample_steps
+from mlmprob.app.dynamics import JOINT_NAMES, pair_view, sample_steps
 from mlmprob.joints import evaluate_pair
 from mlmprob.scoring import score_records
 from mlmprob.runtime.inputs import Record
@@ -164,7 +164,7 @@ def test_sample_steps_equal_the_sample_api(mlm):
 
 
 def test_sample_masked_start_is_free(mlm):
-    last = run_sample(mlm, "AC_EF", epochs=1, chains=1, init="greedy", seed=0)
+    *_, last = sample_steps(mlm, "AC_EF", epochs=1, chains=1, init="greedy", seed=0)
     assert "_" not in last.sequences[0] and len(last.sequences[0]) == 5
 
 

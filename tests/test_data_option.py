@@ -6,7 +6,7 @@ import pytest
 from mlmprob.errors import MLMProbError
 from mlmprob.experiments import cdr_h3, english, english_corpus
 from mlmprob.experiments.data_option import resolve_data_dir
-from mlmprob.infill import pivots, runner
+from mlmprob.experiments import infill_pivots as pivots, infill_runner as runner
 
 
 def _one_error_line(capsys) -> str:

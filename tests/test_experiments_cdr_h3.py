@@ -8,7 +8,7 @@ import pytest
 
 from mlmprob.errors import MLMProbError
 from mlmprob.experiments import cdr_h3
-from mlmprob.experiments.cdr_h3 import corpus_bleu, stutter_rate
+from mlmprob.metrics import corpus_bleu, stutter_rate
 
 from mdtable import row, tables_after
 

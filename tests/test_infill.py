@@ -420,7 +420,7 @@ def test_cli_infill(tiny_hf, monkeypatch, capsys):
 # -- experiment runner -------------------------------------------------------------------------------------
 
 def test_runner_smoke_resume_and_tables(tiny_hf, tmp_path):
-    from mlmprob.infill.runner import ExperimentConfig, read_records, run_experiment, tables_markdown
+    from mlmprob.experiments.infill_runner import ExperimentConfig, read_records, run_experiment, tables_markdown
 
     data = tmp_path / "antibody"
     data.mkdir()
@@ -461,7 +461,7 @@ def test_tables_markdown_cells_match_the_records():
     """Hand-made records with distinct values: Table 1 cells are 100 x the mean of the records of
     (model, region, method, k), Table 2 the mean over gap lengths of those means, Table 4 the counts
     over gaps where HCB and standard disagree."""
-    from mlmprob.infill.runner import METRICS, tables_markdown
+    from mlmprob.experiments.infill_runner import METRICS, tables_markdown
 
     g = torch.Generator().manual_seed(0)
     recs = []
@@ -505,7 +505,8 @@ def _paired_rec(method, gap_id, fill, gold, k=2, region="random", model="m"):
 
 
 def test_paired_comparison_counts_and_sign_test():
-    from mlmprob.infill.paired import exact_sign_test, paired_comparisons, paired_markdown
+    from mlmprob.experiments.infill_paired import paired_comparisons, paired_markdown
+    from mlmprob.metrics import exact_sign_test
 
     # exact binomial tails, by hand: P(X <= 1 | n=9, 1/2) = 10/512
     assert exact_sign_test(1, 8) == pytest.approx(2 * 10 / 512)
@@ -530,9 +531,9 @@ def test_paired_comparison_counts_and_sign_test():
 
 
 def test_pivot_sweep_matches_runner_and_resumes(tiny_hf, tmp_path):
-    from mlmprob.infill.pivots import (PivotSweepConfig, main as pivots_main, plot_sweep, run_sweep,
+    from mlmprob.experiments.infill_pivots import (PivotSweepConfig, main as pivots_main, plot_sweep, run_sweep,
                                        summarize_sweep, sweep_markdown)
-    from mlmprob.infill.runner import ExperimentConfig, read_records, run_experiment
+    from mlmprob.experiments.infill_runner import ExperimentConfig, read_records, run_experiment
 
     data = tmp_path / "antibody"
     data.mkdir()

@@ -7,13 +7,13 @@ import torch
 
 from mlmprob.errors import MLMProbError
 from mlmprob.infill import candidate_ids
-from mlmprob.infill.english_gaps import (
+from mlmprob.experiments.english_gaps import (
     encode_sentences,
     load_sentences,
     sample_token_gaps,
 )
-from mlmprob.infill.metrics import bleu
-from mlmprob.infill.runner import (
+from mlmprob.metrics import bleu
+from mlmprob.experiments.infill_runner import (
     ExperimentConfig,
     gap_inputs,
     main,
@@ -155,7 +155,7 @@ def test_config_regions_and_bad_input(data_dir, tmp_path):
         ExperimentConfig(dataset="brown")
     with pytest.raises(MLMProbError, match="cdrh3 for dataset snli"):
         ExperimentConfig(dataset="snli", regions=("cdrh3",))
-    with pytest.raises(MLMProbError, match="missing"):
+    with pytest.raises(MLMProbError, match=r"snli_test\.tsv, .*xsum_test\.jsonl not found: pass --data DIR"):
         load_sentences("snli", tmp_path)
     empty = tmp_path / "empty"
     empty.mkdir()
@@ -239,4 +239,4 @@ def test_cli_english_run_and_errors(model_dir, data_dir, tmp_path, capsys):
     assert main(argv[:4] + ["--regions", "cdrh3"] + argv[4:]) == 2
     assert "cdrh3 for dataset xsum" in capsys.readouterr().err
     assert main(argv[:-1] + [str(tmp_path)]) == 2
-    assert "English evaluation data missing" in capsys.readouterr().err
+    assert f"{tmp_path}/xsum_test.jsonl not found: pass --data DIR" in capsys.readouterr().err

@@ -315,7 +315,7 @@ def test_runner_resumes_and_reports(tmp_path):
     assert len(seen) == 2 and len(recs4) == 8 and len(load_records(tmp_path / "out" / "pairs.jsonl")[1]) == 8
     paths = write_report(recs3, tmp_path / "out")
     text = paths["report"].read_text()
-    assert "| AG |" in text and "MRF-L" in text and "random U-PPL" in text
+    assert "| AG |" in text and "MRF-logit" in text and "random U-PPL" in text
     assert paths["plot"].stat().st_size > 1000
     summ = json.loads(paths["summary"].read_text())
     assert summ["table"]["random"]["ag"]["n"] == 3

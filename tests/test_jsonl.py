@@ -3,7 +3,7 @@
 import pytest
 
 from mlmprob.errors import MLMProbError
-from mlmprob.infill.runner import read_records
+from mlmprob.experiments.infill_runner import read_records
 from mlmprob.jsonl import read_jsonl, trim_partial_line
 
 

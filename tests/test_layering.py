@@ -1,7 +1,8 @@
-"""The package's import graph, read from the source (function-level imports included): no circles, and
-nothing below ``mlmprob.experiments`` imports it."""
+"""The package's import graph, read from the source (function-level imports and importlib included): no
+circles, and no import from a lower layer to a higher one, by the layer table of docs/architecture.md."""
 
 import ast
+import re
 from pathlib import Path
 
 import mlmprob
@@ -34,6 +35,8 @@ def import_graph() -> dict[str, set[str]]:
         for node in ast.walk(ast.parse(path.read_text())):
             if isinstance(node, ast.Import):
                 names = [a.name for a in node.names]
+            elif isinstance(node, ast.Call) and (dyn := _import_module_target(node, mod, is_pkg)):
+                names = [dyn]
             elif isinstance(node, ast.ImportFrom):
                 base = node.module or ""
                 if node.level:
@@ -49,6 +52,60 @@ def import_graph() -> dict[str, set[str]]:
                     edges.add(target)
         graph[mod] = edges
     return graph
+
+
+def _import_module_target(node: ast.Call, mod: str, is_pkg: bool) -> str | None:
+    """The module an ``importlib.import_module(NAME[, package])`` call names: a constant, or the literal
+    prefix of an f-string (``f".commands.{name}"`` names the package ``commands``); relative names are
+    resolved against this module's package."""
+    f = node.func
+    if not ((isinstance(f, ast.Attribute) and f.attr == "import_module") or
+            (isinstance(f, ast.Name) and f.id == "import_module")) or not node.args:
+        return None
+    arg = node.args[0]
+    if isinstance(arg, ast.Constant) and isinstance(arg.value, str):
+        name = arg.value
+    elif isinstance(arg, ast.JoinedStr):
+        name = ""
+        for part in arg.values:
+            if isinstance(part, ast.Constant):
+                name += part.value
+            elif isinstance(part, ast.FormattedValue) and isinstance(part.value, ast.Name) \
+                    and part.value.id == "__package__" and not name:
+                name = ".".join(mod.split(".") if is_pkg else mod.split(".")[:-1])
+            else:
+                break
+        name = name.rstrip(".")
+    else:
+        return None
+    if name.startswith("."):
+        pkg = mod.split(".") if is_pkg else mod.split(".")[:-1]
+        name = ".".join(pkg) + name
+    return name or None
+
+
+def _is_dynamic(node: ast.Call) -> bool:
+    return isinstance(node.args[0], ast.JoinedStr)
+
+
+def layer_table() -> list[tuple[int, str, list[str]]]:
+    """``(layer, name, module prefixes)`` rows of the table in docs/architecture.md."""
+    text = (SRC.parent / "docs" / "architecture.md").read_text()
+    rows = []
+    for line in text.splitlines():
+        m = re.match(r"\|\s*(\d+)\s*\|\s*([^|]+?)\s*\|([^|]*)\|", line)
+        if m:
+            rows.append((int(m.group(1)), m.group(2), re.findall(r"`([\w.]+)`", m.group(3))))
+    return rows
+
+
+def layer_of(module: str, table) -> int | None:
+    best, layer = -1, None
+    for n, _, prefixes in table:
+        for p in prefixes:
+            if (module == p or module.startswith(p + ".")) and len(p) > best:
+                best, layer = len(p), n
+    return layer
 
 
 def _cycle(graph: dict[str, set[str]]) -> list[str] | None:
@@ -77,6 +134,7 @@ def test_the_scan_sees_lazy_and_relative_imports():
     g = import_graph()
     assert "mlmprob.experiments.cdr_h3_common" in g["mlmprob.experiments.cdr_h3_report"]      # top-level, relative
     assert "mlmprob.models" in g["mlmprob.experiments.cdr_h3"]                                  # inside a function
+    assert "mlmprob.commands" in g["mlmprob.cli"]                                               # importlib, f-string
     assert _cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
     assert _cycle({"a": {"b"}, "b": set()}) is None
 
@@ -89,3 +147,37 @@ def test_only_experiments_import_experiments():
     up = [(m, t) for m, ts in import_graph().items() for t in ts
           if t.startswith("mlmprob.experiments") and not m.startswith("mlmprob.experiments")]
     assert up == []
+
+
+def test_every_module_has_a_layer_and_no_import_runs_up_the_layers():
+    table = layer_table()
+    assert [n for n, _, _ in table] == list(range(len(table))) and len(table) >= 6
+    g = import_graph()
+    unplaced = [m for m in g if layer_of(m, table) is None]
+    assert unplaced == [], f"modules in no layer of docs/architecture.md: {unplaced}"
+    up = sorted((m, t) for m, ts in g.items() for t in ts if layer_of(t, table) > layer_of(m, table))
+    assert up == [], f"imports from a lower layer to a higher one: {up}"
+
+
+def test_the_layer_check_can_fail():
+    table = [(0, "base", ["a"]), (1, "top", ["a.top", "b"])]
+    assert layer_of("a.x", table) == 0 and layer_of("a.top.y", table) == 1 and layer_of("c", table) is None
+
+
+def test_the_base_modules_import_nothing_above_them():
+    """The alphabet imports nothing of mlmprob; the metrics only the errors and each other."""
+    g = import_graph()
+    assert g["mlmprob.alphabet"] == set()
+    metrics = [m for m in g if m == "mlmprob.metrics" or m.startswith("mlmprob.metrics.")]
+    assert len(metrics) >= 4
+    for mod in metrics:
+        assert {t for t in g[mod] if not t.startswith("mlmprob.metrics")} <= {"mlmprob.errors"}, mod
+
+
+def test_the_amino_acid_alphabet_is_written_once():
+    """``mlmprob.alphabet.AMINO_ACIDS`` is the one definition: no module spells the 20 letters out again."""
+    from mlmprob.alphabet import AMINO_ACIDS
+
+    spelled = [str(p.relative_to(SRC)) for p in (SRC / "mlmprob").rglob("*.py")
+               if p.name != "alphabet.py" and any(f"{q}{AMINO_ACIDS}{q}" in p.read_text() for q in "\"'")]
+    assert spelled == []

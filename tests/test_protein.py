@@ -8,7 +8,8 @@ import mlmprob
 from mlmprob.errors import MLMProbError, ModelLoadError
 from mlmprob.models.exact import LookupMLM
 from mlmprob.models.hf import HFMaskedLM
-from mlmprob.models.protein import CANONICAL, is_protein_tokenizer
+from mlmprob.alphabet import AMINO_ACIDS
+from mlmprob.models.protein import is_protein_tokenizer
 from mlmprob.models.windowed import WindowedMLM
 
 from conftest import ESM_VOCAB, PROTBERT_VOCAB
@@ -32,7 +33,7 @@ def naive_pll(model, ids, pad_id, mask_id, positions):
 
 def test_esm_directory_is_a_protein_model(esm):
     assert isinstance(esm, WindowedMLM) and esm.window == 16 and esm.max_length is None
-    canon = sorted(ESM_VOCAB.index(c) for c in CANONICAL)
+    canon = sorted(ESM_VOCAB.index(c) for c in AMINO_ACIDS)
     assert sorted(esm.proposal_ids.tolist()) == canon
     enc = esm.encode(["MKTAYIAKQR", "mk t_"])
     assert enc.input_ids[0].tolist() == [0] + [ESM_VOCAB.index(c) for c in "MKTAYIAKQR"] + [2]
@@ -53,14 +54,14 @@ def test_protbert_layout_reads_plain_and_spaced_residues(protbert_dir):
     assert m.encode(["MKTAYIAKQR"]).input_ids[0].tolist() == want
     assert m.encode(["M K T A Y I A K Q R"]).input_ids[0].tolist() == want
     assert m.decode(want) == "MKTAYIAKQR"
-    assert sorted(m.proposal_ids.tolist()) == sorted(PROTBERT_VOCAB.index(c) for c in CANONICAL)
+    assert sorted(m.proposal_ids.tolist()) == sorted(PROTBERT_VOCAB.index(c) for c in AMINO_ACIDS)
     assert isinstance(m, WindowedMLM) and m.window == 24
     long = m.encode([PROT[:40]]).input_ids  # 42 tokens > 24: windowed, not an error
     assert torch.isfinite(mlmprob.pll(m, long)).all()
 
 
 def test_sampling_infill_and_pair_joints_use_only_the_20_residues(esm):
-    canon = set(ESM_VOCAB.index(c) for c in CANONICAL)
+    canon = set(ESM_VOCAB.index(c) for c in AMINO_ACIDS)
     ids = esm.encode(["MKTAYIAKQRQIS"]).input_ids
     r = mlmprob.sample(esm, ids.expand(3, -1), method="gibbs", epochs=3, proposal_temperature=3.0,
                        generator=torch.Generator().manual_seed(0))
@@ -89,10 +90,10 @@ def test_protein_detection_rejects_text_vocabularies():
     import transformers as tf
 
     words = tf.BertTokenizer(vocab={w: i for i, w in enumerate(
-        ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "cat"] + list(CANONICAL))})
+        ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "cat"] + list(AMINO_ACIDS))})
     assert not is_protein_tokenizer(words)
     chars = tf.BertTokenizer(vocab={w: i for i, w in enumerate(
-        ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + list(CANONICAL) + list("abc"))})
+        ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + list(AMINO_ACIDS) + list("abc"))})
     assert not is_protein_tokenizer(chars)
 
 

@@ -6,11 +6,39 @@ from pathlib import Path
 README = Path(__file__).resolve().parents[1] / "README.md"
 
 
+MAKEFILE = README.parent / "Makefile"
+
+
+def _first_commands(text: str) -> list[str]:
+    """The commands of the README's first code block (comments dropped)."""
+    block = re.search(r"```(?:bash|sh)?\n(.*?)```", text, re.S).group(1)
+    return [line.split("#")[0].strip() for line in block.splitlines() if line.split("#")[0].strip()]
+
+
+def _recipe(target: str) -> str:
+    """The recipe lines of a Makefile target, and its prerequisites' (one level)."""
+    text = MAKEFILE.read_text()
+    m = re.search(rf"^{target}:([^\n]*)\n((?:\t[^\n]*\n)*)", text, re.M)
+    assert m, f"the Makefile has no target {target!r}"
+    return m.group(1) + "\n" + m.group(2)
+
+
+def test_readme_first_two_commands_are_the_demo_and_the_tests():
+    """The README's first two commands are Makefile targets that install everything and run, offline, the
+    main job on the default (embedded) model and the test suite that CI runs."""
+    assert _first_commands(README.read_text())[:2] == ["make demo", "make test"]
+    demo, tests = _recipe("demo"), _recipe("test")
+    assert "$(STAMP)" in demo and "$(STAMP)" in tests                      # both install first
+    assert "HF_HUB_OFFLINE=1" in demo and "mlmprob demo" in demo           # offline, the main job
+    assert "HF_HUB_OFFLINE=1" in tests and "-m pytest" in tests
+    ci = (README.parent / ".ci" / "run").read_text()
+    assert ci.rstrip().splitlines()[-1] == "make test"                       # CI runs the README's test command
+
+
 def test_readme_python_examples_run():
     text = README.read_text()
     lines = text.splitlines()
-    assert lines[3:5] == ["make demo   # creates .venv, installs everything, runs the main job on AntiBERTy (offline) and prints a report",
-                          "make test   # creates .venv, installs everything, runs the test suite"]
+    assert _first_commands(text) == ["make demo", "make test"]
     blocks = re.findall(r"```python\n(.*?)```", text, re.S)
     code = blocks[0].replace('"antiberty"', '"sapiens-vh"') + "\n" + blocks[1].replace("epochs=10", "epochs=1")
     ns: dict = {}

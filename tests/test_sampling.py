@@ -20,7 +20,7 @@ from mlmprob import energy
 from mlmprob.errors import MLMProbError
 from mlmprob.models.exact import LookupMLM, all_sequences
 from mlmprob.sampling import (LinearAnneal, LinearBlockSize, LiteralMH, MetropolisHastings,
-                              ProposalConfig, effective_sample_size, identity, mask_predict,
+                              ProposalConfig, effective_sample_size, reference_identity, mask_predict,
                               proposal_log_probs, sample, split_rhat, sweep_plan)
 from mlmprob.sampling.forward import site_logits
 
@@ -137,7 +137,7 @@ def test_diagnostics_ess_rhat():
     w_se = math.sqrt(2 * (1 + rho ** 2) / (1 - rho ** 2) / (4 * N))
     assert abs(split_rhat(x[:4] + offsets[:, None]) ** 2 - expected ** 2) < 3 * w_se * (expected ** 2 - 1)
     assert math.isnan(effective_sample_size(torch.ones(2, 10)))
-    assert identity(torch.tensor([[1, 2]]), torch.tensor([[1, 3]]), torch.tensor([[True, True]])).item() == 0.5
+    assert reference_identity(torch.tensor([[1, 2]]), torch.tensor([[1, 3]]), torch.tensor([[True, True]])).item() == 0.5
 
 
 # ------------------------------------------------------------------ the kernel is Algorithm 1

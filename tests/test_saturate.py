@@ -8,7 +8,7 @@ import torch
 
 from mlmprob import LookupMLM, score_variants
 from mlmprob.errors import MLMProbError
-from mlmprob.models.protein import CANONICAL
+from mlmprob.alphabet import AMINO_ACIDS
 from mlmprob.variants import saturate, write_csv, write_heatmap
 
 pytestmark = pytest.mark.usefixtures("one_thread")
@@ -63,7 +63,7 @@ def test_protein_saturation_tables_csv_and_heatmap(esm, tmp_path):
     ids = esm.encode([seq]).input_ids[0]
     s = saturate(esm, ids, offset=24)
     assert esm.rows == len(seq) + 1 and s.masked_marginals.shape == (len(seq), 20)
-    assert "".join(s.letters) == CANONICAL and "".join(s.wt_letters) == seq
+    assert "".join(s.letters) == AMINO_ACIDS and "".join(s.wt_letters) == seq
     assert s.positions.tolist() == list(range(1, 14)) and s.numbers.tolist() == list(range(24, 37))
     rows = list(csv.DictReader(write_csv(s, tmp_path / "sat.csv").open()))
     assert len(rows) == 19 * len(seq)

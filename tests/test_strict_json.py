@@ -13,11 +13,19 @@ from mlmprob.jsonl import dumps, json_safe
 SEQS = ["A C D E F G H I K L", "C D E A G G H", "G G H A C D K L M N"]  # one residue per word (tiny_bert_dir)
 
 
-def test_strict_parser_refuses_nan():
-    for bad in ('{"a": NaN}', "[Infinity]", "-Infinity"):
-        with pytest.raises(ValueError, match="non-standard"):
-            strict_json(bad)
-    assert json.loads('{"a": NaN}')["a"] != 0     # the plain parser takes it: the strict one is needed
+def test_every_writer_turns_nan_into_null(tmp_path):
+    """The result writers and the resumable log write NaN and infinities as null, which the strict parser
+    takes; the standard library's default encoder would have written NaN, which it refuses."""
+    from mlmprob.runtime.writers import open_writer
+
+    row = {"id": "a", "x": math.nan, "y": [math.inf, 1.0], "t": torch.tensor(-math.inf)}
+    with pytest.raises(ValueError, match="non-standard"):
+        strict_json(json.dumps({"x": math.nan}))
+    out = tmp_path / "r.jsonl"
+    with open_writer(str(out), resume=False, config={"test": 1}, fields=None) as w:
+        w.write([row])
+        w.close(complete=True)
+    assert strict_jsonl(out) == [{"id": "a", "x": None, "y": [None, 1.0], "t": None}]
 
 
 def test_dumps_is_strict_and_converts_scalars():

@@ -221,8 +221,15 @@ def test_larger_languages_run_vectorised():
     x = lang.sample(16, torch.Generator().manual_seed(0))
     c = lang.conditionals(x.masked_fill(torch.rand(16, 32, generator=torch.Generator().manual_seed(1)) < 0.3, 50))
     assert c.shape == (16, 32, 50)
-    assert torch.allclose(c.exp().sum(-1), torch.ones(16, 32, dtype=torch.float64))
     assert torch.isfinite(lang.log_prob(x)).all()
+    # a position masked alone: its conditional is the joint over its 50 values, renormalised (brute force)
+    for b, t in [(0, 0), (3, 17), (15, 31)]:
+        y = x[b].clone()
+        y[t] = 50
+        rows = x[b].repeat(50, 1)
+        rows[:, t] = torch.arange(50)
+        ref = torch.log_softmax(lang.log_prob(rows).double(), 0)
+        torch.testing.assert_close(lang.conditionals(y[None])[0, t].double(), ref, atol=1e-9, rtol=0)
 
 
 # -- adapter: the language as the ground-truth MaskedLM -------------------------------------------

@@ -1,4 +1,4 @@
-"""Variant-effect metrics on hand-computed cases, and the bootstrap interval."""
+"""Ranking metrics (mlmprob.metrics.ranking) on hand-computed cases, and the bootstrap intervals, single and paired."""
 
 import math
 
@@ -6,7 +6,8 @@ import pytest
 import torch
 
 from mlmprob.errors import MLMProbError
-from mlmprob.variants.metrics import auroc, bootstrap, evaluate, ndcg, rank_average, spearman, top_recall
+from mlmprob.metrics.ranking import (PairedBootstrap, auroc, auroc_within, bootstrap, evaluate, ndcg, rank_average,
+                                     spearman, top_recall)
 
 t = torch.tensor
 
@@ -123,3 +124,39 @@ def test_evaluate_uses_the_same_resamples_for_every_metric():
     assert list(only) == ["auroc"] and only["auroc"] == res["auroc"]
     with pytest.raises(MLMProbError, match="target values, 0/1 labels, or both"):
         evaluate(pred, generator=gen)
+
+
+def test_auroc_within_strata_matches_pair_count():
+    g = torch.Generator().manual_seed(3)
+    n = 200
+    k = torch.randint(1, 6, (n,), generator=g)
+    y = torch.randint(0, 2, (n,), generator=g)
+    p = torch.randint(0, 5, (n,), generator=g).double()              # many ties
+    num = den = 0.0
+    for kk in k.unique():
+        a, b = p[(k == kk) & (y == 1)][:, None], p[(k == kk) & (y == 0)][None, :]
+        num += float(((a > b).double() + 0.5 * (a == b).double()).sum())
+        den += a.numel() * b.numel()
+    t = (y + 2 * k).double()
+    assert float(auroc_within(p, t)) == pytest.approx(num / den, abs=1e-12)
+    assert float(auroc_within(-k.double(), t)) == pytest.approx(0.5)      # counting mutations adds nothing
+    idx = torch.randint(n, (4, n), generator=g)                          # batched = one at a time
+    assert torch.allclose(auroc_within(p[idx], t[idx]), torch.stack([auroc_within(p[i], t[i]) for i in idx]))
+
+
+def test_paired_bootstrap_is_the_single_bootstrap_on_the_same_resamples():
+    g = torch.Generator().manual_seed(5)
+    y = torch.randn(40, generator=g, dtype=torch.float64)
+    a = y + torch.randn(40, generator=g, dtype=torch.float64)
+    b = y + 2 * torch.randn(40, generator=g, dtype=torch.float64)
+    pb = PairedBootstrap(spearman, {"a": a, "b": b}, y, n_boot=300, generator=torch.Generator().manual_seed(1))
+    single = bootstrap(spearman, a, y, generator=torch.Generator().manual_seed(1), n_boot=300)
+    assert pb.estimate("a") == single
+    d = pb.difference("a", "b")
+    assert d.value == pytest.approx(float(spearman(a, y) - spearman(b, y)), abs=1e-15)
+    # the difference's interval comes from the paired resamples, not from the two intervals
+    want = torch.quantile(pb.boots["a"] - pb.boots["b"], torch.tensor([0.025, 0.975], dtype=torch.float64)).tolist()
+    assert [d.low, d.high] == pytest.approx(want, abs=1e-15)
+    assert d.above_zero == (d.low > 0) and d.below_zero == (d.high < 0)
+    with pytest.raises(MLMProbError, match="at least 2"):
+        PairedBootstrap(spearman, {"a": a[:1]}, y[:1], n_boot=10, generator=g)

@@ -7,14 +7,15 @@ import json
 import pytest
 import torch
 
+from mlmprob.alphabet import AMINO_ACIDS
 from mlmprob.errors import MLMProbError
 from mlmprob.experiments import variants_data, variants_data_runner
 from mlmprob.experiments.variants_data_common import (FRAMEWORK, TAIL, WT_CDR, load_library, read_chunks,
                                                       result_path)
 from mlmprob.experiments.variants_data_report import write_report
 from mlmprob.variants import score_variants
+from mlmprob.metrics.ranking import auroc
 from mlmprob.variants.baselines import BLOSUM62, KYTE_DOOLITTLE, ORDER, blosum_sum, hamming, kd_mean
-from mlmprob.variants.metrics import auroc
 
 from conftest import shared_data_file
 
@@ -23,6 +24,7 @@ from conftest import shared_data_file
 
 def test_blosum62_known_entries_and_symmetry():
     assert set(BLOSUM62) == set(ORDER) and all(set(r) == set(ORDER) for r in BLOSUM62.values())
+    assert sorted(ORDER) == sorted(AMINO_ACIDS)                      # the table's order of the one alphabet
     assert all(BLOSUM62[a][b] == BLOSUM62[b][a] for a in ORDER for b in ORDER)
     known = {("W", "W"): 11, ("C", "C"): 9, ("A", "A"): 4, ("H", "H"): 8, ("P", "P"): 7, ("F", "Y"): 3,
              ("I", "V"): 3, ("D", "E"): 2, ("H", "Y"): 2, ("W", "N"): -4, ("G", "I"): -4, ("C", "E"): -4,
@@ -145,26 +147,6 @@ def test_runner_errors(tmp_path, capsys):
         variants_data_runner.parse_plan("antiberty:nope:10")
     with pytest.raises(MLMProbError, match="baselines"):
         variants_data_runner.parse_plan("antiberty:baselines:all")
-
-
-def test_auroc_within_strata_matches_pair_count():
-    from mlmprob.experiments.variants_data_stats import auroc_within
-
-    g = torch.Generator().manual_seed(3)
-    n = 200
-    k = torch.randint(1, 6, (n,), generator=g)
-    y = torch.randint(0, 2, (n,), generator=g)
-    p = torch.randint(0, 5, (n,), generator=g).double()              # many ties
-    num = den = 0.0
-    for kk in k.unique():
-        a, b = p[(k == kk) & (y == 1)][:, None], p[(k == kk) & (y == 0)][None, :]
-        num += float(((a > b).double() + 0.5 * (a == b).double()).sum())
-        den += a.numel() * b.numel()
-    t = (y + 2 * k).double()
-    assert float(auroc_within(p, t)) == pytest.approx(num / den, abs=1e-12)
-    assert float(auroc_within(-k.double(), t)) == pytest.approx(0.5)      # counting mutations adds nothing
-    idx = torch.randint(n, (4, n), generator=g)                          # batched = one at a time
-    assert torch.allclose(auroc_within(p[idx], t[idx]), torch.stack([auroc_within(p[i], t[i]) for i in idx]))
 
 
 # -- report on fabricated results --------------------------------------------------------------------

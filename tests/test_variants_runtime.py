@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from mlmprob.cli import main
-from mlmprob.models.protein import CANONICAL
+from mlmprob.alphabet import AMINO_ACIDS
 from mlmprob.runtime.writers import read_results
 from mlmprob.variants.units import saturation_units
 
@@ -90,7 +90,7 @@ def _random_mutants(n, seed=0):
         sites = sorted(torch.randperm(len(WT), generator=g)[:k].tolist())
         muts = []
         for s in sites:
-            alt = [c for c in CANONICAL if c != WT[s]]
+            alt = [c for c in AMINO_ACIDS if c != WT[s]]
             muts.append(f"{WT[s]}{s + 1}{alt[int(torch.randint(len(alt), (1,), generator=g))]}")
         out.add(":".join(muts))
     return sorted(out)

@@ -1,5 +1,10 @@
 """Errors raised on bad input. Each names the problem in one line."""
 
+from __future__ import annotations
+
+import sys
+from typing import Callable
+
 
 class MLMProbError(ValueError):
     """Base class for every input error mlmprob raises on purpose.
@@ -27,3 +32,23 @@ class NonFiniteError(MLMProbError):
     def __init__(self, message: str, rows=()):
         super().__init__(message)
         self.rows = tuple(int(r) for r in rows)
+
+
+def exit_status(body: Callable[[], int | None]) -> int:
+    """Run a command's ``body`` and give its exit status (None counts as 0); an input error
+    (``MLMProbError``) is instead the one line ``error: <message>`` on stderr and status 2, the
+    contract of every entry point (the experiments' ``python -m`` commands among them).
+
+    >>> import contextlib, io
+    >>> def bad():
+    ...     raise MLMProbError("no such thing")
+    >>> with contextlib.redirect_stderr(io.StringIO()) as err:
+    ...     status = exit_status(bad)
+    >>> status, err.getvalue(), exit_status(lambda: None)
+    (2, 'error: no such thing\\n', 0)
+    """
+    try:
+        return int(body() or 0)
+    except MLMProbError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2

@@ -17,11 +17,13 @@ from typing import Iterator
 import torch
 
 from ..errors import MLMProbError
+from ..joints.constructions import METHOD_LABELS
 from .compute import LIMITS, Limits, _bt, decode, encode_one, parse_numbers, word_tokens
 
 ENERGIES = ("local", "raw")
 INITS = ("given", "greedy", "random")
-JOINT_NAMES = {"mlm": "MLM", "mrf": "MRF", "mrf_logit": "MRF-logit", "hcb": "HCB", "ag": "AG"}
+# the joints in the order the app shows them, under their display names
+JOINT_NAMES = {m: METHOD_LABELS[m] for m in ("mlm", "mrf", "mrf_logit", "hcb", "ag")}
 
 
 # -- Sample ----------------------------------------------------------------------------------------
@@ -116,14 +118,6 @@ def sample_steps(mlm, text: str, *, positions: str = "", energy: str = "local", 
         accepted.append(n_acc)
         proposed.append(n_prop)
         yield snap()
-
-
-def run_sample(mlm, text: str, **kwargs) -> SampleSnapshot:
-    """The last snapshot of ``sample_steps``."""
-    last = None
-    for last in sample_steps(mlm, text, **kwargs):
-        pass
-    return last
 
 
 # -- Pair joint ------------------------------------------------------------------------------------

@@ -26,7 +26,7 @@ def port_number(text: str) -> int:
 def register(sub) -> None:
     p = sub.add_parser("app", help="a local web app (Gradio): scores, mutations, infilling, sampling, pair joints",
                        description=__doc__, formatter_class=argparse.ArgumentDefaultsHelpFormatter)
-    from ..cli import add_model_args
+    from .common import add_model_args
     add_model_args(p)
     p.add_argument("--port", type=port_number, default=7860, help="port to serve on")
     p.add_argument("--host", default="127.0.0.1",
@@ -46,7 +46,7 @@ def require_gradio():
 
 def run(args) -> int:
     require_gradio()  # before the model loads: a missing extra is reported at once
-    from ..cli import load_model_from_args
+    from .common import load_model_from_args
     from ..app.ui import build_app, launch
 
     mlm = load_model_from_args(args)

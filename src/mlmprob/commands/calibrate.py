@@ -17,7 +17,7 @@ def register(sub) -> None:
     p.add_argument("input", help="calibration sequences (any format score reads), from the domain you will score")
     p.add_argument("--format", default="auto", choices=FORMATS, help="input format (auto: by the file's suffix)")
     p.add_argument("--column", help="sequence column of a CSV/TSV/Parquet file or key of a JSONL object")
-    from ..cli import add_model_args
+    from .common import add_model_args
     add_model_args(p)
     p.add_argument("--limit", type=positive_int, default=200, help="use the first N sequences")
     p.add_argument("--steps", type=positive_int, default=400, help="Adam steps of the fit")
@@ -43,7 +43,7 @@ def out_path(model: str, out: str | None) -> Path:
 def run(args) -> int:
     from itertools import islice
 
-    from ..cli import load_model_from_args
+    from .common import load_model_from_args
     from ..onepass import calibrate
     from ..runtime.inputs import iter_records
 

@@ -15,7 +15,7 @@ def register(sub) -> None:
     p = sub.add_parser("demo", help="score antibodies with AntiBERTy and print a short report",
                        formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     from ..argtypes import nonnegative_int, positive_int
-    from ..cli import add_model_args
+    from .common import add_model_args
     add_model_args(p)
     p.add_argument("--n", type=nonnegative_int, default=3,
                    help="heavy chains from Thera-SAbDab to score besides trastuzumab")
@@ -25,13 +25,14 @@ def register(sub) -> None:
 
 
 def demo_records(n: int):
+    from ..alphabet import is_protein
     from ..data import Record, read_records, shared_data_dir
 
     recs = [Record(k, v) for k, v in DEMO_HEAVY.items()]
     data = shared_data_dir()
     if data is not None and (data / "antibody" / "thera_sabdab.csv").exists() and n > 0:
         rows = read_records(data / "antibody" / "thera_sabdab.csv", "csv", "HC", "Therapeutic")
-        recs += [r for r in rows if set(r.seq) <= set("ACDEFGHIKLMNPQRSTVWY")][:n]
+        recs += [r for r in rows if is_protein(r.seq)][:n]
     return recs
 
 
@@ -39,7 +40,7 @@ def run(args) -> int:
     from ..scoring import score_records
 
     t0 = time.perf_counter()
-    from ..cli import load_model_from_args
+    from .common import load_model_from_args
     mlm = load_model_from_args(args)
     from ..runtime.device import describe
     print(f"mlmprob demo: model {mlm.name} ({sum(p.numel() for p in mlm.model.parameters()) / 1e6:.1f}M parameters, "

@@ -41,7 +41,7 @@ def register(sub) -> None:
     p.add_argument("--format", default="auto", choices=FORMATS, help="--input format (default auto: by the suffix)")
     p.add_argument("--column", help="sequence column of a CSV/TSV/Parquet file or key of a JSONL object")
     p.add_argument("--id-column", help="identifier column (or JSONL key)")
-    from ..cli import add_model_args, add_runtime_args
+    from .common import add_model_args, add_runtime_args
     add_model_args(p)
     p.add_argument("--method", default="hcb", choices=["hcb", "standard"], help="beam search score (default hcb)")
     p.add_argument("--order", default="l2r", choices=["l2r", "best"],
@@ -78,7 +78,7 @@ def run(args) -> int:
 def _run_one(args) -> int:
     import torch
 
-    from ..cli import load_model_from_args
+    from .common import load_model_from_args
     from ..infill import infill
 
     mlm = load_model_from_args(args)
@@ -110,48 +110,28 @@ def _run_one(args) -> int:
 
 
 def _run_stream(args) -> int:
-    from ..cli import model_dtype_label
     from ..infill.stream import InfillJob, iter_gap_units
-    from ..runtime import describe, iter_records, parse_shard
-    from ..runtime.engine import run_stream
-    from ..runtime.pool import parse_devices
-    from ..runtime.writers import open_writer, output_kind
+    from ..runtime import iter_records
+    from ..runtime.command import RunOptions, StreamCommand, run_command
 
-    shard = parse_shard(args.shard)
-    devices = parse_devices(args.workers, args.devices)
-    if devices == ["auto"]:
-        devices = [args.device]
+    opts = RunOptions.from_args(args)
 
     def units():
         return iter_gap_units(iter_records(args.input, args.format, args.column, args.id_column), args.gaps)
 
-    if next(iter(units()), None) is None:  # fail fast on bad input, before a model is loaded
-        raise MLMProbError(f"no sequences found in {args.input}")
     config = {"command": "infill", "model": args.model, "input": str(Path(args.input).resolve()),
               "format": args.format, "column": args.column, "id_column": args.id_column, "gaps": args.gaps,
               "method": args.method, "order": args.order, "beam_size": args.beam_size,
-              "pivot": args.pivot or "mask", "shard": str(shard)}
-    writer = open_writer(args.out, resume=args.resume, config=config, fields=TSV_FIELDS, part_rows=args.part_rows)
-    job = InfillJob(model=args.model, dtype=args.dtype, allow_pickle=args.allow_pickle, method=args.method, order=args.order,
-                    beam_size=args.beam_size, pivot=args.pivot, batch_tokens=args.batch_tokens,
-                    skip_invalid=args.skip_invalid, json_lists=output_kind(args.out) == "tsv")
-    with writer:
-        if len(devices) == 1 and args.engine == "local":  # load once here: bad model/pivot errors come first
-            state = job.load(devices[0])
-            load, ran_on = (lambda device: state), describe(state.mlm.device, state.mlm.dtype)
-        else:
-            load, ran_on = job.load, f"{len(devices)} x {devices[0]} {model_dtype_label(args.dtype, devices[0])}"
-        total = None
-        if not args.no_progress and Path(args.input).stat().st_size < (64 << 20):
-            total = len(range(shard.index - 1, sum(1 for _ in units()), shard.count))
-        summary = run_stream(load, job.run, units(), writer, shard=shard, devices=devices, engine=args.engine,
-                             ray_address=args.ray_address, total=total, progress=not args.no_progress,
-                             unit_name="gap", chunk_size=4)
-    for uid, why in summary.skipped:
-        print(f"warning: skipped {uid!r}: {why}", file=sys.stderr)
-    print(f"filled {summary.written} gaps with {args.model} on {ran_on}" + (f" -> {args.out}" if args.out else "")
-          + (f" ({summary.already} already there)" if summary.already else "")
-          + (f" (shard {shard})" if not shard.is_whole else ""), file=sys.stderr)
+              "pivot": args.pivot or "mask"}
+    job = InfillJob(model=args.model, dtype=args.dtype, allow_pickle=args.allow_pickle, method=args.method,
+                    order=args.order, beam_size=args.beam_size, pivot=args.pivot, batch_tokens=args.batch_tokens,
+                    skip_invalid=args.skip_invalid)
+    done = run_command(StreamCommand(job, units, config, fields=TSV_FIELDS, input=args.input,
+                                     empty=f"no sequences found in {args.input}", unit_name="gap", chunk_size=4,
+                                     skip_label=""), opts)
+    print(f"filled {done.written} gaps with {args.model} on {done.ran_on}" + (f" -> {args.out}" if args.out else "")
+          + (f" ({done.already} already there)" if done.already else "")
+          + (f" (shard {opts.shard})" if not opts.shard.is_whole else ""), file=sys.stderr)
     return 0
 
 

@@ -26,7 +26,7 @@ def register(subparsers) -> argparse.ArgumentParser:
         description="Random and contiguous pairs over a data set; for each pair the MLM, MRF-logit, MRF, HCB and AG "
                     "joints and their U-PPL, P-PPL, A-KL, G-KL. Writes OUT/pairs.jsonl, OUT/report.md, "
                     "OUT/summary.json and OUT/distance.png. " + __doc__.split("\n\n", 1)[1].replace("``", ""))
-    from ..cli import add_model_args, add_runtime_args
+    from .common import add_model_args, add_runtime_args
     add_model_args(p)
     p.add_argument("--data", help="sequences: text (one per line), FASTA, CSV/TSV, JSONL or Parquet, optionally .gz")
     p.add_argument("--format", default="auto", choices=FORMATS, help="--data format (default auto: by the suffix)")
@@ -55,8 +55,7 @@ def run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from ..joints.runner import RECORDS_FILE
-    from ..runtime import parse_shard
-    from ..runtime.pool import parse_devices
+    from ..runtime.command import RunOptions
 
     if args.report_only:
         header, records = load_records(Path(args.out) / RECORDS_FILE)
@@ -69,10 +68,8 @@ def run(args: argparse.Namespace) -> int:
         return 0
     if args.data is None:
         raise MLMProbError("--data is required (the sequences to draw pairs from), unless --report-only")
-    shard = parse_shard(args.shard)
-    devices = parse_devices(args.workers, args.devices)
-    if devices == ["auto"]:
-        devices = [args.device]
+    opts = RunOptions.from_args(args)
+    shard = opts.shard
     config = JointsConfig(model=args.model, data=args.data, column=args.column, format=args.format,
                           schemes=tuple(args.schemes), n_pairs=args.n_pairs, seed=args.seed, top_k=args.top_k,
                           pivot=args.pivot, ag_steps=args.ag_steps, ag_tol=args.ag_tol,
@@ -83,10 +80,9 @@ def run(args: argparse.Namespace) -> int:
         new[0] += 1
 
     records = run_joints(None, config, args.out, batch_tokens=args.batch_tokens, progress=count, shard=shard,
-                         allow_pickle=args.allow_pickle,
-                         devices=devices, dtype=args.dtype, engine=args.engine, ray_address=args.ray_address,
-                         show_progress=not (args.quiet or args.no_progress))
-    total = len(range(shard.index - 1, len(config.schemes) * config.n_pairs, shard.count))
+                         allow_pickle=args.allow_pickle, devices=opts.devices, dtype=args.dtype, engine=opts.engine,
+                         ray_address=opts.ray_address, show_progress=opts.progress and not args.quiet)
+    total = shard.size(len(config.schemes) * config.n_pairs)
     if not args.quiet:
         print(f"{new[0]} new pairs, {len(records)}/{total} in {args.out}"
               + (f" (shard {shard})" if not shard.is_whole else ""), file=sys.stderr)

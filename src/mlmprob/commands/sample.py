@@ -19,10 +19,10 @@ from pathlib import Path
 
 from ..argtypes import nonnegative_float, nonnegative_int, positive_float, positive_int, probability
 from ..errors import MLMProbError
+from ..jsonl import dumps
 from ..runtime.inputs import FORMATS
 
 STREAM_SUFFIXES = (".jsonl", ".tsv", ".parquet")
-from ..jsonl import dumps
 
 
 def _block_size(text: str):
@@ -86,7 +86,7 @@ def register(sub) -> None:
     src.add_argument("--positions", help="free residue/word indices, 0-based, e.g. 3,5,10-12 (default: all)")
     src.add_argument("--cdr3", nargs="?", const="imgt", choices=("imgt", "kabat"),
                      help="free only CDR-H3 (conserved Cys ... W-G-x-G); the rest is clamped")
-    from ..cli import add_model_args, add_runtime_args
+    from .common import add_model_args, add_runtime_args
     add_model_args(p)
     s = p.add_argument_group("sampler")
     s.add_argument("--method", choices=("mh", "gibbs"), default="mh",
@@ -193,7 +193,7 @@ def _sample_folder(args, seqs: list[tuple[str, str]], want: list[int] | None) ->
     from ..sampling import LinearAnneal, sample
     from ..sampling.plots import plot_traces
     from ..sampling.stream import block_schedule, free_positions
-    from ..cli import load_model_from_args
+    from .common import load_model_from_args
     mlm = load_model_from_args(args)
     enc = mlm.encode([s for _, s in seqs])
     ids = enc.input_ids
@@ -234,91 +234,33 @@ def _sample_folder(args, seqs: list[tuple[str, str]], want: list[int] | None) ->
     return 0
 
 
-class _ChainWriter:
-    """The output's writer as the streaming engine sees it: rows of chains already in the output are not
-    written again (a record whose rows a kill cut in the middle is sampled again, identically, and only
-    its missing chains are added), and list cells of a TSV are written as strict JSON text."""
-
-    def __init__(self, inner):
-        self.inner = inner
-        self._meta = getattr(inner, "_meta", {})
-        self.rows_written = 0
-
-    def done_ids(self) -> set[str]:
-        return self.inner.done_ids()
-
-    def write(self, rows: list[dict]) -> None:
-        from ..runtime.writers import dumps
-
-        done = self.inner.done_ids()
-        rows = [r for r in rows if str(r["id"]) not in done]
-        if self.inner.kind == "tsv":
-            rows = [{k: dumps(v) if isinstance(v, list) else v for k, v in r.items()} for r in rows]
-        self.inner.write(rows)
-        self.rows_written += len(rows)
-
-    def close(self, complete: bool = True, **meta) -> None:
-        self.inner.close(complete, **meta)
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, exc_type, *exc) -> None:
-        self.close(complete=False)
-
-
 def run_streamed(args) -> int:
     """Streamed mode: one row per chain into a .jsonl/.tsv/.parquet file (or stdout), the record being the
-    unit of sharding and resuming (a record is done when all its chains are in the output)."""
-    from ..cli import model_dtype_label
-    from ..runtime import describe, parse_shard
-    from ..runtime.engine import loader_for, run_stream
-    from ..runtime.inputs import count_records
-    from ..runtime.pool import parse_devices
-    from ..runtime.writers import open_writer
+    unit of sharding and resuming (a record is done when all its chains are in the output; a record whose
+    rows a kill cut in the middle is sampled again, identically, and only its missing chains are added)."""
+    from ..runtime.command import RunOptions, StreamCommand, run_command
     from ..sampling.stream import SampleJob
 
-    shard = parse_shard(args.shard)
-    devices = parse_devices(args.workers, args.devices)
-    if devices == ["auto"]:
-        devices = [args.device]
-    job = SampleJob(model=args.model, dtype=args.dtype, allow_pickle=args.allow_pickle, batch_tokens=args.batch_tokens, chains=args.chains,
-                    seed=args.seed, method=args.method, energy=args.energy, epochs=args.epochs, burn_in=args.burn_in,
-                    thin=args.thin, block_size=args.block_size, proposal_temperature=args.proposal_temperature,
-                    top_p=args.top_p, target_temperature=args.target_temperature, anneal=args.anneal,
+    opts = RunOptions.from_args(args)
+    job = SampleJob(model=args.model, dtype=args.dtype, allow_pickle=args.allow_pickle, batch_tokens=args.batch_tokens,
+                    chains=args.chains, seed=args.seed, method=args.method, energy=args.energy, epochs=args.epochs,
+                    burn_in=args.burn_in, thin=args.thin, block_size=args.block_size,
+                    proposal_temperature=args.proposal_temperature, top_p=args.top_p,
+                    target_temperature=args.target_temperature, anneal=args.anneal,
                     temperature_floor=args.temperature_floor, order=args.order, init=args.init,
                     score_all=args.score_all, cdr3=args.cdr3, skip_invalid=args.skip_invalid,
                     positions=tuple(parse_positions(args.positions)) if args.positions else None)
-    if next(iter(_records(args)), None) is None:  # fail fast on bad input, before a model is loaded
-        raise MLMProbError(f"no sequences found in {args.input}" if args.input else "no input: give --seq or --input")
     config = {"command": "sample", "model": args.model,
               "input": str(Path(args.input).resolve()) if args.input else None, "seqs": list(args.seq),
               "format": args.format, "column": args.column, "id_column": args.id_column,
-              "positions": args.positions, "cdr3": args.cdr3, **job.settings(), "shard": str(shard)}
-    # the output is claimed (lock, resume check) before the model loads: a second writer is refused at once
-    writer = open_writer(args.out, resume=args.resume, config=config, part_rows=args.part_rows)
-    load, state = loader_for(job.load, devices, args.engine, writer)
-    if state is not None:
-        ran_on = describe(state[0].device, state[0].dtype)
-    else:
-        ran_on = f"{len(devices)} x {devices[0]} {model_dtype_label(args.dtype, devices[0])}"
+              "positions": args.positions, "cdr3": args.cdr3, **job.settings()}
     last = f"/chain{job.chains - 1}"
-    skipped_before = {str(x[0]) for x in getattr(writer, "_meta", {}).get("skipped", [])}
-    done_records = sum(1 for i in writer.done_ids() if i.endswith(last)) + len(skipped_before)
-    total = None
-    if not args.no_progress and (not args.input or Path(args.input).stat().st_size < (256 << 20)):
-        n = len(args.seq) + (count_records(args.input, args.format, args.column, args.id_column) if args.input else 0)
-        n = len(range(shard.index - 1, n, shard.count))
-        total = n * job.chains - done_records * (job.chains - 1)   # the bar counts chains; a done record counts 1
-    with _ChainWriter(writer) as out:
-        summary = run_stream(load, job.run, _records(args), out, shard=shard, devices=devices, chunk_size=1,
-                             engine=args.engine, ray_address=args.ray_address, total=total,
-                             progress=not args.no_progress, unit_name="chain",
-                             key=lambda r: r.id if r.id in skipped_before else r.id + last)
-    for rid, why in summary.skipped:
-        print(f"warning: skipped record {rid!r}: {why}", file=sys.stderr)
-    print(f"sampled {out.rows_written} chains of {summary.written // job.chains} records with {args.model} on {ran_on}"
+    spec = StreamCommand(job, lambda: _records(args), config, input=args.input,
+                         empty=f"no sequences found in {args.input}" if args.input else "no input: give --seq or --input",
+                         unit_name="record", chunk_size=1, last_row_id=lambda r: r.id + last)
+    done = run_command(spec, opts)
+    print(f"sampled {done.written} chains of {done.units} records with {args.model} on {done.ran_on}"
           + (f" -> {args.out}" if args.out else "")
-          + (f" ({summary.already} records already there)" if summary.already else "")
-          + (f" (shard {shard})" if not shard.is_whole else ""), file=sys.stderr)
+          + (f" ({done.already} records already there)" if done.already else "")
+          + (f" (shard {opts.shard})" if not opts.shard.is_whole else ""), file=sys.stderr)
     return 0

@@ -20,7 +20,7 @@ def register(sub) -> None:
     p.add_argument("--format", default="auto", choices=FORMATS, help="input format (auto: by the file's suffix)")
     p.add_argument("--column", help="sequence column of a CSV/TSV/Parquet file or key of a JSONL object")
     p.add_argument("--id-column", help="identifier column (or JSONL key)")
-    from ..cli import add_model_args, add_runtime_args
+    from .common import add_model_args, add_runtime_args
     add_model_args(p)
     p.add_argument("--out", "-o", help="output file, .jsonl, .tsv or .parquet (default: JSONL on stdout)")
     p.add_argument("--per-token", action="store_true", help="also write per-token log-probabilities and raw logits")
@@ -54,21 +54,50 @@ def expected_ids(config: dict, limit: int | None = None):
 def run(args) -> int:
     from itertools import islice
 
-    from ..runtime import describe, iter_records, parse_shard
-    from ..runtime.engine import loader_for, run_stream
-    from ..runtime.inputs import count_records
-    from ..runtime.pool import parse_devices
-    from ..runtime.writers import open_writer, output_kind
+    from ..runtime.command import RunOptions, StreamCommand, run_command
+    from ..runtime.inputs import iter_records
+    from ..runtime.writers import output_kind
     from ..scoring import ScoreJob
-    from ..cli import model_dtype_label
 
     if args.limit is not None and args.limit < 1:
         raise MLMProbError(f"--limit must be >= 1, got {args.limit}")
-    shard = parse_shard(args.shard)
-    devices = parse_devices(args.workers, args.devices)
-    if devices == ["auto"]:
-        devices = [args.device]
-    kind = output_kind(args.out)
+    opts = RunOptions.from_args(args)
+    if output_kind(args.out) == "tsv" and args.per_token:
+        raise MLMProbError("--per-token needs JSONL or Parquet output (per-token lists do not fit a TSV row)")
+    one_pass = _check_one_pass_args(args)
+
+    def units():
+        recs = iter_records(args.input, args.format, args.column, args.id_column)
+        return recs if args.limit is None else islice(recs, args.limit)
+
+    config = {"command": "score", "model": args.model, "input": str(Path(args.input).resolve()),
+              "format": args.format, "column": args.column, "id_column": args.id_column,
+              "whole_word": args.whole_word, "per_token": args.per_token}
+    extra = {}
+    if one_pass:
+        from .onepass_job import OnePassScoreJob as ScoreJob  # noqa: F811 - the same job, one-pass rows
+        extra = {"correction": args.correction}
+        config.update(pll="one_pass", correction=None if args.correction is None else str(Path(args.correction).resolve()))
+    job = ScoreJob(**extra, model=args.model, dtype=args.dtype, allow_pickle=args.allow_pickle, whole_word=args.whole_word,
+                   per_token=args.per_token, batch_tokens=args.batch_tokens, skip_invalid=args.skip_invalid)
+    fields = TSV_FIELDS + (("method",) if one_pass else ())
+    done = run_command(StreamCommand(job, units, config, fields=fields, input=args.input,
+                                     empty=f"no sequences found in {args.input}", meta={"limit": args.limit}), opts)
+    shard = opts.shard
+    method = " (PLL method: one_pass, an estimate)" if one_pass else ""
+    if args.out:
+        print(f"scored {done.written} sequences with {args.model} on {done.ran_on} -> {args.out}"
+              + (f" ({done.already} already there)" if done.already else "")
+              + (f" (shard {shard})" if not shard.is_whole else "") + method, file=sys.stderr)
+    else:
+        print(f"scored {done.written} sequences with {args.model} on {done.ran_on}{method}", file=sys.stderr)
+    if args.check is not None:
+        _check(args, job, done, opts, units)
+    return 0
+
+
+def _check_one_pass_args(args) -> bool:
+    """Whether the run is one-pass; the one-pass options refused without it (and its refusals)."""
     one_pass = args.pll == "one-pass"
     if args.check is not None and not one_pass:
         raise MLMProbError("--check compares the one-pass estimate with exact PLL: use it with --pll one-pass")
@@ -76,63 +105,16 @@ def run(args) -> int:
         raise MLMProbError("--correction is the one-pass correction: use it with --pll one-pass")
     if one_pass and (args.per_token or args.whole_word):
         raise MLMProbError("--pll one-pass gives per-sequence scores only (no --per-token, no --whole-word)")
-    if kind == "tsv" and args.per_token:
-        raise MLMProbError("--per-token needs JSONL or Parquet output (per-token lists do not fit a TSV row)")
-
-    def units():
-        recs = iter_records(args.input, args.format, args.column, args.id_column)
-        return recs if args.limit is None else islice(recs, args.limit)
-
-    first = next(iter(units()), None)  # fail fast on bad input, before a model is loaded
-    if first is None:
-        raise MLMProbError(f"no sequences found in {args.input}")
-    config = {"command": "score", "model": args.model, "input": str(Path(args.input).resolve()),
-              "format": args.format, "column": args.column, "id_column": args.id_column,
-              "whole_word": args.whole_word, "per_token": args.per_token, "shard": str(shard)}
-    if one_pass:
-        config["pll"] = "one_pass"
-        config["correction"] = None if args.correction is None else str(Path(args.correction).resolve())
-    # the output is claimed (lock, resume check) before the model loads: a second writer is refused at once
-    fields = TSV_FIELDS + (("method",) if one_pass else ())
-    writer = open_writer(args.out, resume=args.resume, config=config, fields=fields, part_rows=args.part_rows)
-    from ..onepass.scoring import OnePassScoreJob
-    extra = {"correction": args.correction} if one_pass else {}
-    job = (OnePassScoreJob if one_pass else ScoreJob)(**extra, model=args.model, dtype=args.dtype, allow_pickle=args.allow_pickle, whole_word=args.whole_word, per_token=args.per_token,
-                   batch_tokens=args.batch_tokens, skip_invalid=args.skip_invalid)
-    load, mlm = loader_for(job.load, devices, args.engine, writer)
-    if mlm is not None:
-        ran_on = describe(mlm.device, mlm.dtype)
-    else:
-        where = "Ray actors" if args.engine == "ray" else f"{len(devices)} x {devices[0]}"
-        ran_on = f"{where} {model_dtype_label(args.dtype, devices[0])}"
-    total = None
-    if not args.no_progress and Path(args.input).stat().st_size < (256 << 20):
-        total = count_records(args.input, args.format, args.column, args.id_column)
-        total = min(total, args.limit or total)
-        total = len(range(shard.index - 1, total, shard.count))
-    with writer:
-        summary = run_stream(load, job.run, units(), writer, shard=shard, devices=devices, engine=args.engine,
-                             ray_address=args.ray_address, total=total, progress=not args.no_progress,
-                             meta={"limit": args.limit})
-    method = " (PLL method: one_pass, an estimate)" if one_pass else ""
-    for rid, why in summary.skipped:
-        print(f"warning: skipped record {rid!r}: {why}", file=sys.stderr)
-    if args.out:
-        print(f"scored {summary.written} sequences with {args.model} on {ran_on} -> {args.out}"
-              + (f" ({summary.already} already there)" if summary.already else "")
-              + (f" (shard {shard})" if not shard.is_whole else "") + method, file=sys.stderr)
-    else:
-        print(f"scored {summary.written} sequences with {args.model} on {ran_on}{method}", file=sys.stderr)
-    if args.check is not None:
-        _check(args, job, mlm, devices, units, shard)
-    return 0
+    return one_pass
 
 
-def _check(args, job, mlm, devices, units, shard) -> None:
+def _check(args, job, done, opts, units) -> None:
     """``--check N``: N random records of this run (this shard), scored exactly and compared."""
     from ..onepass.scoring import check
+    from ..runtime.command import model_of
 
+    shard = opts.shard
     records = [r for k, r in enumerate(units()) if shard.is_whole or k % shard.count == shard.index - 1]
-    mlm = mlm if mlm is not None else job.load(devices[0])
+    mlm = model_of(done.state) if done.state is not None else job.load(opts.devices[0])
     print(check(mlm, records, args.check, batch_tokens=args.batch_tokens, correction=job.correction).line(),
           file=sys.stderr)

@@ -8,6 +8,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from ..defaults import VARIANTS_MODEL, VARIANTS_MODEL_WHY
 from ..argtypes import integer, nonnegative_int, positive_int, probability
 from ..errors import MLMProbError
 from ..runtime.inputs import FORMATS
@@ -44,8 +45,8 @@ def register(sub) -> None:
     p.add_argument("--top", type=probability, default=0.1, help="top fraction for NDCG and recall")
     p.add_argument("--n-boot", type=positive_int, default=1000, help="bootstrap resamples")
     p.add_argument("--seed", type=nonnegative_int, default=0, help="seed of the bootstrap's torch.Generator")
-    from ..cli import add_model_args, add_runtime_args
-    add_model_args(p, default="sapiens-vh")
+    from .common import add_model_args, add_runtime_args
+    add_model_args(p, default=VARIANTS_MODEL, why=VARIANTS_MODEL_WHY)
     p.add_argument("--out", "-o", help="output file, .jsonl, .tsv or .parquet (default: JSONL on stdout)")
     p.add_argument("--limit", type=positive_int, help="only the first N rows of the input (before --shard)")
     p.add_argument("--skip-invalid", action="store_true", help="skip (and count) rows that do not fit the wild type")
@@ -82,10 +83,7 @@ def _config(args, wild_type: str, methods) -> dict:
 
 
 def run(args) -> int:
-    from ..runtime import describe, parse_shard
-    from ..runtime.engine import loader_for, run_stream
-    from ..runtime.pool import parse_devices
-    from ..runtime.writers import open_writer
+    from ..runtime.command import RunOptions, StreamCommand, run_command
     from ..variants.api import check_methods
     from ..variants.stream import DEFAULT_METHODS, SATURATE_METHODS, VariantsJob
     from ..variants.units import read_wild_type
@@ -100,35 +98,22 @@ def run(args) -> int:
         raise MLMProbError("--evaluate needs --label COL (the measured values)")
     if (args.evaluate or args.saturate) and not args.out:
         raise MLMProbError(f"{'--evaluate' if args.evaluate else '--saturate'} needs --out (it reads the finished output)")
-    shard = parse_shard(args.shard)
-    devices = parse_devices(args.workers, args.devices)
-    if devices == ["auto"]:
-        devices = [args.device]
-    if next(iter(_units(config, 1, args.label)), None) is None:  # fail fast on bad input, before a model is loaded
-        raise MLMProbError(f"no rows found in {args.input}")
-    fields = ("id", "mutant", "n_mutations", "window", *methods)
-    writer = open_writer(args.out, resume=args.resume, config=config, fields=fields, part_rows=args.part_rows)
+    opts = RunOptions.from_args(args)
     job = VariantsJob(model=args.model, wild_type=wild_type, methods=tuple(methods), offset=args.offset,
                       dtype=args.dtype, allow_pickle=args.allow_pickle, batch_tokens=args.batch_tokens,
                       skip_invalid=args.skip_invalid)
-    load, state = loader_for(job.load, devices, args.engine, writer)
-    mlm = None if state is None else state.mlm
-    if state is not None:
-        ran_on = describe(state.mlm.device, state.mlm.dtype)
-    else:
-        ran_on = f"{len(devices)} worker(s)" if args.engine == "local" else "Ray actors"
-    with writer:
-        summary = run_stream(load, job.run, _units(config, args.limit), writer, shard=shard, devices=devices,
-                             chunk_size=256, engine=args.engine, ray_address=args.ray_address,
-                             progress=not args.no_progress, unit_name="variant", meta={"limit": args.limit})
-    for rid, why in summary.skipped:
-        print(f"warning: skipped row {rid!r}: {why}", file=sys.stderr)
-    print(f"scored {summary.written} variants with {args.model} on {ran_on}" + (f" -> {args.out}" if args.out else "")
-          + (f" ({summary.already} already there)" if summary.already else "")
-          + (f" ({len(summary.skipped)} invalid row(s) skipped)" if summary.skipped else "")
+    spec = StreamCommand(job, lambda: _units(config, args.limit, args.label), config,
+                         fields=("id", "mutant", "n_mutations", "window", *methods), input=args.input,
+                         empty=f"no rows found in {args.input}", unit_name="variant", chunk_size=256,
+                         skip_label="row ", meta={"limit": args.limit})
+    done = run_command(spec, opts)
+    shard = opts.shard
+    print(f"scored {done.written} variants with {args.model} on {done.ran_on}" + (f" -> {args.out}" if args.out else "")
+          + (f" ({done.already} already there)" if done.already else "")
+          + (f" ({len(done.skipped)} invalid row(s) skipped)" if done.skipped else "")
           + (f" (shard {shard})" if not shard.is_whole else ""), file=sys.stderr)
     if args.saturate and shard.is_whole:
-        _saturation_outputs(args, job, mlm, wild_type, methods)
+        _saturation_outputs(args, job, done.state, wild_type, methods)
     if args.evaluate:
         _evaluate(args, config, methods)
     return 0
@@ -139,7 +124,7 @@ def _stem(out: str) -> Path:
     return p.with_name(p.name[:-len(p.suffix)] if p.suffix else p.name)
 
 
-def _saturation_outputs(args, job, mlm, wild_type: str, methods) -> None:
+def _saturation_outputs(args, job, state, wild_type: str, methods) -> None:
     from ..runtime.writers import read_results
     from ..variants.mutations import residue_positions
     from ..variants.report import saturation_from_rows, write_matrix
@@ -149,8 +134,7 @@ def _saturation_outputs(args, job, mlm, wild_type: str, methods) -> None:
     if score not in methods:
         print("warning: no heatmap (--saturate draws wt_marginals or masked_marginals)", file=sys.stderr)
         return
-    if mlm is None:
-        mlm = job.load("cpu").mlm  # the tokenizer's residue positions (worker runs keep theirs)
+    mlm = (state or job.load("cpu")).mlm  # the tokenizer's residue positions (worker runs keep theirs)
     first = int(residue_positions(mlm, wild_type[:1])[1][0])
     sat = saturation_from_rows(read_results(args.out), wild_type, first, args.offset)
     stem = _stem(args.out)

@@ -60,21 +60,19 @@ from typing import Sequence
 import torch
 
 from ..batching import DEFAULT_BATCH_TOKENS
-from ..errors import MLMProbError
+from ..errors import MLMProbError, exit_status
 from ..jsonl import dumps, trim_partial_line
 # the runner's and the shared names, importable from here as before the split
 from .cdr_h3_common import (ANNEALS, BLOCK_START, CONFIGS, MP_ITERATIONS, PTEMPS, RESULTS_FILE, RUNS_FILE, T5_ANNEAL,
-                            TABLES, TOPPS, WORK_DIR, Config, RunOptions, corpus_bleu, identity_to, read_results,
-                            select_configs, sentence_bleu4, seq_metrics, stutter_rate)
+                            TABLES, TOPPS, WORK_DIR, Config, RunOptions, read_results, select_configs, seq_metrics)
 from .cdr_h3_report import write_report
 from .cdr_h3_runner import Antibody, done_units, load_antibodies, prepare_units, run_config, run_experiment
 from .data_option import add_data_option, resolve_data_dir
 
 __all__ = ["ANNEALS", "ANTIBODY_CSV", "BLOCK_START", "CONFIGS", "MP_ITERATIONS", "PTEMPS", "RESULTS_FILE", "RUNS_FILE",
            "T5_ANNEAL", "TABLES", "TOPPS", "WORK_DIR", "Antibody", "Config", "RunOptions", "antibody_csv",
-           "build_parser", "corpus_bleu", "done_units", "identity_to", "load_antibodies", "main", "prepare_units",
-           "read_results", "run_config", "run_experiment", "select_configs", "sentence_bleu4", "seq_metrics",
-           "stutter_rate"]
+           "build_parser", "done_units", "load_antibodies", "main", "prepare_units", "read_results", "run_config",
+           "run_experiment", "select_configs", "seq_metrics"]
 
 
 # -- command line ----------------------------------------------------------------------------------
@@ -125,11 +123,7 @@ def _append_run(out: Path, entry: dict) -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     args = build_parser().parse_args(argv)
-    try:
-        return _main(args, argv)
-    except MLMProbError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
+    return exit_status(lambda: _main(args, argv))
 
 
 def _main(args, argv) -> int:

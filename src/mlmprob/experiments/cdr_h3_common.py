@@ -1,13 +1,11 @@
 """What the CDR-H3 runner (``cdr_h3``, ``cdr_h3_runner``) and its report (``cdr_h3_report``) share: the
-result file names, the sequence metrics (stutter, identity, BLEU), the sampler configurations and the
-tables that read them, the run settings, and the results reader. Neither the runner nor the report
-is imported here, so the report never depends on the runner.
+result file names, the sequence metrics of a design (``seq_metrics``, computed by ``mlmprob.metrics``),
+the sampler configurations and the tables that read them, the run settings, and the results reader.
+Neither the runner nor the report is imported here, so the report never depends on the runner.
 """
 
 from __future__ import annotations
 
-import math
-from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
@@ -15,6 +13,7 @@ from typing import Sequence
 from ..batching import DEFAULT_BATCH_TOKENS
 from ..errors import MLMProbError
 from ..jsonl import read_jsonl
+from ..metrics.sequences import bleu, identity, stutter_rate
 
 RESULTS_FILE, RUNS_FILE, WORK_DIR = "results.jsonl", "runs.jsonl", "work"
 PTEMPS = (2.0, 1.5, 1.0, 0.8, 0.5)
@@ -25,72 +24,15 @@ T5_ANNEAL, BLOCK_START, MP_ITERATIONS = 0.02, 4, 10
 
 # -- metrics ---------------------------------------------------------------------------------------
 
-def stutter_rate(seq: str) -> float:
-    """Share of adjacent pairs of equal residues; ``nan`` for fewer than two residues.
-
-    >>> stutter_rate("AAAB"), stutter_rate("ACDE")
-    (0.6666666666666666, 0.0)
-    """
-    pairs = len(seq) - 1
-    if pairs < 1:
-        return math.nan
-    return sum(a == b for a, b in zip(seq, seq[1:])) / pairs
-
-
-def _ngrams(seq: Sequence, n: int) -> Counter:
-    return Counter(tuple(seq[i:i + n]) for i in range(len(seq) - n + 1))
-
-
-def corpus_bleu(hypotheses: Sequence[Sequence], references: Sequence[Sequence], max_n: int = 4) -> float:
-    """Corpus BLEU-``max_n`` (Papineni et al.) in [0, 1]: clipped n-gram matches and counts summed
-    over all pairs, geometric mean of the ``n = 1..max_n`` precisions (uniform weights, no
-    smoothing), brevity penalty from the summed lengths. This is the paper's (corpus-level) BLEU;
-    sentence BLEU-4 of a short CDR is 0 unless a 4-gram matches.
-
-    >>> round(corpus_bleu(["ABCD", "ABCE"], ["ABCD", "ABCD"]), 6)   # (7/8 * 5/6 * 3/4 * 1/2) ** (1/4)
-    0.723127
-    >>> corpus_bleu(["AB"], ["AB"], max_n=4)        # no 3-grams at all
-    0.0
-    """
-    match, total = [0] * max_n, [0] * max_n
-    hyp_len = ref_len = 0
-    for h, r in zip(hypotheses, references, strict=True):
-        hyp_len, ref_len = hyp_len + len(h), ref_len + len(r)
-        for n in range(1, max_n + 1):
-            hc, rc = _ngrams(h, n), _ngrams(r, n)
-            total[n - 1] += sum(hc.values())
-            match[n - 1] += sum(min(c, rc[g]) for g, c in hc.items())
-    if hyp_len == 0 or min(total) == 0 or min(match) == 0:
-        return 0.0
-    log_p = sum(math.log(m / t) for m, t in zip(match, total)) / max_n
-    bp = 1.0 if hyp_len > ref_len else math.exp(1 - ref_len / hyp_len)
-    return bp * math.exp(log_p)
-
-
-def sentence_bleu4(hypothesis: str, reference: str) -> float:
-    """Sentence BLEU-4 (no smoothing) of one designed CDR-H3 against the native one."""
-    from ..infill.metrics import bleu
-
-    return bleu(hypothesis, reference, max_n=4)
-
-
-def identity_to(hypothesis: str, reference: str | None) -> float | None:
-    """Fraction of equal residues (equal lengths), None without a reference.
-
-    >>> identity_to("ACDE", "ACDF")
-    0.75
-    """
-    if reference is None:
-        return None
-    if len(hypothesis) != len(reference):
-        raise MLMProbError(f"identity needs equal lengths, got {len(hypothesis)} and {len(reference)}")
-    return sum(a == b for a, b in zip(hypothesis, reference)) / max(len(reference), 1)
-
-
 def seq_metrics(cdr: str, native: str | None) -> dict:
-    """``identity``, ``bleu`` (sentence BLEU-4) and ``stutter`` of one designed sequence."""
-    return {"identity": identity_to(cdr, native),
-            "bleu": None if native is None else sentence_bleu4(cdr, native),
+    """``identity``, ``bleu`` (sentence BLEU-4) and ``stutter`` of one designed sequence (identity and
+    BLEU None without a native sequence).
+
+    >>> seq_metrics("ACDE", "ACDF")
+    {'identity': 0.75, 'bleu': 0.0, 'stutter': 0.0}
+    """
+    return {"identity": None if native is None else identity(cdr, native),
+            "bleu": None if native is None else bleu(cdr, native, max_n=4),
             "stutter": stutter_rate(cdr)}
 
 

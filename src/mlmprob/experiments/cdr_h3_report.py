@@ -17,8 +17,9 @@ from collections import defaultdict
 from pathlib import Path
 
 from ..jsonl import read_jsonl
+from ..metrics.sequences import corpus_bleu, stutter_rate
 from .cdr_h3_common import (ANNEALS, CONFIGS, PTEMPS, RESULTS_FILE, RUNS_FILE, T5_ANNEAL, TABLES, TOPPS, RunOptions,
-                            corpus_bleu, read_results, stutter_rate)
+                            read_results)
 
 REPORT_FILE, NOTES_FILE, ANTIBODIES_FILE = "report.md", "notes.md", "antibodies.json"
 
@@ -48,7 +49,7 @@ def _fmt(m: float, se: float, digits: int = 2) -> str:
     return f"{m:.{digits}f} ± {se:.{digits}f}"
 
 
-class Results:
+class RecordsByConfig:
     """Records grouped by configuration."""
 
     def __init__(self, records: list[dict]):
@@ -114,7 +115,7 @@ def _table(header: list[str], rows: list[list[str]]) -> str:
     return "\n".join(lines)
 
 
-def _sweep_table(res: Results, cols: list[tuple[str, str, str]], burn_in: int) -> str:
+def _sweep_table(res: RecordsByConfig, cols: list[tuple[str, str, str]], burn_in: int) -> str:
     """Rows = metrics, columns = (label, MH config, deg config) pairs: the shape of Tables 1-2."""
     header = [""]
     for label, _, _ in cols:
@@ -139,17 +140,17 @@ def _sweep_table(res: Results, cols: list[tuple[str, str, str]], burn_in: int) -
     return _table(header, rows)
 
 
-def table1(res: Results, burn_in: int) -> str:
+def table1(res: RecordsByConfig, burn_in: int) -> str:
     return _sweep_table(res, [(f"T={t}", f"t1/mh-local-pt{t}", f"t1/gibbs-pt{t}") for t in PTEMPS], burn_in)
 
 
-def table2(res: Results, burn_in: int) -> str:
+def table2(res: RecordsByConfig, burn_in: int) -> str:
     cols = [("p=1.0", "t1/mh-local-pt1.0", "t1/gibbs-pt1.0")]
     cols += [(f"p={p}", f"t2/mh-local-topp{p}", f"t2/gibbs-topp{p}") for p in TOPPS[1:]]
     return _sweep_table(res, cols, burn_in)
 
 
-def table3(res: Results, burn_in: int) -> str:
+def table3(res: RecordsByConfig, burn_in: int) -> str:
     cols = [("Deg", "t3/block-gibbs"), ("Raw", "t3/block-mh-raw"), ("Norm (local)", "t3/block-mh-local"),
             ("single-site Norm (T1, T=1.0)", "t1/mh-local-pt1.0"), ("single-site deg (T1, T=1.0)", "t1/gibbs-pt1.0")]
     rows = []
@@ -162,7 +163,7 @@ def table3(res: Results, burn_in: int) -> str:
     return _table([""] + [label for label, _ in cols], rows)
 
 
-def table4(res: Results, total_epochs: int) -> str:
+def table4(res: RecordsByConfig, total_epochs: int) -> str:
     header = [""]
     for r in ANNEALS:
         header += [f"{r}: E_local ↓ (final)", f"{r}: accept", f"{r}: identity (final)", f"{r}: BLEU-4 (final)"]
@@ -178,7 +179,7 @@ def table4(res: Results, total_epochs: int) -> str:
     return _table(header, rows) + f"\n\nTarget temperature at the last epoch (rate: T): {temps}."
 
 
-def table5(res: Results) -> str:
+def table5(res: RecordsByConfig) -> str:
     rows_cfg = [("Warm-start", "t5/warm-start"), ("Degenerate Gibbs (T=0.8)", "t1/gibbs-pt0.8"),
                 (f"Mask-predict (beam=1, It={CONFIGS['t5/mask-predict-it10'].iterations})", "t5/mask-predict-it10"),
                 (f"Local Energy (MH, proposal T=0.8, anneal {T5_ANNEAL})", f"t5/mh-local-pt0.8-anneal{T5_ANNEAL}"),
@@ -199,7 +200,7 @@ def table5(res: Results) -> str:
     return _table(header, rows)
 
 
-def table_uncond(res: Results, antibodies: list[dict] | None) -> str:
+def table_uncond(res: RecordsByConfig, antibodies: list[dict] | None) -> str:
     cfgs = [("Warm-start (greedy fill of all masks)", "u/warm-start"),
             (f"Mask-predict (It={CONFIGS['u/mask-predict-it10'].iterations})", "u/mask-predict-it10"),
             ("Degenerate Gibbs (T=1.0)", "u/gibbs-pt1.0"), ("MH-local (T=1.0)", "u/mh-local-pt1.0")]
@@ -230,7 +231,7 @@ def _figure(panels: int):
     return fig, list(axes) if panels > 1 else [axes]
 
 
-def _line(ax, res: Results, name: str, key: str, label: str, **kw) -> bool:
+def _line(ax, res: RecordsByConfig, name: str, key: str, label: str, **kw) -> bool:
     xs, ms, ses = res.trace(name, key)
     if not xs:
         return False
@@ -256,7 +257,7 @@ def _finish(fig, axes, burn_in: int, path: Path, title: str) -> Path | None:
     return path
 
 
-def figure1(res: Results, burn_in: int, path: Path) -> Path | None:
+def figure1(res: RecordsByConfig, burn_in: int, path: Path) -> Path | None:
     """E_local, identity and BLEU vs epoch for MH-local, MH-raw and degenerate Gibbs (T=1.0)."""
     fig, axes = _figure(3)
     lines = [("t1/mh-local-pt1.0", "MH norm (E_local)"), ("f1/mh-raw-pt1.0", "MH raw (E_raw)"),
@@ -273,7 +274,7 @@ def figure1(res: Results, burn_in: int, path: Path) -> Path | None:
     return _finish(fig, axes, burn_in, path, "Figure 1 shape: samplers at proposal T=1.0")
 
 
-def figure2(res: Results, burn_in: int, path: Path) -> Path | None:
+def figure2(res: RecordsByConfig, burn_in: int, path: Path) -> Path | None:
     """Acceptance, E_local and identity vs epoch for annealed MH (local and raw targets)."""
     fig, axes = _figure(3)
     colors = {"local": "tab:blue", "raw": "tab:red"}
@@ -291,7 +292,7 @@ def figure2(res: Results, burn_in: int, path: Path) -> Path | None:
     return _finish(fig, axes, burn_in, path, "Figure 2 shape: MH with target-temperature annealing")
 
 
-def figure4(res: Results, burn_in: int, path: Path) -> Path | None:
+def figure4(res: RecordsByConfig, burn_in: int, path: Path) -> Path | None:
     """Acceptance and novel rates vs epoch for the block samplers (block size 4 -> 1)."""
     fig, axes = _figure(2)
     for c, label in (("t3/block-mh-raw", "block MH raw"), ("t3/block-mh-local", "block MH norm"),
@@ -314,7 +315,7 @@ def _runs(out: Path) -> list[dict]:
 def write_report(out: str | Path, opts: RunOptions, model: str = "") -> Path:
     """Write ``report.md`` and the figures into ``out`` from its ``results.jsonl``."""
     out = Path(out)
-    res = Results(read_results(out / RESULTS_FILE))
+    res = RecordsByConfig(read_results(out / RESULTS_FILE))
     ab_path = out / ANTIBODIES_FILE
     antibodies = json.loads(ab_path.read_text()) if ab_path.exists() else None
     first = next((r for rs in res.by_config.values() for r in rs if not r["settings"]["unconditional"]), None)

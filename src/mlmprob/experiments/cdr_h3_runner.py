@@ -18,11 +18,12 @@ from typing import Sequence
 
 import torch
 
+from ..alphabet import is_protein
 from ..errors import MLMProbError
 from ..jsonl import dumps, trim_partial_line
+from ..metrics.sequences import stutter_rate
 from ..models.protocol import MaskedLM
-from .cdr_h3_common import (CONFIGS, RESULTS_FILE, WORK_DIR, Config, RunOptions, read_results, seq_metrics,
-                            stutter_rate)
+from .cdr_h3_common import CONFIGS, RESULTS_FILE, WORK_DIR, Config, RunOptions, read_results, seq_metrics
 
 # -- data ------------------------------------------------------------------------------------------
 
@@ -50,7 +51,7 @@ def load_antibodies(path: str | Path, n: int, column: str = "HC", id_column: str
     out = []
     for rec in read_records(path, "csv", column, id_column):
         seq = rec.seq.strip().upper()
-        if not seq or set(seq) - set("ACDEFGHIKLMNPQRSTVWY"):
+        if not is_protein(seq):
             continue
         if max_residues is not None and len(seq) > max_residues:
             continue

@@ -1,7 +1,7 @@
 """The ``en-small`` English model: held-out evaluation and export into the package.
 
 Evaluation sets (never trained on): the trainer's own held-out split of the training corpus, SNLI
-test sentences and XSum test summaries (``mlmprob.infill.english_sets.evaluation_sets``). Per set:
+test sentences and XSum test summaries (``mlmprob.experiments.english_sets.evaluation_sets``). Per set:
 
 - single-token masked accuracy and PLL per token: every token masked on its own (the
   pseudo-log-likelihood copies), top-1 over the whole vocabulary;
@@ -19,16 +19,16 @@ import argparse
 import json
 import math
 import shutil
-import sys
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import torch
 
-from ..errors import MLMProbError
+from ..batching import iter_masked_logits, read_logits
+from ..errors import MLMProbError, exit_status
 from ..jsonl import dumps
-from ..infill.english_sets import FILES as EVAL_FILES
+from .english_sets import FILES as EVAL_FILES
 from ..training.data import TextSource, split_heldout
 from ..training.masking import generator_for, select_positions
 from .data_option import add_data_option, resolve_data_dir
@@ -81,26 +81,20 @@ def score_set(mlm, name: str, sentences: list[str], *, unigram_id: int | None = 
     scored = default_positions(mlm, ids)
     rows, cols = scored.nonzero(as_tuple=True)
     correct, logp_sum, uni = 0, 0.0, 0
-    for i in range(0, len(rows), batch_rows):
-        r, c = rows[i: i + batch_rows], cols[i: i + batch_rows]
-        x = ids[r].clone()
-        x[torch.arange(len(r)), c] = mlm.mask_id
-        lg = mlm.logits_at(x, torch.arange(len(r)), c).double()
-        gold = ids[r, c]
+    for q, lg in iter_masked_logits(mlm, ids, rows, cols, batch_tokens=batch_rows * ids.shape[1]):
+        lg = lg.double()
+        gold = ids[rows[q], cols[q]]
         correct += int((lg.argmax(-1) == gold).sum())
         logp_sum += float(torch.log_softmax(lg, -1).gather(1, gold[:, None]).sum())
         if unigram_id is not None:
             uni += int((gold == unigram_id).sum())
     # 15 % joint masking as in training: k = max(1, round(0.15 n)) tokens of each sentence, seeded per set
     sel = select_positions(scored, 0.15, generator_for(seed, "english-eval", name))
-    jc, jn = 0, int(sel.sum())
+    jn = int(sel.sum())
     x = ids.masked_fill(sel, mlm.mask_id)
-    for i in range(0, len(ids), 64):
-        s = sel[i: i + 64]
-        rr, cc = s.nonzero(as_tuple=True)
-        if len(rr):
-            lg = mlm.logits_at(x[i: i + 64], rr, cc)
-            jc += int((lg.argmax(-1) == ids[i: i + 64][rr, cc]).sum())
+    rr, cc = sel.nonzero(as_tuple=True)
+    lg = read_logits(mlm, x, rr, cc, groups=torch.arange(len(x)))  # each sentence its own record
+    jc = int((lg.argmax(-1) == ids[rr, cc]).sum()) if jn else 0
     n = len(rows)
     pll = logp_sum / n
     return EnglishScores(name, len(sentences), n, correct / n, pll, math.exp(-pll), jc / max(jn, 1), jn,
@@ -109,9 +103,9 @@ def score_set(mlm, name: str, sentences: list[str], *, unigram_id: int | None = 
 
 
 def _encodable(mlm, texts: list[str]):
-    """``infill.english_gaps.encode_sentences`` of ``texts``, with the skipped counted by reason
+    """``english_gaps.encode_sentences`` of ``texts``, with the skipped counted by reason
     (``n_long``, ``n_unknown``); any other reason to refuse a text is an error."""
-    from ..infill.english_gaps import Sentence, encode_sentences
+    from .english_gaps import Sentence, encode_sentences
 
     enc = encode_sentences(mlm, [Sentence(str(i), t) for i, t in enumerate(texts)])
     n_unknown = sum("unknown token" in why for _, why in enc.skipped)
@@ -150,11 +144,6 @@ def split_lines(run_dir: Path, corpus: Path) -> tuple[list[str], list[str]]:
     return train, held
 
 
-def heldout_lines(run_dir: Path, corpus: Path) -> list[str]:
-    """The trainer's held-out lines of ``corpus`` (see ``split_lines``)."""
-    return split_lines(run_dir, corpus)[1]
-
-
 def most_frequent_token(mlm, lines: list[str]) -> int:
     """The most frequent non-special token of the encodable ``lines``."""
     enc = _encodable(mlm, lines)[0]
@@ -162,11 +151,11 @@ def most_frequent_token(mlm, lines: list[str]) -> int:
     return int(torch.bincount(tokens, minlength=mlm.vocab_size).argmax())
 
 
-def evaluate(model: str, out: Path, data: str | Path, corpus: Path, run_dir: Path, n: int, seed: int) -> list:
+def evaluate_model(model: str, out: Path, data: str | Path, corpus: Path, run_dir: Path, n: int, seed: int) -> list:
     """Score ``model`` on the run's held-out lines, SNLI and XSum; the unigram baseline is the most
     frequent token of the run's training lines."""
     from ..models import load_mlm
-    from ..infill.english_sets import evaluation_sets
+    from .english_sets import evaluation_sets
 
     mlm = load_mlm(model)
     train_lines, held = split_lines(run_dir, corpus)
@@ -279,23 +268,20 @@ def main(argv=None) -> int:
     x.add_argument("--run", default="runs/en-small/train")
     x.add_argument("--to", default=str(builtin_dir()))
     args = p.parse_args(argv)
-    try:
-        if args.cmd == "evaluate":
-            if args.threads:
-                torch.set_num_threads(args.threads)
-            data = resolve_data_dir(args.data, EVAL_FILES)      # before loading anything: absent data is one clear line
-            evaluate(args.model, Path(args.out), data, Path(args.corpus), Path(args.run), args.n, args.seed)
-            cmd = Path(args.command_file).read_text() if args.command_file else None
-            run_dir = Path(args.run)
-            if (run_dir / "loss_curve.png").is_file():
-                shutil.copy2(run_dir / "loss_curve.png", Path(args.out) / "loss_curve.png")
-            print(write_report(Path(args.out), run_dir, cmd))
-        else:
-            print(export(Path(args.run), Path(args.to)))
-    except MLMProbError as err:
-        print(f"error: {err}", file=sys.stderr)
-        return 2
-    return 0
+    return exit_status(lambda: _evaluate_command(args) if args.cmd == "evaluate" else print(export(Path(args.run),
+                                                                                                    Path(args.to))))
+
+
+def _evaluate_command(args) -> None:
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    data = resolve_data_dir(args.data, EVAL_FILES)      # before loading anything: absent data is one clear line
+    evaluate_model(args.model, Path(args.out), data, Path(args.corpus), Path(args.run), args.n, args.seed)
+    cmd = Path(args.command_file).read_text() if args.command_file else None
+    run_dir = Path(args.run)
+    if (run_dir / "loss_curve.png").is_file():
+        shutil.copy2(run_dir / "loss_curve.png", Path(args.out) / "loss_curve.png")
+    print(write_report(Path(args.out), run_dir, cmd))
 
 
 if __name__ == "__main__":  # pragma: no cover

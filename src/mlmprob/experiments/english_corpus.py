@@ -3,7 +3,7 @@
 Sources (training): the Brown corpus (tags stripped), Jane Austen's six novels (paragraphs split into
 sentences), WikiText-2 valid+test (``@-@`` joins undone; sentences with ``<unk>`` dropped), and the
 5k WikiText-103 and BookCorpus sentences. SNLI and XSum are *not* read here: they are kept for
-evaluation (``evaluation_sets``, defined in ``mlmprob.infill.english_sets``). Nothing is copied into
+evaluation (``evaluation_sets``, defined in ``mlmprob.experiments.english_sets``). Nothing is copied into
 the repository; the corpus is written to an ignored run directory.
 
     python -m mlmprob.experiments.english_corpus --data ../shared/data --out runs/en-small/corpus.txt
@@ -16,14 +16,13 @@ from __future__ import annotations
 import argparse
 import json
 import re
-import sys
 import zipfile
 from pathlib import Path
 
-from ..errors import MLMProbError
+from ..errors import exit_status
 from ..jsonl import dumps
 # the held-out sets and the word limits the training sentences share with them (importable from here too)
-from ..infill.english_sets import MAX_WORDS, MIN_WORDS, evaluation_sets
+from .english_sets import MAX_WORDS, MIN_WORDS, evaluation_sets
 from .data_option import add_data_option, resolve_data_dir
 
 __all__ = ["AUSTEN", "CORPUS_FILES", "MAX_WORDS", "MIN_WORDS", "corpus_sentences", "detokenize_wikitext",
@@ -119,11 +118,7 @@ def read_lines(path: Path) -> list[str]:
 
 def corpus_sentences(data_dir) -> dict[str, list[str]]:
     """Training sentences by source, each filtered to ``MIN_WORDS..MAX_WORDS`` words."""
-    d = Path(data_dir)
-    missing = [str(d / f) for f in CORPUS_FILES if not (d / f).is_file()]
-    if missing:
-        raise MLMProbError(f"English data missing under {d}: {', '.join(missing)} (pass --data DIR, the shared "
-                           "data folder)")
+    d = resolve_data_dir(data_dir, CORPUS_FILES)
     raw = {
         "brown": read_brown(d / "brown.zip"),
         "austen": [s for a in AUSTEN for s in read_austen(d / f"austen_{a}.txt")],
@@ -152,12 +147,7 @@ def main(argv=None) -> int:
     add_data_option(p, "brown.zip, the Austen novels, wikitext2_*.txt, wiki103_5k.txt and tbc_5k.txt")
     p.add_argument("--out", required=True)
     args = p.parse_args(argv)
-    try:
-        print(dumps(write_corpus(resolve_data_dir(args.data, CORPUS_FILES), args.out)))
-    except MLMProbError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
-    return 0
+    return exit_status(lambda: print(dumps(write_corpus(resolve_data_dir(args.data, CORPUS_FILES), args.out))))
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -11,10 +11,11 @@ from dataclasses import asdict, dataclass
 import torch
 
 from ..errors import MLMProbError
+from ..joints.constructions import METHODS
 from ..synthetic import SyntheticLanguage
 
 RESULTS = "results.jsonl"
-JOINT_METHODS = ("mlm", "mrf_logit", "mrf", "hcb", "ag")
+JOINT_METHODS = METHODS   # every pair-joint construction, in the library's order
 BEAMS = (("standard", "l2r"), ("hcb", "l2r"), ("standard", "best"), ("hcb", "best"))
 
 

@@ -6,14 +6,14 @@
 from __future__ import annotations
 
 import json
-import math
 import sys
 from pathlib import Path
 
+from ..joints.constructions import METHOD_LABELS
 from ..jsonl import read_jsonl
+from ..metrics.significance import exact_sign_test
 from .ground_truth_common import BEAMS, JOINT_METHODS, RESULTS, empirical, tv
 
-JOINT_NAMES = {"mlm": "MLM", "mrf_logit": "MRF-logit", "mrf": "MRF", "hcb": "HCB", "ag": "AG"}
 MIX_WINDOW = 3      # epochs in the moving average of the statistic's TV
 MIX_FACTOR = 2.0    # mixed: the moving average stays within this multiple of the i.i.d. noise floor
 
@@ -111,8 +111,8 @@ def tables(cfg: dict, recs: list[dict]) -> list[str]:
               f"{pairs[0]['n']} held-out (sequence, random pair) draws per coupling. KL(true || construction), "
               "nats, and P-PPL of the gold pair (the held-out values, exact samples of the true pair joint); "
               "`true` is the P-PPL of the exact joint itself, `exp H` the exponentiated mean true entropy.", "",
-              "| J | " + " | ".join(f"KL {JOINT_NAMES[m]}" for m in JOINT_METHODS) + " | "
-              + " | ".join(f"P-PPL {JOINT_NAMES[m]}" for m in JOINT_METHODS) + " | P-PPL true | exp H |",
+              "| J | " + " | ".join(f"KL {METHOD_LABELS[m]}" for m in JOINT_METHODS) + " | "
+              + " | ".join(f"P-PPL {METHOD_LABELS[m]}" for m in JOINT_METHODS) + " | P-PPL true | exp H |",
               "|---" * (2 * len(JOINT_METHODS) + 3) + "|"]
         for r in pairs:
             L.append(f"| {r['coupling']:g} | " + " | ".join(_f(r["kl"][m], 4) for m in JOINT_METHODS) + " | "
@@ -163,7 +163,7 @@ def tables(cfg: dict, recs: list[dict]) -> list[str]:
                   " (same seed and length, so the last row is the coupling table's model)"
                   if J in cfg["couplings"] and max(cfg["curve_steps"]) == cfg["steps"] else "")
               + f". Infill: mode rate for gaps of k = {k_last}; samplers as above.", "",
-              "| step | unary KL | " + " | ".join(f"pair KL {JOINT_NAMES[m]}" for m in JOINT_METHODS)
+              "| step | unary KL | " + " | ".join(f"pair KL {METHOD_LABELS[m]}" for m in JOINT_METHODS)
               + " | infill mode std l2r | infill mode HCB l2r | TV(target, truth) | MH TV target | Gibbs TV truth |",
               "|---" * (len(JOINT_METHODS) + 7) + "|"]
         last_k = {r["step"]: r for r in curve_i if r["k"] == k_last}
@@ -216,11 +216,11 @@ def findings(recs: list[dict]) -> list[str]:
         wins = {m: sum(min(JOINT_METHODS, key=lambda x: r["kl"][x]) == m for r in pairs) for m in JOINT_METHODS}
         second = sorted(mean, key=mean.get)[1]
         n, k = len(pairs), sum(r["kl"][best] < r["kl"][second] for r in pairs)
-        p = min(1.0, 2 * sum(math.comb(n, j) for j in range(max(k, n - k), n + 1)) / 2 ** n)
-        L.append(f"- Lowest mean KL to the true pair joint: **{JOINT_NAMES[best]}** (mean KL over couplings "
-                 + ", ".join(f"{JOINT_NAMES[m]} {mean[m]:.4f}" for m in JOINT_METHODS) + "; lowest KL at "
-                 + ", ".join(f"{JOINT_NAMES[m]} {wins[m]}" for m in JOINT_METHODS if wins[m]) + " of "
-                 + f"{n} couplings). Against the runner-up {JOINT_NAMES[second]}: lower at {k} of {n} couplings, "
+        p = exact_sign_test(k, n - k)
+        L.append(f"- Lowest mean KL to the true pair joint: **{METHOD_LABELS[best]}** (mean KL over couplings "
+                 + ", ".join(f"{METHOD_LABELS[m]} {mean[m]:.4f}" for m in JOINT_METHODS) + "; lowest KL at "
+                 + ", ".join(f"{METHOD_LABELS[m]} {wins[m]}" for m in JOINT_METHODS if wins[m]) + " of "
+                 + f"{n} couplings). Against the runner-up {METHOD_LABELS[second]}: lower at {k} of {n} couplings, "
                  + f"exact two-sided sign test p = {p:.3g}"
                  + (" (not established with this many couplings)." if p >= 0.05 else "."))
     samplers = _by(recs, "samplers", "coupling/")
@@ -280,9 +280,9 @@ def plots(cfg: dict, recs: list[dict], out: Path) -> list[str]:
     if pairs:
         fig, ax = plt.subplots(1, 2, figsize=(11, 4))
         for m in JOINT_METHODS:
-            ax[0].plot([r["coupling"] for r in pairs], [r["kl"][m] for r in pairs], "o-", label=JOINT_NAMES[m])
+            ax[0].plot([r["coupling"] for r in pairs], [r["kl"][m] for r in pairs], "o-", label=METHOD_LABELS[m])
             if curve_p:
-                ax[1].plot([r["step"] for r in curve_p], [r["kl"][m] for r in curve_p], "o-", label=JOINT_NAMES[m])
+                ax[1].plot([r["step"] for r in curve_p], [r["kl"][m] for r in curve_p], "o-", label=METHOD_LABELS[m])
         ax[0].set(xlabel="coupling J", ylabel="KL(true pair joint || construction)", title="pair joints vs coupling")
         ax[1].set(xlabel="training step", ylabel="KL(true || construction)", xscale="log",
                   title=f"pair joints vs training (J={curve_p[0]['coupling']:g})" if curve_p else "")
@@ -315,7 +315,7 @@ def plots(cfg: dict, recs: list[dict], out: Path) -> list[str]:
             ax[0].plot(x, [r["final"]["kl"] for r in rows], "o", ls=ls, color="k", label=f"unary ({mode})")
             for m, c in (("mlm", "C0"), ("hcb", "C1"), ("ag", "C2")):
                 ax[0].plot(x, [mp[_model_of(r)]["kl"][m] for r in rows], "o", ls=ls, color=c,
-                           label=f"pair {JOINT_NAMES[m]} ({mode})")
+                           label=f"pair {METHOD_LABELS[m]} ({mode})")
             sm = [ms[_model_of(r)] for r in rows]
             ax[1].plot(x, [s_["tv_target_truth"] for s_ in sm], "o", ls=ls, color="C0", label=f"exp(-E)/Z ({mode})")
             ax[1].plot(x, [s_["gibbs"]["tv_truth"] for s_ in sm], "o", ls=ls, color="C1", label=f"Gibbs samples ({mode})")

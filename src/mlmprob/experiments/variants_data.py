@@ -30,7 +30,7 @@ from typing import Sequence
 import torch
 
 from ..batching import DEFAULT_BATCH_TOKENS
-from ..errors import MLMProbError
+from ..errors import MLMProbError, exit_status
 from ..jsonl import dumps, trim_partial_line
 from .data_option import add_data_option, resolve_data_dir
 from .variants_data_common import (GDPA1_CSV, JAIN_CSV, NEG_CSV, POS_CSV, RUNS_FILE, load_library,
@@ -72,11 +72,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     args = build_parser().parse_args(argv)
-    try:
-        return _main(args, argv)
-    except MLMProbError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
+    return exit_status(lambda: _main(args, argv))
 
 
 def _append_run(out: Path, entry: dict) -> None:

@@ -21,6 +21,7 @@ from pathlib import Path
 
 import torch
 
+from ..alphabet import is_protein
 from ..errors import MLMProbError
 from ..jsonl import dumps, read_jsonl, trim_partial_line
 
@@ -32,7 +33,6 @@ POS_CSV, NEG_CSV = "antibody/mHER_H3_AgPos.csv", "antibody/mHER_H3_AgNeg.csv"
 GDPA1_CSV, JAIN_CSV = "antibody/GDPa1_v1.2.csv", "antibody/jain137.csv"
 GDPA1_ASSAYS = ("Titer", "Purity", "SEC %Monomer", "SMAC", "HIC", "HAC", "PR_CHO", "PR_Ova", "AC-SINS_pH6.0",
                 "AC-SINS_pH7.4", "Tonset", "Tm1", "Tm2")
-AMINO = set("ACDEFGHIKLMNPQRSTVWY")
 LIBRARY_FILE = "library.json"
 RUNS_FILE = "runs.jsonl"
 
@@ -78,7 +78,7 @@ def load_library(data: Path, seed: int = 0) -> Library:
     classes = []
     for raw in (pos_raw, neg_raw):
         seqs = sorted(set(raw) - both - {WT_CDR})    # the wild type itself has no mutation to score
-        bad = [s for s in seqs if len(s) != len(WT_CDR) or set(s) - AMINO]
+        bad = [s for s in seqs if len(s) != len(WT_CDR) or not is_protein(s)]
         if bad:
             raise MLMProbError(f"CDR-H3 {bad[0]!r} is not {len(WT_CDR)} standard residues")
         perm = torch.randperm(len(seqs), generator=torch.Generator().manual_seed(seed)).tolist()
@@ -94,7 +94,7 @@ def load_library(data: Path, seed: int = 0) -> Library:
 
 
 @dataclass(frozen=True)
-class Antibody:
+class AssayedAntibody:
     """One antibody of a developability set: id, VH, and its assay values (None when missing)."""
 
     id: str
@@ -110,7 +110,7 @@ def _number(x: str):
     return v if math.isfinite(v) else None
 
 
-def load_assay_set(data: Path, name: str) -> tuple[list[Antibody], list[str]]:
+def load_assay_set(data: Path, name: str) -> tuple[list[AssayedAntibody], list[str]]:
     """``name`` in {"gdpa1", "jain"}: the antibodies whose VH has only standard residues, and the
     assay names. Jain-137's blank row and footnote are dropped (rows without a VH)."""
     if name == "gdpa1":
@@ -130,9 +130,9 @@ def load_assay_set(data: Path, name: str) -> tuple[list[Antibody], list[str]]:
     out = []
     for r in rows:
         vh = (r.get(vh_col) or "").strip().upper()
-        if not vh or set(vh) - AMINO:
+        if not is_protein(vh):
             continue
-        out.append(Antibody(r[id_col].strip(), vh, {a: _number(r.get(a)) for a in assays}))
+        out.append(AssayedAntibody(r[id_col].strip(), vh, {a: _number(r.get(a)) for a in assays}))
     return out, assays
 
 

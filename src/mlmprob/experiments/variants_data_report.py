@@ -20,7 +20,7 @@ from ..errors import MLMProbError
 from ..sampling.cdr import find_cdr_h3
 from ..variants.baselines import kd_mean
 from .variants_data_common import RUNS_FILE, load_assay_set, read_library_meta
-from .variants_data_stats import (BASELINES, JOINT, Interval, library_table, load_scores, load_set_pll,
+from .variants_data_stats import (BASELINES, JOINT, library_table, load_scores, load_set_pll,
                                   spearman_interval, timings_of_sets)
 
 BASELINE_DOC = {"blosum62": "sum of BLOSUM62 scores of the substitutions",

@@ -21,6 +21,7 @@ from typing import Callable, Sequence
 
 import torch
 
+from ..alphabet import AMINO_ACIDS
 from ..batching import DEFAULT_BATCH_TOKENS
 from ..errors import MLMProbError
 from ..jsonl import trim_partial_line
@@ -107,7 +108,7 @@ class Encoder:
         self.wt = enc.input_ids[0]
         self.n_residues = len(full)
         self.positions = [index[len(FRAMEWORK) + j] for j in range(len(WT_CDR))]
-        alphabet = "ACDEFGHIKLMNPQRSTVWY"
+        alphabet = AMINO_ACIDS
         a = mlm.encode(_texts_for(mlm, [alphabet]))
         ids = [int(t) for t, w in zip(a.input_ids[0].tolist(), a.word_ids[0].tolist()) if w >= 0]
         self.tokens = dict(zip(alphabet, ids))

@@ -1,6 +1,6 @@
 """Numbers of the ``variants_data`` report: the scores read back from the result files, and
-paired bootstrap estimates (every score of a table sees the same resamples, so that differences
-between two scores get their own interval).
+paired bootstrap estimates (``mlmprob.metrics.ranking.PairedBootstrap``: every score of a table sees
+the same resamples, so that differences between two scores get their own interval).
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from pathlib import Path
 import torch
 
 from ..errors import MLMProbError
-from ..variants.metrics import BOOT_ELEMENTS, auroc, ndcg, spearman
+from ..metrics.ranking import Estimate, PairedBootstrap, auroc, auroc_within, ndcg, spearman
 from .variants_data_common import read_chunks
 from .variants_data_runner import GROUPS, SET_GROUPS
 
@@ -109,93 +109,6 @@ def timings_of_sets(out: Path) -> list[Timing]:
     return res
 
 
-@dataclass(frozen=True)
-class Interval:
-    value: float
-    low: float
-    high: float
-
-    def fmt(self, digits: int = 3) -> str:
-        if math.isnan(self.value):
-            return "n/a"
-        if math.isnan(self.low):
-            return f"{self.value:.{digits}f}"
-        return f"{self.value:.{digits}f} [{self.low:.{digits}f}, {self.high:.{digits}f}]"
-
-    @property
-    def above_zero(self) -> bool:
-        return self.low > 0
-
-    @property
-    def below_zero(self) -> bool:
-        return self.high < 0
-
-
-def _interval(value: float, boots: torch.Tensor, level: float = 0.95) -> Interval:
-    boots = boots[torch.isfinite(boots)]
-    if len(boots) == 0:
-        return Interval(value, float("nan"), float("nan"))
-    q = torch.tensor([(1 - level) / 2, (1 + level) / 2], dtype=torch.float64)
-    lo, hi = torch.quantile(boots, q).tolist()
-    return Interval(value, lo, hi)
-
-
-class PairedBootstrap:
-    """A metric of several scores against one target on the same ``n_boot`` resamples of ``n`` rows."""
-
-    def __init__(self, metric, preds: dict[str, torch.Tensor], target: torch.Tensor, *, n_boot: int, seed: int):
-        n = len(target)
-        if n < 2:
-            raise MLMProbError(f"a bootstrap needs at least 2 rows, got {n}")
-        self.values = {k: float(metric(p, target)) for k, p in preds.items()}
-        g = torch.Generator().manual_seed(seed)
-        per = max(1, BOOT_ELEMENTS // n)
-        boots: dict[str, list] = {k: [] for k in preds}
-        for start in range(0, n_boot, per):
-            idx = torch.randint(n, (min(per, n_boot - start), n), generator=g)
-            t = target[idx]
-            for k, p in preds.items():
-                boots[k].append(metric(p[idx], t))
-        self.boots = {k: torch.cat(v) for k, v in boots.items()}
-
-    def estimate(self, key: str) -> Interval:
-        return _interval(self.values[key], self.boots[key])
-
-    def difference(self, a: str, b: str) -> Interval:
-        return _interval(self.values[a] - self.values[b], self.boots[a] - self.boots[b])
-
-
-def auroc_within(pred: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
-    """AUROC over the binder / non-binder pairs with the same number of mutations: ``target`` =
-    ``label + 2 k``. Mann-Whitney within each stratum ``k``, summed over the strata (ties count 1/2);
-    a score that only counts mutations gets exactly 0.5.
-
-    >>> k = torch.tensor([1., 1, 2, 2])
-    >>> float(auroc_within(torch.tensor([0., 1, 5, 4]), torch.tensor([0., 1, 0, 1]) + 2 * k))
-    0.5
-    >>> float(auroc_within(-k, torch.tensor([0., 1, 0, 1]) + 2 * k))
-    0.5
-    """
-    from ..variants.metrics import rank_average
-
-    y = torch.remainder(target, 2)
-    k = torch.div(target, 2, rounding_mode="floor").long()
-    n = pred.shape[-1]
-    k = k - k.min()
-    S = int(k.max()) + 1
-    combined = k.double() * (n + 1) + rank_average(pred.double())
-    rank = rank_average(combined)                                   # strata in order, ranks within kept
-    zeros = torch.zeros(k.shape[:-1] + (S,), dtype=torch.float64)
-    size = zeros.scatter_add(-1, k, torch.ones_like(rank))          # [..., S]
-    below = torch.cumsum(size, -1) - size                           # items in lower strata
-    within = rank - below.gather(-1, k)
-    n1 = zeros.scatter_add(-1, k, y.double())
-    n0 = size - n1
-    u = (within * y).sum(-1) - (n1 * (n1 + 1) / 2).sum(-1)
-    pairs = (n1 * n0).sum(-1)
-    return torch.where(pairs > 0, u / pairs.clamp(min=1), torch.full_like(u, float("nan")))
-
-
 def ndcg10(pred: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
     return ndcg(pred, target, 0.1)
 
@@ -209,19 +122,20 @@ def library_table(scores: list[Score], labels: torch.Tensor, rows: int, *, n_boo
     perm = torch.randperm(rows, generator=torch.Generator().manual_seed(seed))
     preds = {s.label: s.values[:rows][perm] for s in use}
     y = labels[:rows].double()[perm]
-    res = {"auroc": PairedBootstrap(auroc, preds, y, n_boot=n_boot, seed=seed),
-           "ndcg": PairedBootstrap(ndcg10, preds, y, n_boot=n_boot, seed=seed)}
+    res = {"auroc": PairedBootstrap(auroc, preds, y, n_boot=n_boot, generator=torch.Generator().manual_seed(seed)),
+           "ndcg": PairedBootstrap(ndcg10, preds, y, n_boot=n_boot, generator=torch.Generator().manual_seed(seed))}
     if mutations is not None:
         strata = y + 2 * mutations[:rows].double()[perm]
-        res["auroc_k"] = PairedBootstrap(auroc_within, preds, strata, n_boot=n_boot, seed=seed)
+        res["auroc_k"] = PairedBootstrap(auroc_within, preds, strata, n_boot=n_boot,
+                                         generator=torch.Generator().manual_seed(seed))
     return res, use
 
 
-def spearman_interval(x: list[float], y: list[float], *, n_boot: int, seed: int = 0) -> tuple[Interval, int]:
+def spearman_interval(x: list[float], y: list[float], *, n_boot: int, seed: int = 0) -> tuple[Estimate, int]:
     """Spearman's rho of the pairs where both are known, with its bootstrap interval, and n."""
     pairs = [(a, b) for a, b in zip(x, y) if a is not None and b is not None and math.isfinite(a) and math.isfinite(b)]
     if len(pairs) < 3:
-        return Interval(float("nan"), float("nan"), float("nan")), len(pairs)
+        return Estimate(float("nan"), float("nan"), float("nan"), len(pairs), 0), len(pairs)
     a, b = (torch.tensor(c, dtype=torch.float64) for c in zip(*pairs))
-    pb = PairedBootstrap(spearman, {"x": a}, b, n_boot=n_boot, seed=seed)
+    pb = PairedBootstrap(spearman, {"x": a}, b, n_boot=n_boot, generator=torch.Generator().manual_seed(seed))
     return pb.estimate("x"), len(pairs)

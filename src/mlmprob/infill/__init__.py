@@ -2,17 +2,17 @@
 
 ``infill`` (standard and HCB beam search, left-to-right or best-to-worst), ``sample_infill`` (the
 sampling baselines with the same forward passes), the ablations (``corrections``), exhaustive
-references (``exhaustive_infill``, ``exact_infill``), metrics, the experiment runner
-(``python -m mlmprob.infill.runner``), paired HCB-vs-standard comparisons (``paired``) and the HCB
-pivot sweep (``python -m mlmprob.infill.pivots``).
+references (``exhaustive_infill``, ``exact_infill``), and the per-gap metrics (from ``mlmprob.metrics``).
+The experiments (the paper's tables, paired HCB-vs-standard comparisons, the HCB pivot sweep) are in
+``mlmprob.experiments`` (``python -m mlmprob.experiments.infill_runner``, ``... .infill_pivots``).
 """
 
+from ..metrics.sequences import bleu, gap_metrics, identity, topk_hit
 from .baselines import BASELINES, SamplingConfig, sample_infill
 from .beam import beam_search, infill, resolve_pivot
 from .corrections import ContextScramble, Pivot, RandomTokenSwap, Standard
 from .exhaustive import exact_infill, exhaustive_infill
 from .gap import InfillCandidate, candidate_ids, prepare_gap
-from .metrics import bleu, gap_metrics, identity, topk_hit
 
 __all__ = ["BASELINES", "ContextScramble", "InfillCandidate", "Pivot", "RandomTokenSwap", "SamplingConfig",
            "Standard", "beam_search", "bleu", "candidate_ids", "exact_infill", "exhaustive_infill", "gap_metrics",

@@ -12,13 +12,12 @@ The unit of work (one output row, one id) is a gap:
   ``f"{record_id}/gap{k}"`` (``k = 1, 2, ...`` from the left); while one gap is filled, the
   record's other gaps stay masked.
 
-:class:`InfillJob` is picklable (a frozen dataclass), so ``runtime.engine.run_stream`` can run it in
+:class:`InfillJob` is picklable (a frozen dataclass), so ``runtime.command.run_command`` can run it in
 one process, in one process per device, or on Ray actors.
 """
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass
 from typing import Iterable, Iterator, NamedTuple, Sequence
@@ -151,8 +150,8 @@ class InfillState(NamedTuple):
 
 @dataclass(frozen=True)
 class InfillJob:
-    """Everything a worker needs to fill chunks of :class:`GapUnit` (picklable). ``json_lists`` writes
-    list-valued fields as JSON text (for TSV output)."""
+    """Everything a worker needs to fill chunks of :class:`GapUnit` (picklable). List-valued fields are
+    lists; a TSV writer writes them as JSON text (:func:`mlmprob.runtime.writers.tsv_cell`)."""
 
     model: str
     dtype: str | None = None
@@ -163,7 +162,6 @@ class InfillJob:
     pivot: str | None = None
     batch_tokens: int | None = None
     skip_invalid: bool = False
-    json_lists: bool = False
 
     def load(self, device: str = "auto") -> InfillState:
         """The model on ``device`` (called once per worker), checked against the options."""
@@ -206,8 +204,6 @@ class InfillJob:
                        pivot=state.pivot, batch_tokens=state.batch_tokens)
         lists = {"positions": positions, "fills": [mlm.decode(list(c.tokens)) for c in cands],
                  "scores": [c.score for c in cands], "tokens": [list(c.tokens) for c in cands]}
-        if self.json_lists:
-            lists = {k: json.dumps(v) for k, v in lists.items()}
         return {"id": unit.id, "record": unit.record, "gap": unit.gap, "length": len(positions),
                 "method": self.method, "order": self.order, "beam_size": self.beam_size,
                 "pivot": self.pivot or "mask", **lists}

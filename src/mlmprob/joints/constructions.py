@@ -30,6 +30,8 @@ from ..models.protocol import MaskedLM
 from .conditionals import PairConditionals, pair_conditionals
 
 METHODS = ("mlm", "mrf_logit", "mrf", "hcb", "ag")
+# the one display name of each construction (reports, plots, the app, the CLI), in ``METHODS`` order
+METHOD_LABELS = {"mlm": "MLM", "mrf_logit": "MRF-logit", "mrf": "MRF", "hcb": "HCB", "ag": "AG"}
 DEFAULT_AG_TOL = 1e-10
 DEFAULT_AG_MAX_STEPS = 5000
 

@@ -1,13 +1,12 @@
 """The record file of the pairwise-joint runner, ``OUT/pairs.jsonl``: one JSON record per pair (id
-``SCHEME/I``), written through :func:`mlmprob.runtime.writers.open_writer` (one writer at a time; the
-configuration, shard and dtype in ``OUT/pairs.jsonl.meta.json``). Strict JSON writes -inf and NaN as
+``SCHEME/I``), written by the streaming runner (:func:`mlmprob.runtime.command.run_command`: one writer at a
+time; the configuration, shard and dtype in ``OUT/pairs.jsonl.meta.json``). Strict JSON writes -inf and NaN as
 null; :func:`load_records` restores them. Files of the older runner (a ``{"kind": "config"}`` line
 first, records without ids) are read as they are and upgraded in place before they are continued.
 """
 
 from __future__ import annotations
 
-import json
 import math
 import os
 from pathlib import Path
@@ -57,10 +56,9 @@ def load_records(path: str | Path) -> tuple[dict | None, list[dict]]:
         elif obj.get("kind") == "pair":
             records.append(restore_nonfinite(obj))
     if header is None:
-        try:
-            config = json.loads(path.with_name(path.name + ".meta.json").read_text()).get("config") or None
-        except (OSError, json.JSONDecodeError):
-            config = None
+        from ..runtime.writers import read_meta
+
+        config = read_meta(path).get("config") or None
         if config:
             header = {k: v for k, v in config.items() if k not in ("command", "dtype", "shard", "merged_from")}
     return header, records
@@ -84,21 +82,11 @@ def _dtype_label(mlm, dtype, device: str) -> str | None:
     return None if dt is None else str(dt).replace("torch.", "")
 
 
-def _refuse_other_config(path: Path, old: dict | None, new: dict) -> None:
-    if not old:
-        return
-    diff = [k for k in sorted(set(old) | set(new)) if old.get(k) != new.get(k)]
-    if diff:
-        k = diff[0]
-        raise MLMProbError(f"{path} holds results of another configuration ({k}={old.get(k)!r}, this run has "
-                           f"{k}={new.get(k)!r}); use a new output folder")
-
-
 def _upgrade_legacy(path: Path, config, shard: Shard, dtype: str | None) -> None:
     """An older runner's file (a config line first, records without ids) rewritten in this runner's
     layout, if it holds this configuration."""
     from ..jsonl import trim_partial_line
-    from ..runtime.writers import dumps
+    from ..runtime.writers import dumps, meta_path
 
     first = trim_partial_line(path).split("\n", 1)[0]
     if not first.startswith('{"kind": "config"'):
@@ -109,42 +97,26 @@ def _upgrade_legacy(path: Path, config, shard: Shard, dtype: str | None) -> None
         header = {k: v for k, v in header.items() if k != "column"}   # it had no meaning there
     if shard.count != 1 or any(ident.get(k, v) != v for k, v in header.items()):
         raise MLMProbError(f"{path} holds results of another configuration ({header}); use a new output folder")
-    meta = path.with_name(path.name + ".meta.json")
-    meta.write_text(dumps({"config": _writer_config(config, shard, dtype), "complete": False, "skipped": []}, indent=2) + "\n")
+    meta_path(path).write_text(dumps({"config": _writer_config(config, shard, dtype), "complete": False, "skipped": []}, indent=2) + "\n")
     tmp = path.with_name(path.name + ".tmp")
     tmp.write_text("".join(dumps({"id": f"{r['scheme']}/{r['i']}", **r}) + "\n" for r in records))
     os.replace(tmp, path)
 
 
-def open_records(out_dir: str | Path, config, shard: Shard = Shard.whole(), dtype: str | None = None):
-    """The writer of ``out_dir/pairs.jsonl`` (always resuming; refused while another process writes it,
-    or if it holds another configuration or ``dtype``)."""
+def check_records(out_dir: str | Path, config, shard: Shard = Shard.whole(), dtype: str | None = None) -> dict:
+    """Check ``out_dir/pairs.jsonl`` before a run continues it: an older runner's file is upgraded (under
+    the writer lock: refused while another process writes it), and a file of another configuration or
+    ``dtype`` is refused. Returns the configuration the run's writer stores."""
     from ..runtime.lock import WriterLock
-    from ..runtime.writers import open_writer
+    from ..runtime.writers import config_mismatch, read_meta
 
     path = Path(out_dir) / RECORDS_FILE
     with WriterLock(path):
         _upgrade_legacy(path, config, shard, dtype)
-    meta = path.with_name(path.name + ".meta.json")
-    if path.exists() and meta.exists():
-        try:
-            old = json.loads(meta.read_text()).get("config")
-        except json.JSONDecodeError:
-            old = None
-        _refuse_other_config(path, old, _writer_config(config, shard, dtype))
-    return open_writer(path, resume=True, config=_writer_config(config, shard, dtype))
-
-
-class _Notify:
-    """A writer that also hands every written record to ``callback``."""
-
-    def __init__(self, writer, callback):
-        self._writer, self._callback = writer, callback
-
-    def write(self, rows: list[dict]) -> None:
-        self._writer.write(rows)
-        for r in rows:
-            self._callback(r)
-
-    def __getattr__(self, name):
-        return getattr(self._writer, name)
+    new = _writer_config(config, shard, dtype)
+    old = read_meta(path).get("config") if path.exists() else None
+    k = config_mismatch(old, new) if old else None
+    if k is not None:
+        raise MLMProbError(f"{path} holds results of another configuration ({k}={old.get(k)!r}, this run has "
+                           f"{k}={new.get(k)!r}); use a new output folder")
+    return new

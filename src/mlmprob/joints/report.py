@@ -9,9 +9,9 @@ from typing import Sequence
 
 from ..jsonl import dumps
 from ..errors import MLMProbError
+from .constructions import METHOD_LABELS
 from .metrics import JointSummary, summarize
 
-METHOD_LABELS = {"mlm": "MLM", "mrf_logit": "MRF-L", "mrf": "MRF", "hcb": "HCB", "ag": "AG"}
 REPORT_FILE, SUMMARY_FILE, PLOT_FILE = "report.md", "summary.json", "distance.png"
 SUMMARY_NULLS = ("null: U-PPL/P-PPL are infinite when a gold pair lies outside the candidate vocabulary "
                  "(see n_covered); G-KL, A-KL and rates are undefined without pairs to average")

@@ -15,7 +15,8 @@ pair ``k`` is pair ``i = k // S`` of scheme ``k % S`` (``S`` schemes), so a pair
 depend on ``n_pairs`` and ``--shard I/N`` takes the pairs with ``k % N == I - 1``. Records go to
 ``OUT/pairs.jsonl`` through :func:`mlmprob.runtime.writers.open_writer` (one writer at a time, the
 configuration in ``OUT/pairs.jsonl.meta.json``, ``limit`` = pairs per scheme there); a rerun with the
-same configuration, a larger ``n_pairs`` included, computes only the missing pairs. Worker processes
+same configuration, a larger ``n_pairs`` included, computes only the missing pairs (the streaming runner,
+:func:`mlmprob.runtime.command.run_command`, does shards, workers, Ray, resume and progress). Worker processes
 (one per device) plan the pairs themselves, so only pair numbers travel.
 """
 
@@ -33,8 +34,7 @@ from ..errors import MLMProbError
 from ..models.protocol import MaskedLM, default_positions
 from ..runtime.shard import Shard
 from .evaluate import AGOptions, evaluate_pair
-from .records import (RECORDS_FILE, _dtype_label, _Notify, load_records, open_records,  # noqa: F401
-                      restore_nonfinite)
+from .records import RECORDS_FILE, _dtype_label, check_records, load_records, restore_nonfinite  # noqa: F401
 from .report import (METHOD_LABELS, PLOT_FILE, REPORT_FILE, SUMMARY_FILE, diagnostics, format_report,  # noqa: F401
                      summarize_records, write_report)
 
@@ -199,15 +199,6 @@ class PairPlanner:
         return PlannedPair(scheme, i, s, self._encode(s), a, b)
 
 
-def plan_pairs(mlm: MaskedLM, sequences: Sequence[str], config: JointsConfig) -> Iterator[PlannedPair]:
-    """The deterministic pair list, scheme by scheme; sequences the model cannot encode or without a
-    valid pair are skipped (the next sequence of the permutation is used)."""
-    planner = PairPlanner(mlm, sequences, config)
-    for k in range(len(config.schemes)):
-        for i in range(config.n_pairs):
-            yield planner.pair(k, i)
-
-
 class PairUnit(NamedTuple):
     """Pair ``i`` of scheme number ``s`` (``k = i * S + s`` in the full list); ``id`` names its record."""
 
@@ -296,26 +287,19 @@ def run_joints(mlm: MaskedLM | None, config: JointsConfig, out_dir: str | Path, 
     ``mlm`` (a loaded model) runs the pairs in this process; with ``mlm=None``, or several ``devices``, or
     ``engine="ray"``, every worker loads ``config.model`` on its device in ``dtype``. ``progress`` is
     called with every new record, in pair order."""
-    from ..runtime.engine import run_stream
+    from ..runtime.command import RunOptions, StreamCommand, run_command
 
-    devices = list(devices or ["auto"])
     read_sequences(config.data, config.column, config.max_sequences, config.format)  # bad data: fail before anything
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    in_process = len(devices) == 1 and engine == "local"
-    writer = open_records(out, config, shard, _dtype_label(mlm if in_process else None, dtype, devices[0]))
+    opts = RunOptions(out=str(out / RECORDS_FILE), resume=True, shard=shard, devices=tuple(devices or ["auto"]),
+                      engine=engine, ray_address=ray_address, progress=show_progress, dtype=dtype)
+    stored = check_records(out, config, shard, _dtype_label(mlm if opts.in_process else None, dtype, opts.devices[0]))
     job = JointsJob(config, dtype=dtype, batch_tokens=batch_tokens, allow_pickle=allow_pickle)
-    with writer:
-        if in_process:
-            worker = job.prepare(mlm) if mlm is not None else job.load(devices[0])
-            load = lambda device: worker  # noqa: E731
-        else:
-            load = job.load
-        total = sum(1 for _ in shard.take(range(len(config.schemes) * config.n_pairs)))
-        run_stream(load, job.run, pair_units(config.schemes, config.n_pairs),
-                   writer if progress is None else _Notify(writer, progress), shard=shard, devices=devices,
-                   chunk_size=1, engine=engine, ray_address=ray_address, total=total, progress=show_progress,
-                   unit_name="pair", meta={"limit": config.n_pairs})
+    notify = None if progress is None else (lambda rows: [progress(r) for r in rows])
+    run_command(StreamCommand(job, lambda: pair_units(config.schemes, config.n_pairs), stored, unit_name="pair",
+                              chunk_size=1, meta={"limit": config.n_pairs}, on_rows=notify,
+                              state=job.prepare(mlm) if mlm is not None and opts.in_process else None), opts)
     keep = {(s, i) for s in config.schemes for i in range(config.n_pairs)}
     _, records = load_records(out / RECORDS_FILE)
     return sorted((r for r in records if (r["scheme"], r["i"]) in keep),

@@ -23,8 +23,6 @@ from .hf import HFMaskedLM
 from .precision import apply_precision
 from .tokenizers import ResidueTokenizer
 
-AMINO_ACIDS = "ACDEFGHIKLMNPQRSTVWY"
-
 
 def _package_dir(name: str, install_hint: str) -> Path:
     spec = importlib.util.find_spec(name)

@@ -31,10 +31,11 @@ from typing import Callable, Iterator, Protocol
 
 import torch
 
+from ..defaults import BATCH_TOKENS
 from ..errors import MLMProbError, NonFiniteError
 from .protocol import NONFINITE_HINT, MaskedLM, gather_logits, lengths_of, nonfinite_rows
 
-DEFAULT_BATCH_TOKENS = 65536
+DEFAULT_BATCH_TOKENS = BATCH_TOKENS  # chosen in mlmprob.defaults
 ATTENTION_BUDGET = 16 * 512 * 512
 
 

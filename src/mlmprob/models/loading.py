@@ -6,6 +6,7 @@ from pathlib import Path
 
 import torch
 
+from ..defaults import DEVICE, DTYPE
 from ..errors import ModelLoadError
 from .hf import HFMaskedLM, _max_length_of
 from .precision import apply_precision
@@ -29,7 +30,7 @@ def parse_device(device) -> torch.device:
     return resolve_device(device)
 
 
-def load_mlm(name_or_path: str, device="auto", dtype=None, alphabet: str | None = None, *,
+def load_mlm(name_or_path: str, device=DEVICE, dtype=DTYPE, alphabet: str | None = None, *,
              allow_pickle: bool = False) -> HFMaskedLM | WindowedMLM:
     """Load a masked LM with its tokenizer.
 
@@ -39,6 +40,7 @@ def load_mlm(name_or_path: str, device="auto", dtype=None, alphabet: str | None 
     CPU); ``dtype`` is a ``torch.dtype``, a name (``"float32"``, ``"bfloat16"``, ``"float16"``, or ``"int8"``: the encoder's
     linear layers in int8 on x86 CPUs, see :mod:`mlmprob.models.precision`), ``"auto"`` (chosen by the hardware, see
     :mod:`mlmprob.runtime.device`) or None (the weights' own dtype, float32 for the built-in models).
+    Both default to :mod:`mlmprob.defaults` (``auto``), the defaults of the CLI's ``--device``/``--dtype``.
     Protein models (ESM, ProtBERT, ...) are recognised by their tokenizer, or by ``alphabet`` (the
     letters they may propose, default the 20 canonical residues): see ``mlmprob.models.protein``.
 

@@ -19,12 +19,12 @@ Such a model gets:
 
 from __future__ import annotations
 
+from ..alphabet import AMINO_ACIDS
 from ..errors import ModelLoadError
 from .hf import HFMaskedLM
 from .tokenizers import ResidueTokenizer
 from .windowed import WindowedMLM
 
-CANONICAL = "ACDEFGHIKLMNPQRSTVWY"
 MAX_EXTRA_LETTERS = 12  # single characters beyond the 20 residues a protein vocabulary may hold
 
 
@@ -39,7 +39,7 @@ def is_protein_tokenizer(hf_tok) -> bool:
 
     >>> import transformers, tempfile, pathlib
     >>> d = pathlib.Path(tempfile.mkdtemp())
-    >>> _ = (d / "vocab.txt").write_text("\\n".join(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + list(CANONICAL)))
+    >>> _ = (d / "vocab.txt").write_text("\\n".join(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + list(AMINO_ACIDS)))
     >>> is_protein_tokenizer(transformers.BertTokenizer(str(d / "vocab.txt"), do_lower_case=False))
     True
     """
@@ -53,14 +53,14 @@ def is_protein_tokenizer(hf_tok) -> bool:
         if len(t) != 1 or t.islower():
             return False
         singles.add(t)
-    return set(CANONICAL) <= singles and len(singles) <= len(CANONICAL) + MAX_EXTRA_LETTERS
+    return set(AMINO_ACIDS) <= singles and len(singles) <= len(AMINO_ACIDS) + MAX_EXTRA_LETTERS
 
 
 class ProteinTokenizer(ResidueTokenizer):
     """A ``ResidueTokenizer`` that also reads residues separated by white space (ProtBERT's
     ``"M K T A"``); ``decode`` gives the plain string.
 
-    >>> tok = ProteinTokenizer(["<cls>", "<pad>", "<eos>", "<mask>"] + list(CANONICAL), bos="<cls>", eos="<eos>",
+    >>> tok = ProteinTokenizer(["<cls>", "<pad>", "<eos>", "<mask>"] + list(AMINO_ACIDS), bos="<cls>", eos="<eos>",
     ...                        pad="<pad>", mask="<mask>")
     >>> ids = tok.encode(["M K T A", "mkt_"]).input_ids
     >>> tok.decode(ids[0]), tok.decode(ids[1])
@@ -96,11 +96,12 @@ def alphabet_ids(tok: ResidueTokenizer, alphabet: str | None) -> list[int]:
     """Token ids of the proposal alphabet: the 20 canonical residues by default (or for
     ``"canonical"``/``"protein"``), else the letters of ``alphabet``, each a residue of the vocabulary.
 
-    >>> tok = ResidueTokenizer(["<pad>", "<mask>"] + list(CANONICAL + "X"), bos=None, eos=None, pad="<pad>", mask="<mask>")
+    >>> tok = ResidueTokenizer(["<pad>", "<mask>"] + list(AMINO_ACIDS + "X"), bos=None, eos=None, pad="<pad>",
+    ...                        mask="<mask>")
     >>> len(alphabet_ids(tok, None)), alphabet_ids(tok, "ACX")
     (20, [2, 3, 22])
     """
-    letters = CANONICAL if alphabet is None or alphabet.lower() in ("canonical", "protein") else alphabet.upper()
+    letters = AMINO_ACIDS if alphabet is None or alphabet.lower() in ("canonical", "protein") else alphabet.upper()
     if not letters or len(set(letters)) != len(letters):
         raise ModelLoadError(f"alphabet must be distinct one-letter residues, got {alphabet!r}")
     missing = [c for c in letters if c not in tok.residues]

@@ -1,4 +1,4 @@
-"""``mlmprob score --pll one-pass``: the one-pass estimate of each record's PLL, and ``--check``.
+"""Records scored by the one-pass estimate (the rows of ``mlmprob score --pll one-pass``), and ``check``.
 
 The rows have the fields of exact scoring plus ``method`` (``"one_pass"``); ``e_raw`` is the corrected
 logit of each token. ``check`` scores N records exactly and compares.
@@ -15,10 +15,22 @@ import torch
 
 from ..data import Record
 from ..errors import MLMProbError, NonFiniteError, TokenizationError
-from ..scoring import ScoreJob, _encode_chunk, score_records
+from ..energy import pll as exact_pll
 from .estimate import one_pass_token_scores
 
 METHOD_NAMES = {"exact": "exact", "one-pass": "one_pass"}
+
+
+def _encode(mlm, records: Sequence[Record]):
+    try:
+        return mlm.encode([r.seq for r in records])
+    except TokenizationError:
+        for r in records:  # name the offending record
+            try:
+                mlm.encode([r.seq])
+            except TokenizationError as e:
+                raise TokenizationError(f"record {r.id!r}: {str(e).replace('sequence 0 ', '', 1)}") from None
+        raise
 
 
 def one_pass_rows(mlm, records: Sequence[Record], *, skip_invalid: bool = False,
@@ -36,7 +48,7 @@ def one_pass_rows(mlm, records: Sequence[Record], *, skip_invalid: bool = False,
                     skipped.append((r.id, str(e).replace("sequence 0 ", "", 1)))
     if not good:
         return []
-    enc = _encode_chunk(mlm, good)
+    enc = _encode(mlm, good)
     s = one_pass_token_scores(mlm, enc.input_ids, method="one_pass", correction=correction)
     rows = []
     for b, r in enumerate(good):
@@ -47,21 +59,6 @@ def one_pass_rows(mlm, records: Sequence[Record], *, skip_invalid: bool = False,
         rows.append(dict(id=r.id, sequence=r.seq, n_tokens=n, pll=p, pll_per_token=p / max(n, 1), e_local=-p,
                          e_raw=float(-s.raw[b].sum()), method="one_pass"))
     return rows
-
-
-@dataclass(frozen=True)
-class OnePassScoreJob(ScoreJob):
-    """A picklable score job for ``--pll one-pass`` (same loading as exact scoring); ``correction``: a file
-    to use instead of the one found for the model."""
-
-    correction: str | None = None
-
-    def run(self, mlm, records: Sequence[Record]) -> tuple[list[dict], list[tuple[str, str]]]:
-        if self.per_token or self.whole_word:
-            raise MLMProbError("--pll one-pass gives per-sequence scores only (no --per-token, no --whole-word)")
-        skipped: list[tuple[str, str]] = []
-        rows = one_pass_rows(mlm, records, skip_invalid=self.skip_invalid, skipped=skipped, correction=self.correction)
-        return rows, skipped
 
 
 @dataclass(frozen=True)
@@ -111,7 +108,8 @@ def check(mlm, records: Sequence[Record], n: int, *, seed: int = 0, batch_tokens
     t0 = time.perf_counter()
     fast = [r["pll"] for r in one_pass_rows(mlm, chosen, correction=correction)]
     t1 = time.perf_counter()
-    exact = [s.pll for s in score_records(mlm, chosen, batch_tokens=batch_tokens)]
+    kw = {} if batch_tokens is None else {"batch_tokens": batch_tokens}
+    exact = [float(x) for x in exact_pll(mlm, _encode(mlm, chosen).input_ids, **kw)]
     t2 = time.perf_counter()
     err = torch.tensor(fast, dtype=torch.float64) - torch.tensor(exact, dtype=torch.float64)
     return CheckResult(len(chosen), spearman(fast, exact), float(err.abs().mean()), float(err.abs().max()),

@@ -1,5 +1,6 @@
 """The runtime layer every command uses: device and dtype choice, streamed inputs, shards, result
-writers with resume and a writer lock, process pools over devices, and merging shard outputs.
+writers with resume and a writer lock, process pools over devices, Ray, merging shard outputs, and
+the one runner of the streaming commands (:mod:`.command`).
 
 Nothing here imports the algorithms or the commands; they import it.
 """

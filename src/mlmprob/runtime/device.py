@@ -24,6 +24,7 @@ from pathlib import Path
 
 import torch
 
+from ..defaults import DTYPE, DTYPE_ENV
 from ..errors import ModelLoadError
 
 DTYPES = {"float32": torch.float32, "fp32": torch.float32, "float16": torch.float16, "fp16": torch.float16,
@@ -176,8 +177,9 @@ def resolve_dtype(spec, device: torch.device | str = "cpu") -> torch.dtype | Non
 
 
 def default_dtype_spec() -> str:
-    """The CLI's ``--dtype`` default: ``$MLMPROB_DTYPE`` when set (the test suite pins float32), else auto."""
-    return os.environ.get("MLMPROB_DTYPE") or "auto"
+    """The CLI's ``--dtype`` default: ``$MLMPROB_DTYPE`` when set (the test suite pins float32), else
+    :data:`mlmprob.defaults.DTYPE` (``load_mlm``'s default too)."""
+    return os.environ.get(DTYPE_ENV) or DTYPE
 
 
 def describe(device: torch.device, dtype: torch.dtype) -> str:

@@ -3,7 +3,9 @@
 
 A command supplies ``load(device) -> state`` and ``run(state, chunk) -> (rows, skipped)`` (picklable,
 e.g. bound methods of a frozen dataclass), where every row is a dict with the unit's ``id`` and
-``skipped`` lists ``(id, reason)`` of units it refused (``--skip-invalid``).
+``skipped`` lists ``(id, reason)`` of units it refused (``--skip-invalid``). Commands reach this loop
+through :func:`mlmprob.runtime.command.run_command`, which opens the writer, loads the model and
+counts the total first.
 """
 
 from __future__ import annotations
@@ -22,11 +24,15 @@ T = TypeVar("T")
 
 @dataclass
 class StreamSummary:
-    """What a streamed run did: rows written now, units already in the output, units skipped."""
+    """What a streamed run did: ``units`` computed now, the ``written`` rows they gave (rows already in
+    the output are not written again), units ``already`` in the output, units ``skipped`` now (``(id,
+    reason)``), and the progress bar's ``total`` (None when it was not counted)."""
 
     written: int = 0
     already: int = 0
     skipped: list[tuple[str, str]] = field(default_factory=list)
+    units: int = 0
+    total: int | None = None
 
 
 def chunked(items: Iterable[T], size: int) -> Iterator[list[T]]:
@@ -40,54 +46,60 @@ def chunked(items: Iterable[T], size: int) -> Iterator[list[T]]:
         yield chunk
 
 
-def loader_for(load: Callable, devices: Sequence[str], engine: str, writer: ResultWriter):
-    """``(load for run_stream, state or None)``: with one local device the state is loaded here, once, so
-    that an unknown model or device fails before any output (the claimed output is then released);
-    otherwise every worker process (or Ray actor) calls ``load`` itself and the state is None."""
-    if len(devices) != 1 or engine != "local":
-        return load, None
-    try:
-        state = load(devices[0])
-    except BaseException:
-        writer.close(complete=False)
-        raise
-    return (lambda device: state), state
-
-
 def run_stream(load: Callable, run: Callable, units: Iterable, writer: ResultWriter, *,
                shard: Shard = Shard.whole(), devices: Sequence[str] = ("auto",), chunk_size: int = 16,
                engine: str = "local", ray_address: str | None = None, total: int | None = None,
                progress: bool = True, unit_name: str = "seq", key: Callable = lambda u: u.id,
+               last_row_id: Callable | None = None, on_rows: Callable[[list[dict]], None] | None = None,
                meta: dict | None = None) -> StreamSummary:
     """Run ``run`` over every unit of ``units`` that is in ``shard`` and not yet in ``writer``'s output;
-    ``meta`` goes into the output's ``.meta.json`` when the run completes."""
+    ``meta`` goes into the output's ``.meta.json`` when the run completes.
+
+    A unit is already done when its id (``key``) was skipped by an earlier run, or the id of its last row
+    (``last_row_id``, default its id) is in the output. A unit that gives several rows and was cut by a kill
+    is computed again and only its missing rows are written. The bar counts units (``total`` of them);
+    ``on_rows`` sees every batch of rows written."""
+    from collections import deque
+
     from tqdm import tqdm
 
-    summary = StreamSummary()
-    old_skipped = [list(x) for x in getattr(writer, "_meta", {}).get("skipped", [])]
-    done = writer.done_ids() | {str(x[0]) for x in old_skipped}
+    summary = StreamSummary(total=total)
+    old_skipped = writer.skipped()
+    done_skipped, done = writer.skipped_ids(), writer.done_ids()
+    last = last_row_id or key
+    sizes: deque[int] = deque()   # units per chunk in flight (results come back in chunk order)
 
     def todo():
         for u in shard.take(units):
-            if str(key(u)) in done:
+            if str(key(u)) in done_skipped or str(last(u)) in done:
                 summary.already += 1
                 bar.update(1)
             else:
                 yield u
+
+    def chunks():
+        for c in chunked(todo(), chunk_size):
+            sizes.append(len(c))
+            yield c
 
     bar = tqdm(total=total, unit=unit_name, disable=not progress or (total is not None and total < 2),
                file=sys.stderr, dynamic_ncols=True)
     try:
         if engine == "ray":
             from .ray_engine import map_ray
-            results = map_ray(load, run, chunked(todo(), chunk_size), list(devices), address=ray_address)
+            results = map_ray(load, run, chunks(), list(devices), address=ray_address)
         else:
-            results = map_ordered(load, run, chunked(todo(), chunk_size), list(devices))
+            results = map_ordered(load, run, chunks(), list(devices))
         for rows, skipped in results:
+            rows = [r for r in rows if str(r["id"]) not in done] if done else rows
             writer.write(rows)
+            if on_rows is not None:
+                on_rows(rows)
+            n = sizes.popleft()
             summary.written += len(rows)
+            summary.units += n - len(skipped)
             summary.skipped.extend(skipped)
-            bar.update(len(rows) + len(skipped))
+            bar.update(n)
     finally:
         bar.close()
     writer.close(complete=True, skipped=old_skipped + [list(x) for x in summary.skipped], shard=str(shard), **(meta or {}))

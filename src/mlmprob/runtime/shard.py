@@ -47,13 +47,21 @@ class Shard:
         """Whether input record ``k`` (0-based) belongs to this shard."""
         return k % self.count == self.index - 1
 
+    def size(self, n: int) -> int:
+        """How many of ``n`` records (0 .. n-1) this shard owns.
+
+        >>> Shard(2, 3).size(10), Shard(3, 3).size(2), Shard.whole().size(5)
+        (3, 0, 5)
+        """
+        return len(range(self.index - 1, n, self.count))
+
     def take(self, items: Iterable[T]) -> Iterator[T]:
         """The items of this shard, in input order."""
         if self.is_whole:
             yield from items
             return
         for k, item in enumerate(items):
-            if k % self.count == self.index - 1:
+            if self.owns(k):
                 yield item
 
     def __str__(self) -> str:

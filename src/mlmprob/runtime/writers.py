@@ -59,6 +59,15 @@ class ResultWriter:
         flat however long the run)."""
         return set()
 
+    # -- public view of the stored meta (no caller reads the private state) -----------------------
+    def skipped(self) -> list[list[str]]:
+        """``[id, reason]`` of the units the output's earlier runs skipped (from ``OUT.meta.json``)."""
+        return []
+
+    def skipped_ids(self) -> set[str]:
+        """The ids of :meth:`skipped`."""
+        return {str(x[0]) for x in self.skipped()}
+
     def write(self, rows: list[dict]) -> None:
         for row in rows:
             sys.stdout.write(dumps(row) + "\n")
@@ -78,7 +87,7 @@ class ResultWriter:
 class _FileWriter(ResultWriter):
     def __init__(self, path: Path, *, resume: bool, config: dict | None, fields=None):
         super().__init__(path, fields=fields)
-        self.meta_path = path.with_name(path.name + ".meta.json")
+        self.meta_path = meta_path(path)
         self.lock = WriterLock(path)
         path.parent.mkdir(parents=True, exist_ok=True)
         self.lock.acquire()
@@ -93,15 +102,15 @@ class _FileWriter(ResultWriter):
         self._write_meta()
         self._closed = False
 
+    def skipped(self) -> list[list[str]]:
+        return [list(x) for x in self._meta.get("skipped", [])]
+
     # -- state on disk ----------------------------------------------------------------------------
     def _exists(self) -> bool:
         return self.path.exists()
 
     def _old_meta(self) -> dict:
-        try:
-            return json.loads(self.meta_path.read_text())
-        except (OSError, json.JSONDecodeError):
-            return {}
+        return read_meta(self.path)
 
     def _check_existing(self, resume: bool, config: dict | None) -> None:
         if not self._exists():
@@ -110,9 +119,8 @@ class _FileWriter(ResultWriter):
             raise MLMProbError(f"{self.path} exists; pass --resume to continue it or choose another --out")
         old = self._old_meta().get("config")
         if old and config:
-            diff = [k for k in sorted(set(old) | set(config)) if old.get(k) != config.get(k)]
-            if diff:
-                k = diff[0]
+            k = config_mismatch(old, config)
+            if k is not None:
                 raise MLMProbError(f"cannot resume {self.path}: it was written with {k}={old.get(k)!r}, this run has "
                                    f"{k}={config.get(k)!r}; use the same options or another --out")
 
@@ -188,7 +196,7 @@ class LineWriter(_FileWriter):
                 self.fields = tuple(self.fields or rows[0].keys())
                 self._fh.write("\t".join(self.fields) + "\n")
                 self._header_needed = False
-            lines = ["\t".join(_tsv_cell(r.get(k)) for k in self.fields) for r in rows]
+            lines = ["\t".join(tsv_cell(r.get(k)) for k in self.fields) for r in rows]
         else:
             lines = [dumps(r) for r in rows]
         self._fh.write("\n".join(lines) + "\n")
@@ -200,9 +208,17 @@ class LineWriter(_FileWriter):
         self._fh.close()
 
 
-def _tsv_cell(v) -> str:
+def tsv_cell(v) -> str:
+    """One TSV cell: empty for None and non-finite floats, lists and nested values as strict JSON text
+    (a Parquet output keeps them as lists and structs; JSONL as JSON), tabs and newlines as spaces.
+
+    >>> tsv_cell(None), tsv_cell(float("nan")), tsv_cell(1.5), tsv_cell(["A", 2, float("inf")]), tsv_cell({"k": [1]})
+    ('', '', '1.5', '["A", 2, null]', '{"k": [1]}')
+    """
     if v is None or (isinstance(v, float) and not math.isfinite(v)):
         return ""
+    if isinstance(v, (list, tuple, dict)):
+        return dumps(v)
     return str(v).replace("\t", " ").replace("\n", " ")
 
 
@@ -276,6 +292,30 @@ class ParquetWriter(_FileWriter):
                 w.write_table(self._pq.read_table(p).cast(schema))
         os.replace(tmp, self.path)
         shutil.rmtree(self.parts)
+
+
+def meta_path(out: str | Path) -> Path:
+    """``OUT.meta.json``: the file that keeps a run's configuration, shard, completion and skipped ids."""
+    out = Path(out)
+    return out.with_name(out.name + ".meta.json")
+
+
+def read_meta(out: str | Path) -> dict:
+    """The stored meta of the output ``out`` (``{}`` when it has none, or it is unreadable)."""
+    try:
+        return json.loads(meta_path(out).read_text())
+    except (OSError, json.JSONDecodeError):
+        return {}
+
+
+def config_mismatch(old: dict, new: dict) -> str | None:
+    """The first key (in sorted order) whose value differs between two stored configurations, else None.
+
+    >>> config_mismatch({"a": 1, "b": 2}, {"a": 1, "b": 3}), config_mismatch({"a": 1}, {"a": 1})
+    ('b', None)
+    """
+    diff = [k for k in sorted(set(old) | set(new)) if old.get(k) != new.get(k)]
+    return diff[0] if diff else None
 
 
 def open_writer(out: str | Path | None, *, resume: bool = False, config: dict | None = None,

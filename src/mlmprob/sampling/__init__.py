@@ -10,7 +10,7 @@ baseline; ``find_cdr_h3`` locates CDR-H3 in a VH sequence.
 
 from .api import SampleResult, sample
 from .cdr import cdr_h3_mask, find_cdr_h3
-from .diagnostics import effective_sample_size, identity, split_rhat
+from .diagnostics import effective_sample_size, reference_identity, split_rhat
 from .init import initialize, resolve_free
 from .kernels import ChainState, DegenerateGibbs, MetropolisHastings, StepInfo, sweep_plan
 from .mask_predict import MaskPredictResult, mask_predict
@@ -18,7 +18,7 @@ from .proposals import ProposalConfig, proposal_log_probs
 from .reference import LiteralMH
 from .schedules import Constant, LinearAnneal, LinearBlockSize
 
-__all__ = ["SampleResult", "sample", "cdr_h3_mask", "find_cdr_h3", "effective_sample_size", "identity",
+__all__ = ["SampleResult", "sample", "cdr_h3_mask", "find_cdr_h3", "effective_sample_size", "reference_identity",
            "split_rhat", "initialize", "resolve_free", "ChainState", "DegenerateGibbs", "MetropolisHastings",
            "StepInfo", "sweep_plan", "MaskPredictResult", "mask_predict", "ProposalConfig", "proposal_log_probs",
            "LiteralMH", "Constant", "LinearAnneal", "LinearBlockSize"]

@@ -14,14 +14,14 @@ from ..batching import DEFAULT_BATCH_TOKENS
 from ..energy import Positions, check_input_ids
 from ..errors import MLMProbError
 from ..models.protocol import MaskedLM
-from .diagnostics import effective_sample_size, identity, split_rhat
+from .diagnostics import effective_sample_size, reference_identity, split_rhat
 from .forward import site_logits
 from .init import initialize, resolve_free
 from .io import (EpochRecord, append_record, generator_state_hex, read_run, rewrite, set_generator_state,
                  write_header)
 from .kernels import DegenerateGibbs, MetropolisHastings, energies_from_logits
 from .proposals import ProposalConfig
-from .schedules import ScheduleLike, as_schedule, block_size_at, describe, temperature_at
+from .schedules import ScheduleLike, as_schedule, block_size_at, schedule_text, temperature_at
 
 METHODS = ("mh", "gibbs")
 
@@ -151,9 +151,9 @@ def sample(
         ref = torch.as_tensor(reference, dtype=torch.long)
         if ref.shape not in (ids.shape, ids.shape[1:]):
             raise MLMProbError(f"reference must have shape [L] or [B, L] = {tuple(ids.shape)}, got {tuple(ref.shape)}")
-    config = {"model": _model_name(mlm), "method": method, "energy": energy, "block_size": describe(bs),
+    config = {"model": _model_name(mlm), "method": method, "energy": energy, "block_size": schedule_text(bs),
               "proposal_temperature": proposal.temperature, "top_p": proposal.top_p,
-              "target_temperature": describe(tt), "order": order, "burn_in": burn_in, "thin": thin,
+              "target_temperature": schedule_text(tt), "order": order, "burn_in": burn_in, "thin": thin,
               "init": init, "score_all": score_all}
     total = burn_in + epochs
 
@@ -198,7 +198,7 @@ def sample(
         else:
             logits, _ = site_logits(mlm, state.ids, state.scored, batch_tokens)
             e_local, e_raw = energies_from_logits(logits, state.ids, state.scored)
-        ident = None if ref is None else identity(state.ids, ref, free).tolist()
+        ident = None if ref is None else reference_identity(state.ids, ref, free).tolist()
         rec = EpochRecord(e, e >= burn_in and (e - burn_in + 1) % thin == 0, tau_e, k_e, n_prop.tolist(),
                           n_acc.tolist(), n_nov.tolist(), e_local.tolist(), e_raw.tolist(), ident,
                           state.ids.tolist(), rows_before + state.forward_rows, time.perf_counter() - t0,

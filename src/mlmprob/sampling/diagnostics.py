@@ -83,10 +83,10 @@ def split_rhat(x) -> float:
     return float(torch.sqrt(var_plus / W))
 
 
-def identity(ids: torch.Tensor, reference: torch.Tensor, free: torch.Tensor) -> torch.Tensor:
+def reference_identity(ids: torch.Tensor, reference: torch.Tensor, free: torch.Tensor) -> torch.Tensor:
     """Fraction of the free positions of each row ``[B]`` whose token equals the reference's.
 
-    >>> identity(torch.tensor([[1, 2, 3]]), torch.tensor([1, 0, 3]), torch.tensor([[False, True, True]]))
+    >>> reference_identity(torch.tensor([[1, 2, 3]]), torch.tensor([1, 0, 3]), torch.tensor([[False, True, True]]))
     tensor([0.5000], dtype=torch.float64)
     """
     ref = reference.expand_as(ids)

@@ -106,7 +106,7 @@ def temperature_at(schedule: Schedule, epoch: int) -> float:
     return t
 
 
-def describe(schedule: Schedule) -> str:
+def schedule_text(schedule: Schedule) -> str:
     """A stable text form (for result files): the dataclass repr, else the callable's name."""
     if isinstance(schedule, (Constant, LinearAnneal, LinearBlockSize)):
         return repr(schedule)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import hashlib
 import math
 from dataclasses import dataclass
-from typing import Sequence, Union
+from typing import NamedTuple, Sequence, Union
 
 import torch
 
@@ -98,6 +98,13 @@ def chain_rates(result: SampleResult) -> tuple[list[float], list[float]]:
     return out[0], out[1]
 
 
+class SampleState(NamedTuple):
+    """What one worker holds: the model and its forward token budget."""
+
+    mlm: object
+    batch_tokens: int
+
+
 @dataclass(frozen=True)
 class SampleJob:
     """Everything a worker needs to sample the chains of chunks of records (picklable)."""
@@ -156,13 +163,13 @@ class SampleJob:
                 "temperature_floor": self.temperature_floor, "order": self.order, "init": self.init,
                 "score_all": self.score_all, "seed": self.seed}
 
-    def load(self, device: str = "auto"):
+    def load(self, device: str = "auto") -> SampleState:
         """``(model, batch_tokens)`` on ``device`` (called once per worker)."""
         from ..batching import auto_batch_tokens
         from ..models import load_mlm
 
         mlm = load_mlm(self.model, device=device, dtype=self.dtype, allow_pickle=self.allow_pickle)
-        return mlm, auto_batch_tokens(mlm, self.batch_tokens)
+        return SampleState(mlm, auto_batch_tokens(mlm, self.batch_tokens))
 
     def run(self, state, records: Sequence[Record]) -> tuple[list[dict], list[tuple[str, str]]]:
         """Sample one chunk: ``chains`` rows per record (in input order) and the ``(id, reason)`` of the

@@ -74,11 +74,6 @@ def symbol_tokenizer(vocab_size: int, max_length: int):
     return BertTokenizer(vocab=vocab, do_lower_case=True, model_max_length=max_length)
 
 
-def symbols_to_text(ids: torch.Tensor) -> list[str]:
-    """Rows of symbols ``[B, T]`` as the texts the symbol tokenizer reads: ``[[2, 0]] -> ["t2 t0"]``."""
-    return [" ".join(f"t{int(v)}" for v in row) for row in torch.as_tensor(ids)]
-
-
 def wrap_symbols(x: torch.Tensor, cls_id: int = 2, sep_id: int = 3) -> torch.Tensor:
     """Symbols ``[B, T]`` -> model ids ``[B, T + 2]``: ``[CLS] x + offset [SEP]``."""
     B = x.shape[0]

@@ -130,7 +130,7 @@ def _model_logits(model, ids: torch.Tensor, pad_id: int, device) -> torch.Tensor
 
 
 @torch.no_grad()
-def evaluate(model, config: TrainConfig, data: TokenData, heldout, device) -> dict:
+def heldout_metrics(model, config: TrainConfig, data: TokenData, heldout, device) -> dict:
     """Held-out masked-token cross-entropy; for synthetic data also the loss of the true conditionals
     at the same masked inputs (the floor, pure masking only) and the exact mean KL of the model's
     single-site conditionals (restricted to the ``V`` symbols) to the true ones."""
@@ -284,7 +284,7 @@ def _train(config: TrainConfig, source, out_dir: Path, *, device, progress: bool
         if done % config.eval_every == 0 or done == config.max_steps:
             since = train_losses[-config.eval_every:]
             rec = {"step": done, "lr": config.lr_at(step), "train_loss": sum(since) / len(since),
-                   **evaluate(model, config, data, heldout, dev), "elapsed_s": round(time.time() - t0, 2)}
+                   **heldout_metrics(model, config, data, heldout, dev), "elapsed_s": round(time.time() - t0, 2)}
             history.append(rec)
             bar.write(dumps({k: (round(v, 5) if isinstance(v, float) else v) for k, v in rec.items()}))
         if done % config.checkpoint_every == 0 or done == end:

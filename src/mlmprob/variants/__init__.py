@@ -1,8 +1,8 @@
 """Variant effects: scores of mutants against a wild type (``score_variants``), saturation
-mutagenesis tables, ProteinGym-style mutant strings, and the evaluation metrics of DMS benchmarks."""
+mutagenesis tables, ProteinGym-style mutant strings, and the evaluation metrics of DMS benchmarks (from ``mlmprob.metrics.ranking``)."""
 
+from ..metrics.ranking import Estimate, evaluate
 from .api import METHODS, score_variants
-from .metrics import Estimate, evaluate
 from .mutations import EncodedVariants, Mutation, encode_variants, parse_mutant, parse_mutants
 from .rows import ForwardCache
 from .saturate import Saturation, saturate, write_csv, write_heatmap

@@ -13,9 +13,10 @@ Doolittle (1982). Both are typed in here from the published tables.
 
 from __future__ import annotations
 
+from ..alphabet import AMINO_ACIDS
 from ..errors import MLMProbError
 
-ORDER = "ARNDCQEGHILKMFPSTWYV"
+ORDER = "ARNDCQEGHILKMFPSTWYV"   # the residues in the order of the published BLOSUM62 table
 _ROWS = """
 A  4 -1 -2 -2  0 -1 -1  0 -2 -1 -1 -1 -1 -2 -1  1  0 -3 -2  0
 R -1  5  0 -2 -3  1  0 -2  0 -3 -2  2 -1 -3 -2 -1 -1 -3 -2 -3
@@ -49,7 +50,7 @@ KYTE_DOOLITTLE: dict[str, float] = {
 def _check_pair(wild_type: str, mutant: str) -> None:
     if len(wild_type) != len(mutant):
         raise MLMProbError(f"wild type and mutant differ in length ({len(wild_type)} vs {len(mutant)})")
-    bad = set(wild_type + mutant) - set(ORDER)
+    bad = set(wild_type + mutant) - set(AMINO_ACIDS)
     if bad:
         raise MLMProbError(f"non-standard residue {sorted(bad)[0]!r}: baselines take the 20 standard residues only")
 
@@ -70,7 +71,7 @@ def kd_mean(seq: str) -> float:
     """Mean Kyte-Doolittle hydropathy of ``seq`` (GRAVY of a segment); higher = more hydrophobic."""
     if not seq:
         raise MLMProbError("hydropathy of an empty sequence")
-    bad = set(seq) - set(ORDER)
+    bad = set(seq) - set(AMINO_ACIDS)
     if bad:
         raise MLMProbError(f"non-standard residue {sorted(bad)[0]!r}: baselines take the 20 standard residues only")
     return sum(KYTE_DOOLITTLE[c] for c in seq) / len(seq)

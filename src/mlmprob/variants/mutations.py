@@ -18,8 +18,8 @@ from typing import Sequence
 
 import torch
 
+from ..alphabet import AMINO_ACIDS
 from ..errors import MLMProbError, TokenizationError
-from ..models.protein import CANONICAL
 from ..models.protocol import MaskedLM, lengths_of
 
 _MUTATION = re.compile(r"(\D)(-?\d+)(\D)")
@@ -38,7 +38,7 @@ class Mutation:
         return f"{self.wt}{self.index + offset}{self.mt}"
 
 
-def parse_mutant(text: str, sequence: str, *, offset: int = 1, alphabet: str = CANONICAL,
+def parse_mutant(text: str, sequence: str, *, offset: int = 1, alphabet: str = AMINO_ACIDS,
                  row=None) -> tuple[Mutation, ...]:
     """The mutations of one mutant string, in the order written.
 
@@ -82,7 +82,7 @@ def parse_mutant(text: str, sequence: str, *, offset: int = 1, alphabet: str = C
     return tuple(out)
 
 
-def parse_mutants(texts: Sequence[str], sequence: str, *, offset: int = 1, alphabet: str = CANONICAL,
+def parse_mutants(texts: Sequence[str], sequence: str, *, offset: int = 1, alphabet: str = AMINO_ACIDS,
                   rows: Sequence | None = None) -> list[tuple[Mutation, ...]]:
     """``parse_mutant`` for each text; errors name ``rows[k]`` (default: the 0-based index ``k``)."""
     _check_sequence(sequence)
@@ -137,13 +137,13 @@ def letter_ids(mlm: MaskedLM, letters: str) -> dict[str, int]:
 
 
 def encode_variants(mlm: MaskedLM, sequence: str, mutants: Sequence[str], *, offset: int = 1,
-                    alphabet: str = CANONICAL, rows: Sequence | None = None) -> EncodedVariants:
+                    alphabet: str = AMINO_ACIDS, rows: Sequence | None = None) -> EncodedVariants:
     """Parse ``mutants`` against ``sequence`` and map them to the model's tokens.
 
     >>> import torch
     >>> from mlmprob.models.tokenizers import ResidueTokenizer
     >>> class Toy:  # any model with encode() works; this one only needs a residue tokenizer
-    ...     tok = ResidueTokenizer(["<cls>", "<pad>", "<eos>", "<mask>"] + list(CANONICAL), bos="<cls>", eos="<eos>",
+    ...     tok = ResidueTokenizer(["<cls>", "<pad>", "<eos>", "<mask>"] + list(AMINO_ACIDS), bos="<cls>", eos="<eos>",
     ...                            pad="<pad>", mask="<mask>")
     ...     mask_id, pad_id, vocab_size = 3, 1, 24
     ...     def encode(self, texts): return self.tok.encode(texts)

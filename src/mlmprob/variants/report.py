@@ -11,9 +11,9 @@ from typing import Iterable, Sequence
 
 import torch
 
+from ..alphabet import AMINO_ACIDS
 from ..errors import MLMProbError
-from ..models.protein import CANONICAL
-from .metrics import Estimate, evaluate
+from ..metrics.ranking import Estimate, evaluate
 from .saturate import SCORES, Saturation
 
 METRICS = ("spearman", "auroc", "ndcg", "top_recall")
@@ -26,7 +26,7 @@ def _num(v) -> float:
 
 
 def saturation_from_rows(rows: Iterable[dict], wild_type: str, first_position: int, offset: int = 1,
-                         alphabet: str = CANONICAL) -> Saturation:
+                         alphabet: str = AMINO_ACIDS) -> Saturation:
     """The ``Saturation`` table of the single-mutant rows of a ``--saturate`` output (0 at the
     wild-type cells). ``first_position`` is the token position of residue 0 (1 after a BOS token)."""
     L, K = len(wild_type), len(alphabet)

@@ -18,8 +18,8 @@ from typing import Sequence
 
 import torch
 
+from ..alphabet import AMINO_ACIDS
 from ..errors import MLMProbError
-from ..models.protein import CANONICAL
 from ..models.protocol import max_length_of
 from .api import check_methods, score_variants
 from .mutations import Mutation, letter_ids, residue_positions
@@ -50,7 +50,7 @@ class VariantsState:
 
     def __init__(self, mlm, wild_type: str, batch_tokens: int):
         self.mlm, self.wild_type, self.batch_tokens = mlm, wild_type, batch_tokens
-        self.to_id = letter_ids(mlm, CANONICAL)
+        self.to_id = letter_ids(mlm, AMINO_ACIDS)
         n = max_length_of(mlm)
         self.window = None if n is None else n - (len(residue_positions(mlm, "A")[0]) - 1)
         if self.window is not None and self.window < 1:

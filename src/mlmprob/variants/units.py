@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
 
+from ..alphabet import AMINO_ACIDS
 from ..errors import MLMProbError
-from ..models.protein import CANONICAL
 from ..runtime.inputs import detect_format, iter_records
 from .mutations import Mutation, parse_mutant
 
@@ -54,7 +54,7 @@ def read_wild_type(spec: str) -> str:
 
 
 def variant_of(unit: VariantUnit, wild_type: str, offset: int = 1,
-               alphabet: str = CANONICAL) -> tuple[Mutation, ...]:
+               alphabet: str = AMINO_ACIDS) -> tuple[Mutation, ...]:
     """The checked mutations of ``unit`` (errors name the row). A full sequence must have the wild
     type's length; its mutations are the positions where it differs (none for the wild type itself).
 
@@ -90,7 +90,7 @@ def mutant_label(mutations: tuple[Mutation, ...], offset: int = 1) -> str:
     return ":".join(m.label(offset) for m in mutations)
 
 
-def saturation_units(wild_type: str, offset: int = 1, alphabet: str = CANONICAL) -> Iterator[VariantUnit]:
+def saturation_units(wild_type: str, offset: int = 1, alphabet: str = AMINO_ACIDS) -> Iterator[VariantUnit]:
     """Every single mutant of ``wild_type`` to the letters of ``alphabet``, residue by residue.
 
     >>> [u.id for u in saturation_units("MA", alphabet="ACM")]

@@ -1,6 +1,8 @@
-"""Infilling metrics (Calef et al., sec. 5.2): top-k accuracy of the exact gap, sentence BLEU of
-the top-1 fill (BLEU-n with ``n = min(k, 4)`` for a gap of ``k`` tokens: for ``k <= 4`` this is
-non-zero only for an exact match, as in the paper's tables), and per-token identity.
+"""Metrics of sequences against a reference: top-k accuracy of an exact match (``topk_hit``), BLEU
+(sentence ``bleu`` and ``corpus_bleu``), per-position ``identity`` and the ``stutter_rate`` of repeated
+neighbours; ``gap_metrics`` are the per-gap metrics of the infilling tables (Calef et al., sec. 5.2:
+sentence BLEU-n of the top-1 fill with ``n = min(k, 4)`` for a gap of ``k`` tokens, so that for
+``k <= 4`` it is non-zero only for an exact match, as in the paper's tables).
 
 ``bleu`` equals sacrebleu's sentence BLEU with ``max_ngram_order=n``, ``smooth_method="none"``,
 ``tokenize="none"`` and ``effective_order=False`` on space-joined tokens (a test checks this); it is
@@ -12,6 +14,8 @@ from __future__ import annotations
 import math
 from collections import Counter
 from typing import Sequence
+
+from ..errors import MLMProbError
 
 
 def topk_hit(ranked: Sequence[Sequence], gold: Sequence, k: int) -> bool:
@@ -55,15 +59,53 @@ def bleu(hypothesis: Sequence, reference: Sequence, max_n: int | None = None) ->
     return bp * math.exp(log_p)
 
 
+def corpus_bleu(hypotheses: Sequence[Sequence], references: Sequence[Sequence], max_n: int = 4) -> float:
+    """Corpus BLEU-``max_n`` (Papineni et al.) in [0, 1]: clipped n-gram matches and counts summed
+    over all pairs, geometric mean of the ``n = 1..max_n`` precisions (uniform weights, no
+    smoothing), brevity penalty from the summed lengths. Sentence BLEU-4 of a short sequence is 0
+    unless a 4-gram matches; the corpus BLEU of many is not.
+
+    >>> round(corpus_bleu(["ABCD", "ABCE"], ["ABCD", "ABCD"]), 6)   # (7/8 * 5/6 * 3/4 * 1/2) ** (1/4)
+    0.723127
+    >>> corpus_bleu(["AB"], ["AB"], max_n=4)        # no 3-grams at all
+    0.0
+    """
+    match, total = [0] * max_n, [0] * max_n
+    hyp_len = ref_len = 0
+    for h, r in zip(hypotheses, references, strict=True):
+        hyp_len, ref_len = hyp_len + len(h), ref_len + len(r)
+        for n in range(1, max_n + 1):
+            hc, rc = _ngrams(h, n), _ngrams(r, n)
+            total[n - 1] += sum(hc.values())
+            match[n - 1] += sum(min(c, rc[g]) for g, c in hc.items())
+    if hyp_len == 0 or min(total) == 0 or min(match) == 0:
+        return 0.0
+    log_p = sum(math.log(m / t) for m, t in zip(match, total)) / max_n
+    bp = 1.0 if hyp_len > ref_len else math.exp(1 - ref_len / hyp_len)
+    return bp * math.exp(log_p)
+
+
 def identity(hypothesis: Sequence, reference: Sequence) -> float:
-    """Fraction of positions where the fill equals the reference (residue identity).
+    """Fraction of positions where the sequence equals the reference (residue identity).
 
     >>> identity("ACDE", "ACDF")
     0.75
     """
     if len(hypothesis) != len(reference) or not reference:
-        raise ValueError(f"identity needs equal, non-zero lengths, got {len(hypothesis)} and {len(reference)}")
+        raise MLMProbError(f"identity needs equal, non-zero lengths, got {len(hypothesis)} and {len(reference)}")
     return sum(a == b for a, b in zip(hypothesis, reference)) / len(reference)
+
+
+def stutter_rate(seq: Sequence) -> float:
+    """Share of adjacent pairs of equal tokens (residues); ``nan`` for fewer than two.
+
+    >>> stutter_rate("AAAB"), stutter_rate("ACDE")
+    (0.6666666666666666, 0.0)
+    """
+    pairs = len(seq) - 1
+    if pairs < 1:
+        return math.nan
+    return sum(a == b for a, b in zip(seq, seq[1:])) / pairs
 
 
 TOP_KS = (1, 5, 10, 20)

@@ -1,7 +1,7 @@
 """What the infilling experiments choose from: datasets and their gap regions, the methods (beam
 searches, sampling baselines, ablations) with their table labels, the per-gap metrics, and how each
-method runs on one gap (``run_method``). Shared by the runner (``runner``), its tables (``tables``)
-and the pivot sweep (``pivots``).
+method runs on one gap (``run_method``). Shared by the runner (``infill_runner``), its tables
+(``infill_tables``) and the pivot sweep (``infill_pivots``).
 """
 
 from __future__ import annotations
@@ -9,12 +9,12 @@ from __future__ import annotations
 import torch
 
 from ..errors import MLMProbError
-from . import antibody_gaps
-from .baselines import BASELINES, sample_infill
-from .beam import beam_search, make_correction
-from .corrections import ContextScramble, RandomTokenSwap
+from ..infill.baselines import BASELINES, sample_infill
+from ..infill.beam import beam_search, make_correction
+from ..infill.corrections import ContextScramble, RandomTokenSwap
+from ..infill.gap import InfillCandidate
+from . import antibody_gaps, english_sets
 from .english_gaps import ENGLISH_DATASETS, ENGLISH_REGIONS
-from .gap import InfillCandidate
 
 BEAM_METHODS = {"hcb-l2r": ("hcb", "l2r"), "hcb-best": ("hcb", "best"),
                 "standard-l2r": ("standard", "l2r"), "standard-best": ("standard", "best")}
@@ -41,6 +41,22 @@ def dataset_regions(dataset: str) -> tuple[str, ...]:
     if dataset in ANTIBODY_DATASETS:
         return antibody_gaps.DATASET_REGIONS[dataset]
     raise MLMProbError(f"unknown dataset {dataset!r}; use one of {', '.join(DATASETS)}")
+
+
+def dataset_files(dataset: str) -> tuple[str, ...]:
+    """The files of the shared data folder that a dataset reads.
+
+    >>> dataset_files("gdpa1"), dataset_files("xsum")
+    (('antibody/GDPa1_v1.2.csv',), ('snli_test.tsv', 'xsum_test.jsonl'))
+    """
+    if dataset in ENGLISH_DATASETS:
+        return tuple(english_sets.FILES)
+    if dataset in ANTIBODY_DATASETS:
+        return (antibody_gaps.DATASETS[dataset],)
+    raise MLMProbError(f"unknown dataset {dataset!r}; use one of {', '.join(DATASETS)}")
+
+
+DATA_FILES = tuple(dict.fromkeys(f for d in DATASETS for f in dataset_files(d)))   # every dataset's files
 
 
 def is_english(dataset: str) -> bool:

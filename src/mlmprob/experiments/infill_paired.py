@@ -14,24 +14,13 @@ True
 
 from __future__ import annotations
 
-import math
 from collections import defaultdict
 from dataclasses import dataclass
 from typing import Iterable
 
+from ..metrics.significance import exact_sign_test
+
 ORDERS = ("l2r", "best")
-
-
-def exact_sign_test(wins_a: int, wins_b: int) -> float:
-    """Two-sided exact binomial test of ``wins_a`` against ``wins_b`` under p = 1/2 (1.0 when both are 0)."""
-    if wins_a < 0 or wins_b < 0:
-        raise ValueError("win counts must be non-negative")
-    n = wins_a + wins_b
-    if n == 0:
-        return 1.0
-    lo = min(wins_a, wins_b)
-    tail = sum(math.comb(n, i) for i in range(lo + 1))
-    return min(1.0, 2 * tail / 2 ** n)
 
 
 def discordant(pairs: Iterable[tuple[dict, dict]]) -> tuple[int, int]:

@@ -14,16 +14,16 @@ records (a line cut by a kill is dropped and redone). Tables (markdown):
 - Table 1 shape: methods x (metric, number of missing residues or tokens), one per model and region;
 - Table 2 shape: methods x models (a metric averaged over all gap lengths), one per region;
 - Table 3 shape: HCB, standard and the two ablations x models;
-- Table 4: HCB vs standard beam search paired on the same gaps, with an exact sign test (``paired``).
+- Table 4: HCB vs standard beam search paired on the same gaps, with an exact sign test (``infill_paired``).
 
 Smoke run (a minute on a laptop CPU)::
 
-    python -m mlmprob.infill.runner --models sapiens-vh --n-gaps 5 --lengths 2 3 4 5 6 7 \\
+    python -m mlmprob.experiments.infill_runner --models sapiens-vh --n-gaps 5 --lengths 2 3 4 5 6 7 \\
         --out results/infill_smoke.jsonl --tables results/infill_smoke.md
 
 English (any masked LM with a sub-word tokenizer; gaps of 1-4 tokens here)::
 
-    python -m mlmprob.infill.runner --models en-small --dataset snli --n-gaps 100 --lengths 1 2 3 4 \\
+    python -m mlmprob.experiments.infill_runner --models en-small --dataset snli --n-gaps 100 --lengths 1 2 3 4 \\
         --out results/infill_en_snli.jsonl --tables results/infill_en_snli.md
 
 Randomness: gap draws from ``seed`` (gap ``i`` is the same whatever ``n_gaps``); each
@@ -32,7 +32,7 @@ resumption), except the context-scramble memory, which is filled by the gaps run
 the process.
 
 Code: this module draws the gaps, runs and records them, and is the command line; the datasets,
-methods and metrics are in ``choices``, the tables in ``tables``.
+methods and metrics are in ``infill_choices``, the tables in ``infill_tables``.
 """
 
 from __future__ import annotations
@@ -47,21 +47,22 @@ from typing import Callable
 import torch
 
 from ..errors import MLMProbError
+from ..infill.corrections import ContextScramble
+from ..infill.gap import InfillCandidate
+from ..metrics.sequences import gap_metrics
 from ..jsonl import dumps, read_jsonl, trim_partial_line
 from .antibody_gaps import GapSpec, load_chains, sample_gaps
-# the choices and the tables, importable from here as before they had modules of their own
-from .choices import (ABLATION_ORDER, ABLATIONS, ANTIBODY_DATASETS, BEAM_METHODS, DATASETS, LABELS, METHODS, METRICS,
-                      REGIONS, dataset_regions, is_english, run_method)
-from .corrections import ContextScramble
+from .data_option import add_data_option, resolve_data_dir
 from .english_gaps import TokenGap, encode_sentences, load_sentences, sample_token_gaps, seed_of
-from .gap import InfillCandidate
-from .metrics import gap_metrics
-from .tables import summarize, table_ablations, table_methods_by_k, table_models, tables_markdown, unit_of
+# the choices and the tables, importable from here as before they had modules of their own
+from .infill_choices import (ABLATION_ORDER, ABLATIONS, ANTIBODY_DATASETS, BEAM_METHODS, DATA_FILES, DATASETS, LABELS,
+                             METHODS, METRICS, REGIONS, dataset_files, dataset_regions, is_english, run_method)
+from .infill_tables import metric_means, table_ablations, table_methods_by_k, table_models, tables_markdown, unit_of
 
 __all__ = ["ABLATION_ORDER", "ABLATIONS", "ANTIBODY_DATASETS", "BEAM_METHODS", "DATASETS", "LABELS", "METHODS",
-           "METRICS", "REGIONS", "CountingMLM", "ExperimentConfig", "add_data_option", "dataset_regions", "draw_data",
+           "METRICS", "REGIONS", "CountingMLM", "ExperimentConfig", "dataset_files", "dataset_regions", "draw_data",
            "gap_fields", "gap_inputs", "is_english", "main", "measure_gap", "model_gaps", "model_label", "read_records",
-           "record_key", "report_progress", "resolve_data_dir", "run_experiment", "run_method", "summarize",
+           "record_key", "report_progress", "run_experiment", "run_method", "metric_means",
            "table_ablations", "table_methods_by_k", "table_models", "tables_markdown", "unit_of"]
 
 
@@ -252,31 +253,8 @@ def report_progress(label: str, done: int, total: int, t0: float, every: int = 5
         print(f"[{label}] {done}/{total} records, {done / (time.time() - t0):.1f}/s", file=sys.stderr)
 
 
-def add_data_option(parser: argparse.ArgumentParser) -> None:
-    """``--data DIR`` (alias ``--data-dir``): the shared data folder, by default the one
-    ``mlmprob.data.shared_data_dir`` finds now."""
-    from ..data import shared_data_dir
-
-    found = shared_data_dir()
-    parser.add_argument("--data", "--data-dir", dest="data_dir", metavar="DIR",
-                        default=None if found is None else str(found),
-                        help="the shared data folder, holding the dataset's files (default: %(default)s, found from "
-                             "$MLMPROB_DATA, else ../shared/data)")
-
-
-def resolve_data_dir(given: str | Path | None) -> str | Path:
-    """``given``, or the shared data folder found automatically (a clear error when there is none)."""
-    from ..data import shared_data_dir
-
-    data_dir = given or shared_data_dir()
-    if data_dir is None:
-        raise MLMProbError("no shared data folder found ($MLMPROB_DATA unset, no ../shared/data): pass --data DIR, "
-                           "the folder holding the dataset's files")
-    return data_dir
-
-
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m mlmprob.infill.runner", description=__doc__.split("\n")[0],
+    p = argparse.ArgumentParser(prog="python -m mlmprob.experiments.infill_runner", description=__doc__.split("\n")[0],
                                 formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     d = ExperimentConfig()
     p.add_argument("--out", required=True, help="result file (JSONL); rerunning continues it")
@@ -294,11 +272,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--seed", type=int, default=d.seed)
     p.add_argument("--device", default="cpu")
     p.add_argument("--dtype", default=None)
-    add_data_option(p)
+    add_data_option(p, f"the dataset's files ({', '.join(DATA_FILES)})", "--data-dir")
     args = p.parse_args(argv)
     try:
         if not args.tables_only:
-            data_dir = resolve_data_dir(args.data_dir)
+            data_dir = resolve_data_dir(args.data, dataset_files(args.dataset))
             regions = tuple(args.regions) if args.regions else None
             cfg = ExperimentConfig(tuple(args.models), args.dataset, regions, tuple(args.lengths),
                                    args.n_gaps, args.beam_size, tuple(args.methods), args.seed, args.device,

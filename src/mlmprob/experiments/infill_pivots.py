@@ -8,7 +8,7 @@ those gaps, and reports top-k accuracy per pivot with a paired sign test against
 One JSONL record per (model, dataset, region, k, gap, order, pivot); ``pivot`` is ``null`` for
 standard beam search. Resumable like the runner (finished records are skipped)::
 
-    python -m mlmprob.infill.pivots --model antiberty --dtype bf16 --region cdrh3 --k 3 --n-gaps 50 \\
+    python -m mlmprob.experiments.infill_pivots --model antiberty --dtype bf16 --region cdrh3 --k 3 --n-gaps 50 \\
         --out results/pivots.jsonl --report results/pivots.md --plot results/pivots.png
 """
 
@@ -23,12 +23,14 @@ from pathlib import Path
 from typing import Callable, Sequence
 
 from ..errors import MLMProbError
+from ..infill.beam import beam_search, make_correction
 from ..jsonl import dumps, trim_partial_line
-from .beam import beam_search, make_correction
-from .paired import discordant, exact_sign_test
-from .choices import DATASETS, REGIONS
-from .runner import (CountingMLM, ExperimentConfig, add_data_option, draw_data, measure_gap, model_gaps, model_label,
-                     read_records, report_progress, resolve_data_dir)
+from ..metrics.significance import exact_sign_test
+from .data_option import add_data_option, resolve_data_dir
+from .infill_choices import DATA_FILES, DATASETS, REGIONS, dataset_files
+from .infill_paired import discordant
+from .infill_runner import (CountingMLM, ExperimentConfig, draw_data, measure_gap, model_gaps, model_label,
+                            read_records, report_progress)
 
 
 def token_name(mlm, token_id: int) -> str:
@@ -194,7 +196,7 @@ def plot_sweep(rows: Sequence[PivotRow], path: str | Path, title: str = "") -> P
 
 def main(argv: list[str] | None = None) -> int:
     d = PivotSweepConfig()
-    p = argparse.ArgumentParser(prog="python -m mlmprob.infill.pivots", description=__doc__.split("\n")[0],
+    p = argparse.ArgumentParser(prog="python -m mlmprob.experiments.infill_pivots", description=__doc__.split("\n")[0],
                                 formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     p.add_argument("--out", required=True, help="result file (JSONL); rerunning continues it")
     p.add_argument("--report", help="write the markdown table here")
@@ -211,11 +213,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--seed", type=int, default=d.seed)
     p.add_argument("--device", default=d.device)
     p.add_argument("--dtype", default=None)
-    add_data_option(p)
+    add_data_option(p, f"the dataset's files ({', '.join(DATA_FILES)})", "--data-dir")
     args = p.parse_args(argv)
     try:
         if not args.report_only:
-            data_dir = resolve_data_dir(args.data_dir)
+            data_dir = resolve_data_dir(args.data, dataset_files(args.dataset))
             cfg = PivotSweepConfig(args.model, args.dataset, args.region, args.k, args.n_gaps, args.beam_size,
                                    args.order, None if args.pivots is None else tuple(args.pivots), args.seed,
                                    args.device, args.dtype)

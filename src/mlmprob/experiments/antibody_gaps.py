@@ -18,9 +18,10 @@ from pathlib import Path
 
 import torch
 
+from ..alphabet import is_protein
 from ..errors import MLMProbError
+from .data_option import resolve_data_dir
 
-AMINO_ACIDS = frozenset("ACDEFGHIKLMNPQRSTVWY")
 AHO_CDRH3 = (107, 138)   # 1-based inclusive AHo columns
 DATASETS = {"gdpa1": "antibody/GDPa1_v1.2.csv", "thera": "antibody/thera_sabdab.csv"}
 REGIONS = ("random", "cdrh3")
@@ -75,9 +76,7 @@ def load_chains(dataset: str, data_dir: str | Path) -> list[Chain]:
     of each sequence kept."""
     if dataset not in DATASETS:
         raise MLMProbError(f"unknown dataset {dataset!r}; use one of {', '.join(DATASETS)}")
-    path = Path(data_dir) / DATASETS[dataset]
-    if not path.exists():
-        raise MLMProbError(f"{path} does not exist (pass --data DIR, the shared data folder)")
+    path = resolve_data_dir(data_dir, [DATASETS[dataset]]) / DATASETS[dataset]
     chains, seen = [], set()
     with path.open(newline="") as f:
         for i, row in enumerate(csv.DictReader(f)):
@@ -87,7 +86,7 @@ def load_chains(dataset: str, data_dir: str | Path) -> list[Chain]:
                 cdr = aho_span(aligned) if aligned.replace("-", "") == seq else None
             else:
                 seq, cid, cdr = row["HC"].strip(), row["Therapeutic"] or f"row{i + 1}", None
-            if not seq or seq in seen or not set(seq) <= AMINO_ACIDS:
+            if seq in seen or not is_protein(seq):
                 continue
             seen.add(seq)
             chains.append(Chain(cid, seq, cdr))

@@ -32,7 +32,8 @@ import torch
 
 from ..errors import MLMProbError
 from ..models.protocol import default_positions, lengths_of, max_length_of
-from .english_sets import FILES, evaluation_sets, require_files
+from .data_option import resolve_data_dir
+from .english_sets import FILES, evaluation_sets
 
 ENGLISH_DATASETS = ("snli", "xsum")
 ENGLISH_REGIONS = ("random",)
@@ -99,7 +100,7 @@ def load_sentences(dataset: str, data_dir: str | Path, n: int = POOL_SIZE) -> li
     """The first ``n`` sentences of English dataset ``dataset`` (``snli`` or ``xsum``)."""
     if dataset not in ENGLISH_DATASETS:
         raise MLMProbError(f"unknown English dataset {dataset!r}; use one of {', '.join(ENGLISH_DATASETS)}")
-    d = require_files(data_dir, FILES)
+    d = resolve_data_dir(data_dir, FILES)
     try:
         texts = evaluation_sets(d, n)[dataset]
     except (json.JSONDecodeError, KeyError, TypeError, AttributeError, UnicodeDecodeError) as e:

@@ -1,4 +1,5 @@
-"""Evaluation of variant scores against measured fitness (DMS benchmarks such as ProteinGym).
+"""Metrics of scores against measured values (variant scores against fitness in DMS benchmarks
+such as ProteinGym, binder / non-binder labels), with bootstrap intervals.
 
 The metric functions are batched: they take ``[..., n]`` predictions and targets and return
 ``[...]`` float64 values, so a bootstrap evaluates all its resamples at once. Definitions:
@@ -12,11 +13,13 @@ The metric functions are batched: they take ``[..., n]`` predictions and targets
   over the ``k`` best predictions (ties in ``pred`` keep input order), divided by the same sum
   for the ``k`` largest gains; NaN when the targets are constant;
 - ``top_recall``: of the variants at or above the ``1 - top`` quantile of the targets, the fraction
-  at or above the ``1 - top`` quantile of the predictions (quantiles interpolated linearly).
+  at or above the ``1 - top`` quantile of the predictions (quantiles interpolated linearly);
+- ``auroc_within``: AUROC over the positive / negative pairs of the same stratum only.
 
 ``bootstrap`` resamples the ``n`` points with replacement ``n_boot`` times (``torch.Generator``
 passed in) and reports the metric on the data with the percentile interval of the resamples whose
-metric is defined.
+metric is defined. ``PairedBootstrap`` does the same for several scores on the same resamples, so
+that the difference of two scores gets its own interval.
 """
 
 from __future__ import annotations
@@ -43,6 +46,26 @@ class Estimate:
     n: int
     n_boot: int
     level: float = 0.95
+
+    def fmt(self, digits: int = 3) -> str:
+        """``value [low, high]``; ``n/a`` when the value is undefined, the value alone without an interval.
+
+        >>> Estimate(0.5, 0.25, 0.75, 10, 100).fmt(2), Estimate(0.5, math.nan, math.nan, 10, 0).fmt(1)
+        ('0.50 [0.25, 0.75]', '0.5')
+        """
+        if math.isnan(self.value):
+            return "n/a"
+        if math.isnan(self.low):
+            return f"{self.value:.{digits}f}"
+        return f"{self.value:.{digits}f} [{self.low:.{digits}f}, {self.high:.{digits}f}]"
+
+    @property
+    def above_zero(self) -> bool:
+        return self.low > 0
+
+    @property
+    def below_zero(self) -> bool:
+        return self.high < 0
 
 
 def rank_average(x: torch.Tensor) -> torch.Tensor:
@@ -91,6 +114,35 @@ def auroc(pred: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
     u = (rank_average(pred.double()) * pos).sum(-1) - n1 * (n1 + 1) / 2
     ok = (n1 > 0) & (n0 > 0)
     return torch.where(ok, u / (n1 * n0).clamp(min=1), torch.full_like(n1, float("nan")))
+
+def auroc_within(pred: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+    """AUROC over the positive / negative pairs of the same stratum along the last dim: ``target`` =
+    ``label + 2 k`` for 0/1 ``label`` and integer stratum ``k`` (e.g. binder / non-binder and the
+    number of mutations). Mann-Whitney within each stratum, summed over the strata (ties count 1/2);
+    a score that only orders the strata gets exactly 0.5.
+
+    >>> k = torch.tensor([1., 1, 2, 2])
+    >>> float(auroc_within(torch.tensor([0., 1, 5, 4]), torch.tensor([0., 1, 0, 1]) + 2 * k))
+    0.5
+    >>> float(auroc_within(-k, torch.tensor([0., 1, 0, 1]) + 2 * k))
+    0.5
+    """
+    y = torch.remainder(target, 2)
+    k = torch.div(target, 2, rounding_mode="floor").long()
+    n = pred.shape[-1]
+    k = k - k.min()
+    S = int(k.max()) + 1
+    combined = k.double() * (n + 1) + rank_average(pred.double())
+    rank = rank_average(combined)                                   # strata in order, ranks within kept
+    zeros = torch.zeros(k.shape[:-1] + (S,), dtype=torch.float64)
+    size = zeros.scatter_add(-1, k, torch.ones_like(rank))          # [..., S]
+    below = torch.cumsum(size, -1) - size                           # items in lower strata
+    within = rank - below.gather(-1, k)
+    n1 = zeros.scatter_add(-1, k, y.double())
+    n0 = size - n1
+    u = (within * y).sum(-1) - (n1 * (n1 + 1) / 2).sum(-1)
+    pairs = (n1 * n0).sum(-1)
+    return torch.where(pairs > 0, u / pairs.clamp(min=1), torch.full_like(u, float("nan")))
 
 
 def top_k(n: int, top: float) -> int:
@@ -144,6 +196,35 @@ def _check(pred, target, what: str = "target") -> tuple[torch.Tensor, torch.Tens
     return pred, target
 
 
+def _percentile(value: float, boots: torch.Tensor, n: int, level: float) -> Estimate:
+    boots = boots[torch.isfinite(boots)]
+    if len(boots) == 0:
+        return Estimate(value, float("nan"), float("nan"), n, 0, level)
+    lo, hi = torch.quantile(boots, torch.tensor([(1 - level) / 2, (1 + level) / 2], dtype=torch.float64)).tolist()
+    return Estimate(value, lo, hi, n, len(boots), level)
+
+
+def _resampled(metric: Callable[[torch.Tensor, torch.Tensor], torch.Tensor], preds: dict[str, torch.Tensor],
+               target: torch.Tensor, generator: torch.Generator, n_boot: int) -> dict[str, torch.Tensor]:
+    """``metric`` of every prediction on the same ``n_boot`` resamples of the ``n`` points: ``{key: [n_boot]}``."""
+    n = len(target)
+    per = max(1, BOOT_ELEMENTS // n)
+    boots: dict[str, list] = {k: [] for k in preds}
+    for start in range(0, n_boot, per):
+        idx = torch.randint(n, (min(per, n_boot - start), n), generator=generator)
+        t = target[idx]
+        for k, p in preds.items():
+            boots[k].append(metric(p[idx], t))
+    return {k: torch.cat(v) for k, v in boots.items()}
+
+
+def _check_boot(n_boot: int, level: float) -> None:
+    if n_boot < 1:
+        raise MLMProbError(f"n_boot must be at least 1, got {n_boot}")
+    if not 0 < level < 1:
+        raise MLMProbError(f"level must lie in (0, 1), got {level}")
+
+
 def bootstrap(metric: Callable[[torch.Tensor, torch.Tensor], torch.Tensor], pred, target, *,
               generator: torch.Generator, n_boot: int = 1000, level: float = 0.95) -> Estimate:
     """``metric(pred, target)`` with a percentile bootstrap interval (resamples of all ``n`` points).
@@ -154,23 +235,37 @@ def bootstrap(metric: Callable[[torch.Tensor, torch.Tensor], torch.Tensor], pred
     (1.0, 1.0, 1.0)
     """
     pred, target = _check(pred, target)
-    if n_boot < 1:
-        raise MLMProbError(f"n_boot must be at least 1, got {n_boot}")
-    if not 0 < level < 1:
-        raise MLMProbError(f"level must lie in (0, 1), got {level}")
-    n = len(pred)
-    value = float(metric(pred, target))
-    per = max(1, BOOT_ELEMENTS // n)
-    vals = []
-    for start in range(0, n_boot, per):
-        idx = torch.randint(n, (min(per, n_boot - start), n), generator=generator)
-        vals.append(metric(pred[idx], target[idx]))
-    vals = torch.cat(vals)
-    vals = vals[torch.isfinite(vals)]
-    if len(vals) == 0:
-        return Estimate(value, float("nan"), float("nan"), n, 0, level)
-    lo, hi = torch.quantile(vals, torch.tensor([(1 - level) / 2, (1 + level) / 2], dtype=torch.float64)).tolist()
-    return Estimate(value, lo, hi, n, len(vals), level)
+    _check_boot(n_boot, level)
+    boots = _resampled(metric, {"": pred}, target, generator, n_boot)[""]
+    return _percentile(float(metric(pred, target)), boots, len(pred), level)
+
+
+class PairedBootstrap:
+    """A metric of several scores against one target on the same ``n_boot`` resamples of the ``n``
+    points, so that the difference of two scores gets its own interval.
+
+    >>> t = torch.arange(20.)
+    >>> pb = PairedBootstrap(spearman, {"a": t, "b": -t}, t, n_boot=50, generator=torch.Generator().manual_seed(0))
+    >>> pb.estimate("a").fmt(1), pb.difference("a", "b").fmt(1)
+    ('1.0 [1.0, 1.0]', '2.0 [2.0, 2.0]')
+    """
+
+    def __init__(self, metric: Callable[[torch.Tensor, torch.Tensor], torch.Tensor], preds: dict[str, torch.Tensor],
+                 target: torch.Tensor, *, n_boot: int, generator: torch.Generator, level: float = 0.95):
+        self.n = len(target)
+        if self.n < 2:
+            raise MLMProbError(f"a bootstrap needs at least 2 rows, got {self.n}")
+        _check_boot(n_boot, level)
+        self.level = level
+        self.values = {k: float(metric(p, target)) for k, p in preds.items()}
+        self.boots = _resampled(metric, preds, target, generator, n_boot)
+
+    def estimate(self, key: str) -> Estimate:
+        return _percentile(self.values[key], self.boots[key], self.n, self.level)
+
+    def difference(self, a: str, b: str) -> Estimate:
+        """The metric of ``a`` minus that of ``b``, its interval from the paired resamples."""
+        return _percentile(self.values[a] - self.values[b], self.boots[a] - self.boots[b], self.n, self.level)
 
 
 def evaluate(pred, target=None, *, generator: torch.Generator, labels=None, top: float = 0.1,

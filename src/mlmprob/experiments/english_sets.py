@@ -3,34 +3,24 @@ XSum test summaries (``xsum_test.jsonl``, field ``summary``) of the shared data 
 sentences of ``MIN_WORDS..MAX_WORDS`` words. Neither is used to train ``en-small``: the training corpus
 (``mlmprob.experiments.english_corpus``) applies the same word limits to other sources.
 
-Here, below both the infilling gaps (``english_gaps``) and the English experiments, so that neither
-layer has to import the other for its data.
+Shared by the infilling gaps (``english_gaps``) and the English experiments (``english``,
+``english_corpus``).
 """
 
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
-from ..errors import MLMProbError
+from .data_option import resolve_data_dir
 
 MIN_WORDS, MAX_WORDS = 4, 60
 FILES = ("snli_test.tsv", "xsum_test.jsonl")
 
 
-def require_files(data_dir, files=FILES, what: str = "English evaluation data") -> Path:
-    """``data_dir`` as a ``Path``; an ``MLMProbError`` naming every missing file (and ``--data``) otherwise."""
-    d = Path(data_dir)
-    missing = [str(d / f) for f in files if not (d / f).is_file()]
-    if missing:
-        raise MLMProbError(f"{what} missing: {', '.join(missing)} (pass --data DIR, the shared data folder)")
-    return d
-
-
 def evaluation_sets(data_dir, n: int = 1000) -> dict[str, list[str]]:
     """Held-out English never used in training: the first ``n`` distinct SNLI test hypotheses and
     premises, and the first ``n`` XSum test summaries."""
-    d = require_files(data_dir)
+    d = resolve_data_dir(data_dir, FILES)
     snli, seen = [], set()
     for line in (d / "snli_test.tsv").read_text(encoding="utf-8").splitlines()[1:]:
         for s in line.split("\t")[:2]:

@@ -1,6 +1,6 @@
 """The infilling runner's tables (markdown) from its JSONL records: means per (model, region, method,
 gap length) and the shapes of the paper's Tables 1-3, with Table 4, HCB vs standard on the same gaps
-(``paired``). See ``runner`` for the records.
+(``infill_paired``). See ``infill_runner`` for the records.
 """
 
 from __future__ import annotations
@@ -8,10 +8,10 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Iterable
 
-from .choices import ABLATIONS, BEAM_METHODS, LABELS, METHODS, METRICS, is_english
-from .paired import paired_comparisons, paired_markdown
+from .infill_choices import ABLATIONS, BEAM_METHODS, LABELS, METHODS, METRICS, is_english
+from .infill_paired import paired_comparisons, paired_markdown
 
-def summarize(records: Iterable[dict]) -> dict[tuple, dict[str, float]]:
+def metric_means(records: Iterable[dict]) -> dict[tuple, dict[str, float]]:
     """Means of every metric per (model, region, method, k), with the count ``n``."""
     acc: dict[tuple, dict[str, float]] = defaultdict(lambda: defaultdict(float))
     for r in records:
@@ -90,7 +90,7 @@ def tables_markdown(records: list[dict]) -> str:
 
 
 def _tables_one(records: list[dict], title: str) -> str:
-    summary = summarize(records)
+    summary = metric_means(records)
     unit = unit_of({r["dataset"] for r in records if "dataset" in r})
     parts = [title, "",
              f"Values in percent. Table 1: methods x number of missing {unit}; Table 2: models side by side "

@@ -1,0 +1,16 @@
+"""The protein alphabet, defined once: the 20 canonical amino acids as one-letter codes in alphabetical
+order. Models, variants, experiments, the app and the benchmarks import it from here (a base module:
+it imports nothing of mlmprob).
+
+>>> len(AMINO_ACIDS), is_protein("EVQLV"), is_protein("EVQLX"), is_protein("")
+(20, True, False, False)
+"""
+
+AMINO_ACIDS = "ACDEFGHIKLMNPQRSTVWY"
+
+_LETTERS = frozenset(AMINO_ACIDS)
+
+
+def is_protein(seq: str) -> bool:
+    """Whether ``seq`` is a non-empty string of canonical amino acids only."""
+    return bool(seq) and set(seq) <= _LETTERS

@@ -1,0 +1,32 @@
+"""Every default the library and the CLI share, chosen once (the README's CLI section lists them).
+
+- ``MODEL``: the model a command loads without ``--model``. ``mlmprob variants`` deviates
+  (``VARIANTS_MODEL``); its ``--help`` says why.
+- ``DEVICE``: ``auto`` = CUDA, else MPS, else the CPU (:func:`mlmprob.runtime.device.resolve_device`).
+- ``DTYPE``: ``auto`` = the precision chosen by the hardware (:func:`mlmprob.runtime.device.auto_dtype`).
+  ``load_mlm`` and the CLI's ``--dtype`` both default to it, so ``mlmprob score`` and ``mlmprob.pll`` on
+  a model from ``load_mlm(name)`` compute in the same dtype. ``$MLMPROB_DTYPE`` (``DTYPE_ENV``) overrides
+  the CLI's default (:func:`mlmprob.runtime.device.default_dtype_spec`); the test suite pins float32 with it.
+- ``BATCH_TOKENS``: the token budget of one forward sub-batch on a CPU (GPUs size it from their free
+  memory: :func:`mlmprob.batching.auto_batch_tokens`).
+- ``PART_ROWS``: rows per committed Parquet part of a streamed output.
+- ``COUNT_LIMIT``: a streamed command counts its units for the progress bar's total only when its input
+  file is smaller than this (counting reads the input once more); inputs it generates (``--saturate``,
+  ``joints``' pairs, ``--seq``) are always counted.
+
+This module imports nothing from the package: every layer may read it.
+
+>>> MODEL, DEVICE, DTYPE, VARIANTS_MODEL
+('antiberty', 'auto', 'auto', 'sapiens-vh')
+"""
+
+MODEL = "antiberty"
+VARIANTS_MODEL = "sapiens-vh"
+VARIANTS_MODEL_WHY = ("the only model whose wt_marginals beat the Hamming-distance baseline on the real variant "
+                      "library, docs/results/variants")
+DEVICE = "auto"
+DTYPE = "auto"
+DTYPE_ENV = "MLMPROB_DTYPE"
+BATCH_TOKENS = 65536
+PART_ROWS = 1024
+COUNT_LIMIT = 256 << 20

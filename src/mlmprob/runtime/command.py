@@ -1,0 +1,155 @@
+"""The one runner of every streaming command (``score``, ``variants``, streamed ``sample``, ``joints``,
+streamed ``infill``).
+
+A command declares a :class:`StreamCommand`: its job (picklable; ``job.load(device)`` loads the model once
+per worker and returns a state that is the model or holds it as ``.mlm``; ``job.run(state, chunk)`` maps a
+chunk of units to ``(rows, skipped)``), its units (a function giving a fresh iterator), its configuration
+(stored in ``OUT.meta.json``; a resume must match it) and its output columns. :func:`run_command` does
+the rest, the same way for every command:
+
+1. the first unit is read (bad input fails before a model is loaded; no unit at all is ``spec.empty``);
+2. the output is claimed (:func:`~mlmprob.runtime.writers.open_writer`: lock, resume, configuration
+   check, with the shard added to the configuration) before the model loads, so a second writer is
+   refused at once;
+3. with one local device the model is loaded here, once (an unknown model or device fails before any
+   output, and the claimed output is released); otherwise every worker process or Ray actor loads it;
+4. the progress bar's total: the units of the shard (:meth:`Shard.owns`), counted by reading the units
+   once more when the input is a file smaller than :data:`mlmprob.defaults.COUNT_LIMIT`, or is made by
+   the command (no input file); never when the bar is off;
+5. :func:`~mlmprob.runtime.engine.run_stream`: shard, resume, chunks, devices, Ray, the writer;
+6. a warning line for every unit skipped now.
+
+The command then prints its own summary with :attr:`StreamRun.ran_on`, the "ran on" text.
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Iterable
+
+from .. import defaults
+from ..errors import MLMProbError
+from .engine import StreamSummary, run_stream
+from .pool import parse_devices
+from .shard import Shard, parse_shard
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    """Where and how a streamed command runs: its output and the scale options of ``add_runtime_args``."""
+
+    out: str | None = None
+    resume: bool = False
+    shard: Shard = Shard.whole()
+    devices: tuple[str, ...] = (defaults.DEVICE,)
+    engine: str = "local"
+    ray_address: str | None = None
+    part_rows: int = defaults.PART_ROWS
+    progress: bool = True
+    dtype: str | None = defaults.DTYPE   # what the workers load (for the "ran on" text)
+
+    @classmethod
+    def from_args(cls, args, **override) -> "RunOptions":
+        """The options of a parsed command line (``--device`` is the one device unless ``--workers`` or
+        ``--devices`` name several); ``override`` replaces any of them."""
+        shard = parse_shard(args.shard)
+        devices = parse_devices(args.workers, args.devices)
+        if devices == ["auto"]:
+            devices = [args.device]
+        opts = dict(out=args.out, resume=args.resume, shard=shard, devices=tuple(devices),
+                    engine=args.engine, ray_address=args.ray_address, part_rows=args.part_rows,
+                    progress=not args.no_progress, dtype=args.dtype)
+        opts.update(override)
+        return cls(**opts)
+
+    @property
+    def in_process(self) -> bool:
+        """One local device: the model is loaded in this process."""
+        return len(self.devices) == 1 and self.engine == "local"
+
+
+@dataclass
+class StreamCommand:
+    """What a streaming command declares. ``units()`` gives a fresh iterator each call; ``input`` is the
+    file it reads (None when the command makes its units); ``last_row_id(unit)`` is the id of the unit's
+    last row when a unit gives several rows; ``state`` is an already loaded worker state (library use)."""
+
+    job: Any
+    units: Callable[[], Iterable]
+    config: dict
+    fields: tuple[str, ...] | None = None
+    input: str | None = None
+    empty: str = "no input"
+    unit_name: str = "seq"
+    chunk_size: int = 16
+    key: Callable = lambda u: u.id
+    last_row_id: Callable | None = None
+    skip_label: str = "record "
+    meta: dict = field(default_factory=dict)
+    state: Any = None
+    on_rows: Callable[[list[dict]], None] | None = None
+
+
+@dataclass
+class StreamRun(StreamSummary):
+    """:class:`~mlmprob.runtime.engine.StreamSummary` plus what ran: ``ran_on`` ("cpu float32", "2 x cpu
+    float32", "Ray actors bfloat16"), the ``shard``, and the worker ``state`` when it was loaded in this
+    process (None when workers or Ray actors loaded their own)."""
+
+    ran_on: str = ""
+    shard: Shard = Shard.whole()
+    state: Any = None
+
+
+def dtype_label(dtype_spec, device: str) -> str:
+    """The dtype that ``dtype_spec`` means on ``device``, as text (for the "ran on" text)."""
+    from .device import resolve_device, resolve_dtype
+
+    dt = resolve_dtype(dtype_spec, resolve_device(device))
+    return "float32" if dt is None else str(dt).replace("torch.", "")
+
+
+def model_of(state):
+    """The model inside a worker state (the state itself, or its ``.mlm``)."""
+    return getattr(state, "mlm", state)
+
+
+def _count(spec: StreamCommand, opts: RunOptions) -> int | None:
+    """The progress bar's total (see the module docstring), or None when it is not counted."""
+    if not opts.progress:
+        return None
+    if spec.input is not None:
+        path = Path(spec.input)
+        if not path.is_file() or path.stat().st_size >= defaults.COUNT_LIMIT:
+            return None
+    return sum(1 for k, _ in enumerate(spec.units()) if opts.shard.owns(k))
+
+
+def run_command(spec: StreamCommand, opts: RunOptions) -> StreamRun:
+    """Run a declared streaming command (see the module docstring); returns what it did."""
+    from .device import describe
+    from .writers import open_writer
+
+    if next(iter(spec.units()), None) is None:   # fail fast on bad input, before a model is loaded
+        raise MLMProbError(spec.empty)
+    config = {**spec.config, "shard": str(opts.shard)}
+    writer = open_writer(opts.out, resume=opts.resume, config=config, fields=spec.fields, part_rows=opts.part_rows)
+    with writer:
+        state = spec.state
+        if state is None and opts.in_process:
+            state = spec.job.load(opts.devices[0])
+        if state is not None:
+            mlm = model_of(state)
+            load, ran_on = (lambda device: state), describe(mlm.device, mlm.dtype)
+        else:
+            where = "Ray actors" if opts.engine == "ray" else f"{len(opts.devices)} x {opts.devices[0]}"
+            load, ran_on = spec.job.load, f"{where} {dtype_label(opts.dtype, opts.devices[0])}"
+        summary = run_stream(load, spec.job.run, spec.units(), writer, shard=opts.shard, devices=opts.devices,
+                             chunk_size=spec.chunk_size, engine=opts.engine, ray_address=opts.ray_address,
+                             total=_count(spec, opts), progress=opts.progress, unit_name=spec.unit_name,
+                             key=spec.key, last_row_id=spec.last_row_id, on_rows=spec.on_rows, meta=spec.meta)
+    for uid, why in summary.skipped:
+        print(f"warning: skipped {spec.skip_label}{uid!r}: {why}", file=sys.stderr)
+    return StreamRun(**vars(summary), ran_on=ran_on, shard=opts.shard, state=state)
