@@ -8,7 +8,7 @@ from mlmprob import argtypes
 from mlmprob.cli import build_parser, main
 
 # the fewest arguments each command parses with
-REQUIRED = {"score": ["in.txt"], "demo": [], "sample": ["--out", "o"],
+REQUIRED = {"score": ["in.txt"], "calibrate": ["in.txt"], "demo": [], "sample": ["--out", "o"],
             "joints": ["--model", "m", "--data", "d", "--out", "o"],
             "infill": ["A_C"], "train": ["--out", "o", "--synthetic", "hmm"], "merge": ["--out", "o", "p"],
             "variants": ["in.csv", "--wild-type", "MA"], "app": []}
