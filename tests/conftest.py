@@ -221,4 +221,4 @@ def pytest_terminal_summary(terminalreporter):
     for name, mod in list(sys.modules.items()):
         count = getattr(mod, "COUNT", None) if name.endswith("test_fuzz_cli") else None
         if count and count.get("cases"):
-            terminalreporter.write_line(f"fuzz: {count['cases']} generated CLI cases run (tests/test_fuzz_cli.py)")
+            terminalreporter.write_line(f"fuzz: {count['cases']} generated CLI cases run (tests/commands/test_fuzz_cli.py)")
