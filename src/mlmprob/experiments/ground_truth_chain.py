@@ -14,6 +14,8 @@ repository); ``README.md`` is rewritten from the records.
 
 from __future__ import annotations
 
+from ..argtypes import positive_int  # noqa: E402
+
 import argparse
 import dataclasses
 import json
@@ -150,7 +152,7 @@ def main(argv=None) -> int:
     p.add_argument("--seeds", type=_tuple(int), default=(0,), help="training seeds (one model each)")
     p.add_argument("--masking", choices=("dynamic", "uniform"), default="dynamic",
                    help="dynamic: the fixed masking rate; uniform: a uniform number of masks per sequence")
-    p.add_argument("--threads", type=int, help="torch CPU threads")
+    p.add_argument("--threads", type=positive_int, help="torch CPU threads")
     args = p.parse_args(argv)
     if args.threads:
         torch.set_num_threads(args.threads)

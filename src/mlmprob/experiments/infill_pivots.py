@@ -14,6 +14,8 @@ standard beam search. Resumable like the runner (finished records are skipped)::
 
 from __future__ import annotations
 
+from ..argtypes import nonnegative_int, positive_int  # noqa: E402
+
 import argparse
 import sys
 import time
@@ -204,12 +206,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--model", default=d.model)
     p.add_argument("--dataset", default=d.dataset, choices=list(DATASETS))
     p.add_argument("--region", default=d.region, choices=list(REGIONS))
-    p.add_argument("--k", type=int, default=d.k, help="gap length")
-    p.add_argument("--n-gaps", type=int, default=d.n_gaps)
-    p.add_argument("--beam-size", type=int, default=d.beam_size)
+    p.add_argument("--k", type=positive_int, default=d.k, help="gap length")
+    p.add_argument("--n-gaps", type=positive_int, default=d.n_gaps)
+    p.add_argument("--beam-size", type=positive_int, default=d.beam_size)
     p.add_argument("--order", default=d.order, choices=["l2r", "best"])
-    p.add_argument("--pivots", nargs="+", type=int, default=None, help="token ids (default: every output token)")
-    p.add_argument("--seed", type=int, default=d.seed)
+    p.add_argument("--pivots", nargs="+", type=nonnegative_int, default=None, help="token ids (default: every output token)")
+    p.add_argument("--seed", type=nonnegative_int, default=d.seed)
     p.add_argument("--device", default=d.device)
     p.add_argument("--dtype", default=None)
     add_data_option(p, f"the dataset's files ({', '.join(DATA_FILES)})", "--data-dir")

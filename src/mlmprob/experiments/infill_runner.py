@@ -37,6 +37,8 @@ methods and metrics are in ``infill_choices``, the tables in ``infill_tables``.
 
 from __future__ import annotations
 
+from ..argtypes import nonnegative_int, positive_int  # noqa: E402
+
 import argparse
 import sys
 import time
@@ -264,11 +266,11 @@ def main(argv: list[str] | None = None) -> int:
                    help="antibody heavy chains (gdpa1, thera) or English sentences (snli, xsum)")
     p.add_argument("--regions", nargs="+", default=None, choices=list(REGIONS),
                    help="default: every region of the dataset (English: random only)")
-    p.add_argument("--lengths", nargs="+", type=int, default=list(d.lengths))
-    p.add_argument("--n-gaps", type=int, default=d.n_gaps)
-    p.add_argument("--beam-size", type=int, default=d.beam_size)
+    p.add_argument("--lengths", nargs="+", type=positive_int, default=list(d.lengths))
+    p.add_argument("--n-gaps", type=positive_int, default=d.n_gaps)
+    p.add_argument("--beam-size", type=positive_int, default=d.beam_size)
     p.add_argument("--methods", nargs="+", default=list(d.methods), choices=list(METHODS))
-    p.add_argument("--seed", type=int, default=d.seed)
+    p.add_argument("--seed", type=nonnegative_int, default=d.seed)
     p.add_argument("--device", default="cpu")
     p.add_argument("--dtype", default=None)
     add_data_option(p, f"the dataset's files ({', '.join(DATA_FILES)})", "--data-dir")
