@@ -28,12 +28,12 @@ from ..errors import MLMProbError
 from ..infill.beam import beam_search, make_correction
 from ..jsonl import dumps
 from ..metrics.significance import exact_sign_test
-from ..runtime.log import ResumableLog
+from ..runtime.log import ResumableLog, read_log
 from .data_option import add_data_option, resolve_data_dir
 from .infill_choices import DATA_FILES, DATASETS, REGIONS, dataset_files
 from .infill_paired import discordant
 from .infill_runner import (CountingMLM, ExperimentConfig, draw_data, measure_gap, model_gaps, model_label,
-                            read_records, report_progress)
+                            report_progress)
 
 
 def token_name(mlm, token_id: int) -> str:
@@ -94,7 +94,7 @@ def run_sweep(config: PivotSweepConfig, out: str | Path, *, data_dir: str | Path
         make_correction(mlm, "hcb", p)   # clear error for an id outside the output vocabulary
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    done = {_key(r) for r in read_records(out)}
+    done = {_key(r) for r in read_log(out)}
     gaps = model_gaps(exp, mlm, source, antibody, progress)[(config.region, config.k)]
     label = model_label(config.model, config.dtype)
     todo = [(g, p) for g in gaps for p in [None] + pivots
@@ -224,7 +224,7 @@ def main(argv: list[str] | None = None) -> int:
                                    args.device, args.dtype)
             n = run_sweep(cfg, args.out, data_dir=data_dir)
             print(f"{n} new records in {args.out}", file=sys.stderr)
-        rows = summarize_sweep(read_records(Path(args.out)))
+        rows = summarize_sweep(list(read_log(Path(args.out))))
         if not rows:
             raise MLMProbError(f"no paired records in {args.out}")
         if args.report:
