@@ -35,12 +35,14 @@ def iter_masked_logits(
     batch_tokens: int | None = DEFAULT_BATCH_TOKENS,
     progress: Callable[[int], None] | None = None,
     on_device: bool = False,
+    records: torch.Tensor | None = None,
 ) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
     """Yield ``(copy_index [n], logits [n, V])`` sub-batch by sub-batch, covering every copy once.
 
     Copy ``n`` is row ``rows[n]`` of ``input_ids`` with ``cols[n]`` masked; ``extra_mask`` (bool
     ``[N, L]``) masks more positions in it; its logits are read at ``cols[n]``. The copies of one
-    row of ``input_ids`` are forwarded only with each other (in their given order). ``progress`` is
+    row of ``input_ids`` are forwarded only with each other (in their given order); ``records`` (``[B]``)
+    lets rows of one record share sub-batches (e.g. the chains of one sampling call). ``progress`` is
     called with the number of copies finished after each sub-batch.
 
     With ``on_device`` the masked copies are built on the model's device, the loop makes no host
@@ -50,7 +52,7 @@ def iter_masked_logits(
     """
     rows = torch.as_tensor(rows, dtype=torch.long)
     cols = torch.as_tensor(cols, dtype=torch.long)
-    source = MaskedCopies(mlm, input_ids, rows, cols, extra_mask)
+    source = MaskedCopies(mlm, input_ids, rows, cols, extra_mask, records)
     yield from iter_forward(mlm, source, torch.arange(len(rows)), cols, batch_tokens=batch_tokens,
                             progress=progress, on_device=on_device)
 

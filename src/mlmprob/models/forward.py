@@ -160,10 +160,11 @@ class GivenRows:
 
 class MaskedCopies:
     """Copy ``n`` = row ``rows[n]`` of ``input_ids`` with ``cols[n]`` (and ``extra_mask[n]``, bool
-    ``[N, L]``) masked; grouped by the row of ``input_ids`` (its record), named by it in errors."""
+    ``[N, L]``) masked; grouped by the record of its row (``records[row]``; default: each row of
+    ``input_ids`` is a record), named by its row in errors."""
 
     def __init__(self, mlm: MaskedLM, input_ids: torch.Tensor, rows: torch.Tensor, cols: torch.Tensor,
-                 extra_mask: torch.Tensor | None = None):
+                 extra_mask: torch.Tensor | None = None, records: torch.Tensor | None = None):
         self.mask_id = mlm.mask_id
         self.input_ids = torch.as_tensor(input_ids, dtype=torch.long)
         self.rows = torch.as_tensor(rows, dtype=torch.long)
@@ -171,7 +172,9 @@ class MaskedCopies:
         self.extra = extra_mask
         rows_cpu = self.rows.cpu()
         self.lengths = lengths_of(mlm, self.input_ids.cpu())[rows_cpu]
-        self.groups = self.names = rows_cpu
+        self.names = rows_cpu
+        # the record of each row of input_ids (default: each row its own); copies of two records never mix
+        self.groups = rows_cpu if records is None else torch.as_tensor(records).long().cpu()[rows_cpu]
 
     def to(self, device: torch.device) -> "MaskedCopies":
         out = object.__new__(MaskedCopies)

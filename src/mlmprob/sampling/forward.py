@@ -20,7 +20,8 @@ def site_logits(mlm: MaskedLM, ids: torch.Tensor, select: torch.Tensor,
     B, L = ids.shape
     out = torch.zeros(B, L, mlm.vocab_size)
     rows, cols = select.nonzero(as_tuple=True)
-    for idx, logits in iter_masked_logits(mlm, ids, rows, cols, batch_tokens=batch_tokens):
+    one = torch.zeros(B, dtype=torch.long)  # the chains of one call are one record
+    for idx, logits in iter_masked_logits(mlm, ids, rows, cols, batch_tokens=batch_tokens, records=one):
         out[rows[idx], cols[idx]] = logits.to(out.dtype)
     return out, int(rows.numel())
 
