@@ -7,9 +7,9 @@ from dataclasses import asdict, dataclass, field
 from typing import Callable, Iterable, Iterator, Sequence
 
 from .batching import DEFAULT_BATCH_TOKENS
-from .data import Record
+from .data import Record, encodable_records, encode_records
 from .energy import token_scores
-from .errors import MLMProbError, NonFiniteError, TokenizationError
+from .errors import MLMProbError, NonFiniteError
 from .models.protocol import NONFINITE_HINT
 
 
@@ -37,18 +37,6 @@ class SequenceScore:
         return d
 
 
-def _encode_chunk(mlm, chunk: Sequence[Record]):
-    try:
-        return mlm.encode([r.seq for r in chunk])
-    except TokenizationError as e:
-        for r in chunk:  # find the offending record to name it
-            try:
-                mlm.encode([r.seq])
-            except TokenizationError as e1:
-                raise TokenizationError(f"record {r.id!r}: {str(e1).replace('sequence 0 ', '', 1)}") from None
-        raise e
-
-
 def score_records(mlm, records: Iterable[Record], *, whole_word: bool = False, per_token: bool = False,
                   batch_tokens: int | None = DEFAULT_BATCH_TOKENS, chunk_size: int = 16,
                   skip_invalid: bool = False, on_skip: Callable[[Record, str], None] | None = None,
@@ -62,19 +50,10 @@ def score_records(mlm, records: Iterable[Record], *, whole_word: bool = False, p
     buf: list[Record] = []
 
     def flush():
-        good = buf
-        if skip_invalid:
-            good = []
-            for r in buf:
-                try:
-                    mlm.encode([r.seq])
-                    good.append(r)
-                except TokenizationError as e:
-                    if on_skip:
-                        on_skip(r, str(e).replace("sequence 0 ", "", 1))
+        good = encodable_records(mlm, buf, on_skip) if skip_invalid else buf
         if not good:
             return []
-        enc = _encode_chunk(mlm, good)
+        enc = encode_records(mlm, good)
         try:
             s = token_scores(mlm, enc.input_ids, word_ids=enc.word_ids if whole_word else None,
                              batch_tokens=batch_tokens)

@@ -13,42 +13,22 @@ from typing import Sequence
 
 import torch
 
-from ..data import Record
-from ..errors import MLMProbError, NonFiniteError, TokenizationError
+from ..data import Record, encodable_records, encode_records
+from ..errors import MLMProbError, NonFiniteError
 from ..energy import pll as exact_pll
 from .estimate import one_pass_token_scores
 
 METHOD_NAMES = {"exact": "exact", "one-pass": "one_pass"}
 
 
-def _encode(mlm, records: Sequence[Record]):
-    try:
-        return mlm.encode([r.seq for r in records])
-    except TokenizationError:
-        for r in records:  # name the offending record
-            try:
-                mlm.encode([r.seq])
-            except TokenizationError as e:
-                raise TokenizationError(f"record {r.id!r}: {str(e).replace('sequence 0 ', '', 1)}") from None
-        raise
-
-
 def one_pass_rows(mlm, records: Sequence[Record], *, skip_invalid: bool = False,
                   skipped: list | None = None, correction=None) -> list[dict]:
     """One row per record (``SequenceScore`` fields + ``method``), one unmasked pass per chunk of records."""
-    good = list(records)
-    if skip_invalid:
-        good = []
-        for r in records:
-            try:
-                mlm.encode([r.seq])
-                good.append(r)
-            except TokenizationError as e:
-                if skipped is not None:
-                    skipped.append((r.id, str(e).replace("sequence 0 ", "", 1)))
+    on_skip = None if skipped is None else (lambda r, why: skipped.append((r.id, why)))
+    good = encodable_records(mlm, records, on_skip) if skip_invalid else list(records)
     if not good:
         return []
-    enc = _encode(mlm, good)
+    enc = encode_records(mlm, good)
     s = one_pass_token_scores(mlm, enc.input_ids, method="one_pass", correction=correction)
     rows = []
     for b, r in enumerate(good):
@@ -109,7 +89,7 @@ def check(mlm, records: Sequence[Record], n: int, *, seed: int = 0, batch_tokens
     fast = [r["pll"] for r in one_pass_rows(mlm, chosen, correction=correction)]
     t1 = time.perf_counter()
     kw = {} if batch_tokens is None else {"batch_tokens": batch_tokens}
-    exact = [float(x) for x in exact_pll(mlm, _encode(mlm, chosen).input_ids, **kw)]
+    exact = [float(x) for x in exact_pll(mlm, encode_records(mlm, chosen).input_ids, **kw)]
     t2 = time.perf_counter()
     err = torch.tensor(fast, dtype=torch.float64) - torch.tensor(exact, dtype=torch.float64)
     return CheckResult(len(chosen), spearman(fast, exact), float(err.abs().mean()), float(err.abs().max()),
