@@ -40,7 +40,7 @@ from pathlib import Path
 
 import torch
 
-from ..errors import MLMProbError
+from ..errors import MLMProbError, exit_status
 from ..runtime.log import ResumableLog, RunMeta, append_record
 from ..training.masking import generator_for, n_selected
 # the shared and the evaluation names, importable from here as before the split
@@ -224,7 +224,7 @@ def main(argv=None) -> int:
                               "n_gaps": args.n_gaps, "chains": args.chains, "sample_epochs": args.sample_epochs,
                               "curve_steps": args.curve_steps, "masking_rates": args.masking_rates,
                               "masking_steps": args.masking_steps}.items() if v is not None}
-    try:
+    def body():
         cfg = GroundTruthConfig(**over)
         out = Path(args.out)
         t0 = time.time()
@@ -234,10 +234,8 @@ def main(argv=None) -> int:
                       "wall_s": round(time.time() - t0, 1), "threads": torch.get_num_threads()})
         if not args.no_report:
             write_report(out)
-    except MLMProbError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
-    return 0
+
+    return exit_status(body)
 
 
 if __name__ == "__main__":  # pragma: no cover

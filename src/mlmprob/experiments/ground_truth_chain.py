@@ -26,7 +26,7 @@ from pathlib import Path
 
 import torch
 
-from ..errors import MLMProbError
+from ..errors import MLMProbError, exit_status
 from ..runtime.log import append_record, read_log
 from ..training.data import SYMBOL_OFFSET, wrap_symbols
 from .ground_truth import Results, _train
@@ -156,7 +156,7 @@ def main(argv=None) -> int:
     args = p.parse_args(argv)
     if args.threads:
         torch.set_num_threads(args.threads)
-    try:
+    def body():
         cfg = GroundTruthConfig(couplings=args.couplings, curve_steps=args.curve_steps, steps=max(args.curve_steps))
         out = Path(args.out)
         t0 = time.time()
@@ -165,10 +165,8 @@ def main(argv=None) -> int:
             shlex.quote(a) for a in (argv if argv is not None else sys.argv[1:])),
             "wall_s": round(time.time() - t0, 1), "threads": torch.get_num_threads()})
         write_report(out)
-    except MLMProbError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
-    return 0
+
+    return exit_status(body)
 
 
 if __name__ == "__main__":  # pragma: no cover

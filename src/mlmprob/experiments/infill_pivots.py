@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Sequence
 
-from ..errors import MLMProbError
+from ..errors import MLMProbError, exit_status
 from ..infill.beam import beam_search, make_correction
 from ..jsonl import dumps
 from ..metrics.significance import exact_sign_test
@@ -216,7 +216,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--dtype", default=None)
     add_data_option(p, f"the dataset's files ({', '.join(DATA_FILES)})", "--data-dir")
     args = p.parse_args(argv)
-    try:
+    def body():
         if not args.report_only:
             data_dir = resolve_data_dir(args.data, dataset_files(args.dataset))
             cfg = PivotSweepConfig(args.model, args.dataset, args.region, args.k, args.n_gaps, args.beam_size,
@@ -234,10 +234,8 @@ def main(argv: list[str] | None = None) -> int:
             plot_sweep(rows, args.plot)
         if not args.report:
             print(sweep_markdown(rows))
-    except MLMProbError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
-    return 0
+
+    return exit_status(body)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -48,7 +48,7 @@ from typing import Callable
 
 import torch
 
-from ..errors import MLMProbError
+from ..errors import MLMProbError, exit_status
 from ..infill.corrections import ContextScramble
 from ..infill.gap import InfillCandidate
 from ..metrics.sequences import gap_metrics
@@ -270,7 +270,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--dtype", default=None)
     add_data_option(p, f"the dataset's files ({', '.join(DATA_FILES)})", "--data-dir")
     args = p.parse_args(argv)
-    try:
+    def body():
         if not args.tables_only:
             data_dir = resolve_data_dir(args.data, dataset_files(args.dataset))
             regions = tuple(args.regions) if args.regions else None
@@ -283,10 +283,8 @@ def main(argv: list[str] | None = None) -> int:
             Path(args.tables).parent.mkdir(parents=True, exist_ok=True)
             Path(args.tables).write_text(tables_markdown(list(read_log(Path(args.out)))))
             print(f"tables written to {args.tables}", file=sys.stderr)
-    except MLMProbError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
-    return 0
+
+    return exit_status(body)
 
 
 if __name__ == "__main__":  # pragma: no cover
