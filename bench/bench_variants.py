@@ -19,7 +19,7 @@ Side by side in one run, in one process, on one model (default AntiBERTy, real w
    ``saturation_units`` in chunks of 256 through ``runtime.engine.run_stream`` into a JSONL writer, the
    forward rows counted the same way; and the loop on the first ``--sat-loop-n`` mutants.
 
-``--quick`` shrinks every size (smoke test; ``tests/test_bench_variants.py`` runs it on a tiny model).
+``--quick`` shrinks every size (smoke test; ``tests/bench/test_bench_variants.py`` runs it on a tiny model).
 
     nice -n 5 python bench/bench_variants.py                      # AntiBERTy, CPU, 1 thread: about 7 minutes
     python bench/bench_variants.py --quick --model DIR --out /tmp/v.md

@@ -1,6 +1,6 @@
 """Pure helpers of ``bench_scale.py``: model FLOPs, the matmul peak, machine facts, goals and the report.
 
-Kept apart from the driver so that ``tests/test_bench_scale.py`` can check them in a second without
+Kept apart from the driver so that ``tests/bench/test_bench_scale.py`` can check them in a second without
 running the benchmark.
 
 Model FLOPs of one masked copy of an ``L``-token sequence (what ``mlmprob.token_scores`` runs for it):

@@ -18,15 +18,15 @@ def tiny_tokenizer(max_length=40):
     return ResidueTokenizer(TOKENS, bos="<cls>", eos="<sep>", pad="<pad>", mask="<mask>", max_length=max_length)
 
 
-def tiny_hf(kind="bert", seed=0):
-    """A small random-weight HF masked LM of the given family behind HFMaskedLM."""
+def tiny_hf(kind="bert", seed=0, init=0.5):
+    """A small random-weight HF masked LM of the given family behind HFMaskedLM (``init``: the weights' std)."""
     import transformers as tf
 
     torch.manual_seed(seed)  # weight init of test fixtures only
     V = len(TOKENS)
     common = dict(vocab_size=V, hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=64,
                   hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0, pad_token_id=1,
-                  initializer_range=0.5)  # large init: peaked, discriminating conditionals
+                  initializer_range=init)  # large init: peaked, discriminating conditionals
     if kind == "bert":
         model = tf.BertForMaskedLM(tf.BertConfig(max_position_embeddings=64, **common))
         max_len = 64
@@ -36,7 +36,7 @@ def tiny_hf(kind="bert", seed=0):
     elif kind == "distilbert":
         model = tf.DistilBertForMaskedLM(tf.DistilBertConfig(vocab_size=V, dim=32, n_layers=2, n_heads=4, hidden_dim=64,
                                                              dropout=0.0, attention_dropout=0.0, pad_token_id=1,
-                                                             max_position_embeddings=64, initializer_range=0.5))
+                                                             max_position_embeddings=64, initializer_range=init))
         max_len = 64
     else:
         raise ValueError(kind)
@@ -221,4 +221,4 @@ def pytest_terminal_summary(terminalreporter):
     for name, mod in list(sys.modules.items()):
         count = getattr(mod, "COUNT", None) if name.endswith("test_fuzz_cli") else None
         if count and count.get("cases"):
-            terminalreporter.write_line(f"fuzz: {count['cases']} generated CLI cases run (tests/test_fuzz_cli.py)")
+            terminalreporter.write_line(f"fuzz: {count['cases']} generated CLI cases run (tests/commands/test_fuzz_cli.py)")

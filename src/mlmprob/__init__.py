@@ -8,12 +8,13 @@ embedded antibody models; exact toy models, synthetic
 languages with exact conditionals, and an MLM trainer.
 """
 
-from .energy import TokenScores, energy, pll, token_scores
+from .energy import TokenScores, energy, token_scores
 from .errors import MLMProbError
 from .infill import InfillCandidate, exact_infill, exhaustive_infill, infill, sample_infill
 from .likelihood import LogLik, loglik
 from .joints import PairConditionals, evaluate_pair, pair_conditionals, pairwise_joint
 from .models import ExactMLM, HFMaskedLM, LookupMLM, MaskedLM, load_mlm
+from .onepass.api import pll
 from .sampling import SampleResult, mask_predict, sample
 from . import synthetic, training
 from .synthetic import HMM, PottsChain, PottsGrid, SyntheticLanguage

@@ -13,7 +13,7 @@ import sys
 
 from .errors import MLMProbError
 
-COMMANDS = ("score", "merge", "demo", "sample", "joints", "infill", "train", "variants", "app")
+COMMANDS = ("score", "calibrate", "merge", "demo", "sample", "joints", "infill", "train", "variants", "app")
 
 
 class Parser(argparse.ArgumentParser):

@@ -26,7 +26,7 @@ def add_model_args(p: argparse.ArgumentParser, default: str = defaults.MODEL, wh
                    help="torch device: auto (CUDA, else MPS, else CPU), cpu, cuda, cuda:1, mps")
     p.add_argument("--dtype", default=default_dtype_spec(),
                    help="auto (bf16 on CUDA/bf16-capable CPUs, fp16 on older GPUs, else float32), float32, "
-                        f"bfloat16 or float16; ${defaults.DTYPE_ENV} sets the default (load_mlm's default is "
+                        f"bfloat16, float16, or int8 (linear layers in int8, x86 CPUs); ${defaults.DTYPE_ENV} sets the default (load_mlm's default is "
                         f"{defaults.DTYPE} too)")
     p.add_argument("--batch-tokens", type=positive_int, default=None,
                    help="token budget of one forward sub-batch (default: from the device's free memory on GPUs, "

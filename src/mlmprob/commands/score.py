@@ -34,6 +34,15 @@ def register(sub) -> None:
     p.add_argument("--seed", type=nonnegative_int, default=0, help="--likelihood chain: seed of each record's orders")
     p.add_argument("--limit", type=positive_int, help="score only the first N records of the input (before --shard)")
     p.add_argument("--skip-invalid", action="store_true", help="skip records the tokenizer rejects, with a warning")
+    p.add_argument("--pll", choices=("exact", "one-pass"), default="exact",
+                   help="exact: one masked copy per position; one-pass: an estimate from one unmasked pass and the "
+                        "model's fitted correction (mlmprob calibrate), ~L times faster; its rows say method one_pass")
+    p.add_argument("--check", type=positive_int, metavar="N",
+                   help="with --pll one-pass: also score N random records of this run exactly and print the "
+                        "Spearman, mean and max absolute error of the estimate")
+    p.add_argument("--correction", metavar="FILE",
+                   help="with --pll one-pass: the correction file to use (from mlmprob calibrate --out) instead of "
+                        "the one shipped or beside the model")
     add_runtime_args(p)
     p.set_defaults(func=run)
 
@@ -66,6 +75,9 @@ def run(args) -> int:
         raise MLMProbError(f"{flag} needs JSONL or Parquet output ({what} do not fit a TSV row)")
     chain = {} if args.likelihood == "pll" else {"likelihood": "chain", "order": args.order,
                                                  "n_orders": args.orders, "per_order": args.per_order, "seed": args.seed}
+    one_pass = _check_one_pass_args(args)
+    if one_pass and chain:
+        raise MLMProbError("--pll one-pass and --likelihood chain cannot be combined (the chain rule is exact)")
 
     def units():
         recs = iter_records(args.input, args.format, args.column, args.id_column)
@@ -75,16 +87,48 @@ def run(args) -> int:
               "format": args.format, "column": args.column, "id_column": args.id_column,
               "whole_word": args.whole_word, "per_token": args.per_token, **chain}
     from ..likelihood.records import CHAIN_FIELDS
-    job = ScoreJob(model=args.model, dtype=args.dtype, allow_pickle=args.allow_pickle, whole_word=args.whole_word,
-                   per_token=args.per_token, batch_tokens=args.batch_tokens, skip_invalid=args.skip_invalid, **chain)
-    done = run_command(StreamCommand(job, units, config, fields=TSV_FIELDS + (CHAIN_FIELDS if chain else ()),
-                                     input=args.input, empty=f"no sequences found in {args.input}",
-                                     meta={"limit": args.limit}), opts)
+    extra = dict(chain)
+    if one_pass:
+        from .onepass_job import OnePassScoreJob as ScoreJob  # noqa: F811 - the same job, one-pass rows
+        extra = {"correction": args.correction}
+        config.update(pll="one_pass", correction=None if args.correction is None else str(Path(args.correction).resolve()))
+    job = ScoreJob(**extra, model=args.model, dtype=args.dtype, allow_pickle=args.allow_pickle, whole_word=args.whole_word,
+                   per_token=args.per_token, batch_tokens=args.batch_tokens, skip_invalid=args.skip_invalid)
+    fields = TSV_FIELDS + (CHAIN_FIELDS if chain else ()) + (("method",) if one_pass else ())
+    done = run_command(StreamCommand(job, units, config, fields=fields, input=args.input,
+                                     empty=f"no sequences found in {args.input}", meta={"limit": args.limit}), opts)
     shard = opts.shard
+    method = " (PLL method: one_pass, an estimate)" if one_pass else ""
     if args.out:
         print(f"scored {done.written} sequences with {args.model} on {done.ran_on} -> {args.out}"
               + (f" ({done.already} already there)" if done.already else "")
-              + (f" (shard {shard})" if not shard.is_whole else ""), file=sys.stderr)
+              + (f" (shard {shard})" if not shard.is_whole else "") + method, file=sys.stderr)
     else:
-        print(f"scored {done.written} sequences with {args.model} on {done.ran_on}", file=sys.stderr)
+        print(f"scored {done.written} sequences with {args.model} on {done.ran_on}{method}", file=sys.stderr)
+    if args.check is not None:
+        _check(args, job, done, opts, units)
     return 0
+
+
+def _check_one_pass_args(args) -> bool:
+    """Whether the run is one-pass; the one-pass options refused without it (and its refusals)."""
+    one_pass = args.pll == "one-pass"
+    if args.check is not None and not one_pass:
+        raise MLMProbError("--check compares the one-pass estimate with exact PLL: use it with --pll one-pass")
+    if args.correction is not None and not one_pass:
+        raise MLMProbError("--correction is the one-pass correction: use it with --pll one-pass")
+    if one_pass and (args.per_token or args.whole_word):
+        raise MLMProbError("--pll one-pass gives per-sequence scores only (no --per-token, no --whole-word)")
+    return one_pass
+
+
+def _check(args, job, done, opts, units) -> None:
+    """``--check N``: N random records of this run (this shard), scored exactly and compared."""
+    from ..onepass.scoring import check
+    from ..runtime.command import model_of
+
+    shard = opts.shard
+    records = [r for k, r in enumerate(units()) if shard.is_whole or k % shard.count == shard.index - 1]
+    mlm = model_of(done.state) if done.state is not None else job.load(opts.devices[0])
+    print(check(mlm, records, args.check, batch_tokens=args.batch_tokens, correction=job.correction).line(),
+          file=sys.stderr)

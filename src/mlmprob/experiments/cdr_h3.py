@@ -48,6 +48,8 @@ report (its tables built by ``cdr_h3_tables``), and both take the configurations
 
 from __future__ import annotations
 
+from ..argtypes import nonnegative_int, positive_int  # noqa: E402
+
 import argparse
 import datetime
 import json
@@ -98,16 +100,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--id-column", default="Therapeutic")
     p.add_argument("--tables", default="1,2,3,4,5,u", help="comma list of 1..5 and u (unconditional)")
     p.add_argument("--only", help="comma list of configuration names (overrides --tables for running)")
-    p.add_argument("--epochs", type=int, default=4, help="epochs after burn-in")
-    p.add_argument("--burn-in", type=int, default=2)
-    p.add_argument("--n-antibodies", type=int, default=20)
-    p.add_argument("--chains", type=int, default=3)
+    p.add_argument("--epochs", type=positive_int, default=4, help="epochs after burn-in")
+    p.add_argument("--burn-in", type=nonnegative_int, default=2)
+    p.add_argument("--n-antibodies", type=positive_int, default=20)
+    p.add_argument("--chains", type=positive_int, default=3)
     p.add_argument("--cdr-definition", choices=("imgt", "kabat"), default="imgt")
-    p.add_argument("--uncond-length", type=int, default=120)
-    p.add_argument("--uncond-chains", type=int, default=3)
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--threads", type=int, default=1, help="torch CPU threads (1 is fastest on a loaded machine)")
-    p.add_argument("--batch-tokens", type=int, default=DEFAULT_BATCH_TOKENS)
+    p.add_argument("--uncond-length", type=positive_int, default=120)
+    p.add_argument("--uncond-chains", type=positive_int, default=3)
+    p.add_argument("--seed", type=nonnegative_int, default=0)
+    p.add_argument("--threads", type=positive_int, default=1, help="torch CPU threads (1 is fastest on a loaded machine)")
+    p.add_argument("--batch-tokens", type=positive_int, default=DEFAULT_BATCH_TOKENS)
     p.add_argument("--report-only", action="store_true", help="only rebuild report.md and the figures")
     p.add_argument("--no-report", action="store_true")
     p.add_argument("--note", default="", help="free text recorded with this invocation in runs.jsonl")

@@ -30,6 +30,8 @@ the configuration and the exact quantities from ``ground_truth_common``.
 
 from __future__ import annotations
 
+from ..argtypes import positive_int  # noqa: E402
+
 import argparse
 import shlex
 import sys
@@ -212,15 +214,15 @@ def main(argv=None) -> int:
     p.add_argument("--runs", required=True, help="folder for the trained models (not for the repository)")
     p.add_argument("--stages", default="coupling,curve,masking")
     p.add_argument("--couplings", type=_floats)
-    p.add_argument("--steps", type=int)
-    p.add_argument("--n-pairs", type=int)
-    p.add_argument("--n-gaps", type=int)
-    p.add_argument("--chains", type=int)
-    p.add_argument("--sample-epochs", type=int)
+    p.add_argument("--steps", type=positive_int)
+    p.add_argument("--n-pairs", type=positive_int)
+    p.add_argument("--n-gaps", type=positive_int)
+    p.add_argument("--chains", type=positive_int)
+    p.add_argument("--sample-epochs", type=positive_int)
     p.add_argument("--curve-steps", type=_ints)
     p.add_argument("--masking-rates", type=_floats)
-    p.add_argument("--masking-steps", type=int)
-    p.add_argument("--threads", type=int, help="torch CPU threads")
+    p.add_argument("--masking-steps", type=positive_int)
+    p.add_argument("--threads", type=positive_int, help="torch CPU threads")
     p.add_argument("--no-progress", action="store_true")
     p.add_argument("--no-report", action="store_true")
     args = p.parse_args(argv)

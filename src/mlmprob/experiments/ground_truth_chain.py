@@ -14,6 +14,8 @@ repository); ``README.md`` is rewritten from the records.
 
 from __future__ import annotations
 
+from ..argtypes import positive_int  # noqa: E402
+
 import argparse
 import dataclasses
 import json
@@ -25,7 +27,7 @@ from pathlib import Path
 import torch
 
 from ..errors import MLMProbError
-from ..jsonl import dumps, trim_partial_line
+from ..runtime.log import append_record, read_log
 from ..training.data import SYMBOL_OFFSET, wrap_symbols
 from .ground_truth import Results, _train
 from .ground_truth_common import GroundTruthConfig
@@ -41,13 +43,9 @@ def run(cfg: GroundTruthConfig, out: Path, runs: Path, tokens_per_step=(2, 3), s
     ``masking``: ``"dynamic"`` (the fixed rate ``cfg.mask_rate``) or ``"uniform"`` (a uniform number of
     masked tokens per sequence, as masked diffusion models train)."""
     out.mkdir(parents=True, exist_ok=True)
-    cfg_path = out / "config.json"
     meta = {**cfg.to_dict(), "seeds": list(seeds), "tokens_per_step": list(tokens_per_step),
             **({} if masking == "dynamic" else {"masking": masking})}
-    if cfg_path.is_file() and json.loads(cfg_path.read_text()) != meta:
-        raise MLMProbError(f"{out} holds results of a different configuration; use the same settings or another --out")
-    cfg_path.write_text(dumps(meta, indent=1) + "\n")
-    res = Results(out / "results.jsonl")
+    res = Results(out / "results.jsonl", meta)  # locked; config.json checked on resume (runtime.log)
     for seed in seeds:
         for J in cfg.couplings:
             for s in cfg.curve_steps:
@@ -59,6 +57,7 @@ def run(cfg: GroundTruthConfig, out: Path, runs: Path, tokens_per_step=(2, 3), s
                     res.add({"unit": unit, "seed": seed, **rec})
                     log(f"{unit}: " + ", ".join(f"{k} TV {rec[k]['tv']:.3f}" for k in DISTS))
                     write_report(out)
+    res.close()
     return res
 
 
@@ -98,9 +97,9 @@ def _cell(values: list[float]) -> str:
 
 def write_report(out: Path) -> None:
     """``README.md`` of the result folder, from ``results.jsonl``, ``config.json`` and ``runs.jsonl``."""
-    recs = [json.loads(x) for x in (out / "results.jsonl").read_text().splitlines() if x.strip()]
+    recs = list(read_log(out / "results.jsonl"))
     cfg = json.loads((out / "config.json").read_text())
-    cmds = [json.loads(x) for x in (out / "runs.jsonl").read_text().splitlines() if x.strip()] \
+    cmds = list(read_log(out / "runs.jsonl")) \
         if (out / "runs.jsonl").is_file() else []
     pk = sorted({k for r in recs for k in r["parallel_vs_mixture"]})
     lines = ["# The chain-rule likelihood against the truth (small scale)", "",
@@ -153,7 +152,7 @@ def main(argv=None) -> int:
     p.add_argument("--seeds", type=_tuple(int), default=(0,), help="training seeds (one model each)")
     p.add_argument("--masking", choices=("dynamic", "uniform"), default="dynamic",
                    help="dynamic: the fixed masking rate; uniform: a uniform number of masks per sequence")
-    p.add_argument("--threads", type=int, help="torch CPU threads")
+    p.add_argument("--threads", type=positive_int, help="torch CPU threads")
     args = p.parse_args(argv)
     if args.threads:
         torch.set_num_threads(args.threads)
@@ -162,11 +161,9 @@ def main(argv=None) -> int:
         out = Path(args.out)
         t0 = time.time()
         run(cfg, out, Path(args.runs), args.tokens_per_step, args.seeds, args.masking)
-        trim_partial_line(out / "runs.jsonl")
-        with (out / "runs.jsonl").open("a") as f:
-            f.write(dumps({"command": "python -m mlmprob.experiments.ground_truth_chain " + " ".join(
-                shlex.quote(a) for a in (argv if argv is not None else sys.argv[1:])),
-                "wall_s": round(time.time() - t0, 1), "threads": torch.get_num_threads()}) + "\n")
+        append_record(out / "runs.jsonl", {"command": "python -m mlmprob.experiments.ground_truth_chain " + " ".join(
+            shlex.quote(a) for a in (argv if argv is not None else sys.argv[1:])),
+            "wall_s": round(time.time() - t0, 1), "threads": torch.get_num_threads()})
         write_report(out)
     except MLMProbError as e:
         print(f"error: {e}", file=sys.stderr)

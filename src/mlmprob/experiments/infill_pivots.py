@@ -14,6 +14,8 @@ standard beam search. Resumable like the runner (finished records are skipped)::
 
 from __future__ import annotations
 
+from ..argtypes import nonnegative_int, positive_int  # noqa: E402
+
 import argparse
 import sys
 import time
@@ -26,12 +28,12 @@ from ..errors import MLMProbError
 from ..infill.beam import beam_search, make_correction
 from ..jsonl import dumps
 from ..metrics.significance import exact_sign_test
-from ..runtime.log import ResumableLog
+from ..runtime.log import ResumableLog, read_log
 from .data_option import add_data_option, resolve_data_dir
 from .infill_choices import DATA_FILES, DATASETS, REGIONS, dataset_files
 from .infill_paired import discordant
 from .infill_runner import (CountingMLM, ExperimentConfig, draw_data, measure_gap, model_gaps, model_label,
-                            read_records, report_progress)
+                            report_progress)
 
 
 def token_name(mlm, token_id: int) -> str:
@@ -92,7 +94,7 @@ def run_sweep(config: PivotSweepConfig, out: str | Path, *, data_dir: str | Path
         make_correction(mlm, "hcb", p)   # clear error for an id outside the output vocabulary
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    done = {_key(r) for r in read_records(out)}
+    done = {_key(r) for r in read_log(out)}
     gaps = model_gaps(exp, mlm, source, antibody, progress)[(config.region, config.k)]
     label = model_label(config.model, config.dtype)
     todo = [(g, p) for g in gaps for p in [None] + pivots
@@ -204,12 +206,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--model", default=d.model)
     p.add_argument("--dataset", default=d.dataset, choices=list(DATASETS))
     p.add_argument("--region", default=d.region, choices=list(REGIONS))
-    p.add_argument("--k", type=int, default=d.k, help="gap length")
-    p.add_argument("--n-gaps", type=int, default=d.n_gaps)
-    p.add_argument("--beam-size", type=int, default=d.beam_size)
+    p.add_argument("--k", type=positive_int, default=d.k, help="gap length")
+    p.add_argument("--n-gaps", type=positive_int, default=d.n_gaps)
+    p.add_argument("--beam-size", type=positive_int, default=d.beam_size)
     p.add_argument("--order", default=d.order, choices=["l2r", "best"])
-    p.add_argument("--pivots", nargs="+", type=int, default=None, help="token ids (default: every output token)")
-    p.add_argument("--seed", type=int, default=d.seed)
+    p.add_argument("--pivots", nargs="+", type=nonnegative_int, default=None, help="token ids (default: every output token)")
+    p.add_argument("--seed", type=nonnegative_int, default=d.seed)
     p.add_argument("--device", default=d.device)
     p.add_argument("--dtype", default=None)
     add_data_option(p, f"the dataset's files ({', '.join(DATA_FILES)})", "--data-dir")
@@ -222,7 +224,7 @@ def main(argv: list[str] | None = None) -> int:
                                    args.device, args.dtype)
             n = run_sweep(cfg, args.out, data_dir=data_dir)
             print(f"{n} new records in {args.out}", file=sys.stderr)
-        rows = summarize_sweep(read_records(Path(args.out)))
+        rows = summarize_sweep(list(read_log(Path(args.out))))
         if not rows:
             raise MLMProbError(f"no paired records in {args.out}")
         if args.report:

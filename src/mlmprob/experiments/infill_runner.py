@@ -37,6 +37,8 @@ methods and metrics are in ``infill_choices``, the tables in ``infill_tables``.
 
 from __future__ import annotations
 
+from ..argtypes import nonnegative_int, positive_int  # noqa: E402
+
 import argparse
 import sys
 import time
@@ -62,7 +64,7 @@ from .infill_tables import metric_means, table_ablations, table_methods_by_k, ta
 
 __all__ = ["ABLATION_ORDER", "ABLATIONS", "ANTIBODY_DATASETS", "BEAM_METHODS", "DATASETS", "LABELS", "METHODS",
            "METRICS", "REGIONS", "CountingMLM", "ExperimentConfig", "dataset_files", "dataset_regions", "draw_data",
-           "gap_fields", "gap_inputs", "is_english", "main", "measure_gap", "model_gaps", "model_label", "read_records",
+           "gap_fields", "gap_inputs", "is_english", "main", "measure_gap", "model_gaps", "model_label",
            "record_key", "report_progress", "run_experiment", "run_method", "metric_means",
            "table_ablations", "table_methods_by_k", "table_models", "tables_markdown", "unit_of"]
 
@@ -150,11 +152,6 @@ def _decode(mlm, tokens) -> str:
     return dec(list(tokens)) if dec is not None else " ".join(map(str, tokens))
 
 
-def read_records(path: Path) -> list[dict]:
-    """Records of a result file; a partly written last line is ignored (``mlmprob.runtime.log.read_log``)."""
-    return list(read_log(path))
-
-
 def gap_fields(mlm, gap: GapSpec | TokenGap, cands: list[InfillCandidate]) -> tuple[dict, dict]:
     """Record fields ``gold`` and ``fills`` (texts), and the metrics with any extra fields.
 
@@ -216,7 +213,7 @@ def run_experiment(config: ExperimentConfig, out: str | Path, *, data_dir: str |
 
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    done = {record_key(r) for r in read_records(out)}
+    done = {record_key(r) for r in read_log(out)}
     source, antibody = draw_data(config, data_dir)
     n_new = 0
     with ResumableLog(out) as fh:       # locked; a torn last line trimmed; each record fsync-ed
@@ -264,11 +261,11 @@ def main(argv: list[str] | None = None) -> int:
                    help="antibody heavy chains (gdpa1, thera) or English sentences (snli, xsum)")
     p.add_argument("--regions", nargs="+", default=None, choices=list(REGIONS),
                    help="default: every region of the dataset (English: random only)")
-    p.add_argument("--lengths", nargs="+", type=int, default=list(d.lengths))
-    p.add_argument("--n-gaps", type=int, default=d.n_gaps)
-    p.add_argument("--beam-size", type=int, default=d.beam_size)
+    p.add_argument("--lengths", nargs="+", type=positive_int, default=list(d.lengths))
+    p.add_argument("--n-gaps", type=positive_int, default=d.n_gaps)
+    p.add_argument("--beam-size", type=positive_int, default=d.beam_size)
     p.add_argument("--methods", nargs="+", default=list(d.methods), choices=list(METHODS))
-    p.add_argument("--seed", type=int, default=d.seed)
+    p.add_argument("--seed", type=nonnegative_int, default=d.seed)
     p.add_argument("--device", default="cpu")
     p.add_argument("--dtype", default=None)
     add_data_option(p, f"the dataset's files ({', '.join(DATA_FILES)})", "--data-dir")
@@ -284,7 +281,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{n} new records in {args.out}", file=sys.stderr)
         if args.tables:
             Path(args.tables).parent.mkdir(parents=True, exist_ok=True)
-            Path(args.tables).write_text(tables_markdown(read_records(Path(args.out))))
+            Path(args.tables).write_text(tables_markdown(list(read_log(Path(args.out)))))
             print(f"tables written to {args.tables}", file=sys.stderr)
     except MLMProbError as e:
         print(f"error: {e}", file=sys.stderr)

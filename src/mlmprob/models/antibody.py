@@ -20,6 +20,7 @@ import torch
 
 from ..errors import ModelLoadError
 from .hf import HFMaskedLM
+from .precision import apply_precision
 from .tokenizers import ResidueTokenizer
 
 
@@ -31,10 +32,7 @@ def _package_dir(name: str, install_hint: str) -> Path:
 
 
 def _finish(model, device, dtype):
-    model = model.to(device=device)
-    if dtype is not None:
-        model = model.to(dtype=dtype)
-    return model.eval()
+    return apply_precision(model, device, dtype)
 
 
 def load_antiberty(device="cpu", dtype=None) -> HFMaskedLM:

@@ -7,6 +7,7 @@ from typing import Callable, Sequence
 import torch
 
 from ..errors import MLMProbError
+from .precision import model_dtype
 from .tokenizers import Encoding
 
 
@@ -58,8 +59,7 @@ class HFMaskedLM:
         self.max_length = max_length
         self._base = getattr(model, model.base_model_prefix, None)
         self._head = _head_of(model)
-        p = next(model.parameters())
-        self.device, self.dtype = p.device, p.dtype
+        self.device, self.dtype = next(model.parameters()).device, model_dtype(model)
 
     # -- protocol -------------------------------------------------------------------------------
     def _check(self, input_ids: torch.Tensor) -> torch.Tensor:
@@ -100,6 +100,32 @@ class HFMaskedLM:
             return self.model(input_ids=input_ids, attention_mask=self._attention_mask(input_ids)).logits[rows, cols]
         hidden = self._base(input_ids=input_ids, attention_mask=self._attention_mask(input_ids))[0]
         return self._head(hidden[rows, cols])
+
+    @torch.inference_mode()
+    def hidden_at(self, input_ids: torch.Tensor, rows: torch.Tensor, cols: torch.Tensor) -> torch.Tensor:
+        """Final hidden states ``[N, H]`` (float32, CPU) at ``(rows, cols)`` of ``input_ids``, rows given as is
+        (nothing masked): the input of the LM head. Optional protocol member, read by the one-pass PLL."""
+        if self._base is None or self._head is None:
+            raise MLMProbError(f"{self.name}: no separable LM head, so no hidden states for the one-pass PLL")
+        ids = self._check(input_ids)
+        hidden = self._base(input_ids=ids, attention_mask=self._attention_mask(ids))[0]
+        rows, cols = torch.as_tensor(rows).to(self.device), torch.as_tensor(cols).to(self.device)
+        return hidden[rows, cols].float().cpu()
+
+    def head_logits(self, hidden: torch.Tensor) -> torch.Tensor:
+        """The LM head applied to hidden states ``[N, H]`` -> logits ``[N, V]`` (float32, CPU); differentiable
+        in ``hidden`` (the head's own weights stay fixed), for fitting the one-pass correction."""
+        if self._head is None:
+            raise MLMProbError(f"{self.name}: no separable LM head")
+        p = next(self.model.parameters())
+        head_dtype = next(self._head.parameters()).dtype if isinstance(self._head, torch.nn.Module) else p.dtype
+        return self._head(hidden.to(self.device, head_dtype)).float().cpu()
+
+    def input_embedding(self, ids: torch.Tensor) -> torch.Tensor:
+        """The input word embeddings ``[N, H]`` (float32, CPU) of token ids ``[N]``."""
+        emb = self.model.get_input_embeddings()
+        with torch.no_grad():
+            return emb(torch.as_tensor(ids, dtype=torch.long).to(self.device)).float().cpu()
 
     # -- text ------------------------------------------------------------------------------------
     def encode(self, texts: Sequence[str]) -> Encoding:

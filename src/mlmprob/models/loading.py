@@ -9,6 +9,7 @@ import torch
 from ..defaults import DEVICE, DTYPE
 from ..errors import ModelLoadError
 from .hf import HFMaskedLM, _max_length_of
+from .precision import apply_precision
 from .protein import protein_mlm
 from .windowed import WindowedMLM
 from .tokenizers import HFTokenizer
@@ -36,7 +37,8 @@ def load_mlm(name_or_path: str, device=DEVICE, dtype=DTYPE, alphabet: str | None
     ``name_or_path`` is a built-in name (``"antiberty"``, ``"sapiens-vh"``, ``"sapiens-vl"``, and
     ``"en-small"``, the package's own small English BERT; all offline), a local directory saved with ``save_pretrained``, or a Hugging Face hub id such as
     ``"bert-base-cased"`` (needs internet). ``device`` is a torch device or ``"auto"`` (CUDA, else MPS, else
-    CPU); ``dtype`` is a ``torch.dtype``, a name like ``"bf16"``, ``"auto"`` (chosen by the hardware, see
+    CPU); ``dtype`` is a ``torch.dtype``, a name (``"float32"``, ``"bfloat16"``, ``"float16"``, or ``"int8"``: the encoder's
+    linear layers in int8 on x86 CPUs, see :mod:`mlmprob.models.precision`), ``"auto"`` (chosen by the hardware, see
     :mod:`mlmprob.runtime.device`) or None (the weights' own dtype, float32 for the built-in models).
     Both default to :mod:`mlmprob.defaults` (``auto``), the defaults of the CLI's ``--device``/``--dtype``.
     Protein models (ESM, ProtBERT, ...) are recognised by their tokenizer, or by ``alphabet`` (the
@@ -98,9 +100,7 @@ def load_hf(name_or_path: str, device="cpu", dtype=None, *, name: str | None = N
         raise ModelLoadError(
             f"cannot load {name_or_path!r}: not a built-in model ({', '.join(BUILTIN)}), and loading it as a "
             f"Hugging Face masked LM failed: {first}") from None
-    model = model.to(device=device)
-    if dtype is not None:
-        model = model.to(dtype=dtype)
+    model = apply_precision(model, device, dtype)
     max_len = _max_length_of(model, tok)
     protein = protein_mlm(model, tok, name=name or str(name_or_path), max_length=max_len, alphabet=alphabet)
     if protein is not None:

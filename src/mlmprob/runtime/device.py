@@ -28,7 +28,8 @@ from ..defaults import DTYPE, DTYPE_ENV
 from ..errors import ModelLoadError
 
 DTYPES = {"float32": torch.float32, "fp32": torch.float32, "float16": torch.float16, "fp16": torch.float16,
-          "half": torch.float16, "bfloat16": torch.bfloat16, "bf16": torch.bfloat16, "float64": torch.float64}
+          "half": torch.float16, "bfloat16": torch.bfloat16, "bf16": torch.bfloat16, "float64": torch.float64,
+          "int8": torch.int8}  # int8: linear layers quantized, see mlmprob.models.precision
 BF16_CPU_FLAGS = ("amx_bf16", "avx512_bf16")
 BF16_MIN_SPEEDUP = 1.5
 

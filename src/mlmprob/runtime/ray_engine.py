@@ -235,7 +235,7 @@ def _run_window(ray, plan: ActorPlan, load, run, window: list) -> Iterator:
                         batch_format="numpy", compute=ray.data.ActorPoolStrategy(size=plan.actors),
                         num_cpus=plan.num_cpus, num_gpus=plan.num_gpus)
     # Ray Data gives its actors max_restarts=-1 and max_task_retries=-1 (passing them here is deprecated):
-    # a dead actor is replaced and the chunks it held are rerun (tests/test_ray_engine.py kills one)
+    # a dead actor is replaced and the chunks it held are rerun (tests/runtime/test_ray_engine.py kills one)
     pending: dict[int, bytes] = {}
     nxt = 0
     for batch in ds.iter_batches(batch_size=None, batch_format="numpy"):

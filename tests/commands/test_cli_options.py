@@ -8,7 +8,7 @@ from mlmprob import argtypes
 from mlmprob.cli import build_parser, main
 
 # the fewest arguments each command parses with
-REQUIRED = {"score": ["in.txt"], "demo": [], "sample": ["--out", "o"],
+REQUIRED = {"score": ["in.txt"], "calibrate": ["in.txt"], "demo": [], "sample": ["--out", "o"],
             "joints": ["--model", "m", "--data", "d", "--out", "o"],
             "infill": ["A_C"], "train": ["--out", "o", "--synthetic", "hmm"], "merge": ["--out", "o", "p"],
             "variants": ["in.csv", "--wild-type", "MA"], "app": []}
@@ -128,3 +128,47 @@ def test_experiment_entry_points_answer_help(capsys):
         assert e.value.code == 0, info.name
         assert "usage:" in capsys.readouterr().out, info.name
     assert "ground_truth_report" in seen and len(seen) >= 5
+
+
+def experiment_parsers() -> dict[str, argparse.ArgumentParser]:
+    """The argument parser of every ``python -m mlmprob.experiments.X`` entry point, caught as its ``main``
+    parses (nothing runs: the parse is cut short)."""
+    import importlib
+    import pkgutil
+
+    import mlmprob.experiments as exp
+
+    class Caught(Exception):
+        pass
+
+    found = {}
+    real = argparse.ArgumentParser.parse_args
+
+    def catch(self, *a, **k):
+        found[name] = self
+        raise Caught
+
+    for info in pkgutil.iter_modules(exp.__path__):
+        mod = importlib.import_module(f"mlmprob.experiments.{info.name}")
+        if not hasattr(mod, "main"):
+            continue
+        name = info.name
+        argparse.ArgumentParser.parse_args = catch
+        try:
+            mod.main(["--help"])
+        except Caught:
+            pass
+        except SystemExit:
+            pass
+        finally:
+            argparse.ArgumentParser.parse_args = real
+    return found
+
+
+def test_every_experiment_option_is_validated():
+    """The CLI's range-check rule walks the experiment runners too: no plain int/float option."""
+    parsers = experiment_parsers()
+    assert len(parsers) >= 6
+    raw = [f"{n} {a.option_strings[0]}" for n, p in parsers.items() for a in p._actions
+           if a.option_strings and a.type in (int, float)]
+    assert not raw, f"experiment options typed plain int/float (no range check): {raw}"

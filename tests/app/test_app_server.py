@@ -49,9 +49,15 @@ def test_binds_to_loopback_only(server):
 
 
 def test_api_endpoints(server):
+    """Each tab's endpoint takes exactly the inputs its page offers, in order (what a gradio_client user
+    passes by position)."""
     _, _, _, client = server
-    names = set(client.view_api(print_info=False, return_format="dict")["named_endpoints"])
-    assert {"/score", "/saturate", "/mutant", "/infill", "/sample", "/pair"} <= names
+    api = client.view_api(print_info=False, return_format="dict")["named_endpoints"]
+    want = {"/score": 1, "/saturate": 1, "/mutant": 2, "/infill": 3, "/sample": 7, "/pair": 4}
+    assert set(want) <= set(api)
+    got = {name: len(api[name]["parameters"]) for name in want}
+    assert got == want
+    assert all(api[name]["returns"] for name in want)     # every endpoint answers something
 
 
 def test_score(server, mlm):

@@ -17,11 +17,17 @@ from mlmprob.experiments.infill_runner import (
     ExperimentConfig,
     gap_inputs,
     main,
-    read_records,
     record_key,
     run_experiment,
     tables_markdown,
 )
+
+from mlmprob.runtime.log import read_log
+
+
+def read_records(path):
+    return list(read_log(path))
+
 
 MAX_LEN = 32
 S = ["A man is playing a guitar on the street.", "The man is sleeping at home.",

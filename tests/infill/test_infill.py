@@ -420,7 +420,11 @@ def test_cli_infill(tiny_hf, monkeypatch, capsys):
 # -- experiment runner -------------------------------------------------------------------------------------
 
 def test_runner_smoke_resume_and_tables(tiny_hf, tmp_path):
-    from mlmprob.experiments.infill_runner import ExperimentConfig, read_records, run_experiment, tables_markdown
+    from mlmprob.experiments.infill_runner import ExperimentConfig, run_experiment, tables_markdown
+    from mlmprob.runtime.log import read_log
+
+    def read_records(path):
+        return list(read_log(path))
 
     data = tmp_path / "antibody"
     data.mkdir()
@@ -533,7 +537,11 @@ def test_paired_comparison_counts_and_sign_test():
 def test_pivot_sweep_matches_runner_and_resumes(tiny_hf, tmp_path):
     from mlmprob.experiments.infill_pivots import (PivotSweepConfig, main as pivots_main, plot_sweep, run_sweep,
                                        summarize_sweep, sweep_markdown)
-    from mlmprob.experiments.infill_runner import ExperimentConfig, read_records, run_experiment
+    from mlmprob.experiments.infill_runner import ExperimentConfig, run_experiment
+    from mlmprob.runtime.log import read_log
+
+    def read_records(path):
+        return list(read_log(path))
 
     data = tmp_path / "antibody"
     data.mkdir()

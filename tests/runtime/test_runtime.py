@@ -62,8 +62,9 @@ def test_auto_dtype_on_gpus_and_names(monkeypatch):
     assert rdev.auto_dtype(torch.device("cuda")) == torch.bfloat16
     assert rdev.auto_dtype(torch.device("mps")) == torch.float32
     assert rdev.resolve_dtype("BF16") == torch.bfloat16 and rdev.resolve_dtype(None) is None
-    with pytest.raises(MLMProbError, match="unknown dtype 'int8'"):
-        rdev.resolve_dtype("int8")
+    assert rdev.resolve_dtype("int8") == torch.int8  # linear layers quantized (models/precision.py)
+    with pytest.raises(MLMProbError, match="unknown dtype 'int4'"):
+        rdev.resolve_dtype("int4")
 
 
 def test_auto_device(monkeypatch):

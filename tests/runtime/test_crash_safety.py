@@ -70,7 +70,7 @@ class Case:
 def _cli(argv: list[str]) -> tuple[list[str], dict]:
     env = {**os.environ, "PYTHONUNBUFFERED": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
            "MLMPROB_DTYPE": "float32", "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
-    src = str(Path(__file__).resolve().parent.parent / "src")
+    src = str(Path(__file__).resolve().parents[2] / "src")
     env["PYTHONPATH"] = os.pathsep.join([src, env["PYTHONPATH"]]) if env.get("PYTHONPATH") else src
     return [sys.executable, "-m", "mlmprob", "--threads", "1", *map(str, argv)], env
 

@@ -1,0 +1,101 @@
+"""The precision a model runs in: float32, bfloat16, float16, or int8 (``load_mlm(..., dtype=)``).
+
+- float32 / bfloat16 / float16: every weight cast to that dtype.
+- int8: the weights of the encoder's ``nn.Linear`` layers quantized to int8, one scale per output
+  channel (symmetric), and the activations quantized on the fly, per call, to uint8 with a scale and
+  zero point from their range (dynamic W8A8). The matrix products run in fbgemm's int8 kernels
+  (``torch.ops.quantized.linear_dynamic``, the kernel behind the deprecated
+  ``torch.ao.quantization.quantize_dynamic``, called here directly through :class:`Int8Linear`;
+  torchao is not installed with torch 2.13 CPU, and ``torch._int_mm`` on CPUs ran 30x slower than a
+  float32 matmul). Embeddings, layer norms, attention scores and softmax stay float32, and so do the
+  LM head and everything after the logits (log-softmax and sums in float64).
+
+Algorithms read logits as float32 whatever the precision.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import torch
+
+from ..errors import ModelLoadError
+
+INT8 = torch.int8
+
+
+class Int8Linear(torch.nn.Module):
+    """``nn.Linear`` with int8 weights (per output channel) and activations quantized on the fly.
+
+    >>> torch.manual_seed(0) and None  # doctest fixture
+    >>> lin = torch.nn.Linear(64, 32)
+    >>> x = torch.randn(5, 64)
+    >>> q = Int8Linear.from_linear(lin)
+    >>> bool(((q(x) - lin(x)).abs().max() < 0.05 * lin(x).abs().max()).item())
+    True
+    """
+
+    def __init__(self, packed, in_features: int, out_features: int):
+        super().__init__()
+        self._packed = packed
+        self.in_features, self.out_features = in_features, out_features
+
+    @classmethod
+    def from_linear(cls, lin: torch.nn.Linear) -> "Int8Linear":
+        w = lin.weight.detach().float().cpu()
+        scale = (w.abs().amax(dim=1) / 127.0).clamp_min(1e-12).double()
+        zero = torch.zeros(w.shape[0], dtype=torch.long)
+        b = None if lin.bias is None else lin.bias.detach().float().cpu()
+        with warnings.catch_warnings():  # the quantized-tensor constructors warn of the old torch.ao API
+            warnings.simplefilter("ignore")
+            qw = torch.quantize_per_channel(w, scale, zero, 0, torch.qint8)
+            packed = torch.ops.quantized.linear_prepack(qw, b)
+        return cls(packed, lin.in_features, lin.out_features)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        # reduce_range: 7-bit activations, so fbgemm's AVX2 u8*s8 pair sums cannot saturate
+        return torch.ops.quantized.linear_dynamic(x.float().contiguous(), self._packed, True)
+
+    def extra_repr(self) -> str:
+        return f"in_features={self.in_features}, out_features={self.out_features}, int8"
+
+
+def int8_supported() -> bool:
+    """Whether this torch build has the fbgemm int8 kernels (x86 CPUs)."""
+    return "fbgemm" in torch.backends.quantized.supported_engines
+
+
+def quantize_linears(module: torch.nn.Module) -> int:
+    """Replace every ``nn.Linear`` inside ``module`` by an :class:`Int8Linear`, in place; returns how many."""
+    n = 0
+    for name, child in list(module.named_children()):
+        if isinstance(child, torch.nn.Linear):
+            setattr(module, name, Int8Linear.from_linear(child))
+            n += 1
+        else:
+            n += quantize_linears(child)
+    return n
+
+
+def apply_precision(model: torch.nn.Module, device, dtype: torch.dtype | None) -> torch.nn.Module:
+    """``model`` on ``device`` in ``dtype`` (None keeps its weights' dtype); ``torch.int8`` quantizes the
+    encoder's linear layers (the base model: the LM head stays float32) and needs the CPU."""
+    model = model.to(device=device)
+    if dtype is None:
+        return model.eval()
+    if dtype != INT8:
+        return model.to(dtype=dtype).eval()
+    if torch.device(device).type != "cpu" or not int8_supported():
+        raise ModelLoadError(f"dtype int8 runs on x86 CPUs only (fbgemm kernels); got device {device}, "
+                             f"quantized engines {torch.backends.quantized.supported_engines}")
+    model = model.float().eval()
+    base = getattr(model, getattr(model, "base_model_prefix", ""), None)
+    if not isinstance(base, torch.nn.Module) or quantize_linears(base) == 0:
+        raise ModelLoadError(f"dtype int8: found no linear layers to quantize in {type(model).__name__}")
+    model._mlmprob_dtype = INT8
+    return model
+
+
+def model_dtype(model: torch.nn.Module) -> torch.dtype:
+    """The precision ``model`` runs in (``torch.int8`` for a quantized one)."""
+    return getattr(model, "_mlmprob_dtype", None) or next(model.parameters()).dtype

@@ -1,0 +1,146 @@
+"""The one-pass correction: a small map from a model's unmasked final hidden states to its masked conditionals.
+
+One forward pass of the unmasked sequence gives, at every position ``t``, the final hidden state
+``h_t`` (the LM head's input). Read through the head as is, it gives the *unmasked* estimate
+``log q(x_t | x)``, which sees the token it scores and is too confident. The correction
+
+    h'_t = h_t + h_t U + e(x_t) M + b        (e: the model's input embedding of x_t)
+
+is fitted so that ``head(h'_t)`` matches the exact masked conditional ``q_t(. | x with t masked)`` (KL,
+on a calibration set); the one-pass PLL is then ``sum_t log softmax(head(h'_t))[x_t]``. With ``U = M =
+0, b = 0`` it is the plain unmasked estimate. A correction is stored as safetensors (``U``, ``M``, ``b``)
+with a JSON description beside it: the model it was fitted for (name, sizes, a fingerprint of its
+embedding matrix), the calibration data and the fit's held-out KL.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import torch
+
+from ..errors import MLMProbError
+
+FILE_STEM = "one_pass"
+FITTED_DIR = Path(__file__).resolve().parent / "fitted"
+
+
+@dataclass
+class Correction:
+    """``U [H, H]``, ``M [H, H]``, ``b [H]`` (float32) and the description of how they were fitted."""
+
+    U: torch.Tensor
+    M: torch.Tensor
+    b: torch.Tensor
+    info: dict = field(default_factory=dict)
+
+    @classmethod
+    def identity(cls, hidden: int, info: dict | None = None) -> "Correction":
+        """The zero correction: the plain unmasked estimate.
+
+        >>> Correction.identity(4).apply(torch.ones(2, 4), torch.zeros(2, 4)).tolist()
+        [[1.0, 1.0, 1.0, 1.0], [1.0, 1.0, 1.0, 1.0]]
+        """
+        z = torch.zeros(hidden, hidden)
+        return cls(z, z.clone(), torch.zeros(hidden), dict(info or {}))
+
+    @property
+    def hidden_size(self) -> int:
+        return int(self.b.shape[0])
+
+    def apply(self, hidden: torch.Tensor, emb: torch.Tensor) -> torch.Tensor:
+        """Corrected hidden states ``[N, H]`` from unmasked ones and the input embeddings of the tokens."""
+        return hidden + hidden @ self.U + emb @ self.M + self.b
+
+    def parameters(self) -> list[torch.Tensor]:
+        return [self.U, self.M, self.b]
+
+    def save(self, path: str | Path) -> tuple[Path, Path]:
+        """Write ``path`` (``.safetensors``) and its ``.json`` description; returns both paths."""
+        from safetensors.torch import save_file
+
+        path = Path(path)
+        if path.suffix != ".safetensors":
+            raise MLMProbError(f"a correction is written as .safetensors, got {path}")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        save_file({k: t.detach().float().contiguous() for k, t in zip("UMb", self.parameters())}, str(path))
+        meta = path.with_suffix(".json")
+        meta.write_text(json.dumps(self.info, indent=1, sort_keys=True) + "\n")
+        return path, meta
+
+    @classmethod
+    def load(cls, path: str | Path) -> "Correction":
+        """Read a correction written by :meth:`save` (its JSON description beside it, if present)."""
+        from safetensors.torch import load_file
+
+        path = Path(path)
+        if not path.is_file():
+            raise MLMProbError(f"no one-pass correction at {path}")
+        try:
+            t = load_file(str(path))
+            U, M, b = t["U"].float(), t["M"].float(), t["b"].float()
+        except Exception as e:  # noqa: BLE001 - any unreadable file becomes one line
+            raise MLMProbError(f"{path} is not a one-pass correction ({type(e).__name__}: {str(e)[:120]})") from None
+        H = b.shape[0]
+        if U.shape != (H, H) or M.shape != (H, H):
+            raise MLMProbError(f"{path}: U {tuple(U.shape)} / M {tuple(M.shape)} do not fit b of size {H}")
+        meta = path.with_suffix(".json")
+        info = json.loads(meta.read_text()) if meta.is_file() else {}
+        return cls(U, M, b, info)
+
+
+def fingerprint(mlm) -> float:
+    """A number that tells one model's weights from another's: the mean absolute input embedding."""
+    emb = mlm.model.get_input_embeddings().weight
+    return round(float(emb.detach().double().abs().mean()), 6)
+
+
+def model_key(mlm) -> str:
+    return str(getattr(mlm, "name", "") or type(mlm).__name__)
+
+
+def check_fits(c: Correction, mlm, where: str) -> Correction:
+    """``c`` if it was fitted for ``mlm`` (sizes and fingerprint), else a one-line error."""
+    hidden = int(mlm.model.config.hidden_size) if hasattr(mlm.model.config, "hidden_size") else c.hidden_size
+    if c.hidden_size != hidden:
+        raise MLMProbError(f"the one-pass correction {where} has hidden size {c.hidden_size}, the model {hidden}")
+    fp = c.info.get("fingerprint")
+    if fp is not None and abs(fp - fingerprint(mlm)) > 1e-5 * max(abs(fp), 1e-6):
+        raise MLMProbError(f"the one-pass correction {where} was fitted for other weights "
+                           f"({c.info.get('model', '?')}); refit it with mlmprob calibrate")
+    return c
+
+
+def calibrate_hint(mlm) -> str:
+    """The error for a model without a correction: the command that fits one.
+
+    >>> class M: name = "my/hub-model"
+    >>> calibrate_hint(M())
+    "no one-pass correction for model 'my/hub-model': fit one with `mlmprob calibrate SEQUENCES --model my/hub-model --out C.safetensors`, then pass correction='C.safetensors' (CLI: --correction C.safetensors)"
+    """
+    name = model_key(mlm)
+    if Path(name).is_dir():
+        return (f"no one-pass correction for model {name!r}: fit one with `mlmprob calibrate SEQUENCES --model {name}` "
+                f"(it writes {Path(name) / (FILE_STEM + '.safetensors')}, found from then on)")
+    return (f"no one-pass correction for model {name!r}: fit one with `mlmprob calibrate SEQUENCES --model {name} "
+            "--out C.safetensors`, then pass correction='C.safetensors' (CLI: --correction C.safetensors)")
+
+
+def find_correction(mlm, correction=None) -> Correction:
+    """The correction for ``mlm``: ``correction`` (a :class:`Correction` or a path) when given, else the one
+    beside a local model folder (``one_pass.safetensors``), else the one shipped for a built-in model."""
+    if isinstance(correction, Correction):
+        return correction
+    if correction is not None:
+        return check_fits(Correction.load(correction), mlm, str(correction))
+    name = model_key(mlm)
+    for path in (Path(name) / f"{FILE_STEM}.safetensors", FITTED_DIR / f"{name}.safetensors"):
+        try:
+            exists = path.is_file()
+        except OSError:
+            exists = False
+        if exists:
+            return check_fits(Correction.load(path), mlm, str(path))
+    raise MLMProbError(calibrate_hint(mlm))
