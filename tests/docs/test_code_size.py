@@ -7,7 +7,7 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-SRC = Path(__file__).resolve().parents[1] / "src" / "mlmprob"
+SRC = Path(__file__).resolve().parents[2] / "src" / "mlmprob"
 MAX_FILE_LINES = 400
 MAX_FUNCTION_LINES = 80
 
