@@ -14,6 +14,7 @@ from __future__ import annotations
 import functools
 import inspect
 import tempfile
+from dataclasses import dataclass
 
 from ..errors import MLMProbError
 from . import render
@@ -89,16 +90,21 @@ def saturation_styler(smap):
                                         subset=list(smap.sat.letters)).format(precision=2, subset=list(smap.sat.letters))
 
 
-def build_app(mlm, *, model_name: str | None = None, batch_tokens: int | None = None, limits: Limits = LIMITS):
-    """The Gradio Blocks of the app around ``mlm`` (any masked LM with a tokenizer)."""
-    import gradio as gr
+@dataclass(frozen=True)
+class _Ctx:
+    """What every tab builder needs: the model, the limits, the batch size, the examples, the queue options."""
 
-    name = model_name or getattr(mlm, "name", "") or type(mlm).__name__
-    ex = _examples(mlm)
-    bt = batch_tokens
-    run = dict(concurrency_limit=1, concurrency_id="model")
+    mlm: object
+    limits: Limits
+    bt: int | None
+    ex: dict
+    run: dict
 
-    # -- handlers (pure compute, then render) ------------------------------------------------------
+
+def _tab_score(gr, c: _Ctx):
+    """The Score tab: PLL, E_raw and chain log-likelihood per sequence (endpoint ``score``)."""
+    mlm, limits, bt, ex, run = c.mlm, c.limits, c.bt, c.ex, c.run
+
     def do_score(text, progress=gr.Progress()):
         progress(0, desc="scoring")
         res = score_text(mlm, text, limits=limits, batch_tokens=bt,
@@ -107,6 +113,25 @@ def build_app(mlm, *, model_name: str | None = None, batch_tokens: int | None = 
             fh.write(res.csv())
         return _frame(res.table(), ["id", "tokens", "PLL", "PLL per token", "E_raw", "chain loglik",
                                    "chain per token"]), render.tokens_html(res), fh.name
+
+    with gr.Tab("Score"):
+        s_in = gr.Textbox(ex["score"], lines=4, label=f"sequences or sentences: one per line, or FASTA "
+                          f"(at most {limits.max_sequences})", elem_id="score-input")
+        with gr.Row():
+            s_go = gr.Button("Score", variant="primary", elem_id="score-run")
+            s_stop = gr.Button("Stop")
+        s_table = gr.Dataframe(headers=["id", "tokens", "PLL", "PLL per token", "E_raw"],
+                               label="PLL = sum of log q(x_t | rest); E_raw = minus the sum of raw logits",
+                               interactive=False, elem_id="score-table")
+        s_html = gr.HTML(elem_id="score-tokens")
+        s_csv = gr.File(label="CSV", elem_id="score-csv")
+        ev = s_go.click(_guarded(do_score), [s_in], [s_table, s_html, s_csv], api_name="score", **run)
+        s_stop.click(None, cancels=[ev])
+
+
+def _tab_mutations(gr, c: _Ctx):
+    """The Mutations tab: saturation map, mutant scores, cell clicks (endpoints ``saturate``, ``mutant``)."""
+    mlm, limits, bt, ex, run = c.mlm, c.limits, c.bt, c.ex, c.run
 
     def do_saturate(wt, progress=gr.Progress()):
         progress(0, desc="saturation: one forward row per residue")
@@ -134,6 +159,34 @@ def build_app(mlm, *, model_name: str | None = None, batch_tokens: int | None = 
         return table, head, mutant
 
     do_cell.__annotations__["evt"] = gr.SelectData  # resolved here: gradio reads the hint to pass the click
+
+    with gr.Tab("Mutations"):
+        m_wt = gr.Textbox(ex["wt"], lines=2, label="wild type (residue letters)", elem_id="mut-wt")
+        with gr.Row():
+            m_go = gr.Button("Saturation map", variant="primary", elem_id="mut-run")
+            m_stop = gr.Button("Stop")
+        m_note = gr.Markdown(elem_id="mut-note")
+        m_plot = gr.Plot(label="overview", elem_id="mut-plot")
+        m_state = gr.State(None)
+        m_heat = gr.Dataframe(label="masked_marginals: log q(mt) - log q(wt), the site masked (rows: residues)",
+                              interactive=False, max_height=420, elem_id="mut-heatmap")
+        with gr.Row():
+            m_mut = gr.Textbox(ex["mutant"], label="mutant, e.g. A23C or A23C:D45E (1-based)", elem_id="mut-mutant")
+            m_score = gr.Button("Score mutant", elem_id="mut-score")
+        m_head = gr.Markdown()
+        m_table = gr.Dataframe(headers=["method", "score", "meaning"],
+                               label="scores by every method (higher = more likely than the wild type)",
+                               interactive=False, elem_id="mut-table")
+        ev = m_go.click(_guarded(do_saturate), [m_wt], [m_plot, m_heat, m_state, m_note], api_name="saturate", **run)
+        m_stop.click(None, cancels=[ev])
+        m_score.click(_guarded(do_mutant), [m_wt, m_mut], [m_table, m_head], api_name="mutant", **run)
+        m_heat.select(_guarded(do_cell), [m_state], [m_table, m_head, m_mut], api_visibility="private", **run)
+
+
+def _tab_infill(gr, c: _Ctx):
+    """The Infill tab: standard vs HCB beam search (endpoint ``infill``)."""
+    mlm, limits, bt, ex, run = c.mlm, c.limits, c.bt, c.ex, c.run
+
     def do_infill(text, positions, beam, progress=gr.Progress()):
         progress(0, desc="beam search")
         res = infill_compare(mlm, text, positions, beam_size=int(beam), limits=limits, batch_tokens=bt,
@@ -141,6 +194,30 @@ def build_app(mlm, *, model_name: str | None = None, batch_tokens: int | None = 
         heads = render.infill_headers()
         return (_frame(render.infill_rows(res, "standard"), heads), _frame(render.infill_rows(res, "hcb"), heads),
                 render.infill_summary(res))
+
+    with gr.Tab("Infill"):
+        i_in = gr.Textbox(ex["infill"], lines=2, label="sequence with a gap: ____ (one _ per token) or [MASK]x5",
+                          elem_id="infill-input")
+        with gr.Row():
+            i_pos = gr.Textbox(ex["infill_pos"], label="or the gap's positions in a complete sequence, "
+                               "e.g. 10-14 (then the native fill is known)", elem_id="infill-positions")
+            i_beam = gr.Slider(1, limits.max_beam, value=5, step=1, label="beam size")
+        with gr.Row():
+            i_go = gr.Button("Infill", variant="primary", elem_id="infill-run")
+            i_stop = gr.Button("Stop")
+        i_sum = gr.Markdown()
+        with gr.Row():
+            i_std = gr.Dataframe(headers=render.infill_headers(), label="standard beam search", interactive=False,
+                                 elem_id="infill-standard")
+            i_hcb = gr.Dataframe(headers=render.infill_headers(), label="HCB beam search", interactive=False,
+                                 elem_id="infill-hcb")
+        ev = i_go.click(_guarded(do_infill), [i_in, i_pos, i_beam], [i_std, i_hcb, i_sum], api_name="infill", **run)
+        i_stop.click(None, cancels=[ev])
+
+
+def _tab_sample(gr, c: _Ctx):
+    """The Sample tab: streamed Gibbs chains (endpoint ``sample``)."""
+    mlm, limits, bt, ex, run = c.mlm, c.limits, c.bt, c.ex, c.run
 
     def do_sample(text, positions, energy, epochs, chains, seed, init, progress=gr.Progress()):
         epochs, every = int(epochs), max(1, int(epochs) // 25)
@@ -151,107 +228,71 @@ def build_app(mlm, *, model_name: str | None = None, batch_tokens: int | None = 
                 yield (render.sample_summary(snap), render.trace_figure(snap),
                        _frame(render.sample_rows(snap), ["chain", f"E_{energy}", "sequence"]))
 
+    with gr.Tab("Sample"):
+        p_in = gr.Textbox(ex["sample"], lines=2, label="start sequence (_ = masked, sampled too)",
+                          elem_id="sample-input")
+        with gr.Row():
+            p_pos = gr.Textbox(ex["positions"], label="free positions, e.g. 3,5,10-12 (empty: all)",
+                               elem_id="sample-positions")
+            p_energy = gr.Radio(["local", "raw"], value="local", label="target energy (E_local = -PLL, E_raw)")
+            p_init = gr.Dropdown(["given", "greedy", "random"], value="given", label="start", elem_id="sample-init")
+        with gr.Row():
+            p_epochs = gr.Slider(1, limits.max_epochs, value=20, step=1, label="epochs (sweeps)")
+            p_chains = gr.Slider(1, limits.max_chains, value=4, step=1, label="chains")
+            p_seed = gr.Number(0, precision=0, label="seed")
+        with gr.Row():
+            p_go = gr.Button("Sample", variant="primary", elem_id="sample-run")
+            p_stop = gr.Button("Stop", elem_id="sample-stop")
+        p_sum = gr.Markdown(elem_id="sample-summary")
+        p_plot = gr.Plot(label="energy trace", elem_id="sample-plot")
+        p_table = gr.Dataframe(headers=["chain", "E", "sequence"], label="current samples", interactive=False,
+                               elem_id="sample-table")
+        ev = p_go.click(_guarded(do_sample), [p_in, p_pos, p_energy, p_epochs, p_chains, p_seed, p_init],
+                        [p_sum, p_plot, p_table], api_name="sample", **run)
+        p_stop.click(None, cancels=[ev])
+
+
+def _tab_pair(gr, c: _Ctx):
+    """The Pair joint tab: the joints of two positions (endpoint ``pair``)."""
+    mlm, limits, bt, ex, run = c.mlm, c.limits, c.bt, c.ex, c.run
+
     def do_pair(text, a, b, top, progress=gr.Progress()):
         progress(0, desc="2K + 1 forward rows")
         pv = pair_view(mlm, text, int(a), int(b), top=int(top), limits=limits, batch_tokens=bt)
         return render.pair_figure(pv), _frame(render.pair_rows(pv), ["joint", "A-KL", "G-KL", "mass shown"]), \
             render.pair_summary(pv)
 
-    # -- layout --------------------------------------------------------------------------------------
+    with gr.Tab("Pair joint"):
+        j_in = gr.Textbox(ex["sample"], lines=2, label="sequence", elem_id="pair-input")
+        with gr.Row():
+            j_a = gr.Number(ex["a"], precision=0, label="position a")
+            j_b = gr.Number(ex["b"], precision=0, label="position b")
+            j_top = gr.Slider(2, limits.max_pair_top, value=10, step=1, label="top tokens shown")
+        with gr.Row():
+            j_go = gr.Button("Pair joints", variant="primary", elem_id="pair-run")
+            j_stop = gr.Button("Stop")
+        j_sum = gr.Markdown()
+        j_plot = gr.Plot(label="MLM, MRF, MRF-logit, HCB and AG joints", elem_id="pair-plot")
+        j_table = gr.Dataframe(headers=["joint", "A-KL", "G-KL", "mass shown"],
+                               label="distance of each joint's conditionals from the MLM's", interactive=False,
+                               elem_id="pair-table")
+        ev = j_go.click(_guarded(do_pair), [j_in, j_a, j_b, j_top], [j_plot, j_table, j_sum], api_name="pair",
+                        **run)
+        j_stop.click(None, cancels=[ev])
+
+
+def build_app(mlm, *, model_name: str | None = None, batch_tokens: int | None = None, limits: Limits = LIMITS):
+    """The Gradio Blocks of the app around ``mlm`` (any masked LM with a tokenizer)."""
+    import gradio as gr
+
+    name = model_name or getattr(mlm, "name", "") or type(mlm).__name__
+    c = _Ctx(mlm=mlm, limits=limits, bt=batch_tokens, ex=_examples(mlm),
+             run=dict(concurrency_limit=1, concurrency_id="model"))
     with gr.Blocks(title=f"mlmprob: {name}") as demo:
         gr.Markdown(f"## mlmprob: looking inside a masked LM's joint\nModel **{name}**. Positions are 1-based "
                     f"residue (or word) numbers, as in mutant strings. {limits.describe()}")
-        with gr.Tab("Score"):
-            s_in = gr.Textbox(ex["score"], lines=4, label=f"sequences or sentences: one per line, or FASTA "
-                              f"(at most {limits.max_sequences})", elem_id="score-input")
-            with gr.Row():
-                s_go = gr.Button("Score", variant="primary", elem_id="score-run")
-                s_stop = gr.Button("Stop")
-            s_table = gr.Dataframe(headers=["id", "tokens", "PLL", "PLL per token", "E_raw"],
-                                   label="PLL = sum of log q(x_t | rest); E_raw = minus the sum of raw logits",
-                                   interactive=False, elem_id="score-table")
-            s_html = gr.HTML(elem_id="score-tokens")
-            s_csv = gr.File(label="CSV", elem_id="score-csv")
-            ev = s_go.click(_guarded(do_score), [s_in], [s_table, s_html, s_csv], api_name="score", **run)
-            s_stop.click(None, cancels=[ev])
-        with gr.Tab("Mutations"):
-            m_wt = gr.Textbox(ex["wt"], lines=2, label="wild type (residue letters)", elem_id="mut-wt")
-            with gr.Row():
-                m_go = gr.Button("Saturation map", variant="primary", elem_id="mut-run")
-                m_stop = gr.Button("Stop")
-            m_note = gr.Markdown(elem_id="mut-note")
-            m_plot = gr.Plot(label="overview", elem_id="mut-plot")
-            m_state = gr.State(None)
-            m_heat = gr.Dataframe(label="masked_marginals: log q(mt) - log q(wt), the site masked (rows: residues)",
-                                  interactive=False, max_height=420, elem_id="mut-heatmap")
-            with gr.Row():
-                m_mut = gr.Textbox(ex["mutant"], label="mutant, e.g. A23C or A23C:D45E (1-based)", elem_id="mut-mutant")
-                m_score = gr.Button("Score mutant", elem_id="mut-score")
-            m_head = gr.Markdown()
-            m_table = gr.Dataframe(headers=["method", "score", "meaning"],
-                                   label="scores by every method (higher = more likely than the wild type)",
-                                   interactive=False, elem_id="mut-table")
-            ev = m_go.click(_guarded(do_saturate), [m_wt], [m_plot, m_heat, m_state, m_note], api_name="saturate", **run)
-            m_stop.click(None, cancels=[ev])
-            m_score.click(_guarded(do_mutant), [m_wt, m_mut], [m_table, m_head], api_name="mutant", **run)
-            m_heat.select(_guarded(do_cell), [m_state], [m_table, m_head, m_mut], api_visibility="private", **run)
-        with gr.Tab("Infill"):
-            i_in = gr.Textbox(ex["infill"], lines=2, label="sequence with a gap: ____ (one _ per token) or [MASK]x5",
-                              elem_id="infill-input")
-            with gr.Row():
-                i_pos = gr.Textbox(ex["infill_pos"], label="or the gap's positions in a complete sequence, "
-                                   "e.g. 10-14 (then the native fill is known)", elem_id="infill-positions")
-                i_beam = gr.Slider(1, limits.max_beam, value=5, step=1, label="beam size")
-            with gr.Row():
-                i_go = gr.Button("Infill", variant="primary", elem_id="infill-run")
-                i_stop = gr.Button("Stop")
-            i_sum = gr.Markdown()
-            with gr.Row():
-                i_std = gr.Dataframe(headers=render.infill_headers(), label="standard beam search", interactive=False,
-                                     elem_id="infill-standard")
-                i_hcb = gr.Dataframe(headers=render.infill_headers(), label="HCB beam search", interactive=False,
-                                     elem_id="infill-hcb")
-            ev = i_go.click(_guarded(do_infill), [i_in, i_pos, i_beam], [i_std, i_hcb, i_sum], api_name="infill", **run)
-            i_stop.click(None, cancels=[ev])
-        with gr.Tab("Sample"):
-            p_in = gr.Textbox(ex["sample"], lines=2, label="start sequence (_ = masked, sampled too)",
-                              elem_id="sample-input")
-            with gr.Row():
-                p_pos = gr.Textbox(ex["positions"], label="free positions, e.g. 3,5,10-12 (empty: all)",
-                                   elem_id="sample-positions")
-                p_energy = gr.Radio(["local", "raw"], value="local", label="target energy (E_local = -PLL, E_raw)")
-                p_init = gr.Dropdown(["given", "greedy", "random"], value="given", label="start", elem_id="sample-init")
-            with gr.Row():
-                p_epochs = gr.Slider(1, limits.max_epochs, value=20, step=1, label="epochs (sweeps)")
-                p_chains = gr.Slider(1, limits.max_chains, value=4, step=1, label="chains")
-                p_seed = gr.Number(0, precision=0, label="seed")
-            with gr.Row():
-                p_go = gr.Button("Sample", variant="primary", elem_id="sample-run")
-                p_stop = gr.Button("Stop", elem_id="sample-stop")
-            p_sum = gr.Markdown(elem_id="sample-summary")
-            p_plot = gr.Plot(label="energy trace", elem_id="sample-plot")
-            p_table = gr.Dataframe(headers=["chain", "E", "sequence"], label="current samples", interactive=False,
-                                   elem_id="sample-table")
-            ev = p_go.click(_guarded(do_sample), [p_in, p_pos, p_energy, p_epochs, p_chains, p_seed, p_init],
-                            [p_sum, p_plot, p_table], api_name="sample", **run)
-            p_stop.click(None, cancels=[ev])
-        with gr.Tab("Pair joint"):
-            j_in = gr.Textbox(ex["sample"], lines=2, label="sequence", elem_id="pair-input")
-            with gr.Row():
-                j_a = gr.Number(ex["a"], precision=0, label="position a")
-                j_b = gr.Number(ex["b"], precision=0, label="position b")
-                j_top = gr.Slider(2, limits.max_pair_top, value=10, step=1, label="top tokens shown")
-            with gr.Row():
-                j_go = gr.Button("Pair joints", variant="primary", elem_id="pair-run")
-                j_stop = gr.Button("Stop")
-            j_sum = gr.Markdown()
-            j_plot = gr.Plot(label="MLM, MRF, MRF-logit, HCB and AG joints", elem_id="pair-plot")
-            j_table = gr.Dataframe(headers=["joint", "A-KL", "G-KL", "mass shown"],
-                                   label="distance of each joint's conditionals from the MLM's", interactive=False,
-                                   elem_id="pair-table")
-            ev = j_go.click(_guarded(do_pair), [j_in, j_a, j_b, j_top], [j_plot, j_table, j_sum], api_name="pair",
-                            **run)
-            j_stop.click(None, cancels=[ev])
+        for build_tab in (_tab_score, _tab_mutations, _tab_infill, _tab_sample, _tab_pair):
+            build_tab(gr, c)
     demo.queue(default_concurrency_limit=1)
     return demo
 

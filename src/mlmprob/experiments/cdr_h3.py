@@ -43,7 +43,7 @@ Usage::
 ``--only NAME[,NAME]`` runs just those configurations (e.g. to time one).
 
 Code: this module is the command line; ``cdr_h3_runner`` runs the chains, ``cdr_h3_report`` writes the
-report, and both take the configurations, metrics and file names from ``cdr_h3_common``.
+report (its tables built by ``cdr_h3_tables``), and both take the configurations, metrics and file names from ``cdr_h3_common``.
 """
 
 from __future__ import annotations

@@ -104,41 +104,49 @@ def run(cfg: GroundTruthConfig, out: Path, runs: Path, *, stages=("coupling", "c
     return res
 
 
+def _evaluated(cfg: GroundTruthConfig, res: Results, unit: str, with_samplers: bool) -> bool:
+    """Whether every evaluation record of ``unit`` is already in ``res``."""
+    wanted = [f"{unit}/pairs"] + [f"{unit}/infill-k{k}" for k in cfg.gap_lengths]
+    wanted += [f"{unit}/samplers"] if with_samplers else []
+    return all(u in res.done for u in wanted)
+
+
+def _evaluate_model(cfg: GroundTruthConfig, res: Results, log, unit: str, model_dir, lang, extra: dict,
+                    with_samplers: bool) -> None:
+    """The pair, infill (and sampler) records of the model in ``model_dir`` that ``res`` lacks."""
+    if _evaluated(cfg, res, unit, with_samplers):
+        return  # nothing to do: the model (in the ignored runs folder) is not needed
+    mlm = symbol_mlm(model_dir, cfg.vocab_size)
+    held = lang.sample(max(cfg.n_pairs, cfg.n_gaps), generator_for(cfg.seed, "gt-heldout"))
+    if f"{unit}/pairs" not in res.done:
+        t0 = time.perf_counter()
+        rec = eval_pairs(mlm, lang, held, cfg.n_pairs, cfg.seed)
+        res.add({"unit": f"{unit}/pairs", "stage": "pairs", **extra, **rec, "seconds": time.perf_counter() - t0})
+        log(f"{unit}/pairs done")
+    for k in cfg.gap_lengths:
+        if f"{unit}/infill-k{k}" not in res.done:
+            t0 = time.perf_counter()
+            rec = eval_infill(mlm, lang, held, cfg.n_gaps, k, cfg.beam_size, cfg.seed)
+            res.add({"unit": f"{unit}/infill-k{k}", "stage": "infill", **extra, **rec,
+                     "seconds": time.perf_counter() - t0})
+            log(f"{unit}/infill-k{k} done")
+    if with_samplers and f"{unit}/samplers" not in res.done:
+        rec = eval_samplers(mlm, lang, cfg, cfg.seed)
+        res.add({"unit": f"{unit}/samplers", "stage": "samplers", **extra, **rec})
+        log(f"{unit}/samplers done")
+
+
 def _run_stages(cfg: GroundTruthConfig, res: Results, runs: Path, stages, progress: bool, log) -> None:
     from ..training import read_result
     from ..training.checkpoint import latest_checkpoint
 
-    V, T = cfg.vocab_size, cfg.length
-
-    def held_out(lang):
-        return lang.sample(max(cfg.n_pairs, cfg.n_gaps), generator_for(cfg.seed, "gt-heldout"))
+    T = cfg.length
 
     def evaluated(unit: str, with_samplers: bool) -> bool:
-        wanted = [f"{unit}/pairs"] + [f"{unit}/infill-k{k}" for k in cfg.gap_lengths]
-        wanted += [f"{unit}/samplers"] if with_samplers else []
-        return all(u in res.done for u in wanted)
+        return _evaluated(cfg, res, unit, with_samplers)
 
     def evaluate_model(unit: str, model_dir, lang, extra: dict, with_samplers: bool) -> None:
-        if evaluated(unit, with_samplers):
-            return  # nothing to do: the model (in the ignored runs folder) is not needed
-        mlm = symbol_mlm(model_dir, V)
-        held = held_out(lang)
-        if f"{unit}/pairs" not in res.done:
-            t0 = time.perf_counter()
-            rec = eval_pairs(mlm, lang, held, cfg.n_pairs, cfg.seed)
-            res.add({"unit": f"{unit}/pairs", "stage": "pairs", **extra, **rec, "seconds": time.perf_counter() - t0})
-            log(f"{unit}/pairs done")
-        for k in cfg.gap_lengths:
-            if f"{unit}/infill-k{k}" not in res.done:
-                t0 = time.perf_counter()
-                rec = eval_infill(mlm, lang, held, cfg.n_gaps, k, cfg.beam_size, cfg.seed)
-                res.add({"unit": f"{unit}/infill-k{k}", "stage": "infill", **extra, **rec,
-                         "seconds": time.perf_counter() - t0})
-                log(f"{unit}/infill-k{k} done")
-        if with_samplers and f"{unit}/samplers" not in res.done:
-            rec = eval_samplers(mlm, lang, cfg, cfg.seed)
-            res.add({"unit": f"{unit}/samplers", "stage": "samplers", **extra, **rec})
-            log(f"{unit}/samplers done")
+        _evaluate_model(cfg, res, log, unit, model_dir, lang, extra, with_samplers)
 
     if "coupling" in stages:
         for J in cfg.couplings:

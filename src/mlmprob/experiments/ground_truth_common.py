@@ -129,3 +129,20 @@ def true_pair_joint(lang: SyntheticLanguage, x: torch.Tensor, a: int, b: int) ->
     both = x.clone()[None]
     both[0, a] = both[0, b] = lang.mask_id
     return (lang.log_marginal(rows) - lang.log_marginal(both)).reshape(V, V)
+
+
+# -- records of results.jsonl, for the report and its plots ----------------------------------------
+
+def by_stage(recs: list[dict], stage: str, prefix: str) -> list[dict]:
+    """The records of ``stage`` whose unit starts with ``prefix``."""
+    return [r for r in recs if r.get("stage") == stage and r["unit"].startswith(prefix)]
+
+
+def model_of(r: dict) -> str:
+    """The model unit a record belongs to: ``masking/r0.5-static/pairs`` -> ``masking/r0.5-static``."""
+    return r["unit"].rsplit("/", 1)[0]
+
+
+def per_model(recs: list[dict], stage: str, prefix: str, k: int | None = None) -> dict[str, dict]:
+    """Records of one stage keyed by their model unit (infill: only gaps of length ``k``)."""
+    return {model_of(r): r for r in by_stage(recs, stage, prefix) if k is None or r["k"] == k}

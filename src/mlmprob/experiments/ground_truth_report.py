@@ -13,6 +13,10 @@ from ..joints.constructions import METHOD_LABELS
 from ..metrics.significance import exact_sign_test
 from ..runtime.log import read_log
 from .ground_truth_common import BEAMS, JOINT_METHODS, RESULTS, empirical, tv
+from .ground_truth_common import by_stage as _by
+from .ground_truth_common import model_of as _model_of
+from .ground_truth_common import per_model as _per_model
+from .ground_truth_plots import plots
 
 MIX_WINDOW = 3      # epochs in the moving average of the statistic's TV
 MIX_FACTOR = 2.0    # mixed: the moving average stays within this multiple of the i.i.d. noise floor
@@ -72,21 +76,156 @@ def _f(v, d=3) -> str:
     return "–" if v is None else f"{v:.{d}f}"
 
 
-def _by(recs: list[dict], stage: str, prefix: str) -> list[dict]:
-    return [r for r in recs if r.get("stage") == stage and r["unit"].startswith(prefix)]
+def _unary_table(trains: list[dict]) -> list[str]:
+    """Unary conditionals of the coupling models vs the exact ones."""
+    if not trains:
+        return []
+    L: list[str] = []
+    L += ["## Unary conditionals (trained MLM vs exact)", "",
+          "Mean KL(true || MLM) of the single-site conditionals on held-out sequences (exact, the trainer's "
+          "`kl`), held-out masked-token loss and the loss of the true conditionals at the same masks (floor).",
+          "", "| coupling J | steps | held-out loss | floor | unary KL |", "|---|---|---|---|---|"]
+    for r in trains:
+        f = r["final"]
+        L.append(f"| {r['coupling']:g} | {f['step']} | {_f(f['heldout_loss'])} | {_f(f['heldout_floor'])} | "
+                 f"{_f(f['kl'], 4)} |")
+    L.append("")
+    return L
 
 
-def _model_of(r: dict) -> str:
-    """The model unit a record belongs to: ``masking/r0.5-static/pairs`` -> ``masking/r0.5-static``."""
-    return r["unit"].rsplit("/", 1)[0]
+def _pairs_table(pairs: list[dict]) -> list[str]:
+    """Pair joints of the coupling models vs the true pair joint."""
+    if not pairs:
+        return []
+    L: list[str] = []
+    L += ["## Pair joints vs the true pair joint", "",
+          f"{pairs[0]['n']} held-out (sequence, random pair) draws per coupling. KL(true || construction), "
+          "nats, and P-PPL of the gold pair (the held-out values, exact samples of the true pair joint); "
+          "`true` is the P-PPL of the exact joint itself, `exp H` the exponentiated mean true entropy.", "",
+          "| J | " + " | ".join(f"KL {METHOD_LABELS[m]}" for m in JOINT_METHODS) + " | "
+          + " | ".join(f"P-PPL {METHOD_LABELS[m]}" for m in JOINT_METHODS) + " | P-PPL true | exp H |",
+          "|---" * (2 * len(JOINT_METHODS) + 3) + "|"]
+    for r in pairs:
+        L.append(f"| {r['coupling']:g} | " + " | ".join(_f(r["kl"][m], 4) for m in JOINT_METHODS) + " | "
+                 + " | ".join(_f(r["p_ppl"][m]) for m in JOINT_METHODS)
+                 + f" | {_f(r['p_ppl']['true'])} | {_f(r['true_entropy_ppl'])} |")
+    L.append("")
+    return L
 
 
-def _per_model(recs: list[dict], stage: str, prefix: str, k: int | None = None) -> dict[str, dict]:
-    """Records of one stage keyed by their model unit (infill: only gaps of length ``k``)."""
-    return {_model_of(r): r for r in _by(recs, stage, prefix) if k is None or r["k"] == k}
+def _samplers_table(samplers: list[dict]) -> list[str]:
+    """MH and Gibbs samples vs the truth and vs exp(-E_local)/Z, with mixing epochs."""
+    if not samplers:
+        return []
+    L: list[str] = []
+    s0 = samplers[0]
+    L += ["## Samplers vs the truth and vs exp(-E_local)/Z", "",
+          f"{s0['chains']} chains from uniform random starts, {s0['epochs']} epochs (sweeps); the second half "
+          "is pooled for the TVs. `floor`: TV of as many exact i.i.d. draws (MCMC samples are correlated, so "
+          "their noise is larger). `mix`: first epoch from which the chains' distribution of the number of "
+          f"equal adjacent pairs, averaged over {MIX_WINDOW} epochs, stays within {MIX_FACTOR:g}x the noise floor "
+          f"of {s0['chains']} i.i.d. draws (threshold in brackets) of the reference: MH, the exact target "
+          "exp(-E)/Z; Gibbs, its own distribution over the second half (its stationary law is unknown, so this "
+          "only says when the chains stop drifting); `–`: never.", "",
+          "| J | TV(target, truth) | MH TV truth | MH TV target | Gibbs TV truth | Gibbs TV target | floor truth | "
+          "floor target | MH accept | MH mix | Gibbs mix |", "|---" * 11 + "|"]
+    for r in samplers:
+        mh_mix, g_mix, th_mh, th_g = sampler_mixing(r)
+        L.append(f"| {r['coupling']:g} | {_f(r['tv_target_truth'])} | {_f(r['mh']['tv_truth'])} | "
+                 f"{_f(r['mh']['tv_target'])} | {_f(r['gibbs']['tv_truth'])} | {_f(r['gibbs']['tv_target'])} | "
+                 f"{_f(r['floor_truth'])} | {_f(r['floor_target'])} | {_f(r['mh']['accept_rate'])} | "
+                 f"{mh_mix or '–'} ({th_mh:.3f}) | {g_mix or '–'} ({th_g:.3f}) |")
+    L.append("")
+    return L
 
+
+def _infill_table(cfg: dict, infills: list[dict]) -> list[str]:
+    """Beam-search infilling vs the true mode of p(gap | context)."""
+    if not infills:
+        return []
+    L: list[str] = []
+    L += ["## Infilling vs the true mode of p(gap | context)", "",
+          f"{infills[0]['n']} held-out gaps per (J, k), beam {cfg['beam_size']}. `mode`: share of gaps whose top "
+          "beam fill is the exact mode; `regret`: mean log p(mode) - log p(top fill) under the truth; "
+          "`exact/...`: the same beam searches on the exact conditionals; HCB there pivots on symbol 0, as the "
+          "exact model has no mask output, while the trained model's HCB pivots on the mask token (the paper's "
+          "default), so the two HCB rows are not the same correction.", "",
+          "| J | k | method | mode | gold | regret |", "|---|---|---|---|---|---|"]
+    for r in infills:
+        for who in ("mlm", "exact"):
+            for method, order in BEAMS:
+                name = f"{who}/{method}-{order}"
+                m = r["methods"][name]
+                L.append(f"| {r['coupling']:g} | {r['k']} | {name} | {_f(m['mode'])} | {_f(m['gold'])} | "
+                         f"{_f(m['regret'], 4)} |")
+    L.append("")
+    return L
+
+
+def _curve_table(cfg: dict, recs: list[dict], curve_p: list[dict], curve_i: list[dict]) -> list[str]:
+    """Every family on the checkpoints of the step curve."""
+    if not curve_p:
+        return []
+    L: list[str] = []
+    J = curve_p[0]["coupling"]
+    k_last = cfg["gap_lengths"][-1]
+    curve_s = {r["step"]: r for r in _by(recs, "samplers", "curve/")}
+    L += [f"## Error vs training steps (J = {J:g})", "",
+          "Every family on the checkpoints of one run" + (
+              " (same seed and length, so the last row is the coupling table's model)"
+              if J in cfg["couplings"] and max(cfg["curve_steps"]) == cfg["steps"] else "")
+          + f". Infill: mode rate for gaps of k = {k_last}; samplers as above.", "",
+          "| step | unary KL | " + " | ".join(f"pair KL {METHOD_LABELS[m]}" for m in JOINT_METHODS)
+          + " | infill mode std l2r | infill mode HCB l2r | TV(target, truth) | MH TV target | Gibbs TV truth |",
+          "|---" * (len(JOINT_METHODS) + 7) + "|"]
+    last_k = {r["step"]: r for r in curve_i if r["k"] == k_last}
+    for r in curve_p:
+        i, sm = last_k.get(r["step"]), curve_s.get(r["step"])
+        L.append(f"| {r['step']} | {_f(r.get('unary_kl'), 4)} | " + " | ".join(_f(r["kl"][m], 4) for m in JOINT_METHODS)
+                 + f" | {_f(i and i['methods']['mlm/standard-l2r']['mode'])} | "
+                 f"{_f(i and i['methods']['mlm/hcb-l2r']['mode'])} | {_f(sm and sm['tv_target_truth'])} | "
+                 f"{_f(sm and sm['mh']['tv_target'])} | {_f(sm and sm['gibbs']['tv_truth'])} |")
+    L.append("")
+    return L
+
+
+def _masking_table(cfg: dict, recs: list[dict], masking: list[dict]) -> list[str]:
+    """Masking rate and static vs dynamic masking, then every family on each masking model."""
+    if not masking:
+        return []
+    L: list[str] = []
+    L += [f"## Masking rate and static vs dynamic masking (J = {masking[0]['coupling']:g}, "
+          f"{masking[0]['n_train']} training sequences)", "",
+          "Unary KL (exact, single-site, the same measure for every rate) at the end of training, and the best "
+          "over the run; held-out loss is at each run's own masking rate (not comparable across rates).", "",
+          "| mask rate | k | masking | final unary KL | best unary KL | held-out loss |", "|---|---|---|---|---|---|"]
+    for r in masking:
+        best = min(h["kl"] for h in r["history"] if h.get("kl") is not None)
+        L.append(f"| {r['mask_rate']:g} | {r['k']} | {r['masking']} | {_f(r['final']['kl'], 4)} | {_f(best, 4)} | "
+                 f"{_f(r['final']['heldout_loss'])} |")
+    L.append("")
+    k_last = cfg["gap_lengths"][-1]
+    mp, ms = _per_model(recs, "pairs", "masking/"), _per_model(recs, "samplers", "masking/")
+    mi = _per_model(recs, "infill", "masking/", k_last)
+    if mp:
+        L += ["Every family on the final model of each masking run (same measures as above; infill k = "
+              f"{k_last}):", "",
+              "| mask rate | masking | pair KL MLM | pair KL HCB | pair KL AG | TV(target, truth) | MH TV target | "
+              "Gibbs TV truth | infill mode std l2r | infill mode HCB l2r |", "|---" * 10 + "|"]
+        for r in masking:
+            u = _model_of(r)
+            p, sm, i = mp.get(u), ms.get(u), mi.get(u)
+            L.append(f"| {r['mask_rate']:g} | {r['masking']} | {_f(p and p['kl']['mlm'], 4)} | "
+                     f"{_f(p and p['kl']['hcb'], 4)} | {_f(p and p['kl']['ag'], 4)} | "
+                     f"{_f(sm and sm['tv_target_truth'])} | {_f(sm and sm['mh']['tv_target'])} | "
+                     f"{_f(sm and sm['gibbs']['tv_truth'])} | "
+                     f"{_f(i and i['methods']['mlm/standard-l2r']['mode'])} | "
+                     f"{_f(i and i['methods']['mlm/hcb-l2r']['mode'])} |")
+        L.append("")
+    return L
 
 def tables(cfg: dict, recs: list[dict]) -> list[str]:
+    """The report's Markdown tables, one section per stage that has records."""
     L: list[str] = []
     trains = sorted(_by(recs, "train", "coupling/"), key=lambda r: r["coupling"])
     pairs = sorted(_by(recs, "pairs", "coupling/"), key=lambda r: r["coupling"])
@@ -95,116 +234,13 @@ def tables(cfg: dict, recs: list[dict]) -> list[str]:
     curve_p = sorted(_by(recs, "pairs", "curve/"), key=lambda r: r["step"])
     curve_i = sorted(_by(recs, "infill", "curve/"), key=lambda r: (r["step"], r["k"]))
     masking = sorted(_by(recs, "masking", "masking/"), key=lambda r: (r["mask_rate"], r["masking"]))
-
-    if trains:
-        L += ["## Unary conditionals (trained MLM vs exact)", "",
-              "Mean KL(true || MLM) of the single-site conditionals on held-out sequences (exact, the trainer's "
-              "`kl`), held-out masked-token loss and the loss of the true conditionals at the same masks (floor).",
-              "", "| coupling J | steps | held-out loss | floor | unary KL |", "|---|---|---|---|---|"]
-        for r in trains:
-            f = r["final"]
-            L.append(f"| {r['coupling']:g} | {f['step']} | {_f(f['heldout_loss'])} | {_f(f['heldout_floor'])} | "
-                     f"{_f(f['kl'], 4)} |")
-        L.append("")
-    if pairs:
-        L += ["## Pair joints vs the true pair joint", "",
-              f"{pairs[0]['n']} held-out (sequence, random pair) draws per coupling. KL(true || construction), "
-              "nats, and P-PPL of the gold pair (the held-out values, exact samples of the true pair joint); "
-              "`true` is the P-PPL of the exact joint itself, `exp H` the exponentiated mean true entropy.", "",
-              "| J | " + " | ".join(f"KL {METHOD_LABELS[m]}" for m in JOINT_METHODS) + " | "
-              + " | ".join(f"P-PPL {METHOD_LABELS[m]}" for m in JOINT_METHODS) + " | P-PPL true | exp H |",
-              "|---" * (2 * len(JOINT_METHODS) + 3) + "|"]
-        for r in pairs:
-            L.append(f"| {r['coupling']:g} | " + " | ".join(_f(r["kl"][m], 4) for m in JOINT_METHODS) + " | "
-                     + " | ".join(_f(r["p_ppl"][m]) for m in JOINT_METHODS)
-                     + f" | {_f(r['p_ppl']['true'])} | {_f(r['true_entropy_ppl'])} |")
-        L.append("")
-    if samplers:
-        s0 = samplers[0]
-        L += ["## Samplers vs the truth and vs exp(-E_local)/Z", "",
-              f"{s0['chains']} chains from uniform random starts, {s0['epochs']} epochs (sweeps); the second half "
-              "is pooled for the TVs. `floor`: TV of as many exact i.i.d. draws (MCMC samples are correlated, so "
-              "their noise is larger). `mix`: first epoch from which the chains' distribution of the number of "
-              f"equal adjacent pairs, averaged over {MIX_WINDOW} epochs, stays within {MIX_FACTOR:g}x the noise floor "
-              f"of {s0['chains']} i.i.d. draws (threshold in brackets) of the reference: MH, the exact target "
-              "exp(-E)/Z; Gibbs, its own distribution over the second half (its stationary law is unknown, so this "
-              "only says when the chains stop drifting); `–`: never.", "",
-              "| J | TV(target, truth) | MH TV truth | MH TV target | Gibbs TV truth | Gibbs TV target | floor truth | "
-              "floor target | MH accept | MH mix | Gibbs mix |", "|---" * 11 + "|"]
-        for r in samplers:
-            mh_mix, g_mix, th_mh, th_g = sampler_mixing(r)
-            L.append(f"| {r['coupling']:g} | {_f(r['tv_target_truth'])} | {_f(r['mh']['tv_truth'])} | "
-                     f"{_f(r['mh']['tv_target'])} | {_f(r['gibbs']['tv_truth'])} | {_f(r['gibbs']['tv_target'])} | "
-                     f"{_f(r['floor_truth'])} | {_f(r['floor_target'])} | {_f(r['mh']['accept_rate'])} | "
-                     f"{mh_mix or '–'} ({th_mh:.3f}) | {g_mix or '–'} ({th_g:.3f}) |")
-        L.append("")
-    if infills:
-        L += ["## Infilling vs the true mode of p(gap | context)", "",
-              f"{infills[0]['n']} held-out gaps per (J, k), beam {cfg['beam_size']}. `mode`: share of gaps whose top "
-              "beam fill is the exact mode; `regret`: mean log p(mode) - log p(top fill) under the truth; "
-              "`exact/...`: the same beam searches on the exact conditionals; HCB there pivots on symbol 0, as the "
-              "exact model has no mask output, while the trained model's HCB pivots on the mask token (the paper's "
-              "default), so the two HCB rows are not the same correction.", "",
-              "| J | k | method | mode | gold | regret |", "|---|---|---|---|---|---|"]
-        for r in infills:
-            for who in ("mlm", "exact"):
-                for method, order in BEAMS:
-                    name = f"{who}/{method}-{order}"
-                    m = r["methods"][name]
-                    L.append(f"| {r['coupling']:g} | {r['k']} | {name} | {_f(m['mode'])} | {_f(m['gold'])} | "
-                             f"{_f(m['regret'], 4)} |")
-        L.append("")
-    if curve_p:
-        J = curve_p[0]["coupling"]
-        k_last = cfg["gap_lengths"][-1]
-        curve_s = {r["step"]: r for r in _by(recs, "samplers", "curve/")}
-        L += [f"## Error vs training steps (J = {J:g})", "",
-              "Every family on the checkpoints of one run" + (
-                  " (same seed and length, so the last row is the coupling table's model)"
-                  if J in cfg["couplings"] and max(cfg["curve_steps"]) == cfg["steps"] else "")
-              + f". Infill: mode rate for gaps of k = {k_last}; samplers as above.", "",
-              "| step | unary KL | " + " | ".join(f"pair KL {METHOD_LABELS[m]}" for m in JOINT_METHODS)
-              + " | infill mode std l2r | infill mode HCB l2r | TV(target, truth) | MH TV target | Gibbs TV truth |",
-              "|---" * (len(JOINT_METHODS) + 7) + "|"]
-        last_k = {r["step"]: r for r in curve_i if r["k"] == k_last}
-        for r in curve_p:
-            i, sm = last_k.get(r["step"]), curve_s.get(r["step"])
-            L.append(f"| {r['step']} | {_f(r.get('unary_kl'), 4)} | " + " | ".join(_f(r["kl"][m], 4) for m in JOINT_METHODS)
-                     + f" | {_f(i and i['methods']['mlm/standard-l2r']['mode'])} | "
-                     f"{_f(i and i['methods']['mlm/hcb-l2r']['mode'])} | {_f(sm and sm['tv_target_truth'])} | "
-                     f"{_f(sm and sm['mh']['tv_target'])} | {_f(sm and sm['gibbs']['tv_truth'])} |")
-        L.append("")
-    if masking:
-        L += [f"## Masking rate and static vs dynamic masking (J = {masking[0]['coupling']:g}, "
-              f"{masking[0]['n_train']} training sequences)", "",
-              "Unary KL (exact, single-site, the same measure for every rate) at the end of training, and the best "
-              "over the run; held-out loss is at each run's own masking rate (not comparable across rates).", "",
-              "| mask rate | k | masking | final unary KL | best unary KL | held-out loss |", "|---|---|---|---|---|---|"]
-        for r in masking:
-            best = min(h["kl"] for h in r["history"] if h.get("kl") is not None)
-            L.append(f"| {r['mask_rate']:g} | {r['k']} | {r['masking']} | {_f(r['final']['kl'], 4)} | {_f(best, 4)} | "
-                     f"{_f(r['final']['heldout_loss'])} |")
-        L.append("")
-        k_last = cfg["gap_lengths"][-1]
-        mp, ms = _per_model(recs, "pairs", "masking/"), _per_model(recs, "samplers", "masking/")
-        mi = _per_model(recs, "infill", "masking/", k_last)
-        if mp:
-            L += ["Every family on the final model of each masking run (same measures as above; infill k = "
-                  f"{k_last}):", "",
-                  "| mask rate | masking | pair KL MLM | pair KL HCB | pair KL AG | TV(target, truth) | MH TV target | "
-                  "Gibbs TV truth | infill mode std l2r | infill mode HCB l2r |", "|---" * 10 + "|"]
-            for r in masking:
-                u = _model_of(r)
-                p, sm, i = mp.get(u), ms.get(u), mi.get(u)
-                L.append(f"| {r['mask_rate']:g} | {r['masking']} | {_f(p and p['kl']['mlm'], 4)} | "
-                         f"{_f(p and p['kl']['hcb'], 4)} | {_f(p and p['kl']['ag'], 4)} | "
-                         f"{_f(sm and sm['tv_target_truth'])} | {_f(sm and sm['mh']['tv_target'])} | "
-                         f"{_f(sm and sm['gibbs']['tv_truth'])} | "
-                         f"{_f(i and i['methods']['mlm/standard-l2r']['mode'])} | "
-                         f"{_f(i and i['methods']['mlm/hcb-l2r']['mode'])} |")
-            L.append("")
+    L += _unary_table(trains)
+    L += _pairs_table(pairs)
+    L += _samplers_table(samplers)
+    L += _infill_table(cfg, infills)
+    L += _curve_table(cfg, recs, curve_p, curve_i)
+    L += _masking_table(cfg, recs, masking)
     return L
-
 
 def findings(recs: list[dict]) -> list[str]:
     """Answers to the issue's questions, computed from the records (not written by hand)."""
@@ -244,115 +280,6 @@ def findings(recs: list[dict]) -> list[str]:
                     f"{r['mask_rate']:g} (k={r['k']}): {r['final']['kl']:.4f}" for r in rows) + ".")
     L.append("")
     return L
-
-
-def plots(cfg: dict, recs: list[dict], out: Path) -> list[str]:
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    made = []
-    trains = sorted(_by(recs, "train", "coupling/"), key=lambda r: r["coupling"])
-    masking = sorted(_by(recs, "masking", "masking/"), key=lambda r: (r["mask_rate"], r["masking"]))
-    if trains or masking:
-        fig, ax = plt.subplots(1, 2, figsize=(11, 4))
-        for r in trains:
-            h = [x for x in r["history"] if x.get("kl") is not None]
-            ax[0].plot([x["step"] for x in h], [x["kl"] for x in h], label=f"J={r['coupling']:g}")
-        ax[0].set(xlabel="training step", ylabel="unary KL(true || MLM)", yscale="log", title="by coupling")
-        ax[0].legend()
-        colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
-        rates = sorted({r["mask_rate"] for r in masking})
-        for r in masking:
-            h = [x for x in r["history"] if x.get("kl") is not None]
-            ax[1].plot([x["step"] for x in h], [x["kl"] for x in h], color=colors[rates.index(r["mask_rate"]) % 10],
-                       ls="-" if r["masking"] == "dynamic" else "--", label=f"rate {r['mask_rate']:g} {r['masking']}")
-        ax[1].set(xlabel="training step", ylabel="unary KL(true || MLM)", yscale="log",
-                  title="by masking rate (solid dynamic, dashed static)")
-        if masking:
-            ax[1].legend(fontsize=7)
-        fig.tight_layout()
-        fig.savefig(out / "fig_training.png", dpi=110)
-        plt.close(fig)
-        made.append("fig_training.png")
-    pairs = sorted(_by(recs, "pairs", "coupling/"), key=lambda r: r["coupling"])
-    curve_p = sorted(_by(recs, "pairs", "curve/"), key=lambda r: r["step"])
-    if pairs:
-        fig, ax = plt.subplots(1, 2, figsize=(11, 4))
-        for m in JOINT_METHODS:
-            ax[0].plot([r["coupling"] for r in pairs], [r["kl"][m] for r in pairs], "o-", label=METHOD_LABELS[m])
-            if curve_p:
-                ax[1].plot([r["step"] for r in curve_p], [r["kl"][m] for r in curve_p], "o-", label=METHOD_LABELS[m])
-        ax[0].set(xlabel="coupling J", ylabel="KL(true pair joint || construction)", title="pair joints vs coupling")
-        ax[1].set(xlabel="training step", ylabel="KL(true || construction)", xscale="log",
-                  title=f"pair joints vs training (J={curve_p[0]['coupling']:g})" if curve_p else "")
-        ax[0].legend()
-        fig.tight_layout()
-        fig.savefig(out / "fig_pairs.png", dpi=110)
-        plt.close(fig)
-        made.append("fig_pairs.png")
-    samplers = sorted(_by(recs, "samplers", "coupling/"), key=lambda r: r["coupling"])
-    if samplers:
-        fig, ax = plt.subplots(1, len(samplers), figsize=(3.6 * len(samplers), 3.4), squeeze=False)
-        for a, r in zip(ax[0], samplers):
-            for method, ls in (("mh", "-"), ("gibbs", "--")):
-                e = list(range(1, len(r[method]["stat_tv"]) + 1))
-                a.plot(e, [x["truth"] for x in r[method]["stat_tv"]], ls=ls, color="C0", label=f"{method} vs truth")
-                a.plot(e, [x["target"] for x in r[method]["stat_tv"]], ls=ls, color="C1", label=f"{method} vs exp(-E)/Z")
-            a.set(title=f"J={r['coupling']:g}", xlabel="epoch", yscale="log")
-        ax[0][0].set_ylabel("TV of the equal-neighbour count")
-        ax[0][0].legend(fontsize=7)
-        fig.tight_layout()
-        fig.savefig(out / "fig_samplers.png", dpi=110)
-        plt.close(fig)
-        made.append("fig_samplers.png")
-    mp, ms = _per_model(recs, "pairs", "masking/"), _per_model(recs, "samplers", "masking/")
-    if mp and ms:
-        fig, ax = plt.subplots(1, 3, figsize=(14, 3.8))
-        for mode, ls in (("dynamic", "-"), ("static", "--")):
-            rows = [r for r in masking if r["masking"] == mode and _model_of(r) in mp and _model_of(r) in ms]
-            x = [r["mask_rate"] for r in rows]
-            ax[0].plot(x, [r["final"]["kl"] for r in rows], "o", ls=ls, color="k", label=f"unary ({mode})")
-            for m, c in (("mlm", "C0"), ("hcb", "C1"), ("ag", "C2")):
-                ax[0].plot(x, [mp[_model_of(r)]["kl"][m] for r in rows], "o", ls=ls, color=c,
-                           label=f"pair {METHOD_LABELS[m]} ({mode})")
-            sm = [ms[_model_of(r)] for r in rows]
-            ax[1].plot(x, [s_["tv_target_truth"] for s_ in sm], "o", ls=ls, color="C0", label=f"exp(-E)/Z ({mode})")
-            ax[1].plot(x, [s_["gibbs"]["tv_truth"] for s_ in sm], "o", ls=ls, color="C1", label=f"Gibbs samples ({mode})")
-        ax[0].set(xlabel="masking rate", ylabel="KL to truth", yscale="log", title="conditionals and pair joints")
-        ax[1].set(xlabel="masking rate", ylabel="TV to truth", title="samplers' laws")
-        ax[0].legend(fontsize=6)
-        ax[1].legend(fontsize=7)
-        k_last = cfg["gap_lengths"][-1]
-        mi = _per_model(recs, "infill", "masking/", k_last)
-        for mode, ls in (("dynamic", "-"), ("static", "--")):
-            rows = [r for r in masking if r["masking"] == mode and _model_of(r) in mi]
-            for name, c in (("mlm/standard-l2r", "C0"), ("mlm/hcb-l2r", "C1")):
-                ax[2].plot([r["mask_rate"] for r in rows], [mi[_model_of(r)]["methods"][name]["mode"] for r in rows],
-                           "o", ls=ls, color=c, label=f"{name} ({mode})")
-        ax[2].set(xlabel="masking rate", ylabel=f"top fill = true mode (k={k_last})", title="infilling")
-        ax[2].legend(fontsize=7)
-        fig.tight_layout()
-        fig.savefig(out / "fig_masking.png", dpi=110)
-        plt.close(fig)
-        made.append("fig_masking.png")
-    infills = sorted(_by(recs, "infill", "coupling/"), key=lambda r: (r["coupling"], r["k"]))
-    if infills:
-        ks = sorted({r["k"] for r in infills})
-        fig, ax = plt.subplots(1, len(ks), figsize=(5 * len(ks), 3.6), squeeze=False)
-        for a, k in zip(ax[0], ks):
-            rows = [r for r in infills if r["k"] == k]
-            for who, ls in (("mlm", "-"), ("exact", ":")):
-                for method, order in BEAMS:
-                    n = f"{who}/{method}-{order}"
-                    a.plot([r["coupling"] for r in rows], [r["methods"][n]["mode"] for r in rows], "o", ls=ls, label=n)
-            a.set(title=f"gap k={k}", xlabel="coupling J", ylabel="top fill = true mode")
-        ax[0][0].legend(fontsize=6)
-        fig.tight_layout()
-        fig.savefig(out / "fig_infill.png", dpi=110)
-        plt.close(fig)
-        made.append("fig_infill.png")
-    return made
 
 
 def write_report(out) -> Path:

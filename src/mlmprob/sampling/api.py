@@ -83,6 +83,19 @@ def _model_name(mlm) -> str:
     return str(getattr(mlm, "name", "") or type(mlm).__name__)
 
 
+def _run_config(mlm, method: str, energy: str, bs, proposal: ProposalConfig, tt, order, burn_in: int, thin: int,
+                init: str, score_all: bool, tokens_per_step: int) -> dict:
+    """The configuration a run file stores (and a resumed run must match)."""
+    config = {"model": _model_name(mlm), "method": method, "energy": energy, "block_size": schedule_text(bs),
+              "proposal_temperature": proposal.temperature, "top_p": proposal.top_p,
+              "target_temperature": schedule_text(tt), "order": order, "burn_in": burn_in, "thin": thin,
+              "init": init, "score_all": score_all}
+    if method == "ancestral":  # keys only this method has: older MCMC run files still resume
+        config.update(order=order if isinstance(order, str) else torch.as_tensor(order).tolist(),
+                      tokens_per_step=tokens_per_step)
+    return config
+
+
 def sample(
     mlm: MaskedLM,
     init_ids,
@@ -148,13 +161,8 @@ def sample(
     bs, tt = as_schedule(block_size, "block_size"), as_schedule(target_temperature, "target_temperature")
     kernel = _kernel(mlm, method, energy, bs, proposal, tt, order, score_all, batch_tokens, tokens_per_step)
     ref = _reference(reference, ids)
-    config = {"model": _model_name(mlm), "method": method, "energy": energy, "block_size": schedule_text(bs),
-              "proposal_temperature": proposal.temperature, "top_p": proposal.top_p,
-              "target_temperature": schedule_text(tt), "order": order, "burn_in": burn_in, "thin": thin,
-              "init": init, "score_all": score_all}
-    if method == "ancestral":  # keys only this method has: older MCMC run files still resume
-        config.update(order=order if isinstance(order, str) else torch.as_tensor(order).tolist(),
-                      tokens_per_step=tokens_per_step)
+    config = _run_config(mlm, method, energy, bs, proposal, tt, order, burn_in, thin, init, score_all,
+                         tokens_per_step)
     run_log = None if jsonl is None else RunLog(jsonl, config, ids, free)
     try:
         state, records, rows_before = _start(kernel, run_log, config, ids, free, init, generator, batch_tokens)

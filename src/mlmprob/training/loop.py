@@ -209,18 +209,9 @@ def train(config: TrainConfig, source, out_dir, *, device="cpu", progress: bool 
                       resume=resume)
 
 
-def _train(config: TrainConfig, source, out_dir: Path, *, device, progress: bool, stop_after: int | None,
-           resume: bool) -> TrainResult:
-    from tqdm import tqdm
-
-    dev = torch.device(device)
-    data = source.build(out_dir, config.seed)
-    fingerprint = data.fingerprint()
-    ckpt = latest_checkpoint(out_dir)
-    if ckpt is not None and not resume:
-        raise MLMProbError(f"{out_dir} already holds a training run (last checkpoint {ckpt.name}); resume it or "
-                           f"choose another output directory")
-
+def _model_and_state(config: TrainConfig, data, fingerprint, out_dir: Path, ckpt, dev):
+    """``(model, optimizer, start step, resumed_from, train_losses, history)``: from the checkpoint ``ckpt``
+    (checked against ``config`` and the data), or a fresh model when there is none."""
     if ckpt is not None:
         from transformers import BertForMaskedLM
 
@@ -235,6 +226,36 @@ def _train(config: TrainConfig, source, out_dir: Path, *, device, progress: bool
         model = build_model(config, data).to(dev)
         optimizer = _optimizer(model, config)
         start, resumed_from, train_losses, history = 0, None, [], []
+    return model, optimizer, start, resumed_from, train_losses, history
+
+
+def _step_batch(config: TrainConfig, data, batches, static, step: int):
+    """``(inputs, labels)`` of training step ``step``: the static masks of its rows, or fresh masks drawn
+    from the step's own ``mask`` stream."""
+    idx = batches.indices(step)
+    if static is not None:
+        return static[0][idx], static[1][idx]
+    ids = data.train_ids[idx]
+    g = generator_for(config.seed, "mask", step)
+    sel = select_uniform(data.maskable(ids), g) if config.masking == "uniform" else \
+        select_positions(data.maskable(ids), config.mask_rate, g)
+    return corrupt(ids, sel, config.mask_split, data.mask_id, data.replace_ids, g)
+
+
+def _train(config: TrainConfig, source, out_dir: Path, *, device, progress: bool, stop_after: int | None,
+           resume: bool) -> TrainResult:
+    from tqdm import tqdm
+
+    dev = torch.device(device)
+    data = source.build(out_dir, config.seed)
+    fingerprint = data.fingerprint()
+    ckpt = latest_checkpoint(out_dir)
+    if ckpt is not None and not resume:
+        raise MLMProbError(f"{out_dir} already holds a training run (last checkpoint {ckpt.name}); resume it or "
+                           f"choose another output directory")
+
+    model, optimizer, start, resumed_from, train_losses, history = _model_and_state(config, data, fingerprint,
+                                                                                     out_dir, ckpt, dev)
 
     batches = _Batches(len(data.train_ids), config.batch_size, config.seed)
     static = _static_masks(config, data) if config.masking == "static" else None
@@ -252,15 +273,7 @@ def _train(config: TrainConfig, source, out_dir: Path, *, device, progress: bool
     bar = tqdm(total=config.max_steps, initial=start, disable=not progress, desc="train", unit="step")
     t0 = time.time()
     for step in range(start, end):
-        idx = batches.indices(step)
-        if static is not None:
-            inputs, labels = static[0][idx], static[1][idx]
-        else:
-            ids = data.train_ids[idx]
-            g = generator_for(config.seed, "mask", step)
-            sel = select_uniform(data.maskable(ids), g) if config.masking == "uniform" else \
-                select_positions(data.maskable(ids), config.mask_rate, g)
-            inputs, labels = corrupt(ids, sel, config.mask_split, data.mask_id, data.replace_ids, g)
+        inputs, labels = _step_batch(config, data, batches, static, step)
         inputs = _trim(inputs, data.pad_id)
         labels = labels[:, : inputs.shape[1]].contiguous()
         for group in optimizer.param_groups:
