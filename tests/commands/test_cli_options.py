@@ -166,9 +166,12 @@ def experiment_parsers() -> dict[str, argparse.ArgumentParser]:
 
 
 def test_every_experiment_option_is_validated():
-    """The CLI's range-check rule walks the experiment runners too: no plain int/float option."""
+    """The CLI's rules walk the experiment runners too: a range-checked type and help text for every option."""
     parsers = experiment_parsers()
     assert len(parsers) >= 6
     raw = [f"{n} {a.option_strings[0]}" for n, p in parsers.items() for a in p._actions
            if a.option_strings and a.type in (int, float)]
     assert not raw, f"experiment options typed plain int/float (no range check): {raw}"
+    missing = [f"{n} {'/'.join(a.option_strings)}" for n, p in parsers.items() for a in p._actions
+               if a.option_strings and not a.help]
+    assert not missing, f"experiment options without help: {missing}"

@@ -145,7 +145,7 @@ def write_corpus(data_dir, out_path) -> dict:
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     add_data_option(p, "brown.zip, the Austen novels, wikitext2_*.txt, wiki103_5k.txt and tbc_5k.txt")
-    p.add_argument("--out", required=True)
+    p.add_argument("--out", required=True, help='output folder of the corpus files')
     args = p.parse_args(argv)
     return exit_status(lambda: print(dumps(write_corpus(resolve_data_dir(args.data, CORPUS_FILES), args.out))))
 

@@ -146,9 +146,9 @@ def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--out", required=True, help="result folder (results.jsonl, config.json, README.md)")
     p.add_argument("--runs", required=True, help="folder for the trained models (not for the repository)")
-    p.add_argument("--couplings", type=_tuple(float), default=(1.0, 3.0))
-    p.add_argument("--curve-steps", type=_tuple(int), default=(250, 1000))
-    p.add_argument("--tokens-per-step", type=_tuple(int), default=(2, 3))
+    p.add_argument("--couplings", type=_tuple(float), default=(1.0, 3.0), help='comma-separated coupling strengths J')
+    p.add_argument("--curve-steps", type=_tuple(int), default=(250, 1000), help='comma-separated training checkpoints evaluated')
+    p.add_argument("--tokens-per-step", type=_tuple(int), default=(2, 3), help='comma-separated k of the parallel decoding compared with the exact mixture')
     p.add_argument("--seeds", type=_tuple(int), default=(0,), help="training seeds (one model each)")
     p.add_argument("--masking", choices=("dynamic", "uniform"), default="dynamic",
                    help="dynamic: the fixed masking rate; uniform: a uniform number of masks per sequence")

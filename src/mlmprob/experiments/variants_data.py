@@ -63,11 +63,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--plan", default=DEFAULT_PLAN, help="comma list of model:group:n stages, run in order")
     p.add_argument("--seed", type=nonnegative_int, default=0, help="seed of the library ordering (the subsamples)")
     p.add_argument("--threads", type=positive_int, default=2, help="torch CPU threads")
-    p.add_argument("--batch-tokens", type=positive_int, default=DEFAULT_BATCH_TOKENS)
+    p.add_argument("--batch-tokens", type=positive_int, default=DEFAULT_BATCH_TOKENS, help='tokens per forward sub-batch')
     p.add_argument("--report", help="report path (default: README.md in the parent of --out)")
     p.add_argument("--n-boot", type=positive_int, default=1000, help="bootstrap resamples of the report")
     p.add_argument("--report-only", action="store_true", help="only rebuild the report from the files in --out")
-    p.add_argument("--no-report", action="store_true")
+    p.add_argument("--no-report", action="store_true", help='do not rewrite the report after the run')
     return p
 
 
