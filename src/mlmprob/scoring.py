@@ -6,6 +6,7 @@ import math
 from dataclasses import asdict, dataclass, field
 from typing import Callable, Iterable, Iterator, Sequence
 
+from .defaults import DTYPE
 from .batching import DEFAULT_BATCH_TOKENS
 from .data import Record, encodable_records, encode_records
 from .energy import token_scores
@@ -97,7 +98,7 @@ class ScoreJob:
     in one process, in one process per device, or on Ray actors)."""
 
     model: str
-    dtype: str | None = None
+    dtype: str | None = DTYPE  # mlmprob.defaults: the CLI's and load_mlm's default
     allow_pickle: bool = False
     whole_word: bool = False
     per_token: bool = False

@@ -22,6 +22,7 @@ import re
 from dataclasses import dataclass
 from typing import Iterable, Iterator, NamedTuple, Sequence
 
+from ..defaults import DTYPE
 from ..errors import MLMProbError
 from ..runtime.inputs import Record
 
@@ -154,7 +155,7 @@ class InfillJob:
     lists; a TSV writer writes them as JSON text (:func:`mlmprob.runtime.writers.tsv_cell`)."""
 
     model: str
-    dtype: str | None = None
+    dtype: str | None = DTYPE  # mlmprob.defaults: the CLI's and load_mlm's default
     allow_pickle: bool = False
     method: str = "hcb"
     order: str = "l2r"

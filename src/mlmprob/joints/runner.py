@@ -30,6 +30,7 @@ from typing import Callable, Iterator, NamedTuple, Sequence
 
 import torch
 
+from ..defaults import DTYPE
 from ..errors import MLMProbError
 from ..models.protocol import MaskedLM, default_positions
 from ..runtime.shard import Shard
@@ -239,7 +240,7 @@ class JointsJob:
     """Everything a worker process needs to compute pair records (picklable; see ``runtime.engine``)."""
 
     config: JointsConfig
-    dtype: str | None = None
+    dtype: str | None = DTYPE  # mlmprob.defaults: the CLI's and load_mlm's default
     allow_pickle: bool = False
     batch_tokens: int | None = None
 

@@ -16,6 +16,7 @@ from typing import NamedTuple, Sequence, Union
 
 import torch
 
+from ..defaults import DTYPE
 from ..errors import MLMProbError
 from ..runtime.inputs import Record
 from .api import SampleResult, sample
@@ -110,7 +111,7 @@ class SampleJob:
     """Everything a worker needs to sample the chains of chunks of records (picklable)."""
 
     model: str
-    dtype: str | None = None
+    dtype: str | None = DTYPE  # mlmprob.defaults: the CLI's and load_mlm's default
     allow_pickle: bool = False
     batch_tokens: int | None = None
     chains: int = 4

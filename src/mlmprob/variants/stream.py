@@ -18,6 +18,7 @@ from typing import Sequence
 
 import torch
 
+from ..defaults import DTYPE
 from ..alphabet import AMINO_ACIDS
 from ..errors import MLMProbError
 from ..models.protocol import max_length_of
@@ -81,7 +82,7 @@ class VariantsJob:
     wild_type: str
     methods: tuple[str, ...] = DEFAULT_METHODS
     offset: int = 1
-    dtype: str | None = None
+    dtype: str | None = DTYPE  # mlmprob.defaults: the CLI's and load_mlm's default
     allow_pickle: bool = False
     batch_tokens: int | None = None
     skip_invalid: bool = False
