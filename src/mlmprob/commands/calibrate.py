@@ -8,16 +8,14 @@ from pathlib import Path
 
 from ..argtypes import nonnegative_int, positive_int
 from ..errors import MLMProbError
-from ..runtime.inputs import FORMATS
 
 
 def register(sub) -> None:
     p = sub.add_parser("calibrate", help="fit the one-pass PLL correction of a model (for score --pll one-pass)",
                        formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     p.add_argument("input", help="calibration sequences (any format score reads), from the domain you will score")
-    p.add_argument("--format", default="auto", choices=FORMATS, help="input format (auto: by the file's suffix)")
-    p.add_argument("--column", help="sequence column of a CSV/TSV/Parquet file or key of a JSONL object")
-    from .common import add_model_args
+    from .common import add_input_args, add_model_args
+    add_input_args(p, ids=False)
     add_model_args(p)
     p.add_argument("--limit", type=positive_int, default=200, help="use the first N sequences")
     p.add_argument("--steps", type=positive_int, default=400, help="Adam steps of the fit")

@@ -9,6 +9,17 @@ import argparse
 
 from .. import defaults
 from ..argtypes import positive_int
+from ..runtime.inputs import FORMATS
+
+
+def add_input_args(p, *, of: str = "", ids: bool = True) -> None:
+    """``--format``, ``--column`` (and ``--id-column``) of a sequence file; ``of`` names the option that
+    gives the file (e.g. ``--input``) when it is not the positional input."""
+    where = f" of {of}" if of else ""
+    p.add_argument("--format", default="auto", choices=FORMATS, help=f"format{where} (auto: by the file's suffix)")
+    p.add_argument("--column", help=f"sequence column of a CSV/TSV/Parquet file or key of a JSONL object{where}")
+    if ids:
+        p.add_argument("--id-column", help=f"identifier column (or JSONL key){where}")
 
 
 def add_model_args(p: argparse.ArgumentParser, default: str = defaults.MODEL, why: str | None = None) -> None:

@@ -20,7 +20,6 @@ from ..argtypes import positive_int
 from ..errors import MLMProbError
 from ..infill.stream import GAP_MODES, expand_gaps, parse_pivot
 from ..infill.stream import mask_text as _mask_text
-from ..runtime.inputs import FORMATS
 from ..jsonl import dumps
 
 __all__ = ["expand_gaps", "parse_pivot", "register", "run"]
@@ -38,10 +37,8 @@ def register(sub) -> None:
     p.add_argument("sequence", nargs="?", help="one sequence with a gap, e.g. EVQLV[MASK]x5GGLVQ or EVQLV_____GGLVQ")
     p.add_argument("--input", "-i", help="file of sequences with gaps: text (one per line), FASTA, CSV/TSV, JSONL or "
                                          "Parquet, optionally .gz (instead of SEQUENCE)")
-    p.add_argument("--format", default="auto", choices=FORMATS, help="--input format (default auto: by the suffix)")
-    p.add_argument("--column", help="sequence column of a CSV/TSV/Parquet file or key of a JSONL object")
-    p.add_argument("--id-column", help="identifier column (or JSONL key)")
-    from .common import add_model_args, add_runtime_args
+    from .common import add_input_args, add_model_args, add_runtime_args
+    add_input_args(p, of="--input")
     add_model_args(p)
     p.add_argument("--method", default="hcb", choices=["hcb", "standard"], help="beam search score (default hcb)")
     p.add_argument("--order", default="l2r", choices=["l2r", "best"],

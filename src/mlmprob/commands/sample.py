@@ -20,7 +20,6 @@ from pathlib import Path
 from ..argtypes import nonnegative_float, nonnegative_int, positive_float, positive_int, probability
 from ..errors import MLMProbError
 from ..jsonl import dumps
-from ..runtime.inputs import FORMATS
 
 STREAM_SUFFIXES = (".jsonl", ".tsv", ".parquet")
 
@@ -80,9 +79,8 @@ def register(sub) -> None:
     src = p.add_argument_group("input")
     src.add_argument("--seq", action="append", default=[], help="a sequence ('_' = mask); repeatable")
     src.add_argument("--input", help="file of sequences: text lines, FASTA, CSV/TSV, JSONL or Parquet, optionally .gz")
-    src.add_argument("--format", default="auto", choices=FORMATS, help="--input format (auto: by the file's suffix)")
-    src.add_argument("--column", help="sequence column of a CSV/TSV/Parquet input (or key of a JSONL object)")
-    src.add_argument("--id-column", help="identifier column (or JSONL key) of --input")
+    from .common import add_input_args
+    add_input_args(src, of="--input")
     src.add_argument("--positions", help="free residue/word indices, 0-based, e.g. 3,5,10-12 (default: all)")
     src.add_argument("--cdr3", nargs="?", const="imgt", choices=("imgt", "kabat"),
                      help="free only CDR-H3 (conserved Cys ... W-G-x-G); the rest is clamped")

@@ -8,7 +8,6 @@ from pathlib import Path
 
 from ..argtypes import nonnegative_int, positive_int
 from ..errors import MLMProbError
-from ..runtime.inputs import FORMATS
 
 TSV_FIELDS = ("id", "n_tokens", "pll", "pll_per_token", "e_local", "e_raw")
 
@@ -17,10 +16,8 @@ def register(sub) -> None:
     p = sub.add_parser("score", help="pseudo-log-likelihood and raw-logit energy of sequences",
                        formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     p.add_argument("input", help="sequences: text (one per line), FASTA, CSV/TSV, JSONL or Parquet, optionally .gz")
-    p.add_argument("--format", default="auto", choices=FORMATS, help="input format (auto: by the file's suffix)")
-    p.add_argument("--column", help="sequence column of a CSV/TSV/Parquet file or key of a JSONL object")
-    p.add_argument("--id-column", help="identifier column (or JSONL key)")
-    from .common import add_model_args, add_runtime_args
+    from .common import add_input_args, add_model_args, add_runtime_args
+    add_input_args(p)
     add_model_args(p)
     p.add_argument("--out", "-o", help="output file, .jsonl, .tsv or .parquet (default: JSONL on stdout)")
     p.add_argument("--per-token", action="store_true", help="also write per-token log-probabilities and raw logits")
