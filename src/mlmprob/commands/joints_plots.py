@@ -7,7 +7,7 @@ import math
 from pathlib import Path
 from typing import Sequence
 
-from .constructions import METHOD_LABELS as LABELS
+from ..joints.constructions import METHOD_LABELS as LABELS
 
 DISTANCE_BINS = ((0, 0), (1, 1), (2, 2), (3, 3), (4, 4), (5, 9), (10, 19), (20, 39), (40, 79), (80, 10**9))
 

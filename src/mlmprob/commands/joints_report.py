@@ -9,8 +9,8 @@ from typing import Sequence
 
 from ..jsonl import dumps
 from ..errors import MLMProbError
-from .constructions import METHOD_LABELS
-from .metrics import JointSummary, summarize
+from ..joints.constructions import METHOD_LABELS
+from ..joints.metrics import JointSummary, summarize
 
 REPORT_FILE, SUMMARY_FILE, PLOT_FILE = "report.md", "summary.json", "distance.png"
 SUMMARY_NULLS = ("null: U-PPL/P-PPL are infinite when a gold pair lies outside the candidate vocabulary "
@@ -88,7 +88,7 @@ def format_report(records: Sequence[dict], title: str = "Pairwise joints") -> st
 
 def write_report(records: Sequence[dict], out_dir: str | Path, title: str = "Pairwise joints") -> dict[str, Path]:
     """Write ``report.md``, ``summary.json`` and ``distance.png`` into ``out_dir``."""
-    from .plots import plot_distance
+    from .joints_plots import plot_distance
 
     out = Path(out_dir)
     if not records:
