@@ -41,6 +41,18 @@ def test_auto_dtype_on_cpus(monkeypatch, flags, speedup, expected):
     assert rdev.resolve_dtype("auto", "cpu") == torch.float16
 
 
+def test_the_measurement_key_is_the_same_in_every_process():
+    """Workers are separate processes, each with its own string-hash salt: the key must not depend on it."""
+    import subprocess
+    import sys
+
+    code = "import torch; torch.set_num_threads(1); from mlmprob.runtime.device import machine_key; print(machine_key())"
+    keys = {subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                           env={**__import__("os").environ, "PYTHONHASHSEED": str(seed)}).stdout.strip()
+            for seed in (1, 2)}
+    assert len(keys) == 1 and "|" in keys.pop()
+
+
 def test_cpu_bf16_speedup_is_measured_once_per_machine(monkeypatch, tmp_path):
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     calls = []

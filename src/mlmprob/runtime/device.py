@@ -15,6 +15,7 @@ and acceptance ratios.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import platform
@@ -73,11 +74,19 @@ def _cache_file() -> Path:
     return Path(base) / "mlmprob" / "cpu-dtype.json"
 
 
+def machine_key() -> str:
+    """What the stored bf16 measurement is valid for: the CPU, its flags, the thread count and the torch
+    version. Stable across processes (a digest, not Python's per-process salted ``hash``), so every worker
+    of a run reads the one measurement."""
+    flags = hashlib.sha1(" ".join(sorted(cpu_flags())).encode()).hexdigest()[:16]
+    return f"{platform.processor() or platform.machine()}|{flags}|{torch.get_num_threads()}|{torch.__version__}"
+
+
 @lru_cache(maxsize=1)
 def cpu_bf16_speedup() -> float:
     """float32 time / bfloat16 time of a matrix product on this CPU, measured once per machine (cached
     on disk, keyed by the CPU, its flags, the thread count and the torch version)."""
-    key = f"{platform.processor() or platform.machine()}|{hash(cpu_flags())}|{torch.get_num_threads()}|{torch.__version__}"
+    key = machine_key()
     path = _cache_file()
     try:
         stored = json.loads(path.read_text())
