@@ -232,6 +232,7 @@ def main(argv=None) -> int:
                               "n_gaps": args.n_gaps, "chains": args.chains, "sample_epochs": args.sample_epochs,
                               "curve_steps": args.curve_steps, "masking_rates": args.masking_rates,
                               "masking_steps": args.masking_steps}.items() if v is not None}
+
     def body():
         cfg = GroundTruthConfig(**over)
         out = Path(args.out)

@@ -156,6 +156,7 @@ def main(argv=None) -> int:
     args = p.parse_args(argv)
     if args.threads:
         torch.set_num_threads(args.threads)
+
     def body():
         cfg = GroundTruthConfig(couplings=args.couplings, curve_steps=args.curve_steps, steps=max(args.curve_steps))
         out = Path(args.out)

@@ -216,6 +216,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--dtype", default=None, help="model dtype (default: the weights')")
     add_data_option(p, f"the dataset's files ({', '.join(DATA_FILES)})", "--data-dir")
     args = p.parse_args(argv)
+
     def body():
         if not args.report_only:
             data_dir = resolve_data_dir(args.data, dataset_files(args.dataset))
