@@ -40,10 +40,11 @@ def seq_metrics(cdr: str, native: str | None) -> dict:
 
 @dataclass(frozen=True)
 class Config:
-    """One sampler setting. ``kind``: ``"mcmc"`` (``sample`` with ``method``), ``"warm_start"`` or
-    ``"mask_predict"``. ``block_start > 1``: block size decreasing linearly to 1 over the run;
-    ``anneal > 0``: target temperature ``max(0.05, 1 - anneal * epoch)``; ``unconditional``: all-mask
-    sequence without context instead of CDR-H3 redesign."""
+    """One sampler setting. ``kind``: ``"mcmc"`` (``sample`` with ``method``: ``"mh"``, ``"gibbs"`` or
+    ``"ancestral"``), ``"warm_start"`` or ``"mask_predict"``. ``block_start > 1``: block size decreasing
+    linearly to 1 over the run; ``anneal > 0``: target temperature ``max(0.05, 1 - anneal * epoch)``;
+    ``order``: the order of a sweep (MH, Gibbs) or of an ancestral draw (``"l2r"``, ``"random"``);
+    ``unconditional``: all-mask sequence without context instead of CDR-H3 redesign."""
 
     name: str
     kind: str = "mcmc"
@@ -55,6 +56,7 @@ class Config:
     anneal: float = 0.0
     iterations: int = MP_ITERATIONS
     unconditional: bool = False
+    order: str = "random"
 
 
 def _configs() -> dict[str, Config]:
@@ -65,6 +67,8 @@ def _configs() -> dict[str, Config]:
         return [Config(f"t1/mh-local-pt{t}", proposal_temperature=t),
                 Config(f"t1/gibbs-pt{t}", method="gibbs", proposal_temperature=t)]
     cs += t1(1.0) + [Config("f1/mh-raw-pt1.0", energy="raw")] + t1(0.8)
+    cs += [Config("t6/ancestral-l2r", method="ancestral", order="l2r"),
+           Config("t6/ancestral-random", method="ancestral", order="random")]
     for e in ("local", "raw"):
         cs.append(Config(f"t5/mh-{e}-pt0.8-anneal{T5_ANNEAL}", energy=e, proposal_temperature=0.8, anneal=T5_ANNEAL))
     cs += [Config("u/warm-start", kind="warm_start", unconditional=True),
@@ -94,6 +98,7 @@ TABLES: dict[str, list[str]] = {
     "5": ["t5/warm-start", "t1/gibbs-pt0.8", "t5/mask-predict-it10", f"t5/mh-local-pt0.8-anneal{T5_ANNEAL}",
           f"t5/mh-raw-pt0.8-anneal{T5_ANNEAL}"],
     "u": ["u/warm-start", "u/mask-predict-it10", "u/gibbs-pt1.0", "u/mh-local-pt1.0"],
+    "6": ["t5/warm-start", "t1/mh-local-pt1.0", "t1/gibbs-pt1.0", "t6/ancestral-l2r", "t6/ancestral-random"],
 }
 for _names in TABLES.values():
     assert all(n in CONFIGS for n in _names), _names

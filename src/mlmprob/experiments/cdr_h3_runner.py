@@ -158,12 +158,11 @@ def _schedules(cfg: Config, total: int):
 def run_config(mlm: MaskedLM, cfg: Config, units: _Units, opts: RunOptions, work: Path) -> list[dict]:
     """Run one configuration on every unit of ``units`` (all chains batched); one record per
     unit x chain."""
-    from ..sampling import mask_predict, sample
+    from ..sampling import mask_predict
 
     alpha = _Alphabet(mlm)
     C = opts.uncond_chains if cfg.unconditional else opts.chains
     N = len(units.names)
-    free = units.free.repeat_interleave(C, 0)
     t0 = time.perf_counter()
     per_epoch: list[dict] = [{} for _ in range(N * C)]
     final: list[dict] = []
@@ -183,31 +182,7 @@ def run_config(mlm: MaskedLM, cfg: Config, units: _Units, opts: RunOptions, work
                                            for k in ("identity", "bleu", "stutter")}}
             final.append(_state_dict(cdrs[-1], units.native[u], sc[u]))
     else:
-        total = opts.total_epochs
-        block, tt = _schedules(cfg, total)
-        key = hashlib.sha1(json.dumps([units.names, C, total, opts.seed]).encode()).hexdigest()[:12]
-        jsonl = work / f"{cfg.name.replace('/', '__')}-{key}.jsonl"
-        ids = units.warm.repeat_interleave(C, 0)
-        res = sample(mlm, ids, method=cfg.method, energy=cfg.energy, epochs=total, burn_in=0,
-                     block_size=block, proposal_temperature=cfg.proposal_temperature, top_p=cfg.top_p,
-                     target_temperature=tt, order="random", positions=free, generator=_generator(opts.seed, cfg.name),
-                     init="given", jsonl=jsonl, batch_tokens=opts.batch_tokens)
-        rows = res.forward_rows
-        n_free = free.sum(-1)
-        k_eff = res.block_size.clamp(max=int(n_free.max()))
-        props = -(-n_free[None, :] // k_eff[:, None])                     # [E, B] proposals per epoch
-        for b in range(N * C):
-            u = b // C
-            cdrs = [alpha.text(s[b], free[b]) for s in res.samples]
-            m = [seq_metrics(c, units.native[u]) for c in cdrs]
-            per_epoch[b] = {"cdr": cdrs, "e_local": res.energy_local[:, b].tolist(),
-                            "e_raw": res.energy_raw[:, b].tolist(), "accept": res.accept[:, b].tolist(),
-                            "novel": res.novel[:, b].tolist(), "proposals": props[:, b].tolist(),
-                            "target_temperature": res.target_temperature.tolist(),
-                            "block_size": res.block_size.tolist(),
-                            **{k: [x[k] for x in m] for k in ("identity", "bleu", "stutter")}}
-            final.append(_state_dict(cdrs[-1], units.native[u], {"e_local": float(res.energy_local[-1, b]),
-                                                                 "e_raw": float(res.energy_raw[-1, b])}))
+        rows = _run_sampler(mlm, cfg, units, opts, work, C, per_epoch, final)
     seconds = time.perf_counter() - t0
     records = []
     for b in range(N * C):
@@ -218,10 +193,11 @@ def run_config(mlm: MaskedLM, cfg: Config, units: _Units, opts: RunOptions, work
         post.update(accept=None, novel=None)
         if "e_local" in pe:
             sl = slice(opts.burn_in, None)
-            for k in ("e_local", "e_raw", "identity", "bleu", "stutter"):
-                post[k] = _mean(pe[k][sl])
+            for k in ("e_local", "e_raw", "identity", "bleu", "stutter", "log_prob"):
+                if k in pe:
+                    post[k] = _mean(pe[k][sl])
             p = pe["proposals"][sl]
-            n_p = sum(p)
+            n_p = sum(p) if cfg.method != "ancestral" else 0   # an ancestral draw accepts every token: no rate
             post["accept"] = sum(a * q for a, q in zip(pe["accept"][sl], p)) / n_p if n_p else None
             post["novel"] = sum(a * q for a, q in zip(pe["novel"][sl], p)) / n_p if n_p else None
         start = _state_dict(alpha.text(units.warm[u], units.free[u]), units.native[u], units.warm_scores[u])
@@ -235,6 +211,43 @@ def run_config(mlm: MaskedLM, cfg: Config, units: _Units, opts: RunOptions, work
             "start": start, "per_epoch": pe, "final": final[b], "post_burn_in": post,
             "seconds_per_chain": seconds / (N * C), "forward_rows_per_chain": rows / (N * C)})
     return records
+
+
+def _run_sampler(mlm: MaskedLM, cfg: Config, units: _Units, opts: RunOptions, work: Path, C: int,
+                 per_epoch: list[dict], final: list[dict]) -> int:
+    """``sample`` (MH, degenerate Gibbs or ancestral) from the warm start for ``C`` chains per unit, resumable
+    through a run file in ``work``; fills ``per_epoch`` and ``final`` per chain and returns the model rows."""
+    from ..sampling import sample
+
+    alpha = _Alphabet(mlm)
+    free = units.free.repeat_interleave(C, 0)
+    total = opts.total_epochs
+    block, tt = _schedules(cfg, total)
+    key = hashlib.sha1(json.dumps([units.names, C, total, opts.seed]).encode()).hexdigest()[:12]
+    jsonl = work / f"{cfg.name.replace('/', '__')}-{key}.jsonl"
+    ids = units.warm.repeat_interleave(C, 0)
+    res = sample(mlm, ids, method=cfg.method, energy=cfg.energy, epochs=total, burn_in=0,
+                 block_size=block, proposal_temperature=cfg.proposal_temperature, top_p=cfg.top_p,
+                 target_temperature=tt, order=cfg.order, positions=free, generator=_generator(opts.seed, cfg.name),
+                 init="given", jsonl=jsonl, batch_tokens=opts.batch_tokens)
+    n_free = free.sum(-1)
+    k_eff = res.block_size.clamp(max=int(n_free.max()))
+    props = -(-n_free[None, :] // k_eff[:, None])                     # [E, B] proposals per epoch
+    for b in range(free.shape[0]):
+        u = b // C
+        cdrs = [alpha.text(s[b], free[b]) for s in res.samples]
+        m = [seq_metrics(c, units.native[u]) for c in cdrs]
+        per_epoch[b] = {"cdr": cdrs, "e_local": res.energy_local[:, b].tolist(),
+                        "e_raw": res.energy_raw[:, b].tolist(), "accept": res.accept[:, b].tolist(),
+                        "novel": res.novel[:, b].tolist(), "proposals": props[:, b].tolist(),
+                        "target_temperature": res.target_temperature.tolist(),
+                        "block_size": res.block_size.tolist(),
+                        **{k: [x[k] for x in m] for k in ("identity", "bleu", "stutter")}}
+        if res.log_prob is not None:    # ancestral: log p_sigma of each draw along its order
+            per_epoch[b]["log_prob"] = res.log_prob[:, b].tolist()
+        final.append(_state_dict(cdrs[-1], units.native[u], {"e_local": float(res.energy_local[-1, b]),
+                                                             "e_raw": float(res.energy_raw[-1, b])}))
+    return res.forward_rows
 
 
 def _model_name(mlm) -> str:
