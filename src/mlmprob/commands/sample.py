@@ -1,4 +1,5 @@
-"""``mlmprob sample``: MH or degenerate-Gibbs chains from an MLM, optionally only over CDR-H3.
+"""``mlmprob sample``: MH or degenerate-Gibbs chains, or ancestral (chain-rule) draws, from an MLM,
+optionally only over CDR-H3.
 
 Two modes, chosen by ``--out``:
 
@@ -22,6 +23,11 @@ from ..errors import MLMProbError
 from ..jsonl import dumps
 
 STREAM_SUFFIXES = (".jsonl", ".tsv", ".parquet")
+# options of the MCMC samplers and their defaults: with --method ancestral only the defaults are accepted
+MCMC_ONLY = {"block_size": ("--block-size", 1), "target_temperature": ("--target-temperature", 1.0),
+             "anneal": ("--anneal", 0.0), "temperature_floor": ("--temperature-floor", 0.05),
+             "init": ("--init", "given")}
+BURN_IN = {"mh": 5, "gibbs": 5, "ancestral": 0}   # --burn-in's default per method
 
 
 def _block_size(text: str):
@@ -74,7 +80,8 @@ def is_streamed(out: str | None) -> bool:
 
 
 def register(sub) -> None:
-    p = sub.add_parser("sample", help="MH / degenerate Gibbs sampling from an MLM's energy (Goyal et al. 2022)",
+    p = sub.add_parser("sample", help="MH / degenerate Gibbs sampling from an MLM's energy (Goyal et al. 2022), "
+                                      "or ancestral draws of its chain-rule distributions",
                        formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     src = p.add_argument_group("input")
     src.add_argument("--seq", action="append", default=[], help="a sequence ('_' = mask); repeatable")
@@ -87,29 +94,37 @@ def register(sub) -> None:
     from .common import add_model_args, add_runtime_args
     add_model_args(p)
     s = p.add_argument_group("sampler")
-    s.add_argument("--method", choices=("mh", "gibbs"), default="mh",
-                   help="Metropolis-Hastings with the MLM's conditionals as proposals, or degenerate Gibbs")
+    s.add_argument("--method", choices=("mh", "gibbs", "ancestral"), default="mh",
+                   help="Metropolis-Hastings with the MLM's conditionals as proposals, degenerate Gibbs, or ancestral: "
+                        "every epoch an independent exact draw of the chain-rule distribution p_sigma of "
+                        "`mlmprob loglik` along --order (random: a fresh order per chain and epoch)")
     s.add_argument("--energy", choices=("local", "raw"), default="local",
                    help="target energy: E_local (= -PLL) or E_raw (minus the sum of raw logits)")
     s.add_argument("--chains", type=positive_int, default=4, help="chains per input sequence")
     s.add_argument("--epochs", type=positive_int, default=20, help="epochs after burn-in")
-    s.add_argument("--burn-in", type=nonnegative_int, default=5, help="epochs run first and not kept")
+    s.add_argument("--burn-in", type=nonnegative_int, default=None,
+                   help="epochs run first and not kept; by default 5 for mh and gibbs, 0 for ancestral "
+                        "(its draws are independent)")
     s.add_argument("--thin", type=positive_int, default=1, help="keep every N-th epoch after burn-in")
-    s.add_argument("--block-size", type=_block_size, default=1, help="K, or START:END[:EPOCHS] decreasing linearly")
+    s.add_argument("--block-size", type=_block_size, default=MCMC_ONLY["block_size"][1],
+                   help="mh, gibbs: K, or START:END[:EPOCHS] decreasing linearly")
     s.add_argument("--proposal-temperature", type=positive_float, default=1.0,
                    help="temperature of the proposal distribution (the MLM's conditionals)")
     s.add_argument("--top-p", type=probability, default=1.0,
                    help="nucleus: propose only from the top-p probability mass")
-    s.add_argument("--target-temperature", type=positive_float, default=1.0,
-                   help="temperature of the target distribution exp(-E / T)")
-    s.add_argument("--anneal", type=nonnegative_float, default=0.0,
-                   help="subtract this from the target temperature per epoch")
-    s.add_argument("--temperature-floor", type=positive_float, default=0.05,
-                   help="lowest target temperature annealing reaches")
-    s.add_argument("--order", choices=("random", "l2r"), default="random",
-                   help="order in which positions are visited within an epoch")
-    s.add_argument("--init", choices=("given", "greedy", "random"), default="given",
-                   help="initial state of the free positions: the input, the MLM's argmax, or random tokens")
+    s.add_argument("--target-temperature", type=positive_float, default=MCMC_ONLY["target_temperature"][1],
+                   help="mh: temperature of the target distribution exp(-E / T)")
+    s.add_argument("--anneal", type=nonnegative_float, default=MCMC_ONLY["anneal"][1],
+                   help="mh: subtract this from the target temperature per epoch")
+    s.add_argument("--temperature-floor", type=positive_float, default=MCMC_ONLY["temperature_floor"][1],
+                   help="mh: lowest target temperature annealing reaches")
+    s.add_argument("--order", choices=("random", "l2r", "r2l"), default="random",
+                   help="order in which positions are visited within an epoch (r2l: ancestral only)")
+    s.add_argument("--tokens-per-step", type=positive_int, default=1,
+                   help="ancestral: positions revealed per step, each from its conditional given the same context "
+                        "(parallel decoding: approximate for K > 1)")
+    s.add_argument("--init", choices=("given", "greedy", "random"), default=MCMC_ONLY["init"][1],
+                   help="mh, gibbs: initial state of the free positions: the input, the MLM's argmax, or random tokens")
     s.add_argument("--score-all", action="store_true", help="energy over all positions, not only the free ones")
     s.add_argument("--seed", type=nonnegative_int, default=0, help="seed of the sampler's random generator")
     p.add_argument("--out", "-o", help="a folder (run.jsonl, samples.fasta, summary.json, trace.png), or a .jsonl, "
@@ -119,6 +134,22 @@ def register(sub) -> None:
                    help="streamed mode: skip records that cannot be sampled (no CDR-H3, bad positions), with a warning")
     add_runtime_args(p)
     p.set_defaults(func=run)
+
+
+def check_method_options(args) -> None:
+    """One-line errors for the options ``--method`` does not use (``MCMC_ONLY`` with ancestral sampling,
+    ``--tokens-per-step`` and ``--order r2l`` with MH and Gibbs), and ``--burn-in``'s default per method."""
+    if args.method == "ancestral":
+        for key, (flag, default) in MCMC_ONLY.items():
+            if getattr(args, key) != default:
+                raise MLMProbError(f"{flag} does not apply to --method ancestral (every epoch is one draw along "
+                                   "--order: no target energy, blocks or initial state); leave it out")
+    elif args.tokens_per_step != 1:
+        raise MLMProbError(f"--tokens-per-step is for --method ancestral (--block-size sets {args.method}'s blocks)")
+    elif args.order == "r2l":
+        raise MLMProbError(f"--order r2l is for --method ancestral ({args.method} sweeps in random or l2r order)")
+    if args.burn_in is None:
+        args.burn_in = BURN_IN[args.method]
 
 
 def _diagnostic_notes(result) -> dict:
@@ -132,7 +163,9 @@ def _diagnostic_notes(result) -> dict:
             notes[f"{key}_note"] = (f"needs >= 4 kept epochs, got {kept}" if kept < 4
                                     else "the kept energy trace has no variance (or is not finite)")
     for key in ("accept_rate", "novel_rate"):
-        if not math.isfinite(getattr(result, key)):
+        if result.method == "ancestral":
+            notes[f"{key}_note"] = "ancestral sampling has no accept step"
+        elif not math.isfinite(getattr(result, key)):
             notes[f"{key}_note"] = "no proposals after burn-in"
     return notes
 
@@ -162,6 +195,7 @@ def expected_ids(config: dict, limit: int | None = None):
 def run(args) -> int:
     if args.positions and args.cdr3:
         raise MLMProbError("give --positions or --cdr3, not both")
+    check_method_options(args)
     if is_streamed(args.out):
         return run_streamed(args)
     for flag, on in (("--shard", args.shard), ("--workers", args.workers), ("--devices", args.devices),
@@ -211,25 +245,44 @@ def _sample_folder(args, seqs: list[tuple[str, str]], want: list[int] | None) ->
                     block_size=bs, proposal_temperature=args.proposal_temperature, top_p=args.top_p,
                     target_temperature=tt, order=args.order, positions=free, generator=g, init=args.init,
                     thin=args.thin, score_all=args.score_all, reference=reference, jsonl=out / "run.jsonl",
-                    progress=not args.no_progress, batch_tokens=args.batch_tokens)
-    with (out / "samples.fasta").open("w") as f:
-        for s_idx, epoch in enumerate(result.kept_epochs.tolist()):
-            for b in range(ids.shape[0]):
-                name = seqs[b // reps][0]
-                f.write(f">{name} chain={b % reps} epoch={epoch} e_local={float(result.energy_local[epoch, b]):.4f} "
-                        f"e_raw={float(result.energy_raw[epoch, b]):.4f}\n{mlm.decode(result.samples[s_idx, b])}\n")
-    summary = {"method": result.method, "energy": result.energy_kind, "chains": int(ids.shape[0]),
-               "epochs": int(result.energy_local.shape[0]), "burn_in": result.burn_in,
-               "accept_rate": result.accept_rate, "novel_rate": result.novel_rate, "ess": result.ess,
-               "rhat": result.rhat, "forward_rows": result.forward_rows, "proposals": result.proposals,
-               "final_energy_mean": float(result.energy[-1].mean()),
-               "final_identity_mean": None if result.identity is None else float(result.identity[-1].mean())}
-    summary.update(_diagnostic_notes(result))
+                    progress=not args.no_progress, batch_tokens=args.batch_tokens, tokens_per_step=args.tokens_per_step)
+    _write_fasta(out / "samples.fasta", result, [name for name, _ in seqs], reps, mlm)
+    summary = _summary(result, args.order, args.tokens_per_step)
     (out / "summary.json").write_text(dumps(summary, indent=2) + "\n")
     if not args.no_plot:
         plot_traces(result, out / "trace.png")
     print(dumps(summary))
     return 0
+
+
+def _write_fasta(path: Path, result, names: list[str], reps: int, mlm) -> None:
+    """The kept states, one FASTA entry per chain and kept epoch; the header names the input, chain, epoch,
+    both energies and, for ancestral draws, the draw's log-probability along its order."""
+    with path.open("w") as f:
+        for s_idx, epoch in enumerate(result.kept_epochs.tolist()):
+            for b in range(result.samples.shape[1]):
+                lp = "" if result.log_prob is None else f" log_prob={float(result.log_prob[epoch, b]):.4f}"
+                f.write(f">{names[b // reps]} chain={b % reps} epoch={epoch} "
+                        f"e_local={float(result.energy_local[epoch, b]):.4f} "
+                        f"e_raw={float(result.energy_raw[epoch, b]):.4f}{lp}\n{mlm.decode(result.samples[s_idx, b])}\n")
+
+
+def _summary(result, order: str, tokens_per_step: int) -> dict:
+    """``summary.json``: the run's diagnostics (for ancestral draws no acceptance; their order, tokens per
+    step, and the mean log-probability of the kept draws and of the last epoch's)."""
+    ancestral = result.method == "ancestral"
+    summary = {"method": result.method, "energy": result.energy_kind, "chains": int(result.free.shape[0]),
+               "epochs": int(result.energy_local.shape[0]), "burn_in": result.burn_in,
+               "accept_rate": None if ancestral else result.accept_rate,
+               "novel_rate": None if ancestral else result.novel_rate, "ess": result.ess,
+               "rhat": result.rhat, "forward_rows": result.forward_rows, "proposals": result.proposals,
+               "final_energy_mean": float(result.energy[-1].mean()),
+               "final_identity_mean": None if result.identity is None else float(result.identity[-1].mean())}
+    if ancestral:
+        summary.update(order=order, tokens_per_step=tokens_per_step, log_prob_mean=float(result.log_prob[result.kept_epochs].mean()),
+                       final_log_prob_mean=float(result.log_prob[-1].mean()))
+    summary.update(_diagnostic_notes(result))
+    return summary
 
 
 def run_streamed(args) -> int:
@@ -246,6 +299,7 @@ def run_streamed(args) -> int:
                     proposal_temperature=args.proposal_temperature, top_p=args.top_p,
                     target_temperature=args.target_temperature, anneal=args.anneal,
                     temperature_floor=args.temperature_floor, order=args.order, init=args.init,
+                    tokens_per_step=args.tokens_per_step,
                     score_all=args.score_all, cdr3=args.cdr3, skip_invalid=args.skip_invalid,
                     positions=tuple(parse_positions(args.positions)) if args.positions else None)
     config = {"command": "sample", "model": args.model,

@@ -19,7 +19,7 @@ import torch
 from ..defaults import DTYPE
 from ..errors import MLMProbError
 from ..runtime.inputs import Record
-from .api import SampleResult, sample
+from .api import METHODS, SampleResult, sample
 from .cdr import cdr_h3_mask
 from .proposals import ProposalConfig
 from .schedules import LinearAnneal, LinearBlockSize
@@ -131,12 +131,20 @@ class SampleJob:
     init: str = "given"
     score_all: bool = False
     positions: tuple[int, ...] | None = None
+    tokens_per_step: int = 1
     cdr3: str | None = None
     skip_invalid: bool = False
 
     def __post_init__(self):
+        if self.method not in METHODS:
+            raise MLMProbError(f"--method must be one of {METHODS}, got {self.method!r}")
         if self.chains < 1:
             raise MLMProbError(f"--chains must be >= 1, got {self.chains}")
+        if self.tokens_per_step != 1 and self.method != "ancestral":
+            raise MLMProbError(f"--tokens-per-step is for --method ancestral, got {self.tokens_per_step} with "
+                               f"{self.method}")
+        if self.tokens_per_step < 1:
+            raise MLMProbError(f"--tokens-per-step must be >= 1, got {self.tokens_per_step}")
         if self.epochs < 1:
             raise MLMProbError(f"--epochs must be >= 1, got {self.epochs}")
         if self.burn_in < 0:
@@ -162,7 +170,9 @@ class SampleJob:
                 "proposal_temperature": self.proposal_temperature, "top_p": self.top_p,
                 "target_temperature": self.target_temperature, "anneal": self.anneal,
                 "temperature_floor": self.temperature_floor, "order": self.order, "init": self.init,
-                "score_all": self.score_all, "seed": self.seed}
+                "score_all": self.score_all, "seed": self.seed,
+                # only ancestral runs store it: the MCMC settings (and their resumable outputs) stay as they were
+                **({"tokens_per_step": self.tokens_per_step} if self.method == "ancestral" else {})}
 
     def load(self, device: str = "auto") -> SampleState:
         """``(model, batch_tokens)`` on ``device`` (called once per worker)."""
@@ -206,7 +216,7 @@ class SampleJob:
                           burn_in=self.burn_in, block_size=bs, proposal_temperature=self.proposal_temperature,
                           top_p=self.top_p, target_temperature=tt, order=self.order, positions=free, generator=g,
                           init=self.init, thin=self.thin, score_all=self.score_all, reference=reference,
-                          batch_tokens=batch_tokens or DEFAULT_BATCH_TOKENS)
+                          batch_tokens=batch_tokens or DEFAULT_BATCH_TOKENS, tokens_per_step=self.tokens_per_step)
         except MLMProbError as e:
             raise MLMProbError(f"{rec.id}: {e}") from None
 
@@ -215,9 +225,12 @@ class SampleJob:
         ``sequence`` (decoded), its ``e_local`` and ``e_raw``, ``accept_rate`` and ``novel_rate`` (after
         burn-in), ``identity`` to the input (None when the input has masks at free positions),
         ``energy_trace`` (the target energy after every epoch, burn-in included), ``n_free``, the
-        sampler settings and ``record_seed``. NaN becomes None when written."""
+        sampler settings and ``record_seed``; ancestral draws have no acceptance (None) and add ``log_prob``,
+        the final draw's log-probability along its order. NaN becomes None when written."""
         r = self.sample_record(mlm, rec, batch_tokens)
         accept, novel = chain_rates(r)
+        if r.log_prob is not None:
+            accept = novel = [None] * self.chains
         settings = self.settings()
         rseed = record_seed(self.seed, rec.id)
         rows = []
@@ -228,5 +241,6 @@ class SampleJob:
                          "accept_rate": accept[c], "novel_rate": novel[c],
                          "identity": None if r.identity is None else float(r.identity[-1, c]),
                          "energy_trace": r.energy[:, c].tolist(), "n_free": int(r.free[c].sum()),
+                         **({} if r.log_prob is None else {"log_prob": float(r.log_prob[-1, c])}),
                          **settings, "record_seed": rseed})
         return rows
