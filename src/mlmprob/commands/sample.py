@@ -279,7 +279,8 @@ def _summary(result, order: str, tokens_per_step: int) -> dict:
                "final_energy_mean": float(result.energy[-1].mean()),
                "final_identity_mean": None if result.identity is None else float(result.identity[-1].mean())}
     if ancestral:
-        summary.update(order=order, tokens_per_step=tokens_per_step, log_prob_mean=float(result.log_prob[result.kept_epochs].mean()),
+        summary.update(order=order, tokens_per_step=tokens_per_step,
+                       log_prob_mean=float(result.log_prob[result.kept_epochs].mean()),
                        final_log_prob_mean=float(result.log_prob[-1].mean()))
     summary.update(_diagnostic_notes(result))
     return summary

@@ -1,5 +1,5 @@
-"""CDR-H3 redesign with MH and degenerate-Gibbs samplers: the experiments of Goyal et al. (2022),
-Tables 1-5 and Figures 1, 2, 4, on antibody heavy chains instead of translation.
+"""CDR-H3 redesign with MH and degenerate-Gibbs samplers (and ancestral draws): the experiments of
+Goyal et al. (2022), Tables 1-5 and Figures 1, 2, 4, on antibody heavy chains instead of translation.
 
 Task: for each of the first ``--n-antibodies`` heavy chains of a CSV (column ``HC``; ``--data DIR``
 reads ``DIR/antibody/thera_sabdab.csv``, by default in the shared data folder, ``--data FILE.csv``
@@ -27,6 +27,9 @@ Configurations (names are stable keys of the result file):
 - ``f1/mh-raw-pt1.0``: the third sampler of Figure 1;
 - ``u/{warm-start,mask-predict-it10,gibbs-pt1.0,mh-local-pt1.0}``: unconditional generation of a
   length-``--uncond-length`` sequence from all-mask initialisation (no clamped context).
+- ``t6/ancestral-{l2r,random}`` (table ``6``): ancestral draws of the chain-rule distribution
+  ``p_sigma`` (``sample(method="ancestral")``; l2r, or a fresh random order per chain and epoch), beside
+  the warm start, MH-local and degenerate Gibbs at proposal temperature 1.0.
 
 Result files in ``--out``: ``results.jsonl`` (one line per configuration x antibody x chain;
 a rerun skips the finished (configuration, antibody) units), ``runs.jsonl`` (each invocation's
@@ -98,7 +101,8 @@ def build_parser() -> argparse.ArgumentParser:
     add_data_option(p, f"{ANTIBODY_CSV}; or give a CSV file of antibodies")
     p.add_argument("--column", default="HC", help='heavy-chain column of the antibody CSV')
     p.add_argument("--id-column", default="Therapeutic", help='antibody name column of the CSV')
-    p.add_argument("--tables", default="1,2,3,4,5,u", help="comma list of 1..5 and u (unconditional)")
+    p.add_argument("--tables", default="1,2,3,4,5,6,u",
+                   help="comma list of 1..6 and u (unconditional); 6: ancestral sampling beside MH and Gibbs")
     p.add_argument("--only", help="comma list of configuration names (overrides --tables for running)")
     p.add_argument("--epochs", type=positive_int, default=4, help="epochs after burn-in")
     p.add_argument("--burn-in", type=nonnegative_int, default=2, help='burn-in epochs per chain')
@@ -108,6 +112,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--uncond-length", type=positive_int, default=120, help='sequence length of the unconditional runs')
     p.add_argument("--uncond-chains", type=positive_int, default=3, help='chains of the unconditional runs')
     p.add_argument("--seed", type=nonnegative_int, default=0, help="base seed (each unit's generator is derived from it and the unit's name)")
+    p.add_argument("--dtype", default="float32",
+                   help="model dtype (float32: the dtype of the stored results, whatever load_mlm's default on "
+                        "this machine)")
     p.add_argument("--threads", type=positive_int, default=1, help="torch CPU threads (1 is fastest on a loaded machine)")
     p.add_argument("--batch-tokens", type=positive_int, default=DEFAULT_BATCH_TOKENS, help='tokens per forward sub-batch')
     p.add_argument("--report-only", action="store_true", help="only rebuild report.md and the figures")
@@ -139,7 +146,7 @@ def _main(args, argv) -> int:
                                  [n.strip() for n in args.only.split(",")] if args.only else None)
         from ..models import load_mlm
 
-        mlm = load_mlm(args.model)
+        mlm = load_mlm(args.model, dtype=args.dtype)
         abs_ = load_antibodies(csv, args.n_antibodies, args.column, args.id_column, args.cdr_definition,
                                max_residues=None if getattr(mlm, "max_length", None) is None else mlm.max_length - 2)
         out.mkdir(parents=True, exist_ok=True)
@@ -147,6 +154,7 @@ def _main(args, argv) -> int:
         started = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
         t0 = time.perf_counter()
         _append_run(out, {"event": "start", "command": cmd, "started": started, "threads": args.threads,
+                          "dtype": args.dtype,
                           "note": args.note})
         written = run_experiment(mlm, abs_, configs, opts, out, log=lambda s: print(s, flush=True))
         _append_run(out, {"event": "finish", "command": cmd, "started": started,

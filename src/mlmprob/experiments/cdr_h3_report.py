@@ -16,10 +16,20 @@ from pathlib import Path
 
 from ..runtime.log import read_log
 from .cdr_h3_common import ANNEALS, RESULTS_FILE, RUNS_FILE, T5_ANNEAL, TABLES, RunOptions, read_results
-from .cdr_h3_tables import (RecordsByConfig, _table, mean_se, table1, table2, table3, table4, table5,
+from .cdr_h3_tables import (RecordsByConfig, _table, mean_se, table1, table2, table3, table4, table5, table6,
                             table_uncond)
 
 REPORT_FILE, NOTES_FILE, ANTIBODIES_FILE = "report.md", "notes.md", "antibodies.json"
+ANCESTRAL_NOTE = (
+    "Ancestral rows: every epoch is an independent exact draw of the chain-rule distribution `p_sigma` of "
+    "`mlmprob.loglik` (l2r: one fixed order; random: a fresh uniform order per chain and epoch, a draw of the "
+    "mixture over orders), the CDR-H3 masked anew and revealed one residue at a time from the model's conditionals "
+    "at temperature 1 (no warm start, no accept step: acceptance and novel rate do not apply). `log p_sigma`: the "
+    "draw's log-probability along its order. Pairwise distance: mean share of CDR-H3 positions where two chains of "
+    "an antibody differ at the same post-burn-in epoch; distinct: distinct CDR-H3s among all of an antibody's "
+    "post-burn-in designs (both mean ± SE over antibodies). Model rows are those the sampler counts: MH's include its "
+    "energy evaluations; degenerate Gibbs and ancestral sampling spend as many rows again per epoch on the energy "
+    "trace (`E_local` of each state), which is in their wall time but not in their rows.")
 
 
 # -- figures ---------------------------------------------------------------------------------------
@@ -181,6 +191,7 @@ def _table_sections(res: RecordsByConfig, b: int, E: int, antibodies: list[dict]
          lambda: table3(res, b)),
         ("Table 4 shape: target-temperature annealing", "4", lambda: table4(res, E)),
         ("Table 5 shape: warm start vs degenerate Gibbs vs mask-predict vs MH", "5", lambda: table5(res)),
+        ("Ancestral sampling vs MH vs degenerate Gibbs", "6", lambda: table6(res, b) + "\n\n" + ANCESTRAL_NOTE),
         ("Unconditional generation from all-mask initialisation: stutter", "u", lambda: table_uncond(res, antibodies)),
     ]
     shown: set[str] = set()

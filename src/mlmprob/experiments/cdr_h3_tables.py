@@ -205,3 +205,70 @@ def table_uncond(res: RecordsByConfig, antibodies: list[dict] | None) -> str:
                      res.cell(c, "post_burn_in", "accept", 3), res.cell(c, "post_burn_in", "novel", 3), str(len(rs)),
                      f"`{rs[0]['final']['cdr']}`" if rs else "—"])
     return _table(header, rows)
+
+
+def _post_designs(r: dict, burn_in: int) -> list[str]:
+    """A record's designs after burn-in (its final design for the methods without epochs)."""
+    pe = r["per_epoch"]
+    return pe["cdr"][burn_in:] if pe.get("cdr") and "e_local" in pe else [r["final"]["cdr"]]
+
+
+def _hamming(a: str, b: str) -> float:
+    return sum(x != y for x, y in zip(a, b)) / max(len(a), 1)
+
+
+def diversity(res: RecordsByConfig, name: str, burn_in: int) -> tuple[str, str]:
+    """Two cells, mean ± SE over antibodies: the mean pairwise Hamming distance (share of CDR-H3 positions)
+    between the chains of an antibody at each post-burn-in epoch (averaged over epochs), and the share of
+    distinct CDR-H3s among all its chains' post-burn-in designs."""
+    by_unit: dict[str, list[list[str]]] = defaultdict(list)
+    for r in res.by_config.get(name, []):
+        by_unit[r["unit"]].append(_post_designs(r, burn_in))
+    dist, distinct = [], []
+    for chains in by_unit.values():
+        per_epoch = []
+        for designs in zip(*chains):
+            pairs = [(a, b) for i, a in enumerate(designs) for b in designs[i + 1:]]
+            if pairs:
+                per_epoch.append(sum(_hamming(a, b) for a, b in pairs) / len(pairs))
+        dist.append(sum(per_epoch) / len(per_epoch) if per_epoch else None)
+        every = [d for c in chains for d in c]
+        distinct.append(len(set(every)) / len(every))
+    return _fmt(*mean_se(dist)[:2], 3), _fmt(*mean_se(distinct)[:2], 3)
+
+
+def _cost(res: RecordsByConfig, name: str) -> list[str]:
+    rs = res.by_config.get(name, [])
+    if not rs:
+        return ["—"] * 3
+    rows, secs = (mean_se([r[k] for r in rs])[0] for k in ("forward_rows_per_chain", "seconds_per_chain"))
+    return [f"{rows:.0f}", f"{secs:.2f}", f"{rows / secs:.1f}" if secs > 0 else "—"]
+
+
+def table6(res: RecordsByConfig, burn_in: int) -> str:
+    """Ancestral draws of the chain-rule distributions (l2r and random order) beside MH, degenerate Gibbs
+    and the warm start: energies, log-probability, identity, diversity and cost."""
+    cols = [("Warm start", "t5/warm-start"), ("MH-local (T=1.0)", "t1/mh-local-pt1.0"),
+            ("deg Gibbs (T=1.0)", "t1/gibbs-pt1.0"), ("ancestral l2r", "t6/ancestral-l2r"),
+            ("ancestral random order", "t6/ancestral-random")]
+    rows = []
+    for title, key in [("E_local ↓ (post)", "e_local"), ("E_raw (post)", "e_raw"),
+                       ("log p_sigma of the draw (post)", "log_prob"), ("identity (post)", "identity"),
+                       ("stutter (post)", "stutter"), ("novel rate", "novel")]:
+        d = 3 if key in ("novel", "identity", "stutter") else 2
+        rows.append([title] + [res.cell(c, "post_burn_in", key, d) if key in _post_keys(res, c) else "—"
+                               for _, c in cols])
+    rows.append(["BLEU-4 (post, corpus)"] + [res.bleu_post(c, burn_in) for _, c in cols])
+    div = [diversity(res, c, burn_in) if res.has(c) else ("—", "—") for _, c in cols]
+    rows.append(["pairwise distance between chains (post)"] + [d[0] for d in div])
+    rows.append(["distinct CDR-H3s / designs (post)"] + [d[1] for d in div])
+    cost = [_cost(res, c) for _, c in cols]
+    for i, title in enumerate(("model rows per chain", "wall s per chain", "model rows / s")):
+        rows.append([title] + [c[i] for c in cost])
+    rows.append(["chains"] + [str(res.n(c)) for _, c in cols])
+    return _table([""] + [label for label, _ in cols], rows)
+
+
+def _post_keys(res: RecordsByConfig, name: str) -> set[str]:
+    rs = res.by_config.get(name, [])
+    return set(rs[0]["post_burn_in"]) if rs else set()
