@@ -115,3 +115,50 @@ def test_partial_units_and_errors(tiny_bert_dir, data_csv, tmp_path):
         cdr_h3.load_antibodies(data_csv, 4)
     with pytest.raises(MLMProbError, match="unknown table"):
         cdr_h3.select_configs(["9"])
+
+
+def test_ancestral_configurations_and_table6(tiny_bert_dir, data_csv, tmp_path):
+    import torch
+
+    from mlmprob import loglik
+    from mlmprob.experiments.cdr_h3_tables import RecordsByConfig, diversity
+    from mlmprob.models import load_mlm
+
+    out = tmp_path / "res"
+    argv = ["--model", str(tiny_bert_dir), "--out", str(out), "--data", str(data_csv), "--tables", "6",
+            "--epochs", "2", "--burn-in", "1", "--n-antibodies", "2", "--chains", "2"]
+    assert cdr_h3.main(argv) == 0
+    recs = [json.loads(x) for x in (out / "results.jsonl").read_text().splitlines()]
+    assert {r["config"] for r in recs} == set(cdr_h3.TABLES["6"])
+    anc = [r for r in recs if r["config"] == "t6/ancestral-l2r"]
+    assert len(anc) == 4
+    assert all(r["settings"]["order"] == "l2r" and r["settings"]["method"] == "ancestral" for r in anc)
+    assert [r["settings"]["order"] for r in recs if r["config"] == "t6/ancestral-random"] == ["random"] * 4
+    # no accept step; log p_sigma per epoch, its post-burn-in mean; each draw's log p is loglik along l2r
+    mlm = load_mlm(str(tiny_bert_dir), device="cpu", dtype="float32")
+    abs_ = {a.name: a for a in cdr_h3.load_antibodies(data_csv, 2)}
+    for r in anc:
+        pe = r["per_epoch"]
+        assert r["post_burn_in"]["accept"] is None and r["post_burn_in"]["novel"] is None
+        assert len(pe["log_prob"]) == 3
+        assert r["post_burn_in"]["log_prob"] == pytest.approx(statistics.mean(pe["log_prob"][1:]))
+        a = abs_[r["unit"]]
+        enc = mlm.encode([" ".join(a.hc[:a.start] + cdr + a.hc[a.end:]) for cdr in pe["cdr"]])
+        free = (enc.word_ids >= a.start) & (enc.word_ids < a.end)
+        want = loglik(mlm, enc.input_ids, free, order="l2r").per_order[:, 0]
+        assert torch.allclose(torch.tensor(pe["log_prob"], dtype=torch.float64), want, atol=1e-4)
+    report = (out / "report.md").read_text()
+    (t6,) = tables_after(report, "Ancestral sampling vs MH")
+    lp = [r["post_burn_in"]["log_prob"] for r in anc]
+    assert row(t6, **{"": "log p_sigma of the draw (post)"})["ancestral l2r"] == \
+        f"{statistics.mean(lp):.2f} ± {statistics.stdev(lp) / math.sqrt(len(lp)):.2f}"
+    assert row(t6, **{"": "novel rate"})["ancestral random order"] == "—"
+    assert row(t6, **{"": "chains"})["MH-local (T=1.0)"] == "4"
+    assert row(t6, **{"": "pairwise distance between chains (post)"})["Warm start"] == "0.000 ± 0.000"
+    # diversity by hand: two antibodies; chains at the same epoch compared position by position
+    fake = [{"config": "c", "unit": u, "chain": c, "final": {"cdr": d[-1]},
+             "per_epoch": {"cdr": d, "e_local": [0] * 3}}
+            for u, c, d in [("a", 0, ["XX", "AAAA", "AAAA"]), ("a", 1, ["XX", "AAAB", "AABB"]),
+                            ("b", 0, ["XX", "CC", "CC"]), ("b", 1, ["XX", "CC", "CC"])]]
+    # a: distances 1/4 and 2/4 -> 0.375, distinct 3 of 4; b: 0, distinct 1 of 4 -> mean 0.1875, 0.5
+    assert diversity(RecordsByConfig(fake), "c", 1) == ("0.188 ± 0.188", "0.500 ± 0.250")
