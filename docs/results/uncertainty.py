@@ -208,6 +208,44 @@ def sampling_common(s: Sampling, p: str) -> None:
                               f"{vals[lo_c].mean():.3f}-{vals[hi_c].mean():.3f}")
 
 
+def _post_designs(r: dict) -> list[str]:
+    pe = r["per_epoch"]
+    return pe["cdr"][r["burn_in"]:] if pe.get("cdr") and "e_local" in pe else [r["final"]["cdr"]]
+
+
+def chain_distance(s: Sampling, config: str):
+    """Per record: the mean share of CDR-H3 positions where its post-burn-in designs differ from the other
+    chains' of the same antibody at the same epochs (averaged over chains: the mean pairwise distance)."""
+    def f(r: dict) -> float:
+        mine = _post_designs(r)
+        d = [sum(x != y for x, y in zip(a, b)) / len(a) for o in s.by[config][r["unit"]] if o["chain"] != r["chain"]
+             for a, b in zip(mine, _post_designs(o))]
+        return float(np.mean(d))
+    return f
+
+
+def sampling_ancestral(s: Sampling, p: str) -> None:
+    """Ancestral draws (table 6) against MH-local and degenerate Gibbs at T=1.0 and the native CDR-H3s."""
+    anc = [c for c in ("t6/ancestral-l2r", "t6/ancestral-random") if c in s.by]
+    mh, gb = "t1/mh-local-pt1.0", "t1/gibbs-pt1.0"
+    ID, ST = F("post_burn_in", "identity"), F("post_burn_in", "stutter")
+    for c in anc:
+        t = c.rsplit("-", 1)[1]
+        for tag, o in (("gibbs", gb), ("mh", mh)):
+            s.diff(f"{p}.anc.{t}-vs-{tag}", f"E_local post, {c} - {o}", c, E_POST, o, E_POST)
+            s.diff(f"{p}.anc.identity.{t}-vs-{tag}", f"identity post, {c} - {o}", c, ID, o, ID, 3)
+            s.diff(f"{p}.anc.distance.{t}-vs-{tag}", f"pairwise distance between chains (post), {c} - {o}", c,
+                   chain_distance(s, c), o, chain_distance(s, o), 3)
+        s.diff(f"{p}.anc.{t}-vs-native", f"E_local, {c} (post) - native CDR-H3", c, E_POST, c, E_NAT)
+        s.diff(f"{p}.anc.{t}.nlogp-vs-elocal", f"-log p_sigma - E_local of the same draws (post), {c}", c,
+               lambda r: -r["post_burn_in"]["log_prob"], c, E_POST)
+        s.diff(f"{p}.anc.stutter.{t}-vs-native", f"stutter, {c} (post) - native CDR-H3", c, ST, c,
+               F("native", "stutter"), 3)
+    if len(anc) == 2:
+        s.diff(f"{p}.anc.l2r-vs-random", "E_local post, ancestral l2r - random order", *anc[:1], E_POST, anc[1], E_POST)
+        s.bleu_diff(f"{p}.anc.bleu.l2r-vs-mh", "ancestral l2r - MH-local T=1.0 (post)", anc[0], mh, "post")
+
+
 def section_antiberty() -> None:
     s, p = Sampling("antiberty"), "ab1"
     sampling_common(s, p)
@@ -248,6 +286,7 @@ def section_antiberty() -> None:
            ACC, 3)
     s.diff(f"{p}.accept.T0.5-vs-T0.8", "MH acceptance T=0.5 - T=0.8", "t1/mh-local-pt0.5", ACC, "t1/mh-local-pt0.8",
            ACC, 3)
+    sampling_ancestral(s, p)
 
 
 def section_sapiens() -> None:
@@ -323,6 +362,7 @@ def section_sapiens() -> None:
     s.bleu_diff(f"{p}.bleu.maskpredict-vs-warm", "Table 5 mask-predict - warm start (final)", mp, "t5/warm-start")
     s.diff(f"{p}.identity.maskpredict-vs-warm", "identity final, mask-predict - warm start", mp,
            F("final", "identity"), "t5/warm-start", F("final", "identity"), 3)
+    sampling_ancestral(s, p)
 
 
 def section_6sweeps() -> None:
@@ -353,6 +393,7 @@ def section_6sweeps() -> None:
     s.diff(f"{p}.novel.raw-vs-local", "novel rate, MH-raw - MH-local", raw, F("post_burn_in", "novel"), loc,
            F("post_burn_in", "novel"), 3)
     s.diff(f"{p}.t5.raw-vs-local", "E_local final, MH-raw - MH-local", raw, E_FIN, loc, E_FIN)
+    sampling_ancestral(s, p)
 
 
 # -- infilling ---------------------------------------------------------------------------------------
