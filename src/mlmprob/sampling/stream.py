@@ -131,9 +131,9 @@ class SampleJob:
     init: str = "given"
     score_all: bool = False
     positions: tuple[int, ...] | None = None
-    tokens_per_step: int = 1
     cdr3: str | None = None
     skip_invalid: bool = False
+    tokens_per_step: int = 1
 
     def __post_init__(self):
         if self.method not in METHODS:
