@@ -94,7 +94,7 @@ def test_run_resumes_extends_and_reports(tmp_path, model, monkeypatch):
     from mlmprob.experiments.likelihood_real_report import write_report
 
     text = write_report(out).read_text()
-    assert "| tiny | thera_heavy | 3 |" in text and "pseudo-ppl" in text
+    assert "| tiny | thera_heavy | 3 |" in text and "pseudo-ppl" in text and (out / "fig_orders.png").stat().st_size > 0
 
 
 def test_main_without_data_is_one_clear_line(tmp_path, capsys):

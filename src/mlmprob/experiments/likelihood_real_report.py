@@ -95,6 +95,40 @@ def tables(groups: dict) -> list[str]:
                     "(mix K_max - mix K) / n, in nats per token (0 at K = K max; K = 1 is the ELBO's gap).", ""] + conv
 
 
+def figure(groups: dict, out: Path) -> str | None:
+    """``fig_orders.png``: per-token perplexity of the mixture bound against K, one panel per model, with
+    l2r, r2l and the pseudo-perplexity as marks at the right; ``None`` without records."""
+    if not groups:
+        return None
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import matplotlib.ticker
+
+    models = sorted({m for m, _, _ in groups})
+    fig, axes = plt.subplots(1, len(models), figsize=(4.2 * len(models), 3.6), squeeze=False)
+    for ax, model in zip(axes[0], models):
+        for (m, name, _), recs in groups.items():
+            if m != model:
+                continue
+            c = summarize(recs)
+            ks = [k for k in KS if f"mix{k}" in c]
+            line, = ax.plot(ks, [c[f"mix{k}"][0] for k in ks], "o-", label=f"{name} mixture")
+            x = ks[-1] * 1.6
+            for key, mark in (("l2r", ">"), ("r2l", "<"), ("pll", "*")):
+                ax.plot([x], [c[key][0]], mark, color=line.get_color(), ms=8)
+        ax.set(xscale="log", yscale="log", xlabel="orders K (mixture bound)", ylabel="per-token perplexity",
+               title=f"{model} (> l2r, < r2l, * pseudo-ppl)")
+        ax.set_xticks(list(KS), [str(k) for k in KS])
+        ax.xaxis.set_minor_locator(matplotlib.ticker.NullLocator())
+        ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(out / "fig_orders.png", dpi=110)
+    plt.close(fig)
+    return "fig_orders.png"
+
+
 def write_report(out: Path) -> Path:
     out = Path(out)
     records = list(read_log(out / "results.jsonl", skip_header=False)) if (out / "results.jsonl").exists() else []
@@ -112,7 +146,11 @@ def write_report(out: Path) -> Path:
             "of a sequence's per-token log-likelihood, averaged over sequences. The pseudo-perplexity is not a "
             "perplexity: it is shown for comparison only.", "",
             f"Config: `{meta.get('config', {})}`; {len(records)} records.", ""]
-    text += tables(group_records(records))
+    groups = group_records(records)
+    text += tables(groups)
+    fig = figure(groups, out)
+    if fig:
+        text += ["", f"![perplexity against the number of orders]({fig})"]
     text += ["", "## Commands", ""] + [f"- `{c['command']}` (wall {c['wall_s']} s, {c.get('threads')} thread(s))"
                                       for c in cmds]
     path = out / "README.md"
