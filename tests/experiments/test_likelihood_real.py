@@ -102,3 +102,9 @@ def test_main_without_data_is_one_clear_line(tmp_path, capsys):
                     "--plan", "tiny:thera_heavy:1:1"]) != 0
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("error:") and "--data" in err[0]
+
+
+def test_report_only_without_results_is_one_clear_line(tmp_path, capsys):
+    assert lr.main(["--out", str(tmp_path / "nothing"), "--report-only"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "results.jsonl not found" in err[0]

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import torch
 
+from ..errors import MLMProbError
 from ..runtime.log import RunMeta, read_log
 
 KS = (1, 4, 16, 64)
@@ -131,7 +132,9 @@ def figure(groups: dict, out: Path) -> str | None:
 
 def write_report(out: Path) -> Path:
     out = Path(out)
-    records = list(read_log(out / "results.jsonl", skip_header=False)) if (out / "results.jsonl").exists() else []
+    if not (out / "results.jsonl").is_file():
+        raise MLMProbError(f"{out / 'results.jsonl'} not found: run the experiment first (--plan) or pass its --out")
+    records = list(read_log(out / "results.jsonl", skip_header=False))
     meta = RunMeta(out / "config.json").load()
     cmds = meta.get("commands", [])
     text = ["# The chain-rule likelihood of real MLMs (issue 20, part 5)", "",
