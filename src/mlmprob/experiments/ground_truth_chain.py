@@ -128,6 +128,28 @@ def _get(r: dict, path) -> float:
     return r
 
 
+PAIRED = (("TV l2r", ("l2r", "tv")), ("TV mixture", ("mixture", "tv")), ("TV exp(-E_local)/Z", ("pll_target", "tv")),
+          ("TV Gibbs", ("gibbs", "tv")), ("spread KL", ("spread", "kl_mean")), ("par k2", ("parallel_vs_mixture", "k2")))
+
+
+def _paired(out: Path, other: Path) -> list[str]:
+    """Table of ``other - out`` at the last step common to both, per coupling, paired by seed (the same
+    language and seed in both families): mean ± standard error of the differences."""
+    a, b = ({(r["coupling"], r["step"], r["seed"]): r for r in read_log(f / "results.jsonl")} for f in (out, other))
+    common = set(a) & set(b)
+    if not common:
+        return []
+    last = max(s for _, s, _ in common)
+    lines = ["", f"Paired by seed (same language and training seed), step {last}: {family_label(other)} minus "
+             f"{family_label(out)} (negative: {family_label(other)} is closer to the truth).", "",
+             "| J | seeds | " + " | ".join(f"Δ {c}" for c, _ in PAIRED) + " |", "|" + "---|" * (2 + len(PAIRED))]
+    for J in sorted({J for J, s, _ in common if s == last}):
+        keys = sorted(k for k in common if k[0] == J and k[1] == last)
+        cells = [_cell([_get(b[k], path) - _get(a[k], path) for k in keys]) for _, path in PAIRED]
+        lines.append(f"| {J:g} | {len(keys)} | " + " | ".join(cells) + " |")
+    return lines
+
+
 def write_report(out: Path) -> None:
     """``README.md`` of the result folder, from ``results.jsonl``, ``config.json`` and ``runs.jsonl``; with
     ``fig_chain.png`` when the last ``--report-only`` command named the families to draw."""
@@ -156,6 +178,8 @@ def write_report(out: Path) -> None:
                   "styles: " + ", ".join(f"{s} {family_label(f)}" for s, f in zip(("solid", "dashed", "dotted"),
                                                                                    folders)) +
                   "; error bars: standard errors over the seeds."]
+        for other in folders[1:]:
+            lines += _paired(out, other)
     lines += ["", "The two training families (fixed masking rate; a uniform number of masked tokens per sequence, "
               "`--masking uniform`) are in `docs/results/ground_truth/chain` and `.../chain_uniform`; the figure of "
               "both is `docs/results/ground_truth/chain/fig_chain.png`; what they say is in "
@@ -197,8 +221,10 @@ def main(argv=None) -> int:
         if args.report_only:
             if not (out / "results.jsonl").is_file():
                 raise MLMProbError(f"{out} has no results.jsonl to report")
-            append_record(out / "runs.jsonl", {"command": command, "report_only": True,
-                                               "figure_with": list(args.figure_with)})
+            rec = {"command": command, "report_only": True, "figure_with": list(args.figure_with)}
+            done = list(read_log(out / "runs.jsonl")) if (out / "runs.jsonl").is_file() else []
+            if not done or done[-1] != rec:             # the same report again: one line
+                append_record(out / "runs.jsonl", rec)
         else:
             t0 = time.time()
             run(cfg, out, Path(args.runs), args.tokens_per_step, args.seeds, args.masking)

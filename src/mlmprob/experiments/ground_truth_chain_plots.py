@@ -49,7 +49,8 @@ def plot_chain(folders: list[Path], png: Path) -> Path:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(1, 3, figsize=(16, 4.6))
+    fig, ax = plt.subplots(1, 3, figsize=(17, 5.6))
+    ax[1].set_xscale("log")
     colors = {d: f"C{i}" for i, d in enumerate(DIST_LABELS)}
     for fi, folder in enumerate(folders):
         g, ls, fam = _groups(folder), STYLES[fi % len(STYLES)], family_label(folder)
@@ -70,12 +71,16 @@ def plot_chain(folders: list[Path], png: Path) -> Path:
                 for d, dls in (("mixture", "-"), ("pll_target", ":"), ("gibbs", "--")):
                     _errorbar(ax[1], steps, [g[J, s] for s in steps], lambda r: r[d]["tv"], color=f"C{ji}", ls=dls,
                               label=f"J={J:g} {DIST_LABELS[d]}")
-            ax[1].set(title=f"along training ({fam})")
+            ax[1].set(title=f"along training ({fam}; solid mixture, dotted exp(-E_local)/Z, dashed Gibbs)",
+                      xticks=steps, xticklabels=[str(s) for s in steps])
+            ax[1].minorticks_off()
+            ax[2].set(xticks=[1] + ks)
     ax[0].set(xlabel="coupling J", ylabel="TV(truth, q)", title="last step: TV to the truth")
-    ax[1].set(xlabel="training step", ylabel="TV(truth, q)", xscale="log")
+    ax[1].set(xlabel="training step (log scale)", ylabel="TV(truth, q)")
     ax[2].set(xlabel="tokens per step k", ylabel="TV(exact mixture, parallel)", title="parallel decoding, last step")
-    for a in ax:
-        a.legend(fontsize=6)
+    ax[0].legend(fontsize=6, loc="upper left")
+    ax[1].legend(fontsize=5.5, loc="upper right", ncol=2)
+    ax[2].legend(fontsize=6, loc="upper left")
     fig.tight_layout()
     fig.savefig(png, dpi=110)
     plt.close(fig)
