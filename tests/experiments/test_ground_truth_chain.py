@@ -126,5 +126,7 @@ def test_seed_i_trains_and_is_scored_on_language_i_and_the_report_draws_the_figu
     assert main(["--out", str(out), "--report-only", "--figure-with", str(uni)]) == 0
     text = (out / "README.md").read_text()
     assert (out / "fig_chain.png").stat().st_size > 10_000 and "![TV to the truth](fig_chain.png)" in text
-    assert "dashed uniform masks" in text and "seeds [0, 1]" in text
+    assert "dashed uniform masks" in text and "seeds [0, 1]" in text and "Paired by seed" in text
+    assert main(["--out", str(out), "--report-only", "--figure-with", str(uni)]) == 0     # again: one record
+    assert len((out / "runs.jsonl").read_text().splitlines()) == 1
     assert f"| 2 | 40 | 2 | " in text and "TV Gibbs" in text
