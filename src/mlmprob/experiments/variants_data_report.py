@@ -219,7 +219,8 @@ def _commands(out: Path) -> list[str]:
             extra = f"  # finished, {r['wall_s']} s" if r.get("event") == "finish" else f"  # started {r.get('started')}"
             lines.append(r["command"] + extra)
     return lines + ["```", "", "The report: `python -m mlmprob.experiments.variants_data --out docs/results/variants/raw "
-                    "--report-only`.", ""]
+                    "--report-only --data DATA` (DATA: the shared data folder, for the assays of the developability "
+                    "sets).", ""]
 
 
 def write_report(out: Path, report: Path, *, data: Path | None = None, n_boot: int = 1000) -> Path:
