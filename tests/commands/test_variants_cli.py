@@ -215,3 +215,26 @@ def test_long_wild_type_scored_in_a_window_around_the_sites(esm):
         ev = encode_variants(esm, wt[start:start + 8], local)
         ref = score_variants(esm, ev.wild_type, ev.variants, METHODS)
         assert [r[m] for m in METHODS] == pytest.approx([float(ref[m][0]) for m in METHODS], abs=1e-5)
+
+
+def test_chain_orders_and_seed_reach_score_variants_and_resume_checks_them(esm_dir, esm, dms, tmp_path, capsys):
+    out = tmp_path / "chain.jsonl"
+    args = (dms, "--wild-type", WT, "--methods", "masked_marginals,chain", "--out", out)
+    assert _cli(tmp_path, esm_dir, *args, "--chain-orders", "2", "--chain-seed", "5") == 0
+    ev = encode_variants(esm, WT, MUTANTS)
+    got = _values(out, ["masked_marginals", "chain"])
+    for seed, orders, same in ((5, 2, True), (0, 6, False)):     # M1A:Y5F:S13P: 3! = 6 orders, 2 of them drawn
+        ref = score_variants(esm, ev.wild_type, ev.variants, ["chain"], n_orders=orders, seed=seed)["chain"]
+        close = [got[m][1] == pytest.approx(float(ref[n]), abs=1e-5) for n, m in enumerate(MUTANTS)]
+        assert all(close) if same else not close[4]
+    assert got["A4C"][1] == pytest.approx(got["A4C"][0], abs=1e-6)    # a single mutant: chain = masked_marginals
+    meta = json.loads((tmp_path / "chain.jsonl.meta.json").read_text())
+    assert meta["config"]["chain_orders"] == 2 and meta["config"]["chain_seed"] == 5
+    for changed in (("--chain-orders", "3", "--chain-seed", "5"), ("--chain-orders", "2", "--chain-seed", "6")):
+        capsys.readouterr()
+        assert _cli(tmp_path, esm_dir, *args, *changed, "--resume") == 2
+        assert "cannot resume" in capsys.readouterr().err
+    assert _cli(tmp_path, esm_dir, *args, "--chain-orders", "2", "--chain-seed", "5", "--resume") == 0
+    with pytest.raises(SystemExit):
+        _cli(tmp_path, esm_dir, *args[:-1], tmp_path / "c0.jsonl", "--chain-orders", "0")
+    assert "--chain-orders: must be a positive integer" in capsys.readouterr().err

@@ -6,10 +6,16 @@ import pytest
 import torch
 
 from mlmprob import LookupMLM, loglik
-from mlmprob.experiments.ground_truth_chain import write_report
-from mlmprob.experiments.ground_truth_chain_eval import conditional_tables, eval_chain, order_log_probs
-from mlmprob.experiments.ground_truth_common import all_states
+from mlmprob.experiments.ground_truth_chain import main, run, write_report
+from mlmprob.experiments.ground_truth_chain_eval import (conditional_tables, eval_chain, gibbs_stationary,
+                                                         order_log_probs)
+from mlmprob.experiments.ground_truth_common import GroundTruthConfig, all_states, tv
 from mlmprob.synthetic import make_language
+
+from mh_reference import epoch_kernel
+from mh_reference import states as ref_states
+
+pytestmark = pytest.mark.usefixtures("one_thread")   # tiny models: one thread is fastest on a shared CPU
 
 
 def lang(J=1.0):
@@ -18,7 +24,7 @@ def lang(J=1.0):
 
 def test_exact_conditionals_give_the_truth_in_every_order_but_not_the_pll_target():
     rec = eval_chain(lang(2.0).as_mlm(), lang(2.0))
-    for name in ("l2r", "r2l", "mixture"):
+    for name in ("l2r", "r2l", "mixture", "gibbs"):    # exact conditionals: Gibbs's stationary law is the truth
         assert rec[name]["tv"] < 1e-6 and rec[name]["mass"] == pytest.approx(1.0)
     assert rec["orders"]["tv_max"] < 1e-6 and rec["spread"]["kl_mean"] < 1e-9
     assert rec["pll_target"]["tv"] > 0.05          # exp(-E_local)/Z is not the joint even for exact conditionals
@@ -64,3 +70,63 @@ def test_uniform_masking_draws_every_count_equally_often_among_maskable_position
                       checkpoint_every=2, masking="uniform", batch_size=4)
     res = train(cfg, SyntheticSource(lang(), 16, 4), tmp_path / "u", progress=False)
     assert res.step == 2 and res.history[-1]["step"] == 2
+
+
+def _brute_force_gibbs(m, V, T):
+    """Stationary law of degenerate Gibbs's random-order sweep: the eigenvector for eigenvalue 1 of the
+    ``V**T x V**T`` sweep kernel that ``mh_reference`` enumerates (always-accepted single-site proposals)."""
+    X = ref_states(V, T)
+    K = epoch_kernel(m, X, torch.zeros(len(X), dtype=torch.float64), 1.0, 1, gibbs=True)
+    assert torch.allclose(K.sum(1), torch.ones(len(X), dtype=torch.float64))
+    w, vecs = torch.linalg.eig(K.T)
+    pi = vecs[:, (w - 1).abs().argmin()].real
+    return pi / pi.sum()
+
+
+def test_gibbs_column_is_the_stationary_law_of_the_enumerated_sweep_kernel():
+    m, L = LookupMLM(3, 4, seed=5), lang(2.0)
+    pi = _brute_force_gibbs(m, 3, 4)
+    assert torch.equal(ref_states(3, 4), all_states(3, 4))          # the same state order
+    log_pi, conv = gibbs_stationary(conditional_tables(m, 3, 4, lambda x: x, 0), 3, 4)
+    assert torch.allclose(log_pi.exp(), pi, atol=1e-9) and conv["residual"] < 1e-12
+    rec = eval_chain(m, L)
+    truth = torch.log_softmax(L.log_prob(all_states(3, 4)).double(), 0).exp()
+    assert rec["gibbs"]["tv"] == pytest.approx(tv(truth, pi), abs=1e-9)
+    assert rec["gibbs"]["mass"] == pytest.approx(1.0)
+    # incompatible conditionals: the Gibbs law is neither the mixture over orders nor exp(-E_local)/Z
+    tabs = conditional_tables(m, 3, 4, lambda x: x, 0)
+    e_local = sum(tabs[1 << t][:, t] for t in range(4))
+    assert tv(pi, torch.softmax(e_local, 0)) > 0.02
+    mixture = order_log_probs(tabs, 4, [(0, 1, 2, 3), (3, 2, 1, 0)]).exp().mean(0)
+    assert tv(pi, mixture) > 0.02
+
+
+TINY = dict(vocab_size=3, length=4, couplings=(2.0,), n_train=200, n_heldout=20, steps=40, eval_every=20,
+            curve_steps=(20, 40), hidden=16, intermediate=16)
+
+
+def test_seed_i_trains_and_is_scored_on_language_i_and_the_report_draws_the_figure(tmp_path):
+    from mlmprob.experiments.ground_truth_eval import symbol_mlm
+    from mlmprob.training.checkpoint import latest_checkpoint
+    from mlmprob.training.data import SYMBOL_OFFSET, wrap_symbols
+
+    cfg = GroundTruthConfig(**TINY)
+    out, runs = tmp_path / "fixed", tmp_path / "runs"
+    res = run(cfg, out, runs, tokens_per_step=(2,), seeds=(0, 1), log=lambda *_: None)
+    rec = res.done["chain/seed1/J2/step40"]
+    assert rec["language_seed"] == 1 and json.loads((out / "config.json").read_text())["language_seed"] != 0
+    mlm = symbol_mlm(latest_checkpoint(runs / "chain-J2-seed1-lang1"), 3)
+    lang_of = lambda s: make_language("potts", 3, 4, s, coupling=2.0, field_scale=cfg.field_scale)  # noqa: E731
+    again = [eval_chain(mlm, lang_of(s), wrap=wrap_symbols, offset=SYMBOL_OFFSET, tokens_per_step=(2,), seed=1)
+             for s in (1, 0)]
+    assert again[0]["mixture"]["tv"] == pytest.approx(rec["mixture"]["tv"], abs=1e-9)
+    assert abs(again[1]["mixture"]["tv"] - rec["mixture"]["tv"]) > 1e-3      # not language 0
+    uni = tmp_path / "uniform"
+    run(cfg, uni, runs, tokens_per_step=(2,), seeds=(0,), masking="uniform", log=lambda *_: None)
+    assert main(["--out", str(out), "--report-only", "--figure-with", str(uni)]) == 0
+    text = (out / "README.md").read_text()
+    assert (out / "fig_chain.png").stat().st_size > 10_000 and "![TV to the truth](fig_chain.png)" in text
+    assert "dashed uniform masks" in text and "seeds [0, 1]" in text and "Paired by seed" in text
+    assert main(["--out", str(out), "--report-only", "--figure-with", str(uni)]) == 0     # again: one record
+    assert len((out / "runs.jsonl").read_text().splitlines()) == 1
+    assert f"| 2 | 40 | 2 | " in text and "TV Gibbs" in text

@@ -13,6 +13,7 @@ from mlmprob.experiments import variants_data, variants_data_runner
 from mlmprob.experiments.variants_data_common import (FRAMEWORK, TAIL, WT_CDR, load_library, read_chunks,
                                                       result_path)
 from mlmprob.experiments.variants_data_report import write_report
+from mlmprob.likelihood import loglik
 from mlmprob.runtime.log import ResumableLog
 from mlmprob.variants import score_variants
 from mlmprob.metrics.ranking import auroc
@@ -92,6 +93,7 @@ def test_runner_end_to_end_with_resume(tmp_path, monkeypatch, sapiens_vh):
     _fake_data(tmp_path)
     monkeypatch.setattr(variants_data_runner, "DEFAULT_CHUNK", 2)
     monkeypatch.setitem(variants_data_runner.CHUNK, "jain_pll", 3)
+    monkeypatch.setitem(variants_data_runner.CHUNK, "chain", 2)
     out = tmp_path / "res" / "raw"
     base = ["--data", str(tmp_path), "--out", str(out), "--threads", "1", "--n-boot", "20"]
     first = "baseline:baselines:all,sapiens-vh:marginals:all,sapiens-vh:hcb:1,sapiens-vh:jain_pll:3"
@@ -101,7 +103,8 @@ def test_runner_end_to_end_with_resume(tmp_path, monkeypatch, sapiens_vh):
     assert len(before.splitlines()) == 1
     jain = result_path(out, "sapiens-vh", "jain_pll")
     jain.write_text(jain.read_text() + '{"start": 3, "sto')          # a chunk cut short by a kill
-    full = first.replace("hcb:1", "hcb:2").replace("jain_pll:3", "jain_pll:all") + ",sapiens-vh:masked_marginals_all:2,sapiens-vh:ag:all"
+    full = (first.replace("hcb:1", "hcb:2").replace("jain_pll:3", "jain_pll:all")
+            + ",sapiens-vh:masked_marginals_all:2,sapiens-vh:ag:all,sapiens-vh:chain:2,sapiens-vh:gdpa1_loglik:all")
     assert variants_data.main(base + ["--plan", full]) == 0
     after = hcb_path.read_text()
     assert after.startswith(before) and len(after.splitlines()) == 2     # the first chunk kept, one added
@@ -119,6 +122,20 @@ def test_runner_end_to_end_with_resume(tmp_path, monkeypatch, sapiens_vh):
     want = score_variants(mlm, enc.input_ids[0], muts, methods=["hcb", "epistasis"])
     got = [x for c in read_chunks(hcb_path) for x in c["scores"]["hcb"]]
     assert torch.allclose(torch.tensor(got, dtype=torch.float64), want["hcb"], atol=1e-4)
+    chain = read_chunks(result_path(out, "sapiens-vh", "chain"))
+    assert [(c["start"], c["n_orders"], c["seed"]) for c in chain] == [(0, 6, 0), (2, 6, 0)]
+    want = score_variants(mlm, enc.input_ids[0], muts, methods=["chain", "masked_marginals"], n_orders=6, seed=0)
+    got = torch.tensor([x for c in chain for x in c["scores"]["chain"]], dtype=torch.float64)
+    assert torch.allclose(got, want["chain"], atol=1e-4)
+    single = [i for i, m in enumerate(muts) if len(m) == 1]
+    assert torch.allclose(got[single], want["masked_marginals"][single], atol=1e-4)   # one site: the marginal
+    assert chain[0]["rows_est"] == variants_data_runner.chain_rows(mlm, enc.input_ids[0], muts[:2], True) > 0
+    ll = read_chunks(result_path(out, "sapiens-vh", "gdpa1_loglik"))
+    assert result_path(out, "sapiens-vh", "gdpa1_loglik").name == "gdpa1-sapiens-vh-loglik.jsonl"
+    vhs = [a for c in ll for a in c["ids"]]
+    ref = loglik(mlm, mlm.encode(["EVQLVESGGGLV", "QVQLQESGPGLV", "EVKLLESGGGLA", "QVQLVQSGAEVK"]).input_ids,
+                 order="l2r").per_order[:, 0]
+    assert vhs == ["g0", "g1", "g2", "g3"] and [x for c in ll for x in c["loglik"]] == pytest.approx(ref.tolist(), abs=1e-4)
     base_rows = read_chunks(result_path(out, "baseline", "baselines"))[0]["scores"]
     assert base_rows["neg_hamming"] == [-hamming(WT_CDR, c) for c in lib.cdrs]
     ag = read_chunks(result_path(out, "sapiens-vh", "ag"))[0]
@@ -127,6 +144,8 @@ def test_runner_end_to_end_with_resume(tmp_path, monkeypatch, sapiens_vh):
     report = (tmp_path / "res" / "README.md").read_text()
     assert "| hcb (sapiens-vh) |" in report and "Jain-137" in report and "not available" in report
     assert "PLL (sapiens-vh)" in report and "n=4" in report
+    assert "| LL l2r (sapiens-vh) | LL l2r/L (sapiens-vh) |" in report and "| sapiens-vh | gdpa1_loglik | 4 |" in report
+    assert "| chain (sapiens-vh) |" in report and "`chain` (sapiens-vh) is " in report
     runs = [json.loads(x) for x in (out / "runs.jsonl").read_text().splitlines()]
     assert [r["event"] for r in runs] == ["start", "finish"] * 3
 
@@ -174,6 +193,7 @@ def test_report_on_fabricated_results(tmp_path):
                                                                     "neg_kd_cdrh3": -bad}))
     (out / "mher-m1-marginals.jsonl").write_text(chunk(0, n, {"wt_marginals": good, "masked_marginals": bad}))
     (out / "mher-m1-hcb.jsonl").write_text(chunk(0, 100, {"hcb": good, "epistasis": bad}) + chunk(100, 200, {"hcb": good, "epistasis": bad}))
+    (out / "mher-m1-chain.jsonl").write_text(chunk(0, 200, {"chain": -ks.double()}))    # the count: 0.5 within k
     (out / "runs.jsonl").write_text(json.dumps({"event": "start", "command": "python -m x", "started": "t"}) + "\n")
     (tmp_path / "notes.md").write_text("Hand-written verdict.")
     text = write_report(out, tmp_path / "README.md", n_boot=50).read_text()
@@ -184,6 +204,9 @@ def test_report_on_fabricated_results(tmp_path):
     assert "`wt_marginals (m1)` on 400 (all): beats blosum62" in text
     assert "Hand-written verdict." in text and "python -m x" in text
     assert "`hcb` (m1) is better than `masked_marginals`" in text
+    line = next(x for x in text.splitlines() if "`chain` (m1) is" in x)
+    assert "within k, not distinguishable from it (Δ AUROC within k " in line
+    assert "| chain (m1) | " in text and "| m1 | chain | 200 |" in text
     assert "| m1 | hcb | 200 | 2.0 |" in text
 
 

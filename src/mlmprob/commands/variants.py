@@ -22,6 +22,7 @@ first residue)."""
 
 def register(sub) -> None:
     from ..variants.api import ALL_METHODS
+    from ..variants.chain import DEFAULT_ORDERS
 
     p = sub.add_parser("variants", help="variant-effect scores of mutants of a wild type (ProteinGym CSV, "
                        "sequences, or --saturate)", description=__doc__, epilog=LONG_HELP,
@@ -33,6 +34,10 @@ def register(sub) -> None:
                    "rows) and also write OUT.heatmap.png, OUT.heatmap.csv (L x 20) and OUT.saturation.csv")
     p.add_argument("--methods", help=f"comma-separated, of: {', '.join(ALL_METHODS)} (default: wt_marginals,"
                    "masked_marginals,masked_marginals_all,hcb; with --saturate: wt_marginals,masked_marginals)")
+    p.add_argument("--chain-orders", type=positive_int, default=DEFAULT_ORDERS, metavar="K",
+                   help="chain: orders of each variant's sites averaged over (all |S|! when at most K, else K drawn)")
+    p.add_argument("--chain-seed", type=nonnegative_int, default=0,
+                   help="chain: seed of the drawn orders (with the variant's sites; not the bootstrap's --seed)")
     p.add_argument("--offset", type=integer, default=1, help="number of the wild type's first residue in the mutant strings")
     p.add_argument("--format", default="auto", choices=FORMATS, help="input format (auto: by the file's suffix)")
     p.add_argument("--mutant-column", default="mutant", help="mutant-string column of a CSV/TSV input")
@@ -79,7 +84,8 @@ def _config(args, wild_type: str, methods) -> dict:
     return {"command": "variants", "model": args.model, "wild_type": wild_type, "offset": args.offset,
             "methods": list(methods), "saturate": args.saturate,
             "input": None if args.saturate else str(Path(args.input).resolve()), "format": args.format,
-            "mutant_column": args.mutant_column, "column": args.column, "id_column": args.id_column}
+            "mutant_column": args.mutant_column, "column": args.column, "id_column": args.id_column,
+            **({"chain_orders": args.chain_orders, "chain_seed": args.chain_seed} if "chain" in methods else {})}
 
 
 def run(args) -> int:
@@ -101,7 +107,7 @@ def run(args) -> int:
     opts = RunOptions.from_args(args)
     job = VariantsJob(model=args.model, wild_type=wild_type, methods=tuple(methods), offset=args.offset,
                       dtype=args.dtype, allow_pickle=args.allow_pickle, batch_tokens=args.batch_tokens,
-                      skip_invalid=args.skip_invalid)
+                      skip_invalid=args.skip_invalid, chain_orders=args.chain_orders, chain_seed=args.chain_seed)
     spec = StreamCommand(job, lambda: _units(config, args.limit, args.label), config,
                          fields=("id", "mutant", "n_mutations", "window", *methods), input=args.input,
                          empty=f"no rows found in {args.input}", unit_name="variant", chunk_size=256,

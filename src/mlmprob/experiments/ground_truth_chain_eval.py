@@ -3,7 +3,8 @@
 The conditionals ``q(x_t | x with M masked)`` are read once for every mask pattern ``M`` and every
 content of the unmasked positions (``(V + 1)**T - V**T`` rows, read at their masked positions,
 ``read_logits``), so ``p_sigma`` of every order, the mixture over all ``T!`` orders, parallel decoding with
-``k`` tokens per step and ``exp(-E_local)/Z`` are exact tables over the ``V**T`` sequences. The
+``k`` tokens per step, ``exp(-E_local)/Z`` and the stationary law of degenerate Gibbs (random-order
+single-site sweeps, as ``mlmprob.sample(method="gibbs")``) are exact tables over the ``V**T`` sequences. The
 tables are checked against ``mlmprob.loglik`` on a few sequences (``check_max_abs``).
 """
 
@@ -79,10 +80,33 @@ def order_log_probs(tables: dict[int, torch.Tensor], T: int, orders: list[tuple[
     return torch.stack(out)
 
 
+def gibbs_stationary(tables: dict[int, torch.Tensor], V: int, T: int, start: torch.Tensor | None = None,
+                     tol: float = 1e-13, max_sweeps: int = 20000) -> tuple[torch.Tensor, dict]:
+    """Log of the stationary law ``[V**T]`` of degenerate Gibbs: one epoch visits every position once in a
+    uniformly random order and redraws it from ``q(x_t | x_\\t)``. The epoch kernel, the average over the
+    ``T!`` orders of the products of the single-site kernels, is applied to a distribution by recursion over
+    the visited subsets (``v_S = mean over t in S of v_{S - t} P_t``: ``2**T`` vectors, no ``K x K`` matrix),
+    and iterated from ``start`` (log-probabilities; uniform if None) until the L1 change of one epoch is
+    below ``tol``. Returns ``(log pi, {"sweeps", "residual"})`` (``residual``: the last L1 change)."""
+    q = [tables[1 << t][:, t].exp().view([V] * T) for t in range(T)]
+    p = torch.full([V] * T, V ** -T, dtype=torch.float64) if start is None else start.exp().view([V] * T)
+    p = p / p.sum()
+    residual, n = float("inf"), 0
+    while residual >= tol and n < max_sweeps:
+        v = [p] + [None] * ((1 << T) - 1)
+        for S in range(1, 1 << T):
+            ts = [t for t in range(T) if S >> t & 1]
+            v[S] = sum(v[S ^ (1 << t)].sum(t, keepdim=True) * q[t] for t in ts) / len(ts)
+        new = v[-1] / v[-1].sum()
+        residual, p, n = float((new - p).abs().sum()), new, n + 1
+    return p.reshape(-1).log(), {"sweeps": n, "residual": residual}
+
+
 def eval_chain(mlm, lang, *, wrap=lambda x: x, offset: int = 0, tokens_per_step=(2, 3), n_pairs: int = 200,
                seed: int = 0, batch_tokens: int = DEFAULT_BATCH_TOKENS) -> dict:
     """TV and KL(truth || q) for ``q`` = ``p_l2r``, ``p_r2l``, the mixture over all orders,
-    ``exp(-E_local)/Z`` and parallel decoding (random order, ``k`` per step); per-order TV (mean, min,
+    ``exp(-E_local)/Z``, degenerate Gibbs's stationary law (``gibbs``, with its ``sweeps`` and
+    ``residual``) and parallel decoding (random order, ``k`` per step); per-order TV (mean, min,
     max) and the spread between orders (mean KL and TV over ``n_pairs`` random pairs of orders)."""
     V, T = lang.vocab_size, lang.length
     states = all_states(V, T)
@@ -95,11 +119,13 @@ def eval_chain(mlm, lang, *, wrap=lambda x: x, offset: int = 0, tokens_per_step=
     dists = {"l2r": per[0], "r2l": per[-1], "mixture": torch.logsumexp(per, 0) - log_k}
     e_local = sum(tables[1 << t][:, t] for t in range(T))
     dists["pll_target"] = e_local - torch.logsumexp(e_local, 0)
+    dists["gibbs"], gibbs_conv = gibbs_stationary(tables, V, T, start=dists["mixture"])
     for k in tokens_per_step:
         par = order_log_probs(tables, T, orders, k)
         dists[f"parallel_k{k}"] = torch.logsumexp(par, 0) - log_k
     rec = {name: {"tv": tv(truth.exp(), q.exp()), "kl": kl(truth, q), "mass": float(q.exp().sum())}
            for name, q in dists.items()}
+    rec["gibbs"].update(gibbs_conv)
     rec["parallel_vs_mixture"] = {f"k{k}": tv(dists["mixture"].exp(), dists[f"parallel_k{k}"].exp())
                                   for k in tokens_per_step}
     tvs = torch.tensor([tv(truth.exp(), p.exp()) for p in per])

@@ -1,7 +1,8 @@
 """Variant effects and developability on real data: the trastuzumab CDR-H3 library (binder vs
 non-binder, Mason et al. 2021) scored by every ``score_variants`` method with AntiBERTy and
-Sapiens-VH against sequence-only baselines, and the PLL of GDPa1 and Jain-137 VH domains against
-their assays (issue 13, section 3).
+Sapiens-VH against sequence-only baselines, and the PLL and left-to-right chain-rule log-likelihood
+of GDPa1 and Jain-137 VH domains against their assays (issue 13, section 3; ``chain`` and the
+log-likelihood: issue 20).
 
 Usage::
 
@@ -49,7 +50,8 @@ DEFAULT_PLAN = ",".join([
     "antiberty:mutant_marginals:2000", "antiberty:hcb:200", "antiberty:masked_marginals_mt:200",
     "sapiens-vh:pll_delta:100", "sapiens-vh:hcb:2000", "sapiens-vh:masked_marginals_mt:2000",
     "antiberty:jain_pll:all", "antiberty:pll_delta:10", "antiberty:hcb:500", "antiberty:masked_marginals_mt:500",
-    "antiberty:gdpa1_pll:all",
+    "antiberty:gdpa1_pll:all", "sapiens-vh:chain:500", "sapiens-vh:gdpa1_loglik:all", "sapiens-vh:jain_loglik:all",
+    "antiberty:chain:50", "sapiens-vh:chain:1000", "antiberty:chain:100",
 ])
 NEEDED = (POS_CSV, NEG_CSV, GDPA1_CSV, JAIN_CSV)
 

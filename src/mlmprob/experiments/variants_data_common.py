@@ -36,6 +36,7 @@ GDPA1_ASSAYS = ("Titer", "Purity", "SEC %Monomer", "SMAC", "HIC", "HAC", "PR_CHO
                 "AC-SINS_pH7.4", "Tonset", "Tm1", "Tm2")
 LIBRARY_FILE = "library.json"
 RUNS_FILE = "runs.jsonl"
+SET_KINDS = ("pll", "loglik")   # what a developability-set group scores: PLL, or the l2r chain rule
 
 
 @dataclass(frozen=True)
@@ -140,10 +141,12 @@ def load_assay_set(data: Path, name: str) -> tuple[list[AssayedAntibody], list[s
 # -- result files -----------------------------------------------------------------------------------
 
 def result_path(out: Path, model: str, group: str) -> Path:
-    """``mher-<model>-<group>.jsonl`` for library groups, ``<set>-<model>-pll.jsonl`` for PLL of a set."""
+    """``mher-<model>-<group>.jsonl`` for library groups, ``<set>-<model>-<kind>.jsonl`` for the groups
+    ``<set>_<kind>`` of a set (kind ``pll`` or ``loglik``)."""
     safe = model.replace("/", "_")
-    if group.endswith("_pll"):
-        return out / f"{group[:-4]}-{safe}-pll.jsonl"
+    for kind in SET_KINDS:
+        if group.endswith("_" + kind):
+            return out / f"{group[:-len(kind) - 1]}-{safe}-{kind}.jsonl"
     return out / f"mher-{safe}-{group}.jsonl"
 
 

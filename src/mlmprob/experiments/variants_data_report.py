@@ -20,7 +20,7 @@ from ..runtime.log import read_log
 from ..sampling.cdr import find_cdr_h3
 from ..variants.baselines import kd_mean
 from .variants_data_common import RUNS_FILE, load_assay_set, read_library_meta
-from .variants_data_stats import (BASELINES, JOINT, library_table, load_scores, load_set_pll,
+from .variants_data_stats import (BASELINES, JOINT, library_table, load_scores, load_set_scores,
                                   spearman_interval, timings_of_sets)
 
 BASELINE_DOC = {"blosum62": "sum of BLOSUM62 scores of the substitutions",
@@ -81,15 +81,16 @@ def _library_section(out: Path, n_boot: int) -> tuple[list[str], list[str]]:
             if s.model != "baseline" and s.prefix == rows:
                 best_of[s.label] = (rows, {b: au.difference(s.label, b) for b in base}, ak.estimate(s.label))
         lines.append("")
-        verdict += _joint_lines(au, use, rows, n)
+        verdict += _joint_lines(au, ak, use, rows, n)
     lines += _ag_lines(scores, labels)
     lines += _timing_lines(timings + timings_of_sets(out))
     summary = _verdict_lines(best_of, n)
     return lines, summary + verdict
 
 
-def _joint_lines(au, use, rows: int, n: int) -> list[str]:
-    """Joint scores against the single-site ``masked_marginals`` of the same model on these rows."""
+def _joint_lines(au, ak, use, rows: int, n: int) -> list[str]:
+    """Joint scores against the single-site ``masked_marginals`` of the same model on these rows, in
+    AUROC and in AUROC within strata of equal mutation count (``ak``)."""
     out = []
     models = sorted({s.model for s in use if s.model != "baseline"})
     for m in models:
@@ -100,13 +101,17 @@ def _joint_lines(au, use, rows: int, n: int) -> list[str]:
             if not any(s.model == m and s.method == j and s.prefix == rows for s in use):
                 continue            # each joint score at its largest subsample only
             if j in have and "masked_marginals" in have and j != "epistasis" and j != "ag":
-                d = au.difference(key, ref)
-                word = "better than" if d.above_zero else "worse than" if d.below_zero else "not distinguishable from"
-                out.append(f"- {_pc(rows, n)}: `{j}` ({m}) is {word} `masked_marginals` (ΔAUROC {d.fmt()}).")
+                d, dk = au.difference(key, ref), ak.difference(key, ref)
+                out.append(f"- {_pc(rows, n)}: `{j}` ({m}) is {_word(d)} `masked_marginals` (ΔAUROC {d.fmt()}); "
+                           f"within k, {_word(dk)} it (Δ AUROC within k {dk.fmt()}).")
             if j == "epistasis" and key in au.values:
                 e = au.estimate(key)
                 out.append(f"- {_pc(rows, n)}: `epistasis` ({m}) alone has AUROC {e.fmt()}.")
     return out
+
+
+def _word(d) -> str:
+    return "better than" if d.above_zero else "worse than" if d.below_zero else "not distinguishable from"
 
 
 def _verdict_lines(best_of: dict, n: int) -> list[str]:
@@ -139,8 +144,8 @@ def _ag_lines(scores, labels) -> list[str]:
 
 def _timing_lines(timings) -> list[str]:
     lines = ["## Time per method", "",
-             "Wall and CPU seconds summed over the chunks (2 torch threads, `nice -n 5`, on a 2-core machine shared "
-             "with other jobs, so wall time overstates the cost); forward rows estimated from the cost model of "
+             "Wall and CPU seconds summed over the chunks (2 torch threads and `nice -n 5`, 1 thread for `chain` "
+             "and `*_loglik`, on a 2-core machine shared with other jobs, so wall time overstates the cost); forward rows estimated from the cost model of "
              "`score_variants` (the wild-type rows a `ForwardCache` keeps counted once).", "",
              "| model | group | variants / antibodies | wall s | CPU s | wall s per item | forward rows (est.) | rows / wall s |",
              "|---|---|---|---|---|---|---|---|"]
@@ -168,10 +173,13 @@ def _set_baselines(abs_) -> dict[str, list]:
 
 
 def _sets_section(out: Path, data: Path | None, n_boot: int) -> list[str]:
-    pll = load_set_pll(out)
+    pll = {(s, m, "PLL"): d for (s, m), d in load_set_scores(out, "pll").items()}
+    pll.update({(s, m, "LL l2r"): d for (s, m), d in load_set_scores(out, "loglik").items()})
     lines = ["## Developability: GDPa1 and Jain-137", "",
              "Spearman's rho (95% bootstrap interval, n = antibodies with both values) of the VH pseudo-log-likelihood "
-             "(PLL, every residue masked in turn) and of PLL per residue with each assay, beside sequence-only "
+             "(PLL, every residue masked in turn), of the chain-rule log-likelihood of the VH read left to right "
+             "(LL l2r: `mlmprob.loglik`, order l2r, each step normalised over the 20 residues; a normalised "
+             "likelihood, unlike PLL) and of each per residue with each assay, beside sequence-only "
              "baselines: VH length, CDR-H3 length (IMGT, `find_cdr_h3`), mean Kyte-Doolittle hydropathy of the "
              "CDR-H3 and of the VH. pll_delta to the germline-closest sequence is **not available**: the data "
              "hold no germline sequences and none are installed, so that column is absent.", ""]
@@ -180,11 +188,11 @@ def _sets_section(out: Path, data: Path | None, n_boot: int) -> list[str]:
     for name in ("gdpa1", "jain"):
         abs_, assays = load_assay_set(data, name)
         cols: dict[str, list] = {}
-        for (set_name, model), d in sorted(pll.items()):
+        for (set_name, model, what), d in sorted(pll.items(), key=lambda kv: (kv[0][0], kv[0][1], kv[0][2] != "PLL")):
             if set_name != name:
                 continue
-            cols[f"PLL ({model})"] = [d[a.id][0] if a.id in d else None for a in abs_]
-            cols[f"PLL/L ({model})"] = [d[a.id][0] / d[a.id][1] if a.id in d else None for a in abs_]
+            cols[f"{what} ({model})"] = [d[a.id][0] if a.id in d else None for a in abs_]
+            cols[f"{what}/L ({model})"] = [d[a.id][0] / d[a.id][1] if a.id in d else None for a in abs_]
         scored = {k: sum(v is not None for v in vals) for k, vals in cols.items()}
         cols.update(_set_baselines(abs_))
         lines += [f"### {SET_TITLES[name]}: {len(abs_)} antibodies with a standard-residue VH", ""]
@@ -211,7 +219,8 @@ def _commands(out: Path) -> list[str]:
             extra = f"  # finished, {r['wall_s']} s" if r.get("event") == "finish" else f"  # started {r.get('started')}"
             lines.append(r["command"] + extra)
     return lines + ["```", "", "The report: `python -m mlmprob.experiments.variants_data --out docs/results/variants/raw "
-                    "--report-only`.", ""]
+                    "--report-only --data DATA` (DATA: the shared data folder, for the assays of the developability "
+                    "sets).", ""]
 
 
 def write_report(out: Path, report: Path, *, data: Path | None = None, n_boot: int = 1000) -> Path:

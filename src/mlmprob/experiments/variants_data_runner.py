@@ -6,10 +6,12 @@ Groups on the CDR-H3 library (``GROUPS``; the scores each writes): ``baselines``
 BLOSUM62 sum, minus the Hamming distance, minus the CDR-H3 Kyte-Doolittle mean, so that higher =
 predicted binder for all three), ``marginals`` (``wt_marginals`` and ``masked_marginals``),
 ``masked_marginals_all``, ``mutant_marginals``, ``masked_marginals_mt``, ``hcb`` (with
-``epistasis``), ``pll_delta``, ``ag`` (the double mutants of the library only). A stage covers the
-first ``2 n`` variants of the ordered library (``n`` per class; ``None``: all), in fixed chunks of
-``CHUNK[group]`` variants, so that stages of one group with growing ``n`` extend each other. Groups
-``gdpa1_pll`` and ``jain_pll`` score the PLL of every VH of those sets.
+``epistasis``), ``pll_delta``, ``ag`` (the double mutants of the library only), ``chain`` (the chain
+rule over ``CHAIN_ORDERS`` orders of the mutated sites, seed ``CHAIN_SEED``; both recorded in each
+chunk). A stage covers the first ``2 n`` variants of the ordered library (``n`` per class; ``None``:
+all), in fixed chunks of ``CHUNK[group]`` variants, so that stages of one group with growing ``n``
+extend each other. Groups ``gdpa1_pll`` and ``jain_pll`` score the PLL of every VH of those sets;
+``gdpa1_loglik`` and ``jain_loglik`` its chain-rule log-likelihood, left to right (``mlmprob.loglik``).
 """
 
 from __future__ import annotations
@@ -27,6 +29,8 @@ from ..errors import MLMProbError
 from ..models.protocol import MaskedLM
 from ..runtime.log import ResumableLog
 from ..variants import ForwardCache, score_variants
+from ..variants.chain import plan_chain
+from ..variants.rows import RowTable
 from ..variants.baselines import blosum_sum, hamming, kd_mean
 from .variants_data_common import (FRAMEWORK, TAIL, WT_CDR, Library, encode_chunk, load_assay_set,
                                    result_path)
@@ -40,9 +44,12 @@ GROUPS = {
     "hcb": ("hcb", "epistasis"),
     "pll_delta": ("pll_delta",),
     "ag": ("ag",),
+    "chain": ("chain",),
 }
-SET_GROUPS = ("gdpa1_pll", "jain_pll")
-CHUNK = {"baselines": 5000, "marginals": 5000, "pll_delta": 10, "gdpa1_pll": 16, "jain_pll": 16}
+SET_GROUPS = ("gdpa1_pll", "jain_pll", "gdpa1_loglik", "jain_loglik")
+CHUNK = {"baselines": 5000, "marginals": 5000, "pll_delta": 10, "chain": 25, "gdpa1_pll": 16, "jain_pll": 16,
+         "gdpa1_loglik": 16, "jain_loglik": 16}
+CHAIN_ORDERS, CHAIN_SEED = 6, 0     # the chain group's orders per variant and their seed (variants.chain)
 DEFAULT_CHUNK = 100
 DIGITS = 5
 
@@ -117,13 +124,23 @@ class Encoder:
         return [(p, self.tokens[c]) for p, c, w in zip(self.positions, cdr, WT_CDR) if c != w]
 
 
+def chain_rows(mlm: MaskedLM, wt: torch.Tensor, variants, first: bool) -> int:
+    """The distinct forward rows ``chain`` needs for ``variants`` (its rows share across variants, so no
+    formula in ``k`` counts them); the one-mask rows a ``ForwardCache`` keeps count in the first chunk only."""
+    table = RowTable(mlm, wt)
+    plan_chain(table, wt.tolist(), variants, int(mlm.mask_id), CHAIN_ORDERS, CHAIN_SEED)
+    kept = sum(ForwardCache.keeps(e, int(mlm.mask_id)) for e in table.edits)
+    return table.n_rows - (0 if first else kept)
+
+
 def rows_estimate(group: str, ks: Sequence[int], n_residues: int, first: bool) -> int:
     """Forward rows a chunk needs by the cost model of ``score_variants`` (``ks``: mutations per
-    variant); the wild-type rows a ``ForwardCache`` keeps are counted in the first chunk only."""
+    variant); the wild-type rows a ``ForwardCache`` keeps are counted in the first chunk only
+    (``chain``: ``chain_rows``)."""
     n, total = len(ks), sum(ks)
     return {"baselines": 0, "marginals": (1 + 10) if first else 0, "masked_marginals_all": n,
             "mutant_marginals": n, "masked_marginals_mt": total, "hcb": total - n, "pll_delta": n * n_residues,
-            "ag": n * 41}[group]
+            "ag": n * 41, "chain": 0}[group]
 
 
 def _round(xs) -> list:
@@ -180,7 +197,7 @@ class Runner:
 
     def _set(self, group: str) -> list:
         if group not in self._sets:
-            self._sets[group] = load_assay_set(self.data, group[:-4])[0]
+            self._sets[group] = load_assay_set(self.data, group.rsplit("_", 1)[0])[0]
         return self._sets[group]
 
     def _library_chunk(self, stage: Stage, lo: int, hi: int) -> dict:
@@ -191,6 +208,7 @@ class Runner:
         cdrs = [lib.cdrs[i] for i in idx]
         ks = [lib.mutations(i) for i in idx]
         t0, c0 = time.perf_counter(), time.process_time()
+        rows_est = None
         if stage.group == "baselines":
             scores = {"blosum62": [blosum_sum(WT_CDR, c) for c in cdrs],
                       "neg_hamming": [-hamming(WT_CDR, c) for c in cdrs],
@@ -199,31 +217,44 @@ class Runner:
         else:
             mlm, enc, cache = self.model(stage.model)
             n_res = enc.n_residues
-            got = score_variants(mlm, enc.wt, [enc.variant(c) for c in cdrs], methods=GROUPS[stage.group],
-                                 batch_tokens=self.batch_tokens, cache=cache) if cdrs else {}
+            variants = [enc.variant(c) for c in cdrs]
+            got = score_variants(mlm, enc.wt, variants, methods=GROUPS[stage.group], batch_tokens=self.batch_tokens,
+                                 cache=cache, n_orders=CHAIN_ORDERS, seed=CHAIN_SEED) if cdrs else {}
             scores = {m: _round(got[m].tolist()) if cdrs else [] for m in GROUPS[stage.group]}
+            if stage.group == "chain":
+                rows_est = chain_rows(mlm, enc.wt, variants, lo == 0)
         chunk = {"start": lo, "stop": hi, "seconds": round(time.perf_counter() - t0, 3),
                  "cpu_seconds": round(time.process_time() - c0, 3), "n": len(idx),
-                 "rows_est": rows_estimate(stage.group, ks, n_res, lo == 0), "scores": scores}
+                 "rows_est": rows_estimate(stage.group, ks, n_res, lo == 0) if rows_est is None else rows_est,
+                 "scores": scores}
         if stage.group == "ag":
             chunk["idx"] = idx
+        if stage.group == "chain":
+            chunk.update(n_orders=CHAIN_ORDERS, seed=CHAIN_SEED)
         return chunk
 
     def _set_chunk(self, stage: Stage, lo: int, hi: int) -> dict:
+        """PLL (``*_pll``: field ``pll``) or left-to-right chain-rule log-likelihood (``*_loglik``: field
+        ``loglik``, normalised over the proposal alphabet as ``mlmprob.loglik``) of each VH of the set."""
         from ..energy import token_scores
+        from ..likelihood import loglik
 
         abs_ = self._set(stage.group)[lo:hi]
         mlm, _, _ = self.model(stage.model)
         t0, c0 = time.perf_counter(), time.process_time()
         limit = getattr(mlm, "max_length", None)
         keep = [a for a in abs_ if limit is None or len(a.vh) + 2 <= limit]
-        pll, n_res = [], []
+        kind = stage.group.rsplit("_", 1)[1]
+        values, n_res = [], []
         if keep:
             enc = mlm.encode(_texts_for(mlm, [a.vh for a in keep]))
-            s = token_scores(mlm, enc.input_ids, batch_tokens=self.batch_tokens)
-            pll = _round(s.pll.tolist())
+            if kind == "pll":
+                v = token_scores(mlm, enc.input_ids, batch_tokens=self.batch_tokens).pll
+            else:
+                v = loglik(mlm, enc.input_ids, order="l2r", batch_tokens=self.batch_tokens).per_order[:, 0]
+            values = _round(v.tolist())
             n_res = [len(a.vh) for a in keep]
         return {"start": lo, "stop": hi, "seconds": round(time.perf_counter() - t0, 3),
                 "cpu_seconds": round(time.process_time() - c0, 3), "n": len(keep),
-                "rows_est": sum(n_res), "ids": [a.id for a in keep], "pll": pll, "n_res": n_res,
+                "rows_est": sum(n_res), "ids": [a.id for a in keep], kind: values, "n_res": n_res,
                 "skipped": [a.id for a in abs_ if a not in keep]}

@@ -17,7 +17,7 @@ from .variants_data_common import read_chunks
 from .variants_data_runner import GROUPS, SET_GROUPS
 
 BASELINES = GROUPS["baselines"]
-JOINT = ("masked_marginals_all", "masked_marginals_mt", "hcb", "ag", "epistasis")
+JOINT = ("masked_marginals_all", "masked_marginals_mt", "hcb", "chain", "ag", "epistasis")
 
 
 @dataclass
@@ -83,29 +83,33 @@ def load_scores(out: Path, n: int) -> tuple[list[Score], list[Timing]]:
     return scores, timings
 
 
-def load_set_pll(out: Path) -> dict[tuple[str, str], dict[str, tuple[float, int]]]:
-    """``{(set, model): {antibody id: (PLL, residues)}}`` from ``<set>-<model>-pll.jsonl``."""
+def load_set_scores(out: Path, kind: str = "pll") -> dict[tuple[str, str], dict[str, tuple[float, int]]]:
+    """``{(set, model): {antibody id: (value, residues)}}`` from ``<set>-<model>-<kind>.jsonl`` (``kind``:
+    ``pll``, or ``loglik``: the left-to-right chain rule)."""
     res: dict = {}
-    for group in SET_GROUPS:
-        name = group[:-4]
-        for path in sorted(out.glob(f"{name}-*-pll.jsonl")):
-            model = path.stem[len(name) + 1:-len("-pll")]
+    for name in _set_names():
+        for path in sorted(out.glob(f"{name}-*-{kind}.jsonl")):
+            model = path.stem[len(name) + 1:-len(kind) - 1]
             d = res.setdefault((name, model), {})
             for c in read_chunks(path):
-                for i, p, r in zip(c["ids"], c["pll"], c["n_res"]):
+                for i, p, r in zip(c["ids"], c[kind], c["n_res"]):
                     d[i] = (p, r)
     return res
+
+
+def _set_names() -> list[str]:
+    return list(dict.fromkeys(g.rsplit("_", 1)[0] for g in SET_GROUPS))
 
 
 def timings_of_sets(out: Path) -> list[Timing]:
     res = []
     for group in SET_GROUPS:
-        name = group[:-4]
-        for path in sorted(out.glob(f"{name}-*-pll.jsonl")):
+        name, kind = group.rsplit("_", 1)
+        for path in sorted(out.glob(f"{name}-*-{kind}.jsonl")):
             chunks = read_chunks(path)
-            res.append(Timing(path.stem[len(name) + 1:-len("-pll")], group, len(chunks), sum(c["n"] for c in chunks),
-                              sum(c["seconds"] for c in chunks), sum(c["cpu_seconds"] for c in chunks),
-                              sum(c["rows_est"] for c in chunks)))
+            res.append(Timing(path.stem[len(name) + 1:-len(kind) - 1], group, len(chunks),
+                              sum(c["n"] for c in chunks), sum(c["seconds"] for c in chunks),
+                              sum(c["cpu_seconds"] for c in chunks), sum(c["rows_est"] for c in chunks)))
     return res
 
 

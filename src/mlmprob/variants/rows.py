@@ -90,6 +90,11 @@ class RowTable:
         """Distinct rows requested so far."""
         return len(self._edits)
 
+    @property
+    def edits(self) -> tuple[Edit, ...]:
+        """The distinct rows requested so far, by edit."""
+        return tuple(self._edits)
+
     def run(self, cache: ForwardCache | None = None) -> torch.Tensor:
         """All requested terms, ``[n_requests]`` float64."""
         mlm, mask_id = self.mlm, self.mlm.mask_id

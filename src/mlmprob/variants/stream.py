@@ -22,7 +22,9 @@ from ..defaults import DTYPE
 from ..alphabet import AMINO_ACIDS
 from ..errors import MLMProbError
 from ..models.protocol import max_length_of
+from ..likelihood.orders import check_n_orders
 from .api import check_methods, score_variants
+from .chain import DEFAULT_ORDERS
 from .mutations import Mutation, letter_ids, residue_positions
 from .rows import ForwardCache
 from .units import VariantUnit, mutant_label, variant_of
@@ -86,9 +88,12 @@ class VariantsJob:
     allow_pickle: bool = False
     batch_tokens: int | None = None
     skip_invalid: bool = False
+    chain_orders: int = DEFAULT_ORDERS  # ``chain``: orders per variant and their seed (variants.chain.site_orders)
+    chain_seed: int = 0
 
     def __post_init__(self):
         object.__setattr__(self, "methods", check_methods(self.methods))
+        check_n_orders(self.chain_orders)
 
     def load(self, device: str = "auto") -> VariantsState:
         """The model on ``device`` and the wild type's first window (called once per worker)."""
@@ -127,7 +132,8 @@ class VariantsJob:
             if not group:
                 continue
             variants = [[(int(where[m.index - start]), state.to_id[m.mt]) for m in muts] for _, muts in group]
-            scores = score_variants(state.mlm, ids, variants, self.methods, state.batch_tokens, cache=cache)
+            scores = score_variants(state.mlm, ids, variants, self.methods, state.batch_tokens, cache=cache,
+                                    n_orders=self.chain_orders, seed=self.chain_seed)
             for j, (k, _) in enumerate(group):
                 values[k] = {m: float(scores[m][j]) for m in self.methods}
         wild = {m: float("nan") if m == "ag" else 0.0 for m in self.methods}  # no mutation: every sum is empty

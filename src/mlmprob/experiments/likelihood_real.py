@@ -1,0 +1,185 @@
+"""The chain-rule likelihood of real MLMs on held-out data (issue 20, part 5): per-token perplexities.
+
+For each model and evaluation set, a seeded sample of sequences is scored with ``mlmprob.loglik``
+under the left-to-right order, the right-to-left order and ``K_max`` random orders (drawn from the
+record's own generator, ``likelihood.records.record_generator``), and with the exact PLL. One record
+per sequence goes to ``results.jsonl`` as it finishes (a rerun skips finished sequences; a larger
+``--n`` extends the same sample); ``README.md`` is rewritten from the records by
+``likelihood_real_report``.
+
+    python -m mlmprob.experiments.likelihood_real --out docs/results/likelihood \\
+        --plan en-small:snli,xsum:20:64 sapiens-vh:thera_heavy,gdpa1_vh:6:64 --threads 1
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import shlex
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+
+from ..alphabet import is_protein
+from ..argtypes import positive_int
+from ..errors import MLMProbError, exit_status
+from ..likelihood.chain import loglik
+from ..likelihood.records import record_generator
+from ..runtime.log import ResumableLog, RunMeta
+from .data_option import add_data_option, resolve_data_dir
+from .english_sets import evaluation_sets
+
+SETS = {  # name: (file, column); protein sets keep the chains of standard residues only
+    "thera_heavy": ("antibody/thera_sabdab.csv", "HC"),
+    "thera_light": ("antibody/thera_sabdab.csv", "LC"),
+    "gdpa1_vh": ("antibody/GDPa1_v1.2.csv", "vh_protein_sequence"),
+    "gdpa1_vl": ("antibody/GDPa1_v1.2.csv", "vl_protein_sequence"),
+    "snli": ("snli_test.tsv", None),
+    "xsum": ("xsum_test.jsonl", None),
+}
+
+
+@dataclass(frozen=True)
+class Stage:
+    """One model on some sets: ``n`` sequences per set, ``k_max`` random orders each."""
+
+    model: str
+    sets: tuple[str, ...]
+    n: int
+    k_max: int
+
+    def __str__(self) -> str:
+        return f"{self.model}:{','.join(self.sets)}:{self.n}:{self.k_max}"
+
+
+def parse_stage(text: str) -> Stage:
+    """``MODEL:SET[,SET...]:N:KMAX``.
+
+    >>> str(parse_stage("sapiens-vh:thera_heavy,gdpa1_vh:6:64"))
+    'sapiens-vh:thera_heavy,gdpa1_vh:6:64'
+    """
+    parts = text.split(":")
+    if len(parts) != 4:
+        raise MLMProbError(f"stage {text!r}: expected MODEL:SET[,SET...]:N:KMAX")
+    sets = tuple(s for s in parts[1].split(",") if s)
+    unknown = [s for s in sets if s not in SETS]
+    if not sets or unknown:
+        raise MLMProbError(f"stage {text!r}: unknown set {unknown[0] if unknown else ''!r}; use {', '.join(SETS)}")
+    try:
+        n, k = int(parts[2]), int(parts[3])
+    except ValueError:
+        raise MLMProbError(f"stage {text!r}: N and KMAX must be integers") from None
+    if n < 1 or k < 1:
+        raise MLMProbError(f"stage {text!r}: N and KMAX must be at least 1")
+    return Stage(parts[0], sets, n, k)
+
+
+def _protein_column(path: Path, column: str) -> list[str]:
+    with path.open(newline="", encoding="utf-8-sig") as f:
+        rows = list(csv.DictReader(f))
+    if not rows or column not in rows[0]:
+        raise MLMProbError(f"{path}: no column {column!r}")
+    seen, out = set(), []
+    for r in rows:
+        s = (r.get(column) or "").strip().upper()
+        if is_protein(s) and s not in seen:
+            seen.add(s)
+            out.append(s)
+    return out
+
+
+def load_set(data: Path, name: str) -> list[str]:
+    """Every distinct sequence of the set, in file order."""
+    if name in ("snli", "xsum"):
+        return evaluation_sets(data, n=10 ** 9)[name]
+    file, column = SETS[name]
+    return _protein_column(data / file, column)
+
+
+def sample_set(seqs: list[str], n: int, seed: int = 0) -> list[str]:
+    """The first ``n`` of a seeded permutation: a larger ``n`` extends a smaller one's sample.
+
+    >>> sample_set(list("abcdef"), 2) == sample_set(list("abcdef"), 4)[:2]
+    True
+    """
+    perm = torch.randperm(len(seqs), generator=torch.Generator().manual_seed(seed)).tolist()
+    return [seqs[i] for i in perm[:n]]
+
+
+def score_sequence(mlm, seq: str, k_max: int, seed: int = 0) -> dict:
+    """The numbers of one sequence: PLL, ``l2r``, ``r2l`` and ``k_max`` random orders (natural logs)."""
+    from ..energy import pll
+
+    ids = mlm.encode([seq]).input_ids
+    t0 = time.perf_counter()
+    out = {"n_tokens": 0, "pll": float(pll(mlm, ids)[0])}
+    for order in ("l2r", "r2l"):
+        r = loglik(mlm, ids, order=order)
+        out[order] = float(r.per_order[0, 0])
+        out[f"{order}_log_inside"] = float(r.log_inside[0, 0])
+    r = loglik(mlm, ids, order="random", n_orders=k_max, generator=record_generator(seed, seq))
+    k = int(r.n_orders[0])
+    out.update(n_tokens=int(r.n_tokens[0]), per_order=[round(x, 6) for x in r.per_order[0, :k].tolist()],
+               log_inside=[round(x, 6) for x in r.log_inside[0, :k].tolist()], exact=bool(r.exact[0]),
+               outside_mass=float(r.outside_mass[0, :k].mean()), seconds=round(time.perf_counter() - t0, 2))
+    return out
+
+
+def run(stages: list[Stage], out: Path, data: Path, seed: int = 0, dtype: str = "float32", log=print) -> int:
+    """Score what ``results.jsonl`` lacks; returns the number of new records."""
+    from ..models.loading import load_mlm
+
+    config = {"seed": seed, "dtype": dtype}
+    new = 0
+    with ResumableLog(out / "results.jsonl", config=config, meta=RunMeta(out / "config.json")) as res:
+        done = res.done(lambda r: (r["model"], r["set"], r["k_max"], r["sequence"]))
+        for st in stages:
+            mlm = load_mlm(st.model, dtype=dtype)
+            for name in st.sets:
+                for i, seq in enumerate(sample_set(load_set(data, name), st.n, seed)):
+                    if (st.model, name, st.k_max, seq) in done:
+                        continue
+                    rec = {"model": st.model, "set": name, "index": i, "k_max": st.k_max, "sequence": seq}
+                    rec.update(score_sequence(mlm, seq, st.k_max, seed))
+                    res.append(rec)
+                    new += 1
+                    log(f"{st.model} {name} #{i}: {rec['n_tokens']} tokens, {rec['seconds']} s")
+    return new
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(prog="python -m mlmprob.experiments.likelihood_real", description=__doc__.split("\n\n")[0])
+    p.add_argument("--out", default="docs/results/likelihood", help="results folder (results.jsonl, README.md)")
+    p.add_argument("--plan", nargs="*", default=[], help="stages MODEL:SET[,SET...]:N:KMAX, run in order")
+    add_data_option(p, "the antibody CSVs and the English test sets")
+    p.add_argument("--seed", type=int, default=0, help="sample and order seed")
+    p.add_argument("--threads", type=positive_int, default=None, help="torch threads")
+    p.add_argument("--report-only", action="store_true", help="only rewrite README.md from the records")
+    args = p.parse_args(argv)
+    from .likelihood_real_report import write_report
+
+    def body() -> None:
+        out = Path(args.out)
+        if args.threads:
+            torch.set_num_threads(args.threads)
+        if not args.report_only:
+            stages = [parse_stage(s) for s in args.plan]
+            data = resolve_data_dir(args.data, [SETS[s][0] for st in stages for s in st.sets])
+            t0 = time.time()
+            run(stages, out, data, args.seed, log=lambda m: print(m, file=sys.stderr, flush=True))
+            cmd = "python -m mlmprob.experiments.likelihood_real " + shlex.join(argv if argv is not None else sys.argv[1:])
+            meta = RunMeta(out / "config.json")
+            stored = meta.load()
+            stored["commands"] = stored.get("commands", []) + [{"command": cmd, "wall_s": round(time.time() - t0, 1),
+                                                                 "threads": torch.get_num_threads()}]
+            meta.save(stored)
+        write_report(out)
+
+    return exit_status(body)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
