@@ -1,14 +1,14 @@
 """Does a precision change the ranking? AntiBERTy in float32, int8, bfloat16 and float16 (issue 21 §1).
 
-    PYTHONPATH=src:bench OMP_NUM_THREADS=1 python bench/precision_rank.py --chains 48 --slow-every 4 \
+    PYTHONPATH=src:bench OMP_NUM_THREADS=1 python bench/precision_rank.py --chains 48 --bf16-every 2 --fp16-every 4 \
         --variants 1000 --raw docs/results/precision/raw_rank --out docs/results/precision/ranking.md
 
 Two rankings, each precision against float32:
 
 - ``pll``: the exact PLL (one masked copy per residue) of Thera-SAbDab heavy chains (the first
   ``--chains`` of ``onepass_data.antibody_sets``: 80-140 aa, deduplicated, not in GDPa1 / Jain-137).
-  float32 and int8 score every chain; bfloat16 and float16 (3-5x slower than float32 on an AVX2-only
-  CPU) every ``--slow-every``-th chain (chains 0, k, 2k, ...), and are compared with float32 on those.
+  float32 and int8 score every chain; bfloat16 every ``--bf16-every``-th chain and float16 (the slowest
+  on an AVX2-only CPU) every ``--fp16-every``-th (chains 0, k, 2k, ...), compared with float32 on those.
   The precisions of a chain run back to back, so the per-chain times are interleaved.
 - ``mm``: ``masked_marginals`` of the first ``--variants`` CDR-H3 variants of the trastuzumab library
   (``variants_data_common.load_library``, seed 0: binders and non-binders alternate, so the prefix is
@@ -33,16 +33,16 @@ from pathlib import Path
 import torch
 
 DTYPES = ("float32", "int8", "bfloat16", "float16")
-SLOW = ("bfloat16", "float16")
 
 
-def plan(n_chains: int, slow_every: int) -> list[tuple[int, str]]:
-    """The ``(chain, dtype)`` units in run order: every chain's precisions back to back.
+def plan(n_chains: int, every: dict[str, int]) -> list[tuple[int, str]]:
+    """The ``(chain, dtype)`` units in run order: every chain's precisions back to back; a precision
+    in ``every`` runs on the chains ``0, k, 2k, ...`` only.
 
-    >>> plan(3, 2)
-    [(0, 'float32'), (0, 'int8'), (0, 'bfloat16'), (0, 'float16'), (1, 'float32'), (1, 'int8'), (2, 'float32'), (2, 'int8'), (2, 'bfloat16'), (2, 'float16')]
+    >>> plan(3, {"bfloat16": 1, "float16": 2})
+    [(0, 'float32'), (0, 'int8'), (0, 'bfloat16'), (0, 'float16'), (1, 'float32'), (1, 'int8'), (1, 'bfloat16'), (2, 'float32'), (2, 'int8'), (2, 'bfloat16'), (2, 'float16')]
     """
-    return [(i, dt) for i in range(n_chains) for dt in DTYPES if dt not in SLOW or i % slow_every == 0]
+    return [(i, dt) for i in range(n_chains) for dt in DTYPES if i % every.get(dt, 1) == 0]
 
 
 def read_jsonl(path: Path) -> list[dict]:
@@ -153,13 +153,13 @@ def _run_mm(mlms, raw: Path, n: int) -> list[int]:
     return labels
 
 
-def _run_pll(mlms, raw: Path, n_chains: int, slow_every: int) -> None:
+def _run_pll(mlms, raw: Path, n_chains: int, every: dict[str, int]) -> None:
     import mlmprob
     from onepass_data import antibody_sets
 
     seqs = antibody_sets("H")["calibration"][:n_chains]
     done = {(r["chain"], r["dtype"]) for r in read_jsonl(raw / "pll.jsonl")}
-    for i, dt in plan(len(seqs), slow_every):
+    for i, dt in plan(len(seqs), every):
         if (i, dt) in done:
             continue
         mlm = mlms[dt]
@@ -177,7 +177,8 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--model", default="antiberty")
     ap.add_argument("--chains", type=int, default=48)
-    ap.add_argument("--slow-every", type=int, default=4, help="bfloat16 / float16 on every k-th chain")
+    ap.add_argument("--bf16-every", type=int, default=2, help="bfloat16 on every k-th chain only")
+    ap.add_argument("--fp16-every", type=int, default=4, help="float16 on every k-th chain only")
     ap.add_argument("--variants", type=int, default=1000)
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--raw", required=True, help="folder of pll.jsonl / mm.jsonl (appended, resumable)")
@@ -199,7 +200,7 @@ def main(argv=None) -> int:
         (raw / "command.txt").write_text(shlex.join(["python", "bench/precision_rank.py"] + (
             argv if argv is not None else sys.argv[1:])) + "\n")
         _run_mm(mlms, raw, a.variants)
-        _run_pll(mlms, raw, a.chains, a.slow_every)
+        _run_pll(mlms, raw, a.chains, {"bfloat16": a.bf16_every, "float16": a.fp16_every})
     cmd = shlex.join(["python", "bench/precision_rank.py"] + (argv if argv is not None else sys.argv[1:]))
     if a.report_only and (raw / "command.txt").is_file():  # the command that made the raw results
         cmd = (raw / "command.txt").read_text().strip()

@@ -21,8 +21,8 @@ def pr():
 
 
 def test_plan_runs_slow_precisions_on_every_kth_chain(pr):
-    units = pr.plan(5, 2)
-    assert [i for i, d in units if d == "bfloat16"] == [0, 2, 4]
+    units = pr.plan(5, {"bfloat16": 2, "float16": 4})
+    assert [i for i, d in units if d == "bfloat16"] == [0, 2, 4] and [i for i, d in units if d == "float16"] == [0, 4]
     assert [i for i, d in units if d == "float32"] == [0, 1, 2, 3, 4]
     assert units[:4] == [(0, "float32"), (0, "int8"), (0, "bfloat16"), (0, "float16")]
 
