@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import platform
 import shlex
 import statistics
 import sys
@@ -182,8 +181,13 @@ def run(args) -> str:
                 lines.append(f"| {name} | {w} | {e} | {t:.2f} | {speed} | {base / t:.2f} | {err_s} | {rounds} |")
         print("\n".join(lines), file=sys.stderr, flush=True)
     load1 = os.getloadavg()
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    import esm_cpp
+    from cpu_info import describe
+
+    isa = esm_cpp.current_isa()
     head = [f"Command: `{shlex.join(['python', 'bench/bench_cpu.py'] + sys.argv[1:])}`",
-            f"Machine: {platform.machine()}, torch {torch.__version__}, {args.threads} thread(s) for both engines; "
+            f"Machine: {describe()}; esm-cpp ISA {isa}; {args.threads} thread(s) for both engines; "
             f"load average at start {load0[0]:.2f}, at end {load1[0]:.2f} (shared machine: 2 cores, other jobs running).",
             f"Sequences: forward {len(fwd_seqs)} Thera-SAbDab heavy chains ({sum(map(len, fwd_seqs))} residues); "
             f"PLL: {len(pll_seqs)} other chain(s) ({sum(map(len, pll_seqs))} residues), the first {args.pll_positions} "

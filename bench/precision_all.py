@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import platform
 import shlex
 import statistics
 import sys
@@ -28,6 +27,7 @@ import mlmprob
 from mlmprob.models.precision import Int8Linear
 from mlmprob.onepass.scoring import spearman
 
+from cpu_info import describe
 from onepass_data import antibody_sets, english_sets
 
 
@@ -171,8 +171,7 @@ def main(argv=None) -> int:
     load1 = os.getloadavg()
     lines = ["# Precisions against float32: speed, matmul-peak share, error", "",
              f"Command: `{shlex.join(['python', 'bench/precision_all.py'] + (argv if argv is not None else sys.argv[1:]))}`",
-             f"Machine: {platform.machine()} (AMD EPYC, AVX2, no AVX-512: no native bf16), torch {torch.__version__}, "
-             f"{a.threads} thread(s); load average {load0[0]:.1f} at start, {load1[0]:.1f} at end: a loaded, shared "
+             f"Machine: {describe()}; {a.threads} thread(s); load average {load0[0]:.1f} at start, {load1[0]:.1f} at end: a loaded, shared "
              "2-core machine, so the precisions of a model ran interleaved and the ratios are the result.", "",
              "Throughput: scored positions (masked copies) per second, exact PLL. Peak share: the model's linear-layer "
              "GFLOP/s over the matmul GFLOP/s of that precision timed in the same run. Errors vs float32 in nats.", "",

@@ -23,7 +23,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import shlex
 import statistics
 import sys
@@ -204,8 +203,9 @@ def main(argv=None) -> int:
     cmd = shlex.join(["python", "bench/precision_rank.py"] + (argv if argv is not None else sys.argv[1:]))
     if a.report_only and (raw / "command.txt").is_file():  # the command that made the raw results
         cmd = (raw / "command.txt").read_text().strip()
-    machine = (f"Machine: {platform.machine()} (2-core AMD EPYC, AVX2 only: no native bf16 / fp16), torch "
-               f"{torch.__version__}, {a.threads} thread(s), load average {load0[0]:.1f} when this report was "
+    from cpu_info import describe
+
+    machine = (f"Machine: {describe()}; {a.threads} thread(s), load average {load0[0]:.1f} when this report was "
                "built; a shared machine, so times are medians and ratios, not peak speeds.")
     text = report(read_jsonl(raw / "pll.jsonl"), read_jsonl(raw / "mm.jsonl"), labels, command=cmd, machine=machine)
     print(text)

@@ -54,3 +54,12 @@ def test_report_rows_against_float32(pr):
     # ranks 0 2 1 3 against 0 1 2 3; binders (1, 0, 1, 0) score 0 and 2, below both non-binders
     assert bf[1:6] == ["4", "0.8000", "0.3750", "1.5000", "0.0000"]
     assert text.count("| bfloat16 |") == 1 and "Command: `python bench/precision_rank.py`" in text
+
+
+def test_cpu_description_names_the_matrix_features():
+    if str(BENCH) not in sys.path:
+        sys.path.insert(0, str(BENCH))
+    import cpu_info
+
+    text = cpu_info.describe("model name\t: AMD EPYC\ncpu family\t: 25\nmodel\t\t: 17\nflags\t\t: avx2 avx512_bf16")
+    assert "AMD EPYC (family 25, model 17)" in text and "avx512_bf16: yes" in text and "amx_int8: no" in text
