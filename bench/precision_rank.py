@@ -68,6 +68,19 @@ def _spearman(a, b) -> float:
     return float(spearman(torch.tensor(a, dtype=torch.float64), torch.tensor(b, dtype=torch.float64)))
 
 
+def flipped(a, b) -> tuple[int, int]:
+    """Pairs ``i < j`` ordered differently by ``a`` than by the reference ``b`` (a tie on one side only
+    counts), and the pairs ``b`` does not tie.
+
+    >>> flipped([1, 2, 3, 3], [1, 3, 2, 4])
+    (2, 6)
+    """
+    a, b = torch.tensor(a, dtype=torch.float64), torch.tensor(b, dtype=torch.float64)
+    sa, sb = torch.sign(a[:, None] - a[None]), torch.sign(b[:, None] - b[None])
+    upper = torch.ones_like(sa, dtype=torch.bool).triu(1)
+    return int(((sa != sb) & upper).sum()), int(((sb != 0) & upper).sum())
+
+
 def pll_rows(recs: list[dict]) -> list[str]:
     """Markdown rows: each precision against float32 on the chains both scored."""
     by = {(r["chain"], r["dtype"]): r for r in recs}
@@ -82,8 +95,10 @@ def pll_rows(recs: list[dict]) -> list[str]:
         dt_tok = [abs(a - b) for c, r in zip(cur, ref) for a, b in zip(c["token_lp"], r["token_lp"])]
         per_res = [d / len(r["token_lp"]) for d, r in zip(dp, ref)]
         t, t32 = statistics.median(c["seconds"] for c in cur), statistics.median(r["seconds"] for r in ref)
-        rho = _spearman([c["pll"] for c in cur], [r["pll"] for r in ref]) if len(chains) > 2 else float("nan")
-        rows.append(f"| {dt} | {len(chains)} | {rho:.4f} | {statistics.mean(dp):.3f} | {max(dp):.3f} | "
+        a, b = [c["pll"] for c in cur], [r["pll"] for r in ref]
+        rho = _spearman(a, b) if len(chains) > 2 else float("nan")
+        nf, npairs = flipped(a, b)
+        rows.append(f"| {dt} | {len(chains)} | {rho:.4f} | {nf} / {npairs} | {statistics.mean(dp):.3f} | {max(dp):.3f} | "
                     f"{statistics.mean(per_res):.4f} | {statistics.mean(dt_tok):.4f} | {max(dt_tok):.3f} | "
                     f"{t:.1f} | {t32 / t:.2f} |")
     return rows
@@ -105,7 +120,8 @@ def mm_rows(recs: list[dict], labels: list[int]) -> list[str]:
         n = min(len(s), len(ref))
         d = [abs(a - b) for a, b in zip(s[:n], ref[:n])]
         au = float(auroc(torch.tensor(s[:n], dtype=torch.float64), torch.tensor(labels[:n], dtype=torch.float64)))
-        rows.append(f"| {dt} | {n} | {_spearman(s[:n], ref[:n]):.4f} | {statistics.mean(d):.4f} | {max(d):.4f} | "
+        nf, npairs = flipped(s[:n], ref[:n])
+        rows.append(f"| {dt} | {n} | {_spearman(s[:n], ref[:n]):.4f} | {nf} / {npairs} | {statistics.mean(d):.4f} | {max(d):.4f} | "
                     f"{au:.4f} | {by[dt]['seconds']:.1f} |")
     return rows
 
@@ -115,18 +131,19 @@ def report(pll_recs: list[dict], mm_recs: list[dict], labels: list[int], *, comm
              f"Command: `{command}`", "", machine, "",
              "## Exact PLL of Thera-SAbDab heavy chains", "",
              "Each precision against float32 on the chains both scored (bfloat16 / float16: every k-th chain, "
-             "see the command). |d| in nats; per residue = |d PLL| / scored residues. Time: median seconds per "
+             "see the command). Pairs ordered differently: chain pairs whose PLL order differs from float32's (of the "
+             "pairs float32 does not tie). |d| in nats; per residue = |d PLL| / scored residues. Time: median seconds per "
              "chain (exact PLL, ~120 masked copies), the precisions of a chain run back to back.", "",
-             "| precision | chains | Spearman PLL vs float32 | mean abs d PLL | max abs d PLL | mean abs d PLL / residue | "
+             "| precision | chains | Spearman PLL vs float32 | pairs ordered differently | mean abs d PLL | max abs d PLL | mean abs d PLL / residue | "
              "mean abs d per token | max abs d per token | s / chain | speed vs float32 |",
-             "|---|---|---|---|---|---|---|---|---|---|"]
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
     lines += pll_rows(pll_recs)
     lines += ["", "## masked_marginals of trastuzumab CDR-H3 variants", "",
               "Variant score = sum over mutated sites of log q(mt) - log q(wt) with the site masked (ProteinGym's "
               "masked marginals; the rows are the 10 CDR-H3 positions, shared by all variants). AUROC: binders (1) "
               "against non-binders (0) of the library, for reference. Time: the whole call, seconds.", "",
-              "| precision | variants | Spearman vs float32 | mean abs d score | max abs d score | AUROC binder | s |",
-              "|---|---|---|---|---|---|---|"]
+              "| precision | variants | Spearman vs float32 | pairs ordered differently | mean abs d score | max abs d score | AUROC binder | s |",
+              "|---|---|---|---|---|---|---|---|"]
     lines += mm_rows(mm_recs, labels)
     return "\n".join(lines) + "\n"
 

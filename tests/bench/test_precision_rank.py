@@ -47,12 +47,12 @@ def test_report_rows_against_float32(pr):
           {"dtype": "bfloat16", "scores": [0.0, 2.5, 2.0, 3.0], "seconds": 2.0}]
     text = pr.report(recs, mm, [1, 0, 1, 0], command="python bench/precision_rank.py", machine="M")
     pll_int8 = [line for line in text.splitlines() if line.startswith("| int8 |")][0].split(" | ")
-    assert pll_int8[1:6] == ["4", "1.0000", "0.100", "0.100", "0.0500"] and pll_int8[-1] == "2.00 |"
+    assert pll_int8[1:7] == ["4", "1.0000", "0 / 6", "0.100", "0.100", "0.0500"] and pll_int8[-1] == "2.00 |"
     f16 = [line for line in text.splitlines() if line.startswith("| float16 |")][0].split(" | ")
-    assert f16[1:4] == ["2", "nan", "0.500"] and f16[-1] == "0.25 |"
+    assert f16[1:5] == ["2", "nan", "0 / 1", "0.500"] and f16[-1] == "0.25 |"
     bf = [line for line in text.splitlines() if line.startswith("| bfloat16 |")][0].split(" | ")
     # ranks 0 2 1 3 against 0 1 2 3; binders (1, 0, 1, 0) score 0 and 2, below both non-binders
-    assert bf[1:6] == ["4", "0.8000", "0.3750", "1.5000", "0.0000"]
+    assert bf[1:7] == ["4", "0.8000", "1 / 6", "0.3750", "1.5000", "0.0000"]
     assert text.count("| bfloat16 |") == 1 and "Command: `python bench/precision_rank.py`" in text
 
 
