@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import platform
 import shlex
 import statistics
 import sys
@@ -145,7 +144,8 @@ def run(args) -> str:
     for name in args.models.split(","):
         folder = save_random_esm(name, root)
         engines = {"mlmprob float32 (= HF fp32)": Mlmprob(folder, "float32"), "esm-cpp fp32": EsmCpp(folder, args.threads)}
-        engines["esm-cpp int8 (SmoothQuant)"] = EsmCpp(folder, args.threads, calib)
+        if name in args.esmcpp_int8_models.split(","):
+            engines["esm-cpp int8 (SmoothQuant)"] = EsmCpp(folder, args.threads, calib)
         engines["mlmprob int8"] = Mlmprob(folder, "int8")
         if name in args.bf16_models.split(","):
             engines["mlmprob bfloat16"] = Mlmprob(folder, "bfloat16")
@@ -181,8 +181,13 @@ def run(args) -> str:
                 lines.append(f"| {name} | {w} | {e} | {t:.2f} | {speed} | {base / t:.2f} | {err_s} | {rounds} |")
         print("\n".join(lines), file=sys.stderr, flush=True)
     load1 = os.getloadavg()
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    import esm_cpp
+    from cpu_info import describe
+
+    isa = esm_cpp.current_isa()
     head = [f"Command: `{shlex.join(['python', 'bench/bench_cpu.py'] + sys.argv[1:])}`",
-            f"Machine: {platform.machine()}, torch {torch.__version__}, {args.threads} thread(s) for both engines; "
+            f"Machine: {describe()}; esm-cpp ISA {isa}; {args.threads} thread(s) for both engines; "
             f"load average at start {load0[0]:.2f}, at end {load1[0]:.2f} (shared machine: 2 cores, other jobs running).",
             f"Sequences: forward {len(fwd_seqs)} Thera-SAbDab heavy chains ({sum(map(len, fwd_seqs))} residues); "
             f"PLL: {len(pll_seqs)} other chain(s) ({sum(map(len, pll_seqs))} residues), the first {args.pll_positions} "
@@ -198,6 +203,8 @@ def main(argv=None) -> int:
     ap.add_argument("--models", default="esm2-8M,esm2-35M,esm2-150M")
     ap.add_argument("--pll-models", default="esm2-8M,esm2-35M", help="models whose exact PLL is timed too")
     ap.add_argument("--bf16-models", default="esm2-8M", help="models also run by mlmprob in bfloat16")
+    ap.add_argument("--esmcpp-int8-models", default="esm2-8M,esm2-35M,esm2-150M",
+                    help="models also run by esm-cpp in int8 (its calibration runs 8 forwards in its slow path)")
     ap.add_argument("--n-forward", type=int, default=8)
     ap.add_argument("--n-pll", type=int, default=1)
     ap.add_argument("--pll-positions", type=int, default=8, help="masked copies per PLL chain (first K residues)")

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import platform
 import shlex
 import statistics
 import sys
@@ -28,6 +27,7 @@ import mlmprob
 from mlmprob.models.precision import Int8Linear
 from mlmprob.onepass.scoring import spearman
 
+from cpu_info import describe
 from onepass_data import antibody_sets, english_sets
 
 
@@ -60,7 +60,32 @@ def linear_params(mlm) -> int:
     return n
 
 
-def measure(model: str, seqs: list[str], dtypes: list[str], rounds: int) -> list[str]:
+def save_random_bert_base(root: Path, sizes: tuple[int, int, int, int] = (12, 768, 12, 3072)) -> Path:
+    """A random-weight BERT-base (``sizes``: 12 layers, hidden 768, 12 heads, FFN 3072; std-0.02 init, seed 0)
+    with en-small's English tokenizer (vocabulary 8192), saved for ``load_mlm(folder)``."""
+    import shutil
+
+    import transformers as tf
+    from mlmprob.models.loading import EN_SMALL_DIR
+
+    d = root / ("bert-base-en" if sizes == (12, 768, 12, 3072) else "bert-{}-{}-{}-{}".format(*sizes))
+    if (d / "model.safetensors").is_file():
+        return d
+    d.mkdir(parents=True, exist_ok=True)
+    cfg = tf.BertConfig.from_pretrained(str(EN_SMALL_DIR))
+    cfg.num_hidden_layers, cfg.hidden_size, cfg.num_attention_heads, cfg.intermediate_size = sizes
+    cfg.max_position_embeddings = 512
+    torch.manual_seed(0)  # benchmark weights
+    tf.BertForMaskedLM(cfg).eval().save_pretrained(str(d))
+    for f in ("tokenizer.json", "tokenizer_config.json"):
+        shutil.copy(EN_SMALL_DIR / f, d / f)
+    return d
+
+
+def measure(model: str, seqs: list[str], dtypes: list[str], rounds: int, label: str | None = None,
+            positions: list[int] | None = None) -> list[str]:
+    """Rows of the table for ``model`` (a name or folder; ``label`` in the table), exact PLL of ``seqs`` at
+    ``positions`` (default: every position) in each of ``dtypes``, interleaved over ``rounds``."""
     mlms = {dt: mlmprob.load_mlm(model, device="cpu", dtype=dt) for dt in dtypes}
     ids = mlms["float32"].encode(seqs).input_ids
     times = {dt: [] for dt in dtypes}
@@ -68,9 +93,9 @@ def measure(model: str, seqs: list[str], dtypes: list[str], rounds: int) -> list
     for r in range(rounds):
         for dt in (dtypes if r % 2 == 0 else dtypes[::-1]):
             t0 = time.perf_counter()
-            scores[dt] = mlmprob.token_scores(mlms[dt], ids)
+            scores[dt] = mlmprob.token_scores(mlms[dt], ids, positions)
             times[dt].append(time.perf_counter() - t0)
-            print(f"{model} round {r} {dt}: {times[dt][-1]:.1f} s", file=sys.stderr, flush=True)
+            print(f"{label or model} round {r} {dt}: {times[dt][-1]:.1f} s", file=sys.stderr, flush=True)
     ref = scores["float32"]
     sel = ref.positions
     lens = (ids != mlms["float32"].pad_id).sum(1) if mlms["float32"].pad_id is not None else torch.full((len(seqs),), ids.shape[1])
@@ -83,10 +108,45 @@ def measure(model: str, seqs: list[str], dtypes: list[str], rounds: int) -> list
         peak = matmul_peak(dt, hidden)
         d = (scores[dt].log_prob - ref.log_prob)[sel].abs()
         dp = (scores[dt].pll - ref.pll).abs()
-        rows.append(f"| {model} | {dt} | {int(sel.sum()) / t:.1f} | {statistics.median(times['float32']) / t:.2f} | "
+        rows.append(f"| {label or model} | {dt} | {int(sel.sum()) / t:.1f} | {statistics.median(times['float32']) / t:.2f} | "
                     f"{flops / t / 1e9:.1f} / {peak:.1f} = {flops / t / 1e9 / peak:.0%} | {d.mean():.4f} | "
                     f"{d.quantile(0.99):.4f} | {d.max():.4f} | {dp.mean():.3f} | {dp.max():.3f} | "
                     f"{spearman(scores[dt].pll, ref.pll):.4f} |")
+    return rows
+
+
+def english_sentences(n: int) -> list[str]:
+    """The first ``n`` wikitext-2 test sentences of at most 25 words that fit 64 en-small tokens."""
+    sents = [s for s in english_sets()["heldout"] if len(s.split()) <= 25][:n * 2]
+    m = mlmprob.load_mlm("en-small")
+    ok = []
+    for s in sents:
+        try:
+            if m.encode([s]).input_ids.shape[1] <= 64:
+                ok.append(s)
+        except mlmprob.MLMProbError:
+            pass
+    return ok[:n]
+
+
+def run_models(a, four: list[str]) -> list[str]:
+    rows = []
+    if a.sentences:
+        rows += measure("en-small", english_sentences(a.sentences), four, a.rounds)
+    if a.bert_base:
+        folder = save_random_bert_base(Path(a.weights))
+        rows += measure(str(folder), english_sentences(a.bert_base), four, a.rounds, label="bert-base (random weights)")
+    if a.esm_chains and Path(a.esm).is_dir():
+        rows += measure(a.esm, antibody_sets("H")["gdpa1"][:a.esm_chains], four, a.rounds)
+    if a.esm150_chains:
+        from bench_cpu import save_random_esm
+
+        folder = save_random_esm("esm2-150M", Path(a.weights))
+        rows += measure(str(folder), antibody_sets("H")["gdpa1"][:a.esm150_chains], four, a.rounds,
+                        label=f"esm2-150M (random weights, first {a.esm150_positions} residues)",
+                        positions=list(range(1, a.esm150_positions + 1)))
+    if a.antiberty:
+        rows += measure("antiberty", antibody_sets("H")["gdpa1"][:a.antiberty], ["float32", "int8"], a.rounds)
     return rows
 
 
@@ -98,32 +158,20 @@ def main(argv=None) -> int:
     ap.add_argument("--esm", default="/tmp/mlmprob_bench_cpu/esm2-8M", help="a random ESM-2 folder (bench_cpu.py)")
     ap.add_argument("--esm-chains", type=int, default=2)
     ap.add_argument("--sentences", type=int, default=20, help="wikitext-2 test sentences for en-small")
+    ap.add_argument("--bert-base", type=int, default=0, help="wikitext-2 test sentences for a random BERT-base")
+    ap.add_argument("--esm150-chains", type=int, default=0, help="GDPa1 VH chains for a random ESM-2 150M")
+    ap.add_argument("--esm150-positions", type=int, default=8, help="ESM-2 150M: score the first K residues")
+    ap.add_argument("--weights", default="/tmp/mlmprob_bench_cpu", help="where the random models are saved")
     ap.add_argument("--out")
     a = ap.parse_args(argv)
     torch.set_num_threads(a.threads)
     load0 = os.getloadavg()
     four = ["float32", "int8", "bfloat16", "float16"]
-    rows = []
-    if a.sentences:
-        sents = [s for s in english_sets()["heldout"] if len(s.split()) <= 25][:a.sentences * 2]
-        m = mlmprob.load_mlm("en-small")
-        ok = []
-        for s in sents:
-            try:
-                if m.encode([s]).input_ids.shape[1] <= 64:
-                    ok.append(s)
-            except mlmprob.MLMProbError:
-                pass
-        rows += measure("en-small", ok[:a.sentences], four, a.rounds)
-    if a.esm_chains and Path(a.esm).is_dir():
-        rows += measure(a.esm, antibody_sets("H")["gdpa1"][:a.esm_chains], four, a.rounds)
-    if a.antiberty:
-        rows += measure("antiberty", antibody_sets("H")["gdpa1"][:a.antiberty], ["float32", "int8"], a.rounds)
+    rows = run_models(a, four)
     load1 = os.getloadavg()
     lines = ["# Precisions against float32: speed, matmul-peak share, error", "",
              f"Command: `{shlex.join(['python', 'bench/precision_all.py'] + (argv if argv is not None else sys.argv[1:]))}`",
-             f"Machine: {platform.machine()} (AMD EPYC, AVX2, no AVX-512: no native bf16), torch {torch.__version__}, "
-             f"{a.threads} thread(s); load average {load0[0]:.1f} at start, {load1[0]:.1f} at end: a loaded, shared "
+             f"Machine: {describe()}; {a.threads} thread(s); load average {load0[0]:.1f} at start, {load1[0]:.1f} at end: a loaded, shared "
              "2-core machine, so the precisions of a model ran interleaved and the ratios are the result.", "",
              "Throughput: scored positions (masked copies) per second, exact PLL. Peak share: the model's linear-layer "
              "GFLOP/s over the matmul GFLOP/s of that precision timed in the same run. Errors vs float32 in nats.", "",
