@@ -49,6 +49,7 @@ GROUPS = {
 SET_GROUPS = ("gdpa1_pll", "jain_pll", "gdpa1_loglik", "jain_loglik")
 CHUNK = {"baselines": 5000, "marginals": 5000, "pll_delta": 10, "chain": 25, "gdpa1_pll": 16, "jain_pll": 16,
          "gdpa1_loglik": 16, "jain_loglik": 16}
+DTYPE = "float32"   # pinned: `auto` is bfloat16 on CPUs with AVX512-BF16, and every stored score is float32
 CHAIN_ORDERS, CHAIN_SEED = 6, 0     # the chain group's orders per variant and their seed (variants.chain)
 DEFAULT_CHUNK = 100
 DIGITS = 5
@@ -155,7 +156,7 @@ class Runner:
         from ..models import load_mlm
 
         self.out, self.data, self.lib, self.batch_tokens, self.log = out, data, library, batch_tokens, log
-        self.loader = loader or load_mlm
+        self.loader = loader or (lambda name: load_mlm(name, dtype=DTYPE))
         self._models: dict[str, tuple[MaskedLM, Encoder, ForwardCache]] = {}
         self._sets: dict[str, list] = {}
 
