@@ -9,7 +9,7 @@ from typing import Callable, Iterable, Iterator, Sequence
 from .defaults import DTYPE
 from .batching import DEFAULT_BATCH_TOKENS
 from .data import Record, encodable_records, encode_records
-from .energy import token_scores
+from .energy import row_sum, token_scores
 from .errors import MLMProbError, NonFiniteError
 from .models.protocol import NONFINITE_HINT
 
@@ -66,12 +66,12 @@ def score_records(mlm, records: Iterable[Record], *, whole_word: bool = False, p
         for b, r in enumerate(good):
             sel = s.positions[b]
             n = int(sel.sum())
-            p = float(s.log_prob[b].sum())
-            if not (math.isfinite(p) and math.isfinite(float(s.raw[b].sum()))):
+            p = float(row_sum(s.log_prob[b]))
+            if not (math.isfinite(p) and math.isfinite(float(row_sum(s.raw[b])))):
                 raise NonFiniteError(f"record {r.id!r}: its score is not finite (PLL {p}; a token with zero "
                                      f"probability, or {NONFINITE_HINT})", rows=[b])
             row = dict(id=r.id, sequence=r.seq, n_tokens=n, pll=p, pll_per_token=p / n, e_local=-p,
-                       e_raw=float(-s.raw[b].sum()))
+                       e_raw=float(-row_sum(s.raw[b])))
             if per_token:
                 ids = enc.input_ids[b][sel]
                 row.update(tokens=[mlm.decode([i]) for i in ids.tolist()],

@@ -22,7 +22,7 @@ from typing import Callable
 import torch
 
 from ..batching import DEFAULT_BATCH_TOKENS, iter_masked_logits
-from ..energy import Positions, check_input_ids, resolve_positions
+from ..energy import Positions, check_input_ids, resolve_positions, row_sum
 from ..errors import PositionsError
 from ..models.alphabet import allowed_ids
 from ..models.protocol import MaskedLM
@@ -176,12 +176,12 @@ def loglik(mlm: MaskedLM, input_ids, positions: Positions = None, *, order: Orde
     nan = torch.tensor(math.nan, dtype=torch.float64)
     n_steps = (plan.orders >= 0).sum(-1).clamp(min=1)
     return LogLik(
-        per_order=torch.where(valid, steps.sum(-1), nan),
+        per_order=torch.where(valid, row_sum(steps), nan),
         step_log_prob=steps,
         orders=plan.orders,
         n_orders=plan.n_orders,
         exact=plan.exact,
-        log_inside=torch.where(valid, inside.sum(-1), nan),
+        log_inside=torch.where(valid, row_sum(inside), nan),
         outside_mass=torch.where(valid, -torch.expm1(inside).sum(-1) / n_steps, nan),
         positions=sel,
     )

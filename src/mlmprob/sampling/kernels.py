@@ -26,6 +26,7 @@ from dataclasses import dataclass
 import torch
 
 from ..batching import DEFAULT_BATCH_TOKENS
+from ..energy import row_sum
 from ..errors import MLMProbError
 from ..models.protocol import MaskedLM, default_positions
 from .forward import block_logits, site_logits
@@ -113,7 +114,7 @@ def energies_from_logits(logits: torch.Tensor, ids: torch.Tensor, scored: torch.
     raw = x.gather(-1, ids[..., None])[..., 0]
     lp = raw - torch.logsumexp(x, -1)
     zero = torch.zeros((), dtype=torch.float64)
-    return -torch.where(scored, lp, zero).sum(-1), -torch.where(scored, raw, zero).sum(-1)
+    return -row_sum(torch.where(scored, lp, zero)), -row_sum(torch.where(scored, raw, zero))
 
 
 def resolve_scored(mlm: MaskedLM, ids: torch.Tensor, free: torch.Tensor, score_all: bool) -> torch.Tensor:
