@@ -89,7 +89,7 @@ def test_runner_end_to_end_with_resume(tmp_path, monkeypatch, sapiens_vh):
     import mlmprob.models
 
     mlm = sapiens_vh
-    monkeypatch.setattr(mlmprob.models, "load_mlm", lambda name: {"sapiens-vh": mlm}[name])   # loaded once
+    monkeypatch.setattr(mlmprob.models, "load_mlm", lambda name, dtype=None: {"sapiens-vh": mlm}[name])   # loaded once
     _fake_data(tmp_path)
     monkeypatch.setattr(variants_data_runner, "DEFAULT_CHUNK", 2)
     monkeypatch.setitem(variants_data_runner.CHUNK, "jain_pll", 3)

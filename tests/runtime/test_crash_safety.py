@@ -618,7 +618,7 @@ def variants_data_case(model: Path, data: Path) -> RunnerCase:
 
     def run(out: Path) -> None:
         with pytest.MonkeyPatch.context() as mp:
-            mp.setattr(mlmprob.models, "load_mlm", lambda name: tiny)
+            mp.setattr(mlmprob.models, "load_mlm", lambda name, dtype=None: tiny)
             mp.setattr(variants_data_runner, "DEFAULT_CHUNK", 1)
             assert variants_data.main(argv(out)) == 0
 

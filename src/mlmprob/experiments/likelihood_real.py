@@ -24,7 +24,7 @@ from pathlib import Path
 import torch
 
 from ..alphabet import is_protein
-from ..argtypes import positive_int
+from ..argtypes import nonnegative_int, positive_int
 from ..errors import MLMProbError, exit_status
 from ..likelihood.chain import loglik
 from ..likelihood.records import record_generator
@@ -155,7 +155,7 @@ def main(argv=None) -> int:
     p.add_argument("--out", default="docs/results/likelihood", help="results folder (results.jsonl, README.md)")
     p.add_argument("--plan", nargs="*", default=[], help="stages MODEL:SET[,SET...]:N:KMAX, run in order")
     add_data_option(p, "the antibody CSVs and the English test sets")
-    p.add_argument("--seed", type=int, default=0, help="sample and order seed")
+    p.add_argument("--seed", type=nonnegative_int, default=0, help="sample and order seed")
     p.add_argument("--threads", type=positive_int, default=None, help="torch threads")
     p.add_argument("--report-only", action="store_true", help="only rewrite README.md from the records")
     args = p.parse_args(argv)
