@@ -183,6 +183,24 @@ def protbert_dir(tmp_path_factory):
     return save_protbert(tmp_path_factory.mktemp("protbert"))
 
 
+BENCH = __import__("pathlib").Path(__file__).resolve().parents[1] / "bench"
+
+
+def load_bench(name: str):
+    """The module ``bench/<name>.py`` (``bench/`` put on ``sys.path`` for its own imports; the module
+    registered under its name unless one already is)."""
+    import importlib.util
+    import sys
+
+    if str(BENCH) not in sys.path:
+        sys.path.insert(0, str(BENCH))
+    spec = importlib.util.spec_from_file_location(name, BENCH / f"{name}.py")
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules.setdefault(name, mod)
+    spec.loader.exec_module(mod)
+    return mod
+
+
 def shared_data_file(rel: str):
     """The path of ``rel`` inside the shared data folder (``$MLMPROB_DATA`` or a ``shared/data`` beside
     or above this checkout); skips the calling test, naming the file, when it is absent."""

@@ -1,22 +1,15 @@
 """bench/bench_cpu.py: the saved random ESM-2 folder loads in mlmprob with its rotary buffers in the file,
 and, where esm-cpp is installed (only ever for the benchmark), both engines agree on its logits."""
 
-import importlib.util
-import sys
-from pathlib import Path
-
 import pytest
 import torch
 
-BENCH = Path(__file__).resolve().parents[2] / "bench"
+from tests.conftest import load_bench
 
 
 @pytest.fixture(scope="module")
 def bench():
-    sys.path.insert(0, str(BENCH))
-    spec = importlib.util.spec_from_file_location("bench_cpu", BENCH / "bench_cpu.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
+    mod = load_bench("bench_cpu")
     mod.CONFIGS["esm2-tiny"] = (1, 40, 2, 80)
     return mod
 

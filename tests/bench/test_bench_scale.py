@@ -1,21 +1,13 @@
 """The pure helpers of bench/bench_scale.py (FLOP count, goals, report); the benchmark itself is not run."""
 
-import importlib.util
-import sys
-from pathlib import Path
-
 import pytest
 
-BENCH = Path(__file__).resolve().parents[2] / "bench"
+from tests.conftest import load_bench
 
 
 @pytest.fixture(scope="module")
 def lib():
-    spec = importlib.util.spec_from_file_location("scale_lib", BENCH / "scale_lib.py")
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules.setdefault("scale_lib", mod)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_bench("scale_lib")
 
 
 def test_flop_count_of_a_tiny_bert_matches_a_hand_count(lib):
@@ -100,9 +92,7 @@ def test_profile_groups_and_a_small_run(tmp_path):
     whose shares add up to 100% and are dominated by the linear layers."""
     import re
 
-    spec = importlib.util.spec_from_file_location("profile_pll", BENCH / "profile_pll.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
+    mod = load_bench("profile_pll")
     assert mod.group_of("aten::addmm").startswith("linear")
     assert mod.group_of("aten::_scaled_dot_product_flash_attention_for_cpu").startswith("attention")
     assert mod.group_of("aten::erf").startswith("element-wise")

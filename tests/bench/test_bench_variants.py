@@ -1,31 +1,18 @@
 """bench/bench_variants.py --quick on a tiny protein-like BERT: the forward passes it counts are the ones the
 row plan implies (saturate: L + 1; batched never more than the per-variant loop; the loop's per-method costs)."""
 
-import importlib.util
 import json
-import sys
-from pathlib import Path
 
 import pytest
 
-BENCH = Path(__file__).resolve().parents[2] / "bench"
+from tests.conftest import load_bench
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
 
-def _load(name):
-    spec = importlib.util.spec_from_file_location(name, BENCH / f"{name}.py")
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules.setdefault(name, mod)
-    spec.loader.exec_module(mod)
-    return mod
-
-
 @pytest.fixture(scope="module")
 def quick(tiny_bert_dir, tmp_path_factory):
-    if str(BENCH) not in sys.path:
-        sys.path.insert(0, str(BENCH))
-    bench = _load("bench_variants")
+    bench = load_bench("bench_variants")
     out = tmp_path_factory.mktemp("bench") / "v.md"
     bench.main(["--quick", "--model", str(tiny_bert_dir), "--out", str(out)])
     return json.loads(out.with_suffix(".json").read_text()), out.read_text()
@@ -66,7 +53,7 @@ def test_batched_passes_are_the_distinct_rows(quick):
 
 def test_loop_passes_follow_the_per_method_formula_and_batched_never_costs_more(quick):
     res, _ = quick
-    report = _load("variants_report")
+    report = load_bench("variants_report")
     L = res["meta"]["length"]
     for s in res["sets"]:
         for r in s["rows"]:

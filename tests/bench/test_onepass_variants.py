@@ -2,26 +2,17 @@
 correction both tables are the unmasked pass, equal to ``score_variants``'s wt_marginals), the per-variant
 sums, the paired-bootstrap evaluation and the report."""
 
-import importlib.util
-import sys
-from pathlib import Path
-
 import pytest
 import torch
 
-BENCH = Path(__file__).resolve().parents[2] / "bench"
+from tests.conftest import load_bench
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 @pytest.fixture(scope="module")
 def ov():
-    if str(BENCH) not in sys.path:
-        sys.path.insert(0, str(BENCH))
-    spec = importlib.util.spec_from_file_location("onepass_variants", BENCH / "onepass_variants.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_bench("onepass_variants")
 
 
 def test_zero_correction_tables_give_wt_marginals(ov, tiny_bert_dir):

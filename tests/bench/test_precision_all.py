@@ -1,25 +1,16 @@
 """bench/precision_all.py on tiny inputs: a small random BERT saved with en-small's tokenizer loads, and
 ``measure`` gives one row per precision at the chosen positions (float32 against itself: zero error)."""
 
-import importlib.util
-import sys
-from pathlib import Path
-
 import pytest
 
-BENCH = Path(__file__).resolve().parents[2] / "bench"
+from tests.conftest import load_bench
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 @pytest.fixture(scope="module")
 def pa():
-    if str(BENCH) not in sys.path:
-        sys.path.insert(0, str(BENCH))
-    spec = importlib.util.spec_from_file_location("precision_all", BENCH / "precision_all.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_bench("precision_all")
 
 
 def test_measure_rows_on_a_small_random_bert(pa, tmp_path):

@@ -1,23 +1,16 @@
 """bench/precision_rank.py's report on tiny synthetic records (the benchmark itself is not run): the run
 plan, the resumable JSONL files, and the per-precision rows against float32."""
 
-import importlib.util
 import sys
-from pathlib import Path
 
 import pytest
 
-BENCH = Path(__file__).resolve().parents[2] / "bench"
+from tests.conftest import BENCH, load_bench
 
 
 @pytest.fixture(scope="module")
 def pr():
-    if str(BENCH) not in sys.path:
-        sys.path.insert(0, str(BENCH))
-    spec = importlib.util.spec_from_file_location("precision_rank", BENCH / "precision_rank.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_bench("precision_rank")
 
 
 def test_plan_runs_slow_precisions_on_every_kth_chain(pr):
