@@ -89,6 +89,7 @@ def run_section(models: dict[str, str], seq: str, dtypes, rounds: int, threads: 
         rows.append({"model": m, "dtype": dt, "threads": threads, "copies": copies, "length": length,
                      "flops": copies * lib.copy_flops(counts["p_enc"], counts["p_head"], counts["hidden"],
                                                       counts["layers"], length),
+                     "linear_flops": copies * lib.copy_flops(counts["p_enc"], counts["p_head"], 0, 0, length),
                      "walls": [w for w, _ in ts], "wall": statistics.median(w for w, _ in ts),
                      "cpu": statistics.median(c for _, c in ts),
                      "peak": statistics.median(p for p, _ in peaks[dt]),
@@ -121,9 +122,34 @@ def _row_line(r: dict) -> str:
             f"{r['d_pll']:.3f} | {'met' if s >= GOAL else 'missed'} |")
 
 
-def render(meta: dict, rows: list[dict], prof: tuple[dict, dict] | None) -> str:
+def _profile_section(prof: list[tuple[dict, dict]]) -> list[str]:
+    """Operator-group shares of each profiled row, the linear layers' own rate, and the top operators of the
+    first (the row furthest from the goal)."""
+    groups = list(group_shares({}))
+    L = ["", "## Where the time goes", "",
+         "One exact PLL of the chain per row under `torch.profiler` (after a warm-up; profiled rows: "
+         "`--profile`); shares of the operators' self time (groups of `bench/profile_pll.py`). Linear layers' "
+         "own rate: the FLOPs of the encoder linears and the LM head over the self time of the linear-layer "
+         "operators, and its share of the row's peak: how fast the matrix products run when they run.", "",
+         "| model | precision | threads | " + " | ".join(groups) + " | linear layers' own GFLOP/s (of peak) |",
+         "|---|---|---:|" + "---:|" * (len(groups) + 1)]
+    for r, times in prof:
+        sh = group_shares(times)
+        lin_s = sh[groups[0]] * sum(times.values()) / 1e6
+        rate = r["linear_flops"] / lin_s if lin_s else float("nan")
+        L.append(f"| {r['model']} | {r['dtype']} | {r['threads']} | " + " | ".join(f"{sh[g]:.0%}" for g in groups)
+                 + f" | {rate / 1e9:.0f} ({rate / r['peak']:.0%}) |")
+    r, times = prof[0]
+    total = sum(times.values()) or 1.0
+    L += ["", f"Largest operators of {r['model']} {r['dtype']}, {r['threads']} thread(s) (furthest from the goal, "
+          f"{share(r)[0]:.0%} of its peak):", "", "| operator | self CPU ms | share |", "|---|---:|---:|"]
+    L += [f"| `{k}` | {t / 1e3:.0f} | {t / total:.0%} |" for k, t in sorted(times.items(), key=lambda kv: -kv[1])[:10]]
+    return L
+
+
+def render(meta: dict, rows: list[dict], prof: list[tuple[dict, dict]] | None) -> str:
     """The markdown report: ``meta`` (command, machine, dates, loads, chain), the rows of :func:`run_section`,
-    and optionally ``(row, operator times)`` of the profiled row."""
+    and optionally ``[(row, operator times), ...]`` of the profiled rows, the one furthest from the goal first."""
     L = ["# Exact PLL as a share of each precision's matmul peak (issue 21)", "",
          f"Command: `{meta['command']}`", "", f"- machine: {meta['machine']}",
          f"- {meta['date']}; load: `{meta['uptime_start']}` at the start, `{meta.get('uptime_end', '?')}` at the end "
@@ -143,16 +169,7 @@ def render(meta: dict, rows: list[dict], prof: tuple[dict, dict] | None) -> str:
     L += ["", f"**Goal (>= 70% of the precision's matmul peak): met by {len(met)} of {len(rows)} rows**"
           + (f" ({', '.join(met)})." if met else ".")]
     if prof:
-        r, times = prof
-        L += ["", f"## Where the time goes: {r['model']} {r['dtype']}, {r['threads']} thread(s) "
-              f"(furthest from the goal, {share(r)[0]:.0%})", "",
-              "One exact PLL of the chain under `torch.profiler` (after a warm-up); shares of the operators' "
-              "self CPU time (groups of `bench/profile_pll.py`), then the largest operators.", "",
-              "| operator group | share |", "|---|---:|"]
-        L += [f"| {k} | {v:.0%} |" for k, v in group_shares(times).items()]
-        total = sum(times.values()) or 1.0
-        L += ["", "| operator | self CPU ms | share |", "|---|---:|---:|"]
-        L += [f"| `{k}` | {t / 1e3:.0f} | {t / total:.0%} |" for k, t in sorted(times.items(), key=lambda kv: -kv[1])[:10]]
+        L += _profile_section(prof)
     return "\n".join(L) + "\n"
 
 
@@ -171,7 +188,8 @@ def main(argv=None) -> int:
     ap.add_argument("--peak-n", type=int, default=2048)
     ap.add_argument("--peak-reps", type=int, default=3)
     ap.add_argument("--weights", default="/tmp/mlmprob_bench_cpu", help="where the random ESM-2 35M is saved")
-    ap.add_argument("--no-profile", action="store_true")
+    ap.add_argument("--profile", choices=("worst", "all", "none"), default="worst",
+                    help="rows of the first thread count to profile: the one furthest from the goal, all, none")
     ap.add_argument("--out")
     a = ap.parse_args(argv)
     from bench_cpu import save_random_esm
@@ -185,9 +203,9 @@ def main(argv=None) -> int:
     rows, prof = [], None
     for i, t in enumerate(int(x) for x in a.threads.split(",")):
         rows += run_section(models, seq, list(DTYPES), a.rounds, t, a.peak_n, a.peak_reps)
-        if i == 0 and not a.no_profile:
-            worst = min(rows, key=lambda r: share(r)[0])
-            prof = (worst, profile_row(models, seq, worst))
+        if i == 0 and a.profile != "none":
+            order = sorted(rows, key=lambda r: share(r)[0])
+            prof = [(r, profile_row(models, seq, r)) for r in (order if a.profile == "all" else order[:1])]
         meta["uptime_end"] = _uptime()
         text = render(meta, rows, prof)
         if a.out:  # after every section, so that a run cut short keeps what it measured

@@ -36,7 +36,7 @@ def test_report_on_a_tiny_random_bert(ps, tmp_path):
     assert any(k.startswith("quantized::linear_dynamic") for k in prof)
     meta = {"command": "python bench/peak_share.py", "machine": "test", "date": "today", "uptime_start": "up",
             "chain": "tiny", "peak_n": 64}
-    text = ps.render(meta, rows, (rows[2], prof))
+    text = ps.render(meta, rows, [(rows[2], prof), (rows[0], prof)])
     table = [line for line in text.splitlines() if line.startswith("| tiny |")]
-    assert len(table) == 3 and "of 3 rows" in text and "## Where the time goes: tiny int8" in text
-    assert "| linear layers" in text
+    assert len(table) == 5 and "of 3 rows" in text and "Largest operators of tiny int8" in text
+    assert "| tiny | float32 | 1 | " in text and text.count("| tiny | int8 | 1 |") == 2
