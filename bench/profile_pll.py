@@ -20,7 +20,8 @@ from pathlib import Path
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from bench_scale import build_model, copy_batch  # noqa: E402
 
-GROUPS = (("linear layers (addmm, mm, bmm, matmul)", ("aten::addmm", "aten::mm", "aten::bmm", "aten::matmul")),
+GROUPS = (("linear layers (addmm, mm, bmm, matmul; int8 linear_dynamic)", ("aten::addmm", "aten::mm", "aten::bmm",
+                                                                          "aten::matmul", "quantized::linear_dynamic")),
           ("attention kernel (SDPA)", ("aten::_scaled_dot_product",)),
           ("element-wise (mul, add, div, neg, erf/GELU, softmax)", ("aten::mul", "aten::add", "aten::div", "aten::neg",
                                                                    "aten::erf", "aten::gelu", "aten::softmax",
@@ -38,6 +39,28 @@ def group_of(name: str) -> str:
     return "other"
 
 
+def op_times(fn) -> dict[str, float]:
+    """Self CPU time (microseconds) of each operator in one call of ``fn`` under ``torch.profiler``."""
+    from torch.profiler import ProfilerActivity, profile
+
+    with profile(activities=[ProfilerActivity.CPU]) as prof:
+        fn()
+    return {ev.key: float(ev.self_cpu_time_total) for ev in prof.key_averages()}
+
+
+def group_shares(times: dict[str, float]) -> dict[str, float]:
+    """Share of each of ``GROUPS`` (and "other") in the total of ``times`` (from :func:`op_times`).
+
+    >>> group_shares({"aten::addmm": 3.0, "aten::gelu": 1.0})["element-wise (mul, add, div, neg, erf/GELU, softmax)"]
+    0.25
+    """
+    share: dict[str, float] = {}
+    for k, t in times.items():
+        share[group_of(k)] = share.get(group_of(k), 0.0) + t
+    total = sum(share.values()) or 1.0
+    return {label: share.get(label, 0.0) / total for label, _ in GROUPS + (("other", ()),)}
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--models", default="antiberty,esm2-35M,bert-base", help="comma-separated models of bench_scale.py")
@@ -47,7 +70,6 @@ def main(argv=None) -> int:
     p.add_argument("--out", default="docs/results/bench_scale_profile.md")
     a = p.parse_args(argv)
     import torch
-    from torch.profiler import ProfilerActivity, profile
 
     import mlmprob
 
@@ -68,13 +90,8 @@ def main(argv=None) -> int:
             m = build_model(name, torch.device("cpu"), torch.float32, 0, Path(tmp))
             ids, pos = copy_batch(m, a.length, a.copies, torch.Generator().manual_seed(0))
             mlmprob.token_scores(m["mlm"], ids, pos)
-            with profile(activities=[ProfilerActivity.CPU]) as prof:
-                mlmprob.token_scores(m["mlm"], ids, pos)
-            share: dict[str, float] = {}
-            for ev in prof.key_averages():
-                share[group_of(ev.key)] = share.get(group_of(ev.key), 0.0) + ev.self_cpu_time_total
-            total = sum(share.values())
-            cells = [f"{100 * share.get(label, 0.0) / total:.0f}%" for label, _ in GROUPS + (("other", ()),)]
+            share = group_shares(op_times(lambda: mlmprob.token_scores(m["mlm"], ids, pos)))
+            cells = [f"{100 * v:.0f}%" for v in share.values()]
             lines.append(f"| {name} | " + " | ".join(cells) + " |")
             print(lines[-1], file=sys.stderr, flush=True)
     load1 = os.getloadavg()

@@ -60,6 +60,21 @@ def model_flop_counts(model) -> dict:
 # ----------------------------------------------------------------------------------------------
 # matmul peak
 # ----------------------------------------------------------------------------------------------
+def best_rate(fn, flops: float, reps: int, sync=lambda: None) -> tuple[float, float]:
+    """Best FLOP/s of ``reps`` calls of ``fn`` (``flops`` each, after two warm-up calls): per wall second, and
+    per CPU-second of this process (all its threads; meaningful on the CPU only)."""
+    for _ in range(2):
+        fn()
+    sync()
+    wall = cpu = float("inf")
+    for _ in range(reps):
+        t, c = time.perf_counter(), time.process_time()
+        fn()
+        sync()
+        wall, cpu = min(wall, time.perf_counter() - t), min(cpu, time.process_time() - c)
+    return flops / wall, flops / max(cpu, 1e-9)
+
+
 def matmul_peak(device, dtype, n: int, reps: int) -> tuple[float, float]:
     """Best FLOP/s of ``reps`` square ``n x n`` matmuls in ``dtype`` on ``device`` (after a warm-up): per wall
     second, and per CPU-second of this process (all its threads; meaningful on the CPU only)."""
@@ -68,16 +83,7 @@ def matmul_peak(device, dtype, n: int, reps: int) -> tuple[float, float]:
     a = torch.randn(n, n, device=device).to(dtype)
     b = torch.randn(n, n, device=device).to(dtype)
     sync = torch.cuda.synchronize if torch.device(device).type == "cuda" else (lambda: None)
-    for _ in range(2):
-        a @ b
-    sync()
-    wall = cpu = float("inf")
-    for _ in range(reps):
-        t, c = time.perf_counter(), time.process_time()
-        a @ b
-        sync()
-        wall, cpu = min(wall, time.perf_counter() - t), min(cpu, time.process_time() - c)
-    return 2.0 * n ** 3 / wall, 2.0 * n ** 3 / max(cpu, 1e-9)
+    return best_rate(lambda: a @ b, 2.0 * n ** 3, reps, sync)
 
 
 # ----------------------------------------------------------------------------------------------
