@@ -1,25 +1,16 @@
 """bench/peak_share.py on tiny inputs: a small random BERT (en-small's tokenizer) in three precisions, a tiny
 peak GEMM, one round; the report has one row per precision, the goal line and the profile section."""
 
-import importlib.util
-import sys
-from pathlib import Path
-
 import pytest
 
-BENCH = Path(__file__).resolve().parents[2] / "bench"
+from tests.conftest import load_bench
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 @pytest.fixture(scope="module")
 def ps():
-    if str(BENCH) not in sys.path:
-        sys.path.insert(0, str(BENCH))
-    spec = importlib.util.spec_from_file_location("peak_share", BENCH / "peak_share.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_bench("peak_share")
 
 
 def test_report_on_a_tiny_random_bert(ps, tmp_path):
