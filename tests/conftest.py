@@ -103,21 +103,27 @@ def sapiens_vh():
     return load_mlm("sapiens-vh")
 
 
-@pytest.fixture(scope="session")
-def tiny_bert_dir(tmp_path_factory):
-    """A tiny random BertForMaskedLM with a one-residue-per-word tokenizer, saved for ``load_mlm(dir)``."""
+def save_tiny_bert(d, init: float | None = None):
+    """Save a tiny random BertForMaskedLM with a one-residue-per-word tokenizer in ``d`` for ``load_mlm(d)``
+    (``init``: the weights' std; larger gives peaked, order-dependent conditionals)."""
     import transformers
 
-    d = tmp_path_factory.mktemp("tinybert")
     toks = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + list("ACDEFGHIKLMNPQRSTVWY")
     (d / "vocab.txt").write_text("\n".join(toks) + "\n")
     tok = transformers.BertTokenizer(str(d / "vocab.txt"), do_lower_case=False)
     torch.manual_seed(0)  # test-only: the tiny model's random weights
+    extra = {} if init is None else {"initializer_range": init}
     cfg = transformers.BertConfig(vocab_size=len(toks), hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
-                                  intermediate_size=32, max_position_embeddings=160)
+                                  intermediate_size=32, max_position_embeddings=160, **extra)
     transformers.BertForMaskedLM(cfg).save_pretrained(str(d))
     tok.save_pretrained(str(d))
     return d
+
+
+@pytest.fixture(scope="session")
+def tiny_bert_dir(tmp_path_factory):
+    """A tiny random BertForMaskedLM with a one-residue-per-word tokenizer, saved for ``load_mlm(dir)``."""
+    return save_tiny_bert(tmp_path_factory.mktemp("tinybert"))
 
 
 @pytest.fixture(scope="module")

@@ -13,6 +13,7 @@ from mlmprob import loglik
 from mlmprob.cli import main
 from mlmprob.models import load_mlm
 from mlmprob.runtime.writers import read_results
+from tests.conftest import save_tiny_bert
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 TRASTUZUMAB_VH = ("EVQLVESGGGLVQPGGSLRLSCAASGFNIKDTYIHWVRQAPGKGLEWVARIYPTNGYTRYADSVKGRFTISADTSKNTAYLQMNSLRAEDTAVYYCSR"
@@ -23,18 +24,7 @@ CDR = slice(98, 109)  # Kabat CDR-H3 residues of trastuzumab
 
 @pytest.fixture(scope="module")
 def peaked_bert_dir(tmp_path_factory):
-    import transformers
-
-    d = tmp_path_factory.mktemp("peakedbert")
-    toks = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + list("ACDEFGHIKLMNPQRSTVWY")
-    (d / "vocab.txt").write_text("\n".join(toks) + "\n")
-    tok = transformers.BertTokenizer(str(d / "vocab.txt"), do_lower_case=False)
-    torch.manual_seed(0)  # test-only: the tiny model's random weights
-    cfg = transformers.BertConfig(vocab_size=len(toks), hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
-                                  intermediate_size=32, max_position_embeddings=160, initializer_range=0.5)
-    transformers.BertForMaskedLM(cfg).save_pretrained(str(d))
-    tok.save_pretrained(str(d))
-    return d
+    return save_tiny_bert(tmp_path_factory.mktemp("peakedbert"), init=0.5)
 
 
 def _argv(model, out, *extra):
