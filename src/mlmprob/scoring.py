@@ -9,7 +9,7 @@ from typing import Callable, Iterable, Iterator, Sequence
 from .defaults import DTYPE
 from .batching import DEFAULT_BATCH_TOKENS
 from .data import Record, encodable_records, encode_records
-from .energy import row_sum, token_scores
+from .energy import token_scores
 from .errors import MLMProbError, NonFiniteError
 from .models.protocol import NONFINITE_HINT
 
@@ -63,15 +63,16 @@ def score_records(mlm, records: Iterable[Record], *, whole_word: bool = False, p
             raise NonFiniteError(f"record(s) {', '.join(map(repr, named))}: the model returned NaN or infinite "
                                  f"logits ({NONFINITE_HINT})", rows=[b for b in e.rows if 0 <= b < len(good)]) from None
         out = []
+        plls, e_raws = s.pll.tolist(), s.e_raw.tolist()
         for b, r in enumerate(good):
             sel = s.positions[b]
             n = int(sel.sum())
-            p = float(row_sum(s.log_prob[b]))
-            if not (math.isfinite(p) and math.isfinite(float(row_sum(s.raw[b])))):
+            p = plls[b]
+            if not (math.isfinite(p) and math.isfinite(e_raws[b])):
                 raise NonFiniteError(f"record {r.id!r}: its score is not finite (PLL {p}; a token with zero "
                                      f"probability, or {NONFINITE_HINT})", rows=[b])
             row = dict(id=r.id, sequence=r.seq, n_tokens=n, pll=p, pll_per_token=p / n, e_local=-p,
-                       e_raw=float(-row_sum(s.raw[b])))
+                       e_raw=e_raws[b])
             if per_token:
                 ids = enc.input_ids[b][sel]
                 row.update(tokens=[mlm.decode([i]) for i in ids.tolist()],

@@ -15,7 +15,7 @@ import torch
 
 from ..data import Record, encodable_records, encode_records
 from ..errors import MLMProbError, NonFiniteError
-from ..energy import pll as exact_pll, row_sum
+from ..energy import pll as exact_pll
 from .estimate import one_pass_token_scores
 
 METHOD_NAMES = {"exact": "exact", "one-pass": "one_pass"}
@@ -31,13 +31,14 @@ def one_pass_rows(mlm, records: Sequence[Record], *, skip_invalid: bool = False,
     enc = encode_records(mlm, good)
     s = one_pass_token_scores(mlm, enc.input_ids, method="one_pass", correction=correction)
     rows = []
+    plls, e_raws = s.pll.tolist(), s.e_raw.tolist()
     for b, r in enumerate(good):
         n = int(s.positions[b].sum())
-        p = float(row_sum(s.log_prob[b]))
+        p = plls[b]
         if not math.isfinite(p):
             raise NonFiniteError(f"record {r.id!r}: its one-pass score is not finite", rows=[b])
         rows.append(dict(id=r.id, sequence=r.seq, n_tokens=n, pll=p, pll_per_token=p / max(n, 1), e_local=-p,
-                         e_raw=float(-row_sum(s.raw[b])), method="one_pass"))
+                         e_raw=e_raws[b], method="one_pass"))
     return rows
 
 
