@@ -78,14 +78,14 @@ def _ci(v: tuple[float, float, float]) -> str:
     return f"{ppl:.3f}" if math.isnan(lo) else f"{ppl:.3f} [{lo:.3f}, {hi:.3f}]"
 
 
-def tables(groups: dict) -> list[str]:
+def tables(summaries: dict) -> list[str]:
+    """The two tables from ``{(model, set, k_max): summarize(records)}``."""
     lines = ["| model | set | seqs | tokens/seq | pseudo-ppl exp(-PLL/n) | ppl l2r | ppl r2l | "
              + " | ".join(f"ppl mix K={k}" for k in KS) + " | spread (nats/token) | outside mass |",
              "|" + "---|" * (9 + len(KS))]
     conv = ["| model | set | K max | " + " | ".join(f"gap K={k}" for k in KS) + " | max-min over orders (nats/token) | seconds |",
             "|" + "---|" * (5 + len(KS))]
-    for (model, name, _), recs in groups.items():
-        c = summarize(recs)
+    for (model, name, _), c in summaries.items():
         mix = [(_ci(c[f"mix{k}"]) if k == c["k_max"] else f"{c[f'mix{k}'][0]:.3f}") if f"mix{k}" in c else "—"
                for k in KS]
         lines.append(f"| {model} | {name} | {c['seqs']} | {c['tokens']:.1f} | {_ci(c['pll'])} | {_ci(c['l2r'])} | "
@@ -96,10 +96,10 @@ def tables(groups: dict) -> list[str]:
                     "(mix K_max - mix K) / n, in nats per token (0 at K = K max; K = 1 is the ELBO's gap).", ""] + conv
 
 
-def figure(groups: dict, out: Path) -> str | None:
+def figure(summaries: dict, out: Path) -> str | None:
     """``fig_orders.png``: per-token perplexity of the mixture bound against K, one panel per model, with
     l2r, r2l and the pseudo-perplexity as marks at the right; ``None`` without records."""
-    if not groups:
+    if not summaries:
         return None
     import matplotlib
 
@@ -107,13 +107,12 @@ def figure(groups: dict, out: Path) -> str | None:
     import matplotlib.pyplot as plt
     import matplotlib.ticker
 
-    models = sorted({m for m, _, _ in groups})
+    models = sorted({m for m, _, _ in summaries})
     fig, axes = plt.subplots(1, len(models), figsize=(4.2 * len(models), 3.6), squeeze=False)
     for ax, model in zip(axes[0], models):
-        for (m, name, _), recs in groups.items():
+        for (m, name, _), c in summaries.items():
             if m != model:
                 continue
-            c = summarize(recs)
             ks = [k for k in KS if f"mix{k}" in c]
             line, = ax.plot(ks, [c[f"mix{k}"][0] for k in ks], "o-", label=f"{name} mixture")
             x = ks[-1] * 1.6
@@ -149,9 +148,9 @@ def write_report(out: Path) -> Path:
             "of a sequence's per-token log-likelihood, averaged over sequences. The pseudo-perplexity is not a "
             "perplexity: it is shown for comparison only.", "",
             f"Config: `{meta.get('config', {})}`; {len(records)} records.", ""]
-    groups = group_records(records)
-    text += tables(groups)
-    fig = figure(groups, out)
+    summaries = {key: summarize(recs) for key, recs in group_records(records).items()}
+    text += tables(summaries)
+    fig = figure(summaries, out)
     if fig:
         text += ["", f"![perplexity against the number of orders]({fig})"]
     text += ["", "## Commands", ""] + [f"- `{c['command']}` (wall {c['wall_s']} s, {c.get('threads')} thread(s))"
