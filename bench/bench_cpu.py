@@ -18,8 +18,10 @@ both alike; the table gives medians over rounds and the ratio):
   row at each masked position instead of one entry), so their time is the PLL time.
 Precisions: esm-cpp fp32 and its W8A8 INT8 (SmoothQuant, alpha 0.5, calibrated on 8 other chains with its
 ``ActivationObserver``, 99.9th percentile: its own recipe, run in memory); mlmprob float32, int8
-(``--dtype int8``) and bfloat16. Errors: max |logit - logit_fp32_HF| on the forward workload and
-|PLL - PLL_fp32_HF| per chain, against Hugging Face float32 (mlmprob float32 is that model).
+(``--dtype int8``) and bfloat16, through mlmprob's fused ESM forward (``mlmprob.models.fused``, the
+default); ``--unfused`` adds precisions run through transformers' own ESM code (``fused=False``). The
+reference: transformers' float32 forward (mlmprob float32 with ``fused=False``). Errors: max
+|logit - logit_fp32_HF| on the forward workload and |PLL - PLL_fp32_HF| per chain, against it.
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+REF = "transformers float32 (HF fp32)"  # mlmprob with fused=False: transformers' own ESM code
 CONFIGS = {  # ESM-2 shapes: layers, hidden, heads, intermediate
     "esm2-8M": (6, 320, 20, 1280), "esm2-35M": (12, 480, 20, 1920), "esm2-150M": (30, 640, 20, 2560)}
 
@@ -118,11 +121,11 @@ class EsmCpp:
 
 
 class Mlmprob:
-    def __init__(self, folder: Path, dtype: str):
+    def __init__(self, folder: Path, dtype: str, fused: bool = True):
         import mlmprob
 
         self.mp = mlmprob
-        self.mlm = mlmprob.load_mlm(str(folder), device="cpu", dtype=dtype)
+        self.mlm = mlmprob.load_mlm(str(folder), device="cpu", dtype=dtype, fused=fused)
 
     def forward(self, seqs):
         enc = self.mlm.encode(seqs)
@@ -143,12 +146,15 @@ def run(args) -> str:
     lines = []
     for name in args.models.split(","):
         folder = save_random_esm(name, root)
-        engines = {"mlmprob float32 (= HF fp32)": Mlmprob(folder, "float32"), "esm-cpp fp32": EsmCpp(folder, args.threads)}
+        engines = {REF: Mlmprob(folder, "float32", fused=False), "mlmprob float32": Mlmprob(folder, "float32"),
+                   "esm-cpp fp32": EsmCpp(folder, args.threads)}
         if name in args.esmcpp_int8_models.split(","):
             engines["esm-cpp int8 (SmoothQuant)"] = EsmCpp(folder, args.threads, calib)
         engines["mlmprob int8"] = Mlmprob(folder, "int8")
         if name in args.bf16_models.split(","):
             engines["mlmprob bfloat16"] = Mlmprob(folder, "bfloat16")
+        for dt in args.unfused.split(",") if args.unfused else ():
+            engines[f"mlmprob {dt}, transformers' forward"] = Mlmprob(folder, dt, fused=False)
         works = ("forward", "pll") if name in args.pll_models.split(",") else ("forward",)
         times = {(e, w): [] for e in engines for w in works}
         for eng in engines.values():  # warm-up: first-call allocations and kernel selection
@@ -163,7 +169,7 @@ def run(args) -> str:
                     outs[(e, w)] = eng.forward(seqs) if w == "forward" else eng.pll(seqs, args.pll_positions)
                     times[(e, w)].append(time.perf_counter() - t0)
                     print(f"{name} round {r} {w} {e}: {times[(e, w)][-1]:.2f} s", file=sys.stderr, flush=True)
-        ref = "mlmprob float32 (= HF fp32)"
+        ref = REF
         for w in works:
             base = statistics.median(times[(ref, w)])
             for e in engines:
@@ -193,7 +199,7 @@ def run(args) -> str:
             f"PLL: {len(pll_seqs)} other chain(s) ({sum(map(len, pll_seqs))} residues), the first {args.pll_positions} "
             f"residues scored (one masked copy of the whole chain each). Medians over {args.rounds} interleaved rounds "
             f"(1 round for models of hidden size >= {args.big_hidden}), after one warm-up forward per engine.", "",
-            "| model | workload | engine / precision | time (s) | throughput | speed vs mlmprob fp32 | error vs HF fp32 | rounds |",
+            "| model | workload | engine / precision | time (s) | throughput | speed vs transformers fp32 | error vs HF fp32 | rounds |",
             "|---|---|---|---|---|---|---|---|"]
     return "\n".join(head + lines) + "\n"
 
@@ -210,6 +216,8 @@ def main(argv=None) -> int:
     ap.add_argument("--pll-positions", type=int, default=8, help="masked copies per PLL chain (first K residues)")
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--big-hidden", type=int, default=480, help="models this wide or wider run one round")
+    ap.add_argument("--unfused", default="", help="precisions also run through transformers' own ESM code "
+                                                 "(mlmprob fused=False), e.g. int8,bfloat16")
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--weights", default="/tmp/mlmprob_bench_cpu")
     ap.add_argument("--out")

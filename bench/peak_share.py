@@ -59,14 +59,32 @@ def _timed(fn) -> tuple[float, float, object]:
     return time.perf_counter() - t, time.process_time() - c, out
 
 
+def flops_run(counts: dict, length: int, forward: str) -> int:
+    """FLOPs one masked copy really runs: the model FLOPs, less, on the fused forward, the last layer's
+    query, output and feed-forward products at the ``length - 1`` unread positions and their attention.
+
+    >>> c = {"p_enc": 2 * 12 * 8 * 8, "p_head": 144, "hidden": 8, "layers": 2}
+    >>> flops_run(c, 5, "transformers") - flops_run(c, 5, "fused")
+    5760
+    """
+    full = lib.copy_flops(counts["p_enc"], counts["p_head"], counts["hidden"], counts["layers"], length)
+    if forward != "fused":
+        return full
+    h, per_layer = counts["hidden"], counts["p_enc"] // counts["layers"]
+    return full - 2 * (per_layer - 2 * h * h) * (length - 1) - 4 * h * length * (length - 1)
+
+
 def run_section(models: dict[str, str], seq: str, dtypes, rounds: int, threads: int, peak_n: int,
-                peak_reps: int) -> list[dict]:
-    """One row per (model, precision): median seconds (wall, CPU) of the exact PLL of ``seq``, FLOPs, and the
-    medians of the peaks timed in the same rounds. ``models``: label -> ``load_mlm`` name or folder."""
+                peak_reps: int, forwards=("fused",)) -> list[dict]:
+    """One row per (model, precision, forward): median seconds (wall, CPU) of the exact PLL of ``seq``, FLOPs,
+    and the medians of the peaks timed in the same rounds. ``models``: label -> ``load_mlm`` name or folder;
+    ``forwards``: ``fused`` (mlmprob's, the default) and/or ``transformers`` (``fused=False``)."""
     torch.set_num_threads(threads)
-    mlms = {(m, dt): mlmprob.load_mlm(src, device="cpu", dtype=dt) for m, src in models.items() for dt in dtypes}
-    ids = {m: mlms[m, dtypes[0]].encode([seq]).input_ids for m in models}
-    hidden = {m: int(mlms[m, dtypes[0]].model.config.hidden_size) for m in models}
+    mlms = {(m, dt, fw): mlmprob.load_mlm(src, device="cpu", dtype=dt, fused=fw == "fused")
+            for m, src in models.items() for dt in dtypes for fw in forwards}
+    first = (dtypes[0], forwards[0])
+    ids = {m: mlms[(m, *first)].encode([seq]).input_ids for m in models}
+    hidden = {m: int(mlms[(m, *first)].model.config.hidden_size) for m in models}
     for u, mlm in mlms.items():  # warm-up: kernels, packed weights
         mlmprob.token_scores(mlm, ids[u[0]], [1, 2])
     units, times, scores = list(mlms), {u: [] for u in mlms}, {}
@@ -76,26 +94,27 @@ def run_section(models: dict[str, str], seq: str, dtypes, rounds: int, threads: 
         for u in (units if r % 2 == 0 else units[::-1]):
             wall, cpu, scores[u] = _timed(lambda: mlmprob.token_scores(mlms[u], ids[u[0]]))
             times[u].append((wall, cpu))
-            print(f"{threads} thr round {r} {u[0]} {u[1]}: {wall:.1f} s", file=sys.stderr, flush=True)
+            print(f"{threads} thr round {r} {' '.join(u)}: {wall:.1f} s", file=sys.stderr, flush=True)
         for dt in (dtypes if r % 2 == 0 else dtypes[::-1]):
             peaks[dt].append(gemm_peak(dt, peak_n, peak_reps))
         for u in units:
             ffn[u].append(ffn_peak(u[1], hidden[u[0]]) * 1e9)
     rows = []
-    for (m, dt), ts in times.items():
-        counts = lib.model_flop_counts(mlms[m, dtypes[0]].model)
-        copies, length = int(scores[m, dt].positions.sum()), int(ids[m].shape[1])
-        ref = scores[m, dtypes[0]].pll
-        rows.append({"model": m, "dtype": dt, "threads": threads, "copies": copies, "length": length,
+    for (m, dt, fw), ts in times.items():
+        counts = lib.model_flop_counts(mlms[(m, *first)].model)
+        copies, length = int(scores[m, dt, fw].positions.sum()), int(ids[m].shape[1])
+        ref = scores[(m, *first)].pll
+        rows.append({"model": m, "dtype": dt, "forward": fw, "threads": threads, "copies": copies, "length": length,
                      "flops": copies * lib.copy_flops(counts["p_enc"], counts["p_head"], counts["hidden"],
                                                       counts["layers"], length),
+                     "flops_run": copies * flops_run(counts, length, fw),
                      "linear_flops": copies * lib.copy_flops(counts["p_enc"], counts["p_head"], 0, 0, length),
                      "walls": [w for w, _ in ts], "wall": statistics.median(w for w, _ in ts),
                      "cpu": statistics.median(c for _, c in ts),
                      "peak": statistics.median(p for p, _ in peaks[dt]),
                      "peak_cpu": statistics.median(p for _, p in peaks[dt]),
-                     "ffn": statistics.median(ffn[m, dt]),
-                     "d_pll": float((scores[m, dt].pll - ref).abs().max())})
+                     "ffn": statistics.median(ffn[m, dt, fw]),
+                     "d_pll": float((scores[m, dt, fw].pll - ref).abs().max())})
     return rows
 
 
@@ -107,7 +126,7 @@ def share(row: dict) -> tuple[float, float]:
 def profile_row(models: dict[str, str], seq: str, row: dict) -> dict[str, float]:
     """Operator self-CPU times (us) of one exact PLL of ``seq`` by ``row``'s model and precision."""
     torch.set_num_threads(row["threads"])
-    mlm = mlmprob.load_mlm(models[row["model"]], device="cpu", dtype=row["dtype"])
+    mlm = mlmprob.load_mlm(models[row["model"]], device="cpu", dtype=row["dtype"], fused=row["forward"] == "fused")
     ids = mlm.encode([seq]).input_ids
     mlmprob.token_scores(mlm, ids, [1, 2])
     return op_times(lambda: mlmprob.token_scores(mlm, ids))
@@ -116,7 +135,8 @@ def profile_row(models: dict[str, str], seq: str, row: dict) -> dict[str, float]
 def _row_line(r: dict) -> str:
     s, sc = share(r)
     g = r["flops"] / r["wall"]
-    return (f"| {r['model']} | {r['dtype']} | {r['threads']} | {r['copies']} x {r['length']} | {r['wall']:.2f} "
+    return (f"| {r['model']} | {r['dtype']} | {r['forward']} | {r['threads']} | {r['copies']} x {r['length']} | "
+            f"{r['flops_run'] / r['flops']:.0%} | {r['wall']:.2f} "
             f"({', '.join(f'{w:.1f}' for w in r['walls'])}) | {r['copies'] / r['wall']:.1f} | {g / 1e9:.1f} | "
             f"{r['peak'] / 1e9:.1f} | **{s:.0%}** | {sc:.0%} | {r['ffn'] / 1e9:.1f} ({r['ffn'] / r['peak']:.0%}) | "
             f"{r['d_pll']:.3f} | {'met' if s >= GOAL else 'missed'} |")
@@ -131,17 +151,17 @@ def _profile_section(prof: list[tuple[dict, dict]]) -> list[str]:
          "`--profile`); shares of the operators' self time (groups of `bench/profile_pll.py`). Linear layers' "
          "own rate: the FLOPs of the encoder linears and the LM head over the self time of the linear-layer "
          "operators, and its share of the row's peak: how fast the matrix products run when they run.", "",
-         "| model | precision | threads | " + " | ".join(groups) + " | linear layers' own GFLOP/s (of peak) |",
-         "|---|---|---:|" + "---:|" * (len(groups) + 1)]
+         "| model | precision | forward | threads | " + " | ".join(groups) + " | linear layers' own GFLOP/s (of peak) |",
+         "|---|---|---|---:|" + "---:|" * (len(groups) + 1)]
     for r, times in prof:
         sh = group_shares(times)
         lin_s = sh[groups[0]] * sum(times.values()) / 1e6
         rate = r["linear_flops"] / lin_s if lin_s else float("nan")
-        L.append(f"| {r['model']} | {r['dtype']} | {r['threads']} | " + " | ".join(f"{sh[g]:.0%}" for g in groups)
+        L.append(f"| {r['model']} | {r['dtype']} | {r['forward']} | {r['threads']} | " + " | ".join(f"{sh[g]:.0%}" for g in groups)
                  + f" | {rate / 1e9:.0f} ({rate / r['peak']:.0%}) |")
     r, times = prof[0]
     total = sum(times.values()) or 1.0
-    L += ["", f"Largest operators of {r['model']} {r['dtype']}, {r['threads']} thread(s) (furthest from the goal, "
+    L += ["", f"Largest operators of {r['model']} {r['dtype']} {r['forward']}, {r['threads']} thread(s) (furthest from the goal, "
           f"{share(r)[0]:.0%} of its peak):", "", "| operator | self CPU ms | share |", "|---|---:|---:|"]
     L += [f"| `{k}` | {t / 1e3:.0f} | {t / total:.0%} |" for k, t in sorted(times.items(), key=lambda kv: -kv[1])[:10]]
     return L
@@ -160,12 +180,15 @@ def render(meta: dict, rows: list[dict], prof: list[tuple[dict, dict]] | None) -
          "attention matmuls and the LM head stay float32 but count against the int8 peak). Peak: best square "
          f"{meta['peak_n']} x {meta['peak_n']} GEMM of that precision (int8: `Int8Linear`). FFN-shaped GEMM: "
          "[2048, H] x [H, 4H] in that precision, and its share of the square peak. |d PLL|: against float32 "
-         "of the same model, nats.", "",
-         "| model | precision | threads | copies x tokens | s (median; rounds) | copies/s | GFLOP/s | peak GFLOP/s "
-         "| share of peak | share per CPU-second | FFN-shaped GEMM GFLOP/s | abs d PLL | goal 70% |",
-         "|---|---|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---|"]
+         "of the same model, nats. Forward: `fused` (mlmprob's, `mlmprob.models.fused`, the default) or "
+         "`transformers` (`load_mlm(..., fused=False)`). FLOPs run: the share of the model FLOPs the forward "
+         "really computes (the fused forward runs the last layer's query, output and feed-forward products only "
+         "at the masked position); the share of peak counts the model FLOPs of exact PLL either way.", "",
+         "| model | precision | forward | threads | copies x tokens | FLOPs run | s (median; rounds) | copies/s | "
+         "GFLOP/s | peak GFLOP/s | share of peak | share per CPU-second | FFN-shaped GEMM GFLOP/s | abs d PLL | goal 70% |",
+         "|---|---|---|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---|"]
     L += [_row_line(r) for r in rows]
-    met = [f"{r['model']} {r['dtype']} at {r['threads']} thread(s)" for r in rows if share(r)[0] >= GOAL]
+    met = [f"{r['model']} {r['dtype']} {r['forward']} at {r['threads']} thread(s)" for r in rows if share(r)[0] >= GOAL]
     L += ["", f"**Goal (>= 70% of the precision's matmul peak): met by {len(met)} of {len(rows)} rows**"
           + (f" ({', '.join(met)})." if met else ".")]
     if prof:
@@ -185,6 +208,7 @@ def main(argv=None) -> int:
     ap.add_argument("--threads", default="2,1", help="comma-separated thread counts, one section each")
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--chain", type=int, default=0, help="index of the GDPa1 heavy chain")
+    ap.add_argument("--forwards", default="fused", help="comma-separated: fused (mlmprob's), transformers")
     ap.add_argument("--peak-n", type=int, default=2048)
     ap.add_argument("--peak-reps", type=int, default=3)
     ap.add_argument("--weights", default="/tmp/mlmprob_bench_cpu", help="where the random ESM-2 35M is saved")
@@ -202,7 +226,7 @@ def main(argv=None) -> int:
             "chain": f"GDPa1 VH #{a.chain}, {len(seq)} residues", "peak_n": a.peak_n}
     rows, prof = [], None
     for i, t in enumerate(int(x) for x in a.threads.split(",")):
-        rows += run_section(models, seq, list(DTYPES), a.rounds, t, a.peak_n, a.peak_reps)
+        rows += run_section(models, seq, list(DTYPES), a.rounds, t, a.peak_n, a.peak_reps, a.forwards.split(","))
         if i == 0 and a.profile != "none":
             order = sorted(rows, key=lambda r: share(r)[0])
             prof = [(r, profile_row(models, seq, r)) for r in (order if a.profile == "all" else order[:1])]

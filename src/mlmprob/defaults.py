@@ -7,6 +7,9 @@
   ``load_mlm`` and the CLI's ``--dtype`` both default to it, so ``mlmprob score`` and ``mlmprob.pll`` on
   a model from ``load_mlm(name)`` compute in the same dtype. ``$MLMPROB_DTYPE`` (``DTYPE_ENV``) overrides
   the CLI's default (:func:`mlmprob.runtime.device.default_dtype_spec`); the test suite pins float32 with it.
+- ``FUSED_ENV``: ``$MLMPROB_FUSED=0`` turns off mlmprob's fused forward of ESM-2, BERT and RoBERTa
+  (:mod:`mlmprob.models.fused`; on by default, ``load_mlm(..., fused=False)`` per model) and runs
+  transformers' own code: the same function, different rounding.
 - ``BATCH_TOKENS``: the token budget of one forward sub-batch on a CPU (GPUs size it from their free
   memory: :func:`mlmprob.batching.auto_batch_tokens`).
 - ``PART_ROWS``: rows per committed Parquet part of a streamed output.
@@ -27,6 +30,7 @@ VARIANTS_MODEL_WHY = ("the only model whose wt_marginals beat the Hamming-distan
 DEVICE = "auto"
 DTYPE = "auto"
 DTYPE_ENV = "MLMPROB_DTYPE"
+FUSED_ENV = "MLMPROB_FUSED"
 BATCH_TOKENS = 65536
 PART_ROWS = 1024
 COUNT_LIMIT = 256 << 20

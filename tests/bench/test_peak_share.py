@@ -20,6 +20,7 @@ def test_report_on_a_tiny_random_bert(ps, tmp_path):
     seq = "the cat sat on the mat ."
     rows = ps.run_section(models, seq, list(ps.DTYPES), rounds=1, threads=1, peak_n=64, peak_reps=1)
     assert [r["dtype"] for r in rows] == ["float32", "bfloat16", "int8"]
+    assert all(r["forward"] == "fused" and r["flops_run"] < r["flops"] for r in rows)
     f32 = rows[0]
     assert f32["copies"] == f32["length"] - 2 and f32["flops"] > 0 and f32["d_pll"] == 0.0
     assert all(r["peak"] > 0 and r["wall"] > 0 and 0 < ps.share(r)[0] for r in rows)
@@ -30,4 +31,16 @@ def test_report_on_a_tiny_random_bert(ps, tmp_path):
     text = ps.render(meta, rows, [(rows[2], prof), (rows[0], prof)])
     table = [line for line in text.splitlines() if line.startswith("| tiny |")]
     assert len(table) == 5 and "of 3 rows" in text and "Largest operators of tiny int8" in text
-    assert "| tiny | float32 | 1 | " in text and text.count("| tiny | int8 | 1 |") == 2
+    assert "| tiny | float32 | fused | 1 | " in text and text.count("| tiny | int8 | fused | 1 |") == 2
+
+
+def test_both_forwards_side_by_side(ps, tmp_path):
+    from precision_all import save_random_bert_base
+
+    models = {"tiny": str(save_random_bert_base(tmp_path, sizes=(2, 32, 2, 64)))}
+    rows = ps.run_section(models, "the cat sat on the mat .", ["float32"], rounds=1, threads=1, peak_n=64,
+                          peak_reps=1, forwards=("fused", "transformers"))
+    fused, hf = rows
+    assert (fused["forward"], hf["forward"]) == ("fused", "transformers")
+    assert hf["flops_run"] == hf["flops"] > fused["flops_run"]
+    assert 0 < hf["d_pll"] < 1e-4  # the same function, rounded differently

@@ -35,7 +35,7 @@ def _finish(model, device, dtype):
     return apply_precision(model, device, dtype)
 
 
-def load_antiberty(device="cpu", dtype=None) -> HFMaskedLM:
+def load_antiberty(device="cpu", dtype=None, fused: bool | None = None) -> HFMaskedLM:
     from transformers import BertConfig, BertForMaskedLM
 
     root = _package_dir("antiberty", "pip install antiberty==0.1.3") / "trained_models"
@@ -56,7 +56,7 @@ def load_antiberty(device="cpu", dtype=None) -> HFMaskedLM:
     tok = ResidueTokenizer(tokens, bos="[CLS]", eos="[SEP]", pad="[PAD]", mask="[MASK]", unk="[UNK]",
                            max_length=config.max_position_embeddings)
     return HFMaskedLM(_finish(model, device, dtype), tok, name="antiberty", proposal_ids=tok.residue_ids,
-                      max_length=tok.max_length)
+                      max_length=tok.max_length, fused=fused)
 
 
 def _fairseq_to_hf_roberta(src: dict[str, torch.Tensor], n_layers: int) -> dict[str, torch.Tensor]:
@@ -90,7 +90,7 @@ def _fairseq_to_hf_roberta(src: dict[str, torch.Tensor], n_layers: int) -> dict[
     return out
 
 
-def load_sapiens(chain: str = "vh", device="cpu", dtype=None) -> HFMaskedLM:
+def load_sapiens(chain: str = "vh", device="cpu", dtype=None, fused: bool | None = None) -> HFMaskedLM:
     from transformers import RobertaConfig, RobertaForMaskedLM
 
     if chain not in ("vh", "vl"):
@@ -121,4 +121,4 @@ def load_sapiens(chain: str = "vh", device="cpu", dtype=None) -> HFMaskedLM:
     tok = ResidueTokenizer(tokens, bos="<s>", eos="</s>", pad="<pad>", mask="<mask>", unk="<unk>",
                            max_length=n_pos - 2)
     return HFMaskedLM(_finish(model, device, dtype), tok, name=f"sapiens-{chain}", proposal_ids=tok.residue_ids,
-                      max_length=tok.max_length)
+                      max_length=tok.max_length, fused=fused)

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import os
 from typing import Callable, Sequence
 
 import torch
 
+from ..defaults import FUSED_ENV
 from ..errors import MLMProbError
+from .fused import fused_encoder
 from .precision import model_dtype
 from .tokenizers import Encoding
 
@@ -38,16 +41,24 @@ def _max_length_of(model, tokenizer) -> int | None:
     return n
 
 
+def fused_default() -> bool:
+    """Whether models get mlmprob's fused forward where one exists: yes unless ``$MLMPROB_FUSED`` is ``0``."""
+    return os.environ.get(FUSED_ENV, "1").strip().lower() not in ("0", "false", "no", "off")
+
+
 class HFMaskedLM:
     """A Hugging Face masked LM behind the ``MaskedLM`` protocol.
 
     ``logits_at`` runs the encoder once and applies the LM head only at the gathered positions,
     so scoring never materialises ``[B, L, V]`` logits. Inputs may be on any device; outputs come
     back on the CPU as float32. Right padding with ``pad_id`` is masked out of attention.
+    ESM-2, BERT and RoBERTa encoders run through :mod:`mlmprob.models.fused` (the same function with fewer
+    passes over memory; ``fused=False`` or ``$MLMPROB_FUSED=0`` runs transformers' own code).
     """
 
     def __init__(self, model, tokenizer, *, name: str = "", proposal_ids: Sequence[int] | None = None,
-                 max_length: int | None = None, pad_id: int | None = None, special_ids=None):
+                 max_length: int | None = None, pad_id: int | None = None, special_ids=None,
+                 fused: bool | None = None):
         self.model = model.eval()
         self.tokenizer = tokenizer
         self.name = name or getattr(model.config, "_name_or_path", "") or type(model).__name__
@@ -60,6 +71,17 @@ class HFMaskedLM:
         self._base = getattr(model, model.base_model_prefix, None)
         self._head = _head_of(model)
         self.device, self.dtype = next(model.parameters()).device, model_dtype(model)
+        fused = fused_default() if fused is None else fused
+        use = fused and self._head is not None and self._base is not None
+        self._fused = fused_encoder(self._base) if use else None
+
+    def _hidden(self, ids: torch.Tensor, rows=None, cols=None) -> torch.Tensor:
+        """Final hidden states of ``ids``: ``[B, L, H]``, or ``[N, H]`` at ``(rows, cols)``."""
+        mask = self._attention_mask(ids)
+        if self._fused is not None:
+            return self._fused.hidden(ids, mask, rows, cols)
+        hidden = self._base(input_ids=ids, attention_mask=mask)[0]
+        return hidden if rows is None else hidden[rows, cols]
 
     # -- protocol -------------------------------------------------------------------------------
     def _check(self, input_ids: torch.Tensor) -> torch.Tensor:
@@ -80,6 +102,8 @@ class HFMaskedLM:
     @torch.inference_mode()
     def logits(self, input_ids: torch.Tensor) -> torch.Tensor:
         ids = self._check(input_ids)
+        if self._fused is not None:
+            return self._head(self._hidden(ids)).float().cpu()
         out = self.model(input_ids=ids, attention_mask=self._attention_mask(ids))
         return out.logits.float().cpu()
 
@@ -88,9 +112,8 @@ class HFMaskedLM:
         ids = self._check(input_ids)
         if self._base is None or self._head is None:
             return self.model(input_ids=ids, attention_mask=self._attention_mask(ids)).logits[rows, cols].float().cpu()
-        hidden = self._base(input_ids=ids, attention_mask=self._attention_mask(ids))[0]
         rows, cols = torch.as_tensor(rows).to(self.device), torch.as_tensor(cols).to(self.device)
-        return self._head(hidden[rows, cols]).float().cpu()
+        return self._head(self._hidden(ids, rows, cols)).float().cpu()
 
     @torch.inference_mode()
     def device_logits_at(self, input_ids: torch.Tensor, rows: torch.Tensor, cols: torch.Tensor) -> torch.Tensor:
@@ -98,8 +121,7 @@ class HFMaskedLM:
         stay there (model dtype), so the caller's loop makes no host synchronisation."""
         if self._base is None or self._head is None:
             return self.model(input_ids=input_ids, attention_mask=self._attention_mask(input_ids)).logits[rows, cols]
-        hidden = self._base(input_ids=input_ids, attention_mask=self._attention_mask(input_ids))[0]
-        return self._head(hidden[rows, cols])
+        return self._head(self._hidden(input_ids, rows, cols))
 
     @torch.inference_mode()
     def hidden_at(self, input_ids: torch.Tensor, rows: torch.Tensor, cols: torch.Tensor) -> torch.Tensor:
@@ -108,9 +130,8 @@ class HFMaskedLM:
         if self._base is None or self._head is None:
             raise MLMProbError(f"{self.name}: no separable LM head, so no hidden states for the one-pass PLL")
         ids = self._check(input_ids)
-        hidden = self._base(input_ids=ids, attention_mask=self._attention_mask(ids))[0]
         rows, cols = torch.as_tensor(rows).to(self.device), torch.as_tensor(cols).to(self.device)
-        return hidden[rows, cols].float().cpu()
+        return self._hidden(ids, rows, cols).float().cpu()
 
     def head_logits(self, hidden: torch.Tensor) -> torch.Tensor:
         """The LM head applied to hidden states ``[N, H]`` -> logits ``[N, V]`` (float32, CPU); differentiable

@@ -31,7 +31,7 @@ def parse_device(device) -> torch.device:
 
 
 def load_mlm(name_or_path: str, device=DEVICE, dtype=DTYPE, alphabet: str | None = None, *,
-             allow_pickle: bool = False) -> HFMaskedLM | WindowedMLM:
+             allow_pickle: bool = False, fused: bool | None = None) -> HFMaskedLM | WindowedMLM:
     """Load a masked LM with its tokenizer.
 
     ``name_or_path`` is a built-in name (``"antiberty"``, ``"sapiens-vh"``, ``"sapiens-vl"``, and
@@ -43,6 +43,9 @@ def load_mlm(name_or_path: str, device=DEVICE, dtype=DTYPE, alphabet: str | None
     Both default to :mod:`mlmprob.defaults` (``auto``), the defaults of the CLI's ``--device``/``--dtype``.
     Protein models (ESM, ProtBERT, ...) are recognised by their tokenizer, or by ``alphabet`` (the
     letters they may propose, default the 20 canonical residues): see ``mlmprob.models.protein``.
+    ESM-2, BERT and RoBERTa models run mlmprob's fused forward (:mod:`mlmprob.models.fused`: the same
+    function with fewer passes over memory); ``fused=False`` (or ``$MLMPROB_FUSED=0`` when ``fused`` is
+    None) runs transformers' own code.
 
     Weights are read from safetensors files only. A local folder whose weights exist only as a
     pickle (``pytorch_model.bin``) is refused unless ``allow_pickle=True``, and even then it is read
@@ -56,19 +59,19 @@ def load_mlm(name_or_path: str, device=DEVICE, dtype=DTYPE, alphabet: str | None
         raise ModelLoadError(f"alphabet applies to hub and directory models; {key!r} has its own fixed alphabet")
     if key == "antiberty":
         from .antibody import load_antiberty
-        return load_antiberty(dev, dt)
+        return load_antiberty(dev, dt, fused=fused)
     if key in ("sapiens-vh", "sapiens-vl"):
         from .antibody import load_sapiens
-        return load_sapiens(key.split("-")[1], dev, dt)
+        return load_sapiens(key.split("-")[1], dev, dt, fused=fused)
     if key == "en-small":
         if not (EN_SMALL_DIR / "model.safetensors").is_file():
             raise ModelLoadError(f"the en-small weights are missing from this installation ({EN_SMALL_DIR})")
-        return load_hf(str(EN_SMALL_DIR), dev, dt, name="en-small")
-    return load_hf(name_or_path, dev, dt, alphabet=alphabet, allow_pickle=allow_pickle)
+        return load_hf(str(EN_SMALL_DIR), dev, dt, name="en-small", fused=fused)
+    return load_hf(name_or_path, dev, dt, alphabet=alphabet, allow_pickle=allow_pickle, fused=fused)
 
 
 def load_hf(name_or_path: str, device="cpu", dtype=None, *, name: str | None = None, alphabet: str | None = None,
-            allow_pickle: bool = False) -> HFMaskedLM | WindowedMLM:
+            allow_pickle: bool = False, fused: bool | None = None) -> HFMaskedLM | WindowedMLM:
     """A Hugging Face ``*ForMaskedLM`` from a local folder or a hub id; see ``load_mlm`` for the
     rules on weight files."""
     from transformers import AutoModelForMaskedLM, AutoTokenizer
@@ -102,10 +105,12 @@ def load_hf(name_or_path: str, device="cpu", dtype=None, *, name: str | None = N
             f"Hugging Face masked LM failed: {first}") from None
     model = apply_precision(model, device, dtype)
     max_len = _max_length_of(model, tok)
-    protein = protein_mlm(model, tok, name=name or str(name_or_path), max_length=max_len, alphabet=alphabet)
+    protein = protein_mlm(model, tok, name=name or str(name_or_path), max_length=max_len, alphabet=alphabet,
+                          fused=fused)
     if protein is not None:
         return protein
-    return HFMaskedLM(model, HFTokenizer(tok, max_length=max_len), name=name or str(name_or_path), max_length=max_len)
+    return HFMaskedLM(model, HFTokenizer(tok, max_length=max_len), name=name or str(name_or_path), max_length=max_len,
+                      fused=fused)
 
 
 SAFE_WEIGHTS = ("model.safetensors", "model.safetensors.index.json")

@@ -3,7 +3,9 @@
 - float32 / bfloat16 / float16: every weight cast to that dtype.
 - int8: the weights of the encoder's ``nn.Linear`` layers quantized to int8, one scale per output
   channel (symmetric), and the activations quantized on the fly, per call, to uint8 with a scale and
-  zero point from their range (dynamic W8A8). The matrix products run in fbgemm's int8 kernels
+  zero point from their range (dynamic W8A8): 8-bit activations on CPUs with AVX512-VNNI, whose
+  ``u8 x s8`` dot products accumulate in int32; 7-bit (``reduce_range``) elsewhere, where AVX2's
+  ``vpmaddubsw`` adds pairs of products in saturating int16. The matrix products run in fbgemm's int8 kernels
   (``torch.ops.quantized.linear_dynamic``, the kernel behind the deprecated
   ``torch.ao.quantization.quantize_dynamic``, called here directly through :class:`Int8Linear`;
   torchao is not installed with torch 2.13 CPU, and ``torch._int_mm`` on CPUs ran 30x slower than a
@@ -20,6 +22,7 @@ import warnings
 import torch
 
 from ..errors import ModelLoadError
+from ..runtime.device import cpu_flags
 
 INT8 = torch.int8
 
@@ -39,6 +42,7 @@ class Int8Linear(torch.nn.Module):
         super().__init__()
         self._packed = packed
         self.in_features, self.out_features = in_features, out_features
+        self.reduce_range = int8_reduce_range()
 
     @classmethod
     def from_linear(cls, lin: torch.nn.Linear) -> "Int8Linear":
@@ -53,11 +57,22 @@ class Int8Linear(torch.nn.Module):
         return cls(packed, lin.in_features, lin.out_features)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        # reduce_range: 7-bit activations, so fbgemm's AVX2 u8*s8 pair sums cannot saturate
-        return torch.ops.quantized.linear_dynamic(x.float().contiguous(), self._packed, True)
+        return torch.ops.quantized.linear_dynamic(x.float().contiguous(), self._packed, self.reduce_range)
 
     def extra_repr(self) -> str:
         return f"in_features={self.in_features}, out_features={self.out_features}, int8"
+
+
+def int8_reduce_range(flags: frozenset[str] | None = None) -> bool:
+    """Whether activations must be quantized to 7 bits: True unless the CPU has AVX512-VNNI (fbgemm's
+    VNNI kernels accumulate ``u8 x s8`` products in int32; its AVX2 kernels add pairs of them in
+    saturating int16, which 8-bit activations can overflow).
+
+    >>> int8_reduce_range(frozenset({"avx2"})), int8_reduce_range(frozenset({"avx512f", "avx512_vnni"}))
+    (True, False)
+    """
+    flags = cpu_flags() if flags is None else flags
+    return "avx512_vnni" not in flags
 
 
 def int8_supported() -> bool:

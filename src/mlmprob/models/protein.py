@@ -122,7 +122,8 @@ def protein_window(model, max_length: int | None) -> int | None:
     return max_length
 
 
-def protein_mlm(model, hf_tok, *, name: str, max_length: int | None, alphabet: str | None = None):
+def protein_mlm(model, hf_tok, *, name: str, max_length: int | None, alphabet: str | None = None,
+                fused: bool | None = None):
     """The model as a protein MLM (residue tokenizer, residue proposals, windowing), or None when
     neither its tokenizer nor ``alphabet`` says it is one. ``alphabet="none"`` opts out."""
     if alphabet is not None and alphabet.lower() == "none":
@@ -131,5 +132,5 @@ def protein_mlm(model, hf_tok, *, name: str, max_length: int | None, alphabet: s
         return None
     tok = residue_tokenizer(hf_tok)
     window = protein_window(model, max_length)
-    mlm = HFMaskedLM(model, tok, name=name, proposal_ids=alphabet_ids(tok, alphabet), max_length=window)
+    mlm = HFMaskedLM(model, tok, name=name, proposal_ids=alphabet_ids(tok, alphabet), max_length=window, fused=fused)
     return mlm if window is None else WindowedMLM(mlm, window)

@@ -1,0 +1,219 @@
+"""A lean forward pass for ESM-2 and BERT/RoBERTa encoders (transformers' models), on the same weights.
+
+Transformers' code spends a fifth to a half of a CPU forward outside the matrix products
+(docs/results/precision/peak_share.md): ESM's GELU as five element-wise operations, its rotary embedding as
+eight (with casts and a concatenation per layer), the query scaled by its own multiplication, and in every
+family three separate Q/K/V products (in int8, three dynamic quantizations of the same input). These
+classes compute the same functions with fewer passes over memory:
+
+- Q, K and V in one matrix product (weights concatenated; in int8 one quantization of the input);
+- attention by ``scaled_dot_product_attention`` in float32 (scores and softmax as exact as the float32
+  model's; on CPUs as fast as bfloat16's), the scale passed to it;
+- ESM's rotary embedding as one complex multiplication per tensor: the pair ``(x_j, x_{j+d/2})`` that
+  ``rotate_half`` rotates is the complex number ``x_j + i x_{j+d/2}``; rotated query and key come out with
+  their halves interleaved, which leaves every query-key dot product unchanged. Angles once per forward;
+- GELU as ``torch.nn.functional.gelu`` (the same erf form, one kernel); residual additions in place;
+- **the last layer only where it is read**: when few positions are read (``rows``, ``cols``: masked copies
+  read one position each), the last layer's query, attention output, feed-forward block and norms run at
+  those positions alone (keys and values still at all positions).
+
+Same weights and mathematics: the outputs differ from transformers' by rounding only (tested against it in
+float32, bfloat16 and int8). The modules are read from the model at every call, so weights changed in place
+(training) or modules replaced (quantization) are followed; the concatenated Q/K/V weights of a layer are
+rebuilt when its Q, K or V weights change (storage and in-place version).
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+
+from .precision import Int8Linear
+
+
+def _signature(lin) -> tuple:
+    """What identifies a linear layer's current weights (storage, in-place version, dtype, device)."""
+    if isinstance(lin, Int8Linear):
+        return (id(lin), id(lin._packed))
+    return tuple((t.data_ptr(), t._version, t.dtype, t.device) for t in (lin.weight, lin.bias) if t is not None)
+
+
+def _fused_qkv(att) -> torch.nn.Module:
+    """One linear layer computing ``[Q | K | V]`` from the three of ``att`` (float or :class:`Int8Linear`;
+    in int8 the per-output-channel quantization of the concatenation is that of each part)."""
+    int8 = isinstance(att.query, Int8Linear)
+    ws, bs = [], []
+    for lin in (att.query, att.key, att.value):
+        if isinstance(lin, Int8Linear):
+            qw, b = torch.ops.quantized.linear_unpack(lin._packed)
+            ws.append(qw.dequantize())
+            bs.append(b if b is not None else torch.zeros(lin.out_features))
+        else:
+            ws.append(lin.weight.detach())
+            bs.append(lin.bias.detach() if lin.bias is not None else torch.zeros_like(lin.weight[:, 0]))
+    w, b = torch.cat(ws, 0), torch.cat(bs, 0)
+    fused = torch.nn.Linear(w.shape[1], w.shape[0], device=w.device, dtype=w.dtype)
+    with torch.no_grad():
+        fused.weight.copy_(w)
+        fused.bias.copy_(b.to(w.dtype))
+    return Int8Linear.from_linear(fused) if int8 else fused.eval()
+
+
+def _plain_encoder(cfg) -> bool:
+    return not getattr(cfg, "is_decoder", False) and not getattr(cfg, "add_cross_attention", False)
+
+
+def supports(base) -> bool:
+    """Whether ``base`` (a transformers base model) has a fused forward here: an ESM encoder with rotary
+    positions, or a BERT / RoBERTa encoder with absolute positions and erf GELU."""
+    return fused_encoder(base) is not None
+
+
+def fused_encoder(base):
+    """The fused forward of ``base`` (:class:`FusedEsm`, :class:`FusedBert`), or None when it has none."""
+    cfg = getattr(base, "config", None)
+    name = type(base).__name__
+    if cfg is None or not _plain_encoder(cfg):
+        return None
+    if name == "EsmModel" and getattr(cfg, "position_embedding_type", "") == "rotary" and hasattr(base, "rotary_embeddings"):
+        return FusedEsm(base)
+    if (name in ("BertModel", "RobertaModel") and getattr(cfg, "position_embedding_type", "absolute") == "absolute"
+            and getattr(cfg, "hidden_act", "") == "gelu"):
+        return FusedBert(base)
+    return None
+
+
+class _Fused:
+    """What both families share: fused Q/K/V, attention, the layer loop with the last layer at the reads."""
+
+    def __init__(self, base):
+        cfg = base.config
+        self.base = base
+        self.heads = int(cfg.num_attention_heads)
+        self.hidden_size = int(cfg.hidden_size)
+        self.head_dim = self.hidden_size // self.heads
+        self._qkv: dict[int, tuple] = {}
+
+    def _qkv_of(self, i: int, att) -> torch.nn.Module:
+        sig = tuple(_signature(lin) for lin in (att.query, att.key, att.value))
+        cached = self._qkv.get(i)
+        if cached is None or cached[0] != sig:
+            cached = self._qkv[i] = (sig, _fused_qkv(att))
+        return cached[1]
+
+    def _attend(self, q, k, v, mask) -> torch.Tensor:
+        """Attention (float32) of ``q`` ``[B, Lq, heads, d]`` over ``k``, ``v`` ``[B, L, heads, d]`` -> ``[B, Lq, H]``."""
+        out = F.scaled_dot_product_attention(q.float().transpose(1, 2), k.float().transpose(1, 2),
+                                             v.float().transpose(1, 2), attn_mask=mask, scale=self.head_dim ** -0.5)
+        return out.transpose(1, 2).reshape(q.shape[0], q.shape[1], self.hidden_size)
+
+    def _attention(self, x, i, att, ctx, mask, rows, cols) -> torch.Tensor:
+        """Self-attention of the layer input ``x`` ``[B, L, H]``: ``[B, L, H]``, or ``[N, H]`` at the reads."""
+        b, length, _ = x.shape
+        qkv = self._qkv_of(i, att)(x).view(b, length, 3, self.heads, self.head_dim)
+        if rows is None:
+            q, k, v = qkv.unbind(2)
+            q, k = self._position(q, k, ctx, None)
+            return self._attend(q, k, v, mask)
+        q, k, v = qkv[rows, cols, 0].unsqueeze(1), qkv[rows, :, 1], qkv[rows, :, 2]  # each read's own row
+        q, k = self._position(q, k, ctx, cols)
+        return self._attend(q, k, v, None if mask is None else mask[rows])[:, 0]
+
+    def _position(self, q, k, ctx, cols):
+        return q, k
+
+    def _context(self, ids):
+        return None
+
+    @torch.inference_mode()
+    def hidden(self, ids: torch.Tensor, attention_mask: torch.Tensor | None = None,
+               rows: torch.Tensor | None = None, cols: torch.Tensor | None = None) -> torch.Tensor:
+        """Final hidden states (the LM head's input): ``[B, L, H]``, or ``[N, H]`` at ``(rows, cols)``."""
+        keep = None if attention_mask is None or bool(attention_mask.all()) else attention_mask
+        h = self._embed(ids, keep)
+        ctx = self._context(ids)
+        mask = None if keep is None else keep.bool()[:, None, None, :]
+        layers = self.base.encoder.layer
+        read_few = rows is not None and rows.numel() * 4 <= ids.numel()
+        for i, lay in enumerate(layers):
+            if i == len(layers) - 1 and read_few:
+                return self._finish(self._layer(h, i, lay, ctx, mask, rows, cols))
+            h = self._layer(h, i, lay, ctx, mask, None, None)
+        h = self._finish(h)
+        return h if rows is None else h[rows, cols]
+
+
+class FusedEsm(_Fused):
+    """ESM-2 (pre-norm layers, rotary positions, token dropout, a final layer norm)."""
+
+    def __init__(self, base):
+        super().__init__(base)
+        self.mask_id = base.config.mask_token_id
+        self.token_dropout = bool(base.config.token_dropout)
+        self._rot: dict = {}
+
+    def _context(self, ids) -> torch.Tensor:
+        """``exp(i * position * inv_freq)``, ``[L, d/2]`` complex64, kept for the last length and device."""
+        key = (ids.shape[1], str(ids.device))
+        if key not in self._rot:
+            pos = torch.arange(ids.shape[1], device=ids.device, dtype=torch.float32)
+            inv_freq = self.base.rotary_embeddings.inv_freq.detach().float().to(ids.device)
+            angle = pos[:, None] * inv_freq[None, :]
+            self._rot = {key: torch.polar(torch.ones_like(angle), angle)}
+        return self._rot[key]
+
+    def _rotate(self, x: torch.Tensor, rot: torch.Tensor, real: bool | None = None) -> torch.Tensor:
+        """``x`` rotated (float32, pair parts interleaved); ``real``: in real arithmetic (default: on devices
+        other than CPUs and CUDA, e.g. MPS, whose complex kernels are not assumed)."""
+        half = self.head_dim // 2
+        x = x.float()
+        a, b = x[..., :half], x[..., half:]
+        if real or (real is None and x.device.type not in ("cpu", "cuda")):
+            c, s = rot.real, rot.imag
+            return torch.stack((a * c - b * s, a * s + b * c), -1).flatten(-2)
+        return torch.view_as_real(torch.complex(a, b) * rot).flatten(-2)
+
+    def _position(self, q, k, rot, cols):
+        rq = rot[:, None, :] if cols is None else rot[cols][:, None, None, :]
+        return self._rotate(q, rq), self._rotate(k, rot[:, None, :])
+
+    def _embed(self, ids: torch.Tensor, keep: torch.Tensor | None) -> torch.Tensor:
+        emb = self.base.embeddings
+        x = emb.word_embeddings(ids)
+        if self.token_dropout:
+            masked = ids == self.mask_id
+            x = x.masked_fill(masked.unsqueeze(-1), 0.0)
+            lengths = keep.sum(-1) if keep is not None else torch.full_like(ids[:, 0], ids.shape[1])
+            ratio = masked.sum(-1).float() / lengths
+            x = (x * (1 - 0.15 * 0.8) / (1 - ratio)[:, None, None]).to(x.dtype)
+        if emb.layer_norm is not None:
+            x = emb.layer_norm(x)
+        if keep is not None:
+            x = (x * keep.unsqueeze(-1)).to(x.dtype)
+        return x
+
+    def _layer(self, h, i, lay, rot, mask, rows, cols):
+        a = self._attention(lay.attention.LayerNorm(h), i, lay.attention.self, rot, mask, rows, cols)
+        h = (h if rows is None else h[rows, cols]) + lay.attention.output.dense(a.to(h.dtype))
+        return h.add_(lay.output.dense(F.gelu(lay.intermediate.dense(lay.LayerNorm(h)))))
+
+    def _finish(self, h):
+        return self.base.encoder.emb_layer_norm_after(h)
+
+
+class FusedBert(_Fused):
+    """BERT and RoBERTa (post-norm layers, absolute positions; transformers' own embeddings module)."""
+
+    def _embed(self, ids: torch.Tensor, keep: torch.Tensor | None) -> torch.Tensor:
+        return self.base.embeddings(input_ids=ids)
+
+    def _layer(self, h, i, lay, ctx, mask, rows, cols):
+        a = self._attention(h, i, lay.attention.self, ctx, mask, rows, cols)
+        out = lay.attention.output
+        res = h if rows is None else h[rows, cols]
+        h = out.LayerNorm(out.dense(a.to(h.dtype)).add_(res))
+        ffn = lay.output
+        return ffn.LayerNorm(ffn.dense(F.gelu(lay.intermediate.dense(h))).add_(h))
+
+    def _finish(self, h):
+        return h
