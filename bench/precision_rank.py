@@ -36,12 +36,14 @@ DTYPES = ("float32", "int8", "bfloat16", "float16")
 
 def plan(n_chains: int, every: dict[str, int]) -> list[tuple[int, str]]:
     """The ``(chain, dtype)`` units in run order: every chain's precisions back to back; a precision
-    in ``every`` runs on the chains ``0, k, 2k, ...`` only.
+    in ``every`` runs on the chains ``0, k, 2k, ...`` only (``k = 0``: on none).
 
     >>> plan(3, {"bfloat16": 1, "float16": 2})
     [(0, 'float32'), (0, 'int8'), (0, 'bfloat16'), (0, 'float16'), (1, 'float32'), (1, 'int8'), (1, 'bfloat16'), (2, 'float32'), (2, 'int8'), (2, 'bfloat16'), (2, 'float16')]
+    >>> plan(2, {"bfloat16": 0, "float16": 0})
+    [(0, 'float32'), (0, 'int8'), (1, 'float32'), (1, 'int8')]
     """
-    return [(i, dt) for i in range(n_chains) for dt in DTYPES if i % every.get(dt, 1) == 0]
+    return [(i, dt) for i in range(n_chains) for dt in DTYPES if every.get(dt, 1) and i % every.get(dt, 1) == 0]
 
 
 def read_jsonl(path: Path) -> list[dict]:
@@ -194,7 +196,9 @@ def main(argv=None) -> int:
     ap.add_argument("--model", default="antiberty")
     ap.add_argument("--chains", type=int, default=48)
     ap.add_argument("--bf16-every", type=int, default=2, help="bfloat16 on every k-th chain only")
-    ap.add_argument("--fp16-every", type=int, default=4, help="float16 on every k-th chain only")
+    ap.add_argument("--fp16-every", type=int, default=4, help="float16 on every k-th chain only (0: never)")
+    ap.add_argument("--forward", choices=("fused", "transformers"), default="fused",
+                    help="mlmprob's fused forward (the default) or transformers' own (load_mlm(fused=False))")
     ap.add_argument("--variants", type=int, default=1000)
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--raw", required=True, help="folder of pll.jsonl / mm.jsonl (appended, resumable)")
@@ -211,7 +215,7 @@ def main(argv=None) -> int:
     if not a.report_only:
         import mlmprob
 
-        mlms = {dt: mlmprob.load_mlm(a.model, device="cpu", dtype=dt) for dt in DTYPES}
+        mlms = {dt: mlmprob.load_mlm(a.model, device="cpu", dtype=dt, fused=a.forward == "fused") for dt in DTYPES}
         raw.mkdir(parents=True, exist_ok=True)
         (raw / "command.txt").write_text(shlex.join(["python", "bench/precision_rank.py"] + (
             argv if argv is not None else sys.argv[1:])) + "\n")
