@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import platform
 import shlex
 import sys
 import time
@@ -25,6 +24,7 @@ import torch
 import mlmprob
 from mlmprob.onepass.scoring import spearman
 
+from cpu_info import describe
 from onepass_data import antibody_sets
 
 
@@ -66,7 +66,7 @@ def main(argv=None) -> int:
     load1 = os.getloadavg()
     lines = ["# One-pass PLL vs exact PLL on held-out antibody chains", "",
              f"Command: `{shlex.join(['python', 'bench/onepass_report.py'] + (argv if argv is not None else sys.argv[1:]))}`",
-             f"Machine: {platform.machine()}, torch {torch.__version__}, {a.threads} thread(s); load average "
+             f"Machine: {describe()}; float32, {a.threads} thread(s); load average "
              f"{load0[0]:.1f} at start, {load1[0]:.1f} at end (a shared, loaded 2-core machine: speed ratios are of "
              "runs back to back in one process).", "",
              "Spearman: rank correlation with exact PLL across the set (per sequence, and of PLL per residue); "
