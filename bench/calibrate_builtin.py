@@ -1,6 +1,6 @@
 """Fit the one-pass corrections shipped for the built-in models (src/mlmprob/onepass/fitted/).
 
-    PYTHONPATH=src:bench python bench/calibrate_builtin.py antiberty --n 40
+    PYTHONPATH=src:bench python bench/calibrate_builtin.py antiberty --n 150
     PYTHONPATH=src:bench python bench/calibrate_builtin.py sapiens-vh --n 150
 
 Calibration: the first ``--n`` chains of Thera-SAbDab (file order; chains also in GDPa1 / Jain-137 dropped)
