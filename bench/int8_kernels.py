@@ -1,13 +1,16 @@
 """fbgemm's dynamic int8 linear vs the same product in two calls (issue 21 §2): which runs faster here?
 
+Result on the AVX-512 VNNI EPYC (docs/results/precision/int8_kernels.md): the same speed (0.96-1.15x on
+a quiet core), so ``Int8Linear`` keeps the one call. A first look on a loaded machine had suggested up to
+1.3x for the two calls; interleaved rounds on a quiet core did not confirm it.
+
     PYTHONPATH=src:bench OMP_NUM_THREADS=1 python bench/int8_kernels.py --rounds 8 \
         --out docs/results/precision/int8_kernels.md
 
 ``dynamic``: ``torch.ops.quantized.linear_dynamic`` (chooses the activation scale and runs the product);
 ``two-call``: ``torch._choose_qparams_per_tensor`` (the same scale) and then
 ``linear_with_input_q_dq_qweight_dq_output_fp32`` (the product with that static scale, float32 output),
-which is what ``mlmprob.models.precision.Int8Linear`` runs. Both give the same bits (checked on every
-shape here). Shapes: the linear layers of ESM-2 35M / 150M and AntiBERTy on 16 masked copies of a 121-token
+with static activation scales chosen per call. Both give the same bits (checked on every shape here). Shapes: the linear layers of ESM-2 35M / 150M and AntiBERTy on 16 masked copies of a 121-token
 chain (1,936 rows). The two run interleaved, ``--rounds`` times; best and median times.
 """
 

@@ -170,23 +170,3 @@ def test_real_rotation_equals_complex():
     assert float((want - x).abs().max()) > 0.1  # positions really rotate
     assert torch.allclose(want, got, atol=1e-5)
 
-
-@pytest.mark.parametrize("reduce_range", [True, False])
-def test_int8_linear_same_bits_as_fbgemm_dynamic(reduce_range):
-    """Int8Linear's two-call product (range, then static-scale product) equals fbgemm's linear_dynamic to
-    the bit, in 7-bit and 8-bit activations, for 2-D and 3-D inputs."""
-    if not int8_supported():
-        pytest.skip("no fbgemm int8 kernels in this torch build")
-    g = torch.Generator().manual_seed(0)
-    lin = torch.nn.Linear(48, 40)
-    with torch.no_grad():
-        lin.weight.copy_(torch.randn(40, 48, generator=g) * 0.1)
-    q = Int8Linear.from_linear(lin)
-    q.reduce_range = reduce_range
-    for shape in [(9, 48), (3, 11, 48)]:
-        x = torch.randn(*shape, generator=g) * 3 + 0.5
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            want = torch.ops.quantized.linear_dynamic(x, q._packed, reduce_range)
-        assert torch.equal(q(x), want)
-        assert float((q(x) - lin(x)).abs().max()) > 0  # really quantized
