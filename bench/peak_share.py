@@ -66,12 +66,16 @@ def flops_run(counts: dict, length: int, forward: str) -> int:
     >>> c = {"p_enc": 2 * 12 * 8 * 8, "p_head": 144, "hidden": 8, "layers": 2}
     >>> flops_run(c, 5, "transformers") - flops_run(c, 5, "fused")
     5760
+    >>> flops_run({**c, "attention": False}, 5, "transformers") - flops_run({**c, "attention": False}, 5, "fused")
+    5120
     """
-    full = lib.copy_flops(counts["p_enc"], counts["p_head"], counts["hidden"], counts["layers"], length)
+    attention = counts.get("attention", True)  # False: the linear layers' FLOPs only
+    h, layers = counts["hidden"], counts["layers"]
+    full = lib.copy_flops(counts["p_enc"], counts["p_head"], h if attention else 0, layers if attention else 0, length)
     if forward != "fused":
         return full
-    h, per_layer = counts["hidden"], counts["p_enc"] // counts["layers"]
-    return full - 2 * (per_layer - 2 * h * h) * (length - 1) - 4 * h * length * (length - 1)
+    per_layer = counts["p_enc"] // layers
+    return full - 2 * (per_layer - 2 * h * h) * (length - 1) - (4 * h * length * (length - 1) if attention else 0)
 
 
 def run_section(models: dict[str, str], seq: str, dtypes, rounds: int, threads: int, peak_n: int,
@@ -108,7 +112,7 @@ def run_section(models: dict[str, str], seq: str, dtypes, rounds: int, threads: 
                      "flops": copies * lib.copy_flops(counts["p_enc"], counts["p_head"], counts["hidden"],
                                                       counts["layers"], length),
                      "flops_run": copies * flops_run(counts, length, fw),
-                     "linear_flops": copies * lib.copy_flops(counts["p_enc"], counts["p_head"], 0, 0, length),
+                     "linear_flops": copies * flops_run({**counts, "attention": False}, length, fw),
                      "walls": [w for w, _ in ts], "wall": statistics.median(w for w, _ in ts),
                      "cpu": statistics.median(c for _, c in ts),
                      "peak": statistics.median(p for p, _ in peaks[dt]),
@@ -149,7 +153,8 @@ def _profile_section(prof: list[tuple[dict, dict]]) -> list[str]:
     L = ["", "## Where the time goes", "",
          "One exact PLL of the chain per row under `torch.profiler` (after a warm-up; profiled rows: "
          "`--profile`); shares of the operators' self time (groups of `bench/profile_pll.py`). Linear layers' "
-         "own rate: the FLOPs of the encoder linears and the LM head over the self time of the linear-layer "
+         "own rate: the FLOPs the encoder linears and the LM head run (the fused forward skips part of the last "
+         "layer) over the self time of the linear-layer "
          "operators, and its share of the row's peak: how fast the matrix products run when they run.", "",
          "| model | precision | forward | threads | " + " | ".join(groups) + " | linear layers' own GFLOP/s (of peak) |",
          "|---|---|---|---:|" + "---:|" * (len(groups) + 1)]
