@@ -234,10 +234,8 @@ def main(argv=None) -> int:
         print("error: esm-cpp is not installed (pip install esm-cpp==0.2.1, for this benchmark only)", file=sys.stderr)
         return 2
     text = run(args)
-    print(text)
-    if args.out:
-        Path(args.out).write_text(text)
-    return 0
+    from cpu_info import emit
+    return emit(text, args.out)
 
 
 if __name__ == "__main__":

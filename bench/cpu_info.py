@@ -42,3 +42,16 @@ def describe(cpuinfo: str | None = None) -> str:
     feats = ", ".join(f"{f}: {'yes' if f in flags else 'no'}" for f in FEATURES)
     return (f"{platform.machine()} {name}, {os.cpu_count()} cores; {feats}; torch {torch.__version__} "
             f"(kernel level {torch.backends.cpu.get_cpu_capability()})")
+
+
+def emit(text: str, out: str | None) -> int:
+    """A benchmark's last step: print its report, write it to ``out`` when given; the exit status (0).
+
+    >>> emit("ok", None)
+    ok
+    0
+    """
+    print(text)
+    if out:
+        Path(out).write_text(text)
+    return 0

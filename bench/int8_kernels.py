@@ -96,10 +96,8 @@ def main(argv=None) -> int:
         f"(reduce_range={rr}); {a.rows} rows; {a.rounds} interleaved rounds.", "",
         "| layer | in x out | dynamic ms (best / median) | two-call ms (best / median) | two-call GFLOP/s (best) "
         "| speed-up (medians) | same bits |", "|---|---|---|---|---|---|---|", *lines]) + "\n"
-    print(text)
-    if a.out:
-        Path(a.out).write_text(text)
-    return 0
+    from cpu_info import emit
+    return emit(text, a.out)
 
 
 if __name__ == "__main__":

@@ -24,7 +24,6 @@ import argparse
 import shlex
 import sys
 import time
-from pathlib import Path
 
 import torch
 
@@ -151,10 +150,8 @@ def main(argv=None) -> int:
         print("\n".join(r + [c]), file=sys.stderr, flush=True)
     cmd = shlex.join(["python", "bench/onepass_variants.py"] + (argv if argv is not None else sys.argv[1:]))
     text = report(rows, checks, cmd, a.n_boot)
-    print(text)
-    if a.out:
-        Path(a.out).write_text(text)
-    return 0
+    from cpu_info import emit
+    return emit(text, a.out)
 
 
 if __name__ == "__main__":

@@ -19,7 +19,6 @@ CPU-second divides the process's CPU seconds instead (steadier when other jobs s
 from __future__ import annotations
 
 import argparse
-import os
 import shlex
 import statistics
 import subprocess

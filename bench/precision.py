@@ -88,10 +88,8 @@ def main(argv=None) -> int:
                      f"{r['tok_max']:.4f} | {r['ppt_mean']:.4f} | {r['ppt_max']:.4f} | {r['pll_per_token_fp32']:.3f} | "
                      f"{r['t32']:.1f} | {r['t16']:.1f} | {r['t16'] / r['t32']:.2f} |")
     text = "\n".join(lines) + "\n"
-    print(text)
-    if args.out:
-        Path(args.out).write_text(text)
-    return 0
+    from cpu_info import emit
+    return emit(text, args.out)
 
 
 if __name__ == "__main__":

@@ -179,10 +179,8 @@ def main(argv=None) -> int:
              "max | mean abs d PLL | max | Spearman PLL vs float32 |",
              "|---|---|---|---|---|---|---|---|---|---|---|"]
     text = "\n".join(lines + rows) + "\n"
-    print(text)
-    if a.out:
-        Path(a.out).write_text(text)
-    return 0
+    from cpu_info import emit
+    return emit(text, a.out)
 
 
 if __name__ == "__main__":

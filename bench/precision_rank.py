@@ -229,10 +229,8 @@ def main(argv=None) -> int:
     machine = (f"Machine: {describe()}; {a.threads} thread(s), load average {load0[0]:.1f} when this report was "
                "built; a shared machine, so times are medians and ratios, not peak speeds.")
     text = report(read_jsonl(raw / "pll.jsonl"), read_jsonl(raw / "mm.jsonl"), labels, command=cmd, machine=machine)
-    print(text)
-    if a.out:
-        Path(a.out).write_text(text)
-    return 0
+    from cpu_info import emit
+    return emit(text, a.out)
 
 
 if __name__ == "__main__":
