@@ -32,7 +32,7 @@ def iter_masked_logits(
     cols: torch.Tensor,
     *,
     extra_mask: torch.Tensor | None = None,
-    batch_tokens: int | None = DEFAULT_BATCH_TOKENS,
+    batch_tokens: int | None = None,
     progress: Callable[[int], None] | None = None,
     on_device: bool = False,
     records: torch.Tensor | None = None,
@@ -58,7 +58,7 @@ def iter_masked_logits(
 
 
 def iter_read_logits(mlm: MaskedLM, ids: torch.Tensor, read_row: torch.Tensor, read_col: torch.Tensor, *,
-                     groups: torch.Tensor | None = None, batch_tokens: int | None = DEFAULT_BATCH_TOKENS,
+                     groups: torch.Tensor | None = None, batch_tokens: int | None = None,
                      progress: Callable[[int], None] | None = None,
                      on_device: bool = False) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
     """Yield ``(read_index [n], logits [n, V])``: read ``q`` is position ``read_col[q]`` of row
@@ -70,7 +70,7 @@ def iter_read_logits(mlm: MaskedLM, ids: torch.Tensor, read_row: torch.Tensor, r
 
 
 def read_logits(mlm: MaskedLM, ids: torch.Tensor, read_row: torch.Tensor, read_col: torch.Tensor, *,
-                groups: torch.Tensor | None = None, batch_tokens: int | None = DEFAULT_BATCH_TOKENS,
+                groups: torch.Tensor | None = None, batch_tokens: int | None = None,
                 progress: Callable[[int], None] | None = None) -> torch.Tensor:
     """All reads of :func:`iter_read_logits` at once: logits ``[N, V]`` on the CPU, in read order.
 

@@ -16,7 +16,7 @@ from typing import Callable, Sequence
 
 import torch
 
-from .batching import DEFAULT_BATCH_TOKENS, iter_masked_logits
+from .batching import iter_masked_logits
 from .errors import MLMProbError, PositionsError
 from .models.protocol import MaskedLM, default_positions, lengths_of, max_length_of
 
@@ -148,7 +148,7 @@ def token_scores(
     positions: Positions = None,
     *,
     word_ids: torch.Tensor | None = None,
-    batch_tokens: int | None = DEFAULT_BATCH_TOKENS,
+    batch_tokens: int | None = None,
     progress: Callable[[int], None] | None = None,
 ) -> TokenScores:
     """Per-token log-probabilities and raw logits, one masked copy per scored position.
@@ -190,7 +190,7 @@ def token_scores(
 
 
 def pll(mlm: MaskedLM, input_ids, positions: Positions = None, *, word_ids=None,
-        batch_tokens: int = DEFAULT_BATCH_TOKENS) -> torch.Tensor:
+        batch_tokens: int | None = None) -> torch.Tensor:
     """Log pseudo-likelihood ``sum_t log q_t(x_t | x with t masked)`` per sequence, ``[B]`` (float64).
 
     ``positions`` is None (every non-special position), a list of indices shared by the batch, or a
@@ -206,7 +206,7 @@ def pll(mlm: MaskedLM, input_ids, positions: Positions = None, *, word_ids=None,
 
 
 def energy(mlm: MaskedLM, input_ids, kind: str = "local", positions: Positions = None, *, word_ids=None,
-           batch_tokens: int = DEFAULT_BATCH_TOKENS) -> torch.Tensor:
+           batch_tokens: int | None = None) -> torch.Tensor:
     """Energy per sequence ``[B]`` (float64): ``kind="local"`` is ``-pll``, ``kind="raw"`` is
     ``-sum_t logit_t(x_t | x with t masked)``.
 

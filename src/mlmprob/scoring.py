@@ -7,7 +7,6 @@ from dataclasses import asdict, dataclass, field
 from typing import Callable, Iterable, Iterator, Sequence
 
 from .defaults import DTYPE
-from .batching import DEFAULT_BATCH_TOKENS
 from .data import Record, encodable_records, encode_records
 from .energy import token_scores
 from .errors import MLMProbError, NonFiniteError
@@ -39,7 +38,7 @@ class SequenceScore:
 
 
 def score_records(mlm, records: Iterable[Record], *, whole_word: bool = False, per_token: bool = False,
-                  batch_tokens: int | None = DEFAULT_BATCH_TOKENS, chunk_size: int = 16,
+                  batch_tokens: int | None = None, chunk_size: int = 16,
                   skip_invalid: bool = False, on_skip: Callable[[Record, str], None] | None = None,
                   progress: Callable[[int], None] | None = None) -> Iterator[SequenceScore]:
     """Yield a ``SequenceScore`` per record, scoring ``chunk_size`` records per call (results come

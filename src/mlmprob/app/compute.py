@@ -21,7 +21,6 @@ from typing import Callable
 
 import torch
 
-from ..batching import DEFAULT_BATCH_TOKENS
 from ..errors import MLMProbError, PositionsError, TokenizationError
 from ..runtime.inputs import Record, fasta_records
 from ..scoring import SequenceScore, score_records
@@ -56,8 +55,9 @@ class Limits:
 LIMITS = Limits()
 
 
-def _bt(batch_tokens: int | None) -> int:
-    return DEFAULT_BATCH_TOKENS if batch_tokens is None else int(batch_tokens)
+def _bt(batch_tokens: int | None) -> int | None:
+    """The app's token budget: None (chosen for the model's device by the forward primitive) or an int."""
+    return None if batch_tokens is None else int(batch_tokens)
 
 
 def parse_numbers(text: str, name: str = "positions") -> list[int]:

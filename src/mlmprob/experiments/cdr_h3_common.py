@@ -10,7 +10,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
-from ..batching import DEFAULT_BATCH_TOKENS
 from ..errors import MLMProbError
 from ..metrics.sequences import bleu, identity, stutter_rate
 from ..runtime.log import read_log
@@ -133,7 +132,7 @@ class RunOptions:
     uncond_length: int = 120
     uncond_chains: int = 3
     seed: int = 0
-    batch_tokens: int = DEFAULT_BATCH_TOKENS
+    batch_tokens: int | None = None
 
     @property
     def total_epochs(self) -> int:

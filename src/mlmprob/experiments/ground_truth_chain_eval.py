@@ -15,13 +15,13 @@ import math
 
 import torch
 
-from ..batching import DEFAULT_BATCH_TOKENS, read_logits
+from ..batching import read_logits
 from ..likelihood import loglik
 from ..models.alphabet import allowed_ids
 from .ground_truth_common import all_states, kl, state_index, tv
 
 
-def conditional_tables(mlm, V: int, T: int, wrap, offset: int, batch_tokens: int = DEFAULT_BATCH_TOKENS
+def conditional_tables(mlm, V: int, T: int, wrap, offset: int, batch_tokens: int | None = None
                        ) -> dict[int, torch.Tensor]:
     """``{mask bits: [V**T, T] float64}``: ``tab[x, t] = log q(x_t | x with M masked)`` for ``t`` in ``M``
     (bit ``t`` set), normalised over the proposal alphabet. ``wrap`` turns symbols ``[B, T]`` into model
@@ -103,7 +103,7 @@ def gibbs_stationary(tables: dict[int, torch.Tensor], V: int, T: int, start: tor
 
 
 def eval_chain(mlm, lang, *, wrap=lambda x: x, offset: int = 0, tokens_per_step=(2, 3), n_pairs: int = 200,
-               seed: int = 0, batch_tokens: int = DEFAULT_BATCH_TOKENS) -> dict:
+               seed: int = 0, batch_tokens: int | None = None) -> dict:
     """TV and KL(truth || q) for ``q`` = ``p_l2r``, ``p_r2l``, the mixture over all orders,
     ``exp(-E_local)/Z``, degenerate Gibbs's stationary law (``gibbs``, with its ``sweeps`` and
     ``residual``) and parallel decoding (random order, ``k`` per step); per-order TV (mean, min,

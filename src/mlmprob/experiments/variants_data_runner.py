@@ -24,7 +24,6 @@ from typing import Callable, Sequence
 import torch
 
 from ..alphabet import AMINO_ACIDS
-from ..batching import DEFAULT_BATCH_TOKENS
 from ..errors import MLMProbError
 from ..models.protocol import MaskedLM
 from ..runtime.log import ResumableLog
@@ -151,7 +150,7 @@ def _round(xs) -> list:
 class Runner:
     """Runs plan stages into ``out``; models are loaded once, on first use."""
 
-    def __init__(self, out: Path, data: Path, library: Library, *, batch_tokens: int = DEFAULT_BATCH_TOKENS,
+    def __init__(self, out: Path, data: Path, library: Library, *, batch_tokens: int | None = None,
                  loader: Callable[[str], MaskedLM] | None = None, log=print):
         from ..models import load_mlm
 

@@ -16,7 +16,6 @@ from typing import Sequence
 
 import torch
 
-from ..batching import DEFAULT_BATCH_TOKENS
 from ..errors import MLMProbError
 from ..models.protocol import MaskedLM
 from .corrections import Standard
@@ -86,7 +85,7 @@ def _sampling_select(config: SamplingConfig, generator: torch.Generator):
 def sample_infill(mlm: MaskedLM, input_ids, positions: Sequence[int] | torch.Tensor, *, num_samples: int = 5,
                   temperature: float = 1.0, top_p: float | None = None, order: str = "l2r",
                   generator: torch.Generator | None = None,
-                  batch_tokens: int = DEFAULT_BATCH_TOKENS) -> list[InfillCandidate]:
+                  batch_tokens: int | None = None) -> list[InfillCandidate]:
     """``num_samples`` sampled fills (distinct), ranked by standard chain-rule score, best first.
 
     >>> from mlmprob import ExactMLM

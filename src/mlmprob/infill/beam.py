@@ -23,7 +23,6 @@ from typing import Sequence
 
 import torch
 
-from ..batching import DEFAULT_BATCH_TOKENS
 from ..errors import MLMProbError
 from ..models.protocol import MaskedLM
 from .corrections import Pivot, Standard
@@ -58,7 +57,7 @@ def make_correction(mlm: MaskedLM, method: str, pivot: int | None = None) -> Cor
 
 def beam_search(mlm: MaskedLM, input_ids, positions: Sequence[int] | torch.Tensor, *, correction: Correction,
                 order: str = "l2r", beam_size: int = 5,
-                batch_tokens: int = DEFAULT_BATCH_TOKENS) -> list[InfillCandidate]:
+                batch_tokens: int | None = None) -> list[InfillCandidate]:
     """Beam search with any per-step correction (see ``corrections``: the ablations plug in here)."""
     gap = prepare_gap(mlm, input_ids, positions)
     return run_search(mlm, gap, width=check_beam_size(beam_size), order=check_order(order),
@@ -67,7 +66,7 @@ def beam_search(mlm: MaskedLM, input_ids, positions: Sequence[int] | torch.Tenso
 
 def infill(mlm: MaskedLM, input_ids, positions: Sequence[int] | torch.Tensor, *, method: str = "standard",
            order: str = "l2r", beam_size: int = 5, pivot: int | None = None,
-           batch_tokens: int = DEFAULT_BATCH_TOKENS) -> list[InfillCandidate]:
+           batch_tokens: int | None = None) -> list[InfillCandidate]:
     """The ``beam_size`` best fills of ``positions`` in one sequence, best first.
 
     ``input_ids``: ``[L]`` or ``[1, L]`` (whatever the gap positions hold is ignored);

@@ -15,7 +15,7 @@ from typing import Sequence
 
 import torch
 
-from ..batching import DEFAULT_BATCH_TOKENS, read_logits
+from ..batching import read_logits
 from ..errors import MLMProbError
 from ..models.protocol import MaskedLM
 from .beam import make_correction
@@ -46,7 +46,7 @@ def _sorted(fills: torch.Tensor, scores: torch.Tensor, top: int | None) -> list[
 
 def exhaustive_infill(mlm: MaskedLM, input_ids, positions: Sequence[int] | torch.Tensor, *,
                       method: str = "standard", pivot: int | None = None,
-                      top: int | None = None, batch_tokens: int = DEFAULT_BATCH_TOKENS) -> list[InfillCandidate]:
+                      top: int | None = None, batch_tokens: int | None = None) -> list[InfillCandidate]:
     """All fills (or the ``top`` best) by their left-to-right ``method`` score, best first."""
     correction = make_correction(mlm, method, pivot)
     gap = prepare_gap(mlm, input_ids, positions)

@@ -22,7 +22,7 @@ from typing import Callable, Protocol
 
 import torch
 
-from ..batching import DEFAULT_BATCH_TOKENS, read_logits
+from ..batching import read_logits
 from ..models.protocol import MaskedLM
 from .gap import Gap, InfillCandidate
 
@@ -62,7 +62,7 @@ def _step_inputs(gap: Gap, mask_id: int, filled: torch.Tensor, fill_id: int | No
 
 
 def query_logp(mlm: MaskedLM, gap: Gap, filled: torch.Tensor, q_h: torch.Tensor, q_u: torch.Tensor,
-               fill_id: int | None, batch_tokens: int = DEFAULT_BATCH_TOKENS) -> torch.Tensor:
+               fill_id: int | None, batch_tokens: int | None = None) -> torch.Tensor:
     """``log q`` ``[Q, V]`` (float64) at gap column ``q_u[i]`` of hypothesis ``q_h[i]`` (that
     column masked, unfilled ones holding ``fill_id``/the mask). ``q_h`` must be sorted."""
     if fill_id is None:   # one row per hypothesis serves all its queries
@@ -85,7 +85,7 @@ def _first_argmax_per_group(values: torch.Tensor, group: torch.Tensor, n_groups:
 
 
 def run_search(mlm: MaskedLM, gap: Gap, *, width: int, order: str, correction: Correction,
-               select: Select = top_k_select, batch_tokens: int = DEFAULT_BATCH_TOKENS) -> list[InfillCandidate]:
+               select: Select = top_k_select, batch_tokens: int | None = None) -> list[InfillCandidate]:
     """Fill ``gap`` one position at a time keeping ``width`` hypotheses; best first."""
     k, cand = gap.k, gap.candidates
     n = len(cand)

@@ -23,7 +23,7 @@ from typing import Sequence
 
 import torch
 
-from ..batching import DEFAULT_BATCH_TOKENS, iter_read_logits, read_logits
+from ..batching import iter_read_logits, read_logits
 from ..errors import MLMProbError, PositionsError
 from ..models.protocol import MaskedLM, lengths_of, proposal_ids_of
 
@@ -169,7 +169,7 @@ def pair_conditionals(
     b: int,
     candidates=None,
     *,
-    batch_tokens: int = DEFAULT_BATCH_TOKENS,
+    batch_tokens: int | None = None,
 ) -> PairConditionals:
     """Run the ``2K + 1`` masked copies of pair ``(a, b)`` in batches and keep what the joints need.
 
@@ -185,7 +185,7 @@ def pair_conditionals(
     """
     ids, a, b = check_pair(mlm, input_ids, a, b)
     cands = resolve_candidates(mlm, candidates)
-    if batch_tokens < 1:
+    if batch_tokens is not None and batch_tokens < 1:
         raise MLMProbError(f"batch_tokens must be positive, got {batch_tokens}")
     K, L, V = len(cands), len(ids), mlm.vocab_size
     gold = (int(ids[a]), int(ids[b]))

@@ -7,7 +7,6 @@ from dataclasses import dataclass
 
 import torch
 
-from ..batching import DEFAULT_BATCH_TOKENS
 from ..models.protocol import MaskedLM
 from .conditionals import PairConditionals, pair_conditionals, resolve_candidates, topk_candidates
 from .constructions import (DEFAULT_AG_MAX_STEPS, DEFAULT_AG_TOL, METHODS, AGResult, ag_joint, default_pivot, hcb_joint,
@@ -69,7 +68,7 @@ def evaluate_conditionals(pc: PairConditionals, *, pivot: tuple[int, int] | None
 
 def evaluate_pair(mlm: MaskedLM, input_ids, a: int, b: int, *, candidates=None, top_k: int | None = None,
                   pivot: tuple[int, int] | None = None, ag: AGOptions = AGOptions(),
-                  batch_tokens: int = DEFAULT_BATCH_TOKENS) -> PairEvaluation:
+                  batch_tokens: int | None = None) -> PairEvaluation:
     """Forward passes for pair ``(a, b)`` (``2K + 1`` rows, plus one with ``top_k``), then all joints
     and metrics. ``top_k`` restricts ``V'`` to the ``k`` most probable ids under the both-masked
     conditionals (an approximation; ``outside_mass`` in the record measures what it drops).

@@ -21,7 +21,7 @@ from typing import Callable
 
 import torch
 
-from ..batching import DEFAULT_BATCH_TOKENS, iter_masked_logits
+from ..batching import iter_masked_logits
 from ..energy import Positions, check_input_ids, resolve_positions, row_sum
 from ..errors import PositionsError
 from ..models.alphabet import allowed_ids
@@ -139,7 +139,7 @@ def read_steps(mlm: MaskedLM, ids: torch.Tensor, rows, cols, extra, allowed: tor
 
 
 def loglik(mlm: MaskedLM, input_ids, positions: Positions = None, *, order: OrderSpec = "l2r", n_orders: int = 1,
-           generator: torch.Generator | None = None, word_ids=None, batch_tokens: int | None = DEFAULT_BATCH_TOKENS,
+           generator: torch.Generator | None = None, word_ids=None, batch_tokens: int | None = None,
            progress: Callable[[int], None] | None = None) -> LogLik:
     """Chain-rule log-likelihoods of ``x_S`` given the rest, for the orders ``order`` asks for.
 

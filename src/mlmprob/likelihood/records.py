@@ -11,7 +11,6 @@ import zlib
 
 import torch
 
-from ..batching import DEFAULT_BATCH_TOKENS
 from ..errors import NonFiniteError
 from .chain import loglik
 
@@ -32,7 +31,7 @@ def record_generator(seed: int, sequence: str) -> torch.Generator:
 
 def chain_columns(mlm, sequence: str, *, order: str = "random", n_orders: int = DEFAULT_ORDERS, seed: int = 0,
                   whole_word: bool = False, per_order: bool = False,
-                  batch_tokens: int | None = DEFAULT_BATCH_TOKENS) -> dict:
+                  batch_tokens: int | None = None) -> dict:
     """``CHAIN_FIELDS`` of one sequence (and ``loglik_per_order``, a list, with ``per_order``):
     ``loglik`` over every non-special position, ``loglik_per_token`` the mixture per token (its
     ``exp(-x)`` is a perplexity), ``loglik_outside_mass`` the mean mass outside the proposal alphabet."""

@@ -35,23 +35,25 @@ from ..defaults import BATCH_TOKENS
 from ..errors import MLMProbError, NonFiniteError
 from .protocol import NONFINITE_HINT, MaskedLM, gather_logits, lengths_of, nonfinite_rows
 
-DEFAULT_BATCH_TOKENS = BATCH_TOKENS  # chosen in mlmprob.defaults
+DEFAULT_BATCH_TOKENS = BATCH_TOKENS  # the CPU budget, chosen in mlmprob.defaults
+BUDGET_UNIT = 65536  # the unit GPU budgets are measured in (attention cap, largest auto budget)
 ATTENTION_BUDGET = 16 * 512 * 512
 
 
-def rows_per_batch(width: int, batch_tokens: int | None = DEFAULT_BATCH_TOKENS) -> int:
+def rows_per_batch(width: int, batch_tokens: int | None = None) -> int:
     """How many rows of ``width`` tokens one forward sub-batch holds (at least 1).
 
-    The attention cap grows with budgets above the default (GPUs), never shrinks below it.
+    The attention cap (16 rows of 512 tokens per :data:`BUDGET_UNIT` tokens) grows with budgets above
+    that unit (GPUs), never shrinks below it.
 
-    >>> rows_per_batch(512), rows_per_batch(122), rows_per_batch(122, 8192), rows_per_batch(10_000, 100)
-    (16, 281, 67, 1)
-    >>> rows_per_batch(512, 8 * DEFAULT_BATCH_TOKENS)
-    128
+    >>> rows_per_batch(512), rows_per_batch(122), rows_per_batch(122, 65536), rows_per_batch(10_000, 100)
+    (8, 33, 281, 1)
+    >>> rows_per_batch(512, 65536), rows_per_batch(512, 8 * 65536)
+    (16, 128)
     """
     width = max(int(width), 1)
     batch_tokens = DEFAULT_BATCH_TOKENS if batch_tokens is None else batch_tokens
-    attention = max(ATTENTION_BUDGET, ATTENTION_BUDGET * (batch_tokens // DEFAULT_BATCH_TOKENS))
+    attention = max(ATTENTION_BUDGET, ATTENTION_BUDGET * (batch_tokens // BUDGET_UNIT))
     return max(1, min(batch_tokens // width, attention // (width * width)))
 
 
@@ -60,7 +62,7 @@ def auto_batch_tokens(mlm: MaskedLM, requested: int | None = None) -> int:
     sized from its free memory (a third of it, at the model's activation bytes per token).
 
     >>> auto_batch_tokens(object()), auto_batch_tokens(object(), 1024)
-    (65536, 1024)
+    (4096, 1024)
     """
     if requested is not None:
         if requested < 1:
@@ -78,7 +80,7 @@ def auto_batch_tokens(mlm: MaskedLM, requested: int | None = None) -> int:
     itemsize = torch.empty((), dtype=getattr(mlm, "dtype", torch.float32)).element_size()
     per_token = itemsize * (inter + 8 * hidden + 2 * heads * width)
     budget = int(free // 3 // per_token)
-    return max(1024, min(budget, 64 * DEFAULT_BATCH_TOKENS))
+    return max(1024, min(budget, 64 * BUDGET_UNIT))
 
 
 def is_out_of_memory(e: BaseException) -> bool:
@@ -231,7 +233,7 @@ def iter_forward(
     read_row: torch.Tensor,
     read_col: torch.Tensor,
     *,
-    batch_tokens: int | None = DEFAULT_BATCH_TOKENS,
+    batch_tokens: int | None = None,
     progress: Callable[[int], None] | None = None,
     on_device: bool = False,
 ) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
@@ -297,7 +299,7 @@ def iter_forward(
 
 
 def forward_all(mlm: MaskedLM, source: RowSource, read_row: torch.Tensor, read_col: torch.Tensor, *,
-                batch_tokens: int | None = DEFAULT_BATCH_TOKENS,
+                batch_tokens: int | None = None,
                 progress: Callable[[int], None] | None = None) -> torch.Tensor:
     """All reads of :func:`iter_forward` at once: logits ``[N, V]`` on the CPU, in read order."""
     out = None

@@ -51,12 +51,12 @@ class WindowedMLM:
     (True, True)
     """
 
-    def __init__(self, mlm: MaskedLM, window: int, *, batch_tokens: int = 65536):
+    def __init__(self, mlm: MaskedLM, window: int, *, batch_tokens: int | None = None):
         if int(window) < 1:
             raise MLMProbError(f"the window must hold at least one token, got {window}")
         self.inner = mlm
         self.window = int(window)
-        self.batch_tokens = int(batch_tokens)
+        self.batch_tokens = None if batch_tokens is None else int(batch_tokens)  # None: for the device
         self.mask_id = mlm.mask_id
         self.vocab_size = mlm.vocab_size
         self.max_length = None

@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import torch
 
-from ..batching import DEFAULT_BATCH_TOKENS
 from ..energy import pll as exact_pll
 from ..errors import MLMProbError
 from .estimate import METHODS, one_pass_token_scores
 
 
-def pll(mlm, input_ids, positions=None, *, word_ids=None, batch_tokens: int = DEFAULT_BATCH_TOKENS,
+def pll(mlm, input_ids, positions=None, *, word_ids=None, batch_tokens: int | None = None,
         method: str = "exact", correction=None) -> torch.Tensor:
     """Log pseudo-likelihood ``sum_t log q_t(x_t | x with t masked)`` per sequence, ``[B]`` (float64).
 

@@ -16,7 +16,7 @@ from typing import Callable, Sequence
 
 import torch
 
-from ..batching import DEFAULT_BATCH_TOKENS, iter_masked_logits
+from ..batching import iter_masked_logits
 from ..energy import check_input_ids, resolve_positions
 from ..errors import MLMProbError
 from .correction import Correction, fingerprint, model_key
@@ -43,7 +43,7 @@ class CalibrationResult:
     seconds: float
 
 
-def collect(mlm, sequences: Sequence[str], *, chunk: int = 16, batch_tokens: int | None = DEFAULT_BATCH_TOKENS,
+def collect(mlm, sequences: Sequence[str], *, chunk: int = 16, batch_tokens: int | None = None,
             progress: Callable[[int], None] | None = None) -> CalibrationSet:
     """Exact masked conditionals and unmasked hidden states of every scored position of ``sequences``."""
     parts = []
@@ -106,7 +106,7 @@ def fit_correction(mlm, data: CalibrationSet, *, steps: int = 400, lr: float = 2
 
 
 def calibrate(mlm, sequences: Sequence[str], *, steps: int = 400, seed: int = 0, source: str = "",
-              batch_tokens: int | None = DEFAULT_BATCH_TOKENS,
+              batch_tokens: int | None = None,
               progress: Callable[[int], None] | None = None) -> CalibrationResult:
     """Fit the one-pass correction of ``mlm`` on ``sequences`` (of the user's domain), described in its info."""
     if not sequences:

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 import torch
 
-from ..batching import DEFAULT_BATCH_TOKENS, read_logits
+from ..batching import read_logits
 from ..errors import MLMProbError
 from ..likelihood.orders import ORDER_KINDS, OrderSpec, plan_orders
 from ..models.protocol import MaskedLM, default_positions
@@ -86,7 +86,7 @@ class Ancestral:
     tokens_per_step: int = 1
     proposal: ProposalConfig = ProposalConfig()
     score_all: bool = False
-    batch_tokens: int = DEFAULT_BATCH_TOKENS
+    batch_tokens: int | None = None
 
     def __post_init__(self):
         if isinstance(self.order, str) and self.order not in ORDER_KINDS:

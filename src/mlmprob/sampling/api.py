@@ -10,7 +10,6 @@ from pathlib import Path
 
 import torch
 
-from ..batching import DEFAULT_BATCH_TOKENS
 from ..energy import Positions, check_input_ids
 from ..errors import MLMProbError
 from ..likelihood.orders import OrderSpec
@@ -117,7 +116,7 @@ def sample(
     reference=None,
     jsonl: str | Path | None = None,
     progress: bool = False,
-    batch_tokens: int = DEFAULT_BATCH_TOKENS,
+    batch_tokens: int | None = None,
     tokens_per_step: int = 1,
 ) -> SampleResult:
     """Run ``B`` chains (one per row of ``init_ids`` ``[B, L]``) for ``burn_in + epochs`` epochs.

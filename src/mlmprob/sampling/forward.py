@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import torch
 
-from ..batching import DEFAULT_BATCH_TOKENS, iter_masked_logits, read_logits
+from ..batching import iter_masked_logits, read_logits
 from ..models.protocol import MaskedLM
 
 
 def site_logits(mlm: MaskedLM, ids: torch.Tensor, select: torch.Tensor,
-                batch_tokens: int = DEFAULT_BATCH_TOKENS) -> tuple[torch.Tensor, int]:
+                batch_tokens: int | None = None) -> tuple[torch.Tensor, int]:
     """Logits ``[B, L, V]`` of the single-site masked copies at ``select`` (bool ``[B, L]``), zero
     elsewhere, and the number of copies forwarded."""
     B, L = ids.shape
@@ -27,7 +27,7 @@ def site_logits(mlm: MaskedLM, ids: torch.Tensor, select: torch.Tensor,
 
 
 def block_logits(mlm: MaskedLM, ids: torch.Tensor, block: torch.Tensor,
-                 batch_tokens: int = DEFAULT_BATCH_TOKENS) -> tuple[torch.Tensor, int]:
+                 batch_tokens: int | None = None) -> tuple[torch.Tensor, int]:
     """Logits ``[n, V]`` at ``block.nonzero()`` (row-major order), each row of ``ids`` forwarded once
     with its whole block masked; and the number of rows forwarded."""
     rows_with = block.any(-1).nonzero(as_tuple=True)[0]

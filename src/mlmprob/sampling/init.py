@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import torch
 
-from ..batching import DEFAULT_BATCH_TOKENS
 from ..energy import Positions, resolve_positions
 from ..errors import MLMProbError, PositionsError
 from ..models.protocol import MaskedLM, default_positions, lengths_of
@@ -49,7 +48,7 @@ def resolve_free(mlm: MaskedLM, ids: torch.Tensor, positions: Positions = None) 
 
 def initialize(mlm: MaskedLM, ids: torch.Tensor, free: torch.Tensor, init: str = "given",
                generator: torch.Generator | None = None,
-               batch_tokens: int = DEFAULT_BATCH_TOKENS) -> tuple[torch.Tensor, int]:
+               batch_tokens: int | None = None) -> tuple[torch.Tensor, int]:
     """First states ``[B, L]`` and the number of rows forwarded.
 
     >>> from mlmprob import ExactMLM

@@ -25,7 +25,6 @@ from dataclasses import dataclass
 
 import torch
 
-from ..batching import DEFAULT_BATCH_TOKENS
 from ..energy import row_sum
 from ..errors import MLMProbError
 from ..models.protocol import MaskedLM, default_positions
@@ -187,7 +186,7 @@ class MetropolisHastings(_Sweeper):
     target_temperature: ScheduleLike = 1.0
     order: str = "random"
     score_all: bool = False
-    batch_tokens: int = DEFAULT_BATCH_TOKENS
+    batch_tokens: int | None = None
 
     def __post_init__(self):
         object.__setattr__(self, "block_size", _check_common(self.mlm, self.order, self.block_size))
@@ -276,7 +275,7 @@ class DegenerateGibbs(_Sweeper):
     proposal: ProposalConfig = ProposalConfig()
     order: str = "random"
     score_all: bool = False
-    batch_tokens: int = DEFAULT_BATCH_TOKENS
+    batch_tokens: int | None = None
 
     def __post_init__(self):
         object.__setattr__(self, "block_size", _check_common(self.mlm, self.order, self.block_size))

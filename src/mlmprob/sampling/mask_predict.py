@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import torch
 
-from ..batching import DEFAULT_BATCH_TOKENS, iter_masked_logits
+from ..batching import iter_masked_logits
 from ..energy import Positions, check_input_ids
 from ..errors import MLMProbError
 from ..models.protocol import MaskedLM
@@ -47,7 +47,7 @@ def _greedy(logits: torch.Tensor, allowed: torch.Tensor) -> tuple[torch.Tensor, 
 
 
 def mask_predict(mlm: MaskedLM, init_ids, iterations: int, positions: Positions = None, *,
-                 strategy: str = "mask_predict", batch_tokens: int = DEFAULT_BATCH_TOKENS) -> MaskPredictResult:
+                 strategy: str = "mask_predict", batch_tokens: int | None = None) -> MaskPredictResult:
     """Fill the free positions of ``init_ids`` ``[B, L]`` (their current tokens are ignored) in
     ``iterations`` rounds of greedy refinement.
 

@@ -43,7 +43,6 @@ from typing import Sequence
 
 import torch
 
-from ..batching import DEFAULT_BATCH_TOKENS
 from ..energy import token_scores
 from ..errors import MLMProbError
 from ..joints.conditionals import pair_conditionals
@@ -183,7 +182,7 @@ def _pll_delta(mlm: MaskedLM, wt: torch.Tensor, variants: list[Variant], table: 
 
 
 def score_variants(mlm: MaskedLM, wild_type, mutants: Sequence[Sequence[tuple[int, int]]], methods=None,
-                   batch_tokens: int = DEFAULT_BATCH_TOKENS, *, cache: ForwardCache | None = None,
+                   batch_tokens: int | None = None, *, cache: ForwardCache | None = None,
                    n_orders: int = DEFAULT_ORDERS, seed: int = 0) -> dict[str, torch.Tensor]:
     """Scores of every variant by every method in ``methods`` (default: all of ``METHODS``, and
     ``chain`` on request; see the module doc): ``{method: float64 tensor [len(mutants)]}``, in the order asked.

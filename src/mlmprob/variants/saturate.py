@@ -11,7 +11,6 @@ from typing import Sequence
 
 import torch
 
-from ..batching import DEFAULT_BATCH_TOKENS
 from ..errors import MLMProbError
 from ..joints.conditionals import resolve_candidates
 from ..models.protocol import MaskedLM, default_positions, proposal_ids_of, special_ids_of
@@ -50,7 +49,7 @@ def _label(mlm: MaskedLM, token: int) -> str:
 
 
 def saturate(mlm: MaskedLM, wild_type, positions: Sequence[int] | None = None, candidates=None, *,
-             offset: int = 1, batch_tokens: int = DEFAULT_BATCH_TOKENS) -> Saturation:
+             offset: int = 1, batch_tokens: int | None = None) -> Saturation:
     """Score every single mutant at ``positions`` (default: every non-special position) to every
     token of ``candidates`` (default: the model's proposal ids, e.g. the 20 residues, else every
     non-special token).
