@@ -58,17 +58,17 @@ def _timed(fn) -> tuple[float, float, object]:
     return time.perf_counter() - t, time.process_time() - c, out
 
 
-def flops_run(counts: dict, length: int, forward: str) -> int:
+def flops_run(counts: dict, length: int, forward: str, *, attention: bool = True) -> int:
     """FLOPs one masked copy really runs: the model FLOPs, less, on the fused forward, the last layer's
     query, output and feed-forward products at the ``length - 1`` unread positions and their attention.
+    ``attention=False``: the linear layers' FLOPs only.
 
     >>> c = {"p_enc": 2 * 12 * 8 * 8, "p_head": 144, "hidden": 8, "layers": 2}
     >>> flops_run(c, 5, "transformers") - flops_run(c, 5, "fused")
     5760
-    >>> flops_run({**c, "attention": False}, 5, "transformers") - flops_run({**c, "attention": False}, 5, "fused")
+    >>> flops_run(c, 5, "transformers", attention=False) - flops_run(c, 5, "fused", attention=False)
     5120
     """
-    attention = counts.get("attention", True)  # False: the linear layers' FLOPs only
     h, layers = counts["hidden"], counts["layers"]
     full = lib.copy_flops(counts["p_enc"], counts["p_head"], h if attention else 0, layers if attention else 0, length)
     if forward != "fused":
@@ -111,7 +111,7 @@ def run_section(models: dict[str, str], seq: str, dtypes, rounds: int, threads: 
                      "flops": copies * lib.copy_flops(counts["p_enc"], counts["p_head"], counts["hidden"],
                                                       counts["layers"], length),
                      "flops_run": copies * flops_run(counts, length, fw),
-                     "linear_flops": copies * flops_run({**counts, "attention": False}, length, fw),
+                     "linear_flops": copies * flops_run(counts, length, fw, attention=False),
                      "walls": [w for w, _ in ts], "wall": statistics.median(w for w, _ in ts),
                      "cpu": statistics.median(c for _, c in ts),
                      "peak": statistics.median(p for p, _ in peaks[dt]),

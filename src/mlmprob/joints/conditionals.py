@@ -23,7 +23,7 @@ from typing import Sequence
 
 import torch
 
-from ..batching import iter_read_logits, read_logits
+from ..batching import auto_batch_tokens, iter_read_logits, read_logits
 from ..errors import MLMProbError, PositionsError
 from ..models.protocol import MaskedLM, lengths_of, proposal_ids_of
 
@@ -185,8 +185,7 @@ def pair_conditionals(
     """
     ids, a, b = check_pair(mlm, input_ids, a, b)
     cands = resolve_candidates(mlm, candidates)
-    if batch_tokens is not None and batch_tokens < 1:
-        raise MLMProbError(f"batch_tokens must be positive, got {batch_tokens}")
+    batch_tokens = auto_batch_tokens(mlm, batch_tokens)  # checks an explicit one is positive
     K, L, V = len(cands), len(ids), mlm.vocab_size
     gold = (int(ids[a]), int(ids[b]))
     base = ids.clone()

@@ -20,7 +20,7 @@ from typing import Iterable
 
 import torch
 
-from ..batching import iter_read_logits
+from ..batching import auto_batch_tokens, iter_read_logits
 from ..errors import MLMProbError
 from ..models.protocol import MaskedLM
 
@@ -52,9 +52,7 @@ class RowTable:
     """Requested terms ``log q_col(token | wild type + edit)``; ``run`` computes them all."""
 
     def __init__(self, mlm: MaskedLM, wild_type: torch.Tensor, batch_tokens: int | None = None):
-        if batch_tokens is not None and batch_tokens < 1:
-            raise MLMProbError(f"batch_tokens must be positive, got {batch_tokens}")
-        self.mlm, self.wt, self.batch_tokens = mlm, wild_type, None if batch_tokens is None else int(batch_tokens)
+        self.mlm, self.wt, self.batch_tokens = mlm, wild_type, auto_batch_tokens(mlm, batch_tokens)
         self._wt_list = wild_type.tolist()
         self._rows: dict[Edit, int] = {}
         self._edits: list[Edit] = []
