@@ -198,9 +198,8 @@ class SampleJob:
         return rows, skipped
 
     def sample_record(self, mlm, rec: Record, batch_tokens: int | None = None) -> SampleResult:
-        """The ``chains`` chains of one record (generator seeded by :func:`record_seed`)."""
-        from ..batching import DEFAULT_BATCH_TOKENS
-
+        """The ``chains`` chains of one record (generator seeded by :func:`record_seed`); ``batch_tokens`` None:
+        chosen for the model's device."""
         try:
             enc = mlm.encode([rec.seq])
         except MLMProbError as e:
@@ -216,7 +215,7 @@ class SampleJob:
                           burn_in=self.burn_in, block_size=bs, proposal_temperature=self.proposal_temperature,
                           top_p=self.top_p, target_temperature=tt, order=self.order, positions=free, generator=g,
                           init=self.init, thin=self.thin, score_all=self.score_all, reference=reference,
-                          batch_tokens=batch_tokens or DEFAULT_BATCH_TOKENS, tokens_per_step=self.tokens_per_step)
+                          batch_tokens=batch_tokens, tokens_per_step=self.tokens_per_step)
         except MLMProbError as e:
             raise MLMProbError(f"{rec.id}: {e}") from None
 
