@@ -6,12 +6,13 @@ import random
 import signal
 import subprocess
 import sys
-import time
 
 import pytest
 
 from mlmprob.cli import main
 from mlmprob.runtime.writers import read_results
+
+from held import Held
 
 AA = "ACDEFGHIKLMNPQRSTVWY"
 
@@ -81,22 +82,25 @@ def test_sigkill_then_resume_loses_nothing_and_locks_the_output(tiny_bert_dir, t
     out = tmp_path / f"r{suffix}"
     cmd, env = _cli(inp, "--model", tiny_bert_dir, "--out", out, "--batch-tokens", "48", "--no-progress", "--device", "cpu",
                     "--part-rows", "16")
-    proc = subprocess.Popen(cmd, env=env, stderr=subprocess.PIPE, text=True)
+    held = Held(rows=32)            # the run stops once 32 rows are committed (two Parquet parts), until killed
+    proc = held.popen(cmd, env, stderr=subprocess.PIPE, text=True)
     lock = tmp_path / f"r{suffix}.lock"
-    progress = (lambda: out.exists() and out.read_text().count("\n") >= 32) if suffix == ".jsonl" else \
-        (lambda: len(list((tmp_path / "r.parquet.parts").glob("*.parquet"))) >= 1 if (tmp_path / "r.parquet.parts").exists() else False)
-    t0 = time.time()
-    while not progress():
-        assert proc.poll() is None, proc.stderr.read()
-        assert time.time() - t0 < 120
-        time.sleep(0.05)
-    # a second writer of the same output is refused while the first runs
-    second = subprocess.run(_cli(inp, "--model", tiny_bert_dir, "--out", out, "--resume", "--no-progress")[0],
-                            env=env, capture_output=True, text=True)
-    assert second.returncode == 2 and "being written by another process" in second.stderr
-    assert len(second.stderr.strip().splitlines()) == 1
-    proc.send_signal(signal.SIGKILL)
-    proc.wait()
+    try:
+        assert held.wait(what=lambda: proc.stderr.read()) == 32
+        committed = len(list(read_results(out)))
+        assert committed == 32                                     # what the output holds at the kill
+        # a second writer of the same output is refused while the first runs
+        second = subprocess.run(_cli(inp, "--model", tiny_bert_dir, "--out", out, "--resume", "--no-progress")[0],
+                                env=env, capture_output=True, text=True)
+        assert second.returncode == 2 and "being written by another process" in second.stderr
+        assert len(second.stderr.strip().splitlines()) == 1
+        proc.send_signal(signal.SIGKILL)
+        assert proc.wait() == -signal.SIGKILL
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        held.close()
     assert lock.exists()                                           # left behind by the kill, but not held
     done = subprocess.run(_cli(inp, "--model", tiny_bert_dir, "--out", out, "--resume", "--no-progress")[0],
                           env=env, capture_output=True, text=True)

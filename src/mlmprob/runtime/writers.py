@@ -26,6 +26,7 @@ from typing import Iterable
 
 from ..errors import MLMProbError
 from ..jsonl import dumps, json_safe  # noqa: F401 - re-exported
+from .hold import hold_at
 from .log import ResumableLog, RunHold, RunMeta, read_lines, read_log
 
 OUTPUT_KINDS = (".jsonl", ".tsv", ".parquet")
@@ -175,6 +176,7 @@ class LineWriter(_FileWriter):
             lines = [dumps(r) for r in rows]
         self._hold.append_lines(lines)
         self.rows_written += len(rows)
+        hold_at(self.rows_written)
 
     def _finish(self, complete: bool) -> None:
         pass
@@ -258,6 +260,7 @@ class ParquetWriter(_FileWriter):
         self._pq.write_table(self._pa.Table.from_pylist(self._buf), tmp)
         os.replace(tmp, target)
         self._buf = []
+        hold_at(self.rows_written)
 
     def _finish(self, complete: bool) -> None:
         self._commit()
