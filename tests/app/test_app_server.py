@@ -108,15 +108,36 @@ def test_bad_input_is_shown_and_the_server_stays_up(server, mlm, args, api, mess
     assert table["data"] == score_text(mlm, "ACD").table()
 
 
-def test_a_long_sample_can_be_cancelled(server, mlm):
+def test_a_long_sample_can_be_cancelled(server, mlm, monkeypatch):
+    """The chain is held after its 16th epoch until the test has cancelled it (no race with the machine's
+    speed: a fast CPU could otherwise finish all 200 epochs before the test looks)."""
+    import threading
     import time
 
+    from mlmprob.app import ui
+
+    reached, go = threading.Event(), threading.Event()
+    steps = ui.sample_steps
+
+    def held_steps(*args, **kwargs):
+        for snap in steps(*args, **kwargs):
+            yield snap
+            if snap.epoch == 16:
+                reached.set()
+                assert go.wait(60), "the test never let the chain go on"
+
+    monkeypatch.setattr(ui, "sample_steps", held_steps)
     _, _, _, client = server
     job = client.submit("ACDEFGHIKLMNPQRST", "", "local", 200, 8, 0, "random", api_name="/sample")
+    assert reached.wait(60), "the chain did not reach epoch 16"
     t0 = time.time()
-    while not job.outputs() and time.time() - t0 < 60:  # the first epochs have been shown
+    while not job.outputs() and time.time() - t0 < 60:  # what was yielded up to the hold reaches the client
         time.sleep(0.1)
     assert job.outputs() and not job.done()
+    # gradio answers a cancel once the generator's current step returns: the chain is let go on 2 s after
+    # the cancel is sent (time for a loopback request to arrive; the outcome does not depend on the speed
+    # of the sampler, which stays held until then)
+    threading.Timer(2.0, go.set).start()
     assert job.cancel()
     t0 = time.time()
     while not job.done() and time.time() - t0 < 30:

@@ -609,9 +609,13 @@ def variants_data_case(model: Path, data: Path) -> RunnerCase:
     import mlmprob.models
     from mlmprob.experiments import variants_data, variants_data_runner
     from mlmprob.experiments.variants_data_common import result_path
-    from test_variants_data import _fake_data
+    import importlib.util
 
-    _fake_data(data)
+    spec = importlib.util.spec_from_file_location(      # by path: tests/experiments need not be on sys.path
+        "_variants_data_tests", Path(__file__).resolve().parents[1] / "experiments" / "test_variants_data.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    module._fake_data(data)
     tiny = mlmprob.models.load_mlm(str(model))
     argv = lambda out: ["--data", str(data), "--out", str(out), "--threads", "1", "--no-report",   # noqa: E731
                         "--plan", "sapiens-vh:masked_marginals_mt:all,sapiens-vh:hcb:all"]
