@@ -212,6 +212,9 @@ def test_standard_input_is_read_once(tiny_bert_dir, tmp_path):
     r = _cli("score", "-", "--format", "fasta", "--model", tiny_bert_dir, data=fa.read_bytes())
     assert r.returncode == 0, r.stderr.decode()
     assert [json.loads(x)["id"] for x in r.stdout.decode().splitlines()] == ["a", "b", "c"]
+    r = _cli("score", "/dev/stdin", "--model", tiny_bert_dir, data=fa.read_bytes())   # a pipe by name, sniffed
+    assert r.returncode == 0, r.stderr.decode()
+    assert [json.loads(x)["id"] for x in r.stdout.decode().splitlines()] == ["a", "b", "c"]
     r = _cli("score", "-", "--model", tiny_bert_dir, data=b"ACDE\nKLMN\n")   # no --format, not sniffable
     assert r.returncode == 2 and r.stderr.decode().strip().splitlines()[-1].startswith("error: standard input")
     assert "--format" in r.stderr.decode()
@@ -233,6 +236,13 @@ def test_a_fifo_is_read_once(tiny_bert_dir, tmp_path, capsys):
     finally:
         t.join(timeout=60)
     assert [json.loads(x)["id"] for x in capsys.readouterr().out.splitlines()] == ["a", "b", "c"]
+
+
+def test_iter_records_reads_standard_input(monkeypatch):
+    import io
+
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(b">a\nAC\n>b\nDE\n")))
+    assert [(r.id, r.seq) for r in iter_records("-")] == [("a", "AC"), ("b", "DE")]
 
 
 def test_spool_input_keeps_regular_files():

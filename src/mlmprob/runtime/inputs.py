@@ -94,7 +94,7 @@ def iter_records(path: str | Path, fmt: str = "auto", column: str | None = None,
     ``fmt``: ``auto`` (by suffix), ``text`` (one sequence per line, ids ``line<N>``), ``fasta``,
     ``csv``/``tsv`` (need ``column``; ids from ``id_column`` or ``row<N>``), ``jsonl`` and ``parquet``
     (sequence from ``column``, default ``sequence``/``seq``; ids from ``id_column``, default
-    ``id``/``name``, else ``row<N>``).
+    ``id``/``name``, else ``row<N>``). ``-`` reads standard input (see :func:`spool_input`).
 
     >>> import tempfile
     >>> p = Path(tempfile.mkdtemp()) / "a.fasta"
@@ -102,10 +102,12 @@ def iter_records(path: str | Path, fmt: str = "auto", column: str | None = None,
     >>> list(iter_records(p))
     [Record(id='x', seq='ACDE'), Record(id='y', seq='KL')]
     """
-    path = Path(path)
     if fmt not in FORMATS:
         raise MLMProbError(f"unknown format {fmt!r}; use one of {', '.join(FORMATS)}")
-    if str(path) != "-" and not path.exists():
+    if str(path) == "-":   # standard input: read once (commands that read their input again spool it first)
+        path, fmt = spool_input(path, fmt)
+    path = Path(path)
+    if not path.exists():
         raise MLMProbError(f"input file {str(path)!r} does not exist")
     if path.is_dir():
         raise MLMProbError(f"input {str(path)!r} is a folder, not a file")
@@ -322,7 +324,8 @@ def spool_input(path: str | Path, fmt: str = "auto") -> tuple[Path, str]:
         if stat.S_ISREG(mode) or stat.S_ISDIR(mode):
             return p, fmt
     name = "standard input" if str(path) == "-" else str(path)
-    fd, tmp = tempfile.mkstemp(prefix="mlmprob-input-")
+    # the copy's name says what it holds: errors about its lines name it
+    fd, tmp = tempfile.mkstemp(prefix="mlmprob-stdin-" if str(path) == "-" else "mlmprob-pipe-")
     atexit.register(lambda: Path(tmp).unlink(missing_ok=True))
     try:
         with os.fdopen(fd, "wb") as out:
