@@ -12,8 +12,10 @@ def test_readers(tmp_path):
     (tmp_path / "a.fasta").write_text(">x desc\nAC\nDE\n>y\nKL\n")
     assert [(r.id, r.seq) for r in read_records(tmp_path / "a.fasta")] == [("x", "ACDE"), ("y", "KL")]
     (tmp_path / "a.csv").write_text("name,HC\nab1,ACD\nab2,\nab3,KLM\n")
+    # an empty cell is a record with an empty sequence, like an empty FASTA record (issue 27: it vanished
+    # without a count); the tokenizer names it, --skip-invalid counts it
     assert [(r.id, r.seq) for r in read_records(tmp_path / "a.csv", column="HC", id_column="name")] == [
-        ("ab1", "ACD"), ("ab3", "KLM")]
+        ("ab1", "ACD"), ("ab2", ""), ("ab3", "KLM")]
     (tmp_path / "a.tsv").write_text("HC\tx\nAC\t1\n")
     assert [r.seq for r in read_records(tmp_path / "a.tsv", column="HC")] == ["AC"]
 

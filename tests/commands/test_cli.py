@@ -50,9 +50,13 @@ def test_score_resumes_without_redoing_work(fasta, tmp_path):
 def test_score_csv_column(tmp_path, capsys):
     p = tmp_path / "abs.csv"
     p.write_text(f"name,HC\nx,{VH[:30]}\ny,\n")
-    assert main(["score", str(p), "--column", "HC", "--id-column", "name", "--model", "sapiens-vh"]) == 0
-    out = [json.loads(x) for x in capsys.readouterr().out.splitlines()]
-    assert [r["id"] for r in out] == ["x"]
+    # an empty cell is an error naming its record (issue 27: it vanished without a count), or a counted skip
+    assert main(["score", str(p), "--column", "HC", "--id-column", "name", "--model", "sapiens-vh"]) == 2
+    assert "record 'y': is empty" in capsys.readouterr().err
+    assert main(["score", str(p), "--column", "HC", "--id-column", "name", "--model", "sapiens-vh", "--skip-invalid"]) == 0
+    io = capsys.readouterr()
+    out = [json.loads(x) for x in io.out.splitlines()]
+    assert [r["id"] for r in out] == ["x"] and "warning: skipped record 'y'" in io.err
 
 
 @pytest.mark.parametrize("content,args,msg", [

@@ -109,7 +109,7 @@ BAD = [("K4C", "row 2: 'K4C' states wild-type 'K' at residue 4, but the sequence
 def test_bad_rows_are_named_or_skipped_and_counted(esm_dir, tmp_path, capsys):
     for k, (bad, message) in enumerate(BAD):
         path = tmp_path / f"bad{k}.csv"
-        lines = ["mutant", "A4C"] + ["K2E"] * k + [bad]
+        lines = ["mutant", "A4C"] + [f"K2{m}" for m in "ED"[:k]] + [bad]   # valid fillers, distinct ids
         path.write_text("\n".join(lines) + "\n")
         capsys.readouterr()
         assert _cli(tmp_path, esm_dir, path, "--wild-type", WT, "--out", tmp_path / f"b{k}.jsonl") == 2

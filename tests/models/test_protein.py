@@ -35,7 +35,7 @@ def test_esm_directory_is_a_protein_model(esm):
     assert isinstance(esm, WindowedMLM) and esm.window == 16 and esm.max_length is None
     canon = sorted(ESM_VOCAB.index(c) for c in AMINO_ACIDS)
     assert sorted(esm.proposal_ids.tolist()) == canon
-    enc = esm.encode(["MKTAYIAKQR", "mk t_"])
+    enc = esm.encode(["MKTAYIAKQR", "MK T_"])
     assert enc.input_ids[0].tolist() == [0] + [ESM_VOCAB.index(c) for c in "MKTAYIAKQR"] + [2]
     assert esm.decode(enc.input_ids[0]) == "MKTAYIAKQR" and esm.decode(enc.input_ids[1]) == "MKT_"
     ids = enc.input_ids[0]
@@ -43,6 +43,8 @@ def test_esm_directory_is_a_protein_model(esm):
     assert abs(float(mlmprob.pll(esm, ids[None])) - ref) < 1e-4
     with pytest.raises(MLMProbError, match="'J'"):
         esm.encode(["MKJ"])
+    with pytest.raises(MLMProbError, match="lower-case 'm' at residue 1"):   # issue 27: never upper-cased silently
+        esm.encode(["mk t_"])
 
 
 def test_protbert_layout_reads_plain_and_spaced_residues(protbert_dir):

@@ -53,8 +53,9 @@ def run(args) -> int:
         raise MLMProbError(f"calibrate needs at least 2 sequences (one is held out to measure the fit), got 1")
     mlm = load_model_from_args(args)
     seqs = [r.seq for r in recs]
+    from ..data import encode_records
     for r in recs:  # name a record the tokenizer rejects before the long reads start
-        mlm.encode([r.seq])
+        encode_records(mlm, [r])
     done = [0]
 
     def progress(k):

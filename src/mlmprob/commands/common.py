@@ -22,6 +22,31 @@ def add_input_args(p, *, of: str = "", ids: bool = True) -> None:
         p.add_argument("--id-column", help=f"identifier column (or JSONL key){where}")
 
 
+def add_dedupe_arg(p) -> None:
+    """``--dedupe``: drop records whose id repeats an earlier one (a repeated id is an error without it)."""
+    p.add_argument("--dedupe", action="store_true", help="keep the first of records sharing an id and drop the "
+                   "others, with a warning (without it a repeated id is an error: results and --resume are keyed by id)")
+
+
+def spool_args_input(args, attr: str = "input") -> str | None:
+    """Make ``args.<attr>`` readable more than once: standard input (``-``), a pipe or a FIFO is copied once
+    to a temporary file (:func:`~mlmprob.runtime.inputs.spool_input`; ``args.format`` is set from its name
+    or content). Returns the input as a run's configuration names it: a file's resolved path, else the name
+    given (``-``, ``/dev/fd/63``)."""
+    from pathlib import Path
+
+    from ..runtime.inputs import spool_input
+
+    given = getattr(args, attr)
+    if given is None:
+        return None
+    path, args.format = spool_input(given, args.format)
+    if str(path) == str(given):
+        return str(Path(given).resolve())
+    setattr(args, attr, str(path))
+    return str(given)
+
+
 def add_model_args(p: argparse.ArgumentParser, default: str = defaults.MODEL, why: str | None = None) -> None:
     """The options every model-using command shares. ``default``: the command's ``--model`` default, which
     differs from :data:`mlmprob.defaults.MODEL` only with its reason ``why`` (shown in ``--help``)."""

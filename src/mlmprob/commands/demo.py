@@ -11,27 +11,41 @@ DEMO_HEAVY = {
 }
 
 
+DEMO_N = 3   # Thera-SAbDab chains scored by default when the shared data is there
+
+
 def register(sub) -> None:
     p = sub.add_parser("demo", help="score antibodies with AntiBERTy and print a short report",
                        formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     from ..argtypes import nonnegative_int, positive_int
     from .common import add_model_args
     add_model_args(p)
-    p.add_argument("--n", type=nonnegative_int, default=3,
-                   help="heavy chains from Thera-SAbDab to score besides trastuzumab")
+    p.add_argument("--n", type=nonnegative_int, default=None,
+                   help=f"heavy chains from Thera-SAbDab (the shared data folder: $MLMPROB_DATA or ../shared/data) to "
+                        f"score besides trastuzumab (default: {DEMO_N} when the data is there, else none)")
     p.add_argument("--seed", type=nonnegative_int, default=0, help="seed of the CDR-H3 redesign chains")
     p.add_argument("--epochs", type=positive_int, default=2, help="MH epochs of the CDR-H3 redesign section")
     p.set_defaults(func=run)
 
 
-def demo_records(n: int):
+def demo_records(n: int | None):
+    """Trastuzumab, then the first ``n`` valid heavy chains of Thera-SAbDab (``None``: :data:`DEMO_N` when the
+    shared data is there, else none; a number without the data is an error)."""
     from ..alphabet import is_protein
     from ..data import Record, read_records, shared_data_dir
+    from ..errors import MLMProbError
 
     recs = [Record(k, v) for k, v in DEMO_HEAVY.items()]
     data = shared_data_dir()
-    if data is not None and (data / "antibody" / "thera_sabdab.csv").exists() and n > 0:
-        rows = read_records(data / "antibody" / "thera_sabdab.csv", "csv", "HC", "Therapeutic")
+    table = None if data is None else data / "antibody" / "thera_sabdab.csv"
+    if table is None or not table.is_file():
+        if n:
+            raise MLMProbError(f"--n {n}: the Thera-SAbDab table (antibody/thera_sabdab.csv of the shared data folder, "
+                               "$MLMPROB_DATA or ../shared/data) is not there; use --n 0 for trastuzumab alone")
+        return recs
+    n = DEMO_N if n is None else n
+    if n > 0:
+        rows = read_records(table, "csv", "HC", "Therapeutic")
         recs += [r for r in rows if is_protein(r.seq)][:n]
     return recs
 
@@ -40,6 +54,7 @@ def run(args) -> int:
     from ..scoring import score_records
 
     t0 = time.perf_counter()
+    records = demo_records(args.n)   # a missing table fails before the model loads
     from .common import load_model_from_args
     mlm = load_model_from_args(args)
     from ..runtime.device import describe
@@ -49,7 +64,7 @@ def run(args) -> int:
     print("1. Sequence scores (pseudo-log-likelihood, E_local = -PLL, E_raw = -sum of raw logits)")
     print(f"   {'antibody':<16}{'length':>7}{'PLL':>10}{'PLL/res':>9}{'E_raw':>10}{'secs':>7}")
     worst = None
-    for r in demo_records(args.n):
+    for r in records:
         t = time.perf_counter()
         (s,) = list(score_records(mlm, [r], per_token=True, batch_tokens=args.batch_tokens))
         print(f"   {s.id[:15]:<16}{s.n_tokens:>7}{s.pll:>10.2f}{s.pll_per_token:>9.3f}{s.e_raw:>10.1f}"

@@ -28,7 +28,7 @@ TSV_FIELDS = ("id", "record", "gap", "length", "positions", "method", "order", "
               "scores", "tokens")
 _STREAM_ONLY = (("out", None), ("resume", False), ("shard", None), ("workers", None), ("devices", None),
                 ("engine", "local"), ("ray_address", None), ("skip_invalid", False), ("column", None),
-                ("id_column", None), ("format", "auto"), ("gaps", "joint"))
+                ("id_column", None), ("format", "auto"), ("gaps", "joint"), ("dedupe", False))
 
 
 def register(sub) -> None:
@@ -39,6 +39,8 @@ def register(sub) -> None:
                                          "Parquet, optionally .gz (instead of SEQUENCE)")
     from .common import add_input_args, add_model_args, add_runtime_args
     add_input_args(p, of="--input")
+    from .common import add_dedupe_arg
+    add_dedupe_arg(p)
     add_model_args(p)
     p.add_argument("--method", default="hcb", choices=["hcb", "standard"], help="beam search score (default hcb)")
     p.add_argument("--order", default="l2r", choices=["l2r", "best"],
@@ -110,22 +112,29 @@ def _run_stream(args) -> int:
     from ..infill.stream import InfillJob, iter_gap_units
     from ..runtime import iter_records
     from ..runtime.command import RunOptions, StreamCommand, run_command
+    from ..runtime.inputs import UniqueIds
+    from .common import spool_args_input
 
     opts = RunOptions.from_args(args)
+    given = args.input
+    source = spool_args_input(args)
+    unique = UniqueIds(args.dedupe)
 
     def units():
-        return iter_gap_units(iter_records(args.input, args.format, args.column, args.id_column), args.gaps)
+        return iter_gap_units(unique(iter_records(args.input, args.format, args.column, args.id_column)), args.gaps)
 
-    config = {"command": "infill", "model": args.model, "input": str(Path(args.input).resolve()),
+    config = {"command": "infill", "model": args.model, "input": source,
               "format": args.format, "column": args.column, "id_column": args.id_column, "gaps": args.gaps,
               "method": args.method, "order": args.order, "beam_size": args.beam_size,
-              "pivot": args.pivot or "mask"}
+              "pivot": args.pivot or "mask", **({"dedupe": True} if args.dedupe else {})}
     job = InfillJob(model=args.model, dtype=args.dtype, allow_pickle=args.allow_pickle, method=args.method,
                     order=args.order, beam_size=args.beam_size, pivot=args.pivot, batch_tokens=args.batch_tokens,
                     skip_invalid=args.skip_invalid)
     done = run_command(StreamCommand(job, units, config, fields=TSV_FIELDS, input=args.input,
-                                     empty=f"no sequences found in {args.input}", unit_name="gap", chunk_size=4,
+                                     empty=f"no sequences found in {given}", unit_name="gap", chunk_size=4,
                                      skip_label=""), opts)
+    if unique.warning():
+        print(unique.warning(), file=sys.stderr)
     print(f"filled {done.written} gaps with {args.model} on {done.ran_on}" + (f" -> {args.out}" if args.out else "")
           + (f" ({done.already} already there)" if done.already else "")
           + (f" (shard {opts.shard})" if not opts.shard.is_whole else ""), file=sys.stderr)
@@ -135,7 +144,8 @@ def _run_stream(args) -> int:
 def expected_ids(config: dict, limit: int | None = None):
     """The gap ids a streamed run with this stored ``config`` covers, for ``mlmprob merge``'s input check."""
     from ..infill.stream import iter_gap_units
-    from ..runtime.inputs import iter_records
+    from ..runtime.inputs import iter_records, unique_ids
 
-    records = iter_records(config["input"], config.get("format", "auto"), config.get("column"), config.get("id_column"))
+    records = unique_ids(iter_records(config["input"], config.get("format", "auto"), config.get("column"),
+                                      config.get("id_column")), config.get("dedupe", False))
     return (u.id for u in iter_gap_units(records, config.get("gaps", "joint")))

@@ -113,7 +113,7 @@ class JointsConfig:
 def read_sequences(path: str | Path, column: str | None = None, max_sequences: int | None = None,
                    fmt: str = "auto") -> list[str]:
     """The sequences of a data file (text, FASTA, CSV/TSV column, JSONL, Parquet; see
-    :func:`~mlmprob.runtime.inputs.iter_records`), without NA cells, the first ``max_sequences``; a
+    :func:`~mlmprob.runtime.inputs.iter_records`), without empty and NA cells, the first ``max_sequences``; a
     CSV/TSV file's column is ``HC`` unless ``column`` names another."""
     from itertools import islice
 
@@ -123,7 +123,7 @@ def read_sequences(path: str | Path, column: str | None = None, max_sequences: i
     if kind in ("csv", "tsv") and column is None:
         column = DEFAULT_COLUMN
     seqs = (r.seq for r in iter_records(path, fmt, column if kind not in ("text", "fasta") else None))
-    seqs = list(islice((s for s in seqs if s.lower() not in NA_VALUES), max_sequences))
+    seqs = list(islice((s for s in seqs if s and s.lower() not in NA_VALUES), max_sequences))
     if not seqs:
         raise MLMProbError(f"no sequences in {path}" + (f" column {column!r}" if kind in ("csv", "tsv") else ""))
     return seqs

@@ -79,6 +79,27 @@ def is_streamed(out: str | None) -> bool:
     return out is None or out == "-" or Path(out).suffix.lower() in STREAM_SUFFIXES
 
 
+def check_out(out: str | None) -> None:
+    """Refuse an ``--out`` that is neither a result file (.jsonl, .tsv, .parquet) nor a run folder: a name
+    ending in a file suffix such as ``.fasta``, ``.csv`` or ``.gz`` (unless that folder exists already).
+
+    >>> check_out("runs/x.tsv"), check_out("runs/tras_mh"), check_out("runs/v1.2")
+    (None, None, None)
+    >>> check_out("x.fasta")
+    Traceback (most recent call last):
+    ...
+    mlmprob.errors.MLMProbError: --out 'x.fasta': give a folder (no suffix) for a run folder, or a .jsonl, .tsv or .parquet file for streamed rows
+    """
+    import re
+
+    if is_streamed(out):
+        return
+    suffix = Path(out).suffix
+    if re.fullmatch(r"\.[A-Za-z][A-Za-z0-9]*", suffix) and not Path(out).is_dir():
+        raise MLMProbError(f"--out {out!r}: give a folder (no suffix) for a run folder, or a .jsonl, .tsv or "
+                           ".parquet file for streamed rows")
+
+
 def register(sub) -> None:
     p = sub.add_parser("sample", help="MH / degenerate Gibbs sampling from an MLM's energy (Goyal et al. 2022), "
                                       "or ancestral draws of its chain-rule distributions",
@@ -86,8 +107,9 @@ def register(sub) -> None:
     src = p.add_argument_group("input")
     src.add_argument("--seq", action="append", default=[], help="a sequence ('_' = mask); repeatable")
     src.add_argument("--input", help="file of sequences: text lines, FASTA, CSV/TSV, JSONL or Parquet, optionally .gz")
-    from .common import add_input_args
+    from .common import add_dedupe_arg, add_input_args
     add_input_args(src, of="--input")
+    add_dedupe_arg(src)
     src.add_argument("--positions", help="free residue/word indices, 0-based, e.g. 3,5,10-12 (default: all)")
     src.add_argument("--cdr3", nargs="?", const="imgt", choices=("imgt", "kabat"),
                      help="free only CDR-H3 (conserved Cys ... W-G-x-G); the rest is clamped")
@@ -170,8 +192,15 @@ def _diagnostic_notes(result) -> dict:
     return notes
 
 
-def _records(args):
-    """The input records, streamed: the --seq sequences (``seq1``, ``seq2``, ...), then --input's."""
+def _records(args, unique=None):
+    """The input records, streamed: the --seq sequences (``seq1``, ``seq2``, ...), then --input's; their ids
+    checked unique (or deduplicated with --dedupe) by ``unique``, a :class:`~mlmprob.runtime.inputs.UniqueIds`."""
+    from ..runtime.inputs import UniqueIds
+
+    return (unique or UniqueIds(getattr(args, "dedupe", False)))(_all_records(args))
+
+
+def _all_records(args):
     from ..runtime.inputs import Record, iter_records
 
     for i, s in enumerate(args.seq):
@@ -186,7 +215,7 @@ def expected_ids(config: dict, limit: int | None = None):
     from argparse import Namespace
 
     args = Namespace(seq=config.get("seqs") or [], input=config.get("input"), format=config.get("format", "auto"),
-                     column=config.get("column"), id_column=config.get("id_column"))
+                     column=config.get("column"), id_column=config.get("id_column"), dedupe=config.get("dedupe", False))
     for rec in _records(args):
         for c in range(int(config["chains"])):
             yield f"{rec.id}/chain{c}"
@@ -196,6 +225,10 @@ def run(args) -> int:
     if args.positions and args.cdr3:
         raise MLMProbError("give --positions or --cdr3, not both")
     check_method_options(args)
+    check_out(args.out)
+    from .common import spool_args_input
+    args.input_given = args.input
+    args.input_source = spool_args_input(args)
     if is_streamed(args.out):
         return run_streamed(args)
     for flag, on in (("--shard", args.shard), ("--workers", args.workers), ("--devices", args.devices),
@@ -211,7 +244,12 @@ def run_folder(args) -> int:
     is written: a second process sampling into the same folder is refused at once."""
     from ..runtime.lock import WriterLock
 
-    seqs = [(r.id, r.seq) for r in _records(args)]
+    from ..runtime.inputs import UniqueIds
+
+    unique = UniqueIds(args.dedupe)
+    seqs = [(r.id, r.seq) for r in _records(args, unique)]
+    if unique.warning():
+        print(unique.warning(), file=sys.stderr)
     if not seqs:
         raise MLMProbError("no input: give --seq or --input")
     want = parse_positions(args.positions) if args.positions else None
@@ -224,12 +262,15 @@ def _sample_folder(args, seqs: list[tuple[str, str]], want: list[int] | None) ->
 
     from ..sampling import LinearAnneal, sample
     from ..sampling.plots import plot_traces
-    from ..sampling.stream import block_schedule, free_positions
+    from ..sampling.stream import block_schedule, check_block_size, free_positions
     from .common import load_model_from_args
     mlm = load_model_from_args(args)
     enc = mlm.encode([s for _, s in seqs])
     ids = enc.input_ids
     free = torch.stack([free_positions(mlm, enc, i, name, s, want, args.cdr3) for i, (name, s) in enumerate(seqs)])
+    for (name, _), row in zip(seqs, free):
+        if args.method != "ancestral":
+            check_block_size(args.block_size, int(row.sum()), name)
     reps = args.chains
     ids, free = ids.repeat_interleave(reps, 0), free.repeat_interleave(reps, 0)
     # identity is measured against the input when it has no masks at the free positions
@@ -291,9 +332,12 @@ def run_streamed(args) -> int:
     unit of sharding and resuming (a record is done when all its chains are in the output; a record whose
     rows a kill cut in the middle is sampled again, identically, and only its missing chains are added)."""
     from ..runtime.command import RunOptions, StreamCommand, run_command
+    from ..runtime.inputs import UniqueIds
     from ..sampling.stream import SampleJob
 
     opts = RunOptions.from_args(args)
+    unique = UniqueIds(args.dedupe)
+    given = getattr(args, "input_given", args.input)
     job = SampleJob(model=args.model, dtype=args.dtype, allow_pickle=args.allow_pickle, batch_tokens=args.batch_tokens,
                     chains=args.chains, seed=args.seed, method=args.method, energy=args.energy, epochs=args.epochs,
                     burn_in=args.burn_in, thin=args.thin, block_size=args.block_size,
@@ -304,14 +348,16 @@ def run_streamed(args) -> int:
                     score_all=args.score_all, cdr3=args.cdr3, skip_invalid=args.skip_invalid,
                     positions=tuple(parse_positions(args.positions)) if args.positions else None)
     config = {"command": "sample", "model": args.model,
-              "input": str(Path(args.input).resolve()) if args.input else None, "seqs": list(args.seq),
-              "format": args.format, "column": args.column, "id_column": args.id_column,
-              "positions": args.positions, "cdr3": args.cdr3, **job.settings()}
+              "input": getattr(args, "input_source", None) or (str(Path(args.input).resolve()) if args.input else None),
+              "seqs": list(args.seq), "format": args.format, "column": args.column, "id_column": args.id_column,
+              "positions": args.positions, "cdr3": args.cdr3, **job.settings(), **({"dedupe": True} if args.dedupe else {})}
     last = f"/chain{job.chains - 1}"
-    spec = StreamCommand(job, lambda: _records(args), config, input=args.input,
-                         empty=f"no sequences found in {args.input}" if args.input else "no input: give --seq or --input",
+    spec = StreamCommand(job, lambda: _records(args, unique), config, input=args.input,
+                         empty=f"no sequences found in {given}" if args.input else "no input: give --seq or --input",
                          unit_name="record", chunk_size=1, last_row_id=lambda r: r.id + last)
     done = run_command(spec, opts)
+    if unique.warning():
+        print(unique.warning(), file=sys.stderr)
     print(f"sampled {done.written} chains of {done.units} records with {args.model} on {done.ran_on}"
           + (f" -> {args.out}" if args.out else "")
           + (f" ({done.already} records already there)" if done.already else "")

@@ -15,9 +15,11 @@ TSV_FIELDS = ("id", "n_tokens", "pll", "pll_per_token", "e_local", "e_raw")
 def register(sub) -> None:
     p = sub.add_parser("score", help="pseudo-log-likelihood and raw-logit energy of sequences",
                        formatter_class=argparse.ArgumentDefaultsHelpFormatter)
-    p.add_argument("input", help="sequences: text (one per line), FASTA, CSV/TSV, JSONL or Parquet, optionally .gz")
-    from .common import add_input_args, add_model_args, add_runtime_args
+    p.add_argument("input", help="sequences: text (one per line), FASTA, CSV/TSV, JSONL or Parquet, optionally .gz; "
+                   "- for standard input (with --format unless it starts with '>' or '{')")
+    from .common import add_dedupe_arg, add_input_args, add_model_args, add_runtime_args
     add_input_args(p)
+    add_dedupe_arg(p)
     add_model_args(p)
     p.add_argument("--out", "-o", help="output file, .jsonl, .tsv or .parquet (default: JSONL on stdout)")
     p.add_argument("--per-token", action="store_true", help="also write per-token log-probabilities and raw logits")
@@ -48,10 +50,10 @@ def expected_ids(config: dict, limit: int | None = None):
     """The record ids a run with this stored ``config`` covers, for ``mlmprob merge``'s input check."""
     from itertools import islice
 
-    from ..runtime.inputs import iter_records
+    from ..runtime.inputs import iter_records, unique_ids
 
-    ids = (r.id for r in iter_records(config["input"], config.get("format", "auto"), config.get("column"),
-                                      config.get("id_column")))
+    ids = (r.id for r in unique_ids(iter_records(config["input"], config.get("format", "auto"), config.get("column"),
+                                                 config.get("id_column")), config.get("dedupe", False)))
     return ids if limit is None else islice(ids, limit)
 
 
@@ -59,9 +61,10 @@ def run(args) -> int:
     from itertools import islice
 
     from ..runtime.command import RunOptions, StreamCommand, run_command
-    from ..runtime.inputs import iter_records
+    from ..runtime.inputs import UniqueIds, iter_records
     from ..runtime.writers import output_kind
     from ..scoring import ScoreJob
+    from .common import spool_args_input
 
     if args.limit is not None and args.limit < 1:
         raise MLMProbError(f"--limit must be >= 1, got {args.limit}")
@@ -76,13 +79,18 @@ def run(args) -> int:
     if one_pass and chain:
         raise MLMProbError("--pll one-pass and --likelihood chain cannot be combined (the chain rule is exact)")
 
+    given = args.input
+    source = spool_args_input(args)
+    unique = UniqueIds(args.dedupe)
+
     def units():
-        recs = iter_records(args.input, args.format, args.column, args.id_column)
+        recs = unique(iter_records(args.input, args.format, args.column, args.id_column))
         return recs if args.limit is None else islice(recs, args.limit)
 
-    config = {"command": "score", "model": args.model, "input": str(Path(args.input).resolve()),
+    config = {"command": "score", "model": args.model, "input": source,
               "format": args.format, "column": args.column, "id_column": args.id_column,
-              "whole_word": args.whole_word, "per_token": args.per_token, **chain}
+              "whole_word": args.whole_word, "per_token": args.per_token, **chain,
+              **({"dedupe": True} if args.dedupe else {})}
     from ..likelihood.records import CHAIN_FIELDS
     extra = dict(chain)
     if one_pass:
@@ -93,7 +101,9 @@ def run(args) -> int:
                    per_token=args.per_token, batch_tokens=args.batch_tokens, skip_invalid=args.skip_invalid)
     fields = TSV_FIELDS + (CHAIN_FIELDS if chain else ()) + (("method",) if one_pass else ())
     done = run_command(StreamCommand(job, units, config, fields=fields, input=args.input,
-                                     empty=f"no sequences found in {args.input}", meta={"limit": args.limit}), opts)
+                                     empty=f"no sequences found in {given}", meta={"limit": args.limit}), opts)
+    if unique.warning():
+        print(unique.warning(), file=sys.stderr)
     shard = opts.shard
     method = " (PLL method: one_pass, an estimate)" if one_pass else ""
     if args.out:

@@ -55,20 +55,26 @@ def register(sub) -> None:
     p.add_argument("--out", "-o", help="output file, .jsonl, .tsv or .parquet (default: JSONL on stdout)")
     p.add_argument("--limit", type=positive_int, help="only the first N rows of the input (before --shard)")
     p.add_argument("--skip-invalid", action="store_true", help="skip (and count) rows that do not fit the wild type")
+    from .common import add_dedupe_arg
+    add_dedupe_arg(p)
     add_runtime_args(p)
     p.set_defaults(func=run)
 
 
-def _units(config: dict, limit: int | None = None, label: str | None = None):
+def _units(config: dict, limit: int | None = None, label: str | None = None, path: str | None = None, unique=None):
+    """The units of a run with this ``config`` (``path``: where its input is read from now, e.g. the spooled copy
+    of standard input; ``unique``: the :class:`~mlmprob.runtime.inputs.UniqueIds` check of the input's ids)."""
     from itertools import islice
 
+    from ..runtime.inputs import UniqueIds
     from ..variants.units import iter_units, saturation_units
 
     if config["saturate"]:
         units = saturation_units(config["wild_type"], config["offset"])
     else:
-        units = iter_units(config["input"], fmt=config["format"], mutant_column=config["mutant_column"],
-                           column=config["column"], id_column=config["id_column"], label=label)
+        unique = unique or UniqueIds(config.get("dedupe", False), what="row")
+        units = unique(iter_units(path or config["input"], fmt=config["format"], mutant_column=config["mutant_column"],
+                                  column=config["column"], id_column=config["id_column"], label=label))
     return units if limit is None else islice(units, limit)
 
 
@@ -79,11 +85,15 @@ def expected_ids(config: dict, limit: int | None = None):
 
 
 def _config(args, wild_type: str, methods) -> dict:
+    from .common import spool_args_input
+
     if args.saturate == (args.input is not None):
         raise MLMProbError("give an input file, or --saturate (not both)")
+    source = None if args.saturate else spool_args_input(args)
     return {"command": "variants", "model": args.model, "wild_type": wild_type, "offset": args.offset,
             "methods": list(methods), "saturate": args.saturate,
-            "input": None if args.saturate else str(Path(args.input).resolve()), "format": args.format,
+            **({"dedupe": True} if args.dedupe and not args.saturate else {}),
+            "input": source, "format": args.format,
             "mutant_column": args.mutant_column, "column": args.column, "id_column": args.id_column,
             **({"chain_orders": args.chain_orders, "chain_seed": args.chain_seed} if "chain" in methods else {})}
 
@@ -95,11 +105,17 @@ def run(args) -> int:
     from ..variants.units import read_wild_type
 
     wild_type = read_wild_type(args.wild_type)
-    if args.methods:
-        methods = check_methods([m.strip() for m in args.methods.split(",") if m.strip()])
+    if args.methods is not None:
+        methods = [m.strip() for m in args.methods.split(",") if m.strip()]
+        if not methods:
+            raise MLMProbError("--methods is empty: name one or more methods, or leave it out for the defaults")
+        methods = check_methods(methods)
     else:
         methods = SATURATE_METHODS if args.saturate else DEFAULT_METHODS
+    given = args.input
     config = _config(args, wild_type, methods)
+    from ..runtime.inputs import UniqueIds
+    unique = UniqueIds(args.dedupe, what="row")
     if args.evaluate and not args.label:
         raise MLMProbError("--evaluate needs --label COL (the measured values)")
     if (args.evaluate or args.saturate) and not args.out:
@@ -108,11 +124,13 @@ def run(args) -> int:
     job = VariantsJob(model=args.model, wild_type=wild_type, methods=tuple(methods), offset=args.offset,
                       dtype=args.dtype, allow_pickle=args.allow_pickle, batch_tokens=args.batch_tokens,
                       skip_invalid=args.skip_invalid, chain_orders=args.chain_orders, chain_seed=args.chain_seed)
-    spec = StreamCommand(job, lambda: _units(config, args.limit, args.label), config,
+    spec = StreamCommand(job, lambda: _units(config, args.limit, args.label, args.input, unique), config,
                          fields=("id", "mutant", "n_mutations", "window", *methods), input=args.input,
-                         empty=f"no rows found in {args.input}", unit_name="variant", chunk_size=256,
+                         empty=f"no rows found in {given}", unit_name="variant", chunk_size=256,
                          skip_label="row ", meta={"limit": args.limit})
     done = run_command(spec, opts)
+    if unique.warning():
+        print(unique.warning(), file=sys.stderr)
     shard = opts.shard
     print(f"scored {done.written} variants with {args.model} on {done.ran_on}" + (f" -> {args.out}" if args.out else "")
           + (f" ({done.already} already there)" if done.already else "")
@@ -158,7 +176,7 @@ def _evaluate(args, config: dict, methods) -> None:
 
     scores = {str(r["id"]): {m: _num(r.get(m)) for m in methods} for r in read_results(args.out)}
     labels = {}
-    for u in _units(config, args.limit, args.label):
+    for u in _units(config, args.limit, args.label, args.input):
         try:
             labels[u.id] = float(u.label) if u.label not in (None, "") else float("nan")
         except ValueError:

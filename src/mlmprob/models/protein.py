@@ -6,8 +6,8 @@ special tokens, bracketed tokens (``<null_1>``, ``[PAD]``) and at most a few oth
 characters (ProtBERT's ``X U B Z O``, ESM's ``. -``); ``load_mlm(..., alphabet=...)`` forces it.
 Such a model gets:
 
-- a residue tokenizer (one token per character, ``_`` for the mask, lower case accepted, no
-  spaces needed: ProtBERT's space-separated input is built here) whose ``decode`` returns the
+- a residue tokenizer (one token per character, ``_`` for the mask, upper case only: lower case and
+  placeholders such as ``na`` are refused; no spaces needed: ProtBERT's space-separated input is built here) whose ``decode`` returns the
   plain residue string;
 - ``proposal_ids``: the 20 canonical residues, or the letters of ``alphabet``, so that sampling,
   infilling, pair joints and saturation propose nothing else (``<null_1>``, ``X``, gaps, ...);
@@ -62,7 +62,7 @@ class ProteinTokenizer(ResidueTokenizer):
 
     >>> tok = ProteinTokenizer(["<cls>", "<pad>", "<eos>", "<mask>"] + list(AMINO_ACIDS), bos="<cls>", eos="<eos>",
     ...                        pad="<pad>", mask="<mask>")
-    >>> ids = tok.encode(["M K T A", "mkt_"]).input_ids
+    >>> ids = tok.encode(["M K T A", "MKT_"]).input_ids
     >>> tok.decode(ids[0]), tok.decode(ids[1])
     ('MKTA', 'MKT_')
     """

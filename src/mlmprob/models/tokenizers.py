@@ -15,6 +15,9 @@ import torch
 from ..errors import TokenizationError
 
 MASK_CHAR = "_"
+# cells that stand for a missing value in tables; a residue tokenizer refuses them rather than reading them
+# as residues ("NA" is not the dipeptide N-A). English text models read them as words.
+PLACEHOLDERS = frozenset({"na", "n/a", "nan", "none", "null", "-", "?", "."})
 
 
 @dataclass(frozen=True)
@@ -56,12 +59,22 @@ def _pad(rows: list[list[int]], words: list[list[int]], pad_id: int) -> Encoding
 class ResidueTokenizer:
     """One token per character (e.g. amino acids), with begin/end tokens around each sequence.
 
-    ``_`` in a text stands for the mask token. Lower-case letters are accepted.
+    ``_`` in a text stands for the mask token. Residues are upper-case letters: lower case and the
+    missing-value placeholders of tables (``na``, ``NA``, ``N/A``, ``nan``, ``none``, ``null``, ``-``) are
+    refused, never read as residues.
 
     >>> tok = ResidueTokenizer(["<s>", "<pad>", "</s>", "<mask>", "A", "C"], bos="<s>", eos="</s>",
     ...                        pad="<pad>", mask="<mask>", max_length=8)
-    >>> tok.encode(["ACa", "C_"]).input_ids.tolist()
+    >>> tok.encode(["ACA", "C_"]).input_ids.tolist()
     [[0, 4, 5, 4, 2], [0, 5, 3, 2, 1]]
+    >>> tok.encode(["ACa"])
+    Traceback (most recent call last):
+    ...
+    mlmprob.errors.TokenizationError: sequence 0 has lower-case 'a' at residue 3; residues are upper-case letters (AC)
+    >>> tok.encode(["NA"])
+    Traceback (most recent call last):
+    ...
+    mlmprob.errors.TokenizationError: sequence 0 is 'NA', a missing-value placeholder, not a sequence
     >>> tok.decode([0, 4, 5, 3, 2])
     'AC_'
     >>> tok.encode(["AXC"])
@@ -91,13 +104,18 @@ class ResidueTokenizer:
     def encode(self, texts: Sequence[str]) -> Encoding:
         rows, words = [], []
         for i, text in enumerate(_text_list(texts)):
-            s = _check_text(i, text).upper()
+            s = _check_text(i, text)
+            if s.lower() in PLACEHOLDERS:
+                raise TokenizationError(f"sequence {i} is {s!r}, a missing-value placeholder, not a sequence")
             ids = []
             for j, c in enumerate(s):
                 if c == MASK_CHAR:
                     ids.append(self.mask_id)
                 elif c in self.residues:
                     ids.append(self.token_to_id[c])
+                elif c.islower() and c.upper() in self.residues:
+                    raise TokenizationError(f"sequence {i} has lower-case {c!r} at residue {j + 1}; residues are "
+                                            f"upper-case letters ({self.residues})")
                 else:
                     raise TokenizationError(
                         f"sequence {i} has symbol {c!r} at residue {j + 1}, outside the vocabulary ({self.residues})")

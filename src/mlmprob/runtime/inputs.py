@@ -3,15 +3,26 @@
 :func:`iter_records` yields one :class:`Record` at a time and holds at most one line (one Parquet
 batch) in memory, so memory does not grow with the input's length. Bad files (missing, not UTF-8,
 binary, wrong columns) raise :class:`~mlmprob.errors.MLMProbError` with one line naming the problem.
+An empty FASTA record, CSV/TSV/Parquet cell or JSONL value is a record with an empty sequence (the
+tokenizer refuses it, naming the record; ``--skip-invalid`` counts it), never dropped silently.
+
+:func:`unique_ids` checks (or, deduplicating, drops) repeated ids while streaming; :func:`spool_input`
+makes standard input (``-``), a pipe or a FIFO readable more than once (a command reads its input
+once to fail fast, once to count, once to run).
 """
 
 from __future__ import annotations
 
+import atexit
 import codecs
 import csv
 import gzip
 import json
+import os
+import shutil
+import stat
 import sys
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterable, Iterator
@@ -77,12 +88,13 @@ def _is_gzip(path: Path) -> bool:
 
 def iter_records(path: str | Path, fmt: str = "auto", column: str | None = None,
                  id_column: str | None = None) -> Iterator[Record]:
-    """Stream the sequences of ``path``; blank lines and empty cells are skipped.
+    """Stream the sequences of ``path``; blank lines of a text file are skipped, an empty cell (or FASTA
+    record) is a record with an empty sequence.
 
     ``fmt``: ``auto`` (by suffix), ``text`` (one sequence per line, ids ``line<N>``), ``fasta``,
     ``csv``/``tsv`` (need ``column``; ids from ``id_column`` or ``row<N>``), ``jsonl`` and ``parquet``
     (sequence from ``column``, default ``sequence``/``seq``; ids from ``id_column``, default
-    ``id``/``name``, else ``row<N>``).
+    ``id``/``name``, else ``row<N>``). ``-`` reads standard input (see :func:`spool_input`).
 
     >>> import tempfile
     >>> p = Path(tempfile.mkdtemp()) / "a.fasta"
@@ -90,10 +102,12 @@ def iter_records(path: str | Path, fmt: str = "auto", column: str | None = None,
     >>> list(iter_records(p))
     [Record(id='x', seq='ACDE'), Record(id='y', seq='KL')]
     """
-    path = Path(path)
     if fmt not in FORMATS:
         raise MLMProbError(f"unknown format {fmt!r}; use one of {', '.join(FORMATS)}")
-    if str(path) != "-" and not path.exists():
+    if str(path) == "-":   # standard input: read once (commands that read their input again spool it first)
+        path, fmt = spool_input(path, fmt)
+    path = Path(path)
+    if not path.exists():
         raise MLMProbError(f"input file {str(path)!r} does not exist")
     if path.is_dir():
         raise MLMProbError(f"input {str(path)!r} is a folder, not a file")
@@ -167,9 +181,8 @@ def _table(lines: _Lines, delimiter: str, column: str, id_column: str | None) ->
                 raise MLMProbError(f"column {c!r} not in {lines.path.name} (columns: {', '.join(fields)})")
         for i, row in enumerate(reader):
             seq = (row.get(column) or "").strip()
-            if seq:
-                rid = (row.get(id_column) or "").strip() if id_column else ""
-                yield Record(rid or f"row{i + 1}", seq)
+            rid = (row.get(id_column) or "").strip() if id_column else ""
+            yield Record(rid or f"row{i + 1}", seq)
     except csv.Error as e:
         raise MLMProbError(f"{lines.path}: line {lines.lineno} is not valid {'CSV' if delimiter == ',' else 'TSV'}: {e}") from None
 
@@ -202,11 +215,12 @@ def _jsonl(lines: _Lines, column, id_column) -> Iterator[Record]:
         key = _pick(obj.keys(), column, SEQ_KEYS, "field", where, True)
         idk = _pick(obj.keys(), id_column, ID_KEYS, "field", where, False)
         seq = obj.get(key)
+        if seq is None:
+            seq = ""
         if not isinstance(seq, str):
             raise MLMProbError(f"{where}: field {key!r} is not a string")
-        if seq.strip():
-            rid = obj.get(idk) if idk else None
-            yield Record(str(rid) if rid not in (None, "") else f"row{lines.lineno}", seq.strip())
+        rid = obj.get(idk) if idk else None
+        yield Record(str(rid) if rid not in (None, "") else f"row{lines.lineno}", seq.strip())
 
 
 def _parquet(path: Path, column, id_column) -> Iterator[Record]:
@@ -225,8 +239,9 @@ def _parquet(path: Path, column, id_column) -> Iterator[Record]:
         ids = batch.column(idk).to_pylist() if idk else [None] * len(seqs)
         for seq, rid in zip(seqs, ids):
             n += 1
-            if isinstance(seq, str) and seq.strip():
-                yield Record(str(rid) if rid not in (None, "") else f"row{n}", seq.strip())
+            if seq is not None and not isinstance(seq, str):
+                raise MLMProbError(f"{path.name} row {n}: column {key!r} is not a string")
+            yield Record(str(rid) if rid not in (None, "") else f"row{n}", (seq or "").strip())
 
 
 def _pyarrow_parquet():
@@ -235,3 +250,106 @@ def _pyarrow_parquet():
     except ImportError:
         raise MLMProbError("Parquet files need pyarrow: pip install pyarrow (or mlmprob[parquet])") from None
     return pq
+
+
+class UniqueIds:
+    """Checks that the ids of a stream of records (anything with an ``id``) are unique, while streaming:
+    a repeated id raises one line naming it and both record numbers; with ``dedupe`` the repeat is dropped
+    (the first kept) and counted in :attr:`dropped`. Memory: one set entry per distinct id.
+
+    >>> recs = [Record("a", "AC"), Record("b", "DE"), Record("a", "KL")]
+    >>> list(UniqueIds()(recs))
+    Traceback (most recent call last):
+    ...
+    mlmprob.errors.MLMProbError: duplicate id 'a': records 1 and 3 (ids must be unique; --dedupe keeps the first)
+    >>> u = UniqueIds(dedupe=True)
+    >>> [r.seq for r in u(recs)], u.dropped, u.warning()
+    (['AC', 'DE'], 1, "warning: --dedupe dropped 1 record(s) repeating an earlier id (first: 'a', record 3)")
+    """
+
+    def __init__(self, dedupe: bool = False, what: str = "record"):
+        self.dedupe, self.what = dedupe, what
+        self.dropped, self.first_dropped = 0, None
+
+    def __call__(self, records: Iterable) -> Iterator:
+        self.dropped, self.first_dropped = 0, None   # a fresh count each pass over the input
+        seen: dict[str, int] = {}
+        for n, r in enumerate(records, 1):
+            first = seen.setdefault(r.id, n)
+            if first == n:
+                yield r
+            elif self.dedupe:
+                self.dropped += 1
+                self.first_dropped = self.first_dropped or (r.id, n)
+            else:
+                raise MLMProbError(f"duplicate id {r.id!r}: {self.what}s {first} and {n} "
+                                   "(ids must be unique; --dedupe keeps the first)")
+
+    def warning(self) -> str | None:
+        """The warning line of a deduplicated pass (None when nothing was dropped)."""
+        if not self.dropped:
+            return None
+        rid, n = self.first_dropped
+        return (f"warning: --dedupe dropped {self.dropped} {self.what}(s) repeating an earlier id "
+                f"(first: {rid!r}, {self.what} {n})")
+
+
+def unique_ids(records: Iterable, dedupe: bool = False) -> Iterator:
+    """The records, their ids checked unique (or deduplicated): see :class:`UniqueIds`."""
+    return UniqueIds(dedupe)(records)
+
+
+_SNIFFED = {b">": "fasta", b"{": "jsonl"}
+
+
+def spool_input(path: str | Path, fmt: str = "auto") -> tuple[Path, str]:
+    """``(path to read, format)``: a regular file (or a missing path, for :func:`iter_records` to report)
+    as it is; standard input (``-``), a pipe, a FIFO or a character device copied once to a temporary
+    file (removed when the process exits), so that it can be read more than once. Such an input with
+    ``fmt="auto"`` gets its format from its name's suffix when that names one, else from its content
+    (``>``: FASTA, ``{``: JSONL, Parquet's magic), else an error asks for ``--format``.
+
+    >>> import tempfile
+    >>> p = Path(tempfile.mkdtemp()) / "a.fasta"
+    >>> _ = p.write_text(">x\\nAC\\n")
+    >>> spool_input(p) == (p, "auto")
+    True
+    """
+    if str(path) != "-":
+        p = Path(path)
+        try:
+            mode = p.stat().st_mode
+        except OSError:
+            return p, fmt
+        if stat.S_ISREG(mode) or stat.S_ISDIR(mode):
+            return p, fmt
+    name = "standard input" if str(path) == "-" else str(path)
+    # the copy's name says what it holds: errors about its lines name it
+    fd, tmp = tempfile.mkstemp(prefix="mlmprob-stdin-" if str(path) == "-" else "mlmprob-pipe-")
+    atexit.register(lambda: Path(tmp).unlink(missing_ok=True))
+    try:
+        with os.fdopen(fd, "wb") as out:
+            if str(path) == "-":
+                shutil.copyfileobj(sys.stdin.buffer, out)
+            else:
+                with open(path, "rb") as src:
+                    shutil.copyfileobj(src, out)
+    except OSError as e:
+        raise MLMProbError(f"{name}: cannot read it: {e.strerror or e}") from None
+    if fmt == "auto":
+        fmt = _format_of_spooled(path, Path(tmp), name)
+    return Path(tmp), fmt
+
+
+def _format_of_spooled(path, tmp: Path, name: str) -> str:
+    if str(path) != "-" and Path(path).suffix and detect_format(path) != "text":
+        return detect_format(path)
+    with tmp.open("rb") as f:
+        if f.read(4) == b"PAR1":
+            return "parquet"
+    first = next((line.lstrip() for line in _Lines(tmp) if line.strip()), "")
+    fmt = _SNIFFED.get(first[:1].encode())
+    if fmt is None:
+        raise MLMProbError(f"{name}: cannot tell its format from a name or its content: give --format "
+                           f"({', '.join(FORMATS[1:])})")
+    return fmt

@@ -171,6 +171,8 @@ class LineWriter(_FileWriter):
                 self.fields = tuple(self.fields or rows[0].keys())
                 lines.append("\t".join(self.fields))
                 self._header_needed = False
+            for r in rows:
+                check_tsv_id(r.get("id"))
             lines += ["\t".join(tsv_cell(r.get(k)) for k in self.fields) for r in rows]
         else:
             lines = [dumps(r) for r in rows]
@@ -180,6 +182,21 @@ class LineWriter(_FileWriter):
 
     def _finish(self, complete: bool) -> None:
         pass
+
+
+def check_tsv_id(rid) -> None:
+    """Refuse an id a TSV row cannot keep as it is (a tab or a line break): its cell would be changed and the
+    row would not match its record on ``--resume``.
+
+    >>> check_tsv_id("a b")
+    >>> check_tsv_id("a\\tb")
+    Traceback (most recent call last):
+    ...
+    mlmprob.errors.MLMProbError: id 'a\\tb' holds a tab or line break, which a TSV output cannot keep (--resume would not find it): write .jsonl or .parquet
+    """
+    if isinstance(rid, str) and any(c in rid for c in "\t\n\r"):
+        raise MLMProbError(f"id {rid!r} holds a tab or line break, which a TSV output cannot keep (--resume would "
+                           "not find it): write .jsonl or .parquet")
 
 
 def tsv_cell(v) -> str:

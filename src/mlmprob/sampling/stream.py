@@ -70,6 +70,21 @@ def block_schedule(block_size: BlockSpec, total_epochs: int):
     return block_size
 
 
+def check_block_size(block_size: BlockSpec, n_free: int, name: str) -> None:
+    """Refuse a block size (a schedule's largest) larger than the ``n_free`` free positions of record ``name``.
+
+    >>> check_block_size(("linear", 4, 1), 4, "x")
+    >>> check_block_size(99, 30, "x")
+    Traceback (most recent call last):
+    ...
+    mlmprob.errors.MLMProbError: x: --block-size 99 is larger than its 30 free positions; use at most 30
+    """
+    k = max(block_size[1:3]) if isinstance(block_size, tuple) else block_size
+    if k > n_free:
+        raise MLMProbError(f"{name}: --block-size {block_text(block_size)} is larger than its {n_free} free "
+                           f"positions; use at most {n_free}")
+
+
 def block_text(block_size: BlockSpec) -> str:
     """``block_size`` as ``--block-size`` writes it.
 
@@ -205,6 +220,8 @@ class SampleJob:
         except MLMProbError as e:
             raise MLMProbError(f"{rec.id}: {e}") from None
         free = free_positions(mlm, enc, 0, rec.id, rec.seq, self.positions, self.cdr3)[None, :]
+        if self.method != "ancestral":
+            check_block_size(self.block_size, int(free.sum()), rec.id)
         ids, free = enc.input_ids.repeat(self.chains, 1), free.repeat(self.chains, 1)
         # identity is measured against the input when it has no masks at the free positions
         reference = None if (ids[free] == mlm.mask_id).any() else ids.clone()

@@ -12,6 +12,7 @@ import csv
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+from itertools import islice
 from typing import Iterator
 
 from ..alphabet import AMINO_ACIDS
@@ -36,21 +37,43 @@ class VariantUnit:
 
 
 def read_wild_type(spec: str) -> str:
-    """``--wild-type``: a sequence, or a FASTA/text file whose first record is the wild type."""
+    """``--wild-type``: an existing FASTA/text file holding exactly one sequence, else the sequence itself
+    (never taken for a path, however long). Residues are upper-case letters: lower case is refused (it is
+    often a placeholder such as ``na``, never silently upper-cased).
+
+    >>> read_wild_type("MKT" * 100)[:6]
+    'MKTMKT'
+    >>> read_wild_type("mkt")
+    Traceback (most recent call last):
+    ...
+    mlmprob.errors.MLMProbError: --wild-type 'mkt' has lower-case letters; residues are upper-case letters
+    """
     spec = spec.strip()
     if not spec:
         raise MLMProbError("--wild-type is empty")
-    path = Path(spec)
-    if path.is_file():
-        rec = next(iter(iter_records(path)), None)
-        if rec is None:
+    if _is_file(spec):
+        recs = list(islice(iter_records(spec), 2))
+        if not recs or not recs[0].seq.strip():
             raise MLMProbError(f"--wild-type file {spec!r} holds no sequence")
-        seq = rec.seq.strip()
+        if len(recs) > 1:
+            raise MLMProbError(f"--wild-type file {spec!r} holds more than one sequence ({recs[0].id!r}, "
+                               f"{recs[1].id!r}, ...); give a file with the wild type only")
+        seq, name = recs[0].seq.strip(), f"file {spec!r}"
     else:
-        seq = spec
+        seq, name = spec, repr(spec[:40] + ("..." if len(spec) > 40 else ""))
     if not seq.isalpha():
-        raise MLMProbError(f"--wild-type {spec[:40]!r} is neither a file nor a sequence of residue letters")
-    return seq.upper()
+        raise MLMProbError(f"--wild-type {name} is neither a file nor a sequence of residue letters")
+    if not seq.isupper():
+        raise MLMProbError(f"--wild-type {name} has lower-case letters; residues are upper-case letters")
+    return seq
+
+
+def _is_file(spec: str) -> bool:
+    """Whether ``spec`` names an existing file; a name the system cannot look up (too long) is not one."""
+    try:
+        return Path(spec).is_file()
+    except (OSError, ValueError):
+        return False
 
 
 def variant_of(unit: VariantUnit, wild_type: str, offset: int = 1,
@@ -69,7 +92,7 @@ def variant_of(unit: VariantUnit, wild_type: str, offset: int = 1,
     where = f"row {row}"
     if unit.sequence is None:
         return parse_mutant(unit.mutant or "", wild_type, offset=offset, alphabet=alphabet, row=row)
-    seq = unit.sequence.strip().upper()
+    seq = unit.sequence.strip()
     if len(seq) != len(wild_type):
         raise MLMProbError(f"{where}: the sequence has {len(seq)} residues, the wild type {len(wild_type)}")
     out = []
