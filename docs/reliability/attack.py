@@ -162,7 +162,7 @@ def input_cases(d: Path, model: Path) -> list[Case]:
     (d / "empty.jsonl").write_text('{"id": "a", "sequence": "ACDE"}\n{"id": "b", "sequence": ""}\n')
     (d / "wt2.fasta").write_text(f">one\n{VH}\n>two\n{VH}\n")
     (d / "muts.csv").write_text("mutant,score\nE1A,0.1\nV2C,0.5\n")
-    (d / "dir_out").mkdir(exist_ok=True)
+    (d / "dir_out.jsonl").mkdir(exist_ok=True)
     (d / "empty_model").mkdir(exist_ok=True)
     long_wt = "".join(random.Random(3).choice(AA) for _ in range(300))
     vh = ["--model", "sapiens-vh", "--no-progress", "--device", "cpu"]
@@ -204,9 +204,9 @@ def input_cases(d: Path, model: Path) -> list[Case]:
              says=("/nonexistent",)),
         Case("--model an empty folder", ["score", good, "--model", d / "empty_model", "--no-progress"],
              says=("empty_model",)),
-        Case("--out naming a folder", ["score", good, *m, "--out", d / "dir_out"], says=("folder",)),
+        Case("--out naming a folder", ["score", good, *m, "--out", d / "dir_out.jsonl"], says=("folder",)),
         Case("variants --evaluate on two rows", ["variants", d / "muts.csv", "--wild-type", VH, "--label", "score",
-                                                  "--evaluate", "--methods", "wt_marginals", *vh],
+                                                  "--evaluate", "--methods", "wt_marginals", "--out", d / "ev.jsonl", *vh],
              expect="ok", check=lambda out, err: None if "warning" in err.lower() else "no warning about 2 rows"),
         Case("score --help: one --batch-tokens default", ["score", "--help"], expect="ok",
              check=lambda out, err: None if " ".join(out.split()).count("default") and
