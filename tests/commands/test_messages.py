@@ -48,12 +48,12 @@ def test_an_empty_model_folder_lists_the_files_it_needs(fasta, tmp_path, capsys)
     empty.mkdir()
     assert main(["score", str(fasta), "--model", str(empty), "--device", "cpu", "--no-progress"]) == 2
     err = _error(capsys)
-    assert f"model folder {empty} has no model or tokenizer files" in err, err
+    assert f"cannot load model folder {empty}: it has no model or tokenizer files" in err, err
     assert "config.json" in err and "model.safetensors" in err and "tokenizer.json" in err, err
     (empty / "config.json").write_text("{}")
     assert main(["score", str(fasta), "--model", str(empty), "--device", "cpu", "--no-progress"]) == 2
     err = _error(capsys)
-    assert "lacks weights (model.safetensors" in err and "tokenizer files" in err and "lacks config.json" not in err, err
+    assert "it lacks weights (model.safetensors" in err and "tokenizer files" in err and "lacks config.json" not in err, err
 
 
 def test_out_naming_a_folder_says_it_is_a_folder(fasta, tiny_bert_dir, tmp_path, capsys):

@@ -83,10 +83,10 @@ def load_hf(name_or_path: str, device="cpu", dtype=None, *, name: str | None = N
 
     local = Path(name_or_path).expanduser()
     if not local.exists() and looks_like_path(str(name_or_path)):
-        raise ModelLoadError(f"model folder {name_or_path} does not exist (and it is not a built-in model: "
-                             f"{', '.join(BUILTIN)})")
+        raise ModelLoadError(f"cannot load {str(name_or_path)!r}: the model folder {name_or_path} does not exist "
+                             f"(and it is not a built-in model: {', '.join(BUILTIN)})")
     if local.exists() and not local.is_dir():
-        raise ModelLoadError(f"--model {name_or_path} is a file; give the folder that holds the model's files")
+        raise ModelLoadError(f"cannot load {str(name_or_path)!r}: it is a file; give the folder that holds the model's files")
     if local.is_dir():
         check_model_folder(local)
     where = str(local) if local.exists() else str(name_or_path)
@@ -149,10 +149,10 @@ def check_model_folder(folder: Path) -> None:
     if not any((folder / f).is_file() for f in TOKENIZER_FILES):
         missing.append(f"tokenizer files (one of {', '.join(TOKENIZER_FILES)})")
     if len(missing) == 3:
-        raise ModelLoadError(f"model folder {folder} has no model or tokenizer files; expected {', '.join(missing)} "
-                             "(as save_pretrained writes them)")
+        raise ModelLoadError(f"cannot load model folder {folder}: it has no model or tokenizer files; expected "
+                             f"{', '.join(missing)} (as save_pretrained writes them)")
     if missing:
-        raise ModelLoadError(f"model folder {folder} lacks {' and '.join(missing)}")
+        raise ModelLoadError(f"cannot load model folder {folder}: it lacks {' and '.join(missing)}")
 
 
 def weight_format(folder: Path) -> str | None:
