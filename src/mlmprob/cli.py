@@ -1,7 +1,7 @@
 """``mlmprob`` command line: a thin layer over the Python API.
 
-Input errors (``MLMProbError``) and usage errors (a bad option or value) print one line,
-``error: ...``, and exit with status 2.
+Input errors (``MLMProbError``), file-system errors (``OSError``, naming the file) and usage errors (a bad
+option or value) print one line, ``error: ...``, and exit with status 2.
 """
 
 from __future__ import annotations
@@ -16,9 +16,24 @@ from .errors import MLMProbError
 COMMANDS = ("score", "calibrate", "merge", "demo", "sample", "joints", "infill", "train", "variants", "app")
 
 
+class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
+    """Shows every option's default, except a default of None: that means "not given", and the option's
+    help says what happens then (``--batch-tokens``: chosen by the device), so ``(default: None)`` would
+    only contradict it."""
+
+    def _get_help_string(self, action):
+        return action.help if action.default is None else super()._get_help_string(action)
+
+
 class Parser(argparse.ArgumentParser):
     """An ``ArgumentParser`` whose usage errors are one line, ``error: ...`` (no usage block), with
-    exit status 2; its subparsers are of the same class."""
+    exit status 2; its subparsers are of the same class, and those that show defaults in their help
+    use :class:`HelpFormatter`."""
+
+    def __init__(self, *args, **kwargs):
+        if kwargs.get("formatter_class") is argparse.ArgumentDefaultsHelpFormatter:
+            kwargs["formatter_class"] = HelpFormatter
+        super().__init__(*args, **kwargs)
 
     def error(self, message: str):
         print(f"error: {message} (see: {self.prog} --help)", file=sys.stderr)
@@ -61,12 +76,24 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {e}", file=sys.stderr)
         return 2
     except OSError as e:  # the file system said no (missing folder, read-only, disk full): a data error
-        where = f" {e.filename}" if getattr(e, "filename", None) else ""
-        print(f"error: cannot read or write{where}: {e.strerror or e}", file=sys.stderr)
-        return 1
+        print(f"error: {os_error_message(e)}", file=sys.stderr)
+        return 2
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
+
+
+def os_error_message(e: OSError) -> str:
+    """One line for a file-system error, naming the file(s) it concerns.
+
+    >>> os_error_message(OSError(28, "No space left on device", "out.jsonl"))
+    'cannot read or write out.jsonl: No space left on device'
+    >>> os_error_message(FileNotFoundError(2, "No such file or directory", "a.tmp", None, "a"))
+    'cannot read or write a.tmp -> a: No such file or directory'
+    """
+    files = " -> ".join(str(f) for f in (e.filename, e.filename2) if f is not None)
+    what = (e.strerror or str(e) or type(e).__name__).splitlines()[0]
+    return f"cannot read or write {files}: {what}" if files else f"cannot read or write: {what}"
 
 
 if __name__ == "__main__":  # pragma: no cover

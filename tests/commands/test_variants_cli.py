@@ -238,3 +238,14 @@ def test_chain_orders_and_seed_reach_score_variants_and_resume_checks_them(esm_d
     with pytest.raises(SystemExit):
         _cli(tmp_path, esm_dir, *args[:-1], tmp_path / "c0.jsonl", "--chain-orders", "0")
     assert "--chain-orders: must be a positive integer" in capsys.readouterr().err
+
+
+def test_evaluate_on_too_few_rows_warns_that_the_intervals_mean_little(esm_dir, reference, tmp_path, capsys):
+    path = tmp_path / "two.csv"
+    path.write_text("mutant,score\nA4C,1.0\nK2E,2.0\n")
+    capsys.readouterr()
+    assert _cli(tmp_path, esm_dir, path, "--wild-type", WT, "--out", tmp_path / "two.jsonl", "--label", "score",
+                "--evaluate", "--methods", "masked_marginals", "--n-boot", "50") == 0
+    warnings = [x for x in capsys.readouterr().err.splitlines() if x.startswith("warning")]
+    assert warnings == ["warning: only 2 scored rows with a label: too few for a bootstrap interval (the intervals "
+                        "shown mean little; use at least 10 rows)"], warnings

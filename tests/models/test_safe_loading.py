@@ -144,3 +144,19 @@ def test_hub_models_load_only_safetensors(monkeypatch):
         load_mlm("some-org/pickled-model-xyz")
     assert "\n" not in str(e.value)
     assert seen == {"use_safetensors": True, "trust_remote_code": False}
+
+
+def test_the_pickle_refusal_is_our_own_line_and_never_advises_a_full_unpickler(tmp_path, capsys):
+    d = tmp_path / "model"
+    d.mkdir()
+    _tiny_dir(d, "pickle")
+    target = tmp_path / "payload-ran"
+    torch.save({"x": Touch(target)}, d / "pytorch_model.bin")
+    seqs = tmp_path / "in.txt"
+    seqs.write_text("the cat sat\n")
+    capsys.readouterr()
+    assert main(["score", str(seqs), "--model", str(d), "--no-progress", "--allow-pickle"]) == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and not target.exists()
+    assert "it refers to io.open, which is not a tensor or plain data" in err, err
+    assert "weights_only=False" not in err and "weights_only` set to `False" not in err and "\x1b" not in err, err

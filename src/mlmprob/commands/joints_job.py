@@ -172,12 +172,22 @@ class PairPlanner:
                        for k in range(len(config.schemes))]
         self._next = [0] * len(config.schemes)                    # next position in the permutation
         self._found: list[list[tuple[int, int, int]]] = [[] for _ in config.schemes]   # (seq_index, a, b)
+        self._unusable: dict[int, str] = {}    # sequence index -> why it cannot be encoded
 
     def _encode(self, s: int) -> torch.Tensor | None:
         try:
             return self.mlm.encode([self.sequences[s]]).input_ids[0]
-        except MLMProbError:   # e.g. too long for the model, or symbols outside its alphabet
+        except MLMProbError as e:   # e.g. too long for the model, or symbols outside its alphabet
+            self._unusable.setdefault(s, str(e).removeprefix("sequence 0 "))
             return None
+
+    def _none_admits(self, scheme: str) -> MLMProbError:
+        bad = self._unusable
+        if not bad:
+            return MLMProbError(f"no sequence admits a {scheme} pair")
+        s = min(bad)
+        return MLMProbError(f"sequence {s + 1} {bad[s]}: {len(bad)} of {len(self.sequences)} sequences cannot be "
+                            f"encoded for this model, and no other admits a {scheme} pair")
 
     def pair(self, k: int, i: int) -> PlannedPair:
         scheme, order, found = self.config.schemes[k], self._order[k], self._found[k]
@@ -186,7 +196,7 @@ class PairPlanner:
             while True:
                 j = self._next[k]
                 if j >= len(order) * 2 and n == 0:
-                    raise MLMProbError(f"no sequence admits a {scheme} pair")
+                    raise self._none_admits(scheme)
                 self._next[k] += 1
                 s = int(order[j % len(order)])
                 ids = self._encode(s)

@@ -172,7 +172,7 @@ def _saturation_outputs(args, job, state, wild_type: str, methods) -> None:
 def _evaluate(args, config: dict, methods) -> None:
     from ..jsonl import dumps
     from ..runtime.writers import read_results
-    from ..variants.report import _num, evaluate_methods, format_table
+    from ..variants.report import _num, evaluate_methods, format_table, small_sample_warning
 
     scores = {str(r["id"]): {m: _num(r.get(m)) for m in methods} for r in read_results(args.out)}
     labels = {}
@@ -183,6 +183,8 @@ def _evaluate(args, config: dict, methods) -> None:
             raise MLMProbError(f"row {u.row}: label {u.label!r} in column {args.label!r} is not a number") from None
     result = evaluate_methods(scores, labels, methods, seed=args.seed, n_boot=args.n_boot, top=args.top)
     print(format_table(result, args.top))
+    if (warning := small_sample_warning(result)) is not None:
+        print(warning, file=sys.stderr)
     path = Path(f"{_stem(args.out)}.eval.json")
     path.write_text(dumps({"label": args.label, "seed": args.seed, "n_boot": args.n_boot, "top": args.top,
                            "methods": result}, indent=2) + "\n")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import re
 from pathlib import Path
 
 import torch
@@ -80,6 +82,13 @@ def load_hf(name_or_path: str, device="cpu", dtype=None, *, name: str | None = N
     hf_logging.disable_progress_bar()  # mlmprob's own progress goes to stderr; one bar at a time
 
     local = Path(name_or_path).expanduser()
+    if not local.exists() and looks_like_path(str(name_or_path)):
+        raise ModelLoadError(f"cannot load {str(name_or_path)!r}: the model folder {name_or_path} does not exist "
+                             f"(and it is not a built-in model: {', '.join(BUILTIN)})")
+    if local.exists() and not local.is_dir():
+        raise ModelLoadError(f"cannot load {str(name_or_path)!r}: it is a file; give the folder that holds the model's files")
+    if local.is_dir():
+        check_model_folder(local)
     where = str(local) if local.exists() else str(name_or_path)
     pickled = local.is_dir() and weight_format(local) == "pickle"
     if pickled and not allow_pickle:
@@ -115,6 +124,35 @@ def load_hf(name_or_path: str, device="cpu", dtype=None, *, name: str | None = N
 
 SAFE_WEIGHTS = ("model.safetensors", "model.safetensors.index.json")
 PICKLE_WEIGHTS = ("pytorch_model.bin", "pytorch_model.bin.index.json")
+TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "vocab.txt", "vocab.json", "spiece.model",
+                   "sentencepiece.bpe.model")
+
+
+def looks_like_path(name: str) -> bool:
+    """Whether a ``--model`` value is a path rather than a hub id (``owner/name`` or ``name``): it starts
+    with ``/``, ``.`` or ``~``, ends with a separator, or has more than one ``/`` (or the system's separator).
+
+    >>> [looks_like_path(x) for x in ("/nonexistent", "./m", "~/m", "runs/a/model", "m/", "facebook/esm2_t6_8M_UR50D", "bert-base-cased")]
+    [True, True, True, True, True, False, False]
+    """
+    return (name.startswith(("/", ".", "~")) or name.endswith(("/", os.sep)) or name.count("/") > 1
+            or (os.sep != "/" and os.sep in name))
+
+
+def check_model_folder(folder: Path) -> None:
+    """Refuse a local model folder that lacks the files of a Hugging Face model, naming what is missing."""
+    missing = []
+    if not (folder / "config.json").is_file():
+        missing.append("config.json")
+    if weight_format(folder) is None:
+        missing.append("weights (model.safetensors, or pytorch_model.bin with --allow-pickle)")
+    if not any((folder / f).is_file() for f in TOKENIZER_FILES):
+        missing.append(f"tokenizer files (one of {', '.join(TOKENIZER_FILES)})")
+    if len(missing) == 3:
+        raise ModelLoadError(f"cannot load model folder {folder}: it has no model or tokenizer files; expected "
+                             f"{', '.join(missing)} (as save_pretrained writes them)")
+    if missing:
+        raise ModelLoadError(f"cannot load model folder {folder}: it lacks {' and '.join(missing)}")
 
 
 def weight_format(folder: Path) -> str | None:
@@ -144,8 +182,9 @@ def _load_pickled(folder: Path):
         try:
             part = torch.load(path, map_location="cpu", weights_only=True)
         except Exception as e:  # the weights-only unpickler refuses anything but tensors and plain data
-            first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-            raise ModelLoadError(f"refused to load {path}: it is not a plain weights file ({first[:200]})") from None
+            raise ModelLoadError(f"refused to load {path}: it is not a plain weights file ({_pickle_refusal(e)}); "
+                                 "mlmprob never runs what a pickle asks for: convert the weights to safetensors "
+                                 "with a tool you trust") from None
         if not isinstance(part, dict):
             raise ModelLoadError(f"{path} holds a {type(part).__name__}, not a state dict of tensors")
         state.update(part)
@@ -153,3 +192,21 @@ def _load_pickled(folder: Path):
     if type(config) not in MODEL_FOR_MASKED_LM_MAPPING:
         raise ModelLoadError(f"{folder}: model type {config.model_type!r} has no masked-LM class in transformers")
     return MODEL_FOR_MASKED_LM_MAPPING[type(config)].from_pretrained(None, config=config, state_dict=state)
+
+
+def _pickle_refusal(e: Exception) -> str:
+    """What the weights-only unpickler objected to, in our words (never torch's advice to unpickle fully).
+
+    >>> _pickle_refusal(Exception("Weights only load failed. ... Unsupported global: GLOBAL io.open was not ..."))
+    'it refers to io.open, which is not a tensor or plain data'
+    >>> _pickle_refusal(RuntimeError("invalid load key, 'x'."))
+    "RuntimeError: invalid load key, 'x'."
+    """
+    found = re.search(r"Unsupported global: GLOBAL ([\w.]+)", str(e))
+    if found:
+        return f"it refers to {found.group(1)}, which is not a tensor or plain data"
+    text = str(e)
+    if "weights_only" in text or "Weights only" in text:
+        return "it holds objects other than tensors and plain data"
+    first = text.strip().splitlines()[0][:200] if text.strip() else ""
+    return f"{type(e).__name__}: {first}" if first else type(e).__name__

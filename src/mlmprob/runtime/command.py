@@ -32,6 +32,7 @@ from typing import Any, Callable, Iterable
 from .. import defaults
 from ..errors import MLMProbError
 from .engine import StreamSummary, run_stream
+from .capacity import capped_workers
 from .pool import parse_devices
 from .shard import Shard, parse_shard
 
@@ -56,6 +57,8 @@ class RunOptions:
         ``--devices`` name several); ``override`` replaces any of them."""
         shard = parse_shard(args.shard)
         devices = parse_devices(args.workers, args.devices)
+        if args.workers and args.engine == "local":    # Ray places its actors by the cluster's resources
+            devices = devices[:capped_workers(args.workers, getattr(args, "model", None))]
         if devices == ["auto"]:
             devices = [args.device]
         opts = dict(out=args.out, resume=args.resume, shard=shard, devices=tuple(devices),

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import json
 import os
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Callable, Iterable, Iterator
 
@@ -116,8 +117,29 @@ class RunMeta:
 
     def save(self, data: dict) -> None:
         tmp = self.path.with_name(self.path.name + ".tmp")
-        tmp.write_text(dumps(data, indent=self.indent) + "\n")
+        with naming(tmp):
+            tmp.write_text(dumps(data, indent=self.indent) + "\n")
         os.replace(tmp, self.path)
+
+
+@contextmanager
+def naming(path: str | Path):
+    """An ``OSError`` that names no file (a failed ``write`` or ``fsync``: disk full, I/O error) gets
+    ``path`` as its ``filename``, so the message can say which file.
+
+    >>> try:
+    ...     with naming("out.jsonl"):
+    ...         raise OSError(28, "No space left on device")
+    ... except OSError as e:
+    ...     print(e.filename, e.strerror)
+    out.jsonl No space left on device
+    """
+    try:
+        yield
+    except OSError as e:
+        if e.filename is None:
+            e.filename = str(path)
+        raise
 
 
 def _committed(path: Path) -> Iterator[tuple[int, str]]:
@@ -284,9 +306,10 @@ class ResumableLog(RunHold):
         text = "".join(line + "\n" for line in lines)
         if not text:
             return
-        self._fh.write(text)
-        self._fh.flush()
-        os.fsync(self._fh.fileno())
+        with naming(self.path):
+            self._fh.write(text)
+            self._fh.flush()
+            os.fsync(self._fh.fileno())
 
     def drop_tail(self, keep: Callable[[dict], bool]) -> int:
         """Remove the trailing records for which ``keep`` is false (a group of lines that a kill cut after

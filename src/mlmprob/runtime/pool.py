@@ -5,14 +5,22 @@ from the stream; results come back in input order, so the output equals a one-pr
 process and ``work(state, item)`` for every item, and yields the results in the order of
 ``items``. At most ``2 x len(devices)`` items are in flight, so memory stays flat however long the
 stream. ``init`` and ``work`` must be module-level functions (they are sent to spawned processes).
-With one device everything runs in this process.
+With one device everything runs in this process; no more processes start than there are items.
+
+Workers die with this process: each worker asks the kernel for SIGKILL when its parent dies
+(``prctl(PR_SET_PDEATHSIG)`` on Linux) and also watches a pipe whose only writing end this process holds
+(any system), so a ``kill -9`` of the main process, or of the batch job around it, leaves no worker (and
+so no multiprocessing resource tracker, which exits when the last process that uses it is gone).
 """
 
 from __future__ import annotations
 
 import os
 import queue
+import sys
+import threading
 import traceback
+from itertools import chain, islice
 from typing import Callable, Iterable, Iterator, TypeVar
 
 from ..errors import MLMProbError
@@ -41,7 +49,39 @@ def parse_devices(workers: int | None, devices: str | None) -> list[str]:
     return ["cpu"] * workers
 
 
-def _worker(init, work, device, threads, tasks, results) -> None:  # runs in the child process
+PR_SET_PDEATHSIG = 1     # linux/prctl.h
+
+
+def _die_with_parent(parent: int, lifeline, pdeathsig: bool) -> None:
+    """In a worker: end this process as soon as ``parent`` is gone.
+
+    ``PR_SET_PDEATHSIG`` fires when the *thread* that started the worker ends, so the parent asks for it
+    (``pdeathsig``) only when that thread is its main thread. The parent may have died before the call:
+    ``os.getppid()`` then no longer names it. ``lifeline`` is the reading end of a pipe whose writing end
+    only the parent holds: it reads end-of-file when the parent closes it or dies, on every system."""
+    if pdeathsig and sys.platform.startswith("linux"):
+        try:
+            import ctypes
+            import signal
+            ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
+        except (OSError, AttributeError):
+            pass        # no prctl: the lifeline alone
+    if os.getppid() != parent:
+        os._exit(1)
+
+    def watch():
+        try:
+            lifeline.recv()
+        except (EOFError, OSError):
+            pass
+        os._exit(1)
+
+    threading.Thread(target=watch, name="mlmprob-lifeline", daemon=True).start()
+
+
+def _worker(init, work, device, threads, tasks, results, parent=None, lifeline=None, pdeathsig=False) -> None:
+    if parent is not None:  # runs in the child process
+        _die_with_parent(parent, lifeline, pdeathsig)
     try:
         if threads:
             import torch
@@ -77,7 +117,18 @@ def _raise(value: tuple[str, str]):
 
 def map_ordered(init: Callable[[str], object], work: Callable[[object, T], R], items: Iterable[T],
                 devices: list[str], *, threads_per_worker: int | None = None) -> Iterator[R]:
-    """Yield ``work(state, item)`` for every item, in order, over one process per device."""
+    """Yield ``work(state, item)`` for every item, in order, over one process per device (no more
+    processes than items: a stream of fewer items than devices uses the first devices only)."""
+    items = iter(items)
+    if len(devices) > 1:
+        first = list(islice(items, len(devices)))
+        if not first:
+            return
+        if len(first) < len(devices):
+            print(f"warning: {len(devices)} worker processes capped to {len(first)} (only {len(first)} "
+                  f"chunk{'s' if len(first) > 1 else ''} of work)", file=sys.stderr)
+            devices = devices[:len(first)]
+        items = chain(first, items)
     if len(devices) == 1:
         state = init(devices[0])
         for item in items:
@@ -89,10 +140,13 @@ def map_ordered(init: Callable[[str], object], work: Callable[[object, T], R], i
     if threads_per_worker is None:
         threads_per_worker = max(1, (os.cpu_count() or 1) // len(devices))
     tasks, results = ctx.Queue(), ctx.Queue()
-    procs = [ctx.Process(target=_worker, args=(init, work, d, threads_per_worker, tasks, results), daemon=True)
+    lifeline, keep = ctx.Pipe(duplex=False)   # only this process holds ``keep``: its death closes the pipe
+    life = (os.getpid(), lifeline, threading.current_thread() is threading.main_thread())
+    procs = [ctx.Process(target=_worker, args=(init, work, d, threads_per_worker, tasks, results, *life), daemon=True)
              for d in devices]
     for p in procs:
         p.start()
+    lifeline.close()
     it = enumerate(items)
     pending: dict[int, R] = {}
     sent = nxt = 0
@@ -138,3 +192,4 @@ def map_ordered(init: Callable[[str], object], work: Callable[[object, T], R], i
                 p.terminate()
         tasks.close()
         results.close()
+        keep.close()

@@ -27,7 +27,7 @@ from typing import Iterable
 from ..errors import MLMProbError
 from ..jsonl import dumps, json_safe  # noqa: F401 - re-exported
 from .hold import hold_at
-from .log import ResumableLog, RunHold, RunMeta, read_lines, read_log
+from .log import ResumableLog, RunHold, RunMeta, naming, read_lines, read_log
 
 OUTPUT_KINDS = (".jsonl", ".tsv", ".parquet")
 
@@ -274,7 +274,8 @@ class ParquetWriter(_FileWriter):
         n = int(files[-1].stem.split("-")[1]) + 1 if files else 0
         target = self._part_name(n)
         tmp = target.with_name(target.name + ".tmp")
-        self._pq.write_table(self._pa.Table.from_pylist(self._buf), tmp)
+        with naming(tmp):
+            self._pq.write_table(self._pa.Table.from_pylist(self._buf), tmp)
         os.replace(tmp, target)
         self._buf = []
         hold_at(self.rows_written)
@@ -286,7 +287,7 @@ class ParquetWriter(_FileWriter):
         files = self._part_files()
         schema = self._pa.unify_schemas([self._pq.read_schema(p) for p in files]) if files else self._pa.schema([])
         tmp = self.path.with_name(self.path.name + ".tmp")
-        with self._pq.ParquetWriter(tmp, schema) as w:
+        with naming(tmp), self._pq.ParquetWriter(tmp, schema) as w:
             for p in files:
                 w.write_table(self._pq.read_table(p).cast(schema))
         os.replace(tmp, self.path)
@@ -309,6 +310,8 @@ def open_writer(out: str | Path | None, *, resume: bool = False, config: dict | 
             raise MLMProbError("--resume needs --out (results on stdout cannot be resumed)")
         return ResultWriter(None, fields=fields)
     path = Path(out)
+    if path.is_dir():
+        raise MLMProbError(f"--out {str(out)!r} is a folder; give a file path ending in .jsonl, .tsv or .parquet")
     if kind == "parquet":
         return ParquetWriter(path, resume=resume, config=config, fields=fields, part_rows=part_rows)
     return LineWriter(path, resume=resume, config=config, fields=fields)

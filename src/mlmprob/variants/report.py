@@ -65,6 +65,25 @@ def write_matrix(sat: Saturation, path: str | Path, score: str = "masked_margina
     return path
 
 
+MIN_BOOTSTRAP_ROWS = 10   # fewer points give bootstrap intervals that mean little (two give [1, 1] for Spearman)
+
+
+def small_sample_warning(result: dict) -> str | None:
+    """A warning line when a method of :func:`evaluate_methods`'s ``result`` was evaluated on fewer than
+    :data:`MIN_BOOTSTRAP_ROWS` rows, else None.
+
+    >>> small_sample_warning({"m": {"n": 2}})
+    'warning: only 2 scored rows with a label: too few for a bootstrap interval (the intervals shown mean little; use at least 10 rows)'
+    >>> small_sample_warning({"m": {"n": 50}}) is None
+    True
+    """
+    n = min((r["n"] for r in result.values()), default=MIN_BOOTSTRAP_ROWS)
+    if n >= MIN_BOOTSTRAP_ROWS:
+        return None
+    return (f"warning: only {n} scored rows with a label: too few for a bootstrap interval (the intervals shown "
+            f"mean little; use at least {MIN_BOOTSTRAP_ROWS} rows)")
+
+
 def evaluate_methods(scores: dict[str, dict[str, float]], labels: dict[str, float], methods: Sequence[str], *,
                      seed: int = 0, n_boot: int = 1000, top: float = 0.1) -> dict:
     """Every method's metrics against ``labels`` (id -> value) over the ids both sides hold with finite

@@ -1,0 +1,86 @@
+"""How many CPU worker processes this machine can hold: ``--workers N`` is capped by the CPU cores this
+process may use, by the memory available for one model per worker, and by the work there is.
+
+One worker's footprint is estimated simply and on the high side: :data:`RUNTIME_BYTES` for Python, torch
+and transformers, plus twice the model's weight files (a float32 copy of half-precision weights, or the
+moment a loader holds the file's tensors and the model's); :data:`UNKNOWN_WEIGHT_BYTES` when the weights
+are not in a local folder (built-in names, hub ids).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+GiB = 1 << 30
+RUNTIME_BYTES = GiB // 2            # Python + torch + transformers in one worker process
+UNKNOWN_WEIGHT_BYTES = GiB // 2     # a model whose weight files are not in a local folder
+WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".pth")
+
+
+def cap_workers(requested: int, *, cores: int, available: int | None = None, per_worker: int | None = None,
+                units: int | None = None) -> tuple[int, str | None]:
+    """``requested`` workers capped by ``cores``, by ``available`` bytes of memory at ``per_worker``
+    bytes each (when both are known) and by ``units`` of work (when known); never below 1. Returns the
+    number and why it was capped (None when it was not): the tightest limit.
+
+    >>> cap_workers(100, cores=2)
+    (2, '2 CPU cores')
+    >>> cap_workers(4, cores=16, available=3 * GiB, per_worker=GiB)
+    (3, '3.0 GiB of memory available, about 1.0 GiB per worker')
+    >>> cap_workers(8, cores=16, units=5), cap_workers(2, cores=16, available=GiB, per_worker=2 * GiB)
+    ((5, '5 units of work'), (1, '1.0 GiB of memory available, about 2.0 GiB per worker'))
+    >>> cap_workers(2, cores=2, available=64 * GiB, per_worker=GiB, units=10)
+    (2, None)
+    """
+    limits = [(max(1, cores), f"{cores} CPU core{'s' if cores != 1 else ''}")]
+    if available is not None and per_worker:
+        fit = available // per_worker
+        limits.append((max(1, fit), f"{available / GiB:.1f} GiB of memory available, "
+                                    f"about {per_worker / GiB:.1f} GiB per worker"))
+    if units is not None:
+        limits.append((max(1, units), f"{units} unit{'s' if units != 1 else ''} of work"))
+    n, why = min(limits, key=lambda lw: lw[0])
+    return (n, why) if n < requested else (requested, None)
+
+
+def usable_cores() -> int:
+    """The CPU cores this process may run on (its affinity mask where the system has one)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+def available_memory() -> int | None:
+    """Bytes of memory available to new processes (``MemAvailable`` of ``/proc/meminfo``); None where unknown."""
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
+
+
+def worker_bytes(model: str | None) -> int:
+    """The estimated memory of one worker that loads ``model`` (see the module docstring)."""
+    weights = UNKNOWN_WEIGHT_BYTES
+    folder = Path(model).expanduser() if model else None
+    if folder is not None and folder.is_dir():
+        sizes = [f.stat().st_size for f in folder.iterdir() if f.name.endswith(WEIGHT_SUFFIXES) and f.is_file()]
+        if sizes:
+            weights = sum(sizes)
+    return RUNTIME_BYTES + 2 * weights
+
+
+def capped_workers(requested: int, model: str | None = None, units: int | None = None) -> int:
+    """``--workers requested`` capped for this machine (:func:`cap_workers`), with a one-line warning on
+    stderr saying what was capped and why."""
+    n, why = cap_workers(requested, cores=usable_cores(), available=available_memory(),
+                         per_worker=worker_bytes(model), units=units)
+    if why:
+        print(f"warning: --workers {requested} capped to {n} ({why})", file=sys.stderr)
+    return n
