@@ -95,7 +95,8 @@ def check_config(where, stored: dict | None, config: dict | None, keys: Iterable
                              f"{was}; this run has {now}; use the same options or another --out")
 
 
-LATER_KEYS = ("computed_with",)   # configuration keys stored only by newer versions (runtime.provenance)
+# configuration keys stored only by newer versions: runtime.provenance's block, score's one-pass correction digest
+LATER_KEYS = ("computed_with", "correction_sha256")
 
 
 def as_stored(stored: dict | None, config: dict | None) -> dict | None:
