@@ -56,6 +56,7 @@ def test_shards_merge_to_the_one_process_run(reference, tiny_bert_dir, tmp_path,
     merged = tmp_path / "all.tsv"
     assert main(["merge", "--out", str(merged), *map(str, parts)]) == 0
     _close(_scores(merged), ref)
+    assert [r["id"] for r in read_results(merged)] == order        # input order, as one process writes it
     capsys.readouterr()
     assert main(["merge", "--out", str(tmp_path / "bad.jsonl"), str(parts[0]), str(parts[2])]) == 2
     err = capsys.readouterr().err.strip()

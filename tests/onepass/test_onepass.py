@@ -168,6 +168,12 @@ def test_cli_correction_file_for_a_model_without_one(model_dir, tmp_path, capsys
                  "--out", str(out), "--no-progress"]) == 0
     lines = out.read_text().splitlines()
     assert lines[0].split("\t")[-1] == "method" and all(x.endswith("one_pass") for x in lines[1:])
+    # a correction refitted in place changes every estimate: resuming the output with it is refused
+    capsys.readouterr()
+    c.write_bytes(c.read_bytes() + b" ")
+    assert main(["score", str(inp), "--model", str(model_dir), "--pll", "one-pass", "--correction", str(c),
+                 "--out", str(out), "--no-progress", "--resume"]) == 2
+    assert "correction_sha256=" in capsys.readouterr().err
 
 
 VH = "EVQLVESGGGLVQPGGSLRLSCAASGFNIKDTYIHWVRQAPGKGLEWVARIYPTNGYTRYADSVKGRFTISADTSKNTAYLQMNSLRAEDTAVYYCSRWGGDGFYAMDYWGQGTLVTVSS"

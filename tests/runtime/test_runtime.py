@@ -267,7 +267,7 @@ def test_merge_checks_shards_ids_and_input(tmp_path):
     _part(b, "2/2", ["y"])
     expect = lambda cfg, limit: ["x", "y", "z"]  # noqa: E731
     assert merge_parts(tmp_path / "m.jsonl", [b, a], expected_ids=expect) == 3
-    assert [r["id"] for r in read_results(tmp_path / "m.jsonl")] == ["x", "z", "y"]   # shard order
+    assert [r["id"] for r in read_results(tmp_path / "m.jsonl")] == ["x", "y", "z"]   # input order
     with pytest.raises(MLMProbError, match=r"shard\(s\) 2/2 missing"):
         merge_parts(tmp_path / "m2.jsonl", [a])
     with pytest.raises(MLMProbError, match=r"1 input id\(s\) appear in no part: 'w'"):

@@ -58,7 +58,8 @@ def load_records(path: str | Path) -> tuple[dict | None, list[dict]]:
     if header is None:
         config = RunMeta(meta_path(path)).config()
         if config:
-            header = {k: v for k, v in config.items() if k not in ("command", "dtype", "shard", "merged_from")}
+            header = {k: v for k, v in config.items() if k not in ("command", "dtype", "shard", "merged_from",
+                                                                  "computed_with")}
     return header, records
 
 
@@ -110,5 +111,7 @@ def check_records(out_dir: str | Path, config, shard: Shard = Shard.whole(), dty
     with WriterLock(path):
         _upgrade_legacy(path, config, shard, dtype)
     new = _writer_config(config, shard, dtype)
-    check_config(path, RunMeta(meta_path(path)).config() if path.exists() else None, new)
+    stored = (RunMeta(meta_path(path)).config() if path.exists() else None) or {}
+    # the writer checks the computed_with block it adds (runtime.provenance)
+    check_config(path, {k: v for k, v in stored.items() if k != "computed_with"}, new)
     return new

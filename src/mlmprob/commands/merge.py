@@ -1,4 +1,6 @@
-"""``mlmprob merge``: join the outputs of ``--shard I/N`` runs into one file, each input id exactly once."""
+"""``mlmprob merge``: join the outputs of ``--shard I/N`` runs into one file, each input id exactly once, in
+input order. Parts of different runs (any stored option but the shard differs, how the rows were computed
+included: dtype, forward, ...) are refused; the output appears only when complete (rerun after a kill)."""
 
 from __future__ import annotations
 
@@ -21,8 +23,9 @@ def _input_ids(config: dict, limit: int | None):
     import importlib
 
     name = config.get("command")
-    # ids follow from an input file, from --seq sequences, or (variants --saturate) from the wild type alone
-    if not name or not (config.get("input") or config.get("seqs") or config.get("saturate")):
+    # ids follow from an input file, from --seq sequences, (variants --saturate) from the wild type alone,
+    # or (joints) from the schemes and the pairs per scheme
+    if not name or not (config.get("input") or config.get("seqs") or config.get("saturate") or name == "joints"):
         return None
     try:
         mod = importlib.import_module(f"{__package__}.{name}")

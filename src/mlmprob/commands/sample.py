@@ -282,11 +282,17 @@ def _sample_folder(args, seqs: list[tuple[str, str]], want: list[int] | None) ->
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     g = torch.Generator().manual_seed(args.seed)
+    # what the run file must also match on a rerun: the seed (a resumed run restores the generator's
+    # state, so another --seed would silently continue this one) and how the rows are computed
+    from ..runtime.provenance import computed_with
+    made = {"seed": args.seed, **computed_with(args.model, args.dtype, [args.device], batch_tokens=args.batch_tokens,
+                                               mlm=mlm)}
     result = sample(mlm, ids, method=args.method, energy=args.energy, epochs=args.epochs, burn_in=args.burn_in,
                     block_size=bs, proposal_temperature=args.proposal_temperature, top_p=args.top_p,
                     target_temperature=tt, order=args.order, positions=free, generator=g, init=args.init,
                     thin=args.thin, score_all=args.score_all, reference=reference, jsonl=out / "run.jsonl",
-                    progress=not args.no_progress, batch_tokens=args.batch_tokens, tokens_per_step=args.tokens_per_step)
+                    progress=not args.no_progress, batch_tokens=args.batch_tokens, tokens_per_step=args.tokens_per_step,
+                    computed_with=made)
     _write_fasta(out / "samples.fasta", result, [name for name, _ in seqs], reps, mlm)
     summary = _summary(result, args.order, args.tokens_per_step)
     (out / "summary.json").write_text(dumps(summary, indent=2) + "\n")

@@ -96,7 +96,9 @@ def run(args) -> int:
     if one_pass:
         from .onepass_job import OnePassScoreJob as ScoreJob  # noqa: F811 - the same job, one-pass rows
         extra = {"correction": args.correction}
-        config.update(pll="one_pass", correction=None if args.correction is None else str(Path(args.correction).resolve()))
+        from ..onepass.correction import correction_digest
+        config.update(pll="one_pass", correction=None if args.correction is None else str(Path(args.correction).resolve()),
+                      correction_sha256=correction_digest(args.model, args.correction))
     job = ScoreJob(**extra, model=args.model, dtype=args.dtype, allow_pickle=args.allow_pickle, whole_word=args.whole_word,
                    per_token=args.per_token, batch_tokens=args.batch_tokens, skip_invalid=args.skip_invalid)
     fields = TSV_FIELDS + (CHAIN_FIELDS if chain else ()) + (("method",) if one_pass else ())

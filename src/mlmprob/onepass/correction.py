@@ -128,6 +128,32 @@ def calibrate_hint(mlm) -> str:
             "--out C.safetensors`, then pass correction='C.safetensors' (CLI: --correction C.safetensors)")
 
 
+def correction_file(name: str) -> Path | None:
+    """The correction file :func:`find_correction` reads, without one given, for a model named ``name``
+    (a local folder's path as given, or a built-in name): ``one_pass.safetensors`` in the folder, else the
+    one shipped for the built-in model; None when there is none."""
+    for path in (Path(name) / f"{FILE_STEM}.safetensors", FITTED_DIR / f"{name}.safetensors"):
+        try:
+            if path.is_file():
+                return path
+        except OSError:
+            pass
+    return None
+
+
+def correction_digest(name: str, correction=None) -> str | None:
+    """SHA-256 of the correction file a run of model ``name`` uses (``correction`` when given, else
+    :func:`correction_file`); None when there is none. Part of a one-pass run's stored configuration: a
+    correction refitted in place changes every estimate."""
+    import hashlib
+
+    path = Path(correction) if correction is not None else correction_file(name)
+    try:
+        return None if path is None else hashlib.sha256(path.read_bytes()).hexdigest()
+    except OSError:
+        return None         # the run itself says what is wrong with it
+
+
 def find_correction(mlm, correction=None) -> Correction:
     """The correction for ``mlm``: ``correction`` (a :class:`Correction` or a path) when given, else the one
     beside a local model folder (``one_pass.safetensors``), else the one shipped for a built-in model."""
@@ -135,12 +161,7 @@ def find_correction(mlm, correction=None) -> Correction:
         return correction
     if correction is not None:
         return check_fits(Correction.load(correction), mlm, str(correction))
-    name = model_key(mlm)
-    for path in (Path(name) / f"{FILE_STEM}.safetensors", FITTED_DIR / f"{name}.safetensors"):
-        try:
-            exists = path.is_file()
-        except OSError:
-            exists = False
-        if exists:
-            return check_fits(Correction.load(path), mlm, str(path))
+    path = correction_file(model_key(mlm))
+    if path is not None:
+        return check_fits(Correction.load(path), mlm, str(path))
     raise MLMProbError(calibrate_hint(mlm))

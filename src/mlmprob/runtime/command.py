@@ -9,8 +9,9 @@ the rest, the same way for every command:
 
 1. the first unit is read (bad input fails before a model is loaded; no unit at all is ``spec.empty``);
 2. the output is claimed (:func:`~mlmprob.runtime.writers.open_writer`: lock, resume, configuration
-   check, with the shard added to the configuration) before the model loads, so a second writer is
-   refused at once;
+   check, with the shard and the ``computed_with`` block added to the configuration: the resolved dtype,
+   the forward path, the model folder, the int8 budget, see :mod:`mlmprob.runtime.provenance`) before the
+   model loads, so a second writer is refused at once and a resume that would mix precisions is refused;
 3. with one local device the model is loaded here, once (an unknown model or device fails before any
    output, and the claimed output is released); otherwise every worker process or Ray actor loads it;
 4. the progress bar's total: the units of the shard (:meth:`Shard.owns`), counted by reading the units
@@ -34,6 +35,7 @@ from ..errors import MLMProbError
 from .engine import StreamSummary, run_stream
 from .capacity import capped_workers
 from .pool import parse_devices
+from .provenance import KEY, computed_with
 from .shard import Shard, parse_shard
 
 
@@ -130,6 +132,17 @@ def _count(spec: StreamCommand, opts: RunOptions) -> int | None:
     return sum(1 for k, _ in enumerate(spec.units()) if opts.shard.owns(k))
 
 
+def _computed_with(spec: StreamCommand, opts: RunOptions) -> dict:
+    """The run's ``computed_with`` block (:mod:`mlmprob.runtime.provenance`): from the model it was given,
+    else from the job's dtype and budget (the options' dtype for a job without one) on the devices."""
+    job = spec.job
+    model = spec.config.get("model", getattr(job, "model", None))
+    state = spec.state
+    return computed_with(model, getattr(job, "dtype", opts.dtype), opts.devices,
+                         batch_tokens=getattr(job, "batch_tokens", None),
+                         mlm=None if state is None else model_of(state))
+
+
 def run_command(spec: StreamCommand, opts: RunOptions) -> StreamRun:
     """Run a declared streaming command (see the module docstring); returns what it did."""
     from .device import describe
@@ -137,7 +150,7 @@ def run_command(spec: StreamCommand, opts: RunOptions) -> StreamRun:
 
     if next(iter(spec.units()), None) is None:   # fail fast on bad input, before a model is loaded
         raise MLMProbError(spec.empty)
-    config = {**spec.config, "shard": str(opts.shard)}
+    config = {**spec.config, "shard": str(opts.shard), KEY: _computed_with(spec, opts)}
     writer = open_writer(opts.out, resume=opts.resume, config=config, fields=spec.fields, part_rows=opts.part_rows)
     with writer:
         state = spec.state

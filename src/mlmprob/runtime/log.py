@@ -96,6 +96,25 @@ def check_config(where, stored: dict | None, config: dict | None, keys: Iterable
                              f"{was}; this run has {now}; use the same options or another --out")
 
 
+# configuration keys stored only by newer versions: runtime.provenance's block, score's one-pass correction digest
+LATER_KEYS = ("computed_with", "correction_sha256")
+
+
+def as_stored(stored: dict | None, config: dict | None) -> dict | None:
+    """``config`` as an existing output written with ``stored`` keeps it: without the :data:`LATER_KEYS`
+    that ``stored`` lacks. An output written before those keys were stored is resumed as before, checked
+    on the keys it has, and its configuration does not gain them (it cannot vouch for its earlier rows).
+
+    >>> as_stored({"seed": 1}, {"seed": 1, "computed_with": {"dtype": "int8"}})
+    {'seed': 1}
+    >>> as_stored(None, {"seed": 1, "computed_with": {}}), as_stored({"computed_with": {}}, {"computed_with": {}})
+    ({'seed': 1, 'computed_with': {}}, {'computed_with': {}})
+    """
+    if not stored or not config or not any(k in config and k not in stored for k in LATER_KEYS):
+        return config
+    return {k: v for k, v in config.items() if k in stored or k not in LATER_KEYS}
+
+
 class RunMeta:
     """A run's JSON side file (``OUT.meta.json``, ``config.json``, ...): the configuration under ``key``
     (the whole file when ``key`` is None) and whatever else the run keeps there. Written atomically."""
@@ -221,6 +240,8 @@ class RunHold:
             if self.existed and not resume:
                 raise MLMProbError(f"{self.path} exists; pass --resume to continue it or choose another --out")
             self.stored: dict = meta.load() if meta is not None and self.existed else {}
+            if meta is not None:
+                self.config = as_stored(meta.config(self.stored), config)
             self._open()
         except BaseException:
             self.close()
@@ -277,7 +298,7 @@ class ResumableLog(RunHold):
             first = next(iter(self.records(skip_header=False)), None) if self.existed else None
             if first is not None:
                 self.header = first
-                check_config(self.path, first, self.config)
+                check_config(self.path, first, as_stored(first, self.config))
         else:
             super()._open()
         self._fh = open(self.path, "a", encoding="utf-8", newline="\n")

@@ -1,18 +1,27 @@
 """Join shard outputs into one file, checking that every input unit appears exactly once.
 
-Each part's ``PART.meta.json`` (written by the run) names its configuration, its shard and the ids
-it skipped. :func:`merge_parts` refuses parts of different runs, unfinished parts, missing shards,
-ids that appear twice, and (when the input file is known) input ids that appear in no part.
+Each part's ``PART.meta.json`` (written by the run) names its configuration (with how its rows were
+computed: dtype, forward, ...), its shard and the ids it skipped. :func:`merge_parts` refuses parts of
+different runs (naming the option that differs), unfinished parts, missing shards, ids that appear twice,
+and (when the input file is known) input ids that appear in no part; it writes the rows in input order,
+and atomically (a killed merge is simply run again).
 """
 
 from __future__ import annotations
 
 import json
+import os
+import shutil
+from itertools import islice
 from pathlib import Path
-from typing import Callable, Iterable, Sequence
+from typing import Callable, Iterable, Iterator, Sequence
 
 from ..errors import MLMProbError
-from .writers import open_writer, read_results
+from .lock import WriterLock
+from .log import config_diff
+from .writers import meta_path, open_writer, output_kind, read_results
+
+WRITE_ROWS = 1024   # rows committed together
 
 
 def _meta(part: Path) -> dict:
@@ -31,77 +40,150 @@ def _names(ids: Iterable[str], limit: int = 5) -> str:
     return shown + (f" and {len(ids) - limit} more" if len(ids) > limit else "")
 
 
+def _check_configs(paths: list[Path], configs: list[dict]) -> None:
+    """Every part's configuration (the shard left out) equals the first's: one error naming the first
+    differing option and the two parts otherwise. A part without a stored configuration is not checked."""
+    for p, c in zip(paths, configs):
+        if c and configs[0]:
+            diff = config_diff(configs[0], c)   # both read back from JSON
+            if diff:
+                k, a, b = diff[0]
+                raise MLMProbError(f"parts come from different runs: {paths[0]} has {k}={a!r}, {p} has {k}={b!r}")
+
+
+def _check_shards(paths: list[Path], metas: list[dict]) -> list[Path]:
+    """The parts in shard order, checked to be every shard of one split exactly once."""
+    shards = [m.get("shard") or m.get("config", {}).get("shard") for m in metas]
+    if not all(shards):
+        return paths
+    counts = {int(s.split("/")[1]) for s in shards}
+    if len(counts) != 1:
+        raise MLMProbError(f"parts are shards of different splits: {', '.join(sorted(set(shards)))}")
+    n = counts.pop()
+    idx = [int(s.split("/")[0]) for s in shards]
+    have = sorted(idx)
+    missing = sorted(set(range(1, n + 1)) - set(have))
+    if missing:
+        raise MLMProbError(f"shard(s) {', '.join(f'{i}/{n}' for i in missing)} missing from the parts")
+    if len(have) != len(set(have)):
+        dup = sorted({i for i in have if have.count(i) > 1})
+        raise MLMProbError(f"shard(s) {', '.join(f'{i}/{n}' for i in dup)} given more than once")
+    return [p for _, p in sorted(zip(idx, paths))]
+
+
+def _index(paths: list[Path]) -> dict[str, int]:
+    """``{row id: index of its part}`` over every part; an error naming the ids found more than once."""
+    where: dict[str, int] = {}
+    dups: list[str] = []
+    for n, p in enumerate(paths):
+        for row in read_results(p):
+            rid = str(row.get("id"))
+            if rid in where:
+                dups.append(rid)
+            else:
+                where[rid] = n
+    if dups:
+        raise MLMProbError(f"{len(dups)} id(s) appear more than once across the parts: {_names(dups)}")
+    return where
+
+
+def _in_order(paths: list[Path], where: dict[str, int], order: list[str] | None) -> Iterator[dict]:
+    """The rows of the parts: in ``order`` (ids) when given, else part after part. Each part is read once,
+    in its own order (a run writes its shard's rows in input order); a row met before its turn waits in
+    memory (none do, unless a part was written out of order)."""
+    if order is None:
+        for p in paths:
+            yield from read_results(p)
+        return
+    readers = [iter(read_results(p)) for p in paths]
+    waiting: dict[str, dict] = {}
+    for rid in order:
+        n = where.get(rid)
+        if n is None:
+            continue                                   # skipped by its run
+        while rid not in waiting:
+            row = next(readers[n])
+            waiting[str(row.get("id"))] = row
+        yield waiting.pop(rid)
+
+
+def merging_path(out: Path) -> Path:
+    """Where :func:`merge_parts` writes before the output is complete: ``OUT.merging.SUFFIX`` (with its own
+    ``.meta.json``, lock and Parquet parts), renamed to ``OUT`` at the end.
+
+    >>> merging_path(Path("runs/all.tsv")).name
+    'all.tsv.merging.tsv'
+    """
+    return out.with_name(f"{out.name}.merging{out.suffix}")
+
+
+def _remove_output(path: Path) -> None:
+    for p in (path, meta_path(path)):
+        p.unlink(missing_ok=True)
+    shutil.rmtree(path.with_name(path.name + ".parts"), ignore_errors=True)
+
+
 def merge_parts(out: str | Path, parts: Sequence[str | Path], *,
                 expected_ids: Callable[[dict, int | None], Iterable[str]] | None = None,
                 fields: tuple[str, ...] | None = None) -> int:
-    """Write the rows of ``parts`` (in shard order) to ``out``; return the number of rows.
+    """Write the rows of ``parts`` to ``out``; return the number of rows.
 
-    ``expected_ids(config, limit)`` streams the ids the input holds (from a part's stored configuration),
-    or returns None when it cannot tell; without it, only duplicates, shard completeness and part completeness are checked.
+    Refused, before anything is written: parts whose stored configurations differ other than in their
+    shard (the option named, with both parts: e.g. ``computed_with.dtype``, see
+    :mod:`mlmprob.runtime.provenance`), unfinished parts, missing or repeated shards, ids in more than one
+    part, and, when ``expected_ids(config, limit)`` streams the ids the input holds (from a part's stored
+    configuration; None when it cannot tell), input ids in no part and part ids not in the input.
+
+    The rows are written in input order, the order a one-process run writes, when the input's ids are
+    known; else part after part, in shard order. ``out`` appears only when complete: the rows go to
+    :func:`merging_path`, renamed to ``out`` at the end, so a killed merge leaves no ``out`` and is simply
+    run again (its leftovers are removed). An existing ``out`` is refused.
     """
     if not parts:
         raise MLMProbError("merge needs at least one part")
+    out = Path(out)
+    output_kind(out)
     paths = [Path(p) for p in parts]
     for p in paths:
         if not (p.exists() or p.with_name(p.name + ".parts").exists()):
             raise MLMProbError(f"part {str(p)!r} does not exist")
     metas = [_meta(p) for p in paths]
     configs = [{k: v for k, v in m.get("config", {}).items() if k != "shard"} for m in metas]
-    for p, m, c in zip(paths, metas, configs):
+    for p, m in zip(paths, metas):
         if m and not m.get("complete"):
             raise MLMProbError(f"part {p} is unfinished (its run did not complete); finish it with --resume first")
-        if c and configs[0] and c != configs[0]:
-            k = next(k for k in sorted(set(c) | set(configs[0])) if c.get(k) != configs[0].get(k))
-            raise MLMProbError(f"parts come from different runs: {paths[0]} has {k}={configs[0].get(k)!r}, "
-                               f"{p} has {k}={c.get(k)!r}")
-    shards = [m.get("shard") or m.get("config", {}).get("shard") for m in metas]
-    if all(shards):
-        counts = {int(s.split("/")[1]) for s in shards}
-        if len(counts) != 1:
-            raise MLMProbError(f"parts are shards of different splits: {', '.join(sorted(set(shards)))}")
-        n = counts.pop()
-        idx = [int(s.split("/")[0]) for s in shards]
-        have = sorted(idx)
-        missing = sorted(set(range(1, n + 1)) - set(have))
-        if missing:
-            raise MLMProbError(f"shard(s) {', '.join(f'{i}/{n}' for i in missing)} missing from the parts")
-        if len(have) != len(set(have)):
-            dup = sorted({i for i in have if have.count(i) > 1})
-            raise MLMProbError(f"shard(s) {', '.join(f'{i}/{n}' for i in dup)} given more than once")
-        paths = [p for _, p in sorted(zip(idx, paths))]
-    seen: set[str] = set()
-    dups: list[str] = []
+    _check_configs(paths, configs)
+    paths = _check_shards(paths, metas)
     skipped = {str(x[0]) for m in metas for x in m.get("skipped", [])}
-    writer = open_writer(out, resume=False, config={**(configs[0] or {}), "merged_from": [str(p) for p in paths]},
-                         fields=fields)
-    n_rows = 0
-    try:
-        for p in paths:
-            for row in read_results(p):
-                rid = str(row.get("id"))
-                if rid in seen:
-                    dups.append(rid)
-                    continue
-                seen.add(rid)
-                writer.write([row])
-                n_rows += 1
-        if dups:
-            raise MLMProbError(f"{len(dups)} id(s) appear more than once across the parts: {_names(dups)}")
+    with WriterLock(out):                  # one merge into ``out`` at a time; its leftovers are then ours
+        if out.exists():
+            raise MLMProbError(f"{out} exists; merge does not overwrite: remove it or choose another --out")
+        tmp = merging_path(out)
+        _remove_output(tmp)                # what a killed merge left
+        where = _index(paths)
+        order = None
         wanted = expected_ids(configs[0], metas[0].get("limit")) if expected_ids is not None and configs[0] else None
         if wanted is not None:  # None: the run's ids cannot be derived from its configuration
-            expected = [str(i) for i in wanted]
-            missing = [i for i in expected if i not in seen and i not in skipped and i.rsplit('/', 1)[0] not in skipped]
+            order = [str(i) for i in wanted]
+            missing = [i for i in order if i not in where and i not in skipped and i.rsplit("/", 1)[0] not in skipped]
             if missing:
                 raise MLMProbError(f"{len(missing)} input id(s) appear in no part: {_names(missing)}")
-            extra = seen - set(expected)
+            extra = set(where) - set(order)
             if extra:
                 raise MLMProbError(f"{len(extra)} id(s) in the parts are not in the input: {_names(sorted(extra))}")
-    except BaseException:
-        writer.close(complete=False)
-        for leftover in (Path(out), Path(str(out) + ".meta.json")):
-            leftover.unlink(missing_ok=True)
-        import shutil
-        shutil.rmtree(str(out) + ".parts", ignore_errors=True)
-        raise
-    writer.close(complete=True, skipped=sorted([i] for i in skipped))
+        writer = open_writer(tmp, resume=False, config={**(configs[0] or {}), "merged_from": [str(p) for p in paths]},
+                             fields=fields)
+        n_rows = 0
+        try:
+            rows = _in_order(paths, where, order)
+            while batch := list(islice(rows, WRITE_ROWS)):
+                writer.write(batch)
+                n_rows += len(batch)
+        except BaseException:
+            writer.close(complete=False)
+            _remove_output(tmp)
+            raise
+        writer.close(complete=True, skipped=sorted([i] for i in skipped))
+        os.replace(meta_path(tmp), meta_path(out))  # the metadata first: ``out`` itself is the commit
+        os.replace(tmp, out)
     return n_rows

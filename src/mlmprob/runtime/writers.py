@@ -95,7 +95,9 @@ class _FileWriter(ResultWriter):
         self._hold = self._open(resume, config)
         self.lock = self._hold.lock
         self._created = not self._hold.existed
-        self._meta = {"config": config or {}, "complete": False, "skipped": self._hold.stored.get("skipped", [])}
+        # the hold's configuration: this run's, less what an older output never stored (log.as_stored)
+        self._meta = {"config": self._hold.config or {}, "complete": False,
+                      "skipped": self._hold.stored.get("skipped", [])}
         self._write_meta()
         self._closed = False
 

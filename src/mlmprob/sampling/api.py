@@ -118,6 +118,7 @@ def sample(
     progress: bool = False,
     batch_tokens: int | None = None,
     tokens_per_step: int = 1,
+    computed_with: dict | None = None,
 ) -> SampleResult:
     """Run ``B`` chains (one per row of ``init_ids`` ``[B, L]``) for ``burn_in + epochs`` epochs.
 
@@ -136,7 +137,9 @@ def sample(
     the end of every ``thin``-th epoch after burn-in are kept (the last epoch always is when ``thin``
     divides ``epochs``). ``reference`` (``[L]`` or ``[B, L]``) adds the identity metric. ``jsonl``: a
     run file written as the run goes; if it exists with the same configuration the run resumes after
-    its last complete epoch (``generator`` is then reset to the stored state).
+    its last complete epoch (``generator`` is then reset to the stored state). ``computed_with``: what
+    else the run file records and a resumed run must match, which the sampler cannot see (the seed that
+    made ``generator``, the dtype: see :mod:`mlmprob.runtime.provenance`).
 
     >>> import torch
     >>> from mlmprob import ExactMLM
@@ -162,7 +165,7 @@ def sample(
     ref = _reference(reference, ids)
     config = _run_config(mlm, method, energy, bs, proposal, tt, order, burn_in, thin, init, score_all,
                          tokens_per_step)
-    run_log = None if jsonl is None else RunLog(jsonl, config, ids, free)
+    run_log = None if jsonl is None else RunLog(jsonl, config, ids, free, computed_with)
     try:
         state, records, rows_before = _start(kernel, run_log, config, ids, free, init, generator, batch_tokens)
         run = _Run(kernel, mlm, method, energy, bs, tt, burn_in, thin, ref, run_log, batch_tokens,

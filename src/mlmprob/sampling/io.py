@@ -114,18 +114,22 @@ def read_run(path: Path) -> tuple[dict, list[EpochRecord]]:
 
 class RunLog:
     """The run file of a sampling run (a :class:`~mlmprob.runtime.log.ResumableLog` whose first line is
-    the header: format, configuration, initial ids and free positions). Opening it resumes an existing
+    the header: format, configuration, initial ids, free positions and ``computed_with``, what else the
+    caller records: seed, dtype, ...). Opening it resumes an existing
     file of the same run (``records``: its complete epochs) or starts a new one; another run's file is
     refused with the keys that differ. The lock is taken unless this process already holds it (the
     ``sample`` command holds it from before the model loads)."""
 
-    def __init__(self, path: str | Path, config: dict, init_ids: torch.Tensor, free: torch.Tensor):
+    def __init__(self, path: str | Path, config: dict, init_ids: torch.Tensor, free: torch.Tensor,
+                 computed_with: dict | None = None):
         path = Path(path)
         first = next(read_log(path), None)
         if first is not None:
             _check_header(path, first)
         head = {"type": "header", "format": FORMAT, "config": config, "init_ids": init_ids.tolist(),
                 "free": free.int().tolist()}
+        if computed_with:   # a run file written before it was stored resumes as before (log.as_stored)
+            head["computed_with"] = computed_with
         self.log = ResumableLog(path, config=head, header=True, encode=_compact,
                                 lock=not WriterLock.held_here(path))
         try:

@@ -1,0 +1,105 @@
+"""How a run's rows are computed, beyond its command's options: the ``computed_with`` block of its stored
+configuration.
+
+:func:`~mlmprob.runtime.command.run_command` adds this block to the configuration of every streaming
+command (``score``, ``variants``, streamed ``sample``, ``joints``, streamed ``infill``) before the output
+is claimed, and ``sample``'s folder mode adds it to its run file's header. It holds everything outside
+the command's own options (which the command stores itself: method, correction, seed, ...) that changes
+a value:
+
+- ``dtype``: the precision the model runs in, resolved: what ``auto`` means on this machine
+  (``float32``, ``bfloat16``, ``float16``, ``int8``; ``weights`` for ``dtype=None``, the weights' own);
+- ``forward``: ``fused`` (mlmprob's fused encoder, where the model has one) or ``transformers``
+  (``$MLMPROB_FUSED=0``, or ``load_mlm(..., fused=False)`` for a model passed in): the same function with
+  different rounding;
+- ``model_path``: for a local model folder, its resolved absolute path (``--model models/x`` names
+  another folder from another working directory);
+- with ``int8`` only: ``batch_tokens``, the resolved sub-batch budget (activations are quantized per
+  call over the whole sub-batch, so the rows a record shares it with change its values), and
+  ``int8_activations``, 8 or 7 bits (this CPU's kernels, :func:`mlmprob.models.precision.int8_reduce_range`).
+
+A resumed run whose block differs is refused naming the key (``computed_with.dtype='float32'``), and
+``mlmprob merge`` refuses parts whose blocks differ. An output written before the block existed has none:
+it is resumed as before, checked on the keys it stored, and is given no block (the precision of its
+earlier rows is unknown, so none is claimed; :func:`mlmprob.runtime.log.as_stored`); ``merge`` refuses
+to join such a part with a part that has one.
+
+>>> block = computed_with("no/such/folder", "float32", ["cpu"])
+>>> block["dtype"], "model_path" in block
+('float32', False)
+>>> computed_with("m", "bfloat16", ["cpu"], batch_tokens=512)["dtype"]
+'bfloat16'
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Sequence
+
+from .. import defaults
+from ..errors import MLMProbError
+
+KEY = "computed_with"
+
+
+def _dtype_text(dtype) -> str:
+    return "weights" if dtype is None else str(dtype).replace("torch.", "")
+
+
+def resolved_dtype(dtype_spec, devices: Sequence[str]) -> str:
+    """What ``dtype_spec`` means on ``devices``, as text; an error when it means different precisions on
+    them (``auto`` on ``cuda:0,cpu``: the rows of one output would mix precisions).
+
+    >>> resolved_dtype("bf16", ["cpu"]), resolved_dtype(None, ["cpu"])
+    ('bfloat16', 'weights')
+    """
+    from .device import resolve_device, resolve_dtype
+
+    seen: dict[str, str] = {}
+    for dev in dict.fromkeys(devices or ["auto"]):
+        seen.setdefault(_dtype_text(resolve_dtype(dtype_spec, resolve_device(dev))), dev)
+    if len(seen) > 1:
+        means = " and ".join(f"{d} on {dev}" for d, dev in seen.items())
+        raise MLMProbError(f"--dtype {dtype_spec} means {means}: one output would mix precisions; "
+                           "give --dtype explicitly")
+    return next(iter(seen))
+
+
+def _fused_requested() -> bool:
+    from ..models.hf import fused_default
+
+    return fused_default()
+
+
+def _model_path(model) -> str | None:
+    if not isinstance(model, (str, Path)) or not str(model):
+        return None
+    try:
+        path = Path(model).expanduser()
+        return str(path.resolve()) if path.is_dir() else None
+    except OSError:
+        return None
+
+
+def computed_with(model, dtype_spec, devices: Sequence[str], *, batch_tokens: int | None = None,
+                  mlm=None) -> dict:
+    """The ``computed_with`` block (see the module docstring) of a run of ``model`` (as given: a name, a
+    folder or a hub id) in ``dtype_spec`` on ``devices`` with the sub-batch budget ``batch_tokens`` (None:
+    the device's default). ``mlm``: the model when it is already loaded (library use): its own dtype and
+    forward are recorded."""
+    if mlm is not None:
+        dtype = _dtype_text(getattr(mlm, "dtype", None))
+        fused = getattr(mlm, "_fused", None) is not None if hasattr(mlm, "_fused") else _fused_requested()
+    else:
+        dtype = resolved_dtype(dtype_spec, devices)
+        fused = _fused_requested()
+    block = {"dtype": dtype, "forward": "fused" if fused else "transformers"}
+    path = _model_path(model)
+    if path is not None:
+        block["model_path"] = path
+    if dtype == "int8":
+        from ..models.precision import int8_reduce_range
+
+        block["batch_tokens"] = int(batch_tokens) if batch_tokens is not None else defaults.BATCH_TOKENS
+        block["int8_activations"] = 7 if int8_reduce_range() else 8
+    return block
