@@ -70,9 +70,10 @@ class ResultWriter:
         return {str(x[0]) for x in self.skipped()}
 
     def write(self, rows: list[dict]) -> None:
-        for row in rows:
-            sys.stdout.write(dumps(row) + "\n")
-        sys.stdout.flush()
+        with naming("<stdout>"):
+            for row in rows:
+                sys.stdout.write(dumps(row) + "\n")
+            sys.stdout.flush()
         self.rows_written += len(rows)
 
     def close(self, complete: bool = True, **meta) -> None:
