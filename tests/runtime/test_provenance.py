@@ -192,3 +192,36 @@ def test_folder_sample_refuses_another_seed(tiny_bert_dir, tmp_path, capsys):
     assert main([*argv, "--dtype", "bfloat16"]) == 2
     assert "computed_with.dtype='float32'" in _error(capsys)
     assert main([*argv, "--seed", "0"]) == 0                            # the same run: resumed, not refused
+
+
+# -- the block itself ---------------------------------------------------------------------------------
+def test_int8_records_its_budget_and_a_resume_with_another_is_refused(tiny_bert_dir, tmp_path, capsys):
+    from mlmprob.models.precision import int8_supported
+    from mlmprob.runtime.provenance import computed_with
+
+    block = computed_with("no/such/model", "int8", ["cpu"])
+    assert block["batch_tokens"] == 4096 and block["int8_activations"] in (7, 8)
+    assert "batch_tokens" not in computed_with("no/such/model", "float32", ["cpu"], batch_tokens=256)
+    if not int8_supported():
+        pytest.skip("no fbgemm int8 kernels here")
+    inp = _fasta(tmp_path / "in.fasta", 4)
+    out = tmp_path / "q.jsonl"
+    assert _score(tiny_bert_dir, inp, out, "--dtype", "int8", "--limit", "2") == 0
+    capsys.readouterr()
+    assert _score(tiny_bert_dir, inp, out, "--dtype", "int8", "--batch-tokens", "256", "--resume") == 2
+    err = _error(capsys)
+    assert "computed_with.batch_tokens=4096" in err and "computed_with.batch_tokens=256" in err
+
+
+def test_auto_meaning_two_precisions_on_the_devices_is_refused(monkeypatch):
+    import torch
+
+    import mlmprob.runtime.device as device
+    from mlmprob.runtime.provenance import resolved_dtype
+
+    monkeypatch.delenv("MLMPROB_DTYPE", raising=False)
+    monkeypatch.setattr(device, "resolve_device", lambda spec: torch.device(spec))
+    monkeypatch.setattr(device, "auto_dtype", lambda dev: torch.bfloat16 if dev.type == "cuda" else torch.float32)
+    assert resolved_dtype("auto", ["cuda:0", "cuda:1"]) == "bfloat16"
+    with pytest.raises(MLMProbError, match="means bfloat16 on cuda:0 and float32 on cpu: one output would mix"):
+        resolved_dtype("auto", ["cuda:0", "cpu"])
