@@ -187,3 +187,25 @@ def test_every_architecture_is_listed():
     """Every architecture the installed transformers registers is either built here or says why not."""
     assert set(NOT_BUILT) <= set(TYPES)
     assert len(TYPES) >= 40
+
+
+def test_unpadded_sub_batches(models, monkeypatch):
+    """A model that does not honour padding gets sub-batches of rows of one length from the forward
+    primitive (models/forward.py), so its fast path never sees a padded row."""
+    from mlmprob.sampling.forward import site_logits
+    mlm, _ = models("fnet")
+    assert not mlm.pads_safely
+    seen = []
+    real = mlm.device_logits_at
+
+    def spy(ids, rows, cols):
+        seen.append(ids.clone())
+        return real(ids, rows, cols)
+
+    monkeypatch.setattr(mlm, "device_logits_at", spy)
+    monkeypatch.setattr(mlm, "logits_at", lambda ids, rows, cols: spy(ids, rows, cols).cpu())
+    ids, lengths = batch(mlm)
+    select = ids > 4
+    site_logits(mlm, ids, select)
+    assert seen and all(not bool((x == mlm.pad_id).any()) for x in seen)
+    assert sorted({x.shape[1] for x in seen}) == sorted(set(lengths))
