@@ -13,7 +13,8 @@ import sys
 
 from .errors import MLMProbError
 
-COMMANDS = ("score", "calibrate", "merge", "demo", "sample", "joints", "infill", "train", "variants", "app")
+COMMANDS = ("score", "calibrate", "merge", "demo", "sample", "joints", "infill", "train", "variants", "app",
+            "check_model")
 
 
 class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):

@@ -11,7 +11,7 @@ from mlmprob.cli import build_parser, main
 REQUIRED = {"score": ["in.txt"], "calibrate": ["in.txt"], "demo": [], "sample": ["--out", "o"],
             "joints": ["--model", "m", "--data", "d", "--out", "o"],
             "infill": ["A_C"], "train": ["--out", "o", "--synthetic", "hmm"], "merge": ["--out", "o", "p"],
-            "variants": ["in.csv", "--wild-type", "MA"], "app": []}
+            "variants": ["in.csv", "--wild-type", "MA"], "app": [], "check-model": ["p"]}
 PENDING: set[str] = set()  # options still typed plain int/float (none)
 
 BAD = {argtypes.integer: ["1.5", "x", "10000000000"],

@@ -250,7 +250,10 @@ def iter_forward(
     if read_row.numel() == 0:
         return
     needed = torch.unique(read_row)
-    order, plan = plan_groups(source.lengths, source.groups, needed, batch_tokens)
+    groups = source.groups
+    if not getattr(getattr(mlm, "inner", mlm), "pads_safely", True):  # models/probe.py: rows of one length
+        groups = groups * (int(source.lengths.max()) + 1) + source.lengths
+    order, plan = plan_groups(source.lengths, groups, needed, batch_tokens)
     pos = torch.full((len(source.lengths),), -1, dtype=torch.long)
     pos[order] = torch.arange(len(order))
     read_order = torch.argsort(pos[read_row], stable=True)  # reads grouped by their row's forward slot

@@ -54,7 +54,15 @@ class HFMaskedLM:
     back on the CPU as float32. Right padding with ``pad_id`` is masked out of attention.
     ESM-2, BERT and RoBERTa encoders run through :mod:`mlmprob.models.fused` (the same function with fewer
     passes over memory; ``fused=False`` or ``$MLMPROB_FUSED=0`` runs transformers' own code).
+    ``pads_safely`` is set False by the load-time probe (:mod:`mlmprob.models.probe`) for a model whose
+    outputs change when a row is padded: its rows are then forwarded unpadded.
     """
+
+    pads_safely = True
+
+    def _padded(self, ids: torch.Tensor) -> bool:
+        """Whether ``ids`` must be forwarded row by row: padded rows of a model that does not honour padding."""
+        return not self.pads_safely and ids.shape[0] > 1 and self.pad_id is not None and bool((ids == self.pad_id).any())
 
     def __init__(self, model, tokenizer, *, name: str = "", proposal_ids: Sequence[int] | None = None,
                  max_length: int | None = None, pad_id: int | None = None, special_ids=None,
@@ -102,6 +110,9 @@ class HFMaskedLM:
     @torch.inference_mode()
     def logits(self, input_ids: torch.Tensor) -> torch.Tensor:
         ids = self._check(input_ids)
+        if self._padded(ids):
+            from .probe import unpadded_logits
+            return unpadded_logits(self, ids, lambda one: self.logits(one))
         if self._fused is not None:
             return self._head(self._hidden(ids)).float().cpu()
         out = self.model(input_ids=ids, attention_mask=self._attention_mask(ids))
@@ -110,6 +121,8 @@ class HFMaskedLM:
     @torch.inference_mode()
     def logits_at(self, input_ids: torch.Tensor, rows: torch.Tensor, cols: torch.Tensor) -> torch.Tensor:
         ids = self._check(input_ids)
+        if self._padded(ids):
+            return self.logits(ids)[torch.as_tensor(rows).cpu(), torch.as_tensor(cols).cpu()]
         if self._base is None or self._head is None:
             return self.model(input_ids=ids, attention_mask=self._attention_mask(ids)).logits[rows, cols].float().cpu()
         rows, cols = torch.as_tensor(rows).to(self.device), torch.as_tensor(cols).to(self.device)

@@ -12,6 +12,7 @@ from ..defaults import DEVICE, DTYPE
 from ..errors import ModelLoadError
 from .hf import HFMaskedLM, _max_length_of
 from .precision import apply_precision
+from .probe import check_at_load
 from .protein import protein_mlm
 from .windowed import WindowedMLM
 from .tokenizers import HFTokenizer
@@ -116,10 +117,10 @@ def load_hf(name_or_path: str, device="cpu", dtype=None, *, name: str | None = N
     max_len = _max_length_of(model, tok)
     protein = protein_mlm(model, tok, name=name or str(name_or_path), max_length=max_len, alphabet=alphabet,
                           fused=fused)
-    if protein is not None:
-        return protein
-    return HFMaskedLM(model, HFTokenizer(tok, max_length=max_len), name=name or str(name_or_path), max_length=max_len,
-                      fused=fused)
+    mlm = protein if protein is not None else HFMaskedLM(
+        model, HFTokenizer(tok, max_length=max_len), name=name or str(name_or_path), max_length=max_len, fused=fused)
+    check_at_load(mlm)  # the head and padding shortcuts, verified on this model (models/probe.py)
+    return mlm
 
 
 SAFE_WEIGHTS = ("model.safetensors", "model.safetensors.index.json")
