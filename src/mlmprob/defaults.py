@@ -20,6 +20,11 @@
   this choice). 4096 tokens (33 rows of an antibody chain): exact PLL ran 1.03-1.38x faster than with
   65536 on AntiBERTy, Sapiens and ESM-2 in every precision (``bench/batch_budget.py``,
   docs/results/precision/batch_budget.md): smaller activations stay in the caches.
+- ``MKL_CBWR``: the environment variable and value that ``import mlmprob`` sets unless it is set already,
+  before torch's first MKL call: Intel MKL's conditional numerical reproducibility in strict mode, so
+  float32 matrix products give the same bits on 1 or N threads, and ``--threads``/``--workers`` do not move
+  a record's scores (``bench/bench_threads_repro.py``, docs/results/precision/threads_repro.md: its cost).
+  ``MKL_CBWR=`` (empty) turns it off.
 - ``PART_ROWS``: rows per committed Parquet part of a streamed output.
 - ``COUNT_LIMIT``: a streamed command counts its units for the progress bar's total only when its input
   file is smaller than this (counting reads the input once more); inputs it generates (``--saturate``,
@@ -41,5 +46,6 @@ DTYPE = DTYPE_WEIGHTS
 DTYPE_ENV = "MLMPROB_DTYPE"
 FUSED_ENV = "MLMPROB_FUSED"
 BATCH_TOKENS = 4096
+MKL_CBWR = ("MKL_CBWR", "AUTO,STRICT")
 PART_ROWS = 1024
 COUNT_LIMIT = 256 << 20
