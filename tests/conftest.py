@@ -3,7 +3,6 @@ import os
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-os.environ.setdefault("MLMPROB_DTYPE", "float32")  # CLI runs compare values: never bf16 on an AMX CI machine
 
 import pytest
 import torch

@@ -6,7 +6,19 @@ variant-effect scores
 (``score_variants``); loaders for Hugging Face masked LMs (protein models included) and the
 embedded antibody models; exact toy models, synthetic
 languages with exact conditionals, and an MLM trainer.
+
+Importing mlmprob sets ``MKL_CBWR=AUTO,STRICT`` (Intel MKL's conditional numerical reproducibility) unless
+it is set already: float32 matrix products then give the same bits with any thread count, so a record's
+scores do not depend on ``--threads`` or ``--workers`` (:data:`mlmprob.defaults.MKL_CBWR`; set
+``MKL_CBWR=`` (empty) to turn it off). MKL reads it at its first call: a program that multiplied torch
+matrices on the CPU before importing mlmprob must set it in its environment itself.
 """
+
+import os as _os
+
+from .defaults import MKL_CBWR as _MKL_CBWR
+
+_os.environ.setdefault(*_MKL_CBWR)  # before torch makes its first MKL call (torch is imported below)
 
 from .energy import TokenScores, energy, token_scores
 from .errors import MLMProbError

@@ -3,10 +3,15 @@
 - ``MODEL``: the model a command loads without ``--model``. ``mlmprob variants`` deviates
   (``VARIANTS_MODEL``); its ``--help`` says why.
 - ``DEVICE``: ``auto`` = CUDA, else MPS, else the CPU (:func:`mlmprob.runtime.device.resolve_device`).
-- ``DTYPE``: ``auto`` = the precision chosen by the hardware (:func:`mlmprob.runtime.device.auto_dtype`).
+- ``DTYPE``: ``weights`` (``DTYPE_WEIGHTS``) = the weights' own dtype: float32 for every built-in model, a
+  hub or folder model's checkpoint dtype, except that a float16/bfloat16 checkpoint on a CPU computes in
+  float32 (:mod:`mlmprob.runtime.device`). So the same call gives the same numbers on every machine.
   ``load_mlm`` and the CLI's ``--dtype`` both default to it, so ``mlmprob score`` and ``mlmprob.pll`` on
-  a model from ``load_mlm(name)`` compute in the same dtype. ``$MLMPROB_DTYPE`` (``DTYPE_ENV``) overrides
-  the CLI's default (:func:`mlmprob.runtime.device.default_dtype_spec`); the test suite pins float32 with it.
+  a model from ``load_mlm(name)`` compute in the same dtype. ``auto`` (opt-in) is the fast precision
+  chosen by the hardware (:func:`mlmprob.runtime.device.auto_dtype`: bfloat16 on CPUs whose measured bf16
+  matmul is 1.5x faster and on recent GPUs, moving AntiBERTy's PLL by 0.0026 nats per token, README).
+  ``$MLMPROB_DTYPE`` (``DTYPE_ENV``) overrides the CLI's default and what ``auto`` means
+  (:func:`mlmprob.runtime.device.default_dtype_spec`), not ``load_mlm``'s default.
 - ``FUSED_ENV``: ``$MLMPROB_FUSED=0`` turns off mlmprob's fused forward of ESM-2, BERT and RoBERTa
   (:mod:`mlmprob.models.fused`; on by default, ``load_mlm(..., fused=False)`` per model) and runs
   transformers' own code: the same function, different rounding.
@@ -15,6 +20,11 @@
   this choice). 4096 tokens (33 rows of an antibody chain): exact PLL ran 1.03-1.38x faster than with
   65536 on AntiBERTy, Sapiens and ESM-2 in every precision (``bench/batch_budget.py``,
   docs/results/precision/batch_budget.md): smaller activations stay in the caches.
+- ``MKL_CBWR``: the environment variable and value that ``import mlmprob`` sets unless it is set already,
+  before torch's first MKL call: Intel MKL's conditional numerical reproducibility in strict mode, so
+  float32 matrix products give the same bits on 1 or N threads, and ``--threads``/``--workers`` do not move
+  a record's scores (``bench/bench_threads_repro.py``, docs/results/precision/threads_repro.md: its cost).
+  ``MKL_CBWR=`` (empty) turns it off.
 - ``PART_ROWS``: rows per committed Parquet part of a streamed output.
 - ``COUNT_LIMIT``: a streamed command counts its units for the progress bar's total only when its input
   file is smaller than this (counting reads the input once more); inputs it generates (``--saturate``,
@@ -23,7 +33,7 @@
 This module imports nothing from the package: every layer may read it.
 
 >>> MODEL, DEVICE, DTYPE, VARIANTS_MODEL
-('antiberty', 'auto', 'auto', 'sapiens-vh')
+('antiberty', 'auto', 'weights', 'sapiens-vh')
 """
 
 MODEL = "antiberty"
@@ -31,9 +41,11 @@ VARIANTS_MODEL = "sapiens-vh"
 VARIANTS_MODEL_WHY = ("the only model whose wt_marginals beat the Hamming-distance baseline on the real variant "
                       "library, docs/results/variants")
 DEVICE = "auto"
-DTYPE = "auto"
+DTYPE_WEIGHTS = "weights"
+DTYPE = DTYPE_WEIGHTS
 DTYPE_ENV = "MLMPROB_DTYPE"
 FUSED_ENV = "MLMPROB_FUSED"
 BATCH_TOKENS = 4096
+MKL_CBWR = ("MKL_CBWR", "AUTO,STRICT")
 PART_ROWS = 1024
 COUNT_LIMIT = 256 << 20

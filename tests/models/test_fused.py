@@ -170,3 +170,15 @@ def test_real_rotation_equals_complex():
     assert float((want - x).abs().max()) > 0.1  # positions really rotate
     assert torch.allclose(want, got, atol=1e-5)
 
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+def test_rotary_frequencies_stay_float32(dtype):
+    """In half precision the rotary angles are the float32 model's, also far along a sequence (a bf16
+    ``inv_freq`` is off by up to 0.4 rad at distance 1,000); transformers keeps them float32 too."""
+    model = _esm(1)
+    want = fused.FusedEsm(model.esm)._context(torch.zeros(1, 1000, dtype=torch.long))
+    half = apply_precision(copy.deepcopy(model), "cpu", dtype)
+    assert half.esm.rotary_embeddings.inv_freq.dtype == dtype       # the buffer itself is rounded
+    got = fused.FusedEsm(half.esm)._context(torch.zeros(1, 1000, dtype=torch.long))
+    assert torch.equal(torch.angle(got), torch.angle(want))

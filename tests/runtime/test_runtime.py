@@ -95,7 +95,7 @@ def test_cli_dtype_default_comes_from_env(monkeypatch):
     monkeypatch.setenv("MLMPROB_DTYPE", "bfloat16")
     assert rdev.default_dtype_spec() == "bfloat16"
     monkeypatch.delenv("MLMPROB_DTYPE")
-    assert rdev.default_dtype_spec() == "auto"
+    assert rdev.default_dtype_spec() == "weights"   # the weights' own dtype, the same on every machine
 
 
 # -- streamed inputs ------------------------------------------------------------------------------

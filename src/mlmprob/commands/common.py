@@ -61,9 +61,11 @@ def add_model_args(p: argparse.ArgumentParser, default: str = defaults.MODEL, wh
     p.add_argument("--device", default=defaults.DEVICE,
                    help="torch device: auto (CUDA, else MPS, else CPU), cpu, cuda, cuda:1, mps")
     p.add_argument("--dtype", default=default_dtype_spec(),
-                   help="auto (bf16 on CUDA/bf16-capable CPUs, fp16 on older GPUs, else float32), float32, "
-                        f"bfloat16, float16, or int8 (linear layers in int8, x86 CPUs); ${defaults.DTYPE_ENV} sets the default (load_mlm's default is "
-                        f"{defaults.DTYPE} too)")
+                   help=f"{defaults.DTYPE_WEIGHTS} (the weights' own dtype: float32 for the built-in models, the "
+                        "checkpoint's for others, float32 for a half-precision checkpoint on a CPU; the same numbers "
+                        "on every machine), auto (faster, less exact: bf16 on CUDA/bf16-capable CPUs, fp16 on older "
+                        "GPUs, else float32), float32, bfloat16, float16, or int8 (linear layers in int8, x86 CPUs); "
+                        f"${defaults.DTYPE_ENV} sets the default (load_mlm's default is {defaults.DTYPE})")
     p.add_argument("--batch-tokens", type=positive_int, default=None,
                    help="token budget of one forward sub-batch (default: from the device's free memory on GPUs, "
                         f"{defaults.BATCH_TOKENS} on CPUs; lower it if memory runs out)")

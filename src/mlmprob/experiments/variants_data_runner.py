@@ -48,7 +48,7 @@ GROUPS = {
 SET_GROUPS = ("gdpa1_pll", "jain_pll", "gdpa1_loglik", "jain_loglik")
 CHUNK = {"baselines": 5000, "marginals": 5000, "pll_delta": 10, "chain": 25, "gdpa1_pll": 16, "jain_pll": 16,
          "gdpa1_loglik": 16, "jain_loglik": 16}
-DTYPE = "float32"   # pinned: `auto` is bfloat16 on CPUs with AVX512-BF16, and every stored score is float32
+DTYPE = "float32"   # pinned (the default `weights` is float32 for these models too; `auto` is bf16 on some CPUs)
 CHAIN_ORDERS, CHAIN_SEED = 6, 0     # the chain group's orders per variant and their seed (variants.chain)
 DEFAULT_CHUNK = 100
 DIGITS = 5

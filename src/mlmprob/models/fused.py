@@ -157,10 +157,22 @@ class FusedEsm(_Fused):
         key = (ids.shape[1], str(ids.device))
         if key not in self._rot:
             pos = torch.arange(ids.shape[1], device=ids.device, dtype=torch.float32)
-            inv_freq = self.base.rotary_embeddings.inv_freq.detach().float().to(ids.device)
+            inv_freq = self._inv_freq().to(ids.device)
             angle = pos[:, None] * inv_freq[None, :]
             self._rot = {key: torch.polar(torch.ones_like(angle), angle)}
         return self._rot[key]
+
+    def _inv_freq(self) -> torch.Tensor:
+        """The rotary frequencies in float32 in every precision, as transformers computes them: from the
+        configuration (the model's buffer is rounded when the model is cast to bfloat16 or float16)."""
+        rotary = self.base.rotary_embeddings
+        compute = getattr(type(rotary), "compute_default_rope_parameters", None)
+        if compute is not None:
+            inv_freq = compute(self.base.config)[0]
+            if inv_freq.shape == rotary.inv_freq.shape:
+                return inv_freq.float()
+        dim = self.head_dim   # older transformers: ESM's formula
+        return 1.0 / (10000 ** (torch.arange(0, dim, 2, dtype=torch.float32) / dim))
 
     def _rotate(self, x: torch.Tensor, rot: torch.Tensor, real: bool | None = None) -> torch.Tensor:
         """``x`` rotated (float32, pair parts interleaved); ``real``: in real arithmetic (default: on devices

@@ -41,9 +41,12 @@ def load_mlm(name_or_path: str, device=DEVICE, dtype=DTYPE, alphabet: str | None
     ``"en-small"``, the package's own small English BERT; all offline), a local directory saved with ``save_pretrained``, or a Hugging Face hub id such as
     ``"bert-base-cased"`` (needs internet). ``device`` is a torch device or ``"auto"`` (CUDA, else MPS, else
     CPU); ``dtype`` is a ``torch.dtype``, a name (``"float32"``, ``"bfloat16"``, ``"float16"``, or ``"int8"``: the encoder's
-    linear layers in int8 on x86 CPUs, see :mod:`mlmprob.models.precision`), ``"auto"`` (chosen by the hardware, see
-    :mod:`mlmprob.runtime.device`) or None (the weights' own dtype, float32 for the built-in models).
-    Both default to :mod:`mlmprob.defaults` (``auto``), the defaults of the CLI's ``--device``/``--dtype``.
+    linear layers in int8 on x86 CPUs, see :mod:`mlmprob.models.precision`), ``"auto"`` (the fast precision
+    chosen by the hardware: bfloat16 on some CPUs and GPUs, see :mod:`mlmprob.runtime.device`), or
+    ``"weights"`` (the default; None means the same): the weights' own dtype, float32 for every built-in
+    model and a folder's or hub model's checkpoint dtype, except that a float16/bfloat16 checkpoint on a
+    CPU computes in float32 (:func:`mlmprob.models.precision.weights_dtype`); the same numbers on every
+    machine. Both default to :mod:`mlmprob.defaults`, the defaults of the CLI's ``--device``/``--dtype``.
     Protein models (ESM, ProtBERT, ...) are recognised by their tokenizer, or by ``alphabet`` (the
     letters they may propose, default the 20 canonical residues): see ``mlmprob.models.protein``.
     ESM-2, BERT and RoBERTa models run mlmprob's fused forward (:mod:`mlmprob.models.fused`: the same

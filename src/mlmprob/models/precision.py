@@ -92,12 +92,33 @@ def quantize_linears(module: torch.nn.Module) -> int:
     return n
 
 
+def weights_dtype(model: torch.nn.Module, device) -> torch.dtype:
+    """The dtype ``dtype=None`` / ``"weights"`` computes ``model`` in on ``device``: its weights' own
+    floating-point dtype (float32 when they are not floating point), except that float16 and bfloat16
+    weights on a CPU compute in float32, which holds them exactly: CPU half-precision kernels are slow
+    without native units and round differently on CPUs with and without them, so a half-precision
+    checkpoint would give different numbers on different CPUs.
+
+    >>> lin = torch.nn.Linear(2, 2).to(torch.bfloat16)
+    >>> weights_dtype(lin, "cpu"), weights_dtype(lin, "cuda"), weights_dtype(torch.nn.Linear(2, 2).double(), "cpu")
+    (torch.float32, torch.bfloat16, torch.float64)
+    """
+    first = next((p.dtype for p in model.parameters() if p.is_floating_point()), torch.float32)
+    if first in (torch.float16, torch.bfloat16) and torch.device(device).type == "cpu":
+        return torch.float32
+    return first
+
+
 def apply_precision(model: torch.nn.Module, device, dtype: torch.dtype | None) -> torch.nn.Module:
-    """``model`` on ``device`` in ``dtype`` (None keeps its weights' dtype); ``torch.int8`` quantizes the
-    encoder's linear layers (the base model: the LM head stays float32) and needs the CPU."""
+    """``model`` on ``device`` in ``dtype`` (None: :func:`weights_dtype`, the weights' own dtype, widened to
+    float32 on a CPU when it is half precision); ``torch.int8`` quantizes the encoder's linear layers (the
+    base model: the LM head stays float32) and needs the CPU."""
     model = model.to(device=device)
     if dtype is None:
-        return model.eval()
+        if weights_dtype(model, device) != torch.float32 or all(
+                p.dtype == torch.float32 for p in model.parameters() if p.is_floating_point()):
+            return model.eval()   # as loaded (a checkpoint's float32-kept modules stay so)
+        dtype = torch.float32     # half-precision weights on a CPU
     if dtype != INT8:
         return model.to(dtype=dtype).eval()
     if torch.device(device).type != "cpu" or not int8_supported():

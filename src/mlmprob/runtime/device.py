@@ -1,7 +1,14 @@
-"""Device and dtype chosen by the hardware (``--device auto``, ``--dtype auto``).
+"""Device and dtype: the default, ``--dtype weights``, and the ones chosen by the hardware (``--device auto``,
+``--dtype auto``).
 
 - device ``auto``: CUDA if present, else Apple MPS, else the CPU.
-- dtype ``auto``: bfloat16 on CUDA GPUs that support it, float16 on older CUDA GPUs, float32 on MPS.
+- dtype ``weights`` (the default, :data:`mlmprob.defaults.DTYPE`): the weights' own floating-point dtype, so
+  the same call gives the same numbers on every machine (float32 for every built-in model; a hub or folder
+  model's checkpoint dtype). A half-precision checkpoint (float16 or bfloat16) on a CPU computes in float32
+  (its weights widen exactly): CPU half-precision kernels are slow without native units and round
+  differently on CPUs with and without them. :func:`resolve_dtype` gives None for it (the model decides,
+  :func:`mlmprob.models.precision.apply_precision`).
+- dtype ``auto`` (the measured fast choice, opt-in): bfloat16 on CUDA GPUs that support it, float16 on older CUDA GPUs, float32 on MPS.
   On a CPU it is decided by measurement: a CPU without native bf16 matrix units (AMX or AVX512-BF16 in
   its flags) gets float32 (bf16 ran 3.9-5.9x slower there, docs/results/precision); a CPU with them
   gets bfloat16 only if a bf16 matrix product measured on it runs at least ``BF16_MIN_SPEEDUP`` times
@@ -25,7 +32,7 @@ from pathlib import Path
 
 import torch
 
-from ..defaults import DTYPE, DTYPE_ENV
+from ..defaults import DTYPE, DTYPE_ENV, DTYPE_WEIGHTS as WEIGHTS
 from ..errors import ModelLoadError
 
 DTYPES = {"float32": torch.float32, "fp32": torch.float32, "float16": torch.float16, "fp16": torch.float16,
@@ -169,15 +176,18 @@ def auto_dtype(device: torch.device, *, cpu_bf16: bool | None = None, cuda_bf16:
 
 
 def resolve_dtype(spec, device: torch.device | str = "cpu") -> torch.dtype | None:
-    """``None`` keeps the weights' own dtype; ``auto`` is ``$MLMPROB_DTYPE`` when that names a dtype, else
-    :func:`auto_dtype`; else a name or a torch dtype.
+    """``None`` and ``weights`` keep the weights' own dtype (None: the model decides, see the module
+    docstring); ``auto`` is ``$MLMPROB_DTYPE`` when that names a dtype, else :func:`auto_dtype`; else a name
+    or a torch dtype.
 
-    >>> resolve_dtype("bf16"), resolve_dtype(None), resolve_dtype("auto", "cpu") in (torch.float32, torch.bfloat16)
-    (torch.bfloat16, None, True)
+    >>> resolve_dtype("bf16"), resolve_dtype(None), resolve_dtype("weights"), resolve_dtype("auto", "cpu") in (torch.float32, torch.bfloat16)
+    (torch.bfloat16, None, None, True)
     """
     if spec is None or isinstance(spec, torch.dtype):
         return spec
     name = str(spec).lower()
+    if name == WEIGHTS:
+        return None
     if name == "auto":
         pinned = os.environ.get(DTYPE_ENV, "").strip().lower()
         if pinned and pinned != "auto":
@@ -186,12 +196,12 @@ def resolve_dtype(spec, device: torch.device | str = "cpu") -> torch.dtype | Non
     try:
         return DTYPES[name]
     except KeyError:
-        raise ModelLoadError(f"unknown dtype {spec!r}; use auto or one of {', '.join(sorted(DTYPES))}") from None
+        raise ModelLoadError(f"unknown dtype {spec!r}; use {WEIGHTS}, auto or one of {', '.join(sorted(DTYPES))}") from None
 
 
 def default_dtype_spec() -> str:
-    """The CLI's ``--dtype`` default: ``$MLMPROB_DTYPE`` when set (the test suite pins float32), else
-    :data:`mlmprob.defaults.DTYPE` (``load_mlm``'s default too)."""
+    """The CLI's ``--dtype`` default: ``$MLMPROB_DTYPE`` when set, else :data:`mlmprob.defaults.DTYPE`
+    (``weights``, ``load_mlm``'s default too)."""
     return os.environ.get(DTYPE_ENV) or DTYPE
 
 

@@ -1,0 +1,82 @@
+"""float32 scores do not depend on the thread count (issue 28, item 4): ``import mlmprob`` sets
+``MKL_CBWR=AUTO,STRICT`` (``mlmprob.defaults.MKL_CBWR``), so ``--threads 1``, ``--threads 2`` and
+``--workers 2`` write the same bits as one process.
+
+The models here are 32 wide: on this project's AMD EPYC (AVX2), MKL's strict mode still gave thread-dependent
+products with 16 output columns and 4-12 rows (the width of conftest's tiny models), while the other 698 of 714
+shapes scanned were identical (docs/results/precision/threads_repro.md). Strict mode is not enough for the
+ESM model below (an expected failure until another means is found)."""
+
+import json
+import os
+import random
+import subprocess
+import sys
+
+import pytest
+import torch
+
+from conftest import ESM_VOCAB
+
+AA = "ACDEFGHIKLMNPQRSTVWY"
+
+
+def _bert(d):
+    import transformers as tf
+
+    toks = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + list(AA)
+    d.mkdir()
+    (d / "vocab.txt").write_text("\n".join(toks) + "\n")
+    torch.manual_seed(0)  # test fixture weights
+    cfg = tf.BertConfig(vocab_size=len(toks), hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
+                        intermediate_size=64, max_position_embeddings=160, initializer_range=0.5)
+    tf.BertForMaskedLM(cfg).save_pretrained(str(d))
+    tf.BertTokenizer(str(d / "vocab.txt"), do_lower_case=False).save_pretrained(str(d))
+    return d
+
+
+def _esm(d):
+    import transformers as tf
+
+    d.mkdir()
+    (d / "vocab.txt").write_text("\n".join(ESM_VOCAB))
+    torch.manual_seed(0)  # test fixture weights
+    cfg = tf.EsmConfig(vocab_size=len(ESM_VOCAB), hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
+                       intermediate_size=64, max_position_embeddings=130, position_embedding_type="rotary",
+                       pad_token_id=1, mask_token_id=len(ESM_VOCAB) - 1, token_dropout=True, initializer_range=0.5)
+    tf.EsmForMaskedLM(cfg).save_pretrained(str(d))
+    tf.EsmTokenizer(str(d / "vocab.txt")).save_pretrained(str(d))
+    return d
+
+
+@pytest.fixture(scope="module", params=["bert", pytest.param("esm", marks=pytest.mark.xfail(
+    reason="MKL's strict mode alone is not enough here: on this project's AMD EPYC (AVX2) this ESM's PLL still "
+           "moved by ~1e-6 between thread counts (docs/results/precision/threads_repro.md); another means "
+           "(a thread-count-independent forward) is still to be found", strict=False))])
+def model_and_input(request, tmp_path_factory):
+    d = tmp_path_factory.mktemp(f"threads-{request.param}")
+    model = (_bert if request.param == "bert" else _esm)(d / "model")
+    rng = random.Random(0)
+    inp = d / "in.txt"
+    inp.write_text("\n".join("".join(rng.choice(AA) for _ in range(rng.randint(4, 60))) for _ in range(8)) + "\n")
+    return model, inp
+
+
+def _score(model, inp, *args, out=None, workers=None):
+    env = {k: v for k, v in os.environ.items() if k not in ("MKL_CBWR", "OMP_NUM_THREADS", "MKL_NUM_THREADS")}
+    env["PYTHONUNBUFFERED"] = "1"     # MKL_CBWR unset: mlmprob sets it itself
+    cmd = [sys.executable, "-m", "mlmprob", *args, "score", str(inp), "--model", str(model), "--device", "cpu",
+           "--no-progress"] + (["--out", str(out)] if out else []) + (["--workers", str(workers)] if workers else [])
+    run = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr
+    text = out.read_text() if out else run.stdout
+    rows = [json.loads(line) for line in text.splitlines()]
+    assert len(rows) == 8
+    return [(r["id"], repr(r["pll"]), repr(r["e_raw"])) for r in rows]
+
+
+def test_threads_and_workers_give_the_same_bits(model_and_input, tmp_path):
+    model, inp = model_and_input
+    one = _score(model, inp, "--threads", "1")
+    assert _score(model, inp, "--threads", "2") == one
+    assert _score(model, inp, out=tmp_path / "w.jsonl", workers=2) == one   # one thread per worker
