@@ -37,6 +37,7 @@ This module imports nothing from the package: every layer may read it.
 """
 
 MODEL = "antiberty"
+BUILTIN_MODELS = ("antiberty", "sapiens-vh", "sapiens-vl", "en-small")   # all float32 weights
 VARIANTS_MODEL = "sapiens-vh"
 VARIANTS_MODEL_WHY = ("the only model whose wt_marginals beat the Hamming-distance baseline on the real variant "
                       "library, docs/results/variants")

@@ -305,7 +305,8 @@ def run_joints(mlm: MaskedLM | None, config: JointsConfig, out_dir: str | Path, 
     out.mkdir(parents=True, exist_ok=True)
     opts = RunOptions(out=str(out / RECORDS_FILE), resume=True, shard=shard, devices=tuple(devices or ["auto"]),
                       engine=engine, ray_address=ray_address, progress=show_progress, dtype=dtype)
-    stored = check_records(out, config, shard, _dtype_label(mlm if opts.in_process else None, dtype, opts.devices[0]))
+    stored = check_records(out, config, shard, _dtype_label(mlm if opts.in_process else None, dtype, opts.devices[0],
+                                                          config.model))
     job = JointsJob(config, dtype=dtype, batch_tokens=batch_tokens, allow_pickle=allow_pickle)
     notify = None if progress is None else (lambda rows: [progress(r) for r in rows])
     run_command(StreamCommand(job, lambda: pair_units(config.schemes, config.n_pairs), stored, unit_name="pair",

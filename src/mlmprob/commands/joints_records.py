@@ -67,17 +67,19 @@ def _writer_config(config, shard: Shard, dtype: str | None) -> dict:
     return {"command": "joints", **config.identity(), "dtype": dtype, "shard": str(shard)}
 
 
-def _dtype_label(mlm, dtype, device: str) -> str | None:
+def _dtype_label(mlm, dtype, device: str, model=None) -> str | None:
     """The dtype the pairs are computed in, as text (part of the stored configuration: pairs of two
-    precisions never share one file)."""
+    precisions never share one file); the default ``weights`` resolved as the run's ``computed_with``
+    block resolves it (:func:`mlmprob.runtime.provenance.weights_dtype_text`)."""
     from ..runtime.device import resolve_device, resolve_dtype
+    from ..runtime.provenance import weights_dtype_text
 
     if mlm is not None:
         dt = getattr(mlm, "dtype", None)
     else:
         dt = resolve_dtype(dtype, resolve_device(device))
         if dt is None:
-            return "weights"
+            return weights_dtype_text(model, [device])
     return None if dt is None else str(dt).replace("torch.", "")
 
 

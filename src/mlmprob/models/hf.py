@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import os
 from typing import Callable, Sequence
 
 import torch
 
-from ..defaults import FUSED_ENV
 from ..errors import MLMProbError
+from ..runtime.device import fused_default  # noqa: F401 - re-exported
 from .fused import fused_encoder
 from .precision import model_dtype
 from .tokenizers import Encoding
@@ -39,11 +38,6 @@ def _max_length_of(model, tokenizer) -> int | None:
     if tmax is not None and tmax < 1_000_000:
         n = tmax if n is None else min(n, tmax)
     return n
-
-
-def fused_default() -> bool:
-    """Whether models get mlmprob's fused forward where one exists: yes unless ``$MLMPROB_FUSED`` is ``0``."""
-    return os.environ.get(FUSED_ENV, "1").strip().lower() not in ("0", "false", "no", "off")
 
 
 class HFMaskedLM:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import torch
 
-from ..defaults import DEVICE, DTYPE
+from ..defaults import BUILTIN_MODELS, DEVICE, DTYPE
 from ..errors import ModelLoadError
 from .hf import HFMaskedLM, _max_length_of
 from .precision import apply_precision
@@ -18,7 +18,7 @@ from .windowed import WindowedMLM
 from .tokenizers import HFTokenizer
 from ..runtime.device import resolve_device, resolve_dtype
 
-BUILTIN = ("antiberty", "sapiens-vh", "sapiens-vl", "en-small")
+BUILTIN = BUILTIN_MODELS
 
 EN_SMALL_DIR = Path(__file__).resolve().parent / "weights" / "en-small"
 

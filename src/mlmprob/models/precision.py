@@ -22,7 +22,7 @@ import warnings
 import torch
 
 from ..errors import ModelLoadError
-from ..runtime.device import cpu_flags
+from ..runtime.device import cpu_flags, int8_reduce_range  # noqa: F401 - re-exported
 
 INT8 = torch.int8
 
@@ -61,18 +61,6 @@ class Int8Linear(torch.nn.Module):
 
     def extra_repr(self) -> str:
         return f"in_features={self.in_features}, out_features={self.out_features}, int8"
-
-
-def int8_reduce_range(flags: frozenset[str] | None = None) -> bool:
-    """Whether activations must be quantized to 7 bits: True unless the CPU has AVX512-VNNI (fbgemm's
-    VNNI kernels accumulate ``u8 x s8`` products in int32; its AVX2 kernels add pairs of them in
-    saturating int16, which 8-bit activations can overflow).
-
-    >>> int8_reduce_range(frozenset({"avx2"})), int8_reduce_range(frozenset({"avx512f", "avx512_vnni"}))
-    (True, False)
-    """
-    flags = cpu_flags() if flags is None else flags
-    return "avx512_vnni" not in flags
 
 
 def int8_supported() -> bool:

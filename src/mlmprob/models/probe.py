@@ -62,6 +62,10 @@ def probe_ids(mlm, n: int = 7) -> torch.Tensor:
     body = [pool[(k * step + 1) % len(pool)] for k in range(n)]
     begin = None if hf is None else (hf.cls_token_id if hf.cls_token_id is not None else hf.bos_token_id)
     end = None if hf is None else (hf.sep_token_id if hf.sep_token_id is not None else hf.eos_token_id)
+    ends = [x for x in (begin, end) if x is not None]
+    limit = getattr(mlm, "max_length", None)      # a model trained on short rows: a probe that fits it
+    if limit is not None and len(body) + len(ends) > limit:
+        body = body[: max(1, limit - len(ends))]
     ids = ([begin] if begin is not None else []) + body + ([end] if end is not None else [])
     return torch.tensor([ids], dtype=torch.long)
 
@@ -91,8 +95,8 @@ def _head_gap(mlm, ids: torch.Tensor) -> float:
 
 
 def _padding_gap(mlm, ids: torch.Tensor) -> float | None:
-    if mlm.pad_id is None:
-        return None
+    if mlm.pad_id is None or ids.shape[1] < 4:
+        return None     # nothing to pad, or no row short enough to pad beside this one
     short = ids[:, : max(3, ids.shape[1] - 3)].clone()
     short[0, -1] = ids[0, -1]  # keep the end token
     short[0, 1] = mlm.mask_id

@@ -32,7 +32,7 @@ from pathlib import Path
 
 import torch
 
-from ..defaults import DTYPE, DTYPE_ENV, DTYPE_WEIGHTS as WEIGHTS
+from ..defaults import DTYPE, DTYPE_ENV, FUSED_ENV, DTYPE_WEIGHTS as WEIGHTS
 from ..errors import ModelLoadError
 
 DTYPES = {"float32": torch.float32, "fp32": torch.float32, "float16": torch.float16, "fp16": torch.float16,
@@ -53,6 +53,23 @@ def cpu_flags() -> frozenset[str]:
         if line.startswith("flags"):
             return frozenset(line.split(":", 1)[1].split())
     return frozenset()
+
+
+def int8_reduce_range(flags: frozenset[str] | None = None) -> bool:
+    """Whether activations must be quantized to 7 bits: True unless the CPU has AVX512-VNNI (fbgemm's
+    VNNI kernels accumulate ``u8 x s8`` products in int32; its AVX2 kernels add pairs of them in
+    saturating int16, which 8-bit activations can overflow).
+
+    >>> int8_reduce_range(frozenset({"avx2"})), int8_reduce_range(frozenset({"avx512f", "avx512_vnni"}))
+    (True, False)
+    """
+    flags = cpu_flags() if flags is None else flags
+    return "avx512_vnni" not in flags
+
+
+def fused_default() -> bool:
+    """Whether models get mlmprob's fused forward where one exists: yes unless ``$MLMPROB_FUSED`` is ``0``."""
+    return os.environ.get(FUSED_ENV, "1").strip().lower() not in ("0", "false", "no", "off")
 
 
 def cpu_has_native_bf16(flags: frozenset[str] | None = None) -> bool:

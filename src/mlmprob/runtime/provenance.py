@@ -8,7 +8,8 @@ the command's own options (which the command stores itself: method, correction, 
 a value:
 
 - ``dtype``: the precision the model runs in, resolved: what ``auto`` means on this machine
-  (``float32``, ``bfloat16``, ``float16``, ``int8``; ``weights`` for ``dtype=None``, the weights' own);
+  (``float32``, ``bfloat16``, ``float16``, ``int8``); for the default ``weights`` (``dtype=None``), the
+  weights' own dtype as :func:`weights_dtype_text` reads it (``weights`` only for a hub id);
 - ``forward``: ``fused`` (mlmprob's fused encoder, where the model has one) or ``transformers``
   (``$MLMPROB_FUSED=0``, or ``load_mlm(..., fused=False)`` for a model passed in): the same function with
   different rounding;
@@ -16,7 +17,7 @@ a value:
   another folder from another working directory);
 - with ``int8`` only: ``batch_tokens``, the resolved sub-batch budget (activations are quantized per
   call over the whole sub-batch, so the rows a record shares it with change its values), and
-  ``int8_activations``, 8 or 7 bits (this CPU's kernels, :func:`mlmprob.models.precision.int8_reduce_range`).
+  ``int8_activations``, 8 or 7 bits (this CPU's kernels, :func:`mlmprob.runtime.device.int8_reduce_range`).
 
 A resumed run whose block differs is refused naming the key (``computed_with.dtype='float32'``), and
 ``mlmprob merge`` refuses parts whose blocks differ. An output written before the block existed has none:
@@ -66,9 +67,41 @@ def resolved_dtype(dtype_spec, devices: Sequence[str]) -> str:
 
 
 def _fused_requested() -> bool:
-    from ..models.hf import fused_default
+    from .device import fused_default
 
     return fused_default()
+
+
+_HALF = ("float16", "bfloat16")
+
+
+def weights_dtype_text(model, devices: Sequence[str]) -> str:
+    """What ``dtype="weights"`` (the default) means for ``model`` on ``devices``, read without loading
+    it: float32 for the built-in models; a local folder's ``config.json`` dtype (``dtype`` or
+    ``torch_dtype``; float32 when absent), widened to float32 on a CPU when it is half precision, as
+    :func:`mlmprob.models.precision.weights_dtype` does at load; ``weights`` when it cannot be known here
+    (a hub id). So a resume with ``--dtype float32`` matches a run written with the default.
+
+    >>> weights_dtype_text("antiberty", ["cpu"]), weights_dtype_text("no/such/hub-id", ["cpu"])
+    ('float32', 'weights')
+    """
+    import json
+
+    from .device import resolve_device
+
+    if str(model) in defaults.BUILTIN_MODELS:
+        return "float32"
+    path = _model_path(model)
+    if path is None:
+        return "weights"
+    try:
+        cfg = json.loads((Path(path) / "config.json").read_text())
+    except (OSError, ValueError):
+        return "weights"
+    text = str(cfg.get("dtype") or cfg.get("torch_dtype") or "float32").replace("torch.", "")
+    if text in _HALF and any(resolve_device(d).type == "cpu" for d in (devices or ["auto"])):
+        return "float32"
+    return text
 
 
 def _model_path(model) -> str | None:
@@ -92,13 +125,15 @@ def computed_with(model, dtype_spec, devices: Sequence[str], *, batch_tokens: in
         fused = getattr(mlm, "_fused", None) is not None if hasattr(mlm, "_fused") else _fused_requested()
     else:
         dtype = resolved_dtype(dtype_spec, devices)
+        if dtype == "weights":
+            dtype = weights_dtype_text(model, devices)
         fused = _fused_requested()
     block = {"dtype": dtype, "forward": "fused" if fused else "transformers"}
     path = _model_path(model)
     if path is not None:
         block["model_path"] = path
     if dtype == "int8":
-        from ..models.precision import int8_reduce_range
+        from .device import int8_reduce_range
 
         block["batch_tokens"] = int(batch_tokens) if batch_tokens is not None else defaults.BATCH_TOKENS
         block["int8_activations"] = 7 if int8_reduce_range() else 8
