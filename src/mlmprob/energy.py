@@ -18,7 +18,7 @@ import torch
 
 from .batching import iter_masked_logits
 from .errors import MLMProbError, PositionsError
-from .models.protocol import MaskedLM, default_positions, lengths_of, max_length_of
+from .models.protocol import MaskedLM, default_positions, foreign_ids, id_range, lengths_of, max_length_of
 
 Positions = Sequence[int] | torch.Tensor | None
 
@@ -80,10 +80,9 @@ def check_input_ids(mlm: MaskedLM, input_ids) -> torch.Tensor:
         raise MLMProbError(f"input_ids must have shape [B, L], got {tuple(ids.shape)}")
     if ids.shape[0] == 0 or ids.shape[1] == 0:
         raise MLMProbError(f"input_ids is empty: shape {tuple(ids.shape)}")
-    hi = max(mlm.vocab_size - 1, mlm.mask_id)
-    if ids.min() < 0 or ids.max() > hi:
-        raise MLMProbError(f"token ids must lie in 0..{hi} for this model, got {int(ids.min())}..{int(ids.max())} "
-                           "(a vocabulary mismatch?)")
+    if bool(foreign_ids(mlm, ids).any()):
+        raise MLMProbError(f"token ids must lie in {id_range(mlm)} for this model, got "
+                           f"{int(ids.min())}..{int(ids.max())} (a vocabulary mismatch?)")
     max_len = max_length_of(mlm)
     if max_len is not None:
         too_long = lengths_of(mlm, ids) > max_len

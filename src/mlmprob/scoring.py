@@ -11,6 +11,7 @@ from .data import Record, encodable_records, encode_records
 from .energy import token_scores
 from .errors import MLMProbError, NonFiniteError
 from .models.protocol import NONFINITE_HINT
+from .models.reader import reader_of
 
 
 @dataclass(frozen=True)
@@ -45,7 +46,7 @@ def score_records(mlm, records: Iterable[Record], *, whole_word: bool = False, p
     as they are ready). ``whole_word`` uses the whole-word l2r PLL. ``skip_invalid`` skips records
     the tokenizer rejects (reported through ``on_skip``) instead of raising. NaN or infinite logits
     (or an infinite score) stop the run with ``NonFiniteError`` naming the record ids."""
-    if not hasattr(mlm, "encode"):
+    if not reader_of(mlm).has_text:
         raise MLMProbError("this model has no tokenizer; score token ids with mlmprob.token_scores instead")
     buf: list[Record] = []
 

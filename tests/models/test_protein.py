@@ -32,7 +32,7 @@ def naive_pll(model, ids, pad_id, mask_id, positions):
 
 
 def test_esm_directory_is_a_protein_model(esm):
-    assert isinstance(esm, WindowedMLM) and esm.window == 16 and esm.max_length is None
+    assert isinstance(esm.wrapped, WindowedMLM) and esm.window == 16 and esm.max_length is None
     canon = sorted(ESM_VOCAB.index(c) for c in AMINO_ACIDS)
     assert sorted(esm.proposal_ids.tolist()) == canon
     enc = esm.encode(["MKTAYIAKQR", "MK T_"])
@@ -57,7 +57,7 @@ def test_protbert_layout_reads_plain_and_spaced_residues(protbert_dir):
     assert m.encode(["M K T A Y I A K Q R"]).input_ids[0].tolist() == want
     assert m.decode(want) == "MKTAYIAKQR"
     assert sorted(m.proposal_ids.tolist()) == sorted(PROTBERT_VOCAB.index(c) for c in AMINO_ACIDS)
-    assert isinstance(m, WindowedMLM) and m.window == 24
+    assert isinstance(m.wrapped, WindowedMLM) and m.window == 24
     long = m.encode([PROT[:40]]).input_ids  # 42 tokens > 24: windowed, not an error
     assert torch.isfinite(mlmprob.pll(m, long)).all()
 
@@ -83,7 +83,7 @@ def test_alphabet_option(esm_dir, tmp_path):
     with pytest.raises(ModelLoadError, match="distinct"):
         mlmprob.load_mlm(str(esm_dir), alphabet="AAC")
     plain = mlmprob.load_mlm(str(esm_dir), alphabet="none")
-    assert isinstance(plain, HFMaskedLM) and getattr(plain, "proposal_ids", None) is None
+    assert isinstance(plain.wrapped, HFMaskedLM) and plain.proposal_ids is None
     with pytest.raises(ModelLoadError, match="fixed alphabet"):
         mlmprob.load_mlm("antiberty", alphabet="ACD")
 
@@ -122,7 +122,7 @@ def test_windowed_rule_on_long_rows():
 
 
 def test_windowed_equals_the_model_on_inputs_that_fit(esm):
-    inner = esm.inner
+    inner = esm.core
     enc = esm.encode(["MKTAYIAKQRQISF", "MKTAYI"])  # 16 and 8 tokens: both fit the window of 16
     assert torch.equal(esm.logits(enc.input_ids), inner.logits(enc.input_ids))
     r, c = torch.tensor([0, 0, 1]), torch.tensor([3, 15, 2])
@@ -143,4 +143,4 @@ def test_windowed_pll_of_a_long_protein_matches_the_rule(esm):
     both = esm.encode([seq, seq[:5]]).input_ids  # with a short, padded row in the same batch
     got = mlmprob.pll(esm, both)
     assert abs(float(got[0]) - total) < 1e-4
-    assert abs(float(got[1]) - float(mlmprob.pll(esm.inner, both[1:, :7]))) < 1e-5
+    assert abs(float(got[1]) - float(mlmprob.pll(esm.core, both[1:, :7]))) < 1e-5

@@ -24,6 +24,7 @@ import torch
 from ..errors import MLMProbError, PositionsError, TokenizationError
 from ..runtime.inputs import Record, fasta_records
 from ..scoring import SequenceScore, score_records
+from ..models.reader import reader_of
 
 APP_ORDERS = 4  # random orders of the Score tab's chain-rule log-likelihood
 
@@ -94,7 +95,7 @@ def parse_numbers(text: str, name: str = "positions") -> list[int]:
 
 def encode_one(mlm, text: str, limits: Limits = LIMITS, name: str = "the sequence"):
     """The model's encoding of one text (a batch of one), within ``limits.max_tokens``."""
-    if not hasattr(mlm, "encode"):
+    if not reader_of(mlm).has_text:
         raise MLMProbError("this model has no tokenizer; the app needs one")
     if not isinstance(text, str) or not text.strip():
         raise MLMProbError(f"{name} is empty")

@@ -11,6 +11,7 @@ import argparse
 import sys
 
 import torch
+from ..models.reader import reader_of
 
 TEXT_SEQS = ["The cat sat on the mat.", "Paris is the capital of France, and Rome of Italy.", "A short one."]
 PROTEIN_SEQS = ["MKTAYIAKQRQISFVKSHFSRQ", "EVQLVESGGGLVQPGGSLRLSCAAS", "GSHMLE"]
@@ -52,7 +53,7 @@ def compare(mlm, seqs: list[str], k: int) -> list[tuple[str, float]]:
     from ..models.protocol import default_positions
     from ..sampling.forward import site_logits
 
-    inner = getattr(mlm, "inner", mlm)
+    inner = reader_of(mlm).core
     enc = mlm.encode(seqs)
     ids = enc.input_ids
     select = torch.zeros(ids.shape, dtype=torch.bool)
@@ -83,7 +84,7 @@ def default_seqs(mlm, seqs: list[str]) -> list[str]:
         mlm.encode(seqs)
         return seqs
     except MLMProbError:
-        ids = probe_ids(getattr(mlm, "inner", mlm), n=7)[0]
+        ids = probe_ids(reader_of(mlm).core, n=7)[0]
         body = ids[1:-1] if ids.numel() > 8 else ids
         return [mlm.decode(body[:n]) for n in (7, 4, 6)]
 
@@ -94,10 +95,10 @@ def run(args) -> int:
     from ..models.probe import architecture, tolerance
 
     mlm = load_mlm(args.path, device=args.device, dtype=args.dtype, allow_pickle=args.allow_pickle)
-    inner = getattr(mlm, "inner", mlm)
-    res = getattr(inner, "probe", None)
+    r = reader_of(mlm)
+    inner, res = r.core, r.probe
     arch, tol = architecture(inner), tolerance(inner)
-    forward = "mlmprob's fused forward" if getattr(inner, "_fused", None) is not None else "transformers' forward"
+    forward = "mlmprob's fused forward" if r.fused else "transformers' forward"
     print(f"mlmprob check-model {args.path}: {arch}, {forward}, {inner.dtype} on {inner.device} "
           f"(agreement within {tol:g})")
     if res is not None:
@@ -105,7 +106,7 @@ def run(args) -> int:
         print(f"  load-time probe: head shortcut vs full forward {res.head:.2g}; {pad}")
         for note in res.notes:
             print(f"  fallback: {note}")
-    proteins = getattr(mlm, "proposal_ids", None) is not None
+    proteins = r.proposal_ids is not None
     seqs = args.seq or default_seqs(mlm, PROTEIN_SEQS if proteins else TEXT_SEQS)
     bad = []
     for name, diff in compare(mlm, seqs, args.positions):

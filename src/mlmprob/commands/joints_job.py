@@ -38,6 +38,7 @@ from ..joints.evaluate import AGOptions, evaluate_pair
 from .joints_records import RECORDS_FILE, _dtype_label, check_records, load_records, restore_nonfinite  # noqa: F401
 from .joints_report import (METHOD_LABELS, PLOT_FILE, REPORT_FILE, SUMMARY_FILE, diagnostics, format_report,  # noqa: F401
                      summarize_records, write_report)
+from ..models.reader import reader_of
 
 SCHEMES = ("random", "contiguous")
 NA_VALUES = ("na", "nan", "none")
@@ -165,7 +166,7 @@ class PairPlanner:
     of scheme ``config.schemes[s]`` (every process that asks gets the same pair)."""
 
     def __init__(self, mlm: MaskedLM, sequences: Sequence[str], config: JointsConfig):
-        if getattr(mlm, "encode", None) is None:
+        if not reader_of(mlm).has_text:
             raise MLMProbError("the runner needs a model with a tokenizer (encode); use pairwise_joint directly otherwise")
         self.mlm, self.sequences, self.config = mlm, sequences, config
         self._order = [torch.randperm(len(sequences), generator=torch.Generator().manual_seed(config.seed * 7919 + k))

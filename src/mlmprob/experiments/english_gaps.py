@@ -34,6 +34,7 @@ from ..errors import MLMProbError
 from ..models.protocol import default_positions, lengths_of, max_length_of
 from .data_option import resolve_data_dir
 from .english_sets import FILES, evaluation_sets
+from ..models.reader import reader_of
 
 ENGLISH_DATASETS = ("snli", "xsum")
 ENGLISH_REGIONS = ("random",)
@@ -113,7 +114,7 @@ def load_sentences(dataset: str, data_dir: str | Path, n: int = POOL_SIZE) -> li
 def encode_sentences(mlm, sentences: Sequence[Sentence]) -> Encoded:
     """Encode each sentence with ``mlm.encode``; sentences the model rejects (too long, unknown
     token) are skipped with the reason."""
-    if not hasattr(mlm, "encode"):
+    if not reader_of(mlm).has_text:
         raise MLMProbError("English gaps need a model with a tokenizer (an ``encode`` method)")
     max_len = max_length_of(mlm)
     kept, skipped = [], []

@@ -61,6 +61,7 @@ from .english_gaps import TokenGap, encode_sentences, load_sentences, sample_tok
 from .infill_choices import (ABLATION_ORDER, ABLATIONS, ANTIBODY_DATASETS, BEAM_METHODS, DATA_FILES, DATASETS, LABELS,
                              METHODS, METRICS, REGIONS, dataset_files, dataset_regions, is_english, run_method)
 from .infill_tables import metric_means, table_ablations, table_methods_by_k, table_models, tables_markdown, unit_of
+from ..models.reader import reader_of
 
 __all__ = ["ABLATION_ORDER", "ABLATIONS", "ANTIBODY_DATASETS", "BEAM_METHODS", "DATASETS", "LABELS", "METHODS",
            "METRICS", "REGIONS", "CountingMLM", "ExperimentConfig", "dataset_files", "dataset_regions", "draw_data",
@@ -148,8 +149,8 @@ def gap_inputs(mlm, gap: GapSpec | TokenGap) -> tuple[torch.Tensor, torch.Tensor
 
 
 def _decode(mlm, tokens) -> str:
-    dec = getattr(mlm, "decode", None)
-    return dec(list(tokens)) if dec is not None else " ".join(map(str, tokens))
+    r = reader_of(mlm)
+    return r.decode(list(tokens)) if r.has_text else " ".join(map(str, tokens))
 
 
 def gap_fields(mlm, gap: GapSpec | TokenGap, cands: list[InfillCandidate]) -> tuple[dict, dict]:

@@ -25,6 +25,7 @@ from typing import Iterable, Iterator, NamedTuple, Sequence
 from ..defaults import DTYPE
 from ..errors import MLMProbError
 from ..runtime.inputs import Record
+from ..models.reader import reader_of
 
 _GAP_RE = re.compile(r"(\[MASK\]|<mask>)(?:\s*[xX*]\s*(\d+))?", re.IGNORECASE)
 GAP_MODES = ("joint", "each")
@@ -176,7 +177,7 @@ class InfillJob:
         from .beam import make_correction
         from .gap import check_beam_size, check_order
 
-        if not hasattr(mlm, "encode"):
+        if not reader_of(mlm).has_text:
             raise MLMProbError("infilling text needs a model with a tokenizer")
         check_beam_size(self.beam_size, "beam size")
         check_order(self.order)

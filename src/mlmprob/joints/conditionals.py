@@ -25,7 +25,7 @@ import torch
 
 from ..batching import auto_batch_tokens, iter_read_logits, read_logits
 from ..errors import MLMProbError, PositionsError
-from ..models.protocol import MaskedLM, lengths_of, proposal_ids_of
+from ..models.protocol import MaskedLM, foreign_ids, id_range, lengths_of, proposal_ids_of
 
 
 @dataclass(frozen=True)
@@ -135,9 +135,9 @@ def check_pair(mlm: MaskedLM, input_ids, a: int, b: int) -> tuple[torch.Tensor, 
     if a == b:
         raise PositionsError(f"a pair needs two different positions, got a = b = {a}")
     probe[[a, b]] = mlm.mask_id
-    hi = max(mlm.vocab_size - 1, mlm.mask_id)
-    if probe.min() < 0 or probe.max() > hi:
-        raise MLMProbError(f"token ids must lie in 0..{hi} for this model, got {int(probe.min())}..{int(probe.max())}")
+    if bool(foreign_ids(mlm, probe).any()):
+        raise MLMProbError(f"token ids must lie in {id_range(mlm)} for this model, got "
+                           f"{int(probe.min())}..{int(probe.max())}")
     length = int(lengths_of(mlm, probe[None])[0])
     if max(a, b) >= length:
         raise PositionsError(f"position {max(a, b)} is padding (sequence length {length})")

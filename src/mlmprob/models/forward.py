@@ -34,6 +34,7 @@ import torch
 from ..defaults import BATCH_TOKENS
 from ..errors import MLMProbError, NonFiniteError
 from .protocol import NONFINITE_HINT, MaskedLM, gather_logits, lengths_of, nonfinite_rows
+from .reader import reader_of
 
 DEFAULT_BATCH_TOKENS = BATCH_TOKENS  # the CPU budget, chosen in mlmprob.defaults
 BUDGET_UNIT = 65536  # the unit GPU budgets are measured in (attention cap, largest auto budget)
@@ -58,26 +59,31 @@ def rows_per_batch(width: int, batch_tokens: int | None = None) -> int:
 
 
 def auto_batch_tokens(mlm: MaskedLM, requested: int | None = None) -> int:
-    """``requested`` when given; else :data:`DEFAULT_BATCH_TOKENS` on CPUs, and on a CUDA GPU a budget
-    sized from its free memory (a third of it, at the model's activation bytes per token).
+    """``requested`` when given; else the reader's own budget (:meth:`mlmprob.models.reader.Reader.with_budget`);
+    else :data:`DEFAULT_BATCH_TOKENS` on CPUs, and on a CUDA GPU a budget sized from its free memory (a third
+    of it, at the model's activation bytes per token).
 
-    >>> auto_batch_tokens(object()), auto_batch_tokens(object(), 1024)
-    (4096, 1024)
+    >>> from mlmprob import ExactMLM
+    >>> m = ExactMLM(torch.zeros(3, 3))
+    >>> auto_batch_tokens(m), auto_batch_tokens(m, 1024), auto_batch_tokens(reader_of(m, 512))
+    (4096, 1024, 512)
     """
     if requested is not None:
         if requested < 1:
             raise MLMProbError(f"batch_tokens must be positive, got {requested}")
         return int(requested)
-    device = getattr(mlm, "device", None)
-    if device is None or torch.device(device).type != "cuda":
+    r = reader_of(mlm)
+    if r.batch_tokens is not None:
+        return r.batch_tokens
+    if r.device.type != "cuda":
         return DEFAULT_BATCH_TOKENS
-    free, _ = torch.cuda.mem_get_info(torch.device(device))
-    cfg = getattr(getattr(mlm, "model", None), "config", None)
+    free, _ = torch.cuda.mem_get_info(r.device)
+    cfg = getattr(r.model, "config", None)
     hidden = getattr(cfg, "hidden_size", 1024)
     inter = getattr(cfg, "intermediate_size", 4 * hidden)
     heads = getattr(cfg, "num_attention_heads", 16)
-    width = min(getattr(mlm, "max_length", None) or 512, 1024)
-    itemsize = torch.empty((), dtype=getattr(mlm, "dtype", torch.float32)).element_size()
+    width = min(r.max_length or 512, 1024)
+    itemsize = torch.empty((), dtype=r.dtype).element_size()
     per_token = itemsize * (inter + 8 * hidden + 2 * heads * width)
     budget = int(free // 3 // per_token)
     return max(1024, min(budget, 64 * BUDGET_UNIT))
@@ -244,33 +250,33 @@ def iter_forward(
     With ``on_device`` the rows are built on the model's device, the loop makes no host
     synchronisation, and both tensors are yielded there (logits as float32); otherwise on the CPU.
     """
-    batch_tokens = auto_batch_tokens(mlm, batch_tokens)
+    reader = reader_of(mlm)
+    batch_tokens = auto_batch_tokens(reader, batch_tokens)
     read_row = torch.as_tensor(read_row, dtype=torch.long).cpu()
     read_col = torch.as_tensor(read_col, dtype=torch.long).cpu()
     if read_row.numel() == 0:
         return
     needed = torch.unique(read_row)
     groups = source.groups
-    if not getattr(getattr(mlm, "inner", mlm), "pads_safely", True):  # models/probe.py: rows of one length
+    if not reader.pads_safely:  # models/probe.py: rows of one length
         groups = groups * (int(source.lengths.max()) + 1) + source.lengths
     order, plan = plan_groups(source.lengths, groups, needed, batch_tokens)
     pos = torch.full((len(source.lengths),), -1, dtype=torch.long)
     pos[order] = torch.arange(len(order))
     read_order = torch.argsort(pos[read_row], stable=True)  # reads grouped by their row's forward slot
     read_pos = pos[read_row][read_order]
-    dev = torch.device(getattr(mlm, "device", "cpu")) if on_device else torch.device("cpu")
+    dev = reader.device if on_device else torch.device("cpu")
     src = source.to(dev)
     order_d, read_order_d, read_pos_d = order.to(dev), read_order.to(dev), read_pos.to(dev)
     read_col_d, names = read_col.to(dev), source.names.to(dev)
     bounds = torch.searchsorted(read_pos, torch.arange(len(order) + 1)).tolist()
-    # looked up on the class: a wrapper that overrides logits_at but forwards other attributes (__getattr__)
-    # must not have its inner model's hot path used behind its back
-    fast = mlm.device_logits_at if on_device and hasattr(type(mlm), "device_logits_at") else None
+    # the model's own hot path (the reader knows whether it has one; a test may replace it on the reader)
+    fast = reader.device_logits_at if on_device and reader.has_fast_path else None
     bad = torch.zeros(int(source.names.max()) + 1, dtype=torch.int32, device=dev) if fast is not None else None
     for start, n_planned, width in plan:
         done = 0
         while done < n_planned:
-            cap = _row_cap(mlm)
+            cap = _row_cap(reader.wrapped)
             n = n_planned - done if cap is None else min(cap, n_planned - done)
             lo, hi = start + done, start + done + n
             idx = order_d[lo:hi]
@@ -282,7 +288,7 @@ def iter_forward(
                     logits = fast(ids, local, read_col_d[q])
                     bad.index_add_(0, names[idx[local]], nonfinite_rows(logits).to(torch.int32))
                 else:
-                    logits = gather_logits(mlm, ids, local, read_col_d[q])
+                    logits = gather_logits(reader, ids, local, read_col_d[q])
             except NonFiniteError as e:  # name the caller's rows, not those of the sub-batch
                 _raise_nonfinite(names[idx[list(e.rows)]].tolist())
             except Exception as e:  # noqa: BLE001 - only out-of-memory is handled, the rest re-raised
@@ -291,7 +297,7 @@ def iter_forward(
                 if n == 1:
                     raise MLMProbError(f"out of memory even for one copy of {width} tokens on {dev}; "
                                        "use a smaller model, a lower --dtype or another device") from None
-                _lower_cap(mlm, n, width)
+                _lower_cap(reader.wrapped, n, width)
                 continue
             yield q, (logits.float() if on_device else logits.cpu())
             done += n

@@ -70,6 +70,12 @@ class HFMaskedLM:
         self.special_ids = frozenset(special_ids if special_ids is not None else tokenizer.special_ids)
         self.proposal_ids = None if proposal_ids is None else torch.tensor(list(proposal_ids), dtype=torch.long)
         self.max_length = max_length
+        # a reserved padding id outside the vocabulary (the tokenizer has no pad of its own: models/tokenizers.py
+        # padding_id) is replaced by a real id before the model sees it; attention never reads it
+        self._fill = None
+        if self.pad_id is not None and self.pad_id >= self.vocab_size:
+            cp = getattr(model.config, "pad_token_id", None)
+            self._fill = cp if isinstance(cp, int) and 0 <= cp < self.vocab_size else 0
         self._base = getattr(model, model.base_model_prefix, None)
         self._head = _head_of(model)
         self.device, self.dtype = next(model.parameters()).device, model_dtype(model)
@@ -80,6 +86,7 @@ class HFMaskedLM:
     def _hidden(self, ids: torch.Tensor, rows=None, cols=None) -> torch.Tensor:
         """Final hidden states of ``ids``: ``[B, L, H]``, or ``[N, H]`` at ``(rows, cols)``."""
         mask = self._attention_mask(ids)
+        ids = self._feed(ids)
         if self._fused is not None:
             return self._fused.hidden(ids, mask, rows, cols)
         hidden = self._base(input_ids=ids, attention_mask=mask)[0]
@@ -92,7 +99,11 @@ class HFMaskedLM:
             raise MLMProbError(f"input_ids must have shape [B, L], got {tuple(ids.shape)}")
         if self.max_length is not None and ids.shape[1] > self.max_length:
             raise MLMProbError(f"input of {ids.shape[1]} tokens is longer than the model's maximum of {self.max_length}")
-        if ids.numel() and (ids.min() < 0 or ids.max() >= self.vocab_size):
+        outside = (ids < 0) | (ids >= self.vocab_size)
+        if self._fill is not None:
+            outside &= ids != self.pad_id
+        if ids.numel() and bool(outside.any()):
+            ids = ids[~(ids == self.pad_id)] if self._fill is not None else ids
             raise MLMProbError(
                 f"token ids must lie in 0..{self.vocab_size - 1} for this model's vocabulary, got "
                 f"{int(ids.min())}..{int(ids.max())} (ids from another tokenizer?)")
@@ -100,6 +111,10 @@ class HFMaskedLM:
 
     def _attention_mask(self, ids: torch.Tensor) -> torch.Tensor | None:
         return None if self.pad_id is None else (ids != self.pad_id).long()
+
+    def _feed(self, ids: torch.Tensor) -> torch.Tensor:
+        """``ids`` as the model may read them: a reserved padding id replaced by a real one (masked anyway)."""
+        return ids if self._fill is None else ids.masked_fill(ids == self.pad_id, self._fill)
 
     @torch.inference_mode()
     def logits(self, input_ids: torch.Tensor) -> torch.Tensor:
@@ -109,7 +124,7 @@ class HFMaskedLM:
             return unpadded_logits(self, ids, lambda one: self.logits(one))
         if self._fused is not None:
             return self._head(self._hidden(ids)).float().cpu()
-        out = self.model(input_ids=ids, attention_mask=self._attention_mask(ids))
+        out = self.model(input_ids=self._feed(ids), attention_mask=self._attention_mask(ids))
         return out.logits.float().cpu()
 
     @torch.inference_mode()
@@ -118,7 +133,8 @@ class HFMaskedLM:
         if self._padded(ids):
             return self.logits(ids)[torch.as_tensor(rows).cpu(), torch.as_tensor(cols).cpu()]
         if self._base is None or self._head is None:
-            return self.model(input_ids=ids, attention_mask=self._attention_mask(ids)).logits[rows, cols].float().cpu()
+            return self.model(input_ids=self._feed(ids),
+                              attention_mask=self._attention_mask(ids)).logits[rows, cols].float().cpu()
         rows, cols = torch.as_tensor(rows).to(self.device), torch.as_tensor(cols).to(self.device)
         return self._head(self._hidden(ids, rows, cols)).float().cpu()
 
@@ -127,7 +143,8 @@ class HFMaskedLM:
         """``logits_at`` for the hot path: inputs already validated and on the model's device; the logits
         stay there (model dtype), so the caller's loop makes no host synchronisation."""
         if self._base is None or self._head is None:
-            return self.model(input_ids=input_ids, attention_mask=self._attention_mask(input_ids)).logits[rows, cols]
+            return self.model(input_ids=self._feed(input_ids),
+                              attention_mask=self._attention_mask(input_ids)).logits[rows, cols]
         return self._head(self._hidden(input_ids, rows, cols))
 
     @torch.inference_mode()

@@ -13,6 +13,7 @@ from ..errors import ModelLoadError
 from .hf import HFMaskedLM, _max_length_of
 from .precision import apply_precision
 from .probe import check_at_load
+from .reader import Reader
 from .protein import protein_mlm
 from .windowed import WindowedMLM
 from .tokenizers import HFTokenizer
@@ -34,8 +35,9 @@ def parse_device(device) -> torch.device:
 
 
 def load_mlm(name_or_path: str, device=DEVICE, dtype=DTYPE, alphabet: str | None = None, *,
-             allow_pickle: bool = False, fused: bool | None = None) -> HFMaskedLM | WindowedMLM:
-    """Load a masked LM with its tokenizer.
+             allow_pickle: bool = False, fused: bool | None = None) -> Reader:
+    """Load a masked LM with its tokenizer, behind the model contract (:class:`mlmprob.models.reader.Reader`:
+    its padding, head, device, dtype, budget, alphabet and length limit, found and checked once, here).
 
     ``name_or_path`` is a built-in name (``"antiberty"``, ``"sapiens-vh"``, ``"sapiens-vl"``, and
     ``"en-small"``, the package's own small English BERT; all offline), a local directory saved with ``save_pretrained``, or a Hugging Face hub id such as
@@ -65,15 +67,15 @@ def load_mlm(name_or_path: str, device=DEVICE, dtype=DTYPE, alphabet: str | None
         raise ModelLoadError(f"alphabet applies to hub and directory models; {key!r} has its own fixed alphabet")
     if key == "antiberty":
         from .antibody import load_antiberty
-        return load_antiberty(dev, dt, fused=fused)
+        return Reader(load_antiberty(dev, dt, fused=fused))
     if key in ("sapiens-vh", "sapiens-vl"):
         from .antibody import load_sapiens
-        return load_sapiens(key.split("-")[1], dev, dt, fused=fused)
+        return Reader(load_sapiens(key.split("-")[1], dev, dt, fused=fused))
     if key == "en-small":
         if not (EN_SMALL_DIR / "model.safetensors").is_file():
             raise ModelLoadError(f"the en-small weights are missing from this installation ({EN_SMALL_DIR})")
-        return load_hf(str(EN_SMALL_DIR), dev, dt, name="en-small", fused=fused)
-    return load_hf(name_or_path, dev, dt, alphabet=alphabet, allow_pickle=allow_pickle, fused=fused)
+        return Reader(load_hf(str(EN_SMALL_DIR), dev, dt, name="en-small", fused=fused))
+    return Reader(load_hf(name_or_path, dev, dt, alphabet=alphabet, allow_pickle=allow_pickle, fused=fused))
 
 
 def load_hf(name_or_path: str, device="cpu", dtype=None, *, name: str | None = None, alphabet: str | None = None,
@@ -121,7 +123,7 @@ def load_hf(name_or_path: str, device="cpu", dtype=None, *, name: str | None = N
     protein = protein_mlm(model, tok, name=name or str(name_or_path), max_length=max_len, alphabet=alphabet,
                           fused=fused)
     mlm = protein if protein is not None else HFMaskedLM(
-        model, HFTokenizer(tok, max_length=max_len), name=name or str(name_or_path), max_length=max_len, fused=fused)
+        model, HFTokenizer(tok, max_length=max_len, vocab_size=getattr(model.config, "vocab_size", None)), name=name or str(name_or_path), max_length=max_len, fused=fused)
     check_at_load(mlm)  # the head and padding shortcuts, verified on this model (models/probe.py)
     return mlm
 

@@ -22,9 +22,10 @@ from __future__ import annotations
 from ..alphabet import AMINO_ACIDS
 from ..errors import ModelLoadError
 from .hf import HFMaskedLM
-from .tokenizers import ResidueTokenizer
+from .tokenizers import ResidueTokenizer, own_pad_id
 from .windowed import WindowedMLM
 
+RESERVED_PAD = "<mlmprob:pad>"  # the padding token of a tokenizer without one of its own
 MAX_EXTRA_LETTERS = 12  # single characters beyond the 20 residues a protein vocabulary may hold
 
 
@@ -72,9 +73,11 @@ class ProteinTokenizer(ResidueTokenizer):
         return super().encode(["".join(t.split()) if isinstance(t, str) else t for t in texts])
 
 
-def residue_tokenizer(hf_tok) -> ProteinTokenizer:
+def residue_tokenizer(hf_tok, vocab_size: int | None = None) -> ProteinTokenizer:
     """A one-token-per-residue tokenizer over the Hugging Face tokenizer's own vocabulary and
-    special tokens (whatever it puts around a sequence: ``<cls> .. <eos>``, ``[CLS] .. [SEP]``)."""
+    special tokens (whatever it puts around a sequence: ``<cls> .. <eos>``, ``[CLS] .. [SEP]``).
+    A tokenizer without a pad token of its own (:func:`mlmprob.models.tokenizers.own_pad_id`) pads with a
+    reserved id at ``vocab_size`` (the model's), outside the vocabulary."""
     tokens = _vocab_tokens(hf_tok)
     probe = tokens.index("A")
     full = list(hf_tok("A", add_special_tokens=True)["input_ids"])
@@ -87,7 +90,13 @@ def residue_tokenizer(hf_tok) -> ProteinTokenizer:
                              "only one begin and one end token are supported")
     if hf_tok.mask_token is None:
         raise ModelLoadError("this tokenizer has no mask token; it does not belong to a masked LM")
-    pad = hf_tok.pad_token if hf_tok.pad_token is not None else hf_tok.mask_token
+    if own_pad_id(hf_tok) is not None:
+        pad = hf_tok.pad_token
+    elif vocab_size is not None:
+        tokens = tokens + [f"<unused_{i}>" for i in range(len(tokens), vocab_size)] + [RESERVED_PAD]
+        pad = RESERVED_PAD
+    else:
+        pad = hf_tok.pad_token if hf_tok.pad_token is not None else hf_tok.mask_token
     return ProteinTokenizer(tokens, bos=tokens[pre[0]] if pre else None, eos=tokens[post[0]] if post else None,
                             pad=pad, mask=hf_tok.mask_token, unk=hf_tok.unk_token, max_length=None)
 
@@ -130,7 +139,7 @@ def protein_mlm(model, hf_tok, *, name: str, max_length: int | None, alphabet: s
         return None
     if alphabet is None and not is_protein_tokenizer(hf_tok):
         return None
-    tok = residue_tokenizer(hf_tok)
+    tok = residue_tokenizer(hf_tok, getattr(model.config, "vocab_size", None))
     window = protein_window(model, max_length)
     mlm = HFMaskedLM(model, tok, name=name, proposal_ids=alphabet_ids(tok, alphabet), max_length=window, fused=fused)
     return mlm if window is None else WindowedMLM(mlm, window)

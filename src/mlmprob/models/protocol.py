@@ -1,8 +1,8 @@
 """The one primitive every algorithm needs: logits of a batch of (partly masked) sequences.
 
 Algorithms in mlmprob accept any object with ``mask_id``, ``vocab_size`` and ``logits``. Wrappers
-may offer optional extras, read through the helper functions below so that algorithms never
-assume a particular wrapper class:
+may offer optional extras; every one is read through the model contract, :class:`mlmprob.models.reader.Reader`
+(the helper functions below delegate to it), so that algorithms never assume a particular wrapper class:
 
 - ``logits_at(input_ids, rows, cols) -> [N, V]``: logits only at the read positions (a wrapper
   around a large-vocabulary model computes the output projection only there);
@@ -19,6 +19,7 @@ from typing import Protocol, runtime_checkable
 import torch
 
 from ..errors import NonFiniteError
+from .reader import reader_of
 
 NONFINITE_HINT = "float16 overflow? load the model in float32 or bfloat16"
 
@@ -64,39 +65,53 @@ def nonfinite_rows(logits: torch.Tensor) -> torch.Tensor:
 
 
 def pad_id_of(mlm: MaskedLM) -> int | None:
-    return getattr(mlm, "pad_id", None)
+    return reader_of(mlm).pad_id
 
 
 def special_ids_of(mlm: MaskedLM) -> frozenset[int]:
-    return frozenset(getattr(mlm, "special_ids", ()) or ())
+    return reader_of(mlm).special_ids
 
 
 def proposal_ids_of(mlm: MaskedLM) -> torch.Tensor | None:
     """Ids that may be proposed/filled, or None for the whole output vocabulary."""
-    ids = getattr(mlm, "proposal_ids", None)
-    return None if ids is None else torch.as_tensor(ids, dtype=torch.long)
+    return reader_of(mlm).proposal_ids
 
 
 def max_length_of(mlm: MaskedLM) -> int | None:
-    return getattr(mlm, "max_length", None)
+    return reader_of(mlm).max_length
+
+
+def foreign_ids(mlm: MaskedLM, ids: torch.Tensor) -> torch.Tensor:
+    """Bool like ``ids``: ids the model cannot read - outside ``0..vocab_size-1`` and neither its mask id nor
+    its padding id (which may be a reserved id past the vocabulary: :func:`mlmprob.models.tokenizers.padding_id`).
+
+    >>> from mlmprob import ExactMLM
+    >>> m = ExactMLM(torch.zeros(3, 3))
+    >>> foreign_ids(m, torch.tensor([0, 2, 3, 4, -1])).tolist()
+    [False, False, False, True, True]
+    """
+    return reader_of(mlm).foreign(ids)
+
+
+def id_range(mlm: MaskedLM) -> str:
+    """The readable ids, for messages: ``0..V-1`` (and the mask/padding ids when outside it).
+
+    >>> from mlmprob import ExactMLM
+    >>> id_range(ExactMLM(torch.zeros(3, 3)))
+    '0..3'
+    """
+    allowed = {mlm.mask_id, pad_id_of(mlm)} - {None}
+    hi = mlm.vocab_size - 1
+    while hi + 1 in allowed:
+        hi += 1
+    return f"0..{hi}" + "".join(f", {i}" for i in sorted(i for i in allowed if i > hi))
 
 
 def lengths_of(mlm: MaskedLM, input_ids: torch.Tensor) -> torch.Tensor:
     """Length of each row without right padding (``L`` for every row if the model has no pad id)."""
-    pad = pad_id_of(mlm)
-    B, L = input_ids.shape
-    if pad is None:
-        return torch.full((B,), L, dtype=torch.long)
-    keep = input_ids != pad
-    # last non-pad index + 1 (right padding); rows that are all padding have length 0
-    idx = torch.arange(1, L + 1).expand(B, L)
-    return (idx * keep).max(dim=1).values
+    return reader_of(mlm).lengths(input_ids)
 
 
 def default_positions(mlm: MaskedLM, input_ids: torch.Tensor) -> torch.Tensor:
     """Bool ``[B, L]``: every position that holds neither a special id nor padding."""
-    sel = torch.ones_like(input_ids, dtype=torch.bool)
-    for s in special_ids_of(mlm) | ({pad_id_of(mlm)} - {None}):
-        sel &= input_ids != s
-    sel &= input_ids != mlm.mask_id
-    return sel
+    return reader_of(mlm).default_positions(input_ids)

@@ -138,17 +138,53 @@ class ResidueTokenizer:
         return "".join(out)
 
 
-class HFTokenizer:
-    """Adapter over a Hugging Face tokenizer with the same ``encode``/``decode`` interface."""
+def own_pad_id(hf_tok) -> int | None:
+    """The tokenizer's pad id when it is a token of its own, else None.
 
-    def __init__(self, tokenizer, max_length: int | None = None):
+    Right padding is found by its id (:func:`mlmprob.models.protocol.lengths_of`) and hidden from attention, so
+    the padding id must be one that no real token of a row can have. A tokenizer's pad token is trusted only if
+    it exists, differs from every other special token (mask, CLS/BOS, SEP/EOS, UNK: EuroBERT's published
+    configuration pads with its EOS) and is named as padding (``[PAD]``, ``<pad>``, ...; a pad set to an
+    ordinary word such as ``the`` is not). Otherwise the model pads with :func:`padding_id`'s reserved id.
+    """
+    pad = hf_tok.pad_token_id
+    if pad is None:
+        return None
+    others = {getattr(hf_tok, f"{k}_token_id", None) for k in ("mask", "cls", "sep", "bos", "eos", "unk")} - {None}
+    if pad in others or "pad" not in str(hf_tok.pad_token).lower():
+        return None
+    return int(pad)
+
+
+def padding_id(hf_tok, vocab_size: int) -> int:
+    """The id rows are right-padded with: the tokenizer's own pad (:func:`own_pad_id`), else ``vocab_size``, a
+    reserved id outside the vocabulary that no token has (the model adapter never feeds it to the model)."""
+    own = own_pad_id(hf_tok)
+    return int(vocab_size) if own is None or own >= vocab_size else own
+
+
+class HFTokenizer:
+    """Adapter over a Hugging Face tokenizer with the same ``encode``/``decode`` interface.
+
+    ``vocab_size`` (the model's) lets the adapter pad with a reserved id when the tokenizer has no pad token
+    of its own (:func:`padding_id`); without it the tokenizer's pad (or its mask) is used, as before."""
+
+    def __init__(self, tokenizer, max_length: int | None = None, vocab_size: int | None = None):
         self.hf = tokenizer
         if tokenizer.mask_token_id is None:
             raise TokenizationError("this tokenizer has no mask token; it does not belong to a masked LM")
         self.mask_id = tokenizer.mask_token_id
-        self.pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.mask_token_id
+        self._checked_pad = vocab_size is not None  # a pad no text may hold
+        if vocab_size is not None:
+            self.pad_id = padding_id(tokenizer, vocab_size)
+        else:
+            self.pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.mask_token_id
         self.unk_id = tokenizer.unk_token_id
-        self.special_ids = frozenset(tokenizer.all_special_ids)
+        special = set(tokenizer.all_special_ids)
+        others = {getattr(tokenizer, f"{k}_token_id", None) for k in ("mask", "cls", "sep", "bos", "eos", "unk")}
+        if vocab_size is not None and self.pad_id != tokenizer.pad_token_id and tokenizer.pad_token_id not in others:
+            special.discard(tokenizer.pad_token_id)  # a pad set to an ordinary word stays a word here
+        self.special_ids = frozenset(special)
         self.max_length = max_length
 
     def encode(self, texts: Sequence[str]) -> Encoding:
@@ -167,6 +203,9 @@ class HFTokenizer:
             if self.max_length is not None and len(ids) > self.max_length:
                 raise TokenizationError(
                     f"sequence {i} has {len(ids)} tokens; the model accepts at most {self.max_length}")
+            if self._checked_pad and self.pad_id in ids:
+                raise TokenizationError(f"sequence {i} holds the padding token {self.hf.pad_token!r}; mlmprob pads "
+                                        "rows itself, so a text cannot contain it")
             try:
                 wid = [-1 if w is None else w for w in enc.word_ids()]
             except (ValueError, AttributeError):  # slow tokenizers: every non-special token is a word
@@ -177,5 +216,6 @@ class HFTokenizer:
         return _pad(rows, words, self.pad_id)
 
     def decode(self, ids: Sequence[int] | torch.Tensor) -> str:
-        ids = [i for i in torch.as_tensor(ids).tolist() if i not in self.special_ids or i == self.mask_id]
+        ids = [i for i in torch.as_tensor(ids).tolist()
+               if (i not in self.special_ids or i == self.mask_id) and i != self.pad_id]
         return self.hf.decode(ids)

@@ -14,6 +14,7 @@ from ..batching import DEFAULT_BATCH_TOKENS, read_logits
 from ..errors import MLMProbError
 from ..models.protocol import lengths_of
 from .correction import Correction, find_correction
+from ..models.reader import reader_of
 
 METHODS = ("exact", "one_pass", "unmasked")
 
@@ -28,7 +29,9 @@ def _need(mlm, *names):
 def reader(mlm, ids: torch.Tensor):
     """The wrapper whose ``hidden_at`` reads ``ids``: ``mlm``, or the model inside a ``WindowedMLM`` when
     every row fits its window (longer rows would need windowed hidden states, not offered)."""
-    inner, window = getattr(mlm, "inner", None), getattr(mlm, "window", None)
+    r = reader_of(mlm)
+    mlm = r.wrapped
+    inner, window = r.core if r.core is not mlm else None, r.window
     if inner is not None and window is not None and not hasattr(type(mlm), "hidden_at"):
         longest = int(lengths_of(mlm, ids).max()) if ids.numel() else 0
         if longest > window:
@@ -46,8 +49,8 @@ class HiddenView:
 
     def __init__(self, mlm):
         self.inner = mlm
-        self.mask_id, self.pad_id = mlm.mask_id, getattr(mlm, "pad_id", None)
-        self.device = getattr(mlm, "device", torch.device("cpu"))
+        r = reader_of(mlm)
+        self.mask_id, self.pad_id, self.device = r.mask_id, r.pad_id, r.device
         self.vocab_size = int(mlm.model.config.hidden_size)
 
     def logits_at(self, input_ids, rows, cols):

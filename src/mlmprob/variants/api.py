@@ -47,7 +47,7 @@ from ..energy import token_scores
 from ..errors import MLMProbError
 from ..joints.conditionals import pair_conditionals
 from ..joints.constructions import ag_joint
-from ..models.protocol import MaskedLM, default_positions, lengths_of, max_length_of, special_ids_of
+from ..models.protocol import MaskedLM, default_positions, foreign_ids, id_range, lengths_of, max_length_of, special_ids_of
 from .chain import DEFAULT_ORDERS, chain_scores, plan_chain
 from .rows import ForwardCache, RowTable
 
@@ -71,9 +71,8 @@ def check_wild_type(mlm: MaskedLM, wild_type) -> torch.Tensor:
         ids = ids[0]
     if ids.dim() != 1 or ids.numel() == 0:
         raise MLMProbError(f"wild_type must have shape [L] or [1, L] with L > 0, got {tuple(ids.shape)}")
-    hi = max(mlm.vocab_size - 1, mlm.mask_id)
-    if ids.min() < 0 or ids.max() > hi:
-        raise MLMProbError(f"wild_type token ids must lie in 0..{hi}, got {int(ids.min())}..{int(ids.max())}")
+    if bool(foreign_ids(mlm, ids).any()):
+        raise MLMProbError(f"wild_type token ids must lie in {id_range(mlm)}, got {int(ids.min())}..{int(ids.max())}")
     ids = ids[:int(lengths_of(mlm, ids[None])[0])]
     if (ids == mlm.mask_id).any():
         raise MLMProbError(f"wild_type holds the mask token at position {int((ids == mlm.mask_id).nonzero()[0])}")

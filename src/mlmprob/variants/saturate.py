@@ -16,6 +16,7 @@ from ..joints.conditionals import resolve_candidates
 from ..models.protocol import MaskedLM, default_positions, proposal_ids_of, special_ids_of
 from .api import check_wild_type
 from .rows import RowTable
+from ..models.reader import reader_of
 
 SCORES = ("wt_marginals", "masked_marginals")
 
@@ -43,8 +44,8 @@ class Saturation:
 
 
 def _label(mlm: MaskedLM, token: int) -> str:
-    decode = getattr(mlm, "decode", None)
-    text = decode([token]).strip() if decode is not None else ""
+    r = reader_of(mlm)
+    text = r.decode([token]).strip() if r.has_text else ""
     return text or str(token)
 
 

@@ -1,0 +1,224 @@
+"""The model contract: every member mlmprob reads from a masked LM, in one typed object.
+
+A :class:`Reader` wraps a model once (``load_mlm`` returns one; a plain ``MaskedLM`` such as ``ExactMLM``,
+``LookupMLM`` or a user's own object is wrapped by :func:`reader_of` where an algorithm first meets it).
+It is the only place that asks a model what it offers; algorithms and the forward primitive read its typed
+fields. What it owns:
+
+=====================  ==================================================================================
+member                 meaning (and where it comes from for a plain ``MaskedLM``)
+=====================  ==================================================================================
+``mask_id``            the mask id (required)
+``vocab_size``         size of the output vocabulary (required); ids ``0..vocab_size-1`` are tokens
+``logits(ids)``        ``[B, L, V]`` logits of right-padded rows (required)
+``pad_id``             the id rows are right-padded with, never a real token (``pad_id``; None: no padding).
+                       A row's length is its last non-padding position + 1 (:meth:`lengths`); a model whose
+                       tokenizer has no pad of its own pads with a reserved id past the vocabulary
+                       (:func:`mlmprob.models.tokenizers.padding_id`), which the adapter never feeds to it
+``special_ids``        ids never scored or proposed by default (``special_ids``; default none)
+``proposal_ids``       the ids that may be proposed or filled, e.g. the 20 amino acids (None: every id)
+``max_length``         the longest row the model reads, special tokens included (None: no limit)
+``window``             for long proteins: the window rows longer than it are read through (None: no window)
+``device``, ``dtype``  where and in what precision the model computes (default CPU, float32)
+``name``               a label for reports
+``pads_safely``        whether padding a row leaves its outputs unchanged (the load-time probe,
+                       :mod:`mlmprob.models.probe`); if not, the forward primitive never pads
+``head``               ``"shortcut"`` (LM head only at read positions), ``"full"`` (the whole forward's
+                       logits: the probe found the head module is not the whole head) or ``"logits"``
+``batch_tokens``       the forward budget in tokens per sub-batch (None: the device's default,
+                       :func:`mlmprob.models.forward.auto_batch_tokens`); :meth:`with_budget` sets it
+``tokenizer``          text <-> ids (``encode``, ``decode``; None for id-only models)
+=====================  ==================================================================================
+
+Optional reads (``logits_at``, ``device_logits_at``, ``hidden_at``, ``head_logits``, ``input_embedding``)
+are offered when the wrapped model has them (:attr:`Reader.has_hidden`); the reader falls back to
+``logits`` for ``logits_at`` and raises a clear error for the others.
+
+>>> import torch
+>>> from mlmprob.models.exact import ExactMLM
+>>> r = reader_of(ExactMLM(torch.zeros(4, 4)))
+>>> r.mask_id, r.vocab_size, r.pad_id, r.max_length, r.head, r.batch_tokens
+(4, 4, None, 2, 'logits', None)
+>>> reader_of(r) is r, reader_of(r, batch_tokens=64).batch_tokens
+(True, 64)
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import torch
+
+from ..errors import MLMProbError
+
+
+class Reader:
+    """A masked LM behind the model contract (see the module doc). Build with :func:`reader_of`."""
+
+    def __init__(self, mlm, *, batch_tokens: int | None = None):
+        if isinstance(mlm, Reader):
+            raise TypeError("already a Reader: use reader_of")
+        for need in ("mask_id", "vocab_size", "logits"):
+            if not hasattr(mlm, need):
+                raise MLMProbError(f"{type(mlm).__name__} is not a masked LM: it has no {need!r} "
+                                   "(a masked LM needs mask_id, vocab_size and logits(input_ids))")
+        if batch_tokens is not None and int(batch_tokens) < 1:
+            raise MLMProbError(f"batch_tokens must be positive, got {batch_tokens}")
+        self.wrapped = mlm
+        self.mask_id: int = int(mlm.mask_id)
+        self.vocab_size: int = int(mlm.vocab_size)
+        self.batch_tokens: int | None = None if batch_tokens is None else int(batch_tokens)
+        pad = getattr(mlm, "pad_id", None)
+        self.pad_id: int | None = None if pad is None else int(pad)
+        self.special_ids: frozenset[int] = frozenset(int(i) for i in (getattr(mlm, "special_ids", ()) or ()))
+        ids = getattr(mlm, "proposal_ids", None)
+        self.proposal_ids: torch.Tensor | None = None if ids is None else torch.as_tensor(ids, dtype=torch.long)
+        limit = getattr(mlm, "max_length", None)
+        self.max_length: int | None = None if limit is None else int(limit)
+        window = getattr(mlm, "window", None)
+        self.window: int | None = None if window is None else int(window)
+        self.device: torch.device = torch.device(getattr(mlm, "device", None) or "cpu")
+        self.dtype: torch.dtype = getattr(mlm, "dtype", None) or torch.float32
+        self.name: str = str(getattr(mlm, "name", "") or type(mlm).__name__)
+        self.tokenizer = getattr(mlm, "tokenizer", None)
+        self._text = callable(getattr(mlm, "encode", None)) and callable(getattr(mlm, "decode", None))
+        self._core = getattr(mlm, "inner", mlm)  # the model behind a window
+        # looked up on the class: a wrapper that forwards other attributes (__getattr__) must not have its
+        # inner model's hot path used behind its back
+        self._fast = hasattr(type(mlm), "device_logits_at")
+        self._at = hasattr(type(mlm), "logits_at") or hasattr(mlm, "logits_at")
+
+    # -- what the probe found (read live: the load-time probe sets them after wrapping) ----------------
+    @property
+    def pads_safely(self) -> bool:
+        return bool(getattr(self._core, "pads_safely", True))
+
+    @property
+    def head(self) -> str:
+        if not self._at:
+            return "logits"
+        return "shortcut" if getattr(self._core, "_head", True) is not None else "full"
+
+    @property
+    def probe(self):
+        """The load-time probe's result (:class:`mlmprob.models.probe.ProbeResult`), or None."""
+        return getattr(self._core, "probe", None)
+
+    @property
+    def core(self):
+        """The model adapter behind a window (``WindowedMLM.inner``), else the wrapped model itself."""
+        return self._core
+
+    @property
+    def fused(self) -> bool | None:
+        """Whether mlmprob's fused encoder forward runs (None: not a Hugging Face adapter)."""
+        if not hasattr(self._core, "_fused"):
+            return None
+        return getattr(self._core, "_fused", None) is not None
+
+    @property
+    def model(self):
+        """The underlying ``torch.nn.Module`` (a Hugging Face model), or None."""
+        m = getattr(self._core, "model", None)
+        return m if isinstance(m, torch.nn.Module) else None
+
+    @property
+    def has_fast_path(self) -> bool:
+        """Whether the model has its own ``device_logits_at`` (inputs and logits stay on its device)."""
+        return self._fast
+
+    @property
+    def has_text(self) -> bool:
+        return self._text
+
+    @property
+    def has_hidden(self) -> bool:
+        """Whether the model offers hidden states and a separable head (the one-pass PLL needs them)."""
+        return callable(getattr(self.wrapped, "hidden_at", None)) and callable(getattr(self.wrapped, "head_logits", None))
+
+    def with_budget(self, batch_tokens: int | None) -> "Reader":
+        """The same model with another forward budget (``None``: the device's default)."""
+        out = object.__new__(Reader)
+        out.__dict__.update(self.__dict__)
+        if batch_tokens is not None and int(batch_tokens) < 1:
+            raise MLMProbError(f"batch_tokens must be positive, got {batch_tokens}")
+        out.batch_tokens = None if batch_tokens is None else int(batch_tokens)
+        return out
+
+    # -- rows --------------------------------------------------------------------------------------------
+    def lengths(self, input_ids: torch.Tensor) -> torch.Tensor:
+        """Each row's length without its right padding (``L`` for every row of a model without padding)."""
+        B, L = input_ids.shape
+        if self.pad_id is None:
+            return torch.full((B,), L, dtype=torch.long)
+        keep = input_ids != self.pad_id
+        idx = torch.arange(1, L + 1, device=input_ids.device).expand(B, L)
+        return (idx * keep).max(dim=1).values
+
+    def foreign(self, ids: torch.Tensor) -> torch.Tensor:
+        """Bool like ``ids``: ids the model cannot read (outside the vocabulary, and neither mask nor padding)."""
+        ids = torch.as_tensor(ids)
+        bad = (ids < 0) | (ids >= self.vocab_size)
+        for ok in {self.mask_id, self.pad_id} - {None}:
+            bad &= ids != ok
+        return bad
+
+    def default_positions(self, input_ids: torch.Tensor) -> torch.Tensor:
+        """Bool ``[B, L]``: positions holding neither a special id, padding nor the mask."""
+        sel = torch.ones_like(input_ids, dtype=torch.bool)
+        for s in self.special_ids | ({self.pad_id} - {None}) | {self.mask_id}:
+            sel &= input_ids != s
+        return sel
+
+    # -- reads -------------------------------------------------------------------------------------------
+    def logits(self, input_ids: torch.Tensor) -> torch.Tensor:
+        return self.wrapped.logits(input_ids)
+
+    def logits_at(self, input_ids: torch.Tensor, rows: torch.Tensor, cols: torch.Tensor) -> torch.Tensor:
+        """Logits ``[N, V]`` at ``(rows[n], cols[n])`` (the head only there when the model offers it)."""
+        fn = getattr(self.wrapped, "logits_at", None)
+        return fn(input_ids, rows, cols) if fn is not None else self.wrapped.logits(input_ids)[rows, cols]
+
+    def device_logits_at(self, input_ids: torch.Tensor, rows: torch.Tensor, cols: torch.Tensor) -> torch.Tensor:
+        """The forward primitive's hot path: inputs on the model's device, logits stay there."""
+        if self._fast:
+            return self.wrapped.device_logits_at(input_ids, rows, cols)
+        return self.logits_at(input_ids.cpu(), rows.cpu(), cols.cpu()).to(input_ids.device)
+
+    def hidden_at(self, input_ids: torch.Tensor, rows: torch.Tensor, cols: torch.Tensor) -> torch.Tensor:
+        return self._optional("hidden_at")(input_ids, rows, cols)
+
+    def head_logits(self, hidden: torch.Tensor) -> torch.Tensor:
+        return self._optional("head_logits")(hidden)
+
+    def input_embedding(self, ids: torch.Tensor) -> torch.Tensor:
+        return self._optional("input_embedding")(ids)
+
+    def _optional(self, member: str):
+        fn = getattr(self.wrapped, member, None)
+        if not callable(fn):
+            raise MLMProbError(f"{self.name}: this model offers no {member} (it is not a Hugging Face masked LM "
+                               "with a separable head)")
+        return fn
+
+    # -- text --------------------------------------------------------------------------------------------
+    def encode(self, texts: Sequence[str]):
+        if not self._text:
+            raise MLMProbError(f"{self.name} has no tokenizer: give token ids, not text")
+        return self.wrapped.encode(texts)
+
+    def decode(self, ids) -> str:
+        if not self._text:
+            raise MLMProbError(f"{self.name} has no tokenizer: it cannot turn ids into text")
+        return self.wrapped.decode(ids)
+
+    def __repr__(self) -> str:
+        return f"Reader({self.wrapped!r})"
+
+
+def reader_of(mlm, batch_tokens: int | None = None) -> Reader:
+    """``mlm`` behind the model contract: itself if it is a :class:`Reader` (with ``batch_tokens`` set when
+    given), else a new Reader wrapping it."""
+    if isinstance(mlm, Reader):
+        return mlm if batch_tokens is None or batch_tokens == mlm.batch_tokens else mlm.with_budget(batch_tokens)
+    return Reader(mlm, batch_tokens=batch_tokens)
