@@ -19,6 +19,7 @@ import time
 from pathlib import Path
 
 import torch
+from mlmprob.models.reader import reader_of  # noqa: E402
 
 BUDGETS = (65536, 8192, 4096, 2048)
 UNITS = (("antiberty", "float32"), ("antiberty", "bfloat16"), ("antiberty", "int8"), ("sapiens-vh", "float32"),
@@ -40,7 +41,7 @@ def run(units, seq: str, threads: int, rounds: int, weights: Path) -> list[str]:
         for r in range(rounds):
             for b in (BUDGETS if r % 2 == 0 else BUDGETS[::-1]):
                 t0 = time.perf_counter()
-                plls[b] = float(mlmprob.pll(m, ids, batch_tokens=b)[0])
+                plls[b] = float(mlmprob.pll(reader_of(m, b), ids)[0])
                 times[b].append(time.perf_counter() - t0)
         base = min(times[BUDGETS[0]])
         d = max(abs(p - plls[BUDGETS[0]]) for p in plls.values())

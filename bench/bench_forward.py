@@ -53,7 +53,7 @@ def packed_groups(lengths: torch.Tensor, batch_tokens: int, min_rows: int = 8) -
 
 def _run(mlm, source, reads) -> float:
     t = time.perf_counter()
-    for _ in iter_forward(mlm, source, reads, source.cols, batch_tokens=None, on_device=True):
+    for _ in iter_forward(mlm, source, reads, source.cols, on_device=True):
         pass
     return time.perf_counter() - t
 

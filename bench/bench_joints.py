@@ -29,6 +29,7 @@ from mlmprob.joints import ag_joint, evaluate_conditionals, evaluate_pair, pair_
 from mlmprob.joints.conditionals import topk_candidates
 from mlmprob.models import load_mlm
 from mlmprob.models.protocol import default_positions
+from mlmprob.models.reader import reader_of  # noqa: E402
 
 
 class CountingMLM:
@@ -70,7 +71,7 @@ def bench_counting(mlm, seqs, batch_tokens=8192):
     out = []
     for ids, a, b in random_pairs(mlm, seqs[:3]):
         c = CountingMLM(mlm)
-        pc = pair_conditionals(c, ids, a, b, batch_tokens=batch_tokens)
+        pc = pair_conditionals(reader_of(c, batch_tokens), ids, a, b)
         K, L = pc.size, len(ids)
         expect_calls = math.ceil((2 * K + 1) / rows_per_batch(L, batch_tokens))
         assert c.rows == 2 * K + 1 == pc.n_forward, (c.rows, K)

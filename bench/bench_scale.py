@@ -160,7 +160,7 @@ def pll_worker(a) -> dict:
         mlm, counts = m["mlm"], lib.model_flop_counts(m["mlm"].model)
         gen = torch.Generator().manual_seed(a.seed)
         warm, wpos = copy_batch(m, lengths[0], 2, gen)
-        mlmprob.token_scores(mlm, warm, wpos, batch_tokens=None)  # thread pools and allocator warm
+        mlmprob.token_scores(mlm, warm, wpos)  # thread pools and allocator warm
         before, cpu_before = lib.matmul_peak(dev, dtype, a.peak_n, a.peak_reps)
         rows = []
         for L, c in zip(lengths, copies):
@@ -169,7 +169,7 @@ def pll_worker(a) -> dict:
             for _ in range(a.repeats):
                 sync()
                 t, cp = time.perf_counter(), time.process_time()
-                mlmprob.token_scores(mlm, ids, pos, batch_tokens=None)
+                mlmprob.token_scores(mlm, ids, pos)
                 times.append(time.perf_counter() - t)
                 cpus.append(time.process_time() - cp)
             rows.append({"model": a.model, "device": str(dev), "dtype": dname, "length": L, "copies": c,
@@ -225,7 +225,7 @@ def _minicons_one(a, m: dict, mc, dev, dname: str, L: int, gen) -> dict:
         for meth in (["mlmprob", "minicons"] if r % 2 == 0 else ["minicons", "mlmprob"]):
             t, cp = time.perf_counter(), time.process_time()
             if meth == "mlmprob":
-                res[meth] = mlmprob.token_scores(mlm, ids, batch_tokens=None).pll.tolist()
+                res[meth] = mlmprob.token_scores(mlm, ids).pll.tolist()
             else:
                 res[meth] = [mc.sequence_score([s], reduction=lambda x: x.sum(0).item(),
                                                PLL_metric="original")[0] for s in texts]

@@ -40,6 +40,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import variants_report as report  # noqa: E402
+from mlmprob.models.reader import reader_of  # noqa: E402
 
 TRASTUZUMAB_VH = ("EVQLVESGGGLVQPGGSLRLSCAASGFNIKDTYIHWVRQAPGKGLEWVARIYPTNGYTRYADSVKGRFTISADTSKNTAYLQMNSLRAEDTAVYYCSR"
                   "WGGDGFYAMDYWGQGTLVTVSS")
@@ -108,9 +109,9 @@ def method_row(counter, ids, variants, method: str, n_batched: int, n_loop: int,
     from mlmprob import score_variants
 
     batch = variants[:n_batched]
-    scores, b = _timed(counter, lambda: score_variants(counter, ids, batch, [method], batch_tokens)[method])
+    scores, b = _timed(counter, lambda: score_variants(reader_of(counter, batch_tokens), ids, batch, [method])[method])
     loop = variants[:n_loop]
-    per, lp = _timed(counter, lambda: [score_variants(counter, ids, [v], [method], batch_tokens)[method][0]
+    per, lp = _timed(counter, lambda: [score_variants(reader_of(counter, batch_tokens), ids, [v], [method])[method][0]
                                          for v in loop])
     diff = None
     if loop:
@@ -174,7 +175,7 @@ def saturate_section(a, counter, ids, where, to_id, wt: str, tmp: Path) -> dict:
     n = sum(1 for _ in read_results(out))
     units = list(saturation_units(wt))[:a.sat_loop_n]
     loop_vars = [[(int(where[m.index]), to_id[m.mt]) for m in parse_mutant(u.mutant, wt)] for u in units]
-    _, lp = _timed(counter, lambda: [score_variants(counter, ids, [v], list(SATURATE_METHODS), a.batch_tokens)
+    _, lp = _timed(counter, lambda: [score_variants(reader_of(counter, a.batch_tokens), ids, [v], list(SATURATE_METHODS))
                                      for v in loop_vars])
     return {"length": len(wt), "n": n, "written": summary.written, "stream": s, "n_loop": len(units), "loop": lp,
             "methods": list(SATURATE_METHODS)}
@@ -242,8 +243,8 @@ def main(argv=None) -> dict:
     counter = CountingMLM(mlm)
     meta.update(length=len(wt), tokens=len(ids), batch_tokens=a.batch_tokens, device=str(getattr(mlm, "device", "cpu")),
                 dtype=str(getattr(mlm, "dtype", "?")).replace("torch.", ""))
-    mlmprob.score_variants(mlm, ids, [[(int(where[0]), to_id["A" if wt[0] != "A" else "C"])]], ["wt_marginals"],
-                           a.batch_tokens)  # warm-up, not counted
+    mlmprob.score_variants(reader_of(mlm, a.batch_tokens), ids, [[(int(where[0]), to_id["A" if wt[0] != "A" else "C"])]],
+                           ["wt_marginals"])  # warm-up, not counted
     log(f"model {a.model} loaded; wild type {len(wt)} residues ({len(ids)} tokens); batch_tokens {a.batch_tokens}")
     sets = variants_section(a, counter, ids, where, to_id, wt, log)
     sat = None

@@ -66,6 +66,7 @@ def worker(a) -> dict:
 
     torch.set_num_threads(a.threads)
     import mlmprob
+    from mlmprob.models.reader import reader_of
 
     spec = json.loads(Path(a.spec).read_text())
     texts: list[str] = spec.get("texts", [])
@@ -77,7 +78,7 @@ def worker(a) -> dict:
     if a.worker == "mlmprob":
         def pll_fn(batch):
             ids = mlm.encode(batch).input_ids
-            return mlmprob.token_scores(mlm, ids, batch_tokens=a.batch_tokens).pll.tolist()
+            return mlmprob.token_scores(reader_of(mlm, a.batch_tokens), ids).pll.tolist()
 
     elif a.worker == "minicons":
         from minicons import scorer
@@ -123,7 +124,7 @@ def worker(a) -> dict:
         positions = torch.arange(int(spec.get("copies", ids.shape[1])))  # one masked copy per position
 
         def pll_fn(_):
-            return mlmprob.token_scores(mlm, ids, positions, batch_tokens=a.batch_tokens).pll.tolist()
+            return mlmprob.token_scores(reader_of(mlm, a.batch_tokens), ids, positions).pll.tolist()
 
         texts = ["<ids>"]
     else:

@@ -18,6 +18,7 @@ import torch
 
 from .batching import iter_masked_logits
 from .errors import MLMProbError, PositionsError
+from .models.reader import reader_of
 from .models.protocol import MaskedLM, default_positions, foreign_ids, id_range, lengths_of, max_length_of
 
 Positions = Sequence[int] | torch.Tensor | None
@@ -147,7 +148,6 @@ def token_scores(
     positions: Positions = None,
     *,
     word_ids: torch.Tensor | None = None,
-    batch_tokens: int | None = None,
     progress: Callable[[int], None] | None = None,
 ) -> TokenScores:
     """Per-token log-probabilities and raw logits, one masked copy per scored position.
@@ -170,14 +170,14 @@ def token_scores(
         if word_ids.shape != ids.shape:
             raise PositionsError(f"word_ids has shape {tuple(word_ids.shape)}, input_ids has shape {tuple(ids.shape)}")
         extra = whole_word_mask(word_ids, rows, cols)
-    dev = torch.device(getattr(mlm, "device", "cpu"))
+    dev = reader_of(mlm).device
     lp = torch.zeros(ids.shape, dtype=torch.float64, device=dev)
     raw = torch.zeros(ids.shape, dtype=torch.float64, device=dev)
     rows_d, cols_d = rows.to(dev), cols.to(dev)
     targets = ids.to(dev)[rows_d, cols_d]
     # log-softmax in float64 on the CPU; float32 on accelerators (a [n, V] float64 copy costs too much there)
     acc = torch.float64 if dev.type == "cpu" else torch.float32
-    for idx, logits in iter_masked_logits(mlm, ids, rows, cols, extra_mask=extra, batch_tokens=batch_tokens,
+    for idx, logits in iter_masked_logits(mlm, ids, rows, cols, extra_mask=extra,
                                           progress=progress, on_device=True):
         logits = logits.to(acc)
         tgt = logits.gather(1, targets[idx, None])[:, 0]
@@ -188,8 +188,7 @@ def token_scores(
     return TokenScores(lp, raw, sel)
 
 
-def pll(mlm: MaskedLM, input_ids, positions: Positions = None, *, word_ids=None,
-        batch_tokens: int | None = None) -> torch.Tensor:
+def pll(mlm: MaskedLM, input_ids, positions: Positions = None, *, word_ids=None) -> torch.Tensor:
     """Log pseudo-likelihood ``sum_t log q_t(x_t | x with t masked)`` per sequence, ``[B]`` (float64).
 
     ``positions`` is None (every non-special position), a list of indices shared by the batch, or a
@@ -201,11 +200,10 @@ def pll(mlm: MaskedLM, input_ids, positions: Positions = None, *, word_ids=None,
     >>> round(float(pll(m, torch.tensor([[1, 1]]))), 4)  # log(2/3) + log(4/7)
     -0.9651
     """
-    return token_scores(mlm, input_ids, positions, word_ids=word_ids, batch_tokens=batch_tokens).pll
+    return token_scores(mlm, input_ids, positions, word_ids=word_ids).pll
 
 
-def energy(mlm: MaskedLM, input_ids, kind: str = "local", positions: Positions = None, *, word_ids=None,
-           batch_tokens: int | None = None) -> torch.Tensor:
+def energy(mlm: MaskedLM, input_ids, kind: str = "local", positions: Positions = None, *, word_ids=None) -> torch.Tensor:
     """Energy per sequence ``[B]`` (float64): ``kind="local"`` is ``-pll``, ``kind="raw"`` is
     ``-sum_t logit_t(x_t | x with t masked)``.
 
@@ -217,5 +215,5 @@ def energy(mlm: MaskedLM, input_ids, kind: str = "local", positions: Positions =
     """
     if kind not in ("local", "raw"):
         raise MLMProbError(f"energy kind must be 'local' or 'raw', got {kind!r}")
-    s = token_scores(mlm, input_ids, positions, word_ids=word_ids, batch_tokens=batch_tokens)
+    s = token_scores(mlm, input_ids, positions, word_ids=word_ids)
     return s.e_local if kind == "local" else s.e_raw

@@ -38,8 +38,7 @@ class SequenceScore:
         return d
 
 
-def score_records(mlm, records: Iterable[Record], *, whole_word: bool = False, per_token: bool = False,
-                  batch_tokens: int | None = None, chunk_size: int = 16,
+def score_records(mlm, records: Iterable[Record], *, whole_word: bool = False, per_token: bool = False, chunk_size: int = 16,
                   skip_invalid: bool = False, on_skip: Callable[[Record, str], None] | None = None,
                   progress: Callable[[int], None] | None = None) -> Iterator[SequenceScore]:
     """Yield a ``SequenceScore`` per record, scoring ``chunk_size`` records per call (results come
@@ -56,8 +55,7 @@ def score_records(mlm, records: Iterable[Record], *, whole_word: bool = False, p
             return []
         enc = encode_records(mlm, good)
         try:
-            s = token_scores(mlm, enc.input_ids, word_ids=enc.word_ids if whole_word else None,
-                             batch_tokens=batch_tokens)
+            s = token_scores(mlm, enc.input_ids, word_ids=enc.word_ids if whole_word else None)
         except NonFiniteError as e:
             named = [good[b].id for b in e.rows if 0 <= b < len(good)] or [r.id for r in good]
             raise NonFiniteError(f"record(s) {', '.join(map(repr, named))}: the model returned NaN or infinite "
@@ -115,14 +113,16 @@ class ScoreJob:
         """The model on ``device`` (called once per worker)."""
         from .models import load_mlm
 
-        return load_mlm(self.model, device=device, dtype=self.dtype, allow_pickle=self.allow_pickle)
+        return reader_of(load_mlm(self.model, device=device, dtype=self.dtype, allow_pickle=self.allow_pickle),
+                         self.batch_tokens)
 
     def run(self, mlm, records: Sequence[Record]) -> tuple[list[dict], list[tuple[str, str]]]:
         """Score one chunk: result rows (dicts, in input order) and the ``(id, reason)`` of skipped records."""
+        mlm = reader_of(mlm, self.batch_tokens)
         skipped: list[tuple[str, str]] = []
         rows = [s.to_dict(self.per_token) for s in score_records(
             mlm, records, whole_word=self.whole_word, per_token=self.per_token, chunk_size=max(len(records), 1),
-            batch_tokens=self.batch_tokens, skip_invalid=self.skip_invalid,
+            skip_invalid=self.skip_invalid,
             on_skip=lambda r, why: skipped.append((r.id, why)))]
         if self.likelihood == "chain":
             rows = self._with_chain(mlm, rows, skipped)
@@ -135,8 +135,7 @@ class ScoreJob:
         for row in rows:
             try:
                 row.update(chain_columns(mlm, row["sequence"], order=self.order, n_orders=self.n_orders, seed=self.seed,
-                                         whole_word=self.whole_word, per_order=self.per_order,
-                                         batch_tokens=self.batch_tokens))
+                                         whole_word=self.whole_word, per_order=self.per_order))
             except MLMProbError as e:
                 if not self.skip_invalid or isinstance(e, NonFiniteError):
                     raise type(e)(f"record {row['id']!r}: {e}") from None

@@ -30,7 +30,9 @@ def server(mlm):
     demo = build_app(mlm, model_name="tiny")
     port = free_port()
     _, url, _ = launch(demo, port=port, block=False)  # the default host: 127.0.0.1
-    client = gradio_client.Client(url, verbose=False)
+    # a long read timeout: a cancel is answered only once the held chain's step returns, which on a loaded
+    # machine can take longer than httpx's default 5 s (the test then failed with ReadTimeout, not a wrong result)
+    client = gradio_client.Client(url, verbose=False, httpx_kwargs={"timeout": 120})
     yield demo, url, port, client
     demo.close()
 

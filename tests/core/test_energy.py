@@ -9,6 +9,7 @@ from mlmprob.errors import PositionsError
 from mlmprob.models.protocol import default_positions, gather_logits
 
 from conftest import tiny_hf
+from mlmprob.models.reader import reader_of
 
 
 def brute(mlm, ids, positions, word_ids=None):
@@ -79,7 +80,7 @@ def test_pll_and_raw_hf_equal_brute_force(kind):
         lp1, raw1 = brute(mlm, one, default_positions(mlm, one))
         assert torch.allclose(lp1, lp[b:b + 1], atol=1e-5)
     for bt in (7, 40, 10_000):  # sub-batches of 1 copy, a few copies, everything at once
-        s = token_scores(mlm, ids, batch_tokens=bt)
+        s = token_scores(reader_of(mlm, bt), ids)
         assert torch.allclose(s.pll, lp, atol=1e-5)
         assert torch.allclose(s.e_raw, -raw, atol=1e-4)
 

@@ -18,6 +18,7 @@ from mlmprob.commands.joints_job import JointsConfig, load_records, run_joints, 
 from mlmprob.models.exact import LookupMLM
 
 from mdtable import printed, row, tables_after
+from mlmprob.models.reader import reader_of
 
 
 class Counting:
@@ -87,7 +88,7 @@ def test_conditionals_match_single_forward_passes(a, b):
 @pytest.mark.parametrize("batch_tokens,calls", [(10**6, 1), (8, 5), (4, 9)])
 def test_forward_passes_are_2K_plus_1_and_batched(batch_tokens, calls):
     c = Counting(LookupMLM(4, 4, seed=0))
-    pc = pair_conditionals(c, torch.tensor([0, 1, 2, 3]), 0, 2, batch_tokens=batch_tokens)
+    pc = pair_conditionals(reader_of(c, batch_tokens), torch.tensor([0, 1, 2, 3]), 0, 2)
     assert c.rows == pc.n_forward == 2 * 4 + 1
     assert c.calls == pc.n_calls == calls   # ceil(9 / (batch_tokens // 4))
     full = pair_conditionals(LookupMLM(4, 4, seed=0), torch.tensor([0, 1, 2, 3]), 0, 2)

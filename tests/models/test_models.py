@@ -7,6 +7,7 @@ import mlmprob
 from mlmprob import MLMProbError, load_mlm
 from mlmprob.batching import iter_masked_logits
 from mlmprob.errors import ModelLoadError
+from mlmprob.models.reader import reader_of
 
 # Trastuzumab VH/VL (public sequences; VH also in the shared data README).
 VH = "EVQLVESGGGLVQPGGSLRLSCAASGFNIKDTYIHWVRQAPGKGLEWVARIYPTNGYTRYADSVKGRFTISADTSKNTAYLQMNSLRAEDTAVYYCSRWGGDGFYAMDYWGQGTLVTVSS"
@@ -52,9 +53,9 @@ def test_sapiens_heavy_prefers_heavy_chains(sapiens_vh):
 def test_batch_composition_does_not_change_scores(sapiens_vh):
     seqs = [VH, VH[:60], VH[30:100]]
     ids = sapiens_vh.encode(seqs).input_ids
-    together = mlmprob.token_scores(sapiens_vh, ids, batch_tokens=4096).log_prob
+    together = mlmprob.token_scores(reader_of(sapiens_vh, 4096), ids).log_prob
     for b, s in enumerate(seqs):
-        alone = mlmprob.token_scores(sapiens_vh, sapiens_vh.encode([s]).input_ids, batch_tokens=300).log_prob[0]
+        alone = mlmprob.token_scores(reader_of(sapiens_vh, 300), sapiens_vh.encode([s]).input_ids).log_prob[0]
         n = alone.shape[0]
         assert torch.allclose(together[b, :n], alone, atol=1e-4)
 

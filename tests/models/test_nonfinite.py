@@ -9,6 +9,7 @@ from mlmprob import token_scores
 from mlmprob.data import Record
 from mlmprob.errors import MLMProbError, NonFiniteError
 from mlmprob.scoring import score_records
+from mlmprob.models.reader import reader_of
 
 
 class Poisoned:
@@ -38,7 +39,7 @@ def test_token_scores_name_the_sequence(tiny, value):
     m = Poisoned(tiny, bad, value)
     ids = tiny.encode(["ACDE", "ACKE", "DDDD"]).input_ids
     with pytest.raises(NonFiniteError, match=r"NaN or infinite logits for sequence\(s\) \[1\].*float16") as e:
-        token_scores(m, ids, batch_tokens=8)   # small sub-batches: the row is mapped back to the input
+        token_scores(reader_of(m, 8), ids)   # small sub-batches: the row is mapped back to the input
     assert e.value.rows == (1,) and isinstance(e.value, MLMProbError)
     assert torch.isfinite(token_scores(m, ids[[0, 2]]).log_prob).all()
 

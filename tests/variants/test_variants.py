@@ -10,6 +10,7 @@ import mlmprob
 from mlmprob import ExactMLM, LookupMLM, score_variants
 from mlmprob.errors import MLMProbError
 from mlmprob.variants import METHODS, ForwardCache
+from mlmprob.models.reader import reader_of
 
 V, T = 4, 5
 W = [2, 0, 3, 1, 2]
@@ -193,8 +194,7 @@ def test_batch_size_does_not_change_scores(tiny_bert, one_thread):
     ids = tiny_bert.encode(["ACDEFGHIKLACD"]).input_ids[0]
     variants = [[(2, 4)], [(2, 5), (7, 9)], [(1, 8), (3, 4), (13, 6)], [(5, 7), (6, 8)]]
     a = score_variants(tiny_bert, ids, variants, methods=["masked_marginals", "hcb", "pll_delta", "ag"])
-    b = score_variants(tiny_bert, ids, variants, methods=["masked_marginals", "hcb", "pll_delta", "ag"],
-                       batch_tokens=30)
+    b = score_variants(reader_of(tiny_bert, 30), ids, variants, methods=["masked_marginals", "hcb", "pll_delta", "ag"])
     for m in a:
         assert torch.allclose(a[m], b[m], atol=1e-4, equal_nan=True), m
     m = ids.repeat(len(variants), 1)
@@ -235,7 +235,7 @@ def test_bad_arguments(lookup):
     with pytest.raises(MLMProbError, match="shape"):
         score_variants(lookup, torch.tensor([W, W]), [[(1, 2)]])
     with pytest.raises(MLMProbError, match="batch_tokens"):
-        score_variants(lookup, torch.tensor(W), [[(1, 2)]], batch_tokens=0)
+        score_variants(reader_of(lookup, 0), torch.tensor(W), [[(1, 2)]])
     assert score_variants(lookup, torch.tensor(W), [], methods="hcb")["hcb"].shape == (0,)
 
 

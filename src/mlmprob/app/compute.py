@@ -56,11 +56,6 @@ class Limits:
 LIMITS = Limits()
 
 
-def _bt(batch_tokens: int | None) -> int | None:
-    """The app's token budget: None (chosen for the model's device by the forward primitive) or an int."""
-    return None if batch_tokens is None else int(batch_tokens)
-
-
 def parse_numbers(text: str, name: str = "positions") -> list[int]:
     """1-based numbers and inclusive ranges: ``"3,5,10-12"`` -> ``[3, 5, 10, 11, 12]``.
 
@@ -181,7 +176,7 @@ class ScoreResult:
         return out.getvalue()
 
 
-def score_text(mlm, text: str, *, limits: Limits = LIMITS, batch_tokens: int | None = None,
+def score_text(mlm, text: str, *, limits: Limits = LIMITS,
                progress: Callable[[int, int], None] | None = None) -> ScoreResult:
     """PLL, PLL per token and E_raw of every pasted sequence, with ``log q(x_t | rest)`` per token
     (``mlmprob.scoring.score_records``), and the chain-rule log-likelihood (``APP_ORDERS`` random
@@ -199,12 +194,12 @@ def score_text(mlm, text: str, *, limits: Limits = LIMITS, batch_tokens: int | N
         if progress:
             progress(done[0], 2 * len(records))
 
-    rows = list(score_records(mlm, records, per_token=True, batch_tokens=_bt(batch_tokens), chunk_size=4,
+    rows = list(score_records(mlm, records, per_token=True, chunk_size=4,
                               progress=tick))
     chain = []
     for r in records:
         try:
-            chain.append(chain_columns(mlm, r.seq, n_orders=APP_ORDERS, batch_tokens=_bt(batch_tokens))["loglik_mixture"])
+            chain.append(chain_columns(mlm, r.seq, n_orders=APP_ORDERS)["loglik_mixture"])
         except PositionsError:  # a token outside the proposal alphabet (e.g. X): probability 0 under the chain rule
             chain.append(float("-inf"))
         except MLMProbError as e:
@@ -248,7 +243,7 @@ class SaturationMap:
         return self.sat.mutant(row, col)
 
 
-def saturation_map(mlm, wild_type: str, *, limits: Limits = LIMITS, batch_tokens: int | None = None) -> SaturationMap:
+def saturation_map(mlm, wild_type: str, *, limits: Limits = LIMITS) -> SaturationMap:
     """Every single mutant of the wild type by ``masked_marginals`` (``mlmprob.variants.saturate``,
     ``L + 1`` forward rows)."""
     from ..variants.mutations import residue_positions
@@ -257,7 +252,7 @@ def saturation_map(mlm, wild_type: str, *, limits: Limits = LIMITS, batch_tokens
     wt = clean_wild_type(wild_type)
     encode_one(mlm, wt, limits, name="the wild type")
     ids, where = residue_positions(mlm, wt)
-    sat = saturate(mlm, ids, positions=where.tolist(), offset=1, batch_tokens=_bt(batch_tokens))
+    sat = saturate(mlm, ids, positions=where.tolist(), offset=1)
     return SaturationMap(wt, sat)
 
 
@@ -270,8 +265,7 @@ class MutantScores:
     scores: dict[str, float]
 
 
-def mutant_scores(mlm, wild_type: str, mutant: str, *, methods=None, limits: Limits = LIMITS,
-                  batch_tokens: int | None = None) -> MutantScores:
+def mutant_scores(mlm, wild_type: str, mutant: str, *, methods=None, limits: Limits = LIMITS) -> MutantScores:
     """``score_variants`` of one mutant string (``A23C`` or ``A23C:D45E``, 1-based) by ``methods``
     (default: all of ``mlmprob.variants.METHODS`` and ``chain``; ``ag`` is NaN unless the mutant has two sites)."""
     from ..variants import METHODS, encode_variants, score_variants
@@ -280,7 +274,7 @@ def mutant_scores(mlm, wild_type: str, mutant: str, *, methods=None, limits: Lim
     encode_one(mlm, wt, limits, name="the wild type")
     text = str(mutant or "").strip()
     ev = encode_variants(mlm, wt, [text])
-    s = score_variants(mlm, ev.wild_type, ev.variants, methods=methods or (*METHODS, "chain"), batch_tokens=_bt(batch_tokens))
+    s = score_variants(mlm, ev.wild_type, ev.variants, methods=methods or (*METHODS, "chain"))
     label = ":".join(m.label() for m in ev.mutations[0])
     return MutantScores(label, len(ev.mutations[0]), {m: float(v[0]) for m, v in s.items()})
 
@@ -346,8 +340,7 @@ def _gap(mlm, text: str, positions: str, limits: Limits):
     return ids, pos, native, numbers
 
 
-def infill_compare(mlm, text: str, positions: str = "", *, beam_size: int = 5, limits: Limits = LIMITS,
-                   batch_tokens: int | None = None, progress: Callable[[int, int], None] | None = None
+def infill_compare(mlm, text: str, positions: str = "", *, beam_size: int = 5, limits: Limits = LIMITS, progress: Callable[[int, int], None] | None = None
                    ) -> InfillResult:
     """Standard and HCB beam search (``mlmprob.infill``), each left to right and best first, on
     one gap: marked in ``text`` (``____``, ``[MASK]x5``) or given as 1-based ``positions``
@@ -362,7 +355,7 @@ def infill_compare(mlm, text: str, positions: str = "", *, beam_size: int = 5, l
     runs = []
     plan = [(m, o) for m in ("standard", "hcb") for o in ("l2r", "best")]
     for n, (method, order) in enumerate(plan):
-        cands = infill(mlm, ids, pos, method=method, order=order, beam_size=beam_size, batch_tokens=_bt(batch_tokens))
+        cands = infill(mlm, ids, pos, method=method, order=order, beam_size=beam_size)
         fills, native_rank = [], None
         for rank, c in enumerate(cands, start=1):
             full = ids.clone()

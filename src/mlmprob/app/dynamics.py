@@ -18,7 +18,7 @@ import torch
 
 from ..errors import MLMProbError
 from ..joints.constructions import METHOD_LABELS
-from .compute import LIMITS, Limits, _bt, decode, encode_one, parse_numbers, word_tokens
+from .compute import LIMITS, Limits, decode, encode_one, parse_numbers, word_tokens
 
 ENERGIES = ("local", "raw")
 INITS = ("given", "greedy", "random")
@@ -64,7 +64,7 @@ def _check_int(value, name: str, lo: int, hi: int) -> int:
 
 
 def sample_steps(mlm, text: str, *, positions: str = "", energy: str = "local", epochs: int = 20, chains: int = 4,
-                 seed: int = 0, init: str = "given", limits: Limits = LIMITS, batch_tokens: int | None = None
+                 seed: int = 0, init: str = "given", limits: Limits = LIMITS
                  ) -> Iterator[SampleSnapshot]:
     """MH chains from ``text`` (``_`` / ``[MASK]`` mark masked tokens, which are free), sampling
     the 1-based residue/word ``positions`` (``"3,5,10-12"``; default: all), one snapshot per epoch.
@@ -88,12 +88,11 @@ def sample_steps(mlm, text: str, *, positions: str = "", energy: str = "local", 
     enc = encode_one(mlm, text, limits)
     want = [n - 1 for n in parse_numbers(positions, "free positions")] if str(positions or "").strip() else None
     free1 = free_positions(mlm, enc, 0, "the sequence", text, want)
-    bt = _bt(batch_tokens)
     ids = enc.input_ids[:1].repeat(chains, 1)
     free = resolve_free(mlm, ids, free1[None].repeat(chains, 1))
     g = torch.Generator().manual_seed(seed)
-    kernel = MetropolisHastings(mlm, energy, 1, batch_tokens=bt)
-    start, _ = initialize(mlm, ids, free, init, g, bt)
+    kernel = MetropolisHastings(mlm, energy, 1)
+    start, _ = initialize(mlm, ids, free, init, g)
     state = kernel.init(start, free)
     trace = [tuple(kernel.target_energy(state).tolist())]
     accepted: list[int] = []
@@ -150,8 +149,7 @@ def _one_token(enc, number: int, name: str) -> int:
     return pos[0]
 
 
-def pair_view(mlm, text: str, a, b, *, top: int = 10, limits: Limits = LIMITS,
-              batch_tokens: int | None = None) -> PairView:
+def pair_view(mlm, text: str, a, b, *, top: int = 10, limits: Limits = LIMITS) -> PairView:
     """MLM, MRF, MRF-logit, HCB and AG joints of positions ``a`` and ``b`` (1-based) from one set
     of ``2K + 1`` forward rows (``mlmprob.joints.evaluate_pair``; HCB pivot: the MLM joint's mode).
     Vocabularies larger than ``limits.max_pair_candidates`` are cut to their top tokens under
@@ -169,7 +167,7 @@ def pair_view(mlm, text: str, a, b, *, top: int = 10, limits: Limits = LIMITS,
     ids = enc.input_ids[0, :int(enc.lengths[0])]
     k = len(resolve_candidates(mlm, None))
     top_k = limits.max_pair_candidates if k > limits.max_pair_candidates else None
-    ev = evaluate_pair(mlm, ids, pa, pb, top_k=top_k, batch_tokens=_bt(batch_tokens))
+    ev = evaluate_pair(mlm, ids, pa, pb, top_k=top_k)
     pc = ev.conditionals
     ia = pc.marg_a.argsort(descending=True)[:top]
     ib = pc.marg_b.argsort(descending=True)[:top]

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 from ..errors import MLMProbError
 from . import render
+from ..models.reader import reader_of
 from .compute import LIMITS, Limits, infill_compare, mutant_scores, saturation_map, score_text
 from .dynamics import pair_view, sample_steps
 
@@ -96,18 +97,17 @@ class _Ctx:
 
     mlm: object
     limits: Limits
-    bt: int | None
     ex: dict
     run: dict
 
 
 def _tab_score(gr, c: _Ctx):
     """The Score tab: PLL, E_raw and chain log-likelihood per sequence (endpoint ``score``)."""
-    mlm, limits, bt, ex, run = c.mlm, c.limits, c.bt, c.ex, c.run
+    mlm, limits, ex, run = c.mlm, c.limits, c.ex, c.run
 
     def do_score(text, progress=gr.Progress()):
         progress(0, desc="scoring")
-        res = score_text(mlm, text, limits=limits, batch_tokens=bt,
+        res = score_text(mlm, text, limits=limits,
                          progress=lambda d, t: progress(d / t, desc=f"scored {d}/{t}"))
         with tempfile.NamedTemporaryFile("w", suffix=".csv", prefix="mlmprob-scores-", delete=False) as fh:
             fh.write(res.csv())
@@ -131,18 +131,18 @@ def _tab_score(gr, c: _Ctx):
 
 def _tab_mutations(gr, c: _Ctx):
     """The Mutations tab: saturation map, mutant scores, cell clicks (endpoints ``saturate``, ``mutant``)."""
-    mlm, limits, bt, ex, run = c.mlm, c.limits, c.bt, c.ex, c.run
+    mlm, limits, ex, run = c.mlm, c.limits, c.ex, c.run
 
     def do_saturate(wt, progress=gr.Progress()):
         progress(0, desc="saturation: one forward row per residue")
-        smap = saturation_map(mlm, wt, limits=limits, batch_tokens=bt)
+        smap = saturation_map(mlm, wt, limits=limits)
         state = {"wt": smap.wild_type, "rows": smap.row_labels(), "letters": list(smap.sat.letters)}
         note = (f"{len(smap.wild_type)} residues x {len(smap.sat.letters)} substitutions by masked_marginals "
                 f"({smap.sat.n_forward} forward rows); red: more likely than the wild type. Click a cell.")
         return render.saturation_figure(smap), saturation_styler(smap), state, note
 
     def do_mutant(wt, mutant):
-        ms = mutant_scores(mlm, wt, mutant, limits=limits, batch_tokens=bt)
+        ms = mutant_scores(mlm, wt, mutant, limits=limits)
         key = {m: ms.scores[m] for m in ("hcb", "pll_delta", "epistasis")}
         head = (f"**{ms.mutant}** ({ms.n_sites} site{'s' if ms.n_sites > 1 else ''}): hcb {key['hcb']:.4f}, "
                 f"pll_delta {key['pll_delta']:.4f}, epistasis {key['epistasis']:.4f}")
@@ -185,11 +185,11 @@ def _tab_mutations(gr, c: _Ctx):
 
 def _tab_infill(gr, c: _Ctx):
     """The Infill tab: standard vs HCB beam search (endpoint ``infill``)."""
-    mlm, limits, bt, ex, run = c.mlm, c.limits, c.bt, c.ex, c.run
+    mlm, limits, ex, run = c.mlm, c.limits, c.ex, c.run
 
     def do_infill(text, positions, beam, progress=gr.Progress()):
         progress(0, desc="beam search")
-        res = infill_compare(mlm, text, positions, beam_size=int(beam), limits=limits, batch_tokens=bt,
+        res = infill_compare(mlm, text, positions, beam_size=int(beam), limits=limits,
                              progress=lambda d, t: progress(d / t, desc=f"beam {d}/{t}"))
         heads = render.infill_headers()
         return (_frame(render.infill_rows(res, "standard"), heads), _frame(render.infill_rows(res, "hcb"), heads),
@@ -217,12 +217,12 @@ def _tab_infill(gr, c: _Ctx):
 
 def _tab_sample(gr, c: _Ctx):
     """The Sample tab: streamed Gibbs chains (endpoint ``sample``)."""
-    mlm, limits, bt, ex, run = c.mlm, c.limits, c.bt, c.ex, c.run
+    mlm, limits, ex, run = c.mlm, c.limits, c.ex, c.run
 
     def do_sample(text, positions, energy, epochs, chains, seed, init, progress=gr.Progress()):
         epochs, every = int(epochs), max(1, int(epochs) // 25)
         for snap in sample_steps(mlm, text, positions=positions, energy=energy, epochs=epochs, chains=int(chains),
-                                 seed=int(seed), init=init, limits=limits, batch_tokens=bt):
+                                 seed=int(seed), init=init, limits=limits):
             progress(snap.epoch / snap.epochs, desc=f"epoch {snap.epoch}/{snap.epochs}")
             if snap.done or snap.epoch % every == 0:
                 yield (render.sample_summary(snap), render.trace_figure(snap),
@@ -254,11 +254,11 @@ def _tab_sample(gr, c: _Ctx):
 
 def _tab_pair(gr, c: _Ctx):
     """The Pair joint tab: the joints of two positions (endpoint ``pair``)."""
-    mlm, limits, bt, ex, run = c.mlm, c.limits, c.bt, c.ex, c.run
+    mlm, limits, ex, run = c.mlm, c.limits, c.ex, c.run
 
     def do_pair(text, a, b, top, progress=gr.Progress()):
         progress(0, desc="2K + 1 forward rows")
-        pv = pair_view(mlm, text, int(a), int(b), top=int(top), limits=limits, batch_tokens=bt)
+        pv = pair_view(mlm, text, int(a), int(b), top=int(top), limits=limits)
         return render.pair_figure(pv), _frame(render.pair_rows(pv), ["joint", "A-KL", "G-KL", "mass shown"]), \
             render.pair_summary(pv)
 
@@ -282,11 +282,13 @@ def _tab_pair(gr, c: _Ctx):
 
 
 def build_app(mlm, *, model_name: str | None = None, batch_tokens: int | None = None, limits: Limits = LIMITS):
-    """The Gradio Blocks of the app around ``mlm`` (any masked LM with a tokenizer)."""
+    """The Gradio Blocks of the app around ``mlm`` (any masked LM with a tokenizer); ``batch_tokens``: the forward
+    budget given to the model's reader (None: its own, else the device's default)."""
     import gradio as gr
 
-    name = model_name or getattr(mlm, "name", "") or type(mlm).__name__
-    c = _Ctx(mlm=mlm, limits=limits, bt=batch_tokens, ex=_examples(mlm),
+    mlm = reader_of(mlm, batch_tokens)
+    name = model_name or mlm.name
+    c = _Ctx(mlm=mlm, limits=limits, ex=_examples(mlm),
              run=dict(concurrency_limit=1, concurrency_id="model"))
     with gr.Blocks(title=f"mlmprob: {name}") as demo:
         gr.Markdown(f"## mlmprob: looking inside a masked LM's joint\nModel **{name}**. Positions are 1-based "

@@ -62,7 +62,7 @@ def run(args) -> int:
         done[0] += k
         print(f"\r{done[0]}/{len(seqs)} calibration sequences read", end="", file=sys.stderr)
 
-    res = calibrate(mlm, seqs, steps=args.steps, seed=args.seed, batch_tokens=args.batch_tokens,
+    res = calibrate(mlm, seqs, steps=args.steps, seed=args.seed,
                     source=f"{Path(args.input).name}: first {len(seqs)} sequences", progress=progress)
     print("", file=sys.stderr)
     path, meta = res.correction.save(path)

@@ -95,10 +95,13 @@ def add_allow_pickle_arg(p: argparse.ArgumentParser) -> None:
 
 
 def load_model_from_args(args):
-    """Load ``--model`` on ``--device`` in ``--dtype`` and settle ``args.batch_tokens`` for that device."""
+    """Load ``--model`` on ``--device`` in ``--dtype``, settle ``args.batch_tokens`` for that device and give it
+    to the model's reader (every read of the model then uses that budget)."""
     from ..batching import auto_batch_tokens
     from ..models import load_mlm
 
     mlm = load_mlm(args.model, device=args.device, dtype=args.dtype, allow_pickle=getattr(args, "allow_pickle", False))
     args.batch_tokens = auto_batch_tokens(mlm, args.batch_tokens)
-    return mlm
+    from ..models.reader import reader_of
+
+    return reader_of(mlm, args.batch_tokens)

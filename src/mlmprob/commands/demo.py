@@ -66,7 +66,7 @@ def run(args) -> int:
     worst = None
     for r in records:
         t = time.perf_counter()
-        (s,) = list(score_records(mlm, [r], per_token=True, batch_tokens=args.batch_tokens))
+        (s,) = list(score_records(mlm, [r], per_token=True))
         print(f"   {s.id[:15]:<16}{s.n_tokens:>7}{s.pll:>10.2f}{s.pll_per_token:>9.3f}{s.e_raw:>10.1f}"
               f"{time.perf_counter() - t:>7.1f}")
         if worst is None:
@@ -107,7 +107,7 @@ def sample_section(mlm, args) -> None:
                generator=torch.Generator().manual_seed(args.seed))
     print(f"   {'chain':<7}{'CDR-H3':<{len(cols) + 2}}{'E_local':>9}{'identity':>10}")
     from ..energy import energy
-    e_native = float(energy(mlm, ids, "local", positions=cdr[None], batch_tokens=args.batch_tokens)[0])
+    e_native = float(energy(mlm, ids, "local", positions=cdr[None])[0])
     print(f"   {'native':<7}{native:<{len(cols) + 2}}{e_native:>9.2f}{1.0:>10.2f}")
     for b in range(chains):
         print(f"   {b:<7}{mlm.decode(r.final_ids[b, cols]):<{len(cols) + 2}}{float(r.energy_local[-1, b]):>9.2f}"
@@ -151,8 +151,7 @@ def infill_section(mlm, args) -> None:
     t = time.perf_counter()
     for method in ("standard", "hcb"):
         for order in ("l2r", "best"):
-            cands = infill(mlm, ids[0], gap, method=method, order=order, beam_size=5,
-                           batch_tokens=args.batch_tokens)
+            cands = infill(mlm, ids[0], gap, method=method, order=order, beam_size=5)
             fills = ", ".join(f"{mlm.decode(list(c.tokens))}{'*' if mlm.decode(list(c.tokens)) == native else ''}"
                               f" {c.score:.2f}" for c in cands[:3])
             rank = next((i + 1 for i, c in enumerate(cands) if mlm.decode(list(c.tokens)) == native), None)

@@ -87,7 +87,7 @@ def _run_one(args) -> int:
     if len(positions) == 0:
         raise MLMProbError("the sequence has no gap; write it as [MASK]x5 or _____")
     cands = infill(mlm, ids, positions, method=args.method, order=args.order, beam_size=args.beam_size,
-                   pivot=parse_pivot(mlm, args.pivot), batch_tokens=args.batch_tokens)
+                   pivot=parse_pivot(mlm, args.pivot))
     rows = []
     for rank, c in enumerate(cands, start=1):
         full = ids[0].clone()

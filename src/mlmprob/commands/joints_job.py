@@ -265,21 +265,21 @@ class JointsJob:
         from ..batching import auto_batch_tokens
 
         c = self.config
+        budget = auto_batch_tokens(mlm, self.batch_tokens)
+        mlm = reader_of(mlm, budget)
         pivot = None
         if c.pivot == "mask":
             if not 0 <= mlm.mask_id < mlm.vocab_size:
                 raise MLMProbError("pivot 'mask' needs a model whose output vocabulary has the mask token")
             pivot = (mlm.mask_id, mlm.mask_id)
         planner = PairPlanner(mlm, read_sequences(c.data, c.column, c.max_sequences, c.format), c)
-        return JointsWorker(mlm, planner, pivot, AGOptions(c.ag_steps, c.ag_tol, c.ag_max_steps),
-                            auto_batch_tokens(mlm, self.batch_tokens))
+        return JointsWorker(mlm, planner, pivot, AGOptions(c.ag_steps, c.ag_tol, c.ag_max_steps), budget)
 
     def record(self, w: JointsWorker, unit: PairUnit) -> dict:
         """The record of one pair: its place, every joint's metrics and diagnostics, and its time."""
         pp = w.planner.pair(unit.s, unit.i)
         t0 = time.perf_counter()
-        ev = evaluate_pair(w.mlm, pp.input_ids, pp.a, pp.b, top_k=self.config.top_k, pivot=w.pivot, ag=w.ag,
-                           batch_tokens=w.batch_tokens)
+        ev = evaluate_pair(w.mlm, pp.input_ids, pp.a, pp.b, top_k=self.config.top_k, pivot=w.pivot, ag=w.ag)
         return {"id": unit.id, "kind": "pair", "scheme": pp.scheme, "i": pp.i, "seq_index": pp.seq_index,
                 "length": int(len(pp.input_ids)), "distance": abs(pp.b - pp.a) - 1, **ev.record(),
                 "seconds": time.perf_counter() - t0}

@@ -291,7 +291,7 @@ def _sample_folder(args, seqs: list[tuple[str, str]], want: list[int] | None) ->
                     block_size=bs, proposal_temperature=args.proposal_temperature, top_p=args.top_p,
                     target_temperature=tt, order=args.order, positions=free, generator=g, init=args.init,
                     thin=args.thin, score_all=args.score_all, reference=reference, jsonl=out / "run.jsonl",
-                    progress=not args.no_progress, batch_tokens=args.batch_tokens, tokens_per_step=args.tokens_per_step,
+                    progress=not args.no_progress, tokens_per_step=args.tokens_per_step,
                     computed_with=made)
     _write_fasta(out / "samples.fasta", result, [name for name, _ in seqs], reps, mlm)
     summary = _summary(result, args.order, args.tokens_per_step)

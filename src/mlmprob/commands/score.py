@@ -139,5 +139,5 @@ def _check(args, job, done, opts, units) -> None:
     shard = opts.shard
     records = [r for k, r in enumerate(units()) if shard.is_whole or k % shard.count == shard.index - 1]
     mlm = model_of(done.state) if done.state is not None else job.load(opts.devices[0])
-    print(check(mlm, records, args.check, batch_tokens=args.batch_tokens, correction=job.correction).line(),
+    print(check(mlm, records, args.check, correction=job.correction).line(),
           file=sys.stderr)

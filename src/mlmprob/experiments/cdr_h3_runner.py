@@ -23,6 +23,7 @@ from ..errors import MLMProbError
 from ..jsonl import dumps
 from ..metrics.sequences import stutter_rate
 from ..models.protocol import MaskedLM
+from ..models.reader import reader_of
 from ..runtime.log import ResumableLog, check_config
 from .cdr_h3_common import CONFIGS, RESULTS_FILE, WORK_DIR, Config, RunOptions, read_results, seq_metrics
 
@@ -102,10 +103,10 @@ class _Alphabet:
         return "".join(self.chars.get(int(t), "?") for t in ids_row[free_row].tolist())
 
 
-def _scores(mlm, ids: torch.Tensor, free: torch.Tensor, batch_tokens: int) -> list[dict]:
+def _scores(mlm, ids: torch.Tensor, free: torch.Tensor) -> list[dict]:
     from ..energy import token_scores
 
-    s = token_scores(mlm, ids, free, batch_tokens=batch_tokens)
+    s = token_scores(mlm, ids, free)
     return [{"e_local": float(a), "e_raw": float(b)} for a, b in zip(s.e_local.tolist(), s.e_raw.tolist())]
 
 
@@ -116,22 +117,22 @@ def prepare_units(mlm: MaskedLM, antibodies: Sequence[Antibody] | None, opts: Ru
     from ..sampling.cdr import cdr_h3_mask
     from ..sampling.init import initialize
 
-    bt = opts.batch_tokens
+    mlm = reader_of(mlm, opts.batch_tokens)
     if antibodies is None:
         enc = mlm.encode(_texts_for(mlm, ["A" * opts.uncond_length]))
         free = enc.word_ids >= 0
         ids = enc.input_ids.masked_fill(free, mlm.mask_id)
-        warm, _ = initialize(mlm, ids, free, "greedy", batch_tokens=bt)
+        warm, _ = initialize(mlm, ids, free, "greedy")
         return _Units([f"all-mask-L{opts.uncond_length}"], [None], ids, free, warm, [None],
-                      _scores(mlm, warm, free, bt))
+                      _scores(mlm, warm, free))
     enc = mlm.encode(_texts_for(mlm, [a.hc for a in antibodies]))
     free = torch.stack([cdr_h3_mask(a.hc, enc.word_ids[i], definition) for i, a in enumerate(antibodies)])
     for a, f in zip(antibodies, free):
         if int(f.sum()) != a.end - a.start:
             raise MLMProbError(f"{a.name}: CDR-H3 has {a.end - a.start} residues but {int(f.sum())} tokens")
-    warm, _ = initialize(mlm, enc.input_ids, free, "greedy", batch_tokens=bt)
+    warm, _ = initialize(mlm, enc.input_ids, free, "greedy")
     return _Units([a.name for a in antibodies], [a.cdr for a in antibodies], enc.input_ids, free, warm,
-                  _scores(mlm, enc.input_ids, free, bt), _scores(mlm, warm, free, bt))
+                  _scores(mlm, enc.input_ids, free), _scores(mlm, warm, free))
 
 
 def _generator(seed: int, name: str) -> torch.Generator:
@@ -160,6 +161,8 @@ def run_config(mlm: MaskedLM, cfg: Config, units: _Units, opts: RunOptions, work
     unit x chain."""
     from ..sampling import mask_predict
 
+    mlm = reader_of(mlm, opts.batch_tokens)
+
     alpha = _Alphabet(mlm)
     C = opts.uncond_chains if cfg.unconditional else opts.chains
     N = len(units.names)
@@ -172,8 +175,8 @@ def run_config(mlm: MaskedLM, cfg: Config, units: _Units, opts: RunOptions, work
             u = b // C
             final.append(_state_dict(alpha.text(units.warm[u], units.free[u]), units.native[u], units.warm_scores[u]))
     elif cfg.kind == "mask_predict":
-        r = mask_predict(mlm, units.warm, cfg.iterations, units.free, batch_tokens=opts.batch_tokens)
-        sc = _scores(mlm, r.ids, units.free, opts.batch_tokens)
+        r = mask_predict(mlm, units.warm, cfg.iterations, units.free)
+        sc = _scores(mlm, r.ids, units.free)
         rows = r.forward_rows + int(units.free.sum())
         for b in range(N * C):
             u = b // C
@@ -229,7 +232,7 @@ def _run_sampler(mlm: MaskedLM, cfg: Config, units: _Units, opts: RunOptions, wo
     res = sample(mlm, ids, method=cfg.method, energy=cfg.energy, epochs=total, burn_in=0,
                  block_size=block, proposal_temperature=cfg.proposal_temperature, top_p=cfg.top_p,
                  target_temperature=tt, order=cfg.order, positions=free, generator=_generator(opts.seed, cfg.name),
-                 init="given", jsonl=jsonl, batch_tokens=opts.batch_tokens)
+                 init="given", jsonl=jsonl)
     n_free = free.sum(-1)
     k_eff = res.block_size.clamp(max=int(n_free.max()))
     props = -(-n_free[None, :] // k_eff[:, None])                     # [E, B] proposals per epoch

@@ -68,6 +68,7 @@ def score_set(mlm, name: str, sentences: list[str], *, unigram_id: int | None = 
               batch_rows: int = 512) -> EnglishScores:
     """Single-token and 15 %-joint masked accuracy and PLL of ``mlm`` on ``sentences``."""
     from ..models.protocol import default_positions
+    from ..models.reader import reader_of
 
     if not sentences:
         raise MLMProbError(f"evaluation set {name!r} is empty")
@@ -81,7 +82,7 @@ def score_set(mlm, name: str, sentences: list[str], *, unigram_id: int | None = 
     scored = default_positions(mlm, ids)
     rows, cols = scored.nonzero(as_tuple=True)
     correct, logp_sum, uni = 0, 0.0, 0
-    for q, lg in iter_masked_logits(mlm, ids, rows, cols, batch_tokens=batch_rows * ids.shape[1]):
+    for q, lg in iter_masked_logits(reader_of(mlm, batch_rows * ids.shape[1]), ids, rows, cols):
         lg = lg.double()
         gold = ids[rows[q], cols[q]]
         correct += int((lg.argmax(-1) == gold).sum())

@@ -21,7 +21,7 @@ from ..models.alphabet import allowed_ids
 from .ground_truth_common import all_states, kl, state_index, tv
 
 
-def conditional_tables(mlm, V: int, T: int, wrap, offset: int, batch_tokens: int | None = None
+def conditional_tables(mlm, V: int, T: int, wrap, offset: int
                        ) -> dict[int, torch.Tensor]:
     """``{mask bits: [V**T, T] float64}``: ``tab[x, t] = log q(x_t | x with M masked)`` for ``t`` in ``M``
     (bit ``t`` set), normalised over the proposal alphabet. ``wrap`` turns symbols ``[B, T]`` into model
@@ -44,7 +44,7 @@ def conditional_tables(mlm, V: int, T: int, wrap, offset: int, batch_tokens: int
     rows, cols, pats = torch.cat(rows), torch.cat(cols), torch.cat(pats)
     read_row = torch.arange(base).repeat_interleave(torch.cat([torch.full((len(x),), bin(b).count("1"))
                                                               for b, x in enumerate(masked, 1)]))
-    logits = read_logits(mlm, torch.cat(masked), read_row, cols + shift, batch_tokens=batch_tokens)
+    logits = read_logits(mlm, torch.cat(masked), read_row, cols + shift)
     x = logits.double().masked_fill(~allowed, float("-inf"))
     lq = (x - torch.logsumexp(x, -1, keepdim=True))[:, offset:offset + V]
     out = {}
@@ -103,7 +103,7 @@ def gibbs_stationary(tables: dict[int, torch.Tensor], V: int, T: int, start: tor
 
 
 def eval_chain(mlm, lang, *, wrap=lambda x: x, offset: int = 0, tokens_per_step=(2, 3), n_pairs: int = 200,
-               seed: int = 0, batch_tokens: int | None = None) -> dict:
+               seed: int = 0) -> dict:
     """TV and KL(truth || q) for ``q`` = ``p_l2r``, ``p_r2l``, the mixture over all orders,
     ``exp(-E_local)/Z``, degenerate Gibbs's stationary law (``gibbs``, with its ``sweeps`` and
     ``residual``) and parallel decoding (random order, ``k`` per step); per-order TV (mean, min,
@@ -112,7 +112,7 @@ def eval_chain(mlm, lang, *, wrap=lambda x: x, offset: int = 0, tokens_per_step=
     states = all_states(V, T)
     truth = lang.log_prob(states).double()
     truth = truth - torch.logsumexp(truth, 0)
-    tables = conditional_tables(mlm, V, T, wrap, offset, batch_tokens)
+    tables = conditional_tables(mlm, V, T, wrap, offset)
     orders = list(itertools.permutations(range(T)))
     per = order_log_probs(tables, T, orders)                          # [T!, N]
     log_k = math.log(len(orders))

@@ -33,6 +33,7 @@ from ..variants.rows import RowTable
 from ..variants.baselines import blosum_sum, hamming, kd_mean
 from .variants_data_common import (FRAMEWORK, TAIL, WT_CDR, Library, encode_chunk, load_assay_set,
                                    result_path)
+from ..models.reader import reader_of
 
 GROUPS = {
     "baselines": ("blosum62", "neg_hamming", "neg_kd_cdrh3"),
@@ -161,7 +162,7 @@ class Runner:
 
     def model(self, name: str) -> tuple[MaskedLM, Encoder, ForwardCache]:
         if name not in self._models:
-            mlm = self.loader(name)
+            mlm = reader_of(self.loader(name), self.batch_tokens)
             self._models[name] = (mlm, Encoder(mlm), ForwardCache())
         return self._models[name]
 
@@ -218,7 +219,7 @@ class Runner:
             mlm, enc, cache = self.model(stage.model)
             n_res = enc.n_residues
             variants = [enc.variant(c) for c in cdrs]
-            got = score_variants(mlm, enc.wt, variants, methods=GROUPS[stage.group], batch_tokens=self.batch_tokens,
+            got = score_variants(mlm, enc.wt, variants, methods=GROUPS[stage.group],
                                  cache=cache, n_orders=CHAIN_ORDERS, seed=CHAIN_SEED) if cdrs else {}
             scores = {m: _round(got[m].tolist()) if cdrs else [] for m in GROUPS[stage.group]}
             if stage.group == "chain":
@@ -249,9 +250,9 @@ class Runner:
         if keep:
             enc = mlm.encode(_texts_for(mlm, [a.vh for a in keep]))
             if kind == "pll":
-                v = token_scores(mlm, enc.input_ids, batch_tokens=self.batch_tokens).pll
+                v = token_scores(mlm, enc.input_ids).pll
             else:
-                v = loglik(mlm, enc.input_ids, order="l2r", batch_tokens=self.batch_tokens).per_order[:, 0]
+                v = loglik(mlm, enc.input_ids, order="l2r").per_order[:, 0]
             values = _round(v.tolist())
             n_res = [len(a.vh) for a in keep]
         return {"start": lo, "stop": hi, "seconds": round(time.perf_counter() - t0, 3),

@@ -84,8 +84,7 @@ def _sampling_select(config: SamplingConfig, generator: torch.Generator):
 
 def sample_infill(mlm: MaskedLM, input_ids, positions: Sequence[int] | torch.Tensor, *, num_samples: int = 5,
                   temperature: float = 1.0, top_p: float | None = None, order: str = "l2r",
-                  generator: torch.Generator | None = None,
-                  batch_tokens: int | None = None) -> list[InfillCandidate]:
+                  generator: torch.Generator | None = None) -> list[InfillCandidate]:
     """``num_samples`` sampled fills (distinct), ranked by standard chain-rule score, best first.
 
     >>> from mlmprob import ExactMLM
@@ -99,4 +98,4 @@ def sample_infill(mlm: MaskedLM, input_ids, positions: Sequence[int] | torch.Ten
     config = SamplingConfig(temperature, top_p)
     gap = prepare_gap(mlm, input_ids, positions)
     return run_search(mlm, gap, width=check_beam_size(num_samples, "num_samples"), order=check_order(order),
-                      correction=Standard(), select=_sampling_select(config, generator), batch_tokens=batch_tokens)
+                      correction=Standard(), select=_sampling_select(config, generator))

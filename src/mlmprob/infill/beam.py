@@ -56,17 +56,15 @@ def make_correction(mlm: MaskedLM, method: str, pivot: int | None = None) -> Cor
 
 
 def beam_search(mlm: MaskedLM, input_ids, positions: Sequence[int] | torch.Tensor, *, correction: Correction,
-                order: str = "l2r", beam_size: int = 5,
-                batch_tokens: int | None = None) -> list[InfillCandidate]:
+                order: str = "l2r", beam_size: int = 5) -> list[InfillCandidate]:
     """Beam search with any per-step correction (see ``corrections``: the ablations plug in here)."""
     gap = prepare_gap(mlm, input_ids, positions)
     return run_search(mlm, gap, width=check_beam_size(beam_size), order=check_order(order),
-                      correction=correction, batch_tokens=batch_tokens)
+                      correction=correction)
 
 
 def infill(mlm: MaskedLM, input_ids, positions: Sequence[int] | torch.Tensor, *, method: str = "standard",
-           order: str = "l2r", beam_size: int = 5, pivot: int | None = None,
-           batch_tokens: int | None = None) -> list[InfillCandidate]:
+           order: str = "l2r", beam_size: int = 5, pivot: int | None = None) -> list[InfillCandidate]:
     """The ``beam_size`` best fills of ``positions`` in one sequence, best first.
 
     ``input_ids``: ``[L]`` or ``[1, L]`` (whatever the gap positions hold is ignored);
@@ -76,5 +74,4 @@ def infill(mlm: MaskedLM, input_ids, positions: Sequence[int] | torch.Tensor, *,
     ``proposal_ids`` when it has them. Each candidate's ``score`` is its log score under the method.
     """
     correction = make_correction(mlm, method, pivot)
-    return beam_search(mlm, input_ids, positions, correction=correction, order=order, beam_size=beam_size,
-                       batch_tokens=batch_tokens)
+    return beam_search(mlm, input_ids, positions, correction=correction, order=order, beam_size=beam_size)

@@ -46,7 +46,7 @@ def _sorted(fills: torch.Tensor, scores: torch.Tensor, top: int | None) -> list[
 
 def exhaustive_infill(mlm: MaskedLM, input_ids, positions: Sequence[int] | torch.Tensor, *,
                       method: str = "standard", pivot: int | None = None,
-                      top: int | None = None, batch_tokens: int | None = None) -> list[InfillCandidate]:
+                      top: int | None = None) -> list[InfillCandidate]:
     """All fills (or the ``top`` best) by their left-to-right ``method`` score, best first."""
     correction = make_correction(mlm, method, pivot)
     gap = prepare_gap(mlm, input_ids, positions)
@@ -59,7 +59,7 @@ def exhaustive_infill(mlm: MaskedLM, input_ids, positions: Sequence[int] | torch
         for i, p in enumerate(gap.positions.tolist()):
             rows[:, p] = fills[:, i] if i < j else (mlm.mask_id if i == j else fill_other)
         col = int(gap.positions[j])
-        logp = read_logits(mlm, rows, torch.arange(N), torch.full((N,), col), batch_tokens=batch_tokens)
+        logp = read_logits(mlm, rows, torch.arange(N), torch.full((N,), col))
         logp = logp.double().log_softmax(-1)
         scores += logp.gather(1, fills[:, j:j + 1])[:, 0] - correction(logp)
     return _sorted(fills, scores, top)

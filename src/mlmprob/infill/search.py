@@ -62,7 +62,7 @@ def _step_inputs(gap: Gap, mask_id: int, filled: torch.Tensor, fill_id: int | No
 
 
 def query_logp(mlm: MaskedLM, gap: Gap, filled: torch.Tensor, q_h: torch.Tensor, q_u: torch.Tensor,
-               fill_id: int | None, batch_tokens: int | None = None) -> torch.Tensor:
+               fill_id: int | None) -> torch.Tensor:
     """``log q`` ``[Q, V]`` (float64) at gap column ``q_u[i]`` of hypothesis ``q_h[i]`` (that
     column masked, unfilled ones holding ``fill_id``/the mask). ``q_h`` must be sorted."""
     if fill_id is None:   # one row per hypothesis serves all its queries
@@ -73,7 +73,7 @@ def query_logp(mlm: MaskedLM, gap: Gap, filled: torch.Tensor, q_h: torch.Tensor,
         row_of = torch.arange(len(q_h))
     cols = gap.positions[q_u]
     # the hypotheses of one gap's search are one record: its sub-batches depend on nothing else
-    return read_logits(mlm, rows, row_of, cols, batch_tokens=batch_tokens).double().log_softmax(-1)
+    return read_logits(mlm, rows, row_of, cols).double().log_softmax(-1)
 
 
 def _first_argmax_per_group(values: torch.Tensor, group: torch.Tensor, n_groups: int) -> torch.Tensor:
@@ -85,7 +85,7 @@ def _first_argmax_per_group(values: torch.Tensor, group: torch.Tensor, n_groups:
 
 
 def run_search(mlm: MaskedLM, gap: Gap, *, width: int, order: str, correction: Correction,
-               select: Select = top_k_select, batch_tokens: int | None = None) -> list[InfillCandidate]:
+               select: Select = top_k_select) -> list[InfillCandidate]:
     """Fill ``gap`` one position at a time keeping ``width`` hypotheses; best first."""
     k, cand = gap.k, gap.candidates
     n = len(cand)
@@ -97,7 +97,7 @@ def run_search(mlm: MaskedLM, gap: Gap, *, width: int, order: str, correction: C
             q_h, q_u = torch.arange(H), torch.full((H,), step, dtype=torch.long)
         else:
             q_h, q_u = (filled < 0).nonzero(as_tuple=True)
-        logp = query_logp(mlm, gap, filled, q_h, q_u, correction.fill_id, batch_tokens)
+        logp = query_logp(mlm, gap, filled, q_h, q_u, correction.fill_id)
         clp = logp[:, cand]
         if order == "best":
             pick = _first_argmax_per_group(clp.max(-1).values, q_h, H)

@@ -183,7 +183,8 @@ class InfillJob:
         check_order(self.order)
         pivot = parse_pivot(mlm, self.pivot)
         make_correction(mlm, self.method, pivot)
-        return InfillState(mlm, pivot, mask_text(mlm), auto_batch_tokens(mlm, self.batch_tokens))
+        budget = auto_batch_tokens(mlm, self.batch_tokens)
+        return InfillState(reader_of(mlm, budget), pivot, mask_text(mlm), budget)
 
     def fill(self, state: InfillState, unit: GapUnit) -> dict:
         """The output row of one unit; raises :class:`MLMProbError` (without the record's name) if it has no valid gap."""
@@ -203,7 +204,7 @@ class InfillJob:
                                    "tokenization; use --gaps joint")
             positions = runs[unit.gap - 1]
         cands = infill(mlm, ids, positions, method=self.method, order=self.order, beam_size=self.beam_size,
-                       pivot=state.pivot, batch_tokens=state.batch_tokens)
+                       pivot=state.pivot)
         lists = {"positions": positions, "fills": [mlm.decode(list(c.tokens)) for c in cands],
                  "scores": [c.score for c in cands], "tokens": [list(c.tokens) for c in cands]}
         return {"id": unit.id, "record": unit.record, "gap": unit.gap, "length": len(positions),

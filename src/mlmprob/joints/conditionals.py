@@ -23,7 +23,7 @@ from typing import Sequence
 
 import torch
 
-from ..batching import auto_batch_tokens, iter_read_logits, read_logits
+from ..batching import iter_read_logits, read_logits
 from ..errors import MLMProbError, PositionsError
 from ..models.protocol import MaskedLM, foreign_ids, id_range, lengths_of, proposal_ids_of
 
@@ -168,8 +168,6 @@ def pair_conditionals(
     a: int,
     b: int,
     candidates=None,
-    *,
-    batch_tokens: int | None = None,
 ) -> PairConditionals:
     """Run the ``2K + 1`` masked copies of pair ``(a, b)`` in batches and keep what the joints need.
 
@@ -185,7 +183,6 @@ def pair_conditionals(
     """
     ids, a, b = check_pair(mlm, input_ids, a, b)
     cands = resolve_candidates(mlm, candidates)
-    batch_tokens = auto_batch_tokens(mlm, batch_tokens)  # checks an explicit one is positive
     K, L, V = len(cands), len(ids), mlm.vocab_size
     gold = (int(ids[a]), int(ids[b]))
     base = ids.clone()
@@ -214,7 +211,7 @@ def pair_conditionals(
     lse = torch.empty(N + 1, dtype=torch.float64)
     msk = torch.empty(N + 1, dtype=torch.float64) if has_mask else None
     n_calls = 0
-    for q, out in iter_read_logits(mlm, x, read_row, read_col, batch_tokens=batch_tokens):
+    for q, out in iter_read_logits(mlm, x, read_row, read_col):
         out = out.double()
         n_calls += 1
         lse[q] = torch.logsumexp(out, -1)

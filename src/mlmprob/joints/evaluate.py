@@ -67,8 +67,7 @@ def evaluate_conditionals(pc: PairConditionals, *, pivot: tuple[int, int] | None
 
 
 def evaluate_pair(mlm: MaskedLM, input_ids, a: int, b: int, *, candidates=None, top_k: int | None = None,
-                  pivot: tuple[int, int] | None = None, ag: AGOptions = AGOptions(),
-                  batch_tokens: int | None = None) -> PairEvaluation:
+                  pivot: tuple[int, int] | None = None, ag: AGOptions = AGOptions()) -> PairEvaluation:
     """Forward passes for pair ``(a, b)`` (``2K + 1`` rows, plus one with ``top_k``), then all joints
     and metrics. ``top_k`` restricts ``V'`` to the ``k`` most probable ids under the both-masked
     conditionals (an approximation; ``outside_mass`` in the record measures what it drops).
@@ -83,5 +82,5 @@ def evaluate_pair(mlm: MaskedLM, input_ids, a: int, b: int, *, candidates=None, 
     t0 = time.perf_counter()
     if top_k is not None:
         candidates = topk_candidates(mlm, input_ids, a, b, top_k, within=resolve_candidates(mlm, candidates))
-    pc = pair_conditionals(mlm, input_ids, a, b, candidates, batch_tokens=batch_tokens)
+    pc = pair_conditionals(mlm, input_ids, a, b, candidates)
     return evaluate_conditionals(pc, pivot=pivot, ag=ag, seconds_forward=time.perf_counter() - t0)

@@ -25,6 +25,7 @@ from ..batching import iter_masked_logits
 from ..energy import Positions, check_input_ids, resolve_positions, row_sum
 from ..errors import PositionsError
 from ..models.alphabet import allowed_ids
+from ..models.reader import reader_of
 from ..models.protocol import MaskedLM
 from .orders import OrderPlan, OrderSpec, plan_orders
 
@@ -120,16 +121,16 @@ def _dedupe(rows, cols, extra):
 
 
 def read_steps(mlm: MaskedLM, ids: torch.Tensor, rows, cols, extra, allowed: torch.Tensor,
-               batch_tokens: int | None, progress) -> tuple[torch.Tensor, torch.Tensor]:
+               progress) -> tuple[torch.Tensor, torch.Tensor]:
     """``(log q(x at col | copy) normalised over allowed, log of the mass inside allowed)``, ``[N]`` each."""
-    dev = torch.device(getattr(mlm, "device", "cpu"))
+    dev = reader_of(mlm).device
     acc = torch.float64 if dev.type == "cpu" else torch.float32
     lp = torch.zeros(len(rows), dtype=torch.float64, device=dev)
     lin = torch.zeros(len(rows), dtype=torch.float64, device=dev)
     targets = ids.to(dev)[rows.to(dev), cols.to(dev)]
     al = allowed.to(dev)
     everything = bool(allowed.all())
-    for idx, logits in iter_masked_logits(mlm, ids, rows, cols, extra_mask=extra, batch_tokens=batch_tokens,
+    for idx, logits in iter_masked_logits(mlm, ids, rows, cols, extra_mask=extra,
                                           progress=progress, on_device=True):
         x = logits.to(acc)
         z_in = torch.logsumexp(x if everything else x.masked_fill(~al, float("-inf")), -1)
@@ -139,7 +140,7 @@ def read_steps(mlm: MaskedLM, ids: torch.Tensor, rows, cols, extra, allowed: tor
 
 
 def loglik(mlm: MaskedLM, input_ids, positions: Positions = None, *, order: OrderSpec = "l2r", n_orders: int = 1,
-           generator: torch.Generator | None = None, word_ids=None, batch_tokens: int | None = None,
+           generator: torch.Generator | None = None, word_ids=None,
            progress: Callable[[int], None] | None = None) -> LogLik:
     """Chain-rule log-likelihoods of ``x_S`` given the rest, for the orders ``order`` asks for.
 
@@ -168,7 +169,7 @@ def loglik(mlm: MaskedLM, input_ids, positions: Positions = None, *, order: Orde
     plan = plan_orders(sel, words, order, n_orders, generator)
     rows, cols, extra, (b, k, j) = _copies(plan, ids.shape[1])
     rows, cols, extra, inverse = _dedupe(rows, cols, extra)
-    lp, lin = read_steps(mlm, ids, rows, cols, extra, allowed, batch_tokens, progress)
+    lp, lin = read_steps(mlm, ids, rows, cols, extra, allowed, progress)
     steps = torch.zeros(plan.orders.shape, dtype=torch.float64)
     inside = torch.zeros(plan.orders.shape, dtype=torch.float64)
     steps[b, k, j], inside[b, k, j] = lp[inverse], lin[inverse]

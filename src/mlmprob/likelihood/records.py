@@ -30,14 +30,13 @@ def record_generator(seed: int, sequence: str) -> torch.Generator:
 
 
 def chain_columns(mlm, sequence: str, *, order: str = "random", n_orders: int = DEFAULT_ORDERS, seed: int = 0,
-                  whole_word: bool = False, per_order: bool = False,
-                  batch_tokens: int | None = None) -> dict:
+                  whole_word: bool = False, per_order: bool = False) -> dict:
     """``CHAIN_FIELDS`` of one sequence (and ``loglik_per_order``, a list, with ``per_order``):
     ``loglik`` over every non-special position, ``loglik_per_token`` the mixture per token (its
     ``exp(-x)`` is a perplexity), ``loglik_outside_mass`` the mean mass outside the proposal alphabet."""
     enc = mlm.encode([sequence])
     r = loglik(mlm, enc.input_ids, order=order, n_orders=n_orders, generator=record_generator(seed, sequence),
-               word_ids=enc.word_ids if whole_word else None, batch_tokens=batch_tokens)
+               word_ids=enc.word_ids if whole_word else None)
     mix, n = float(r.mixture[0]), int(r.n_tokens[0])
     if not math.isfinite(mix):
         raise NonFiniteError(f"its chain-rule log-likelihood is not finite ({mix}; a token with zero probability?)")

@@ -4,7 +4,8 @@ Every read of a model in mlmprob (scoring, sampling, joints, variants, infilling
 likelihoods) goes through :func:`iter_forward`. It owns, once for everybody:
 
 - **the plan**: rows that carry reads are forwarded in sub-batches of at most
-  ``rows_per_batch(width, batch_tokens)`` rows, trailing padding trimmed;
+  ``rows_per_batch(width, batch_tokens)`` rows, trailing padding trimmed, with the budget of the model's reader
+  (:class:`mlmprob.models.reader.Reader`: ``reader_of(mlm, batch_tokens)``, ``load_mlm(..., batch_tokens=)``);
 - **batch independence**: each row belongs to a *group* (the record it is computed for: a sequence,
   a pair, a gap, a chain); a sub-batch never mixes groups, and a group is cut into sub-batches by
   its own rows alone (in their given order, at its own width). The shape a record is computed in
@@ -239,7 +240,6 @@ def iter_forward(
     read_row: torch.Tensor,
     read_col: torch.Tensor,
     *,
-    batch_tokens: int | None = None,
     progress: Callable[[int], None] | None = None,
     on_device: bool = False,
 ) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
@@ -251,7 +251,7 @@ def iter_forward(
     synchronisation, and both tensors are yielded there (logits as float32); otherwise on the CPU.
     """
     reader = reader_of(mlm)
-    batch_tokens = auto_batch_tokens(reader, batch_tokens)
+    batch_tokens = auto_batch_tokens(reader)  # the reader's budget (models/reader.py), else the device's
     read_row = torch.as_tensor(read_row, dtype=torch.long).cpu()
     read_col = torch.as_tensor(read_col, dtype=torch.long).cpu()
     if read_row.numel() == 0:
@@ -308,11 +308,10 @@ def iter_forward(
 
 
 def forward_all(mlm: MaskedLM, source: RowSource, read_row: torch.Tensor, read_col: torch.Tensor, *,
-                batch_tokens: int | None = None,
                 progress: Callable[[int], None] | None = None) -> torch.Tensor:
     """All reads of :func:`iter_forward` at once: logits ``[N, V]`` on the CPU, in read order."""
     out = None
-    for q, logits in iter_forward(mlm, source, read_row, read_col, batch_tokens=batch_tokens, progress=progress):
+    for q, logits in iter_forward(mlm, source, read_row, read_col, progress=progress):
         if out is None:
             out = torch.empty(len(read_row), logits.shape[-1], dtype=logits.dtype)
         out[q] = logits

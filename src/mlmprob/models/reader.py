@@ -25,7 +25,8 @@ member                 meaning (and where it comes from for a plain ``MaskedLM``
                        :mod:`mlmprob.models.probe`); if not, the forward primitive never pads
 ``head``               ``"shortcut"`` (LM head only at read positions), ``"full"`` (the whole forward's
                        logits: the probe found the head module is not the whole head) or ``"logits"``
-``batch_tokens``       the forward budget in tokens per sub-batch (None: the device's default,
+``batch_tokens``       the forward budget in tokens per sub-batch (the wrapped model's ``batch_tokens`` if any;
+                       None: the device's default,
                        :func:`mlmprob.models.forward.auto_batch_tokens`); :meth:`with_budget` sets it
 ``tokenizer``          text <-> ids (``encode``, ``decode``; None for id-only models)
 =====================  ==================================================================================
@@ -58,7 +59,7 @@ class Reader:
     def __init__(self, mlm, *, batch_tokens: int | None = None):
         if isinstance(mlm, Reader):
             raise TypeError("already a Reader: use reader_of")
-        for need in ("mask_id", "vocab_size", "logits"):
+        for need in ("mask_id", "vocab_size"):  # ``logits`` is looked up when it is read
             if not hasattr(mlm, need):
                 raise MLMProbError(f"{type(mlm).__name__} is not a masked LM: it has no {need!r} "
                                    "(a masked LM needs mask_id, vocab_size and logits(input_ids))")
@@ -67,6 +68,8 @@ class Reader:
         self.wrapped = mlm
         self.mask_id: int = int(mlm.mask_id)
         self.vocab_size: int = int(mlm.vocab_size)
+        if batch_tokens is None:  # a wrapper's own budget (WindowedMLM, the one-pass hidden view), if any
+            batch_tokens = getattr(mlm, "batch_tokens", None)
         self.batch_tokens: int | None = None if batch_tokens is None else int(batch_tokens)
         pad = getattr(mlm, "pad_id", None)
         self.pad_id: int | None = None if pad is None else int(pad)

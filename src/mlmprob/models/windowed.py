@@ -26,6 +26,7 @@ import torch
 from ..errors import MLMProbError
 from .forward import GivenRows, forward_all
 from .protocol import MaskedLM, gather_logits, lengths_of
+from .reader import reader_of
 
 
 def window_starts(lengths: torch.Tensor, cols: torch.Tensor, window: int) -> torch.Tensor:
@@ -90,8 +91,8 @@ class WindowedMLM:
         width = int(torch.minimum(lengths[w_rows], torch.full_like(w_rows, W)).max()) if len(key) else 1
         wins = ids[w_rows[:, None], (w_start[:, None] + torch.arange(width)).clamp(max=L - 1)]
         # the windows of one call are one record: the caller's plan already keeps records apart
-        return forward_all(self.inner, GivenRows(self.inner, wins), inverse, cols - start,
-                           batch_tokens=self.batch_tokens)
+        inner = reader_of(self.inner, self.batch_tokens)
+        return forward_all(inner, GivenRows(inner, wins), inverse, cols - start)
 
     def logits(self, input_ids: torch.Tensor) -> torch.Tensor:
         """``[B, L, V]``; zeros at right-padding positions of rows longer than the window."""

@@ -9,7 +9,7 @@ from ..errors import MLMProbError
 from .estimate import METHODS, one_pass_token_scores
 
 
-def pll(mlm, input_ids, positions=None, *, word_ids=None, batch_tokens: int | None = None,
+def pll(mlm, input_ids, positions=None, *, word_ids=None,
         method: str = "exact", correction=None) -> torch.Tensor:
     """Log pseudo-likelihood ``sum_t log q_t(x_t | x with t masked)`` per sequence, ``[B]`` (float64).
 
@@ -32,7 +32,7 @@ def pll(mlm, input_ids, positions=None, *, word_ids=None, batch_tokens: int | No
     if method not in METHODS:
         raise MLMProbError(f"unknown PLL method {method!r}; use one of {', '.join(METHODS)}")
     if method == "exact":
-        return exact_pll(mlm, input_ids, positions, word_ids=word_ids, batch_tokens=batch_tokens)
+        return exact_pll(mlm, input_ids, positions, word_ids=word_ids)
     if word_ids is not None:
         raise MLMProbError(f"method {method!r} has no whole-word variant; use method='exact'")
     return one_pass_token_scores(mlm, input_ids, positions, method=method, correction=correction).pll

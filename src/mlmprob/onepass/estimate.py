@@ -51,6 +51,7 @@ class HiddenView:
         self.inner = mlm
         r = reader_of(mlm)
         self.mask_id, self.pad_id, self.device = r.mask_id, r.pad_id, r.device
+        self.batch_tokens = r.batch_tokens or DEFAULT_BATCH_TOKENS  # hidden reads: the model's budget
         self.vocab_size = int(mlm.model.config.hidden_size)
 
     def logits_at(self, input_ids, rows, cols):
@@ -60,13 +61,12 @@ class HiddenView:
         raise MLMProbError("HiddenView reads hidden states through logits_at only")
 
 
-def unmasked_hidden(mlm, ids: torch.Tensor, sel: torch.Tensor, batch_tokens=DEFAULT_BATCH_TOKENS):
+def unmasked_hidden(mlm, ids: torch.Tensor, sel: torch.Tensor):
     """``(rows, cols, hidden [N, H], emb [N, H])`` at the selected positions of one unmasked pass per row
     (each row its own record: its reads never share a sub-batch with another row's)."""
     mlm = reader(mlm, ids)
     rows, cols = sel.nonzero(as_tuple=True)
-    hidden = read_logits(HiddenView(mlm), ids, rows, cols, groups=torch.arange(ids.shape[0]),
-                         batch_tokens=batch_tokens)
+    hidden = read_logits(HiddenView(mlm), ids, rows, cols, groups=torch.arange(ids.shape[0]))
     return rows, cols, hidden, mlm.input_embedding(ids[rows, cols])
 
 

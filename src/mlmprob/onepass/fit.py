@@ -43,7 +43,7 @@ class CalibrationResult:
     seconds: float
 
 
-def collect(mlm, sequences: Sequence[str], *, chunk: int = 16, batch_tokens: int | None = None,
+def collect(mlm, sequences: Sequence[str], *, chunk: int = 16,
             progress: Callable[[int], None] | None = None) -> CalibrationSet:
     """Exact masked conditionals and unmasked hidden states of every scored position of ``sequences``."""
     parts = []
@@ -52,7 +52,7 @@ def collect(mlm, sequences: Sequence[str], *, chunk: int = 16, batch_tokens: int
         sel = resolve_positions(mlm, ids, None)
         rows, cols, hidden, emb = unmasked_hidden(mlm, ids, sel)
         target = torch.empty(len(rows), mlm.vocab_size)
-        for idx, logits in iter_masked_logits(mlm, ids, rows, cols, batch_tokens=batch_tokens):
+        for idx, logits in iter_masked_logits(mlm, ids, rows, cols):
             target[idx] = torch.log_softmax(logits.float(), dim=-1)
         parts.append((hidden, emb, target, ids[rows, cols], rows + start))
         if progress is not None:
@@ -106,13 +106,12 @@ def fit_correction(mlm, data: CalibrationSet, *, steps: int = 400, lr: float = 2
 
 
 def calibrate(mlm, sequences: Sequence[str], *, steps: int = 400, seed: int = 0, source: str = "",
-              batch_tokens: int | None = None,
               progress: Callable[[int], None] | None = None) -> CalibrationResult:
     """Fit the one-pass correction of ``mlm`` on ``sequences`` (of the user's domain), described in its info."""
     if not sequences:
         raise MLMProbError("calibrate needs at least one sequence")
     t0 = time.perf_counter()
-    data = collect(mlm, sequences, batch_tokens=batch_tokens, progress=progress)
+    data = collect(mlm, sequences, progress=progress)
     c, before, after = fit_correction(mlm, data, steps=steps, generator=torch.Generator().manual_seed(seed))
     c.info = {"model": model_key(mlm), "hidden_size": c.hidden_size, "vocab_size": int(mlm.vocab_size),
               "fingerprint": fingerprint(mlm), "dtype": str(getattr(mlm, "dtype", "")).replace("torch.", ""),

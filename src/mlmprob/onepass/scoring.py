@@ -78,7 +78,7 @@ def spearman(a, b) -> float:
     return round(float((ra * rb).sum()) / den, 6) if den > 0 else float("nan")
 
 
-def check(mlm, records: Sequence[Record], n: int, *, seed: int = 0, batch_tokens=None, correction=None) -> CheckResult:
+def check(mlm, records: Sequence[Record], n: int, *, seed: int = 0, correction=None) -> CheckResult:
     """Score ``n`` random records (seeded choice) both ways and compare their PLLs."""
     import time
 
@@ -89,8 +89,7 @@ def check(mlm, records: Sequence[Record], n: int, *, seed: int = 0, batch_tokens
     t0 = time.perf_counter()
     fast = [r["pll"] for r in one_pass_rows(mlm, chosen, correction=correction)]
     t1 = time.perf_counter()
-    kw = {} if batch_tokens is None else {"batch_tokens": batch_tokens}
-    exact = [float(x) for x in exact_pll(mlm, encode_records(mlm, chosen).input_ids, **kw)]
+    exact = [float(x) for x in exact_pll(mlm, encode_records(mlm, chosen).input_ids)]
     t2 = time.perf_counter()
     err = torch.tensor(fast, dtype=torch.float64) - torch.tensor(exact, dtype=torch.float64)
     return CheckResult(len(chosen), spearman(fast, exact), float(err.abs().mean()), float(err.abs().max()),

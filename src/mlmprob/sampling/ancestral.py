@@ -86,7 +86,6 @@ class Ancestral:
     tokens_per_step: int = 1
     proposal: ProposalConfig = ProposalConfig()
     score_all: bool = False
-    batch_tokens: int | None = None
 
     def __post_init__(self):
         if isinstance(self.order, str) and self.order not in ORDER_KINDS:
@@ -117,7 +116,7 @@ class Ancestral:
         block = state.plan[state.cursor]
         rows, cols = block.nonzero(as_tuple=True)
         # the revealed tokens and the masks are in the rows already: each chain's row is read at its step
-        logits = read_logits(self.mlm, state.ids, rows, cols, batch_tokens=self.batch_tokens).float()
+        logits = read_logits(self.mlm, state.ids, rows, cols).float()
         logq = proposal_log_probs(logits, self._allowed, self.proposal)
         new = sample_from(logq, generator)
         ids = state.ids.clone()

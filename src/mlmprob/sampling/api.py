@@ -116,7 +116,6 @@ def sample(
     reference=None,
     jsonl: str | Path | None = None,
     progress: bool = False,
-    batch_tokens: int | None = None,
     tokens_per_step: int = 1,
     computed_with: dict | None = None,
 ) -> SampleResult:
@@ -161,14 +160,14 @@ def sample(
         generator.seed()
     proposal = ProposalConfig(proposal_temperature, top_p)
     bs, tt = as_schedule(block_size, "block_size"), as_schedule(target_temperature, "target_temperature")
-    kernel = _kernel(mlm, method, energy, bs, proposal, tt, order, score_all, batch_tokens, tokens_per_step)
+    kernel = _kernel(mlm, method, energy, bs, proposal, tt, order, score_all, tokens_per_step)
     ref = _reference(reference, ids)
     config = _run_config(mlm, method, energy, bs, proposal, tt, order, burn_in, thin, init, score_all,
                          tokens_per_step)
     run_log = None if jsonl is None else RunLog(jsonl, config, ids, free, computed_with)
     try:
-        state, records, rows_before = _start(kernel, run_log, config, ids, free, init, generator, batch_tokens)
-        run = _Run(kernel, mlm, method, energy, bs, tt, burn_in, thin, ref, run_log, batch_tokens,
+        state, records, rows_before = _start(kernel, run_log, config, ids, free, init, generator)
+        run = _Run(kernel, mlm, method, energy, bs, tt, burn_in, thin, ref, run_log,
                    rows_before - state.forward_rows)  # the kernel counts from its own init
         _run_epochs(run, state, records, burn_in + epochs, generator, progress)
     finally:
@@ -178,7 +177,7 @@ def sample(
 
 
 def _start(kernel, run_log: RunLog | None, config: dict, ids: torch.Tensor, free: torch.Tensor, init: str,
-           generator: torch.Generator, batch_tokens: int):
+           generator: torch.Generator):
     """``(first state, records already written, rows forwarded before the kernel's)``: a fresh start
     (initialisation), or the state after the last complete epoch of the run file (resume)."""
     records: list[EpochRecord] = [] if run_log is None else list(run_log.records)
@@ -187,7 +186,7 @@ def _start(kernel, run_log: RunLog | None, config: dict, ids: torch.Tensor, free
         state = kernel.init(torch.tensor(records[-1].ids, dtype=torch.long), free, epoch=len(records))
         return state, records, records[-1].forward_rows
     start, rows_before = (ids, 0) if config["method"] == "ancestral" else \
-        initialize(kernel.mlm, ids, free, init, generator, batch_tokens)
+        initialize(kernel.mlm, ids, free, init, generator)
     return kernel.init(start, free), records, rows_before
 
 
@@ -202,7 +201,7 @@ def _check_counts(method: str, epochs, burn_in, thin) -> None:
         raise MLMProbError(f"thin must be an integer in 1..epochs ({epochs}), got {thin!r}")
 
 
-def _kernel(mlm, method, energy, bs, proposal, tt, order, score_all, batch_tokens, tokens_per_step):
+def _kernel(mlm, method, energy, bs, proposal, tt, order, score_all, tokens_per_step):
     """The kernel of ``method`` with its fixed parts bound."""
     if method != "ancestral" and tokens_per_step != 1:
         raise MLMProbError(f"tokens_per_step is for method='ancestral' (block_size sets MH/Gibbs blocks), "
@@ -210,10 +209,10 @@ def _kernel(mlm, method, energy, bs, proposal, tt, order, score_all, batch_token
     if method in ("gibbs", "ancestral") and energy not in ("local", "raw"):
         raise MLMProbError(f"energy must be 'local' or 'raw', got {energy!r}")
     if method == "mh":
-        return MetropolisHastings(mlm, energy, bs, proposal, tt, order, score_all, batch_tokens)
+        return MetropolisHastings(mlm, energy, bs, proposal, tt, order, score_all)
     if method == "gibbs":
-        return DegenerateGibbs(mlm, bs, proposal, order, score_all, batch_tokens)
-    return Ancestral(mlm, order, tokens_per_step, proposal, score_all, batch_tokens)
+        return DegenerateGibbs(mlm, bs, proposal, order, score_all)
+    return Ancestral(mlm, order, tokens_per_step, proposal, score_all)
 
 
 def _reference(reference, ids: torch.Tensor) -> torch.Tensor | None:
@@ -239,7 +238,6 @@ class _Run:
     thin: int
     ref: torch.Tensor | None
     run_log: RunLog | None
-    batch_tokens: int
     rows_before: int
 
 
@@ -267,7 +265,7 @@ def _run_epochs(run: _Run, state, records: list[EpochRecord], total: int, genera
         if run.method == "mh":
             e_local, e_raw = state.e_local, state.e_raw
         else:
-            logits, _ = site_logits(run.mlm, state.ids, state.scored, run.batch_tokens)
+            logits, _ = site_logits(run.mlm, state.ids, state.scored)
             e_local, e_raw = energies_from_logits(logits, state.ids, state.scored)
         ident = None if run.ref is None else reference_identity(state.ids, run.ref, state.free).tolist()
         log_prob = getattr(state, "log_prob", None)

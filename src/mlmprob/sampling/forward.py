@@ -13,21 +13,19 @@ from ..batching import iter_masked_logits, read_logits
 from ..models.protocol import MaskedLM
 
 
-def site_logits(mlm: MaskedLM, ids: torch.Tensor, select: torch.Tensor,
-                batch_tokens: int | None = None) -> tuple[torch.Tensor, int]:
+def site_logits(mlm: MaskedLM, ids: torch.Tensor, select: torch.Tensor) -> tuple[torch.Tensor, int]:
     """Logits ``[B, L, V]`` of the single-site masked copies at ``select`` (bool ``[B, L]``), zero
     elsewhere, and the number of copies forwarded."""
     B, L = ids.shape
     out = torch.zeros(B, L, mlm.vocab_size)
     rows, cols = select.nonzero(as_tuple=True)
     one = torch.zeros(B, dtype=torch.long)  # the chains of one call are one record
-    for idx, logits in iter_masked_logits(mlm, ids, rows, cols, batch_tokens=batch_tokens, records=one):
+    for idx, logits in iter_masked_logits(mlm, ids, rows, cols, records=one):
         out[rows[idx], cols[idx]] = logits.to(out.dtype)
     return out, int(rows.numel())
 
 
-def block_logits(mlm: MaskedLM, ids: torch.Tensor, block: torch.Tensor,
-                 batch_tokens: int | None = None) -> tuple[torch.Tensor, int]:
+def block_logits(mlm: MaskedLM, ids: torch.Tensor, block: torch.Tensor) -> tuple[torch.Tensor, int]:
     """Logits ``[n, V]`` at ``block.nonzero()`` (row-major order), each row of ``ids`` forwarded once
     with its whole block masked; and the number of rows forwarded."""
     rows_with = block.any(-1).nonzero(as_tuple=True)[0]
@@ -39,5 +37,5 @@ def block_logits(mlm: MaskedLM, ids: torch.Tensor, block: torch.Tensor,
     masked[block] = mlm.mask_id
     r, c = block.nonzero(as_tuple=True)   # row-major: the order of the output
     # the chains of one call are one record (they share the call's generator anyway)
-    out = read_logits(mlm, masked, r, c, batch_tokens=batch_tokens).to(out.dtype)
+    out = read_logits(mlm, masked, r, c).to(out.dtype)
     return out, int(len(rows_with))

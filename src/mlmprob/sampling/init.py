@@ -47,8 +47,7 @@ def resolve_free(mlm: MaskedLM, ids: torch.Tensor, positions: Positions = None) 
 
 
 def initialize(mlm: MaskedLM, ids: torch.Tensor, free: torch.Tensor, init: str = "given",
-               generator: torch.Generator | None = None,
-               batch_tokens: int | None = None) -> tuple[torch.Tensor, int]:
+               generator: torch.Generator | None = None) -> tuple[torch.Tensor, int]:
     """First states ``[B, L]`` and the number of rows forwarded.
 
     >>> from mlmprob import ExactMLM
@@ -70,7 +69,7 @@ def initialize(mlm: MaskedLM, ids: torch.Tensor, free: torch.Tensor, init: str =
     fill = free if init == "greedy" else free & (ids == mlm.mask_id)
     if not fill.any():
         return out, 0
-    logits, n = block_logits(mlm, ids, fill, batch_tokens)
+    logits, n = block_logits(mlm, ids, fill)
     best = proposal_log_probs(logits, allowed, ProposalConfig(temperature=0.0)).argmax(-1)
     out[fill] = best
     return out, n

@@ -186,7 +186,6 @@ class MetropolisHastings(_Sweeper):
     target_temperature: ScheduleLike = 1.0
     order: str = "random"
     score_all: bool = False
-    batch_tokens: int | None = None
 
     def __post_init__(self):
         object.__setattr__(self, "block_size", _check_common(self.mlm, self.order, self.block_size))
@@ -200,7 +199,7 @@ class MetropolisHastings(_Sweeper):
         position), the only time the current state's energy is computed."""
         free = default_positions(self.mlm, ids) if free is None else free
         scored = resolve_scored(self.mlm, ids, free, self.score_all)
-        logits, n = site_logits(self.mlm, ids, scored, self.batch_tokens)
+        logits, n = site_logits(self.mlm, ids, scored)
         e_local, e_raw = energies_from_logits(logits, ids, scored)
         return ChainState(ids, free, scored, epoch=epoch, site_logits=logits, e_local=e_local, e_raw=e_raw,
                           forward_rows=n)
@@ -220,14 +219,14 @@ class MetropolisHastings(_Sweeper):
         logits_rows = torch.empty(len(rows), self.mlm.vocab_size, dtype=state.site_logits.dtype)
         logits_rows[cached] = state.site_logits[rows[cached], cols[cached]]
         multi_block = block & (n_in_block > 1)[:, None]
-        logits_rows[~cached], n_fwd = block_logits(self.mlm, state.ids, multi_block, self.batch_tokens)
+        logits_rows[~cached], n_fwd = block_logits(self.mlm, state.ids, multi_block)
         prop, log_q_fwd, log_q_rev = _propose(logits_rows, rows, state.ids, cols, self._allowed,
                                               self.proposal, generator)
         changed = (prop != state.ids).any(-1)
         # energies of the changed proposals; the copy at a single proposed site is the cached row
         ch = changed.nonzero(as_tuple=True)[0]
         need = state.scored[ch] & ~(block[ch] & single[ch, None])
-        new_logits, n_e = site_logits(self.mlm, prop[ch], need, self.batch_tokens)
+        new_logits, n_e = site_logits(self.mlm, prop[ch], need)
         reuse = (block[ch] & single[ch, None]) & state.scored[ch]
         new_logits[reuse] = state.site_logits[ch][reuse]
         new_local, new_raw = energies_from_logits(new_logits, prop[ch], state.scored[ch])
@@ -275,7 +274,6 @@ class DegenerateGibbs(_Sweeper):
     proposal: ProposalConfig = ProposalConfig()
     order: str = "random"
     score_all: bool = False
-    batch_tokens: int | None = None
 
     def __post_init__(self):
         object.__setattr__(self, "block_size", _check_common(self.mlm, self.order, self.block_size))
@@ -289,7 +287,7 @@ class DegenerateGibbs(_Sweeper):
         state, block = self._blocks(state, generator)
         active = block.any(-1)
         rows, cols = block.nonzero(as_tuple=True)
-        logits_rows, n_fwd = block_logits(self.mlm, state.ids, block, self.batch_tokens)
+        logits_rows, n_fwd = block_logits(self.mlm, state.ids, block)
         prop, _, _ = _propose(logits_rows, rows, state.ids, cols, self._allowed, self.proposal, generator)
         novel = (prop != state.ids).any(-1)
         state, end = self._advance(state, ids=prop, forward_rows=state.forward_rows + n_fwd)

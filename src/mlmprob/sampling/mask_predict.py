@@ -47,7 +47,7 @@ def _greedy(logits: torch.Tensor, allowed: torch.Tensor) -> tuple[torch.Tensor, 
 
 
 def mask_predict(mlm: MaskedLM, init_ids, iterations: int, positions: Positions = None, *,
-                 strategy: str = "mask_predict", batch_tokens: int | None = None) -> MaskPredictResult:
+                 strategy: str = "mask_predict") -> MaskPredictResult:
     """Fill the free positions of ``init_ids`` ``[B, L]`` (their current tokens are ignored) in
     ``iterations`` rounds of greedy refinement.
 
@@ -67,7 +67,7 @@ def mask_predict(mlm: MaskedLM, init_ids, iterations: int, positions: Positions 
     allowed = allowed_ids(mlm)
     ids = ids.clone()
     conf = torch.zeros(ids.shape, dtype=torch.float64)
-    logits, rows_fwd = block_logits(mlm, ids, free, batch_tokens)
+    logits, rows_fwd = block_logits(mlm, ids, free)
     tok, c = _greedy(logits, allowed)
     ids[free], conf[free] = tok, c
     history = [ids.clone()]
@@ -81,7 +81,7 @@ def mask_predict(mlm: MaskedLM, init_ids, iterations: int, positions: Positions 
             if not remask.any():
                 history.append(ids.clone())
                 continue
-            logits, k = block_logits(mlm, ids, remask, batch_tokens)
+            logits, k = block_logits(mlm, ids, remask)
             tok, c = _greedy(logits, allowed)
             ids[remask], conf[remask] = tok, c
         else:
@@ -92,7 +92,7 @@ def mask_predict(mlm: MaskedLM, init_ids, iterations: int, positions: Positions 
             new_tok = torch.empty(len(rows), dtype=torch.long)
             new_conf = torch.empty(len(rows), dtype=torch.float64)
             k = 0
-            for idx, logits in iter_masked_logits(mlm, ids, rows, cols, extra_mask=harder, batch_tokens=batch_tokens):
+            for idx, logits in iter_masked_logits(mlm, ids, rows, cols, extra_mask=harder):
                 new_tok[idx], new_conf[idx] = _greedy(logits, allowed)
                 k += len(idx)
             ids[rows, cols], conf[rows, cols] = new_tok, new_conf

@@ -39,7 +39,7 @@ class LiteralMH(MetropolisHastings):
         return ChainState(ids, free, resolve_scored(self.mlm, ids, free, self.score_all), epoch=epoch)
 
     def _energy(self, ids, scored):
-        logits, n = site_logits(self.mlm, ids, scored, self.batch_tokens)
+        logits, n = site_logits(self.mlm, ids, scored)
         e_local, e_raw = energies_from_logits(logits, ids, scored)
         return (e_local if self.energy == "local" else e_raw), n
 
@@ -49,7 +49,7 @@ class LiteralMH(MetropolisHastings):
         act = active[:, None]
         e_old, n_old = self._energy(state.ids, state.scored & act)                         # line 6
         rows, cols = block.nonzero(as_tuple=True)
-        logits_rows, n_prop = block_logits(self.mlm, state.ids, block, self.batch_tokens)  # lines 7-9
+        logits_rows, n_prop = block_logits(self.mlm, state.ids, block)  # lines 7-9
         prop, log_q_fwd, log_q_rev = _propose(logits_rows, rows, state.ids, cols, self._allowed,
                                               self.proposal, generator)
         e_new, n_new = self._energy(prop, state.scored & act)                              # line 10

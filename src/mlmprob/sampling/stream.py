@@ -190,31 +190,33 @@ class SampleJob:
                 **({"tokens_per_step": self.tokens_per_step} if self.method == "ancestral" else {})}
 
     def load(self, device: str = "auto") -> SampleState:
-        """``(model, batch_tokens)`` on ``device`` (called once per worker)."""
+        """``(model, batch_tokens)`` on ``device`` (called once per worker): the model's reader carries the budget."""
         from ..batching import auto_batch_tokens
         from ..models import load_mlm
+        from ..models.reader import reader_of
 
         mlm = load_mlm(self.model, device=device, dtype=self.dtype, allow_pickle=self.allow_pickle)
-        return SampleState(mlm, auto_batch_tokens(mlm, self.batch_tokens))
+        budget = auto_batch_tokens(mlm, self.batch_tokens)
+        return SampleState(reader_of(mlm, budget), budget)
 
     def run(self, state, records: Sequence[Record]) -> tuple[list[dict], list[tuple[str, str]]]:
         """Sample one chunk: ``chains`` rows per record (in input order) and the ``(id, reason)`` of the
         records skipped (``skip_invalid``: records whose sequence or free positions are unusable)."""
-        mlm, batch_tokens = state
+        mlm = state.mlm
         rows: list[dict] = []
         skipped: list[tuple[str, str]] = []
         for rec in records:
             try:
-                rows.extend(self.chain_rows(mlm, rec, batch_tokens))
+                rows.extend(self.chain_rows(mlm, rec))
             except MLMProbError as e:
                 if not self.skip_invalid:
                     raise
                 skipped.append((rec.id, str(e)))
         return rows, skipped
 
-    def sample_record(self, mlm, rec: Record, batch_tokens: int | None = None) -> SampleResult:
-        """The ``chains`` chains of one record (generator seeded by :func:`record_seed`); ``batch_tokens`` None:
-        chosen for the model's device."""
+    def sample_record(self, mlm, rec: Record) -> SampleResult:
+        """The ``chains`` chains of one record (generator seeded by :func:`record_seed`); the forward budget is
+        the model reader's (:meth:`mlmprob.models.reader.Reader.with_budget`)."""
         try:
             enc = mlm.encode([rec.seq])
         except MLMProbError as e:
@@ -231,19 +233,18 @@ class SampleJob:
             return sample(mlm, ids, method=self.method, energy=self.energy, epochs=self.epochs,
                           burn_in=self.burn_in, block_size=bs, proposal_temperature=self.proposal_temperature,
                           top_p=self.top_p, target_temperature=tt, order=self.order, positions=free, generator=g,
-                          init=self.init, thin=self.thin, score_all=self.score_all, reference=reference,
-                          batch_tokens=batch_tokens, tokens_per_step=self.tokens_per_step)
+                          init=self.init, thin=self.thin, score_all=self.score_all, reference=reference, tokens_per_step=self.tokens_per_step)
         except MLMProbError as e:
             raise MLMProbError(f"{rec.id}: {e}") from None
 
-    def chain_rows(self, mlm, rec: Record, batch_tokens: int | None = None) -> list[dict]:
+    def chain_rows(self, mlm, rec: Record) -> list[dict]:
         """One row per chain of ``rec``: ``id`` (``RECORD/chainC``), ``record``, ``chain``, the final
         ``sequence`` (decoded), its ``e_local`` and ``e_raw``, ``accept_rate`` and ``novel_rate`` (after
         burn-in), ``identity`` to the input (None when the input has masks at free positions),
         ``energy_trace`` (the target energy after every epoch, burn-in included), ``n_free``, the
         sampler settings and ``record_seed``; ancestral draws have no acceptance (None) and add ``log_prob``,
         the final draw's log-probability along its order. NaN becomes None when written."""
-        r = self.sample_record(mlm, rec, batch_tokens)
+        r = self.sample_record(mlm, rec)
         accept, novel = chain_rates(r)
         if r.log_prob is not None:
             accept = novel = [None] * self.chains

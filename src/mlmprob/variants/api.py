@@ -146,7 +146,7 @@ def _terms(table: RowTable, method: str, w: list[int], v: Variant, mask: int) ->
     return terms
 
 
-def _ag_scores(mlm: MaskedLM, wt: torch.Tensor, variants: list[Variant], batch_tokens: int) -> torch.Tensor:
+def _ag_scores(mlm: MaskedLM, wt: torch.Tensor, variants: list[Variant]) -> torch.Tensor:
     out = torch.full((len(variants),), float("nan"), dtype=torch.float64)
     joints: dict[tuple[int, int], tuple[torch.Tensor, dict[int, int]]] = {}
     for n, v in enumerate(variants):
@@ -154,7 +154,7 @@ def _ag_scores(mlm: MaskedLM, wt: torch.Tensor, variants: list[Variant], batch_t
             continue
         (a, ma), (b, mb) = v
         if (a, b) not in joints:
-            pc = pair_conditionals(mlm, wt, a, b, batch_tokens=batch_tokens)
+            pc = pair_conditionals(mlm, wt, a, b)
             joints[(a, b)] = (ag_joint(pc).log_joint, pc.index_of)
         lj, idx = joints[(a, b)]
         cells = [idx.get(t) for t in (ma, mb, int(wt[a]), int(wt[b]))]
@@ -163,8 +163,8 @@ def _ag_scores(mlm: MaskedLM, wt: torch.Tensor, variants: list[Variant], batch_t
     return out
 
 
-def _pll_delta(mlm: MaskedLM, wt: torch.Tensor, variants: list[Variant], table: RowTable, mask: int,
-               batch_tokens: int) -> tuple[torch.Tensor, list[int]]:
+def _pll_delta(mlm: MaskedLM, wt: torch.Tensor, variants: list[Variant], table: RowTable,
+               mask: int) -> tuple[torch.Tensor, list[int]]:
     """``PLL(m)`` for every variant (re-scored in chunks) and the requests summing to ``PLL(w)``."""
     positions = default_positions(mlm, wt[None])[0].nonzero()[:, 0].tolist()
     wt_terms = [table.request(((t, mask),), t, int(wt[t])) for t in positions]
@@ -176,12 +176,12 @@ def _pll_delta(mlm: MaskedLM, wt: torch.Tensor, variants: list[Variant], table: 
         for k, v in enumerate(part):
             for p, t in v:
                 x[k, p] = t
-        pll_m[lo:lo + len(part)] = token_scores(mlm, x, batch_tokens=batch_tokens).pll
+        pll_m[lo:lo + len(part)] = token_scores(mlm, x).pll
     return pll_m, wt_terms
 
 
-def score_variants(mlm: MaskedLM, wild_type, mutants: Sequence[Sequence[tuple[int, int]]], methods=None,
-                   batch_tokens: int | None = None, *, cache: ForwardCache | None = None,
+def score_variants(mlm: MaskedLM, wild_type, mutants: Sequence[Sequence[tuple[int, int]]], methods=None, *,
+                   cache: ForwardCache | None = None,
                    n_orders: int = DEFAULT_ORDERS, seed: int = 0) -> dict[str, torch.Tensor]:
     """Scores of every variant by every method in ``methods`` (default: all of ``METHODS``, and
     ``chain`` on request; see the module doc): ``{method: float64 tensor [len(mutants)]}``, in the order asked.
@@ -207,7 +207,7 @@ def score_variants(mlm: MaskedLM, wild_type, mutants: Sequence[Sequence[tuple[in
     if not variants:
         return {m: torch.empty(0, dtype=torch.float64) for m in methods}
     mask = int(mlm.mask_id)
-    table = RowTable(mlm, wt, batch_tokens)
+    table = RowTable(mlm, wt)
     w = wt.tolist()
     needed = set(methods) | ({"hcb", "masked_marginals"} if "epistasis" in methods else set())
     row_methods = [m for m in ROW_METHODS if m in needed]
@@ -216,7 +216,7 @@ def score_variants(mlm: MaskedLM, wild_type, mutants: Sequence[Sequence[tuple[in
     chain_plan = plan_chain(table, w, variants, mask, n_orders, seed) if "chain" in methods else None
     pll_m = wt_terms = None
     if "pll_delta" in methods:
-        pll_m, wt_terms = _pll_delta(mlm, wt, variants, table, mask, batch_tokens)
+        pll_m, wt_terms = _pll_delta(mlm, wt, variants, table, mask)
     values = table.run(cache)
     scores: dict[str, torch.Tensor] = {}
     for m, terms in plan.items():
@@ -232,5 +232,5 @@ def score_variants(mlm: MaskedLM, wild_type, mutants: Sequence[Sequence[tuple[in
     if chain_plan is not None:
         scores["chain"] = chain_scores(values, chain_plan)
     if "ag" in methods:
-        scores["ag"] = _ag_scores(mlm, wt, variants, batch_tokens)
+        scores["ag"] = _ag_scores(mlm, wt, variants)
     return {m: scores[m] for m in methods}

@@ -20,7 +20,7 @@ from typing import Iterable
 
 import torch
 
-from ..batching import auto_batch_tokens, iter_read_logits
+from ..batching import iter_read_logits
 from ..errors import MLMProbError
 from ..models.protocol import MaskedLM
 
@@ -51,8 +51,8 @@ class ForwardCache:
 class RowTable:
     """Requested terms ``log q_col(token | wild type + edit)``; ``run`` computes them all."""
 
-    def __init__(self, mlm: MaskedLM, wild_type: torch.Tensor, batch_tokens: int | None = None):
-        self.mlm, self.wt, self.batch_tokens = mlm, wild_type, auto_batch_tokens(mlm, batch_tokens)
+    def __init__(self, mlm: MaskedLM, wild_type: torch.Tensor):
+        self.mlm, self.wt = mlm, wild_type
         self._wt_list = wild_type.tolist()
         self._rows: dict[Edit, int] = {}
         self._edits: list[Edit] = []
@@ -146,8 +146,7 @@ class RowTable:
                 ids[i, p] = t
         # each distinct row is a record of its own: its logits never depend on the variants beside it
         groups = torch.arange(len(rows))
-        for q, logits in iter_read_logits(mlm, ids, local[read_row[reads]], read_col[reads], groups=groups,
-                                          batch_tokens=self.batch_tokens):
+        for q, logits in iter_read_logits(mlm, ids, local[read_row[reads]], read_col[reads], groups=groups):
             done = reads[q]
             lp = logits.double()
             lp = lp - torch.logsumexp(lp, -1, keepdim=True)

@@ -50,7 +50,7 @@ def _label(mlm: MaskedLM, token: int) -> str:
 
 
 def saturate(mlm: MaskedLM, wild_type, positions: Sequence[int] | None = None, candidates=None, *,
-             offset: int = 1, batch_tokens: int | None = None) -> Saturation:
+             offset: int = 1) -> Saturation:
     """Score every single mutant at ``positions`` (default: every non-special position) to every
     token of ``candidates`` (default: the model's proposal ids, e.g. the 20 residues, else every
     non-special token).
@@ -83,7 +83,7 @@ def saturate(mlm: MaskedLM, wild_type, positions: Sequence[int] | None = None, c
     else:
         cands = resolve_candidates(mlm, candidates)
     mask = int(mlm.mask_id)
-    table = RowTable(mlm, wt, batch_tokens)
+    table = RowTable(mlm, wt)
     w = wt.tolist()
     reqs = [[(table.request((), p, c), table.request(((p, mask),), p, c)) for c in cands.tolist()]
             for p in pos.tolist()]

@@ -52,7 +52,9 @@ class VariantsState:
     """What a worker keeps: the model, the letters' token ids, and per window its ids and ForwardCache."""
 
     def __init__(self, mlm, wild_type: str, batch_tokens: int):
-        self.mlm, self.wild_type, self.batch_tokens = mlm, wild_type, batch_tokens
+        from ..models.reader import reader_of
+
+        self.mlm, self.wild_type, self.batch_tokens = reader_of(mlm, batch_tokens), wild_type, batch_tokens
         self.to_id = letter_ids(mlm, AMINO_ACIDS)
         n = max_length_of(mlm)
         self.window = None if n is None else n - (len(residue_positions(mlm, "A")[0]) - 1)
@@ -132,7 +134,7 @@ class VariantsJob:
             if not group:
                 continue
             variants = [[(int(where[m.index - start]), state.to_id[m.mt]) for m in muts] for _, muts in group]
-            scores = score_variants(state.mlm, ids, variants, self.methods, state.batch_tokens, cache=cache,
+            scores = score_variants(state.mlm, ids, variants, self.methods, cache=cache,
                                     n_orders=self.chain_orders, seed=self.chain_seed)
             for j, (k, _) in enumerate(group):
                 values[k] = {m: float(scores[m][j]) for m in self.methods}
