@@ -25,7 +25,7 @@ from .errors import MLMProbError
 from .infill import InfillCandidate, exact_infill, exhaustive_infill, infill, sample_infill
 from .likelihood import LogLik, loglik
 from .joints import PairConditionals, evaluate_pair, pair_conditionals, pairwise_joint
-from .models import ExactMLM, HFMaskedLM, LookupMLM, MaskedLM, load_mlm
+from .models import ExactMLM, HFMaskedLM, LookupMLM, MaskedLM, Reader, load_mlm, reader_of
 from .onepass.api import pll
 from .sampling import SampleResult, mask_predict, sample
 from . import synthetic, training
@@ -35,7 +35,7 @@ from .variants import score_variants
 
 __version__ = "0.1.0"
 
-__all__ = ["ExactMLM", "HFMaskedLM", "LookupMLM", "MaskedLM", "MLMProbError", "TokenScores", "energy",
+__all__ = ["ExactMLM", "HFMaskedLM", "LookupMLM", "MaskedLM", "Reader", "reader_of", "MLMProbError", "TokenScores", "energy",
            "load_mlm", "pll", "LogLik", "loglik", "token_scores", "__version__",
            "PairConditionals", "evaluate_pair", "pair_conditionals", "pairwise_joint",
            "SampleResult", "mask_predict", "sample",

@@ -29,12 +29,12 @@ CSS = ".mlmprob-tokens span:hover{outline:1px solid #333}"
 def _is_residue_model(mlm) -> bool:
     from ..models.tokenizers import ResidueTokenizer
 
-    return isinstance(getattr(mlm, "tokenizer", None), ResidueTokenizer)
+    return isinstance(reader_of(mlm).tokenizer, ResidueTokenizer)
 
 
 def _examples(mlm) -> dict[str, str]:
     if _is_residue_model(mlm):
-        letters = getattr(getattr(mlm, "tokenizer", None), "residues", "")
+        letters = getattr(reader_of(mlm).tokenizer, "residues", "")
         seq = VH if set(VH) <= set(letters) else (letters * 3)[:24]
         n = len(seq)
         ex = {"score": seq, "wt": seq, "mutant": f"{seq[1]}2{'A' if seq[1] != 'A' else 'C'}:{seq[4]}5"

@@ -14,6 +14,7 @@ from pathlib import Path
 from ..runtime.log import RunMeta, check_config, read_lines, read_log
 from ..runtime.shard import Shard
 from ..runtime.writers import meta_path
+from ..models.reader import reader_of
 
 
 RECORDS_FILE = "pairs.jsonl"
@@ -75,7 +76,7 @@ def _dtype_label(mlm, dtype, device: str, model=None) -> str | None:
     from ..runtime.provenance import weights_dtype_text
 
     if mlm is not None:
-        dt = getattr(mlm, "dtype", None)
+        dt = reader_of(mlm).dtype
     else:
         dt = resolve_dtype(dtype, resolve_device(device))
         if dt is None:

@@ -73,6 +73,7 @@ from .cdr_h3_common import (ANNEALS, BLOCK_START, CONFIGS, MP_ITERATIONS, PTEMPS
 from .cdr_h3_report import write_report
 from .cdr_h3_runner import Antibody, done_units, load_antibodies, prepare_units, run_config, run_experiment
 from .data_option import add_data_option, resolve_data_dir
+from ..models.reader import reader_of
 
 __all__ = ["ANNEALS", "ANTIBODY_CSV", "BLOCK_START", "CONFIGS", "MP_ITERATIONS", "PTEMPS", "RESULTS_FILE", "RUNS_FILE",
            "T5_ANNEAL", "TABLES", "TOPPS", "WORK_DIR", "Antibody", "Config", "RunOptions", "antibody_csv",
@@ -148,7 +149,7 @@ def _main(args, argv) -> int:
 
         mlm = load_mlm(args.model, dtype=args.dtype)
         abs_ = load_antibodies(csv, args.n_antibodies, args.column, args.id_column, args.cdr_definition,
-                               max_residues=None if getattr(mlm, "max_length", None) is None else mlm.max_length - 2)
+                               max_residues=None if reader_of(mlm).max_length is None else mlm.max_length - 2)
         out.mkdir(parents=True, exist_ok=True)
         cmd = "python -m mlmprob.experiments.cdr_h3 " + shlex.join(argv)
         started = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")

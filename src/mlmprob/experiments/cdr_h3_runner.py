@@ -87,7 +87,7 @@ class _Units:
 def _texts_for(mlm, seqs: Sequence[str]) -> list[str]:
     from ..models.tokenizers import ResidueTokenizer
 
-    tok = getattr(mlm, "tokenizer", None)
+    tok = reader_of(mlm).tokenizer
     return list(seqs) if isinstance(tok, ResidueTokenizer) else [" ".join(s) for s in seqs]
 
 
@@ -254,7 +254,7 @@ def _run_sampler(mlm: MaskedLM, cfg: Config, units: _Units, opts: RunOptions, wo
 
 
 def _model_name(mlm) -> str:
-    return str(getattr(mlm, "name", "") or type(mlm).__name__)
+    return reader_of(mlm).name
 
 
 def done_units(records: list[dict], opts: RunOptions) -> set[tuple[str, str]]:

@@ -34,11 +34,12 @@ from .infill_choices import DATA_FILES, DATASETS, REGIONS, dataset_files
 from .infill_paired import discordant
 from .infill_runner import (CountingMLM, ExperimentConfig, draw_data, measure_gap, model_gaps, model_label,
                             report_progress)
+from ..models.reader import reader_of
 
 
 def token_name(mlm, token_id: int) -> str:
     """A printable name of an output token (the tokenizer's own string when it has one)."""
-    tok = getattr(mlm, "tokenizer", None)
+    tok = reader_of(mlm).tokenizer
     tokens = getattr(tok, "tokens", None)
     if tokens is not None and 0 <= token_id < len(tokens):
         return str(tokens[token_id])

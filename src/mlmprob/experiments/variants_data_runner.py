@@ -95,7 +95,7 @@ def parse_plan(text: str) -> list[Stage]:
 def _texts_for(mlm, seqs: Sequence[str]) -> list[str]:
     from ..models.tokenizers import ResidueTokenizer
 
-    return list(seqs) if isinstance(getattr(mlm, "tokenizer", None), ResidueTokenizer) else [" ".join(s) for s in seqs]
+    return list(seqs) if isinstance(reader_of(mlm).tokenizer, ResidueTokenizer) else [" ".join(s) for s in seqs]
 
 
 class Encoder:
@@ -109,7 +109,7 @@ class Encoder:
         for i, w in enumerate(words):
             if w >= 0:
                 if w in index:
-                    raise MLMProbError(f"{getattr(mlm, 'name', 'the model')} splits residue {w} into several tokens")
+                    raise MLMProbError(f"{reader_of(mlm).name} splits residue {w} into several tokens")
                 index[w] = i
         if len(index) != len(full):
             raise MLMProbError(f"the VH of {len(full)} residues encodes to {len(index)} residue tokens")
@@ -243,7 +243,7 @@ class Runner:
         abs_ = self._set(stage.group)[lo:hi]
         mlm, _, _ = self.model(stage.model)
         t0, c0 = time.perf_counter(), time.process_time()
-        limit = getattr(mlm, "max_length", None)
+        limit = reader_of(mlm).max_length
         keep = [a for a in abs_ if limit is None or len(a.vh) + 2 <= limit]
         kind = stage.group.rsplit("_", 1)[1]
         values, n_res = [], []

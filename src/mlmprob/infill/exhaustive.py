@@ -20,6 +20,7 @@ from ..errors import MLMProbError
 from ..models.protocol import MaskedLM
 from .beam import make_correction
 from .gap import InfillCandidate, prepare_gap
+from ..models.reader import reader_of
 
 MAX_FILLS = 200_000
 
@@ -75,7 +76,7 @@ def exact_infill(mlm: MaskedLM, input_ids, positions: Sequence[int] | torch.Tens
     >>> [(c.tokens, round(c.score, 4)) for c in exact_infill(m, [1, 2], [1])]   # p(x2 | x1 = 1)
     [((1,), -0.5596), ((0,), -0.8473)]
     """
-    log_prob = getattr(mlm, "log_prob", None)
+    log_prob = getattr(reader_of(mlm).wrapped, "log_prob", None)
     if log_prob is None:
         raise MLMProbError("exact_infill needs a model with an exact joint (a log_prob method, e.g. ExactMLM)")
     gap = prepare_gap(mlm, input_ids, positions)

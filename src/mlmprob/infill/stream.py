@@ -64,7 +64,7 @@ def mask_text(mlm) -> str:
     """How the model's tokenizer reads one masked token: ``_`` for residue tokenizers, else its mask token."""
     from ..models.tokenizers import ResidueTokenizer
 
-    tok = getattr(mlm, "tokenizer", None)
+    tok = reader_of(mlm).tokenizer
     if tok is None or isinstance(tok, ResidueTokenizer) or not hasattr(tok, "hf"):
         return "_"
     return tok.hf.mask_token
@@ -76,7 +76,7 @@ def parse_pivot(mlm, pivot: str | None) -> int | None:
         return None
     if pivot.lstrip("-").isdigit():
         return int(pivot)
-    tok = getattr(mlm, "tokenizer", None)
+    tok = reader_of(mlm).tokenizer
     table = getattr(tok, "token_to_id", None)
     if table is not None and pivot in table:
         return table[pivot]
@@ -231,7 +231,7 @@ def infill_records(mlm, records: Iterable[Record], *, gaps: str = "joint", **opt
     """Rows of every gap of ``records`` with an already loaded model (``options``: those of :class:`InfillJob`
     but ``model``), in input order.
     """
-    job = InfillJob(model=getattr(mlm, "name", "model"), **options)
+    job = InfillJob(model=reader_of(mlm).name, **options)
     state = job.prepare(mlm)
     for u in iter_gap_units(records, gaps):
         yield from job.run(state, [u])[0]

@@ -35,7 +35,7 @@ def parse_device(device) -> torch.device:
 
 
 def load_mlm(name_or_path: str, device=DEVICE, dtype=DTYPE, alphabet: str | None = None, *,
-             allow_pickle: bool = False, fused: bool | None = None) -> Reader:
+             allow_pickle: bool = False, fused: bool | None = None, batch_tokens: int | None = None) -> Reader:
     """Load a masked LM with its tokenizer, behind the model contract (:class:`mlmprob.models.reader.Reader`:
     its padding, head, device, dtype, budget, alphabet and length limit, found and checked once, here).
 
@@ -55,6 +55,9 @@ def load_mlm(name_or_path: str, device=DEVICE, dtype=DTYPE, alphabet: str | None
     function with fewer passes over memory); ``fused=False`` (or ``$MLMPROB_FUSED=0`` when ``fused`` is
     None) runs transformers' own code.
 
+    ``batch_tokens``: the forward budget of every read of the model (tokens per sub-batch; None: the device's
+    default, :func:`mlmprob.models.forward.auto_batch_tokens`); ``reader.with_budget(n)`` changes it later.
+
     Weights are read from safetensors files only. A local folder whose weights exist only as a
     pickle (``pytorch_model.bin``) is refused unless ``allow_pickle=True``, and even then it is read
     with ``torch.load(..., weights_only=True)``, which builds tensors but runs no code. Remote code
@@ -67,15 +70,16 @@ def load_mlm(name_or_path: str, device=DEVICE, dtype=DTYPE, alphabet: str | None
         raise ModelLoadError(f"alphabet applies to hub and directory models; {key!r} has its own fixed alphabet")
     if key == "antiberty":
         from .antibody import load_antiberty
-        return Reader(load_antiberty(dev, dt, fused=fused))
+        return Reader(load_antiberty(dev, dt, fused=fused), batch_tokens=batch_tokens)
     if key in ("sapiens-vh", "sapiens-vl"):
         from .antibody import load_sapiens
-        return Reader(load_sapiens(key.split("-")[1], dev, dt, fused=fused))
+        return Reader(load_sapiens(key.split("-")[1], dev, dt, fused=fused), batch_tokens=batch_tokens)
     if key == "en-small":
         if not (EN_SMALL_DIR / "model.safetensors").is_file():
             raise ModelLoadError(f"the en-small weights are missing from this installation ({EN_SMALL_DIR})")
-        return Reader(load_hf(str(EN_SMALL_DIR), dev, dt, name="en-small", fused=fused))
-    return Reader(load_hf(name_or_path, dev, dt, alphabet=alphabet, allow_pickle=allow_pickle, fused=fused))
+        return Reader(load_hf(str(EN_SMALL_DIR), dev, dt, name="en-small", fused=fused), batch_tokens=batch_tokens)
+    return Reader(load_hf(name_or_path, dev, dt, alphabet=alphabet, allow_pickle=allow_pickle, fused=fused),
+                  batch_tokens=batch_tokens)
 
 
 def load_hf(name_or_path: str, device="cpu", dtype=None, *, name: str | None = None, alphabet: str | None = None,

@@ -22,6 +22,7 @@ from pathlib import Path
 import torch
 
 from ..errors import MLMProbError
+from ..models.reader import reader_of
 
 FILE_STEM = "one_pass"
 FITTED_DIR = Path(__file__).resolve().parent / "fitted"
@@ -98,7 +99,7 @@ def fingerprint(mlm) -> float:
 
 
 def model_key(mlm) -> str:
-    return str(getattr(mlm, "name", "") or type(mlm).__name__)
+    return reader_of(mlm).name
 
 
 def check_fits(c: Correction, mlm, where: str) -> Correction:

@@ -21,6 +21,7 @@ from ..energy import check_input_ids, resolve_positions
 from ..errors import MLMProbError
 from .correction import Correction, fingerprint, model_key
 from .estimate import unmasked_hidden
+from ..models.reader import reader_of
 
 
 @dataclass(frozen=True)
@@ -114,7 +115,7 @@ def calibrate(mlm, sequences: Sequence[str], *, steps: int = 400, seed: int = 0,
     data = collect(mlm, sequences, progress=progress)
     c, before, after = fit_correction(mlm, data, steps=steps, generator=torch.Generator().manual_seed(seed))
     c.info = {"model": model_key(mlm), "hidden_size": c.hidden_size, "vocab_size": int(mlm.vocab_size),
-              "fingerprint": fingerprint(mlm), "dtype": str(getattr(mlm, "dtype", "")).replace("torch.", ""),
+              "fingerprint": fingerprint(mlm), "dtype": str(reader_of(mlm).dtype).replace("torch.", ""),
               "calibration": {"source": source, "sequences": len(sequences), "positions": int(len(data.seq)),
                               "steps": steps, "seed": seed, "heldout_share": 0.2},
               "heldout_kl_nats_per_position": {"unmasked": round(before, 5), "corrected": round(after, 5)},

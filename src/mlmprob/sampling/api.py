@@ -22,6 +22,7 @@ from .io import EpochRecord, RunLog, generator_state_hex, set_generator_state
 from .kernels import DegenerateGibbs, MetropolisHastings, energies_from_logits
 from .proposals import ProposalConfig
 from .schedules import ScheduleLike, as_schedule, block_size_at, schedule_text, temperature_at
+from ..models.reader import reader_of
 
 METHODS = ("mh", "gibbs", "ancestral")
 
@@ -79,7 +80,7 @@ class SampleResult:
 
 
 def _model_name(mlm) -> str:
-    return str(getattr(mlm, "name", "") or type(mlm).__name__)
+    return reader_of(mlm).name
 
 
 def _run_config(mlm, method: str, energy: str, bs, proposal: ProposalConfig, tt, order, burn_in: int, thin: int,
