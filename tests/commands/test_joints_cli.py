@@ -8,7 +8,7 @@ import pytest
 
 from mlmprob.cli import main
 from mlmprob.errors import MLMProbError
-from mlmprob.commands.joints_job import JointsConfig, load_records, pair_units, read_sequences
+from mlmprob.joints.job import JointsConfig, load_records, pair_units, read_sequences
 from mlmprob.runtime.lock import WriterLock
 from mlmprob.runtime.writers import read_results
 

@@ -14,7 +14,7 @@ from mlmprob.errors import MLMProbError
 from mlmprob.joints import (METHODS, ag_joint, ag_objective, ci_gap, evaluate_pair, hcb_joint, joint_from,
                             mlm_joint, mrf_joint, pair_conditionals, pair_metrics,
                             pairwise_joint, summarize, topk_candidates)
-from mlmprob.commands.joints_job import JointsConfig, load_records, run_joints, write_report
+from mlmprob.joints.job import JointsConfig, load_records, run_joints, write_report
 from mlmprob.models.exact import LookupMLM
 
 from mdtable import printed, row, tables_after

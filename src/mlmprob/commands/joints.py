@@ -16,7 +16,7 @@ import sys
 
 from ..errors import MLMProbError
 from ..argtypes import nonnegative_int, positive_float, positive_int
-from .joints_job import SCHEMES, JointsConfig, load_records, run_joints, write_report
+from ..joints.job import SCHEMES, JointsConfig, load_records, run_joints, write_report
 from ..runtime.inputs import FORMATS
 
 
@@ -54,7 +54,7 @@ def register(subparsers) -> argparse.ArgumentParser:
 def run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from .joints_job import RECORDS_FILE
+    from ..joints.job import RECORDS_FILE
     from ..runtime.command import RunOptions
 
     if args.report_only:
@@ -95,6 +95,6 @@ def run(args: argparse.Namespace) -> int:
 
 def expected_ids(config: dict, limit: int | None = None):
     """The pair ids a run with this stored ``config`` covers (``limit``: pairs per scheme), for ``mlmprob merge``."""
-    from .joints_job import pair_ids
+    from ..joints.job import pair_ids
 
     return None if limit is None else pair_ids(config.get("schemes") or [], limit)

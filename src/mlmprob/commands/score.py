@@ -94,7 +94,7 @@ def run(args) -> int:
     from ..likelihood.records import CHAIN_FIELDS
     extra = dict(chain)
     if one_pass:
-        from .onepass_job import OnePassScoreJob as ScoreJob  # noqa: F811 - the same job, one-pass rows
+        from ..scoring import OnePassScoreJob as ScoreJob  # noqa: F811 - the same job, one-pass rows
         extra = {"correction": args.correction}
         from ..onepass.correction import correction_digest
         config.update(pll="one_pass", correction=None if args.correction is None else str(Path(args.correction).resolve()),

@@ -88,7 +88,7 @@ def format_report(records: Sequence[dict], title: str = "Pairwise joints") -> st
 
 def write_report(records: Sequence[dict], out_dir: str | Path, title: str = "Pairwise joints") -> dict[str, Path]:
     """Write ``report.md``, ``summary.json`` and ``distance.png`` into ``out_dir``."""
-    from .joints_plots import plot_distance
+    from .plots import plot_distance
 
     out = Path(out_dir)
     if not records:

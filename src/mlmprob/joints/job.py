@@ -34,9 +34,9 @@ from ..defaults import DTYPE
 from ..errors import MLMProbError
 from ..models.protocol import MaskedLM, default_positions
 from ..runtime.shard import Shard
-from ..joints.evaluate import AGOptions, evaluate_pair
-from .joints_records import RECORDS_FILE, _dtype_label, check_records, load_records, restore_nonfinite  # noqa: F401
-from .joints_report import (METHOD_LABELS, PLOT_FILE, REPORT_FILE, SUMMARY_FILE, diagnostics, format_report,  # noqa: F401
+from .evaluate import AGOptions, evaluate_pair
+from .records import RECORDS_FILE, _dtype_label, check_records, load_records, restore_nonfinite  # noqa: F401
+from .report import (METHOD_LABELS, PLOT_FILE, REPORT_FILE, SUMMARY_FILE, diagnostics, format_report,  # noqa: F401
                      summarize_records, write_report)
 from ..models.reader import reader_of
 
