@@ -1,6 +1,7 @@
 """Tiny random-weight models of every architecture in transformers' masked-LM mapping, built offline and
 saved with a word-level tokenizer for ``load_mlm(folder)``; shared by tests/models/test_conformance.py and
-docs/models_table.py. ``build(model_type, folder)`` returns None when built, else why it cannot be."""
+docs/models_table.py and tests/commands/test_check_model.py. ``build(model_type, folder)`` returns None when built,
+else why it cannot be (``build_model``: the model as built too)."""
 
 from __future__ import annotations
 
@@ -93,9 +94,14 @@ def save_tokenizer(folder) -> None:
     tok.save_pretrained(str(folder))
 
 
-def build(model_type: str, folder):
-    """Save a tiny random ``model_type`` masked LM and its tokenizer in ``folder``: ``(model, None)``, the
-    model as saved (eval mode), or ``(None, why)`` when it cannot be built."""
+def build(model_type: str, folder) -> str | None:
+    """Save a tiny random ``model_type`` masked LM and its tokenizer in ``folder``; None, or why not."""
+    return build_model(model_type, folder)[1]
+
+
+def build_model(model_type: str, folder):
+    """``build``, keeping the model: ``(model, None)``, the model as saved (eval mode), or ``(None, why)``
+    when it cannot be built."""
     from transformers import AutoModelForMaskedLM
 
     if model_type in NOT_BUILT:

@@ -25,7 +25,7 @@ import pytest
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from conformance_models import MASK, NOT_BUILT, VARIANTS, build  # noqa: E402
+from conformance_models import MASK, NOT_BUILT, VARIANTS, build_model  # noqa: E402
 
 transformers = pytest.importorskip("transformers")
 from transformers.models.auto.modeling_auto import MODEL_FOR_MASKED_LM_MAPPING_NAMES  # noqa: E402
@@ -78,7 +78,7 @@ def models(tmp_path_factory):
             from mlmprob import load_mlm
             from mlmprob.errors import MLMProbError
             folder = root / model_type
-            ref, why = build(model_type, folder)
+            ref, why = build_model(model_type, folder)
             if why is None:
                 try:
                     mlm = load_mlm(str(folder), device="cpu", dtype="float32")
