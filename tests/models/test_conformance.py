@@ -218,3 +218,25 @@ def test_unpadded_sub_batches(models, monkeypatch):
     site_logits(mlm, ids, select)
     assert seen and all(not bool((x == mlm.pad_id).any()) for x in seen)
     assert sorted({x.shape[1] for x in seen}) == sorted(set(lengths))
+
+
+def test_length_limit_is_measured(models, monkeypatch):
+    """The limit comes from the model's position table and the offset its family reads from, measured on
+    one short forward (``mlmprob.models.length``): it holds where the config declares more positions than
+    the table serves (Nyströmformer reads its table from row 2, which no padding row declares), and a model
+    whose forward cannot be measured falls back to the offset the table declares (RoBERTa: after its
+    padding row)."""
+    from mlmprob.models.length import declared_offset, max_length_of, position_tables
+    nystrom = models("nystromformer")[0].model
+    (_, table), = position_tables(nystrom)
+    assert declared_offset(table) == 0 and table.num_embeddings == 42
+    monkeypatch.setattr(nystrom.config, "max_position_embeddings", 1000)
+    assert max_length_of(nystrom) == 40
+    roberta = models("roberta")[0].model
+    assert max_length_of(roberta) == 39
+
+    def fails(*args, **kwargs):
+        raise RuntimeError("needs more than input_ids")
+
+    monkeypatch.setattr(roberta, "forward", fails)
+    assert max_length_of(roberta) == 39
