@@ -75,13 +75,13 @@ def measured_offsets(model, tables, token: int, k: int = PROBE_TOKENS) -> dict[s
         def record(_module, _args, output):
             out = output[0] if isinstance(output, (tuple, list)) else output
             w = table.weight
-            if not isinstance(out, torch.Tensor) or out.shape[-1] != w.shape[-1] or out.dim() < 2:
+            if not isinstance(out, torch.Tensor) or out.dim() < 2 or out.shape[-1] != w.shape[-1]:
                 return
-            last = out.reshape(-1, k, w.shape[-1])[0, -1] if out.numel() % (k * w.shape[-1]) == 0 else None
-            if last is None:
+            rows = out.reshape(-1, w.shape[-1])
+            if rows.shape[0] != k:  # not one row per token of the probe: not a lookup of its positions
                 return
-            hit = (w == last.to(w.dtype)).all(-1).nonzero().flatten()
-            if len(hit) == 1:
+            hit = (w == rows[-1].to(w.dtype)).all(-1).nonzero().flatten()
+            if len(hit) == 1 and 0 <= int(hit[0]) - (k - 1) < w.shape[0]:
                 seen.setdefault(name, int(hit[0]) - (k - 1))
         return record
 
