@@ -16,7 +16,9 @@ and otherwise only special tokens (AbLang's ``< > - *`` included), bracketed tok
 - a window: proteins longer than the model accepts are read through ``WindowedMLM`` (each read
   position in a window of the model's length centred on it; see ``mlmprob.models.windowed``). For
   ESM models the window is ``max_position_embeddings - 2`` tokens (1024 for ESM-2 and ESM-1b/1v:
-  1,022 residues with ``<cls>`` and ``<eos>``), the length they were trained on.
+  1,022 residues with ``<cls>`` and ``<eos>``), the length they were trained on; for any other model
+  it is the model's length limit as found at load (``mlmprob.models.length``: ESM C's
+  ``max_position_embeddings``, ProtBERT's position table, ...).
 """
 
 from __future__ import annotations
