@@ -11,7 +11,8 @@ copies of one sequence together (one length, no padding, no attention mask) and 
 several checks read the same conditionals.
 
 Architectures that cannot be built here are listed in ``conformance_models.NOT_BUILT`` (and skipped with
-the reason); known wrong-number cases would be xfail(strict=False) with the reason. ``VARIANTS`` adds
+the reason); a known wrong-number case is marked xfail(strict=False) with its reason (none today; the
+table shows it as a known issue). ``VARIANTS`` adds
 layouts beyond an architecture's default (ESM with learned absolute positions, ESM-1b's).
 ``docs/models_table.py`` turns a run of this module into the table of docs/models.md.
 """
