@@ -1,6 +1,7 @@
 """Tiny random-weight models of every architecture in transformers' masked-LM mapping, built offline and
 saved with a word-level tokenizer for ``load_mlm(folder)``; shared by tests/models/test_conformance.py and
-docs/models_table.py. ``build(model_type, folder)`` returns None when built, else why it cannot be."""
+docs/models_table.py and tests/commands/test_check_model.py. ``build(model_type, folder)`` returns None when built,
+else why it cannot be (``build_model``: the model as built too)."""
 
 from __future__ import annotations
 
@@ -54,22 +55,34 @@ SPECIAL = {
 
 DROP = {"funnel": ("num_hidden_layers",)}
 
-# not built here, and why
-NOT_BUILT = {
-    "modernvbert": "vision-language model (text and vision configs nested); its default vision tower is large, "
-                   "and load_mlm of it raises AttributeError: the config has no top-level vocab_size (known issue)",
-    "ultravbert": "vision-language model (text and vision configs nested); its default vision tower is large "
-                  "(known issue as modernvbert: projection_head skipped, bare AttributeError at load)",
+# vision-language masked LMs: a tiny text model of the family named here and a tiny vision tower
+NESTED = {"modernvbert": "modernbert", "ultravbert": "ultrabert"}
+TINY_VISION = dict(model_type="siglip_vision_model", hidden_size=16, intermediate_size=32, num_hidden_layers=1,
+                   num_attention_heads=2, image_size=8, patch_size=4)
+
+# layouts beyond an architecture's default, tested as their own rows: name -> (model_type, config fields)
+VARIANTS = {
+    "esm-absolute": ("esm", dict(position_embedding_type="absolute")),  # ESM-1b's layout
 }
+
+# not built here, and why
+NOT_BUILT: dict[str, str] = {}
 
 
 def tiny_config(model_type: str):
-    """The config of a tiny ``model_type``: TINY's fields the default config has, then SPECIAL's."""
+    """The config of a tiny ``model_type`` (or of a ``VARIANTS`` name): TINY's fields the default config has,
+    then SPECIAL's (then the variant's)."""
     from transformers import AutoConfig
 
+    model_type, extra = VARIANTS.get(model_type, (model_type, {}))
+    if model_type in NESTED:
+        text = tiny_config(NESTED[model_type]).to_dict()
+        return AutoConfig.for_model(model_type, text_config=text, vision_config=dict(TINY_VISION),
+                                    pixel_shuffle_factor=2)
     default = AutoConfig.for_model(model_type)
     kwargs = {k: v for k, v in TINY.items() if hasattr(default, k) and k not in DROP.get(model_type, ())}
     kwargs.update(SPECIAL.get(model_type, {}))
+    kwargs.update(extra)
     return AutoConfig.for_model(model_type, **kwargs)
 
 
@@ -83,16 +96,22 @@ def save_tokenizer(folder) -> None:
 
 def build(model_type: str, folder) -> str | None:
     """Save a tiny random ``model_type`` masked LM and its tokenizer in ``folder``; None, or why not."""
+    return build_model(model_type, folder)[1]
+
+
+def build_model(model_type: str, folder):
+    """``build``, keeping the model: ``(model, None)``, the model as saved (eval mode), or ``(None, why)``
+    when it cannot be built."""
     from transformers import AutoModelForMaskedLM
 
     if model_type in NOT_BUILT:
-        return NOT_BUILT[model_type]
+        return None, NOT_BUILT[model_type]
     try:
         cfg = tiny_config(model_type)
         torch.manual_seed(0)  # test fixture weights
         model = AutoModelForMaskedLM.from_config(cfg)
     except Exception as e:  # noqa: BLE001 - the reason is the result
-        return f"{type(e).__name__}: {str(e).strip().splitlines()[0][:160] if str(e).strip() else ''}"
+        return None, f"{type(e).__name__}: {str(e).strip().splitlines()[0][:160] if str(e).strip() else ''}"
     with torch.no_grad():  # a zero-initialised bias would hide a head that drops it
         for name, t in list(model.named_parameters()) + list(model.named_buffers()):
             if "final_logits_bias" in name or name.endswith("lm_head.bias") or "decoder.bias" in name:
@@ -100,4 +119,4 @@ def build(model_type: str, folder) -> str | None:
     folder.mkdir(parents=True, exist_ok=True)
     model.save_pretrained(str(folder))
     save_tokenizer(folder)
-    return None
+    return model.eval(), None

@@ -9,6 +9,7 @@ import torch
 from ..errors import MLMProbError
 from ..runtime.device import fused_default  # noqa: F401 - re-exported
 from .fused import fused_encoder
+from .length import max_length_of, text_config
 from .precision import model_dtype
 from .tokenizers import Encoding
 
@@ -28,16 +29,8 @@ def _head_of(model) -> Callable[[torch.Tensor], torch.Tensor] | None:
 
 
 def _max_length_of(model, tokenizer) -> int | None:
-    cfg = model.config
-    n = getattr(cfg, "max_position_embeddings", None)
-    if n is not None and getattr(cfg, "model_type", "") in {"roberta", "xlm-roberta", "camembert", "longformer"}:
-        n -= (cfg.pad_token_id or 0) + 1  # learned positions start after the padding index
-    if getattr(cfg, "position_embedding_type", "absolute") == "rotary":
-        n = None
-    tmax = getattr(tokenizer, "model_max_length", None) if tokenizer is not None else None
-    if tmax is not None and tmax < 1_000_000:
-        n = tmax if n is None else min(n, tmax)
-    return n
+    """The longest row the model reads, found from the model itself: see :mod:`mlmprob.models.length`."""
+    return max_length_of(model, tokenizer)
 
 
 class HFMaskedLM:
@@ -64,7 +57,7 @@ class HFMaskedLM:
         self.model = model.eval()
         self.tokenizer = tokenizer
         self.name = name or getattr(model.config, "_name_or_path", "") or type(model).__name__
-        self.vocab_size = int(model.config.vocab_size)
+        self.vocab_size = int(text_config(model).vocab_size)
         self.mask_id = int(tokenizer.mask_id)
         self.pad_id = pad_id if pad_id is not None else tokenizer.pad_id
         self.special_ids = frozenset(special_ids if special_ids is not None else tokenizer.special_ids)
@@ -74,7 +67,7 @@ class HFMaskedLM:
         # padding_id) is replaced by a real id before the model sees it; attention never reads it
         self._fill = None
         if self.pad_id is not None and self.pad_id >= self.vocab_size:
-            cp = getattr(model.config, "pad_token_id", None)
+            cp = getattr(text_config(model), "pad_token_id", None)
             self._fill = cp if isinstance(cp, int) and 0 <= cp < self.vocab_size else 0
         self._base = getattr(model, model.base_model_prefix, None)
         self._head = _head_of(model)

@@ -11,6 +11,7 @@ import torch
 from ..defaults import BUILTIN_MODELS, DEVICE, DTYPE
 from ..errors import ModelLoadError
 from .hf import HFMaskedLM, _max_length_of
+from .length import text_config
 from .precision import apply_precision
 from .probe import check_at_load
 from .reader import Reader
@@ -127,7 +128,8 @@ def load_hf(name_or_path: str, device="cpu", dtype=None, *, name: str | None = N
     protein = protein_mlm(model, tok, name=name or str(name_or_path), max_length=max_len, alphabet=alphabet,
                           fused=fused)
     mlm = protein if protein is not None else HFMaskedLM(
-        model, HFTokenizer(tok, max_length=max_len, vocab_size=getattr(model.config, "vocab_size", None)), name=name or str(name_or_path), max_length=max_len, fused=fused)
+        model, HFTokenizer(tok, max_length=max_len, vocab_size=getattr(text_config(model), "vocab_size", None)),
+        name=name or str(name_or_path), max_length=max_len, fused=fused)
     check_at_load(mlm)  # the head and padding shortcuts, verified on this model (models/probe.py)
     return mlm
 

@@ -1,10 +1,12 @@
 """Protein masked LMs from the hub or a directory (ESM-2, ESM-1b/1v, ProtBERT, AbLang-style BERTs).
 
-A Hugging Face tokenizer is a protein tokenizer when it is an ``EsmTokenizer``, or when its
-vocabulary holds the 20 canonical amino acids as single upper-case letters and otherwise only
-special tokens, bracketed tokens (``<null_1>``, ``[PAD]``) and at most a few other single
-characters (ProtBERT's ``X U B Z O``, ESM's ``. -``); ``load_mlm(..., alphabet=...)`` forces it.
-Such a model gets:
+A model is a protein model when its architecture is a protein family of transformers (``esm``: ESM-2,
+ESM-1b/1v; ``esmc``: ESM C) and its tokenizer holds the 20 canonical amino acids as tokens, or when its
+tokenizer is a protein tokenizer, whatever the architecture (ProtBERT- and AbLang-style BERTs): an
+``EsmTokenizer``, or a vocabulary that holds the 20 canonical amino acids as single upper-case letters
+and otherwise only special tokens (AbLang's ``< > - *`` included), bracketed tokens (``<null_1>``,
+``[PAD]``) and at most a few other single characters (ProtBERT's ``X U B Z O``, ESM's ``. -``, ESM C's
+``|``); ``load_mlm(..., alphabet=...)`` forces it. Such a model gets:
 
 - a residue tokenizer (one token per character, ``_`` for the mask, upper case only: lower case and
   placeholders such as ``na`` are refused; no spaces needed: ProtBERT's space-separated input is built here) whose ``decode`` returns the
@@ -14,7 +16,9 @@ Such a model gets:
 - a window: proteins longer than the model accepts are read through ``WindowedMLM`` (each read
   position in a window of the model's length centred on it; see ``mlmprob.models.windowed``). For
   ESM models the window is ``max_position_embeddings - 2`` tokens (1024 for ESM-2 and ESM-1b/1v:
-  1,022 residues with ``<cls>`` and ``<eos>``), the length they were trained on.
+  1,022 residues with ``<cls>`` and ``<eos>``), the length they were trained on; for any other model
+  it is the model's length limit as found at load (``mlmprob.models.length``: ESM C's
+  ``max_position_embeddings``, ProtBERT's position table, ...).
 """
 
 from __future__ import annotations
@@ -22,11 +26,13 @@ from __future__ import annotations
 from ..alphabet import AMINO_ACIDS
 from ..errors import ModelLoadError
 from .hf import HFMaskedLM
+from .length import text_config
 from .tokenizers import ResidueTokenizer, own_pad_id
 from .windowed import WindowedMLM
 
 RESERVED_PAD = "<mlmprob:pad>"  # the padding token of a tokenizer without one of its own
 MAX_EXTRA_LETTERS = 12  # single characters beyond the 20 residues a protein vocabulary may hold
+PROTEIN_FAMILIES = ("esm", "esmc")  # transformers architectures trained on proteins only
 
 
 def _vocab_tokens(hf_tok) -> list[str]:
@@ -55,6 +61,15 @@ def is_protein_tokenizer(hf_tok) -> bool:
             return False
         singles.add(t)
     return set(AMINO_ACIDS) <= singles and len(singles) <= len(AMINO_ACIDS) + MAX_EXTRA_LETTERS
+
+
+def is_protein_model(model, hf_tok) -> bool:
+    """Whether ``model`` with ``hf_tok`` is a protein MLM: a protein architecture (``PROTEIN_FAMILIES``) whose
+    tokenizer holds the 20 canonical residues as tokens, or any architecture with a protein tokenizer."""
+    family = getattr(text_config(model), "model_type", "")
+    if family in PROTEIN_FAMILIES and set(AMINO_ACIDS) <= set(hf_tok.get_vocab()):
+        return True
+    return is_protein_tokenizer(hf_tok)
 
 
 class ProteinTokenizer(ResidueTokenizer):
@@ -134,12 +149,13 @@ def protein_window(model, max_length: int | None) -> int | None:
 def protein_mlm(model, hf_tok, *, name: str, max_length: int | None, alphabet: str | None = None,
                 fused: bool | None = None):
     """The model as a protein MLM (residue tokenizer, residue proposals, windowing), or None when
-    neither its tokenizer nor ``alphabet`` says it is one. ``alphabet="none"`` opts out."""
+    neither its architecture and tokenizer (``is_protein_model``) nor ``alphabet`` says it is one.
+    ``alphabet="none"`` opts out."""
     if alphabet is not None and alphabet.lower() == "none":
         return None
-    if alphabet is None and not is_protein_tokenizer(hf_tok):
+    if alphabet is None and not is_protein_model(model, hf_tok):
         return None
-    tok = residue_tokenizer(hf_tok, getattr(model.config, "vocab_size", None))
+    tok = residue_tokenizer(hf_tok, getattr(text_config(model), "vocab_size", None))
     window = protein_window(model, max_length)
     mlm = HFMaskedLM(model, tok, name=name, proposal_ids=alphabet_ids(tok, alphabet), max_length=window, fused=fused)
     return mlm if window is None else WindowedMLM(mlm, window)
