@@ -183,9 +183,9 @@ def test_probe_findings(models, model_type, record_property):
     """The load-time probe finds the wrong shortcuts of exactly the families known to need a fallback
     (its notes go to docs/models.md through the junit ``probe`` property)."""
     mlm, _ = models(model_type)
-    res = getattr(mlm, "inner", mlm).probe
+    res = mlm.probe
     record_property("probe", "; ".join(n.split(": ", 1)[1].split(" (")[0] for n in res.notes))
-    head_fixed = getattr(mlm, "inner", mlm)._head is None and any("LM head" in n for n in res.notes)
+    head_fixed = mlm.head == "full" and any("LM head" in n for n in res.notes)
     assert head_fixed == (model_type in HEAD_FIXED), res
     if model_type in PAD_FIXED:
         assert not mlm.pads_safely, res

@@ -122,7 +122,7 @@ def typed(seq: str, typing: str) -> str:
 @pytest.mark.parametrize("layout", sorted(LAYOUTS))
 def test_recognised_with_residue_alphabet_and_positions(proteins, layout):
     mlm, _, hf, typing = proteins(layout)
-    assert isinstance(mlm, WindowedMLM) and mlm.window == WINDOW and mlm.max_length is None
+    assert isinstance(mlm.wrapped, WindowedMLM) and mlm.window == WINDOW and mlm.max_length is None
     vocab = hf.get_vocab()
     assert sorted(mlm.proposal_ids.tolist()) == sorted(vocab[c] for c in AMINO_ACIDS)
     seq = PROT[:10]
@@ -178,4 +178,4 @@ def test_a_text_bert_with_the_same_vocabulary_is_not_a_protein_model(tmp_path):
     model.save_pretrained(str(tmp_path))
     tok.save_pretrained(str(tmp_path))
     mlm = mlmprob.load_mlm(str(tmp_path), dtype="float32")
-    assert not isinstance(mlm, WindowedMLM) and getattr(mlm, "proposal_ids", None) is None
+    assert not isinstance(mlm.wrapped, WindowedMLM) and mlm.proposal_ids is None
