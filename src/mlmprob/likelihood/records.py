@@ -7,11 +7,10 @@ so its values never depend on its neighbours, the chunking, the shard or the wor
 from __future__ import annotations
 
 import math
-import zlib
-
 import torch
 
 from ..errors import NonFiniteError
+from ..runtime.seeds import seeded_generator
 from .chain import loglik
 
 CHAIN_FIELDS = ("loglik_mixture", "loglik_elbo", "loglik_per_token", "loglik_orders", "loglik_exact",
@@ -20,13 +19,13 @@ DEFAULT_ORDERS = 8
 
 
 def record_generator(seed: int, sequence: str) -> torch.Generator:
-    """The generator of one record's orders.
+    """The generator of one record's orders (``runtime.seeds``, purpose ``loglik``).
 
     >>> a = record_generator(0, "ACD").initial_seed(); a == record_generator(0, "ACD").initial_seed() != \\
     ...     record_generator(1, "ACD").initial_seed()
     True
     """
-    return torch.Generator().manual_seed((int(seed) * 1_000_003 + zlib.crc32(sequence.encode())) % (1 << 63))
+    return seeded_generator(seed, "loglik", sequence)
 
 
 def chain_columns(mlm, sequence: str, *, order: str = "random", n_orders: int = DEFAULT_ORDERS, seed: int = 0,

@@ -14,11 +14,11 @@ the ``masked_marginals`` row, and for a single mutant ``chain`` equals ``masked_
 from __future__ import annotations
 
 import itertools
-import zlib
 
 import torch
 
 from ..likelihood.orders import check_n_orders, count_orders
+from ..runtime.seeds import seeded_generator
 from .rows import RowTable
 
 DEFAULT_ORDERS = 6
@@ -33,7 +33,7 @@ def site_orders(sites: list[int], n_orders: int = DEFAULT_ORDERS, seed: int = 0)
     n_orders = check_n_orders(n_orders)
     if count_orders(len(sites), n_orders) is not None:
         return [list(p) for p in itertools.permutations(sites)]
-    g = torch.Generator().manual_seed((seed * 1_000_003 + zlib.crc32(repr(list(sites)).encode())) % (1 << 63))
+    g = seeded_generator(seed, "variant", sites)
     return [[sites[i] for i in torch.randperm(len(sites), generator=g).tolist()] for _ in range(n_orders)]
 
 
