@@ -16,7 +16,7 @@ purpose       keys                        derivation (``seed`` the run's seed)
 ``stream``    any names and numbers       SHA-256 of ``"seed:key:key..."``, first 8 bytes, 63 bits:
                                           named streams of training and the experiments
 ``loglik``    the record's sequence       ``(seed * 1000003 + crc32(sequence)) mod 2**63``: the
-                                          orders of ``mlmprob score --likelihood chain``
+                                          orders of ``mlmprob score --likelihood loglik``
 ``variant``   the variant's sites (list)  ``(seed * 1000003 + crc32(repr(sites))) mod 2**63``: the
                                           orders of the ``chain`` variant score
 ``pair``      scheme index, record index  ``seed * 1000003 + k * 100003 + i``: a joints pair draw
