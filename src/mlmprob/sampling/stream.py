@@ -1,8 +1,8 @@
 """Sampling record by record, for a stream of sequences: the API behind ``mlmprob sample --out F.jsonl``.
 
 Each input record gets ``chains`` chains, sampled in one :func:`~mlmprob.sampling.sample` call with a
-generator seeded from ``(seed, record id)`` alone (:func:`record_seed`, by ``runtime.seeds``), so a record's chains are the
-same whichever shard, worker, chunk or resumed run samples it. :class:`SampleJob` is picklable (the
+generator seeded from ``(seed, record id)`` alone (:func:`record_seed`, by ``runtime.seeds``), so a
+record's chains are the same whichever shard, worker, chunk or resumed run samples it. :class:`SampleJob` is picklable (the
 streaming engine sends it to worker processes or Ray actors); its ``run`` turns a chunk of records
 into one result row per chain (:meth:`SampleJob.chain_rows`).
 """
