@@ -77,7 +77,7 @@ def proposal(logits: torch.Tensor, temperature: float = 1.0, top_p: float = 1.0)
     # ahead[n, v, w]: token w comes before token v in the nucleus order of row n
     ahead = (p[:, None, :] > p[:, :, None]) | ((p[:, None, :] == p[:, :, None]) & (ids[None, :] < ids[:, None]))
     mass_before = (ahead * p[:, None, :]).sum(-1)
-    out = lp.masked_fill(mass_before >= top_p, -math.inf)
+    out = lp.masked_fill(mass_before >= top_p - 1e-12, -math.inf)   # "reaches" up to float64 rounding
     return out - out.logsumexp(-1, keepdim=True)
 
 

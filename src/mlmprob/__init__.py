@@ -14,15 +14,17 @@ scores do not depend on ``--threads`` or ``--workers`` (:data:`mlmprob.defaults.
 matrices on the CPU before importing mlmprob must set it in its environment itself.
 """
 
+import inspect as _inspect
 import os as _os
+import types as _types
 
 from .defaults import MKL_CBWR as _MKL_CBWR
 
 _os.environ.setdefault(*_MKL_CBWR)  # before torch makes its first MKL call (torch is imported below)
 
-from .energy import TokenScores, energy, token_scores
+from .energy import TokenScores, token_scores
 from .errors import MLMProbError
-from .infill import InfillCandidate, exact_infill, exhaustive_infill, infill, sample_infill
+from .infill import InfillCandidate, exact_infill, exhaustive_infill, sample_infill
 from .likelihood import LogLik, loglik
 from .joints import PairConditionals, evaluate_pair, pair_conditionals, pairwise_joint
 from .models import ExactMLM, HFMaskedLM, LookupMLM, MaskedLM, Reader, load_mlm, reader_of
@@ -32,6 +34,23 @@ from . import synthetic, training
 from .synthetic import HMM, PottsChain, PottsGrid, SyntheticLanguage
 from .training import TrainConfig, train
 from .variants import score_variants
+
+from . import energy, infill  # noqa: E402 - the modules themselves, callable (below)
+
+
+class _CallableModule(_types.ModuleType):
+    """A module that is also its main function, so no function shadows it: ``mlmprob.energy(...)`` calls
+    ``mlmprob.energy.energy(...)`` and ``mlmprob.infill(...)`` calls ``mlmprob.infill.infill(...)``, while
+    ``import mlmprob.energy``, ``from mlmprob import energy`` and ``mlmprob.energy`` are one object, the
+    module (its other names, e.g. ``mlmprob.energy.token_scores``, read as usual)."""
+
+    def __call__(self, *args, **kwargs):
+        return getattr(self, self.__name__.rpartition(".")[2])(*args, **kwargs)
+
+
+for _module in (energy, infill):
+    _module.__class__ = _CallableModule
+    _module.__signature__ = _inspect.signature(getattr(_module, _module.__name__.rpartition(".")[2]))
 
 __version__ = "0.1.0"
 

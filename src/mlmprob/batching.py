@@ -9,8 +9,8 @@ hypotheses) read them with :func:`read_logits` / :func:`iter_read_logits`.
 
 A record's copies are forwarded in sub-batches of their own (at most ``rows_per_batch(L,
 batch_tokens)`` rows of the record's own width ``L``): what a record scores never depends on the
-records beside it. Larger sub-batches run faster on CPUs and GPUs alike; lower ``batch_tokens``
-when memory is short.
+records beside it. Larger sub-batches run faster on CPUs and GPUs alike; lower the model reader's budget
+(``reader_of(mlm, batch_tokens)``) when memory is short.
 """
 
 from __future__ import annotations

@@ -68,6 +68,40 @@ class TokenScores:
         return self.positions.sum(-1)
 
 
+def target_scores(logits: torch.Tensor, targets: torch.Tensor,
+                  dtype: torch.dtype = torch.float64) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(log q(target), raw logit of target)``, float64, of rows of logits ``[..., V]`` and their targets
+    ``[...]``, computed in ``dtype``: the one per-token arithmetic of ``E_local`` and ``E_raw`` (the scores of
+    :func:`token_scores` and the samplers' cached energies, :func:`energies_from_logits`).
+
+    >>> lp, raw = target_scores(torch.tensor([[0.0, 2.0]]), torch.tensor([1]))
+    >>> round(float(lp[0]), 4), float(raw[0])
+    (-0.1269, 2.0)
+    """
+    x = logits.to(dtype)
+    raw = x.gather(-1, targets[..., None])[..., 0]
+    return (raw - torch.logsumexp(x, -1)).double(), raw.double()
+
+
+def energies_from_logits(logits: torch.Tensor, ids: torch.Tensor,
+                         scored: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(E_local, E_raw)`` ``[B]`` float64 from the single-site logits ``[B, L, V]`` of ``ids`` ``[B, L]``
+    (each position's row read with that position masked), summed over ``scored`` (bool ``[B, L]``): the
+    same numbers as :func:`energy` from the same rows.
+
+    >>> from mlmprob import ExactMLM
+    >>> m = ExactMLM(torch.log(torch.tensor([[0.1, 0.2], [0.3, 0.4]])))   # mask id 2
+    >>> ids = torch.tensor([[1, 1]])
+    >>> rows = torch.stack([m.logits(torch.tensor([[2, 1]]))[0, 0], m.logits(torch.tensor([[1, 2]]))[0, 1]])
+    >>> e_local, e_raw = energies_from_logits(rows[None], ids, torch.ones(1, 2, dtype=torch.bool))
+    >>> bool(e_local == energy(m, ids)), bool(e_raw == energy(m, ids, "raw"))
+    (True, True)
+    """
+    lp, raw = target_scores(logits, ids)
+    s = TokenScores(lp.masked_fill(~scored, 0.0), raw.masked_fill(~scored, 0.0), scored)
+    return s.e_local, s.e_raw
+
+
 def check_input_ids(mlm: MaskedLM, input_ids) -> torch.Tensor:
     """Validate ``input_ids`` at the boundary: LongTensor ``[B, L]``, ids in the vocabulary, length."""
     ids = torch.as_tensor(input_ids)
@@ -179,11 +213,8 @@ def token_scores(
     acc = torch.float64 if dev.type == "cpu" else torch.float32
     for idx, logits in iter_masked_logits(mlm, ids, rows, cols, extra_mask=extra,
                                           progress=progress, on_device=True):
-        logits = logits.to(acc)
-        tgt = logits.gather(1, targets[idx, None])[:, 0]
         r, c = rows_d[idx], cols_d[idx]
-        raw[r, c] = tgt.double()
-        lp[r, c] = (tgt - torch.logsumexp(logits, dim=-1)).double()
+        lp[r, c], raw[r, c] = target_scores(logits, targets[idx], acc)
     lp, raw = lp.cpu(), raw.cpu()  # one copy to the host per call
     return TokenScores(lp, raw, sel)
 

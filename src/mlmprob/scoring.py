@@ -103,9 +103,9 @@ class ScoreJob:
     per_token: bool = False
     batch_tokens: int | None = None
     skip_invalid: bool = False
-    likelihood: str = "pll"       # "chain": also the chain-rule columns of mlmprob.loglik (likelihood.records)
+    likelihood: str = "pll"       # "loglik" (former name "chain"): also mlmprob.loglik's columns (likelihood.records)
     order: str = "random"
-    n_orders: int = 8
+    n_orders: int = 8             # likelihood.records.LOGLIK_ORDERS
     per_order: bool = False
     seed: int = 0
 
@@ -124,18 +124,18 @@ class ScoreJob:
             mlm, records, whole_word=self.whole_word, per_token=self.per_token, chunk_size=max(len(records), 1),
             skip_invalid=self.skip_invalid,
             on_skip=lambda r, why: skipped.append((r.id, why)))]
-        if self.likelihood == "chain":
-            rows = self._with_chain(mlm, rows, skipped)
+        if self.likelihood in ("loglik", "chain"):
+            rows = self._with_loglik(mlm, rows, skipped)
         return rows, skipped
 
-    def _with_chain(self, mlm, rows: list[dict], skipped: list[tuple[str, str]]) -> list[dict]:
-        from .likelihood.records import chain_columns
+    def _with_loglik(self, mlm, rows: list[dict], skipped: list[tuple[str, str]]) -> list[dict]:
+        from .likelihood.records import loglik_columns
 
         out = []
         for row in rows:
             try:
-                row.update(chain_columns(mlm, row["sequence"], order=self.order, n_orders=self.n_orders, seed=self.seed,
-                                         whole_word=self.whole_word, per_order=self.per_order))
+                row.update(loglik_columns(mlm, row["sequence"], order=self.order, n_orders=self.n_orders, seed=self.seed,
+                                          whole_word=self.whole_word, per_order=self.per_order))
             except MLMProbError as e:
                 if not self.skip_invalid or isinstance(e, NonFiniteError):
                     raise type(e)(f"record {row['id']!r}: {e}") from None

@@ -65,7 +65,7 @@ def test_api_endpoints(server):
 def test_score(server, mlm):
     table, html, csv_path = server[3].predict("ACDEFGHIK\nMNPQ", api_name="/score")
     want = score_text(mlm, "ACDEFGHIK\nMNPQ").table()
-    assert table["headers"] == ["id", "tokens", "PLL", "PLL per token", "E_raw", "chain loglik", "chain per token"]
+    assert table["headers"] == ["id", "tokens", "PLL", "PLL per token", "E_raw", "loglik", "loglik per token"]
     assert table["data"] == want
     assert html.count("<span title=") == 13
     with open(csv_path) as fh:

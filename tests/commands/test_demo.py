@@ -93,3 +93,6 @@ def test_demo_report(residue_bert, tmp_path, monkeypatch, capsys, one_thread):
         cands = re.findall(rf"([A-Z]{{4}})\*? {NUM}", top3)
         assert len(cands) == 3 and all(math.isfinite(float(s)) for _, s in cands)
         assert rank == ">5" or 1 <= int(rank) <= 5
+    # the two methods' scores are different quantities: the report says what each is, and in which unit
+    assert "   standard score: log-probability of the fill in nats" in out
+    assert "   hcb score: log-ratio in nats, not a probability (sum of log q(fill token) - log q(mask)" in out

@@ -62,3 +62,17 @@ def test_variants_chain(tmp_path, tiny_bert_dir, one_thread, capsys):
     assert main(["variants", str(csv), "--wild-type", "ACDEFGHIK", "--model", str(tiny_bert_dir), "--methods",
                  "chian", "--out", str(tmp_path / "x.jsonl"), "--no-progress"]) == 2
     assert "chain" in capsys.readouterr().err
+
+
+def test_likelihood_loglik_is_the_new_spelling_of_chain(fasta, tmp_path, tiny_bert_dir, one_thread, capsys):
+    # `score --likelihood loglik` (the name of mlmprob.loglik and its columns; not the variant score `chain`):
+    # the former spelling `chain` gives the same rows, and a run written with it resumes under the new one
+    base = ["score", str(fasta), "--model", str(tiny_bert_dir), "--orders", "3", "--no-progress"]
+    old, new = tmp_path / "old.jsonl", tmp_path / "new.jsonl"
+    assert main(base + ["--likelihood", "chain", "--out", str(old)]) == 0
+    assert main(base + ["--likelihood", "loglik", "--out", str(new)]) == 0
+    assert old.read_text() == new.read_text()
+    assert main(base + ["--likelihood", "loglik", "--out", str(old), "--resume"]) == 0
+    assert "3 already there" in capsys.readouterr().err
+    assert main(base + ["--likelihood", "loglik", "--pll", "one-pass"]) == 2
+    assert "--likelihood loglik cannot be combined" in capsys.readouterr().err

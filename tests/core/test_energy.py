@@ -150,3 +150,22 @@ def test_bad_input_errors(tiny_bert):
 
 def test_positions_error_is_exported():
     assert issubclass(PositionsError, mlmprob.MLMProbError)
+
+
+def test_sampler_energies_are_the_energy_functions_numbers():
+    # E_local/E_raw have one home (mlmprob.energy): the MH state's cached energies, from its single-site rows,
+    # are bit for bit those of energy() on the same rows (ExactMLM: a row does not depend on its batch)
+    from mlmprob.energy import energies_from_logits, target_scores
+    from mlmprob.sampling import MetropolisHastings
+
+    m = ExactMLM.random(4, 4, torch.Generator().manual_seed(3))
+    ids = torch.tensor([[0, 1, 2, 3], [3, 3, 0, 1], [2, 0, 0, 2]])
+    free = torch.tensor([[True, True, False, True], [False, True, True, True], [True, True, True, True]])
+    s = MetropolisHastings(m).init(ids, free)
+    assert torch.equal(s.e_local, energy(m, ids, "local", positions=free))
+    assert torch.equal(s.e_raw, energy(m, ids, "raw", positions=free))
+    e_local, e_raw = energies_from_logits(s.site_logits, ids, free)
+    assert torch.equal(e_local, s.e_local) and torch.equal(e_raw, s.e_raw)
+    ts = token_scores(m, ids, free)
+    lp, raw = target_scores(s.site_logits, ids)
+    assert torch.equal(lp[free], ts.log_prob[free]) and torch.equal(raw[free], ts.raw[free])

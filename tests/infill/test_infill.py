@@ -414,7 +414,13 @@ def test_cli_infill(tiny_hf, monkeypatch, capsys):
     assert "only by method='hcb'" in capsys.readouterr().err
     assert main(["infill", "ACE", "--model", "tiny"]) == 2
     assert main(["infill", "AC__E", "--model", "tiny", "--pivot", "A", "-k", "2"]) == 0
-    assert capsys.readouterr().out.count("\n") == 4
+    out = capsys.readouterr().out
+    assert out.count("\n") == 5           # the header, what the score is, the column names, two fills
+    assert out.splitlines()[1] == ("# score: log-ratio in nats, not a probability (sum of log q(fill token) - log q(A) "
+                                   "per position; > 0: beats A)")
+    assert main(["infill", "AC__E", "--model", "tiny", "--method", "standard", "-k", "2"]) == 0
+    assert capsys.readouterr().out.splitlines()[1] == ("# score: log-probability of the fill in nats (chain rule: "
+                                                       "sum of log q(fill token | context), <= 0)")
 
 
 # -- experiment runner -------------------------------------------------------------------------------------

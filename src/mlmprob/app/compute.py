@@ -180,9 +180,9 @@ def score_text(mlm, text: str, *, limits: Limits = LIMITS,
                progress: Callable[[int, int], None] | None = None) -> ScoreResult:
     """PLL, PLL per token and E_raw of every pasted sequence, with ``log q(x_t | rest)`` per token
     (``mlmprob.scoring.score_records``), and the chain-rule log-likelihood (``APP_ORDERS`` random
-    orders seeded by the sequence, as ``mlmprob score --likelihood chain``). ``progress(done, total)``
+    orders seeded by the sequence, as ``mlmprob score --likelihood loglik``). ``progress(done, total)``
     after each chunk."""
-    from ..likelihood.records import chain_columns
+    from ..likelihood.records import loglik_columns
 
     records = parse_sequences(text, limits)
     for r in records:
@@ -199,7 +199,8 @@ def score_text(mlm, text: str, *, limits: Limits = LIMITS,
     chain = []
     for r in records:
         try:
-            chain.append(chain_columns(mlm, r.seq, n_orders=APP_ORDERS)["loglik_mixture"])
+            cols = loglik_columns(mlm, r.seq, n_orders=APP_ORDERS)
+            chain.append(cols["loglik_mixture"])
         except PositionsError:  # a token outside the proposal alphabet (e.g. X): probability 0 under the chain rule
             chain.append(float("-inf"))
         except MLMProbError as e:

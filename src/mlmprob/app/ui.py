@@ -111,8 +111,8 @@ def _tab_score(gr, c: _Ctx):
                          progress=lambda d, t: progress(d / t, desc=f"scored {d}/{t}"))
         with tempfile.NamedTemporaryFile("w", suffix=".csv", prefix="mlmprob-scores-", delete=False) as fh:
             fh.write(res.csv())
-        return _frame(res.table(), ["id", "tokens", "PLL", "PLL per token", "E_raw", "chain loglik",
-                                   "chain per token"]), render.tokens_html(res), fh.name
+        return _frame(res.table(), ["id", "tokens", "PLL", "PLL per token", "E_raw", "loglik",
+                                   "loglik per token"]), render.tokens_html(res), fh.name
 
     with gr.Tab("Score"):
         s_in = gr.Textbox(ex["score"], lines=4, label=f"sequences or sentences: one per line, or FASTA "

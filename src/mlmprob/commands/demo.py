@@ -141,6 +141,7 @@ def joint_section(mlm, args) -> None:
 
 def infill_section(mlm, args) -> None:
     from ..infill import infill
+    from ..infill.beam import score_meaning
 
     seq, ids, cdr = _trastuzumab(mlm)
     cols = cdr.nonzero()[:, 0].tolist()
@@ -156,5 +157,6 @@ def infill_section(mlm, args) -> None:
                               f" {c.score:.2f}" for c in cands[:3])
             rank = next((i + 1 for i, c in enumerate(cands) if mlm.decode(list(c.tokens)) == native), None)
             print(f"   {method:<9}{order:<5} top-3: {fills}   native rank: {rank or '>5'}")
-    print(f"   (* = native; scores are log q for standard, HCB-corrected log scores for hcb; "
-          f"{time.perf_counter() - t:.1f}s)")
+    print(f"   (* = native; {time.perf_counter() - t:.1f}s) the two methods' scores are different quantities:")
+    for method in ("standard", "hcb"):
+        print(f"   {method} score: {score_meaning(method)}")

@@ -42,7 +42,8 @@ def register(sub) -> None:
     from .common import add_dedupe_arg
     add_dedupe_arg(p)
     add_model_args(p)
-    p.add_argument("--method", default="hcb", choices=["hcb", "standard"], help="beam search score (default hcb)")
+    p.add_argument("--method", default="hcb", choices=["hcb", "standard"], help="beam search score (default hcb): standard scores a fill by its log-probability "
+                   "(nats, <= 0), hcb by its log-ratio to the pivot (nats, not a probability)")
     p.add_argument("--order", default="l2r", choices=["l2r", "best"],
                    help="left to right, or best to worst (most confident position first); default l2r")
     p.add_argument("--beam-size", "-k", type=positive_int, default=5,
@@ -79,6 +80,7 @@ def _run_one(args) -> int:
 
     from .common import load_model_from_args
     from ..infill import infill
+    from ..infill.beam import score_meaning
 
     mlm = load_model_from_args(args)
     text = expand_gaps(args.sequence, _mask_text(mlm))
@@ -101,6 +103,7 @@ def _run_one(args) -> int:
         return 0
     print(f"# {args.model}  method={args.method}  order={args.order}  beam={args.beam_size}  "
           f"gap={len(positions)} tokens at {positions.tolist()}")
+    print(f"# score: {score_meaning(args.method, args.pivot)}")
     width = max(4, *(len(r["fill"]) for r in rows))
     print(f"{'rank':>4}  {'fill':<{width}}  {'score':>10}  sequence")
     for r in rows:

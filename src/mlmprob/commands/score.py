@@ -24,13 +24,15 @@ def register(sub) -> None:
     p.add_argument("--out", "-o", help="output file, .jsonl, .tsv or .parquet (default: JSONL on stdout)")
     p.add_argument("--per-token", action="store_true", help="also write per-token log-probabilities and raw logits")
     p.add_argument("--whole-word", action="store_true", help="whole-word l2r PLL (Kauf & Ivanova 2023)")
-    p.add_argument("--likelihood", choices=("pll", "chain"), default="pll", help="chain: also the chain-rule "
-                   "log-likelihood (mlmprob.loglik; columns loglik_mixture, loglik_elbo, loglik_per_token, ...)")
-    p.add_argument("--orders", type=positive_int, default=8, help="--likelihood chain: random orders per record "
-                   "(all of them when a record has at most this many)")
-    p.add_argument("--order", choices=("random", "l2r", "r2l"), default="random", help="--likelihood chain: order kind")
-    p.add_argument("--per-order", action="store_true", help="--likelihood chain: also a list of per-order values")
-    p.add_argument("--seed", type=nonnegative_int, default=0, help="--likelihood chain: seed of each record's orders")
+    from ..likelihood.records import LOGLIK_ORDERS
+    p.add_argument("--likelihood", type=_likelihood_name, choices=("pll", "loglik"), default="pll",
+                   help="loglik (former spelling: chain): also the chain-rule log-likelihood over the proposal alphabet "
+                   "(mlmprob.loglik; columns loglik_mixture, loglik_elbo, loglik_per_token, ...)")
+    p.add_argument("--orders", type=positive_int, default=LOGLIK_ORDERS, help="--likelihood loglik: random orders per "
+                   f"record (all of them when a record has at most this many; default {LOGLIK_ORDERS})")
+    p.add_argument("--order", choices=("random", "l2r", "r2l"), default="random", help="--likelihood loglik: order kind")
+    p.add_argument("--per-order", action="store_true", help="--likelihood loglik: also a list of per-order values")
+    p.add_argument("--seed", type=nonnegative_int, default=0, help="--likelihood loglik: seed of each record's orders")
     p.add_argument("--limit", type=positive_int, help="score only the first N records of the input (before --shard)")
     p.add_argument("--skip-invalid", action="store_true", help="skip records the tokenizer rejects, with a warning")
     p.add_argument("--pll", choices=("exact", "one-pass"), default="exact",
@@ -44,6 +46,12 @@ def register(sub) -> None:
                         "the one shipped or beside the model")
     add_runtime_args(p)
     p.set_defaults(func=run)
+
+
+def _likelihood_name(text: str) -> str:
+    """``--likelihood``'s value; ``chain``, its former spelling, reads as ``loglik`` (the variant score ``chain``
+    of ``mlmprob variants`` is another quantity: README, "Two chain-rule quantities")."""
+    return "loglik" if text == "chain" else text
 
 
 def expected_ids(config: dict, limit: int | None = None):
@@ -73,11 +81,12 @@ def run(args) -> int:
         flag = "--per-token" if args.per_token else "--per-order"
         what = "per-token lists" if args.per_token else "per-order lists"
         raise MLMProbError(f"{flag} needs JSONL or Parquet output ({what} do not fit a TSV row)")
-    chain = {} if args.likelihood == "pll" else {"likelihood": "chain", "order": args.order,
+    # the stored configuration keeps the former value "chain", so runs written before the rename still resume
+    loglik = {} if args.likelihood == "pll" else {"likelihood": "chain", "order": args.order,
                                                  "n_orders": args.orders, "per_order": args.per_order, "seed": args.seed}
     one_pass = _check_one_pass_args(args)
-    if one_pass and chain:
-        raise MLMProbError("--pll one-pass and --likelihood chain cannot be combined (the chain rule is exact)")
+    if one_pass and loglik:
+        raise MLMProbError("--pll one-pass and --likelihood loglik cannot be combined (the chain rule is exact)")
 
     given = args.input
     source = spool_args_input(args)
@@ -89,10 +98,10 @@ def run(args) -> int:
 
     config = {"command": "score", "model": args.model, "input": source,
               "format": args.format, "column": args.column, "id_column": args.id_column,
-              "whole_word": args.whole_word, "per_token": args.per_token, **chain,
+              "whole_word": args.whole_word, "per_token": args.per_token, **loglik,
               **({"dedupe": True} if args.dedupe else {})}
-    from ..likelihood.records import CHAIN_FIELDS
-    extra = dict(chain)
+    from ..likelihood.records import LOGLIK_FIELDS
+    extra = {**loglik, "likelihood": "loglik"} if loglik else {}
     if one_pass:
         from ..scoring import OnePassScoreJob as ScoreJob  # noqa: F811 - the same job, one-pass rows
         extra = {"correction": args.correction}
@@ -101,7 +110,7 @@ def run(args) -> int:
                       correction_sha256=correction_digest(args.model, args.correction))
     job = ScoreJob(**extra, model=args.model, dtype=args.dtype, allow_pickle=args.allow_pickle, whole_word=args.whole_word,
                    per_token=args.per_token, batch_tokens=args.batch_tokens, skip_invalid=args.skip_invalid)
-    fields = TSV_FIELDS + (CHAIN_FIELDS if chain else ()) + (("method",) if one_pass else ())
+    fields = TSV_FIELDS + (LOGLIK_FIELDS if loglik else ()) + (("method",) if one_pass else ())
     done = run_command(StreamCommand(job, units, config, fields=fields, input=args.input,
                                      empty=f"no sequences found in {given}", meta={"limit": args.limit}), opts)
     if unique.warning():

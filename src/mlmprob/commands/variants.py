@@ -22,7 +22,7 @@ first residue)."""
 
 def register(sub) -> None:
     from ..variants.api import ALL_METHODS
-    from ..variants.chain import DEFAULT_ORDERS
+    from ..variants.chain import CHAIN_ORDERS
 
     p = sub.add_parser("variants", help="variant-effect scores of mutants of a wild type (ProteinGym CSV, "
                        "sequences, or --saturate)", description=__doc__, epilog=LONG_HELP,
@@ -34,7 +34,7 @@ def register(sub) -> None:
                    "rows) and also write OUT.heatmap.png, OUT.heatmap.csv (L x 20) and OUT.saturation.csv")
     p.add_argument("--methods", help=f"comma-separated, of: {', '.join(ALL_METHODS)} (default: wt_marginals,"
                    "masked_marginals,masked_marginals_all,hcb; with --saturate: wt_marginals,masked_marginals)")
-    p.add_argument("--chain-orders", type=positive_int, default=DEFAULT_ORDERS, metavar="K",
+    p.add_argument("--chain-orders", type=positive_int, default=CHAIN_ORDERS, metavar="K",
                    help="chain: orders of each variant's sites averaged over (all |S|! when at most K, else K drawn)")
     p.add_argument("--chain-seed", type=nonnegative_int, default=0,
                    help="chain: seed of the drawn orders (with the variant's sites; not the bootstrap's --seed)")

@@ -10,7 +10,6 @@ import hashlib
 import json
 import math
 import time
-import zlib
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,6 +24,7 @@ from ..metrics.sequences import stutter_rate
 from ..models.protocol import MaskedLM
 from ..models.reader import reader_of
 from ..runtime.log import ResumableLog, check_config
+from ..runtime.seeds import seeded_generator
 from .cdr_h3_common import CONFIGS, RESULTS_FILE, WORK_DIR, Config, RunOptions, read_results, seq_metrics
 
 # -- data ------------------------------------------------------------------------------------------
@@ -135,10 +135,6 @@ def prepare_units(mlm: MaskedLM, antibodies: Sequence[Antibody] | None, opts: Ru
                   _scores(mlm, enc.input_ids, free), _scores(mlm, warm, free))
 
 
-def _generator(seed: int, name: str) -> torch.Generator:
-    return torch.Generator().manual_seed((seed * 1_000_003 + zlib.crc32(name.encode())) % (2 ** 62))
-
-
 def _mean(xs) -> float | None:
     xs = [x for x in xs if x is not None and not (isinstance(x, float) and math.isnan(x))]
     return sum(xs) / len(xs) if xs else None
@@ -231,7 +227,8 @@ def _run_sampler(mlm: MaskedLM, cfg: Config, units: _Units, opts: RunOptions, wo
     ids = units.warm.repeat_interleave(C, 0)
     res = sample(mlm, ids, method=cfg.method, energy=cfg.energy, epochs=total, burn_in=0,
                  block_size=block, proposal_temperature=cfg.proposal_temperature, top_p=cfg.top_p,
-                 target_temperature=tt, order=cfg.order, positions=free, generator=_generator(opts.seed, cfg.name),
+                 target_temperature=tt, order=cfg.order, positions=free,
+                 generator=seeded_generator(opts.seed, "cdr-h3", cfg.name),
                  init="given", jsonl=jsonl)
     n_free = free.sum(-1)
     k_eff = res.block_size.clamp(max=int(n_free.max()))

@@ -18,9 +18,10 @@ import torch
 
 from ..errors import MLMProbError
 from ..models.protocol import MaskedLM
+from ..sampling.proposals import ProposalConfig, proposal_log_probs
 from .corrections import Standard
 from .gap import InfillCandidate, check_beam_size, check_order, prepare_gap
-from .search import NEG_INF, run_search
+from .search import run_search
 
 
 @dataclass(frozen=True)
@@ -36,6 +37,11 @@ class SamplingConfig:
         if self.top_p is not None and not 0 < self.top_p <= 1:
             raise MLMProbError(f"top_p must lie in (0, 1], got {self.top_p}")
 
+    @property
+    def proposal(self) -> ProposalConfig:
+        """The same proposal as the samplers' ``ProposalConfig`` (``top_p`` None is 1)."""
+        return ProposalConfig(self.temperature, 1.0 if self.top_p is None else self.top_p)
+
 
 #: The paper's baselines (Table 1): name -> proposal.
 BASELINES = {
@@ -48,23 +54,16 @@ BASELINES = {
 
 
 def proposal_logp(logp: torch.Tensor, config: SamplingConfig) -> torch.Tensor:
-    """Rows of ``log q`` ``[N, n]`` -> tempered, renormalised, nucleus-truncated ``log q~`` (float64).
-
-    The nucleus keeps the most probable tokens up to and including the one at which the mass
-    reaches ``top_p``.
+    """Rows of ``log q`` ``[N, n]`` -> tempered, renormalised, nucleus-truncated ``log q~`` (float64), by
+    the package's one proposal function (``sampling.proposals.proposal_log_probs``: its nucleus keeps
+    the most probable tokens up to and including the one at which the mass reaches ``top_p``, ties
+    going to the lower candidate index).
 
     >>> lp = torch.log(torch.tensor([[0.5, 0.3, 0.2]], dtype=torch.float64))
     >>> proposal_logp(lp, SamplingConfig(top_p=0.7)).exp().round(decimals=6).tolist()
     [[0.625, 0.375, 0.0]]
     """
-    lp = (logp.double() / config.temperature).log_softmax(-1)
-    if config.top_p is None or config.top_p >= 1:
-        return lp
-    sorted_lp, order = lp.sort(-1, descending=True)
-    before = sorted_lp.exp().cumsum(-1) - sorted_lp.exp()          # mass strictly before each token
-    drop_sorted = before >= config.top_p - 1e-12
-    drop = torch.zeros_like(drop_sorted).scatter(-1, order, drop_sorted)
-    return lp.masked_fill(drop, NEG_INF).log_softmax(-1)
+    return proposal_log_probs(logp, config=config.proposal)
 
 
 def _sampling_select(config: SamplingConfig, generator: torch.Generator):

@@ -32,6 +32,24 @@ from .search import Correction, run_search
 METHODS = ("standard", "hcb")
 
 
+def score_meaning(method: str, pivot: str | None = None) -> str:
+    """What a candidate's ``score`` is under ``method``, with its unit, for reports: the two methods' scores
+    are different quantities (a standard score is a log-probability, <= 0; an HCB score is a log-ratio
+    to the pivot, ``pivot`` naming it, default the mask token, and often > 0), so a report says which.
+
+    >>> score_meaning("standard")
+    'log-probability of the fill in nats (chain rule: sum of log q(fill token | context), <= 0)'
+    >>> score_meaning("hcb")
+    'log-ratio in nats, not a probability (sum of log q(fill token) - log q(mask) per position; > 0: beats mask)'
+    """
+    if method == "standard":
+        return "log-probability of the fill in nats (chain rule: sum of log q(fill token | context), <= 0)"
+    if method == "hcb":
+        p = pivot or "mask"
+        return f"log-ratio in nats, not a probability (sum of log q(fill token) - log q({p}) per position; > 0: beats {p})"
+    raise MLMProbError(f"unknown infilling method {method!r}; use one of {', '.join(METHODS)}")
+
+
 def resolve_pivot(mlm: MaskedLM, pivot: int | None) -> int:
     """The HCB pivot id: ``pivot`` or the mask, which must then be one of the model's outputs."""
     if pivot is None:
@@ -71,7 +89,8 @@ def infill(mlm: MaskedLM, input_ids, positions: Sequence[int] | torch.Tensor, *,
     ``method``: ``"standard"`` or ``"hcb"``; ``order``: ``"l2r"`` or ``"best"`` (best to worst);
     ``pivot``: HCB pivot token id (default: the mask token; another token costs extra passes in
     ``best`` order, and different passes from standard's in either order). Fills use the model's
-    ``proposal_ids`` when it has them. Each candidate's ``score`` is its log score under the method.
+    ``proposal_ids`` when it has them. Each candidate's ``score`` is its log score under the method
+    (:func:`score_meaning`: a log-probability for standard, a log-ratio to the pivot for HCB).
     """
     correction = make_correction(mlm, method, pivot)
     return beam_search(mlm, input_ids, positions, correction=correction, order=order, beam_size=beam_size)

@@ -33,6 +33,7 @@ import torch
 from ..defaults import DTYPE
 from ..errors import MLMProbError
 from ..models.protocol import MaskedLM, default_positions
+from ..runtime.seeds import seeded_generator
 from ..runtime.shard import Shard
 from .evaluate import AGOptions, evaluate_pair
 from .records import RECORDS_FILE, _dtype_label, check_records, load_records, restore_nonfinite  # noqa: F401
@@ -140,10 +141,6 @@ class PlannedPair:
     b: int
 
 
-def _pair_generator(seed: int, k: int, i: int) -> torch.Generator:
-    return torch.Generator().manual_seed(seed * 1_000_003 + k * 100_003 + i)
-
-
 def draw_pair(positions: torch.Tensor, scheme: str, generator: torch.Generator) -> tuple[int, int] | None:
     """Positions ``(a, b)``, ``a < b``, from the scored ``positions`` (bool ``[L]``), or None if the
     sequence has no such pair."""
@@ -203,7 +200,8 @@ class PairPlanner:
                 ids = self._encode(s)
                 if ids is None:
                     continue
-                ab = draw_pair(default_positions(self.mlm, ids[None])[0], scheme, _pair_generator(self.config.seed, k, n))
+                g = seeded_generator(self.config.seed, "pair", k, n)
+                ab = draw_pair(default_positions(self.mlm, ids[None])[0], scheme, g)
                 if ab is not None:
                     found.append((s, *ab))
                     break

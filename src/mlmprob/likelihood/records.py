@@ -1,4 +1,7 @@
-"""Chain-rule likelihood columns for one text record (``mlmprob score --likelihood chain``, the app).
+"""``loglik`` columns for one text record (``mlmprob score --likelihood loglik``, the app): the chain-rule
+log-likelihood of the sequence, each conditional normalised over the model's proposal alphabet, mixed
+over ``LOGLIK_ORDERS`` (8) random orders. Not the ``chain`` variant score (``variants.chain``: a
+log-likelihood *ratio* over the whole vocabulary, 6 orders); README, "Two chain-rule quantities".
 
 A record's random orders come from a generator seeded by ``seed`` and the record's sequence alone,
 so its values never depend on its neighbours, the chunking, the shard or the worker.
@@ -7,31 +10,32 @@ so its values never depend on its neighbours, the chunking, the shard or the wor
 from __future__ import annotations
 
 import math
-import zlib
 
 import torch
 
 from ..errors import NonFiniteError
+from ..runtime.seeds import seeded_generator
 from .chain import loglik
 
-CHAIN_FIELDS = ("loglik_mixture", "loglik_elbo", "loglik_per_token", "loglik_orders", "loglik_exact",
+LOGLIK_FIELDS = ("loglik_mixture", "loglik_elbo", "loglik_per_token", "loglik_orders", "loglik_exact",
                 "loglik_outside_mass")
-DEFAULT_ORDERS = 8
+LOGLIK_ORDERS = 8      # random orders per record (all of them when a record has at most this many)
+CHAIN_FIELDS, DEFAULT_ORDERS = LOGLIK_FIELDS, LOGLIK_ORDERS   # the former names
 
 
 def record_generator(seed: int, sequence: str) -> torch.Generator:
-    """The generator of one record's orders.
+    """The generator of one record's orders (``runtime.seeds``, purpose ``loglik``).
 
     >>> a = record_generator(0, "ACD").initial_seed(); a == record_generator(0, "ACD").initial_seed() != \\
     ...     record_generator(1, "ACD").initial_seed()
     True
     """
-    return torch.Generator().manual_seed((int(seed) * 1_000_003 + zlib.crc32(sequence.encode())) % (1 << 63))
+    return seeded_generator(seed, "loglik", sequence)
 
 
-def chain_columns(mlm, sequence: str, *, order: str = "random", n_orders: int = DEFAULT_ORDERS, seed: int = 0,
+def loglik_columns(mlm, sequence: str, *, order: str = "random", n_orders: int = LOGLIK_ORDERS, seed: int = 0,
                   whole_word: bool = False, per_order: bool = False) -> dict:
-    """``CHAIN_FIELDS`` of one sequence (and ``loglik_per_order``, a list, with ``per_order``):
+    """``LOGLIK_FIELDS`` of one sequence (and ``loglik_per_order``, a list, with ``per_order``):
     ``loglik`` over every non-special position, ``loglik_per_token`` the mixture per token (its
     ``exp(-x)`` is a perplexity), ``loglik_outside_mass`` the mean mass outside the proposal alphabet."""
     enc = mlm.encode([sequence])
@@ -46,3 +50,6 @@ def chain_columns(mlm, sequence: str, *, order: str = "random", n_orders: int = 
     if per_order:
         out["loglik_per_order"] = r.per_order[0, :k].tolist()
     return out
+
+
+chain_columns = loglik_columns   # the former name

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import torch
 
-from ..energy import Positions, check_input_ids
+from ..energy import Positions, check_input_ids, energies_from_logits
 from ..errors import MLMProbError
 from ..likelihood.orders import OrderSpec
 from ..models.protocol import MaskedLM
@@ -19,7 +19,7 @@ from .diagnostics import effective_sample_size, reference_identity, split_rhat
 from .forward import site_logits
 from .init import initialize, resolve_free
 from .io import EpochRecord, RunLog, generator_state_hex, set_generator_state
-from .kernels import DegenerateGibbs, MetropolisHastings, energies_from_logits
+from .kernels import DegenerateGibbs, MetropolisHastings
 from .proposals import ProposalConfig
 from .schedules import ScheduleLike, as_schedule, block_size_at, schedule_text, temperature_at
 from ..models.reader import reader_of

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 import torch
 
-from ..energy import row_sum
+from ..energy import energies_from_logits
 from ..errors import MLMProbError
 from ..models.protocol import MaskedLM, default_positions
 from .forward import block_logits, site_logits
@@ -104,16 +104,6 @@ def sweep_plan(free: torch.Tensor, block_size: int, order: str, generator: torch
     plan = torch.zeros(S, B, L, dtype=torch.bool)
     plan[(j // k)[valid], b[valid], perm[valid]] = True
     return plan
-
-
-def energies_from_logits(logits: torch.Tensor, ids: torch.Tensor, scored: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """``(E_local, E_raw)`` ``[B]`` float64 from single-site logits ``[B, L, V]`` (same arithmetic as
-    ``mlmprob.energy.token_scores``)."""
-    x = logits.double()
-    raw = x.gather(-1, ids[..., None])[..., 0]
-    lp = raw - torch.logsumexp(x, -1)
-    zero = torch.zeros((), dtype=torch.float64)
-    return -row_sum(torch.where(scored, lp, zero)), -row_sum(torch.where(scored, raw, zero))
 
 
 def resolve_scored(mlm: MaskedLM, ids: torch.Tensor, free: torch.Tensor, score_all: bool) -> torch.Tensor:

@@ -1,5 +1,16 @@
 """MLM conditionals turned into proposal distributions: support, temperature, nucleus (top-p).
 
+:func:`proposal_log_probs` is the one proposal function of the package: the samplers (MH, Gibbs,
+ancestral, mask-predict, the greedy start) and the sampling baselines of infilling
+(``infill.baselines``) all call it, so they keep the same nucleus. Its rule, in this order:
+
+1. restrict to the ``allowed`` ids (the alphabet);
+2. temperature ``T``: ``softmax(logits / T)``; ``T = 0`` puts all mass on the arg-max;
+3. nucleus ``top_p``: rank the tokens by decreasing probability, **ties by increasing token id**,
+   and keep the shortest prefix of that ranking whose mass reaches ``top_p`` (up to ``1e-12``, so
+   float64 rounding of the running sum never adds a token: 0.5 + 0.3 reaches 0.8); renormalise.
+   The arg-max of ``T = 0`` breaks ties the same way (lowest id).
+
 A proposal row is a float64 log-probability vector over the vocabulary with ``-inf`` outside its
 support. The same function maps a row of logits to the same distribution every time, so the
 forward move ``q(x'|x)`` and the reverse move ``q(x|x')`` (read from the very same row, because
@@ -22,8 +33,9 @@ from ..models.alphabet import allowed_ids  # noqa: F401 - re-exported: samplers 
 class ProposalConfig:
     """How an MLM conditional is modified before proposing from it.
 
-    ``temperature`` divides the logits (0 means greedy: all mass on the arg-max); ``top_p`` keeps
-    the smallest set of most probable tokens whose (tempered) probability reaches ``top_p``.
+    ``temperature`` divides the logits (0 means greedy: all mass on the arg-max, the lowest id on a
+    tie); ``top_p`` keeps the smallest set of most probable tokens whose (tempered) probability
+    reaches ``top_p``, ties going to the lower token id (the module doc states the rule).
     """
 
     temperature: float = 1.0
@@ -59,14 +71,31 @@ def proposal_log_probs(logits: torch.Tensor, allowed: torch.Tensor | None = None
         x = x / config.temperature
     lp = x - torch.logsumexp(x, -1, keepdim=True)
     if config.top_p < 1.0:
-        sorted_lp, order = lp.sort(dim=-1, descending=True, stable=True)
-        p = sorted_lp.exp()
-        before = p.cumsum(-1) - p             # mass strictly before each token in sorted order
-        keep_sorted = before < config.top_p   # the first token is always kept
-        keep = torch.zeros_like(keep_sorted).scatter_(-1, order, keep_sorted)
-        lp = lp.masked_fill(~keep, float("-inf"))
-        lp = lp - torch.logsumexp(lp, -1, keepdim=True)
+        lp = nucleus(lp, config.top_p)
     return lp
+
+
+#: How far below ``top_p`` the running mass may fall and still count as reaching it (float64 rounding).
+NUCLEUS_TOLERANCE = 1e-12
+
+
+def nucleus(log_probs: torch.Tensor, top_p: float) -> torch.Tensor:
+    """Normalised log-probabilities ``[n, V]`` -> their ``top_p`` nucleus, renormalised (float64).
+
+    Kept: the shortest prefix of the tokens ranked by decreasing probability, ties by increasing id,
+    whose mass reaches ``top_p - NUCLEUS_TOLERANCE``; the first token is always kept.
+
+    >>> nucleus(torch.full((1, 4), 0.25, dtype=torch.float64).log(), 0.5).exp()   # a tie: the lower ids
+    tensor([[0.5000, 0.5000, 0.0000, 0.0000]], dtype=torch.float64)
+    """
+    lp = log_probs.double()
+    sorted_lp, order = lp.sort(dim=-1, descending=True, stable=True)   # stable: ties by increasing id
+    p = sorted_lp.exp()
+    before = p.cumsum(-1) - p                                          # mass strictly before each token
+    keep_sorted = before < top_p - NUCLEUS_TOLERANCE                   # the first token is always kept
+    keep = torch.zeros_like(keep_sorted).scatter_(-1, order, keep_sorted)
+    lp = lp.masked_fill(~keep, float("-inf"))
+    return lp - torch.logsumexp(lp, -1, keepdim=True)
 
 
 def sample_from(log_probs: torch.Tensor, generator: torch.Generator) -> torch.Tensor:

@@ -12,9 +12,10 @@ from dataclasses import dataclass
 
 import torch
 
+from ..energy import energies_from_logits
 from ..models.protocol import default_positions
 from .forward import block_logits, site_logits
-from .kernels import ChainState, MetropolisHastings, StepInfo, _propose, energies_from_logits, resolve_scored
+from .kernels import ChainState, MetropolisHastings, StepInfo, _propose, resolve_scored
 from .schedules import temperature_at
 
 

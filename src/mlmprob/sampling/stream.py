@@ -1,15 +1,14 @@
 """Sampling record by record, for a stream of sequences: the API behind ``mlmprob sample --out F.jsonl``.
 
 Each input record gets ``chains`` chains, sampled in one :func:`~mlmprob.sampling.sample` call with a
-generator seeded from ``(seed, record id)`` alone (:func:`record_seed`), so a record's chains are the
-same whichever shard, worker, chunk or resumed run samples it. :class:`SampleJob` is picklable (the
+generator seeded from ``(seed, record id)`` alone (:func:`record_seed`, by ``runtime.seeds``), so a
+record's chains are the same whichever shard, worker, chunk or resumed run samples it. :class:`SampleJob` is picklable (the
 streaming engine sends it to worker processes or Ray actors); its ``run`` turns a chunk of records
 into one result row per chain (:meth:`SampleJob.chain_rows`).
 """
 
 from __future__ import annotations
 
-import hashlib
 import math
 from dataclasses import dataclass
 from typing import NamedTuple, Sequence, Union
@@ -19,6 +18,7 @@ import torch
 from ..defaults import DTYPE
 from ..errors import MLMProbError
 from ..runtime.inputs import Record
+from ..runtime.seeds import derive_seed
 from .api import METHODS, SampleResult, sample
 from .cdr import cdr_h3_mask
 from .proposals import ProposalConfig
@@ -28,16 +28,12 @@ BlockSpec = Union[int, tuple]   # K, or ("linear", START, END[, EPOCHS]) as ``ml
 
 
 def record_seed(seed: int, record_id: str) -> int:
-    """A 63-bit generator seed from the run's ``seed`` and a record's id (BLAKE2b: the same in every
-    process and Python version, unlike ``hash``).
+    """A record's generator seed: ``runtime.seeds.derive_seed(seed, "record", record_id)``.
 
     >>> record_seed(0, "seq1") == record_seed(0, "seq1") != record_seed(1, "seq1")
     True
-    >>> record_seed(0, "seq1")
-    6289551396170010969
     """
-    digest = hashlib.blake2b(f"{int(seed)}\x00{record_id}".encode(), digest_size=8).digest()
-    return int.from_bytes(digest, "little") & (2**63 - 1)
+    return derive_seed(seed, "record", record_id)
 
 
 def free_positions(mlm, enc, row: int, name: str, seq: str, positions: Sequence[int] | None = None,

@@ -2,23 +2,23 @@
 
 from __future__ import annotations
 
-import hashlib
-
 import torch
+
+from ..runtime import seeds
 
 
 def derive_seed(seed: int, *keys) -> int:
-    """A 63-bit seed for one stream of randomness, e.g. ``derive_seed(seed, "mask", step)``.
+    """A 63-bit seed for one stream of randomness, e.g. ``derive_seed(seed, "mask", step)``
+    (``runtime.seeds.derive_seed(seed, "stream", *keys)``).
 
     >>> derive_seed(0, "mask", 3) == derive_seed(0, "mask", 3) != derive_seed(0, "mask", 4)
     True
     """
-    digest = hashlib.sha256(":".join(map(str, (seed, *keys))).encode()).digest()
-    return int.from_bytes(digest[:8], "little") & (2**63 - 1)
+    return seeds.derive_seed(seed, "stream", *keys)
 
 
 def generator_for(seed: int, *keys) -> torch.Generator:
-    return torch.Generator().manual_seed(derive_seed(seed, *keys))
+    return seeds.seeded_generator(seed, "stream", *keys)
 
 
 def n_selected(n_maskable: torch.Tensor, rate: float) -> torch.Tensor:

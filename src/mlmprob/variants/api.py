@@ -48,7 +48,7 @@ from ..errors import MLMProbError
 from ..joints.conditionals import pair_conditionals
 from ..joints.constructions import ag_joint
 from ..models.protocol import MaskedLM, default_positions, foreign_ids, id_range, lengths_of, max_length_of, special_ids_of
-from .chain import DEFAULT_ORDERS, chain_scores, plan_chain
+from .chain import CHAIN_ORDERS, chain_scores, plan_chain
 from .rows import ForwardCache, RowTable
 
 METHODS = ("wt_marginals", "masked_marginals", "masked_marginals_all", "masked_marginals_mt", "mutant_marginals",
@@ -182,7 +182,7 @@ def _pll_delta(mlm: MaskedLM, wt: torch.Tensor, variants: list[Variant], table: 
 
 def score_variants(mlm: MaskedLM, wild_type, mutants: Sequence[Sequence[tuple[int, int]]], methods=None, *,
                    cache: ForwardCache | None = None,
-                   n_orders: int = DEFAULT_ORDERS, seed: int = 0) -> dict[str, torch.Tensor]:
+                   n_orders: int = CHAIN_ORDERS, seed: int = 0) -> dict[str, torch.Tensor]:
     """Scores of every variant by every method in ``methods`` (default: all of ``METHODS``, and
     ``chain`` on request; see the module doc): ``{method: float64 tensor [len(mutants)]}``, in the order asked.
 

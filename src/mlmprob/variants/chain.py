@@ -1,5 +1,5 @@
 """The ``chain`` variant score: the exact log-likelihood ratio of the mutated sites under the mixture
-of chain-rule orders (``mlmprob.loglik``),
+of chain-rule orders (the construction of ``mlmprob.loglik``, but see below),
 
     chain = log mean_sigma p_sigma(m_S | w_\\S) - log mean_sigma p_sigma(w_S | w_\\S),
 
@@ -9,22 +9,29 @@ sites alone (the same orders for ``m`` and ``w``, whatever the other variants). 
 a ``RowTable`` request (normalised over the whole output vocabulary, as every variant method), so
 rows are shared with the other methods and across variants; the first step of every order reads
 the ``masked_marginals`` row, and for a single mutant ``chain`` equals ``masked_marginals``.
+
+It differs from ``mlmprob.loglik`` (``likelihood``, ``score --likelihood loglik``) on purpose: ``loglik``
+is a sequence's likelihood, normalised over the proposal alphabet the samplers draw from, mixed over
+8 random orders; ``chain`` is a ratio of two such mixtures, normalised over the whole vocabulary like
+every other variant score (so it shares their rows), over ``CHAIN_ORDERS`` (6) orders of the few
+mutated sites. README, "Two chain-rule quantities".
 """
 
 from __future__ import annotations
 
 import itertools
-import zlib
 
 import torch
 
 from ..likelihood.orders import check_n_orders, count_orders
+from ..runtime.seeds import seeded_generator
 from .rows import RowTable
 
-DEFAULT_ORDERS = 6
+CHAIN_ORDERS = 6       # orders of a variant's sites (all |S|! when at most this many)
+DEFAULT_ORDERS = CHAIN_ORDERS   # the former name
 
 
-def site_orders(sites: list[int], n_orders: int = DEFAULT_ORDERS, seed: int = 0) -> list[list[int]]:
+def site_orders(sites: list[int], n_orders: int = CHAIN_ORDERS, seed: int = 0) -> list[list[int]]:
     """The orders of ``sites`` the score averages over.
 
     >>> site_orders([3, 5]), len(site_orders([1, 2, 3, 4], 6)), site_orders([1, 2, 3, 4], 6) == site_orders([1, 2, 3, 4], 6)
@@ -33,7 +40,7 @@ def site_orders(sites: list[int], n_orders: int = DEFAULT_ORDERS, seed: int = 0)
     n_orders = check_n_orders(n_orders)
     if count_orders(len(sites), n_orders) is not None:
         return [list(p) for p in itertools.permutations(sites)]
-    g = torch.Generator().manual_seed((seed * 1_000_003 + zlib.crc32(repr(list(sites)).encode())) % (1 << 63))
+    g = seeded_generator(seed, "variant", sites)
     return [[sites[i] for i in torch.randperm(len(sites), generator=g).tolist()] for _ in range(n_orders)]
 
 

@@ -24,7 +24,7 @@ from ..errors import MLMProbError
 from ..models.protocol import max_length_of
 from ..likelihood.orders import check_n_orders
 from .api import check_methods, score_variants
-from .chain import DEFAULT_ORDERS
+from .chain import CHAIN_ORDERS
 from .mutations import Mutation, letter_ids, residue_positions
 from .rows import ForwardCache
 from .units import VariantUnit, mutant_label, variant_of
@@ -90,7 +90,7 @@ class VariantsJob:
     allow_pickle: bool = False
     batch_tokens: int | None = None
     skip_invalid: bool = False
-    chain_orders: int = DEFAULT_ORDERS  # ``chain``: orders per variant and their seed (variants.chain.site_orders)
+    chain_orders: int = CHAIN_ORDERS  # ``chain``: orders per variant and their seed (variants.chain.site_orders)
     chain_seed: int = 0
 
     def __post_init__(self):

@@ -1,0 +1,95 @@
+"""The one derivation of generator seeds from a run's ``seed``: :func:`derive_seed` and :func:`seeded_generator`.
+
+Every random stream the package draws (a record's chains, a record's orders, a pair of positions, a
+training step's masks) gets its own ``torch.Generator`` seeded by ``derive_seed(seed, purpose, *keys)``,
+so a result depends only on the run's seed and what it is about, never on which shard, worker or chunk
+computed it. ``purpose`` names the stream and fixes how its keys are turned into a seed. The
+derivations differ per purpose only because stored outputs and resumable runs were made with them;
+each is kept bit for bit so those stay valid (``tests/runtime/test_seeds.py`` pins them):
+
+============  ==========================  ===========================================================
+purpose       keys                        derivation (``seed`` the run's seed)
+============  ==========================  ===========================================================
+``record``    record id                   BLAKE2b-64 of ``"{seed}\\0{id}"``, 63 bits: a streamed
+                                          record's generator (``mlmprob sample``); the derivation
+                                          for new streams
+``stream``    any names and numbers       SHA-256 of ``"seed:key:key..."``, first 8 bytes, 63 bits:
+                                          named streams of training and the experiments
+``loglik``    the record's sequence       ``(seed * 1000003 + crc32(sequence)) mod 2**63``: the
+                                          orders of ``mlmprob score --likelihood loglik``
+``variant``   the variant's sites (list)  ``(seed * 1000003 + crc32(repr(sites))) mod 2**63``: the
+                                          orders of the ``chain`` variant score
+``pair``      scheme index, record index  ``seed * 1000003 + k * 100003 + i``: a joints pair draw
+``cdr-h3``    configuration name          ``(seed * 1000003 + crc32(name)) mod 2**62``: a CDR-H3
+                                          experiment configuration's chains
+============  ==========================  ===========================================================
+
+All are the same in every process and Python version (no ``hash``).
+
+>>> derive_seed(0, "record", "seq1")
+6289551396170010969
+>>> derive_seed(0, "stream", "mask", 3) == derive_seed(0, "stream", "mask", 3) != derive_seed(0, "stream", "mask", 4)
+True
+"""
+
+from __future__ import annotations
+
+import hashlib
+import zlib
+
+import torch
+
+from ..errors import MLMProbError
+
+
+def _record(seed: int, record_id) -> int:
+    digest = hashlib.blake2b(f"{int(seed)}\x00{record_id}".encode(), digest_size=8).digest()
+    return int.from_bytes(digest, "little") & (2**63 - 1)
+
+
+def _stream(seed: int, *keys) -> int:
+    digest = hashlib.sha256(":".join(map(str, (seed, *keys))).encode()).digest()
+    return int.from_bytes(digest[:8], "little") & (2**63 - 1)
+
+
+def _crc(seed: int, text: str, bits: int) -> int:
+    return (int(seed) * 1_000_003 + zlib.crc32(text.encode())) % (1 << bits)
+
+
+def _pair(seed: int, k: int, i: int) -> int:
+    return seed * 1_000_003 + k * 100_003 + i
+
+
+_DERIVATIONS = {
+    "record": lambda seed, record_id: _record(seed, record_id),
+    "stream": _stream,
+    "loglik": lambda seed, sequence: _crc(seed, sequence, 63),
+    "variant": lambda seed, sites: _crc(seed, repr(list(sites)), 63),
+    "pair": _pair,
+    "cdr-h3": lambda seed, name: _crc(seed, name, 62),
+}
+
+#: The purposes :func:`derive_seed` knows (the table of the module doc).
+PURPOSES = tuple(_DERIVATIONS)
+
+
+def derive_seed(seed: int, purpose: str, *keys) -> int:
+    """The generator seed of the stream ``purpose`` with ``keys`` under the run's ``seed`` (module doc).
+
+    >>> derive_seed(0, "loglik", "ACD") == derive_seed(0, "loglik", "ACD") != derive_seed(1, "loglik", "ACD")
+    True
+    """
+    try:
+        derive = _DERIVATIONS[purpose]
+    except KeyError:
+        raise MLMProbError(f"unknown seed purpose {purpose!r}; one of {', '.join(PURPOSES)}") from None
+    return derive(seed, *keys)
+
+
+def seeded_generator(seed: int, purpose: str, *keys) -> torch.Generator:
+    """A CPU ``torch.Generator`` seeded with ``derive_seed(seed, purpose, *keys)``.
+
+    >>> seeded_generator(0, "record", "seq1").initial_seed()
+    6289551396170010969
+    """
+    return torch.Generator().manual_seed(derive_seed(seed, purpose, *keys))
