@@ -1,4 +1,4 @@
-"""``sample``: many MH, degenerate-Gibbs or ancestral chains in one batch (a driver stepping a kernel),
+"""``sample``: many MH, degenerate-Gibbs, ancestral or speculative-ancestral chains in one batch (a driver stepping a kernel),
 with burn-in, thinning, per-epoch diagnostics, a resumable JSONL record and a typed result."""
 
 from __future__ import annotations
@@ -21,9 +21,11 @@ from .init import initialize, resolve_free
 from .io import EpochRecord, RunLog, generator_state_hex, set_generator_state
 from .kernels import DegenerateGibbs, MetropolisHastings, energies_from_logits
 from .proposals import ProposalConfig
+from .speculative import DEFAULT_DRAFT_K, Speculative
 from .schedules import ScheduleLike, as_schedule, block_size_at, schedule_text, temperature_at
 
-METHODS = ("mh", "gibbs", "ancestral")
+METHODS = ("mh", "gibbs", "ancestral", "speculative")
+EXACT_DRAWS = ("ancestral", "speculative")  # every epoch an independent draw of p_sigma: no initialisation
 
 
 @dataclass(frozen=True)
@@ -40,8 +42,12 @@ class SampleResult:
     - ``ess``, ``rhat``: of the target-energy trace over the kept epochs, across chains;
     - ``forward_rows``: model rows forwarded by the kernel (initialisation included);
     - ``target_temperature`` ``[E]``, ``block_size`` ``[E]``, ``seconds`` ``[E]``;
-    - ``log_prob`` ``[E, B]`` (float64; ``method="ancestral"`` only, else None): the log-probability of
-      each epoch's draw along its order.
+    - ``log_prob`` ``[E, B]`` (float64; ``method="ancestral"`` or ``"speculative"``, else None): the
+      log-probability of each epoch's draw along its order;
+    - ``rounds``, ``calls`` ``[E, B]`` (long; ancestral and speculative draws, else None): the sequential
+      rounds of each chain's draw and the model calls they made one after the other (ancestral: one per
+      step; speculative: a draft pass and a verification batch per round); ``proposal_counts`` ``[E, B]``:
+      the proposals behind ``accept`` (speculative: the drafts put to the acceptance test).
     """
 
     samples: torch.Tensor
@@ -66,6 +72,9 @@ class SampleResult:
     method: str
     energy_kind: str
     log_prob: torch.Tensor | None = None
+    rounds: torch.Tensor | None = None
+    calls: torch.Tensor | None = None
+    proposal_counts: torch.Tensor | None = None
 
     @property
     def energy(self) -> torch.Tensor:
@@ -83,7 +92,7 @@ def _model_name(mlm) -> str:
 
 
 def _run_config(mlm, method: str, energy: str, bs, proposal: ProposalConfig, tt, order, burn_in: int, thin: int,
-                init: str, score_all: bool, tokens_per_step: int) -> dict:
+                init: str, score_all: bool, tokens_per_step: int, draft_k: int | None = None) -> dict:
     """The configuration a run file stores (and a resumed run must match)."""
     config = {"model": _model_name(mlm), "method": method, "energy": energy, "block_size": schedule_text(bs),
               "proposal_temperature": proposal.temperature, "top_p": proposal.top_p,
@@ -92,6 +101,9 @@ def _run_config(mlm, method: str, energy: str, bs, proposal: ProposalConfig, tt,
     if method == "ancestral":  # keys only this method has: older MCMC run files still resume
         config.update(order=order if isinstance(order, str) else torch.as_tensor(order).tolist(),
                       tokens_per_step=tokens_per_step)
+    if method == "speculative":
+        config.update(order=order if isinstance(order, str) else torch.as_tensor(order).tolist(),
+                      draft_k=DEFAULT_DRAFT_K if draft_k is None else draft_k)
     return config
 
 
@@ -119,6 +131,7 @@ def sample(
     batch_tokens: int | None = None,
     tokens_per_step: int = 1,
     computed_with: dict | None = None,
+    draft_k: int | None = None,
 ) -> SampleResult:
     """Run ``B`` chains (one per row of ``init_ids`` ``[B, L]``) for ``burn_in + epochs`` epochs.
 
@@ -133,6 +146,11 @@ def sample(
     ``"random"``: a fresh order per chain and epoch, an exact sample of the mixture over orders),
     ``tokens_per_step`` positions per step (parallel decoding for more than 1: approximate); its
     ``log_prob`` holds each draw's log-probability along its order (see ``sampling.ancestral``).
+    ``method="speculative"`` draws the same exact samples in fewer sequential model calls: each round
+    drafts the next ``draft_k`` positions of the order from one pass (default 4), verifies them with
+    the chain-rule conditionals in one batch and keeps a prefix by the speculative rule (see
+    ``sampling.speculative``); ``accept`` is then the drafts' acceptance rate, and ``rounds`` and
+    ``calls`` count the rounds and sequential model calls of every draw.
     ``init``: ``"given"``, ``"greedy"`` (all-mask warm start) or ``"random"`` (MCMC only). States at
     the end of every ``thin``-th epoch after burn-in are kept (the last epoch always is when ``thin``
     divides ``epochs``). ``reference`` (``[L]`` or ``[B, L]``) adds the identity metric. ``jsonl``: a
@@ -161,10 +179,11 @@ def sample(
         generator.seed()
     proposal = ProposalConfig(proposal_temperature, top_p)
     bs, tt = as_schedule(block_size, "block_size"), as_schedule(target_temperature, "target_temperature")
-    kernel = _kernel(mlm, method, energy, bs, proposal, tt, order, score_all, batch_tokens, tokens_per_step)
+    kernel = _kernel(mlm, method, energy, bs, proposal, tt, order, score_all, batch_tokens, tokens_per_step,
+                     draft_k)
     ref = _reference(reference, ids)
     config = _run_config(mlm, method, energy, bs, proposal, tt, order, burn_in, thin, init, score_all,
-                         tokens_per_step)
+                         tokens_per_step, draft_k)
     run_log = None if jsonl is None else RunLog(jsonl, config, ids, free, computed_with)
     try:
         state, records, rows_before = _start(kernel, run_log, config, ids, free, init, generator, batch_tokens)
@@ -186,7 +205,7 @@ def _start(kernel, run_log: RunLog | None, config: dict, ids: torch.Tensor, free
         set_generator_state(generator, records[-1].generator_state)
         state = kernel.init(torch.tensor(records[-1].ids, dtype=torch.long), free, epoch=len(records))
         return state, records, records[-1].forward_rows
-    start, rows_before = (ids, 0) if config["method"] == "ancestral" else \
+    start, rows_before = (ids, 0) if config["method"] in EXACT_DRAWS else \
         initialize(kernel.mlm, ids, free, init, generator, batch_tokens)
     return kernel.init(start, free), records, rows_before
 
@@ -202,17 +221,22 @@ def _check_counts(method: str, epochs, burn_in, thin) -> None:
         raise MLMProbError(f"thin must be an integer in 1..epochs ({epochs}), got {thin!r}")
 
 
-def _kernel(mlm, method, energy, bs, proposal, tt, order, score_all, batch_tokens, tokens_per_step):
+def _kernel(mlm, method, energy, bs, proposal, tt, order, score_all, batch_tokens, tokens_per_step, draft_k=None):
     """The kernel of ``method`` with its fixed parts bound."""
     if method != "ancestral" and tokens_per_step != 1:
-        raise MLMProbError(f"tokens_per_step is for method='ancestral' (block_size sets MH/Gibbs blocks), "
-                           f"got {tokens_per_step!r}")
-    if method in ("gibbs", "ancestral") and energy not in ("local", "raw"):
+        raise MLMProbError(f"tokens_per_step is for method='ancestral' (block_size sets MH/Gibbs blocks, "
+                           f"draft_k the speculative drafts), got {tokens_per_step!r}")
+    if method != "speculative" and draft_k is not None:
+        raise MLMProbError(f"draft_k is for method='speculative', got {draft_k!r} with method={method!r}")
+    if method in ("gibbs", "ancestral", "speculative") and energy not in ("local", "raw"):
         raise MLMProbError(f"energy must be 'local' or 'raw', got {energy!r}")
     if method == "mh":
         return MetropolisHastings(mlm, energy, bs, proposal, tt, order, score_all, batch_tokens)
     if method == "gibbs":
         return DegenerateGibbs(mlm, bs, proposal, order, score_all, batch_tokens)
+    if method == "speculative":
+        return Speculative(mlm, order, DEFAULT_DRAFT_K if draft_k is None else draft_k, proposal, score_all,
+                           batch_tokens)
     return Ancestral(mlm, order, tokens_per_step, proposal, score_all, batch_tokens)
 
 
@@ -271,10 +295,12 @@ def _run_epochs(run: _Run, state, records: list[EpochRecord], total: int, genera
             e_local, e_raw = energies_from_logits(logits, state.ids, state.scored)
         ident = None if run.ref is None else reference_identity(state.ids, run.ref, state.free).tolist()
         log_prob = getattr(state, "log_prob", None)
+        rounds, calls = getattr(state, "rounds", None), getattr(state, "calls", None)
         rec = EpochRecord(e, e >= run.burn_in and (e - run.burn_in + 1) % run.thin == 0, tau_e, k_e,
                           n_prop.tolist(), n_acc.tolist(), n_nov.tolist(), e_local.tolist(), e_raw.tolist(), ident,
                           state.ids.tolist(), run.rows_before + state.forward_rows, time.perf_counter() - t0,
-                          generator_state_hex(generator), None if log_prob is None else log_prob.tolist())
+                          generator_state_hex(generator), None if log_prob is None else log_prob.tolist(),
+                          None if rounds is None else rounds.tolist(), None if calls is None else calls.tolist())
         records.append(rec)
         if run.run_log is not None:
             run.run_log.append(rec)
@@ -301,6 +327,12 @@ def result_from_records(records: list[EpochRecord], free: torch.Tensor, burn_in:
     kept_idx = torch.tensor([r.epoch for r in kept], dtype=torch.long)
     target = (e_local if energy == "local" else e_raw)[kept_idx].T      # [B, S]
     ident = None if records[0].identity is None else torch.tensor([r.identity for r in records], dtype=f64)
+    rounds = calls = None
+    if method == "ancestral":    # one model call per step
+        rounds = calls = prop.long()
+    elif records[0].rounds is not None:
+        rounds = torch.tensor([r.rounds for r in records], dtype=torch.long)
+        calls = torch.tensor([r.calls for r in records], dtype=torch.long)
     return SampleResult(
         samples=torch.tensor([r.ids for r in kept], dtype=torch.long),
         kept_epochs=kept_idx,
@@ -324,4 +356,7 @@ def result_from_records(records: list[EpochRecord], free: torch.Tensor, burn_in:
         method=method,
         energy_kind=energy,
         log_prob=None if records[0].log_prob is None else torch.tensor([r.log_prob for r in records], dtype=f64),
+        rounds=rounds,
+        calls=calls,
+        proposal_counts=prop.long(),
     )
