@@ -217,6 +217,23 @@ def test_greedy_draws_are_the_greedy_chain_rule_decode():
     assert torch.equal(s.ids, st.ids) and torch.allclose(s.log_prob, st.log_prob)
 
 
+@pytest.mark.parametrize("k", [1, 3, 7])
+def test_chains_with_different_free_positions_and_context(k):
+    m = LookupMLM(3, 5, seed=3)
+    free = torch.tensor([[1, 1, 1, 1, 1], [0, 1, 0, 1, 0], [0, 0, 0, 0, 0], [1, 0, 0, 0, 0], [0, 1, 1, 1, 0]]).bool()
+    ids = torch.tensor([[0, 0, 0, 0, 0], [2, 0, 1, 0, 2], [1, 1, 1, 1, 1], [0, 2, 2, 2, 2], [1, 0, 0, 0, 1]])
+    sp = Speculative(m, order="r2l", draft_k=k)
+    s = sp.init(ids, free)
+    g = gen(0)
+    while s.epoch == 0:
+        s, _ = sp.step(s, g)
+    assert ((s.ids == ids) | free).all() and (s.ids < m.mask_id).all()
+    some = [0, 1, 3, 4]                                                 # chain 2 has nothing to draw
+    want = loglik(m, s.ids[some], free[some], order="r2l").per_order[:, 0]
+    assert torch.allclose(s.log_prob[some], want, atol=1e-9) and s.log_prob[2] == 0
+    assert s.rounds[2] == s.calls[2] == 0 and (s.calls <= free.sum(1)).all()
+
+
 class CountingLookup(LookupMLM):
     """Counts the model's batches (calls of ``logits``) besides its rows."""
 
