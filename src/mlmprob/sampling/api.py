@@ -1,5 +1,5 @@
-"""``sample``: many MH, degenerate-Gibbs, ancestral or speculative-ancestral chains in one batch (a driver stepping a kernel),
-with burn-in, thinning, per-epoch diagnostics, a resumable JSONL record and a typed result."""
+"""``sample``: many MH, degenerate-Gibbs, ancestral or speculative chains in one batch (a driver stepping a
+kernel), with burn-in, thinning, per-epoch diagnostics, a resumable JSONL record and a typed result."""
 
 from __future__ import annotations
 
@@ -92,18 +92,18 @@ def _model_name(mlm) -> str:
 
 
 def _run_config(mlm, method: str, energy: str, bs, proposal: ProposalConfig, tt, order, burn_in: int, thin: int,
-                init: str, score_all: bool, tokens_per_step: int, draft_k: int | None = None) -> dict:
-    """The configuration a run file stores (and a resumed run must match)."""
+                init: str, score_all: bool, kernel) -> dict:
+    """The configuration a run file stores (and a resumed run must match); ``kernel``: its steps' sizes."""
     config = {"model": _model_name(mlm), "method": method, "energy": energy, "block_size": schedule_text(bs),
               "proposal_temperature": proposal.temperature, "top_p": proposal.top_p,
               "target_temperature": schedule_text(tt), "order": order, "burn_in": burn_in, "thin": thin,
               "init": init, "score_all": score_all}
     if method == "ancestral":  # keys only this method has: older MCMC run files still resume
         config.update(order=order if isinstance(order, str) else torch.as_tensor(order).tolist(),
-                      tokens_per_step=tokens_per_step)
+                      tokens_per_step=kernel.tokens_per_step)
     if method == "speculative":
         config.update(order=order if isinstance(order, str) else torch.as_tensor(order).tolist(),
-                      draft_k=DEFAULT_DRAFT_K if draft_k is None else draft_k)
+                      draft_k=kernel.draft_k)
     return config
 
 
@@ -131,7 +131,7 @@ def sample(
     batch_tokens: int | None = None,
     tokens_per_step: int = 1,
     computed_with: dict | None = None,
-    draft_k: int | None = None,
+    draft_k: int | None = None,  # method="speculative" only
 ) -> SampleResult:
     """Run ``B`` chains (one per row of ``init_ids`` ``[B, L]``) for ``burn_in + epochs`` epochs.
 
@@ -141,16 +141,11 @@ def sample(
     positions in ``order`` (``"random"`` or ``"l2r"``), in blocks of ``block_size``. ``block_size``
     and ``target_temperature`` take schedules (``LinearBlockSize``, ``LinearAnneal``). Proposals are
     the MLM conditionals at ``proposal_temperature`` (0: greedy) and nucleus ``top_p``.
-    ``method="ancestral"`` draws, every epoch, an independent exact sample of the chain-rule
-    distribution ``p_sigma`` of ``mlmprob.loglik`` (``order``: ``"l2r"``, ``"r2l"``, given orders, or
-    ``"random"``: a fresh order per chain and epoch, an exact sample of the mixture over orders),
-    ``tokens_per_step`` positions per step (parallel decoding for more than 1: approximate); its
-    ``log_prob`` holds each draw's log-probability along its order (see ``sampling.ancestral``).
-    ``method="speculative"`` draws the same exact samples in fewer sequential model calls: each round
-    drafts the next ``draft_k`` positions of the order from one pass (default 4), verifies them with
-    the chain-rule conditionals in one batch and keeps a prefix by the speculative rule (see
-    ``sampling.speculative``); ``accept`` is then the drafts' acceptance rate, and ``rounds`` and
-    ``calls`` count the rounds and sequential model calls of every draw.
+    ``method="ancestral"`` draws, every epoch, an independent exact sample of the chain-rule distribution
+    ``p_sigma`` of ``mlmprob.loglik`` (``order``: ``"l2r"``, ``"r2l"``, given orders, or ``"random"``: a fresh
+    order per chain and epoch, an exact sample of the mixture over orders), ``tokens_per_step`` positions per step
+    (parallel decoding for more than 1: approximate); ``log_prob``: each draw's log-probability along its order.
+    ``"speculative"``: the same exact draws in fewer sequential model calls (``draft_k`` drafts a round, default 4).
     ``init``: ``"given"``, ``"greedy"`` (all-mask warm start) or ``"random"`` (MCMC only). States at
     the end of every ``thin``-th epoch after burn-in are kept (the last epoch always is when ``thin``
     divides ``epochs``). ``reference`` (``[L]`` or ``[B, L]``) adds the identity metric. ``jsonl``: a
@@ -179,11 +174,9 @@ def sample(
         generator.seed()
     proposal = ProposalConfig(proposal_temperature, top_p)
     bs, tt = as_schedule(block_size, "block_size"), as_schedule(target_temperature, "target_temperature")
-    kernel = _kernel(mlm, method, energy, bs, proposal, tt, order, score_all, batch_tokens, tokens_per_step,
-                     draft_k)
+    kernel = _kernel(mlm, method, energy, bs, proposal, tt, order, score_all, batch_tokens, tokens_per_step, draft_k)
     ref = _reference(reference, ids)
-    config = _run_config(mlm, method, energy, bs, proposal, tt, order, burn_in, thin, init, score_all,
-                         tokens_per_step, draft_k)
+    config = _run_config(mlm, method, energy, bs, proposal, tt, order, burn_in, thin, init, score_all, kernel)
     run_log = None if jsonl is None else RunLog(jsonl, config, ids, free, computed_with)
     try:
         state, records, rows_before = _start(kernel, run_log, config, ids, free, init, generator, batch_tokens)
