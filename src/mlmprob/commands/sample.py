@@ -1,4 +1,4 @@
-"""``mlmprob sample``: MH or degenerate-Gibbs chains, or ancestral (chain-rule) draws, from an MLM,
+"""``mlmprob sample``: MH or degenerate-Gibbs chains, or ancestral (chain-rule) draws, plain or speculative, from an MLM,
 optionally only over CDR-H3.
 
 Two modes, chosen by ``--out``:
@@ -23,11 +23,12 @@ from ..errors import MLMProbError
 from ..jsonl import dumps
 
 STREAM_SUFFIXES = (".jsonl", ".tsv", ".parquet")
-# options of the MCMC samplers and their defaults: with --method ancestral only the defaults are accepted
+# options of the MCMC samplers and their defaults: with --method ancestral/speculative only the defaults are accepted
 MCMC_ONLY = {"block_size": ("--block-size", 1), "target_temperature": ("--target-temperature", 1.0),
              "anneal": ("--anneal", 0.0), "temperature_floor": ("--temperature-floor", 0.05),
              "init": ("--init", "given")}
-BURN_IN = {"mh": 5, "gibbs": 5, "ancestral": 0}   # --burn-in's default per method
+BURN_IN = {"mh": 5, "gibbs": 5, "ancestral": 0, "speculative": 0}   # --burn-in's default per method
+EXACT_DRAWS = ("ancestral", "speculative")
 
 
 def _block_size(text: str):
@@ -116,10 +117,11 @@ def register(sub) -> None:
     from .common import add_model_args, add_runtime_args
     add_model_args(p)
     s = p.add_argument_group("sampler")
-    s.add_argument("--method", choices=("mh", "gibbs", "ancestral"), default="mh",
+    s.add_argument("--method", choices=("mh", "gibbs", "ancestral", "speculative"), default="mh",
                    help="Metropolis-Hastings with the MLM's conditionals as proposals, degenerate Gibbs, or ancestral: "
                         "every epoch an independent exact draw of the chain-rule distribution p_sigma of "
-                        "`mlmprob loglik` along --order (random: a fresh order per chain and epoch)")
+                        "`mlmprob loglik` along --order (random: a fresh order per chain and epoch); speculative: "
+                        "the same exact draws in fewer sequential model calls (drafts from one pass, verified)")
     s.add_argument("--energy", choices=("local", "raw"), default="local",
                    help="target energy: E_local (= -PLL) or E_raw (minus the sum of raw logits)")
     s.add_argument("--chains", type=positive_int, default=4, help="chains per input sequence")
@@ -145,6 +147,9 @@ def register(sub) -> None:
     s.add_argument("--tokens-per-step", type=positive_int, default=1,
                    help="ancestral: positions revealed per step, each from its conditional given the same context "
                         "(parallel decoding: approximate for K > 1)")
+    s.add_argument("--draft-k", type=positive_int, default=None,
+                   help="speculative: positions drafted per round from one pass and verified in one batch "
+                        "(default 4); the draws stay exact")
     s.add_argument("--init", choices=("given", "greedy", "random"), default=MCMC_ONLY["init"][1],
                    help="mh, gibbs: initial state of the free positions: the input, the MLM's argmax, or random tokens")
     s.add_argument("--score-all", action="store_true", help="energy over all positions, not only the free ones")
@@ -159,17 +164,23 @@ def register(sub) -> None:
 
 
 def check_method_options(args) -> None:
-    """One-line errors for the options ``--method`` does not use (``MCMC_ONLY`` with ancestral sampling,
-    ``--tokens-per-step`` and ``--order r2l`` with MH and Gibbs), and ``--burn-in``'s default per method."""
-    if args.method == "ancestral":
+    """One-line errors for the options ``--method`` does not use (``MCMC_ONLY`` with ancestral and speculative
+    sampling, ``--tokens-per-step`` but with ancestral, ``--draft-k`` but with speculative, ``--order r2l`` with
+    MH and Gibbs), and ``--burn-in``'s default per method."""
+    if args.method != "speculative" and getattr(args, "draft_k", None) is not None:
+        raise MLMProbError(f"--draft-k is for --method speculative (got --method {args.method})")
+    if args.method == "speculative" and args.tokens_per_step != 1:
+        raise MLMProbError("--tokens-per-step is for --method ancestral (--draft-k sets the speculative drafts)")
+    if args.method in EXACT_DRAWS:
         for key, (flag, default) in MCMC_ONLY.items():
             if getattr(args, key) != default:
-                raise MLMProbError(f"{flag} does not apply to --method ancestral (every epoch is one draw along "
+                raise MLMProbError(f"{flag} does not apply to --method {args.method} (every epoch is one draw along "
                                    "--order: no target energy, blocks or initial state); leave it out")
     elif args.tokens_per_step != 1:
         raise MLMProbError(f"--tokens-per-step is for --method ancestral (--block-size sets {args.method}'s blocks)")
     elif args.order == "r2l":
-        raise MLMProbError(f"--order r2l is for --method ancestral ({args.method} sweeps in random or l2r order)")
+        raise MLMProbError(f"--order r2l is for --method ancestral or speculative ({args.method} sweeps in random "
+                           "or l2r order)")
     if args.burn_in is None:
         args.burn_in = BURN_IN[args.method]
 
@@ -187,6 +198,10 @@ def _diagnostic_notes(result) -> dict:
     for key in ("accept_rate", "novel_rate"):
         if result.method == "ancestral":
             notes[f"{key}_note"] = "ancestral sampling has no accept step"
+        elif result.method == "speculative" and key == "novel_rate":
+            notes[f"{key}_note"] = "speculative drafts fill masked positions: see accept_rate (the drafts')"
+        elif result.method == "speculative" and not math.isfinite(result.accept_rate):
+            notes[f"{key}_note"] = "no draft was tested after burn-in (--draft-k 1, or one position per round)"
         elif not math.isfinite(getattr(result, key)):
             notes[f"{key}_note"] = "no proposals after burn-in"
     return notes
@@ -269,7 +284,7 @@ def _sample_folder(args, seqs: list[tuple[str, str]], want: list[int] | None) ->
     ids = enc.input_ids
     free = torch.stack([free_positions(mlm, enc, i, name, s, want, args.cdr3) for i, (name, s) in enumerate(seqs)])
     for (name, _), row in zip(seqs, free):
-        if args.method != "ancestral":
+        if args.method not in EXACT_DRAWS:
             check_block_size(args.block_size, int(row.sum()), name)
     reps = args.chains
     ids, free = ids.repeat_interleave(reps, 0), free.repeat_interleave(reps, 0)
@@ -292,9 +307,9 @@ def _sample_folder(args, seqs: list[tuple[str, str]], want: list[int] | None) ->
                     target_temperature=tt, order=args.order, positions=free, generator=g, init=args.init,
                     thin=args.thin, score_all=args.score_all, reference=reference, jsonl=out / "run.jsonl",
                     progress=not args.no_progress, tokens_per_step=args.tokens_per_step,
-                    computed_with=made)
+                    computed_with=made, draft_k=args.draft_k)
     _write_fasta(out / "samples.fasta", result, [name for name, _ in seqs], reps, mlm)
-    summary = _summary(result, args.order, args.tokens_per_step)
+    summary = _summary(result, args.order, args.tokens_per_step, args.draft_k)
     (out / "summary.json").write_text(dumps(summary, indent=2) + "\n")
     if not args.no_plot:
         plot_traces(result, out / "trace.png")
@@ -314,21 +329,33 @@ def _write_fasta(path: Path, result, names: list[str], reps: int, mlm) -> None:
                         f"e_raw={float(result.energy_raw[epoch, b]):.4f}{lp}\n{mlm.decode(result.samples[s_idx, b])}\n")
 
 
-def _summary(result, order: str, tokens_per_step: int) -> dict:
+def _summary(result, order: str, tokens_per_step: int, draft_k: int | None = None) -> dict:
     """``summary.json``: the run's diagnostics (for ancestral draws no acceptance; their order, tokens per
-    step, and the mean log-probability of the kept draws and of the last epoch's)."""
+    step, and the mean log-probability of the kept draws and of the last epoch's; for speculative draws the
+    same with ``draft_k`` and the drafts' acceptance rate; for both what a draw cost: sequential rounds and
+    model calls, forward rows, and, speculative, the positions revealed per round)."""
     ancestral = result.method == "ancestral"
+    speculative = result.method == "speculative"
     summary = {"method": result.method, "energy": result.energy_kind, "chains": int(result.free.shape[0]),
                "epochs": int(result.energy_local.shape[0]), "burn_in": result.burn_in,
                "accept_rate": None if ancestral else result.accept_rate,
-               "novel_rate": None if ancestral else result.novel_rate, "ess": result.ess,
+               "novel_rate": None if ancestral or speculative else result.novel_rate, "ess": result.ess,
                "rhat": result.rhat, "forward_rows": result.forward_rows, "proposals": result.proposals,
                "final_energy_mean": float(result.energy[-1].mean()),
                "final_identity_mean": None if result.identity is None else float(result.identity[-1].mean())}
-    if ancestral:
-        summary.update(order=order, tokens_per_step=tokens_per_step,
+    if ancestral or speculative:
+        from ..sampling.speculative import DEFAULT_DRAFT_K
+        draws = result.rounds.numel()
+        summary.update(order=order, **({"tokens_per_step": tokens_per_step} if ancestral else
+                                       {"draft_k": draft_k or DEFAULT_DRAFT_K}),
                        log_prob_mean=float(result.log_prob[result.kept_epochs].mean()),
-                       final_log_prob_mean=float(result.log_prob[-1].mean()))
+                       final_log_prob_mean=float(result.log_prob[-1].mean()),
+                       rounds_per_sample=float(result.rounds.double().mean()),
+                       calls_per_sample=float(result.calls.double().mean()),
+                       forward_rows_per_sample=result.forward_rows / draws)
+        if speculative:
+            summary["acceptance_length"] = float(result.free.sum()) * result.rounds.shape[0] / \
+                max(float(result.rounds.sum()), 1.0)
     summary.update(_diagnostic_notes(result))
     return summary
 
@@ -350,7 +377,7 @@ def run_streamed(args) -> int:
                     proposal_temperature=args.proposal_temperature, top_p=args.top_p,
                     target_temperature=args.target_temperature, anneal=args.anneal,
                     temperature_floor=args.temperature_floor, order=args.order, init=args.init,
-                    tokens_per_step=args.tokens_per_step,
+                    tokens_per_step=args.tokens_per_step, draft_k=args.draft_k,
                     score_all=args.score_all, cdr3=args.cdr3, skip_invalid=args.skip_invalid,
                     positions=tuple(parse_positions(args.positions)) if args.positions else None)
     config = {"command": "sample", "model": args.model,

@@ -1,5 +1,5 @@
-"""``sample``: many MH, degenerate-Gibbs or ancestral chains in one batch (a driver stepping a kernel),
-with burn-in, thinning, per-epoch diagnostics, a resumable JSONL record and a typed result."""
+"""``sample``: many MH, degenerate-Gibbs, ancestral or speculative chains in one batch (a driver stepping a
+kernel), with burn-in, thinning, per-epoch diagnostics, a resumable JSONL record and a typed result."""
 
 from __future__ import annotations
 
@@ -21,10 +21,12 @@ from .init import initialize, resolve_free
 from .io import EpochRecord, RunLog, generator_state_hex, set_generator_state
 from .kernels import DegenerateGibbs, MetropolisHastings
 from .proposals import ProposalConfig
+from .speculative import DEFAULT_DRAFT_K, Speculative
 from .schedules import ScheduleLike, as_schedule, block_size_at, schedule_text, temperature_at
 from ..models.reader import reader_of
 
-METHODS = ("mh", "gibbs", "ancestral")
+METHODS = ("mh", "gibbs", "ancestral", "speculative")
+EXACT_DRAWS = ("ancestral", "speculative")  # every epoch an independent draw of p_sigma: no initialisation
 
 
 @dataclass(frozen=True)
@@ -41,8 +43,12 @@ class SampleResult:
     - ``ess``, ``rhat``: of the target-energy trace over the kept epochs, across chains;
     - ``forward_rows``: model rows forwarded by the kernel (initialisation included);
     - ``target_temperature`` ``[E]``, ``block_size`` ``[E]``, ``seconds`` ``[E]``;
-    - ``log_prob`` ``[E, B]`` (float64; ``method="ancestral"`` only, else None): the log-probability of
-      each epoch's draw along its order.
+    - ``log_prob`` ``[E, B]`` (float64; ``method="ancestral"`` or ``"speculative"``, else None): the
+      log-probability of each epoch's draw along its order;
+    - ``rounds``, ``calls`` ``[E, B]`` (long; ancestral and speculative draws, else None): the sequential
+      rounds of each chain's draw and the model calls they made one after the other (ancestral: one per
+      step; speculative: a draft pass and a verification batch per round); ``proposal_counts`` ``[E, B]``:
+      the proposals behind ``accept`` (speculative: the drafts put to the acceptance test).
     """
 
     samples: torch.Tensor
@@ -67,6 +73,9 @@ class SampleResult:
     method: str
     energy_kind: str
     log_prob: torch.Tensor | None = None
+    rounds: torch.Tensor | None = None
+    calls: torch.Tensor | None = None
+    proposal_counts: torch.Tensor | None = None
 
     @property
     def energy(self) -> torch.Tensor:
@@ -84,15 +93,18 @@ def _model_name(mlm) -> str:
 
 
 def _run_config(mlm, method: str, energy: str, bs, proposal: ProposalConfig, tt, order, burn_in: int, thin: int,
-                init: str, score_all: bool, tokens_per_step: int) -> dict:
-    """The configuration a run file stores (and a resumed run must match)."""
+                init: str, score_all: bool, kernel) -> dict:
+    """The configuration a run file stores (and a resumed run must match); ``kernel``: its steps' sizes."""
     config = {"model": _model_name(mlm), "method": method, "energy": energy, "block_size": schedule_text(bs),
               "proposal_temperature": proposal.temperature, "top_p": proposal.top_p,
               "target_temperature": schedule_text(tt), "order": order, "burn_in": burn_in, "thin": thin,
               "init": init, "score_all": score_all}
     if method == "ancestral":  # keys only this method has: older MCMC run files still resume
         config.update(order=order if isinstance(order, str) else torch.as_tensor(order).tolist(),
-                      tokens_per_step=tokens_per_step)
+                      tokens_per_step=kernel.tokens_per_step)
+    if method == "speculative":
+        config.update(order=order if isinstance(order, str) else torch.as_tensor(order).tolist(),
+                      draft_k=kernel.draft_k)
     return config
 
 
@@ -119,6 +131,7 @@ def sample(
     progress: bool = False,
     tokens_per_step: int = 1,
     computed_with: dict | None = None,
+    draft_k: int | None = None,  # method="speculative" only
 ) -> SampleResult:
     """Run ``B`` chains (one per row of ``init_ids`` ``[B, L]``) for ``burn_in + epochs`` epochs.
 
@@ -128,11 +141,11 @@ def sample(
     positions in ``order`` (``"random"`` or ``"l2r"``), in blocks of ``block_size``. ``block_size``
     and ``target_temperature`` take schedules (``LinearBlockSize``, ``LinearAnneal``). Proposals are
     the MLM conditionals at ``proposal_temperature`` (0: greedy) and nucleus ``top_p``.
-    ``method="ancestral"`` draws, every epoch, an independent exact sample of the chain-rule
-    distribution ``p_sigma`` of ``mlmprob.loglik`` (``order``: ``"l2r"``, ``"r2l"``, given orders, or
-    ``"random"``: a fresh order per chain and epoch, an exact sample of the mixture over orders),
-    ``tokens_per_step`` positions per step (parallel decoding for more than 1: approximate); its
-    ``log_prob`` holds each draw's log-probability along its order (see ``sampling.ancestral``).
+    ``method="ancestral"`` draws, every epoch, an independent exact sample of the chain-rule distribution
+    ``p_sigma`` of ``mlmprob.loglik`` (``order``: ``"l2r"``, ``"r2l"``, given orders, or ``"random"``: a fresh
+    order per chain and epoch, an exact sample of the mixture over orders), ``tokens_per_step`` positions per step
+    (parallel decoding for more than 1: approximate); ``log_prob``: each draw's log-probability along its order.
+    ``"speculative"``: the same exact draws in fewer sequential model calls (``draft_k`` drafts a round, default 4).
     ``init``: ``"given"``, ``"greedy"`` (all-mask warm start) or ``"random"`` (MCMC only). States at
     the end of every ``thin``-th epoch after burn-in are kept (the last epoch always is when ``thin``
     divides ``epochs``). ``reference`` (``[L]`` or ``[B, L]``) adds the identity metric. ``jsonl``: a
@@ -161,10 +174,9 @@ def sample(
         generator.seed()
     proposal = ProposalConfig(proposal_temperature, top_p)
     bs, tt = as_schedule(block_size, "block_size"), as_schedule(target_temperature, "target_temperature")
-    kernel = _kernel(mlm, method, energy, bs, proposal, tt, order, score_all, tokens_per_step)
+    kernel = _kernel(mlm, method, energy, bs, proposal, tt, order, score_all, tokens_per_step, draft_k)
     ref = _reference(reference, ids)
-    config = _run_config(mlm, method, energy, bs, proposal, tt, order, burn_in, thin, init, score_all,
-                         tokens_per_step)
+    config = _run_config(mlm, method, energy, bs, proposal, tt, order, burn_in, thin, init, score_all, kernel)
     run_log = None if jsonl is None else RunLog(jsonl, config, ids, free, computed_with)
     try:
         state, records, rows_before = _start(kernel, run_log, config, ids, free, init, generator)
@@ -186,7 +198,7 @@ def _start(kernel, run_log: RunLog | None, config: dict, ids: torch.Tensor, free
         set_generator_state(generator, records[-1].generator_state)
         state = kernel.init(torch.tensor(records[-1].ids, dtype=torch.long), free, epoch=len(records))
         return state, records, records[-1].forward_rows
-    start, rows_before = (ids, 0) if config["method"] == "ancestral" else \
+    start, rows_before = (ids, 0) if config["method"] in EXACT_DRAWS else \
         initialize(kernel.mlm, ids, free, init, generator)
     return kernel.init(start, free), records, rows_before
 
@@ -202,17 +214,21 @@ def _check_counts(method: str, epochs, burn_in, thin) -> None:
         raise MLMProbError(f"thin must be an integer in 1..epochs ({epochs}), got {thin!r}")
 
 
-def _kernel(mlm, method, energy, bs, proposal, tt, order, score_all, tokens_per_step):
+def _kernel(mlm, method, energy, bs, proposal, tt, order, score_all, tokens_per_step, draft_k=None):
     """The kernel of ``method`` with its fixed parts bound."""
     if method != "ancestral" and tokens_per_step != 1:
-        raise MLMProbError(f"tokens_per_step is for method='ancestral' (block_size sets MH/Gibbs blocks), "
-                           f"got {tokens_per_step!r}")
-    if method in ("gibbs", "ancestral") and energy not in ("local", "raw"):
+        raise MLMProbError(f"tokens_per_step is for method='ancestral' (block_size sets MH/Gibbs blocks, "
+                           f"draft_k the speculative drafts), got {tokens_per_step!r}")
+    if method != "speculative" and draft_k is not None:
+        raise MLMProbError(f"draft_k is for method='speculative', got {draft_k!r} with method={method!r}")
+    if method in ("gibbs", "ancestral", "speculative") and energy not in ("local", "raw"):
         raise MLMProbError(f"energy must be 'local' or 'raw', got {energy!r}")
     if method == "mh":
         return MetropolisHastings(mlm, energy, bs, proposal, tt, order, score_all)
     if method == "gibbs":
         return DegenerateGibbs(mlm, bs, proposal, order, score_all)
+    if method == "speculative":
+        return Speculative(mlm, order, DEFAULT_DRAFT_K if draft_k is None else draft_k, proposal, score_all)
     return Ancestral(mlm, order, tokens_per_step, proposal, score_all)
 
 
@@ -270,10 +286,12 @@ def _run_epochs(run: _Run, state, records: list[EpochRecord], total: int, genera
             e_local, e_raw = energies_from_logits(logits, state.ids, state.scored)
         ident = None if run.ref is None else reference_identity(state.ids, run.ref, state.free).tolist()
         log_prob = getattr(state, "log_prob", None)
+        rounds, calls = getattr(state, "rounds", None), getattr(state, "calls", None)
         rec = EpochRecord(e, e >= run.burn_in and (e - run.burn_in + 1) % run.thin == 0, tau_e, k_e,
                           n_prop.tolist(), n_acc.tolist(), n_nov.tolist(), e_local.tolist(), e_raw.tolist(), ident,
                           state.ids.tolist(), run.rows_before + state.forward_rows, time.perf_counter() - t0,
-                          generator_state_hex(generator), None if log_prob is None else log_prob.tolist())
+                          generator_state_hex(generator), None if log_prob is None else log_prob.tolist(),
+                          None if rounds is None else rounds.tolist(), None if calls is None else calls.tolist())
         records.append(rec)
         if run.run_log is not None:
             run.run_log.append(rec)
@@ -300,6 +318,12 @@ def result_from_records(records: list[EpochRecord], free: torch.Tensor, burn_in:
     kept_idx = torch.tensor([r.epoch for r in kept], dtype=torch.long)
     target = (e_local if energy == "local" else e_raw)[kept_idx].T      # [B, S]
     ident = None if records[0].identity is None else torch.tensor([r.identity for r in records], dtype=f64)
+    rounds = calls = None
+    if method == "ancestral":    # one model call per step
+        rounds = calls = prop.long()
+    elif records[0].rounds is not None:
+        rounds = torch.tensor([r.rounds for r in records], dtype=torch.long)
+        calls = torch.tensor([r.calls for r in records], dtype=torch.long)
     return SampleResult(
         samples=torch.tensor([r.ids for r in kept], dtype=torch.long),
         kept_epochs=kept_idx,
@@ -323,4 +347,7 @@ def result_from_records(records: list[EpochRecord], free: torch.Tensor, burn_in:
         method=method,
         energy_kind=energy,
         log_prob=None if records[0].log_prob is None else torch.tensor([r.log_prob for r in records], dtype=f64),
+        rounds=rounds,
+        calls=calls,
+        proposal_counts=prop.long(),
     )

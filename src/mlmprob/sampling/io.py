@@ -31,7 +31,8 @@ class EpochRecord:
     ``e_raw`` are the energies of its state (whatever the target); ``identity`` the fraction of
     free positions equal to the reference (None without one); ``forward_rows`` the cumulative
     model rows of the run; ``generator_state`` the hex dump of the generator after the epoch;
-    ``log_prob`` (ancestral sampling only) the log-probability of each chain's draw.
+    ``log_prob`` (ancestral sampling only) the log-probability of each chain's draw; ``rounds`` and
+    ``calls`` (speculative sampling only) each chain's rounds and sequential model calls in the epoch.
     """
 
     epoch: int
@@ -49,11 +50,14 @@ class EpochRecord:
     seconds: float
     generator_state: str = ""
     log_prob: list[float] | None = None
+    rounds: list[int] | None = None
+    calls: list[int] | None = None
 
     def to_json(self) -> str:
         d = asdict(self)
-        if d["log_prob"] is None:  # MCMC records: written as before
-            del d["log_prob"]
+        for key in ("log_prob", "rounds", "calls"):
+            if d[key] is None:  # MCMC (and ancestral) records: written as before
+                del d[key]
         return dumps({"type": "epoch", **d}, separators=(",", ":"))
 
     @classmethod

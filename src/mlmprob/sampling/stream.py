@@ -23,6 +23,7 @@ from .api import METHODS, SampleResult, sample
 from .cdr import cdr_h3_mask
 from .proposals import ProposalConfig
 from .schedules import LinearAnneal, LinearBlockSize
+from .speculative import DEFAULT_DRAFT_K
 
 BlockSpec = Union[int, tuple]   # K, or ("linear", START, END[, EPOCHS]) as ``mlmprob sample --block-size`` parses it
 
@@ -145,6 +146,7 @@ class SampleJob:
     cdr3: str | None = None
     skip_invalid: bool = False
     tokens_per_step: int = 1
+    draft_k: int | None = None     # speculative only (None: DEFAULT_DRAFT_K)
 
     def __post_init__(self):
         if self.method not in METHODS:
@@ -156,6 +158,10 @@ class SampleJob:
                                f"{self.method}")
         if self.tokens_per_step < 1:
             raise MLMProbError(f"--tokens-per-step must be >= 1, got {self.tokens_per_step}")
+        if self.draft_k is not None and self.method != "speculative":
+            raise MLMProbError(f"--draft-k is for --method speculative, got {self.draft_k} with {self.method}")
+        if self.draft_k is not None and self.draft_k < 1:
+            raise MLMProbError(f"--draft-k must be >= 1, got {self.draft_k}")
         if self.epochs < 1:
             raise MLMProbError(f"--epochs must be >= 1, got {self.epochs}")
         if self.burn_in < 0:
@@ -183,7 +189,8 @@ class SampleJob:
                 "temperature_floor": self.temperature_floor, "order": self.order, "init": self.init,
                 "score_all": self.score_all, "seed": self.seed,
                 # only ancestral runs store it: the MCMC settings (and their resumable outputs) stay as they were
-                **({"tokens_per_step": self.tokens_per_step} if self.method == "ancestral" else {})}
+                **({"tokens_per_step": self.tokens_per_step} if self.method == "ancestral" else {}),
+                **({"draft_k": self.draft_k or DEFAULT_DRAFT_K} if self.method == "speculative" else {})}
 
     def load(self, device: str = "auto") -> SampleState:
         """``(model, batch_tokens)`` on ``device`` (called once per worker): the model's reader carries the budget."""
@@ -218,7 +225,7 @@ class SampleJob:
         except MLMProbError as e:
             raise MLMProbError(f"{rec.id}: {e}") from None
         free = free_positions(mlm, enc, 0, rec.id, rec.seq, self.positions, self.cdr3)[None, :]
-        if self.method != "ancestral":
+        if self.method not in ("ancestral", "speculative"):
             check_block_size(self.block_size, int(free.sum()), rec.id)
         ids, free = enc.input_ids.repeat(self.chains, 1), free.repeat(self.chains, 1)
         # identity is measured against the input when it has no masks at the free positions
@@ -229,7 +236,9 @@ class SampleJob:
             return sample(mlm, ids, method=self.method, energy=self.energy, epochs=self.epochs,
                           burn_in=self.burn_in, block_size=bs, proposal_temperature=self.proposal_temperature,
                           top_p=self.top_p, target_temperature=tt, order=self.order, positions=free, generator=g,
-                          init=self.init, thin=self.thin, score_all=self.score_all, reference=reference, tokens_per_step=self.tokens_per_step)
+                          init=self.init, thin=self.thin, score_all=self.score_all, reference=reference,
+                          tokens_per_step=self.tokens_per_step,
+                          draft_k=self.draft_k if self.method == "speculative" else None)
         except MLMProbError as e:
             raise MLMProbError(f"{rec.id}: {e}") from None
 
@@ -239,11 +248,14 @@ class SampleJob:
         burn-in), ``identity`` to the input (None when the input has masks at free positions),
         ``energy_trace`` (the target energy after every epoch, burn-in included), ``n_free``, the
         sampler settings and ``record_seed``; ancestral draws have no acceptance (None) and add ``log_prob``,
-        the final draw's log-probability along its order. NaN becomes None when written."""
+        the final draw's log-probability along its order; speculative draws add it too, with
+        ``accept_rate`` the drafts' acceptance rate, and :func:`cost_columns`. NaN becomes None when written."""
         r = self.sample_record(mlm, rec)
         accept, novel = chain_rates(r)
-        if r.log_prob is not None:
+        if r.method == "ancestral":
             accept = novel = [None] * self.chains
+        elif r.method == "speculative":
+            accept, novel = draft_acceptance(r), [None] * self.chains
         settings = self.settings()
         rseed = record_seed(self.seed, rec.id)
         rows = []
@@ -255,5 +267,27 @@ class SampleJob:
                          "identity": None if r.identity is None else float(r.identity[-1, c]),
                          "energy_trace": r.energy[:, c].tolist(), "n_free": int(r.free[c].sum()),
                          **({} if r.log_prob is None else {"log_prob": float(r.log_prob[-1, c])}),
+                         **(cost_columns(r, c) if r.method == "speculative" else {}),
                          **settings, "record_seed": rseed})
         return rows
+
+
+def draft_acceptance(result: SampleResult) -> list[float]:
+    """Per chain, the fraction of the drafts put to the acceptance test that were kept, pooled over the
+    epochs after burn-in (NaN when none was tested)."""
+    post = slice(result.burn_in, None)
+    n = result.proposal_counts[post].to(torch.float64)
+    kept = (result.accept[post] * n).sum(0)
+    return [float(a / t) if t > 0 else math.nan for a, t in zip(kept, n.sum(0))]
+
+
+def cost_columns(result: SampleResult, chain: int) -> dict:
+    """What chain ``chain``'s draws cost, per draw (mean over every epoch): ``rounds_per_sample``,
+    ``calls_per_sample`` (sequential model calls) and ``acceptance_length`` (positions revealed per
+    round); and ``forward_rows_per_sample``, the record's rows over all its draws (every chain)."""
+    rounds = result.rounds[:, chain].to(torch.float64)
+    n_free = int(result.free[chain].sum())
+    E, B = result.rounds.shape
+    return {"rounds_per_sample": float(rounds.mean()), "calls_per_sample": float(result.calls[:, chain].double().mean()),
+            "acceptance_length": n_free * E / float(rounds.sum()) if float(rounds.sum()) > 0 else math.nan,
+            "forward_rows_per_sample": result.forward_rows / (E * B)}

@@ -1,0 +1,259 @@
+"""Exact parallel steps for the chain-rule sampler: speculative ancestral sampling of ``p_sigma``.
+
+Any-subset speculative decoding (Guo & Ermon 2025) applied to the ancestral sampler of
+:mod:`mlmprob.sampling.ancestral`. An epoch draws the free positions of each chain along an order
+``sigma`` (one per chain: ``"l2r"``, ``"r2l"``, given orders, or ``"random"``, drawn exactly as the
+ancestral sampler draws it) in *rounds*. A round starting with the prefix ``P`` (positions
+``sigma_1..sigma_m`` revealed, the rest masked) and ``r`` positions left does:
+
+1. **draft** (one model call, one row per chain): the row ``P`` is read at the next ``k' = min(k, r)``
+   positions ``sigma_{m+1..m+k'}``; ``q_i`` is the (tempered, truncated) conditional at ``sigma_{m+i}``
+   and the drafts ``y_i ~ q_i`` are drawn independently: the one-pass *product*, the parallel step of
+   ``tokens_per_step``;
+2. **verify** (one model call, one batch of at most ``k`` rows per chain): row ``j = 1..k'`` is ``P``
+   with ``y_1..y_j`` filled in and every later position masked, read at ``sigma_{m+j+1}`` (row ``k'``
+   only when a position is left after the drafts); it gives the chain-rule conditional
+   ``pi_{j+1} = p_sigma(x_{sigma_{m+j+1}} = . | P, y_1..y_j)``;
+3. **accept**: ``y_1`` is kept (``q_1 = pi_1``: the draft row *is* the chain-rule row of the first
+   position); for ``i = 2..k'`` in turn ``y_i`` is kept with probability ``min(1, pi_i(y_i) / q_i(y_i))``;
+   at the first rejection, position ``i`` gets ``z ~ max(0, pi_i - q_i) / rho_i`` (the normalised
+   residual, ``rho_i = sum_v max(0, pi_i(v) - q_i(v))``) and the round ends; if all ``k'`` drafts are
+   kept and a position is left, it gets the bonus ``z ~ pi_{k'+1}`` from the last verification row.
+
+A round reveals between ``min(2, r)`` and ``k' + 1`` positions in two sequential model calls (one when
+``r = 1``), so a draw never needs more sequential calls than the one-position sampler's ``n``, and
+``1 + k`` rows per round against one row per position.
+
+**Why every draw is exactly ``p_sigma``.** Write ``x_t`` for the token at ``sigma_t`` and ``H_t`` for
+everything the sampler did before it fixes ``x_t`` (round boundaries, drafts, uniforms). Claim: for every
+``t``, ``P(x_t = v | x_<t, H_t) = pi_t(v | x_<t)``, the model's chain-rule conditional (at ``x_<t``
+revealed, the later positions masked). Then ``P(x) = prod_t pi_t(x_t | x_<t) = p_sigma(x)`` after
+summing ``H`` out. Three cases:
+
+- ``x_t`` is the first position of a round: it is ``y_1 ~ q_1 = pi_t``;
+- ``x_t`` is the bonus: it is drawn from ``pi_t`` given the kept ``y``'s, which *are* ``x_<t``;
+- ``x_t`` is the ``i``-th position of a round (``i >= 2``), all earlier drafts kept, so
+  ``x_{t-i+1..t-1} = y_{1..i-1}``. The ``q_i`` are functions of ``P`` alone, computed *before* any draft
+  of the round is drawn, and ``y_i`` was drawn from ``q_i`` independently of ``y_<i`` and of the
+  uniforms of the earlier tests: conditioning on ``H_t`` (which holds ``P``, ``y_<i`` and the earlier
+  acceptances) leaves ``y_i ~ q_i``. The verification conditional is
+  ``pi_i = pi_t(. | x_<t)`` because its row holds exactly ``P`` and ``y_<i = x_{t-i+1..t-1}``. So
+  ``P(x_t = v | x_<t, H_t) = q_i(v) min(1, pi_i(v)/q_i(v)) + rho_i (max(0, pi_i(v) - q_i(v)) / rho_i)
+  = min(q_i(v), pi_i(v)) + max(0, pi_i(v) - q_i(v)) = pi_i(v)``.
+
+What the argument needs, and what would break it: the ratio must use the distribution ``y_i`` was
+actually drawn from given the history (here the one-pass ``q_i``, which never looks at ``y_<i``); the
+target ``pi_i`` must condition on the drafts before ``i`` (those are the revealed tokens when ``i`` is
+reached) and mask everything after; a rejected position must be redrawn from the residual, not from
+``pi_i`` (that would give ``min(q, pi) + rho pi != pi``); drafts after a rejection are dropped (they
+were drawn against a prefix that no longer holds). The round's end is decided by the tokens and fresh
+uniforms, never by a token still to come. With ``"random"`` orders, ``sigma`` is drawn at the start of
+the epoch independently of the rest, so the draws follow the uniform mixture of the ``p_sigma``.
+At a proposal temperature or ``top_p`` other than 1, ``q`` and ``pi`` are both the tempered / truncated
+conditionals (``sampling.proposals``), and the draws follow the chain rule of those (as the ancestral
+sampler's do); a ``pi_i`` with mass where ``q_i`` has none is covered by the residual.
+
+``log_prob`` sums ``log pi_t(x_t)`` over the draw: ``log p_sigma(x_S | x_C)`` of ``mlmprob.loglik`` for
+the draw's order (float64 arithmetic on float32 logits). The state counts, per chain and epoch, the
+rounds, the sequential model calls, the drafts tested and kept, and the rows forwarded.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+import torch
+
+from ..batching import MaskedCopies, forward_all, read_logits
+from ..errors import MLMProbError
+from ..likelihood.orders import ORDER_KINDS, OrderSpec, plan_orders
+from ..models.protocol import MaskedLM, default_positions
+from .kernels import StepInfo, resolve_scored
+from .proposals import ProposalConfig, allowed_ids, proposal_log_probs, sample_from
+
+DEFAULT_DRAFT_K = 4
+
+
+@dataclass(frozen=True)
+class SpeculativeState:
+    """``ids`` ``[B, L]`` (mask at the positions still to reveal in an epoch), ``free`` / ``scored``
+    bool ``[B, L]``, ``epoch``; during an epoch ``orders`` long ``[B, n]`` (``-1`` padding) and
+    ``cursor`` long ``[B]`` (positions of the order revealed), None between epochs; ``log_prob``
+    ``[B]`` float64 (of the draw so far); per chain in the current (or last) epoch ``rounds``,
+    ``calls`` (sequential model calls), ``tested`` and ``kept`` (drafts after the first of a round put to
+    the acceptance test, and accepted), long ``[B]``; ``forward_rows``: model rows forwarded."""
+
+    ids: torch.Tensor
+    free: torch.Tensor
+    scored: torch.Tensor
+    epoch: int = 0
+    orders: torch.Tensor | None = None
+    cursor: torch.Tensor | None = None
+    log_prob: torch.Tensor | None = None
+    rounds: torch.Tensor | None = None
+    calls: torch.Tensor | None = None
+    tested: torch.Tensor | None = None
+    kept: torch.Tensor | None = None
+    forward_rows: int = 0
+
+
+def residual_log_probs(log_p: torch.Tensor, log_q: torch.Tensor) -> torch.Tensor:
+    """``log(max(0, p - q) / sum max(0, p - q))`` row by row (float64); ``log_p`` where ``p <= q``
+    everywhere (then no draft is ever rejected, see :func:`accept_probability`).
+
+    >>> lp = torch.log(torch.tensor([[0.5, 0.3, 0.2]], dtype=torch.float64))
+    >>> lq = torch.log(torch.tensor([[0.7, 0.1, 0.2]], dtype=torch.float64))
+    >>> residual_log_probs(lp, lq).exp()
+    tensor([[0., 1., 0.]], dtype=torch.float64)
+    """
+    p, q = log_p.double().exp(), log_q.double().exp()
+    r = (p - q).clamp(min=0.0)
+    s = r.sum(-1, keepdim=True)
+    return torch.where(s > 0, r.log() - s.log(), log_p.double())
+
+
+def accept_probability(log_p_y: torch.Tensor, log_q_y: torch.Tensor) -> torch.Tensor:
+    """``min(1, p(y) / q(y))`` of drafts ``y`` (``q(y) > 0``: they were drawn from ``q``).
+
+    >>> accept_probability(torch.log(torch.tensor([0.1, 0.4])), torch.log(torch.tensor([0.2, 0.2])))
+    tensor([0.5000, 1.0000], dtype=torch.float64)
+    """
+    return (log_p_y.double() - log_q_y.double()).clamp(max=0.0).exp()
+
+
+@dataclass(frozen=True, eq=False)
+class Speculative:
+    """Speculative ancestral sampler: ``init(ids, free) -> SpeculativeState``, ``step(state, generator)
+    -> (SpeculativeState, StepInfo)``; one step is one round (a draft pass and a verification batch),
+    one epoch one exact draw of ``p_sigma`` (see the module docstring).
+
+    >>> import torch
+    >>> from mlmprob import ExactMLM
+    >>> m = ExactMLM(torch.randn(3, 3, 3, generator=torch.Generator().manual_seed(0)))
+    >>> k = Speculative(m, order="l2r", draft_k=2)
+    >>> s = k.init(torch.zeros(4, 3, dtype=torch.long))
+    >>> g = torch.Generator().manual_seed(0)
+    >>> while s.epoch == 0:
+    ...     s, info = k.step(s, g)
+    >>> torch.allclose(s.log_prob, m.log_prob(s.ids))       # exact marginals: p_l2r is the joint
+    True
+    >>> s.rounds.tolist(), s.calls.tolist()     # 3 positions in one round, or 2 then a round of one call
+    ([2, 1, 1, 2], [3, 2, 2, 3])
+    """
+
+    mlm: MaskedLM
+    order: OrderSpec = "random"
+    draft_k: int = DEFAULT_DRAFT_K
+    proposal: ProposalConfig = ProposalConfig()
+    score_all: bool = False
+
+    def __post_init__(self):
+        if isinstance(self.order, str) and self.order not in ORDER_KINDS:
+            raise MLMProbError(f"order must be one of {ORDER_KINDS} or explicit orders, got {self.order!r}")
+        k = self.draft_k
+        if isinstance(k, bool) or not isinstance(k, int) or k < 1:
+            raise MLMProbError(f"draft_k must be a positive integer, got {k!r}")
+        object.__setattr__(self, "_allowed", allowed_ids(self.mlm))
+
+    def init(self, ids: torch.Tensor, free: torch.Tensor | None = None, epoch: int = 0) -> SpeculativeState:
+        free = default_positions(self.mlm, ids) if free is None else free
+        return SpeculativeState(ids, free, resolve_scored(self.mlm, ids, free, self.score_all), epoch=epoch)
+
+    def _start(self, state: SpeculativeState, generator: torch.Generator) -> SpeculativeState:
+        """Mask the free positions and draw the epoch's orders (one per chain, as ``Ancestral`` draws them)."""
+        plan = plan_orders(state.free, None, self.order, 1, generator)
+        B = plan.orders.shape[0]
+        pick = (torch.rand(B, generator=generator, dtype=torch.float64) * plan.n_orders).long() \
+            if int(plan.n_orders.max()) > 1 else torch.zeros(B, dtype=torch.long)
+        orders = plan.orders[torch.arange(B), pick]
+        if orders.shape[1] == 0:
+            orders = torch.full((B, 1), -1, dtype=torch.long)
+        zero = torch.zeros(B, dtype=torch.long)
+        return dataclasses.replace(state, ids=state.ids.masked_fill(state.free, self.mlm.mask_id), orders=orders,
+                                   cursor=zero, log_prob=torch.zeros(B, dtype=torch.float64), rounds=zero.clone(),
+                                   calls=zero.clone(), tested=zero.clone(), kept=zero.clone())
+
+    def _read(self, ids, rows, cols, extra=None) -> torch.Tensor:
+        """Proposal log-probabilities ``[n, V]`` (float64) at ``(rows, cols)`` of ``ids`` (``extra``:
+        verification copies, ``cols`` and ``extra`` masked), through the forward primitive; the chains
+        of one call are one record."""
+        if extra is None:
+            logits = read_logits(self.mlm, ids, rows, cols)
+        else:
+            one = torch.zeros(ids.shape[0], dtype=torch.long)
+            source = MaskedCopies(self.mlm, ids, rows, cols, extra, records=one)
+            logits = forward_all(self.mlm, source, torch.arange(len(rows)), cols)
+        return proposal_log_probs(logits.float(), self._allowed, self.proposal)
+
+    def step(self, state: SpeculativeState, generator: torch.Generator) -> tuple[SpeculativeState, StepInfo]:
+        if state.orders is None:
+            state = self._start(state, generator)
+        ids, orders, cursor = state.ids, state.orders, state.cursor
+        (B, L), k, f64 = ids.shape, self.draft_k, torch.float64
+        ar = torch.arange(k)
+        left = (orders >= 0).sum(1) - cursor                      # positions still to reveal
+        active = left > 0
+        kb = left.clamp(max=k)                                    # drafts this round
+        vb = torch.minimum(kb, (left - 1).clamp(min=0))           # verification rows this round
+        dmask = ar[None, :] < kb[:, None]                         # [B, k]
+        dpos = orders.gather(1, (cursor[:, None] + ar).clamp(max=orders.shape[1] - 1))
+        # 1. draft: each chain's row read at its next kb positions (the product of one pass)
+        rows, js = dmask.nonzero(as_tuple=True)
+        logq_flat = self._read(ids, rows, dpos[rows, js])
+        V = logq_flat.shape[1]
+        y_flat = sample_from(logq_flat, generator)
+        logq = torch.full((B, k + 1, V), float("-inf"), dtype=f64)
+        logq[rows, js] = logq_flat
+        y = torch.zeros(B, k + 1, dtype=torch.long)
+        y[rows, js] = y_flat
+        # 2. verify: row j (1..vb) holds the first j drafts, the later ones masked, read at order index j
+        logp = torch.full((B, k + 1, V), float("-inf"), dtype=f64)
+        logp[:, 0] = logq[:, 0]                                   # the draft row is the chain-rule row of y_1
+        vrows, vj = ((ar + 1)[None, :] <= vb[:, None]).nonzero(as_tuple=True)
+        vj = vj + 1
+        if len(vrows):
+            drafted = ids.clone()
+            drafted[rows, dpos[rows, js]] = y_flat
+            vcols = orders[vrows, cursor[vrows] + vj]
+            later = (ar[None, :] > vj[:, None]) & dmask[vrows]    # drafts after the read one: masked
+            extra = torch.zeros(len(vrows), L, dtype=torch.bool)
+            r_, i_ = later.nonzero(as_tuple=True)
+            extra[r_, dpos[vrows[r_], i_]] = True
+            logp[vrows, vj] = self._read(drafted, vrows, vcols, extra)
+        # 3. accept drafts 2..kb in turn while min(1, p/q) holds; residual (or bonus) at the stop
+        u = torch.rand(B, k + 1, generator=generator, dtype=f64)
+        lp_y = logp.gather(2, y[..., None])[..., 0]
+        lq_y = logq.gather(2, y[..., None])[..., 0]
+        tested_pos = (torch.arange(k + 1)[None, :] >= 1) & (torch.arange(k + 1)[None, :] < kb[:, None])
+        rejected = tested_pos & ~(u < accept_probability(lp_y.where(tested_pos, 0.0), lq_y.where(tested_pos, 0.0)))
+        any_rej = rejected.any(1)
+        stop = torch.where(any_rej, rejected.int().argmax(1), kb)  # index of the residual / bonus draw
+        has_z = active & (any_rej | (vb == kb))
+        zrows = has_z.nonzero(as_tuple=True)[0]
+        lp_s = logp[zrows, stop[zrows]]
+        lq_s = torch.where(any_rej[zrows, None], logq[zrows, stop[zrows]], float("-inf"))
+        z = sample_from(residual_log_probs(lp_s, lq_s), generator)
+        # commit: drafts before the stop, then z at the stop
+        keep = torch.arange(k + 1)[None, :] < stop[:, None]
+        r_k, i_k = keep.nonzero(as_tuple=True)
+        new_ids = ids.clone()
+        new_ids[r_k, dpos[r_k, i_k]] = y[r_k, i_k]
+        zpos = orders[zrows, cursor[zrows] + stop[zrows]]
+        new_ids[zrows, zpos] = z
+        log_prob = state.log_prob + lp_y.where(keep, 0.0).sum(1)   # kept drafts: p > 0
+        log_prob = log_prob.index_add(0, zrows, logp[zrows, stop[zrows], z])
+        n_tested = torch.where(any_rej, stop, (kb - 1).clamp(min=0))
+        n_kept = torch.where(any_rej, stop - 1, (kb - 1).clamp(min=0))
+        n_calls = active.long() + (vb > 0).long()
+        n_fwd = int(active.sum()) + len(vrows)
+        new_cursor = cursor + stop + has_z.long()
+        end = bool((new_cursor == (orders >= 0).sum(1)).all())
+        changes = dict(ids=new_ids, cursor=new_cursor, log_prob=log_prob, rounds=state.rounds + active.long(),
+                       calls=state.calls + n_calls, tested=state.tested + n_tested, kept=state.kept + n_kept,
+                       forward_rows=state.forward_rows + n_fwd)
+        if end:
+            changes.update(orders=None, cursor=None, epoch=state.epoch + 1)
+        state = dataclasses.replace(state, **changes)
+        # the driver sums these per chain: proposals = drafts tested, accepted = novel = drafts kept
+        return state, StepInfo(n_tested, n_kept, n_kept.clone(), torch.zeros(B, dtype=f64), n_fwd, end)
