@@ -35,8 +35,8 @@ LIBRARY = "anarcism"
 # the region labels of the library around CDR k (1, 2, 3): the framework before and after it
 _FLANKS = {1: ("FR1", "FR2"), 2: ("FR2", "FR3"), 3: ("FR3", "FR4")}
 _CHAINS = {"H": ("H",), "L": ("K", "L")}          # a CDR's chain letter -> the library's chain types
-_CHAIN_NAMES = {"H": "heavy", "K": "kappa light", "L": "lambda light", "A": "TCR alpha", "B": "TCR beta",
-                "G": "TCR gamma", "D": "TCR delta"}
+_CHAIN_NAMES = {"H": "heavy-chain (VH)", "K": "kappa light-chain", "L": "lambda light-chain", "A": "TCR alpha",
+                "B": "TCR beta", "G": "TCR gamma", "D": "TCR delta"}
 _KABAT_H3 = (107, 117)   # Kabat H95-H102 in IMGT positions
 _NAME = re.compile(r"(?:CDR)?[-_ ]?([HL])([123])", re.IGNORECASE)
 
@@ -143,10 +143,9 @@ def _domain(seq: str, cdr: str) -> Domain:
         if d.chain in _CHAINS[cdr[0]]:
             return d
     want = "heavy-chain (VH)" if cdr[0] == "H" else "light-chain (VL)"
-    found = (f"only a {' and a '.join(_CHAIN_NAMES.get(d.chain, d.chain) for d in domains)} domain"
-             if domains else "no antibody variable domain")
-    raise MLMProbError(f"no CDR-{cdr}: {LIBRARY} (IMGT numbering) finds {found} in {_short(seq)}, "
-                       f"not a {want} one")
+    found = (f"only a {' and a '.join(_CHAIN_NAMES.get(d.chain, d.chain) for d in domains)} domain in "
+             f"{_short(seq)}, not a {want} one" if domains else f"no antibody variable domain in {_short(seq)}")
+    raise MLMProbError(f"no CDR-{cdr}: {LIBRARY} (IMGT numbering) finds {found}")
 
 
 def cdr_span(seq: str, cdr: str = "H3", scheme: str = "imgt") -> tuple[int, int]:
@@ -158,7 +157,7 @@ def cdr_span(seq: str, cdr: str = "H3", scheme: str = "imgt") -> tuple[int, int]
     >>> cdr_span(vl, "H3")
     Traceback (most recent call last):
     ...
-    mlmprob.errors.MLMProbError: no CDR-H3: anarcism (IMGT numbering) finds only a kappa light domain in 'DIQMTQSPSSLSASVGDRVT...', not a heavy-chain (VH) one
+    mlmprob.errors.MLMProbError: no CDR-H3: anarcism (IMGT numbering) finds only a kappa light-chain domain in 'DIQMTQSPSSLSASVGDRVT...', not a heavy-chain (VH) one
     """
     cdr = parse_cdr(cdr)
     check_scheme(cdr, scheme)
