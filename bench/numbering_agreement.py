@@ -214,6 +214,9 @@ def report(res: dict, command: str, source: str, seconds: float) -> str:
     if res["why"]:
         lines += ["", "## Why they differ (IMGT)", "", "| reason | chains |", "|---|---|"]
         lines += [f"| {k} | {c} |" for k, c in sorted(res["why"].items(), key=lambda kc: (-kc[1], kc[0]))]
+        lines += ["", "`--cdr` takes the library's span as it is, also where a reason above says the library moved "
+                  "the conserved Cys into CDR-H3 (ANARCI numbers these chains the same way; anarcism reports exact "
+                  "parity with it); give `--positions` for such a chain."]
     lines += ["", "## Examples (IMGT; at most three distinct chains per kind)", "",
               "Residue indices are 0-based. The motif rule starts CDR-H3 after the first Cys (preferably after "
               "`Y`/`F`/`H` two residues before) that lies within 40 residues before the last `W-G-x-G` (or "
