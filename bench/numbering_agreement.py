@@ -130,8 +130,8 @@ def why(seq: str, motif, lib) -> str:
             return f"J motif {j!r} (IMGT 118-121) is not W-G-x-G / [WF]G.[GR]: the motif rule needs it"
         return "the motif rule finds no Cys within 40 residues of its J motif"
     if at.get(104) != "C" and at.get(106) == "C" and lib[0] + 2 == motif[0]:
-        return ("FR3 two residues longer than the IMGT frame: the library numbers the Cys 106 (not 104) and "
-                "starts CDR-H3 two residues before it")
+        return ("two residues more before the Cys than the IMGT frame has room for: the library numbers the "
+                "Cys 106 (not 104) and starts CDR-H3 two residues before it")
     return "other"
 
 
@@ -215,8 +215,8 @@ def report(res: dict, command: str, source: str, seconds: float) -> str:
         lines += ["", "## Why they differ (IMGT)", "", "| reason | chains |", "|---|---|"]
         lines += [f"| {k} | {c} |" for k, c in sorted(res["why"].items(), key=lambda kc: (-kc[1], kc[0]))]
         lines += ["", "`--cdr` takes the library's span as it is, also where a reason above says the library moved "
-                  "the conserved Cys into CDR-H3 (ANARCI numbers these chains the same way; anarcism reports exact "
-                  "parity with it); give `--positions` for such a chain."]
+                  "the conserved Cys into CDR-H3 (anarcism reports exact parity with ANARCI, so "
+                  "ANARCI should number them alike; not checked here); give `--positions` for such a chain."]
     lines += ["", "## Examples (IMGT; at most three distinct chains per kind)", "",
               "Residue indices are 0-based. The motif rule starts CDR-H3 after the first Cys (preferably after "
               "`Y`/`F`/`H` two residues before) that lies within 40 residues before the last `W-G-x-G` (or "
