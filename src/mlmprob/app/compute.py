@@ -88,6 +88,25 @@ def parse_numbers(text: str, name: str = "positions") -> list[int]:
     return out
 
 
+def positions_or_cdr(text: str, positions: str, name: str = "positions") -> list[int]:
+    """1-based residue numbers: ``positions`` as :func:`parse_numbers` reads them, or a CDR's name (``H3``,
+    ``CDR-L1``) for that CDR of the antibody chain ``text``, numbered by anarcism (IMGT).
+
+    >>> vh = ("EVQLVESGGGLVQPGGSLRLSCAASGFNIKDTYIHWVRQAPGKGLEWVARIYPTNGYTRYADSVKGRFTISADTSKNTAYLQMNSLRAEDTAVYYCSR"
+    ...       "WGGDGFYAMDYWGQGTLVTVSS")
+    >>> positions_or_cdr(vh, "h1"), positions_or_cdr(vh, "3-5")
+    ([26, 27, 28, 29, 30, 31, 32, 33], [3, 4, 5])
+    """
+    from ..numbering import cdr_span, is_cdr_name
+
+    if not is_cdr_name(str(positions or "")):
+        return parse_numbers(positions, name)
+    from ..sampling.cdr import residues_of
+
+    start, end = cdr_span(residues_of(str(text or "")), positions)
+    return list(range(start + 1, end + 1))
+
+
 def encode_one(mlm, text: str, limits: Limits = LIMITS, name: str = "the sequence"):
     """The model's encoding of one text (a batch of one), within ``limits.max_tokens``."""
     if not reader_of(mlm).has_text:
@@ -323,7 +342,7 @@ def _gap(mlm, text: str, positions: str, limits: Limits):
         if count_gaps(text):
             raise MLMProbError("give the gap either as ____ in the text or as positions, not both")
         enc = encode_one(mlm, text, limits)
-        pos = word_tokens(enc, parse_numbers(positions, "gap positions"), "gap positions")
+        pos = word_tokens(enc, positions_or_cdr(text, positions, "gap positions"), "gap positions")
         ids = enc.input_ids[0, :int(enc.lengths[0])]
         native = ids[pos].clone()
     else:

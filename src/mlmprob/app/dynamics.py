@@ -18,7 +18,7 @@ import torch
 
 from ..errors import MLMProbError
 from ..joints.constructions import METHOD_LABELS
-from .compute import LIMITS, Limits, decode, encode_one, parse_numbers, word_tokens
+from .compute import LIMITS, Limits, decode, encode_one, positions_or_cdr, word_tokens
 
 ENERGIES = ("local", "raw")
 INITS = ("given", "greedy", "random")
@@ -67,7 +67,8 @@ def sample_steps(mlm, text: str, *, positions: str = "", energy: str = "local", 
                  seed: int = 0, init: str = "given", limits: Limits = LIMITS
                  ) -> Iterator[SampleSnapshot]:
     """MH chains from ``text`` (``_`` / ``[MASK]`` mark masked tokens, which are free), sampling
-    the 1-based residue/word ``positions`` (``"3,5,10-12"``; default: all), one snapshot per epoch.
+    the 1-based residue/word ``positions`` (``"3,5,10-12"``, or a CDR such as ``"H3"``; default: all), one
+    snapshot per epoch.
 
     Single-site MH in random order, proposal and target temperature 1: ``mlmprob.sample(...,
     method="mh", energy=energy, epochs=epochs, burn_in=0, init=init, generator=seed)`` ends in the
@@ -86,7 +87,7 @@ def sample_steps(mlm, text: str, *, positions: str = "", energy: str = "local", 
     seed = _check_int(seed, "seed", 0, 2**63 - 1)
     text = expand_gaps(str(text or "").strip(), mask_text(mlm))
     enc = encode_one(mlm, text, limits)
-    want = [n - 1 for n in parse_numbers(positions, "free positions")] if str(positions or "").strip() else None
+    want = [n - 1 for n in positions_or_cdr(text, positions, "free positions")] if str(positions or "").strip() else None
     free1 = free_positions(mlm, enc, 0, "the sequence", text, want)
     ids = enc.input_ids[:1].repeat(chains, 1)
     free = resolve_free(mlm, ids, free1[None].repeat(chains, 1))

@@ -41,7 +41,7 @@ def _examples(mlm) -> dict[str, str]:
               f"{'A' if seq[4] != 'A' else 'C'}", "infill": seq[:n // 2 - 2] + "____" + seq[n // 2 + 2:],
               "infill_pos": "", "sample": seq, "positions": f"{n // 2 - 2}-{n // 2 + 2}", "a": n // 2, "b": n // 2 + 2}
         if seq == VH:  # CDR-H1 to sample; the last two residues (the start of CDR-H3) as the pair
-            ex.update(positions="26-33", a=n - 1, b=n)
+            ex.update(positions="H1", a=n - 1, b=n)
         return ex
     return {"score": "The cat sat on the mat.\nThe mat sat on the cat.", "wt": "", "mutant": "",
             "infill": "The cat ____ on the mat.", "infill_pos": "", "sample": "The cat sat on the mat.",
@@ -200,7 +200,7 @@ def _tab_infill(gr, c: _Ctx):
                           elem_id="infill-input")
         with gr.Row():
             i_pos = gr.Textbox(ex["infill_pos"], label="or the gap's positions in a complete sequence, "
-                               "e.g. 10-14 (then the native fill is known)", elem_id="infill-positions")
+                               "e.g. 10-14, or a CDR: H1..H3, L1..L3 (IMGT, anarcism; then the native fill is known)", elem_id="infill-positions")
             i_beam = gr.Slider(1, limits.max_beam, value=5, step=1, label="beam size")
         with gr.Row():
             i_go = gr.Button("Infill", variant="primary", elem_id="infill-run")
@@ -232,7 +232,7 @@ def _tab_sample(gr, c: _Ctx):
         p_in = gr.Textbox(ex["sample"], lines=2, label="start sequence (_ = masked, sampled too)",
                           elem_id="sample-input")
         with gr.Row():
-            p_pos = gr.Textbox(ex["positions"], label="free positions, e.g. 3,5,10-12 (empty: all)",
+            p_pos = gr.Textbox(ex["positions"], label="free positions, e.g. 3,5,10-12, or a CDR: H1..H3, L1..L3 (IMGT, anarcism; empty: all)",
                                elem_id="sample-positions")
             p_energy = gr.Radio(["local", "raw"], value="local", label="target energy (E_local = -PLL, E_raw)")
             p_init = gr.Dropdown(["given", "greedy", "random"], value="given", label="start", elem_id="sample-init")

@@ -52,6 +52,8 @@ def register(sub) -> None:
     p.add_argument("--gaps", default="joint", choices=GAP_MODES,
                    help="--input: all masked tokens of a record are one gap (joint, id = record id) or each "
                         "contiguous gap is its own unit (each, id = RECORD/gapK); default joint")
+    from .regions import add_cdr_args
+    add_cdr_args(p, "the gap is this region of a complete sequence (filled with as many residues)")
     p.add_argument("--json", action="store_true", help="print one JSON object instead of a table (one SEQUENCE)")
     p.add_argument("--out", "-o", help="--input: output file, .jsonl, .tsv or .parquet (default: JSONL on stdout)")
     p.add_argument("--skip-invalid", action="store_true",
@@ -65,6 +67,10 @@ def run(args) -> int:
         raise MLMProbError("--pivot: the pivot is used only by method='hcb'")
     if (args.sequence is None) == (args.input is None):
         raise MLMProbError("give one SEQUENCE or --input FILE" + (", not both" if args.input else ""))
+    from .regions import resolve_cdr
+    args.region = resolve_cdr(args)
+    if args.region and args.gaps != "joint":
+        raise MLMProbError("--cdr makes one gap per record; leave out --gaps each")
     if args.input is None:
         for name, default in _STREAM_ONLY:
             if getattr(args, name) != default:
@@ -83,6 +89,9 @@ def _run_one(args) -> int:
     from ..infill.beam import score_meaning
 
     mlm = load_model_from_args(args)
+    native = None
+    if args.region:
+        args.sequence, native = _region_gap(args.sequence, args.region)
     text = expand_gaps(args.sequence, _mask_text(mlm))
     ids = mlm.encode([text]).input_ids
     positions = (ids[0] == mlm.mask_id).nonzero(as_tuple=True)[0]
@@ -99,10 +108,12 @@ def _run_one(args) -> int:
     if args.json:
         print(dumps({"model": args.model, "method": args.method, "order": args.order,
                           "beam_size": args.beam_size, "pivot": args.pivot or "mask",
-                          "positions": positions.tolist(), "candidates": rows}))
+                          "positions": positions.tolist(), "candidates": rows,
+                          **({"cdr": args.cdr, "numbering": args.numbering, "native": native} if native else {})}))
         return 0
     print(f"# {args.model}  method={args.method}  order={args.order}  beam={args.beam_size}  "
-          f"gap={len(positions)} tokens at {positions.tolist()}")
+          f"gap={len(positions)} tokens at {positions.tolist()}"
+          + (f"  CDR-{args.cdr} ({args.numbering}) native={native}" if native else ""))
     print(f"# score: {score_meaning(args.method, args.pivot)}")
     width = max(4, *(len(r["fill"]) for r in rows))
     print(f"{'rank':>4}  {'fill':<{width}}  {'score':>10}  sequence")
@@ -117,6 +128,7 @@ def _run_stream(args) -> int:
     from ..runtime.command import RunOptions, StreamCommand, run_command
     from ..runtime.inputs import UniqueIds
     from .common import spool_args_input
+    from .regions import cdr_config
 
     opts = RunOptions.from_args(args)
     given = args.input
@@ -124,12 +136,13 @@ def _run_stream(args) -> int:
     unique = UniqueIds(args.dedupe)
 
     def units():
-        return iter_gap_units(unique(iter_records(args.input, args.format, args.column, args.id_column)), args.gaps)
+        records = unique(iter_records(args.input, args.format, args.column, args.id_column))
+        return region_units(records, args.region) if args.region else iter_gap_units(records, args.gaps)
 
     config = {"command": "infill", "model": args.model, "input": source,
               "format": args.format, "column": args.column, "id_column": args.id_column, "gaps": args.gaps,
               "method": args.method, "order": args.order, "beam_size": args.beam_size,
-              "pivot": args.pivot or "mask", **({"dedupe": True} if args.dedupe else {})}
+              "pivot": args.pivot or "mask", **({"dedupe": True} if args.dedupe else {}), **cdr_config(args.region)}
     job = InfillJob(model=args.model, dtype=args.dtype, allow_pickle=args.allow_pickle, method=args.method,
                     order=args.order, beam_size=args.beam_size, pivot=args.pivot, batch_tokens=args.batch_tokens,
                     skip_invalid=args.skip_invalid)
@@ -142,6 +155,33 @@ def _run_stream(args) -> int:
           + (f" ({done.already} already there)" if done.already else "")
           + (f" (shard {opts.shard})" if not opts.shard.is_whole else ""), file=sys.stderr)
     return 0
+
+
+def _region_gap(text: str, region: tuple[str, str]) -> tuple[str, str]:
+    """``text`` (a complete sequence) with the residues of ``region`` written as ``_``, and those residues."""
+    from ..infill.stream import count_gaps
+    from ..numbering import cdr_span, mask_residues
+
+    if count_gaps(text):
+        raise MLMProbError(f"--cdr {region[0]} makes the CDR the gap: give a complete sequence, without ____ or [MASK]")
+    residues = "".join(text.split())
+    span = cdr_span(residues, *region)
+    return mask_residues(text, span), residues[span[0]:span[1]]
+
+
+def region_units(records, region: tuple[str, str]):
+    """The gap units of ``records`` (complete sequences) whose gap is the CDR ``region``; a record that does
+    not number is a unit carrying the error (raised, or skipped with --skip-invalid)."""
+    from ..infill.stream import GapUnit, iter_gap_units
+    from ..runtime.inputs import Record
+
+    for r in records:
+        try:
+            masked, _ = _region_gap(r.seq, region)
+        except MLMProbError as e:
+            yield GapUnit(r.id, r.id, r.seq, None, 0, str(e))
+            continue
+        yield from iter_gap_units([Record(r.id, masked)])
 
 
 def expected_ids(config: dict, limit: int | None = None):

@@ -112,8 +112,8 @@ def register(sub) -> None:
     add_input_args(src, of="--input")
     add_dedupe_arg(src)
     src.add_argument("--positions", help="free residue/word indices, 0-based, e.g. 3,5,10-12 (default: all)")
-    src.add_argument("--cdr3", nargs="?", const="imgt", choices=("imgt", "kabat"),
-                     help="free only CDR-H3 (conserved Cys ... W-G-x-G); the rest is clamped")
+    from .regions import add_cdr_args
+    add_cdr_args(src, "free only this region; the rest is clamped", alias=True)
     from .common import add_model_args, add_runtime_args
     add_model_args(p)
     s = p.add_argument_group("sampler")
@@ -158,7 +158,7 @@ def register(sub) -> None:
                                        ".tsv or .parquet file of one row per chain, streamed (default: stdout JSONL)")
     p.add_argument("--no-plot", action="store_true", help="folder mode: no trace.png")
     p.add_argument("--skip-invalid", action="store_true",
-                   help="streamed mode: skip records that cannot be sampled (no CDR-H3, bad positions), with a warning")
+                   help="streamed mode: skip records that cannot be sampled (a CDR that does not number, bad positions), with a warning")
     add_runtime_args(p)
     p.set_defaults(func=run)
 
@@ -237,8 +237,10 @@ def expected_ids(config: dict, limit: int | None = None):
 
 
 def run(args) -> int:
-    if args.positions and args.cdr3:
-        raise MLMProbError("give --positions or --cdr3, not both")
+    from .regions import resolve_cdr
+    args.region = resolve_cdr(args)
+    if args.positions and args.region:
+        raise MLMProbError("give --positions or --cdr (--cdr3), not both")
     check_method_options(args)
     check_out(args.out)
     from .common import spool_args_input
@@ -282,7 +284,7 @@ def _sample_folder(args, seqs: list[tuple[str, str]], want: list[int] | None) ->
     mlm = load_model_from_args(args)
     enc = mlm.encode([s for _, s in seqs])
     ids = enc.input_ids
-    free = torch.stack([free_positions(mlm, enc, i, name, s, want, args.cdr3) for i, (name, s) in enumerate(seqs)])
+    free = torch.stack([free_positions(mlm, enc, i, name, s, want, args.cdr, args.numbering) for i, (name, s) in enumerate(seqs)])
     for (name, _), row in zip(seqs, free):
         if args.method not in EXACT_DRAWS:
             check_block_size(args.block_size, int(row.sum()), name)
@@ -367,6 +369,7 @@ def run_streamed(args) -> int:
     from ..runtime.command import RunOptions, StreamCommand, run_command
     from ..runtime.inputs import UniqueIds
     from ..sampling.stream import SampleJob
+    from .regions import cdr_config
 
     opts = RunOptions.from_args(args)
     unique = UniqueIds(args.dedupe)
@@ -377,20 +380,19 @@ def run_streamed(args) -> int:
                     proposal_temperature=args.proposal_temperature, top_p=args.top_p,
                     target_temperature=args.target_temperature, anneal=args.anneal,
                     temperature_floor=args.temperature_floor, order=args.order, init=args.init,
-                    tokens_per_step=args.tokens_per_step, draft_k=args.draft_k,
-                    score_all=args.score_all, cdr3=args.cdr3, skip_invalid=args.skip_invalid,
+                    tokens_per_step=args.tokens_per_step, draft_k=args.draft_k, score_all=args.score_all, cdr=args.cdr,
+                    numbering=args.numbering or "imgt", skip_invalid=args.skip_invalid,
                     positions=tuple(parse_positions(args.positions)) if args.positions else None)
     config = {"command": "sample", "model": args.model,
               "input": getattr(args, "input_source", None) or (str(Path(args.input).resolve()) if args.input else None),
               "seqs": list(args.seq), "format": args.format, "column": args.column, "id_column": args.id_column,
-              "positions": args.positions, "cdr3": args.cdr3, **job.settings(), **({"dedupe": True} if args.dedupe else {})}
+              "positions": args.positions, "cdr3": None, **cdr_config(args.region), **job.settings(), **({"dedupe": True} if args.dedupe else {})}
     last = f"/chain{job.chains - 1}"
     spec = StreamCommand(job, lambda: _records(args, unique), config, input=args.input,
                          empty=f"no sequences found in {given}" if args.input else "no input: give --seq or --input",
                          unit_name="record", chunk_size=1, last_row_id=lambda r: r.id + last)
     done = run_command(spec, opts)
-    if unique.warning():
-        print(unique.warning(), file=sys.stderr)
+    print(unique.warning(), file=sys.stderr) if unique.warning() else None
     print(f"sampled {done.written} chains of {done.units} records with {args.model} on {done.ran_on}"
           + (f" -> {args.out}" if args.out else "")
           + (f" ({done.already} records already there)" if done.already else "")

@@ -32,6 +32,8 @@ def register(sub) -> None:
     p.add_argument("--wild-type", required=True, metavar="SEQ|FASTA", help="the wild-type sequence, or a file holding it")
     p.add_argument("--saturate", action="store_true", help="score every single mutant of the wild type (19 x L "
                    "rows) and also write OUT.heatmap.png, OUT.heatmap.csv (L x 20) and OUT.saturation.csv")
+    from .regions import add_cdr_args
+    add_cdr_args(p, "with --saturate, mutate only the residues of this region of the wild type")
     p.add_argument("--methods", help=f"comma-separated, of: {', '.join(ALL_METHODS)} (default: wt_marginals,"
                    "masked_marginals,masked_marginals_all,hcb; with --saturate: wt_marginals,masked_marginals)")
     p.add_argument("--chain-orders", type=positive_int, default=CHAIN_ORDERS, metavar="K",
@@ -71,6 +73,9 @@ def _units(config: dict, limit: int | None = None, label: str | None = None, pat
 
     if config["saturate"]:
         units = saturation_units(config["wild_type"], config["offset"])
+        if "cdr_span" in config:       # --cdr: the single mutants inside the region
+            lo, hi = (i + config["offset"] for i in config["cdr_span"])
+            units = (u for u in units if lo <= int(u.mutant[1:-1]) < hi)
     else:
         unique = unique or UniqueIds(config.get("dedupe", False), what="row")
         units = unique(iter_units(path or config["input"], fmt=config["format"], mutant_column=config["mutant_column"],
@@ -89,13 +94,28 @@ def _config(args, wild_type: str, methods) -> dict:
 
     if args.saturate == (args.input is not None):
         raise MLMProbError("give an input file, or --saturate (not both)")
+    region = _region(args, wild_type)
     source = None if args.saturate else spool_args_input(args)
     return {"command": "variants", "model": args.model, "wild_type": wild_type, "offset": args.offset,
             "methods": list(methods), "saturate": args.saturate,
             **({"dedupe": True} if args.dedupe and not args.saturate else {}),
             "input": source, "format": args.format,
             "mutant_column": args.mutant_column, "column": args.column, "id_column": args.id_column,
-            **({"chain_orders": args.chain_orders, "chain_seed": args.chain_seed} if "chain" in methods else {})}
+            **({"chain_orders": args.chain_orders, "chain_seed": args.chain_seed} if "chain" in methods else {}),
+            **region}
+
+
+def _region(args, wild_type: str) -> dict:
+    """``--cdr``'s configuration keys: the region, its definition and its 0-based residue span in the wild type."""
+    from ..numbering import cdr_span
+    from .regions import cdr_config, resolve_cdr
+
+    region = resolve_cdr(args)
+    if region is None:
+        return {}
+    if not args.saturate:
+        raise MLMProbError("--cdr restricts --saturate to a region; an input file names its own mutants")
+    return {**cdr_config(region), "cdr_span": list(cdr_span(wild_type, *region))}
 
 
 def run(args) -> int:
@@ -114,6 +134,7 @@ def run(args) -> int:
         methods = SATURATE_METHODS if args.saturate else DEFAULT_METHODS
     given = args.input
     config = _config(args, wild_type, methods)
+    args.cdr_span = config.get("cdr_span")
     from ..runtime.inputs import UniqueIds
     unique = UniqueIds(args.dedupe, what="row")
     if args.evaluate and not args.label:
@@ -160,12 +181,13 @@ def _saturation_outputs(args, job, state, wild_type: str, methods) -> None:
         return
     mlm = (state or job.load("cpu")).mlm  # the tokenizer's residue positions (worker runs keep theirs)
     first = int(residue_positions(mlm, wild_type[:1])[1][0])
-    sat = saturation_from_rows(read_results(args.out), wild_type, first, args.offset)
+    lo, hi = getattr(args, "cdr_span", None) or (0, len(wild_type))   # --cdr: the region's rows alone
+    sat = saturation_from_rows(read_results(args.out), wild_type[lo:hi], first + lo, args.offset + lo)
     stem = _stem(args.out)
     write_csv(sat, f"{stem}.saturation.csv")
     write_matrix(sat, f"{stem}.heatmap.csv", score)
     write_heatmap(sat, f"{stem}.heatmap.png", score, title=f"{score} ({args.model})")
-    print(f"saturation: {stem}.heatmap.png, {stem}.heatmap.csv ({len(wild_type)} x {len(sat.letters)}), "
+    print(f"saturation: {stem}.heatmap.png, {stem}.heatmap.csv ({hi - lo} x {len(sat.letters)}), "
           f"{stem}.saturation.csv", file=sys.stderr)
 
 

@@ -1,5 +1,10 @@
-"""Locate CDR-H3 in a heavy-chain variable domain (VH) from its conserved flanks.
+"""Antibody regions for the samplers and commands.
 
+``cdr_mask`` (what ``--cdr`` uses): the tokens of any of the six CDRs (H1-H3, L1-L3), found by numbering
+the chain with a numbering library (:mod:`mlmprob.numbering`: anarcism, IMGT; Kabat for CDR-H3).
+
+``find_cdr_h3`` / ``cdr_h3_mask``: the older motif rule, kept because the CDR-H3 and variants-data
+experiments were run with it (docs/results/numbering.md measures where it differs from the library).
 CDR-H3 lies between the conserved second cysteine of the domain (Cys 104 in IMGT numbering,
 Cys 92 in Kabat, usually in ``Y-Y-C`` / ``Y-F-C``) and the tryptophan of the J-region motif
 ``W-G-x-G`` (Trp 118 IMGT / 103 Kabat). ``definition="imgt"`` returns the residues strictly between
@@ -13,6 +18,7 @@ import re
 import torch
 
 from ..errors import MLMProbError
+from ..numbering import cdr_span
 
 _MOTIF = re.compile(r"W G . G".replace(" ", ""))
 _MOTIF_LOOSE = re.compile(r"[WF]G.[GR]")
@@ -59,5 +65,34 @@ def cdr_h3_mask(seq: str, word_ids: torch.Tensor, definition: str = "imgt") -> t
     True
     """
     start, end = find_cdr_h3(seq, definition)
+    w = torch.as_tensor(word_ids)
+    return (w >= start) & (w < end)
+
+
+def residues_of(text: str) -> str:
+    """The residue letters of a record's text as the numbering reads them: whitespace dropped, each
+    masked token (``_``, ``[MASK]``, ``<mask>``, ``[MASK]x5``) an unknown residue ``X``.
+
+    >>> residues_of("E V [MASK] Q _ <mask>x2")
+    'EVXQXXX'
+    """
+    from ..infill.stream import expand_gaps
+
+    return "".join(expand_gaps(text, "X").split())
+
+
+def cdr_mask(seq: str, word_ids: torch.Tensor, cdr: str = "H3", numbering: str = "imgt") -> torch.Tensor:
+    """Bool mask over the tokens of one encoded sequence (``word_ids`` ``[L]``: residue index per token,
+    -1 at special tokens) that covers ``cdr`` (``H1`` ... ``L3``) of ``seq``, numbered by the library
+    (:func:`mlmprob.numbering.cdr_span`).
+
+    >>> vh = "QVQLVQSGAEVKKPGASVKVSCKASGYTFTSYGISWVRQAPGQGLEWMGWISAYNGNTNYAQKLQGRVTMTTDTSTSTAYMELRSLRSDDTAVYYCARDGYWGQGTLVTVSS"
+    >>> wid = torch.tensor([-1] + list(range(len(vh))) + [-1])
+    >>> cdr_mask(vh, wid, "H3").nonzero()[:, 0].tolist() == list(range(97, 102))   # "ARDGY", shifted by the CLS token
+    True
+    >>> "".join(vh[i - 1] for i in cdr_mask(vh, wid, "H1").nonzero()[:, 0].tolist())
+    'GYTFTSYG'
+    """
+    start, end = cdr_span(residues_of(seq), cdr, numbering)
     w = torch.as_tensor(word_ids)
     return (w >= start) & (w < end)

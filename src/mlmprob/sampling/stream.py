@@ -17,10 +17,11 @@ import torch
 
 from ..defaults import DTYPE
 from ..errors import MLMProbError
+from ..numbering import check_scheme, parse_cdr
 from ..runtime.inputs import Record
 from ..runtime.seeds import derive_seed
 from .api import METHODS, SampleResult, sample
-from .cdr import cdr_h3_mask
+from .cdr import cdr_mask
 from .proposals import ProposalConfig
 from .schedules import LinearAnneal, LinearBlockSize
 from .speculative import DEFAULT_DRAFT_K
@@ -38,15 +39,16 @@ def record_seed(seed: int, record_id: str) -> int:
 
 
 def free_positions(mlm, enc, row: int, name: str, seq: str, positions: Sequence[int] | None = None,
-                   cdr3: str | None = None) -> torch.Tensor:
+                   cdr: str | None = None, numbering: str = "imgt") -> torch.Tensor:
     """Bool ``[L]``: the tokens of sequence ``row`` of the encoding ``enc`` (of ``seq``) that are sampled:
-    CDR-H3 (``cdr3``: ``"imgt"`` or ``"kabat"``), the tokens of the 0-based residue/word indices
+    a CDR (``cdr``: ``"H1"`` ... ``"L3"``, numbered by anarcism under ``numbering``, see
+    :func:`~mlmprob.sampling.cdr.cdr_mask`), the tokens of the 0-based residue/word indices
     ``positions``, else every residue/word and every mask token before the padding (a tokenizer may count
     its mask token as special, outside the words). Errors name the sequence (``name``)."""
     word_ids = enc.word_ids[row]
-    if cdr3:
+    if cdr:
         try:
-            return cdr_h3_mask("".join(seq.split()), word_ids, cdr3)
+            return cdr_mask(seq, word_ids, cdr, numbering)
         except MLMProbError as e:
             raise MLMProbError(f"{name}: {e}") from None
     if positions:
@@ -143,7 +145,8 @@ class SampleJob:
     init: str = "given"
     score_all: bool = False
     positions: tuple[int, ...] | None = None
-    cdr3: str | None = None
+    cdr: str | None = None        # a CDR (H1 ... L3) to sample, numbered under `numbering`
+    numbering: str = "imgt"
     skip_invalid: bool = False
     tokens_per_step: int = 1
     draft_k: int | None = None     # speculative only (None: DEFAULT_DRAFT_K)
@@ -172,6 +175,8 @@ class SampleJob:
             raise MLMProbError(f"--target-temperature must be finite and > 0, got {self.target_temperature}")
         ProposalConfig(self.proposal_temperature, self.top_p)   # raises on bad values
         self.schedules()
+        if self.cdr is not None:
+            check_scheme(parse_cdr(self.cdr), self.numbering)
 
     def schedules(self):
         """``(block_size, target_temperature)`` as :func:`~mlmprob.sampling.sample` takes them."""
@@ -224,7 +229,7 @@ class SampleJob:
             enc = mlm.encode([rec.seq])
         except MLMProbError as e:
             raise MLMProbError(f"{rec.id}: {e}") from None
-        free = free_positions(mlm, enc, 0, rec.id, rec.seq, self.positions, self.cdr3)[None, :]
+        free = free_positions(mlm, enc, 0, rec.id, rec.seq, self.positions, self.cdr, self.numbering)[None, :]
         if self.method not in ("ancestral", "speculative"):
             check_block_size(self.block_size, int(free.sum()), rec.id)
         ids, free = enc.input_ids.repeat(self.chains, 1), free.repeat(self.chains, 1)
