@@ -17,6 +17,9 @@ classes compute the same functions with fewer passes over memory:
   read one position each), the last layer's query, attention output, feed-forward block and norms run at
   those positions alone (keys and values still at all positions).
 
+Float32 products on the CPU run through :func:`mlmprob.runtime.threads.linear`: fixed blocks of rows, each
+by single-threaded MKL, so the bits do not depend on the thread count.
+
 Same weights and mathematics: the outputs differ from transformers' by rounding only (tested against it in
 float32, bfloat16 and int8). The modules are read from the model at every call, so weights changed in place
 (training) or modules replaced (quantization) are followed; the concatenated Q/K/V weights of a layer are
@@ -28,7 +31,16 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
+from ..runtime.threads import linear as _invariant_linear
 from .precision import Int8Linear
+
+
+def _dense(lin, x: torch.Tensor) -> torch.Tensor:
+    """``lin(x)``; a float linear layer through :func:`mlmprob.runtime.threads.linear` (the same product,
+    its bits independent of the thread count)."""
+    if type(lin) is torch.nn.Linear:
+        return _invariant_linear(x, lin.weight, lin.bias)
+    return lin(x)
 
 
 def _signature(lin) -> tuple:
@@ -110,7 +122,7 @@ class _Fused:
     def _attention(self, x, i, att, ctx, mask, rows, cols) -> torch.Tensor:
         """Self-attention of the layer input ``x`` ``[B, L, H]``: ``[B, L, H]``, or ``[N, H]`` at the reads."""
         b, length, _ = x.shape
-        qkv = self._qkv_of(i, att)(x).view(b, length, 3, self.heads, self.head_dim)
+        qkv = _dense(self._qkv_of(i, att), x).view(b, length, 3, self.heads, self.head_dim)
         if rows is None:
             q, k, v = qkv.unbind(2)
             q, k = self._position(q, k, ctx, None)
@@ -206,8 +218,8 @@ class FusedEsm(_Fused):
 
     def _layer(self, h, i, lay, rot, mask, rows, cols):
         a = self._attention(lay.attention.LayerNorm(h), i, lay.attention.self, rot, mask, rows, cols)
-        h = (h if rows is None else h[rows, cols]) + lay.attention.output.dense(a.to(h.dtype))
-        return h.add_(lay.output.dense(F.gelu(lay.intermediate.dense(lay.LayerNorm(h)))))
+        h = (h if rows is None else h[rows, cols]) + _dense(lay.attention.output.dense, a.to(h.dtype))
+        return h.add_(_dense(lay.output.dense, F.gelu(_dense(lay.intermediate.dense, lay.LayerNorm(h)))))
 
     def _finish(self, h):
         return self.base.encoder.emb_layer_norm_after(h)
@@ -223,9 +235,9 @@ class FusedBert(_Fused):
         a = self._attention(h, i, lay.attention.self, ctx, mask, rows, cols)
         out = lay.attention.output
         res = h if rows is None else h[rows, cols]
-        h = out.LayerNorm(out.dense(a.to(h.dtype)).add_(res))
+        h = out.LayerNorm(_dense(out.dense, a.to(h.dtype)).add_(res))
         ffn = lay.output
-        return ffn.LayerNorm(ffn.dense(F.gelu(lay.intermediate.dense(h))).add_(h))
+        return ffn.LayerNorm(_dense(ffn.dense, F.gelu(_dense(lay.intermediate.dense, h))).add_(h))
 
     def _finish(self, h):
         return h
