@@ -10,7 +10,9 @@ even in its reproducibility mode ``MKL_CBWR=AUTO,STRICT``: on this project's AMD
 - :func:`sequential_blas` (a context manager and decorator) makes MKL single-threaded in the calling
   thread while it is active (MKL's thread-local setting; torch's own kernels keep their threads). A
   single-threaded MKL routine has no thread count to depend on. :class:`mlmprob.models.hf.HFMaskedLM`
-  runs every forward inside it, transformers' code and the LM heads included.
+  runs every forward inside it (:func:`invariant_method`), transformers' code and the LM heads included,
+  on the CPU with torch's math attention kernel (its other kernel calls MKL from torch's own worker
+  threads, out of reach of the thread-local setting, and gave thread-dependent bits).
 - :func:`linear` gets the threads back for the products that dominate a forward: rows cut in blocks of
   :data:`ROWS` (fixed; the last one shorter), each block multiplied by single-threaded MKL, the blocks
   shared among ``torch.get_num_threads()`` worker threads. Which thread computes a block does not change
@@ -27,11 +29,12 @@ True
 from __future__ import annotations
 
 import ctypes
+import functools
 import glob
 import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from functools import lru_cache
 
 import torch
@@ -88,6 +91,24 @@ def sequential_blas():
         yield
     finally:
         set_local(old)
+
+
+def invariant_method(fn):
+    """Decorator of a model's forward method: runs it under :func:`sequential_blas`, and, when the model
+    (``self.device``) is on the CPU, with torch's math attention (``scaled_dot_product_attention``'s other
+    CPU kernel calls MKL from torch's worker threads, where mlmprob cannot make MKL single-threaded; the
+    math kernel multiplies in the calling thread)."""
+    @functools.wraps(fn)
+    def wrapper(self, *args, **kwargs):
+        cpu = torch.device(getattr(self, "device", "cpu")).type == "cpu"
+        with sequential_blas(), (_math_attention() if cpu and enabled() else nullcontext()):
+            return fn(self, *args, **kwargs)
+    return wrapper
+
+
+def _math_attention():
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+    return sdpa_kernel([SDPBackend.MATH])
 
 
 _POOL: dict = {}
