@@ -123,6 +123,8 @@ def _pool(n: int) -> ThreadPoolExecutor:
     """The shared pool of ``n`` worker threads (remade in a forked child and when ``n`` changes)."""
     with _POOL_LOCK:
         if _POOL.get("key") != (os.getpid(), n):
+            if _POOL.get("key", (None,))[0] == os.getpid():
+                _POOL["pool"].shutdown(wait=False)       # its threads end once idle
             _POOL.update(key=(os.getpid(), n), pool=ThreadPoolExecutor(n, thread_name_prefix="mlmprob-gemm",
                                                                         initializer=_worker_init))
         return _POOL["pool"]
