@@ -89,6 +89,36 @@ def measure(model: str, seqs: list[str], threads: int = 2, rounds: int = 5, conf
     return out
 
 
+IN_PROCESS = r"""
+import json, os, sys, time
+import mlmprob, torch
+model, seqs, threads, pairs = sys.argv[1], json.loads(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
+torch.set_num_threads(threads)
+mlm = mlmprob.load_mlm(model, device="cpu", dtype="float32")
+ids = [mlm.encode([s]).input_ids for s in seqs]
+mlmprob.pll(mlm, mlm.encode([seqs[0][:8]]).input_ids)
+out = {"on": [], "off": [], "load": []}
+for i in range(2 * pairs):
+    mode = ("on", "off")[(i + i // 2) % 2]              # on off off on on off ...: neither always first
+    os.environ["MLMPROB_THREAD_INVARIANT"] = "1" if mode == "on" else "0"
+    t = time.perf_counter()
+    for x in ids:
+        mlmprob.pll(mlm, x)
+    out[mode].append(time.perf_counter() - t)
+    out["load"].append(os.getloadavg()[0])
+print(json.dumps(out))
+"""
+
+
+def measure_in_process(model: str, seqs: list[str], threads: int = 2, pairs: int = 5) -> dict:
+    """The switch ``MLMPROB_THREAD_INVARIANT`` on and off alternately in one process (``MKL_CBWR`` as set
+    by mlmprob): ``{"on": [s], "off": [s], "load": [...]}``."""
+    env = {k: v for k, v in os.environ.items() if k not in ("OMP_NUM_THREADS", "MKL_NUM_THREADS")}
+    run = subprocess.run([sys.executable, "-c", IN_PROCESS, model, json.dumps(seqs), str(threads), str(pairs)],
+                         env=env, capture_output=True, text=True, check=True)
+    return json.loads(run.stdout.strip().splitlines()[-1])
+
+
 def _spread(xs: list[float]) -> str:
     return f"{statistics.median(xs):.3f} ({min(xs):.3f}-{max(xs):.3f})"
 
@@ -102,9 +132,19 @@ def main(argv=None) -> int:
     p.add_argument("--n", type=int, default=1, help="sequences")
     p.add_argument("--check", action="store_true", help="one more run per configuration at 1 thread: same bits?")
     p.add_argument("--configs", default=",".join(CONFIGS), help="comma-separated, from: " + ", ".join(CONFIGS))
+    p.add_argument("--in-process", type=int, default=0, metavar="PAIRS",
+                   help="instead: PAIRS on/off pairs of the invariance switch in one process")
     a = p.parse_args(argv)
     rng = random.Random(0)
     seqs = ["".join(rng.choice("ACDEFGHIKLMNPQRSTVWY") for _ in range(a.length)) for _ in range(a.n)]
+    if a.in_process:
+        r = measure_in_process(a.model, seqs, a.threads, a.in_process)
+        ratios = [x / y for x, y in zip(r["on"], r["off"])]
+        print(f"{a.model}, float32, exact PLL, {a.threads} threads, one process, {a.in_process} on/off pairs; "
+              f"load average median {statistics.median(r['load']):.1f} ({min(r['load']):.1f}-{max(r['load']):.1f})")
+        print(f"on: median {statistics.median(r['on']):.2f} s; off: median {statistics.median(r['off']):.2f} s; "
+              f"on/off per pair: {_spread(ratios)}")
+        return 0
     configs = tuple(a.configs.split(","))
     run = measure(a.model, seqs, a.threads, a.rounds, configs, a.check)
     s = run["seconds"]
