@@ -7,11 +7,13 @@ variant-effect scores
 embedded antibody models; exact toy models, synthetic
 languages with exact conditionals, and an MLM trainer.
 
-Importing mlmprob sets ``MKL_CBWR=AUTO,STRICT`` (Intel MKL's conditional numerical reproducibility) unless
-it is set already: float32 matrix products then give the same bits with any thread count, so a record's
-scores do not depend on ``--threads`` or ``--workers`` (:data:`mlmprob.defaults.MKL_CBWR`; set
-``MKL_CBWR=`` (empty) to turn it off). MKL reads it at its first call: a program that multiplied torch
-matrices on the CPU before importing mlmprob must set it in its environment itself.
+A record's float32 scores on a CPU do not depend on ``--threads`` or ``--workers``: every forward computes
+its matrix products by single-threaded MKL in blocks fixed by the shapes (:mod:`mlmprob.runtime.threads`).
+Importing mlmprob also sets ``MKL_CBWR=AUTO,STRICT`` (Intel MKL's conditional numerical reproducibility)
+unless it is set already (:data:`mlmprob.defaults.MKL_CBWR`; ``MKL_CBWR=`` (empty) turns it off); alone it
+did not make products thread-count independent (docs/results/precision/threads_repro.md). MKL reads it at
+its first call: a program that multiplied torch matrices on the CPU before importing mlmprob must set it in
+its environment itself.
 """
 
 import inspect as _inspect

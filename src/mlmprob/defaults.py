@@ -21,10 +21,13 @@
   65536 on AntiBERTy, Sapiens and ESM-2 in every precision (``bench/batch_budget.py``,
   docs/results/precision/batch_budget.md): smaller activations stay in the caches.
 - ``MKL_CBWR``: the environment variable and value that ``import mlmprob`` sets unless it is set already,
-  before torch's first MKL call: Intel MKL's conditional numerical reproducibility in strict mode, so
-  float32 matrix products give the same bits on 1 or N threads, and ``--threads``/``--workers`` do not move
-  a record's scores (``bench/bench_threads_repro.py``, docs/results/precision/threads_repro.md: its cost).
-  ``MKL_CBWR=`` (empty) turns it off.
+  before torch's first MKL call: Intel MKL's conditional numerical reproducibility in strict mode. Alone it
+  left small products thread-dependent; what makes ``--threads``/``--workers`` leave a record's float32
+  scores unmoved is ``THREAD_INVARIANT_ENV``'s mechanism (``bench/bench_threads_repro.py``,
+  docs/results/precision/threads_repro.md: both costs). ``MKL_CBWR=`` (empty) turns it off.
+- ``THREAD_INVARIANT_ENV``: ``$MLMPROB_THREAD_INVARIANT=0`` turns off mlmprob's thread-count-invariant
+  matrix products (:mod:`mlmprob.runtime.threads`: single-threaded MKL per fixed block of rows, the
+  blocks on the threads), on by default.
 - ``PART_ROWS``: rows per committed Parquet part of a streamed output.
 - ``COUNT_LIMIT``: a streamed command counts its units for the progress bar's total only when its input
   file is smaller than this (counting reads the input once more); inputs it generates (``--saturate``,
@@ -48,5 +51,6 @@ DTYPE_ENV = "MLMPROB_DTYPE"
 FUSED_ENV = "MLMPROB_FUSED"
 BATCH_TOKENS = 4096
 MKL_CBWR = ("MKL_CBWR", "AUTO,STRICT")
+THREAD_INVARIANT_ENV = "MLMPROB_THREAD_INVARIANT"
 PART_ROWS = 1024
 COUNT_LIMIT = 256 << 20

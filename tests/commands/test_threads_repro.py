@@ -1,11 +1,11 @@
-"""float32 scores do not depend on the thread count (issue 28, item 4): ``import mlmprob`` sets
-``MKL_CBWR=AUTO,STRICT`` (``mlmprob.defaults.MKL_CBWR``), so ``--threads 1``, ``--threads 2`` and
-``--workers 2`` write the same bits as one process.
+"""float32 scores do not depend on the thread count (issue 28, item 4): ``--threads 1``, ``--threads 2``
+and ``--workers 2`` write the same bits, for a 32-wide BERT and ESM-2 (the CLI end to end; the forward
+passes at 1, 2 and 3 threads, 16 and 32 wide, fused and transformers' code: tests/models/test_thread_invariance.py).
 
-The models here are 32 wide: on this project's AMD EPYC (AVX2), MKL's strict mode still gave thread-dependent
-products with 16 output columns and 4-12 rows (the width of conftest's tiny models), while the other 698 of 714
-shapes scanned were identical (docs/results/precision/threads_repro.md). Strict mode is not enough for the
-ESM model below (an expected failure until another means is found)."""
+Every forward runs its matrix products by single-threaded MKL in fixed blocks (mlmprob.runtime.threads);
+MKL's own reproducibility mode (``MKL_CBWR=AUTO,STRICT``, set by ``import mlmprob``) alone was not enough
+(docs/results/precision/threads_repro.md). Here ``MKL_CBWR`` is cleared, so the test shows that the
+blocks alone suffice."""
 
 import json
 import os
@@ -49,10 +49,7 @@ def _esm(d):
     return d
 
 
-@pytest.fixture(scope="module", params=["bert", pytest.param("esm", marks=pytest.mark.xfail(
-    reason="MKL's strict mode alone is not enough here: on this project's AMD EPYC (AVX2) this ESM's PLL still "
-           "moved by ~1e-6 between thread counts (docs/results/precision/threads_repro.md); another means "
-           "(a thread-count-independent forward) is still to be found", strict=False))])
+@pytest.fixture(scope="module", params=["bert", "esm"])
 def model_and_input(request, tmp_path_factory):
     d = tmp_path_factory.mktemp(f"threads-{request.param}")
     model = (_bert if request.param == "bert" else _esm)(d / "model")
@@ -63,8 +60,10 @@ def model_and_input(request, tmp_path_factory):
 
 
 def _score(model, inp, *args, out=None, workers=None):
-    env = {k: v for k, v in os.environ.items() if k not in ("MKL_CBWR", "OMP_NUM_THREADS", "MKL_NUM_THREADS")}
-    env["PYTHONUNBUFFERED"] = "1"     # MKL_CBWR unset: mlmprob sets it itself
+    env = {k: v for k, v in os.environ.items() if k not in ("OMP_NUM_THREADS", "MKL_NUM_THREADS",
+                                                            "MLMPROB_THREAD_INVARIANT")}
+    env["PYTHONUNBUFFERED"] = "1"
+    env["MKL_CBWR"] = ""              # MKL's reproducibility mode off: mlmprob's blocks alone
     cmd = [sys.executable, "-m", "mlmprob", *args, "score", str(inp), "--model", str(model), "--device", "cpu",
            "--no-progress"] + (["--out", str(out)] if out else []) + (["--workers", str(workers)] if workers else [])
     run = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)

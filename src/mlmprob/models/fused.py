@@ -17,6 +17,9 @@ classes compute the same functions with fewer passes over memory:
   read one position each), the last layer's query, attention output, feed-forward block and norms run at
   those positions alone (keys and values still at all positions).
 
+Float32 products on the CPU run through :func:`mlmprob.runtime.threads.linear`: fixed blocks of rows, each
+by single-threaded MKL, so the bits do not depend on the thread count.
+
 Same weights and mathematics: the outputs differ from transformers' by rounding only (tested against it in
 float32, bfloat16 and int8). The modules are read from the model at every call, so weights changed in place
 (training) or modules replaced (quantization) are followed; the concatenated Q/K/V weights of a layer are
@@ -28,7 +31,16 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
+from ..runtime.threads import enabled as invariant_enabled, linear as _invariant_linear, sequential_blas
 from .precision import Int8Linear
+
+
+def _dense(lin, x: torch.Tensor) -> torch.Tensor:
+    """``lin(x)``; a float linear layer through :func:`mlmprob.runtime.threads.linear` (the same product,
+    its bits independent of the thread count)."""
+    if type(lin) is torch.nn.Linear:
+        return _invariant_linear(x, lin.weight, lin.bias)
+    return lin(x)
 
 
 def _signature(lin) -> tuple:
@@ -83,6 +95,27 @@ def fused_encoder(base):
     return None
 
 
+ATTENTION_CHUNK = 1 << 22
+"""Most attention scores ``[rows, heads, Lq, L]`` held at once by :func:`_attention_in_this_thread`."""
+
+
+def _attention_in_this_thread(q, k, v, mask, scale) -> torch.Tensor:
+    """``softmax(q k^T * scale, masked) v`` for ``[B, heads, Lq, d]`` inputs, its products by single-threaded
+    MKL in this thread, batch rows in chunks fixed by the shapes: the same bits at any thread count.
+    (torch's ``scaled_dot_product_attention`` calls MKL from its worker threads, where mlmprob cannot make
+    MKL single-threaded; it gave thread-dependent bits, docs/results/precision/threads_repro.md.)"""
+    b, heads, lq, _ = q.shape
+    step = max(1, ATTENTION_CHUNK // max(1, heads * lq * k.shape[2]))
+    out = q.new_empty(b, heads, lq, v.shape[3])
+    with sequential_blas():
+        for i in range(0, b, step):
+            s = torch.matmul(q[i:i + step], k[i:i + step].transpose(-1, -2)).mul_(scale)
+            if mask is not None:
+                s.masked_fill_(~mask[i:i + step], float("-inf"))
+            torch.matmul(torch.softmax(s, -1), v[i:i + step], out=out[i:i + step])
+    return out
+
+
 class _Fused:
     """What both families share: fused Q/K/V, attention, the layer loop with the last layer at the reads."""
 
@@ -103,14 +136,17 @@ class _Fused:
 
     def _attend(self, q, k, v, mask) -> torch.Tensor:
         """Attention (float32) of ``q`` ``[B, Lq, heads, d]`` over ``k``, ``v`` ``[B, L, heads, d]`` -> ``[B, Lq, H]``."""
-        out = F.scaled_dot_product_attention(q.float().transpose(1, 2), k.float().transpose(1, 2),
-                                             v.float().transpose(1, 2), attn_mask=mask, scale=self.head_dim ** -0.5)
-        return out.transpose(1, 2).reshape(q.shape[0], q.shape[1], self.hidden_size)
+        q, k, v = q.float().transpose(1, 2), k.float().transpose(1, 2), v.float().transpose(1, 2)
+        if q.device.type == "cpu" and invariant_enabled():
+            out = _attention_in_this_thread(q, k, v, mask, self.head_dim ** -0.5)
+        else:
+            out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, scale=self.head_dim ** -0.5)
+        return out.transpose(1, 2).reshape(q.shape[0], q.shape[2], self.hidden_size)
 
     def _attention(self, x, i, att, ctx, mask, rows, cols) -> torch.Tensor:
         """Self-attention of the layer input ``x`` ``[B, L, H]``: ``[B, L, H]``, or ``[N, H]`` at the reads."""
         b, length, _ = x.shape
-        qkv = self._qkv_of(i, att)(x).view(b, length, 3, self.heads, self.head_dim)
+        qkv = _dense(self._qkv_of(i, att), x).view(b, length, 3, self.heads, self.head_dim)
         if rows is None:
             q, k, v = qkv.unbind(2)
             q, k = self._position(q, k, ctx, None)
@@ -206,8 +242,8 @@ class FusedEsm(_Fused):
 
     def _layer(self, h, i, lay, rot, mask, rows, cols):
         a = self._attention(lay.attention.LayerNorm(h), i, lay.attention.self, rot, mask, rows, cols)
-        h = (h if rows is None else h[rows, cols]) + lay.attention.output.dense(a.to(h.dtype))
-        return h.add_(lay.output.dense(F.gelu(lay.intermediate.dense(lay.LayerNorm(h)))))
+        h = (h if rows is None else h[rows, cols]) + _dense(lay.attention.output.dense, a.to(h.dtype))
+        return h.add_(_dense(lay.output.dense, F.gelu(_dense(lay.intermediate.dense, lay.LayerNorm(h)))))
 
     def _finish(self, h):
         return self.base.encoder.emb_layer_norm_after(h)
@@ -223,9 +259,9 @@ class FusedBert(_Fused):
         a = self._attention(h, i, lay.attention.self, ctx, mask, rows, cols)
         out = lay.attention.output
         res = h if rows is None else h[rows, cols]
-        h = out.LayerNorm(out.dense(a.to(h.dtype)).add_(res))
+        h = out.LayerNorm(_dense(out.dense, a.to(h.dtype)).add_(res))
         ffn = lay.output
-        return ffn.LayerNorm(ffn.dense(F.gelu(lay.intermediate.dense(h))).add_(h))
+        return ffn.LayerNorm(_dense(ffn.dense, F.gelu(_dense(lay.intermediate.dense, h))).add_(h))
 
     def _finish(self, h):
         return h

@@ -8,6 +8,7 @@ import torch
 
 from ..errors import MLMProbError
 from ..runtime.device import fused_default  # noqa: F401 - re-exported
+from ..runtime.threads import invariant_method
 from .fused import fused_encoder
 from .length import max_length_of, text_config
 from .precision import model_dtype
@@ -40,7 +41,9 @@ class HFMaskedLM:
     so scoring never materialises ``[B, L, V]`` logits. Inputs may be on any device; outputs come
     back on the CPU as float32. Right padding with ``pad_id`` is masked out of attention.
     ESM-2, BERT and RoBERTa encoders run through :mod:`mlmprob.models.fused` (the same function with fewer
-    passes over memory; ``fused=False`` or ``$MLMPROB_FUSED=0`` runs transformers' own code).
+    passes over memory; ``fused=False`` or ``$MLMPROB_FUSED=0`` runs transformers' own code). Every forward
+    runs with single-threaded MKL (:func:`mlmprob.runtime.threads.invariant_method`), so float32 results do
+    not depend on the thread count.
     ``pads_safely`` is set False by the load-time probe (:mod:`mlmprob.models.probe`) for a model whose
     outputs change when a row is padded: its rows are then forwarded unpadded.
     """
@@ -110,6 +113,7 @@ class HFMaskedLM:
         return ids if self._fill is None else ids.masked_fill(ids == self.pad_id, self._fill)
 
     @torch.inference_mode()
+    @invariant_method
     def logits(self, input_ids: torch.Tensor) -> torch.Tensor:
         ids = self._check(input_ids)
         if self._padded(ids):
@@ -121,6 +125,7 @@ class HFMaskedLM:
         return out.logits.float().cpu()
 
     @torch.inference_mode()
+    @invariant_method
     def logits_at(self, input_ids: torch.Tensor, rows: torch.Tensor, cols: torch.Tensor) -> torch.Tensor:
         ids = self._check(input_ids)
         if self._padded(ids):
@@ -132,6 +137,7 @@ class HFMaskedLM:
         return self._head(self._hidden(ids, rows, cols)).float().cpu()
 
     @torch.inference_mode()
+    @invariant_method
     def device_logits_at(self, input_ids: torch.Tensor, rows: torch.Tensor, cols: torch.Tensor) -> torch.Tensor:
         """``logits_at`` for the hot path: inputs already validated and on the model's device; the logits
         stay there (model dtype), so the caller's loop makes no host synchronisation."""
@@ -141,6 +147,7 @@ class HFMaskedLM:
         return self._head(self._hidden(input_ids, rows, cols))
 
     @torch.inference_mode()
+    @invariant_method
     def hidden_at(self, input_ids: torch.Tensor, rows: torch.Tensor, cols: torch.Tensor) -> torch.Tensor:
         """Final hidden states ``[N, H]`` (float32, CPU) at ``(rows, cols)`` of ``input_ids``, rows given as is
         (nothing masked): the input of the LM head. Optional protocol member, read by the one-pass PLL."""
@@ -150,6 +157,7 @@ class HFMaskedLM:
         rows, cols = torch.as_tensor(rows).to(self.device), torch.as_tensor(cols).to(self.device)
         return self._hidden(ids, rows, cols).float().cpu()
 
+    @invariant_method
     def head_logits(self, hidden: torch.Tensor) -> torch.Tensor:
         """The LM head applied to hidden states ``[N, H]`` -> logits ``[N, V]`` (float32, CPU); differentiable
         in ``hidden`` (the head's own weights stay fixed), for fitting the one-pass correction."""
