@@ -225,3 +225,13 @@ def test_auto_meaning_two_precisions_on_the_devices_is_refused(monkeypatch):
     assert resolved_dtype("auto", ["cuda:0", "cuda:1"]) == "bfloat16"
     with pytest.raises(MLMProbError, match="means bfloat16 on cuda:0 and float32 on cpu: one output would mix"):
         resolved_dtype("auto", ["cuda:0", "cpu"])
+
+
+def test_thread_invariance_switched_off_is_recorded(monkeypatch):
+    """Rows computed without the thread-count-invariant products differ in their last bits: a run with
+    $MLMPROB_THREAD_INVARIANT=0 records it, so a resume with the default is refused (and vice versa)."""
+    from mlmprob.runtime.provenance import computed_with
+
+    assert "thread_invariant" not in computed_with("no/such/model", "float32", ["cpu"])
+    monkeypatch.setenv("MLMPROB_THREAD_INVARIANT", "0")
+    assert computed_with("no/such/model", "float32", ["cpu"])["thread_invariant"] is False

@@ -15,6 +15,8 @@ a value:
   different rounding;
 - ``model_path``: for a local model folder, its resolved absolute path (``--model models/x`` names
   another folder from another working directory);
+- ``thread_invariant: false``, only when ``$MLMPROB_THREAD_INVARIANT=0`` turned off the thread-count-invariant
+  products (:mod:`mlmprob.runtime.threads`; absent, the default: on), whose rows differ in their last bits;
 - with ``int8`` only: ``batch_tokens``, the resolved sub-batch budget (activations are quantized per
   call over the whole sub-batch, so the rows a record shares it with change its values), and
   ``int8_activations``, 8 or 7 bits (this CPU's kernels, :func:`mlmprob.runtime.device.int8_reduce_range`).
@@ -131,6 +133,10 @@ def computed_with(model, dtype_spec, devices: Sequence[str], *, batch_tokens: in
             dtype = weights_dtype_text(model, devices)
         fused = _fused_requested()
     block = {"dtype": dtype, "forward": "fused" if fused else "transformers"}
+    from .threads import enabled as thread_invariant
+
+    if not thread_invariant():
+        block["thread_invariant"] = False
     path = _model_path(model)
     if path is not None:
         block["model_path"] = path
