@@ -125,6 +125,15 @@ def tiny_bert_dir(tmp_path_factory):
     return save_tiny_bert(tmp_path_factory.mktemp("tinybert"))
 
 
+def pytest_configure(config):
+    """The whole session computes on one intra-op thread (``one_thread`` for every test): the tiny models and
+    small tensors of the suite run no faster on more, and on a shared or 2-core CI machine the extra OpenMP
+    threads spin against each other and against the subprocesses the tests start (measured: tests/infill and
+    tests/joints take a third of the wall time on one thread). Subprocesses and worker processes keep their
+    own defaults (``--threads``, ``threads_per_worker``)."""
+    torch.set_num_threads(1)
+
+
 @pytest.fixture(scope="module")
 def one_thread():
     """Tiny models and small tensor ops on a shared CPU run far faster on one thread; restored afterwards."""

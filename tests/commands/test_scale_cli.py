@@ -78,7 +78,7 @@ def _cli(*args):
 
 
 @pytest.mark.parametrize("suffix", [".jsonl", ".parquet"])
-def test_sigkill_then_resume_loses_nothing_and_locks_the_output(tiny_bert_dir, tmp_path, suffix):
+def test_sigkill_then_resume_loses_nothing_and_locks_the_output(tiny_bert_dir, tmp_path, suffix, capsys):
     inp = _fasta(tmp_path / "big.fasta", 200, seed=1)
     out = tmp_path / f"r{suffix}"
     cmd, env = _cli(inp, "--model", tiny_bert_dir, "--out", out, "--batch-tokens", "48", "--no-progress", "--device", "cpu",
@@ -90,11 +90,13 @@ def test_sigkill_then_resume_loses_nothing_and_locks_the_output(tiny_bert_dir, t
         assert held.wait(what=lambda: proc.stderr.read()) == 32
         committed = len(list(read_results(out)))
         assert committed == 32                                     # what the output holds at the kill
-        # a second writer of the same output is refused while the first runs
-        second = subprocess.run(_cli(inp, "--model", tiny_bert_dir, "--out", out, "--resume", "--no-progress")[0],
-                                env=env, capture_output=True, text=True)
-        assert second.returncode == 2 and "being written by another process" in second.stderr
-        assert len(second.stderr.strip().splitlines()) == 1
+        # a second writer of the same output (this process) is refused while the first runs
+        capsys.readouterr()
+        assert main(["score", str(inp), "--model", str(tiny_bert_dir), "--out", str(out), "--resume",
+                     "--no-progress"]) == 2
+        err = capsys.readouterr().err
+        assert "being written by another process" in err and f"(pid {proc.pid} " in err
+        assert len(err.strip().splitlines()) == 1
         proc.send_signal(signal.SIGKILL)
         assert proc.wait() == -signal.SIGKILL
     finally:
@@ -103,9 +105,8 @@ def test_sigkill_then_resume_loses_nothing_and_locks_the_output(tiny_bert_dir, t
             proc.wait()
         held.close()
     assert lock.exists()                                           # left behind by the kill, but not held
-    done = subprocess.run(_cli(inp, "--model", tiny_bert_dir, "--out", out, "--resume", "--no-progress")[0],
-                          env=env, capture_output=True, text=True)
-    assert done.returncode == 0, done.stderr
+    assert main(["--threads", "1", "score", str(inp), "--model", str(tiny_bert_dir), "--out", str(out), "--resume",
+                 "--no-progress"]) == 0, capsys.readouterr().err     # resumed here: no second Python start-up
     rows = list(read_results(out))
     ids = [r["id"] for r in rows]
     assert len(ids) == len(set(ids)) == 200                        # every unit exactly once

@@ -3,7 +3,7 @@
 For each writer (``sample`` streamed, ``sample`` folder, ``infill --input``, ``joints``, ``train``) one
 test: compute the uninterrupted result in this process; start the same command as a real subprocess
 (``python -m mlmprob --threads 1``); wait until its output shows a few units; freeze it (SIGSTOP) and start
-a second writer on the same output, which must be refused with one ``error:`` line naming the output and
+a second writer on the same output (in this process), which must be refused with one ``error:`` line naming the output and
 the process that holds it; let the first run go on (SIGCONT) for a seeded random delay within the window
 the units took to appear, then SIGKILL it; tear the last unit of the output in half (a torn last line,
 or a half-written checkpoint folder); resume; and check that every unit is there exactly once with the
@@ -157,13 +157,12 @@ def _scenario(case: Case, tmp_path: Path, seed: int, record: dict) -> None:
         assert rc == 0, ref_err
         watcher.join(timeout=240)
         assert watcher.nth is not None, f"{watcher.problem}: {errfile.read_text()}"
-        try:        # a second writer on the same output, while the first (frozen) holds it
-            cmd2, env2 = _cli(case.argv(out) + list(case.resume))
-            second = subprocess.run(cmd2, env=env2, capture_output=True, text=True, timeout=120)
+        try:        # a second writer on the same output (this process), while the first (frozen) holds it
+            rc2, _, err2 = _in_process(case.argv(out) + list(case.resume))
         finally:
             proc.send_signal(signal.SIGCONT)
-        lines = second.stderr.strip().splitlines()
-        assert second.returncode == 2 and len(lines) == 1, second.stderr
+        lines = err2.strip().splitlines()
+        assert rc2 == 2 and len(lines) == 1, err2
         assert lines[0].startswith("error: ") and "being written by another process (pid" in lines[0], lines[0]
         assert str(out) in lines[0] and f"pid {proc.pid}" in lines[0], lines[0]
         record["second_writer"] = "refused"

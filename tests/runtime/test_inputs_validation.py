@@ -208,14 +208,21 @@ def _cli(*argv, data: bytes):
 
 
 def test_standard_input_is_read_once(tiny_bert_dir, tmp_path):
+    from concurrent.futures import ThreadPoolExecutor
+
     fa = _fasta(tmp_path / "s.fasta", ["a", "b", "c"])
-    r = _cli("score", "-", "--format", "fasta", "--model", tiny_bert_dir, data=fa.read_bytes())
+    with ThreadPoolExecutor(3) as pool:     # three independent processes, side by side (the second core)
+        runs = [pool.submit(lambda a: _cli(*a[0], data=a[1]), a) for a in [
+            (("score", "-", "--format", "fasta", "--model", tiny_bert_dir), fa.read_bytes()),
+            (("score", "/dev/stdin", "--model", tiny_bert_dir), fa.read_bytes()),     # a pipe by name, sniffed
+            (("score", "-", "--model", tiny_bert_dir), b"ACDE\nKLMN\n")]]            # no --format, not sniffable
+    r = runs[0].result()
     assert r.returncode == 0, r.stderr.decode()
     assert [json.loads(x)["id"] for x in r.stdout.decode().splitlines()] == ["a", "b", "c"]
-    r = _cli("score", "/dev/stdin", "--model", tiny_bert_dir, data=fa.read_bytes())   # a pipe by name, sniffed
+    r = runs[1].result()
     assert r.returncode == 0, r.stderr.decode()
     assert [json.loads(x)["id"] for x in r.stdout.decode().splitlines()] == ["a", "b", "c"]
-    r = _cli("score", "-", "--model", tiny_bert_dir, data=b"ACDE\nKLMN\n")   # no --format, not sniffable
+    r = runs[2].result()
     assert r.returncode == 2 and r.stderr.decode().strip().splitlines()[-1].startswith("error: standard input")
     assert "--format" in r.stderr.decode()
 

@@ -47,9 +47,12 @@ def test_the_measurement_key_is_the_same_in_every_process():
     import sys
 
     code = "import torch; torch.set_num_threads(1); from mlmprob.runtime.device import machine_key; print(machine_key())"
-    keys = {subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
-                           env={**__import__("os").environ, "PYTHONHASHSEED": str(seed)}).stdout.strip()
-            for seed in (1, 2)}
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(2) as pool:     # the two processes side by side
+        keys = set(pool.map(lambda seed: subprocess.run(
+            [sys.executable, "-c", code], capture_output=True, text=True, check=True,
+            env={**__import__("os").environ, "PYTHONHASHSEED": str(seed)}).stdout.strip(), (1, 2)))
     assert len(keys) == 1 and "|" in keys.pop()
 
 

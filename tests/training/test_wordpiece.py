@@ -110,9 +110,13 @@ def test_same_vocabulary_in_every_process(tmp_path):
     code = ("import json, sys; from mlmprob.training.wordpiece import train_wordpiece; "
             f"t = train_wordpiece({LINES!r}, 130, 64); "
             "print(json.dumps(t.convert_ids_to_tokens(list(range(len(t))))))")
-    runs = []
-    for hash_seed in ("1", "2", "3"):
+    from concurrent.futures import ThreadPoolExecutor
+
+    def run(hash_seed):
         env = {**os.environ, "PYTHONHASHSEED": hash_seed}
         out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
-        runs.append(json.loads(out.stdout.strip().splitlines()[-1]))
+        return json.loads(out.stdout.strip().splitlines()[-1])
+
+    with ThreadPoolExecutor(3) as pool:     # independent processes, side by side
+        runs = list(pool.map(run, ("1", "2", "3")))
     assert runs[0] == runs[1] == runs[2] and len(runs[0]) == 130
