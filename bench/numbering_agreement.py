@@ -86,7 +86,7 @@ def imgt_104(seq: str) -> str:
     """The residue the library numbers IMGT 104 (the conserved Cys before CDR-H3), with its index.
 
     >>> imgt_104("QVQLVQSGAEVKKPGASVKVSCKASGYTFTSYGISWVRQAPGQGLEWMGWISAYNGNTNYAQKLQGRVTMTTDTSTSTAYMELRSLRSDDTAVYYCARDGYWGQGTLVTVSS")
-    'C (96)'
+    'C (95)'
     """
     from mlmprob.errors import MLMProbError
     from mlmprob.numbering import number

@@ -143,3 +143,21 @@ class ScoreJob:
                 continue
             out.append(row)
         return out
+
+
+@dataclass(frozen=True)
+class OnePassScoreJob(ScoreJob):
+    """:class:`ScoreJob` (same loading) whose rows are one-pass estimates (``mlmprob score --pll one-pass``);
+    ``correction``: a file to use instead of the one found for the model."""
+
+    correction: str | None = None
+
+    def run(self, mlm, records: Sequence[Record]) -> tuple[list[dict], list[tuple[str, str]]]:
+        from .onepass.scoring import one_pass_rows
+
+        if self.per_token or self.whole_word:
+            raise MLMProbError("--pll one-pass gives per-sequence scores only (no --per-token, no --whole-word)")
+        skipped: list[tuple[str, str]] = []
+        rows = one_pass_rows(reader_of(mlm, self.batch_tokens), records, skip_invalid=self.skip_invalid,
+                             skipped=skipped, correction=self.correction)
+        return rows, skipped

@@ -22,7 +22,7 @@ from ..errors import MLMProbError
 from ..jsonl import dumps
 from ..metrics.sequences import stutter_rate
 from ..models.protocol import MaskedLM
-from ..models.reader import reader_of
+from ..models.reader import name_of, reader_of
 from ..runtime.log import ResumableLog, check_config
 from ..runtime.seeds import seeded_generator
 from .cdr_h3_common import CONFIGS, RESULTS_FILE, WORK_DIR, Config, RunOptions, read_results, seq_metrics
@@ -251,7 +251,7 @@ def _run_sampler(mlm: MaskedLM, cfg: Config, units: _Units, opts: RunOptions, wo
 
 
 def _model_name(mlm) -> str:
-    return reader_of(mlm).name
+    return name_of(mlm)
 
 
 def done_units(records: list[dict], opts: RunOptions) -> set[tuple[str, str]]:

@@ -33,7 +33,7 @@ from ..variants.rows import RowTable
 from ..variants.baselines import blosum_sum, hamming, kd_mean
 from .variants_data_common import (FRAMEWORK, TAIL, WT_CDR, Library, encode_chunk, load_assay_set,
                                    result_path)
-from ..models.reader import reader_of
+from ..models.reader import name_of, reader_of
 
 GROUPS = {
     "baselines": ("blosum62", "neg_hamming", "neg_kd_cdrh3"),
@@ -109,7 +109,7 @@ class Encoder:
         for i, w in enumerate(words):
             if w >= 0:
                 if w in index:
-                    raise MLMProbError(f"{reader_of(mlm).name} splits residue {w} into several tokens")
+                    raise MLMProbError(f"{name_of(mlm)} splits residue {w} into several tokens")
                 index[w] = i
         if len(index) != len(full):
             raise MLMProbError(f"the VH of {len(full)} residues encodes to {len(index)} residue tokens")

@@ -25,7 +25,7 @@ from typing import Iterable, Iterator, NamedTuple, Sequence
 from ..defaults import DTYPE
 from ..errors import MLMProbError
 from ..runtime.inputs import Record
-from ..models.reader import reader_of
+from ..models.reader import name_of, reader_of
 
 _GAP_RE = re.compile(r"(\[MASK\]|<mask>)(?:\s*[xX*]\s*(\d+))?", re.IGNORECASE)
 GAP_MODES = ("joint", "each")
@@ -231,7 +231,7 @@ def infill_records(mlm, records: Iterable[Record], *, gaps: str = "joint", **opt
     """Rows of every gap of ``records`` with an already loaded model (``options``: those of :class:`InfillJob`
     but ``model``), in input order.
     """
-    job = InfillJob(model=reader_of(mlm).name, **options)
+    job = InfillJob(model=name_of(mlm), **options)
     state = job.prepare(mlm)
     for u in iter_gap_units(records, gaps):
         yield from job.run(state, [u])[0]

@@ -225,3 +225,14 @@ def reader_of(mlm, batch_tokens: int | None = None) -> Reader:
     if isinstance(mlm, Reader):
         return mlm if batch_tokens is None or batch_tokens == mlm.batch_tokens else mlm.with_budget(batch_tokens)
     return Reader(mlm, batch_tokens=batch_tokens)
+
+
+def name_of(mlm) -> str:
+    """A label for reports: the reader's name, else the object's ``name`` or its class name (any object).
+
+    >>> name_of(object())
+    'object'
+    """
+    if isinstance(mlm, Reader):
+        return mlm.name
+    return str(getattr(mlm, "name", "") or type(mlm).__name__)

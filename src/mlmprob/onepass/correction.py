@@ -22,7 +22,7 @@ from pathlib import Path
 import torch
 
 from ..errors import MLMProbError
-from ..models.reader import reader_of
+from ..models.reader import name_of
 
 FILE_STEM = "one_pass"
 FITTED_DIR = Path(__file__).resolve().parent / "fitted"
@@ -99,7 +99,7 @@ def fingerprint(mlm) -> float:
 
 
 def model_key(mlm) -> str:
-    return reader_of(mlm).name
+    return name_of(mlm)
 
 
 def check_fits(c: Correction, mlm, where: str) -> Correction:

@@ -23,7 +23,7 @@ from .kernels import DegenerateGibbs, MetropolisHastings
 from .proposals import ProposalConfig
 from .speculative import DEFAULT_DRAFT_K, Speculative
 from .schedules import ScheduleLike, as_schedule, block_size_at, schedule_text, temperature_at
-from ..models.reader import reader_of
+from ..models.reader import name_of
 
 METHODS = ("mh", "gibbs", "ancestral", "speculative")
 EXACT_DRAWS = ("ancestral", "speculative")  # every epoch an independent draw of p_sigma: no initialisation
@@ -89,7 +89,7 @@ class SampleResult:
 
 
 def _model_name(mlm) -> str:
-    return reader_of(mlm).name
+    return name_of(mlm)
 
 
 def _run_config(mlm, method: str, energy: str, bs, proposal: ProposalConfig, tt, order, burn_in: int, thin: int,
