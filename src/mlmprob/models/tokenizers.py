@@ -138,6 +138,11 @@ class ResidueTokenizer:
         return "".join(out)
 
 
+def _other_special_ids(hf_tok) -> set[int]:
+    """The ids of a tokenizer's special tokens other than padding: mask, CLS/BOS, SEP/EOS, UNK."""
+    return {getattr(hf_tok, f"{k}_token_id", None) for k in ("mask", "cls", "sep", "bos", "eos", "unk")} - {None}
+
+
 def own_pad_id(hf_tok) -> int | None:
     """The tokenizer's pad id when it is a token of its own, else None.
 
@@ -150,8 +155,7 @@ def own_pad_id(hf_tok) -> int | None:
     pad = hf_tok.pad_token_id
     if pad is None:
         return None
-    others = {getattr(hf_tok, f"{k}_token_id", None) for k in ("mask", "cls", "sep", "bos", "eos", "unk")} - {None}
-    if pad in others or "pad" not in str(hf_tok.pad_token).lower():
+    if pad in _other_special_ids(hf_tok) or "pad" not in str(hf_tok.pad_token).lower():
         return None
     return int(pad)
 
@@ -181,8 +185,8 @@ class HFTokenizer:
             self.pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.mask_token_id
         self.unk_id = tokenizer.unk_token_id
         special = set(tokenizer.all_special_ids)
-        others = {getattr(tokenizer, f"{k}_token_id", None) for k in ("mask", "cls", "sep", "bos", "eos", "unk")}
-        if vocab_size is not None and self.pad_id != tokenizer.pad_token_id and tokenizer.pad_token_id not in others:
+        if (vocab_size is not None and self.pad_id != tokenizer.pad_token_id
+                and tokenizer.pad_token_id not in _other_special_ids(tokenizer)):
             special.discard(tokenizer.pad_token_id)  # a pad set to an ordinary word stays a word here
         self.special_ids = frozenset(special)
         self.max_length = max_length
