@@ -13,7 +13,8 @@ import torch
 
 from ..errors import MLMProbError
 from ..joints.conditionals import resolve_candidates
-from ..models.protocol import MaskedLM, default_positions, proposal_ids_of, special_ids_of
+from ..models.protocol import MaskedLM, proposal_ids_of, special_ids_of
+from ..positions import TOKENS, default_mask
 from .api import check_wild_type
 from .rows import RowTable
 from ..models.reader import reader_of
@@ -63,7 +64,7 @@ def saturate(mlm: MaskedLM, wild_type, positions: Sequence[int] | None = None, c
     (torch.Size([4, 3]), 5, [1, 2, 3, 4])
     """
     wt = check_wild_type(mlm, wild_type)
-    free = default_positions(mlm, wt[None])[0]
+    free = default_mask(mlm, wt[None], TOKENS)[0]
     if positions is None:
         pos = free.nonzero()[:, 0]
     else:
