@@ -102,7 +102,9 @@ def saturate(mlm: MaskedLM, wild_type, positions: Sequence[int] | None = None, c
 
 def write_csv(sat: Saturation, path: str | Path) -> Path:
     """One row per single mutant (wild-type tokens left out): ``mutant, position, residue, wt, mt,
-    wt_marginals, masked_marginals``."""
+    wt_marginals, masked_marginals``. ``residue`` is the number of the mutant string (1-based, ``offset``);
+    ``position`` the token index (0-based, special tokens counted, as ``saturate(positions=)`` takes it:
+    the 1-based residue number for a model with one start token, such as ESM-2); see docs/positions.md."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     with path.open("w", newline="") as fh:
