@@ -117,3 +117,17 @@ def test_parse_numbers_is_one_based():
                      ("4-2", "runs backwards"), ("2,2", "given twice"), ("a", r"numbers or ranges like 3,5,10-12 \(1-based\)")):
         with pytest.raises(MLMProbError, match=msg):
             parse_numbers(bad, "--positions")
+
+
+def test_the_docs_table_names_every_rule_and_no_other():
+    """docs/positions.md's table of rules has one row per rule of the module (by its constant's name)."""
+    import re
+    from pathlib import Path
+
+    import mlmprob.positions as P
+
+    text = (Path(__file__).resolve().parents[2] / "docs" / "positions.md").read_text()
+    rows = re.findall(r"^\| `([A-Z_]+)` \|", text, re.M)
+    names = sorted(k for k, v in vars(P).items() if isinstance(v, P.Rule))
+    assert sorted(rows) == names == ["TOKENS", "TOKENS_AND_MASKS", "WORDS_AND_MASKS"]
+    assert [getattr(P, n) for n in ("TOKENS", "TOKENS_AND_MASKS", "WORDS_AND_MASKS")] == list(RULES)
