@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import NamedTuple, Sequence, Union
+from typing import Sequence, Union
 
 import torch
 
-from ..defaults import DTYPE
 from ..errors import MLMProbError
+from ..models.spec import ModelJob
 from ..numbering import check_scheme, parse_cdr
 from ..runtime.inputs import Record
 from ..runtime.seeds import derive_seed
@@ -113,21 +113,11 @@ def chain_rates(result: SampleResult) -> tuple[list[float], list[float]]:
     return out[0], out[1]
 
 
-class SampleState(NamedTuple):
-    """What one worker holds: the model and its forward token budget."""
-
-    mlm: object
-    batch_tokens: int
-
-
 @dataclass(frozen=True)
-class SampleJob:
-    """Everything a worker needs to sample the chains of chunks of records (picklable)."""
+class SampleJob(ModelJob):
+    """Everything a worker needs to sample the chains of chunks of records (picklable; loaded by
+    :class:`~mlmprob.models.spec.ModelJob`: its state is the model's reader)."""
 
-    model: str
-    dtype: str | None = DTYPE  # mlmprob.defaults: the CLI's and load_mlm's default
-    allow_pickle: bool = False
-    batch_tokens: int | None = None
     chains: int = 4
     seed: int = 0
     method: str = "mh"
@@ -196,16 +186,6 @@ class SampleJob:
                 # only ancestral runs store it: the MCMC settings (and their resumable outputs) stay as they were
                 **({"tokens_per_step": self.tokens_per_step} if self.method == "ancestral" else {}),
                 **({"draft_k": self.draft_k or DEFAULT_DRAFT_K} if self.method == "speculative" else {})}
-
-    def load(self, device: str = "auto") -> SampleState:
-        """``(model, batch_tokens)`` on ``device`` (called once per worker): the model's reader carries the budget."""
-        from ..batching import auto_batch_tokens
-        from ..models import load_mlm
-        from ..models.reader import reader_of
-
-        mlm = load_mlm(self.model, device=device, dtype=self.dtype, allow_pickle=self.allow_pickle)
-        budget = auto_batch_tokens(mlm, self.batch_tokens)
-        return SampleState(reader_of(mlm, budget), budget)
 
     def run(self, state, records: Sequence[Record]) -> tuple[list[dict], list[tuple[str, str]]]:
         """Sample one chunk: ``chains`` rows per record (in input order) and the ``(id, reason)`` of the
