@@ -67,7 +67,7 @@ def test_the_walk_finds_every_job_and_each_is_a_model_job():
 @pytest.mark.parametrize("name", sorted(JOB_ARGS))
 @pytest.mark.parametrize("batch_tokens", [None, 96])
 def test_each_job_loads_through_the_one_block_and_pickles(name, batch_tokens, esm, tmp_path, monkeypatch):
-    import mlmprob.models.loading as loading
+    import mlmprob.models as models
 
     cls = job_classes()[name]
     extra = JOB_ARGS[name](tmp_path)
@@ -84,7 +84,7 @@ def test_each_job_loads_through_the_one_block_and_pickles(name, batch_tokens, es
         calls.append((name_or_path, kw))
         return esm
 
-    monkeypatch.setattr(loading, "load_mlm", fake_load_mlm)
+    monkeypatch.setattr(models, "load_mlm", fake_load_mlm)
     state = again.load("cpu")
     assert calls == [(model, {"device": "cpu", "dtype": "float32", "allow_pickle": True})]
     assert isinstance(state, State) and isinstance(state.mlm, Reader)

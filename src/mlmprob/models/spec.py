@@ -36,8 +36,9 @@ class ModelSpec:
     batch_tokens: int | None = None
 
     def load(self, device: str = "auto") -> Reader:
-        """The model on ``device``, its reader carrying the budget."""
-        from .loading import load_mlm
+        """The model on ``device``, its reader carrying the budget (``mlmprob.models.load_mlm``, looked up
+        when called)."""
+        from . import load_mlm
 
         return self.reader(load_mlm(self.model, device=device, dtype=self.dtype, allow_pickle=self.allow_pickle))
 
