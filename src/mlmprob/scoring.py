@@ -6,12 +6,13 @@ import math
 from dataclasses import asdict, dataclass, field
 from typing import Callable, Iterable, Iterator, Sequence
 
-from .defaults import DTYPE
 from .data import Record, encodable_records, encode_records
 from .energy import token_scores
 from .errors import MLMProbError, NonFiniteError
 from .models.protocol import NONFINITE_HINT
 from .models.reader import reader_of
+from .models.spec import ModelJob
+from .runtime.job import State
 
 
 @dataclass(frozen=True)
@@ -92,16 +93,12 @@ def score_records(mlm, records: Iterable[Record], *, whole_word: bool = False, p
 
 
 @dataclass(frozen=True)
-class ScoreJob:
+class ScoreJob(ModelJob):
     """Everything a worker process needs to score chunks of records (picklable; ``mlmprob score`` runs it
-    in one process, in one process per device, or on Ray actors)."""
+    in one process, in one process per device, or on Ray actors). Its state is the model's reader alone."""
 
-    model: str
-    dtype: str | None = DTYPE  # mlmprob.defaults: the CLI's and load_mlm's default
-    allow_pickle: bool = False
     whole_word: bool = False
     per_token: bool = False
-    batch_tokens: int | None = None
     skip_invalid: bool = False
     likelihood: str = "pll"       # "loglik" (former name "chain"): also mlmprob.loglik's columns (likelihood.records)
     order: str = "random"
@@ -109,16 +106,9 @@ class ScoreJob:
     per_order: bool = False
     seed: int = 0
 
-    def load(self, device: str = "auto"):
-        """The model on ``device`` (called once per worker)."""
-        from .models import load_mlm
-
-        return reader_of(load_mlm(self.model, device=device, dtype=self.dtype, allow_pickle=self.allow_pickle),
-                         self.batch_tokens)
-
-    def run(self, mlm, records: Sequence[Record]) -> tuple[list[dict], list[tuple[str, str]]]:
+    def run(self, state: State, records: Sequence[Record]) -> tuple[list[dict], list[tuple[str, str]]]:
         """Score one chunk: result rows (dicts, in input order) and the ``(id, reason)`` of skipped records."""
-        mlm = reader_of(mlm, self.batch_tokens)
+        mlm = state.mlm
         skipped: list[tuple[str, str]] = []
         rows = [s.to_dict(self.per_token) for s in score_records(
             mlm, records, whole_word=self.whole_word, per_token=self.per_token, chunk_size=max(len(records), 1),
@@ -144,20 +134,3 @@ class ScoreJob:
             out.append(row)
         return out
 
-
-@dataclass(frozen=True)
-class OnePassScoreJob(ScoreJob):
-    """:class:`ScoreJob` (same loading) whose rows are one-pass estimates (``mlmprob score --pll one-pass``);
-    ``correction``: a file to use instead of the one found for the model."""
-
-    correction: str | None = None
-
-    def run(self, mlm, records: Sequence[Record]) -> tuple[list[dict], list[tuple[str, str]]]:
-        from .onepass.scoring import one_pass_rows
-
-        if self.per_token or self.whole_word:
-            raise MLMProbError("--pll one-pass gives per-sequence scores only (no --per-token, no --whole-word)")
-        skipped: list[tuple[str, str]] = []
-        rows = one_pass_rows(reader_of(mlm, self.batch_tokens), records, skip_invalid=self.skip_invalid,
-                             skipped=skipped, correction=self.correction)
-        return rows, skipped

@@ -203,7 +203,7 @@ class Limited:
 def test_long_wild_type_scored_in_a_window_around_the_sites(esm):
     wt = WT + "ACDEFGHIKL"                                            # 23 residues, window 8 (10 tokens - 2)
     job = VariantsJob(model="unused", wild_type=wt, methods=METHODS, skip_invalid=True)
-    state = job.state(Limited(esm, 10))
+    state = job.prepare(Limited(esm, 10))
     assert state.window == 8
     units = [VariantUnit("A4C", 1, mutant="A4C"), VariantUnit("F18W:I21A", 2, mutant="F18W:I21A"),
              VariantUnit("M1A:Q9E", 3, mutant="M1A:Q9E")]

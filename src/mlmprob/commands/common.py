@@ -96,12 +96,11 @@ def add_allow_pickle_arg(p: argparse.ArgumentParser) -> None:
 
 def load_model_from_args(args):
     """Load ``--model`` on ``--device`` in ``--dtype``, settle ``args.batch_tokens`` for that device and give it
-    to the model's reader (every read of the model then uses that budget)."""
-    from ..batching import auto_batch_tokens
-    from ..models import load_mlm
+    to the model's reader (every read of the model then uses that budget): the loading block of the jobs,
+    :meth:`mlmprob.models.spec.ModelSpec.load`."""
+    from ..models.spec import ModelSpec
 
-    mlm = load_mlm(args.model, device=args.device, dtype=args.dtype, allow_pickle=getattr(args, "allow_pickle", False))
-    args.batch_tokens = auto_batch_tokens(mlm, args.batch_tokens)
-    from ..models.reader import reader_of
-
-    return reader_of(mlm, args.batch_tokens)
+    spec = ModelSpec(args.model, args.dtype, getattr(args, "allow_pickle", False), args.batch_tokens)
+    mlm = spec.load(args.device)
+    args.batch_tokens = mlm.batch_tokens
+    return mlm

@@ -103,7 +103,7 @@ def run(args) -> int:
     from ..likelihood.records import LOGLIK_FIELDS
     extra = {**loglik, "likelihood": "loglik"} if loglik else {}
     if one_pass:
-        from ..scoring import OnePassScoreJob as ScoreJob  # noqa: F811 - the same job, one-pass rows
+        from ..onepass.job import OnePassScoreJob as ScoreJob  # noqa: F811 - the same job, one-pass rows
         extra = {"correction": args.correction}
         from ..onepass.correction import correction_digest
         config.update(pll="one_pass", correction=None if args.correction is None else str(Path(args.correction).resolve()),
@@ -143,10 +143,9 @@ def _check_one_pass_args(args) -> bool:
 def _check(args, job, done, opts, units) -> None:
     """``--check N``: N random records of this run (this shard), scored exactly and compared."""
     from ..onepass.scoring import check
-    from ..runtime.command import model_of
 
     shard = opts.shard
     records = [r for k, r in enumerate(units()) if shard.is_whole or k % shard.count == shard.index - 1]
-    mlm = model_of(done.state) if done.state is not None else job.load(opts.devices[0])
+    mlm = (done.state or job.load(opts.devices[0])).mlm
     print(check(mlm, records, args.check, correction=job.correction).line(),
           file=sys.stderr)

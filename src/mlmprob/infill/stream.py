@@ -22,10 +22,11 @@ import re
 from dataclasses import dataclass
 from typing import Iterable, Iterator, NamedTuple, Sequence
 
-from ..defaults import DTYPE
 from ..errors import MLMProbError
 from ..runtime.inputs import Record
+from ..runtime.job import State
 from ..models.reader import name_of, reader_of
+from ..models.spec import ModelJob
 
 _GAP_RE = re.compile(r"(\[MASK\]|<mask>)(?:\s*[xX*]\s*(\d+))?", re.IGNORECASE)
 GAP_MODES = ("joint", "each")
@@ -141,39 +142,28 @@ def iter_gap_units(records: Iterable[Record], gaps: str = "joint") -> Iterator[G
                 yield GapUnit(f"{r.id}/gap{k}", r.id, r.seq, k, n)
 
 
-class InfillState(NamedTuple):
-    """What one worker holds: the model, the resolved pivot id, the mask text and the batch budget."""
+@dataclass(eq=False)
+class InfillState(State):
+    """What one worker holds: the model's reader, the resolved pivot id and the mask text."""
 
-    mlm: object
     pivot: int | None
     mask_text: str
-    batch_tokens: int
 
 
 @dataclass(frozen=True)
-class InfillJob:
-    """Everything a worker needs to fill chunks of :class:`GapUnit` (picklable). List-valued fields are
-    lists; a TSV writer writes them as JSON text (:func:`mlmprob.runtime.writers.tsv_cell`)."""
+class InfillJob(ModelJob):
+    """Everything a worker needs to fill chunks of :class:`GapUnit` (picklable; loaded by
+    :class:`~mlmprob.models.spec.ModelJob`). List-valued fields are lists; a TSV writer writes them as JSON
+    text (:func:`mlmprob.runtime.writers.tsv_cell`)."""
 
-    model: str
-    dtype: str | None = DTYPE  # mlmprob.defaults: the CLI's and load_mlm's default
-    allow_pickle: bool = False
     method: str = "hcb"
     order: str = "l2r"
     beam_size: int = 5
     pivot: str | None = None
-    batch_tokens: int | None = None
     skip_invalid: bool = False
-
-    def load(self, device: str = "auto") -> InfillState:
-        """The model on ``device`` (called once per worker), checked against the options."""
-        from ..models import load_mlm
-
-        return self.prepare(load_mlm(self.model, device=device, dtype=self.dtype, allow_pickle=self.allow_pickle))
 
     def prepare(self, mlm) -> InfillState:
         """Check the options against a loaded model (bad pivot, method or order: an error here)."""
-        from ..batching import auto_batch_tokens
         from .beam import make_correction
         from .gap import check_beam_size, check_order
 
@@ -183,8 +173,7 @@ class InfillJob:
         check_order(self.order)
         pivot = parse_pivot(mlm, self.pivot)
         make_correction(mlm, self.method, pivot)
-        budget = auto_batch_tokens(mlm, self.batch_tokens)
-        return InfillState(reader_of(mlm, budget), pivot, mask_text(mlm), budget)
+        return InfillState(self.model_spec.reader(mlm), pivot, mask_text(mlm))
 
     def fill(self, state: InfillState, unit: GapUnit) -> dict:
         """The output row of one unit; raises :class:`MLMProbError` (without the record's name) if it has no valid gap."""

@@ -24,16 +24,16 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterator, NamedTuple, Sequence
 
 import torch
 
-from ..defaults import DTYPE
 from ..errors import MLMProbError
 from ..models.protocol import MaskedLM
 from ..positions import TOKENS, default_mask
+from ..runtime.job import State
 from ..runtime.seeds import seeded_generator
 from ..runtime.shard import Shard
 from .evaluate import AGOptions, evaluate_pair
@@ -41,6 +41,7 @@ from .records import RECORDS_FILE, _dtype_label, check_records, load_records, re
 from .report import (METHOD_LABELS, PLOT_FILE, REPORT_FILE, SUMMARY_FILE, diagnostics, format_report,  # noqa: F401
                      summarize_records, write_report)
 from ..models.reader import reader_of
+from ..models.spec import ModelJob
 
 SCHEMES = ("random", "contiguous")
 NA_VALUES = ("na", "nan", "none")
@@ -235,44 +236,40 @@ def pair_ids(schemes: Sequence[str], n_pairs: int) -> Iterator[str]:
 
 
 # -- the work of one process ----------------------------------------------------------------------------
-class JointsWorker(NamedTuple):
-    """What one process holds: the model, its pair planner, the HCB pivot, AG options and the batch budget."""
+@dataclass(eq=False)
+class JointsWorker(State):
+    """What one process holds: the model's reader, its pair planner, the HCB pivot and the AG options."""
 
-    mlm: MaskedLM
     planner: PairPlanner
     pivot: tuple[int, int] | None
     ag: AGOptions
-    batch_tokens: int
 
 
 @dataclass(frozen=True)
-class JointsJob:
-    """Everything a worker process needs to compute pair records (picklable; see ``runtime.engine``)."""
+class JointsJob(ModelJob):
+    """Everything a worker process needs to compute pair records (picklable; see ``runtime.engine``; loaded
+    by :class:`~mlmprob.models.spec.ModelJob`). ``model`` is ``config.model`` (the default)."""
 
     config: JointsConfig
-    dtype: str | None = DTYPE  # mlmprob.defaults: the CLI's and load_mlm's default
-    allow_pickle: bool = False
-    batch_tokens: int | None = None
+    model: str = field(default="", kw_only=True)
 
-    def load(self, device: str = "auto") -> JointsWorker:
-        """``config.model`` on ``device`` (called once per worker)."""
-        from ..models import load_mlm
-
-        return self.prepare(load_mlm(self.config.model, device=device, dtype=self.dtype, allow_pickle=self.allow_pickle))
+    def __post_init__(self):
+        if not self.model:
+            object.__setattr__(self, "model", self.config.model)
+        elif self.model != self.config.model:
+            raise ValueError(f"JointsJob: model {self.model!r} is not config.model {self.config.model!r}")
 
     def prepare(self, mlm: MaskedLM) -> JointsWorker:
-        from ..batching import auto_batch_tokens
-
+        """The worker state around a loaded model: its reader with the run's budget and the pair planner."""
         c = self.config
-        budget = auto_batch_tokens(mlm, self.batch_tokens)
-        mlm = reader_of(mlm, budget)
+        mlm = self.model_spec.reader(mlm)
         pivot = None
         if c.pivot == "mask":
             if not 0 <= mlm.mask_id < mlm.vocab_size:
                 raise MLMProbError("pivot 'mask' needs a model whose output vocabulary has the mask token")
             pivot = (mlm.mask_id, mlm.mask_id)
         planner = PairPlanner(mlm, read_sequences(c.data, c.column, c.max_sequences, c.format), c)
-        return JointsWorker(mlm, planner, pivot, AGOptions(c.ag_steps, c.ag_tol, c.ag_max_steps), budget)
+        return JointsWorker(mlm, planner, pivot, AGOptions(c.ag_steps, c.ag_tol, c.ag_max_steps))
 
     def record(self, w: JointsWorker, unit: PairUnit) -> dict:
         """The record of one pair: its place, every joint's metrics and diagnostics, and its time."""

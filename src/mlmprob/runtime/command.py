@@ -1,11 +1,12 @@
 """The one runner of every streaming command (``score``, ``variants``, streamed ``sample``, ``joints``,
 streamed ``infill``).
 
-A command declares a :class:`StreamCommand`: its job (picklable; ``job.load(device)`` loads the model once
-per worker and returns a state that is the model or holds it as ``.mlm``; ``job.run(state, chunk)`` maps a
-chunk of units to ``(rows, skipped)``), its units (a function giving a fresh iterator), its configuration
-(stored in ``OUT.meta.json``; a resume must match it) and its output columns. :func:`run_command` does
-the rest, the same way for every command:
+A command declares a :class:`StreamCommand`: its job (the one job shape of :mod:`mlmprob.runtime.job`:
+picklable; ``job.model_spec`` says which model it reads and how; ``job.load(device)`` loads the model once
+per worker and returns a :class:`~mlmprob.runtime.job.State`, whose ``.mlm`` is the model's reader;
+``job.run(state, chunk)`` maps a chunk of units to ``(rows, skipped)``), its units (a function giving a
+fresh iterator), its configuration (stored in ``OUT.meta.json``; a resume must match it) and its output
+columns. :func:`run_command` does the rest, the same way for every command:
 
 1. the first unit is read (bad input fails before a model is loaded; no unit at all is ``spec.empty``);
 2. the output is claimed (:func:`~mlmprob.runtime.writers.open_writer`: lock, resume, configuration
@@ -28,12 +29,13 @@ from __future__ import annotations
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Callable, Iterable
 
 from .. import defaults
 from ..errors import MLMProbError
 from .engine import StreamSummary, run_stream
 from .capacity import capped_workers
+from .job import Job, State, state_of
 from .pool import parse_devices
 from .provenance import KEY, computed_with
 from .shard import Shard, parse_shard
@@ -79,9 +81,10 @@ class RunOptions:
 class StreamCommand:
     """What a streaming command declares. ``units()`` gives a fresh iterator each call; ``input`` is the
     file it reads (None when the command makes its units); ``last_row_id(unit)`` is the id of the unit's
-    last row when a unit gives several rows; ``state`` is an already loaded worker state (library use)."""
+    last row when a unit gives several rows; ``state`` is an already loaded worker state (library use: the
+    job's ``prepare(mlm)``)."""
 
-    job: Any
+    job: Job
     units: Callable[[], Iterable]
     config: dict
     fields: tuple[str, ...] | None = None
@@ -93,7 +96,7 @@ class StreamCommand:
     last_row_id: Callable | None = None
     skip_label: str = "record "
     meta: dict = field(default_factory=dict)
-    state: Any = None
+    state: State | None = None
     on_rows: Callable[[list[dict]], None] | None = None
 
 
@@ -105,7 +108,7 @@ class StreamRun(StreamSummary):
 
     ran_on: str = ""
     shard: Shard = Shard.whole()
-    state: Any = None
+    state: State | None = None
 
 
 def dtype_label(dtype_spec, device: str) -> str:
@@ -114,11 +117,6 @@ def dtype_label(dtype_spec, device: str) -> str:
 
     dt = resolve_dtype(dtype_spec, resolve_device(device))
     return "float32" if dt is None else str(dt).replace("torch.", "")
-
-
-def model_of(state):
-    """The model inside a worker state (the state itself, or its ``.mlm``)."""
-    return getattr(state, "mlm", state)
 
 
 def _count(spec: StreamCommand, opts: RunOptions) -> int | None:
@@ -134,13 +132,11 @@ def _count(spec: StreamCommand, opts: RunOptions) -> int | None:
 
 def _computed_with(spec: StreamCommand, opts: RunOptions) -> dict:
     """The run's ``computed_with`` block (:mod:`mlmprob.runtime.provenance`): from the model it was given,
-    else from the job's dtype and budget (the options' dtype for a job without one) on the devices."""
-    job = spec.job
-    model = spec.config.get("model", getattr(job, "model", None))
-    state = spec.state
-    return computed_with(model, getattr(job, "dtype", opts.dtype), opts.devices,
-                         batch_tokens=getattr(job, "batch_tokens", None),
-                         mlm=None if state is None else model_of(state))
+    else from the job's model spec (dtype and budget) on the devices."""
+    ms = spec.job.model_spec
+    model = spec.config.get("model", ms.model)
+    return computed_with(model, ms.dtype, opts.devices, batch_tokens=ms.batch_tokens,
+                         mlm=None if spec.state is None else spec.state.mlm)
 
 
 def run_command(spec: StreamCommand, opts: RunOptions) -> StreamRun:
@@ -157,7 +153,7 @@ def run_command(spec: StreamCommand, opts: RunOptions) -> StreamRun:
         if state is None and opts.in_process:
             state = spec.job.load(opts.devices[0])
         if state is not None:
-            mlm = model_of(state)
+            mlm = state_of(spec.job, state).mlm
             load, ran_on = (lambda device: state), describe(mlm.device, mlm.dtype)
         else:
             where = "Ray actors" if opts.engine == "ray" else f"{len(opts.devices)} x {opts.devices[0]}"

@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import NamedTuple, Sequence
+from typing import Sequence
 
 import torch
 
-from ..defaults import DTYPE
 from ..errors import MLMProbError
+from ..models.spec import ModelJob
 from ..numbering import check_scheme, parse_cdr
 from ..positions import WORDS_AND_MASKS, Resolved, resolve, word_mask
 from ..runtime.inputs import Record
@@ -90,23 +90,13 @@ def chain_rates(result: SampleResult) -> tuple[list[float], list[float]]:
     return out[0], out[1]
 
 
-class SampleState(NamedTuple):
-    """What one worker holds: the model and its forward token budget."""
-
-    mlm: object
-    batch_tokens: int
-
-
 @dataclass(frozen=True)
-class SampleJob:
-    """Everything a worker needs to sample the chains of chunks of records (picklable): the model, the sampler's
-    settings (``spec``, a :class:`~mlmprob.sampling.spec.SamplerSpec`), the chains per record, the seed and
-    which positions are free (``positions``: 1-based residue/word numbers, or a CDR)."""
+class SampleJob(ModelJob):
+    """Everything a worker needs to sample the chains of chunks of records (picklable; loaded by
+    :class:`~mlmprob.models.spec.ModelJob`: its state is the model's reader): the sampler's settings
+    (``spec``, a :class:`~mlmprob.sampling.spec.SamplerSpec`), the chains per record, the seed and which
+    positions are free (``positions``: 1-based residue/word numbers, or a CDR)."""
 
-    model: str
-    dtype: str | None = DTYPE  # mlmprob.defaults: the CLI's and load_mlm's default
-    allow_pickle: bool = False
-    batch_tokens: int | None = None
     spec: SamplerSpec = SamplerSpec(epochs=20, burn_in=5)
     chains: int = 4
     seed: int = 0
@@ -126,16 +116,6 @@ class SampleJob:
     def settings(self) -> dict:
         """The sampler's settings as plain JSON values (written into every row and the output's config)."""
         return self.spec.settings(chains=self.chains, seed=self.seed)
-
-    def load(self, device: str = "auto") -> SampleState:
-        """``(model, batch_tokens)`` on ``device`` (called once per worker): the model's reader carries the budget."""
-        from ..batching import auto_batch_tokens
-        from ..models import load_mlm
-        from ..models.reader import reader_of
-
-        mlm = load_mlm(self.model, device=device, dtype=self.dtype, allow_pickle=self.allow_pickle)
-        budget = auto_batch_tokens(mlm, self.batch_tokens)
-        return SampleState(reader_of(mlm, budget), budget)
 
     def run(self, state, records: Sequence[Record]) -> tuple[list[dict], list[tuple[str, str]]]:
         """Sample one chunk: ``chains`` rows per record (in input order) and the ``(id, reason)`` of the

@@ -18,11 +18,12 @@ from typing import Sequence
 
 import torch
 
-from ..defaults import DTYPE
 from ..alphabet import AMINO_ACIDS
 from ..errors import MLMProbError
 from ..models.protocol import max_length_of
+from ..models.spec import ModelJob
 from ..likelihood.orders import check_n_orders
+from ..runtime.job import State
 from .api import check_methods, score_variants
 from .chain import CHAIN_ORDERS
 from .mutations import Mutation, letter_ids, residue_positions
@@ -48,13 +49,12 @@ def window_start(sites: Sequence[int], length: int, window: int | None) -> int:
     return min(max(0, (lo + hi) // 2 - window // 2), length - window)
 
 
-class VariantsState:
-    """What a worker keeps: the model, the letters' token ids, and per window its ids and ForwardCache."""
+class VariantsState(State):
+    """What a worker keeps: the model's reader, the letters' token ids, and per window its ids and ForwardCache."""
 
-    def __init__(self, mlm, wild_type: str, batch_tokens: int):
-        from ..models.reader import reader_of
-
-        self.mlm, self.wild_type, self.batch_tokens = reader_of(mlm, batch_tokens), wild_type, batch_tokens
+    def __init__(self, mlm, wild_type: str):
+        super().__init__(mlm)
+        self.wild_type = wild_type
         self.to_id = letter_ids(mlm, AMINO_ACIDS)
         n = max_length_of(mlm)
         self.window = None if n is None else n - (len(residue_positions(mlm, "A")[0]) - 1)
@@ -79,16 +79,13 @@ class VariantsState:
 
 
 @dataclass(frozen=True)
-class VariantsJob:
-    """Everything a worker needs to score chunks of ``VariantUnit`` rows against ``wild_type``."""
+class VariantsJob(ModelJob):
+    """Everything a worker needs to score chunks of ``VariantUnit`` rows against ``wild_type`` (loaded by
+    :class:`~mlmprob.models.spec.ModelJob`)."""
 
-    model: str
     wild_type: str
     methods: tuple[str, ...] = DEFAULT_METHODS
     offset: int = 1
-    dtype: str | None = DTYPE  # mlmprob.defaults: the CLI's and load_mlm's default
-    allow_pickle: bool = False
-    batch_tokens: int | None = None
     skip_invalid: bool = False
     chain_orders: int = CHAIN_ORDERS  # ``chain``: orders per variant and their seed (variants.chain.site_orders)
     chain_seed: int = 0
@@ -97,18 +94,10 @@ class VariantsJob:
         object.__setattr__(self, "methods", check_methods(self.methods))
         check_n_orders(self.chain_orders)
 
-    def load(self, device: str = "auto") -> VariantsState:
-        """The model on ``device`` and the wild type's first window (called once per worker)."""
-        from ..models import load_mlm
-
-        mlm = load_mlm(self.model, device=device, dtype=self.dtype, allow_pickle=self.allow_pickle)
-        return self.state(mlm)
-
-    def state(self, mlm) -> VariantsState:
-        """A worker state around an already loaded model."""
-        from ..batching import auto_batch_tokens
-
-        return VariantsState(mlm, self.wild_type, auto_batch_tokens(mlm, self.batch_tokens))
+    def prepare(self, mlm) -> VariantsState:
+        """A worker state around a loaded model: its reader with the run's budget and the wild type's first
+        window."""
+        return VariantsState(self.model_spec.reader(mlm), self.wild_type)
 
     def run(self, state: VariantsState, units: Sequence[VariantUnit]) -> tuple[list[dict], list[tuple[str, str]]]:
         """Score one chunk: result rows (in input order) and the ``(id, reason)`` of the rows skipped."""

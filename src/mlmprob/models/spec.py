@@ -1,0 +1,78 @@
+"""A run's model: which one and how it is loaded (:class:`ModelSpec`), and the base of every streamed job
+(:class:`ModelJob`), whose ``load`` is the one loading block of the package.
+
+``ModelSpec.load(device)`` is ``load_mlm`` on ``device`` in ``dtype`` (``allow_pickle`` for pickled
+weights) behind the model contract, with the forward budget settled for that device
+(:func:`mlmprob.models.forward.auto_batch_tokens`: ``batch_tokens``, else the device's default): the reader
+carries the budget, so no algorithm takes one.
+
+>>> import torch
+>>> from mlmprob.models.exact import ExactMLM
+>>> spec = ModelSpec("m", batch_tokens=64)
+>>> spec.reader(ExactMLM(torch.zeros(3, 3))).batch_tokens, ModelSpec("m").reader(ExactMLM(torch.zeros(3, 3))).batch_tokens
+(64, 4096)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Sequence
+
+from ..defaults import DTYPE
+from ..runtime.job import State
+from .forward import auto_batch_tokens
+from .reader import Reader, reader_of
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """Which model a run reads and how: ``model`` (a built-in name, a folder or a hub id), ``dtype``
+    (:mod:`mlmprob.defaults`: the CLI's and ``load_mlm``'s default), ``allow_pickle`` and the forward budget
+    ``batch_tokens`` (None: the device's default)."""
+
+    model: str
+    dtype: str | None = DTYPE
+    allow_pickle: bool = False
+    batch_tokens: int | None = None
+
+    def load(self, device: str = "auto") -> Reader:
+        """The model on ``device``, its reader carrying the budget (``mlmprob.models.load_mlm``, looked up
+        when called)."""
+        from . import load_mlm
+
+        return self.reader(load_mlm(self.model, device=device, dtype=self.dtype, allow_pickle=self.allow_pickle))
+
+    def reader(self, mlm) -> Reader:
+        """An already loaded model (any ``MaskedLM``) behind the contract, with this spec's budget settled
+        for its device."""
+        return reader_of(mlm, auto_batch_tokens(mlm, self.batch_tokens))
+
+
+@dataclass(frozen=True, kw_only=True)
+class ModelJob:
+    """The base of every streamed job (:mod:`mlmprob.runtime.job`): the four loading fields (keywords),
+    ``load(device)`` (the model through :meth:`ModelSpec.load`, then :meth:`prepare`) and ``run``.
+
+    A job prepares its worker state in ``prepare(mlm)``, from a model loaded here or given (library use);
+    the default state holds the reader alone."""
+
+    model: str
+    dtype: str | None = DTYPE
+    allow_pickle: bool = False
+    batch_tokens: int | None = None
+
+    @property
+    def model_spec(self) -> ModelSpec:
+        return ModelSpec(self.model, self.dtype, self.allow_pickle, self.batch_tokens)
+
+    def load(self, device: str = "auto") -> State:
+        """The worker state on ``device`` (called once per worker)."""
+        return self.prepare(self.model_spec.load(device))
+
+    def prepare(self, mlm) -> State:
+        """The worker state around a loaded model: its reader with the run's budget."""
+        return State(self.model_spec.reader(mlm))
+
+    def run(self, state: State, units: Sequence) -> tuple[list[dict], list[tuple[str, str]]]:
+        """Result rows of one chunk of units (in input order) and the ``(id, reason)`` of those skipped."""
+        raise NotImplementedError

@@ -1,0 +1,50 @@
+"""The shape of every streamed job: what :func:`~mlmprob.runtime.command.run_command` (and the worker pool
+and Ray actors of :func:`~mlmprob.runtime.engine.run_stream`) may rely on.
+
+A job is a picklable object (a frozen dataclass of plain values: it travels to worker processes and Ray
+actors) with
+
+- ``model_spec``: which model it reads and how it is loaded (:class:`mlmprob.models.spec.ModelSpec`:
+  model, dtype, allow_pickle, batch_tokens);
+- ``load(device) -> State``: the model loaded once per worker on ``device``, behind the model contract
+  with the run's forward budget, and whatever the job prepares from it;
+- ``run(state, units) -> (rows, skipped)``: result rows of a chunk of units, in input order, and the
+  ``(id, reason)`` of the units skipped.
+
+Every job of the package derives from :class:`mlmprob.models.spec.ModelJob`, whose ``load`` is the one
+loading block (``ModelSpec.load`` then the job's ``prepare``). This module is in the runtime layer, which
+imports no model code: it names the shape, the model layer implements the loading.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Protocol, Sequence
+
+
+@dataclass(eq=False)
+class State:
+    """What a worker holds after ``job.load(device)``: ``mlm``, the model's reader
+    (:class:`mlmprob.models.reader.Reader`, its forward budget set). A job that prepares more (a pair
+    planner, a pivot, the wild type's caches) subclasses it."""
+
+    mlm: Any
+
+
+class Job(Protocol):
+    """A streamed job (see the module docstring)."""
+
+    @property
+    def model_spec(self) -> Any: ...
+
+    def load(self, device: str = "auto") -> State: ...
+
+    def run(self, state: State, units: Sequence) -> tuple[list[dict], list[tuple[str, str]]]: ...
+
+
+def state_of(job, state) -> State:
+    """``state`` if it is a :class:`State`, else an error naming the job that returned it (a job's ``load``
+    and ``prepare`` return one: the runner reads its ``mlm``)."""
+    if not isinstance(state, State):
+        raise TypeError(f"{type(job).__name__}.load returned {type(state).__name__}, not a runtime.job.State")
+    return state

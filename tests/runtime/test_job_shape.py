@@ -1,0 +1,115 @@
+"""One job shape (issue 29, item 2): every streamed job of the package, found by walking the source, derives
+from ``ModelJob``, loads its model through the one loading block (``ModelSpec.load``: ``load_mlm``, then the
+budget on the reader), returns a ``runtime.job.State`` holding the reader, and pickles (the worker pool and
+Ray send it to other processes)."""
+
+from __future__ import annotations
+
+import ast
+import importlib
+import pickle
+from pathlib import Path
+
+import pytest
+
+import mlmprob
+from mlmprob.models import Reader
+from mlmprob.models.forward import DEFAULT_BATCH_TOKENS
+from mlmprob.models.spec import ModelJob, ModelSpec
+from mlmprob.runtime.job import State
+
+SRC = Path(mlmprob.__file__).resolve().parent
+SHAPE = {"mlmprob.runtime.job.Job", "mlmprob.models.spec.ModelJob"}   # the shape itself: the protocol, the base
+
+
+def job_classes() -> dict[str, type]:
+    """Every class named ``*Job`` in ``src/mlmprob`` but the shape's own, by its qualified name, imported."""
+    found = {}
+    for path in sorted(SRC.rglob("*.py")):
+        for node in ast.parse(path.read_text(encoding="utf-8")).body:
+            if isinstance(node, ast.ClassDef) and node.name.endswith("Job"):
+                module = ".".join(("mlmprob",) + path.relative_to(SRC).with_suffix("").parts)
+                if f"{module}.{node.name}" in SHAPE:
+                    continue
+                found[f"{module}.{node.name}"] = getattr(importlib.import_module(module), node.name)
+    return found
+
+
+def _joints_config(tmp_path):
+    from mlmprob.joints.job import JointsConfig
+
+    data = tmp_path / "seqs.txt"
+    data.write_text("ACDEFGH\nCDEAKLM\n")
+    return JointsConfig(model="m", data=str(data), n_pairs=1)
+
+
+# a job's own required arguments (the four loading fields are given to all): a new job class must be added
+JOB_ARGS = {
+    "mlmprob.scoring.ScoreJob": lambda tmp: {},
+    "mlmprob.onepass.job.OnePassScoreJob": lambda tmp: {},
+    "mlmprob.sampling.stream.SampleJob": lambda tmp: {},
+    "mlmprob.infill.stream.InfillJob": lambda tmp: {},
+    "mlmprob.variants.stream.VariantsJob": lambda tmp: {"wild_type": "MKTAYIAKQ"},
+    "mlmprob.joints.job.JointsJob": lambda tmp: {"config": _joints_config(tmp)},
+}
+
+
+def test_the_walk_finds_every_job_and_each_is_a_model_job():
+    found = job_classes()
+    assert len(found) >= 6
+    assert set(found) == set(JOB_ARGS), "a job class was added or moved: list its arguments in JOB_ARGS"
+    for name, cls in found.items():
+        assert issubclass(cls, ModelJob), name
+        # the one loading block: no job writes its own load
+        assert cls.load is ModelJob.load and cls.model_spec is ModelJob.model_spec, name
+
+
+@pytest.mark.parametrize("name", sorted(JOB_ARGS))
+@pytest.mark.parametrize("batch_tokens", [None, 96])
+def test_each_job_loads_through_the_one_block_and_pickles(name, batch_tokens, esm, tmp_path, monkeypatch):
+    import mlmprob.models as models
+
+    cls = job_classes()[name]
+    extra = JOB_ARGS[name](tmp_path)
+    model = "m" if name.endswith("JointsJob") else "some/model"
+    job = cls(model=model, dtype="float32", allow_pickle=True, batch_tokens=batch_tokens, **extra)
+    assert job.model_spec == ModelSpec(model, "float32", True, batch_tokens)
+
+    again = pickle.loads(pickle.dumps(job))
+    assert again == job and type(again) is cls
+
+    calls = []
+
+    def fake_load_mlm(name_or_path, **kw):
+        calls.append((name_or_path, kw))
+        return esm
+
+    monkeypatch.setattr(models, "load_mlm", fake_load_mlm)
+    state = again.load("cpu")
+    assert calls == [(model, {"device": "cpu", "dtype": "float32", "allow_pickle": True})]
+    assert isinstance(state, State) and isinstance(state.mlm, Reader)
+    assert state.mlm.batch_tokens == (batch_tokens or DEFAULT_BATCH_TOKENS)   # the reader carries the budget
+    assert type(job).prepare(job, esm).mlm.batch_tokens == state.mlm.batch_tokens   # library use: the same state
+
+
+def test_the_keywords_of_the_cli_still_build_the_jobs(tmp_path):
+    """The constructors keep their keywords (the CLI and the library build them so)."""
+    from mlmprob.joints.job import JointsJob
+    from mlmprob.sampling.stream import SampleJob
+    from mlmprob.scoring import ScoreJob
+
+    assert ScoreJob(model="x", dtype=None, whole_word=True).model_spec == ModelSpec("x", None)
+    assert SampleJob(model="x", chains=2, batch_tokens=8).model_spec.batch_tokens == 8
+    cfg = _joints_config(tmp_path)
+    assert JointsJob(cfg, dtype=None).model == "m"      # the model is the configuration's
+    with pytest.raises(ValueError, match="is not config.model"):
+        JointsJob(cfg, model="other")
+
+
+def test_the_runner_refuses_a_state_that_is_not_one(tmp_path):
+    from mlmprob.runtime.job import state_of
+
+    with pytest.raises(TypeError, match="returned Reader, not a runtime.job.State"):
+        state_of(object(), object.__new__(Reader))
+    s = State(None)
+    assert state_of(object(), s) is s
