@@ -217,6 +217,7 @@ def _run_sampler(mlm: MaskedLM, cfg: Config, units: _Units, opts: RunOptions, wo
     """``sample`` (MH, degenerate Gibbs or ancestral) from the warm start for ``C`` chains per unit, resumable
     through a run file in ``work``; fills ``per_epoch`` and ``final`` per chain and returns the model rows."""
     from ..sampling import sample
+    from ..sampling.io import RunFile
 
     alpha = _Alphabet(mlm)
     free = units.free.repeat_interleave(C, 0)
@@ -229,7 +230,7 @@ def _run_sampler(mlm: MaskedLM, cfg: Config, units: _Units, opts: RunOptions, wo
                  block_size=block, proposal_temperature=cfg.proposal_temperature, top_p=cfg.top_p,
                  target_temperature=tt, order=cfg.order, positions=free,
                  generator=seeded_generator(opts.seed, "cdr-h3", cfg.name),
-                 init="given", jsonl=jsonl)
+                 init="given", run_file=RunFile(jsonl))
     n_free = free.sum(-1)
     k_eff = res.block_size.clamp(max=int(n_free.max()))
     props = -(-n_free[None, :] // k_eff[:, None])                     # [E, B] proposals per epoch
