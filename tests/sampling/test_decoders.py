@@ -248,3 +248,21 @@ def test_bad_adaptive_settings():
         Adaptive(LookupMLM(V, T), threshold=-1)
     with pytest.raises(MLMProbError, match="pair_top_k"):
         Adaptive(LookupMLM(V, T), pair_top_k=0)
+
+
+def test_dependence_is_the_pair_mutual_information_for_a_joint():
+    m = ExactMLM.random(V, T, gen(4), scale=1.5)
+    k = Adaptive(m)
+    ids = torch.tensor([[V, 1, V, V]])                     # x_1 = 1 revealed, the others masked
+    masked = ids == V
+    rows, cols = masked.nonzero(as_tuple=True)
+    _, D, n_rows, calls = k._read(ids, masked, rows, cols)
+    p = m.log_joint.exp()[:, 1]                             # [V, V, V] over positions 0, 2, 3 given x_1 = 1
+    p = p / p.sum()
+    pos = [0, 2, 3]
+    for a, b in itertools.combinations(range(3), 2):
+        pab = p.sum(dim=[d for d in range(3) if d not in (a, b)])
+        mi = float((pab * (pab.log() - pab.sum(1, keepdim=True).log() - pab.sum(0, keepdim=True).log())).sum())
+        assert D[0, pos[a], pos[b]] == pytest.approx(mi, abs=1e-6) and D[0, pos[b], pos[a]] == pytest.approx(mi, abs=1e-6)
+    assert n_rows == 1 + 3 * V and calls.tolist() == [1]
+    assert D[0, 1].abs().sum() == 0 and D[0, :, 1].abs().sum() == 0   # the revealed position takes no part

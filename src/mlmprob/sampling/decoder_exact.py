@@ -15,7 +15,7 @@ subset (each free position with probability ``remask``) and the redraws.
 the model seen through the decoder's proposal; :func:`model_logprobs` builds it from a masked LM through the
 forward primitive and ``proposals.proposal_log_probs`` (with ``wrap`` and ``offset`` for a model whose ids are
 not the symbols, as in ``experiments.ground_truth_chain_eval``). Costs grow as ``(V + 1)^L`` states times
-``V^L`` draws: for ``V <= 4``, ``L <= 6``.
+``V^L`` draws: seconds for ``V = 5``, ``L = 6`` (measured on a CPU core).
 """
 
 from __future__ import annotations
