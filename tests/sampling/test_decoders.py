@@ -23,6 +23,7 @@ import torch
 from mlmprob import ExactMLM, LookupMLM, loglik
 from mlmprob.errors import MLMProbError
 from mlmprob.models.exact import all_sequences
+from mlmprob.sampling import ProposalConfig
 from mlmprob.sampling.adaptive import Adaptive
 from mlmprob.sampling.decoder_exact import exact_output_distribution, model_logprobs
 from mlmprob.sampling.decoders import reveal_counts, scores, select_top, unmask_plan
@@ -71,16 +72,16 @@ def product_of_marginals(m):
     return sum(lq[t][SEQS[:, t]] for t in range(T)).exp()
 
 
-def replay_log_prob(m, s):
+def replay_log_prob(m, s, proposal=ProposalConfig()):
     """Sum over positions of log q(x_i | the state when i was revealed): revealed_at gives the states."""
-    lp = model_logprobs(m)
+    lp = model_logprobs(m, proposal)
     out = torch.zeros(len(s.ids), dtype=torch.float64)
     for step in range(int(s.revealed_at.max()) + 1):
         state = torch.where(s.revealed_at < step, s.ids, V)
         now = s.revealed_at == step
         rows = now.any(1).nonzero(as_tuple=True)[0]
         q = lp(state[rows])                                      # [r, T, V]
-        out[rows] += (q.gather(2, s.ids[rows, :, None])[..., 0] * now[rows]).sum(1)
+        out[rows] += torch.where(now[rows], q.gather(2, s.ids[rows, :, None])[..., 0], 0.0).sum(1)
     return out
 
 
@@ -119,6 +120,8 @@ DECODERS = {
     "confidence-remask": dict(cls=Unmasking, score="confidence", steps=2, remask=0.3, remask_steps=2),
     "adaptive-margin": dict(cls=Adaptive, threshold=1.2, score="margin"),
     "adaptive-confidence-topk": dict(cls=Adaptive, threshold=0.8, score="confidence", pair_top_k=2),
+    "entropy-nucleus": dict(cls=Unmasking, score="entropy", steps=2, proposal=ProposalConfig(0.7, 0.8)),
+    "adaptive-nucleus": dict(cls=Adaptive, threshold=2.0, score="entropy", proposal=ProposalConfig(0.7, 0.95)),
 }
 
 
@@ -138,7 +141,7 @@ def test_draws_follow_the_enumerated_law(name):
     calls = s.calls.double()
     assert abs(float(calls.mean()) - exact.calls) < 6 * float(calls.std()) / math.sqrt(N) + 1e-9
     if "remask" not in name:
-        assert torch.allclose(s.log_prob, replay_log_prob(m, s), atol=1e-9)
+        assert torch.allclose(s.log_prob, replay_log_prob(m, s, k.proposal), atol=1e-9)
     assert (s.revealed_at[s.free] >= 0).all()
     if k.__class__ is Adaptive:      # some steps reveal several positions, some one: the rule is exercised
         assert 1 < exact.steps < T and s.rounds.min() < s.rounds.max()
