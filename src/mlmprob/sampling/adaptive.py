@@ -85,6 +85,16 @@ def pair_reads(ids: torch.Tensor, masked: torch.Tensor, pos_b: torch.Tensor, pos
     return rows, read_row, read_col, p, v
 
 
+def check_adaptive(score, threshold, max_tokens, pair_top_k) -> None:
+    """One-line errors for bad ``Adaptive`` settings (also checked where a sampler spec is made)."""
+    if score not in SCORES:
+        raise MLMProbError(f"score must be one of {SCORES}, got {score!r}")
+    if isinstance(threshold, bool) or not isinstance(threshold, (int, float)) or not threshold >= 0:
+        raise MLMProbError(f"threshold must be a number >= 0, got {threshold!r}")
+    check_positive_int(max_tokens, "max_tokens", allow_none=True)
+    check_positive_int(pair_top_k, "pair_top_k", allow_none=True)
+
+
 @dataclass(frozen=True, eq=False)
 class Adaptive:
     """Dependence-aware parallel decoder: ``init(ids, free) -> DecoderState``, ``step(state, generator) ->
@@ -111,12 +121,7 @@ class Adaptive:
     score_all: bool = False
 
     def __post_init__(self):
-        if self.score not in SCORES:
-            raise MLMProbError(f"score must be one of {SCORES}, got {self.score!r}")
-        if not isinstance(self.threshold, (int, float)) or isinstance(self.threshold, bool) or not self.threshold >= 0:
-            raise MLMProbError(f"threshold must be a number >= 0, got {self.threshold!r}")
-        check_positive_int(self.max_tokens, "max_tokens", allow_none=True)
-        check_positive_int(self.pair_top_k, "pair_top_k", allow_none=True)
+        check_adaptive(self.score, self.threshold, self.max_tokens, self.pair_top_k)
         object.__setattr__(self, "_allowed", allowed_ids(self.mlm))
 
     def init(self, ids: torch.Tensor, free: torch.Tensor | None = None, epoch: int = 0) -> DecoderState:

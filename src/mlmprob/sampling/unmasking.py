@@ -78,6 +78,20 @@ def check_positive_int(value, name: str, allow_none: bool = False):
         raise MLMProbError(f"{name} must be a positive integer, got {value!r}")
 
 
+def check_unmasking(score, steps, schedule, block_length, remask, remask_steps) -> None:
+    """One-line errors for bad ``Unmasking`` settings (also checked where a sampler spec is made)."""
+    if score not in SCORES:
+        raise MLMProbError(f"score must be one of {SCORES}, got {score!r}")
+    if schedule not in SCHEDULES:
+        raise MLMProbError(f"schedule must be one of {SCHEDULES}, got {schedule!r}")
+    check_positive_int(steps, "steps")
+    check_positive_int(block_length, "block_length", allow_none=True)
+    if isinstance(remask_steps, bool) or not isinstance(remask_steps, int) or remask_steps < 0:
+        raise MLMProbError(f"remask_steps must be a non-negative integer, got {remask_steps!r}")
+    if isinstance(remask, bool) or not isinstance(remask, (int, float)) or not 0.0 <= remask <= 1.0:
+        raise MLMProbError(f"remask must be a probability in [0, 1], got {remask!r}")
+
+
 def start_epoch(mlm: MaskedLM, state: DecoderState, **plan) -> DecoderState:
     """Mask the free positions; zero the epoch's counters."""
     B, L = state.ids.shape
@@ -146,17 +160,7 @@ class Unmasking:
     score_all: bool = False
 
     def __post_init__(self):
-        if self.score not in SCORES:
-            raise MLMProbError(f"score must be one of {SCORES}, got {self.score!r}")
-        if self.schedule not in SCHEDULES:
-            raise MLMProbError(f"schedule must be one of {SCHEDULES}, got {self.schedule!r}")
-        check_positive_int(self.steps, "steps")
-        check_positive_int(self.block_length, "block_length", allow_none=True)
-        r = self.remask_steps
-        if isinstance(r, bool) or not isinstance(r, int) or r < 0:
-            raise MLMProbError(f"remask_steps must be a non-negative integer, got {r!r}")
-        if not isinstance(self.remask, (int, float)) or not 0.0 <= self.remask <= 1.0:
-            raise MLMProbError(f"remask must be a probability in [0, 1], got {self.remask!r}")
+        check_unmasking(self.score, self.steps, self.schedule, self.block_length, self.remask, self.remask_steps)
         object.__setattr__(self, "_allowed", allowed_ids(self.mlm))
 
     def init(self, ids: torch.Tensor, free: torch.Tensor | None = None, epoch: int = 0) -> DecoderState:
