@@ -85,6 +85,9 @@ def pair_reads(ids: torch.Tensor, masked: torch.Tensor, pos_b: torch.Tensor, pos
     return rows, read_row, read_col, p, v
 
 
+DEFAULT_THRESHOLD = 0.05
+
+
 def check_adaptive(score, threshold, max_tokens, pair_top_k) -> None:
     """One-line errors for bad ``Adaptive`` settings (also checked where a sampler spec is made)."""
     if score not in SCORES:
@@ -113,7 +116,7 @@ class Adaptive:
     """
 
     mlm: MaskedLM
-    threshold: float = 0.05
+    threshold: float = DEFAULT_THRESHOLD
     score: str = "margin"
     max_tokens: int | None = None
     pair_top_k: int | None = None

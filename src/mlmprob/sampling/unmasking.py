@@ -48,6 +48,9 @@ from .kernels import StepInfo, resolve_scored
 from .proposals import ProposalConfig, allowed_ids, proposal_log_probs, sample_from
 
 
+DEFAULT_STEPS = 8
+
+
 @dataclass(frozen=True)
 class DecoderState:
     """``ids`` ``[B, L]`` (mask at the positions still to reveal during an epoch), ``free`` / ``scored`` bool
@@ -151,7 +154,7 @@ class Unmasking:
 
     mlm: MaskedLM
     score: str = "confidence"
-    steps: int = 8
+    steps: int = DEFAULT_STEPS
     schedule: str = "linear"
     block_length: int | None = None
     remask: float = 0.0
