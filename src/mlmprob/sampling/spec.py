@@ -132,7 +132,8 @@ class SamplerSpec:
         return self.burn_in + self.epochs
 
     def _check_decoder(self) -> None:
-        """The decoders' settings: refused with another method (changed from their defaults), checked with theirs."""
+        """The decoders' settings: refused with another method (changed from their defaults), checked with theirs.
+        ``order`` is not used by the decoders (their scores choose it; the CLI refuses ``--order`` with them)."""
         for f in dataclasses.fields(self):
             methods, value = f.metadata.get("methods", ()), getattr(self, f.name)
             if methods and set(methods) <= set(DECODERS) and self.method not in methods and value != f.default:
@@ -141,8 +142,6 @@ class SamplerSpec:
         if self.method in DECODERS and self.block_size != 1:
             raise MLMProbError(f"block_size is for method='mh' or 'gibbs' (block_length sets {self.method}'s "
                                f"semi-autoregressive blocks), got {self.block_size!r}")
-        if self.method in DECODERS and self.order != "random":
-            raise MLMProbError(f"order does not apply to method={self.method!r} (its scores choose the order)")
         if self.method == "unmask":
             check_unmasking(self.score_used, self.steps, self.schedule, self.block_length, self.remask,
                             self.remask_steps)
