@@ -269,3 +269,34 @@ def test_dependence_is_the_pair_mutual_information_for_a_joint():
         assert D[0, pos[a], pos[b]] == pytest.approx(mi, abs=1e-6) and D[0, pos[b], pos[a]] == pytest.approx(mi, abs=1e-6)
     assert n_rows == 1 + 3 * V and calls.tolist() == [1]
     assert D[0, 1].abs().sum() == 0 and D[0, :, 1].abs().sum() == 0   # the revealed position takes no part
+
+
+class Wrapped:
+    """``ExactMLM`` behind ``[CLS] x [SEP]`` with the symbols at ids ``5..5+V-1`` (as the trained synthetic models):
+    the enumerator's ``wrap`` / ``offset`` path."""
+
+    special_ids = (0, 1, 2, 3)
+
+    def __init__(self, inner):
+        self.inner, self.vocab_size, self.mask_id = inner, 5 + inner.vocab_size, 4
+        self.proposal_ids = list(range(5, self.vocab_size))
+
+    def logits(self, ids):
+        x = ids[:, 1:-1]
+        x = torch.where(x == self.mask_id, self.inner.mask_id, x - 5)
+        out = torch.full((ids.shape[0], ids.shape[1], self.vocab_size), -30.0)
+        out[:, 1:-1, 5:] = self.inner.logits(x)
+        return out
+
+
+def test_enumerator_with_wrapped_symbols_as_the_ground_truth_models():
+    from mlmprob.training.data import SYMBOL_OFFSET, wrap_symbols
+    assert SYMBOL_OFFSET == 5
+    inner = LookupMLM(V, T, seed=7)
+    k = Unmasking(inner, score="confidence", steps=2)
+    want = law(k, inner).probs
+    got = exact_output_distribution(k, model_logprobs(Wrapped(inner), wrap=wrap_symbols, offset=SYMBOL_OFFSET), V, T)
+    assert torch.allclose(got.probs, want, atol=1e-9)
+    wrapped = Wrapped(inner)
+    s = draw(Unmasking(wrapped, score="confidence", steps=2), ids=wrap_symbols(torch.zeros(N, T, dtype=torch.long)))
+    assert tv(empirical(s.ids[:, 1:-1] - 5), want) < tv_bound(want, N)

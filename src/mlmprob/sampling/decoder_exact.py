@@ -50,10 +50,11 @@ class ExactLaw:
 
 def model_logprobs(mlm, proposal: ProposalConfig = ProposalConfig(), *, wrap=None, offset: int = 0,
                    V: int | None = None) -> LogProbs:
-    """``logprobs`` of a masked LM: symbol ``v`` is model id ``v + offset``, ``V`` (default: the model's vocabulary
-    size minus ``offset``) the mask; ``wrap`` turns symbol rows (as ids) into model rows with the ``L`` symbols in
-    the middle (as ``experiments.ground_truth_chain_eval``). The proposal rows are renormalised over the ``V``
-    symbols. Results are cached per partial state.
+    """``logprobs`` of a masked LM, with the conventions of ``experiments.ground_truth_chain_eval``: symbol ``v``
+    is model id ``v + offset``; ``wrap`` (e.g. ``training.data.wrap_symbols``) turns symbol rows into model rows
+    (adding the offset itself) with the ``L`` symbols in the middle; ``V`` (default: the model's vocabulary size
+    minus ``offset``) is the mask symbol. The proposal rows are renormalised over the ``V`` symbols. Results are
+    cached per partial state.
 
     >>> from mlmprob import ExactMLM
     >>> m = ExactMLM(torch.log(torch.tensor([[0.1, 0.2], [0.3, 0.4]])))
@@ -68,14 +69,17 @@ def model_logprobs(mlm, proposal: ProposalConfig = ProposalConfig(), *, wrap=Non
         todo = sorted({tuple(r) for r in partial.tolist()} - cache.keys())
         if todo:
             sym = torch.tensor(todo, dtype=torch.long)
-            ids = torch.where(sym == V, torch.full_like(sym, mlm.mask_id), sym + offset)
-            ids = ids if wrap is None else wrap(ids)
-            L = sym.shape[1]
+            masked = sym == V
+            base = sym.masked_fill(masked, 0)
+            ids = base + offset if wrap is None else wrap(base)
+            N, L = sym.shape
             shift = (ids.shape[1] - L) // 2
-            rr = torch.arange(len(todo)).repeat_interleave(L)
-            cc = torch.arange(L).repeat(len(todo)) + shift
+            window = ids[:, shift:shift + L]
+            window[masked] = mlm.mask_id
+            rr = torch.arange(N).repeat_interleave(L)
+            cc = torch.arange(L).repeat(N) + shift
             lq = proposal_log_probs(read_logits(mlm, ids, rr, cc).float(), allowed, proposal)[:, offset:offset + V]
-            lq = (lq - torch.logsumexp(lq, -1, keepdim=True)).view(len(todo), L, V)
+            lq = (lq - torch.logsumexp(lq, -1, keepdim=True)).view(N, L, V)
             cache.update(zip(todo, lq))
         return torch.stack([cache[tuple(r)] for r in partial.tolist()])
 
