@@ -101,3 +101,23 @@ def test_on_epoch_sees_every_epoch_with_the_total():
     sample(_model(), torch.zeros(2, 3, dtype=torch.long), epochs=3, burn_in=1,
            generator=torch.Generator().manual_seed(0), on_epoch=lambda rec, total: seen.append((rec.epoch, total)))
     assert seen == [(0, 4), (1, 4), (2, 4), (3, 4)]
+
+
+def test_no_sampling_function_takes_a_file_path_or_a_progress_flag():
+    """The spine: the CLI and the runtime open files and draw progress; the sampling package takes a spec, a
+    reader, a generator and injected writers (``RunFile``) and callbacks (``on_epoch``)."""
+    import ast
+    from pathlib import Path
+
+    import mlmprob.sampling as pkg
+
+    banned = {"jsonl", "path", "out", "out_dir", "progress", "computed_with"}
+    found = []
+    for f in sorted(Path(pkg.__file__).parent.glob("*.py")):
+        for node in ast.walk(ast.parse(f.read_text())):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and not node.name.startswith("__"):
+                args = node.args.args + node.args.kwonlyargs
+                found += [f"{f.name}:{node.name}({a.arg})" for a in args if a.arg in banned]
+    # the writers the CLI calls or injects (io.py's run files, plots.py's figures) take a path; nothing else does
+    assert [x for x in found if not x.startswith(("io.py:", "plots.py:"))] == []
+    assert "api.py" not in "".join(found)
