@@ -23,7 +23,7 @@ import torch
 from mlmprob import ExactMLM, LookupMLM, loglik
 from mlmprob.errors import MLMProbError
 from mlmprob.models.exact import all_sequences
-from mlmprob.sampling import ProposalConfig
+from mlmprob.sampling import ProposalConfig, proposal_log_probs
 from mlmprob.sampling.adaptive import Adaptive
 from mlmprob.sampling.decoder_exact import exact_output_distribution, model_logprobs
 from mlmprob.sampling.decoders import reveal_counts, scores, select_top, unmask_plan
@@ -64,7 +64,7 @@ def draw(kernel, n=N, seed=5, ids=None, free=None):
 
 
 def law(kernel, m):
-    return exact_output_distribution(kernel, model_logprobs(m, kernel.proposal), V, T)
+    return exact_output_distribution(kernel, model_logprobs(m), V, T)
 
 
 def product_of_marginals(m):
@@ -74,7 +74,11 @@ def product_of_marginals(m):
 
 def replay_log_prob(m, s, proposal=ProposalConfig()):
     """Sum over positions of log q(x_i | the state when i was revealed): revealed_at gives the states."""
-    lp = model_logprobs(m, proposal)
+    base = model_logprobs(m)
+
+    def lp(states):
+        b = base(states)
+        return proposal_log_probs(b.reshape(-1, V), None, proposal).view(b.shape)
     out = torch.zeros(len(s.ids), dtype=torch.float64)
     for step in range(int(s.revealed_at.max()) + 1):
         state = torch.where(s.revealed_at < step, s.ids, V)
@@ -259,7 +263,7 @@ def test_dependence_is_the_pair_mutual_information_for_a_joint():
     ids = torch.tensor([[V, 1, V, V]])                     # x_1 = 1 revealed, the others masked
     masked = ids == V
     rows, cols = masked.nonzero(as_tuple=True)
-    _, D, n_rows, calls = k._read(ids, masked, rows, cols)
+    _, _, D, n_rows, calls = k._read(ids, masked, rows, cols)
     p = m.log_joint.exp()[:, 1]                             # [V, V, V] over positions 0, 2, 3 given x_1 = 1
     p = p / p.sum()
     pos = [0, 2, 3]
@@ -300,3 +304,18 @@ def test_enumerator_with_wrapped_symbols_as_the_ground_truth_models():
     wrapped = Wrapped(inner)
     s = draw(Unmasking(wrapped, score="confidence", steps=2), ids=wrap_symbols(torch.zeros(N, T, dtype=torch.long)))
     assert tv(empirical(s.ids[:, 1:-1] - 5), want) < tv_bound(want, N)
+
+
+@pytest.mark.parametrize("cls", [Unmasking, Adaptive])
+def test_greedy_proposals_are_scored_at_temperature_one(cls):
+    """At proposal temperature 0 every proposal row is one-hot; the scores read the temperature-1 rows (Dream's
+    rule), so the order is the model's, not left to right, and the enumerated law is the kernel's one output."""
+    m = LookupMLM(V, T, seed=7)
+    k = cls(m, score="margin", proposal=ProposalConfig(temperature=0.0), **({"steps": T} if cls is Unmasking else
+                                                                          {"threshold": 0.0}))
+    s = draw(k, n=3)
+    assert (s.ids == s.ids[0]).all()
+    exact = law(k, m).probs
+    assert exact[code(s.ids[:1])].item() == pytest.approx(1.0)
+    order = s.revealed_at[0].argsort().tolist()
+    assert order == realised_order(m, s.ids[0], "margin") and order != list(range(T))
