@@ -183,7 +183,7 @@ def test_sample_masked_start_is_free(mlm):
     (dict(epochs=LIMITS.max_epochs + 1), r"epochs must be an integer in 1\.\.200"),
     (dict(chains=0), "chains must be"),
     (dict(energy="free"), "energy must be 'local' or 'raw'"),
-    (dict(positions="11"), "position 10 is outside its 10 residues"),
+    (dict(positions="11"), "position 11 is outside the sequence.s 10 residues"),
     (dict(init="warm"), "init must be one of"),
     (dict(method="hmc"), "method must be one of"),
 ])

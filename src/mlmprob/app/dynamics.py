@@ -75,7 +75,6 @@ def sample_steps(mlm, text: str, *, positions: str = "", energy: str = "local", 
     given text whatever ``init`` says (every epoch is a fresh draw)."""
     from ..infill.stream import expand_gaps, mask_text
     from ..sampling.api import Chains
-    from ..sampling.init import resolve_free
     from ..sampling.spec import METHODS, SamplerSpec
     from ..sampling.stream import free_positions
 
@@ -90,10 +89,10 @@ def sample_steps(mlm, text: str, *, positions: str = "", energy: str = "local", 
     seed = _check_int(seed, "seed", 0, 2**63 - 1)
     text = expand_gaps(str(text or "").strip(), mask_text(mlm))
     enc = encode_one(mlm, text, limits)
-    want = [n - 1 for n in positions_or_cdr(text, positions, "free positions")] if str(positions or "").strip() else None
-    free1 = free_positions(mlm, enc, 0, "the sequence", text, want)
+    want = positions_or_cdr(text, positions, "free positions") if str(positions or "").strip() else None
+    free1 = free_positions(mlm, enc, 0, "the sequence", text, want)   # resolved once, as for the CLI
     ids = enc.input_ids[:1].repeat(chains, 1)
-    free = resolve_free(mlm, ids, free1[None].repeat(chains, 1))
+    free = free1[None].repeat(chains, 1)
     spec = SamplerSpec(method=method, energy=energy, epochs=epochs,
                        init=init if method in ("mh", "gibbs") else "given")
     run = Chains(mlm, spec, ids, free, torch.Generator().manual_seed(seed))

@@ -49,27 +49,15 @@ def _block_size(text: str):
 
 
 def parse_positions(text: str) -> list[int]:
-    """``"3,5,10-12"`` -> ``[3, 5, 10, 11, 12]`` (0-based residue/word indices, ranges inclusive).
+    """``--positions``: ``"3,5,10-12"`` -> ``[3, 5, 10, 11, 12]``, 1-based residue/word numbers (ranges
+    inclusive) read by :func:`mlmprob.positions.parse_numbers`, as the app reads them; 0 is refused.
 
     >>> parse_positions("3,5,10-12")
     [3, 5, 10, 11, 12]
     """
-    out = []
-    for part in text.split(","):
-        part = part.strip()
-        if not part:
-            continue
-        try:
-            if "-" in part:
-                a, b = part.split("-")
-                out.extend(range(int(a), int(b) + 1))
-            else:
-                out.append(int(part))
-        except ValueError:
-            raise MLMProbError(f"--positions must be indices or ranges like 3,5,10-12; got {part!r}") from None
-    if not out:
-        raise MLMProbError("--positions is empty")
-    return out
+    from ..positions import parse_numbers
+
+    return parse_numbers(text, "--positions")
 
 
 def is_streamed(out: str | None) -> bool:
@@ -112,7 +100,8 @@ def register(sub) -> None:
     from .common import add_dedupe_arg, add_input_args
     add_input_args(src, of="--input")
     add_dedupe_arg(src)
-    src.add_argument("--positions", help="free residue/word indices, 0-based, e.g. 3,5,10-12 (default: all)")
+    src.add_argument("--positions", help="free residue/word numbers, 1-based as in mutation strings (the first residue "
+                                        "is 1; 0-based in earlier versions), e.g. 3,5,10-12 (default: all)")
     from .regions import add_cdr_args
     add_cdr_args(src, "free only this region; the rest is clamped", alias=True)
     from .common import add_model_args, add_runtime_args
@@ -244,6 +233,8 @@ def run(args) -> int:
     args.region = resolve_cdr(args)
     if args.positions and args.region:
         raise MLMProbError("give --positions or --cdr (--cdr3), not both")
+    if args.positions:
+        parse_positions(args.positions)   # a bad list (a 0: the old base) is refused before anything loads
     check_method_options(args)
     check_out(args.out)
     from .common import spool_args_input
@@ -283,6 +274,7 @@ def _sample_folder(args, seqs: list[tuple[str, str]], want: list[int] | None) ->
     from ..runtime.provenance import computed_with
     from ..sampling import sample
     from ..sampling.io import EpochBar, RunFile
+    from ..positions import WORDS_AND_MASKS, Resolved
     from ..sampling.plots import plot_traces
     from ..sampling.spec import SamplerSpec
     from ..sampling.stream import check_block_size, free_positions
@@ -308,7 +300,7 @@ def _sample_folder(args, seqs: list[tuple[str, str]], want: list[int] | None) ->
                                                mlm=mlm)}
     bar = EpochBar(f"{spec.method} sampling", spec.energy) if not args.no_progress else None
     try:
-        result = sample(mlm, ids, spec, positions=free, generator=g, reference=reference,
+        result = sample(mlm, ids, spec, positions=Resolved(free, WORDS_AND_MASKS), generator=g, reference=reference,
                         run_file=RunFile(out / "run.jsonl", made), on_epoch=bar)
     finally:
         if bar is not None:
@@ -385,7 +377,7 @@ def run_streamed(args) -> int:
     config = {"command": "sample", "model": args.model,
               "input": getattr(args, "input_source", None) or (str(Path(args.input).resolve()) if args.input else None),
               "seqs": list(args.seq), "format": args.format, "column": args.column, "id_column": args.id_column,
-              "positions": args.positions, "cdr3": None, **cdr_config(args.region), **job.settings(), **({"dedupe": True} if args.dedupe else {})}
+              "positions": args.positions, **({"positions_base": 1} if args.positions else {}), "cdr3": None, **cdr_config(args.region), **job.settings(), **({"dedupe": True} if args.dedupe else {})}
     last = f"/chain{job.chains - 1}"
     spec = StreamCommand(job, lambda: _records(args, unique), config, input=args.input,
                          empty=f"no sequences found in {given}" if args.input else "no input: give --seq or --input",

@@ -18,6 +18,7 @@ import torch
 from ..defaults import DTYPE
 from ..errors import MLMProbError
 from ..numbering import check_scheme, parse_cdr
+from ..positions import WORDS_AND_MASKS, Resolved, resolve, word_mask
 from ..runtime.inputs import Record
 from ..runtime.seeds import derive_seed
 from .api import SampleResult, sample
@@ -38,23 +39,20 @@ def free_positions(mlm, enc, row: int, name: str, seq: str, positions: Sequence[
                    cdr: str | None = None, numbering: str = "imgt") -> torch.Tensor:
     """Bool ``[L]``: the tokens of sequence ``row`` of the encoding ``enc`` (of ``seq``) that are sampled:
     a CDR (``cdr``: ``"H1"`` ... ``"L3"``, numbered by anarcism under ``numbering``, see
-    :func:`~mlmprob.sampling.cdr.cdr_mask`), the tokens of the 0-based residue/word indices
-    ``positions``, else every residue/word and every mask token before the padding (a tokenizer may count
-    its mask token as special, outside the words). Errors name the sequence (``name``)."""
-    word_ids = enc.word_ids[row]
-    if cdr:
-        try:
-            return cdr_mask(seq, word_ids, cdr, numbering)
-        except MLMProbError as e:
-            raise MLMProbError(f"{name}: {e}") from None
-    if positions:
-        n_words = int(word_ids.max()) + 1
-        bad = [w for w in positions if not 0 <= w < n_words]
-        if bad:
-            raise MLMProbError(f"{name}: position {bad[0]} is outside its {n_words} residues/words")
-        return torch.isin(word_ids, torch.tensor(list(positions)))
-    inside = torch.arange(len(word_ids)) < int(enc.lengths[row])
-    return (word_ids >= 0) | ((enc.input_ids[row] == mlm.mask_id) & inside)
+    :func:`~mlmprob.sampling.cdr.cdr_mask`), the tokens of the 1-based residue/word numbers ``positions``
+    (as ``--positions`` and the app take them), else every residue/word and every mask token before the
+    padding (a tokenizer may count its mask token as special, outside the words). Resolved here, once,
+    under :data:`mlmprob.positions.WORDS_AND_MASKS`: pass it down as a :class:`~mlmprob.positions.Resolved`.
+    Errors name the sequence (``name``)."""
+    try:
+        sel = None
+        if cdr:
+            sel = cdr_mask(seq, enc.word_ids[row], cdr, numbering)[None]
+        elif positions:
+            sel = word_mask(enc.word_ids[row], positions)[None]
+        return resolve(mlm, enc.input_ids[row:row + 1], sel, WORDS_AND_MASKS, word_ids=enc.word_ids[row:row + 1])[0]
+    except MLMProbError as e:
+        raise MLMProbError(f"{name}: {e}") from None
 
 
 def check_block_size(block_size: BlockLike, n_free: int, name: str) -> None:
@@ -103,7 +101,7 @@ class SampleState(NamedTuple):
 class SampleJob:
     """Everything a worker needs to sample the chains of chunks of records (picklable): the model, the sampler's
     settings (``spec``, a :class:`~mlmprob.sampling.spec.SamplerSpec`), the chains per record, the seed and
-    which positions are free (``positions``: 0-based residue/word indices, or a CDR)."""
+    which positions are free (``positions``: 1-based residue/word numbers, or a CDR)."""
 
     model: str
     dtype: str | None = DTYPE  # mlmprob.defaults: the CLI's and load_mlm's default
@@ -112,7 +110,7 @@ class SampleJob:
     spec: SamplerSpec = SamplerSpec(epochs=20, burn_in=5)
     chains: int = 4
     seed: int = 0
-    positions: tuple[int, ...] | None = None
+    positions: tuple[int, ...] | None = None   # 1-based residue/word numbers (--positions)
     cdr: str | None = None        # a CDR (H1 ... L3) to sample, numbered under `numbering`
     numbering: str = "imgt"
     skip_invalid: bool = False
@@ -170,7 +168,7 @@ class SampleJob:
         reference = None if (ids[free] == mlm.mask_id).any() else ids.clone()
         g = torch.Generator().manual_seed(record_seed(self.seed, rec.id))
         try:
-            return sample(mlm, ids, spec, positions=free, generator=g, reference=reference)
+            return sample(mlm, ids, spec, positions=Resolved(free, WORDS_AND_MASKS), generator=g, reference=reference)
         except MLMProbError as e:
             raise MLMProbError(f"{rec.id}: {e}") from None
 
