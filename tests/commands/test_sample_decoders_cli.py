@@ -34,6 +34,7 @@ def test_unmask_folder_run(peaked_bert_dir, tmp_path, capsys):
     n_free = int(json.loads((out / "run.jsonl").read_text().splitlines()[0])["free"][0].count(True))
     assert 4 <= summary["calls_per_sample"] <= 4 + 2 and n_free >= 4       # 4 steps (blocks) + up to 2 remasking
     assert math.isfinite(summary["log_prob_mean"]) and summary["forward_rows_per_sample"] == summary["calls_per_sample"]
+    assert summary["acceptance_length"] == pytest.approx(n_free / summary["rounds_per_sample"])
     lines = [json.loads(x) for x in (out / "run.jsonl").read_text().splitlines()]
     assert lines[0]["config"]["score"] == "margin" and all(len(r["calls"]) == 2 for r in lines[1:])
     assert "threshold" not in lines[0]["config"]                       # the other decoder's fields are not written

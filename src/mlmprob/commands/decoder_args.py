@@ -71,7 +71,8 @@ def check_decoder_options(args) -> None:
 
 def decoder_summary(result, spec: SamplerSpec) -> dict:
     """What ``summary.json`` adds for a decoder's run: its settings, the mean log-probability of the kept draws
-    and of the last epoch's (the product of the conditionals each draw used), and what a draw cost."""
+    and of the last epoch's (the product of the conditionals each draw used), and what a draw cost
+    (``acceptance_length``: positions revealed per step, as for speculative rounds)."""
     draws = result.rounds.numel()
     note = f"{result.method} decoding has no accept step"
     return {**spec.settings(), "accept_rate": None, "novel_rate": None, "accept_rate_note": note,
@@ -80,4 +81,4 @@ def decoder_summary(result, spec: SamplerSpec) -> dict:
             "rounds_per_sample": float(result.rounds.double().mean()),
             "calls_per_sample": float(result.calls.double().mean()),
             "forward_rows_per_sample": result.forward_rows / draws,
-            "positions_per_step": float(result.free.sum()) * result.rounds.shape[0] / max(float(result.rounds.sum()), 1.0)}
+            "acceptance_length": float(result.free.sum()) * result.rounds.shape[0] / max(float(result.rounds.sum()), 1.0)}
