@@ -19,8 +19,8 @@ A step of a chain with masked free positions ``M`` (``|M| = m``):
 
 The pair rows of ``V_j`` = the whole alphabet do not depend on the base pass, so base and pair rows go in one
 model call (one sequential call per step); with ``pair_top_k`` they need the base's ``q_j``: two calls. A
-step costs ``1 + m |V_j|`` rows. The number of steps is adaptive: between 1 (independent positions, a high
-threshold) and ``n`` (``threshold = 0``).
+step costs ``1 + m |V_j|`` rows (one when one position is left). The number of steps is adaptive: between 1
+(independent positions, a high threshold) and ``n`` (``threshold = 0``).
 
 **What it samples.** With ``threshold = 0`` (or ``max_tokens = 1``) every step reveals one position, chosen
 from the state alone when the score is ``"margin"`` or ``"entropy"`` (``D`` is a function of the state, and so
