@@ -21,7 +21,8 @@ from pathlib import Path
 from ..argtypes import nonnegative_float, nonnegative_int, positive_float, positive_int, probability
 from ..errors import MLMProbError
 from ..jsonl import dumps
-from ..sampling.spec import EXACT_DRAWS, METHODS
+from ..sampling.spec import DECODERS, EXACT_DRAWS, METHODS
+from .decoder_args import add_decoder_args, check_decoder_options, decoder_summary
 
 STREAM_SUFFIXES = (".jsonl", ".tsv", ".parquet")
 # options of the MCMC samplers and their defaults: with --method ancestral/speculative only the defaults are accepted
@@ -107,10 +108,10 @@ def register(sub) -> None:
     add_model_args(p)
     s = p.add_argument_group("sampler")
     s.add_argument("--method", choices=METHODS, default="mh",
-                   help="Metropolis-Hastings with the MLM's conditionals as proposals, degenerate Gibbs, or ancestral: "
-                        "every epoch an independent exact draw of the chain-rule distribution p_sigma of "
-                        "`mlmprob loglik` along --order (random: a fresh order per chain and epoch); speculative: "
-                        "the same exact draws in fewer sequential model calls (drafts from one pass, verified)")
+                   help="MH with the MLM's conditionals as proposals, degenerate Gibbs, or ancestral: every epoch an exact "
+                        "draw of p_sigma of `mlmprob loglik` along --order (random: a fresh order per chain and epoch); "
+                        "speculative: the same draws in fewer sequential calls; unmask: parallel decoding by --score "
+                        "(MaskGIT, LLaDA, Dream; ReMDM remasking); adaptive: together only weakly dependent positions")
     s.add_argument("--energy", choices=("local", "raw"), default="local",
                    help="target energy: E_local (= -PLL) or E_raw (minus the sum of raw logits)")
     s.add_argument("--chains", type=positive_int, default=4, help="chains per input sequence")
@@ -139,6 +140,7 @@ def register(sub) -> None:
     s.add_argument("--draft-k", type=positive_int, default=None,
                    help="speculative: positions drafted per round from one pass and verified in one batch "
                         "(default 4); the draws stay exact")
+    add_decoder_args(s)
     s.add_argument("--init", choices=("given", "greedy", "random"), default=MCMC_ONLY["init"][1],
                    help="mh, gibbs: initial state of the free positions: the input, the MLM's argmax, or random tokens")
     s.add_argument("--score-all", action="store_true", help="energy over all positions, not only the free ones")
@@ -156,6 +158,7 @@ def check_method_options(args) -> None:
     """One-line errors for the options ``--method`` does not use (``MCMC_ONLY`` with ancestral and speculative
     sampling, ``--tokens-per-step`` but with ancestral, ``--draft-k`` but with speculative, ``--order r2l`` with
     MH and Gibbs), and ``--burn-in``'s default per method."""
+    check_decoder_options(args)
     if args.method != "speculative" and getattr(args, "draft_k", None) is not None:
         raise MLMProbError(f"--draft-k is for --method speculative (got --method {args.method})")
     if args.method == "speculative" and args.tokens_per_step != 1:
@@ -282,7 +285,7 @@ def _sample_folder(args, seqs: list[tuple[str, str]], want: list[int] | None) ->
     ids = enc.input_ids
     free = torch.stack([free_positions(mlm, enc, i, name, s, want, args.cdr, args.numbering) for i, (name, s) in enumerate(seqs)])
     for (name, _), row in zip(seqs, free):
-        if not spec.exact_draws:
+        if not spec.independent_draws:
             check_block_size(args.block_size, int(row.sum()), name)
     reps = args.chains
     ids, free = ids.repeat_interleave(reps, 0), free.repeat_interleave(reps, 0)
@@ -350,6 +353,7 @@ def _summary(result, spec) -> dict:
             summary["acceptance_length"] = float(result.free.sum()) * result.rounds.shape[0] / \
                 max(float(result.rounds.sum()), 1.0)
     summary.update(_diagnostic_notes(result))
+    summary.update(decoder_summary(result, spec) if result.method in DECODERS else {})
     return summary
 
 

@@ -169,7 +169,7 @@ class Chains:
             set_generator_state(self.generator, last.generator_state)
             state = self.kernel.init(torch.tensor(last.ids, dtype=torch.long), free, epoch=len(self.records))
             return state, last.forward_rows
-        start, rows_before = (ids, 0) if self.spec.exact_draws else \
+        start, rows_before = (ids, 0) if self.spec.independent_draws else \
             initialize(self.kernel.mlm, ids, free, self.spec.init, self.generator)
         return self.kernel.init(start, free), rows_before
 

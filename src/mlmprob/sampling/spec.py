@@ -41,9 +41,14 @@ from .kernels import DegenerateGibbs, MetropolisHastings
 from .proposals import ProposalConfig
 from .schedules import LinearAnneal, LinearBlockSize, ScheduleLike, as_schedule, schedule_text
 from .speculative import DEFAULT_DRAFT_K, Speculative
+from .adaptive import DEFAULT_THRESHOLD, Adaptive, check_adaptive
+from .unmasking import DEFAULT_STEPS, Unmasking, check_unmasking
 
-METHODS = ("mh", "gibbs", "ancestral", "speculative")
+DECODERS = ("unmask", "adaptive")  # parallel decoders (sampling.unmasking, sampling.adaptive)
+METHODS = ("mh", "gibbs", "ancestral", "speculative") + DECODERS
 EXACT_DRAWS = ("ancestral", "speculative")  # every epoch an independent draw of p_sigma: no initialisation
+DRAWS = EXACT_DRAWS + DECODERS  # every epoch an independent draw from all-masked: no initialisation or energy target
+DEFAULT_SCORE = {"unmask": "confidence", "adaptive": "margin"}
 ENERGIES = ("local", "raw")
 
 # K, ("linear", START, END[, EPOCHS]) as ``mlmprob sample --block-size START:END[:EPOCHS]`` parses it, or a schedule
@@ -78,6 +83,15 @@ class SamplerSpec:
     score_all: bool = False
     tokens_per_step: int = field(default=1, metadata=_only("ancestral"))
     draft_k: int | None = field(default=None, metadata=_only("speculative"))
+    score: str | None = field(default=None, metadata=_only(*DECODERS))     # None: DEFAULT_SCORE
+    steps: int = field(default=DEFAULT_STEPS, metadata=_only("unmask"))
+    schedule: str = field(default="linear", metadata=_only("unmask"))
+    block_length: int | None = field(default=None, metadata=_only("unmask"))
+    remask: float = field(default=0.0, metadata=_only("unmask"))
+    remask_steps: int = field(default=0, metadata=_only("unmask"))
+    threshold: float = field(default=DEFAULT_THRESHOLD, metadata=_only("adaptive"))
+    max_tokens: int | None = field(default=None, metadata=_only("adaptive"))
+    pair_top_k: int | None = field(default=None, metadata=_only("adaptive"))
 
     def __post_init__(self):
         if self.method not in METHODS:
@@ -106,6 +120,7 @@ class SamplerSpec:
                 raise MLMProbError(f"target_temperature must be finite and > 0, got {t!r}")
         self.proposal               # ProposalConfig checks temperature and top_p
         self.schedules()            # block size and annealing schedules check their numbers
+        self._check_decoder()
 
     # -- what the run is made of --------------------------------------------------------------------
     @property
@@ -115,6 +130,32 @@ class SamplerSpec:
     @property
     def total_epochs(self) -> int:
         return self.burn_in + self.epochs
+
+    def _check_decoder(self) -> None:
+        """The decoders' settings: refused with another method (changed from their defaults), checked with theirs.
+        ``order`` is not used by the decoders (their scores choose it; the CLI refuses ``--order`` with them)."""
+        for f in dataclasses.fields(self):
+            methods, value = f.metadata.get("methods", ()), getattr(self, f.name)
+            if methods and set(methods) <= set(DECODERS) and self.method not in methods and value != f.default:
+                raise MLMProbError(f"{f.name} is for method={' or '.join(map(repr, methods))}, got {value!r} with "
+                                   f"method={self.method!r}")
+        if self.method in DECODERS and self.block_size != 1:
+            raise MLMProbError(f"block_size is for method='mh' or 'gibbs' (block_length sets {self.method}'s "
+                               f"semi-autoregressive blocks), got {self.block_size!r}")
+        if self.method == "unmask":
+            check_unmasking(self.score_used, self.steps, self.schedule, self.block_length, self.remask,
+                            self.remask_steps)
+        if self.method == "adaptive":
+            check_adaptive(self.score_used, self.threshold, self.max_tokens, self.pair_top_k)
+
+    @property
+    def score_used(self) -> str | None:
+        return DEFAULT_SCORE.get(self.method) if self.score is None else self.score
+
+    @property
+    def independent_draws(self) -> bool:
+        """Whether every epoch is an independent draw from all-masked (no initial state, energy target or blocks)."""
+        return self.method in DRAWS
 
     @property
     def exact_draws(self) -> bool:
@@ -148,6 +189,12 @@ class SamplerSpec:
             return DegenerateGibbs(mlm, bs, self.proposal, self.order, self.score_all)
         if self.method == "speculative":
             return Speculative(mlm, self.order, self.draft_k_used, self.proposal, self.score_all)
+        if self.method == "unmask":
+            return Unmasking(mlm, self.score_used, self.steps, self.schedule, self.block_length, self.remask,
+                             self.remask_steps, self.proposal, self.score_all)
+        if self.method == "adaptive":
+            return Adaptive(mlm, self.threshold, self.score_used, self.max_tokens, self.pair_top_k, self.proposal,
+                            self.score_all)
         return Ancestral(mlm, self.order, self.tokens_per_step, self.proposal, self.score_all)
 
     @property
@@ -195,7 +242,7 @@ class SamplerSpec:
         out = {}
         for f in dataclasses.fields(self):
             if self.method in f.metadata.get("methods", ()):
-                out[f.name] = self.draft_k_used if f.name == "draft_k" else getattr(self, f.name)
+                out[f.name] = {"draft_k": self.draft_k_used, "score": self.score_used}.get(f.name, getattr(self, f.name))
         return out
 
     # -- made from -----------------------------------------------------------------------------------

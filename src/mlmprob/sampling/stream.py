@@ -23,7 +23,7 @@ from ..runtime.inputs import Record
 from ..runtime.seeds import derive_seed
 from .api import SampleResult, sample
 from .cdr import cdr_mask
-from .spec import BlockLike, SamplerSpec, block_text
+from .spec import DECODERS, BlockLike, SamplerSpec, block_text
 
 
 def record_seed(seed: int, record_id: str) -> int:
@@ -141,7 +141,7 @@ class SampleJob(ModelJob):
             raise MLMProbError(f"{rec.id}: {e}") from None
         free = free_positions(mlm, enc, 0, rec.id, rec.seq, self.positions, self.cdr, self.numbering)[None, :]
         spec = self.spec
-        if not spec.exact_draws:
+        if not spec.independent_draws:
             check_block_size(spec.block_size, int(free.sum()), rec.id)
         ids, free = enc.input_ids.repeat(self.chains, 1), free.repeat(self.chains, 1)
         # identity is measured against the input when it has no masks at the free positions
@@ -162,7 +162,7 @@ class SampleJob(ModelJob):
         ``accept_rate`` the drafts' acceptance rate, and :func:`cost_columns`. NaN becomes None when written."""
         r = self.sample_record(mlm, rec)
         accept, novel = chain_rates(r)
-        if r.method == "ancestral":
+        if r.method == "ancestral" or r.method in DECODERS:
             accept = novel = [None] * self.chains
         elif r.method == "speculative":
             accept, novel = draft_acceptance(r), [None] * self.chains
@@ -177,7 +177,7 @@ class SampleJob(ModelJob):
                          "identity": None if r.identity is None else float(r.identity[-1, c]),
                          "energy_trace": r.energy[:, c].tolist(), "n_free": int(r.free[c].sum()),
                          **({} if r.log_prob is None else {"log_prob": float(r.log_prob[-1, c])}),
-                         **(cost_columns(r, c) if r.method == "speculative" else {}),
+                         **(cost_columns(r, c) if r.method == "speculative" or r.method in DECODERS else {}),
                          **settings, "record_seed": rseed})
         return rows
 
