@@ -163,13 +163,16 @@ def test_sample_steps_equal_the_sample_api(mlm):
     assert render.trace_figure(last) is not None
 
 
-@pytest.mark.parametrize("method", ["gibbs", "ancestral", "speculative"])
-def test_sample_steps_run_every_method_of_the_sample_api(mlm, method):
-    snaps = list(sample_steps(mlm, "ACDEFGHIKL", positions="2-4,8", epochs=2, chains=2, seed=3, method=method))
+@pytest.mark.parametrize("method, extra", [("gibbs", {}), ("ancestral", {}), ("speculative", {}),
+                                           ("unmask", dict(score="margin", steps=2)), ("adaptive", dict(score="entropy"))])
+def test_sample_steps_run_every_method_of_the_sample_api(mlm, method, extra):
+    snaps = list(sample_steps(mlm, "ACDEFGHIKL", positions="2-4,8", epochs=2, chains=2, seed=3, method=method,
+                              **extra))
     enc = mlm.encode(["ACDEFGHIKL"])
     free = torch.isin(enc.word_ids, torch.tensor([1, 2, 3, 7])).repeat(2, 1)
     ref = sample(mlm, enc.input_ids.repeat(2, 1), method=method, epochs=2, positions=free,
-                 generator=torch.Generator().manual_seed(3))
+                 generator=torch.Generator().manual_seed(3), **extra)
+    assert snaps[-1].method == method
     assert snaps[-1].sequences == tuple(mlm.decode(r) for r in ref.final_ids)
     assert torch.allclose(torch.tensor(snaps[-1].energy[1:], dtype=torch.float64), ref.energy_local)
 

@@ -55,7 +55,7 @@ def test_api_endpoints(server):
     passes by position)."""
     _, _, _, client = server
     api = client.view_api(print_info=False, return_format="dict")["named_endpoints"]
-    want = {"/score": 1, "/saturate": 1, "/mutant": 2, "/infill": 3, "/sample": 7, "/pair": 4}
+    want = {"/score": 1, "/saturate": 1, "/mutant": 2, "/infill": 3, "/sample": 10, "/pair": 4}
     assert set(want) <= set(api)
     got = {name: len(api[name]["parameters"]) for name in want}
     assert got == want
@@ -89,8 +89,13 @@ def test_infill_sample_pair(server):
     standard, hcb, summary = client.predict("ACDEFGHIK", "4-5", 3, api_name="/infill")
     assert len(standard["data"]) == len(hcb["data"]) == 3 and len(hcb["headers"]) == 5
     assert "Native fill `EF`" in summary
-    summary, plot, samples = client.predict("ACDEFGHIK", "2-4", "local", 3, 2, 0, "given", api_name="/sample")
+    summary, plot, samples = client.predict("ACDEFGHIK", "2-4", "local", 3, 2, 0, "given", "mh", "", 0,
+                                            api_name="/sample")
     assert summary.startswith("Epoch 3/3; acceptance rate") and len(samples["data"]) == 2 and plot
+    summary, _, samples = client.predict("ACDEFGHIK", "2-4", "local", 2, 2, 0, "given", "unmask", "margin", 2,
+                                         api_name="/sample")
+    assert summary.startswith("Epoch 2/2; acceptance rate n/a") and summary.endswith("method unmask.")
+    assert len(samples["data"]) == 2
     plot, table, summary = client.predict("ACDEFGHIK", 2, 5, 5, api_name="/pair")
     assert [r[0] for r in table["data"]] == ["MLM", "MRF", "MRF-logit", "HCB", "AG"] and plot
     assert "Positions 2 (holds `C`) and 5 (holds `F`)" in summary
@@ -130,7 +135,7 @@ def test_a_long_sample_can_be_cancelled(server, mlm, monkeypatch):
 
     monkeypatch.setattr(ui, "sample_steps", held_steps)
     _, _, _, client = server
-    job = client.submit("ACDEFGHIKLMNPQRST", "", "local", 200, 8, 0, "random", api_name="/sample")
+    job = client.submit("ACDEFGHIKLMNPQRST", "", "local", 200, 8, 0, "random", "mh", "", 0, api_name="/sample")
     assert reached.wait(60), "the chain did not reach epoch 16"
     t0 = time.time()
     while not job.outputs() and time.time() - t0 < 60:  # what was yielded up to the hold reaches the client

@@ -43,6 +43,7 @@ class SampleSnapshot:
     proposed: tuple[int, ...]
     sequences: tuple[str, ...]
     free: tuple[int, ...]
+    method: str = "mh"
 
     @property
     def done(self) -> bool:
@@ -50,8 +51,9 @@ class SampleSnapshot:
 
     @property
     def accept_rate(self) -> float:
-        """Accepted / proposed over every epoch so far (NaN before the first)."""
-        n = sum(self.proposed)
+        """Accepted / proposed over every epoch so far (NaN before the first, and for methods with no
+        accept step: ancestral draws and the parallel decoders)."""
+        n = sum(self.proposed) if self.method in ("mh", "gibbs", "speculative") else 0
         return sum(self.accepted) / n if n else math.nan
 
 
@@ -64,18 +66,20 @@ def _check_int(value, name: str, lo: int, hi: int) -> int:
 
 
 def sample_steps(mlm, text: str, *, positions: str = "", energy: str = "local", epochs: int = 20, chains: int = 4,
-                 seed: int = 0, init: str = "given", method: str = "mh", limits: Limits = LIMITS
-                 ) -> Iterator[SampleSnapshot]:
+                 seed: int = 0, init: str = "given", method: str = "mh", score: str | None = None,
+                 steps: int | None = None, limits: Limits = LIMITS) -> Iterator[SampleSnapshot]:
     """Chains from ``text`` (``_`` / ``[MASK]`` mark masked tokens, which are free), sampling the 1-based
     residue/word ``positions`` (``"3,5,10-12"``, or a CDR such as ``"H3"``; default: all), one snapshot per
     epoch: ``method`` (``mlmprob.sample``'s, default ``"mh"``: single-site MH in random order, proposal and
     target temperature 1), through the sampler's own epoch loop (:class:`mlmprob.sampling.api.Chains`), so
     ``mlmprob.sample(..., method=method, energy=energy, epochs=epochs, burn_in=0, init=init,
     generator=seed)`` ends in the same states. Exact-draw methods (ancestral, speculative) start from the
-    given text whatever ``init`` says (every epoch is a fresh draw)."""
+    given text whatever ``init`` says (every epoch is a fresh draw); the parallel decoders (``unmask``,
+    ``adaptive``) take their ``score`` (``confidence``, ``margin``, ``entropy``; default: the method's own) and
+    ``unmask`` its ``steps`` per draw (default: the sampler's)."""
     from ..infill.stream import expand_gaps, mask_text
     from ..sampling.api import Chains
-    from ..sampling.spec import METHODS, SamplerSpec
+    from ..sampling.spec import DECODERS, METHODS, SamplerSpec
     from ..sampling.stream import free_positions
 
     if energy not in ENERGIES:
@@ -93,8 +97,11 @@ def sample_steps(mlm, text: str, *, positions: str = "", energy: str = "local", 
     free1 = free_positions(mlm, enc, 0, "the sequence", text, want)   # resolved once, as for the CLI
     ids = enc.input_ids[:1].repeat(chains, 1)
     free = free1[None].repeat(chains, 1)
+    extra = {"score": score or None} if method in DECODERS else {}
+    if method == "unmask" and steps:
+        extra["steps"] = _check_int(steps, "steps", 1, 10**6)
     spec = SamplerSpec(method=method, energy=energy, epochs=epochs,
-                       init=init if method in ("mh", "gibbs") else "given")
+                       init=init if method in ("mh", "gibbs") else "given", **extra)
     run = Chains(mlm, spec, ids, free, torch.Generator().manual_seed(seed))
     pick = 0 if energy == "local" else 1
     trace = [tuple(run.energies()[pick].tolist())]
@@ -105,7 +112,7 @@ def sample_steps(mlm, text: str, *, positions: str = "", energy: str = "local", 
     def snap() -> SampleSnapshot:
         seqs = tuple(decode(mlm, row) for row in run.state.ids)
         return SampleSnapshot(run.state.epoch, epochs, energy, tuple(trace), tuple(accepted), tuple(proposed), seqs,
-                              free_pos)
+                              free_pos, method)
 
     yield snap()
     for rec in run.epochs():

@@ -107,7 +107,7 @@ def sample_summary(s: SampleSnapshot) -> str:
     last = s.energy[-1]
     mean = sum(last) / len(last)
     return (f"Epoch {s.epoch}/{s.epochs}; acceptance rate {rate}; mean E_{s.energy_kind} {mean:.3f} "
-            f"over {len(last)} chain(s); {len(s.free)} free position(s).")
+            f"over {len(last)} chain(s); {len(s.free)} free position(s); method {s.method}.")
 
 
 def sample_rows(s: SampleSnapshot, digits: int = 4) -> list[list]:

@@ -20,6 +20,7 @@ from ..errors import MLMProbError
 from . import render
 from ..models.reader import reader_of
 from .compute import LIMITS, Limits, infill_compare, mutant_scores, saturation_map, score_text
+from ..sampling.spec import METHODS
 from .dynamics import pair_view, sample_steps
 
 VH = "EVQLVESGGGLVQPGGSLRLSCAASGFTFSSYAMSWVRQAPGKGLEWVSAISGSGGSTYYADSVKGRFTISRDNSKNTLYLQMNSLRAEDTAVYYCAK"
@@ -219,10 +220,12 @@ def _tab_sample(gr, c: _Ctx):
     """The Sample tab: streamed Gibbs chains (endpoint ``sample``)."""
     mlm, limits, ex, run = c.mlm, c.limits, c.ex, c.run
 
-    def do_sample(text, positions, energy, epochs, chains, seed, init, progress=gr.Progress()):
+    def do_sample(text, positions, energy, epochs, chains, seed, init, method="mh", score="", steps=0,
+                  progress=gr.Progress()):
         epochs, every = int(epochs), max(1, int(epochs) // 25)
         for snap in sample_steps(mlm, text, positions=positions, energy=energy, epochs=epochs, chains=int(chains),
-                                 seed=int(seed), init=init, limits=limits):
+                                 seed=int(seed), init=init, method=method, score=score or None,
+                                 steps=int(steps or 0) or None, limits=limits):
             progress(snap.epoch / snap.epochs, desc=f"epoch {snap.epoch}/{snap.epochs}")
             if snap.done or snap.epoch % every == 0:
                 yield (render.sample_summary(snap), render.trace_figure(snap),
@@ -237,7 +240,14 @@ def _tab_sample(gr, c: _Ctx):
             p_energy = gr.Radio(["local", "raw"], value="local", label="target energy (E_local = -PLL, E_raw)")
             p_init = gr.Dropdown(["given", "greedy", "random"], value="given", label="start", elem_id="sample-init")
         with gr.Row():
-            p_epochs = gr.Slider(1, limits.max_epochs, value=20, step=1, label="epochs (sweeps)")
+            p_method = gr.Dropdown(list(METHODS), value="mh", elem_id="sample-method",
+                                   label="method: mh / gibbs (MCMC on the energy), ancestral / speculative (exact "
+                                         "chain-rule draws), unmask / adaptive (parallel decoders)")
+            p_score = gr.Dropdown(["", "confidence", "margin", "entropy"], value="", elem_id="sample-score",
+                                  label="unmask / adaptive: which positions go first (empty: the method's default)")
+            p_steps = gr.Number(0, precision=0, label="unmask: steps per draw (0: the default)")
+        with gr.Row():
+            p_epochs = gr.Slider(1, limits.max_epochs, value=20, step=1, label="epochs (sweeps or draws)")
             p_chains = gr.Slider(1, limits.max_chains, value=4, step=1, label="chains")
             p_seed = gr.Number(0, precision=0, label="seed")
         with gr.Row():
@@ -247,7 +257,8 @@ def _tab_sample(gr, c: _Ctx):
         p_plot = gr.Plot(label="energy trace", elem_id="sample-plot")
         p_table = gr.Dataframe(headers=["chain", "E", "sequence"], label="current samples", interactive=False,
                                elem_id="sample-table")
-        ev = p_go.click(_guarded(do_sample), [p_in, p_pos, p_energy, p_epochs, p_chains, p_seed, p_init],
+        ev = p_go.click(_guarded(do_sample), [p_in, p_pos, p_energy, p_epochs, p_chains, p_seed, p_init, p_method,
+                                              p_score, p_steps],
                         [p_sum, p_plot, p_table], api_name="sample", **run)
         p_stop.click(None, cancels=[ev])
 
