@@ -227,10 +227,12 @@ def execute(exp: Experiment, args: argparse.Namespace, argv: Sequence[str]) -> i
     return 0
 
 
-def run_units(exp: Experiment, run: Run) -> Counter:
-    """Hold the output, skip the finished units, run and commit the others, keep the journal."""
+def run_units(exp: Experiment, run: Run, journal: bool = True) -> Counter:
+    """Hold the output, skip the finished units, run and commit the others, keep the journal (unless
+    ``journal`` is false: a run through the experiment's Python function); the records written by unit."""
+    journal = journal and exp.journal is not None
     if exp.results is None:     # the experiment keeps its own files: the journal is the held output
-        if exp.journal is None:
+        if exp.journal is None:  # pragma: no cover
             raise MLMProbError(f"{exp.prog}: an experiment without a results log needs a journal")
         run.out.mkdir(parents=True, exist_ok=True)
         run.state["journal"] = ResumableLog(run.out / exp.journal)
@@ -240,7 +242,7 @@ def run_units(exp: Experiment, run: Run) -> Counter:
     try:
         exp.resume(run)
         t0 = time.perf_counter()
-        if exp.journal is not None and (entry := exp.start_entry(run)) is not None:
+        if journal and (entry := exp.start_entry(run)) is not None:
             exp.record_run(run, entry)
         for unit in exp.units(run):
             if exp.finished(run, unit):
@@ -251,7 +253,7 @@ def run_units(exp: Experiment, run: Run) -> Counter:
                     run.log.append(*records)
                 run.written[exp.label(unit)] += len(records)
         exp.teardown(run)
-        if exp.journal is not None and (entry := exp.finish_entry(run, round(time.perf_counter() - t0, 1))):
+        if journal and (entry := exp.finish_entry(run, round(time.perf_counter() - t0, 1))):
             exp.record_run(run, entry)
     finally:
         for log in (run.log, run.state.pop("journal", None)):
