@@ -147,9 +147,9 @@ class LikelihoodReal(Experiment):
 
     def setup(self, run: Run) -> None:
         a = run.args
-        run.state.setdefault("stages", [parse_stage(s) for s in a.plan])
-        run.state.setdefault("data", resolve_data_dir(a.data, [SETS[s][0] for st in run.state["stages"]
-                                                               for s in st.sets]))
+        if "stages" not in run.state:
+            run.state["stages"] = [parse_stage(s) for s in a.plan]
+            run.state["data"] = resolve_data_dir(a.data, [SETS[s][0] for st in run.state["stages"] for s in st.sets])
         run.state.setdefault("log", lambda m: print(m, file=sys.stderr, flush=True))
 
     def config(self, run: Run) -> dict:

@@ -63,7 +63,7 @@ class Run:
     out: Path                                   # --out (a folder, or the result file itself)
     command: str                                # the exact command line: ``python -m PROG ARGV``
     log: ResumableLog | None = None             # the results log while the units run
-    done: set = field(default_factory=set)      # keys of the records already there (``Experiment.key``)
+    done: dict = field(default_factory=dict)    # key (``Experiment.key``) -> the last record of it, kept current
     written: Counter = field(default_factory=Counter)   # records written this run, by unit label
     state: dict = field(default_factory=dict)   # whatever the experiment keeps between its hooks
     experiment: "Experiment | None" = None
@@ -114,7 +114,7 @@ class Experiment:
 
     def resume(self, run: Run) -> None:
         """After the log is opened: ``run.done`` from its records (override to check or trim them)."""
-        run.done = {self.key(r) for r in run.log.records()} if run.log is not None else set()
+        run.done = {self.key(r): r for r in run.log.records()} if run.log is not None else {}
 
     # -- units -----------------------------------------------------------------------------------
 
@@ -251,6 +251,7 @@ def run_units(exp: Experiment, run: Run, journal: bool = True) -> Counter:
                 records = item if isinstance(item, list) else [item]
                 if run.log is not None:
                     run.log.append(*records)
+                    run.done.update((exp.key(r), r) for r in records)
                 run.written[exp.label(unit)] += len(records)
         exp.teardown(run)
         if journal and (entry := exp.finish_entry(run, round(time.perf_counter() - t0, 1))):
