@@ -90,6 +90,7 @@ class Experiment:
     threads_type: Callable = staticmethod(positive_int)
     threads_help: str = "torch CPU threads"
     report_only: bool = True            # offer --report-only
+    report_only_flag: str = "--report-only"     # its spelling (dest ``report_only`` whatever it is)
     report_only_help: str = "only rewrite the report from the records"
     header: bool = False                # the log's first line is its configuration
     encode: Callable = staticmethod(dumps)
@@ -195,7 +196,7 @@ def build_parser(exp: Experiment) -> argparse.ArgumentParser:
     if exp.threads:
         p.add_argument("--threads", type=exp.threads_type, default=exp.threads_default, help=exp.threads_help)
     if exp.report_only:
-        p.add_argument("--report-only", action="store_true", help=exp.report_only_help)
+        p.add_argument(exp.report_only_flag, dest="report_only", action="store_true", help=exp.report_only_help)
     return p
 
 
