@@ -94,7 +94,6 @@ class CdrH3(CdrH3Units):
     """The command line of the CDR-H3 experiment on the runner (the units: ``cdr_h3_runner.CdrH3Units``)."""
 
     prog = "mlmprob.experiments.cdr_h3"
-    description = __doc__.split("\n\n")[0]
     formatter_class = argparse.ArgumentDefaultsHelpFormatter
     results = RESULTS_FILE
     journal = RUNS_FILE

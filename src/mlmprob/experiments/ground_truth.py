@@ -80,7 +80,6 @@ class GroundTruth(Experiment):
     training record and then its evaluation records (pairs, infill per gap length, samplers), one by one."""
 
     prog = "mlmprob.experiments.ground_truth"
-    description = __doc__.split("\n\n")[0]
     formatter_class = argparse.ArgumentDefaultsHelpFormatter
     out_help = "result folder (results.jsonl, config.json, report)"
     report_only = False

@@ -42,7 +42,6 @@ class GroundTruthChain(Experiment):
     """Units: (seed, coupling, curve step), one record each; the report rewritten after each unit."""
 
     prog = "mlmprob.experiments.ground_truth_chain"
-    description = __doc__.split("\n\n")[0]
     out_help = "result folder (results.jsonl, config.json, README.md)"
     report_only_help = "rewrite README.md (and the figure) only"
 

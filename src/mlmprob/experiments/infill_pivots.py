@@ -81,7 +81,7 @@ class PivotSweep(Experiment):
     """Units: (gap, pivot), standard beam search first (pivot None); ``--out`` is the result file."""
 
     prog = "mlmprob.experiments.infill_pivots"
-    description = __doc__.split("\n")[0]
+    description = globals()["__doc__"].split("\n")[0]     # the module's first line
     formatter_class = argparse.ArgumentDefaultsHelpFormatter
     results = ""                # --out is the log
     journal = None

@@ -208,7 +208,7 @@ class Infill(Experiment):
     """Units: (model, region, k, gap, method), one record each; ``--out`` is the result file."""
 
     prog = "mlmprob.experiments.infill_runner"
-    description = __doc__.split("\n")[0]
+    description = globals()["__doc__"].split("\n")[0]     # the module's first line
     formatter_class = argparse.ArgumentDefaultsHelpFormatter
     results = ""                # --out is the log
     journal = None

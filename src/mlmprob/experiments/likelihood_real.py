@@ -133,7 +133,6 @@ class LikelihoodReal(Experiment):
     """Units: (stage, set, sequence) in plan order; one record each; the commands in ``config.json``."""
 
     prog = "mlmprob.experiments.likelihood_real"
-    description = __doc__.split("\n\n")[0]
     out_default = "docs/results/likelihood"
     out_help = "results folder (results.jsonl, README.md)"
     threads_type = staticmethod(positive_int)

@@ -79,7 +79,7 @@ class Experiment:
     :meth:`report`; the class attributes and the other hooks have defaults that fit most."""
 
     prog: str = ""                      # the module: ``python -m mlmprob.experiments.NAME``
-    description: str = ""
+    description: str | None = None      # None: the first paragraph of the experiment module's docstring
     formatter_class = argparse.HelpFormatter
     results: str | None = "results.jsonl"   # the log in --out; "": --out is the log; None: the experiment's own files
     journal: str | None = "runs.jsonl"      # the journal in --out (command line, wall time); None: none
@@ -186,7 +186,10 @@ class Experiment:
 
 def build_parser(exp: Experiment) -> argparse.ArgumentParser:
     """The command line: ``--out``, the experiment's options, ``--threads``, ``--report-only``."""
-    p = argparse.ArgumentParser(prog=f"python -m {exp.prog}", description=exp.description,
+    description = exp.description
+    if description is None:
+        description = (sys.modules[type(exp).__module__].__doc__ or "").split("\n\n")[0]
+    p = argparse.ArgumentParser(prog=f"python -m {exp.prog}", description=description,
                                 formatter_class=exp.formatter_class)
     if exp.out_default is None:
         p.add_argument("--out", required=True, help=exp.out_help)

@@ -56,7 +56,6 @@ class VariantsData(Experiment):
     (``variants_data_runner.Runner``), so the runner holds ``runs.jsonl`` (one runner per ``--out``)."""
 
     prog = "mlmprob.experiments.variants_data"
-    description = __doc__.split("\n\n")[0]
     formatter_class = argparse.ArgumentDefaultsHelpFormatter
     results = None              # one file per stage, written by the stage
     journal = RUNS_FILE
