@@ -51,7 +51,7 @@ from ..errors import MLMProbError, exit_status
 from ..jsonl import dumps
 from ..runtime.log import ResumableLog, RunMeta, append_record, read_log
 
-__all__ = ["Experiment", "Run", "RunMeta", "build_parser", "execute", "main", "read_log"]
+__all__ = ["Experiment", "Run", "RunMeta", "build_parser", "execute", "main", "read_log", "run_units"]
 
 
 @dataclass
