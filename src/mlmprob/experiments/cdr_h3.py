@@ -55,27 +55,23 @@ from ..argtypes import nonnegative_int, positive_int  # noqa: E402
 
 import argparse
 import datetime
-import json
-import shlex
-import sys
-import time
 from pathlib import Path
 from typing import Sequence
 
-import torch
-
 from ..batching import DEFAULT_BATCH_TOKENS
-from ..errors import MLMProbError, exit_status
 from ..runtime.log import append_record
 # the runner's and the shared names, importable from here as before the split
 from .cdr_h3_common import (ANNEALS, BLOCK_START, CONFIGS, MP_ITERATIONS, PTEMPS, RESULTS_FILE, RUNS_FILE, T5_ANNEAL,
                             TABLES, TOPPS, WORK_DIR, Config, RunOptions, read_results, select_configs, seq_metrics)
 from .cdr_h3_report import write_report
-from .cdr_h3_runner import Antibody, done_units, load_antibodies, prepare_units, run_config, run_experiment
+from .cdr_h3_runner import (Antibody, CdrH3Units, done_units, load_antibodies, prepare_units, run_config,
+                            run_experiment)
 from .data_option import add_data_option, resolve_data_dir
 from ..models.reader import reader_of
+from . import runner
+from .runner import Run
 
-__all__ = ["ANNEALS", "ANTIBODY_CSV", "BLOCK_START", "CONFIGS", "MP_ITERATIONS", "PTEMPS", "RESULTS_FILE", "RUNS_FILE",
+__all__ = ["ANNEALS", "ANTIBODY_CSV", "BLOCK_START", "CONFIGS", "CdrH3", "MP_ITERATIONS", "PTEMPS", "RESULTS_FILE", "RUNS_FILE",
            "T5_ANNEAL", "TABLES", "TOPPS", "WORK_DIR", "Antibody", "Config", "RunOptions", "antibody_csv",
            "build_parser", "done_units", "load_antibodies", "main", "prepare_units", "read_results", "run_config",
            "run_experiment", "select_configs", "seq_metrics"]
@@ -94,55 +90,49 @@ def antibody_csv(data: str | Path | None) -> Path:
     return resolve_data_dir(data, [ANTIBODY_CSV]) / ANTIBODY_CSV
 
 
-def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m mlmprob.experiments.cdr_h3", description=__doc__.split("\n\n")[0],
-                                formatter_class=argparse.ArgumentDefaultsHelpFormatter)
-    p.add_argument("--model", required=True, help="antiberty, sapiens-vh or a local Hugging Face folder")
-    p.add_argument("--out", required=True, help="result folder")
-    add_data_option(p, f"{ANTIBODY_CSV}; or give a CSV file of antibodies")
-    p.add_argument("--column", default="HC", help='heavy-chain column of the antibody CSV')
-    p.add_argument("--id-column", default="Therapeutic", help='antibody name column of the CSV')
-    p.add_argument("--tables", default="1,2,3,4,5,6,u",
-                   help="comma list of 1..6 and u (unconditional); 6: ancestral sampling beside MH and Gibbs")
-    p.add_argument("--only", help="comma list of configuration names (overrides --tables for running)")
-    p.add_argument("--epochs", type=positive_int, default=4, help="epochs after burn-in")
-    p.add_argument("--burn-in", type=nonnegative_int, default=2, help='burn-in epochs per chain')
-    p.add_argument("--n-antibodies", type=positive_int, default=20, help='antibodies sampled (the first N of the CSV)')
-    p.add_argument("--chains", type=positive_int, default=3, help='chains per antibody and configuration')
-    p.add_argument("--cdr-definition", choices=("imgt", "kabat"), default="imgt", help='CDR-H3 numbering scheme')
-    p.add_argument("--uncond-length", type=positive_int, default=120, help='sequence length of the unconditional runs')
-    p.add_argument("--uncond-chains", type=positive_int, default=3, help='chains of the unconditional runs')
-    p.add_argument("--seed", type=nonnegative_int, default=0, help="base seed (each unit's generator is derived from it and the unit's name)")
-    p.add_argument("--dtype", default="float32",
-                   help="model dtype (float32: the dtype of the stored results, whatever load_mlm's default on "
-                        "this machine)")
-    p.add_argument("--threads", type=positive_int, default=1, help="torch CPU threads (1 is fastest on a loaded machine)")
-    p.add_argument("--batch-tokens", type=positive_int, default=DEFAULT_BATCH_TOKENS, help='tokens per forward sub-batch')
-    p.add_argument("--report-only", action="store_true", help="only rebuild report.md and the figures")
-    p.add_argument("--no-report", action="store_true", help='do not rewrite the report after the run')
-    p.add_argument("--note", default="", help="free text recorded with this invocation in runs.jsonl")
-    return p
+class CdrH3(CdrH3Units):
+    """The command line of the CDR-H3 experiment on the runner (the units: ``cdr_h3_runner.CdrH3Units``)."""
 
+    prog = "mlmprob.experiments.cdr_h3"
+    formatter_class = argparse.ArgumentDefaultsHelpFormatter
+    results = RESULTS_FILE
+    journal = RUNS_FILE
+    threads_default = 1
+    threads_help = "torch CPU threads (1 is fastest on a loaded machine)"
+    report_only_help = "only rebuild report.md and the figures"
 
-def _append_run(out: Path, entry: dict) -> None:
-    append_record(out / RUNS_FILE, entry)
+    def add_arguments(self, p: argparse.ArgumentParser) -> None:
+        p.add_argument("--model", required=True, help="antiberty, sapiens-vh or a local Hugging Face folder")
+        add_data_option(p, f"{ANTIBODY_CSV}; or give a CSV file of antibodies")
+        p.add_argument("--column", default="HC", help='heavy-chain column of the antibody CSV')
+        p.add_argument("--id-column", default="Therapeutic", help='antibody name column of the CSV')
+        p.add_argument("--tables", default="1,2,3,4,5,6,u",
+                       help="comma list of 1..6 and u (unconditional); 6: ancestral sampling beside MH and Gibbs")
+        p.add_argument("--only", help="comma list of configuration names (overrides --tables for running)")
+        p.add_argument("--epochs", type=positive_int, default=4, help="epochs after burn-in")
+        p.add_argument("--burn-in", type=nonnegative_int, default=2, help='burn-in epochs per chain')
+        p.add_argument("--n-antibodies", type=positive_int, default=20, help='antibodies sampled (the first N of the CSV)')
+        p.add_argument("--chains", type=positive_int, default=3, help='chains per antibody and configuration')
+        p.add_argument("--cdr-definition", choices=("imgt", "kabat"), default="imgt", help='CDR-H3 numbering scheme')
+        p.add_argument("--uncond-length", type=positive_int, default=120, help='sequence length of the unconditional runs')
+        p.add_argument("--uncond-chains", type=positive_int, default=3, help='chains of the unconditional runs')
+        p.add_argument("--seed", type=nonnegative_int, default=0,
+                       help="base seed (each unit's generator is derived from it and the unit's name)")
+        p.add_argument("--dtype", default="float32",
+                       help="model dtype (float32: the dtype of the stored results, whatever load_mlm's default on "
+                            "this machine)")
+        p.add_argument("--batch-tokens", type=positive_int, default=DEFAULT_BATCH_TOKENS, help='tokens per forward sub-batch')
+        p.add_argument("--no-report", action="store_true", help='do not rewrite the report after the run')
+        p.add_argument("--note", default="", help="free text recorded with this invocation in runs.jsonl")
 
+    @staticmethod
+    def options(args) -> RunOptions:
+        return RunOptions(args.epochs, args.burn_in, args.chains, args.uncond_length, args.uncond_chains, args.seed,
+                          args.batch_tokens)
 
-def main(argv: Sequence[str] | None = None) -> int:
-    argv = list(sys.argv[1:] if argv is None else argv)
-    args = build_parser().parse_args(argv)
-    return exit_status(lambda: _main(args, argv))
-
-
-def _main(args, argv) -> int:
-    out = Path(args.out)
-    opts = RunOptions(args.epochs, args.burn_in, args.chains, args.uncond_length, args.uncond_chains, args.seed,
-                      args.batch_tokens)
-    if min(args.epochs, args.chains, args.uncond_chains, args.n_antibodies) < 1 or args.burn_in < 0:
-        raise MLMProbError("--epochs, --chains, --uncond-chains and --n-antibodies must be >= 1, --burn-in >= 0")
-    if not args.report_only:
+    def setup(self, run: Run) -> None:
+        args = run.args
         csv = antibody_csv(args.data)
-        torch.set_num_threads(args.threads)
         configs = select_configs([t.strip() for t in args.tables.split(",") if t.strip()],
                                  [n.strip() for n in args.only.split(",")] if args.only else None)
         from ..models import load_mlm
@@ -150,20 +140,38 @@ def _main(args, argv) -> int:
         mlm = load_mlm(args.model, dtype=args.dtype)
         abs_ = load_antibodies(csv, args.n_antibodies, args.column, args.id_column, args.cdr_definition,
                                max_residues=None if reader_of(mlm).max_length is None else mlm.max_length - 2)
-        out.mkdir(parents=True, exist_ok=True)
-        cmd = "python -m mlmprob.experiments.cdr_h3 " + shlex.join(argv)
-        started = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
-        t0 = time.perf_counter()
-        _append_run(out, {"event": "start", "command": cmd, "started": started, "threads": args.threads,
-                          "dtype": args.dtype,
-                          "note": args.note})
-        written = run_experiment(mlm, abs_, configs, opts, out, log=lambda s: print(s, flush=True))
-        _append_run(out, {"event": "finish", "command": cmd, "started": started,
-                          "wall_s": round(time.perf_counter() - t0, 1), "written": written, "note": args.note})
-    if not args.no_report:
-        path = write_report(out, opts, model=args.model)
+        run.out.mkdir(parents=True, exist_ok=True)
+        run.state.update(mlm=mlm, antibodies=abs_, configs=configs, opts=self.options(args),
+                         log=lambda s: print(s, flush=True))
+
+    def start_entry(self, run: Run) -> dict:
+        a = run.args
+        run.state["started"] = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+        return {"event": "start", "command": run.command, "started": run.state["started"], "threads": a.threads,
+                "dtype": a.dtype, "note": a.note}
+
+    def finish_entry(self, run: Run, wall_s: float) -> dict:
+        return {"event": "finish", "command": run.command, "started": run.state["started"], "wall_s": wall_s,
+                "written": dict(run.written), "note": run.args.note}
+
+    def record_run(self, run: Run, entry: dict) -> None:
+        _append_run(run.out, entry)
+
+    def report(self, run: Run) -> None:
+        path = write_report(run.out, self.options(run.args), model=run.args.model)
         print(f"report: {path}")
-    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    return runner.build_parser(CdrH3())
+
+
+def _append_run(out: Path, entry: dict) -> None:
+    append_record(out / RUNS_FILE, entry)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    return runner.main(CdrH3(), argv)
 
 
 if __name__ == "__main__":

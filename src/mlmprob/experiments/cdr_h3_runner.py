@@ -5,6 +5,7 @@ command line is ``cdr_h3``; see its docstring for the task and the configuration
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
 import hashlib
 import json
@@ -23,9 +24,10 @@ from ..jsonl import dumps
 from ..metrics.sequences import stutter_rate
 from ..models.protocol import MaskedLM
 from ..models.reader import name_of, reader_of
-from ..runtime.log import ResumableLog, check_config
+from ..runtime.log import check_config
 from ..runtime.seeds import seeded_generator
 from .cdr_h3_common import CONFIGS, RESULTS_FILE, WORK_DIR, Config, RunOptions, read_results, seq_metrics
+from .runner import Experiment, Run, run_units
 
 # -- data ------------------------------------------------------------------------------------------
 
@@ -282,49 +284,71 @@ def _write_antibodies(out: Path, antibodies: Sequence[Antibody], units: _Units, 
     (out / "antibodies.json").write_text(dumps(rows, indent=1) + "\n")
 
 
+class CdrH3Units(Experiment):
+    """The CDR-H3 experiment's units on the runner: one per configuration, running the chains of the
+    antibodies that configuration lacks in one batch. ``run.state`` holds ``mlm``, ``antibodies``,
+    ``configs``, ``opts`` and ``log``."""
+
+    encode = staticmethod(lambda r: dumps(r, separators=(",", ":")))
+
+    def resume(self, run: Run) -> None:
+        opts, log = run.state["opts"], run.log
+        records = read_results(log.path)
+        done = done_units(records, opts)
+        # a configuration's records are one commit: if a kill cut it short, it is dropped and run again whole
+        # (its chains share one batch and one generator, so a unit run alone would draw other numbers)
+        cut = {r["config"] for r in records if (r["config"], r["unit"]) not in done}
+        if log.drop_tail(lambda r: r["config"] not in cut):
+            done = done_units(read_results(log.path), opts)
+        run.done = dict.fromkeys(done)
+        run.state.update(work=run.out / WORK_DIR, prepared={})
+        run.state["work"].mkdir(exist_ok=True)
+
+    def key(self, record: dict) -> tuple[str, str]:
+        return record["config"], record["unit"]
+
+    def units(self, run: Run):
+        return run.state["configs"]
+
+    def label(self, cfg: Config) -> str:
+        return cfg.name
+
+    def _todo(self, run: Run, cfg: Config) -> list[int]:
+        opts = run.state["opts"]
+        names = [f"all-mask-L{opts.uncond_length}"] if cfg.unconditional else [a.name for a in run.state["antibodies"]]
+        return [i for i, n in enumerate(names) if (cfg.name, n) not in run.done]
+
+    def finished(self, run: Run, cfg: Config) -> bool:
+        return not self._todo(run, cfg)
+
+    def run_unit(self, run: Run, cfg: Config):
+        mlm, antibodies, opts, prepared, work = (run.state[k] for k in ("mlm", "antibodies", "opts", "prepared", "work"))
+        todo = self._todo(run, cfg)
+        if cfg.unconditional not in prepared:
+            prepared[cfg.unconditional] = prepare_units(mlm, None if cfg.unconditional else antibodies, opts)
+            if not cfg.unconditional:
+                _write_antibodies(run.out, antibodies, prepared[False], mlm)
+        t0 = time.perf_counter()
+        records = run_config(mlm, cfg, _subset(prepared[cfg.unconditional], todo), opts, work)
+        yield records       # one commit
+        for p in work.glob(cfg.name.replace("/", "__") + "-*.jsonl"):
+            p.unlink()
+        run.state["log"](f"{cfg.name}: {len(todo)} units x chains -> {len(records)} records in "
+                         f"{time.perf_counter() - t0:.1f} s")
+
+    def teardown(self, run: Run) -> None:
+        try:
+            run.state["work"].rmdir()    # only when empty: a configuration cut short keeps its run file for the next run
+        except OSError:
+            pass
+
+
 def run_experiment(mlm: MaskedLM, antibodies: Sequence[Antibody], configs: Sequence[Config], opts: RunOptions,
                    out: str | Path, log=print) -> dict[str, int]:
     """Run every configuration on the units not yet in ``out/results.jsonl``; returns the number of
     records written per configuration."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    work = out / WORK_DIR
-    work.mkdir(exist_ok=True)
-    with ResumableLog(out / RESULTS_FILE, encode=lambda r: dumps(r, separators=(",", ":"))) as results:
-        records = read_results(results.path)
-        done = done_units(records, opts)
-        # a configuration's records are one commit: if a kill cut it short, it is dropped and run again whole
-        # (its chains share one batch and one generator, so a unit run alone would draw other numbers)
-        cut = {r["config"] for r in records if (r["config"], r["unit"]) not in done}
-        if results.drop_tail(lambda r: r["config"] not in cut):
-            done = done_units(read_results(results.path), opts)
-        written = _run_configs(mlm, antibodies, configs, opts, out, work, results, done, log)
-    try:
-        work.rmdir()    # only when empty: a configuration cut short keeps its run file for the next run
-    except OSError:
-        pass
-    return written
-
-
-def _run_configs(mlm: MaskedLM, antibodies: Sequence[Antibody], configs: Sequence[Config], opts: RunOptions,
-                 out: Path, work: Path, results: ResumableLog, done: set, log) -> dict[str, int]:
-    prepared: dict[bool, _Units] = {}
-    written: dict[str, int] = {}
-    for cfg in configs:
-        names = ([f"all-mask-L{opts.uncond_length}"] if cfg.unconditional else [a.name for a in antibodies])
-        todo = [i for i, n in enumerate(names) if (cfg.name, n) not in done]
-        if not todo:
-            continue
-        if cfg.unconditional not in prepared:
-            prepared[cfg.unconditional] = prepare_units(mlm, None if cfg.unconditional else antibodies, opts)
-            if not cfg.unconditional:
-                _write_antibodies(out, antibodies, prepared[False], mlm)
-        units = _subset(prepared[cfg.unconditional], todo)
-        t0 = time.perf_counter()
-        records = run_config(mlm, cfg, units, opts, work)
-        results.append(*records)
-        for p in work.glob(cfg.name.replace("/", "__") + "-*.jsonl"):
-            p.unlink()
-        written[cfg.name] = len(records)
-        log(f"{cfg.name}: {len(todo)} units x chains -> {len(records)} records in {time.perf_counter() - t0:.1f} s")
-    return written
+    r = Run(argparse.Namespace(out=str(out)), [], out, "", experiment=CdrH3Units(),
+            state={"mlm": mlm, "antibodies": antibodies, "configs": configs, "opts": opts, "log": log})
+    return dict(run_units(r.experiment, r, journal=False))

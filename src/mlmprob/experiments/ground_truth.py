@@ -33,23 +33,23 @@ from __future__ import annotations
 from ..argtypes import positive_int  # noqa: E402
 
 import argparse
-import shlex
-import sys
 import time
 from pathlib import Path
 
 import torch
 
-from ..errors import MLMProbError, exit_status
-from ..runtime.log import ResumableLog, RunMeta, append_record
+from ..errors import MLMProbError
+from ..runtime.log import RunMeta
 from ..training.masking import generator_for, n_selected
 # the shared and the evaluation names, importable from here as before the split
 from .ground_truth_common import (BEAMS, JOINT_METHODS, RESULTS, GroundTruthConfig, adjacent_equal, all_states,
                                   empirical, kl, state_index, true_pair_joint, tv)
 from .ground_truth_eval import eval_infill, eval_pairs, eval_samplers, language, symbol_mlm
 from .ground_truth_report import write_report
+from .runner import Experiment, Run, run_units
+from .runner import main as runner_main
 
-__all__ = ["BEAMS", "JOINT_METHODS", "RESULTS", "GroundTruthConfig", "Results", "adjacent_equal", "all_states",
+__all__ = ["BEAMS", "JOINT_METHODS", "RESULTS", "GroundTruth", "GroundTruthConfig", "adjacent_equal", "all_states",
            "empirical", "eval_infill", "eval_pairs", "eval_samplers", "kl", "language", "main", "run", "state_index",
            "symbol_mlm", "true_pair_joint", "tv"]
 
@@ -66,23 +66,6 @@ def _train_config(cfg: GroundTruthConfig, *, steps: int, mask_rate: float, maski
                        kl_sequences=256)
 
 
-class Results:
-    """Append-only JSONL of finished units, keyed by ``unit``: a :class:`~mlmprob.runtime.log.ResumableLog`
-    held (locked) until :meth:`close`, its configuration in ``config.json`` beside it."""
-
-    def __init__(self, path: Path, config: dict | None = None):
-        self.path = path
-        self.log = ResumableLog(path, config=config, meta=RunMeta(path.with_name("config.json"), key=None, indent=1))
-        self.done: dict[str, dict] = {rec["unit"]: rec for rec in self.log.records() if "unit" in rec}
-
-    def add(self, rec: dict) -> None:
-        self.done[rec["unit"]] = rec
-        self.log.append(rec)
-
-    def close(self) -> None:
-        self.log.close()
-
-
 def _train(cfg: GroundTruthConfig, lang, out_dir: Path, *, steps: int, mask_rate: float, masking: str = "dynamic",
            n_train: int | None = None, stop_after: int | None = None, progress: bool = False):
     from ..training import SyntheticSource, train
@@ -92,111 +75,166 @@ def _train(cfg: GroundTruthConfig, lang, out_dir: Path, *, steps: int, mask_rate
     return train(tc, src, out_dir, progress=progress, stop_after=stop_after)
 
 
+class GroundTruth(Experiment):
+    """Units: one per trained model (``coupling/J``, ``curve/step``, ``masking/r-masking``); each yields its
+    training record and then its evaluation records (pairs, infill per gap length, samplers), one by one."""
+
+    prog = "mlmprob.experiments.ground_truth"
+    formatter_class = argparse.ArgumentDefaultsHelpFormatter
+    out_help = "result folder (results.jsonl, config.json, report)"
+    report_only = False
+
+    def add_arguments(self, p: argparse.ArgumentParser) -> None:
+        p.add_argument("--runs", required=True, help="folder for the trained models (not for the repository)")
+        p.add_argument("--stages", default="coupling,curve,masking", help='comma-separated stages to run (coupling, curve, masking)')
+        p.add_argument("--couplings", type=_floats, help='comma-separated coupling strengths J of the Potts chains')
+        p.add_argument("--steps", type=positive_int, help='training steps per model')
+        p.add_argument("--n-pairs", type=positive_int, help='position pairs evaluated per model')
+        p.add_argument("--n-gaps", type=positive_int, help='infilling gaps evaluated per model')
+        p.add_argument("--chains", type=positive_int, help='sampling chains per sampler')
+        p.add_argument("--sample-epochs", type=positive_int, help='sampling epochs per chain')
+        p.add_argument("--curve-steps", type=_ints, help='comma-separated checkpoints of the training curve')
+        p.add_argument("--masking-rates", type=_floats, help='comma-separated masking rates of the masking stage')
+        p.add_argument("--masking-steps", type=positive_int, help='training steps of the masking stage')
+        p.add_argument("--no-progress", action="store_true", help='no progress bars')
+        p.add_argument("--no-report", action="store_true", help='do not rewrite the report after the run')
+
+    def setup(self, run: Run) -> None:
+        a = run.args
+        if "cfg" not in run.state:
+            over = {k: getattr(a, k) for k in ("couplings", "steps", "n_pairs", "n_gaps", "chains", "sample_epochs",
+                                               "curve_steps", "masking_rates", "masking_steps")
+                    if getattr(a, k) is not None}
+            run.state.update(cfg=GroundTruthConfig(**over), stages=tuple(a.stages.split(",")),
+                             progress=not a.no_progress, log=print)
+        run.out.mkdir(parents=True, exist_ok=True)
+        Path(a.runs).mkdir(parents=True, exist_ok=True)
+
+    def config(self, run: Run) -> dict:
+        return run.state["cfg"].to_dict()       # another configuration is refused
+
+    def meta(self, run: Run) -> RunMeta:
+        return RunMeta(run.out / "config.json", key=None, indent=1)
+
+    def key(self, record: dict) -> str:
+        return record["unit"]
+
+    def units(self, run: Run):
+        cfg, stages = run.state["cfg"], run.state["stages"]
+        units = [("coupling", f"coupling/J{J:g}", J) for J in cfg.couplings] if "coupling" in stages else []
+        units += [("curve", f"curve/step{s}", s) for s in cfg.curve_steps] if "curve" in stages else []
+        if "masking" in stages:
+            units += [("masking", f"masking/r{rate:g}-{m}", (rate, m)) for rate in cfg.masking_rates
+                      for m in ("dynamic", "static")]
+        return units
+
+    def label(self, unit) -> str:
+        return unit[1]
+
+    def finished(self, run: Run, unit) -> bool:
+        trained = unit[0] == "curve" or f"{unit[1]}/train" in run.done
+        return trained and _evaluated(run.state["cfg"], run.done, unit[1], True)
+
+    def run_unit(self, run: Run, unit):
+        stage, name, what = unit
+        yield from _STAGES[stage](run.state["cfg"], run.done, Path(run.args.runs), name, what,
+                                  run.state["progress"], run.state["log"])
+
+    def report(self, run: Run) -> None:
+        write_report(run.out)
+
+
 def run(cfg: GroundTruthConfig, out: Path, runs: Path, *, stages=("coupling", "curve", "masking"),
-        progress: bool = True, log=print) -> Results:
-    out.mkdir(parents=True, exist_ok=True)
-    runs.mkdir(parents=True, exist_ok=True)
-    res = Results(out / RESULTS, cfg.to_dict())     # refuses another configuration or a second writer
-    try:
-        _run_stages(cfg, res, runs, stages, progress, log)
-    finally:
-        res.close()
-    return res
+        progress: bool = True, log=print) -> Run:
+    """Run every unit of ``stages`` that ``out/results.jsonl`` lacks; ``.done`` of the result maps each
+    record's unit to the record."""
+    args = argparse.Namespace(out=str(out), runs=str(runs))
+    r = Run(args, [], Path(out), "", experiment=GroundTruth(),
+            state={"cfg": cfg, "stages": tuple(stages), "progress": progress, "log": log})
+    r.experiment.setup(r)
+    run_units(r.experiment, r, journal=False)
+    return r
 
 
-def _evaluated(cfg: GroundTruthConfig, res: Results, unit: str, with_samplers: bool) -> bool:
-    """Whether every evaluation record of ``unit`` is already in ``res``."""
+def _evaluated(cfg: GroundTruthConfig, done: dict, unit: str, with_samplers: bool) -> bool:
+    """Whether every evaluation record of ``unit`` is already in ``done``."""
     wanted = [f"{unit}/pairs"] + [f"{unit}/infill-k{k}" for k in cfg.gap_lengths]
     wanted += [f"{unit}/samplers"] if with_samplers else []
-    return all(u in res.done for u in wanted)
+    return all(u in done for u in wanted)
 
 
-def _evaluate_model(cfg: GroundTruthConfig, res: Results, log, unit: str, model_dir, lang, extra: dict,
-                    with_samplers: bool) -> None:
-    """The pair, infill (and sampler) records of the model in ``model_dir`` that ``res`` lacks."""
-    if _evaluated(cfg, res, unit, with_samplers):
+def _evaluate_model(cfg: GroundTruthConfig, done: dict, log, unit: str, model_dir, lang, extra: dict,
+                    with_samplers: bool):
+    """The pair, infill (and sampler) records of the model in ``model_dir`` that ``done`` lacks."""
+    if _evaluated(cfg, done, unit, with_samplers):
         return  # nothing to do: the model (in the ignored runs folder) is not needed
     mlm = symbol_mlm(model_dir, cfg.vocab_size)
     held = lang.sample(max(cfg.n_pairs, cfg.n_gaps), generator_for(cfg.seed, "gt-heldout"))
-    if f"{unit}/pairs" not in res.done:
+    if f"{unit}/pairs" not in done:
         t0 = time.perf_counter()
         rec = eval_pairs(mlm, lang, held, cfg.n_pairs, cfg.seed)
-        res.add({"unit": f"{unit}/pairs", "stage": "pairs", **extra, **rec, "seconds": time.perf_counter() - t0})
+        yield {"unit": f"{unit}/pairs", "stage": "pairs", **extra, **rec, "seconds": time.perf_counter() - t0}
         log(f"{unit}/pairs done")
     for k in cfg.gap_lengths:
-        if f"{unit}/infill-k{k}" not in res.done:
+        if f"{unit}/infill-k{k}" not in done:
             t0 = time.perf_counter()
             rec = eval_infill(mlm, lang, held, cfg.n_gaps, k, cfg.beam_size, cfg.seed)
-            res.add({"unit": f"{unit}/infill-k{k}", "stage": "infill", **extra, **rec,
-                     "seconds": time.perf_counter() - t0})
+            yield {"unit": f"{unit}/infill-k{k}", "stage": "infill", **extra, **rec,
+                   "seconds": time.perf_counter() - t0}
             log(f"{unit}/infill-k{k} done")
-    if with_samplers and f"{unit}/samplers" not in res.done:
+    if with_samplers and f"{unit}/samplers" not in done:
         rec = eval_samplers(mlm, lang, cfg, cfg.seed)
-        res.add({"unit": f"{unit}/samplers", "stage": "samplers", **extra, **rec})
+        yield {"unit": f"{unit}/samplers", "stage": "samplers", **extra, **rec}
         log(f"{unit}/samplers done")
 
 
-def _run_stages(cfg: GroundTruthConfig, res: Results, runs: Path, stages, progress: bool, log) -> None:
+def _coupling(cfg: GroundTruthConfig, done: dict, runs: Path, unit: str, J: float, progress: bool, log):
+    lang = language(cfg, J)
+    d = runs / f"potts-J{J:g}"
+    if f"{unit}/train" not in done:
+        r = _train(cfg, lang, d, steps=cfg.steps, mask_rate=cfg.mask_rate, progress=progress)
+        yield {"unit": f"{unit}/train", "stage": "train", "coupling": J, "final": r.final, "history": list(r.history)}
+        log(f"{unit} trained: {r.final}")
+    yield from _evaluate_model(cfg, done, log, unit, d, lang, {"coupling": J}, with_samplers=True)
+
+
+def _curve(cfg: GroundTruthConfig, done: dict, runs: Path, unit: str, s: int, progress: bool, log):
     from ..training import read_result
     from ..training.checkpoint import latest_checkpoint
 
-    T = cfg.length
+    J = cfg.curve_coupling
+    lang = language(cfg, J)
+    d = runs / f"curve-J{J:g}"
+    _train(cfg, lang, d, steps=max(cfg.curve_steps), mask_rate=cfg.mask_rate, stop_after=s, progress=progress)
+    ck = latest_checkpoint(d)
+    state = read_result(d)
+    if state.step != s:
+        raise MLMProbError(f"{d} is at step {state.step}, not {s}: remove it to redo the step curve")
+    if not state.history or state.history[-1]["step"] != s:
+        raise MLMProbError(f"{d} has no evaluation at step {s}")
+    kl_now = state.history[-1]["kl"]
+    yield from _evaluate_model(cfg, done, log, unit, ck, lang, {"coupling": J, "step": s, "unary_kl": kl_now},
+                               with_samplers=True)
 
-    def evaluated(unit: str, with_samplers: bool) -> bool:
-        return _evaluated(cfg, res, unit, with_samplers)
 
-    def evaluate_model(unit: str, model_dir, lang, extra: dict, with_samplers: bool) -> None:
-        _evaluate_model(cfg, res, log, unit, model_dir, lang, extra, with_samplers)
+def _masking(cfg: GroundTruthConfig, done: dict, runs: Path, unit: str, what, progress: bool, log):
+    rate, masking = what
+    J = cfg.curve_coupling
+    lang = language(cfg, J)
+    d = runs / f"mask-J{J:g}-r{rate:g}-{masking}"
+    k_rate = int(n_selected(torch.tensor([cfg.length]), rate)[0])
+    if f"{unit}/train" not in done:
+        r = _train(cfg, lang, d, steps=cfg.masking_steps, mask_rate=rate, masking=masking,
+                   n_train=cfg.masking_n_train, progress=progress)
+        yield {"unit": f"{unit}/train", "stage": "masking", "coupling": J, "mask_rate": rate, "k": k_rate,
+               "masking": masking, "n_train": cfg.masking_n_train, "final": r.final, "history": list(r.history)}
+        log(f"{unit} trained: {r.final}")
+    # every family of methods on the model of this masking rate
+    yield from _evaluate_model(cfg, done, log, unit, d, lang, {"coupling": J, "mask_rate": rate, "k": k_rate,
+                                                               "masking": masking}, with_samplers=True)
 
-    if "coupling" in stages:
-        for J in cfg.couplings:
-            lang = language(cfg, J)
-            d = runs / f"potts-J{J:g}"
-            unit = f"coupling/J{J:g}"
-            if f"{unit}/train" not in res.done:
-                r = _train(cfg, lang, d, steps=cfg.steps, mask_rate=cfg.mask_rate, progress=progress)
-                res.add({"unit": f"{unit}/train", "stage": "train", "coupling": J, "final": r.final,
-                         "history": list(r.history)})
-                log(f"{unit} trained: {r.final}")
-            evaluate_model(unit, d, lang, {"coupling": J}, with_samplers=True)
 
-    if "curve" in stages:
-        J = cfg.curve_coupling
-        lang = language(cfg, J)
-        d = runs / f"curve-J{J:g}"
-        for s in cfg.curve_steps:
-            unit = f"curve/step{s}"
-            if evaluated(unit, with_samplers=True):
-                continue
-            _train(cfg, lang, d, steps=max(cfg.curve_steps), mask_rate=cfg.mask_rate, stop_after=s, progress=progress)
-            ck = latest_checkpoint(d)
-            state = read_result(d)
-            if state.step != s:
-                raise MLMProbError(f"{d} is at step {state.step}, not {s}: remove it to redo the step curve")
-            if not state.history or state.history[-1]["step"] != s:
-                raise MLMProbError(f"{d} has no evaluation at step {s}")
-            kl_now = state.history[-1]["kl"]
-            evaluate_model(unit, ck, lang, {"coupling": J, "step": s, "unary_kl": kl_now},
-                           with_samplers=True)
-
-    if "masking" in stages:
-        J = cfg.curve_coupling
-        lang = language(cfg, J)
-        for rate in cfg.masking_rates:
-            for masking in ("dynamic", "static"):
-                unit = f"masking/r{rate:g}-{masking}"
-                d = runs / f"mask-J{J:g}-r{rate:g}-{masking}"
-                k_rate = int(n_selected(torch.tensor([T]), rate)[0])
-                if f"{unit}/train" not in res.done:
-                    r = _train(cfg, lang, d, steps=cfg.masking_steps, mask_rate=rate, masking=masking,
-                               n_train=cfg.masking_n_train, progress=progress)
-                    res.add({"unit": f"{unit}/train", "stage": "masking", "coupling": J, "mask_rate": rate,
-                             "k": k_rate, "masking": masking, "n_train": cfg.masking_n_train,
-                             "final": r.final, "history": list(r.history)})
-                    log(f"{unit} trained: {r.final}")
-                # every family of methods on the model of this masking rate
-                evaluate_model(unit, d, lang, {"coupling": J, "mask_rate": rate, "k": k_rate,
-                                                              "masking": masking}, with_samplers=True)
+_STAGES = {"coupling": _coupling, "curve": _curve, "masking": _masking}
 
 
 def _floats(text: str) -> tuple[float, ...]:
@@ -208,43 +246,7 @@ def _ints(text: str) -> tuple[int, ...]:
 
 
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                formatter_class=argparse.ArgumentDefaultsHelpFormatter)
-    p.add_argument("--out", required=True, help="result folder (results.jsonl, config.json, report)")
-    p.add_argument("--runs", required=True, help="folder for the trained models (not for the repository)")
-    p.add_argument("--stages", default="coupling,curve,masking", help='comma-separated stages to run (coupling, curve, masking)')
-    p.add_argument("--couplings", type=_floats, help='comma-separated coupling strengths J of the Potts chains')
-    p.add_argument("--steps", type=positive_int, help='training steps per model')
-    p.add_argument("--n-pairs", type=positive_int, help='position pairs evaluated per model')
-    p.add_argument("--n-gaps", type=positive_int, help='infilling gaps evaluated per model')
-    p.add_argument("--chains", type=positive_int, help='sampling chains per sampler')
-    p.add_argument("--sample-epochs", type=positive_int, help='sampling epochs per chain')
-    p.add_argument("--curve-steps", type=_ints, help='comma-separated checkpoints of the training curve')
-    p.add_argument("--masking-rates", type=_floats, help='comma-separated masking rates of the masking stage')
-    p.add_argument("--masking-steps", type=positive_int, help='training steps of the masking stage')
-    p.add_argument("--threads", type=positive_int, help="torch CPU threads")
-    p.add_argument("--no-progress", action="store_true", help='no progress bars')
-    p.add_argument("--no-report", action="store_true", help='do not rewrite the report after the run')
-    args = p.parse_args(argv)
-    if args.threads:
-        torch.set_num_threads(args.threads)
-    over = {k: v for k, v in {"couplings": args.couplings, "steps": args.steps, "n_pairs": args.n_pairs,
-                              "n_gaps": args.n_gaps, "chains": args.chains, "sample_epochs": args.sample_epochs,
-                              "curve_steps": args.curve_steps, "masking_rates": args.masking_rates,
-                              "masking_steps": args.masking_steps}.items() if v is not None}
-
-    def body():
-        cfg = GroundTruthConfig(**over)
-        out = Path(args.out)
-        t0 = time.time()
-        run(cfg, out, Path(args.runs), stages=tuple(args.stages.split(",")), progress=not args.no_progress)
-        append_record(out / "runs.jsonl", {"command": "python -m mlmprob.experiments.ground_truth "
-                      + " ".join(shlex.quote(a) for a in (argv if argv is not None else sys.argv[1:])),
-                      "wall_s": round(time.time() - t0, 1), "threads": torch.get_num_threads()})
-        if not args.no_report:
-            write_report(out)
-
-    return exit_status(body)
+    return runner_main(GroundTruth(), argv)
 
 
 if __name__ == "__main__":  # pragma: no cover

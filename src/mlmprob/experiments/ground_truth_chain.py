@@ -17,53 +17,111 @@ folders (``--report-only``: no training).
 
 from __future__ import annotations
 
-from ..argtypes import positive_int  # noqa: E402
-
 import argparse
 import dataclasses
 import json
-import shlex
-import sys
 import time
 from pathlib import Path
 
-import torch
-
-from ..errors import MLMProbError, exit_status
-from ..runtime.log import append_record, read_log
+from ..errors import MLMProbError
+from ..runtime.log import RunMeta, read_log
 from ..training.data import SYMBOL_OFFSET, wrap_symbols
-from .ground_truth import Results, _train
+from .ground_truth import _train
 from .ground_truth_common import GroundTruthConfig
 from .ground_truth_eval import language, symbol_mlm
 from .ground_truth_chain_eval import eval_chain
 from .ground_truth_chain_plots import family_label, mean_se, plot_chain
+from .runner import Experiment, Run, run_units
+from .runner import main as runner_main
 
 DISTS = ("l2r", "r2l", "mixture", "pll_target", "gibbs")
 FIGURE = "fig_chain.png"
 
 
+class GroundTruthChain(Experiment):
+    """Units: (seed, coupling, curve step), one record each; the report rewritten after each unit."""
+
+    prog = "mlmprob.experiments.ground_truth_chain"
+    out_help = "result folder (results.jsonl, config.json, README.md)"
+    report_only_help = "rewrite README.md (and the figure) only"
+
+    def add_arguments(self, p: argparse.ArgumentParser) -> None:
+        p.add_argument("--runs", help="folder for the trained models (not for the repository); required unless "
+                       "--report-only")
+        p.add_argument("--couplings", type=_tuple(float), default=(1.0, 3.0), help='comma-separated coupling strengths J')
+        p.add_argument("--curve-steps", type=_tuple(int), default=(250, 1000), help='comma-separated training checkpoints evaluated')
+        p.add_argument("--tokens-per-step", type=_tuple(int), default=(2, 3), help='comma-separated k of the parallel decoding compared with the exact mixture')
+        p.add_argument("--seeds", type=_tuple(int), default=(0,), help="training seeds (one model each)")
+        p.add_argument("--masking", choices=("dynamic", "uniform"), default="dynamic",
+                       help="dynamic: the fixed masking rate; uniform: a uniform number of masks per sequence")
+        p.add_argument("--figure-with", type=_tuple(str), default=(),
+                       help="with --report-only: comma-separated result folders of the other training families to "
+                            "draw beside this one in fig_chain.png")
+
+    def check(self, args, parser) -> None:
+        if not args.report_only and not args.runs:
+            parser.error("--runs is required unless --report-only")
+
+    def setup(self, run: Run) -> None:
+        a = run.args
+        if "cfg" not in run.state:
+            run.state["cfg"] = GroundTruthConfig(couplings=a.couplings, curve_steps=a.curve_steps,
+                                                 steps=max(a.curve_steps))
+        run.state.setdefault("log", print)
+        run.out.mkdir(parents=True, exist_ok=True)
+
+    def config(self, run: Run) -> dict:
+        a = run.args
+        return {**run.state["cfg"].to_dict(), "language_seed": "the training seed",
+                "tokens_per_step": list(a.tokens_per_step), **({} if a.masking == "dynamic" else {"masking": a.masking})}
+
+    def meta(self, run: Run) -> RunMeta:
+        return RunMeta(run.out / "config.json", key=None, indent=1)
+
+    def key(self, record: dict) -> str:
+        return record["unit"]
+
+    def units(self, run: Run):
+        cfg, masking = run.state["cfg"], run.args.masking
+        family = "chain" if masking == "dynamic" else f"chain-{masking}"
+        return [(family, seed, J, s) for seed in run.args.seeds for J in cfg.couplings for s in cfg.curve_steps]
+
+    def unit_key(self, unit) -> str:
+        family, seed, J, s = unit
+        return f"{family}/seed{seed}/J{J:g}/step{s}"
+
+    def run_unit(self, run: Run, unit):
+        family, seed, J, s = unit
+        a = run.args
+        rec = _unit(dataclasses.replace(run.state["cfg"], seed=seed, language_seed=seed), J, s,
+                    Path(a.runs) / f"{family}-J{J:g}-seed{seed}-lang{seed}", a.tokens_per_step, a.masking)
+        yield {"unit": self.unit_key(unit), "seed": seed, "language_seed": seed, **rec}
+        run.state["log"](f"{self.unit_key(unit)}: " + ", ".join(f"{k} TV {rec[k]['tv']:.3f}" for k in DISTS))
+        write_report(run.out)
+
+    def report_only_entry(self, run: Run) -> dict | None:
+        if not (run.out / "results.jsonl").is_file():
+            raise MLMProbError(f"{run.out} has no results.jsonl to report")
+        rec = {"command": run.command, "report_only": True, "figure_with": list(run.args.figure_with)}
+        done = list(read_log(run.out / "runs.jsonl")) if (run.out / "runs.jsonl").is_file() else []
+        return None if done and done[-1] == rec else rec    # the same report again: one line
+
+    def report(self, run: Run) -> None:
+        write_report(run.out)
+
+
 def run(cfg: GroundTruthConfig, out: Path, runs: Path, tokens_per_step=(2, 3), seeds=(0,), masking: str = "dynamic",
-        log=print) -> Results:
-    """Train (or resume) one model per seed and coupling, evaluate it at every curve step; one record each.
-    Seed ``i`` trains on language ``i`` (``cfg.language_seed`` is replaced). ``masking``: ``"dynamic"`` (the fixed rate ``cfg.mask_rate``) or ``"uniform"`` (a uniform number of
+        log=print) -> Run:
+    """Train (or resume) one model per seed and coupling, evaluate it at every curve step; one record each
+    (``.done``: unit -> record). Seed ``i`` trains on language ``i`` (``cfg.language_seed`` is replaced).
+    ``masking``: ``"dynamic"`` (the fixed rate ``cfg.mask_rate``) or ``"uniform"`` (a uniform number of
     masked tokens per sequence, as masked diffusion models train)."""
-    out.mkdir(parents=True, exist_ok=True)
-    meta = {**cfg.to_dict(), "language_seed": "the training seed", "tokens_per_step": list(tokens_per_step),
-            **({} if masking == "dynamic" else {"masking": masking})}
-    res = Results(out / "results.jsonl", meta)  # locked; config.json checked on resume (runtime.log)
-    for seed in seeds:
-        for J in cfg.couplings:
-            for s in cfg.curve_steps:
-                family = "chain" if masking == "dynamic" else f"chain-{masking}"
-                unit = f"{family}/seed{seed}/J{J:g}/step{s}"
-                if unit not in res.done:
-                    rec = _unit(dataclasses.replace(cfg, seed=seed, language_seed=seed), J, s,
-                                runs / f"{family}-J{J:g}-seed{seed}-lang{seed}", tokens_per_step, masking)
-                    res.add({"unit": unit, "seed": seed, "language_seed": seed, **rec})
-                    log(f"{unit}: " + ", ".join(f"{k} TV {rec[k]['tv']:.3f}" for k in DISTS))
-                    write_report(out)
-    res.close()
-    return res
+    args = argparse.Namespace(out=str(out), runs=str(runs), tokens_per_step=tuple(tokens_per_step),
+                              seeds=tuple(seeds), masking=masking)
+    r = Run(args, [], Path(out), "", experiment=GroundTruthChain(), state={"cfg": cfg, "log": log})
+    r.experiment.setup(r)
+    run_units(r.experiment, r, journal=False)
+    return r
 
 
 def _unit(cfg: GroundTruthConfig, J: float, step: int, d: Path, tokens_per_step, masking: str) -> dict:
@@ -192,47 +250,7 @@ def _tuple(kind):
 
 
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--out", required=True, help="result folder (results.jsonl, config.json, README.md)")
-    p.add_argument("--runs", help="folder for the trained models (not for the repository); required unless "
-                   "--report-only")
-    p.add_argument("--couplings", type=_tuple(float), default=(1.0, 3.0), help='comma-separated coupling strengths J')
-    p.add_argument("--curve-steps", type=_tuple(int), default=(250, 1000), help='comma-separated training checkpoints evaluated')
-    p.add_argument("--tokens-per-step", type=_tuple(int), default=(2, 3), help='comma-separated k of the parallel decoding compared with the exact mixture')
-    p.add_argument("--seeds", type=_tuple(int), default=(0,), help="training seeds (one model each)")
-    p.add_argument("--masking", choices=("dynamic", "uniform"), default="dynamic",
-                   help="dynamic: the fixed masking rate; uniform: a uniform number of masks per sequence")
-    p.add_argument("--threads", type=positive_int, help="torch CPU threads")
-    p.add_argument("--report-only", action="store_true", help="rewrite README.md (and the figure) only")
-    p.add_argument("--figure-with", type=_tuple(str), default=(),
-                   help="with --report-only: comma-separated result folders of the other training families to "
-                        "draw beside this one in fig_chain.png")
-    args = p.parse_args(argv)
-    if not args.report_only and not args.runs:
-        p.error("--runs is required unless --report-only")
-    if args.threads:
-        torch.set_num_threads(args.threads)
-
-    def body():
-        cfg = GroundTruthConfig(couplings=args.couplings, curve_steps=args.curve_steps, steps=max(args.curve_steps))
-        out = Path(args.out)
-        command = "python -m mlmprob.experiments.ground_truth_chain " + " ".join(
-            shlex.quote(a) for a in (argv if argv is not None else sys.argv[1:]))
-        if args.report_only:
-            if not (out / "results.jsonl").is_file():
-                raise MLMProbError(f"{out} has no results.jsonl to report")
-            rec = {"command": command, "report_only": True, "figure_with": list(args.figure_with)}
-            done = list(read_log(out / "runs.jsonl")) if (out / "runs.jsonl").is_file() else []
-            if not done or done[-1] != rec:             # the same report again: one line
-                append_record(out / "runs.jsonl", rec)
-        else:
-            t0 = time.time()
-            run(cfg, out, Path(args.runs), args.tokens_per_step, args.seeds, args.masking)
-            append_record(out / "runs.jsonl", {"command": command, "wall_s": round(time.time() - t0, 1),
-                                               "threads": torch.get_num_threads()})
-        write_report(out)
-
-    return exit_status(body)
+    return runner_main(GroundTruthChain(), argv)
 
 
 if __name__ == "__main__":  # pragma: no cover

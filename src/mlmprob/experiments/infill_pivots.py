@@ -24,17 +24,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Sequence
 
-from ..errors import MLMProbError, exit_status
+from ..errors import MLMProbError
 from ..infill.beam import beam_search, make_correction
-from ..jsonl import dumps
 from ..metrics.significance import exact_sign_test
-from ..runtime.log import ResumableLog, read_log
+from ..runtime.log import read_log
 from .data_option import add_data_option, resolve_data_dir
 from .infill_choices import DATA_FILES, DATASETS, REGIONS, dataset_files
 from .infill_paired import discordant
 from .infill_runner import (CountingMLM, ExperimentConfig, draw_data, measure_gap, model_gaps, model_label,
                             report_progress)
 from ..models.reader import reader_of
+from .runner import Experiment, Run, run_units
+from .runner import main as runner_main
 
 
 def token_name(mlm, token_id: int) -> str:
@@ -76,46 +77,113 @@ def _key(rec: dict) -> tuple:
             rec["pivot"])
 
 
+class PivotSweep(Experiment):
+    """Units: (gap, pivot), standard beam search first (pivot None); ``--out`` is the result file."""
+
+    prog = "mlmprob.experiments.infill_pivots"
+    description = globals()["__doc__"].split("\n")[0]     # the module's first line
+    formatter_class = argparse.ArgumentDefaultsHelpFormatter
+    results = ""                # --out is the log
+    journal = None
+    out_help = "result file (JSONL); rerunning continues it"
+    threads = False
+    report_only_help = "only build --report/--plot from --out"
+
+    def add_arguments(self, p: argparse.ArgumentParser) -> None:
+        d = PivotSweepConfig()
+        p.add_argument("--report", help="write the markdown table here")
+        p.add_argument("--plot", help="write the bar chart (PNG) here")
+        p.add_argument("--model", default=d.model, help='model name or local directory')
+        p.add_argument("--dataset", default=d.dataset, choices=list(DATASETS), help='gap source')
+        p.add_argument("--region", default=d.region, choices=list(REGIONS), help='where gaps are drawn')
+        p.add_argument("--k", type=positive_int, default=d.k, help="gap length")
+        p.add_argument("--n-gaps", type=positive_int, default=d.n_gaps, help='gaps in the sweep')
+        p.add_argument("--beam-size", type=positive_int, default=d.beam_size, help='beam width')
+        p.add_argument("--order", default=d.order, choices=["l2r", "best"], help='fill order of the beam search')
+        p.add_argument("--pivots", nargs="+", type=nonnegative_int, default=None, help="token ids (default: every output token)")
+        p.add_argument("--seed", type=nonnegative_int, default=d.seed, help='seed of the gap draw')
+        p.add_argument("--device", default=d.device, help='device (auto, cpu, cuda, ...)')
+        p.add_argument("--dtype", default=None, help="model dtype (default: the weights')")
+        add_data_option(p, f"the dataset's files ({', '.join(DATA_FILES)})", "--data-dir")
+
+    def setup(self, run: Run) -> None:
+        if "config" not in run.state:
+            a = run.args
+            data_dir = resolve_data_dir(a.data, dataset_files(a.dataset))
+            run.state.update(config=PivotSweepConfig(a.model, a.dataset, a.region, a.k, a.n_gaps, a.beam_size, a.order,
+                                                     None if a.pivots is None else tuple(a.pivots), a.seed, a.device,
+                                                     a.dtype), data_dir=data_dir, progress=True, load=None)
+        config = run.state["config"]
+        if config.order not in ("l2r", "best"):
+            raise MLMProbError(f"order must be 'l2r' or 'best', got {config.order!r}")
+        exp = config.experiment()
+        load = run.state["load"]
+        if load is None:
+            from ..models import load_mlm
+
+            def load(name):
+                return load_mlm(name, device=config.device, dtype=config.dtype)
+
+        source, antibody = draw_data(exp, run.state["data_dir"])     # absent data: an error before the model is loaded
+        mlm = CountingMLM(load(config.model))
+        pivots = list(range(mlm.vocab_size)) if config.pivots is None else list(config.pivots)
+        for p in pivots:
+            make_correction(mlm, "hcb", p)   # clear error for an id outside the output vocabulary
+        run.out.parent.mkdir(parents=True, exist_ok=True)
+        gaps = model_gaps(exp, mlm, source, antibody, run.state["progress"])[(config.region, config.k)]
+        run.state.update(mlm=mlm, pivots=pivots, gaps=gaps, label=model_label(config.model, config.dtype))
+
+    def key(self, record: dict) -> tuple:
+        return _key(record)
+
+    def units(self, run: Run):
+        c, label = run.state["config"], run.state["label"]
+        todo = [(g, p) for g in run.state["gaps"] for p in [None] + run.state["pivots"]
+                if (label, c.dataset, c.region, c.k, g.gap_id, c.order, p) not in run.done]
+        run.state.update(todo=len(todo), t0=time.time())
+        for i, unit in enumerate(todo):
+            run.state["i"] = i
+            yield unit
+
+    def finished(self, run: Run, unit) -> bool:
+        return False        # units() yields the pending ones only
+
+    def run_unit(self, run: Run, unit):
+        config, mlm, (gap, pivot) = run.state["config"], run.state["mlm"], unit
+        corr = make_correction(mlm, "standard" if pivot is None else "hcb", pivot)
+        yield {"model": run.state["label"], "dataset": config.dataset, "region": config.region, "k": config.k,
+               "gap_id": gap.gap_id, "order": config.order, "pivot": pivot,
+               "pivot_token": None if pivot is None else token_name(mlm, pivot),
+               "mask_pivot": pivot == mlm.mask_id, "beam_size": config.beam_size,
+               **measure_gap(mlm, gap, lambda ids, cols: beam_search(mlm, ids, cols, correction=corr,
+                                                                      order=config.order,
+                                                                      beam_size=config.beam_size))}
+        if run.state["progress"]:
+            report_progress(run.state["label"], run.state["i"] + 1, run.state["todo"], run.state["t0"])
+
+    def report(self, run: Run) -> None:
+        a = run.args
+        if not a.report_only:
+            print(f"{sum(run.written.values())} new records in {a.out}", file=sys.stderr)
+        rows = summarize_sweep(list(read_log(Path(a.out))))
+        if not rows:
+            raise MLMProbError(f"no paired records in {a.out}")
+        if a.report:
+            Path(a.report).parent.mkdir(parents=True, exist_ok=True)
+            Path(a.report).write_text(sweep_markdown(rows, f"HCB pivot sweep ({a.out})"))
+        if a.plot:
+            plot_sweep(rows, a.plot)
+        if not a.report:
+            print(sweep_markdown(rows))
+
+
 def run_sweep(config: PivotSweepConfig, out: str | Path, *, data_dir: str | Path, load: Callable | None = None,
               progress: bool = True) -> int:
     """Append every missing record of ``config`` to ``out``; returns the number of new records."""
-    if config.order not in ("l2r", "best"):
-        raise MLMProbError(f"order must be 'l2r' or 'best', got {config.order!r}")
-    exp = config.experiment()
-    if load is None:
-        from ..models import load_mlm
-
-        def load(name):
-            return load_mlm(name, device=config.device, dtype=config.dtype)
-
-    source, antibody = draw_data(exp, data_dir)     # absent data: an error before the model is loaded
-    mlm = CountingMLM(load(config.model))
-    pivots = list(range(mlm.vocab_size)) if config.pivots is None else list(config.pivots)
-    for p in pivots:
-        make_correction(mlm, "hcb", p)   # clear error for an id outside the output vocabulary
-    out = Path(out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    done = {_key(r) for r in read_log(out)}
-    gaps = model_gaps(exp, mlm, source, antibody, progress)[(config.region, config.k)]
-    label = model_label(config.model, config.dtype)
-    todo = [(g, p) for g in gaps for p in [None] + pivots
-            if (label, config.dataset, config.region, config.k, g.gap_id, config.order, p) not in done]
-    n_new, t0 = 0, time.time()
-    with ResumableLog(out) as fh:       # locked; a torn last line trimmed; each record fsync-ed
-        for i, (gap, pivot) in enumerate(todo):
-            corr = make_correction(mlm, "standard" if pivot is None else "hcb", pivot)
-            rec = {"model": label, "dataset": config.dataset, "region": config.region, "k": config.k,
-                   "gap_id": gap.gap_id, "order": config.order, "pivot": pivot,
-                   "pivot_token": None if pivot is None else token_name(mlm, pivot),
-                   "mask_pivot": pivot == mlm.mask_id, "beam_size": config.beam_size,
-                   **measure_gap(mlm, gap, lambda ids, cols: beam_search(mlm, ids, cols, correction=corr,
-                                                                          order=config.order,
-                                                                          beam_size=config.beam_size))}
-            fh.append(rec)
-            n_new += 1
-            if progress:
-                report_progress(label, i + 1, len(todo), t0)
-    return n_new
+    r = Run(argparse.Namespace(out=str(out)), [], Path(out), "", experiment=PivotSweep(),
+            state={"config": config, "data_dir": data_dir, "load": load, "progress": progress})
+    r.experiment.setup(r)
+    return sum(run_units(r.experiment, r, journal=False).values())
 
 
 @dataclass(frozen=True)
@@ -197,47 +265,7 @@ def plot_sweep(rows: Sequence[PivotRow], path: str | Path, title: str = "") -> P
 
 
 def main(argv: list[str] | None = None) -> int:
-    d = PivotSweepConfig()
-    p = argparse.ArgumentParser(prog="python -m mlmprob.experiments.infill_pivots", description=__doc__.split("\n")[0],
-                                formatter_class=argparse.ArgumentDefaultsHelpFormatter)
-    p.add_argument("--out", required=True, help="result file (JSONL); rerunning continues it")
-    p.add_argument("--report", help="write the markdown table here")
-    p.add_argument("--plot", help="write the bar chart (PNG) here")
-    p.add_argument("--report-only", action="store_true", help="only build --report/--plot from --out")
-    p.add_argument("--model", default=d.model, help='model name or local directory')
-    p.add_argument("--dataset", default=d.dataset, choices=list(DATASETS), help='gap source')
-    p.add_argument("--region", default=d.region, choices=list(REGIONS), help='where gaps are drawn')
-    p.add_argument("--k", type=positive_int, default=d.k, help="gap length")
-    p.add_argument("--n-gaps", type=positive_int, default=d.n_gaps, help='gaps in the sweep')
-    p.add_argument("--beam-size", type=positive_int, default=d.beam_size, help='beam width')
-    p.add_argument("--order", default=d.order, choices=["l2r", "best"], help='fill order of the beam search')
-    p.add_argument("--pivots", nargs="+", type=nonnegative_int, default=None, help="token ids (default: every output token)")
-    p.add_argument("--seed", type=nonnegative_int, default=d.seed, help='seed of the gap draw')
-    p.add_argument("--device", default=d.device, help='device (auto, cpu, cuda, ...)')
-    p.add_argument("--dtype", default=None, help="model dtype (default: the weights')")
-    add_data_option(p, f"the dataset's files ({', '.join(DATA_FILES)})", "--data-dir")
-    args = p.parse_args(argv)
-
-    def body():
-        if not args.report_only:
-            data_dir = resolve_data_dir(args.data, dataset_files(args.dataset))
-            cfg = PivotSweepConfig(args.model, args.dataset, args.region, args.k, args.n_gaps, args.beam_size,
-                                   args.order, None if args.pivots is None else tuple(args.pivots), args.seed,
-                                   args.device, args.dtype)
-            n = run_sweep(cfg, args.out, data_dir=data_dir)
-            print(f"{n} new records in {args.out}", file=sys.stderr)
-        rows = summarize_sweep(list(read_log(Path(args.out))))
-        if not rows:
-            raise MLMProbError(f"no paired records in {args.out}")
-        if args.report:
-            Path(args.report).parent.mkdir(parents=True, exist_ok=True)
-            Path(args.report).write_text(sweep_markdown(rows, f"HCB pivot sweep ({args.out})"))
-        if args.plot:
-            plot_sweep(rows, args.plot)
-        if not args.report:
-            print(sweep_markdown(rows))
-
-    return exit_status(body)
+    return runner_main(PivotSweep(), argv)
 
 
 if __name__ == "__main__":  # pragma: no cover

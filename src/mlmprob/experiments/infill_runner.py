@@ -48,12 +48,12 @@ from typing import Callable
 
 import torch
 
-from ..errors import MLMProbError, exit_status
+from ..errors import MLMProbError
 from ..infill.corrections import ContextScramble
 from ..infill.gap import InfillCandidate
 from ..metrics.sequences import gap_metrics
 from ..jsonl import dumps
-from ..runtime.log import ResumableLog, read_log
+from ..runtime.log import read_log
 from .antibody_gaps import GapSpec, load_chains, sample_gaps
 from .data_option import add_data_option, resolve_data_dir
 from .english_gaps import TokenGap, encode_sentences, load_sentences, sample_token_gaps, seed_of
@@ -62,6 +62,8 @@ from .infill_choices import (ABLATION_ORDER, ABLATIONS, ANTIBODY_DATASETS, BEAM_
                              METHODS, METRICS, REGIONS, dataset_files, dataset_regions, is_english, run_method)
 from .infill_tables import metric_means, table_ablations, table_methods_by_k, table_models, tables_markdown, unit_of
 from ..models.reader import reader_of
+from .runner import Experiment, Run, run_units
+from .runner import main as runner_main
 
 __all__ = ["ABLATION_ORDER", "ABLATIONS", "ANTIBODY_DATASETS", "BEAM_METHODS", "DATASETS", "LABELS", "METHODS",
            "METRICS", "REGIONS", "CountingMLM", "ExperimentConfig", "dataset_files", "dataset_regions", "draw_data",
@@ -202,46 +204,103 @@ def draw_data(config: ExperimentConfig, data_dir: str | Path) -> tuple[list, dic
                     for region in config.regions for k in config.lengths}
 
 
+class Infill(Experiment):
+    """Units: (model, region, k, gap, method), one record each; ``--out`` is the result file."""
+
+    prog = "mlmprob.experiments.infill_runner"
+    description = globals()["__doc__"].split("\n")[0]     # the module's first line
+    formatter_class = argparse.ArgumentDefaultsHelpFormatter
+    results = ""                # --out is the log
+    journal = None
+    out_help = "result file (JSONL); rerunning continues it"
+    threads = False
+    report_only_flag = "--tables-only"
+    report_only_help = "only build --tables from --out"
+
+    def add_arguments(self, p: argparse.ArgumentParser) -> None:
+        d = ExperimentConfig()
+        p.add_argument("--tables", help="write the markdown tables here (from every record in --out)")
+        p.add_argument("--models", nargs="+", default=list(d.models), help='models (names or local directories)')
+        p.add_argument("--dataset", default=d.dataset, choices=list(DATASETS),
+                       help="antibody heavy chains (gdpa1, thera) or English sentences (snli, xsum)")
+        p.add_argument("--regions", nargs="+", default=None, choices=list(REGIONS),
+                       help="default: every region of the dataset (English: random only)")
+        p.add_argument("--lengths", nargs="+", type=positive_int, default=list(d.lengths), help='gap lengths k')
+        p.add_argument("--n-gaps", type=positive_int, default=d.n_gaps, help='gaps per (region, length)')
+        p.add_argument("--beam-size", type=positive_int, default=d.beam_size, help='beam width')
+        p.add_argument("--methods", nargs="+", default=list(d.methods), choices=list(METHODS), help='infilling methods to run')
+        p.add_argument("--seed", type=nonnegative_int, default=d.seed, help='seed of the gap draws')
+        p.add_argument("--device", default="cpu", help='device (auto, cpu, cuda, ...)')
+        p.add_argument("--dtype", default=None, help="model dtype (default: the weights')")
+        add_data_option(p, f"the dataset's files ({', '.join(DATA_FILES)})", "--data-dir")
+
+    def setup(self, run: Run) -> None:
+        if "config" not in run.state:
+            a = run.args
+            data_dir = resolve_data_dir(a.data, dataset_files(a.dataset))
+            run.state.update(config=ExperimentConfig(tuple(a.models), a.dataset, tuple(a.regions) if a.regions else None,
+                                                     tuple(a.lengths), a.n_gaps, a.beam_size, tuple(a.methods), a.seed,
+                                                     a.device, a.dtype), data_dir=data_dir, progress=True)
+        config = run.state["config"]
+        if run.state.get("load") is None:
+            from ..models import load_mlm
+
+            run.state["load"] = lambda name: load_mlm(name, device=config.device, dtype=config.dtype)
+        run.out.parent.mkdir(parents=True, exist_ok=True)
+        run.state["source"], run.state["antibody"] = draw_data(config, run.state["data_dir"])
+
+    def key(self, record: dict) -> tuple:
+        return record_key(record)
+
+    def units(self, run: Run):
+        config = run.state["config"]
+        for model_name in config.models:
+            label = model_label(model_name, config.dtype)
+            todo = [(label, config.dataset, region, k, g, m) for region in config.regions for k in config.lengths
+                    for g in range(config.n_gaps) for m in config.methods]
+            todo = [u for u in todo if u not in run.done]
+            if todo:        # the model is loaded only when it has records to run
+                mlm = CountingMLM(run.state["load"](model_name))
+                run.state.update(model=model_name, mlm=mlm, todo=len(todo), t0=time.time(),
+                                 gaps=model_gaps(config, mlm, run.state["source"], run.state["antibody"],
+                                                 run.state["progress"]),
+                                 scramble=ContextScramble(mlm.mask_id, torch.Generator().manual_seed(
+                                     seed_of(config.seed, model_name))))
+            for i, unit in enumerate(todo):
+                run.state["i"] = i
+                yield unit
+
+    def run_unit(self, run: Run, unit):
+        config, mlm, model_name = run.state["config"], run.state["mlm"], run.state["model"]
+        label, _, region, k, gap_id, method = unit
+        gap = run.state["gaps"][(region, k)][gap_id]
+        gen = torch.Generator().manual_seed(seed_of(config.seed, model_name, region, k, gap.gap_id, method))
+        scramble = run.state["scramble"]
+        yield {"model": label, "dataset": config.dataset, "region": region, "k": k, "gap_id": gap.gap_id,
+               "method": method, "chain_id": gap.chain_id, "start": gap.start, "beam_size": config.beam_size,
+               **measure_gap(mlm, gap, lambda ids, cols: run_method(method, mlm, ids, cols, config.beam_size, gen,
+                                                                     scramble))}
+        if run.state["progress"]:
+            report_progress(label, run.state["i"] + 1, run.state["todo"], run.state["t0"])
+
+    def report(self, run: Run) -> None:
+        a = run.args
+        if not a.report_only:
+            print(f"{sum(run.written.values())} new records in {a.out}", file=sys.stderr)
+        if a.tables:
+            Path(a.tables).parent.mkdir(parents=True, exist_ok=True)
+            Path(a.tables).write_text(tables_markdown(list(read_log(Path(a.out)))))
+            print(f"tables written to {a.tables}", file=sys.stderr)
+
+
 def run_experiment(config: ExperimentConfig, out: str | Path, *, data_dir: str | Path,
                    load: Callable | None = None, progress: bool = True) -> int:
     """Run every missing record of ``config`` into ``out`` (JSONL, appended). Returns the number of
     new records. ``load(name)`` gives a masked LM (default ``load_mlm`` on ``config.device``)."""
-    if load is None:
-        from ..models import load_mlm
-
-        def load(name):
-            return load_mlm(name, device=config.device, dtype=config.dtype)
-
-    out = Path(out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    done = {record_key(r) for r in read_log(out)}
-    source, antibody = draw_data(config, data_dir)
-    n_new = 0
-    with ResumableLog(out) as fh:       # locked; a torn last line trimmed; each record fsync-ed
-        for model_name in config.models:
-            label = model_label(model_name, config.dtype)
-            todo = [(region, k, g, m) for region in config.regions for k in config.lengths
-                    for g in range(config.n_gaps) for m in config.methods
-                    if (label, config.dataset, region, k, g, m) not in done]
-            if not todo:
-                continue
-            mlm = CountingMLM(load(model_name))
-            gaps = model_gaps(config, mlm, source, antibody, progress)
-            scramble = ContextScramble(mlm.mask_id, torch.Generator().manual_seed(seed_of(config.seed, model_name)))
-            t0 = time.time()
-            for i, (region, k, gap_id, method) in enumerate(todo):
-                gap = gaps[(region, k)][gap_id]
-                gen = torch.Generator().manual_seed(seed_of(config.seed, model_name, region, k, gap.gap_id, method))
-                rec = {"model": label, "dataset": config.dataset, "region": region, "k": k,
-                       "gap_id": gap.gap_id, "method": method, "chain_id": gap.chain_id, "start": gap.start,
-                       "beam_size": config.beam_size,
-                       **measure_gap(mlm, gap, lambda ids, cols: run_method(method, mlm, ids, cols, config.beam_size,
-                                                                             gen, scramble))}
-                fh.append(rec)
-                n_new += 1
-                if progress:
-                    report_progress(label, i + 1, len(todo), t0)
-    return n_new
+    r = Run(argparse.Namespace(out=str(out)), [], Path(out), "", experiment=Infill(),
+            state={"config": config, "data_dir": data_dir, "load": load, "progress": progress})
+    r.experiment.setup(r)
+    return sum(run_units(r.experiment, r, journal=False).values())
 
 
 def report_progress(label: str, done: int, total: int, t0: float, every: int = 50) -> None:
@@ -251,42 +310,7 @@ def report_progress(label: str, done: int, total: int, t0: float, every: int = 5
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m mlmprob.experiments.infill_runner", description=__doc__.split("\n")[0],
-                                formatter_class=argparse.ArgumentDefaultsHelpFormatter)
-    d = ExperimentConfig()
-    p.add_argument("--out", required=True, help="result file (JSONL); rerunning continues it")
-    p.add_argument("--tables", help="write the markdown tables here (from every record in --out)")
-    p.add_argument("--tables-only", action="store_true", help="only build --tables from --out")
-    p.add_argument("--models", nargs="+", default=list(d.models), help='models (names or local directories)')
-    p.add_argument("--dataset", default=d.dataset, choices=list(DATASETS),
-                   help="antibody heavy chains (gdpa1, thera) or English sentences (snli, xsum)")
-    p.add_argument("--regions", nargs="+", default=None, choices=list(REGIONS),
-                   help="default: every region of the dataset (English: random only)")
-    p.add_argument("--lengths", nargs="+", type=positive_int, default=list(d.lengths), help='gap lengths k')
-    p.add_argument("--n-gaps", type=positive_int, default=d.n_gaps, help='gaps per (region, length)')
-    p.add_argument("--beam-size", type=positive_int, default=d.beam_size, help='beam width')
-    p.add_argument("--methods", nargs="+", default=list(d.methods), choices=list(METHODS), help='infilling methods to run')
-    p.add_argument("--seed", type=nonnegative_int, default=d.seed, help='seed of the gap draws')
-    p.add_argument("--device", default="cpu", help='device (auto, cpu, cuda, ...)')
-    p.add_argument("--dtype", default=None, help="model dtype (default: the weights')")
-    add_data_option(p, f"the dataset's files ({', '.join(DATA_FILES)})", "--data-dir")
-    args = p.parse_args(argv)
-
-    def body():
-        if not args.tables_only:
-            data_dir = resolve_data_dir(args.data, dataset_files(args.dataset))
-            regions = tuple(args.regions) if args.regions else None
-            cfg = ExperimentConfig(tuple(args.models), args.dataset, regions, tuple(args.lengths),
-                                   args.n_gaps, args.beam_size, tuple(args.methods), args.seed, args.device,
-                                   args.dtype)
-            n = run_experiment(cfg, args.out, data_dir=data_dir)
-            print(f"{n} new records in {args.out}", file=sys.stderr)
-        if args.tables:
-            Path(args.tables).parent.mkdir(parents=True, exist_ok=True)
-            Path(args.tables).write_text(tables_markdown(list(read_log(Path(args.out)))))
-            print(f"tables written to {args.tables}", file=sys.stderr)
-
-    return exit_status(body)
+    return runner_main(Infill(), argv)
 
 
 if __name__ == "__main__":  # pragma: no cover

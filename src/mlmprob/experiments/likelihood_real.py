@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import csv
-import shlex
 import sys
 import time
 from dataclasses import dataclass
@@ -25,12 +24,14 @@ import torch
 
 from ..alphabet import is_protein
 from ..argtypes import nonnegative_int, positive_int
-from ..errors import MLMProbError, exit_status
+from ..errors import MLMProbError
 from ..likelihood.chain import loglik
 from ..likelihood.records import record_generator
-from ..runtime.log import ResumableLog, RunMeta
+from ..runtime.log import RunMeta
 from .data_option import add_data_option, resolve_data_dir
 from .english_sets import evaluation_sets
+from .runner import Experiment, Run, run_units
+from .runner import main as runner_main
 
 SETS = {  # name: (file, column); protein sets keep the chains of standard residues only
     "thera_heavy": ("antibody/thera_sabdab.csv", "HC"),
@@ -128,57 +129,80 @@ def score_sequence(mlm, seq: str, k_max: int, seed: int = 0) -> dict:
     return out
 
 
+class LikelihoodReal(Experiment):
+    """Units: (stage, set, sequence) in plan order; one record each; the commands in ``config.json``."""
+
+    prog = "mlmprob.experiments.likelihood_real"
+    out_default = "docs/results/likelihood"
+    out_help = "results folder (results.jsonl, README.md)"
+    threads_type = staticmethod(positive_int)
+    threads_help = "torch threads"
+    report_only_help = "only rewrite README.md from the records"
+
+    def add_arguments(self, p: argparse.ArgumentParser) -> None:
+        p.add_argument("--plan", nargs="*", default=[], help="stages MODEL:SET[,SET...]:N:KMAX, run in order")
+        add_data_option(p, "the antibody CSVs and the English test sets")
+        p.add_argument("--seed", type=nonnegative_int, default=0, help="sample and order seed")
+
+    def setup(self, run: Run) -> None:
+        a = run.args
+        if "stages" not in run.state:
+            run.state["stages"] = [parse_stage(s) for s in a.plan]
+            run.state["data"] = resolve_data_dir(a.data, [SETS[s][0] for st in run.state["stages"] for s in st.sets])
+        run.state.setdefault("log", lambda m: print(m, file=sys.stderr, flush=True))
+
+    def config(self, run: Run) -> dict:
+        return {"seed": run.args.seed, "dtype": getattr(run.args, "dtype", "float32")}
+
+    def meta(self, run: Run) -> RunMeta:
+        return RunMeta(run.out / "config.json")
+
+    def key(self, r: dict) -> tuple:
+        return r["model"], r["set"], r["k_max"], r["sequence"]
+
+    def units(self, run: Run):
+        for st in run.state["stages"]:
+            run.state.pop("mlm", None)
+            for name in st.sets:
+                for i, seq in enumerate(sample_set(load_set(run.state["data"], name), st.n, run.args.seed)):
+                    yield st, name, i, seq
+
+    def unit_key(self, unit) -> tuple:
+        st, name, _, seq = unit
+        return st.model, name, st.k_max, seq
+
+    def run_unit(self, run: Run, unit):
+        from ..models.loading import load_mlm
+
+        st, name, i, seq = unit
+        if "mlm" not in run.state:      # loaded once per stage, when it has a pending sequence
+            run.state["mlm"] = load_mlm(st.model, dtype=self.config(run)["dtype"])
+        rec = {"model": st.model, "set": name, "index": i, "k_max": st.k_max, "sequence": seq}
+        rec.update(score_sequence(run.state["mlm"], seq, st.k_max, run.args.seed))
+        yield rec
+        run.state["log"](f"{st.model} {name} #{i}: {rec['n_tokens']} tokens, {rec['seconds']} s")
+
+    def record_run(self, run: Run, entry: dict) -> None:
+        meta = RunMeta(run.out / "config.json")
+        stored = meta.load()
+        stored["commands"] = stored.get("commands", []) + [entry]
+        meta.save(stored)
+
+    def report(self, run: Run) -> None:
+        from .likelihood_real_report import write_report
+
+        write_report(run.out)
+
+
 def run(stages: list[Stage], out: Path, data: Path, seed: int = 0, dtype: str = "float32", log=print) -> int:
     """Score what ``results.jsonl`` lacks; returns the number of new records."""
-    from ..models.loading import load_mlm
-
-    config = {"seed": seed, "dtype": dtype}
-    new = 0
-    with ResumableLog(out / "results.jsonl", config=config, meta=RunMeta(out / "config.json")) as res:
-        done = res.done(lambda r: (r["model"], r["set"], r["k_max"], r["sequence"]))
-        for st in stages:
-            mlm = load_mlm(st.model, dtype=dtype)
-            for name in st.sets:
-                for i, seq in enumerate(sample_set(load_set(data, name), st.n, seed)):
-                    if (st.model, name, st.k_max, seq) in done:
-                        continue
-                    rec = {"model": st.model, "set": name, "index": i, "k_max": st.k_max, "sequence": seq}
-                    rec.update(score_sequence(mlm, seq, st.k_max, seed))
-                    res.append(rec)
-                    new += 1
-                    log(f"{st.model} {name} #{i}: {rec['n_tokens']} tokens, {rec['seconds']} s")
-    return new
+    args = argparse.Namespace(out=str(out), seed=seed, dtype=dtype)
+    r = Run(args, [], Path(out), "", experiment=LikelihoodReal(), state={"stages": stages, "data": data, "log": log})
+    return sum(run_units(r.experiment, r, journal=False).values())
 
 
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(prog="python -m mlmprob.experiments.likelihood_real", description=__doc__.split("\n\n")[0])
-    p.add_argument("--out", default="docs/results/likelihood", help="results folder (results.jsonl, README.md)")
-    p.add_argument("--plan", nargs="*", default=[], help="stages MODEL:SET[,SET...]:N:KMAX, run in order")
-    add_data_option(p, "the antibody CSVs and the English test sets")
-    p.add_argument("--seed", type=nonnegative_int, default=0, help="sample and order seed")
-    p.add_argument("--threads", type=positive_int, default=None, help="torch threads")
-    p.add_argument("--report-only", action="store_true", help="only rewrite README.md from the records")
-    args = p.parse_args(argv)
-    from .likelihood_real_report import write_report
-
-    def body() -> None:
-        out = Path(args.out)
-        if args.threads:
-            torch.set_num_threads(args.threads)
-        if not args.report_only:
-            stages = [parse_stage(s) for s in args.plan]
-            data = resolve_data_dir(args.data, [SETS[s][0] for st in stages for s in st.sets])
-            t0 = time.time()
-            run(stages, out, data, args.seed, log=lambda m: print(m, file=sys.stderr, flush=True))
-            cmd = "python -m mlmprob.experiments.likelihood_real " + shlex.join(argv if argv is not None else sys.argv[1:])
-            meta = RunMeta(out / "config.json")
-            stored = meta.load()
-            stored["commands"] = stored.get("commands", []) + [{"command": cmd, "wall_s": round(time.time() - t0, 1),
-                                                                 "threads": torch.get_num_threads()}]
-            meta.save(stored)
-        write_report(out)
-
-    return exit_status(body)
+    return runner_main(LikelihoodReal(), argv)
 
 
 if __name__ == "__main__":

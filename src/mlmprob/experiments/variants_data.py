@@ -24,17 +24,12 @@ from ..argtypes import nonnegative_int, positive_int  # noqa: E402
 
 import argparse
 import datetime
-import shlex
-import sys
-import time
 from pathlib import Path
 from typing import Sequence
 
-import torch
-
 from ..batching import DEFAULT_BATCH_TOKENS
-from ..errors import MLMProbError, exit_status
-from ..runtime.log import ResumableLog
+from . import runner
+from .runner import Experiment, Run
 from .data_option import add_data_option, resolve_data_dir
 from .variants_data_common import (GDPA1_CSV, JAIN_CSV, NEG_CSV, POS_CSV, RUNS_FILE, load_library,
                                    write_library_meta)
@@ -56,54 +51,71 @@ DEFAULT_PLAN = ",".join([
 NEEDED = (POS_CSV, NEG_CSV, GDPA1_CSV, JAIN_CSV)
 
 
+class VariantsData(Experiment):
+    """Units: the plan's stages, in order; each stage's chunks go to its own file in ``--out``
+    (``variants_data_runner.Runner``), so the runner holds ``runs.jsonl`` (one runner per ``--out``)."""
+
+    prog = "mlmprob.experiments.variants_data"
+    formatter_class = argparse.ArgumentDefaultsHelpFormatter
+    results = None              # one file per stage, written by the stage
+    journal = RUNS_FILE
+    out_help = "folder of the raw result files"
+    threads_default = 2
+    report_only_help = "only rebuild the report from the files in --out"
+
+    def add_arguments(self, p: argparse.ArgumentParser) -> None:
+        add_data_option(p, ", ".join(NEEDED))
+        p.add_argument("--plan", default=DEFAULT_PLAN, help="comma list of model:group:n stages, run in order")
+        p.add_argument("--seed", type=nonnegative_int, default=0, help="seed of the library ordering (the subsamples)")
+        p.add_argument("--batch-tokens", type=positive_int, default=DEFAULT_BATCH_TOKENS, help='tokens per forward sub-batch')
+        p.add_argument("--report", help="report path (default: README.md in the parent of --out)")
+        p.add_argument("--n-boot", type=positive_int, default=1000, help="bootstrap resamples of the report")
+        p.add_argument("--no-report", action="store_true", help='do not rewrite the report after the run')
+
+    def setup(self, run: Run) -> None:
+        a = run.args
+        run.state["data"] = data = resolve_data_dir(a.data, NEEDED)
+        run.state["stages"] = parse_plan(a.plan)
+        lib = run.state["lib"] = load_library(data, a.seed)
+        run.state["runner"] = Runner(run.out, data, lib, batch_tokens=a.batch_tokens, log=lambda s: print(s, flush=True))
+
+    def resume(self, run: Run) -> None:
+        write_library_meta(run.out, run.state["lib"])     # with runs.jsonl held
+
+    def units(self, run: Run):
+        return run.state["stages"]
+
+    def finished(self, run: Run, stage) -> bool:
+        return False            # a stage skips the chunks its file holds
+
+    def run_unit(self, run: Run, stage):
+        return run.state["runner"].stage_chunks(stage)
+
+    def start_entry(self, run: Run) -> dict:
+        run.state["started"] = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+        return {"event": "start", "command": run.command, "started": run.state["started"], "threads": run.args.threads,
+                "plan": run.args.plan}
+
+    def finish_entry(self, run: Run, wall_s: float) -> dict:
+        return {"event": "finish", "command": run.command, "started": run.state["started"], "wall_s": wall_s,
+                "chunks_written": {str(s): run.written.get(str(s), 0) for s in run.state["stages"]}}
+
+    def report(self, run: Run) -> None:
+        from .variants_data_report import write_report
+
+        a = run.args
+        data = run.state.get("data") or (resolve_data_dir(a.data, NEEDED) if a.data else None)
+        report = Path(a.report) if a.report else run.out.parent / "README.md"
+        write_report(run.out, report, data=data, n_boot=a.n_boot)
+        print(f"report: {report}")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m mlmprob.experiments.variants_data",
-                                description=__doc__.split("\n\n")[0],
-                                formatter_class=argparse.ArgumentDefaultsHelpFormatter)
-    p.add_argument("--out", required=True, help="folder of the raw result files")
-    add_data_option(p, ", ".join(NEEDED))
-    p.add_argument("--plan", default=DEFAULT_PLAN, help="comma list of model:group:n stages, run in order")
-    p.add_argument("--seed", type=nonnegative_int, default=0, help="seed of the library ordering (the subsamples)")
-    p.add_argument("--threads", type=positive_int, default=2, help="torch CPU threads")
-    p.add_argument("--batch-tokens", type=positive_int, default=DEFAULT_BATCH_TOKENS, help='tokens per forward sub-batch')
-    p.add_argument("--report", help="report path (default: README.md in the parent of --out)")
-    p.add_argument("--n-boot", type=positive_int, default=1000, help="bootstrap resamples of the report")
-    p.add_argument("--report-only", action="store_true", help="only rebuild the report from the files in --out")
-    p.add_argument("--no-report", action="store_true", help='do not rewrite the report after the run')
-    return p
+    return runner.build_parser(VariantsData())
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    argv = list(sys.argv[1:] if argv is None else argv)
-    args = build_parser().parse_args(argv)
-    return exit_status(lambda: _main(args, argv))
-
-
-def _main(args, argv) -> int:
-    out = Path(args.out)
-    data = resolve_data_dir(args.data, NEEDED) if not args.report_only or args.data else None
-    if not args.report_only:
-        stages = parse_plan(args.plan)
-        torch.set_num_threads(args.threads)
-        lib = load_library(data, args.seed)
-        with ResumableLog(out / RUNS_FILE) as runs:     # held for the whole run: one runner per --out
-            write_library_meta(out, lib)
-            cmd = "python -m mlmprob.experiments.variants_data " + shlex.join(argv)
-            started = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
-            runs.append({"event": "start", "command": cmd, "started": started, "threads": args.threads,
-                         "plan": args.plan})
-            t0 = time.perf_counter()
-            written = Runner(out, data, lib, batch_tokens=args.batch_tokens,
-                             log=lambda s: print(s, flush=True)).run(stages)
-            runs.append({"event": "finish", "command": cmd, "started": started,
-                         "wall_s": round(time.perf_counter() - t0, 1), "chunks_written": written})
-    if not args.no_report:
-        from .variants_data_report import write_report
-
-        report = Path(args.report) if args.report else out.parent / "README.md"
-        write_report(out, report, data=data, n_boot=args.n_boot)
-        print(f"report: {report}")
-    return 0
+    return runner.main(VariantsData(), argv)
 
 
 if __name__ == "__main__":

@@ -171,6 +171,11 @@ class Runner:
         return {str(s): self.run_stage(s) for s in stages}
 
     def run_stage(self, stage: Stage) -> int:
+        return sum(1 for _ in self.stage_chunks(stage))
+
+    def stage_chunks(self, stage: Stage):
+        """Score the chunks of ``stage`` that its file lacks, appending each to the file; yields each
+        chunk once it is committed."""
         path = result_path(self.out, stage.model, stage.group)
         with ResumableLog(path, encode=encode_chunk) as log:
             done = log.done(lambda c: c["start"])
@@ -180,9 +185,9 @@ class Runner:
                 chunk = (self._set_chunk(stage, lo, hi) if stage.group in SET_GROUPS
                          else self._library_chunk(stage, lo, hi))
                 log.append(chunk)
+                yield chunk
         if todo:
             self.log(f"{stage}: {len(todo)} chunks in {time.perf_counter() - t0:.1f} s")
-        return len(todo)
 
     def _chunks(self, stage: Stage) -> list[tuple[int, int]]:
         if stage.group == "ag":
