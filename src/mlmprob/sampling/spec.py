@@ -35,6 +35,7 @@ import torch
 from ..errors import MLMProbError
 from ..likelihood.orders import OrderSpec
 from ..models.reader import name_of
+from ..settings import Spec, check_int as _check_int
 from .ancestral import Ancestral
 from .init import INITS
 from .kernels import DegenerateGibbs, MetropolisHastings
@@ -60,7 +61,7 @@ def _only(*methods: str) -> dict:
 
 
 @dataclass(frozen=True)
-class SamplerSpec:
+class SamplerSpec(Spec):
     """The settings of one sampling run (see :func:`~mlmprob.sampling.sample` for what each does).
 
     ``block_size``: ``K``, ``("linear", START, END[, EPOCHS])`` (EPOCHS defaults to every epoch) or a schedule;
@@ -244,22 +245,6 @@ class SamplerSpec:
             if self.method in f.metadata.get("methods", ()):
                 out[f.name] = {"draft_k": self.draft_k_used, "score": self.score_used}.get(f.name, getattr(self, f.name))
         return out
-
-    # -- made from -----------------------------------------------------------------------------------
-    @classmethod
-    def from_args(cls, args) -> "SamplerSpec":
-        """The spec of parsed ``mlmprob sample`` arguments (every field whose name is an argument)."""
-        given = {f.name: getattr(args, f.name) for f in dataclasses.fields(cls) if hasattr(args, f.name)}
-        return cls(**given)
-
-    def replace(self, **changes) -> "SamplerSpec":
-        return dataclasses.replace(self, **changes)
-
-
-def _check_int(name: str, value, lo: int, what: str) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or value < lo:
-        raise MLMProbError(f"{name} must be {what}, got {value!r}")
-
 
 def block_text(block_size) -> str:
     """``block_size`` as ``--block-size`` writes it (a schedule object: its stable text).
