@@ -5,7 +5,7 @@ job (:class:`~mlmprob.sampling.stream.SampleJob`), the app and the experiments b
 It knows what the run file stores (:meth:`SamplerSpec.run_config`, compared on resume), what every result
 row records (:meth:`SamplerSpec.settings`) and which kernel steps the chains (:meth:`SamplerSpec.kernel`).
 
-Adding a sampler option takes (docs/architecture.md, "Adding a sampler option"):
+Adding a sampler option takes (docs/architecture.md, "One spec per algorithm", *Adding an option*):
 
 1. a field here (with ``metadata={"methods": (...)}`` when only some methods use it: it is then stored and
    written only for those, so older run files of the other methods still resume), and its check in
