@@ -194,6 +194,11 @@ class JointsJob(ModelJob):
         elif self.model != self.config.model:
             raise ValueError(f"JointsJob: model {self.model!r} is not config.model {self.config.model!r}")
 
+    @property
+    def spec(self) -> JointsSpec:
+        """The settings (``config``), under the name every job gives them."""
+        return self.config
+
     def prepare(self, mlm: MaskedLM) -> JointsWorker:
         """The worker state around a loaded model: its reader with the run's budget and the pair planner."""
         c = self.config
