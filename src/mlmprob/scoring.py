@@ -1,4 +1,16 @@
-"""Scoring many text records with a tokenizer-carrying MaskedLM: the API behind ``mlmprob score``."""
+"""Scoring many text records with a tokenizer-carrying MaskedLM: the API behind ``mlmprob score``.
+
+:class:`ScoreSpec` holds the settings of a scoring run (PLL, whole-word, per-token lists, the chain-rule
+likelihood, the one-pass estimate), validated once where it is made; :class:`ScoreJob` (and the one-pass
+:class:`~mlmprob.onepass.job.OnePassScoreJob`) hold one as ``spec``.
+
+>>> ScoreSpec(likelihood="chain", n_orders=3).run_config()    # stored with the former value "chain"
+{'whole_word': False, 'per_token': False, 'likelihood': 'chain', 'order': 'random', 'n_orders': 3, 'per_order': False, 'seed': 0}
+>>> ScoreSpec(pll="one-pass", whole_word=True)
+Traceback (most recent call last):
+...
+mlmprob.errors.MLMProbError: --pll one-pass gives per-sequence scores only (no --per-token, no --whole-word)
+"""
 
 from __future__ import annotations
 
@@ -9,10 +21,17 @@ from typing import Callable, Iterable, Iterator, Sequence
 from .data import Record, encodable_records, encode_records
 from .energy import token_scores
 from .errors import MLMProbError, NonFiniteError
+from .likelihood.orders import check_n_orders
 from .models.protocol import NONFINITE_HINT
 from .models.reader import reader_of
 from .models.spec import ModelJob
 from .runtime.job import State
+from .settings import Spec, check_choice, check_int
+
+LIKELIHOODS = ("pll", "loglik")           # "chain": the former spelling of "loglik"
+LOGLIK_ORDER_KINDS = ("random", "l2r", "r2l")
+PLL_METHODS = ("exact", "one-pass")
+LOGLIK_SETTINGS = ("order", "n_orders", "per_order", "seed")   # used (and stored) with likelihood="loglik"
 
 
 @dataclass(frozen=True)
@@ -93,39 +112,97 @@ def score_records(mlm, records: Iterable[Record], *, whole_word: bool = False, p
 
 
 @dataclass(frozen=True)
-class ScoreJob(ModelJob):
-    """Everything a worker process needs to score chunks of records (picklable; ``mlmprob score`` runs it
-    in one process, in one process per device, or on Ray actors). Its state is the model's reader alone."""
+class ScoreSpec(Spec):
+    """The settings of a scoring run (``mlmprob score``'s flags of the same names).
+
+    ``whole_word``: the whole-word l2r PLL; ``per_token``: also per-token lists; ``likelihood``: ``"pll"``, or
+    ``"loglik"`` (former spelling ``"chain"``) for also the chain-rule columns (:mod:`mlmprob.likelihood.records`)
+    over ``n_orders`` orders of kind ``order`` seeded by ``seed`` (``per_order``: their values too); ``pll``:
+    ``"exact"`` or ``"one-pass"`` (the estimate of :mod:`mlmprob.onepass`, with the fitted ``correction`` file,
+    None: the model's own)."""
 
     whole_word: bool = False
     per_token: bool = False
-    skip_invalid: bool = False
-    likelihood: str = "pll"       # "loglik" (former name "chain"): also mlmprob.loglik's columns (likelihood.records)
+    likelihood: str = "pll"
     order: str = "random"
     n_orders: int = 8             # likelihood.records.LOGLIK_ORDERS
     per_order: bool = False
     seed: int = 0
+    pll: str = "exact"
+    correction: str | None = None
+
+    def __post_init__(self):
+        if self.likelihood == "chain":
+            object.__setattr__(self, "likelihood", "loglik")
+        check_choice("likelihood", self.likelihood, LIKELIHOODS)
+        check_choice("order", self.order, LOGLIK_ORDER_KINDS)
+        check_n_orders(self.n_orders)
+        check_int("seed", self.seed, 0, "a non-negative integer")
+        check_choice("pll", self.pll, PLL_METHODS)
+        if self.correction is not None and not self.one_pass:
+            raise MLMProbError("--correction is the one-pass correction: use it with --pll one-pass")
+        if self.one_pass and (self.per_token or self.whole_word):
+            raise MLMProbError("--pll one-pass gives per-sequence scores only (no --per-token, no --whole-word)")
+        if self.one_pass and self.loglik:
+            raise MLMProbError("--pll one-pass and --likelihood loglik cannot be combined (the chain rule is exact)")
+
+    @property
+    def loglik(self) -> bool:
+        return self.likelihood == "loglik"
+
+    @property
+    def one_pass(self) -> bool:
+        return self.pll == "one-pass"
+
+    def uses(self, name: str) -> bool:
+        return (name not in LOGLIK_SETTINGS or self.loglik) and (name != "correction" or self.one_pass)
+
+    def run_config(self) -> dict:
+        """The settings the output's configuration stores (and a resumed run must match): ``whole_word``,
+        ``per_token`` and, with the chain-rule likelihood, its settings, ``likelihood`` stored as its former value
+        ``"chain"`` so that runs written before the rename still resume. The one-pass keys (``pll``, the
+        correction and its digest) are the command's: the digest needs the model."""
+        out = {"whole_word": self.whole_word, "per_token": self.per_token}
+        if self.loglik:
+            out.update(likelihood="chain", **{k: getattr(self, k) for k in LOGLIK_SETTINGS})
+        return out
+
+
+@dataclass(frozen=True)
+class ScoreJob(ModelJob):
+    """Everything a worker process needs to score chunks of records (picklable; ``mlmprob score`` runs it
+    in one process, in one process per device, or on Ray actors) with the settings ``spec``. Its state is
+    the model's reader alone. A one-pass ``spec`` runs in :class:`~mlmprob.onepass.job.OnePassScoreJob`."""
+
+    spec: ScoreSpec = ScoreSpec()
+    skip_invalid: bool = False
+
+    def __post_init__(self):
+        if not isinstance(self.spec, ScoreSpec):
+            raise MLMProbError(f"spec must be a ScoreSpec, got {type(self.spec).__name__}")
+        if self.spec.one_pass and type(self) is ScoreJob:
+            raise MLMProbError("a one-pass spec (pll='one-pass') runs in mlmprob.onepass.job.OnePassScoreJob")
 
     def run(self, state: State, records: Sequence[Record]) -> tuple[list[dict], list[tuple[str, str]]]:
         """Score one chunk: result rows (dicts, in input order) and the ``(id, reason)`` of skipped records."""
-        mlm = state.mlm
+        mlm, spec = state.mlm, self.spec
         skipped: list[tuple[str, str]] = []
-        rows = [s.to_dict(self.per_token) for s in score_records(
-            mlm, records, whole_word=self.whole_word, per_token=self.per_token, chunk_size=max(len(records), 1),
+        rows = [s.to_dict(spec.per_token) for s in score_records(
+            mlm, records, whole_word=spec.whole_word, per_token=spec.per_token, chunk_size=max(len(records), 1),
             skip_invalid=self.skip_invalid,
             on_skip=lambda r, why: skipped.append((r.id, why)))]
-        if self.likelihood in ("loglik", "chain"):
+        if spec.loglik:
             rows = self._with_loglik(mlm, rows, skipped)
         return rows, skipped
 
     def _with_loglik(self, mlm, rows: list[dict], skipped: list[tuple[str, str]]) -> list[dict]:
         from .likelihood.records import loglik_columns
 
-        out = []
+        spec, out = self.spec, []
         for row in rows:
             try:
-                row.update(loglik_columns(mlm, row["sequence"], order=self.order, n_orders=self.n_orders, seed=self.seed,
-                                          whole_word=self.whole_word, per_order=self.per_order))
+                row.update(loglik_columns(mlm, row["sequence"], order=spec.order, n_orders=spec.n_orders, seed=spec.seed,
+                                          whole_word=spec.whole_word, per_order=spec.per_order))
             except MLMProbError as e:
                 if not self.skip_invalid or isinstance(e, NonFiniteError):
                     raise type(e)(f"record {row['id']!r}: {e}") from None

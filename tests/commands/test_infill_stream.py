@@ -156,6 +156,7 @@ def test_bad_records_are_one_line_errors_or_skipped(tiny_bert_dir, tmp_path, cap
 
 
 def test_gap_units_and_job_on_an_in_memory_model(tiny_bert):
+    from mlmprob.infill.spec import InfillSpec
     from mlmprob.infill.stream import InfillJob, count_gaps, infill_records, iter_gap_units
 
     assert count_gaps("A_C__[MASK]x2D") == 2 and count_gaps("AC") == 0
@@ -170,7 +171,7 @@ def test_gap_units_and_job_on_an_in_memory_model(tiny_bert):
         list(infill_records(tiny_bert, [Record("x", "AZ_")]))
     with pytest.raises(MLMProbError, match="unknown gaps mode"):
         list(iter_gap_units([], "some"))
-    state = InfillJob(model="tiny", beam_size=2, skip_invalid=True).prepare(tiny_bert)
-    rows, skipped = InfillJob(model="tiny", beam_size=2, skip_invalid=True).run(
+    state = InfillJob(model="tiny", spec=InfillSpec(beam_size=2), skip_invalid=True).prepare(tiny_bert)
+    rows, skipped = InfillJob(model="tiny", spec=InfillSpec(beam_size=2), skip_invalid=True).run(
         state, list(iter_gap_units([Record("a", "A_C"), Record("b", "ACD")])))
     assert [r["id"] for r in rows] == ["a"] and skipped == [("b", "no gap; write it as [MASK]x5, <mask> or _____")]

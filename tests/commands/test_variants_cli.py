@@ -11,7 +11,7 @@ import torch
 from mlmprob import load_mlm, score_variants
 from mlmprob.cli import main
 from mlmprob.runtime.writers import read_results
-from mlmprob.variants import encode_variants, saturate
+from mlmprob.variants import VariantsSpec, encode_variants, saturate
 from mlmprob.variants.report import evaluate_methods
 from mlmprob.variants.stream import VariantsJob, window_start
 from mlmprob.variants.units import VariantUnit
@@ -202,7 +202,7 @@ class Limited:
 
 def test_long_wild_type_scored_in_a_window_around_the_sites(esm):
     wt = WT + "ACDEFGHIKL"                                            # 23 residues, window 8 (10 tokens - 2)
-    job = VariantsJob(model="unused", wild_type=wt, methods=METHODS, skip_invalid=True)
+    job = VariantsJob(model="unused", wild_type=wt, spec=VariantsSpec(methods=METHODS), skip_invalid=True)
     state = job.prepare(Limited(esm, 10))
     assert state.window == 8
     units = [VariantUnit("A4C", 1, mutant="A4C"), VariantUnit("F18W:I21A", 2, mutant="F18W:I21A"),

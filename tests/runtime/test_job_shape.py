@@ -96,9 +96,9 @@ def test_the_keywords_of_the_cli_still_build_the_jobs(tmp_path):
     """The constructors keep their keywords (the CLI and the library build them so)."""
     from mlmprob.joints.job import JointsJob
     from mlmprob.sampling.stream import SampleJob
-    from mlmprob.scoring import ScoreJob
+    from mlmprob.scoring import ScoreJob, ScoreSpec
 
-    assert ScoreJob(model="x", dtype=None, whole_word=True).model_spec == ModelSpec("x", None)
+    assert ScoreJob(model="x", dtype=None, spec=ScoreSpec(whole_word=True)).model_spec == ModelSpec("x", None)
     assert SampleJob(model="x", chains=2, batch_tokens=8).model_spec.batch_tokens == 8
     cfg = _joints_config(tmp_path)
     assert JointsJob(cfg, dtype=None).model == "m"      # the model is the configuration's

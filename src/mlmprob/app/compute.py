@@ -265,13 +265,14 @@ class MutantScores:
 def mutant_scores(mlm, wild_type: str, mutant: str, *, methods=None, limits: Limits = LIMITS) -> MutantScores:
     """``score_variants`` of one mutant string (``A23C`` or ``A23C:D45E``, 1-based) by ``methods``
     (default: all of ``mlmprob.variants.METHODS`` and ``chain``; ``ag`` is NaN unless the mutant has two sites)."""
-    from ..variants import METHODS, encode_variants, score_variants
+    from ..variants import METHODS, VariantsSpec, encode_variants, score_variants
 
     wt = clean_wild_type(wild_type)
     encode_one(mlm, wt, limits, name="the wild type")
     text = str(mutant or "").strip()
     ev = encode_variants(mlm, wt, [text])
-    s = score_variants(mlm, ev.wild_type, ev.variants, methods=methods or (*METHODS, "chain"))
+    spec = VariantsSpec(methods=methods or (*METHODS, "chain"))
+    s = score_variants(mlm, ev.wild_type, ev.variants, spec)
     label = ":".join(m.label() for m in ev.mutations[0])
     return MutantScores(label, len(ev.mutations[0]), {m: float(v[0]) for m, v in s.items()})
 
@@ -342,7 +343,7 @@ def infill_compare(mlm, text: str, positions: str = "", *, beam_size: int = 5, l
     """Standard and HCB beam search (``mlmprob.infill``), each left to right and best first, on
     one gap: marked in ``text`` (``____``, ``[MASK]x5``) or given as 1-based ``positions``
     (``"10-14"``) of a complete sequence, whose own residues are then the native fill."""
-    from ..infill import infill
+    from ..infill import InfillSpec, infill
 
     if isinstance(beam_size, float) and beam_size.is_integer():
         beam_size = int(beam_size)
@@ -350,9 +351,10 @@ def infill_compare(mlm, text: str, positions: str = "", *, beam_size: int = 5, l
         raise MLMProbError(f"beam size must be an integer in 1..{limits.max_beam}, got {beam_size!r}")
     ids, pos, native, numbers = _gap(mlm, text, positions, limits)
     runs = []
-    plan = [(m, o) for m in ("standard", "hcb") for o in ("l2r", "best")]
-    for n, (method, order) in enumerate(plan):
-        cands = infill(mlm, ids, pos, method=method, order=order, beam_size=beam_size)
+    plan = [InfillSpec(method=m, order=o, beam_size=beam_size) for m in ("standard", "hcb") for o in ("l2r", "best")]
+    for n, spec in enumerate(plan):
+        method, order = spec.method, spec.order
+        cands = infill(mlm, ids, pos, spec)
         fills, native_rank = [], None
         for rank, c in enumerate(cands, start=1):
             full = ids.clone()

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from ..argtypes import positive_int
 from ..errors import MLMProbError
-from ..infill.stream import GAP_MODES, expand_gaps, parse_pivot
+from ..infill.stream import GAP_MODES, expand_gaps, parse_pivot  # noqa: F401 - parse_pivot: in __all__
 from ..infill.stream import mask_text as _mask_text
 from ..jsonl import dumps
 
@@ -63,8 +63,9 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
-    if args.pivot is not None and args.method == "standard":
-        raise MLMProbError("--pivot: the pivot is used only by method='hcb'")
+    from ..infill.spec import InfillSpec
+
+    spec = InfillSpec.from_args(args)     # --method, --order, --beam-size, --pivot
     if (args.sequence is None) == (args.input is None):
         raise MLMProbError("give one SEQUENCE or --input FILE" + (", not both" if args.input else ""))
     from .regions import resolve_cdr
@@ -75,13 +76,13 @@ def run(args) -> int:
         for name, default in _STREAM_ONLY:
             if getattr(args, name) != default:
                 raise MLMProbError(f"--{name.replace('_', '-')} needs --input FILE (it streams a file of sequences)")
-        return _run_one(args)
+        return _run_one(args, spec)
     if args.json:
         raise MLMProbError("--json is for one SEQUENCE; with --input every row is JSON unless --out is .tsv/.parquet")
-    return _run_stream(args)
+    return _run_stream(args, spec)
 
 
-def _run_one(args) -> int:
+def _run_one(args, spec) -> int:
     import torch
 
     from .common import load_model_from_args
@@ -97,8 +98,7 @@ def _run_one(args) -> int:
     positions = (ids[0] == mlm.mask_id).nonzero(as_tuple=True)[0]
     if len(positions) == 0:
         raise MLMProbError("the sequence has no gap; write it as [MASK]x5 or _____")
-    cands = infill(mlm, ids, positions, method=args.method, order=args.order, beam_size=args.beam_size,
-                   pivot=parse_pivot(mlm, args.pivot))
+    cands = infill(mlm, ids, positions, spec)
     rows = []
     for rank, c in enumerate(cands, start=1):
         full = ids[0].clone()
@@ -106,15 +106,14 @@ def _run_one(args) -> int:
         rows.append({"rank": rank, "fill": mlm.decode(list(c.tokens)), "score": c.score,
                      "tokens": list(c.tokens), "sequence": mlm.decode(full)})
     if args.json:
-        print(dumps({"model": args.model, "method": args.method, "order": args.order,
-                          "beam_size": args.beam_size, "pivot": args.pivot or "mask",
+        print(dumps({"model": args.model, **spec.settings(),
                           "positions": positions.tolist(), "candidates": rows,
                           **({"cdr": args.cdr, "numbering": args.numbering, "native": native} if native else {})}))
         return 0
-    print(f"# {args.model}  method={args.method}  order={args.order}  beam={args.beam_size}  "
+    print(f"# {args.model}  method={spec.method}  order={spec.order}  beam={spec.beam_size}  "
           f"gap={len(positions)} tokens at {positions.tolist()}"
           + (f"  CDR-{args.cdr} ({args.numbering}) native={native}" if native else ""))
-    print(f"# score: {score_meaning(args.method, args.pivot)}")
+    print(f"# score: {score_meaning(spec.method, spec.pivot)}")
     width = max(4, *(len(r["fill"]) for r in rows))
     print(f"{'rank':>4}  {'fill':<{width}}  {'score':>10}  sequence")
     for r in rows:
@@ -122,7 +121,7 @@ def _run_one(args) -> int:
     return 0
 
 
-def _run_stream(args) -> int:
+def _run_stream(args, spec) -> int:
     from ..infill.stream import InfillJob, iter_gap_units
     from ..runtime import iter_records
     from ..runtime.command import RunOptions, StreamCommand, run_command
@@ -141,11 +140,9 @@ def _run_stream(args) -> int:
 
     config = {"command": "infill", "model": args.model, "input": source,
               "format": args.format, "column": args.column, "id_column": args.id_column, "gaps": args.gaps,
-              "method": args.method, "order": args.order, "beam_size": args.beam_size,
-              "pivot": args.pivot or "mask", **({"dedupe": True} if args.dedupe else {}), **cdr_config(args.region)}
-    job = InfillJob(model=args.model, dtype=args.dtype, allow_pickle=args.allow_pickle, method=args.method,
-                    order=args.order, beam_size=args.beam_size, pivot=args.pivot, batch_tokens=args.batch_tokens,
-                    skip_invalid=args.skip_invalid)
+              **spec.settings(), **({"dedupe": True} if args.dedupe else {}), **cdr_config(args.region)}
+    job = InfillJob(model=args.model, dtype=args.dtype, allow_pickle=args.allow_pickle, spec=spec,
+                    batch_tokens=args.batch_tokens, skip_invalid=args.skip_invalid)
     done = run_command(StreamCommand(job, units, config, fields=TSV_FIELDS, input=args.input,
                                      empty=f"no sequences found in {given}", unit_name="gap", chunk_size=4,
                                      skip_label=""), opts)

@@ -16,7 +16,7 @@ import sys
 
 from ..errors import MLMProbError
 from ..argtypes import nonnegative_int, positive_float, positive_int
-from ..joints.job import SCHEMES, JointsConfig, load_records, run_joints, write_report
+from ..joints.job import SCHEMES, JointsSpec, load_records, run_joints, write_report
 from ..runtime.inputs import FORMATS
 
 
@@ -70,10 +70,7 @@ def run(args: argparse.Namespace) -> int:
         raise MLMProbError("--data is required (the sequences to draw pairs from), unless --report-only")
     opts = RunOptions.from_args(args)
     shard = opts.shard
-    config = JointsConfig(model=args.model, data=args.data, column=args.column, format=args.format,
-                          schemes=tuple(args.schemes), n_pairs=args.n_pairs, seed=args.seed, top_k=args.top_k,
-                          pivot=args.pivot, ag_steps=args.ag_steps, ag_tol=args.ag_tol,
-                          ag_max_steps=args.ag_max_steps, max_sequences=args.max_sequences)
+    config = JointsSpec.from_args(args)      # --model, --data, --column, --format, --schemes, --n-pairs, ...
     new = [0]
 
     def count(rec: dict) -> None:

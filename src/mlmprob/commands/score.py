@@ -28,7 +28,8 @@ def register(sub) -> None:
     p.add_argument("--likelihood", type=_likelihood_name, choices=("pll", "loglik"), default="pll",
                    help="loglik (former spelling: chain): also the chain-rule log-likelihood over the proposal alphabet "
                    "(mlmprob.loglik; columns loglik_mixture, loglik_elbo, loglik_per_token, ...)")
-    p.add_argument("--orders", type=positive_int, default=LOGLIK_ORDERS, help="--likelihood loglik: random orders per "
+    p.add_argument("--orders", dest="n_orders", metavar="ORDERS", type=positive_int, default=LOGLIK_ORDERS,
+                   help="--likelihood loglik: random orders per "
                    f"record (all of them when a record has at most this many; default {LOGLIK_ORDERS})")
     p.add_argument("--order", choices=("random", "l2r", "r2l"), default="random", help="--likelihood loglik: order kind")
     p.add_argument("--per-order", action="store_true", help="--likelihood loglik: also a list of per-order values")
@@ -71,7 +72,7 @@ def run(args) -> int:
     from ..runtime.command import RunOptions, StreamCommand, run_command
     from ..runtime.inputs import UniqueIds, iter_records
     from ..runtime.writers import output_kind
-    from ..scoring import ScoreJob
+    from ..scoring import ScoreJob, ScoreSpec
     from .common import spool_args_input
 
     if args.limit is not None and args.limit < 1:
@@ -81,12 +82,9 @@ def run(args) -> int:
         flag = "--per-token" if args.per_token else "--per-order"
         what = "per-token lists" if args.per_token else "per-order lists"
         raise MLMProbError(f"{flag} needs JSONL or Parquet output ({what} do not fit a TSV row)")
-    # the stored configuration keeps the former value "chain", so runs written before the rename still resume
-    loglik = {} if args.likelihood == "pll" else {"likelihood": "chain", "order": args.order,
-                                                 "n_orders": args.orders, "per_order": args.per_order, "seed": args.seed}
-    one_pass = _check_one_pass_args(args)
-    if one_pass and loglik:
-        raise MLMProbError("--pll one-pass and --likelihood loglik cannot be combined (the chain rule is exact)")
+    if args.check is not None and args.pll != "one-pass":
+        raise MLMProbError("--check compares the one-pass estimate with exact PLL: use it with --pll one-pass")
+    spec = ScoreSpec.from_args(args)   # --whole-word, --per-token, --likelihood, --order(s), --per-order, --seed, --pll, ...
 
     given = args.input
     source = spool_args_input(args)
@@ -98,25 +96,23 @@ def run(args) -> int:
 
     config = {"command": "score", "model": args.model, "input": source,
               "format": args.format, "column": args.column, "id_column": args.id_column,
-              "whole_word": args.whole_word, "per_token": args.per_token, **loglik,
-              **({"dedupe": True} if args.dedupe else {})}
+              **spec.run_config(), **({"dedupe": True} if args.dedupe else {})}
     from ..likelihood.records import LOGLIK_FIELDS
-    extra = {**loglik, "likelihood": "loglik"} if loglik else {}
-    if one_pass:
-        from ..onepass.job import OnePassScoreJob as ScoreJob  # noqa: F811 - the same job, one-pass rows
-        extra = {"correction": args.correction}
+    job_class = ScoreJob
+    if spec.one_pass:
         from ..onepass.correction import correction_digest
+        from ..onepass.job import OnePassScoreJob as job_class  # the same job, one-pass rows
         config.update(pll="one_pass", correction=None if args.correction is None else str(Path(args.correction).resolve()),
                       correction_sha256=correction_digest(args.model, args.correction))
-    job = ScoreJob(**extra, model=args.model, dtype=args.dtype, allow_pickle=args.allow_pickle, whole_word=args.whole_word,
-                   per_token=args.per_token, batch_tokens=args.batch_tokens, skip_invalid=args.skip_invalid)
-    fields = TSV_FIELDS + (LOGLIK_FIELDS if loglik else ()) + (("method",) if one_pass else ())
+    job = job_class(model=args.model, dtype=args.dtype, allow_pickle=args.allow_pickle, spec=spec,
+                    batch_tokens=args.batch_tokens, skip_invalid=args.skip_invalid)
+    fields = TSV_FIELDS + (LOGLIK_FIELDS if spec.loglik else ()) + (("method",) if spec.one_pass else ())
     done = run_command(StreamCommand(job, units, config, fields=fields, input=args.input,
                                      empty=f"no sequences found in {given}", meta={"limit": args.limit}), opts)
     if unique.warning():
         print(unique.warning(), file=sys.stderr)
     shard = opts.shard
-    method = " (PLL method: one_pass, an estimate)" if one_pass else ""
+    method = " (PLL method: one_pass, an estimate)" if spec.one_pass else ""
     if args.out:
         print(f"scored {done.written} sequences with {args.model} on {done.ran_on} -> {args.out}"
               + (f" ({done.already} already there)" if done.already else "")
@@ -128,18 +124,6 @@ def run(args) -> int:
     return 0
 
 
-def _check_one_pass_args(args) -> bool:
-    """Whether the run is one-pass; the one-pass options refused without it (and its refusals)."""
-    one_pass = args.pll == "one-pass"
-    if args.check is not None and not one_pass:
-        raise MLMProbError("--check compares the one-pass estimate with exact PLL: use it with --pll one-pass")
-    if args.correction is not None and not one_pass:
-        raise MLMProbError("--correction is the one-pass correction: use it with --pll one-pass")
-    if one_pass and (args.per_token or args.whole_word):
-        raise MLMProbError("--pll one-pass gives per-sequence scores only (no --per-token, no --whole-word)")
-    return one_pass
-
-
 def _check(args, job, done, opts, units) -> None:
     """``--check N``: N random records of this run (this shard), scored exactly and compared."""
     from ..onepass.scoring import check
@@ -147,5 +131,5 @@ def _check(args, job, done, opts, units) -> None:
     shard = opts.shard
     records = [r for k, r in enumerate(units()) if shard.is_whole or k % shard.count == shard.index - 1]
     mlm = (done.state or job.load(opts.devices[0])).mlm
-    print(check(mlm, records, args.check, correction=job.correction).line(),
+    print(check(mlm, records, args.check, correction=job.spec.correction).line(),
           file=sys.stderr)

@@ -89,19 +89,21 @@ def expected_ids(config: dict, limit: int | None = None):
     return (u.id for u in _units(config, limit))
 
 
-def _config(args, wild_type: str, methods) -> dict:
+def _config(args, wild_type: str, spec) -> dict:
+    from ..variants.spec import CHAIN_FIELDS
     from .common import spool_args_input
 
     if args.saturate == (args.input is not None):
         raise MLMProbError("give an input file, or --saturate (not both)")
     region = _region(args, wild_type)
     source = None if args.saturate else spool_args_input(args)
-    return {"command": "variants", "model": args.model, "wild_type": wild_type, "offset": args.offset,
-            "methods": list(methods), "saturate": args.saturate,
+    settings = spec.settings()
+    return {"command": "variants", "model": args.model, "wild_type": wild_type, "offset": settings["offset"],
+            "methods": settings["methods"], "saturate": args.saturate,
             **({"dedupe": True} if args.dedupe and not args.saturate else {}),
             "input": source, "format": args.format,
             "mutant_column": args.mutant_column, "column": args.column, "id_column": args.id_column,
-            **({"chain_orders": args.chain_orders, "chain_seed": args.chain_seed} if "chain" in methods else {}),
+            **{k: settings[k] for k in CHAIN_FIELDS if k in settings},
             **region}
 
 
@@ -120,20 +122,15 @@ def _region(args, wild_type: str) -> dict:
 
 def run(args) -> int:
     from ..runtime.command import RunOptions, StreamCommand, run_command
-    from ..variants.api import check_methods
-    from ..variants.stream import DEFAULT_METHODS, SATURATE_METHODS, VariantsJob
+    from ..variants.spec import VariantsSpec
+    from ..variants.stream import VariantsJob
     from ..variants.units import read_wild_type
 
     wild_type = read_wild_type(args.wild_type)
-    if args.methods is not None:
-        methods = [m.strip() for m in args.methods.split(",") if m.strip()]
-        if not methods:
-            raise MLMProbError("--methods is empty: name one or more methods, or leave it out for the defaults")
-        methods = check_methods(methods)
-    else:
-        methods = SATURATE_METHODS if args.saturate else DEFAULT_METHODS
+    spec = VariantsSpec.from_args(args)      # --methods (the defaults of --saturate with it), --offset, --chain-*
+    methods = spec.methods
     given = args.input
-    config = _config(args, wild_type, methods)
+    config = _config(args, wild_type, spec)
     args.cdr_span = config.get("cdr_span")
     from ..runtime.inputs import UniqueIds
     unique = UniqueIds(args.dedupe, what="row")
@@ -142,9 +139,8 @@ def run(args) -> int:
     if (args.evaluate or args.saturate) and not args.out:
         raise MLMProbError(f"{'--evaluate' if args.evaluate else '--saturate'} needs --out (it reads the finished output)")
     opts = RunOptions.from_args(args)
-    job = VariantsJob(model=args.model, wild_type=wild_type, methods=tuple(methods), offset=args.offset,
-                      dtype=args.dtype, allow_pickle=args.allow_pickle, batch_tokens=args.batch_tokens,
-                      skip_invalid=args.skip_invalid, chain_orders=args.chain_orders, chain_seed=args.chain_seed)
+    job = VariantsJob(model=args.model, wild_type=wild_type, spec=spec, dtype=args.dtype,
+                      allow_pickle=args.allow_pickle, batch_tokens=args.batch_tokens, skip_invalid=args.skip_invalid)
     spec = StreamCommand(job, lambda: _units(config, args.limit, args.label, args.input, unique), config,
                          fields=("id", "mutant", "n_mutations", "window", *methods), input=args.input,
                          empty=f"no rows found in {given}", unit_name="variant", chunk_size=256,

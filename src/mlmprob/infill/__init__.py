@@ -13,7 +13,8 @@ from .beam import beam_search, infill, resolve_pivot
 from .corrections import ContextScramble, Pivot, RandomTokenSwap, Standard
 from .exhaustive import exact_infill, exhaustive_infill
 from .gap import InfillCandidate, candidate_ids, prepare_gap
+from .spec import InfillSpec
 
-__all__ = ["BASELINES", "ContextScramble", "InfillCandidate", "Pivot", "RandomTokenSwap", "SamplingConfig",
+__all__ = ["BASELINES", "ContextScramble", "InfillCandidate", "InfillSpec", "Pivot", "RandomTokenSwap", "SamplingConfig",
            "Standard", "beam_search", "bleu", "candidate_ids", "exact_infill", "exhaustive_infill", "gap_metrics",
            "identity", "infill", "prepare_gap", "resolve_pivot", "sample_infill", "topk_hit"]

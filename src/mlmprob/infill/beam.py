@@ -28,8 +28,7 @@ from ..models.protocol import MaskedLM
 from .corrections import Pivot, Standard
 from .gap import InfillCandidate, check_beam_size, check_order, prepare_gap
 from .search import Correction, run_search
-
-METHODS = ("standard", "hcb")
+from .spec import METHODS, InfillSpec
 
 
 def score_meaning(method: str, pivot: str | None = None) -> str:
@@ -81,16 +80,22 @@ def beam_search(mlm: MaskedLM, input_ids, positions: Sequence[int] | torch.Tenso
                       correction=correction)
 
 
-def infill(mlm: MaskedLM, input_ids, positions: Sequence[int] | torch.Tensor, *, method: str = "standard",
-           order: str = "l2r", beam_size: int = 5, pivot: int | None = None) -> list[InfillCandidate]:
+def infill(mlm: MaskedLM, input_ids, positions: Sequence[int] | torch.Tensor, spec: InfillSpec | None = None, *,
+           method: str = "standard", order: str = "l2r", beam_size: int = 5,
+           pivot: int | None = None) -> list[InfillCandidate]:
     """The ``beam_size`` best fills of ``positions`` in one sequence, best first.
 
-    ``input_ids``: ``[L]`` or ``[1, L]`` (whatever the gap positions hold is ignored);
+    ``input_ids``: ``[L]`` or ``[1, L]`` (whatever the gap positions hold is ignored); the settings as a
+    :class:`~mlmprob.infill.spec.InfillSpec` (``spec``, its pivot read in the model's vocabulary) or as keywords:
     ``method``: ``"standard"`` or ``"hcb"``; ``order``: ``"l2r"`` or ``"best"`` (best to worst);
     ``pivot``: HCB pivot token id (default: the mask token; another token costs extra passes in
     ``best`` order, and different passes from standard's in either order). Fills use the model's
     ``proposal_ids`` when it has them. Each candidate's ``score`` is its log score under the method
     (:func:`score_meaning`: a log-probability for standard, a log-ratio to the pivot for HCB).
     """
+    if spec is not None:
+        if (method, order, beam_size, pivot) != ("standard", "l2r", 5, None):
+            raise MLMProbError("give the infilling settings as a spec or as keywords, not both")
+        method, order, beam_size, pivot = spec.method, spec.order, spec.beam_size, spec.pivot_id(mlm)
     correction = make_correction(mlm, method, pivot)
     return beam_search(mlm, input_ids, positions, correction=correction, order=order, beam_size=beam_size)

@@ -27,6 +27,7 @@ from ..runtime.inputs import Record
 from ..runtime.job import State
 from ..models.reader import name_of, reader_of
 from ..models.spec import ModelJob
+from .spec import InfillSpec, parse_pivot  # noqa: F401 - parse_pivot: where the CLI reads it
 
 _GAP_RE = re.compile(r"(\[MASK\]|<mask>)(?:\s*[xX*]\s*(\d+))?", re.IGNORECASE)
 GAP_MODES = ("joint", "each")
@@ -69,24 +70,6 @@ def mask_text(mlm) -> str:
     if tok is None or isinstance(tok, ResidueTokenizer) or not hasattr(tok, "hf"):
         return "_"
     return tok.hf.mask_token
-
-
-def parse_pivot(mlm, pivot: str | None) -> int | None:
-    """``None`` (the mask), a token id, or a token string of the model's vocabulary."""
-    if pivot is None or pivot.lower() in ("mask", "[mask]", "<mask>"):
-        return None
-    if pivot.lstrip("-").isdigit():
-        return int(pivot)
-    tok = reader_of(mlm).tokenizer
-    table = getattr(tok, "token_to_id", None)
-    if table is not None and pivot in table:
-        return table[pivot]
-    hf = getattr(tok, "hf", None)
-    if hf is not None:
-        i = hf.convert_tokens_to_ids(pivot)
-        if i is not None and i != hf.unk_token_id:
-            return int(i)
-    raise MLMProbError(f"pivot {pivot!r} is not a token of this model's vocabulary (give a token or an id)")
 
 
 def gap_runs(positions: Sequence[int]) -> list[list[int]]:
@@ -156,23 +139,21 @@ class InfillJob(ModelJob):
     :class:`~mlmprob.models.spec.ModelJob`). List-valued fields are lists; a TSV writer writes them as JSON
     text (:func:`mlmprob.runtime.writers.tsv_cell`)."""
 
-    method: str = "hcb"
-    order: str = "l2r"
-    beam_size: int = 5
-    pivot: str | None = None
+    spec: InfillSpec = InfillSpec()
     skip_invalid: bool = False
 
+    def __post_init__(self):
+        if not isinstance(self.spec, InfillSpec):
+            raise MLMProbError(f"spec must be an InfillSpec, got {type(self.spec).__name__}")
+
     def prepare(self, mlm) -> InfillState:
-        """Check the options against a loaded model (bad pivot, method or order: an error here)."""
+        """Check the settings against a loaded model (a pivot outside its vocabulary: an error here)."""
         from .beam import make_correction
-        from .gap import check_beam_size, check_order
 
         if not reader_of(mlm).has_text:
             raise MLMProbError("infilling text needs a model with a tokenizer")
-        check_beam_size(self.beam_size, "beam size")
-        check_order(self.order)
-        pivot = parse_pivot(mlm, self.pivot)
-        make_correction(mlm, self.method, pivot)
+        pivot = self.spec.pivot_id(mlm)
+        make_correction(mlm, self.spec.method, pivot)
         return InfillState(self.model_spec.reader(mlm), pivot, mask_text(mlm))
 
     def fill(self, state: InfillState, unit: GapUnit) -> dict:
@@ -192,13 +173,13 @@ class InfillJob(ModelJob):
                 raise MLMProbError(f"its {unit.n_gaps} gap(s) became {len(runs)} run(s) of mask tokens after "
                                    "tokenization; use --gaps joint")
             positions = runs[unit.gap - 1]
-        cands = infill(mlm, ids, positions, method=self.method, order=self.order, beam_size=self.beam_size,
+        spec = self.spec
+        cands = infill(mlm, ids, positions, method=spec.method, order=spec.order, beam_size=spec.beam_size,
                        pivot=state.pivot)
         lists = {"positions": positions, "fills": [mlm.decode(list(c.tokens)) for c in cands],
                  "scores": [c.score for c in cands], "tokens": [list(c.tokens) for c in cands]}
         return {"id": unit.id, "record": unit.record, "gap": unit.gap, "length": len(positions),
-                "method": self.method, "order": self.order, "beam_size": self.beam_size,
-                "pivot": self.pivot or "mask", **lists}
+                **spec.settings(), **lists}
 
     def run(self, state: InfillState, units: Sequence[GapUnit]) -> tuple[list[dict], list[tuple[str, str]]]:
         """Fill one chunk: rows in input order and the ``(id, reason)`` of units skipped (``skip_invalid``)."""
@@ -217,10 +198,12 @@ class InfillJob(ModelJob):
 
 
 def infill_records(mlm, records: Iterable[Record], *, gaps: str = "joint", **options) -> Iterator[dict]:
-    """Rows of every gap of ``records`` with an already loaded model (``options``: those of :class:`InfillJob`
-    but ``model``), in input order.
+    """Rows of every gap of ``records`` with an already loaded model, in input order (``options``: those of
+    :class:`InfillJob` but ``model``, and the fields of its ``spec`` as keywords, which change it).
     """
-    job = InfillJob(model=name_of(mlm), **options)
+    spec = options.pop("spec", InfillSpec())
+    spec = spec.replace(**{k: options.pop(k) for k in list(options) if k in InfillSpec.__dataclass_fields__})
+    job = InfillJob(model=name_of(mlm), spec=spec, **options)
     state = job.prepare(mlm)
     for u in iter_gap_units(records, gaps):
         yield from job.run(state, [u])[0]

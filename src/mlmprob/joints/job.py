@@ -22,7 +22,6 @@ same configuration, a larger ``n_pairs`` included, computes only the missing pai
 
 from __future__ import annotations
 
-import dataclasses
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -37,80 +36,16 @@ from ..runtime.job import State
 from ..runtime.seeds import seeded_generator
 from ..runtime.shard import Shard
 from .evaluate import AGOptions, evaluate_pair
+from .spec import DEFAULT_COLUMN, SCHEMES, JointsConfig, JointsSpec  # noqa: F401 - where the CLI and tests import them
 from .records import RECORDS_FILE, _dtype_label, check_records, load_records, restore_nonfinite  # noqa: F401
 from .report import (METHOD_LABELS, PLOT_FILE, REPORT_FILE, SUMMARY_FILE, diagnostics, format_report,  # noqa: F401
                      summarize_records, write_report)
 from ..models.reader import reader_of
 from ..models.spec import ModelJob
 
-SCHEMES = ("random", "contiguous")
 NA_VALUES = ("na", "nan", "none")
-DEFAULT_COLUMN = "HC"   # the sequence column of a CSV/TSV data file when none is named
 
 
-@dataclass(frozen=True)
-class JointsConfig:
-    """One experiment. ``pivot`` is ``"mode"`` (the paper's default) or ``"mask"``; ``top_k`` None
-    uses the full candidate vocabulary (the model's proposal ids, else its whole vocabulary).
-    ``data`` is read by :func:`mlmprob.runtime.inputs.iter_records` in ``format``; ``column`` names the
-    sequence column of a CSV/TSV file (``HC`` when None) or the key of JSONL/Parquet records (their
-    default when None); it is set to None for text and FASTA files, which have no columns.
-
-    >>> JointsConfig("m", "a.csv").column, JointsConfig("m", "a.fasta", column="x").column
-    ('HC', None)
-    """
-
-    model: str
-    data: str
-    column: str | None = None
-    schemes: tuple[str, ...] = SCHEMES
-    n_pairs: int = 500
-    seed: int = 0
-    top_k: int | None = None
-    pivot: str = "mode"
-    ag_steps: int | None = None
-    ag_tol: float = 1e-10
-    ag_max_steps: int = 5000
-    max_sequences: int | None = None
-    format: str = "auto"
-
-    def __post_init__(self):
-        from ..runtime.inputs import FORMATS
-
-        if self.format not in FORMATS:
-            raise MLMProbError(f"unknown data format {self.format!r}; use one of {', '.join(FORMATS)}")
-        kind = self.data_format
-        if kind in ("csv", "tsv") and self.column is None:
-            object.__setattr__(self, "column", DEFAULT_COLUMN)
-        elif kind in ("text", "fasta"):
-            object.__setattr__(self, "column", None)
-        bad = [s for s in self.schemes if s not in SCHEMES]
-        if bad or not self.schemes:
-            raise MLMProbError(f"unknown pair scheme(s) {bad or '(none)'}; use {', '.join(SCHEMES)}")
-        if len(set(self.schemes)) != len(self.schemes):
-            raise MLMProbError(f"pair schemes repeat: {', '.join(self.schemes)}")
-        if self.n_pairs < 1:
-            raise MLMProbError(f"n_pairs must be >= 1, got {self.n_pairs}")
-        if self.pivot not in ("mode", "mask"):
-            raise MLMProbError(f"pivot must be 'mode' or 'mask', got {self.pivot!r}")
-        if self.top_k is not None and self.top_k < 1:
-            raise MLMProbError(f"top_k must be >= 1, got {self.top_k}")
-        if self.max_sequences is not None and self.max_sequences < 1:
-            raise MLMProbError(f"max_sequences must be >= 1, got {self.max_sequences}")
-
-    @property
-    def data_format(self) -> str:
-        """The format ``data`` is read in (``format``, or the one its suffix names)."""
-        from ..runtime.inputs import detect_format
-
-        return detect_format(self.data) if self.format == "auto" else self.format
-
-    def identity(self) -> dict:
-        """The fields that must match to resume a record file (everything but ``n_pairs``)."""
-        d = dataclasses.asdict(self)
-        d.pop("n_pairs")
-        d["schemes"] = list(d["schemes"])
-        return d
 
 
 # -- data and pair plan -----------------------------------------------------------------------------
@@ -164,7 +99,7 @@ class PairPlanner:
     """The deterministic pairs of each scheme, drawn lazily and remembered: ``pair(s, i)`` is pair ``i``
     of scheme ``config.schemes[s]`` (every process that asks gets the same pair)."""
 
-    def __init__(self, mlm: MaskedLM, sequences: Sequence[str], config: JointsConfig):
+    def __init__(self, mlm: MaskedLM, sequences: Sequence[str], config: JointsSpec):
         if not reader_of(mlm).has_text:
             raise MLMProbError("the runner needs a model with a tokenizer (encode); use pairwise_joint directly otherwise")
         self.mlm, self.sequences, self.config = mlm, sequences, config
@@ -250,7 +185,7 @@ class JointsJob(ModelJob):
     """Everything a worker process needs to compute pair records (picklable; see ``runtime.engine``; loaded
     by :class:`~mlmprob.models.spec.ModelJob`). ``model`` is ``config.model`` (the default)."""
 
-    config: JointsConfig
+    config: JointsSpec
     model: str = field(default="", kw_only=True)
 
     def __post_init__(self):
@@ -258,6 +193,11 @@ class JointsJob(ModelJob):
             object.__setattr__(self, "model", self.config.model)
         elif self.model != self.config.model:
             raise ValueError(f"JointsJob: model {self.model!r} is not config.model {self.config.model!r}")
+
+    @property
+    def spec(self) -> JointsSpec:
+        """The settings (``config``), under the name every job gives them."""
+        return self.config
 
     def prepare(self, mlm: MaskedLM) -> JointsWorker:
         """The worker state around a loaded model: its reader with the run's budget and the pair planner."""
@@ -284,7 +224,7 @@ class JointsJob(ModelJob):
         return [self.record(w, u) for u in units], []
 
 
-def run_joints(mlm: MaskedLM | None, config: JointsConfig, out_dir: str | Path, *,
+def run_joints(mlm: MaskedLM | None, config: JointsSpec, out_dir: str | Path, *,
                batch_tokens: int | None = None, progress: Callable[[dict], None] | None = None,
                shard: Shard = Shard.whole(), devices: Sequence[str] | None = None, dtype: str | None = None,
                engine: str = "local", ray_address: str | None = None, show_progress: bool = False,

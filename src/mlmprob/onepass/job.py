@@ -9,22 +9,30 @@ from typing import Sequence
 from ..data import Record
 from ..errors import MLMProbError
 from ..runtime.job import State
-from ..scoring import ScoreJob
+from ..scoring import ScoreJob, ScoreSpec
 
 
 @dataclass(frozen=True)
 class OnePassScoreJob(ScoreJob):
-    """:class:`ScoreJob` (same loading) whose rows are one-pass estimates (``mlmprob score --pll one-pass``);
-    ``correction``: a file to use instead of the one found for the model."""
+    """:class:`ScoreJob` (same loading) whose rows are one-pass estimates (``mlmprob score --pll one-pass``): its
+    ``spec`` has ``pll="one-pass"`` (which refuses per-token and whole-word scores) and ``spec.correction``, a file to
+    use instead of the one found for the model."""
 
-    correction: str | None = None
+    spec: ScoreSpec = ScoreSpec(pll="one-pass")
+
+    def __post_init__(self):
+        super().__post_init__()
+        if not self.spec.one_pass:
+            raise MLMProbError(f"OnePassScoreJob needs a spec with pll='one-pass', got pll={self.spec.pll!r}")
+
+    @property
+    def correction(self) -> str | None:
+        return self.spec.correction
 
     def run(self, state: State, records: Sequence[Record]) -> tuple[list[dict], list[tuple[str, str]]]:
         from .scoring import one_pass_rows
 
-        if self.per_token or self.whole_word:
-            raise MLMProbError("--pll one-pass gives per-sequence scores only (no --per-token, no --whole-word)")
         skipped: list[tuple[str, str]] = []
         rows = one_pass_rows(state.mlm, records, skip_invalid=self.skip_invalid, skipped=skipped,
-                             correction=self.correction)
+                             correction=self.spec.correction)
         return rows, skipped

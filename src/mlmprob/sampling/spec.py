@@ -5,7 +5,7 @@ job (:class:`~mlmprob.sampling.stream.SampleJob`), the app and the experiments b
 It knows what the run file stores (:meth:`SamplerSpec.run_config`, compared on resume), what every result
 row records (:meth:`SamplerSpec.settings`) and which kernel steps the chains (:meth:`SamplerSpec.kernel`).
 
-Adding a sampler option takes (docs/architecture.md, "Adding a sampler option"):
+Adding a sampler option takes (docs/architecture.md, "One spec per algorithm", *Adding an option*):
 
 1. a field here (with ``metadata={"methods": (...)}`` when only some methods use it: it is then stored and
    written only for those, so older run files of the other methods still resume), and its check in
@@ -35,6 +35,7 @@ import torch
 from ..errors import MLMProbError
 from ..likelihood.orders import OrderSpec
 from ..models.reader import name_of
+from ..settings import Spec, check_int as _check_int
 from .ancestral import Ancestral
 from .init import INITS
 from .kernels import DegenerateGibbs, MetropolisHastings
@@ -60,7 +61,7 @@ def _only(*methods: str) -> dict:
 
 
 @dataclass(frozen=True)
-class SamplerSpec:
+class SamplerSpec(Spec):
     """The settings of one sampling run (see :func:`~mlmprob.sampling.sample` for what each does).
 
     ``block_size``: ``K``, ``("linear", START, END[, EPOCHS])`` (EPOCHS defaults to every epoch) or a schedule;
@@ -244,22 +245,6 @@ class SamplerSpec:
             if self.method in f.metadata.get("methods", ()):
                 out[f.name] = {"draft_k": self.draft_k_used, "score": self.score_used}.get(f.name, getattr(self, f.name))
         return out
-
-    # -- made from -----------------------------------------------------------------------------------
-    @classmethod
-    def from_args(cls, args) -> "SamplerSpec":
-        """The spec of parsed ``mlmprob sample`` arguments (every field whose name is an argument)."""
-        given = {f.name: getattr(args, f.name) for f in dataclasses.fields(cls) if hasattr(args, f.name)}
-        return cls(**given)
-
-    def replace(self, **changes) -> "SamplerSpec":
-        return dataclasses.replace(self, **changes)
-
-
-def _check_int(name: str, value, lo: int, what: str) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or value < lo:
-        raise MLMProbError(f"{name} must be {what}, got {value!r}")
-
 
 def block_text(block_size) -> str:
     """``block_size`` as ``--block-size`` writes it (a schedule object: its stable text).

@@ -6,6 +6,8 @@ from .api import METHODS, score_variants
 from .mutations import EncodedVariants, Mutation, encode_variants, parse_mutant, parse_mutants
 from .rows import ForwardCache
 from .saturate import Saturation, saturate, write_csv, write_heatmap
+from .spec import VariantsSpec
 
 __all__ = ["METHODS", "ForwardCache", "score_variants", "Estimate", "evaluate", "EncodedVariants", "Mutation",
-           "encode_variants", "parse_mutant", "parse_mutants", "Saturation", "saturate", "write_csv", "write_heatmap"]
+           "encode_variants", "parse_mutant", "parse_mutants", "Saturation", "saturate", "write_csv", "write_heatmap",
+           "VariantsSpec"]

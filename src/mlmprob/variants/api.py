@@ -49,6 +49,7 @@ from ..joints.conditionals import pair_conditionals
 from ..joints.constructions import ag_joint
 from ..models.protocol import MaskedLM, foreign_ids, id_range, lengths_of, max_length_of, special_ids_of
 from ..positions import TOKENS, default_mask
+from ..settings import Spec
 from .chain import CHAIN_ORDERS, chain_scores, plan_chain
 from .rows import ForwardCache, RowTable
 
@@ -191,7 +192,8 @@ def score_variants(mlm: MaskedLM, wild_type, mutants: Sequence[Sequence[tuple[in
     list of ``(position, token_id)`` with positions indexing ``wild_type`` directly (special
     tokens count), distinct, never at a special token. ``cache`` (a ``ForwardCache``) keeps the
     wild-type rows across calls for the same model and wild type (chunked scoring). ``n_orders``
-    and ``seed`` choose the orders of ``chain`` (``variants.chain.site_orders``).
+    and ``seed`` choose the orders of ``chain`` (``variants.chain.site_orders``). ``methods`` may be a
+    :class:`~mlmprob.variants.spec.VariantsSpec` instead: its methods, ``chain_orders`` and ``chain_seed``.
 
     >>> import torch
     >>> from mlmprob import ExactMLM
@@ -202,6 +204,10 @@ def score_variants(mlm: MaskedLM, wild_type, mutants: Sequence[Sequence[tuple[in
     >>> s["epistasis"][0].item()
     0.0
     """
+    if isinstance(methods, Spec):
+        if not hasattr(methods, "chain_orders") or (n_orders, seed) != (CHAIN_ORDERS, 0):
+            raise MLMProbError("give score_variants a VariantsSpec (without n_orders or seed), or methods and keywords")
+        methods, n_orders, seed = methods.methods, methods.chain_orders, methods.chain_seed
     wt = check_wild_type(mlm, wild_type)
     variants = check_variants(mlm, wt, mutants)
     methods = check_methods(methods)

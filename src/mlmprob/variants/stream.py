@@ -22,16 +22,13 @@ from ..alphabet import AMINO_ACIDS
 from ..errors import MLMProbError
 from ..models.protocol import max_length_of
 from ..models.spec import ModelJob
-from ..likelihood.orders import check_n_orders
 from ..runtime.job import State
-from .api import check_methods, score_variants
-from .chain import CHAIN_ORDERS
+from .api import score_variants
 from .mutations import Mutation, letter_ids, residue_positions
 from .rows import ForwardCache
+from .spec import DEFAULT_METHODS, SATURATE_METHODS, VariantsSpec  # noqa: F401 - the defaults, where the CLI reads them
 from .units import VariantUnit, mutant_label, variant_of
 
-DEFAULT_METHODS = ("wt_marginals", "masked_marginals", "masked_marginals_all", "hcb")
-SATURATE_METHODS = ("wt_marginals", "masked_marginals")
 MAX_WINDOWS = 32  # wild-type windows (token ids + ForwardCache) a worker keeps
 
 
@@ -81,18 +78,15 @@ class VariantsState(State):
 @dataclass(frozen=True)
 class VariantsJob(ModelJob):
     """Everything a worker needs to score chunks of ``VariantUnit`` rows against ``wild_type`` (loaded by
-    :class:`~mlmprob.models.spec.ModelJob`)."""
+    :class:`~mlmprob.models.spec.ModelJob`) with the settings ``spec`` (a :class:`~mlmprob.variants.spec.VariantsSpec`)."""
 
     wild_type: str
-    methods: tuple[str, ...] = DEFAULT_METHODS
-    offset: int = 1
+    spec: VariantsSpec = VariantsSpec()
     skip_invalid: bool = False
-    chain_orders: int = CHAIN_ORDERS  # ``chain``: orders per variant and their seed (variants.chain.site_orders)
-    chain_seed: int = 0
 
     def __post_init__(self):
-        object.__setattr__(self, "methods", check_methods(self.methods))
-        check_n_orders(self.chain_orders)
+        if not isinstance(self.spec, VariantsSpec):
+            raise MLMProbError(f"spec must be a VariantsSpec, got {type(self.spec).__name__}")
 
     def prepare(self, mlm) -> VariantsState:
         """A worker state around a loaded model: its reader with the run's budget and the wild type's first
@@ -101,11 +95,12 @@ class VariantsJob(ModelJob):
 
     def run(self, state: VariantsState, units: Sequence[VariantUnit]) -> tuple[list[dict], list[tuple[str, str]]]:
         """Score one chunk: result rows (in input order) and the ``(id, reason)`` of the rows skipped."""
+        spec = self.spec
         skipped: list[tuple[str, str]] = []
         todo: list[tuple[VariantUnit, tuple[Mutation, ...], int]] = []
         for u in units:
             try:
-                muts = variant_of(u, self.wild_type, self.offset)
+                muts = variant_of(u, self.wild_type, spec.offset)
                 try:
                     start = window_start([m.index for m in muts], len(self.wild_type), state.window)
                 except MLMProbError as e:
@@ -123,11 +118,10 @@ class VariantsJob(ModelJob):
             if not group:
                 continue
             variants = [[(int(where[m.index - start]), state.to_id[m.mt]) for m in muts] for _, muts in group]
-            scores = score_variants(state.mlm, ids, variants, self.methods, cache=cache,
-                                    n_orders=self.chain_orders, seed=self.chain_seed)
+            scores = score_variants(state.mlm, ids, variants, spec, cache=cache)
             for j, (k, _) in enumerate(group):
-                values[k] = {m: float(scores[m][j]) for m in self.methods}
-        wild = {m: float("nan") if m == "ag" else 0.0 for m in self.methods}  # no mutation: every sum is empty
-        rows = [{"id": u.id, "mutant": mutant_label(muts, self.offset), "n_mutations": len(muts),
-                 "window": start + self.offset, **values.get(k, wild)} for k, (u, muts, start) in enumerate(todo)]
+                values[k] = {m: float(scores[m][j]) for m in spec.methods}
+        wild = {m: float("nan") if m == "ag" else 0.0 for m in spec.methods}  # no mutation: every sum is empty
+        rows = [{"id": u.id, "mutant": mutant_label(muts, spec.offset), "n_mutations": len(muts),
+                 "window": start + spec.offset, **values.get(k, wild)} for k, (u, muts, start) in enumerate(todo)]
         return rows, skipped

@@ -1,0 +1,75 @@
+"""``InfillSpec``: the settings of an infilling run (``mlmprob infill``, :class:`~mlmprob.infill.stream.InfillJob`,
+:func:`~mlmprob.infill.infill`, the app), frozen and validated once where it is made.
+
+What needs the model (the pivot written as a token of its vocabulary) is checked when a job prepares
+(:meth:`InfillSpec.pivot_id`). :meth:`InfillSpec.settings` is what the output's configuration and every
+streamed row record, in this order.
+
+>>> InfillSpec(beam_size=3).settings()
+{'method': 'hcb', 'order': 'l2r', 'beam_size': 3, 'pivot': 'mask'}
+>>> InfillSpec(method="standard", pivot="A")
+Traceback (most recent call last):
+...
+mlmprob.errors.MLMProbError: --pivot: the pivot is used only by method='hcb'
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..errors import MLMProbError
+from ..models.reader import reader_of
+from ..settings import Spec
+from .gap import check_beam_size, check_order
+
+METHODS = ("standard", "hcb")
+MASK_NAMES = ("mask", "[mask]", "<mask>")
+
+
+@dataclass(frozen=True)
+class InfillSpec(Spec):
+    """``method``: ``"hcb"`` (the CLI's default) or ``"standard"``; ``order``: ``"l2r"`` or ``"best"``;
+    ``beam_size``: fills kept; ``pivot``: HCB's pivot as the user wrote it (a token, a token id, or None / "mask"
+    for the mask token; an ``int`` is taken as its id)."""
+
+    method: str = "hcb"
+    order: str = "l2r"
+    beam_size: int = 5
+    pivot: str | None = None
+
+    def __post_init__(self):
+        if self.method not in METHODS:
+            raise MLMProbError(f"unknown infilling method {self.method!r}; use one of {', '.join(METHODS)}")
+        check_order(self.order)
+        check_beam_size(self.beam_size)
+        if isinstance(self.pivot, int) and not isinstance(self.pivot, bool):
+            object.__setattr__(self, "pivot", str(self.pivot))
+        if self.pivot is not None and not isinstance(self.pivot, str):
+            raise MLMProbError(f"pivot must be a token, a token id or None (the mask), got {self.pivot!r}")
+        if self.method == "standard" and self.pivot is not None:
+            raise MLMProbError("--pivot: the pivot is used only by method='hcb'")     # the CLI's message
+
+    def settings(self) -> dict:
+        return {"method": self.method, "order": self.order, "beam_size": self.beam_size, "pivot": self.pivot or "mask"}
+
+    def pivot_id(self, mlm) -> int | None:
+        """The pivot's token id in ``mlm``'s vocabulary (None: the mask token)."""
+        return parse_pivot(mlm, self.pivot)
+
+
+def parse_pivot(mlm, pivot: str | None) -> int | None:
+    """``None`` (the mask), a token id, or a token string of the model's vocabulary."""
+    if pivot is None or pivot.lower() in MASK_NAMES:
+        return None
+    if pivot.lstrip("-").isdigit():
+        return int(pivot)
+    tok = reader_of(mlm).tokenizer
+    table = getattr(tok, "token_to_id", None)
+    if table is not None and pivot in table:
+        return table[pivot]
+    hf = getattr(tok, "hf", None)
+    if hf is not None:
+        i = hf.convert_tokens_to_ids(pivot)
+        if i is not None and i != hf.unk_token_id:
+            return int(i)
+    raise MLMProbError(f"pivot {pivot!r} is not a token of this model's vocabulary (give a token or an id)")

@@ -1,0 +1,83 @@
+"""``JointsSpec``: the settings of one pairwise-joint experiment (``mlmprob joints``,
+:class:`~mlmprob.joints.job.JointsJob`, :func:`~mlmprob.joints.job.run_joints`), frozen and validated once where it
+is made; :meth:`JointsSpec.identity` is what a record file stores and a resumed run must match."""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+from ..errors import MLMProbError
+from ..settings import Spec
+
+SCHEMES = ("random", "contiguous")
+DEFAULT_COLUMN = "HC"   # the sequence column of a CSV/TSV data file when none is named
+
+
+@dataclass(frozen=True)
+class JointsSpec(Spec):
+    """One experiment's settings (``mlmprob joints``' flags of the same names: :meth:`from_args`). ``pivot`` is ``"mode"`` (the paper's default) or ``"mask"``; ``top_k`` None
+    uses the full candidate vocabulary (the model's proposal ids, else its whole vocabulary).
+    ``data`` is read by :func:`mlmprob.runtime.inputs.iter_records` in ``format``; ``column`` names the
+    sequence column of a CSV/TSV file (``HC`` when None) or the key of JSONL/Parquet records (their
+    default when None); it is set to None for text and FASTA files, which have no columns.
+
+    >>> JointsSpec("m", "a.csv").column, JointsSpec("m", "a.fasta", column="x").column, JointsSpec("m", "a").schemes
+    ('HC', None, ('random', 'contiguous'))
+    """
+
+    model: str
+    data: str
+    column: str | None = None
+    schemes: tuple[str, ...] = SCHEMES
+    n_pairs: int = 500
+    seed: int = 0
+    top_k: int | None = None
+    pivot: str = "mode"
+    ag_steps: int | None = None
+    ag_tol: float = 1e-10
+    ag_max_steps: int = 5000
+    max_sequences: int | None = None
+    format: str = "auto"
+
+    def __post_init__(self):
+        from ..runtime.inputs import FORMATS
+
+        if self.format not in FORMATS:
+            raise MLMProbError(f"unknown data format {self.format!r}; use one of {', '.join(FORMATS)}")
+        object.__setattr__(self, "schemes", (self.schemes,) if isinstance(self.schemes, str) else tuple(self.schemes))
+        kind = self.data_format
+        if kind in ("csv", "tsv") and self.column is None:
+            object.__setattr__(self, "column", DEFAULT_COLUMN)
+        elif kind in ("text", "fasta"):
+            object.__setattr__(self, "column", None)
+        bad = [s for s in self.schemes if s not in SCHEMES]
+        if bad or not self.schemes:
+            raise MLMProbError(f"unknown pair scheme(s) {bad or '(none)'}; use {', '.join(SCHEMES)}")
+        if len(set(self.schemes)) != len(self.schemes):
+            raise MLMProbError(f"pair schemes repeat: {', '.join(self.schemes)}")
+        if self.n_pairs < 1:
+            raise MLMProbError(f"n_pairs must be >= 1, got {self.n_pairs}")
+        if self.pivot not in ("mode", "mask"):
+            raise MLMProbError(f"pivot must be 'mode' or 'mask', got {self.pivot!r}")
+        if self.top_k is not None and self.top_k < 1:
+            raise MLMProbError(f"top_k must be >= 1, got {self.top_k}")
+        if self.max_sequences is not None and self.max_sequences < 1:
+            raise MLMProbError(f"max_sequences must be >= 1, got {self.max_sequences}")
+
+    @property
+    def data_format(self) -> str:
+        """The format ``data`` is read in (``format``, or the one its suffix names)."""
+        from ..runtime.inputs import detect_format
+
+        return detect_format(self.data) if self.format == "auto" else self.format
+
+    def identity(self) -> dict:
+        """The fields that must match to resume a record file (everything but ``n_pairs``)."""
+        d = dataclasses.asdict(self)
+        d.pop("n_pairs")
+        d["schemes"] = list(d["schemes"])
+        return d
+
+
+JointsConfig = JointsSpec   # the former name (tests and scripts import it)

@@ -1,0 +1,77 @@
+"""The shared shape of the algorithms' specs: a frozen dataclass of one run's settings, validated once in
+its ``__post_init__``, made from parsed CLI arguments by field name and written down as plain JSON values.
+
+The specs (docs/architecture.md, "One spec per algorithm"): :class:`~mlmprob.sampling.spec.SamplerSpec`,
+:class:`~mlmprob.infill.spec.InfillSpec`, :class:`~mlmprob.variants.spec.VariantsSpec`,
+:class:`~mlmprob.scoring.ScoreSpec` and :class:`~mlmprob.joints.job.JointsSpec` derive from :class:`Spec`.
+
+>>> import argparse
+>>> from dataclasses import dataclass
+>>> @dataclass(frozen=True)
+... class Demo(Spec):
+...     size: int = 1
+...     names: tuple = ("a",)
+...     def __post_init__(self):
+...         check_int("size", self.size, 1, "a positive integer")
+>>> Demo.from_args(argparse.Namespace(size=3, other=0)).settings()
+{'size': 3, 'names': ['a']}
+>>> Demo().replace(size=0)
+Traceback (most recent call last):
+...
+mlmprob.errors.MLMProbError: size must be a positive integer, got 0
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from .errors import MLMProbError
+
+
+class Spec:
+    """The base of a frozen dataclass spec: :meth:`from_args`, :meth:`replace` and :meth:`settings`."""
+
+    @classmethod
+    def from_args(cls, args, **given):
+        """The spec of parsed CLI arguments: every field whose name is an argument (the flag ``--my-option``
+        is the field ``my_option``); ``given`` (values the command computed) take precedence."""
+        values = {f.name: getattr(args, f.name) for f in dataclasses.fields(cls) if hasattr(args, f.name)}
+        return cls(**{**values, **given})
+
+    def replace(self, **changes):
+        """A copy with ``changes`` (validated again)."""
+        return dataclasses.replace(self, **changes)
+
+    def uses(self, name: str) -> bool:
+        """Whether the field ``name`` is written down for these settings (a spec whose fields are only for
+        some of its modes says which)."""
+        return True
+
+    def settings(self) -> dict:
+        """The fields this run uses (:meth:`uses`), in field order, as plain JSON values."""
+        return {f.name: json_value(getattr(self, f.name)) for f in dataclasses.fields(self) if self.uses(f.name)}
+
+
+def json_value(value):
+    """``value`` as plain JSON: tuples become lists, tensors their ``tolist()``.
+
+    >>> json_value(("a", (1, 2))), json_value(None)
+    (['a', [1, 2]], None)
+    """
+    if isinstance(value, (tuple, list)):
+        return [json_value(v) for v in value]
+    if hasattr(value, "tolist"):
+        return value.tolist()
+    return value
+
+
+def check_int(name: str, value, lo: int, what: str) -> None:
+    """Refuse ``value`` unless it is an integer (not a bool) ``>= lo``; ``what`` says what it must be."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < lo:
+        raise MLMProbError(f"{name} must be {what}, got {value!r}")
+
+
+def check_choice(name: str, value, choices: tuple) -> None:
+    """Refuse ``value`` unless it is one of ``choices``."""
+    if value not in choices:
+        raise MLMProbError(f"{name} must be one of {', '.join(map(repr, choices))}, got {value!r}")

@@ -1,0 +1,41 @@
+"""One spec per algorithm (issue 29, item 1): every streamed job holds its algorithm's settings as ``spec``, a
+frozen :class:`mlmprob.settings.Spec`, and refuses anything else there."""
+
+import dataclasses
+
+import pytest
+
+from mlmprob.errors import MLMProbError
+from mlmprob.settings import Spec
+
+
+def _jobs(tmp_path):
+    from mlmprob.infill.stream import InfillJob
+    from mlmprob.joints.job import JointsJob
+    from mlmprob.joints.spec import JointsSpec
+    from mlmprob.onepass.job import OnePassScoreJob
+    from mlmprob.sampling.stream import SampleJob
+    from mlmprob.scoring import ScoreJob
+    from mlmprob.variants.stream import VariantsJob
+
+    return [ScoreJob(model="m"), OnePassScoreJob(model="m"), SampleJob(model="m"), InfillJob(model="m"),
+            VariantsJob(model="m", wild_type="MKT"), JointsJob(JointsSpec(model="m", data=str(tmp_path / "x.txt")))]
+
+
+def test_every_job_holds_a_frozen_spec(tmp_path):
+    for job in _jobs(tmp_path):
+        assert isinstance(job.spec, Spec), type(job).__name__
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            job.spec.__setattr__(dataclasses.fields(job.spec)[0].name, None)
+
+
+@pytest.mark.parametrize("name", ["ScoreJob", "InfillJob", "VariantsJob", "SampleJob"])
+def test_a_job_refuses_settings_that_are_not_its_spec(name):
+    import importlib
+
+    module = {"ScoreJob": "mlmprob.scoring", "InfillJob": "mlmprob.infill.stream",
+              "VariantsJob": "mlmprob.variants.stream", "SampleJob": "mlmprob.sampling.stream"}[name]
+    cls = getattr(importlib.import_module(module), name)
+    extra = {"wild_type": "MKT"} if name == "VariantsJob" else {}
+    with pytest.raises(MLMProbError, match="spec must be a"):
+        cls(model="m", spec={"method": "x"}, **extra)
