@@ -157,15 +157,17 @@ def saturate_section(a, counter, ids, where, to_id, wt: str, tmp: Path) -> dict:
     from mlmprob.runtime.engine import run_stream
     from mlmprob.runtime.writers import open_writer, read_results
     from mlmprob.variants.mutations import parse_mutant
+    from mlmprob.variants.spec import VariantsSpec
     from mlmprob.variants.stream import SATURATE_METHODS, VariantsJob
     from mlmprob.variants.units import saturation_units
 
-    job = VariantsJob(model=a.model, wild_type=wt, methods=SATURATE_METHODS, batch_tokens=a.batch_tokens)
+    job = VariantsJob(model=a.model, wild_type=wt, spec=VariantsSpec(methods=SATURATE_METHODS),
+                      batch_tokens=a.batch_tokens)
     out = tmp / "saturate.jsonl"
     fields = ("id", "mutant", "n_mutations", "window", *SATURATE_METHODS)
 
     def stream():
-        state = job.state(counter)  # reads the tokenizer only: no model rows
+        state = job.prepare(counter)  # reads the tokenizer only: no model rows
         writer = open_writer(out, config={"command": "variants", "saturate": True}, fields=fields)
         with writer:
             return run_stream(lambda device: state, job.run, saturation_units(wt), writer, devices=["cpu"],

@@ -171,7 +171,7 @@ def _append_run(out: Path, entry: dict) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    return runner.main(CdrH3(), argv)
+    return runner.run_cli(CdrH3(), argv)
 
 
 if __name__ == "__main__":

@@ -47,7 +47,7 @@ from .ground_truth_common import (BEAMS, JOINT_METHODS, RESULTS, GroundTruthConf
 from .ground_truth_eval import eval_infill, eval_pairs, eval_samplers, language, symbol_mlm
 from .ground_truth_report import write_report
 from .runner import Experiment, Run, run_units
-from .runner import main as runner_main
+from .runner import run_cli as runner_main
 
 __all__ = ["BEAMS", "JOINT_METHODS", "RESULTS", "GroundTruth", "GroundTruthConfig", "adjacent_equal", "all_states",
            "empirical", "eval_infill", "eval_pairs", "eval_samplers", "kl", "language", "main", "run", "state_index",

@@ -32,7 +32,7 @@ from .ground_truth_eval import language, symbol_mlm
 from .ground_truth_chain_eval import eval_chain
 from .ground_truth_chain_plots import family_label, mean_se, plot_chain
 from .runner import Experiment, Run, run_units
-from .runner import main as runner_main
+from .runner import run_cli as runner_main
 
 DISTS = ("l2r", "r2l", "mixture", "pll_target", "gibbs")
 FIGURE = "fig_chain.png"

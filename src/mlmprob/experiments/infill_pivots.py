@@ -35,7 +35,7 @@ from .infill_runner import (CountingMLM, ExperimentConfig, draw_data, measure_ga
                             report_progress)
 from ..models.reader import reader_of
 from .runner import Experiment, Run, run_units
-from .runner import main as runner_main
+from .runner import run_cli as runner_main
 
 
 def token_name(mlm, token_id: int) -> str:

@@ -63,7 +63,7 @@ from .infill_choices import (ABLATION_ORDER, ABLATIONS, ANTIBODY_DATASETS, BEAM_
 from .infill_tables import metric_means, table_ablations, table_methods_by_k, table_models, tables_markdown, unit_of
 from ..models.reader import reader_of
 from .runner import Experiment, Run, run_units
-from .runner import main as runner_main
+from .runner import run_cli as runner_main
 
 __all__ = ["ABLATION_ORDER", "ABLATIONS", "ANTIBODY_DATASETS", "BEAM_METHODS", "DATASETS", "LABELS", "METHODS",
            "METRICS", "REGIONS", "CountingMLM", "ExperimentConfig", "dataset_files", "dataset_regions", "draw_data",

@@ -31,7 +31,7 @@ from ..runtime.log import RunMeta
 from .data_option import add_data_option, resolve_data_dir
 from .english_sets import evaluation_sets
 from .runner import Experiment, Run, run_units
-from .runner import main as runner_main
+from .runner import run_cli as runner_main
 
 SETS = {  # name: (file, column); protein sets keep the chains of standard residues only
     "thera_heavy": ("antibody/thera_sabdab.csv", "HC"),

@@ -2,7 +2,7 @@
 how its report is written; the runner owns the rest.
 
 An experiment is a subclass of :class:`Experiment` (its options, units, records, report); ``main(argv)``
-of its module is ``runner.main(TheExperiment(), argv)``. The runner
+of its module is ``runner.run_cli(TheExperiment(), argv)``. The runner
 
 - builds the command line: ``--out`` (a result folder, or with ``results = ""`` the result file itself),
   the experiment's own options, ``--threads`` and ``--report-only`` (where the experiment offers them);
@@ -51,7 +51,7 @@ from ..errors import MLMProbError, exit_status
 from ..jsonl import dumps
 from ..runtime.log import ResumableLog, RunMeta, append_record, read_log
 
-__all__ = ["Experiment", "Run", "RunMeta", "build_parser", "execute", "main", "read_log", "run_units"]
+__all__ = ["Experiment", "Run", "RunMeta", "build_parser", "execute", "run_cli", "read_log", "run_units"]
 
 
 @dataclass
@@ -203,7 +203,7 @@ def build_parser(exp: Experiment) -> argparse.ArgumentParser:
     return p
 
 
-def main(exp: Experiment, argv: Sequence[str] | None = None) -> int:
+def run_cli(exp: Experiment, argv: Sequence[str] | None = None) -> int:
     """Parse ``argv`` (default: ``sys.argv[1:]``) and run ``exp``; the exit status."""
     argv = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser(exp)

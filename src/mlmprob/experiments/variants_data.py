@@ -115,7 +115,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    return runner.main(VariantsData(), argv)
+    return runner.run_cli(VariantsData(), argv)
 
 
 if __name__ == "__main__":
