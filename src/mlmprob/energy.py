@@ -126,6 +126,28 @@ def check_input_ids(mlm: MaskedLM, input_ids) -> torch.Tensor:
     return ids
 
 
+def as_row(input_ids, name: str = "input_ids") -> torch.Tensor:
+    """One sequence as a 1-D LongTensor: ``[L]`` or ``[1, L]`` integer token ids with ``L > 0`` (errors name
+    the argument, ``name``).
+
+    >>> as_row(torch.tensor([[3, 4]])).tolist()
+    [3, 4]
+    >>> as_row(torch.zeros(2, 2, dtype=torch.long), "wild_type")
+    Traceback (most recent call last):
+    ...
+    mlmprob.errors.MLMProbError: wild_type must have shape [L] or [1, L] with L > 0, got (2, 2)
+    """
+    ids = torch.as_tensor(input_ids)
+    if ids.dtype.is_floating_point or ids.dtype == torch.bool:
+        raise MLMProbError(f"{name} must hold integer token ids, got dtype {ids.dtype}")
+    ids = ids.long()
+    if ids.dim() == 2 and ids.shape[0] == 1:
+        ids = ids[0]
+    if ids.dim() != 1 or ids.numel() == 0:
+        raise MLMProbError(f"{name} must have shape [L] or [1, L] with L > 0, got {tuple(torch.as_tensor(input_ids).shape)}")
+    return ids
+
+
 def resolve_positions(mlm: MaskedLM, input_ids: torch.Tensor, positions: Positions,
                       *, allow_empty_rows: bool = False) -> torch.Tensor:
     """Turn ``positions`` (None, a list of indices shared by the batch, or bool ``[B, L]``) into a

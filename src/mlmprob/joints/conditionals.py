@@ -24,6 +24,7 @@ from typing import Sequence
 import torch
 
 from ..batching import iter_read_logits, read_logits
+from ..energy import as_row
 from ..errors import MLMProbError, PositionsError
 from ..models.protocol import MaskedLM, foreign_ids, id_range, lengths_of, proposal_ids_of
 
@@ -107,24 +108,12 @@ class PairConditionals:
         return {"unary": 0.5 * (out(in_a) + out(in_b)), "marginal": out(in_m)}
 
 
-def _as_row(mlm: MaskedLM, input_ids) -> torch.Tensor:
-    ids = torch.as_tensor(input_ids)
-    if ids.dtype.is_floating_point or ids.dtype == torch.bool:
-        raise MLMProbError(f"input_ids must be integer token ids, got dtype {ids.dtype}")
-    ids = ids.long()
-    if ids.dim() == 2 and ids.shape[0] == 1:
-        ids = ids[0]
-    if ids.dim() != 1 or ids.numel() == 0:
-        raise MLMProbError(f"input_ids must have shape [L] or [1, L] with L > 0, got {tuple(torch.as_tensor(input_ids).shape)}")
-    return ids
-
-
 def check_pair(mlm: MaskedLM, input_ids, a: int, b: int) -> tuple[torch.Tensor, int, int]:
     """Validate one pair: returns ``(ids [L'] without right padding, a, b)``.
 
     The tokens at ``a`` and ``b`` are ignored (they may hold the mask).
     """
-    ids = _as_row(mlm, input_ids)
+    ids = as_row(input_ids)
     a, b = int(a), int(b)
     probe = ids.clone()
     L = len(ids)

@@ -43,7 +43,7 @@ from typing import Sequence
 
 import torch
 
-from ..energy import token_scores
+from ..energy import as_row, token_scores
 from ..errors import MLMProbError
 from ..joints.conditionals import pair_conditionals
 from ..joints.constructions import ag_joint
@@ -65,14 +65,7 @@ Variant = tuple[tuple[int, int], ...]
 
 def check_wild_type(mlm: MaskedLM, wild_type) -> torch.Tensor:
     """A 1-D LongTensor without right padding; ids in the vocabulary, no mask token."""
-    ids = torch.as_tensor(wild_type)
-    if ids.dtype.is_floating_point or ids.dtype == torch.bool:
-        raise MLMProbError(f"wild_type must hold integer token ids, got dtype {ids.dtype}")
-    ids = ids.long()
-    if ids.dim() == 2 and ids.shape[0] == 1:
-        ids = ids[0]
-    if ids.dim() != 1 or ids.numel() == 0:
-        raise MLMProbError(f"wild_type must have shape [L] or [1, L] with L > 0, got {tuple(ids.shape)}")
+    ids = as_row(wild_type, "wild_type")
     if bool(foreign_ids(mlm, ids).any()):
         raise MLMProbError(f"wild_type token ids must lie in {id_range(mlm)}, got {int(ids.min())}..{int(ids.max())}")
     ids = ids[:int(lengths_of(mlm, ids[None])[0])]
