@@ -29,7 +29,7 @@ Bad input anywhere is one ``error:`` line and exit status 2 (``errors.exit_statu
 ...     def report(self, run):
 ...         print(sorted(r["square"] for r in read_log(run.out / "results.jsonl")))
 >>> out = tempfile.mkdtemp()
->>> main(Squares(), ["--out", out]), main(Squares(), ["--out", out, "--report-only"])
+>>> run_cli(Squares(), ["--out", out]), run_cli(Squares(), ["--out", out, "--report-only"])
 [1, 4, 9]
 [1, 4, 9]
 (0, 0)
