@@ -57,6 +57,16 @@ class Config:
     unconditional: bool = False
     order: str = "random"
 
+    def sampler_spec(self, total: int):
+        """The :class:`~mlmprob.sampling.spec.SamplerSpec` of an ``mcmc`` configuration run for ``total``
+        epochs from its warm start (no burn-in: every epoch is recorded)."""
+        from ..sampling.spec import SamplerSpec
+
+        return SamplerSpec(method=self.method, energy=self.energy, epochs=total, burn_in=0,
+                           block_size=("linear", self.block_start, 1, total) if self.block_start > 1 else 1,
+                           proposal_temperature=self.proposal_temperature, top_p=self.top_p,
+                           anneal=self.anneal, temperature_floor=0.05, order=self.order, init="given")
+
 
 def _configs() -> dict[str, Config]:
     cs: list[Config] = [Config("t5/warm-start", kind="warm_start"),

@@ -146,14 +146,6 @@ def _state_dict(cdr: str, native: str | None, scores: dict) -> dict:
     return {"cdr": cdr, **scores, **seq_metrics(cdr, native)}
 
 
-def _schedules(cfg: Config, total: int):
-    from ..sampling.schedules import LinearAnneal, LinearBlockSize
-
-    block = LinearBlockSize(cfg.block_start, 1, total) if cfg.block_start > 1 else 1
-    tt = LinearAnneal(1.0, cfg.anneal, 0.05) if cfg.anneal > 0 else 1.0
-    return block, tt
-
-
 def run_config(mlm: MaskedLM, cfg: Config, units: _Units, opts: RunOptions, work: Path) -> list[dict]:
     """Run one configuration on every unit of ``units`` (all chains batched); one record per
     unit x chain."""
@@ -224,15 +216,11 @@ def _run_sampler(mlm: MaskedLM, cfg: Config, units: _Units, opts: RunOptions, wo
     alpha = _Alphabet(mlm)
     free = units.free.repeat_interleave(C, 0)
     total = opts.total_epochs
-    block, tt = _schedules(cfg, total)
     key = hashlib.sha1(json.dumps([units.names, C, total, opts.seed]).encode()).hexdigest()[:12]
     jsonl = work / f"{cfg.name.replace('/', '__')}-{key}.jsonl"
     ids = units.warm.repeat_interleave(C, 0)
-    res = sample(mlm, ids, method=cfg.method, energy=cfg.energy, epochs=total, burn_in=0,
-                 block_size=block, proposal_temperature=cfg.proposal_temperature, top_p=cfg.top_p,
-                 target_temperature=tt, order=cfg.order, positions=free,
-                 generator=seeded_generator(opts.seed, "cdr-h3", cfg.name),
-                 init="given", run_file=RunFile(jsonl))
+    res = sample(mlm, ids, cfg.sampler_spec(total), positions=free,
+                 generator=seeded_generator(opts.seed, "cdr-h3", cfg.name), run_file=RunFile(jsonl))
     n_free = free.sum(-1)
     k_eff = res.block_size.clamp(max=int(n_free.max()))
     props = -(-n_free[None, :] // k_eff[:, None])                     # [E, B] proposals per epoch
