@@ -1,0 +1,176 @@
+"""An adaptive, dependence-aware parallel decoder (Li et al. 2024's open question: masks chosen by measured
+dependence), as a sampler kernel (one epoch = one draw of the free positions from all-masked).
+
+A step of a chain with masked free positions ``M`` (``|M| = m``):
+
+1. **base** row: the current row (revealed tokens, ``M`` masked) read at ``M``: ``q_i`` for ``i`` in ``M``
+   (proposal distributions, ``proposals.proposal_log_probs``); a candidate ``y_i ~ q_i`` at each;
+2. **pair** rows (when ``m >= 2``): for every ``j`` in ``M`` and every value ``v`` in ``V_j`` (the tokens of
+   ``q_j``'s support, or its ``pair_top_k`` most probable, ties to the lower id), the row with ``x_j = v``
+   revealed, read at ``M - {j}``: ``q_i(. | x_j = v)``. The dependence
+   ``D[i, j] = sum_{v in V_j} w_j(v) KL(q_i(. | x_j = v) || q_i)`` (``w_j`` = ``q_j`` renormalised on
+   ``V_j``; ``decoders.dependence_matrix``) is, with ``V_j`` the whole support, exactly the KL between
+   revealing ``j`` then ``i`` (chain rule) and revealing both from one pass (product), the error a parallel
+   step makes on that pair; for the conditionals of a joint it is the conditional mutual information;
+3. **select** (``decoders.select_adaptive``): visit ``M`` by decreasing ``score`` (``decoders.scores``, ties
+   to the lowest position), take the first, and take each later one only if its dependence with every taken
+   one, ``max(D[i, c], D[c, i])``, is strictly below ``threshold`` (at most ``max_tokens``); reveal the taken
+   positions with their candidates.
+
+The pair rows of ``V_j`` = the whole alphabet do not depend on the base pass, so base and pair rows go in one
+model call (one sequential call per step); with ``pair_top_k`` they need the base's ``q_j``: two calls. A
+step costs ``1 + m |V_j|`` rows. The number of steps is adaptive: between 1 (independent positions, a high
+threshold) and ``n`` (``threshold = 0``).
+
+**What it samples.** With ``threshold = 0`` (or ``max_tokens = 1``) every step reveals one position, chosen
+from the state alone when the score is ``"margin"`` or ``"entropy"`` (``D`` is a function of the state, and so
+is the selection): ancestral sampling along an adaptive order ``sigma(x)``, so ``P(x) = p_{sigma(x)}(x)``, the
+chain rule along the order ``x`` itself produces (one path per output). For the conditionals of a joint this
+is the joint exactly (every order's chain rule is); for incompatible conditionals it is no fixed order's
+``p_sigma`` and not the mixture. With ``"confidence"`` the order depends on the draws and the revealed tokens
+are biased towards the mode. For ``threshold > 0`` no distribution is targeted: a step revealing a set ``A``
+replaces the chain rule on ``A`` by the product of ``A``'s one-pass conditionals; for compatible conditionals
+and ``|A| = 2`` the KL it adds at that state is exactly ``D`` (below the threshold), for larger sets the total
+correlation of ``A``, which pairwise values bound only loosely. ``sampling.decoder_exact`` enumerates the law.
+
+``log_prob``, ``revealed_at``, ``rounds``, ``calls`` as in ``sampling.unmasking``; ``rounds`` counts steps,
+``calls`` sequential model calls.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+import torch
+
+from ..batching import read_logits
+from ..errors import MLMProbError
+from ..models.protocol import MaskedLM, default_positions
+from .decoders import SCORES, dependence_matrix, scores, select_adaptive
+from .kernels import StepInfo, resolve_scored
+from .proposals import ProposalConfig, allowed_ids, proposal_log_probs, sample_from
+from .unmasking import DecoderState, check_positive_int, commit, start_epoch
+
+
+def pair_choice(logq: torch.Tensor, top_k: int | None) -> tuple[torch.Tensor, torch.Tensor]:
+    """For proposal rows ``logq`` ``[P, V]``: which values ``v`` each position is revealed at in the pair rows
+    (bool ``[P, V]``) and their weights ``w(v)`` ``[P, V]``: the support, or its ``top_k`` most probable
+    values (ties to the lower id), ``q`` renormalised on them.
+
+    >>> c, w = pair_choice(torch.tensor([[0.2, 0.5, 0.3]], dtype=torch.float64).log(), 2)
+    >>> c.int().tolist(), [round(x, 3) for x in w[0].tolist()]
+    ([[0, 1, 1]], [0.0, 0.625, 0.375])
+    """
+    p = logq.double().exp()
+    chosen = p > 0
+    if top_k is not None:
+        rank = torch.sort(-p, dim=1, stable=True).indices.argsort(1)
+        chosen &= rank < top_k
+    w = p * chosen
+    return chosen, w / w.sum(1, keepdim=True)
+
+
+def pair_reads(ids: torch.Tensor, masked: torch.Tensor, pos_b: torch.Tensor, pos_j: torch.Tensor,
+               chosen: torch.Tensor) -> tuple:
+    """The pair rows: for every masked position ``p`` (chain ``pos_b[p]``, position ``pos_j[p]``) and value ``v``
+    with ``chosen[p, v]``, the chain's row with ``x_j = v``, read at the chain's other masked positions.
+    Returns ``(rows [R, L], read_row [E], read_col [E], p [R], v [R])``."""
+    p, v = chosen.nonzero(as_tuple=True)
+    rows = ids[pos_b[p]].clone()
+    rows[torch.arange(len(p)), pos_j[p]] = v
+    others = masked[pos_b[p]].clone()
+    others[torch.arange(len(p)), pos_j[p]] = False
+    read_row, read_col = others.nonzero(as_tuple=True)
+    return rows, read_row, read_col, p, v
+
+
+def check_adaptive(score, threshold, max_tokens, pair_top_k) -> None:
+    """One-line errors for bad ``Adaptive`` settings (also checked where a sampler spec is made)."""
+    if score not in SCORES:
+        raise MLMProbError(f"score must be one of {SCORES}, got {score!r}")
+    if isinstance(threshold, bool) or not isinstance(threshold, (int, float)) or not threshold >= 0:
+        raise MLMProbError(f"threshold must be a number >= 0, got {threshold!r}")
+    check_positive_int(max_tokens, "max_tokens", allow_none=True)
+    check_positive_int(pair_top_k, "pair_top_k", allow_none=True)
+
+
+@dataclass(frozen=True, eq=False)
+class Adaptive:
+    """Dependence-aware parallel decoder: ``init(ids, free) -> DecoderState``, ``step(state, generator) ->
+    (DecoderState, StepInfo)``; one epoch is one draw (see the module docstring).
+
+    >>> import torch
+    >>> from mlmprob import ExactMLM
+    >>> m = ExactMLM(torch.randn(3, 3, 3, generator=torch.Generator().manual_seed(0)))
+    >>> k = Adaptive(m, threshold=0.0)
+    >>> s = k.init(torch.zeros(4, 3, dtype=torch.long))
+    >>> g = torch.Generator().manual_seed(0)
+    >>> while s.epoch == 0:
+    ...     s, info = k.step(s, g)
+    >>> s.rounds.tolist(), torch.allclose(s.log_prob, m.log_prob(s.ids))   # one per step: the joint's chain rule
+    ([3, 3, 3, 3], True)
+    """
+
+    mlm: MaskedLM
+    threshold: float = 0.05
+    score: str = "margin"
+    max_tokens: int | None = None
+    pair_top_k: int | None = None
+    proposal: ProposalConfig = ProposalConfig()
+    score_all: bool = False
+
+    def __post_init__(self):
+        check_adaptive(self.score, self.threshold, self.max_tokens, self.pair_top_k)
+        object.__setattr__(self, "_allowed", allowed_ids(self.mlm))
+
+    def init(self, ids: torch.Tensor, free: torch.Tensor | None = None, epoch: int = 0) -> DecoderState:
+        free = default_positions(self.mlm, ids) if free is None else free
+        return DecoderState(ids, free, resolve_scored(self.mlm, ids, free, self.score_all), epoch=epoch)
+
+    def _logq(self, logits: torch.Tensor) -> torch.Tensor:
+        return proposal_log_probs(logits.float(), self._allowed, self.proposal)
+
+    def _read(self, ids, masked, rows, cols):
+        """Base rows at the masked positions and the pair rows: ``(logq [n, V], D [B, L, L], rows forwarded,
+        calls [B])``; one model call without ``pair_top_k``, two with it."""
+        B, L = ids.shape
+        many = (masked.sum(1) >= 2)[rows]                      # pair rows only where two are masked
+        if self.pair_top_k is None:
+            V = self._allowed.shape[0]
+            chosen = self._allowed[None, :].expand(len(rows), V) & many[:, None]
+            prow, rr, rc, p, v = pair_reads(ids, masked, rows, cols, chosen)
+            logq_all = self._logq(read_logits(self.mlm, torch.cat([ids, prow]),
+                                              torch.cat([rows, rr + B]), torch.cat([cols, rc])))
+            logq, given = logq_all[:len(rows)], logq_all[len(rows):]
+            weight = pair_choice(logq, None)[1]
+            calls = masked.any(1).long()
+        else:
+            logq = self._logq(read_logits(self.mlm, ids, rows, cols))
+            chosen, weight = pair_choice(logq, self.pair_top_k)
+            prow, rr, rc, p, v = pair_reads(ids, masked, rows, cols, chosen & many[:, None])
+            given = self._logq(read_logits(self.mlm, prow, rr, rc)) if len(rr) else logq[:0]
+            calls = masked.any(1).long() + (masked.sum(1) >= 2).long()
+        index = torch.full((B, L), -1, dtype=torch.long)
+        index[rows, cols] = torch.arange(len(rows))
+        b_e, j_e = rows[p[rr]], cols[p[rr]]
+        D = dependence_matrix(B, L, b_e, rc, j_e, weight[p[rr], v[rr]], given, logq[index[b_e, rc]])
+        return logq, D, int(masked.any(1).sum()) + len(prow), calls
+
+    def step(self, state: DecoderState, generator: torch.Generator) -> tuple[DecoderState, StepInfo]:
+        if state.cursor is None:
+            state = start_epoch(self.mlm, state)
+        ids = state.ids
+        masked = state.free & (ids == self.mlm.mask_id)
+        active = masked.any(1)
+        rows, cols = masked.nonzero(as_tuple=True)
+        logq, D, n_fwd, calls = self._read(ids, masked, rows, cols)
+        cand = sample_from(logq, generator)
+        score = torch.zeros(ids.shape, dtype=torch.float64)
+        score[rows, cols] = scores(logq, cand, self.score)
+        reveal = select_adaptive(score, masked, D, self.threshold, self.max_tokens)
+        end = bool((masked & ~reveal).sum() == 0)
+        state, info = commit(state, reveal, rows, cols, logq, cand, active, end)
+        state = dataclasses.replace(state, calls=state.calls - active.long() + calls,
+                                    forward_rows=state.forward_rows - info.forward_rows + n_fwd)
+        return state, dataclasses.replace(info, forward_rows=n_fwd)

@@ -1,0 +1,203 @@
+"""The pure rules of the parallel decoders (``sampling.unmasking``, ``sampling.adaptive``), shared by their
+kernels and by the exact enumerator (``sampling.decoder_exact``): scores, step schedules, the plan of an
+epoch, which positions a step reveals, and the pair dependence of the adaptive decoder.
+
+Everything here is a function of tensors: no model, no generator. The kernels draw, the enumerator
+enumerates, and both ask these functions what to reveal, so the enumerated law is the kernels' law.
+
+- **Scores** (higher is revealed first) of a masked position ``i`` from its proposal distribution ``q_i``
+  (``proposals.proposal_log_probs``) and the candidate ``y_i ~ q_i`` drawn there: ``"confidence"``
+  ``log q_i(y_i)`` (MaskGIT, LLaDA's low-confidence remasking), ``"margin"`` top-1 minus top-2 probability
+  of ``q_i`` and ``"entropy"`` ``-H(q_i)`` (Dream). Confidence depends on the draw; margin and entropy on
+  the state only (which matters: see ``sampling.unmasking``).
+- **Ties** between equal scores go to the lowest position (a stable sort of the scores).
+- **Schedules**: ``n`` masked positions revealed in ``S' = min(S, n)`` steps, every step at least one:
+  ``"linear"`` ``floor((t+1) n / S') - floor(t n / S')`` at step ``t`` (the counts differ by at most one);
+  ``"cosine"`` (MaskGIT) leaves ``floor(n cos(pi t / 2S'))`` masked after step ``t``, clamped so that every
+  step reveals at least one and leaves at least one for each later step.
+"""
+
+from __future__ import annotations
+
+import math
+from functools import lru_cache
+
+import torch
+
+from ..errors import MLMProbError
+
+SCORES = ("confidence", "margin", "entropy")
+SCHEDULES = ("linear", "cosine")
+
+
+def scores(logq: torch.Tensor, cand: torch.Tensor, kind: str) -> torch.Tensor:
+    """Scores ``[n]`` (float64) of rows ``logq`` ``[n, V]`` (proposal log-probabilities) and candidates ``[n]``.
+
+    >>> lq = torch.tensor([[0.5, 0.3, 0.2], [0.6, 0.2, 0.2]], dtype=torch.float64).log()
+    >>> scores(lq, torch.tensor([1, 1]), "confidence").exp().tolist()
+    [0.3, 0.2]
+    >>> [round(x, 6) for x in scores(lq, torch.tensor([1, 1]), "margin").tolist()]
+    [0.2, 0.4]
+    >>> bool(scores(lq, torch.tensor([0, 0]), "entropy").argmax() == 1)   # the lower entropy
+    True
+    """
+    lq = logq.double()
+    if kind == "confidence":
+        return lq.gather(1, cand[:, None])[:, 0]
+    p = lq.exp()
+    if kind == "margin":
+        top = p.topk(min(2, p.shape[1]), dim=1).values
+        return top[:, 0] - (top[:, 1] if top.shape[1] > 1 else 0.0)
+    if kind == "entropy":
+        return torch.where(p > 0, p * lq, torch.zeros_like(p)).sum(1)
+    raise MLMProbError(f"score must be one of {SCORES}, got {kind!r}")
+
+
+@lru_cache(maxsize=4096)
+def reveal_counts(n: int, steps: int, schedule: str = "linear") -> tuple[int, ...]:
+    """How many of ``n`` masked positions each of ``min(steps, n)`` steps reveals (they sum to ``n``).
+
+    >>> reveal_counts(7, 3), reveal_counts(2, 5), reveal_counts(10, 4, "cosine"), reveal_counts(0, 3)
+    ((2, 2, 3), (1, 1), (1, 2, 4, 3), ())
+    """
+    if schedule not in SCHEDULES:
+        raise MLMProbError(f"schedule must be one of {SCHEDULES}, got {schedule!r}")
+    s = min(steps, n)
+    if schedule == "linear":
+        return tuple((t + 1) * n // s - t * n // s for t in range(s))
+    left, out = n, []
+    for t in range(1, s + 1):
+        raw = math.floor(n * math.cos(math.pi * t / (2 * s))) if t < s else 0
+        m = max(min(raw, left - 1), s - t)
+        out.append(left - m)
+        left = m
+    return tuple(out)
+
+
+def block_steps(sizes: list[int], steps: int) -> list[int]:
+    """Steps of each semi-autoregressive block: ``steps`` split as evenly as possible over the blocks (the
+    earlier blocks take the remainder), at least one and at most the block's size each.
+
+    >>> block_steps([4, 4, 2], 7), block_steps([3, 3], 1)
+    ([3, 2, 2], [1, 1])
+    """
+    nb = len(sizes)
+    return [max(1, min(size, steps // nb + (k < steps % nb))) for k, size in enumerate(sizes)]
+
+
+def _pattern_plan(free_row: tuple[bool, ...], steps: int, schedule: str, block_length: int | None):
+    pos = [i for i, f in enumerate(free_row) if f]
+    blocks = [pos] if block_length is None else [pos[k:k + block_length] for k in range(0, len(pos), block_length)]
+    blocks = [b for b in blocks if b]
+    out = []
+    for block, s in zip(blocks, block_steps([len(b) for b in blocks], steps)):
+        out += [(block, c) for c in reveal_counts(len(block), s, schedule)]
+    return out
+
+
+def unmask_plan(free: torch.Tensor, steps: int, schedule: str = "linear",
+                block_length: int | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+    """The unmasking steps of one epoch: ``windows`` bool ``[S, B, L]`` (the positions step ``s`` may reveal
+    from: the chain's free positions, or its current block of ``block_length`` free positions, left to right)
+    and ``counts`` long ``[S, B]`` (how many it reveals; 0 once a chain is done). A function of ``free`` only.
+
+    >>> w, c = unmask_plan(torch.tensor([[True, True, False, True, True]]), 3, block_length=2)
+    >>> c.tolist(), w[:, 0].int().tolist()
+    ([[1], [1], [2]], [[1, 1, 0, 0, 0], [1, 1, 0, 0, 0], [0, 0, 0, 1, 1]])
+    """
+    B, L = free.shape
+    patterns, inverse = torch.unique(free, dim=0, return_inverse=True)
+    plans = [_pattern_plan(tuple(p.tolist()), steps, schedule, block_length) for p in patterns]
+    S = max((len(p) for p in plans), default=0)
+    win_p = torch.zeros(S, len(plans), L, dtype=torch.bool)
+    cnt_p = torch.zeros(S, len(plans), dtype=torch.long)
+    for k, plan in enumerate(plans):
+        for s, (block, c) in enumerate(plan):
+            win_p[s, k, block] = True
+            cnt_p[s, k] = c
+    return win_p[:, inverse], cnt_p[:, inverse]
+
+
+def ranking(score: torch.Tensor, eligible: torch.Tensor) -> torch.Tensor:
+    """Rank ``[B, L]`` of each position by decreasing score among the eligible ones (0 = first; ties to the
+    lowest position; the ineligible after every eligible one)."""
+    key = score.double().masked_fill(~eligible, float("-inf"))
+    order = torch.sort(key, dim=1, descending=True, stable=True).indices
+    # the ineligible last even against eligible -inf scores
+    order = torch.gather(order, 1, torch.sort((~eligible).gather(1, order).int(), dim=1, stable=True).indices)
+    return order.argsort(1)
+
+
+def select_top(score: torch.Tensor, eligible: torch.Tensor, count: torch.Tensor) -> torch.Tensor:
+    """Bool ``[B, L]``: the ``count[b]`` eligible positions of row ``b`` with the highest scores (ties to the
+    lowest position).
+
+    >>> select_top(torch.tensor([[0.1, 0.9, 0.9, 0.5]]), torch.tensor([[True, True, True, False]]),
+    ...            torch.tensor([2])).int().tolist()
+    [[0, 1, 1, 0]]
+    """
+    return eligible & (ranking(score, eligible) < count[:, None])
+
+
+def kl_rows(logp: torch.Tensor, logq: torch.Tensor) -> torch.Tensor:
+    """``KL(p || q)`` row by row (float64; ``inf`` where ``p`` has mass outside ``q``'s support).
+
+    >>> p = torch.tensor([[0.5, 0.5], [1.0, 0.0]], dtype=torch.float64).log()
+    >>> kl_rows(p, torch.tensor([[0.5, 0.5], [0.5, 0.5]], dtype=torch.float64).log()).tolist() == [0.0, math.log(2)]
+    True
+    """
+    lp, lq = logp.double(), logq.double()
+    terms = torch.where(lp > float("-inf"), lp.exp() * (lp - lq), torch.zeros_like(lp))
+    return terms.sum(-1)
+
+
+def dependence_matrix(B: int, L: int, b: torch.Tensor, i: torch.Tensor, j: torch.Tensor, weight: torch.Tensor,
+                      logq_given: torch.Tensor, logq_base: torch.Tensor) -> torch.Tensor:
+    """``D`` ``[B, L, L]`` (float64): ``D[b, i, j] = sum_v w_j(v) KL(q_i(. | x_j = v) || q_i)``, the expected
+    information revealing ``j`` gives about ``i`` (for the conditionals of a joint: the conditional mutual
+    information of ``x_i`` and ``x_j``; in any case the KL from drawing ``j`` then ``i`` to drawing both from one
+    pass). Entry ``e`` is one read: chain ``b[e]``, read position ``i[e]``, revealed ``j[e] = v`` with weight
+    ``weight[e] = w_j(v)``, its row ``logq_given[e]`` and the base row ``logq_base[e]`` (``q_i``, ``j`` masked).
+    Zero weights add nothing (even against an infinite KL).
+
+    >>> base = torch.tensor([[0.5, 0.5]] * 2, dtype=torch.float64).log()
+    >>> given = torch.tensor([[1.0, 0.0], [0.0, 1.0]], dtype=torch.float64).log()
+    >>> D = dependence_matrix(1, 2, torch.tensor([0, 0]), torch.tensor([1, 1]), torch.tensor([0, 0]),
+    ...                       torch.tensor([0.5, 0.5], dtype=torch.float64), given, base)
+    >>> round(float(D[0, 1, 0]), 6) == round(math.log(2), 6), float(D[0, 0, 1])
+    (True, 0.0)
+    """
+    kl = kl_rows(logq_given, logq_base)
+    contrib = torch.where(weight > 0, weight.double() * kl, torch.zeros_like(kl))
+    D = torch.zeros(B, L, L, dtype=torch.float64)
+    return D.index_put_((b, i, j), contrib, accumulate=True)
+
+
+def select_adaptive(score: torch.Tensor, eligible: torch.Tensor, dep: torch.Tensor, threshold: float,
+                    max_tokens: int | None = None) -> torch.Tensor:
+    """Bool ``[B, L]``: the greedy dependence-aware set. The eligible positions are visited by decreasing score
+    (ties to the lowest position); the first is always taken, each later one only if its dependence with every
+    position taken, ``max(dep[i, c], dep[c, i])``, is *strictly* below ``threshold`` (and fewer than
+    ``max_tokens`` are taken). ``threshold = 0`` takes exactly one position per step.
+
+    >>> dep = torch.tensor([[[0.0, 0.5, 0.01], [0.5, 0.0, 0.0], [0.01, 0.0, 0.0]]])
+    >>> el = torch.ones(1, 3, dtype=torch.bool)
+    >>> select_adaptive(torch.tensor([[0.9, 0.8, 0.1]]), el, dep, 0.1).int().tolist()
+    [[1, 0, 1]]
+    >>> select_adaptive(torch.tensor([[0.9, 0.8, 0.1]]), el, dep, 0.0).int().tolist()
+    [[1, 0, 0]]
+    """
+    B, L = eligible.shape
+    sym = torch.maximum(dep, dep.transpose(1, 2))
+    order = ranking(score, eligible).argsort(1)                   # order[b, r]: the r-th visited position
+    taken = torch.zeros(B, L, dtype=torch.bool)
+    n = torch.zeros(B, dtype=torch.long)
+    cap = L if max_tokens is None else max_tokens
+    ar = torch.arange(B)
+    for r in range(L):
+        p = order[:, r]
+        worst = sym[ar, p].masked_fill(~taken, float("-inf")).amax(1)   # against the taken ones
+        ok = eligible[ar, p] & ((n == 0) | (worst < threshold)) & (n < cap)
+        taken[ar[ok], p[ok]] = True
+        n += ok.long()
+    return taken

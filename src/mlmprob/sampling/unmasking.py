@@ -1,0 +1,195 @@
+"""Confidence-ordered unmasking (MaskGIT, LLaDA, Dream) with a step schedule, semi-autoregressive blocks and
+ReMDM-style remasking, as a sampler kernel (one epoch = one draw of the free positions from all-masked).
+
+A draw masks the chain's free positions and runs ``S`` *unmasking steps* (the plan of
+``decoders.unmask_plan``: ``steps``, ``schedule``, ``block_length``). Step ``s`` makes one model call: the
+chain's current row (revealed tokens, the rest masked) is read at the masked positions of its window (all
+masked free positions, or those of the current block), ``q_i`` is the proposal distribution there
+(``proposals.proposal_log_probs``: temperature, nucleus, alphabet), a candidate ``y_i ~ q_i`` is drawn at
+every one of them independently, and the ``n_s`` with the highest score (``decoders.scores``:
+``"confidence"``, ``"margin"``, ``"entropy"``; ties to the lowest position) are revealed with their
+candidates; the others are masked again and drawn anew at a later step.
+
+Then ``remask_steps`` *remasking steps* (ReMDM, Wang et al. 2025, the "loop" variant: its middle phase at a
+fixed noise level, here from the fully decoded row): every free position is masked again independently with
+probability ``remask`` and all masked ones are redrawn from one pass (a random-block Gibbs step of the
+MLM conditionals). A step that masks nothing makes no model call. The number of steps per draw is fixed
+(``S + remask_steps``), so the cost is known: at most that many sequential calls, one row each.
+
+**What it samples.** One position per step (``steps >= n``) with a score of the state alone (``"margin"``,
+``"entropy"``) is ancestral sampling along an *adaptive* order ``sigma(x)``: the next position is a function
+of the revealed tokens, so each output ``x`` has exactly one path and ``P(x) = p_{sigma(x)}(x)``, the chain
+rule of the conditionals along the order that ``x`` itself produces. For the conditionals of a joint ``p``
+every order's chain rule is ``p``, so the draw is an exact sample of ``p``; for incompatible conditionals it
+is neither one order's ``p_sigma`` nor the mixture over orders. With ``"confidence"`` the order depends on
+the drawn candidates (a position is revealed *because* its draw was probable), which biases each revealed
+token towards the mode: not ``p`` even for compatible conditionals and one position per step. With fewer
+steps than positions, every step reveals a product of one pass's conditionals (parallel decoding): no
+statement. ``sampling.decoder_exact`` enumerates the exact output law of every setting on tiny models.
+
+``log_prob`` ``[B]`` sums, over the free positions, the log-probability of each final token under the
+conditional it was (last) drawn from: the product of the conditionals used (it is not the probability of
+the output, which sums over the discarded candidates and the orders). ``revealed_at`` ``[B, L]``: the step
+at which each position got its final token (-1: not free). ``rounds`` = ``calls`` per chain and epoch.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+import torch
+
+from ..batching import read_logits
+from ..errors import MLMProbError
+from ..models.protocol import MaskedLM, default_positions
+from .decoders import SCHEDULES, SCORES, scores, select_top, unmask_plan
+from .kernels import StepInfo, resolve_scored
+from .proposals import ProposalConfig, allowed_ids, proposal_log_probs, sample_from
+
+
+@dataclass(frozen=True)
+class DecoderState:
+    """``ids`` ``[B, L]`` (mask at the positions still to reveal during an epoch), ``free`` / ``scored`` bool
+    ``[B, L]``, ``epoch``; during an epoch ``cursor`` (steps done, None between epochs) and the plan
+    (``windows`` bool ``[S, B, L]``, ``counts`` ``[S, B]``; unmasking decoders); ``token_log_prob`` ``[B, L]``
+    and ``log_prob`` ``[B]`` (float64), ``revealed_at`` ``[B, L]``, ``rounds`` / ``calls`` ``[B]`` of the
+    current (or last) epoch; ``forward_rows``: model rows forwarded."""
+
+    ids: torch.Tensor
+    free: torch.Tensor
+    scored: torch.Tensor
+    epoch: int = 0
+    cursor: int | None = None
+    windows: torch.Tensor | None = None
+    counts: torch.Tensor | None = None
+    token_log_prob: torch.Tensor | None = None
+    log_prob: torch.Tensor | None = None
+    revealed_at: torch.Tensor | None = None
+    rounds: torch.Tensor | None = None
+    calls: torch.Tensor | None = None
+    forward_rows: int = 0
+
+
+def check_positive_int(value, name: str, allow_none: bool = False):
+    if value is None and allow_none:
+        return
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise MLMProbError(f"{name} must be a positive integer, got {value!r}")
+
+
+def check_unmasking(score, steps, schedule, block_length, remask, remask_steps) -> None:
+    """One-line errors for bad ``Unmasking`` settings (also checked where a sampler spec is made)."""
+    if score not in SCORES:
+        raise MLMProbError(f"score must be one of {SCORES}, got {score!r}")
+    if schedule not in SCHEDULES:
+        raise MLMProbError(f"schedule must be one of {SCHEDULES}, got {schedule!r}")
+    check_positive_int(steps, "steps")
+    check_positive_int(block_length, "block_length", allow_none=True)
+    if isinstance(remask_steps, bool) or not isinstance(remask_steps, int) or remask_steps < 0:
+        raise MLMProbError(f"remask_steps must be a non-negative integer, got {remask_steps!r}")
+    if isinstance(remask, bool) or not isinstance(remask, (int, float)) or not 0.0 <= remask <= 1.0:
+        raise MLMProbError(f"remask must be a probability in [0, 1], got {remask!r}")
+
+
+def start_epoch(mlm: MaskedLM, state: DecoderState, **plan) -> DecoderState:
+    """Mask the free positions; zero the epoch's counters."""
+    B, L = state.ids.shape
+    zero = torch.zeros(B, dtype=torch.long)
+    return dataclasses.replace(state, ids=state.ids.masked_fill(state.free, mlm.mask_id), cursor=0,
+                               token_log_prob=torch.zeros(B, L, dtype=torch.float64),
+                               log_prob=torch.zeros(B, dtype=torch.float64),
+                               revealed_at=torch.full((B, L), -1, dtype=torch.long),
+                               rounds=zero, calls=zero.clone(), **plan)
+
+
+def draw_at(mlm: MaskedLM, ids: torch.Tensor, where: torch.Tensor, allowed, proposal: ProposalConfig,
+            generator: torch.Generator):
+    """One model call: each row of ``ids`` with a position in ``where`` read there. Returns ``(rows, cols,
+    logq [n, V] float64, candidates [n])``; the chains of one call are one record."""
+    rows, cols = where.nonzero(as_tuple=True)
+    logq = proposal_log_probs(read_logits(mlm, ids, rows, cols).float(), allowed, proposal)
+    return rows, cols, logq, sample_from(logq, generator)
+
+
+def commit(state: DecoderState, reveal: torch.Tensor, rows, cols, logq, cand, active: torch.Tensor,
+           end: bool, **changes) -> tuple[DecoderState, StepInfo]:
+    """Reveal the candidates at ``reveal`` (among ``rows, cols``), count one call per active chain."""
+    B, L = state.ids.shape
+    keep = reveal[rows, cols]
+    r, c = rows[keep], cols[keep]
+    ids, tlp, at = state.ids.clone(), state.token_log_prob.clone(), state.revealed_at.clone()
+    ids[r, c] = cand[keep]
+    tlp[r, c] = logq[keep].gather(1, cand[keep][:, None])[:, 0]
+    at[r, c] = state.cursor
+    n_fwd = int(active.sum())
+    out = dict(ids=ids, token_log_prob=tlp, log_prob=tlp.sum(1), revealed_at=at, rounds=state.rounds + active,
+               calls=state.calls + active, forward_rows=state.forward_rows + n_fwd, cursor=state.cursor + 1)
+    out.update(changes)
+    if end:
+        out.update(cursor=None, epoch=state.epoch + 1)
+    zero = torch.zeros(B, dtype=torch.float64)
+    return dataclasses.replace(state, **out), StepInfo(active, active.clone(), active.clone(), zero, n_fwd, end)
+
+
+@dataclass(frozen=True, eq=False)
+class Unmasking:
+    """Confidence-ordered unmasking with remasking: ``init(ids, free) -> DecoderState``, ``step(state,
+    generator) -> (DecoderState, StepInfo)``; one epoch is one draw (see the module docstring).
+
+    >>> import torch
+    >>> from mlmprob import ExactMLM
+    >>> m = ExactMLM(torch.randn(3, 3, 3, generator=torch.Generator().manual_seed(0)))
+    >>> k = Unmasking(m, score="margin", steps=3)
+    >>> s = k.init(torch.zeros(4, 3, dtype=torch.long))
+    >>> g = torch.Generator().manual_seed(0)
+    >>> while s.epoch == 0:
+    ...     s, info = k.step(s, g)
+    >>> s.calls.tolist(), torch.allclose(s.log_prob, m.log_prob(s.ids))   # one per step: the joint's chain rule
+    ([3, 3, 3, 3], True)
+    """
+
+    mlm: MaskedLM
+    score: str = "confidence"
+    steps: int = 8
+    schedule: str = "linear"
+    block_length: int | None = None
+    remask: float = 0.0
+    remask_steps: int = 0
+    proposal: ProposalConfig = ProposalConfig()
+    score_all: bool = False
+
+    def __post_init__(self):
+        check_unmasking(self.score, self.steps, self.schedule, self.block_length, self.remask, self.remask_steps)
+        object.__setattr__(self, "_allowed", allowed_ids(self.mlm))
+
+    def init(self, ids: torch.Tensor, free: torch.Tensor | None = None, epoch: int = 0) -> DecoderState:
+        free = default_positions(self.mlm, ids) if free is None else free
+        return DecoderState(ids, free, resolve_scored(self.mlm, ids, free, self.score_all), epoch=epoch)
+
+    def plan(self, free: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """The epoch's unmasking steps (``decoders.unmask_plan``)."""
+        return unmask_plan(free, self.steps, self.schedule, self.block_length)
+
+    def step(self, state: DecoderState, generator: torch.Generator) -> tuple[DecoderState, StepInfo]:
+        if state.cursor is None:
+            windows, counts = self.plan(state.free)
+            state = start_epoch(self.mlm, state, windows=windows, counts=counts)
+        S, s = state.windows.shape[0], state.cursor
+        end = s + 1 >= S + self.remask_steps
+        if s < S:
+            eligible = state.windows[s] & (state.ids == self.mlm.mask_id)
+            count = state.counts[s]
+            active = count > 0
+            eligible &= active[:, None]
+            rows, cols, logq, cand = draw_at(self.mlm, state.ids, eligible, self._allowed, self.proposal, generator)
+            score = torch.zeros(state.ids.shape, dtype=torch.float64)
+            score[rows, cols] = scores(logq, cand, self.score)
+            reveal = select_top(score, eligible, count)
+            return commit(state, reveal, rows, cols, logq, cand, active, end)
+        # a remasking step: every free position masked again with probability `remask`, all redrawn
+        u = torch.rand(state.ids.shape, generator=generator, dtype=torch.float64)
+        again = state.free & (u < self.remask)
+        ids = state.ids.masked_fill(again, self.mlm.mask_id)
+        rows, cols, logq, cand = draw_at(self.mlm, ids, again, self._allowed, self.proposal, generator)
+        return commit(dataclasses.replace(state, ids=ids), again, rows, cols, logq, cand, again.any(1), end)
