@@ -8,14 +8,16 @@ token at an unmasked ``t``) and moves to a new state: some positions remasked, s
 tokens. A *rule* lists these moves with their probabilities (:class:`Moves`); :func:`exact_law` pushes
 the whole distribution over partial states through the rule's steps and returns the decoder's exact
 output distribution over the ``V**T`` sequences and its expected number of sequential model calls per
-sample (one per step taken from a state that still has masks; every step for a fixed-step rule).
+sample (one per step taken from a state that still has masks).
 
 Rules here (each a function ``Step -> Moves``): ``l2r`` (ancestral left to right: ``p_l2r``),
 ``random_order`` (one uniformly random masked position a step: the mixture of ``p_sigma`` over all
 orders), ``parallel(k)`` (``k`` uniformly random masked positions a step, drawn independently from one
-pass: ``tokens_per_step``), ``ranked(score, steps)`` (the positions with the best ``confidence`` /
-``margin`` / ``entropy`` score revealed, a fixed number per step, MaskGIT / LLaDA / Dream style) and
-``semi_ar(block, per_step, score)`` (the same inside left-to-right blocks).
+pass: ``tokens_per_step``) and ``plan_rule`` (the positions with the best ``confidence`` / ``margin`` /
+``entropy`` score revealed along the plan of ``sampling.unmasking.Unmasking``: MaskGIT / LLaDA / Dream,
+schedules, semi-autoregressive blocks); :func:`unmasking_law` adds its ReMDM remasking steps. The rules
+mirror the kernels' (``sampling.decoders``: the same scores, ties to the lowest position, the same plan);
+the tests check them against the kernels' Monte Carlo and against ``sampling.decoder_exact``.
 
 >>> import torch
 >>> from mlmprob import LookupMLM
@@ -140,18 +142,15 @@ class Law:
 Rule = Callable[[Step], Moves]
 
 
-def exact_law(rule: Rule, lp: torch.Tensor, V: int, T: int, steps: int | None = None, tol: float = 1e-9) -> Law:
-    """Push the point mass on the all-mask state through ``rule``: until every state is complete
-    (``steps`` None: complete states stop, at most ``4 T`` steps) or for exactly ``steps`` steps (every
-    state moves, remasking rules). A model call is counted per step per state that moves."""
+def propagate(rule: Rule, lp: torch.Tensor, V: int, T: int, mass: torch.Tensor, max_steps: int) -> tuple[torch.Tensor, float, int]:
+    """``(mass, calls, steps taken)``: ``mass`` over partial states pushed through at most ``max_steps`` steps
+    of ``rule`` (complete states stop; a model call is counted per step per state that moves)."""
     ps = partial_states(V, T)
     w = _weights(V + 1, T)
     complete = (ps < V).all(1)
-    mass = torch.zeros(len(ps), dtype=torch.float64)
-    mass[-1] = 1.0
     calls, taken = 0.0, 0
-    for s in range(4 * T if steps is None else steps):
-        act = mass > 0 if steps is not None else (mass > 0) & ~complete
+    for s in range(max_steps):
+        act = (mass > 0) & ~complete
         if not act.any():
             break
         idx = act.nonzero()[:, 0]
@@ -165,15 +164,64 @@ def exact_law(rule: Rule, lp: torch.Tensor, V: int, T: int, steps: int | None = 
         new = mass.clone()
         new[idx] = 0.0
         new.index_add_(0, (st * w).sum(-1), mass[idx][mv.src] * mv.weight)
-        mass, taken = new, s + 1
+        mass, taken = new, taken + 1
+    return mass, calls, taken
+
+
+def start_mass(V: int, T: int) -> torch.Tensor:
+    """The point mass on the all-mask state."""
+    mass = torch.zeros((V + 1) ** T, dtype=torch.float64)
+    mass[-1] = 1.0
+    return mass
+
+
+def to_law(mass: torch.Tensor, V: int, T: int, calls: float, steps: int, tol: float = 1e-9) -> Law:
+    """The law over complete sequences of a final ``mass``; refuses lost mass or mass left on masks."""
+    ps = partial_states(V, T)
+    complete = (ps < V).all(1)
     if abs(float(mass.sum()) - 1.0) > tol:
         raise MLMProbError(f"the rule's moves do not sum to 1 (total mass {float(mass.sum())})")
     if float(mass[~complete].sum()) > tol:
-        raise MLMProbError(f"mass {float(mass[~complete].sum()):.3g} left on states with masks after {taken} steps")
-    full = ps[complete]
+        raise MLMProbError(f"mass {float(mass[~complete].sum()):.3g} left on states with masks after {steps} steps")
     law = torch.zeros(V ** T, dtype=torch.float64)
-    law[(full * _weights(V, T)).sum(-1)] = mass[complete]
-    return Law(law.log(), calls, taken)
+    law[(ps[complete] * _weights(V, T)).sum(-1)] = mass[complete]
+    return Law(law.log(), calls, steps)
+
+
+def exact_law(rule: Rule, lp: torch.Tensor, V: int, T: int) -> Law:
+    """The law of ``rule`` run from the all-mask state until every state is complete (at most ``4 T`` steps)."""
+    mass, calls, taken = propagate(rule, lp, V, T, start_mass(V, T), 4 * T)
+    return to_law(mass, V, T, calls, taken)
+
+
+def remask_all(mass: torch.Tensor, V: int, T: int, sigma: float) -> torch.Tensor:
+    """Every position masked again independently with probability ``sigma`` (states with masks keep them)."""
+    ps = partial_states(V, T)
+    w = _weights(V + 1, T)
+    idx = (mass > 0).nonzero()[:, 0]
+    new = torch.zeros_like(mass)
+    for R in range(1 << T):
+        pos = [t for t in range(T) if R >> t & 1]
+        p = sigma ** len(pos) * (1 - sigma) ** (T - len(pos))
+        if p > 0:
+            st = ps[idx].clone()
+            st[:, pos] = V
+            new.index_add_(0, (st * w).sum(-1), mass[idx] * p)
+    return new
+
+
+def unmasking_law(decoder, lp: torch.Tensor, V: int, T: int) -> Law:
+    """The law of ``sampling.unmasking.Unmasking`` ``decoder`` (its settings; every position free): its plan
+    (``decoder.plan``: the window and count of every step) with its score, then ``remask_steps`` ReMDM
+    steps, each masking every position with probability ``remask`` and redrawing the masked ones from one
+    pass (no call when nothing was masked). Mirrors the kernel's rules, so the law is the kernel's."""
+    windows, counts = decoder.plan(torch.ones(1, T, dtype=torch.bool))
+    rule = plan_rule(decoder.score, windows[:, 0], counts[:, 0])
+    mass, calls, taken = propagate(rule, lp, V, T, start_mass(V, T), len(windows))
+    for _ in range(decoder.remask_steps):
+        mass, c, _ = propagate(parallel(T), lp, V, T, remask_all(mass, V, T, decoder.remask), 1)
+        calls, taken = calls + c, taken + 1
+    return to_law(mass, V, T, calls, taken)
 
 
 # -- rules ----------------------------------------------------------------------------------------
@@ -216,17 +264,6 @@ def parallel(k: int) -> Rule:
     return rule
 
 
-def schedule(T: int, steps: int) -> list[int]:
-    """Positions revealed at each of ``steps`` steps (LLaDA's even split, the remainder first).
-
-    >>> schedule(6, 4)
-    [2, 2, 1, 1]
-    """
-    if not 1 <= steps <= T:
-        raise MLMProbError(f"steps must be in 1..{T}, got {steps}")
-    return [T // steps + (1 if s < T % steps else 0) for s in range(steps)]
-
-
 def _top(score: torch.Tensor, allowed: torch.Tensor, n: torch.Tensor) -> torch.Tensor:
     """Bool ``[m, T]``: the ``n`` (per row) allowed positions of highest score, ties to the left."""
     key = score.masked_fill(~allowed, -math.inf)
@@ -259,22 +296,11 @@ def _ranked_moves(st: Step, kind: str, n: torch.Tensor, allowed: torch.Tensor) -
     return Moves(mv.src, mv.weight, mv.remask, keep, mv.tokens)
 
 
-def ranked(kind: str, steps: int) -> Rule:
-    """MaskGIT / LLaDA / Dream decoding with ``steps`` steps: every masked position gets a token drawn
-    from its conditional (one pass), and the ``schedule(T, steps)[s]`` positions of best ``kind`` score
-    keep theirs, the rest stay masked (one a step when ``steps`` exceeds ``T``)."""
+def plan_rule(kind: str, windows: torch.Tensor, counts: torch.Tensor) -> Rule:
+    """MaskGIT / LLaDA / Dream decoding along a plan (``sampling.decoders.unmask_plan``): at step ``s`` every
+    masked position gets a token drawn from its conditional (one pass), and the ``counts[s]`` masked
+    positions of ``windows[s]`` (bool ``[T]``) with the best ``kind`` score keep theirs."""
     def rule(st: Step) -> Moves:
-        n = torch.full((len(st.states),), schedule(st.T, min(steps, st.T))[st.step])
-        return _ranked_moves(st, kind, n, st.masked)
-    return rule
-
-
-def semi_ar(block: int, per_step: int, kind: str = "confidence") -> Rule:
-    """Semi-autoregressive blocks of ``block`` positions left to right; inside the first block with a
-    masked position, ``per_step`` of its masked positions a step by ``kind`` score (as :func:`ranked`)."""
-    def rule(st: Step) -> Moves:
-        blk = torch.arange(st.T) // block
-        first = torch.where(st.masked, blk, st.T).min(1).values
-        allowed = st.masked & (blk[None, :] == first[:, None])
-        return _ranked_moves(st, kind, torch.full((len(st.states),), per_step), allowed)
+        n = torch.full((len(st.states),), int(counts[st.step]))
+        return _ranked_moves(st, kind, n, st.masked & windows[st.step][None, :])
     return rule

@@ -77,12 +77,38 @@ class Entry:
     note: str = ""
 
 
-def law_entry(family: str, rule: Callable, steps: int | None = None, note: str = "") -> Entry:
+def law_entry(family: str, rule: Callable, note: str = "") -> Entry:
     """A decoder given by a ``decoders_exact`` rule: its exact law and expected calls."""
     def evaluate(ctx: Ctx) -> dict:
-        law = dx.exact_law(rule, ctx.lp, ctx.V, ctx.T, steps)
+        law = dx.exact_law(rule, ctx.lp, ctx.V, ctx.T)
         return {"log_law": law.log_probs, "calls": law.calls}
     return Entry(family, evaluate, note)
+
+
+def unmasking_entry(family: str, note: str = "", **settings) -> Entry:
+    """``sampling.unmasking.Unmasking(**settings)`` (confidence / margin / entropy order, schedules, blocks,
+    ReMDM remasking): its exact law by ``decoders_exact.unmasking_law`` (the kernel's plan and rules)."""
+    def evaluate(ctx: Ctx) -> dict:
+        from ..sampling.unmasking import Unmasking
+
+        law = dx.unmasking_law(Unmasking(ctx.mlm, **settings), ctx.lp, ctx.V, ctx.T)
+        return {"log_law": law.log_probs, "calls": law.calls}
+    return Entry(family, evaluate, note)
+
+
+def adaptive_entry(note: str = "", **settings) -> Entry:
+    """``sampling.adaptive.Adaptive(**settings)``: its exact law by ``sampling.decoder_exact`` (helper H1's
+    enumerator), fed the model's exact conditionals; calls and forward rows per sample (the pair rows)."""
+    def evaluate(ctx: Ctx) -> dict:
+        from ..sampling.adaptive import Adaptive
+        from ..sampling.decoder_exact import exact_output_distribution
+
+        w = (ctx.V + 1) ** torch.arange(ctx.T - 1, -1, -1)
+        law = exact_output_distribution(Adaptive(ctx.mlm, **settings),
+                                        lambda part: ctx.lp[(torch.as_tensor(part) * w).sum(-1)], ctx.V, ctx.T)
+        return {"log_law": law.probs.log(), "calls": law.calls, "forward_rows_per_sample": law.rows,
+                "steps": law.steps}
+    return Entry("adaptive", evaluate, note)
 
 
 def _symbols(ids: torch.Tensor, ctx: Ctx) -> torch.Tensor:
@@ -159,11 +185,21 @@ DECODERS: dict[str, Entry] = {
     "parallel k2": law_entry("parallel", dx.parallel(2), note="random order, 2 tokens per step"),
     "parallel k3": law_entry("parallel", dx.parallel(3), note="random order, 3 tokens per step"),
     "parallel k6": law_entry("parallel", dx.parallel(6), note="one pass: product of the all-mask marginals"),
-    **{f"{kind} S{s}": law_entry(kind, dx.ranked(kind, s), note=f"{s} steps, tokens drawn, best {kind} kept")
-       for kind in dx.SCORES for s in (2, 3, 6)},
-    "semi-AR b2 k2": law_entry("semi-AR", dx.semi_ar(2, 2), note="blocks of 2, a block a step"),
-    "semi-AR b3 k1": law_entry("semi-AR", dx.semi_ar(3, 1), note="blocks of 3, confidence order inside"),
-    "semi-AR b3 k2": law_entry("semi-AR", dx.semi_ar(3, 2), note="blocks of 3, 2 then 1 by confidence"),
+    **{f"{kind} S{s}": unmasking_entry(kind, f"{s} steps, tokens drawn, best {kind} kept", score=kind, steps=s)
+       for kind in ("confidence", "margin", "entropy") for s in (2, 3, 6)},
+    "confidence S3 cosine": unmasking_entry("confidence", "MaskGIT's cosine schedule", steps=3, schedule="cosine"),
+    "semi-AR b2 S3": unmasking_entry("semi-AR", "blocks of 2, a block a step (confidence)", steps=3, block_length=2),
+    "semi-AR b3 S2": unmasking_entry("semi-AR", "blocks of 3, a block a step", steps=2, block_length=3),
+    "semi-AR b3 S4": unmasking_entry("semi-AR", "blocks of 3, 1 then 2 by confidence", steps=4, block_length=3),
+    "semi-AR b3 S6": unmasking_entry("semi-AR", "blocks of 3, confidence order inside", steps=6, block_length=3),
+    "ReMDM conf S3 +3 r0.2": unmasking_entry("ReMDM", "confidence S3, then 3 remask-redraw steps at 0.2",
+                                             steps=3, remask=0.2, remask_steps=3),
+    "ReMDM margin S3 +3 r0.2": unmasking_entry("ReMDM", "margin S3, then 3 remask-redraw steps at 0.2",
+                                               score="margin", steps=3, remask=0.2, remask_steps=3),
+    "ReMDM conf S6 +12 r0.1": unmasking_entry("ReMDM", "confidence S6, then 12 remask-redraw steps at 0.1",
+                                              steps=6, remask=0.1, remask_steps=12),
+    **{f"adaptive t{t:g}": adaptive_entry(f"dependence threshold {t:g} (margin order), one call a step",
+                                          threshold=t) for t in (0.01, 0.05, 0.2)},
     **{f"mask-predict N{n}": mask_predict_entry(n) for n in (1, 3, 6)},
     "Gibbs (stationary)": Entry("reference", _gibbs, "degenerate Gibbs's exact stationary law"),
     "MH target exp(-E_local)/Z": Entry("reference", _pll_target, "MH's target, enumerated"),

@@ -11,7 +11,7 @@ from .ground_truth_chain_plots import mean_se
 FIGURE = "fig_decoders.png"
 COLORS = {"ancestral": "black", "speculative": "tab:green", "parallel": "tab:red", "confidence": "tab:blue",
           "margin": "tab:purple", "entropy": "tab:cyan", "semi-AR": "tab:orange", "argmax": "tab:brown",
-          "reference": "tab:gray"}
+          "ReMDM": "tab:olive", "adaptive": "tab:pink", "reference": "tab:gray"}
 
 
 def _cell(values: list, digits: int = 3) -> str:
@@ -165,7 +165,7 @@ def write_report(out: Path, decoders: dict) -> None:
                   f"`{FIGURE}`: TV to the truth (top) and to the model's `p_mix` (bottom) against the expected "
                   "sequential model calls per sample (log scale), one column per coupling; colours by family "
                   "(black ancestral, green speculative, red parallel, blue confidence, purple margin, cyan entropy, "
-                  "orange semi-AR, brown mask-predict); error bars: standard errors over seeds; dashed lines: the "
+                  "orange semi-AR, olive ReMDM, pink adaptive, brown mask-predict); error bars: standard errors over seeds; dashed lines: the "
                   "reference chains (degenerate Gibbs's stationary law, MH's target), which have no finite call count.",
                   ""]
     for J in sorted({j for j, _ in groups}):
