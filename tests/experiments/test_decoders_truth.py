@@ -141,3 +141,32 @@ def test_runner_resumes_and_reports(tmp_path, capsys):
     assert (out / "fig_decoders.png").stat().st_size > 0
     assert main(["--out", str(out), "--runs", str(tmp_path / "runs"), "--decoders", "nope"]) != 0
     assert "unknown decoders" in capsys.readouterr().err
+
+
+def test_real_decoders_run_measure_resume_and_report(tmp_path):
+    from mlmprob.experiments.decoders_real import DECODERS as REAL, Input, main as real_main, run as real_run
+
+    m = LookupMLM(3, 6, seed=4)
+    native = torch.tensor([0, 1, 1, 2, 0, 0])
+    free = torch.tensor([False, True, True, True, True, False])
+    inputs = [Input("a", native, free), Input("b", torch.tensor([2, 2, 1, 0, 1, 2]), free)]
+    out = tmp_path / "real"
+    out.mkdir()
+    real_run(out, {"toy": (m, inputs)}, samples=3, seed=0, log=lambda s: None)
+    recs = list(read_log(out / "results.jsonl"))
+    assert len(recs) == 2 * (1 + len(REAL))
+    nat = recs[0]
+    assert nat["unit"] == "toy/0/native" and nat["stutter"] == pytest.approx(1 / 3)      # pairs (1,2) (2,3) (3,4)
+    want = float(loglik(m, native[None], free[None], order="l2r").per_order[0, 0]) / 4
+    assert nat["loglik_per_token"] == pytest.approx(want)
+    for r in recs[1:]:
+        if "decoder" in r:
+            assert len(r["samples"]) == 3 and all(len(s) == 4 for s in r["samples"]) and 0 <= r["distinct"] <= 1
+    by = {r["decoder"]: r for r in recs if r.get("input") == 0 and "decoder" in r}
+    assert by["ancestral random"]["calls"] == 4 and by["parallel k2"]["calls"] == 2
+    assert by["speculative k2"]["calls"] <= 4 and by["mask-predict n/2"]["distinct"] == pytest.approx(1 / 3)
+    real_run(out, {"toy": (m, inputs)}, samples=3, seed=0, log=lambda s: None)
+    assert len(list(read_log(out / "results.jsonl"))) == len(recs)
+    assert real_main(["--out", str(out), "--report-only"]) == 0
+    text = (out / "README.md").read_text()
+    assert "| ancestral random | n | 4.00 ± 0.00 |" in text and "## toy" in text
