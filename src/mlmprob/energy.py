@@ -6,22 +6,21 @@
   same word to its right are masked too.
 
 The sums run over ``positions``: by default every position that is not a special token, padding or
-a mask. All sums are accumulated in float64.
+a mask (the rule :data:`mlmprob.positions.TOKENS`). All sums are accumulated in float64.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable, Sequence
+from typing import Callable
 
 import torch
 
 from .batching import iter_masked_logits
 from .errors import MLMProbError, PositionsError
 from .models.reader import reader_of
-from .models.protocol import MaskedLM, default_positions, foreign_ids, id_range, lengths_of, max_length_of
-
-Positions = Sequence[int] | torch.Tensor | None
+from .models.protocol import MaskedLM, foreign_ids, id_range, lengths_of, max_length_of
+from .positions import TOKENS, Positions, resolve
 
 
 def row_sum(x: torch.Tensor) -> torch.Tensor:
@@ -130,42 +129,10 @@ def check_input_ids(mlm: MaskedLM, input_ids) -> torch.Tensor:
 def resolve_positions(mlm: MaskedLM, input_ids: torch.Tensor, positions: Positions,
                       *, allow_empty_rows: bool = False) -> torch.Tensor:
     """Turn ``positions`` (None, a list of indices shared by the batch, or bool ``[B, L]``) into a
-    bool ``[B, L]`` mask, checking that it fits the input."""
-    B, L = input_ids.shape
-    if positions is None:
-        sel = default_positions(mlm, input_ids)
-    else:
-        p = torch.as_tensor(positions)
-        if p.numel() == 0:
-            p = p.long()
-        if p.dtype == torch.bool:
-            if tuple(p.shape) != (B, L):
-                raise PositionsError(f"positions mask has shape {tuple(p.shape)}, input_ids has shape {(B, L)}")
-            sel = p.clone()
-        else:
-            if p.dim() != 1 or p.dtype.is_floating_point:
-                raise PositionsError(f"positions must be a list of integer indices or a bool mask [B, L]; "
-                                     f"got shape {tuple(p.shape)}, dtype {p.dtype}")
-            p = p.long()
-            if p.numel() and (p.min() < -L or p.max() >= L):
-                raise PositionsError(f"position {int(p.max() if p.max() >= L else p.min())} is outside "
-                                     f"sequences of length {L}")
-            sel = torch.zeros(B, L, dtype=torch.bool)
-            sel[:, p % L] = True
-        lens = lengths_of(mlm, input_ids)
-        beyond = sel & (torch.arange(L)[None, :] >= lens[:, None])
-        if beyond.any():
-            b, t = beyond.nonzero()[0].tolist()
-            raise PositionsError(f"position {t} is padding in sequence {b} (length {int(lens[b])})")
-        at_mask = sel & (input_ids == mlm.mask_id)
-        if at_mask.any():
-            b, t = at_mask.nonzero()[0].tolist()
-            raise PositionsError(f"position {t} of sequence {b} holds the mask token; a scored position needs a token")
-    if not allow_empty_rows:
-        empty = ~sel.any(-1)
-        if empty.any():
-            raise PositionsError(f"sequence {int(empty.nonzero()[0])} has no position to score (empty sequence?)")
-    return sel
+    bool ``[B, L]`` mask, checking that it fits the input: :func:`mlmprob.positions.resolve` under the rule
+    :data:`~mlmprob.positions.TOKENS` (by default every token that is neither special, padding nor a mask;
+    a mask token is never scored)."""
+    return resolve(mlm, input_ids, positions, TOKENS, allow_empty_rows=allow_empty_rows)
 
 
 def whole_word_mask(word_ids: torch.Tensor, rows: torch.Tensor, cols: torch.Tensor) -> torch.Tensor:

@@ -163,6 +163,17 @@ def test_sample_steps_equal_the_sample_api(mlm):
     assert render.trace_figure(last) is not None
 
 
+@pytest.mark.parametrize("method", ["gibbs", "ancestral", "speculative"])
+def test_sample_steps_run_every_method_of_the_sample_api(mlm, method):
+    snaps = list(sample_steps(mlm, "ACDEFGHIKL", positions="2-4,8", epochs=2, chains=2, seed=3, method=method))
+    enc = mlm.encode(["ACDEFGHIKL"])
+    free = torch.isin(enc.word_ids, torch.tensor([1, 2, 3, 7])).repeat(2, 1)
+    ref = sample(mlm, enc.input_ids.repeat(2, 1), method=method, epochs=2, positions=free,
+                 generator=torch.Generator().manual_seed(3))
+    assert snaps[-1].sequences == tuple(mlm.decode(r) for r in ref.final_ids)
+    assert torch.allclose(torch.tensor(snaps[-1].energy[1:], dtype=torch.float64), ref.energy_local)
+
+
 def test_sample_masked_start_is_free(mlm):
     *_, last = sample_steps(mlm, "AC_EF", epochs=1, chains=1, init="greedy", seed=0)
     assert "_" not in last.sequences[0] and len(last.sequences[0]) == 5
@@ -172,8 +183,9 @@ def test_sample_masked_start_is_free(mlm):
     (dict(epochs=LIMITS.max_epochs + 1), r"epochs must be an integer in 1\.\.200"),
     (dict(chains=0), "chains must be"),
     (dict(energy="free"), "energy must be 'local' or 'raw'"),
-    (dict(positions="11"), "position 10 is outside its 10 residues"),
+    (dict(positions="11"), "position 11 is outside the sequence.s 10 residues"),
     (dict(init="warm"), "init must be one of"),
+    (dict(method="hmc"), "method must be one of"),
 ])
 def test_sample_bad_input(mlm, kwargs, message):
     with pytest.raises(MLMProbError, match=message):

@@ -166,9 +166,11 @@ def test_chain_rates_pool_proposals_like_the_result():
 
 def test_a_records_chains_do_not_depend_on_its_chunk(tiny_bert_dir):
     from mlmprob.runtime.inputs import Record
+    from mlmprob.sampling.spec import SamplerSpec
     from mlmprob.sampling.stream import SampleJob
 
-    job = SampleJob(model=str(tiny_bert_dir), chains=2, epochs=2, burn_in=0, block_size=2, init="random", seed=3)
+    job = SampleJob(model=str(tiny_bert_dir), chains=2, seed=3,
+                    spec=SamplerSpec(epochs=2, burn_in=0, block_size=2, init="random"))
     state = job.load("cpu")
     recs = [Record(f"r{i}", " ".join(AA[i:i + 6 + i])) for i in range(3)]
     together, _ = job.run(state, recs)

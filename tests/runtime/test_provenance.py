@@ -42,7 +42,10 @@ def _error(capsys) -> str:
     return err
 
 
-def test_stored_config_says_how_rows_are_computed(tiny_bert_dir, tmp_path):
+def test_stored_config_says_how_rows_are_computed(tiny_bert_dir, tmp_path, monkeypatch):
+    # `auto` is the machine's fast precision (bfloat16 on CPUs with AVX512-BF16): pin what it means, so the
+    # test says the same on every machine
+    monkeypatch.setenv("MLMPROB_DTYPE", "float32")
     inp = _fasta(tmp_path / "in.fasta", 4)
     out = tmp_path / "o.jsonl"
     assert _score(tiny_bert_dir, inp, out, "--dtype", "auto") == 0     # auto: float32 here ($MLMPROB_DTYPE)

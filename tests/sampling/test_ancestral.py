@@ -7,6 +7,8 @@ import math
 import pytest
 import torch
 
+from mlmprob.sampling.io import RunFile
+
 from mlmprob import LookupMLM, loglik
 from mlmprob.errors import MLMProbError
 from mlmprob.models.exact import all_sequences
@@ -110,8 +112,8 @@ def test_resume_and_bad_input(tmp_path):
     kw = dict(method="ancestral", order="random", generator=gen(3))
     full = sample(m, ids, epochs=4, **kw)
     path = tmp_path / "a.jsonl"
-    sample(m, ids, epochs=2, jsonl=path, **{**kw, "generator": gen(3)})
-    resumed = sample(m, ids, epochs=4, jsonl=path, **{**kw, "generator": gen(99)})
+    sample(m, ids, epochs=2, run_file=RunFile(path), **{**kw, "generator": gen(3)})
+    resumed = sample(m, ids, epochs=4, run_file=RunFile(path), **{**kw, "generator": gen(99)})
     assert torch.equal(full.samples, resumed.samples) and torch.equal(full.log_prob, resumed.log_prob)
     with pytest.raises(MLMProbError, match="tokens_per_step must be a positive integer"):
         sample(m, ids, method="ancestral", tokens_per_step=0, epochs=1)

@@ -23,7 +23,7 @@ import torch
 from mlmprob import ExactMLM, LookupMLM, loglik
 from mlmprob.errors import MLMProbError
 from mlmprob.models.exact import all_sequences
-from mlmprob.sampling import ProposalConfig
+from mlmprob.sampling import ProposalConfig, proposal_log_probs
 from mlmprob.sampling.adaptive import Adaptive
 from mlmprob.sampling.decoder_exact import exact_output_distribution, model_logprobs
 from mlmprob.sampling.decoders import reveal_counts, scores, select_top, unmask_plan
@@ -64,7 +64,7 @@ def draw(kernel, n=N, seed=5, ids=None, free=None):
 
 
 def law(kernel, m):
-    return exact_output_distribution(kernel, model_logprobs(m, kernel.proposal), V, T)
+    return exact_output_distribution(kernel, model_logprobs(m), V, T)
 
 
 def product_of_marginals(m):
@@ -74,7 +74,11 @@ def product_of_marginals(m):
 
 def replay_log_prob(m, s, proposal=ProposalConfig()):
     """Sum over positions of log q(x_i | the state when i was revealed): revealed_at gives the states."""
-    lp = model_logprobs(m, proposal)
+    base = model_logprobs(m)
+
+    def lp(states):
+        b = base(states)
+        return proposal_log_probs(b.reshape(-1, V), None, proposal).view(b.shape)
     out = torch.zeros(len(s.ids), dtype=torch.float64)
     for step in range(int(s.revealed_at.max()) + 1):
         state = torch.where(s.revealed_at < step, s.ids, V)
@@ -259,7 +263,7 @@ def test_dependence_is_the_pair_mutual_information_for_a_joint():
     ids = torch.tensor([[V, 1, V, V]])                     # x_1 = 1 revealed, the others masked
     masked = ids == V
     rows, cols = masked.nonzero(as_tuple=True)
-    _, D, n_rows, calls = k._read(ids, masked, rows, cols)
+    _, _, D, n_rows, calls = k._read(ids, masked, rows, cols)
     p = m.log_joint.exp()[:, 1]                             # [V, V, V] over positions 0, 2, 3 given x_1 = 1
     p = p / p.sum()
     pos = [0, 2, 3]
@@ -269,3 +273,49 @@ def test_dependence_is_the_pair_mutual_information_for_a_joint():
         assert D[0, pos[a], pos[b]] == pytest.approx(mi, abs=1e-6) and D[0, pos[b], pos[a]] == pytest.approx(mi, abs=1e-6)
     assert n_rows == 1 + 3 * V and calls.tolist() == [1]
     assert D[0, 1].abs().sum() == 0 and D[0, :, 1].abs().sum() == 0   # the revealed position takes no part
+
+
+class Wrapped:
+    """``ExactMLM`` behind ``[CLS] x [SEP]`` with the symbols at ids ``5..5+V-1`` (as the trained synthetic models):
+    the enumerator's ``wrap`` / ``offset`` path."""
+
+    special_ids = (0, 1, 2, 3)
+
+    def __init__(self, inner):
+        self.inner, self.vocab_size, self.mask_id = inner, 5 + inner.vocab_size, 4
+        self.proposal_ids = list(range(5, self.vocab_size))
+
+    def logits(self, ids):
+        x = ids[:, 1:-1]
+        x = torch.where(x == self.mask_id, self.inner.mask_id, x - 5)
+        out = torch.full((ids.shape[0], ids.shape[1], self.vocab_size), -30.0)
+        out[:, 1:-1, 5:] = self.inner.logits(x)
+        return out
+
+
+def test_enumerator_with_wrapped_symbols_as_the_ground_truth_models():
+    from mlmprob.training.data import SYMBOL_OFFSET, wrap_symbols
+    assert SYMBOL_OFFSET == 5
+    inner = LookupMLM(V, T, seed=7)
+    k = Unmasking(inner, score="confidence", steps=2)
+    want = law(k, inner).probs
+    got = exact_output_distribution(k, model_logprobs(Wrapped(inner), wrap=wrap_symbols, offset=SYMBOL_OFFSET), V, T)
+    assert torch.allclose(got.probs, want, atol=1e-9)
+    wrapped = Wrapped(inner)
+    s = draw(Unmasking(wrapped, score="confidence", steps=2), ids=wrap_symbols(torch.zeros(N, T, dtype=torch.long)))
+    assert tv(empirical(s.ids[:, 1:-1] - 5), want) < tv_bound(want, N)
+
+
+@pytest.mark.parametrize("cls", [Unmasking, Adaptive])
+def test_greedy_proposals_are_scored_at_temperature_one(cls):
+    """At proposal temperature 0 every proposal row is one-hot; the scores read the temperature-1 rows (Dream's
+    rule), so the order is the model's, not left to right, and the enumerated law is the kernel's one output."""
+    m = LookupMLM(V, T, seed=7)
+    k = cls(m, score="margin", proposal=ProposalConfig(temperature=0.0), **({"steps": T} if cls is Unmasking else
+                                                                          {"threshold": 0.0}))
+    s = draw(k, n=3)
+    assert (s.ids == s.ids[0]).all()
+    exact = law(k, m).probs
+    assert exact[code(s.ids[:1])].item() == pytest.approx(1.0)
+    order = s.revealed_at[0].argsort().tolist()
+    assert order == realised_order(m, s.ids[0], "margin") and order != list(range(T))

@@ -6,6 +6,8 @@ import math
 import pytest
 import torch
 
+from mlmprob.sampling.io import RunFile
+
 from mlmprob import energy
 from mlmprob.errors import MLMProbError, PositionsError
 from mlmprob.models.exact import LookupMLM
@@ -111,16 +113,16 @@ def test_jsonl_resume_matches_an_uninterrupted_run(tmp_path):
     kw = dict(burn_in=2, block_size=2, generator=None)
     full = sample(m, ids, epochs=6, **{**kw, "generator": gen(9)})
     path = tmp_path / "run.jsonl"
-    sample(m, ids, epochs=2, jsonl=path, **{**kw, "generator": gen(9)})     # "killed" after 4 epochs
+    sample(m, ids, epochs=2, run_file=RunFile(path), **{**kw, "generator": gen(9)})     # "killed" after 4 epochs
     with path.open("a") as f:
         f.write('{"type": "epoch", "epoch": 4, "kept"')                     # a line cut by the kill
-    resumed = sample(m, ids, epochs=6, jsonl=path, **{**kw, "generator": gen(123)})
+    resumed = sample(m, ids, epochs=6, run_file=RunFile(path), **{**kw, "generator": gen(123)})
     assert torch.equal(full.samples, resumed.samples)
     assert torch.equal(full.energy_local, resumed.energy_local) and torch.equal(full.accept, resumed.accept)
     head, recs = read_run(path)
     assert len(recs) == 8 and head["config"]["block_size"] == "Constant(value=2)"
     with pytest.raises(MLMProbError, match="top_p"):
-        sample(m, ids, epochs=6, jsonl=path, top_p=0.9, **{**kw, "generator": gen(9)})
+        sample(m, ids, epochs=6, run_file=RunFile(path), top_p=0.9, **{**kw, "generator": gen(9)})
 
 
 def test_bad_inputs_raise_clear_errors():
@@ -167,7 +169,7 @@ def test_a_gibbs_run_file_resumes(tmp_path):
     kw = dict(method="gibbs", burn_in=1, block_size=2)
     full = sample(m, ids, epochs=4, generator=gen(3), **kw)
     path = tmp_path / "run.jsonl"
-    sample(m, ids, epochs=1, jsonl=path, generator=gen(3), **kw)                  # stopped after 2 epochs
-    resumed = sample(m, ids, epochs=4, jsonl=path, generator=gen(99), **kw)
+    sample(m, ids, epochs=1, run_file=RunFile(path), generator=gen(3), **kw)                  # stopped after 2 epochs
+    resumed = sample(m, ids, epochs=4, run_file=RunFile(path), generator=gen(99), **kw)
     assert torch.equal(full.samples, resumed.samples) and torch.equal(full.energy_local, resumed.energy_local)
     assert resumed.target_temperature.isnan().all()

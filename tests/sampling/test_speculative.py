@@ -19,6 +19,8 @@ import math
 import pytest
 import torch
 
+from mlmprob.sampling.io import RunFile
+
 from mlmprob import ExactMLM, LookupMLM, loglik
 from mlmprob.cli import main
 from mlmprob.errors import MLMProbError
@@ -273,8 +275,8 @@ def test_sample_api_reports_costs_and_resumes(tmp_path):
     one = sample(m, ids, method="ancestral", order="random", epochs=4, generator=gen(3))
     assert (one.calls == T).all() and (one.rounds == T).all() and one.forward_rows == 4 * 8 * T
     path = tmp_path / "s.jsonl"
-    sample(m, ids, epochs=2, jsonl=path, **{**kw, "generator": gen(3)})
-    resumed = sample(m, ids, epochs=4, jsonl=path, **{**kw, "generator": gen(99)})
+    sample(m, ids, epochs=2, run_file=RunFile(path), **{**kw, "generator": gen(3)})
+    resumed = sample(m, ids, epochs=4, run_file=RunFile(path), **{**kw, "generator": gen(99)})
     assert torch.equal(full.samples, resumed.samples) and torch.equal(full.log_prob, resumed.log_prob)
     assert torch.equal(full.calls, resumed.calls) and full.forward_rows == resumed.forward_rows
     with pytest.raises(MLMProbError, match="draft_k must be a positive integer"):
@@ -284,7 +286,7 @@ def test_sample_api_reports_costs_and_resumes(tmp_path):
     with pytest.raises(MLMProbError, match="tokens_per_step is for method='ancestral'"):
         sample(m, ids, method="speculative", tokens_per_step=2, epochs=1)
     with pytest.raises(MLMProbError, match="another"):
-        sample(m, ids, epochs=4, jsonl=path, **{**kw, "draft_k": 2})
+        sample(m, ids, epochs=4, run_file=RunFile(path), **{**kw, "draft_k": 2})
 
 
 TRASTUZUMAB_VH = ("EVQLVESGGGLVQPGGSLRLSCAASGFNIKDTYIHWVRQAPGKGLEWVARIYPTNGYTRYADSVKGRFTISADTSKNTAYLQMNSLRAEDTAVYYCSR"

@@ -25,6 +25,7 @@ from ..errors import MLMProbError, PositionsError, TokenizationError
 from ..runtime.inputs import Record, fasta_records
 from ..scoring import SequenceScore, score_records
 from ..models.reader import reader_of
+from ..positions import parse_numbers as _parse_numbers, word_positions
 
 APP_ORDERS = 4  # random orders of the Score tab's chain-rule log-likelihood
 
@@ -57,35 +58,17 @@ LIMITS = Limits()
 
 
 def parse_numbers(text: str, name: str = "positions") -> list[int]:
-    """1-based numbers and inclusive ranges: ``"3,5,10-12"`` -> ``[3, 5, 10, 11, 12]``.
+    """1-based numbers and inclusive ranges: ``"3,5,10-12"`` -> ``[3, 5, 10, 11, 12]``
+    (:func:`mlmprob.positions.parse_numbers`, as ``sample --positions`` reads them).
 
     >>> parse_numbers("3, 5,10-12")
     [3, 5, 10, 11, 12]
     >>> parse_numbers("0")
     Traceback (most recent call last):
     ...
-    mlmprob.errors.MLMProbError: positions: position 0; positions count from 1
+    mlmprob.errors.MLMProbError: positions: position 0; positions count from 1: they are residue/word numbers, 1-based as in mutation strings like A23G (sample --positions was 0-based in earlier versions)
     """
-    out: list[int] = []
-    for part in str(text or "").replace(";", ",").split(","):
-        part = part.strip()
-        if not part:
-            continue
-        try:
-            lo, hi = (int(x) for x in part.split("-", 1)) if "-" in part[1:] else (int(part), int(part))
-        except ValueError:
-            raise MLMProbError(f"{name} must be numbers or ranges like 3,5,10-12 (1-based); got {part!r}") from None
-        if hi < lo:
-            raise MLMProbError(f"{name}: range {part!r} runs backwards")
-        out.extend(range(lo, hi + 1))
-    if not out:
-        raise MLMProbError(f"{name} is empty")
-    bad = [n for n in out if n < 1]
-    if bad:
-        raise MLMProbError(f"{name}: position {bad[0]}; positions count from 1")
-    if len(set(out)) != len(out):
-        raise MLMProbError(f"{name}: position {next(n for n in out if out.count(n) > 1)} is given twice")
-    return out
+    return _parse_numbers(text, name)
 
 
 def positions_or_cdr(text: str, positions: str, name: str = "positions") -> list[int]:
@@ -125,15 +108,9 @@ def encode_one(mlm, text: str, limits: Limits = LIMITS, name: str = "the sequenc
 
 
 def word_tokens(enc, numbers: list[int], name: str = "positions") -> list[int]:
-    """Token positions of the 1-based residue/word ``numbers`` of a one-row encoding (every token of a word)."""
-    words = enc.word_ids[0]
-    n_words = int(words.max()) + 1 if (words >= 0).any() else 0
-    out: list[int] = []
-    for n in numbers:
-        if not 1 <= n <= n_words:
-            raise MLMProbError(f"{name}: position {n} is outside the sequence's {n_words} residues/words")
-        out.extend((words == n - 1).nonzero()[:, 0].tolist())
-    return sorted(out)
+    """Token positions of the 1-based residue/word ``numbers`` of a one-row encoding (every token of a word):
+    :func:`mlmprob.positions.word_positions`."""
+    return word_positions(enc.word_ids[0], numbers, name)
 
 
 def decode(mlm, ids) -> str:

@@ -1,9 +1,9 @@
 """The web app's Sample and Pair-joint computations (no gradio here).
 
-- ``sample_steps``: Metropolis-Hastings on ``E_local`` or ``E_raw`` with the MLM's own
-  conditionals as proposals (``mlmprob.sampling.MetropolisHastings``), one snapshot per epoch, so
-  the page can draw the trace as it grows and stop between epochs; the chains are exactly those of
-  ``mlmprob.sample`` with the same generator seed.
+- ``sample_steps``: the chains of ``mlmprob.sample`` (MH on ``E_local`` or ``E_raw`` with the MLM's own
+  conditionals as proposals by default, or another of its methods), one snapshot per epoch, so the page
+  can draw the trace as it grows and stop between epochs; the chains are exactly those of
+  ``mlmprob.sample`` with the same generator seed (the same epoch loop).
 - ``pair_view``: the five pair joints of two positions (MLM, MRF, MRF-logit, HCB, AG;
   ``mlmprob.joints.evaluate_pair``) over the top tokens, with A-KL and G-KL.
 """
@@ -64,59 +64,54 @@ def _check_int(value, name: str, lo: int, hi: int) -> int:
 
 
 def sample_steps(mlm, text: str, *, positions: str = "", energy: str = "local", epochs: int = 20, chains: int = 4,
-                 seed: int = 0, init: str = "given", limits: Limits = LIMITS
+                 seed: int = 0, init: str = "given", method: str = "mh", limits: Limits = LIMITS
                  ) -> Iterator[SampleSnapshot]:
-    """MH chains from ``text`` (``_`` / ``[MASK]`` mark masked tokens, which are free), sampling
-    the 1-based residue/word ``positions`` (``"3,5,10-12"``, or a CDR such as ``"H3"``; default: all), one
-    snapshot per epoch.
-
-    Single-site MH in random order, proposal and target temperature 1: ``mlmprob.sample(...,
-    method="mh", energy=energy, epochs=epochs, burn_in=0, init=init, generator=seed)`` ends in the
-    same states."""
+    """Chains from ``text`` (``_`` / ``[MASK]`` mark masked tokens, which are free), sampling the 1-based
+    residue/word ``positions`` (``"3,5,10-12"``, or a CDR such as ``"H3"``; default: all), one snapshot per
+    epoch: ``method`` (``mlmprob.sample``'s, default ``"mh"``: single-site MH in random order, proposal and
+    target temperature 1), through the sampler's own epoch loop (:class:`mlmprob.sampling.api.Chains`), so
+    ``mlmprob.sample(..., method=method, energy=energy, epochs=epochs, burn_in=0, init=init,
+    generator=seed)`` ends in the same states. Exact-draw methods (ancestral, speculative) start from the
+    given text whatever ``init`` says (every epoch is a fresh draw)."""
     from ..infill.stream import expand_gaps, mask_text
-    from ..sampling.init import initialize, resolve_free
-    from ..sampling.kernels import MetropolisHastings
+    from ..sampling.api import Chains
+    from ..sampling.spec import METHODS, SamplerSpec
     from ..sampling.stream import free_positions
 
     if energy not in ENERGIES:
         raise MLMProbError(f"energy must be 'local' or 'raw', got {energy!r}")
     if init not in INITS:
         raise MLMProbError(f"init must be one of {', '.join(INITS)}, got {init!r}")
+    if method not in METHODS:
+        raise MLMProbError(f"method must be one of {', '.join(METHODS)}, got {method!r}")
     epochs = _check_int(epochs, "epochs", 1, limits.max_epochs)
     chains = _check_int(chains, "chains", 1, limits.max_chains)
     seed = _check_int(seed, "seed", 0, 2**63 - 1)
     text = expand_gaps(str(text or "").strip(), mask_text(mlm))
     enc = encode_one(mlm, text, limits)
-    want = [n - 1 for n in positions_or_cdr(text, positions, "free positions")] if str(positions or "").strip() else None
-    free1 = free_positions(mlm, enc, 0, "the sequence", text, want)
+    want = positions_or_cdr(text, positions, "free positions") if str(positions or "").strip() else None
+    free1 = free_positions(mlm, enc, 0, "the sequence", text, want)   # resolved once, as for the CLI
     ids = enc.input_ids[:1].repeat(chains, 1)
-    free = resolve_free(mlm, ids, free1[None].repeat(chains, 1))
-    g = torch.Generator().manual_seed(seed)
-    kernel = MetropolisHastings(mlm, energy, 1)
-    start, _ = initialize(mlm, ids, free, init, g)
-    state = kernel.init(start, free)
-    trace = [tuple(kernel.target_energy(state).tolist())]
+    free = free1[None].repeat(chains, 1)
+    spec = SamplerSpec(method=method, energy=energy, epochs=epochs,
+                       init=init if method in ("mh", "gibbs") else "given")
+    run = Chains(mlm, spec, ids, free, torch.Generator().manual_seed(seed))
+    pick = 0 if energy == "local" else 1
+    trace = [tuple(run.energies()[pick].tolist())]
     accepted: list[int] = []
     proposed: list[int] = []
     free_pos = tuple(free[0].nonzero()[:, 0].tolist())
 
     def snap() -> SampleSnapshot:
-        seqs = tuple(decode(mlm, row) for row in state.ids)
-        return SampleSnapshot(state.epoch, epochs, energy, tuple(trace), tuple(accepted), tuple(proposed), seqs,
+        seqs = tuple(decode(mlm, row) for row in run.state.ids)
+        return SampleSnapshot(run.state.epoch, epochs, energy, tuple(trace), tuple(accepted), tuple(proposed), seqs,
                               free_pos)
 
     yield snap()
-    while state.epoch < epochs:
-        n_acc = n_prop = 0
-        while True:
-            state, info = kernel.step(state, g)
-            n_prop += int(info.active.sum())
-            n_acc += int(info.accepted.sum())
-            if info.end_of_epoch:
-                break
-        trace.append(tuple(kernel.target_energy(state).tolist()))
-        accepted.append(n_acc)
-        proposed.append(n_prop)
+    for rec in run.epochs():
+        trace.append(tuple(rec.e_local if energy == "local" else rec.e_raw))
+        accepted.append(sum(rec.accepted))
+        proposed.append(sum(rec.proposals))
         yield snap()
 
 

@@ -50,14 +50,14 @@ def compare(mlm, seqs: list[str], k: int) -> list[tuple[str, float]]:
     samplers' conditionals, on ``k`` positions of each of ``seqs`` read in one padded batch."""
     from ..energy import token_scores
     from ..models.probe import plain_logits
-    from ..models.protocol import default_positions
+    from ..positions import TOKENS, default_mask
     from ..sampling.forward import site_logits
 
     inner = reader_of(mlm).core
     enc = mlm.encode(seqs)
     ids = enc.input_ids
     select = torch.zeros(ids.shape, dtype=torch.bool)
-    scored = default_positions(mlm, ids)
+    scored = default_mask(mlm, ids, TOKENS)
     for b, n in enumerate(enc.lengths.tolist()):
         for t in picked(scored[b, :n], k):
             select[b, t] = True

@@ -21,14 +21,15 @@ from pathlib import Path
 from ..argtypes import nonnegative_float, nonnegative_int, positive_float, positive_int, probability
 from ..errors import MLMProbError
 from ..jsonl import dumps
+from ..sampling.spec import DECODERS, EXACT_DRAWS, METHODS
+from .decoder_args import add_decoder_args, check_decoder_options, decoder_summary
 
 STREAM_SUFFIXES = (".jsonl", ".tsv", ".parquet")
 # options of the MCMC samplers and their defaults: with --method ancestral/speculative only the defaults are accepted
 MCMC_ONLY = {"block_size": ("--block-size", 1), "target_temperature": ("--target-temperature", 1.0),
              "anneal": ("--anneal", 0.0), "temperature_floor": ("--temperature-floor", 0.05),
              "init": ("--init", "given")}
-BURN_IN = {"mh": 5, "gibbs": 5, "ancestral": 0, "speculative": 0}   # --burn-in's default per method
-EXACT_DRAWS = ("ancestral", "speculative")
+BURN_IN = {"mh": 5, "gibbs": 5}   # --burn-in's default per method: 0 for every exact-draw method
 
 
 def _block_size(text: str):
@@ -48,27 +49,15 @@ def _block_size(text: str):
 
 
 def parse_positions(text: str) -> list[int]:
-    """``"3,5,10-12"`` -> ``[3, 5, 10, 11, 12]`` (0-based residue/word indices, ranges inclusive).
+    """``--positions``: ``"3,5,10-12"`` -> ``[3, 5, 10, 11, 12]``, 1-based residue/word numbers (ranges
+    inclusive) read by :func:`mlmprob.positions.parse_numbers`, as the app reads them; 0 is refused.
 
     >>> parse_positions("3,5,10-12")
     [3, 5, 10, 11, 12]
     """
-    out = []
-    for part in text.split(","):
-        part = part.strip()
-        if not part:
-            continue
-        try:
-            if "-" in part:
-                a, b = part.split("-")
-                out.extend(range(int(a), int(b) + 1))
-            else:
-                out.append(int(part))
-        except ValueError:
-            raise MLMProbError(f"--positions must be indices or ranges like 3,5,10-12; got {part!r}") from None
-    if not out:
-        raise MLMProbError("--positions is empty")
-    return out
+    from ..positions import parse_numbers
+
+    return parse_numbers(text, "--positions")
 
 
 def is_streamed(out: str | None) -> bool:
@@ -111,17 +100,18 @@ def register(sub) -> None:
     from .common import add_dedupe_arg, add_input_args
     add_input_args(src, of="--input")
     add_dedupe_arg(src)
-    src.add_argument("--positions", help="free residue/word indices, 0-based, e.g. 3,5,10-12 (default: all)")
+    src.add_argument("--positions", help="free residue/word numbers, 1-based as in mutation strings (the first residue "
+                                        "is 1; 0-based in earlier versions), e.g. 3,5,10-12 (default: all)")
     from .regions import add_cdr_args
     add_cdr_args(src, "free only this region; the rest is clamped", alias=True)
     from .common import add_model_args, add_runtime_args
     add_model_args(p)
     s = p.add_argument_group("sampler")
-    s.add_argument("--method", choices=("mh", "gibbs", "ancestral", "speculative"), default="mh",
-                   help="Metropolis-Hastings with the MLM's conditionals as proposals, degenerate Gibbs, or ancestral: "
-                        "every epoch an independent exact draw of the chain-rule distribution p_sigma of "
-                        "`mlmprob loglik` along --order (random: a fresh order per chain and epoch); speculative: "
-                        "the same exact draws in fewer sequential model calls (drafts from one pass, verified)")
+    s.add_argument("--method", choices=METHODS, default="mh",
+                   help="MH with the MLM's conditionals as proposals, degenerate Gibbs, or ancestral: every epoch an exact "
+                        "draw of p_sigma of `mlmprob loglik` along --order (random: a fresh order per chain and epoch); "
+                        "speculative: the same draws in fewer sequential calls; unmask: parallel decoding by --score "
+                        "(MaskGIT, LLaDA, Dream; ReMDM remasking); adaptive: together only weakly dependent positions")
     s.add_argument("--energy", choices=("local", "raw"), default="local",
                    help="target energy: E_local (= -PLL) or E_raw (minus the sum of raw logits)")
     s.add_argument("--chains", type=positive_int, default=4, help="chains per input sequence")
@@ -150,6 +140,7 @@ def register(sub) -> None:
     s.add_argument("--draft-k", type=positive_int, default=None,
                    help="speculative: positions drafted per round from one pass and verified in one batch "
                         "(default 4); the draws stay exact")
+    add_decoder_args(s)
     s.add_argument("--init", choices=("given", "greedy", "random"), default=MCMC_ONLY["init"][1],
                    help="mh, gibbs: initial state of the free positions: the input, the MLM's argmax, or random tokens")
     s.add_argument("--score-all", action="store_true", help="energy over all positions, not only the free ones")
@@ -167,6 +158,7 @@ def check_method_options(args) -> None:
     """One-line errors for the options ``--method`` does not use (``MCMC_ONLY`` with ancestral and speculative
     sampling, ``--tokens-per-step`` but with ancestral, ``--draft-k`` but with speculative, ``--order r2l`` with
     MH and Gibbs), and ``--burn-in``'s default per method."""
+    check_decoder_options(args)
     if args.method != "speculative" and getattr(args, "draft_k", None) is not None:
         raise MLMProbError(f"--draft-k is for --method speculative (got --method {args.method})")
     if args.method == "speculative" and args.tokens_per_step != 1:
@@ -182,7 +174,7 @@ def check_method_options(args) -> None:
         raise MLMProbError(f"--order r2l is for --method ancestral or speculative ({args.method} sweeps in random "
                            "or l2r order)")
     if args.burn_in is None:
-        args.burn_in = BURN_IN[args.method]
+        args.burn_in = BURN_IN.get(args.method, 0)
 
 
 def _diagnostic_notes(result) -> dict:
@@ -241,6 +233,8 @@ def run(args) -> int:
     args.region = resolve_cdr(args)
     if args.positions and args.region:
         raise MLMProbError("give --positions or --cdr (--cdr3), not both")
+    if args.positions:
+        parse_positions(args.positions)   # a bad list (a 0: the old base) is refused before anything loads
     check_method_options(args)
     check_out(args.out)
     from .common import spool_args_input
@@ -277,41 +271,42 @@ def run_folder(args) -> int:
 def _sample_folder(args, seqs: list[tuple[str, str]], want: list[int] | None) -> int:
     import torch
 
-    from ..sampling import LinearAnneal, sample
+    from ..runtime.provenance import computed_with
+    from ..sampling import sample
+    from ..sampling.io import EpochBar, RunFile
+    from ..positions import WORDS_AND_MASKS, Resolved
     from ..sampling.plots import plot_traces
-    from ..sampling.stream import block_schedule, check_block_size, free_positions
+    from ..sampling.spec import SamplerSpec
+    from ..sampling.stream import check_block_size, free_positions
     from .common import load_model_from_args
+    spec = SamplerSpec.from_args(args)
     mlm = load_model_from_args(args)
     enc = mlm.encode([s for _, s in seqs])
     ids = enc.input_ids
     free = torch.stack([free_positions(mlm, enc, i, name, s, want, args.cdr, args.numbering) for i, (name, s) in enumerate(seqs)])
     for (name, _), row in zip(seqs, free):
-        if args.method not in EXACT_DRAWS:
+        if not spec.independent_draws:
             check_block_size(args.block_size, int(row.sum()), name)
     reps = args.chains
     ids, free = ids.repeat_interleave(reps, 0), free.repeat_interleave(reps, 0)
     # identity is measured against the input when it has no masks at the free positions
     reference = None if (ids[free] == mlm.mask_id).any() else ids.clone()
-    bs = block_schedule(args.block_size, args.burn_in + args.epochs)
-    tt = args.target_temperature
-    if args.anneal > 0:
-        tt = LinearAnneal(args.target_temperature, args.anneal, args.temperature_floor)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     g = torch.Generator().manual_seed(args.seed)
     # what the run file must also match on a rerun: the seed (a resumed run restores the generator's
     # state, so another --seed would silently continue this one) and how the rows are computed
-    from ..runtime.provenance import computed_with
     made = {"seed": args.seed, **computed_with(args.model, args.dtype, [args.device], batch_tokens=args.batch_tokens,
                                                mlm=mlm)}
-    result = sample(mlm, ids, method=args.method, energy=args.energy, epochs=args.epochs, burn_in=args.burn_in,
-                    block_size=bs, proposal_temperature=args.proposal_temperature, top_p=args.top_p,
-                    target_temperature=tt, order=args.order, positions=free, generator=g, init=args.init,
-                    thin=args.thin, score_all=args.score_all, reference=reference, jsonl=out / "run.jsonl",
-                    progress=not args.no_progress, tokens_per_step=args.tokens_per_step,
-                    computed_with=made, draft_k=args.draft_k)
+    bar = EpochBar(f"{spec.method} sampling", spec.energy) if not args.no_progress else None
+    try:
+        result = sample(mlm, ids, spec, positions=Resolved(free, WORDS_AND_MASKS), generator=g, reference=reference,
+                        run_file=RunFile(out / "run.jsonl", made), on_epoch=bar)
+    finally:
+        if bar is not None:
+            bar.close()
     _write_fasta(out / "samples.fasta", result, [name for name, _ in seqs], reps, mlm)
-    summary = _summary(result, args.order, args.tokens_per_step, args.draft_k)
+    summary = _summary(result, spec)
     (out / "summary.json").write_text(dumps(summary, indent=2) + "\n")
     if not args.no_plot:
         plot_traces(result, out / "trace.png")
@@ -331,7 +326,7 @@ def _write_fasta(path: Path, result, names: list[str], reps: int, mlm) -> None:
                         f"e_raw={float(result.energy_raw[epoch, b]):.4f}{lp}\n{mlm.decode(result.samples[s_idx, b])}\n")
 
 
-def _summary(result, order: str, tokens_per_step: int, draft_k: int | None = None) -> dict:
+def _summary(result, spec) -> dict:
     """``summary.json``: the run's diagnostics (for ancestral draws no acceptance; their order, tokens per
     step, and the mean log-probability of the kept draws and of the last epoch's; for speculative draws the
     same with ``draft_k`` and the drafts' acceptance rate; for both what a draw cost: sequential rounds and
@@ -346,10 +341,9 @@ def _summary(result, order: str, tokens_per_step: int, draft_k: int | None = Non
                "final_energy_mean": float(result.energy[-1].mean()),
                "final_identity_mean": None if result.identity is None else float(result.identity[-1].mean())}
     if ancestral or speculative:
-        from ..sampling.speculative import DEFAULT_DRAFT_K
         draws = result.rounds.numel()
-        summary.update(order=order, **({"tokens_per_step": tokens_per_step} if ancestral else
-                                       {"draft_k": draft_k or DEFAULT_DRAFT_K}),
+        summary.update(order=spec.order, **({"tokens_per_step": spec.tokens_per_step} if ancestral else
+                                            {"draft_k": spec.draft_k_used}),
                        log_prob_mean=float(result.log_prob[result.kept_epochs].mean()),
                        final_log_prob_mean=float(result.log_prob[-1].mean()),
                        rounds_per_sample=float(result.rounds.double().mean()),
@@ -359,6 +353,7 @@ def _summary(result, order: str, tokens_per_step: int, draft_k: int | None = Non
             summary["acceptance_length"] = float(result.free.sum()) * result.rounds.shape[0] / \
                 max(float(result.rounds.sum()), 1.0)
     summary.update(_diagnostic_notes(result))
+    summary.update(decoder_summary(result, spec) if result.method in DECODERS else {})
     return summary
 
 
@@ -368,6 +363,7 @@ def run_streamed(args) -> int:
     rows a kill cut in the middle is sampled again, identically, and only its missing chains are added)."""
     from ..runtime.command import RunOptions, StreamCommand, run_command
     from ..runtime.inputs import UniqueIds
+    from ..sampling.spec import SamplerSpec
     from ..sampling.stream import SampleJob
     from .regions import cdr_config
 
@@ -375,24 +371,20 @@ def run_streamed(args) -> int:
     unique = UniqueIds(args.dedupe)
     given = getattr(args, "input_given", args.input)
     job = SampleJob(model=args.model, dtype=args.dtype, allow_pickle=args.allow_pickle, batch_tokens=args.batch_tokens,
-                    chains=args.chains, seed=args.seed, method=args.method, energy=args.energy, epochs=args.epochs,
-                    burn_in=args.burn_in, thin=args.thin, block_size=args.block_size,
-                    proposal_temperature=args.proposal_temperature, top_p=args.top_p,
-                    target_temperature=args.target_temperature, anneal=args.anneal,
-                    temperature_floor=args.temperature_floor, order=args.order, init=args.init,
-                    tokens_per_step=args.tokens_per_step, draft_k=args.draft_k, score_all=args.score_all, cdr=args.cdr,
+                    spec=SamplerSpec.from_args(args), chains=args.chains, seed=args.seed, cdr=args.cdr,
                     numbering=args.numbering or "imgt", skip_invalid=args.skip_invalid,
                     positions=tuple(parse_positions(args.positions)) if args.positions else None)
     config = {"command": "sample", "model": args.model,
               "input": getattr(args, "input_source", None) or (str(Path(args.input).resolve()) if args.input else None),
               "seqs": list(args.seq), "format": args.format, "column": args.column, "id_column": args.id_column,
-              "positions": args.positions, "cdr3": None, **cdr_config(args.region), **job.settings(), **({"dedupe": True} if args.dedupe else {})}
+              "positions": args.positions, **({"positions_base": 1} if args.positions else {}), "cdr3": None, **cdr_config(args.region), **job.settings(), **({"dedupe": True} if args.dedupe else {})}
     last = f"/chain{job.chains - 1}"
     spec = StreamCommand(job, lambda: _records(args, unique), config, input=args.input,
                          empty=f"no sequences found in {given}" if args.input else "no input: give --seq or --input",
                          unit_name="record", chunk_size=1, last_row_id=lambda r: r.id + last)
     done = run_command(spec, opts)
-    print(unique.warning(), file=sys.stderr) if unique.warning() else None
+    if unique.warning():
+        print(unique.warning(), file=sys.stderr)
     print(f"sampled {done.written} chains of {done.units} records with {args.model} on {done.ran_on}"
           + (f" -> {args.out}" if args.out else "")
           + (f" ({done.already} records already there)" if done.already else "")

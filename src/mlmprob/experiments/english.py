@@ -67,7 +67,7 @@ class EnglishScores:
 def score_set(mlm, name: str, sentences: list[str], *, unigram_id: int | None = None, seed: int = 0,
               batch_rows: int = 512) -> EnglishScores:
     """Single-token and 15 %-joint masked accuracy and PLL of ``mlm`` on ``sentences``."""
-    from ..models.protocol import default_positions
+    from ..positions import TOKENS, default_mask
     from ..models.reader import reader_of
 
     if not sentences:
@@ -79,7 +79,7 @@ def score_set(mlm, name: str, sentences: list[str], *, unigram_id: int | None = 
                            f"({n_long} too long, {n_unknown} with unknown words)")
     sentences = fits
     ids = mlm.encode(sentences).input_ids
-    scored = default_positions(mlm, ids)
+    scored = default_mask(mlm, ids, TOKENS)
     rows, cols = scored.nonzero(as_tuple=True)
     correct, logp_sum, uni = 0, 0.0, 0
     for q, lg in iter_masked_logits(reader_of(mlm, batch_rows * ids.shape[1]), ids, rows, cols):

@@ -31,7 +31,8 @@ from pathlib import Path
 import torch
 
 from ..errors import MLMProbError
-from ..models.protocol import default_positions, lengths_of, max_length_of
+from ..models.protocol import lengths_of, max_length_of
+from ..positions import TOKENS, default_mask
 from .data_option import resolve_data_dir
 from .english_sets import FILES, evaluation_sets
 from ..models.reader import reader_of
@@ -128,7 +129,7 @@ def encode_sentences(mlm, sentences: Sequence[Sentence]) -> Encoded:
         if max_len is not None and ids.shape[1] > max_len:
             skipped.append((s.id, f"{ids.shape[1]} tokens; the model accepts at most {max_len}"))
             continue
-        cols = default_positions(mlm, ids)[0].nonzero(as_tuple=True)[0]
+        cols = default_mask(mlm, ids, TOKENS)[0].nonzero(as_tuple=True)[0]
         kept.append(EncodedSentence(s.id, s.text, tuple(ids[0].tolist()), tuple(cols.tolist())))
     return Encoded(tuple(kept), tuple(skipped))
 

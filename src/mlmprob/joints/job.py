@@ -32,7 +32,8 @@ import torch
 
 from ..defaults import DTYPE
 from ..errors import MLMProbError
-from ..models.protocol import MaskedLM, default_positions
+from ..models.protocol import MaskedLM
+from ..positions import TOKENS, default_mask
 from ..runtime.seeds import seeded_generator
 from ..runtime.shard import Shard
 from .evaluate import AGOptions, evaluate_pair
@@ -201,7 +202,7 @@ class PairPlanner:
                 if ids is None:
                     continue
                 g = seeded_generator(self.config.seed, "pair", k, n)
-                ab = draw_pair(default_positions(self.mlm, ids[None])[0], scheme, g)
+                ab = draw_pair(default_mask(self.mlm, ids[None], TOKENS)[0], scheme, g)
                 if ab is not None:
                     found.append((s, *ab))
                     break

@@ -19,8 +19,8 @@ A step of a chain with masked free positions ``M`` (``|M| = m``):
 
 The pair rows of ``V_j`` = the whole alphabet do not depend on the base pass, so base and pair rows go in one
 model call (one sequential call per step); with ``pair_top_k`` they need the base's ``q_j``: two calls. A
-step costs ``1 + m |V_j|`` rows. The number of steps is adaptive: between 1 (independent positions, a high
-threshold) and ``n`` (``threshold = 0``).
+step costs ``1 + m |V_j|`` rows (one when one position is left). The number of steps is adaptive: between 1
+(independent positions, a high threshold) and ``n`` (``threshold = 0``).
 
 **What it samples.** With ``threshold = 0`` (or ``max_tokens = 1``) every step reveals one position, chosen
 from the state alone when the score is ``"margin"`` or ``"entropy"`` (``D`` is a function of the state, and so
@@ -50,7 +50,7 @@ from ..models.protocol import MaskedLM, default_positions
 from .decoders import SCORES, dependence_matrix, scores, select_adaptive
 from .kernels import StepInfo, resolve_scored
 from .proposals import ProposalConfig, allowed_ids, proposal_log_probs, sample_from
-from .unmasking import DecoderState, check_positive_int, commit, start_epoch
+from .unmasking import DecoderState, check_positive_int, commit, score_rows, start_epoch
 
 
 def pair_choice(logq: torch.Tensor, top_k: int | None) -> tuple[torch.Tensor, torch.Tensor]:
@@ -85,6 +85,9 @@ def pair_reads(ids: torch.Tensor, masked: torch.Tensor, pos_b: torch.Tensor, pos
     return rows, read_row, read_col, p, v
 
 
+DEFAULT_THRESHOLD = 0.05
+
+
 def check_adaptive(score, threshold, max_tokens, pair_top_k) -> None:
     """One-line errors for bad ``Adaptive`` settings (also checked where a sampler spec is made)."""
     if score not in SCORES:
@@ -113,7 +116,7 @@ class Adaptive:
     """
 
     mlm: MaskedLM
-    threshold: float = 0.05
+    threshold: float = DEFAULT_THRESHOLD
     score: str = "margin"
     max_tokens: int | None = None
     pair_top_k: int | None = None
@@ -132,21 +135,22 @@ class Adaptive:
         return proposal_log_probs(logits.float(), self._allowed, self.proposal)
 
     def _read(self, ids, masked, rows, cols):
-        """Base rows at the masked positions and the pair rows: ``(logq [n, V], D [B, L, L], rows forwarded,
-        calls [B])``; one model call without ``pair_top_k``, two with it."""
+        """Base rows at the masked positions and the pair rows: ``(logq [n, V], score rows [n, V], D [B, L, L],
+        rows forwarded, calls [B])``; one model call without ``pair_top_k``, two with it."""
         B, L = ids.shape
         many = (masked.sum(1) >= 2)[rows]                      # pair rows only where two are masked
         if self.pair_top_k is None:
             V = self._allowed.shape[0]
             chosen = self._allowed[None, :].expand(len(rows), V) & many[:, None]
             prow, rr, rc, p, v = pair_reads(ids, masked, rows, cols, chosen)
-            logq_all = self._logq(read_logits(self.mlm, torch.cat([ids, prow]),
-                                              torch.cat([rows, rr + B]), torch.cat([cols, rc])))
-            logq, given = logq_all[:len(rows)], logq_all[len(rows):]
+            logits = read_logits(self.mlm, torch.cat([ids, prow]), torch.cat([rows, rr + B]), torch.cat([cols, rc]))
+            logq_all = self._logq(logits)
+            logits, logq, given = logits[:len(rows)], logq_all[:len(rows)], logq_all[len(rows):]
             weight = pair_choice(logq, None)[1]
             calls = masked.any(1).long()
         else:
-            logq = self._logq(read_logits(self.mlm, ids, rows, cols))
+            logits = read_logits(self.mlm, ids, rows, cols)
+            logq = self._logq(logits)
             chosen, weight = pair_choice(logq, self.pair_top_k)
             prow, rr, rc, p, v = pair_reads(ids, masked, rows, cols, chosen & many[:, None])
             given = self._logq(read_logits(self.mlm, prow, rr, rc)) if len(rr) else logq[:0]
@@ -155,7 +159,8 @@ class Adaptive:
         index[rows, cols] = torch.arange(len(rows))
         b_e, j_e = rows[p[rr]], cols[p[rr]]
         D = dependence_matrix(B, L, b_e, rc, j_e, weight[p[rr], v[rr]], given, logq[index[b_e, rc]])
-        return logq, D, int(masked.any(1).sum()) + len(prow), calls
+        slq = score_rows(logits.float(), logq, self._allowed, self.proposal)
+        return logq, slq, D, int(masked.any(1).sum()) + len(prow), calls
 
     def step(self, state: DecoderState, generator: torch.Generator) -> tuple[DecoderState, StepInfo]:
         if state.cursor is None:
@@ -164,10 +169,10 @@ class Adaptive:
         masked = state.free & (ids == self.mlm.mask_id)
         active = masked.any(1)
         rows, cols = masked.nonzero(as_tuple=True)
-        logq, D, n_fwd, calls = self._read(ids, masked, rows, cols)
+        logq, slq, D, n_fwd, calls = self._read(ids, masked, rows, cols)
         cand = sample_from(logq, generator)
         score = torch.zeros(ids.shape, dtype=torch.float64)
-        score[rows, cols] = scores(logq, cand, self.score)
+        score[rows, cols] = scores(slq, cand, self.score)
         reveal = select_adaptive(score, masked, D, self.threshold, self.max_tokens)
         end = bool((masked & ~reveal).sum() == 0)
         state, info = commit(state, reveal, rows, cols, logq, cand, active, end)

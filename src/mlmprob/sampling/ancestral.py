@@ -24,8 +24,8 @@ import torch
 from ..batching import read_logits
 from ..errors import MLMProbError
 from ..likelihood.orders import ORDER_KINDS, OrderSpec, plan_orders
-from ..models.protocol import MaskedLM, default_positions
-from .kernels import StepInfo, resolve_scored
+from ..models.protocol import MaskedLM
+from .kernels import StepInfo, free_or_default, resolve_scored
 from .proposals import ProposalConfig, allowed_ids, proposal_log_probs, sample_from
 
 
@@ -96,7 +96,7 @@ class Ancestral:
         object.__setattr__(self, "_allowed", allowed_ids(self.mlm))
 
     def init(self, ids: torch.Tensor, free: torch.Tensor | None = None, epoch: int = 0) -> AncestralState:
-        free = default_positions(self.mlm, ids) if free is None else free
+        free = free_or_default(self.mlm, ids, free)
         return AncestralState(ids, free, resolve_scored(self.mlm, ids, free, self.score_all), epoch=epoch)
 
     def _start(self, state: AncestralState, generator: torch.Generator) -> AncestralState:

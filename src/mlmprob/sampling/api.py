@@ -6,27 +6,19 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass
-from pathlib import Path
+from typing import Callable, Iterator
 
 import torch
 
 from ..energy import Positions, check_input_ids, energies_from_logits
 from ..errors import MLMProbError
-from ..likelihood.orders import OrderSpec
 from ..models.protocol import MaskedLM
-from .ancestral import Ancestral
 from .diagnostics import effective_sample_size, reference_identity, split_rhat
 from .forward import site_logits
 from .init import initialize, resolve_free
-from .io import EpochRecord, RunLog, generator_state_hex, set_generator_state
-from .kernels import DegenerateGibbs, MetropolisHastings
-from .proposals import ProposalConfig
-from .speculative import DEFAULT_DRAFT_K, Speculative
-from .schedules import ScheduleLike, as_schedule, block_size_at, schedule_text, temperature_at
-from ..models.reader import name_of
-
-METHODS = ("mh", "gibbs", "ancestral", "speculative")
-EXACT_DRAWS = ("ancestral", "speculative")  # every epoch an independent draw of p_sigma: no initialisation
+from .io import EpochRecord, RunFile, generator_state_hex, set_generator_state
+from .schedules import block_size_at, temperature_at
+from .spec import EXACT_DRAWS, METHODS, SamplerSpec  # noqa: F401  (METHODS, EXACT_DRAWS: re-exported)
 
 
 @dataclass(frozen=True)
@@ -88,52 +80,12 @@ class SampleResult:
         return self.proposals / t if t > 0 else math.nan
 
 
-def _model_name(mlm) -> str:
-    return name_of(mlm)
-
-
-def _run_config(mlm, method: str, energy: str, bs, proposal: ProposalConfig, tt, order, burn_in: int, thin: int,
-                init: str, score_all: bool, kernel) -> dict:
-    """The configuration a run file stores (and a resumed run must match); ``kernel``: its steps' sizes."""
-    config = {"model": _model_name(mlm), "method": method, "energy": energy, "block_size": schedule_text(bs),
-              "proposal_temperature": proposal.temperature, "top_p": proposal.top_p,
-              "target_temperature": schedule_text(tt), "order": order, "burn_in": burn_in, "thin": thin,
-              "init": init, "score_all": score_all}
-    if method == "ancestral":  # keys only this method has: older MCMC run files still resume
-        config.update(order=order if isinstance(order, str) else torch.as_tensor(order).tolist(),
-                      tokens_per_step=kernel.tokens_per_step)
-    if method == "speculative":
-        config.update(order=order if isinstance(order, str) else torch.as_tensor(order).tolist(),
-                      draft_k=kernel.draft_k)
-    return config
-
-
-def sample(
-    mlm: MaskedLM,
-    init_ids,
-    *,
-    method: str = "mh",
-    energy: str = "local",
-    epochs: int,
-    burn_in: int = 0,
-    block_size: ScheduleLike = 1,
-    proposal_temperature: float = 1.0,
-    top_p: float = 1.0,
-    target_temperature: ScheduleLike = 1.0,
-    order: OrderSpec = "random",
-    positions: Positions = None,
-    generator: torch.Generator | None = None,
-    init: str = "given",
-    thin: int = 1,
-    score_all: bool = False,
-    reference=None,
-    jsonl: str | Path | None = None,
-    progress: bool = False,
-    tokens_per_step: int = 1,
-    computed_with: dict | None = None,
-    draft_k: int | None = None,  # method="speculative" only
-) -> SampleResult:
-    """Run ``B`` chains (one per row of ``init_ids`` ``[B, L]``) for ``burn_in + epochs`` epochs.
+def sample(mlm: MaskedLM, init_ids, spec: SamplerSpec | None = None, *, generator: torch.Generator | None = None,
+           positions: Positions = None, reference=None, run_file: RunFile | None = None,
+           on_epoch: Callable[[EpochRecord, int], None] | None = None, **options) -> SampleResult:
+    """Run ``B`` chains (one per row of ``init_ids`` ``[B, L]``) for ``burn_in + epochs`` epochs, as ``spec``
+    (a :class:`~mlmprob.sampling.spec.SamplerSpec`) says; ``options`` are its fields (``sample(m, ids,
+    epochs=4)``), or change a given ``spec``'s.
 
     ``method="mh"`` targets ``p(x) ∝ exp(-E(x)/tau)``, ``E`` = ``E_local`` or ``E_raw`` (``energy``)
     summed over the free positions (``score_all``: every non-special position); ``method="gibbs"``
@@ -148,11 +100,10 @@ def sample(
     ``"speculative"``: the same exact draws in fewer sequential model calls (``draft_k`` drafts a round, default 4).
     ``init``: ``"given"``, ``"greedy"`` (all-mask warm start) or ``"random"`` (MCMC only). States at
     the end of every ``thin``-th epoch after burn-in are kept (the last epoch always is when ``thin``
-    divides ``epochs``). ``reference`` (``[L]`` or ``[B, L]``) adds the identity metric. ``jsonl``: a
-    run file written as the run goes; if it exists with the same configuration the run resumes after
-    its last complete epoch (``generator`` is then reset to the stored state). ``computed_with``: what
-    else the run file records and a resumed run must match, which the sampler cannot see (the seed that
-    made ``generator``, the dtype: see :mod:`mlmprob.runtime.provenance`).
+    divides ``epochs``). ``reference`` (``[L]`` or ``[B, L]``) adds the identity metric. ``run_file``
+    (:class:`~mlmprob.sampling.io.RunFile`): where the run is written as it goes; if it exists with the same
+    configuration the run resumes after its last complete epoch (``generator`` is then reset to the stored
+    state). ``on_epoch(record, total_epochs)`` is called after every epoch (a progress bar).
 
     >>> import torch
     >>> from mlmprob import ExactMLM
@@ -161,75 +112,121 @@ def sample(
     ...            generator=torch.Generator().manual_seed(0))
     >>> tuple(r.samples.shape), tuple(r.energy.shape), 0 <= r.accept_rate <= 1
     ((4, 5, 3), (6, 5), True)
-    >>> a = sample(m, torch.zeros(5, 3, dtype=torch.long), method="ancestral", epochs=2,
+    >>> a = sample(m, torch.zeros(5, 3, dtype=torch.long), SamplerSpec(method="ancestral", epochs=2),
     ...            generator=torch.Generator().manual_seed(0))
     >>> tuple(a.log_prob.shape), torch.allclose(a.log_prob[-1], m.log_prob(a.final_ids))
     ((2, 5), True)
     """
-    _check_counts(method, epochs, burn_in, thin)
+    spec = spec_of(spec, options)
     ids = check_input_ids(mlm, init_ids)
     free = resolve_free(mlm, ids, positions)
     if generator is None:
         generator = torch.Generator()
         generator.seed()
-    proposal = ProposalConfig(proposal_temperature, top_p)
-    bs, tt = as_schedule(block_size, "block_size"), as_schedule(target_temperature, "target_temperature")
-    kernel = _kernel(mlm, method, energy, bs, proposal, tt, order, score_all, tokens_per_step, draft_k)
-    ref = _reference(reference, ids)
-    config = _run_config(mlm, method, energy, bs, proposal, tt, order, burn_in, thin, init, score_all, kernel)
-    run_log = None if jsonl is None else RunLog(jsonl, config, ids, free, computed_with)
-    try:
-        state, records, rows_before = _start(kernel, run_log, config, ids, free, init, generator)
-        run = _Run(kernel, mlm, method, energy, bs, tt, burn_in, thin, ref, run_log,
-                   rows_before - state.forward_rows)  # the kernel counts from its own init
-        _run_epochs(run, state, records, burn_in + epochs, generator, progress)
-    finally:
-        if run_log is not None:
-            run_log.close()
-    return result_from_records(records[:burn_in + epochs], free, burn_in, method, energy)
+    with Chains(mlm, spec, ids, free, generator, reference, run_file) as chains:
+        for rec in chains.epochs():
+            if on_epoch is not None:
+                on_epoch(rec, spec.total_epochs)
+        records = chains.records
+    return result_from_records(records[:spec.total_epochs], free, spec.burn_in, spec.method, spec.energy)
 
 
-def _start(kernel, run_log: RunLog | None, config: dict, ids: torch.Tensor, free: torch.Tensor, init: str,
-           generator: torch.Generator):
-    """``(first state, records already written, rows forwarded before the kernel's)``: a fresh start
-    (initialisation), or the state after the last complete epoch of the run file (resume)."""
-    records: list[EpochRecord] = [] if run_log is None else list(run_log.records)
-    if records:
-        set_generator_state(generator, records[-1].generator_state)
-        state = kernel.init(torch.tensor(records[-1].ids, dtype=torch.long), free, epoch=len(records))
-        return state, records, records[-1].forward_rows
-    start, rows_before = (ids, 0) if config["method"] in EXACT_DRAWS else \
-        initialize(kernel.mlm, ids, free, init, generator)
-    return kernel.init(start, free), records, rows_before
+def spec_of(spec: SamplerSpec | None, options: dict) -> SamplerSpec:
+    """``spec`` with ``options`` changed, or a spec of ``options`` alone."""
+    if spec is None:
+        return SamplerSpec(**options)
+    if not isinstance(spec, SamplerSpec):
+        raise MLMProbError(f"spec must be a SamplerSpec, got {type(spec).__name__}")
+    return spec.replace(**options) if options else spec
 
 
-def _check_counts(method: str, epochs, burn_in, thin) -> None:
-    if method not in METHODS:
-        raise MLMProbError(f"method must be one of {METHODS}, got {method!r}")
-    if not isinstance(epochs, int) or epochs < 1:
-        raise MLMProbError(f"epochs must be a positive integer, got {epochs!r}")
-    if not isinstance(burn_in, int) or burn_in < 0:
-        raise MLMProbError(f"burn_in must be a non-negative integer, got {burn_in!r}")
-    if not isinstance(thin, int) or not 1 <= thin <= epochs:
-        raise MLMProbError(f"thin must be an integer in 1..epochs ({epochs}), got {thin!r}")
+class Chains:
+    """The one epoch loop: the chains of one run, started fresh (initialisation) or resumed from ``run_file``
+    after its last complete epoch; :meth:`epochs` steps the kernel epoch by epoch up to
+    ``spec.total_epochs``, yielding (and writing) one :class:`~mlmprob.sampling.io.EpochRecord` each. Used
+    by :func:`sample` and by the app, which draws the chains as they go (``state``, ``kernel``)."""
 
+    def __init__(self, mlm, spec: SamplerSpec, ids: torch.Tensor, free: torch.Tensor, generator: torch.Generator,
+                 reference=None, run_file: RunFile | None = None):
+        self.mlm, self.spec, self.generator = mlm, spec, generator
+        self.kernel = spec.kernel(mlm)
+        self.ref = _reference(reference, ids)
+        config = spec.run_config(mlm)
+        self.run_log = None if run_file is None else run_file.open(config, ids, free)
+        try:
+            self.records: list[EpochRecord] = [] if self.run_log is None else list(self.run_log.records)
+            self.state, rows_before = self._start(ids, free)
+        except BaseException:
+            self.close()
+            raise
+        self.rows_before = rows_before - self.state.forward_rows   # the kernel counts from its own init
 
-def _kernel(mlm, method, energy, bs, proposal, tt, order, score_all, tokens_per_step, draft_k=None):
-    """The kernel of ``method`` with its fixed parts bound."""
-    if method != "ancestral" and tokens_per_step != 1:
-        raise MLMProbError(f"tokens_per_step is for method='ancestral' (block_size sets MH/Gibbs blocks, "
-                           f"draft_k the speculative drafts), got {tokens_per_step!r}")
-    if method != "speculative" and draft_k is not None:
-        raise MLMProbError(f"draft_k is for method='speculative', got {draft_k!r} with method={method!r}")
-    if method in ("gibbs", "ancestral", "speculative") and energy not in ("local", "raw"):
-        raise MLMProbError(f"energy must be 'local' or 'raw', got {energy!r}")
-    if method == "mh":
-        return MetropolisHastings(mlm, energy, bs, proposal, tt, order, score_all)
-    if method == "gibbs":
-        return DegenerateGibbs(mlm, bs, proposal, order, score_all)
-    if method == "speculative":
-        return Speculative(mlm, order, DEFAULT_DRAFT_K if draft_k is None else draft_k, proposal, score_all)
-    return Ancestral(mlm, order, tokens_per_step, proposal, score_all)
+    def _start(self, ids: torch.Tensor, free: torch.Tensor):
+        """``(first state, rows forwarded before the kernel's)``: a fresh start, or the state after the last
+        complete epoch of the run file."""
+        if self.records:
+            last = self.records[-1]
+            set_generator_state(self.generator, last.generator_state)
+            state = self.kernel.init(torch.tensor(last.ids, dtype=torch.long), free, epoch=len(self.records))
+            return state, last.forward_rows
+        start, rows_before = (ids, 0) if self.spec.independent_draws else \
+            initialize(self.kernel.mlm, ids, free, self.spec.init, self.generator)
+        return self.kernel.init(start, free), rows_before
+
+    def __enter__(self) -> "Chains":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def close(self) -> None:
+        if self.run_log is not None:
+            self.run_log.close()
+            self.run_log = None
+
+    def energies(self, state=None) -> tuple[torch.Tensor, torch.Tensor]:
+        """``(E_local, E_raw)`` ``[B]`` of ``state`` (default: the current one): MH keeps them in its state,
+        the other kernels' states are scored with one pass."""
+        state = self.state if state is None else state
+        if self.spec.method == "mh":
+            return state.e_local, state.e_raw
+        logits, _ = site_logits(self.mlm, state.ids, state.scored)
+        return energies_from_logits(logits, state.ids, state.scored)
+
+    def epochs(self) -> Iterator[EpochRecord]:
+        """Step to the end of the run, one record per epoch."""
+        spec, generator = self.spec, self.generator
+        bs, tt = spec.schedules()
+        mh = spec.method == "mh"
+        B = self.state.ids.shape[0]
+        while self.state.epoch < spec.total_epochs:
+            state, e, t0 = self.state, self.state.epoch, time.perf_counter()
+            k_e = block_size_at(bs, e)
+            tau_e = temperature_at(tt, e) if mh else math.nan
+            n_prop = torch.zeros(B, dtype=torch.long)
+            n_acc, n_nov = n_prop.clone(), n_prop.clone()
+            while True:
+                state, info = self.kernel.step(state, generator)
+                n_prop += info.active
+                n_acc += info.accepted
+                n_nov += info.novel
+                if info.end_of_epoch:
+                    break
+            e_local, e_raw = self.energies(state)
+            ident = None if self.ref is None else reference_identity(state.ids, self.ref, state.free).tolist()
+            log_prob = getattr(state, "log_prob", None)
+            rounds, calls = getattr(state, "rounds", None), getattr(state, "calls", None)
+            kept = e >= spec.burn_in and (e - spec.burn_in + 1) % spec.thin == 0
+            rec = EpochRecord(e, kept, tau_e, k_e, n_prop.tolist(), n_acc.tolist(), n_nov.tolist(), e_local.tolist(),
+                              e_raw.tolist(), ident, state.ids.tolist(), self.rows_before + state.forward_rows,
+                              time.perf_counter() - t0, generator_state_hex(generator),
+                              None if log_prob is None else log_prob.tolist(),
+                              None if rounds is None else rounds.tolist(), None if calls is None else calls.tolist())
+            self.state = state
+            self.records.append(rec)
+            if self.run_log is not None:
+                self.run_log.append(rec)
+            yield rec
 
 
 def _reference(reference, ids: torch.Tensor) -> torch.Tensor | None:
@@ -239,68 +236,6 @@ def _reference(reference, ids: torch.Tensor) -> torch.Tensor | None:
     if ref.shape not in (ids.shape, ids.shape[1:]):
         raise MLMProbError(f"reference must have shape [L] or [B, L] = {tuple(ids.shape)}, got {tuple(ref.shape)}")
     return ref
-
-
-@dataclass(frozen=True)
-class _Run:
-    """The fixed parts of one ``sample`` run that the epoch loop needs."""
-
-    kernel: object
-    mlm: MaskedLM
-    method: str
-    energy: str
-    bs: object
-    tt: object
-    burn_in: int
-    thin: int
-    ref: torch.Tensor | None
-    run_log: RunLog | None
-    rows_before: int
-
-
-def _run_epochs(run: _Run, state, records: list[EpochRecord], total: int, generator: torch.Generator,
-                progress: bool) -> None:
-    """Step the kernel epoch by epoch up to ``total`` epochs, appending (and writing) one record each."""
-    bar = None
-    if progress:
-        from tqdm import tqdm
-        bar = tqdm(total=total, initial=min(len(records), total), desc=f"{run.method} sampling", unit="epoch")
-    B = state.ids.shape[0]
-    while state.epoch < total:
-        e, t0 = state.epoch, time.perf_counter()
-        k_e = block_size_at(run.bs, e)
-        tau_e = temperature_at(run.tt, e) if run.method == "mh" else math.nan
-        n_prop = torch.zeros(B, dtype=torch.long)
-        n_acc, n_nov = n_prop.clone(), n_prop.clone()
-        while True:
-            state, info = run.kernel.step(state, generator)
-            n_prop += info.active
-            n_acc += info.accepted
-            n_nov += info.novel
-            if info.end_of_epoch:
-                break
-        if run.method == "mh":
-            e_local, e_raw = state.e_local, state.e_raw
-        else:
-            logits, _ = site_logits(run.mlm, state.ids, state.scored)
-            e_local, e_raw = energies_from_logits(logits, state.ids, state.scored)
-        ident = None if run.ref is None else reference_identity(state.ids, run.ref, state.free).tolist()
-        log_prob = getattr(state, "log_prob", None)
-        rounds, calls = getattr(state, "rounds", None), getattr(state, "calls", None)
-        rec = EpochRecord(e, e >= run.burn_in and (e - run.burn_in + 1) % run.thin == 0, tau_e, k_e,
-                          n_prop.tolist(), n_acc.tolist(), n_nov.tolist(), e_local.tolist(), e_raw.tolist(), ident,
-                          state.ids.tolist(), run.rows_before + state.forward_rows, time.perf_counter() - t0,
-                          generator_state_hex(generator), None if log_prob is None else log_prob.tolist(),
-                          None if rounds is None else rounds.tolist(), None if calls is None else calls.tolist())
-        records.append(rec)
-        if run.run_log is not None:
-            run.run_log.append(rec)
-        if bar is not None:
-            bar.update(1)
-            bar.set_postfix(acc=f"{sum(rec.accepted) / max(sum(rec.proposals), 1):.3f}",
-                            E=f"{sum(rec.e_local if run.energy == 'local' else rec.e_raw) / B:.2f}")
-    if bar is not None:
-        bar.close()
 
 
 def result_from_records(records: list[EpochRecord], free: torch.Tensor, burn_in: int, method: str,

@@ -2,8 +2,9 @@
 on a tiny model, by propagating the distribution over partial states step by step.
 
 ``exact_output_distribution(decoder, logprobs, V, L)`` follows one chain: a partial state is a row of symbols
-``0..V-1`` with ``V`` for a masked position. At every step it asks ``logprobs`` for the proposal log-probabilities
-of the states it holds, enumerates the candidate draws of each state (every combination of values at the
+``0..V-1`` with ``V`` for a masked position. At every step it asks ``logprobs`` for the model's conditionals at
+the states it holds, turns them into the decoder's proposal (``proposals.proposal_log_probs``: temperature,
+nucleus; and the rows its scores read, ``decoders.score_config``) as the kernels do, enumerates the candidate draws of each state (every combination of values at the
 positions the step draws, with their probabilities), asks the decoders' own selection rules
 (``sampling.decoders``: ``scores``, ``select_top``, ``select_adaptive``, ``dependence_matrix``,
 ``unmask_plan``) which positions are revealed, and moves the weight to the resulting states. With a score of
@@ -11,10 +12,10 @@ the state alone (``"margin"``, ``"entropy"``) the selection does not look at the
 positions' values are enumerated (the discarded candidates sum out). Remasking steps enumerate the masked
 subset (each free position with probability ``remask``) and the redraws.
 
-``logprobs(partial [N, L]) -> [N, L, V]`` (float64 log-probabilities; only the masked positions are used) is
-the model seen through the decoder's proposal; :func:`model_logprobs` builds it from a masked LM through the
-forward primitive and ``proposals.proposal_log_probs`` (with ``wrap`` and ``offset`` for a model whose ids are
-not the symbols, as in ``experiments.ground_truth_chain_eval``). Costs grow as ``(V + 1)^L`` states times
+``logprobs(partial [N, L]) -> [N, L, V]`` (float64 log-probabilities, normalised over the ``V`` symbols; only
+the masked positions are used) is the model's conditionals at temperature 1: a table of a trained model's
+conditionals, or :func:`model_logprobs` of a masked LM, read through the forward primitive (with ``wrap`` and
+``offset`` for a model whose ids are not the symbols, as in ``experiments.ground_truth_chain_eval``). Costs grow as ``(V + 1)^L`` states times
 ``V^L`` draws: seconds for ``V = 5``, ``L = 6`` (measured on a CPU core).
 """
 
@@ -30,8 +31,8 @@ import torch
 from ..batching import read_logits
 from ..models.alphabet import allowed_ids
 from .adaptive import Adaptive, pair_choice
-from .decoders import dependence_matrix, scores, select_adaptive, select_top
-from .proposals import ProposalConfig, proposal_log_probs
+from .decoders import dependence_matrix, score_config, scores, select_adaptive, select_top
+from .proposals import proposal_log_probs
 
 LogProbs = Callable[[torch.Tensor], torch.Tensor]
 
@@ -48,12 +49,12 @@ class ExactLaw:
     steps: float
 
 
-def model_logprobs(mlm, proposal: ProposalConfig = ProposalConfig(), *, wrap=None, offset: int = 0,
-                   V: int | None = None) -> LogProbs:
-    """``logprobs`` of a masked LM: symbol ``v`` is model id ``v + offset``, ``V`` (default: the model's vocabulary
-    size minus ``offset``) the mask; ``wrap`` turns symbol rows (as ids) into model rows with the ``L`` symbols in
-    the middle (as ``experiments.ground_truth_chain_eval``). The proposal rows are renormalised over the ``V``
-    symbols. Results are cached per partial state.
+def model_logprobs(mlm, *, wrap=None, offset: int = 0, V: int | None = None) -> LogProbs:
+    """``logprobs`` of a masked LM (its conditionals over its alphabet at temperature 1), with the conventions of ``experiments.ground_truth_chain_eval``: symbol ``v``
+    is model id ``v + offset``; ``wrap`` (e.g. ``training.data.wrap_symbols``) turns symbol rows into model rows
+    (adding the offset itself) with the ``L`` symbols in the middle; ``V`` (default: the model's vocabulary size
+    minus ``offset``) is the mask symbol. The rows are renormalised over the ``V`` symbols. Results are cached
+    per partial state.
 
     >>> from mlmprob import ExactMLM
     >>> m = ExactMLM(torch.log(torch.tensor([[0.1, 0.2], [0.3, 0.4]])))
@@ -68,14 +69,17 @@ def model_logprobs(mlm, proposal: ProposalConfig = ProposalConfig(), *, wrap=Non
         todo = sorted({tuple(r) for r in partial.tolist()} - cache.keys())
         if todo:
             sym = torch.tensor(todo, dtype=torch.long)
-            ids = torch.where(sym == V, torch.full_like(sym, mlm.mask_id), sym + offset)
-            ids = ids if wrap is None else wrap(ids)
-            L = sym.shape[1]
+            masked = sym == V
+            base = sym.masked_fill(masked, 0)
+            ids = base + offset if wrap is None else wrap(base)
+            N, L = sym.shape
             shift = (ids.shape[1] - L) // 2
-            rr = torch.arange(len(todo)).repeat_interleave(L)
-            cc = torch.arange(L).repeat(len(todo)) + shift
-            lq = proposal_log_probs(read_logits(mlm, ids, rr, cc).float(), allowed, proposal)[:, offset:offset + V]
-            lq = (lq - torch.logsumexp(lq, -1, keepdim=True)).view(len(todo), L, V)
+            window = ids[:, shift:shift + L]
+            window[masked] = mlm.mask_id
+            rr = torch.arange(N).repeat_interleave(L)
+            cc = torch.arange(L).repeat(N) + shift
+            lq = proposal_log_probs(read_logits(mlm, ids, rr, cc).float(), allowed)[:, offset:offset + V]
+            lq = (lq - torch.logsumexp(lq, -1, keepdim=True)).view(N, L, V)
             cache.update(zip(todo, lq))
         return torch.stack([cache[tuple(r)] for r in partial.tolist()])
 
@@ -93,7 +97,7 @@ def _fills(state: tuple, positions: list[int], lq: torch.Tensor):
         yield tuple(s), w
 
 
-def _draw_step(state, lq, eligible: list[int], reveal_of, score: str, V: int):
+def _draw_step(state, lq, slq, eligible: list[int], reveal_of, score: str, V: int):
     """The weight of each next state after one step that draws at ``eligible`` and reveals ``reveal_of(score
     [C, L], cand [C, L], eligible [C, L]) -> bool [C, L]``."""
     L = len(state)
@@ -102,7 +106,7 @@ def _draw_step(state, lq, eligible: list[int], reveal_of, score: str, V: int):
     el[0, eligible] = True
     if score != "confidence":           # the selection does not look at the draws
         sc = torch.zeros(1, L, dtype=torch.float64)
-        sc[0, eligible] = scores(lq[eligible], torch.zeros(len(eligible), dtype=torch.long), score)
+        sc[0, eligible] = scores(slq[eligible], torch.zeros(len(eligible), dtype=torch.long), score)
         reveal = reveal_of(sc, None, el)[0].nonzero(as_tuple=True)[0].tolist()
         for s, w in _fills(state, reveal, lq):
             out[s] += w
@@ -110,7 +114,7 @@ def _draw_step(state, lq, eligible: list[int], reveal_of, score: str, V: int):
     combos = list(_fills(state, eligible, lq))
     cand = torch.tensor([s for s, _ in combos], dtype=torch.long)
     sc = torch.zeros(len(combos), L, dtype=torch.float64)
-    flat = lq[eligible].repeat(len(combos), 1)
+    flat = slq[eligible].repeat(len(combos), 1)
     sc[:, eligible] = scores(flat, cand[:, eligible].reshape(-1), score).view(len(combos), -1)
     reveal = reveal_of(sc, cand, el.expand(len(combos), L))
     for (s, w), r in zip(combos, reveal):
@@ -124,12 +128,12 @@ def _unmasking(decoder, logprobs, V, start, free, out_steps):
     for s in range(windows.shape[0]):
         c = int(counts[s, 0])
         states = list(dist)
-        lqs = logprobs(torch.tensor(states))
+        lqs, slqs = logprobs(torch.tensor(states))
         new = defaultdict(float)
-        for st, lq in zip(states, lqs):
+        for st, lq, slq in zip(states, lqs, slqs):
             eligible = [p for p in range(len(st)) if windows[s, 0, p] and st[p] == V]
-            step = _draw_step(st, lq, eligible, lambda sc, cand, el: select_top(sc, el, torch.full((len(sc),), c)),
-                              decoder.score, V)
+            step = _draw_step(st, lq, slq, eligible,
+                              lambda sc, cand, el: select_top(sc, el, torch.full((len(sc),), c)), decoder.score, V)
             for ns, w in step.items():
                 new[ns] += dist[st] * w
         dist, calls, rows = new, calls + 1, rows + 1
@@ -147,7 +151,7 @@ def _unmasking(decoder, logprobs, V, start, free, out_steps):
                         continue
                     calls, rows = calls + pw, rows + pw
                     masked = tuple(V if p in subset else v for p, v in enumerate(st))
-                    for ns, q in _fills(masked, list(subset), logprobs(torch.tensor([masked]))[0]):
+                    for ns, q in _fills(masked, list(subset), logprobs(torch.tensor([masked]))[0][0]):
                         new[ns] += pw * q
         dist = new
     out_steps.append(windows.shape[0] + decoder.remask_steps)
@@ -164,7 +168,7 @@ def _adaptive(decoder, logprobs, V, start, free, out_steps):
             if not M:
                 done[st] = done.get(st, 0.0) + w
                 continue
-            lq = logprobs(torch.tensor([st]))[0]
+            lq, slq = (x[0] for x in logprobs(torch.tensor([st])))
             D, n_pair = _pair_dependence(decoder, logprobs, st, M, lq, V)
             calls += w * (1 + (decoder.pair_top_k is not None and len(M) >= 2))
             rows, steps = rows + w * (1 + n_pair), steps + w
@@ -172,7 +176,7 @@ def _adaptive(decoder, logprobs, V, start, free, out_steps):
             def reveal_of(sc, cand, el):
                 return select_adaptive(sc, el, D.expand(len(sc), -1, -1), decoder.threshold, decoder.max_tokens)
 
-            for ns, q in _draw_step(st, lq, M, reveal_of, decoder.score, V).items():
+            for ns, q in _draw_step(st, lq, slq, M, reveal_of, decoder.score, V).items():
                 new[ns] += w * q
         dist = new
     out_steps.append(steps)
@@ -189,7 +193,7 @@ def _pair_dependence(decoder, logprobs, st, M, lq, V):
         chosen = torch.ones_like(chosen)
     b, i, j, wt, given, base = [], [], [], [], [], []
     rows = [(jk, jp, v) for jk, jp in enumerate(M) for v in range(V) if chosen[jk, v]]
-    lqs = logprobs(torch.tensor([tuple(v if p == jp else x for p, x in enumerate(st)) for _, jp, v in rows]))
+    lqs = logprobs(torch.tensor([tuple(v if p == jp else x for p, x in enumerate(st)) for _, jp, v in rows]))[0]
     for (jk, jp, v), lr in zip(rows, lqs):
         for ip in M:
             if ip != jp:
@@ -199,6 +203,19 @@ def _pair_dependence(decoder, logprobs, st, M, lq, V):
     D = dependence_matrix(1, L, t(b), t(i), t(j), torch.tensor(wt, dtype=torch.float64),
                           torch.stack(given), torch.stack(base))
     return D, len(rows)
+
+
+def _through(logprobs: LogProbs, proposal):
+    """``states -> (proposal rows, score rows)``, each ``[N, L, V]``, from the model's conditionals."""
+
+    def both(states):
+        base = logprobs(states)
+        flat = base.reshape(-1, base.shape[-1])
+        q = proposal_log_probs(flat, None, proposal).view(base.shape)
+        s = q if proposal.temperature > 0 else proposal_log_probs(flat, None, score_config(proposal)).view(base.shape)
+        return q, s
+
+    return both
 
 
 def exact_output_distribution(decoder, logprobs: LogProbs, V: int, L: int, *, ids=None, free=None) -> ExactLaw:
@@ -218,7 +235,7 @@ def exact_output_distribution(decoder, logprobs: LogProbs, V: int, L: int, *, id
     start = tuple(V if f else int(x) for f, x in zip(free.tolist(), ids.tolist()))
     run = _adaptive if isinstance(decoder, Adaptive) else _unmasking
     steps: list = []
-    dist, calls, rows = run(decoder, logprobs, V, start, free, steps)
+    dist, calls, rows = run(decoder, _through(logprobs, decoder.proposal), V, start, free, steps)
     probs = torch.zeros(V ** L, dtype=torch.float64)
     for st, w in dist.items():
         probs[sum(v * V ** (L - 1 - t) for t, v in enumerate(st))] += w

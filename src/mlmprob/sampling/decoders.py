@@ -10,6 +10,8 @@ enumerates, and both ask these functions what to reveal, so the enumerated law i
   ``log q_i(y_i)`` (MaskGIT, LLaDA's low-confidence remasking), ``"margin"`` top-1 minus top-2 probability
   of ``q_i`` and ``"entropy"`` ``-H(q_i)`` (Dream). Confidence depends on the draw; margin and entropy on
   the state only (which matters: see ``sampling.unmasking``).
+  The scores read the proposal distribution, except for a greedy proposal (temperature 0), where they read
+  the temperature-1 one (its nucleus kept; Dream's rule): a one-hot row would tie every score.
 - **Ties** between equal scores go to the lowest position (a stable sort of the scores).
 - **Schedules**: ``n`` masked positions revealed in ``S' = min(S, n)`` steps, every step at least one:
   ``"linear"`` ``floor((t+1) n / S') - floor(t n / S')`` at step ``t`` (the counts differ by at most one);
@@ -25,6 +27,7 @@ from functools import lru_cache
 import torch
 
 from ..errors import MLMProbError
+from .proposals import ProposalConfig
 
 SCORES = ("confidence", "margin", "entropy")
 SCHEDULES = ("linear", "cosine")
@@ -51,6 +54,15 @@ def scores(logq: torch.Tensor, cand: torch.Tensor, kind: str) -> torch.Tensor:
     if kind == "entropy":
         return torch.where(p > 0, p * lq, torch.zeros_like(p)).sum(1)
     raise MLMProbError(f"score must be one of {SCORES}, got {kind!r}")
+
+
+def score_config(proposal: ProposalConfig) -> ProposalConfig:
+    """The distribution the scores read: the proposal, or at temperature 0 the temperature-1 one (nucleus kept).
+
+    >>> score_config(ProposalConfig(0.0, 0.9)), score_config(ProposalConfig(0.5))
+    (ProposalConfig(temperature=1.0, top_p=0.9), ProposalConfig(temperature=0.5, top_p=1.0))
+    """
+    return proposal if proposal.temperature > 0 else ProposalConfig(1.0, proposal.top_p)
 
 
 @lru_cache(maxsize=4096)

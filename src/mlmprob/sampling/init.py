@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import torch
 
-from ..energy import Positions, resolve_positions
-from ..errors import MLMProbError, PositionsError
-from ..models.protocol import MaskedLM, default_positions, lengths_of
+from ..errors import MLMProbError
+from ..models.protocol import MaskedLM
+from ..positions import TOKENS_AND_MASKS, Positions, resolve
 from .forward import block_logits
 from .proposals import ProposalConfig, allowed_ids, proposal_log_probs
 
@@ -23,27 +23,15 @@ INITS = ("given", "greedy", "random")
 
 def resolve_free(mlm: MaskedLM, ids: torch.Tensor, positions: Positions = None) -> torch.Tensor:
     """Bool ``[B, L]`` of free positions: ``positions`` (indices shared by the batch, or a bool mask),
-    else every non-special position, mask tokens included.
+    else every non-special position, mask tokens included: :func:`mlmprob.positions.resolve` under the rule
+    :data:`~mlmprob.positions.TOKENS_AND_MASKS` (a :class:`~mlmprob.positions.Resolved` mask is taken as it is).
 
     >>> from mlmprob import ExactMLM
     >>> m = ExactMLM(torch.zeros(2, 2, 2))
     >>> resolve_free(m, torch.tensor([[0, 2, 1]]), [1, 2]).tolist()
     [[False, True, True]]
     """
-    is_mask = ids == mlm.mask_id
-    inside = torch.arange(ids.shape[1])[None, :] < lengths_of(mlm, ids)[:, None]
-    filler = ids.masked_fill(is_mask, int(allowed_ids(mlm).nonzero()[0]))
-    if positions is None:
-        free = (default_positions(mlm, filler) & inside) | (is_mask & inside)
-        if not free.any(-1).all():
-            raise PositionsError(f"sequence {int((~free.any(-1)).nonzero()[0])} has no free position to sample")
-        return free
-    free = resolve_positions(mlm, filler, positions)
-    stray = is_mask & inside & ~free
-    if stray.any():
-        b, t = stray.nonzero()[0].tolist()
-        raise PositionsError(f"position {t} of sequence {b} holds the mask token but is not among the free positions")
-    return free
+    return resolve(mlm, ids, positions, TOKENS_AND_MASKS)
 
 
 def initialize(mlm: MaskedLM, ids: torch.Tensor, free: torch.Tensor, init: str = "given",

@@ -147,3 +147,39 @@ class RunLog:
 
     def close(self) -> None:
         self.log.close()
+
+
+@dataclass(frozen=True)
+class RunFile:
+    """Where a sampling run is written as it goes (``path``) and what else it records and a resumed run must
+    match, which the sampler cannot see (``computed_with``: the seed that made the generator, the dtype; see
+    :mod:`mlmprob.runtime.provenance`). :func:`~mlmprob.sampling.sample` opens it as a :class:`RunLog` once it
+    knows the run's configuration, initial ids and free positions."""
+
+    path: str | Path
+    computed_with: dict | None = None
+
+    def open(self, config: dict, init_ids: torch.Tensor, free: torch.Tensor) -> RunLog:
+        return RunLog(self.path, config, init_ids, free, self.computed_with)
+
+
+class EpochBar:
+    """A progress bar for :func:`~mlmprob.sampling.sample`'s ``on_epoch``: one tick per epoch (a resumed run
+    starts at its first new epoch), showing the acceptance rate and the mean target energy of the last epoch.
+    Close it when the run ends."""
+
+    def __init__(self, desc: str, energy: str = "local"):
+        self.desc, self.energy, self.bar = desc, energy, None
+
+    def __call__(self, rec: EpochRecord, total: int) -> None:
+        if self.bar is None:
+            from tqdm import tqdm
+            self.bar = tqdm(total=total, initial=rec.epoch, desc=self.desc, unit="epoch")
+        self.bar.update(1)
+        energies = rec.e_local if self.energy == "local" else rec.e_raw
+        self.bar.set_postfix(acc=f"{sum(rec.accepted) / max(sum(rec.proposals), 1):.3f}",
+                             E=f"{sum(energies) / max(len(energies), 1):.2f}")
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()

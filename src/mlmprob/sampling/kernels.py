@@ -27,7 +27,8 @@ import torch
 
 from ..energy import energies_from_logits
 from ..errors import MLMProbError
-from ..models.protocol import MaskedLM, default_positions
+from ..models.protocol import MaskedLM
+from ..positions import TOKENS, default_mask
 from .forward import block_logits, site_logits
 from .proposals import ProposalConfig, allowed_ids, proposal_log_probs, sample_from
 from .schedules import ScheduleLike, as_schedule, block_size_at, temperature_at
@@ -107,8 +108,15 @@ def sweep_plan(free: torch.Tensor, block_size: int, order: str, generator: torch
 
 
 def resolve_scored(mlm: MaskedLM, ids: torch.Tensor, free: torch.Tensor, score_all: bool) -> torch.Tensor:
-    """Positions the energy sums over: the free ones, or (``score_all``) every non-special position."""
-    return (default_positions(mlm, ids) | free) if score_all else free.clone()
+    """Positions the energy sums over: the free ones, or (``score_all``) every non-special position too
+    (the rule :data:`mlmprob.positions.TOKENS`)."""
+    return (default_mask(mlm, ids, TOKENS) | free) if score_all else free.clone()
+
+
+def free_or_default(mlm: MaskedLM, ids: torch.Tensor, free: torch.Tensor | None) -> torch.Tensor:
+    """A kernel's free positions: ``free`` as given (already resolved by the caller), else the rule
+    :data:`mlmprob.positions.TOKENS` (every non-special token; a kernel used alone leaves masks clamped)."""
+    return default_mask(mlm, ids, TOKENS) if free is None else free
 
 
 class _Sweeper:
@@ -187,7 +195,7 @@ class MetropolisHastings(_Sweeper):
     def init(self, ids: torch.Tensor, free: torch.Tensor | None = None, epoch: int = 0) -> ChainState:
         """Initial state; computes the single-site conditionals of ``ids`` (one copy per scored
         position), the only time the current state's energy is computed."""
-        free = default_positions(self.mlm, ids) if free is None else free
+        free = free_or_default(self.mlm, ids, free)
         scored = resolve_scored(self.mlm, ids, free, self.score_all)
         logits, n = site_logits(self.mlm, ids, scored)
         e_local, e_raw = energies_from_logits(logits, ids, scored)
@@ -270,7 +278,7 @@ class DegenerateGibbs(_Sweeper):
         object.__setattr__(self, "_allowed", allowed_ids(self.mlm))
 
     def init(self, ids: torch.Tensor, free: torch.Tensor | None = None, epoch: int = 0) -> ChainState:
-        free = default_positions(self.mlm, ids) if free is None else free
+        free = free_or_default(self.mlm, ids, free)
         return ChainState(ids, free, resolve_scored(self.mlm, ids, free, self.score_all), epoch=epoch)
 
     def step(self, state: ChainState, generator: torch.Generator) -> tuple[ChainState, StepInfo]:

@@ -13,9 +13,8 @@ from dataclasses import dataclass
 import torch
 
 from ..energy import energies_from_logits
-from ..models.protocol import default_positions
 from .forward import block_logits, site_logits
-from .kernels import ChainState, MetropolisHastings, StepInfo, _propose, resolve_scored
+from .kernels import ChainState, MetropolisHastings, StepInfo, _propose, free_or_default, resolve_scored
 from .schedules import temperature_at
 
 
@@ -36,7 +35,7 @@ class LiteralMH(MetropolisHastings):
     """
 
     def init(self, ids: torch.Tensor, free: torch.Tensor | None = None, epoch: int = 0) -> ChainState:
-        free = default_positions(self.mlm, ids) if free is None else free
+        free = free_or_default(self.mlm, ids, free)
         return ChainState(ids, free, resolve_scored(self.mlm, ids, free, self.score_all), epoch=epoch)
 
     def _energy(self, ids, scored):

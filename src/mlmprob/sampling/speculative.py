@@ -68,8 +68,8 @@ import torch
 from ..batching import MaskedCopies, forward_all, read_logits
 from ..errors import MLMProbError
 from ..likelihood.orders import ORDER_KINDS, OrderSpec, plan_orders
-from ..models.protocol import MaskedLM, default_positions
-from .kernels import StepInfo, resolve_scored
+from ..models.protocol import MaskedLM
+from .kernels import StepInfo, free_or_default, resolve_scored
 from .proposals import ProposalConfig, allowed_ids, proposal_log_probs, sample_from
 
 DEFAULT_DRAFT_K = 4
@@ -157,7 +157,7 @@ class Speculative:
         object.__setattr__(self, "_allowed", allowed_ids(self.mlm))
 
     def init(self, ids: torch.Tensor, free: torch.Tensor | None = None, epoch: int = 0) -> SpeculativeState:
-        free = default_positions(self.mlm, ids) if free is None else free
+        free = free_or_default(self.mlm, ids, free)
         return SpeculativeState(ids, free, resolve_scored(self.mlm, ids, free, self.score_all), epoch=epoch)
 
     def _start(self, state: SpeculativeState, generator: torch.Generator) -> SpeculativeState:

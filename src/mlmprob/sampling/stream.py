@@ -11,22 +11,19 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import NamedTuple, Sequence, Union
+from typing import NamedTuple, Sequence
 
 import torch
 
 from ..defaults import DTYPE
 from ..errors import MLMProbError
 from ..numbering import check_scheme, parse_cdr
+from ..positions import WORDS_AND_MASKS, Resolved, resolve, word_mask
 from ..runtime.inputs import Record
 from ..runtime.seeds import derive_seed
-from .api import METHODS, SampleResult, sample
+from .api import SampleResult, sample
 from .cdr import cdr_mask
-from .proposals import ProposalConfig
-from .schedules import LinearAnneal, LinearBlockSize
-from .speculative import DEFAULT_DRAFT_K
-
-BlockSpec = Union[int, tuple]   # K, or ("linear", START, END[, EPOCHS]) as ``mlmprob sample --block-size`` parses it
+from .spec import DECODERS, BlockLike, SamplerSpec, block_text
 
 
 def record_seed(seed: int, record_id: str) -> int:
@@ -42,34 +39,23 @@ def free_positions(mlm, enc, row: int, name: str, seq: str, positions: Sequence[
                    cdr: str | None = None, numbering: str = "imgt") -> torch.Tensor:
     """Bool ``[L]``: the tokens of sequence ``row`` of the encoding ``enc`` (of ``seq``) that are sampled:
     a CDR (``cdr``: ``"H1"`` ... ``"L3"``, numbered by anarcism under ``numbering``, see
-    :func:`~mlmprob.sampling.cdr.cdr_mask`), the tokens of the 0-based residue/word indices
-    ``positions``, else every residue/word and every mask token before the padding (a tokenizer may count
-    its mask token as special, outside the words). Errors name the sequence (``name``)."""
-    word_ids = enc.word_ids[row]
-    if cdr:
-        try:
-            return cdr_mask(seq, word_ids, cdr, numbering)
-        except MLMProbError as e:
-            raise MLMProbError(f"{name}: {e}") from None
-    if positions:
-        n_words = int(word_ids.max()) + 1
-        bad = [w for w in positions if not 0 <= w < n_words]
-        if bad:
-            raise MLMProbError(f"{name}: position {bad[0]} is outside its {n_words} residues/words")
-        return torch.isin(word_ids, torch.tensor(list(positions)))
-    inside = torch.arange(len(word_ids)) < int(enc.lengths[row])
-    return (word_ids >= 0) | ((enc.input_ids[row] == mlm.mask_id) & inside)
+    :func:`~mlmprob.sampling.cdr.cdr_mask`), the tokens of the 1-based residue/word numbers ``positions``
+    (as ``--positions`` and the app take them), else every residue/word and every mask token before the
+    padding (a tokenizer may count its mask token as special, outside the words). Resolved here, once,
+    under :data:`mlmprob.positions.WORDS_AND_MASKS`: pass it down as a :class:`~mlmprob.positions.Resolved`.
+    Errors name the sequence (``name``)."""
+    try:
+        sel = None
+        if cdr:
+            sel = cdr_mask(seq, enc.word_ids[row], cdr, numbering)[None]
+        elif positions:
+            sel = word_mask(enc.word_ids[row], positions)[None]
+        return resolve(mlm, enc.input_ids[row:row + 1], sel, WORDS_AND_MASKS, word_ids=enc.word_ids[row:row + 1])[0]
+    except MLMProbError as e:
+        raise MLMProbError(f"{name}: {e}") from None
 
 
-def block_schedule(block_size: BlockSpec, total_epochs: int):
-    """The sampler's block size: ``K``, or a ``LinearBlockSize`` over ``EPOCHS`` (default: every epoch)."""
-    if isinstance(block_size, tuple):
-        _, start, end, *n = block_size
-        return LinearBlockSize(start, end, n[0] if n else total_epochs)
-    return block_size
-
-
-def check_block_size(block_size: BlockSpec, n_free: int, name: str) -> None:
+def check_block_size(block_size: BlockLike, n_free: int, name: str) -> None:
     """Refuse a block size (a schedule's largest) larger than the ``n_free`` free positions of record ``name``.
 
     >>> check_block_size(("linear", 4, 1), 4, "x")
@@ -78,21 +64,12 @@ def check_block_size(block_size: BlockSpec, n_free: int, name: str) -> None:
     ...
     mlmprob.errors.MLMProbError: x: --block-size 99 is larger than its 30 free positions; use at most 30
     """
+    if callable(block_size):
+        return
     k = max(block_size[1:3]) if isinstance(block_size, tuple) else block_size
     if k > n_free:
         raise MLMProbError(f"{name}: --block-size {block_text(block_size)} is larger than its {n_free} free "
                            f"positions; use at most {n_free}")
-
-
-def block_text(block_size: BlockSpec) -> str:
-    """``block_size`` as ``--block-size`` writes it.
-
-    >>> block_text(2), block_text(("linear", 4, 1)), block_text(("linear", 4, 1, 3))
-    ('2', '4:1', '4:1:3')
-    """
-    if isinstance(block_size, tuple):
-        return ":".join(str(x) for x in block_size[1:])
-    return str(block_size)
 
 
 def chain_rates(result: SampleResult) -> tuple[list[float], list[float]]:
@@ -122,80 +99,33 @@ class SampleState(NamedTuple):
 
 @dataclass(frozen=True)
 class SampleJob:
-    """Everything a worker needs to sample the chains of chunks of records (picklable)."""
+    """Everything a worker needs to sample the chains of chunks of records (picklable): the model, the sampler's
+    settings (``spec``, a :class:`~mlmprob.sampling.spec.SamplerSpec`), the chains per record, the seed and
+    which positions are free (``positions``: 1-based residue/word numbers, or a CDR)."""
 
     model: str
     dtype: str | None = DTYPE  # mlmprob.defaults: the CLI's and load_mlm's default
     allow_pickle: bool = False
     batch_tokens: int | None = None
+    spec: SamplerSpec = SamplerSpec(epochs=20, burn_in=5)
     chains: int = 4
     seed: int = 0
-    method: str = "mh"
-    energy: str = "local"
-    epochs: int = 20
-    burn_in: int = 5
-    thin: int = 1
-    block_size: BlockSpec = 1
-    proposal_temperature: float = 1.0
-    top_p: float = 1.0
-    target_temperature: float = 1.0
-    anneal: float = 0.0
-    temperature_floor: float = 0.05
-    order: str = "random"
-    init: str = "given"
-    score_all: bool = False
-    positions: tuple[int, ...] | None = None
+    positions: tuple[int, ...] | None = None   # 1-based residue/word numbers (--positions)
     cdr: str | None = None        # a CDR (H1 ... L3) to sample, numbered under `numbering`
     numbering: str = "imgt"
     skip_invalid: bool = False
-    tokens_per_step: int = 1
-    draft_k: int | None = None     # speculative only (None: DEFAULT_DRAFT_K)
 
     def __post_init__(self):
-        if self.method not in METHODS:
-            raise MLMProbError(f"--method must be one of {METHODS}, got {self.method!r}")
+        if not isinstance(self.spec, SamplerSpec):
+            raise MLMProbError(f"spec must be a SamplerSpec, got {type(self.spec).__name__}")
         if self.chains < 1:
             raise MLMProbError(f"--chains must be >= 1, got {self.chains}")
-        if self.tokens_per_step != 1 and self.method != "ancestral":
-            raise MLMProbError(f"--tokens-per-step is for --method ancestral, got {self.tokens_per_step} with "
-                               f"{self.method}")
-        if self.tokens_per_step < 1:
-            raise MLMProbError(f"--tokens-per-step must be >= 1, got {self.tokens_per_step}")
-        if self.draft_k is not None and self.method != "speculative":
-            raise MLMProbError(f"--draft-k is for --method speculative, got {self.draft_k} with {self.method}")
-        if self.draft_k is not None and self.draft_k < 1:
-            raise MLMProbError(f"--draft-k must be >= 1, got {self.draft_k}")
-        if self.epochs < 1:
-            raise MLMProbError(f"--epochs must be >= 1, got {self.epochs}")
-        if self.burn_in < 0:
-            raise MLMProbError(f"--burn-in must be >= 0, got {self.burn_in}")
-        if not 1 <= self.thin <= self.epochs:
-            raise MLMProbError(f"--thin must lie in 1..epochs ({self.epochs}), got {self.thin}")
-        if not (self.target_temperature > 0) or math.isinf(self.target_temperature):
-            raise MLMProbError(f"--target-temperature must be finite and > 0, got {self.target_temperature}")
-        ProposalConfig(self.proposal_temperature, self.top_p)   # raises on bad values
-        self.schedules()
         if self.cdr is not None:
             check_scheme(parse_cdr(self.cdr), self.numbering)
 
-    def schedules(self):
-        """``(block_size, target_temperature)`` as :func:`~mlmprob.sampling.sample` takes them."""
-        tt = self.target_temperature
-        if self.anneal > 0:
-            tt = LinearAnneal(self.target_temperature, self.anneal, self.temperature_floor)
-        return block_schedule(self.block_size, self.burn_in + self.epochs), tt
-
     def settings(self) -> dict:
         """The sampler's settings as plain JSON values (written into every row and the output's config)."""
-        return {"method": self.method, "energy": self.energy, "chains": self.chains, "epochs": self.epochs,
-                "burn_in": self.burn_in, "thin": self.thin, "block_size": block_text(self.block_size),
-                "proposal_temperature": self.proposal_temperature, "top_p": self.top_p,
-                "target_temperature": self.target_temperature, "anneal": self.anneal,
-                "temperature_floor": self.temperature_floor, "order": self.order, "init": self.init,
-                "score_all": self.score_all, "seed": self.seed,
-                # only ancestral runs store it: the MCMC settings (and their resumable outputs) stay as they were
-                **({"tokens_per_step": self.tokens_per_step} if self.method == "ancestral" else {}),
-                **({"draft_k": self.draft_k or DEFAULT_DRAFT_K} if self.method == "speculative" else {})}
+        return self.spec.settings(chains=self.chains, seed=self.seed)
 
     def load(self, device: str = "auto") -> SampleState:
         """``(model, batch_tokens)`` on ``device`` (called once per worker): the model's reader carries the budget."""
@@ -230,20 +160,15 @@ class SampleJob:
         except MLMProbError as e:
             raise MLMProbError(f"{rec.id}: {e}") from None
         free = free_positions(mlm, enc, 0, rec.id, rec.seq, self.positions, self.cdr, self.numbering)[None, :]
-        if self.method not in ("ancestral", "speculative"):
-            check_block_size(self.block_size, int(free.sum()), rec.id)
+        spec = self.spec
+        if not spec.independent_draws:
+            check_block_size(spec.block_size, int(free.sum()), rec.id)
         ids, free = enc.input_ids.repeat(self.chains, 1), free.repeat(self.chains, 1)
         # identity is measured against the input when it has no masks at the free positions
         reference = None if (ids[free] == mlm.mask_id).any() else ids.clone()
-        bs, tt = self.schedules()
         g = torch.Generator().manual_seed(record_seed(self.seed, rec.id))
         try:
-            return sample(mlm, ids, method=self.method, energy=self.energy, epochs=self.epochs,
-                          burn_in=self.burn_in, block_size=bs, proposal_temperature=self.proposal_temperature,
-                          top_p=self.top_p, target_temperature=tt, order=self.order, positions=free, generator=g,
-                          init=self.init, thin=self.thin, score_all=self.score_all, reference=reference,
-                          tokens_per_step=self.tokens_per_step,
-                          draft_k=self.draft_k if self.method == "speculative" else None)
+            return sample(mlm, ids, spec, positions=Resolved(free, WORDS_AND_MASKS), generator=g, reference=reference)
         except MLMProbError as e:
             raise MLMProbError(f"{rec.id}: {e}") from None
 
@@ -257,7 +182,7 @@ class SampleJob:
         ``accept_rate`` the drafts' acceptance rate, and :func:`cost_columns`. NaN becomes None when written."""
         r = self.sample_record(mlm, rec)
         accept, novel = chain_rates(r)
-        if r.method == "ancestral":
+        if r.method == "ancestral" or r.method in DECODERS:
             accept = novel = [None] * self.chains
         elif r.method == "speculative":
             accept, novel = draft_acceptance(r), [None] * self.chains
@@ -272,7 +197,7 @@ class SampleJob:
                          "identity": None if r.identity is None else float(r.identity[-1, c]),
                          "energy_trace": r.energy[:, c].tolist(), "n_free": int(r.free[c].sum()),
                          **({} if r.log_prob is None else {"log_prob": float(r.log_prob[-1, c])}),
-                         **(cost_columns(r, c) if r.method == "speculative" else {}),
+                         **(cost_columns(r, c) if r.method == "speculative" or r.method in DECODERS else {}),
                          **settings, "record_seed": rseed})
         return rows
 

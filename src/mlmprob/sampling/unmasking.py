@@ -16,7 +16,7 @@ probability ``remask`` and all masked ones are redrawn from one pass (a random-b
 MLM conditionals). A step that masks nothing makes no model call. The number of steps per draw is fixed
 (``S + remask_steps``), so the cost is known: at most that many sequential calls, one row each.
 
-**What it samples.** One position per step (``steps >= n``) with a score of the state alone (``"margin"``,
+**What it samples.** One position per step (``steps >= n`` without blocks) with a score of the state alone (``"margin"``,
 ``"entropy"``) is ancestral sampling along an *adaptive* order ``sigma(x)``: the next position is a function
 of the revealed tokens, so each output ``x`` has exactly one path and ``P(x) = p_{sigma(x)}(x)``, the chain
 rule of the conditionals along the order that ``x`` itself produces. For the conditionals of a joint ``p``
@@ -43,9 +43,12 @@ import torch
 from ..batching import read_logits
 from ..errors import MLMProbError
 from ..models.protocol import MaskedLM, default_positions
-from .decoders import SCHEDULES, SCORES, scores, select_top, unmask_plan
+from .decoders import SCHEDULES, SCORES, score_config, scores, select_top, unmask_plan
 from .kernels import StepInfo, resolve_scored
 from .proposals import ProposalConfig, allowed_ids, proposal_log_probs, sample_from
+
+
+DEFAULT_STEPS = 8
 
 
 @dataclass(frozen=True)
@@ -106,10 +109,16 @@ def start_epoch(mlm: MaskedLM, state: DecoderState, **plan) -> DecoderState:
 def draw_at(mlm: MaskedLM, ids: torch.Tensor, where: torch.Tensor, allowed, proposal: ProposalConfig,
             generator: torch.Generator):
     """One model call: each row of ``ids`` with a position in ``where`` read there. Returns ``(rows, cols,
-    logq [n, V] float64, candidates [n])``; the chains of one call are one record."""
+    logq [n, V] float64, candidates [n], the rows the scores read)``; the chains of one call are one record."""
     rows, cols = where.nonzero(as_tuple=True)
-    logq = proposal_log_probs(read_logits(mlm, ids, rows, cols).float(), allowed, proposal)
-    return rows, cols, logq, sample_from(logq, generator)
+    logits = read_logits(mlm, ids, rows, cols).float()
+    logq = proposal_log_probs(logits, allowed, proposal)
+    return rows, cols, logq, sample_from(logq, generator), score_rows(logits, logq, allowed, proposal)
+
+
+def score_rows(logits: torch.Tensor, logq: torch.Tensor, allowed, proposal: ProposalConfig) -> torch.Tensor:
+    """The rows the scores read (``decoders.score_config``): ``logq`` unless the proposal is greedy."""
+    return logq if proposal.temperature > 0 else proposal_log_probs(logits, allowed, score_config(proposal))
 
 
 def commit(state: DecoderState, reveal: torch.Tensor, rows, cols, logq, cand, active: torch.Tensor,
@@ -151,7 +160,7 @@ class Unmasking:
 
     mlm: MaskedLM
     score: str = "confidence"
-    steps: int = 8
+    steps: int = DEFAULT_STEPS
     schedule: str = "linear"
     block_length: int | None = None
     remask: float = 0.0
@@ -182,14 +191,15 @@ class Unmasking:
             count = state.counts[s]
             active = count > 0
             eligible &= active[:, None]
-            rows, cols, logq, cand = draw_at(self.mlm, state.ids, eligible, self._allowed, self.proposal, generator)
+            rows, cols, logq, cand, slq = draw_at(self.mlm, state.ids, eligible, self._allowed, self.proposal,
+                                                  generator)
             score = torch.zeros(state.ids.shape, dtype=torch.float64)
-            score[rows, cols] = scores(logq, cand, self.score)
+            score[rows, cols] = scores(slq, cand, self.score)
             reveal = select_top(score, eligible, count)
             return commit(state, reveal, rows, cols, logq, cand, active, end)
         # a remasking step: every free position masked again with probability `remask`, all redrawn
         u = torch.rand(state.ids.shape, generator=generator, dtype=torch.float64)
         again = state.free & (u < self.remask)
         ids = state.ids.masked_fill(again, self.mlm.mask_id)
-        rows, cols, logq, cand = draw_at(self.mlm, ids, again, self._allowed, self.proposal, generator)
+        rows, cols, logq, cand, _ = draw_at(self.mlm, ids, again, self._allowed, self.proposal, generator)
         return commit(dataclasses.replace(state, ids=ids), again, rows, cols, logq, cand, again.any(1), end)

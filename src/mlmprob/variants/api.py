@@ -47,7 +47,8 @@ from ..energy import token_scores
 from ..errors import MLMProbError
 from ..joints.conditionals import pair_conditionals
 from ..joints.constructions import ag_joint
-from ..models.protocol import MaskedLM, default_positions, foreign_ids, id_range, lengths_of, max_length_of, special_ids_of
+from ..models.protocol import MaskedLM, foreign_ids, id_range, lengths_of, max_length_of, special_ids_of
+from ..positions import TOKENS, default_mask
 from .chain import CHAIN_ORDERS, chain_scores, plan_chain
 from .rows import ForwardCache, RowTable
 
@@ -84,7 +85,7 @@ def check_wild_type(mlm: MaskedLM, wild_type) -> torch.Tensor:
 
 def check_variants(mlm: MaskedLM, wild_type: torch.Tensor, mutants) -> list[Variant]:
     """Each variant as ``((position, token), ...)`` sorted by position, validated against the wild type."""
-    free = default_positions(mlm, wild_type[None])[0].tolist()
+    free = default_mask(mlm, wild_type[None], TOKENS)[0].tolist()
     bad_tokens = special_ids_of(mlm) | {mlm.mask_id}
     out = []
     for n, v in enumerate(mutants):
@@ -166,7 +167,7 @@ def _ag_scores(mlm: MaskedLM, wt: torch.Tensor, variants: list[Variant]) -> torc
 def _pll_delta(mlm: MaskedLM, wt: torch.Tensor, variants: list[Variant], table: RowTable,
                mask: int) -> tuple[torch.Tensor, list[int]]:
     """``PLL(m)`` for every variant (re-scored in chunks) and the requests summing to ``PLL(w)``."""
-    positions = default_positions(mlm, wt[None])[0].nonzero()[:, 0].tolist()
+    positions = default_mask(mlm, wt[None], TOKENS)[0].nonzero()[:, 0].tolist()
     wt_terms = [table.request(((t, mask),), t, int(wt[t])) for t in positions]
     pll_m = torch.empty(len(variants), dtype=torch.float64)
     chunk = max(1, PLL_CHUNK_TOKENS // len(wt))

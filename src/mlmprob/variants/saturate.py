@@ -13,7 +13,8 @@ import torch
 
 from ..errors import MLMProbError
 from ..joints.conditionals import resolve_candidates
-from ..models.protocol import MaskedLM, default_positions, proposal_ids_of, special_ids_of
+from ..models.protocol import MaskedLM, proposal_ids_of, special_ids_of
+from ..positions import TOKENS, default_mask
 from .api import check_wild_type
 from .rows import RowTable
 from ..models.reader import reader_of
@@ -63,7 +64,7 @@ def saturate(mlm: MaskedLM, wild_type, positions: Sequence[int] | None = None, c
     (torch.Size([4, 3]), 5, [1, 2, 3, 4])
     """
     wt = check_wild_type(mlm, wild_type)
-    free = default_positions(mlm, wt[None])[0]
+    free = default_mask(mlm, wt[None], TOKENS)[0]
     if positions is None:
         pos = free.nonzero()[:, 0]
     else:
@@ -101,7 +102,9 @@ def saturate(mlm: MaskedLM, wild_type, positions: Sequence[int] | None = None, c
 
 def write_csv(sat: Saturation, path: str | Path) -> Path:
     """One row per single mutant (wild-type tokens left out): ``mutant, position, residue, wt, mt,
-    wt_marginals, masked_marginals``."""
+    wt_marginals, masked_marginals``. ``residue`` is the number of the mutant string (1-based, ``offset``);
+    ``position`` the token index (0-based, special tokens counted, as ``saturate(positions=)`` takes it:
+    the 1-based residue number for a model with one start token, such as ESM-2); see docs/positions.md."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     with path.open("w", newline="") as fh:

@@ -1,0 +1,239 @@
+"""Which token positions an algorithm touches, and what users type as token positions: the one positions rule.
+
+Two questions, answered here alone:
+
+- **Which positions does an algorithm touch by default?** A :class:`Rule` names the answer for a batch
+  ``[B, L]``: the positions holding a token that is neither special (CLS/BOS, SEP/EOS, UNK) nor padding,
+  or (``by_words``) the tokens with a word id; and, when ``include_masks``, the mask tokens inside each
+  row too (a sampler fills them; a scorer leaves them out: a scored position needs a token). Three rules
+  are used, each by name: :data:`TOKENS` (PLL/energy, likelihood, one-pass, variants, joints, the
+  kernels' own default), :data:`TOKENS_AND_MASKS` (``sample``, ``mask_predict``) and
+  :data:`WORDS_AND_MASKS` (a sample request from text: the CLI's and the app's). ``docs/positions.md``
+  has the table of every algorithm. :func:`resolve` turns ``positions`` (None, token indices shared by the
+  batch, a bool mask ``[B, L]``, or a :class:`Resolved` mask) into a checked bool mask, once: a
+  :class:`Resolved` mask is passed down and never resolved again.
+- **What do users type?** Residue (or word) numbers, 1-based, as in mutation strings (``A23G``), in the
+  CLI (``sample --positions``), the app and output files: :func:`parse_numbers` reads ``"3,5,10-12"``,
+  :func:`word_mask` / :func:`word_positions` turn numbers into the tokens of those words. The Python API's
+  ``positions`` arguments are token indices (0-based, special tokens counted), as tensors index.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Sequence, Union
+
+import torch
+
+from .errors import MLMProbError, PositionsError
+from .models.alphabet import allowed_ids
+from .models.protocol import MaskedLM, default_positions, lengths_of
+
+
+@dataclass(frozen=True)
+class Rule:
+    """A default rule: which positions of a row an algorithm touches when it is given none.
+
+    ``include_masks``: the mask tokens inside a row are touched (and may be given explicitly); otherwise
+    they are left out, and an explicit position holding one is refused. ``by_words``: the tokens with a
+    word id (``word_ids >= 0``, from the tokenizer's encoding) rather than the tokens with no special id.
+    ``task``: what the positions are for, in the message for a row with none."""
+
+    name: str
+    include_masks: bool
+    by_words: bool = False
+    task: str = "to score"
+
+
+TOKENS = Rule("tokens", include_masks=False)
+TOKENS_AND_MASKS = Rule("tokens and masks", include_masks=True, task="to sample")
+WORDS_AND_MASKS = Rule("words and masks", include_masks=True, by_words=True, task="to sample")
+RULES = (TOKENS, TOKENS_AND_MASKS, WORDS_AND_MASKS)
+
+
+@dataclass(frozen=True)
+class Resolved:
+    """A bool ``[B, L]`` mask that :func:`resolve` (or a caller that resolved it under ``rule``, such as
+    :func:`mlmprob.sampling.stream.free_positions`) has already checked: passed down as ``positions``, it
+    is taken as it is, so a request resolves its positions once."""
+
+    mask: torch.Tensor
+    rule: Rule
+
+
+Positions = Union[Sequence[int], torch.Tensor, Resolved, None]
+
+
+def default_mask(mlm: MaskedLM, input_ids: torch.Tensor, rule: Rule, word_ids: torch.Tensor | None = None
+                 ) -> torch.Tensor:
+    """Bool ``[B, L]``: the positions ``rule`` touches by default.
+
+    >>> from mlmprob import ExactMLM
+    >>> m = ExactMLM(torch.zeros(2, 2, 2))                       # ids 0, 1; mask id 2
+    >>> ids = torch.tensor([[0, 2, 1]])
+    >>> default_mask(m, ids, TOKENS).tolist(), default_mask(m, ids, TOKENS_AND_MASKS).tolist()
+    ([[True, False, True]], [[True, True, True]])
+    >>> default_mask(m, ids, WORDS_AND_MASKS, word_ids=torch.tensor([[-1, -1, 0]])).tolist()
+    [[False, True, True]]
+    """
+    if rule.by_words:
+        if word_ids is None:
+            raise MLMProbError(f"the rule {rule.name!r} needs the encoding's word ids")
+        base = torch.as_tensor(word_ids) >= 0
+    else:
+        base = default_positions(mlm, input_ids)
+    if not rule.include_masks:
+        return base
+    inside = torch.arange(input_ids.shape[1])[None, :] < lengths_of(mlm, input_ids)[:, None]
+    return base | ((input_ids == mlm.mask_id) & inside)
+
+
+def resolve(mlm: MaskedLM, input_ids: torch.Tensor, positions: Positions, rule: Rule, *,
+            word_ids: torch.Tensor | None = None, allow_empty_rows: bool = False) -> torch.Tensor:
+    """Bool ``[B, L]``: ``positions`` (None: ``rule``'s :func:`default_mask`; token indices shared by the
+    batch; a bool mask; a :class:`Resolved` mask, taken as it is) checked against ``input_ids``: inside
+    the rows (not padding), a token there unless ``rule.include_masks``, every mask token inside a row
+    among them when ``rule.include_masks``, and (unless ``allow_empty_rows``) at least one per row.
+
+    >>> from mlmprob import ExactMLM
+    >>> m = ExactMLM(torch.zeros(2, 2, 2))
+    >>> resolve(m, torch.tensor([[0, 2, 1]]), [1, 2], TOKENS_AND_MASKS).tolist()
+    [[False, True, True]]
+    >>> resolve(m, torch.tensor([[0, 2, 1]]), [1, 2], TOKENS)
+    Traceback (most recent call last):
+    ...
+    mlmprob.errors.PositionsError: position 1 of sequence 0 holds the mask token; a scored position needs a token
+    """
+    if isinstance(positions, Resolved):
+        return _resolved(positions, input_ids, rule)
+    is_mask = input_ids == mlm.mask_id
+    if positions is None:
+        sel = default_mask(mlm, input_ids, rule, word_ids)
+    elif rule.include_masks:
+        filler = input_ids.masked_fill(is_mask, int(allowed_ids(mlm).nonzero()[0]))  # masks count as tokens
+        sel = _explicit(mlm, filler, positions)
+        inside = torch.arange(input_ids.shape[1])[None, :] < lengths_of(mlm, input_ids)[:, None]
+        stray = is_mask & inside & ~sel
+        if stray.any():
+            b, t = stray.nonzero()[0].tolist()
+            raise PositionsError(f"position {t} of sequence {b} holds the mask token but is not among the free positions")
+    else:
+        sel = _explicit(mlm, input_ids, positions)
+        at_mask = sel & is_mask
+        if at_mask.any():
+            b, t = at_mask.nonzero()[0].tolist()
+            raise PositionsError(f"position {t} of sequence {b} holds the mask token; a scored position needs a token")
+    if not allow_empty_rows:
+        empty = ~sel.any(-1)
+        if empty.any():
+            b = int(empty.nonzero()[0])
+            raise PositionsError(f"sequence {b} has no position to score (empty sequence?)" if rule.task == "to score"
+                                 else f"sequence {b} has no free position {rule.task}")
+    return sel
+
+
+def _resolved(given: Resolved, input_ids: torch.Tensor, rule: Rule) -> torch.Tensor:
+    if given.rule.include_masks != rule.include_masks:
+        raise PositionsError(f"positions resolved under the rule {given.rule.name!r} cannot stand for {rule.name!r}")
+    if tuple(given.mask.shape) != tuple(input_ids.shape) or given.mask.dtype != torch.bool:
+        raise PositionsError(f"resolved positions have shape {tuple(given.mask.shape)}, input_ids has shape "
+                             f"{tuple(input_ids.shape)}")
+    return given.mask.clone()   # the caller keeps its own
+
+
+def _explicit(mlm: MaskedLM, input_ids: torch.Tensor, positions) -> torch.Tensor:
+    """Token indices shared by the batch, or a bool mask ``[B, L]``, as a bool mask inside the rows."""
+    B, L = input_ids.shape
+    p = torch.as_tensor(positions)
+    if p.numel() == 0:
+        p = p.long()
+    if p.dtype == torch.bool:
+        if tuple(p.shape) != (B, L):
+            raise PositionsError(f"positions mask has shape {tuple(p.shape)}, input_ids has shape {(B, L)}")
+        sel = p.clone()
+    else:
+        if p.dim() != 1 or p.dtype.is_floating_point:
+            raise PositionsError(f"positions must be a list of integer indices or a bool mask [B, L]; "
+                                 f"got shape {tuple(p.shape)}, dtype {p.dtype}")
+        p = p.long()
+        if p.numel() and (p.min() < -L or p.max() >= L):
+            raise PositionsError(f"position {int(p.max() if p.max() >= L else p.min())} is outside "
+                                 f"sequences of length {L}")
+        sel = torch.zeros(B, L, dtype=torch.bool)
+        sel[:, p % L] = True
+    lens = lengths_of(mlm, input_ids)
+    beyond = sel & (torch.arange(L)[None, :] >= lens[:, None])
+    if beyond.any():
+        b, t = beyond.nonzero()[0].tolist()
+        raise PositionsError(f"position {t} is padding in sequence {b} (length {int(lens[b])})")
+    return sel
+
+
+# -- what users type: 1-based residue/word numbers ---------------------------------------------------------
+
+ONE_BASED = ("they are residue/word numbers, 1-based as in mutation strings like A23G (sample --positions was "
+             "0-based in earlier versions)")
+
+
+def parse_numbers(text: str, name: str = "positions") -> list[int]:
+    """1-based residue/word numbers and inclusive ranges, as users type them: ``"3,5,10-12"`` ->
+    ``[3, 5, 10, 11, 12]``; a 0 (or any number below 1) is refused in one line that says the base.
+
+    >>> parse_numbers("3, 5,10-12")
+    [3, 5, 10, 11, 12]
+    >>> parse_numbers("0,4", "--positions")
+    Traceback (most recent call last):
+    ...
+    mlmprob.errors.MLMProbError: --positions: position 0; positions count from 1: they are residue/word numbers, 1-based as in mutation strings like A23G (sample --positions was 0-based in earlier versions)
+    """
+    out: list[int] = []
+    for part in str(text or "").replace(";", ",").split(","):
+        part = part.strip()
+        if not part:
+            continue
+        try:
+            lo, hi = (int(x) for x in part.split("-", 1)) if "-" in part[1:] else (int(part), int(part))
+        except ValueError:
+            raise MLMProbError(f"{name} must be numbers or ranges like 3,5,10-12 (1-based); got {part!r}") from None
+        if hi < lo:
+            raise MLMProbError(f"{name}: range {part!r} runs backwards")
+        out.extend(range(lo, hi + 1))
+    if not out:
+        raise MLMProbError(f"{name} is empty")
+    bad = [n for n in out if n < 1]
+    if bad:
+        raise MLMProbError(f"{name}: position {bad[0]}; positions count from 1: {ONE_BASED}")
+    if len(set(out)) != len(out):
+        raise MLMProbError(f"{name}: position {next(n for n in out if out.count(n) > 1)} is given twice")
+    return out
+
+
+def word_mask(word_ids: torch.Tensor, numbers: Sequence[int], name: str = "") -> torch.Tensor:
+    """Bool ``[L]``: the tokens of the 1-based residue/word ``numbers`` in one row's ``word_ids`` (every
+    token of a word; -1 marks special tokens and padding). ``name`` prefixes the message of a number
+    outside the row.
+
+    >>> w = torch.tensor([-1, 0, 1, 1, 2, -1])                  # CLS, word 1, word 2 (two tokens), word 3, SEP
+    >>> word_mask(w, [2, 3]).tolist()
+    [False, False, True, True, True, False]
+    >>> word_mask(w, [4], "--positions")
+    Traceback (most recent call last):
+    ...
+    mlmprob.errors.MLMProbError: --positions: position 4 is outside the sequence's 3 residues/words
+    """
+    word_ids = torch.as_tensor(word_ids)
+    n_words = int(word_ids.max()) + 1 if (word_ids >= 0).any() else 0
+    bad = [n for n in numbers if not 1 <= n <= n_words]
+    if bad:
+        raise MLMProbError(f"{name + ': ' if name else ''}position {bad[0]} is outside the sequence's {n_words} "
+                           "residues/words")
+    return torch.isin(word_ids, torch.tensor([int(n) - 1 for n in numbers], dtype=torch.long))
+
+
+def word_positions(word_ids: torch.Tensor, numbers: Sequence[int], name: str = "") -> list[int]:
+    """The token positions (0-based, sorted) of the 1-based residue/word ``numbers``: :func:`word_mask`'s.
+
+    >>> word_positions(torch.tensor([-1, 0, 1, 1, 2, -1]), [3, 2])
+    [2, 3, 4]
+    """
+    return word_mask(word_ids, numbers, name).nonzero()[:, 0].tolist()
