@@ -50,7 +50,9 @@ def _header(cfg: dict, recs: list[dict], cmds: list[dict]) -> list[str]:
              "TV(truth, q) and KL(truth || q) to the language; `TV p_mix`, `KL p_mix`: the same to the model's own "
              "`p_mix` (uniform mixture over the T! orders of the chain-rule distribution, the law of "
              "`mlmprob.sample(method=\"ancestral\")` and of `\"speculative\"`). `calls`: expected sequential model "
-             "calls per sample (exact; speculative: Monte Carlo). Cells: mean ± standard error over the seeds "
+             "calls per sample (exact; speculative: Monte Carlo); `rows`: model rows forwarded per sample (one per call "
+             "except speculative sampling's verification rows, the adaptive decoder's pair rows and mask-predict's "
+             "rows). Cells: mean ± standard error over the seeds "
              "(the spread covers languages and trainings).", "",
              "Commands (module `mlmprob.experiments.decoders_truth`):", ""]
     lines += [f"- `{c['command']}` " + ("(report only)" if c.get("report_only") else
@@ -70,13 +72,14 @@ def _header(cfg: dict, recs: list[dict], cmds: list[dict]) -> list[str]:
 
 def _table(J: float, groups, decoders) -> list[str]:
     names = _order({n for (j, n) in groups if j == J}, decoders)
-    lines = [f"## J = {J:g}", "", "| decoder | calls | TV truth | KL truth | TV p_mix | KL p_mix | seeds | what |",
-             "|---|---|---|---|---|---|---|---|"]
+    lines = [f"## J = {J:g}", "", "| decoder | calls | rows | TV truth | KL truth | TV p_mix | KL p_mix | seeds | what |",
+             "|---|---|---|---|---|---|---|---|---|"]
     for n in names:
         rs = groups[(J, n)]
         calls = "— (chain)" if rs[0]["calls"] is None else _cell([r["calls"] for r in rs], 2)
+        rows = "—" if rs[0]["calls"] is None else _cell([r.get("forward_rows_per_sample", r["calls"]) for r in rs], 2)
         note = decoders[n].note if n in decoders else ""
-        lines.append(f"| {n} | {calls} | " + " | ".join(_cell([r[k] for r in rs]) for k in
+        lines.append(f"| {n} | {calls} | {rows} | " + " | ".join(_cell([r[k] for r in rs]) for k in
                                                        ("tv_truth", "kl_truth", "tv_model", "kl_model"))
                      + f" | {len(rs)} | {note} |")
     return lines + [""]
@@ -116,7 +119,8 @@ def plot(groups, decoders, path: Path) -> None:
     import matplotlib.pyplot as plt
 
     Js = sorted({j for j, _ in groups})
-    fig, axes = plt.subplots(2, len(Js), figsize=(4.2 * len(Js) + 2.5, 7), squeeze=False, sharex=True)
+    width = 4.2 * len(Js) + 2.2
+    fig, axes = plt.subplots(2, len(Js), figsize=(width, 7), squeeze=False, sharex=True)
     markers = "osD^v<>P*X"
     fams = {n: rs[0]["family"] for (_, n), rs in groups.items()}
     names_all = _order(set(fams), decoders)
@@ -143,11 +147,11 @@ def plot(groups, decoders, path: Path) -> None:
             axes[row][c].set_ylabel(lab)
             axes[row][c].grid(alpha=0.3)
         axes[1][c].set_xlabel("expected sequential model calls per sample")
-        axes[1][c].set_xticks([1, 2, 3, 4, 6])
+        axes[1][c].set_xticks([1, 2, 3, 4, 6, 12])
         axes[1][c].xaxis.set_major_formatter(matplotlib.ticker.ScalarFormatter())
         axes[1][c].xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
     fig.legend(loc="center right", fontsize=7, frameon=False)
-    fig.tight_layout(rect=(0, 0, 0.8, 1))
+    fig.tight_layout(rect=(0, 0, 1 - 2.2 / width, 1))
     fig.savefig(path, dpi=130)
     plt.close(fig)
 
