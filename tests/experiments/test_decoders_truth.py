@@ -170,3 +170,12 @@ def test_real_decoders_run_measure_resume_and_report(tmp_path):
     assert real_main(["--out", str(out), "--report-only"]) == 0
     text = (out / "README.md").read_text()
     assert "| ancestral random | n | 4.00 ± 0.00 |" in text and "## toy" in text
+
+
+def test_real_bad_input_is_one_line(tmp_path, capsys):
+    from mlmprob.experiments.decoders_real import main as real_main
+
+    assert real_main(["--out", str(tmp_path / "x"), "--data", str(tmp_path), "--tasks", "english"]) != 0
+    err = capsys.readouterr().err
+    assert "snli_test.tsv not found" in err and "Traceback" not in err
+    assert real_main(["--out", str(tmp_path / "x"), "--report-only"]) != 0
