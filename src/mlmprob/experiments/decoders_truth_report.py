@@ -85,23 +85,24 @@ def _table(J: float, groups, decoders) -> list[str]:
     return lines + [""]
 
 
-def _speculative(groups) -> list[str]:
+def _speculative(groups, T: int) -> list[str]:
     keys = sorted(k for k, rs in groups.items() if "rounds" in rs[0])
     if not keys:
         return []
     lines = ["## Speculative sampling: cost against the one-position sampler", "",
              "Monte Carlo of `mlmprob.sample(method=\"speculative\", order=\"random\")` and of "
              "`method=\"ancestral\"` (the same number of draws, fixed seeds) on each model. `calls`: sequential "
-             "model calls per sample (± the Monte Carlo standard error of the first seed's run, then ± over seeds); "
-             "`rows`: model rows forwarded per sample; `MC TV stat`: TV of the draws' distribution of the number "
+             "model calls per sample (two per round, one for a last round of one position; ± the Monte Carlo standard error of the first seed's run, then ± over seeds); "
+             "`positions / round`: T / rounds, the mean acceptance length; `rows`: model rows forwarded per sample; `MC TV stat`: TV of the draws' distribution of the number "
              "of equal adjacent pairs to its exact value under `p_mix` (speculative | ancestral, the latter "
              "the noise floor of as many exact draws).", "",
-             "| J | decoder | draws | calls | rounds | rows | ancestral calls | ancestral rows | MC TV stat |",
-             "|---|---|---|---|---|---|---|---|---|"]
+             "| J | decoder | draws | calls | rounds | positions / round | rows | ancestral calls | ancestral rows | "
+             "MC TV stat |", "|---|---|---|---|---|---|---|---|---|---|"]
     for J, n in keys:
         rs = groups[(J, n)]
         lines.append(f"| {J:g} | {n} | {rs[0]['mc_draws']} | {_cell([r['calls'] for r in rs], 2)} "
                      f"(MC se {rs[0]['calls_se']:.3f}) | {_cell([r['rounds'] for r in rs], 2)} | "
+                     f"{_cell([T / r['rounds'] for r in rs], 2)} | "
                      f"{_cell([r['forward_rows_per_sample'] for r in rs], 2)} | "
                      f"{_cell([r['ancestral_calls'] for r in rs], 2)} | "
                      f"{_cell([r['ancestral_forward_rows_per_sample'] for r in rs], 2)} | "
@@ -174,7 +175,7 @@ def write_report(out: Path, decoders: dict) -> None:
                   ""]
     for J in sorted({j for j, _ in groups}):
         lines += _table(J, groups, decoders)
-    lines += _speculative(groups)
+    lines += _speculative(groups, cfg["length"])
     notes = out / "notes.md"
     if notes.is_file():
         lines += [notes.read_text()]
