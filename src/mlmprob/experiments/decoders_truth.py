@@ -200,6 +200,8 @@ DECODERS: dict[str, Entry] = {
                                               steps=6, remask=0.1, remask_steps=12),
     **{f"adaptive t{t:g}": adaptive_entry(f"dependence threshold {t:g} (margin order), one call a step",
                                           threshold=t) for t in (0.01, 0.05, 0.2)},
+    **{f"adaptive t{t:g} top2": adaptive_entry(f"threshold {t:g}, pair rows at the 2 likeliest values (two calls a "
+                                               "step)", threshold=t, pair_top_k=2) for t in (0.05, 0.5)},
     **{f"mask-predict N{n}": mask_predict_entry(n) for n in (1, 3, 6)},
     "Gibbs (stationary)": Entry("reference", _gibbs, "degenerate Gibbs's exact stationary law"),
     "MH target exp(-E_local)/Z": Entry("reference", _pll_target, "MH's target, enumerated"),
