@@ -26,7 +26,6 @@ import argparse
 import csv
 import math
 import shlex
-import sys
 import time
 import zlib
 from dataclasses import dataclass
@@ -35,11 +34,10 @@ from typing import Callable
 
 import torch
 
-from ..argtypes import positive_int
-from ..errors import MLMProbError, exit_status
-from ..runtime.log import append_record
+from ..argtypes import nonnegative_int, positive_int
+from ..errors import MLMProbError
 from .data_option import add_data_option, resolve_data_dir
-from .ground_truth import Results
+from .runner import Experiment, Run, RunMeta, build_parser, run_cli, run_units
 
 ANTIBODY_CSV, SNLI = "antibody/thera_sabdab.csv", "snli_test.tsv"
 
@@ -206,89 +204,125 @@ def run(out: Path, tasks: dict, samples: int, seed: int, decoders=None, setup: d
         log=print) -> None:
     """``tasks``: ``{task: (mlm, inputs)}``; every missing (task, input, decoder) unit. ``setup``: what else
     the records depend on (stored in ``config.json``; a rerun must match)."""
-    names = list(decoders or DECODERS)
-    bad = [n for n in names if n not in DECODERS]
-    if bad:
-        raise MLMProbError(f"unknown decoders {bad}; known: {list(DECODERS)}")
-    res = Results(out / "results.jsonl", {"samples": samples, "seed": seed, **(setup or {})})
-    try:
-        for task, (mlm, inputs) in tasks.items():
-            for i, inp in enumerate(inputs):
-                base = {"task": task, "input": i, "name": inp.name, "n": int(inp.free.sum())}
-                if f"{task}/{i}/native" not in res.done:
-                    res.add({"unit": f"{task}/{i}/native", **base, **native(mlm, inp)})
-                for name in names:
-                    unit = f"{task}/{i}/{name}"
-                    if unit in res.done or name in SKIP.get(task, ()):
-                        continue
-                    g = torch.Generator().manual_seed(seed * 1_000_003 + zlib.crc32(unit.encode()))
-                    budget, gen = DECODERS[name]
-                    t0 = time.perf_counter()
-                    ids = inp.ids.expand(samples, -1).clone()
-                    ids[:, inp.free] = mlm.mask_id
-                    got, calls, rows = gen(mlm, ids, inp.free.expand(samples, -1).clone(), g)
-                    t1 = time.perf_counter()
-                    rec = {"unit": unit, **base, "decoder": name, "budget": budget, "calls": float(calls.mean()),
-                           "rows_per_sample": rows / samples, **measure(mlm, inp, got),
-                           "seconds": t1 - t0, "score_seconds": time.perf_counter() - t1}
-                    res.add(rec)
-                    log(f"{unit}: calls {rec['calls']:.1f}, stutter {rec['stutter']}, "
-                        f"loglik/token {rec['loglik_per_token']:.3f}")
-    finally:
-        res.close()
+    argv = ["--out", str(out), "--samples", str(samples), "--seed", str(seed)]
+    if decoders:
+        argv += ["--decoders", ";".join(decoders)]
+    exp = DecodersReal(tasks=tasks, setup=setup or {}, log=log)
+    args = build_parser(exp).parse_args(argv)
+    r = Run(args, argv, Path(out), f"python -m {exp.prog} " + shlex.join(argv), experiment=exp)
+    exp.setup(r)
+    run_units(exp, r, journal=False)
+
+
+class DecodersReal(Experiment):
+    """Units: (task, input): the input's native record and one record per decoder (``unit``:
+    ``{task}/{i}/{decoder}``); a rerun samples only what is missing."""
+
+    prog = "mlmprob.experiments.decoders_real"
+    out_help = "result folder (results.jsonl, config.json, README.md)"
+    report_only_help = "rewrite README.md only"
+
+    def __init__(self, tasks: dict | None = None, setup: dict | None = None, log=print):
+        self.tasks, self.setup_extra, self.log = tasks, setup or {}, log
+
+    def add_arguments(self, p: argparse.ArgumentParser) -> None:
+        add_data_option(p, f"{ANTIBODY_CSV} and {SNLI}")
+        p.add_argument("--tasks", default="antibody,english", help="comma-separated: antibody, english")
+        p.add_argument("--model-antibody", default="antiberty", help="model of the antibody task")
+        p.add_argument("--model-english", default="en-small", help="model of the English task")
+        p.add_argument("--n-antibodies", type=positive_int, default=6, help="heavy chains (the first N of the CSV)")
+        p.add_argument("--n-sentences", type=positive_int, default=20, help="SNLI premises (the first N long enough)")
+        p.add_argument("--words", type=positive_int, default=5, help="middle words redrawn per sentence")
+        p.add_argument("--samples", type=positive_int, default=4, help="samples per input and decoder")
+        p.add_argument("--seed", type=nonnegative_int, default=0,
+                       help="base seed (each unit's generator derives from it and its name)")
+        p.add_argument("--decoders", type=lambda s: tuple(s.split(";")), help="semicolon-separated decoder names")
+
+    def setup(self, run: Run) -> None:
+        from ..models import load_mlm
+        from ..models.reader import name_of
+
+        a = run.args
+        names = list(a.decoders or DECODERS)
+        bad = [n for n in names if n not in DECODERS]
+        if bad:
+            raise MLMProbError(f"unknown decoders {bad}; known: {list(DECODERS)}")
+        run.state["names"] = names
+        if self.tasks is None:
+            tasks = {}
+            for task in a.tasks.split(","):
+                if task == "antibody":
+                    d = resolve_data_dir(a.data, [ANTIBODY_CSV])
+                    mlm = load_mlm(a.model_antibody)
+                    tasks[task] = (mlm, antibody_inputs(mlm, d / ANTIBODY_CSV, a.n_antibodies))
+                elif task == "english":
+                    d = resolve_data_dir(a.data, [SNLI])
+                    mlm = load_mlm(a.model_english)
+                    tasks[task] = (mlm, english_inputs(mlm, d / SNLI, a.n_sentences, a.words))
+                else:
+                    raise MLMProbError(f"unknown task {task!r}: use antibody, english")
+            self.tasks = tasks
+            self.setup_extra = {"words": a.words, "models": {t: name_of(m) for t, (m, _) in tasks.items()}}
+        run.out.mkdir(parents=True, exist_ok=True)
+
+    def config(self, run: Run) -> dict:
+        return {"samples": run.args.samples, "seed": run.args.seed, **self.setup_extra}
+
+    def meta(self, run: Run) -> RunMeta:
+        return RunMeta(run.out / "config.json", key=None, indent=1)
+
+    def key(self, record: dict) -> str:
+        return record.get("unit")
+
+    def units(self, run: Run):
+        return [(task, i) for task, (_, inputs) in self.tasks.items() for i in range(len(inputs))]
+
+    def _keys(self, run: Run, unit) -> list[str]:
+        task, i = unit
+        return [f"{task}/{i}/native"] + [f"{task}/{i}/{n}" for n in run.state["names"] if n not in SKIP.get(task, ())]
+
+    def finished(self, run: Run, unit) -> bool:
+        return all(k in run.done for k in self._keys(run, unit))
+
+    def label(self, unit) -> str:
+        return f"{unit[0]}/{unit[1]}"
+
+    def run_unit(self, run: Run, unit):
+        task, i = unit
+        mlm, inputs = self.tasks[task]
+        inp = inputs[i]
+        samples, seed = run.args.samples, run.args.seed
+        base = {"task": task, "input": i, "name": inp.name, "n": int(inp.free.sum())}
+        if f"{task}/{i}/native" not in run.done:
+            yield {"unit": f"{task}/{i}/native", **base, **native(mlm, inp)}
+        for name in run.state["names"]:
+            key = f"{task}/{i}/{name}"
+            if key in run.done or name in SKIP.get(task, ()):
+                continue
+            g = torch.Generator().manual_seed(seed * 1_000_003 + zlib.crc32(key.encode()))
+            budget, gen = DECODERS[name]
+            t0 = time.perf_counter()
+            ids = inp.ids.expand(samples, -1).clone()
+            ids[:, inp.free] = mlm.mask_id
+            got, calls, rows = gen(mlm, ids, inp.free.expand(samples, -1).clone(), g)
+            t1 = time.perf_counter()
+            rec = {"unit": key, **base, "decoder": name, "budget": budget, "calls": float(calls.mean()),
+                   "rows_per_sample": rows / samples, **measure(mlm, inp, got),
+                   "seconds": t1 - t0, "score_seconds": time.perf_counter() - t1}
+            yield rec
+            self.log(f"{key}: calls {rec['calls']:.1f}, stutter {rec['stutter']}, "
+                     f"loglik/token {rec['loglik_per_token']:.3f}")
+
+    def report(self, run: Run) -> None:
+        from .decoders_real_report import write_report
+
+        if not (run.out / "results.jsonl").is_file():
+            raise MLMProbError(f"{run.out} has no results.jsonl to report")
+        write_report(run.out, DECODERS)
 
 
 def main(argv=None) -> int:
-    from ..models import load_mlm
-    from ..models.reader import name_of
-    from .decoders_real_report import write_report
-
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--out", required=True, help="result folder (results.jsonl, config.json, README.md)")
-    add_data_option(p, f"{ANTIBODY_CSV} and {SNLI}")
-    p.add_argument("--tasks", default="antibody,english", help="comma-separated: antibody, english")
-    p.add_argument("--model-antibody", default="antiberty", help="model of the antibody task")
-    p.add_argument("--model-english", default="en-small", help="model of the English task")
-    p.add_argument("--n-antibodies", type=positive_int, default=6, help="heavy chains (the first N of the CSV)")
-    p.add_argument("--n-sentences", type=positive_int, default=20, help="SNLI premises (the first N long enough)")
-    p.add_argument("--words", type=positive_int, default=5, help="middle words redrawn per sentence")
-    p.add_argument("--samples", type=positive_int, default=4, help="samples per input and decoder")
-    p.add_argument("--seed", type=int, default=0, help="base seed (each unit's generator derives from it and its name)")
-    p.add_argument("--decoders", type=lambda s: tuple(s.split(";")), help="semicolon-separated decoder names")
-    p.add_argument("--threads", type=positive_int, help="torch CPU threads")
-    p.add_argument("--report-only", action="store_true", help="rewrite README.md only")
-    args = p.parse_args(argv)
-    if args.threads:
-        torch.set_num_threads(args.threads)
-
-    def body():
-        out = Path(args.out)
-        if not args.report_only:
-            tasks = {}
-            for task in args.tasks.split(","):
-                if task == "antibody":
-                    d = resolve_data_dir(args.data, [ANTIBODY_CSV])
-                    mlm = load_mlm(args.model_antibody)
-                    tasks[task] = (mlm, antibody_inputs(mlm, d / ANTIBODY_CSV, args.n_antibodies))
-                elif task == "english":
-                    d = resolve_data_dir(args.data, [SNLI])
-                    mlm = load_mlm(args.model_english)
-                    tasks[task] = (mlm, english_inputs(mlm, d / SNLI, args.n_sentences, args.words))
-                else:
-                    raise MLMProbError(f"unknown task {task!r}: use antibody, english")
-            out.mkdir(parents=True, exist_ok=True)
-            t0 = time.time()
-            setup = {"words": args.words, "models": {t: name_of(m) for t, (m, _) in tasks.items()}}
-            run(out, tasks, args.samples, args.seed, args.decoders, setup)
-            command = "python -m mlmprob.experiments.decoders_real " + " ".join(
-                shlex.quote(a) for a in (argv if argv is not None else sys.argv[1:]))
-            append_record(out / "runs.jsonl", {"command": command, "wall_s": round(time.time() - t0, 1),
-                                               "threads": torch.get_num_threads()})
-        elif not (out / "results.jsonl").is_file():
-            raise MLMProbError(f"{out} has no results.jsonl to report")
-        write_report(out, DECODERS)
-
-    return exit_status(body)
+    return run_cli(DecodersReal(), argv)
 
 
 if __name__ == "__main__":  # pragma: no cover

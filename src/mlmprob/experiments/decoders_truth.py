@@ -27,7 +27,6 @@ import dataclasses
 import itertools
 import math
 import shlex
-import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -36,11 +35,11 @@ from typing import Callable
 import torch
 
 from ..argtypes import positive_int
-from ..errors import MLMProbError, exit_status
-from ..runtime.log import append_record, read_log
+from ..errors import MLMProbError
 from ..training.data import SYMBOL_OFFSET, wrap_symbols
 from . import decoders_exact as dx
-from .ground_truth import Results, _train
+from .ground_truth import _train
+from .runner import Experiment, Run, RunMeta, build_parser, run_cli, run_units
 from .ground_truth_common import GroundTruthConfig, adjacent_equal, all_states, kl, state_index, tv
 from .ground_truth_chain_eval import conditional_tables, gibbs_stationary, order_log_probs
 from .ground_truth_eval import language, symbol_mlm
@@ -243,40 +242,106 @@ def model_context(mlm, lang, seed: int, mc_draws: int, wrap=wrap_symbols, offset
 
 
 def run(cfg: GroundTruthConfig, out: Path, runs: Path, seeds, decoders=None, mc_draws: int = 4000, log=print):
-    """Every (coupling, seed, decoder) unit missing from ``out/results.jsonl``."""
-    out.mkdir(parents=True, exist_ok=True)
-    names = list(decoders or DECODERS)
-    unknown = [n for n in names if n not in DECODERS]
-    if unknown:
-        raise MLMProbError(f"unknown decoders {unknown}; known: {list(DECODERS)}")
-    meta = {k: v for k, v in cfg.to_dict().items() if k not in ("couplings", "seed", "language_seed")}
-    res = Results(out / "results.jsonl", {**meta, "language_seed": "the training seed", "mc_draws": mc_draws})
-    try:
-        for J in cfg.couplings:
-            for seed in seeds:
-                units = {n: f"J{J:g}/seed{seed}/{n}" for n in names}
-                mu = f"J{J:g}/seed{seed}/model"
-                if mu in res.done and all(u in res.done for u in units.values()):
-                    continue
-                c = dataclasses.replace(cfg, seed=seed, language_seed=seed)
-                lang = language(c, J)
-                d = runs / f"chain-J{J:g}-seed{seed}-lang{seed}"
-                t0 = time.perf_counter()
-                _train(c, lang, d, steps=cfg.steps, mask_rate=cfg.mask_rate, stop_after=cfg.steps)
-                ctx, checks = _context(d, lang, c, seed, mc_draws)
-                base = {"coupling": J, "seed": seed, "language_seed": seed}
-                if mu not in res.done:
-                    res.add({"unit": mu, **base, **checks, **_train_state(d),
-                             "seconds": time.perf_counter() - t0})
-                for n, u in units.items():
-                    if u not in res.done:
-                        t1 = time.perf_counter()
-                        rec = metrics(DECODERS[n].evaluate(ctx), ctx)
-                        res.add({"unit": u, **base, "decoder": n, "family": DECODERS[n].family, **rec,
-                                 "seconds": time.perf_counter() - t1})
-                        log(f"{u}: calls {rec['calls']}, TV truth {rec['tv_truth']:.3f}, TV p_mix {rec['tv_model']:.3f}")
-    finally:
-        res.close()
+    """Every (coupling, seed, decoder) unit missing from ``out/results.jsonl`` (the runner's log, held while it runs)."""
+    argv = ["--out", str(out), "--runs", str(runs), "--couplings", ",".join(f"{J:g}" for J in cfg.couplings),
+            "--seeds", ",".join(str(x) for x in seeds), "--mc-draws", str(mc_draws)]
+    if decoders:
+        argv += ["--decoders", ";".join(decoders)]
+    exp = DecodersTruth(cfg=cfg, log=log)
+    args = build_parser(exp).parse_args(argv)
+    r = Run(args, argv, Path(out), f"python -m {exp.prog} " + shlex.join(argv), experiment=exp)
+    exp.setup(r)
+    run_units(exp, r, journal=False)
+
+
+class DecodersTruth(Experiment):
+    """Units: (coupling, seed): the trained model's record and one record per decoder (``unit``:
+    ``J{J}/seed{seed}/{decoder}``); a rerun trains and evaluates only what is missing."""
+
+    prog = "mlmprob.experiments.decoders_truth"
+    out_help = "result folder (results.jsonl, config.json, README.md, figure)"
+    report_only_help = "rewrite README.md and the figure only"
+
+    def __init__(self, cfg: GroundTruthConfig | None = None, log=print):
+        self.cfg, self.log = cfg, log
+
+    def add_arguments(self, p: argparse.ArgumentParser) -> None:
+        p.add_argument("--runs", help="folder for the trained models (outside the repository); required unless "
+                       "--report-only")
+        p.add_argument("--couplings", type=_tuple(float), default=(1.0, 3.0), help="comma-separated coupling strengths J")
+        p.add_argument("--seeds", type=_tuple(int), default=(0,), help="comma-separated training seeds (one model each)")
+        p.add_argument("--decoders", type=lambda s: tuple(s.split(";")), help="semicolon-separated decoder names "
+                       "(default: every one of the table)")
+        p.add_argument("--steps", type=positive_int, default=STEPS, help="training steps per model")
+        p.add_argument("--mc-draws", type=positive_int, default=4000, help="Monte Carlo draws of the speculative rows")
+
+    def check(self, args, parser) -> None:
+        if not args.report_only and not args.runs:
+            parser.error("--runs is required unless --report-only")
+
+    def setup(self, run: Run) -> None:
+        a = run.args
+        if self.cfg is None:
+            self.cfg = GroundTruthConfig(couplings=a.couplings, steps=a.steps, curve_steps=(a.steps,),
+                                         eval_every=math.gcd(250, a.steps))
+        names = list(a.decoders or DECODERS)
+        unknown = [n for n in names if n not in DECODERS]
+        if unknown:
+            raise MLMProbError(f"unknown decoders {unknown}; known: {list(DECODERS)}")
+        run.state["names"] = names
+        run.out.mkdir(parents=True, exist_ok=True)
+
+    def config(self, run: Run) -> dict:
+        meta = {k: v for k, v in self.cfg.to_dict().items() if k not in ("couplings", "seed", "language_seed")}
+        return {**meta, "language_seed": "the training seed", "mc_draws": run.args.mc_draws}
+
+    def meta(self, run: Run) -> RunMeta:
+        return RunMeta(run.out / "config.json", key=None, indent=1)
+
+    def key(self, record: dict) -> str:
+        return record.get("unit")
+
+    def units(self, run: Run):
+        return [(J, seed) for J in self.cfg.couplings for seed in run.args.seeds]
+
+    def _keys(self, run: Run, unit) -> dict:
+        J, seed = unit
+        return {n: f"J{J:g}/seed{seed}/{n}" for n in ["model"] + run.state["names"]}
+
+    def finished(self, run: Run, unit) -> bool:
+        return all(k in run.done for k in self._keys(run, unit).values())
+
+    def label(self, unit) -> str:
+        return f"J{unit[0]:g}/seed{unit[1]}"
+
+    def run_unit(self, run: Run, unit):
+        J, seed = unit
+        keys = self._keys(run, unit)
+        cfg = self.cfg
+        c = dataclasses.replace(cfg, seed=seed, language_seed=seed)
+        lang = language(c, J)
+        d = Path(run.args.runs) / f"chain-J{J:g}-seed{seed}-lang{seed}"
+        t0 = time.perf_counter()
+        _train(c, lang, d, steps=cfg.steps, mask_rate=cfg.mask_rate, stop_after=cfg.steps)
+        ctx, checks = _context(d, lang, c, seed, run.args.mc_draws)
+        base = {"coupling": J, "seed": seed, "language_seed": seed}
+        if keys["model"] not in run.done:
+            yield {"unit": keys["model"], **base, **checks, **_train_state(d), "seconds": time.perf_counter() - t0}
+        for n in run.state["names"]:
+            if keys[n] not in run.done:
+                t1 = time.perf_counter()
+                rec = metrics(DECODERS[n].evaluate(ctx), ctx)
+                yield {"unit": keys[n], **base, "decoder": n, "family": DECODERS[n].family, **rec,
+                       "seconds": time.perf_counter() - t1}
+                self.log(f"{keys[n]}: calls {rec['calls']}, TV truth {rec['tv_truth']:.3f}, "
+                         f"TV p_mix {rec['tv_model']:.3f}")
+
+    def report(self, run: Run) -> None:
+        from .decoders_truth_report import write_report
+
+        if not (run.out / "results.jsonl").is_file():
+            raise MLMProbError(f"{run.out} has no results.jsonl to report")
+        write_report(run.out, DECODERS)
 
 
 def _context(d: Path, lang, cfg: GroundTruthConfig, seed: int, mc_draws: int):
@@ -297,42 +362,7 @@ def _tuple(kind):
 
 
 def main(argv=None) -> int:
-    from .decoders_truth_report import write_report
-
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--out", required=True, help="result folder (results.jsonl, config.json, README.md, figure)")
-    p.add_argument("--runs", help="folder for the trained models (outside the repository); required unless "
-                   "--report-only")
-    p.add_argument("--couplings", type=_tuple(float), default=(1.0, 3.0), help="comma-separated coupling strengths J")
-    p.add_argument("--seeds", type=_tuple(int), default=(0,), help="comma-separated training seeds (one model each)")
-    p.add_argument("--decoders", type=lambda s: tuple(s.split(";")), help="semicolon-separated decoder names "
-                   "(default: every one of the table)")
-    p.add_argument("--steps", type=positive_int, default=STEPS, help="training steps per model")
-    p.add_argument("--mc-draws", type=positive_int, default=4000, help="Monte Carlo draws of the speculative rows")
-    p.add_argument("--threads", type=positive_int, help="torch CPU threads")
-    p.add_argument("--report-only", action="store_true", help="rewrite README.md and the figure only")
-    args = p.parse_args(argv)
-    if not args.report_only and not args.runs:
-        p.error("--runs is required unless --report-only")
-    if args.threads:
-        torch.set_num_threads(args.threads)
-
-    def body():
-        out = Path(args.out)
-        command = "python -m mlmprob.experiments.decoders_truth " + " ".join(
-            shlex.quote(a) for a in (argv if argv is not None else sys.argv[1:]))
-        if not args.report_only:
-            cfg = GroundTruthConfig(couplings=args.couplings, steps=args.steps, curve_steps=(args.steps,),
-                                    eval_every=math.gcd(250, args.steps))
-            t0 = time.time()
-            run(cfg, out, Path(args.runs), args.seeds, args.decoders, args.mc_draws)
-            append_record(out / "runs.jsonl", {"command": command, "wall_s": round(time.time() - t0, 1),
-                                               "threads": torch.get_num_threads()})
-        elif not (out / "results.jsonl").is_file():
-            raise MLMProbError(f"{out} has no results.jsonl to report")
-        write_report(out, DECODERS)
-
-    return exit_status(body)
+    return run_cli(DecodersTruth(), argv)
 
 
 if __name__ == "__main__":  # pragma: no cover
