@@ -82,11 +82,12 @@ def run(args) -> int:
 
 
 def _trastuzumab(mlm):
-    from ..sampling.cdr import cdr_h3_mask
+    """Trastuzumab's heavy chain, its ids and its CDR-H3 (IMGT, numbered by anarcism as ``--cdr H3`` does)."""
+    from ..sampling.cdr import cdr_mask
 
     seq = DEMO_HEAVY["trastuzumab"]
     enc = mlm.encode([seq])
-    return seq, enc.input_ids, cdr_h3_mask(seq, enc.word_ids[0])
+    return seq, enc.input_ids, cdr_mask(seq, enc.word_ids[0], "H3", "imgt")
 
 
 def sample_section(mlm, args) -> None:
