@@ -191,7 +191,8 @@ def test_folder_sample_refuses_another_seed(tiny_bert_dir, tmp_path, capsys):
     capsys.readouterr()
     assert main([*argv, "--seed", "7"]) == 2
     err = _error(capsys)
-    assert "computed_with.seed=0" in err and "computed_with.seed=7" in err
+    # the folder's rows (chains.jsonl, the one runner's output) are claimed first and name the seed both ways
+    assert "written with seed=0" in err and "this run has seed=7" in err
     assert main([*argv, "--dtype", "bfloat16"]) == 2
     assert "computed_with.dtype='float32'" in _error(capsys)
     assert main([*argv, "--seed", "0"]) == 0                            # the same run: resumed, not refused

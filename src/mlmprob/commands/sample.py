@@ -3,9 +3,10 @@ optionally only over CDR-H3.
 
 Two modes, chosen by ``--out``:
 
-- a folder: every chain of every input in one batch; writes ``run.jsonl`` (resumable: rerun the same
-  command to continue a killed run), ``samples.fasta`` (the kept states), ``summary.json`` and
-  ``trace.png``;
+- a folder: every chain of every input in one batch, the one unit of the runner every streaming command
+  uses (:mod:`mlmprob.sampling.folder`); writes ``run.jsonl`` (resumable: rerun the same command to continue
+  a killed run), ``chains.jsonl`` (one row per chain), ``samples.fasta`` (the kept states), ``summary.json``
+  and ``trace.png``;
 - a ``.jsonl``/``.tsv``/``.parquet`` file (or no ``--out``: JSONL on stdout): records are streamed from
   ``--input``, each record's ``--chains`` chains are sampled together with a generator seeded from
   ``(--seed, record id)``, and one row per chain is written as it goes (``--resume``, ``--shard``,
@@ -251,11 +252,16 @@ def run(args) -> int:
 
 
 def run_folder(args) -> int:
-    """Folder mode. The run holds ``OUT/run.jsonl.lock`` from before the model loads until the last file
-    is written: a second process sampling into the same folder is refused at once."""
-    from ..runtime.lock import WriterLock
-
+    """Folder mode, through the one runner: one unit (every chain of every input, in one batch), its rows in
+    ``OUT/chains.jsonl``, its epochs in ``OUT/run.jsonl`` (a rerun resumes after the last complete epoch),
+    then the folder's report from the run file. The run holds ``OUT/run.jsonl.lock`` from before the model
+    loads until the last file is written: a second process sampling into the same folder is refused at once."""
+    from ..runtime.command import RunOptions, StreamCommand, run_command
     from ..runtime.inputs import UniqueIds
+    from ..runtime.lock import WriterLock
+    from ..sampling.folder import CHAINS_FILE, RUN_FILE, BatchUnit, FolderSampleJob, result_of_run
+    from ..sampling.spec import SamplerSpec
+    from .regions import cdr_config
 
     unique = UniqueIds(args.dedupe)
     seqs = [(r.id, r.seq) for r in _records(args, unique)]
@@ -263,53 +269,33 @@ def run_folder(args) -> int:
         print(unique.warning(), file=sys.stderr)
     if not seqs:
         raise MLMProbError("no input: give --seq or --input")
-    want = parse_positions(args.positions) if args.positions else None
-    with WriterLock(Path(args.out) / "run.jsonl"):
-        return _sample_folder(args, seqs, want)
-
-
-def _sample_folder(args, seqs: list[tuple[str, str]], want: list[int] | None) -> int:
-    import torch
-
-    from ..runtime.provenance import computed_with
-    from ..sampling import sample
-    from ..sampling.io import EpochBar, RunFile
-    from ..positions import WORDS_AND_MASKS, Resolved
-    from ..sampling.plots import plot_traces
-    from ..sampling.spec import SamplerSpec
-    from ..sampling.stream import check_block_size, free_positions
-    from .common import load_model_from_args
-    spec = SamplerSpec.from_args(args)
-    mlm = load_model_from_args(args)
-    enc = mlm.encode([s for _, s in seqs])
-    ids = enc.input_ids
-    free = torch.stack([free_positions(mlm, enc, i, name, s, want, args.cdr, args.numbering) for i, (name, s) in enumerate(seqs)])
-    for (name, _), row in zip(seqs, free):
-        if not spec.independent_draws:
-            check_block_size(args.block_size, int(row.sum()), name)
-    reps = args.chains
-    ids, free = ids.repeat_interleave(reps, 0), free.repeat_interleave(reps, 0)
-    # identity is measured against the input when it has no masks at the free positions
-    reference = None if (ids[free] == mlm.mask_id).any() else ids.clone()
     out = Path(args.out)
+    job = FolderSampleJob(model=args.model, dtype=args.dtype, allow_pickle=args.allow_pickle,
+                          batch_tokens=args.batch_tokens, spec=SamplerSpec.from_args(args), chains=args.chains,
+                          seed=args.seed, cdr=args.cdr, numbering=args.numbering or "imgt",
+                          positions=tuple(parse_positions(args.positions)) if args.positions else None,
+                          folder=str(out), progress=not args.no_progress)
+    config = {"command": "sample", "mode": "folder", "model": args.model,
+              "input": getattr(args, "input_source", None) or (str(Path(args.input).resolve()) if args.input else None),
+              "seqs": list(args.seq), "format": args.format, "column": args.column, "id_column": args.id_column,
+              "positions": args.positions, **({"positions_base": 1} if args.positions else {}),
+              **cdr_config(args.region), **job.settings(), **({"dedupe": True} if args.dedupe else {})}
+    unit = BatchUnit(tuple(seqs))
+    last = f"{seqs[-1][0]}/chain{job.chains - 1}"
     out.mkdir(parents=True, exist_ok=True)
-    g = torch.Generator().manual_seed(args.seed)
-    # what the run file must also match on a rerun: the seed (a resumed run restores the generator's
-    # state, so another --seed would silently continue this one) and how the rows are computed
-    made = {"seed": args.seed, **computed_with(args.model, args.dtype, [args.device], batch_tokens=args.batch_tokens,
-                                               mlm=mlm)}
-    bar = EpochBar(f"{spec.method} sampling", spec.energy) if not args.no_progress else None
-    try:
-        result = sample(mlm, ids, spec, positions=Resolved(free, WORDS_AND_MASKS), generator=g, reference=reference,
-                        run_file=RunFile(out / "run.jsonl", made), on_epoch=bar)
-    finally:
-        if bar is not None:
-            bar.close()
-    _write_fasta(out / "samples.fasta", result, [name for name, _ in seqs], reps, mlm)
-    summary = _summary(result, spec)
-    (out / "summary.json").write_text(dumps(summary, indent=2) + "\n")
-    if not args.no_plot:
-        plot_traces(result, out / "trace.png")
+    with WriterLock(out / RUN_FILE):
+        done = run_command(StreamCommand(job, lambda: [unit], config, unit_name="batch", chunk_size=1,
+                                         last_row_id=lambda u: last),
+                           RunOptions.from_args(args, out=str(out / CHAINS_FILE), resume=True, progress=False))
+        result = result_of_run(out, job.spec)
+        if result is None:      # the run file lost epochs after its rows were written: complete it again
+            result = job.sample_batch(done.state.mlm, unit)
+        _write_fasta(out / "samples.fasta", result, [name for name, _ in seqs], job.chains, done.state.mlm)
+        summary = _summary(result, job.spec)
+        (out / "summary.json").write_text(dumps(summary, indent=2) + "\n")
+        if not args.no_plot:
+            from ..sampling.plots import plot_traces
+            plot_traces(result, out / "trace.png")
     print(dumps(summary))
     return 0
 

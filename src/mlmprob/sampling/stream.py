@@ -161,25 +161,32 @@ class SampleJob(ModelJob):
         the final draw's log-probability along its order; speculative draws add it too, with
         ``accept_rate`` the drafts' acceptance rate, and :func:`cost_columns`. NaN becomes None when written."""
         r = self.sample_record(mlm, rec)
-        accept, novel = chain_rates(r)
-        if r.method == "ancestral" or r.method in DECODERS:
-            accept = novel = [None] * self.chains
-        elif r.method == "speculative":
-            accept, novel = draft_acceptance(r), [None] * self.chains
-        settings = self.settings()
-        rseed = record_seed(self.seed, rec.id)
-        rows = []
-        for c in range(self.chains):
-            rows.append({"id": f"{rec.id}/chain{c}", "record": rec.id, "chain": c,
-                         "sequence": mlm.decode(r.final_ids[c]),
-                         "e_local": float(r.energy_local[-1, c]), "e_raw": float(r.energy_raw[-1, c]),
-                         "accept_rate": accept[c], "novel_rate": novel[c],
-                         "identity": None if r.identity is None else float(r.identity[-1, c]),
-                         "energy_trace": r.energy[:, c].tolist(), "n_free": int(r.free[c].sum()),
-                         **({} if r.log_prob is None else {"log_prob": float(r.log_prob[-1, c])}),
-                         **(cost_columns(r, c) if r.method == "speculative" or r.method in DECODERS else {}),
-                         **settings, "record_seed": rseed})
-        return rows
+        return result_rows(mlm, r, [(rec.id, c) for c in range(self.chains)], self.settings(),
+                           {"record_seed": record_seed(self.seed, rec.id)})
+
+
+def result_rows(mlm, r: SampleResult, chains: list[tuple[str, int]], settings: dict,
+                extra: dict | None = None) -> list[dict]:
+    """One row per chain ``b`` of ``r`` (``chains[b]``: its record's id and its chain number there): the
+    columns :meth:`SampleJob.chain_rows` lists, then ``settings`` and ``extra``."""
+    accept, novel = chain_rates(r)
+    B = len(chains)
+    if r.method == "ancestral" or r.method in DECODERS:
+        accept = novel = [None] * B
+    elif r.method == "speculative":
+        accept, novel = draft_acceptance(r), [None] * B
+    rows = []
+    for b, (record, c) in enumerate(chains):
+        rows.append({"id": f"{record}/chain{c}", "record": record, "chain": c,
+                     "sequence": mlm.decode(r.final_ids[b]),
+                     "e_local": float(r.energy_local[-1, b]), "e_raw": float(r.energy_raw[-1, b]),
+                     "accept_rate": accept[b], "novel_rate": novel[b],
+                     "identity": None if r.identity is None else float(r.identity[-1, b]),
+                     "energy_trace": r.energy[:, b].tolist(), "n_free": int(r.free[b].sum()),
+                     **({} if r.log_prob is None else {"log_prob": float(r.log_prob[-1, b])}),
+                     **(cost_columns(r, b) if r.method == "speculative" or r.method in DECODERS else {}),
+                     **settings, **(extra or {})})
+    return rows
 
 
 def draft_acceptance(result: SampleResult) -> list[float]:

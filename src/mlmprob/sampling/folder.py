@@ -1,0 +1,117 @@
+"""Folder mode of ``mlmprob sample`` as a job of the one runner (:func:`mlmprob.runtime.command.run_command`).
+
+Every chain of every input is sampled in one batch: the run's one unit (:class:`BatchUnit`) holds all the
+input records. :class:`FolderSampleJob` samples it with a generator seeded by ``seed`` alone, writing
+``OUT/run.jsonl`` as it goes (the epoch log, :class:`~mlmprob.sampling.io.RunFile`: a killed run resumes
+after its last complete epoch), and returns one row per chain (the columns of the streamed mode,
+:func:`~mlmprob.sampling.stream.result_rows`), which the runner writes to ``OUT/chains.jsonl``. The
+command then writes the folder's report (samples, summary, trace) from the run file
+(:func:`result_of_run`), on the first run and on every rerun alike.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Sequence
+
+import torch
+
+from ..errors import MLMProbError
+from ..models.spec import ModelJob
+from ..numbering import check_scheme, parse_cdr
+from ..positions import WORDS_AND_MASKS, Resolved
+from .api import SampleResult, result_from_records, sample
+from .io import EpochBar, RunFile, read_run
+from .spec import SamplerSpec
+from .stream import check_block_size, free_positions, result_rows
+
+RUN_FILE = "run.jsonl"
+CHAINS_FILE = "chains.jsonl"
+
+
+@dataclass(frozen=True)
+class BatchUnit:
+    """The one unit of a folder run: every input record, ``(name, sequence)``, sampled together."""
+
+    records: tuple[tuple[str, str], ...]
+    id: str = "batch"
+
+
+@dataclass(frozen=True)
+class FolderSampleJob(ModelJob):
+    """A folder run (loaded by :class:`~mlmprob.models.spec.ModelJob`): ``spec``, ``chains`` per input, the
+    generator's ``seed``, the free ``positions`` (1-based residue/word numbers) or ``cdr``, the ``folder``
+    that holds the run file and whether an epoch progress bar is shown (``progress``)."""
+
+    spec: SamplerSpec = SamplerSpec(epochs=20, burn_in=5)
+    chains: int = 4
+    seed: int = 0
+    positions: tuple[int, ...] | None = None
+    cdr: str | None = None
+    numbering: str = "imgt"
+    folder: str = "."
+    progress: bool = False
+
+    def __post_init__(self):
+        if not isinstance(self.spec, SamplerSpec):
+            raise MLMProbError(f"spec must be a SamplerSpec, got {type(self.spec).__name__}")
+        if self.chains < 1:
+            raise MLMProbError(f"--chains must be >= 1, got {self.chains}")
+        if self.cdr is not None:
+            check_scheme(parse_cdr(self.cdr), self.numbering)
+
+    def settings(self) -> dict:
+        return self.spec.settings(chains=self.chains, seed=self.seed)
+
+    def run(self, state, units: Sequence[BatchUnit]) -> tuple[list[dict], list[tuple[str, str]]]:
+        rows: list[dict] = []
+        for unit in units:
+            result = self.sample_batch(state.mlm, unit)
+            names = [(name, c) for name, _ in unit.records for c in range(self.chains)]
+            rows += result_rows(state.mlm, result, names, self.settings())
+        return rows, []
+
+    def sample_batch(self, mlm, unit: BatchUnit) -> SampleResult:
+        """The chains of every record of ``unit`` in one :func:`~mlmprob.sampling.sample` call, written to
+        (and resumed from) the folder's run file."""
+        from ..runtime.provenance import computed_with
+
+        seqs = list(unit.records)
+        enc = mlm.encode([s for _, s in seqs])
+        free = torch.stack([free_positions(mlm, enc, i, name, s, self.positions, self.cdr, self.numbering)
+                            for i, (name, s) in enumerate(seqs)])
+        if not self.spec.independent_draws:
+            for (name, _), row in zip(seqs, free):
+                check_block_size(self.spec.block_size, int(row.sum()), name)
+        ids, free = enc.input_ids.repeat_interleave(self.chains, 0), free.repeat_interleave(self.chains, 0)
+        # identity is measured against the input when it has no masks at the free positions
+        reference = None if (ids[free] == mlm.mask_id).any() else ids.clone()
+        folder = Path(self.folder)
+        folder.mkdir(parents=True, exist_ok=True)
+        # what the run file must also match on a rerun: the seed (a resumed run restores the generator's
+        # state, so another seed would silently continue this one) and how the rows are computed
+        made = {"seed": self.seed, **computed_with(self.model, self.dtype, [str(mlm.device)],
+                                                   batch_tokens=self.batch_tokens, mlm=mlm)}
+        bar = EpochBar(f"{self.spec.method} sampling", self.spec.energy) if self.progress else None
+        try:
+            return sample(mlm, ids, self.spec, positions=Resolved(free, WORDS_AND_MASKS),
+                          generator=torch.Generator().manual_seed(self.seed), reference=reference,
+                          run_file=RunFile(folder / RUN_FILE, made), on_epoch=bar)
+        finally:
+            if bar is not None:
+                bar.close()
+
+
+def result_of_run(folder: str | Path, spec: SamplerSpec) -> SampleResult | None:
+    """The :class:`~mlmprob.sampling.api.SampleResult` of a finished folder run, from its run file (the same
+    object :func:`~mlmprob.sampling.sample` returned); None when the run file is missing or holds fewer
+    epochs than the run (a file cut after the run's rows were written: sampling it again completes it)."""
+    path = Path(folder) / RUN_FILE
+    if not path.is_file():
+        return None
+    head, records = read_run(path)
+    if len(records) < spec.total_epochs:
+        return None
+    free = torch.tensor(head["free"], dtype=torch.bool)
+    return result_from_records(records[:spec.total_epochs], free, spec.burn_in, spec.method, spec.energy)
