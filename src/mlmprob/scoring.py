@@ -21,17 +21,16 @@ from typing import Callable, Iterable, Iterator, Sequence
 from .data import Record, encodable_records, encode_records
 from .energy import token_scores
 from .errors import MLMProbError, NonFiniteError
-from .likelihood.orders import check_n_orders
+from .likelihood.spec import LOGLIK_ORDERS, LOGLIK_SETTINGS, LoglikSpec
 from .models.protocol import NONFINITE_HINT
 from .models.reader import reader_of
 from .models.spec import ModelJob
 from .runtime.job import State
-from .settings import Spec, check_choice, check_int
+from .settings import Spec, check_choice
 
 LIKELIHOODS = ("pll", "loglik")           # "chain": the former spelling of "loglik"
-LOGLIK_ORDER_KINDS = ("random", "l2r", "r2l")
 PLL_METHODS = ("exact", "one-pass")
-LOGLIK_SETTINGS = ("order", "n_orders", "per_order", "seed")   # used (and stored) with likelihood="loglik"
+# LOGLIK_SETTINGS (likelihood/spec.py): the fields used (and stored) with likelihood="loglik", LoglikSpec's
 
 
 @dataclass(frozen=True)
@@ -117,7 +116,8 @@ class ScoreSpec(Spec):
 
     ``whole_word``: the whole-word l2r PLL; ``per_token``: also per-token lists; ``likelihood``: ``"pll"``, or
     ``"loglik"`` (former spelling ``"chain"``) for also the chain-rule columns (:mod:`mlmprob.likelihood.records`)
-    over ``n_orders`` orders of kind ``order`` seeded by ``seed`` (``per_order``: their values too); ``pll``:
+    over ``n_orders`` orders of kind ``order`` seeded by ``seed`` (``per_order``: their values too; these four are
+    :attr:`loglik_spec`, the :class:`~mlmprob.likelihood.spec.LoglikSpec` the likelihood API takes); ``pll``:
     ``"exact"`` or ``"one-pass"`` (the estimate of :mod:`mlmprob.onepass`, with the fitted ``correction`` file,
     None: the model's own)."""
 
@@ -125,7 +125,7 @@ class ScoreSpec(Spec):
     per_token: bool = False
     likelihood: str = "pll"
     order: str = "random"
-    n_orders: int = 8             # likelihood.records.LOGLIK_ORDERS
+    n_orders: int = LOGLIK_ORDERS
     per_order: bool = False
     seed: int = 0
     pll: str = "exact"
@@ -135,9 +135,7 @@ class ScoreSpec(Spec):
         if self.likelihood == "chain":
             object.__setattr__(self, "likelihood", "loglik")
         check_choice("likelihood", self.likelihood, LIKELIHOODS)
-        check_choice("order", self.order, LOGLIK_ORDER_KINDS)
-        check_n_orders(self.n_orders)
-        check_int("seed", self.seed, 0, "a non-negative integer")
+        self.loglik_spec   # validates order, n_orders and seed
         check_choice("pll", self.pll, PLL_METHODS)
         if self.correction is not None and not self.one_pass:
             raise MLMProbError("--correction is the one-pass correction: use it with --pll one-pass")
@@ -149,6 +147,15 @@ class ScoreSpec(Spec):
     @property
     def loglik(self) -> bool:
         return self.likelihood == "loglik"
+
+    @property
+    def loglik_spec(self) -> LoglikSpec:
+        """The chain-rule settings (``order``, ``n_orders``, ``per_order``, ``seed``) as the likelihood API's spec.
+
+        >>> ScoreSpec(likelihood="loglik", n_orders=3).loglik_spec
+        LoglikSpec(order='random', n_orders=3, per_order=False, seed=0)
+        """
+        return LoglikSpec(**{k: getattr(self, k) for k in LOGLIK_SETTINGS})
 
     @property
     def one_pass(self) -> bool:
@@ -201,8 +208,7 @@ class ScoreJob(ModelJob):
         spec, out = self.spec, []
         for row in rows:
             try:
-                row.update(loglik_columns(mlm, row["sequence"], order=spec.order, n_orders=spec.n_orders, seed=spec.seed,
-                                          whole_word=spec.whole_word, per_order=spec.per_order))
+                row.update(loglik_columns(mlm, row["sequence"], spec.loglik_spec, whole_word=spec.whole_word))
             except MLMProbError as e:
                 if not self.skip_invalid or isinstance(e, NonFiniteError):
                     raise type(e)(f"record {row['id']!r}: {e}") from None

@@ -3,7 +3,8 @@ its ``__post_init__``, made from parsed CLI arguments by field name and written 
 
 The specs (docs/architecture.md, "One spec per algorithm"): :class:`~mlmprob.sampling.spec.SamplerSpec`,
 :class:`~mlmprob.infill.spec.InfillSpec`, :class:`~mlmprob.variants.spec.VariantsSpec`,
-:class:`~mlmprob.scoring.ScoreSpec` and :class:`~mlmprob.joints.job.JointsSpec` derive from :class:`Spec`.
+:class:`~mlmprob.scoring.ScoreSpec` (with :class:`~mlmprob.likelihood.spec.LoglikSpec`, its chain-rule part) and
+:class:`~mlmprob.joints.job.JointsSpec` derive from :class:`Spec`.
 
 >>> import argparse
 >>> from dataclasses import dataclass

@@ -252,3 +252,16 @@ def test_eval_samplers_against_the_enumerated_kernels():
             assert gap > 2 * bound(pooled, n)
     assert r["gibbs"]["accept_rate"] == 1.0 and 0 < r["mh"]["accept_rate"] < 1
     assert 0 < r["floor_truth"] < bound(p, n_pooled) and 0 < r["floor_target"] < bound(target, n_pooled)
+
+
+def test_each_model_trains_with_the_configs_mapping_pinned():
+    # a trained run resumes only when its TrainConfig is unchanged: the mapping is pinned field by field
+    cfg = GroundTruthConfig(hidden=32, layers=3, heads=4, intermediate=64, batch_size=16, lr=0.01, eval_every=50,
+                            curve_steps=(50,), seed=7)
+    want = dict(hidden_size=32, num_layers=3, num_heads=4, intermediate_size=64, dropout=0.0, max_steps=600,
+                batch_size=16, lr=0.01, warmup_steps=60, weight_decay=0.01, grad_clip=1.0, mask_rate=0.5,
+                mask_split=[1.0, 0.0, 0.0], masking="static", seed=7, eval_every=50, checkpoint_every=500,
+                keep_checkpoints=1, kl_sequences=256, precision="fp32")
+    assert cfg.train_config(steps=600, mask_rate=0.5, masking="static").to_dict() == want
+    small = GroundTruthConfig().train_config(steps=40, mask_rate=0.34)
+    assert (small.warmup_steps, small.checkpoint_every, small.masking, small.max_steps) == (4, 40, "dynamic", 40)

@@ -149,6 +149,17 @@ def test_text_run_with_wordpiece(tmp_path):
         train(cfg, TextSource([str(tmp_path / "missing.txt")]), tmp_path / "x", progress=False)
 
 
+@pytest.mark.parametrize("content, message", [
+    (b"ok\n\xff\x00", r"text file '.*b.txt' is not UTF-8 text \(byte 0xff at offset 3\); is it a binary file\?"),
+    (b"\xef\xbb\xbfok\nA\x00", r"text file '.*b.txt' holds a NUL byte at offset 7; is it a binary file\?"),
+])
+def test_a_binary_text_file_is_one_line_naming_the_byte(tmp_path, content, message):
+    (tmp_path / "b.txt").write_bytes(content)
+    with pytest.raises(MLMProbError, match=message) as e:
+        TextSource([str(tmp_path / "b.txt")]).read_lines()
+    assert "\n" not in str(e.value)
+
+
 def test_masking_selects_k_per_row_and_splits():
     g = torch.Generator().manual_seed(0)
     ids = torch.arange(5, 25).reshape(2, 10)

@@ -23,11 +23,12 @@ import torch
 
 from ..errors import MLMProbError, PositionsError, TokenizationError
 from ..runtime.inputs import Record, fasta_records
-from ..scoring import SequenceScore, score_records
+from ..scoring import ScoreSpec, SequenceScore, score_records
 from ..models.reader import reader_of
 from ..positions import parse_numbers as _parse_numbers, word_positions
 
 APP_ORDERS = 4  # random orders of the Score tab's chain-rule log-likelihood
+APP_SCORE = ScoreSpec(per_token=True, likelihood="loglik", n_orders=APP_ORDERS)   # the Score tab's settings
 
 
 @dataclass(frozen=True)
@@ -172,14 +173,17 @@ class ScoreResult:
         return out.getvalue()
 
 
-def score_text(mlm, text: str, *, limits: Limits = LIMITS,
+def score_text(mlm, text: str, *, limits: Limits = LIMITS, spec: ScoreSpec = APP_SCORE,
                progress: Callable[[int, int], None] | None = None) -> ScoreResult:
     """PLL, PLL per token and E_raw of every pasted sequence, with ``log q(x_t | rest)`` per token
     (``mlmprob.scoring.score_records``), and the chain-rule log-likelihood (``APP_ORDERS`` random
-    orders seeded by the sequence, as ``mlmprob score --likelihood loglik``). ``progress(done, total)``
-    after each chunk."""
+    orders seeded by the sequence, as ``mlmprob score --likelihood loglik``), as ``spec`` says (``APP_SCORE``;
+    another needs the per-token lists and the chain-rule likelihood, the table's columns). ``progress(done,
+    total)`` after each chunk."""
     from ..likelihood.records import loglik_columns
 
+    if not isinstance(spec, ScoreSpec) or not (spec.per_token and spec.loglik):
+        raise MLMProbError("the Score tab's spec is a ScoreSpec with per_token=True and likelihood='loglik'")
     records = parse_sequences(text, limits)
     for r in records:
         encode_one(mlm, r.seq, limits, name=f"record {r.id!r}")  # the CLI's wording
@@ -190,12 +194,12 @@ def score_text(mlm, text: str, *, limits: Limits = LIMITS,
         if progress:
             progress(done[0], 2 * len(records))
 
-    rows = list(score_records(mlm, records, per_token=True, chunk_size=4,
+    rows = list(score_records(mlm, records, whole_word=spec.whole_word, per_token=spec.per_token, chunk_size=4,
                               progress=tick))
     chain = []
     for r in records:
         try:
-            cols = loglik_columns(mlm, r.seq, n_orders=APP_ORDERS)
+            cols = loglik_columns(mlm, r.seq, spec.loglik_spec, whole_word=spec.whole_word)
             chain.append(cols["loglik_mixture"])
         except PositionsError:  # a token outside the proposal alphabet (e.g. X): probability 0 under the chain rule
             chain.append(float("-inf"))

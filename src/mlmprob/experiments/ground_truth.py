@@ -56,21 +56,11 @@ __all__ = ["BEAMS", "JOINT_METHODS", "RESULTS", "GroundTruth", "GroundTruthConfi
 
 # -- runner ---------------------------------------------------------------------------------------
 
-def _train_config(cfg: GroundTruthConfig, *, steps: int, mask_rate: float, masking: str = "dynamic"):
-    from ..training import TrainConfig
-
-    return TrainConfig(hidden_size=cfg.hidden, num_layers=cfg.layers, num_heads=cfg.heads,
-                       intermediate_size=cfg.intermediate, max_steps=steps, batch_size=cfg.batch_size, lr=cfg.lr,
-                       warmup_steps=min(100, steps // 10), mask_rate=mask_rate, masking=masking, seed=cfg.seed,
-                       eval_every=cfg.eval_every, checkpoint_every=min(500, steps), keep_checkpoints=1,
-                       kl_sequences=256)
-
-
 def _train(cfg: GroundTruthConfig, lang, out_dir: Path, *, steps: int, mask_rate: float, masking: str = "dynamic",
            n_train: int | None = None, stop_after: int | None = None, progress: bool = False):
     from ..training import SyntheticSource, train
 
-    tc = _train_config(cfg, steps=steps, mask_rate=mask_rate, masking=masking)
+    tc = cfg.train_config(steps=steps, mask_rate=mask_rate, masking=masking)
     src = SyntheticSource(lang, n_train or cfg.n_train, cfg.n_heldout)
     return train(tc, src, out_dir, progress=progress, stop_after=stop_after)
 

@@ -21,7 +21,11 @@ BEAMS = (("standard", "l2r"), ("hcb", "l2r"), ("standard", "best"), ("hcb", "bes
 
 @dataclass(frozen=True)
 class GroundTruthConfig:
-    """Sizes of every stage. The defaults take about an hour on one CPU core."""
+    """Sizes of every stage. The defaults take about an hour on one CPU core.
+
+    The training fields are the experiment's design, stored in ``config.json`` under these names (a resume
+    compares them); :meth:`train_config` turns them into each model's :class:`~mlmprob.training.TrainConfig`
+    (the one place they are mapped: a stage trains with its own steps, masking rate and masking)."""
 
     vocab_size: int = 5
     length: int = 6
@@ -73,6 +77,18 @@ class GroundTruthConfig:
 
     def to_dict(self) -> dict:
         return {k: (list(v) if isinstance(v, tuple) else v) for k, v in asdict(self).items()}
+
+    def train_config(self, *, steps: int, mask_rate: float, masking: str = "dynamic"):
+        """The training run of one model of a stage (``steps``, ``mask_rate`` and ``masking`` are the stage's):
+        the model's sizes, batch, learning rate, evaluation interval and seed from here, warm-up and checkpoints
+        from ``steps``."""
+        from ..training import TrainConfig
+
+        return TrainConfig(hidden_size=self.hidden, num_layers=self.layers, num_heads=self.heads,
+                           intermediate_size=self.intermediate, max_steps=steps, batch_size=self.batch_size,
+                           lr=self.lr, warmup_steps=min(100, steps // 10), mask_rate=mask_rate, masking=masking,
+                           seed=self.seed, eval_every=self.eval_every, checkpoint_every=min(500, steps),
+                           keep_checkpoints=1, kl_sequences=256)
 
 
 # -- exact quantities -----------------------------------------------------------------------------

@@ -1,6 +1,6 @@
 """``loglik`` columns for one text record (``mlmprob score --likelihood loglik``, the app): the chain-rule
 log-likelihood of the sequence, each conditional normalised over the model's proposal alphabet, mixed
-over ``LOGLIK_ORDERS`` (8) random orders. Not the ``chain`` variant score (``variants.chain``: a
+over ``LOGLIK_ORDERS`` (8) random orders, as a :class:`~mlmprob.likelihood.spec.LoglikSpec` says. Not the ``chain`` variant score (``variants.chain``: a
 log-likelihood *ratio* over the whole vocabulary, 6 orders); README, "Two chain-rule quantities".
 
 A record's random orders come from a generator seeded by ``seed`` and the record's sequence alone,
@@ -16,10 +16,10 @@ import torch
 from ..errors import NonFiniteError
 from ..runtime.seeds import seeded_generator
 from .chain import loglik
+from .spec import LOGLIK_ORDERS, LoglikSpec, loglik_spec_of
 
 LOGLIK_FIELDS = ("loglik_mixture", "loglik_elbo", "loglik_per_token", "loglik_orders", "loglik_exact",
                 "loglik_outside_mass")
-LOGLIK_ORDERS = 8      # random orders per record (all of them when a record has at most this many)
 CHAIN_FIELDS, DEFAULT_ORDERS = LOGLIK_FIELDS, LOGLIK_ORDERS   # the former names
 
 
@@ -33,21 +33,27 @@ def record_generator(seed: int, sequence: str) -> torch.Generator:
     return seeded_generator(seed, "loglik", sequence)
 
 
-def loglik_columns(mlm, sequence: str, *, order: str = "random", n_orders: int = LOGLIK_ORDERS, seed: int = 0,
-                  whole_word: bool = False, per_order: bool = False) -> dict:
+def loglik_columns(mlm, sequence: str, spec: LoglikSpec | None = None, *, whole_word: bool = False,
+                   **settings) -> dict:
     """``LOGLIK_FIELDS`` of one sequence (and ``loglik_per_order``, a list, with ``per_order``):
     ``loglik`` over every non-special position, ``loglik_per_token`` the mixture per token (its
-    ``exp(-x)`` is a perplexity), ``loglik_outside_mass`` the mean mass outside the proposal alphabet."""
+    ``exp(-x)`` is a perplexity), ``loglik_outside_mass`` the mean mass outside the proposal alphabet.
+
+    The settings as a :class:`~mlmprob.likelihood.spec.LoglikSpec` (``spec``; a ``ScoreSpec``'s is its
+    ``loglik_spec``) or as its fields (``settings``: ``order``, ``n_orders``, ``seed``, ``per_order``; with a
+    ``spec``, they change it); ``whole_word`` reveals a word's pieces together (the tokenization's, as the PLL's).
+    The orders come from ``record_generator(spec.seed, sequence)``."""
+    spec = loglik_spec_of(spec, settings)
     enc = mlm.encode([sequence])
-    r = loglik(mlm, enc.input_ids, order=order, n_orders=n_orders, generator=record_generator(seed, sequence),
-               word_ids=enc.word_ids if whole_word else None)
+    r = loglik(mlm, enc.input_ids, order=spec.order, n_orders=spec.n_orders,
+               generator=record_generator(spec.seed, sequence), word_ids=enc.word_ids if whole_word else None)
     mix, n = float(r.mixture[0]), int(r.n_tokens[0])
     if not math.isfinite(mix):
         raise NonFiniteError(f"its chain-rule log-likelihood is not finite ({mix}; a token with zero probability?)")
     k = int(r.n_orders[0])
     out = {"loglik_mixture": mix, "loglik_elbo": float(r.elbo[0]), "loglik_per_token": mix / n, "loglik_orders": k,
            "loglik_exact": bool(r.exact[0]), "loglik_outside_mass": float(r.outside_mass[0, :k].mean())}
-    if per_order:
+    if spec.per_order:
         out["loglik_per_order"] = r.per_order[0, :k].tolist()
     return out
 

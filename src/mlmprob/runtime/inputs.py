@@ -57,6 +57,33 @@ def detect_format(path: str | Path) -> str:
             ".parquet": "parquet", ".pq": "parquet"}.get(suffix, "text")
 
 
+def decode_text(data: bytes, where: str, *, decoder=None, offsets: bool = False) -> str:
+    """``data`` as UTF-8 text (a byte-order mark dropped; ``decoder``: an incremental ``utf-8-sig`` decoder, for
+    a file read line by line), refused in one line naming ``where``, the byte and, with ``offsets``, where it
+    is, when it is not UTF-8 or holds a NUL byte (a binary file).
+
+    >>> decode_text(b"\\xef\\xbb\\xbfok", "x")
+    'ok'
+    >>> decode_text(b"ok\\n\\xff\\x00", "text file 'b.txt'", offsets=True)
+    Traceback (most recent call last):
+    ...
+    mlmprob.errors.MLMProbError: text file 'b.txt' is not UTF-8 text (byte 0xff at offset 3); is it a binary file?
+    >>> decode_text(b"A\\x00", "f: line 2")
+    Traceback (most recent call last):
+    ...
+    mlmprob.errors.MLMProbError: f: line 2 holds a NUL byte; is it a binary file?
+    """
+    try:
+        text = data.decode("utf-8-sig") if decoder is None else decoder.decode(data)
+    except UnicodeDecodeError as e:
+        at = f" at offset {e.start}" if offsets else ""
+        raise MLMProbError(f"{where} is not UTF-8 text (byte 0x{data[e.start]:02x}{at}); is it a binary file?") from None
+    if "\0" in text:
+        at = f" at offset {data.index(0)}" if offsets else ""
+        raise MLMProbError(f"{where} holds a NUL byte{at}; is it a binary file?")
+    return text
+
+
 class _Lines:
     """Decoded lines of a (possibly gzip) text file, with the line number for error messages."""
 
@@ -69,14 +96,7 @@ class _Lines:
         try:
             with raw:
                 for self.lineno, line in enumerate(raw, 1):
-                    try:
-                        text = decoder.decode(line)
-                    except UnicodeDecodeError as e:
-                        raise MLMProbError(f"{self.path}: line {self.lineno} is not UTF-8 text (byte "
-                                           f"0x{line[e.start]:02x}); is it a binary file?") from None
-                    if "\0" in text:
-                        raise MLMProbError(f"{self.path}: line {self.lineno} holds a NUL byte; is it a binary file?")
-                    yield text
+                    yield decode_text(line, f"{self.path}: line {self.lineno}", decoder=decoder)
         except (OSError, EOFError, gzip.BadGzipFile) as e:
             raise MLMProbError(f"{self.path}: cannot read it: {e}") from None
 

@@ -14,7 +14,8 @@ purpose       keys                        derivation (``seed`` the run's seed)
                                           record's generator (``mlmprob sample``); the derivation
                                           for new streams
 ``stream``    any names and numbers       SHA-256 of ``"seed:key:key..."``, first 8 bytes, 63 bits:
-                                          named streams of training and the experiments
+                                          named streams of training and the experiments,
+                                          ``mlmprob.loglik``'s orders from a spec's seed
 ``loglik``    the record's sequence       ``(seed * 1000003 + crc32(sequence)) mod 2**63``: the
                                           orders of ``mlmprob score --likelihood loglik``
 ``variant``   the variant's sites (list)  ``(seed * 1000003 + crc32(repr(sites))) mod 2**63``: the

@@ -21,6 +21,7 @@ from typing import Sequence
 import torch
 
 from ..errors import MLMProbError
+from ..runtime.inputs import decode_text
 from ..synthetic import SyntheticLanguage, save_language
 from .masking import generator_for
 from .wordpiece import SPECIALS, train_wordpiece
@@ -123,7 +124,8 @@ class TextSource:
             p = Path(f)
             if not p.is_file():
                 raise MLMProbError(f"text file not found: {f}")
-            lines += [s.strip() for s in _utf8_text(p).splitlines() if s.strip()]
+            text = decode_text(p.read_bytes(), f"text file {str(p)!r}", offsets=True)   # a binary file: one line
+            lines += [s.strip() for s in text.splitlines() if s.strip()]
         if len(lines) < 2:
             raise MLMProbError(f"need at least 2 non-empty lines of text to train and hold out, got {len(lines)}")
         return lines
@@ -175,25 +177,3 @@ def _pad(rows: list[list[int]], pad_id: int) -> torch.Tensor:
     for i, r in enumerate(rows):
         out[i, : len(r)] = torch.tensor(r, dtype=torch.long)
     return out
-
-
-def _utf8_text(path: Path) -> str:
-    """The text of ``path``, which must be UTF-8 without NUL bytes (a binary file is refused, naming the byte).
-
-    >>> import tempfile
-    >>> p = Path(tempfile.mkdtemp()) / "b.txt"
-    >>> _ = p.write_bytes(b"ok\\n\\xff\\x00")
-    >>> _utf8_text(p)  # doctest: +ELLIPSIS
-    Traceback (most recent call last):
-    ...
-    mlmprob.errors.MLMProbError: text file ... is not UTF-8 text (byte 0xff at offset 3); is it a binary file?
-    """
-    data = path.read_bytes()
-    try:
-        text = data.decode("utf-8-sig")
-    except UnicodeDecodeError as e:
-        raise MLMProbError(f"text file {str(path)!r} is not UTF-8 text (byte 0x{data[e.start]:02x} at offset "
-                           f"{e.start}); is it a binary file?") from None
-    if "\0" in text:
-        raise MLMProbError(f"text file {str(path)!r} holds a NUL byte at offset {data.index(0)}; is it a binary file?")
-    return text

@@ -1,0 +1,56 @@
+"""The settings of the chain-rule likelihood of records: :class:`LoglikSpec`, the spec ``mlmprob.loglik`` and
+``likelihood.records.loglik_columns`` take, and the part of :class:`~mlmprob.scoring.ScoreSpec` that
+``mlmprob score --likelihood loglik`` uses (``ScoreSpec.loglik_spec``). It lives here, below the scoring
+module, so that the likelihood modules take it without importing scoring (which imports them).
+
+>>> LoglikSpec(n_orders=3).settings()
+{'order': 'random', 'n_orders': 3, 'per_order': False, 'seed': 0}
+>>> LoglikSpec(order="best")
+Traceback (most recent call last):
+...
+mlmprob.errors.MLMProbError: order must be one of 'random', 'l2r', 'r2l', got 'best'
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..errors import MLMProbError
+from ..settings import Spec, check_choice, check_int
+from .orders import check_n_orders
+
+LOGLIK_ORDER_KINDS = ("random", "l2r", "r2l")
+LOGLIK_ORDERS = 8      # random orders per record (all of them when a record has at most this many)
+LOGLIK_SETTINGS = ("order", "n_orders", "per_order", "seed")   # the fields, as ScoreSpec stores them
+
+
+@dataclass(frozen=True)
+class LoglikSpec(Spec):
+    """The chain-rule likelihood's settings: ``n_orders`` orders of kind ``order`` (``"random"``: drawn, or all
+    of a record's orders when it has at most ``n_orders``; ``"l2r"``, ``"r2l"``: the one order), ``seed``: of a
+    record's random orders (``loglik_columns`` seeds each record by ``seed`` and its sequence; ``loglik`` seeds
+    a batch's generator by it when none is given), ``per_order``: ``loglik_columns`` also lists the value of
+    every order."""
+
+    order: str = "random"
+    n_orders: int = LOGLIK_ORDERS
+    per_order: bool = False
+    seed: int = 0
+
+    def __post_init__(self):
+        check_choice("order", self.order, LOGLIK_ORDER_KINDS)
+        check_n_orders(self.n_orders)
+        check_int("seed", self.seed, 0, "a non-negative integer")
+
+
+def loglik_spec_of(spec: LoglikSpec | None, keywords: dict) -> LoglikSpec:
+    """``spec`` with ``keywords`` changed, or a spec of ``keywords`` alone.
+
+    >>> loglik_spec_of(LoglikSpec(n_orders=3), {"seed": 2})
+    LoglikSpec(order='random', n_orders=3, per_order=False, seed=2)
+    """
+    if spec is None:
+        return LoglikSpec(**keywords)
+    if not isinstance(spec, LoglikSpec):
+        raise MLMProbError(f"spec must be a LoglikSpec (a ScoreSpec's is spec.loglik_spec), got {type(spec).__name__}")
+    return spec.replace(**keywords) if keywords else spec
