@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from mlmprob import LookupMLM, loglik, sample
-from mlmprob.experiments import decoders_exact as dx
+from mlmprob.sampling import partial_states as dx
 from mlmprob.experiments.decoders_truth import DECODERS, main, metrics, model_context, run
 from mlmprob.experiments.decoders_truth_report import write_report
 from mlmprob.experiments.ground_truth_chain_eval import conditional_tables

@@ -37,7 +37,7 @@ import torch
 from ..argtypes import positive_int
 from ..errors import MLMProbError
 from ..training.data import SYMBOL_OFFSET, wrap_symbols
-from . import decoders_exact as dx
+from ..sampling import partial_states as dx
 from .ground_truth import _train
 from .runner import Experiment, Run, RunMeta, build_parser, run_cli, run_units
 from .ground_truth_common import GroundTruthConfig, adjacent_equal, all_states, kl, state_index, tv
