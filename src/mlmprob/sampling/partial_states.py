@@ -1,30 +1,29 @@
-"""Exact output laws of decoders on a small language: every *partial* state enumerated.
+"""The engine of the exact output laws of decoders on a small language: every *partial* state enumerated.
 
 A decoder of a masked LM moves through partial states ``{0..V-1, mask}**T`` (the mask is the digit
 ``V``; a state's index is its base-``V + 1`` number, position 0 the most significant digit, as
 ``LookupMLM`` indexes its table). One step of a decoder reads the model once at the current state
-(``lp``: the conditionals ``log q(x_t = v | state)`` at every masked ``t``; a point mass on the current
-token at an unmasked ``t``) and moves to a new state: some positions remasked, some revealed with
-tokens. A *rule* lists these moves with their probabilities (:class:`Moves`); :func:`exact_law` pushes
-the whole distribution over partial states through the rule's steps and returns the decoder's exact
-output distribution over the ``V**T`` sequences and its expected number of sequential model calls per
-sample (one per step taken from a state that still has masks).
+(``lp``: the rows ``log q(x_t = v | state)`` the decoder draws from; only the masked ``t`` are used)
+and moves to a new state: some positions remasked, some revealed with tokens. A *rule* lists these
+moves with their probabilities (:class:`Moves`); :func:`propagate` pushes the whole distribution over
+partial states through the rule's steps, all states of a step at once, and :func:`to_law` returns the
+decoder's exact output distribution over the ``V**T`` sequences (:class:`ExactLaw`, with its expected
+sequential model calls, forward rows and steps per sample).
+
+The model's rows come from a *reader* ``states [n, T] -> [n, T, V]`` (float64 log-probabilities over
+the ``V`` symbols): a table ``[(V + 1)**T, T, V]`` of every partial state's rows
+(:func:`partial_log_probs`) or a function (``sampling.decoder_exact.model_logprobs`` reads a masked LM).
 
 Rules here (each a function ``Step -> Moves``): ``l2r`` (ancestral left to right: ``p_l2r``),
 ``random_order`` (one uniformly random masked position a step: the mixture of ``p_sigma`` over all
-orders), ``parallel(k)`` (``k`` uniformly random masked positions a step, drawn independently from one
-pass: ``tokens_per_step``) and ``plan_rule`` (the positions with the best ``confidence`` / ``margin`` /
-``entropy`` score revealed along the plan of ``sampling.unmasking.Unmasking``: MaskGIT / LLaDA / Dream,
-schedules, semi-autoregressive blocks); :func:`unmasking_law` adds its ReMDM remasking steps. The rules
-mirror the kernels' (``sampling.decoders``: the same scores, ties to the lowest position, the same plan);
-the tests check them against the kernels' Monte Carlo and against ``sampling.decoder_exact``.
+orders) and ``parallel(k)`` (``k`` uniformly random masked positions a step, drawn independently from
+one pass: ``Ancestral``'s ``tokens_per_step``). The parallel decoders' rules (``Unmasking``,
+``Adaptive``: scores, plans, blocks, remasking, the dependence rule) are in ``sampling.decoder_exact``.
 
 >>> import torch
 >>> from mlmprob import LookupMLM
->>> from mlmprob.experiments.ground_truth_chain_eval import conditional_tables
->>> m = LookupMLM(2, 3, seed=0)
->>> lp = partial_log_probs(conditional_tables(m, 2, 3, lambda x: x, 0), 2, 3)
->>> law = exact_law(random_order, lp, 2, 3)
+>>> from mlmprob.sampling.decoder_exact import model_logprobs
+>>> law = exact_law(random_order, model_logprobs(LookupMLM(2, 3, seed=0)), 2, 3)
 >>> round(float(law.log_probs.exp().sum()), 12), law.calls
 (1.0, 3.0)
 """
@@ -41,7 +40,7 @@ import torch
 from ..errors import MLMProbError
 from ..models.exact import all_sequences
 
-SCORES = ("confidence", "margin", "entropy")
+Reader = Callable[[torch.Tensor], torch.Tensor]
 
 
 def partial_states(V: int, T: int) -> torch.Tensor:
@@ -53,10 +52,16 @@ def _weights(base: int, T: int) -> torch.Tensor:
     return base ** torch.arange(T - 1, -1, -1)
 
 
+def state_index(states: torch.Tensor, V: int) -> torch.Tensor:
+    """The index of each partial state ``[..., T]`` (base ``V + 1``)."""
+    return (torch.as_tensor(states, dtype=torch.long) * _weights(V + 1, states.shape[-1])).sum(-1)
+
+
 def partial_log_probs(tables: dict[int, torch.Tensor], V: int, T: int) -> torch.Tensor:
-    """``lp`` ``[(V + 1)**T, T, V]`` (float64) from ``ground_truth_chain_eval.conditional_tables``: at a
-    masked position of a partial state the model's conditional given the state; at an unmasked one a
-    point mass on its token (log 0 = ``-inf`` elsewhere)."""
+    """``lp`` ``[(V + 1)**T, T, V]`` (float64) from ``tables`` ``{mask bits: [V**T, T]}`` (``tab[x, t] = log
+    q(x_t | x with the positions of the set bits masked)``, as ``experiments.ground_truth_chain_eval`` makes
+    them): at a masked position of a partial state the model's conditional given the state; at an unmasked
+    one a point mass on its token (log 0 = ``-inf`` elsewhere)."""
     ps = partial_states(V, T)
     lp = torch.full((len(ps), T, V), -math.inf, dtype=torch.float64)
     full = all_sequences(V, T)
@@ -73,10 +78,17 @@ def partial_log_probs(tables: dict[int, torch.Tensor], V: int, T: int) -> torch.
     return lp
 
 
+def reader(lp, V: int) -> Reader:
+    """A reader from ``lp``: a reader already, or a table ``[(V + 1)**T, T, V]`` indexed by the states."""
+    if callable(lp):
+        return lp
+    return lambda states: lp[state_index(states, V)]
+
+
 @dataclass(frozen=True)
 class Step:
-    """What a rule sees: ``states`` ``[n, T]`` (digit ``V`` = mask), ``lp`` ``[n, T, V]`` (one model
-    read at each state), ``step`` (0-based), ``V``, ``T``."""
+    """What a rule sees: ``states`` ``[n, T]`` (digit ``V`` = mask), ``lp`` ``[n, T, V]`` (one read at
+    each state), ``step`` (0-based), ``V``, ``T``."""
 
     states: torch.Tensor
     lp: torch.Tensor
@@ -94,18 +106,22 @@ class Moves:
     """Moves from ``Step.states[src]`` with probability ``weight``: ``remask`` positions masked,
     ``reveal`` positions filled with ``tokens`` (``[m, T]``), or, when ``tokens`` is None, with tokens
     drawn independently from ``lp`` at the state (one pass; :func:`draw`). Reveal only masked
-    positions; a state's weights sum to 1."""
+    positions; a state's weights sum to 1. ``calls``, ``rows`` ``[n]`` (per state of the step; default
+    one each): the sequential model calls and forward rows the step costs at each state."""
 
     src: torch.Tensor
     weight: torch.Tensor
     remask: torch.Tensor
     reveal: torch.Tensor
     tokens: torch.Tensor | None = None
+    calls: torch.Tensor | None = None
+    rows: torch.Tensor | None = None
 
 
 def draw(mv: Moves, lp: torch.Tensor, V: int) -> Moves:
     """The moves with ``tokens`` None spelled out: every token combination at the revealed positions,
-    weighted by the product of their conditionals (zero-probability combinations dropped)."""
+    weighted by the product of their rows in ``lp`` (``[n, T, V]``, indexed by ``src``; zero-probability
+    combinations dropped)."""
     if mv.tokens is not None:
         return mv
     T = mv.reveal.shape[1]
@@ -125,103 +141,120 @@ def draw(mv: Moves, lp: torch.Tensor, V: int) -> Moves:
         rep = lambda x: x[:, None].expand(-1, len(combos), *x.shape[1:]).reshape(-1, *x.shape[1:])[keep]  # noqa: E731
         parts.append(Moves(rep(mv.src[sel]), w.reshape(-1)[keep], rep(mv.remask[sel]), rep(mv.reveal[sel]),
                            tok.reshape(-1, T)[keep]))
-    return Moves(*(torch.cat([getattr(p, f) for p in parts]) for f in ("src", "weight", "remask", "reveal",
-                                                                        "tokens")))
+    cat = (torch.cat([getattr(p, f) for p in parts]) for f in ("src", "weight", "remask", "reveal", "tokens"))
+    return Moves(*cat, calls=mv.calls, rows=mv.rows)
 
 
 @dataclass(frozen=True)
-class Law:
-    """``log_probs`` ``[V**T]`` (float64, base-``V`` order of ``all_sequences``); ``calls``: expected
-    sequential model calls per sample; ``steps``: the steps the longest path took."""
+class ExactLaw:
+    """``probs`` ``[V**T]`` (float64): the probability of every full sequence, in lexicographic order
+    (``models.exact.all_sequences``); ``calls``, ``rows``: expected sequential model calls and forward rows per
+    draw; ``steps``: expected steps."""
 
-    log_probs: torch.Tensor
+    probs: torch.Tensor
     calls: float
-    steps: int
+    rows: float
+    steps: float
+
+    @property
+    def log_probs(self) -> torch.Tensor:
+        return self.probs.log()
 
 
 Rule = Callable[[Step], Moves]
 
 
-def propagate(rule: Rule, lp: torch.Tensor, V: int, T: int, mass: torch.Tensor, max_steps: int) -> tuple[torch.Tensor, float, int]:
-    """``(mass, calls, steps taken)``: ``mass`` over partial states pushed through at most ``max_steps`` steps
-    of ``rule`` (complete states stop; a model call is counted per step per state that moves)."""
+@dataclass(frozen=True)
+class Pushed:
+    """What :func:`propagate` returns: the ``mass`` over partial states; expected ``calls``, ``rows`` and
+    ``steps`` (steps taken from a state with masks); ``taken``: the steps the longest path took."""
+
+    mass: torch.Tensor
+    calls: float
+    rows: float
+    steps: float
+    taken: int
+
+
+def propagate(rule: Rule, lp, V: int, T: int, mass: torch.Tensor, max_steps: int, chunk: int = 4096) -> Pushed:
+    """``mass`` over partial states pushed through at most ``max_steps`` steps of ``rule`` reading ``lp``
+    (a table or a reader; ``chunk`` states a call): complete states stop; a step from a state that moves
+    costs its ``Moves.calls`` and ``Moves.rows`` (one each by default)."""
+    read = reader(lp, V)
     ps = partial_states(V, T)
     w = _weights(V + 1, T)
     complete = (ps < V).all(1)
-    calls, taken = 0.0, 0
+    cost = torch.zeros(3, dtype=torch.float64)             # calls, rows, steps
+    taken = 0
     for s in range(max_steps):
         act = (mass > 0) & ~complete
         if not act.any():
             break
-        idx = act.nonzero()[:, 0]
-        calls += float(mass[idx].sum())
-        mv = draw(rule(Step(ps[idx], lp[idx], s, V, T)), lp[idx], V)
-        st = ps[idx][mv.src].clone()
-        if (mv.reveal & (st != V)).any():
-            raise MLMProbError("a rule revealed a position that is not masked")
-        st[mv.remask] = V
-        st = torch.where(mv.reveal, mv.tokens, st)
-        new = mass.clone()
-        new[idx] = 0.0
-        new.index_add_(0, (st * w).sum(-1), mass[idx][mv.src] * mv.weight)
+        new = mass.masked_fill(act, 0.0)
+        for idx in act.nonzero()[:, 0].split(chunk):
+            states, m = ps[idx], mass[idx]
+            rows_lp = read(states)
+            mv = draw(rule(Step(states, rows_lp, s, V, T)), rows_lp, V)
+            cost += torch.stack([m.sum() if c is None else (m * c).sum() for c in (mv.calls, mv.rows, None)])
+            st = states[mv.src].clone()
+            if (mv.reveal & (st != V)).any():
+                raise MLMProbError("a rule revealed a position that is not masked")
+            st[mv.remask] = V
+            st = torch.where(mv.reveal, mv.tokens, st)
+            new.index_add_(0, (st * w).sum(-1), m[mv.src] * mv.weight)
         mass, taken = new, taken + 1
-    return mass, calls, taken
+    return Pushed(mass, *map(float, cost), taken)
 
 
-def start_mass(V: int, T: int) -> torch.Tensor:
-    """The point mass on the all-mask state."""
+def start_mass(V: int, T: int, ids: torch.Tensor | None = None, free: torch.Tensor | None = None) -> torch.Tensor:
+    """The point mass on the start state: the ``free`` positions (default all) masked, the others ``ids``."""
     mass = torch.zeros((V + 1) ** T, dtype=torch.float64)
-    mass[-1] = 1.0
+    if free is None:
+        mass[-1] = 1.0
+        return mass
+    ids = torch.zeros(T, dtype=torch.long) if ids is None else torch.as_tensor(ids, dtype=torch.long)
+    mass[state_index(torch.where(torch.as_tensor(free, dtype=torch.bool), V, ids), V)] = 1.0
     return mass
 
 
-def to_law(mass: torch.Tensor, V: int, T: int, calls: float, steps: int, tol: float = 1e-9) -> Law:
-    """The law over complete sequences of a final ``mass``; refuses lost mass or mass left on masks."""
+def to_law(pushed: Pushed, V: int, T: int, steps: float | None = None, tol: float = 1e-9) -> ExactLaw:
+    """The law over complete sequences of the final mass (``steps``: instead of the expected steps taken);
+    refuses lost mass or mass left on masks."""
+    mass = pushed.mass
     ps = partial_states(V, T)
     complete = (ps < V).all(1)
     if abs(float(mass.sum()) - 1.0) > tol:
         raise MLMProbError(f"the rule's moves do not sum to 1 (total mass {float(mass.sum())})")
     if float(mass[~complete].sum()) > tol:
-        raise MLMProbError(f"mass {float(mass[~complete].sum()):.3g} left on states with masks after {steps} steps")
+        raise MLMProbError(f"mass {float(mass[~complete].sum()):.3g} left on states with masks after "
+                           f"{pushed.taken} steps")
     law = torch.zeros(V ** T, dtype=torch.float64)
     law[(ps[complete] * _weights(V, T)).sum(-1)] = mass[complete]
-    return Law(law.log(), calls, steps)
+    return ExactLaw(law, pushed.calls, pushed.rows, pushed.steps if steps is None else float(steps))
 
 
-def exact_law(rule: Rule, lp: torch.Tensor, V: int, T: int) -> Law:
-    """The law of ``rule`` run from the all-mask state until every state is complete (at most ``4 T`` steps)."""
-    mass, calls, taken = propagate(rule, lp, V, T, start_mass(V, T), 4 * T)
-    return to_law(mass, V, T, calls, taken)
+def exact_law(rule: Rule, lp, V: int, T: int) -> ExactLaw:
+    """The law of ``rule`` (reading ``lp``, a table or a reader) run from the all-mask state until every
+    state is complete (at most ``4 T`` steps)."""
+    return to_law(propagate(rule, lp, V, T, start_mass(V, T), 4 * T), V, T)
 
 
-def remask_all(mass: torch.Tensor, V: int, T: int, sigma: float) -> torch.Tensor:
-    """Every position masked again independently with probability ``sigma`` (states with masks keep them)."""
+def remask_all(mass: torch.Tensor, V: int, T: int, sigma: float, free: torch.Tensor | None = None) -> torch.Tensor:
+    """Every ``free`` position (default all) masked again independently with probability ``sigma`` (states
+    with masks keep them)."""
+    fp = list(range(T)) if free is None else torch.as_tensor(free, dtype=torch.bool).nonzero()[:, 0].tolist()
     ps = partial_states(V, T)
     w = _weights(V + 1, T)
     idx = (mass > 0).nonzero()[:, 0]
     new = torch.zeros_like(mass)
-    for R in range(1 << T):
-        pos = [t for t in range(T) if R >> t & 1]
-        p = sigma ** len(pos) * (1 - sigma) ** (T - len(pos))
+    for R in range(1 << len(fp)):
+        pos = [t for i, t in enumerate(fp) if R >> i & 1]
+        p = sigma ** len(pos) * (1 - sigma) ** (len(fp) - len(pos))
         if p > 0:
             st = ps[idx].clone()
             st[:, pos] = V
             new.index_add_(0, (st * w).sum(-1), mass[idx] * p)
     return new
-
-
-def unmasking_law(decoder, lp: torch.Tensor, V: int, T: int) -> Law:
-    """The law of ``sampling.unmasking.Unmasking`` ``decoder`` (its settings; every position free): its plan
-    (``decoder.plan``: the window and count of every step) with its score, then ``remask_steps`` ReMDM
-    steps, each masking every position with probability ``remask`` and redrawing the masked ones from one
-    pass (no call when nothing was masked). Mirrors the kernel's rules, so the law is the kernel's."""
-    windows, counts = decoder.plan(torch.ones(1, T, dtype=torch.bool))
-    rule = plan_rule(decoder.score, windows[:, 0], counts[:, 0])
-    mass, calls, taken = propagate(rule, lp, V, T, start_mass(V, T), len(windows))
-    for _ in range(decoder.remask_steps):
-        mass, c, _ = propagate(parallel(T), lp, V, T, remask_all(mass, V, T, decoder.remask), 1)
-        calls, taken = calls + c, taken + 1
-    return to_law(mass, V, T, calls, taken)
 
 
 # -- rules ----------------------------------------------------------------------------------------
@@ -261,46 +294,4 @@ def parallel(k: int) -> Rule:
             weight.append(torch.full((len(rows) * len(subs),), 1.0 / len(subs), dtype=torch.float64))
         src = torch.cat(src)
         return Moves(src, torch.cat(weight), torch.zeros(len(src), st.T, dtype=torch.bool), torch.cat(reveal))
-    return rule
-
-
-def _top(score: torch.Tensor, allowed: torch.Tensor, n: torch.Tensor) -> torch.Tensor:
-    """Bool ``[m, T]``: the ``n`` (per row) allowed positions of highest score, ties to the left."""
-    key = score.masked_fill(~allowed, -math.inf)
-    order = key.sort(dim=1, descending=True, stable=True).indices
-    rank = order.argsort(1)
-    return allowed & (rank < n[:, None])
-
-
-def _score(kind: str, lp: torch.Tensor, tokens: torch.Tensor) -> torch.Tensor:
-    """``[m, T]`` score of each position (higher = decoded first): ``confidence``, the probability of the
-    token drawn there; ``margin``, top-1 minus top-2 probability; ``entropy``, minus the entropy."""
-    p = lp.exp()
-    if kind == "confidence":
-        return p.gather(2, tokens[:, :, None])[:, :, 0]
-    if kind == "margin":
-        top = p.topk(2, dim=2).values
-        return top[:, :, 0] - top[:, :, 1]
-    if kind == "entropy":
-        return (p * lp).nan_to_num(0.0).sum(2)
-    raise MLMProbError(f"score must be one of {SCORES}, got {kind!r}")
-
-
-def _ranked_moves(st: Step, kind: str, n: torch.Tensor, allowed: torch.Tensor) -> Moves:
-    """Draw a token at every masked position from one pass, keep the ``n`` best ``allowed`` ones by
-    ``kind`` (scored at the drawn tokens)."""
-    m = len(st.states)
-    mv = draw(Moves(torch.arange(m), torch.ones(m, dtype=torch.float64), torch.zeros(m, st.T, dtype=torch.bool),
-                    st.masked), st.lp, st.V)
-    keep = _top(_score(kind, st.lp[mv.src], mv.tokens), allowed[mv.src], n[mv.src])
-    return Moves(mv.src, mv.weight, mv.remask, keep, mv.tokens)
-
-
-def plan_rule(kind: str, windows: torch.Tensor, counts: torch.Tensor) -> Rule:
-    """MaskGIT / LLaDA / Dream decoding along a plan (``sampling.decoders.unmask_plan``): at step ``s`` every
-    masked position gets a token drawn from its conditional (one pass), and the ``counts[s]`` masked
-    positions of ``windows[s]`` (bool ``[T]``) with the best ``kind`` score keep theirs."""
-    def rule(st: Step) -> Moves:
-        n = torch.full((len(st.states),), int(counts[st.step]))
-        return _ranked_moves(st, kind, n, st.masked & windows[st.step][None, :])
     return rule
