@@ -19,7 +19,9 @@ the masked positions are used) is the model's conditionals at temperature 1: a t
 every partial state's rows (``partial_states.partial_log_probs`` of a trained model's conditionals) or a
 function, e.g. :func:`model_logprobs` of a masked LM, read through the forward primitive (with ``wrap`` and
 ``offset`` for a model whose ids are not the symbols, as in ``experiments.ground_truth_chain_eval``). Costs
-grow as ``(V + 1)^L`` states times the ``V^k`` draws of ``k`` revealed positions.
+grow as ``(V + 1)^L`` states times the ``V^k`` draws of ``k`` revealed positions: for ``V = 5``, ``L = 6`` (rows
+cached, one CPU core) 0.1 s for margin, 0.4 s for confidence (3 steps), 0.2 s for ``Adaptive``, 1.6 s with
+3 ReMDM steps.
 """
 
 from __future__ import annotations
