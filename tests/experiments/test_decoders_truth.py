@@ -1,4 +1,5 @@
-"""Exact decoder laws (``decoders_exact``) against ``mlmprob.loglik`` and ``mlmprob.sample``, and the
+"""Exact decoder laws (``sampling.partial_states``, ``sampling.decoder_exact``) from the experiment's tables
+against ``mlmprob.loglik``, ``mlmprob.sample``, the kernels and the model read directly, and the
 ``decoders_truth`` runner and report on tiny models."""
 
 import math
@@ -7,13 +8,14 @@ import pytest
 import torch
 
 from mlmprob import LookupMLM, loglik, sample
-from mlmprob.experiments import decoders_exact as dx
 from mlmprob.experiments.decoders_truth import DECODERS, main, metrics, model_context, run
 from mlmprob.experiments.decoders_truth_report import write_report
 from mlmprob.experiments.ground_truth_chain_eval import conditional_tables
 from mlmprob.experiments.ground_truth_common import GroundTruthConfig, all_states, state_index
 from mlmprob.runtime.log import read_log
-from mlmprob.sampling.decoder_exact import exact_output_distribution
+from mlmprob.sampling import partial_states as dx
+from mlmprob.sampling.decoder_exact import exact_output_distribution, model_logprobs, unmasking_law
+from mlmprob.sampling.decoders import SCORES
 from mlmprob.sampling.unmasking import Unmasking
 from mlmprob.synthetic import make_language
 
@@ -59,8 +61,8 @@ def test_parallel_one_is_ancestral_and_one_step_ranked_is_the_one_pass_product(l
     x = all_states(V, T)
     want = sum(lp[-1, t][x[:, t]] for t in range(T))                  # the all-mask row's marginals
     assert torch.allclose(prod.log_probs, want, atol=1e-12)
-    for kind in dx.SCORES:
-        law = dx.unmasking_law(Unmasking(lookup(), score=kind, steps=1), lp, V, T)
+    for kind in SCORES:
+        law = unmasking_law(Unmasking(lookup(), score=kind, steps=1), lp, V, T)
         assert torch.allclose(law.log_probs, want, atol=1e-12)
     two = dx.exact_law(dx.parallel(2), lp, V, T)
     assert two.calls == pytest.approx(2.0) and (two.log_probs.exp() - anc.exp()).abs().sum() > 0.05
@@ -73,18 +75,23 @@ SETTINGS = [dict(score="confidence", steps=2), dict(score="margin", steps=3), di
 
 
 @pytest.mark.parametrize("settings", SETTINGS)
-def test_unmasking_law_equals_the_samplers_own_enumerator(lp, settings):
+def test_law_from_the_tables_is_the_models_and_the_kernels(lp, settings):
+    """The experiment's route (``conditional_tables`` -> ``partial_log_probs``) gives the law of the model read
+    through the forward primitive, and the kernel's draws follow it."""
     dec = Unmasking(lookup(), **settings)
-    mine = dx.unmasking_law(dec, lp, V, T)
-    w = (V + 1) ** torch.arange(T - 1, -1, -1)
-    theirs = exact_output_distribution(dec, lambda part: lp[(torch.as_tensor(part) * w).sum(-1)], V, T)
+    mine = unmasking_law(dec, lp, V, T)
+    theirs = exact_output_distribution(dec, model_logprobs(lookup()), V, T)
     assert torch.allclose(mine.log_probs.exp(), theirs.probs, atol=1e-12)
     assert mine.calls == pytest.approx(theirs.calls, abs=1e-12)
+    s, g = dec.init(torch.zeros(20000, T, dtype=torch.long)), torch.Generator().manual_seed(3)
+    while s.epoch == 0:
+        s, _ = dec.step(s, g)
+    assert chi2(s.ids, mine.log_probs) < CHI2_LIMIT
 
 
 def test_unmasking_kernel_monte_carlo_agrees_with_the_exact_law(lp):
     dec = Unmasking(lookup(), score="confidence", steps=2)
-    law = dx.unmasking_law(dec, lp, V, T).log_probs
+    law = unmasking_law(dec, lp, V, T).log_probs
     s, g = dec.init(torch.zeros(20000, T, dtype=torch.long)), torch.Generator().manual_seed(2)
     while s.epoch == 0:
         s, _ = dec.step(s, g)

@@ -3,7 +3,8 @@
 For Potts chains (``GroundTruthConfig``'s language: V symbols, length T, every sequence enumerated) and
 a BERT MLM trained on exact samples per coupling and seed (as ``ground_truth_chain``: seed ``i`` trains
 on language ``i``), the *exact* output distribution of each decoder in :data:`DECODERS` over all
-``V**T`` sequences, from the model's conditionals at every partial state (``decoders_exact``): its TV
+``V**T`` sequences, from the model's conditionals at every partial state (``sampling.partial_states``,
+``sampling.decoder_exact``): its TV
 and KL(reference || decoder) to the true language and to the model's own ``p_mix`` (the uniform mixture
 over orders of the chain-rule distribution), and its expected number of sequential model calls per
 sample. The speculative sampler's law is ``p_mix`` (its theorem; checked here by a fixed-seed Monte
@@ -36,8 +37,9 @@ import torch
 
 from ..argtypes import positive_int
 from ..errors import MLMProbError
+from ..sampling.decoder_exact import exact_output_distribution, unmasking_law
+from ..sampling.partial_states import exact_law, l2r, parallel, partial_log_probs, random_order
 from ..training.data import SYMBOL_OFFSET, wrap_symbols
-from . import decoders_exact as dx
 from .ground_truth import _train
 from .runner import Experiment, Run, RunMeta, build_parser, run_cli, run_units
 from .ground_truth_common import GroundTruthConfig, adjacent_equal, all_states, kl, state_index, tv
@@ -77,34 +79,31 @@ class Entry:
 
 
 def law_entry(family: str, rule: Callable, note: str = "") -> Entry:
-    """A decoder given by a ``decoders_exact`` rule: its exact law and expected calls."""
+    """A decoder given by a ``sampling.partial_states`` rule: its exact law and expected calls."""
     def evaluate(ctx: Ctx) -> dict:
-        law = dx.exact_law(rule, ctx.lp, ctx.V, ctx.T)
+        law = exact_law(rule, ctx.lp, ctx.V, ctx.T)
         return {"log_law": law.log_probs, "calls": law.calls}
     return Entry(family, evaluate, note)
 
 
 def unmasking_entry(family: str, note: str = "", **settings) -> Entry:
     """``sampling.unmasking.Unmasking(**settings)`` (confidence / margin / entropy order, schedules, blocks,
-    ReMDM remasking): its exact law by ``decoders_exact.unmasking_law`` (the kernel's plan and rules)."""
+    ReMDM remasking): its exact law by ``sampling.decoder_exact.unmasking_law`` (the kernel's plan and rules)."""
     def evaluate(ctx: Ctx) -> dict:
         from ..sampling.unmasking import Unmasking
 
-        law = dx.unmasking_law(Unmasking(ctx.mlm, **settings), ctx.lp, ctx.V, ctx.T)
+        law = unmasking_law(Unmasking(ctx.mlm, **settings), ctx.lp, ctx.V, ctx.T)
         return {"log_law": law.log_probs, "calls": law.calls}
     return Entry(family, evaluate, note)
 
 
 def adaptive_entry(note: str = "", **settings) -> Entry:
-    """``sampling.adaptive.Adaptive(**settings)``: its exact law by ``sampling.decoder_exact`` (helper H1's
-    enumerator), fed the model's exact conditionals; calls and forward rows per sample (the pair rows)."""
+    """``sampling.adaptive.Adaptive(**settings)``: its exact law by ``sampling.decoder_exact``, fed the model's
+    exact conditionals; calls and forward rows per sample (the pair rows)."""
     def evaluate(ctx: Ctx) -> dict:
         from ..sampling.adaptive import Adaptive
-        from ..sampling.decoder_exact import exact_output_distribution
 
-        w = (ctx.V + 1) ** torch.arange(ctx.T - 1, -1, -1)
-        law = exact_output_distribution(Adaptive(ctx.mlm, **settings),
-                                        lambda part: ctx.lp[(torch.as_tensor(part) * w).sum(-1)], ctx.V, ctx.T)
+        law = exact_output_distribution(Adaptive(ctx.mlm, **settings), ctx.lp, ctx.V, ctx.T)
         return {"log_law": law.probs.log(), "calls": law.calls, "forward_rows_per_sample": law.rows,
                 "steps": law.steps}
     return Entry("adaptive", evaluate, note)
@@ -177,13 +176,13 @@ def _pll_target(ctx: Ctx) -> dict:
 
 # The table of decoders: name -> Entry. Adding a decoder is one line here.
 DECODERS: dict[str, Entry] = {
-    "ancestral l2r": law_entry("ancestral", dx.l2r, note="p_l2r, T calls"),
-    "ancestral random": law_entry("ancestral", dx.random_order, note="p_mix, T calls"),
+    "ancestral l2r": law_entry("ancestral", l2r, note="p_l2r, T calls"),
+    "ancestral random": law_entry("ancestral", random_order, note="p_mix, T calls"),
     "speculative k2": speculative_entry(2),
     "speculative k4": speculative_entry(4),
-    "parallel k2": law_entry("parallel", dx.parallel(2), note="random order, 2 tokens per step"),
-    "parallel k3": law_entry("parallel", dx.parallel(3), note="random order, 3 tokens per step"),
-    "parallel k6": law_entry("parallel", dx.parallel(6), note="one pass: product of the all-mask marginals"),
+    "parallel k2": law_entry("parallel", parallel(2), note="random order, 2 tokens per step"),
+    "parallel k3": law_entry("parallel", parallel(3), note="random order, 3 tokens per step"),
+    "parallel k6": law_entry("parallel", parallel(6), note="one pass: product of the all-mask marginals"),
     **{f"{kind} S{s}": unmasking_entry(kind, f"{s} steps, tokens drawn, best {kind} kept", score=kind, steps=s)
        for kind in ("confidence", "margin", "entropy") for s in (2, 3, 6)},
     "confidence S3 cosine": unmasking_entry("confidence", "MaskGIT's cosine schedule", steps=3, schedule="cosine"),
@@ -231,14 +230,14 @@ def model_context(mlm, lang, seed: int, mc_draws: int, wrap=wrap_symbols, offset
     tables = conditional_tables(mlm, V, T, wrap, offset)
     orders = list(itertools.permutations(range(T)))
     mix = torch.logsumexp(order_log_probs(tables, T, orders), 0) - math.log(len(orders))
-    lp = dx.partial_log_probs(tables, V, T)
+    lp = partial_log_probs(tables, V, T)
     ctx = Ctx(mlm, tables, lp, truth, mix, V, T, seed, mc_draws, wrap, offset)
-    rnd = dx.exact_law(dx.random_order, lp, V, T).log_probs
-    l2r = dx.exact_law(dx.l2r, lp, V, T).log_probs
+    rnd = exact_law(random_order, lp, V, T).log_probs
+    left = exact_law(l2r, lp, V, T).log_probs
     pick = torch.randint(len(states), (8,), generator=torch.Generator().manual_seed(seed))
     ll = loglik(mlm, wrap(states[pick]), order="l2r").per_order[:, 0]    # every non-special position
     return ctx, {"check_mix": float((rnd.exp() - mix.exp()).abs().max()),
-                 "check_l2r_loglik": float((ll - l2r[pick]).abs().max())}
+                 "check_l2r_loglik": float((ll - left[pick]).abs().max())}
 
 
 def run(cfg: GroundTruthConfig, out: Path, runs: Path, seeds, decoders=None, mc_draws: int = 4000, log=print):

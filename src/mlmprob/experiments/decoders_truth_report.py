@@ -45,7 +45,7 @@ def _header(cfg: dict, recs: list[dict], cmds: list[dict]) -> list[str]:
              f"({cfg['layers']} layers, hidden {cfg['hidden']}, {cfg['steps']} steps, masking rate {cfg['mask_rate']}, "
              f"{cfg['n_train']} exact training samples), seeds {seeds}; seed i trains on language i. For each "
              "decoder, its **exact** output distribution over all sequences is computed from the model's "
-             f"conditionals at every one of the {(V + 1) ** T} partial states (`mlmprob.experiments.decoders_exact`: "
+             f"conditionals at every one of the {(V + 1) ** T} partial states (`mlmprob.sampling.decoder_exact`: "
              "the distribution over partial states pushed through the decoder's steps). `TV truth`, `KL truth`: "
              "TV(truth, q) and KL(truth || q) to the language; `TV p_mix`, `KL p_mix`: the same to the model's own "
              "`p_mix` (uniform mixture over the T! orders of the chain-rule distribution, the law of "

@@ -6,7 +6,8 @@ conditionals), ``DegenerateGibbs`` (Wang & Cho 2019; ``k``-Gibbs of Li et al. 20
 ``LiteralMH`` (Algorithm 1 verbatim, for reference), and ``Ancestral`` (exact draws of the
 chain-rule distributions of ``mlmprob.loglik``; parallel decoding with ``tokens_per_step > 1``),
 ``Unmasking`` (confidence/margin/entropy-ordered unmasking, blocks, ReMDM remasking) and ``Adaptive`` (a
-dependence-aware parallel decoder); ``decoder_exact`` enumerates the decoders' exact output law. ``sample`` runs many chains with burn-in,
+dependence-aware parallel decoder); ``decoder_exact`` enumerates the decoders' exact output law (on the engine of
+``partial_states``, which also gives ``Ancestral``'s). ``sample`` runs many chains with burn-in,
 thinning, diagnostics and a resumable JSONL record; ``mask_predict`` is the greedy refinement
 baseline; ``find_cdr_h3`` locates CDR-H3 in a VH sequence.
 """

@@ -1,29 +1,31 @@
 """The exact output law of the parallel decoders (``sampling.unmasking.Unmasking``, ``sampling.adaptive.Adaptive``)
-on a tiny model, by propagating the distribution over partial states step by step.
+on a tiny model: their rules for the partial-state engine (``sampling.partial_states``), which pushes the
+distribution over partial states through the decoder's steps, all states of a step at once.
 
-``exact_output_distribution(decoder, logprobs, V, L)`` follows one chain: a partial state is a row of symbols
-``0..V-1`` with ``V`` for a masked position. At every step it asks ``logprobs`` for the model's conditionals at
-the states it holds, turns them into the decoder's proposal (``proposals.proposal_log_probs``: temperature,
-nucleus; and the rows its scores read, ``decoders.score_config``) as the kernels do, enumerates the candidate draws of each state (every combination of values at the
-positions the step draws, with their probabilities), asks the decoders' own selection rules
-(``sampling.decoders``: ``scores``, ``select_top``, ``select_adaptive``, ``dependence_matrix``,
-``unmask_plan``) which positions are revealed, and moves the weight to the resulting states. With a score of
-the state alone (``"margin"``, ``"entropy"``) the selection does not look at the draws, so only the revealed
-positions' values are enumerated (the discarded candidates sum out). Remasking steps enumerate the masked
-subset (each free position with probability ``remask``) and the redraws.
+``exact_output_distribution(decoder, logprobs, V, L)``: a partial state is a row of symbols ``0..V-1`` with
+``V`` for a masked position. At every step the model's rows at the states held (``logprobs``) become the
+decoder's proposal (``proposals.proposal_log_probs``: temperature, nucleus; and the rows its scores read,
+``decoders.score_config``) as in the kernels; the decoders' own selection rules (``sampling.decoders``:
+``scores``, ``select_top``, ``select_adaptive``, ``dependence_matrix``, ``unmask_plan``) say which positions
+are revealed, and the weight moves to the resulting states. With the ``"confidence"`` score every candidate
+draw at the eligible positions is enumerated (the selection looks at the draws); with a score of the state
+alone (``"margin"``, ``"entropy"``) only the revealed positions' values are (the discarded candidates sum
+out). ``Unmasking``'s ReMDM remasking steps mask every free position with probability ``remask`` and redraw
+the masked ones from one pass; ``Adaptive``'s pair rows are the rows of the states with one more position
+revealed (every symbol, or the ``pair_top_k`` likeliest).
 
 ``logprobs(partial [N, L]) -> [N, L, V]`` (float64 log-probabilities, normalised over the ``V`` symbols; only
-the masked positions are used) is the model's conditionals at temperature 1: a table of a trained model's
-conditionals, or :func:`model_logprobs` of a masked LM, read through the forward primitive (with ``wrap`` and
-``offset`` for a model whose ids are not the symbols, as in ``experiments.ground_truth_chain_eval``). Costs grow as ``(V + 1)^L`` states times
-``V^L`` draws: seconds for ``V = 5``, ``L = 6`` (measured on a CPU core).
+the masked positions are used) is the model's conditionals at temperature 1: a table ``[(V + 1)**L, L, V]`` of
+every partial state's rows (``partial_states.partial_log_probs`` of a trained model's conditionals) or a
+function, e.g. :func:`model_logprobs` of a masked LM, read through the forward primitive (with ``wrap`` and
+``offset`` for a model whose ids are not the symbols, as in ``experiments.ground_truth_chain_eval``). Costs
+grow as ``(V + 1)^L`` states times the ``V^k`` draws of ``k`` revealed positions: for ``V = 5``, ``L = 6`` (rows
+cached, one CPU core) 0.1 s for margin, 0.4 s for confidence (3 steps), 0.2 s for ``Adaptive``, 1.6 s with
+3 ReMDM steps.
 """
 
 from __future__ import annotations
 
-import itertools
-from collections import defaultdict
-from dataclasses import dataclass
 from typing import Callable
 
 import torch
@@ -32,21 +34,13 @@ from ..batching import read_logits
 from ..models.alphabet import allowed_ids
 from .adaptive import Adaptive, pair_choice
 from .decoders import dependence_matrix, score_config, scores, select_adaptive, select_top
-from .proposals import proposal_log_probs
+from .partial_states import ExactLaw, Moves, Pushed, Reader, Rule, Step, draw, parallel, propagate, reader, \
+    remask_all, start_mass, to_law
+from .proposals import ProposalConfig, proposal_log_probs
 
 LogProbs = Callable[[torch.Tensor], torch.Tensor]
-
-
-@dataclass(frozen=True)
-class ExactLaw:
-    """``probs`` ``[V**L]`` (float64): the probability of every full sequence, in lexicographic order
-    (``models.exact.all_sequences``); ``calls``, ``rows``: expected sequential model calls and forward rows per
-    draw; ``steps``: expected steps."""
-
-    probs: torch.Tensor
-    calls: float
-    rows: float
-    steps: float
+__all__ = ["ExactLaw", "model_logprobs", "exact_output_distribution", "unmasking_law", "adaptive_law", "plan_rule",
+           "adaptive_rule"]
 
 
 def model_logprobs(mlm, *, wrap=None, offset: int = 0, V: int | None = None) -> LogProbs:
@@ -86,136 +80,106 @@ def model_logprobs(mlm, *, wrap=None, offset: int = 0, V: int | None = None) -> 
     return logprobs
 
 
-def _fills(state: tuple, positions: list[int], lq: torch.Tensor):
-    """``(new state, probability)`` of every draw of values at ``positions`` (``lq`` ``[L, V]``)."""
-    supports = [[(v, float(lq[p, v].exp())) for v in range(lq.shape[1]) if lq[p, v] > float("-inf")]
-                for p in positions]
-    for combo in itertools.product(*supports):
-        s, w = list(state), 1.0
-        for p, (v, pv) in zip(positions, combo):
-            s[p], w = v, w * pv
-        yield tuple(s), w
+def _readers(logprobs, V: int, proposal: ProposalConfig) -> tuple[Reader, Reader | None]:
+    """``(proposal rows, score rows)`` readers from the model's rows; the score reader is None where the scores
+    read the proposal rows (temperature > 0)."""
+    read = reader(logprobs, V)
+
+    def through(config: ProposalConfig) -> Reader:
+        def rows(states: torch.Tensor) -> torch.Tensor:
+            base = read(states)
+            return proposal_log_probs(base.reshape(-1, base.shape[-1]), None, config).view(base.shape)
+        return rows
+
+    return through(proposal), (None if proposal.temperature > 0 else through(score_config(proposal)))
 
 
-def _draw_step(state, lq, slq, eligible: list[int], reveal_of, score: str, V: int):
-    """The weight of each next state after one step that draws at ``eligible`` and reveals ``reveal_of(score
-    [C, L], cand [C, L], eligible [C, L]) -> bool [C, L]``."""
-    L = len(state)
-    out = defaultdict(float)
-    el = torch.zeros(1, L, dtype=torch.bool)
-    el[0, eligible] = True
-    if score != "confidence":           # the selection does not look at the draws
-        sc = torch.zeros(1, L, dtype=torch.float64)
-        sc[0, eligible] = scores(slq[eligible], torch.zeros(len(eligible), dtype=torch.long), score)
-        reveal = reveal_of(sc, None, el)[0].nonzero(as_tuple=True)[0].tolist()
-        for s, w in _fills(state, reveal, lq):
-            out[s] += w
-        return out
-    combos = list(_fills(state, eligible, lq))
-    cand = torch.tensor([s for s, _ in combos], dtype=torch.long)
-    sc = torch.zeros(len(combos), L, dtype=torch.float64)
-    flat = slq[eligible].repeat(len(combos), 1)
-    sc[:, eligible] = scores(flat, cand[:, eligible].reshape(-1), score).view(len(combos), -1)
-    reveal = reveal_of(sc, cand, el.expand(len(combos), L))
-    for (s, w), r in zip(combos, reveal):
-        out[tuple(v if r[p] else (V if p in eligible else state[p]) for p, v in enumerate(s))] += w
-    return out
+def _select(st: Step, slq: torch.Tensor, kind: str, eligible: torch.Tensor, pick, calls=None, rows=None) -> Moves:
+    """A step that draws a candidate at every ``eligible`` position from ``st.lp`` and reveals those that
+    ``pick(score [m, T], src [m]) -> bool [m, T]`` selects by the ``kind`` scores of the rows ``slq``."""
+    n, T, V = slq.shape
+    src, one, none = torch.arange(n), torch.ones(n, dtype=torch.float64), torch.zeros(n, T, dtype=torch.bool)
+    if kind != "confidence":              # the selection does not look at the draws: only the revealed are drawn
+        sc = scores(slq.reshape(-1, V), torch.zeros(n * T, dtype=torch.long), kind).view(n, T)
+        return Moves(src, one, none, pick(sc, src), calls=calls, rows=rows)
+    mv = draw(Moves(src, one, none, eligible), st.lp, V)
+    sc = scores(slq[mv.src].reshape(-1, V), mv.tokens.reshape(-1), kind).view(-1, T)
+    return Moves(mv.src, mv.weight, mv.remask, pick(sc, mv.src), mv.tokens, calls, rows)
 
 
-def _unmasking(decoder, logprobs, V, start, free, out_steps):
-    windows, counts = decoder.plan(free[None])
-    dist, calls, rows = {start: 1.0}, 0.0, 0.0
-    for s in range(windows.shape[0]):
-        c = int(counts[s, 0])
-        states = list(dist)
-        lqs, slqs = logprobs(torch.tensor(states))
-        new = defaultdict(float)
-        for st, lq, slq in zip(states, lqs, slqs):
-            eligible = [p for p in range(len(st)) if windows[s, 0, p] and st[p] == V]
-            step = _draw_step(st, lq, slq, eligible,
-                              lambda sc, cand, el: select_top(sc, el, torch.full((len(sc),), c)), decoder.score, V)
-            for ns, w in step.items():
-                new[ns] += dist[st] * w
-        dist, calls, rows = new, calls + 1, rows + 1
-    sigma, fp = decoder.remask, [p for p in range(len(start)) if free[p]]
-    for _ in range(decoder.remask_steps):
-        new = defaultdict(float)
-        for st, w in dist.items():
-            for k in range(len(fp) + 1):
-                for subset in itertools.combinations(fp, k):
-                    pw = w * sigma ** k * (1 - sigma) ** (len(fp) - k)
-                    if pw == 0:
-                        continue
-                    if k == 0:
-                        new[st] += pw
-                        continue
-                    calls, rows = calls + pw, rows + pw
-                    masked = tuple(V if p in subset else v for p, v in enumerate(st))
-                    for ns, q in _fills(masked, list(subset), logprobs(torch.tensor([masked]))[0][0]):
-                        new[ns] += pw * q
-        dist = new
-    out_steps.append(windows.shape[0] + decoder.remask_steps)
-    return dist, calls, rows
+def plan_rule(kind: str, windows: torch.Tensor, counts: torch.Tensor, score_read: Reader | None = None) -> Rule:
+    """``Unmasking``'s unmasking steps along its plan (``decoders.unmask_plan``; ``windows`` bool ``[S, T]``,
+    ``counts`` ``[S]``): at step ``s`` a candidate at every masked position of ``windows[s]`` (one pass), and the
+    ``counts[s]`` with the best ``kind`` score (``decoders.select_top``) keep theirs. The scores read the step's
+    rows, or ``score_read``'s."""
+    def rule(st: Step) -> Moves:
+        eligible = st.masked & windows[st.step][None, :]
+        n = torch.full((len(st.states),), int(counts[st.step]))
+        slq = st.lp if score_read is None else score_read(st.states)
+        return _select(st, slq, kind, eligible, lambda sc, src: select_top(sc, eligible[src], n[src]))
+    return rule
 
 
-def _adaptive(decoder, logprobs, V, start, free, out_steps):
-    dist, done = {start: 1.0}, {}
-    calls = rows = steps = 0.0
-    while dist:
-        new = defaultdict(float)
-        for st, w in dist.items():
-            M = [p for p in range(len(st)) if free[p] and st[p] == V]
-            if not M:
-                done[st] = done.get(st, 0.0) + w
-                continue
-            lq, slq = (x[0] for x in logprobs(torch.tensor([st])))
-            D, n_pair = _pair_dependence(decoder, logprobs, st, M, lq, V)
-            calls += w * (1 + (decoder.pair_top_k is not None and len(M) >= 2))
-            rows, steps = rows + w * (1 + n_pair), steps + w
-
-            def reveal_of(sc, cand, el):
-                return select_adaptive(sc, el, D.expand(len(sc), -1, -1), decoder.threshold, decoder.max_tokens)
-
-            for ns, q in _draw_step(st, lq, slq, M, reveal_of, decoder.score, V).items():
-                new[ns] += w * q
-        dist = new
-    out_steps.append(steps)
-    return done, calls, rows
-
-
-def _pair_dependence(decoder, logprobs, st, M, lq, V):
-    """``(D [1, L, L], pair rows)`` of one state, as ``Adaptive`` measures it."""
-    L = len(st)
-    if len(M) < 2:
-        return torch.zeros(1, L, L, dtype=torch.float64), 0
-    chosen, weight = pair_choice(lq[M], decoder.pair_top_k)
-    if decoder.pair_top_k is None:      # the kernel reads every allowed value (here: every symbol)
+def _dependence(st: Step, top_k: int | None, read: Reader) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(D [n, T, T], pair rows [n])`` of each state, as ``Adaptive`` measures them (``decoders.dependence_matrix``
+    of the states with one masked position ``j`` revealed at ``v``)."""
+    n, T, V = st.lp.shape
+    M = st.masked
+    chosen, weight = (x.view(n, T, V) for x in pair_choice(st.lp.reshape(-1, V), top_k))
+    if top_k is None:                     # the kernel reads every allowed value (here: every symbol)
         chosen = torch.ones_like(chosen)
-    b, i, j, wt, given, base = [], [], [], [], [], []
-    rows = [(jk, jp, v) for jk, jp in enumerate(M) for v in range(V) if chosen[jk, v]]
-    lqs = logprobs(torch.tensor([tuple(v if p == jp else x for p, x in enumerate(st)) for _, jp, v in rows]))[0]
-    for (jk, jp, v), lr in zip(rows, lqs):
-        for ip in M:
-            if ip != jp:
-                b.append(0), i.append(ip), j.append(jp), wt.append(float(weight[jk, v]))
-                given.append(lr[ip]), base.append(lq[ip])
-    t = lambda x: torch.tensor(x, dtype=torch.long)  # noqa: E731
-    D = dependence_matrix(1, L, t(b), t(i), t(j), torch.tensor(wt, dtype=torch.float64),
-                          torch.stack(given), torch.stack(base))
-    return D, len(rows)
+    chosen = chosen & (M & (M.sum(1) >= 2)[:, None])[:, :, None]
+    b, j, v = chosen.nonzero(as_tuple=True)
+    pair = st.states[b].clone()
+    pair[torch.arange(len(b)), j] = v
+    given = read(pair) if len(b) else st.lp[:0]
+    e, i = (M[b] & (torch.arange(T)[None, :] != j[:, None])).nonzero(as_tuple=True)
+    D = dependence_matrix(n, T, b[e], i, j[e], weight[b[e], j[e], v[e]], given[e, i], st.lp[b[e], i])
+    return D, chosen.sum((1, 2)).double()
 
 
-def _through(logprobs: LogProbs, proposal):
-    """``states -> (proposal rows, score rows)``, each ``[N, L, V]``, from the model's conditionals."""
+def adaptive_rule(decoder: Adaptive, read: Reader, score_read: Reader | None = None) -> Rule:
+    """``Adaptive``'s step: the pair rows (``read``: proposal rows), the dependence ``D``, a candidate at every
+    masked position, the greedy set of ``decoders.select_adaptive`` revealed; costs ``1 + 1{pair_top_k, two
+    masked}`` calls and ``1 +`` the pair rows."""
+    def rule(st: Step) -> Moves:
+        M = st.masked
+        D, n_pair = _dependence(st, decoder.pair_top_k, read)
+        calls = 1.0 + (M.sum(1) >= 2).double() * (decoder.pair_top_k is not None)
+        slq = st.lp if score_read is None else score_read(st.states)
 
-    def both(states):
-        base = logprobs(states)
-        flat = base.reshape(-1, base.shape[-1])
-        q = proposal_log_probs(flat, None, proposal).view(base.shape)
-        s = q if proposal.temperature > 0 else proposal_log_probs(flat, None, score_config(proposal)).view(base.shape)
-        return q, s
+        def pick(sc, src):
+            return select_adaptive(sc, M[src], D[src], decoder.threshold, decoder.max_tokens)
+        return _select(st, slq, decoder.score, M, pick, calls, 1.0 + n_pair)
+    return rule
 
-    return both
+
+def _start(V: int, L: int, ids, free):
+    free = torch.ones(L, dtype=torch.bool) if free is None else torch.as_tensor(free, dtype=torch.bool)
+    return free, start_mass(V, L, ids, free)
+
+
+def unmasking_law(decoder, logprobs, V: int, L: int, *, ids=None, free=None) -> ExactLaw:
+    """The law of ``Unmasking`` ``decoder``: its plan (``decoder.plan``) with its score, then ``remask_steps``
+    ReMDM steps, each masking every free position with probability ``remask`` and redrawing the masked ones
+    from one pass (no call when nothing was masked); ``steps`` is the plan's length plus ``remask_steps``."""
+    free, mass = _start(V, L, ids, free)
+    read, score_read = _readers(logprobs, V, decoder.proposal)
+    windows, counts = decoder.plan(free[None])
+    p = propagate(plan_rule(decoder.score, windows[:, 0], counts[:, 0], score_read), read, V, L, mass, len(windows))
+    calls, rows = p.calls, p.rows
+    for _ in range(decoder.remask_steps):
+        p = propagate(parallel(L), read, V, L, remask_all(p.mass, V, L, decoder.remask, free), 1)
+        calls, rows = calls + p.calls, rows + p.rows
+    steps = len(windows) + decoder.remask_steps
+    return to_law(Pushed(p.mass, calls, rows, steps, steps), V, L)
+
+
+def adaptive_law(decoder: Adaptive, logprobs, V: int, L: int, *, ids=None, free=None) -> ExactLaw:
+    """The law of ``Adaptive`` ``decoder`` (expected calls, forward rows with the pair rows, and steps)."""
+    free, mass = _start(V, L, ids, free)
+    read, score_read = _readers(logprobs, V, decoder.proposal)
+    return to_law(propagate(adaptive_rule(decoder, read, score_read), read, V, L, mass, L + 1), V, L)
 
 
 def exact_output_distribution(decoder, logprobs: LogProbs, V: int, L: int, *, ids=None, free=None) -> ExactLaw:
@@ -230,13 +194,5 @@ def exact_output_distribution(decoder, logprobs: LogProbs, V: int, L: int, *, id
     >>> torch.allclose(law.probs, m.log_joint.flatten().exp()), law.calls   # one position per step: the joint
     (True, 3.0)
     """
-    free = torch.ones(L, dtype=torch.bool) if free is None else torch.as_tensor(free, dtype=torch.bool)
-    ids = torch.zeros(L, dtype=torch.long) if ids is None else torch.as_tensor(ids, dtype=torch.long)
-    start = tuple(V if f else int(x) for f, x in zip(free.tolist(), ids.tolist()))
-    run = _adaptive if isinstance(decoder, Adaptive) else _unmasking
-    steps: list = []
-    dist, calls, rows = run(decoder, _through(logprobs, decoder.proposal), V, start, free, steps)
-    probs = torch.zeros(V ** L, dtype=torch.float64)
-    for st, w in dist.items():
-        probs[sum(v * V ** (L - 1 - t) for t, v in enumerate(st))] += w
-    return ExactLaw(probs, float(calls), float(rows), float(steps[0]))
+    law = adaptive_law if isinstance(decoder, Adaptive) else unmasking_law
+    return law(decoder, logprobs, V, L, ids=ids, free=free)

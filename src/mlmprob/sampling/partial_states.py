@@ -1,0 +1,297 @@
+"""The engine of the exact output laws of decoders on a small language: every *partial* state enumerated.
+
+A decoder of a masked LM moves through partial states ``{0..V-1, mask}**T`` (the mask is the digit
+``V``; a state's index is its base-``V + 1`` number, position 0 the most significant digit, as
+``LookupMLM`` indexes its table). One step of a decoder reads the model once at the current state
+(``lp``: the rows ``log q(x_t = v | state)`` the decoder draws from; only the masked ``t`` are used)
+and moves to a new state: some positions remasked, some revealed with tokens. A *rule* lists these
+moves with their probabilities (:class:`Moves`); :func:`propagate` pushes the whole distribution over
+partial states through the rule's steps, all states of a step at once, and :func:`to_law` returns the
+decoder's exact output distribution over the ``V**T`` sequences (:class:`ExactLaw`, with its expected
+sequential model calls, forward rows and steps per sample).
+
+The model's rows come from a *reader* ``states [n, T] -> [n, T, V]`` (float64 log-probabilities over
+the ``V`` symbols): a table ``[(V + 1)**T, T, V]`` of every partial state's rows
+(:func:`partial_log_probs`) or a function (``sampling.decoder_exact.model_logprobs`` reads a masked LM).
+
+Rules here (each a function ``Step -> Moves``): ``l2r`` (ancestral left to right: ``p_l2r``),
+``random_order`` (one uniformly random masked position a step: the mixture of ``p_sigma`` over all
+orders) and ``parallel(k)`` (``k`` uniformly random masked positions a step, drawn independently from
+one pass: ``Ancestral``'s ``tokens_per_step``). The parallel decoders' rules (``Unmasking``,
+``Adaptive``: scores, plans, blocks, remasking, the dependence rule) are in ``sampling.decoder_exact``.
+
+>>> import torch
+>>> from mlmprob import LookupMLM
+>>> from mlmprob.sampling.decoder_exact import model_logprobs
+>>> law = exact_law(random_order, model_logprobs(LookupMLM(2, 3, seed=0)), 2, 3)
+>>> round(float(law.log_probs.exp().sum()), 12), law.calls
+(1.0, 3.0)
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from dataclasses import dataclass
+from typing import Callable
+
+import torch
+
+from ..errors import MLMProbError
+from ..models.exact import all_sequences
+
+Reader = Callable[[torch.Tensor], torch.Tensor]
+
+
+def partial_states(V: int, T: int) -> torch.Tensor:
+    """Every partial state ``[(V + 1)**T, T]`` (digit ``V`` = mask) in index order."""
+    return all_sequences(V + 1, T)
+
+
+def _weights(base: int, T: int) -> torch.Tensor:
+    return base ** torch.arange(T - 1, -1, -1)
+
+
+def state_index(states: torch.Tensor, V: int) -> torch.Tensor:
+    """The index of each partial state ``[..., T]`` (base ``V + 1``)."""
+    return (torch.as_tensor(states, dtype=torch.long) * _weights(V + 1, states.shape[-1])).sum(-1)
+
+
+def partial_log_probs(tables: dict[int, torch.Tensor], V: int, T: int) -> torch.Tensor:
+    """``lp`` ``[(V + 1)**T, T, V]`` (float64) from ``tables`` ``{mask bits: [V**T, T]}`` (``tab[x, t] = log
+    q(x_t | x with the positions of the set bits masked)``, as ``experiments.ground_truth_chain_eval`` makes
+    them): at a masked position of a partial state the model's conditional given the state; at an unmasked
+    one a point mass on its token (log 0 = ``-inf`` elsewhere)."""
+    ps = partial_states(V, T)
+    lp = torch.full((len(ps), T, V), -math.inf, dtype=torch.float64)
+    full = all_sequences(V, T)
+    w = _weights(V + 1, T)
+    for bits, tab in tables.items():
+        M = [t for t in range(T) if bits >> t & 1]
+        part = full.clone()
+        part[:, M] = V
+        idx = (part * w).sum(-1)
+        for t in M:
+            lp[idx, t, full[:, t]] = tab[:, t]
+    r, t = (ps < V).nonzero(as_tuple=True)
+    lp[r, t, ps[r, t]] = 0.0
+    return lp
+
+
+def reader(lp, V: int) -> Reader:
+    """A reader from ``lp``: a reader already, or a table ``[(V + 1)**T, T, V]`` indexed by the states."""
+    if callable(lp):
+        return lp
+    return lambda states: lp[state_index(states, V)]
+
+
+@dataclass(frozen=True)
+class Step:
+    """What a rule sees: ``states`` ``[n, T]`` (digit ``V`` = mask), ``lp`` ``[n, T, V]`` (one read at
+    each state), ``step`` (0-based), ``V``, ``T``."""
+
+    states: torch.Tensor
+    lp: torch.Tensor
+    step: int
+    V: int
+    T: int
+
+    @property
+    def masked(self) -> torch.Tensor:
+        return self.states == self.V
+
+
+@dataclass(frozen=True)
+class Moves:
+    """Moves from ``Step.states[src]`` with probability ``weight``: ``remask`` positions masked,
+    ``reveal`` positions filled with ``tokens`` (``[m, T]``), or, when ``tokens`` is None, with tokens
+    drawn independently from ``lp`` at the state (one pass; :func:`draw`). Reveal only masked
+    positions; a state's weights sum to 1. ``calls``, ``rows`` ``[n]`` (per state of the step; default
+    one each): the sequential model calls and forward rows the step costs at each state."""
+
+    src: torch.Tensor
+    weight: torch.Tensor
+    remask: torch.Tensor
+    reveal: torch.Tensor
+    tokens: torch.Tensor | None = None
+    calls: torch.Tensor | None = None
+    rows: torch.Tensor | None = None
+
+
+def draw(mv: Moves, lp: torch.Tensor, V: int) -> Moves:
+    """The moves with ``tokens`` None spelled out: every token combination at the revealed positions,
+    weighted by the product of their rows in ``lp`` (``[n, T, V]``, indexed by ``src``; zero-probability
+    combinations dropped)."""
+    if mv.tokens is not None:
+        return mv
+    T = mv.reveal.shape[1]
+    bits = (mv.reveal.long() << torch.arange(T)).sum(1)
+    parts = []
+    for b in bits.unique().tolist():
+        sel = (bits == b).nonzero()[:, 0]
+        pos = [t for t in range(T) if b >> t & 1]
+        combos = all_sequences(V, len(pos)) if pos else torch.zeros(1, 0, dtype=torch.long)
+        lpc = torch.zeros(len(sel), len(combos), dtype=torch.float64)
+        for i, t in enumerate(pos):
+            lpc = lpc + lp[mv.src[sel], t][:, combos[:, i]]
+        w = mv.weight[sel, None] * lpc.exp()
+        tok = torch.zeros(len(sel), len(combos), T, dtype=torch.long)
+        tok[:, :, pos] = combos
+        keep = w.reshape(-1) > 0
+        rep = lambda x: x[:, None].expand(-1, len(combos), *x.shape[1:]).reshape(-1, *x.shape[1:])[keep]  # noqa: E731
+        parts.append(Moves(rep(mv.src[sel]), w.reshape(-1)[keep], rep(mv.remask[sel]), rep(mv.reveal[sel]),
+                           tok.reshape(-1, T)[keep]))
+    cat = (torch.cat([getattr(p, f) for p in parts]) for f in ("src", "weight", "remask", "reveal", "tokens"))
+    return Moves(*cat, calls=mv.calls, rows=mv.rows)
+
+
+@dataclass(frozen=True)
+class ExactLaw:
+    """``probs`` ``[V**T]`` (float64): the probability of every full sequence, in lexicographic order
+    (``models.exact.all_sequences``); ``calls``, ``rows``: expected sequential model calls and forward rows per
+    draw; ``steps``: expected steps."""
+
+    probs: torch.Tensor
+    calls: float
+    rows: float
+    steps: float
+
+    @property
+    def log_probs(self) -> torch.Tensor:
+        return self.probs.log()
+
+
+Rule = Callable[[Step], Moves]
+
+
+@dataclass(frozen=True)
+class Pushed:
+    """What :func:`propagate` returns: the ``mass`` over partial states; expected ``calls``, ``rows`` and
+    ``steps`` (steps taken from a state with masks); ``taken``: the steps the longest path took."""
+
+    mass: torch.Tensor
+    calls: float
+    rows: float
+    steps: float
+    taken: int
+
+
+def propagate(rule: Rule, lp, V: int, T: int, mass: torch.Tensor, max_steps: int, chunk: int = 4096) -> Pushed:
+    """``mass`` over partial states pushed through at most ``max_steps`` steps of ``rule`` reading ``lp``
+    (a table or a reader; ``chunk`` states a call): complete states stop; a step from a state that moves
+    costs its ``Moves.calls`` and ``Moves.rows`` (one each by default)."""
+    read = reader(lp, V)
+    ps = partial_states(V, T)
+    w = _weights(V + 1, T)
+    complete = (ps < V).all(1)
+    cost = torch.zeros(3, dtype=torch.float64)             # calls, rows, steps
+    taken = 0
+    for s in range(max_steps):
+        act = (mass > 0) & ~complete
+        if not act.any():
+            break
+        new = mass.masked_fill(act, 0.0)
+        for idx in act.nonzero()[:, 0].split(chunk):
+            states, m = ps[idx], mass[idx]
+            rows_lp = read(states)
+            mv = draw(rule(Step(states, rows_lp, s, V, T)), rows_lp, V)
+            cost += torch.stack([m.sum() if c is None else (m * c).sum() for c in (mv.calls, mv.rows, None)])
+            st = states[mv.src].clone()
+            if (mv.reveal & (st != V)).any():
+                raise MLMProbError("a rule revealed a position that is not masked")
+            st[mv.remask] = V
+            st = torch.where(mv.reveal, mv.tokens, st)
+            new.index_add_(0, (st * w).sum(-1), m[mv.src] * mv.weight)
+        mass, taken = new, taken + 1
+    return Pushed(mass, *map(float, cost), taken)
+
+
+def start_mass(V: int, T: int, ids: torch.Tensor | None = None, free: torch.Tensor | None = None) -> torch.Tensor:
+    """The point mass on the start state: the ``free`` positions (default all) masked, the others ``ids``."""
+    mass = torch.zeros((V + 1) ** T, dtype=torch.float64)
+    if free is None:
+        mass[-1] = 1.0
+        return mass
+    ids = torch.zeros(T, dtype=torch.long) if ids is None else torch.as_tensor(ids, dtype=torch.long)
+    mass[state_index(torch.where(torch.as_tensor(free, dtype=torch.bool), V, ids), V)] = 1.0
+    return mass
+
+
+def to_law(pushed: Pushed, V: int, T: int, steps: float | None = None, tol: float = 1e-9) -> ExactLaw:
+    """The law over complete sequences of the final mass (``steps``: instead of the expected steps taken);
+    refuses lost mass or mass left on masks."""
+    mass = pushed.mass
+    ps = partial_states(V, T)
+    complete = (ps < V).all(1)
+    if abs(float(mass.sum()) - 1.0) > tol:
+        raise MLMProbError(f"the rule's moves do not sum to 1 (total mass {float(mass.sum())})")
+    if float(mass[~complete].sum()) > tol:
+        raise MLMProbError(f"mass {float(mass[~complete].sum()):.3g} left on states with masks after "
+                           f"{pushed.taken} steps")
+    law = torch.zeros(V ** T, dtype=torch.float64)
+    law[(ps[complete] * _weights(V, T)).sum(-1)] = mass[complete]
+    return ExactLaw(law, pushed.calls, pushed.rows, pushed.steps if steps is None else float(steps))
+
+
+def exact_law(rule: Rule, lp, V: int, T: int) -> ExactLaw:
+    """The law of ``rule`` (reading ``lp``, a table or a reader) run from the all-mask state until every
+    state is complete (at most ``4 T`` steps)."""
+    return to_law(propagate(rule, lp, V, T, start_mass(V, T), 4 * T), V, T)
+
+
+def remask_all(mass: torch.Tensor, V: int, T: int, sigma: float, free: torch.Tensor | None = None) -> torch.Tensor:
+    """Every ``free`` position (default all) masked again independently with probability ``sigma`` (states
+    with masks keep them)."""
+    fp = list(range(T)) if free is None else torch.as_tensor(free, dtype=torch.bool).nonzero()[:, 0].tolist()
+    ps = partial_states(V, T)
+    w = _weights(V + 1, T)
+    idx = (mass > 0).nonzero()[:, 0]
+    new = torch.zeros_like(mass)
+    for R in range(1 << len(fp)):
+        pos = [t for i, t in enumerate(fp) if R >> i & 1]
+        p = sigma ** len(pos) * (1 - sigma) ** (len(fp) - len(pos))
+        if p > 0:
+            st = ps[idx].clone()
+            st[:, pos] = V
+            new.index_add_(0, (st * w).sum(-1), mass[idx] * p)
+    return new
+
+
+# -- rules ----------------------------------------------------------------------------------------
+
+def _one_hot(pos: torch.Tensor, T: int) -> torch.Tensor:
+    return torch.nn.functional.one_hot(pos, T).bool()
+
+
+def l2r(st: Step) -> Moves:
+    """Ancestral sampling left to right: the first masked position from its conditional."""
+    n = len(st.states)
+    pos = st.masked.long().argmax(1)
+    return Moves(torch.arange(n), torch.ones(n, dtype=torch.float64), torch.zeros(n, st.T, dtype=torch.bool),
+                 _one_hot(pos, st.T))
+
+
+def random_order(st: Step) -> Moves:
+    """A uniformly random masked position from its conditional: the mixture over all orders."""
+    return parallel(1)(st)
+
+
+def parallel(k: int) -> Rule:
+    """``k`` uniformly random masked positions (all, if fewer are left), each from its conditional at
+    the current state, independently (one pass)."""
+    def rule(st: Step) -> Moves:
+        bits = (st.masked.long() << torch.arange(st.T)).sum(1)
+        src, weight, reveal = [], [], []
+        for b in bits.unique().tolist():
+            rows = (bits == b).nonzero()[:, 0]
+            M = [t for t in range(st.T) if b >> t & 1]
+            subs = list(itertools.combinations(M, min(k, len(M))))
+            sub = torch.zeros(len(subs), st.T, dtype=torch.bool)
+            for i, c in enumerate(subs):
+                sub[i, list(c)] = True
+            src.append(rows.repeat_interleave(len(subs)))
+            reveal.append(sub.repeat(len(rows), 1))
+            weight.append(torch.full((len(rows) * len(subs),), 1.0 / len(subs), dtype=torch.float64))
+        src = torch.cat(src)
+        return Moves(src, torch.cat(weight), torch.zeros(len(src), st.T, dtype=torch.bool), torch.cat(reveal))
+    return rule
