@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import itertools
 import math
 import shlex
 import time
@@ -43,7 +42,7 @@ from ..training.data import SYMBOL_OFFSET, wrap_symbols
 from .ground_truth import _train
 from .runner import Experiment, Run, RunMeta, build_parser, run_cli, run_units
 from .ground_truth_common import GroundTruthConfig, adjacent_equal, all_states, kl, state_index, tv
-from .ground_truth_chain_eval import conditional_tables, gibbs_stationary, order_log_probs
+from .ground_truth_chain_eval import gibbs_stationary, language_tables, order_log_probs
 from .ground_truth_eval import language, symbol_mlm
 
 STEPS = 3000
@@ -223,12 +222,7 @@ def model_context(mlm, lang, seed: int, mc_draws: int, wrap=wrap_symbols, offset
     the ``T!`` order tables vs the engine's random-order law, and the l2r law vs ``mlmprob.loglik``."""
     from ..likelihood import loglik
 
-    V, T = lang.vocab_size, lang.length
-    states = all_states(V, T)
-    truth = lang.log_prob(states).double()
-    truth = truth - torch.logsumexp(truth, 0)
-    tables = conditional_tables(mlm, V, T, wrap, offset)
-    orders = list(itertools.permutations(range(T)))
+    V, T, states, truth, tables, orders = language_tables(mlm, lang, wrap, offset)
     mix = torch.logsumexp(order_log_probs(tables, T, orders), 0) - math.log(len(orders))
     lp = partial_log_probs(tables, V, T)
     ctx = Ctx(mlm, tables, lp, truth, mix, V, T, seed, mc_draws, wrap, offset)

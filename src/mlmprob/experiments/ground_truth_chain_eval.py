@@ -102,18 +102,23 @@ def gibbs_stationary(tables: dict[int, torch.Tensor], V: int, T: int, start: tor
     return p.reshape(-1).log(), {"sweeps": n, "residual": residual}
 
 
+def language_tables(mlm, lang, wrap=lambda x: x, offset: int = 0):
+    """``(V, T, states, truth, tables, orders)``: every sequence of the language, its normalised true
+    log-probabilities, the MLM's conditional tables for every mask pattern and the ``T!`` orders."""
+    V, T = lang.vocab_size, lang.length
+    states = all_states(V, T)
+    truth = lang.log_prob(states).double()
+    truth = truth - torch.logsumexp(truth, 0)
+    return V, T, states, truth, conditional_tables(mlm, V, T, wrap, offset), list(itertools.permutations(range(T)))
+
+
 def eval_chain(mlm, lang, *, wrap=lambda x: x, offset: int = 0, tokens_per_step=(2, 3), n_pairs: int = 200,
                seed: int = 0) -> dict:
     """TV and KL(truth || q) for ``q`` = ``p_l2r``, ``p_r2l``, the mixture over all orders,
     ``exp(-E_local)/Z``, degenerate Gibbs's stationary law (``gibbs``, with its ``sweeps`` and
     ``residual``) and parallel decoding (random order, ``k`` per step); per-order TV (mean, min,
     max) and the spread between orders (mean KL and TV over ``n_pairs`` random pairs of orders)."""
-    V, T = lang.vocab_size, lang.length
-    states = all_states(V, T)
-    truth = lang.log_prob(states).double()
-    truth = truth - torch.logsumexp(truth, 0)
-    tables = conditional_tables(mlm, V, T, wrap, offset)
-    orders = list(itertools.permutations(range(T)))
+    V, T, states, truth, tables, orders = language_tables(mlm, lang, wrap, offset)
     per = order_log_probs(tables, T, orders)                          # [T!, N]
     log_k = math.log(len(orders))
     dists = {"l2r": per[0], "r2l": per[-1], "mixture": torch.logsumexp(per, 0) - log_k}

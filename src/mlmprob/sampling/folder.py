@@ -17,14 +17,11 @@ from typing import Sequence
 
 import torch
 
-from ..errors import MLMProbError
-from ..models.spec import ModelJob
-from ..numbering import check_scheme, parse_cdr
 from ..positions import WORDS_AND_MASKS, Resolved
 from .api import SampleResult, result_from_records, sample
 from .io import EpochBar, RunFile, read_run
 from .spec import SamplerSpec
-from .stream import check_block_size, free_positions, result_rows
+from .stream import SampleJob, check_block_size, free_positions, result_rows
 
 RUN_FILE = "run.jsonl"
 CHAINS_FILE = "chains.jsonl"
@@ -39,30 +36,13 @@ class BatchUnit:
 
 
 @dataclass(frozen=True)
-class FolderSampleJob(ModelJob):
-    """A folder run (loaded by :class:`~mlmprob.models.spec.ModelJob`): ``spec``, ``chains`` per input, the
-    generator's ``seed``, the free ``positions`` (1-based residue/word numbers) or ``cdr``, the ``folder``
-    that holds the run file and whether an epoch progress bar is shown (``progress``)."""
+class FolderSampleJob(SampleJob):
+    """A folder run: a :class:`~mlmprob.sampling.stream.SampleJob` (its model, ``spec``, ``chains`` per
+    input, free ``positions`` or ``cdr``; ``seed`` seeds the one generator of the batch) whose unit is the
+    batch, with the ``folder`` that holds the run file and whether an epoch progress bar is shown."""
 
-    spec: SamplerSpec = SamplerSpec(epochs=20, burn_in=5)
-    chains: int = 4
-    seed: int = 0
-    positions: tuple[int, ...] | None = None
-    cdr: str | None = None
-    numbering: str = "imgt"
     folder: str = "."
     progress: bool = False
-
-    def __post_init__(self):
-        if not isinstance(self.spec, SamplerSpec):
-            raise MLMProbError(f"spec must be a SamplerSpec, got {type(self.spec).__name__}")
-        if self.chains < 1:
-            raise MLMProbError(f"--chains must be >= 1, got {self.chains}")
-        if self.cdr is not None:
-            check_scheme(parse_cdr(self.cdr), self.numbering)
-
-    def settings(self) -> dict:
-        return self.spec.settings(chains=self.chains, seed=self.seed)
 
     def run(self, state, units: Sequence[BatchUnit]) -> tuple[list[dict], list[tuple[str, str]]]:
         rows: list[dict] = []
