@@ -7,6 +7,7 @@ from pathlib import Path
 
 from ..runtime.log import read_log
 from .ground_truth_chain_plots import mean_se
+from .runner import command_lines
 
 REFERENCE = "ancestral random"
 TASKS = {"antibody": "AntiBERTy, CDR-H3 of Thera-SAbDab heavy chains", "english": "en-small, middle words of SNLI premises"}
@@ -70,8 +71,7 @@ def write_report(out: Path, decoders: dict) -> None:
              "`Hamming / n`: mean pairwise Hamming distance between an input's samples over its free positions; "
              "`distinct`: share of distinct samples. Cells: mean ± standard error over inputs.", "",
              "Commands (module `mlmprob.experiments.decoders_real`):", ""]
-    lines += [f"- `{c['command']}` " + ("(report only)" if c.get("report_only") else
-                                        f"(wall {c['wall_s']} s, {c['threads']} thread(s))") for c in cmds]
+    lines += command_lines(cmds)
     lines.append("")
     for task in sorted({r["task"] for r in recs}):
         lines += _table(task, recs, decoders)

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from ..runtime.log import read_log
 from .ground_truth_chain_plots import mean_se
+from .runner import command_lines
 
 FIGURE = "fig_decoders.png"
 COLORS = {"ancestral": "black", "speculative": "tab:green", "parallel": "tab:red", "confidence": "tab:blue",
@@ -55,8 +56,7 @@ def _header(cfg: dict, recs: list[dict], cmds: list[dict]) -> list[str]:
              "rows). Cells: mean ± standard error over the seeds "
              "(the spread covers languages and trainings).", "",
              "Commands (module `mlmprob.experiments.decoders_truth`):", ""]
-    lines += [f"- `{c['command']}` " + ("(report only)" if c.get("report_only") else
-                                        f"(wall {c['wall_s']} s, {c['threads']} thread(s))") for c in cmds]
+    lines += command_lines(cmds)
     cm = max((r["check_mix"] for r in models), default=0.0)
     cl = max((r["check_l2r_loglik"] for r in models), default=0.0)
     lines += ["", f"Checks of the engine on every model: the random-order law equals `p_mix` built from the T! order "

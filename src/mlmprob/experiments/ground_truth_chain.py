@@ -31,7 +31,7 @@ from .ground_truth_common import GroundTruthConfig
 from .ground_truth_eval import language, symbol_mlm
 from .ground_truth_chain_eval import eval_chain
 from .ground_truth_chain_plots import family_label, mean_se, plot_chain
-from .runner import Experiment, Run, run_units
+from .runner import Experiment, Run, command_lines, run_units
 from .runner import run_cli as runner_main
 
 DISTS = ("l2r", "r2l", "mixture", "pll_target", "gibbs")
@@ -170,8 +170,7 @@ def _header(cfg: dict, recs: list[dict], cmds: list[dict]) -> list[str]:
              "difference). Cells: mean ± standard error over the seeds.", "",
              "Commands (`python -m mlmprob.experiments.ground_truth_chain`, module "
              "`mlmprob.experiments.ground_truth_chain`):", ""]
-    lines += [f"- `{c['command']}` " + ("(report and figure only)" if c.get("report_only") else
-                                        f"(wall {c['wall_s']} s, {c['threads']} thread(s))") for c in cmds]
+    lines += command_lines(cmds, "report and figure only")
     res = max((r["gibbs"]["residual"] for r in recs), default=0.0)
     return lines + ["", "TV(truth, q) and KL(truth || q) in nats. `Gibbs`: the exact stationary law of degenerate "
                     "Gibbs (random-order single-site sweeps, every proposal accepted; power iteration of the exact "

@@ -51,7 +51,7 @@ from ..errors import MLMProbError, exit_status
 from ..jsonl import dumps
 from ..runtime.log import ResumableLog, RunMeta, append_record, read_log
 
-__all__ = ["Experiment", "Run", "RunMeta", "build_parser", "execute", "run_cli", "read_log", "run_units"]
+__all__ = ["Experiment", "Run", "RunMeta", "build_parser", "command_lines", "execute", "run_cli", "read_log", "run_units"]
 
 
 @dataclass
@@ -201,6 +201,17 @@ def build_parser(exp: Experiment) -> argparse.ArgumentParser:
     if exp.report_only:
         p.add_argument(exp.report_only_flag, dest="report_only", action="store_true", help=exp.report_only_help)
     return p
+
+
+def command_lines(cmds: Iterable[dict], only: str = "report only") -> list[str]:
+    """A report's list of the journal's commands: each with its wall time and threads, or ``(only)`` for a
+    report-only run.
+
+    >>> command_lines([{"command": "python -m x --out o", "wall_s": 1.5, "threads": 1}])
+    ['- `python -m x --out o` (wall 1.5 s, 1 thread(s))']
+    """
+    return [f"- `{c['command']}` " + (f"({only})" if c.get("report_only") else
+                                      f"(wall {c['wall_s']} s, {c['threads']} thread(s))") for c in cmds]
 
 
 def run_cli(exp: Experiment, argv: Sequence[str] | None = None) -> int:
