@@ -251,6 +251,29 @@ def run(args) -> int:
     return run_folder(args)
 
 
+def _job_fields(args) -> dict:
+    """The fields a sampling job of either mode takes from the command line: the model, the spec, the chains,
+    the seed and the free positions."""
+    from ..sampling.spec import SamplerSpec
+
+    return dict(model=args.model, dtype=args.dtype, allow_pickle=args.allow_pickle, batch_tokens=args.batch_tokens,
+                spec=SamplerSpec.from_args(args), chains=args.chains, seed=args.seed, cdr=args.cdr,
+                numbering=args.numbering or "imgt",
+                positions=tuple(parse_positions(args.positions)) if args.positions else None)
+
+
+def _stored_config(args, job, **mode) -> dict:
+    """The configuration a run stores and a resume compares: the input, the free positions, ``mode``'s keys
+    (``cdr3=None`` streamed, ``mode="folder"``), the region and the job's settings."""
+    from .regions import cdr_config
+
+    return {"command": "sample", "model": args.model,
+            "input": getattr(args, "input_source", None) or (str(Path(args.input).resolve()) if args.input else None),
+            "seqs": list(args.seq), "format": args.format, "column": args.column, "id_column": args.id_column,
+            "positions": args.positions, **({"positions_base": 1} if args.positions else {}), **mode,
+            **cdr_config(args.region), **job.settings(), **({"dedupe": True} if args.dedupe else {})}
+
+
 def run_folder(args) -> int:
     """Folder mode, through the one runner: one unit (every chain of every input, in one batch), its rows in
     ``OUT/chains.jsonl``, its epochs in ``OUT/run.jsonl`` (a rerun resumes after the last complete epoch),
@@ -260,8 +283,6 @@ def run_folder(args) -> int:
     from ..runtime.inputs import UniqueIds
     from ..runtime.lock import WriterLock
     from ..sampling.folder import CHAINS_FILE, RUN_FILE, BatchUnit, FolderSampleJob, result_of_run
-    from ..sampling.spec import SamplerSpec
-    from .regions import cdr_config
 
     unique = UniqueIds(args.dedupe)
     seqs = [(r.id, r.seq) for r in _records(args, unique)]
@@ -270,16 +291,8 @@ def run_folder(args) -> int:
     if not seqs:
         raise MLMProbError("no input: give --seq or --input")
     out = Path(args.out)
-    job = FolderSampleJob(model=args.model, dtype=args.dtype, allow_pickle=args.allow_pickle,
-                          batch_tokens=args.batch_tokens, spec=SamplerSpec.from_args(args), chains=args.chains,
-                          seed=args.seed, cdr=args.cdr, numbering=args.numbering or "imgt",
-                          positions=tuple(parse_positions(args.positions)) if args.positions else None,
-                          folder=str(out), progress=not args.no_progress)
-    config = {"command": "sample", "mode": "folder", "model": args.model,
-              "input": getattr(args, "input_source", None) or (str(Path(args.input).resolve()) if args.input else None),
-              "seqs": list(args.seq), "format": args.format, "column": args.column, "id_column": args.id_column,
-              "positions": args.positions, **({"positions_base": 1} if args.positions else {}),
-              **cdr_config(args.region), **job.settings(), **({"dedupe": True} if args.dedupe else {})}
+    job = FolderSampleJob(**_job_fields(args), folder=str(out), progress=not args.no_progress)
+    config = _stored_config(args, job, mode="folder")
     unit = BatchUnit(tuple(seqs))
     last = f"{seqs[-1][0]}/chain{job.chains - 1}"
     out.mkdir(parents=True, exist_ok=True)
@@ -349,21 +362,13 @@ def run_streamed(args) -> int:
     rows a kill cut in the middle is sampled again, identically, and only its missing chains are added)."""
     from ..runtime.command import RunOptions, StreamCommand, run_command
     from ..runtime.inputs import UniqueIds
-    from ..sampling.spec import SamplerSpec
     from ..sampling.stream import SampleJob
-    from .regions import cdr_config
 
     opts = RunOptions.from_args(args)
     unique = UniqueIds(args.dedupe)
     given = getattr(args, "input_given", args.input)
-    job = SampleJob(model=args.model, dtype=args.dtype, allow_pickle=args.allow_pickle, batch_tokens=args.batch_tokens,
-                    spec=SamplerSpec.from_args(args), chains=args.chains, seed=args.seed, cdr=args.cdr,
-                    numbering=args.numbering or "imgt", skip_invalid=args.skip_invalid,
-                    positions=tuple(parse_positions(args.positions)) if args.positions else None)
-    config = {"command": "sample", "model": args.model,
-              "input": getattr(args, "input_source", None) or (str(Path(args.input).resolve()) if args.input else None),
-              "seqs": list(args.seq), "format": args.format, "column": args.column, "id_column": args.id_column,
-              "positions": args.positions, **({"positions_base": 1} if args.positions else {}), "cdr3": None, **cdr_config(args.region), **job.settings(), **({"dedupe": True} if args.dedupe else {})}
+    job = SampleJob(**_job_fields(args), skip_invalid=args.skip_invalid)
+    config = _stored_config(args, job, cdr3=None)
     last = f"/chain{job.chains - 1}"
     spec = StreamCommand(job, lambda: _records(args, unique), config, input=args.input,
                          empty=f"no sequences found in {given}" if args.input else "no input: give --seq or --input",

@@ -158,11 +158,6 @@ class SamplerSpec(Spec):
         """Whether every epoch is an independent draw from all-masked (no initial state, energy target or blocks)."""
         return self.method in DRAWS
 
-    @property
-    def exact_draws(self) -> bool:
-        """Whether every epoch is an independent draw along ``order`` (no initial state, energy or blocks)."""
-        return self.method in EXACT_DRAWS
-
     def schedules(self):
         """``(block_size, target_temperature)`` as callables ``epoch -> value``."""
         bs = self.block_size
@@ -209,10 +204,8 @@ class SamplerSpec(Spec):
         bs, tt = self.schedules()
         config = {"model": name_of(mlm), "method": self.method, "energy": self.energy, "block_size": schedule_text(bs),
                   "proposal_temperature": self.proposal_temperature, "top_p": self.top_p,
-                  "target_temperature": schedule_text(tt), "order": self.order, "burn_in": self.burn_in,
+                  "target_temperature": schedule_text(tt), "order": self._order_json(), "burn_in": self.burn_in,
                   "thin": self.thin, "init": self.init, "score_all": self.score_all}
-        if self.exact_draws:   # keys only these methods have: older MCMC run files still resume
-            config["order"] = self.order if isinstance(self.order, str) else torch.as_tensor(self.order).tolist()
         config.update(self._method_fields())
         return config
 
@@ -228,8 +221,8 @@ class SamplerSpec(Spec):
                 value = block_text(value)
             elif f.name == "target_temperature" and callable(value):
                 value = schedule_text(value)
-            elif f.name == "order" and not isinstance(value, str):
-                value = torch.as_tensor(value).tolist()
+            elif f.name == "order":
+                value = self._order_json()
             out[f.name] = value
             if f.name == "energy" and "chains" in around:
                 out["chains"] = around["chains"]
@@ -238,6 +231,10 @@ class SamplerSpec(Spec):
         out.update(self._method_fields())
         return out
 
+    def _order_json(self):
+        """``order`` as a JSON value: its name, or the given orders as lists."""
+        return self.order if isinstance(self.order, str) else torch.as_tensor(self.order).tolist()
+
     def _method_fields(self) -> dict:
         """The fields only some methods use (``metadata["methods"]``), for those methods (defaults filled in)."""
         out = {}
@@ -245,6 +242,7 @@ class SamplerSpec(Spec):
             if self.method in f.metadata.get("methods", ()):
                 out[f.name] = {"draft_k": self.draft_k_used, "score": self.score_used}.get(f.name, getattr(self, f.name))
         return out
+
 
 def block_text(block_size) -> str:
     """``block_size`` as ``--block-size`` writes it (a schedule object: its stable text).
