@@ -185,8 +185,7 @@ class ScoreJob(ModelJob):
     skip_invalid: bool = False
 
     def __post_init__(self):
-        if not isinstance(self.spec, ScoreSpec):
-            raise MLMProbError(f"spec must be a ScoreSpec, got {type(self.spec).__name__}")
+        ScoreSpec.check(self.spec)
         if self.spec.one_pass and type(self) is ScoreJob:
             raise MLMProbError("a one-pass spec (pll='one-pass') runs in mlmprob.onepass.job.OnePassScoreJob")
 

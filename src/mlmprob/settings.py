@@ -30,7 +30,26 @@ from .errors import MLMProbError
 
 
 class Spec:
-    """The base of a frozen dataclass spec: :meth:`from_args`, :meth:`replace` and :meth:`settings`."""
+    """The base of a frozen dataclass spec: :meth:`from_args`, :meth:`of`, :meth:`check`, :meth:`replace` and
+    :meth:`settings`. ``hint`` (a class attribute, not a field): what to pass instead of another object."""
+
+    hint = ""
+
+    @classmethod
+    def check(cls, spec):
+        """``spec``, refused in one line unless it is one of these specs (a job's or an API's ``spec``)."""
+        if not isinstance(spec, cls):
+            article = "an" if cls.__name__[0] in "AEIOU" else "a"
+            raise MLMProbError(f"spec must be {article} {cls.__name__}{cls.hint}, got {type(spec).__name__}")
+        return spec
+
+    @classmethod
+    def of(cls, spec=None, **keywords):
+        """An API's settings given as a spec, as keywords, or both: ``spec`` with ``keywords`` changed (validated
+        again), or a spec of ``keywords`` alone."""
+        if spec is None:
+            return cls(**keywords)
+        return cls.check(spec).replace(**keywords) if keywords else cls.check(spec)
 
     @classmethod
     def from_args(cls, args, **given):

@@ -143,8 +143,7 @@ class InfillJob(ModelJob):
     skip_invalid: bool = False
 
     def __post_init__(self):
-        if not isinstance(self.spec, InfillSpec):
-            raise MLMProbError(f"spec must be an InfillSpec, got {type(self.spec).__name__}")
+        InfillSpec.check(self.spec)
 
     def prepare(self, mlm) -> InfillState:
         """Check the settings against a loaded model (a pivot outside its vocabulary: an error here)."""

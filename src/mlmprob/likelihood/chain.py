@@ -145,8 +145,7 @@ def _settings(spec: LoglikSpec | None, order, n_orders, generator):
     """``(order, n_orders, generator)`` of ``loglik``'s spec or keywords."""
     if spec is None:
         return ("l2r" if order is None else order), (1 if n_orders is None else n_orders), generator
-    if not isinstance(spec, LoglikSpec):
-        raise MLMProbError(f"spec must be a LoglikSpec (a ScoreSpec's is spec.loglik_spec), got {type(spec).__name__}")
+    LoglikSpec.check(spec)
     if order is not None or n_orders is not None:
         raise MLMProbError("give loglik the orders as a spec or as keywords (order, n_orders), not both")
     if generator is None:

@@ -16,7 +16,7 @@ import torch
 from ..errors import NonFiniteError
 from ..runtime.seeds import seeded_generator
 from .chain import loglik
-from .spec import LOGLIK_ORDERS, LoglikSpec, loglik_spec_of
+from .spec import LOGLIK_ORDERS, LoglikSpec
 
 LOGLIK_FIELDS = ("loglik_mixture", "loglik_elbo", "loglik_per_token", "loglik_orders", "loglik_exact",
                 "loglik_outside_mass")
@@ -43,7 +43,7 @@ def loglik_columns(mlm, sequence: str, spec: LoglikSpec | None = None, *, whole_
     ``loglik_spec``) or as its fields (``settings``: ``order``, ``n_orders``, ``seed``, ``per_order``; with a
     ``spec``, they change it); ``whole_word`` reveals a word's pieces together (the tokenization's, as the PLL's).
     The orders come from ``record_generator(spec.seed, sequence)``."""
-    spec = loglik_spec_of(spec, settings)
+    spec = LoglikSpec.of(spec, **settings)
     enc = mlm.encode([sequence])
     r = loglik(mlm, enc.input_ids, order=spec.order, n_orders=spec.n_orders,
                generator=record_generator(spec.seed, sequence), word_ids=enc.word_ids if whole_word else None)

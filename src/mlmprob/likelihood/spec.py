@@ -5,6 +5,8 @@ module, so that the likelihood modules take it without importing scoring (which 
 
 >>> LoglikSpec(n_orders=3).settings()
 {'order': 'random', 'n_orders': 3, 'per_order': False, 'seed': 0}
+>>> LoglikSpec.of(LoglikSpec(n_orders=3), seed=2)
+LoglikSpec(order='random', n_orders=3, per_order=False, seed=2)
 >>> LoglikSpec(order="best")
 Traceback (most recent call last):
 ...
@@ -15,7 +17,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..errors import MLMProbError
 from ..settings import Spec, check_choice, check_int
 from .orders import check_n_orders
 
@@ -32,6 +33,7 @@ class LoglikSpec(Spec):
     a batch's generator by it when none is given), ``per_order``: ``loglik_columns`` also lists the value of
     every order."""
 
+    hint = " (a ScoreSpec's is spec.loglik_spec)"
     order: str = "random"
     n_orders: int = LOGLIK_ORDERS
     per_order: bool = False
@@ -41,16 +43,3 @@ class LoglikSpec(Spec):
         check_choice("order", self.order, LOGLIK_ORDER_KINDS)
         check_n_orders(self.n_orders)
         check_int("seed", self.seed, 0, "a non-negative integer")
-
-
-def loglik_spec_of(spec: LoglikSpec | None, keywords: dict) -> LoglikSpec:
-    """``spec`` with ``keywords`` changed, or a spec of ``keywords`` alone.
-
-    >>> loglik_spec_of(LoglikSpec(n_orders=3), {"seed": 2})
-    LoglikSpec(order='random', n_orders=3, per_order=False, seed=2)
-    """
-    if spec is None:
-        return LoglikSpec(**keywords)
-    if not isinstance(spec, LoglikSpec):
-        raise MLMProbError(f"spec must be a LoglikSpec (a ScoreSpec's is spec.loglik_spec), got {type(spec).__name__}")
-    return spec.replace(**keywords) if keywords else spec

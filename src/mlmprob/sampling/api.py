@@ -117,7 +117,7 @@ def sample(mlm: MaskedLM, init_ids, spec: SamplerSpec | None = None, *, generato
     >>> tuple(a.log_prob.shape), torch.allclose(a.log_prob[-1], m.log_prob(a.final_ids))
     ((2, 5), True)
     """
-    spec = spec_of(spec, options)
+    spec = SamplerSpec.of(spec, **options)
     ids = check_input_ids(mlm, init_ids)
     free = resolve_free(mlm, ids, positions)
     if generator is None:
@@ -129,15 +129,6 @@ def sample(mlm: MaskedLM, init_ids, spec: SamplerSpec | None = None, *, generato
                 on_epoch(rec, spec.total_epochs)
         records = chains.records
     return result_from_records(records[:spec.total_epochs], free, spec.burn_in, spec.method, spec.energy)
-
-
-def spec_of(spec: SamplerSpec | None, options: dict) -> SamplerSpec:
-    """``spec`` with ``options`` changed, or a spec of ``options`` alone."""
-    if spec is None:
-        return SamplerSpec(**options)
-    if not isinstance(spec, SamplerSpec):
-        raise MLMProbError(f"spec must be a SamplerSpec, got {type(spec).__name__}")
-    return spec.replace(**options) if options else spec
 
 
 class Chains:

@@ -106,8 +106,7 @@ class SampleJob(ModelJob):
     skip_invalid: bool = False
 
     def __post_init__(self):
-        if not isinstance(self.spec, SamplerSpec):
-            raise MLMProbError(f"spec must be a SamplerSpec, got {type(self.spec).__name__}")
+        SamplerSpec.check(self.spec)
         if self.chains < 1:
             raise MLMProbError(f"--chains must be >= 1, got {self.chains}")
         if self.cdr is not None:

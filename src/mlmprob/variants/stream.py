@@ -85,8 +85,7 @@ class VariantsJob(ModelJob):
     skip_invalid: bool = False
 
     def __post_init__(self):
-        if not isinstance(self.spec, VariantsSpec):
-            raise MLMProbError(f"spec must be a VariantsSpec, got {type(self.spec).__name__}")
+        VariantsSpec.check(self.spec)
 
     def prepare(self, mlm) -> VariantsState:
         """A worker state around a loaded model: its reader with the run's budget and the wild type's first
