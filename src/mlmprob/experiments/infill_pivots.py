@@ -34,7 +34,7 @@ from .infill_paired import discordant
 from .infill_runner import (CountingMLM, ExperimentConfig, draw_data, measure_gap, model_gaps, model_label,
                             report_progress)
 from ..models.reader import reader_of
-from .runner import Experiment, Run, run_units
+from .runner import LogFileExperiment, Run, run_units
 from .runner import run_cli as runner_main
 
 
@@ -77,16 +77,11 @@ def _key(rec: dict) -> tuple:
             rec["pivot"])
 
 
-class PivotSweep(Experiment):
+class PivotSweep(LogFileExperiment):
     """Units: (gap, pivot), standard beam search first (pivot None); ``--out`` is the result file."""
 
     prog = "mlmprob.experiments.infill_pivots"
     description = globals()["__doc__"].split("\n")[0]     # the module's first line
-    formatter_class = argparse.ArgumentDefaultsHelpFormatter
-    results = ""                # --out is the log
-    journal = None
-    out_help = "result file (JSONL); rerunning continues it"
-    threads = False
     report_only_help = "only build --report/--plot from --out"
 
     def add_arguments(self, p: argparse.ArgumentParser) -> None:

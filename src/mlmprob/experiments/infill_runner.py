@@ -62,7 +62,7 @@ from .infill_choices import (ABLATION_ORDER, ABLATIONS, ANTIBODY_DATASETS, BEAM_
                              METHODS, METRICS, REGIONS, dataset_files, dataset_regions, is_english, run_method)
 from .infill_tables import metric_means, table_ablations, table_methods_by_k, table_models, tables_markdown, unit_of
 from ..models.reader import reader_of
-from .runner import Experiment, Run, run_units
+from .runner import LogFileExperiment, Run, run_units
 from .runner import run_cli as runner_main
 
 __all__ = ["ABLATION_ORDER", "ABLATIONS", "ANTIBODY_DATASETS", "BEAM_METHODS", "DATASETS", "LABELS", "METHODS",
@@ -204,16 +204,11 @@ def draw_data(config: ExperimentConfig, data_dir: str | Path) -> tuple[list, dic
                     for region in config.regions for k in config.lengths}
 
 
-class Infill(Experiment):
+class Infill(LogFileExperiment):
     """Units: (model, region, k, gap, method), one record each; ``--out`` is the result file."""
 
     prog = "mlmprob.experiments.infill_runner"
     description = globals()["__doc__"].split("\n")[0]     # the module's first line
-    formatter_class = argparse.ArgumentDefaultsHelpFormatter
-    results = ""                # --out is the log
-    journal = None
-    out_help = "result file (JSONL); rerunning continues it"
-    threads = False
     report_only_flag = "--tables-only"
     report_only_help = "only build --tables from --out"
 

@@ -51,7 +51,8 @@ from ..errors import MLMProbError, exit_status
 from ..jsonl import dumps
 from ..runtime.log import ResumableLog, RunMeta, append_record, read_log
 
-__all__ = ["Experiment", "Run", "RunMeta", "build_parser", "command_lines", "execute", "run_cli", "read_log", "run_units"]
+__all__ = ["Experiment", "LogFileExperiment", "Run", "RunMeta", "build_parser", "command_lines", "execute", "run_cli",
+           "read_log", "run_units"]
 
 
 @dataclass
@@ -182,6 +183,17 @@ class Experiment:
     def wants_report(self, run: Run) -> bool:
         """Whether the report is rewritten after this invocation (``--no-report`` where offered)."""
         return not getattr(run.args, "no_report", False)
+
+
+class LogFileExperiment(Experiment):
+    """An experiment whose ``--out`` is its result file (JSONL) itself: no journal, no ``--threads``, defaults
+    shown in ``--help``."""
+
+    formatter_class = argparse.ArgumentDefaultsHelpFormatter
+    results = ""                # --out is the log
+    journal = None
+    out_help = "result file (JSONL); rerunning continues it"
+    threads = False
 
 
 def build_parser(exp: Experiment) -> argparse.ArgumentParser:
