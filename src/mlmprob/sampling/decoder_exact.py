@@ -19,9 +19,8 @@ the masked positions are used) is the model's conditionals at temperature 1: a t
 every partial state's rows (``partial_states.partial_log_probs`` of a trained model's conditionals) or a
 function, e.g. :func:`model_logprobs` of a masked LM, read through the forward primitive (with ``wrap`` and
 ``offset`` for a model whose ids are not the symbols, as in ``experiments.ground_truth_chain_eval``). Costs
-grow as ``(V + 1)^L`` states times the ``V^k`` draws of ``k`` revealed positions: for ``V = 5``, ``L = 6`` (rows
-cached, one CPU core) 0.1 s for margin, 0.4 s for confidence (3 steps), 0.2 s for ``Adaptive``, 1.6 s with
-3 ReMDM steps.
+grow as ``(V + 1)^L`` states times the ``V^k`` draws of ``k`` revealed positions (the ``"confidence"`` score
+and ReMDM's remasking steps enumerate the most).
 """
 
 from __future__ import annotations
@@ -34,7 +33,7 @@ from ..batching import read_logits
 from ..models.alphabet import allowed_ids
 from .adaptive import Adaptive, pair_choice
 from .decoders import dependence_matrix, score_config, scores, select_adaptive, select_top
-from .partial_states import ExactLaw, Moves, Pushed, Reader, Rule, Step, draw, parallel, propagate, reader, \
+from .partial_states import ExactLaw, Moves, Pushed, RowReader, Rule, Step, draw, parallel, propagate, row_reader, \
     remask_all, start_mass, to_law
 from .proposals import ProposalConfig, proposal_log_probs
 
@@ -80,12 +79,12 @@ def model_logprobs(mlm, *, wrap=None, offset: int = 0, V: int | None = None) -> 
     return logprobs
 
 
-def _readers(logprobs, V: int, proposal: ProposalConfig) -> tuple[Reader, Reader | None]:
+def _readers(logprobs, V: int, proposal: ProposalConfig) -> tuple[RowReader, RowReader | None]:
     """``(proposal rows, score rows)`` readers from the model's rows; the score reader is None where the scores
     read the proposal rows (temperature > 0)."""
-    read = reader(logprobs, V)
+    read = row_reader(logprobs, V)
 
-    def through(config: ProposalConfig) -> Reader:
+    def through(config: ProposalConfig) -> RowReader:
         def rows(states: torch.Tensor) -> torch.Tensor:
             base = read(states)
             return proposal_log_probs(base.reshape(-1, base.shape[-1]), None, config).view(base.shape)
@@ -107,7 +106,7 @@ def _select(st: Step, slq: torch.Tensor, kind: str, eligible: torch.Tensor, pick
     return Moves(mv.src, mv.weight, mv.remask, pick(sc, mv.src), mv.tokens, calls, rows)
 
 
-def plan_rule(kind: str, windows: torch.Tensor, counts: torch.Tensor, score_read: Reader | None = None) -> Rule:
+def plan_rule(kind: str, windows: torch.Tensor, counts: torch.Tensor, score_read: RowReader | None = None) -> Rule:
     """``Unmasking``'s unmasking steps along its plan (``decoders.unmask_plan``; ``windows`` bool ``[S, T]``,
     ``counts`` ``[S]``): at step ``s`` a candidate at every masked position of ``windows[s]`` (one pass), and the
     ``counts[s]`` with the best ``kind`` score (``decoders.select_top``) keep theirs. The scores read the step's
@@ -120,7 +119,7 @@ def plan_rule(kind: str, windows: torch.Tensor, counts: torch.Tensor, score_read
     return rule
 
 
-def _dependence(st: Step, top_k: int | None, read: Reader) -> tuple[torch.Tensor, torch.Tensor]:
+def _dependence(st: Step, top_k: int | None, read: RowReader) -> tuple[torch.Tensor, torch.Tensor]:
     """``(D [n, T, T], pair rows [n])`` of each state, as ``Adaptive`` measures them (``decoders.dependence_matrix``
     of the states with one masked position ``j`` revealed at ``v``)."""
     n, T, V = st.lp.shape
@@ -138,7 +137,7 @@ def _dependence(st: Step, top_k: int | None, read: Reader) -> tuple[torch.Tensor
     return D, chosen.sum((1, 2)).double()
 
 
-def adaptive_rule(decoder: Adaptive, read: Reader, score_read: Reader | None = None) -> Rule:
+def adaptive_rule(decoder: Adaptive, read: RowReader, score_read: RowReader | None = None) -> Rule:
     """``Adaptive``'s step: the pair rows (``read``: proposal rows), the dependence ``D``, a candidate at every
     masked position, the greedy set of ``decoders.select_adaptive`` revealed; costs ``1 + 1{pair_top_k, two
     masked}`` calls and ``1 +`` the pair rows."""

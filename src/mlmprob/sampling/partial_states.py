@@ -40,7 +40,7 @@ import torch
 from ..errors import MLMProbError
 from ..models.exact import all_sequences
 
-Reader = Callable[[torch.Tensor], torch.Tensor]
+RowReader = Callable[[torch.Tensor], torch.Tensor]
 
 
 def partial_states(V: int, T: int) -> torch.Tensor:
@@ -78,7 +78,7 @@ def partial_log_probs(tables: dict[int, torch.Tensor], V: int, T: int) -> torch.
     return lp
 
 
-def reader(lp, V: int) -> Reader:
+def row_reader(lp, V: int) -> RowReader:
     """A reader from ``lp``: a reader already, or a table ``[(V + 1)**T, T, V]`` indexed by the states."""
     if callable(lp):
         return lp
@@ -180,7 +180,7 @@ def propagate(rule: Rule, lp, V: int, T: int, mass: torch.Tensor, max_steps: int
     """``mass`` over partial states pushed through at most ``max_steps`` steps of ``rule`` reading ``lp``
     (a table or a reader; ``chunk`` states a call): complete states stop; a step from a state that moves
     costs its ``Moves.calls`` and ``Moves.rows`` (one each by default)."""
-    read = reader(lp, V)
+    read = row_reader(lp, V)
     ps = partial_states(V, T)
     w = _weights(V + 1, T)
     complete = (ps < V).all(1)
