@@ -24,8 +24,12 @@ import argparse
 import shlex
 import sys
 import time
+from pathlib import Path
 
 import torch
+
+# the experiments live at the repository's top level (beside bench/), outside the installed package
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 SCORES = ("exact", "one_pass", "unmasked")
 
@@ -83,7 +87,7 @@ def table_rows(model: str, n: int, res: dict, seconds: dict[str, float]) -> list
 
 def run_model(model: str, sizes: list[str], lib, n_boot: int, seed: int) -> tuple[list[str], str]:
     import mlmprob
-    from mlmprob.experiments.variants_data_runner import Encoder
+    from experiments.variants_data_runner import Encoder
 
     mlm = mlmprob.load_mlm(model, device="cpu", dtype="float32")
     enc = Encoder(mlm)
@@ -139,7 +143,7 @@ def main(argv=None) -> int:
     a = ap.parse_args(argv)
     torch.set_num_threads(a.threads)
     from mlmprob.data import shared_data_dir
-    from mlmprob.experiments.variants_data_common import load_library
+    from experiments.variants_data_common import load_library
 
     lib = load_library(shared_data_dir(), a.seed)
     rows, checks = [], []

@@ -31,6 +31,9 @@ from pathlib import Path
 
 import torch
 
+# the experiments live at the repository's top level (beside bench/), outside the installed package
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
 DTYPES = ("float32", "int8", "bfloat16", "float16")
 
 
@@ -152,8 +155,8 @@ def report(pll_recs: list[dict], mm_recs: list[dict], labels: list[int], *, comm
 
 def _run_mm(mlms, raw: Path, n: int) -> list[int]:
     from mlmprob.data import shared_data_dir
-    from mlmprob.experiments.variants_data_common import load_library
-    from mlmprob.experiments.variants_data_runner import Encoder
+    from experiments.variants_data_common import load_library
+    from experiments.variants_data_runner import Encoder
     import mlmprob
 
     lib = load_library(shared_data_dir(), 0)
@@ -209,7 +212,7 @@ def main(argv=None) -> int:
     torch.set_num_threads(a.threads)
     load0 = os.getloadavg()
     from mlmprob.data import shared_data_dir
-    from mlmprob.experiments.variants_data_common import load_library
+    from experiments.variants_data_common import load_library
 
     labels = load_library(shared_data_dir(), 0).labels[:a.variants]
     if not a.report_only:

@@ -109,16 +109,16 @@ def test_usage_errors_are_one_line(argv, msg, capsys):
 
 
 def test_experiment_entry_points_answer_help(capsys):
-    """Every ``python -m mlmprob.experiments.X`` entry point has a ``main(argv)`` whose ``--help``
+    """Every ``python -m experiments.X`` entry point has a ``main(argv)`` whose ``--help``
     exits 0 with a usage line (no traceback, nothing run)."""
     import importlib
     import pkgutil
 
-    import mlmprob.experiments as exp
+    import experiments as exp
 
     seen = []
     for info in pkgutil.iter_modules(exp.__path__):
-        mod = importlib.import_module(f"mlmprob.experiments.{info.name}")
+        mod = importlib.import_module(f"experiments.{info.name}")
         if '__name__ == "__main__"' not in open(mod.__file__).read():
             continue
         seen.append(info.name)
@@ -131,12 +131,12 @@ def test_experiment_entry_points_answer_help(capsys):
 
 
 def experiment_parsers() -> dict[str, argparse.ArgumentParser]:
-    """The argument parser of every ``python -m mlmprob.experiments.X`` entry point, caught as its ``main``
+    """The argument parser of every ``python -m experiments.X`` entry point, caught as its ``main``
     parses (nothing runs: the parse is cut short)."""
     import importlib
     import pkgutil
 
-    import mlmprob.experiments as exp
+    import experiments as exp
 
     class Caught(Exception):
         pass
@@ -149,7 +149,7 @@ def experiment_parsers() -> dict[str, argparse.ArgumentParser]:
         raise Caught
 
     for info in pkgutil.iter_modules(exp.__path__):
-        mod = importlib.import_module(f"mlmprob.experiments.{info.name}")
+        mod = importlib.import_module(f"experiments.{info.name}")
         if not hasattr(mod, "main"):
             continue
         name = info.name

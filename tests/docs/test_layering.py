@@ -8,12 +8,13 @@ from pathlib import Path
 import mlmprob
 
 SRC = Path(mlmprob.__file__).resolve().parent.parent
+ROOT = SRC.parent                 # the repository: the experiments live beside src/, outside the package
 
 
 def _modules() -> dict[str, tuple[Path, bool]]:
     out = {}
-    for p in (SRC / "mlmprob").rglob("*.py"):
-        parts = list(p.relative_to(SRC).with_suffix("").parts)
+    for p in [*(SRC / "mlmprob").rglob("*.py"), *(ROOT / "experiments").rglob("*.py")]:
+        parts = list(p.relative_to(SRC if p.is_relative_to(SRC) else ROOT).with_suffix("").parts)
         is_pkg = parts[-1] == "__init__"
         out[".".join(parts[:-1] if is_pkg else parts)] = (p, is_pkg)
     return out
@@ -95,7 +96,7 @@ def _is_dynamic(node: ast.Call) -> bool:
 
 def layer_table() -> list[tuple[int, str, list[str]]]:
     """``(layer, name, module prefixes)`` rows of the table in docs/architecture.md."""
-    text = (SRC.parent / "docs" / "architecture.md").read_text()
+    text = (ROOT / "docs" / "architecture.md").read_text()
     rows = []
     for line in text.splitlines():
         m = re.match(r"\|\s*(\d+)\s*\|\s*([^|]+?)\s*\|([^|]*)\|", line)
@@ -137,8 +138,8 @@ def _cycle(graph: dict[str, set[str]]) -> list[str] | None:
 
 def test_the_scan_sees_lazy_and_relative_imports():
     g = import_graph()
-    assert "mlmprob.experiments.cdr_h3_common" in g["mlmprob.experiments.cdr_h3_report"]      # top-level, relative
-    assert "mlmprob.models" in g["mlmprob.experiments.cdr_h3"]                                  # inside a function
+    assert "experiments.cdr_h3_common" in g["experiments.cdr_h3_report"]      # top-level, relative
+    assert "mlmprob.models" in g["experiments.cdr_h3"]                                  # inside a function
     assert {"mlmprob.commands", "mlmprob.commands.score"} <= g["mlmprob.cli"]                   # importlib, f-string
     assert _cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
     assert _cycle({"a": {"b"}, "b": set()}) is None
@@ -150,7 +151,7 @@ def test_no_import_circles():
 
 def test_only_experiments_import_experiments():
     up = [(m, t) for m, ts in import_graph().items() for t in ts
-          if t.startswith("mlmprob.experiments") and not m.startswith("mlmprob.experiments")]
+          if t.startswith("experiments") and not m.startswith("experiments")]
     assert up == []
 
 
@@ -183,6 +184,6 @@ def test_the_amino_acid_alphabet_is_written_once():
     """``mlmprob.alphabet.AMINO_ACIDS`` is the one definition: no module spells the 20 letters out again."""
     from mlmprob.alphabet import AMINO_ACIDS
 
-    spelled = [str(p.relative_to(SRC)) for p in (SRC / "mlmprob").rglob("*.py")
+    spelled = [str(p.relative_to(ROOT)) for p in [*(SRC / "mlmprob").rglob("*.py"), *(ROOT / "experiments").rglob("*.py")]
                if p.name != "alphabet.py" and any(f"{q}{AMINO_ACIDS}{q}" in p.read_text() for q in "\"'")]
     assert spelled == []

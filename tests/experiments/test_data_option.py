@@ -4,9 +4,9 @@ clear line naming the file and the option (exit 2), before any model is loaded."
 import pytest
 
 from mlmprob.errors import MLMProbError
-from mlmprob.experiments import cdr_h3, english, english_corpus
-from mlmprob.experiments.data_option import resolve_data_dir
-from mlmprob.experiments import infill_pivots as pivots, infill_runner as runner
+from experiments import cdr_h3, english, english_corpus
+from experiments.data_option import resolve_data_dir
+from experiments import infill_pivots as pivots, infill_runner as runner
 
 
 def _one_error_line(capsys) -> str:

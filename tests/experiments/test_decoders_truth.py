@@ -8,10 +8,10 @@ import pytest
 import torch
 
 from mlmprob import LookupMLM, loglik, sample
-from mlmprob.experiments.decoders_truth import DECODERS, main, metrics, model_context, run
-from mlmprob.experiments.decoders_truth_report import write_report
-from mlmprob.experiments.ground_truth_chain_eval import conditional_tables
-from mlmprob.experiments.ground_truth_common import GroundTruthConfig, all_states, state_index
+from experiments.decoders_truth import DECODERS, main, metrics, model_context, run
+from experiments.decoders_truth_report import write_report
+from experiments.ground_truth_chain_eval import conditional_tables
+from experiments.ground_truth_common import GroundTruthConfig, all_states, state_index
 from mlmprob.runtime.log import read_log
 from mlmprob.sampling import partial_states as dx
 from mlmprob.sampling.decoder_exact import exact_output_distribution, model_logprobs, unmasking_law
@@ -151,7 +151,7 @@ def test_runner_resumes_and_reports(tmp_path, capsys):
 
 
 def test_real_decoders_run_measure_resume_and_report(tmp_path):
-    from mlmprob.experiments.decoders_real import DECODERS as REAL, Input, main as real_main, run as real_run
+    from experiments.decoders_real import DECODERS as REAL, Input, main as real_main, run as real_run
 
     m = LookupMLM(3, 6, seed=4)
     native = torch.tensor([0, 1, 1, 2, 0, 0])
@@ -180,7 +180,7 @@ def test_real_decoders_run_measure_resume_and_report(tmp_path):
 
 
 def test_real_bad_input_is_one_line(tmp_path, capsys):
-    from mlmprob.experiments.decoders_real import main as real_main
+    from experiments.decoders_real import main as real_main
 
     assert real_main(["--out", str(tmp_path / "x"), "--data", str(tmp_path), "--tasks", "english"]) != 0
     err = capsys.readouterr().err

@@ -8,7 +8,7 @@ import torch
 
 import mlmprob
 from mlmprob import MLMProbError
-from mlmprob.experiments import english, english_corpus
+from experiments import english, english_corpus
 from mlmprob.training import TextSource, TrainConfig, train
 
 

@@ -7,7 +7,7 @@ import statistics
 import pytest
 
 from mlmprob.errors import MLMProbError
-from mlmprob.experiments import cdr_h3
+from experiments import cdr_h3
 from mlmprob.metrics import corpus_bleu, stutter_rate
 
 from mdtable import row, tables_after
@@ -68,7 +68,7 @@ def test_runner_resumes_and_builds_report(tiny_bert_dir, data_csv, tmp_path, cap
     assert len(u["final"]["cdr"]) == 6 and u["final"]["identity"] is None and 0 <= u["final"]["stutter"] <= 1
     report = (out / "report.md").read_text()
     assert "Table 5 shape" in report and "Table 3 shape" in report and "stutter" in report
-    assert "python -m mlmprob.experiments.cdr_h3 --model" in report
+    assert "python -m experiments.cdr_h3 --model" in report
     # table cells against the raw records: mean ± standard error (sample s.d. / sqrt(n)) over chains
     def mean_se(vals, digits):
         return f"{statistics.mean(vals):.{digits}f} ± {statistics.stdev(vals) / math.sqrt(len(vals)):.{digits}f}"
@@ -121,7 +121,7 @@ def test_ancestral_configurations_and_table6(tiny_bert_dir, data_csv, tmp_path):
     import torch
 
     from mlmprob import loglik
-    from mlmprob.experiments.cdr_h3_tables import RecordsByConfig, diversity
+    from experiments.cdr_h3_tables import RecordsByConfig, diversity
     from mlmprob.models import load_mlm
 
     out = tmp_path / "res"

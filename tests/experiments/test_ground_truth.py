@@ -9,9 +9,9 @@ import torch
 from conftest import strict_json, strict_jsonl
 
 from mlmprob import ExactMLM, MLMProbError
-from mlmprob.experiments.ground_truth import (GroundTruthConfig, adjacent_equal, all_states, empirical, kl, run,
+from experiments.ground_truth import (GroundTruthConfig, adjacent_equal, all_states, empirical, kl, run,
                                               state_index, true_pair_joint, tv)
-from mlmprob.experiments.ground_truth_report import write_report
+from experiments.ground_truth_report import write_report
 from mlmprob.synthetic import make_language
 from mlmprob.training.data import SYMBOL_OFFSET
 
@@ -166,7 +166,7 @@ def test_eval_pairs_against_enumeration():
     """T = 2: the pair is the whole sequence, so every construction's joint is known in closed form
     from the model language's joint q: HCB and AG recover q (compatible conditionals), the MLM joint
     is q_a x q_b, MRF ~ q(a|b) q(b|a), MRF-logit the same times exp(SHIFT (w_a + w_b))."""
-    from mlmprob.experiments.ground_truth import eval_pairs
+    from experiments.ground_truth import eval_pairs
 
     truth, model = languages(2)
     p, q = truth.log_joint().exp(), model.log_joint().exp()          # [3, 3]
@@ -191,7 +191,7 @@ def test_eval_infill_against_enumeration():
     """A gap over the whole sequence (k = T; the start is then always 0) with a beam as wide as the
     V**k fills: every beam search is exhaustive and its chain rule exact, so on the model language the
     top fill is q's mode and on the truth p's mode. Mode share, gold share and regret follow."""
-    from mlmprob.experiments.ground_truth import eval_infill
+    from experiments.ground_truth import eval_infill
 
     truth, model = languages(3)
     lp, lq = truth.log_joint().reshape(-1), model.log_joint().reshape(-1)
@@ -214,7 +214,7 @@ def test_eval_samplers_against_the_enumerated_kernels():
     law after each sweep, from the enumerated MH and degenerate-Gibbs sweep kernels of the model
     (``mh_reference``). The reported TVs are of the pooled second half; each lies within the sampling
     error of the pooled samples (TV bound for 2000 independent chains) of the TV of the exact pooled law."""
-    from mlmprob.experiments.ground_truth import eval_samplers
+    from experiments.ground_truth import eval_samplers
 
     truth, model = languages(3)
     V, T, n, S = 3, 3, 2000, 8

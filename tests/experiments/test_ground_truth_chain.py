@@ -6,10 +6,10 @@ import pytest
 import torch
 
 from mlmprob import LookupMLM, loglik
-from mlmprob.experiments.ground_truth_chain import main, run, write_report
-from mlmprob.experiments.ground_truth_chain_eval import (conditional_tables, eval_chain, gibbs_stationary,
+from experiments.ground_truth_chain import main, run, write_report
+from experiments.ground_truth_chain_eval import (conditional_tables, eval_chain, gibbs_stationary,
                                                          order_log_probs)
-from mlmprob.experiments.ground_truth_common import GroundTruthConfig, all_states, tv
+from experiments.ground_truth_common import GroundTruthConfig, all_states, tv
 from mlmprob.synthetic import make_language
 
 from mh_reference import epoch_kernel
@@ -106,7 +106,7 @@ TINY = dict(vocab_size=3, length=4, couplings=(2.0,), n_train=200, n_heldout=20,
 
 
 def test_seed_i_trains_and_is_scored_on_language_i_and_the_report_draws_the_figure(tmp_path):
-    from mlmprob.experiments.ground_truth_eval import symbol_mlm
+    from experiments.ground_truth_eval import symbol_mlm
     from mlmprob.training.checkpoint import latest_checkpoint
     from mlmprob.training.data import SYMBOL_OFFSET, wrap_symbols
 

@@ -7,13 +7,13 @@ import torch
 
 from mlmprob.errors import MLMProbError
 from mlmprob.infill import candidate_ids
-from mlmprob.experiments.english_gaps import (
+from experiments.english_gaps import (
     encode_sentences,
     load_sentences,
     sample_token_gaps,
 )
 from mlmprob.metrics import bleu
-from mlmprob.experiments.infill_runner import (
+from experiments.infill_runner import (
     ExperimentConfig,
     gap_inputs,
     main,

@@ -9,8 +9,8 @@ import torch
 
 import mlmprob
 from mlmprob.errors import MLMProbError
-from mlmprob.experiments import likelihood_real as lr
-from mlmprob.experiments.likelihood_real_report import corpus_ppl, mixture_bound, summarize
+from experiments import likelihood_real as lr
+from experiments.likelihood_real_report import corpus_ppl, mixture_bound, summarize
 from mlmprob.runtime.log import read_log
 from tests.conftest import tiny_hf
 
@@ -91,7 +91,7 @@ def test_run_resumes_extends_and_reports(tmp_path, model, monkeypatch):
         lr.run([st], out, data, seed=5, log=lambda m: None)                        # a changed run is refused
     c = summarize(recs)
     assert c["seqs"] == 3 and c["k_max"] == 4 and c["mix1"][0] >= c["mix4"][0]   # more orders: a tighter bound
-    from mlmprob.experiments.likelihood_real_report import write_report
+    from experiments.likelihood_real_report import write_report
 
     text = write_report(out).read_text()
     assert "| tiny | thera_heavy | 3 |" in text and "pseudo-ppl" in text and (out / "fig_orders.png").stat().st_size > 0

@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from mlmprob.experiments import runner
+from experiments import runner
 from mlmprob.runtime.lock import WriterLock
 from mlmprob.runtime.log import read_log
 

@@ -9,10 +9,10 @@ import torch
 
 from mlmprob.alphabet import AMINO_ACIDS
 from mlmprob.errors import MLMProbError
-from mlmprob.experiments import variants_data, variants_data_runner
-from mlmprob.experiments.variants_data_common import (FRAMEWORK, TAIL, WT_CDR, load_library, read_chunks,
+from experiments import variants_data, variants_data_runner
+from experiments.variants_data_common import (FRAMEWORK, TAIL, WT_CDR, load_library, read_chunks,
                                                       result_path)
-from mlmprob.experiments.variants_data_report import write_report
+from experiments.variants_data_report import write_report
 from mlmprob.likelihood import loglik
 from mlmprob.runtime.log import ResumableLog
 from mlmprob.variants import score_variants

@@ -426,7 +426,7 @@ def test_cli_infill(tiny_hf, monkeypatch, capsys):
 # -- experiment runner -------------------------------------------------------------------------------------
 
 def test_runner_smoke_resume_and_tables(tiny_hf, tmp_path):
-    from mlmprob.experiments.infill_runner import ExperimentConfig, run_experiment, tables_markdown
+    from experiments.infill_runner import ExperimentConfig, run_experiment, tables_markdown
     from mlmprob.runtime.log import read_log
 
     def read_records(path):
@@ -471,7 +471,7 @@ def test_tables_markdown_cells_match_the_records():
     """Hand-made records with distinct values: Table 1 cells are 100 x the mean of the records of
     (model, region, method, k), Table 2 the mean over gap lengths of those means, Table 4 the counts
     over gaps where HCB and standard disagree."""
-    from mlmprob.experiments.infill_runner import METRICS, tables_markdown
+    from experiments.infill_runner import METRICS, tables_markdown
 
     g = torch.Generator().manual_seed(0)
     recs = []
@@ -515,7 +515,7 @@ def _paired_rec(method, gap_id, fill, gold, k=2, region="random", model="m"):
 
 
 def test_paired_comparison_counts_and_sign_test():
-    from mlmprob.experiments.infill_paired import paired_comparisons, paired_markdown
+    from experiments.infill_paired import paired_comparisons, paired_markdown
     from mlmprob.metrics import exact_sign_test
 
     # exact binomial tails, by hand: P(X <= 1 | n=9, 1/2) = 10/512
@@ -541,9 +541,9 @@ def test_paired_comparison_counts_and_sign_test():
 
 
 def test_pivot_sweep_matches_runner_and_resumes(tiny_hf, tmp_path):
-    from mlmprob.experiments.infill_pivots import (PivotSweepConfig, main as pivots_main, plot_sweep, run_sweep,
+    from experiments.infill_pivots import (PivotSweepConfig, main as pivots_main, plot_sweep, run_sweep,
                                        summarize_sweep, sweep_markdown)
-    from mlmprob.experiments.infill_runner import ExperimentConfig, run_experiment
+    from experiments.infill_runner import ExperimentConfig, run_experiment
     from mlmprob.runtime.log import read_log
 
     def read_records(path):

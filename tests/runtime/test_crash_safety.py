@@ -549,7 +549,7 @@ def variants_case(model: Path, data: Path) -> RunnerCase:
 
 
 def cdr_h3_case(model: Path, data: Path) -> RunnerCase:
-    from mlmprob.experiments import cdr_h3
+    from experiments import cdr_h3
 
     hcs = {"tras": "EVQLVESGGGLVQPGGSLRLSCAASGFNIKDTYIHWVRQAPGKGLEWVARIYPTNGYTRYADSVKGRFTISADTSKNTAYLQMNSLRAEDTAVYY"
                    "CSRWGGDGFYAMDYWGQGTLVTVSS",
@@ -577,7 +577,7 @@ def cdr_h3_case(model: Path, data: Path) -> RunnerCase:
 
 
 def ground_truth_case(model: Path, data: Path) -> RunnerCase:
-    from mlmprob.experiments.ground_truth import GroundTruthConfig, run as gt_run
+    from experiments.ground_truth import GroundTruthConfig, run as gt_run
 
     cfg = GroundTruthConfig(vocab_size=3, length=4, couplings=(0.5, 1.0), n_train=200, n_heldout=20, steps=20,
                             eval_every=10, n_pairs=3, n_gaps=3, gap_lengths=(2,), chains=8, sample_epochs=3)
@@ -593,8 +593,8 @@ def ground_truth_case(model: Path, data: Path) -> RunnerCase:
 
 def variants_data_case(model: Path, data: Path) -> RunnerCase:
     import mlmprob.models
-    from mlmprob.experiments import variants_data, variants_data_runner
-    from mlmprob.experiments.variants_data_common import result_path
+    from experiments import variants_data, variants_data_runner
+    from experiments.variants_data_common import result_path
     import importlib.util
 
     spec = importlib.util.spec_from_file_location(      # by path: tests/experiments need not be on sys.path
@@ -648,7 +648,7 @@ def _gapped_antibodies(data: Path) -> None:
 
 
 def infill_runner_case(model: Path, data: Path) -> RunnerCase:
-    from mlmprob.experiments.infill_runner import ExperimentConfig, record_key, run_experiment
+    from experiments.infill_runner import ExperimentConfig, record_key, run_experiment
     from mlmprob.models import load_mlm
 
     _gapped_antibodies(data)
@@ -666,7 +666,7 @@ def infill_runner_case(model: Path, data: Path) -> RunnerCase:
 
 
 def pivots_case(model: Path, data: Path) -> RunnerCase:
-    from mlmprob.experiments.infill_pivots import PivotSweepConfig, _key, run_sweep
+    from experiments.infill_pivots import PivotSweepConfig, _key, run_sweep
     from mlmprob.models import load_mlm
 
     _gapped_antibodies(data)

@@ -42,8 +42,8 @@ def test_damaged_line_is_an_error_naming_it(tmp_path, text):
 
 
 def test_command_logs_drop_a_cut_line_before_appending(tmp_path):
-    from mlmprob.experiments.cdr_h3 import _append_run
-    from mlmprob.experiments.cdr_h3_report import _runs
+    from experiments.cdr_h3 import _append_run
+    from experiments.cdr_h3_report import _runs
 
     (tmp_path / "runs.jsonl").write_text('{"command": "a"}\n{"command": "x", "wa')
     _append_run(tmp_path, {"command": "y"})

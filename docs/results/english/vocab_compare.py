@@ -1,7 +1,7 @@
 """How close is the vocabulary `train --text` learns now (mlmprob.training.wordpiece) to the one shipped with
 en-small (learned earlier by tokenizers' WordPieceTrainer)? Same corpus, same train/held-out split, size 8192.
 
-    python -m mlmprob.experiments.english_corpus --data ../shared/data --out /tmp/en_corpus.txt
+    python -m experiments.english_corpus --data ../shared/data --out /tmp/en_corpus.txt
     python docs/results/english/vocab_compare.py /tmp/en_corpus.txt > docs/results/english/vocab_compare.txt
 """
 

@@ -7,7 +7,7 @@ import torch
 
 from mlmprob.models import load_mlm
 from mlmprob.data import shared_data_dir
-from mlmprob.experiments.infill_runner import ExperimentConfig, draw_data, gap_inputs
+from experiments.infill_runner import ExperimentConfig, draw_data, gap_inputs
 
 for name, dtype in (("antiberty", "bf16"), ("antiberty", None), ("sapiens-vh", None)):
     mlm = load_mlm(name, dtype=dtype)

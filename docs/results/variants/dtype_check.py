@@ -13,8 +13,8 @@ from pathlib import Path
 
 import torch
 
-from mlmprob.experiments.variants_data_common import load_library, read_chunks, result_path
-from mlmprob.experiments.variants_data_runner import Runner, parse_plan
+from experiments.variants_data_common import load_library, read_chunks, result_path
+from experiments.variants_data_runner import Runner, parse_plan
 from mlmprob.metrics import spearman
 
 

@@ -4,7 +4,7 @@
 sampling baselines with the same forward passes), the ablations (``corrections``), exhaustive
 references (``exhaustive_infill``, ``exact_infill``), and the per-gap metrics (from ``mlmprob.metrics``).
 The experiments (the paper's tables, paired HCB-vs-standard comparisons, the HCB pivot sweep) are in
-``mlmprob.experiments`` (``python -m mlmprob.experiments.infill_runner``, ``... .infill_pivots``).
+``experiments`` (``python -m experiments.infill_runner``, ``... .infill_pivots``).
 """
 
 from ..metrics.sequences import bleu, gap_metrics, identity, topk_hit
