@@ -61,10 +61,11 @@ def load_mlm(name_or_path: str, device=DEVICE, dtype=DTYPE, alphabet: str | None
     ``batch_tokens``: the forward budget of every read of the model (tokens per sub-batch; None: the device's
     default, :func:`mlmprob.models.forward.auto_batch_tokens`); ``reader.with_budget(n)`` changes it later.
 
-    Weights are read from safetensors files only. A local folder whose weights exist only as a
-    pickle (``pytorch_model.bin``) is refused unless ``allow_pickle=True``, and even then it is read
-    with ``torch.load(..., weights_only=True)``, which builds tensors but runs no code. Remote code
-    (``trust_remote_code``) is never run.
+    Weights are read from safetensors files only. A local folder whose weights are a pickle
+    (``pytorch_model.bin``, or shards named by either index) is refused unless ``allow_pickle=True``, and
+    even then it is read with ``torch.load(..., weights_only=True)``, which builds tensors but runs no code;
+    a weight file that is not what its name says, or weights whose shapes differ from ``config.json``, are
+    one line (:mod:`mlmprob.models.weights`). Remote code (``trust_remote_code``) is never run.
     """
     dev = parse_device(device)
     dt = parse_dtype(dtype, dev)

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import re
 from contextlib import contextmanager
 from pathlib import Path
@@ -51,9 +52,9 @@ def _indexed(folder: Path, index: Path) -> list[Path]:
         why = "it has no weight_map" if isinstance(e, (KeyError, TypeError, AttributeError)) else _first_line(e)
         raise ModelLoadError(f"cannot load model folder {folder}: {index.name} is not a weights index ({why})") \
             from None
-    root, files = folder.resolve(), []
-    for n in names:
-        path = (folder / n).resolve()
+    root, files = Path(os.path.abspath(folder)), []
+    for n in names:  # by name: a shard linked elsewhere (a hub cache's snapshot folder) is the folder's own
+        path = Path(os.path.normpath(root / n))
         if root not in path.parents:
             raise ModelLoadError(f"{index} names a weight file outside its folder: {n!r}")
         if not path.is_file():
