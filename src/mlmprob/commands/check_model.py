@@ -55,6 +55,7 @@ def compare(mlm, seqs: list[str], k: int) -> list[tuple[str, float]]:
 
     inner = reader_of(mlm).core
     enc = mlm.encode(seqs)
+    _check_lengths(enc.lengths.tolist(), getattr(inner, "max_length", None))
     ids = enc.input_ids
     select = torch.zeros(ids.shape, dtype=torch.bool)
     scored = default_mask(mlm, ids, TOKENS)
@@ -74,6 +75,22 @@ def compare(mlm, seqs: list[str], k: int) -> list[tuple[str, float]]:
     where = f"{int(select.sum())} positions of {len(seqs)} sequences in one padded batch"
     return [(f"token log-probabilities (pll, loglik) vs brute force, {where}", d_scores),
             (f"sampler conditionals vs brute force, {where}", d_cond)]
+
+
+def _check_lengths(lengths: list[int], limit: int | None) -> None:
+    """Refuse a sequence longer than the model's positions: the brute force reads each sequence whole, in one
+    row (``score`` reads such a protein through windows; this check does not).
+
+    >>> _check_lengths([5, 202], 160)
+    Traceback (most recent call last):
+    ...
+    mlmprob.errors.MLMProbError: sequence 2 has 202 tokens, more than the model's 160 positions; check-model reads each sequence whole: give a shorter --seq
+    """
+    from ..errors import MLMProbError
+    for i, n in enumerate(lengths):
+        if limit is not None and n > limit:
+            raise MLMProbError(f"sequence {i + 1} has {n} tokens, more than the model's {limit} positions; "
+                               "check-model reads each sequence whole: give a shorter --seq")
 
 
 def default_seqs(mlm, seqs: list[str]) -> list[str]:

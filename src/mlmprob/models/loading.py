@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+import json
 import os
-import re
 from pathlib import Path
 
 import torch
@@ -18,6 +18,8 @@ from .reader import Reader
 from .protein import protein_mlm
 from .windowed import WindowedMLM
 from .tokenizers import HFTokenizer
+from .weights import (check_safetensors, from_pretrained_checked, pickle_refusal_message, read_state,
+                      weight_files)
 from ..runtime.device import resolve_device, resolve_dtype
 
 BUILTIN = BUILTIN_MODELS
@@ -59,10 +61,11 @@ def load_mlm(name_or_path: str, device=DEVICE, dtype=DTYPE, alphabet: str | None
     ``batch_tokens``: the forward budget of every read of the model (tokens per sub-batch; None: the device's
     default, :func:`mlmprob.models.forward.auto_batch_tokens`); ``reader.with_budget(n)`` changes it later.
 
-    Weights are read from safetensors files only. A local folder whose weights exist only as a
-    pickle (``pytorch_model.bin``) is refused unless ``allow_pickle=True``, and even then it is read
-    with ``torch.load(..., weights_only=True)``, which builds tensors but runs no code. Remote code
-    (``trust_remote_code``) is never run.
+    Weights are read from safetensors files only. A local folder whose weights are a pickle
+    (``pytorch_model.bin``, or shards named by either index) is refused unless ``allow_pickle=True``, and
+    even then it is read with ``torch.load(..., weights_only=True)``, which builds tensors but runs no code;
+    a weight file that is not what its name says, or weights whose shapes differ from ``config.json``, are
+    one line (:mod:`mlmprob.models.weights`). Remote code (``trust_remote_code``) is never run.
     """
     dev = parse_device(device)
     dt = parse_dtype(dtype, dev)
@@ -98,21 +101,23 @@ def load_hf(name_or_path: str, device="cpu", dtype=None, *, name: str | None = N
                              f"(and it is not a built-in model: {', '.join(BUILTIN)})")
     if local.exists() and not local.is_dir():
         raise ModelLoadError(f"cannot load {str(name_or_path)!r}: it is a file; give the folder that holds the model's files")
+    weights = None
     if local.is_dir():
         check_model_folder(local)
+        weights = weight_files(local)   # the files transformers would read, each inside the folder
+        if weights[0] == "pickle" and not allow_pickle:
+            raise ModelLoadError(pickle_refusal_message(local, weights[1]))
+        check_safetensors(weights[1])   # a readable safetensors header, or one line naming the file
+    else:
+        check_hub_index(str(name_or_path))
     where = str(local) if local.exists() else str(name_or_path)
-    pickled = local.is_dir() and weight_format(local) == "pickle"
-    if pickled and not allow_pickle:
-        raise ModelLoadError(
-            f"{local} holds its weights only as a pickle (pytorch_model.bin), which can run code when loaded; "
-            "convert it to safetensors, or pass --allow-pickle (API: allow_pickle=True) to read it with "
-            "torch.load(weights_only=True)")
     try:
         tok = AutoTokenizer.from_pretrained(where, trust_remote_code=False)
-        if pickled:
-            model = _load_pickled(local)
+        if weights is not None and weights[0] == "pickle":
+            model = _load_pickled(local, weights[1])
         else:  # safetensors only: a hub repo without them is refused by transformers
-            model = AutoModelForMaskedLM.from_pretrained(where, use_safetensors=True, trust_remote_code=False)
+            model = from_pretrained_checked(AutoModelForMaskedLM, where, repr(str(name_or_path)),
+                                            use_safetensors=True, trust_remote_code=False)
     except (OSError, ValueError, KeyError) as e:
         if isinstance(e, ModelLoadError):
             raise
@@ -134,8 +139,6 @@ def load_hf(name_or_path: str, device="cpu", dtype=None, *, name: str | None = N
     return mlm
 
 
-SAFE_WEIGHTS = ("model.safetensors", "model.safetensors.index.json")
-PICKLE_WEIGHTS = ("pytorch_model.bin", "pytorch_model.bin.index.json")
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "vocab.txt", "vocab.json", "spiece.model",
                    "sentencepiece.bpe.model")
 
@@ -168,57 +171,38 @@ def check_model_folder(folder: Path) -> None:
 
 
 def weight_format(folder: Path) -> str | None:
-    """``"safetensors"``, ``"pickle"`` (only ``pytorch_model.bin`` weights) or None (no weights)."""
-    if any((folder / f).is_file() for f in SAFE_WEIGHTS):
-        return "safetensors"
-    if any((folder / f).is_file() for f in PICKLE_WEIGHTS):
-        return "pickle"
-    return None
+    """``"safetensors"``, ``"pickle"`` (some weight file is a pickle: see :mod:`mlmprob.models.weights`) or
+    None (no weights)."""
+    found = weight_files(folder)
+    return None if found is None else found[0]
 
 
-def _load_pickled(folder: Path):
-    """A masked LM from ``pytorch_model.bin`` (or its shards), read with ``weights_only=True``."""
+def _load_pickled(folder: Path, files: list[Path]):
+    """A masked LM from weight files of which some are pickles, each read with ``weights_only=True``."""
     from transformers import MODEL_FOR_MASKED_LM_MAPPING, AutoConfig
 
-    index = folder / "pytorch_model.bin.index.json"
-    if index.is_file():
-        import json
-        files = sorted(set(json.loads(index.read_text())["weight_map"].values()))
-    else:
-        files = ["pytorch_model.bin"]
-    state = {}
-    for f in files:
-        path = (folder / f).resolve()
-        if folder.resolve() not in path.parents:
-            raise ModelLoadError(f"{index} names a weight file outside its folder: {f!r}")
-        try:
-            part = torch.load(path, map_location="cpu", weights_only=True)
-        except Exception as e:  # the weights-only unpickler refuses anything but tensors and plain data
-            raise ModelLoadError(f"refused to load {path}: it is not a plain weights file ({_pickle_refusal(e)}); "
-                                 "mlmprob never runs what a pickle asks for: convert the weights to safetensors "
-                                 "with a tool you trust") from None
-        if not isinstance(part, dict):
-            raise ModelLoadError(f"{path} holds a {type(part).__name__}, not a state dict of tensors")
-        state.update(part)
+    state = read_state(files)
     config = AutoConfig.from_pretrained(str(folder), trust_remote_code=False)
     if type(config) not in MODEL_FOR_MASKED_LM_MAPPING:
         raise ModelLoadError(f"{folder}: model type {config.model_type!r} has no masked-LM class in transformers")
-    return MODEL_FOR_MASKED_LM_MAPPING[type(config)].from_pretrained(None, config=config, state_dict=state)
+    return from_pretrained_checked(MODEL_FOR_MASKED_LM_MAPPING[type(config)], None, str(folder), config=config,
+                                   state_dict=state)
 
 
-def _pickle_refusal(e: Exception) -> str:
-    """What the weights-only unpickler objected to, in our words (never torch's advice to unpickle fully).
+def check_hub_index(repo: str) -> None:
+    """Refuse a hub model whose ``model.safetensors.index.json`` names files that are not safetensors (pickles
+    transformers would read): mlmprob reads hub models from safetensors only. A repo without the index, or
+    one that cannot be reached, is left to transformers."""
+    from transformers.utils import cached_file
 
-    >>> _pickle_refusal(Exception("Weights only load failed. ... Unsupported global: GLOBAL io.open was not ..."))
-    'it refers to io.open, which is not a tensor or plain data'
-    >>> _pickle_refusal(RuntimeError("invalid load key, 'x'."))
-    "RuntimeError: invalid load key, 'x'."
-    """
-    found = re.search(r"Unsupported global: GLOBAL ([\w.]+)", str(e))
-    if found:
-        return f"it refers to {found.group(1)}, which is not a tensor or plain data"
-    text = str(e)
-    if "weights_only" in text or "Weights only" in text:
-        return "it holds objects other than tensors and plain data"
-    first = text.strip().splitlines()[0][:200] if text.strip() else ""
-    return f"{type(e).__name__}: {first}" if first else type(e).__name__
+    try:
+        index = cached_file(repo, "model.safetensors.index.json", _raise_exceptions_for_missing_entries=False,
+                            _raise_exceptions_for_connection_errors=False)
+        names = set(json.loads(Path(index).read_text())["weight_map"].values()) if index else set()
+    except Exception:  # no such repo, no network, a bad index: transformers' own load says so
+        return
+    pickles = sorted(n for n in names if not str(n).endswith(".safetensors"))
+    if pickles:
+        raise ModelLoadError(f"cannot load {repo!r}: its model.safetensors.index.json names {pickles[0]}, which is "
+                             "not a safetensors file, and mlmprob reads hub models from safetensors only (download "
+                             "it to a folder and pass that folder with --allow-pickle)")

@@ -52,7 +52,7 @@ def is_protein_tokenizer(hf_tok) -> bool:
     """
     if type(hf_tok).__name__.startswith("EsmTokenizer"):
         return True
-    special = set(hf_tok.all_special_tokens)
+    special = set(hf_tok.all_special_tokens) - set(AMINO_ACIDS)  # a residue made special is still a residue
     singles = set()
     for t in hf_tok.get_vocab():
         if t in special or (len(t) > 2 and t[0] + t[-1] in ("<>", "[]")):
@@ -135,6 +135,20 @@ def alphabet_ids(tok: ResidueTokenizer, alphabet: str | None) -> list[int]:
     return [tok.token_to_id[c] for c in letters]
 
 
+def check_special_residues(hf_tok) -> None:
+    """Refuse a protein tokenizer one of whose special tokens (pad, mask, CLS/BOS, SEP/EOS, UNK) is a residue
+    letter: that residue and the special token are one id, so a sequence holding it would be read as padding
+    (or a mask, ...) and no score of it means anything. One check at load, so every command (``score``,
+    ``check-model``, ...) refuses the model with the same line."""
+    for role in ("pad", "mask", "cls", "bos", "sep", "eos", "unk"):
+        token = getattr(hf_tok, f"{role}_token", None)
+        if isinstance(token, str) and len(token) == 1 and token in AMINO_ACIDS:
+            raise ModelLoadError(
+                f"this protein tokenizer's {role} token is {token!r}, which is also the residue {token}, so that "
+                f"residue and its {role} token cannot be told apart; give the tokenizer a {role} token of its own "
+                f"({role}_token in tokenizer_config.json)")
+
+
 def protein_window(model, max_length: int | None) -> int | None:
     """The longest row (special tokens included) the model reads: ``max_position_embeddings - 2``
     for ESM models (rotary ESM-2 included, which was trained on 1024-token crops), else
@@ -155,6 +169,7 @@ def protein_mlm(model, hf_tok, *, name: str, max_length: int | None, alphabet: s
         return None
     if alphabet is None and not is_protein_model(model, hf_tok):
         return None
+    check_special_residues(hf_tok)
     tok = residue_tokenizer(hf_tok, getattr(text_config(model), "vocab_size", None))
     window = protein_window(model, max_length)
     mlm = HFMaskedLM(model, tok, name=name, proposal_ids=alphabet_ids(tok, alphabet), max_length=window, fused=fused)

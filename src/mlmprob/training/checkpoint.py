@@ -15,6 +15,7 @@ from pathlib import Path
 
 import torch
 
+from ..errors import ModelLoadError
 from ..jsonl import dumps
 
 STATE_FILE = "trainer_state.json"
@@ -70,4 +71,16 @@ def read_state(path: Path) -> dict:
 
 
 def load_optimizer_state(path: Path) -> dict:
-    return torch.load(Path(path) / OPTIMIZER_FILE, weights_only=True)
+    """The optimizer state saved in checkpoint ``path``, read with ``torch.load(weights_only=True)``; a file
+    that unpickler refuses (a pickle that asks for more than tensors and plain data, or no pickle at all) is
+    one line naming it (:class:`mlmprob.errors.ModelLoadError`); no option loads it otherwise."""
+    from ..models.weights import load_pickle
+
+    path = Path(path)
+    hint = (f"the optimizer.pt mlmprob writes holds only tensors and plain data; remove the checkpoint {path} to "
+            "resume from an earlier one, or train into another --out")
+    state = load_pickle(path / OPTIMIZER_FILE, hint, what="optimizer state")
+    if not isinstance(state, dict):
+        raise ModelLoadError(f"{path / OPTIMIZER_FILE} holds a {type(state).__name__}, not an optimizer state; "
+                             f"{hint}")
+    return state

@@ -18,8 +18,8 @@ import torch
 
 from ..errors import MLMProbError
 from ..jsonl import dumps
-from .checkpoint import (STATE_FILE, latest_checkpoint, load_optimizer_state, read_state, save_checkpoint,
-                         save_model_dir)
+from .checkpoint import (OPTIMIZER_FILE, STATE_FILE, latest_checkpoint, load_optimizer_state, read_state,
+                         save_checkpoint, save_model_dir)
 from .config import TrainConfig
 from .data import SYMBOL_OFFSET, TokenData
 from .masking import corrupt, derive_seed, generator_for, select_positions, select_uniform
@@ -217,9 +217,14 @@ def _model_and_state(config: TrainConfig, data, fingerprint, out_dir: Path, ckpt
 
         saved = read_state(ckpt)
         _check_resume(saved, config, fingerprint, out_dir)
-        model = BertForMaskedLM.from_pretrained(str(ckpt), use_safetensors=True).to(dev)
+        model = _checkpoint_model(BertForMaskedLM, ckpt).to(dev)
         optimizer = _optimizer(model, config)
-        optimizer.load_state_dict(load_optimizer_state(ckpt))
+        state = load_optimizer_state(ckpt)
+        try:
+            optimizer.load_state_dict(state)
+        except (ValueError, KeyError, TypeError, RuntimeError) as e:
+            raise MLMProbError(f"{ckpt / OPTIMIZER_FILE} does not fit this model's optimizer ({e}); remove the "
+                               "checkpoint to resume from an earlier one, or train into another --out") from None
         start, resumed_from = int(saved["step"]), int(saved["step"])
         train_losses, history = list(saved["train_losses"]), list(saved["history"])
     else:
@@ -227,6 +232,15 @@ def _model_and_state(config: TrainConfig, data, fingerprint, out_dir: Path, ckpt
         optimizer = _optimizer(model, config)
         start, resumed_from, train_losses, history = 0, None, [], []
     return model, optimizer, start, resumed_from, train_losses, history
+
+
+def _checkpoint_model(cls, ckpt: Path):
+    """The model of checkpoint ``ckpt``, its weight files checked first (one line naming a file that is not
+    safetensors, or weights that do not match its config.json: :mod:`mlmprob.models.weights`)."""
+    from ..models.weights import check_safetensors, from_pretrained_checked
+
+    check_safetensors([ckpt / "model.safetensors"])
+    return from_pretrained_checked(cls, str(ckpt), str(ckpt), use_safetensors=True)
 
 
 def _step_batch(config: TrainConfig, data, batches, static, step: int):
