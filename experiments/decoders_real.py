@@ -97,7 +97,7 @@ def _adaptive(**kw) -> Callable:
 
 
 def _mask_predict(mlm, ids, free, g):
-    from mlmprob.sampling.mask_predict import mask_predict
+    from mlmprob.sampling.maskpredict import mask_predict
 
     n = _half(int(free[0].sum()))
     r = mask_predict(mlm, ids, n, positions=free)

@@ -154,7 +154,7 @@ def speculative_entry(k: int) -> Entry:
 def mask_predict_entry(iterations: int) -> Entry:
     """Mask-predict (argmax refinement): one deterministic output."""
     def evaluate(ctx: Ctx) -> dict:
-        from mlmprob.sampling.mask_predict import mask_predict
+        from mlmprob.sampling.maskpredict import mask_predict
 
         r = mask_predict(ctx.mlm, ctx.wrap(torch.zeros(1, ctx.T, dtype=torch.long)), iterations)
         x = _symbols(r.ids, ctx)

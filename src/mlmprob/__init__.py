@@ -16,43 +16,31 @@ its first call: a program that multiplied torch matrices on the CPU before impor
 its environment itself.
 """
 
-import inspect as _inspect
 import os as _os
-import types as _types
 
 from .defaults import MKL_CBWR as _MKL_CBWR
+from .lazy import exports as _exports
 
-_os.environ.setdefault(*_MKL_CBWR)  # before torch makes its first MKL call (torch is imported below)
+_os.environ.setdefault(*_MKL_CBWR)  # before torch makes its first MKL call (torch is imported lazily, below)
 
-from .energy import TokenScores, token_scores
-from .errors import MLMProbError
-from .infill import InfillCandidate, exact_infill, exhaustive_infill, sample_infill
-from .likelihood import LogLik, loglik
-from .joints import PairConditionals, evaluate_pair, pair_conditionals, pairwise_joint
-from .models import ExactMLM, HFMaskedLM, LookupMLM, MaskedLM, Reader, load_mlm, reader_of
-from .onepass.api import pll
-from .sampling import SampleResult, mask_predict, sample
-from . import synthetic, training
-from .synthetic import HMM, PottsChain, PottsGrid, SyntheticLanguage
-from .training import TrainConfig, train
-from .variants import score_variants
+# The public names, each imported from its module on first use (PEP 562), so that ``import mlmprob`` and the
+# command line's ``--help``, ``--version`` and usage errors do not import torch or transformers.
+_HOMES = {
+    "TokenScores": ".energy", "token_scores": ".energy", "MLMProbError": ".errors",
+    "InfillCandidate": ".infill", "exact_infill": ".infill", "exhaustive_infill": ".infill", "sample_infill": ".infill",
+    "LogLik": ".likelihood", "loglik": ".likelihood",
+    "PairConditionals": ".joints", "evaluate_pair": ".joints", "pair_conditionals": ".joints",
+    "pairwise_joint": ".joints",
+    "ExactMLM": ".models", "HFMaskedLM": ".models", "LookupMLM": ".models", "MaskedLM": ".models",
+    "Reader": ".models", "load_mlm": ".models", "reader_of": ".models",
+    "pll": ".onepass.api", "SampleResult": ".sampling", "mask_predict": ".sampling", "sample": ".sampling",
+    "HMM": ".synthetic", "PottsChain": ".synthetic", "PottsGrid": ".synthetic", "SyntheticLanguage": ".synthetic",
+    "TrainConfig": ".training", "train": ".training", "score_variants": ".variants",
+}
+# ``energy``, ``infill``, ``synthetic`` and ``training`` are the modules themselves (imported as submodules when
+# first read; ``energy`` and ``infill`` are callable, :mod:`mlmprob.callable_module`)
+__getattr__, __dir__ = _exports(__name__, _HOMES)
 
-from . import energy, infill  # noqa: E402 - the modules themselves, callable (below)
-
-
-class _CallableModule(_types.ModuleType):
-    """A module that is also its main function, so no function shadows it: ``mlmprob.energy(...)`` calls
-    ``mlmprob.energy.energy(...)`` and ``mlmprob.infill(...)`` calls ``mlmprob.infill.infill(...)``, while
-    ``import mlmprob.energy``, ``from mlmprob import energy`` and ``mlmprob.energy`` are one object, the
-    module (its other names, e.g. ``mlmprob.energy.token_scores``, read as usual)."""
-
-    def __call__(self, *args, **kwargs):
-        return getattr(self, self.__name__.rpartition(".")[2])(*args, **kwargs)
-
-
-for _module in (energy, infill):
-    _module.__class__ = _CallableModule
-    _module.__signature__ = _inspect.signature(getattr(_module, _module.__name__.rpartition(".")[2]))
 
 __version__ = "0.1.0"
 

@@ -11,7 +11,7 @@
   chosen by the hardware (:func:`mlmprob.runtime.device.auto_dtype`: bfloat16 on CPUs whose measured bf16
   matmul is 1.5x faster and on recent GPUs, moving AntiBERTy's PLL by 0.0026 nats per token, README).
   ``$MLMPROB_DTYPE`` (``DTYPE_ENV``) overrides the CLI's default and what ``auto`` means
-  (:func:`mlmprob.runtime.device.default_dtype_spec`), not ``load_mlm``'s default.
+  (:func:`default_dtype_spec`), not ``load_mlm``'s default.
 - ``FUSED_ENV``: ``$MLMPROB_FUSED=0`` turns off mlmprob's fused forward of ESM-2, BERT and RoBERTa
   (:mod:`mlmprob.models.fused`; on by default, ``load_mlm(..., fused=False)`` per model) and runs
   transformers' own code: the same function, different rounding.
@@ -39,6 +39,8 @@ This module imports nothing from the package: every layer may read it.
 ('antiberty', 'auto', 'weights', 'sapiens-vh')
 """
 
+import os
+
 MODEL = "antiberty"
 BUILTIN_MODELS = ("antiberty", "sapiens-vh", "sapiens-vl", "en-small")   # all float32 weights
 VARIANTS_MODEL = "sapiens-vh"
@@ -54,3 +56,9 @@ MKL_CBWR = ("MKL_CBWR", "AUTO,STRICT")
 THREAD_INVARIANT_ENV = "MLMPROB_THREAD_INVARIANT"
 PART_ROWS = 1024
 COUNT_LIMIT = 256 << 20
+
+
+def default_dtype_spec() -> str:
+    """The CLI's ``--dtype`` default: ``$MLMPROB_DTYPE`` when set, else :data:`mlmprob.defaults.DTYPE`
+    (``weights``, ``load_mlm``'s default too)."""
+    return os.environ.get(DTYPE_ENV) or DTYPE

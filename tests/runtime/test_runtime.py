@@ -7,6 +7,7 @@ import pytest
 import torch
 
 from mlmprob import MLMProbError
+from mlmprob import defaults
 from mlmprob.runtime import device as rdev
 from mlmprob.runtime.engine import chunked
 from mlmprob.runtime.inputs import iter_records, read_records
@@ -96,9 +97,9 @@ def test_auto_device(monkeypatch):
 
 def test_cli_dtype_default_comes_from_env(monkeypatch):
     monkeypatch.setenv("MLMPROB_DTYPE", "bfloat16")
-    assert rdev.default_dtype_spec() == "bfloat16"
+    assert defaults.default_dtype_spec() == "bfloat16"
     monkeypatch.delenv("MLMPROB_DTYPE")
-    assert rdev.default_dtype_spec() == "weights"   # the weights' own dtype, the same on every machine
+    assert defaults.default_dtype_spec() == "weights"   # the weights' own dtype, the same on every machine
 
 
 # -- streamed inputs ------------------------------------------------------------------------------

@@ -6,6 +6,10 @@
   app is built, so the core install works without it (``pip install -e ".[app]"`` adds it).
 """
 
-from .compute import LIMITS, Limits
+from ..lazy import exports
+
+__getattr__, __dir__ = exports(__name__, {
+    "LIMITS": ".compute", "Limits": ".compute",
+})
 
 __all__ = ["LIMITS", "Limits"]

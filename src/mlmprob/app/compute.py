@@ -245,10 +245,10 @@ class SaturationMap:
 
 
 def saturation_map(mlm, wild_type: str, *, limits: Limits = LIMITS) -> SaturationMap:
-    """Every single mutant of the wild type by ``masked_marginals`` (``mlmprob.variants.saturate``,
+    """Every single mutant of the wild type by ``masked_marginals`` (``mlmprob.variants.saturation``,
     ``L + 1`` forward rows)."""
     from ..variants.mutations import residue_positions
-    from ..variants.saturate import saturate
+    from ..variants.saturation import saturate
 
     wt = clean_wild_type(wild_type)
     encode_one(mlm, wt, limits, name="the wild type")

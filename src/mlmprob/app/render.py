@@ -164,9 +164,9 @@ def pair_figure(pv: PairView):
 
 
 def saturation_figure(smap):
-    """The saturation map at a glance (``variants.saturate.heatmap_figure``, page-sized): substitutions
+    """The saturation map at a glance (``variants.saturation.heatmap_figure``, page-sized): substitutions
     down, residues across; red = more likely than the wild type, blue = less, dots on the wild-type cells."""
-    from ..variants.saturate import heatmap_figure
+    from ..variants.saturation import heatmap_figure
 
     return heatmap_figure(smap.sat, "masked_marginals", compact=True)
 

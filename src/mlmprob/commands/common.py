@@ -50,8 +50,6 @@ def spool_args_input(args, attr: str = "input") -> str | None:
 def add_model_args(p: argparse.ArgumentParser, default: str = defaults.MODEL, why: str | None = None) -> None:
     """The options every model-using command shares. ``default``: the command's ``--model`` default, which
     differs from :data:`mlmprob.defaults.MODEL` only with its reason ``why`` (shown in ``--help``)."""
-    from ..runtime.device import default_dtype_spec
-
     model_help = "built-in name (antiberty, sapiens-vh, sapiens-vl, en-small), local HF directory, or hub id"
     if default != defaults.MODEL:
         if not why:
@@ -60,7 +58,7 @@ def add_model_args(p: argparse.ArgumentParser, default: str = defaults.MODEL, wh
     p.add_argument("--model", default=default, help=model_help)
     p.add_argument("--device", default=defaults.DEVICE,
                    help="torch device: auto (CUDA, else MPS, else CPU), cpu, cuda, cuda:1, mps")
-    p.add_argument("--dtype", default=default_dtype_spec(),
+    p.add_argument("--dtype", default=defaults.default_dtype_spec(),
                    help=f"{defaults.DTYPE_WEIGHTS} (the weights' own dtype: float32 for the built-in models, the "
                         "checkpoint's for others, float32 for a half-precision checkpoint on a CPU; the same numbers "
                         "on every machine), auto (faster, less exact: bf16 on CUDA/bf16-capable CPUs, fp16 on older "

@@ -24,7 +24,7 @@ def register(sub) -> None:
     p.add_argument("--out", "-o", help="output file, .jsonl, .tsv or .parquet (default: JSONL on stdout)")
     p.add_argument("--per-token", action="store_true", help="also write per-token log-probabilities and raw logits")
     p.add_argument("--whole-word", action="store_true", help="whole-word l2r PLL (Kauf & Ivanova 2023)")
-    from ..likelihood.records import LOGLIK_ORDERS
+    from ..likelihood.spec import LOGLIK_ORDERS
     p.add_argument("--likelihood", type=_likelihood_name, choices=("pll", "loglik"), default="pll",
                    help="loglik (former spelling: chain): also the chain-rule log-likelihood over the proposal alphabet "
                    "(mlmprob.loglik; columns loglik_mixture, loglik_elbo, loglik_per_token, ...)")

@@ -169,7 +169,7 @@ def _saturation_outputs(args, job, state, wild_type: str, methods) -> None:
     from ..runtime.writers import read_results
     from ..variants.mutations import residue_positions
     from ..variants.report import saturation_from_rows, write_matrix
-    from ..variants.saturate import write_csv, write_heatmap
+    from ..variants.saturation import write_csv, write_heatmap
 
     score = "masked_marginals" if "masked_marginals" in methods else "wt_marginals"
     if score not in methods:

@@ -7,11 +7,19 @@ on the one streaming runner), ``records`` (its resumable record file), ``report`
 and metric reuses it. ``pairwise_joint`` is the thin fixed API on top.
 """
 
-from .conditionals import PairConditionals, pair_conditionals, resolve_candidates, topk_candidates
-from .constructions import (METHODS, AGResult, ag_joint, ag_objective, default_pivot, hcb_joint, joint_from,
-                            mlm_joint, mrf_joint, mrf_logit_joint, pairwise_joint)
-from .evaluate import AGOptions, PairEvaluation, evaluate_conditionals, evaluate_pair
-from .metrics import JointSummary, PairMetrics, ci_gap, joint_conditionals, pair_metrics, summarize
+from ..lazy import exports
+
+__getattr__, __dir__ = exports(__name__, {
+    "PairConditionals": ".conditionals", "pair_conditionals": ".conditionals",
+    "resolve_candidates": ".conditionals", "topk_candidates": ".conditionals", "METHODS": ".constructions",
+    "AGResult": ".constructions", "ag_joint": ".constructions", "ag_objective": ".constructions",
+    "default_pivot": ".constructions", "hcb_joint": ".constructions", "joint_from": ".constructions",
+    "mlm_joint": ".constructions", "mrf_joint": ".constructions", "mrf_logit_joint": ".constructions",
+    "pairwise_joint": ".constructions", "AGOptions": ".evaluate", "PairEvaluation": ".evaluate",
+    "evaluate_conditionals": ".evaluate", "evaluate_pair": ".evaluate", "JointSummary": ".metrics",
+    "PairMetrics": ".metrics", "ci_gap": ".metrics", "joint_conditionals": ".metrics", "pair_metrics": ".metrics",
+    "summarize": ".metrics",
+})
 
 __all__ = ["PairConditionals", "pair_conditionals", "resolve_candidates", "topk_candidates", "METHODS",
            "AGResult", "ag_joint", "ag_objective", "default_pivot", "hcb_joint", "joint_from", "mlm_joint",

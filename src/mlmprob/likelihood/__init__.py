@@ -2,8 +2,11 @@
 (``orders`` plans them; ``chain`` reads them through the one forward primitive; ``spec``: the settings,
 :class:`LoglikSpec`)."""
 
-from .chain import LogLik, loglik, read_steps
-from .orders import ORDER_KINDS, OrderPlan, plan_orders, units_of
-from .spec import LoglikSpec
+from ..lazy import exports
+
+__getattr__, __dir__ = exports(__name__, {
+    "LogLik": ".chain", "loglik": ".chain", "read_steps": ".chain", "ORDER_KINDS": ".orders",
+    "OrderPlan": ".orders", "plan_orders": ".orders", "units_of": ".orders", "LoglikSpec": ".spec",
+})
 
 __all__ = ["LogLik", "loglik", "read_steps", "ORDER_KINDS", "OrderPlan", "plan_orders", "units_of", "LoglikSpec"]

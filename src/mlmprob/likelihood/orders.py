@@ -16,6 +16,7 @@ from typing import Sequence
 import torch
 
 from ..errors import MLMProbError
+from .spec import check_n_orders
 
 ORDER_KINDS = ("l2r", "r2l", "random")
 MAX_ENUMERATED = 1 << 20  # orders of one row that "random" may enumerate exactly
@@ -64,12 +65,6 @@ def count_orders(n_units: int, limit: int) -> int | None:
     if n_units > 20 or math.factorial(n_units) > limit:
         return None
     return math.factorial(n_units)
-
-
-def check_n_orders(n_orders) -> int:
-    if isinstance(n_orders, bool) or not isinstance(n_orders, int) or n_orders < 1:
-        raise MLMProbError(f"n_orders must be a positive integer, got {n_orders!r}")
-    return n_orders
 
 
 def _explicit(order, B: int) -> list[list[list[int]]]:

@@ -17,12 +17,18 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..errors import MLMProbError
 from ..settings import Spec, check_choice, check_int
-from .orders import check_n_orders
 
 LOGLIK_ORDER_KINDS = ("random", "l2r", "r2l")
 LOGLIK_ORDERS = 8      # random orders per record (all of them when a record has at most this many)
 LOGLIK_SETTINGS = ("order", "n_orders", "per_order", "seed")   # the fields, as ScoreSpec stores them
+
+
+def check_n_orders(n_orders) -> int:
+    if isinstance(n_orders, bool) or not isinstance(n_orders, int) or n_orders < 1:
+        raise MLMProbError(f"n_orders must be a positive integer, got {n_orders!r}")
+    return n_orders
 
 
 @dataclass(frozen=True)

@@ -1,11 +1,13 @@
 """Model layer: the MaskedLM protocol, wrappers, loaders and exact toy models."""
 
-from .exact import ExactMLM, LookupMLM, all_sequences
-from .hf import HFMaskedLM
-from .loading import BUILTIN, load_mlm
-from .protocol import MaskedLM, gather_logits
-from .reader import Reader, reader_of
-from .tokenizers import Encoding, HFTokenizer, ResidueTokenizer
+from ..lazy import exports
+
+__getattr__, __dir__ = exports(__name__, {
+    "ExactMLM": ".exact", "LookupMLM": ".exact", "all_sequences": ".exact", "HFMaskedLM": ".hf",
+    "BUILTIN": ".loading", "load_mlm": ".loading", "MaskedLM": ".protocol", "gather_logits": ".protocol",
+    "Reader": ".reader", "reader_of": ".reader", "Encoding": ".tokenizers", "HFTokenizer": ".tokenizers",
+    "ResidueTokenizer": ".tokenizers",
+})
 
 __all__ = ["ExactMLM", "LookupMLM", "all_sequences", "HFMaskedLM", "BUILTIN", "load_mlm", "MaskedLM",
            "gather_logits", "Reader", "reader_of", "Encoding", "HFTokenizer", "ResidueTokenizer"]

@@ -1,9 +1,12 @@
 """One-pass PLL: masked conditionals estimated from one unmasked forward pass plus a fitted correction."""
 
-from .correction import Correction, find_correction
-from .api import pll
-from .estimate import METHODS, one_pass_token_scores
-from .fit import CalibrationResult, calibrate, fit_correction
+from ..lazy import exports
+
+__getattr__, __dir__ = exports(__name__, {
+    "Correction": ".correction", "find_correction": ".correction", "pll": ".api", "METHODS": ".estimate",
+    "one_pass_token_scores": ".estimate", "CalibrationResult": ".fit", "calibrate": ".fit",
+    "fit_correction": ".fit",
+})
 
 __all__ = ["Correction", "find_correction", "METHODS", "one_pass_token_scores", "CalibrationResult", "calibrate",
            "fit_correction", "pll"]

@@ -216,12 +216,6 @@ def resolve_dtype(spec, device: torch.device | str = "cpu") -> torch.dtype | Non
         raise ModelLoadError(f"unknown dtype {spec!r}; use {WEIGHTS}, auto or one of {', '.join(sorted(DTYPES))}") from None
 
 
-def default_dtype_spec() -> str:
-    """The CLI's ``--dtype`` default: ``$MLMPROB_DTYPE`` when set, else :data:`mlmprob.defaults.DTYPE`
-    (``weights``, ``load_mlm``'s default too)."""
-    return os.environ.get(DTYPE_ENV) or DTYPE
-
-
 def describe(device: torch.device, dtype: torch.dtype) -> str:
     """``"cpu float32"``, ``"cuda:0 (NVIDIA H100) bfloat16"``: what ran, for the CLI's output."""
     name = str(device)

@@ -12,18 +12,19 @@ thinning, diagnostics and a resumable JSONL record; ``mask_predict`` is the gree
 baseline; ``find_cdr_h3`` locates CDR-H3 in a VH sequence.
 """
 
-from .adaptive import Adaptive
-from .ancestral import Ancestral, AncestralState
-from .api import SampleResult, sample
-from .cdr import cdr_h3_mask, find_cdr_h3
-from .diagnostics import effective_sample_size, reference_identity, split_rhat
-from .init import initialize, resolve_free
-from .kernels import ChainState, DegenerateGibbs, MetropolisHastings, StepInfo, sweep_plan
-from .mask_predict import MaskPredictResult, mask_predict
-from .proposals import ProposalConfig, proposal_log_probs
-from .reference import LiteralMH
-from .schedules import Constant, LinearAnneal, LinearBlockSize
-from .unmasking import DecoderState, Unmasking
+from ..lazy import exports
+
+__getattr__, __dir__ = exports(__name__, {
+    "Adaptive": ".adaptive", "Ancestral": ".ancestral", "AncestralState": ".ancestral", "SampleResult": ".api",
+    "sample": ".api", "cdr_h3_mask": ".cdr", "find_cdr_h3": ".cdr", "effective_sample_size": ".diagnostics",
+    "reference_identity": ".diagnostics", "split_rhat": ".diagnostics", "initialize": ".init",
+    "resolve_free": ".init", "ChainState": ".kernels", "DegenerateGibbs": ".kernels",
+    "MetropolisHastings": ".kernels", "StepInfo": ".kernels", "sweep_plan": ".kernels",
+    "MaskPredictResult": ".maskpredict", "mask_predict": ".maskpredict", "ProposalConfig": ".proposals",
+    "proposal_log_probs": ".proposals", "LiteralMH": ".reference", "Constant": ".schedules",
+    "LinearAnneal": ".schedules", "LinearBlockSize": ".schedules", "DecoderState": ".unmasking",
+    "Unmasking": ".unmasking",
+})
 
 __all__ = ["Ancestral", "AncestralState", "SampleResult", "sample", "cdr_h3_mask", "find_cdr_h3",
            "effective_sample_size", "reference_identity",

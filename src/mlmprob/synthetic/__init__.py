@@ -6,12 +6,13 @@ whole columns) give exact ``log_prob``, exact conditionals of every position for
 ``MaskedLM``.
 """
 
-from .base import LanguageMLM, SyntheticLanguage
-from .chain import ChainLanguage
-from .grid import PottsGrid
-from .hmm import HMM
-from .io import KINDS, load_language, make_language, save_language
-from .potts import PottsChain
+from ..lazy import exports
+
+__getattr__, __dir__ = exports(__name__, {
+    "LanguageMLM": ".base", "SyntheticLanguage": ".base", "ChainLanguage": ".chain", "PottsGrid": ".grid",
+    "HMM": ".hmm", "KINDS": ".io", "load_language": ".io", "make_language": ".io", "save_language": ".io",
+    "PottsChain": ".potts",
+})
 
 __all__ = ["SyntheticLanguage", "LanguageMLM", "ChainLanguage", "HMM", "PottsChain", "PottsGrid", "KINDS",
            "make_language", "save_language", "load_language"]

@@ -6,10 +6,13 @@ loss curve. ``SymbolMLM`` views such a model in a synthetic language's own ids (
 the trained model and the exact language can be compared with the same algorithms.
 """
 
-from .config import TrainConfig
-from .data import SPECIALS, SYMBOL_OFFSET, SyntheticSource, TextSource, TokenData, symbol_tokenizer, train_wordpiece
-from .loop import TrainResult, read_result, train
-from .symbols import SymbolMLM
+from ..lazy import exports
+
+__getattr__, __dir__ = exports(__name__, {
+    "TrainConfig": ".config", "SPECIALS": ".data", "SYMBOL_OFFSET": ".data", "SyntheticSource": ".data",
+    "TextSource": ".data", "TokenData": ".data", "symbol_tokenizer": ".data", "train_wordpiece": ".data",
+    "TrainResult": ".loop", "read_result": ".loop", "train": ".loop", "SymbolMLM": ".symbols",
+})
 
 __all__ = ["TrainConfig", "SyntheticSource", "TextSource", "TokenData", "SPECIALS", "SYMBOL_OFFSET",
            "symbol_tokenizer", "train_wordpiece", "TrainResult", "read_result", "train", "SymbolMLM"]

@@ -23,7 +23,8 @@ import itertools
 
 import torch
 
-from ..likelihood.orders import check_n_orders, count_orders
+from ..likelihood.orders import count_orders
+from ..likelihood.spec import check_n_orders
 from ..runtime.seeds import seeded_generator
 from .rows import RowTable
 

@@ -14,7 +14,7 @@ import torch
 from ..alphabet import AMINO_ACIDS
 from ..errors import MLMProbError
 from ..metrics.ranking import Estimate, evaluate
-from .saturate import SCORES, Saturation
+from .saturation import SCORES, Saturation
 
 METRICS = ("spearman", "auroc", "ndcg", "top_recall")
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..errors import MLMProbError
-from ..likelihood.orders import check_n_orders
+from ..likelihood.spec import check_n_orders
 from ..settings import Spec, check_int
 from .api import check_methods
 from .chain import CHAIN_ORDERS
