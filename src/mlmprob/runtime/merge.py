@@ -108,12 +108,13 @@ def _check_shards(paths: list[Path], metas: list[dict]) -> list[Path]:
     return [p for _, p in sorted(zip(idx, paths))]
 
 
-def _index(paths: list[Path], metas: list[dict]) -> dict[str, int]:
-    """``{row id: index of its part}`` over every part; an error naming the ids found more than once, and one
-    naming a part that holds another number of rows than its run wrote (its metadata's ``rows``)."""
+def _index(paths: list[Path]) -> tuple[dict[str, int], list[int]]:
+    """``{row id: index of its part}`` over every part and each part's row count; an error naming the ids
+    found more than once."""
     where: dict[str, int] = {}
     dups: list[str] = []
-    for n, (p, m) in enumerate(zip(paths, metas)):
+    counts = []
+    for n, p in enumerate(paths):
         rows = 0
         for row in read_results(p):
             rows += 1
@@ -122,12 +123,18 @@ def _index(paths: list[Path], metas: list[dict]) -> dict[str, int]:
                 dups.append(rid)
             else:
                 where[rid] = n
+        counts.append(rows)
+    if dups:
+        raise MLMProbError(f"{len(dups)} id(s) appear more than once across the parts: {_names(dups)}")
+    return where, counts
+
+
+def _check_rows(paths: list[Path], metas: list[dict], counts: list[int]) -> None:
+    """Each part holds the rows its run wrote (its metadata's ``rows``): not truncated, not added to."""
+    for p, m, rows in zip(paths, metas, counts):
         if isinstance(m.get("rows"), int) and rows != m["rows"]:
             raise MLMProbError(f"part {p} holds {rows} rows but its run wrote {m['rows']} ({meta_path(p).name}): "
                                "it was truncated or changed since; rerun its shard")
-    if dups:
-        raise MLMProbError(f"{len(dups)} id(s) appear more than once across the parts: {_names(dups)}")
-    return where
 
 
 def _in_order(paths: list[Path], where: dict[str, int], order: list[str] | None) -> Iterator[dict]:
@@ -212,7 +219,7 @@ def merge_parts(out: str | Path, parts: Sequence[str | Path], *,
             raise MLMProbError(f"{out} exists; merge does not overwrite: remove it or choose another --out")
         tmp = merging_path(out)
         _remove_output(tmp)                # what a killed merge left
-        where = _index(paths, metas)
+        where, counts = _index(paths)
         order = None
         wanted = expected_ids(configs[0], metas[0].get("limit")) if expected_ids is not None and configs[0] else None
         if wanted is not None:  # None: the run's ids cannot be derived from its configuration
@@ -223,6 +230,7 @@ def merge_parts(out: str | Path, parts: Sequence[str | Path], *,
             extra = set(where) - set(order)
             if extra:
                 raise MLMProbError(f"{len(extra)} id(s) in the parts are not in the input: {_names(sorted(extra))}")
+        _check_rows(paths, metas, counts)  # after the ids checks: they name the rows that differ
         writer = open_writer(tmp, resume=False, config={**(configs[0] or {}), "merged_from": [str(p) for p in paths]},
                              fields=fields)
         n_rows = 0
