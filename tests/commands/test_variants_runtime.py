@@ -54,8 +54,13 @@ def test_merge_names_a_saturate_row_missing_from_every_part(saturate_parts, tmp_
     err = capsys.readouterr().err.strip()
     assert err == f"error: 1 input id(s) appear in no part: {dropped!r}"
     assert not (tmp_path / "bad.jsonl").exists()
-    # without the input check the same parts merge (only duplicates and shards are checked)
-    assert main(["merge", "--no-input-check", "--out", str(tmp_path / "loose.jsonl"), str(one), str(short)]) == 0
+    # without the input check the input is not read again, but the part's row count is still checked against
+    # its metadata (issue 35: a truncated part is refused even with --no-input-check)
+    assert main(["merge", "--no-input-check", "--out", str(tmp_path / "loose.jsonl"), str(one), str(short)]) == 2
+    assert capsys.readouterr().err.strip() == (f"error: part {short} holds {len(rows) - 1} rows but its run wrote "
+                                               f"{len(rows)} (part2.jsonl.meta.json): it was truncated or changed "
+                                               "since; rerun its shard")
+    assert not (tmp_path / "loose.jsonl").exists()
 
 
 def test_merge_refuses_a_saturate_row_given_twice(saturate_parts, tmp_path, capsys):

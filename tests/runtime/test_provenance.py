@@ -104,7 +104,7 @@ def test_merge_writes_the_one_process_order(tiny_bert_dir, tmp_path):
     inp = _fasta(tmp_path / "in.fasta", 11)
     assert _score(tiny_bert_dir, inp, tmp_path / "one.jsonl") == 0
     order = [r["id"] for r in read_results(tmp_path / "one.jsonl")]
-    parts = [tmp_path / "p1.jsonl", tmp_path / "p2.parquet", tmp_path / "p3.tsv"]
+    parts = [tmp_path / "p1.jsonl", tmp_path / "p2.parquet", tmp_path / "p3.jsonl"]   # .tsv: test_run_identity
     for i, part in enumerate(parts, 1):
         assert _score(tiny_bert_dir, inp, part, "--shard", f"{i}/3") == 0
     merged = tmp_path / "m.jsonl"

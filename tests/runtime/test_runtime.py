@@ -210,6 +210,9 @@ def _no_nan(token):
 
 def test_jsonl_writer_drops_a_torn_line_and_refuses_damage(tmp_path):
     out = tmp_path / "r.jsonl"
+    w = open_writer(out)                                  # mlmprob's output (its meta): a foreign one is refused
+    w.write([{"id": "a"}])
+    w.close(complete=False)
     out.write_text('{"id": "a"}\n{"id": "b", "x')
     w = open_writer(out, resume=True)
     assert w.done_ids() == {"a"}

@@ -1,6 +1,9 @@
 """``mlmprob merge``: join the outputs of ``--shard I/N`` runs into one file, each input id exactly once, in
 input order. Parts of different runs (any stored option but the shard differs, how the rows were computed
-included: dtype, forward, ...) are refused; the output appears only when complete (rerun after a kill)."""
+included: dtype, forward, ...; another input or other model weights) are refused, and so are parts without
+their metadata (unless --no-meta-check), unfinished or truncated parts (their row count is checked against
+their metadata) and .tsv parts mixed with typed ones; the output appears only when complete (rerun after a
+kill). Parts made from standard input are merged in shard order: their input is not read again."""
 
 from __future__ import annotations
 
@@ -13,7 +16,12 @@ def register(sub) -> None:
     p.add_argument("parts", nargs="+", help="the shard outputs (their .meta.json files are read beside them)")
     p.add_argument("--out", "-o", required=True, help="merged output: .jsonl, .tsv or .parquet")
     p.add_argument("--no-input-check", action="store_true",
-                   help="do not re-read the input named in the parts' metadata to find ids missing from every part")
+                   help="do not re-read the input named in the parts' metadata to find ids missing from every part "
+                        "(the parts' row counts, completion and identities are still checked)")
+    p.add_argument("--no-meta-check", action="store_true",
+                   help="merge parts that have no PART.meta.json (not written by mlmprob, or their metadata removed): "
+                        "their run, shard, precision, input, row count and completion are then NOT checked; without "
+                        "it such a part is refused")
     p.set_defaults(func=run)
 
 
@@ -23,6 +31,9 @@ def _input_ids(config: dict, limit: int | None):
     import importlib
 
     name = config.get("command")
+    source = config.get("input")
+    if source and not _rereadable(source):
+        return None     # standard input or a pipe: gone; the parts' identities stand in (never merge's own stdin)
     # ids follow from an input file, from --seq sequences, (variants --saturate) from the wild type alone,
     # or (joints) from the schemes and the pairs per scheme
     if not name or not (config.get("input") or config.get("seqs") or config.get("saturate") or name == "joints"):
@@ -35,9 +46,26 @@ def _input_ids(config: dict, limit: int | None):
     return None if fn is None else fn(config, limit)
 
 
-def run(args) -> int:
-    from ..runtime.merge import merge_parts
+def _rereadable(source: str) -> bool:
+    """Whether a run's recorded input can be read again: a regular file by an absolute path (a run records
+    standard input as ``-`` and a pipe by its name, e.g. ``/dev/fd/63``)."""
+    import os
 
-    n = merge_parts(args.out, args.parts, expected_ids=None if args.no_input_check else _input_ids)
+    return source != "-" and os.path.isabs(source) and not source.startswith(("/dev/", "/proc/")) \
+        and os.path.isfile(source)
+
+
+def run(args) -> int:
+    from pathlib import Path
+
+    from ..runtime.merge import merge_parts
+    from ..runtime.writers import meta_path
+
+    unchecked = [p for p in args.parts if not meta_path(Path(p)).exists()] if args.no_meta_check else []
+    n = merge_parts(args.out, args.parts, expected_ids=None if args.no_input_check else _input_ids,
+                    require_meta=not args.no_meta_check)
+    if unchecked:
+        print(f"warning: {len(unchecked)} part(s) merged without metadata, unchecked: {', '.join(unchecked)}",
+              file=sys.stderr)
     print(f"merged {n} rows from {len(args.parts)} part(s) -> {args.out}", file=sys.stderr)
     return 0

@@ -298,7 +298,7 @@ def run_folder(args) -> int:
     out.mkdir(parents=True, exist_ok=True)
     with WriterLock(out / RUN_FILE):
         done = run_command(StreamCommand(job, lambda: [unit], config, unit_name="batch", chunk_size=1,
-                                         last_row_id=lambda u: last),
+                                         last_row_id=lambda u: last, input=args.input),
                            RunOptions.from_args(args, out=str(out / CHAINS_FILE), resume=True, progress=False))
         result = result_of_run(out, job.spec)
         if result is None:      # the run file lost epochs after its rows were written: complete it again

@@ -9,15 +9,20 @@ fresh iterator), its configuration (stored in ``OUT.meta.json``; a resume must m
 columns. :func:`run_command` does the rest, the same way for every command:
 
 1. the first unit is read (bad input fails before a model is loaded; no unit at all is ``spec.empty``);
+   for a file output every unit is read once, streamed: the run's identity (the digest of its input's units
+   and of the model's files, :mod:`mlmprob.runtime.identity`) and the progress total; an input that is the
+   output is refused;
 2. the output is claimed (:func:`~mlmprob.runtime.writers.open_writer`: lock, resume, configuration
-   check, with the shard and the ``computed_with`` block added to the configuration: the resolved dtype,
-   the forward path, the model folder, the int8 budget, see :mod:`mlmprob.runtime.provenance`) before the
-   model loads, so a second writer is refused at once and a resume that would mix precisions is refused;
+   check, with the shard, the ``computed_with`` block (the resolved dtype, the forward path, the model
+   folder, the int8 budget, see :mod:`mlmprob.runtime.provenance`) and the ``identity`` block added to the
+   configuration) before the model loads, so a second writer is refused at once and a resume that would mix
+   precisions, inputs or weights is refused (an output mlmprob did not write too), before anything is
+   touched;
 3. with one local device the model is loaded here, once (an unknown model or device fails before any
    output, and the claimed output is released); otherwise every worker process or Ray actor loads it;
-4. the progress bar's total: the units of the shard (:meth:`Shard.owns`), counted by reading the units
-   once more when the input is a file smaller than :data:`mlmprob.defaults.COUNT_LIMIT`, or is made by
-   the command (no input file); never when the bar is off;
+4. the progress bar's total: the units of the shard (:meth:`Shard.owns`): from step 1's pass for a file
+   output; on stdout counted by reading the units once more when the input is a file smaller than
+   :data:`mlmprob.defaults.COUNT_LIMIT`, or is made by the command (no input file); never when the bar is off;
 5. :func:`~mlmprob.runtime.engine.run_stream`: shard, resume, chunks, devices, Ray, the writer;
 6. a warning line for every unit skipped now.
 
@@ -26,6 +31,7 @@ The command then prints its own summary with :attr:`StreamRun.ran_on`, the "ran 
 
 from __future__ import annotations
 
+import os
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -34,6 +40,8 @@ from typing import Callable, Iterable
 from .. import defaults
 from ..errors import MLMProbError
 from .engine import StreamSummary, run_stream
+from .identity import KEY as IDENTITY
+from .identity import UnitDigest, check_resume, run_identity
 from .capacity import capped_workers
 from .job import Job, State, state_of
 from .pool import parse_devices
@@ -139,15 +147,56 @@ def _computed_with(spec: StreamCommand, opts: RunOptions) -> dict:
                          mlm=None if spec.state is None else spec.state.mlm)
 
 
+def _same_file(a, b) -> bool:
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return False
+
+
+def _identify(spec: StreamCommand, opts: RunOptions) -> tuple[UnitDigest, int]:
+    """One streaming pass over the units before the output is claimed: their digest (with a checkpoint at
+    the unit count a resumed output stored, see :mod:`mlmprob.runtime.identity`) and how many the shard
+    owns (the progress total). An input that is the output (a link to it included) is refused first."""
+    from .log import RunMeta
+    from .writers import meta_path
+
+    if spec.input is not None and _same_file(spec.input, opts.out):
+        raise MLMProbError(f"the input {spec.input} is the output {opts.out} (the same file): choose another --out")
+    stored = RunMeta(meta_path(opts.out)).config() if opts.resume else None
+    ident = (stored or {}).get(IDENTITY)
+    units = ident.get("input_units") if isinstance(ident, dict) else None
+    digest = UnitDigest([units] if isinstance(units, int) else [])
+    owned = 0
+    for k, u in enumerate(spec.units()):
+        digest.add(u)
+        owned += opts.shard.owns(k)
+    return digest, owned
+
+
 def run_command(spec: StreamCommand, opts: RunOptions) -> StreamRun:
     """Run a declared streaming command (see the module docstring); returns what it did."""
     from .device import describe
-    from .writers import open_writer
+    from .writers import open_writer, output_kind
 
-    if next(iter(spec.units()), None) is None:   # fail fast on bad input, before a model is loaded
+    to_file = output_kind(opts.out) != "stdout"
+    if to_file:                                   # one pass: the run's identity and the progress total
+        digest, owned = _identify(spec, opts)
+        if digest.n == 0:
+            raise MLMProbError(spec.empty)
+    elif next(iter(spec.units()), None) is None:   # fail fast on bad input, before a model is loaded
         raise MLMProbError(spec.empty)
     config = {**spec.config, "shard": str(opts.shard), KEY: _computed_with(spec, opts)}
-    writer = open_writer(opts.out, resume=opts.resume, config=config, fields=spec.fields, part_rows=opts.part_rows)
+    verify = None
+    if to_file:
+        total = owned if opts.progress else None
+        config[IDENTITY] = identity = run_identity(digest if spec.input is not None else None,
+                                                   spec.config.get("model", spec.job.model_spec.model))
+        verify = lambda stored: check_resume(opts.out, stored.get(IDENTITY), identity, digest)  # noqa: E731
+    else:
+        total = _count(spec, opts)
+    writer = open_writer(opts.out, resume=opts.resume, config=config, fields=spec.fields, part_rows=opts.part_rows,
+                         verify=verify)
     with writer:
         state = spec.state
         if state is None and opts.in_process:
@@ -160,7 +209,7 @@ def run_command(spec: StreamCommand, opts: RunOptions) -> StreamRun:
             load, ran_on = spec.job.load, f"{where} {dtype_label(opts.dtype, opts.devices[0])}"
         summary = run_stream(load, spec.job.run, spec.units(), writer, shard=opts.shard, devices=opts.devices,
                              chunk_size=spec.chunk_size, engine=opts.engine, ray_address=opts.ray_address,
-                             total=_count(spec, opts), progress=opts.progress, unit_name=spec.unit_name,
+                             total=total, progress=opts.progress, unit_name=spec.unit_name,
                              key=spec.key, last_row_id=spec.last_row_id, on_rows=spec.on_rows, meta=spec.meta)
     for uid, why in summary.skipped:
         print(f"warning: skipped {spec.skip_label}{uid!r}: {why}", file=sys.stderr)

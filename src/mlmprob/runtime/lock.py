@@ -7,6 +7,7 @@ A second process asking for the same output is refused with a clear error instea
 
 from __future__ import annotations
 
+import errno
 import os
 import socket
 from pathlib import Path
@@ -19,6 +20,23 @@ class OutputLocked(MLMProbError):
 
 
 _HELD: set[str] = set()     # the lock files this process holds (see WriterLock.held_here)
+
+
+def refuse_link(path: str | Path, target: str | Path) -> None:
+    """An error when ``path`` (a file mlmprob writes beside ``target``: its lock, a temporary name, its
+    parts folder) is a symbolic link: writing through it would alter the file it points to.
+
+    >>> import tempfile
+    >>> d = Path(tempfile.mkdtemp())
+    >>> (d / "r.jsonl.lock").symlink_to(d / "elsewhere")
+    >>> refuse_link(d / "r.jsonl.lock", d / "r.jsonl")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    mlmprob.errors.MLMProbError: .../r.jsonl.lock is a symbolic link; mlmprob does not write through it (it keeps ...
+    """
+    if Path(path).is_symlink():
+        raise MLMProbError(f"{path} is a symbolic link; mlmprob does not write through it (it keeps {Path(target).name}'s "
+                           "own files there): remove it, or choose another --out")
 
 
 class WriterLock:
@@ -53,7 +71,13 @@ class WriterLock:
 
         self.path.parent.mkdir(parents=True, exist_ok=True)
         while True:
-            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+            refuse_link(self.path, self.target)
+            try:
+                fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o644)
+            except OSError as e:
+                if e.errno == errno.ELOOP:      # it became a link after the check
+                    refuse_link(self.path, self.target)
+                raise
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:

@@ -36,7 +36,8 @@ from typing import Callable, Iterable, Iterator
 
 from ..errors import MLMProbError
 from ..jsonl import dumps
-from .lock import WriterLock
+from .identity import KEY as IDENTITY
+from .lock import WriterLock, refuse_link
 
 _SHOWN = 60     # characters of a value shown in an error
 
@@ -84,6 +85,8 @@ def check_config(where, stored: dict | None, config: dict | None, keys: Iterable
     if not stored or not config:
         return
     stored, config = _norm(stored), _norm(config)
+    for d in (stored, config):      # the run's identity has its own rule (runtime.identity.check_resume)
+        d.pop(IDENTITY, None)
     if keys is not None:
         keys = set(keys)
         stored = {k: v for k, v in stored.items() if k in keys}
@@ -96,8 +99,9 @@ def check_config(where, stored: dict | None, config: dict | None, keys: Iterable
                              f"{was}; this run has {now}; use the same options or another --out")
 
 
-# configuration keys stored only by newer versions: runtime.provenance's block, score's one-pass correction digest
-LATER_KEYS = ("computed_with", "correction_sha256")
+# configuration keys stored only by newer versions: runtime.provenance's block, score's one-pass correction digest,
+# runtime.identity's block
+LATER_KEYS = ("computed_with", "correction_sha256", IDENTITY)
 
 
 def as_stored(stored: dict | None, config: dict | None) -> dict | None:
@@ -136,8 +140,12 @@ class RunMeta:
 
     def save(self, data: dict) -> None:
         tmp = self.path.with_name(self.path.name + ".tmp")
+        refuse_link(tmp, self.path)
+        tmp.unlink(missing_ok=True)         # a killed save's leftover (never followed: O_EXCL | O_NOFOLLOW)
         with naming(tmp):
-            tmp.write_text(dumps(data, indent=self.indent) + "\n")
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
+            with open(fd, "w", encoding="utf-8") as f:
+                f.write(dumps(data, indent=self.indent) + "\n")
         os.replace(tmp, self.path)
 
 
@@ -222,13 +230,20 @@ def trim_torn_line(path: Path) -> bool:
         return True
 
 
+class ForeignOutput(MLMProbError):
+    """``--resume`` onto an output that mlmprob did not write (it has no metadata of a run)."""
+
+
 class RunHold:
     """A run's hold on an output: its lock, and the stored configuration checked and (for a new output)
     written. The base of :class:`ResumableLog`, and the whole of it for outputs that are not one line file
-    (Parquet parts)."""
+    (Parquet parts). ``require_meta``: an existing output without its side file (a file mlmprob did not
+    write) is refused before anything is touched; ``verify(stored config)``: a further check of a resumed
+    output (the run's identity), also before anything is touched."""
 
     def __init__(self, path: str | Path, *, config: dict | None = None, meta: RunMeta | None = None,
-                 resume: bool = True, exists: bool | None = None, lock: bool = True):
+                 resume: bool = True, exists: bool | None = None, lock: bool = True,
+                 require_meta: bool = False, verify: Callable[[dict], None] | None = None):
         self.path = Path(path)
         self.config, self.meta_file = config, meta
         self.lock = WriterLock(self.path) if lock else None
@@ -240,7 +255,12 @@ class RunHold:
             if self.existed and not resume:
                 raise MLMProbError(f"{self.path} exists; pass --resume to continue it or choose another --out")
             self.stored: dict = meta.load() if meta is not None and self.existed else {}
+            if self.existed and require_meta and meta is not None and meta.key not in self.stored:
+                raise ForeignOutput(f"cannot resume {self.path}: it has no {meta.path.name} (mlmprob did not write it, "
+                                    "or its metadata was removed); nothing was changed: choose another --out")
             if meta is not None:
+                if self.existed and verify is not None:
+                    verify(meta.config(self.stored) or {})
                 self.config = as_stored(meta.config(self.stored), config)
             self._open()
         except BaseException:
@@ -285,15 +305,14 @@ class ResumableLog(RunHold):
     ``lock=False`` leaves the lock to a caller that holds it; ``encode`` turns a record into its line."""
 
     def __init__(self, path: str | Path, *, config: dict | None = None, meta: RunMeta | None = None,
-                 header: bool = False, resume: bool = True, lock: bool = True, encode: Callable = dumps):
+                 header: bool = False, resume: bool = True, lock: bool = True, encode: Callable = dumps, **hold):
         self.use_header, self.encode = header, encode
         self.header: dict | None = None
         self._fh = None
-        super().__init__(path, config=config, meta=meta, resume=resume, lock=lock)
+        super().__init__(path, config=config, meta=meta, resume=resume, lock=lock, **hold)
 
     def _open(self) -> None:
-        if self.existed:
-            trim_torn_line(self.path)
+        # the configuration is checked before the torn line is cut: a refused resume changes nothing
         if self.use_header:
             first = next(iter(self.records(skip_header=False)), None) if self.existed else None
             if first is not None:
@@ -301,6 +320,8 @@ class ResumableLog(RunHold):
                 check_config(self.path, first, as_stored(first, self.config))
         else:
             super()._open()
+        if self.existed:
+            trim_torn_line(self.path)
         self._fh = open(self.path, "a", encoding="utf-8", newline="\n")
         if self.use_header and self.header is None and self.config is not None:
             self.append(self.config)

@@ -18,20 +18,51 @@ from typing import Callable, Iterable, Iterator, Sequence
 
 from ..errors import MLMProbError
 from .lock import WriterLock
+from .identity import KEY as IDENTITY
+from .identity import check_parts
 from .log import config_diff
 from .writers import meta_path, open_writer, output_kind, read_results
 
 WRITE_ROWS = 1024   # rows committed together
 
 
-def _meta(part: Path) -> dict:
-    p = part.with_name(part.name + ".meta.json")
+def _meta(part: Path, require: bool = True) -> dict:
+    p = meta_path(part)
     try:
-        return json.loads(p.read_text())
+        data = json.loads(p.read_text())
     except FileNotFoundError:
+        if require:
+            raise MLMProbError(f"part {part} has no {p.name}: its run, shard, row count and completion cannot be "
+                               "checked; merge it only if you know them, with --no-meta-check") from None
         return {}
     except (OSError, json.JSONDecodeError):
         raise MLMProbError(f"{p} is damaged (not JSON)") from None
+    if not isinstance(data, dict) or not isinstance(data.get("config", {}), dict):
+        raise MLMProbError(f"{p} is damaged (not a run's metadata)")
+    return data
+
+
+def _check_formats(out: Path, paths: list[Path]) -> None:
+    """A TSV part holds text cells: merged with typed parts (or into a typed output) its numbers would become
+    strings and the columns it lacks would go missing; refused. JSONL and Parquet parts mix."""
+    kinds = {output_kind(p) for p in paths}
+    if "tsv" in kinds and len(kinds) > 1:
+        raise MLMProbError(f"parts are of different formats ({', '.join('.' + k for k in sorted(kinds))}): a .tsv "
+                           "part holds text cells, so its numbers would become strings; merge parts of one format")
+    if kinds == {"tsv"} and output_kind(out) != "tsv":
+        raise MLMProbError(f"the parts are .tsv (text cells): merged into .{output_kind(out)} their numbers would "
+                           "become strings; merge them into a .tsv --out")
+
+
+def _check_whole(part: Path) -> None:
+    """A line part (JSONL, TSV) ends with a newline: its last line was not cut by a kill or a copy."""
+    if output_kind(part) == "parquet" or not part.exists():
+        return
+    with open(part, "rb") as f:
+        end = f.seek(0, os.SEEK_END)
+        if end and (f.seek(end - 1), f.read(1))[1] != b"\n":
+            raise MLMProbError(f"part {part} ends in a torn line (no newline: cut by a kill or an incomplete copy); "
+                               "rerun its shard with --resume")
 
 
 def _names(ids: Iterable[str], limit: int = 5) -> str:
@@ -54,7 +85,13 @@ def _check_configs(paths: list[Path], configs: list[dict]) -> None:
 def _check_shards(paths: list[Path], metas: list[dict]) -> list[Path]:
     """The parts in shard order, checked to be every shard of one split exactly once."""
     shards = [m.get("shard") or m.get("config", {}).get("shard") for m in metas]
-    if not all(shards):
+    if not all(shards):         # parts without metadata (--no-meta-check): at least as many parts as shards
+        counts = {int(s.split("/")[1]) for s in shards if s}
+        if len(counts) > 1:
+            raise MLMProbError(f"parts are shards of different splits: {', '.join(sorted(set(filter(None, shards))))}")
+        if counts and len(paths) < min(counts):
+            n = counts.pop()
+            raise MLMProbError(f"{n - len(paths)} of the {n} shards missing from the parts")
         return paths
     counts = {int(s.split("/")[1]) for s in shards}
     if len(counts) != 1:
@@ -71,20 +108,33 @@ def _check_shards(paths: list[Path], metas: list[dict]) -> list[Path]:
     return [p for _, p in sorted(zip(idx, paths))]
 
 
-def _index(paths: list[Path]) -> dict[str, int]:
-    """``{row id: index of its part}`` over every part; an error naming the ids found more than once."""
+def _index(paths: list[Path]) -> tuple[dict[str, int], list[int]]:
+    """``{row id: index of its part}`` over every part and each part's row count; an error naming the ids
+    found more than once."""
     where: dict[str, int] = {}
     dups: list[str] = []
+    counts = []
     for n, p in enumerate(paths):
+        rows = 0
         for row in read_results(p):
+            rows += 1
             rid = str(row.get("id"))
             if rid in where:
                 dups.append(rid)
             else:
                 where[rid] = n
+        counts.append(rows)
     if dups:
         raise MLMProbError(f"{len(dups)} id(s) appear more than once across the parts: {_names(dups)}")
-    return where
+    return where, counts
+
+
+def _check_rows(paths: list[Path], metas: list[dict], counts: list[int]) -> None:
+    """Each part holds the rows its run wrote (its metadata's ``rows``): not truncated, not added to."""
+    for p, m, rows in zip(paths, metas, counts):
+        if isinstance(m.get("rows"), int) and rows != m["rows"]:
+            raise MLMProbError(f"part {p} holds {rows} rows but its run wrote {m['rows']} ({meta_path(p).name}): "
+                               "it was truncated or changed since; rerun its shard")
 
 
 def _in_order(paths: list[Path], where: dict[str, int], order: list[str] | None) -> Iterator[dict]:
@@ -125,14 +175,18 @@ def _remove_output(path: Path) -> None:
 
 def merge_parts(out: str | Path, parts: Sequence[str | Path], *,
                 expected_ids: Callable[[dict, int | None], Iterable[str]] | None = None,
-                fields: tuple[str, ...] | None = None) -> int:
+                fields: tuple[str, ...] | None = None, require_meta: bool = True) -> int:
     """Write the rows of ``parts`` to ``out``; return the number of rows.
 
-    Refused, before anything is written: parts whose stored configurations differ other than in their
+    Refused, before anything is written: a part without its ``PART.meta.json`` (unless ``require_meta`` is
+    False: then it is not checked), parts whose stored configurations differ other than in their
     shard (the option named, with both parts: e.g. ``computed_with.dtype``, see
-    :mod:`mlmprob.runtime.provenance`), unfinished parts, missing or repeated shards, ids in more than one
-    part, and, when ``expected_ids(config, limit)`` streams the ids the input holds (from a part's stored
-    configuration; None when it cannot tell), input ids in no part and part ids not in the input.
+    :mod:`mlmprob.runtime.provenance`) or whose identities differ (another input, other weights:
+    :mod:`mlmprob.runtime.identity`), unfinished parts, a part holding another number of rows than its
+    metadata records or ending in a torn line, .tsv parts mixed with typed ones (or merged into a typed
+    output), missing or repeated shards, ids in more than one part, and, when ``expected_ids(config,
+    limit)`` streams the ids the input holds (from a part's stored configuration; None when it cannot tell),
+    input ids in no part and part ids not in the input.
 
     The rows are written in input order, the order a one-process run writes, when the input's ids are
     known; else part after part, in shard order. ``out`` appears only when complete: the rows go to
@@ -147,20 +201,25 @@ def merge_parts(out: str | Path, parts: Sequence[str | Path], *,
     for p in paths:
         if not (p.exists() or p.with_name(p.name + ".parts").exists()):
             raise MLMProbError(f"part {str(p)!r} does not exist")
-    metas = [_meta(p) for p in paths]
+    _check_formats(out, paths)
+    metas = [_meta(p, require_meta) for p in paths]
     configs = [{k: v for k, v in m.get("config", {}).items() if k != "shard"} for m in metas]
     for p, m in zip(paths, metas):
-        if m and not m.get("complete"):
+        if m and m.get("complete") is not True:
             raise MLMProbError(f"part {p} is unfinished (its run did not complete); finish it with --resume first")
+        _check_whole(p)
+    check_parts(paths, [c.get(IDENTITY) for c in configs])
     _check_configs(paths, configs)
+    meta_of = dict(zip(paths, metas))
     paths = _check_shards(paths, metas)
+    metas = [meta_of[p] for p in paths]
     skipped = {str(x[0]) for m in metas for x in m.get("skipped", [])}
     with WriterLock(out):                  # one merge into ``out`` at a time; its leftovers are then ours
         if out.exists():
             raise MLMProbError(f"{out} exists; merge does not overwrite: remove it or choose another --out")
         tmp = merging_path(out)
         _remove_output(tmp)                # what a killed merge left
-        where = _index(paths)
+        where, counts = _index(paths)
         order = None
         wanted = expected_ids(configs[0], metas[0].get("limit")) if expected_ids is not None and configs[0] else None
         if wanted is not None:  # None: the run's ids cannot be derived from its configuration
@@ -171,6 +230,7 @@ def merge_parts(out: str | Path, parts: Sequence[str | Path], *,
             extra = set(where) - set(order)
             if extra:
                 raise MLMProbError(f"{len(extra)} id(s) in the parts are not in the input: {_names(sorted(extra))}")
+        _check_rows(paths, metas, counts)  # after the ids checks: they name the rows that differ
         writer = open_writer(tmp, resume=False, config={**(configs[0] or {}), "merged_from": [str(p) for p in paths]},
                              fields=fields)
         n_rows = 0

@@ -27,6 +27,7 @@ from typing import Iterable
 from ..errors import MLMProbError
 from ..jsonl import dumps, json_safe  # noqa: F401 - re-exported
 from .hold import hold_at
+from .lock import refuse_link
 from .log import ResumableLog, RunHold, RunMeta, naming, read_lines, read_log
 
 OUTPUT_KINDS = (".jsonl", ".tsv", ".parquet")
@@ -90,10 +91,13 @@ class _FileWriter(ResultWriter):
     """A file output held through :mod:`mlmprob.runtime.log`: its lock, its configuration in
     ``OUT.meta.json`` (checked on resume) and, for line files, the committed lines."""
 
-    def __init__(self, path: Path, *, resume: bool, config: dict | None, fields=None):
+    def __init__(self, path: Path, *, resume: bool, config: dict | None, fields=None, verify=None):
         super().__init__(path, fields=fields)
         self.meta_path = meta_path(path)
-        self._hold = self._open(resume, config)
+        # the side file is written before the output (config {}: even without a configuration), so an output
+        # without one is not mlmprob's: resuming it is refused before anything is touched
+        self._hold_args = dict(meta=RunMeta(self.meta_path, indent=2), require_meta=True, verify=verify)
+        self._hold = self._open(resume, {} if config is None else config)
         self.lock = self._hold.lock
         self._created = not self._hold.existed
         # the hold's configuration: this run's, less what an older output never stored (log.as_stored)
@@ -139,12 +143,12 @@ class _FileWriter(ResultWriter):
 class LineWriter(_FileWriter):
     """JSONL (one object a line) or TSV (``fields`` columns, header first), a :class:`ResumableLog`."""
 
-    def __init__(self, path: Path, *, resume: bool, config: dict | None = None, fields=None):
+    def __init__(self, path: Path, *, resume: bool, config: dict | None = None, fields=None, verify=None):
         self.kind = "tsv" if path.suffix.lower() == ".tsv" else "jsonl"
-        super().__init__(path, resume=resume, config=config, fields=fields)
+        super().__init__(path, resume=resume, config=config, fields=fields, verify=verify)
 
     def _open(self, resume: bool, config: dict | None) -> ResumableLog:
-        log = ResumableLog(self.path, config=config, meta=RunMeta(self.meta_path, indent=2), resume=resume)
+        log = ResumableLog(self.path, config=config, resume=resume, **self._hold_args)
         try:
             self._done: set[str] = set()
             header = next(iter(log.lines()), None) if self.kind == "tsv" else None
@@ -221,14 +225,16 @@ class ParquetWriter(_FileWriter):
 
     kind = "parquet"
 
-    def __init__(self, path: Path, *, resume: bool, config: dict | None = None, fields=None, part_rows: int = 1024):
+    def __init__(self, path: Path, *, resume: bool, config: dict | None = None, fields=None, part_rows: int = 1024,
+                 verify=None):
         self.parts = path.with_name(path.name + ".parts")
         self.part_rows = part_rows
-        super().__init__(path, resume=resume, config=config, fields=fields)
+        super().__init__(path, resume=resume, config=config, fields=fields, verify=verify)
 
     def _open(self, resume: bool, config: dict | None) -> RunHold:
-        hold = RunHold(self.path, config=config, meta=RunMeta(self.meta_path, indent=2), resume=resume,
-                       exists=self.path.exists() or self.parts.exists())
+        refuse_link(self.parts, self.path)      # its *.tmp files are removed: never in a folder it points to
+        hold = RunHold(self.path, config=config, resume=resume, exists=self.path.exists() or self.parts.exists(),
+                       **self._hold_args)
         try:
             self._open_parts()
         except BaseException:
@@ -290,6 +296,7 @@ class ParquetWriter(_FileWriter):
         files = self._part_files()
         schema = self._pa.unify_schemas([self._pq.read_schema(p) for p in files]) if files else self._pa.schema([])
         tmp = self.path.with_name(self.path.name + ".tmp")
+        refuse_link(tmp, self.path)
         with naming(tmp), self._pq.ParquetWriter(tmp, schema) as w:
             for p in files:
                 w.write_table(self._pq.read_table(p).cast(schema))
@@ -304,9 +311,11 @@ def meta_path(out: str | Path) -> Path:
 
 
 def open_writer(out: str | Path | None, *, resume: bool = False, config: dict | None = None,
-                fields: tuple[str, ...] | None = None, part_rows: int = 1024) -> ResultWriter:
+                fields: tuple[str, ...] | None = None, part_rows: int = 1024, verify=None) -> ResultWriter:
     """The writer for ``--out`` (stdout JSONL when None). ``config`` is stored in ``OUT.meta.json`` and
-    must match on ``--resume``; ``fields`` are the TSV columns; ``part_rows`` the rows of a Parquet part."""
+    must match on ``--resume``; ``fields`` are the TSV columns; ``part_rows`` the rows of a Parquet part;
+    ``verify(stored config)`` further checks a resumed output (its identity) before anything is touched.
+    Resuming an output without ``OUT.meta.json`` (not written by mlmprob) is refused, unchanged."""
     kind = output_kind(out)
     if kind == "stdout":
         if resume:
@@ -316,8 +325,8 @@ def open_writer(out: str | Path | None, *, resume: bool = False, config: dict | 
     if path.is_dir():
         raise MLMProbError(f"--out {str(out)!r} is a folder; give a file path ending in .jsonl, .tsv or .parquet")
     if kind == "parquet":
-        return ParquetWriter(path, resume=resume, config=config, fields=fields, part_rows=part_rows)
-    return LineWriter(path, resume=resume, config=config, fields=fields)
+        return ParquetWriter(path, resume=resume, config=config, fields=fields, part_rows=part_rows, verify=verify)
+    return LineWriter(path, resume=resume, config=config, fields=fields, verify=verify)
 
 
 def read_results(path: str | Path) -> Iterable[dict]:

@@ -1,0 +1,251 @@
+"""A run's identity: what its rows were computed from, stored with its configuration (the ``identity`` block
+of ``OUT.meta.json``) and checked by ``--resume`` and ``mlmprob merge``.
+
+- ``input_sha256`` and ``input_units``: a digest of the units the run read (ids and sequences, as the
+  command parsed them: for standard input, its spooled copy), taken in one streaming pass before the
+  output is claimed, and how many there were. A resume is accepted when the first ``input_units`` units it
+  reads now have the stored digest (an input that grew, or a larger ``--limit``, continues; an edited
+  record, another file on standard input or fewer units are refused). Parts of one ``merge`` must have
+  read the same units.
+- ``weights``: what the model's files were: ``sha256:...`` of a local folder's weight, configuration and
+  tokenizer files (each file's digest cached by path, size, inode, mtime and ctime in
+  ``$XDG_CACHE_HOME/mlmprob/file-digests.json``, ``~/.cache`` by default, so a large folder is hashed
+  once), ``PACKAGE==VERSION`` for the models embedded in a package, absent when unknown (a hub id that is
+  not in the local cache). A resume or a merge whose weights differ is refused.
+
+>>> d = UnitDigest(checkpoints=[1])
+>>> for u in [("a", "ACDE"), ("b", "KL")]:
+...     d.add(u)
+>>> d.n, d.at(1) == UnitDigest.of([("a", "ACDE")]).hexdigest(), d.at(2) == d.hexdigest()
+(2, True, True)
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import fnmatch
+import hashlib
+import json
+import os
+import time
+from pathlib import Path
+from typing import Iterable
+
+from ..errors import MLMProbError
+
+KEY = "identity"
+_SHOWN = 12                 # hex digits of a digest shown in a message
+_RACY_NS = 2_000_000_000    # a file modified this close to its hashing is hashed again next time (as git does)
+_CACHE_ENTRIES = 4096
+MODEL_FILES = ("*.safetensors", "*.bin", "*.pt", "*.pth", "*.ckpt", "*.h5", "*.msgpack", "*.index.json",
+               "config.json", "tokenizer*", "vocab*", "merges.txt", "special_tokens_map.json", "*.model")
+NOT_MODEL_FILES = ("one_pass.*",)   # the one-pass correction fitted beside a model (its own digest is stored)
+PACKAGES = {"antiberty": "antiberty", "sapiens-vh": "sapiens", "sapiens-vl": "sapiens"}
+
+
+class IdentityMismatch(MLMProbError):
+    """A resumed output or a merged part was computed from another input or other weights."""
+
+
+def _plain(value):
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: _plain(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if isinstance(value, tuple) and hasattr(value, "_asdict"):
+        return {k: _plain(v) for k, v in value._asdict().items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    return value if isinstance(value, (str, int, float, bool, type(None))) else repr(value)
+
+
+class UnitDigest:
+    """SHA-256 over a stream of units (each one's fields as canonical JSON, one line each), with the digest
+    kept at the unit counts named in ``checkpoints`` (to check that an input's first N units are unchanged)."""
+
+    def __init__(self, checkpoints: Iterable[int] = ()):
+        self._h = hashlib.sha256()
+        self.n = 0
+        self._want = {int(c) for c in checkpoints}
+        self._at: dict[int, str] = {0: self._h.hexdigest()}
+
+    @classmethod
+    def of(cls, units: Iterable) -> "UnitDigest":
+        d = cls()
+        for u in units:
+            d.add(u)
+        return d
+
+    def add(self, unit) -> None:
+        text = json.dumps(_plain(unit), sort_keys=True, ensure_ascii=False, allow_nan=True)
+        self._h.update(text.encode("utf-8", "surrogatepass") + b"\n")
+        self.n += 1
+        if self.n in self._want:
+            self._at[self.n] = self._h.hexdigest()
+
+    def hexdigest(self) -> str:
+        return self._h.hexdigest()
+
+    def at(self, n: int) -> str | None:
+        """The digest of the first ``n`` units (None when ``n`` was not a checkpoint or was not reached)."""
+        return self.hexdigest() if n == self.n else self._at.get(n)
+
+
+# -- the model's files ---------------------------------------------------------------------------------
+def _cache_path() -> Path:
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "mlmprob" / "file-digests.json"
+
+
+def _load_cache() -> dict:
+    try:
+        data = json.loads(_cache_path().read_text())
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _save_cache(cache: dict) -> None:
+    path = _cache_path()
+    if len(cache) > _CACHE_ENTRIES:
+        cache = dict(list(cache.items())[-_CACHE_ENTRIES:])
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+        tmp.write_text(json.dumps(cache))
+        os.replace(tmp, path)
+    except OSError:
+        pass                                    # a cache that cannot be written only costs time
+
+
+def _stat_key(st: os.stat_result) -> list:
+    return [st.st_size, st.st_ino, st.st_mtime_ns, st.st_ctime_ns]
+
+
+def file_sha256(path: Path, cache: dict) -> str:
+    """The SHA-256 of ``path``, from ``cache`` when its size, inode, mtime and ctime are those it was hashed
+    with (and it was not modified within 2 s of that hashing); else read and, when settled, cached."""
+    real = os.path.realpath(path)
+    st = os.stat(real)
+    hit = cache.get(real)
+    if isinstance(hit, list) and len(hit) == 6 and hit[:4] == _stat_key(st) and hit[2] < hit[4] - _RACY_NS:
+        return str(hit[5])
+    h = hashlib.sha256()
+    with open(real, "rb") as f:
+        while chunk := f.read(1 << 22):
+            h.update(chunk)
+    cache.pop(real, None)
+    cache[real] = [*_stat_key(st), time.time_ns(), h.hexdigest()]
+    return h.hexdigest()
+
+
+def _is_model_file(name: str) -> bool:
+    return (any(fnmatch.fnmatch(name, p) for p in MODEL_FILES)
+            and not any(fnmatch.fnmatch(name, p) for p in NOT_MODEL_FILES))
+
+
+def folder_digest(folder: str | Path) -> str | None:
+    """``sha256:...`` over the model files of ``folder`` (their names and digests), None when it holds none."""
+    folder = Path(folder)
+    files = sorted(p for p in folder.iterdir() if _is_model_file(p.name) and p.is_file())
+    if not files:
+        return None
+    cache = _load_cache()
+    before = dict(cache)
+    try:
+        h = hashlib.sha256()
+        for p in files:
+            h.update(f"{p.name}\0{file_sha256(p, cache)}\n".encode())
+    except OSError as e:
+        raise MLMProbError(f"cannot read the model file {e.filename or folder}: {e.strerror or e}") from None
+    if cache != before:
+        _save_cache(cache)
+    return "sha256:" + h.hexdigest()
+
+
+def _hub_folder(model: str) -> Path | None:
+    try:
+        from huggingface_hub import try_to_load_from_cache
+        found = try_to_load_from_cache(model, "config.json")
+    except Exception:       # not installed, not a repository id: then the weights are not identified
+        return None
+    return Path(found).parent if isinstance(found, str) else None
+
+
+def weights_identity(model) -> str | None:
+    """What the files of ``model`` (a built-in name, a local folder or a hub id) are, for the identity."""
+    if not isinstance(model, (str, Path)) or not str(model):
+        return None
+    name = str(model).lower()
+    if name in PACKAGES:
+        from importlib.metadata import PackageNotFoundError, version
+        try:
+            return f"{PACKAGES[name]}=={version(PACKAGES[name])}"
+        except PackageNotFoundError:
+            return None
+    if name == "en-small":          # the package's own folder (models/weights/en-small)
+        folder = Path(__file__).resolve().parents[1] / "models" / "weights" / "en-small"
+    else:
+        folder = Path(model).expanduser()
+        if not folder.is_dir():
+            folder = _hub_folder(str(model))
+    return folder_digest(folder) if folder is not None and folder.is_dir() else None
+
+
+def run_identity(digest: UnitDigest | None, model) -> dict:
+    """The ``identity`` block of a run that read ``digest``'s units (None: units made by the command) of
+    ``model``."""
+    block = {}
+    if digest is not None:
+        block.update(input_sha256=digest.hexdigest(), input_units=digest.n)
+    weights = weights_identity(model)
+    if weights is not None:
+        block["weights"] = weights
+    return block
+
+
+# -- checks --------------------------------------------------------------------------------------------
+def _short(value) -> str:
+    text = str(value)
+    return text if len(text) <= _SHOWN + 7 or "==" in text else text.removeprefix("sha256:")[:_SHOWN]
+
+
+def check_resume(where, stored: dict | None, now: dict | None, digest: UnitDigest | None = None) -> None:
+    """A resumed output's stored identity against this run's (``digest``: the pass over this run's units,
+    with a checkpoint at the stored count); :class:`IdentityMismatch` naming what changed. Nothing is checked
+    on what either side lacks (an output written before identities were stored)."""
+    stored, now = stored or {}, now or {}
+    if "input_sha256" in stored and "input_sha256" in now:
+        n = int(stored.get("input_units", 0))
+        if n > int(now.get("input_units", 0)):
+            raise IdentityMismatch(f"cannot resume {where}: the input changed since it was written ({n} units then, "
+                                   f"{now.get('input_units')} now); resume with the same input and --limit, or "
+                                   "choose another --out")
+        prefix = digest.at(n) if digest is not None else (now["input_sha256"] if n == now.get("input_units") else None)
+        if prefix != stored["input_sha256"]:
+            raise IdentityMismatch(f"cannot resume {where}: the input changed since it was written (digest of its "
+                                   f"first {n} units {_short(stored['input_sha256'])} then, {_short(prefix)} now); "
+                                   "resume with the same input, or choose another --out")
+    if "weights" in stored and "weights" in now and stored["weights"] != now["weights"]:
+        raise IdentityMismatch(f"cannot resume {where}: the model's weights changed since it was written "
+                               f"({_short(stored['weights'])} then, {_short(now['weights'])} now); use the same "
+                               "weights, or choose another --out")
+
+
+def check_parts(paths: list, identities: list[dict | None]) -> None:
+    """Every merged part read the same input with the same weights (what a part lacks is not checked)."""
+    first = {}
+    for key, what in (("input_sha256", "different inputs"), ("weights", "different model weights")):
+        for p, ident in zip(paths, identities):
+            value = (ident or {}).get(key)
+            if value is None:
+                continue
+            if key == "input_sha256":
+                value = f"{_short(value)} ({(ident or {}).get('input_units')} units)"
+            else:
+                value = _short(value)
+            if key not in first:
+                first[key] = (p, value)
+            elif first[key][1] != value:
+                raise IdentityMismatch(f"parts were computed from {what}: {first[key][0]} has {first[key][1]}, "
+                                       f"{p} has {value}")
