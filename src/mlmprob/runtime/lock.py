@@ -12,6 +12,7 @@ import socket
 from pathlib import Path
 
 from ..errors import MLMProbError
+from .safefs import open_nofollow
 
 
 class OutputLocked(MLMProbError):
@@ -53,7 +54,7 @@ class WriterLock:
 
         self.path.parent.mkdir(parents=True, exist_ok=True)
         while True:
-            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+            fd = open_nofollow(self.path, os.O_RDWR | os.O_CREAT, what="the output's lock")  # never a link's target
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
@@ -62,7 +63,7 @@ class WriterLock:
                 raise OutputLocked(f"{self.target} is being written by another process ({holder}); "
                                    "wait for it to finish or choose another --out") from None
             try:  # the file we locked must still be the one at the path (a releaser may have unlinked it)
-                same = os.fstat(fd).st_ino == os.stat(self.path).st_ino
+                same = os.fstat(fd).st_ino == os.lstat(self.path).st_ino
             except FileNotFoundError:
                 same = False
             if same:

@@ -37,6 +37,7 @@ from typing import Callable, Iterable, Iterator
 from ..errors import MLMProbError
 from ..jsonl import dumps
 from .lock import WriterLock
+from .safefs import refuse_link, replace_file
 
 _SHOWN = 60     # characters of a value shown in an error
 
@@ -136,9 +137,8 @@ class RunMeta:
 
     def save(self, data: dict) -> None:
         tmp = self.path.with_name(self.path.name + ".tmp")
-        with naming(tmp):
-            tmp.write_text(dumps(data, indent=self.indent) + "\n")
-        os.replace(tmp, self.path)
+        with naming(tmp):     # PATH.tmp created new, never through a symbolic link (runtime.safefs)
+            replace_file(self.path, dumps(data, indent=self.indent) + "\n", tmp, what="the run's side file")
 
 
 @contextmanager
@@ -236,6 +236,8 @@ class RunHold:
         if self.lock is not None:
             self.lock.acquire()
         try:
+            if meta is not None:        # refused before anything is read or written (runtime.safefs)
+                refuse_link(meta.path, "the run's side file")
             self.existed = self._exists() if exists is None else exists
             if self.existed and not resume:
                 raise MLMProbError(f"{self.path} exists; pass --resume to continue it or choose another --out")
