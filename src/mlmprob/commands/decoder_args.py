@@ -46,7 +46,7 @@ def add_decoder_args(group) -> None:
                        help="unmask: after the steps, each --remask-steps step masks every free position again with "
                             "this probability and redraws them from one pass (ReMDM, its loop variant)")
     group.add_argument("--remask-steps", type=nonnegative_int, default=_default("remask_steps"),
-                       help="unmask: remasking steps after the unmasking steps")
+                       help="unmask: remasking steps after the unmasking steps (needs --remask > 0; at most 10,000)")
     group.add_argument("--threshold", type=nonnegative_float, default=_default("threshold"),
                        help="adaptive: reveal together only positions whose measured pair dependence (expected KL, "
                             "nats) is below this; 0: one position per step")

@@ -140,7 +140,7 @@ def register(sub) -> None:
                         "(parallel decoding: approximate for K > 1)")
     s.add_argument("--draft-k", type=positive_int, default=None,
                    help="speculative: positions drafted per round from one pass and verified in one batch "
-                        "(default 4); the draws stay exact")
+                        "(default 4; at most the free positions are drafted); the draws stay exact")
     add_decoder_args(s)
     s.add_argument("--init", choices=("given", "greedy", "random"), default=MCMC_ONLY["init"][1],
                    help="mh, gibbs: initial state of the free positions: the input, the MLM's argmax, or random tokens")

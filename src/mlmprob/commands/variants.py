@@ -136,6 +136,9 @@ def run(args) -> int:
     unique = UniqueIds(args.dedupe, what="row")
     if args.evaluate and not args.label:
         raise MLMProbError("--evaluate needs --label COL (the measured values)")
+    from ..metrics.ranking import MAX_BOOT
+    if args.evaluate and args.n_boot > MAX_BOOT:    # refused before the scoring, not after it
+        raise MLMProbError(f"--n-boot must be at most {MAX_BOOT:,} (every resample's value is kept), got {args.n_boot}")
     if (args.evaluate or args.saturate) and not args.out:
         raise MLMProbError(f"{'--evaluate' if args.evaluate else '--saturate'} needs --out (it reads the finished output)")
     opts = RunOptions.from_args(args)

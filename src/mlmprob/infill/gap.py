@@ -105,9 +105,23 @@ def prepare_gap(mlm: MaskedLM, input_ids, positions: Sequence[int] | torch.Tenso
     return Gap(ids, pos, cand)
 
 
+#: The widest beam: every hypothesis is a model row per step and every fill kept is returned (and printed).
+MAX_BEAM_SIZE = 10_000
+
+
 def check_beam_size(beam_size, name: str = "beam_size") -> int:
+    """``beam_size`` checked: a positive integer, at most :data:`MAX_BEAM_SIZE`.
+
+    >>> check_beam_size(10 ** 9)
+    Traceback (most recent call last):
+    ...
+    mlmprob.errors.MLMProbError: beam_size must be at most 10,000 (each fill kept is a model row per step and a row of the result), got 1000000000
+    """
     if isinstance(beam_size, bool) or not isinstance(beam_size, int) or beam_size < 1:
         raise MLMProbError(f"{name} must be a positive integer, got {beam_size!r}")
+    if beam_size > MAX_BEAM_SIZE:
+        raise MLMProbError(f"{name} must be at most {MAX_BEAM_SIZE:,} (each fill kept is a model row per step and a row "
+                           f"of the result), got {beam_size!r}")
     return beam_size
 
 

@@ -145,6 +145,10 @@ def ag_joint(pc: PairConditionals, *, steps: int | None = None, tol: float = DEF
         raise MLMProbError(f"AG steps must be >= 0, got {steps}")
     if steps is None and max_steps < 1:
         raise MLMProbError(f"AG max_steps must be >= 1, got {max_steps}")
+    from .spec import MAX_AG_STEPS
+    if (steps if steps is not None else max_steps) > MAX_AG_STEPS:
+        raise MLMProbError(f"AG {'steps' if steps is not None else 'max_steps'} must be at most {MAX_AG_STEPS:,}, got "
+                           f"{steps if steps is not None else max_steps}")
     K = pc.size
     num = torch.logaddexp(pc.cond_a, pc.cond_b)
     log_mu = torch.full((K, K), -2.0 * torch.log(torch.tensor(float(K), dtype=torch.float64)).item(),

@@ -8,7 +8,6 @@ first, records without ids) are read as they are and upgraded in place before th
 from __future__ import annotations
 
 import math
-import os
 from pathlib import Path
 
 from ..runtime.log import RunMeta, check_config, read_lines, read_log
@@ -99,9 +98,8 @@ def _upgrade_legacy(path: Path, config, shard: Shard, dtype: str | None) -> None
                                                     "shard": str(shard)})
     RunMeta(meta_path(path), indent=2).save(
         {"config": _writer_config(config, shard, dtype), "complete": False, "skipped": []})
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text("".join(dumps({"id": f"{r['scheme']}/{r['i']}", **r}) + "\n" for r in records))
-    os.replace(tmp, path)
+    from ..runtime.safefs import replace_file      # PATH.tmp created new, never through a symbolic link
+    replace_file(path, "".join(dumps({"id": f"{r['scheme']}/{r['i']}", **r}) + "\n" for r in records))
 
 
 def check_records(out_dir: str | Path, config, shard: Shard = Shard.whole(), dtype: str | None = None) -> dict:

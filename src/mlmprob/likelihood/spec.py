@@ -25,9 +25,23 @@ LOGLIK_ORDERS = 8      # random orders per record (all of them when a record has
 LOGLIK_SETTINGS = ("order", "n_orders", "per_order", "seed")   # the fields, as ScoreSpec stores them
 
 
-def check_n_orders(n_orders) -> int:
+#: The most orders a record may be read along: each is a list of its positions in memory and a chain of model rows.
+MAX_ORDERS = 100_000
+
+
+def check_n_orders(n_orders, name: str = "n_orders") -> int:
+    """``n_orders`` checked: a positive integer, at most :data:`MAX_ORDERS`.
+
+    >>> check_n_orders(10 ** 9)
+    Traceback (most recent call last):
+    ...
+    mlmprob.errors.MLMProbError: n_orders must be at most 100,000 (each order is kept in memory and read with its own model rows), got 1000000000
+    """
     if isinstance(n_orders, bool) or not isinstance(n_orders, int) or n_orders < 1:
-        raise MLMProbError(f"n_orders must be a positive integer, got {n_orders!r}")
+        raise MLMProbError(f"{name} must be a positive integer, got {n_orders!r}")
+    if n_orders > MAX_ORDERS:
+        raise MLMProbError(f"{name} must be at most {MAX_ORDERS:,} (each order is kept in memory and read with its "
+                           f"own model rows), got {n_orders!r}")
     return n_orders
 
 

@@ -218,9 +218,15 @@ def _resampled(metric: Callable[[torch.Tensor, torch.Tensor], torch.Tensor], pre
     return {k: torch.cat(v) for k, v in boots.items()}
 
 
+#: The most bootstrap resamples: their metric values are kept in memory (8 bytes each, per method).
+MAX_BOOT = 1_000_000
+
+
 def _check_boot(n_boot: int, level: float) -> None:
     if n_boot < 1:
         raise MLMProbError(f"n_boot must be at least 1, got {n_boot}")
+    if n_boot > MAX_BOOT:
+        raise MLMProbError(f"n_boot must be at most {MAX_BOOT:,} (every resample's value is kept), got {n_boot}")
     if not 0 < level < 1:
         raise MLMProbError(f"level must lie in (0, 1), got {level}")
 

@@ -68,9 +68,10 @@ class RunOptions:
         """The options of a parsed command line (``--device`` is the one device unless ``--workers`` or
         ``--devices`` name several); ``override`` replaces any of them."""
         shard = parse_shard(args.shard)
-        devices = parse_devices(args.workers, args.devices)
-        if args.workers and args.engine == "local":    # Ray places its actors by the cluster's resources
-            devices = devices[:capped_workers(args.workers, getattr(args, "model", None))]
+        workers = args.workers
+        if workers and args.devices is None and args.engine == "local":  # Ray places its actors by the cluster's
+            workers = capped_workers(workers, getattr(args, "model", None))  # resources; capped before the list
+        devices = parse_devices(workers, args.devices)
         if devices == ["auto"]:
             devices = [args.device]
         opts = dict(out=args.out, resume=args.resume, shard=shard, devices=tuple(devices),

@@ -32,7 +32,7 @@ from pathlib import Path
 
 import torch
 
-from ..defaults import DTYPE, DTYPE_ENV, FUSED_ENV, DTYPE_WEIGHTS as WEIGHTS
+from ..defaults import DTYPE_ENV, FUSED_ENV, DTYPE_WEIGHTS as WEIGHTS
 from ..errors import ModelLoadError
 
 DTYPES = {"float32": torch.float32, "fp32": torch.float32, "float16": torch.float16, "fp16": torch.float16,
@@ -121,10 +121,9 @@ def cpu_bf16_speedup() -> float:
     speedup = _matmul_seconds(torch.float32) / _matmul_seconds(torch.bfloat16)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(f".{os.getpid()}.tmp")
-        tmp.write_text(json.dumps({"key": key, "bf16_speedup": speedup}))
-        os.replace(tmp, path)
-    except OSError:
+        from .safefs import UnsafePath, replace_file
+        replace_file(path, json.dumps({"key": key, "bf16_speedup": speedup}), path.with_suffix(f".{os.getpid()}.tmp"))
+    except (OSError, UnsafePath):
         pass
     return speedup
 

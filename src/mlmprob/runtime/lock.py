@@ -7,12 +7,12 @@ A second process asking for the same output is refused with a clear error instea
 
 from __future__ import annotations
 
-import errno
 import os
 import socket
 from pathlib import Path
 
 from ..errors import MLMProbError
+from .safefs import open_nofollow
 
 
 class OutputLocked(MLMProbError):
@@ -20,23 +20,6 @@ class OutputLocked(MLMProbError):
 
 
 _HELD: set[str] = set()     # the lock files this process holds (see WriterLock.held_here)
-
-
-def refuse_link(path: str | Path, target: str | Path) -> None:
-    """An error when ``path`` (a file mlmprob writes beside ``target``: its lock, a temporary name, its
-    parts folder) is a symbolic link: writing through it would alter the file it points to.
-
-    >>> import tempfile
-    >>> d = Path(tempfile.mkdtemp())
-    >>> (d / "r.jsonl.lock").symlink_to(d / "elsewhere")
-    >>> refuse_link(d / "r.jsonl.lock", d / "r.jsonl")  # doctest: +ELLIPSIS
-    Traceback (most recent call last):
-    ...
-    mlmprob.errors.MLMProbError: .../r.jsonl.lock is a symbolic link; mlmprob does not write through it (it keeps ...
-    """
-    if Path(path).is_symlink():
-        raise MLMProbError(f"{path} is a symbolic link; mlmprob does not write through it (it keeps {Path(target).name}'s "
-                           "own files there): remove it, or choose another --out")
 
 
 class WriterLock:
@@ -71,13 +54,7 @@ class WriterLock:
 
         self.path.parent.mkdir(parents=True, exist_ok=True)
         while True:
-            refuse_link(self.path, self.target)
-            try:
-                fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o644)
-            except OSError as e:
-                if e.errno == errno.ELOOP:      # it became a link after the check
-                    refuse_link(self.path, self.target)
-                raise
+            fd = open_nofollow(self.path, os.O_RDWR | os.O_CREAT, what="the output's lock")  # never a link's target
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
@@ -86,7 +63,7 @@ class WriterLock:
                 raise OutputLocked(f"{self.target} is being written by another process ({holder}); "
                                    "wait for it to finish or choose another --out") from None
             try:  # the file we locked must still be the one at the path (a releaser may have unlinked it)
-                same = os.fstat(fd).st_ino == os.stat(self.path).st_ino
+                same = os.fstat(fd).st_ino == os.lstat(self.path).st_ino
             except FileNotFoundError:
                 same = False
             if same:

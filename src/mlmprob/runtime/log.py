@@ -37,7 +37,8 @@ from typing import Callable, Iterable, Iterator
 from ..errors import MLMProbError
 from ..jsonl import dumps
 from .identity import KEY as IDENTITY
-from .lock import WriterLock, refuse_link
+from .lock import WriterLock
+from .safefs import refuse_link, replace_file
 
 _SHOWN = 60     # characters of a value shown in an error
 
@@ -140,13 +141,8 @@ class RunMeta:
 
     def save(self, data: dict) -> None:
         tmp = self.path.with_name(self.path.name + ".tmp")
-        refuse_link(tmp, self.path)
-        tmp.unlink(missing_ok=True)         # a killed save's leftover (never followed: O_EXCL | O_NOFOLLOW)
-        with naming(tmp):
-            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
-            with open(fd, "w", encoding="utf-8") as f:
-                f.write(dumps(data, indent=self.indent) + "\n")
-        os.replace(tmp, self.path)
+        with naming(tmp):     # PATH.tmp created new, never through a symbolic link (runtime.safefs)
+            replace_file(self.path, dumps(data, indent=self.indent) + "\n", tmp, what="the run's side file")
 
 
 @contextmanager
@@ -251,6 +247,8 @@ class RunHold:
         if self.lock is not None:
             self.lock.acquire()
         try:
+            if meta is not None:        # refused before anything is read or written (runtime.safefs)
+                refuse_link(meta.path, "the run's side file")
             self.existed = self._exists() if exists is None else exists
             if self.existed and not resume:
                 raise MLMProbError(f"{self.path} exists; pass --resume to continue it or choose another --out")

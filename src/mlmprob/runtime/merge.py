@@ -218,6 +218,8 @@ def merge_parts(out: str | Path, parts: Sequence[str | Path], *,
         if out.exists():
             raise MLMProbError(f"{out} exists; merge does not overwrite: remove it or choose another --out")
         tmp = merging_path(out)
+        from .safefs import refuse_link
+        refuse_link(meta_path(out), "the output's side file")    # the merged meta is renamed there at the end
         _remove_output(tmp)                # what a killed merge left
         where, counts = _index(paths)
         order = None

@@ -29,6 +29,9 @@ T = TypeVar("T")
 R = TypeVar("R")
 
 
+MAX_WORKERS = 4096     # worker processes (or Ray actors) of one run; a local run is capped lower (runtime.capacity)
+
+
 def parse_devices(workers: int | None, devices: str | None) -> list[str]:
     """``--workers N`` (N CPU processes) or ``--devices cuda:0,cuda:1`` -> one device string per process.
 
@@ -46,6 +49,8 @@ def parse_devices(workers: int | None, devices: str | None) -> list[str]:
         return ["auto"]
     if workers < 1:
         raise MLMProbError(f"--workers must be >= 1, got {workers}")
+    if workers > MAX_WORKERS:
+        raise MLMProbError(f"--workers must be at most {MAX_WORKERS:,} (one process each), got {workers}")
     return ["cpu"] * workers
 
 

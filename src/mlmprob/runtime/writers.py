@@ -27,8 +27,8 @@ from typing import Iterable
 from ..errors import MLMProbError
 from ..jsonl import dumps, json_safe  # noqa: F401 - re-exported
 from .hold import hold_at
-from .lock import refuse_link
 from .log import ResumableLog, RunHold, RunMeta, naming, read_lines, read_log
+from .safefs import create_new, real_dir, refuse_link
 
 OUTPUT_KINDS = (".jsonl", ".tsv", ".parquet")
 
@@ -232,7 +232,7 @@ class ParquetWriter(_FileWriter):
         super().__init__(path, resume=resume, config=config, fields=fields, verify=verify)
 
     def _open(self, resume: bool, config: dict | None) -> RunHold:
-        refuse_link(self.parts, self.path)      # its *.tmp files are removed: never in a folder it points to
+        refuse_link(self.parts, "the Parquet parts folder")     # its *.tmp files are deleted below: never a link's
         hold = RunHold(self.path, config=config, resume=resume, exists=self.path.exists() or self.parts.exists(),
                        **self._hold_args)
         try:
@@ -251,7 +251,7 @@ class ParquetWriter(_FileWriter):
         self._pa = pa
         if self.path.exists() and self.parts.exists():
             shutil.rmtree(self.parts)  # the joined file was written last: it holds every part
-        self.parts.mkdir(exist_ok=True)
+        real_dir(self.parts, "the Parquet parts folder")
         for tmp in self.parts.glob("*.tmp"):
             tmp.unlink()  # a part cut by a kill
         if self.path.exists():
@@ -283,8 +283,8 @@ class ParquetWriter(_FileWriter):
         n = int(files[-1].stem.split("-")[1]) + 1 if files else 0
         target = self._part_name(n)
         tmp = target.with_name(target.name + ".tmp")
-        with naming(tmp):
-            self._pq.write_table(self._pa.Table.from_pylist(self._buf), tmp)
+        with naming(tmp), os.fdopen(create_new(tmp), "wb") as f:     # O_EXCL | O_NOFOLLOW
+            self._pq.write_table(self._pa.Table.from_pylist(self._buf), f)
         os.replace(tmp, target)
         self._buf = []
         hold_at(self.rows_written)
@@ -296,8 +296,7 @@ class ParquetWriter(_FileWriter):
         files = self._part_files()
         schema = self._pa.unify_schemas([self._pq.read_schema(p) for p in files]) if files else self._pa.schema([])
         tmp = self.path.with_name(self.path.name + ".tmp")
-        refuse_link(tmp, self.path)
-        with naming(tmp), self._pq.ParquetWriter(tmp, schema) as w:
+        with naming(tmp), os.fdopen(create_new(tmp), "wb") as f, self._pq.ParquetWriter(f, schema) as w:
             for p in files:
                 w.write_table(self._pq.read_table(p).cast(schema))
         os.replace(tmp, self.path)

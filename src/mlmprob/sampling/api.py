@@ -140,6 +140,7 @@ class Chains:
     def __init__(self, mlm, spec: SamplerSpec, ids: torch.Tensor, free: torch.Tensor, generator: torch.Generator,
                  reference=None, run_file: RunFile | None = None):
         self.mlm, self.spec, self.generator = mlm, spec, generator
+        spec.check_size(*ids.shape)
         self.kernel = spec.kernel(mlm)
         self.ref = _reference(reference, ids)
         config = spec.run_config(mlm)

@@ -87,12 +87,15 @@ def nucleus(log_probs: torch.Tensor, top_p: float) -> torch.Tensor:
 
     >>> nucleus(torch.full((1, 4), 0.25, dtype=torch.float64).log(), 0.5).exp()   # a tie: the lower ids
     tensor([[0.5000, 0.5000, 0.0000, 0.0000]], dtype=torch.float64)
+    >>> nucleus(torch.tensor([[0.2, 0.5, 0.3]], dtype=torch.float64).log(), 1e-12).exp()   # the top token at least
+    tensor([[0., 1., 0.]], dtype=torch.float64)
     """
     lp = log_probs.double()
     sorted_lp, order = lp.sort(dim=-1, descending=True, stable=True)   # stable: ties by increasing id
     p = sorted_lp.exp()
     before = p.cumsum(-1) - p                                          # mass strictly before each token
-    keep_sorted = before < top_p - NUCLEUS_TOLERANCE                   # the first token is always kept
+    keep_sorted = before < top_p - NUCLEUS_TOLERANCE
+    keep_sorted[..., 0] = True              # the first token is always kept (even for top_p below the tolerance)
     keep = torch.zeros_like(keep_sorted).scatter_(-1, order, keep_sorted)
     lp = lp.masked_fill(~keep, float("-inf"))
     return lp - torch.logsumexp(lp, -1, keepdim=True)

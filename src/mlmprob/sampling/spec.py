@@ -52,6 +52,10 @@ DRAWS = EXACT_DRAWS + DECODERS  # every epoch an independent draw from all-maske
 DEFAULT_SCORE = {"unmask": "confidence", "adaptive": "margin"}
 ENERGIES = ("local", "raw")
 
+#: The most memory the epoch records of one run may take: every epoch's chain states and statistics stay in memory
+#: until the run ends (:meth:`SamplerSpec.check_size` refuses a larger run before any tensor is made).
+MAX_RUN_BYTES = 16 << 30
+
 # K, ("linear", START, END[, EPOCHS]) as ``mlmprob sample --block-size START:END[:EPOCHS]`` parses it, or a schedule
 BlockLike = Union[int, tuple, ScheduleLike]
 
@@ -124,6 +128,31 @@ class SamplerSpec(Spec):
         self._check_decoder()
 
     # -- what the run is made of --------------------------------------------------------------------
+    def run_bytes(self, chains: int, length: int = 1) -> int:
+        """About how many bytes the epoch records of ``chains`` chains of ``length`` tokens take (on the high side:
+        1 KiB an epoch, and per chain and epoch 48 bytes a token and 256 for its statistics).
+
+        >>> SamplerSpec(epochs=10).run_bytes(2, 100)      # 10 epochs x (1024 + 2 x (4800 + 256))
+        111360
+        """
+        return self.total_epochs * (1024 + chains * (48 * length + 256))
+
+    def check_size(self, chains: int, length: int = 1) -> None:
+        """Refuse a run whose epoch records would not fit :data:`MAX_RUN_BYTES` (``length`` 1, the least, when the
+        sequences are not known yet): checked before the chains are made.
+
+        >>> SamplerSpec(epochs=10 ** 9).check_size(1)
+        Traceback (most recent call last):
+        ...
+        mlmprob.errors.MLMProbError: epochs 1,000,000,000 + burn_in 0 of 1 chains x 1 tokens would keep about 1,237 GiB of chain states in memory (every epoch's until the run ends), more than the 16 GiB a run may: sample fewer epochs or chains
+        """
+        need = self.run_bytes(chains, length)
+        if need > MAX_RUN_BYTES:
+            raise MLMProbError(f"epochs {self.epochs:,} + burn_in {self.burn_in:,} of {chains:,} chains x {length:,} "
+                               f"tokens would keep about {need / (1 << 30):,.0f} GiB of chain states in memory (every "
+                               f"epoch's until the run ends), more than the {MAX_RUN_BYTES >> 30} GiB a run may: sample "
+                               "fewer epochs or chains")
+
     @property
     def proposal(self) -> ProposalConfig:
         return ProposalConfig(self.proposal_temperature, self.top_p)

@@ -190,7 +190,9 @@ class Speculative:
         if state.orders is None:
             state = self._start(state, generator)
         ids, orders, cursor = state.ids, state.orders, state.cursor
-        (B, L), k, f64 = ids.shape, self.draft_k, torch.float64
+        # drafts beyond the positions of the longest order are never made: k sizes the round's tensors, so it is
+        # clamped to the work before any of them is allocated (draft_k = 10**9 on 24 positions drafts 24)
+        (B, L), k, f64 = ids.shape, min(self.draft_k, orders.shape[1]), torch.float64
         ar = torch.arange(k)
         left = (orders >= 0).sum(1) - cursor                      # positions still to reveal
         active = left > 0

@@ -109,6 +109,7 @@ class SampleJob(ModelJob):
         SamplerSpec.check(self.spec)
         if self.chains < 1:
             raise MLMProbError(f"--chains must be >= 1, got {self.chains}")
+        self.spec.check_size(self.chains)       # before any model is loaded; again with the records' lengths
         if self.cdr is not None:
             check_scheme(parse_cdr(self.cdr), self.numbering)
 
@@ -142,6 +143,7 @@ class SampleJob(ModelJob):
         spec = self.spec
         if not spec.independent_draws:
             check_block_size(spec.block_size, int(free.sum()), rec.id)
+        spec.check_size(self.chains, enc.input_ids.shape[1])
         ids, free = enc.input_ids.repeat(self.chains, 1), free.repeat(self.chains, 1)
         # identity is measured against the input when it has no masks at the free positions
         reference = None if (ids[free] == mlm.mask_id).any() else ids.clone()

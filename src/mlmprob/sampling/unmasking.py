@@ -49,6 +49,9 @@ from .proposals import ProposalConfig, allowed_ids, proposal_log_probs, sample_f
 
 
 DEFAULT_STEPS = 8
+#: The most remasking steps a draw may take: each is one sequential model call per chain, so the cap bounds a
+#: draw's work at ``steps + MAX_REMASK_STEPS`` calls whatever number was typed.
+MAX_REMASK_STEPS = 10_000
 
 
 @dataclass(frozen=True)
@@ -93,6 +96,12 @@ def check_unmasking(score, steps, schedule, block_length, remask, remask_steps) 
         raise MLMProbError(f"remask_steps must be a non-negative integer, got {remask_steps!r}")
     if isinstance(remask, bool) or not isinstance(remask, (int, float)) or not 0.0 <= remask <= 1.0:
         raise MLMProbError(f"remask must be a probability in [0, 1], got {remask!r}")
+    if remask_steps > MAX_REMASK_STEPS:
+        raise MLMProbError(f"remask_steps must be at most {MAX_REMASK_STEPS:,} (each is a model call per chain), "
+                           f"got {remask_steps!r}")
+    if remask_steps and remask == 0:
+        raise MLMProbError(f"remask_steps ({remask_steps}) needs remask > 0: with remask 0 a remasking step masks "
+                           "nothing and changes nothing; give --remask P or leave --remask-steps out")
 
 
 def start_epoch(mlm: MaskedLM, state: DecoderState, **plan) -> DecoderState:

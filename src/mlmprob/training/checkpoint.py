@@ -8,7 +8,6 @@ only and is read back with ``torch.load(..., weights_only=True)``.
 from __future__ import annotations
 
 import json
-import os
 import re
 import shutil
 from pathlib import Path
@@ -17,6 +16,7 @@ import torch
 
 from ..errors import ModelLoadError
 from ..jsonl import dumps
+from ..runtime.safefs import refuse_link, replace_file
 
 STATE_FILE = "trainer_state.json"
 OPTIMIZER_FILE = "optimizer.pt"
@@ -31,15 +31,15 @@ def save_model_dir(path: Path, model, tokenizer, state: dict, optimizer=None) ->
     tokenizer.save_pretrained(str(path))
     if optimizer is not None:
         torch.save(optimizer.state_dict(), path / OPTIMIZER_FILE)
-    tmp = path / (STATE_FILE + ".tmp")
-    tmp.write_text(dumps(state, indent=1))
-    os.replace(tmp, path / STATE_FILE)
+    replace_file(path / STATE_FILE, dumps(state, indent=1), what="the trainer state")   # via a new STATE.tmp
 
 
 def save_checkpoint(out_dir: Path, step: int, model, tokenizer, optimizer, state: dict, keep: int) -> Path:
     root = Path(out_dir) / "checkpoints"
     final = root / f"step-{step:08d}"
     tmp = root / f".tmp-step-{step:08d}"
+    for p in (root, tmp, final):        # never written or deleted through a symbolic link
+        refuse_link(p, "this checkpoint folder")
     if tmp.exists():
         shutil.rmtree(tmp)
     save_model_dir(tmp, model, tokenizer, state, optimizer)
@@ -57,7 +57,7 @@ def list_checkpoints(out_dir: Path) -> list[Path]:
     if not root.is_dir():
         return []
     found = [(int(m.group(1)), p) for p in root.iterdir()
-             if (m := _STEP_DIR.match(p.name)) and (p / STATE_FILE).is_file()]
+             if (m := _STEP_DIR.match(p.name)) and not p.is_symlink() and (p / STATE_FILE).is_file()]
     return [p for _, p in sorted(found)]
 
 

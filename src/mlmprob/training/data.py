@@ -144,6 +144,9 @@ class TextSource:
         else:  # saved under a temporary name, then renamed: a kill never leaves half a tokenizer behind
             tok = train_wordpiece(train, self.vocab_size, self.max_length, self.lowercase)
             tmp = tok_dir.with_name(tok_dir.name + ".tmp")
+            from ..runtime.safefs import refuse_link
+            for p in (tmp, tok_dir):    # never written or deleted through a symbolic link
+                refuse_link(p, "the tokenizer folder")
             shutil.rmtree(tmp, ignore_errors=True)
             tok.save_pretrained(str(tmp))
             shutil.rmtree(tok_dir, ignore_errors=True)

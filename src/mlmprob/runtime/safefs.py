@@ -1,0 +1,108 @@
+"""The side files and folders a run creates beside its output (``OUT.lock``, ``OUT.meta.json`` and its temporary
+``OUT.meta.json.tmp``, the Parquet parts folder ``OUT.parts/`` and its ``*.tmp`` parts, checkpoint and tokenizer
+folders under a temporary name), created without ever following a symbolic link.
+
+A symbolic link where one of them belongs is refused with one line naming it (:class:`UnsafePath`): a link planted
+by a neighbour (or left by a careless script) would otherwise make mlmprob overwrite, truncate or delete the file or
+folder it points to. Files are opened with ``O_NOFOLLOW`` (and ``O_EXCL`` for temporary files: a stale *regular*
+temporary file is removed first with ``unlink``, which removes a name and never follows it); folders are checked
+with ``lstat``.
+
+>>> import tempfile
+>>> d = Path(tempfile.mkdtemp())
+>>> replace_file(d / "r.meta.json", "{}\\n")
+>>> (d / "r.meta.json").read_text(), (d / "r.meta.json.tmp").exists()
+('{}\\n', False)
+>>> (d / "victim").write_text("keep")
+4
+>>> (d / "x.meta.json.tmp").symlink_to(d / "victim")
+>>> replace_file(d / "x.meta.json", "{}")  # doctest: +ELLIPSIS
+Traceback (most recent call last):
+...
+mlmprob.runtime.safefs.UnsafePath: .../x.meta.json.tmp is a symbolic link; mlmprob creates this temporary file itself and never follows a link there (what it points to is left untouched): remove the link or choose another --out
+>>> (d / "victim").read_text()
+'keep'
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import stat
+from pathlib import Path
+
+from ..errors import MLMProbError
+
+
+class UnsafePath(MLMProbError):
+    """A side file or folder mlmprob creates itself is a symbolic link (or not the kind of entry it writes)."""
+
+
+def is_link(path: str | Path) -> bool:
+    """Whether ``path`` itself is a symbolic link (a dangling one included); never follows it."""
+    try:
+        return stat.S_ISLNK(os.lstat(path).st_mode)
+    except (FileNotFoundError, NotADirectoryError):
+        return False
+
+
+def refuse_link(path: str | Path, what: str = "this file") -> None:
+    """Raise :class:`UnsafePath` when ``path`` is a symbolic link; ``what`` names the entry in the message."""
+    if is_link(path):
+        raise UnsafePath(f"{path} is a symbolic link; mlmprob does not write through it (it creates {what} itself "
+                         "and leaves what the link points to untouched): remove the link or choose another --out")
+
+
+def open_nofollow(path: str | Path, flags: int, mode: int = 0o644, what: str = "this file") -> int:
+    """``os.open(path, flags | O_NOFOLLOW)``; a symbolic link at ``path`` is refused (:class:`UnsafePath`)."""
+    try:
+        return os.open(path, flags | os.O_NOFOLLOW | os.O_CLOEXEC, mode)
+    except OSError as e:
+        if e.errno in (errno.ELOOP, errno.EEXIST, errno.EMLINK) and is_link(path):
+            refuse_link(path, what)
+        raise
+
+
+def create_new(path: str | Path, what: str = "this temporary file") -> int:
+    """A descriptor of a new, empty file at ``path`` (``O_CREAT | O_EXCL | O_NOFOLLOW``, write only): a stale
+    regular file there (a kill's leftover) is removed first; a symbolic link is refused."""
+    refuse_link(path, what)
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        pass
+    except IsADirectoryError:
+        raise UnsafePath(f"{path} is a folder; mlmprob writes {what} there: remove it or choose another --out") from None
+    return open_nofollow(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, what=what)
+
+
+def write_new(path: str | Path, data: str | bytes, what: str = "this temporary file") -> None:
+    """Write ``data`` (text is UTF-8) to a new file at ``path`` (:func:`create_new`)."""
+    with os.fdopen(create_new(path, what), "wb") as f:
+        f.write(data.encode("utf-8") if isinstance(data, str) else data)
+
+
+def replace_file(path: str | Path, data: str | bytes, tmp: str | Path | None = None,
+                 what: str = "this file") -> None:
+    """Write ``path`` atomically: ``data`` goes to ``tmp`` (default ``PATH.tmp``, created new), then renamed
+    over ``path``. A symbolic link at either is refused (the rename would replace only the link, but a link
+    where mlmprob keeps its own file is a sign of trouble worth one line)."""
+    path = Path(path)
+    tmp = path.with_name(path.name + ".tmp") if tmp is None else Path(tmp)
+    refuse_link(path, what)
+    write_new(tmp, data, "this temporary file")
+    os.replace(tmp, path)
+
+
+def real_dir(path: str | Path, what: str = "this folder") -> Path:
+    """The folder ``path``, made when missing; a symbolic link there (to a folder or not) is refused."""
+    path = Path(path)
+    refuse_link(path, what)
+    try:
+        path.mkdir()
+    except FileExistsError:
+        pass
+    if is_link(path) or not path.is_dir():
+        refuse_link(path, what)
+        raise UnsafePath(f"{path} is not a folder; mlmprob keeps {what} there: remove it or choose another --out")
+    return path

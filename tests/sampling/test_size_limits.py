@@ -1,0 +1,176 @@
+"""No allocation from an unchecked number (issue 35): every size option, given ``10**9`` (the largest number the
+CLI's number types take), is clamped to the work or refused with one line before any tensor is made. Each case runs
+``mlmprob`` forked from the test process (torch already loaded) under a 4 GiB address-space limit above what the
+process already holds, with a time limit: it must finish (status 0) or refuse (status 2, one ``error:`` line),
+never be killed, hang or print a traceback. And a nucleus of a tiny ``top_p`` keeps the top token."""
+
+import math
+import os
+import resource
+import select
+import signal
+import sys
+import time
+
+import pytest
+import torch
+
+from mlmprob.errors import MLMProbError
+
+BIG = "1000000000"
+SEQ = "EVQLVESGGGLVQPGGSLRLSCAA"    # 24 residues
+ONE = ["--seq", SEQ, "--epochs", "1", "--chains", "1"]
+
+# case -> (command line after the model options, "runs" | the text the one error line must hold)
+CASES = {
+    "sample-draft-k": (["sample", *ONE, "--method", "speculative", "--draft-k", BIG], "runs"),
+    "sample-remask-steps-without-remask": (["sample", *ONE, "--method", "unmask", "--remask-steps", BIG],
+                                           "remask_steps must be at most"),
+    "sample-remask-steps": (["sample", *ONE, "--method", "unmask", "--remask", "0.5", "--remask-steps", BIG],
+                            "remask_steps must be at most"),
+    "sample-steps": (["sample", *ONE, "--method", "unmask", "--steps", BIG], "runs"),
+    "sample-block-length": (["sample", *ONE, "--method", "unmask", "--block-length", BIG], "runs"),
+    "sample-max-tokens": (["sample", *ONE, "--method", "adaptive", "--max-tokens", BIG, "--pair-top-k", "2"], "runs"),
+    "sample-pair-top-k": (["sample", *ONE, "--method", "adaptive", "--pair-top-k", BIG], "runs"),
+    "sample-tokens-per-step": (["sample", *ONE, "--method", "ancestral", "--tokens-per-step", BIG], "runs"),
+    "sample-block-size": (["sample", *ONE, "--block-size", BIG], "--block-size 1000000000 is larger than"),
+    "sample-chains": (["sample", "--seq", SEQ, "--epochs", "1", "--chains", BIG], "1,000,000,000 chains x"),
+    "sample-epochs": (["sample", "--seq", SEQ, "--chains", "1", "--epochs", BIG], "epochs 1,000,000,000"),
+    "sample-burn-in": (["sample", *ONE, "--burn-in", BIG], "burn_in 1,000,000,000"),
+    "sample-folder-chains": (["sample", "--seq", SEQ, "--epochs", "1", "--chains", BIG, "--out", "{tmp}/run"],
+                             "1,000,000,000 chains x"),
+    "sample-workers": (["sample", *ONE, "--workers", BIG, "-o", "{tmp}/w.jsonl"], "runs"),
+    "sample-batch-tokens": (["sample", *ONE, "--batch-tokens", BIG], "runs"),
+    "infill-beam-size": (["infill", "EVQLV_____GGLVQ", "--beam-size", BIG], "beam_size must be at most"),
+    "score-orders": (["score", "{tmp}/s.fasta", "--likelihood", "loglik", "--orders", BIG], "n_orders must be at most"),
+    "variants-chain-orders": (["variants", "{tmp}/m.csv", "--wild-type", SEQ, "--methods", "chain", "--chain-orders",
+                               BIG], "n_orders must be at most"),
+    "variants-n-boot": (["variants", "{tmp}/m.csv", "--wild-type", SEQ, "--label", "y", "--evaluate", "--n-boot", BIG,
+                         "-o", "{tmp}/v.jsonl"], "--n-boot must be at most"),
+    "joints-n-pairs": (["joints", "--data", "{tmp}/s.fasta", "--out", "{tmp}/j", "--quiet", "--n-pairs", BIG],
+                       "n_pairs must be at most"),
+    "joints-ag-steps": (["joints", "--data", "{tmp}/s.fasta", "--out", "{tmp}/j", "--quiet", "--n-pairs", "1",
+                         "--ag-steps", BIG], "ag_steps must be at most"),
+    "joints-top-k": (["joints", "--data", "{tmp}/s.fasta", "--out", "{tmp}/j", "--quiet", "--n-pairs", "1",
+                      "--top-k", BIG], "runs"),
+}
+
+
+def _vm_bytes() -> int:
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmSize:"):
+                return int(line.split()[1]) * 1024
+    raise AssertionError("no VmSize")
+
+
+def run_limited(argv: list[str], extra_bytes: int = 4 << 30, timeout: float = 180.0) -> tuple[int, str]:
+    """``mlmprob argv`` in a forked child limited to ``extra_bytes`` more address space than it starts with;
+    ``(exit status, stderr)``; status -9 when it ran past ``timeout`` seconds."""
+    from mlmprob.cli import main
+
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:                                    # the child: never returns into pytest
+        rc = 99
+        try:
+            os.close(r)
+            sys.stderr = os.fdopen(w, "w", buffering=1)
+            sys.stdout = open(os.devnull, "w")
+            limit = _vm_bytes() + extra_bytes
+            resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+            rc = main(argv)
+        except SystemExit as e:
+            rc = e.code if isinstance(e.code, int) else 1
+        except BaseException:
+            import traceback
+            traceback.print_exc()
+        finally:
+            sys.stderr.flush()
+            os._exit(rc or 0)
+    os.close(w)
+    out, deadline = b"", time.monotonic() + timeout
+    with os.fdopen(r, "rb", buffering=0) as pipe:
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                os.kill(pid, signal.SIGKILL)
+                break
+            if select.select([pipe], [], [], left)[0]:
+                chunk = pipe.read(1 << 16)
+                if not chunk:
+                    break
+                out += chunk
+    _, status = os.waitpid(pid, 0)
+    return os.waitstatus_to_exitcode(status), out.decode(errors="replace")
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_a_size_option_of_a_billion_is_clamped_or_refused(case, tiny_bert_dir, tmp_path):
+    (tmp_path / "s.fasta").write_text(f">a\n{SEQ}\n>b\n{SEQ[:-1]}S\n")
+    (tmp_path / "m.csv").write_text("mutant,y\nE1A,0.1\nV2C:Q3D,0.5\nL4A:V5C:E6D,0.2\nS7A,0.9\n")
+    args, expect = CASES[case]
+    args = [a.replace("{tmp}", str(tmp_path)) for a in args]
+    model = ["--model", str(tiny_bert_dir), "--device", "cpu"] + (["--no-progress"] if args[0] != "joints" else [])
+    rc, err = run_limited([args[0], *model, *args[1:]])
+    assert "Traceback" not in err, err
+    if expect == "runs":
+        assert rc == 0, (rc, err)
+    else:
+        lines = err.strip().splitlines()
+        assert rc == 2 and len(lines) == 1 and lines[0].startswith("error: ") and expect in lines[0], (rc, err)
+
+
+def test_remask_steps_without_remask_is_refused():
+    from mlmprob.sampling.spec import SamplerSpec
+
+    with pytest.raises(MLMProbError, match="remask_steps .5. needs remask > 0"):
+        SamplerSpec(method="unmask", remask_steps=5)
+    SamplerSpec(method="unmask", remask=0.1, remask_steps=5)          # with remasking: as before
+
+
+def test_speculative_drafts_are_clamped_to_the_free_positions():
+    from mlmprob import ExactMLM
+    from mlmprob.sampling.speculative import Speculative
+
+    m = ExactMLM(torch.randn(3, 3, 3, generator=torch.Generator().manual_seed(0)))
+    k = Speculative(m, order="l2r", draft_k=10 ** 9)
+    s, g = k.init(torch.zeros(2, 3, dtype=torch.long)), torch.Generator().manual_seed(0)
+    while s.epoch == 0:
+        s, _ = k.step(s, g)
+    assert torch.allclose(s.log_prob, m.log_prob(s.ids)) and (s.tested <= 2).all()   # at most 3 drafts a round
+
+
+def test_a_run_too_large_for_memory_is_refused_before_it_starts():
+    from mlmprob.sampling.spec import MAX_RUN_BYTES, SamplerSpec
+
+    spec = SamplerSpec(epochs=10 ** 6)
+    assert spec.run_bytes(100, 100) > MAX_RUN_BYTES
+    with pytest.raises(MLMProbError, match="more than the 16 GiB a run may"):
+        spec.check_size(100, 100)
+    spec.check_size(1, 10)          # 10**6 epochs of one short chain: about 1.7 GiB, allowed
+
+
+# -- a nucleus of a tiny top_p (issue 35: NaN probabilities and a traceback) ----------------------------------
+def test_a_tiny_nucleus_keeps_the_top_token_and_the_scores_stay_finite():
+    from mlmprob.sampling.decoders import scores
+    from mlmprob.sampling.proposals import ProposalConfig, proposal_log_probs
+
+    logits = torch.randn(5, 12, generator=torch.Generator().manual_seed(0))
+    lp = proposal_log_probs(logits, config=ProposalConfig(top_p=1e-12))
+    assert torch.equal(lp.exp(), torch.nn.functional.one_hot(logits.argmax(-1), 12).double())
+    cand = lp.argmax(-1)
+    for kind in ("margin", "entropy", "confidence"):
+        assert torch.isfinite(scores(lp, cand, kind)).all(), kind
+    assert scores(lp, cand, "margin").tolist() == [1.0] * 5
+
+
+@pytest.mark.parametrize("score", ["margin", "entropy", "confidence"])
+def test_unmask_with_a_tiny_top_p_runs(score, tiny_bert_dir, tmp_path):
+    out = tmp_path / "rows.jsonl"
+    rc, err = run_limited(["sample", "--model", str(tiny_bert_dir), "--device", "cpu", "--no-progress", *ONE,
+                           "--method", "unmask", "--top-p", "1e-12", "--score", score, "-o", str(out)])
+    assert rc == 0 and "Traceback" not in err, err
+    import json
+    row = json.loads(out.read_text().splitlines()[0])
+    assert math.isfinite(row["log_prob"]) and row["log_prob"] == 0.0      # every token the only one allowed
