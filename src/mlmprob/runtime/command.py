@@ -34,7 +34,7 @@ from typing import Callable, Iterable
 from .. import defaults
 from ..errors import MLMProbError
 from .engine import StreamSummary, run_stream
-from .capacity import capped_workers
+from .capacity import capped_devices, capped_workers
 from .job import Job, State, state_of
 from .pool import parse_devices
 from .provenance import KEY, computed_with
@@ -63,6 +63,8 @@ class RunOptions:
         devices = parse_devices(args.workers, args.devices)
         if args.workers and args.engine == "local":    # Ray places its actors by the cluster's resources
             devices = devices[:capped_workers(args.workers, getattr(args, "model", None))]
+        elif args.devices and args.engine == "local":  # cpu,cpu,cpu: capped by the same rule
+            devices = capped_devices(devices, getattr(args, "model", None))
         if devices == ["auto"]:
             devices = [args.device]
         opts = dict(out=args.out, resume=args.resume, shard=shard, devices=tuple(devices),

@@ -7,22 +7,17 @@ An empty FASTA record, CSV/TSV/Parquet cell or JSONL value is a record with an e
 tokenizer refuses it, naming the record; ``--skip-invalid`` counts it), never dropped silently.
 
 :func:`unique_ids` checks (or, deduplicating, drops) repeated ids while streaming; :func:`spool_input`
-makes standard input (``-``), a pipe or a FIFO readable more than once (a command reads its input
+makes standard input (``-``), a pipe or a FIFO readable more than once (:mod:`.spool`: a command reads its input
 once to fail fast, once to count, once to run).
 """
 
 from __future__ import annotations
 
-import atexit
 import codecs
 import csv
 import gzip
 import json
-import os
-import shutil
-import stat
 import sys
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterable, Iterator
@@ -116,8 +111,7 @@ def iter_records(path: str | Path, fmt: str = "auto", column: str | None = None,
     (sequence from ``column``, default ``sequence``/``seq``; ids from ``id_column``, default
     ``id``/``name``, else ``row<N>``). ``-`` reads standard input (see :func:`spool_input`).
 
-    >>> import tempfile
-    >>> p = Path(tempfile.mkdtemp()) / "a.fasta"
+    >>>     >>> p = Path(tempfile.mkdtemp()) / "a.fasta"
     >>> _ = p.write_text(">x desc\\nAC\\nDE\\n>y\\nKL\\n")
     >>> list(iter_records(p))
     [Record(id='x', seq='ACDE'), Record(id='y', seq='KL')]
@@ -319,57 +313,9 @@ def unique_ids(records: Iterable, dedupe: bool = False) -> Iterator:
     return UniqueIds(dedupe)(records)
 
 
-_SNIFFED = {b">": "fasta", b"{": "jsonl"}
-
-
 def spool_input(path: str | Path, fmt: str = "auto") -> tuple[Path, str]:
-    """``(path to read, format)``: a regular file (or a missing path, for :func:`iter_records` to report)
-    as it is; standard input (``-``), a pipe, a FIFO or a character device copied once to a temporary
-    file (removed when the process exits), so that it can be read more than once. Such an input with
-    ``fmt="auto"`` gets its format from its name's suffix when that names one, else from its content
-    (``>``: FASTA, ``{``: JSONL, Parquet's magic), else an error asks for ``--format``.
+    """``(path to read, format)``: standard input (``-``), a pipe, a FIFO or a character device copied once
+    to the temporary folder, a regular file as it is: :func:`mlmprob.runtime.spool.spool_input`."""
+    from .spool import spool_input as spool
 
-    >>> import tempfile
-    >>> p = Path(tempfile.mkdtemp()) / "a.fasta"
-    >>> _ = p.write_text(">x\\nAC\\n")
-    >>> spool_input(p) == (p, "auto")
-    True
-    """
-    if str(path) != "-":
-        p = Path(path)
-        try:
-            mode = p.stat().st_mode
-        except OSError:
-            return p, fmt
-        if stat.S_ISREG(mode) or stat.S_ISDIR(mode):
-            return p, fmt
-    name = "standard input" if str(path) == "-" else str(path)
-    # the copy's name says what it holds: errors about its lines name it
-    fd, tmp = tempfile.mkstemp(prefix="mlmprob-stdin-" if str(path) == "-" else "mlmprob-pipe-")
-    atexit.register(lambda: Path(tmp).unlink(missing_ok=True))
-    try:
-        with os.fdopen(fd, "wb") as out:
-            if str(path) == "-":
-                shutil.copyfileobj(sys.stdin.buffer, out)
-            else:
-                with open(path, "rb") as src:
-                    shutil.copyfileobj(src, out)
-    except OSError as e:
-        raise MLMProbError(f"{name}: cannot read it: {e.strerror or e}") from None
-    if fmt == "auto":
-        fmt = _format_of_spooled(path, Path(tmp), name)
-    return Path(tmp), fmt
-
-
-def _format_of_spooled(path, tmp: Path, name: str) -> str:
-    if str(path) != "-" and Path(path).suffix and detect_format(path) != "text":
-        return detect_format(path)
-    with tmp.open("rb") as f:
-        if f.read(4) == b"PAR1":
-            return "parquet"
-    first = next((line.lstrip() for line in _Lines(tmp) if line.strip()), "")
-    fmt = _SNIFFED.get(first[:1].encode())
-    if fmt is None:
-        raise MLMProbError(f"{name}: cannot tell its format from a name or its content: give --format "
-                           f"({', '.join(FORMATS[1:])})")
-    return fmt
+    return spool(path, fmt)
