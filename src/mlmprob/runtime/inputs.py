@@ -17,6 +17,9 @@ import codecs
 import csv
 import gzip
 import json
+import os
+import re
+import stat
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -111,14 +114,15 @@ def iter_records(path: str | Path, fmt: str = "auto", column: str | None = None,
     (sequence from ``column``, default ``sequence``/``seq``; ids from ``id_column``, default
     ``id``/``name``, else ``row<N>``). ``-`` reads standard input (see :func:`spool_input`).
 
-    >>>     >>> p = Path(tempfile.mkdtemp()) / "a.fasta"
+    >>> import tempfile
+    >>> p = Path(tempfile.mkdtemp()) / "a.fasta"
     >>> _ = p.write_text(">x desc\\nAC\\nDE\\n>y\\nKL\\n")
     >>> list(iter_records(p))
     [Record(id='x', seq='ACDE'), Record(id='y', seq='KL')]
     """
     if fmt not in FORMATS:
         raise MLMProbError(f"unknown format {fmt!r}; use one of {', '.join(FORMATS)}")
-    if str(path) == "-":   # standard input: read once (commands that read their input again spool it first)
+    if str(path) == "-" or _names_a_descriptor(str(path)):   # stdin: read once (commands spool it first)
         path, fmt = spool_input(path, fmt)
     path = Path(path)
     if not path.exists():
@@ -314,8 +318,58 @@ def unique_ids(records: Iterable, dedupe: bool = False) -> Iterator:
 
 
 def spool_input(path: str | Path, fmt: str = "auto") -> tuple[Path, str]:
-    """``(path to read, format)``: standard input (``-``), a pipe, a FIFO or a character device copied once
-    to the temporary folder, a regular file as it is: :func:`mlmprob.runtime.spool.spool_input`."""
-    from .spool import spool_input as spool
+    """``(path to read, format)``: a regular file or folder (or a missing path, for the reader to report) as
+    it is; standard input (``-``), a pipe, a FIFO or a character device copied once to the temporary folder
+    (:func:`mlmprob.runtime.spool.copy_of`: once per command, removed on any exit). A stream with
+    ``fmt="auto"`` gets its format from its name's suffix when that names one, else from its content (``>``:
+    FASTA, ``{``: JSONL, Parquet's magic), else an error asks for ``--format``; so does a descriptor's name
+    (``/dev/stdin``, ``/dev/fd/N``) standing for a regular file, by that file's suffix or content.
 
-    return spool(path, fmt)
+    >>> import tempfile
+    >>> p = Path(tempfile.mkdtemp()) / "a.fasta"
+    >>> _ = p.write_text(">x\\nAC\\n")
+    >>> spool_input(p) == (p, "auto")
+    True
+    """
+    from .spool import copy_of
+
+    given = str(path)
+    if given != "-":
+        p = Path(path)
+        try:
+            mode = p.stat().st_mode
+        except OSError:
+            return p, fmt
+        if stat.S_ISREG(mode) or stat.S_ISDIR(mode):
+            if fmt == "auto" and stat.S_ISREG(mode) and _names_a_descriptor(given):
+                real = detect_format(os.path.realpath(given))
+                fmt = real if real != "text" else _sniff(p, given)
+            return p, fmt
+    copy = copy_of(given)
+    if fmt == "auto":
+        named = detect_format(given) if given != "-" else "text"
+        fmt = named if named != "text" else _sniff(copy, "standard input" if given == "-" else given)
+    return copy, fmt
+
+
+def _names_a_descriptor(given: str) -> bool:
+    """Whether ``given`` names an open descriptor (``/dev/stdin``, ``/dev/fd/3``, ``/proc/self/fd/0``), whose
+    own name says nothing of its content."""
+    return re.fullmatch(r"/dev/std(in|out|err)|/dev/fd/\d+|/proc/(self|\d+)/fd/\d+", os.path.abspath(given)) \
+        is not None
+
+
+_SNIFFED = {b">": "fasta", b"{": "jsonl"}
+
+
+def _sniff(path: Path, name: str) -> str:
+    """The format of a stream's content: Parquet's magic, ``>`` (FASTA) or ``{`` (JSONL) first; else an error."""
+    with path.open("rb") as f:
+        if f.read(4) == b"PAR1":
+            return "parquet"
+    first = next((line.lstrip() for line in _Lines(path) if line.strip()), "")
+    fmt = _SNIFFED.get(first[:1].encode())
+    if fmt is None:
+        raise MLMProbError(f"{name}: cannot tell its format from a name or its content: give --format "
+                           f"({', '.join(FORMATS[1:])})")
+    return fmt

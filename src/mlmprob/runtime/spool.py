@@ -2,7 +2,8 @@
 removed on any exit.
 
 A command reads its input more than once (to fail fast, to count, to run), and a stream can be read only
-once: :func:`spool_input` copies it to the temporary folder (``$TMPDIR``). Within a :func:`command_scope`
+once: :func:`mlmprob.runtime.inputs.spool_input` copies it (:func:`copy_of`) to the temporary folder
+(``$TMPDIR``). Within a :func:`command_scope`
 (``mlmprob.cli.main`` runs every command in one) a name given again is the same copy, never a second read
 of the stream (``joints --data -`` reads its data in two places, ``train --text - -`` names it twice), and
 the scope's end removes the copies.
@@ -57,66 +58,15 @@ _previous: dict[int, object] = {}              # the signal actions replaced by 
 _registered = False
 
 
-def spool_input(path: str | Path, fmt: str = "auto") -> tuple[Path, str]:
-    """``(path to read, format)``: a regular file or folder (or a missing path, for the reader to report) as
-    it is; standard input (``-``), a pipe, a FIFO or a character device copied once to the temporary folder.
-    A stream with ``fmt="auto"`` gets its format from its name's suffix when that names one, else from its
-    content (``>``: FASTA, ``{``: JSONL, Parquet's magic), else an error asks for ``--format``; so does a
-    descriptor's name (``/dev/stdin``, ``/dev/fd/N``) standing for a regular file, by that file's suffix.
-
-    >>> import tempfile
-    >>> p = Path(tempfile.mkdtemp()) / "a.fasta"
-    >>> _ = p.write_text(">x\\nAC\\n")
-    >>> spool_input(p) == (p, "auto")
-    True
-    """
-    from .inputs import detect_format
-
-    given = str(path)
-    if given != "-":
-        p = Path(path)
-        try:
-            mode = p.stat().st_mode
-        except OSError:
-            return p, fmt
-        if stat.S_ISREG(mode) or stat.S_ISDIR(mode):
-            if fmt == "auto" and stat.S_ISREG(mode) and _names_a_descriptor(given):
-                real = os.path.realpath(given)
-                fmt = detect_format(real) if detect_format(real) != "text" else _sniff(p, given)
-            return p, fmt
-    name = "standard input" if given == "-" else given
+def copy_of(given: str) -> Path:
+    """The copy of the stream ``given`` (``-``: standard input; else a pipe's, FIFO's or device's name): made
+    now, or within a :func:`command_scope` the one made for the same name before."""
     copy = _scope.get(given) if _scope is not None else None
     if copy is None or not copy.exists():
-        copy = _make_copy(given, name)
+        copy = _make_copy(given, "standard input" if given == "-" else given)
         if _scope is not None:
             _scope[given] = copy
-    if fmt == "auto":
-        fmt = detect_format(given) if given != "-" and detect_format(given) != "text" else _sniff(copy, name)
-    return copy, fmt
-
-
-def _names_a_descriptor(given: str) -> bool:
-    """Whether ``given`` names an open descriptor (``/dev/stdin``, ``/dev/fd/3``, ``/proc/self/fd/0``),
-    whose own name says nothing of its content."""
-    return re.fullmatch(r"/dev/std(in|out|err)|/dev/fd/\d+|/proc/(self|\d+)/fd/\d+", os.path.abspath(given)) is not None
-
-
-_SNIFFED = {b">": "fasta", b"{": "jsonl"}
-
-
-def _sniff(path: Path, name: str) -> str:
-    """The format of a stream's content: Parquet's magic, ``>`` (FASTA) or ``{`` (JSONL) first; else an error."""
-    from .inputs import FORMATS, _Lines
-
-    with path.open("rb") as f:
-        if f.read(4) == b"PAR1":
-            return "parquet"
-    first = next((line.lstrip() for line in _Lines(path) if line.strip()), "")
-    fmt = _SNIFFED.get(first[:1].encode())
-    if fmt is None:
-        raise MLMProbError(f"{name}: cannot tell its format from a name or its content: give --format "
-                           f"({', '.join(FORMATS[1:])})")
-    return fmt
+    return copy
 
 
 def _make_copy(given: str, name: str) -> Path:
