@@ -3,16 +3,15 @@ removed on any exit.
 
 A command reads its input more than once (to fail fast, to count, to run), and a stream can be read only
 once: :func:`mlmprob.runtime.inputs.spool_input` copies it (:func:`copy_of`) to the temporary folder
-(``$TMPDIR``). Within a :func:`command_scope`
-(``mlmprob.cli.main`` runs every command in one) a name given again is the same copy, never a second read
-of the stream (``joints --data -`` reads its data in two places, ``train --text - -`` names it twice), and
-the scope's end removes the copies.
+(``$TMPDIR``). Within a :func:`command_scope` (``mlmprob.cli.main`` runs every command in one) a name
+given again is the same copy, never a second read of the stream (``joints --data -`` reads its data in two
+places, ``train --text - -`` names it twice), and the scope's end removes the copies.
 
 A copy is removed on any exit:
 
 - normal end and errors: the scope's ``finally``, and ``atexit`` for copies made outside a scope;
-- SIGTERM and SIGHUP: a handler removes this process's copies, then the signal's previous action runs (by
-  default the process dies of it, as it would have);
+- SIGTERM and SIGHUP: while this process has a copy, a handler removes its copies, then the signal's
+  previous action runs (by default the process dies of it, as it would have);
 - SIGKILL (or a power cut), where nothing runs in the process: the next command's start sweeps the stale
   copies (:func:`sweep`).
 
@@ -128,9 +127,9 @@ def _register(path: Path, fd: int) -> None:
 
 
 def _on_signal(signum, frame) -> None:
+    previous = _previous.get(signum, signal.SIG_DFL)
     remove_copies()
-    previous = _previous.pop(signum, signal.SIG_DFL)
-    signal.signal(signum, previous if previous is not None else signal.SIG_DFL)
+    _restore_signals()
     if callable(previous):
         previous(signum, frame)
     elif previous != signal.SIG_IGN:
@@ -188,6 +187,19 @@ def remove(copy: Path) -> None:
     except OSError:
         pass
     os.close(fd)                # the lock goes with it, after the name
+    if not _copies:
+        _restore_signals()
+
+
+def _restore_signals() -> None:
+    """The signal actions ``_on_signal`` replaced, back (where it is still the handler)."""
+    for sig, previous in list(_previous.items()):
+        try:
+            if signal.getsignal(sig) is _on_signal:
+                signal.signal(sig, previous if previous is not None else signal.SIG_DFL)
+            del _previous[sig]
+        except (ValueError, OSError):          # not the main thread: it stays, harmless without copies
+            pass
 
 
 def remove_copies() -> None:
