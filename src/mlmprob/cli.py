@@ -71,8 +71,14 @@ def main(argv: list[str] | None = None) -> int:
     if args.threads is not None:
         import torch
         torch.set_num_threads(args.threads)
+    from .runtime.hold import check_hold
+    from .runtime.spool import command_scope, sweep
+
     try:
-        return int(args.func(args) or 0)
+        check_hold()            # a malformed $MLMPROB_HOLD: one line, before any work
+        sweep()                 # the stdin copies of killed runs
+        with command_scope():   # stdin spooled once; the copies removed at the end
+            return int(args.func(args) or 0)
     except MLMProbError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2

@@ -85,6 +85,15 @@ def test_full_sequence_mode_equals_csv_mode(reference, esm_dir, dms, tmp_path):
     assert list(_values(out2).values()) == [pytest.approx(v, abs=1e-6) for v in ref.values()]
 
 
+def test_saturate_with_limit_is_refused_before_any_work(tmp_path, capsys):
+    """It failed after the work, 'the output lacks 149 single mutants', without naming --limit (issue 35)."""
+    out = tmp_path / "sat.jsonl"
+    assert _cli(tmp_path, "/nonexistent/model", "--saturate", "--wild-type", WT, "--limit", "3", "--out", out) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("error: --limit does not go with --saturate"), err
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_saturate_writes_tables_equal_to_saturate(esm_dir, esm, tmp_path):
     out = tmp_path / "sat.tsv"
     assert _cli(tmp_path, esm_dir, "--saturate", "--wild-type", WT, "--offset", "24", "--out", out) == 0

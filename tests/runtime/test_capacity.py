@@ -31,6 +31,30 @@ def test_workers_are_capped_with_a_warning(tiny_bert_dir, fasta, tmp_path, capsy
     assert len(list(read_results(out))) == 3
 
 
+@pytest.mark.parametrize("cores, memory, why", [
+    (1, 64 * GiB, "(1 CPU core)"),
+    (64, GiB, "(1.0 GiB of memory available, about "),
+])
+def test_cpu_devices_are_capped_like_workers(tiny_bert_dir, fasta, tmp_path, capsys, monkeypatch, cores, memory, why):
+    """``--devices cpu,cpu,cpu`` started three CPU workers whatever the cores and memory (issue 35)."""
+    monkeypatch.setattr(capacity, "usable_cores", lambda: cores)
+    monkeypatch.setattr(capacity, "available_memory", lambda: memory)
+    out = tmp_path / "o.jsonl"
+    assert main(["score", str(fasta), "--model", str(tiny_bert_dir), "--out", str(out), "--devices", "cpu,cpu,cpu",
+                 "--no-progress"]) == 0
+    warnings = [line for line in capsys.readouterr().err.splitlines() if line.startswith("warning")]
+    assert len(warnings) == 1 and warnings[0].startswith(f"warning: --devices cpu,cpu,cpu capped to 1 CPU worker {why}"), \
+        warnings
+    assert len(list(read_results(out))) == 3
+
+
+def test_only_the_cpu_entries_of_devices_are_capped(monkeypatch):
+    monkeypatch.setattr(capacity, "usable_cores", lambda: 2)
+    monkeypatch.setattr(capacity, "available_memory", lambda: 64 * GiB)
+    assert capacity.capped_devices(["cuda:0", "cpu", "cuda:1", "cpu", "cpu"]) == ["cuda:0", "cpu", "cuda:1", "cpu"]
+    assert capacity.capped_devices(["cpu", "cpu"]) == ["cpu", "cpu"]
+
+
 def test_a_worker_is_estimated_from_its_weight_files(tiny_bert_dir, tmp_path):
     weights = (tiny_bert_dir / "model.safetensors").stat().st_size
     assert worker_bytes(str(tiny_bert_dir)) == capacity.RUNTIME_BYTES + 2 * weights

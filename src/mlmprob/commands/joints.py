@@ -68,8 +68,12 @@ def run(args: argparse.Namespace) -> int:
         return 0
     if args.data is None:
         raise MLMProbError("--data is required (the sequences to draw pairs from), unless --report-only")
+    from ..runtime.inputs import spool_input
+
     opts = RunOptions.from_args(args)
     shard = opts.shard
+    path, args.format = spool_input(args.data, args.format)   # stdin or a pipe: read once, here
+    data_path = None if str(path) == str(args.data) else str(path)
     config = JointsSpec.from_args(args)      # --model, --data, --column, --format, --schemes, --n-pairs, ...
     new = [0]
 
@@ -78,7 +82,8 @@ def run(args: argparse.Namespace) -> int:
 
     records = run_joints(None, config, args.out, batch_tokens=args.batch_tokens, progress=count, shard=shard,
                          allow_pickle=args.allow_pickle, devices=opts.devices, dtype=args.dtype, engine=opts.engine,
-                         ray_address=opts.ray_address, show_progress=opts.progress and not args.quiet)
+                         ray_address=opts.ray_address, show_progress=opts.progress and not args.quiet,
+                         data_path=data_path)
     total = shard.size(len(config.schemes) * config.n_pairs)
     if not args.quiet:
         print(f"{new[0]} new pairs, {len(records)}/{total} in {args.out}"

@@ -28,7 +28,7 @@ def register(sub) -> None:
     p.add_argument("--out", "-o", required=True, help="output directory (model, checkpoints, loss_curve.png)")
     src = p.add_mutually_exclusive_group(required=True)
     src.add_argument("--synthetic", choices=KINDS, help="train on exact samples of a random synthetic language")
-    src.add_argument("--text", nargs="+", metavar="FILE", help="train on text files, one sequence per line")
+    src.add_argument("--text", nargs="+", metavar="FILE", help="train on text files, one sequence per line (- or /dev/stdin: standard input)")
     g = p.add_argument_group("synthetic language")
     g.add_argument("--vocab-size", type=positive_int, default=10, help="symbols V")
     g.add_argument("--length", type=positive_int, default=12, help="sequence length T")

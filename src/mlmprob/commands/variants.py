@@ -95,6 +95,9 @@ def _config(args, wild_type: str, spec) -> dict:
 
     if args.saturate == (args.input is not None):
         raise MLMProbError("give an input file, or --saturate (not both)")
+    if args.saturate and args.limit is not None:   # refused before any work, not after it
+        raise MLMProbError("--limit does not go with --saturate: its heatmap and tables need every single mutant "
+                           "(--cdr mutates one region only)")
     region = _region(args, wild_type)
     source = None if args.saturate else spool_args_input(args)
     settings = spec.settings()

@@ -187,6 +187,7 @@ class JointsJob(ModelJob):
 
     config: JointsSpec
     model: str = field(default="", kw_only=True)
+    data_path: str | None = field(default=None, kw_only=True)   # where the data is read now (stdin's copy)
 
     def __post_init__(self):
         if not self.model:
@@ -208,7 +209,7 @@ class JointsJob(ModelJob):
             if not 0 <= mlm.mask_id < mlm.vocab_size:
                 raise MLMProbError("pivot 'mask' needs a model whose output vocabulary has the mask token")
             pivot = (mlm.mask_id, mlm.mask_id)
-        planner = PairPlanner(mlm, read_sequences(c.data, c.column, c.max_sequences, c.format), c)
+        planner = PairPlanner(mlm, read_sequences(self.data_path or c.data, c.column, c.max_sequences, c.format), c)
         return JointsWorker(mlm, planner, pivot, AGOptions(c.ag_steps, c.ag_tol, c.ag_max_steps))
 
     def record(self, w: JointsWorker, unit: PairUnit) -> dict:
@@ -228,23 +229,24 @@ def run_joints(mlm: MaskedLM | None, config: JointsSpec, out_dir: str | Path, *,
                batch_tokens: int | None = None, progress: Callable[[dict], None] | None = None,
                shard: Shard = Shard.whole(), devices: Sequence[str] | None = None, dtype: str | None = None,
                engine: str = "local", ray_address: str | None = None, show_progress: bool = False,
-               allow_pickle: bool = False) -> list[dict]:
+               allow_pickle: bool = False, data_path: str | None = None) -> list[dict]:
     """Compute the missing pair records of ``shard`` into ``out_dir/pairs.jsonl``; returns all records of
     the configuration there (first ``n_pairs`` per scheme), in scheme then pair order.
 
     ``mlm`` (a loaded model) runs the pairs in this process; with ``mlm=None``, or several ``devices``, or
     ``engine="ray"``, every worker loads ``config.model`` on its device in ``dtype``. ``progress`` is
-    called with every new record, in pair order."""
+    called with every new record, in pair order. ``data_path``: where ``config.data`` is read from now (the
+    spooled copy of standard input, which ``config.data`` names ``-``)."""
     from ..runtime.command import RunOptions, StreamCommand, run_command
 
-    read_sequences(config.data, config.column, config.max_sequences, config.format)  # bad data: fail before anything
+    read_sequences(data_path or config.data, config.column, config.max_sequences, config.format)  # bad data: fail first
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     opts = RunOptions(out=str(out / RECORDS_FILE), resume=True, shard=shard, devices=tuple(devices or ["auto"]),
                       engine=engine, ray_address=ray_address, progress=show_progress, dtype=dtype)
     stored = check_records(out, config, shard, _dtype_label(mlm if opts.in_process else None, dtype, opts.devices[0],
                                                           config.model))
-    job = JointsJob(config, dtype=dtype, batch_tokens=batch_tokens, allow_pickle=allow_pickle)
+    job = JointsJob(config, dtype=dtype, batch_tokens=batch_tokens, allow_pickle=allow_pickle, data_path=data_path)
     notify = None if progress is None else (lambda rows: [progress(r) for r in rows])
     run_command(StreamCommand(job, lambda: pair_units(config.schemes, config.n_pairs), stored, unit_name="pair",
                               chunk_size=1, meta={"limit": config.n_pairs}, on_rows=notify,

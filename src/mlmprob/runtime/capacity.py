@@ -1,5 +1,6 @@
 """How many CPU worker processes this machine can hold: ``--workers N`` is capped by the CPU cores this
-process may use, by the memory available for one model per worker, and by the work there is.
+process may use, by the memory available for one model per worker, and by the work there is; the CPU
+entries of ``--devices`` (``cpu,cpu,cpu``) by the same rule.
 
 One worker's footprint is estimated simply and on the high side: :data:`RUNTIME_BYTES` for Python, torch
 and transformers, plus twice the model's weight files (a float32 copy of half-precision weights, or the
@@ -84,3 +85,30 @@ def capped_workers(requested: int, model: str | None = None, units: int | None =
     if why:
         print(f"warning: --workers {requested} capped to {n} ({why})", file=sys.stderr)
     return n
+
+
+def is_cpu(device: str) -> bool:
+    """Whether a ``--devices`` entry names the CPU (``cpu``, ``cpu:N``)."""
+    return device.strip().lower().split(":")[0] == "cpu"
+
+
+def capped_devices(devices: list[str], model: str | None = None) -> list[str]:
+    """``--devices`` with its CPU entries capped like ``--workers`` (:func:`cap_workers`: cores, and the memory
+    the other devices' processes leave), the other devices kept, with a one-line warning on stderr.
+
+    >>> capped_devices(["cuda:0", "cuda:1"]), capped_devices(["cpu"])
+    (['cuda:0', 'cuda:1'], ['cpu'])
+    """
+    cpu = [i for i, d in enumerate(devices) if is_cpu(d)]
+    if len(cpu) < 2:
+        return devices
+    per_worker, available = worker_bytes(model), available_memory()
+    if available is not None:
+        available = max(0, available - (len(devices) - len(cpu)) * per_worker)
+    n, why = cap_workers(len(cpu), cores=usable_cores(), available=available, per_worker=per_worker)
+    if not why:
+        return devices
+    print(f"warning: --devices {','.join(devices)} capped to {n} CPU worker{'s' if n != 1 else ''} ({why})",
+          file=sys.stderr)
+    drop = set(cpu[n:])
+    return [d for i, d in enumerate(devices) if i not in drop]

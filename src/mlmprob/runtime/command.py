@@ -42,7 +42,7 @@ from ..errors import MLMProbError
 from .engine import StreamSummary, run_stream
 from .identity import KEY as IDENTITY
 from .identity import UnitDigest, check_resume, run_identity
-from .capacity import capped_workers
+from .capacity import capped_devices, capped_workers
 from .job import Job, State, state_of
 from .pool import parse_devices
 from .provenance import KEY, computed_with
@@ -72,6 +72,8 @@ class RunOptions:
         if workers and args.devices is None and args.engine == "local":  # Ray places its actors by the cluster's
             workers = capped_workers(workers, getattr(args, "model", None))  # resources; capped before the list
         devices = parse_devices(workers, args.devices)
+        if args.devices and args.engine == "local":    # cpu,cpu,cpu: capped by the same rule as --workers
+            devices = capped_devices(devices, getattr(args, "model", None))
         if devices == ["auto"]:
             devices = [args.device]
         opts = dict(out=args.out, resume=args.resume, shard=shard, devices=tuple(devices),

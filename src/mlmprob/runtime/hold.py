@@ -10,7 +10,13 @@ passed down (``subprocess.Popen(..., pass_fds=...)``, or a fork). The controller
 output holds while the run waits; a SIGKILL there is a kill at a known row. When the controller dies,
 its ends close and the run continues: a held run never hangs for ever.
 
-Nothing happens without the variable; a malformed value is an error naming it.
+Nothing happens without the variable; a malformed value is an error naming it, given by every command at
+its start (:func:`check_hold`, called by ``mlmprob.cli.main``), before any work.
+
+A run that reads standard input, a pipe or a FIFO copies it to its end before its first row (see
+:mod:`mlmprob.runtime.spool`), so it can be held only once that input has ended. While it waits for that end
+it also watches ``RFD`` (:func:`go_fd`): a controller that lets go (closes its end, or dies) first stops
+the run with one error line naming the input that never ended, instead of leaving it waiting for ever.
 
 >>> import os
 >>> r_held, w_held = os.pipe(); r_go, w_go = os.pipe()
@@ -41,8 +47,38 @@ def _spec() -> tuple[int, int, int] | None:
     try:
         rows, wfd, rfd = (int(x) for x in value.split(":"))
     except ValueError:
-        raise MLMProbError(f"${HOLD_ENV}={value!r}: give ROWS:WFD:RFD (three integers)") from None
+        rows = wfd = rfd = -1
+    if min(rows, wfd, rfd) < 0:
+        raise MLMProbError(f"${HOLD_ENV}={value!r}: give ROWS:WFD:RFD (three integers >= 0)") from None
     return rows, wfd, rfd
+
+
+def check_hold() -> None:
+    """Refuse a malformed ``$MLMPROB_HOLD`` now (a command's start), in one line, rather than after the first
+    commit.
+
+    >>> import os
+    >>> os.environ[HOLD_ENV] = "two:3:4"
+    >>> check_hold()
+    Traceback (most recent call last):
+    ...
+    mlmprob.errors.MLMProbError: $MLMPROB_HOLD='two:3:4': give ROWS:WFD:RFD (three integers >= 0)
+    >>> del os.environ[HOLD_ENV]; check_hold()
+    """
+    _spec()
+
+
+def go_fd() -> int | None:
+    """The descriptor a held run reads to go on (``RFD``), while this run may still be held; None without a
+    hold, once held, or when ``RFD`` is not an open descriptor (the controller is gone)."""
+    spec = _spec()
+    if spec is None or os.environ[HOLD_ENV] in _held:
+        return None
+    try:
+        os.fstat(spec[2])
+    except OSError:
+        return None
+    return spec[2]
 
 
 def hold_at(committed: int) -> None:

@@ -7,22 +7,20 @@ An empty FASTA record, CSV/TSV/Parquet cell or JSONL value is a record with an e
 tokenizer refuses it, naming the record; ``--skip-invalid`` counts it), never dropped silently.
 
 :func:`unique_ids` checks (or, deduplicating, drops) repeated ids while streaming; :func:`spool_input`
-makes standard input (``-``), a pipe or a FIFO readable more than once (a command reads its input
+makes standard input (``-``), a pipe or a FIFO readable more than once (:mod:`.spool`: a command reads its input
 once to fail fast, once to count, once to run).
 """
 
 from __future__ import annotations
 
-import atexit
 import codecs
 import csv
 import gzip
 import json
 import os
-import shutil
+import re
 import stat
 import sys
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterable, Iterator
@@ -124,7 +122,7 @@ def iter_records(path: str | Path, fmt: str = "auto", column: str | None = None,
     """
     if fmt not in FORMATS:
         raise MLMProbError(f"unknown format {fmt!r}; use one of {', '.join(FORMATS)}")
-    if str(path) == "-":   # standard input: read once (commands that read their input again spool it first)
+    if str(path) == "-" or _names_a_descriptor(str(path)):   # stdin: read once (commands spool it first)
         path, fmt = spool_input(path, fmt)
     path = Path(path)
     if not path.exists():
@@ -319,15 +317,13 @@ def unique_ids(records: Iterable, dedupe: bool = False) -> Iterator:
     return UniqueIds(dedupe)(records)
 
 
-_SNIFFED = {b">": "fasta", b"{": "jsonl"}
-
-
 def spool_input(path: str | Path, fmt: str = "auto") -> tuple[Path, str]:
-    """``(path to read, format)``: a regular file (or a missing path, for :func:`iter_records` to report)
-    as it is; standard input (``-``), a pipe, a FIFO or a character device copied once to a temporary
-    file (removed when the process exits), so that it can be read more than once. Such an input with
-    ``fmt="auto"`` gets its format from its name's suffix when that names one, else from its content
-    (``>``: FASTA, ``{``: JSONL, Parquet's magic), else an error asks for ``--format``.
+    """``(path to read, format)``: a regular file or folder (or a missing path, for the reader to report) as
+    it is; standard input (``-``), a pipe, a FIFO or a character device copied once to the temporary folder
+    (:func:`mlmprob.runtime.spool.copy_of`: once per command, removed on any exit). A stream with
+    ``fmt="auto"`` gets its format from its name's suffix when that names one, else from its content (``>``:
+    FASTA, ``{``: JSONL, Parquet's magic), else an error asks for ``--format``; so does a descriptor's name
+    (``/dev/stdin``, ``/dev/fd/N``) standing for a regular file, by that file's suffix or content.
 
     >>> import tempfile
     >>> p = Path(tempfile.mkdtemp()) / "a.fasta"
@@ -335,39 +331,43 @@ def spool_input(path: str | Path, fmt: str = "auto") -> tuple[Path, str]:
     >>> spool_input(p) == (p, "auto")
     True
     """
-    if str(path) != "-":
+    from .spool import copy_of
+
+    given = str(path)
+    if given != "-":
         p = Path(path)
         try:
             mode = p.stat().st_mode
         except OSError:
             return p, fmt
         if stat.S_ISREG(mode) or stat.S_ISDIR(mode):
+            if fmt == "auto" and stat.S_ISREG(mode) and _names_a_descriptor(given):
+                real = detect_format(os.path.realpath(given))
+                fmt = real if real != "text" else _sniff(p, given)
             return p, fmt
-    name = "standard input" if str(path) == "-" else str(path)
-    # the copy's name says what it holds: errors about its lines name it
-    fd, tmp = tempfile.mkstemp(prefix="mlmprob-stdin-" if str(path) == "-" else "mlmprob-pipe-")
-    atexit.register(lambda: Path(tmp).unlink(missing_ok=True))
-    try:
-        with os.fdopen(fd, "wb") as out:
-            if str(path) == "-":
-                shutil.copyfileobj(sys.stdin.buffer, out)
-            else:
-                with open(path, "rb") as src:
-                    shutil.copyfileobj(src, out)
-    except OSError as e:
-        raise MLMProbError(f"{name}: cannot read it: {e.strerror or e}") from None
+    copy = copy_of(given)
     if fmt == "auto":
-        fmt = _format_of_spooled(path, Path(tmp), name)
-    return Path(tmp), fmt
+        named = detect_format(given) if given != "-" else "text"
+        fmt = named if named != "text" else _sniff(copy, "standard input" if given == "-" else given)
+    return copy, fmt
 
 
-def _format_of_spooled(path, tmp: Path, name: str) -> str:
-    if str(path) != "-" and Path(path).suffix and detect_format(path) != "text":
-        return detect_format(path)
-    with tmp.open("rb") as f:
+def _names_a_descriptor(given: str) -> bool:
+    """Whether ``given`` names an open descriptor (``/dev/stdin``, ``/dev/fd/3``, ``/proc/self/fd/0``), whose
+    own name says nothing of its content."""
+    return re.fullmatch(r"/dev/std(in|out|err)|/dev/fd/\d+|/proc/(self|\d+)/fd/\d+", os.path.abspath(given)) \
+        is not None
+
+
+_SNIFFED = {b">": "fasta", b"{": "jsonl"}
+
+
+def _sniff(path: Path, name: str) -> str:
+    """The format of a stream's content: Parquet's magic, ``>`` (FASTA) or ``{`` (JSONL) first; else an error."""
+    with path.open("rb") as f:
         if f.read(4) == b"PAR1":
             return "parquet"
-    first = next((line.lstrip() for line in _Lines(tmp) if line.strip()), "")
+    first = next((line.lstrip() for line in _Lines(path) if line.strip()), "")
     fmt = _SNIFFED.get(first[:1].encode())
     if fmt is None:
         raise MLMProbError(f"{name}: cannot tell its format from a name or its content: give --format "

@@ -19,7 +19,7 @@ with ``lstat``.
 >>> replace_file(d / "x.meta.json", "{}")  # doctest: +ELLIPSIS
 Traceback (most recent call last):
 ...
-mlmprob.runtime.safefs.UnsafePath: .../x.meta.json.tmp is a symbolic link; mlmprob creates this temporary file itself and never follows a link there (what it points to is left untouched): remove the link or choose another --out
+mlmprob.runtime.safefs.UnsafePath: .../x.meta.json.tmp is a symbolic link; mlmprob does not write through it (it creates this temporary file itself and leaves what the link points to untouched): remove the link or choose another --out
 >>> (d / "victim").read_text()
 'keep'
 """

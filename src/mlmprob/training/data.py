@@ -21,7 +21,7 @@ from typing import Sequence
 import torch
 
 from ..errors import MLMProbError
-from ..runtime.inputs import decode_text
+from ..runtime.inputs import decode_text, spool_input
 from ..synthetic import SyntheticLanguage, save_language
 from .masking import generator_for
 from .wordpiece import SPECIALS, train_wordpiece
@@ -121,7 +121,9 @@ class TextSource:
     def read_lines(self) -> list[str]:
         lines = []
         for f in self.files:
-            p = Path(f)
+            p, _ = spool_input(f, "text")     # standard input (-), /dev/stdin, a pipe or a FIFO: its copy
+            if p.is_dir():
+                raise MLMProbError(f"text file {f} is a folder, not a file")
             if not p.is_file():
                 raise MLMProbError(f"text file not found: {f}")
             text = decode_text(p.read_bytes(), f"text file {str(p)!r}", offsets=True)   # a binary file: one line

@@ -1,0 +1,256 @@
+"""Copies of standard input, pipes, FIFOs and character devices ("spooled" copies): made once per command,
+removed on any exit.
+
+A command reads its input more than once (to fail fast, to count, to run), and a stream can be read only
+once: :func:`mlmprob.runtime.inputs.spool_input` copies it (:func:`copy_of`) to the temporary folder
+(``$TMPDIR``). Within a :func:`command_scope` (``mlmprob.cli.main`` runs every command in one) a name
+given again is the same copy, never a second read of the stream (``joints --data -`` reads its data in two
+places, ``train --text - -`` names it twice), and the scope's end removes the copies.
+
+A copy is removed on any exit:
+
+- normal end and errors: the scope's ``finally``, and ``atexit`` for copies made outside a scope;
+- SIGTERM and SIGHUP: while this process has a copy, a handler removes its copies, then the signal's
+  previous action runs (by default the process dies of it, as it would have);
+- SIGKILL (or a power cut), where nothing runs in the process: the next command's start sweeps the stale
+  copies (:func:`sweep`).
+
+A copy is named ``mlmprob-stdin-PID-RANDOM`` (``mlmprob-pipe-PID-RANDOM`` for a named stream), and its
+process holds an exclusive ``flock`` on it from its creation until it is removed. The kernel drops that
+lock when the last descriptor of the file closes, which a SIGKILL does; the sweep removes a copy whose
+lock it can take, and leaves every other file alone. A lock rather than ``os.kill(PID, 0)``: a dead
+owner's pid may be reused by an unrelated process (its copy would stay for ever), and a live owner in
+another pid namespace sharing the temporary folder (a container) is invisible to ``kill`` (its copy would
+be deleted under it); the lock asks the kernel whether any process still holds the file. A forked child
+inherits the descriptor, so a copy stays while a child that may read it lives. The pid in the name is for
+people (and ``ls``); without ``fcntl`` (Windows) there is no lock and no sweep.
+"""
+
+from __future__ import annotations
+
+import atexit
+import errno
+import os
+import re
+import select
+import signal
+import stat
+import sys
+import tempfile
+from contextlib import contextmanager
+from pathlib import Path
+
+from ..errors import MLMProbError
+
+try:
+    import fcntl
+except ImportError:         # pragma: no cover - not on Unix
+    fcntl = None
+
+NAME = re.compile(r"^mlmprob-(stdin|pipe)-(\d+)-[A-Za-z0-9_]+$")
+CHUNK = 1 << 20
+_FULL = {errno.ENOSPC, getattr(errno, "EDQUOT", errno.ENOSPC)}
+
+_copies: dict[Path, tuple[int, int]] = {}     # copy -> (owner pid, locked descriptor)
+_scope: dict[str, Path] | None = None          # name given -> copy, within a command
+_previous: dict[int, object] = {}              # the signal actions replaced by _on_signal
+_registered = False
+
+
+def copy_of(given: str) -> Path:
+    """The copy of the stream ``given`` (``-``: standard input; else a pipe's, FIFO's or device's name): made
+    now, or within a :func:`command_scope` the one made for the same name before."""
+    copy = _scope.get(given) if _scope is not None else None
+    if copy is None or not copy.exists():
+        copy = _make_copy(given, "standard input" if given == "-" else given)
+        if _scope is not None:
+            _scope[given] = copy
+    return copy
+
+
+def _make_copy(given: str, name: str) -> Path:
+    folder = tempfile.gettempdir()
+    if given == "-" and sys.stdin is None:
+        raise MLMProbError("standard input is closed: there is nothing to read from '-'")
+    fd, copy = _locked_file(folder, "stdin" if given == "-" else "pipe", name)
+    try:
+        if given == "-":
+            _copy(sys.stdin.buffer, fd, name, folder)
+        else:
+            try:
+                src = open(given, "rb", buffering=0)
+            except OSError as e:
+                raise MLMProbError(f"{name}: cannot read it: {e.strerror or e}") from None
+            with src:
+                _copy(src, fd, name, folder)
+    except BaseException:
+        remove(copy)
+        raise
+    return copy
+
+
+def _locked_file(folder: str, kind: str, name: str) -> tuple[int, Path]:
+    """A new file ``mlmprob-KIND-PID-RANDOM`` in ``folder`` under this process's exclusive lock. A sweep may
+    take a fresh file's lock before its creator does and remove it: the creator then makes another."""
+    for _ in range(10):
+        try:
+            fd, tmp = tempfile.mkstemp(prefix=f"mlmprob-{kind}-{os.getpid()}-", dir=folder)
+        except OSError as e:
+            raise MLMProbError(_write_error(e, folder, name)) from None
+        path = Path(tmp)
+        if fcntl is not None:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                same = os.path.samestat(os.stat(path), os.fstat(fd))
+            except OSError:
+                same = False
+            if not same:            # a sweep has it: it removes it
+                os.close(fd)
+                continue
+        _register(path, fd)
+        return fd, path
+    raise MLMProbError(f"cannot make a copy of {name} in the temporary folder {folder}")
+
+
+def _register(path: Path, fd: int) -> None:
+    global _registered
+    _copies[path] = (os.getpid(), fd)
+    if not _registered:
+        atexit.register(remove_copies)
+        _registered = True
+    for sig in (signal.SIGTERM, getattr(signal, "SIGHUP", None)):
+        if sig is not None and sig not in _previous:
+            try:
+                _previous[sig] = signal.signal(sig, _on_signal)
+            except (ValueError, OSError):      # not the main thread: atexit and the sweep remain
+                pass
+
+
+def _on_signal(signum, frame) -> None:
+    previous = _previous.get(signum, signal.SIG_DFL)
+    remove_copies()
+    _restore_signals()
+    if callable(previous):
+        previous(signum, frame)
+    elif previous != signal.SIG_IGN:
+        os.kill(os.getpid(), signum)        # die of it, as without the handler
+
+
+def _copy(src, fd: int, name: str, folder: str) -> None:
+    """Copy the stream ``src`` to ``fd`` to its end. Read errors name the input; write errors the temporary
+    folder. Under a hold (:mod:`mlmprob.runtime.hold`) the controller's letting go ends the wait."""
+    from .hold import HOLD_ENV, go_fd
+
+    watch = go_fd()
+    try:
+        src_fd = src.fileno()
+    except (OSError, ValueError, AttributeError):   # an in-memory stream (tests): it ends
+        src_fd = None
+    read = getattr(src, "read1", src.read)
+    while True:
+        if watch is not None and src_fd is not None:
+            while src_fd not in select.select([src_fd, watch], [], [])[0]:
+                if not os.read(watch, 4096):
+                    raise MLMProbError(f"{name} had not ended when the run's controller let go (${HOLD_ENV}): a "
+                                       f"run reads all of its input before its first row, so it is held only "
+                                       f"after its input ends; close {name}")
+        try:
+            data = read(CHUNK)
+        except OSError as e:
+            raise MLMProbError(f"{name}: cannot read it: {e.strerror or e}") from None
+        if not data:
+            return
+        view = memoryview(data)
+        while view:
+            try:
+                view = view[os.write(fd, view):]
+            except OSError as e:
+                raise MLMProbError(_write_error(e, folder, name)) from None
+
+
+def _write_error(e: OSError, folder: str, name: str) -> str:
+    """One line for a failed write of a copy: the temporary folder is named, not the input."""
+    if e.errno in _FULL:
+        return f"the temporary folder {folder} is full: cannot copy {name} there (set TMPDIR to a folder with room)"
+    return (f"cannot copy {name} to the temporary folder {folder}: {e.strerror or e} "
+            f"(set TMPDIR to a folder with room)")
+
+
+def remove(copy: Path) -> None:
+    """Remove a copy this process made (a forked child leaves its parent's copies alone)."""
+    owner, fd = _copies.get(copy, (None, None))
+    if owner != os.getpid():
+        return
+    del _copies[copy]
+    try:
+        copy.unlink(missing_ok=True)
+    except OSError:
+        pass
+    os.close(fd)                # the lock goes with it, after the name
+    if not _copies:
+        _restore_signals()
+
+
+def _restore_signals() -> None:
+    """The signal actions ``_on_signal`` replaced, back (where it is still the handler)."""
+    for sig, previous in list(_previous.items()):
+        try:
+            if signal.getsignal(sig) is _on_signal:
+                signal.signal(sig, previous if previous is not None else signal.SIG_DFL)
+            del _previous[sig]
+        except (ValueError, OSError):          # not the main thread: it stays, harmless without copies
+            pass
+
+
+def remove_copies() -> None:
+    """Remove every copy this process made (at exit, on SIGTERM/SIGHUP)."""
+    for copy in list(_copies):
+        remove(copy)
+
+
+@contextmanager
+def command_scope():
+    """One command: a name spooled again in it is the same copy, and its copies are removed at its end."""
+    global _scope
+    outer, _scope = _scope, {}
+    try:
+        yield
+    finally:
+        made, _scope = _scope, outer
+        for copy in made.values():
+            remove(copy)
+
+
+def sweep(folder: str | Path | None = None) -> list[Path]:
+    """Remove the copies in ``folder`` (default: the temporary folder) whose process is gone (their lock is
+    free: see the module's text); returns them. Files of other names, of other users, and locked copies
+    are left alone; nothing here raises."""
+    if fcntl is None:
+        return []
+    folder = Path(folder if folder is not None else tempfile.gettempdir())
+    removed = []
+    try:
+        entries = [e for e in os.scandir(folder) if NAME.match(e.name)]
+    except OSError:
+        return []
+    for entry in entries:
+        path = Path(entry.path)
+        if path in _copies:
+            continue
+        try:
+            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+        except OSError:
+            continue
+        try:
+            st = os.fstat(fd)
+            if not stat.S_ISREG(st.st_mode) or st.st_uid != os.getuid():
+                continue
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            if os.path.samestat(os.stat(path, follow_symlinks=False), st):
+                path.unlink()
+                removed.append(path)
+        except OSError:
+            pass                # held by a live process, or gone meanwhile
+        finally:
+            os.close(fd)
+    return removed
