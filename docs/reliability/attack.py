@@ -1,19 +1,36 @@
-"""Attack every command as a hostile new user would, and count what happens (issue 27).
+"""Attack every command as a hostile new user (and a hostile neighbour) would, and count what happens
+(issues 27 and 35).
 
-    python docs/reliability/attack.py --out docs/reliability/attack.jsonl     # about 5 minutes on 2 cores
+    python docs/reliability/attack.py --out docs/reliability/attack.jsonl     # about 20 minutes on 2 cores
+    python docs/reliability/attack.py --only identity --only files            # some groups
+    python docs/reliability/attack.py --only stdin --case /dev/stdin          # some cases of a group
 
-Each case is one command line with an expectation:
+Each case is one command line with an expectation (``attack_harness.Case``):
 
 - ``refuse``: bad input. It must end with exit status 2 and exactly one stderr line ``error: ...`` that
-  names the problem (``says``: words the line must contain). Exit 0 is a *silent acceptance*; a
-  ``Traceback`` on stderr is a *traceback*; any other status, or several lines, is a *wrong refusal*; a
-  refusal without the expected words is a *misleading message*.
+  names the problem (``says``: words the line must contain, ``a|b`` either). Exit 0 is a *silent
+  acceptance*; a ``Traceback`` on stderr is a *traceback*; any other status, or several lines, is a *wrong
+  refusal*; a refusal without the expected words is a *misleading message*.
 - ``ok``: good (if unusual) input. It must end with status 0 (and pass ``check``, when given).
+- ``any``: either of them (where the fix may refuse or do the right thing); a wrong result with exit 0
+  is a silent acceptance.
 
-Then the runs that die: each streaming command is held at a known committed row (``MLMPROB_HOLD``,
-:mod:`mlmprob.runtime.hold`), a second writer is started on the same output (it must be refused), the
-run is killed with SIGKILL and resumed; rows lost or duplicated are counted against an uninterrupted run.
-A ``--workers 2`` run is killed the same way and every process it started must be gone within 30 s.
+A case may also guard paths (a user's file, a symlink's target, a folder behind a symlink, a refused
+run's output: their presence, bytes and mtime must not change: else *files altered*), count the *rows
+lost* of what it wrote, and run as a subprocess with a standard input (a pipe, a file, or a pipe never
+closed), an environment, resource limits (``RLIMIT_AS`` for sizes of 1e9, ``RLIMIT_FSIZE`` for a full
+temp folder) and a time limit (past it, a *hang*; the whole process group is killed).
+
+Groups: ``input`` and ``mixing`` (issue 27, here); ``identity`` (resume and merge check the input, the
+weights, each part's meta and row count and format) and ``files`` (foreign outputs, symlinked lock, meta
+and parts): ``attack_cases.py``; ``limits`` (sizes of 1e9, NaN probabilities, ``--devices``, ``--limit``),
+``models`` (damaged or foreign model files) and ``stdin`` (stdin read once, spooled copies, ``MLMPROB_HOLD``,
+messages): ``attack_limits.py`` (issue 35). Then the runs that die (``attack_runs.py``): each streaming
+command is held at a known committed row (``MLMPROB_HOLD``, :mod:`mlmprob.runtime.hold`), a second writer
+is started on the same output (it must be refused), the run is killed with SIGKILL and resumed; rows lost
+or duplicated are counted against an uninterrupted run. A ``--workers 2`` run is killed the same way and
+every process it started must be gone within 30 s; a run reading stdin is killed and no spooled copy of
+it may be left.
 
 Every case runs on a tiny random BERT built here (one residue per token) or on the embedded
 ``sapiens-vh``; nothing is downloaded. One JSON line per case goes to ``--out``; the counts table is
@@ -23,129 +40,21 @@ printed at the end (docs/reliability.md quotes it).
 from __future__ import annotations
 
 import argparse
-import contextlib
-import io
 import json
 import os
 import random
-import select
-import signal
-import subprocess
 import sys
 import tempfile
-import time
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+sys.path.insert(0, str(Path(__file__).resolve().parent))     # the helper modules beside this script
 
-AA = "ACDEFGHIKLMNPQRSTVWY"
-VH = ("EVQLVESGGGLVQPGGSLRLSCAASGFNIKDTYIHWVRQAPGKGLEWVARIYPTNGYTRYADSVKGRFTISADTSKNTAYLQMNSLRAEDTAVYYCSRWGGDGFYA"
-      "MDYWGQGTLVTVSS")
-
-
-# -- fixtures ---------------------------------------------------------------------------------------------
-
-def tiny_bert(d: Path) -> Path:
-    """A tiny random BERT with a one-residue-per-token vocabulary, saved for ``load_mlm(d)``."""
-    import torch
-    import transformers
-
-    d.mkdir(parents=True, exist_ok=True)
-    toks = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + list(AA)
-    (d / "vocab.txt").write_text("\n".join(toks) + "\n")
-    tok = transformers.BertTokenizer(str(d / "vocab.txt"), do_lower_case=False)
-    torch.manual_seed(0)        # the fixture's weights only
-    cfg = transformers.BertConfig(vocab_size=len(toks), hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
-                                  intermediate_size=32, max_position_embeddings=160)
-    transformers.BertForMaskedLM(cfg).save_pretrained(str(d))
-    tok.save_pretrained(str(d))
-    return d
-
-
-def fasta(path: Path, n: int, seed: int = 0, lo: int = 8, hi: int = 40, ids=None) -> Path:
-    rng = random.Random(seed)
-    with open(path, "w") as f:
-        for i in range(n):
-            name = ids[i] if ids else f"s{i}"
-            f.write(f">{name}\n{''.join(rng.choice(AA) for _ in range(rng.randint(lo, hi)))}\n")
-    return path
-
-
-# -- one case ----------------------------------------------------------------------------------------------
-
-@dataclass
-class Case:
-    name: str
-    argv: list
-    expect: str = "refuse"                  # refuse | ok
-    says: tuple[str, ...] = ()              # words a refusal must contain (case-insensitive)
-    check: Callable[[str, str], str | None] | None = None   # (stdout, stderr) -> problem or None
-    stdin: bytes | None = None              # run as a subprocess with this standard input
-    group: str = "input"
-
-
-def _in_process(argv: list, cwd: Path) -> tuple[int, str, str]:
-    from mlmprob.cli import main
-
-    out, err = io.StringIO(), io.StringIO()
-    old = Path.cwd()
-    os.chdir(cwd)
-    try:
-        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-            try:
-                code = main([str(a) for a in argv])
-            except SystemExit as e:
-                code = e.code if isinstance(e.code, int) else 2
-            except BaseException:       # noqa: BLE001 - an escaped exception is what this script counts
-                import traceback
-                traceback.print_exc()
-                code = 99
-    finally:
-        os.chdir(old)
-    return code, out.getvalue(), err.getvalue()
-
-
-def _cli(argv: list, extra_env: dict | None = None) -> tuple[list[str], dict]:
-    env = {**os.environ, "PYTHONUNBUFFERED": "1", "OMP_NUM_THREADS": "1", **(extra_env or {})}
-    return [sys.executable, "-m", "mlmprob", "--threads", "1", *map(str, argv)], env
-
-
-def _subprocess(argv: list, stdin: bytes | None, cwd: Path) -> tuple[int, str, str]:
-    cmd, env = _cli(argv)
-    p = subprocess.run(cmd, env=env, input=stdin, capture_output=True, cwd=cwd, timeout=600)
-    return p.returncode, p.stdout.decode(errors="replace"), p.stderr.decode(errors="replace")
-
-
-def judge(case: Case, code: int, out: str, err: str) -> str:
-    """The outcome of one case: ok, traceback, silent, wrong-refusal, misleading, failed."""
-    if "Traceback" in err:
-        return "traceback"
-    lines = [x for x in err.strip().splitlines() if x.strip() and not x.startswith("warning:")]
-    if case.expect == "refuse":
-        if code == 0:
-            return "silent"
-        if code != 2 or len(lines) != 1 or not lines[0].startswith("error: "):
-            return "wrong-refusal"
-        if any(w.lower() not in lines[0].lower() for w in case.says):
-            return "misleading"
-        return "ok"
-    if code != 0:
-        return "failed"
-    if case.check is not None and (problem := case.check(out, err)):
-        return f"failed: {problem}"
-    return "ok"
-
-
-def run_case(case: Case, cwd: Path) -> dict:
-    t = time.monotonic()
-    code, out, err = (_subprocess(case.argv, case.stdin, cwd) if case.stdin is not None
-                      else _in_process(case.argv, cwd))
-    outcome = judge(case, code, out, err)
-    return {"group": case.group, "case": case.name, "expect": case.expect, "status": code, "outcome": outcome,
-            "stderr": err.strip().splitlines()[-1][:300] if err.strip() else "", "s": round(time.monotonic() - t, 2)}
+from attack_harness import AA, VH, Case, fasta, in_process, run_case, tiny_bert  # noqa: E402
+from attack_runs import held_kill, kill_cases, process_cases  # noqa: E402
+import attack_cases  # noqa: E402
+import attack_limits  # noqa: E402
 
 
 # -- the catalogue -----------------------------------------------------------------------------------------
@@ -225,25 +134,25 @@ def resume_cases(d: Path, model: Path) -> list[dict]:
     m = ["--model", str(model), "--no-progress", "--device", "cpu"]
     inp = fasta(d / "resume.fasta", 40, seed=5)
     out = d / "mixed.jsonl"
-    _held_kill(["score", inp, *m, "--out", out, "--dtype", "float32"], rows=16)
+    held_kill(["score", inp, *m, "--out", out, "--dtype", "float32"], rows=16)
     c = Case("resume with another --dtype", ["score", inp, *m, "--out", out, "--resume", "--dtype", "bfloat16"],
              says=("dtype",), group="mixing")
     res.append(run_case(c, d))
     parts = []
     for i, dt in [(1, "float32"), (2, "bfloat16")]:
         parts.append(d / f"part{i}.jsonl")
-        _in_process(["score", inp, *m, "--out", parts[-1], "--shard", f"{i}/2", "--dtype", dt], d)
+        in_process(["score", inp, *m, "--out", parts[-1], "--shard", f"{i}/2", "--dtype", dt], d)
     res.append(run_case(Case("merge float32 + bfloat16 shards", ["merge", "--out", d / "merged.jsonl", *parts],
                              says=("dtype",), group="mixing"), d))
     folder = d / "sample_run"
-    _in_process(["sample", "--seq", "ACDEFGHIKL", "--epochs", "2", "--out", folder, *m, "--no-plot"], d)
+    in_process(["sample", "--seq", "ACDEFGHIKL", "--epochs", "2", "--out", folder, *m, "--no-plot"], d)
     res.append(run_case(Case("folder sample rerun with another --seed",
                              ["sample", "--seq", "ACDEFGHIKL", "--epochs", "2", "--out", folder, *m, "--no-plot",
                               "--seed", "7"], says=("seed",), group="mixing"), d))
     # a killed merge (a partial output left behind) can be run again
     good = [d / f"g{i}.jsonl" for i in (1, 2)]
     for i, p in enumerate(good, 1):
-        _in_process(["score", inp, *m, "--out", p, "--shard", f"{i}/2"], d)
+        in_process(["score", inp, *m, "--out", p, "--shard", f"{i}/2"], d)
     merged = d / "merged_ok.jsonl"
     staging = merged.with_name(f"{merged.name}.merging{merged.suffix}")
     staging.write_text('{"id": "s0", "pll"')         # what a merge killed in its first write leaves
@@ -253,187 +162,20 @@ def resume_cases(d: Path, model: Path) -> list[dict]:
     return res
 
 
-# -- held runs, kills, processes ------------------------------------------------------------------------------
-
-class _Hold:
-    def __init__(self, rows: int):
-        self.r_held, w_held = os.pipe()
-        r_go, self.w_go = os.pipe()
-        self.child_fds = (w_held, r_go)
-        self.env = {"MLMPROB_HOLD": f"{rows}:{w_held}:{r_go}"}
-
-    def start(self, argv: list, **kw) -> subprocess.Popen:
-        cmd, env = _cli(argv, self.env)
-        proc = subprocess.Popen(cmd, env=env, pass_fds=self.child_fds, stdout=subprocess.DEVNULL,
-                                stderr=subprocess.PIPE, **kw)
-        for fd in self.child_fds:
-            os.close(fd)
-        self.proc = proc
-        return proc
-
-    def wait(self, limit: float = 300) -> bool:
-        t0, buf = time.monotonic(), b""
-        while not buf.endswith(b"\n"):
-            if select.select([self.r_held], [], [], 0.5)[0]:
-                chunk = os.read(self.r_held, 4096)
-                if not chunk:
-                    return False
-                buf += chunk
-            elif self.proc.poll() is not None or time.monotonic() - t0 > limit:
-                return False
-        return True
-
-    def close(self) -> None:
-        for fd in (self.r_held, self.w_go):
-            with contextlib.suppress(OSError):
-                os.close(fd)
-
-
-def _held_kill(argv: list, rows: int, second: list | None = None) -> dict:
-    """Start ``argv`` held at ``rows`` committed rows; run ``second`` meanwhile; SIGKILL. What happened."""
-    hold = _Hold(rows)
-    proc = hold.start(argv)
-    rec: dict = {}
-    try:
-        rec["held"] = hold.wait()
-        if not rec["held"]:
-            rec["error"] = (proc.stderr.read() or b"").decode(errors="replace")[-300:]
-        if second is not None and rec["held"]:
-            cmd, env = _cli(second)
-            s = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
-            lines = s.stderr.strip().splitlines()
-            rec["second_writer"] = ("refused" if s.returncode == 2 and len(lines) == 1
-                                    and "being written by another process" in lines[0] else
-                                    f"NOT refused (status {s.returncode}): {s.stderr.strip()[-200:]}")
-        proc.send_signal(signal.SIGKILL)
-        proc.wait()
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-        hold.close()
-    return rec
-
-
-def _ids(path: Path) -> list[str]:
-    from mlmprob.runtime.writers import read_results
-
-    return [str(r["id"]) for r in read_results(path)] if path.exists() or Path(str(path) + ".parts").exists() else []
-
-
-def kill_cases(d: Path, model: Path, rounds: int) -> list[dict]:
-    m = ["--model", str(model), "--no-progress", "--device", "cpu"]
-    inp = fasta(d / "kill.fasta", 120, seed=9)
-    wt = VH[:40].replace("Q", "A")
-    commands = {
-        "score .jsonl": lambda out: ["score", inp, *m, "--out", out, "--batch-tokens", "64"],
-        "score .tsv": lambda out: ["score", inp, *m, "--out", out, "--batch-tokens", "64"],
-        "score .parquet": lambda out: ["score", inp, *m, "--out", out, "--part-rows", "8", "--batch-tokens", "64"],
-        "variants --saturate": lambda out: ["variants", "--wild-type", wt, "--saturate", *m, "--out", out,
-                                            "--methods", "wt_marginals,masked_marginals"],
-        "infill --input": lambda out: ["infill", "--input", _gaps(d), *m,
-                                       "--out", out, "--gaps", "each", "--beam-size", "2"],
-        "sample (streamed)": lambda out: ["sample", "--input", fasta(d / "samp.fasta", 40, seed=2, lo=8, hi=12), *m,
-                                          "--epochs", "2", "--chains", "2", "--out", out],
-    }
-    suffix = {"score .tsv": ".tsv", "score .parquet": ".parquet"}
-    res = []
-    for name, argv in commands.items():
-        ref = d / f"ref-{len(res)}{suffix.get(name, '.jsonl')}"
-        _in_process(argv(ref), d)
-        want = _ids(ref)
-        for k in range(rounds):
-            out = d / f"kill-{len(res)}{suffix.get(name, '.jsonl')}"
-            rows = random.Random(f"{name}:{k}").randint(1, max(1, len(want) // 2))
-            rec = _held_kill(argv(out), rows, second=argv(out) + ["--resume"])
-            code, _, err = _in_process(argv(out) + ["--resume"], d)
-            got = _ids(out)
-            rec.update(group="kill", case=name, round=k, hold_rows=rows, resume_status=code,
-                       rows=len(want), lost=len(set(want) - set(got)), duplicated=len(got) - len(set(got)),
-                       extra=len(set(got) - set(want)))
-            if code != 0:
-                rec["resume_error"] = err.strip()[-300:]
-            res.append(rec)
-    return res
-
-
-def _gaps(d: Path) -> Path:
-    p = d / "gaps.txt"
-    if not p.exists():
-        rng = random.Random(4)
-        p.write_text("".join("".join(rng.choice(AA) for _ in range(10)) + "__" + "".join(rng.choice(AA) for _ in range(8))
-                             + "\n" for _ in range(30)))
-    return p
-
-
-def _children(pid: int) -> list[int]:
-    """Every living descendant of ``pid`` (from /proc)."""
-    parent = {}
-    for p in Path("/proc").iterdir():
-        if p.name.isdigit():
-            try:
-                parent[int(p.name)] = int((p / "stat").read_text().rsplit(")", 1)[1].split()[1])
-            except (OSError, IndexError, ValueError):
-                pass
-    out, todo = [], [pid]
-    while todo:
-        x = todo.pop()
-        kids = [c for c, pp in parent.items() if pp == x]
-        out += kids
-        todo += kids
-    return out
-
-
-def _alive(pid: int) -> bool:
-    try:
-        state = (Path("/proc") / str(pid) / "stat").read_text().rsplit(")", 1)[1].split()[0]
-    except OSError:
-        return False
-    return state != "Z"
-
-
-def process_cases(d: Path, model: Path) -> list[dict]:
-    m = ["--model", str(model), "--no-progress", "--device", "cpu"]
-    inp = fasta(d / "procs.fasta", 200, seed=11)
-    res = []
-    hold = _Hold(32)
-    proc = hold.start(["score", inp, *m, "--workers", "2", "--out", d / "w.jsonl", "--batch-tokens", "64"])
-    try:
-        held = hold.wait()
-        kids = _children(proc.pid)
-        proc.send_signal(signal.SIGKILL)
-        proc.wait()
-        t0 = time.monotonic()
-        while any(_alive(k) for k in kids) and time.monotonic() - t0 < 30:
-            time.sleep(0.2)       # waiting for deaths that must happen, not for progress
-        left = [k for k in kids if _alive(k)]
-        res.append({"group": "processes", "case": "SIGKILL of a --workers 2 parent", "held": held,
-                    "children": len(kids), "left_behind": len(left),
-                    "outcome": "ok" if held and kids and not left else f"{len(left)} of {len(kids)} processes left"})
-        for k in left:
-            with contextlib.suppress(OSError):
-                os.kill(k, signal.SIGKILL)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-        hold.close()
-    cmd, env = _cli(["score", fasta(d / "few.fasta", 3), *m, "--workers", "100"])
-    t = time.monotonic()
-    p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)
-    capped = "capped" in p.stderr.lower() or "warning" in p.stderr.lower()
-    res.append({"group": "processes", "case": "--workers 100 on 3 records", "status": p.returncode,
-                "s": round(time.monotonic() - t, 1), "stderr": p.stderr.strip()[-300:],
-                "outcome": "ok" if p.returncode == 0 and capped else "not capped" if p.returncode == 0 else "failed"})
-    return res
-
-
 # -- main ------------------------------------------------------------------------------------------------------
 
+GROUPS = ("input", "mixing", "identity", "files", "limits", "models", "stdin", "kill", "processes")
+CASE_GROUPS = ("input", "mixing", "identity", "files", "limits", "models", "stdin")   # one command, judged
+
+
 def summarize(records: list[dict]) -> str:
-    inputs = [r for r in records if r["group"] in ("input", "mixing")]
+    inputs = [r for r in records if r["group"] in CASE_GROUPS]
     kills = [r for r in records if r["group"] == "kill"]
     procs = [r for r in records if r["group"] == "processes"]
     count = lambda rs, what: sum(1 for r in rs if str(r.get("outcome", "")).startswith(what))  # noqa: E731
+    workers = [r for r in procs if r["case"].startswith("--workers")]
+    devices = [r for r in records if r["case"].startswith("--devices")]
+    spools = [r for r in records if "spooled" in r["case"]]
     lines = ["| what | count |", "|---|---|",
              f"| bad- and odd-input cases tried | {len(inputs)} |",
              f"| tracebacks | {count(inputs, 'traceback')} |",
@@ -441,27 +183,55 @@ def summarize(records: list[dict]) -> str:
              f"| wrong refusals (status or lines) | {count(inputs, 'wrong-refusal')} |",
              f"| misleading messages | {count(inputs, 'misleading')} |",
              f"| good input refused or wrong | {count(inputs, 'failed')} |",
+             f"| hangs (past the case's time limit) or killed (memory limit) | "
+             f"{count(inputs, 'hang') + count(inputs, 'killed')} |",
+             f"| files altered (a user's file, a symlink's target, a refused run's output) | "
+             f"{sum(bool(r.get('altered')) for r in records)} |",
+             f"| rows lost (kills, resumes, merges) | {sum(r.get('lost') or 0 for r in records)} |",
              f"| SIGKILLs at a held row, then resume | {len(kills)} |",
              f"| second writers refused | {sum(r.get('second_writer') == 'refused' for r in kills)} of {len(kills)} |",
-             f"| rows lost | {sum(r.get('lost', 0) for r in kills)} |",
              f"| rows duplicated | {sum(r.get('duplicated', 0) for r in kills)} |",
              f"| resumes that failed | {sum(r.get('resume_status') != 0 for r in kills)} |",
              f"| processes left behind after SIGKILL of the parent | "
              f"{sum(r.get('left_behind', 0) for r in procs)} |",
-             f"| --workers capped with a message | {'yes' if count(procs[1:], 'ok') else 'no'} |"]
-    bad = [r for r in records if str(r.get("outcome", "ok")) != "ok" or r.get("lost") or r.get("duplicated")]
+             f"| spooled stdin copies left behind after SIGKILL | {sum(r.get('left', 0) for r in spools)} |",
+             f"| --workers capped with a message | {'yes' if count(workers, 'ok') else 'no'} |",
+             f"| --devices capped with a message | {'yes' if count(devices, 'ok') else 'no'} |"]
+    bad = [r for r in records if str(r.get("outcome", "ok")) != "ok" or r.get("lost") or r.get("duplicated")
+           or r.get("altered")]
     if bad:
         lines += ["", "Not as expected:", ""]
-        lines += [f"- {r['case']}: {r.get('outcome', '')} {r.get('stderr', r.get('resume_error', ''))}".rstrip()
-                  for r in bad]
+        lines += [f"- {r['case']}: {r.get('outcome', '')}"
+                  + (f" (lost {r['lost']})" if r.get("lost") else "")
+                  + (f" (altered {', '.join(Path(a).name for a in r['altered'])})" if r.get("altered") else "")
+                  + f" {r.get('stderr', r.get('resume_error', ''))}".rstrip() for r in bad]
     return "\n".join(lines)
+
+
+def _run_all(cases, d: Path, group: str, only: list[str] | None = None) -> list[dict]:
+    """Run the cases a generator yields (a case's set-up runs just before it); a set-up that fails ends
+    its group with one record ``script error`` rather than the whole run."""
+    records = []
+    try:
+        for c in cases:
+            if only and not any(w in (c["case"] if isinstance(c, dict) else c.name) for w in only):
+                continue
+            records.append(c if isinstance(c, dict) else run_case(c, d))
+            print(f"{records[-1]['case']}: {records[-1]['outcome']}", file=sys.stderr, flush=True)
+    except Exception as e:      # noqa: BLE001 - a bug of this script (or a set-up that fails), reported
+        import traceback
+        records.append({"group": group, "case": f"set-up after {len(records)} case(s)",
+                        "outcome": f"script error: {type(e).__name__}: {e}"[:300]})
+        traceback.print_exc()
+    return records
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--out", help="one JSON line per case")
     ap.add_argument("--rounds", type=int, default=2, help="kill rounds per streaming command")
-    ap.add_argument("--only", choices=("input", "mixing", "kill", "processes"), action="append")
+    ap.add_argument("--only", choices=GROUPS, action="append", help="run only these groups (repeatable)")
+    ap.add_argument("--case", action="append", help="of the issue-35 groups, run only the cases whose name holds this")
     args = ap.parse_args(argv)
     os.environ.setdefault("MLMPROB_DTYPE", "float32")
     import torch
@@ -471,11 +241,16 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory() as tmp:
         d = Path(tmp)
         model = tiny_bert(d / "tiny-bert")
-        groups = args.only or ["input", "mixing", "kill", "processes"]
+        groups = args.only or GROUPS
         if "input" in groups:
             records += [run_case(c, d) for c in input_cases(d, model)]
         if "mixing" in groups:
             records += resume_cases(d, model)
+        for name, cases in [("identity", attack_cases.identity_cases), ("files", attack_cases.file_cases),
+                            ("limits", attack_limits.limit_cases), ("models", attack_limits.model_cases),
+                            ("stdin", attack_limits.stdin_cases)]:
+            if name in groups:
+                records += _run_all(cases(d / name, model), d, name, args.case)
         if "kill" in groups:
             records += kill_cases(d, model, args.rounds)
         if "processes" in groups:
