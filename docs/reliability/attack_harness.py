@@ -87,9 +87,11 @@ class Case:
     guard: tuple = ()                       # paths that must be left as they were
     lost: Callable[[], int] | None = None   # rows lost (after the case)
     subprocess: bool = False                # run as a subprocess even without the above
+    hold: int | None = None                 # MLMPROB_HOLD at this row, its controller letting go at once
 
     def in_process(self) -> bool:
-        return not (self.subprocess or self.stdin is not None or self.limits or self.timeout is not None)
+        return not (self.subprocess or self.stdin is not None or self.limits or self.timeout is not None
+                    or self.hold is not None)
 
 
 @contextlib.contextmanager
@@ -153,12 +155,21 @@ def _feed(data: bytes) -> int:
 
 
 def run_subprocess(argv: list, stdin: bytes | None, cwd: Path, *, env: dict | None = None, limits: dict | None = None,
-                   timeout: float | None = None, stdin_file: bool = False) -> tuple[int | None, str, str]:
+                   timeout: float | None = None, stdin_file: bool = False,
+                   hold: int | None = None) -> tuple[int | None, str, str]:
     """``(status, stdout, stderr)`` of ``python -m mlmprob argv``; status None when it ran past ``timeout``
     (its whole process group is then killed). ``stdin``: bytes given through a pipe (a regular file with
-    ``stdin_file``, as ``< x`` gives it), or NEVER_CLOSED: a pipe kept open until the run ends."""
+    ``stdin_file``, as ``< x`` gives it), or NEVER_CLOSED: a pipe kept open until the run ends. ``hold``: the run
+    is held at that row (``MLMPROB_HOLD``) by a controller that has let go already (its end of the pipe closed)."""
     cmd, full_env = cli(argv, env)
     keep_open = None
+    hold_fds: tuple[int, ...] = ()
+    if hold is not None:
+        held_r, held_w = os.pipe()
+        go_r, go_w = os.pipe()
+        os.close(go_w)                                  # the controller lets go at once
+        hold_fds = (held_w, go_r)
+        full_env["MLMPROB_HOLD"] = f"{hold}:{held_w}:{go_r}"
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         if stdin is NEVER_CLOSED:
             given, keep_open = os.pipe()
@@ -172,8 +183,10 @@ def run_subprocess(argv: list, stdin: bytes | None, cwd: Path, *, env: dict | No
             given = subprocess.DEVNULL
         try:
             proc = subprocess.Popen(cmd, env=full_env, stdin=given, stdout=out, stderr=err, cwd=cwd,
-                                    start_new_session=True, preexec_fn=_limited(limits or {}))
+                                    start_new_session=True, preexec_fn=_limited(limits or {}), pass_fds=hold_fds)
         finally:
+            for fd in hold_fds:
+                os.close(fd)
             if isinstance(given, int) and given >= 0:
                 os.close(given)
             elif hasattr(given, "close"):
@@ -188,6 +201,8 @@ def run_subprocess(argv: list, stdin: bytes | None, cwd: Path, *, env: dict | No
         finally:
             if keep_open is not None:
                 os.close(keep_open)
+            if hold is not None:
+                os.close(held_r)
         with contextlib.suppress(OSError):
             os.killpg(proc.pid, 9)       # what the run left in its group (workers)
         out.seek(0)
@@ -260,7 +275,8 @@ def run_case(case: Case, cwd: Path) -> dict:
         tmp = cwd / "subprocess-temp"        # what a killed run leaves stays in the script's own folder
         tmp.mkdir(exist_ok=True)
         code, out, err = run_subprocess(case.argv, case.stdin, cwd, env={"TMPDIR": str(tmp), **case.env},
-                                        limits=case.limits, timeout=case.timeout, stdin_file=case.stdin_file)
+                                        limits=case.limits, timeout=case.timeout, stdin_file=case.stdin_file,
+                                        hold=case.hold)
     outcome = judge(case, code, out, err)
     rec = {"group": case.group, "case": case.name, "expect": case.expect, "status": code, "outcome": outcome,
            "stderr": err.strip().splitlines()[-1][:300] if err.strip() else "", "s": round(time.monotonic() - t, 2)}

@@ -70,3 +70,21 @@ def test_a_checkpoint_model_that_is_not_safetensors_is_one_line(stopped, capsys)
     (ckpt / "model.safetensors").write_bytes(b"not safetensors\n" * 8)
     assert main(_args(out, 6)) == 2
     assert f"cannot load {ckpt / 'model.safetensors'}: it is not a safetensors file" in _one_error_line(capsys)
+
+
+def test_the_refusal_is_the_only_stderr_line_of_the_command(stopped, tmp_path):
+    """As a user's shell sees it (a real process): no transformers loading bar and no torch warning about the
+    pickle's protocol beside the one ``error:`` line (the attack script counts any other line as a wrong refusal)."""
+    import os
+    import pickle
+    import subprocess
+    import sys
+
+    out, ckpt = stopped
+    (ckpt / "optimizer.pt").write_bytes(pickle.dumps({"state": {0: Touch(tmp_path / "payload-ran")}}, protocol=4))
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1"}
+    proc = subprocess.run([sys.executable, "-m", "mlmprob", "--threads", "1", *_args(out, 6)], capture_output=True,
+                          text=True, env=env, timeout=300)
+    lines = [line for line in proc.stderr.splitlines() if line.strip()]
+    assert proc.returncode == 2 and len(lines) == 1 and lines[0].startswith("error: refused to load"), proc.stderr
+    assert not (tmp_path / "payload-ran").exists()

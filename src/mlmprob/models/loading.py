@@ -91,9 +91,6 @@ def load_hf(name_or_path: str, device="cpu", dtype=None, *, name: str | None = N
     """A Hugging Face ``*ForMaskedLM`` from a local folder or a hub id; see ``load_mlm`` for the
     rules on weight files."""
     from transformers import AutoModelForMaskedLM, AutoTokenizer
-    from transformers.utils import logging as hf_logging
-
-    hf_logging.disable_progress_bar()  # mlmprob's own progress goes to stderr; one bar at a time
 
     local = Path(name_or_path).expanduser()
     if not local.exists() and looks_like_path(str(name_or_path)):

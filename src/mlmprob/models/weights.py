@@ -17,6 +17,7 @@ import json
 import logging
 import os
 import re
+import warnings
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -111,7 +112,9 @@ def load_pickle(path: Path, hint: str = "convert the weights to safetensors with
     """``torch.load(path, weights_only=True)``, or one line naming the file and what the weights-only
     unpickler refused (never torch's advice to unpickle fully); ``hint`` says what the user can do."""
     try:
-        return torch.load(path, map_location="cpu", weights_only=True)
+        with warnings.catch_warnings():     # torch's notes on the pickle's protocol: not the user's concern
+            warnings.simplefilter("ignore", UserWarning)
+            return torch.load(path, map_location="cpu", weights_only=True)
     except Exception as e:  # the weights-only unpickler refuses anything but tensors and plain data
         raise ModelLoadError(f"refused to load {path}: it is not a plain {what} ({pickle_refusal(e)}); "
                              f"mlmprob never runs what a pickle asks for: {hint}") from None
@@ -139,6 +142,9 @@ def from_pretrained_checked(cls, where, what: str, **kwargs):
     """``cls.from_pretrained(where, **kwargs)``, refusing weights whose shapes differ from the
     configuration's with one line naming the first such tensor (instead of transformers' report and traceback).
     transformers' log records of the load are held and let through only when the load is accepted."""
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.disable_progress_bar()  # mlmprob's own progress goes to stderr; one bar at a time
     with _held_logs() as release:
         try:
             model = cls.from_pretrained(where, **kwargs)
