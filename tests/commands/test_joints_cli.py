@@ -8,7 +8,7 @@ import pytest
 
 from mlmprob.cli import main
 from mlmprob.errors import MLMProbError
-from mlmprob.joints.job import JointsConfig, load_records, pair_units, read_sequences
+from mlmprob.joints.job import JointsSpec, load_records, pair_units, read_sequences
 from mlmprob.runtime.lock import WriterLock
 from mlmprob.runtime.writers import read_results
 
@@ -129,7 +129,7 @@ def test_a_second_writer_and_other_configurations_are_refused(reference, tiny_be
 def test_an_older_runners_file_is_upgraded_and_resumed(reference, tiny_bert_dir, data, tmp_path, capsys):
     out = tmp_path / "old"
     out.mkdir()
-    cfg = JointsConfig(model=str(tiny_bert_dir), data=str(data), n_pairs=3, top_k=4, ag_steps=10)
+    cfg = JointsSpec(model=str(tiny_bert_dir), data=str(data), n_pairs=3, top_k=4, ag_steps=10)
     legacy = {k: v for k, v in cfg.identity().items() if k != "format"}
     legacy["column"] = "HC"                                                 # the old CLI default, meaningless for FASTA
     lines = [json.dumps({"kind": "config", "config": legacy})]
@@ -161,13 +161,13 @@ def test_every_input_format_gives_the_same_sequences(tmp_path):
     for name, column in [("a.txt", None), ("a.fasta", None), ("a.csv", None), ("a.tsv", "VH"), ("a.jsonl", None),
                          ("a.parquet", None)]:
         assert read_sequences(tmp_path / name, column) == seqs, name
-        cfg = JointsConfig(model="m", data=str(tmp_path / name), column=column)
+        cfg = JointsSpec(model="m", data=str(tmp_path / name), column=column)
         assert read_sequences(cfg.data, cfg.column, 3, cfg.format) == seqs[:3]
-    assert JointsConfig(model="m", data="x.csv").column == "HC" and JointsConfig(model="m", data="x.txt", column="HC").column is None
+    assert JointsSpec(model="m", data="x.csv").column == "HC" and JointsSpec(model="m", data="x.txt", column="HC").column is None
     with pytest.raises(MLMProbError, match="column 'HC' not in a.tsv"):
         read_sequences(tmp_path / "a.tsv")
     with pytest.raises(MLMProbError, match="unknown data format"):
-        JointsConfig(model="m", data="x.csv", format="xml")
+        JointsSpec(model="m", data="x.csv", format="xml")
     (tmp_path / "e.txt").write_text("na\n\n")
     with pytest.raises(MLMProbError, match="no sequences in"):
         read_sequences(tmp_path / "e.txt")
