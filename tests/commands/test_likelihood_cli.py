@@ -7,7 +7,7 @@ import torch
 
 from mlmprob import load_mlm, loglik
 from mlmprob.cli import main
-from mlmprob.likelihood.records import CHAIN_FIELDS, record_generator
+from mlmprob.likelihood.records import LOGLIK_FIELDS, record_generator
 
 SEQS = {"a": "ACDEFGHIK", "b": "MN", "c": "PQRSTVW"}
 
@@ -47,7 +47,7 @@ def test_score_chain_columns_equal_loglik(fasta, tmp_path, tiny_bert_dir, one_th
     assert main(args + ["--out", str(tsv)]) == 2          # --per-order needs a list column
     assert main([a for a in args if a != "--per-order"] + ["--out", str(tsv)]) == 0
     head = tsv.read_text().splitlines()[0].split("\t")
-    assert head[-len(CHAIN_FIELDS):] == list(CHAIN_FIELDS)
+    assert head[-len(LOGLIK_FIELDS):] == list(LOGLIK_FIELDS)
 
 
 def test_variants_chain(tmp_path, tiny_bert_dir, one_thread, capsys):
