@@ -2,6 +2,7 @@
 trastuzumab, Kabat CDR-H3, scFvs, one-line errors for what does not number, and the ``--cdr`` options of
 ``sample``, ``infill``, ``variants --saturate`` and the app on tiny models."""
 
+import csv
 import json
 
 import pytest
@@ -184,6 +185,9 @@ def test_variants_saturate_cdr_mutates_only_the_region(esm_dir, tmp_path, capsys
     assert len(ids) == 19 * (e - s) and {int(i[1:-1]) - 1 for i in ids} == set(range(s, e))
     rows = (tmp_path / "sat.heatmap.csv").read_text().splitlines()
     assert [r.split(",")[0] for r in rows[1:]] == [f"{VH[i]}{i + 1}" for i in range(s, e)]
+    long = list(csv.DictReader((tmp_path / "sat.saturation.csv").open()))   # position: the residue in the chain
+    assert {int(r["position"]) for r in long} == set(range(s + 1, e + 1))
+    assert all(int(r["position"]) == int(r["residue"]) == int(r["token_index"]) for r in long)   # ESM-2: one CLS
     capsys.readouterr()
     assert main(["variants", str(out), "--wild-type", VH, "--cdr", "H2", "--model", str(esm_dir)]) == 2
     assert "--cdr restricts --saturate" in capsys.readouterr().err

@@ -31,7 +31,8 @@ import torch
 
 from ..errors import MLMProbError
 from ..models.protocol import MaskedLM
-from ..positions import TOKENS, default_mask
+from ..models.tokenizers import Encoding
+from ..positions import TOKENS, default_mask, token_numbers
 from ..runtime.job import State
 from ..runtime.seeds import seeded_generator
 from ..runtime.shard import Shard
@@ -70,12 +71,16 @@ def read_sequences(path: str | Path, column: str | None = None, max_sequences: i
 
 @dataclass(frozen=True)
 class PlannedPair:
+    """Pair ``i`` of ``scheme``: token indices ``a``, ``b`` of ``input_ids`` (what :func:`evaluate_pair` takes)
+    and ``numbers``, their 1-based residue/word numbers (:func:`mlmprob.positions.token_numbers`)."""
+
     scheme: str
     i: int
     seq_index: int
     input_ids: torch.Tensor   # [L]
     a: int
     b: int
+    numbers: tuple[int, int]
 
 
 def draw_pair(positions: torch.Tensor, scheme: str, generator: torch.Generator) -> tuple[int, int] | None:
@@ -109,9 +114,9 @@ class PairPlanner:
         self._found: list[list[tuple[int, int, int]]] = [[] for _ in spec.schemes]   # (seq_index, a, b)
         self._unusable: dict[int, str] = {}    # sequence index -> why it cannot be encoded
 
-    def _encode(self, s: int) -> torch.Tensor | None:
+    def _encode(self, s: int) -> Encoding | None:
         try:
-            return self.mlm.encode([self.sequences[s]]).input_ids[0]
+            return self.mlm.encode([self.sequences[s]])
         except MLMProbError as e:   # e.g. too long for the model, or symbols outside its alphabet
             self._unusable.setdefault(s, str(e).removeprefix("sequence 0 "))
             return None
@@ -134,16 +139,18 @@ class PairPlanner:
                     raise self._none_admits(scheme)
                 self._next[k] += 1
                 s = int(order[j % len(order)])
-                ids = self._encode(s)
-                if ids is None:
+                enc = self._encode(s)
+                if enc is None:
                     continue
                 g = seeded_generator(self.spec.seed, "pair", k, n)
-                ab = draw_pair(default_mask(self.mlm, ids[None], TOKENS)[0], scheme, g)
+                ab = draw_pair(default_mask(self.mlm, enc.input_ids, TOKENS)[0], scheme, g)
                 if ab is not None:
                     found.append((s, *ab))
                     break
         s, a, b = found[i]
-        return PlannedPair(scheme, i, s, self._encode(s), a, b)
+        enc = self._encode(s)
+        numbers = token_numbers(enc.word_ids[0], enc.input_ids[0], self.mlm.mask_id)
+        return PlannedPair(scheme, i, s, enc.input_ids[0], a, b, (numbers[a], numbers[b]))
 
 
 class PairUnit(NamedTuple):
@@ -208,12 +215,16 @@ class JointsJob(ModelJob):
         return JointsWorker(mlm, planner, pivot, AGOptions(c.ag_steps, c.ag_tol, c.ag_max_steps))
 
     def record(self, w: JointsWorker, unit: PairUnit) -> dict:
-        """The record of one pair: its place, every joint's metrics and diagnostics, and its time."""
+        """The record of one pair: its place (``a``, ``b``: the 1-based residue/word numbers of its positions, as
+        ``--positions`` and the app count; ``a_token_index``, ``b_token_index``: their token indices, 0-based,
+        special tokens counted; ``distance``: the tokens between them), every joint's metrics and diagnostics, and
+        its time."""
         pp = w.planner.pair(unit.s, unit.i)
         t0 = time.perf_counter()
         ev = evaluate_pair(w.mlm, pp.input_ids, pp.a, pp.b, top_k=self.spec.top_k, pivot=w.pivot, ag=w.ag)
         return {"id": unit.id, "kind": "pair", "scheme": pp.scheme, "i": pp.i, "seq_index": pp.seq_index,
-                "length": int(len(pp.input_ids)), "distance": abs(pp.b - pp.a) - 1, **ev.record(),
+                "length": int(len(pp.input_ids)), "distance": abs(pp.b - pp.a) - 1, "a": pp.numbers[0],
+                "b": pp.numbers[1], **ev.record(),
                 "seconds": time.perf_counter() - t0}
 
     def run(self, w: JointsWorker, units: Sequence[PairUnit]) -> tuple[list[dict], list]:
