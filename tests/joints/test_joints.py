@@ -304,7 +304,8 @@ def test_runner_resumes_and_reports(tmp_path):
     cfg3 = JointsSpec(model="tiny", data=str(data), n_pairs=3, seed=1)
     recs3 = run_joints(m, cfg3, tmp_path / "out", progress=seen.append)
     assert len(seen) == 2 and len(recs3) == 6        # only the missing pair of each scheme
-    pair = lambda r: (r["a"], r["b"], r["a_token_index"], r["b_token_index"])  # noqa: E731
+    def pair(r):
+        return r["a"], r["b"], r["a_token_index"], r["b_token_index"]
     assert [pair(r) for r in recs3 if r["i"] < 2] == [pair(r) for r in recs]
     _, on_disk = load_records(tmp_path / "out" / "pairs.jsonl")
     assert len(on_disk) == 6
