@@ -14,8 +14,9 @@ Two questions, answered here alone:
   :class:`Resolved` mask is passed down and never resolved again.
 - **What do users type?** Residue (or word) numbers, 1-based, as in mutation strings (``A23G``), in the
   CLI (``sample --positions``), the app and output files: :func:`parse_numbers` reads ``"3,5,10-12"``,
-  :func:`word_mask` / :func:`word_positions` turn numbers into the tokens of those words. The Python API's
-  ``positions`` arguments are token indices (0-based, special tokens counted), as tensors index.
+  :func:`word_mask` / :func:`word_positions` turn numbers into the tokens of those words, and
+  :func:`token_numbers` tokens back into numbers (the output columns). The Python API's ``positions``
+  arguments are token indices (0-based, special tokens counted), as tensors index.
 """
 
 from __future__ import annotations
@@ -237,3 +238,20 @@ def word_positions(word_ids: torch.Tensor, numbers: Sequence[int], name: str = "
     [2, 3, 4]
     """
     return word_mask(word_ids, numbers, name).nonzero()[:, 0].tolist()
+
+
+def token_numbers(word_ids: torch.Tensor, input_ids: torch.Tensor, mask_id: int) -> list[int]:
+    """The 1-based residue/word number of every token of one row, the numbers users type (``--positions``,
+    the app) and read in the outputs: its word's (``word_ids + 1``, so :func:`word_positions` of a number gives
+    back its tokens); a mask token without a word id (a tokenizer's special token) counts as one word after the
+    token before it, as each ``_`` of a gap in the text; 0 at special tokens and padding.
+
+    >>> token_numbers(torch.tensor([-1, 0, 1, 1, -1, -1, 4, -1]), torch.tensor([2, 5, 6, 7, 9, 9, 8, 3]), 9)
+    [0, 1, 2, 2, 3, 4, 5, 0]
+    """
+    out, last = [], 0
+    for w, t in zip(torch.as_tensor(word_ids).tolist(), torch.as_tensor(input_ids).tolist()):
+        n = w + 1 if w >= 0 else last + 1 if t == mask_id else 0
+        out.append(n)
+        last = n or last
+    return out

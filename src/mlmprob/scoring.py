@@ -4,8 +4,8 @@
 likelihood, the one-pass estimate), validated once where it is made; :class:`ScoreJob` (and the one-pass
 :class:`~mlmprob.onepass.job.OnePassScoreJob`) hold one as ``spec``.
 
->>> ScoreSpec(likelihood="chain", n_orders=3).run_config()    # stored with the former value "chain"
-{'whole_word': False, 'per_token': False, 'likelihood': 'chain', 'order': 'random', 'n_orders': 3, 'per_order': False, 'seed': 0}
+>>> ScoreSpec(likelihood="loglik", n_orders=3).run_config()
+{'whole_word': False, 'per_token': False, 'likelihood': 'loglik', 'order': 'random', 'n_orders': 3, 'per_order': False, 'seed': 0}
 >>> ScoreSpec(pll="one-pass", whole_word=True)
 Traceback (most recent call last):
 ...
@@ -28,7 +28,7 @@ from .models.spec import ModelJob
 from .runtime.job import State
 from .settings import Spec, check_choice
 
-LIKELIHOODS = ("pll", "loglik")           # "chain": the former spelling of "loglik"
+LIKELIHOODS = ("pll", "loglik")
 PLL_METHODS = ("exact", "one-pass")
 # LOGLIK_SETTINGS (likelihood/spec.py): the fields used (and stored) with likelihood="loglik", LoglikSpec's
 
@@ -115,7 +115,7 @@ class ScoreSpec(Spec):
     """The settings of a scoring run (``mlmprob score``'s flags of the same names).
 
     ``whole_word``: the whole-word l2r PLL; ``per_token``: also per-token lists; ``likelihood``: ``"pll"``, or
-    ``"loglik"`` (former spelling ``"chain"``) for also the chain-rule columns (:mod:`mlmprob.likelihood.records`)
+    ``"loglik"`` for also the chain-rule columns (:mod:`mlmprob.likelihood.records`)
     over ``n_orders`` orders of kind ``order`` seeded by ``seed`` (``per_order``: their values too; these four are
     :attr:`loglik_spec`, the :class:`~mlmprob.likelihood.spec.LoglikSpec` the likelihood API takes); ``pll``:
     ``"exact"`` or ``"one-pass"`` (the estimate of :mod:`mlmprob.onepass`, with the fitted ``correction`` file,
@@ -132,8 +132,6 @@ class ScoreSpec(Spec):
     correction: str | None = None
 
     def __post_init__(self):
-        if self.likelihood == "chain":
-            object.__setattr__(self, "likelihood", "loglik")
         check_choice("likelihood", self.likelihood, LIKELIHOODS)
         self.loglik_spec   # validates order, n_orders and seed
         check_choice("pll", self.pll, PLL_METHODS)
@@ -166,12 +164,11 @@ class ScoreSpec(Spec):
 
     def run_config(self) -> dict:
         """The settings the output's configuration stores (and a resumed run must match): ``whole_word``,
-        ``per_token`` and, with the chain-rule likelihood, its settings, ``likelihood`` stored as its former value
-        ``"chain"`` so that runs written before the rename still resume. The one-pass keys (``pll``, the
-        correction and its digest) are the command's: the digest needs the model."""
+        ``per_token`` and, with the chain-rule likelihood, ``likelihood`` and its settings. The one-pass keys
+        (``pll``, the correction and its digest) are the command's: the digest needs the model."""
         out = {"whole_word": self.whole_word, "per_token": self.per_token}
         if self.loglik:
-            out.update(likelihood="chain", **{k: getattr(self, k) for k in LOGLIK_SETTINGS})
+            out.update(likelihood="loglik", **{k: getattr(self, k) for k in LOGLIK_SETTINGS})
         return out
 
 

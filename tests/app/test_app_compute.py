@@ -104,7 +104,7 @@ def test_mutant_bad_input(mlm, wt, mutant, message):
 
 def test_infill_runs_are_the_api_beams(mlm):
     res = infill_compare(mlm, "ACD__GHIK", beam_size=3)
-    assert res.native is None and res.positions == (4, 5) and res.numbers == (4, 5)
+    assert res.native is None and res.token_indices == (4, 5) and res.numbers == (4, 5)
     assert "Gap: 2 token(s) at residues/words 4-5." in render.infill_summary(res)
     assert [(r.method, r.order) for r in res.runs] == [("standard", "l2r"), ("standard", "best"), ("hcb", "l2r"),
                                                        ("hcb", "best")]

@@ -52,6 +52,7 @@ def _same(rows, ref, tol=1e-5):
     for r in ref:
         got = by[r["id"]]
         assert got["tokens"] == r["tokens"] and got["fills"] == r["fills"] and got["positions"] == r["positions"]
+        assert got["token_indices"] == r["token_indices"]
         assert max(abs(a - b) for a, b in zip(got["scores"], r["scores"])) <= tol
 
 
@@ -68,10 +69,12 @@ def test_rows_match_the_api_and_units_are_gaps(reference, gapped, tiny_bert_dir)
         rec = next(r for r in recs if r.id == row["record"])
         ids = mlm.encode([expand_gaps(rec.seq, mask_text(mlm))]).input_ids
         masked = (ids[0] == mlm.mask_id).nonzero(as_tuple=True)[0].tolist()
-        assert set(row["positions"]) <= set(masked) and row["length"] == len(row["positions"])
-        assert row["positions"] == list(range(row["positions"][0], row["positions"][-1] + 1))   # contiguous
+        tokens = row["token_indices"]
+        assert set(tokens) <= set(masked) and row["length"] == len(tokens)
+        assert tokens == list(range(tokens[0], tokens[-1] + 1))   # contiguous
+        assert row["positions"] == tokens          # residue numbers: one [CLS], then one token per residue
         # the other gaps of the record stay masked while this one is filled
-        ref = infill(mlm, ids, row["positions"], method="hcb", beam_size=3)
+        ref = infill(mlm, ids, tokens, method="hcb", beam_size=3)
         assert row["tokens"] == [list(c.tokens) for c in ref]
         assert row["scores"] == pytest.approx([c.score for c in ref], abs=1e-5)
         assert len(row["fills"]) == 3 and row["method"] == "hcb" and row["beam_size"] == 3
@@ -89,6 +92,7 @@ def test_joint_gaps_equal_the_single_sequence_mode(gapped, tiny_bert_dir, tmp_pa
     assert _run(rec.seq, "--model", tiny_bert_dir, "--order", "best", "--method", "standard", "--json") == 0
     one = json.loads(capsys.readouterr().out)
     assert one["positions"] == rows[1]["positions"] and len(rows[1]["positions"]) > 1
+    assert one["token_indices"] == rows[1]["token_indices"]
     assert [c["tokens"] for c in one["candidates"]] == rows[1]["tokens"]
     assert [c["score"] for c in one["candidates"]] == pytest.approx(rows[1]["scores"], abs=1e-6)
 
@@ -124,7 +128,7 @@ def test_resume_after_a_truncated_output_gives_every_gap_once(reference, gapped,
     assert _run(*args, "--resume") == 0
     rows = list(read_results(out))
     assert len(rows) == len(reference)
-    _same([{**r, **{k: json.loads(r[k]) for k in ("positions", "fills", "scores", "tokens")}} for r in rows], reference)
+    _same([{**r, **{k: json.loads(r[k]) for k in ("positions", "token_indices", "fills", "scores", "tokens")}} for r in rows], reference)
     assert _run(*args[:-2], "--out", out, "--resume", "--method", "standard") == 2   # other options: refused
 
 
@@ -164,7 +168,7 @@ def test_gap_units_and_job_on_an_in_memory_model(tiny_bert):
     assert [(u.id, u.gap, u.n_gaps, u.error is None) for u in units] == [
         ("a/gap1", 1, 2, True), ("a/gap2", 2, 2, True), ("b", None, 0, False), ("c", None, 0, False)]
     rows = list(infill_records(tiny_bert, [Record("a", "AC__D_")], gaps="each", beam_size=2, skip_invalid=True))
-    assert [r["positions"] for r in rows] == [[3, 4], [6]]
+    assert [r["positions"] for r in rows] == [[3, 4], [6]] == [r["token_indices"] for r in rows]
     with pytest.raises(MLMProbError, match="record 'b': no gap"):
         list(infill_records(tiny_bert, [Record("b", "ACD")]))
     with pytest.raises(MLMProbError, match="record 'x': has symbol 'Z'"):

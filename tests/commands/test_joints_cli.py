@@ -8,7 +8,7 @@ import pytest
 
 from mlmprob.cli import main
 from mlmprob.errors import MLMProbError
-from mlmprob.joints.job import JointsConfig, load_records, pair_units, read_sequences
+from mlmprob.joints.job import JointsSpec, load_records, pair_units, read_sequences
 from mlmprob.runtime.lock import WriterLock
 from mlmprob.runtime.writers import read_results
 
@@ -47,6 +47,7 @@ def _same(rows, ref, tol=1e-5):
     for r in ref:
         got = by[r["id"]]
         assert (got["seq_index"], got["a"], got["b"], got["K"]) == (r["seq_index"], r["a"], r["b"], r["K"])
+        assert (got["a_token_index"], got["b_token_index"]) == (r["a_token_index"], r["b_token_index"])
         for method, m in r["metrics"].items():
             for k, v in m.items():     # null: -inf or NaN (gold pair outside the top-k candidates)
                 w = got["metrics"][method][k]
@@ -126,17 +127,31 @@ def test_a_second_writer_and_other_configurations_are_refused(reference, tiny_be
     assert not (tmp_path / "x").exists() or not any((tmp_path / "x").iterdir())
 
 
+def _before_0_2(r: dict) -> dict:
+    """A record as the runner wrote it before 0.2.0: no id, ``a`` and ``b`` its token indices."""
+    old = {k: v for k, v in r.items() if k not in ("id", "a_token_index", "b_token_index")}
+    return {**old, "a": r["a_token_index"], "b": r["b_token_index"]}
+
+
 def test_an_older_runners_file_is_upgraded_and_resumed(reference, tiny_bert_dir, data, tmp_path, capsys):
     out = tmp_path / "old"
     out.mkdir()
-    cfg = JointsConfig(model=str(tiny_bert_dir), data=str(data), n_pairs=3, top_k=4, ag_steps=10)
+    cfg = JointsSpec(model=str(tiny_bert_dir), data=str(data), n_pairs=3, top_k=4, ag_steps=10)
     legacy = {k: v for k, v in cfg.identity().items() if k != "format"}
     legacy["column"] = "HC"                                                 # the old CLI default, meaningless for FASTA
     lines = [json.dumps({"kind": "config", "config": legacy})]
-    lines += [json.dumps({k: v for k, v in r.items() if k != "id"}) for r in reference[:4]]
+    lines += [json.dumps(_before_0_2(r)) for r in reference[:4]]
     (out / "pairs.jsonl").write_text("\n".join(lines) + "\n")
     assert load_records(out / "pairs.jsonl")[0] == legacy
     capsys.readouterr()
+    assert _joints(tiny_bert_dir, data, out) == 2                          # 0-based a and b: not continued
+    err = capsys.readouterr().err
+    assert "a and b are 0-based token indices" in err and "convert_positions.py" in err
+    assert (out / "pairs.jsonl").read_text() == "\n".join(lines) + "\n"   # untouched
+    assert _convert(out).endswith("4 pairs converted")                      # the script beside docs/results/joints
+    lines = (out / "pairs.jsonl").read_text().splitlines()
+    assert load_records(out / "pairs.jsonl")[0] == {**legacy, "positions_base": 1}
+    assert [json.loads(x) for x in lines[1:]] == [{k: v for k, v in r.items() if k != "id"} for r in reference[:4]]
     assert _joints(tiny_bert_dir, data, out) == 0
     assert "2 new pairs, 6/6" in capsys.readouterr().err
     _same(list(read_results(out / "pairs.jsonl")), reference)
@@ -144,6 +159,17 @@ def test_an_older_runners_file_is_upgraded_and_resumed(reference, tiny_bert_dir,
     (out / "pairs.jsonl").write_text("\n".join(lines) + "\n")
     assert _joints(tiny_bert_dir, data, out, "--seed", "5") == 2
     assert "different configuration" in capsys.readouterr().err
+
+
+def _convert(folder):
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[2] / "docs" / "results" / "joints" / "convert_positions.py"
+    spec = importlib.util.spec_from_file_location("convert_positions", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.convert(folder)
 
 
 def test_every_input_format_gives_the_same_sequences(tmp_path):
@@ -161,13 +187,13 @@ def test_every_input_format_gives_the_same_sequences(tmp_path):
     for name, column in [("a.txt", None), ("a.fasta", None), ("a.csv", None), ("a.tsv", "VH"), ("a.jsonl", None),
                          ("a.parquet", None)]:
         assert read_sequences(tmp_path / name, column) == seqs, name
-        cfg = JointsConfig(model="m", data=str(tmp_path / name), column=column)
+        cfg = JointsSpec(model="m", data=str(tmp_path / name), column=column)
         assert read_sequences(cfg.data, cfg.column, 3, cfg.format) == seqs[:3]
-    assert JointsConfig(model="m", data="x.csv").column == "HC" and JointsConfig(model="m", data="x.txt", column="HC").column is None
+    assert JointsSpec(model="m", data="x.csv").column == "HC" and JointsSpec(model="m", data="x.txt", column="HC").column is None
     with pytest.raises(MLMProbError, match="column 'HC' not in a.tsv"):
         read_sequences(tmp_path / "a.tsv")
     with pytest.raises(MLMProbError, match="unknown data format"):
-        JointsConfig(model="m", data="x.csv", format="xml")
+        JointsSpec(model="m", data="x.csv", format="xml")
     (tmp_path / "e.txt").write_text("na\n\n")
     with pytest.raises(MLMProbError, match="no sequences in"):
         read_sequences(tmp_path / "e.txt")

@@ -1,4 +1,4 @@
-"""``mlmprob score --likelihood chain`` and ``mlmprob variants --methods chain`` end to end on a tiny model."""
+"""``mlmprob score --likelihood loglik`` and ``mlmprob variants --methods chain`` end to end on a tiny model."""
 
 import json
 
@@ -7,7 +7,7 @@ import torch
 
 from mlmprob import load_mlm, loglik
 from mlmprob.cli import main
-from mlmprob.likelihood.records import CHAIN_FIELDS, record_generator
+from mlmprob.likelihood.records import LOGLIK_FIELDS, record_generator
 
 SEQS = {"a": "ACDEFGHIK", "b": "MN", "c": "PQRSTVW"}
 
@@ -19,9 +19,9 @@ def fasta(tmp_path):
     return p
 
 
-def test_score_chain_columns_equal_loglik(fasta, tmp_path, tiny_bert_dir, one_thread):
+def test_score_loglik_columns_equal_loglik(fasta, tmp_path, tiny_bert_dir, one_thread):
     out = tmp_path / "s.jsonl"
-    args = ["score", str(fasta), "--model", str(tiny_bert_dir), "--likelihood", "chain", "--orders", "4",
+    args = ["score", str(fasta), "--model", str(tiny_bert_dir), "--likelihood", "loglik", "--orders", "4",
             "--per-order", "--seed", "3", "--no-progress"]
     assert main(args + ["--out", str(out)]) == 0
     rows = {r["id"]: r for r in map(json.loads, out.read_text().splitlines())}
@@ -47,7 +47,7 @@ def test_score_chain_columns_equal_loglik(fasta, tmp_path, tiny_bert_dir, one_th
     assert main(args + ["--out", str(tsv)]) == 2          # --per-order needs a list column
     assert main([a for a in args if a != "--per-order"] + ["--out", str(tsv)]) == 0
     head = tsv.read_text().splitlines()[0].split("\t")
-    assert head[-len(CHAIN_FIELDS):] == list(CHAIN_FIELDS)
+    assert head[-len(LOGLIK_FIELDS):] == list(LOGLIK_FIELDS)
 
 
 def test_variants_chain(tmp_path, tiny_bert_dir, one_thread, capsys):
@@ -64,14 +64,18 @@ def test_variants_chain(tmp_path, tiny_bert_dir, one_thread, capsys):
     assert "chain" in capsys.readouterr().err
 
 
-def test_likelihood_loglik_is_the_new_spelling_of_chain(fasta, tmp_path, tiny_bert_dir, one_thread, capsys):
+def test_likelihood_loglik_stores_its_name_and_resumes(fasta, tmp_path, tiny_bert_dir, one_thread, capsys):
     # `score --likelihood loglik` (the name of mlmprob.loglik and its columns; not the variant score `chain`):
-    # the former spelling `chain` gives the same rows, and a run written with it resumes under the new one
+    # the former spelling `chain` is refused; the configuration stores `loglik`, and a run written with it resumes
     base = ["score", str(fasta), "--model", str(tiny_bert_dir), "--orders", "3", "--no-progress"]
     old, new = tmp_path / "old.jsonl", tmp_path / "new.jsonl"
-    assert main(base + ["--likelihood", "chain", "--out", str(old)]) == 0
+    with pytest.raises(SystemExit) as e:
+        main(base + ["--likelihood", "chain", "--out", str(old)])
+    assert e.value.code == 2 and "invalid choice: 'chain'" in capsys.readouterr().err and not old.exists()
+    assert main(base + ["--likelihood", "loglik", "--out", str(old)]) == 0
     assert main(base + ["--likelihood", "loglik", "--out", str(new)]) == 0
     assert old.read_text() == new.read_text()
+    assert json.loads(old.with_name("old.jsonl.meta.json").read_text())["config"]["likelihood"] == "loglik"
     assert main(base + ["--likelihood", "loglik", "--out", str(old), "--resume"]) == 0
     assert "3 already there" in capsys.readouterr().err
     assert main(base + ["--likelihood", "loglik", "--pll", "one-pass"]) == 2

@@ -28,7 +28,7 @@ def peaked_bert_dir(tmp_path_factory):
 
 
 def _argv(model, out, *extra):
-    return ["sample", "--model", str(model), "--seq", SEQ, "--cdr3", "kabat", "--method", "ancestral", "--chains", "2",
+    return ["sample", "--model", str(model), "--seq", SEQ, "--cdr", "H3", "--numbering", "kabat", "--method", "ancestral", "--chains", "2",
             "--epochs", "3", "--out", str(out), "--no-progress", "--device", "cpu", *extra]
 
 

@@ -10,10 +10,10 @@ TRASTUZUMAB_VH = ("EVQLVESGGGLVQPGGSLRLSCAASGFNIKDTYIHWVRQAPGKGLEWVARIYPTNGYTRYA
                   "WGGDGFYAMDYWGQGTLVTVSS")
 
 
-def test_cli_samples_cdr3_only_and_resumes(tiny_bert_dir, tmp_path, capsys):
+def test_cli_samples_cdr_h3_only_and_resumes(tiny_bert_dir, tmp_path, capsys):
     seq = " ".join(TRASTUZUMAB_VH)     # the word-level test tokenizer needs one residue per word
     out = tmp_path / "run"
-    argv = ["sample", "--model", str(tiny_bert_dir), "--seq", seq, "--cdr3", "kabat", "--chains", "2", "--epochs", "2",
+    argv = ["sample", "--model", str(tiny_bert_dir), "--seq", seq, "--cdr", "H3", "--numbering", "kabat", "--chains", "2", "--epochs", "2",
             "--burn-in", "1", "--block-size", "3:1", "--out", str(out), "--no-progress"]
     assert main(argv) == 0
     summary = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
@@ -54,5 +54,5 @@ def test_cli_input_errors(tiny_bert_dir, tmp_path, capsys):
     assert "no input" in capsys.readouterr().err
     assert main(base + ["--seq", "A C D", "--positions", "7"]) == 2
     assert "outside" in capsys.readouterr().err
-    assert main(base + ["--seq", "A C D", "--cdr3"]) == 2
+    assert main(base + ["--seq", "A C D", "--cdr", "H3"]) == 2
     assert "CDR-H3" in capsys.readouterr().err

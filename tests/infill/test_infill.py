@@ -408,7 +408,7 @@ def test_cli_infill(tiny_hf, monkeypatch, capsys):
     monkeypatch.setattr("mlmprob.models.load_mlm", lambda *a, **k: tiny_hf)
     assert main(["infill", "AC[MASK]x2E", "--model", "tiny", "--json", "-k", "3", "--order", "best"]) == 0
     out = json.loads(capsys.readouterr().out)
-    assert len(out["candidates"]) == 3 and out["positions"] == [3, 4]
+    assert len(out["candidates"]) == 3 and out["positions"] == [3, 4] == out["token_indices"]
     assert all(len(c["fill"]) == 2 and c["sequence"].startswith("AC") for c in out["candidates"])
     assert main(["infill", "AC__E", "--model", "tiny", "--method", "standard", "--pivot", "A"]) == 2
     assert "only by method='hcb'" in capsys.readouterr().err

@@ -14,7 +14,7 @@ from mlmprob.errors import MLMProbError
 from mlmprob.joints import (METHODS, ag_joint, ag_objective, ci_gap, evaluate_pair, hcb_joint, joint_from,
                             mlm_joint, mrf_joint, pair_conditionals, pair_metrics,
                             pairwise_joint, summarize, topk_candidates)
-from mlmprob.joints.job import JointsConfig, load_records, run_joints, write_report
+from mlmprob.joints.job import JointsSpec, load_records, run_joints, write_report
 from mlmprob.models.exact import LookupMLM
 
 from mdtable import printed, row, tables_after
@@ -293,7 +293,7 @@ def test_runner_resumes_and_reports(tmp_path):
     m = tiny_bert_mlm()
     data = tmp_path / "seqs.txt"
     data.write_text("ACDEFGH\nCDEA\nGGHACD\nA\nXYZ\n")
-    cfg = JointsConfig(model="tiny", data=str(data), n_pairs=2, seed=1)
+    cfg = JointsSpec(model="tiny", data=str(data), n_pairs=2, seed=1)
     seen = []
     recs = run_joints(m, cfg, tmp_path / "out", progress=seen.append)
     assert len(recs) == 4 and len(seen) == 4
@@ -301,17 +301,19 @@ def test_runner_resumes_and_reports(tmp_path):
     assert all(r["seq_index"] != 3 for r in recs)   # "A" has no pair
     assert all(r["seq_index"] != 4 for r in recs)   # "XYZ" cannot be encoded: skipped
     seen.clear()
-    cfg3 = JointsConfig(model="tiny", data=str(data), n_pairs=3, seed=1)
+    cfg3 = JointsSpec(model="tiny", data=str(data), n_pairs=3, seed=1)
     recs3 = run_joints(m, cfg3, tmp_path / "out", progress=seen.append)
     assert len(seen) == 2 and len(recs3) == 6        # only the missing pair of each scheme
-    assert [(r["a"], r["b"]) for r in recs3 if r["i"] < 2] == [(r["a"], r["b"]) for r in recs]
+    def pair(r):
+        return r["a"], r["b"], r["a_token_index"], r["b_token_index"]
+    assert [pair(r) for r in recs3 if r["i"] < 2] == [pair(r) for r in recs]
     _, on_disk = load_records(tmp_path / "out" / "pairs.jsonl")
     assert len(on_disk) == 6
     # a line cut by a kill is dropped before appending: the next run redoes that pair only
     with (tmp_path / "out" / "pairs.jsonl").open("a") as f:
         f.write('{"kind": "pair", "scheme": "ran')
     seen.clear()
-    cfg4 = JointsConfig(model="tiny", data=str(data), n_pairs=4, seed=1)
+    cfg4 = JointsSpec(model="tiny", data=str(data), n_pairs=4, seed=1)
     recs4 = run_joints(m, cfg4, tmp_path / "out", progress=seen.append)
     assert len(seen) == 2 and len(recs4) == 8 and len(load_records(tmp_path / "out" / "pairs.jsonl")[1]) == 8
     paths = write_report(recs3, tmp_path / "out")
@@ -328,7 +330,7 @@ def test_runner_resumes_and_reports(tmp_path):
     assert printed(ag["random U-PPL"], math.exp(-sum(m["ag"]["unary_logp"] for m in rand) / (2 * len(rand))))
     assert printed(ag["random A-KL"], sum(m["ag"]["akl"] for m in rand) / len(rand))
     with pytest.raises(MLMProbError, match="different configuration"):
-        run_joints(m, JointsConfig(model="tiny", data=str(data), n_pairs=2, seed=2), tmp_path / "out")
+        run_joints(m, JointsSpec(model="tiny", data=str(data), n_pairs=2, seed=2), tmp_path / "out")
 
 
 def test_cli_registers_and_reports(tmp_path, capsys):
@@ -337,7 +339,7 @@ def test_cli_registers_and_reports(tmp_path, capsys):
     m = tiny_bert_mlm()
     data = tmp_path / "seqs.txt"
     data.write_text("ACDEFGH\nCDEA\n")
-    run_joints(m, JointsConfig(model="tiny", data=str(data), n_pairs=1), tmp_path / "out")
+    run_joints(m, JointsSpec(model="tiny", data=str(data), n_pairs=1), tmp_path / "out")
     parser = argparse.ArgumentParser()
     cmd.register(parser.add_subparsers())
     args = parser.parse_args(["joints", "--model", "tiny", "--data", str(data), "--out", str(tmp_path / "out"),

@@ -7,7 +7,7 @@ import dataclasses
 import pytest
 
 from mlmprob.errors import MLMProbError
-from mlmprob.joints.job import JointsConfig
+from mlmprob.joints.job import JointsSpec as JobJointsSpec
 from mlmprob.joints.spec import JointsSpec
 
 
@@ -29,7 +29,7 @@ def test_bad_settings_are_refused_where_the_spec_is_made(kw, message):
 
 def test_identity_keeps_the_stored_keys_and_order():
     spec = JointsSpec(model="m", data="x.csv", schemes=["contiguous"], n_pairs=3)
-    assert spec.schemes == ("contiguous",) and JointsConfig is JointsSpec
+    assert spec.schemes == ("contiguous",) and JobJointsSpec is JointsSpec
     assert list(spec.identity()) == ["model", "data", "column", "schemes", "seed", "top_k", "pivot", "ag_steps",
                                      "ag_tol", "ag_max_steps", "max_sequences", "format"]
     assert spec.identity()["schemes"] == ["contiguous"] and spec.settings()["n_pairs"] == 3

@@ -36,11 +36,11 @@ def job_classes() -> dict[str, type]:
 
 
 def _joints_config(tmp_path):
-    from mlmprob.joints.job import JointsConfig
+    from mlmprob.joints.job import JointsSpec
 
     data = tmp_path / "seqs.txt"
     data.write_text("ACDEFGH\nCDEAKLM\n")
-    return JointsConfig(model="m", data=str(data), n_pairs=1)
+    return JointsSpec(model="m", data=str(data), n_pairs=1)
 
 
 # a job's own required arguments (the four loading fields are given to all): a new job class must be added
@@ -51,7 +51,7 @@ JOB_ARGS = {
     "mlmprob.sampling.folder.FolderSampleJob": lambda tmp: {"folder": str(tmp)},
     "mlmprob.infill.stream.InfillJob": lambda tmp: {},
     "mlmprob.variants.stream.VariantsJob": lambda tmp: {"wild_type": "MKTAYIAKQ"},
-    "mlmprob.joints.job.JointsJob": lambda tmp: {"config": _joints_config(tmp)},
+    "mlmprob.joints.job.JointsJob": lambda tmp: {"spec": _joints_config(tmp)},
 }
 
 
@@ -103,7 +103,7 @@ def test_the_keywords_of_the_cli_still_build_the_jobs(tmp_path):
     assert SampleJob(model="x", chains=2, batch_tokens=8).model_spec.batch_tokens == 8
     cfg = _joints_config(tmp_path)
     assert JointsJob(cfg, dtype=None).model == "m"      # the model is the configuration's
-    with pytest.raises(ValueError, match="is not config.model"):
+    with pytest.raises(ValueError, match="is not spec.model"):
         JointsJob(cfg, model="other")
 
 

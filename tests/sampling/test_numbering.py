@@ -1,7 +1,8 @@
 """Antibody regions from the numbering library (``mlmprob.numbering``, anarcism): the six IMGT CDRs of
 trastuzumab, Kabat CDR-H3, scFvs, one-line errors for what does not number, and the ``--cdr`` options of
-``sample`` (with the ``--cdr3`` alias), ``infill``, ``variants --saturate`` and the app on tiny models."""
+``sample``, ``infill``, ``variants --saturate`` and the app on tiny models."""
 
+import csv
 import json
 
 import pytest
@@ -100,29 +101,29 @@ def _fasta_seqs(out):
     return [s.replace(" ", "") for s in (out / "samples.fasta").read_text().splitlines()[1::2]]
 
 
-def test_sample_cdr_frees_only_that_cdr_and_cdr3_is_its_h3_alias(tiny_bert_dir, tmp_path, capsys):
+def test_sample_cdr_frees_only_that_cdr_and_the_cdr3_alias_is_gone(tiny_bert_dir, tmp_path, capsys):
     assert _sample(tiny_bert_dir, SPACED_VL, tmp_path / "l3", "--cdr", "L3", "--method", "ancestral") == 0
     head = json.loads((tmp_path / "l3" / "run.jsonl").read_text().splitlines()[0])
     s, e = cdr_span(VL, "L3")
     assert [i - 1 for i, f in enumerate(head["free"][0]) if f] == list(range(s, e))
     (got,) = _fasta_seqs(tmp_path / "l3")
     assert got[:s] == VL[:s] and got[e:] == VL[e:]
-    # --cdr3 kabat is --cdr H3 --numbering kabat: the same free positions and the same draws
-    assert _sample(tiny_bert_dir, SPACED_VH, tmp_path / "a", "--cdr3", "kabat") == 0
+    # --cdr H3 --numbering kabat: the 11 Kabat CDR-H3 residues; --cdr3, its former alias, is refused
     assert _sample(tiny_bert_dir, SPACED_VH, tmp_path / "b", "--cdr", "h3", "--numbering", "kabat") == 0
-    assert _fasta_seqs(tmp_path / "a") == _fasta_seqs(tmp_path / "b")
-    head = json.loads((tmp_path / "a" / "run.jsonl").read_text().splitlines()[0])
+    head = json.loads((tmp_path / "b" / "run.jsonl").read_text().splitlines()[0])
     assert sum(head["free"][0]) == 11
     capsys.readouterr()
+    with pytest.raises(SystemExit) as e:
+        _sample(tiny_bert_dir, SPACED_VH, tmp_path / "a", "--cdr3", "kabat")
+    assert e.value.code == 2 and "unrecognized arguments: --cdr3" in capsys.readouterr().err
+    assert not (tmp_path / "a").exists()
 
 
 @pytest.mark.parametrize("extra, message", [
     (["--cdr", "H4"], "unknown CDR 'H4'"),
     (["--cdr", "L1", "--numbering", "kabat"], "--numbering kabat gives CDR-H3 only"),
-    (["--cdr3", "--cdr", "L1"], "--cdr3 is --cdr H3; it cannot go with --cdr L1"),
-    (["--cdr3", "kabat", "--numbering", "imgt"], "--cdr3 kabat is --numbering kabat"),
     (["--numbering", "imgt"], "--numbering is the CDR definition of --cdr; give --cdr too"),
-    (["--cdr", "H1", "--positions", "3"], "give --positions or --cdr (--cdr3), not both"),
+    (["--cdr", "H1", "--positions", "3"], "give --positions or --cdr, not both"),
     (["--cdr", "L1"], "seq1: no CDR-L1: anarcism (IMGT numbering) finds only a heavy-chain (VH) domain"),
 ])
 def test_sample_region_errors(tiny_bert_dir, tmp_path, capsys, extra, message):
@@ -135,11 +136,11 @@ def test_sample_region_errors(tiny_bert_dir, tmp_path, capsys, extra, message):
     assert message in err and len(err.strip().splitlines()) == 1
 
 
-def test_help_names_the_alias(capsys):
+def test_help_names_the_cdrs_and_no_alias(capsys):
     with pytest.raises(SystemExit):
         main(["sample", "--help"])
     text = " ".join(capsys.readouterr().out.split())
-    assert "alias of --cdr H3" in text and "{H1,H2,H3,L1,L2,L3}" in text
+    assert "--cdr3" not in text and "alias" not in text and "{H1,H2,H3,L1,L2,L3}" in text
 
 
 def test_streamed_sample_with_a_cdr_skips_what_does_not_number(tiny_bert_dir, tmp_path, capsys):
@@ -184,6 +185,9 @@ def test_variants_saturate_cdr_mutates_only_the_region(esm_dir, tmp_path, capsys
     assert len(ids) == 19 * (e - s) and {int(i[1:-1]) - 1 for i in ids} == set(range(s, e))
     rows = (tmp_path / "sat.heatmap.csv").read_text().splitlines()
     assert [r.split(",")[0] for r in rows[1:]] == [f"{VH[i]}{i + 1}" for i in range(s, e)]
+    long = list(csv.DictReader((tmp_path / "sat.saturation.csv").open()))   # position: the residue in the chain
+    assert {int(r["position"]) for r in long} == set(range(s + 1, e + 1))
+    assert all(int(r["position"]) == int(r["residue"]) == int(r["token_index"]) for r in long)   # ESM-2: one CLS
     capsys.readouterr()
     assert main(["variants", str(out), "--wild-type", VH, "--cdr", "H2", "--model", str(esm_dir)]) == 2
     assert "--cdr restricts --saturate" in capsys.readouterr().err

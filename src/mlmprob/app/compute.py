@@ -25,7 +25,7 @@ from ..errors import MLMProbError, PositionsError, TokenizationError
 from ..runtime.inputs import Record, fasta_records
 from ..scoring import ScoreSpec, SequenceScore, score_records
 from ..models.reader import reader_of
-from ..positions import parse_numbers as _parse_numbers, word_positions
+from ..positions import parse_numbers as _parse_numbers, token_numbers, word_positions
 
 APP_ORDERS = 4  # random orders of the Score tab's chain-rule log-likelihood
 APP_SCORE = ScoreSpec(per_token=True, likelihood="loglik", n_orders=APP_ORDERS)   # the Score tab's settings
@@ -306,17 +306,18 @@ class InfillRun:
 
 @dataclass(frozen=True)
 class InfillResult:
-    """The gap (token ``positions``), the ``native`` fill when the gap was given as positions of a
-    complete sequence, and the four beams."""
+    """The gap (its ``token_indices``, 0-based, and its 1-based residue/word ``numbers``, as the position box
+    takes them), the ``native`` fill when the gap was given as positions of a complete sequence, and the four
+    beams."""
 
-    positions: tuple[int, ...]
+    token_indices: tuple[int, ...]
     native: str | None
     runs: tuple[InfillRun, ...]
-    numbers: tuple[int, ...] = ()  # 1-based residue/word numbers of the gap, when the tokenizer tells them
+    numbers: tuple[int, ...] = ()  # 1-based residue/word numbers of the gap (mlmprob.positions.token_numbers)
 
 
 def _gap(mlm, text: str, positions: str, limits: Limits):
-    """``(ids [L], token positions, native token ids or None, 1-based residue/word numbers or ())``."""
+    """``(ids [L], token positions, native token ids or None, 1-based residue/word numbers)``."""
     from ..infill.stream import count_gaps, expand_gaps, mask_text
 
     text = str(text or "").strip()
@@ -337,9 +338,8 @@ def _gap(mlm, text: str, positions: str, limits: Limits):
                                "or give the gap's positions")
     if len(pos) > limits.max_gap:
         raise MLMProbError(f"the gap has {len(pos)} tokens; the app fills at most {limits.max_gap}")
-    words = enc.word_ids[0][pos]
-    numbers = tuple(sorted(set((words + 1).tolist()))) if bool((words >= 0).all()) else ()
-    return ids, pos, native, numbers
+    of = token_numbers(enc.word_ids[0], enc.input_ids[0], mlm.mask_id)
+    return ids, pos, native, tuple(sorted({of[t] for t in pos}))
 
 
 def infill_compare(mlm, text: str, positions: str = "", *, beam_size: int = 5, limits: Limits = LIMITS, progress: Callable[[int, int], None] | None = None

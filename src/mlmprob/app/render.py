@@ -89,8 +89,8 @@ def infill_summary(res: InfillResult) -> str:
     where = (f"residues/words {res.numbers[0]}-{res.numbers[-1]}" if res.numbers and
              list(res.numbers) == list(range(res.numbers[0], res.numbers[-1] + 1)) else
              f"residues/words {', '.join(map(str, res.numbers))}" if res.numbers else
-             f"token positions {list(res.positions)}")
-    lines = [f"Gap: {len(res.positions)} token(s) at {where}."]
+             f"token indices {list(res.token_indices)}")
+    lines = [f"Gap: {len(res.token_indices)} token(s) at {where}."]
     if res.native is None:
         lines.append("Native fill: not known (the gap was marked in the text).")
     else:

@@ -7,7 +7,9 @@ One SEQUENCE: prints a table (or ``--json``). ``--input FILE``: every record of 
 JSONL/Parquet file, streamed to ``--out`` (JSONL on stdout by default), one row per gap with its
 ranked fills and scores; resumable, shardable, parallel. ``--gaps joint`` (default): all masked
 tokens of a record form one gap, row id = record id; ``--gaps each``: every contiguous gap is filled
-on its own (the record's other gaps stay masked), row id = ``RECORD/gapK``.
+on its own (the record's other gaps stay masked), row id = ``RECORD/gapK``. A row's (and ``--json``'s)
+``positions`` are the gap's 1-based residue/word numbers (each ``_`` counts as one), ``token_indices``
+its 0-based token indices.
 """
 
 from __future__ import annotations
@@ -24,8 +26,8 @@ from ..jsonl import dumps
 
 __all__ = ["expand_gaps", "parse_pivot", "register", "run"]
 
-TSV_FIELDS = ("id", "record", "gap", "length", "positions", "method", "order", "beam_size", "pivot", "fills",
-              "scores", "tokens")
+TSV_FIELDS = ("id", "record", "gap", "length", "positions", "token_indices", "method", "order", "beam_size", "pivot",
+              "fills", "scores", "tokens")
 _STREAM_ONLY = (("out", None), ("resume", False), ("shard", None), ("workers", None), ("devices", None),
                 ("engine", "local"), ("ray_address", None), ("skip_invalid", False), ("column", None),
                 ("id_column", None), ("format", "auto"), ("gaps", "joint"), ("dedupe", False))
@@ -88,17 +90,20 @@ def _run_one(args, spec) -> int:
     from .common import load_model_from_args
     from ..infill import infill
     from ..infill.beam import score_meaning
+    from ..positions import token_numbers
 
     mlm = load_model_from_args(args)
     native = None
     if args.region:
         args.sequence, native = _region_gap(args.sequence, args.region)
     text = expand_gaps(args.sequence, _mask_text(mlm))
-    ids = mlm.encode([text]).input_ids
+    enc = mlm.encode([text])
+    ids = enc.input_ids
     positions = (ids[0] == mlm.mask_id).nonzero(as_tuple=True)[0]
     if len(positions) == 0:
         raise MLMProbError("the sequence has no gap; write it as [MASK]x5 or _____")
     cands = infill(mlm, ids, positions, spec)
+    numbers = [token_numbers(enc.word_ids[0], ids[0], mlm.mask_id)[t] for t in positions.tolist()]
     rows = []
     for rank, c in enumerate(cands, start=1):
         full = ids[0].clone()
@@ -107,11 +112,11 @@ def _run_one(args, spec) -> int:
                      "tokens": list(c.tokens), "sequence": mlm.decode(full)})
     if args.json:
         print(dumps({"model": args.model, **spec.settings(),
-                          "positions": positions.tolist(), "candidates": rows,
+                          "positions": numbers, "token_indices": positions.tolist(), "candidates": rows,
                           **({"cdr": args.cdr, "numbering": args.numbering, "native": native} if native else {})}))
         return 0
     print(f"# {args.model}  method={spec.method}  order={spec.order}  beam={spec.beam_size}  "
-          f"gap={len(positions)} tokens at {positions.tolist()}"
+          f"gap={len(positions)} tokens at positions {numbers} (1-based)"
           + (f"  CDR-{args.cdr} ({args.numbering}) native={native}" if native else ""))
     print(f"# score: {score_meaning(spec.method, spec.pivot)}")
     width = max(4, *(len(r["fill"]) for r in rows))
@@ -138,7 +143,7 @@ def _run_stream(args, spec) -> int:
         records = unique(iter_records(args.input, args.format, args.column, args.id_column))
         return region_units(records, args.region) if args.region else iter_gap_units(records, args.gaps)
 
-    config = {"command": "infill", "model": args.model, "input": source,
+    config = {"command": "infill", "model": args.model, "input": source, "positions_base": 1,
               "format": args.format, "column": args.column, "id_column": args.id_column, "gaps": args.gaps,
               **spec.settings(), **({"dedupe": True} if args.dedupe else {}), **cdr_config(args.region)}
     job = InfillJob(model=args.model, dtype=args.dtype, allow_pickle=args.allow_pickle, spec=spec,

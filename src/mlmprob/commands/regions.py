@@ -1,6 +1,5 @@
 """The ``--cdr REGION`` / ``--numbering`` options of ``sample``, ``infill`` and ``variants``: one of the six
-CDRs of an antibody chain, found by numbering it (:mod:`mlmprob.numbering`, anarcism), and ``sample``'s
-older ``--cdr3 [imgt|kabat]``, an alias of ``--cdr H3 [--numbering imgt|kabat]``."""
+CDRs of an antibody chain, found by numbering it (:mod:`mlmprob.numbering`, anarcism)."""
 
 from __future__ import annotations
 
@@ -18,30 +17,19 @@ def cdr_arg(text: str) -> str:
         raise argparse.ArgumentTypeError(str(e)) from None
 
 
-def add_cdr_args(group, what: str, alias: bool = False) -> None:
-    """``--cdr`` and ``--numbering`` (and with ``alias`` the old ``--cdr3``); ``what``: what the region does."""
+def add_cdr_args(group, what: str) -> None:
+    """``--cdr`` and ``--numbering``; ``what``: what the region does."""
     group.add_argument("--cdr", type=cdr_arg, metavar="{" + ",".join(CDRS) + "}",
                        help=f"{what}: this CDR of the antibody chain, found by numbering it with anarcism "
                             "(an scFv gives heavy CDRs from its VH, light ones from its VL)")
     group.add_argument("--numbering", choices=SCHEMES, default=None,
                        help="CDR definition of --cdr (default imgt): imgt for all six; kabat for H3 only "
                             "(Kabat H95-H102 = IMGT 107-117). anarcism numbers in IMGT, so no Chothia")
-    if alias:
-        group.add_argument("--cdr3", nargs="?", const="imgt", choices=SCHEMES,
-                           help="alias of --cdr H3 [--numbering imgt|kabat], the older spelling (now numbered by "
-                                "anarcism, not the Cys ... W-G-x-G motif)")
 
 
 def resolve_cdr(args) -> tuple[str, str] | None:
-    """``(cdr, numbering)`` of the parsed options, or None without ``--cdr`` / ``--cdr3``; the alias folded in
-    (``args.cdr``, ``args.numbering`` are set) and conflicts refused in one line."""
-    alias = getattr(args, "cdr3", None)
-    if alias:
-        if args.cdr not in (None, "H3"):
-            raise MLMProbError(f"--cdr3 is --cdr H3; it cannot go with --cdr {args.cdr}")
-        if args.numbering not in (None, alias):
-            raise MLMProbError(f"--cdr3 {alias} is --numbering {alias}; it cannot go with --numbering {args.numbering}")
-        args.cdr, args.numbering = "H3", alias
+    """``(cdr, numbering)`` of the parsed options, or None without ``--cdr`` (``args.numbering`` is set to its
+    default); a ``--numbering`` without ``--cdr`` is refused in one line."""
     if args.cdr is None:
         if args.numbering is not None:
             raise MLMProbError("--numbering is the CDR definition of --cdr; give --cdr too")

@@ -104,7 +104,7 @@ def register(sub) -> None:
     src.add_argument("--positions", help="free residue/word numbers, 1-based as in mutation strings (the first residue "
                                         "is 1; 0-based in earlier versions), e.g. 3,5,10-12 (default: all)")
     from .regions import add_cdr_args
-    add_cdr_args(src, "free only this region; the rest is clamped", alias=True)
+    add_cdr_args(src, "free only this region; the rest is clamped")
     from .common import add_model_args, add_runtime_args
     add_model_args(p)
     s = p.add_argument_group("sampler")
@@ -233,7 +233,7 @@ def run(args) -> int:
     from .regions import resolve_cdr
     args.region = resolve_cdr(args)
     if args.positions and args.region:
-        raise MLMProbError("give --positions or --cdr (--cdr3), not both")
+        raise MLMProbError("give --positions or --cdr, not both")
     if args.positions:
         parse_positions(args.positions)   # a bad list (a 0: the old base) is refused before anything loads
     check_method_options(args)
@@ -264,7 +264,7 @@ def _job_fields(args) -> dict:
 
 def _stored_config(args, job, **mode) -> dict:
     """The configuration a run stores and a resume compares: the input, the free positions, ``mode``'s keys
-    (``cdr3=None`` streamed, ``mode="folder"``), the region and the job's settings."""
+    (``mode="folder"``), the region and the job's settings."""
     from .regions import cdr_config
 
     return {"command": "sample", "model": args.model,
@@ -368,7 +368,7 @@ def run_streamed(args) -> int:
     unique = UniqueIds(args.dedupe)
     given = getattr(args, "input_given", args.input)
     job = SampleJob(**_job_fields(args), skip_invalid=args.skip_invalid)
-    config = _stored_config(args, job, cdr3=None)
+    config = _stored_config(args, job)
     last = f"/chain{job.chains - 1}"
     spec = StreamCommand(job, lambda: _records(args, unique), config, input=args.input,
                          empty=f"no sequences found in {given}" if args.input else "no input: give --seq or --input",

@@ -25,8 +25,8 @@ def register(sub) -> None:
     p.add_argument("--per-token", action="store_true", help="also write per-token log-probabilities and raw logits")
     p.add_argument("--whole-word", action="store_true", help="whole-word l2r PLL (Kauf & Ivanova 2023)")
     from ..likelihood.spec import LOGLIK_ORDERS
-    p.add_argument("--likelihood", type=_likelihood_name, choices=("pll", "loglik"), default="pll",
-                   help="loglik (former spelling: chain): also the chain-rule log-likelihood over the proposal alphabet "
+    p.add_argument("--likelihood", choices=("pll", "loglik"), default="pll",
+                   help="loglik: also the chain-rule log-likelihood over the proposal alphabet "
                    "(mlmprob.loglik; columns loglik_mixture, loglik_elbo, loglik_per_token, ...)")
     p.add_argument("--orders", dest="n_orders", metavar="ORDERS", type=positive_int, default=LOGLIK_ORDERS,
                    help="--likelihood loglik: random orders per "
@@ -47,12 +47,6 @@ def register(sub) -> None:
                         "the one shipped or beside the model")
     add_runtime_args(p)
     p.set_defaults(func=run)
-
-
-def _likelihood_name(text: str) -> str:
-    """``--likelihood``'s value; ``chain``, its former spelling, reads as ``loglik`` (the variant score ``chain``
-    of ``mlmprob variants`` is another quantity: README, "Two chain-rule quantities")."""
-    return "loglik" if text == "chain" else text
 
 
 def expected_ids(config: dict, limit: int | None = None):

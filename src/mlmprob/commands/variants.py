@@ -184,7 +184,8 @@ def _saturation_outputs(args, job, state, wild_type: str, methods) -> None:
     mlm = (state or job.load("cpu")).mlm  # the tokenizer's residue positions (worker runs keep theirs)
     first = int(residue_positions(mlm, wild_type[:1])[1][0])
     lo, hi = getattr(args, "cdr_span", None) or (0, len(wild_type))   # --cdr: the region's rows alone
-    sat = saturation_from_rows(read_results(args.out), wild_type[lo:hi], first + lo, args.offset + lo)
+    sat = saturation_from_rows(read_results(args.out), wild_type[lo:hi], first + lo, args.offset + lo,
+                               first_number=lo + 1)
     stem = _stem(args.out)
     write_csv(sat, f"{stem}.saturation.csv")
     write_matrix(sat, f"{stem}.heatmap.csv", score)

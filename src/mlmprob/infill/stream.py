@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import Iterable, Iterator, NamedTuple, Sequence
 
 from ..errors import MLMProbError
+from ..positions import token_numbers
 from ..runtime.inputs import Record
 from ..runtime.job import State
 from ..models.reader import name_of, reader_of
@@ -136,8 +137,10 @@ class InfillState(State):
 @dataclass(frozen=True)
 class InfillJob(ModelJob):
     """Everything a worker needs to fill chunks of :class:`GapUnit` (picklable; loaded by
-    :class:`~mlmprob.models.spec.ModelJob`). List-valued fields are lists; a TSV writer writes them as JSON
-    text (:func:`mlmprob.runtime.writers.tsv_cell`)."""
+    :class:`~mlmprob.models.spec.ModelJob`). A row's ``positions`` are the gap's 1-based residue/word numbers
+    (:func:`mlmprob.positions.token_numbers`: each ``_`` of the text is one), ``token_indices`` its token indices
+    (0-based, special tokens counted: what ``infill(mlm, ids, positions)`` takes). List-valued fields are lists;
+    a TSV writer writes them as JSON text (:func:`mlmprob.runtime.writers.tsv_cell`)."""
 
     spec: InfillSpec = InfillSpec()
     skip_invalid: bool = False
@@ -162,7 +165,8 @@ class InfillJob(ModelJob):
         if unit.error:
             raise MLMProbError(unit.error)
         mlm = state.mlm
-        ids = mlm.encode([expand_gaps(unit.seq, state.mask_text)]).input_ids
+        enc = mlm.encode([expand_gaps(unit.seq, state.mask_text)])
+        ids = enc.input_ids
         positions = (ids[0] == mlm.mask_id).nonzero(as_tuple=True)[0].tolist()
         if not positions:
             raise MLMProbError(NO_GAP)
@@ -175,7 +179,9 @@ class InfillJob(ModelJob):
         spec = self.spec
         cands = infill(mlm, ids, positions, method=spec.method, order=spec.order, beam_size=spec.beam_size,
                        pivot=state.pivot)
-        lists = {"positions": positions, "fills": [mlm.decode(list(c.tokens)) for c in cands],
+        numbers = token_numbers(enc.word_ids[0], ids[0], mlm.mask_id)
+        lists = {"positions": [numbers[t] for t in positions], "token_indices": positions,
+                 "fills": [mlm.decode(list(c.tokens)) for c in cands],
                  "scores": [c.score for c in cands], "tokens": [list(c.tokens) for c in cands]}
         return {"id": unit.id, "record": unit.record, "gap": unit.gap, "length": len(positions),
                 **spec.settings(), **lists}

@@ -38,10 +38,12 @@ class PairEvaluation:
     seconds_total: float
 
     def record(self) -> dict:
-        """A JSON-ready summary (no tables)."""
+        """A JSON-ready summary (no tables); the pair as token indices (``a_token_index``, ``b_token_index``:
+        0-based, special tokens counted, what :func:`evaluate_pair` takes)."""
         pc = self.conditionals
         return {
-            "a": pc.a, "b": pc.b, "gold": list(pc.gold), "K": pc.size, "gold_in_candidates": pc.gold_index is not None,
+            "a_token_index": pc.a, "b_token_index": pc.b, "gold": list(pc.gold), "K": pc.size,
+            "gold_in_candidates": pc.gold_index is not None,
             "n_forward": pc.n_forward, "n_calls": pc.n_calls, "pivot": list(self.pivot),
             "ci_gap": self.ci_gap, "incompatibility": self.incompatibility,
             "ag_steps": self.ag.steps, "ag_converged": self.ag.converged, "ag_change": self.ag.change,

@@ -31,12 +31,13 @@ import torch
 
 from ..errors import MLMProbError
 from ..models.protocol import MaskedLM
-from ..positions import TOKENS, default_mask
+from ..models.tokenizers import Encoding
+from ..positions import TOKENS, default_mask, token_numbers
 from ..runtime.job import State
 from ..runtime.seeds import seeded_generator
 from ..runtime.shard import Shard
 from .evaluate import AGOptions, evaluate_pair
-from .spec import DEFAULT_COLUMN, SCHEMES, JointsConfig, JointsSpec  # noqa: F401 - where the CLI and tests import them
+from .spec import DEFAULT_COLUMN, SCHEMES, JointsSpec  # noqa: F401 - where the CLI and tests import them
 from .records import RECORDS_FILE, _dtype_label, check_records, load_records, restore_nonfinite  # noqa: F401
 from .report import (METHOD_LABELS, PLOT_FILE, REPORT_FILE, SUMMARY_FILE, diagnostics, format_report,  # noqa: F401
                      summarize_records, write_report)
@@ -70,12 +71,16 @@ def read_sequences(path: str | Path, column: str | None = None, max_sequences: i
 
 @dataclass(frozen=True)
 class PlannedPair:
+    """Pair ``i`` of ``scheme``: token indices ``a``, ``b`` of ``input_ids`` (what :func:`evaluate_pair` takes)
+    and ``numbers``, their 1-based residue/word numbers (:func:`mlmprob.positions.token_numbers`)."""
+
     scheme: str
     i: int
     seq_index: int
     input_ids: torch.Tensor   # [L]
     a: int
     b: int
+    numbers: tuple[int, int]
 
 
 def draw_pair(positions: torch.Tensor, scheme: str, generator: torch.Generator) -> tuple[int, int] | None:
@@ -97,21 +102,21 @@ def draw_pair(positions: torch.Tensor, scheme: str, generator: torch.Generator) 
 
 class PairPlanner:
     """The deterministic pairs of each scheme, drawn lazily and remembered: ``pair(s, i)`` is pair ``i``
-    of scheme ``config.schemes[s]`` (every process that asks gets the same pair)."""
+    of scheme ``spec.schemes[s]`` (every process that asks gets the same pair)."""
 
-    def __init__(self, mlm: MaskedLM, sequences: Sequence[str], config: JointsSpec):
+    def __init__(self, mlm: MaskedLM, sequences: Sequence[str], spec: JointsSpec):
         if not reader_of(mlm).has_text:
             raise MLMProbError("the runner needs a model with a tokenizer (encode); use pairwise_joint directly otherwise")
-        self.mlm, self.sequences, self.config = mlm, sequences, config
-        self._order = [torch.randperm(len(sequences), generator=torch.Generator().manual_seed(config.seed * 7919 + k))
-                       for k in range(len(config.schemes))]
-        self._next = [0] * len(config.schemes)                    # next position in the permutation
-        self._found: list[list[tuple[int, int, int]]] = [[] for _ in config.schemes]   # (seq_index, a, b)
+        self.mlm, self.sequences, self.spec = mlm, sequences, spec
+        self._order = [torch.randperm(len(sequences), generator=torch.Generator().manual_seed(spec.seed * 7919 + k))
+                       for k in range(len(spec.schemes))]
+        self._next = [0] * len(spec.schemes)                    # next position in the permutation
+        self._found: list[list[tuple[int, int, int]]] = [[] for _ in spec.schemes]   # (seq_index, a, b)
         self._unusable: dict[int, str] = {}    # sequence index -> why it cannot be encoded
 
-    def _encode(self, s: int) -> torch.Tensor | None:
+    def _encode(self, s: int) -> Encoding | None:
         try:
-            return self.mlm.encode([self.sequences[s]]).input_ids[0]
+            return self.mlm.encode([self.sequences[s]])
         except MLMProbError as e:   # e.g. too long for the model, or symbols outside its alphabet
             self._unusable.setdefault(s, str(e).removeprefix("sequence 0 "))
             return None
@@ -125,7 +130,7 @@ class PairPlanner:
                             f"encoded for this model, and no other admits a {scheme} pair")
 
     def pair(self, k: int, i: int) -> PlannedPair:
-        scheme, order, found = self.config.schemes[k], self._order[k], self._found[k]
+        scheme, order, found = self.spec.schemes[k], self._order[k], self._found[k]
         while len(found) <= i:
             n = len(found)
             while True:
@@ -134,16 +139,18 @@ class PairPlanner:
                     raise self._none_admits(scheme)
                 self._next[k] += 1
                 s = int(order[j % len(order)])
-                ids = self._encode(s)
-                if ids is None:
+                enc = self._encode(s)
+                if enc is None:
                     continue
-                g = seeded_generator(self.config.seed, "pair", k, n)
-                ab = draw_pair(default_mask(self.mlm, ids[None], TOKENS)[0], scheme, g)
+                g = seeded_generator(self.spec.seed, "pair", k, n)
+                ab = draw_pair(default_mask(self.mlm, enc.input_ids, TOKENS)[0], scheme, g)
                 if ab is not None:
                     found.append((s, *ab))
                     break
         s, a, b = found[i]
-        return PlannedPair(scheme, i, s, self._encode(s), a, b)
+        enc = self._encode(s)
+        numbers = token_numbers(enc.word_ids[0], enc.input_ids[0], self.mlm.mask_id)
+        return PlannedPair(scheme, i, s, enc.input_ids[0], a, b, (numbers[a], numbers[b]))
 
 
 class PairUnit(NamedTuple):
@@ -183,26 +190,21 @@ class JointsWorker(State):
 @dataclass(frozen=True)
 class JointsJob(ModelJob):
     """Everything a worker process needs to compute pair records (picklable; see ``runtime.engine``; loaded
-    by :class:`~mlmprob.models.spec.ModelJob`). ``model`` is ``config.model`` (the default)."""
+    by :class:`~mlmprob.models.spec.ModelJob`). ``model`` is ``spec.model`` (the default)."""
 
-    config: JointsSpec
+    spec: JointsSpec
     model: str = field(default="", kw_only=True)
     data_path: str | None = field(default=None, kw_only=True)   # where the data is read now (stdin's copy)
 
     def __post_init__(self):
         if not self.model:
-            object.__setattr__(self, "model", self.config.model)
-        elif self.model != self.config.model:
-            raise ValueError(f"JointsJob: model {self.model!r} is not config.model {self.config.model!r}")
-
-    @property
-    def spec(self) -> JointsSpec:
-        """The settings (``config``), under the name every job gives them."""
-        return self.config
+            object.__setattr__(self, "model", self.spec.model)
+        elif self.model != self.spec.model:
+            raise ValueError(f"JointsJob: model {self.model!r} is not spec.model {self.spec.model!r}")
 
     def prepare(self, mlm: MaskedLM) -> JointsWorker:
         """The worker state around a loaded model: its reader with the run's budget and the pair planner."""
-        c = self.config
+        c = self.spec
         mlm = self.model_spec.reader(mlm)
         pivot = None
         if c.pivot == "mask":
@@ -213,19 +215,23 @@ class JointsJob(ModelJob):
         return JointsWorker(mlm, planner, pivot, AGOptions(c.ag_steps, c.ag_tol, c.ag_max_steps))
 
     def record(self, w: JointsWorker, unit: PairUnit) -> dict:
-        """The record of one pair: its place, every joint's metrics and diagnostics, and its time."""
+        """The record of one pair: its place (``a``, ``b``: the 1-based residue/word numbers of its positions, as
+        ``--positions`` and the app count; ``a_token_index``, ``b_token_index``: their token indices, 0-based,
+        special tokens counted; ``distance``: the tokens between them), every joint's metrics and diagnostics, and
+        its time."""
         pp = w.planner.pair(unit.s, unit.i)
         t0 = time.perf_counter()
-        ev = evaluate_pair(w.mlm, pp.input_ids, pp.a, pp.b, top_k=self.config.top_k, pivot=w.pivot, ag=w.ag)
+        ev = evaluate_pair(w.mlm, pp.input_ids, pp.a, pp.b, top_k=self.spec.top_k, pivot=w.pivot, ag=w.ag)
         return {"id": unit.id, "kind": "pair", "scheme": pp.scheme, "i": pp.i, "seq_index": pp.seq_index,
-                "length": int(len(pp.input_ids)), "distance": abs(pp.b - pp.a) - 1, **ev.record(),
+                "length": int(len(pp.input_ids)), "distance": abs(pp.b - pp.a) - 1, "a": pp.numbers[0],
+                "b": pp.numbers[1], **ev.record(),
                 "seconds": time.perf_counter() - t0}
 
     def run(self, w: JointsWorker, units: Sequence[PairUnit]) -> tuple[list[dict], list]:
         return [self.record(w, u) for u in units], []
 
 
-def run_joints(mlm: MaskedLM | None, config: JointsSpec, out_dir: str | Path, *,
+def run_joints(mlm: MaskedLM | None, spec: JointsSpec, out_dir: str | Path, *,
                batch_tokens: int | None = None, progress: Callable[[dict], None] | None = None,
                shard: Shard = Shard.whole(), devices: Sequence[str] | None = None, dtype: str | None = None,
                engine: str = "local", ray_address: str | None = None, show_progress: bool = False,
@@ -234,24 +240,24 @@ def run_joints(mlm: MaskedLM | None, config: JointsSpec, out_dir: str | Path, *,
     the configuration there (first ``n_pairs`` per scheme), in scheme then pair order.
 
     ``mlm`` (a loaded model) runs the pairs in this process; with ``mlm=None``, or several ``devices``, or
-    ``engine="ray"``, every worker loads ``config.model`` on its device in ``dtype``. ``progress`` is
-    called with every new record, in pair order. ``data_path``: where ``config.data`` is read from now (the
-    spooled copy of standard input, which ``config.data`` names ``-``)."""
+    ``engine="ray"``, every worker loads ``spec.model`` on its device in ``dtype``. ``progress`` is
+    called with every new record, in pair order. ``data_path``: where ``spec.data`` is read from now (the
+    spooled copy of standard input, which ``spec.data`` names ``-``)."""
     from ..runtime.command import RunOptions, StreamCommand, run_command
 
-    read_sequences(data_path or config.data, config.column, config.max_sequences, config.format)  # bad data: fail first
+    read_sequences(data_path or spec.data, spec.column, spec.max_sequences, spec.format)  # bad data: fail first
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     opts = RunOptions(out=str(out / RECORDS_FILE), resume=True, shard=shard, devices=tuple(devices or ["auto"]),
                       engine=engine, ray_address=ray_address, progress=show_progress, dtype=dtype)
-    stored = check_records(out, config, shard, _dtype_label(mlm if opts.in_process else None, dtype, opts.devices[0],
-                                                          config.model))
-    job = JointsJob(config, dtype=dtype, batch_tokens=batch_tokens, allow_pickle=allow_pickle, data_path=data_path)
+    stored = check_records(out, spec, shard, _dtype_label(mlm if opts.in_process else None, dtype, opts.devices[0],
+                                                        spec.model))
+    job = JointsJob(spec, dtype=dtype, batch_tokens=batch_tokens, allow_pickle=allow_pickle, data_path=data_path)
     notify = None if progress is None else (lambda rows: [progress(r) for r in rows])
-    run_command(StreamCommand(job, lambda: pair_units(config.schemes, config.n_pairs), stored, unit_name="pair",
-                              chunk_size=1, meta={"limit": config.n_pairs}, on_rows=notify,
+    run_command(StreamCommand(job, lambda: pair_units(spec.schemes, spec.n_pairs), stored, unit_name="pair",
+                              chunk_size=1, meta={"limit": spec.n_pairs}, on_rows=notify,
                               state=job.prepare(mlm) if mlm is not None and opts.in_process else None), opts)
-    keep = {(s, i) for s in config.schemes for i in range(config.n_pairs)}
+    keep = {(s, i) for s in spec.schemes for i in range(spec.n_pairs)}
     _, records = load_records(out / RECORDS_FILE)
     return sorted((r for r in records if (r["scheme"], r["i"]) in keep),
-                  key=lambda r: (config.schemes.index(r["scheme"]), r["i"]))
+                  key=lambda r: (spec.schemes.index(r["scheme"]), r["i"]))

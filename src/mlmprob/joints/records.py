@@ -3,6 +3,11 @@
 time; the configuration, shard and dtype in ``OUT/pairs.jsonl.meta.json``). Strict JSON writes -inf and NaN as
 null; :func:`load_records` restores them. Files of the older runner (a ``{"kind": "config"}`` line
 first, records without ids) are read as they are and upgraded in place before they are continued.
+
+A record's ``a`` and ``b`` are the 1-based residue/word numbers of the pair (``a_token_index`` and
+``b_token_index`` its token indices); the stored configuration says so with ``positions_base: 1``. A file
+without it holds 0-based token indices as ``a`` and ``b`` (written before 0.2.0) and is not continued
+(``docs/results/joints/convert_positions.py`` converts one).
 """
 
 from __future__ import annotations
@@ -10,7 +15,7 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-from ..runtime.log import RunMeta, check_config, read_lines, read_log
+from ..runtime.log import ConfigMismatch, RunMeta, check_config, read_lines, read_log
 from ..runtime.shard import Shard
 from ..runtime.writers import meta_path
 from ..models.reader import reader_of
@@ -63,8 +68,11 @@ def load_records(path: str | Path) -> tuple[dict | None, list[dict]]:
     return header, records
 
 
+POSITIONS_BASE = {"positions_base": 1}   # a and b are 1-based residue/word numbers
+
+
 def _writer_config(config, shard: Shard, dtype: str | None) -> dict:
-    return {"command": "joints", **config.identity(), "dtype": dtype, "shard": str(shard)}
+    return {"command": "joints", **config.identity(), **POSITIONS_BASE, "dtype": dtype, "shard": str(shard)}
 
 
 def _dtype_label(mlm, dtype, device: str, model=None) -> str | None:
@@ -91,7 +99,11 @@ def _upgrade_legacy(path: Path, config, shard: Shard, dtype: str | None) -> None
     if not next(read_lines(path), "").startswith('{"kind": "config"'):
         return
     header, records = load_records(path)
-    ident = config.identity()
+    if header.get("positions_base") != 1:
+        raise ConfigMismatch(f"cannot resume {path}: its pairs' a and b are 0-based token indices (written before "
+                             "0.2.0, which numbers them from 1); convert it with docs/results/joints/"
+                             "convert_positions.py or use another --out")
+    ident = {**config.identity(), **POSITIONS_BASE}
     if config.data_format in ("text", "fasta"):
         header = {k: v for k, v in header.items() if k != "column"}   # it had no meaning there
     check_config(path, {**header, "shard": "1/1"}, {**{k: ident.get(k, v) for k, v in header.items()},

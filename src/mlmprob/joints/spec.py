@@ -88,5 +88,3 @@ class JointsSpec(Spec):
         d["schemes"] = list(d["schemes"])
         return d
 
-
-JointsConfig = JointsSpec   # the former name (tests and scripts import it)

@@ -16,11 +16,10 @@ import torch
 from ..errors import NonFiniteError
 from ..runtime.seeds import seeded_generator
 from .chain import loglik
-from .spec import LOGLIK_ORDERS, LoglikSpec
+from .spec import LoglikSpec
 
 LOGLIK_FIELDS = ("loglik_mixture", "loglik_elbo", "loglik_per_token", "loglik_orders", "loglik_exact",
                 "loglik_outside_mass")
-CHAIN_FIELDS, DEFAULT_ORDERS = LOGLIK_FIELDS, LOGLIK_ORDERS   # the former names
 
 
 def record_generator(seed: int, sequence: str) -> torch.Generator:
@@ -57,5 +56,3 @@ def loglik_columns(mlm, sequence: str, spec: LoglikSpec | None = None, *, whole_
         out["loglik_per_order"] = r.per_order[0, :k].tolist()
     return out
 
-
-chain_columns = loglik_columns   # the former name

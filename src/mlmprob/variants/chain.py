@@ -29,7 +29,6 @@ from ..runtime.seeds import seeded_generator
 from .rows import RowTable
 
 CHAIN_ORDERS = 6       # orders of a variant's sites (all |S|! when at most this many)
-DEFAULT_ORDERS = CHAIN_ORDERS   # the former name
 
 
 def site_orders(sites: list[int], n_orders: int = CHAIN_ORDERS, seed: int = 0) -> list[list[int]]:

@@ -26,9 +26,11 @@ def _num(v) -> float:
 
 
 def saturation_from_rows(rows: Iterable[dict], wild_type: str, first_position: int, offset: int = 1,
-                         alphabet: str = AMINO_ACIDS) -> Saturation:
+                         alphabet: str = AMINO_ACIDS, first_number: int = 1) -> Saturation:
     """The ``Saturation`` table of the single-mutant rows of a ``--saturate`` output (0 at the
-    wild-type cells). ``first_position`` is the token position of residue 0 (1 after a BOS token)."""
+    wild-type cells). ``first_position`` is the token position of ``wild_type[0]`` (1 after a BOS token),
+    ``first_number`` its 1-based residue number in the whole wild type (a region's ``start + 1``), ``offset``
+    its number in the mutant strings."""
     L, K = len(wild_type), len(alphabet)
     col = {c: k for k, c in enumerate(alphabet)}
     tables = {s: torch.zeros(L, K, dtype=torch.float64) for s in SCORES}
@@ -48,7 +50,8 @@ def saturation_from_rows(rows: Iterable[dict], wild_type: str, first_position: i
     if (expect & ~seen).any():
         raise MLMProbError(f"the output lacks {int((expect & ~seen).sum())} single mutants (a shard, or skipped rows)")
     wt = torch.tensor(letters, dtype=torch.long)
-    return Saturation(positions=torch.arange(L) + first_position, numbers=torch.arange(L) + offset, wild_type=wt,
+    return Saturation(positions=torch.arange(L) + first_position, numbers=torch.arange(L) + offset,
+                      sequence_numbers=torch.arange(L) + first_number, wild_type=wt,
                       candidates=torch.arange(K), letters=tuple(alphabet), wt_letters=tuple(wild_type),
                       wt_marginals=tables["wt_marginals"], masked_marginals=tables["masked_marginals"], n_forward=0)
 

@@ -25,12 +25,14 @@ SCORES = ("wt_marginals", "masked_marginals")
 @dataclass(frozen=True)
 class Saturation:
     """``wt_marginals[p, k]`` / ``masked_marginals[p, k]``: the score of the single mutant putting
-    ``candidates[k]`` at ``positions[p]`` (0 where that is the wild-type token). ``numbers`` are the
-    residue numbers (``offset`` + index among the wild type's non-special positions), ``letters`` /
-    ``wt_letters`` the decoded tokens, ``n_forward`` the forward rows used."""
+    ``candidates[k]`` at ``positions[p]`` (token indices, 0-based, special tokens counted). ``numbers`` are the
+    mutant strings' residue numbers (``offset`` + index among the wild type's non-special positions),
+    ``sequence_numbers`` the 1-based residue numbers in the wild type, as ``--positions`` and the app count them
+    (whatever ``offset``), ``letters`` / ``wt_letters`` the decoded tokens, ``n_forward`` the forward rows used."""
 
     positions: torch.Tensor
     numbers: torch.Tensor
+    sequence_numbers: torch.Tensor
     wild_type: torch.Tensor
     candidates: torch.Tensor
     letters: tuple[str, ...]
@@ -94,29 +96,31 @@ def saturate(mlm: MaskedLM, wild_type, positions: Sequence[int] | None = None, c
     scores = values[r] - values[f][:, None, :]
     index = torch.cumsum(free.long(), 0) - 1
     wt_tok = wt[pos]
-    return Saturation(positions=pos, numbers=index[pos] + offset, wild_type=wt_tok, candidates=cands,
+    return Saturation(positions=pos, numbers=index[pos] + offset, sequence_numbers=index[pos] + 1,
+                      wild_type=wt_tok, candidates=cands,
                       letters=tuple(_label(mlm, c) for c in cands.tolist()),
                       wt_letters=tuple(_label(mlm, c) for c in wt_tok.tolist()),
                       wt_marginals=scores[..., 0], masked_marginals=scores[..., 1], n_forward=table.n_forward)
 
 
 def write_csv(sat: Saturation, path: str | Path) -> Path:
-    """One row per single mutant (wild-type tokens left out): ``mutant, position, residue, wt, mt,
-    wt_marginals, masked_marginals``. ``residue`` is the number of the mutant string (1-based, ``offset``);
-    ``position`` the token index (0-based, special tokens counted, as ``saturate(positions=)`` takes it:
-    the 1-based residue number for a model with one start token, such as ESM-2); see docs/positions.md."""
+    """One row per single mutant (wild-type tokens left out): ``mutant, position, residue, token_index, wt, mt,
+    wt_marginals, masked_marginals``. ``position`` is the 1-based residue number in the wild type, as
+    ``--positions`` and the app count it; ``residue`` the number of the mutant string (``--offset``: the same
+    with the default 1); ``token_index`` the token index (0-based, special tokens counted, as
+    ``saturate(positions=)`` takes it); see docs/positions.md."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     with path.open("w", newline="") as fh:
         out = csv.writer(fh)
-        out.writerow(["mutant", "position", "residue", "wt", "mt", *SCORES])
+        out.writerow(["mutant", "position", "residue", "token_index", "wt", "mt", *SCORES])
         for p in range(len(sat.positions)):
             for k in range(len(sat.candidates)):
                 if int(sat.candidates[k]) == int(sat.wild_type[p]):
                     continue
-                out.writerow([sat.mutant(p, k), int(sat.positions[p]), int(sat.numbers[p]), sat.wt_letters[p],
-                              sat.letters[k], repr(float(sat.wt_marginals[p, k])),
-                              repr(float(sat.masked_marginals[p, k]))])
+                out.writerow([sat.mutant(p, k), int(sat.sequence_numbers[p]), int(sat.numbers[p]),
+                              int(sat.positions[p]), sat.wt_letters[p], sat.letters[k],
+                              repr(float(sat.wt_marginals[p, k])), repr(float(sat.masked_marginals[p, k]))])
     return path
 
 
