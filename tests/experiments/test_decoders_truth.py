@@ -15,7 +15,7 @@ from experiments.ground_truth_common import GroundTruthConfig, all_states, state
 from mlmprob.runtime.log import read_log
 from mlmprob.sampling import partial_states as dx
 from mlmprob.sampling.decoder_exact import exact_output_distribution, model_logprobs, unmasking_law
-from mlmprob.sampling.decoders import SCORES
+from mlmprob.sampling.options import SCORES
 from mlmprob.sampling.unmasking import Unmasking
 from mlmprob.synthetic import make_language
 

@@ -402,9 +402,9 @@ def test_tiny_hf_beam_matches_exhaustive(tiny_hf):
 
 def test_cli_infill(tiny_hf, monkeypatch, capsys):
     from mlmprob.cli import main
-    from mlmprob.commands import infill as cmd
+    from mlmprob.infill.stream import expand_gaps
 
-    assert cmd.expand_gaps("AC[mask]x2D_") == "AC__D_"
+    assert expand_gaps("AC[mask]x2D_") == "AC__D_"
     monkeypatch.setattr("mlmprob.models.load_mlm", lambda *a, **k: tiny_hf)
     assert main(["infill", "AC[MASK]x2E", "--model", "tiny", "--json", "-k", "3", "--order", "best"]) == 0
     out = json.loads(capsys.readouterr().out)

@@ -154,7 +154,8 @@ def test_a_run_too_large_for_memory_is_refused_before_it_starts():
 # -- a nucleus of a tiny top_p (issue 35: NaN probabilities and a traceback) ----------------------------------
 def test_a_tiny_nucleus_keeps_the_top_token_and_the_scores_stay_finite():
     from mlmprob.sampling.decoders import scores
-    from mlmprob.sampling.proposals import ProposalConfig, proposal_log_probs
+    from mlmprob.sampling.proposals import proposal_log_probs
+    from mlmprob.sampling.options import ProposalConfig
 
     logits = torch.randn(5, 12, generator=torch.Generator().manual_seed(0))
     lp = proposal_log_probs(logits, config=ProposalConfig(top_p=1e-12))

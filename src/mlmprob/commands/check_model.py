@@ -8,10 +8,12 @@ Exit status 0 when every check agrees, 2 (one ``error:`` line) when one differs.
 from __future__ import annotations
 
 import argparse
-import sys
+from typing import TYPE_CHECKING
 
-import torch
-from ..models.reader import reader_of
+if TYPE_CHECKING:
+    import torch
+
+# torch and the model code are imported by the functions that use them: `--help` and usage errors stay quick
 
 TEXT_SEQS = ["The cat sat on the mat.", "Paris is the capital of France, and Rome of Italy.", "A short one."]
 PROTEIN_SEQS = ["MKTAYIAKQRQISFVKSHFSRQ", "EVQLVESGGGLVQPGGSLRLSCAAS", "GSHMLE"]
@@ -36,6 +38,7 @@ def register(sub) -> None:
 def picked(scored: torch.Tensor, k: int) -> list[int]:
     """Up to ``k`` scored positions spread evenly, first and last included.
 
+    >>> import torch
     >>> picked(torch.tensor([False, True, True, True, True, True, False]), 3)
     [1, 3, 5]
     """
@@ -48,8 +51,11 @@ def picked(scored: torch.Tensor, k: int) -> list[int]:
 def compare(mlm, seqs: list[str], k: int) -> list[tuple[str, float]]:
     """``[(check, largest difference)]``: brute-force log-probabilities against ``token_scores`` and the
     samplers' conditionals, on ``k`` positions of each of ``seqs`` read in one padded batch."""
+    import torch
+
     from ..energy import token_scores
     from ..models.probe import plain_logits
+    from ..models.reader import reader_of
     from ..positions import TOKENS, default_mask
     from ..sampling.forward import site_logits
 
@@ -97,6 +103,8 @@ def default_seqs(mlm, seqs: list[str]) -> list[str]:
     """``seqs`` when the tokenizer reads them without unknown tokens, else texts decoded from its vocabulary."""
     from ..errors import MLMProbError
     from ..models.probe import probe_ids
+    from ..models.reader import reader_of
+
     try:
         mlm.encode(seqs)
         return seqs
@@ -110,6 +118,7 @@ def run(args) -> int:
     from ..errors import MLMProbError
     from ..models import load_mlm
     from ..models.probe import architecture, tolerance
+    from ..models.reader import reader_of
 
     mlm = load_mlm(args.path, device=args.device, dtype=args.dtype, allow_pickle=args.allow_pickle)
     r = reader_of(mlm)

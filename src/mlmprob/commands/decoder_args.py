@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from ..argtypes import nonnegative_float, nonnegative_int, positive_int
 from ..errors import MLMProbError
-from ..sampling.decoders import SCHEDULES, SCORES
+from ..sampling.options import SCHEDULES, SCORES
 from ..sampling.spec import DECODERS, SamplerSpec
 
 # flag -> (spec field, the methods that take it)

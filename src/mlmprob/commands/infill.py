@@ -20,11 +20,10 @@ from pathlib import Path
 
 from ..argtypes import positive_int
 from ..errors import MLMProbError
-from ..infill.stream import GAP_MODES, expand_gaps, parse_pivot  # noqa: F401 - parse_pivot: in __all__
-from ..infill.stream import mask_text as _mask_text
+from ..infill.spec import GAP_MODES
 from ..jsonl import dumps
 
-__all__ = ["expand_gaps", "parse_pivot", "register", "run"]
+__all__ = ["register", "run"]
 
 TSV_FIELDS = ("id", "record", "gap", "length", "positions", "token_indices", "method", "order", "beam_size", "pivot",
               "fills", "scores", "tokens")
@@ -90,6 +89,8 @@ def _run_one(args, spec) -> int:
     from .common import load_model_from_args
     from ..infill import infill
     from ..infill.beam import score_meaning
+    from ..infill.stream import expand_gaps
+    from ..infill.stream import mask_text as _mask_text
     from ..positions import token_numbers
 
     mlm = load_model_from_args(args)

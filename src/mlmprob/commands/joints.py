@@ -16,7 +16,7 @@ import sys
 
 from ..errors import MLMProbError
 from ..argtypes import nonnegative_int, positive_float, positive_int
-from ..joints.job import SCHEMES, JointsSpec, load_records, run_joints, write_report
+from ..joints.spec import SCHEMES, JointsSpec
 from ..runtime.inputs import FORMATS
 
 
@@ -54,7 +54,7 @@ def register(subparsers) -> argparse.ArgumentParser:
 def run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from ..joints.job import RECORDS_FILE
+    from ..joints.job import RECORDS_FILE, load_records, run_joints, write_report
     from ..runtime.command import RunOptions
 
     if args.report_only:

@@ -21,8 +21,7 @@ first residue)."""
 
 
 def register(sub) -> None:
-    from ..variants.api import ALL_METHODS
-    from ..variants.chain import CHAIN_ORDERS
+    from ..variants.spec import ALL_METHODS, CHAIN_ORDERS
 
     p = sub.add_parser("variants", help="variant-effect scores of mutants of a wild type (ProteinGym CSV, "
                        "sequences, or --saturate)", description=__doc__, epilog=LONG_HELP,

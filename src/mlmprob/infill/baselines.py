@@ -18,7 +18,8 @@ import torch
 
 from ..errors import MLMProbError
 from ..models.protocol import MaskedLM
-from ..sampling.proposals import ProposalConfig, proposal_log_probs
+from ..sampling.proposals import proposal_log_probs
+from ..sampling.options import ProposalConfig
 from .corrections import Standard
 from .gap import InfillCandidate, check_beam_size, check_order, prepare_gap
 from .search import run_search

@@ -17,6 +17,7 @@ import torch
 from ..energy import check_input_ids
 from ..errors import MLMProbError, PositionsError
 from ..models.protocol import MaskedLM, lengths_of, pad_id_of, proposal_ids_of, special_ids_of
+from .spec import check_beam_size, check_order  # noqa: F401 - where beam and baselines import them
 
 
 @dataclass(frozen=True)
@@ -103,29 +104,3 @@ def prepare_gap(mlm: MaskedLM, input_ids, positions: Sequence[int] | torch.Tenso
     ids[pos] = mlm.mask_id
     cand = candidate_ids(mlm) if candidates is None else torch.as_tensor(candidates, dtype=torch.long)
     return Gap(ids, pos, cand)
-
-
-#: The widest beam: every hypothesis is a model row per step and every fill kept is returned (and printed).
-MAX_BEAM_SIZE = 10_000
-
-
-def check_beam_size(beam_size, name: str = "beam_size") -> int:
-    """``beam_size`` checked: a positive integer, at most :data:`MAX_BEAM_SIZE`.
-
-    >>> check_beam_size(10 ** 9)
-    Traceback (most recent call last):
-    ...
-    mlmprob.errors.MLMProbError: beam_size must be at most 10,000 (each fill kept is a model row per step and a row of the result), got 1000000000
-    """
-    if isinstance(beam_size, bool) or not isinstance(beam_size, int) or beam_size < 1:
-        raise MLMProbError(f"{name} must be a positive integer, got {beam_size!r}")
-    if beam_size > MAX_BEAM_SIZE:
-        raise MLMProbError(f"{name} must be at most {MAX_BEAM_SIZE:,} (each fill kept is a model row per step and a row "
-                           f"of the result), got {beam_size!r}")
-    return beam_size
-
-
-def check_order(order: str) -> str:
-    if order not in ("l2r", "best"):
-        raise MLMProbError(f"unknown order {order!r}; use 'l2r' (left to right) or 'best' (best to worst)")
-    return order

@@ -18,12 +18,39 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..errors import MLMProbError
-from ..models.reader import reader_of
 from ..settings import Spec
-from .gap import check_beam_size, check_order
 
 METHODS = ("standard", "hcb")
 MASK_NAMES = ("mask", "[mask]", "<mask>")
+
+
+#: How a record's gaps are filled: all at once (``joint``) or each alone (``each``).
+GAP_MODES = ("joint", "each")
+
+#: The widest beam: every hypothesis is a model row per step and every fill kept is returned (and printed).
+MAX_BEAM_SIZE = 10_000
+
+
+def check_beam_size(beam_size, name: str = "beam_size") -> int:
+    """``beam_size`` checked: a positive integer, at most :data:`MAX_BEAM_SIZE`.
+
+    >>> check_beam_size(10 ** 9)
+    Traceback (most recent call last):
+    ...
+    mlmprob.errors.MLMProbError: beam_size must be at most 10,000 (each fill kept is a model row per step and a row of the result), got 1000000000
+    """
+    if isinstance(beam_size, bool) or not isinstance(beam_size, int) or beam_size < 1:
+        raise MLMProbError(f"{name} must be a positive integer, got {beam_size!r}")
+    if beam_size > MAX_BEAM_SIZE:
+        raise MLMProbError(f"{name} must be at most {MAX_BEAM_SIZE:,} (each fill kept is a model row per step and a row "
+                           f"of the result), got {beam_size!r}")
+    return beam_size
+
+
+def check_order(order: str) -> str:
+    if order not in ("l2r", "best"):
+        raise MLMProbError(f"unknown order {order!r}; use 'l2r' (left to right) or 'best' (best to worst)")
+    return order
 
 
 @dataclass(frozen=True)
@@ -63,6 +90,8 @@ def parse_pivot(mlm, pivot: str | None) -> int | None:
         return None
     if pivot.lstrip("-").isdigit():
         return int(pivot)
+    from ..models.reader import reader_of
+
     tok = reader_of(mlm).tokenizer
     table = getattr(tok, "token_to_id", None)
     if table is not None and pivot in table:

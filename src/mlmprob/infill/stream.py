@@ -28,10 +28,9 @@ from ..runtime.inputs import Record
 from ..runtime.job import State
 from ..models.reader import name_of, reader_of
 from ..models.spec import ModelJob
-from .spec import InfillSpec, parse_pivot  # noqa: F401 - parse_pivot: where the CLI reads it
+from .spec import GAP_MODES, InfillSpec
 
 _GAP_RE = re.compile(r"(\[MASK\]|<mask>)(?:\s*[xX*]\s*(\d+))?", re.IGNORECASE)
-GAP_MODES = ("joint", "each")
 NO_GAP = "no gap; write it as [MASK]x5, <mask> or _____"
 
 

@@ -20,7 +20,7 @@ __getattr__, __dir__ = exports(__name__, {
     "reference_identity": ".diagnostics", "split_rhat": ".diagnostics", "initialize": ".init",
     "resolve_free": ".init", "ChainState": ".kernels", "DegenerateGibbs": ".kernels",
     "MetropolisHastings": ".kernels", "StepInfo": ".kernels", "sweep_plan": ".kernels",
-    "MaskPredictResult": ".maskpredict", "mask_predict": ".maskpredict", "ProposalConfig": ".proposals",
+    "MaskPredictResult": ".maskpredict", "mask_predict": ".maskpredict", "ProposalConfig": ".options",
     "proposal_log_probs": ".proposals", "LiteralMH": ".reference", "Constant": ".schedules",
     "LinearAnneal": ".schedules", "LinearBlockSize": ".schedules", "DecoderState": ".unmasking",
     "Unmasking": ".unmasking",

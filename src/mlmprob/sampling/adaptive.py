@@ -45,12 +45,12 @@ from dataclasses import dataclass
 import torch
 
 from ..batching import read_logits
-from ..errors import MLMProbError
 from ..models.protocol import MaskedLM, default_positions
-from .decoders import SCORES, dependence_matrix, scores, select_adaptive
+from .decoders import dependence_matrix, scores, select_adaptive
 from .kernels import StepInfo, resolve_scored
-from .proposals import ProposalConfig, allowed_ids, proposal_log_probs, sample_from
-from .unmasking import DecoderState, check_positive_int, commit, score_rows, start_epoch
+from .proposals import allowed_ids, proposal_log_probs, sample_from
+from .unmasking import DecoderState, commit, score_rows, start_epoch
+from .options import DEFAULT_THRESHOLD, ProposalConfig, check_adaptive
 
 
 def pair_choice(logq: torch.Tensor, top_k: int | None) -> tuple[torch.Tensor, torch.Tensor]:
@@ -85,17 +85,8 @@ def pair_reads(ids: torch.Tensor, masked: torch.Tensor, pos_b: torch.Tensor, pos
     return rows, read_row, read_col, p, v
 
 
-DEFAULT_THRESHOLD = 0.05
 
 
-def check_adaptive(score, threshold, max_tokens, pair_top_k) -> None:
-    """One-line errors for bad ``Adaptive`` settings (also checked where a sampler spec is made)."""
-    if score not in SCORES:
-        raise MLMProbError(f"score must be one of {SCORES}, got {score!r}")
-    if isinstance(threshold, bool) or not isinstance(threshold, (int, float)) or not threshold >= 0:
-        raise MLMProbError(f"threshold must be a number >= 0, got {threshold!r}")
-    check_positive_int(max_tokens, "max_tokens", allow_none=True)
-    check_positive_int(pair_top_k, "pair_top_k", allow_none=True)
 
 
 @dataclass(frozen=True, eq=False)

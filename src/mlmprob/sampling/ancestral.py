@@ -26,7 +26,8 @@ from ..errors import MLMProbError
 from ..likelihood.orders import ORDER_KINDS, OrderSpec, plan_orders
 from ..models.protocol import MaskedLM
 from .kernels import StepInfo, free_or_default, resolve_scored
-from .proposals import ProposalConfig, allowed_ids, proposal_log_probs, sample_from
+from .proposals import allowed_ids, proposal_log_probs, sample_from
+from .options import ProposalConfig
 
 
 @dataclass(frozen=True)

@@ -35,7 +35,8 @@ from .adaptive import Adaptive, pair_choice
 from .decoders import dependence_matrix, score_config, scores, select_adaptive, select_top
 from .partial_states import ExactLaw, Moves, Pushed, RowReader, Rule, Step, draw, parallel, propagate, row_reader, \
     remask_all, start_mass, to_law
-from .proposals import ProposalConfig, proposal_log_probs
+from .proposals import proposal_log_probs
+from .options import ProposalConfig
 
 LogProbs = Callable[[torch.Tensor], torch.Tensor]
 __all__ = ["ExactLaw", "model_logprobs", "exact_output_distribution", "unmasking_law", "adaptive_law", "plan_rule",

@@ -27,10 +27,8 @@ from functools import lru_cache
 import torch
 
 from ..errors import MLMProbError
-from .proposals import ProposalConfig
+from .options import SCHEDULES, SCORES, ProposalConfig
 
-SCORES = ("confidence", "margin", "entropy")
-SCHEDULES = ("linear", "cosine")
 
 
 def scores(logq: torch.Tensor, cand: torch.Tensor, kind: str) -> torch.Tensor:

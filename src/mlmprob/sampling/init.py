@@ -16,9 +16,9 @@ from ..errors import MLMProbError
 from ..models.protocol import MaskedLM
 from ..positions import TOKENS_AND_MASKS, Positions, resolve
 from .forward import block_logits
-from .proposals import ProposalConfig, allowed_ids, proposal_log_probs
+from .proposals import allowed_ids, proposal_log_probs
+from .options import INITS, ProposalConfig
 
-INITS = ("given", "greedy", "random")
 
 
 def resolve_free(mlm: MaskedLM, ids: torch.Tensor, positions: Positions = None) -> torch.Tensor:

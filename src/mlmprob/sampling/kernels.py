@@ -30,7 +30,8 @@ from ..errors import MLMProbError
 from ..models.protocol import MaskedLM
 from ..positions import TOKENS, default_mask
 from .forward import block_logits, site_logits
-from .proposals import ProposalConfig, allowed_ids, proposal_log_probs, sample_from
+from .proposals import allowed_ids, proposal_log_probs, sample_from
+from .options import ProposalConfig
 from .schedules import ScheduleLike, as_schedule, block_size_at, temperature_at
 
 ORDERS = ("random", "l2r")

@@ -22,7 +22,8 @@ from ..errors import MLMProbError
 from ..models.protocol import MaskedLM
 from .forward import block_logits
 from .init import resolve_free
-from .proposals import ProposalConfig, allowed_ids, proposal_log_probs
+from .proposals import allowed_ids, proposal_log_probs
+from .options import ProposalConfig
 
 STRATEGIES = ("mask_predict", "easy_first")
 

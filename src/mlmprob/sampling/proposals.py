@@ -21,31 +21,13 @@ and MH rejects the move.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 
 import torch
 
-from ..errors import MLMProbError
 from ..models.alphabet import allowed_ids  # noqa: F401 - re-exported: samplers import it from here
+from .options import ProposalConfig
 
 
-@dataclass(frozen=True)
-class ProposalConfig:
-    """How an MLM conditional is modified before proposing from it.
-
-    ``temperature`` divides the logits (0 means greedy: all mass on the arg-max, the lowest id on a
-    tie); ``top_p`` keeps the smallest set of most probable tokens whose (tempered) probability
-    reaches ``top_p``, ties going to the lower token id (the module doc states the rule).
-    """
-
-    temperature: float = 1.0
-    top_p: float = 1.0
-
-    def __post_init__(self):
-        if not (self.temperature >= 0.0) or self.temperature == float("inf"):
-            raise MLMProbError(f"proposal_temperature must be a finite number >= 0, got {self.temperature}")
-        if not (0.0 < self.top_p <= 1.0):
-            raise MLMProbError(f"top_p must lie in (0, 1], got {self.top_p}")
 
 
 def proposal_log_probs(logits: torch.Tensor, allowed: torch.Tensor | None = None,

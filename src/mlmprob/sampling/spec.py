@@ -28,22 +28,17 @@ from __future__ import annotations
 import dataclasses
 import math
 from dataclasses import dataclass, field
-from typing import Union
-
-import torch
+from typing import TYPE_CHECKING, Union
 
 from ..errors import MLMProbError
-from ..likelihood.orders import OrderSpec
-from ..models.reader import name_of
 from ..settings import Spec, check_int as _check_int
-from .ancestral import Ancestral
-from .init import INITS
-from .kernels import DegenerateGibbs, MetropolisHastings
-from .proposals import ProposalConfig
+from .options import (DEFAULT_DRAFT_K, DEFAULT_STEPS, DEFAULT_THRESHOLD, INITS, ProposalConfig, check_adaptive,
+                      check_unmasking)
 from .schedules import LinearAnneal, LinearBlockSize, ScheduleLike, as_schedule, schedule_text
-from .speculative import DEFAULT_DRAFT_K, Speculative
-from .adaptive import DEFAULT_THRESHOLD, Adaptive, check_adaptive
-from .unmasking import DEFAULT_STEPS, Unmasking, check_unmasking
+
+if TYPE_CHECKING:
+    from ..likelihood.orders import OrderSpec
+# the kernels (and torch) are imported where a kernel is built: a spec and the command line's parser need neither
 
 DECODERS = ("unmask", "adaptive")  # parallel decoders (sampling.unmasking, sampling.adaptive)
 METHODS = ("mh", "gibbs", "ancestral", "speculative") + DECODERS
@@ -207,6 +202,12 @@ class SamplerSpec(Spec):
 
     def kernel(self, mlm):
         """The kernel of ``method`` with its fixed parts bound."""
+        from .adaptive import Adaptive
+        from .ancestral import Ancestral
+        from .kernels import DegenerateGibbs, MetropolisHastings
+        from .speculative import Speculative
+        from .unmasking import Unmasking
+
         bs, tt = self.schedules()
         if self.method == "mh":
             return MetropolisHastings(mlm, self.energy, bs, self.proposal, tt, self.order, self.score_all)
@@ -230,6 +231,8 @@ class SamplerSpec(Spec):
     def run_config(self, mlm) -> dict:
         """The configuration a run file stores (and a resumed run must match). ``epochs`` is not in it: a
         finished run resumes to more epochs."""
+        from ..models.reader import name_of
+
         bs, tt = self.schedules()
         config = {"model": name_of(mlm), "method": self.method, "energy": self.energy, "block_size": schedule_text(bs),
                   "proposal_temperature": self.proposal_temperature, "top_p": self.top_p,
@@ -262,7 +265,11 @@ class SamplerSpec(Spec):
 
     def _order_json(self):
         """``order`` as a JSON value: its name, or the given orders as lists."""
-        return self.order if isinstance(self.order, str) else torch.as_tensor(self.order).tolist()
+        if isinstance(self.order, str):
+            return self.order
+        import torch
+
+        return torch.as_tensor(self.order).tolist()
 
     def _method_fields(self) -> dict:
         """The fields only some methods use (``metadata["methods"]``), for those methods (defaults filled in)."""

@@ -41,17 +41,13 @@ from dataclasses import dataclass
 import torch
 
 from ..batching import read_logits
-from ..errors import MLMProbError
 from ..models.protocol import MaskedLM, default_positions
-from .decoders import SCHEDULES, SCORES, score_config, scores, select_top, unmask_plan
+from .decoders import score_config, scores, select_top, unmask_plan
 from .kernels import StepInfo, resolve_scored
-from .proposals import ProposalConfig, allowed_ids, proposal_log_probs, sample_from
+from .proposals import allowed_ids, proposal_log_probs, sample_from
+from .options import DEFAULT_STEPS, ProposalConfig, check_unmasking
 
 
-DEFAULT_STEPS = 8
-#: The most remasking steps a draw may take: each is one sequential model call per chain, so the cap bounds a
-#: draw's work at ``steps + MAX_REMASK_STEPS`` calls whatever number was typed.
-MAX_REMASK_STEPS = 10_000
 
 
 @dataclass(frozen=True)
@@ -77,31 +73,8 @@ class DecoderState:
     forward_rows: int = 0
 
 
-def check_positive_int(value, name: str, allow_none: bool = False):
-    if value is None and allow_none:
-        return
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise MLMProbError(f"{name} must be a positive integer, got {value!r}")
 
 
-def check_unmasking(score, steps, schedule, block_length, remask, remask_steps) -> None:
-    """One-line errors for bad ``Unmasking`` settings (also checked where a sampler spec is made)."""
-    if score not in SCORES:
-        raise MLMProbError(f"score must be one of {SCORES}, got {score!r}")
-    if schedule not in SCHEDULES:
-        raise MLMProbError(f"schedule must be one of {SCHEDULES}, got {schedule!r}")
-    check_positive_int(steps, "steps")
-    check_positive_int(block_length, "block_length", allow_none=True)
-    if isinstance(remask_steps, bool) or not isinstance(remask_steps, int) or remask_steps < 0:
-        raise MLMProbError(f"remask_steps must be a non-negative integer, got {remask_steps!r}")
-    if isinstance(remask, bool) or not isinstance(remask, (int, float)) or not 0.0 <= remask <= 1.0:
-        raise MLMProbError(f"remask must be a probability in [0, 1], got {remask!r}")
-    if remask_steps > MAX_REMASK_STEPS:
-        raise MLMProbError(f"remask_steps must be at most {MAX_REMASK_STEPS:,} (each is a model call per chain), "
-                           f"got {remask_steps!r}")
-    if remask_steps and remask == 0:
-        raise MLMProbError(f"remask_steps ({remask_steps}) needs remask > 0: with remask 0 a remasking step masks "
-                           "nothing and changes nothing; give --remask P or leave --remask-steps out")
 
 
 def start_epoch(mlm: MaskedLM, state: DecoderState, **plan) -> DecoderState:

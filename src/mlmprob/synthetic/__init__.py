@@ -10,7 +10,7 @@ from ..lazy import exports
 
 __getattr__, __dir__ = exports(__name__, {
     "LanguageMLM": ".base", "SyntheticLanguage": ".base", "ChainLanguage": ".chain", "PottsGrid": ".grid",
-    "HMM": ".hmm", "KINDS": ".io", "load_language": ".io", "make_language": ".io", "save_language": ".io",
+    "HMM": ".hmm", "KINDS": ".kinds", "load_language": ".io", "make_language": ".io", "save_language": ".io",
     "PottsChain": ".potts",
 })
 

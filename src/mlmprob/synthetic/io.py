@@ -15,7 +15,7 @@ from .grid import PottsGrid
 from .hmm import HMM
 from .potts import PottsChain
 
-KINDS = ("potts", "hmm", "grid")
+from .kinds import KINDS
 
 
 def make_language(kind: str, vocab_size: int, length: int, seed: int = 0, *, coupling: float = 1.0,

@@ -4,7 +4,7 @@ mutagenesis tables, ProteinGym-style mutant strings, and the evaluation metrics 
 from ..lazy import exports
 
 __getattr__, __dir__ = exports(__name__, {
-    "Estimate": "..metrics.ranking", "evaluate": "..metrics.ranking", "METHODS": ".api", "score_variants": ".api",
+    "Estimate": "..metrics.ranking", "evaluate": "..metrics.ranking", "METHODS": ".spec", "score_variants": ".api",
     "EncodedVariants": ".mutations", "Mutation": ".mutations", "encode_variants": ".mutations",
     "parse_mutant": ".mutations", "parse_mutants": ".mutations", "ForwardCache": ".rows",
     "Saturation": ".saturation", "saturate": ".saturation", "write_csv": ".saturation",

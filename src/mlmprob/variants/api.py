@@ -51,11 +51,9 @@ from ..models.protocol import MaskedLM, foreign_ids, id_range, lengths_of, max_l
 from ..positions import TOKENS, default_mask
 from ..settings import Spec
 from .chain import CHAIN_ORDERS, chain_scores, plan_chain
+from .spec import check_methods
 from .rows import ForwardCache, RowTable
 
-METHODS = ("wt_marginals", "masked_marginals", "masked_marginals_all", "masked_marginals_mt", "mutant_marginals",
-           "pll_delta", "hcb", "ag", "epistasis")
-ALL_METHODS = METHODS + ("chain",)  # the default (None) is METHODS; chain on request
 ROW_METHODS = ("wt_marginals", "masked_marginals", "masked_marginals_all", "masked_marginals_mt", "mutant_marginals",
                "hcb")  # sums of terms read from RowTable rows
 PLL_CHUNK_TOKENS = 1 << 20  # mutant rows re-scored together by pll_delta (tokens)
@@ -102,17 +100,6 @@ def check_variants(mlm: MaskedLM, wild_type: torch.Tensor, mutants) -> list[Vari
                 raise MLMProbError(f"variant {n}: token {t} at position {p} is not a token a sequence may hold")
         out.append(tuple(sorted(pairs)))
     return out
-
-
-def check_methods(methods) -> tuple[str, ...]:
-    if methods is None:
-        return METHODS
-    methods = (methods,) if isinstance(methods, str) else tuple(methods)
-    unknown = [m for m in methods if m not in ALL_METHODS]
-    if unknown or not methods:
-        raise MLMProbError(f"unknown variant scoring method {unknown[0] if unknown else None!r}; "
-                           f"use some of {', '.join(ALL_METHODS)}")
-    return tuple(dict.fromkeys(methods))
 
 
 def _terms(table: RowTable, method: str, w: list[int], v: Variant, mask: int) -> list[tuple[int, float]]:

@@ -27,8 +27,7 @@ from ..likelihood.orders import count_orders
 from ..likelihood.spec import check_n_orders
 from ..runtime.seeds import seeded_generator
 from .rows import RowTable
-
-CHAIN_ORDERS = 6       # orders of a variant's sites (all |S|! when at most this many)
+from .spec import CHAIN_ORDERS
 
 
 def site_orders(sites: list[int], n_orders: int = CHAIN_ORDERS, seed: int = 0) -> list[list[int]]:

@@ -16,18 +16,33 @@ from dataclasses import dataclass
 from ..errors import MLMProbError
 from ..likelihood.spec import check_n_orders
 from ..settings import Spec, check_int
-from .api import check_methods
-from .chain import CHAIN_ORDERS
 
 DEFAULT_METHODS = ("wt_marginals", "masked_marginals", "masked_marginals_all", "hcb")
 SATURATE_METHODS = ("wt_marginals", "masked_marginals")
 CHAIN_FIELDS = ("chain_orders", "chain_seed")
 
 
+METHODS = ("wt_marginals", "masked_marginals", "masked_marginals_all", "masked_marginals_mt", "mutant_marginals",
+           "pll_delta", "hcb", "ag", "epistasis")
+ALL_METHODS = METHODS + ("chain",)  # the default (None) is METHODS; chain on request
+CHAIN_ORDERS = 6       # orders of a variant's sites (all |S|! when at most this many)
+
+
+def check_methods(methods) -> tuple[str, ...]:
+    if methods is None:
+        return METHODS
+    methods = (methods,) if isinstance(methods, str) else tuple(methods)
+    unknown = [m for m in methods if m not in ALL_METHODS]
+    if unknown or not methods:
+        raise MLMProbError(f"unknown variant scoring method {unknown[0] if unknown else None!r}; "
+                           f"use some of {', '.join(ALL_METHODS)}")
+    return tuple(dict.fromkeys(methods))
+
+
 @dataclass(frozen=True)
 class VariantsSpec(Spec):
-    """``methods``: the scores (:data:`mlmprob.variants.api.ALL_METHODS`, repeats dropped; None: every method of
-    :data:`~mlmprob.variants.api.METHODS`); ``offset``: the number of the wild type's first residue in mutant
+    """``methods``: the scores (:data:`ALL_METHODS`, repeats dropped; None: every method of
+    :data:`METHODS`); ``offset``: the number of the wild type's first residue in mutant
     strings; ``chain_orders`` and ``chain_seed``: the orders of ``chain`` (:func:`mlmprob.variants.chain.site_orders`)."""
 
     methods: tuple[str, ...] = DEFAULT_METHODS

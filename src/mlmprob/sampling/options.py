@@ -1,0 +1,76 @@
+"""The samplers' settings that need no tensors: the choices, the defaults, the bounds and their checks, and
+the proposal's settings (:class:`ProposalConfig`). The sampler spec (:mod:`.spec`), the command line's parsers and
+the kernels read them from here, so that building a spec or a parser imports no torch.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..errors import MLMProbError
+
+INITS = ("given", "greedy", "random")
+SCORES = ("confidence", "margin", "entropy")
+SCHEDULES = ("linear", "cosine")
+DEFAULT_STEPS = 8
+DEFAULT_THRESHOLD = 0.05
+DEFAULT_DRAFT_K = 4
+#: The most remasking steps a draw may take: each is one sequential model call per chain, so the cap bounds a
+#: draw's work at ``steps + MAX_REMASK_STEPS`` calls whatever number was typed.
+MAX_REMASK_STEPS = 10_000
+
+
+@dataclass(frozen=True)
+class ProposalConfig:
+    """How an MLM conditional is modified before proposing from it.
+
+    ``temperature`` divides the logits (0 means greedy: all mass on the arg-max, the lowest id on a
+    tie); ``top_p`` keeps the smallest set of most probable tokens whose (tempered) probability
+    reaches ``top_p``, ties going to the lower token id (the module doc states the rule).
+    """
+
+    temperature: float = 1.0
+    top_p: float = 1.0
+
+    def __post_init__(self):
+        if not (self.temperature >= 0.0) or self.temperature == float("inf"):
+            raise MLMProbError(f"proposal_temperature must be a finite number >= 0, got {self.temperature}")
+        if not (0.0 < self.top_p <= 1.0):
+            raise MLMProbError(f"top_p must lie in (0, 1], got {self.top_p}")
+
+
+def check_positive_int(value, name: str, allow_none: bool = False):
+    if value is None and allow_none:
+        return
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise MLMProbError(f"{name} must be a positive integer, got {value!r}")
+
+
+def check_unmasking(score, steps, schedule, block_length, remask, remask_steps) -> None:
+    """One-line errors for bad ``Unmasking`` settings (also checked where a sampler spec is made)."""
+    if score not in SCORES:
+        raise MLMProbError(f"score must be one of {SCORES}, got {score!r}")
+    if schedule not in SCHEDULES:
+        raise MLMProbError(f"schedule must be one of {SCHEDULES}, got {schedule!r}")
+    check_positive_int(steps, "steps")
+    check_positive_int(block_length, "block_length", allow_none=True)
+    if isinstance(remask_steps, bool) or not isinstance(remask_steps, int) or remask_steps < 0:
+        raise MLMProbError(f"remask_steps must be a non-negative integer, got {remask_steps!r}")
+    if isinstance(remask, bool) or not isinstance(remask, (int, float)) or not 0.0 <= remask <= 1.0:
+        raise MLMProbError(f"remask must be a probability in [0, 1], got {remask!r}")
+    if remask_steps > MAX_REMASK_STEPS:
+        raise MLMProbError(f"remask_steps must be at most {MAX_REMASK_STEPS:,} (each is a model call per chain), "
+                           f"got {remask_steps!r}")
+    if remask_steps and remask == 0:
+        raise MLMProbError(f"remask_steps ({remask_steps}) needs remask > 0: with remask 0 a remasking step masks "
+                           "nothing and changes nothing; give --remask P or leave --remask-steps out")
+
+
+def check_adaptive(score, threshold, max_tokens, pair_top_k) -> None:
+    """One-line errors for bad ``Adaptive`` settings (also checked where a sampler spec is made)."""
+    if score not in SCORES:
+        raise MLMProbError(f"score must be one of {SCORES}, got {score!r}")
+    if isinstance(threshold, bool) or not isinstance(threshold, (int, float)) or not threshold >= 0:
+        raise MLMProbError(f"threshold must be a number >= 0, got {threshold!r}")
+    check_positive_int(max_tokens, "max_tokens", allow_none=True)
+    check_positive_int(pair_top_k, "pair_top_k", allow_none=True)
