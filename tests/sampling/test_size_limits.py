@@ -1,16 +1,14 @@
 """No allocation from an unchecked number (issue 35): every size option, given ``10**9`` (the largest number the
 CLI's number types take), is clamped to the work or refused with one line before any tensor is made. Each case runs
-``mlmprob`` forked from the test process (torch already loaded) under a 4 GiB address-space limit above what the
-process already holds, with a time limit: it must finish (status 0) or refuse (status 2, one ``error:`` line),
+``python -m mlmprob`` in a new process under a 4 GiB address-space limit above what a fresh command holds once
+it has imported torch, with a time limit: it must finish (status 0) or refuse (status 2, one ``error:`` line),
 never be killed, hang or print a traceback. And a nucleus of a tiny ``top_p`` keeps the top token."""
 
 import math
 import os
 import resource
-import select
-import signal
+import subprocess
 import sys
-import time
 
 import pytest
 import torch
@@ -56,53 +54,37 @@ CASES = {
 }
 
 
-def _vm_bytes() -> int:
-    with open("/proc/self/status") as f:
-        for line in f:
-            if line.startswith("VmSize:"):
-                return int(line.split()[1]) * 1024
-    raise AssertionError("no VmSize")
+_BASE: list[int] = []
+
+
+def _start_bytes() -> int:
+    """The address space of a fresh ``python -m mlmprob`` once torch and the command line are imported (measured
+    once): the limit of a case is this plus its allowance."""
+    if not _BASE:
+        probe = ("import torch, mlmprob.cli, mlmprob.models.loading\n"
+                 "print([l for l in open('/proc/self/status') if l.startswith('VmSize:')][0].split()[1])")
+        out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=300, check=True)
+        _BASE.append(int(out.stdout.strip()) * 1024)
+    return _BASE[0]
 
 
 def run_limited(argv: list[str], extra_bytes: int = 4 << 30, timeout: float = 180.0) -> tuple[int, str]:
-    """``mlmprob argv`` in a forked child limited to ``extra_bytes`` more address space than it starts with;
-    ``(exit status, stderr)``; status -9 when it ran past ``timeout`` seconds."""
-    from mlmprob.cli import main
+    """``mlmprob argv`` in a new process (``python -m mlmprob``, never a fork of the test process: a fork of a
+    process that ran Ray or torch threads can deadlock on a lock one of them held) limited to ``extra_bytes`` more
+    address space than a fresh command holds; ``(exit status, stderr)``; status -9 when it ran past ``timeout``."""
+    limit = _start_bytes() + extra_bytes
 
-    r, w = os.pipe()
-    pid = os.fork()
-    if pid == 0:                                    # the child: never returns into pytest
-        rc = 99
-        try:
-            os.close(r)
-            sys.stderr = os.fdopen(w, "w", buffering=1)
-            sys.stdout = open(os.devnull, "w")
-            limit = _vm_bytes() + extra_bytes
-            resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
-            rc = main(argv)
-        except SystemExit as e:
-            rc = e.code if isinstance(e.code, int) else 1
-        except BaseException:
-            import traceback
-            traceback.print_exc()
-        finally:
-            sys.stderr.flush()
-            os._exit(rc or 0)
-    os.close(w)
-    out, deadline = b"", time.monotonic() + timeout
-    with os.fdopen(r, "rb", buffering=0) as pipe:
-        while True:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                os.kill(pid, signal.SIGKILL)
-                break
-            if select.select([pipe], [], [], left)[0]:
-                chunk = pipe.read(1 << 16)
-                if not chunk:
-                    break
-                out += chunk
-    _, status = os.waitpid(pid, 0)
-    return os.waitstatus_to_exitcode(status), out.decode(errors="replace")
+    def limited():
+        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1"}
+    try:
+        proc = subprocess.run([sys.executable, "-m", "mlmprob", "--threads", "1", *argv], stdout=subprocess.DEVNULL,
+                              stderr=subprocess.PIPE, env=env, timeout=timeout, preexec_fn=limited,
+                              start_new_session=True)
+    except subprocess.TimeoutExpired as e:
+        return -9, (e.stderr or b"").decode(errors="replace")
+    return proc.returncode, proc.stderr.decode(errors="replace")
 
 
 @pytest.mark.parametrize("case", list(CASES))
