@@ -91,6 +91,21 @@ def check_int(name: str, value, lo: int, what: str) -> None:
         raise MLMProbError(f"{name} must be {what}, got {value!r}")
 
 
+def check_count(name: str, value, most: int, why: str) -> int:
+    """``value`` if it is a positive integer (not a bool) of at most ``most``; else one line naming ``name``, the
+    bound and ``why`` there is one (what each unit costs).
+
+    >>> check_count("beam_size", 10 ** 9, 10_000, "each is a model row")
+    Traceback (most recent call last):
+    ...
+    mlmprob.errors.MLMProbError: beam_size must be at most 10,000 (each is a model row), got 1000000000
+    """
+    check_int(name, value, 1, "a positive integer")
+    if value > most:
+        raise MLMProbError(f"{name} must be at most {most:,} ({why}), got {value!r}")
+    return value
+
+
 def check_choice(name: str, value, choices: tuple) -> None:
     """Refuse ``value`` unless it is one of ``choices``."""
     if value not in choices:

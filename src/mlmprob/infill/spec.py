@@ -18,7 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..errors import MLMProbError
-from ..settings import Spec
+from ..settings import Spec, check_count
 
 METHODS = ("standard", "hcb")
 MASK_NAMES = ("mask", "[mask]", "<mask>")
@@ -39,12 +39,7 @@ def check_beam_size(beam_size, name: str = "beam_size") -> int:
     ...
     mlmprob.errors.MLMProbError: beam_size must be at most 10,000 (each fill kept is a model row per step and a row of the result), got 1000000000
     """
-    if isinstance(beam_size, bool) or not isinstance(beam_size, int) or beam_size < 1:
-        raise MLMProbError(f"{name} must be a positive integer, got {beam_size!r}")
-    if beam_size > MAX_BEAM_SIZE:
-        raise MLMProbError(f"{name} must be at most {MAX_BEAM_SIZE:,} (each fill kept is a model row per step and a row "
-                           f"of the result), got {beam_size!r}")
-    return beam_size
+    return check_count(name, beam_size, MAX_BEAM_SIZE, "each fill kept is a model row per step and a row of the result")
 
 
 def check_order(order: str) -> str:

@@ -17,8 +17,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..errors import MLMProbError
-from ..settings import Spec, check_choice, check_int
+from ..settings import Spec, check_choice, check_count, check_int
 
 LOGLIK_ORDER_KINDS = ("random", "l2r", "r2l")
 LOGLIK_ORDERS = 8      # random orders per record (all of them when a record has at most this many)
@@ -37,12 +36,7 @@ def check_n_orders(n_orders, name: str = "n_orders") -> int:
     ...
     mlmprob.errors.MLMProbError: n_orders must be at most 100,000 (each order is kept in memory and read with its own model rows), got 1000000000
     """
-    if isinstance(n_orders, bool) or not isinstance(n_orders, int) or n_orders < 1:
-        raise MLMProbError(f"{name} must be a positive integer, got {n_orders!r}")
-    if n_orders > MAX_ORDERS:
-        raise MLMProbError(f"{name} must be at most {MAX_ORDERS:,} (each order is kept in memory and read with its "
-                           f"own model rows), got {n_orders!r}")
-    return n_orders
+    return check_count(name, n_orders, MAX_ORDERS, "each order is kept in memory and read with its own model rows")
 
 
 @dataclass(frozen=True)
