@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 TORCH_SPEC ?= torch==2.13.0
 STAMP := $(VENV)/.mlmprob-installed
 
-.PHONY: install demo test bench clean
+.PHONY: install demo test bench wheel-check clean
 
 $(STAMP): pyproject.toml Makefile
 	$(PYTHON) -m venv $(VENV)
@@ -24,6 +24,9 @@ demo: $(STAMP)
 
 test: $(STAMP)
 	HF_HUB_OFFLINE=1 $(BIN)/python -m pytest -q
+
+wheel-check: $(STAMP)
+	.ci/wheel_smoke.sh
 
 bench: $(STAMP)
 	@echo "see bench/README.md for the benchmark commands"

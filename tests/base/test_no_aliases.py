@@ -1,4 +1,4 @@
-"""The compatibility names of 0.1.0 are gone (issue 36, item 5; README, "Changelog"): importing one fails, a
+"""The compatibility names of 0.1.0 are gone (issue 36, item 5; CHANGELOG.md): importing one fails, a
 removed flag or value is refused where it is given, and no module keeps a name it marks as a former one."""
 
 import re

@@ -35,3 +35,18 @@ def test_a_fresh_import_of_the_submodule_first_gives_the_module():
             "print(inspect.ismodule(e), inspect.ismodule(i), callable(e), callable(i), hasattr(e, 'token_scores'))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.split() == ["True"] * 5
+
+
+def test_the_version_has_one_source():
+    """``pyproject.toml`` reads the version from ``mlmprob.__version__`` (no second literal), and the installed
+    distribution's metadata says the same."""
+    import importlib.metadata
+    import re
+    from pathlib import Path
+
+    import mlmprob
+
+    pyproject = (Path(__file__).resolve().parents[2] / "pyproject.toml").read_text()
+    assert 'dynamic = ["version"]' in pyproject and 'version = {attr = "mlmprob.__version__"}' in pyproject
+    assert not re.search(r'(?m)^version\s*=\s*"', pyproject)
+    assert importlib.metadata.version("mlmprob") == mlmprob.__version__
