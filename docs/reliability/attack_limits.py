@@ -13,7 +13,6 @@ import os
 import pickle
 import resource
 import shutil
-import signal
 import time
 from pathlib import Path
 
@@ -198,17 +197,11 @@ def _spool_kill(d: Path, m: list, good: Path) -> dict:
     t = time.monotonic()
     hold = Hold(1)
     with open(good, "rb") as given:
-        proc = hold.start(["score", "-", *m, "--out", d / "spool-kill.jsonl"], env={"TMPDIR": str(tmp)},
-                          stdin=given)
-    try:
+        hold.start(["score", "-", *m, "--out", d / "spool-kill.jsonl"], env={"TMPDIR": str(tmp)},
+                   stdin=given)
+    with hold:
         held = hold.wait()
-        proc.send_signal(signal.SIGKILL)
-        proc.wait()
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-        hold.close()
+        hold.kill()
     after_kill = len(list(tmp.glob("mlmprob-stdin-*")))
     code, _, err = run_subprocess(["score", "-", *m], good.read_bytes(), d, env={"TMPDIR": str(tmp)}, timeout=300)
     left = len(list(tmp.glob("mlmprob-stdin-*")))

@@ -44,10 +44,25 @@ class Hold:
                 return False
         return True
 
+    def kill(self) -> None:
+        """SIGKILL the held run and reap it."""
+        self.proc.send_signal(signal.SIGKILL)
+        self.proc.wait()
+
     def close(self) -> None:
         for fd in (self.r_held, self.w_go):
             with contextlib.suppress(OSError):
                 os.close(fd)
+
+    def __enter__(self) -> "Hold":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        """Whatever happened: the run is not left alive, and the pipes are closed."""
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+        self.close()
 
 
 def held_kill(argv: list, rows: int, second: list | None = None) -> dict:
@@ -55,7 +70,7 @@ def held_kill(argv: list, rows: int, second: list | None = None) -> dict:
     hold = Hold(rows)
     proc = hold.start(argv)
     rec: dict = {}
-    try:
+    with hold:
         rec["held"] = hold.wait()
         if not rec["held"]:
             rec["error"] = (proc.stderr.read() or b"").decode(errors="replace")[-300:]
@@ -66,13 +81,7 @@ def held_kill(argv: list, rows: int, second: list | None = None) -> dict:
             rec["second_writer"] = ("refused" if s.returncode == 2 and len(lines) == 1
                                     and "being written by another process" in lines[0] else
                                     f"NOT refused (status {s.returncode}): {s.stderr.strip()[-200:]}")
-        proc.send_signal(signal.SIGKILL)
-        proc.wait()
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-        hold.close()
+        hold.kill()
     return rec
 
 
@@ -159,11 +168,10 @@ def process_cases(d: Path, model: Path) -> list[dict]:
     res = []
     hold = Hold(32)
     proc = hold.start(["score", inp, *m, "--workers", "2", "--out", d / "w.jsonl", "--batch-tokens", "64"])
-    try:
+    with hold:
         held = hold.wait()
         kids = _children(proc.pid)
-        proc.send_signal(signal.SIGKILL)
-        proc.wait()
+        hold.kill()
         t0 = time.monotonic()
         while any(_alive(k) for k in kids) and time.monotonic() - t0 < 30:
             time.sleep(0.2)       # waiting for deaths that must happen, not for progress
@@ -174,10 +182,6 @@ def process_cases(d: Path, model: Path) -> list[dict]:
         for k in left:
             with contextlib.suppress(OSError):
                 os.kill(k, signal.SIGKILL)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-        hold.close()
     cmd, env = cli(["score", fasta(d / "few.fasta", 3), *m, "--workers", "100"])
     t = time.monotonic()
     p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)
