@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Iterable
 
 from ..errors import MLMProbError
+from .safefs import UnsafePath, replace_file
 
 KEY = "identity"
 _SHOWN = 12                 # hex digits of a digest shown in a message
@@ -111,10 +112,8 @@ def _save_cache(cache: dict) -> None:
         cache = dict(list(cache.items())[-_CACHE_ENTRIES:])
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
-        tmp.write_text(json.dumps(cache))
-        os.replace(tmp, path)
-    except OSError:
+        replace_file(path, json.dumps(cache), path.with_name(f"{path.name}.{os.getpid()}.tmp"), "the digest cache")
+    except (OSError, UnsafePath):
         pass                                    # a cache that cannot be written only costs time
 
 
