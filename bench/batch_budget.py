@@ -19,16 +19,25 @@ import time
 from pathlib import Path
 
 import torch
+
 from mlmprob.models.reader import reader_of  # noqa: E402
 
 BUDGETS = (65536, 8192, 4096, 2048)
-UNITS = (("antiberty", "float32"), ("antiberty", "bfloat16"), ("antiberty", "int8"), ("sapiens-vh", "float32"),
-         ("esm2-35M", "float32"), ("esm2-35M", "bfloat16"), ("esm2-35M", "int8"))
+UNITS = (
+    ("antiberty", "float32"),
+    ("antiberty", "bfloat16"),
+    ("antiberty", "int8"),
+    ("sapiens-vh", "float32"),
+    ("esm2-35M", "float32"),
+    ("esm2-35M", "bfloat16"),
+    ("esm2-35M", "int8"),
+)
 
 
 def run(units, seq: str, threads: int, rounds: int, weights: Path) -> list[str]:
-    import mlmprob
     from bench_cpu import save_random_esm
+
+    import mlmprob
 
     torch.set_num_threads(threads)
     lines = []
@@ -39,14 +48,17 @@ def run(units, seq: str, threads: int, rounds: int, weights: Path) -> list[str]:
         mlmprob.pll(m, ids, [1, 2])  # warm-up
         times, plls = {b: [] for b in BUDGETS}, {}
         for r in range(rounds):
-            for b in (BUDGETS if r % 2 == 0 else BUDGETS[::-1]):
+            for b in BUDGETS if r % 2 == 0 else BUDGETS[::-1]:
                 t0 = time.perf_counter()
                 plls[b] = float(mlmprob.pll(reader_of(m, b), ids)[0])
                 times[b].append(time.perf_counter() - t0)
         base = min(times[BUDGETS[0]])
         d = max(abs(p - plls[BUDGETS[0]]) for p in plls.values())
-        lines.append(f"| {name} | {dt} | {threads} | " + " | ".join(
-            f"{min(times[b]):.2f} (x{base / min(times[b]):.2f})" for b in BUDGETS) + f" | {d:.1e} |")
+        lines.append(
+            f"| {name} | {dt} | {threads} | "
+            + " | ".join(f"{min(times[b]):.2f} (x{base / min(times[b]):.2f})" for b in BUDGETS)
+            + f" | {d:.1e} |"
+        )
         print(lines[-1], file=sys.stderr, flush=True)
     return lines
 
@@ -69,12 +81,23 @@ def main(argv=None) -> int:
     for t in (int(x) for x in a.threads.split(",")):
         lines += run(units, seq, t, a.rounds, Path(a.weights))
     cmd = shlex.join(["python", "bench/batch_budget.py"] + list(sys.argv[1:] if argv is None else argv))
-    text = "\n".join([
-        "# CPU token budget of a forward sub-batch: exact PLL of one heavy chain", "", f"Command: `{cmd}`", "",
-        f"Machine: {describe()}; GDPa1 VH #0 ({len(seq)} residues, {len(seq)} masked copies); best of "
-        f"{a.rounds} interleaved rounds; seconds (speed against 65536).", "",
-        "| model | precision | threads | " + " | ".join(f"{b} tokens" for b in BUDGETS) + " | max abs d PLL |",
-        "|---|---|---:|" + "---|" * len(BUDGETS) + "---:|", *lines]) + "\n"
+    text = (
+        "\n".join(
+            [
+                "# CPU token budget of a forward sub-batch: exact PLL of one heavy chain",
+                "",
+                f"Command: `{cmd}`",
+                "",
+                f"Machine: {describe()}; GDPa1 VH #0 ({len(seq)} residues, {len(seq)} masked copies); best of "
+                f"{a.rounds} interleaved rounds; seconds (speed against 65536).",
+                "",
+                "| model | precision | threads | " + " | ".join(f"{b} tokens" for b in BUDGETS) + " | max abs d PLL |",
+                "|---|---|---:|" + "---|" * len(BUDGETS) + "---:|",
+                *lines,
+            ]
+        )
+        + "\n"
+    )
     return emit(text, a.out)
 
 

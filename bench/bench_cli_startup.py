@@ -39,14 +39,18 @@ def main(argv=None) -> int:
     ap.add_argument("--out", type=Path, default=None, help="also write the table here (Markdown)")
     a = ap.parse_args(argv)
     times = {name: [] for name, _ in CASES}
-    for _ in range(a.repeats):          # interleaved: a busy moment of the machine hits every case alike
+    for _ in range(a.repeats):  # interleaved: a busy moment of the machine hits every case alike
         for name, cmd in CASES:
             times[name].append(wall(cmd))
     base = statistics.median(times["python -c pass"])
-    lines = [f"Command: `python bench/bench_cli_startup.py {shlex.join(argv or sys.argv[1:])}` on "
-             f"{platform.processor() or platform.machine()}, Python {platform.python_version()}, "
-             f"median of {a.repeats} runs each, interleaved.", "",
-             "| command | median wall (s) | minus `python -c pass` (s) |", "|---|---|---|"]
+    lines = [
+        f"Command: `python bench/bench_cli_startup.py {shlex.join(argv or sys.argv[1:])}` on "
+        f"{platform.processor() or platform.machine()}, Python {platform.python_version()}, "
+        f"median of {a.repeats} runs each, interleaved.",
+        "",
+        "| command | median wall (s) | minus `python -c pass` (s) |",
+        "|---|---|---|",
+    ]
     for name, _ in CASES:
         med = statistics.median(times[name])
         lines.append(f"| `{name}` | {med:.3f} | {med - base:.3f} |")

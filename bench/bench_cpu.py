@@ -39,7 +39,10 @@ import torch
 
 REF = "transformers float32 (HF fp32)"  # mlmprob with fused=False: transformers' own ESM code
 CONFIGS = {  # ESM-2 shapes: layers, hidden, heads, intermediate
-    "esm2-8M": (6, 320, 20, 1280), "esm2-35M": (12, 480, 20, 1920), "esm2-150M": (30, 640, 20, 2560)}
+    "esm2-8M": (6, 320, 20, 1280),
+    "esm2-35M": (12, 480, 20, 1920),
+    "esm2-150M": (30, 640, 20, 2560),
+}
 
 
 def save_random_esm(name: str, root: Path) -> Path:
@@ -58,10 +61,20 @@ def save_random_esm(name: str, root: Path) -> Path:
     (d / "vocab.txt").write_text("\n".join(ESM_VOCAB))
     tf.EsmTokenizer(str(d / "vocab.txt")).save_pretrained(str(d))
     torch.manual_seed(0)  # benchmark weights
-    cfg = tf.EsmConfig(vocab_size=len(ESM_VOCAB), hidden_size=hidden, num_hidden_layers=layers,
-                       num_attention_heads=heads, intermediate_size=inter, max_position_embeddings=1026,
-                       position_embedding_type="rotary", pad_token_id=1, mask_token_id=32, token_dropout=True,
-                       emb_layer_norm_before=False, tie_word_embeddings=True)
+    cfg = tf.EsmConfig(
+        vocab_size=len(ESM_VOCAB),
+        hidden_size=hidden,
+        num_hidden_layers=layers,
+        num_attention_heads=heads,
+        intermediate_size=inter,
+        max_position_embeddings=1026,
+        position_embedding_type="rotary",
+        pad_token_id=1,
+        mask_token_id=32,
+        token_dropout=True,
+        emb_layer_norm_before=False,
+        tie_word_embeddings=True,
+    )
     model = tf.EsmForMaskedLM(cfg).eval()
     model.save_pretrained(str(d))
     state = {k: v.contiguous() for k, v in model.state_dict().items()}
@@ -77,7 +90,7 @@ def chains(n: int, skip: int = 0) -> list[str]:
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     from onepass_data import antibody_sets
 
-    return antibody_sets("H")["calibration"][skip:skip + n]
+    return antibody_sets("H")["calibration"][skip : skip + n]
 
 
 class EsmCpp:
@@ -114,8 +127,10 @@ class EsmCpp:
                 c[p] = self.mask
                 copies.append(c)
             logits = self.m.forward_batch(copies)
-            lp = [float(torch.log_softmax(torch.from_numpy(np.asarray(lg[p], dtype=np.float64)), -1)[ids[p]])
-                  for p, lg in zip(pos, logits)]
+            lp = [
+                float(torch.log_softmax(torch.from_numpy(np.asarray(lg[p], dtype=np.float64)), -1)[ids[p]])
+                for p, lg in zip(pos, logits)
+            ]
             out.append(lp)
         return out
 
@@ -131,7 +146,7 @@ class Mlmprob:
         enc = self.mlm.encode(seqs)
         logits = self.mlm.logits(enc.input_ids)
         lens = (enc.input_ids != self.mlm.pad_id).sum(1)
-        return [logits[b, :int(n)] for b, n in enumerate(lens)]
+        return [logits[b, : int(n)] for b, n in enumerate(lens)]
 
     def pll(self, seqs, k):
         """Per sequence, the log-probabilities of its first ``k`` residues, each masked alone (exact PLL terms)."""
@@ -149,8 +164,11 @@ def run(args) -> str:
     lines = []
     for name in args.models.split(","):
         folder = save_random_esm(name, root)
-        engines = {REF: Mlmprob(folder, "float32", fused=False), "mlmprob float32": Mlmprob(folder, "float32"),
-                   "esm-cpp fp32": EsmCpp(folder, args.threads)}
+        engines = {
+            REF: Mlmprob(folder, "float32", fused=False),
+            "mlmprob float32": Mlmprob(folder, "float32"),
+            "esm-cpp fp32": EsmCpp(folder, args.threads),
+        }
         if name in args.esmcpp_int8_models.split(","):
             engines["esm-cpp int8 (SmoothQuant)"] = EsmCpp(folder, args.threads, calib)
         engines["mlmprob int8"] = Mlmprob(folder, "int8")
@@ -166,7 +184,7 @@ def run(args) -> str:
         rounds = args.rounds if CONFIGS[name][1] < args.big_hidden else 1
         for r in range(rounds):
             for w in works:
-                for e, eng in (engines.items() if r % 2 == 0 else reversed(list(engines.items()))):
+                for e, eng in engines.items() if r % 2 == 0 else reversed(list(engines.items())):
                     seqs = fwd_seqs if w == "forward" else pll_seqs
                     t0 = time.perf_counter()
                     outs[(e, w)] = eng.forward(seqs) if w == "forward" else eng.pll(seqs, args.pll_positions)
@@ -187,8 +205,10 @@ def run(args) -> str:
                     tok = [abs(x - y) for a, b in zip(outs[(e, w)], outs[(ref, w)]) for x, y in zip(a, b)]
                     n_res = sum(len(x) for x in outs[(ref, w)])  # positions really scored
                     speed = f"{n_res / t:.1f} masked copies/s"
-                    err_s = (f"PLL diff mean {statistics.mean(d):.3f}, max {max(d):.3f} nats; per position "
-                             f"mean {statistics.mean(tok):.4f}, max {max(tok):.4f}")
+                    err_s = (
+                        f"PLL diff mean {statistics.mean(d):.3f}, max {max(d):.3f} nats; per position "
+                        f"mean {statistics.mean(tok):.4f}, max {max(tok):.4f}"
+                    )
                 lines.append(f"| {name} | {w} | {e} | {t:.2f} | {speed} | {base / t:.2f} | {err_s} | {rounds} |")
         print("\n".join(lines), file=sys.stderr, flush=True)
     load1 = os.getloadavg()
@@ -197,15 +217,18 @@ def run(args) -> str:
     from cpu_info import describe
 
     isa = esm_cpp.current_isa()
-    head = [f"Command: `{shlex.join(['python', 'bench/bench_cpu.py'] + sys.argv[1:])}`",
-            f"Machine: {describe()}; esm-cpp ISA {isa}; {args.threads} thread(s) for both engines; "
-            f"load average at start {load0[0]:.2f}, at end {load1[0]:.2f} (shared machine: 2 cores, other jobs running).",
-            f"Sequences: forward {len(fwd_seqs)} Thera-SAbDab heavy chains ({sum(map(len, fwd_seqs))} residues); "
-            f"PLL: {len(pll_seqs)} other chain(s) ({sum(map(len, pll_seqs))} residues), the first {args.pll_positions} (or all) "
-            f"residues scored (one masked copy of the whole chain each). Medians over {args.rounds} interleaved rounds "
-            f"(1 round for models of hidden size >= {args.big_hidden}), after one warm-up forward per engine.", "",
-            "| model | workload | engine / precision | time (s) | throughput | speed vs transformers fp32 | error vs HF fp32 | rounds |",
-            "|---|---|---|---|---|---|---|---|"]
+    head = [
+        f"Command: `{shlex.join(['python', 'bench/bench_cpu.py'] + sys.argv[1:])}`",
+        f"Machine: {describe()}; esm-cpp ISA {isa}; {args.threads} thread(s) for both engines; "
+        f"load average at start {load0[0]:.2f}, at end {load1[0]:.2f} (shared machine: 2 cores, other jobs running).",
+        f"Sequences: forward {len(fwd_seqs)} Thera-SAbDab heavy chains ({sum(map(len, fwd_seqs))} residues); "
+        f"PLL: {len(pll_seqs)} other chain(s) ({sum(map(len, pll_seqs))} residues), the first {args.pll_positions} (or all) "
+        f"residues scored (one masked copy of the whole chain each). Medians over {args.rounds} interleaved rounds "
+        f"(1 round for models of hidden size >= {args.big_hidden}), after one warm-up forward per engine.",
+        "",
+        "| model | workload | engine / precision | time (s) | throughput | speed vs transformers fp32 | error vs HF fp32 | rounds |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
     return "\n".join(head + lines) + "\n"
 
 
@@ -214,15 +237,21 @@ def main(argv=None) -> int:
     ap.add_argument("--models", default="esm2-8M,esm2-35M,esm2-150M")
     ap.add_argument("--pll-models", default="esm2-8M,esm2-35M", help="models whose exact PLL is timed too")
     ap.add_argument("--bf16-models", default="esm2-8M", help="models also run by mlmprob in bfloat16")
-    ap.add_argument("--esmcpp-int8-models", default="esm2-8M,esm2-35M,esm2-150M",
-                    help="models also run by esm-cpp in int8 (its calibration runs 8 forwards in its slow path)")
+    ap.add_argument(
+        "--esmcpp-int8-models",
+        default="esm2-8M,esm2-35M,esm2-150M",
+        help="models also run by esm-cpp in int8 (its calibration runs 8 forwards in its slow path)",
+    )
     ap.add_argument("--n-forward", type=int, default=8)
     ap.add_argument("--n-pll", type=int, default=1)
     ap.add_argument("--pll-positions", type=int, default=8, help="masked copies per PLL chain (first K residues)")
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--big-hidden", type=int, default=480, help="models this wide or wider run one round")
-    ap.add_argument("--unfused", default="", help="precisions also run through transformers' own ESM code "
-                                                 "(mlmprob fused=False), e.g. int8,bfloat16")
+    ap.add_argument(
+        "--unfused",
+        default="",
+        help="precisions also run through transformers' own ESM code (mlmprob fused=False), e.g. int8,bfloat16",
+    )
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--weights", default="/tmp/mlmprob_bench_cpu")
     ap.add_argument("--out")
@@ -235,6 +264,7 @@ def main(argv=None) -> int:
         return 2
     text = run(args)
     from cpu_info import emit
+
     return emit(text, args.out)
 
 

@@ -44,9 +44,9 @@ def packed_groups(lengths: torch.Tensor, batch_tokens: int, min_rows: int = 8) -
     while start < N:
         width = max(int(sorted_len[start]), 1)
         n = min(N - start, rows_per_batch(width, batch_tokens))
-        similar = sum(1 for x in sorted_len[start:start + n] if x * 5 >= width * 4)
+        similar = sum(1 for x in sorted_len[start : start + n] if x * 5 >= width * 4)
         n = max(similar, min(n, min_rows))
-        groups[order[start:start + n]] = g
+        groups[order[start : start + n]] = g
         start, g = start + n, g + 1
     return groups
 
@@ -72,9 +72,14 @@ def measure(mlm, seqs: list[str], rounds: int) -> dict:
             times["packed"].append(_run(mlm, packed, reads))
             times["per_record"].append(_run(mlm, per_record, reads))
     med = {k: statistics.median(v) for k, v in times.items()}
-    return {"copies": len(rows), "sequences": len(seqs), "packed_s": med["packed"],
-            "per_record_s": med["per_record"], "ratio": med["per_record"] / med["packed"],
-            "spread": {k: (min(v), max(v)) for k, v in times.items()}}
+    return {
+        "copies": len(rows),
+        "sequences": len(seqs),
+        "packed_s": med["packed"],
+        "per_record_s": med["per_record"],
+        "ratio": med["per_record"] / med["packed"],
+        "spread": {k: (min(v), max(v)) for k, v in times.items()},
+    }
 
 
 def main(argv=None) -> int:
@@ -97,19 +102,31 @@ def main(argv=None) -> int:
         lens = [len(mlm.encode([s]).input_ids[0]) for s in seqs[:50]]
         rows.append((name, r, min(lens), max(lens)))
         print(f"{name}: {r}", file=sys.stderr)
-    lines = ["# Batch independence: what the per-record plan costs", "",
-             f"Command: `python bench/bench_forward.py {shlex.join(argv if argv is not None else sys.argv[1:])}`",
-             f"Machine: {platform.machine()}, {torch.get_num_threads()} thread(s), torch {torch.__version__}, "
-             f"load average {load0:.1f} at the start, {os.getloadavg()[0]:.1f} at the end.", "",
-             "| model | sequences | tokens (min-max of first 50) | copies | packed (s) | per-record (s) | per-record / packed |",
-             "|---|---|---|---|---|---|---|"]
+    lines = [
+        "# Batch independence: what the per-record plan costs",
+        "",
+        f"Command: `python bench/bench_forward.py {shlex.join(argv if argv is not None else sys.argv[1:])}`",
+        f"Machine: {platform.machine()}, {torch.get_num_threads()} thread(s), torch {torch.__version__}, "
+        f"load average {load0:.1f} at the start, {os.getloadavg()[0]:.1f} at the end.",
+        "",
+        "| model | sequences | tokens (min-max of first 50) | copies | packed (s) | per-record (s) | per-record / packed |",
+        "|---|---|---|---|---|---|---|",
+    ]
     for name, r, lo, hi in rows:
-        lines.append(f"| {name} | {r['sequences']} | {lo}-{hi} | {r['copies']} | {r['packed_s']:.2f} | "
-                     f"{r['per_record_s']:.2f} | {r['ratio']:.3f} |")
-    lines += ["", f"Median of {a.rounds} interleaved rounds per plan (min-max: "
-              + "; ".join(f"{n} packed {r['spread']['packed'][0]:.2f}-{r['spread']['packed'][1]:.2f}, per-record "
-                          f"{r['spread']['per_record'][0]:.2f}-{r['spread']['per_record'][1]:.2f}" for n, r, _, _ in rows)
-              + ")."]
+        lines.append(
+            f"| {name} | {r['sequences']} | {lo}-{hi} | {r['copies']} | {r['packed_s']:.2f} | "
+            f"{r['per_record_s']:.2f} | {r['ratio']:.3f} |"
+        )
+    lines += [
+        "",
+        f"Median of {a.rounds} interleaved rounds per plan (min-max: "
+        + "; ".join(
+            f"{n} packed {r['spread']['packed'][0]:.2f}-{r['spread']['packed'][1]:.2f}, per-record "
+            f"{r['spread']['per_record'][0]:.2f}-{r['spread']['per_record'][1]:.2f}"
+            for n, r, _, _ in rows
+        )
+        + ").",
+    ]
     text = "\n".join(lines) + "\n"
     if a.out:
         Path(a.out).write_text(text)

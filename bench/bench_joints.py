@@ -86,18 +86,31 @@ def bench_model(mlm, seqs):
         ev = evaluate_pair(mlm, ids, a, b)
         recs.append(ev.record())
     wall = time.perf_counter() - t0
-    return {"pairs": len(recs), "pairs_per_s": len(recs) / wall, "seconds_per_pair": wall / len(recs),
-            "forward_s_per_pair": sum(r["seconds_forward"] for r in recs) / len(recs),
-            "K": recs[0]["K"], "rows_per_pair": recs[0]["n_forward"],
-            "ag_steps": [r["ag_steps"] for r in recs], "ag_converged": all(r["ag_converged"] for r in recs)}
+    return {
+        "pairs": len(recs),
+        "pairs_per_s": len(recs) / wall,
+        "seconds_per_pair": wall / len(recs),
+        "forward_s_per_pair": sum(r["seconds_forward"] for r in recs) / len(recs),
+        "K": recs[0]["K"],
+        "rows_per_pair": recs[0]["n_forward"],
+        "ag_steps": [r["ag_steps"] for r in recs],
+        "ag_converged": all(r["ag_converged"] for r in recs),
+    }
 
 
 def random_bert_30k(L: int = 32):
     import transformers
+
     from mlmprob.models.hf import HFMaskedLM
 
-    cfg = transformers.BertConfig(vocab_size=30522, hidden_size=128, num_hidden_layers=2, num_attention_heads=2,
-                                  intermediate_size=512, max_position_embeddings=128)
+    cfg = transformers.BertConfig(
+        vocab_size=30522,
+        hidden_size=128,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        intermediate_size=512,
+        max_position_embeddings=128,
+    )
     with torch.random.fork_rng():
         torch.manual_seed(0)
         model = transformers.BertForMaskedLM(cfg)
@@ -124,11 +137,20 @@ def bench_30k(ks=(256, 1024), L=32):
         ag_joint(pc, steps=steps)
         per_step = (time.perf_counter() - t1) / steps
         rate = (pc.n_forward + 1) / t_fwd
-        rows.append({"K": k, "rows": pc.n_forward + 1, "forward_s": t_fwd, "total_s": t_all,
-                     "rows_per_s": rate, "ag_steps": ev.ag.steps, "ag_s_per_step": per_step,
-                     "outside_mass_unary": pc.outside_mass["unary"],
-                     "full_V_forward_s_est": (2 * V + 1) / rate,
-                     "full_V_ag_s_per_step_est": per_step * (V / k) ** 2})
+        rows.append(
+            {
+                "K": k,
+                "rows": pc.n_forward + 1,
+                "forward_s": t_fwd,
+                "total_s": t_all,
+                "rows_per_s": rate,
+                "ag_steps": ev.ag.steps,
+                "ag_s_per_step": per_step,
+                "outside_mass_unary": pc.outside_mass["unary"],
+                "full_V_forward_s_est": (2 * V + 1) / rate,
+                "full_V_ag_s_per_step_est": per_step * (V / k) ** 2,
+            }
+        )
     return {"vocab_size": V, "L": L, "rows": rows}
 
 
@@ -154,21 +176,33 @@ def bench_topk_error(mlm, seqs, ks=(5, 10, 15)):
                 if ev.conditionals.gold_index is not None:
                     o["dlogp"].setdefault(m, []).append(abs(ev.metrics[m].pair_logp - full.metrics[m].pair_logp))
     mean = lambda xs: sum(xs) / len(xs) if xs else math.nan  # noqa: E731
-    return {k: {"pairs": n, "tv_mean": {m: mean(v) for m, v in o["tv"].items()},
-                "abs_dlogp_gold_mean": {m: mean(v) for m, v in o["dlogp"].items()},
-                "outside_mass_unary": mean(o["outside"]), "gold_outside_top_k": o["gold_lost"]}
-            for k, o in out.items()}
+    return {
+        k: {
+            "pairs": n,
+            "tv_mean": {m: mean(v) for m, v in o["tv"].items()},
+            "abs_dlogp_gold_mean": {m: mean(v) for m, v in o["dlogp"].items()},
+            "outside_mass_unary": mean(o["outside"]),
+            "gold_outside_top_k": o["gold_lost"],
+        }
+        for k, o in out.items()
+    }
 
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--data", default=str(Path(__file__).resolve().parents[1].parent / "shared/data/antibody/thera_sabdab.csv"))
+    ap.add_argument(
+        "--data", default=str(Path(__file__).resolve().parents[1].parent / "shared/data/antibody/thera_sabdab.csv")
+    )
     ap.add_argument("--pairs", type=int, default=5)
     ap.add_argument("--antiberty-pairs", type=int, default=2)
     ap.add_argument("--skip-30k", action="store_true")
     ap.add_argument("--json", default=None, help="also write the results here")
-    ap.add_argument("--threads", type=int, default=1,
-                    help="torch CPU threads (default 1: on a shared, busy CPU more threads oversubscribe it)")
+    ap.add_argument(
+        "--threads",
+        type=int,
+        default=1,
+        help="torch CPU threads (default 1: on a shared, busy CPU more threads oversubscribe it)",
+    )
     args = ap.parse_args(argv)
     torch.set_num_threads(args.threads)
     print(f"torch {torch.__version__}, threads {torch.get_num_threads()}")

@@ -41,11 +41,17 @@ def tiny_bert(hidden: int, layers: int, seed: int):
     tokens = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + list(AMINO_ACIDS)
     tok = ResidueTokenizer(tokens, bos="[CLS]", eos="[SEP]", pad="[PAD]", mask="[MASK]", unk="[UNK]", max_length=256)
     torch.manual_seed(seed)  # benchmark script: random weights of the throw-away model
-    cfg = BertConfig(vocab_size=len(tokens), hidden_size=hidden, num_hidden_layers=layers,
-                     num_attention_heads=max(1, hidden // 32), intermediate_size=4 * hidden,
-                     max_position_embeddings=256)
-    return HFMaskedLM(BertForMaskedLM(cfg), tok, name=f"random-bert-{hidden}x{layers}",
-                      proposal_ids=tok.residue_ids, max_length=256)
+    cfg = BertConfig(
+        vocab_size=len(tokens),
+        hidden_size=hidden,
+        num_hidden_layers=layers,
+        num_attention_heads=max(1, hidden // 32),
+        intermediate_size=4 * hidden,
+        max_position_embeddings=256,
+    )
+    return HFMaskedLM(
+        BertForMaskedLM(cfg), tok, name=f"random-bert-{hidden}x{layers}", proposal_ids=tok.residue_ids, max_length=256
+    )
 
 
 def run_kernel(kernel, ids, free, steps: int, seed: int):
@@ -59,8 +65,13 @@ def run_kernel(kernel, ids, free, steps: int, seed: int):
         n_prop += int(info.active.sum())
         n_acc += int(info.accepted.sum())
     dt = time.perf_counter() - t0
-    return {"proposals": n_prop, "seconds": dt, "proposals_per_s": n_prop / dt, "accept_rate": n_acc / n_prop,
-            "rows_per_proposal": (state.forward_rows - rows0) / n_prop}, state
+    return {
+        "proposals": n_prop,
+        "seconds": dt,
+        "proposals_per_s": n_prop / dt,
+        "accept_rate": n_acc / n_prop,
+        "rows_per_proposal": (state.forward_rows - rows0) / n_prop,
+    }, state
 
 
 def main(argv=None) -> int:
@@ -82,22 +93,31 @@ def main(argv=None) -> int:
         mlm = tiny_bert(args.hidden, args.layers, args.seed)
     else:
         from mlmprob import load_mlm
+
         mlm = load_mlm(args.model)
     seq = HCDR3_CONTEXT + "WGGDGFYAMDY"
     enc = mlm.encode([seq] * args.chains)
     ids = enc.input_ids
     L = ids.shape[1]
-    positions = list(range(L - 1 - args.free, L - 1))       # the last residues before the end token
+    positions = list(range(L - 1 - args.free, L - 1))  # the last residues before the end token
     free = resolve_free(mlm, ids, positions)
     steps = args.epochs * args.free
     common = dict(energy=args.energy, order="l2r")
     fast, fast_state = run_kernel(MetropolisHastings(mlm, **common), ids, free, steps, args.seed)
     lit, lit_state = run_kernel(LiteralMH(mlm, **common), ids, free, steps, args.seed)
     speedup = fast["proposals_per_s"] / lit["proposals_per_s"]
-    report = {"model": getattr(mlm, "name", type(mlm).__name__), "chains": args.chains, "T_free": args.free,
-              "sequence_tokens": L, "steps": steps, "threads": torch.get_num_threads(),
-              "mh_cached": fast, "literal_algorithm_1": lit, "speedup": speedup,
-              "same_final_states": float((fast_state.ids == lit_state.ids).all(-1).double().mean())}
+    report = {
+        "model": getattr(mlm, "name", type(mlm).__name__),
+        "chains": args.chains,
+        "T_free": args.free,
+        "sequence_tokens": L,
+        "steps": steps,
+        "threads": torch.get_num_threads(),
+        "mh_cached": fast,
+        "literal_algorithm_1": lit,
+        "speedup": speedup,
+        "same_final_states": float((fast_state.ids == lit_state.ids).all(-1).double().mean()),
+    }
     print(json.dumps(report, indent=2))
     if speedup < args.require:
         print(f"speed-up {speedup:.2f} is below the required {args.require}", file=sys.stderr)

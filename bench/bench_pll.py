@@ -59,12 +59,12 @@ import tempfile
 import time
 from pathlib import Path
 
-from mlmprob.batching import DEFAULT_BATCH_TOKENS
-
 # sibling modules: bench/ is on sys.path when this file runs as a script (as it does for its workers too)
 from pll_inputs import GIB, METHODS, VOCAB, antibody_texts, build_english, english_texts, long_ids, train_tokenizer
 from pll_report import _loadavg, report
 from pll_worker import worker
+
+from mlmprob.batching import DEFAULT_BATCH_TOKENS
 
 
 def _chunk_for(method: str, args, minicons_batch: int) -> int:
@@ -72,14 +72,33 @@ def _chunk_for(method: str, args, minicons_batch: int) -> int:
 
 
 def _calls(args, minicons_batch: int) -> str:
-    mp = "all sequences in one mlmprob call" if args.mlmprob_chunk <= 0 else f"{args.mlmprob_chunk} sequences per mlmprob call"
+    mp = (
+        "all sequences in one mlmprob call"
+        if args.mlmprob_chunk <= 0
+        else f"{args.mlmprob_chunk} sequences per mlmprob call"
+    )
     return f"{mp} (batch_tokens={args.batch_tokens}), {minicons_batch} per minicons call, naive: one masked copy per forward pass"
 
 
 def run_worker(method: str, spec_path: Path, args, *, chunk: int, repeats: int, limit: int = 0) -> dict:
-    cmd = [sys.executable, os.path.abspath(__file__), "--worker", method, "--spec", str(spec_path),
-           "--threads", str(args.threads), "--batch-tokens", str(args.batch_tokens), "--chunk", str(chunk),
-           "--repeats", str(repeats), "--limit", str(limit)] + ([] if args.warmup else ["--no-warmup"])
+    cmd = [
+        sys.executable,
+        os.path.abspath(__file__),
+        "--worker",
+        method,
+        "--spec",
+        str(spec_path),
+        "--threads",
+        str(args.threads),
+        "--batch-tokens",
+        str(args.batch_tokens),
+        "--chunk",
+        str(chunk),
+        "--repeats",
+        str(repeats),
+        "--limit",
+        str(limit),
+    ] + ([] if args.warmup else ["--no-warmup"])
     t = time.perf_counter()
     p = subprocess.run(cmd, capture_output=True, text=True)
     lines = [ln for ln in p.stdout.splitlines() if ln.startswith("RESULT ")]
@@ -87,9 +106,12 @@ def run_worker(method: str, spec_path: Path, args, *, chunk: int, repeats: int, 
         tail = (p.stderr or p.stdout).strip().splitlines()[-15:]
         print(f"  [{method}] failed (exit {p.returncode}):\n    " + "\n    ".join(tail), flush=True)
         return {"method": method, "error": tail[-1] if tail else f"exit {p.returncode}"}
-    r = json.loads(lines[-1][len("RESULT "):])
-    print(f"  {method:9s} n={r['n']:3d} {r['seq_per_s']:8.3f} seq/s {r['seq_per_cpu_s']:8.3f} seq/CPU-s  peak {r['peak'] / 2**20:7.0f} MiB  "
-          f"delta {r['delta'] / 2**20:7.0f} MiB  ({time.perf_counter() - t:.0f} s wall)", flush=True)
+    r = json.loads(lines[-1][len("RESULT ") :])
+    print(
+        f"  {method:9s} n={r['n']:3d} {r['seq_per_s']:8.3f} seq/s {r['seq_per_cpu_s']:8.3f} seq/CPU-s  peak {r['peak'] / 2**20:7.0f} MiB  "
+        f"delta {r['delta'] / 2**20:7.0f} MiB  ({time.perf_counter() - t:.0f} s wall)",
+        flush=True,
+    )
     return r
 
 
@@ -102,8 +124,16 @@ def run_rounds(methods: list[str], spec: Path, args, *, rounds: int, minicons_ba
         for m in order:
             if m == "naive" and r > 0:
                 continue
-            runs[m].append(run_worker(m, spec, args, chunk=_chunk_for(m, args, minicons_batch), repeats=1,
-                                      limit=naive_n if m == "naive" else 0))
+            runs[m].append(
+                run_worker(
+                    m,
+                    spec,
+                    args,
+                    chunk=_chunk_for(m, args, minicons_batch),
+                    repeats=1,
+                    limit=naive_n if m == "naive" else 0,
+                )
+            )
     out = []
     for m in methods:
         good = [x for x in runs[m] if "error" not in x]
@@ -119,19 +149,29 @@ def run_rounds(methods: list[str], spec: Path, args, *, rounds: int, minicons_ba
         out.append(best)
     return out
 
+
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    p = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0], formatter_class=argparse.ArgumentDefaultsHelpFormatter
+    )
     p.add_argument("--out", default="docs/results/bench_pll.md", help="markdown report path")
     p.add_argument("--threads", type=int, default=2, help="torch threads per worker")
-    p.add_argument("--batch-tokens", type=int, default=DEFAULT_BATCH_TOKENS,
-                   help="mlmprob token budget per sub-batch (default: the library default)")
+    p.add_argument(
+        "--batch-tokens",
+        type=int,
+        default=DEFAULT_BATCH_TOKENS,
+        help="mlmprob token budget per sub-batch (default: the library default)",
+    )
     p.add_argument("--seed", type=int, default=0, help="seed of the random English model weights")
     p.add_argument("--no-warmup", dest="warmup", action="store_false", help="time the first call too")
     p.add_argument("--methods", default=",".join(METHODS), help="comma-separated subset of " + ",".join(METHODS))
-    p.add_argument("--mlmprob-chunk", type=int, default=0,
-                   help="sequences per mlmprob call (0: all in one call; mlmprob batches masked copies itself "
-                        "under --batch-tokens)")
+    p.add_argument(
+        "--mlmprob-chunk",
+        type=int,
+        default=0,
+        help="sequences per mlmprob call (0: all in one call; mlmprob batches masked copies itself "
+        "under --batch-tokens)",
+    )
     g = p.add_argument_group("English model (random weights, vocabulary 30522)")
     g.add_argument("--en-n", type=int, default=32, help="number of wiki103 sentences (0 skips)")
     g.add_argument("--en-min-tokens", type=int, default=12)
@@ -140,23 +180,39 @@ def main(argv=None) -> int:
     g.add_argument("--en-layers", type=int, default=4)
     g.add_argument("--en-heads", type=int, default=4)
     g.add_argument("--en-intermediate", type=int, default=1024)
-    g.add_argument("--en-minicons-batch", type=int, default=4,
-                   help="sentences per minicons call (each call is one forward pass over all their masked copies)")
-    g.add_argument("--en-rounds", type=int, default=2,
-                   help="rounds of fresh worker processes (mlmprob and minicons; naive runs once); the best counts")
+    g.add_argument(
+        "--en-minicons-batch",
+        type=int,
+        default=4,
+        help="sentences per minicons call (each call is one forward pass over all their masked copies)",
+    )
+    g.add_argument(
+        "--en-rounds",
+        type=int,
+        default=2,
+        help="rounds of fresh worker processes (mlmprob and minicons; naive runs once); the best counts",
+    )
     g.add_argument("--en-naive-n", type=int, default=4, help="sentences scored by the naive loop (0: all)")
     g = p.add_argument_group("AntiBERTy")
     g.add_argument("--ab-n", type=int, default=4, help="number of heavy chains from thera_sabdab.csv (0 skips)")
     g.add_argument("--ab-minicons-batch", type=int, default=2, help="chains per minicons call")
     g.add_argument("--ab-rounds", type=int, default=3, help="as --en-rounds")
-    g.add_argument("--ab-naive-n", type=int, default=1,
-                   help="chains scored by the naive loop (0: all); it runs about 10x slower than the others")
+    g.add_argument(
+        "--ab-naive-n",
+        type=int,
+        default=1,
+        help="chains scored by the naive loop (0: all); it runs about 10x slower than the others",
+    )
     g = p.add_argument_group("512-token memory test (BERT-base size: 768 hidden, 12 layers, 12 heads, vocab 30522)")
     g.add_argument("--long-tokens", type=int, default=512, help="length of the sequence, special tokens included")
-    g.add_argument("--mem-copies", type=int, default=32,
-                   help="score the first N positions (masked copies); every sub-batch has the same shape, so the "
-                        "peak is reached in the first one. -1: all --long-tokens positions (about 7 min alone on "
-                        "2 idle cores); 0: skip the test")
+    g.add_argument(
+        "--mem-copies",
+        type=int,
+        default=32,
+        help="score the first N positions (masked copies); every sub-batch has the same shape, so the "
+        "peak is reached in the first one. -1: all --long-tokens positions (about 7 min alone on "
+        "2 idle cores); 0: skip the test",
+    )
     # worker mode
     p.add_argument("--worker", help=argparse.SUPPRESS)
     p.add_argument("--spec", help=argparse.SUPPRESS)
@@ -169,7 +225,9 @@ def main(argv=None) -> int:
         print("RESULT " + json.dumps(worker(args)), flush=True)
         return 0
 
-    command = "python " + " ".join(shlex.quote(x) for x in [os.path.relpath(__file__)] + list(sys.argv[1:] if argv is None else argv))
+    command = "python " + " ".join(
+        shlex.quote(x) for x in [os.path.relpath(__file__)] + list(sys.argv[1:] if argv is None else argv)
+    )
     if os.nice(0) > 0:
         command = f"nice -n {os.nice(0)} " + command
     methods = [m.strip() for m in args.methods.split(",") if m.strip()]
@@ -193,9 +251,14 @@ def main(argv=None) -> int:
         except md.PackageNotFoundError:
             return "not installed"
 
-    env = {"machine": f"{platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()}",
-           "torch": torch.__version__, "transformers": transformers.__version__, "minicons": ver("minicons"),
-           "date": time.strftime("%Y-%m-%d %H:%M"), "load_start": _loadavg()}
+    env = {
+        "machine": f"{platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()}",
+        "torch": torch.__version__,
+        "transformers": transformers.__version__,
+        "minicons": ver("minicons"),
+        "date": time.strftime("%Y-%m-%d %H:%M"),
+        "load_start": _loadavg(),
+    }
     started = time.perf_counter()
     sections, long = [], None
     with tempfile.TemporaryDirectory(prefix="bench_pll_") as td:
@@ -207,25 +270,40 @@ def main(argv=None) -> int:
 
         if args.en_n > 0:
             texts = english_texts(tok_dir, args.en_n, args.en_min_tokens, args.en_max_tokens)
-            mdir = build_english(tmp, args.en_hidden, args.en_layers, args.en_heads, args.en_intermediate,
-                                 args.seed, "english", tok_dir)
+            mdir = build_english(
+                tmp, args.en_hidden, args.en_layers, args.en_heads, args.en_intermediate, args.seed, "english", tok_dir
+            )
             spec = tmp / "english.json"
             spec.write_text(json.dumps({"kind": "english", "model": str(mdir), "texts": texts}))
             n_params = sum(x.numel() for x in transformers.BertForMaskedLM.from_pretrained(str(mdir)).parameters())
             import transformers as tf
+
             tk = tf.BertTokenizerFast.from_pretrained(str(tok_dir))
             lens = [len(tk(t)["input_ids"]) for t in texts]
             title = f"English BERT, vocabulary {VOCAB}, random weights"
             print(f"{title}: {len(texts)} sentences", flush=True)
-            res = run_rounds(methods, spec, args, rounds=args.en_rounds, minicons_batch=args.en_minicons_batch,
-                             naive_n=args.en_naive_n)
-            sections.append({"title": title, "results": res, "desc": (
-                f"BertForMaskedLM {args.en_hidden} hidden x {args.en_layers} layers x {args.en_heads} heads "
-                f"(intermediate {args.en_intermediate}), {n_params / 1e6:.1f}M parameters, seed {args.seed}, "
-                f"loaded through `mlmprob.load_mlm(dir)`; WordPiece tokenizer trained offline (30522 entries). "
-                f"{len(texts)} wiki103 sentences of {min(lens)}..{max(lens)} tokens (mean {sum(lens) / len(lens):.1f}, "
-                f"special tokens included); {_calls(args, args.en_minicons_batch)}; "
-                f"{args.en_rounds} round(s).")})
+            res = run_rounds(
+                methods,
+                spec,
+                args,
+                rounds=args.en_rounds,
+                minicons_batch=args.en_minicons_batch,
+                naive_n=args.en_naive_n,
+            )
+            sections.append(
+                {
+                    "title": title,
+                    "results": res,
+                    "desc": (
+                        f"BertForMaskedLM {args.en_hidden} hidden x {args.en_layers} layers x {args.en_heads} heads "
+                        f"(intermediate {args.en_intermediate}), {n_params / 1e6:.1f}M parameters, seed {args.seed}, "
+                        f"loaded through `mlmprob.load_mlm(dir)`; WordPiece tokenizer trained offline (30522 entries). "
+                        f"{len(texts)} wiki103 sentences of {min(lens)}..{max(lens)} tokens (mean {sum(lens) / len(lens):.1f}, "
+                        f"special tokens included); {_calls(args, args.en_minicons_batch)}; "
+                        f"{args.en_rounds} round(s)."
+                    ),
+                }
+            )
 
         if args.ab_n > 0:
             texts = antibody_texts(args.ab_n)
@@ -233,22 +311,34 @@ def main(argv=None) -> int:
             spec.write_text(json.dumps({"kind": "antiberty", "model": "antiberty", "texts": texts}))
             title = "AntiBERTy (26M parameters, vocabulary 25)"
             print(f"{title}: {len(texts)} heavy chains", flush=True)
-            res = run_rounds(methods, spec, args, rounds=args.ab_rounds, minicons_batch=args.ab_minicons_batch,
-                             naive_n=args.ab_naive_n)
-            sections.append({"title": title, "results": res, "desc": (
-                f"`mlmprob.load_mlm(\"antiberty\")`; the first {len(texts)} heavy chains (HC) of thera_sabdab.csv, "
-                f"{min(map(len, texts))}..{max(map(len, texts))} residues; {_calls(args, args.ab_minicons_batch)}; "
-                f"{args.ab_rounds} round(s). minicons gets the same BertForMaskedLM object and a "
-                f"BertTokenizerFast over AntiBERTy's vocab.txt (residues joined by spaces; checked to give the "
-                f"same ids as mlmprob's tokenizer).")})
+            res = run_rounds(
+                methods,
+                spec,
+                args,
+                rounds=args.ab_rounds,
+                minicons_batch=args.ab_minicons_batch,
+                naive_n=args.ab_naive_n,
+            )
+            sections.append(
+                {
+                    "title": title,
+                    "results": res,
+                    "desc": (
+                        f'`mlmprob.load_mlm("antiberty")`; the first {len(texts)} heavy chains (HC) of thera_sabdab.csv, '
+                        f"{min(map(len, texts))}..{max(map(len, texts))} residues; {_calls(args, args.ab_minicons_batch)}; "
+                        f"{args.ab_rounds} round(s). minicons gets the same BertForMaskedLM object and a "
+                        f"BertTokenizerFast over AntiBERTy's vocab.txt (residues joined by spaces; checked to give the "
+                        f"same ids as mlmprob's tokenizer)."
+                    ),
+                }
+            )
 
         if args.mem_copies != 0:
             copies = args.long_tokens if args.mem_copies < 0 else min(args.mem_copies, args.long_tokens)
             mdir = build_english(tmp, 768, 12, 12, 3072, args.seed, "english_base", tok_dir)
             ids = long_ids(tok_dir, args.long_tokens)
             spec = tmp / "long.json"
-            spec.write_text(json.dumps({"kind": "english-base", "model": str(mdir), "ids": ids,
-                                        "copies": copies}))
+            spec.write_text(json.dumps({"kind": "english-base", "model": str(mdir), "ids": ids, "copies": copies}))
             print(f"512-token memory test: {len(ids)} tokens, {copies} masked copies, BERT-base size", flush=True)
             long = run_worker("mlmprob-long", spec, args, chunk=1, repeats=1)
             long["copies"] = copies

@@ -97,17 +97,32 @@ def build_model(name: str, device, dtype, seed: int, tmp: Path) -> dict:
         tok = _bert_tokenizer(t.tokens, tmp)
         return dict(mlm=mlm, tok=tok, tokens=t.tokens, body=t.residue_ids, cls=t.bos_id, sep=t.eos_id)
     if name in ESM_CONFIGS:
-        cfg = tf.EsmConfig(vocab_size=len(ESM_TOKENS), max_position_embeddings=1026, position_embedding_type="rotary",
-                           token_dropout=True, mask_token_id=32, pad_token_id=1, emb_layer_norm_before=False,
-                           layer_norm_eps=1e-5, hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0,
-                           **ESM_CONFIGS[name])
+        cfg = tf.EsmConfig(
+            vocab_size=len(ESM_TOKENS),
+            max_position_embeddings=1026,
+            position_embedding_type="rotary",
+            token_dropout=True,
+            mask_token_id=32,
+            pad_token_id=1,
+            emb_layer_norm_before=False,
+            layer_norm_eps=1e-5,
+            hidden_dropout_prob=0.0,
+            attention_probs_dropout_prob=0.0,
+            **ESM_CONFIGS[name],
+        )
         tokens, cls_, body = ESM_TOKENS, tf.EsmForMaskedLM, [ESM_TOKENS.index(c) for c in AMINO_ACIDS]
         special = dict(cls_token="<cls>", sep_token="<eos>", pad_token="<pad>", mask_token="<mask>", unk_token="<unk>")
         max_len = 1024
     elif name == "bert-base":
         tokens = RESIDUE_VOCAB[:5] + [f"w{i}" for i in range(5, 30522)]
-        cfg = tf.BertConfig(vocab_size=30522, hidden_size=768, num_hidden_layers=12, num_attention_heads=12,
-                            intermediate_size=3072, pad_token_id=0)
+        cfg = tf.BertConfig(
+            vocab_size=30522,
+            hidden_size=768,
+            num_hidden_layers=12,
+            num_attention_heads=12,
+            intermediate_size=3072,
+            pad_token_id=0,
+        )
         cls_, body, special, max_len = tf.BertForMaskedLM, list(range(5, 30522)), {}, 512
     else:
         raise SystemExit(f"unknown model {name!r}; choose from antiberty, bert-base, {', '.join(ESM_CONFIGS)}")
@@ -172,18 +187,40 @@ def pll_worker(a) -> dict:
                 mlmprob.token_scores(mlm, ids, pos)
                 times.append(time.perf_counter() - t)
                 cpus.append(time.process_time() - cp)
-            rows.append({"model": a.model, "device": str(dev), "dtype": dname, "length": L, "copies": c,
-                         "seconds": min(times), "all_seconds": times, "params": counts["params"],
-                         "cpu_seconds": min(cpus) if dev.type == "cpu" else None,
-                         "flops_per_copy": lib.copy_flops(counts["p_enc"], counts["p_head"], counts["hidden"],
-                                                          counts["layers"], L), **counts})
+            rows.append(
+                {
+                    "model": a.model,
+                    "device": str(dev),
+                    "dtype": dname,
+                    "length": L,
+                    "copies": c,
+                    "seconds": min(times),
+                    "all_seconds": times,
+                    "params": counts["params"],
+                    "cpu_seconds": min(cpus) if dev.type == "cpu" else None,
+                    "flops_per_copy": lib.copy_flops(
+                        counts["p_enc"], counts["p_head"], counts["hidden"], counts["layers"], L
+                    ),
+                    **counts,
+                }
+            )
             print(f"  {a.model} {dname} L={L}: {c} copies in {min(times):.2f} s", file=sys.stderr, flush=True)
         after, cpu_after = lib.matmul_peak(dev, dtype, a.peak_n, a.peak_reps)
         for r in rows:
             r.update(peak_before=before, peak_after=after, peak_cpu_before=cpu_before, peak_cpu_after=cpu_after)
         out["rows"] += rows
-        out["peaks"].append({"model": a.model, "device": str(dev), "dtype": dname, "n": a.peak_n,
-                             "before": before, "after": after, "cpu_before": cpu_before, "cpu_after": cpu_after})
+        out["peaks"].append(
+            {
+                "model": a.model,
+                "device": str(dev),
+                "dtype": dname,
+                "n": a.peak_n,
+                "before": before,
+                "after": after,
+                "cpu_before": cpu_before,
+                "cpu_after": cpu_after,
+            }
+        )
         if k == 0 and a.minicons_n > 0:
             out["minicons"] += minicons_compare(a, m, dev, dname, gen)
         del m, mlm
@@ -206,8 +243,16 @@ def minicons_compare(a, m: dict, dev, dname: str, gen) -> list[dict]:
         try:
             out.append(_minicons_one(a, m, mc, dev, dname, L, gen))
         except Exception as e:  # noqa: BLE001 - e.g. out of memory in minicons' full-logit pass: report it
-            out.append({"model": a.model, "device": str(dev), "dtype": dname, "length": L, "n": a.minicons_n,
-                        "error": f"{type(e).__name__}: {str(e).splitlines()[0][:200] if str(e) else ''}"})
+            out.append(
+                {
+                    "model": a.model,
+                    "device": str(dev),
+                    "dtype": dname,
+                    "length": L,
+                    "n": a.minicons_n,
+                    "error": f"{type(e).__name__}: {str(e).splitlines()[0][:200] if str(e) else ''}",
+                }
+            )
     return out
 
 
@@ -222,22 +267,33 @@ def _minicons_one(a, m: dict, mc, dev, dname: str, L: int, gen) -> dict:
     cpu = dict(best)
     res = {}
     for r in range(a.minicons_rounds):
-        for meth in (["mlmprob", "minicons"] if r % 2 == 0 else ["minicons", "mlmprob"]):
+        for meth in ["mlmprob", "minicons"] if r % 2 == 0 else ["minicons", "mlmprob"]:
             t, cp = time.perf_counter(), time.process_time()
             if meth == "mlmprob":
                 res[meth] = mlmprob.token_scores(mlm, ids).pll.tolist()
             else:
-                res[meth] = [mc.sequence_score([s], reduction=lambda x: x.sum(0).item(),
-                                               PLL_metric="original")[0] for s in texts]
+                res[meth] = [
+                    mc.sequence_score([s], reduction=lambda x: x.sum(0).item(), PLL_metric="original")[0] for s in texts
+                ]
             best[meth] = min(best[meth], time.perf_counter() - t)
             cpu[meth] = min(cpu[meth], time.process_time() - cp)
     diff = max(abs(x - y) for x, y in zip(res["mlmprob"], res["minicons"]))
-    row = ({"model": a.model, "device": str(dev), "dtype": dname, "length": L, "n": a.minicons_n,
-                "mlmprob_s": best["mlmprob"] / a.minicons_n, "minicons_s": best["minicons"] / a.minicons_n,
-                "max_diff": diff, **({"mlmprob_cpu": cpu["mlmprob"], "minicons_cpu": cpu["minicons"]}
-                                     if dev.type == "cpu" else {})})
-    print(f"  {a.model} minicons L={L}: mlmprob {best['mlmprob']:.2f} s, minicons {best['minicons']:.2f} s",
-          file=sys.stderr, flush=True)
+    row = {
+        "model": a.model,
+        "device": str(dev),
+        "dtype": dname,
+        "length": L,
+        "n": a.minicons_n,
+        "mlmprob_s": best["mlmprob"] / a.minicons_n,
+        "minicons_s": best["minicons"] / a.minicons_n,
+        "max_diff": diff,
+        **({"mlmprob_cpu": cpu["mlmprob"], "minicons_cpu": cpu["minicons"]} if dev.type == "cpu" else {}),
+    }
+    print(
+        f"  {a.model} minicons L={L}: mlmprob {best['mlmprob']:.2f} s, minicons {best['minicons']:.2f} s",
+        file=sys.stderr,
+        flush=True,
+    )
     return row
 
 
@@ -272,8 +328,14 @@ def save_bert(d: Path, hidden: int, layers: int, heads: int, inter: int, seed: i
     (d / "vocab.txt").write_text("\n".join(RESIDUE_VOCAB) + "\n")
     tok = transformers.BertTokenizer(str(d / "vocab.txt"), do_lower_case=False)
     torch.manual_seed(seed)  # benchmark script: fixed random weights
-    cfg = transformers.BertConfig(vocab_size=len(RESIDUE_VOCAB), hidden_size=hidden, num_hidden_layers=layers,
-                                  num_attention_heads=heads, intermediate_size=inter, max_position_embeddings=max_pos)
+    cfg = transformers.BertConfig(
+        vocab_size=len(RESIDUE_VOCAB),
+        hidden_size=hidden,
+        num_hidden_layers=layers,
+        num_attention_heads=heads,
+        intermediate_size=inter,
+        max_position_embeddings=max_pos,
+    )
     transformers.BertForMaskedLM(cfg).save_pretrained(str(d))
     tok.save_pretrained(str(d))
     return d
@@ -295,9 +357,11 @@ def scaling_section(a, tmp: Path) -> dict:
     tail = ["score", str(data), "--model", str(mdir), "--dtype", "auto", "--no-progress"]
     if a.device == "cpu":
         unit, n = "CPU worker processes", 2
-        configs = [("1 worker x 1 thread", ["--threads", "1"], ["--workers", "1"]),
-                   ("2 workers x 1 thread", ["--threads", "1"], ["--workers", "2"]),
-                   ("1 worker x 2 threads", ["--threads", "2"], ["--workers", "1"])]
+        configs = [
+            ("1 worker x 1 thread", ["--threads", "1"], ["--workers", "1"]),
+            ("2 workers x 1 thread", ["--threads", "1"], ["--workers", "2"]),
+            ("1 worker x 2 threads", ["--threads", "2"], ["--workers", "1"]),
+        ]
     else:
         devs = a.devices.split(",")
         unit, n = "GPUs", len(devs)
@@ -305,10 +369,11 @@ def scaling_section(a, tmp: Path) -> dict:
     rows = []
     for label, pre, post in configs:
         cmd = base + pre + tail + post
-        rows.append({"label": label, "cmd": _show(cmd, tmp) + " --out $TMP/out.jsonl", "walls": [], "startups": [],
-                     "argv": cmd})
+        rows.append(
+            {"label": label, "cmd": _show(cmd, tmp) + " --out $TMP/out.jsonl", "walls": [], "startups": [], "argv": cmd}
+        )
     for r in range(a.scale_rounds):
-        for k, row in (enumerate(rows) if r % 2 == 0 else reversed(list(enumerate(rows)))):
+        for k, row in enumerate(rows) if r % 2 == 0 else reversed(list(enumerate(rows))):
             startup, _ = run_cli(row["argv"] + ["--limit", "2", "--out", str(tmp / f"startup_{k}_{r}.jsonl")])
             wall, _ = run_cli(row["argv"] + ["--out", str(tmp / f"scale_{k}_{r}.jsonl")])
             row["walls"].append(wall)
@@ -322,15 +387,24 @@ def scaling_section(a, tmp: Path) -> dict:
         row["eff"] = one["wall"] / (k * row["wall"])
         net1, netk = one["wall"] - one["startup"], row["wall"] - row["startup"]
         row["eff_net"] = net1 / (k * netk) if min(net1, netk) > 0.1 * one["wall"] else None  # else start-up dominates
-    desc = (f"`mlmprob score` over {a.scale_n} random sequences of {a.scale_len} residues (space-separated) with a "
-            f"random BertForMaskedLM ({hidden} hidden x {layers} layers x {heads} heads, intermediate {inter}, "
-            f"vocabulary {len(RESIDUE_VOCAB)}) saved to a temp dir; {a.scale_rounds} round(s), order alternating, "
-            f"best wall time counts. Wall times are of the whole command, start-up included (interpreter, imports, "
-            f"model load, and with several workers the spawned processes' own imports and loads); 'start-up s' is "
-            f"the best wall time of the same command with `--limit 2`, run just before it in each round. Efficiency = t(1) / (k x t(k)) for k = "
-            f"{n} {unit} (and, for 1 worker x 2 threads, k = 2 threads).")
-    return {"unit": unit, "n": n, "n_seqs": a.scale_n, "rows": [{k: v for k, v in r.items() if k != "argv"} for r in rows],
-            "efficiency": rows[1]["eff"], "efficiency_net": rows[1]["eff_net"], "desc": desc}
+    desc = (
+        f"`mlmprob score` over {a.scale_n} random sequences of {a.scale_len} residues (space-separated) with a "
+        f"random BertForMaskedLM ({hidden} hidden x {layers} layers x {heads} heads, intermediate {inter}, "
+        f"vocabulary {len(RESIDUE_VOCAB)}) saved to a temp dir; {a.scale_rounds} round(s), order alternating, "
+        f"best wall time counts. Wall times are of the whole command, start-up included (interpreter, imports, "
+        f"model load, and with several workers the spawned processes' own imports and loads); 'start-up s' is "
+        f"the best wall time of the same command with `--limit 2`, run just before it in each round. Efficiency = t(1) / (k x t(k)) for k = "
+        f"{n} {unit} (and, for 1 worker x 2 threads, k = 2 threads)."
+    )
+    return {
+        "unit": unit,
+        "n": n,
+        "n_seqs": a.scale_n,
+        "rows": [{k: v for k, v in r.items() if k != "argv"} for r in rows],
+        "efficiency": rows[1]["eff"],
+        "efficiency_net": rows[1]["eff_net"],
+        "desc": desc,
+    }
 
 
 def stream_section(a, tmp: Path) -> dict:
@@ -338,18 +412,36 @@ def stream_section(a, tmp: Path) -> dict:
     rows = []
     for n in [int(x) for x in a.stream_sizes.split(",")]:
         data = write_residues(tmp / f"stream_{n}.txt", n, a.stream_min, a.stream_max, a.seed)
-        cmd = [sys.executable, "-m", "mlmprob", "--threads", "1", "score", str(data), "--model", str(mdir),
-               "--device", "cpu", "--dtype", "float32", "--out", str(tmp / f"stream_{n}.jsonl"), "--no-progress"]
+        cmd = [
+            sys.executable,
+            "-m",
+            "mlmprob",
+            "--threads",
+            "1",
+            "score",
+            str(data),
+            "--model",
+            str(mdir),
+            "--device",
+            "cpu",
+            "--dtype",
+            "float32",
+            "--out",
+            str(tmp / f"stream_{n}.jsonl"),
+            "--no-progress",
+        ]
         wall, rss = run_cli(cmd)
         rows.append({"n": n, "wall": wall, "rss": rss, "cmd": _show(cmd, tmp)})
         print(f"  streaming {n:,}: {wall:.1f} s, peak RSS {rss / 2**20:.0f} MiB", file=sys.stderr, flush=True)
         data.unlink()
         (tmp / f"stream_{n}.jsonl").unlink()
     small, large = rows[-2], rows[-1]
-    desc = (f"`mlmprob score` (one process, one thread, JSONL output) over generated sequences of {a.stream_min}.."
-            f"{a.stream_max} random residues through a tiny random BertForMaskedLM (16 hidden, 1 layer, the "
-            f"tests/conftest.py tiny_bert_dir layout). Peak RSS is the child's own `ru_maxrss` from `os.wait4` "
-            f"(interpreter, torch and model included). Goal ratio: {large['n']:,} vs {small['n']:,} sequences.")
+    desc = (
+        f"`mlmprob score` (one process, one thread, JSONL output) over generated sequences of {a.stream_min}.."
+        f"{a.stream_max} random residues through a tiny random BertForMaskedLM (16 hidden, 1 layer, the "
+        f"tests/conftest.py tiny_bert_dir layout). Peak RSS is the child's own `ru_maxrss` from `os.wait4` "
+        f"(interpreter, torch and model included). Goal ratio: {large['n']:,} vs {small['n']:,} sequences."
+    )
     return {"rows": rows, "small": small["n"], "large": large["n"], "ratio": large["rss"] / small["rss"], "desc": desc}
 
 
@@ -364,13 +456,18 @@ def parse(argv=None):
     p.add_argument("--devices", help="GPUs for section 3 (default: every visible GPU when --device is cuda)")
     p.add_argument("--sections", default="pll,scaling,stream", help="subset of pll (with minicons), scaling, stream")
     p.add_argument("--threads", type=int, default=os.cpu_count(), help="torch threads in sections 1-2")
-    p.add_argument("--dtypes", help="comma-separated (default: what --dtype auto picks on the device, plus float32 on CPU)")
+    p.add_argument(
+        "--dtypes", help="comma-separated (default: what --dtype auto picks on the device, plus float32 on CPU)"
+    )
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--stream-min", type=int, default=8, help="shortest streamed sequence (residues)")
     p.add_argument("--stream-max", type=int, default=16, help="longest streamed sequence (residues)")
     for key in DEFAULTS:
-        p.add_argument("--" + key.replace("_", "-"), type=type(DEFAULTS[key][0]),
-                       help=f"default {DEFAULTS[key][0]} on CPU, {DEFAULTS[key][1]} on GPU, {DEFAULTS[key][2]} with --quick")
+        p.add_argument(
+            "--" + key.replace("_", "-"),
+            type=type(DEFAULTS[key][0]),
+            help=f"default {DEFAULTS[key][0]} on CPU, {DEFAULTS[key][1]} on GPU, {DEFAULTS[key][2]} with --quick",
+        )
     p.add_argument("--worker", help=argparse.SUPPRESS)
     p.add_argument("--model", help=argparse.SUPPRESS)
     a = p.parse_args(argv)
@@ -382,9 +479,30 @@ def parse(argv=None):
 
 
 def worker_cmd(a, model: str) -> list[str]:
-    flags = ["--worker", "pll", "--model", model, "--device", a.device, "--dtypes", a.dtypes, "--threads",
-             str(a.threads), "--seed", str(a.seed)]
-    for key in ("lengths", "copies", "repeats", "peak_n", "peak_reps", "minicons_n", "minicons_lengths", "minicons_rounds"):
+    flags = [
+        "--worker",
+        "pll",
+        "--model",
+        model,
+        "--device",
+        a.device,
+        "--dtypes",
+        a.dtypes,
+        "--threads",
+        str(a.threads),
+        "--seed",
+        str(a.seed),
+    ]
+    for key in (
+        "lengths",
+        "copies",
+        "repeats",
+        "peak_n",
+        "peak_reps",
+        "minicons_n",
+        "minicons_lengths",
+        "minicons_rounds",
+    ):
         flags += ["--" + key.replace("_", "-"), str(getattr(a, key))]
     return [sys.executable, os.path.abspath(__file__)] + flags
 
@@ -413,25 +531,38 @@ def main(argv=None) -> int:
             import minicons  # noqa: F401
         except ImportError:
             sys.exit("minicons is not installed: pip install minicons (benchmark only), or --minicons-n 0")
-    command = "python " + " ".join(shlex.quote(x) for x in [os.path.relpath(__file__)] + list(sys.argv[1:] if argv is None else argv))
+    command = "python " + " ".join(
+        shlex.quote(x) for x in [os.path.relpath(__file__)] + list(sys.argv[1:] if argv is None else argv)
+    )
     if os.nice(0) > 0:
         command = f"nice -n {os.nice(0)} " + command
     cpu = lib.cpu_facts()
     flags = ", ".join(f"{f} {'yes' if cpu[f] else 'no'}" for f in ("avx2", "avx512f", "avx512_bf16", "amx_bf16"))
-    gpus = [torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())] if torch.cuda.is_available() else []
-    meta = {"command": command, "quick": a.quick, "date": time.strftime("%Y-%m-%d %H:%M %Z"), "threads": a.threads,
-            "machine": f"{cpu['model']}, {os.cpu_count()} logical CPUs ({flags}); Python {platform.python_version()}; "
-                       f"GPUs: {', '.join(gpus) or 'none'}",
-            "devices": f"{a.device} ({a.dtypes})" + (f"; scaling over {a.devices}" if dev.type == "cuda" else ""),
-            "load_start": lib.loadavg(), "torch": torch.__version__, "transformers": transformers.__version__}
+    gpus = (
+        [torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())] if torch.cuda.is_available() else []
+    )
+    meta = {
+        "command": command,
+        "quick": a.quick,
+        "date": time.strftime("%Y-%m-%d %H:%M %Z"),
+        "threads": a.threads,
+        "machine": f"{cpu['model']}, {os.cpu_count()} logical CPUs ({flags}); Python {platform.python_version()}; "
+        f"GPUs: {', '.join(gpus) or 'none'}",
+        "devices": f"{a.device} ({a.dtypes})" + (f"; scaling over {a.devices}" if dev.type == "cuda" else ""),
+        "load_start": lib.loadavg(),
+        "torch": torch.__version__,
+        "transformers": transformers.__version__,
+    }
     try:
         meta["minicons"] = md.version("minicons")
     except md.PackageNotFoundError:
         meta["minicons"] = "not installed"
     if dev.type != "cuda":
-        meta["no_gpu_note"] = ("CPU only: no GPU was measured in this run, so the GPU goals (ESM-2 650M/3B in bf16, "
-                               "MFU and the ratio over minicons on an H100/H200, 1 -> N GPU scaling) are not measured. "
-                               "Run with `--device cuda` on a GPU machine for them.")
+        meta["no_gpu_note"] = (
+            "CPU only: no GPU was measured in this run, so the GPU goals (ESM-2 650M/3B in bf16, "
+            "MFU and the ratio over minicons on an H100/H200, 1 -> N GPU scaling) are not measured. "
+            "Run with `--device cuda` on a GPU machine for them."
+        )
     started = time.perf_counter()
     pll, peaks, mc, failures, cmds = [], [], [], [], []
     res = {"scaling": None, "stream": None}
@@ -440,12 +571,21 @@ def main(argv=None) -> int:
     out.parent.mkdir(parents=True, exist_ok=True)
 
     def save(pending):  # after every section, so that a run cut short still leaves what it measured
-        meta.update(pll_commands=cmds, failures=failures, load_end=lib.loadavg(), wall_s=time.perf_counter() - started,
-                    pending=pending)
+        meta.update(
+            pll_commands=cmds,
+            failures=failures,
+            load_end=lib.loadavg(),
+            wall_s=time.perf_counter() - started,
+            pending=pending,
+        )
         text = lib.render_report(meta, pll, peaks, mc, res["scaling"], res["stream"])
         out.write_text(text)
-        out.with_suffix(".json").write_text(json.dumps(  # the raw numbers, for a later look or re-rendering
-            {"meta": meta, "pll": pll, "peaks": peaks, "minicons": mc, **res}, indent=1) + "\n")
+        out.with_suffix(".json").write_text(
+            json.dumps(  # the raw numbers, for a later look or re-rendering
+                {"meta": meta, "pll": pll, "peaks": peaks, "minicons": mc, **res}, indent=1
+            )
+            + "\n"
+        )
         return text
 
     with tempfile.TemporaryDirectory(prefix="bench_scale_") as td:
@@ -464,7 +604,7 @@ def main(argv=None) -> int:
                         print(f"  {model} failed (exit {p.returncode})", file=sys.stderr)
                         failures.append(f"PLL worker for {model} failed (exit code {p.returncode}); see its stderr")
                         continue
-                    r = json.loads(lines[-1][len("RESULT "):])
+                    r = json.loads(lines[-1][len("RESULT ") :])
                     pll += r["rows"]
                     peaks += r["peaks"]
                     mc += r["minicons"]

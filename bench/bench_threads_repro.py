@@ -56,8 +56,13 @@ def _child(model: str, seqs: list[str], threads: int, config: str) -> dict:
     for k in ("OMP_NUM_THREADS", "MKL_NUM_THREADS"):
         env.pop(k, None)
     load = os.getloadavg()[0]
-    run = subprocess.run([sys.executable, "-c", CHILD, model, json.dumps(seqs), str(threads)], env=env,
-                         capture_output=True, text=True, check=True)
+    run = subprocess.run(
+        [sys.executable, "-c", CHILD, model, json.dumps(seqs), str(threads)],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     out = json.loads(run.stdout.strip().splitlines()[-1])
     out["load"] = (load + os.getloadavg()[0]) / 2
     return out
@@ -67,15 +72,16 @@ def _ratios(seconds: dict, config: str, base: str) -> list[float]:
     return [a / b for a, b in zip(seconds[config], seconds[base])]
 
 
-def measure(model: str, seqs: list[str], threads: int = 2, rounds: int = 5, configs=tuple(CONFIGS),
-            check: bool = False) -> dict:
+def measure(
+    model: str, seqs: list[str], threads: int = 2, rounds: int = 5, configs=tuple(CONFIGS), check: bool = False
+) -> dict:
     """``{"seconds": {config: [per round]}, "load": [...], "pll": {config: bits at N threads},
     "same_bits": {config: 1 thread == N threads, and every round alike}}`` (``same_bits`` with ``check``)."""
     seconds = {c: [] for c in configs}
     plls = {c: set() for c in configs}
     load = []
     for r in range(rounds):
-        order = list(configs) if r % 2 == 0 else list(reversed(configs))   # no configuration always first
+        order = list(configs) if r % 2 == 0 else list(reversed(configs))  # no configuration always first
         for c in order:
             res = _child(model, seqs, threads, c)
             seconds[c].append(res["seconds"])
@@ -114,8 +120,13 @@ def measure_in_process(model: str, seqs: list[str], threads: int = 2, pairs: int
     """The switch ``MLMPROB_THREAD_INVARIANT`` on and off alternately in one process (``MKL_CBWR`` as set
     by mlmprob): ``{"on": [s], "off": [s], "load": [...]}``."""
     env = {k: v for k, v in os.environ.items() if k not in ("OMP_NUM_THREADS", "MKL_NUM_THREADS")}
-    run = subprocess.run([sys.executable, "-c", IN_PROCESS, model, json.dumps(seqs), str(threads), str(pairs)],
-                         env=env, capture_output=True, text=True, check=True)
+    run = subprocess.run(
+        [sys.executable, "-c", IN_PROCESS, model, json.dumps(seqs), str(threads), str(pairs)],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     return json.loads(run.stdout.strip().splitlines()[-1])
 
 
@@ -132,26 +143,37 @@ def main(argv=None) -> int:
     p.add_argument("--n", type=int, default=1, help="sequences")
     p.add_argument("--check", action="store_true", help="one more run per configuration at 1 thread: same bits?")
     p.add_argument("--configs", default=",".join(CONFIGS), help="comma-separated, from: " + ", ".join(CONFIGS))
-    p.add_argument("--in-process", type=int, default=0, metavar="PAIRS",
-                   help="instead: PAIRS on/off pairs of the invariance switch in one process")
+    p.add_argument(
+        "--in-process",
+        type=int,
+        default=0,
+        metavar="PAIRS",
+        help="instead: PAIRS on/off pairs of the invariance switch in one process",
+    )
     a = p.parse_args(argv)
     rng = random.Random(0)
     seqs = ["".join(rng.choice("ACDEFGHIKLMNPQRSTVWY") for _ in range(a.length)) for _ in range(a.n)]
     if a.in_process:
         r = measure_in_process(a.model, seqs, a.threads, a.in_process)
         ratios = [x / y for x, y in zip(r["on"], r["off"])]
-        print(f"{a.model}, float32, exact PLL, {a.threads} threads, one process, {a.in_process} on/off pairs; "
-              f"load average median {statistics.median(r['load']):.1f} ({min(r['load']):.1f}-{max(r['load']):.1f})")
-        print(f"on: median {statistics.median(r['on']):.2f} s; off: median {statistics.median(r['off']):.2f} s; "
-              f"on/off per pair: {_spread(ratios)}")
+        print(
+            f"{a.model}, float32, exact PLL, {a.threads} threads, one process, {a.in_process} on/off pairs; "
+            f"load average median {statistics.median(r['load']):.1f} ({min(r['load']):.1f}-{max(r['load']):.1f})"
+        )
+        print(
+            f"on: median {statistics.median(r['on']):.2f} s; off: median {statistics.median(r['off']):.2f} s; "
+            f"on/off per pair: {_spread(ratios)}"
+        )
         return 0
     configs = tuple(a.configs.split(","))
     run = measure(a.model, seqs, a.threads, a.rounds, configs, a.check)
     s = run["seconds"]
     bases = [b for b in ("cbwr-only", "off") if b in s]
-    print(f"{a.model}, float32, exact PLL of {a.n} random {a.length}-residue chain(s), {a.threads} threads, "
-          f"{a.rounds} interleaved rounds; load average (1 min) median {statistics.median(run['load']):.1f} "
-          f"(range {min(run['load']):.1f}-{max(run['load']):.1f}) on {os.cpu_count()} CPUs")
+    print(
+        f"{a.model}, float32, exact PLL of {a.n} random {a.length}-residue chain(s), {a.threads} threads, "
+        f"{a.rounds} interleaved rounds; load average (1 min) median {statistics.median(run['load']):.1f} "
+        f"(range {min(run['load']):.1f}-{max(run['load']):.1f}) on {os.cpu_count()} CPUs"
+    )
     print()
     head = "| configuration | median s | " + " | ".join(f"/ {b}: median (range)" for b in bases)
     head += " | 1 and N threads same bits |" if a.check else " |"

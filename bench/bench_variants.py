@@ -40,15 +40,37 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import variants_report as report  # noqa: E402
+
 from mlmprob.models.reader import reader_of  # noqa: E402
 
-TRASTUZUMAB_VH = ("EVQLVESGGGLVQPGGSLRLSCAASGFNIKDTYIHWVRQAPGKGLEWVARIYPTNGYTRYADSVKGRFTISADTSKNTAYLQMNSLRAEDTAVYYCSR"
-                  "WGGDGFYAMDYWGQGTLVTVSS")
-METHODS = ("wt_marginals", "masked_marginals", "masked_marginals_all", "masked_marginals_mt", "mutant_marginals",
-           "pll_delta", "hcb", "ag", "epistasis")
+TRASTUZUMAB_VH = (
+    "EVQLVESGGGLVQPGGSLRLSCAASGFNIKDTYIHWVRQAPGKGLEWVARIYPTNGYTRYADSVKGRFTISADTSKNTAYLQMNSLRAEDTAVYYCSR"
+    "WGGDGFYAMDYWGQGTLVTVSS"
+)
+METHODS = (
+    "wt_marginals",
+    "masked_marginals",
+    "masked_marginals_all",
+    "masked_marginals_mt",
+    "mutant_marginals",
+    "pll_delta",
+    "hcb",
+    "ag",
+    "epistasis",
+)
 # flag -> (default, --quick)
-SIZES = {"singles": (200, 40), "doubles": (50, 8), "multi": (10, 3), "multi_k": (10, 10), "pll_n": (2, 2),
-         "ag_n": (4, 2), "loop_n": (3, 0), "pll_loop_n": (1, 0), "ag_loop_n": (1, 0), "sat_loop_n": (5, 3)}
+SIZES = {
+    "singles": (200, 40),
+    "doubles": (50, 8),
+    "multi": (10, 3),
+    "multi_k": (10, 10),
+    "pll_n": (2, 2),
+    "ag_n": (4, 2),
+    "loop_n": (3, 0),
+    "pll_loop_n": (1, 0),
+    "ag_loop_n": (1, 0),
+    "sat_loop_n": (5, 3),
+}
 PLL_SETS = ("singles", "singles,doubles,multi")
 
 
@@ -98,8 +120,12 @@ def _timed(counter: CountingMLM, fn):
     r0, c0 = counter.rows, counter.calls
     t, cpu = time.perf_counter(), time.process_time()
     out = fn()
-    return out, {"seconds": time.perf_counter() - t, "cpu_seconds": time.process_time() - cpu,
-                 "passes": counter.rows - r0, "calls": counter.calls - c0}
+    return out, {
+        "seconds": time.perf_counter() - t,
+        "cpu_seconds": time.process_time() - cpu,
+        "passes": counter.rows - r0,
+        "calls": counter.calls - c0,
+    }
 
 
 def method_row(counter, ids, variants, method: str, n_batched: int, n_loop: int, batch_tokens: int) -> dict:
@@ -111,11 +137,12 @@ def method_row(counter, ids, variants, method: str, n_batched: int, n_loop: int,
     batch = variants[:n_batched]
     scores, b = _timed(counter, lambda: score_variants(reader_of(counter, batch_tokens), ids, batch, [method])[method])
     loop = variants[:n_loop]
-    per, lp = _timed(counter, lambda: [score_variants(reader_of(counter, batch_tokens), ids, [v], [method])[method][0]
-                                         for v in loop])
+    per, lp = _timed(
+        counter, lambda: [score_variants(reader_of(counter, batch_tokens), ids, [v], [method])[method][0] for v in loop]
+    )
     diff = None
     if loop:
-        a, c = torch.stack(per), scores[:len(loop)]
+        a, c = torch.stack(per), scores[: len(loop)]
         both = ~(a.isnan() & c.isnan())
         diff = float((a[both] - c[both]).abs().max()) if both.any() else 0.0
     return {"method": method, "n": len(batch), "batched": b, "n_loop": len(loop), "loop": lp, "max_diff": diff}
@@ -161,8 +188,9 @@ def saturate_section(a, counter, ids, where, to_id, wt: str, tmp: Path) -> dict:
     from mlmprob.variants.stream import SATURATE_METHODS, VariantsJob
     from mlmprob.variants.units import saturation_units
 
-    job = VariantsJob(model=a.model, wild_type=wt, spec=VariantsSpec(methods=SATURATE_METHODS),
-                      batch_tokens=a.batch_tokens)
+    job = VariantsJob(
+        model=a.model, wild_type=wt, spec=VariantsSpec(methods=SATURATE_METHODS), batch_tokens=a.batch_tokens
+    )
     out = tmp / "saturate.jsonl"
     fields = ("id", "mutant", "n_mutations", "window", *SATURATE_METHODS)
 
@@ -170,36 +198,69 @@ def saturate_section(a, counter, ids, where, to_id, wt: str, tmp: Path) -> dict:
         state = job.prepare(counter)  # reads the tokenizer only: no model rows
         writer = open_writer(out, config={"command": "variants", "saturate": True}, fields=fields)
         with writer:
-            return run_stream(lambda device: state, job.run, saturation_units(wt), writer, devices=["cpu"],
-                              chunk_size=256, progress=False, unit_name="variant")
+            return run_stream(
+                lambda device: state,
+                job.run,
+                saturation_units(wt),
+                writer,
+                devices=["cpu"],
+                chunk_size=256,
+                progress=False,
+                unit_name="variant",
+            )
 
     summary, s = _timed(counter, stream)
     n = sum(1 for _ in read_results(out))
-    units = list(saturation_units(wt))[:a.sat_loop_n]
+    units = list(saturation_units(wt))[: a.sat_loop_n]
     loop_vars = [[(int(where[m.index]), to_id[m.mt]) for m in parse_mutant(u.mutant, wt)] for u in units]
-    _, lp = _timed(counter, lambda: [score_variants(reader_of(counter, a.batch_tokens), ids, [v], list(SATURATE_METHODS))
-                                     for v in loop_vars])
-    return {"length": len(wt), "n": n, "written": summary.written, "stream": s, "n_loop": len(units), "loop": lp,
-            "methods": list(SATURATE_METHODS)}
+    _, lp = _timed(
+        counter,
+        lambda: [
+            score_variants(reader_of(counter, a.batch_tokens), ids, [v], list(SATURATE_METHODS)) for v in loop_vars
+        ],
+    )
+    return {
+        "length": len(wt),
+        "n": n,
+        "written": summary.written,
+        "stream": s,
+        "n_loop": len(units),
+        "loop": lp,
+        "methods": list(SATURATE_METHODS),
+    }
 
 
 def parse(argv=None):
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    p = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0], formatter_class=argparse.ArgumentDefaultsHelpFormatter
+    )
     p.add_argument("--model", default="antiberty", help="mlmprob.load_mlm name or directory (a residue-level model)")
     p.add_argument("--wild-type", default=TRASTUZUMAB_VH, help="wild-type residues")
     p.add_argument("--methods", default=",".join(METHODS))
     for k, (d, q) in SIZES.items():
-        p.add_argument("--" + k.replace("_", "-"), type=int, default=None, help=f"default {d} (--quick: {q}); "
-                       + ("0 = every variant of the batched run" if "loop" in k and k != "sat_loop_n" else ""))
-    p.add_argument("--pll-sets", default=None, help=f"variant sets pll_delta runs on (default {PLL_SETS[0]!r}; "
-                   f"--quick: {PLL_SETS[1]!r})")
+        p.add_argument(
+            "--" + k.replace("_", "-"),
+            type=int,
+            default=None,
+            help=f"default {d} (--quick: {q}); "
+            + ("0 = every variant of the batched run" if "loop" in k and k != "sat_loop_n" else ""),
+        )
+    p.add_argument(
+        "--pll-sets",
+        default=None,
+        help=f"variant sets pll_delta runs on (default {PLL_SETS[0]!r}; --quick: {PLL_SETS[1]!r})",
+    )
     p.add_argument("--batch-tokens", type=int, default=None, help="token budget (default: mlmprob's auto choice)")
     p.add_argument("--threads", type=int, default=1, help="torch threads")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--no-saturate", action="store_true", help="skip the --saturate section")
     p.add_argument("--quick", action="store_true", help="tiny sizes: checks that the script works")
-    p.add_argument("--render", metavar="JSON", help="measure nothing: rewrite --out from the raw numbers of an earlier run")
-    p.add_argument("--out", default="docs/results/bench_variants.md", help="markdown report (raw numbers: .json beside it)")
+    p.add_argument(
+        "--render", metavar="JSON", help="measure nothing: rewrite --out from the raw numbers of an earlier run"
+    )
+    p.add_argument(
+        "--out", default="docs/results/bench_variants.md", help="markdown report (raw numbers: .json beside it)"
+    )
     a = p.parse_args(argv)
     for k, (d, q) in SIZES.items():
         if getattr(a, k) is None:
@@ -219,8 +280,8 @@ def main(argv=None) -> dict:
     import transformers
 
     import mlmprob
-    from mlmprob.batching import auto_batch_tokens
     from mlmprob.alphabet import AMINO_ACIDS
+    from mlmprob.batching import auto_batch_tokens
     from mlmprob.variants.mutations import letter_ids, residue_positions
 
     torch.set_num_threads(a.threads)
@@ -228,10 +289,20 @@ def main(argv=None) -> dict:
     command = "python " + " ".join(shlex.quote(x) for x in [os.path.relpath(__file__)] + args)
     if os.nice(0) > 0:
         command = f"nice -n {os.nice(0)} " + command
-    meta = {"command": command, "quick": a.quick, "date": time.strftime("%Y-%m-%d %H:%M %Z"), "threads": a.threads,
-            "machine": f"{report.cpu_model()}, {os.cpu_count()} logical CPUs; Python {platform.python_version()}",
-            "load_start": report.loadavg(), "torch": torch.__version__, "transformers": transformers.__version__,
-            "model": a.model, "seed": a.seed, "sizes": {k: getattr(a, k) for k in SIZES}, "pll_sets": a.pll_sets}
+    meta = {
+        "command": command,
+        "quick": a.quick,
+        "date": time.strftime("%Y-%m-%d %H:%M %Z"),
+        "threads": a.threads,
+        "machine": f"{report.cpu_model()}, {os.cpu_count()} logical CPUs; Python {platform.python_version()}",
+        "load_start": report.loadavg(),
+        "torch": torch.__version__,
+        "transformers": transformers.__version__,
+        "model": a.model,
+        "seed": a.seed,
+        "sizes": {k: getattr(a, k) for k in SIZES},
+        "pll_sets": a.pll_sets,
+    }
     started = time.perf_counter()
 
     def log(msg):
@@ -243,10 +314,16 @@ def main(argv=None) -> dict:
     ids, where = residue_positions(mlm, wt)
     to_id = letter_ids(mlm, AMINO_ACIDS)
     counter = CountingMLM(mlm)
-    meta.update(length=len(wt), tokens=len(ids), batch_tokens=a.batch_tokens, device=str(getattr(mlm, "device", "cpu")),
-                dtype=str(getattr(mlm, "dtype", "?")).replace("torch.", ""))
-    mlmprob.score_variants(reader_of(mlm, a.batch_tokens), ids, [[(int(where[0]), to_id["A" if wt[0] != "A" else "C"])]],
-                           ["wt_marginals"])  # warm-up, not counted
+    meta.update(
+        length=len(wt),
+        tokens=len(ids),
+        batch_tokens=a.batch_tokens,
+        device=str(getattr(mlm, "device", "cpu")),
+        dtype=str(getattr(mlm, "dtype", "?")).replace("torch.", ""),
+    )
+    mlmprob.score_variants(
+        reader_of(mlm, a.batch_tokens), ids, [[(int(where[0]), to_id["A" if wt[0] != "A" else "C"])]], ["wt_marginals"]
+    )  # warm-up, not counted
     log(f"model {a.model} loaded; wild type {len(wt)} residues ({len(ids)} tokens); batch_tokens {a.batch_tokens}")
     sets = variants_section(a, counter, ids, where, to_id, wt, log)
     sat = None

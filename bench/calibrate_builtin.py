@@ -15,12 +15,11 @@ import time
 from pathlib import Path
 
 import torch
+from onepass_data import antibody_sets, english_sets
 
 from mlmprob import load_mlm
 from mlmprob.onepass import calibrate
 from mlmprob.onepass.correction import FITTED_DIR
-
-from onepass_data import antibody_sets, english_sets
 
 
 def _fits(mlm, s: str) -> bool:
@@ -38,8 +37,10 @@ def calibration_sequences(model: str, n: int, mlm) -> tuple[list[str], str]:
         return seqs[:n], f"wikitext2_valid.txt, first {n} sentences of 8-40 words that fit 64 tokens"
     chain = "L" if model == "sapiens-vl" else "H"
     col = "LC" if chain == "L" else "HC"
-    return (antibody_sets(chain)["calibration"][:n],
-            f"thera_sabdab.csv column {col}, first {n} unique chains of 80-140 residues not in GDPa1/Jain-137")
+    return (
+        antibody_sets(chain)["calibration"][:n],
+        f"thera_sabdab.csv column {col}, first {n} unique chains of 80-140 residues not in GDPa1/Jain-137",
+    )
 
 
 def main(argv=None) -> int:
@@ -53,11 +54,18 @@ def main(argv=None) -> int:
     mlm = load_mlm(a.model, device="cpu", dtype="float32")
     seqs, source = calibration_sequences(a.model, a.n, mlm)
     t0 = time.time()
-    r = calibrate(mlm, seqs, steps=a.steps, source=source,
-                  progress=lambda k: print(f"  +{k} sequences ({time.time() - t0:.0f} s)", file=sys.stderr))
+    r = calibrate(
+        mlm,
+        seqs,
+        steps=a.steps,
+        source=source,
+        progress=lambda k: print(f"  +{k} sequences ({time.time() - t0:.0f} s)", file=sys.stderr),
+    )
     path, meta = r.correction.save(Path(a.out_dir) / f"{a.model}.safetensors")
-    print(f"{a.model}: {len(seqs)} sequences, held-out KL {r.heldout_kl_before:.4f} -> {r.heldout_kl_after:.4f} "
-          f"nats/position, {r.seconds:.0f} s -> {path}")
+    print(
+        f"{a.model}: {len(seqs)} sequences, held-out KL {r.heldout_kl_before:.4f} -> {r.heldout_kl_after:.4f} "
+        f"nats/position, {r.seconds:.0f} s -> {path}"
+    )
     return 0
 
 

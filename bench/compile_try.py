@@ -16,10 +16,9 @@ import sys
 import time
 
 import torch
+from onepass_data import antibody_sets
 
 import mlmprob
-
-from onepass_data import antibody_sets
 
 
 def main(argv=None) -> int:
@@ -55,19 +54,25 @@ def main(argv=None) -> int:
     out_e = eager()
     te, tc = [], []
     for r in range(a.rounds):
-        for name, f, acc in (("eager", eager, te), ("compiled", compiled, tc))[::(1 if r % 2 == 0 else -1)]:
+        for name, f, acc in (("eager", eager, te), ("compiled", compiled, tc))[:: (1 if r % 2 == 0 else -1)]:
             t0 = time.perf_counter()
             f()
             acc.append(time.perf_counter() - t0)
     e, c = statistics.median(te), statistics.median(tc)
     gain = e - c
-    print(f"model {a.model}, {a.copies} masked copies of {ids.shape[1]} tokens, {a.threads} thread(s), load "
-          f"{load0[0]:.1f} -> {os.getloadavg()[0]:.1f}")
-    print(f"compile (first call) {t_compile:.1f} s; eager {e:.3f} s/call, compiled {c:.3f} s/call "
-          f"(x{e / c:.2f}); max |logit diff| {float((out_c.float() - out_e.float()).abs().max()):.2e}")
+    print(
+        f"model {a.model}, {a.copies} masked copies of {ids.shape[1]} tokens, {a.threads} thread(s), load "
+        f"{load0[0]:.1f} -> {os.getloadavg()[0]:.1f}"
+    )
+    print(
+        f"compile (first call) {t_compile:.1f} s; eager {e:.3f} s/call, compiled {c:.3f} s/call "
+        f"(x{e / c:.2f}); max |logit diff| {float((out_c.float() - out_e.float()).abs().max()):.2e}"
+    )
     if gain > 0:
-        print(f"break-even after {t_compile / gain:.0f} calls = {t_compile / gain * a.copies:.0f} masked copies "
-              f"(~{t_compile / gain * e:.0f} s of eager scoring)")
+        print(
+            f"break-even after {t_compile / gain:.0f} calls = {t_compile / gain * a.copies:.0f} masked copies "
+            f"(~{t_compile / gain * e:.0f} s of eager scoring)"
+        )
     else:
         print("compiled is not faster: no break-even")
     return 0

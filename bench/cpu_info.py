@@ -40,8 +40,10 @@ def describe(cpuinfo: str | None = None) -> str:
     """
     name, flags = cpu_flags(cpuinfo)
     feats = ", ".join(f"{f}: {'yes' if f in flags else 'no'}" for f in FEATURES)
-    return (f"{platform.machine()} {name}, {os.cpu_count()} cores; {feats}; torch {torch.__version__} "
-            f"(kernel level {torch.backends.cpu.get_cpu_capability()})")
+    return (
+        f"{platform.machine()} {name}, {os.cpu_count()} cores; {feats}; torch {torch.__version__} "
+        f"(kernel level {torch.backends.cpu.get_cpu_capability()})"
+    )
 
 
 def emit(text: str, out: str | None) -> int:

@@ -27,9 +27,15 @@ from pathlib import Path
 import torch
 
 SHAPES = {  # label: (in, out) of a linear layer
-    "ESM-2 35M QKV": (480, 1440), "ESM-2 35M FFN up": (480, 1920), "ESM-2 35M FFN down": (1920, 480),
-    "ESM-2 150M QKV": (640, 1920), "ESM-2 150M FFN up": (640, 2560), "ESM-2 150M FFN down": (2560, 640),
-    "AntiBERTy QKV": (512, 1536), "AntiBERTy FFN up": (512, 2048), "AntiBERTy FFN down": (2048, 512),
+    "ESM-2 35M QKV": (480, 1440),
+    "ESM-2 35M FFN up": (480, 1920),
+    "ESM-2 35M FFN down": (1920, 480),
+    "ESM-2 150M QKV": (640, 1920),
+    "ESM-2 150M FFN up": (640, 2560),
+    "ESM-2 150M FFN down": (2560, 640),
+    "AntiBERTy QKV": (512, 1536),
+    "AntiBERTy FFN up": (512, 2048),
+    "AntiBERTy FFN down": (2048, 512),
 }
 
 
@@ -58,17 +64,19 @@ def run(rows: int, rounds: int, reduce_range: bool) -> list[str]:
         times = {"dynamic": [], "two-call": []}
         for r in range(rounds):
             order = (("dynamic", dynamic), ("two-call", two_call))
-            for name, fn in (order if r % 2 == 0 else order[::-1]):
+            for name, fn in order if r % 2 == 0 else order[::-1]:
                 t0 = time.perf_counter()
                 fn(x, packed, reduce_range)
                 times[name].append(time.perf_counter() - t0)
         flops = 2 * rows * n_in * n_out
         best = {k: min(v) for k, v in times.items()}
         med = {k: statistics.median(v) for k, v in times.items()}
-        lines.append(f"| {label} | {n_in} x {n_out} | {1e3 * best['dynamic']:.1f} / {1e3 * med['dynamic']:.1f} | "
-                     f"{1e3 * best['two-call']:.1f} / {1e3 * med['two-call']:.1f} | "
-                     f"{flops / best['two-call'] / 1e9:.0f} | {med['dynamic'] / med['two-call']:.2f} | "
-                     f"{'yes' if same else 'NO'} |")
+        lines.append(
+            f"| {label} | {n_in} x {n_out} | {1e3 * best['dynamic']:.1f} / {1e3 * med['dynamic']:.1f} | "
+            f"{1e3 * best['two-call']:.1f} / {1e3 * med['two-call']:.1f} | "
+            f"{flops / best['two-call'] / 1e9:.0f} | {med['dynamic'] / med['two-call']:.2f} | "
+            f"{'yes' if same else 'NO'} |"
+        )
         print(lines[-1], file=sys.stderr, flush=True)
     return lines
 
@@ -83,6 +91,7 @@ def main(argv=None) -> int:
     torch.set_num_threads(a.threads)
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     from cpu_info import describe
+
     from mlmprob.models.precision import int8_reduce_range
 
     rr = int8_reduce_range()
@@ -90,13 +99,26 @@ def main(argv=None) -> int:
         warnings.simplefilter("ignore")
         lines = run(a.rows, a.rounds, rr)
     cmd = shlex.join(["python", "bench/int8_kernels.py"] + list(sys.argv[1:] if argv is None else argv))
-    text = "\n".join([
-        "# int8 linear: fbgemm's dynamic op vs the same product in two calls", "", f"Command: `{cmd}`", "",
-        f"Machine: {describe()}; {a.threads} thread(s); activations {'7' if rr else '8'}-bit "
-        f"(reduce_range={rr}); {a.rows} rows; {a.rounds} interleaved rounds.", "",
-        "| layer | in x out | dynamic ms (best / median) | two-call ms (best / median) | two-call GFLOP/s (best) "
-        "| speed-up (medians) | same bits |", "|---|---|---|---|---|---|---|", *lines]) + "\n"
+    text = (
+        "\n".join(
+            [
+                "# int8 linear: fbgemm's dynamic op vs the same product in two calls",
+                "",
+                f"Command: `{cmd}`",
+                "",
+                f"Machine: {describe()}; {a.threads} thread(s); activations {'7' if rr else '8'}-bit "
+                f"(reduce_range={rr}); {a.rows} rows; {a.rounds} interleaved rounds.",
+                "",
+                "| layer | in x out | dynamic ms (best / median) | two-call ms (best / median) | two-call GFLOP/s (best) "
+                "| speed-up (medians) | same bits |",
+                "|---|---|---|---|---|---|---|",
+                *lines,
+            ]
+        )
+        + "\n"
+    )
     from cpu_info import emit
+
     return emit(text, a.out)
 
 

@@ -55,4 +55,5 @@ def english_sets(n_words=(8, 40)) -> dict[str, list[str]]:
             if line and not line.startswith("=") and n_words[0] <= len(line.split()) <= n_words[1]:
                 out.append(line)
         return out
+
     return {"calibration": lines("wikitext2_valid.txt"), "heldout": lines("wikitext2_test.txt")}

@@ -1,6 +1,6 @@
 """en-small: one-pass and unmasked PLL against exact PLL on held-out wikitext-2 test sentences.
 
-    PYTHONPATH=src:bench python bench/onepass_english.py 30
+PYTHONPATH=src:bench python bench/onepass_english.py 30
 """
 
 from __future__ import annotations
@@ -18,9 +18,10 @@ def main(argv=None) -> int:
     ap.add_argument("n", type=int, help="held-out sentences (of at most 64 tokens) to score")
     a = ap.parse_args(argv)
     sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from onepass_data import english_sets
+
     import mlmprob
     from mlmprob.onepass.scoring import spearman
-    from onepass_data import english_sets
 
     torch.set_num_threads(1)
     m = mlmprob.load_mlm("en-small")
@@ -31,7 +32,7 @@ def main(argv=None) -> int:
                 ok.append(s)
         except mlmprob.MLMProbError:
             pass
-    ok = ok[:a.n]
+    ok = ok[: a.n]
     res = {}
     for meth in ["one_pass", "unmasked", "exact"]:
         t = time.perf_counter()
@@ -40,8 +41,16 @@ def main(argv=None) -> int:
     n = torch.tensor([m.encode([s]).input_ids.shape[1] - 2 for s in ok], dtype=torch.float64)
     for meth in ["one_pass", "unmasked"]:
         d = (res[meth] - res["exact"]).abs()
-        print(meth, len(ok), "spearman", spearman(res[meth], res["exact"]), "per-token mean err",
-              float((d / n).mean()), "max", float((d / n).max()))
+        print(
+            meth,
+            len(ok),
+            "spearman",
+            spearman(res[meth], res["exact"]),
+            "per-token mean err",
+            float((d / n).mean()),
+            "max",
+            float((d / n).max()),
+        )
     return 0
 
 

@@ -20,12 +20,11 @@ import time
 from pathlib import Path
 
 import torch
+from cpu_info import describe
+from onepass_data import antibody_sets
 
 import mlmprob
 from mlmprob.onepass.scoring import spearman
-
-from cpu_info import describe
-from onepass_data import antibody_sets
 
 
 def evaluate(model: str, sets: dict[str, list[str]], compare: dict[str, str] | None = None) -> list[str]:
@@ -51,9 +50,11 @@ def evaluate(model: str, sets: dict[str, list[str]], compare: dict[str, str] | N
         n = torch.tensor([len(s) for s in seqs], dtype=torch.float64)
         for method in (k for k in runs if k != "exact"):
             d = (res[method] - res["exact"]).abs()
-            rows.append(f"| {model} | {name} ({len(seqs)} VH) | {method} | {spearman(res[method], res['exact']):.3f} | "
-                        f"{spearman(res[method] / n, res['exact'] / n):.3f} | {d.mean():.2f} | {d.max():.2f} | "
-                        f"{(d / n).mean():.4f} | {(d / n).max():.4f} | {times['exact'] / times[method]:.0f}x |")
+            rows.append(
+                f"| {model} | {name} ({len(seqs)} VH) | {method} | {spearman(res[method], res['exact']):.3f} | "
+                f"{spearman(res[method] / n, res['exact'] / n):.3f} | {d.mean():.2f} | {d.max():.2f} | "
+                f"{(d / n).mean():.4f} | {(d / n).max():.4f} | {times['exact'] / times[method]:.0f}x |"
+            )
         rows.append(f"| {model} | {name} | exact (reference) | 1 | 1 | 0 | 0 | 0 | 0 | 1x ({times['exact']:.1f} s) |")
     return rows
 
@@ -64,29 +65,45 @@ def main(argv=None) -> int:
     ap.add_argument("--n", type=int, default=20, help="held-out chains per set")
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--out")
-    ap.add_argument("--compare", action="append", default=[], metavar="LABEL=FILE",
-                    help="also score one-pass with this correction file (one model only), e.g. a previous fit")
+    ap.add_argument(
+        "--compare",
+        action="append",
+        default=[],
+        metavar="LABEL=FILE",
+        help="also score one-pass with this correction file (one model only), e.g. a previous fit",
+    )
     a = ap.parse_args(argv)
     compare = dict(c.split("=", 1) for c in a.compare)
     torch.set_num_threads(a.threads)
     sets = antibody_sets("H")
-    held = {"GDPa1": sets["gdpa1"][:a.n], "Jain-137": sets["jain137"][:a.n]}
+    held = {"GDPa1": sets["gdpa1"][: a.n], "Jain-137": sets["jain137"][: a.n]}
     load0 = os.getloadavg()
     rows = [r for m in a.models.split(",") for r in evaluate(m, held, compare)]
     load1 = os.getloadavg()
-    lines = ["# One-pass PLL vs exact PLL on held-out antibody chains", "",
-             f"Command: `{shlex.join(['python', 'bench/onepass_report.py'] + (argv if argv is not None else sys.argv[1:]))}`",
-             f"Machine: {describe()}; float32, {a.threads} thread(s); load average "
-             f"{load0[0]:.1f} at start, {load1[0]:.1f} at end (a shared, loaded 2-core machine: speed ratios are of "
-             "runs back to back in one process).", "",
-             "Spearman: rank correlation with exact PLL across the set (per sequence, and of PLL per residue); "
-             "|error|: absolute difference from exact PLL in nats, per sequence and per residue; speed: exact time / "
-             "method time. one_pass uses the correction shipped in the package (fitted on Thera-SAbDab chains that "
-             "are not in GDPa1 or Jain-137); unmasked is the plain unmasked pass (log q(x_t | x), no mask, no "
-             "correction)." + (" one_pass (LABEL): the same estimate with the correction file given as "
-                               "`--compare LABEL=FILE` (loaded once, before timing)." if compare else ""), "",
-             "| model | set | method | Spearman (PLL) | Spearman (PLL/residue) | mean abs error | max | mean abs "
-             "error / residue | max | speed vs exact |", "|---|---|---|---|---|---|---|---|---|---|"]
+    lines = [
+        "# One-pass PLL vs exact PLL on held-out antibody chains",
+        "",
+        f"Command: `{shlex.join(['python', 'bench/onepass_report.py'] + (argv if argv is not None else sys.argv[1:]))}`",
+        f"Machine: {describe()}; float32, {a.threads} thread(s); load average "
+        f"{load0[0]:.1f} at start, {load1[0]:.1f} at end (a shared, loaded 2-core machine: speed ratios are of "
+        "runs back to back in one process).",
+        "",
+        "Spearman: rank correlation with exact PLL across the set (per sequence, and of PLL per residue); "
+        "|error|: absolute difference from exact PLL in nats, per sequence and per residue; speed: exact time / "
+        "method time. one_pass uses the correction shipped in the package (fitted on Thera-SAbDab chains that "
+        "are not in GDPa1 or Jain-137); unmasked is the plain unmasked pass (log q(x_t | x), no mask, no "
+        "correction)."
+        + (
+            " one_pass (LABEL): the same estimate with the correction file given as "
+            "`--compare LABEL=FILE` (loaded once, before timing)."
+            if compare
+            else ""
+        ),
+        "",
+        "| model | set | method | Spearman (PLL) | Spearman (PLL/residue) | mean abs error | max | mean abs "
+        "error / residue | max | speed vs exact |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
     text = "\n".join(lines + rows) + "\n"
     print(text)
     if a.out:

@@ -48,8 +48,10 @@ def site_tables(mlm, wt: torch.Tensor, positions: list[int], correction=None) ->
     c = find_correction(mlm, correction)
     head = reader(mlm, wt[None]).head_logits
     with torch.inference_mode():
-        return {"one_pass": head(c.apply(hidden, emb)).double().log_softmax(-1),
-                "unmasked": head(hidden).double().log_softmax(-1)}
+        return {
+            "one_pass": head(c.apply(hidden, emb)).double().log_softmax(-1),
+            "unmasked": head(hidden).double().log_softmax(-1),
+        }
 
 
 def variant_scores(table: torch.Tensor, wt: torch.Tensor, positions: list[int], variants) -> torch.Tensor:
@@ -73,8 +75,14 @@ def evaluate(scores: dict[str, torch.Tensor], labels: torch.Tensor, *, n_boot: i
     from mlmprob.metrics.ranking import PairedBootstrap, auroc, spearman
 
     pb = PairedBootstrap(auroc, scores, labels, n_boot=n_boot, generator=torch.Generator().manual_seed(seed))
-    return {k: {"auroc": pb.estimate(k), "diff": pb.difference(k, "exact") if k != "exact" else None,
-                "spearman": float(spearman(scores[k], scores["exact"]))} for k in scores}
+    return {
+        k: {
+            "auroc": pb.estimate(k),
+            "diff": pb.difference(k, "exact") if k != "exact" else None,
+            "spearman": float(spearman(scores[k], scores["exact"])),
+        }
+        for k in scores
+    }
 
 
 def table_rows(model: str, n: int, res: dict, seconds: dict[str, float]) -> list[str]:
@@ -117,18 +125,23 @@ def run_model(model: str, sizes: list[str], lib, n_boot: int, seed: int) -> tupl
 
 
 def report(rows: list[str], checks: list[str], command: str, n_boot: int) -> str:
-    head = ["# One-pass variant ranking: trastuzumab CDR-H3 library, binders vs non-binders", "",
-            f"Command: `{command}`", "",
-            "Scores: `exact` = masked marginals (one masked row per CDR-H3 position, 10 rows); `one_pass` = the one "
-            "unmasked pass of the wild type through the shipped one-pass correction; `unmasked` = that pass "
-            "uncorrected (wt_marginals). Both estimates read 1 forward row. AUROC (binder = 1) with 95% paired "
-            f"bootstrap intervals ({n_boot} resamples of the variants, the same for the three scores); "
-            "'vs exact' = AUROC minus exact's on the same resamples. Spearman: with the exact scores. Time: "
-            "seconds for all the variants of the largest set, one thread, on a shared machine (exact: `score_variants` "
-            "with masked_marginals and wt_marginals, its row plan included; one-pass: the pass, both tables, and "
-            "the per-variant sums).", "",
-            "| model | variants | score | AUROC [95% CI] | vs exact [95% CI] | Spearman with exact | s |",
-            "|---|---|---|---|---|---|---|"]
+    head = [
+        "# One-pass variant ranking: trastuzumab CDR-H3 library, binders vs non-binders",
+        "",
+        f"Command: `{command}`",
+        "",
+        "Scores: `exact` = masked marginals (one masked row per CDR-H3 position, 10 rows); `one_pass` = the one "
+        "unmasked pass of the wild type through the shipped one-pass correction; `unmasked` = that pass "
+        "uncorrected (wt_marginals). Both estimates read 1 forward row. AUROC (binder = 1) with 95% paired "
+        f"bootstrap intervals ({n_boot} resamples of the variants, the same for the three scores); "
+        "'vs exact' = AUROC minus exact's on the same resamples. Spearman: with the exact scores. Time: "
+        "seconds for all the variants of the largest set, one thread, on a shared machine (exact: `score_variants` "
+        "with masked_marginals and wt_marginals, its row plan included; one-pass: the pass, both tables, and "
+        "the per-variant sums).",
+        "",
+        "| model | variants | score | AUROC [95% CI] | vs exact [95% CI] | Spearman with exact | s |",
+        "|---|---|---|---|---|---|---|",
+    ]
     return "\n".join(head + rows + [""] + [f"Check: {c}." for c in checks]) + "\n"
 
 
@@ -142,8 +155,8 @@ def main(argv=None) -> int:
     ap.add_argument("--out")
     a = ap.parse_args(argv)
     torch.set_num_threads(a.threads)
-    from mlmprob.data import shared_data_dir
     from experiments.variants_data_common import load_library
+    from mlmprob.data import shared_data_dir
 
     lib = load_library(shared_data_dir(), a.seed)
     rows, checks = [], []
@@ -155,6 +168,7 @@ def main(argv=None) -> int:
     cmd = shlex.join(["python", "bench/onepass_variants.py"] + (argv if argv is not None else sys.argv[1:]))
     text = report(rows, checks, cmd, a.n_boot)
     from cpu_info import emit
+
     return emit(text, a.out)
 
 

@@ -49,7 +49,7 @@ def gemm_peak(dtype: str, n: int, reps: int) -> tuple[float, float]:
     q = Int8Linear.from_linear(torch.nn.Linear(n, n, bias=False))
     x = torch.randn(n, n)
     with torch.inference_mode():
-        return lib.best_rate(lambda: q(x), 2.0 * n ** 3, reps)
+        return lib.best_rate(lambda: q(x), 2.0 * n**3, reps)
 
 
 def _timed(fn) -> tuple[float, float, object]:
@@ -77,14 +77,26 @@ def flops_run(counts: dict, length: int, forward: str, *, attention: bool = True
     return full - 2 * (per_layer - 2 * h * h) * (length - 1) - (4 * h * length * (length - 1) if attention else 0)
 
 
-def run_section(models: dict[str, str], seq: str, dtypes, rounds: int, threads: int, peak_n: int,
-                peak_reps: int, forwards=("fused",)) -> list[dict]:
+def run_section(
+    models: dict[str, str],
+    seq: str,
+    dtypes,
+    rounds: int,
+    threads: int,
+    peak_n: int,
+    peak_reps: int,
+    forwards=("fused",),
+) -> list[dict]:
     """One row per (model, precision, forward): median seconds (wall, CPU) of the exact PLL of ``seq``, FLOPs,
     and the medians of the peaks timed in the same rounds. ``models``: label -> ``load_mlm`` name or folder;
     ``forwards``: ``fused`` (mlmprob's, the default) and/or ``transformers`` (``fused=False``)."""
     torch.set_num_threads(threads)
-    mlms = {(m, dt, fw): mlmprob.load_mlm(src, device="cpu", dtype=dt, fused=fw == "fused")
-            for m, src in models.items() for dt in dtypes for fw in forwards}
+    mlms = {
+        (m, dt, fw): mlmprob.load_mlm(src, device="cpu", dtype=dt, fused=fw == "fused")
+        for m, src in models.items()
+        for dt in dtypes
+        for fw in forwards
+    }
     first = (dtypes[0], forwards[0])
     ids = {m: mlms[(m, *first)].encode([seq]).input_ids for m in models}
     hidden = {m: int(mlms[(m, *first)].model.config.hidden_size) for m in models}
@@ -94,11 +106,11 @@ def run_section(models: dict[str, str], seq: str, dtypes, rounds: int, threads: 
     peaks = {dt: [] for dt in dtypes}
     ffn = {u: [] for u in mlms}
     for r in range(rounds):
-        for u in (units if r % 2 == 0 else units[::-1]):
+        for u in units if r % 2 == 0 else units[::-1]:
             wall, cpu, scores[u] = _timed(lambda: mlmprob.token_scores(mlms[u], ids[u[0]]))
             times[u].append((wall, cpu))
             print(f"{threads} thr round {r} {' '.join(u)}: {wall:.1f} s", file=sys.stderr, flush=True)
-        for dt in (dtypes if r % 2 == 0 else dtypes[::-1]):
+        for dt in dtypes if r % 2 == 0 else dtypes[::-1]:
             peaks[dt].append(gemm_peak(dt, peak_n, peak_reps))
         for u in units:
             ffn[u].append(ffn_peak(u[1], hidden[u[0]]) * 1e9)
@@ -107,17 +119,27 @@ def run_section(models: dict[str, str], seq: str, dtypes, rounds: int, threads: 
         counts = lib.model_flop_counts(mlms[(m, *first)].model)
         copies, length = int(scores[m, dt, fw].positions.sum()), int(ids[m].shape[1])
         ref = scores[(m, *first)].pll
-        rows.append({"model": m, "dtype": dt, "forward": fw, "threads": threads, "copies": copies, "length": length,
-                     "flops": copies * lib.copy_flops(counts["p_enc"], counts["p_head"], counts["hidden"],
-                                                      counts["layers"], length),
-                     "flops_run": copies * flops_run(counts, length, fw),
-                     "linear_flops": copies * flops_run(counts, length, fw, attention=False),
-                     "walls": [w for w, _ in ts], "wall": statistics.median(w for w, _ in ts),
-                     "cpu": statistics.median(c for _, c in ts),
-                     "peak": statistics.median(p for p, _ in peaks[dt]),
-                     "peak_cpu": statistics.median(p for _, p in peaks[dt]),
-                     "ffn": statistics.median(ffn[m, dt, fw]),
-                     "d_pll": float((scores[m, dt, fw].pll - ref).abs().max())})
+        rows.append(
+            {
+                "model": m,
+                "dtype": dt,
+                "forward": fw,
+                "threads": threads,
+                "copies": copies,
+                "length": length,
+                "flops": copies
+                * lib.copy_flops(counts["p_enc"], counts["p_head"], counts["hidden"], counts["layers"], length),
+                "flops_run": copies * flops_run(counts, length, fw),
+                "linear_flops": copies * flops_run(counts, length, fw, attention=False),
+                "walls": [w for w, _ in ts],
+                "wall": statistics.median(w for w, _ in ts),
+                "cpu": statistics.median(c for _, c in ts),
+                "peak": statistics.median(p for p, _ in peaks[dt]),
+                "peak_cpu": statistics.median(p for _, p in peaks[dt]),
+                "ffn": statistics.median(ffn[m, dt, fw]),
+                "d_pll": float((scores[m, dt, fw].pll - ref).abs().max()),
+            }
+        )
     return rows
 
 
@@ -138,35 +160,51 @@ def profile_row(models: dict[str, str], seq: str, row: dict) -> dict[str, float]
 def _row_line(r: dict) -> str:
     s, sc = share(r)
     g = r["flops"] / r["wall"]
-    return (f"| {r['model']} | {r['dtype']} | {r['forward']} | {r['threads']} | {r['copies']} x {r['length']} | "
-            f"{r['flops_run'] / r['flops']:.0%} | {r['wall']:.2f} "
-            f"({', '.join(f'{w:.1f}' for w in r['walls'])}) | {r['copies'] / r['wall']:.1f} | {g / 1e9:.1f} | "
-            f"{r['peak'] / 1e9:.1f} | **{s:.0%}** | {sc:.0%} | {r['ffn'] / 1e9:.1f} ({r['ffn'] / r['peak']:.0%}) | "
-            f"{r['d_pll']:.3f} | {'met' if s >= GOAL else 'missed'} |")
+    return (
+        f"| {r['model']} | {r['dtype']} | {r['forward']} | {r['threads']} | {r['copies']} x {r['length']} | "
+        f"{r['flops_run'] / r['flops']:.0%} | {r['wall']:.2f} "
+        f"({', '.join(f'{w:.1f}' for w in r['walls'])}) | {r['copies'] / r['wall']:.1f} | {g / 1e9:.1f} | "
+        f"{r['peak'] / 1e9:.1f} | **{s:.0%}** | {sc:.0%} | {r['ffn'] / 1e9:.1f} ({r['ffn'] / r['peak']:.0%}) | "
+        f"{r['d_pll']:.3f} | {'met' if s >= GOAL else 'missed'} |"
+    )
 
 
 def _profile_section(prof: list[tuple[dict, dict]]) -> list[str]:
     """Operator-group shares of each profiled row, the linear layers' own rate, and the top operators of the
     first (the row furthest from the goal)."""
     groups = list(group_shares({}))
-    L = ["", "## Where the time goes", "",
-         "One exact PLL of the chain per row under `torch.profiler` (after a warm-up; profiled rows: "
-         "`--profile`); shares of the operators' self time (groups of `bench/profile_pll.py`). Linear layers' "
-         "own rate: the FLOPs the encoder linears and the LM head run (the fused forward skips part of the last "
-         "layer) over the self time of the linear-layer "
-         "operators, and its share of the row's peak: how fast the matrix products run when they run.", "",
-         "| model | precision | forward | threads | " + " | ".join(groups) + " | linear layers' own GFLOP/s (of peak) |",
-         "|---|---|---|---:|" + "---:|" * (len(groups) + 1)]
+    L = [
+        "",
+        "## Where the time goes",
+        "",
+        "One exact PLL of the chain per row under `torch.profiler` (after a warm-up; profiled rows: "
+        "`--profile`); shares of the operators' self time (groups of `bench/profile_pll.py`). Linear layers' "
+        "own rate: the FLOPs the encoder linears and the LM head run (the fused forward skips part of the last "
+        "layer) over the self time of the linear-layer "
+        "operators, and its share of the row's peak: how fast the matrix products run when they run.",
+        "",
+        "| model | precision | forward | threads | " + " | ".join(groups) + " | linear layers' own GFLOP/s (of peak) |",
+        "|---|---|---|---:|" + "---:|" * (len(groups) + 1),
+    ]
     for r, times in prof:
         sh = group_shares(times)
         lin_s = sh[groups[0]] * sum(times.values()) / 1e6
         rate = r["linear_flops"] / lin_s if lin_s else float("nan")
-        L.append(f"| {r['model']} | {r['dtype']} | {r['forward']} | {r['threads']} | " + " | ".join(f"{sh[g]:.0%}" for g in groups)
-                 + f" | {rate / 1e9:.0f} ({rate / r['peak']:.0%}) |")
+        L.append(
+            f"| {r['model']} | {r['dtype']} | {r['forward']} | {r['threads']} | "
+            + " | ".join(f"{sh[g]:.0%}" for g in groups)
+            + f" | {rate / 1e9:.0f} ({rate / r['peak']:.0%}) |"
+        )
     r, times = prof[0]
     total = sum(times.values()) or 1.0
-    L += ["", f"Largest operators of {r['model']} {r['dtype']} {r['forward']}, {r['threads']} thread(s) (furthest from the goal, "
-          f"{share(r)[0]:.0%} of its peak):", "", "| operator | self CPU ms | share |", "|---|---:|---:|"]
+    L += [
+        "",
+        f"Largest operators of {r['model']} {r['dtype']} {r['forward']}, {r['threads']} thread(s) (furthest from the goal, "
+        f"{share(r)[0]:.0%} of its peak):",
+        "",
+        "| operator | self CPU ms | share |",
+        "|---|---:|---:|",
+    ]
     L += [f"| `{k}` | {t / 1e3:.0f} | {t / total:.0%} |" for k, t in sorted(times.items(), key=lambda kv: -kv[1])[:10]]
     return L
 
@@ -174,27 +212,37 @@ def _profile_section(prof: list[tuple[dict, dict]]) -> list[str]:
 def render(meta: dict, rows: list[dict], prof: list[tuple[dict, dict]] | None) -> str:
     """The markdown report: ``meta`` (command, machine, dates, loads, chain), the rows of :func:`run_section`,
     and optionally ``[(row, operator times), ...]`` of the profiled rows, the one furthest from the goal first."""
-    L = ["# Exact PLL as a share of each precision's matmul peak (issue 21)", "",
-         f"Command: `{meta['command']}`", "", f"- machine: {meta['machine']}",
-         f"- {meta['date']}; load: `{meta['uptime_start']}` at the start, `{meta.get('uptime_end', '?')}` at the end "
-         "(a shared 2-core machine: other agents' jobs ran alongside, so figures are medians of interleaved rounds)",
-         f"- chain: {meta['chain']}", "",
-         "Share = model FLOPs / median seconds / median peak of the same precision, both timed in the same "
-         "rounds; goal: at least 70%. Model FLOPs per masked copy: `" + lib.FLOP_FORMULA + "` (int8: the "
-         "attention matmuls and the LM head stay float32 but count against the int8 peak). Peak: best square "
-         f"{meta['peak_n']} x {meta['peak_n']} GEMM of that precision (int8: `Int8Linear`). FFN-shaped GEMM: "
-         "[2048, H] x [H, 4H] in that precision, and its share of the square peak. |d PLL|: against float32 "
-         "of the same model, nats. Forward: `fused` (mlmprob's, `mlmprob.models.fused`, the default) or "
-         "`transformers` (`load_mlm(..., fused=False)`). FLOPs run: the share of the model FLOPs the forward "
-         "really computes (the fused forward runs the last layer's query, output and feed-forward products only "
-         "at the masked position); the share of peak counts the model FLOPs of exact PLL either way.", "",
-         "| model | precision | forward | threads | copies x tokens | FLOPs run | s (median; rounds) | copies/s | "
-         "GFLOP/s | peak GFLOP/s | share of peak | share per CPU-second | FFN-shaped GEMM GFLOP/s | abs d PLL | goal 70% |",
-         "|---|---|---|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---|"]
+    L = [
+        "# Exact PLL as a share of each precision's matmul peak (issue 21)",
+        "",
+        f"Command: `{meta['command']}`",
+        "",
+        f"- machine: {meta['machine']}",
+        f"- {meta['date']}; load: `{meta['uptime_start']}` at the start, `{meta.get('uptime_end', '?')}` at the end "
+        "(a shared 2-core machine: other agents' jobs ran alongside, so figures are medians of interleaved rounds)",
+        f"- chain: {meta['chain']}",
+        "",
+        "Share = model FLOPs / median seconds / median peak of the same precision, both timed in the same "
+        "rounds; goal: at least 70%. Model FLOPs per masked copy: `" + lib.FLOP_FORMULA + "` (int8: the "
+        "attention matmuls and the LM head stay float32 but count against the int8 peak). Peak: best square "
+        f"{meta['peak_n']} x {meta['peak_n']} GEMM of that precision (int8: `Int8Linear`). FFN-shaped GEMM: "
+        "[2048, H] x [H, 4H] in that precision, and its share of the square peak. |d PLL|: against float32 "
+        "of the same model, nats. Forward: `fused` (mlmprob's, `mlmprob.models.fused`, the default) or "
+        "`transformers` (`load_mlm(..., fused=False)`). FLOPs run: the share of the model FLOPs the forward "
+        "really computes (the fused forward runs the last layer's query, output and feed-forward products only "
+        "at the masked position); the share of peak counts the model FLOPs of exact PLL either way.",
+        "",
+        "| model | precision | forward | threads | copies x tokens | FLOPs run | s (median; rounds) | copies/s | "
+        "GFLOP/s | peak GFLOP/s | share of peak | share per CPU-second | FFN-shaped GEMM GFLOP/s | abs d PLL | goal 70% |",
+        "|---|---|---|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---|",
+    ]
     L += [_row_line(r) for r in rows]
     met = [f"{r['model']} {r['dtype']} {r['forward']} at {r['threads']} thread(s)" for r in rows if share(r)[0] >= GOAL]
-    L += ["", f"**Goal (>= 70% of the precision's matmul peak): met by {len(met)} of {len(rows)} rows**"
-          + (f" ({', '.join(met)})." if met else ".")]
+    L += [
+        "",
+        f"**Goal (>= 70% of the precision's matmul peak): met by {len(met)} of {len(rows)} rows**"
+        + (f" ({', '.join(met)})." if met else "."),
+    ]
     if prof:
         L += _profile_section(prof)
     return "\n".join(L) + "\n"
@@ -216,8 +264,12 @@ def main(argv=None) -> int:
     ap.add_argument("--peak-n", type=int, default=2048)
     ap.add_argument("--peak-reps", type=int, default=3)
     ap.add_argument("--weights", default="/tmp/mlmprob_bench_cpu", help="where the random ESM-2 35M is saved")
-    ap.add_argument("--profile", choices=("worst", "all", "none"), default="worst",
-                    help="rows of the first thread count to profile: the one furthest from the goal, all, none")
+    ap.add_argument(
+        "--profile",
+        choices=("worst", "all", "none"),
+        default="worst",
+        help="rows of the first thread count to profile: the one furthest from the goal, all, none",
+    )
     ap.add_argument("--out")
     a = ap.parse_args(argv)
     from bench_cpu import save_random_esm
@@ -225,9 +277,14 @@ def main(argv=None) -> int:
 
     seq = antibody_sets("H")["gdpa1"][a.chain]
     models = {"antiberty": "antiberty", "esm2-35M (random weights)": str(save_random_esm("esm2-35M", Path(a.weights)))}
-    meta = {"command": shlex.join(["python", "bench/peak_share.py"] + list(sys.argv[1:] if argv is None else argv)),
-            "machine": describe(), "date": time.strftime("%Y-%m-%d %H:%M %Z"), "uptime_start": _uptime(),
-            "chain": f"GDPa1 VH #{a.chain}, {len(seq)} residues", "peak_n": a.peak_n}
+    meta = {
+        "command": shlex.join(["python", "bench/peak_share.py"] + list(sys.argv[1:] if argv is None else argv)),
+        "machine": describe(),
+        "date": time.strftime("%Y-%m-%d %H:%M %Z"),
+        "uptime_start": _uptime(),
+        "chain": f"GDPa1 VH #{a.chain}, {len(seq)} residues",
+        "peak_n": a.peak_n,
+    }
     rows, prof = [], None
     for i, t in enumerate(int(x) for x in a.threads.split(",")):
         rows += run_section(models, seq, list(DTYPES), a.rounds, t, a.peak_n, a.peak_reps, a.forwards.split(","))

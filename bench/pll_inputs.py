@@ -9,27 +9,44 @@ import sys
 from pathlib import Path
 
 DATA = Path(os.environ.get("MLMPROB_DATA", "/work/shared/data"))
-TOKENIZER_FILES = ["wiki103_5k.txt", "wikitext2_test.txt", "wikitext2_valid.txt", "tbc_5k.txt",
-                   "austen_emma.txt", "austen_mansfieldpark.txt", "austen_persuasion.txt",
-                   "austen_prideprejudice.txt", "austen_sensesensibility.txt", "austen_northangerabbey.txt"]
+TOKENIZER_FILES = [
+    "wiki103_5k.txt",
+    "wikitext2_test.txt",
+    "wikitext2_valid.txt",
+    "tbc_5k.txt",
+    "austen_emma.txt",
+    "austen_mansfieldpark.txt",
+    "austen_persuasion.txt",
+    "austen_prideprejudice.txt",
+    "austen_sensesensibility.txt",
+    "austen_northangerabbey.txt",
+]
 METHODS = ("mlmprob", "minicons", "naive")
 VOCAB = 30522
-GIB = 1024 ** 3
+GIB = 1024**3
+
 
 # ----------------------------------------------------------------------------------------------
 # data and models (parent process)
 # ----------------------------------------------------------------------------------------------
-def build_english(tmp: Path, hidden: int, layers: int, heads: int, intermediate: int, seed: int,
-                  name: str, tok_dir: Path) -> Path:
+def build_english(
+    tmp: Path, hidden: int, layers: int, heads: int, intermediate: int, seed: int, name: str, tok_dir: Path
+) -> Path:
     """Save a random-weight BertForMaskedLM (vocab 30522) with the trained tokenizer into ``tmp/name``."""
     import torch
     import transformers
 
     out = tmp / name
     tok = transformers.BertTokenizerFast.from_pretrained(str(tok_dir))
-    cfg = transformers.BertConfig(vocab_size=VOCAB, hidden_size=hidden, num_hidden_layers=layers,
-                                  num_attention_heads=heads, intermediate_size=intermediate,
-                                  max_position_embeddings=512, pad_token_id=tok.pad_token_id)
+    cfg = transformers.BertConfig(
+        vocab_size=VOCAB,
+        hidden_size=hidden,
+        num_hidden_layers=layers,
+        num_attention_heads=heads,
+        intermediate_size=intermediate,
+        max_position_embeddings=512,
+        pad_token_id=tok.pad_token_id,
+    )
     torch.manual_seed(seed)  # benchmark script, not library code: a fixed seed for the random weights
     model = transformers.BertForMaskedLM(cfg).eval()
     model.save_pretrained(str(out))
@@ -44,12 +61,18 @@ def train_tokenizer(tmp: Path) -> Path:
     if not files:
         sys.exit(f"no text files found under {DATA} to train the WordPiece tokenizer")
     wp = BertWordPieceTokenizer(lowercase=True)
-    wp.train(files, vocab_size=VOCAB, min_frequency=1, show_progress=False,
-             special_tokens=["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"])
+    wp.train(
+        files,
+        vocab_size=VOCAB,
+        min_frequency=1,
+        show_progress=False,
+        special_tokens=["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"],
+    )
     out = tmp / "wordpiece"
     out.mkdir()
     wp.save_model(str(out))
     import transformers
+
     transformers.BertTokenizerFast.from_pretrained(str(out)).save_pretrained(str(out))
     return out
 

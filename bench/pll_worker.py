@@ -45,7 +45,7 @@ def reset_peak() -> bool:
 def _chunks(xs, k):
     k = k if k > 0 else max(len(xs), 1)  # 0: everything in one call
     for i in range(0, len(xs), k):
-        yield xs[i:i + k]
+        yield xs[i : i + k]
 
 
 def _antiberty_hf_tokenizer(tmp: Path):
@@ -76,6 +76,7 @@ def worker(a) -> dict:
     pll_fn = None
 
     if a.worker == "mlmprob":
+
         def pll_fn(batch):
             ids = mlm.encode(batch).input_ids
             return mlmprob.token_scores(reader_of(mlm, a.batch_tokens), ids).pll.tolist()
@@ -154,8 +155,21 @@ def worker(a) -> dict:
         cpu.append(r1.ru_utime + r1.ru_stime - r0.ru_utime - r0.ru_stime)
     peak = max_rss_bytes()
     best = min(range(len(times)), key=times.__getitem__)
-    return {"method": a.worker, "kind": spec["kind"], "n": len(texts), "seconds": times[best],
-            "all_seconds": times, "cpu_seconds": cpu[best], "seq_per_s": len(texts) / times[best],
-            "seq_per_cpu_s": len(texts) / max(cpu[best], 1e-9), "rss_after_load": base, "peak": peak,
-            "delta": max(peak - base, 0), "lifetime_peak": max(peak, load_peak), "peak_reset": reset_ok,
-            "load_s": load_s, "pll": plls, "threads": torch.get_num_threads()}
+    return {
+        "method": a.worker,
+        "kind": spec["kind"],
+        "n": len(texts),
+        "seconds": times[best],
+        "all_seconds": times,
+        "cpu_seconds": cpu[best],
+        "seq_per_s": len(texts) / times[best],
+        "seq_per_cpu_s": len(texts) / max(cpu[best], 1e-9),
+        "rss_after_load": base,
+        "peak": peak,
+        "delta": max(peak - base, 0),
+        "lifetime_peak": max(peak, load_peak),
+        "peak_reset": reset_ok,
+        "load_s": load_s,
+        "pll": plls,
+        "threads": torch.get_num_threads(),
+    }

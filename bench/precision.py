@@ -56,10 +56,19 @@ def measure(model: str, texts: list[str]) -> dict:
     d_tok = (b.log_prob - a.log_prob)[sel].abs()
     n = sel.sum(-1).double()
     d_ppt = ((b.pll - a.pll) / n).abs()
-    return {"model": model, "sequences": len(texts), "tokens": int(sel.sum()),
-            "tok_mean": float(d_tok.mean()), "tok_p99": float(d_tok.quantile(0.99)), "tok_max": float(d_tok.max()),
-            "ppt_mean": float(d_ppt.mean()), "ppt_max": float(d_ppt.max()),
-            "pll_per_token_fp32": float((a.pll / n).mean()), "t32": ta, "t16": tb}
+    return {
+        "model": model,
+        "sequences": len(texts),
+        "tokens": int(sel.sum()),
+        "tok_mean": float(d_tok.mean()),
+        "tok_p99": float(d_tok.quantile(0.99)),
+        "tok_max": float(d_tok.max()),
+        "ppt_mean": float(d_ppt.mean()),
+        "ppt_max": float(d_ppt.max()),
+        "pll_per_token_fp32": float((a.pll / n).mean()),
+        "t32": ta,
+        "t16": tb,
+    }
 
 
 def main(argv=None) -> int:
@@ -72,23 +81,33 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     torch.set_num_threads(args.threads)
     data = Path(args.data)
-    rows = [measure("antiberty", _antibodies(data, args.n_antibodies)),
-            measure("en-small", _sentences(data, args.n_sentences))]
-    lines = ["# bf16 vs fp32: per-token PLL differences", "",
-             f"Command: `python {shlex.join(['bench/precision.py'] + (argv if argv is not None else sys.argv[1:]))}`",
-             f"Machine: {platform.processor() or platform.machine()}, {args.threads} thread(s), torch {torch.__version__}, "
-             f"native bf16 matrix units: {cpu_has_native_bf16()}.", "",
-             "Weights in the given dtype; log-softmax and sums in float64 in both runs. |d| is the absolute "
-             "difference bf16 - fp32 of each scored token's log q_t(x_t | x with t masked) (nats), and of each "
-             "sequence's PLL per token.", "",
-             "| model | sequences | tokens | mean abs d per token | p99 | max | mean abs d PLL/token | max | PLL/token (fp32) | time fp32 (s) | time bf16 (s) | bf16/fp32 time |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    rows = [
+        measure("antiberty", _antibodies(data, args.n_antibodies)),
+        measure("en-small", _sentences(data, args.n_sentences)),
+    ]
+    lines = [
+        "# bf16 vs fp32: per-token PLL differences",
+        "",
+        f"Command: `python {shlex.join(['bench/precision.py'] + (argv if argv is not None else sys.argv[1:]))}`",
+        f"Machine: {platform.processor() or platform.machine()}, {args.threads} thread(s), torch {torch.__version__}, "
+        f"native bf16 matrix units: {cpu_has_native_bf16()}.",
+        "",
+        "Weights in the given dtype; log-softmax and sums in float64 in both runs. |d| is the absolute "
+        "difference bf16 - fp32 of each scored token's log q_t(x_t | x with t masked) (nats), and of each "
+        "sequence's PLL per token.",
+        "",
+        "| model | sequences | tokens | mean abs d per token | p99 | max | mean abs d PLL/token | max | PLL/token (fp32) | time fp32 (s) | time bf16 (s) | bf16/fp32 time |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
     for r in rows:
-        lines.append(f"| {r['model']} | {r['sequences']} | {r['tokens']} | {r['tok_mean']:.4f} | {r['tok_p99']:.4f} | "
-                     f"{r['tok_max']:.4f} | {r['ppt_mean']:.4f} | {r['ppt_max']:.4f} | {r['pll_per_token_fp32']:.3f} | "
-                     f"{r['t32']:.1f} | {r['t16']:.1f} | {r['t16'] / r['t32']:.2f} |")
+        lines.append(
+            f"| {r['model']} | {r['sequences']} | {r['tokens']} | {r['tok_mean']:.4f} | {r['tok_p99']:.4f} | "
+            f"{r['tok_max']:.4f} | {r['ppt_mean']:.4f} | {r['ppt_max']:.4f} | {r['pll_per_token_fp32']:.3f} | "
+            f"{r['t32']:.1f} | {r['t16']:.1f} | {r['t16'] / r['t32']:.2f} |"
+        )
     text = "\n".join(lines) + "\n"
     from cpu_info import emit
+
     return emit(text, args.out)
 
 

@@ -22,13 +22,12 @@ import time
 from pathlib import Path
 
 import torch
+from cpu_info import describe
+from onepass_data import antibody_sets, english_sets
 
 import mlmprob
 from mlmprob.models.precision import Int8Linear
 from mlmprob.onepass.scoring import spearman
-
-from cpu_info import describe
-from onepass_data import antibody_sets, english_sets
 
 
 def matmul_peak(dtype: str, hidden: int, reps: int = 5) -> float:
@@ -66,6 +65,7 @@ def save_random_bert_base(root: Path, sizes: tuple[int, int, int, int] = (12, 76
     import shutil
 
     import transformers as tf
+
     from mlmprob.models.loading import EN_SMALL_DIR
 
     d = root / ("bert-base-en" if sizes == (12, 768, 12, 3072) else "bert-{}-{}-{}-{}".format(*sizes))
@@ -82,8 +82,14 @@ def save_random_bert_base(root: Path, sizes: tuple[int, int, int, int] = (12, 76
     return d
 
 
-def measure(model: str, seqs: list[str], dtypes: list[str], rounds: int, label: str | None = None,
-            positions: list[int] | None = None) -> list[str]:
+def measure(
+    model: str,
+    seqs: list[str],
+    dtypes: list[str],
+    rounds: int,
+    label: str | None = None,
+    positions: list[int] | None = None,
+) -> list[str]:
     """Rows of the table for ``model`` (a name or folder; ``label`` in the table), exact PLL of ``seqs`` at
     ``positions`` (default: every position) in each of ``dtypes``, interleaved over ``rounds``."""
     mlms = {dt: mlmprob.load_mlm(model, device="cpu", dtype=dt) for dt in dtypes}
@@ -91,14 +97,18 @@ def measure(model: str, seqs: list[str], dtypes: list[str], rounds: int, label: 
     times = {dt: [] for dt in dtypes}
     scores = {}
     for r in range(rounds):
-        for dt in (dtypes if r % 2 == 0 else dtypes[::-1]):
+        for dt in dtypes if r % 2 == 0 else dtypes[::-1]:
             t0 = time.perf_counter()
             scores[dt] = mlmprob.token_scores(mlms[dt], ids, positions)
             times[dt].append(time.perf_counter() - t0)
             print(f"{label or model} round {r} {dt}: {times[dt][-1]:.1f} s", file=sys.stderr, flush=True)
     ref = scores["float32"]
     sel = ref.positions
-    lens = (ids != mlms["float32"].pad_id).sum(1) if mlms["float32"].pad_id is not None else torch.full((len(seqs),), ids.shape[1])
+    lens = (
+        (ids != mlms["float32"].pad_id).sum(1)
+        if mlms["float32"].pad_id is not None
+        else torch.full((len(seqs),), ids.shape[1])
+    )
     copy_tokens = int((sel.sum(1) * lens).sum())  # tokens of every masked copy
     hidden = int(mlms["float32"].model.config.hidden_size)
     flops = 2 * linear_params(mlms["float32"]) * copy_tokens
@@ -108,16 +118,18 @@ def measure(model: str, seqs: list[str], dtypes: list[str], rounds: int, label: 
         peak = matmul_peak(dt, hidden)
         d = (scores[dt].log_prob - ref.log_prob)[sel].abs()
         dp = (scores[dt].pll - ref.pll).abs()
-        rows.append(f"| {label or model} | {dt} | {int(sel.sum()) / t:.1f} | {statistics.median(times['float32']) / t:.2f} | "
-                    f"{flops / t / 1e9:.1f} / {peak:.1f} = {flops / t / 1e9 / peak:.0%} | {d.mean():.4f} | "
-                    f"{d.quantile(0.99):.4f} | {d.max():.4f} | {dp.mean():.3f} | {dp.max():.3f} | "
-                    f"{spearman(scores[dt].pll, ref.pll):.4f} |")
+        rows.append(
+            f"| {label or model} | {dt} | {int(sel.sum()) / t:.1f} | {statistics.median(times['float32']) / t:.2f} | "
+            f"{flops / t / 1e9:.1f} / {peak:.1f} = {flops / t / 1e9 / peak:.0%} | {d.mean():.4f} | "
+            f"{d.quantile(0.99):.4f} | {d.max():.4f} | {dp.mean():.3f} | {dp.max():.3f} | "
+            f"{spearman(scores[dt].pll, ref.pll):.4f} |"
+        )
     return rows
 
 
 def english_sentences(n: int) -> list[str]:
     """The first ``n`` wikitext-2 test sentences of at most 25 words that fit 64 en-small tokens."""
-    sents = [s for s in english_sets()["heldout"] if len(s.split()) <= 25][:n * 2]
+    sents = [s for s in english_sets()["heldout"] if len(s.split()) <= 25][: n * 2]
     m = mlmprob.load_mlm("en-small")
     ok = []
     for s in sents:
@@ -137,16 +149,21 @@ def run_models(a, four: list[str]) -> list[str]:
         folder = save_random_bert_base(Path(a.weights))
         rows += measure(str(folder), english_sentences(a.bert_base), four, a.rounds, label="bert-base (random weights)")
     if a.esm_chains and Path(a.esm).is_dir():
-        rows += measure(a.esm, antibody_sets("H")["gdpa1"][:a.esm_chains], four, a.rounds)
+        rows += measure(a.esm, antibody_sets("H")["gdpa1"][: a.esm_chains], four, a.rounds)
     if a.esm150_chains:
         from bench_cpu import save_random_esm
 
         folder = save_random_esm("esm2-150M", Path(a.weights))
-        rows += measure(str(folder), antibody_sets("H")["gdpa1"][:a.esm150_chains], four, a.rounds,
-                        label=f"esm2-150M (random weights, first {a.esm150_positions} residues)",
-                        positions=list(range(1, a.esm150_positions + 1)))
+        rows += measure(
+            str(folder),
+            antibody_sets("H")["gdpa1"][: a.esm150_chains],
+            four,
+            a.rounds,
+            label=f"esm2-150M (random weights, first {a.esm150_positions} residues)",
+            positions=list(range(1, a.esm150_positions + 1)),
+        )
     if a.antiberty:
-        rows += measure("antiberty", antibody_sets("H")["gdpa1"][:a.antiberty], ["float32", "int8"], a.rounds)
+        rows += measure("antiberty", antibody_sets("H")["gdpa1"][: a.antiberty], ["float32", "int8"], a.rounds)
     return rows
 
 
@@ -169,17 +186,23 @@ def main(argv=None) -> int:
     four = ["float32", "int8", "bfloat16", "float16"]
     rows = run_models(a, four)
     load1 = os.getloadavg()
-    lines = ["# Precisions against float32: speed, matmul-peak share, error", "",
-             f"Command: `{shlex.join(['python', 'bench/precision_all.py'] + (argv if argv is not None else sys.argv[1:]))}`",
-             f"Machine: {describe()}; {a.threads} thread(s); load average {load0[0]:.1f} at start, {load1[0]:.1f} at end: a loaded, shared "
-             "2-core machine, so the precisions of a model ran interleaved and the ratios are the result.", "",
-             "Throughput: scored positions (masked copies) per second, exact PLL. Peak share: the model's linear-layer "
-             "GFLOP/s over the matmul GFLOP/s of that precision timed in the same run. Errors vs float32 in nats.", "",
-             "| model | precision | copies/s | speed vs float32 | GFLOP/s / matmul peak | mean abs d per token | p99 | "
-             "max | mean abs d PLL | max | Spearman PLL vs float32 |",
-             "|---|---|---|---|---|---|---|---|---|---|---|"]
+    lines = [
+        "# Precisions against float32: speed, matmul-peak share, error",
+        "",
+        f"Command: `{shlex.join(['python', 'bench/precision_all.py'] + (argv if argv is not None else sys.argv[1:]))}`",
+        f"Machine: {describe()}; {a.threads} thread(s); load average {load0[0]:.1f} at start, {load1[0]:.1f} at end: a loaded, shared "
+        "2-core machine, so the precisions of a model ran interleaved and the ratios are the result.",
+        "",
+        "Throughput: scored positions (masked copies) per second, exact PLL. Peak share: the model's linear-layer "
+        "GFLOP/s over the matmul GFLOP/s of that precision timed in the same run. Errors vs float32 in nats.",
+        "",
+        "| model | precision | copies/s | speed vs float32 | GFLOP/s / matmul peak | mean abs d per token | p99 | "
+        "max | mean abs d PLL | max | Spearman PLL vs float32 |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
     text = "\n".join(lines + rows) + "\n"
     from cpu_info import emit
+
     return emit(text, a.out)
 
 

@@ -103,9 +103,11 @@ def pll_rows(recs: list[dict]) -> list[str]:
         a, b = [c["pll"] for c in cur], [r["pll"] for r in ref]
         rho = _spearman(a, b) if len(chains) > 2 else float("nan")
         nf, npairs = flipped(a, b)
-        rows.append(f"| {dt} | {len(chains)} | {rho:.4f} | {nf} / {npairs} | {statistics.mean(dp):.3f} | {max(dp):.3f} | "
-                    f"{statistics.mean(per_res):.4f} | {statistics.mean(dt_tok):.4f} | {max(dt_tok):.3f} | "
-                    f"{t:.1f} | {t32 / t:.2f} |")
+        rows.append(
+            f"| {dt} | {len(chains)} | {rho:.4f} | {nf} / {npairs} | {statistics.mean(dp):.3f} | {max(dp):.3f} | "
+            f"{statistics.mean(per_res):.4f} | {statistics.mean(dt_tok):.4f} | {max(dt_tok):.3f} | "
+            f"{t:.1f} | {t32 / t:.2f} |"
+        )
     return rows
 
 
@@ -126,38 +128,53 @@ def mm_rows(recs: list[dict], labels: list[int]) -> list[str]:
         d = [abs(a - b) for a, b in zip(s[:n], ref[:n])]
         au = float(auroc(torch.tensor(s[:n], dtype=torch.float64), torch.tensor(labels[:n], dtype=torch.float64)))
         nf, npairs = flipped(s[:n], ref[:n])
-        rows.append(f"| {dt} | {n} | {_spearman(s[:n], ref[:n]):.4f} | {nf} / {npairs} | {statistics.mean(d):.4f} | {max(d):.4f} | "
-                    f"{au:.4f} | {by[dt]['seconds']:.1f} |")
+        rows.append(
+            f"| {dt} | {n} | {_spearman(s[:n], ref[:n]):.4f} | {nf} / {npairs} | {statistics.mean(d):.4f} | {max(d):.4f} | "
+            f"{au:.4f} | {by[dt]['seconds']:.1f} |"
+        )
     return rows
 
 
 def report(pll_recs: list[dict], mm_recs: list[dict], labels: list[int], *, command: str, machine: str) -> str:
-    lines = ["# Precisions against float32: do the rankings change? (AntiBERTy, real weights)", "",
-             f"Command: `{command}`", "", machine, "",
-             "## Exact PLL of Thera-SAbDab heavy chains", "",
-             "Each precision against float32 on the chains both scored (bfloat16 / float16: every k-th chain, "
-             "see the command). Pairs ordered differently: chain pairs whose PLL order differs from float32's (of the "
-             "pairs float32 does not tie). |d| in nats; per residue = |d PLL| / scored residues. Time: median seconds per "
-             "chain (exact PLL, ~120 masked copies), the precisions of a chain run back to back.", "",
-             "| precision | chains | Spearman PLL vs float32 | pairs ordered differently | mean abs d PLL | max abs d PLL | mean abs d PLL / residue | "
-             "mean abs d per token | max abs d per token | s / chain | speed vs float32 |",
-             "|---|---|---|---|---|---|---|---|---|---|---|"]
+    lines = [
+        "# Precisions against float32: do the rankings change? (AntiBERTy, real weights)",
+        "",
+        f"Command: `{command}`",
+        "",
+        machine,
+        "",
+        "## Exact PLL of Thera-SAbDab heavy chains",
+        "",
+        "Each precision against float32 on the chains both scored (bfloat16 / float16: every k-th chain, "
+        "see the command). Pairs ordered differently: chain pairs whose PLL order differs from float32's (of the "
+        "pairs float32 does not tie). |d| in nats; per residue = |d PLL| / scored residues. Time: median seconds per "
+        "chain (exact PLL, ~120 masked copies), the precisions of a chain run back to back.",
+        "",
+        "| precision | chains | Spearman PLL vs float32 | pairs ordered differently | mean abs d PLL | max abs d PLL | mean abs d PLL / residue | "
+        "mean abs d per token | max abs d per token | s / chain | speed vs float32 |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
     lines += pll_rows(pll_recs)
-    lines += ["", "## masked_marginals of trastuzumab CDR-H3 variants", "",
-              "Variant score = sum over mutated sites of log q(mt) - log q(wt) with the site masked (ProteinGym's "
-              "masked marginals; the rows are the 10 CDR-H3 positions, shared by all variants). AUROC: binders (1) "
-              "against non-binders (0) of the library, for reference. Time: the whole call, seconds.", "",
-              "| precision | variants | Spearman vs float32 | pairs ordered differently | mean abs d score | max abs d score | AUROC binder | s |",
-              "|---|---|---|---|---|---|---|---|"]
+    lines += [
+        "",
+        "## masked_marginals of trastuzumab CDR-H3 variants",
+        "",
+        "Variant score = sum over mutated sites of log q(mt) - log q(wt) with the site masked (ProteinGym's "
+        "masked marginals; the rows are the 10 CDR-H3 positions, shared by all variants). AUROC: binders (1) "
+        "against non-binders (0) of the library, for reference. Time: the whole call, seconds.",
+        "",
+        "| precision | variants | Spearman vs float32 | pairs ordered differently | mean abs d score | max abs d score | AUROC binder | s |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
     lines += mm_rows(mm_recs, labels)
     return "\n".join(lines) + "\n"
 
 
 def _run_mm(mlms, raw: Path, n: int) -> list[int]:
-    from mlmprob.data import shared_data_dir
+    import mlmprob
     from experiments.variants_data_common import load_library
     from experiments.variants_data_runner import Encoder
-    import mlmprob
+    from mlmprob.data import shared_data_dir
 
     lib = load_library(shared_data_dir(), 0)
     cdrs, labels = lib.cdrs[:n], lib.labels[:n]
@@ -168,15 +185,18 @@ def _run_mm(mlms, raw: Path, n: int) -> list[int]:
         enc = Encoder(mlm)
         t0 = time.perf_counter()
         s = mlmprob.score_variants(mlm, enc.wt, [enc.variant(c) for c in cdrs], methods=["masked_marginals"])
-        append_jsonl(raw / "mm.jsonl", {"dtype": dt, "scores": s["masked_marginals"].tolist(),
-                                        "seconds": round(time.perf_counter() - t0, 2)})
+        append_jsonl(
+            raw / "mm.jsonl",
+            {"dtype": dt, "scores": s["masked_marginals"].tolist(), "seconds": round(time.perf_counter() - t0, 2)},
+        )
         print(f"mm {dt}: {time.perf_counter() - t0:.1f} s", file=sys.stderr, flush=True)
     return labels
 
 
 def _run_pll(mlms, raw: Path, n_chains: int, every: dict[str, int]) -> None:
-    import mlmprob
     from onepass_data import antibody_sets
+
+    import mlmprob
 
     seqs = antibody_sets("H")["calibration"][:n_chains]
     done = {(r["chain"], r["dtype"]) for r in read_jsonl(raw / "pll.jsonl")}
@@ -189,8 +209,17 @@ def _run_pll(mlms, raw: Path, n_chains: int, every: dict[str, int]) -> None:
         ts = mlmprob.token_scores(mlm, ids)
         sec = time.perf_counter() - t0
         lp = ts.log_prob[0][ts.positions[0]].tolist()
-        append_jsonl(raw / "pll.jsonl", {"chain": i, "dtype": dt, "seq": seqs[i], "pll": float(ts.pll[0]),
-                                         "token_lp": lp, "seconds": round(sec, 2)})
+        append_jsonl(
+            raw / "pll.jsonl",
+            {
+                "chain": i,
+                "dtype": dt,
+                "seq": seqs[i],
+                "pll": float(ts.pll[0]),
+                "token_lp": lp,
+                "seconds": round(sec, 2),
+            },
+        )
         print(f"chain {i} {dt}: {sec:.1f} s", file=sys.stderr, flush=True)
 
 
@@ -200,8 +229,12 @@ def main(argv=None) -> int:
     ap.add_argument("--chains", type=int, default=48)
     ap.add_argument("--bf16-every", type=int, default=2, help="bfloat16 on every k-th chain only")
     ap.add_argument("--fp16-every", type=int, default=4, help="float16 on every k-th chain only (0: never)")
-    ap.add_argument("--forward", choices=("fused", "transformers"), default="fused",
-                    help="mlmprob's fused forward (the default) or transformers' own (load_mlm(fused=False))")
+    ap.add_argument(
+        "--forward",
+        choices=("fused", "transformers"),
+        default="fused",
+        help="mlmprob's fused forward (the default) or transformers' own (load_mlm(fused=False))",
+    )
     ap.add_argument("--variants", type=int, default=1000)
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--raw", required=True, help="folder of pll.jsonl / mm.jsonl (appended, resumable)")
@@ -211,17 +244,18 @@ def main(argv=None) -> int:
     raw = Path(a.raw)
     torch.set_num_threads(a.threads)
     load0 = os.getloadavg()
-    from mlmprob.data import shared_data_dir
     from experiments.variants_data_common import load_library
+    from mlmprob.data import shared_data_dir
 
-    labels = load_library(shared_data_dir(), 0).labels[:a.variants]
+    labels = load_library(shared_data_dir(), 0).labels[: a.variants]
     if not a.report_only:
         import mlmprob
 
         mlms = {dt: mlmprob.load_mlm(a.model, device="cpu", dtype=dt, fused=a.forward == "fused") for dt in DTYPES}
         raw.mkdir(parents=True, exist_ok=True)
-        (raw / "command.txt").write_text(shlex.join(["python", "bench/precision_rank.py"] + (
-            argv if argv is not None else sys.argv[1:])) + "\n")
+        (raw / "command.txt").write_text(
+            shlex.join(["python", "bench/precision_rank.py"] + (argv if argv is not None else sys.argv[1:])) + "\n"
+        )
         _run_mm(mlms, raw, a.variants)
         _run_pll(mlms, raw, a.chains, {"bfloat16": a.bf16_every, "float16": a.fp16_every})
     cmd = shlex.join(["python", "bench/precision_rank.py"] + (argv if argv is not None else sys.argv[1:]))
@@ -229,10 +263,13 @@ def main(argv=None) -> int:
         cmd = (raw / "command.txt").read_text().strip()
     from cpu_info import describe
 
-    machine = (f"Machine: {describe()}; {a.threads} thread(s), load average {load0[0]:.1f} when this report was "
-               "built; a shared machine, so times are medians and ratios, not peak speeds.")
+    machine = (
+        f"Machine: {describe()}; {a.threads} thread(s), load average {load0[0]:.1f} when this report was "
+        "built; a shared machine, so times are medians and ratios, not peak speeds."
+    )
     text = report(read_jsonl(raw / "pll.jsonl"), read_jsonl(raw / "mm.jsonl"), labels, command=cmd, machine=machine)
     from cpu_info import emit
+
     return emit(text, a.out)
 
 

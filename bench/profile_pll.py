@@ -20,16 +20,42 @@ from pathlib import Path
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from bench_scale import build_model, copy_batch  # noqa: E402
 
-GROUPS = (("linear layers (addmm, mm, bmm, matmul; int8 linear_dynamic)", ("aten::addmm", "aten::mm", "aten::bmm",
-                                                                          "aten::matmul", "quantized::linear_dynamic")),
-          ("attention kernel (SDPA)", ("aten::_scaled_dot_product",)),
-          ("element-wise (mul, add, div, neg, erf/GELU, softmax)", ("aten::mul", "aten::add", "aten::div", "aten::neg",
-                                                                   "aten::erf", "aten::gelu", "aten::softmax",
-                                                                   "aten::_softmax", "aten::log_softmax",
-                                                                   "aten::_log_softmax", "aten::sub")),
-          ("layer norm", ("aten::native_layer_norm",)),
-          ("copies and reshapes (copy_, cat, index, to)", ("aten::copy_", "aten::cat", "aten::index", "aten::_to_copy",
-                                                           "aten::clone", "aten::masked_fill", "aten::where")))
+GROUPS = (
+    (
+        "linear layers (addmm, mm, bmm, matmul; int8 linear_dynamic)",
+        ("aten::addmm", "aten::mm", "aten::bmm", "aten::matmul", "quantized::linear_dynamic"),
+    ),
+    ("attention kernel (SDPA)", ("aten::_scaled_dot_product",)),
+    (
+        "element-wise (mul, add, div, neg, erf/GELU, softmax)",
+        (
+            "aten::mul",
+            "aten::add",
+            "aten::div",
+            "aten::neg",
+            "aten::erf",
+            "aten::gelu",
+            "aten::softmax",
+            "aten::_softmax",
+            "aten::log_softmax",
+            "aten::_log_softmax",
+            "aten::sub",
+        ),
+    ),
+    ("layer norm", ("aten::native_layer_norm",)),
+    (
+        "copies and reshapes (copy_, cat, index, to)",
+        (
+            "aten::copy_",
+            "aten::cat",
+            "aten::index",
+            "aten::_to_copy",
+            "aten::clone",
+            "aten::masked_fill",
+            "aten::where",
+        ),
+    ),
+)
 
 
 def group_of(name: str) -> str:
@@ -74,15 +100,23 @@ def main(argv=None) -> int:
     import mlmprob
 
     torch.set_num_threads(a.threads)
-    command = "python " + " ".join(shlex.quote(x) for x in ["bench/profile_pll.py"] + list(sys.argv[1:] if argv is None else argv))
+    command = "python " + " ".join(
+        shlex.quote(x) for x in ["bench/profile_pll.py"] + list(sys.argv[1:] if argv is None else argv)
+    )
     load0 = os.getloadavg()
-    lines = ["# Where PLL time goes (operator profile)", "", f"Command: `{command}`", "",
-             f"- date: {time.strftime('%Y-%m-%d %H:%M %Z')}; torch {torch.__version__}; {a.threads} threads; "
-             f"load average at the start {load0[0]:.1f}",
-             f"- each model: `token_scores` on {a.copies} masked copies of length {a.length} (random weights as in "
-             "bench_scale.py), one warm-up call, then one profiled call; shares of the operators' self CPU time.",
-             "- The MFU of bench_scale.md credits only the FLOPs of the linear layers and attention's two matmuls; "
-             "the other rows are work it does not count.", ""]
+    lines = [
+        "# Where PLL time goes (operator profile)",
+        "",
+        f"Command: `{command}`",
+        "",
+        f"- date: {time.strftime('%Y-%m-%d %H:%M %Z')}; torch {torch.__version__}; {a.threads} threads; "
+        f"load average at the start {load0[0]:.1f}",
+        f"- each model: `token_scores` on {a.copies} masked copies of length {a.length} (random weights as in "
+        "bench_scale.py), one warm-up call, then one profiled call; shares of the operators' self CPU time.",
+        "- The MFU of bench_scale.md credits only the FLOPs of the linear layers and attention's two matmuls; "
+        "the other rows are work it does not count.",
+        "",
+    ]
     header = "| model | " + " | ".join(label for label, _ in GROUPS) + " | other |"
     lines += [header, "|---|" + "---:|" * (len(GROUPS) + 1)]
     with tempfile.TemporaryDirectory() as tmp:
@@ -95,8 +129,11 @@ def main(argv=None) -> int:
             lines.append(f"| {name} | " + " | ".join(cells) + " |")
             print(lines[-1], file=sys.stderr, flush=True)
     load1 = os.getloadavg()
-    lines += ["", f"Load average at the end {load1[0]:.1f}. Shares are of CPU time, so they hold under load better "
-              "than wall-clock rates do."]
+    lines += [
+        "",
+        f"Load average at the end {load1[0]:.1f}. Shares are of CPU time, so they hold under load better "
+        "than wall-clock rates do.",
+    ]
     Path(a.out).write_text("\n".join(lines) + "\n")
     print(f"written {a.out}", file=sys.stderr)
     return 0

@@ -21,8 +21,12 @@ ROOT = Path(__file__).resolve().parent.parent
 DOC = ROOT / "docs" / "models.md"
 BEGIN, END = "<!-- table: begin (docs/models_table.py) -->", "<!-- table: end -->"
 FUSED = {"bert": "fused (BERT)", "roberta": "fused (BERT)", "esm": "fused (ESM-2, rotary)"}
-CHECKS = {"test_pll_and_token_scores": "pll/token_scores", "test_loglik_l2r": "loglik l2r",
-          "test_sampler_conditionals": "conditionals (padded)", "test_maximum_length": "maximum length"}
+CHECKS = {
+    "test_pll_and_token_scores": "pll/token_scores",
+    "test_loglik_l2r": "loglik l2r",
+    "test_sampler_conditionals": "conditionals (padded)",
+    "test_maximum_length": "maximum length",
+}
 
 
 def outcomes(xml: Path) -> dict[str, dict[str, tuple[str, str]]]:
@@ -74,13 +78,28 @@ def table(results, probes) -> str:
 def main() -> int:
     with tempfile.TemporaryDirectory() as tmp:
         xml = Path(tmp) / "conformance.xml"
-        subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", f"--junitxml={xml}",
-                        "-o", "junit_family=legacy",  # keeps record_property (the probe's notes)
-                        str(ROOT / "tests" / "models" / "test_conformance.py")], cwd=ROOT, check=False)
+        subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "pytest",
+                "-q",
+                "-p",
+                "no:cacheprovider",
+                f"--junitxml={xml}",
+                "-o",
+                "junit_family=legacy",  # keeps record_property (the probe's notes)
+                str(ROOT / "tests" / "models" / "test_conformance.py"),
+            ],
+            cwd=ROOT,
+            check=False,
+        )
         results, probes = outcomes(xml)
     import transformers
+
     sys.path.insert(0, str(ROOT / "tests" / "models"))
     from conformance_models import VARIANTS
+
     n = len([t for t in results if t not in VARIANTS])
     variants = [t for t in sorted(results) if t in VARIANTS]
     also = f" and the layout {', '.join(variants)}" if variants else ""

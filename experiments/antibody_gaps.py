@@ -20,12 +20,13 @@ import torch
 
 from mlmprob.alphabet import is_protein
 from mlmprob.errors import MLMProbError
+
 from .data_option import resolve_data_dir
 
-AHO_CDRH3 = (107, 138)   # 1-based inclusive AHo columns
+AHO_CDRH3 = (107, 138)  # 1-based inclusive AHo columns
 DATASETS = {"gdpa1": "antibody/GDPa1_v1.2.csv", "thera": "antibody/thera_sabdab.csv"}
 REGIONS = ("random", "cdrh3")
-DATASET_REGIONS = {"gdpa1": REGIONS, "thera": ("random",)}   # Thera-SAbDab has no alignment: no CDR-H3
+DATASET_REGIONS = {"gdpa1": REGIONS, "thera": ("random",)}  # Thera-SAbDab has no alignment: no CDR-H3
 
 
 @dataclass(frozen=True)
@@ -50,7 +51,7 @@ class GapSpec:
 
     @property
     def gold(self) -> str:
-        return self.seq[self.start:self.start + self.k]
+        return self.seq[self.start : self.start + self.k]
 
 
 def aho_span(aligned: str, first: int = AHO_CDRH3[0], last: int = AHO_CDRH3[1]) -> tuple[int, int] | None:

@@ -51,30 +51,71 @@ report (its tables built by ``cdr_h3_tables``), and both take the configurations
 
 from __future__ import annotations
 
-from mlmprob.argtypes import nonnegative_int, positive_int  # noqa: E402
-
 import argparse
 import datetime
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
+from mlmprob.argtypes import nonnegative_int, positive_int  # noqa: E402
 from mlmprob.batching import DEFAULT_BATCH_TOKENS
-from mlmprob.runtime.log import append_record
-# the runner's and the shared names, importable from here as before the split
-from .cdr_h3_common import (ANNEALS, BLOCK_START, CONFIGS, MP_ITERATIONS, PTEMPS, RESULTS_FILE, RUNS_FILE, T5_ANNEAL,
-                            TABLES, TOPPS, WORK_DIR, Config, RunOptions, read_results, select_configs, seq_metrics)
-from .cdr_h3_report import write_report
-from .cdr_h3_runner import (Antibody, CdrH3Units, done_units, load_antibodies, prepare_units, run_config,
-                            run_experiment)
-from .data_option import add_data_option, resolve_data_dir
 from mlmprob.models.reader import reader_of
+from mlmprob.runtime.log import append_record
+
 from . import runner
+
+# the runner's and the shared names, importable from here as before the split
+from .cdr_h3_common import (
+    ANNEALS,
+    BLOCK_START,
+    CONFIGS,
+    MP_ITERATIONS,
+    PTEMPS,
+    RESULTS_FILE,
+    RUNS_FILE,
+    T5_ANNEAL,
+    TABLES,
+    TOPPS,
+    WORK_DIR,
+    Config,
+    RunOptions,
+    read_results,
+    select_configs,
+    seq_metrics,
+)
+from .cdr_h3_report import write_report
+from .cdr_h3_runner import Antibody, CdrH3Units, done_units, load_antibodies, prepare_units, run_config, run_experiment
+from .data_option import add_data_option, resolve_data_dir
 from .runner import Run
 
-__all__ = ["ANNEALS", "ANTIBODY_CSV", "BLOCK_START", "CONFIGS", "CdrH3", "MP_ITERATIONS", "PTEMPS", "RESULTS_FILE", "RUNS_FILE",
-           "T5_ANNEAL", "TABLES", "TOPPS", "WORK_DIR", "Antibody", "Config", "RunOptions", "antibody_csv",
-           "build_parser", "done_units", "load_antibodies", "main", "prepare_units", "read_results", "run_config",
-           "run_experiment", "select_configs", "seq_metrics"]
+__all__ = [
+    "ANNEALS",
+    "ANTIBODY_CSV",
+    "BLOCK_START",
+    "CONFIGS",
+    "CdrH3",
+    "MP_ITERATIONS",
+    "PTEMPS",
+    "RESULTS_FILE",
+    "RUNS_FILE",
+    "T5_ANNEAL",
+    "TABLES",
+    "TOPPS",
+    "WORK_DIR",
+    "Antibody",
+    "Config",
+    "RunOptions",
+    "antibody_csv",
+    "build_parser",
+    "done_units",
+    "load_antibodies",
+    "main",
+    "prepare_units",
+    "read_results",
+    "run_config",
+    "run_experiment",
+    "select_configs",
+    "seq_metrics",
+]
 
 
 # -- command line ----------------------------------------------------------------------------------
@@ -104,55 +145,92 @@ class CdrH3(CdrH3Units):
     def add_arguments(self, p: argparse.ArgumentParser) -> None:
         p.add_argument("--model", required=True, help="antiberty, sapiens-vh or a local Hugging Face folder")
         add_data_option(p, f"{ANTIBODY_CSV}; or give a CSV file of antibodies")
-        p.add_argument("--column", default="HC", help='heavy-chain column of the antibody CSV')
-        p.add_argument("--id-column", default="Therapeutic", help='antibody name column of the CSV')
-        p.add_argument("--tables", default="1,2,3,4,5,6,u",
-                       help="comma list of 1..6 and u (unconditional); 6: ancestral sampling beside MH and Gibbs")
+        p.add_argument("--column", default="HC", help="heavy-chain column of the antibody CSV")
+        p.add_argument("--id-column", default="Therapeutic", help="antibody name column of the CSV")
+        p.add_argument(
+            "--tables",
+            default="1,2,3,4,5,6,u",
+            help="comma list of 1..6 and u (unconditional); 6: ancestral sampling beside MH and Gibbs",
+        )
         p.add_argument("--only", help="comma list of configuration names (overrides --tables for running)")
         p.add_argument("--epochs", type=positive_int, default=4, help="epochs after burn-in")
-        p.add_argument("--burn-in", type=nonnegative_int, default=2, help='burn-in epochs per chain')
-        p.add_argument("--n-antibodies", type=positive_int, default=20, help='antibodies sampled (the first N of the CSV)')
-        p.add_argument("--chains", type=positive_int, default=3, help='chains per antibody and configuration')
-        p.add_argument("--cdr-definition", choices=("imgt", "kabat"), default="imgt", help='CDR-H3 numbering scheme')
-        p.add_argument("--uncond-length", type=positive_int, default=120, help='sequence length of the unconditional runs')
-        p.add_argument("--uncond-chains", type=positive_int, default=3, help='chains of the unconditional runs')
-        p.add_argument("--seed", type=nonnegative_int, default=0,
-                       help="base seed (each unit's generator is derived from it and the unit's name)")
-        p.add_argument("--dtype", default="float32",
-                       help="model dtype (float32: the dtype of the stored results, whatever load_mlm's default on "
-                            "this machine)")
-        p.add_argument("--batch-tokens", type=positive_int, default=DEFAULT_BATCH_TOKENS, help='tokens per forward sub-batch')
-        p.add_argument("--no-report", action="store_true", help='do not rewrite the report after the run')
+        p.add_argument("--burn-in", type=nonnegative_int, default=2, help="burn-in epochs per chain")
+        p.add_argument(
+            "--n-antibodies", type=positive_int, default=20, help="antibodies sampled (the first N of the CSV)"
+        )
+        p.add_argument("--chains", type=positive_int, default=3, help="chains per antibody and configuration")
+        p.add_argument("--cdr-definition", choices=("imgt", "kabat"), default="imgt", help="CDR-H3 numbering scheme")
+        p.add_argument(
+            "--uncond-length", type=positive_int, default=120, help="sequence length of the unconditional runs"
+        )
+        p.add_argument("--uncond-chains", type=positive_int, default=3, help="chains of the unconditional runs")
+        p.add_argument(
+            "--seed",
+            type=nonnegative_int,
+            default=0,
+            help="base seed (each unit's generator is derived from it and the unit's name)",
+        )
+        p.add_argument(
+            "--dtype",
+            default="float32",
+            help="model dtype (float32: the dtype of the stored results, whatever load_mlm's default on this machine)",
+        )
+        p.add_argument(
+            "--batch-tokens", type=positive_int, default=DEFAULT_BATCH_TOKENS, help="tokens per forward sub-batch"
+        )
+        p.add_argument("--no-report", action="store_true", help="do not rewrite the report after the run")
         p.add_argument("--note", default="", help="free text recorded with this invocation in runs.jsonl")
 
     @staticmethod
     def options(args) -> RunOptions:
-        return RunOptions(args.epochs, args.burn_in, args.chains, args.uncond_length, args.uncond_chains, args.seed,
-                          args.batch_tokens)
+        return RunOptions(
+            args.epochs, args.burn_in, args.chains, args.uncond_length, args.uncond_chains, args.seed, args.batch_tokens
+        )
 
     def setup(self, run: Run) -> None:
         args = run.args
         csv = antibody_csv(args.data)
-        configs = select_configs([t.strip() for t in args.tables.split(",") if t.strip()],
-                                 [n.strip() for n in args.only.split(",")] if args.only else None)
+        configs = select_configs(
+            [t.strip() for t in args.tables.split(",") if t.strip()],
+            [n.strip() for n in args.only.split(",")] if args.only else None,
+        )
         from mlmprob.models import load_mlm
 
         mlm = load_mlm(args.model, dtype=args.dtype)
-        abs_ = load_antibodies(csv, args.n_antibodies, args.column, args.id_column, args.cdr_definition,
-                               max_residues=None if reader_of(mlm).max_length is None else mlm.max_length - 2)
+        abs_ = load_antibodies(
+            csv,
+            args.n_antibodies,
+            args.column,
+            args.id_column,
+            args.cdr_definition,
+            max_residues=None if reader_of(mlm).max_length is None else mlm.max_length - 2,
+        )
         run.out.mkdir(parents=True, exist_ok=True)
-        run.state.update(mlm=mlm, antibodies=abs_, configs=configs, opts=self.options(args),
-                         log=lambda s: print(s, flush=True))
+        run.state.update(
+            mlm=mlm, antibodies=abs_, configs=configs, opts=self.options(args), log=lambda s: print(s, flush=True)
+        )
 
     def start_entry(self, run: Run) -> dict:
         a = run.args
-        run.state["started"] = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
-        return {"event": "start", "command": run.command, "started": run.state["started"], "threads": a.threads,
-                "dtype": a.dtype, "note": a.note}
+        run.state["started"] = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
+        return {
+            "event": "start",
+            "command": run.command,
+            "started": run.state["started"],
+            "threads": a.threads,
+            "dtype": a.dtype,
+            "note": a.note,
+        }
 
     def finish_entry(self, run: Run, wall_s: float) -> dict:
-        return {"event": "finish", "command": run.command, "started": run.state["started"], "wall_s": wall_s,
-                "written": dict(run.written), "note": run.args.note}
+        return {
+            "event": "finish",
+            "command": run.command,
+            "started": run.state["started"],
+            "wall_s": wall_s,
+            "written": dict(run.written),
+            "note": run.args.note,
+        }
 
     def record_run(self, run: Run, entry: dict) -> None:
         _append_run(run.out, entry)

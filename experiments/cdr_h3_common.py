@@ -6,9 +6,9 @@ Neither the runner nor the report is imported here, so the report never depends 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Sequence
 
 from mlmprob.errors import MLMProbError
 from mlmprob.metrics.sequences import bleu, identity, stutter_rate
@@ -23,6 +23,7 @@ T5_ANNEAL, BLOCK_START, MP_ITERATIONS = 0.02, 4, 10
 
 # -- metrics ---------------------------------------------------------------------------------------
 
+
 def seq_metrics(cdr: str, native: str | None) -> dict:
     """``identity``, ``bleu`` (sentence BLEU-4) and ``stutter`` of one designed sequence (identity and
     BLEU None without a native sequence).
@@ -30,12 +31,15 @@ def seq_metrics(cdr: str, native: str | None) -> dict:
     >>> seq_metrics("ACDE", "ACDF")
     {'identity': 0.75, 'bleu': 0.0, 'stutter': 0.0}
     """
-    return {"identity": None if native is None else identity(cdr, native),
-            "bleu": None if native is None else bleu(cdr, native, max_n=4),
-            "stutter": stutter_rate(cdr)}
+    return {
+        "identity": None if native is None else identity(cdr, native),
+        "bleu": None if native is None else bleu(cdr, native, max_n=4),
+        "stutter": stutter_rate(cdr),
+    }
 
 
 # -- configurations --------------------------------------------------------------------------------
+
 
 @dataclass(frozen=True)
 class Config:
@@ -62,30 +66,48 @@ class Config:
         epochs from its warm start (no burn-in: every epoch is recorded)."""
         from mlmprob.sampling.spec import SamplerSpec
 
-        return SamplerSpec(method=self.method, energy=self.energy, epochs=total, burn_in=0,
-                           block_size=("linear", self.block_start, 1, total) if self.block_start > 1 else 1,
-                           proposal_temperature=self.proposal_temperature, top_p=self.top_p,
-                           anneal=self.anneal, temperature_floor=0.05, order=self.order, init="given")
+        return SamplerSpec(
+            method=self.method,
+            energy=self.energy,
+            epochs=total,
+            burn_in=0,
+            block_size=("linear", self.block_start, 1, total) if self.block_start > 1 else 1,
+            proposal_temperature=self.proposal_temperature,
+            top_p=self.top_p,
+            anneal=self.anneal,
+            temperature_floor=0.05,
+            order=self.order,
+            init="given",
+        )
 
 
 def _configs() -> dict[str, Config]:
-    cs: list[Config] = [Config("t5/warm-start", kind="warm_start"),
-                        Config("t5/mask-predict-it10", kind="mask_predict")]
+    cs: list[Config] = [Config("t5/warm-start", kind="warm_start"), Config("t5/mask-predict-it10", kind="mask_predict")]
+
     # run order = this order: the headline comparisons first, so that a cut-short run has them
     def t1(t):
-        return [Config(f"t1/mh-local-pt{t}", proposal_temperature=t),
-                Config(f"t1/gibbs-pt{t}", method="gibbs", proposal_temperature=t)]
+        return [
+            Config(f"t1/mh-local-pt{t}", proposal_temperature=t),
+            Config(f"t1/gibbs-pt{t}", method="gibbs", proposal_temperature=t),
+        ]
+
     cs += t1(1.0) + [Config("f1/mh-raw-pt1.0", energy="raw")] + t1(0.8)
-    cs += [Config("t6/ancestral-l2r", method="ancestral", order="l2r"),
-           Config("t6/ancestral-random", method="ancestral", order="random")]
+    cs += [
+        Config("t6/ancestral-l2r", method="ancestral", order="l2r"),
+        Config("t6/ancestral-random", method="ancestral", order="random"),
+    ]
     for e in ("local", "raw"):
         cs.append(Config(f"t5/mh-{e}-pt0.8-anneal{T5_ANNEAL}", energy=e, proposal_temperature=0.8, anneal=T5_ANNEAL))
-    cs += [Config("u/warm-start", kind="warm_start", unconditional=True),
-           Config("u/mask-predict-it10", kind="mask_predict", unconditional=True),
-           Config("u/gibbs-pt1.0", method="gibbs", unconditional=True)]
-    cs += [Config("t3/block-gibbs", method="gibbs", block_start=BLOCK_START),
-           Config("t3/block-mh-raw", energy="raw", block_start=BLOCK_START),
-           Config("t3/block-mh-local", block_start=BLOCK_START)]
+    cs += [
+        Config("u/warm-start", kind="warm_start", unconditional=True),
+        Config("u/mask-predict-it10", kind="mask_predict", unconditional=True),
+        Config("u/gibbs-pt1.0", method="gibbs", unconditional=True),
+    ]
+    cs += [
+        Config("t3/block-gibbs", method="gibbs", block_start=BLOCK_START),
+        Config("t3/block-mh-raw", energy="raw", block_start=BLOCK_START),
+        Config("t3/block-mh-local", block_start=BLOCK_START),
+    ]
     for r in ANNEALS:
         cs += [Config(f"t4/anneal{r}-mh-local", anneal=r), Config(f"t4/anneal{r}-mh-raw", energy="raw", anneal=r)]
     cs += t1(2.0) + t1(1.5) + t1(0.5)
@@ -101,11 +123,16 @@ CONFIGS: dict[str, Config] = _configs()
 TABLES: dict[str, list[str]] = {
     "1": [f"t1/{m}-pt{t}" for t in PTEMPS for m in ("mh-local", "gibbs")] + ["f1/mh-raw-pt1.0"],
     "2": ["t1/mh-local-pt1.0", "t1/gibbs-pt1.0"]
-         + [f"t2/{m}-topp{p}" for p in TOPPS[1:] for m in ("mh-local", "gibbs")],
+    + [f"t2/{m}-topp{p}" for p in TOPPS[1:] for m in ("mh-local", "gibbs")],
     "3": ["t3/block-gibbs", "t3/block-mh-raw", "t3/block-mh-local"],
     "4": [f"t4/anneal{r}-mh-{e}" for r in ANNEALS for e in ("local", "raw")],
-    "5": ["t5/warm-start", "t1/gibbs-pt0.8", "t5/mask-predict-it10", f"t5/mh-local-pt0.8-anneal{T5_ANNEAL}",
-          f"t5/mh-raw-pt0.8-anneal{T5_ANNEAL}"],
+    "5": [
+        "t5/warm-start",
+        "t1/gibbs-pt0.8",
+        "t5/mask-predict-it10",
+        f"t5/mh-local-pt0.8-anneal{T5_ANNEAL}",
+        f"t5/mh-raw-pt0.8-anneal{T5_ANNEAL}",
+    ],
     "u": ["u/warm-start", "u/mask-predict-it10", "u/gibbs-pt1.0", "u/mh-local-pt1.0"],
     "6": ["t5/warm-start", "t1/mh-local-pt1.0", "t1/gibbs-pt1.0", "t6/ancestral-l2r", "t6/ancestral-random"],
 }
@@ -130,7 +157,9 @@ def select_configs(tables: Sequence[str], only: Sequence[str] | None = None) -> 
         want = set(only)
     return [c for n, c in CONFIGS.items() if n in want]
 
+
 # -- run settings and results --------------------------------------------------------------------
+
 
 @dataclass(frozen=True)
 class RunOptions:

@@ -9,6 +9,7 @@ import math
 from collections import defaultdict
 
 from mlmprob.metrics.sequences import corpus_bleu, stutter_rate
+
 from .cdr_h3_common import ANNEALS, CONFIGS, PTEMPS, T5_ANNEAL, TOPPS
 
 
@@ -97,6 +98,7 @@ class RecordsByConfig:
 
 # -- tables ----------------------------------------------------------------------------------------
 
+
 def _table(header: list[str], rows: list[list[str]]) -> str:
     lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
     lines += ["| " + " | ".join(r) + " |" for r in rows]
@@ -108,14 +110,22 @@ def _sweep_table(res: RecordsByConfig, cols: list[tuple[str, str, str]], burn_in
     header = [""]
     for label, _, _ in cols:
         header += [f"{label} MH-local", f"{label} deg"]
-    metrics = [("E_local ↓ (post)", "e_local"), ("E_raw (post)", "e_raw"), ("novel rate", "novel"),
-               ("acceptance", "accept"), ("identity (post)", "identity"), ("stutter (post)", "stutter")]
+    metrics = [
+        ("E_local ↓ (post)", "e_local"),
+        ("E_raw (post)", "e_raw"),
+        ("novel rate", "novel"),
+        ("acceptance", "accept"),
+        ("identity (post)", "identity"),
+        ("stutter (post)", "stutter"),
+    ]
     rows = []
     for title, key in metrics:
         row = [title]
         for _, mh, deg in cols:
-            row += [res.cell(mh, "post_burn_in", key, 3 if key in ("novel", "accept", "identity", "stutter") else 2),
-                    res.cell(deg, "post_burn_in", key, 3 if key in ("novel", "accept", "identity", "stutter") else 2)]
+            row += [
+                res.cell(mh, "post_burn_in", key, 3 if key in ("novel", "accept", "identity", "stutter") else 2),
+                res.cell(deg, "post_burn_in", key, 3 if key in ("novel", "accept", "identity", "stutter") else 2),
+            ]
         rows.append(row)
     row = ["BLEU-4 (post, corpus)"]
     for _, mh, deg in cols:
@@ -139,11 +149,22 @@ def table2(res: RecordsByConfig, burn_in: int) -> str:
 
 
 def table3(res: RecordsByConfig, burn_in: int) -> str:
-    cols = [("Deg", "t3/block-gibbs"), ("Raw", "t3/block-mh-raw"), ("Norm (local)", "t3/block-mh-local"),
-            ("single-site Norm (T1, T=1.0)", "t1/mh-local-pt1.0"), ("single-site deg (T1, T=1.0)", "t1/gibbs-pt1.0")]
+    cols = [
+        ("Deg", "t3/block-gibbs"),
+        ("Raw", "t3/block-mh-raw"),
+        ("Norm (local)", "t3/block-mh-local"),
+        ("single-site Norm (T1, T=1.0)", "t1/mh-local-pt1.0"),
+        ("single-site deg (T1, T=1.0)", "t1/gibbs-pt1.0"),
+    ]
     rows = []
-    for title, key in [("E_local ↓ (post)", "e_local"), ("E_raw (post)", "e_raw"), ("novel rate", "novel"),
-                       ("acceptance", "accept"), ("identity (post)", "identity"), ("stutter (post)", "stutter")]:
+    for title, key in [
+        ("E_local ↓ (post)", "e_local"),
+        ("E_raw (post)", "e_raw"),
+        ("novel rate", "novel"),
+        ("acceptance", "accept"),
+        ("identity (post)", "identity"),
+        ("stutter (post)", "stutter"),
+    ]:
         d = 3 if key in ("novel", "accept", "identity", "stutter") else 2
         rows.append([title] + [res.cell(c, "post_burn_in", key, d) for _, c in cols])
     rows.append(["BLEU-4 (post, corpus)"] + [res.bleu_post(c, burn_in) for _, c in cols])
@@ -160,50 +181,104 @@ def table4(res: RecordsByConfig, total_epochs: int) -> str:
         row = [label]
         for r in ANNEALS:
             c = f"t4/anneal{r}-mh-{e}"
-            row += [res.cell(c, "final", "e_local"), res.cell(c, "post_burn_in", "accept", 3),
-                    res.cell(c, "final", "identity", 3), res.bleu_final(c)]
+            row += [
+                res.cell(c, "final", "e_local"),
+                res.cell(c, "post_burn_in", "accept", 3),
+                res.cell(c, "final", "identity", 3),
+                res.bleu_final(c),
+            ]
         rows.append(row)
     temps = ", ".join(f"{r}: {max(0.05, 1 - r * (total_epochs - 1)):.2f}" for r in ANNEALS)
     return _table(header, rows) + f"\n\nTarget temperature at the last epoch (rate: T): {temps}."
 
 
 def table5(res: RecordsByConfig) -> str:
-    rows_cfg = [("Warm-start", "t5/warm-start"), ("Degenerate Gibbs (T=0.8)", "t1/gibbs-pt0.8"),
-                (f"Mask-predict (beam=1, It={CONFIGS['t5/mask-predict-it10'].iterations})", "t5/mask-predict-it10"),
-                (f"Local Energy (MH, proposal T=0.8, anneal {T5_ANNEAL})", f"t5/mh-local-pt0.8-anneal{T5_ANNEAL}"),
-                (f"Raw Score Energy (MH, proposal T=0.8, anneal {T5_ANNEAL})", f"t5/mh-raw-pt0.8-anneal{T5_ANNEAL}")]
-    header = ["", "E_local ↓ (final)", "E_raw ↓ (final)", "identity (final)", "BLEU-4 (final, corpus)",
-              "stutter (final)", "novel rate", "chains"]
+    rows_cfg = [
+        ("Warm-start", "t5/warm-start"),
+        ("Degenerate Gibbs (T=0.8)", "t1/gibbs-pt0.8"),
+        (f"Mask-predict (beam=1, It={CONFIGS['t5/mask-predict-it10'].iterations})", "t5/mask-predict-it10"),
+        (f"Local Energy (MH, proposal T=0.8, anneal {T5_ANNEAL})", f"t5/mh-local-pt0.8-anneal{T5_ANNEAL}"),
+        (f"Raw Score Energy (MH, proposal T=0.8, anneal {T5_ANNEAL})", f"t5/mh-raw-pt0.8-anneal{T5_ANNEAL}"),
+    ]
+    header = [
+        "",
+        "E_local ↓ (final)",
+        "E_raw ↓ (final)",
+        "identity (final)",
+        "BLEU-4 (final, corpus)",
+        "stutter (final)",
+        "novel rate",
+        "chains",
+    ]
     rows = []
     ref = next((c for _, c in rows_cfg if res.has(c)), None)
     if ref is not None:
         rs = res.by_config[ref]
-        rows.append(["Native CDR-H3 (reference)", _fmt(*mean_se([r["native"]["e_local"] for r in rs])[:2]),
-                     _fmt(*mean_se([r["native"]["e_raw"] for r in rs])[:2]), "1.000", "100.0",
-                     _fmt(*mean_se([r["native"]["stutter"] for r in rs])[:2], 3), "—", str(len(rs))])
+        rows.append(
+            [
+                "Native CDR-H3 (reference)",
+                _fmt(*mean_se([r["native"]["e_local"] for r in rs])[:2]),
+                _fmt(*mean_se([r["native"]["e_raw"] for r in rs])[:2]),
+                "1.000",
+                "100.0",
+                _fmt(*mean_se([r["native"]["stutter"] for r in rs])[:2], 3),
+                "—",
+                str(len(rs)),
+            ]
+        )
     for label, c in rows_cfg:
-        rows.append([label, res.cell(c, "final", "e_local"), res.cell(c, "final", "e_raw"),
-                     res.cell(c, "final", "identity", 3), res.bleu_final(c), res.cell(c, "final", "stutter", 3),
-                     res.cell(c, "post_burn_in", "novel", 3), str(res.n(c))])
+        rows.append(
+            [
+                label,
+                res.cell(c, "final", "e_local"),
+                res.cell(c, "final", "e_raw"),
+                res.cell(c, "final", "identity", 3),
+                res.bleu_final(c),
+                res.cell(c, "final", "stutter", 3),
+                res.cell(c, "post_burn_in", "novel", 3),
+                str(res.n(c)),
+            ]
+        )
     return _table(header, rows)
 
 
 def table_uncond(res: RecordsByConfig, antibodies: list[dict] | None) -> str:
-    cfgs = [("Warm-start (greedy fill of all masks)", "u/warm-start"),
-            (f"Mask-predict (It={CONFIGS['u/mask-predict-it10'].iterations})", "u/mask-predict-it10"),
-            ("Degenerate Gibbs (T=1.0)", "u/gibbs-pt1.0"), ("MH-local (T=1.0)", "u/mh-local-pt1.0")]
-    header = ["", "stutter (final)", "stutter (post)", "E_local ↓ (final)", "E_raw (final)", "acceptance",
-              "novel rate", "chains", "chain 0, final sequence"]
+    cfgs = [
+        ("Warm-start (greedy fill of all masks)", "u/warm-start"),
+        (f"Mask-predict (It={CONFIGS['u/mask-predict-it10'].iterations})", "u/mask-predict-it10"),
+        ("Degenerate Gibbs (T=1.0)", "u/gibbs-pt1.0"),
+        ("MH-local (T=1.0)", "u/mh-local-pt1.0"),
+    ]
+    header = [
+        "",
+        "stutter (final)",
+        "stutter (post)",
+        "E_local ↓ (final)",
+        "E_raw (final)",
+        "acceptance",
+        "novel rate",
+        "chains",
+        "chain 0, final sequence",
+    ]
     rows = []
     if antibodies:
         m, se, n = mean_se([stutter_rate(a["hc"]) for a in antibodies])
         rows.append([f"Native heavy chains (the {n} antibodies)", _fmt(m, se, 3)] + ["—"] * 7)
     for label, c in cfgs:
         rs = sorted(res.by_config.get(c, []), key=lambda r: r["chain"])
-        rows.append([label, res.cell(c, "final", "stutter", 3), res.cell(c, "post_burn_in", "stutter", 3),
-                     res.cell(c, "final", "e_local"), res.cell(c, "final", "e_raw"),
-                     res.cell(c, "post_burn_in", "accept", 3), res.cell(c, "post_burn_in", "novel", 3), str(len(rs)),
-                     f"`{rs[0]['final']['cdr']}`" if rs else "—"])
+        rows.append(
+            [
+                label,
+                res.cell(c, "final", "stutter", 3),
+                res.cell(c, "post_burn_in", "stutter", 3),
+                res.cell(c, "final", "e_local"),
+                res.cell(c, "final", "e_raw"),
+                res.cell(c, "post_burn_in", "accept", 3),
+                res.cell(c, "post_burn_in", "novel", 3),
+                str(len(rs)),
+                f"`{rs[0]['final']['cdr']}`" if rs else "—",
+            ]
+        )
     return _table(header, rows)
 
 
@@ -228,7 +303,7 @@ def diversity(res: RecordsByConfig, name: str, burn_in: int) -> tuple[str, str]:
     for chains in by_unit.values():
         per_epoch = []
         for designs in zip(*chains):
-            pairs = [(a, b) for i, a in enumerate(designs) for b in designs[i + 1:]]
+            pairs = [(a, b) for i, a in enumerate(designs) for b in designs[i + 1 :]]
             if pairs:
                 per_epoch.append(sum(_hamming(a, b) for a, b in pairs) / len(pairs))
         dist.append(sum(per_epoch) / len(per_epoch) if per_epoch else None)
@@ -248,16 +323,26 @@ def _cost(res: RecordsByConfig, name: str) -> list[str]:
 def table6(res: RecordsByConfig, burn_in: int) -> str:
     """Ancestral draws of the chain-rule distributions (l2r and random order) beside MH, degenerate Gibbs
     and the warm start: energies, log-probability, identity, diversity and cost."""
-    cols = [("Warm start", "t5/warm-start"), ("MH-local (T=1.0)", "t1/mh-local-pt1.0"),
-            ("deg Gibbs (T=1.0)", "t1/gibbs-pt1.0"), ("ancestral l2r", "t6/ancestral-l2r"),
-            ("ancestral random order", "t6/ancestral-random")]
+    cols = [
+        ("Warm start", "t5/warm-start"),
+        ("MH-local (T=1.0)", "t1/mh-local-pt1.0"),
+        ("deg Gibbs (T=1.0)", "t1/gibbs-pt1.0"),
+        ("ancestral l2r", "t6/ancestral-l2r"),
+        ("ancestral random order", "t6/ancestral-random"),
+    ]
     rows = []
-    for title, key in [("E_local ↓ (post)", "e_local"), ("E_raw (post)", "e_raw"),
-                       ("log p_sigma of the draw (post)", "log_prob"), ("identity (post)", "identity"),
-                       ("stutter (post)", "stutter"), ("novel rate", "novel")]:
+    for title, key in [
+        ("E_local ↓ (post)", "e_local"),
+        ("E_raw (post)", "e_raw"),
+        ("log p_sigma of the draw (post)", "log_prob"),
+        ("identity (post)", "identity"),
+        ("stutter (post)", "stutter"),
+        ("novel rate", "novel"),
+    ]:
         d = 3 if key in ("novel", "identity", "stutter") else 2
-        rows.append([title] + [res.cell(c, "post_burn_in", key, d) if key in _post_keys(res, c) else "—"
-                               for _, c in cols])
+        rows.append(
+            [title] + [res.cell(c, "post_burn_in", key, d) if key in _post_keys(res, c) else "—" for _, c in cols]
+        )
     rows.append(["BLEU-4 (post, corpus)"] + [res.bleu_post(c, burn_in) for _, c in cols])
     div = [diversity(res, c, burn_in) if res.has(c) else ("—", "—") for _, c in cols]
     rows.append(["pairwise distance between chains (post)"] + [d[0] for d in div])

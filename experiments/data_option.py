@@ -6,8 +6,8 @@ is absent is one clear ``MLMProbError`` naming what is needed and the option, ne
 from __future__ import annotations
 
 import argparse
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 from mlmprob.errors import MLMProbError
 
@@ -18,9 +18,15 @@ def add_data_option(parser: argparse.ArgumentParser, needs: str, *aliases: str) 
     from mlmprob.data import shared_data_dir
 
     found = shared_data_dir()
-    parser.add_argument("--data", *aliases, dest="data", metavar="DIR", default=None if found is None else str(found),
-                        help=f"the shared data folder, holding {needs} (default: %(default)s, found from "
-                             "$MLMPROB_DATA, else ../shared/data)")
+    parser.add_argument(
+        "--data",
+        *aliases,
+        dest="data",
+        metavar="DIR",
+        default=None if found is None else str(found),
+        help=f"the shared data folder, holding {needs} (default: %(default)s, found from "
+        "$MLMPROB_DATA, else ../shared/data)",
+    )
 
 
 def resolve_data_dir(given: str | Path | None, needed: Sequence[str]) -> Path:
@@ -39,8 +45,10 @@ def resolve_data_dir(given: str | Path | None, needed: Sequence[str]) -> Path:
     holding = ", ".join(needed)
     d = Path(given) if given is not None else shared_data_dir()
     if d is None:
-        raise MLMProbError(f"no shared data folder found ($MLMPROB_DATA unset, no ../shared/data): pass --data DIR, "
-                           f"the folder holding {holding}")
+        raise MLMProbError(
+            f"no shared data folder found ($MLMPROB_DATA unset, no ../shared/data): pass --data DIR, "
+            f"the folder holding {holding}"
+        )
     if not d.is_dir():
         raise MLMProbError(f"data folder {d} does not exist: pass --data DIR, the folder holding {holding}")
     missing = [str(d / f) for f in needed if not (d / f).exists()]

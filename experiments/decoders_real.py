@@ -28,14 +28,15 @@ import math
 import shlex
 import time
 import zlib
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 import torch
 
 from mlmprob.argtypes import nonnegative_int, positive_int
 from mlmprob.errors import MLMProbError
+
 from .data_option import add_data_option, resolve_data_dir
 from .runner import Experiment, Run, RunMeta, build_parser, run_cli, run_units
 
@@ -66,17 +67,20 @@ def _sample(method: str, **kw) -> Callable:
         k = {key: (v(int(free[0].sum())) if callable(v) else v) for key, v in kw.items()}
         r = sample(mlm, ids, method=method, epochs=1, order="random", positions=free, generator=g, **k)
         return r.samples[0], r.calls[0].double(), r.forward_rows
+
     return gen
 
 
 def _kernel(make: Callable) -> Callable:
     """A decoder kernel (``Unmasking``, ``Adaptive``) run for one epoch: ``make(mlm, n)``."""
+
     def gen(mlm, ids, free, g):
         k = make(mlm, int(free[0].sum()))
         s = k.init(ids, free)
         while s.epoch == 0:
             s, _ = k.step(s, g)
         return s.ids, s.calls.double(), s.forward_rows
+
     return gen
 
 
@@ -85,6 +89,7 @@ def _unmasking(**kw) -> Callable:
         from mlmprob.sampling.unmasking import Unmasking
 
         return Unmasking(mlm, **{key: (v(n) if callable(v) else v) for key, v in kw.items()})
+
     return _kernel(make)
 
 
@@ -93,6 +98,7 @@ def _adaptive(**kw) -> Callable:
         from mlmprob.sampling.adaptive import Adaptive
 
         return Adaptive(mlm, **kw)
+
     return _kernel(make)
 
 
@@ -118,13 +124,17 @@ DECODERS: dict[str, tuple[str, Callable]] = {
     "confidence n/4": ("n/4", _unmasking(score="confidence", steps=_quarter)),
     "margin n/4": ("n/4", _unmasking(score="margin", steps=_quarter)),
     "semi-AR b4 n/2": ("n/2", _unmasking(score="confidence", steps=_half, block_length=4)),
-    "ReMDM conf n/4 + n/4 r0.1": ("n/2", _unmasking(score="confidence", steps=_quarter, remask=0.1,
-                                                    remask_steps=_quarter)),
+    "ReMDM conf n/4 + n/4 r0.1": (
+        "n/2",
+        _unmasking(score="confidence", steps=_quarter, remask=0.1, remask_steps=_quarter),
+    ),
     "mask-predict n/2": ("n/2", _mask_predict),
     "adaptive t0.05 top2": ("adaptive", _adaptive(threshold=0.05, pair_top_k=2)),
     "adaptive t0.5 top2": ("adaptive", _adaptive(threshold=0.5, pair_top_k=2)),
 }
-SKIP = {"antibody": ("adaptive t0.05 top2", "adaptive t0.5 top2")}     # its pair rows (2 m per step) are too many for AntiBERTy on a CPU
+SKIP = {
+    "antibody": ("adaptive t0.05 top2", "adaptive t0.5 top2")
+}  # its pair rows (2 m per step) are too many for AntiBERTy on a CPU
 
 
 def antibody_inputs(mlm, path: Path, n: int) -> list[Input]:
@@ -185,9 +195,14 @@ def measure(mlm, inp: Input, out_ids: torch.Tensor) -> dict:
     ll = loglik(mlm, out_ids, inp.free.expand(B, -1), order="l2r").per_order[:, 0] / n
     x = out_ids[:, inp.free]
     ham = [float((x[i] != x[j]).double().mean()) for i in range(B) for j in range(i + 1, B)]
-    return {"stutter": float(eq.mean()) if pairs.any() else None, "loglik_per_token": float(ll.mean()),
-            "loglik_per_token_samples": ll.tolist(), "hamming": sum(ham) / len(ham) if ham else None,
-            "distinct": len({tuple(r) for r in x.tolist()}) / B, "samples": x.tolist()}
+    return {
+        "stutter": float(eq.mean()) if pairs.any() else None,
+        "loglik_per_token": float(ll.mean()),
+        "loglik_per_token_samples": ll.tolist(),
+        "hamming": sum(ham) / len(ham) if ham else None,
+        "distinct": len({tuple(r) for r in x.tolist()}) / B,
+        "samples": x.tolist(),
+    }
 
 
 def native(mlm, inp: Input) -> dict:
@@ -200,8 +215,7 @@ def native(mlm, inp: Input) -> dict:
     return {"stutter": float(eq.mean()) if pairs.any() else None, "loglik_per_token": float(ll)}
 
 
-def run(out: Path, tasks: dict, samples: int, seed: int, decoders=None, setup: dict | None = None,
-        log=print) -> None:
+def run(out: Path, tasks: dict, samples: int, seed: int, decoders=None, setup: dict | None = None, log=print) -> None:
     """``tasks``: ``{task: (mlm, inputs)}``; every missing (task, input, decoder) unit. ``setup``: what else
     the records depend on (stored in ``config.json``; a rerun must match)."""
     argv = ["--out", str(out), "--samples", str(samples), "--seed", str(seed)]
@@ -234,8 +248,12 @@ class DecodersReal(Experiment):
         p.add_argument("--n-sentences", type=positive_int, default=20, help="SNLI premises (the first N long enough)")
         p.add_argument("--words", type=positive_int, default=5, help="middle words redrawn per sentence")
         p.add_argument("--samples", type=positive_int, default=4, help="samples per input and decoder")
-        p.add_argument("--seed", type=nonnegative_int, default=0,
-                       help="base seed (each unit's generator derives from it and its name)")
+        p.add_argument(
+            "--seed",
+            type=nonnegative_int,
+            default=0,
+            help="base seed (each unit's generator derives from it and its name)",
+        )
         p.add_argument("--decoders", type=lambda s: tuple(s.split(";")), help="semicolon-separated decoder names")
 
     def setup(self, run: Run) -> None:
@@ -306,12 +324,21 @@ class DecodersReal(Experiment):
             ids[:, inp.free] = mlm.mask_id
             got, calls, rows = gen(mlm, ids, inp.free.expand(samples, -1).clone(), g)
             t1 = time.perf_counter()
-            rec = {"unit": key, **base, "decoder": name, "budget": budget, "calls": float(calls.mean()),
-                   "rows_per_sample": rows / samples, **measure(mlm, inp, got),
-                   "seconds": t1 - t0, "score_seconds": time.perf_counter() - t1}
+            rec = {
+                "unit": key,
+                **base,
+                "decoder": name,
+                "budget": budget,
+                "calls": float(calls.mean()),
+                "rows_per_sample": rows / samples,
+                **measure(mlm, inp, got),
+                "seconds": t1 - t0,
+                "score_seconds": time.perf_counter() - t1,
+            }
             yield rec
-            self.log(f"{key}: calls {rec['calls']:.1f}, stutter {rec['stutter']}, "
-                     f"loglik/token {rec['loglik_per_token']:.3f}")
+            self.log(
+                f"{key}: calls {rec['calls']:.1f}, stutter {rec['stutter']}, loglik/token {rec['loglik_per_token']:.3f}"
+            )
 
     def report(self, run: Run) -> None:
         from .decoders_real_report import write_report

@@ -28,14 +28,21 @@ import torch
 from mlmprob.batching import iter_masked_logits, read_logits
 from mlmprob.errors import MLMProbError, exit_status
 from mlmprob.jsonl import dumps
-from .english_sets import FILES as EVAL_FILES
 from mlmprob.training.data import TextSource, split_heldout
 from mlmprob.training.masking import generator_for, select_positions
-from .data_option import add_data_option, resolve_data_dir
 
-EXPORT_FILES = ("config.json", "model.safetensors", "tokenizer_config.json", "vocab.txt", "special_tokens_map.json",
-                "tokenizer.json")
-SIZE_LIMIT = 25 * 2 ** 20
+from .data_option import add_data_option, resolve_data_dir
+from .english_sets import FILES as EVAL_FILES
+
+EXPORT_FILES = (
+    "config.json",
+    "model.safetensors",
+    "tokenizer_config.json",
+    "vocab.txt",
+    "special_tokens_map.json",
+    "tokenizer.json",
+)
+SIZE_LIMIT = 25 * 2**20
 
 
 def builtin_dir() -> Path:
@@ -52,31 +59,34 @@ class EnglishScores:
     name: str
     sentences: int
     tokens: int
-    single_accuracy: float      # top-1 with the token masked alone
-    pll_per_token: float        # mean log q(x_t | x without t), nats
-    pseudo_perplexity: float    # exp(-pll_per_token)
-    joint15_accuracy: float     # top-1 with 15 % of the sentence masked together
+    single_accuracy: float  # top-1 with the token masked alone
+    pll_per_token: float  # mean log q(x_t | x without t), nats
+    pseudo_perplexity: float  # exp(-pll_per_token)
+    joint15_accuracy: float  # top-1 with 15 % of the sentence masked together
     joint15_tokens: int
-    unigram_accuracy: float     # most frequent training token, same single-token positions
+    unigram_accuracy: float  # most frequent training token, same single-token positions
     seconds: float
-    skipped_long: int = 0       # sentences longer than the model's maximum length
-    skipped_unknown: int = 0    # sentences with a word the tokenizer maps to its unknown token
+    skipped_long: int = 0  # sentences longer than the model's maximum length
+    skipped_unknown: int = 0  # sentences with a word the tokenizer maps to its unknown token
 
 
 @torch.inference_mode()
-def score_set(mlm, name: str, sentences: list[str], *, unigram_id: int | None = None, seed: int = 0,
-              batch_rows: int = 512) -> EnglishScores:
+def score_set(
+    mlm, name: str, sentences: list[str], *, unigram_id: int | None = None, seed: int = 0, batch_rows: int = 512
+) -> EnglishScores:
     """Single-token and 15 %-joint masked accuracy and PLL of ``mlm`` on ``sentences``."""
-    from mlmprob.positions import TOKENS, default_mask
     from mlmprob.models.reader import reader_of
+    from mlmprob.positions import TOKENS, default_mask
 
     if not sentences:
         raise MLMProbError(f"evaluation set {name!r} is empty")
     t0 = time.perf_counter()
     fits, n_long, n_unknown = fitting(mlm, sentences, counts=True)
     if not fits:
-        raise MLMProbError(f"no sentence of evaluation set {name!r} can be encoded by the model "
-                           f"({n_long} too long, {n_unknown} with unknown words)")
+        raise MLMProbError(
+            f"no sentence of evaluation set {name!r} can be encoded by the model "
+            f"({n_long} too long, {n_unknown} with unknown words)"
+        )
     sentences = fits
     ids = mlm.encode(sentences).input_ids
     scored = default_mask(mlm, ids, TOKENS)
@@ -98,9 +108,20 @@ def score_set(mlm, name: str, sentences: list[str], *, unigram_id: int | None = 
     jc = int((lg.argmax(-1) == ids[rr, cc]).sum()) if jn else 0
     n = len(rows)
     pll = logp_sum / n
-    return EnglishScores(name, len(sentences), n, correct / n, pll, math.exp(-pll), jc / max(jn, 1), jn,
-                         uni / n if unigram_id is not None else float("nan"), time.perf_counter() - t0, n_long,
-                         n_unknown)
+    return EnglishScores(
+        name,
+        len(sentences),
+        n,
+        correct / n,
+        pll,
+        math.exp(-pll),
+        jc / max(jn, 1),
+        jn,
+        uni / n if unigram_id is not None else float("nan"),
+        time.perf_counter() - t0,
+        n_long,
+        n_unknown,
+    )
 
 
 def _encodable(mlm, texts: list[str]):
@@ -140,8 +161,10 @@ def split_lines(run_dir: Path, corpus: Path) -> tuple[list[str], list[str]]:
     fraction = data.get("heldout_fraction", 0.02)  # runs saved before the field existed used 0.02 here
     train, held = split_heldout(TextSource([str(corpus)]).read_lines(), fraction, seed)
     if (len(held), len(train)) != (data["n_heldout"], data["n_train"]):
-        raise MLMProbError(f"{corpus} does not match the run: it splits into {len(train)} + {len(held)} lines, "
-                           f"the run had {data['n_train']} + {data['n_heldout']}")
+        raise MLMProbError(
+            f"{corpus} does not match the run: it splits into {len(train)} + {len(held)} lines, "
+            f"the run had {data['n_train']} + {data['n_heldout']}"
+        )
     return train, held
 
 
@@ -156,6 +179,7 @@ def evaluate_model(model: str, out: Path, data: str | Path, corpus: Path, run_di
     """Score ``model`` on the run's held-out lines, SNLI and XSum; the unigram baseline is the most
     frequent token of the run's training lines."""
     from mlmprob.models import load_mlm
+
     from .english_sets import evaluation_sets
 
     mlm = load_mlm(model)
@@ -168,52 +192,69 @@ def evaluate_model(model: str, out: Path, data: str | Path, corpus: Path, run_di
         res.append(s)
         print(dumps(asdict(s)))
     out.mkdir(parents=True, exist_ok=True)
-    (out / "scores.json").write_text(dumps({"model": model, "unigram_token": mlm.decode([uni]),
-                                                 "scores": [asdict(s) for s in res]}, indent=1) + "\n")
+    (out / "scores.json").write_text(
+        dumps({"model": model, "unigram_token": mlm.decode([uni]), "scores": [asdict(s) for s in res]}, indent=1) + "\n"
+    )
     return res
 
 
 def write_report(out: Path, run_dir: Path | None, command: str | None = None) -> Path:
     """``README.md`` in ``out`` from ``scores.json`` and the training run's record."""
     res = json.loads((out / "scores.json").read_text())
-    L = ["# en-small: the package's English masked LM", "",
-         f"Evaluated model: `{res['model']}` (`python -m experiments.english evaluate`); "
-         f"unigram baseline token: `{res['unigram_token']}`.", ""]
+    L = [
+        "# en-small: the package's English masked LM",
+        "",
+        f"Evaluated model: `{res['model']}` (`python -m experiments.english evaluate`); "
+        f"unigram baseline token: `{res['unigram_token']}`.",
+        "",
+    ]
     if run_dir is not None and (Path(run_dir) / "trainer_state.json").is_file():
         st = json.loads((Path(run_dir) / "trainer_state.json").read_text())
         c, d = st["config"], st["data"]
         n_params = None
         if (Path(run_dir) / "model.safetensors").is_file():
             from safetensors import safe_open
+
             with safe_open(str(Path(run_dir) / "model.safetensors"), "pt") as f:
                 n_params = sum(math.prod(f.get_slice(k).get_shape()) for k in f.keys())
-            size = (Path(run_dir) / "model.safetensors").stat().st_size / 2 ** 20
-        L += ["## Model and training", "",
-              f"- BERT, {c['num_layers']} layers x hidden {c['hidden_size']}, {c['num_heads']} heads, intermediate "
-              f"{c['intermediate_size']}, WordPiece vocabulary {d.get('tokenizer_vocab_size')} (lowercased), "
-              f"max length {json.loads((Path(run_dir) / 'config.json').read_text())['max_position_embeddings']} tokens"
-              + (f"; {n_params / 1e6:.2f}M parameters, model.safetensors {size:.1f} MiB" if n_params else "") + ".",
-              f"- {st['step']} steps of batch {c['batch_size']}, lr {c['lr']} (warmup {c['warmup_steps']}, linear "
-              f"decay), masking rate {c['mask_rate']} with mask/random/keep {c['mask_split']}, {c['masking']} masking, "
-              f"precision {c.get('precision', 'fp32')}; {d['n_train']} training lines, {d['n_heldout']} held out.",
-              f"- Final held-out masked-token loss {st['history'][-1]['heldout_loss']:.3f} (training objective, "
-              f"{c['mask_rate']:.0%} masked).", ""]
+            size = (Path(run_dir) / "model.safetensors").stat().st_size / 2**20
+        L += [
+            "## Model and training",
+            "",
+            f"- BERT, {c['num_layers']} layers x hidden {c['hidden_size']}, {c['num_heads']} heads, intermediate "
+            f"{c['intermediate_size']}, WordPiece vocabulary {d.get('tokenizer_vocab_size')} (lowercased), "
+            f"max length {json.loads((Path(run_dir) / 'config.json').read_text())['max_position_embeddings']} tokens"
+            + (f"; {n_params / 1e6:.2f}M parameters, model.safetensors {size:.1f} MiB" if n_params else "")
+            + ".",
+            f"- {st['step']} steps of batch {c['batch_size']}, lr {c['lr']} (warmup {c['warmup_steps']}, linear "
+            f"decay), masking rate {c['mask_rate']} with mask/random/keep {c['mask_split']}, {c['masking']} masking, "
+            f"precision {c.get('precision', 'fp32')}; {d['n_train']} training lines, {d['n_heldout']} held out.",
+            f"- Final held-out masked-token loss {st['history'][-1]['heldout_loss']:.3f} (training objective, "
+            f"{c['mask_rate']:.0%} masked).",
+            "",
+        ]
         if command:
             L += ["Made with (`commands.sh` in this folder):", "", "```bash", command.strip(), "```", ""]
         L += ["![loss curve](loss_curve.png)", ""]
-    L += ["## Held-out scores", "",
-          "`single acc`: top-1 accuracy with each token masked alone (over the whole vocabulary); `PLL/token`: "
-          "mean log q(x_t | rest), nats; `PPPL`: exp(-PLL/token); `15% acc`: top-1 accuracy with a seeded 15 % of "
-          "each sentence masked together (k = max(1, round(0.15 n)), as in training); `unigram`: always predicting "
-          "the most frequent token of the training lines. Sentences longer than the model's 64 tokens or with a "
-          "word its tokenizer maps to [UNK] are skipped (counted). SNLI and XSum were never trained on.", "",
-          "| set | sentences | skipped long / unknown | tokens | single acc | PLL/token | PPPL | 15% acc | unigram |",
-          "|---|---|---|---|---|---|---|---|---|"]
+    L += [
+        "## Held-out scores",
+        "",
+        "`single acc`: top-1 accuracy with each token masked alone (over the whole vocabulary); `PLL/token`: "
+        "mean log q(x_t | rest), nats; `PPPL`: exp(-PLL/token); `15% acc`: top-1 accuracy with a seeded 15 % of "
+        "each sentence masked together (k = max(1, round(0.15 n)), as in training); `unigram`: always predicting "
+        "the most frequent token of the training lines. Sentences longer than the model's 64 tokens or with a "
+        "word its tokenizer maps to [UNK] are skipped (counted). SNLI and XSum were never trained on.",
+        "",
+        "| set | sentences | skipped long / unknown | tokens | single acc | PLL/token | PPPL | 15% acc | unigram |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
     for r in res["scores"]:
-        L.append(f"| {r['name']} | {r['sentences']} | {r.get('skipped_long', 0)} / {r.get('skipped_unknown', 0)} | "
-                 f"{r['tokens']} | {r['single_accuracy']:.3f} | "
-                 f"{r['pll_per_token']:.3f} | {r['pseudo_perplexity']:.1f} | {r['joint15_accuracy']:.3f} | "
-                 f"{r['unigram_accuracy']:.3f} |")
+        L.append(
+            f"| {r['name']} | {r['sentences']} | {r.get('skipped_long', 0)} / {r.get('skipped_unknown', 0)} | "
+            f"{r['tokens']} | {r['single_accuracy']:.3f} | "
+            f"{r['pll_per_token']:.3f} | {r['pseudo_perplexity']:.1f} | {r['joint15_accuracy']:.3f} | "
+            f"{r['unigram_accuracy']:.3f} |"
+        )
     L.append("")
     path = out / "README.md"
     path.write_text("\n".join(L))
@@ -246,9 +287,10 @@ def export(run_dir: Path, dest: Path) -> Path:
         "the Brown corpus, Jane Austen's novels, WikiText-2 and 5k-sentence samples of WikiText-103 and "
         "BookCorpus; lowercased WordPiece. SNLI and XSum were held out for evaluation. "
         f"{c.get('num_layers')} layers x {c.get('hidden_size')}, {st.get('step')} steps. Load with "
-        "`mlmprob.load_mlm(\"en-small\")`. Commands and held-out scores: docs/results/english in the "
+        '`mlmprob.load_mlm("en-small")`. Commands and held-out scores: docs/results/english in the '
         "mlmprob repository. Data licences: see ../shared/data/README.md (Brown: redistribution permitted; "
-        "Austen: public domain; WikiText: CC BY-SA 3.0; BookCorpus/WikiText-103 samples: BSD-3 release).\n")
+        "Austen: public domain; WikiText: CC BY-SA 3.0; BookCorpus/WikiText-103 samples: BSD-3 release).\n"
+    )
     return dest
 
 
@@ -269,14 +311,15 @@ def main(argv=None) -> int:
     x.add_argument("--run", default="runs/en-small/train")
     x.add_argument("--to", default=str(builtin_dir()))
     args = p.parse_args(argv)
-    return exit_status(lambda: _evaluate_command(args) if args.cmd == "evaluate" else print(export(Path(args.run),
-                                                                                                    Path(args.to))))
+    return exit_status(
+        lambda: _evaluate_command(args) if args.cmd == "evaluate" else print(export(Path(args.run), Path(args.to)))
+    )
 
 
 def _evaluate_command(args) -> None:
     if args.threads:
         torch.set_num_threads(args.threads)
-    data = resolve_data_dir(args.data, EVAL_FILES)      # before loading anything: absent data is one clear line
+    data = resolve_data_dir(args.data, EVAL_FILES)  # before loading anything: absent data is one clear line
     evaluate_model(args.model, Path(args.out), data, Path(args.corpus), Path(args.run), args.n, args.seed)
     cmd = Path(args.command_file).read_text() if args.command_file else None
     run_dir = Path(args.run)

@@ -14,24 +14,44 @@ the repository; the corpus is written to an ignored run directory.
 from __future__ import annotations
 
 import argparse
-import json
 import re
 import zipfile
 from pathlib import Path
 
 from mlmprob.errors import exit_status
 from mlmprob.jsonl import dumps
-# the held-out sets and the word limits the training sentences share with them (importable from here too)
-from .english_sets import MAX_WORDS, MIN_WORDS, evaluation_sets
+
 from .data_option import add_data_option, resolve_data_dir
 
-__all__ = ["AUSTEN", "CORPUS_FILES", "MAX_WORDS", "MIN_WORDS", "corpus_sentences", "detokenize_wikitext",
-           "evaluation_sets", "main", "read_austen", "read_brown", "read_lines", "read_wikitext", "split_sentences",
-           "write_corpus"]
+# the held-out sets and the word limits the training sentences share with them (importable from here too)
+from .english_sets import MAX_WORDS, MIN_WORDS, evaluation_sets
+
+__all__ = [
+    "AUSTEN",
+    "CORPUS_FILES",
+    "MAX_WORDS",
+    "MIN_WORDS",
+    "corpus_sentences",
+    "detokenize_wikitext",
+    "evaluation_sets",
+    "main",
+    "read_austen",
+    "read_brown",
+    "read_lines",
+    "read_wikitext",
+    "split_sentences",
+    "write_corpus",
+]
 
 AUSTEN = ("emma", "mansfieldpark", "northangerabbey", "persuasion", "prideprejudice", "sensesensibility")
-CORPUS_FILES = ("brown.zip", "wikitext2_valid.txt", "wikitext2_test.txt", "wiki103_5k.txt", "tbc_5k.txt",
-                *(f"austen_{a}.txt" for a in AUSTEN))
+CORPUS_FILES = (
+    "brown.zip",
+    "wikitext2_valid.txt",
+    "wikitext2_test.txt",
+    "wiki103_5k.txt",
+    "tbc_5k.txt",
+    *(f"austen_{a}.txt" for a in AUSTEN),
+)
 
 _SENT_END = re.compile(r"(?<=[.!?])[\"')\]]*\s+(?=[\"'(\[]?[A-Z])")
 _WIKI_JOIN = re.compile(r" @(.)@ ")
@@ -50,7 +70,7 @@ def split_sentences(paragraph: str) -> list[str]:
     text = " ".join(paragraph.split())
     out, start = [], 0
     for m in _SENT_END.finditer(text):
-        piece = text[start:m.start()].strip()
+        piece = text[start : m.start()].strip()
         # "Mr." "Mrs." "Dr." "St." and single initials end with a period but not a sentence
         if re.search(r"\b(Mr|Mrs|Dr|St|Col|Capt|Messrs|[A-Z])\.$", piece):
             continue
@@ -112,8 +132,11 @@ def read_wikitext(path: Path) -> list[str]:
 
 
 def read_lines(path: Path) -> list[str]:
-    return [s.strip() for s in path.read_text(encoding="utf-8", errors="replace").splitlines()
-            if s.strip() and "<unk>" not in s]
+    return [
+        s.strip()
+        for s in path.read_text(encoding="utf-8", errors="replace").splitlines()
+        if s.strip() and "<unk>" not in s
+    ]
 
 
 def corpus_sentences(data_dir) -> dict[str, list[str]]:
@@ -145,7 +168,7 @@ def write_corpus(data_dir, out_path) -> dict:
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     add_data_option(p, "brown.zip, the Austen novels, wikitext2_*.txt, wiki103_5k.txt and tbc_5k.txt")
-    p.add_argument("--out", required=True, help='output folder of the corpus files')
+    p.add_argument("--out", required=True, help="output folder of the corpus files")
     args = p.parse_args(argv)
     return exit_status(lambda: print(dumps(write_corpus(resolve_data_dir(args.data, CORPUS_FILES), args.out))))
 

@@ -32,14 +32,15 @@ import torch
 
 from mlmprob.errors import MLMProbError
 from mlmprob.models.protocol import lengths_of, max_length_of
+from mlmprob.models.reader import reader_of
 from mlmprob.positions import TOKENS, default_mask
+
 from .data_option import resolve_data_dir
 from .english_sets import FILES, evaluation_sets
-from mlmprob.models.reader import reader_of
 
 ENGLISH_DATASETS = ("snli", "xsum")
 ENGLISH_REGIONS = ("random",)
-POOL_SIZE = 1000   # sentences per dataset (the default of ``evaluation_sets``)
+POOL_SIZE = 1000  # sentences per dataset (the default of ``evaluation_sets``)
 
 
 def seed_of(*parts) -> int:
@@ -134,8 +135,9 @@ def encode_sentences(mlm, sentences: Sequence[Sentence]) -> Encoded:
     return Encoded(tuple(kept), tuple(skipped))
 
 
-def sample_token_gaps(sentences: Sequence[EncodedSentence], dataset: str, k: int, n: int, seed: int,
-                      region: str = "random") -> list[TokenGap]:
+def sample_token_gaps(
+    sentences: Sequence[EncodedSentence], dataset: str, k: int, n: int, seed: int, region: str = "random"
+) -> list[TokenGap]:
     """Gaps ``0..n-1`` of ``k`` consecutive non-special tokens (see the module docstring)."""
     if region not in ENGLISH_REGIONS:
         raise MLMProbError(f"English datasets have only the region(s) {', '.join(ENGLISH_REGIONS)}, got {region!r}")
@@ -143,13 +145,15 @@ def sample_token_gaps(sentences: Sequence[EncodedSentence], dataset: str, k: int
         raise MLMProbError(f"gap length must be positive and the number of gaps non-negative, got k={k}, n={n}")
     pool = [s for s in sentences if len(s.cols) >= k + 1]
     if not pool:
-        raise MLMProbError(f"no encodable {dataset} sentence has the {k + 1} or more tokens a gap of {k} tokens "
-                           f"needs ({len(sentences)} encodable sentences)")
+        raise MLMProbError(
+            f"no encodable {dataset} sentence has the {k + 1} or more tokens a gap of {k} tokens "
+            f"needs ({len(sentences)} encodable sentences)"
+        )
     perm = torch.randperm(len(pool), generator=torch.Generator().manual_seed(seed_of(seed, dataset, k))).tolist()
     out = []
     for i in range(n):
         s = pool[perm[i % len(pool)]]
         g = torch.Generator().manual_seed(seed_of(seed, dataset, k, i))
         start = int(torch.randint(len(s.cols) - k + 1, (1,), generator=g))
-        out.append(TokenGap(i, s.id, s.text, s.input_ids, start, s.cols[start:start + k], k, region))
+        out.append(TokenGap(i, s.id, s.text, s.input_ids, start, s.cols[start : start + k], k, region))
     return out

@@ -30,34 +30,74 @@ the configuration and the exact quantities from ``ground_truth_common``.
 
 from __future__ import annotations
 
-from mlmprob.argtypes import positive_int  # noqa: E402
-
 import argparse
 import time
 from pathlib import Path
 
 import torch
 
+from mlmprob.argtypes import positive_int  # noqa: E402
 from mlmprob.errors import MLMProbError
 from mlmprob.runtime.log import RunMeta
 from mlmprob.training.masking import generator_for, n_selected
+
 # the shared and the evaluation names, importable from here as before the split
-from .ground_truth_common import (BEAMS, JOINT_METHODS, RESULTS, GroundTruthConfig, adjacent_equal, all_states,
-                                  empirical, kl, state_index, true_pair_joint, tv)
+from .ground_truth_common import (
+    BEAMS,
+    JOINT_METHODS,
+    RESULTS,
+    GroundTruthConfig,
+    adjacent_equal,
+    all_states,
+    empirical,
+    kl,
+    state_index,
+    true_pair_joint,
+    tv,
+)
 from .ground_truth_eval import eval_infill, eval_pairs, eval_samplers, language, symbol_mlm
 from .ground_truth_report import write_report
 from .runner import Experiment, Run, run_units
 from .runner import run_cli as runner_main
 
-__all__ = ["BEAMS", "JOINT_METHODS", "RESULTS", "GroundTruth", "GroundTruthConfig", "adjacent_equal", "all_states",
-           "empirical", "eval_infill", "eval_pairs", "eval_samplers", "kl", "language", "main", "run", "state_index",
-           "symbol_mlm", "true_pair_joint", "tv"]
+__all__ = [
+    "BEAMS",
+    "JOINT_METHODS",
+    "RESULTS",
+    "GroundTruth",
+    "GroundTruthConfig",
+    "adjacent_equal",
+    "all_states",
+    "empirical",
+    "eval_infill",
+    "eval_pairs",
+    "eval_samplers",
+    "kl",
+    "language",
+    "main",
+    "run",
+    "state_index",
+    "symbol_mlm",
+    "true_pair_joint",
+    "tv",
+]
 
 
 # -- runner ---------------------------------------------------------------------------------------
 
-def _train(cfg: GroundTruthConfig, lang, out_dir: Path, *, steps: int, mask_rate: float, masking: str = "dynamic",
-           n_train: int | None = None, stop_after: int | None = None, progress: bool = False):
+
+def _train(
+    cfg: GroundTruthConfig,
+    lang,
+    out_dir: Path,
+    *,
+    steps: int,
+    mask_rate: float,
+    masking: str = "dynamic",
+    n_train: int | None = None,
+    stop_after: int | None = None,
+    progress: bool = False,
+):
     from mlmprob.training import SyntheticSource, train
 
     tc = cfg.train_config(steps=steps, mask_rate=mask_rate, masking=masking)
@@ -76,32 +116,49 @@ class GroundTruth(Experiment):
 
     def add_arguments(self, p: argparse.ArgumentParser) -> None:
         p.add_argument("--runs", required=True, help="folder for the trained models (not for the repository)")
-        p.add_argument("--stages", default="coupling,curve,masking", help='comma-separated stages to run (coupling, curve, masking)')
-        p.add_argument("--couplings", type=_floats, help='comma-separated coupling strengths J of the Potts chains')
-        p.add_argument("--steps", type=positive_int, help='training steps per model')
-        p.add_argument("--n-pairs", type=positive_int, help='position pairs evaluated per model')
-        p.add_argument("--n-gaps", type=positive_int, help='infilling gaps evaluated per model')
-        p.add_argument("--chains", type=positive_int, help='sampling chains per sampler')
-        p.add_argument("--sample-epochs", type=positive_int, help='sampling epochs per chain')
-        p.add_argument("--curve-steps", type=_ints, help='comma-separated checkpoints of the training curve')
-        p.add_argument("--masking-rates", type=_floats, help='comma-separated masking rates of the masking stage')
-        p.add_argument("--masking-steps", type=positive_int, help='training steps of the masking stage')
-        p.add_argument("--no-progress", action="store_true", help='no progress bars')
-        p.add_argument("--no-report", action="store_true", help='do not rewrite the report after the run')
+        p.add_argument(
+            "--stages",
+            default="coupling,curve,masking",
+            help="comma-separated stages to run (coupling, curve, masking)",
+        )
+        p.add_argument("--couplings", type=_floats, help="comma-separated coupling strengths J of the Potts chains")
+        p.add_argument("--steps", type=positive_int, help="training steps per model")
+        p.add_argument("--n-pairs", type=positive_int, help="position pairs evaluated per model")
+        p.add_argument("--n-gaps", type=positive_int, help="infilling gaps evaluated per model")
+        p.add_argument("--chains", type=positive_int, help="sampling chains per sampler")
+        p.add_argument("--sample-epochs", type=positive_int, help="sampling epochs per chain")
+        p.add_argument("--curve-steps", type=_ints, help="comma-separated checkpoints of the training curve")
+        p.add_argument("--masking-rates", type=_floats, help="comma-separated masking rates of the masking stage")
+        p.add_argument("--masking-steps", type=positive_int, help="training steps of the masking stage")
+        p.add_argument("--no-progress", action="store_true", help="no progress bars")
+        p.add_argument("--no-report", action="store_true", help="do not rewrite the report after the run")
 
     def setup(self, run: Run) -> None:
         a = run.args
         if "cfg" not in run.state:
-            over = {k: getattr(a, k) for k in ("couplings", "steps", "n_pairs", "n_gaps", "chains", "sample_epochs",
-                                               "curve_steps", "masking_rates", "masking_steps")
-                    if getattr(a, k) is not None}
-            run.state.update(cfg=GroundTruthConfig(**over), stages=tuple(a.stages.split(",")),
-                             progress=not a.no_progress, log=print)
+            over = {
+                k: getattr(a, k)
+                for k in (
+                    "couplings",
+                    "steps",
+                    "n_pairs",
+                    "n_gaps",
+                    "chains",
+                    "sample_epochs",
+                    "curve_steps",
+                    "masking_rates",
+                    "masking_steps",
+                )
+                if getattr(a, k) is not None
+            }
+            run.state.update(
+                cfg=GroundTruthConfig(**over), stages=tuple(a.stages.split(",")), progress=not a.no_progress, log=print
+            )
         run.out.mkdir(parents=True, exist_ok=True)
         Path(a.runs).mkdir(parents=True, exist_ok=True)
 
     def config(self, run: Run) -> dict:
-        return run.state["cfg"].to_dict()       # another configuration is refused
+        return run.state["cfg"].to_dict()  # another configuration is refused
 
     def meta(self, run: Run) -> RunMeta:
         return RunMeta(run.out / "config.json", key=None, indent=1)
@@ -114,8 +171,11 @@ class GroundTruth(Experiment):
         units = [("coupling", f"coupling/J{J:g}", J) for J in cfg.couplings] if "coupling" in stages else []
         units += [("curve", f"curve/step{s}", s) for s in cfg.curve_steps] if "curve" in stages else []
         if "masking" in stages:
-            units += [("masking", f"masking/r{rate:g}-{m}", (rate, m)) for rate in cfg.masking_rates
-                      for m in ("dynamic", "static")]
+            units += [
+                ("masking", f"masking/r{rate:g}-{m}", (rate, m))
+                for rate in cfg.masking_rates
+                for m in ("dynamic", "static")
+            ]
         return units
 
     def label(self, unit) -> str:
@@ -127,20 +187,34 @@ class GroundTruth(Experiment):
 
     def run_unit(self, run: Run, unit):
         stage, name, what = unit
-        yield from _STAGES[stage](run.state["cfg"], run.done, Path(run.args.runs), name, what,
-                                  run.state["progress"], run.state["log"])
+        yield from _STAGES[stage](
+            run.state["cfg"], run.done, Path(run.args.runs), name, what, run.state["progress"], run.state["log"]
+        )
 
     def report(self, run: Run) -> None:
         write_report(run.out)
 
 
-def run(cfg: GroundTruthConfig, out: Path, runs: Path, *, stages=("coupling", "curve", "masking"),
-        progress: bool = True, log=print) -> Run:
+def run(
+    cfg: GroundTruthConfig,
+    out: Path,
+    runs: Path,
+    *,
+    stages=("coupling", "curve", "masking"),
+    progress: bool = True,
+    log=print,
+) -> Run:
     """Run every unit of ``stages`` that ``out/results.jsonl`` lacks; ``.done`` of the result maps each
     record's unit to the record."""
     args = argparse.Namespace(out=str(out), runs=str(runs))
-    r = Run(args, [], Path(out), "", experiment=GroundTruth(),
-            state={"cfg": cfg, "stages": tuple(stages), "progress": progress, "log": log})
+    r = Run(
+        args,
+        [],
+        Path(out),
+        "",
+        experiment=GroundTruth(),
+        state={"cfg": cfg, "stages": tuple(stages), "progress": progress, "log": log},
+    )
     r.experiment.setup(r)
     run_units(r.experiment, r, journal=False)
     return r
@@ -153,8 +227,9 @@ def _evaluated(cfg: GroundTruthConfig, done: dict, unit: str, with_samplers: boo
     return all(u in done for u in wanted)
 
 
-def _evaluate_model(cfg: GroundTruthConfig, done: dict, log, unit: str, model_dir, lang, extra: dict,
-                    with_samplers: bool):
+def _evaluate_model(
+    cfg: GroundTruthConfig, done: dict, log, unit: str, model_dir, lang, extra: dict, with_samplers: bool
+):
     """The pair, infill (and sampler) records of the model in ``model_dir`` that ``done`` lacks."""
     if _evaluated(cfg, done, unit, with_samplers):
         return  # nothing to do: the model (in the ignored runs folder) is not needed
@@ -169,8 +244,13 @@ def _evaluate_model(cfg: GroundTruthConfig, done: dict, log, unit: str, model_di
         if f"{unit}/infill-k{k}" not in done:
             t0 = time.perf_counter()
             rec = eval_infill(mlm, lang, held, cfg.n_gaps, k, cfg.beam_size, cfg.seed)
-            yield {"unit": f"{unit}/infill-k{k}", "stage": "infill", **extra, **rec,
-                   "seconds": time.perf_counter() - t0}
+            yield {
+                "unit": f"{unit}/infill-k{k}",
+                "stage": "infill",
+                **extra,
+                **rec,
+                "seconds": time.perf_counter() - t0,
+            }
             log(f"{unit}/infill-k{k} done")
     if with_samplers and f"{unit}/samplers" not in done:
         rec = eval_samplers(mlm, lang, cfg, cfg.seed)
@@ -203,8 +283,9 @@ def _curve(cfg: GroundTruthConfig, done: dict, runs: Path, unit: str, s: int, pr
     if not state.history or state.history[-1]["step"] != s:
         raise MLMProbError(f"{d} has no evaluation at step {s}")
     kl_now = state.history[-1]["kl"]
-    yield from _evaluate_model(cfg, done, log, unit, ck, lang, {"coupling": J, "step": s, "unary_kl": kl_now},
-                               with_samplers=True)
+    yield from _evaluate_model(
+        cfg, done, log, unit, ck, lang, {"coupling": J, "step": s, "unary_kl": kl_now}, with_samplers=True
+    )
 
 
 def _masking(cfg: GroundTruthConfig, done: dict, runs: Path, unit: str, what, progress: bool, log):
@@ -214,14 +295,39 @@ def _masking(cfg: GroundTruthConfig, done: dict, runs: Path, unit: str, what, pr
     d = runs / f"mask-J{J:g}-r{rate:g}-{masking}"
     k_rate = int(n_selected(torch.tensor([cfg.length]), rate)[0])
     if f"{unit}/train" not in done:
-        r = _train(cfg, lang, d, steps=cfg.masking_steps, mask_rate=rate, masking=masking,
-                   n_train=cfg.masking_n_train, progress=progress)
-        yield {"unit": f"{unit}/train", "stage": "masking", "coupling": J, "mask_rate": rate, "k": k_rate,
-               "masking": masking, "n_train": cfg.masking_n_train, "final": r.final, "history": list(r.history)}
+        r = _train(
+            cfg,
+            lang,
+            d,
+            steps=cfg.masking_steps,
+            mask_rate=rate,
+            masking=masking,
+            n_train=cfg.masking_n_train,
+            progress=progress,
+        )
+        yield {
+            "unit": f"{unit}/train",
+            "stage": "masking",
+            "coupling": J,
+            "mask_rate": rate,
+            "k": k_rate,
+            "masking": masking,
+            "n_train": cfg.masking_n_train,
+            "final": r.final,
+            "history": list(r.history),
+        }
         log(f"{unit} trained: {r.final}")
     # every family of methods on the model of this masking rate
-    yield from _evaluate_model(cfg, done, log, unit, d, lang, {"coupling": J, "mask_rate": rate, "k": k_rate,
-                                                               "masking": masking}, with_samplers=True)
+    yield from _evaluate_model(
+        cfg,
+        done,
+        log,
+        unit,
+        d,
+        lang,
+        {"coupling": J, "mask_rate": rate, "k": k_rate, "masking": masking},
+        with_samplers=True,
+    )
 
 
 _STAGES = {"coupling": _coupling, "curve": _curve, "masking": _masking}

@@ -26,11 +26,12 @@ from pathlib import Path
 from mlmprob.errors import MLMProbError
 from mlmprob.runtime.log import RunMeta, read_log
 from mlmprob.training.data import SYMBOL_OFFSET, wrap_symbols
+
 from .ground_truth import _train
-from .ground_truth_common import GroundTruthConfig
-from .ground_truth_eval import language, symbol_mlm
 from .ground_truth_chain_eval import eval_chain
 from .ground_truth_chain_plots import family_label, mean_se, plot_chain
+from .ground_truth_common import GroundTruthConfig
+from .ground_truth_eval import language, symbol_mlm
 from .runner import Experiment, Run, command_lines, run_units
 from .runner import run_cli as runner_main
 
@@ -46,17 +47,38 @@ class GroundTruthChain(Experiment):
     report_only_help = "rewrite README.md (and the figure) only"
 
     def add_arguments(self, p: argparse.ArgumentParser) -> None:
-        p.add_argument("--runs", help="folder for the trained models (not for the repository); required unless "
-                       "--report-only")
-        p.add_argument("--couplings", type=_tuple(float), default=(1.0, 3.0), help='comma-separated coupling strengths J')
-        p.add_argument("--curve-steps", type=_tuple(int), default=(250, 1000), help='comma-separated training checkpoints evaluated')
-        p.add_argument("--tokens-per-step", type=_tuple(int), default=(2, 3), help='comma-separated k of the parallel decoding compared with the exact mixture')
+        p.add_argument(
+            "--runs", help="folder for the trained models (not for the repository); required unless --report-only"
+        )
+        p.add_argument(
+            "--couplings", type=_tuple(float), default=(1.0, 3.0), help="comma-separated coupling strengths J"
+        )
+        p.add_argument(
+            "--curve-steps",
+            type=_tuple(int),
+            default=(250, 1000),
+            help="comma-separated training checkpoints evaluated",
+        )
+        p.add_argument(
+            "--tokens-per-step",
+            type=_tuple(int),
+            default=(2, 3),
+            help="comma-separated k of the parallel decoding compared with the exact mixture",
+        )
         p.add_argument("--seeds", type=_tuple(int), default=(0,), help="training seeds (one model each)")
-        p.add_argument("--masking", choices=("dynamic", "uniform"), default="dynamic",
-                       help="dynamic: the fixed masking rate; uniform: a uniform number of masks per sequence")
-        p.add_argument("--figure-with", type=_tuple(str), default=(),
-                       help="with --report-only: comma-separated result folders of the other training families to "
-                            "draw beside this one in fig_chain.png")
+        p.add_argument(
+            "--masking",
+            choices=("dynamic", "uniform"),
+            default="dynamic",
+            help="dynamic: the fixed masking rate; uniform: a uniform number of masks per sequence",
+        )
+        p.add_argument(
+            "--figure-with",
+            type=_tuple(str),
+            default=(),
+            help="with --report-only: comma-separated result folders of the other training families to "
+            "draw beside this one in fig_chain.png",
+        )
 
     def check(self, args, parser) -> None:
         if not args.report_only and not args.runs:
@@ -65,15 +87,20 @@ class GroundTruthChain(Experiment):
     def setup(self, run: Run) -> None:
         a = run.args
         if "cfg" not in run.state:
-            run.state["cfg"] = GroundTruthConfig(couplings=a.couplings, curve_steps=a.curve_steps,
-                                                 steps=max(a.curve_steps))
+            run.state["cfg"] = GroundTruthConfig(
+                couplings=a.couplings, curve_steps=a.curve_steps, steps=max(a.curve_steps)
+            )
         run.state.setdefault("log", print)
         run.out.mkdir(parents=True, exist_ok=True)
 
     def config(self, run: Run) -> dict:
         a = run.args
-        return {**run.state["cfg"].to_dict(), "language_seed": "the training seed",
-                "tokens_per_step": list(a.tokens_per_step), **({} if a.masking == "dynamic" else {"masking": a.masking})}
+        return {
+            **run.state["cfg"].to_dict(),
+            "language_seed": "the training seed",
+            "tokens_per_step": list(a.tokens_per_step),
+            **({} if a.masking == "dynamic" else {"masking": a.masking}),
+        }
 
     def meta(self, run: Run) -> RunMeta:
         return RunMeta(run.out / "config.json", key=None, indent=1)
@@ -93,8 +120,14 @@ class GroundTruthChain(Experiment):
     def run_unit(self, run: Run, unit):
         family, seed, J, s = unit
         a = run.args
-        rec = _unit(dataclasses.replace(run.state["cfg"], seed=seed, language_seed=seed), J, s,
-                    Path(a.runs) / f"{family}-J{J:g}-seed{seed}-lang{seed}", a.tokens_per_step, a.masking)
+        rec = _unit(
+            dataclasses.replace(run.state["cfg"], seed=seed, language_seed=seed),
+            J,
+            s,
+            Path(a.runs) / f"{family}-J{J:g}-seed{seed}-lang{seed}",
+            a.tokens_per_step,
+            a.masking,
+        )
         yield {"unit": self.unit_key(unit), "seed": seed, "language_seed": seed, **rec}
         run.state["log"](f"{self.unit_key(unit)}: " + ", ".join(f"{k} TV {rec[k]['tv']:.3f}" for k in DISTS))
         write_report(run.out)
@@ -104,20 +137,28 @@ class GroundTruthChain(Experiment):
             raise MLMProbError(f"{run.out} has no results.jsonl to report")
         rec = {"command": run.command, "report_only": True, "figure_with": list(run.args.figure_with)}
         done = list(read_log(run.out / "runs.jsonl")) if (run.out / "runs.jsonl").is_file() else []
-        return None if done and done[-1] == rec else rec    # the same report again: one line
+        return None if done and done[-1] == rec else rec  # the same report again: one line
 
     def report(self, run: Run) -> None:
         write_report(run.out)
 
 
-def run(cfg: GroundTruthConfig, out: Path, runs: Path, tokens_per_step=(2, 3), seeds=(0,), masking: str = "dynamic",
-        log=print) -> Run:
+def run(
+    cfg: GroundTruthConfig,
+    out: Path,
+    runs: Path,
+    tokens_per_step=(2, 3),
+    seeds=(0,),
+    masking: str = "dynamic",
+    log=print,
+) -> Run:
     """Train (or resume) one model per seed and coupling, evaluate it at every curve step; one record each
     (``.done``: unit -> record). Seed ``i`` trains on language ``i`` (``cfg.language_seed`` is replaced).
     ``masking``: ``"dynamic"`` (the fixed rate ``cfg.mask_rate``) or ``"uniform"`` (a uniform number of
     masked tokens per sequence, as masked diffusion models train)."""
-    args = argparse.Namespace(out=str(out), runs=str(runs), tokens_per_step=tuple(tokens_per_step),
-                              seeds=tuple(seeds), masking=masking)
+    args = argparse.Namespace(
+        out=str(out), runs=str(runs), tokens_per_step=tuple(tokens_per_step), seeds=tuple(seeds), masking=masking
+    )
     r = Run(args, [], Path(out), "", experiment=GroundTruthChain(), state={"cfg": cfg, "log": log})
     r.experiment.setup(r)
     run_units(r.experiment, r, journal=False)
@@ -136,17 +177,31 @@ def _unit(cfg: GroundTruthConfig, J: float, step: int, d: Path, tokens_per_step,
         raise MLMProbError(f"{d} is at step {state.step}, not {step}: remove it to redo the curve")
     t1 = time.perf_counter()
     mlm = symbol_mlm(latest_checkpoint(d), cfg.vocab_size)
-    rec = eval_chain(mlm, lang, wrap=wrap_symbols, offset=SYMBOL_OFFSET, tokens_per_step=tokens_per_step,
-                     seed=cfg.seed)
-    return {"coupling": J, "step": step, "unary_kl": state.history[-1]["kl"], **rec, "train_seconds": t1 - t0,
-            "eval_seconds": time.perf_counter() - t1}
+    rec = eval_chain(mlm, lang, wrap=wrap_symbols, offset=SYMBOL_OFFSET, tokens_per_step=tokens_per_step, seed=cfg.seed)
+    return {
+        "coupling": J,
+        "step": step,
+        "unary_kl": state.history[-1]["kl"],
+        **rec,
+        "train_seconds": t1 - t0,
+        "eval_seconds": time.perf_counter() - t1,
+    }
 
 
-COLUMNS = (("unary KL", ("unary_kl",)), ("TV l2r", ("l2r", "tv")), ("TV r2l", ("r2l", "tv")),
-           ("TV mixture", ("mixture", "tv")), ("TV exp(-E_local)/Z", ("pll_target", "tv")), ("KL l2r", ("l2r", "kl")),
-           ("KL mixture", ("mixture", "kl")), ("KL exp(-E_local)/Z", ("pll_target", "kl")),
-           ("TV Gibbs", ("gibbs", "tv")), ("KL Gibbs", ("gibbs", "kl")),
-           ("orders TV (mean)", ("orders", "tv_mean")), ("spread KL", ("spread", "kl_mean")))
+COLUMNS = (
+    ("unary KL", ("unary_kl",)),
+    ("TV l2r", ("l2r", "tv")),
+    ("TV r2l", ("r2l", "tv")),
+    ("TV mixture", ("mixture", "tv")),
+    ("TV exp(-E_local)/Z", ("pll_target", "tv")),
+    ("KL l2r", ("l2r", "kl")),
+    ("KL mixture", ("mixture", "kl")),
+    ("KL exp(-E_local)/Z", ("pll_target", "kl")),
+    ("TV Gibbs", ("gibbs", "tv")),
+    ("KL Gibbs", ("gibbs", "kl")),
+    ("orders TV (mean)", ("orders", "tv_mean")),
+    ("spread KL", ("spread", "kl_mean")),
+)
 
 
 def _cell(values: list[float]) -> str:
@@ -157,26 +212,37 @@ def _cell(values: list[float]) -> str:
 
 def _header(cfg: dict, recs: list[dict], cmds: list[dict]) -> list[str]:
     seeds = sorted({r["seed"] for r in recs})
-    lines = ["# The chain-rule likelihood against the truth (small scale)", "",
-             f"Potts chains, V = {cfg['vocab_size']}, T = {cfg['length']} ({cfg['vocab_size'] ** cfg['length']} "
-             f"sequences, all enumerated); one BERT MLM per coupling and training seed ({cfg['layers']} layers, hidden "
-             f"{cfg['hidden']}, batch {cfg['batch_size']}, "
-             + ("a uniform number of masked tokens per sequence (1..T), " if cfg.get("masking") == "uniform"
-                else f"fixed masking rate {cfg['mask_rate']}, ") +
-             f"{max(cfg['curve_steps'])} steps, evaluated at the listed steps), seeds {seeds}; seed i trains on "
-             "language i (its own random fields and couplings of strength J), so the seeds differ in both language "
-             "and training. Exact values: every distribution is a table over all sequences built from the MLM's "
-             "conditionals for every mask pattern, checked against `mlmprob.loglik` (`check`: the largest "
-             "difference). Cells: mean ± standard error over the seeds.", "",
-             "Commands (`python -m experiments.ground_truth_chain`, module "
-             "`experiments.ground_truth_chain`):", ""]
+    lines = [
+        "# The chain-rule likelihood against the truth (small scale)",
+        "",
+        f"Potts chains, V = {cfg['vocab_size']}, T = {cfg['length']} ({cfg['vocab_size'] ** cfg['length']} "
+        f"sequences, all enumerated); one BERT MLM per coupling and training seed ({cfg['layers']} layers, hidden "
+        f"{cfg['hidden']}, batch {cfg['batch_size']}, "
+        + (
+            "a uniform number of masked tokens per sequence (1..T), "
+            if cfg.get("masking") == "uniform"
+            else f"fixed masking rate {cfg['mask_rate']}, "
+        )
+        + f"{max(cfg['curve_steps'])} steps, evaluated at the listed steps), seeds {seeds}; seed i trains on "
+        "language i (its own random fields and couplings of strength J), so the seeds differ in both language "
+        "and training. Exact values: every distribution is a table over all sequences built from the MLM's "
+        "conditionals for every mask pattern, checked against `mlmprob.loglik` (`check`: the largest "
+        "difference). Cells: mean ± standard error over the seeds.",
+        "",
+        "Commands (`python -m experiments.ground_truth_chain`, module `experiments.ground_truth_chain`):",
+        "",
+    ]
     lines += command_lines(cmds, "report and figure only")
     res = max((r["gibbs"]["residual"] for r in recs), default=0.0)
-    return lines + ["", "TV(truth, q) and KL(truth || q) in nats. `Gibbs`: the exact stationary law of degenerate "
-                    "Gibbs (random-order single-site sweeps, every proposal accepted; power iteration of the exact "
-                    f"sweep kernel, last L1 change at most {res:.1e}); `orders TV`: mean TV of the single orders; "
-                    "`spread KL`: mean KL between two random orders; `par kN`: TV of parallel decoding (random "
-                    "order, N tokens per step) to the exact mixture.", ""]
+    return lines + [
+        "",
+        "TV(truth, q) and KL(truth || q) in nats. `Gibbs`: the exact stationary law of degenerate "
+        "Gibbs (random-order single-site sweeps, every proposal accepted; power iteration of the exact "
+        f"sweep kernel, last L1 change at most {res:.1e}); `orders TV`: mean TV of the single orders; "
+        "`spread KL`: mean KL between two random orders; `par kN`: TV of parallel decoding (random "
+        "order, N tokens per step) to the exact mixture.",
+        "",
+    ]
 
 
 def _get(r: dict, path) -> float:
@@ -185,8 +251,14 @@ def _get(r: dict, path) -> float:
     return r
 
 
-PAIRED = (("TV l2r", ("l2r", "tv")), ("TV mixture", ("mixture", "tv")), ("TV exp(-E_local)/Z", ("pll_target", "tv")),
-          ("TV Gibbs", ("gibbs", "tv")), ("spread KL", ("spread", "kl_mean")), ("par k2", ("parallel_vs_mixture", "k2")))
+PAIRED = (
+    ("TV l2r", ("l2r", "tv")),
+    ("TV mixture", ("mixture", "tv")),
+    ("TV exp(-E_local)/Z", ("pll_target", "tv")),
+    ("TV Gibbs", ("gibbs", "tv")),
+    ("spread KL", ("spread", "kl_mean")),
+    ("par k2", ("parallel_vs_mixture", "k2")),
+)
 
 
 def _paired(out: Path, other: Path) -> list[str]:
@@ -197,9 +269,14 @@ def _paired(out: Path, other: Path) -> list[str]:
     if not common:
         return []
     last = max(s for _, s, _ in common)
-    lines = ["", f"Paired by seed (same language and training seed), step {last}: {family_label(other)} minus "
-             f"{family_label(out)} (negative: {family_label(other)} is closer to the truth).", "",
-             "| J | seeds | " + " | ".join(f"Δ {c}" for c, _ in PAIRED) + " |", "|" + "---|" * (2 + len(PAIRED))]
+    lines = [
+        "",
+        f"Paired by seed (same language and training seed), step {last}: {family_label(other)} minus "
+        f"{family_label(out)} (negative: {family_label(other)} is closer to the truth).",
+        "",
+        "| J | seeds | " + " | ".join(f"Δ {c}" for c, _ in PAIRED) + " |",
+        "|" + "---|" * (2 + len(PAIRED)),
+    ]
     for J in sorted({J for J, s, _ in common if s == last}):
         keys = sorted(k for k in common if k[0] == J and k[1] == last)
         cells = [_cell([_get(b[k], path) - _get(a[k], path) for k in keys]) for _, path in PAIRED]
@@ -215,8 +292,14 @@ def write_report(out: Path) -> None:
     cmds = list(read_log(out / "runs.jsonl")) if (out / "runs.jsonl").is_file() else []
     pk = sorted({k for r in recs for k in r["parallel_vs_mixture"]})
     lines = _header(cfg, recs, cmds)
-    lines += ["| J | step | seeds | " + " | ".join(c for c, _ in COLUMNS) + " | " + " | ".join(f"par {k}" for k in pk)
-              + " | check |", "|" + "---|" * (4 + len(COLUMNS) + len(pk))]
+    lines += [
+        "| J | step | seeds | "
+        + " | ".join(c for c, _ in COLUMNS)
+        + " | "
+        + " | ".join(f"par {k}" for k in pk)
+        + " | check |",
+        "|" + "---|" * (4 + len(COLUMNS) + len(pk)),
+    ]
     groups: dict[tuple, list[dict]] = {}
     for r in recs:
         groups.setdefault((r["coupling"], r["step"]), []).append(r)
@@ -229,18 +312,26 @@ def write_report(out: Path) -> None:
     if figure:
         folders = [out] + [Path(f) for f in figure[-1]]
         plot_chain(folders, out / FIGURE)
-        lines += ["", f"![TV to the truth]({FIGURE})", "",
-                  f"`{FIGURE}`: (a) TV to the truth at the last step vs coupling, (b) along training "
-                  f"({family_label(out)}), (c) parallel decoding's TV to the exact mixture vs tokens per step; line "
-                  "styles: " + ", ".join(f"{s} {family_label(f)}" for s, f in zip(("solid", "dashed", "dotted"),
-                                                                                   folders)) +
-                  "; error bars: standard errors over the seeds."]
+        lines += [
+            "",
+            f"![TV to the truth]({FIGURE})",
+            "",
+            f"`{FIGURE}`: (a) TV to the truth at the last step vs coupling, (b) along training "
+            f"({family_label(out)}), (c) parallel decoding's TV to the exact mixture vs tokens per step; line "
+            "styles: "
+            + ", ".join(f"{s} {family_label(f)}" for s, f in zip(("solid", "dashed", "dotted"), folders))
+            + "; error bars: standard errors over the seeds.",
+        ]
         for other in folders[1:]:
             lines += _paired(out, other)
-    lines += ["", "The two training families (fixed masking rate; a uniform number of masked tokens per sequence, "
-              "`--masking uniform`) are in `docs/results/ground_truth/chain` and `.../chain_uniform`; the figure of "
-              "both is `docs/results/ground_truth/chain/fig_chain.png`; what they say is in "
-              "`docs/results/ground_truth/chain/notes.md`.", ""]
+    lines += [
+        "",
+        "The two training families (fixed masking rate; a uniform number of masked tokens per sequence, "
+        "`--masking uniform`) are in `docs/results/ground_truth/chain` and `.../chain_uniform`; the figure of "
+        "both is `docs/results/ground_truth/chain/fig_chain.png`; what they say is in "
+        "`docs/results/ground_truth/chain/notes.md`.",
+        "",
+    ]
     (out / "README.md").write_text("\n".join(lines))
 
 

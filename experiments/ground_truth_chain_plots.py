@@ -10,8 +10,12 @@ from pathlib import Path
 
 from mlmprob.runtime.log import read_log
 
-DIST_LABELS = {"l2r": "p_l2r", "mixture": "mixture over orders", "pll_target": "exp(-E_local)/Z",
-               "gibbs": "degenerate Gibbs"}
+DIST_LABELS = {
+    "l2r": "p_l2r",
+    "mixture": "mixture over orders",
+    "pll_target": "exp(-E_local)/Z",
+    "gibbs": "degenerate Gibbs",
+}
 STYLES = ("-", "--", ":", "-.")
 
 
@@ -46,6 +50,7 @@ def plot_chain(folders: list[Path], png: Path) -> Path:
     to the exact mixture vs tokens per step (1: the mixture itself, 0), last step. Error bars: standard
     errors over the seeds (languages)."""
     import matplotlib
+
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
@@ -57,22 +62,48 @@ def plot_chain(folders: list[Path], png: Path) -> Path:
         last = max(s for _, s in g)
         Js = sorted(J for J, s in g if s == last)
         for d, label in DIST_LABELS.items():
-            _errorbar(ax[0], Js, [g[J, last] for J in Js], lambda r: r[d]["tv"], color=colors[d], ls=ls,
-                      label=f"{label} ({fam})")
+            _errorbar(
+                ax[0],
+                Js,
+                [g[J, last] for J in Js],
+                lambda r: r[d]["tv"],
+                color=colors[d],
+                ls=ls,
+                label=f"{label} ({fam})",
+            )
         ks = sorted({int(k[1:]) for rs in g.values() for r in rs for k in r["parallel_vs_mixture"]})
         for ji, J in enumerate(Js):
             rs = g[J, last]
             stats = [(0.0, 0.0)] + [mean_se([r["parallel_vs_mixture"][f"k{k}"] for r in rs]) for k in ks]
-            ax[2].errorbar([1] + ks, [m for m, _ in stats], yerr=[s for _, s in stats], marker="o", ms=3,
-                           capsize=2, color=f"C{ji}", ls=ls, label=f"J={J:g} ({fam})")
+            ax[2].errorbar(
+                [1] + ks,
+                [m for m, _ in stats],
+                yerr=[s for _, s in stats],
+                marker="o",
+                ms=3,
+                capsize=2,
+                color=f"C{ji}",
+                ls=ls,
+                label=f"J={J:g} ({fam})",
+            )
         if fi == 0:
             for ji, J in enumerate(Js):
                 steps = sorted(s for J2, s in g if J2 == J)
                 for d, dls in (("mixture", "-"), ("pll_target", ":"), ("gibbs", "--")):
-                    _errorbar(ax[1], steps, [g[J, s] for s in steps], lambda r: r[d]["tv"], color=f"C{ji}", ls=dls,
-                              label=f"J={J:g} {DIST_LABELS[d]}")
-            ax[1].set(title=f"along training ({fam}; solid mixture, dotted exp(-E_local)/Z, dashed Gibbs)",
-                      xticks=steps, xticklabels=[str(s) for s in steps])
+                    _errorbar(
+                        ax[1],
+                        steps,
+                        [g[J, s] for s in steps],
+                        lambda r: r[d]["tv"],
+                        color=f"C{ji}",
+                        ls=dls,
+                        label=f"J={J:g} {DIST_LABELS[d]}",
+                    )
+            ax[1].set(
+                title=f"along training ({fam}; solid mixture, dotted exp(-E_local)/Z, dashed Gibbs)",
+                xticks=steps,
+                xticklabels=[str(s) for s in steps],
+            )
             ax[1].minorticks_off()
             ax[2].set(xticks=[1] + ks)
     ax[0].set(xlabel="coupling J", ylabel="TV(truth, q)", title="last step: TV to the truth")

@@ -15,7 +15,7 @@ from mlmprob.joints.constructions import METHODS
 from mlmprob.synthetic import SyntheticLanguage
 
 RESULTS = "results.jsonl"
-JOINT_METHODS = METHODS   # every pair-joint construction, in the library's order
+JOINT_METHODS = METHODS  # every pair-joint construction, in the library's order
 BEAMS = (("standard", "l2r"), ("hcb", "l2r"), ("standard", "best"), ("hcb", "best"))
 
 
@@ -60,20 +60,25 @@ class GroundTruthConfig:
     seed: int = 0
 
     def __post_init__(self):
-        if self.vocab_size ** self.length > 200_000:
-            raise MLMProbError(f"V**T = {self.vocab_size ** self.length} is too many sequences to enumerate here "
-                               f"(limit 200000)")
+        if self.vocab_size**self.length > 200_000:
+            raise MLMProbError(
+                f"V**T = {self.vocab_size**self.length} is too many sequences to enumerate here (limit 200000)"
+            )
         if not self.gap_lengths or min(self.gap_lengths) < 1 or max(self.gap_lengths) >= self.length:
             raise MLMProbError(f"gap lengths {self.gap_lengths} must lie in 1..{self.length - 1}")
         for name in ("n_pairs", "n_gaps", "chains", "steps", "masking_steps", "eval_every", "beam_size"):
             if int(getattr(self, name)) < 1:
                 raise MLMProbError(f"{name} must be at least 1, got {getattr(self, name)}")
         if self.sample_epochs < 2:
-            raise MLMProbError(f"sample_epochs must be at least 2 (the second half is pooled), got {self.sample_epochs}")
+            raise MLMProbError(
+                f"sample_epochs must be at least 2 (the second half is pooled), got {self.sample_epochs}"
+            )
         cs = list(self.curve_steps)
         if not cs or cs != sorted(set(cs)) or cs[0] < 1 or any(c % self.eval_every for c in cs):
-            raise MLMProbError(f"curve_steps must be increasing positive multiples of eval_every ({self.eval_every}), "
-                               f"got {self.curve_steps}")
+            raise MLMProbError(
+                f"curve_steps must be increasing positive multiples of eval_every ({self.eval_every}), "
+                f"got {self.curve_steps}"
+            )
 
     def to_dict(self) -> dict:
         return {k: (list(v) if isinstance(v, tuple) else v) for k, v in asdict(self).items()}
@@ -84,14 +89,27 @@ class GroundTruthConfig:
         from ``steps``."""
         from mlmprob.training import TrainConfig
 
-        return TrainConfig(hidden_size=self.hidden, num_layers=self.layers, num_heads=self.heads,
-                           intermediate_size=self.intermediate, max_steps=steps, batch_size=self.batch_size,
-                           lr=self.lr, warmup_steps=min(100, steps // 10), mask_rate=mask_rate, masking=masking,
-                           seed=self.seed, eval_every=self.eval_every, checkpoint_every=min(500, steps),
-                           keep_checkpoints=1, kl_sequences=256)
+        return TrainConfig(
+            hidden_size=self.hidden,
+            num_layers=self.layers,
+            num_heads=self.heads,
+            intermediate_size=self.intermediate,
+            max_steps=steps,
+            batch_size=self.batch_size,
+            lr=self.lr,
+            warmup_steps=min(100, steps // 10),
+            mask_rate=mask_rate,
+            masking=masking,
+            seed=self.seed,
+            eval_every=self.eval_every,
+            checkpoint_every=min(500, steps),
+            keep_checkpoints=1,
+            kl_sequences=256,
+        )
 
 
 # -- exact quantities -----------------------------------------------------------------------------
+
 
 def all_states(V: int, T: int) -> torch.Tensor:
     """All ``V**T`` sequences ``[V**T, T]`` in base-``V`` order (row ``i`` is ``i`` in base ``V``)."""
@@ -148,6 +166,7 @@ def true_pair_joint(lang: SyntheticLanguage, x: torch.Tensor, a: int, b: int) ->
 
 
 # -- records of results.jsonl, for the report and its plots ----------------------------------------
+
 
 def by_stage(recs: list[dict], stage: str, prefix: str) -> list[dict]:
     """The records of ``stage`` whose unit starts with ``prefix``."""

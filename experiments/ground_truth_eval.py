@@ -13,14 +13,27 @@ import torch
 from mlmprob.synthetic import SyntheticLanguage, make_language
 from mlmprob.training.data import SYMBOL_OFFSET, wrap_symbols
 from mlmprob.training.masking import generator_for
-from .ground_truth_common import (BEAMS, JOINT_METHODS, GroundTruthConfig, adjacent_equal, all_states, empirical, kl,
-                                  state_index, true_pair_joint, tv)
+
+from .ground_truth_common import (
+    BEAMS,
+    JOINT_METHODS,
+    GroundTruthConfig,
+    adjacent_equal,
+    all_states,
+    empirical,
+    kl,
+    state_index,
+    true_pair_joint,
+    tv,
+)
 
 # -- models ---------------------------------------------------------------------------------------
 
+
 def language(cfg: GroundTruthConfig, coupling: float) -> SyntheticLanguage:
-    return make_language("potts", cfg.vocab_size, cfg.length, cfg.language_seed, coupling=coupling,
-                         field_scale=cfg.field_scale)
+    return make_language(
+        "potts", cfg.vocab_size, cfg.length, cfg.language_seed, coupling=coupling, field_scale=cfg.field_scale
+    )
 
 
 def symbol_mlm(path, V: int):
@@ -33,6 +46,7 @@ def symbol_mlm(path, V: int):
 
 
 # -- evaluations ----------------------------------------------------------------------------------
+
 
 def eval_pairs(mlm, lang: SyntheticLanguage, held: torch.Tensor, n: int, seed: int) -> dict:
     """Pair-joint constructions vs the exact pair joint on ``n`` held-out (sequence, pair) draws."""
@@ -57,8 +71,12 @@ def eval_pairs(mlm, lang: SyntheticLanguage, held: torch.Tensor, n: int, seed: i
             kls[m].append(kl(truth.reshape(-1), j.reshape(-1)))
             nll[m].append(-float(j[ga, gb]))
     mean = lambda v: sum(v) / len(v)  # noqa: E731
-    return {"n": n, "kl": {m: mean(v) for m, v in kls.items()},
-            "p_ppl": {m: math.exp(mean(v)) for m, v in nll.items()}, "true_entropy_ppl": math.exp(mean(ent))}
+    return {
+        "n": n,
+        "kl": {m: mean(v) for m, v in kls.items()},
+        "p_ppl": {m: math.exp(mean(v)) for m, v in nll.items()},
+        "true_entropy_ppl": math.exp(mean(ent)),
+    }
 
 
 def eval_infill(mlm, lang: SyntheticLanguage, held: torch.Tensor, n: int, k: int, beam: int, seed: int) -> dict:
@@ -77,11 +95,20 @@ def eval_infill(mlm, lang: SyntheticLanguage, held: torch.Tensor, n: int, k: int
         logp = {c.tokens: c.score for c in exact}
         mode = exact[0].tokens
         gold = tuple(int(v) for v in x[pos])
-        for who, model, ids, shift, piv in (("mlm", mlm, wrap_symbols(x[None])[0], 1, None),
-                                            ("exact", truth_mlm, x, 0, 0)):
+        for who, model, ids, shift, piv in (
+            ("mlm", mlm, wrap_symbols(x[None])[0], 1, None),
+            ("exact", truth_mlm, x, 0, 0),
+        ):
             for method, order in BEAMS:
-                top = infill(model, ids, [p + shift for p in pos], method=method, order=order, beam_size=beam,
-                             pivot=piv if method == "hcb" else None)[0].tokens
+                top = infill(
+                    model,
+                    ids,
+                    [p + shift for p in pos],
+                    method=method,
+                    order=order,
+                    beam_size=beam,
+                    pivot=piv if method == "hcb" else None,
+                )[0].tokens
                 top = tuple(t - (SYMBOL_OFFSET if who == "mlm" else 0) for t in top)
                 r = stats.setdefault(f"{who}/{method}-{order}", {"mode": 0.0, "gold": 0.0, "regret": 0.0})
                 r["mode"] += (top == mode) / n
@@ -96,7 +123,7 @@ def eval_samplers(mlm, lang: SyntheticLanguage, cfg: GroundTruthConfig, seed: in
     from mlmprob.sampling import sample
 
     V, T = lang.vocab_size, lang.length
-    n_states = V ** T
+    n_states = V**T
     states = all_states(V, T)
     free = list(range(1, T + 1))
     e_local = torch.cat([energy(mlm, wrap_symbols(c), "local", positions=free) for c in states.split(4096)])
@@ -107,24 +134,48 @@ def eval_samplers(mlm, lang: SyntheticLanguage, cfg: GroundTruthConfig, seed: in
     stat_target = torch.zeros(T, dtype=torch.float64).index_add_(0, stat, log_target.exp())
     g0 = generator_for(seed, "gt-init")
     init = wrap_symbols(torch.randint(0, V, (cfg.chains, T), generator=g0))
-    out = {"tv_target_truth": tv(log_target.exp(), log_truth.exp()), "kl_truth_target": kl(log_truth, log_target),
-           "stat_truth": stat_truth.tolist(), "stat_target": stat_target.tolist(),
-           "chains": cfg.chains, "epochs": cfg.sample_epochs}
+    out = {
+        "tv_target_truth": tv(log_target.exp(), log_truth.exp()),
+        "kl_truth_target": kl(log_truth, log_target),
+        "stat_truth": stat_truth.tolist(),
+        "stat_target": stat_target.tolist(),
+        "chains": cfg.chains,
+        "epochs": cfg.sample_epochs,
+    }
     pooled_from = cfg.sample_epochs // 2
     for method in ("mh", "gibbs"):
         t0 = time.perf_counter()
-        r = sample(mlm, init, method=method, energy="local", epochs=cfg.sample_epochs, positions=free,
-                   generator=generator_for(seed, "gt-sample", method))
-        x = r.samples[:, :, 1:-1] - SYMBOL_OFFSET            # [S, B, T]
+        r = sample(
+            mlm,
+            init,
+            method=method,
+            energy="local",
+            epochs=cfg.sample_epochs,
+            positions=free,
+            generator=generator_for(seed, "gt-sample", method),
+        )
+        x = r.samples[:, :, 1:-1] - SYMBOL_OFFSET  # [S, B, T]
         hists = [torch.bincount(adjacent_equal(x[s]), minlength=T).double() / x.shape[1] for s in range(x.shape[0])]
         own = torch.stack(hists[pooled_from:]).mean(0)  # the sampler's own late distribution of the statistic
-        per_epoch_stat = [{"truth": tv(h, stat_truth), "target": tv(h, stat_target), "own_late": tv(h, own),
-                           "hist": [round(float(v), 6) for v in h]} for h in hists]
+        per_epoch_stat = [
+            {
+                "truth": tv(h, stat_truth),
+                "target": tv(h, stat_target),
+                "own_late": tv(h, own),
+                "hist": [round(float(v), 6) for v in h],
+            }
+            for h in hists
+        ]
         late = x[pooled_from:].reshape(-1, T)
         emp = empirical(state_index(late, V), n_states)
-        out[method] = {"tv_truth": tv(emp, log_truth.exp()), "tv_target": tv(emp, log_target.exp()),
-                       "n_samples": len(late), "accept_rate": r.accept_rate, "stat_tv": per_epoch_stat,
-                       "seconds": time.perf_counter() - t0}
+        out[method] = {
+            "tv_truth": tv(emp, log_truth.exp()),
+            "tv_target": tv(emp, log_target.exp()),
+            "n_samples": len(late),
+            "accept_rate": r.accept_rate,
+            "stat_tv": per_epoch_stat,
+            "seconds": time.perf_counter() - t0,
+        }
     # noise floor: the TV that as many exact i.i.d. draws would show (chains are correlated, so more)
     n = cfg.chains * (cfg.sample_epochs - pooled_from)
     gf = generator_for(seed, "gt-floor")

@@ -7,6 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from mlmprob.joints.constructions import METHOD_LABELS
+
 from .ground_truth_common import BEAMS, JOINT_METHODS, by_stage, model_of, per_model
 
 
@@ -33,10 +34,19 @@ def _fig_training(plt, cfg: dict, recs: list[dict], out: Path) -> str | None:
     rates = sorted({r["mask_rate"] for r in masking})
     for r in masking:
         h = [x for x in r["history"] if x.get("kl") is not None]
-        ax[1].plot([x["step"] for x in h], [x["kl"] for x in h], color=colors[rates.index(r["mask_rate"]) % 10],
-                   ls="-" if r["masking"] == "dynamic" else "--", label=f"rate {r['mask_rate']:g} {r['masking']}")
-    ax[1].set(xlabel="training step", ylabel="unary KL(true || MLM)", yscale="log",
-              title="by masking rate (solid dynamic, dashed static)")
+        ax[1].plot(
+            [x["step"] for x in h],
+            [x["kl"] for x in h],
+            color=colors[rates.index(r["mask_rate"]) % 10],
+            ls="-" if r["masking"] == "dynamic" else "--",
+            label=f"rate {r['mask_rate']:g} {r['masking']}",
+        )
+    ax[1].set(
+        xlabel="training step",
+        ylabel="unary KL(true || MLM)",
+        yscale="log",
+        title="by masking rate (solid dynamic, dashed static)",
+    )
     if masking:
         ax[1].legend(fontsize=7)
     return _save(plt, fig, out, "fig_training.png")
@@ -54,8 +64,12 @@ def _fig_pairs(plt, cfg: dict, recs: list[dict], out: Path) -> str | None:
         if curve_p:
             ax[1].plot([r["step"] for r in curve_p], [r["kl"][m] for r in curve_p], "o-", label=METHOD_LABELS[m])
     ax[0].set(xlabel="coupling J", ylabel="KL(true pair joint || construction)", title="pair joints vs coupling")
-    ax[1].set(xlabel="training step", ylabel="KL(true || construction)", xscale="log",
-              title=f"pair joints vs training (J={curve_p[0]['coupling']:g})" if curve_p else "")
+    ax[1].set(
+        xlabel="training step",
+        ylabel="KL(true || construction)",
+        xscale="log",
+        title=f"pair joints vs training (J={curve_p[0]['coupling']:g})" if curve_p else "",
+    )
     ax[0].legend()
     return _save(plt, fig, out, "fig_pairs.png")
 
@@ -89,8 +103,14 @@ def _fig_masking(plt, cfg: dict, recs: list[dict], out: Path) -> str | None:
         x = [r["mask_rate"] for r in rows]
         ax[0].plot(x, [r["final"]["kl"] for r in rows], "o", ls=ls, color="k", label=f"unary ({mode})")
         for m, c in (("mlm", "C0"), ("hcb", "C1"), ("ag", "C2")):
-            ax[0].plot(x, [mp[model_of(r)]["kl"][m] for r in rows], "o", ls=ls, color=c,
-                       label=f"pair {METHOD_LABELS[m]} ({mode})")
+            ax[0].plot(
+                x,
+                [mp[model_of(r)]["kl"][m] for r in rows],
+                "o",
+                ls=ls,
+                color=c,
+                label=f"pair {METHOD_LABELS[m]} ({mode})",
+            )
         sm = [ms[model_of(r)] for r in rows]
         ax[1].plot(x, [s_["tv_target_truth"] for s_ in sm], "o", ls=ls, color="C0", label=f"exp(-E)/Z ({mode})")
         ax[1].plot(x, [s_["gibbs"]["tv_truth"] for s_ in sm], "o", ls=ls, color="C1", label=f"Gibbs samples ({mode})")
@@ -103,8 +123,14 @@ def _fig_masking(plt, cfg: dict, recs: list[dict], out: Path) -> str | None:
     for mode, ls in (("dynamic", "-"), ("static", "--")):
         rows = [r for r in masking if r["masking"] == mode and model_of(r) in mi]
         for name, c in (("mlm/standard-l2r", "C0"), ("mlm/hcb-l2r", "C1")):
-            ax[2].plot([r["mask_rate"] for r in rows], [mi[model_of(r)]["methods"][name]["mode"] for r in rows],
-                       "o", ls=ls, color=c, label=f"{name} ({mode})")
+            ax[2].plot(
+                [r["mask_rate"] for r in rows],
+                [mi[model_of(r)]["methods"][name]["mode"] for r in rows],
+                "o",
+                ls=ls,
+                color=c,
+                label=f"{name} ({mode})",
+            )
     ax[2].set(xlabel="masking rate", ylabel=f"top fill = true mode (k={k_last})", title="infilling")
     ax[2].legend(fontsize=7)
     return _save(plt, fig, out, "fig_masking.png")
@@ -132,6 +158,7 @@ def plots(cfg: dict, recs: list[dict], out: Path) -> list[str]:
     """Write the report's PNGs into ``out``; their file names, in report order (figures without records are
     skipped)."""
     import matplotlib
+
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 

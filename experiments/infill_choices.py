@@ -13,21 +13,33 @@ from mlmprob.infill.baselines import BASELINES, sample_infill
 from mlmprob.infill.beam import beam_search, make_correction
 from mlmprob.infill.corrections import ContextScramble, RandomTokenSwap
 from mlmprob.infill.gap import InfillCandidate
+
 from . import antibody_gaps, english_sets
 from .english_gaps import ENGLISH_DATASETS, ENGLISH_REGIONS
 
-BEAM_METHODS = {"hcb-l2r": ("hcb", "l2r"), "hcb-best": ("hcb", "best"),
-                "standard-l2r": ("standard", "l2r"), "standard-best": ("standard", "best")}
+BEAM_METHODS = {
+    "hcb-l2r": ("hcb", "l2r"),
+    "hcb-best": ("hcb", "best"),
+    "standard-l2r": ("standard", "l2r"),
+    "standard-best": ("standard", "best"),
+}
 ABLATIONS = ("ablation-scramble", "ablation-swap")
 METHODS = tuple(BEAM_METHODS) + tuple(BASELINES) + ABLATIONS
-LABELS = {"hcb-l2r": "HCB Left-to-Right", "hcb-best": "HCB Best-to-Worst",
-          "standard-l2r": "Standard Left-to-Right", "standard-best": "Standard Best-to-Worst",
-          "pure-sampling": "Pure sampling", "temperature-0.25": "Sampling with T=0.25",
-          "temperature-0.5": "Sampling with T=0.50", "temperature-0.75": "Sampling with T=0.75",
-          "nucleus-0.9": "Nucleus sampling, p=0.90", "ablation-scramble": "Ablation 1 (Context Scramble)",
-          "ablation-swap": "Ablation 2 (Random Token Swap)"}
+LABELS = {
+    "hcb-l2r": "HCB Left-to-Right",
+    "hcb-best": "HCB Best-to-Worst",
+    "standard-l2r": "Standard Left-to-Right",
+    "standard-best": "Standard Best-to-Worst",
+    "pure-sampling": "Pure sampling",
+    "temperature-0.25": "Sampling with T=0.25",
+    "temperature-0.5": "Sampling with T=0.50",
+    "temperature-0.75": "Sampling with T=0.75",
+    "nucleus-0.9": "Nucleus sampling, p=0.90",
+    "ablation-scramble": "Ablation 1 (Context Scramble)",
+    "ablation-swap": "Ablation 2 (Random Token Swap)",
+}
 METRICS = ("top1", "top5", "top10", "top20", "bleu", "identity")
-ABLATION_ORDER = "l2r"   # the ablations modify HCB left-to-right
+ABLATION_ORDER = "l2r"  # the ablations modify HCB left-to-right
 
 ANTIBODY_DATASETS = tuple(antibody_gaps.DATASETS)
 DATASETS = ANTIBODY_DATASETS + ENGLISH_DATASETS
@@ -56,26 +68,39 @@ def dataset_files(dataset: str) -> tuple[str, ...]:
     raise MLMProbError(f"unknown dataset {dataset!r}; use one of {', '.join(DATASETS)}")
 
 
-DATA_FILES = tuple(dict.fromkeys(f for d in DATASETS for f in dataset_files(d)))   # every dataset's files
+DATA_FILES = tuple(dict.fromkeys(f for d in DATASETS for f in dataset_files(d)))  # every dataset's files
 
 
 def is_english(dataset: str) -> bool:
     return dataset in ENGLISH_DATASETS
 
 
-def run_method(method: str, mlm, ids: torch.Tensor, positions: torch.Tensor, beam_size: int,
-               generator: torch.Generator, scramble: ContextScramble | None = None) -> list[InfillCandidate]:
+def run_method(
+    method: str,
+    mlm,
+    ids: torch.Tensor,
+    positions: torch.Tensor,
+    beam_size: int,
+    generator: torch.Generator,
+    scramble: ContextScramble | None = None,
+) -> list[InfillCandidate]:
     """One method of the experiment on one gap."""
     if method in BEAM_METHODS:
         kind, order = BEAM_METHODS[method]
-        return beam_search(mlm, ids, positions, correction=make_correction(mlm, kind), order=order,
-                           beam_size=beam_size)
+        return beam_search(mlm, ids, positions, correction=make_correction(mlm, kind), order=order, beam_size=beam_size)
     if method in BASELINES:
         cfg = BASELINES[method]
-        return sample_infill(mlm, ids, positions, num_samples=beam_size, temperature=cfg.temperature,
-                             top_p=cfg.top_p, generator=generator)
+        return sample_infill(
+            mlm,
+            ids,
+            positions,
+            num_samples=beam_size,
+            temperature=cfg.temperature,
+            top_p=cfg.top_p,
+            generator=generator,
+        )
     if method == "ablation-scramble":
-        make_correction(mlm, "hcb")   # the mask must be an output, as for HCB
+        make_correction(mlm, "hcb")  # the mask must be an output, as for HCB
         corr = scramble if scramble is not None else ContextScramble(mlm.mask_id, generator)
     elif method == "ablation-swap":
         make_correction(mlm, "hcb")

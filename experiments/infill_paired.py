@@ -15,8 +15,8 @@ True
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Iterable
 
 from mlmprob.metrics.significance import exact_sign_test
 
@@ -44,10 +44,10 @@ class PairedComparison:
     region: str
     order: str
     n_gaps: int
-    same_top_fill: int   # gaps where both return the same best fill
-    only_a: int          # gaps where only a's best fill is the true one
-    only_b: int          # gaps where only b's best fill is the true one
-    top1_a: float        # mean top-1 accuracy of a over the paired gaps
+    same_top_fill: int  # gaps where both return the same best fill
+    only_a: int  # gaps where only a's best fill is the true one
+    only_b: int  # gaps where only b's best fill is the true one
+    top1_a: float  # mean top-1 accuracy of a over the paired gaps
     top1_b: float
 
     @property
@@ -75,21 +75,40 @@ def paired_comparisons(records: Iterable[dict], a: str = "hcb", b: str = "standa
     for (model, region, order), pairs in sorted(groups.items(), key=lambda kv: (kv[0][:2], ORDERS.index(kv[0][2]))):
         n = len(pairs)
         only_a, only_b = discordant(pairs)
-        out.append(PairedComparison(
-            model, region, order, n,
-            same_top_fill=sum(ra["fills"][0] == rb["fills"][0] for ra, rb in pairs if ra["fills"] and rb["fills"]),
-            only_a=only_a, only_b=only_b,
-            top1_a=sum(ra["top1"] for ra, _ in pairs) / n,
-            top1_b=sum(rb["top1"] for _, rb in pairs) / n))
+        out.append(
+            PairedComparison(
+                model,
+                region,
+                order,
+                n,
+                same_top_fill=sum(ra["fills"][0] == rb["fills"][0] for ra, rb in pairs if ra["fills"] and rb["fills"]),
+                only_a=only_a,
+                only_b=only_b,
+                top1_a=sum(ra["top1"] for ra, _ in pairs) / n,
+                top1_b=sum(rb["top1"] for _, rb in pairs) / n,
+            )
+        )
     return out
 
 
 def paired_markdown(comparisons: list[PairedComparison], a: str = "HCB", b: str = "standard") -> str:
     """A markdown table of ``comparisons`` (accuracies in percent)."""
-    header = ["model", "region", "order", "gaps", "same top fill", f"only {a} right", f"only {b} right",
-              f"{a} top-1", f"{b} top-1", "sign test p"]
+    header = [
+        "model",
+        "region",
+        "order",
+        "gaps",
+        "same top fill",
+        f"only {a} right",
+        f"only {b} right",
+        f"{a} top-1",
+        f"{b} top-1",
+        "sign test p",
+    ]
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     for c in comparisons:
-        lines.append(f"| {c.model} | {c.region} | {c.order} | {c.n_gaps} | {c.same_top_fill} | {c.only_a} | "
-                     f"{c.only_b} | {100 * c.top1_a:.2f} | {100 * c.top1_b:.2f} | {c.p_value:.2g} |")
+        lines.append(
+            f"| {c.model} | {c.region} | {c.order} | {c.n_gaps} | {c.same_top_fill} | {c.only_a} | "
+            f"{c.only_b} | {100 * c.top1_a:.2f} | {100 * c.top1_b:.2f} | {c.p_value:.2g} |"
+        )
     return "\n".join(lines)

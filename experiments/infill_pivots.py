@@ -14,26 +14,33 @@ standard beam search. Resumable like the runner (finished records are skipped)::
 
 from __future__ import annotations
 
-from mlmprob.argtypes import nonnegative_int, positive_int  # noqa: E402
-
 import argparse
 import sys
 import time
 from collections import defaultdict
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Sequence
 
+from mlmprob.argtypes import nonnegative_int, positive_int  # noqa: E402
 from mlmprob.errors import MLMProbError
 from mlmprob.infill.beam import beam_search, make_correction
 from mlmprob.metrics.significance import exact_sign_test
+from mlmprob.models.reader import reader_of
 from mlmprob.runtime.log import read_log
+
 from .data_option import add_data_option, resolve_data_dir
 from .infill_choices import DATA_FILES, DATASETS, REGIONS, dataset_files
 from .infill_paired import discordant
-from .infill_runner import (CountingMLM, ExperimentConfig, draw_data, measure_gap, model_gaps, model_label,
-                            report_progress)
-from mlmprob.models.reader import reader_of
+from .infill_runner import (
+    CountingMLM,
+    ExperimentConfig,
+    draw_data,
+    measure_gap,
+    model_gaps,
+    model_label,
+    report_progress,
+)
 from .runner import LogFileExperiment, Run, run_units
 from .runner import run_cli as runner_main
 
@@ -59,45 +66,54 @@ class PivotSweepConfig:
     n_gaps: int = 50
     beam_size: int = 20
     order: str = "l2r"
-    pivots: tuple[int, ...] | None = None   # None: every output token of the model
+    pivots: tuple[int, ...] | None = None  # None: every output token of the model
     seed: int = 0
     device: str = "cpu"
     dtype: str | None = None
 
     def experiment(self) -> ExperimentConfig:
         """The runner config whose gaps this sweep uses (validates dataset, region, sizes)."""
-        return ExperimentConfig(models=(self.model,), dataset=self.dataset, regions=(self.region,),
-                                lengths=(self.k,), n_gaps=self.n_gaps, beam_size=self.beam_size,
-                                methods=("hcb-" + self.order,), seed=self.seed, device=self.device,
-                                dtype=self.dtype)
+        return ExperimentConfig(
+            models=(self.model,),
+            dataset=self.dataset,
+            regions=(self.region,),
+            lengths=(self.k,),
+            n_gaps=self.n_gaps,
+            beam_size=self.beam_size,
+            methods=("hcb-" + self.order,),
+            seed=self.seed,
+            device=self.device,
+            dtype=self.dtype,
+        )
 
 
 def _key(rec: dict) -> tuple:
-    return (rec["model"], rec["dataset"], rec["region"], int(rec["k"]), int(rec["gap_id"]), rec["order"],
-            rec["pivot"])
+    return (rec["model"], rec["dataset"], rec["region"], int(rec["k"]), int(rec["gap_id"]), rec["order"], rec["pivot"])
 
 
 class PivotSweep(LogFileExperiment):
     """Units: (gap, pivot), standard beam search first (pivot None); ``--out`` is the result file."""
 
     prog = "experiments.infill_pivots"
-    description = globals()["__doc__"].split("\n")[0]     # the module's first line
+    description = globals()["__doc__"].split("\n")[0]  # the module's first line
     report_only_help = "only build --report/--plot from --out"
 
     def add_arguments(self, p: argparse.ArgumentParser) -> None:
         d = PivotSweepConfig()
         p.add_argument("--report", help="write the markdown table here")
         p.add_argument("--plot", help="write the bar chart (PNG) here")
-        p.add_argument("--model", default=d.model, help='model name or local directory')
-        p.add_argument("--dataset", default=d.dataset, choices=list(DATASETS), help='gap source')
-        p.add_argument("--region", default=d.region, choices=list(REGIONS), help='where gaps are drawn')
+        p.add_argument("--model", default=d.model, help="model name or local directory")
+        p.add_argument("--dataset", default=d.dataset, choices=list(DATASETS), help="gap source")
+        p.add_argument("--region", default=d.region, choices=list(REGIONS), help="where gaps are drawn")
         p.add_argument("--k", type=positive_int, default=d.k, help="gap length")
-        p.add_argument("--n-gaps", type=positive_int, default=d.n_gaps, help='gaps in the sweep')
-        p.add_argument("--beam-size", type=positive_int, default=d.beam_size, help='beam width')
-        p.add_argument("--order", default=d.order, choices=["l2r", "best"], help='fill order of the beam search')
-        p.add_argument("--pivots", nargs="+", type=nonnegative_int, default=None, help="token ids (default: every output token)")
-        p.add_argument("--seed", type=nonnegative_int, default=d.seed, help='seed of the gap draw')
-        p.add_argument("--device", default=d.device, help='device (auto, cpu, cuda, ...)')
+        p.add_argument("--n-gaps", type=positive_int, default=d.n_gaps, help="gaps in the sweep")
+        p.add_argument("--beam-size", type=positive_int, default=d.beam_size, help="beam width")
+        p.add_argument("--order", default=d.order, choices=["l2r", "best"], help="fill order of the beam search")
+        p.add_argument(
+            "--pivots", nargs="+", type=nonnegative_int, default=None, help="token ids (default: every output token)"
+        )
+        p.add_argument("--seed", type=nonnegative_int, default=d.seed, help="seed of the gap draw")
+        p.add_argument("--device", default=d.device, help="device (auto, cpu, cuda, ...)")
         p.add_argument("--dtype", default=None, help="model dtype (default: the weights')")
         add_data_option(p, f"the dataset's files ({', '.join(DATA_FILES)})", "--data-dir")
 
@@ -105,9 +121,24 @@ class PivotSweep(LogFileExperiment):
         if "config" not in run.state:
             a = run.args
             data_dir = resolve_data_dir(a.data, dataset_files(a.dataset))
-            run.state.update(config=PivotSweepConfig(a.model, a.dataset, a.region, a.k, a.n_gaps, a.beam_size, a.order,
-                                                     None if a.pivots is None else tuple(a.pivots), a.seed, a.device,
-                                                     a.dtype), data_dir=data_dir, progress=True, load=None)
+            run.state.update(
+                config=PivotSweepConfig(
+                    a.model,
+                    a.dataset,
+                    a.region,
+                    a.k,
+                    a.n_gaps,
+                    a.beam_size,
+                    a.order,
+                    None if a.pivots is None else tuple(a.pivots),
+                    a.seed,
+                    a.device,
+                    a.dtype,
+                ),
+                data_dir=data_dir,
+                progress=True,
+                load=None,
+            )
         config = run.state["config"]
         if config.order not in ("l2r", "best"):
             raise MLMProbError(f"order must be 'l2r' or 'best', got {config.order!r}")
@@ -119,11 +150,11 @@ class PivotSweep(LogFileExperiment):
             def load(name):
                 return load_mlm(name, device=config.device, dtype=config.dtype)
 
-        source, antibody = draw_data(exp, run.state["data_dir"])     # absent data: an error before the model is loaded
+        source, antibody = draw_data(exp, run.state["data_dir"])  # absent data: an error before the model is loaded
         mlm = CountingMLM(load(config.model))
         pivots = list(range(mlm.vocab_size)) if config.pivots is None else list(config.pivots)
         for p in pivots:
-            make_correction(mlm, "hcb", p)   # clear error for an id outside the output vocabulary
+            make_correction(mlm, "hcb", p)  # clear error for an id outside the output vocabulary
         run.out.parent.mkdir(parents=True, exist_ok=True)
         gaps = model_gaps(exp, mlm, source, antibody, run.state["progress"])[(config.region, config.k)]
         run.state.update(mlm=mlm, pivots=pivots, gaps=gaps, label=model_label(config.model, config.dtype))
@@ -133,26 +164,42 @@ class PivotSweep(LogFileExperiment):
 
     def units(self, run: Run):
         c, label = run.state["config"], run.state["label"]
-        todo = [(g, p) for g in run.state["gaps"] for p in [None] + run.state["pivots"]
-                if (label, c.dataset, c.region, c.k, g.gap_id, c.order, p) not in run.done]
+        todo = [
+            (g, p)
+            for g in run.state["gaps"]
+            for p in [None] + run.state["pivots"]
+            if (label, c.dataset, c.region, c.k, g.gap_id, c.order, p) not in run.done
+        ]
         run.state.update(todo=len(todo), t0=time.time())
         for i, unit in enumerate(todo):
             run.state["i"] = i
             yield unit
 
     def finished(self, run: Run, unit) -> bool:
-        return False        # units() yields the pending ones only
+        return False  # units() yields the pending ones only
 
     def run_unit(self, run: Run, unit):
         config, mlm, (gap, pivot) = run.state["config"], run.state["mlm"], unit
         corr = make_correction(mlm, "standard" if pivot is None else "hcb", pivot)
-        yield {"model": run.state["label"], "dataset": config.dataset, "region": config.region, "k": config.k,
-               "gap_id": gap.gap_id, "order": config.order, "pivot": pivot,
-               "pivot_token": None if pivot is None else token_name(mlm, pivot),
-               "mask_pivot": pivot == mlm.mask_id, "beam_size": config.beam_size,
-               **measure_gap(mlm, gap, lambda ids, cols: beam_search(mlm, ids, cols, correction=corr,
-                                                                      order=config.order,
-                                                                      beam_size=config.beam_size))}
+        yield {
+            "model": run.state["label"],
+            "dataset": config.dataset,
+            "region": config.region,
+            "k": config.k,
+            "gap_id": gap.gap_id,
+            "order": config.order,
+            "pivot": pivot,
+            "pivot_token": None if pivot is None else token_name(mlm, pivot),
+            "mask_pivot": pivot == mlm.mask_id,
+            "beam_size": config.beam_size,
+            **measure_gap(
+                mlm,
+                gap,
+                lambda ids, cols: beam_search(
+                    mlm, ids, cols, correction=corr, order=config.order, beam_size=config.beam_size
+                ),
+            ),
+        }
         if run.state["progress"]:
             report_progress(run.state["label"], run.state["i"] + 1, run.state["todo"], run.state["t0"])
 
@@ -172,11 +219,23 @@ class PivotSweep(LogFileExperiment):
             print(sweep_markdown(rows))
 
 
-def run_sweep(config: PivotSweepConfig, out: str | Path, *, data_dir: str | Path, load: Callable | None = None,
-              progress: bool = True) -> int:
+def run_sweep(
+    config: PivotSweepConfig,
+    out: str | Path,
+    *,
+    data_dir: str | Path,
+    load: Callable | None = None,
+    progress: bool = True,
+) -> int:
     """Append every missing record of ``config`` to ``out``; returns the number of new records."""
-    r = Run(argparse.Namespace(out=str(out)), [], Path(out), "", experiment=PivotSweep(),
-            state={"config": config, "data_dir": data_dir, "load": load, "progress": progress})
+    r = Run(
+        argparse.Namespace(out=str(out)),
+        [],
+        Path(out),
+        "",
+        experiment=PivotSweep(),
+        state={"config": config, "data_dir": data_dir, "load": load, "progress": progress},
+    )
     r.experiment.setup(r)
     return sum(run_units(r.experiment, r, journal=False).values())
 
@@ -193,7 +252,7 @@ class PivotRow:
     top5: float
     top20: float
     identity: float
-    only_pivot_right: int     # gaps where only this pivot's top fill is right (vs standard)
+    only_pivot_right: int  # gaps where only this pivot's top fill is right (vs standard)
     only_standard_right: int
 
     @property
@@ -214,16 +273,32 @@ def summarize_sweep(records: Sequence[dict]) -> list[PivotRow]:
         n = len(pairs)
         first = pairs[0][0]
         only_pivot, only_standard = discordant(pairs)
-        rows.append(PivotRow(
-            pivot, "standard beam" if pivot is None else str(first["pivot_token"]), bool(first.get("mask_pivot")),
-            n, *(sum(r[m] for r, _ in pairs) / n for m in ("top1", "top5", "top20", "identity")),
-            only_pivot_right=only_pivot, only_standard_right=only_standard))
+        rows.append(
+            PivotRow(
+                pivot,
+                "standard beam" if pivot is None else str(first["pivot_token"]),
+                bool(first.get("mask_pivot")),
+                n,
+                *(sum(r[m] for r, _ in pairs) / n for m in ("top1", "top5", "top20", "identity")),
+                only_pivot_right=only_pivot,
+                only_standard_right=only_standard,
+            )
+        )
     return sorted(rows, key=lambda r: (-r.top1, -r.top20, r.pivot if r.pivot is not None else -1))
 
 
 def sweep_markdown(rows: Sequence[PivotRow], title: str = "") -> str:
-    head = ["pivot", "gaps", "top-1", "top-5", "top-20", "identity", "only pivot right", "only standard right",
-            "sign test p"]
+    head = [
+        "pivot",
+        "gaps",
+        "top-1",
+        "top-5",
+        "top-20",
+        "identity",
+        "only pivot right",
+        "only standard right",
+        "sign test p",
+    ]
     lines = ([f"# {title}", ""] if title else []) + ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for r in rows:
         name = f"`{r.name}`" + (" (mask, default)" if r.mask_pivot else "")
@@ -231,9 +306,13 @@ def sweep_markdown(rows: Sequence[PivotRow], title: str = "") -> str:
             name, test = "**standard beam (no pivot)**", ["-", "-", "-"]
         else:
             test = [str(r.only_pivot_right), str(r.only_standard_right), f"{r.p_value:.2g}"]
-        lines.append(f"| {name} | {r.n_gaps} | " + " | ".join(f"{100 * v:.1f}" for v in
-                                                                (r.top1, r.top5, r.top20, r.identity))
-                     + " | " + " | ".join(test) + " |")
+        lines.append(
+            f"| {name} | {r.n_gaps} | "
+            + " | ".join(f"{100 * v:.1f}" for v in (r.top1, r.top5, r.top20, r.identity))
+            + " | "
+            + " | ".join(test)
+            + " |"
+        )
     return "\n".join(lines) + "\n"
 
 
@@ -247,8 +326,7 @@ def plot_sweep(rows: Sequence[PivotRow], path: str | Path, title: str = "") -> P
     ax = fig.add_subplot()
     colors = ["tab:green" if r.pivot is None else "tab:orange" if r.mask_pivot else "tab:blue" for r in rows]
     ax.bar(range(len(rows)), [100 * r.top1 for r in rows], color=colors)
-    ax.set_xticks(range(len(rows)), ["standard" if r.pivot is None else r.name for r in rows], rotation=90,
-                  fontsize=8)
+    ax.set_xticks(range(len(rows)), ["standard" if r.pivot is None else r.name for r in rows], rotation=90, fontsize=8)
     ax.set_ylabel("top-1 accuracy (%)")
     ax.set_ylim(0, max(5.0, 110 * max(r.top1 for r in rows)))
     ax.set_title(title or "HCB beam search by pivot (green: standard beam, orange: mask pivot)", fontsize=9)

@@ -37,46 +37,88 @@ methods and metrics are in ``infill_choices``, the tables in ``infill_tables``.
 
 from __future__ import annotations
 
-from mlmprob.argtypes import nonnegative_int, positive_int  # noqa: E402
-
 import argparse
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 import torch
 
+from mlmprob.argtypes import nonnegative_int, positive_int  # noqa: E402
 from mlmprob.errors import MLMProbError
 from mlmprob.infill.corrections import ContextScramble
 from mlmprob.infill.gap import InfillCandidate
 from mlmprob.metrics.sequences import gap_metrics
-from mlmprob.jsonl import dumps
+from mlmprob.models.reader import reader_of
 from mlmprob.runtime.log import read_log
+
 from .antibody_gaps import GapSpec, load_chains, sample_gaps
 from .data_option import add_data_option, resolve_data_dir
 from .english_gaps import TokenGap, encode_sentences, load_sentences, sample_token_gaps, seed_of
+
 # the choices and the tables, importable from here as before they had modules of their own
-from .infill_choices import (ABLATION_ORDER, ABLATIONS, ANTIBODY_DATASETS, BEAM_METHODS, DATA_FILES, DATASETS, LABELS,
-                             METHODS, METRICS, REGIONS, dataset_files, dataset_regions, is_english, run_method)
+from .infill_choices import (
+    ABLATION_ORDER,
+    ABLATIONS,
+    ANTIBODY_DATASETS,
+    BEAM_METHODS,
+    DATA_FILES,
+    DATASETS,
+    LABELS,
+    METHODS,
+    METRICS,
+    REGIONS,
+    dataset_files,
+    dataset_regions,
+    is_english,
+    run_method,
+)
 from .infill_tables import metric_means, table_ablations, table_methods_by_k, table_models, tables_markdown, unit_of
-from mlmprob.models.reader import reader_of
 from .runner import LogFileExperiment, Run, run_units
 from .runner import run_cli as runner_main
 
-__all__ = ["ABLATION_ORDER", "ABLATIONS", "ANTIBODY_DATASETS", "BEAM_METHODS", "DATASETS", "LABELS", "METHODS",
-           "METRICS", "REGIONS", "CountingMLM", "ExperimentConfig", "dataset_files", "dataset_regions", "draw_data",
-           "gap_fields", "gap_inputs", "is_english", "main", "measure_gap", "model_gaps", "model_label",
-           "record_key", "report_progress", "run_experiment", "run_method", "metric_means",
-           "table_ablations", "table_methods_by_k", "table_models", "tables_markdown", "unit_of"]
+__all__ = [
+    "ABLATION_ORDER",
+    "ABLATIONS",
+    "ANTIBODY_DATASETS",
+    "BEAM_METHODS",
+    "DATASETS",
+    "LABELS",
+    "METHODS",
+    "METRICS",
+    "REGIONS",
+    "CountingMLM",
+    "ExperimentConfig",
+    "dataset_files",
+    "dataset_regions",
+    "draw_data",
+    "gap_fields",
+    "gap_inputs",
+    "is_english",
+    "main",
+    "measure_gap",
+    "model_gaps",
+    "model_label",
+    "record_key",
+    "report_progress",
+    "run_experiment",
+    "run_method",
+    "metric_means",
+    "table_ablations",
+    "table_methods_by_k",
+    "table_models",
+    "tables_markdown",
+    "unit_of",
+]
 
 
 @dataclass(frozen=True)
 class ExperimentConfig:
     models: tuple[str, ...] = ("antiberty", "sapiens-vh")
     dataset: str = "gdpa1"
-    regions: tuple[str, ...] | None = None   # None: every region of the dataset
+    regions: tuple[str, ...] | None = None  # None: every region of the dataset
     lengths: tuple[int, ...] = (2, 3, 4, 5, 6, 7)
     n_gaps: int = 300
     beam_size: int = 20
@@ -94,8 +136,9 @@ class ExperimentConfig:
             object.__setattr__(self, "regions", allowed)
         bad = [r for r in self.regions if r not in allowed]
         if bad:
-            raise MLMProbError(f"unknown region(s) {', '.join(bad)} for dataset {self.dataset}; choose from "
-                               f"{', '.join(allowed)}")
+            raise MLMProbError(
+                f"unknown region(s) {', '.join(bad)} for dataset {self.dataset}; choose from {', '.join(allowed)}"
+            )
         if not self.regions or not self.models or not self.methods:
             raise MLMProbError("give at least one model, region and method")
         if self.n_gaps < 1 or self.beam_size < 1 or not self.lengths or min(self.lengths) < 1:
@@ -140,7 +183,7 @@ def record_key(rec: dict) -> tuple:
 
 def gap_inputs(mlm, gap: GapSpec | TokenGap) -> tuple[torch.Tensor, torch.Tensor]:
     """Encoded chain or sentence ``[1, L]`` and the token columns of the gap residues or tokens."""
-    if isinstance(gap, TokenGap):   # encoded by this model's tokenizer when the gap was drawn
+    if isinstance(gap, TokenGap):  # encoded by this model's tokenizer when the gap was drawn
         return torch.tensor([gap.input_ids], dtype=torch.long), torch.tensor(gap.cols, dtype=torch.long)
     enc = mlm.encode([gap.seq])
     wid = enc.word_ids[0]
@@ -163,22 +206,31 @@ def gap_fields(mlm, gap: GapSpec | TokenGap, cands: list[InfillCandidate]) -> tu
     fills = [_decode(mlm, c.tokens) for c in cands]
     if isinstance(gap, TokenGap):
         fill_ids = [tuple(c.tokens) for c in cands]
-        extra = {**gap_metrics(fill_ids, gap.gold_ids), "gold_ids": list(gap.gold_ids),
-                 "fill_ids": [list(t) for t in fill_ids]}
+        extra = {
+            **gap_metrics(fill_ids, gap.gold_ids),
+            "gold_ids": list(gap.gold_ids),
+            "fill_ids": [list(t) for t in fill_ids],
+        }
         return {"gold": _decode(mlm, gap.gold_ids), "fills": fills}, extra
     return {"gold": gap.gold, "fills": fills}, gap_metrics(fills, gap.gold)
 
 
-def measure_gap(mlm: CountingMLM, gap: GapSpec | TokenGap,
-                search: Callable[[torch.Tensor, torch.Tensor], list[InfillCandidate]]) -> dict:
+def measure_gap(
+    mlm: CountingMLM, gap: GapSpec | TokenGap, search: Callable[[torch.Tensor, torch.Tensor], list[InfillCandidate]]
+) -> dict:
     """Run ``search(ids, cols)`` on ``gap`` and return the record fields every infilling result file
     shares: ``gold``, ``fills``, ``scores``, ``rows`` (sequences forwarded), ``seconds`` and the metrics."""
     ids, cols = gap_inputs(mlm, gap)
     rows0, t1 = mlm.rows, time.time()
     cands = search(ids, cols)
     texts, metrics = gap_fields(mlm, gap, cands)
-    return {**texts, "scores": [c.score for c in cands], "rows": mlm.rows - rows0,
-            "seconds": round(time.time() - t1, 4), **metrics}
+    return {
+        **texts,
+        "scores": [c.score for c in cands],
+        "rows": mlm.rows - rows0,
+        "seconds": round(time.time() - t1, 4),
+        **metrics,
+    }
 
 
 def model_gaps(config: ExperimentConfig, mlm, source, antibody: dict | None, progress: bool) -> dict:
@@ -187,10 +239,16 @@ def model_gaps(config: ExperimentConfig, mlm, source, antibody: dict | None, pro
         return antibody
     enc = encode_sentences(mlm, source)
     if progress and enc.skipped:
-        print(f"{config.dataset}: {len(enc.skipped)} of {len(source)} sentences skipped (e.g. "
-              f"{enc.skipped[0][0]}: {enc.skipped[0][1]})", file=sys.stderr)
-    return {(region, k): sample_token_gaps(enc.sentences, config.dataset, k, config.n_gaps, config.seed, region)
-            for region in config.regions for k in config.lengths}
+        print(
+            f"{config.dataset}: {len(enc.skipped)} of {len(source)} sentences skipped (e.g. "
+            f"{enc.skipped[0][0]}: {enc.skipped[0][1]})",
+            file=sys.stderr,
+        )
+    return {
+        (region, k): sample_token_gaps(enc.sentences, config.dataset, k, config.n_gaps, config.seed, region)
+        for region in config.regions
+        for k in config.lengths
+    }
 
 
 def draw_data(config: ExperimentConfig, data_dir: str | Path) -> tuple[list, dict | None]:
@@ -199,33 +257,48 @@ def draw_data(config: ExperimentConfig, data_dir: str | Path) -> tuple[list, dic
     if is_english(config.dataset):
         return load_sentences(config.dataset, data_dir), None
     chains = load_chains(config.dataset, data_dir)
-    return chains, {(region, k): sample_gaps(chains, k, config.n_gaps, region,
-                                             torch.Generator().manual_seed(seed_of(config.seed, region, k)))
-                    for region in config.regions for k in config.lengths}
+    return chains, {
+        (region, k): sample_gaps(
+            chains, k, config.n_gaps, region, torch.Generator().manual_seed(seed_of(config.seed, region, k))
+        )
+        for region in config.regions
+        for k in config.lengths
+    }
 
 
 class Infill(LogFileExperiment):
     """Units: (model, region, k, gap, method), one record each; ``--out`` is the result file."""
 
     prog = "experiments.infill_runner"
-    description = globals()["__doc__"].split("\n")[0]     # the module's first line
+    description = globals()["__doc__"].split("\n")[0]  # the module's first line
     report_only_flag = "--tables-only"
     report_only_help = "only build --tables from --out"
 
     def add_arguments(self, p: argparse.ArgumentParser) -> None:
         d = ExperimentConfig()
         p.add_argument("--tables", help="write the markdown tables here (from every record in --out)")
-        p.add_argument("--models", nargs="+", default=list(d.models), help='models (names or local directories)')
-        p.add_argument("--dataset", default=d.dataset, choices=list(DATASETS),
-                       help="antibody heavy chains (gdpa1, thera) or English sentences (snli, xsum)")
-        p.add_argument("--regions", nargs="+", default=None, choices=list(REGIONS),
-                       help="default: every region of the dataset (English: random only)")
-        p.add_argument("--lengths", nargs="+", type=positive_int, default=list(d.lengths), help='gap lengths k')
-        p.add_argument("--n-gaps", type=positive_int, default=d.n_gaps, help='gaps per (region, length)')
-        p.add_argument("--beam-size", type=positive_int, default=d.beam_size, help='beam width')
-        p.add_argument("--methods", nargs="+", default=list(d.methods), choices=list(METHODS), help='infilling methods to run')
-        p.add_argument("--seed", type=nonnegative_int, default=d.seed, help='seed of the gap draws')
-        p.add_argument("--device", default="cpu", help='device (auto, cpu, cuda, ...)')
+        p.add_argument("--models", nargs="+", default=list(d.models), help="models (names or local directories)")
+        p.add_argument(
+            "--dataset",
+            default=d.dataset,
+            choices=list(DATASETS),
+            help="antibody heavy chains (gdpa1, thera) or English sentences (snli, xsum)",
+        )
+        p.add_argument(
+            "--regions",
+            nargs="+",
+            default=None,
+            choices=list(REGIONS),
+            help="default: every region of the dataset (English: random only)",
+        )
+        p.add_argument("--lengths", nargs="+", type=positive_int, default=list(d.lengths), help="gap lengths k")
+        p.add_argument("--n-gaps", type=positive_int, default=d.n_gaps, help="gaps per (region, length)")
+        p.add_argument("--beam-size", type=positive_int, default=d.beam_size, help="beam width")
+        p.add_argument(
+            "--methods", nargs="+", default=list(d.methods), choices=list(METHODS), help="infilling methods to run"
+        )
+        p.add_argument("--seed", type=nonnegative_int, default=d.seed, help="seed of the gap draws")
+        p.add_argument("--device", default="cpu", help="device (auto, cpu, cuda, ...)")
         p.add_argument("--dtype", default=None, help="model dtype (default: the weights')")
         add_data_option(p, f"the dataset's files ({', '.join(DATA_FILES)})", "--data-dir")
 
@@ -233,9 +306,22 @@ class Infill(LogFileExperiment):
         if "config" not in run.state:
             a = run.args
             data_dir = resolve_data_dir(a.data, dataset_files(a.dataset))
-            run.state.update(config=ExperimentConfig(tuple(a.models), a.dataset, tuple(a.regions) if a.regions else None,
-                                                     tuple(a.lengths), a.n_gaps, a.beam_size, tuple(a.methods), a.seed,
-                                                     a.device, a.dtype), data_dir=data_dir, progress=True)
+            run.state.update(
+                config=ExperimentConfig(
+                    tuple(a.models),
+                    a.dataset,
+                    tuple(a.regions) if a.regions else None,
+                    tuple(a.lengths),
+                    a.n_gaps,
+                    a.beam_size,
+                    tuple(a.methods),
+                    a.seed,
+                    a.device,
+                    a.dtype,
+                ),
+                data_dir=data_dir,
+                progress=True,
+            )
         config = run.state["config"]
         if run.state.get("load") is None:
             from mlmprob.models import load_mlm
@@ -251,16 +337,26 @@ class Infill(LogFileExperiment):
         config = run.state["config"]
         for model_name in config.models:
             label = model_label(model_name, config.dtype)
-            todo = [(label, config.dataset, region, k, g, m) for region in config.regions for k in config.lengths
-                    for g in range(config.n_gaps) for m in config.methods]
+            todo = [
+                (label, config.dataset, region, k, g, m)
+                for region in config.regions
+                for k in config.lengths
+                for g in range(config.n_gaps)
+                for m in config.methods
+            ]
             todo = [u for u in todo if u not in run.done]
-            if todo:        # the model is loaded only when it has records to run
+            if todo:  # the model is loaded only when it has records to run
                 mlm = CountingMLM(run.state["load"](model_name))
-                run.state.update(model=model_name, mlm=mlm, todo=len(todo), t0=time.time(),
-                                 gaps=model_gaps(config, mlm, run.state["source"], run.state["antibody"],
-                                                 run.state["progress"]),
-                                 scramble=ContextScramble(mlm.mask_id, torch.Generator().manual_seed(
-                                     seed_of(config.seed, model_name))))
+                run.state.update(
+                    model=model_name,
+                    mlm=mlm,
+                    todo=len(todo),
+                    t0=time.time(),
+                    gaps=model_gaps(config, mlm, run.state["source"], run.state["antibody"], run.state["progress"]),
+                    scramble=ContextScramble(
+                        mlm.mask_id, torch.Generator().manual_seed(seed_of(config.seed, model_name))
+                    ),
+                )
             for i, unit in enumerate(todo):
                 run.state["i"] = i
                 yield unit
@@ -271,10 +367,20 @@ class Infill(LogFileExperiment):
         gap = run.state["gaps"][(region, k)][gap_id]
         gen = torch.Generator().manual_seed(seed_of(config.seed, model_name, region, k, gap.gap_id, method))
         scramble = run.state["scramble"]
-        yield {"model": label, "dataset": config.dataset, "region": region, "k": k, "gap_id": gap.gap_id,
-               "method": method, "chain_id": gap.chain_id, "start": gap.start, "beam_size": config.beam_size,
-               **measure_gap(mlm, gap, lambda ids, cols: run_method(method, mlm, ids, cols, config.beam_size, gen,
-                                                                     scramble))}
+        yield {
+            "model": label,
+            "dataset": config.dataset,
+            "region": region,
+            "k": k,
+            "gap_id": gap.gap_id,
+            "method": method,
+            "chain_id": gap.chain_id,
+            "start": gap.start,
+            "beam_size": config.beam_size,
+            **measure_gap(
+                mlm, gap, lambda ids, cols: run_method(method, mlm, ids, cols, config.beam_size, gen, scramble)
+            ),
+        }
         if run.state["progress"]:
             report_progress(label, run.state["i"] + 1, run.state["todo"], run.state["t0"])
 
@@ -288,12 +394,24 @@ class Infill(LogFileExperiment):
             print(f"tables written to {a.tables}", file=sys.stderr)
 
 
-def run_experiment(config: ExperimentConfig, out: str | Path, *, data_dir: str | Path,
-                   load: Callable | None = None, progress: bool = True) -> int:
+def run_experiment(
+    config: ExperimentConfig,
+    out: str | Path,
+    *,
+    data_dir: str | Path,
+    load: Callable | None = None,
+    progress: bool = True,
+) -> int:
     """Run every missing record of ``config`` into ``out`` (JSONL, appended). Returns the number of
     new records. ``load(name)`` gives a masked LM (default ``load_mlm`` on ``config.device``)."""
-    r = Run(argparse.Namespace(out=str(out)), [], Path(out), "", experiment=Infill(),
-            state={"config": config, "data_dir": data_dir, "load": load, "progress": progress})
+    r = Run(
+        argparse.Namespace(out=str(out)),
+        [],
+        Path(out),
+        "",
+        experiment=Infill(),
+        state={"config": config, "data_dir": data_dir, "load": load, "progress": progress},
+    )
     r.experiment.setup(r)
     return sum(run_units(r.experiment, r, journal=False).values())
 

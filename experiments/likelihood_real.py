@@ -28,6 +28,7 @@ from mlmprob.errors import MLMProbError
 from mlmprob.likelihood.chain import loglik
 from mlmprob.likelihood.records import record_generator
 from mlmprob.runtime.log import RunMeta
+
 from .data_option import add_data_option, resolve_data_dir
 from .english_sets import evaluation_sets
 from .runner import Experiment, Run, run_units
@@ -95,7 +96,7 @@ def _protein_column(path: Path, column: str) -> list[str]:
 def load_set(data: Path, name: str) -> list[str]:
     """Every distinct sequence of the set, in file order."""
     if name in ("snli", "xsum"):
-        return evaluation_sets(data, n=10 ** 9)[name]
+        return evaluation_sets(data, n=10**9)[name]
     file, column = SETS[name]
     return _protein_column(data / file, column)
 
@@ -123,9 +124,14 @@ def score_sequence(mlm, seq: str, k_max: int, seed: int = 0) -> dict:
         out[f"{order}_log_inside"] = float(r.log_inside[0, 0])
     r = loglik(mlm, ids, order="random", n_orders=k_max, generator=record_generator(seed, seq))
     k = int(r.n_orders[0])
-    out.update(n_tokens=int(r.n_tokens[0]), per_order=[round(x, 6) for x in r.per_order[0, :k].tolist()],
-               log_inside=[round(x, 6) for x in r.log_inside[0, :k].tolist()], exact=bool(r.exact[0]),
-               outside_mass=float(r.outside_mass[0, :k].mean()), seconds=round(time.perf_counter() - t0, 2))
+    out.update(
+        n_tokens=int(r.n_tokens[0]),
+        per_order=[round(x, 6) for x in r.per_order[0, :k].tolist()],
+        log_inside=[round(x, 6) for x in r.log_inside[0, :k].tolist()],
+        exact=bool(r.exact[0]),
+        outside_mass=float(r.outside_mass[0, :k].mean()),
+        seconds=round(time.perf_counter() - t0, 2),
+    )
     return out
 
 
@@ -175,7 +181,7 @@ class LikelihoodReal(Experiment):
         from mlmprob.models.loading import load_mlm
 
         st, name, i, seq = unit
-        if "mlm" not in run.state:      # loaded once per stage, when it has a pending sequence
+        if "mlm" not in run.state:  # loaded once per stage, when it has a pending sequence
             run.state["mlm"] = load_mlm(st.model, dtype=self.config(run)["dtype"])
         rec = {"model": st.model, "set": name, "index": i, "k_max": st.k_max, "sequence": seq}
         rec.update(score_sequence(run.state["mlm"], seq, st.k_max, run.args.seed))

@@ -42,17 +42,27 @@ import shlex
 import sys
 import time
 from collections import Counter
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Iterable, Sequence
 
 from mlmprob.argtypes import positive_int
 from mlmprob.errors import MLMProbError, exit_status
 from mlmprob.jsonl import dumps
 from mlmprob.runtime.log import ResumableLog, RunMeta, append_record, read_log
 
-__all__ = ["Experiment", "LogFileExperiment", "Run", "RunMeta", "build_parser", "command_lines", "execute", "run_cli",
-           "read_log", "run_units"]
+__all__ = [
+    "Experiment",
+    "LogFileExperiment",
+    "Run",
+    "RunMeta",
+    "build_parser",
+    "command_lines",
+    "execute",
+    "run_cli",
+    "read_log",
+    "run_units",
+]
 
 
 @dataclass
@@ -61,13 +71,13 @@ class Run:
 
     args: argparse.Namespace
     argv: list[str]
-    out: Path                                   # --out (a folder, or the result file itself)
-    command: str                                # the exact command line: ``python -m PROG ARGV``
-    log: ResumableLog | None = None             # the results log while the units run
-    done: dict = field(default_factory=dict)    # key (``Experiment.key``) -> the last record of it, kept current
-    written: Counter = field(default_factory=Counter)   # records written this run, by unit label
-    state: dict = field(default_factory=dict)   # whatever the experiment keeps between its hooks
-    experiment: "Experiment | None" = None
+    out: Path  # --out (a folder, or the result file itself)
+    command: str  # the exact command line: ``python -m PROG ARGV``
+    log: ResumableLog | None = None  # the results log while the units run
+    done: dict = field(default_factory=dict)  # key (``Experiment.key``) -> the last record of it, kept current
+    written: Counter = field(default_factory=Counter)  # records written this run, by unit label
+    state: dict = field(default_factory=dict)  # whatever the experiment keeps between its hooks
+    experiment: Experiment | None = None
 
     @property
     def results(self) -> Path:
@@ -79,21 +89,21 @@ class Experiment:
     """What an experiment declares. Override :meth:`units`, :meth:`key`, :meth:`run_unit` and
     :meth:`report`; the class attributes and the other hooks have defaults that fit most."""
 
-    prog: str = ""                      # the module: ``python -m experiments.NAME``
-    description: str | None = None      # None: the first paragraph of the experiment module's docstring
+    prog: str = ""  # the module: ``python -m experiments.NAME``
+    description: str | None = None  # None: the first paragraph of the experiment module's docstring
     formatter_class = argparse.HelpFormatter
-    results: str | None = "results.jsonl"   # the log in --out; "": --out is the log; None: the experiment's own files
-    journal: str | None = "runs.jsonl"      # the journal in --out (command line, wall time); None: none
-    out_default: str | None = None      # None: --out is required
+    results: str | None = "results.jsonl"  # the log in --out; "": --out is the log; None: the experiment's own files
+    journal: str | None = "runs.jsonl"  # the journal in --out (command line, wall time); None: none
+    out_default: str | None = None  # None: --out is required
     out_help: str = "result folder"
-    threads: bool = True                # offer --threads
+    threads: bool = True  # offer --threads
     threads_default: int | None = None
     threads_type: Callable = staticmethod(positive_int)
     threads_help: str = "torch CPU threads"
-    report_only: bool = True            # offer --report-only
-    report_only_flag: str = "--report-only"     # its spelling (dest ``report_only`` whatever it is)
+    report_only: bool = True  # offer --report-only
+    report_only_flag: str = "--report-only"  # its spelling (dest ``report_only`` whatever it is)
     report_only_help: str = "only rewrite the report from the records"
-    header: bool = False                # the log's first line is its configuration
+    header: bool = False  # the log's first line is its configuration
     encode: Callable = staticmethod(dumps)
 
     # -- command line ----------------------------------------------------------------------------
@@ -190,7 +200,7 @@ class LogFileExperiment(Experiment):
     shown in ``--help``."""
 
     formatter_class = argparse.ArgumentDefaultsHelpFormatter
-    results = ""                # --out is the log
+    results = ""  # --out is the log
     journal = None
     out_help = "result file (JSONL); rerunning continues it"
     threads = False
@@ -201,8 +211,9 @@ def build_parser(exp: Experiment) -> argparse.ArgumentParser:
     description = exp.description
     if description is None:
         description = (sys.modules[type(exp).__module__].__doc__ or "").split("\n\n")[0]
-    p = argparse.ArgumentParser(prog=f"python -m {exp.prog}", description=description,
-                                formatter_class=exp.formatter_class)
+    p = argparse.ArgumentParser(
+        prog=f"python -m {exp.prog}", description=description, formatter_class=exp.formatter_class
+    )
     if exp.out_default is None:
         p.add_argument("--out", required=True, help=exp.out_help)
     else:
@@ -222,8 +233,11 @@ def command_lines(cmds: Iterable[dict], only: str = "report only") -> list[str]:
     >>> command_lines([{"command": "python -m x --out o", "wall_s": 1.5, "threads": 1}])
     ['- `python -m x --out o` (wall 1.5 s, 1 thread(s))']
     """
-    return [f"- `{c['command']}` " + (f"({only})" if c.get("report_only") else
-                                      f"(wall {c['wall_s']} s, {c['threads']} thread(s))") for c in cmds]
+    return [
+        f"- `{c['command']}` "
+        + (f"({only})" if c.get("report_only") else f"(wall {c['wall_s']} s, {c['threads']} thread(s))")
+        for c in cmds
+    ]
 
 
 def run_cli(exp: Experiment, argv: Sequence[str] | None = None) -> int:
@@ -258,14 +272,15 @@ def run_units(exp: Experiment, run: Run, journal: bool = True) -> Counter:
     """Hold the output, skip the finished units, run and commit the others, keep the journal (unless
     ``journal`` is false: a run through the experiment's Python function); the records written by unit."""
     journal = journal and exp.journal is not None
-    if exp.results is None:     # the experiment keeps its own files: the journal is the held output
+    if exp.results is None:  # the experiment keeps its own files: the journal is the held output
         if exp.journal is None:  # pragma: no cover
             raise MLMProbError(f"{exp.prog}: an experiment without a results log needs a journal")
         run.out.mkdir(parents=True, exist_ok=True)
         run.state["journal"] = ResumableLog(run.out / exp.journal)
     else:
-        run.log = ResumableLog(run.results, config=exp.config(run), meta=exp.meta(run), header=exp.header,
-                               encode=exp.encode)
+        run.log = ResumableLog(
+            run.results, config=exp.config(run), meta=exp.meta(run), header=exp.header, encode=exp.encode
+        )
     try:
         exp.resume(run)
         t0 = time.perf_counter()

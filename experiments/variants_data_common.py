@@ -26,17 +26,29 @@ from mlmprob.errors import MLMProbError
 from mlmprob.jsonl import dumps
 from mlmprob.runtime.log import RunMeta, check_config, read_log
 
-FRAMEWORK = ("EVQLVESGGGLVQPGGSLRLSCAASGFNIKDTYIHWVRQAPGKGLEWVARIYPTNGYTRYADSVKGRFTISADTSKNTAYLQMNSLRAED"
-             "TAVYYCSR")
+FRAMEWORK = "EVQLVESGGGLVQPGGSLRLSCAASGFNIKDTYIHWVRQAPGKGLEWVARIYPTNGYTRYADSVKGRFTISADTSKNTAYLQMNSLRAEDTAVYYCSR"
 TAIL = "YWGQGTLVTVSS"
 WT_CDR = "WGGDGFYAMD"
 POS_CSV, NEG_CSV = "antibody/mHER_H3_AgPos.csv", "antibody/mHER_H3_AgNeg.csv"
 GDPA1_CSV, JAIN_CSV = "antibody/GDPa1_v1.2.csv", "antibody/jain137.csv"
-GDPA1_ASSAYS = ("Titer", "Purity", "SEC %Monomer", "SMAC", "HIC", "HAC", "PR_CHO", "PR_Ova", "AC-SINS_pH6.0",
-                "AC-SINS_pH7.4", "Tonset", "Tm1", "Tm2")
+GDPA1_ASSAYS = (
+    "Titer",
+    "Purity",
+    "SEC %Monomer",
+    "SMAC",
+    "HIC",
+    "HAC",
+    "PR_CHO",
+    "PR_Ova",
+    "AC-SINS_pH6.0",
+    "AC-SINS_pH7.4",
+    "Tonset",
+    "Tm1",
+    "Tm2",
+)
 LIBRARY_FILE = "library.json"
 RUNS_FILE = "runs.jsonl"
-SET_KINDS = ("pll", "loglik")   # what a developability-set group scores: PLL, or the l2r chain rule
+SET_KINDS = ("pll", "loglik")  # what a developability-set group scores: PLL, or the l2r chain rule
 
 
 @dataclass(frozen=True)
@@ -58,11 +70,18 @@ class Library:
         return sum(a != b for a, b in zip(self.cdrs[i], WT_CDR))
 
     def meta(self) -> dict:
-        return {"seed": self.seed, "n": len(self.cdrs), "n_pos": sum(self.labels),
-                "n_neg": len(self.labels) - sum(self.labels), "rows_pos_file": self.n_pos_raw,
-                "rows_neg_file": self.n_neg_raw, "in_both_files_dropped": self.n_both, "sha1": self.sha1,
-                "labels": "".join(map(str, self.labels)),
-                "mutations": "".join(format(self.mutations(i), "x") for i in range(len(self.cdrs)))}
+        return {
+            "seed": self.seed,
+            "n": len(self.cdrs),
+            "n_pos": sum(self.labels),
+            "n_neg": len(self.labels) - sum(self.labels),
+            "rows_pos_file": self.n_pos_raw,
+            "rows_neg_file": self.n_neg_raw,
+            "in_both_files_dropped": self.n_both,
+            "sha1": self.sha1,
+            "labels": "".join(map(str, self.labels)),
+            "mutations": "".join(format(self.mutations(i), "x") for i in range(len(self.cdrs))),
+        }
 
 
 def _read_column(path: Path, column: str) -> list[str]:
@@ -79,7 +98,7 @@ def load_library(data: Path, seed: int = 0) -> Library:
     both = set(pos_raw) & set(neg_raw)
     classes = []
     for raw in (pos_raw, neg_raw):
-        seqs = sorted(set(raw) - both - {WT_CDR})    # the wild type itself has no mutation to score
+        seqs = sorted(set(raw) - both - {WT_CDR})  # the wild type itself has no mutation to score
         bad = [s for s in seqs if len(s) != len(WT_CDR) or not is_protein(s)]
         if bad:
             raise MLMProbError(f"CDR-H3 {bad[0]!r} is not {len(WT_CDR)} standard residues")
@@ -140,13 +159,14 @@ def load_assay_set(data: Path, name: str) -> tuple[list[AssayedAntibody], list[s
 
 # -- result files -----------------------------------------------------------------------------------
 
+
 def result_path(out: Path, model: str, group: str) -> Path:
     """``mher-<model>-<group>.jsonl`` for library groups, ``<set>-<model>-<kind>.jsonl`` for the groups
     ``<set>_<kind>`` of a set (kind ``pll`` or ``loglik``)."""
     safe = model.replace("/", "_")
     for kind in SET_KINDS:
         if group.endswith("_" + kind):
-            return out / f"{group[:-len(kind) - 1]}-{safe}-{kind}.jsonl"
+            return out / f"{group[: -len(kind) - 1]}-{safe}-{kind}.jsonl"
     return out / f"mher-{safe}-{group}.jsonl"
 
 

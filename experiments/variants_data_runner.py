@@ -17,23 +17,23 @@ extend each other. Groups ``gdpa1_pll`` and ``jain_pll`` score the PLL of every 
 from __future__ import annotations
 
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Sequence
 
 import torch
 
 from mlmprob.alphabet import AMINO_ACIDS
 from mlmprob.errors import MLMProbError
 from mlmprob.models.protocol import MaskedLM
+from mlmprob.models.reader import name_of, reader_of
 from mlmprob.runtime.log import ResumableLog
 from mlmprob.variants import ForwardCache, score_variants
+from mlmprob.variants.baselines import blosum_sum, hamming, kd_mean
 from mlmprob.variants.chain import plan_chain
 from mlmprob.variants.rows import RowTable
-from mlmprob.variants.baselines import blosum_sum, hamming, kd_mean
-from .variants_data_common import (FRAMEWORK, TAIL, WT_CDR, Library, encode_chunk, load_assay_set,
-                                   result_path)
-from mlmprob.models.reader import name_of, reader_of
+
+from .variants_data_common import FRAMEWORK, TAIL, WT_CDR, Library, encode_chunk, load_assay_set, result_path
 
 GROUPS = {
     "baselines": ("blosum62", "neg_hamming", "neg_kd_cdrh3"),
@@ -47,10 +47,18 @@ GROUPS = {
     "chain": ("chain",),
 }
 SET_GROUPS = ("gdpa1_pll", "jain_pll", "gdpa1_loglik", "jain_loglik")
-CHUNK = {"baselines": 5000, "marginals": 5000, "pll_delta": 10, "chain": 25, "gdpa1_pll": 16, "jain_pll": 16,
-         "gdpa1_loglik": 16, "jain_loglik": 16}
-DTYPE = "float32"   # pinned (the default `weights` is float32 for these models too; `auto` is bf16 on some CPUs)
-CHAIN_ORDERS, CHAIN_SEED = 6, 0     # the chain group's orders per variant and their seed (variants.chain)
+CHUNK = {
+    "baselines": 5000,
+    "marginals": 5000,
+    "pll_delta": 10,
+    "chain": 25,
+    "gdpa1_pll": 16,
+    "jain_pll": 16,
+    "gdpa1_loglik": 16,
+    "jain_loglik": 16,
+}
+DTYPE = "float32"  # pinned (the default `weights` is float32 for these models too; `auto` is bf16 on some CPUs)
+CHAIN_ORDERS, CHAIN_SEED = 6, 0  # the chain group's orders per variant and their seed (variants.chain)
 DEFAULT_CHUNK = 100
 DIGITS = 5
 
@@ -59,7 +67,7 @@ DIGITS = 5
 class Stage:
     model: str
     group: str
-    per_class: int | None   # None: every variant (library) / every antibody (sets)
+    per_class: int | None  # None: every variant (library) / every antibody (sets)
 
     def __str__(self) -> str:
         return f"{self.model}:{self.group}:{'all' if self.per_class is None else self.per_class}"
@@ -80,8 +88,9 @@ def parse_plan(text: str) -> list[Stage]:
             raise MLMProbError(f"plan item {item!r} is not model:group:n")
         model, group, n = parts
         if group not in GROUPS and group not in SET_GROUPS:
-            raise MLMProbError(f"plan item {item!r}: unknown group {group!r}; use one of "
-                               f"{', '.join(list(GROUPS) + list(SET_GROUPS))}")
+            raise MLMProbError(
+                f"plan item {item!r}: unknown group {group!r}; use one of {', '.join(list(GROUPS) + list(SET_GROUPS))}"
+            )
         if (group == "baselines") != (model == "baseline"):
             raise MLMProbError(f"plan item {item!r}: group baselines goes with model 'baseline' and only it")
         if n != "all" and not (n.isdigit() and int(n) > 0):
@@ -139,9 +148,17 @@ def rows_estimate(group: str, ks: Sequence[int], n_residues: int, first: bool) -
     variant); the wild-type rows a ``ForwardCache`` keeps are counted in the first chunk only
     (``chain``: ``chain_rows``)."""
     n, total = len(ks), sum(ks)
-    return {"baselines": 0, "marginals": (1 + 10) if first else 0, "masked_marginals_all": n,
-            "mutant_marginals": n, "masked_marginals_mt": total, "hcb": total - n, "pll_delta": n * n_residues,
-            "ag": n * 41, "chain": 0}[group]
+    return {
+        "baselines": 0,
+        "marginals": (1 + 10) if first else 0,
+        "masked_marginals_all": n,
+        "mutant_marginals": n,
+        "masked_marginals_mt": total,
+        "hcb": total - n,
+        "pll_delta": n * n_residues,
+        "ag": n * 41,
+        "chain": 0,
+    }[group]
 
 
 def _round(xs) -> list:
@@ -151,8 +168,16 @@ def _round(xs) -> list:
 class Runner:
     """Runs plan stages into ``out``; models are loaded once, on first use."""
 
-    def __init__(self, out: Path, data: Path, library: Library, *, batch_tokens: int | None = None,
-                 loader: Callable[[str], MaskedLM] | None = None, log=print):
+    def __init__(
+        self,
+        out: Path,
+        data: Path,
+        library: Library,
+        *,
+        batch_tokens: int | None = None,
+        loader: Callable[[str], MaskedLM] | None = None,
+        log=print,
+    ):
         from mlmprob.models import load_mlm
 
         self.out, self.data, self.lib, self.batch_tokens, self.log = out, data, library, batch_tokens, log
@@ -182,8 +207,9 @@ class Runner:
             todo = [c for c in self._chunks(stage) if c[0] not in done]
             t0 = time.perf_counter()
             for lo, hi in todo:
-                chunk = (self._set_chunk(stage, lo, hi) if stage.group in SET_GROUPS
-                         else self._library_chunk(stage, lo, hi))
+                chunk = (
+                    self._set_chunk(stage, lo, hi) if stage.group in SET_GROUPS else self._library_chunk(stage, lo, hi)
+                )
                 log.append(chunk)
                 yield chunk
         if todo:
@@ -191,7 +217,7 @@ class Runner:
 
     def _chunks(self, stage: Stage) -> list[tuple[int, int]]:
         if stage.group == "ag":
-            return [(0, len(self.lib.cdrs))]    # one chunk: the library's double mutants
+            return [(0, len(self.lib.cdrs))]  # one chunk: the library's double mutants
         if stage.group in SET_GROUPS:
             n = len(self._set(stage.group))
             end = n if stage.per_class is None else min(n, stage.per_class)
@@ -216,23 +242,41 @@ class Runner:
         t0, c0 = time.perf_counter(), time.process_time()
         rows_est = None
         if stage.group == "baselines":
-            scores = {"blosum62": [blosum_sum(WT_CDR, c) for c in cdrs],
-                      "neg_hamming": [-hamming(WT_CDR, c) for c in cdrs],
-                      "neg_kd_cdrh3": _round([-kd_mean(c) for c in cdrs])}
+            scores = {
+                "blosum62": [blosum_sum(WT_CDR, c) for c in cdrs],
+                "neg_hamming": [-hamming(WT_CDR, c) for c in cdrs],
+                "neg_kd_cdrh3": _round([-kd_mean(c) for c in cdrs]),
+            }
             n_res = len(WT_CDR)
         else:
             mlm, enc, cache = self.model(stage.model)
             n_res = enc.n_residues
             variants = [enc.variant(c) for c in cdrs]
-            got = score_variants(mlm, enc.wt, variants, methods=GROUPS[stage.group],
-                                 cache=cache, n_orders=CHAIN_ORDERS, seed=CHAIN_SEED) if cdrs else {}
+            got = (
+                score_variants(
+                    mlm,
+                    enc.wt,
+                    variants,
+                    methods=GROUPS[stage.group],
+                    cache=cache,
+                    n_orders=CHAIN_ORDERS,
+                    seed=CHAIN_SEED,
+                )
+                if cdrs
+                else {}
+            )
             scores = {m: _round(got[m].tolist()) if cdrs else [] for m in GROUPS[stage.group]}
             if stage.group == "chain":
                 rows_est = chain_rows(mlm, enc.wt, variants, lo == 0)
-        chunk = {"start": lo, "stop": hi, "seconds": round(time.perf_counter() - t0, 3),
-                 "cpu_seconds": round(time.process_time() - c0, 3), "n": len(idx),
-                 "rows_est": rows_estimate(stage.group, ks, n_res, lo == 0) if rows_est is None else rows_est,
-                 "scores": scores}
+        chunk = {
+            "start": lo,
+            "stop": hi,
+            "seconds": round(time.perf_counter() - t0, 3),
+            "cpu_seconds": round(time.process_time() - c0, 3),
+            "n": len(idx),
+            "rows_est": rows_estimate(stage.group, ks, n_res, lo == 0) if rows_est is None else rows_est,
+            "scores": scores,
+        }
         if stage.group == "ag":
             chunk["idx"] = idx
         if stage.group == "chain":
@@ -260,7 +304,15 @@ class Runner:
                 v = loglik(mlm, enc.input_ids, order="l2r").per_order[:, 0]
             values = _round(v.tolist())
             n_res = [len(a.vh) for a in keep]
-        return {"start": lo, "stop": hi, "seconds": round(time.perf_counter() - t0, 3),
-                "cpu_seconds": round(time.process_time() - c0, 3), "n": len(keep),
-                "rows_est": sum(n_res), "ids": [a.id for a in keep], kind: values, "n_res": n_res,
-                "skipped": [a.id for a in abs_ if a not in keep]}
+        return {
+            "start": lo,
+            "stop": hi,
+            "seconds": round(time.perf_counter() - t0, 3),
+            "cpu_seconds": round(time.process_time() - c0, 3),
+            "n": len(keep),
+            "rows_est": sum(n_res),
+            "ids": [a.id for a in keep],
+            kind: values,
+            "n_res": n_res,
+            "skipped": [a.id for a in abs_ if a not in keep],
+        }

@@ -13,6 +13,7 @@ import torch
 
 from mlmprob.errors import MLMProbError
 from mlmprob.metrics.ranking import Estimate, PairedBootstrap, auroc, auroc_within, ndcg, spearman
+
 from .variants_data_common import read_chunks
 from .variants_data_runner import GROUPS, SET_GROUPS
 
@@ -49,7 +50,7 @@ class Timing:
 def _split_name(stem: str, groups) -> tuple[str, str] | None:
     for g in sorted(groups, key=len, reverse=True):
         if stem.endswith("-" + g):
-            return stem[:-len(g) - 1], g
+            return stem[: -len(g) - 1], g
     return None
 
 
@@ -57,7 +58,7 @@ def load_scores(out: Path, n: int) -> tuple[list[Score], list[Timing]]:
     """Every library score in ``out`` (files ``mher-<model>-<group>.jsonl``) and the time each took."""
     scores, timings = [], []
     for path in sorted(out.glob("mher-*.jsonl")):
-        split = _split_name(path.stem[len("mher-"):], GROUPS)
+        split = _split_name(path.stem[len("mher-") :], GROUPS)
         if split is None:
             continue
         model, group = split
@@ -77,9 +78,17 @@ def load_scores(out: Path, n: int) -> tuple[list[Score], list[Timing]]:
                 vals[m][idx] = got
         prefix = 0 if group == "ag" else int(covered.long().cumprod(0).sum())
         scores += [Score(model, m, v, prefix) for m, v in vals.items()]
-        timings.append(Timing(model, group, len(chunks), sum(c["n"] for c in chunks),
-                              sum(c["seconds"] for c in chunks), sum(c["cpu_seconds"] for c in chunks),
-                              sum(c["rows_est"] for c in chunks)))
+        timings.append(
+            Timing(
+                model,
+                group,
+                len(chunks),
+                sum(c["n"] for c in chunks),
+                sum(c["seconds"] for c in chunks),
+                sum(c["cpu_seconds"] for c in chunks),
+                sum(c["rows_est"] for c in chunks),
+            )
+        )
     return scores, timings
 
 
@@ -89,7 +98,7 @@ def load_set_scores(out: Path, kind: str = "pll") -> dict[tuple[str, str], dict[
     res: dict = {}
     for name in _set_names():
         for path in sorted(out.glob(f"{name}-*-{kind}.jsonl")):
-            model = path.stem[len(name) + 1:-len(kind) - 1]
+            model = path.stem[len(name) + 1 : -len(kind) - 1]
             d = res.setdefault((name, model), {})
             for c in read_chunks(path):
                 for i, p, r in zip(c["ids"], c[kind], c["n_res"]):
@@ -107,9 +116,17 @@ def timings_of_sets(out: Path) -> list[Timing]:
         name, kind = group.rsplit("_", 1)
         for path in sorted(out.glob(f"{name}-*-{kind}.jsonl")):
             chunks = read_chunks(path)
-            res.append(Timing(path.stem[len(name) + 1:-len(kind) - 1], group, len(chunks),
-                              sum(c["n"] for c in chunks), sum(c["seconds"] for c in chunks),
-                              sum(c["cpu_seconds"] for c in chunks), sum(c["rows_est"] for c in chunks)))
+            res.append(
+                Timing(
+                    path.stem[len(name) + 1 : -len(kind) - 1],
+                    group,
+                    len(chunks),
+                    sum(c["n"] for c in chunks),
+                    sum(c["seconds"] for c in chunks),
+                    sum(c["cpu_seconds"] for c in chunks),
+                    sum(c["rows_est"] for c in chunks),
+                )
+            )
     return res
 
 
@@ -117,8 +134,15 @@ def ndcg10(pred: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
     return ndcg(pred, target, 0.1)
 
 
-def library_table(scores: list[Score], labels: torch.Tensor, rows: int, *, n_boot: int, seed: int = 0,
-                  mutations: torch.Tensor | None = None) -> tuple[dict[str, PairedBootstrap], list[Score]]:
+def library_table(
+    scores: list[Score],
+    labels: torch.Tensor,
+    rows: int,
+    *,
+    n_boot: int,
+    seed: int = 0,
+    mutations: torch.Tensor | None = None,
+) -> tuple[dict[str, PairedBootstrap], list[Score]]:
     """AUROC and NDCG@10% of every score computed on the first ``rows`` variants (paired bootstrap).
     The rows are put in a random order (``seed``) first: NDCG breaks ties in the scores by row order,
     and the library's order (classes interleaved, the surplus of non-binders last) must not decide them."""
@@ -126,12 +150,15 @@ def library_table(scores: list[Score], labels: torch.Tensor, rows: int, *, n_boo
     perm = torch.randperm(rows, generator=torch.Generator().manual_seed(seed))
     preds = {s.label: s.values[:rows][perm] for s in use}
     y = labels[:rows].double()[perm]
-    res = {"auroc": PairedBootstrap(auroc, preds, y, n_boot=n_boot, generator=torch.Generator().manual_seed(seed)),
-           "ndcg": PairedBootstrap(ndcg10, preds, y, n_boot=n_boot, generator=torch.Generator().manual_seed(seed))}
+    res = {
+        "auroc": PairedBootstrap(auroc, preds, y, n_boot=n_boot, generator=torch.Generator().manual_seed(seed)),
+        "ndcg": PairedBootstrap(ndcg10, preds, y, n_boot=n_boot, generator=torch.Generator().manual_seed(seed)),
+    }
     if mutations is not None:
         strata = y + 2 * mutations[:rows].double()[perm]
-        res["auroc_k"] = PairedBootstrap(auroc_within, preds, strata, n_boot=n_boot,
-                                         generator=torch.Generator().manual_seed(seed))
+        res["auroc_k"] = PairedBootstrap(
+            auroc_within, preds, strata, n_boot=n_boot, generator=torch.Generator().manual_seed(seed)
+        )
     return res, use
 
 

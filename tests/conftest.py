@@ -23,9 +23,17 @@ def tiny_hf(kind="bert", seed=0, init=0.5):
 
     torch.manual_seed(seed)  # weight init of test fixtures only
     V = len(TOKENS)
-    common = dict(vocab_size=V, hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=64,
-                  hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0, pad_token_id=1,
-                  initializer_range=init)  # large init: peaked, discriminating conditionals
+    common = dict(
+        vocab_size=V,
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        intermediate_size=64,
+        hidden_dropout_prob=0.0,
+        attention_probs_dropout_prob=0.0,
+        pad_token_id=1,
+        initializer_range=init,
+    )  # large init: peaked, discriminating conditionals
     if kind == "bert":
         model = tf.BertForMaskedLM(tf.BertConfig(max_position_embeddings=64, **common))
         max_len = 64
@@ -33,9 +41,20 @@ def tiny_hf(kind="bert", seed=0, init=0.5):
         model = tf.RobertaForMaskedLM(tf.RobertaConfig(max_position_embeddings=66, type_vocab_size=1, **common))
         max_len = 64
     elif kind == "distilbert":
-        model = tf.DistilBertForMaskedLM(tf.DistilBertConfig(vocab_size=V, dim=32, n_layers=2, n_heads=4, hidden_dim=64,
-                                                             dropout=0.0, attention_dropout=0.0, pad_token_id=1,
-                                                             max_position_embeddings=64, initializer_range=init))
+        model = tf.DistilBertForMaskedLM(
+            tf.DistilBertConfig(
+                vocab_size=V,
+                dim=32,
+                n_layers=2,
+                n_heads=4,
+                hidden_dim=64,
+                dropout=0.0,
+                attention_dropout=0.0,
+                pad_token_id=1,
+                max_position_embeddings=64,
+                initializer_range=init,
+            )
+        )
         max_len = 64
     else:
         raise ValueError(kind)
@@ -93,12 +112,14 @@ def tiny_roberta():
 @pytest.fixture(scope="session")
 def antiberty():
     from mlmprob import load_mlm
+
     return load_mlm("antiberty")
 
 
 @pytest.fixture(scope="session")
 def sapiens_vh():
     from mlmprob import load_mlm
+
     return load_mlm("sapiens-vh")
 
 
@@ -112,8 +133,15 @@ def save_tiny_bert(d, init: float | None = None):
     tok = transformers.BertTokenizer(str(d / "vocab.txt"), do_lower_case=False)
     torch.manual_seed(0)  # test-only: the tiny model's random weights
     extra = {} if init is None else {"initializer_range": init}
-    cfg = transformers.BertConfig(vocab_size=len(toks), hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
-                                  intermediate_size=32, max_position_embeddings=160, **extra)
+    cfg = transformers.BertConfig(
+        vocab_size=len(toks),
+        hidden_size=16,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        intermediate_size=32,
+        max_position_embeddings=160,
+        **extra,
+    )
     transformers.BertForMaskedLM(cfg).save_pretrained(str(d))
     tok.save_pretrained(str(d))
     return d
@@ -156,9 +184,19 @@ def save_esm(d, max_positions=18):
     (d / "vocab.txt").write_text("\n".join(ESM_VOCAB))
     tok = tf.EsmTokenizer(str(d / "vocab.txt"))
     torch.manual_seed(0)  # test fixture weights
-    cfg = tf.EsmConfig(vocab_size=len(ESM_VOCAB), hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
-                       intermediate_size=32, max_position_embeddings=max_positions, position_embedding_type="rotary",
-                       pad_token_id=1, mask_token_id=len(ESM_VOCAB) - 1, token_dropout=True, initializer_range=0.5)
+    cfg = tf.EsmConfig(
+        vocab_size=len(ESM_VOCAB),
+        hidden_size=16,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        intermediate_size=32,
+        max_position_embeddings=max_positions,
+        position_embedding_type="rotary",
+        pad_token_id=1,
+        mask_token_id=len(ESM_VOCAB) - 1,
+        token_dropout=True,
+        initializer_range=0.5,
+    )
     tf.EsmForMaskedLM(cfg).save_pretrained(str(d))
     tok.save_pretrained(str(d))
     return d
@@ -173,9 +211,17 @@ def save_protbert(d, max_positions=24):
     (d / "vocab.txt").write_text("\n".join(PROTBERT_VOCAB) + "\n")
     tok = tf.BertTokenizer(str(d / "vocab.txt"), do_lower_case=False)
     torch.manual_seed(1)  # test fixture weights
-    cfg = tf.BertConfig(vocab_size=len(PROTBERT_VOCAB), hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
-                        intermediate_size=32, max_position_embeddings=max_positions, initializer_range=0.5,
-                        hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
+    cfg = tf.BertConfig(
+        vocab_size=len(PROTBERT_VOCAB),
+        hidden_size=16,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        intermediate_size=32,
+        max_position_embeddings=max_positions,
+        initializer_range=0.5,
+        hidden_dropout_prob=0.0,
+        attention_probs_dropout_prob=0.0,
+    )
     tf.BertForMaskedLM(cfg).save_pretrained(str(d))
     tok.save_pretrained(str(d))
     return d
@@ -189,6 +235,7 @@ def esm_dir(tmp_path_factory):
 @pytest.fixture(scope="session")
 def esm(esm_dir):
     from mlmprob import load_mlm
+
     return load_mlm(str(esm_dir))
 
 
@@ -237,12 +284,14 @@ def _no_constant(name):
 def strict_json(text: str):
     """``json.loads`` that refuses NaN, Infinity and -Infinity (not JSON)."""
     import json
+
     return json.loads(text, parse_constant=_no_constant)
 
 
 def strict_jsonl(path) -> list:
     """Every non-blank line of a JSONL file, parsed strictly."""
     from pathlib import Path
+
     return [strict_json(line) for line in Path(path).read_text().splitlines() if line.strip()]
 
 
@@ -253,4 +302,6 @@ def pytest_terminal_summary(terminalreporter):
     for name, mod in list(sys.modules.items()):
         count = getattr(mod, "COUNT", None) if name.endswith("test_fuzz_cli") else None
         if count and count.get("cases"):
-            terminalreporter.write_line(f"fuzz: {count['cases']} generated CLI cases run (tests/commands/test_fuzz_cli.py)")
+            terminalreporter.write_line(
+                f"fuzz: {count['cases']} generated CLI cases run (tests/commands/test_fuzz_cli.py)"
+            )

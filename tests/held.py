@@ -49,7 +49,7 @@ class Held:
             ready, _, _ = select.select([self.r_held], [], [], 0.5)
             if ready:
                 chunk = os.read(self.r_held, 4096)
-                if not chunk:       # the run closed its end without being held: it ended
+                if not chunk:  # the run closed its end without being held: it ended
                     self.proc.wait() if hasattr(self.proc, "wait") else None
                     raise AssertionError(f"the run ended before it was held at {self.rows} rows: {what()}")
                 buf += chunk

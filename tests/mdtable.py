@@ -13,10 +13,12 @@ def tables_after(text: str, heading: str) -> list[list[dict[str, str]]]:
     [[{'x': '1', 'y': '2'}, {'x': '3', 'y': '4'}]]
     """
     lines = text.splitlines()
-    start = next(i for i, line in enumerate(lines) if line.startswith("#") and line.lstrip("#").strip().startswith(heading))
+    start = next(
+        i for i, line in enumerate(lines) if line.startswith("#") and line.lstrip("#").strip().startswith(heading)
+    )
     tables: list[list[dict[str, str]]] = []
     header: list[str] | None = None
-    for line in lines[start + 1:]:
+    for line in lines[start + 1 :]:
         if line.startswith("#"):
             break
         if not line.startswith("|"):

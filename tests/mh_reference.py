@@ -58,7 +58,7 @@ def energies(mlm, X: torch.Tensor, kind: str = "local") -> torch.Tensor:
         row = _masked_logits(mlm, X, [t])[:, t]
         if kind == "local":
             row = row.log_softmax(-1)
-        e -= row.gather(1, X[:, t:t + 1])[:, 0]
+        e -= row.gather(1, X[:, t : t + 1])[:, 0]
     return e
 
 
@@ -77,17 +77,26 @@ def proposal(logits: torch.Tensor, temperature: float = 1.0, top_p: float = 1.0)
     # ahead[n, v, w]: token w comes before token v in the nucleus order of row n
     ahead = (p[:, None, :] > p[:, :, None]) | ((p[:, None, :] == p[:, :, None]) & (ids[None, :] < ids[:, None]))
     mass_before = (ahead * p[:, None, :]).sum(-1)
-    out = lp.masked_fill(mass_before >= top_p - 1e-12, -math.inf)   # "reaches" up to float64 rounding
+    out = lp.masked_fill(mass_before >= top_p - 1e-12, -math.inf)  # "reaches" up to float64 rounding
     return out - out.logsumexp(-1, keepdim=True)
 
 
 def _blocks(order: list[int], k: int) -> list[list[int]]:
-    return [sorted(order[s:s + k]) for s in range(0, len(order), k)]
+    return [sorted(order[s : s + k]) for s in range(0, len(order), k)]
 
 
-def literal_mh(mlm, ids: torch.Tensor, steps: int, generator: torch.Generator, *, block_size=1,
-               temperature: float = 1.0, top_p: float = 1.0, target_temperature: float = 1.0,
-               energy: str = "local"):
+def literal_mh(
+    mlm,
+    ids: torch.Tensor,
+    steps: int,
+    generator: torch.Generator,
+    *,
+    block_size=1,
+    temperature: float = 1.0,
+    top_p: float = 1.0,
+    target_temperature: float = 1.0,
+    energy: str = "local",
+):
     """Run Algorithm 1 on every row of ``ids`` (random-order sweeps) for ``steps`` block proposals.
 
     Yields ``(ids, accepted, log_alpha)`` after each step (``log_alpha`` is 0 for a proposal equal
@@ -97,17 +106,17 @@ def literal_mh(mlm, ids: torch.Tensor, steps: int, generator: torch.Generator, *
     x = ids.clone()
     epoch, plan, cursor = 0, None, 0
     for _ in range(steps):
-        if plan is None:                                     # a new sweep: a random order per chain
+        if plan is None:  # a new sweep: a random order per chain
             k = block_size(epoch) if callable(block_size) else block_size
             keys = torch.rand(B, T, generator=generator, dtype=torch.float64)
             plan = [_blocks(sorted(range(T), key=lambda t: (float(keys[b, t]), t)), k) for b in range(B)]
             cursor = 0
         block = [plan[b][cursor] for b in range(B)]
-        e_old = energies(mlm, x, energy)                     # line 6: E(x), from scratch
+        e_old = energies(mlm, x, energy)  # line 6: E(x), from scratch
         masked = x.clone()
         for b in range(B):
             masked[b, block[b]] = mlm.mask_id
-        logits = mlm.logits(masked).double()                 # lines 7-9: mask the block, propose
+        logits = mlm.logits(masked).double()  # lines 7-9: mask the block, propose
         rows = [b for b in range(B) for _ in block[b]]
         cols = [t for b in range(B) for t in block[b]]
         q = proposal(logits[rows, cols], temperature, top_p)
@@ -119,12 +128,13 @@ def literal_mh(mlm, ids: torch.Tensor, steps: int, generator: torch.Generator, *
             prop[b, t] = new[j]
             log_fwd[b] += q[j, new[j]]
             log_rev[b] += q[j, x[b, t]]
-        e_new = energies(mlm, prop, energy)                  # line 10: E(x'), from scratch
+        e_new = energies(mlm, prop, energy)  # line 10: E(x'), from scratch
         changed = (prop != x).any(-1)
-        log_alpha = torch.where(changed, -(e_new - e_old) / target_temperature + log_rev - log_fwd,
-                                torch.zeros((), dtype=torch.float64))       # line 11
+        log_alpha = torch.where(
+            changed, -(e_new - e_old) / target_temperature + log_rev - log_fwd, torch.zeros((), dtype=torch.float64)
+        )  # line 11
         u = torch.rand(B, generator=generator, dtype=torch.float64)
-        accepted = ~changed | (torch.log(u) < log_alpha)                  # line 12
+        accepted = ~changed | (torch.log(u) < log_alpha)  # line 12
         x = torch.where(accepted[:, None], prop, x)
         cursor += 1
         if cursor == len(plan[0]):
@@ -132,8 +142,16 @@ def literal_mh(mlm, ids: torch.Tensor, steps: int, generator: torch.Generator, *
         yield x.clone(), accepted, log_alpha
 
 
-def block_kernel(mlm, X: torch.Tensor, E: torch.Tensor, tau: float, block, temperature: float = 1.0,
-                 top_p: float = 1.0, gibbs: bool = False) -> torch.Tensor:
+def block_kernel(
+    mlm,
+    X: torch.Tensor,
+    E: torch.Tensor,
+    tau: float,
+    block,
+    temperature: float = 1.0,
+    top_p: float = 1.0,
+    gibbs: bool = False,
+) -> torch.Tensor:
     """Exact transition matrix ``[K, K]`` of one MH proposal on the positions ``block`` (``gibbs``:
     the same proposal always accepted, degenerate Gibbs; ``E`` and ``tau`` are then unused)."""
     V, K = mlm.vocab_size, len(X)
@@ -155,8 +173,17 @@ def block_kernel(mlm, X: torch.Tensor, E: torch.Tensor, tau: float, block, tempe
     return P
 
 
-def epoch_kernel(mlm, X: torch.Tensor, E: torch.Tensor, tau: float, k: int, temperature: float = 1.0,
-                 top_p: float = 1.0, gibbs: bool = False, cache: dict | None = None) -> torch.Tensor:
+def epoch_kernel(
+    mlm,
+    X: torch.Tensor,
+    E: torch.Tensor,
+    tau: float,
+    k: int,
+    temperature: float = 1.0,
+    top_p: float = 1.0,
+    gibbs: bool = False,
+    cache: dict | None = None,
+) -> torch.Tensor:
     """Exact transition matrix of one random-order sweep in blocks of ``k``: the average over the
     ``T!`` equally likely visiting orders of the product of the block kernels (kept in ``cache``,
     keyed by the block's sorted positions, when one is given)."""

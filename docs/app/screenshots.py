@@ -59,8 +59,14 @@ def main(argv=None) -> int:
     _, url, _ = launch(demo, port=_port(), block=False)
     opts = Options()
     opts.binary_location = args.chromium
-    for a in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--window-size=1280,1500",
-              "--hide-scrollbars"):
+    for a in (
+        "--headless=new",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-dev-shm-usage",
+        "--window-size=1280,1500",
+        "--hide-scrollbars",
+    ):
         opts.add_argument(a)
     driver = webdriver.Chrome(service=Service(args.chromedriver), options=opts)
     wait = WebDriverWait(driver, 600, poll_frequency=0.5)

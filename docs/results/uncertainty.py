@@ -83,7 +83,7 @@ def sign_p(b: int, c: int) -> float:
     n = b + c
     if n == 0:
         return 1.0
-    return min(1.0, 2 * sum(math.comb(n, i) for i in range(min(b, c) + 1)) / 2 ** n)
+    return min(1.0, 2 * sum(math.comb(n, i) for i in range(min(b, c) + 1)) / 2**n)
 
 
 def out(key: str, text: str) -> None:
@@ -92,8 +92,9 @@ def out(key: str, text: str) -> None:
 
 # -- CDR-H3 sampling -------------------------------------------------------------------------------
 
+
 def _ngrams(s: str, n: int) -> Counter:
-    return Counter(s[i:i + n] for i in range(len(s) - n + 1))
+    return Counter(s[i : i + n] for i in range(len(s) - n + 1))
 
 
 def bleu_counts(h: str, r: str) -> np.ndarray:
@@ -138,8 +139,11 @@ class Sampling:
             s = np.zeros(10)
             for r in self.by[config][u]:
                 pe = r["per_epoch"].get("cdr")
-                hyps = pe[r["burn_in"]:] if where == "post" and pe and "e_local" in r["per_epoch"] \
+                hyps = (
+                    pe[r["burn_in"] :]
+                    if where == "post" and pe and "e_local" in r["per_epoch"]
                     else [r["final"]["cdr"]]
+                )
                 for h in hyps:
                     s += bleu_counts(h, r["cdr_native"])
             rows.append(s)
@@ -154,16 +158,18 @@ class Sampling:
     def mean(self, key: str, label: str, config: str, f, digits: int = 2) -> None:
         a = self.per_unit(config, f)
         lo, hi = q95(a[boot_idx(key, self.n)].mean(1))
-        out(key, f"{label}: {a.mean():.{digits}f}, 95% CI [{lo:.{digits}f}, {hi:.{digits}f}] "
-                 f"({self.n} antibodies)")
+        out(key, f"{label}: {a.mean():.{digits}f}, 95% CI [{lo:.{digits}f}, {hi:.{digits}f}] ({self.n} antibodies)")
 
     def diff(self, key: str, label: str, c1: str, f1, c2: str, f2, digits: int = 2) -> float:
         a, b = self.per_unit(c1, f1), self.per_unit(c2, f2)
         d = a - b
         lo, hi = q95(d[boot_idx(key, self.n)].mean(1))
-        out(key, f"{label}: {a.mean():.{digits}f} vs {b.mean():.{digits}f}, difference {d.mean():+.{digits}f}, "
-                 f"95% CI [{lo:+.{digits}f}, {hi:+.{digits}f}] (paired over {self.n} antibodies; first higher "
-                 f"on {int((d > 0).sum())}): {noise(lo, hi)}")
+        out(
+            key,
+            f"{label}: {a.mean():.{digits}f} vs {b.mean():.{digits}f}, difference {d.mean():+.{digits}f}, "
+            f"95% CI [{lo:+.{digits}f}, {hi:+.{digits}f}] (paired over {self.n} antibodies; first higher "
+            f"on {int((d > 0).sum())}): {noise(lo, hi)}",
+        )
         return d.mean()
 
     def bleu_diff(self, key: str, label: str, c1: str, c2: str, where: str = "final") -> None:
@@ -171,8 +177,11 @@ class Sampling:
         A, Bc = self.counts(c1, where), self.counts(c2, where)
         a, b = bleu(A.sum(0)), bleu(Bc.sum(0))
         lo, hi = q95(bleu(w @ A) - bleu(w @ Bc))
-        out(key, f"{label}: corpus BLEU-4 {a:.2f} vs {b:.2f}, difference {a - b:+.2f}, 95% CI [{lo:+.2f}, {hi:+.2f}] "
-                 f"(paired bootstrap over {self.n} antibodies): {noise(lo, hi)}")
+        out(
+            key,
+            f"{label}: corpus BLEU-4 {a:.2f} vs {b:.2f}, difference {a - b:+.2f}, 95% CI [{lo:+.2f}, {hi:+.2f}] "
+            f"(paired bootstrap over {self.n} antibodies): {noise(lo, hi)}",
+        )
 
 
 def F(where: str, metric: str):
@@ -191,36 +200,55 @@ def sampling_common(s: Sampling, p: str) -> None:
     above = [c for c in t1 if s.per_unit(c, E_POST).mean() > s.per_unit(c, E_NAT).mean()]
     for c in above:
         s.diff(f"{p}.design-above-native.{c}", f"E_local {c} (post) - native", c, E_POST, c, E_NAT)
-    out(f"{p}.native-above-count", f"configurations whose mean post-burn-in E_local exceeds the native CDR-H3s': "
-                                   f"{len(above)} of {len(t1)} sampling configurations ({', '.join(above) or 'none'})")
+    out(
+        f"{p}.native-above-count",
+        f"configurations whose mean post-burn-in E_local exceeds the native CDR-H3s': "
+        f"{len(above)} of {len(t1)} sampling configurations ({', '.join(above) or 'none'})",
+    )
     s.mean(f"{p}.stutter.native", "stutter native CDR-H3", "t5/warm-start", F("native", "stutter"), 3)
     s.mean(f"{p}.stutter.warm", "stutter warm start", "t5/warm-start", F("final", "stutter"), 3)
     for c in t5[1:] + ["t1/gibbs-pt0.8"]:
-        s.diff(f"{p}.stutter.vs-warm.{c}", f"stutter final, {c} - warm start", c, F("final", "stutter"),
-               "t5/warm-start", F("final", "stutter"), 3)
+        s.diff(
+            f"{p}.stutter.vs-warm.{c}",
+            f"stutter final, {c} - warm start",
+            c,
+            F("final", "stutter"),
+            "t5/warm-start",
+            F("final", "stutter"),
+            3,
+        )
     samp = [c for c in t1 + t5[2:] if not c.startswith("f1/")]
     vals = {c: s.per_unit(c, F("final" if c.startswith("t5/") else "post_burn_in", "stutter")) for c in samp}
     lo_c, hi_c = min(vals, key=lambda c: vals[c].mean()), max(vals, key=lambda c: vals[c].mean())
     for tag, c in (("lowest", lo_c), ("highest", hi_c)):
         where = "final" if c.startswith("t5/") else "post_burn_in"
         s.mean(f"{p}.stutter.{tag}", f"stutter, {tag} sampling configuration ({c}, {where})", c, F(where, "stutter"), 3)
-    out(f"{p}.stutter.range", f"stutter over the {len(samp)} sampling configurations (T1-T4 post, T5 MH final): "
-                              f"{vals[lo_c].mean():.3f}-{vals[hi_c].mean():.3f}")
+    out(
+        f"{p}.stutter.range",
+        f"stutter over the {len(samp)} sampling configurations (T1-T4 post, T5 MH final): "
+        f"{vals[lo_c].mean():.3f}-{vals[hi_c].mean():.3f}",
+    )
 
 
 def _post_designs(r: dict) -> list[str]:
     pe = r["per_epoch"]
-    return pe["cdr"][r["burn_in"]:] if pe.get("cdr") and "e_local" in pe else [r["final"]["cdr"]]
+    return pe["cdr"][r["burn_in"] :] if pe.get("cdr") and "e_local" in pe else [r["final"]["cdr"]]
 
 
 def chain_distance(s: Sampling, config: str):
     """Per record: the mean share of CDR-H3 positions where its post-burn-in designs differ from the other
     chains' of the same antibody at the same epochs (averaged over chains: the mean pairwise distance)."""
+
     def f(r: dict) -> float:
         mine = _post_designs(r)
-        d = [sum(x != y for x, y in zip(a, b)) / len(a) for o in s.by[config][r["unit"]] if o["chain"] != r["chain"]
-             for a, b in zip(mine, _post_designs(o))]
+        d = [
+            sum(x != y for x, y in zip(a, b)) / len(a)
+            for o in s.by[config][r["unit"]]
+            if o["chain"] != r["chain"]
+            for a, b in zip(mine, _post_designs(o))
+        ]
         return float(np.mean(d))
+
     return f
 
 
@@ -234,13 +262,33 @@ def sampling_ancestral(s: Sampling, p: str) -> None:
         for tag, o in (("gibbs", gb), ("mh", mh)):
             s.diff(f"{p}.anc.{t}-vs-{tag}", f"E_local post, {c} - {o}", c, E_POST, o, E_POST)
             s.diff(f"{p}.anc.identity.{t}-vs-{tag}", f"identity post, {c} - {o}", c, ID, o, ID, 3)
-            s.diff(f"{p}.anc.distance.{t}-vs-{tag}", f"pairwise distance between chains (post), {c} - {o}", c,
-                   chain_distance(s, c), o, chain_distance(s, o), 3)
+            s.diff(
+                f"{p}.anc.distance.{t}-vs-{tag}",
+                f"pairwise distance between chains (post), {c} - {o}",
+                c,
+                chain_distance(s, c),
+                o,
+                chain_distance(s, o),
+                3,
+            )
         s.diff(f"{p}.anc.{t}-vs-native", f"E_local, {c} (post) - native CDR-H3", c, E_POST, c, E_NAT)
-        s.diff(f"{p}.anc.{t}.nlogp-vs-elocal", f"-log p_sigma - E_local of the same draws (post), {c}", c,
-               lambda r: -r["post_burn_in"]["log_prob"], c, E_POST)
-        s.diff(f"{p}.anc.stutter.{t}-vs-native", f"stutter, {c} (post) - native CDR-H3", c, ST, c,
-               F("native", "stutter"), 3)
+        s.diff(
+            f"{p}.anc.{t}.nlogp-vs-elocal",
+            f"-log p_sigma - E_local of the same draws (post), {c}",
+            c,
+            lambda r: -r["post_burn_in"]["log_prob"],
+            c,
+            E_POST,
+        )
+        s.diff(
+            f"{p}.anc.stutter.{t}-vs-native",
+            f"stutter, {c} (post) - native CDR-H3",
+            c,
+            ST,
+            c,
+            F("native", "stutter"),
+            3,
+        )
     if len(anc) == 2:
         s.diff(f"{p}.anc.l2r-vs-random", "E_local post, ancestral l2r - random order", *anc[:1], E_POST, anc[1], E_POST)
         s.bleu_diff(f"{p}.anc.bleu.l2r-vs-mh", "ancestral l2r - MH-local T=1.0 (post)", anc[0], mh, "post")
@@ -250,42 +298,109 @@ def section_antiberty() -> None:
     s, p = Sampling("antiberty"), "ab1"
     sampling_common(s, p)
     for t in ("2.0", "1.5", "1.0", "0.8", "0.5"):
-        s.diff(f"{p}.mh-vs-gibbs.T{t}", f"E_local post, MH-local - Gibbs at T={t}",
-               f"t1/mh-local-pt{t}", E_POST, f"t1/gibbs-pt{t}", E_POST)
-    s.diff(f"{p}.gibbs.T0.5-vs-T1.0", "E_local post, Gibbs T=0.5 - Gibbs T=1.0", "t1/gibbs-pt0.5", E_POST,
-           "t1/gibbs-pt1.0", E_POST)
-    s.diff(f"{p}.identity.T1.0", "identity post, MH-local - Gibbs at T=1.0", "t1/mh-local-pt1.0",
-           F("post_burn_in", "identity"), "t1/gibbs-pt1.0", F("post_burn_in", "identity"), 3)
+        s.diff(
+            f"{p}.mh-vs-gibbs.T{t}",
+            f"E_local post, MH-local - Gibbs at T={t}",
+            f"t1/mh-local-pt{t}",
+            E_POST,
+            f"t1/gibbs-pt{t}",
+            E_POST,
+        )
+    s.diff(
+        f"{p}.gibbs.T0.5-vs-T1.0",
+        "E_local post, Gibbs T=0.5 - Gibbs T=1.0",
+        "t1/gibbs-pt0.5",
+        E_POST,
+        "t1/gibbs-pt1.0",
+        E_POST,
+    )
+    s.diff(
+        f"{p}.identity.T1.0",
+        "identity post, MH-local - Gibbs at T=1.0",
+        "t1/mh-local-pt1.0",
+        F("post_burn_in", "identity"),
+        "t1/gibbs-pt1.0",
+        F("post_burn_in", "identity"),
+        3,
+    )
     s.bleu_diff(f"{p}.bleu.T1.0", "T=1.0 MH-local - Gibbs (post)", "t1/mh-local-pt1.0", "t1/gibbs-pt1.0", "post")
     for c in ("t1/mh-local-pt1.0", "t1/gibbs-pt1.0"):
         s.diff(f"{p}.vs-warm.{c}", f"E_local {c} (post) - warm start", c, E_POST, "t5/warm-start", E_FIN)
     for c in ("mh-local", "gibbs"):
-        s.diff(f"{p}.novel.{c}.T1.0-vs-T0.5", f"novel rate {c}, T=1.0 - T=0.5", f"t1/{c}-pt1.0",
-               F("post_burn_in", "novel"), f"t1/{c}-pt0.5", F("post_burn_in", "novel"), 3)
-    s.diff(f"{p}.t5.maskpredict-vs-raw", "E_local final, mask-predict - MH-raw", "t5/mask-predict-it10", E_FIN,
-           "t5/mh-raw-pt0.8-anneal0.02", E_FIN)
-    s.diff(f"{p}.identity.warm-vs-maskpredict", "identity final, warm start - mask-predict", "t5/warm-start",
-           F("final", "identity"), "t5/mask-predict-it10", F("final", "identity"), 3)
+        s.diff(
+            f"{p}.novel.{c}.T1.0-vs-T0.5",
+            f"novel rate {c}, T=1.0 - T=0.5",
+            f"t1/{c}-pt1.0",
+            F("post_burn_in", "novel"),
+            f"t1/{c}-pt0.5",
+            F("post_burn_in", "novel"),
+            3,
+        )
+    s.diff(
+        f"{p}.t5.maskpredict-vs-raw",
+        "E_local final, mask-predict - MH-raw",
+        "t5/mask-predict-it10",
+        E_FIN,
+        "t5/mh-raw-pt0.8-anneal0.02",
+        E_FIN,
+    )
+    s.diff(
+        f"{p}.identity.warm-vs-maskpredict",
+        "identity final, warm start - mask-predict",
+        "t5/warm-start",
+        F("final", "identity"),
+        "t5/mask-predict-it10",
+        F("final", "identity"),
+        3,
+    )
     for c in ("t5/mh-local-pt0.8-anneal0.02", "t5/mh-raw-pt0.8-anneal0.02", "t1/gibbs-pt0.8"):
         s.diff(f"{p}.t5-vs-warm.{c}", f"E_local {c} (final) - warm start", c, E_FIN, "t5/warm-start", E_FIN)
     raw, loc, gib = "t5/mh-raw-pt0.8-anneal0.02", "t5/mh-local-pt0.8-anneal0.02", "t1/gibbs-pt0.8"
-    s.diff(f"{p}.t5.eraw.raw-vs-local", "E_raw final, MH-raw - MH-local", raw, F("final", "e_raw"), loc,
-           F("final", "e_raw"))
-    s.diff(f"{p}.t5.eraw.raw-vs-gibbs", "E_raw final, MH-raw - Gibbs T=0.8", raw, F("final", "e_raw"), gib,
-           F("final", "e_raw"))
+    s.diff(
+        f"{p}.t5.eraw.raw-vs-local",
+        "E_raw final, MH-raw - MH-local",
+        raw,
+        F("final", "e_raw"),
+        loc,
+        F("final", "e_raw"),
+    )
+    s.diff(
+        f"{p}.t5.eraw.raw-vs-gibbs",
+        "E_raw final, MH-raw - Gibbs T=0.8",
+        raw,
+        F("final", "e_raw"),
+        gib,
+        F("final", "e_raw"),
+    )
     s.bleu_diff(f"{p}.bleu.raw-vs-local", "Table 5 MH-raw - MH-local (final)", raw, loc)
     s.bleu_diff(f"{p}.bleu.raw-vs-gibbs", "Table 5 MH-raw - Gibbs T=0.8 (final)", raw, gib)
     s.bleu_diff(f"{p}.bleu.maskpredict-vs-raw", "Table 5 mask-predict - MH-raw (final)", "t5/mask-predict-it10", raw)
     s.bleu_diff(f"{p}.bleu.warm-vs-raw", "Table 5 warm start - MH-raw (final)", "t5/warm-start", raw)
-    s.diff(f"{p}.novel.raw-vs-local", "novel rate, MH-raw - MH-local", raw, F("post_burn_in", "novel"), loc,
-           F("post_burn_in", "novel"), 3)
-    s.diff(f"{p}.identity.raw-vs-local", "identity final, MH-raw - MH-local", raw, F("final", "identity"), loc,
-           F("final", "identity"), 3)
+    s.diff(
+        f"{p}.novel.raw-vs-local",
+        "novel rate, MH-raw - MH-local",
+        raw,
+        F("post_burn_in", "novel"),
+        loc,
+        F("post_burn_in", "novel"),
+        3,
+    )
+    s.diff(
+        f"{p}.identity.raw-vs-local",
+        "identity final, MH-raw - MH-local",
+        raw,
+        F("final", "identity"),
+        loc,
+        F("final", "identity"),
+        3,
+    )
     ACC = F("post_burn_in", "accept")
-    s.diff(f"{p}.accept.T0.8-vs-T1.0", "MH acceptance T=0.8 - T=1.0", "t1/mh-local-pt0.8", ACC, "t1/mh-local-pt1.0",
-           ACC, 3)
-    s.diff(f"{p}.accept.T0.5-vs-T0.8", "MH acceptance T=0.5 - T=0.8", "t1/mh-local-pt0.5", ACC, "t1/mh-local-pt0.8",
-           ACC, 3)
+    s.diff(
+        f"{p}.accept.T0.8-vs-T1.0", "MH acceptance T=0.8 - T=1.0", "t1/mh-local-pt0.8", ACC, "t1/mh-local-pt1.0", ACC, 3
+    )
+    s.diff(
+        f"{p}.accept.T0.5-vs-T0.8", "MH acceptance T=0.5 - T=0.8", "t1/mh-local-pt0.5", ACC, "t1/mh-local-pt0.8", ACC, 3
+    )
     sampling_ancestral(s, p)
 
 
@@ -294,23 +409,59 @@ def section_sapiens() -> None:
     sampling_common(s, p)
     ACC, NOV = F("post_burn_in", "accept"), F("post_burn_in", "novel")
     for t in ("2.0", "1.5", "1.0", "0.8", "0.5"):
-        s.diff(f"{p}.mh-vs-gibbs.T{t}", f"E_local post, MH-local - Gibbs at T={t}",
-               f"t1/mh-local-pt{t}", E_POST, f"t1/gibbs-pt{t}", E_POST)
-    s.diff(f"{p}.vs-warm.t1/mh-local-pt1.0", "E_local t1/mh-local-pt1.0 (post) - warm start", "t1/mh-local-pt1.0",
-           E_POST, "t5/warm-start", E_FIN)
+        s.diff(
+            f"{p}.mh-vs-gibbs.T{t}",
+            f"E_local post, MH-local - Gibbs at T={t}",
+            f"t1/mh-local-pt{t}",
+            E_POST,
+            f"t1/gibbs-pt{t}",
+            E_POST,
+        )
+    s.diff(
+        f"{p}.vs-warm.t1/mh-local-pt1.0",
+        "E_local t1/mh-local-pt1.0 (post) - warm start",
+        "t1/mh-local-pt1.0",
+        E_POST,
+        "t5/warm-start",
+        E_FIN,
+    )
     for t in ("2.0", "1.5"):
-        s.diff(f"{p}.identity.T{t}", f"identity post, MH-local - Gibbs at T={t}", f"t1/mh-local-pt{t}",
-               F("post_burn_in", "identity"), f"t1/gibbs-pt{t}", F("post_burn_in", "identity"), 3)
-    s.diff(f"{p}.novel.T1.0-vs-T1.5", "MH novel rate T=1.0 - T=1.5", "t1/mh-local-pt1.0", F("post_burn_in", "novel"),
-           "t1/mh-local-pt1.5", F("post_burn_in", "novel"), 3)
-    s.diff(f"{p}.identity.T0.5", "identity post, Gibbs - MH-local at T=0.5", "t1/gibbs-pt0.5",
-           F("post_burn_in", "identity"), "t1/mh-local-pt0.5", F("post_burn_in", "identity"), 3)
-    s.diff(f"{p}.accept.T0.8-vs-T0.5", "MH acceptance T=0.8 - T=0.5", "t1/mh-local-pt0.8", ACC, "t1/mh-local-pt0.5",
-           ACC, 3)
-    s.diff(f"{p}.accept.T0.8-vs-T1.0", "MH acceptance T=0.8 - T=1.0", "t1/mh-local-pt0.8", ACC, "t1/mh-local-pt1.0",
-           ACC, 3)
-    s.diff(f"{p}.novel.T1.0-vs-T0.8", "MH novel rate T=1.0 - T=0.8", "t1/mh-local-pt1.0", NOV, "t1/mh-local-pt0.8",
-           NOV, 3)
+        s.diff(
+            f"{p}.identity.T{t}",
+            f"identity post, MH-local - Gibbs at T={t}",
+            f"t1/mh-local-pt{t}",
+            F("post_burn_in", "identity"),
+            f"t1/gibbs-pt{t}",
+            F("post_burn_in", "identity"),
+            3,
+        )
+    s.diff(
+        f"{p}.novel.T1.0-vs-T1.5",
+        "MH novel rate T=1.0 - T=1.5",
+        "t1/mh-local-pt1.0",
+        F("post_burn_in", "novel"),
+        "t1/mh-local-pt1.5",
+        F("post_burn_in", "novel"),
+        3,
+    )
+    s.diff(
+        f"{p}.identity.T0.5",
+        "identity post, Gibbs - MH-local at T=0.5",
+        "t1/gibbs-pt0.5",
+        F("post_burn_in", "identity"),
+        "t1/mh-local-pt0.5",
+        F("post_burn_in", "identity"),
+        3,
+    )
+    s.diff(
+        f"{p}.accept.T0.8-vs-T0.5", "MH acceptance T=0.8 - T=0.5", "t1/mh-local-pt0.8", ACC, "t1/mh-local-pt0.5", ACC, 3
+    )
+    s.diff(
+        f"{p}.accept.T0.8-vs-T1.0", "MH acceptance T=0.8 - T=1.0", "t1/mh-local-pt0.8", ACC, "t1/mh-local-pt1.0", ACC, 3
+    )
+    s.diff(
+        f"{p}.novel.T1.0-vs-T0.8", "MH novel rate T=1.0 - T=0.8", "t1/mh-local-pt1.0", NOV, "t1/mh-local-pt0.8", NOV, 3
+    )
     t2 = ["t1/mh-local-pt1.0"] + [f"t2/mh-local-topp{q}" for q in ("0.99", "0.95", "0.9", "0.8")]
     for c in t2:
         s.mean(f"{p}.accept.{c}", f"MH acceptance {c}", c, ACC, 3)
@@ -318,25 +469,65 @@ def section_sapiens() -> None:
     for c in t4:
         s.mean(f"{p}.accept.{c}", f"MH acceptance {c}", c, ACC, 3)
     acc = {c: s.per_unit(c, ACC).mean() for c in t2 + t4}
-    out(f"{p}.accept.range.t2", f"MH acceptance over the nucleus settings p = 1.0..0.8: "
-                                f"{min(acc[c] for c in t2):.3f}-{max(acc[c] for c in t2):.3f}")
-    out(f"{p}.accept.range.t4", f"MH acceptance over the six annealing rows: "
-                                f"{min(acc[c] for c in t4):.3f}-{max(acc[c] for c in t4):.3f}")
-    s.diff(f"{p}.accept.topp0.8-vs-1.0", "MH acceptance p=0.8 - p=1.0", "t2/mh-local-topp0.8", ACC,
-           "t1/mh-local-pt1.0", ACC, 3)
-    s.diff(f"{p}.novel.topp0.8-vs-1.0", "MH novel rate p=0.8 - p=1.0", "t2/mh-local-topp0.8", NOV,
-           "t1/mh-local-pt1.0", NOV, 3)
-    s.diff(f"{p}.gibbs.topp0.8-vs-1.0", "Gibbs E_local post p=0.8 - p=1.0", "t2/gibbs-topp0.8", E_POST,
-           "t1/gibbs-pt1.0", E_POST)
+    out(
+        f"{p}.accept.range.t2",
+        f"MH acceptance over the nucleus settings p = 1.0..0.8: "
+        f"{min(acc[c] for c in t2):.3f}-{max(acc[c] for c in t2):.3f}",
+    )
+    out(
+        f"{p}.accept.range.t4",
+        f"MH acceptance over the six annealing rows: {min(acc[c] for c in t4):.3f}-{max(acc[c] for c in t4):.3f}",
+    )
+    s.diff(
+        f"{p}.accept.topp0.8-vs-1.0",
+        "MH acceptance p=0.8 - p=1.0",
+        "t2/mh-local-topp0.8",
+        ACC,
+        "t1/mh-local-pt1.0",
+        ACC,
+        3,
+    )
+    s.diff(
+        f"{p}.novel.topp0.8-vs-1.0",
+        "MH novel rate p=0.8 - p=1.0",
+        "t2/mh-local-topp0.8",
+        NOV,
+        "t1/mh-local-pt1.0",
+        NOV,
+        3,
+    )
+    s.diff(
+        f"{p}.gibbs.topp0.8-vs-1.0",
+        "Gibbs E_local post p=0.8 - p=1.0",
+        "t2/gibbs-topp0.8",
+        E_POST,
+        "t1/gibbs-pt1.0",
+        E_POST,
+    )
     for e in ("local", "raw"):
         for a, b in (("0.04", "0.02"), ("0.06", "0.04"), ("0.06", "0.02")):
-            s.diff(f"{p}.anneal.{e}.{a}-vs-{b}", f"final E_local MH-{e}, anneal {a} - {b}",
-                   f"t4/anneal{a}-mh-{e}", E_FIN, f"t4/anneal{b}-mh-{e}", E_FIN)
+            s.diff(
+                f"{p}.anneal.{e}.{a}-vs-{b}",
+                f"final E_local MH-{e}, anneal {a} - {b}",
+                f"t4/anneal{a}-mh-{e}",
+                E_FIN,
+                f"t4/anneal{b}-mh-{e}",
+                E_FIN,
+            )
     for e in ("local", "raw"):
-        s.diff(f"{p}.anneal.accept.{e}.0.06-vs-0.02", f"acceptance MH-{e}, anneal 0.06 - 0.02",
-               f"t4/anneal0.06-mh-{e}", ACC, f"t4/anneal0.02-mh-{e}", ACC, 3)
-    pairs = [("f1", "f1/mh-raw-pt1.0", "t1/mh-local-pt1.0", E_FIN),
-             ("block", "t3/block-mh-raw", "t3/block-mh-local", E_POST)]
+        s.diff(
+            f"{p}.anneal.accept.{e}.0.06-vs-0.02",
+            f"acceptance MH-{e}, anneal 0.06 - 0.02",
+            f"t4/anneal0.06-mh-{e}",
+            ACC,
+            f"t4/anneal0.02-mh-{e}",
+            ACC,
+            3,
+        )
+    pairs = [
+        ("f1", "f1/mh-raw-pt1.0", "t1/mh-local-pt1.0", E_FIN),
+        ("block", "t3/block-mh-raw", "t3/block-mh-local", E_POST),
+    ]
     pairs += [(f"anneal{a}", f"t4/anneal{a}-mh-raw", f"t4/anneal{a}-mh-local", E_FIN) for a in ("0.02", "0.04", "0.06")]
     pairs += [("t5", "t5/mh-raw-pt0.8-anneal0.02", "t5/mh-local-pt0.8-anneal0.02", E_FIN)]
     for tag, r, l, f in pairs:
@@ -345,23 +536,43 @@ def section_sapiens() -> None:
     s.diff(f"{p}.block.novel", "novel rate, block MH-local - single-site MH-local", blk, NOV, one, NOV, 3)
     s.diff(f"{p}.block.accept", "acceptance, block MH-local - single-site MH-local", blk, ACC, one, ACC, 3)
     s.diff(f"{p}.block.elocal", "E_local post, block MH-local - single-site MH-local", blk, E_POST, one, E_POST)
-    s.diff(f"{p}.block.gibbs-vs-mh", "E_local post, block Gibbs - block MH-local", "t3/block-gibbs", E_POST, blk,
-           E_POST)
+    s.diff(
+        f"{p}.block.gibbs-vs-mh", "E_local post, block Gibbs - block MH-local", "t3/block-gibbs", E_POST, blk, E_POST
+    )
     for c in ("t3/block-mh-local", "t3/block-mh-raw"):
-        s.diff(f"{p}.block.accept.{c}.sweep4-vs-3", f"acceptance {c}, sweep 4 (block 1) - sweep 3 (block 2)", c,
-               lambda r: r["per_epoch"]["accept"][3], c, lambda r: r["per_epoch"]["accept"][2], 3)
+        s.diff(
+            f"{p}.block.accept.{c}.sweep4-vs-3",
+            f"acceptance {c}, sweep 4 (block 1) - sweep 3 (block 2)",
+            c,
+            lambda r: r["per_epoch"]["accept"][3],
+            c,
+            lambda r: r["per_epoch"]["accept"][2],
+            3,
+        )
     for c in ("t3/block-mh-local", "t3/block-mh-raw"):
         for e in (1, 2, 3, 4):
-            s.mean(f"{p}.block.accept.{c}.sweep{e}", f"acceptance {c}, sweep {e} (block size {5 - e})", c,
-                   lambda r, e=e: r["per_epoch"]["accept"][e - 1], 3)
+            s.mean(
+                f"{p}.block.accept.{c}.sweep{e}",
+                f"acceptance {c}, sweep {e} (block size {5 - e})",
+                c,
+                lambda r, e=e: r["per_epoch"]["accept"][e - 1],
+                3,
+            )
     raw, loc, mp = "t5/mh-raw-pt0.8-anneal0.02", "t5/mh-local-pt0.8-anneal0.02", "t5/mask-predict-it10"
     s.diff(f"{p}.t5.maskpredict-vs-raw", "E_local final, mask-predict - MH-raw", mp, E_FIN, raw, E_FIN)
     s.diff(f"{p}.t5.local-vs-gibbs", "E_local final, MH-local - Gibbs T=0.8", loc, E_FIN, "t1/gibbs-pt0.8", E_FIN)
     s.diff(f"{p}.t5.local-vs-warm", "E_local final, MH-local - warm start", loc, E_FIN, "t5/warm-start", E_FIN)
     s.bleu_diff(f"{p}.bleu.maskpredict-vs-raw", "Table 5 mask-predict - MH-raw (final)", mp, raw)
     s.bleu_diff(f"{p}.bleu.maskpredict-vs-warm", "Table 5 mask-predict - warm start (final)", mp, "t5/warm-start")
-    s.diff(f"{p}.identity.maskpredict-vs-warm", "identity final, mask-predict - warm start", mp,
-           F("final", "identity"), "t5/warm-start", F("final", "identity"), 3)
+    s.diff(
+        f"{p}.identity.maskpredict-vs-warm",
+        "identity final, mask-predict - warm start",
+        mp,
+        F("final", "identity"),
+        "t5/warm-start",
+        F("final", "identity"),
+        3,
+    )
     sampling_ancestral(s, p)
 
 
@@ -371,32 +582,79 @@ def section_6sweeps() -> None:
     s.diff(f"{p}.mh-vs-gibbs", "E_local post, MH-local - Gibbs (T=1.0)", mh, E_POST, gb, E_POST)
     s.diff(f"{p}.mh-vs-warm", "E_local post, MH-local - warm start", mh, E_POST, "t5/warm-start", E_FIN)
     for e in range(1, 7):
-        s.diff(f"{p}.sweep{e}.mh-vs-warm", f"E_local after sweep {e}, MH-local - warm start", mh,
-               lambda r, e=e: r["per_epoch"]["e_local"][e - 1], "t5/warm-start", E_FIN)
-    s.diff(f"{p}.sweep1.gibbs-vs-warm", "E_local after sweep 1, Gibbs - warm start", gb,
-           lambda r: r["per_epoch"]["e_local"][0], "t5/warm-start", E_FIN)
-    s.diff(f"{p}.mh.sweep6-vs-sweep1", "E_local MH-local, after sweep 6 - after sweep 1", mh,
-           lambda r: r["per_epoch"]["e_local"][5], mh, lambda r: r["per_epoch"]["e_local"][0])
-    s.diff(f"{p}.novel.mh-vs-gibbs", "novel rate post, MH-local - Gibbs", mh, F("post_burn_in", "novel"), gb,
-           F("post_burn_in", "novel"), 3)
+        s.diff(
+            f"{p}.sweep{e}.mh-vs-warm",
+            f"E_local after sweep {e}, MH-local - warm start",
+            mh,
+            lambda r, e=e: r["per_epoch"]["e_local"][e - 1],
+            "t5/warm-start",
+            E_FIN,
+        )
+    s.diff(
+        f"{p}.sweep1.gibbs-vs-warm",
+        "E_local after sweep 1, Gibbs - warm start",
+        gb,
+        lambda r: r["per_epoch"]["e_local"][0],
+        "t5/warm-start",
+        E_FIN,
+    )
+    s.diff(
+        f"{p}.mh.sweep6-vs-sweep1",
+        "E_local MH-local, after sweep 6 - after sweep 1",
+        mh,
+        lambda r: r["per_epoch"]["e_local"][5],
+        mh,
+        lambda r: r["per_epoch"]["e_local"][0],
+    )
+    s.diff(
+        f"{p}.novel.mh-vs-gibbs",
+        "novel rate post, MH-local - Gibbs",
+        mh,
+        F("post_burn_in", "novel"),
+        gb,
+        F("post_burn_in", "novel"),
+        3,
+    )
     s.bleu_diff(f"{p}.bleu.mh-vs-gibbs", "T=1.0 MH-local - Gibbs (post)", mh, gb, "post")
     for c in (mh, gb):
-        s.diff(f"{p}.stutter.{c}-vs-warm", f"stutter post, {c} - warm start", c, F("post_burn_in", "stutter"),
-               "t5/warm-start", F("final", "stutter"), 3)
-    s.diff(f"{p}.identity.mh-vs-gibbs", "identity post, MH-local - Gibbs", mh, F("post_burn_in", "identity"), gb,
-           F("post_burn_in", "identity"), 3)
+        s.diff(
+            f"{p}.stutter.{c}-vs-warm",
+            f"stutter post, {c} - warm start",
+            c,
+            F("post_burn_in", "stutter"),
+            "t5/warm-start",
+            F("final", "stutter"),
+            3,
+        )
+    s.diff(
+        f"{p}.identity.mh-vs-gibbs",
+        "identity post, MH-local - Gibbs",
+        mh,
+        F("post_burn_in", "identity"),
+        gb,
+        F("post_burn_in", "identity"),
+        3,
+    )
     raw, loc = "t5/mh-raw-pt0.8-anneal0.02", "t5/mh-local-pt0.8-anneal0.02"
     mp, ws = "t5/mask-predict-it10", "t5/warm-start"
     s.bleu_diff(f"{p}.bleu.raw-vs-local", "Table 5 MH-raw - MH-local (final)", raw, loc)
     s.bleu_diff(f"{p}.bleu.warm-vs-maskpredict", "Table 5 warm start - mask-predict (final)", ws, mp)
     s.bleu_diff(f"{p}.bleu.maskpredict-vs-raw", "Table 5 mask-predict - MH-raw (final)", mp, raw)
-    s.diff(f"{p}.novel.raw-vs-local", "novel rate, MH-raw - MH-local", raw, F("post_burn_in", "novel"), loc,
-           F("post_burn_in", "novel"), 3)
+    s.diff(
+        f"{p}.novel.raw-vs-local",
+        "novel rate, MH-raw - MH-local",
+        raw,
+        F("post_burn_in", "novel"),
+        loc,
+        F("post_burn_in", "novel"),
+        3,
+    )
     s.diff(f"{p}.t5.raw-vs-local", "E_local final, MH-raw - MH-local", raw, E_FIN, loc, E_FIN)
     sampling_ancestral(s, p)
 
 
 # -- infilling ---------------------------------------------------------------------------------------
+
 
 class Infill:
     """Infilling records keyed by (model, region, k, gap_id, method); the first record of a key wins."""
@@ -431,10 +689,13 @@ def paired(key: str, label: str, a: dict, b: dict, extract=lambda r: r["top1"]) 
     d = (ba - bb) / n
     half = Z95 * math.sqrt(max(ba + bb - (ba - bb) ** 2 / n, 0.0)) / n + 1 / n  # Wald, continuity-corrected
     p = sign_p(ba, bb)
-    out(key, f"{label}: {100 * x.mean():.2f} vs {100 * y.mean():.2f} % on the same {n} gaps, difference "
-             f"{100 * d:+.2f} points, 95% CI [{100 * (d - half):+.2f}, {100 * (d + half):+.2f}]; only first right "
-             f"{ba}, only second right {bb}, sign test "
-f"p = {p:.2g}: {'within noise' if p >= 0.05 else 'significant'}")
+    out(
+        key,
+        f"{label}: {100 * x.mean():.2f} vs {100 * y.mean():.2f} % on the same {n} gaps, difference "
+        f"{100 * d:+.2f} points, 95% CI [{100 * (d - half):+.2f}, {100 * (d + half):+.2f}]; only first right "
+        f"{ba}, only second right {bb}, sign test "
+        f"p = {p:.2g}: {'within noise' if p >= 0.05 else 'significant'}",
+    )
     return ba, bb
 
 
@@ -442,55 +703,110 @@ def section_infill() -> None:
     inf = Infill("sapiens-vh.jsonl", "antiberty-random.jsonl", "antiberty-cdrh3.jsonl")
     SV, AB = "sapiens-vh", "antiberty@bf16"
     beams = ("hcb-l2r", "hcb-best", "standard-l2r", "standard-best")
-    methods = beams + ("temperature-0.25", "temperature-0.5", "temperature-0.75", "nucleus-0.9", "pure-sampling",
-                       "ablation-scramble", "ablation-swap")
+    methods = beams + (
+        "temperature-0.25",
+        "temperature-0.5",
+        "temperature-0.75",
+        "nucleus-0.9",
+        "pure-sampling",
+        "ablation-scramble",
+        "ablation-swap",
+    )
     for region in ("random", "cdrh3"):
         for me in methods:
             m, se, n = acc_se(inf.cells(SV, region, me))
             out(f"inf.sv300.{region}.{me}", f"Sapiens-VH {region} {me}: top-1 {m:.2f} ± {se:.2f} % (SE, {n} gaps)")
         for gaps, tag in ((None, "sv300"), (100, "sv100")):
-            vals = [100 * np.mean([r["top1"] for (kk, _), r in inf.cells(SV, region, me, gaps).items() if kk == k])
-                    for me in beams for k in range(2, 8)]
+            vals = [
+                100 * np.mean([r["top1"] for (kk, _), r in inf.cells(SV, region, me, gaps).items() if kk == k])
+                for me in beams
+                for k in range(2, 8)
+            ]
             which = "all 300" if gaps is None else "first 100"
-            out(f"inf.{tag}.{region}.cell-range", f"Sapiens-VH {region}, four beams, per-k cells ({which} gaps per "
-                                                  f"cell): top-1 {min(vals):.2f}-{max(vals):.2f} %")
+            out(
+                f"inf.{tag}.{region}.cell-range",
+                f"Sapiens-VH {region}, four beams, per-k cells ({which} gaps per "
+                f"cell): top-1 {min(vals):.2f}-{max(vals):.2f} %",
+            )
         for me in ("hcb", "standard"):
-            paired(f"inf.sv300.{region}.{me}.best-vs-l2r", f"Sapiens-VH {region} {me} best-to-worst - left-to-right",
-                   inf.cells(SV, region, f"{me}-best"), inf.cells(SV, region, f"{me}-l2r"))
+            paired(
+                f"inf.sv300.{region}.{me}.best-vs-l2r",
+                f"Sapiens-VH {region} {me} best-to-worst - left-to-right",
+                inf.cells(SV, region, f"{me}-best"),
+                inf.cells(SV, region, f"{me}-l2r"),
+            )
         for me in ("temperature-0.25", "temperature-0.5", "nucleus-0.9", "pure-sampling"):
-            paired(f"inf.sv300.{region}.standard-vs-{me}", f"Sapiens-VH {region} standard-l2r - {me}",
-                   inf.cells(SV, region, "standard-l2r"), inf.cells(SV, region, me))
-        paired(f"inf.sv300.{region}.top5.standard-vs-t0.25", f"Sapiens-VH {region} top-5 standard-l2r - T=0.25",
-               inf.cells(SV, region, "standard-l2r"), inf.cells(SV, region, "temperature-0.25"), lambda r: r["top5"])
+            paired(
+                f"inf.sv300.{region}.standard-vs-{me}",
+                f"Sapiens-VH {region} standard-l2r - {me}",
+                inf.cells(SV, region, "standard-l2r"),
+                inf.cells(SV, region, me),
+            )
+        paired(
+            f"inf.sv300.{region}.top5.standard-vs-t0.25",
+            f"Sapiens-VH {region} top-5 standard-l2r - T=0.25",
+            inf.cells(SV, region, "standard-l2r"),
+            inf.cells(SV, region, "temperature-0.25"),
+            lambda r: r["top5"],
+        )
         for me in ("ablation-scramble", "ablation-swap"):
-            paired(f"inf.sv300.{region}.hcb-vs-{me}", f"Sapiens-VH {region} hcb-l2r - {me}",
-                   inf.cells(SV, region, "hcb-l2r"), inf.cells(SV, region, me))
+            paired(
+                f"inf.sv300.{region}.hcb-vs-{me}",
+                f"Sapiens-VH {region} hcb-l2r - {me}",
+                inf.cells(SV, region, "hcb-l2r"),
+                inf.cells(SV, region, me),
+            )
         for me in methods:
             m, se, n = acc_se(inf.cells(AB, region, me))
             out(f"inf.ab100.{region}.{me}", f"AntiBERTy {region} {me}: top-1 {m:.2f} ± {se:.2f} % (SE, {n} gaps)")
         ab = lambda me: inf.cells(AB, region, me)  # noqa: E731
-        paired(f"inf.ab100.{region}.hcb-best-vs-l2r", f"AntiBERTy {region} hcb-best - hcb-l2r", ab("hcb-best"),
-               ab("hcb-l2r"))
-        paired(f"inf.ab100.{region}.hcb-vs-scramble", f"AntiBERTy {region} hcb-l2r - ablation-scramble",
-               ab("hcb-l2r"), ab("ablation-scramble"))
+        paired(
+            f"inf.ab100.{region}.hcb-best-vs-l2r",
+            f"AntiBERTy {region} hcb-best - hcb-l2r",
+            ab("hcb-best"),
+            ab("hcb-l2r"),
+        )
+        paired(
+            f"inf.ab100.{region}.hcb-vs-scramble",
+            f"AntiBERTy {region} hcb-l2r - ablation-scramble",
+            ab("hcb-l2r"),
+            ab("ablation-scramble"),
+        )
         for me in ("temperature-0.25", "pure-sampling"):
-            paired(f"inf.ab100.{region}.standard-vs-{me}", f"AntiBERTy {region} standard-l2r - {me}",
-                   ab("standard-l2r"), ab(me))
+            paired(
+                f"inf.ab100.{region}.standard-vs-{me}",
+                f"AntiBERTy {region} standard-l2r - {me}",
+                ab("standard-l2r"),
+                ab(me),
+            )
         a, s = inf.cells(AB, region, "standard-l2r"), inf.cells(SV, region, "standard-l2r", 100)
-        same = all((a[g]["chain_id"], a[g]["start"], a[g]["gold"]) == (s[g]["chain_id"], s[g]["start"], s[g]["gold"])
-                   for g in set(a) & set(s))
-        out(f"inf.models.{region}.same-gaps", f"AntiBERTy and Sapiens-VH {region} gaps 0-99: same chain, start and "
-                                              f"gold in every common gap: {same}")
+        same = all(
+            (a[g]["chain_id"], a[g]["start"], a[g]["gold"]) == (s[g]["chain_id"], s[g]["start"], s[g]["gold"])
+            for g in set(a) & set(s)
+        )
+        out(
+            f"inf.models.{region}.same-gaps",
+            f"AntiBERTy and Sapiens-VH {region} gaps 0-99: same chain, start and gold in every common gap: {same}",
+        )
         paired(f"inf.models.{region}.standard-l2r", f"{region} standard-l2r AntiBERTy - Sapiens-VH", a, s)
     k7 = lambda me: {g: r for g, r in inf.cells(AB, "random", me).items() if g[0] == 7}  # noqa: E731
-    paired("inf.ab100.random.k7.hcb-vs-standard", "AntiBERTy random k=7 hcb-l2r - standard-l2r", k7("hcb-l2r"),
-           k7("standard-l2r"))
+    paired(
+        "inf.ab100.random.k7.hcb-vs-standard",
+        "AntiBERTy random k=7 hcb-l2r - standard-l2r",
+        k7("hcb-l2r"),
+        k7("standard-l2r"),
+    )
     for ds in ("snli", "xsum"):
         en = Infill(f"en-small-{ds}.jsonl")
         k1 = lambda me: {g: r for g, r in en.cells("en-small", "random", me).items() if g[0] == 1}  # noqa: E731
         for metric in ("top1", "top20"):
-            paired(f"inf.en.{ds}.k1.{metric}.standard-vs-pure", f"en-small {ds} k=1 {metric} standard-l2r - "
-                   "pure-sampling", k1("standard-l2r"), k1("pure-sampling"), lambda r, m=metric: r[m])
+            paired(
+                f"inf.en.{ds}.k1.{metric}.standard-vs-pure",
+                f"en-small {ds} k=1 {metric} standard-l2r - pure-sampling",
+                k1("standard-l2r"),
+                k1("pure-sampling"),
+                lambda r, m=metric: r[m],
+            )
 
 
 def section_pivots() -> None:
@@ -505,26 +821,47 @@ def section_pivots() -> None:
         gaps = sorted(by["standard"])
         top = {t: np.array([by[t][g]["top1"] for g in gaps]) for t in by}
         p, std, ng = f"piv.{name}", top["standard"], len(gaps)
-        out(f"{p}.standard", f"{name}: standard beam top-1 {100 * std.mean():.1f} % (binomial SE "
-                             f"{100 * math.sqrt(std.mean() * (1 - std.mean()) / ng):.1f}, {ng} gaps)")
+        out(
+            f"{p}.standard",
+            f"{name}: standard beam top-1 {100 * std.mean():.1f} % (binomial SE "
+            f"{100 * math.sqrt(std.mean() * (1 - std.mean()) / ng):.1f}, {ng} gaps)",
+        )
         rng_aa = [100 * top[t].mean() for t in aa]
-        out(f"{p}.aa-range", f"{name}: amino-acid pivots top-1 {min(rng_aa):.1f}-{max(rng_aa):.1f} %; special pivots "
-                             + ", ".join(f"{t} {100 * top[t].mean():.1f}" for t in special))
-        only = {t: (int(((top[t] == 1) & (std == 0)).sum()), int(((top[t] == 0) & (std == 1)).sum()))
-                for t in by if t != "standard"}
+        out(
+            f"{p}.aa-range",
+            f"{name}: amino-acid pivots top-1 {min(rng_aa):.1f}-{max(rng_aa):.1f} %; special pivots "
+            + ", ".join(f"{t} {100 * top[t].mean():.1f}" for t in special),
+        )
+        only = {
+            t: (int(((top[t] == 1) & (std == 0)).sum()), int(((top[t] == 0) & (std == 1)).sum()))
+            for t in by
+            if t != "standard"
+        }
         worst = max(only, key=lambda t: sum(only[t]))
-        out(f"{p}.discordant", f"{name}: most gaps on which one pivot and standard differ in top-1 correctness: "
-                               f"{sum(only[worst])} of {ng} ({worst}); smallest sign-test p vs standard: "
-                               f"{min(sign_p(*v) for v in only.values()):.2g}")
+        out(
+            f"{p}.discordant",
+            f"{name}: most gaps on which one pivot and standard differ in top-1 correctness: "
+            f"{sum(only[worst])} of {ng} ({worst}); smallest sign-test p vs standard: "
+            f"{min(sign_p(*v) for v in only.values()):.2g}",
+        )
         best = max(aa, key=lambda t: top[t].mean())
-        paired(f"{p}.best-aa-vs-mask", f"{name}: best amino-acid pivot {best} (chosen after the fact) - mask pivot "
-                                       f"{mask}", {g: by[best][g] for g in gaps}, {g: by[mask][g] for g in gaps})
-        for tag, what, ref in (("aa-vs-special", "mean over special pivots (mask included)",
-                                np.mean([top[t] for t in special], 0)), ("aa-vs-standard", "standard", std)):
+        paired(
+            f"{p}.best-aa-vs-mask",
+            f"{name}: best amino-acid pivot {best} (chosen after the fact) - mask pivot {mask}",
+            {g: by[best][g] for g in gaps},
+            {g: by[mask][g] for g in gaps},
+        )
+        for tag, what, ref in (
+            ("aa-vs-special", "mean over special pivots (mask included)", np.mean([top[t] for t in special], 0)),
+            ("aa-vs-standard", "standard", std),
+        ):
             d = np.mean([top[t] for t in aa], 0) - ref
             lo, hi = q95(d[boot_idx(f"{p}.{tag}", ng)].mean(1))
-            out(f"{p}.{tag}", f"{name}: mean top-1 over amino-acid pivots - {what}: {100 * d.mean():+.2f} points, "
-                              f"95% CI [{100 * lo:+.2f}, {100 * hi:+.2f}] (bootstrap over gaps): {noise(lo, hi)}")
+            out(
+                f"{p}.{tag}",
+                f"{name}: mean top-1 over amino-acid pivots - {what}: {100 * d.mean():+.2f} points, "
+                f"95% CI [{100 * lo:+.2f}, {100 * hi:+.2f}] (bootstrap over gaps): {noise(lo, hi)}",
+            )
 
 
 def section_bf16() -> None:
@@ -535,11 +872,15 @@ def section_bf16() -> None:
     b = np.array([y["seconds"] for _, y in pairs])
     idx = boot_idx("bf16.cpu-ratio", len(pairs))
     lo, hi = q95(a[idx].sum(1) / b[idx].sum(1))
-    out("bf16.cpu-ratio", f"CPU seconds float32 / bfloat16 over {len(pairs)} paired records: {a.sum() / b.sum():.2f}x, "
-                          f"95% CI [{lo:.2f}, {hi:.2f}] (bootstrap over records; one run each, 3 jobs on 2 cores)")
+    out(
+        "bf16.cpu-ratio",
+        f"CPU seconds float32 / bfloat16 over {len(pairs)} paired records: {a.sum() / b.sum():.2f}x, "
+        f"95% CI [{lo:.2f}, {hi:.2f}] (bootstrap over records; one run each, 3 jobs on 2 cores)",
+    )
 
 
 # -- ground truth (per-cell aggregates only) ---------------------------------------------------------
+
 
 def _rate_z(p1: float, p2: float, n: int) -> tuple[float, float]:
     se = math.sqrt(p1 * (1 - p1) / n + p2 * (1 - p2) / n)
@@ -551,14 +892,20 @@ def section_ground_truth() -> None:
     Js = ("0.5", "1", "2", "3")
     for J in Js:
         s = recs[f"coupling/J{J}/samplers"]
-        out(f"gt.floor.J{J}", f"J={J}: MH TV to its target {s['mh']['tv_target']:.3f} / i.i.d. floor "
-                              f"{s['floor_target']:.3f} = {s['mh']['tv_target'] / s['floor_target']:.2f}x; Gibbs TV to "
-                              f"the truth {s['gibbs']['tv_truth']:.3f} / floor {s['floor_truth']:.3f} = "
-                              f"{s['gibbs']['tv_truth'] / s['floor_truth']:.2f}x")
+        out(
+            f"gt.floor.J{J}",
+            f"J={J}: MH TV to its target {s['mh']['tv_target']:.3f} / i.i.d. floor "
+            f"{s['floor_target']:.3f} = {s['mh']['tv_target'] / s['floor_target']:.2f}x; Gibbs TV to "
+            f"the truth {s['gibbs']['tv_truth']:.3f} / floor {s['floor_truth']:.3f} = "
+            f"{s['gibbs']['tv_truth'] / s['floor_truth']:.2f}x",
+        )
     n = 200
-    out("gt.rate-se", f"binomial SE of one rate over {n} gaps: at most {math.sqrt(0.25 / n):.3f}; of the difference "
-                      f"of two independent rates: at most {math.sqrt(0.5 / n):.3f} (95% half-width "
-                      f"{Z95 * math.sqrt(0.5 / n):.3f})")
+    out(
+        "gt.rate-se",
+        f"binomial SE of one rate over {n} gaps: at most {math.sqrt(0.25 / n):.3f}; of the difference "
+        f"of two independent rates: at most {math.sqrt(0.5 / n):.3f} (95% half-width "
+        f"{Z95 * math.sqrt(0.5 / n):.3f})",
+    )
     wins = total = 0
     for J in Js:
         for k in (2, 3):
@@ -568,28 +915,43 @@ def section_ground_truth() -> None:
                 se, z = _rate_z(ps, ph, n)
                 total += 1
                 wins += z > Z95
-                out(f"gt.infill.J{J}.k{k}.{order}", f"J={J} k={k} {order}: trained-MLM mode rate standard {ps:.3f} - "
+                out(
+                    f"gt.infill.J{J}.k{k}.{order}",
+                    f"J={J} k={k} {order}: trained-MLM mode rate standard {ps:.3f} - "
                     f"HCB {ph:.3f} = {ps - ph:+.3f}, SE {se:.3f} (unpaired), z = {z:.1f}: "
-                    f"{'within noise' if abs(z) < Z95 else 'significant'}")
-            d = [m[f"mlm/hcb-best"]["mode"] - m[f"mlm/hcb-l2r"]["mode"],
-                 m[f"mlm/standard-best"]["mode"] - m[f"mlm/standard-l2r"]["mode"]]
-            out(f"gt.infill.J{J}.k{k}.order-gain", f"J={J} k={k}: best-to-worst - l2r mode rate: HCB {d[0]:+.3f}, "
-                                                   f"standard {d[1]:+.3f}")
-    out("gt.infill.count", f"standard's mode rate above HCB's by more than 1.96 unpaired SE in {wins} of {total} "
-                           f"(J, k, order) cells")
+                    f"{'within noise' if abs(z) < Z95 else 'significant'}",
+                )
+            d = [
+                m["mlm/hcb-best"]["mode"] - m["mlm/hcb-l2r"]["mode"],
+                m["mlm/standard-best"]["mode"] - m["mlm/standard-l2r"]["mode"],
+            ]
+            out(
+                f"gt.infill.J{J}.k{k}.order-gain",
+                f"J={J} k={k}: best-to-worst - l2r mode rate: HCB {d[0]:+.3f}, standard {d[1]:+.3f}",
+            )
+    out(
+        "gt.infill.count",
+        f"standard's mode rate above HCB's by more than 1.96 unpaired SE in {wins} of {total} (J, k, order) cells",
+    )
     rates = ("0.17", "0.34", "0.5", "0.67")
     base = recs["masking/r0.17-dynamic/infill-k3"]["methods"]["mlm/standard-l2r"]["mode"]
     for r in rates:
         mode = recs[f"masking/r{r}-dynamic/infill-k3"]["methods"]["mlm/standard-l2r"]["mode"]
         kl = recs[f"masking/r{r}-dynamic/pairs"]["kl"]
         se, z = _rate_z(mode, base, n)
-        out(f"gt.masking.r{r}", f"dynamic masking rate {r}: infill k=3 standard-l2r mode {mode:.3f} (SE "
+        out(
+            f"gt.masking.r{r}",
+            f"dynamic masking rate {r}: infill k=3 standard-l2r mode {mode:.3f} (SE "
             f"{math.sqrt(mode * (1 - mode) / n):.3f}; vs rate 0.17: {mode - base:+.3f}, z = {z:.1f}); pair KL MLM "
-            f"{kl['mlm']:.4f}, HCB {kl['hcb']:.4f}, AG {kl['ag']:.4f} (one seed, no per-pair records: no interval)")
+            f"{kl['mlm']:.4f}, HCB {kl['hcb']:.4f}, AG {kl['ag']:.4f} (one seed, no per-pair records: no interval)",
+        )
     for step in ("250", "3000"):
         m = recs[f"curve/step{step}/infill-k3"]["methods"]
-        out(f"gt.curve.step{step}", f"J=2 step {step}: infill k=3 mode rate standard-l2r "
-            f"{m['mlm/standard-l2r']['mode']:.3f}, HCB-l2r {m['mlm/hcb-l2r']['mode']:.3f} (each SE <= 0.035)")
+        out(
+            f"gt.curve.step{step}",
+            f"J=2 step {step}: infill k=3 mode rate standard-l2r "
+            f"{m['mlm/standard-l2r']['mode']:.3f}, HCB-l2r {m['mlm/hcb-l2r']['mode']:.3f} (each SE <= 0.035)",
+        )
     m0, m1 = (recs[f"curve/step{s}/infill-k3"]["methods"]["mlm/hcb-l2r"]["mode"] for s in ("250", "3000"))
     se, z = _rate_z(m1, m0, n)
     out("gt.curve.hcb", f"HCB-l2r mode rate step 3000 - step 250: {m1 - m0:+.3f}, SE {se:.3f}, z = {z:.1f}")
@@ -600,16 +962,25 @@ def section_ground_truth() -> None:
     for J in Js:
         kl = recs[f"coupling/J{J}/pairs"]["kl"]
         gaps.append(min(kl[m] for m in ("mlm", "mrf_logit", "mrf")) / max(kl["hcb"], kl["ag"]))
-    out("gt.pairs.gap", "KL of the closest of MLM / MRF-logit / MRF over the larger of HCB / AG, J = "
-        + ", ".join(f"{J}: {g:.1f}x" for J, g in zip(Js, gaps)) + " (single measurements)")
+    out(
+        "gt.pairs.gap",
+        "KL of the closest of MLM / MRF-logit / MRF over the larger of HCB / AG, J = "
+        + ", ".join(f"{J}: {g:.1f}x" for J, g in zip(Js, gaps))
+        + " (single measurements)",
+    )
     ag_hcb = [recs[f"coupling/J{J}/pairs"]["kl"]["hcb"] / recs[f"coupling/J{J}/pairs"]["kl"]["ag"] for J in Js]
-    out("gt.pairs.ag-vs-hcb", "KL(HCB) / KL(AG) by coupling: " + ", ".join(f"{x:.2f}" for x in ag_hcb)
+    out(
+        "gt.pairs.ag-vs-hcb",
+        "KL(HCB) / KL(AG) by coupling: "
+        + ", ".join(f"{x:.2f}" for x in ag_hcb)
         + f"; AG lower at {sum(x > 1 for x in ag_hcb)} of 4 couplings (sign test p = "
         f"{sign_p(sum(x > 1 for x in ag_hcb), sum(x < 1 for x in ag_hcb)):.3g}); no per-pair records, so no "
-        "interval per coupling")
+        "interval per coupling",
+    )
 
 
 # -- pair joints -------------------------------------------------------------------------------------
+
 
 def section_joints() -> None:
     methods = ("mlm", "mrf_logit", "mrf", "hcb", "ag")
@@ -618,8 +989,10 @@ def section_joints() -> None:
         for scheme in ("random", "contiguous"):
             rs = [r for r in recs if r["scheme"] == scheme]
             n = len(rs)
-            M = {m: {k: np.array([r["metrics"][m][k] for r in rs]) for k in ("pair_logp", "unary_logp", "akl", "gkl")}
-                 for m in methods}
+            M = {
+                m: {k: np.array([r["metrics"][m][k] for r in rs]) for k in ("pair_logp", "unary_logp", "akl", "gkl")}
+                for m in methods
+            }
             p = f"jt.{model}.{scheme}"
             idx = boot_idx(p, n)
 
@@ -631,9 +1004,12 @@ def section_joints() -> None:
                 d = ppl(a, what) - ppl(b, what)
                 lo, hi = q95(ppl(a, what, idx) - ppl(b, what, idx))
                 name = "P-PPL" if what == "pair_logp" else "U-PPL"
-                out(f"{p}.{tag}", f"{model} {scheme} {name} {a} - {b}: {ppl(a, what):.4f} - {ppl(b, what):.4f} = "
-                                  f"{d:+.4f}, 95% CI [{lo:+.4f}, {hi:+.4f}] (paired bootstrap over {n} pairs): "
-                                  f"{noise(lo, hi)}")
+                out(
+                    f"{p}.{tag}",
+                    f"{model} {scheme} {name} {a} - {b}: {ppl(a, what):.4f} - {ppl(b, what):.4f} = "
+                    f"{d:+.4f}, 95% CI [{lo:+.4f}, {hi:+.4f}] (paired bootstrap over {n} pairs): "
+                    f"{noise(lo, hi)}",
+                )
 
             cmp("ppl.ag-vs-mlm", "ag", "mlm")
             cmp("ppl.mrfl-vs-mrf", "mrf_logit", "mrf")
@@ -644,12 +1020,16 @@ def section_joints() -> None:
                 nxt = min((m for m in methods if m != "ag"), key=means.get)
                 r = M[nxt][kl][idx].mean(1) / M["ag"][kl][idx].mean(1)
                 lo, hi = q95(r)
-                out(f"{p}.{kl}.next-over-ag", f"{model} {scheme} {kl.upper()} of the next-lowest method ({nxt}) / AG: "
+                out(
+                    f"{p}.{kl}.next-over-ag",
+                    f"{model} {scheme} {kl.upper()} of the next-lowest method ({nxt}) / AG: "
                     f"{means[nxt] / means['ag']:.1f}x, 95% CI [{lo:.1f}, {hi:.1f}] (paired bootstrap over {n} pairs): "
-                    f"{'within noise' if lo <= 1 else 'AG lower'}")
+                    f"{'within noise' if lo <= 1 else 'AG lower'}",
+                )
 
 
 # -- benchmarks (per-round times in the Markdown) ----------------------------------------------------
+
 
 def _bench_table(md: str, section: str) -> dict:
     block = md.split(f"## {section}", 1)[1].split("\n## ", 1)[0]
@@ -674,27 +1054,37 @@ def section_bench() -> None:
         files[f] = (_bench_table(md, "AntiBERTy"), re.search(r"load average ([\d./]+) at the start, ([\d./]+)", md))
     for f, (t, load) in files.items():
         nv = t["naive"]
-        out(f"bench.{f}.naive", f"{f}: naive AntiBERTy {nv['n']} sequence(s), {nv['seconds']:.1f} s wall = "
+        out(
+            f"bench.{f}.naive",
+            f"{f}: naive AntiBERTy {nv['n']} sequence(s), {nv['seconds']:.1f} s wall = "
             f"{nv['seconds'] / nv['n']:.1f} s per sequence, {1 / nv['seq_cpu_s']:.1f} CPU-s per sequence "
             f"({nv['seq_s'] / nv['seq_cpu_s']:.2f} cores busy on average); minicons {t['minicons']['seq_cpu_s']:.3f} "
             f"and mlmprob {t['mlmprob']['seq_cpu_s']:.3f} sequences per CPU-s; load average {load.group(1)} -> "
-            f"{load.group(2)}")
+            f"{load.group(2)}",
+        )
     (a, _), (b, _) = files["bench_pll.md"], files["bench_pll_antiberty_rounds.md"]
     ratio = {m: (a[m]["seq_s"] / b[m]["seq_s"], a[m]["seq_cpu_s"] / b[m]["seq_cpu_s"]) for m in ("naive", "minicons")}
-    out("bench.naive-gap", f"naive AntiBERTy, bench_pll.md / rounds file: {ratio['naive'][0]:.1f}x in sequences per "
+    out(
+        "bench.naive-gap",
+        f"naive AntiBERTy, bench_pll.md / rounds file: {ratio['naive'][0]:.1f}x in sequences per "
         f"wall second, {ratio['naive'][1]:.1f}x in sequences per CPU-second; the same ratios for minicons (unchanged "
-        f"code): {ratio['minicons'][0]:.2f}x and {ratio['minicons'][1]:.2f}x")
+        f"code): {ratio['minicons'][0]:.2f}x and {ratio['minicons'][1]:.2f}x",
+    )
     en = _bench_table((HERE / "bench_pll.md").read_text(), "English")
     runs = [("bench_pll.md", "English", en)] + [(f, "AntiBERTy", t) for f, (t, _) in files.items()]
     for f, model, t in runs:
         mp, mc = t["mlmprob"]["rounds"], t["minicons"]["rounds"]
         ratios = [y / x for x in mp for y in mc]
-        out(f"bench.{f}.{model.lower()}.mlmprob-vs-minicons", f"{f}, {model}: round times mlmprob {mp}, minicons "
+        out(
+            f"bench.{f}.{model.lower()}.mlmprob-vs-minicons",
+            f"{f}, {model}: round times mlmprob {mp}, minicons "
             f"{mc} s; minicons / mlmprob time over all pairs of rounds: {min(ratios):.2f}-{max(ratios):.2f}x "
-            f"({len(mp)} and {len(mc)} rounds)")
+            f"({len(mp)} and {len(mc)} rounds)",
+        )
 
 
 # -- English and scoring (aggregates only) -----------------------------------------------------------
+
 
 def section_english() -> None:
     path = HERE / "english" / "scores.json"
@@ -702,9 +1092,12 @@ def section_english() -> None:
         raise MissingRecords("docs/results/english/scores.json")
     for s in json.loads(path.read_text())["scores"]:
         p, n = s["single_accuracy"], s["tokens"]
-        out(f"en.{s['name']}", f"en-small {s['name']}: single-token accuracy {p:.3f}, binomial SE "
+        out(
+            f"en.{s['name']}",
+            f"en-small {s['name']}: single-token accuracy {p:.3f}, binomial SE "
             f"{math.sqrt(p * (1 - p) / n):.4f} over {n} tokens (tokens of one sentence are not independent: a lower "
-            "bound)")
+            "bound)",
+        )
 
 
 def section_scoring() -> None:
@@ -712,21 +1105,34 @@ def section_scoring() -> None:
     n = sum(r["n_tokens"] for r in recs[:8])
     a, s = 0.865, 0.773  # printed by docs/results/scoring/masked_accuracy.py (no per-residue records)
     se, z = _rate_z(a, s, n)
-    out("score.masked-acc", f"masked-residue accuracy AntiBERTy {a} vs Sapiens-VH {s} on the {n} residues of the "
+    out(
+        "score.masked-acc",
+        f"masked-residue accuracy AntiBERTy {a} vs Sapiens-VH {s} on the {n} residues of the "
         f"first eight chains: difference {a - s:+.3f}, SE {se:.3f} (binomial, unpaired, residues taken as "
-        f"independent), z = {z:.1f}")
+        f"independent), z = {z:.1f}",
+    )
 
 
-SECTIONS = {"antiberty": section_antiberty, "sapiens-vh": section_sapiens, "antiberty-6sweeps": section_6sweeps,
-            "infill": section_infill, "pivots": section_pivots, "bf16": section_bf16,
-            "ground-truth": section_ground_truth, "joints": section_joints, "bench": section_bench,
-            "english": section_english, "scoring": section_scoring}
+SECTIONS = {
+    "antiberty": section_antiberty,
+    "sapiens-vh": section_sapiens,
+    "antiberty-6sweeps": section_6sweeps,
+    "infill": section_infill,
+    "pivots": section_pivots,
+    "bf16": section_bf16,
+    "ground-truth": section_ground_truth,
+    "joints": section_joints,
+    "bench": section_bench,
+    "english": section_english,
+    "scoring": section_scoring,
+}
 
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("sections", nargs="*", metavar="SECTION", help=f"sections to print: {', '.join(SECTIONS)} "
-                                                                   "(default: all)")
+    p.add_argument(
+        "sections", nargs="*", metavar="SECTION", help=f"sections to print: {', '.join(SECTIONS)} (default: all)"
+    )
     args = p.parse_args(argv)
     unknown = [name for name in args.sections if name not in SECTIONS]
     if unknown:

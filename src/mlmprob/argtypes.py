@@ -21,7 +21,7 @@ from __future__ import annotations
 import argparse
 import math
 
-LIMIT = 10 ** 9  # larger numbers are refused: no option of mlmprob means anything that large
+LIMIT = 10**9  # larger numbers are refused: no option of mlmprob means anything that large
 
 
 def _int(text: str, what: str) -> int:

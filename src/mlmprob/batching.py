@@ -15,13 +15,21 @@ records beside it. Larger sub-batches run faster on CPUs and GPUs alike; lower t
 
 from __future__ import annotations
 
-from typing import Callable, Iterator
+from collections.abc import Callable, Iterator
 
 import torch
 
 from .models.forward import (  # noqa: F401 - re-exported: the names algorithms import
-    ATTENTION_BUDGET, DEFAULT_BATCH_TOKENS, GivenRows, MaskedCopies, auto_batch_tokens, forward_all,
-    is_out_of_memory, iter_forward, rows_per_batch)
+    ATTENTION_BUDGET,
+    DEFAULT_BATCH_TOKENS,
+    GivenRows,
+    MaskedCopies,
+    auto_batch_tokens,
+    forward_all,
+    is_out_of_memory,
+    iter_forward,
+    rows_per_batch,
+)
 from .models.protocol import MaskedLM
 
 
@@ -52,25 +60,35 @@ def iter_masked_logits(
     rows = torch.as_tensor(rows, dtype=torch.long)
     cols = torch.as_tensor(cols, dtype=torch.long)
     source = MaskedCopies(mlm, input_ids, rows, cols, extra_mask, records)
-    yield from iter_forward(mlm, source, torch.arange(len(rows)), cols,
-                            progress=progress, on_device=on_device)
+    yield from iter_forward(mlm, source, torch.arange(len(rows)), cols, progress=progress, on_device=on_device)
 
 
-def iter_read_logits(mlm: MaskedLM, ids: torch.Tensor, read_row: torch.Tensor, read_col: torch.Tensor, *,
-                     groups: torch.Tensor | None = None,
-                     progress: Callable[[int], None] | None = None,
-                     on_device: bool = False) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
+def iter_read_logits(
+    mlm: MaskedLM,
+    ids: torch.Tensor,
+    read_row: torch.Tensor,
+    read_col: torch.Tensor,
+    *,
+    groups: torch.Tensor | None = None,
+    progress: Callable[[int], None] | None = None,
+    on_device: bool = False,
+) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
     """Yield ``(read_index [n], logits [n, V])``: read ``q`` is position ``read_col[q]`` of row
     ``read_row[q]`` of ``ids`` (rows forwarded as they are). ``groups`` (``[R]``) names the record
     each row belongs to (default: all one record); rows of different records never share a sub-batch."""
     source = GivenRows(mlm, ids, groups)
-    yield from iter_forward(mlm, source, read_row, read_col, progress=progress,
-                            on_device=on_device)
+    yield from iter_forward(mlm, source, read_row, read_col, progress=progress, on_device=on_device)
 
 
-def read_logits(mlm: MaskedLM, ids: torch.Tensor, read_row: torch.Tensor, read_col: torch.Tensor, *,
-                groups: torch.Tensor | None = None,
-                progress: Callable[[int], None] | None = None) -> torch.Tensor:
+def read_logits(
+    mlm: MaskedLM,
+    ids: torch.Tensor,
+    read_row: torch.Tensor,
+    read_col: torch.Tensor,
+    *,
+    groups: torch.Tensor | None = None,
+    progress: Callable[[int], None] | None = None,
+) -> torch.Tensor:
     """All reads of :func:`iter_read_logits` at once: logits ``[N, V]`` on the CPU, in read order.
 
     >>> from mlmprob import ExactMLM
@@ -80,5 +98,4 @@ def read_logits(mlm: MaskedLM, ids: torch.Tensor, read_row: torch.Tensor, read_c
     tensor([[0.3333, 0.6667],
             [0.4286, 0.5714]])
     """
-    return forward_all(mlm, GivenRows(mlm, ids, groups), read_row, read_col,
-                       progress=progress)
+    return forward_all(mlm, GivenRows(mlm, ids, groups), read_row, read_col, progress=progress)

@@ -17,7 +17,7 @@ class CallableModule(types.ModuleType):
         return getattr(self, self.__name__.rpartition(".")[2])(*args, **kwargs)
 
     @property
-    def __signature__(self) -> inspect.Signature:      # read when asked: the function may be imported lazily
+    def __signature__(self) -> inspect.Signature:  # read when asked: the function may be imported lazily
         return inspect.signature(getattr(self, self.__name__.rpartition(".")[2]))
 
 

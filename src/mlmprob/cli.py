@@ -13,8 +13,19 @@ import sys
 
 from .errors import MLMProbError
 
-COMMANDS = ("score", "calibrate", "merge", "demo", "sample", "joints", "infill", "train", "variants", "app",
-            "check_model")
+COMMANDS = (
+    "score",
+    "calibrate",
+    "merge",
+    "demo",
+    "sample",
+    "joints",
+    "infill",
+    "train",
+    "variants",
+    "app",
+    "check_model",
+)
 
 
 class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
@@ -47,8 +58,12 @@ def build_parser() -> argparse.ArgumentParser:
 
     parser = Parser(prog="mlmprob", description="Probabilistic inference with masked language models.")
     parser.add_argument("--version", action="version", version=f"mlmprob {__version__}")
-    parser.add_argument("--threads", type=positive_int, default=None,
-                        help="torch CPU threads (default: torch's choice; 1 is fastest for small models on a busy CPU)")
+    parser.add_argument(
+        "--threads",
+        type=positive_int,
+        default=None,
+        help="torch CPU threads (default: torch's choice; 1 is fastest for small models on a busy CPU)",
+    )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", help="run 'mlmprob COMMAND --help' for its options")
     for name in COMMANDS:
         try:
@@ -70,14 +85,15 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     if args.threads is not None:
         import torch
+
         torch.set_num_threads(args.threads)
     from .runtime.hold import check_hold
     from .runtime.spool import command_scope, sweep
 
     try:
-        check_hold()            # a malformed $MLMPROB_HOLD: one line, before any work
-        sweep()                 # the stdin copies of killed runs
-        with command_scope():   # stdin spooled once; the copies removed at the end
+        check_hold()  # a malformed $MLMPROB_HOLD: one line, before any work
+        sweep()  # the stdin copies of killed runs
+        with command_scope():  # stdin spooled once; the copies removed at the end
             return int(args.func(args) or 0)
     except MLMProbError as e:
         print(f"error: {e}", file=sys.stderr)

@@ -3,15 +3,22 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Callable, Sequence
 from pathlib import Path
-
-from typing import Callable, Sequence
 
 from .errors import TokenizationError
 from .runtime.inputs import FORMATS, Record, detect_format, iter_records, read_records
 
-__all__ = ["FORMATS", "Record", "detect_format", "iter_records", "read_records", "shared_data_dir",
-           "encode_records", "encodable_records"]
+__all__ = [
+    "FORMATS",
+    "Record",
+    "detect_format",
+    "iter_records",
+    "read_records",
+    "shared_data_dir",
+    "encode_records",
+    "encodable_records",
+]
 
 
 def _why(e: TokenizationError) -> str:
@@ -31,8 +38,9 @@ def encode_records(mlm, records: Sequence[Record]):
         raise
 
 
-def encodable_records(mlm, records: Sequence[Record],
-                      on_skip: Callable[[Record, str], None] | None = None) -> list[Record]:
+def encodable_records(
+    mlm, records: Sequence[Record], on_skip: Callable[[Record, str], None] | None = None
+) -> list[Record]:
     """The records the tokenizer accepts; ``on_skip(record, why)`` for each one it refuses."""
     good = []
     for r in records:

@@ -42,10 +42,12 @@ This module imports nothing from the package: every layer may read it.
 import os
 
 MODEL = "antiberty"
-BUILTIN_MODELS = ("antiberty", "sapiens-vh", "sapiens-vl", "en-small")   # all float32 weights
+BUILTIN_MODELS = ("antiberty", "sapiens-vh", "sapiens-vl", "en-small")  # all float32 weights
 VARIANTS_MODEL = "sapiens-vh"
-VARIANTS_MODEL_WHY = ("the only model whose wt_marginals beat the Hamming-distance baseline on the real variant "
-                      "library, docs/results/variants")
+VARIANTS_MODEL_WHY = (
+    "the only model whose wt_marginals beat the Hamming-distance baseline on the real variant "
+    "library, docs/results/variants"
+)
 DEVICE = "auto"
 DTYPE_WEIGHTS = "weights"
 DTYPE = DTYPE_WEIGHTS

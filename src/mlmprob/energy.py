@@ -11,15 +11,15 @@ a mask (the rule :data:`mlmprob.positions.TOKENS`). All sums are accumulated in 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 import torch
 
 from .batching import iter_masked_logits
 from .errors import MLMProbError, PositionsError
-from .models.reader import reader_of
 from .models.protocol import MaskedLM, foreign_ids, id_range, lengths_of, max_length_of
+from .models.reader import reader_of
 from .positions import TOKENS, Positions, resolve
 
 
@@ -67,8 +67,9 @@ class TokenScores:
         return self.positions.sum(-1)
 
 
-def target_scores(logits: torch.Tensor, targets: torch.Tensor,
-                  dtype: torch.dtype = torch.float64) -> tuple[torch.Tensor, torch.Tensor]:
+def target_scores(
+    logits: torch.Tensor, targets: torch.Tensor, dtype: torch.dtype = torch.float64
+) -> tuple[torch.Tensor, torch.Tensor]:
     """``(log q(target), raw logit of target)``, float64, of rows of logits ``[..., V]`` and their targets
     ``[...]``, computed in ``dtype``: the one per-token arithmetic of ``E_local`` and ``E_raw`` (the scores of
     :func:`token_scores` and the samplers' cached energies, :func:`energies_from_logits`).
@@ -82,8 +83,9 @@ def target_scores(logits: torch.Tensor, targets: torch.Tensor,
     return (raw - torch.logsumexp(x, -1)).double(), raw.double()
 
 
-def energies_from_logits(logits: torch.Tensor, ids: torch.Tensor,
-                         scored: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+def energies_from_logits(
+    logits: torch.Tensor, ids: torch.Tensor, scored: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor]:
     """``(E_local, E_raw)`` ``[B]`` float64 from the single-site logits ``[B, L, V]`` of ``ids`` ``[B, L]``
     (each position's row read with that position masked), summed over ``scored`` (bool ``[B, L]``): the
     same numbers as :func:`energy` from the same rows.
@@ -108,21 +110,27 @@ def check_input_ids(mlm: MaskedLM, input_ids) -> torch.Tensor:
         raise MLMProbError(f"input_ids must be integer token ids, got dtype {ids.dtype}")
     ids = ids.long()
     if ids.dim() == 1:
-        raise MLMProbError(f"input_ids must have shape [B, L]; got a 1-D tensor of length {len(ids)} "
-                           "(use input_ids[None] for one sequence)")
+        raise MLMProbError(
+            f"input_ids must have shape [B, L]; got a 1-D tensor of length {len(ids)} "
+            "(use input_ids[None] for one sequence)"
+        )
     if ids.dim() != 2:
         raise MLMProbError(f"input_ids must have shape [B, L], got {tuple(ids.shape)}")
     if ids.shape[0] == 0 or ids.shape[1] == 0:
         raise MLMProbError(f"input_ids is empty: shape {tuple(ids.shape)}")
     if bool(foreign_ids(mlm, ids).any()):
-        raise MLMProbError(f"token ids must lie in {id_range(mlm)} for this model, got "
-                           f"{int(ids.min())}..{int(ids.max())} (a vocabulary mismatch?)")
+        raise MLMProbError(
+            f"token ids must lie in {id_range(mlm)} for this model, got "
+            f"{int(ids.min())}..{int(ids.max())} (a vocabulary mismatch?)"
+        )
     max_len = max_length_of(mlm)
     if max_len is not None:
         too_long = lengths_of(mlm, ids) > max_len
         if too_long.any():
             b = int(too_long.nonzero()[0])
-            raise MLMProbError(f"sequence {b} has {int(lengths_of(mlm, ids)[b])} tokens; the model accepts at most {max_len}")
+            raise MLMProbError(
+                f"sequence {b} has {int(lengths_of(mlm, ids)[b])} tokens; the model accepts at most {max_len}"
+            )
     return ids
 
 
@@ -144,12 +152,15 @@ def as_row(input_ids, name: str = "input_ids") -> torch.Tensor:
     if ids.dim() == 2 and ids.shape[0] == 1:
         ids = ids[0]
     if ids.dim() != 1 or ids.numel() == 0:
-        raise MLMProbError(f"{name} must have shape [L] or [1, L] with L > 0, got {tuple(torch.as_tensor(input_ids).shape)}")
+        raise MLMProbError(
+            f"{name} must have shape [L] or [1, L] with L > 0, got {tuple(torch.as_tensor(input_ids).shape)}"
+        )
     return ids
 
 
-def resolve_positions(mlm: MaskedLM, input_ids: torch.Tensor, positions: Positions,
-                      *, allow_empty_rows: bool = False) -> torch.Tensor:
+def resolve_positions(
+    mlm: MaskedLM, input_ids: torch.Tensor, positions: Positions, *, allow_empty_rows: bool = False
+) -> torch.Tensor:
     """Turn ``positions`` (None, a list of indices shared by the batch, or bool ``[B, L]``) into a
     bool ``[B, L]`` mask, checking that it fits the input: :func:`mlmprob.positions.resolve` under the rule
     :data:`~mlmprob.positions.TOKENS` (by default every token that is neither special, padding nor a mask;
@@ -159,8 +170,8 @@ def resolve_positions(mlm: MaskedLM, input_ids: torch.Tensor, positions: Positio
 
 def whole_word_mask(word_ids: torch.Tensor, rows: torch.Tensor, cols: torch.Tensor) -> torch.Tensor:
     """Extra mask ``[N, L]`` for the whole-word l2r PLL: the later sub-words of the word at ``cols``."""
-    w = word_ids[rows]                                   # [N, L]
-    own = w.gather(1, cols[:, None])                     # [N, 1]
+    w = word_ids[rows]  # [N, L]
+    own = w.gather(1, cols[:, None])  # [N, 1]
     right = torch.arange(w.shape[1])[None, :] > cols[:, None]
     return (w == own) & right & (own >= 0)
 
@@ -200,8 +211,7 @@ def token_scores(
     targets = ids.to(dev)[rows_d, cols_d]
     # log-softmax in float64 on the CPU; float32 on accelerators (a [n, V] float64 copy costs too much there)
     acc = torch.float64 if dev.type == "cpu" else torch.float32
-    for idx, logits in iter_masked_logits(mlm, ids, rows, cols, extra_mask=extra,
-                                          progress=progress, on_device=True):
+    for idx, logits in iter_masked_logits(mlm, ids, rows, cols, extra_mask=extra, progress=progress, on_device=True):
         r, c = rows_d[idx], cols_d[idx]
         lp[r, c], raw[r, c] = target_scores(logits, targets[idx], acc)
     lp, raw = lp.cpu(), raw.cpu()  # one copy to the host per call
@@ -223,7 +233,9 @@ def pll(mlm: MaskedLM, input_ids, positions: Positions = None, *, word_ids=None)
     return token_scores(mlm, input_ids, positions, word_ids=word_ids).pll
 
 
-def energy(mlm: MaskedLM, input_ids, kind: str = "local", positions: Positions = None, *, word_ids=None) -> torch.Tensor:
+def energy(
+    mlm: MaskedLM, input_ids, kind: str = "local", positions: Positions = None, *, word_ids=None
+) -> torch.Tensor:
     """Energy per sequence ``[B]`` (float64): ``kind="local"`` is ``-pll``, ``kind="raw"`` is
     ``-sum_t logit_t(x_t | x with t masked)``.
 

@@ -25,11 +25,11 @@ def json_safe(obj):
         return {k: json_safe(v) for k, v in obj.items()}
     if isinstance(obj, (list, tuple)):
         return [json_safe(v) for v in obj]
-    if getattr(obj, "ndim", None) == 0 and hasattr(obj, "item"):   # numpy / torch scalar
+    if getattr(obj, "ndim", None) == 0 and hasattr(obj, "item"):  # numpy / torch scalar
         return json_safe(obj.item())
-    if hasattr(obj, "tolist") and hasattr(obj, "ndim"):             # numpy array / torch tensor
+    if hasattr(obj, "tolist") and hasattr(obj, "ndim"):  # numpy array / torch tensor
         return json_safe(obj.tolist())
-    if hasattr(obj, "item") and hasattr(obj, "dtype"):              # other numpy scalar types
+    if hasattr(obj, "item") and hasattr(obj, "dtype"):  # other numpy scalar types
         return json_safe(obj.item())
     return obj
 

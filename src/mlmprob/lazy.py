@@ -14,7 +14,7 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import sys
-from typing import Callable
+from collections.abc import Callable
 
 
 def exports(package: str, homes: dict[str, str]) -> tuple[Callable[[str], object], Callable[[], list[str]]]:

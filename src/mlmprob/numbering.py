@@ -34,10 +34,17 @@ SCHEMES = ("imgt", "kabat")
 LIBRARY = "anarcism"
 # the region labels of the library around CDR k (1, 2, 3): the framework before and after it
 _FLANKS = {1: ("FR1", "FR2"), 2: ("FR2", "FR3"), 3: ("FR3", "FR4")}
-_CHAINS = {"H": ("H",), "L": ("K", "L")}          # a CDR's chain letter -> the library's chain types
-_CHAIN_NAMES = {"H": "heavy-chain (VH)", "K": "kappa light-chain", "L": "lambda light-chain", "A": "TCR alpha",
-                "B": "TCR beta", "G": "TCR gamma", "D": "TCR delta"}
-_KABAT_H3 = (107, 117)   # Kabat H95-H102 in IMGT positions
+_CHAINS = {"H": ("H",), "L": ("K", "L")}  # a CDR's chain letter -> the library's chain types
+_CHAIN_NAMES = {
+    "H": "heavy-chain (VH)",
+    "K": "kappa light-chain",
+    "L": "lambda light-chain",
+    "A": "TCR alpha",
+    "B": "TCR beta",
+    "G": "TCR gamma",
+    "D": "TCR delta",
+}
+_KABAT_H3 = (107, 117)  # Kabat H95-H102 in IMGT positions
 _NAME = re.compile(r"(?:CDR)?[-_ ]?([HL])([123])", re.IGNORECASE)
 
 
@@ -76,11 +83,15 @@ def check_scheme(cdr: str, scheme: str) -> None:
     mlmprob.errors.MLMProbError: --numbering kabat gives CDR-H3 only (Kabat H95-H102 = IMGT 107-117): anarcism numbers in IMGT alone, so Kabat and Chothia CDR-L1 are not available; use --numbering imgt
     """
     if scheme not in SCHEMES:
-        raise MLMProbError(f"--numbering must be one of {', '.join(SCHEMES)}, got {scheme!r} "
-                           "(anarcism numbers in IMGT; Chothia is not available)")
+        raise MLMProbError(
+            f"--numbering must be one of {', '.join(SCHEMES)}, got {scheme!r} "
+            "(anarcism numbers in IMGT; Chothia is not available)"
+        )
     if scheme == "kabat" and cdr != "H3":
-        raise MLMProbError(f"--numbering kabat gives CDR-H3 only (Kabat H95-H102 = IMGT 107-117): {LIBRARY} numbers "
-                           f"in IMGT alone, so Kabat and Chothia CDR-{cdr} are not available; use --numbering imgt")
+        raise MLMProbError(
+            f"--numbering kabat gives CDR-H3 only (Kabat H95-H102 = IMGT 107-117): {LIBRARY} numbers "
+            f"in IMGT alone, so Kabat and Chothia CDR-{cdr} are not available; use --numbering imgt"
+        )
 
 
 @dataclass(frozen=True)
@@ -127,9 +138,14 @@ def number(seq: str) -> tuple[Domain, ...]:
         result = anarcism.number_sequence(seq)
     except anarcism.AnarcismError as e:
         raise MLMProbError(f"cannot number {_short(seq)}: {str(e).replace(' (sequence)', '')}") from None
-    return tuple(Domain(d.chain_type, d.species,
-                        tuple(Residue(r.sequence_index, r.position, r.insertion_code, r.region) for r in d.numbering))
-                 for d in result.domains)
+    return tuple(
+        Domain(
+            d.chain_type,
+            d.species,
+            tuple(Residue(r.sequence_index, r.position, r.insertion_code, r.region) for r in d.numbering),
+        )
+        for d in result.domains
+    )
 
 
 def _short(seq: str) -> str:
@@ -143,8 +159,12 @@ def _domain(seq: str, cdr: str) -> Domain:
         if d.chain in _CHAINS[cdr[0]]:
             return d
     want = "heavy-chain (VH)" if cdr[0] == "H" else "light-chain (VL)"
-    found = (f"only a {' and a '.join(_CHAIN_NAMES.get(d.chain, d.chain) for d in domains)} domain in "
-             f"{_short(seq)}, not a {want} one" if domains else f"no antibody variable domain in {_short(seq)}")
+    found = (
+        f"only a {' and a '.join(_CHAIN_NAMES.get(d.chain, d.chain) for d in domains)} domain in "
+        f"{_short(seq)}, not a {want} one"
+        if domains
+        else f"no antibody variable domain in {_short(seq)}"
+    )
     raise MLMProbError(f"no CDR-{cdr}: {LIBRARY} (IMGT numbering) finds {found}")
 
 
@@ -164,8 +184,10 @@ def cdr_span(seq: str, cdr: str = "H3", scheme: str = "imgt") -> tuple[int, int]
     seq = "".join(str(seq).split()).upper()
     span = _domain(seq, cdr).cdr(int(cdr[1]), scheme)
     if span is None:
-        raise MLMProbError(f"CDR-{cdr} of {_short(seq)} is incomplete: the numbered domain starts or ends inside it "
-                           "(a truncated variable domain?)")
+        raise MLMProbError(
+            f"CDR-{cdr} of {_short(seq)} is incomplete: the numbered domain starts or ends inside it "
+            "(a truncated variable domain?)"
+        )
     return span
 
 
@@ -183,8 +205,9 @@ def cdr_spans(seq: str, scheme: str = "imgt") -> dict[str, tuple[int, int]]:
                     if (span := d.cdr(k, scheme)) is not None:
                         out[f"{letter}{k}"] = span
     if not out:
-        raise MLMProbError(f"no CDR: {LIBRARY} (IMGT numbering) finds no antibody variable domain with a whole "
-                           f"CDR in {_short(seq)}")
+        raise MLMProbError(
+            f"no CDR: {LIBRARY} (IMGT numbering) finds no antibody variable domain with a whole CDR in {_short(seq)}"
+        )
     return {c: out[c] for c in CDRS if c in out}
 
 

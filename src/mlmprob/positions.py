@@ -21,8 +21,9 @@ Two questions, answered here alone:
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence, Union
+from typing import Union
 
 import torch
 
@@ -65,8 +66,9 @@ class Resolved:
 Positions = Union[Sequence[int], torch.Tensor, Resolved, None]
 
 
-def default_mask(mlm: MaskedLM, input_ids: torch.Tensor, rule: Rule, word_ids: torch.Tensor | None = None
-                 ) -> torch.Tensor:
+def default_mask(
+    mlm: MaskedLM, input_ids: torch.Tensor, rule: Rule, word_ids: torch.Tensor | None = None
+) -> torch.Tensor:
     """Bool ``[B, L]``: the positions ``rule`` touches by default.
 
     >>> from mlmprob import ExactMLM
@@ -89,8 +91,15 @@ def default_mask(mlm: MaskedLM, input_ids: torch.Tensor, rule: Rule, word_ids: t
     return base | ((input_ids == mlm.mask_id) & inside)
 
 
-def resolve(mlm: MaskedLM, input_ids: torch.Tensor, positions: Positions, rule: Rule, *,
-            word_ids: torch.Tensor | None = None, allow_empty_rows: bool = False) -> torch.Tensor:
+def resolve(
+    mlm: MaskedLM,
+    input_ids: torch.Tensor,
+    positions: Positions,
+    rule: Rule,
+    *,
+    word_ids: torch.Tensor | None = None,
+    allow_empty_rows: bool = False,
+) -> torch.Tensor:
     """Bool ``[B, L]``: ``positions`` (None: ``rule``'s :func:`default_mask`; token indices shared by the
     batch; a bool mask; a :class:`Resolved` mask, taken as it is) checked against ``input_ids``: inside
     the rows (not padding), a token there unless ``rule.include_masks``, every mask token inside a row
@@ -117,7 +126,9 @@ def resolve(mlm: MaskedLM, input_ids: torch.Tensor, positions: Positions, rule: 
         stray = is_mask & inside & ~sel
         if stray.any():
             b, t = stray.nonzero()[0].tolist()
-            raise PositionsError(f"position {t} of sequence {b} holds the mask token but is not among the free positions")
+            raise PositionsError(
+                f"position {t} of sequence {b} holds the mask token but is not among the free positions"
+            )
     else:
         sel = _explicit(mlm, input_ids, positions)
         at_mask = sel & is_mask
@@ -128,8 +139,11 @@ def resolve(mlm: MaskedLM, input_ids: torch.Tensor, positions: Positions, rule: 
         empty = ~sel.any(-1)
         if empty.any():
             b = int(empty.nonzero()[0])
-            raise PositionsError(f"sequence {b} has no position to score (empty sequence?)" if rule.task == "to score"
-                                 else f"sequence {b} has no free position {rule.task}")
+            raise PositionsError(
+                f"sequence {b} has no position to score (empty sequence?)"
+                if rule.task == "to score"
+                else f"sequence {b} has no free position {rule.task}"
+            )
     return sel
 
 
@@ -137,9 +151,10 @@ def _resolved(given: Resolved, input_ids: torch.Tensor, rule: Rule) -> torch.Ten
     if given.rule.include_masks != rule.include_masks:
         raise PositionsError(f"positions resolved under the rule {given.rule.name!r} cannot stand for {rule.name!r}")
     if tuple(given.mask.shape) != tuple(input_ids.shape) or given.mask.dtype != torch.bool:
-        raise PositionsError(f"resolved positions have shape {tuple(given.mask.shape)}, input_ids has shape "
-                             f"{tuple(input_ids.shape)}")
-    return given.mask.clone()   # the caller keeps its own
+        raise PositionsError(
+            f"resolved positions have shape {tuple(given.mask.shape)}, input_ids has shape {tuple(input_ids.shape)}"
+        )
+    return given.mask.clone()  # the caller keeps its own
 
 
 def _explicit(mlm: MaskedLM, input_ids: torch.Tensor, positions) -> torch.Tensor:
@@ -154,12 +169,15 @@ def _explicit(mlm: MaskedLM, input_ids: torch.Tensor, positions) -> torch.Tensor
         sel = p.clone()
     else:
         if p.dim() != 1 or p.dtype.is_floating_point:
-            raise PositionsError(f"positions must be a list of integer indices or a bool mask [B, L]; "
-                                 f"got shape {tuple(p.shape)}, dtype {p.dtype}")
+            raise PositionsError(
+                f"positions must be a list of integer indices or a bool mask [B, L]; "
+                f"got shape {tuple(p.shape)}, dtype {p.dtype}"
+            )
         p = p.long()
         if p.numel() and (p.min() < -L or p.max() >= L):
-            raise PositionsError(f"position {int(p.max() if p.max() >= L else p.min())} is outside "
-                                 f"sequences of length {L}")
+            raise PositionsError(
+                f"position {int(p.max() if p.max() >= L else p.min())} is outside sequences of length {L}"
+            )
         sel = torch.zeros(B, L, dtype=torch.bool)
         sel[:, p % L] = True
     lens = lengths_of(mlm, input_ids)
@@ -172,8 +190,10 @@ def _explicit(mlm: MaskedLM, input_ids: torch.Tensor, positions) -> torch.Tensor
 
 # -- what users type: 1-based residue/word numbers ---------------------------------------------------------
 
-ONE_BASED = ("they are residue/word numbers, 1-based as in mutation strings like A23G (sample --positions was "
-             "0-based in earlier versions)")
+ONE_BASED = (
+    "they are residue/word numbers, 1-based as in mutation strings like A23G (sample --positions was "
+    "0-based in earlier versions)"
+)
 
 
 def parse_numbers(text: str, name: str = "positions") -> list[int]:
@@ -226,8 +246,9 @@ def word_mask(word_ids: torch.Tensor, numbers: Sequence[int], name: str = "") ->
     n_words = int(word_ids.max()) + 1 if (word_ids >= 0).any() else 0
     bad = [n for n in numbers if not 1 <= n <= n_words]
     if bad:
-        raise MLMProbError(f"{name + ': ' if name else ''}position {bad[0]} is outside the sequence's {n_words} "
-                           "residues/words")
+        raise MLMProbError(
+            f"{name + ': ' if name else ''}position {bad[0]} is outside the sequence's {n_words} residues/words"
+        )
     return torch.isin(word_ids, torch.tensor([int(n) - 1 for n in numbers], dtype=torch.long))
 
 

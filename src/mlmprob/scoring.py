@@ -15,8 +15,8 @@ mlmprob.errors.MLMProbError: --pll one-pass gives per-sequence scores only (no -
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Callable, Iterable, Iterator, Sequence
 
 from .data import Record, encodable_records, encode_records
 from .energy import token_scores
@@ -57,9 +57,17 @@ class SequenceScore:
         return d
 
 
-def score_records(mlm, records: Iterable[Record], *, whole_word: bool = False, per_token: bool = False, chunk_size: int = 16,
-                  skip_invalid: bool = False, on_skip: Callable[[Record, str], None] | None = None,
-                  progress: Callable[[int], None] | None = None) -> Iterator[SequenceScore]:
+def score_records(
+    mlm,
+    records: Iterable[Record],
+    *,
+    whole_word: bool = False,
+    per_token: bool = False,
+    chunk_size: int = 16,
+    skip_invalid: bool = False,
+    on_skip: Callable[[Record, str], None] | None = None,
+    progress: Callable[[int], None] | None = None,
+) -> Iterator[SequenceScore]:
     """Yield a ``SequenceScore`` per record, scoring ``chunk_size`` records per call (results come
     as they are ready). ``whole_word`` uses the whole-word l2r PLL. ``skip_invalid`` skips records
     the tokenizer rejects (reported through ``on_skip``) instead of raising. NaN or infinite logits
@@ -77,8 +85,11 @@ def score_records(mlm, records: Iterable[Record], *, whole_word: bool = False, p
             s = token_scores(mlm, enc.input_ids, word_ids=enc.word_ids if whole_word else None)
         except NonFiniteError as e:
             named = [good[b].id for b in e.rows if 0 <= b < len(good)] or [r.id for r in good]
-            raise NonFiniteError(f"record(s) {', '.join(map(repr, named))}: the model returned NaN or infinite "
-                                 f"logits ({NONFINITE_HINT})", rows=[b for b in e.rows if 0 <= b < len(good)]) from None
+            raise NonFiniteError(
+                f"record(s) {', '.join(map(repr, named))}: the model returned NaN or infinite "
+                f"logits ({NONFINITE_HINT})",
+                rows=[b for b in e.rows if 0 <= b < len(good)],
+            ) from None
         out = []
         plls, e_raws = s.pll.tolist(), s.e_raw.tolist()
         for b, r in enumerate(good):
@@ -86,14 +97,19 @@ def score_records(mlm, records: Iterable[Record], *, whole_word: bool = False, p
             n = int(sel.sum())
             p = plls[b]
             if not (math.isfinite(p) and math.isfinite(e_raws[b])):
-                raise NonFiniteError(f"record {r.id!r}: its score is not finite (PLL {p}; a token with zero "
-                                     f"probability, or {NONFINITE_HINT})", rows=[b])
-            row = dict(id=r.id, sequence=r.seq, n_tokens=n, pll=p, pll_per_token=p / n, e_local=-p,
-                       e_raw=e_raws[b])
+                raise NonFiniteError(
+                    f"record {r.id!r}: its score is not finite (PLL {p}; a token with zero "
+                    f"probability, or {NONFINITE_HINT})",
+                    rows=[b],
+                )
+            row = dict(id=r.id, sequence=r.seq, n_tokens=n, pll=p, pll_per_token=p / n, e_local=-p, e_raw=e_raws[b])
             if per_token:
                 ids = enc.input_ids[b][sel]
-                row.update(tokens=[mlm.decode([i]) for i in ids.tolist()],
-                           token_log_prob=s.log_prob[b][sel].tolist(), token_raw=s.raw[b][sel].tolist())
+                row.update(
+                    tokens=[mlm.decode([i]) for i in ids.tolist()],
+                    token_log_prob=s.log_prob[b][sel].tolist(),
+                    token_raw=s.raw[b][sel].tolist(),
+                )
             out.append(SequenceScore(**row))
         return out
 
@@ -133,7 +149,7 @@ class ScoreSpec(Spec):
 
     def __post_init__(self):
         check_choice("likelihood", self.likelihood, LIKELIHOODS)
-        self.loglik_spec   # validates order, n_orders and seed
+        self.loglik_spec  # validates order, n_orders and seed
         check_choice("pll", self.pll, PLL_METHODS)
         if self.correction is not None and not self.one_pass:
             raise MLMProbError("--correction is the one-pass correction: use it with --pll one-pass")
@@ -190,10 +206,18 @@ class ScoreJob(ModelJob):
         """Score one chunk: result rows (dicts, in input order) and the ``(id, reason)`` of skipped records."""
         mlm, spec = state.mlm, self.spec
         skipped: list[tuple[str, str]] = []
-        rows = [s.to_dict(spec.per_token) for s in score_records(
-            mlm, records, whole_word=spec.whole_word, per_token=spec.per_token, chunk_size=max(len(records), 1),
-            skip_invalid=self.skip_invalid,
-            on_skip=lambda r, why: skipped.append((r.id, why)))]
+        rows = [
+            s.to_dict(spec.per_token)
+            for s in score_records(
+                mlm,
+                records,
+                whole_word=spec.whole_word,
+                per_token=spec.per_token,
+                chunk_size=max(len(records), 1),
+                skip_invalid=self.skip_invalid,
+                on_skip=lambda r, why: skipped.append((r.id, why)),
+            )
+        ]
         if spec.loglik:
             rows = self._with_loglik(mlm, rows, skipped)
         return rows, skipped
@@ -212,4 +236,3 @@ class ScoreJob(ModelJob):
                 continue
             out.append(row)
         return out
-

@@ -23,8 +23,10 @@ def _find(*names):
 
 CHROMIUM = _find("/usr/bin/chromium", "chromium", "chromium-browser", "google-chrome")
 CHROMEDRIVER = _find("/usr/bin/chromedriver", "chromedriver")
-pytestmark = pytest.mark.skipif(CHROMIUM is None or CHROMEDRIVER is None,
-                                reason="needs chromium and chromedriver (Debian: apt-get install chromium chromium-driver)")
+pytestmark = pytest.mark.skipif(
+    CHROMIUM is None or CHROMEDRIVER is None,
+    reason="needs chromium and chromedriver (Debian: apt-get install chromium chromium-driver)",
+)
 
 SEQ = "EVQLVESGGGLVQPGGSLRLSCAASGFTFS"
 
@@ -36,8 +38,14 @@ def browser(width: int = 1280, height: int = 1500):
 
     opts = Options()
     opts.binary_location = CHROMIUM
-    for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-                f"--window-size={width},{height}", "--hide-scrollbars"):
+    for arg in (
+        "--headless=new",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-dev-shm-usage",
+        f"--window-size={width},{height}",
+        "--hide-scrollbars",
+    ):
         opts.add_argument(arg)
     return webdriver.Chrome(service=Service(CHROMEDRIVER), options=opts)
 
@@ -71,7 +79,8 @@ def test_score_in_a_browser(tiny_bert_dir, tmp_path, one_thread):
         box.send_keys(SEQ)
         driver.find_element(By.ID, "score-run").click()
         table = WebDriverWait(driver, 60).until(
-            lambda d: (el := d.find_element(By.ID, "score-table")) and "seq1" in el.text and el)
+            lambda d: (el := d.find_element(By.ID, "score-table")) and "seq1" in el.text and el
+        )
         text = table.text
         assert f"{want.pll:.4f}" in text and f"{want.e_raw:.4f}" in text and str(want.n_tokens) in text
         tokens = driver.find_elements(By.CSS_SELECTOR, "#score-tokens span[title]")

@@ -8,14 +8,19 @@ import pytest
 import torch
 
 from mlmprob import MLMProbError, infill, load_mlm, pairwise_joint, sample, score_variants
-from mlmprob.app import LIMITS, Limits
-from mlmprob.app import render
-from mlmprob.app.compute import (infill_compare, mutant_scores, parse_numbers, parse_sequences, saturation_map,
-                                 score_text)
+from mlmprob.app import LIMITS, Limits, render
+from mlmprob.app.compute import (
+    infill_compare,
+    mutant_scores,
+    parse_numbers,
+    parse_sequences,
+    saturation_map,
+    score_text,
+)
 from mlmprob.app.dynamics import JOINT_NAMES, pair_view, sample_steps
 from mlmprob.joints import evaluate_pair
-from mlmprob.scoring import score_records
 from mlmprob.runtime.inputs import Record
+from mlmprob.scoring import score_records
 from mlmprob.variants import encode_variants, saturate
 
 WT = "ACDEFGHIKLMNPQ"
@@ -44,12 +49,15 @@ def test_score_matches_score_records(mlm):
     assert html.count("<span title=") == 13 and f"log q = {res.rows[0].token_log_prob[0]:.4f}" in html
 
 
-@pytest.mark.parametrize("text, message", [
-    ("", "no sequence given"),
-    (">a\nAC\nDE\nKL\n>b", "FASTA record 'b' has no sequence"),
-    ("AC\n>b\nDE", "mixes FASTA headers"),
-    ("\n".join(["ACD"] * (LIMITS.max_sequences + 1)), f"at most {LIMITS.max_sequences}"),
-])
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("", "no sequence given"),
+        (">a\nAC\nDE\nKL\n>b", "FASTA record 'b' has no sequence"),
+        ("AC\n>b\nDE", "mixes FASTA headers"),
+        ("\n".join(["ACD"] * (LIMITS.max_sequences + 1)), f"at most {LIMITS.max_sequences}"),
+    ],
+)
 def test_score_bad_input(mlm, text, message):
     with pytest.raises(MLMProbError, match=message):
         score_text(mlm, text)
@@ -90,13 +98,16 @@ def test_multi_site_mutant_matches_score_variants(mlm):
     assert [r[0] for r in rows][:2] == ["wt_marginals", "masked_marginals"]
 
 
-@pytest.mark.parametrize("wt, mutant, message", [
-    (WT, "D2C", "'D2C' states wild-type 'D' at residue 2, but the sequence has 'C' there"),
-    (WT, "A99C", "residue 99 of 'A99C' is outside the sequence"),
-    (WT, "A1J", "mutant residue 'J'"),
-    (WT, "", "empty mutant string"),
-    ("AC1D", "A1C", "the wild type holds '1'"),
-])
+@pytest.mark.parametrize(
+    "wt, mutant, message",
+    [
+        (WT, "D2C", "'D2C' states wild-type 'D' at residue 2, but the sequence has 'C' there"),
+        (WT, "A99C", "residue 99 of 'A99C' is outside the sequence"),
+        (WT, "A1J", "mutant residue 'J'"),
+        (WT, "", "empty mutant string"),
+        ("AC1D", "A1C", "the wild type holds '1'"),
+    ],
+)
 def test_mutant_bad_input(mlm, wt, mutant, message):
     with pytest.raises(MLMProbError, match=message):
         mutant_scores(mlm, wt, mutant)
@@ -106,8 +117,12 @@ def test_infill_runs_are_the_api_beams(mlm):
     res = infill_compare(mlm, "ACD__GHIK", beam_size=3)
     assert res.native is None and res.token_indices == (4, 5) and res.numbers == (4, 5)
     assert "Gap: 2 token(s) at residues/words 4-5." in render.infill_summary(res)
-    assert [(r.method, r.order) for r in res.runs] == [("standard", "l2r"), ("standard", "best"), ("hcb", "l2r"),
-                                                       ("hcb", "best")]
+    assert [(r.method, r.order) for r in res.runs] == [
+        ("standard", "l2r"),
+        ("standard", "best"),
+        ("hcb", "l2r"),
+        ("hcb", "best"),
+    ]
     ids = mlm.encode(["ACD__GHIK"]).input_ids[0]
     for run in res.runs:
         ref = infill(mlm, ids, [4, 5], method=run.method, order=run.order, beam_size=3)
@@ -117,8 +132,12 @@ def test_infill_runs_are_the_api_beams(mlm):
     headers = render.infill_headers()
     assert len(set(headers)) == len(headers) == 5
     rows = render.infill_rows(res, "hcb")
-    assert len(rows) == 3 and rows[0][1:] == [res.runs[2].fills[0].fill, round(res.runs[2].fills[0].score, 4),
-                                              res.runs[3].fills[0].fill, round(res.runs[3].fills[0].score, 4)]
+    assert len(rows) == 3 and rows[0][1:] == [
+        res.runs[2].fills[0].fill,
+        round(res.runs[2].fills[0].score, 4),
+        res.runs[3].fills[0].fill,
+        round(res.runs[3].fills[0].score, 4),
+    ]
 
 
 def test_infill_native_rank(mlm):
@@ -130,14 +149,17 @@ def test_infill_native_rank(mlm):
     assert "Native fill `E`" in render.infill_summary(res)
 
 
-@pytest.mark.parametrize("text, positions, beam, message", [
-    ("ACDEFGHIK", "", 3, "the sequence has no gap"),
-    ("AC__FGHIK", "3", 3, "either as ____ in the text or as positions"),
-    ("A" + "_" * 13, "", 3, "the gap has 13 tokens; the app fills at most 12"),
-    ("AC__FGHIK", "", 0, r"beam size must be an integer in 1\.\.20"),
-    ("ACDEFGHIK", "10", 3, "position 10 is outside the sequence's 9 residues"),
-    ("ACDEFGHIK", "3-x", 3, "numbers or ranges"),
-])
+@pytest.mark.parametrize(
+    "text, positions, beam, message",
+    [
+        ("ACDEFGHIK", "", 3, "the sequence has no gap"),
+        ("AC__FGHIK", "3", 3, "either as ____ in the text or as positions"),
+        ("A" + "_" * 13, "", 3, "the gap has 13 tokens; the app fills at most 12"),
+        ("AC__FGHIK", "", 0, r"beam size must be an integer in 1\.\.20"),
+        ("ACDEFGHIK", "10", 3, "position 10 is outside the sequence's 9 residues"),
+        ("ACDEFGHIK", "3-x", 3, "numbers or ranges"),
+    ],
+)
 def test_infill_bad_input(mlm, text, positions, beam, message):
     with pytest.raises(MLMProbError, match=message):
         infill_compare(mlm, text, positions, beam_size=beam)
@@ -149,8 +171,15 @@ def test_sample_steps_equal_the_sample_api(mlm):
     last = snaps[-1]
     enc = mlm.encode(["ACDEFGHIKL"])
     free = torch.isin(enc.word_ids, torch.tensor([1, 2, 3, 7])).repeat(2, 1)
-    ref = sample(mlm, enc.input_ids.repeat(2, 1), method="mh", energy="raw", epochs=3, positions=free,
-                 generator=torch.Generator().manual_seed(7))
+    ref = sample(
+        mlm,
+        enc.input_ids.repeat(2, 1),
+        method="mh",
+        energy="raw",
+        epochs=3,
+        positions=free,
+        generator=torch.Generator().manual_seed(7),
+    )
     assert last.sequences == tuple(mlm.decode(r) for r in ref.final_ids)
     assert torch.allclose(torch.tensor(last.energy[1:], dtype=torch.float64), ref.energy_raw)
     assert last.free == tuple(free[0].nonzero()[:, 0].tolist()) == (2, 3, 4, 8)
@@ -163,15 +192,29 @@ def test_sample_steps_equal_the_sample_api(mlm):
     assert render.trace_figure(last) is not None
 
 
-@pytest.mark.parametrize("method, extra", [("gibbs", {}), ("ancestral", {}), ("speculative", {}),
-                                           ("unmask", dict(score="margin", steps=2)), ("adaptive", dict(score="entropy"))])
+@pytest.mark.parametrize(
+    "method, extra",
+    [
+        ("gibbs", {}),
+        ("ancestral", {}),
+        ("speculative", {}),
+        ("unmask", dict(score="margin", steps=2)),
+        ("adaptive", dict(score="entropy")),
+    ],
+)
 def test_sample_steps_run_every_method_of_the_sample_api(mlm, method, extra):
-    snaps = list(sample_steps(mlm, "ACDEFGHIKL", positions="2-4,8", epochs=2, chains=2, seed=3, method=method,
-                              **extra))
+    snaps = list(sample_steps(mlm, "ACDEFGHIKL", positions="2-4,8", epochs=2, chains=2, seed=3, method=method, **extra))
     enc = mlm.encode(["ACDEFGHIKL"])
     free = torch.isin(enc.word_ids, torch.tensor([1, 2, 3, 7])).repeat(2, 1)
-    ref = sample(mlm, enc.input_ids.repeat(2, 1), method=method, epochs=2, positions=free,
-                 generator=torch.Generator().manual_seed(3), **extra)
+    ref = sample(
+        mlm,
+        enc.input_ids.repeat(2, 1),
+        method=method,
+        epochs=2,
+        positions=free,
+        generator=torch.Generator().manual_seed(3),
+        **extra,
+    )
     assert snaps[-1].method == method
     assert snaps[-1].sequences == tuple(mlm.decode(r) for r in ref.final_ids)
     assert torch.allclose(torch.tensor(snaps[-1].energy[1:], dtype=torch.float64), ref.energy_local)
@@ -182,14 +225,17 @@ def test_sample_masked_start_is_free(mlm):
     assert "_" not in last.sequences[0] and len(last.sequences[0]) == 5
 
 
-@pytest.mark.parametrize("kwargs, message", [
-    (dict(epochs=LIMITS.max_epochs + 1), r"epochs must be an integer in 1\.\.200"),
-    (dict(chains=0), "chains must be"),
-    (dict(energy="free"), "energy must be 'local' or 'raw'"),
-    (dict(positions="11"), "position 11 is outside the sequence.s 10 residues"),
-    (dict(init="warm"), "init must be one of"),
-    (dict(method="hmc"), "method must be one of"),
-])
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        (dict(epochs=LIMITS.max_epochs + 1), r"epochs must be an integer in 1\.\.200"),
+        (dict(chains=0), "chains must be"),
+        (dict(energy="free"), "energy must be 'local' or 'raw'"),
+        (dict(positions="11"), "position 11 is outside the sequence.s 10 residues"),
+        (dict(init="warm"), "init must be one of"),
+        (dict(method="hmc"), "method must be one of"),
+    ],
+)
 def test_sample_bad_input(mlm, kwargs, message):
     with pytest.raises(MLMProbError, match=message):
         next(sample_steps(mlm, "ACDEFGHIKL", **kwargs))
@@ -213,11 +259,14 @@ def test_pair_view_matches_pairwise_joint(mlm):
     assert render.pair_figure(pv) is not None
 
 
-@pytest.mark.parametrize("a, b, message", [
-    (3, 3, "two different positions"),
-    (2, 10, "position b: position 10 is outside the sequence's 9 residues"),
-    (0, 2, r"position a must be an integer in 1\.\."),
-])
+@pytest.mark.parametrize(
+    "a, b, message",
+    [
+        (3, 3, "two different positions"),
+        (2, 10, "position b: position 10 is outside the sequence's 9 residues"),
+        (0, 2, r"position a must be an integer in 1\.\."),
+    ],
+)
 def test_pair_bad_input(mlm, a, b, message):
     with pytest.raises(MLMProbError, match=message):
         pair_view(mlm, "ACDEFGHIK", a, b)

@@ -59,7 +59,7 @@ def test_api_endpoints(server):
     assert set(want) <= set(api)
     got = {name: len(api[name]["parameters"]) for name in want}
     assert got == want
-    assert all(api[name]["returns"] for name in want)     # every endpoint answers something
+    assert all(api[name]["returns"] for name in want)  # every endpoint answers something
 
 
 def test_score(server, mlm):
@@ -89,11 +89,13 @@ def test_infill_sample_pair(server):
     standard, hcb, summary = client.predict("ACDEFGHIK", "4-5", 3, api_name="/infill")
     assert len(standard["data"]) == len(hcb["data"]) == 3 and len(hcb["headers"]) == 5
     assert "Native fill `EF`" in summary
-    summary, plot, samples = client.predict("ACDEFGHIK", "2-4", "local", 3, 2, 0, "given", "mh", "", 0,
-                                            api_name="/sample")
+    summary, plot, samples = client.predict(
+        "ACDEFGHIK", "2-4", "local", 3, 2, 0, "given", "mh", "", 0, api_name="/sample"
+    )
     assert summary.startswith("Epoch 3/3; acceptance rate") and len(samples["data"]) == 2 and plot
-    summary, _, samples = client.predict("ACDEFGHIK", "2-4", "local", 2, 2, 0, "given", "unmask", "margin", 2,
-                                         api_name="/sample")
+    summary, _, samples = client.predict(
+        "ACDEFGHIK", "2-4", "local", 2, 2, 0, "given", "unmask", "margin", 2, api_name="/sample"
+    )
     assert summary.startswith("Epoch 2/2; acceptance rate n/a") and summary.endswith("method unmask.")
     assert len(samples["data"]) == 2
     plot, table, summary = client.predict("ACDEFGHIK", 2, 5, 5, api_name="/pair")
@@ -101,12 +103,15 @@ def test_infill_sample_pair(server):
     assert "Positions 2 (holds `C`) and 5 (holds `F`)" in summary
 
 
-@pytest.mark.parametrize("args, api, message", [
-    (("ACDZ",), "/score", "record 'seq1': has symbol 'Z' at residue 4"),
-    (("ACDEFGHIK", "D2C"), "/mutant", "'D2C' states wild-type 'D' at residue 2"),
-    (("ACDEFGHIK", "", 3), "/infill", "the sequence has no gap"),
-    (("ACDEFGHIK", 3, 3, 5), "/pair", "two different positions"),
-])
+@pytest.mark.parametrize(
+    "args, api, message",
+    [
+        (("ACDZ",), "/score", "record 'seq1': has symbol 'Z' at residue 4"),
+        (("ACDEFGHIK", "D2C"), "/mutant", "'D2C' states wild-type 'D' at residue 2"),
+        (("ACDEFGHIK", "", 3), "/infill", "the sequence has no gap"),
+        (("ACDEFGHIK", 3, 3, 5), "/pair", "two different positions"),
+    ],
+)
 def test_bad_input_is_shown_and_the_server_stays_up(server, mlm, args, api, message):
     _, _, _, client = server
     with pytest.raises(gradio_client.exceptions.AppError, match=message):

@@ -16,8 +16,9 @@ def mlm(tiny_bert_dir, one_thread):
 def test_score_tab_has_the_chain_loglik(mlm):
     res = score_text(mlm, ">a\nACDEFGH\n>b\nKLM")
     for seq, row, c in zip(["ACDEFGH", "KLM"], res.rows, res.chain):
-        want = loglik(mlm, mlm.encode([seq]).input_ids, order="random", n_orders=APP_ORDERS,
-                      generator=record_generator(0, seq)).mixture[0]
+        want = loglik(
+            mlm, mlm.encode([seq]).input_ids, order="random", n_orders=APP_ORDERS, generator=record_generator(0, seq)
+        ).mixture[0]
         assert c == pytest.approx(float(want), abs=1e-9)
     t = res.table()
     assert t[1][5] == round(res.chain[1], 4) and t[1][6] == round(res.chain[1] / 3, 4)
@@ -27,8 +28,9 @@ def test_score_tab_has_the_chain_loglik(mlm):
 def test_score_tab_runs_a_scoring_spec(mlm):
     assert APP_SCORE.loglik_spec.n_orders == APP_ORDERS and APP_SCORE.per_token
     res = score_text(mlm, ">a\nACDEFGH", spec=APP_SCORE.replace(seed=2, n_orders=3))
-    want = loglik(mlm, mlm.encode(["ACDEFGH"]).input_ids, order="random", n_orders=3,
-                  generator=record_generator(2, "ACDEFGH")).mixture[0]
+    want = loglik(
+        mlm, mlm.encode(["ACDEFGH"]).input_ids, order="random", n_orders=3, generator=record_generator(2, "ACDEFGH")
+    ).mixture[0]
     assert res.chain[0] == pytest.approx(float(want), abs=1e-9) and res.rows[0].tokens
     with pytest.raises(MLMProbError, match="per_token=True and likelihood='loglik'"):
         score_text(mlm, "ACD", spec=APP_SCORE.replace(likelihood="pll"))

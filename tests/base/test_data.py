@@ -1,9 +1,8 @@
 import pytest
+from conftest import shared_data_file
 
 from mlmprob import MLMProbError
 from mlmprob.data import read_records, shared_data_dir
-
-from conftest import shared_data_file
 
 
 def test_readers(tmp_path):
@@ -15,7 +14,10 @@ def test_readers(tmp_path):
     # an empty cell is a record with an empty sequence, like an empty FASTA record (issue 27: it vanished
     # without a count); the tokenizer names it, --skip-invalid counts it
     assert [(r.id, r.seq) for r in read_records(tmp_path / "a.csv", column="HC", id_column="name")] == [
-        ("ab1", "ACD"), ("ab2", ""), ("ab3", "KLM")]
+        ("ab1", "ACD"),
+        ("ab2", ""),
+        ("ab3", "KLM"),
+    ]
     (tmp_path / "a.tsv").write_text("HC\tx\nAC\t1\n")
     assert [r.seq for r in read_records(tmp_path / "a.tsv", column="HC")] == ["AC"]
 

@@ -31,8 +31,10 @@ def test_energy_and_infill_are_their_modules_and_callable():
 
 
 def test_a_fresh_import_of_the_submodule_first_gives_the_module():
-    code = ("import mlmprob.energy as e, mlmprob.infill as i, inspect; "
-            "print(inspect.ismodule(e), inspect.ismodule(i), callable(e), callable(i), hasattr(e, 'token_scores'))")
+    code = (
+        "import mlmprob.energy as e, mlmprob.infill as i, inspect; "
+        "print(inspect.ismodule(e), inspect.ismodule(i), callable(e), callable(i), hasattr(e, 'token_scores'))"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.split() == ["True"] * 5
 

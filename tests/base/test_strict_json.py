@@ -5,8 +5,8 @@ import math
 
 import pytest
 import torch
-
 from conftest import strict_json, strict_jsonl
+
 from mlmprob.cli import main
 from mlmprob.jsonl import dumps, json_safe
 
@@ -31,18 +31,52 @@ def test_every_writer_turns_nan_into_null(tmp_path):
 def test_dumps_is_strict_and_converts_scalars():
     import numpy as np
 
-    obj = {"nan": math.nan, "inf": [math.inf, -math.inf], "t": torch.tensor(1.5), "n": np.float32(0.25),
-           "i": np.int64(3), "arr": np.array([1.0, np.nan]), "nested": ({"x": torch.tensor([math.nan])},)}
+    obj = {
+        "nan": math.nan,
+        "inf": [math.inf, -math.inf],
+        "t": torch.tensor(1.5),
+        "n": np.float32(0.25),
+        "i": np.int64(3),
+        "arr": np.array([1.0, np.nan]),
+        "nested": ({"x": torch.tensor([math.nan])},),
+    }
     text = dumps(obj)
-    assert strict_json(text) == {"nan": None, "inf": [None, None], "t": 1.5, "n": 0.25, "i": 3,
-                                 "arr": [1.0, None], "nested": [{"x": [None]}]}
+    assert strict_json(text) == {
+        "nan": None,
+        "inf": [None, None],
+        "t": 1.5,
+        "n": 0.25,
+        "i": 3,
+        "arr": [1.0, None],
+        "nested": [{"x": [None]}],
+    }
     assert json_safe({"b": True, "s": "x", "none": None}) == {"b": True, "s": "x", "none": None}
 
 
 def test_sample_with_too_few_epochs_writes_null_ess_with_a_note(tiny_bert_dir, tmp_path, capsys):
     out = tmp_path / "run"
-    assert main(["sample", "--model", str(tiny_bert_dir), "--seq", SEQS[0], "--chains", "2", "--epochs", "2",
-                 "--burn-in", "0", "--out", str(out), "--no-progress", "--no-plot"]) == 0
+    assert (
+        main(
+            [
+                "sample",
+                "--model",
+                str(tiny_bert_dir),
+                "--seq",
+                SEQS[0],
+                "--chains",
+                "2",
+                "--epochs",
+                "2",
+                "--burn-in",
+                "0",
+                "--out",
+                str(out),
+                "--no-progress",
+                "--no-plot",
+            ]
+        )
+        == 0
+    )
     printed = strict_json(capsys.readouterr().out.strip().splitlines()[-1])
     summary = strict_json((out / "summary.json").read_text())
     assert printed == summary
@@ -60,9 +94,9 @@ def test_joints_infill_score_outputs_are_strict(tiny_bert_dir, tmp_path, capsys)
     argv = ["joints", "--model", str(tiny_bert_dir), "--data", str(data), "--out", str(out), "--top-k", "2", "--quiet"]
     assert main(argv + ["--n-pairs", "1"]) == 0
     report = capsys.readouterr().out
-    assert len(strict_jsonl(out / "pairs.jsonl")) == 2     # one pair per scheme (the config: pairs.jsonl.meta.json)
+    assert len(strict_jsonl(out / "pairs.jsonl")) == 2  # one pair per scheme (the config: pairs.jsonl.meta.json)
     strict_json((out / "pairs.jsonl.meta.json").read_text())
-    assert main(argv + ["--n-pairs", "2"]) == 0            # resumes from the file with its nulls
+    assert main(argv + ["--n-pairs", "2"]) == 0  # resumes from the file with its nulls
     assert "| inf |" in report and "| inf |" in capsys.readouterr().out
     pairs = strict_jsonl(out / "pairs.jsonl")
     assert len(pairs) == 4 and any(p.get("metrics", {}).get("mlm", {}).get("pair_logp", 0) is None for p in pairs)
@@ -76,17 +110,50 @@ def test_joints_infill_score_outputs_are_strict(tiny_bert_dir, tmp_path, capsys)
     assert main(["score", str(data), "--model", str(tiny_bert_dir), "--no-progress", "--per-token"]) == 0
     rows = [strict_json(line) for line in capsys.readouterr().out.splitlines()]
     assert [r["id"] for r in rows] == ["line1", "line2", "line3"]
-    assert main(["score", str(data), "--model", str(tiny_bert_dir), "--no-progress", "--out",
-                 str(tmp_path / "s.jsonl")]) == 0
+    assert (
+        main(["score", str(data), "--model", str(tiny_bert_dir), "--no-progress", "--out", str(tmp_path / "s.jsonl")])
+        == 0
+    )
     assert len(strict_jsonl(tmp_path / "s.jsonl")) == 3
 
 
 def test_train_outputs_are_strict(tmp_path, capsys):
     out = tmp_path / "train"
-    assert main(["train", "--out", str(out), "--synthetic", "hmm", "--vocab-size", "5", "--length", "6",
-                 "--n-train", "32", "--n-heldout", "8", "--hidden", "16", "--layers", "1", "--intermediate", "32",
-                 "--steps", "2", "--batch-size", "8", "--eval-every", "2", "--kl-sequences", "4",
-                 "--no-progress"]) == 0
+    assert (
+        main(
+            [
+                "train",
+                "--out",
+                str(out),
+                "--synthetic",
+                "hmm",
+                "--vocab-size",
+                "5",
+                "--length",
+                "6",
+                "--n-train",
+                "32",
+                "--n-heldout",
+                "8",
+                "--hidden",
+                "16",
+                "--layers",
+                "1",
+                "--intermediate",
+                "32",
+                "--steps",
+                "2",
+                "--batch-size",
+                "8",
+                "--eval-every",
+                "2",
+                "--kl-sequences",
+                "4",
+                "--no-progress",
+            ]
+        )
+        == 0
+    )
     summary = strict_json(capsys.readouterr().out.strip().splitlines()[-1])
     assert summary["done"] and summary["step"] == 2
     for f in out.rglob("*.json"):

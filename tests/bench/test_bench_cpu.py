@@ -25,6 +25,7 @@ def test_saved_folder_has_rotary_buffers_and_loads(folder, one_thread):
     with safe_open(str(folder / "model.safetensors"), "pt") as f:
         assert "esm.encoder.layer.0.attention.self.rotary_embeddings.inv_freq" in f.keys()
     import mlmprob
+
     m = mlmprob.load_mlm(str(folder), device="cpu", dtype="float32")
     ids = m.encode(["ACDEFGHIK"]).input_ids
     assert torch.isfinite(mlmprob.pll(m, ids)).all()

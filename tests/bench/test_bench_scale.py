@@ -13,8 +13,14 @@ def lib():
 def test_flop_count_of_a_tiny_bert_matches_a_hand_count(lib):
     import transformers
 
-    cfg = transformers.BertConfig(vocab_size=10, hidden_size=8, num_hidden_layers=2, num_attention_heads=2,
-                                  intermediate_size=16, max_position_embeddings=16)
+    cfg = transformers.BertConfig(
+        vocab_size=10,
+        hidden_size=8,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        intermediate_size=16,
+        max_position_embeddings=16,
+    )
     c = lib.model_flop_counts(transformers.BertForMaskedLM(cfg))
     # per layer: Q, K, V, attention output 4 x 8 x 8 = 256; FFN 8 x 16 + 16 x 8 = 256 -> 512; 2 layers
     assert c["p_enc"] == 1024
@@ -28,9 +34,16 @@ def test_flop_count_of_a_tiny_bert_matches_a_hand_count(lib):
 def test_flop_count_of_esm_skips_the_contact_head(lib):
     import transformers
 
-    cfg = transformers.EsmConfig(vocab_size=33, hidden_size=8, num_hidden_layers=1, num_attention_heads=2,
-                                 intermediate_size=16, position_embedding_type="rotary", pad_token_id=1,
-                                 mask_token_id=32)
+    cfg = transformers.EsmConfig(
+        vocab_size=33,
+        hidden_size=8,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        intermediate_size=16,
+        position_embedding_type="rotary",
+        pad_token_id=1,
+        mask_token_id=32,
+    )
     c = lib.model_flop_counts(transformers.EsmForMaskedLM(cfg))
     assert c["p_enc"] == 4 * 64 + 2 * 128 and c["p_head"] == 64 + 8 * 33
 
@@ -38,20 +51,74 @@ def test_flop_count_of_esm_skips_the_contact_head(lib):
 def _fake_results(lib, cpu_mfu=0.6, ratio=1.1):
     peak = 100e9
     flops = 1e9
-    row = {"model": "antiberty", "device": "cpu", "dtype": "float32", "length": 128, "copies": 10,
-           "flops_per_copy": flops, "seconds": 10 * flops / (cpu_mfu * peak), "params": 26e6,
-           "peak_before": peak, "peak_after": 0.9 * peak, "cpu_seconds": 0.5, "peak_cpu_before": 50e9,
-           "peak_cpu_after": 40e9}
-    peaks = [{"model": "antiberty", "device": "cpu", "dtype": "float32", "n": 2048, "before": peak,
-              "after": 0.9 * peak, "cpu_before": 50e9, "cpu_after": 40e9}]
-    mc = [{"model": "antiberty", "device": "cpu", "dtype": "float32", "length": 128, "n": 1, "mlmprob_s": 1.0,
-           "minicons_s": 1.5, "max_diff": 2e-5, "mlmprob_cpu": 2.0, "minicons_cpu": 2.5}]
-    scaling = {"unit": "CPU worker processes", "n": 2, "n_seqs": 100, "efficiency": 0.7, "efficiency_net": 0.9,
-               "desc": "d", "rows": [{"label": "1 worker x 1 thread", "wall": 10.0, "walls": [10.0], "startup": 1.0,
-                                      "cmd": "python -m mlmprob score x"}]}
-    stream = {"small": 10000, "large": 1000000, "ratio": ratio, "desc": "d",
-              "rows": [{"n": 10000, "wall": 5.0, "rss": 400 * 2**20, "cmd": "c1"},
-                       {"n": 1000000, "wall": 300.0, "rss": ratio * 400 * 2**20, "cmd": "c2"}]}
+    row = {
+        "model": "antiberty",
+        "device": "cpu",
+        "dtype": "float32",
+        "length": 128,
+        "copies": 10,
+        "flops_per_copy": flops,
+        "seconds": 10 * flops / (cpu_mfu * peak),
+        "params": 26e6,
+        "peak_before": peak,
+        "peak_after": 0.9 * peak,
+        "cpu_seconds": 0.5,
+        "peak_cpu_before": 50e9,
+        "peak_cpu_after": 40e9,
+    }
+    peaks = [
+        {
+            "model": "antiberty",
+            "device": "cpu",
+            "dtype": "float32",
+            "n": 2048,
+            "before": peak,
+            "after": 0.9 * peak,
+            "cpu_before": 50e9,
+            "cpu_after": 40e9,
+        }
+    ]
+    mc = [
+        {
+            "model": "antiberty",
+            "device": "cpu",
+            "dtype": "float32",
+            "length": 128,
+            "n": 1,
+            "mlmprob_s": 1.0,
+            "minicons_s": 1.5,
+            "max_diff": 2e-5,
+            "mlmprob_cpu": 2.0,
+            "minicons_cpu": 2.5,
+        }
+    ]
+    scaling = {
+        "unit": "CPU worker processes",
+        "n": 2,
+        "n_seqs": 100,
+        "efficiency": 0.7,
+        "efficiency_net": 0.9,
+        "desc": "d",
+        "rows": [
+            {
+                "label": "1 worker x 1 thread",
+                "wall": 10.0,
+                "walls": [10.0],
+                "startup": 1.0,
+                "cmd": "python -m mlmprob score x",
+            }
+        ],
+    }
+    stream = {
+        "small": 10000,
+        "large": 1000000,
+        "ratio": ratio,
+        "desc": "d",
+        "rows": [
+            {"n": 10000, "wall": 5.0, "rss": 400 * 2**20, "cmd": "c1"},
+            {"n": 1000000, "wall": 300.0, "rss": ratio * 400 * 2**20, "cmd": "c2"},
+        ],
+    }
     return [row], peaks, mc, scaling, stream
 
 
@@ -69,10 +136,20 @@ def test_row_stats_and_goals(lib):
 
 def test_report_says_what_was_not_measured(lib):
     rows, peaks, mc, scaling, stream = _fake_results(lib)
-    meta = {"command": "python bench/bench_scale.py --quick", "quick": True, "date": "2026-01-01 00:00",
-            "machine": "AMD EPYC", "devices": "cpu (float32)", "threads": 2, "load_start": "1.0/1.0/1.0",
-            "torch": "2", "transformers": "5", "minicons": "0.3.39", "no_gpu_note": "CPU only: no GPU was measured",
-            "pending": ["stream"]}
+    meta = {
+        "command": "python bench/bench_scale.py --quick",
+        "quick": True,
+        "date": "2026-01-01 00:00",
+        "machine": "AMD EPYC",
+        "devices": "cpu (float32)",
+        "threads": 2,
+        "load_start": "1.0/1.0/1.0",
+        "torch": "2",
+        "transformers": "5",
+        "minicons": "0.3.39",
+        "no_gpu_note": "CPU only: no GPU was measured",
+        "pending": ["stream"],
+    }
     text = lib.render_report(meta, rows, peaks, mc, scaling, stream)
     assert "`python bench/bench_scale.py --quick`" in text
     assert "--quick` smoke run" in text and "no GPU was measured" in text and "not finished: stream" in text
@@ -98,7 +175,9 @@ def test_profile_groups_and_a_small_run(tmp_path):
     assert mod.group_of("aten::erf").startswith("element-wise")
     assert mod.group_of("aten::embedding") == "other"
     out = tmp_path / "p.md"
-    assert mod.main(["--models", "antiberty", "--length", "16", "--copies", "4", "--threads", "1", "--out", str(out)]) == 0
+    assert (
+        mod.main(["--models", "antiberty", "--length", "16", "--copies", "4", "--threads", "1", "--out", str(out)]) == 0
+    )
     row = next(x for x in out.read_text().splitlines() if x.startswith("| antiberty |"))
     shares = [int(v) for v in re.findall(r"(\d+)%", row)]
     assert len(shares) == len(mod.GROUPS) + 1 and 97 <= sum(shares) <= 103

@@ -3,17 +3,24 @@ CDR-H3 disagreement and the command line in the report; a missing data folder is
 
 from tests.conftest import load_bench
 
-VH = ("EVQLVESGGGLVQPGGSLRLSCAASGFNIKDTYIHWVRQAPGKGLEWVARIYPTNGYTRYADSVKGRFTISADTSKNTAYLQMNSLRAEDTAVYYCSR"
-      "WGGDGFYAMDYWGQGTLVTVSS")
+VH = (
+    "EVQLVESGGGLVQPGGSLRLSCAASGFNIKDTYIHWVRQAPGKGLEWVARIYPTNGYTRYADSVKGRFTISADTSKNTAYLQMNSLRAEDTAVYYCSR"
+    "WGGDGFYAMDYWGQGTLVTVSS"
+)
 VL = "DIQMTQSPSSLSASVGDRVTITCRASQDVNTAVAWYQQKPGKAPKLLIYSASFLYSGVPSRFSGSRSGTDFTLTISSLQPEDFATYYCQQHYTTPPTFGQGTKVEIK"
 
 
 def test_report_on_a_small_csv(tmp_path, capsys):
     mod = load_bench("numbering_agreement")
     (tmp_path / "antibody").mkdir()
-    rows = [("Tras", VH, VL), ("Cut", VH[:100], "na"), ("Ubq", "MQIFVKTLTGKTITLEVEPSDTIENVKAKIQDKEGIPPDQQRLIFAGKQ", "na")]
+    rows = [
+        ("Tras", VH, VL),
+        ("Cut", VH[:100], "na"),
+        ("Ubq", "MQIFVKTLTGKTITLEVEPSDTIENVKAKIQDKEGIPPDQQRLIFAGKQ", "na"),
+    ]
     (tmp_path / "antibody" / "thera_sabdab.csv").write_text(
-        "Therapeutic,HC,LC\n" + "".join(f"{n},{h},{lc}\n" for n, h, lc in rows))
+        "Therapeutic,HC,LC\n" + "".join(f"{n},{h},{lc}\n" for n, h, lc in rows)
+    )
     out = tmp_path / "numbering.md"
     assert mod.main(["--data", str(tmp_path), "--out", str(out)]) == 0
     text = out.read_text()

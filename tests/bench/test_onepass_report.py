@@ -30,8 +30,9 @@ def test_compare_scores_another_correction(tiny_bert_dir, tmp_path, monkeypatch)
     real = mlmprob.load_mlm
     monkeypatch.setattr(mlmprob, "load_mlm", lambda name, **kw: real(str(model_dir), **kw))
     sets = {"S": ["A C D E F G H", "C C D Y F", "G H A A C D E Y"]}
-    rows = rep.evaluate("tiny", sets, {"zero": str(tmp_path / "zero.safetensors"),
-                                       "other": str(tmp_path / "other.safetensors")})
+    rows = rep.evaluate(
+        "tiny", sets, {"zero": str(tmp_path / "zero.safetensors"), "other": str(tmp_path / "other.safetensors")}
+    )
     methods = [r.split("|")[3].strip() for r in rows]
     assert methods == ["one_pass", "one_pass (zero)", "one_pass (other)", "unmasked", "exact (reference)"]
     by = dict(zip(methods, rows))

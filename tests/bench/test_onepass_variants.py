@@ -33,8 +33,8 @@ def test_zero_correction_tables_give_wt_marginals(ov, tiny_bert_dir):
 
 
 def test_evaluate_and_report(ov):
-    labels = torch.tensor([1., 0.] * 10)
-    exact = labels + 0.1 * torch.arange(20.)
+    labels = torch.tensor([1.0, 0.0] * 10)
+    exact = labels + 0.1 * torch.arange(20.0)
     scores = {"exact": exact, "one_pass": exact.clone(), "unmasked": -exact}
     res = ov.evaluate(scores, labels, n_boot=50, seed=0)
     assert res["one_pass"]["diff"].value == 0 and res["one_pass"]["spearman"] == pytest.approx(1.0)

@@ -26,8 +26,14 @@ def test_report_on_a_tiny_random_bert(ps, tmp_path):
     assert all(r["peak"] > 0 and r["wall"] > 0 and 0 < ps.share(r)[0] for r in rows)
     prof = ps.profile_row(models, seq, rows[2])
     assert any(k.startswith("quantized::linear_dynamic") for k in prof)
-    meta = {"command": "python bench/peak_share.py", "machine": "test", "date": "today", "uptime_start": "up",
-            "chain": "tiny", "peak_n": 64}
+    meta = {
+        "command": "python bench/peak_share.py",
+        "machine": "test",
+        "date": "today",
+        "uptime_start": "up",
+        "chain": "tiny",
+        "peak_n": 64,
+    }
     text = ps.render(meta, rows, [(rows[2], prof), (rows[0], prof)])
     table = [line for line in text.splitlines() if line.startswith("| tiny |")]
     assert len(table) == 5 and "of 3 rows" in text and "Largest operators of tiny int8" in text
@@ -38,8 +44,16 @@ def test_both_forwards_side_by_side(ps, tmp_path):
     from precision_all import save_random_bert_base
 
     models = {"tiny": str(save_random_bert_base(tmp_path, sizes=(2, 32, 2, 64)))}
-    rows = ps.run_section(models, "the cat sat on the mat .", ["float32"], rounds=1, threads=1, peak_n=64,
-                          peak_reps=1, forwards=("fused", "transformers"))
+    rows = ps.run_section(
+        models,
+        "the cat sat on the mat .",
+        ["float32"],
+        rounds=1,
+        threads=1,
+        peak_n=64,
+        peak_reps=1,
+        forwards=("fused", "transformers"),
+    )
     fused, hf = rows
     assert (fused["forward"], hf["forward"]) == ("fused", "transformers")
     assert hf["flops_run"] == hf["flops"] > fused["flops_run"]

@@ -16,8 +16,14 @@ def pa():
 def test_measure_rows_on_a_small_random_bert(pa, tmp_path):
     folder = pa.save_random_bert_base(tmp_path, sizes=(1, 32, 2, 64))
     assert folder.name == "bert-1-32-2-64" and pa.save_random_bert_base(tmp_path, sizes=(1, 32, 2, 64)) == folder
-    rows = pa.measure(str(folder), ["the cat sat on the mat .", "a man is here ."], ["float32", "int8"], 1,
-                      label="tiny", positions=[1, 2, 3])
+    rows = pa.measure(
+        str(folder),
+        ["the cat sat on the mat .", "a man is here ."],
+        ["float32", "int8"],
+        1,
+        label="tiny",
+        positions=[1, 2, 3],
+    )
     assert len(rows) == 2
     f32, i8 = (r.split(" | ") for r in rows)
     assert f32[:2] == ["| tiny", "float32"] and f32[3] == "1.00" and f32[5:10] == ["0.0000"] * 3 + ["0.000"] * 2

@@ -36,8 +36,10 @@ def test_report_rows_against_float32(pr):
     recs = [_pll(i, "float32", [-1.0 - i, -2.0], 10.0) for i in range(4)]
     recs += [_pll(i, "int8", [-1.0 - i + 0.1, -2.0], 5.0) for i in range(4)]
     recs += [_pll(i, "float16", [-1.0 - i, -2.0 - 0.5], 40.0) for i in (0, 2)]  # 2 chains: no Spearman
-    mm = [{"dtype": "float32", "scores": [0.0, 1.0, 2.0, 3.0], "seconds": 1.0},
-          {"dtype": "bfloat16", "scores": [0.0, 2.5, 2.0, 3.0], "seconds": 2.0}]
+    mm = [
+        {"dtype": "float32", "scores": [0.0, 1.0, 2.0, 3.0], "seconds": 1.0},
+        {"dtype": "bfloat16", "scores": [0.0, 2.5, 2.0, 3.0], "seconds": 2.0},
+    ]
     text = pr.report(recs, mm, [1, 0, 1, 0], command="python bench/precision_rank.py", machine="M")
     pll_int8 = [line for line in text.splitlines() if line.startswith("| int8 |")][0].split(" | ")
     assert pll_int8[1:7] == ["4", "1.0000", "0 / 6", "0.100", "0.100", "0.0500"] and pll_int8[-1] == "2.00 |"

@@ -47,8 +47,9 @@ def _mutants(path, order):
     muts = set()
     while len(muts) < 40:
         sites = sorted(rng.sample(range(len(WT)), rng.randint(1, 3)))
-        muts.add(":".join(f"{WT[s]}{s + 1}{rng.choice([c for c in 'ACDEFGHIKLMNPQRSTVWY' if c != WT[s]])}"
-                          for s in sites))
+        muts.add(
+            ":".join(f"{WT[s]}{s + 1}{rng.choice([c for c in 'ACDEFGHIKLMNPQRSTVWY' if c != WT[s]])}" for s in sites)
+        )
     muts = sorted(muts)
     with open(path, "w", newline="") as f:
         w = csv.writer(f)
@@ -62,10 +63,29 @@ def _argv(command, model, inp, out, dtype):
     if command == "score":
         return ["score", str(inp), *common]
     if command == "variants":
-        return ["variants", str(inp), "--wild-type", WT, "--methods",
-                "wt_marginals,masked_marginals,masked_marginals_mt,mutant_marginals,hcb,pll_delta", *common]
-    return ["sample", "--input", str(inp), "--chains", "2", "--epochs", "2", "--burn-in", "1", "--block-size", "3:1",
-            *common]
+        return [
+            "variants",
+            str(inp),
+            "--wild-type",
+            WT,
+            "--methods",
+            "wt_marginals,masked_marginals,masked_marginals_mt,mutant_marginals,hcb,pll_delta",
+            *common,
+        ]
+    return [
+        "sample",
+        "--input",
+        str(inp),
+        "--chains",
+        "2",
+        "--epochs",
+        "2",
+        "--burn-in",
+        "1",
+        "--block-size",
+        "3:1",
+        *common,
+    ]
 
 
 def _input(command, d, shuffled):
@@ -110,8 +130,9 @@ def _run(command, way, model, d, dtype, monkeypatch):
 
 @pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
 @pytest.mark.parametrize("command", ["score", "variants", "sample"])
-def test_a_records_values_do_not_depend_on_how_the_work_was_split(command, dtype, tiny_bert_dir, tmp_path,
-                                                                  monkeypatch, capsys):
+def test_a_records_values_do_not_depend_on_how_the_work_was_split(
+    command, dtype, tiny_bert_dir, tmp_path, monkeypatch, capsys
+):
     ref_dir = tmp_path / "one"
     ref_dir.mkdir()
     ref = _rows(_run(command, "one", tiny_bert_dir, ref_dir, dtype, monkeypatch))
@@ -123,5 +144,7 @@ def test_a_records_values_do_not_depend_on_how_the_work_was_split(command, dtype
         monkeypatch.undo()
         assert got.keys() == ref.keys(), way
         diff = [k for k in ref if got[k] != ref[k]]
-        assert diff == [], f"{command} {dtype} {way}: {len(diff)} record(s) differ, e.g. {got[diff[0]]} vs {ref[diff[0]]}"
+        assert diff == [], (
+            f"{command} {dtype} {way}: {len(diff)} record(s) differ, e.g. {got[diff[0]]} vs {ref[diff[0]]}"
+        )
     capsys.readouterr()

@@ -7,7 +7,6 @@ import sys
 from pathlib import Path
 
 import pytest
-import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "models"))
 from conformance_models import build  # noqa: E402
@@ -41,6 +40,7 @@ def test_head_fallback_is_reported(folders, capsys, one_thread):
 def test_differs_exits_2(folders, capsys, monkeypatch, one_thread):
     """A model mlmprob cannot read as the model itself does is refused: one error line, status 2."""
     from mlmprob.models import probe
+
     real = probe.plain_logits
 
     def shifted(mlm, ids):  # stands in for a model whose own forward differs from mlmprob's reading

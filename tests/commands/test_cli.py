@@ -53,19 +53,24 @@ def test_score_csv_column(tmp_path, capsys):
     # an empty cell is an error naming its record (issue 27: it vanished without a count), or a counted skip
     assert main(["score", str(p), "--column", "HC", "--id-column", "name", "--model", "sapiens-vh"]) == 2
     assert "record 'y': is empty" in capsys.readouterr().err
-    assert main(["score", str(p), "--column", "HC", "--id-column", "name", "--model", "sapiens-vh", "--skip-invalid"]) == 0
+    assert (
+        main(["score", str(p), "--column", "HC", "--id-column", "name", "--model", "sapiens-vh", "--skip-invalid"]) == 0
+    )
     io = capsys.readouterr()
     out = [json.loads(x) for x in io.out.splitlines()]
     assert [r["id"] for r in out] == ["x"] and "warning: skipped record 'y'" in io.err
 
 
-@pytest.mark.parametrize("content,args,msg", [
-    (">a\nACDXXE\n", [], "error: record 'a': has symbol 'X' at residue 4"),
-    (">a\n" + "A" * 200 + "\n", [], "at most 142"),
-    ("", [], "no sequences found"),
-    (">a\nACD\n", ["--out", "x.tsv", "--per-token"], "needs JSONL"),
-    (">a\nACD\n", ["--model", "nonexistent-model-q"], "cannot load 'nonexistent-model-q'"),
-])
+@pytest.mark.parametrize(
+    "content,args,msg",
+    [
+        (">a\nACDXXE\n", [], "error: record 'a': has symbol 'X' at residue 4"),
+        (">a\n" + "A" * 200 + "\n", [], "at most 142"),
+        ("", [], "no sequences found"),
+        (">a\nACD\n", ["--out", "x.tsv", "--per-token"], "needs JSONL"),
+        (">a\nACD\n", ["--model", "nonexistent-model-q"], "cannot load 'nonexistent-model-q'"),
+    ],
+)
 def test_score_errors_are_one_line(tmp_path, capsys, content, args, msg):
     p = tmp_path / "in.fasta"
     p.write_text(content)
@@ -76,5 +81,7 @@ def test_score_errors_are_one_line(tmp_path, capsys, content, args, msg):
 
 
 def test_entry_point_runs():
-    r = subprocess.run([sys.executable, "-m", "mlmprob.cli", "score", "/nonexistent.fa"], capture_output=True, text=True)
+    r = subprocess.run(
+        [sys.executable, "-m", "mlmprob.cli", "score", "/nonexistent.fa"], capture_output=True, text=True
+    )
     assert r.returncode == 2 and r.stderr.strip() == "error: input file '/nonexistent.fa' does not exist"

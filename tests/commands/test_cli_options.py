@@ -8,25 +8,43 @@ from mlmprob import argtypes
 from mlmprob.cli import build_parser, main
 
 # the fewest arguments each command parses with
-REQUIRED = {"score": ["in.txt"], "calibrate": ["in.txt"], "demo": [], "sample": ["--out", "o"],
-            "joints": ["--model", "m", "--data", "d", "--out", "o"],
-            "infill": ["A_C"], "train": ["--out", "o", "--synthetic", "hmm"], "merge": ["--out", "o", "p"],
-            "variants": ["in.csv", "--wild-type", "MA"], "app": [], "check-model": ["p"]}
+REQUIRED = {
+    "score": ["in.txt"],
+    "calibrate": ["in.txt"],
+    "demo": [],
+    "sample": ["--out", "o"],
+    "joints": ["--model", "m", "--data", "d", "--out", "o"],
+    "infill": ["A_C"],
+    "train": ["--out", "o", "--synthetic", "hmm"],
+    "merge": ["--out", "o", "p"],
+    "variants": ["in.csv", "--wild-type", "MA"],
+    "app": [],
+    "check-model": ["p"],
+}
 PENDING: set[str] = set()  # options still typed plain int/float (none)
 
-BAD = {argtypes.integer: ["1.5", "x", "10000000000"],
-       argtypes.positive_int: ["0", "-1", "1.5", "nan", "x", "10000000000"],
-       argtypes.nonnegative_int: ["-1", "2.5", "inf", "10000000000"],
-       argtypes.positive_float: ["0", "-0.5", "nan", "inf", "-inf", "1e300"],
-       argtypes.nonnegative_float: ["-0.5", "nan", "inf", "1e300"],
-       argtypes.finite_float: ["nan", "inf", "-inf", "1e300", "x"],
-       argtypes.probability: ["0", "-0.1", "1.01", "nan", "inf"],
-       argtypes.open_fraction: ["0", "1", "nan", "-0.5"],
-       argtypes.dropout_rate: ["1", "-0.1", "nan"]}
-GOOD = {argtypes.integer: [("-3", -3), ("0", 0)], argtypes.positive_int: [("1", 1), ("12", 12)], argtypes.nonnegative_int: [("0", 0), ("7", 7)],
-        argtypes.positive_float: [("1e-10", 1e-10), ("2", 2.0)], argtypes.nonnegative_float: [("0", 0.0)],
-        argtypes.finite_float: [("-3.5", -3.5)], argtypes.probability: [("1", 1.0), ("0.25", 0.25)],
-        argtypes.open_fraction: [("0.05", 0.05)], argtypes.dropout_rate: [("0", 0.0), ("0.1", 0.1)]}
+BAD = {
+    argtypes.integer: ["1.5", "x", "10000000000"],
+    argtypes.positive_int: ["0", "-1", "1.5", "nan", "x", "10000000000"],
+    argtypes.nonnegative_int: ["-1", "2.5", "inf", "10000000000"],
+    argtypes.positive_float: ["0", "-0.5", "nan", "inf", "-inf", "1e300"],
+    argtypes.nonnegative_float: ["-0.5", "nan", "inf", "1e300"],
+    argtypes.finite_float: ["nan", "inf", "-inf", "1e300", "x"],
+    argtypes.probability: ["0", "-0.1", "1.01", "nan", "inf"],
+    argtypes.open_fraction: ["0", "1", "nan", "-0.5"],
+    argtypes.dropout_rate: ["1", "-0.1", "nan"],
+}
+GOOD = {
+    argtypes.integer: [("-3", -3), ("0", 0)],
+    argtypes.positive_int: [("1", 1), ("12", 12)],
+    argtypes.nonnegative_int: [("0", 0), ("7", 7)],
+    argtypes.positive_float: [("1e-10", 1e-10), ("2", 2.0)],
+    argtypes.nonnegative_float: [("0", 0.0)],
+    argtypes.finite_float: [("-3.5", -3.5)],
+    argtypes.probability: [("1", 1.0), ("0.25", 0.25)],
+    argtypes.open_fraction: [("0.05", 0.05)],
+    argtypes.dropout_rate: [("0", 0.0), ("0.1", 0.1)],
+}
 
 
 def subparsers(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
@@ -48,14 +66,20 @@ def test_every_command_is_walked():
 
 
 def test_every_option_has_help():
-    missing = [f"{cmd or 'mlmprob'} {'/'.join(a.option_strings) or a.dest}" for cmd, a in options()
-               if not a.help or a.help == argparse.SUPPRESS]
+    missing = [
+        f"{cmd or 'mlmprob'} {'/'.join(a.option_strings) or a.dest}"
+        for cmd, a in options()
+        if not a.help or a.help == argparse.SUPPRESS
+    ]
     assert not missing, f"options without help: {missing}"
 
 
 def test_every_numeric_option_has_a_validating_type():
-    raw = [f"{cmd} {a.option_strings[0]}" for cmd, a in options()
-           if a.type in (int, float) and a.option_strings[0] not in PENDING]
+    raw = [
+        f"{cmd} {a.option_strings[0]}"
+        for cmd, a in options()
+        if a.type in (int, float) and a.option_strings[0] not in PENDING
+    ]
     assert not raw, f"options typed plain int/float (no range check): {raw}"
 
 
@@ -81,25 +105,40 @@ def test_every_typed_option_rejects_bad_values_in_one_line(capsys):
             assert err.count("\n") == 1 and err.startswith(f"error: argument {'/'.join(a.option_strings)}: must be")
             assert "usage:" not in err
             checked += 1
-    assert checked > 3 * 50   # sample, joints, infill, train, demo and score --limit
+    assert checked > 3 * 50  # sample, joints, infill, train, demo and score --limit
 
 
-@pytest.mark.parametrize("argv,msg", [
-    (["sample", "--out", "o", "--chains", "0"],
-     "error: argument --chains: must be a positive integer, got '0' (see: mlmprob sample --help)"),
-    (["score", "x.txt", "--limit", "-1"], "error: argument --limit: must be a positive integer, got '-1'"),
-    (["sample", "--out", "o", "--top-p", "nan"], "error: argument --top-p: must be a probability in (0, 1], got 'nan'"),
-    (["sample", "--out", "o", "--block-size", "0"], "error: argument --block-size: block size must be K or START:END"),
-    (["infill", "A_C", "-k", "0"], "error: argument --beam-size/-k: must be a positive integer"),
-    (["train", "--out", "o", "--synthetic", "hmm", "--lr", "1e300"],
-     "error: argument --lr: must be a positive number no larger"),
-    (["--threads", "0", "demo"],
-     "error: argument --threads: must be a positive integer, got '0' (see: mlmprob --help)"),
-    (["joints", "--model", "m"], "error: the following arguments are required: --out"),
-    (["sample", "--out", "o", "--method", "hmc"], "error: argument --method: invalid choice: 'hmc'"),
-    (["nosuchcommand"], "error: argument COMMAND: invalid choice: 'nosuchcommand'"),
-    (["score", "x.txt", "--no-such-option"], "error: unrecognized arguments: --no-such-option"),
-])
+@pytest.mark.parametrize(
+    "argv,msg",
+    [
+        (
+            ["sample", "--out", "o", "--chains", "0"],
+            "error: argument --chains: must be a positive integer, got '0' (see: mlmprob sample --help)",
+        ),
+        (["score", "x.txt", "--limit", "-1"], "error: argument --limit: must be a positive integer, got '-1'"),
+        (
+            ["sample", "--out", "o", "--top-p", "nan"],
+            "error: argument --top-p: must be a probability in (0, 1], got 'nan'",
+        ),
+        (
+            ["sample", "--out", "o", "--block-size", "0"],
+            "error: argument --block-size: block size must be K or START:END",
+        ),
+        (["infill", "A_C", "-k", "0"], "error: argument --beam-size/-k: must be a positive integer"),
+        (
+            ["train", "--out", "o", "--synthetic", "hmm", "--lr", "1e300"],
+            "error: argument --lr: must be a positive number no larger",
+        ),
+        (
+            ["--threads", "0", "demo"],
+            "error: argument --threads: must be a positive integer, got '0' (see: mlmprob --help)",
+        ),
+        (["joints", "--model", "m"], "error: the following arguments are required: --out"),
+        (["sample", "--out", "o", "--method", "hmc"], "error: argument --method: invalid choice: 'hmc'"),
+        (["nosuchcommand"], "error: argument COMMAND: invalid choice: 'nosuchcommand'"),
+        (["score", "x.txt", "--no-such-option"], "error: unrecognized arguments: --no-such-option"),
+    ],
+)
 def test_usage_errors_are_one_line(argv, msg, capsys):
     with pytest.raises(SystemExit) as e:
         main(argv)
@@ -169,9 +208,17 @@ def test_every_experiment_option_is_validated():
     """The CLI's rules walk the experiment runners too: a range-checked type and help text for every option."""
     parsers = experiment_parsers()
     assert len(parsers) >= 6
-    raw = [f"{n} {a.option_strings[0]}" for n, p in parsers.items() for a in p._actions
-           if a.option_strings and a.type in (int, float)]
+    raw = [
+        f"{n} {a.option_strings[0]}"
+        for n, p in parsers.items()
+        for a in p._actions
+        if a.option_strings and a.type in (int, float)
+    ]
     assert not raw, f"experiment options typed plain int/float (no range check): {raw}"
-    missing = [f"{n} {'/'.join(a.option_strings)}" for n, p in parsers.items() for a in p._actions
-               if a.option_strings and not a.help]
+    missing = [
+        f"{n} {'/'.join(a.option_strings)}"
+        for n, p in parsers.items()
+        for a in p._actions
+        if a.option_strings and not a.help
+    ]
     assert not missing, f"experiment options without help: {missing}"

@@ -27,15 +27,21 @@ print(json.dumps({"status": status, "heavy": sorted(m for m in %r if m in sys.mo
 
 
 def _probe(argvs: list[list[str]]) -> dict:
-    out = subprocess.run([sys.executable, "-c", PROBE, json.dumps(argvs)], capture_output=True, text=True,
-                         timeout=120, check=True).stdout
+    out = subprocess.run(
+        [sys.executable, "-c", PROBE, json.dumps(argvs)], capture_output=True, text=True, timeout=120, check=True
+    ).stdout
     return json.loads(out)
 
 
 def test_help_version_and_usage_errors_import_no_torch():
     names = [c.replace("_", "-") for c in COMMANDS]
-    argvs = [["--help"], ["--version"], ["nosuchcommand"], ["score", "x.fasta", "--no-such-option"],
-             *[[name, "--help"] for name in names]]
+    argvs = [
+        ["--help"],
+        ["--version"],
+        ["nosuchcommand"],
+        ["score", "x.fasta", "--no-such-option"],
+        *[[name, "--help"] for name in names],
+    ]
     got = _probe(argvs)
     assert got["heavy"] == [], got
     assert got["status"][:4] == [0, 0, 2, 2] and set(got["status"][4:]) == {0}, got
@@ -46,6 +52,10 @@ def test_the_probe_sees_torch_once_a_command_runs_its_model(argv):
     """The check can fail: the same probe, after reading a name that needs torch, reports it."""
     got = _probe([argv, ["--version"]])
     assert got["heavy"] == []
-    import_torch = subprocess.run([sys.executable, "-c", "import mlmprob; mlmprob.pll; import sys; "
-                                   "print('torch' in sys.modules)"], capture_output=True, text=True, timeout=120)
+    import_torch = subprocess.run(
+        [sys.executable, "-c", "import mlmprob; mlmprob.pll; import sys; print('torch' in sys.modules)"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert import_torch.stdout.strip() == "True"

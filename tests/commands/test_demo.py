@@ -12,8 +12,10 @@ import mlmprob
 from mlmprob.cli import main
 
 AA = "ACDEFGHIKLMNPQRSTVWY"
-PERTUZUMAB_VH = ("EVQLVESGGGLVQPGGSLRLSCAASGFTFTDYTMDWVRQAPGKGLEWVADVNPNSGGSIYNQRFKGRFTLSVDRSKNTLYLQMNSLRAEDTAVYYCAR"
-                 "NLGPSFYFDYWGQGTLVTVSS")
+PERTUZUMAB_VH = (
+    "EVQLVESGGGLVQPGGSLRLSCAASGFTFTDYTMDWVRQAPGKGLEWVADVNPNSGGSIYNQRFKGRFTLSVDRSKNTLYLQMNSLRAEDTAVYYCAR"
+    "NLGPSFYFDYWGQGTLVTVSS"
+)
 NUM = r"(-?\d+\.\d+|nan)"
 
 
@@ -28,15 +30,30 @@ def residue_bert(tmp_path_factory):
     vocab = {t: i for i, t in enumerate(specials + list(AA))}
     tk = Tokenizer(models.WordLevel(vocab, unk_token="[UNK]"))
     tk.pre_tokenizer = pre_tokenizers.Split(Regex("."), behavior="isolated")
-    tk.post_processor = processors.TemplateProcessing(single="[CLS] $A [SEP]", special_tokens=[("[CLS]", 2), ("[SEP]", 3)])
-    tk.decoder = decoders.Fuse()                      # residues decode without spaces, as with AntiBERTy
-    fast = transformers.PreTrainedTokenizerFast(tokenizer_object=tk, unk_token="[UNK]", pad_token="[PAD]",
-                                                cls_token="[CLS]", sep_token="[SEP]", mask_token="[MASK]")
+    tk.post_processor = processors.TemplateProcessing(
+        single="[CLS] $A [SEP]", special_tokens=[("[CLS]", 2), ("[SEP]", 3)]
+    )
+    tk.decoder = decoders.Fuse()  # residues decode without spaces, as with AntiBERTy
+    fast = transformers.PreTrainedTokenizerFast(
+        tokenizer_object=tk,
+        unk_token="[UNK]",
+        pad_token="[PAD]",
+        cls_token="[CLS]",
+        sep_token="[SEP]",
+        mask_token="[MASK]",
+    )
     fast.save_pretrained(str(d))
     with torch.random.fork_rng():
         torch.manual_seed(0)  # the tiny model's random weights only
-        cfg = transformers.BertConfig(vocab_size=len(vocab), hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
-                                      intermediate_size=32, max_position_embeddings=160, initializer_range=0.5)
+        cfg = transformers.BertConfig(
+            vocab_size=len(vocab),
+            hidden_size=16,
+            num_hidden_layers=1,
+            num_attention_heads=2,
+            intermediate_size=32,
+            max_position_embeddings=160,
+            initializer_range=0.5,
+        )
         transformers.BertForMaskedLM(cfg).save_pretrained(str(d))
     return d
 
@@ -45,18 +62,22 @@ def test_demo_report(residue_bert, tmp_path, monkeypatch, capsys, one_thread):
     data = tmp_path / "data"
     (data / "antibody").mkdir(parents=True)
     (data / "antibody" / "thera_sabdab.csv").write_text(
-        f"Therapeutic,HC\nbad,EVQLXQ\nPertuzumab,{PERTUZUMAB_VH}\nother,{PERTUZUMAB_VH[:-1]}\n")
+        f"Therapeutic,HC\nbad,EVQLXQ\nPertuzumab,{PERTUZUMAB_VH}\nother,{PERTUZUMAB_VH[:-1]}\n"
+    )
     monkeypatch.setenv("MLMPROB_DATA", str(data))
     assert main(["demo", "--model", str(residue_bert), "--n", "1", "--epochs", "1"]) == 0
     out = capsys.readouterr().out
     heads = [line for line in out.splitlines() if re.match(r"^\d\. ", line)]
-    assert [h[:3] for h in heads] == ["1. ", "2. ", "3. ", "4. "] and out.rstrip().splitlines()[-1].startswith("done in")
+    assert [h[:3] for h in heads] == ["1. ", "2. ", "3. ", "4. "] and out.rstrip().splitlines()[-1].startswith(
+        "done in"
+    )
 
     # 1. scores: trastuzumab, then the first valid Thera-SAbDab chain (the invalid one is skipped)
     scores = re.findall(rf"^   (\S+)\s+(\d+)\s+{NUM}\s+{NUM}\s+{NUM}\s+\d+\.\d$", out, re.M)
     assert [s[0] for s in scores] == ["trastuzumab", "Pertuzumab"]
     mlm = mlmprob.load_mlm(str(residue_bert))
     from mlmprob.commands.demo import DEMO_HEAVY
+
     for (_, n, pll, per_res, e_raw), seq in zip(scores, (DEMO_HEAVY["trastuzumab"], PERTUZUMAB_VH)):
         ids = mlm.encode([seq]).input_ids
         assert int(n) == len(seq)
@@ -68,9 +89,9 @@ def test_demo_report(residue_bert, tmp_path, monkeypatch, capsys, one_thread):
     native = re.search(rf"^   native\s+([A-Z]+)\s+{NUM}\s+1\.00$", out, re.M)
     assert native and native.group(1) == "SRWGGDGFYAMDY"
     trast = DEMO_HEAVY["trastuzumab"]
-    cdr = [trast.index("SRWGGDGFYAMDY") + 1 + i for i in range(13)]          # +1: the [CLS] token
+    cdr = [trast.index("SRWGGDGFYAMDY") + 1 + i for i in range(13)]  # +1: the [CLS] token
     e_cdr = float(mlmprob.energy(mlm, mlm.encode([trast]).input_ids, "local", positions=cdr)[0])
-    assert float(native.group(2)) == pytest.approx(e_cdr, abs=0.006)         # E_local over CDR-H3 only
+    assert float(native.group(2)) == pytest.approx(e_cdr, abs=0.006)  # E_local over CDR-H3 only
     chains = re.findall(rf"^   ([012])\s+([A-Z]+)\s+{NUM}\s+{NUM}$", out, re.M)
     assert [c[0] for c in chains] == ["0", "1", "2"]
     for _, cdr, e, ident in chains:

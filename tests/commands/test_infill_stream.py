@@ -71,8 +71,8 @@ def test_rows_match_the_api_and_units_are_gaps(reference, gapped, tiny_bert_dir)
         masked = (ids[0] == mlm.mask_id).nonzero(as_tuple=True)[0].tolist()
         tokens = row["token_indices"]
         assert set(tokens) <= set(masked) and row["length"] == len(tokens)
-        assert tokens == list(range(tokens[0], tokens[-1] + 1))   # contiguous
-        assert row["positions"] == tokens          # residue numbers: one [CLS], then one token per residue
+        assert tokens == list(range(tokens[0], tokens[-1] + 1))  # contiguous
+        assert row["positions"] == tokens  # residue numbers: one [CLS], then one token per residue
         # the other gaps of the record stay masked while this one is filled
         ref = infill(mlm, ids, tokens, method="hcb", beam_size=3)
         assert row["tokens"] == [list(c.tokens) for c in ref]
@@ -84,11 +84,13 @@ def test_joint_gaps_equal_the_single_sequence_mode(gapped, tiny_bert_dir, tmp_pa
     from mlmprob.runtime.inputs import read_records
 
     out = tmp_path / "joint.jsonl"
-    assert _run("--input", gapped, "--model", tiny_bert_dir, "--out", out, "--order", "best", "--method", "standard") == 0
+    assert (
+        _run("--input", gapped, "--model", tiny_bert_dir, "--out", out, "--order", "best", "--method", "standard") == 0
+    )
     rows = list(read_results(out))
     assert [r["id"] for r in rows] == [f"s{i}" for i in range(10)] and all(r["gap"] is None for r in rows)
     capsys.readouterr()
-    rec = read_records(gapped)[1]                     # two gaps, filled jointly
+    rec = read_records(gapped)[1]  # two gaps, filled jointly
     assert _run(rec.seq, "--model", tiny_bert_dir, "--order", "best", "--method", "standard", "--json") == 0
     one = json.loads(capsys.readouterr().out)
     assert one["positions"] == rows[1]["positions"] and len(rows[1]["positions"]) > 1
@@ -100,8 +102,9 @@ def test_joint_gaps_equal_the_single_sequence_mode(gapped, tiny_bert_dir, tmp_pa
 def test_shards_together_equal_one_process(reference, gapped, tiny_bert_dir, tmp_path):
     parts = [tmp_path / "p1.jsonl", tmp_path / "p2.parquet"]
     for i, part in enumerate(parts, 1):
-        assert _run("--input", gapped, "--model", tiny_bert_dir, "--gaps", "each", "--out", part,
-                    "--shard", f"{i}/2") == 0
+        assert (
+            _run("--input", gapped, "--model", tiny_bert_dir, "--gaps", "each", "--out", part, "--shard", f"{i}/2") == 0
+        )
     rows = [list(read_results(p)) for p in parts]
     order = [r["id"] for r in reference]
     assert [r["id"] for r in rows[0]] == order[0::2] and [r["id"] for r in rows[1]] == order[1::2]
@@ -114,7 +117,7 @@ def test_workers_equal_one_process(reference, gapped, tiny_bert_dir, tmp_path):
     out = tmp_path / "w.jsonl"
     assert _run("--input", gapped, "--model", tiny_bert_dir, "--gaps", "each", "--out", out, "--workers", "2") == 0
     rows = list(read_results(out))
-    assert [r["id"] for r in rows] == [r["id"] for r in reference]       # written in input order
+    assert [r["id"] for r in rows] == [r["id"] for r in reference]  # written in input order
     _same(rows, reference)
 
 
@@ -123,13 +126,19 @@ def test_resume_after_a_truncated_output_gives_every_gap_once(reference, gapped,
     args = ("--input", gapped, "--model", tiny_bert_dir, "--gaps", "each", "--out", out)
     assert _run(*args) == 0
     lines = out.read_text().splitlines(keepends=True)
-    out.write_text("".join(lines[:6]) + lines[6][:15])      # header + 5 rows + a row cut by a kill
-    assert _run(*args) == 2                                  # exists: needs --resume
+    out.write_text("".join(lines[:6]) + lines[6][:15])  # header + 5 rows + a row cut by a kill
+    assert _run(*args) == 2  # exists: needs --resume
     assert _run(*args, "--resume") == 0
     rows = list(read_results(out))
     assert len(rows) == len(reference)
-    _same([{**r, **{k: json.loads(r[k]) for k in ("positions", "token_indices", "fills", "scores", "tokens")}} for r in rows], reference)
-    assert _run(*args[:-2], "--out", out, "--resume", "--method", "standard") == 2   # other options: refused
+    _same(
+        [
+            {**r, **{k: json.loads(r[k]) for k in ("positions", "token_indices", "fills", "scores", "tokens")}}
+            for r in rows
+        ],
+        reference,
+    )
+    assert _run(*args[:-2], "--out", out, "--resume", "--method", "standard") == 2  # other options: refused
 
 
 def test_bad_records_are_one_line_errors_or_skipped(tiny_bert_dir, tmp_path, capsys):
@@ -147,13 +156,15 @@ def test_bad_records_are_one_line_errors_or_skipped(tiny_bert_dir, tmp_path, cap
     assert "skipped 'zero': a gap of 0 tokens" in err and "skipped 'odd'" in err
     meta = json.loads((tmp_path / "o.jsonl.meta.json").read_text())
     assert [s[0] for s in meta["skipped"]] == ["nogap", "zero", "odd"]
-    for args, msg in [(("A C _ D", "--input", bad), "give one SEQUENCE or --input FILE, not both"),
-                      (("--model", tiny_bert_dir), "give one SEQUENCE or --input FILE"),
-                      (("A C _ D", "--out", out), "--out needs --input FILE"),
-                      (("A C _ D", "--shard", "1/2"), "--shard needs --input FILE"),
-                      ((*base, "--json"), "--json is for one SEQUENCE"),
-                      ((*base, "--method", "standard", "--pivot", "A"), "only by method='hcb'"),
-                      (("--input", tmp_path / "none.txt"), "does not exist")]:
+    for args, msg in [
+        (("A C _ D", "--input", bad), "give one SEQUENCE or --input FILE, not both"),
+        (("--model", tiny_bert_dir), "give one SEQUENCE or --input FILE"),
+        (("A C _ D", "--out", out), "--out needs --input FILE"),
+        (("A C _ D", "--shard", "1/2"), "--shard needs --input FILE"),
+        ((*base, "--json"), "--json is for one SEQUENCE"),
+        ((*base, "--method", "standard", "--pivot", "A"), "only by method='hcb'"),
+        (("--input", tmp_path / "none.txt"), "does not exist"),
+    ]:
         assert _run(*args) == 2
         err = capsys.readouterr().err.strip()
         assert err.startswith("error: ") and msg in err and "\n" not in err
@@ -166,7 +177,11 @@ def test_gap_units_and_job_on_an_in_memory_model(tiny_bert):
     assert count_gaps("A_C__[MASK]x2D") == 2 and count_gaps("AC") == 0
     units = list(iter_gap_units([Record("a", "AC__D_"), Record("b", "ACD"), Record("c", "A[mask]x0C")], "each"))
     assert [(u.id, u.gap, u.n_gaps, u.error is None) for u in units] == [
-        ("a/gap1", 1, 2, True), ("a/gap2", 2, 2, True), ("b", None, 0, False), ("c", None, 0, False)]
+        ("a/gap1", 1, 2, True),
+        ("a/gap2", 2, 2, True),
+        ("b", None, 0, False),
+        ("c", None, 0, False),
+    ]
     rows = list(infill_records(tiny_bert, [Record("a", "AC__D_")], gaps="each", beam_size=2, skip_invalid=True))
     assert [r["positions"] for r in rows] == [[3, 4], [6]] == [r["token_indices"] for r in rows]
     with pytest.raises(MLMProbError, match="record 'b': no gap"):
@@ -177,5 +192,6 @@ def test_gap_units_and_job_on_an_in_memory_model(tiny_bert):
         list(iter_gap_units([], "some"))
     state = InfillJob(model="tiny", spec=InfillSpec(beam_size=2), skip_invalid=True).prepare(tiny_bert)
     rows, skipped = InfillJob(model="tiny", spec=InfillSpec(beam_size=2), skip_invalid=True).run(
-        state, list(iter_gap_units([Record("a", "A_C"), Record("b", "ACD")])))
+        state, list(iter_gap_units([Record("a", "A_C"), Record("b", "ACD")]))
+    )
     assert [r["id"] for r in rows] == ["a"] and skipped == [("b", "no gap; write it as [MASK]x5, <mask> or _____")]

@@ -30,8 +30,21 @@ def data(tmp_path_factory):
 
 
 def _joints(model_dir, data, out, *extra):
-    return main(["joints", "--model", str(model_dir), "--data", str(data), "--out", str(out), "--device", "cpu",
-                 *FAST, *map(str, extra)])
+    return main(
+        [
+            "joints",
+            "--model",
+            str(model_dir),
+            "--data",
+            str(data),
+            "--out",
+            str(out),
+            "--device",
+            "cpu",
+            *FAST,
+            *map(str, extra),
+        ]
+    )
 
 
 @pytest.fixture(scope="module")
@@ -49,7 +62,7 @@ def _same(rows, ref, tol=1e-5):
         assert (got["seq_index"], got["a"], got["b"], got["K"]) == (r["seq_index"], r["a"], r["b"], r["K"])
         assert (got["a_token_index"], got["b_token_index"]) == (r["a_token_index"], r["b_token_index"])
         for method, m in r["metrics"].items():
-            for k, v in m.items():     # null: -inf or NaN (gold pair outside the top-k candidates)
+            for k, v in m.items():  # null: -inf or NaN (gold pair outside the top-k candidates)
                 w = got["metrics"][method][k]
                 assert (v is None and w is None) or abs(w - v) <= tol, (r["id"], method, k)
 
@@ -70,7 +83,12 @@ def test_shards_together_equal_one_process(reference, tiny_bert_dir, data, tmp_p
     assert "(shard 1/2)" in (tmp_path / "s1" / "report.md").read_text()
     all_dir = tmp_path / "all"
     all_dir.mkdir()
-    assert main(["merge", "--out", str(all_dir / "pairs.jsonl"), *(str(tmp_path / f"s{i}" / "pairs.jsonl") for i in (1, 2))]) == 0
+    assert (
+        main(
+            ["merge", "--out", str(all_dir / "pairs.jsonl"), *(str(tmp_path / f"s{i}" / "pairs.jsonl") for i in (1, 2))]
+        )
+        == 0
+    )
     capsys.readouterr()
     assert main(["joints", "--out", str(all_dir), "--report-only"]) == 0
     assert "| AG |" in capsys.readouterr().out
@@ -82,7 +100,7 @@ def test_shards_together_equal_one_process(reference, tiny_bert_dir, data, tmp_p
 def test_workers_equal_one_process(reference, tiny_bert_dir, data, tmp_path):
     assert _joints(tiny_bert_dir, data, tmp_path / "w", "--workers", "2") == 0
     rows = list(read_results(tmp_path / "w" / "pairs.jsonl"))
-    assert [r["id"] for r in rows] == [r["id"] for r in reference]          # written in pair order
+    assert [r["id"] for r in rows] == [r["id"] for r in reference]  # written in pair order
     _same(rows, reference)
 
 
@@ -91,9 +109,9 @@ def test_resume_after_a_truncated_output_gives_every_pair_once(reference, tiny_b
     assert _joints(tiny_bert_dir, data, out) == 0
     path = out / "pairs.jsonl"
     lines = path.read_text().splitlines(keepends=True)
-    path.write_text("".join(lines[:2]) + lines[2][:40])                     # a record cut by a kill
+    path.write_text("".join(lines[:2]) + lines[2][:40])  # a record cut by a kill
     capsys.readouterr()
-    assert _joints(tiny_bert_dir, data, out) == 0                           # joints always resumes
+    assert _joints(tiny_bert_dir, data, out) == 0  # joints always resumes
     assert "4 new pairs, 6/6" in capsys.readouterr().err
     rows = list(read_results(path))
     _same(rows, reference)
@@ -107,20 +125,31 @@ def test_a_second_writer_and_other_configurations_are_refused(reference, tiny_be
     out = tmp_path / "o"
     assert _joints(tiny_bert_dir, data, out) == 0
     capsys.readouterr()
-    with WriterLock(out / "pairs.jsonl"):                                   # another process is writing OUT
+    with WriterLock(out / "pairs.jsonl"):  # another process is writing OUT
         assert _joints(tiny_bert_dir, data, out) == 2
         err = capsys.readouterr().err.strip()
         assert "being written by another process" in err and "\n" not in err
-    for extra, what in [(("--seed", "1"), "seed=0"), (("--shard", "1/2"), "shard='1/1'"),
-                        (("--schemes", "random"), "schemes="), (("--dtype", "bfloat16"), "dtype='float32'")]:
+    for extra, what in [
+        (("--seed", "1"), "seed=0"),
+        (("--shard", "1/2"), "shard='1/1'"),
+        (("--schemes", "random"), "schemes="),
+        (("--dtype", "bfloat16"), "dtype='float32'"),
+    ]:
         assert _joints(tiny_bert_dir, data, out, *extra) == 2
         err = capsys.readouterr().err.strip()
         assert err.startswith("error: ") and "different configuration" in err and what in err and "\n" not in err
-    for args, msg in [(["joints", "--out", str(out)], "--data is required"),
-                      (["joints", "--out", str(tmp_path / "x"), "--data", str(tmp_path / "none.txt")], "does not exist"),
-                      (["joints", "--out", str(tmp_path / "x"), "--data", str(data), "--format", "csv"], "column 'HC' not in seqs.fasta"),
-                      (["joints", "--out", str(tmp_path / "x"), "--data", str(data), "--workers", "2", "--devices", "cpu"],
-                       "not both")]:
+    for args, msg in [
+        (["joints", "--out", str(out)], "--data is required"),
+        (["joints", "--out", str(tmp_path / "x"), "--data", str(tmp_path / "none.txt")], "does not exist"),
+        (
+            ["joints", "--out", str(tmp_path / "x"), "--data", str(data), "--format", "csv"],
+            "column 'HC' not in seqs.fasta",
+        ),
+        (
+            ["joints", "--out", str(tmp_path / "x"), "--data", str(data), "--workers", "2", "--devices", "cpu"],
+            "not both",
+        ),
+    ]:
         assert main(args) == 2
         err = capsys.readouterr().err.strip()
         assert err.startswith("error: ") and msg in err and "\n" not in err
@@ -138,17 +167,17 @@ def test_an_older_runners_file_is_upgraded_and_resumed(reference, tiny_bert_dir,
     out.mkdir()
     cfg = JointsSpec(model=str(tiny_bert_dir), data=str(data), n_pairs=3, top_k=4, ag_steps=10)
     legacy = {k: v for k, v in cfg.identity().items() if k != "format"}
-    legacy["column"] = "HC"                                                 # the old CLI default, meaningless for FASTA
+    legacy["column"] = "HC"  # the old CLI default, meaningless for FASTA
     lines = [json.dumps({"kind": "config", "config": legacy})]
     lines += [json.dumps(_before_0_2(r)) for r in reference[:4]]
     (out / "pairs.jsonl").write_text("\n".join(lines) + "\n")
     assert load_records(out / "pairs.jsonl")[0] == legacy
     capsys.readouterr()
-    assert _joints(tiny_bert_dir, data, out) == 2                          # 0-based a and b: not continued
+    assert _joints(tiny_bert_dir, data, out) == 2  # 0-based a and b: not continued
     err = capsys.readouterr().err
     assert "a and b are 0-based token indices" in err and "convert_positions.py" in err
-    assert (out / "pairs.jsonl").read_text() == "\n".join(lines) + "\n"   # untouched
-    assert _convert(out).endswith("4 pairs converted")                      # the script beside docs/results/joints
+    assert (out / "pairs.jsonl").read_text() == "\n".join(lines) + "\n"  # untouched
+    assert _convert(out).endswith("4 pairs converted")  # the script beside docs/results/joints
     lines = (out / "pairs.jsonl").read_text().splitlines()
     assert load_records(out / "pairs.jsonl")[0] == {**legacy, "positions_base": 1}
     assert [json.loads(x) for x in lines[1:]] == [{k: v for k, v in r.items() if k != "id"} for r in reference[:4]]
@@ -182,14 +211,25 @@ def test_every_input_format_gives_the_same_sequences(tmp_path):
     (tmp_path / "a.fasta").write_text("".join(f">r{i}\n{s}\n" for i, s in enumerate(rows)))
     (tmp_path / "a.csv").write_text("id,HC,other\n" + "".join(f"r{i},{s},x\n" for i, s in enumerate(rows)))
     (tmp_path / "a.tsv").write_text("id\tVH\n" + "".join(f"r{i}\t{s}\n" for i, s in enumerate(rows)))
-    (tmp_path / "a.jsonl").write_text("".join(json.dumps({"id": f"r{i}", "sequence": s}) + "\n" for i, s in enumerate(rows)))
+    (tmp_path / "a.jsonl").write_text(
+        "".join(json.dumps({"id": f"r{i}", "sequence": s}) + "\n" for i, s in enumerate(rows))
+    )
     pq.write_table(pa.table({"id": [f"r{i}" for i in range(len(rows))], "seq": rows}), tmp_path / "a.parquet")
-    for name, column in [("a.txt", None), ("a.fasta", None), ("a.csv", None), ("a.tsv", "VH"), ("a.jsonl", None),
-                         ("a.parquet", None)]:
+    for name, column in [
+        ("a.txt", None),
+        ("a.fasta", None),
+        ("a.csv", None),
+        ("a.tsv", "VH"),
+        ("a.jsonl", None),
+        ("a.parquet", None),
+    ]:
         assert read_sequences(tmp_path / name, column) == seqs, name
         cfg = JointsSpec(model="m", data=str(tmp_path / name), column=column)
         assert read_sequences(cfg.data, cfg.column, 3, cfg.format) == seqs[:3]
-    assert JointsSpec(model="m", data="x.csv").column == "HC" and JointsSpec(model="m", data="x.txt", column="HC").column is None
+    assert (
+        JointsSpec(model="m", data="x.csv").column == "HC"
+        and JointsSpec(model="m", data="x.txt", column="HC").column is None
+    )
     with pytest.raises(MLMProbError, match="column 'HC' not in a.tsv"):
         read_sequences(tmp_path / "a.tsv")
     with pytest.raises(MLMProbError, match="unknown data format"):

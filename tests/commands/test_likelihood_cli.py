@@ -3,7 +3,6 @@
 import json
 
 import pytest
-import torch
 
 from mlmprob import load_mlm, loglik
 from mlmprob.cli import main
@@ -21,8 +20,20 @@ def fasta(tmp_path):
 
 def test_score_loglik_columns_equal_loglik(fasta, tmp_path, tiny_bert_dir, one_thread):
     out = tmp_path / "s.jsonl"
-    args = ["score", str(fasta), "--model", str(tiny_bert_dir), "--likelihood", "loglik", "--orders", "4",
-            "--per-order", "--seed", "3", "--no-progress"]
+    args = [
+        "score",
+        str(fasta),
+        "--model",
+        str(tiny_bert_dir),
+        "--likelihood",
+        "loglik",
+        "--orders",
+        "4",
+        "--per-order",
+        "--seed",
+        "3",
+        "--no-progress",
+    ]
     assert main(args + ["--out", str(out)]) == 0
     rows = {r["id"]: r for r in map(json.loads, out.read_text().splitlines())}
     mlm = load_mlm(str(tiny_bert_dir), device="cpu", dtype="float32")
@@ -36,7 +47,7 @@ def test_score_loglik_columns_equal_loglik(fasta, tmp_path, tiny_bert_dir, one_t
         assert r["loglik_elbo"] <= r["loglik_mixture"] + 1e-9 and "pll" in r
         assert len(r["loglik_per_order"]) == r["loglik_orders"]
     assert rows["b"]["loglik_exact"] and rows["b"]["loglik_orders"] == 2 and not rows["a"]["loglik_exact"]
-    assert rows["a"]["loglik_outside_mass"] > 0          # the model puts some mass on [CLS], [UNK], ...
+    assert rows["a"]["loglik_outside_mass"] > 0  # the model puts some mass on [CLS], [UNK], ...
     # a record's orders depend on the record alone
     alone = tmp_path / "b.fasta"
     alone.write_text(f">b\n{SEQS['a']}\n")
@@ -44,23 +55,55 @@ def test_score_loglik_columns_equal_loglik(fasta, tmp_path, tiny_bert_dir, one_t
     assert main(args[:1] + [str(alone)] + args[2:] + ["--out", str(out2)]) == 0
     assert json.loads(out2.read_text())["loglik_per_order"] == rows["a"]["loglik_per_order"]
     tsv = tmp_path / "s.tsv"
-    assert main(args + ["--out", str(tsv)]) == 2          # --per-order needs a list column
+    assert main(args + ["--out", str(tsv)]) == 2  # --per-order needs a list column
     assert main([a for a in args if a != "--per-order"] + ["--out", str(tsv)]) == 0
     head = tsv.read_text().splitlines()[0].split("\t")
-    assert head[-len(LOGLIK_FIELDS):] == list(LOGLIK_FIELDS)
+    assert head[-len(LOGLIK_FIELDS) :] == list(LOGLIK_FIELDS)
 
 
 def test_variants_chain(tmp_path, tiny_bert_dir, one_thread, capsys):
     csv = tmp_path / "v.csv"
     csv.write_text("mutant\nC2W\nC2W:K9A\nA1D:E4F:I8K\n")
     out = tmp_path / "v.jsonl"
-    assert main(["variants", str(csv), "--wild-type", "ACDEFGHIK", "--model", str(tiny_bert_dir), "--methods",
-                 "masked_marginals,chain", "--out", str(out), "--no-progress"]) == 0
+    assert (
+        main(
+            [
+                "variants",
+                str(csv),
+                "--wild-type",
+                "ACDEFGHIK",
+                "--model",
+                str(tiny_bert_dir),
+                "--methods",
+                "masked_marginals,chain",
+                "--out",
+                str(out),
+                "--no-progress",
+            ]
+        )
+        == 0
+    )
     rows = [json.loads(x) for x in out.read_text().splitlines()]
     assert rows[0]["chain"] == pytest.approx(rows[0]["masked_marginals"], abs=1e-9)
     assert all(isinstance(r["chain"], float) for r in rows)
-    assert main(["variants", str(csv), "--wild-type", "ACDEFGHIK", "--model", str(tiny_bert_dir), "--methods",
-                 "chian", "--out", str(tmp_path / "x.jsonl"), "--no-progress"]) == 2
+    assert (
+        main(
+            [
+                "variants",
+                str(csv),
+                "--wild-type",
+                "ACDEFGHIK",
+                "--model",
+                str(tiny_bert_dir),
+                "--methods",
+                "chian",
+                "--out",
+                str(tmp_path / "x.jsonl"),
+                "--no-progress",
+            ]
+        )
+        == 2
+    )
     assert "chain" in capsys.readouterr().err
 
 

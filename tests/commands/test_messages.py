@@ -29,8 +29,27 @@ def _error(capsys) -> str:
 def test_a_sequence_too_long_for_joints_says_so(tmp_path, capsys):
     data = tmp_path / "long.fasta"
     data.write_text(">long\n" + "".join(random.Random(0).choice(AA) for _ in range(400)) + "\n")
-    assert main(["joints", "--model", "sapiens-vh", "--data", str(data), "--out", str(tmp_path / "j"), "--device", "cpu",
-                 "--n-pairs", "1", "--top-k", "4", "--quiet"]) == 2
+    assert (
+        main(
+            [
+                "joints",
+                "--model",
+                "sapiens-vh",
+                "--data",
+                str(data),
+                "--out",
+                str(tmp_path / "j"),
+                "--device",
+                "cpu",
+                "--n-pairs",
+                "1",
+                "--top-k",
+                "4",
+                "--quiet",
+            ]
+        )
+        == 2
+    )
     err = _error(capsys)
     assert "sequence 1 has 400 residues; the model accepts at most 142" in err, err
 
@@ -53,15 +72,32 @@ def test_an_empty_model_folder_lists_the_files_it_needs(fasta, tmp_path, capsys)
     (empty / "config.json").write_text("{}")
     assert main(["score", str(fasta), "--model", str(empty), "--device", "cpu", "--no-progress"]) == 2
     err = _error(capsys)
-    assert "it lacks weights (model.safetensors" in err and "tokenizer files" in err and "lacks config.json" not in err, err
+    assert (
+        "it lacks weights (model.safetensors" in err and "tokenizer files" in err and "lacks config.json" not in err
+    ), err
 
 
 def test_out_naming_a_folder_says_it_is_a_folder(fasta, tiny_bert_dir, tmp_path, capsys):
     folder = tmp_path / "res.jsonl"
     folder.mkdir()
     for extra in ([], ["--resume"]):
-        assert main(["score", str(fasta), "--model", str(tiny_bert_dir), "--out", str(folder), "--no-progress",
-                     "--device", "cpu", *extra]) == 2
+        assert (
+            main(
+                [
+                    "score",
+                    str(fasta),
+                    "--model",
+                    str(tiny_bert_dir),
+                    "--out",
+                    str(folder),
+                    "--no-progress",
+                    "--device",
+                    "cpu",
+                    *extra,
+                ]
+            )
+            == 2
+        )
         err = _error(capsys)
         assert "is a folder" in err and "--resume" not in err, err
 
@@ -74,8 +110,12 @@ def test_disk_full_names_the_file_with_status_2(fasta, tiny_bert_dir, tmp_path, 
 
     out = tmp_path / "o.jsonl"
     monkeypatch.setattr(log.os, "fsync", full)
-    assert main(["score", str(fasta), "--model", str(tiny_bert_dir), "--out", str(out), "--no-progress",
-                 "--device", "cpu"]) == 2
+    assert (
+        main(
+            ["score", str(fasta), "--model", str(tiny_bert_dir), "--out", str(out), "--no-progress", "--device", "cpu"]
+        )
+        == 2
+    )
     err = _error(capsys)
     assert err == f"error: cannot read or write {out}: No space left on device", err
 
@@ -83,9 +123,13 @@ def test_disk_full_names_the_file_with_status_2(fasta, tiny_bert_dir, tmp_path, 
 def test_a_file_system_error_is_status_2_with_its_path(fasta, tiny_bert_dir, tmp_path, capsys):
     blocker = tmp_path / "file"
     blocker.write_text("")
-    out = blocker / "o.jsonl"        # its folder is a file
-    assert main(["score", str(fasta), "--model", str(tiny_bert_dir), "--out", str(out), "--no-progress",
-                 "--device", "cpu"]) == 2
+    out = blocker / "o.jsonl"  # its folder is a file
+    assert (
+        main(
+            ["score", str(fasta), "--model", str(tiny_bert_dir), "--out", str(out), "--no-progress", "--device", "cpu"]
+        )
+        == 2
+    )
     assert str(blocker) in _error(capsys)
 
 
@@ -97,5 +141,5 @@ def test_help_shows_one_truthful_default(capsys):
         text = " ".join(capsys.readouterr().out.split())
         assert "(default: None)" not in text, command
         start = text.index("--batch-tokens BATCH_TOKENS ")
-        block = text[start:text.index("--", start + 30)]
+        block = text[start : text.index("--", start + 30)]
         assert block.count("default") == 1 and "on CPUs" in block, block

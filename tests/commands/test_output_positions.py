@@ -18,7 +18,7 @@ from mlmprob.runtime.writers import read_results
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 AA = "ACDEFGHIKLMNPQRSTVWY"
-TEXT, GAPPED = "MKTAYIAKQR", "MKT__IAKQR"     # the gap: residues 4 and 5
+TEXT, GAPPED = "MKTAYIAKQR", "MKT__IAKQR"  # the gap: residues 4 and 5
 
 
 @pytest.fixture(scope="module")
@@ -26,11 +26,21 @@ def headless():
     """A tiny random BERT over the 20 amino acids whose tokenizer adds no start token."""
     import transformers as tf
 
-    tok = ResidueTokenizer(["<cls>", "<pad>", "<sep>", "<mask>", *AA], bos=None, eos="<sep>", pad="<pad>",
-                           mask="<mask>", max_length=40)
+    tok = ResidueTokenizer(
+        ["<cls>", "<pad>", "<sep>", "<mask>", *AA], bos=None, eos="<sep>", pad="<pad>", mask="<mask>", max_length=40
+    )
     torch.manual_seed(0)  # test fixture weights
-    model = tf.BertForMaskedLM(tf.BertConfig(vocab_size=24, hidden_size=32, num_hidden_layers=1, num_attention_heads=4,
-                                             intermediate_size=64, max_position_embeddings=64, pad_token_id=1))
+    model = tf.BertForMaskedLM(
+        tf.BertConfig(
+            vocab_size=24,
+            hidden_size=32,
+            num_hidden_layers=1,
+            num_attention_heads=4,
+            intermediate_size=64,
+            max_position_embeddings=64,
+            pad_token_id=1,
+        )
+    )
     return HFMaskedLM(model.eval(), tok, name="tiny-headless", proposal_ids=tok.residue_ids, max_length=40)
 
 
@@ -54,7 +64,7 @@ def test_token_numbers_give_back_what_word_positions_took():
     assert numbers[0] == numbers[-1] == 0 and max(numbers) == 4
     for n in range(1, 5):
         assert word_positions(enc.word_ids[0], [n]) == [t for t, m in enumerate(numbers) if m == n]
-    masked = en.encode(["the unbelievable [MASK][MASK] sat"])           # each mask token one word
+    masked = en.encode(["the unbelievable [MASK][MASK] sat"])  # each mask token one word
     numbers = token_numbers(masked.word_ids[0], masked.input_ids[0], en.mask_id)
     masks = (masked.input_ids[0] == en.mask_id).nonzero()[:, 0].tolist()
     assert [numbers[t] for t in masks] == [3, 4] and numbers[masks[-1] + 1] == 5
@@ -69,7 +79,7 @@ def test_infill_rows_number_the_gap_as_positions_does(headless, tmp_path, monkey
     (row,) = read_results(out)
     assert row["positions"] == [4, 5] and row["token_indices"] == [3, 4]
     assert _freed(headless, TEXT, row["positions"]) == row["token_indices"]
-    app = infill_compare(headless, TEXT, "4-5", beam_size=2)              # the app's box names the same gap
+    app = infill_compare(headless, TEXT, "4-5", beam_size=2)  # the app's box names the same gap
     assert app.numbers == (4, 5) and list(app.token_indices) == row["token_indices"]
     capsys.readouterr()
     assert _cli(monkeypatch, headless, "infill", GAPPED, "--json", "-k", "2") == 0
@@ -115,7 +125,7 @@ def test_joints_records_number_the_pair_as_positions_does(headless, tmp_path):
     meta = tmp_path / "out" / "pairs.jsonl.meta.json"
     stored = json.loads(meta.read_text())
     assert stored["config"]["positions_base"] == 1
-    del stored["config"]["positions_base"]                               # a record file written before 0.2.0
+    del stored["config"]["positions_base"]  # a record file written before 0.2.0
     meta.write_text(json.dumps(stored))
     with pytest.raises(Exception, match="positions_base"):
         run_joints(headless, spec, tmp_path / "out")
@@ -123,8 +133,9 @@ def test_joints_records_number_the_pair_as_positions_does(headless, tmp_path):
 
 def test_saturation_table_numbers_residues_as_positions_does(headless, tmp_path, monkeypatch):
     out = tmp_path / "sat.jsonl"
-    assert _cli(monkeypatch, headless, "variants", "--saturate", "--wild-type", TEXT, "--offset", "24",
-                "--out", out) == 0
+    assert (
+        _cli(monkeypatch, headless, "variants", "--saturate", "--wild-type", TEXT, "--offset", "24", "--out", out) == 0
+    )
     rows = list(csv.DictReader((tmp_path / "sat.saturation.csv").open()))
     assert list(rows[0])[:4] == ["mutant", "position", "residue", "token_index"] and len(rows) == 19 * len(TEXT)
     for r in rows:

@@ -10,13 +10,32 @@ import torch
 from mlmprob import load_mlm
 from mlmprob.cli import main
 
-SEQ = "A C D E F G H I K L"        # the tiny BERT's tokenizer: one residue per word
+SEQ = "A C D E F G H I K L"  # the tiny BERT's tokenizer: one residue per word
 RES = SEQ.replace(" ", "")
 
 
 def _sample(model, *extra, out=None):
-    argv = ["sample", "--model", str(model), "--seq", SEQ, "--chains", "4", "--epochs", "3", "--burn-in", "0",
-            "--init", "random", "--seed", "1", "--device", "cpu", "--no-progress", *extra]
+    argv = [
+        "sample",
+        "--model",
+        str(model),
+        "--seq",
+        SEQ,
+        "--chains",
+        "4",
+        "--epochs",
+        "3",
+        "--burn-in",
+        "0",
+        "--init",
+        "random",
+        "--seed",
+        "1",
+        "--device",
+        "cpu",
+        "--no-progress",
+        *extra,
+    ]
     return main(argv + (["--out", str(out)] if out else []))
 
 
@@ -39,9 +58,9 @@ def test_one_is_the_first_residue(tiny_bert_dir, tmp_path, number, index):
     assert len(rows) == 4 and all(r["n_free"] == 1 for r in rows)
     got = [r["sequence"].replace(" ", "") for r in rows]
     for s in got:
-        assert len(s) == len(RES) and s[:index] + s[index + 1:] == RES[:index] + RES[index + 1:]
+        assert len(s) == len(RES) and s[:index] + s[index + 1 :] == RES[:index] + RES[index + 1 :]
     assert any(s[index] != RES[index] for s in got)
-    config = json.loads(out.with_name(out.name + ".meta.json").read_text())["config"]   # an old run's resume is refused
+    config = json.loads(out.with_name(out.name + ".meta.json").read_text())["config"]  # an old run's resume is refused
     assert config["positions"] == number and config["positions_base"] == 1
 
 
@@ -68,8 +87,10 @@ def test_every_help_that_takes_positions_says_the_base(capsys):
     assert "free residue/word numbers, 1-based as in mutation strings" in text
 
 
-@pytest.mark.parametrize("model, text, typed", [("tiny", "ACDEFGHIKL", "2-4,8"), ("tiny", "AC_EF", "1,3"),
-                                                ("en", "the unbelievable cat sat on the mat", "2,4-5")])
+@pytest.mark.parametrize(
+    "model, text, typed",
+    [("tiny", "ACDEFGHIKL", "2-4,8"), ("tiny", "AC_EF", "1,3"), ("en", "the unbelievable cat sat on the mat", "2,4-5")],
+)
 def test_the_app_and_the_cli_give_the_same_token_mask(tiny_bert_dir, model, text, typed):
     from mlmprob.app.compute import encode_one, parse_numbers, word_tokens
     from mlmprob.app.dynamics import sample_steps

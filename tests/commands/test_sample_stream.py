@@ -26,8 +26,27 @@ def _fasta(path, n, seed=0):
 
 
 def _argv(model, inp, out, *extra):
-    return ["sample", "--model", str(model), "--input", str(inp), "--out", str(out), "--chains", "3",
-            "--epochs", "2", "--burn-in", "1", "--block-size", "3:1", "--device", "cpu", "--no-progress", *extra]
+    return [
+        "sample",
+        "--model",
+        str(model),
+        "--input",
+        str(inp),
+        "--out",
+        str(out),
+        "--chains",
+        "3",
+        "--epochs",
+        "2",
+        "--burn-in",
+        "1",
+        "--block-size",
+        "3:1",
+        "--device",
+        "cpu",
+        "--no-progress",
+        *extra,
+    ]
 
 
 @pytest.fixture(scope="module")
@@ -60,7 +79,7 @@ def test_reference_rows(reference):
     assert [r["id"] for r in rows] == [f"s{i}/chain{c}" for i in range(8) for c in range(3)]
     for r in rows:
         assert r["record"] == r["id"].split("/")[0] and r["chain"] == int(r["id"][-1])
-        assert len(r["sequence"].replace(" ", "")) == r["n_free"]             # every residue free by default
+        assert len(r["sequence"].replace(" ", "")) == r["n_free"]  # every residue free by default
         assert len(r["energy_trace"]) == 3 and r["energy_trace"][-1] == r["e_local"]
         assert 0 <= r["accept_rate"] <= 1 and 0 <= r["identity"] <= 1
         assert (r["method"], r["block_size"], r["chains"], r["epochs"], r["burn_in"]) == ("mh", "3:1", 3, 2, 1)
@@ -87,11 +106,12 @@ def test_shards_merge_and_workers_equal_one_process(reference, tiny_bert_dir, tm
     # with the sample command's expected ids, the input check passes too (for commands/merge.py to use)
     from mlmprob.commands.sample import expected_ids
     from mlmprob.runtime.merge import merge_parts
+
     assert merge_parts(tmp_path / "checked.jsonl", parts, expected_ids=expected_ids) == len(ref)
     out = tmp_path / "w.jsonl"
     assert main(_argv(tiny_bert_dir, inp, out, "--workers", "2")) == 0
     rows = list(read_results(out))
-    assert [r["id"] for r in rows] == [r["id"] for r in ref]        # input order, as one process writes it
+    assert [r["id"] for r in rows] == [r["id"] for r in ref]  # input order, as one process writes it
     _same(rows, ref)
 
 
@@ -102,41 +122,56 @@ def test_resume_after_a_kill_mid_record(reference, tiny_bert_dir, tmp_path, caps
     # two whole records, one chain of the third, and half a line of its second chain: what a kill leaves
     out.write_text("".join(lines[:7]) + lines[7][: len(lines[7]) // 2])
     shutil.copy(one.with_name(one.name + ".meta.json"), out.with_name(out.name + ".meta.json"))
-    assert main(_argv(tiny_bert_dir, inp, out)) == 2                 # an existing output needs --resume
+    assert main(_argv(tiny_bert_dir, inp, out)) == 2  # an existing output needs --resume
     assert "--resume" in capsys.readouterr().err
     assert main(_argv(tiny_bert_dir, inp, out, "--resume")) == 0
     assert "2 records already there" in capsys.readouterr().err
     rows = list(read_results(out))
     assert [r["id"] for r in rows[:7]] == [r["id"] for r in ref[:7]]
-    _same(rows, ref)                                                   # every chain once, the same values
-    assert main(_argv(tiny_bert_dir, inp, out, "--resume", "--seed", "1")) == 2   # other settings: refused
+    _same(rows, ref)  # every chain once, the same values
+    assert main(_argv(tiny_bert_dir, inp, out, "--resume", "--seed", "1")) == 2  # other settings: refused
     assert "seed" in capsys.readouterr().err
 
 
 def test_tsv_stdout_masks_and_skipped_records(tiny_bert_dir, tmp_path, capsys):
     inp = tmp_path / "in.fasta"
     inp.write_text(">ok\nA C D E F G\n>bad\nA C X D\n")
-    base = ["sample", "--model", str(tiny_bert_dir), "--input", str(inp), "--seq",
-            "A _ C D", "--chains", "2", "--epochs", "1", "--device", "cpu", "--no-progress"]
-    assert main(base) == 2                                             # a bad record stops the run, named
+    base = [
+        "sample",
+        "--model",
+        str(tiny_bert_dir),
+        "--input",
+        str(inp),
+        "--seq",
+        "A _ C D",
+        "--chains",
+        "2",
+        "--epochs",
+        "1",
+        "--device",
+        "cpu",
+        "--no-progress",
+    ]
+    assert main(base) == 2  # a bad record stops the run, named
     err = capsys.readouterr().err
     assert err.startswith("error: bad: ") and "'X'" in err
     capsys.readouterr()
-    assert main(base + ["--skip-invalid"]) == 0                        # JSONL on stdout
+    assert main(base + ["--skip-invalid"]) == 0  # JSONL on stdout
     cap = capsys.readouterr()
-    rows = [json.loads(line, parse_constant=lambda c: pytest.fail(f"non-strict JSON {c}"))
-            for line in cap.out.splitlines()]
+    rows = [
+        json.loads(line, parse_constant=lambda c: pytest.fail(f"non-strict JSON {c}")) for line in cap.out.splitlines()
+    ]
     assert [r["id"] for r in rows] == ["seq1/chain0", "seq1/chain1", "ok/chain0", "ok/chain1"]
-    assert rows[0]["identity"] is None and rows[2]["identity"] is not None   # no identity to a masked input
+    assert rows[0]["identity"] is None and rows[2]["identity"] is not None  # no identity to a masked input
     assert "_" not in rows[0]["sequence"]
     assert "warning: skipped record 'bad'" in cap.err
     tsv = tmp_path / "x.tsv"
     assert main(base + ["--skip-invalid", "--out", str(tsv)]) == 0
     trows = list(read_results(tsv))
     assert [r["id"] for r in trows] == [r["id"] for r in rows]
-    assert trows[0]["identity"] == ""                                  # null: an empty cell
+    assert trows[0]["identity"] == ""  # null: an empty cell
     assert json.loads(trows[2]["energy_trace"]) == pytest.approx(rows[2]["energy_trace"], abs=1e-9)
-    assert main(base + ["--skip-invalid", "--out", str(tsv), "--resume"]) == 0   # skipped records stay skipped
+    assert main(base + ["--skip-invalid", "--out", str(tsv), "--resume"]) == 0  # skipped records stay skipped
     assert "3 records already there" in capsys.readouterr().err
     assert len(list(read_results(tsv))) == 4
 
@@ -155,12 +190,19 @@ def test_chain_rates_pool_proposals_like_the_result():
     g = torch.Generator().manual_seed(0)
     m = ExactMLM(torch.randn(4, 4, 4, 4, generator=g))
     # block sizes 4, 3, 2, 1 over 4 epochs: 1, 2, 2, 4 proposals per chain, so the epochs weigh differently
-    r = sample(m, torch.zeros(6, 4, dtype=torch.long), epochs=3, burn_in=1, block_size=LinearBlockSize(4, 1, 4),
-               proposal_temperature=2.0, generator=g)
+    r = sample(
+        m,
+        torch.zeros(6, 4, dtype=torch.long),
+        epochs=3,
+        burn_in=1,
+        block_size=LinearBlockSize(4, 1, 4),
+        proposal_temperature=2.0,
+        generator=g,
+    )
     acc, nov = chain_rates(r)
     assert abs(sum(acc) / 6 - r.accept_rate) < 1e-12 and abs(sum(nov) / 6 - r.novel_rate) < 1e-12
     unweighted = r.accept[1:].mean(0)
-    assert max(abs(a - float(u)) for a, u in zip(acc, unweighted)) > 1e-3   # the weights matter here
+    assert max(abs(a - float(u)) for a, u in zip(acc, unweighted)) > 1e-3  # the weights matter here
     assert all(0 <= a <= 1 and not math.isnan(a) for a in acc)
 
 
@@ -169,10 +211,11 @@ def test_a_records_chains_do_not_depend_on_its_chunk(tiny_bert_dir):
     from mlmprob.sampling.spec import SamplerSpec
     from mlmprob.sampling.stream import SampleJob
 
-    job = SampleJob(model=str(tiny_bert_dir), chains=2, seed=3,
-                    spec=SamplerSpec(epochs=2, burn_in=0, block_size=2, init="random"))
+    job = SampleJob(
+        model=str(tiny_bert_dir), chains=2, seed=3, spec=SamplerSpec(epochs=2, burn_in=0, block_size=2, init="random")
+    )
     state = job.load("cpu")
-    recs = [Record(f"r{i}", " ".join(AA[i:i + 6 + i])) for i in range(3)]
+    recs = [Record(f"r{i}", " ".join(AA[i : i + 6 + i])) for i in range(3)]
     together, _ = job.run(state, recs)
     alone = [row for r in reversed(recs) for row in job.run(state, [r])[0]]
     assert sorted(r["id"] for r in together) == sorted(r["id"] for r in alone)

@@ -6,15 +6,37 @@ import pytest
 
 from mlmprob.cli import main
 
-TRASTUZUMAB_VH = ("EVQLVESGGGLVQPGGSLRLSCAASGFNIKDTYIHWVRQAPGKGLEWVARIYPTNGYTRYADSVKGRFTISADTSKNTAYLQMNSLRAEDTAVYYCSR"
-                  "WGGDGFYAMDYWGQGTLVTVSS")
+TRASTUZUMAB_VH = (
+    "EVQLVESGGGLVQPGGSLRLSCAASGFNIKDTYIHWVRQAPGKGLEWVARIYPTNGYTRYADSVKGRFTISADTSKNTAYLQMNSLRAEDTAVYYCSR"
+    "WGGDGFYAMDYWGQGTLVTVSS"
+)
 
 
 def test_cli_samples_cdr_h3_only_and_resumes(tiny_bert_dir, tmp_path, capsys):
-    seq = " ".join(TRASTUZUMAB_VH)     # the word-level test tokenizer needs one residue per word
+    seq = " ".join(TRASTUZUMAB_VH)  # the word-level test tokenizer needs one residue per word
     out = tmp_path / "run"
-    argv = ["sample", "--model", str(tiny_bert_dir), "--seq", seq, "--cdr", "H3", "--numbering", "kabat", "--chains", "2", "--epochs", "2",
-            "--burn-in", "1", "--block-size", "3:1", "--out", str(out), "--no-progress"]
+    argv = [
+        "sample",
+        "--model",
+        str(tiny_bert_dir),
+        "--seq",
+        seq,
+        "--cdr",
+        "H3",
+        "--numbering",
+        "kabat",
+        "--chains",
+        "2",
+        "--epochs",
+        "2",
+        "--burn-in",
+        "1",
+        "--block-size",
+        "3:1",
+        "--out",
+        str(out),
+        "--no-progress",
+    ]
     assert main(argv) == 0
     summary = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert summary["chains"] == 2 and summary["epochs"] == 3
@@ -22,10 +44,12 @@ def test_cli_samples_cdr_h3_only_and_resumes(tiny_bert_dir, tmp_path, capsys):
     # the summary's numbers from the raw epoch records of run.jsonl (epoch 0 is the burn-in)
     recs = [json.loads(line) for line in (out / "run.jsonl").read_text().splitlines()[1:]]
     post = recs[1:]
-    assert summary["accept_rate"] == pytest.approx(sum(map(sum, (r["accepted"] for r in post)))
-                                                   / sum(map(sum, (r["proposals"] for r in post))))
-    assert summary["novel_rate"] == pytest.approx(sum(map(sum, (r["novel"] for r in post)))
-                                                  / sum(map(sum, (r["proposals"] for r in post))))
+    assert summary["accept_rate"] == pytest.approx(
+        sum(map(sum, (r["accepted"] for r in post))) / sum(map(sum, (r["proposals"] for r in post)))
+    )
+    assert summary["novel_rate"] == pytest.approx(
+        sum(map(sum, (r["novel"] for r in post))) / sum(map(sum, (r["proposals"] for r in post)))
+    )
     assert summary["final_energy_mean"] == pytest.approx(sum(recs[-1]["e_local"]) / 2)
     assert summary["final_identity_mean"] == pytest.approx(sum(recs[-1]["identity"]) / 2)
     # 11 CDR-H3 positions in blocks of 3, 2, 1 (the 3:1 schedule over 3 sweeps): 4 + 6 + 11 per chain
@@ -40,11 +64,11 @@ def test_cli_samples_cdr_h3_only_and_resumes(tiny_bert_dir, tmp_path, capsys):
     for s in lines[1::2]:
         res = s.replace(" ", "")
         assert len(res) == len(TRASTUZUMAB_VH)
-        assert res[:cdr.start] == TRASTUZUMAB_VH[:cdr.start] and res[cdr.stop:] == TRASTUZUMAB_VH[cdr.stop:]
+        assert res[: cdr.start] == TRASTUZUMAB_VH[: cdr.start] and res[cdr.stop :] == TRASTUZUMAB_VH[cdr.stop :]
     n_lines = len((out / "run.jsonl").read_text().splitlines())
-    assert main(argv) == 0          # a finished run is resumed, not repeated
+    assert main(argv) == 0  # a finished run is resumed, not repeated
     assert len((out / "run.jsonl").read_text().splitlines()) == n_lines
-    assert main(argv[:-3] + ["--top-p", "0.5", "--out", str(out)]) == 2     # other settings: clear error
+    assert main(argv[:-3] + ["--top-p", "0.5", "--out", str(out)]) == 2  # other settings: clear error
     assert "top_p" in capsys.readouterr().err
 
 

@@ -8,9 +8,9 @@ from __future__ import annotations
 import csv
 import math
 import random
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 import pytest
 
@@ -32,7 +32,7 @@ class Case:
     name: str
     argv: Callable[..., list[str]]
     units: int
-    folder: bool = False   # --out is a folder (joints): the result file is OUT/pairs.jsonl
+    folder: bool = False  # --out is a folder (joints): the result file is OUT/pairs.jsonl
 
     def result(self, out: Path) -> Path:
         return out / "pairs.jsonl" if self.folder else out
@@ -60,18 +60,94 @@ def inputs(tmp_path_factory):
 
 def _cases(tiny: Path, esm: Path, d: Path) -> dict[str, Case]:
     cpu = ("--device", "cpu")
-    return {c.name: c for c in [
-        Case("score", lambda out, *x: ["score", str(d / "seqs.fasta"), "--model", str(tiny), *cpu, "--out", str(out), *x], 6),
-        Case("variants", lambda out, *x: ["variants", str(d / "dms.csv"), "--wild-type", WT, "--model", str(esm), *cpu,
-                                          "--methods", "wt_marginals,masked_marginals", "--out", str(out), *x], 6),
-        Case("sample", lambda out, *x: ["sample", "--input", str(d / "few.fasta"), "--model", str(tiny), *cpu,
-                                        "--chains", "2", "--epochs", "2", "--burn-in", "0", "--out", str(out), *x], 4),
-        Case("joints", lambda out, *x: ["joints", "--data", str(d / "seqs.fasta"), "--model", str(tiny), *cpu,
-                                        "--n-pairs", "2", "--top-k", "4", "--ag-steps", "5", "--out", str(out), *x],
-             4, folder=True),
-        Case("infill", lambda out, *x: ["infill", "--input", str(d / "gaps.fasta"), "--model", str(tiny), *cpu, "-k", "2",
-                                        "--out", str(out), *x], 5),
-    ]}
+    return {
+        c.name: c
+        for c in [
+            Case(
+                "score",
+                lambda out, *x: ["score", str(d / "seqs.fasta"), "--model", str(tiny), *cpu, "--out", str(out), *x],
+                6,
+            ),
+            Case(
+                "variants",
+                lambda out, *x: [
+                    "variants",
+                    str(d / "dms.csv"),
+                    "--wild-type",
+                    WT,
+                    "--model",
+                    str(esm),
+                    *cpu,
+                    "--methods",
+                    "wt_marginals,masked_marginals",
+                    "--out",
+                    str(out),
+                    *x,
+                ],
+                6,
+            ),
+            Case(
+                "sample",
+                lambda out, *x: [
+                    "sample",
+                    "--input",
+                    str(d / "few.fasta"),
+                    "--model",
+                    str(tiny),
+                    *cpu,
+                    "--chains",
+                    "2",
+                    "--epochs",
+                    "2",
+                    "--burn-in",
+                    "0",
+                    "--out",
+                    str(out),
+                    *x,
+                ],
+                4,
+            ),
+            Case(
+                "joints",
+                lambda out, *x: [
+                    "joints",
+                    "--data",
+                    str(d / "seqs.fasta"),
+                    "--model",
+                    str(tiny),
+                    *cpu,
+                    "--n-pairs",
+                    "2",
+                    "--top-k",
+                    "4",
+                    "--ag-steps",
+                    "5",
+                    "--out",
+                    str(out),
+                    *x,
+                ],
+                4,
+                folder=True,
+            ),
+            Case(
+                "infill",
+                lambda out, *x: [
+                    "infill",
+                    "--input",
+                    str(d / "gaps.fasta"),
+                    "--model",
+                    str(tiny),
+                    *cpu,
+                    "-k",
+                    "2",
+                    "--out",
+                    str(out),
+                    *x,
+                ],
+                5,
+            ),
+        ]
+    }
 
 
 NAMES = ("score", "variants", "sample", "joints", "infill")
@@ -116,7 +192,9 @@ def _same(rows: list[dict], ref: list[dict], tol: float = 1e-5) -> None:
     """The same rows in the same order, floats within ``tol`` (timings ignored)."""
     assert [r["id"] for r in rows] == [r["id"] for r in ref]
     for a, b in zip(rows, ref):
-        _close({k: v for k, v in a.items() if k not in TIMES}, {k: v for k, v in b.items() if k not in TIMES}, tol, a["id"])
+        _close(
+            {k: v for k, v in a.items() if k not in TIMES}, {k: v for k, v in b.items() if k not in TIMES}, tol, a["id"]
+        )
 
 
 def _close(a, b, tol, where):
@@ -135,8 +213,9 @@ def _close(a, b, tol, where):
 
 
 @pytest.mark.parametrize("name", NAMES)
-def test_the_command_runs_through_the_one_runner_and_shards_merge_to_one_run(name, cases, runs, tmp_path,
-                                                                             tmp_path_factory, capsys):
+def test_the_command_runs_through_the_one_runner_and_shards_merge_to_one_run(
+    name, cases, runs, tmp_path, tmp_path_factory, capsys
+):
     case = cases[name]
     ref = _reference(case, tmp_path_factory)
     assert len({r["id"] for r in ref}) == len(ref) > 0
@@ -146,12 +225,12 @@ def test_the_command_runs_through_the_one_runner_and_shards_merge_to_one_run(nam
         out = _out(case, tmp_path / f"part{i}")
         assert main(case.argv(out, "--shard", f"{i}/2", "--no-progress")) == 0
         parts.append(case.result(out))
-    assert [opts.shard.index for _, opts, _ in runs] == [1, 2]                      # both went through run_command
+    assert [opts.shard.index for _, opts, _ in runs] == [1, 2]  # both went through run_command
     assert all(spec.config["command"] == name for spec, _, _ in runs)
     merged = tmp_path / "all.jsonl"
     assert main(["merge", "--out", str(merged), *map(str, parts)]) == 0
     capsys.readouterr()
-    rows = list(read_results(merged))                                   # input order, as one process writes it
+    rows = list(read_results(merged))  # input order, as one process writes it
     assert [r["id"] for r in rows] == [r["id"] for r in ref]
     by_id = lambda r: r["id"]  # noqa: E731
     _same(sorted(rows, key=by_id), sorted(ref, key=by_id))
@@ -165,7 +244,7 @@ def test_a_resume_after_a_cut_line_equals_one_run(name, cases, runs, tmp_path, t
     assert main(case.argv(out, "--no-progress")) == 0
     path = case.result(out)
     lines = path.read_text().splitlines(keepends=True)
-    path.write_text("".join(lines[:3]) + lines[3][: len(lines[3]) // 2])           # a row cut by a kill
+    path.write_text("".join(lines[:3]) + lines[3][: len(lines[3]) // 2])  # a row cut by a kill
     capsys.readouterr()
     assert main(case.argv(out, "--resume", "--no-progress")) == 0
     _same(list(read_results(path)), ref)
@@ -178,7 +257,7 @@ def test_a_second_writer_is_refused(name, cases, tmp_path, capsys):
     out = _out(case, tmp_path / "busy")
     if case.folder:
         out.mkdir()
-    with WriterLock(case.result(out)):                                              # another process writes OUT
+    with WriterLock(case.result(out)):  # another process writes OUT
         assert main(case.argv(out, "--no-progress")) == 2
     err = capsys.readouterr().err.strip()
     assert err.startswith("error: ") and "being written by another process" in err and "\n" not in err
@@ -188,8 +267,8 @@ def test_a_second_writer_is_refused(name, cases, tmp_path, capsys):
 def test_the_progress_total_is_the_shards_units(name, cases, runs, tmp_path, capsys):
     case = cases[name]
     out = _out(case, tmp_path / "bar")
-    assert main(case.argv(out, "--shard", "2/3")) == 0                              # progress on
-    (_, opts, done), = runs
+    assert main(case.argv(out, "--shard", "2/3")) == 0  # progress on
+    ((_, opts, done),) = runs
     assert opts.progress and done.total == sum(1 for k in range(case.units) if k % 3 == 1)
     assert done.units + done.already + len(done.skipped) == done.total
 

@@ -15,7 +15,6 @@ import sys
 
 import pytest
 import torch
-
 from conftest import ESM_VOCAB
 
 AA = "ACDEFGHIKLMNPQRSTVWY"
@@ -28,8 +27,15 @@ def _bert(d):
     d.mkdir()
     (d / "vocab.txt").write_text("\n".join(toks) + "\n")
     torch.manual_seed(0)  # test fixture weights
-    cfg = tf.BertConfig(vocab_size=len(toks), hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
-                        intermediate_size=64, max_position_embeddings=160, initializer_range=0.5)
+    cfg = tf.BertConfig(
+        vocab_size=len(toks),
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        intermediate_size=64,
+        max_position_embeddings=160,
+        initializer_range=0.5,
+    )
     tf.BertForMaskedLM(cfg).save_pretrained(str(d))
     tf.BertTokenizer(str(d / "vocab.txt"), do_lower_case=False).save_pretrained(str(d))
     return d
@@ -41,9 +47,19 @@ def _esm(d):
     d.mkdir()
     (d / "vocab.txt").write_text("\n".join(ESM_VOCAB))
     torch.manual_seed(0)  # test fixture weights
-    cfg = tf.EsmConfig(vocab_size=len(ESM_VOCAB), hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
-                       intermediate_size=64, max_position_embeddings=130, position_embedding_type="rotary",
-                       pad_token_id=1, mask_token_id=len(ESM_VOCAB) - 1, token_dropout=True, initializer_range=0.5)
+    cfg = tf.EsmConfig(
+        vocab_size=len(ESM_VOCAB),
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        intermediate_size=64,
+        max_position_embeddings=130,
+        position_embedding_type="rotary",
+        pad_token_id=1,
+        mask_token_id=len(ESM_VOCAB) - 1,
+        token_dropout=True,
+        initializer_range=0.5,
+    )
     tf.EsmForMaskedLM(cfg).save_pretrained(str(d))
     tf.EsmTokenizer(str(d / "vocab.txt")).save_pretrained(str(d))
     return d
@@ -60,12 +76,30 @@ def model_and_input(request, tmp_path_factory):
 
 
 def _score(model, inp, *args, out=None, workers=None):
-    env = {k: v for k, v in os.environ.items() if k not in ("OMP_NUM_THREADS", "MKL_NUM_THREADS",
-                                                            "MLMPROB_THREAD_INVARIANT")}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "MLMPROB_THREAD_INVARIANT")
+    }
     env["PYTHONUNBUFFERED"] = "1"
-    env["MKL_CBWR"] = ""              # MKL's reproducibility mode off: mlmprob's blocks alone
-    cmd = [sys.executable, "-m", "mlmprob", *args, "score", str(inp), "--model", str(model), "--device", "cpu",
-           "--no-progress"] + (["--out", str(out)] if out else []) + (["--workers", str(workers)] if workers else [])
+    env["MKL_CBWR"] = ""  # MKL's reproducibility mode off: mlmprob's blocks alone
+    cmd = (
+        [
+            sys.executable,
+            "-m",
+            "mlmprob",
+            *args,
+            "score",
+            str(inp),
+            "--model",
+            str(model),
+            "--device",
+            "cpu",
+            "--no-progress",
+        ]
+        + (["--out", str(out)] if out else [])
+        + (["--workers", str(workers)] if workers else [])
+    )
     run = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
     assert run.returncode == 0, run.stderr
     text = out.read_text() if out else run.stdout
@@ -78,4 +112,4 @@ def test_threads_and_workers_give_the_same_bits(model_and_input, tmp_path):
     model, inp = model_and_input
     one = _score(model, inp, "--threads", "1")
     assert _score(model, inp, "--threads", "2") == one
-    assert _score(model, inp, out=tmp_path / "w.jsonl", workers=2) == one   # one thread per worker
+    assert _score(model, inp, out=tmp_path / "w.jsonl", workers=2) == one  # one thread per worker

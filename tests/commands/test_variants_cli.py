@@ -8,7 +8,7 @@ import json
 import pytest
 import torch
 
-from mlmprob import load_mlm, score_variants
+from mlmprob import score_variants
 from mlmprob.cli import main
 from mlmprob.runtime.writers import read_results
 from mlmprob.variants import VariantsSpec, encode_variants, saturate
@@ -77,7 +77,7 @@ def test_full_sequence_mode_equals_csv_mode(reference, esm_dir, dms, tmp_path):
     assert [r["mutant"] for r in rows[:-1]] == MUTANTS
     for r in rows[:-1]:
         assert [r[m] for m in METHODS] == pytest.approx(ref[r["mutant"]], abs=1e-6)
-    assert rows[-1]["mutant"] == "" and all(rows[-1][m] == 0.0 for m in METHODS)   # the wild type itself
+    assert rows[-1]["mutant"] == "" and all(rows[-1][m] == 0.0 for m in METHODS)  # the wild type itself
     # the CSV's mutated_sequence column, with the mutant column ignored (--column), gives the same
     out2 = tmp_path / "col.tsv"
     assert _cli(tmp_path, esm_dir, dms, "--wild-type", WT, "--column", "mutated_sequence", "--out", out2) == 0
@@ -110,15 +110,17 @@ def test_saturate_writes_tables_equal_to_saturate(esm_dir, esm, tmp_path):
     assert (tmp_path / "sat.heatmap.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
-BAD = [("K4C", "row 2: 'K4C' states wild-type 'K' at residue 4, but the sequence has 'A' there"),
-       ("A99C", "row 3: residue 99 of 'A99C' is outside the sequence (residues 1..13)"),
-       ("A4J", "row 4: mutant residue 'J' in 'A4J' is not in the alphabet ACDEFGHIKLMNPQRSTVWY")]
+BAD = [
+    ("K4C", "row 2: 'K4C' states wild-type 'K' at residue 4, but the sequence has 'A' there"),
+    ("A99C", "row 3: residue 99 of 'A99C' is outside the sequence (residues 1..13)"),
+    ("A4J", "row 4: mutant residue 'J' in 'A4J' is not in the alphabet ACDEFGHIKLMNPQRSTVWY"),
+]
 
 
 def test_bad_rows_are_named_or_skipped_and_counted(esm_dir, tmp_path, capsys):
     for k, (bad, message) in enumerate(BAD):
         path = tmp_path / f"bad{k}.csv"
-        lines = ["mutant", "A4C"] + [f"K2{m}" for m in "ED"[:k]] + [bad]   # valid fillers, distinct ids
+        lines = ["mutant", "A4C"] + [f"K2{m}" for m in "ED"[:k]] + [bad]  # valid fillers, distinct ids
         path.write_text("\n".join(lines) + "\n")
         capsys.readouterr()
         assert _cli(tmp_path, esm_dir, path, "--wild-type", WT, "--out", tmp_path / f"b{k}.jsonl") == 2
@@ -129,7 +131,11 @@ def test_bad_rows_are_named_or_skipped_and_counted(esm_dir, tmp_path, capsys):
     assert _cli(tmp_path, esm_dir, path, "--wild-type", WT, "--out", out, "--skip-invalid") == 0
     assert [r["id"] for r in read_results(out)] == ["A4C", "T3W"]
     assert "(3 invalid row(s) skipped)" in capsys.readouterr().err
-    assert [s[0] for s in json.loads((tmp_path / "mixed.jsonl.meta.json").read_text())["skipped"]] == ["K4C", "A99C", "A4J"]
+    assert [s[0] for s in json.loads((tmp_path / "mixed.jsonl.meta.json").read_text())["skipped"]] == [
+        "K4C",
+        "A99C",
+        "A4J",
+    ]
 
 
 def test_bad_arguments(esm_dir, tmp_path, dms, capsys):
@@ -154,14 +160,14 @@ def test_shards_merge_to_the_one_process_run(reference, esm_dir, dms, tmp_path, 
     got = _values(merged)
     assert got.keys() == ref.keys() and all(got[k] == pytest.approx(ref[k], abs=1e-6) for k in ref)
     capsys.readouterr()
-    assert main(["merge", "--out", str(tmp_path / "bad.jsonl"), str(parts[0])]) == 2   # shard 2/2 missing
+    assert main(["merge", "--out", str(tmp_path / "bad.jsonl"), str(parts[0])]) == 2  # shard 2/2 missing
     assert "missing" in capsys.readouterr().err
 
 
 def test_resume_after_a_truncated_output(reference, esm_dir, dms, tmp_path):
     out = tmp_path / "r.jsonl"
     text = reference.read_text().splitlines(keepends=True)
-    out.write_text("".join(text[:3]) + text[3][:25])          # a run killed inside the fourth row
+    out.write_text("".join(text[:3]) + text[3][:25])  # a run killed inside the fourth row
     meta = json.loads((reference.parent / "one.jsonl.meta.json").read_text())
     meta["complete"] = False
     (tmp_path / "r.jsonl.meta.json").write_text(json.dumps(meta))
@@ -178,25 +184,45 @@ def test_evaluate_hand_checkable(esm_dir, reference, tmp_path, capsys):
     r = evaluate_methods(scores, dict(zip("abcd", [1.0, 3.0, 2.0, 4.0])), ["m"], n_boot=50)
     assert r["m"]["spearman"]["value"] == pytest.approx(0.8) and "auroc" not in r["m"] and r["m"]["n"] == 4
     r = evaluate_methods(scores, dict(zip("abcd", [0.0, 1.0, 0.0, 1.0])), ["m"], n_boot=50)
-    assert r["m"]["auroc"]["value"] == pytest.approx(0.75)            # 3 of the 4 (pos, neg) pairs ordered
+    assert r["m"]["auroc"]["value"] == pytest.approx(0.75)  # 3 of the 4 (pos, neg) pairs ordered
     # through the CLI: labels = the masked_marginals scores' order, and 0/1 by the median
     ref = _values(reference)
     mm = {k: v[1] for k, v in ref.items()}
     order = sorted(mm, key=mm.get)
     path = tmp_path / "lab.csv"
-    path.write_text("mutant,score,bin\n" + "".join(f"{k},{order.index(k) * 10},{int(order.index(k) >= 4)}\n"
-                                                    for k in MUTANTS))
+    path.write_text(
+        "mutant,score,bin\n" + "".join(f"{k},{order.index(k) * 10},{int(order.index(k) >= 4)}\n" for k in MUTANTS)
+    )
     out = tmp_path / "ev.jsonl"
     capsys.readouterr()
-    assert _cli(tmp_path, esm_dir, path, "--wild-type", WT, "--out", out, "--label", "bin", "--evaluate",
-                "--methods", "masked_marginals", "--n-boot", "200", "--seed", "3") == 0
+    assert (
+        _cli(
+            tmp_path,
+            esm_dir,
+            path,
+            "--wild-type",
+            WT,
+            "--out",
+            out,
+            "--label",
+            "bin",
+            "--evaluate",
+            "--methods",
+            "masked_marginals",
+            "--n-boot",
+            "200",
+            "--seed",
+            "3",
+        )
+        == 0
+    )
     table = capsys.readouterr().out
     assert table.splitlines()[0].split() == ["method", "n", "Spearman", "AUROC", "NDCG@10%", "recall@10%"]
     ev = json.loads((tmp_path / "ev.eval.json").read_text())["methods"]["masked_marginals"]
     assert ev["n"] == 7 and ev["auroc"]["value"] == 1.0 and ev["auroc"]["low"] == 1.0
-    assert ev["ndcg"]["value"] == 1.0                                   # k = 1: the best prediction is a 1
+    assert ev["ndcg"]["value"] == 1.0  # k = 1: the best prediction is a 1
     # ranks 1..7 against tied label ranks (2.5 x 4, 6 x 3): r = 21 / sqrt(28 * 21) = sqrt(3 / 4)
-    assert ev["spearman"]["value"] == pytest.approx(0.75 ** 0.5, abs=1e-12)
+    assert ev["spearman"]["value"] == pytest.approx(0.75**0.5, abs=1e-12)
 
 
 class Limited:
@@ -210,18 +236,21 @@ class Limited:
 
 
 def test_long_wild_type_scored_in_a_window_around_the_sites(esm):
-    wt = WT + "ACDEFGHIKL"                                            # 23 residues, window 8 (10 tokens - 2)
+    wt = WT + "ACDEFGHIKL"  # 23 residues, window 8 (10 tokens - 2)
     job = VariantsJob(model="unused", wild_type=wt, spec=VariantsSpec(methods=METHODS), skip_invalid=True)
     state = job.prepare(Limited(esm, 10))
     assert state.window == 8
-    units = [VariantUnit("A4C", 1, mutant="A4C"), VariantUnit("F18W:I21A", 2, mutant="F18W:I21A"),
-             VariantUnit("M1A:Q9E", 3, mutant="M1A:Q9E")]
+    units = [
+        VariantUnit("A4C", 1, mutant="A4C"),
+        VariantUnit("F18W:I21A", 2, mutant="F18W:I21A"),
+        VariantUnit("M1A:Q9E", 3, mutant="M1A:Q9E"),
+    ]
     rows, skipped = job.run(state, units)
     assert [r["window"] for r in rows] == [1, 15] and skipped[0][0] == "M1A:Q9E"
     assert "sites span 9 residues; the model's window holds 8" in skipped[0][1]
-    assert window_start([17, 20], 23, 8) == 14   # centre (17 + 20) // 2 = 18, minus 8 // 2
+    assert window_start([17, 20], 23, 8) == 14  # centre (17 + 20) // 2 = 18, minus 8 // 2
     for r, (start, local) in zip(rows, [(0, ["A4C"]), (14, ["F4W:I7A"])]):
-        ev = encode_variants(esm, wt[start:start + 8], local)
+        ev = encode_variants(esm, wt[start : start + 8], local)
         ref = score_variants(esm, ev.wild_type, ev.variants, METHODS)
         assert [r[m] for m in METHODS] == pytest.approx([float(ref[m][0]) for m in METHODS], abs=1e-5)
 
@@ -232,11 +261,11 @@ def test_chain_orders_and_seed_reach_score_variants_and_resume_checks_them(esm_d
     assert _cli(tmp_path, esm_dir, *args, "--chain-orders", "2", "--chain-seed", "5") == 0
     ev = encode_variants(esm, WT, MUTANTS)
     got = _values(out, ["masked_marginals", "chain"])
-    for seed, orders, same in ((5, 2, True), (0, 6, False)):     # M1A:Y5F:S13P: 3! = 6 orders, 2 of them drawn
+    for seed, orders, same in ((5, 2, True), (0, 6, False)):  # M1A:Y5F:S13P: 3! = 6 orders, 2 of them drawn
         ref = score_variants(esm, ev.wild_type, ev.variants, ["chain"], n_orders=orders, seed=seed)["chain"]
         close = [got[m][1] == pytest.approx(float(ref[n]), abs=1e-5) for n, m in enumerate(MUTANTS)]
         assert all(close) if same else not close[4]
-    assert got["A4C"][1] == pytest.approx(got["A4C"][0], abs=1e-6)    # a single mutant: chain = masked_marginals
+    assert got["A4C"][1] == pytest.approx(got["A4C"][0], abs=1e-6)  # a single mutant: chain = masked_marginals
     meta = json.loads((tmp_path / "chain.jsonl.meta.json").read_text())
     assert meta["config"]["chain_orders"] == 2 and meta["config"]["chain_seed"] == 5
     for changed in (("--chain-orders", "3", "--chain-seed", "5"), ("--chain-orders", "2", "--chain-seed", "6")):
@@ -253,8 +282,27 @@ def test_evaluate_on_too_few_rows_warns_that_the_intervals_mean_little(esm_dir, 
     path = tmp_path / "two.csv"
     path.write_text("mutant,score\nA4C,1.0\nK2E,2.0\n")
     capsys.readouterr()
-    assert _cli(tmp_path, esm_dir, path, "--wild-type", WT, "--out", tmp_path / "two.jsonl", "--label", "score",
-                "--evaluate", "--methods", "masked_marginals", "--n-boot", "50") == 0
+    assert (
+        _cli(
+            tmp_path,
+            esm_dir,
+            path,
+            "--wild-type",
+            WT,
+            "--out",
+            tmp_path / "two.jsonl",
+            "--label",
+            "score",
+            "--evaluate",
+            "--methods",
+            "masked_marginals",
+            "--n-boot",
+            "50",
+        )
+        == 0
+    )
     warnings = [x for x in capsys.readouterr().err.splitlines() if x.startswith("warning")]
-    assert warnings == ["warning: only 2 scored rows with a label: too few for a bootstrap interval (the intervals "
-                        "shown mean little; use at least 10 rows)"], warnings
+    assert warnings == [
+        "warning: only 2 scored rows with a label: too few for a bootstrap interval (the intervals "
+        "shown mean little; use at least 10 rows)"
+    ], warnings

@@ -8,8 +8,8 @@ import json
 import pytest
 import torch
 
-from mlmprob.cli import main
 from mlmprob.alphabet import AMINO_ACIDS
+from mlmprob.cli import main
 from mlmprob.runtime.writers import read_results
 from mlmprob.variants.units import saturation_units
 
@@ -57,9 +57,11 @@ def test_merge_names_a_saturate_row_missing_from_every_part(saturate_parts, tmp_
     # without the input check the input is not read again, but the part's row count is still checked against
     # its metadata (issue 35: a truncated part is refused even with --no-input-check)
     assert main(["merge", "--no-input-check", "--out", str(tmp_path / "loose.jsonl"), str(one), str(short)]) == 2
-    assert capsys.readouterr().err.strip() == (f"error: part {short} holds {len(rows) - 1} rows but its run wrote "
-                                               f"{len(rows)} (part2.jsonl.meta.json): it was truncated or changed "
-                                               "since; rerun its shard")
+    assert capsys.readouterr().err.strip() == (
+        f"error: part {short} holds {len(rows) - 1} rows but its run wrote "
+        f"{len(rows)} (part2.jsonl.meta.json): it was truncated or changed "
+        "since; rerun its shard"
+    )
     assert not (tmp_path / "loose.jsonl").exists()
 
 
@@ -71,8 +73,10 @@ def test_merge_refuses_a_saturate_row_given_twice(saturate_parts, tmp_path, caps
     (tmp_path / "part2.jsonl.meta.json").write_text((two.parent / "part2.jsonl.meta.json").read_text())
     capsys.readouterr()
     assert main(["merge", "--out", str(tmp_path / "bad.jsonl"), str(one), str(extra)]) == 2
-    assert capsys.readouterr().err.strip() == f"error: 1 id(s) appear more than once across the parts: " \
-                                              f"{json.loads(first)['id']!r}"
+    assert (
+        capsys.readouterr().err.strip() == f"error: 1 id(s) appear more than once across the parts: "
+        f"{json.loads(first)['id']!r}"
+    )
 
 
 def test_merge_refuses_a_saturate_row_of_another_wild_type(saturate_parts, tmp_path, capsys):
@@ -110,13 +114,14 @@ def test_two_workers_write_the_rows_and_values_of_one_process(tiny_bert_dir, tmp
     methods = "wt_marginals,masked_marginals,masked_marginals_mt,mutant_marginals,hcb,epistasis,pll_delta"
     one, two = tmp_path / "one.jsonl", tmp_path / "two.jsonl"
     assert _variants(tiny_bert_dir, inp, "--wild-type", WT, "--methods", methods, "--out", one) == 0
-    assert _variants(tiny_bert_dir, inp, "--wild-type", WT, "--methods", methods, "--out", two,
-                     "--workers", "2") == 0
+    assert _variants(tiny_bert_dir, inp, "--wild-type", WT, "--methods", methods, "--out", two, "--workers", "2") == 0
     a, b = list(read_results(one)), list(read_results(two))
     assert len(a) == 300 and [r["id"] for r in a] == [r["id"] for r in b]
     assert {r["n_mutations"] for r in a} == {1, 2, 3}
     for ra, rb in zip(a, b):
-        assert {k: ra[k] for k in ("mutant", "n_mutations", "window")} == {k: rb[k] for k in ("mutant", "n_mutations", "window")}
+        assert {k: ra[k] for k in ("mutant", "n_mutations", "window")} == {
+            k: rb[k] for k in ("mutant", "n_mutations", "window")
+        }
         for m in methods.split(","):
             x, y = ra[m], rb[m]
             assert (x is None) == (y is None), (ra["id"], m)

@@ -2,13 +2,12 @@
 
 import pytest
 import torch
+from conftest import tiny_hf
 
 import mlmprob
 from mlmprob import ExactMLM, MLMProbError, energy, pll, token_scores
 from mlmprob.errors import PositionsError
 from mlmprob.models.protocol import default_positions, gather_logits
-
-from conftest import tiny_hf
 from mlmprob.models.reader import reader_of
 
 
@@ -78,7 +77,7 @@ def test_pll_and_raw_hf_equal_brute_force(kind):
     for b, s in enumerate(SEQS):
         one = mlm.encode([s]).input_ids
         lp1, raw1 = brute(mlm, one, default_positions(mlm, one))
-        assert torch.allclose(lp1, lp[b:b + 1], atol=1e-5)
+        assert torch.allclose(lp1, lp[b : b + 1], atol=1e-5)
     for bt in (7, 40, 10_000):  # sub-batches of 1 copy, a few copies, everything at once
         s = token_scores(reader_of(mlm, bt), ids)
         assert torch.allclose(s.pll, lp, atol=1e-5)

@@ -7,8 +7,18 @@ import torch
 
 from mlmprob import load_mlm
 from mlmprob.errors import MLMProbError, PositionsError
-from mlmprob.positions import (RULES, TOKENS, TOKENS_AND_MASKS, WORDS_AND_MASKS, Resolved, default_mask,
-                               parse_numbers, resolve, word_mask, word_positions)
+from mlmprob.positions import (
+    RULES,
+    TOKENS,
+    TOKENS_AND_MASKS,
+    WORDS_AND_MASKS,
+    Resolved,
+    default_mask,
+    parse_numbers,
+    resolve,
+    word_mask,
+    word_positions,
+)
 
 
 @pytest.fixture(scope="module")
@@ -46,7 +56,7 @@ def test_words_of_several_tokens_and_a_special_mask(en):
     assert words[0].tolist() == [-1, 0, 1, 1, 1, 1, 1, 2, 3, -1] and int(ids[1, 2]) == en.mask_id
     default = default_mask(en, ids, WORDS_AND_MASKS, word_ids=words)
     assert default[0].tolist() == [False] + [True] * 8 + [False]
-    assert default[1].tolist() == [False, True, True, True] + [False] * 6           # the mask in, padding out
+    assert default[1].tolist() == [False, True, True, True] + [False] * 6  # the mask in, padding out
     assert default_mask(en, ids, TOKENS)[1].tolist() == [False, True, False, True] + [False] * 6
     assert torch.equal(default_mask(en, ids, TOKENS_AND_MASKS), default)
     assert word_mask(words[0], [2]).tolist() == [False, False] + [True] * 5 + [False] * 3
@@ -113,9 +123,15 @@ def test_a_streamed_sample_request_resolves_its_positions_once(tiny_bert, monkey
 
 def test_parse_numbers_is_one_based():
     assert parse_numbers("1,3-4; 9") == [1, 3, 4, 9]
-    for bad, msg in (("0", "position 0; positions count from 1: they are residue/word numbers, 1-based"),
-                     ("2,0-1", "position 0; positions count from 1"), ("-1", "count from 1"), ("", "is empty"),
-                     ("4-2", "runs backwards"), ("2,2", "given twice"), ("a", r"numbers or ranges like 3,5,10-12 \(1-based\)")):
+    for bad, msg in (
+        ("0", "position 0; positions count from 1: they are residue/word numbers, 1-based"),
+        ("2,0-1", "position 0; positions count from 1"),
+        ("-1", "count from 1"),
+        ("", "is empty"),
+        ("4-2", "runs backwards"),
+        ("2,2", "given twice"),
+        ("a", r"numbers or ranges like 3,5,10-12 \(1-based\)"),
+    ):
         with pytest.raises(MLMProbError, match=msg):
             parse_numbers(bad, "--positions")
 

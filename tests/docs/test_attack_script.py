@@ -8,7 +8,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from test_code_size import size_offenders
 
 HERE = Path(__file__).resolve().parents[2] / "docs" / "reliability"
@@ -25,20 +24,23 @@ def test_the_attack_modules_obey_the_size_rule():
     assert not offenders, "size rule broken:\n" + "\n".join(offenders)
 
 
-@pytest.mark.parametrize("expect, code, err, want", [
-    ("refuse", 0, "", "silent"),
-    ("refuse", 2, "error: the input changed", "ok"),
-    ("refuse", 2, "error: the weights changed", "misleading"),
-    ("refuse", 2, "warning: x\nerror: the input changed", "ok"),
-    ("refuse", 2, "scored 5\nerror: the input changed", "wrong-refusal"),
-    ("refuse", 1, "Traceback (most recent call last):\n  ...", "traceback"),
-    ("refuse", None, "", "hang"),
-    ("refuse", -9, "", "killed (signal 9)"),
-    ("any", 0, "", "ok"),
-    ("any", 2, "error: the input changed", "ok"),
-    ("any", 2, "error: no", "misleading"),
-    ("ok", 2, "error: no", "failed"),
-])
+@pytest.mark.parametrize(
+    "expect, code, err, want",
+    [
+        ("refuse", 0, "", "silent"),
+        ("refuse", 2, "error: the input changed", "ok"),
+        ("refuse", 2, "error: the weights changed", "misleading"),
+        ("refuse", 2, "warning: x\nerror: the input changed", "ok"),
+        ("refuse", 2, "scored 5\nerror: the input changed", "wrong-refusal"),
+        ("refuse", 1, "Traceback (most recent call last):\n  ...", "traceback"),
+        ("refuse", None, "", "hang"),
+        ("refuse", -9, "", "killed (signal 9)"),
+        ("any", 0, "", "ok"),
+        ("any", 2, "error: the input changed", "ok"),
+        ("any", 2, "error: no", "misleading"),
+        ("ok", 2, "error: no", "failed"),
+    ],
+)
 def test_judge(expect, code, err, want):
     case = h.Case("c", [], expect=expect, says=("input|inputs",))
     assert h.judge(case, code, "", err) == want
@@ -47,7 +49,7 @@ def test_judge(expect, code, err, want):
 def test_judge_checks_and_never():
     bad = lambda out, err: "wrong"  # noqa: E731
     assert h.judge(h.Case("c", [], expect="ok", check=bad), 0, "", "") == "failed: wrong"
-    assert h.judge(h.Case("c", [], expect="any", check=bad), 0, "", "") == "silent: wrong"   # a wrong result
+    assert h.judge(h.Case("c", [], expect="any", check=bad), 0, "", "") == "silent: wrong"  # a wrong result
     assert h.judge(h.Case("c", [], never=("not found",)), 2, "", "error: x not found") == "misleading"
 
 
@@ -68,7 +70,9 @@ def test_a_guarded_file_altered_is_counted(tmp_path):
 
 def test_a_subprocess_past_its_time_limit_is_a_hang(tmp_path, monkeypatch):
     # a stand-in for `python -m mlmprob`: the first reads a never-closed stdin, the second one that is closed
-    monkeypatch.setattr(h, "cli", lambda argv, env=None: ([sys.executable, "-c", argv[0]], {**os.environ, **(env or {})}))
+    monkeypatch.setattr(
+        h, "cli", lambda argv, env=None: ([sys.executable, "-c", argv[0]], {**os.environ, **(env or {})})
+    )
     code, _, _ = h.run_subprocess(["import sys; sys.stdin.read()"], h.NEVER_CLOSED, tmp_path, timeout=3)
     assert code is None
     code, out, _ = h.run_subprocess(["import sys; print(len(sys.stdin.read()))"], b"abc", tmp_path, timeout=60)
@@ -81,10 +85,20 @@ def test_the_table_counts_every_new_counter():
         {"group": "files", "case": "b", "outcome": "altered", "altered": ["/x/victim"]},
         {"group": "files", "case": "c", "outcome": "traceback", "altered": ["/x/p.parquet"]},
         {"group": "limits", "case": "d", "outcome": "hang"},
-        {"group": "kill", "case": "score .jsonl", "lost": 1, "duplicated": 0, "resume_status": 0,
-         "second_writer": "refused"},
-        {"group": "processes", "case": "SIGKILL of a run reading stdin, then another: spooled copies", "left": 2,
-         "outcome": "2 spooled copies left"},
+        {
+            "group": "kill",
+            "case": "score .jsonl",
+            "lost": 1,
+            "duplicated": 0,
+            "resume_status": 0,
+            "second_writer": "refused",
+        },
+        {
+            "group": "processes",
+            "case": "SIGKILL of a run reading stdin, then another: spooled copies",
+            "left": 2,
+            "outcome": "2 spooled copies left",
+        },
     ]
     lines = attack.summarize(records).split("\n\n")[0].splitlines()[2:]
     table = dict(line.strip("| ").split(" | ") for line in lines)
@@ -99,11 +113,39 @@ def test_the_table_counts_every_new_counter():
 
 def test_every_issue_35_case_is_in_the_catalogue():
     text = "".join((HERE / f"{mod}.py").read_text() for mod in ("attack_cases", "attack_limits"))
-    for what in ("another standard input", "input file was edited", "weights changed", "meta was removed",
-                 "3/3 missing", "cut by 2 rows", "torn last line", "same file", ".tsv part", "foreign JSONL",
-                 "foreign TSV", "foreign Parquet", "OUT.parts", "symlink", "--draft-k", "--remask-steps",
-                 "--top-p 1e-12", "check-model --seq", "not safetensors", "shapes", "optimizer.pt",
-                 "index.json", "made from stdin", "joints --data -", "spooled copies", "MLMPROB_HOLD malformed",
-                 "never-closed stdin", "--devices", "train --text /dev/stdin", "score /dev/stdin", "/dev/zero",
-                 "--saturate --limit", "pad token"):
+    for what in (
+        "another standard input",
+        "input file was edited",
+        "weights changed",
+        "meta was removed",
+        "3/3 missing",
+        "cut by 2 rows",
+        "torn last line",
+        "same file",
+        ".tsv part",
+        "foreign JSONL",
+        "foreign TSV",
+        "foreign Parquet",
+        "OUT.parts",
+        "symlink",
+        "--draft-k",
+        "--remask-steps",
+        "--top-p 1e-12",
+        "check-model --seq",
+        "not safetensors",
+        "shapes",
+        "optimizer.pt",
+        "index.json",
+        "made from stdin",
+        "joints --data -",
+        "spooled copies",
+        "MLMPROB_HOLD malformed",
+        "never-closed stdin",
+        "--devices",
+        "train --text /dev/stdin",
+        "score /dev/stdin",
+        "/dev/zero",
+        "--saturate --limit",
+        "pad token",
+    ):
         assert what in text, what

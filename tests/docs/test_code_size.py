@@ -9,13 +9,14 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 SRC = ROOT / "src" / "mlmprob"
-EXPERIMENTS = ROOT / "experiments"        # moved out of the package (issue 36); the same rule holds there
+EXPERIMENTS = ROOT / "experiments"  # moved out of the package (issue 36); the same rule holds there
 MAX_FILE_LINES = 400
 MAX_FUNCTION_LINES = 80
 
 
-def size_offenders(source: str, name: str = "<string>", max_file: int = MAX_FILE_LINES,
-                   max_function: int = MAX_FUNCTION_LINES) -> list[str]:
+def size_offenders(
+    source: str, name: str = "<string>", max_file: int = MAX_FILE_LINES, max_function: int = MAX_FUNCTION_LINES
+) -> list[str]:
     """One line per file over ``max_file`` lines and per function/method over ``max_function`` lines."""
     out = []
     n_lines = len(source.splitlines())
@@ -31,7 +32,7 @@ def size_offenders(source: str, name: str = "<string>", max_file: int = MAX_FILE
 
 def test_src_obeys_the_size_rule():
     files = sorted([*SRC.rglob("*.py"), *EXPERIMENTS.rglob("*.py")])
-    assert len(files) > 20 and any(p.is_relative_to(EXPERIMENTS) for p in files)   # the walk found both
+    assert len(files) > 20 and any(p.is_relative_to(EXPERIMENTS) for p in files)  # the walk found both
     offenders = [o for p in files for o in size_offenders(p.read_text(encoding="utf-8"), str(p.relative_to(ROOT)))]
     assert not offenders, "size rule broken:\n" + "\n".join(offenders)
 
@@ -41,9 +42,9 @@ def _function(name: str, body_lines: int, indent: str = "") -> str:
 
 
 def test_checker_flags_long_functions_methods_and_files():
-    ok = _function("short", MAX_FUNCTION_LINES - 1)              # exactly 80 lines: allowed
+    ok = _function("short", MAX_FUNCTION_LINES - 1)  # exactly 80 lines: allowed
     assert size_offenders(ok) == []
-    long = _function("too_long", MAX_FUNCTION_LINES)              # 81 lines
+    long = _function("too_long", MAX_FUNCTION_LINES)  # 81 lines
     assert size_offenders(long, "m.py") == ["m.py:1: function too_long is 81 lines (max 80)"]
     method = "class C:\n" + _function("meth", MAX_FUNCTION_LINES, indent="    ")
     assert size_offenders(method, "c.py") == ["c.py:2: function meth is 81 lines (max 80)"]
@@ -53,4 +54,4 @@ def test_checker_flags_long_functions_methods_and_files():
     assert len(size_offenders(asyn)) == 1
     big = "\n".join(f"x{i} = {i}" for i in range(MAX_FILE_LINES + 1)) + "\n"
     assert size_offenders(big, "big.py") == ["big.py: 401 lines (max 400)"]
-    assert size_offenders(big[: big.rindex("x400")], "edge.py") == []   # exactly 400 lines: allowed
+    assert size_offenders(big[: big.rindex("x400")], "edge.py") == []  # exactly 400 lines: allowed

@@ -8,7 +8,7 @@ from pathlib import Path
 import mlmprob
 
 SRC = Path(mlmprob.__file__).resolve().parent.parent
-ROOT = SRC.parent                 # the repository: the experiments live beside src/, outside the package
+ROOT = SRC.parent  # the repository: the experiments live beside src/, outside the package
 
 
 def _modules() -> dict[str, tuple[Path, bool]]:
@@ -43,7 +43,7 @@ def import_graph() -> dict[str, set[str]]:
                 base = node.module or ""
                 if node.level:
                     pkg = mod.split(".") if is_pkg else mod.split(".")[:-1]
-                    pkg = pkg[:len(pkg) - node.level + 1]
+                    pkg = pkg[: len(pkg) - node.level + 1]
                     base = ".".join(pkg + ([node.module] if node.module else []))
                 names = [base] + [f"{base}.{a.name}" for a in node.names]
             else:
@@ -61,8 +61,13 @@ def _import_module_target(node: ast.Call, mod: str, is_pkg: bool) -> str | None:
     prefix of an f-string (``f".commands.{name}"`` names the package ``commands``); relative names are
     resolved against this module's package."""
     f = node.func
-    if not ((isinstance(f, ast.Attribute) and f.attr == "import_module") or
-            (isinstance(f, ast.Name) and f.id == "import_module")) or not node.args:
+    if (
+        not (
+            (isinstance(f, ast.Attribute) and f.attr == "import_module")
+            or (isinstance(f, ast.Name) and f.id == "import_module")
+        )
+        or not node.args
+    ):
         return None
     arg = node.args[0]
     if isinstance(arg, ast.Constant) and isinstance(arg.value, str):
@@ -72,8 +77,12 @@ def _import_module_target(node: ast.Call, mod: str, is_pkg: bool) -> str | None:
         for part in arg.values:
             if isinstance(part, ast.Constant):
                 name += part.value
-            elif isinstance(part, ast.FormattedValue) and isinstance(part.value, ast.Name) \
-                    and part.value.id == "__package__" and not name:
+            elif (
+                isinstance(part, ast.FormattedValue)
+                and isinstance(part.value, ast.Name)
+                and part.value.id == "__package__"
+                and not name
+            ):
                 name = ".".join(mod.split(".") if is_pkg else mod.split(".")[:-1])
             else:
                 break
@@ -123,7 +132,7 @@ def _cycle(graph: dict[str, set[str]]) -> list[str] | None:
         stack.append(v)
         for w in sorted(graph[v]):
             if state.get(w) == 1:
-                return stack[stack.index(w):] + [w]
+                return stack[stack.index(w) :] + [w]
             if w not in state and (found := visit(w)):
                 return found
         state[v] = 2
@@ -138,9 +147,9 @@ def _cycle(graph: dict[str, set[str]]) -> list[str] | None:
 
 def test_the_scan_sees_lazy_and_relative_imports():
     g = import_graph()
-    assert "experiments.cdr_h3_common" in g["experiments.cdr_h3_report"]      # top-level, relative
-    assert "mlmprob.models" in g["experiments.cdr_h3"]                                  # inside a function
-    assert {"mlmprob.commands", "mlmprob.commands.score"} <= g["mlmprob.cli"]                   # importlib, f-string
+    assert "experiments.cdr_h3_common" in g["experiments.cdr_h3_report"]  # top-level, relative
+    assert "mlmprob.models" in g["experiments.cdr_h3"]  # inside a function
+    assert {"mlmprob.commands", "mlmprob.commands.score"} <= g["mlmprob.cli"]  # importlib, f-string
     assert _cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
     assert _cycle({"a": {"b"}, "b": set()}) is None
 
@@ -150,8 +159,12 @@ def test_no_import_circles():
 
 
 def test_only_experiments_import_experiments():
-    up = [(m, t) for m, ts in import_graph().items() for t in ts
-          if t.startswith("experiments") and not m.startswith("experiments")]
+    up = [
+        (m, t)
+        for m, ts in import_graph().items()
+        for t in ts
+        if t.startswith("experiments") and not m.startswith("experiments")
+    ]
     assert up == []
 
 
@@ -184,6 +197,9 @@ def test_the_amino_acid_alphabet_is_written_once():
     """``mlmprob.alphabet.AMINO_ACIDS`` is the one definition: no module spells the 20 letters out again."""
     from mlmprob.alphabet import AMINO_ACIDS
 
-    spelled = [str(p.relative_to(ROOT)) for p in [*(SRC / "mlmprob").rglob("*.py"), *(ROOT / "experiments").rglob("*.py")]
-               if p.name != "alphabet.py" and any(f"{q}{AMINO_ACIDS}{q}" in p.read_text() for q in "\"'")]
+    spelled = [
+        str(p.relative_to(ROOT))
+        for p in [*(SRC / "mlmprob").rglob("*.py"), *(ROOT / "experiments").rglob("*.py")]
+        if p.name != "alphabet.py" and any(f"{q}{AMINO_ACIDS}{q}" in p.read_text() for q in "\"'")
+    ]
     assert spelled == []

@@ -28,11 +28,11 @@ def test_readme_first_two_commands_are_the_demo_and_the_tests():
     main job on the default (embedded) model and the test suite that CI runs."""
     assert _first_commands(README.read_text())[:2] == ["make demo", "make test"]
     demo, tests = _recipe("demo"), _recipe("test")
-    assert "$(STAMP)" in demo and "$(STAMP)" in tests                      # both install first
-    assert "HF_HUB_OFFLINE=1" in demo and "mlmprob demo" in demo           # offline, the main job
+    assert "$(STAMP)" in demo and "$(STAMP)" in tests  # both install first
+    assert "HF_HUB_OFFLINE=1" in demo and "mlmprob demo" in demo  # offline, the main job
     assert "HF_HUB_OFFLINE=1" in tests and "-m pytest" in tests
     ci = (README.parent / ".ci" / "run").read_text()
-    assert ci.rstrip().splitlines()[-1] == "make test"                       # CI runs the README's test command
+    assert ci.rstrip().splitlines()[-1] == "make test"  # CI runs the README's test command
 
 
 def test_readme_python_examples_run():
@@ -61,8 +61,11 @@ def test_readme_variant_effects_example_runs(sapiens_vh, tmp_path, monkeypatch, 
     text = README.read_text()
     block = re.search(r"## Variant effects.*?```python\n(.*?)```", text, re.S).group(1)
     assert 'mlm = mlmprob.load_mlm("antiberty")' in block
-    code = (block.replace('mlmprob.load_mlm("antiberty")', "_loaded").replace("[:500]", "[:5]")
-            .replace("../shared/data", str(data)))
+    code = (
+        block.replace('mlmprob.load_mlm("antiberty")', "_loaded")
+        .replace("[:500]", "[:5]")
+        .replace("../shared/data", str(data))
+    )
     monkeypatch.chdir(tmp_path)
     ns: dict = {"_loaded": sapiens_vh}
     exec(compile(code, "README.md", "exec"), ns)

@@ -65,13 +65,15 @@ def test_committed_output_is_current(printed):
     if not COMMITTED.exists():
         pytest.skip(f"{COMMITTED} is absent")
     new, old = _lines(printed), _lines(COMMITTED.read_text())
-    assert sorted(new) == sorted(old), "keys differ: rerun python docs/results/uncertainty.py > docs/results/uncertainty.txt"
+    assert sorted(new) == sorted(old), (
+        "keys differ: rerun python docs/results/uncertainty.py > docs/results/uncertainty.txt"
+    )
     for key, line in new.items():
         a, b = NUMBER.findall(line), NUMBER.findall(old[key])
         assert NUMBER.sub("#", line) == NUMBER.sub("#", old[key]) and len(a) == len(b), key
         for x, y in zip(a, b):
             digits = len(x.split(".")[1]) if "." in x and "e" not in x.lower() else 0
-            tol = 1.01 * 10.0 ** -digits if "e" not in x.lower() else 0.02 * abs(float(x))
+            tol = 1.01 * 10.0**-digits if "e" not in x.lower() else 0.02 * abs(float(x))
             assert abs(float(x) - float(y)) <= tol, f"{key}: {x} vs {y}"
 
 

@@ -3,10 +3,11 @@ clear line naming the file and the option (exit 2), before any model is loaded."
 
 import pytest
 
-from mlmprob.errors import MLMProbError
 from experiments import cdr_h3, english, english_corpus
+from experiments import infill_pivots as pivots
+from experiments import infill_runner as runner
 from experiments.data_option import resolve_data_dir
-from experiments import infill_pivots as pivots, infill_runner as runner
+from mlmprob.errors import MLMProbError
 
 
 def _one_error_line(capsys) -> str:
@@ -37,18 +38,26 @@ def test_absent_data_is_one_line_naming_file_and_option(name, tmp_path, capsys):
         "runner": (["--models", "never-loaded", "--out", out + ".jsonl", "--data", str(tmp_path)], "GDPa1_v1.2.csv"),
         "pivots": (["--model", "never-loaded", "--out", out + ".jsonl", "--data", str(tmp_path)], "GDPa1_v1.2.csv"),
     }[name]
-    main = {"cdr_h3": cdr_h3.main, "english": english.main, "english_corpus": english_corpus.main,
-            "runner": runner.main, "pivots": pivots.main}[name]
+    main = {
+        "cdr_h3": cdr_h3.main,
+        "english": english.main,
+        "english_corpus": english_corpus.main,
+        "runner": runner.main,
+        "pivots": pivots.main,
+    }[name]
     assert main(argv) == 2
     line = _one_error_line(capsys)
     assert str(tmp_path) in line and needed in line and "never-loaded" not in line
 
 
-@pytest.mark.parametrize("main, argv", [
-    (cdr_h3.main, ["--model", "never-loaded", "--out", "unused"]),
-    (english_corpus.main, ["--out", "unused"]),
-    (runner.main, ["--models", "never-loaded", "--out", "unused.jsonl"]),
-])
+@pytest.mark.parametrize(
+    "main, argv",
+    [
+        (cdr_h3.main, ["--model", "never-loaded", "--out", "unused"]),
+        (english_corpus.main, ["--out", "unused"]),
+        (runner.main, ["--models", "never-loaded", "--out", "unused.jsonl"]),
+    ],
+)
 def test_no_shared_folder_and_no_data_option(main, argv, monkeypatch, capsys):
     monkeypatch.setattr("mlmprob.data.shared_data_dir", lambda: None)
     assert main(argv) == 2

@@ -7,11 +7,10 @@ import math
 import pytest
 import torch
 
-from mlmprob import LookupMLM, loglik, sample
 from experiments.decoders_truth import DECODERS, main, metrics, model_context, run
-from experiments.decoders_truth_report import write_report
 from experiments.ground_truth_chain_eval import conditional_tables
 from experiments.ground_truth_common import GroundTruthConfig, all_states, state_index
+from mlmprob import LookupMLM, loglik, sample
 from mlmprob.runtime.log import read_log
 from mlmprob.sampling import partial_states as dx
 from mlmprob.sampling.decoder_exact import exact_output_distribution, model_logprobs, unmasking_law
@@ -35,7 +34,7 @@ def lp():
 
 def chi2(x: torch.Tensor, log_law: torch.Tensor) -> float:
     """Pearson's statistic of the draws ``x`` ``[N, T]`` against ``log_law`` (states of positive mass)."""
-    n = torch.bincount(state_index(x, V), minlength=V ** T).double()
+    n = torch.bincount(state_index(x, V), minlength=V**T).double()
     e = log_law.exp() * len(x)
     return float(((n - e) ** 2 / e)[e > 0].sum())
 
@@ -46,11 +45,11 @@ CHI2_LIMIT = 26 + 6 * math.sqrt(2 * 26)
 
 def test_random_order_law_is_the_mixture_of_loglik_over_all_orders(lp):
     law = dx.exact_law(dx.random_order, lp, V, T)
-    mix = loglik(lookup(), all_states(V, T), order="random", n_orders=6).mixture     # 3! = 6: every order, exact
+    mix = loglik(lookup(), all_states(V, T), order="random", n_orders=6).mixture  # 3! = 6: every order, exact
     assert torch.allclose(law.log_probs, mix, atol=1e-6) and law.calls == pytest.approx(T)
     l2r = loglik(lookup(), all_states(V, T), order="l2r").per_order[:, 0]
     assert torch.allclose(dx.exact_law(dx.l2r, lp, V, T).log_probs, l2r, atol=1e-6)
-    assert not torch.allclose(law.log_probs, l2r, atol=1e-2)          # incompatible conditionals: orders differ
+    assert not torch.allclose(law.log_probs, l2r, atol=1e-2)  # incompatible conditionals: orders differ
 
 
 def test_parallel_one_is_ancestral_and_one_step_ranked_is_the_one_pass_product(lp):
@@ -59,7 +58,7 @@ def test_parallel_one_is_ancestral_and_one_step_ranked_is_the_one_pass_product(l
     prod = dx.exact_law(dx.parallel(T), lp, V, T)
     assert prod.calls == pytest.approx(1.0)
     x = all_states(V, T)
-    want = sum(lp[-1, t][x[:, t]] for t in range(T))                  # the all-mask row's marginals
+    want = sum(lp[-1, t][x[:, t]] for t in range(T))  # the all-mask row's marginals
     assert torch.allclose(prod.log_probs, want, atol=1e-12)
     for kind in SCORES:
         law = unmasking_law(Unmasking(lookup(), score=kind, steps=1), lp, V, T)
@@ -68,10 +67,15 @@ def test_parallel_one_is_ancestral_and_one_step_ranked_is_the_one_pass_product(l
     assert two.calls == pytest.approx(2.0) and (two.log_probs.exp() - anc.exp()).abs().sum() > 0.05
 
 
-SETTINGS = [dict(score="confidence", steps=2), dict(score="margin", steps=3), dict(score="entropy", steps=2),
-            dict(score="confidence", steps=2, schedule="cosine"), dict(score="confidence", steps=2, block_length=2),
-            dict(score="confidence", steps=2, remask=0.3, remask_steps=2),
-            dict(score="margin", steps=3, remask=0.5, remask_steps=1)]
+SETTINGS = [
+    dict(score="confidence", steps=2),
+    dict(score="margin", steps=3),
+    dict(score="entropy", steps=2),
+    dict(score="confidence", steps=2, schedule="cosine"),
+    dict(score="confidence", steps=2, block_length=2),
+    dict(score="confidence", steps=2, remask=0.3, remask_steps=2),
+    dict(score="margin", steps=3, remask=0.5, remask_steps=1),
+]
 
 
 @pytest.mark.parametrize("settings", SETTINGS)
@@ -110,8 +114,11 @@ def test_every_decoder_of_the_table_gives_a_distribution():
             assert rec["mass"] == pytest.approx(1.0, abs=1e-9), name
             assert 0 <= rec["tv_truth"] <= 1 and rec["kl_truth"] >= -1e-12, name
         else:
-            assert 0 <= out["point"] < V ** T and rec["kl_truth"] is None, name
-        assert rec["calls"] is None or 1 <= rec["calls"] <= {"argmax": 18, "ReMDM": 18, "adaptive": 2 * T}.get(entry.family, T) + 1e-9, name
+            assert 0 <= out["point"] < V**T and rec["kl_truth"] is None, name
+        assert (
+            rec["calls"] is None
+            or 1 <= rec["calls"] <= {"argmax": 18, "ReMDM": 18, "adaptive": 2 * T}.get(entry.family, T) + 1e-9
+        ), name
     assert metrics(DECODERS["ancestral random"].evaluate(ctx), ctx)["tv_model"] < 1e-12
 
 
@@ -120,28 +127,55 @@ def test_monte_carlo_of_sample_agrees_with_the_exact_laws(lp):
     start = torch.zeros(n, T, dtype=torch.long)
     par = dx.exact_law(dx.parallel(2), lp, V, T).log_probs
     mix = dx.exact_law(dx.random_order, lp, V, T).log_probs
-    r = sample(m, start, method="ancestral", tokens_per_step=2, epochs=1, order="random",
-               generator=torch.Generator().manual_seed(0))
+    r = sample(
+        m,
+        start,
+        method="ancestral",
+        tokens_per_step=2,
+        epochs=1,
+        order="random",
+        generator=torch.Generator().manual_seed(0),
+    )
     assert chi2(r.samples[0], par) < CHI2_LIMIT
-    assert chi2(r.samples[0], mix) > 3 * CHI2_LIMIT                   # the test tells the two laws apart
-    s = sample(m, start, method="speculative", draft_k=2, epochs=1, order="random",
-               generator=torch.Generator().manual_seed(1))
+    assert chi2(r.samples[0], mix) > 3 * CHI2_LIMIT  # the test tells the two laws apart
+    s = sample(
+        m, start, method="speculative", draft_k=2, epochs=1, order="random", generator=torch.Generator().manual_seed(1)
+    )
     assert chi2(s.samples[0], mix) < CHI2_LIMIT
-    assert float(s.calls.double().mean()) < T                         # fewer sequential calls than T
+    assert float(s.calls.double().mean()) < T  # fewer sequential calls than T
 
 
 def test_runner_resumes_and_reports(tmp_path, capsys):
-    cfg = GroundTruthConfig(vocab_size=V, length=T, couplings=(1.0,), gap_lengths=(1, 2), n_train=64, n_heldout=16,
-                            hidden=8, layers=1, heads=1, intermediate=8, steps=2, curve_steps=(2,), eval_every=2,
-                            batch_size=4)
-    names = ("ancestral random", "parallel k2", "confidence S2", "speculative k2", "mask-predict N1",
-             "Gibbs (stationary)")
+    cfg = GroundTruthConfig(
+        vocab_size=V,
+        length=T,
+        couplings=(1.0,),
+        gap_lengths=(1, 2),
+        n_train=64,
+        n_heldout=16,
+        hidden=8,
+        layers=1,
+        heads=1,
+        intermediate=8,
+        steps=2,
+        curve_steps=(2,),
+        eval_every=2,
+        batch_size=4,
+    )
+    names = (
+        "ancestral random",
+        "parallel k2",
+        "confidence S2",
+        "speculative k2",
+        "mask-predict N1",
+        "Gibbs (stationary)",
+    )
     out = tmp_path / "out"
     run(cfg, out, tmp_path / "runs", seeds=(0,), decoders=names, mc_draws=50, log=lambda s: None)
     recs = list(read_log(out / "results.jsonl"))
     assert [r["unit"] for r in recs] == ["J1/seed0/model"] + [f"J1/seed0/{n}" for n in names]
     run(cfg, out, tmp_path / "runs", seeds=(0,), decoders=names, mc_draws=50, log=lambda s: None)
-    assert len(list(read_log(out / "results.jsonl"))) == len(recs)     # nothing redone
+    assert len(list(read_log(out / "results.jsonl"))) == len(recs)  # nothing redone
     assert main(["--out", str(out), "--report-only"]) == 0
     text = (out / "README.md").read_text()
     assert "| parallel k2 | 2.00 |" in text and "| mask-predict N1 | 1.00 |" in text and "∞" in text
@@ -151,7 +185,10 @@ def test_runner_resumes_and_reports(tmp_path, capsys):
 
 
 def test_real_decoders_run_measure_resume_and_report(tmp_path):
-    from experiments.decoders_real import DECODERS as REAL, Input, main as real_main, run as real_run
+    from experiments.decoders_real import DECODERS as REAL
+    from experiments.decoders_real import Input
+    from experiments.decoders_real import main as real_main
+    from experiments.decoders_real import run as real_run
 
     m = LookupMLM(3, 6, seed=4)
     native = torch.tensor([0, 1, 1, 2, 0, 0])
@@ -163,7 +200,7 @@ def test_real_decoders_run_measure_resume_and_report(tmp_path):
     recs = list(read_log(out / "results.jsonl"))
     assert len(recs) == 2 * (1 + len(REAL))
     nat = recs[0]
-    assert nat["unit"] == "toy/0/native" and nat["stutter"] == pytest.approx(1 / 3)      # pairs (1,2) (2,3) (3,4)
+    assert nat["unit"] == "toy/0/native" and nat["stutter"] == pytest.approx(1 / 3)  # pairs (1,2) (2,3) (3,4)
     want = float(loglik(m, native[None], free[None], order="l2r").per_order[0, 0]) / 4
     assert nat["loglik_per_token"] == pytest.approx(want)
     for r in recs[1:]:

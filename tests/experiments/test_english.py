@@ -7,8 +7,8 @@ import pytest
 import torch
 
 import mlmprob
-from mlmprob import MLMProbError
 from experiments import english, english_corpus
+from mlmprob import MLMProbError
 from mlmprob.training import TextSource, TrainConfig, train
 
 
@@ -31,14 +31,24 @@ def tiny_run(tmp_path_factory):
     d = tmp_path_factory.mktemp("en")
     words = "the cat sat on a mat while dog ran after cats and dogs".split()
     g = torch.Generator().manual_seed(0)
-    lines = [" ".join(words[i] for i in torch.randint(len(words), (4 + n % 6,), generator=g).tolist())
-             for n in range(80)]
+    lines = [
+        " ".join(words[i] for i in torch.randint(len(words), (4 + n % 6,), generator=g).tolist()) for n in range(80)
+    ]
     corpus = d / "corpus.txt"
     corpus.write_text("\n".join(lines) + "\n")
-    cfg = TrainConfig(hidden_size=16, num_layers=1, num_heads=2, intermediate_size=32, batch_size=16, max_steps=4,
-                      eval_every=4, checkpoint_every=4, warmup_steps=1, kl_sequences=0)
-    train(cfg, TextSource([str(corpus)], vocab_size=40, max_length=24, heldout_fraction=0.1), d / "run",
-          progress=False)
+    cfg = TrainConfig(
+        hidden_size=16,
+        num_layers=1,
+        num_heads=2,
+        intermediate_size=32,
+        batch_size=16,
+        max_steps=4,
+        eval_every=4,
+        checkpoint_every=4,
+        warmup_steps=1,
+        kl_sequences=0,
+    )
+    train(cfg, TextSource([str(corpus)], vocab_size=40, max_length=24, heldout_fraction=0.1), d / "run", progress=False)
     return d, corpus, lines
 
 

@@ -5,21 +5,28 @@ import math
 
 import pytest
 import torch
-
 from conftest import strict_json, strict_jsonl
-
-from mlmprob import ExactMLM, MLMProbError
-from experiments.ground_truth import (GroundTruthConfig, adjacent_equal, all_states, empirical, kl, run,
-                                              state_index, true_pair_joint, tv)
-from experiments.ground_truth_report import write_report
-from mlmprob.synthetic import make_language
-from mlmprob.training.data import SYMBOL_OFFSET
-
 from mdtable import row, tables_after
 from mh_reference import energies as ref_energies
 from mh_reference import epoch_kernel
 
-pytestmark = pytest.mark.usefixtures("one_thread")   # tiny models: one thread is fastest on a shared CPU
+from experiments.ground_truth import (
+    GroundTruthConfig,
+    adjacent_equal,
+    all_states,
+    empirical,
+    kl,
+    run,
+    state_index,
+    true_pair_joint,
+    tv,
+)
+from experiments.ground_truth_report import write_report
+from mlmprob import ExactMLM, MLMProbError
+from mlmprob.synthetic import make_language
+from mlmprob.training.data import SYMBOL_OFFSET
+
+pytestmark = pytest.mark.usefixtures("one_thread")  # tiny models: one thread is fastest on a shared CPU
 
 
 def test_true_pair_joint_matches_enumeration():
@@ -57,9 +64,25 @@ def test_config_refuses_what_cannot_be_enumerated():
         GroundTruthConfig(length=4, gap_lengths=(4,))
 
 
-TINY = dict(vocab_size=3, length=4, couplings=(1.0,), n_train=400, n_heldout=40, steps=40, eval_every=20,
-            n_pairs=4, n_gaps=4, gap_lengths=(2,), chains=16, sample_epochs=4, curve_coupling=1.0,
-            curve_steps=(20, 40), masking_rates=(0.25, 0.5), masking_n_train=100, masking_steps=20)
+TINY = dict(
+    vocab_size=3,
+    length=4,
+    couplings=(1.0,),
+    n_train=400,
+    n_heldout=40,
+    steps=40,
+    eval_every=20,
+    n_pairs=4,
+    n_gaps=4,
+    gap_lengths=(2,),
+    chains=16,
+    sample_epochs=4,
+    curve_coupling=1.0,
+    curve_steps=(20, 40),
+    masking_rates=(0.25, 0.5),
+    masking_n_train=100,
+    masking_steps=20,
+)
 
 
 def test_tiny_run_resumes_and_reports(tmp_path):
@@ -67,10 +90,19 @@ def test_tiny_run_resumes_and_reports(tmp_path):
     out, runs = tmp_path / "out", tmp_path / "runs"
     res = run(cfg, out, runs, progress=False, log=lambda *_: None)
     units = set(res.done)
-    assert {"coupling/J1/train", "coupling/J1/pairs", "coupling/J1/infill-k2", "coupling/J1/samplers",
-            "curve/step20/pairs", "curve/step40/infill-k2", "masking/r0.25-static/train",
-            "masking/r0.5-dynamic/train", "masking/r0.5-dynamic/pairs", "masking/r0.25-static/samplers",
-            "curve/step20/samplers"} <= units
+    assert {
+        "coupling/J1/train",
+        "coupling/J1/pairs",
+        "coupling/J1/infill-k2",
+        "coupling/J1/samplers",
+        "curve/step20/pairs",
+        "curve/step40/infill-k2",
+        "masking/r0.25-static/train",
+        "masking/r0.5-dynamic/train",
+        "masking/r0.5-dynamic/pairs",
+        "masking/r0.25-static/samplers",
+        "curve/step20/samplers",
+    } <= units
     # the step curve's last point is the same model as the coupling run: identical numbers
     assert res.done["curve/step40/pairs"]["kl"] == res.done["coupling/J1/pairs"]["kl"]
     # model-free quantities of the records, by enumeration: the Potts statistic's exact law
@@ -88,6 +120,7 @@ def test_tiny_run_resumes_and_reports(tmp_path):
             assert v["mode"] == 1.0 and v["regret"] == pytest.approx(0.0, abs=1e-9), name
     # the train record is the run's own final evaluation
     from mlmprob.training import read_result
+
     assert res.done["coupling/J1/train"]["final"]["kl"] == read_result(runs / "potts-J1").history[-1]["kl"]
     lines = (out / "results.jsonl").read_text().splitlines()
     assert len(strict_jsonl(out / "results.jsonl")) == len(lines)
@@ -95,8 +128,15 @@ def test_tiny_run_resumes_and_reports(tmp_path):
     run(cfg, out, runs, progress=False, log=lambda *_: None)  # resumes: nothing redone
     assert (out / "results.jsonl").read_text().splitlines() == lines
     report = write_report(out).read_text()
-    for title in ("Unary conditionals", "Pair joints", "Samplers", "Infilling", "training steps", "Masking rate",
-                  "Answers"):
+    for title in (
+        "Unary conditionals",
+        "Pair joints",
+        "Samplers",
+        "Infilling",
+        "training steps",
+        "Masking rate",
+        "Answers",
+    ):
         assert title in report
     # table cells against the raw records of results.jsonl
     raw = {r["unit"]: r for r in map(json.loads, lines)}
@@ -109,14 +149,18 @@ def test_tiny_run_resumes_and_reports(tmp_path):
     (fill,) = tables_after(report, "Infilling")
     std = row(fill, J="1", k="2", method="mlm/hcb-best")
     assert std["regret"] == f"{raw['coupling/J1/infill-k2']['methods']['mlm/hcb-best']['regret']:.4f}"
-    (curve,) = tables_after(report, "Error vs training steps")      # a row joins three units of one step
+    (curve,) = tables_after(report, "Error vs training steps")  # a row joins three units of one step
     assert row(curve, step="20")["unary KL"] == f"{raw['curve/step20/pairs']['unary_kl']:.4f}"
     assert row(curve, step="20")["MH TV target"] == f"{raw['curve/step20/samplers']['mh']['tv_target']:.3f}"
-    assert row(curve, step="20")["infill mode HCB l2r"] == \
-        f"{raw['curve/step20/infill-k2']['methods']['mlm/hcb-l2r']['mode']:.3f}"
+    assert (
+        row(curve, step="20")["infill mode HCB l2r"]
+        == f"{raw['curve/step20/infill-k2']['methods']['mlm/hcb-l2r']['mode']:.3f}"
+    )
     masking = tables_after(report, "Masking rate")[1]
-    assert row(masking, **{"mask rate": "0.25", "masking": "static"})["pair KL AG"] == \
-        f"{raw['masking/r0.25-static/pairs']['kl']['ag']:.4f}"
+    assert (
+        row(masking, **{"mask rate": "0.25", "masking": "static"})["pair KL AG"]
+        == f"{raw['masking/r0.25-static/pairs']['kl']['ag']:.4f}"
+    )
     for fig in ("fig_samplers.png", "fig_training.png", "fig_masking.png", "fig_pairs.png", "fig_infill.png"):
         assert (out / fig).is_file()
     with pytest.raises(MLMProbError, match="different configuration"):
@@ -125,6 +169,7 @@ def test_tiny_run_resumes_and_reports(tmp_path):
 
 
 # -- eval_pairs / eval_infill / eval_samplers against enumeration -------------------------------------
+
 
 class SymbolView:
     """The exact conditionals of a synthetic language behind the ids of the trained symbol models
@@ -154,8 +199,10 @@ SHIFT = 0.4
 
 def languages(T):
     """(truth, model): two Potts chains with different fields and couplings, V = 3."""
-    return (make_language("potts", 3, T, seed=0, coupling=1.0, field_scale=0.5),
-            make_language("potts", 3, T, seed=1, coupling=2.0, field_scale=1.0))
+    return (
+        make_language("potts", 3, T, seed=0, coupling=1.0, field_scale=0.5),
+        make_language("potts", 3, T, seed=1, coupling=2.0, field_scale=1.0),
+    )
 
 
 def kl_(p, q):
@@ -169,13 +216,18 @@ def test_eval_pairs_against_enumeration():
     from experiments.ground_truth import eval_pairs
 
     truth, model = languages(2)
-    p, q = truth.log_joint().exp(), model.log_joint().exp()          # [3, 3]
+    p, q = truth.log_joint().exp(), model.log_joint().exp()  # [3, 3]
     mrf = (q / q.sum(0, keepdim=True)) * (q / q.sum(1, keepdim=True))
     # MRF-logit adds the raw logits: each conditional's input holds the other symbol, shifted by SHIFT * it
     w = torch.arange(3, dtype=torch.float64)
     mrf_logit = mrf * torch.exp(SHIFT * (w[:, None] + w[None, :]))
-    joints = {"hcb": q, "ag": q, "mlm": q.sum(1)[:, None] * q.sum(0)[None, :], "mrf": mrf / mrf.sum(),
-              "mrf_logit": mrf_logit / mrf_logit.sum()}
+    joints = {
+        "hcb": q,
+        "ag": q,
+        "mlm": q.sum(1)[:, None] * q.sum(0)[None, :],
+        "mrf": mrf / mrf.sum(),
+        "mrf_logit": mrf_logit / mrf_logit.sum(),
+    }
     held = truth.sample(6, torch.Generator().manual_seed(0))
     r = eval_pairs(SymbolView(model), truth, held, 6, seed=0)
     a, b = held[:, 0], held[:, 1]
@@ -184,7 +236,7 @@ def test_eval_pairs_against_enumeration():
         assert r["p_ppl"][m] == pytest.approx(math.exp(-float(j[a, b].log().mean())), rel=1e-5), m
     assert r["p_ppl"]["true"] == pytest.approx(math.exp(-float(p[a, b].log().mean())), rel=1e-9)
     assert r["true_entropy_ppl"] == pytest.approx(math.exp(-float((p * p.log()).sum())), rel=1e-9)
-    assert r["kl"]["mrf"] > r["kl"]["mlm"] > r["kl"]["hcb"] + 1e-3     # the cases are distinguishable
+    assert r["kl"]["mrf"] > r["kl"]["mlm"] > r["kl"]["hcb"] + 1e-3  # the cases are distinguishable
 
 
 def test_eval_infill_against_enumeration():
@@ -239,15 +291,15 @@ def test_eval_samplers_against_the_enumerated_kernels():
         for _ in range(S):
             d = d @ K
             laws.append(d)
-        pooled = torch.stack(laws[S // 2:]).mean(0)
+        pooled = torch.stack(laws[S // 2 :]).mean(0)
         s = r[method]
         assert s["n_samples"] == n_pooled and len(s["stat_tv"]) == S
         assert abs(s["tv_target"] - 0.5 * float((pooled - target).abs().sum())) < bound(pooled, n)
         assert abs(s["tv_truth"] - 0.5 * float((pooled - p).abs().sum())) < bound(pooled, n)
-        for e in (0, S - 1):                # the statistic's histogram of one epoch: n independent chains
+        for e in (0, S - 1):  # the statistic's histogram of one epoch: n independent chains
             h, law = torch.tensor(s["stat_tv"][e]["hist"], dtype=torch.float64), stat_law(laws[e])
             assert 0.5 * float((h - law).abs().sum()) < bound(law, n)
-        if method == "mh":                   # truth and target swapped would not pass
+        if method == "mh":  # truth and target swapped would not pass
             gap = abs(float((pooled - target).abs().sum()) - float((pooled - p).abs().sum())) / 2
             assert gap > 2 * bound(pooled, n)
     assert r["gibbs"]["accept_rate"] == 1.0 and 0 < r["mh"]["accept_rate"] < 1
@@ -256,12 +308,31 @@ def test_eval_samplers_against_the_enumerated_kernels():
 
 def test_each_model_trains_with_the_configs_mapping_pinned():
     # a trained run resumes only when its TrainConfig is unchanged: the mapping is pinned field by field
-    cfg = GroundTruthConfig(hidden=32, layers=3, heads=4, intermediate=64, batch_size=16, lr=0.01, eval_every=50,
-                            curve_steps=(50,), seed=7)
-    want = dict(hidden_size=32, num_layers=3, num_heads=4, intermediate_size=64, dropout=0.0, max_steps=600,
-                batch_size=16, lr=0.01, warmup_steps=60, weight_decay=0.01, grad_clip=1.0, mask_rate=0.5,
-                mask_split=[1.0, 0.0, 0.0], masking="static", seed=7, eval_every=50, checkpoint_every=500,
-                keep_checkpoints=1, kl_sequences=256, precision="fp32")
+    cfg = GroundTruthConfig(
+        hidden=32, layers=3, heads=4, intermediate=64, batch_size=16, lr=0.01, eval_every=50, curve_steps=(50,), seed=7
+    )
+    want = dict(
+        hidden_size=32,
+        num_layers=3,
+        num_heads=4,
+        intermediate_size=64,
+        dropout=0.0,
+        max_steps=600,
+        batch_size=16,
+        lr=0.01,
+        warmup_steps=60,
+        weight_decay=0.01,
+        grad_clip=1.0,
+        mask_rate=0.5,
+        mask_split=[1.0, 0.0, 0.0],
+        masking="static",
+        seed=7,
+        eval_every=50,
+        checkpoint_every=500,
+        keep_checkpoints=1,
+        kl_sequences=256,
+        precision="fp32",
+    )
     assert cfg.train_config(steps=600, mask_rate=0.5, masking="static").to_dict() == want
     small = GroundTruthConfig().train_config(steps=40, mask_rate=0.34)
     assert (small.warmup_steps, small.checkpoint_every, small.masking, small.max_steps) == (4, 40, "dynamic", 40)

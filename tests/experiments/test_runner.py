@@ -83,13 +83,13 @@ def test_a_unit_killed_midway_is_redone_and_the_rest_kept(tmp_path):
     toy = Toy()
     with pytest.raises(RuntimeError, match="killed"):
         runner.run_cli(toy, ["--out", str(out), "--fail-at", "b"])
-    assert toy.ran == ["a", "b"] and records(out) == ALL[:3]       # b's first part committed, then the kill
-    assert not (out / "runs.jsonl").exists()                        # the run did not finish
-    with open(out / "results.jsonl", "a") as f:                     # and a torn line, as a kill mid-write leaves
+    assert toy.ran == ["a", "b"] and records(out) == ALL[:3]  # b's first part committed, then the kill
+    assert not (out / "runs.jsonl").exists()  # the run did not finish
+    with open(out / "results.jsonl", "a") as f:  # and a torn line, as a kill mid-write leaves
         f.write('{"unit": "c", "pa')
     again = Toy()
     assert runner.run_cli(again, ["--out", str(out)]) == 0
-    assert again.ran == ["b", "c"]                                  # a kept, b redone, c run
+    assert again.ran == ["b", "c"]  # a kept, b redone, c run
     assert records(out) == ALL
 
 
@@ -99,7 +99,9 @@ def test_a_second_writer_is_refused_with_one_line(tmp_path, capsys):
     with WriterLock(out / "results.jsonl"):
         assert runner.run_cli(toy, ["--out", str(out)]) == 2
     err = capsys.readouterr().err
-    assert err.count("\n") == 1 and err.startswith(f"error: {out / 'results.jsonl'} is being written by another process")
+    assert err.count("\n") == 1 and err.startswith(
+        f"error: {out / 'results.jsonl'} is being written by another process"
+    )
     assert toy.ran == []
 
 
@@ -120,4 +122,4 @@ def test_report_only_regenerates_the_report_without_running_units(tmp_path):
     assert runner.run_cli(toy, ["--out", str(out), "--report-only"]) == 0
     assert toy.ran == [] and toy.reports == 1
     assert (out / "README.md").read_text() == "a0\na1\nb0\nb1\nc0\nc1\n"
-    assert len(list(read_log(out / "runs.jsonl"))) == 1            # a report is not a run
+    assert len(list(read_log(out / "runs.jsonl"))) == 1  # a report is not a run

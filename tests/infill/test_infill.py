@@ -7,20 +7,29 @@ import math
 
 import pytest
 import torch
+from mdtable import row, tables_after
 
 from mlmprob import ExactMLM, LookupMLM
 from mlmprob.errors import MLMProbError
-from mlmprob.infill import (ContextScramble, RandomTokenSwap, bleu, exact_infill, exhaustive_infill, gap_metrics,
-                            identity, infill, sample_infill, topk_hit)
+from mlmprob.infill import (
+    ContextScramble,
+    RandomTokenSwap,
+    bleu,
+    exact_infill,
+    exhaustive_infill,
+    gap_metrics,
+    identity,
+    infill,
+    sample_infill,
+    topk_hit,
+)
 from mlmprob.infill.baselines import SamplingConfig, proposal_logp
 from mlmprob.infill.beam import beam_search
 from mlmprob.infill.corrections import Pivot
 from mlmprob.models.exact import all_sequences
 
-from mdtable import row, tables_after
-
-
 # -- test models ---------------------------------------------------------------------------------
+
 
 class MaskAsToken:
     """An ExactMLM over V+1 symbols whose last symbol plays the mask: the model conditions on it as
@@ -47,7 +56,7 @@ class WithMaskOutput:
     def __init__(self, base: ExactMLM, c: float = -1.0):
         self.base, self.c = base, c
         self.vocab_size = base.vocab_size + 1
-        self.mask_id = base.mask_id            # == base.vocab_size: now inside the output vocabulary
+        self.mask_id = base.mask_id  # == base.vocab_size: now inside the output vocabulary
         self.proposal_ids = torch.arange(base.vocab_size)
 
     def logits(self, ids):
@@ -78,15 +87,16 @@ def as_dict(cands):
 
 # -- exact and exhaustive references ----------------------------------------------------------------
 
+
 def test_exact_infill_is_the_true_posterior_and_mode():
     m = ExactMLM.random(3, 4, gen(1))
     ids, pos = [2, 3, 3, 0], [1, 2]
     ref = exact_gap_logp(m, ids, pos)
     out = exact_infill(m, ids, pos)
     assert len(out) == 9
-    assert out[0].tokens == max(ref, key=ref.get)                       # the true mode
+    assert out[0].tokens == max(ref, key=ref.get)  # the true mode
     for c in out:
-        assert c.score == pytest.approx(ref[c.tokens], abs=1e-10)      # its exact log probability
+        assert c.score == pytest.approx(ref[c.tokens], abs=1e-10)  # its exact log probability
     assert [c.score for c in out] == sorted((c.score for c in out), reverse=True)
 
 
@@ -116,7 +126,7 @@ def test_l2r_full_beam_matches_exhaustive_on_incompatible_model(method, pivot):
     # LookupMLM: arbitrary conditionals; the l2r beam with n**k hypotheses is exhaustive search
     m = LookupMLM(3, 4, seed=4)
     if method == "hcb" and pivot is None:
-        m = MaskAsToken(ExactMLM.random(4, 4, gen(4)))   # needs the mask among the outputs
+        m = MaskAsToken(ExactMLM.random(4, 4, gen(4)))  # needs the mask among the outputs
     ids, pos = [0, 1, 3, 3][:4], [2, 3]
     ex = exhaustive_infill(m, ids, pos, method=method, pivot=pivot)
     beam = infill(m, ids, pos, method=method, pivot=pivot, beam_size=len(ex))
@@ -142,6 +152,7 @@ def test_small_beam_is_a_heuristic_on_lookup_model():
 
 # -- HCB theory -----------------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("order", ["l2r", "best"])
 def test_hcb_with_token_pivot_is_exact_up_to_a_constant(order):
     # compatible conditionals: HCB gives log p(w | ctx) - log p(pivot | ctx) for every w, any order
@@ -161,15 +172,16 @@ def test_hcb_mask_pivot_exact_when_mask_is_informative_and_standard_is_not():
     # chain rule with masks is biased while HCB (pivot = mask) stays exact up to a constant
     m = MaskAsToken(ExactMLM.random(4, 4, gen(6)))
     ids, pos = [1, 3, 3, 3], [1, 2, 3]
-    ref = exact_gap_logp(m.base, [1, 0, 0, 0], pos, values=torch.arange(3))   # fills over real tokens
-    const = exact_gap_logp(m.base, [1, 0, 0, 0], pos)[(3, 3, 3)] - math.log(sum(
-        math.exp(v) for f, v in exact_gap_logp(m.base, [1, 0, 0, 0], pos).items() if 3 not in f))
+    ref = exact_gap_logp(m.base, [1, 0, 0, 0], pos, values=torch.arange(3))  # fills over real tokens
+    const = exact_gap_logp(m.base, [1, 0, 0, 0], pos)[(3, 3, 3)] - math.log(
+        sum(math.exp(v) for f, v in exact_gap_logp(m.base, [1, 0, 0, 0], pos).items() if 3 not in f)
+    )
     hcb = infill(m, ids, pos, method="hcb", beam_size=27)
     std = infill(m, ids, pos, method="standard", beam_size=27)
     for c in hcb:
         assert c.score == pytest.approx(ref[c.tokens] - const, abs=1e-5)
     dev = [c.score - ref[c.tokens] for c in std]
-    assert max(dev) - min(dev) > 1e-2                      # standard is not exact here
+    assert max(dev) - min(dev) > 1e-2  # standard is not exact here
 
 
 def test_hcb_and_standard_agree_when_gap_is_conditionally_independent():
@@ -205,7 +217,7 @@ def test_hcb_equals_standard_plus_constant_with_constant_mask_probability():
     m = WithMaskOutput(ExactMLM.random(3, 4, gen(8)), c=-0.7)
     ids, pos = [3, 3, 3, 1], [0, 1, 2]
     std, hcb = infill(m, ids, pos, beam_size=4), infill(m, ids, pos, method="hcb", beam_size=4)
-    log_q_mask = -0.7 - math.log(1 + math.exp(-0.7))       # base logits are normalised log-probs
+    log_q_mask = -0.7 - math.log(1 + math.exp(-0.7))  # base logits are normalised log-probs
     assert [c.tokens for c in std] == [c.tokens for c in hcb]
     for s, h in zip(std, hcb):
         assert h.score == pytest.approx(s.score - 3 * log_q_mask, abs=1e-5)
@@ -223,6 +235,7 @@ def test_hcb_default_pivot_needs_mask_output():
 
 # -- cost -------------------------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("order", ["l2r", "best"])
 def test_hcb_and_standard_use_the_same_forward_passes(order):
     m = MaskAsToken(ExactMLM.random(4, 4, gen(9)))
@@ -232,10 +245,10 @@ def test_hcb_and_standard_use_the_same_forward_passes(order):
         before = m.calls
         infill(m, ids, pos, method=method, order=order, beam_size=2)
         counts[method] = m.calls - before
-    assert counts["standard"] == counts["hcb"] == 1 + 2 + 2    # one row per hypothesis per step
+    assert counts["standard"] == counts["hcb"] == 1 + 2 + 2  # one row per hypothesis per step
     before = m.calls
     sample_infill(m, ids, pos, num_samples=2, generator=gen(0))
-    assert m.calls - before == counts["standard"]               # baselines: the same budget
+    assert m.calls - before == counts["standard"]  # baselines: the same budget
 
 
 def test_token_pivot_costs_more_in_best_order():
@@ -250,17 +263,18 @@ def test_token_pivot_costs_more_in_best_order():
 
 # -- ablations and baselines ---------------------------------------------------------------------------
 
+
 def test_ablation_corrections():
     logp = torch.log_softmax(torch.randn(4, 5, generator=gen(0), dtype=torch.float64), -1)
     sc = ContextScramble(mask_id=4, generator=gen(1), capacity=3)
     first = sc(logp)
     assert set(first.tolist()) <= set(logp[:, 4].tolist())
     second = sc(logp + 10.0)
-    assert set(second.tolist()) <= set(logp[1:, 4].tolist())     # only the last 3 earlier terms
+    assert set(second.tolist()) <= set(logp[1:, 4].tolist())  # only the last 3 earlier terms
     sw = RandomTokenSwap(mask_id=4, vocab_size=5, generator=gen(2))
-    terms = torch.stack([sw(logp) for _ in range(50)])            # [50, 4]
+    terms = torch.stack([sw(logp) for _ in range(50)])  # [50, 4]
     for q in range(4):
-        assert set(terms[:, q].tolist()) == set(logp[q, :4].tolist())   # every non-mask token, never the mask
+        assert set(terms[:, q].tolist()) == set(logp[q, :4].tolist())  # every non-mask token, never the mask
 
 
 def test_ablations_change_hcb_results():
@@ -280,7 +294,7 @@ def test_ablations_change_hcb_results():
 def test_proposal_logp_temperature_and_nucleus():
     p = torch.tensor([[0.5, 0.3, 0.15, 0.05]], dtype=torch.float64)
     q = proposal_logp(p.log(), SamplingConfig(temperature=0.5)).exp()
-    assert torch.allclose(q, p ** 2 / (p ** 2).sum())
+    assert torch.allclose(q, p**2 / (p**2).sum())
     q = proposal_logp(p.log(), SamplingConfig(top_p=0.9)).exp()
     assert torch.allclose(q, torch.tensor([[0.5, 0.3, 0.15, 0.0]], dtype=torch.float64) / 0.95)
     with pytest.raises(MLMProbError):
@@ -295,13 +309,13 @@ def test_sampling_baseline_draws_from_tempered_conditional(temperature):
     p = torch.tensor([math.exp(exact_gap_logp(m, [1, 0, 2], pos)[(v,)]) for v in range(4)])
     target = p ** (1 / temperature) / (p ** (1 / temperature)).sum()
     other = 1.0 if temperature == 0.5 else 0.5
-    wrong = p ** (1 / other) / (p ** (1 / other)).sum()        # the other temperature
+    wrong = p ** (1 / other) / (p ** (1 / other)).sum()  # the other temperature
     g, N = gen(13), 3000
     counts = torch.zeros(4)
     for _ in range(N):
         counts[sample_infill(m, ids, pos, num_samples=1, temperature=temperature, generator=g)[0].tokens[0]] += 1
-    tol = 2 * math.sqrt(4 / N)     # about 6x the expected TV of N draws over 4 outcomes
-    assert 0.5 * (wrong - target).abs().sum() > 3 * tol          # the test can tell them apart
+    tol = 2 * math.sqrt(4 / N)  # about 6x the expected TV of N draws over 4 outcomes
+    assert 0.5 * (wrong - target).abs().sum() > 3 * tol  # the test can tell them apart
     assert 0.5 * (counts / N - target).abs().sum() < tol
     assert 0.5 * (counts / N - wrong).abs().sum() > 2 * tol
 
@@ -313,39 +327,46 @@ def test_sampling_baseline_nucleus_and_ranking():
     assert len({c.tokens for c in out}) == len(out)
     assert [c.score for c in out] == sorted((c.score for c in out), reverse=True)
     exact = as_dict(exact_infill(m, [1, 0, 0], pos))
-    for c in out:                                                  # scores: standard chain rule
+    for c in out:  # scores: standard chain rule
         assert c.score == pytest.approx(exact[c.tokens], abs=1e-5)
     full = sample_infill(m, ids, pos, num_samples=16, generator=gen(0))
-    assert len(out) < len(full) == 16                              # the nucleus removed fills
+    assert len(out) < len(full) == 16  # the nucleus removed fills
     with pytest.raises(MLMProbError, match="Generator"):
         sample_infill(m, ids, pos)
 
 
 # -- input validation -------------------------------------------------------------------------------------
 
+
 def test_bad_input_raises_clear_errors():
     m = ExactMLM.random(3, 4, gen(0))
-    for kwargs, msg in [(dict(positions=[4]), "outside"), (dict(positions=[1, 1]), "repeat"),
-                        (dict(positions=[]), "empty"), (dict(positions=[1], beam_size=0), "beam_size"),
-                        (dict(positions=[1], method="greedy"), "unknown infilling method"),
-                        (dict(positions=[1], order="r2l"), "unknown order")]:
+    for kwargs, msg in [
+        (dict(positions=[4]), "outside"),
+        (dict(positions=[1, 1]), "repeat"),
+        (dict(positions=[]), "empty"),
+        (dict(positions=[1], beam_size=0), "beam_size"),
+        (dict(positions=[1], method="greedy"), "unknown infilling method"),
+        (dict(positions=[1], order="r2l"), "unknown order"),
+    ]:
         positions = kwargs.pop("positions")
         with pytest.raises(MLMProbError, match=msg):
             infill(m, [0, 1, 2, 0], positions, **kwargs)
     with pytest.raises(MLMProbError, match="one sequence"):
         infill(m, [[0, 1, 2, 0], [0, 1, 2, 0]], [1])
-    assert infill(m, torch.tensor([[0, 1, 2, 0]]), torch.tensor([False, True, False, False])) == \
-        infill(m, [0, 1, 2, 0], [1])
+    assert infill(m, torch.tensor([[0, 1, 2, 0]]), torch.tensor([False, True, False, False])) == infill(
+        m, [0, 1, 2, 0], [1]
+    )
 
 
 # -- metrics ---------------------------------------------------------------------------------------------
 
+
 def test_bleu_hand_computed():
     # BLEU-4 of ABCDE vs ABCDF: precisions 4/5, 3/4, 2/3, 1/2; no brevity penalty
     assert bleu("ABCDE", "ABCDF", 4) == pytest.approx((4 / 5 * 3 / 4 * 2 / 3 * 1 / 2) ** 0.25)
-    assert bleu("ABC", "ABCD", 2) == pytest.approx(math.exp(1 - 4 / 3))      # brevity penalty
-    assert bleu("AAAA", "ABCD", 1) == pytest.approx(1 / 4)                   # clipped counts
-    assert bleu("ABCE", "ABCD") == 0.0 and bleu("ABCD", "ABCD") == 1.0       # BLEU-k for k tokens
+    assert bleu("ABC", "ABCD", 2) == pytest.approx(math.exp(1 - 4 / 3))  # brevity penalty
+    assert bleu("AAAA", "ABCD", 1) == pytest.approx(1 / 4)  # clipped counts
+    assert bleu("ABCE", "ABCD") == 0.0 and bleu("ABCD", "ABCD") == 1.0  # BLEU-k for k tokens
     assert bleu("ABCDEX", "ABCDEF") == pytest.approx((5 / 6 * 4 / 5 * 3 / 4 * 2 / 3) ** 0.25)
     assert identity("ABCE", "ABCD") == 0.75
     assert topk_hit(["AB", "CD"], "CD", 2) and not topk_hit(["AB", "CD"], "CD", 1)
@@ -360,28 +381,30 @@ def test_bleu_equals_sacrebleu_sentence_bleu():
 
     from sacrebleu.metrics import BLEU
 
-    logging.getLogger("sacrebleu").setLevel(logging.ERROR)   # its 'enable effective_order' advice
-    scorers = {n: BLEU(max_ngram_order=n, smooth_method="none", tokenize="none", effective_order=False)
-               for n in range(1, 5)}
+    logging.getLogger("sacrebleu").setLevel(logging.ERROR)  # its 'enable effective_order' advice
+    scorers = {
+        n: BLEU(max_ngram_order=n, smooth_method="none", tokenize="none", effective_order=False) for n in range(1, 5)
+    }
     rng = random.Random(0)
     n_nonzero = 0
     for _ in range(500):
         k = rng.randint(1, 9)
-        alphabet = "ACDEFG"[:rng.randint(2, 6)]
+        alphabet = "ACDEFG"[: rng.randint(2, 6)]
         ref = [rng.choice(alphabet) for _ in range(k)]
         hyp = [c if rng.random() < 0.6 else rng.choice(alphabet) for c in ref]
         ours = bleu(hyp, ref)
         theirs = scorers[min(k, 4)].sentence_score(" ".join(hyp), [" ".join(ref)]).score / 100
         assert ours == pytest.approx(theirs, abs=1e-12)
         n_nonzero += 0 < ours < 1
-    assert n_nonzero > 50      # partial matches, not only 0 / 1
+    assert n_nonzero > 50  # partial matches, not only 0 / 1
 
 
 # -- a tiny Hugging Face model (logits_at path) ---------------------------------------------------------
 
+
 @pytest.fixture(scope="module")
 def tiny_hf(tiny_bert):
-    return tiny_bert   # conftest: random BERT, 14 ids (4 specials incl. the mask at 3), residues 4..13
+    return tiny_bert  # conftest: random BERT, 14 ids (4 specials incl. the mask at 3), residues 4..13
 
 
 def test_tiny_hf_beam_matches_exhaustive(tiny_hf):
@@ -393,7 +416,7 @@ def test_tiny_hf_beam_matches_exhaustive(tiny_hf):
         beam = infill(tiny_hf, ids, pos, method=method, beam_size=n * n)
         assert [c.tokens for c in beam] == [c.tokens for c in ex]
         assert [c.score for c in beam] == pytest.approx([c.score for c in ex], abs=1e-4)
-        assert all(set(c.tokens) <= set(range(4, 14)) for c in beam)       # proposal ids only
+        assert all(set(c.tokens) <= set(range(4, 14)) for c in beam)  # proposal ids only
     best = infill(tiny_hf, ids, [1, 4, 5], method="hcb", order="best", beam_size=3)
     assert len(best) == 3 and len({c.tokens for c in best}) == 3
     with pytest.raises(MLMProbError, match="special token"):
@@ -415,15 +438,18 @@ def test_cli_infill(tiny_hf, monkeypatch, capsys):
     assert main(["infill", "ACE", "--model", "tiny"]) == 2
     assert main(["infill", "AC__E", "--model", "tiny", "--pivot", "A", "-k", "2"]) == 0
     out = capsys.readouterr().out
-    assert out.count("\n") == 5           # the header, what the score is, the column names, two fills
-    assert out.splitlines()[1] == ("# score: log-ratio in nats, not a probability (sum of log q(fill token) - log q(A) "
-                                   "per position; > 0: beats A)")
+    assert out.count("\n") == 5  # the header, what the score is, the column names, two fills
+    assert out.splitlines()[1] == (
+        "# score: log-ratio in nats, not a probability (sum of log q(fill token) - log q(A) per position; > 0: beats A)"
+    )
     assert main(["infill", "AC__E", "--model", "tiny", "--method", "standard", "-k", "2"]) == 0
-    assert capsys.readouterr().out.splitlines()[1] == ("# score: log-probability of the fill in nats (chain rule: "
-                                                       "sum of log q(fill token | context), <= 0)")
+    assert capsys.readouterr().out.splitlines()[1] == (
+        "# score: log-probability of the fill in nats (chain rule: sum of log q(fill token | context), <= 0)"
+    )
 
 
 # -- experiment runner -------------------------------------------------------------------------------------
+
 
 def test_runner_smoke_resume_and_tables(tiny_hf, tmp_path):
     from experiments.infill_runner import ExperimentConfig, run_experiment, tables_markdown
@@ -436,15 +462,19 @@ def test_runner_smoke_resume_and_tables(tiny_hf, tmp_path):
     data.mkdir()
     rows = ["antibody_id,vh_protein_sequence,heavy_aligned_aho"]
     for i, seq in enumerate(["ACDEACDEAC", "CADECADECA"]):
-        aligned = seq[:4] + "-" * 102 + seq[4:] + "-" * 40      # residues 4.. sit from column 107 on
+        aligned = seq[:4] + "-" * 102 + seq[4:] + "-" * 40  # residues 4.. sit from column 107 on
         rows.append(f"ab{i},{seq},{aligned}")
     (data / "GDPa1_v1.2.csv").write_text("\n".join(rows) + "\n")
-    cfg = ExperimentConfig(models=("tiny",), lengths=(2, 3), n_gaps=1, beam_size=3,
-                           methods=("hcb-l2r", "standard-best", "pure-sampling", "ablation-scramble",
-                                    "ablation-swap"))
+    cfg = ExperimentConfig(
+        models=("tiny",),
+        lengths=(2, 3),
+        n_gaps=1,
+        beam_size=3,
+        methods=("hcb-l2r", "standard-best", "pure-sampling", "ablation-scramble", "ablation-swap"),
+    )
     out = tmp_path / "res.jsonl"
     n = run_experiment(cfg, out, data_dir=tmp_path, load=lambda name: tiny_hf, progress=False)
-    assert n == 2 * 2 * 1 * 5     # regions x lengths x gaps x methods
+    assert n == 2 * 2 * 1 * 5  # regions x lengths x gaps x methods
     recs = read_records(out)
     assert {r["region"] for r in recs} == {"random", "cdrh3"}
     for r in recs:
@@ -454,17 +484,17 @@ def test_runner_smoke_resume_and_tables(tiny_hf, tmp_path):
     by = {(r["region"], r["k"], r["gap_id"], r["method"]): r["rows"] for r in recs}
     assert all(by[(re, k, g, "hcb-l2r")] == by[(re, k, g, "pure-sampling")] for re, k, g, _ in by)
     with out.open("a") as f:
-        f.write('{"model": "tiny", "trunc')                   # a line cut by a kill
+        f.write('{"model": "tiny", "trunc')  # a line cut by a kill
     assert run_experiment(cfg, out, data_dir=tmp_path, load=lambda name: tiny_hf, progress=False) == 0
     assert len(read_records(out)) == n
     md = tables_markdown(recs)
     assert "HCB Left-to-Right" in md and "Ablation 2 (Random Token Swap)" in md and "top1 k=3" in md
-    assert "## Table 4" not in md                 # no standard-l2r / hcb-best pair in this run
+    assert "## Table 4" not in md  # no standard-l2r / hcb-best pair in this run
     cfg2 = ExperimentConfig(models=("tiny",), lengths=(2,), n_gaps=1, beam_size=3, methods=("standard-l2r",))
     assert run_experiment(cfg2, out, data_dir=tmp_path, load=lambda name: tiny_hf, progress=False) == 2
     md = tables_markdown(read_records(out))
     assert "## Table 4 - HCB vs standard on the same gaps, cdrh3 gaps" in md
-    assert "| tiny | random | l2r | 1 |" in md     # only k=2 has both methods
+    assert "| tiny | random | l2r | 1 |" in md  # only k=2 has both methods
 
 
 def test_tables_markdown_cells_match_the_records():
@@ -480,8 +510,16 @@ def test_tables_markdown_cells_match_the_records():
             for k in (2, 3):
                 for gap in range(3):
                     vals = torch.rand(len(METRICS), generator=g).tolist()
-                    rec = {"model": model, "dataset": "gdpa1", "region": "random", "method": method, "k": k,
-                           "gap_id": gap, "fills": [f"F{gap}{k}"], **dict(zip(METRICS, vals))}
+                    rec = {
+                        "model": model,
+                        "dataset": "gdpa1",
+                        "region": "random",
+                        "method": method,
+                        "k": k,
+                        "gap_id": gap,
+                        "fills": [f"F{gap}{k}"],
+                        **dict(zip(METRICS, vals)),
+                    }
                     rec["top1"] = float(vals[0] > 0.5)
                     recs.append(rec)
     md = tables_markdown(recs)
@@ -505,13 +543,25 @@ def test_tables_markdown_cells_match_the_records():
         hcb_only = sum(by[("hcb-l2r", k, i)] > by[("standard-l2r", k, i)] for k in (2, 3) for i in range(3))
         std_only = sum(by[("hcb-l2r", k, i)] < by[("standard-l2r", k, i)] for k in (2, 3) for i in range(3))
         line = row(t4, model=model, order="l2r")
-        assert (line["gaps"], line["only HCB right"], line["only standard right"]) == ("6", str(hcb_only), str(std_only))
+        assert (line["gaps"], line["only HCB right"], line["only standard right"]) == (
+            "6",
+            str(hcb_only),
+            str(std_only),
+        )
         assert line["same top fill"] == "6"
 
 
 def _paired_rec(method, gap_id, fill, gold, k=2, region="random", model="m"):
-    return {"model": model, "dataset": "gdpa1", "region": region, "k": k, "gap_id": gap_id, "method": method,
-            "fills": [fill], "top1": float(fill == gold)}
+    return {
+        "model": model,
+        "dataset": "gdpa1",
+        "region": region,
+        "k": k,
+        "gap_id": gap_id,
+        "method": method,
+        "fills": [fill],
+        "top1": float(fill == gold),
+    }
 
 
 def test_paired_comparison_counts_and_sign_test():
@@ -528,8 +578,8 @@ def test_paired_comparison_counts_and_sign_test():
     outcomes = [("AA", "AA"), ("AA", "CC"), ("CC", "AA"), ("CC", "AA"), ("CC", "DD")]  # (hcb, standard)
     for g, (h, s) in enumerate(outcomes):
         recs += [_paired_rec("hcb-l2r", g, h, "AA"), _paired_rec("standard-l2r", g, s, "AA")]
-    recs.append(_paired_rec("hcb-l2r", 99, "AA", "AA"))          # unpaired: ignored
-    recs.append(_paired_rec("hcb-best", 0, "AA", "AA"))           # no standard-best partner: no row
+    recs.append(_paired_rec("hcb-l2r", 99, "AA", "AA"))  # unpaired: ignored
+    recs.append(_paired_rec("hcb-best", 0, "AA", "AA"))  # no standard-best partner: no row
     recs.append(_paired_rec("standard-l2r", 0, "AA", "AA", k=3))  # another k, no HCB partner
     (c,) = paired_comparisons(recs)
     assert (c.model, c.region, c.order, c.n_gaps) == ("m", "random", "l2r", 5)
@@ -541,8 +591,16 @@ def test_paired_comparison_counts_and_sign_test():
 
 
 def test_pivot_sweep_matches_runner_and_resumes(tiny_hf, tmp_path):
-    from experiments.infill_pivots import (PivotSweepConfig, main as pivots_main, plot_sweep, run_sweep,
-                                       summarize_sweep, sweep_markdown)
+    from experiments.infill_pivots import (
+        PivotSweepConfig,
+        plot_sweep,
+        run_sweep,
+        summarize_sweep,
+        sweep_markdown,
+    )
+    from experiments.infill_pivots import (
+        main as pivots_main,
+    )
     from experiments.infill_runner import ExperimentConfig, run_experiment
     from mlmprob.runtime.log import read_log
 
@@ -555,18 +613,28 @@ def test_pivot_sweep_matches_runner_and_resumes(tiny_hf, tmp_path):
     for i, seq in enumerate(["ACDEACDEAC", "CADECADECA", "DDEEAACCDE"]):
         rows.append(f"ab{i},{seq},{seq[:4] + '-' * 102 + seq[4:] + '-' * 40}")
     (data / "GDPa1_v1.2.csv").write_text("\n".join(rows) + "\n")
-    load = lambda name: tiny_hf   # noqa: E731
-    cfg = PivotSweepConfig(model="tiny", region="random", k=2, n_gaps=3, beam_size=3,
-                           pivots=(tiny_hf.mask_id, 5))
+    load = lambda name: tiny_hf  # noqa: E731
+    cfg = PivotSweepConfig(model="tiny", region="random", k=2, n_gaps=3, beam_size=3, pivots=(tiny_hf.mask_id, 5))
     out = tmp_path / "piv.jsonl"
-    assert run_sweep(cfg, out, data_dir=tmp_path, load=load, progress=False) == 3 * 3   # gaps x (standard + 2)
-    assert run_sweep(cfg, out, data_dir=tmp_path, load=load, progress=False) == 0       # resumed: nothing left
+    assert run_sweep(cfg, out, data_dir=tmp_path, load=load, progress=False) == 3 * 3  # gaps x (standard + 2)
+    assert run_sweep(cfg, out, data_dir=tmp_path, load=load, progress=False) == 0  # resumed: nothing left
     recs = read_records(out)
     # the mask pivot is the runner's HCB and no pivot its standard beam, on the same gaps
     ref = tmp_path / "ref.jsonl"
-    run_experiment(ExperimentConfig(models=("tiny",), regions=("random",), lengths=(2,), n_gaps=3, beam_size=3,
-                                    methods=("hcb-l2r", "standard-l2r")), ref, data_dir=tmp_path, load=load,
-                   progress=False)
+    run_experiment(
+        ExperimentConfig(
+            models=("tiny",),
+            regions=("random",),
+            lengths=(2,),
+            n_gaps=3,
+            beam_size=3,
+            methods=("hcb-l2r", "standard-l2r"),
+        ),
+        ref,
+        data_dir=tmp_path,
+        load=load,
+        progress=False,
+    )
     runner = {(r["gap_id"], r["method"]): r["fills"] for r in read_records(ref)}
     for r in recs:
         if r["pivot"] is None:
@@ -582,6 +650,11 @@ def test_pivot_sweep_matches_runner_and_resumes(tiny_hf, tmp_path):
     assert "**standard beam (no pivot)**" in md and "(mask, default)" in md
     assert plot_sweep(table, tmp_path / "p.png").stat().st_size > 0
     with pytest.raises(MLMProbError, match="pivot must be a token id"):
-        run_sweep(PivotSweepConfig(model="tiny", region="random", k=2, n_gaps=1, pivots=(10_000,)), out,
-                  data_dir=tmp_path, load=load, progress=False)
+        run_sweep(
+            PivotSweepConfig(model="tiny", region="random", k=2, n_gaps=1, pivots=(10_000,)),
+            out,
+            data_dir=tmp_path,
+            load=load,
+            progress=False,
+        )
     assert pivots_main(["--out", str(tmp_path / "empty.jsonl"), "--report-only"]) == 2

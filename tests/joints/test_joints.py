@@ -8,16 +8,29 @@ import math
 
 import pytest
 import torch
+from mdtable import printed, row, tables_after
 
 from mlmprob import ExactMLM
 from mlmprob.errors import MLMProbError
-from mlmprob.joints import (METHODS, ag_joint, ag_objective, ci_gap, evaluate_pair, hcb_joint, joint_from,
-                            mlm_joint, mrf_joint, pair_conditionals, pair_metrics,
-                            pairwise_joint, summarize, topk_candidates)
-from mlmprob.joints.job import JointsSpec, load_records, run_joints, write_report
+from mlmprob.joints import (
+    METHODS,
+    ag_joint,
+    ag_objective,
+    ci_gap,
+    evaluate_pair,
+    hcb_joint,
+    joint_from,
+    mlm_joint,
+    mrf_joint,
+    pair_conditionals,
+    pair_metrics,
+    pairwise_joint,
+    summarize,
+    topk_candidates,
+)
+from mlmprob.joints.job import JointsSpec, load_records, run_joints
+from mlmprob.joints.report import write_report
 from mlmprob.models.exact import LookupMLM
-
-from mdtable import printed, row, tables_after
 from mlmprob.models.reader import reader_of
 
 
@@ -71,14 +84,19 @@ def test_conditionals_match_single_forward_passes(a, b):
     ids = torch.tensor([2, 0, 1, 1])
     pc = pair_conditionals(m, ids, a, b)
     for w in range(3):
-        x = ids.clone(); x[a] = m.mask_id; x[b] = w
+        x = ids.clone()
+        x[a] = m.mask_id
+        x[b] = w
         ref = torch.log_softmax(m.logits(x[None])[0, a].double(), 0)
         torch.testing.assert_close(pc.cond_a[:, w], ref)
-        x = ids.clone(); x[b] = m.mask_id; x[a] = w
+        x = ids.clone()
+        x[b] = m.mask_id
+        x[a] = w
         ref = torch.log_softmax(m.logits(x[None])[0, b].double(), 0)
         torch.testing.assert_close(pc.cond_b[w, :], ref)
         torch.testing.assert_close(pc.logit_b[w, :], m.logits(x[None])[0, b].double())
-    x = ids.clone(); x[[a, b]] = m.mask_id
+    x = ids.clone()
+    x[[a, b]] = m.mask_id
     out = m.logits(x[None])[0].double()
     torch.testing.assert_close(pc.marg_a, torch.log_softmax(out[a], 0))
     torch.testing.assert_close(pc.marg_b, torch.log_softmax(out[b], 0))
@@ -90,7 +108,7 @@ def test_forward_passes_are_2K_plus_1_and_batched(batch_tokens, calls):
     c = Counting(LookupMLM(4, 4, seed=0))
     pc = pair_conditionals(reader_of(c, batch_tokens), torch.tensor([0, 1, 2, 3]), 0, 2)
     assert c.rows == pc.n_forward == 2 * 4 + 1
-    assert c.calls == pc.n_calls == calls   # ceil(9 / (batch_tokens // 4))
+    assert c.calls == pc.n_calls == calls  # ceil(9 / (batch_tokens // 4))
     full = pair_conditionals(LookupMLM(4, 4, seed=0), torch.tensor([0, 1, 2, 3]), 0, 2)
     torch.testing.assert_close(pc.logit_a, full.logit_a)
     torch.testing.assert_close(pc.logit_b, full.logit_b)
@@ -151,11 +169,11 @@ def test_paper_two_token_example_jensen_gap_and_slow_ag():
     q = mrf[:, 1] - torch.logsumexp(mrf[:, 1], 0)
     kl = float((pc.cond_a[:, 1].exp() * (pc.cond_a[:, 1] - q)).sum())
     assert kl == pytest.approx(math.log(1 / 196 + 1 / 4) - 0.5 * math.log(1 / 196), abs=1e-5)
-    assert kl == pytest.approx(1.27, abs=5e-3)   # the paper rounds to 1.27
+    assert kl == pytest.approx(1.27, abs=5e-3)  # the paper rounds to 1.27
     ag = ag_joint(pc)
-    assert ag.converged and 200 < ag.steps < 5000          # hundreds of steps on this peaked example
+    assert ag.converged and 200 < ag.steps < 5000  # hundreds of steps on this peaked example
     torch.testing.assert_close(ag.log_joint.exp(), PAPER_JOINT.double(), atol=1e-5, rtol=0)
-    fifty = ag_joint(pc, steps=50)                          # the paper's fixed 50 steps are not enough here
+    fifty = ag_joint(pc, steps=50)  # the paper's fixed 50 steps are not enough here
     assert fifty.steps == 50 and not fifty.converged
     assert (fifty.log_joint.exp() - PAPER_JOINT).abs().max() > 1e-3
     torch.testing.assert_close(hcb_joint(pc).exp(), PAPER_JOINT.double(), atol=1e-5, rtol=0)
@@ -189,7 +207,7 @@ def test_lookup_mlm_ag_monotone_and_most_faithful(seed):
     assert ag.objective[-1] < ag.objective[0]
     akl = {k: pair_metrics(pc, joint_from(pc, k)).akl for k in ("mrf", "mrf_logit", "hcb", "ag")}
     assert akl["ag"] < min(akl["mrf"], akl["mrf_logit"], akl["hcb"])
-    assert akl["ag"] > 1e-3                                   # incompatible: no joint is exact
+    assert akl["ag"] > 1e-3  # incompatible: no joint is exact
     assert float(ag.objective[-1]) == pytest.approx(2 * pc.size * akl["ag"], rel=1e-9)
     torch.testing.assert_close(ag_objective(pc, ag.log_joint), ag.objective[-1])
 
@@ -214,11 +232,16 @@ def test_pair_metrics_against_loops():
         r = pair_metrics(pc, j, use_mlm_unary=(method == "mlm"))
         assert r.akl == pytest.approx(akl, abs=1e-9) and r.gkl == pytest.approx(gkl, abs=1e-9)
         assert r.pair_logp == pytest.approx(math.log(p[ga, gb]), abs=1e-9)
-        unary = (math.log(qa[gb][ga]) + math.log(qb[ga][gb]) if method == "mlm"
-                 else math.log(ja[gb][ga]) + math.log(jb[ga][gb]))
+        unary = (
+            math.log(qa[gb][ga]) + math.log(qb[ga][gb])
+            if method == "mlm"
+            else math.log(ja[gb][ga]) + math.log(jb[ga][gb])
+        )
         assert r.unary_logp == pytest.approx(unary, abs=1e-9)
-    recs = [{"pair_logp": -1.0, "unary_logp": -3.0, "akl": 0.2, "gkl": 0.4},
-            {"pair_logp": -2.0, "unary_logp": -1.0, "akl": 0.4, "gkl": 0.0}]
+    recs = [
+        {"pair_logp": -1.0, "unary_logp": -3.0, "akl": 0.2, "gkl": 0.4},
+        {"pair_logp": -2.0, "unary_logp": -1.0, "akl": 0.4, "gkl": 0.0},
+    ]
     s = summarize(recs)
     assert (s.p_ppl, s.u_ppl, s.a_kl, s.g_kl) == pytest.approx((math.exp(3 / 4), math.exp(1.0), 0.3, 0.2))
 
@@ -231,8 +254,10 @@ def test_ci_gap_is_mutual_information_on_exact_model():
     mi = float((t.exp() * (t - torch.logsumexp(t, 1, keepdim=True) - torch.logsumexp(t, 0, keepdim=True))).sum())
     assert mi > 1e-2
     assert ci_gap(pc) == pytest.approx(mi, abs=1e-5)
-    g = torch.Generator().manual_seed(0)   # x_0 independent of x_1 given x_2
-    indep = ExactMLM(torch.randn(3, 1, 3, generator=g, dtype=torch.float64) + torch.randn(1, 3, 3, generator=g, dtype=torch.float64))
+    g = torch.Generator().manual_seed(0)  # x_0 independent of x_1 given x_2
+    indep = ExactMLM(
+        torch.randn(3, 1, 3, generator=g, dtype=torch.float64) + torch.randn(1, 3, 3, generator=g, dtype=torch.float64)
+    )
     assert ci_gap(pair_conditionals(indep, torch.tensor([0, 0, 0]), 0, 1)) < 1e-6
 
 
@@ -259,8 +284,14 @@ def tiny_bert_mlm(vocab: int = 12, seed: int = 0):
     from mlmprob.models.hf import HFMaskedLM
     from mlmprob.models.tokenizers import ResidueTokenizer
 
-    cfg = transformers.BertConfig(vocab_size=vocab, hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
-                                  intermediate_size=32, max_position_embeddings=32)
+    cfg = transformers.BertConfig(
+        vocab_size=vocab,
+        hidden_size=16,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        intermediate_size=32,
+        max_position_embeddings=32,
+    )
     with torch.random.fork_rng():
         torch.manual_seed(seed)  # weight init of this test model only; global state restored after
         model = transformers.BertForMaskedLM(cfg)
@@ -276,7 +307,9 @@ def test_hf_wrapper_mask_pivot_and_proposals():
     pc = pair_conditionals(m, ids, 2, 4)
     assert pc.size == 7 and pc.n_forward == 15 and pc.mask_logit_a is not None
     assert 0 < pc.outside_mass["unary"] < 1
-    x = ids.clone(); x[2] = m.mask_id; x[4] = int(pc.candidates[3])
+    x = ids.clone()
+    x[2] = m.mask_id
+    x[4] = int(pc.candidates[3])
     full = m.logits(x[None])[0, 2].double()
     torch.testing.assert_close(pc.logit_a[:, 3], full[pc.candidates], atol=1e-5, rtol=1e-5)
     for piv in [None, (m.mask_id, m.mask_id), (m.mask_id, int(pc.candidates[0]))]:
@@ -298,14 +331,16 @@ def test_runner_resumes_and_reports(tmp_path):
     recs = run_joints(m, cfg, tmp_path / "out", progress=seen.append)
     assert len(recs) == 4 and len(seen) == 4
     assert all(r["scheme"] != "contiguous" or r["distance"] == 0 for r in recs)
-    assert all(r["seq_index"] != 3 for r in recs)   # "A" has no pair
-    assert all(r["seq_index"] != 4 for r in recs)   # "XYZ" cannot be encoded: skipped
+    assert all(r["seq_index"] != 3 for r in recs)  # "A" has no pair
+    assert all(r["seq_index"] != 4 for r in recs)  # "XYZ" cannot be encoded: skipped
     seen.clear()
     cfg3 = JointsSpec(model="tiny", data=str(data), n_pairs=3, seed=1)
     recs3 = run_joints(m, cfg3, tmp_path / "out", progress=seen.append)
-    assert len(seen) == 2 and len(recs3) == 6        # only the missing pair of each scheme
+    assert len(seen) == 2 and len(recs3) == 6  # only the missing pair of each scheme
+
     def pair(r):
         return r["a"], r["b"], r["a_token_index"], r["b_token_index"]
+
     assert [pair(r) for r in recs3 if r["i"] < 2] == [pair(r) for r in recs]
     _, on_disk = load_records(tmp_path / "out" / "pairs.jsonl")
     assert len(on_disk) == 6
@@ -342,7 +377,8 @@ def test_cli_registers_and_reports(tmp_path, capsys):
     run_joints(m, JointsSpec(model="tiny", data=str(data), n_pairs=1), tmp_path / "out")
     parser = argparse.ArgumentParser()
     cmd.register(parser.add_subparsers())
-    args = parser.parse_args(["joints", "--model", "tiny", "--data", str(data), "--out", str(tmp_path / "out"),
-                              "--report-only"])
+    args = parser.parse_args(
+        ["joints", "--model", "tiny", "--data", str(data), "--out", str(tmp_path / "out"), "--report-only"]
+    )
     assert args.func(args) == 0
     assert "| HCB |" in capsys.readouterr().out

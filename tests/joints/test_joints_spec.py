@@ -11,16 +11,19 @@ from mlmprob.joints.job import JointsSpec as JobJointsSpec
 from mlmprob.joints.spec import JointsSpec
 
 
-@pytest.mark.parametrize("kw, message", [
-    (dict(format="xml"), "unknown data format 'xml'"),
-    (dict(schemes=("diagonal",)), r"unknown pair scheme\(s\) \['diagonal'\]"),
-    (dict(schemes=()), r"unknown pair scheme\(s\) \(none\)"),
-    (dict(schemes=("random", "random")), "pair schemes repeat"),
-    (dict(n_pairs=0), "n_pairs must be >= 1"),
-    (dict(pivot="mean"), "pivot must be 'mode' or 'mask'"),
-    (dict(top_k=0), "top_k must be >= 1"),
-    (dict(max_sequences=0), "max_sequences must be >= 1"),
-])
+@pytest.mark.parametrize(
+    "kw, message",
+    [
+        (dict(format="xml"), "unknown data format 'xml'"),
+        (dict(schemes=("diagonal",)), r"unknown pair scheme\(s\) \['diagonal'\]"),
+        (dict(schemes=()), r"unknown pair scheme\(s\) \(none\)"),
+        (dict(schemes=("random", "random")), "pair schemes repeat"),
+        (dict(n_pairs=0), "n_pairs must be >= 1"),
+        (dict(pivot="mean"), "pivot must be 'mode' or 'mask'"),
+        (dict(top_k=0), "top_k must be >= 1"),
+        (dict(max_sequences=0), "max_sequences must be >= 1"),
+    ],
+)
 def test_bad_settings_are_refused_where_the_spec_is_made(kw, message):
     with pytest.raises(MLMProbError, match=message) as e:
         JointsSpec(model="m", data="x.txt", **kw)
@@ -30,8 +33,20 @@ def test_bad_settings_are_refused_where_the_spec_is_made(kw, message):
 def test_identity_keeps_the_stored_keys_and_order():
     spec = JointsSpec(model="m", data="x.csv", schemes=["contiguous"], n_pairs=3)
     assert spec.schemes == ("contiguous",) and JobJointsSpec is JointsSpec
-    assert list(spec.identity()) == ["model", "data", "column", "schemes", "seed", "top_k", "pivot", "ag_steps",
-                                     "ag_tol", "ag_max_steps", "max_sequences", "format"]
+    assert list(spec.identity()) == [
+        "model",
+        "data",
+        "column",
+        "schemes",
+        "seed",
+        "top_k",
+        "pivot",
+        "ag_steps",
+        "ag_tol",
+        "ag_max_steps",
+        "max_sequences",
+        "format",
+    ]
     assert spec.identity()["schemes"] == ["contiguous"] and spec.settings()["n_pairs"] == 3
 
 
@@ -41,7 +56,9 @@ def test_from_args_and_the_cli_has_a_flag_for_every_field():
     parser = build_parser()
     sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction)).choices["joints"]
     assert {f.name for f in dataclasses.fields(JointsSpec)} <= {a.dest for a in sub._actions}
-    args = sub.parse_args(["--model", "m", "--data", "x.csv", "--out", "o", "--schemes", "random", "--n-pairs", "2",
-                           "--ag-steps", "50"])
-    assert JointsSpec.from_args(args) == JointsSpec(model="m", data="x.csv", schemes=("random",), n_pairs=2,
-                                                    ag_steps=50)
+    args = sub.parse_args(
+        ["--model", "m", "--data", "x.csv", "--out", "o", "--schemes", "random", "--n-pairs", "2", "--ag-steps", "50"]
+    )
+    assert JointsSpec.from_args(args) == JointsSpec(
+        model="m", data="x.csv", schemes=("random",), n_pairs=2, ag_steps=50
+    )

@@ -55,7 +55,9 @@ def test_lookup_every_order_is_normalised_and_matches_the_literal_chain(V, T):
             assert r.per_order[n, k].item() == pytest.approx(brute_chain(m, seqs[n], [[p] for p in o]), abs=1e-5)
             assert r.orders[n, k].tolist() == o
     ref_mix = torch.logsumexp(r.per_order, 1) - math.log(len(orders))
-    assert torch.allclose(r.mixture, ref_mix) and torch.allclose(r.mixture.exp().sum(), torch.tensor(1.0, dtype=torch.float64))
+    assert torch.allclose(r.mixture, ref_mix) and torch.allclose(
+        r.mixture.exp().sum(), torch.tensor(1.0, dtype=torch.float64)
+    )
     # "random" with n_orders >= T! enumerates the same orders: the same mixture, exact and deterministic
     e = loglik(m, seqs, order="random", n_orders=100)
     assert bool(e.exact.all()) and torch.allclose(e.mixture, r.mixture, atol=1e-9)
@@ -71,8 +73,8 @@ def test_random_orders_are_drawn_with_the_generator_and_distinct_orders_read_onc
     for o in a.orders[0].tolist():
         assert sorted(o) == [0, 1, 2, 3]
     m.calls = 0
-    e = loglik(m, x, order="random", n_orders=24)       # 24 orders x 4 steps, but only 4 * 2**3 distinct copies
-    assert bool(e.exact[0]) and m.calls == 4 * 2 ** 3
+    e = loglik(m, x, order="random", n_orders=24)  # 24 orders x 4 steps, but only 4 * 2**3 distinct copies
+    assert bool(e.exact[0]) and m.calls == 4 * 2**3
 
 
 def test_subset_positions_give_the_conditional_likelihood():
@@ -80,7 +82,7 @@ def test_subset_positions_give_the_conditional_likelihood():
     seqs = all_sequences(3, 4)
     r = loglik(m, seqs, positions=[1, 3], order="random", n_orders=2)
     lj = m.log_prob(seqs).view(3, 3, 3, 3)
-    cond = lj - torch.logsumexp(lj, dim=(1, 3), keepdim=True)           # log p(x1, x3 | x0, x2)
+    cond = lj - torch.logsumexp(lj, dim=(1, 3), keepdim=True)  # log p(x1, x3 | x0, x2)
     assert torch.allclose(r.per_order, cond.flatten()[:, None].expand(-1, 2), atol=1e-5)
     lk = LookupMLM(2, 4, seed=1)
     s2 = all_sequences(2, 4)
@@ -103,7 +105,7 @@ def test_rows_with_different_positions_have_their_own_orders():
     ref0 = [brute_chain(m, x[0], [[0], [2]]), brute_chain(m, x[0], [[2], [0]])]
     assert r.mixture[0].item() == pytest.approx(math.log(sum(math.exp(v) for v in ref0) / 2), abs=1e-5)
     assert r.elbo[0].item() == pytest.approx(sum(ref0) / 2, abs=1e-5)
-    alone = loglik(m, x[1:], order="random", n_orders=6)    # a row's result does not depend on its neighbours
+    alone = loglik(m, x[1:], order="random", n_orders=6)  # a row's result does not depend on its neighbours
     assert torch.allclose(alone.per_order[0], r.per_order[1])
 
 
@@ -146,7 +148,9 @@ def test_normalised_over_the_proposal_alphabet_with_the_outside_mass_reported():
     for n in (0, 5):
         for k, o in enumerate(r.orders[n].tolist()):
             steps = [[p] for p in o]
-            assert r.per_order[n, k].item() == pytest.approx(brute_chain(m, inside[n], steps, allowed=allowed), abs=1e-5)
+            assert r.per_order[n, k].item() == pytest.approx(
+                brute_chain(m, inside[n], steps, allowed=allowed), abs=1e-5
+            )
             full = brute_chain(m, inside[n], steps)
             assert (r.per_order[n, k] + r.log_inside[n, k]).item() == pytest.approx(full, abs=1e-5)
     assert bool((r.outside_mass > 0).all()) and bool((r.outside_mass < 1).all())

@@ -14,11 +14,14 @@ from mlmprob.runtime.seeds import seeded_generator
 from mlmprob.scoring import ScoreSpec
 
 
-@pytest.mark.parametrize("kw, message", [
-    (dict(order="best"), "order must be one of 'random', 'l2r', 'r2l', got 'best'"),
-    (dict(n_orders=0), "n_orders must be a positive integer, got 0"),
-    (dict(seed=-1), "seed must be a non-negative integer, got -1"),
-])
+@pytest.mark.parametrize(
+    "kw, message",
+    [
+        (dict(order="best"), "order must be one of 'random', 'l2r', 'r2l', got 'best'"),
+        (dict(n_orders=0), "n_orders must be a positive integer, got 0"),
+        (dict(seed=-1), "seed must be a non-negative integer, got -1"),
+    ],
+)
 def test_bad_settings_are_refused_with_the_scoring_specs_messages(kw, message):
     for make in (LoglikSpec, ScoreSpec):
         with pytest.raises(MLMProbError, match=message):
@@ -32,7 +35,7 @@ def test_the_scoring_spec_holds_the_likelihood_spec_field_by_field():
     assert s.loglik_spec == LoglikSpec(order="r2l", n_orders=3, per_order=True, seed=7)
     names = [f.name for f in dataclasses.fields(LoglikSpec)]
     assert names == ["order", "n_orders", "per_order", "seed"] and set(names) <= {f.name for f in dataclasses.fields(s)}
-    assert ScoreSpec().loglik_spec == LoglikSpec()           # the defaults agree (8 random orders, seed 0)
+    assert ScoreSpec().loglik_spec == LoglikSpec()  # the defaults agree (8 random orders, seed 0)
 
 
 def _joint():
@@ -45,13 +48,15 @@ def test_loglik_takes_a_spec_instead_of_order_and_n_orders():
     r = loglik(m, ids, spec=spec)
     want = loglik(m, ids, order="random", n_orders=3, generator=seeded_generator(5, "stream", "loglik"))
     assert torch.equal(r.orders, want.orders) and torch.equal(r.per_order, want.per_order)
-    assert tuple(r.orders.shape) == (2, 3, 5) and not r.exact.any()          # 120 orders a row: 3 drawn
-    assert torch.equal(loglik(m, ids, spec=spec).orders, r.orders)            # seeded by the spec: the same again
+    assert tuple(r.orders.shape) == (2, 3, 5) and not r.exact.any()  # 120 orders a row: 3 drawn
+    assert torch.equal(loglik(m, ids, spec=spec).orders, r.orders)  # seeded by the spec: the same again
     assert not torch.equal(loglik(m, ids, spec=spec.replace(seed=6)).orders, r.orders)
     given = torch.Generator().manual_seed(1)
-    assert torch.equal(loglik(m, ids, None, spec, generator=given).orders,
-                       loglik(m, ids, order="random", n_orders=3, generator=torch.Generator().manual_seed(1)).orders)
-    assert torch.allclose(r.per_order, m.log_prob(ids)[:, None].expand(2, 3))    # exact conditionals: the joint
+    assert torch.equal(
+        loglik(m, ids, None, spec, generator=given).orders,
+        loglik(m, ids, order="random", n_orders=3, generator=torch.Generator().manual_seed(1)).orders,
+    )
+    assert torch.allclose(r.per_order, m.log_prob(ids)[:, None].expand(2, 3))  # exact conditionals: the joint
     l2r = loglik(m, ids, spec=LoglikSpec(order="l2r"))
     assert l2r.orders.tolist() == loglik(m, ids).orders.tolist() == [[[0, 1, 2, 3, 4]]] * 2
 
@@ -70,10 +75,11 @@ def test_loglik_columns_takes_the_spec_or_its_fields(tiny_bert, one_thread):
     seq = "ACDEFGHIK"
     spec = LoglikSpec(n_orders=3, per_order=True, seed=4)
     cols = loglik_columns(tiny_bert, seq, spec)
-    want = loglik(tiny_bert, tiny_bert.encode([seq]).input_ids, order="random", n_orders=3,
-                  generator=record_generator(4, seq))
+    want = loglik(
+        tiny_bert, tiny_bert.encode([seq]).input_ids, order="random", n_orders=3, generator=record_generator(4, seq)
+    )
     assert cols["loglik_per_order"] == want.per_order[0].tolist() and cols["loglik_orders"] == 3
-    assert cols == loglik_columns(tiny_bert, seq, n_orders=3, per_order=True, seed=4)          # the keyword form
+    assert cols == loglik_columns(tiny_bert, seq, n_orders=3, per_order=True, seed=4)  # the keyword form
     assert cols == loglik_columns(tiny_bert, seq, LoglikSpec(seed=4), n_orders=3, per_order=True)  # keywords change it
     assert "loglik_per_order" not in loglik_columns(tiny_bert, seq, spec.replace(per_order=False))
     with pytest.raises(MLMProbError, match="n_orders must be a positive integer"):

@@ -12,16 +12,19 @@ from mlmprob.onepass.job import OnePassScoreJob
 from mlmprob.scoring import ScoreJob, ScoreSpec
 
 
-@pytest.mark.parametrize("kw, message", [
-    (dict(likelihood="exact"), "likelihood must be one of 'pll', 'loglik', got 'exact'"),
-    (dict(order="best"), "order must be one of 'random', 'l2r', 'r2l'"),
-    (dict(n_orders=0), "n_orders must be a positive integer, got 0"),
-    (dict(seed=-1), "seed must be a non-negative integer"),
-    (dict(pll="fast"), "pll must be one of 'exact', 'one-pass'"),
-    (dict(correction="c.safetensors"), "--correction is the one-pass correction: use it with --pll one-pass"),
-    (dict(pll="one-pass", per_token=True), r"--pll one-pass gives per-sequence scores only \(no --per-token"),
-    (dict(pll="one-pass", likelihood="loglik"), "--pll one-pass and --likelihood loglik cannot be combined"),
-])
+@pytest.mark.parametrize(
+    "kw, message",
+    [
+        (dict(likelihood="exact"), "likelihood must be one of 'pll', 'loglik', got 'exact'"),
+        (dict(order="best"), "order must be one of 'random', 'l2r', 'r2l'"),
+        (dict(n_orders=0), "n_orders must be a positive integer, got 0"),
+        (dict(seed=-1), "seed must be a non-negative integer"),
+        (dict(pll="fast"), "pll must be one of 'exact', 'one-pass'"),
+        (dict(correction="c.safetensors"), "--correction is the one-pass correction: use it with --pll one-pass"),
+        (dict(pll="one-pass", per_token=True), r"--pll one-pass gives per-sequence scores only \(no --per-token"),
+        (dict(pll="one-pass", likelihood="loglik"), "--pll one-pass and --likelihood loglik cannot be combined"),
+    ],
+)
 def test_bad_settings_are_refused_where_the_spec_is_made(kw, message):
     with pytest.raises(MLMProbError, match=message) as e:
         ScoreSpec(**kw)
@@ -32,10 +35,16 @@ def test_the_stored_configuration_keeps_its_keys_order_and_stores_loglik():
     assert ScoreSpec(per_order=True, n_orders=3).run_config() == {"whole_word": False, "per_token": False}
     loglik = ScoreSpec(likelihood="loglik", order="l2r", n_orders=3, per_order=True, seed=2, whole_word=True)
     assert list(loglik.run_config().items()) == [
-        ("whole_word", True), ("per_token", False), ("likelihood", "loglik"), ("order", "l2r"), ("n_orders", 3),
-        ("per_order", True), ("seed", 2)]
+        ("whole_word", True),
+        ("per_token", False),
+        ("likelihood", "loglik"),
+        ("order", "l2r"),
+        ("n_orders", 3),
+        ("per_order", True),
+        ("seed", 2),
+    ]
     with pytest.raises(MLMProbError, match="likelihood must be one of 'pll', 'loglik', got 'chain'"):
-        ScoreSpec(likelihood="chain")                                           # the former spelling is gone
+        ScoreSpec(likelihood="chain")  # the former spelling is gone
     assert list(ScoreSpec().settings()) == ["whole_word", "per_token", "likelihood", "pll"]
     assert ScoreSpec(pll="one-pass", correction="c").settings()["correction"] == "c"
 

@@ -6,52 +6,62 @@ import pytest
 import torch
 
 from mlmprob.errors import MLMProbError
-from mlmprob.metrics.ranking import (PairedBootstrap, auroc, auroc_within, bootstrap, evaluate, ndcg, rank_average,
-                                     spearman, top_recall)
+from mlmprob.metrics.ranking import (
+    PairedBootstrap,
+    auroc,
+    auroc_within,
+    bootstrap,
+    evaluate,
+    ndcg,
+    rank_average,
+    spearman,
+    top_recall,
+)
 
 t = torch.tensor
 
 
 def test_spearman_by_hand():
-    assert float(spearman(t([1., 2, 3, 4]), t([1., 3, 2, 4]))) == pytest.approx(1 - 6 * 2 / (4 * 15))
+    assert float(spearman(t([1.0, 2, 3, 4]), t([1.0, 3, 2, 4]))) == pytest.approx(1 - 6 * 2 / (4 * 15))
     # ties: ranks (1.5, 1.5, 3) vs (1, 2, 3): cov 1.5, variances 1.5 and 2
-    assert float(spearman(t([1., 1, 2]), t([1., 2, 3]))) == pytest.approx(1.5 / math.sqrt(1.5 * 2))
-    assert float(spearman(t([4., 3, 2, 1]), t([1., 2, 3, 4]))) == pytest.approx(-1)
-    assert math.isnan(float(spearman(t([1., 1, 1]), t([1., 2, 3]))))
-    batched = spearman(t([[1., 2, 3, 4], [4., 3, 2, 1]]), t([[1., 3, 2, 4], [1., 3, 2, 4]]))
+    assert float(spearman(t([1.0, 1, 2]), t([1.0, 2, 3]))) == pytest.approx(1.5 / math.sqrt(1.5 * 2))
+    assert float(spearman(t([4.0, 3, 2, 1]), t([1.0, 2, 3, 4]))) == pytest.approx(-1)
+    assert math.isnan(float(spearman(t([1.0, 1, 1]), t([1.0, 2, 3]))))
+    batched = spearman(t([[1.0, 2, 3, 4], [4.0, 3, 2, 1]]), t([[1.0, 3, 2, 4], [1.0, 3, 2, 4]]))
     assert batched.tolist() == pytest.approx([0.8, -0.8])
-    assert rank_average(t([[2., 2, 2], [5., 1, 5]])).tolist() == [[2, 2, 2], [2.5, 1, 2.5]]
+    assert rank_average(t([[2.0, 2, 2], [5.0, 1, 5]])).tolist() == [[2, 2, 2], [2.5, 1, 2.5]]
 
 
 def test_auroc_by_hand():
     assert float(auroc(t([0.1, 0.4, 0.35, 0.8]), t([0, 0, 1, 1]))) == 0.75
     # pairs (pos, neg): (3,1) win, (3,2) win, (3,3) tie, (2,1) win, (2,2) tie, (2,3) loss -> (3 + 2 * 0.5) / 6
-    assert float(auroc(t([1., 2, 3, 2, 3, 1]), t([0, 0, 0, 1, 1, 0]))) == pytest.approx(
-        (sum(1.0 if p > q else 0.5 if p == q else 0.0 for p in (2., 3.) for q in (1., 2., 3., 1.))) / 8)
-    assert float(auroc(t([3., 2, 1]), t([1, 0, 0]))) == 1.0
-    assert float(auroc(t([1., 1]), t([0, 1]))) == 0.5
-    assert math.isnan(float(auroc(t([1., 2]), t([1, 1]))))
+    assert float(auroc(t([1.0, 2, 3, 2, 3, 1]), t([0, 0, 0, 1, 1, 0]))) == pytest.approx(
+        (sum(1.0 if p > q else 0.5 if p == q else 0.0 for p in (2.0, 3.0) for q in (1.0, 2.0, 3.0, 1.0))) / 8
+    )
+    assert float(auroc(t([3.0, 2, 1]), t([1, 0, 0]))) == 1.0
+    assert float(auroc(t([1.0, 1]), t([0, 1]))) == 0.5
+    assert math.isnan(float(auroc(t([1.0, 2]), t([1, 1]))))
 
 
 def test_ndcg_by_hand():
-    target = torch.arange(20.)                   # gains i / 19; k = 2
+    target = torch.arange(20.0)  # gains i / 19; k = 2
     pred = torch.zeros(20)
-    pred[19], pred[10] = 2.0, 1.0                # predicted best: 19, then 10
+    pred[19], pred[10] = 2.0, 1.0  # predicted best: 19, then 10
     dcg = 1.0 + (10 / 19) / math.log2(3)
     idcg = 1.0 + (18 / 19) / math.log2(3)
     assert float(ndcg(pred, target)) == pytest.approx(dcg / idcg)
-    assert float(ndcg(pred, target, top=0.05)) == pytest.approx(1.0)   # k = 1
+    assert float(ndcg(pred, target, top=0.05)) == pytest.approx(1.0)  # k = 1
     # gains are min-max scaled: a shift or scale of the targets changes nothing
     assert float(ndcg(pred, 3 * target - 7)) == pytest.approx(dcg / idcg)
     assert math.isnan(float(ndcg(pred, torch.ones(20))))
     # k = 1 on 10 points: the best prediction has target 5 of 0..9
-    assert float(ndcg(-(torch.arange(10.) - 5).abs(), torch.arange(10.))) == pytest.approx(5 / 9)
+    assert float(ndcg(-(torch.arange(10.0) - 5).abs(), torch.arange(10.0))) == pytest.approx(5 / 9)
 
 
 def test_top_recall_by_hand():
-    target = torch.arange(1., 21.)               # 0.9 quantile = 1 + 0.9 * 19 = 18.1: the top set is {19, 20}
-    pred = -torch.arange(20.)
-    pred[19], pred[4] = 100.0, 99.0              # predicted top: targets {20, 5}
+    target = torch.arange(1.0, 21.0)  # 0.9 quantile = 1 + 0.9 * 19 = 18.1: the top set is {19, 20}
+    pred = -torch.arange(20.0)
+    pred[19], pred[4] = 100.0, 99.0  # predicted top: targets {20, 5}
     assert float(top_recall(pred, target)) == 0.5
     assert float(top_recall(target, target)) == 1.0
     assert float(top_recall(-target, target)) == 0.0
@@ -74,11 +84,12 @@ def test_bootstrap_interval_of_a_mean_matches_the_normal_approximation():
 
 
 def test_bootstrap_of_a_perfect_ranking_and_undefined_resamples():
-    e = bootstrap(spearman, torch.arange(30.), torch.arange(30.) ** 3, generator=torch.Generator().manual_seed(0),
-                  n_boot=300)
+    e = bootstrap(
+        spearman, torch.arange(30.0), torch.arange(30.0) ** 3, generator=torch.Generator().manual_seed(0), n_boot=300
+    )
     assert (e.value, e.low, e.high) == (1.0, 1.0, 1.0)
     # 3 points: some resamples repeat one point and have no defined correlation; they are left out
-    e = bootstrap(spearman, t([1., 2, 3]), t([1., 2, 3]), generator=torch.Generator().manual_seed(0), n_boot=500)
+    e = bootstrap(spearman, t([1.0, 2, 3]), t([1.0, 2, 3]), generator=torch.Generator().manual_seed(0), n_boot=500)
     assert 0 < e.n_boot < 500 and e.low == 1.0
 
 
@@ -112,8 +123,11 @@ def test_evaluate_uses_the_same_resamples_for_every_metric():
     labels = (target > 0.3).long()
     gen = torch.Generator().manual_seed(9)
     res = evaluate(pred, target, labels=labels, generator=gen, n_boot=100)
-    for name, fn, y in [("spearman", spearman, target), ("auroc", auroc, labels),
-                        ("top_recall", lambda p, q: top_recall(p, q, 0.1), target)]:
+    for name, fn, y in [
+        ("spearman", spearman, target),
+        ("auroc", auroc, labels),
+        ("top_recall", lambda p, q: top_recall(p, q, 0.1), target),
+    ]:
         alone = bootstrap(fn, pred, y, generator=torch.Generator().manual_seed(9), n_boot=100)
         assert (alone.low, alone.high) == (res[name].low, res[name].high), name
     # the caller's generator moved on by exactly one bootstrap
@@ -131,7 +145,7 @@ def test_auroc_within_strata_matches_pair_count():
     n = 200
     k = torch.randint(1, 6, (n,), generator=g)
     y = torch.randint(0, 2, (n,), generator=g)
-    p = torch.randint(0, 5, (n,), generator=g).double()              # many ties
+    p = torch.randint(0, 5, (n,), generator=g).double()  # many ties
     num = den = 0.0
     for kk in k.unique():
         a, b = p[(k == kk) & (y == 1)][:, None], p[(k == kk) & (y == 0)][None, :]
@@ -139,8 +153,8 @@ def test_auroc_within_strata_matches_pair_count():
         den += a.numel() * b.numel()
     t = (y + 2 * k).double()
     assert float(auroc_within(p, t)) == pytest.approx(num / den, abs=1e-12)
-    assert float(auroc_within(-k.double(), t)) == pytest.approx(0.5)      # counting mutations adds nothing
-    idx = torch.randint(n, (4, n), generator=g)                          # batched = one at a time
+    assert float(auroc_within(-k.double(), t)) == pytest.approx(0.5)  # counting mutations adds nothing
+    idx = torch.randint(n, (4, n), generator=g)  # batched = one at a time
     assert torch.allclose(auroc_within(p[idx], t[idx]), torch.stack([auroc_within(p[i], t[i]) for i in idx]))
 
 

@@ -78,6 +78,7 @@ def models(tmp_path_factory):
         if model_type not in cache:
             from mlmprob import load_mlm
             from mlmprob.errors import MLMProbError
+
             folder = root / model_type
             ref, why = build_model(model_type, folder)
             if why is None:
@@ -110,6 +111,7 @@ def inner(L: int) -> range:
 @pytest.mark.parametrize("model_type", TYPES)
 def test_pll_and_token_scores(models, model_type):
     import mlmprob
+
     mlm, ref = models(model_type)
     ids, lengths = batch(mlm)
     scores = mlmprob.token_scores(mlm, ids)
@@ -118,7 +120,7 @@ def test_pll_and_token_scores(models, model_type):
         x = ids[b, :L]
         lps = ref(x, [(t, ()) for t in inner(L)])
         want = torch.tensor([float(lp[x[t]]) for t, lp in zip(inner(L), lps)], dtype=torch.float64)
-        got = scores.log_prob[b, 1:L - 1]
+        got = scores.log_prob[b, 1 : L - 1]
         assert torch.allclose(got, want, atol=TOL, rtol=0), (model_type, b, (got - want).abs().max())
         assert abs(float(pll[b]) - float(want.sum())) < 10 * TOL
         alone = float(mlmprob.pll(mlm, x[None])[0])
@@ -128,6 +130,7 @@ def test_pll_and_token_scores(models, model_type):
 @pytest.mark.parametrize("model_type", TYPES)
 def test_loglik_l2r(models, model_type):
     import mlmprob
+
     mlm, ref = models(model_type)
     ids, lengths = batch(mlm)
     got = mlmprob.loglik(mlm, ids, order="l2r").per_order[:, 0]
@@ -145,11 +148,12 @@ def test_sampler_conditionals(models, model_type):
     """The single-site conditionals the MH/Gibbs kernels read (``site_logits``: the chains of a call
     share sub-batches, so rows of different lengths are padded together)."""
     from mlmprob.sampling.forward import site_logits
+
     mlm, ref = models(model_type)
     ids, lengths = batch(mlm)
     select = torch.zeros(ids.shape, dtype=torch.bool)
     for b, L in enumerate(lengths):
-        select[b, 1:L - 1] = True
+        select[b, 1 : L - 1] = True
     logits, _ = site_logits(mlm, ids, select)
     for b, L in enumerate(lengths):
         x = ids[b, :L]
@@ -163,6 +167,7 @@ def test_maximum_length(models, model_type):
     """A sequence of the model's maximum length is scored right; one token more is refused clearly."""
     import mlmprob
     from mlmprob.errors import MLMProbError
+
     mlm, ref = models(model_type)
     n = mlm.max_length
     if n is None:
@@ -203,6 +208,7 @@ def test_unpadded_sub_batches(models, monkeypatch):
     """A model that does not honour padding gets sub-batches of rows of one length from the forward
     primitive (models/forward.py), so its fast path never sees a padded row."""
     from mlmprob.sampling.forward import site_logits
+
     mlm, _ = models("fnet")
     assert not mlm.pads_safely
     seen = []
@@ -228,8 +234,9 @@ def test_length_limit_is_measured(models, monkeypatch):
     whose forward cannot be measured falls back to the offset the table declares (RoBERTa: after its
     padding row)."""
     from mlmprob.models.length import declared_offset, max_length_of, position_tables
+
     nystrom = models("nystromformer")[0].model
-    (_, table), = position_tables(nystrom)
+    ((_, table),) = position_tables(nystrom)
     assert declared_offset(table) == 0 and table.num_embeddings == 42
     monkeypatch.setattr(nystrom.config, "max_position_embeddings", 1000)
     assert max_length_of(nystrom) == 40

@@ -14,12 +14,11 @@ from __future__ import annotations
 
 import pytest
 import torch
+from conftest import ESM_VOCAB, PROTBERT_VOCAB
 
 import mlmprob
 from mlmprob.alphabet import AMINO_ACIDS
 from mlmprob.models.windowed import WindowedMLM, window_starts
-
-from conftest import ESM_VOCAB, PROTBERT_VOCAB
 
 transformers = pytest.importorskip("transformers")
 pytestmark = pytest.mark.usefixtures("one_thread")
@@ -35,9 +34,15 @@ def _esm(d, position_embedding_type, vocab=ESM_VOCAB):
     tok = transformers.EsmTokenizer(str(d / "vocab.txt"))
     # ESM's positions: rotary has no table (its window is max_position_embeddings - 2, as ESM-2's 1026);
     # learned absolute positions start after the padding index 1, so the table holds WINDOW + 2 rows
-    cfg = transformers.EsmConfig(vocab_size=len(vocab), max_position_embeddings=WINDOW + 2,
-                                 position_embedding_type=position_embedding_type, pad_token_id=1,
-                                 mask_token_id=vocab.index("<mask>"), token_dropout=True, **TINY)
+    cfg = transformers.EsmConfig(
+        vocab_size=len(vocab),
+        max_position_embeddings=WINDOW + 2,
+        position_embedding_type=position_embedding_type,
+        pad_token_id=1,
+        mask_token_id=vocab.index("<mask>"),
+        token_dropout=True,
+        **TINY,
+    )
     return transformers.EsmForMaskedLM(cfg), tok
 
 
@@ -45,8 +50,14 @@ def _bert(d, vocab, **specials):
     (d / "vocab.txt").write_text("\n".join(vocab) + "\n")
     tok = transformers.BertTokenizer(str(d / "vocab.txt"), do_lower_case=False, **specials)
     pad = vocab.index(specials.get("pad_token", "[PAD]"))
-    cfg = transformers.BertConfig(vocab_size=len(vocab), max_position_embeddings=WINDOW, pad_token_id=pad,
-                                  hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0, **TINY)
+    cfg = transformers.BertConfig(
+        vocab_size=len(vocab),
+        max_position_embeddings=WINDOW,
+        pad_token_id=pad,
+        hidden_dropout_prob=0.0,
+        attention_probs_dropout_prob=0.0,
+        **TINY,
+    )
     return transformers.BertForMaskedLM(cfg), tok
 
 
@@ -54,10 +65,16 @@ def _esmc(d):
     if "esmc" not in transformers.models.auto.modeling_auto.MODEL_FOR_MASKED_LM_MAPPING_NAMES:
         pytest.skip(f"transformers {transformers.__version__} has no ESM C (esmc)")
     tok = transformers.EsmcTokenizer()
-    cfg = transformers.AutoConfig.for_model("esmc", vocab_size=len(tok.get_vocab()), max_position_embeddings=WINDOW,
-                                            pad_token_id=tok.pad_token_id, mask_token_id=tok.mask_token_id,
-                                            bos_token_id=tok.cls_token_id, eos_token_id=tok.eos_token_id,
-                                            **{k: v for k, v in TINY.items() if k != "initializer_range"})
+    cfg = transformers.AutoConfig.for_model(
+        "esmc",
+        vocab_size=len(tok.get_vocab()),
+        max_position_embeddings=WINDOW,
+        pad_token_id=tok.pad_token_id,
+        mask_token_id=tok.mask_token_id,
+        bos_token_id=tok.cls_token_id,
+        eos_token_id=tok.eos_token_id,
+        **{k: v for k, v in TINY.items() if k != "initializer_range"},
+    )
     model = transformers.AutoModelForMaskedLM.from_config(cfg)
     with torch.no_grad():  # larger weights than the default init: conditionals far from uniform
         for p in model.parameters():
@@ -71,11 +88,15 @@ LAYOUTS = {
     "esm1b": (lambda d: _esm(d, "absolute"), "plain"),
     "esmc": (_esmc, "plain"),
     "protbert": (lambda d: _bert(d, PROTBERT_VOCAB), "spaced"),
-    "ablang": (lambda d: _bert(d, ABLANG_VOCAB, cls_token="<", sep_token=">", pad_token="-", mask_token="*",
-                               unk_token="X"), "spaced"),
+    "ablang": (
+        lambda d: _bert(d, ABLANG_VOCAB, cls_token="<", sep_token=">", pad_token="-", mask_token="*", unk_token="X"),
+        "spaced",
+    ),
     # "null" (not bracketed, several letters) makes the vocabulary alone not a protein one: the architecture is
-    "esm-by-architecture": (lambda d: _esm(d, "rotary", [t if t != "<null_1>" else "null" for t in ESM_VOCAB]),
-                            "plain"),
+    "esm-by-architecture": (
+        lambda d: _esm(d, "rotary", [t if t != "<null_1>" else "null" for t in ESM_VOCAB]),
+        "plain",
+    ),
 }
 
 
@@ -145,8 +166,8 @@ def test_scores_equal_brute_force(proteins, layout):
     for b, seq in enumerate(seqs):
         L = len(seq) + 2
         x = ids[b, :L]
-        want = ref(x, range(1, L - 1))[torch.arange(L - 2), x[1:L - 1]]
-        assert torch.allclose(scores[b, 1:L - 1], want, atol=1e-5, rtol=0), (layout, b)
+        want = ref(x, range(1, L - 1))[torch.arange(L - 2), x[1 : L - 1]]
+        assert torch.allclose(scores[b, 1 : L - 1], want, atol=1e-5, rtol=0), (layout, b)
         assert abs(float(pll[b]) - float(want.sum())) < 1e-4
 
 
@@ -156,16 +177,16 @@ def test_long_protein_through_the_window(proteins, layout):
     reads it in the window of 16 tokens centred on it (``window_starts``); the window's maximum itself fits."""
     mlm, model, _, _ = proteins(layout)
     ref = Reference(model, mlm.mask_id)
-    fits = mlm.encode([PROT[:WINDOW - 2]]).input_ids
+    fits = mlm.encode([PROT[: WINDOW - 2]]).input_ids
     assert fits.shape[1] == WINDOW and torch.isfinite(mlmprob.pll(mlm, fits)).all()
     x = mlm.encode([PROT]).input_ids[0]
     L = len(x)
     reads = torch.arange(1, L - 1)
-    got = mlmprob.token_scores(mlm, x[None]).log_prob[0, 1:L - 1]
+    got = mlmprob.token_scores(mlm, x[None]).log_prob[0, 1 : L - 1]
     starts = window_starts(torch.full_like(reads, L), reads, WINDOW)
     for s in starts.unique().tolist():
         at = reads[starts == s]
-        want = ref(x[s:s + WINDOW], (at - s).tolist())[torch.arange(len(at)), x[at]]
+        want = ref(x[s : s + WINDOW], (at - s).tolist())[torch.arange(len(at)), x[at]]
         assert torch.allclose(got[at - 1], want, atol=1e-5, rtol=0), (layout, s)
 
 
@@ -173,8 +194,9 @@ def test_a_text_bert_with_the_same_vocabulary_is_not_a_protein_model(tmp_path):
     """The architecture decides only for protein families: a BERT whose vocabulary is not a protein one
     stays a text model."""
     vocab = [t if t != "<null_1>" else "null" for t in ESM_VOCAB]
-    model, tok = _bert(tmp_path, vocab, cls_token="<cls>", sep_token="<eos>", pad_token="<pad>",
-                       mask_token="<mask>", unk_token="<unk>")
+    model, tok = _bert(
+        tmp_path, vocab, cls_token="<cls>", sep_token="<eos>", pad_token="<pad>", mask_token="<mask>", unk_token="<unk>"
+    )
     model.save_pretrained(str(tmp_path))
     tok.save_pretrained(str(tmp_path))
     mlm = mlmprob.load_mlm(str(tmp_path), dtype="float32")

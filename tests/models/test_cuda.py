@@ -7,8 +7,7 @@ Every test here is marked ``cuda`` and skipped without a GPU; run them where one
 import pytest
 import torch
 
-pytestmark = [pytest.mark.cuda,
-              pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")]
+pytestmark = [pytest.mark.cuda, pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")]
 
 VH = "EVQLVESGGGLVQPGGSLRLSCAASGFNIKDTYIHWVRQAPGKGLEWVARIYPTNGYTRYADSVKGRFTISADTSKNTAYLQMNSLRAEDTAVYYCSRWGGDGFYAMDYWGQGTLVTVSS"
 
@@ -16,6 +15,7 @@ VH = "EVQLVESGGGLVQPGGSLRLSCAASGFNIKDTYIHWVRQAPGKGLEWVARIYPTNGYTRYADSVKGRFTISADT
 @pytest.fixture(scope="module")
 def pair():
     from mlmprob import load_mlm
+
     return load_mlm("sapiens-vh", device="cpu"), load_mlm("sapiens-vh", device="cuda", dtype="float32")
 
 
@@ -26,7 +26,7 @@ def test_scoring_on_the_gpu_equals_the_cpu(pair):
     ids = cpu.encode([VH, VH[:60], VH[30:100]]).input_ids
     a, b = mlmprob.token_scores(cpu, ids), mlmprob.token_scores(gpu, ids)
     assert torch.allclose(a.log_prob, b.log_prob, atol=1e-4) and torch.allclose(a.raw, b.raw, atol=1e-3)
-    assert a.log_prob.device.type == b.log_prob.device.type == "cpu"           # results come back to the host
+    assert a.log_prob.device.type == b.log_prob.device.type == "cpu"  # results come back to the host
 
 
 def test_bf16_on_the_gpu_stays_close_and_finite(pair):
@@ -44,8 +44,10 @@ def test_sampling_joints_infill_on_the_gpu_equal_the_cpu(pair):
 
     cpu, gpu = pair
     ids = cpu.encode([VH[:60]]).input_ids
-    runs = [mlmprob.sample(m, ids.expand(2, -1), method="mh", epochs=2, generator=torch.Generator().manual_seed(0))
-            for m in pair]
+    runs = [
+        mlmprob.sample(m, ids.expand(2, -1), method="mh", epochs=2, generator=torch.Generator().manual_seed(0))
+        for m in pair
+    ]
     assert torch.equal(runs[0].samples, runs[1].samples)
     j = [mlmprob.pairwise_joint(m, ids[0], 5, 9, method="ag") for m in pair]
     assert torch.allclose(j[0], j[1], atol=1e-4)
@@ -56,9 +58,9 @@ def test_sampling_joints_infill_on_the_gpu_equal_the_cpu(pair):
 def test_out_of_memory_back_off_on_the_gpu(pair, capsys):
     """The device hot path runs out of memory (a wrapper raises torch's OOM error above 8 rows): the
     primitive halves, keeps the smaller size, reports once, and the scores equal the unwrapped run's."""
-    import mlmprob
-
     from conftest import DeviceOOMAbove
+
+    import mlmprob
 
     cpu, gpu = pair
     ids = cpu.encode([VH] * 4).input_ids

@@ -3,11 +3,10 @@
 
 import pytest
 import torch
+from conftest import save_tiny_bert
 
 import mlmprob
 from mlmprob.runtime import device as rdev
-
-from conftest import save_tiny_bert
 
 
 @pytest.fixture
@@ -24,7 +23,10 @@ def test_default_is_float32_where_auto_is_bf16(bf16_cpu, tiny_bert_dir):
     assert default.dtype == torch.float32
     assert mlmprob.load_mlm(str(tiny_bert_dir), device="cpu", dtype="auto").dtype == torch.bfloat16
     exact = mlmprob.load_mlm(str(tiny_bert_dir), device="cpu", dtype="float32")
-    assert mlmprob.pll(default, default.encode(ids).input_ids).tolist() == mlmprob.pll(exact, exact.encode(ids).input_ids).tolist()
+    assert (
+        mlmprob.pll(default, default.encode(ids).input_ids).tolist()
+        == mlmprob.pll(exact, exact.encode(ids).input_ids).tolist()
+    )
 
 
 def test_builtin_default_is_float32(bf16_cpu):
@@ -40,9 +42,12 @@ def test_half_checkpoint_computes_in_float32_on_cpu(tmp_path, half):
     h = tmp_path / "half"
     transformers.BertForMaskedLM.from_pretrained(str(d), dtype=half).save_pretrained(str(h))
     transformers.BertTokenizer.from_pretrained(str(d)).save_pretrained(str(h))
-    assert transformers.BertForMaskedLM.from_pretrained(str(h)).dtype == half   # transformers keeps it
+    assert transformers.BertForMaskedLM.from_pretrained(str(h)).dtype == half  # transformers keeps it
     mlm = mlmprob.load_mlm(str(h), device="cpu")
     assert mlm.dtype == torch.float32
     widened = mlmprob.load_mlm(str(h), device="cpu", dtype="float32")
-    assert mlmprob.pll(mlm, mlm.encode(["ACDEF"]).input_ids).tolist() == mlmprob.pll(widened, widened.encode(["ACDEF"]).input_ids).tolist()
+    assert (
+        mlmprob.pll(mlm, mlm.encode(["ACDEF"]).input_ids).tolist()
+        == mlmprob.pll(widened, widened.encode(["ACDEF"]).input_ids).tolist()
+    )
     assert mlmprob.load_mlm(str(h), device="cpu", dtype="weights").dtype == torch.float32

@@ -41,7 +41,7 @@ def test_exact_batch_matches_rows_and_counts_calls():
     ids = torch.tensor([[0, 3, 1, 2], [3, 3, 0, 1], [2, 1, 0, 3], [0, 3, 1, 2]])
     full = m.logits(ids)
     for b in range(4):
-        assert torch.equal(full[b], m.logits(ids[b:b + 1])[0])
+        assert torch.equal(full[b], m.logits(ids[b : b + 1])[0])
     assert m.calls == 8
 
 

@@ -3,6 +3,7 @@ the results it gives without it, and a record's logits never depend on the recor
 
 import pytest
 import torch
+from conftest import DeviceOOMAbove, OOMAbove, tiny_hf
 
 import mlmprob
 from mlmprob import LookupMLM
@@ -10,16 +11,17 @@ from mlmprob.errors import MLMProbError
 from mlmprob.models.forward import GivenRows, forward_all, plan_groups
 from mlmprob.models.windowed import WindowedMLM
 
-from conftest import DeviceOOMAbove, OOMAbove, tiny_hf
-
 
 def _algorithms(m, gen):
     """Every family of reads, as ``name -> thunk`` returning tensors to compare."""
     V, T = m.vocab_size, 6
     ids = torch.randint(0, V, (3, T), generator=torch.Generator().manual_seed(0))
     wt = ids[0]
-    variants = [[(1, (int(wt[1]) + 1) % V)], [(0, (int(wt[0]) + 1) % V), (3, (int(wt[3]) + 2) % V)],
-                [(2, (int(wt[2]) + 1) % V), (4, (int(wt[4]) + 1) % V), (5, (int(wt[5]) + 1) % V)]]
+    variants = [
+        [(1, (int(wt[1]) + 1) % V)],
+        [(0, (int(wt[0]) + 1) % V), (3, (int(wt[3]) + 2) % V)],
+        [(2, (int(wt[2]) + 1) % V), (4, (int(wt[4]) + 1) % V), (5, (int(wt[5]) + 1) % V)],
+    ]
 
     def variants_all():
         s = mlmprob.score_variants(m, wt, variants)
@@ -31,8 +33,9 @@ def _algorithms(m, gen):
 
     def fills(method):
         pivot = 0 if method == "hcb" else None  # the lookup model has no output entry for the mask
-        return torch.tensor([c.score for c in mlmprob.infill(m, wt, [1, 2, 3], method=method, order="best",
-                                                             beam_size=3, pivot=pivot)])
+        return torch.tensor(
+            [c.score for c in mlmprob.infill(m, wt, [1, 2, 3], method=method, order="best", beam_size=3, pivot=pivot)]
+        )
 
     def chains(method):
         r = mlmprob.sample(m, ids, method=method, energy="local", epochs=2, generator=torch.Generator().manual_seed(3))
@@ -121,8 +124,9 @@ def test_given_rows_of_different_groups_are_forwarded_apart():
 
     m = Shapes()
     ids = torch.randint(0, 3, (5, 4), generator=torch.Generator().manual_seed(1))
-    out = forward_all(m, GivenRows(m, ids, groups=torch.tensor([0, 1, 0, 1, 2])), torch.arange(5),
-                      torch.zeros(5, dtype=torch.long))
+    out = forward_all(
+        m, GivenRows(m, ids, groups=torch.tensor([0, 1, 0, 1, 2])), torch.arange(5), torch.zeros(5, dtype=torch.long)
+    )
     assert m.shapes == [(2, 4), (2, 4), (1, 4)]
     torch.testing.assert_close(out, m.logits(ids)[:, 0].float(), atol=0, rtol=0)
 
@@ -132,5 +136,5 @@ def test_the_device_hot_path_backs_off_too(tiny_bert, capsys):
     ref = mlmprob.pll(tiny_bert, ids)
     fake = DeviceOOMAbove(tiny_bert, 3)
     torch.testing.assert_close(mlmprob.pll(fake, ids), ref, atol=1e-5, rtol=0)  # smaller shapes: float32 rounding
-    assert fake.calls[0] == 10 and max(fake.calls[1:]) <= 5   # 10 copies -> 5 -> 2, kept
+    assert fake.calls[0] == 10 and max(fake.calls[1:]) <= 5  # 10 copies -> 5 -> 2, kept
     assert capsys.readouterr().err.count("out of memory") == 1

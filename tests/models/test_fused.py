@@ -11,13 +11,12 @@ import warnings
 
 import pytest
 import torch
+from conftest import TOKENS, tiny_hf, tiny_tokenizer
 
 from mlmprob import token_scores
 from mlmprob.models import fused
 from mlmprob.models.hf import HFMaskedLM, fused_default
 from mlmprob.models.precision import INT8, Int8Linear, apply_precision, int8_reduce_range, int8_supported
-
-from conftest import TOKENS, tiny_hf, tiny_tokenizer
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 MASK, PAD = TOKENS.index("<mask>"), TOKENS.index("<pad>")
@@ -27,17 +26,39 @@ def _esm(layers=3, seed=0, kind="esm"):
     import transformers as tf
 
     torch.manual_seed(seed)  # test fixture weights
-    common = dict(vocab_size=len(TOKENS), hidden_size=32, num_hidden_layers=layers, num_attention_heads=4,
-                  intermediate_size=64, pad_token_id=PAD, initializer_range=0.3)
+    common = dict(
+        vocab_size=len(TOKENS),
+        hidden_size=32,
+        num_hidden_layers=layers,
+        num_attention_heads=4,
+        intermediate_size=64,
+        pad_token_id=PAD,
+        initializer_range=0.3,
+    )
     if kind == "bert":
-        return tf.BertForMaskedLM(tf.BertConfig(max_position_embeddings=64, hidden_dropout_prob=0.0,
-                                                attention_probs_dropout_prob=0.0, **common)).eval()
+        return tf.BertForMaskedLM(
+            tf.BertConfig(
+                max_position_embeddings=64, hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0, **common
+            )
+        ).eval()
     if kind == "roberta":
-        return tf.RobertaForMaskedLM(tf.RobertaConfig(max_position_embeddings=66, type_vocab_size=1,
-                                                      hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0,
-                                                      **common)).eval()
-    cfg = tf.EsmConfig(max_position_embeddings=66, position_embedding_type="rotary", mask_token_id=MASK,
-                       token_dropout=True, emb_layer_norm_before=False, **common)
+        return tf.RobertaForMaskedLM(
+            tf.RobertaConfig(
+                max_position_embeddings=66,
+                type_vocab_size=1,
+                hidden_dropout_prob=0.0,
+                attention_probs_dropout_prob=0.0,
+                **common,
+            )
+        ).eval()
+    cfg = tf.EsmConfig(
+        max_position_embeddings=66,
+        position_embedding_type="rotary",
+        mask_token_id=MASK,
+        token_dropout=True,
+        emb_layer_norm_before=False,
+        **common,
+    )
     return tf.EsmForMaskedLM(cfg).eval()
 
 
@@ -171,7 +192,6 @@ def test_real_rotation_equals_complex():
     assert torch.allclose(want, got, atol=1e-5)
 
 
-
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
 def test_rotary_frequencies_stay_float32(dtype):
     """In half precision the rotary angles are the float32 model's, also far along a sequence (a bf16
@@ -179,6 +199,6 @@ def test_rotary_frequencies_stay_float32(dtype):
     model = _esm(1)
     want = fused.FusedEsm(model.esm)._context(torch.zeros(1, 1000, dtype=torch.long))
     half = apply_precision(copy.deepcopy(model), "cpu", dtype)
-    assert half.esm.rotary_embeddings.inv_freq.dtype == dtype       # the buffer itself is rounded
+    assert half.esm.rotary_embeddings.inv_freq.dtype == dtype  # the buffer itself is rounded
     got = fused.FusedEsm(half.esm)._context(torch.zeros(1, 1000, dtype=torch.long))
     assert torch.equal(torch.angle(got), torch.angle(want))

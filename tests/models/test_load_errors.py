@@ -8,12 +8,11 @@ from pathlib import Path
 
 import pytest
 import torch
+from conftest import save_tiny_bert
 
 from mlmprob import load_mlm
 from mlmprob.cli import main
 from mlmprob.errors import ModelLoadError
-
-from conftest import save_tiny_bert
 
 
 class Touch:
@@ -47,10 +46,10 @@ def copy_of(good, tmp_path, name="m") -> Path:
 
 
 def test_check_model_seq_longer_than_the_positions(good, capsys):
-    assert main(["check-model", str(good), "--seq", "A" * 200]) == 2   # 202 tokens, 160 positions
+    assert main(["check-model", str(good), "--seq", "A" * 200]) == 2  # 202 tokens, 160 positions
     line = one_error_line(capsys)
     assert "sequence 1 has 202 tokens, more than the model's 160 positions" in line and "--seq" in line
-    assert main(["check-model", str(good), "--seq", "A" * 158, "--positions", "2"]) == 0   # 160 tokens: fits
+    assert main(["check-model", str(good), "--seq", "A" * 158, "--positions", "2"]) == 0  # 160 tokens: fits
 
 
 @pytest.mark.parametrize("content", [b"\x8a\x13random bytes" * 40, b"this is text, not weights\n" * 5, b""])
@@ -70,20 +69,23 @@ def test_a_model_safetensors_that_is_not_safetensors(good, tmp_path, capsys, con
 
 def _grow_intermediate(d: Path) -> None:
     cfg = json.loads((d / "config.json").read_text())
-    cfg["intermediate_size"] = 48   # the weights hold 32
+    cfg["intermediate_size"] = 48  # the weights hold 32
     (d / "config.json").write_text(json.dumps(cfg))
 
 
 def test_weights_whose_shapes_do_not_match_the_config(good, tmp_path, capsys):
     d = copy_of(good, tmp_path)
     _grow_intermediate(d)
-    with pytest.raises(ModelLoadError, match=r"its weights do not match its config.json: bert\.encoder\.layer\.0\."
-                                             r"intermediate\.dense\.bias has shape \[32\] in the weight files but "
-                                             r"\[48\] by config.json \(and 2 more\)") as e:
+    with pytest.raises(
+        ModelLoadError,
+        match=r"its weights do not match its config.json: bert\.encoder\.layer\.0\."
+        r"intermediate\.dense\.bias has shape \[32\] in the weight files but "
+        r"\[48\] by config.json \(and 2 more\)",
+    ) as e:
         load_mlm(str(d))
     assert "\n" not in str(e.value)
     assert main(["check-model", str(d)]) == 2
-    assert "do not match its config.json" in one_error_line(capsys)   # transformers' report held back too
+    assert "do not match its config.json" in one_error_line(capsys)  # transformers' report held back too
 
 
 def _to_pickles(d: Path, index: str | None) -> None:
@@ -96,8 +98,10 @@ def _to_pickles(d: Path, index: str | None) -> None:
         torch.save(state, d / "pytorch_model.bin")
         return
     keys = sorted(state)
-    shards = {"pytorch_model-00001-of-00002.bin": keys[: len(keys) // 2],
-              "pytorch_model-00002-of-00002.bin": keys[len(keys) // 2:]}
+    shards = {
+        "pytorch_model-00001-of-00002.bin": keys[: len(keys) // 2],
+        "pytorch_model-00002-of-00002.bin": keys[len(keys) // 2 :],
+    }
     for name, part in shards.items():
         torch.save({k: state[k] for k in part}, d / name)
     weight_map = {k: name for name, part in shards.items() for k in part}
@@ -118,8 +122,11 @@ def test_pickles_named_by_an_index_need_allow_pickle(good, tmp_path, capsys, ind
     want = load_mlm(str(good))
     d = copy_of(good, tmp_path)
     _to_pickles(d, index)
-    with pytest.raises(ModelLoadError, match=r"only as a pickle \(pytorch_model-00001-of-00002.bin, "
-                                             r"pytorch_model-00002-of-00002.bin\).*--allow-pickle") as e:
+    with pytest.raises(
+        ModelLoadError,
+        match=r"only as a pickle \(pytorch_model-00001-of-00002.bin, "
+        r"pytorch_model-00002-of-00002.bin\).*--allow-pickle",
+    ) as e:
         load_mlm(str(d))
     assert "\n" not in str(e.value)
     assert main(["check-model", str(d)]) == 2
@@ -136,8 +143,11 @@ def test_a_pickle_named_by_the_safetensors_index_never_runs(good, tmp_path):
     torch.save({"bert.embeddings.word_embeddings.weight": Touch(target)}, d / "pytorch_model-00001-of-00002.bin")
     with pytest.raises(ModelLoadError, match="--allow-pickle"):
         load_mlm(str(d))
-    with pytest.raises(ModelLoadError, match=r"refused to load .*pytorch_model-00001-of-00002.bin: it is not a "
-                                             r"plain weights file \(it refers to io.open"):
+    with pytest.raises(
+        ModelLoadError,
+        match=r"refused to load .*pytorch_model-00001-of-00002.bin: it is not a "
+        r"plain weights file \(it refers to io.open",
+    ):
         load_mlm(str(d), allow_pickle=True)
     assert not target.exists()
 
@@ -164,8 +174,11 @@ def test_a_hub_index_naming_pickles_is_refused(monkeypatch, tmp_path):
     index = tmp_path / "model.safetensors.index.json"
     index.write_text(json.dumps({"weight_map": {"w": "pytorch_model-00001-of-00002.bin"}}))
     monkeypatch.setattr(transformers.utils, "cached_file", lambda repo, name, **kw: str(index))
-    with pytest.raises(ModelLoadError, match=r"names pytorch_model-00001-of-00002.bin, which is not a safetensors "
-                                             r"file.*safetensors only"):
+    with pytest.raises(
+        ModelLoadError,
+        match=r"names pytorch_model-00001-of-00002.bin, which is not a safetensors "
+        r"file.*safetensors only",
+    ):
         load_mlm("some-org/sharded-pickles-xyz")
 
 
@@ -206,10 +219,19 @@ def test_no_source_sets_remote_code_but_to_false():
                 v = kws["trust_remote_code"]
                 assert isinstance(v, ast.Constant) and v.value is False, f"{f}:{node.lineno}"
             fn = node.func
-            auto = (isinstance(fn, ast.Attribute) and fn.attr == "from_pretrained"
-                    and isinstance(fn.value, ast.Name) and fn.value.id.startswith("Auto"))
-            auto |= (isinstance(fn, ast.Name) and fn.id == "from_pretrained_checked" and node.args
-                     and isinstance(node.args[0], ast.Name) and node.args[0].id.startswith("Auto"))
+            auto = (
+                isinstance(fn, ast.Attribute)
+                and fn.attr == "from_pretrained"
+                and isinstance(fn.value, ast.Name)
+                and fn.value.id.startswith("Auto")
+            )
+            auto |= (
+                isinstance(fn, ast.Name)
+                and fn.id == "from_pretrained_checked"
+                and node.args
+                and isinstance(node.args[0], ast.Name)
+                and node.args[0].id.startswith("Auto")
+            )
             if auto:
                 assert "trust_remote_code" in kws, f"{f}:{node.lineno}: an Auto* load without trust_remote_code=False"
 

@@ -73,8 +73,16 @@ def test_local_hf_directory_roundtrip(tmp_path):
 
     vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "cat", "sat", "on", "mat", "##s", "a"]
     tok = tf.BertTokenizer(vocab={w: i for i, w in enumerate(vocab)})
-    model = tf.BertForMaskedLM(tf.BertConfig(vocab_size=len(vocab), hidden_size=16, num_hidden_layers=1,
-                                             num_attention_heads=2, intermediate_size=32, max_position_embeddings=16))
+    model = tf.BertForMaskedLM(
+        tf.BertConfig(
+            vocab_size=len(vocab),
+            hidden_size=16,
+            num_hidden_layers=1,
+            num_attention_heads=2,
+            intermediate_size=32,
+            max_position_embeddings=16,
+        )
+    )
     tok.save_pretrained(tmp_path)
     model.save_pretrained(tmp_path)
     m = load_mlm(str(tmp_path))
@@ -91,9 +99,11 @@ def test_local_hf_directory_roundtrip(tmp_path):
 
 
 def test_load_errors_name_the_problem(tmp_path):
-    for name, msg in [("no-such-model-xyz", "cannot load 'no-such-model-xyz'"),
-                      (str(tmp_path), "cannot load"),
-                      ("antiberty", None)]:
+    for name, msg in [
+        ("no-such-model-xyz", "cannot load 'no-such-model-xyz'"),
+        (str(tmp_path), "cannot load"),
+        ("antiberty", None),
+    ]:
         if msg is None:
             continue
         with pytest.raises(ModelLoadError, match=msg) as e:
@@ -111,11 +121,18 @@ def test_en_small_is_shipped_and_prefers_real_sentences():
     words shuffled for nearly every pair (a random model would be right about half the time)."""
     en = load_mlm("en-small")
     assert en.name == "en-small" and en.max_length == 64
-    sents = ["the cat sat on the mat .", "she opened the door and walked into the room .",
-             "a man is playing a guitar on the street .", "it was the best of times , it was the worst of times .",
-             "the children are playing in the park .", "he did not know what to say .",
-             "the government announced a new plan on monday .", "two dogs are running through the snow .",
-             "i have never seen such a beautiful place .", "the meeting will take place next week ."]
+    sents = [
+        "the cat sat on the mat .",
+        "she opened the door and walked into the room .",
+        "a man is playing a guitar on the street .",
+        "it was the best of times , it was the worst of times .",
+        "the children are playing in the park .",
+        "he did not know what to say .",
+        "the government announced a new plan on monday .",
+        "two dogs are running through the snow .",
+        "i have never seen such a beautiful place .",
+        "the meeting will take place next week .",
+    ]
     g = torch.Generator().manual_seed(0)
     shuffled = []
     for s in sents:

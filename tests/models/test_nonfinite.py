@@ -3,13 +3,13 @@ in the results."""
 
 import pytest
 import torch
-
 from conftest import tiny_hf
+
 from mlmprob import token_scores
 from mlmprob.data import Record
 from mlmprob.errors import MLMProbError, NonFiniteError
-from mlmprob.scoring import score_records
 from mlmprob.models.reader import reader_of
+from mlmprob.scoring import score_records
 
 
 class Poisoned:
@@ -39,7 +39,7 @@ def test_token_scores_name_the_sequence(tiny, value):
     m = Poisoned(tiny, bad, value)
     ids = tiny.encode(["ACDE", "ACKE", "DDDD"]).input_ids
     with pytest.raises(NonFiniteError, match=r"NaN or infinite logits for sequence\(s\) \[1\].*float16") as e:
-        token_scores(reader_of(m, 8), ids)   # small sub-batches: the row is mapped back to the input
+        token_scores(reader_of(m, 8), ids)  # small sub-batches: the row is mapped back to the input
     assert e.value.rows == (1,) and isinstance(e.value, MLMProbError)
     assert torch.isfinite(token_scores(m, ids[[0, 2]]).log_prob).all()
 
@@ -62,7 +62,7 @@ def test_score_records_name_the_record(tiny):
 
 def test_infinite_score_is_refused(tiny):
     class ZeroTarget(Poisoned):
-        def logits_at(self, input_ids, rows, cols):   # -inf at every token id 9 (a residue): p = 0
+        def logits_at(self, input_ids, rows, cols):  # -inf at every token id 9 (a residue): p = 0
             out = self._mlm.logits_at(input_ids, rows, cols).clone()
             out[:, 9] = float("-inf")
             return out
@@ -74,8 +74,8 @@ def test_infinite_score_is_refused(tiny):
 
 
 def test_cli_score_stops_with_the_record_id(tiny, tmp_path, monkeypatch, capsys):
-    from mlmprob import cli
     import mlmprob.models as models
+    from mlmprob import cli
 
     m = Poisoned(tiny, tiny.tokenizer.token_to_id["K"])
     monkeypatch.setattr(models, "load_mlm", lambda *a, **k: m)

@@ -56,6 +56,7 @@ def loaded(tmp_path_factory):
         key = (model_type, variant)
         if key not in cache:
             from mlmprob import load_mlm
+
             folder = root / f"{model_type}-{variant.replace(' ', '_')}"
             _save(folder, model_type, variant)
             mlm = load_mlm(str(folder), device="cpu", dtype="float32")
@@ -84,6 +85,7 @@ CASES = [("bert", v) for v in VARIANTS] + [("eurobert", "pad is [SEP]"), ("rober
 
 def _cases():
     from transformers.models.auto.modeling_auto import MODEL_FOR_MASKED_LM_MAPPING_NAMES as names
+
     return [pytest.param(m, v, id=f"{m}-{v.replace(' ', '_')}") for m, v in CASES if m in names]
 
 
@@ -91,6 +93,7 @@ def _cases():
 def test_padded_batch_equals_unpadded_reference(loaded, model_type, variant):
     import mlmprob
     from mlmprob.sampling.forward import site_logits
+
     mlm, ref = loaded(model_type, variant)
     enc = mlm.encode(SEQS)
     ids, lengths = enc.input_ids, enc.lengths.tolist()
@@ -102,12 +105,12 @@ def test_padded_batch_equals_unpadded_reference(loaded, model_type, variant):
     l2r = mlmprob.loglik(mlm, ids, order="l2r").per_order[:, 0]
     select = torch.zeros(ids.shape, dtype=torch.bool)
     for b, L in enumerate(lengths):
-        select[b, 1:L - 1] = True
+        select[b, 1 : L - 1] = True
     site, _ = site_logits(mlm, ids, select)
     for b, L in enumerate(lengths):
         x = ids[b, :L]
         want = torch.tensor([float(reference(ref, x, t)[x[t]]) for t in range(1, L - 1)], dtype=torch.float64)
-        assert torch.allclose(scores[b, 1:L - 1].double(), want, atol=TOL, rtol=0), (variant, b)
+        assert torch.allclose(scores[b, 1 : L - 1].double(), want, atol=TOL, rtol=0), (variant, b)
         assert abs(float(pll[b]) - float(want.sum())) < 10 * TOL, (variant, b)
         chain = 0.0
         for t in range(1, L - 1):
@@ -122,6 +125,7 @@ def test_padded_batch_equals_unpadded_reference(loaded, model_type, variant):
 
 def test_a_text_holding_the_pad_token_is_refused(loaded):
     from mlmprob.errors import TokenizationError
+
     mlm, _ = loaded("bert", "own pad")
     with pytest.raises(TokenizationError, match="padding token"):
         mlm.encode(["the cat [PAD] sat"])
@@ -131,6 +135,7 @@ def test_mask_at_the_end_of_a_row_is_not_padding(loaded):
     """A row ending in [MASK] (its [SEP] replaced) keeps its full length: no pad token -> no mask-as-pad."""
     import mlmprob
     from mlmprob.models.protocol import lengths_of
+
     mlm, ref = loaded("bert", "no pad token")
     ids = mlm.encode(["the cat sat"]).input_ids
     ids[0, -1] = MASK

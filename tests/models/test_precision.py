@@ -8,6 +8,7 @@ import copy
 
 import pytest
 import torch
+from conftest import tiny_hf
 
 from mlmprob import load_mlm, token_scores
 from mlmprob.errors import ModelLoadError
@@ -15,11 +16,9 @@ from mlmprob.models.hf import HFMaskedLM
 from mlmprob.models.precision import INT8, Int8Linear, apply_precision, int8_supported
 from mlmprob.runtime.device import resolve_dtype
 
-from conftest import tiny_hf
-
 pytestmark = pytest.mark.usefixtures("one_thread")
 
-TOL = {torch.int8: 0.2, torch.bfloat16: 0.06, torch.float16: 0.01}       # per-token max, nats
+TOL = {torch.int8: 0.2, torch.bfloat16: 0.06, torch.float16: 0.01}  # per-token max, nats
 REL_PLL = {torch.int8: 0.01, torch.bfloat16: 0.005, torch.float16: 0.0005}  # |PLL - PLL32| / |PLL32|
 INIT = 0.15
 
@@ -34,8 +33,13 @@ def _ids(mlm, n=12, L=14, seed=0):
 
 
 def _in(mlm, dtype):
-    out = HFMaskedLM(apply_precision(copy.deepcopy(mlm.model), "cpu", dtype), mlm.tokenizer, name=mlm.name,
-                     proposal_ids=mlm.proposal_ids.tolist(), max_length=mlm.max_length)
+    out = HFMaskedLM(
+        apply_precision(copy.deepcopy(mlm.model), "cpu", dtype),
+        mlm.tokenizer,
+        name=mlm.name,
+        proposal_ids=mlm.proposal_ids.tolist(),
+        max_length=mlm.max_length,
+    )
     return out
 
 

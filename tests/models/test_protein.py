@@ -3,16 +3,15 @@ the 20-residue proposals, plain decoding, the alphabet option and the windowing 
 
 import pytest
 import torch
+from conftest import ESM_VOCAB, PROTBERT_VOCAB
 
 import mlmprob
+from mlmprob.alphabet import AMINO_ACIDS
 from mlmprob.errors import MLMProbError, ModelLoadError
 from mlmprob.models.exact import LookupMLM
 from mlmprob.models.hf import HFMaskedLM
-from mlmprob.alphabet import AMINO_ACIDS
 from mlmprob.models.protein import is_protein_tokenizer
 from mlmprob.models.windowed import WindowedMLM
-
-from conftest import ESM_VOCAB, PROTBERT_VOCAB
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
@@ -43,7 +42,7 @@ def test_esm_directory_is_a_protein_model(esm):
     assert abs(float(mlmprob.pll(esm, ids[None])) - ref) < 1e-4
     with pytest.raises(MLMProbError, match="'J'"):
         esm.encode(["MKJ"])
-    with pytest.raises(MLMProbError, match="lower-case 'm' at residue 1"):   # issue 27: never upper-cased silently
+    with pytest.raises(MLMProbError, match="lower-case 'm' at residue 1"):  # issue 27: never upper-cased silently
         esm.encode(["mk t_"])
 
 
@@ -65,8 +64,14 @@ def test_protbert_layout_reads_plain_and_spaced_residues(protbert_dir):
 def test_sampling_infill_and_pair_joints_use_only_the_20_residues(esm):
     canon = set(ESM_VOCAB.index(c) for c in AMINO_ACIDS)
     ids = esm.encode(["MKTAYIAKQRQIS"]).input_ids
-    r = mlmprob.sample(esm, ids.expand(3, -1), method="gibbs", epochs=3, proposal_temperature=3.0,
-                       generator=torch.Generator().manual_seed(0))
+    r = mlmprob.sample(
+        esm,
+        ids.expand(3, -1),
+        method="gibbs",
+        epochs=3,
+        proposal_temperature=3.0,
+        generator=torch.Generator().manual_seed(0),
+    )
     body = r.samples[..., 1:-1]
     assert set(body.unique().tolist()) <= canon
     assert len(set(body.unique().tolist())) > 5  # high temperature: many residues proposed, none outside
@@ -91,11 +96,17 @@ def test_alphabet_option(esm_dir, tmp_path):
 def test_protein_detection_rejects_text_vocabularies():
     import transformers as tf
 
-    words = tf.BertTokenizer(vocab={w: i for i, w in enumerate(
-        ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "cat"] + list(AMINO_ACIDS))})
+    words = tf.BertTokenizer(
+        vocab={
+            w: i for i, w in enumerate(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "cat"] + list(AMINO_ACIDS))
+        }
+    )
     assert not is_protein_tokenizer(words)
-    chars = tf.BertTokenizer(vocab={w: i for i, w in enumerate(
-        ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + list(AMINO_ACIDS) + list("abc"))})
+    chars = tf.BertTokenizer(
+        vocab={
+            w: i for i, w in enumerate(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + list(AMINO_ACIDS) + list("abc"))
+        }
+    )
     assert not is_protein_tokenizer(chars)
 
 
@@ -117,7 +128,7 @@ def test_windowed_rule_on_long_rows():
     assert inner.calls == 2 * 6  # windows start at 0..5 in each row: reads sharing a window share its row
     for n, (b, t) in enumerate(zip(rows.tolist(), cols.tolist())):
         s = _window_start(t, 9, 4)
-        assert torch.equal(out[n], inner.logits(x[b:b + 1, s:s + 4])[0, t - s]), (b, t)
+        assert torch.equal(out[n], inner.logits(x[b : b + 1, s : s + 4])[0, t - s]), (b, t)
     assert torch.equal(w.logits(x), out.view(2, 9, -1))
 
 
@@ -137,7 +148,7 @@ def test_windowed_pll_of_a_long_protein_matches_the_rule(esm):
     with torch.no_grad():
         for t in range(1, 31):
             s = _window_start(t, 32, 16)
-            x = ids[s:s + 16].clone()
+            x = ids[s : s + 16].clone()
             x[t - s] = esm.mask_id
             total += float(esm.model(input_ids=x[None]).logits[0, t - s].double().log_softmax(-1)[ids[t]])
     both = esm.encode([seq, seq[:5]]).input_ids  # with a short, padded row in the same batch

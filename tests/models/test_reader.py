@@ -53,6 +53,7 @@ def test_lengths_come_from_the_padding_id_only():
 
 def test_the_budget_reaches_the_forward_primitive():
     """Smaller budgets mean more sub-batches for the same reads, and the same numbers."""
+
     class Counting(LookupMLM):
         calls = 0
 
@@ -66,7 +67,7 @@ def test_the_budget_reaches_the_forward_primitive():
     big = mlmprob.token_scores(reader_of(m, 10**6), ids).pll
     n_big = Counting.calls
     Counting.calls = 0
-    small = mlmprob.token_scores(reader_of(m, 12), ids).pll   # 2 rows of 6 tokens per sub-batch
+    small = mlmprob.token_scores(reader_of(m, 12), ids).pll  # 2 rows of 6 tokens per sub-batch
     assert (n_big, Counting.calls) == (1, 3)
     assert torch.allclose(big, small, atol=1e-6)
 
@@ -82,8 +83,19 @@ def test_load_mlm_returns_a_reader(tiny_bert_dir):
 
 # functions that may still take a budget: the primitive's own arithmetic, the reader, the jobs' and
 # runners' configuration (they hand it to the reader they load), and provenance records
-BUDGET_ALLOWED = {"rows_per_batch", "plan_groups", "auto_batch_tokens", "__init__", "with_budget", "reader_of",
-                  "load_mlm", "computed_with", "run_joints", "build_app", "packed_groups"}
+BUDGET_ALLOWED = {
+    "rows_per_batch",
+    "plan_groups",
+    "auto_batch_tokens",
+    "__init__",
+    "with_budget",
+    "reader_of",
+    "load_mlm",
+    "computed_with",
+    "run_joints",
+    "build_app",
+    "packed_groups",
+}
 
 
 def test_no_algorithm_takes_a_budget_argument():

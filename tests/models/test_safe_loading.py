@@ -31,8 +31,16 @@ def _tiny_dir(path, weights: str):
     vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "cat", "sat"]
     tf.BertTokenizer(vocab={w: i for i, w in enumerate(vocab)}).save_pretrained(path)
     torch.manual_seed(0)  # test-only weights
-    model = tf.BertForMaskedLM(tf.BertConfig(vocab_size=len(vocab), hidden_size=16, num_hidden_layers=1,
-                                             num_attention_heads=2, intermediate_size=32, max_position_embeddings=16))
+    model = tf.BertForMaskedLM(
+        tf.BertConfig(
+            vocab_size=len(vocab),
+            hidden_size=16,
+            num_hidden_layers=1,
+            num_attention_heads=2,
+            intermediate_size=32,
+            max_position_embeddings=16,
+        )
+    )
     model.save_pretrained(path)
     if weights == "pickle":
         state = load_file(path / "model.safetensors")
@@ -73,7 +81,9 @@ def test_code_in_a_pickle_never_runs(tmp_path):
     torch.save({"bert.embeddings.word_embeddings.weight": Touch(target)}, d / "pytorch_model.bin")
     with pytest.raises(ModelLoadError, match="allow-pickle"):
         load_mlm(str(d))
-    with pytest.raises(ModelLoadError, match=r"refused to load .*pytorch_model.bin: it is not a plain weights file") as e:
+    with pytest.raises(
+        ModelLoadError, match=r"refused to load .*pytorch_model.bin: it is not a plain weights file"
+    ) as e:
         load_mlm(str(d), allow_pickle=True)
     assert "\n" not in str(e.value)
     assert not target.exists()
@@ -123,6 +133,7 @@ def test_antibody_loaders_use_weights_only(monkeypatch):
 
     monkeypatch.setattr(torch, "load", spy)
     from mlmprob.models.antibody import load_antiberty, load_sapiens
+
     load_antiberty()
     load_sapiens("vh")
     assert calls == [True, True]
@@ -135,8 +146,10 @@ def test_hub_models_load_only_safetensors(monkeypatch):
 
     def model_from_pretrained(where, **kw):
         seen.update(kw)
-        raise OSError(f"{where} does not appear to have a file named model.safetensors or "
-                      "model.safetensors.index.json and thus cannot be loaded with `safetensors`.")
+        raise OSError(
+            f"{where} does not appear to have a file named model.safetensors or "
+            "model.safetensors.index.json and thus cannot be loaded with `safetensors`."
+        )
 
     monkeypatch.setattr(transformers.AutoTokenizer, "from_pretrained", lambda where, **kw: object())
     monkeypatch.setattr(transformers.AutoModelForMaskedLM, "from_pretrained", model_from_pretrained)

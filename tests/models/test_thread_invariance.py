@@ -12,12 +12,11 @@ import random
 import pytest
 import torch
 import torch.nn.functional as F
+from conftest import TOKENS, tiny_tokenizer
 
 import mlmprob
 from mlmprob.models.hf import HFMaskedLM
 from mlmprob.runtime import threads as rt
-
-from conftest import TOKENS, tiny_hf, tiny_tokenizer
 
 pytestmark = pytest.mark.skipif(not rt.available(), reason="torch without MKL: nothing is guaranteed")
 
@@ -29,19 +28,33 @@ def _model(kind: str, width: int, fused: bool) -> HFMaskedLM:
     import transformers as tf
 
     torch.manual_seed(0)  # test fixture weights
-    common = dict(vocab_size=len(TOKENS), hidden_size=width, num_hidden_layers=2, num_attention_heads=2 if width == 16 else 4,
-                  intermediate_size=2 * width, pad_token_id=1, initializer_range=0.5,
-                  hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
+    common = dict(
+        vocab_size=len(TOKENS),
+        hidden_size=width,
+        num_hidden_layers=2,
+        num_attention_heads=2 if width == 16 else 4,
+        intermediate_size=2 * width,
+        pad_token_id=1,
+        initializer_range=0.5,
+        hidden_dropout_prob=0.0,
+        attention_probs_dropout_prob=0.0,
+    )
     if kind == "esm":
-        model = tf.EsmForMaskedLM(tf.EsmConfig(max_position_embeddings=66, position_embedding_type="rotary",
-                                               mask_token_id=TOKENS.index("<mask>"), token_dropout=True, **common))
+        model = tf.EsmForMaskedLM(
+            tf.EsmConfig(
+                max_position_embeddings=66,
+                position_embedding_type="rotary",
+                mask_token_id=TOKENS.index("<mask>"),
+                token_dropout=True,
+                **common,
+            )
+        )
     elif kind == "bert":
         model = tf.BertForMaskedLM(tf.BertConfig(max_position_embeddings=64, **common))
     else:
         model = tf.RobertaForMaskedLM(tf.RobertaConfig(max_position_embeddings=66, type_vocab_size=1, **common))
     tok = tiny_tokenizer(64)
-    mlm = HFMaskedLM(model.eval(), tok, name=f"{kind}{width}", proposal_ids=tok.residue_ids, max_length=64,
-                     fused=fused)
+    mlm = HFMaskedLM(model.eval(), tok, name=f"{kind}{width}", proposal_ids=tok.residue_ids, max_length=64, fused=fused)
     assert (mlm._fused is not None) == fused
     return mlm
 
@@ -53,7 +66,7 @@ def _outputs(mlm: HFMaskedLM) -> list[torch.Tensor]:
     out = []
     for s in seqs:
         out.append(mlmprob.pll(mlm, mlm.encode([s]).input_ids))
-    batch = mlm.encode(seqs).input_ids        # right-padded to 62 tokens
+    batch = mlm.encode(seqs).input_ids  # right-padded to 62 tokens
     out.append(mlm.logits(batch))
     rows = torch.arange(batch.shape[0]).repeat_interleave(3)
     cols = torch.tensor([1, 2, 3] * batch.shape[0])
@@ -88,8 +101,15 @@ def test_linear_same_bits_at_any_thread_count():
     g = torch.Generator().manual_seed(0)
     before = torch.get_num_threads()
     try:
-        for rows, k, n in [(4, 32, 16), (5, 64, 17), (31, 32, 32), (32, 16, 33), (3, 512, 512),
-                           (rt.ROWS + 1, 64, 96), (3 * rt.ROWS - 7, 32, 64)]:
+        for rows, k, n in [
+            (4, 32, 16),
+            (5, 64, 17),
+            (31, 32, 32),
+            (32, 16, 33),
+            (3, 512, 512),
+            (rt.ROWS + 1, 64, 96),
+            (3 * rt.ROWS - 7, 32, 64),
+        ]:
             x, w, b = torch.randn(rows, k, generator=g), torch.randn(n, k, generator=g), torch.randn(n, generator=g)
             got = {}
             for t in (1, 2, 3, 4):
@@ -114,7 +134,7 @@ def test_linear_falls_back(monkeypatch):
     assert rt.linear(x.detach().bfloat16(), w.bfloat16()).dtype == torch.bfloat16
     monkeypatch.setenv("MLMPROB_THREAD_INVARIANT", "0")
     assert not rt.enabled()
-    with rt.sequential_blas():   # a no-op when off
+    with rt.sequential_blas():  # a no-op when off
         assert torch.equal(rt.linear(x.detach(), w), F.linear(x.detach(), w))
 
 
@@ -126,6 +146,6 @@ def test_sequential_blas_restores_and_nests():
             with rt.sequential_blas():
                 assert set_local(1) == 1
             assert set_local(1) == 1
-        assert set_local(0) == 0          # back to MKL's global setting
+        assert set_local(0) == 0  # back to MKL's global setting
     finally:
         set_local(before)

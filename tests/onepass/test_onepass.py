@@ -6,14 +6,13 @@ import shutil
 
 import pytest
 import torch
+from conftest import tiny_hf
 
 import mlmprob
 from mlmprob.cli import main
 from mlmprob.errors import MLMProbError
 from mlmprob.onepass import Correction, calibrate, one_pass_token_scores
 from mlmprob.onepass.fit import collect, fit_correction
-
-from conftest import tiny_hf
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 RES = "ACDEFGHIKL"
@@ -62,8 +61,10 @@ def test_save_load_and_refusals(fitted, tmp_path):
     info = json.loads(meta.read_text())
     assert info["calibration"]["sequences"] == 60 and info["model"] == "tiny-bert"
     ids = mlm.encode(_seqs(3, 3)).input_ids
-    assert torch.equal(mlmprob.pll(mlm, ids, method="one_pass", correction=path),
-                       mlmprob.pll(mlm, ids, method="one_pass", correction=res.correction))
+    assert torch.equal(
+        mlmprob.pll(mlm, ids, method="one_pass", correction=path),
+        mlmprob.pll(mlm, ids, method="one_pass", correction=res.correction),
+    )
     with pytest.raises(MLMProbError, match="mlmprob calibrate SEQUENCES --model tiny-bert"):
         mlmprob.pll(mlm, ids, method="one_pass")  # no correction shipped or beside it
     other = tiny_hf("bert", seed=1, init=0.15)
@@ -100,8 +101,24 @@ def test_cli_calibrate_then_score_one_pass_with_check(model_dir, tmp_path, capsy
     inp = tmp_path / "in.txt"
     inp.write_text("\n".join(_seqs(6, 7)) + "\n")
     out = tmp_path / "s.jsonl"
-    assert main(["score", str(inp), "--model", str(model_dir), "--pll", "one-pass", "--check", "4",
-                 "--out", str(out), "--no-progress"]) == 0
+    assert (
+        main(
+            [
+                "score",
+                str(inp),
+                "--model",
+                str(model_dir),
+                "--pll",
+                "one-pass",
+                "--check",
+                "4",
+                "--out",
+                str(out),
+                "--no-progress",
+            ]
+        )
+        == 0
+    )
     err = capsys.readouterr().err
     rows = [json.loads(x) for x in out.read_text().splitlines()]
     assert len(rows) == 6 and all(r["method"] == "one_pass" for r in rows)
@@ -116,12 +133,15 @@ def test_cli_calibrate_then_score_one_pass_with_check(model_dir, tmp_path, capsy
     assert float(line.split("max |error| ")[1].split()[0]) <= worst + 1e-3
 
 
-@pytest.mark.parametrize("argv,msg", [
-    (["--out", "x.pt"], "--out must end in .safetensors"),
-    ([], "--out is needed"),                       # not a local folder (built-in name)
-    (["--limit", "1", "--out", "c.safetensors"], "at least 2 sequences"),
-    (["--steps", "0"], "must be a positive integer"),
-])
+@pytest.mark.parametrize(
+    "argv,msg",
+    [
+        (["--out", "x.pt"], "--out must end in .safetensors"),
+        ([], "--out is needed"),  # not a local folder (built-in name)
+        (["--limit", "1", "--out", "c.safetensors"], "at least 2 sequences"),
+        (["--steps", "0"], "must be a positive integer"),
+    ],
+)
 def test_cli_calibrate_bad_input(tmp_path, capsys, argv, msg):
     cal = tmp_path / "cal.txt"
     cal.write_text("ACDEFGHIKL\nACDEFG\n")
@@ -164,15 +184,48 @@ def test_cli_correction_file_for_a_model_without_one(model_dir, tmp_path, capsys
     assert main(["score", str(inp), "--model", str(model_dir), "--pll", "one-pass", "--no-progress"]) == 2
     assert "mlmprob calibrate SEQUENCES --model" in capsys.readouterr().err  # none beside the model
     out = tmp_path / "s.tsv"
-    assert main(["score", str(inp), "--model", str(model_dir), "--pll", "one-pass", "--correction", str(c),
-                 "--out", str(out), "--no-progress"]) == 0
+    assert (
+        main(
+            [
+                "score",
+                str(inp),
+                "--model",
+                str(model_dir),
+                "--pll",
+                "one-pass",
+                "--correction",
+                str(c),
+                "--out",
+                str(out),
+                "--no-progress",
+            ]
+        )
+        == 0
+    )
     lines = out.read_text().splitlines()
     assert lines[0].split("\t")[-1] == "method" and all(x.endswith("one_pass") for x in lines[1:])
     # a correction refitted in place changes every estimate: resuming the output with it is refused
     capsys.readouterr()
     c.write_bytes(c.read_bytes() + b" ")
-    assert main(["score", str(inp), "--model", str(model_dir), "--pll", "one-pass", "--correction", str(c),
-                 "--out", str(out), "--no-progress", "--resume"]) == 2
+    assert (
+        main(
+            [
+                "score",
+                str(inp),
+                "--model",
+                str(model_dir),
+                "--pll",
+                "one-pass",
+                "--correction",
+                str(c),
+                "--out",
+                str(out),
+                "--no-progress",
+                "--resume",
+            ]
+        )
+        == 2
+    )
     assert "correction_sha256=" in capsys.readouterr().err
 
 

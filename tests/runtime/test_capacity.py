@@ -16,35 +16,72 @@ def fasta(tmp_path):
     return path
 
 
-@pytest.mark.parametrize("cores, memory, why", [
-    (1, 64 * GiB, "(1 CPU core)"),
-    (64, GiB, "(1.0 GiB of memory available, about "),
-])
+@pytest.mark.parametrize(
+    "cores, memory, why",
+    [
+        (1, 64 * GiB, "(1 CPU core)"),
+        (64, GiB, "(1.0 GiB of memory available, about "),
+    ],
+)
 def test_workers_are_capped_with_a_warning(tiny_bert_dir, fasta, tmp_path, capsys, monkeypatch, cores, memory, why):
     monkeypatch.setattr(capacity, "usable_cores", lambda: cores)
     monkeypatch.setattr(capacity, "available_memory", lambda: memory)
     out = tmp_path / "o.jsonl"
-    assert main(["score", str(fasta), "--model", str(tiny_bert_dir), "--out", str(out), "--workers", "100",
-                 "--no-progress", "--device", "cpu"]) == 0
+    assert (
+        main(
+            [
+                "score",
+                str(fasta),
+                "--model",
+                str(tiny_bert_dir),
+                "--out",
+                str(out),
+                "--workers",
+                "100",
+                "--no-progress",
+                "--device",
+                "cpu",
+            ]
+        )
+        == 0
+    )
     warnings = [line for line in capsys.readouterr().err.splitlines() if line.startswith("warning")]
     assert len(warnings) == 1 and warnings[0].startswith(f"warning: --workers 100 capped to 1 {why}"), warnings
     assert len(list(read_results(out))) == 3
 
 
-@pytest.mark.parametrize("cores, memory, why", [
-    (1, 64 * GiB, "(1 CPU core)"),
-    (64, GiB, "(1.0 GiB of memory available, about "),
-])
+@pytest.mark.parametrize(
+    "cores, memory, why",
+    [
+        (1, 64 * GiB, "(1 CPU core)"),
+        (64, GiB, "(1.0 GiB of memory available, about "),
+    ],
+)
 def test_cpu_devices_are_capped_like_workers(tiny_bert_dir, fasta, tmp_path, capsys, monkeypatch, cores, memory, why):
     """``--devices cpu,cpu,cpu`` started three CPU workers whatever the cores and memory (issue 35)."""
     monkeypatch.setattr(capacity, "usable_cores", lambda: cores)
     monkeypatch.setattr(capacity, "available_memory", lambda: memory)
     out = tmp_path / "o.jsonl"
-    assert main(["score", str(fasta), "--model", str(tiny_bert_dir), "--out", str(out), "--devices", "cpu,cpu,cpu",
-                 "--no-progress"]) == 0
+    assert (
+        main(
+            [
+                "score",
+                str(fasta),
+                "--model",
+                str(tiny_bert_dir),
+                "--out",
+                str(out),
+                "--devices",
+                "cpu,cpu,cpu",
+                "--no-progress",
+            ]
+        )
+        == 0
+    )
     warnings = [line for line in capsys.readouterr().err.splitlines() if line.startswith("warning")]
-    assert len(warnings) == 1 and warnings[0].startswith(f"warning: --devices cpu,cpu,cpu capped to 1 CPU worker {why}"), \
-        warnings
+    assert len(warnings) == 1 and warnings[0].startswith(
+        f"warning: --devices cpu,cpu,cpu capped to 1 CPU worker {why}"
+    ), warnings
     assert len(list(read_results(out))) == 3
 
 
@@ -58,7 +95,11 @@ def test_only_the_cpu_entries_of_devices_are_capped(monkeypatch):
 def test_a_worker_is_estimated_from_its_weight_files(tiny_bert_dir, tmp_path):
     weights = (tiny_bert_dir / "model.safetensors").stat().st_size
     assert worker_bytes(str(tiny_bert_dir)) == capacity.RUNTIME_BYTES + 2 * weights
-    assert worker_bytes("antiberty") == worker_bytes(str(tmp_path)) == capacity.RUNTIME_BYTES + 2 * capacity.UNKNOWN_WEIGHT_BYTES
+    assert (
+        worker_bytes("antiberty")
+        == worker_bytes(str(tmp_path))
+        == capacity.RUNTIME_BYTES + 2 * capacity.UNKNOWN_WEIGHT_BYTES
+    )
 
 
 def _init(device):
@@ -76,6 +117,6 @@ def test_no_more_processes_than_items(capsys):
         started.append(device)
         return device
 
-    assert list(map_ordered(init, _work, [7], ["cpu:0", "cpu:1"])) == [("cpu:0", 7)]   # one item: this process
+    assert list(map_ordered(init, _work, [7], ["cpu:0", "cpu:1"])) == [("cpu:0", 7)]  # one item: this process
     assert capsys.readouterr().err == "warning: 2 worker processes capped to 1 (only 1 chunk of work)\n"
     assert list(map_ordered(init, _work, [], ["cpu:0", "cpu:1"])) == [] and started == ["cpu:0"]  # none: no model

@@ -32,9 +32,9 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 import pytest
 
@@ -44,12 +44,15 @@ from mlmprob.runtime.writers import read_results
 AA = "ACDEFGHIKLMNPQRSTVWY"
 TOL = 1e-5
 ROUNDS = range(int(os.environ.get("MLMPROB_CRASH_ROUNDS", "1")))
-IGNORED = {"seconds", "seconds_forward", "seconds_total", "elapsed_s", "pairs_per_s"}   # wall-clock times
-pytestmark = [pytest.mark.usefixtures("one_thread"),
-              pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals (SIGSTOP, SIGKILL)")]
+IGNORED = {"seconds", "seconds_forward", "seconds_total", "elapsed_s", "pairs_per_s"}  # wall-clock times
+pytestmark = [
+    pytest.mark.usefixtures("one_thread"),
+    pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals (SIGSTOP, SIGKILL)"),
+]
 
 
 # -- the harness -----------------------------------------------------------------------------------------
+
 
 @dataclass
 class Case:
@@ -63,14 +66,21 @@ class Case:
     units: Callable[[Path], int]
     tear: Callable[[Path], str]
     check: Callable[[Path, Path, str], dict]
-    resume: tuple[str, ...] = ()          # extra options of the resumed run (``--resume``)
-    seen: int = 3                         # units to see before the kill window is measured
+    resume: tuple[str, ...] = ()  # extra options of the resumed run (``--resume``)
+    seen: int = 3  # units to see before the kill window is measured
     out_name: str = "out"
 
 
 def _cli(argv: list[str]) -> tuple[list[str], dict]:
-    env = {**os.environ, "PYTHONUNBUFFERED": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
-           "MLMPROB_DTYPE": "float32", "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
+    env = {
+        **os.environ,
+        "PYTHONUNBUFFERED": "1",
+        "OMP_NUM_THREADS": "1",
+        "MKL_NUM_THREADS": "1",
+        "MLMPROB_DTYPE": "float32",
+        "HF_HUB_OFFLINE": "1",
+        "TOKENIZERS_PARALLELISM": "false",
+    }
     src = str(Path(__file__).resolve().parents[2] / "src")
     env["PYTHONPATH"] = os.pathsep.join([src, env["PYTHONPATH"]]) if env.get("PYTHONPATH") else src
     return [sys.executable, "-m", "mlmprob", "--threads", "1", *map(str, argv)], env
@@ -152,7 +162,7 @@ def _scenario(case: Case, tmp_path: Path, seed: int, record: dict) -> None:
     try:
         watcher = _Watcher(proc, lambda: case.units(out), case.seen)
         watcher.start()
-        t = time.monotonic()        # the uninterrupted run, in this process, while the other one starts
+        t = time.monotonic()  # the uninterrupted run, in this process, while the other one starts
         rc, _, ref_err = _in_process(case.argv(ref))
         record["reference_s"] = round(time.monotonic() - t, 2)
         assert rc == 0, ref_err
@@ -186,6 +196,7 @@ def _scenario(case: Case, tmp_path: Path, seed: int, record: dict) -> None:
 
 
 # -- helpers for JSON-lines outputs ----------------------------------------------------------------------
+
 
 def _lines(path: Path, header: int = 0) -> int:
     """Complete lines of ``path`` after ``header`` lines (0 while it does not exist)."""
@@ -240,26 +251,54 @@ def check_rows(ref: Path, got: Path, stdout: str = "") -> dict:
         assert_close(r, by[r["id"]], r["id"])
     meta = json.loads(got.with_name(got.name + ".meta.json").read_text())
     assert meta["complete"] and meta["rows"] == len(want)
-    assert not got.with_name(got.name + ".lock").exists()     # released (and removed) at the end
+    assert not got.with_name(got.name + ".lock").exists()  # released (and removed) at the end
     return {"units": len(want)}
 
 
 def _fasta(path: Path, n: int, lo: int, hi: int, seed: int) -> Path:
     rng = random.Random(seed)
-    path.write_text("".join(f">s{i}\n{' '.join(rng.choice(AA) for _ in range(rng.randint(lo, hi)))}\n"
-                            for i in range(n)))
+    path.write_text(
+        "".join(f">s{i}\n{' '.join(rng.choice(AA) for _ in range(rng.randint(lo, hi)))}\n" for i in range(n))
+    )
     return path
 
 
 # -- the cases -------------------------------------------------------------------------------------------
 
+
 def sample_stream_case(model: Path, data: Path) -> Case:
     inp = _fasta(data / "sample.fasta", 10, 6, 14, 1)
     return Case(
         "sample streamed",
-        lambda out: ["sample", "--model", model, "--input", inp, "--out", out, "--chains", "3", "--epochs", "2",
-                     "--burn-in", "1", "--block-size", "2", "--seed", "5", "--device", "cpu", "--no-progress"],
-        lambda out: _lines(out), tear_last_line, check_rows, resume=("--resume",), seen=9, out_name="chains.jsonl")
+        lambda out: [
+            "sample",
+            "--model",
+            model,
+            "--input",
+            inp,
+            "--out",
+            out,
+            "--chains",
+            "3",
+            "--epochs",
+            "2",
+            "--burn-in",
+            "1",
+            "--block-size",
+            "2",
+            "--seed",
+            "5",
+            "--device",
+            "cpu",
+            "--no-progress",
+        ],
+        lambda out: _lines(out),
+        tear_last_line,
+        check_rows,
+        resume=("--resume",),
+        seen=9,
+        out_name="chains.jsonl",
+    )
 
 
 def sample_folder_case(model: Path, data: Path) -> Case:
@@ -277,17 +316,38 @@ def sample_folder_case(model: Path, data: Path) -> Case:
             assert_close(json.loads(a.to_json()), json.loads(b.to_json()), f"epoch {a.epoch}")
         assert_close(json.loads((ref / "summary.json").read_text()), json.loads((got / "summary.json").read_text()))
         fa, fb = (p.read_text().splitlines() for p in (ref / "samples.fasta", got / "samples.fasta"))
-        assert fa[1::2] == fb[1::2] and len(fa) == len(fb)          # the kept states, in order
+        assert fa[1::2] == fb[1::2] and len(fa) == len(fb)  # the kept states, in order
         assert not (got / "run.jsonl.lock").exists()
         return {"units": len(want)}
 
     return Case(
         "sample folder",
-        lambda out: ["sample", "--model", model, *(x for s in seqs for x in ("--seq", s)), "--out", out,
-                     "--chains", "4", "--epochs", "18", "--burn-in", "2", "--seed", "7", "--device", "cpu",
-                     "--no-progress", "--no-plot"],
-        lambda out: _lines(out / "run.jsonl", header=1), lambda out: tear_last_line(out / "run.jsonl", header=1),
-        check, seen=4, out_name="run")
+        lambda out: [
+            "sample",
+            "--model",
+            model,
+            *(x for s in seqs for x in ("--seq", s)),
+            "--out",
+            out,
+            "--chains",
+            "4",
+            "--epochs",
+            "18",
+            "--burn-in",
+            "2",
+            "--seed",
+            "7",
+            "--device",
+            "cpu",
+            "--no-progress",
+            "--no-plot",
+        ],
+        lambda out: _lines(out / "run.jsonl", header=1),
+        lambda out: tear_last_line(out / "run.jsonl", header=1),
+        check,
+        seen=4,
+        out_name="run",
+    )
 
 
 def infill_case(model: Path, data: Path) -> Case:
@@ -302,9 +362,29 @@ def infill_case(model: Path, data: Path) -> Case:
     inp.write_text("".join(recs))
     return Case(
         "infill --input",
-        lambda out: ["infill", "--input", inp, "--model", model, "--out", out, "-k", "3", "--method", "hcb",
-                     "--device", "cpu", "--no-progress"],
-        lambda out: _lines(out), tear_last_line, check_rows, resume=("--resume",), seen=5, out_name="fills.jsonl")
+        lambda out: [
+            "infill",
+            "--input",
+            inp,
+            "--model",
+            model,
+            "--out",
+            out,
+            "-k",
+            "3",
+            "--method",
+            "hcb",
+            "--device",
+            "cpu",
+            "--no-progress",
+        ],
+        lambda out: _lines(out),
+        tear_last_line,
+        check_rows,
+        resume=("--resume",),
+        seen=5,
+        out_name="fills.jsonl",
+    )
 
 
 def joints_case(model: Path, data: Path) -> Case:
@@ -317,9 +397,29 @@ def joints_case(model: Path, data: Path) -> Case:
 
     return Case(
         "joints",
-        lambda out: ["joints", "--model", model, "--data", inp, "--out", out, "--n-pairs", "20", "--top-k", "4",
-                     "--ag-steps", "10", "--device", "cpu", "--no-progress"],
-        lambda out: _lines(out / "pairs.jsonl"), lambda out: tear_last_line(out / "pairs.jsonl"), check, seen=6)
+        lambda out: [
+            "joints",
+            "--model",
+            model,
+            "--data",
+            inp,
+            "--out",
+            out,
+            "--n-pairs",
+            "20",
+            "--top-k",
+            "4",
+            "--ag-steps",
+            "10",
+            "--device",
+            "cpu",
+            "--no-progress",
+        ],
+        lambda out: _lines(out / "pairs.jsonl"),
+        lambda out: tear_last_line(out / "pairs.jsonl"),
+        check,
+        seen=6,
+    )
 
 
 TRAIN_EVERY = 4
@@ -350,9 +450,10 @@ def train_case(model: Path, data: Path) -> Case:
 
         a, b = (json.loads((p / "trainer_state.json").read_text()) for p in (ref, got))
         assert a["done"] and b["done"] and a["step"] == b["step"]
-        assert a["train_losses"] == b["train_losses"], "the loss curve differs"          # exactly
-        assert [{k: v for k, v in h.items() if k != "elapsed_s"} for h in a["history"]] == \
-            [{k: v for k, v in h.items() if k != "elapsed_s"} for h in b["history"]]
+        assert a["train_losses"] == b["train_losses"], "the loss curve differs"  # exactly
+        assert [{k: v for k, v in h.items() if k != "elapsed_s"} for h in a["history"]] == [
+            {k: v for k, v in h.items() if k != "elapsed_s"} for h in b["history"]
+        ]
         wa, wb = load_file(ref / "model.safetensors"), load_file(got / "model.safetensors")
         assert wa.keys() == wb.keys() and all(torch.equal(wa[k], wb[k]) for k in wa)
         summary = json.loads(stdout.strip().splitlines()[-1])
@@ -360,7 +461,7 @@ def train_case(model: Path, data: Path) -> Case:
         assert not (got / "train.lock").exists()
         return {"units": a["step"] // TRAIN_EVERY, "steps": a["step"], "resumed_from": summary["resumed_from"]}
 
-    resumed_from = [None]   # the last complete checkpoint when units() was last called: just after the kill
+    resumed_from = [None]  # the last complete checkpoint when units() was last called: just after the kill
 
     def units(out: Path) -> int:
         """Complete checkpoints (a kept one's step / TRAIN_EVERY: older ones are deleted as the run goes)."""
@@ -370,16 +471,62 @@ def train_case(model: Path, data: Path) -> Case:
 
     return Case(
         "train",
-        lambda out: ["train", "--out", out, "--synthetic", "potts", "--vocab-size", "4", "--length", "6",
-                     "--n-train", "128", "--n-heldout", "16", "--hidden", "16", "--layers", "1", "--heads", "2",
-                     "--intermediate", "32", "--batch-size", "16", "--steps", "48", "--warmup", "3", "--lr", "5e-3",
-                     "--dropout", "0.1", "--eval-every", "8", "--checkpoint-every", str(TRAIN_EVERY),
-                     "--kl-sequences", "8", "--seed", "3", "--no-progress"],
-        units, tear, check, seen=3)
+        lambda out: [
+            "train",
+            "--out",
+            out,
+            "--synthetic",
+            "potts",
+            "--vocab-size",
+            "4",
+            "--length",
+            "6",
+            "--n-train",
+            "128",
+            "--n-heldout",
+            "16",
+            "--hidden",
+            "16",
+            "--layers",
+            "1",
+            "--heads",
+            "2",
+            "--intermediate",
+            "32",
+            "--batch-size",
+            "16",
+            "--steps",
+            "48",
+            "--warmup",
+            "3",
+            "--lr",
+            "5e-3",
+            "--dropout",
+            "0.1",
+            "--eval-every",
+            "8",
+            "--checkpoint-every",
+            str(TRAIN_EVERY),
+            "--kl-sequences",
+            "8",
+            "--seed",
+            "3",
+            "--no-progress",
+        ],
+        units,
+        tear,
+        check,
+        seen=3,
+    )
 
 
-CASES = {"sample-stream": sample_stream_case, "sample-folder": sample_folder_case, "infill": infill_case,
-         "joints": joints_case, "train": train_case}
+CASES = {
+    "sample-stream": sample_stream_case,
+    "sample-folder": sample_folder_case,
+    "infill": infill_case,
+    "joints": joints_case,
+    "train": train_case,
+}
 
 
 @pytest.mark.parametrize("seed", ROUNDS)
@@ -389,7 +536,7 @@ def test_sigkill_then_resume(name, seed, tiny_bert_dir, tmp_path):
     data.mkdir()
     case = CASES[name](tiny_bert_dir, data)
     record = crash_and_resume(case, tmp_path, seed)
-    assert case.seen <= record["units_at_kill"] < record["units"]      # the kill fell in the middle of the run
+    assert case.seen <= record["units_at_kill"] < record["units"]  # the kill fell in the middle of the run
 
 
 # -- every other runner, killed in a forked child ------------------------------------------------------------
@@ -398,13 +545,14 @@ def test_sigkill_then_resume(name, seed, tiny_bert_dir, tmp_path):
 # this process), continued for a seeded delay within the window its units took, SIGKILLed, torn, resumed
 # in this process and compared with an uninterrupted run.
 
+
 class _Child:
     """A forked child running ``fn()``, seen through the part of ``subprocess.Popen`` the watcher uses."""
 
     def __init__(self, fn: Callable[[], object]):
         self.returncode = None
         self.pid = os.fork()
-        if self.pid == 0:                       # the child: run, and never return into pytest
+        if self.pid == 0:  # the child: run, and never return into pytest
             code = 1
             try:
                 devnull = open(os.devnull, "w")
@@ -461,14 +609,14 @@ def kill_runner_and_resume(case: RunnerCase, tmp_path: Path, seed: int) -> dict:
     ref.parent.mkdir(parents=True)
     out.parent.mkdir(parents=True)
     t = time.monotonic()
-    case.run(ref)                                           # the uninterrupted run
+    case.run(ref)  # the uninterrupted run
     record["reference_s"] = round(time.monotonic() - t, 2)
     child = _Child(lambda: case.run(out))
     try:
         watcher = _Watcher(child, lambda: case.units(out), case.seen)
         watcher.run()
         assert watcher.nth is not None, watcher.problem
-        err = case.second(out)                              # a second writer while the first (frozen) holds it
+        err = case.second(out)  # a second writer while the first (frozen) holds it
         assert "being written by another process" in err and f"(pid {child.pid} on " in err, err
         # the kill, while the run is still frozen where the watcher stopped it: no sleep races the run
         assert child.poll() is None, "the run ended before the watcher froze it: make it longer"
@@ -481,7 +629,7 @@ def kill_runner_and_resume(case: RunnerCase, tmp_path: Path, seed: int) -> dict:
             child.wait()
     record["units_at_kill"] = case.units(out)
     record["torn"] = case.tear(out)
-    case.run(out)                                           # resumed
+    case.run(out)  # resumed
     record.update(case.check(ref, out))
     if os.environ.get("MLMPROB_CRASH_LOG"):
         with open(os.environ["MLMPROB_CRASH_LOG"], "a") as f:
@@ -526,40 +674,107 @@ def _cli_runner(name: str, argv: Callable[[Path], list], seen: int) -> RunnerCas
         rc, _, err = _in_process(argv(out) + (["--resume"] if out.exists() else []))
         assert rc == 0, err
 
-    return RunnerCase(name, run, lambda out: _cli_error(argv(out) + ["--resume"]), lambda out: _lines(out),
-                      tear_last_line, lambda ref, got: check_rows(ref, got), seen=seen, out_name="out.jsonl")
+    return RunnerCase(
+        name,
+        run,
+        lambda out: _cli_error(argv(out) + ["--resume"]),
+        lambda out: _lines(out),
+        tear_last_line,
+        lambda ref, got: check_rows(ref, got),
+        seen=seen,
+        out_name="out.jsonl",
+    )
 
 
 def score_case(model: Path, data: Path) -> RunnerCase:
     inp = _fasta(data / "score.fasta", 60, 6, 14, 6)
-    return _cli_runner("score", lambda out: ["score", inp, "--model", model, "--out", out, "--batch-tokens", "16",
-                                             "--device", "cpu", "--no-progress"], seen=4)
+    return _cli_runner(
+        "score",
+        lambda out: [
+            "score",
+            inp,
+            "--model",
+            model,
+            "--out",
+            out,
+            "--batch-tokens",
+            "16",
+            "--device",
+            "cpu",
+            "--no-progress",
+        ],
+        seen=4,
+    )
 
 
 def variants_case(model: Path, data: Path) -> RunnerCase:
     wt = "MKTAYIAKQRQISF"
     rng = random.Random(7)
-    muts = sorted({":".join(sorted({f"{wt[i]}{i + 1}{rng.choice([a for a in AA if a != wt[i]])}"
-                                    for i in rng.sample(range(len(wt)), rng.randint(1, 3))},
-                                   key=lambda m: int(m[1:-1]))) for _ in range(900)})
+    muts = sorted(
+        {
+            ":".join(
+                sorted(
+                    {
+                        f"{wt[i]}{i + 1}{rng.choice([a for a in AA if a != wt[i]])}"
+                        for i in rng.sample(range(len(wt)), rng.randint(1, 3))
+                    },
+                    key=lambda m: int(m[1:-1]),
+                )
+            )
+            for _ in range(900)
+        }
+    )
     (data / "dms.csv").write_text("mutant\n" + "".join(m + "\n" for m in muts))
-    return _cli_runner("variants", lambda out: ["variants", data / "dms.csv", "--wild-type", wt, "--model", model,
-                                                "--out", out, "--device", "cpu", "--no-progress"],
-                       seen=256)                        # the command commits chunks of 256 rows
+    return _cli_runner(
+        "variants",
+        lambda out: [
+            "variants",
+            data / "dms.csv",
+            "--wild-type",
+            wt,
+            "--model",
+            model,
+            "--out",
+            out,
+            "--device",
+            "cpu",
+            "--no-progress",
+        ],
+        seen=256,
+    )  # the command commits chunks of 256 rows
 
 
 def cdr_h3_case(model: Path, data: Path) -> RunnerCase:
     from experiments import cdr_h3
 
-    hcs = {"tras": "EVQLVESGGGLVQPGGSLRLSCAASGFNIKDTYIHWVRQAPGKGLEWVARIYPTNGYTRYADSVKGRFTISADTSKNTAYLQMNSLRAEDTAVYY"
-                   "CSRWGGDGFYAMDYWGQGTLVTVSS",
-           "pert": "EVQLVESGGGLVQPGGSLRLSCAASGFTFTDYTMDWVRQAPGKGLEWVADVNPNSGGSIYNQRFKGRFTLSVDRSKNTLYLQMNSLRAEDTAVYY"
-                   "CARNLGPSFYFDYWGQGTLVTVSS"}
+    hcs = {
+        "tras": "EVQLVESGGGLVQPGGSLRLSCAASGFNIKDTYIHWVRQAPGKGLEWVARIYPTNGYTRYADSVKGRFTISADTSKNTAYLQMNSLRAEDTAVYY"
+        "CSRWGGDGFYAMDYWGQGTLVTVSS",
+        "pert": "EVQLVESGGGLVQPGGSLRLSCAASGFTFTDYTMDWVRQAPGKGLEWVADVNPNSGGSIYNQRFKGRFTLSVDRSKNTLYLQMNSLRAEDTAVYY"
+        "CARNLGPSFYFDYWGQGTLVTVSS",
+    }
     (data / "abs.csv").write_text("Therapeutic,HC\n" + "".join(f"{k},{v}\n" for k, v in hcs.items()))
 
     def argv(out: Path) -> list[str]:
-        return ["--model", str(model), "--out", str(out), "--data", str(data / "abs.csv"), "--tables", "1",
-                "--epochs", "1", "--burn-in", "1", "--n-antibodies", "2", "--chains", "2", "--no-report"]
+        return [
+            "--model",
+            str(model),
+            "--out",
+            str(out),
+            "--data",
+            str(data / "abs.csv"),
+            "--tables",
+            "1",
+            "--epochs",
+            "1",
+            "--burn-in",
+            "1",
+            "--n-antibodies",
+            "2",
+            "--chains",
+            "2",
+            "--no-report",
+        ]
 
     def run(out: Path) -> None:
         assert cdr_h3.main(argv(out)) == 0
@@ -570,41 +785,77 @@ def cdr_h3_case(model: Path, data: Path) -> RunnerCase:
             assert cdr_h3.main(argv(out)) == 2
         return err.getvalue()
 
-    return RunnerCase("cdr_h3", run, second, lambda out: _lines(out / "results.jsonl"),
-                      lambda out: tear_last_line(out / "results.jsonl"),
-                      lambda ref, got: _same_records(lambda r: (r["config"], r["unit"], r["chain"]))(
-                          ref / "results.jsonl", got / "results.jsonl"), seen=4)
+    return RunnerCase(
+        "cdr_h3",
+        run,
+        second,
+        lambda out: _lines(out / "results.jsonl"),
+        lambda out: tear_last_line(out / "results.jsonl"),
+        lambda ref, got: _same_records(lambda r: (r["config"], r["unit"], r["chain"]))(
+            ref / "results.jsonl", got / "results.jsonl"
+        ),
+        seen=4,
+    )
 
 
 def ground_truth_case(model: Path, data: Path) -> RunnerCase:
-    from experiments.ground_truth import GroundTruthConfig, run as gt_run
+    from experiments.ground_truth import GroundTruthConfig
+    from experiments.ground_truth import run as gt_run
 
-    cfg = GroundTruthConfig(vocab_size=3, length=4, couplings=(0.5, 1.0), n_train=200, n_heldout=20, steps=20,
-                            eval_every=10, n_pairs=3, n_gaps=3, gap_lengths=(2,), chains=8, sample_epochs=3)
+    cfg = GroundTruthConfig(
+        vocab_size=3,
+        length=4,
+        couplings=(0.5, 1.0),
+        n_train=200,
+        n_heldout=20,
+        steps=20,
+        eval_every=10,
+        n_pairs=3,
+        n_gaps=3,
+        gap_lengths=(2,),
+        chains=8,
+        sample_epochs=3,
+    )
 
     def run(out: Path) -> None:
         gt_run(cfg, out, out.with_name(out.name + "-runs"), stages=("coupling",), progress=False, log=lambda *_: None)
 
-    return RunnerCase("ground_truth", run, lambda out: _locked_error(lambda: run(out)),
-                      lambda out: _lines(out / "results.jsonl"), lambda out: tear_last_line(out / "results.jsonl"),
-                      lambda ref, got: _same_records(lambda r: r["unit"])(ref / "results.jsonl",
-                                                                          got / "results.jsonl"), seen=2)
+    return RunnerCase(
+        "ground_truth",
+        run,
+        lambda out: _locked_error(lambda: run(out)),
+        lambda out: _lines(out / "results.jsonl"),
+        lambda out: tear_last_line(out / "results.jsonl"),
+        lambda ref, got: _same_records(lambda r: r["unit"])(ref / "results.jsonl", got / "results.jsonl"),
+        seen=2,
+    )
 
 
 def variants_data_case(model: Path, data: Path) -> RunnerCase:
+    import importlib.util
+
     import mlmprob.models
     from experiments import variants_data, variants_data_runner
     from experiments.variants_data_common import result_path
-    import importlib.util
 
-    spec = importlib.util.spec_from_file_location(      # by path: tests/experiments need not be on sys.path
-        "_variants_data_tests", Path(__file__).resolve().parents[1] / "experiments" / "test_variants_data.py")
+    spec = importlib.util.spec_from_file_location(  # by path: tests/experiments need not be on sys.path
+        "_variants_data_tests", Path(__file__).resolve().parents[1] / "experiments" / "test_variants_data.py"
+    )
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     module._fake_data(data)
     tiny = mlmprob.models.load_mlm(str(model))
-    argv = lambda out: ["--data", str(data), "--out", str(out), "--threads", "1", "--no-report",   # noqa: E731
-                        "--plan", "sapiens-vh:masked_marginals_mt:all,sapiens-vh:hcb:all"]
+    argv = lambda out: [
+        "--data",
+        str(data),
+        "--out",
+        str(out),
+        "--threads",
+        "1",
+        "--no-report",  # noqa: E731
+        "--plan",
+        "sapiens-vh:masked_marginals_mt:all,sapiens-vh:hcb:all",
+    ]
 
     def run(out: Path) -> None:
         with pytest.MonkeyPatch.context() as mp:
@@ -630,8 +881,9 @@ def variants_data_case(model: Path, data: Path) -> RunnerCase:
     def check(ref: Path, got: Path) -> dict:
         n = 0
         for g in groups:
-            n += _same_records(lambda c: c["start"])(result_path(ref, "sapiens-vh", g),
-                                                     result_path(got, "sapiens-vh", g))["units"]
+            n += _same_records(lambda c: c["start"])(
+                result_path(ref, "sapiens-vh", g), result_path(got, "sapiens-vh", g)
+            )["units"]
         return {"units": n}
 
     return RunnerCase("variants_data", run, second, units, tear, check, seen=3)
@@ -655,14 +907,27 @@ def infill_runner_case(model: Path, data: Path) -> RunnerCase:
     tiny = load_mlm(str(model))
     # not "ablation-scramble": its context scrambler is one generator for the whole run, so a resumed run
     # draws other scrambles for the records after the kill than an uninterrupted one
-    cfg = ExperimentConfig(models=("tiny",), regions=("random",), lengths=(2, 3), n_gaps=4, beam_size=3,
-                           methods=("hcb-l2r", "standard-best", "pure-sampling"))
+    cfg = ExperimentConfig(
+        models=("tiny",),
+        regions=("random",),
+        lengths=(2, 3),
+        n_gaps=4,
+        beam_size=3,
+        methods=("hcb-l2r", "standard-best", "pure-sampling"),
+    )
 
     def run(out: Path) -> None:
         run_experiment(cfg, out, data_dir=data, load=lambda name: tiny, progress=False)
 
-    return RunnerCase("infill runner", run, lambda out: _locked_error(lambda: run(out)), lambda out: _lines(out),
-                      tear_last_line, _same_records(record_key), seen=4)
+    return RunnerCase(
+        "infill runner",
+        run,
+        lambda out: _locked_error(lambda: run(out)),
+        lambda out: _lines(out),
+        tear_last_line,
+        _same_records(record_key),
+        seen=4,
+    )
 
 
 def pivots_case(model: Path, data: Path) -> RunnerCase:
@@ -676,12 +941,26 @@ def pivots_case(model: Path, data: Path) -> RunnerCase:
     def run(out: Path) -> None:
         run_sweep(cfg, out, data_dir=data, load=lambda name: tiny, progress=False)
 
-    return RunnerCase("pivots", run, lambda out: _locked_error(lambda: run(out)), lambda out: _lines(out),
-                      tear_last_line, _same_records(_key), seen=4)
+    return RunnerCase(
+        "pivots",
+        run,
+        lambda out: _locked_error(lambda: run(out)),
+        lambda out: _lines(out),
+        tear_last_line,
+        _same_records(_key),
+        seen=4,
+    )
 
 
-RUNNERS = {"score": score_case, "variants": variants_case, "cdr_h3": cdr_h3_case, "ground_truth": ground_truth_case,
-           "variants_data": variants_data_case, "infill-runner": infill_runner_case, "pivots": pivots_case}
+RUNNERS = {
+    "score": score_case,
+    "variants": variants_case,
+    "cdr_h3": cdr_h3_case,
+    "ground_truth": ground_truth_case,
+    "variants_data": variants_data_case,
+    "infill-runner": infill_runner_case,
+    "pivots": pivots_case,
+}
 
 
 @pytest.mark.parametrize("seed", ROUNDS)
@@ -691,4 +970,4 @@ def test_sigkill_a_runner_then_resume(name, seed, tiny_bert_dir, tmp_path):
     data.mkdir()
     case = RUNNERS[name](tiny_bert_dir, data)
     record = kill_runner_and_resume(case, tmp_path, seed)
-    assert case.seen <= record["units_at_kill"] < record["units"]      # the kill fell in the middle of the run
+    assert case.seen <= record["units_at_kill"] < record["units"]  # the kill fell in the middle of the run

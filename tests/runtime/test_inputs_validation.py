@@ -60,8 +60,25 @@ def test_duplicate_ids_refused_by_every_reading_command(tiny_bert_dir, tmp_path,
     fa = _fasta(tmp_path / "dup.fasta", ["a", "b", "a"])
     assert _score(tiny_bert_dir, fa, "--out", tmp_path / "s.jsonl") == 2
     assert "duplicate id 'a': records 1 and 3" in _error(capsys)
-    assert main(["sample", "--input", str(fa), "--model", str(tiny_bert_dir), "--epochs", "1", "--chains", "1",
-                 "--out", str(tmp_path / "x.jsonl"), "--no-progress"]) == 2
+    assert (
+        main(
+            [
+                "sample",
+                "--input",
+                str(fa),
+                "--model",
+                str(tiny_bert_dir),
+                "--epochs",
+                "1",
+                "--chains",
+                "1",
+                "--out",
+                str(tmp_path / "x.jsonl"),
+                "--no-progress",
+            ]
+        )
+        == 2
+    )
     assert "duplicate id 'a'" in _error(capsys)
     gaps = tmp_path / "gaps.fasta"
     gaps.write_text(">g\nAC__DE\n>h\nKL_M\n>g\nAC_D\n")
@@ -69,8 +86,22 @@ def test_duplicate_ids_refused_by_every_reading_command(tiny_bert_dir, tmp_path,
     assert "duplicate id 'g': records 1 and 3" in _error(capsys)
     dms = tmp_path / "dms.csv"
     dms.write_text("mutant\nA1C\nC2D\nA1C\n")
-    assert main(["variants", str(dms), "--wild-type", "ACDEFG", "--model", str(tiny_bert_dir), "--methods",
-                 "wt_marginals", "--no-progress"]) == 2
+    assert (
+        main(
+            [
+                "variants",
+                str(dms),
+                "--wild-type",
+                "ACDEFG",
+                "--model",
+                str(tiny_bert_dir),
+                "--methods",
+                "wt_marginals",
+                "--no-progress",
+            ]
+        )
+        == 2
+    )
     assert "duplicate id 'A1C': rows 1 and 3" in _error(capsys)
 
 
@@ -78,7 +109,7 @@ def test_dedupe_keeps_the_first_and_resumes_and_merges_like_a_plain_run(tiny_ber
     ids = [f"r{i}" for i in range(20)]
     plain = _fasta(tmp_path / "plain.fasta", ids)
     dup = tmp_path / "dup.fasta"
-    dup.write_text(plain.read_text() + f">r3\n{_seq(40)}\n>r7\n{_seq(41)}\n")   # two repeats at the end
+    dup.write_text(plain.read_text() + f">r3\n{_seq(40)}\n>r7\n{_seq(41)}\n")  # two repeats at the end
     assert _score(tiny_bert_dir, plain, "--out", tmp_path / "plain.jsonl") == 0
     want = {r["id"]: r["pll"] for r in _rows(tmp_path / "plain.jsonl")}
     capsys.readouterr()
@@ -89,7 +120,7 @@ def test_dedupe_keeps_the_first_and_resumes_and_merges_like_a_plain_run(tiny_ber
     assert "warning: --dedupe dropped 2 record(s) repeating an earlier id (first: 'r3', record 21)" in err
     assert {r["id"]: r["pll"] for r in _rows(out)} == pytest.approx(want)
 
-    lines = out.read_text().splitlines(keepends=True)   # a run killed after 16 committed rows
+    lines = out.read_text().splitlines(keepends=True)  # a run killed after 16 committed rows
     out.write_text("".join(lines[:16]))
     assert _score(tiny_bert_dir, dup, "--dedupe", "--out", out, "--resume") == 0
     rows = _rows(out)
@@ -142,8 +173,9 @@ def test_english_tokenizers_read_lower_case_and_placeholder_words(tmp_path):
 
     from mlmprob.models.tokenizers import HFTokenizer
 
-    (tmp_path / "vocab.txt").write_text("\n".join(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "cat", "na",
-                                                   "none", "null"]) + "\n")
+    (tmp_path / "vocab.txt").write_text(
+        "\n".join(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "cat", "na", "none", "null"]) + "\n"
+    )
     tok = HFTokenizer(transformers.BertTokenizer(str(tmp_path / "vocab.txt")))
     assert tok.encode(["the cat", "none", "na"]).input_ids.shape[0] == 3
 
@@ -157,14 +189,18 @@ def test_residue_tokenizer_names_lower_case():
 
 @pytest.mark.parametrize("kind", ["csv", "jsonl", "fasta"])
 def test_empty_records_are_errors_or_counted_skips(tiny_bert_dir, tmp_path, capsys, kind):
-    text = {"csv": f"id,seq\na,{_seq(0)}\nb,\nc,{_seq(1)}\n",
-            "jsonl": f'{{"id": "a", "seq": "{_seq(0)}"}}\n{{"id": "b", "seq": ""}}\n{{"id": "c", "seq": "{_seq(1)}"}}\n',
-            "fasta": f">a\n{_seq(0)}\n>b\n>c\n{_seq(1)}\n"}[kind]
+    text = {
+        "csv": f"id,seq\na,{_seq(0)}\nb,\nc,{_seq(1)}\n",
+        "jsonl": f'{{"id": "a", "seq": "{_seq(0)}"}}\n{{"id": "b", "seq": ""}}\n{{"id": "c", "seq": "{_seq(1)}"}}\n',
+        "fasta": f">a\n{_seq(0)}\n>b\n>c\n{_seq(1)}\n",
+    }[kind]
     inp = tmp_path / f"e.{kind}"
     inp.write_text(text)
     cols = ["--column", "seq", "--id-column", "id"] if kind == "csv" else []
-    assert [r.id for r in iter_records(inp, column="seq" if kind == "csv" else None,
-                                       id_column="id" if kind == "csv" else None)] == ["a", "b", "c"]
+    assert [
+        r.id
+        for r in iter_records(inp, column="seq" if kind == "csv" else None, id_column="id" if kind == "csv" else None)
+    ] == ["a", "b", "c"]
     assert _score(tiny_bert_dir, inp, *cols) == 2
     assert "record 'b'" in _error(capsys)
     assert _score(tiny_bert_dir, inp, *cols, "--skip-invalid") == 0
@@ -182,8 +218,24 @@ def test_long_inline_wild_type_is_a_sequence_not_a_path(tiny_bert_dir, tmp_path,
     dms = tmp_path / "dms.csv"
     dms.write_text("mutant\nA1C\nC2D\n")
     out = tmp_path / "v.jsonl"
-    assert main(["variants", str(dms), "--wild-type", wt, "--model", str(tiny_bert_dir), "--methods",
-                 "wt_marginals", "--out", str(out), "--no-progress"]) == 0
+    assert (
+        main(
+            [
+                "variants",
+                str(dms),
+                "--wild-type",
+                wt,
+                "--model",
+                str(tiny_bert_dir),
+                "--methods",
+                "wt_marginals",
+                "--out",
+                str(out),
+                "--no-progress",
+            ]
+        )
+        == 0
+    )
     assert [r["id"] for r in _rows(out)] == ["A1C", "C2D"]
 
 
@@ -203,19 +255,24 @@ def test_wild_type_file_with_two_records_and_empty_methods_are_errors(tiny_bert_
 # -- 5. standard input, pipes and FIFOs ---------------------------------------------------------------
 def _cli(*argv, data: bytes):
     env = {**os.environ, "PYTHONPATH": SRC + os.pathsep + os.environ.get("PYTHONPATH", "")}
-    return subprocess.run([sys.executable, "-m", "mlmprob", *map(str, argv)], input=data, capture_output=True,
-                          env=env, timeout=300)
+    return subprocess.run(
+        [sys.executable, "-m", "mlmprob", *map(str, argv)], input=data, capture_output=True, env=env, timeout=300
+    )
 
 
 def test_standard_input_is_read_once(tiny_bert_dir, tmp_path):
     from concurrent.futures import ThreadPoolExecutor
 
     fa = _fasta(tmp_path / "s.fasta", ["a", "b", "c"])
-    with ThreadPoolExecutor(3) as pool:     # three independent processes, side by side (the second core)
-        runs = [pool.submit(lambda a: _cli(*a[0], data=a[1]), a) for a in [
-            (("score", "-", "--format", "fasta", "--model", tiny_bert_dir), fa.read_bytes()),
-            (("score", "/dev/stdin", "--model", tiny_bert_dir), fa.read_bytes()),     # a pipe by name, sniffed
-            (("score", "-", "--model", tiny_bert_dir), b"ACDE\nKLMN\n")]]            # no --format, not sniffable
+    with ThreadPoolExecutor(3) as pool:  # three independent processes, side by side (the second core)
+        runs = [
+            pool.submit(lambda a: _cli(*a[0], data=a[1]), a)
+            for a in [
+                (("score", "-", "--format", "fasta", "--model", tiny_bert_dir), fa.read_bytes()),
+                (("score", "/dev/stdin", "--model", tiny_bert_dir), fa.read_bytes()),  # a pipe by name, sniffed
+                (("score", "-", "--model", tiny_bert_dir), b"ACDE\nKLMN\n"),
+            ]
+        ]  # no --format, not sniffable
     r = runs[0].result()
     assert r.returncode == 0, r.stderr.decode()
     assert [json.loads(x)["id"] for x in r.stdout.decode().splitlines()] == ["a", "b", "c"]
@@ -239,7 +296,7 @@ def test_a_fifo_is_read_once(tiny_bert_dir, tmp_path, capsys):
     t = threading.Thread(target=feed)
     t.start()
     try:
-        assert _score(tiny_bert_dir, fifo) == 0     # no --format: '>' makes it FASTA
+        assert _score(tiny_bert_dir, fifo) == 0  # no --format: '>' makes it FASTA
     finally:
         t.join(timeout=60)
     assert [json.loads(x)["id"] for x in capsys.readouterr().out.splitlines()] == ["a", "b", "c"]
@@ -286,8 +343,21 @@ def test_demo_n_without_shared_data(monkeypatch, capsys):
 
 @pytest.mark.parametrize("out", [None, "folder"])
 def test_sample_refuses_a_block_larger_than_the_free_positions(tiny_bert_dir, tmp_path, capsys, out):
-    argv = ["sample", "--seq", _seq(0, 30), "--model", str(tiny_bert_dir), "--block-size", "99", "--epochs", "1",
-            "--chains", "1", "--no-progress", "--no-plot"]
+    argv = [
+        "sample",
+        "--seq",
+        _seq(0, 30),
+        "--model",
+        str(tiny_bert_dir),
+        "--block-size",
+        "99",
+        "--epochs",
+        "1",
+        "--chains",
+        "1",
+        "--no-progress",
+        "--no-plot",
+    ]
     if out:
         argv += ["--out", str(tmp_path / out)]
     assert main(argv) == 2

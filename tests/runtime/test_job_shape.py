@@ -19,7 +19,7 @@ from mlmprob.models.spec import ModelJob, ModelSpec
 from mlmprob.runtime.job import State
 
 SRC = Path(mlmprob.__file__).resolve().parent
-SHAPE = {"mlmprob.runtime.job.Job", "mlmprob.models.spec.ModelJob"}   # the shape itself: the protocol, the base
+SHAPE = {"mlmprob.runtime.job.Job", "mlmprob.models.spec.ModelJob"}  # the shape itself: the protocol, the base
 
 
 def job_classes() -> dict[str, type]:
@@ -89,8 +89,8 @@ def test_each_job_loads_through_the_one_block_and_pickles(name, batch_tokens, es
     state = again.load("cpu")
     assert calls == [(model, {"device": "cpu", "dtype": "float32", "allow_pickle": True})]
     assert isinstance(state, State) and isinstance(state.mlm, Reader)
-    assert state.mlm.batch_tokens == (batch_tokens or DEFAULT_BATCH_TOKENS)   # the reader carries the budget
-    assert type(job).prepare(job, esm).mlm.batch_tokens == state.mlm.batch_tokens   # library use: the same state
+    assert state.mlm.batch_tokens == (batch_tokens or DEFAULT_BATCH_TOKENS)  # the reader carries the budget
+    assert type(job).prepare(job, esm).mlm.batch_tokens == state.mlm.batch_tokens  # library use: the same state
 
 
 def test_the_keywords_of_the_cli_still_build_the_jobs(tmp_path):
@@ -102,7 +102,7 @@ def test_the_keywords_of_the_cli_still_build_the_jobs(tmp_path):
     assert ScoreJob(model="x", dtype=None, spec=ScoreSpec(whole_word=True)).model_spec == ModelSpec("x", None)
     assert SampleJob(model="x", chains=2, batch_tokens=8).model_spec.batch_tokens == 8
     cfg = _joints_config(tmp_path)
-    assert JointsJob(cfg, dtype=None).model == "m"      # the model is the configuration's
+    assert JointsJob(cfg, dtype=None).model == "m"  # the model is the configuration's
     with pytest.raises(ValueError, match="is not spec.model"):
         JointsJob(cfg, model="other")
 

@@ -18,8 +18,14 @@ def _jobs(tmp_path):
     from mlmprob.scoring import ScoreJob
     from mlmprob.variants.stream import VariantsJob
 
-    return [ScoreJob(model="m"), OnePassScoreJob(model="m"), SampleJob(model="m"), InfillJob(model="m"),
-            VariantsJob(model="m", wild_type="MKT"), JointsJob(JointsSpec(model="m", data=str(tmp_path / "x.txt")))]
+    return [
+        ScoreJob(model="m"),
+        OnePassScoreJob(model="m"),
+        SampleJob(model="m"),
+        InfillJob(model="m"),
+        VariantsJob(model="m", wild_type="MKT"),
+        JointsJob(JointsSpec(model="m", data=str(tmp_path / "x.txt"))),
+    ]
 
 
 def test_every_job_holds_a_frozen_spec(tmp_path):
@@ -33,8 +39,12 @@ def test_every_job_holds_a_frozen_spec(tmp_path):
 def test_a_job_refuses_settings_that_are_not_its_spec(name):
     import importlib
 
-    module = {"ScoreJob": "mlmprob.scoring", "InfillJob": "mlmprob.infill.stream",
-              "VariantsJob": "mlmprob.variants.stream", "SampleJob": "mlmprob.sampling.stream"}[name]
+    module = {
+        "ScoreJob": "mlmprob.scoring",
+        "InfillJob": "mlmprob.infill.stream",
+        "VariantsJob": "mlmprob.variants.stream",
+        "SampleJob": "mlmprob.sampling.stream",
+    }[name]
     cls = getattr(importlib.import_module(module), name)
     extra = {"wild_type": "MKT"} if name == "VariantsJob" else {}
     with pytest.raises(MLMProbError, match="spec must be a"):

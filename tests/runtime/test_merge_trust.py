@@ -10,8 +10,8 @@ import shutil
 import sys
 
 import pytest
-
 from conftest import save_tiny_bert
+
 from mlmprob.cli import main
 from mlmprob.runtime.writers import meta_path, read_results
 
@@ -32,8 +32,20 @@ def _fasta_text(n, change=None):
 
 
 def _score(model, inp, out, *extra):
-    return main(["score", str(inp), "--model", str(model), "--out", str(out), "--no-progress", "--device", "cpu",
-                 *map(str, extra)])
+    return main(
+        [
+            "score",
+            str(inp),
+            "--model",
+            str(model),
+            "--out",
+            str(out),
+            "--no-progress",
+            "--device",
+            "cpu",
+            *map(str, extra),
+        ]
+    )
 
 
 def _shards(model, inp, tmp_path, n, suffixes=None, extra=()):
@@ -66,14 +78,16 @@ def test_a_part_without_metadata_is_refused_unless_told(tiny_bert_dir, fasta, tm
     p1, p2, p3 = _shards(tiny_bert_dir, fasta, tmp_path, 3)
     bf16 = tmp_path / "bf16.jsonl"
     assert _score(tiny_bert_dir, fasta, bf16, "--shard", "2/3", "--dtype", "bfloat16") == 0
-    meta_path(bf16).unlink()                                            # a bfloat16 part whose meta was removed
+    meta_path(bf16).unlink()  # a bfloat16 part whose meta was removed
     capsys.readouterr()
     out = tmp_path / "m.jsonl"
     assert _merge(out, [p1, bf16, p3]) == 2
-    assert _error(capsys) == (f"error: part {bf16} has no bf16.jsonl.meta.json: its run, shard, row count and "
-                              "completion cannot be checked; merge it only if you know them, with --no-meta-check")
+    assert _error(capsys) == (
+        f"error: part {bf16} has no bf16.jsonl.meta.json: its run, shard, row count and "
+        "completion cannot be checked; merge it only if you know them, with --no-meta-check"
+    )
     assert not out.exists()
-    assert _merge(out, [p1, bf16, p3], "--no-meta-check") == 0           # told: merged, and said so
+    assert _merge(out, [p1, bf16, p3], "--no-meta-check") == 0  # told: merged, and said so
     err = capsys.readouterr().err
     assert f"warning: 1 part(s) merged without metadata, unchecked: {bf16}" in err
     assert len(list(read_results(out))) == 24
@@ -84,7 +98,7 @@ def test_a_missing_shard_beside_a_part_without_metadata_loses_no_rows_silently(t
     meta_path(p2).unlink()
     capsys.readouterr()
     out = tmp_path / "m.jsonl"
-    assert _merge(out, [p1, p2]) == 2                                   # shard 3/3 missing
+    assert _merge(out, [p1, p2]) == 2  # shard 3/3 missing
     assert "has no p2.jsonl.meta.json" in _error(capsys)
     assert _merge(out, [p1, p2], "--no-meta-check") == 2
     assert _error(capsys) == "error: 1 of the 3 shards missing from the parts"
@@ -97,16 +111,18 @@ def test_a_damaged_part_is_refused_even_without_the_input_check(damage, tiny_ber
     lines = p1.read_text().splitlines(keepends=True)
     assert len(lines) == 12 and json.loads(meta_path(p1).read_text())["rows"] == 12
     if damage == "truncated":
-        p1.write_text("".join(lines[:-2]))                              # 22 of 24 rows
+        p1.write_text("".join(lines[:-2]))  # 22 of 24 rows
     else:
-        p1.write_text("".join(lines[:-1]) + lines[-1][: len(lines[-1]) // 2])   # 23 rows and half a line
+        p1.write_text("".join(lines[:-1]) + lines[-1][: len(lines[-1]) // 2])  # 23 rows and half a line
     capsys.readouterr()
     out = tmp_path / "m.jsonl"
     assert _merge(out, [p1, p2], "--no-input-check") == 2
     err = _error(capsys)
     if damage == "truncated":
-        assert err == (f"error: part {p1} holds 10 rows but its run wrote 12 (p1.jsonl.meta.json): it was truncated "
-                       "or changed since; rerun its shard")
+        assert err == (
+            f"error: part {p1} holds 10 rows but its run wrote 12 (p1.jsonl.meta.json): it was truncated "
+            "or changed since; rerun its shard"
+        )
     else:
         assert err.startswith(f"error: part {p1} ends in a torn line")
     assert not out.exists()
@@ -126,14 +142,16 @@ def test_tsv_parts_are_not_mixed_with_typed_ones(tiny_bert_dir, fasta, tmp_path,
     parts = _shards(tiny_bert_dir, fasta, tmp_path, 3, [".jsonl", ".tsv", ".jsonl"])
     capsys.readouterr()
     assert _merge(tmp_path / "m.jsonl", parts) == 2
-    assert _error(capsys) == ("error: parts are of different formats (.jsonl, .tsv): a .tsv part holds text cells, so "
-                              "its numbers would become strings; merge parts of one format")
+    assert _error(capsys) == (
+        "error: parts are of different formats (.jsonl, .tsv): a .tsv part holds text cells, so "
+        "its numbers would become strings; merge parts of one format"
+    )
     (tmp_path / "t").mkdir()
     tsv = _shards(tiny_bert_dir, fasta, tmp_path / "t", 2, [".tsv", ".tsv"])
     capsys.readouterr()
     assert _merge(tmp_path / "m.jsonl", tsv) == 2
     assert "merged into .jsonl their numbers would become strings" in _error(capsys)
-    assert _merge(tmp_path / "m.tsv", tsv) == 0                         # text into text: faithful
+    assert _merge(tmp_path / "m.tsv", tsv) == 0  # text into text: faithful
     assert [r["id"] for r in read_results(tmp_path / "m.tsv")] == [f"s{i}" for i in range(24)]
 
 
@@ -142,7 +160,7 @@ def test_parts_of_other_weights_are_refused(tiny_bert_dir, fasta, tmp_path, caps
     shutil.copytree(tiny_bert_dir, model)
     p1 = tmp_path / "p1.jsonl"
     assert _score(model, fasta, p1, "--shard", "1/2") == 0
-    save_tiny_bert(model, init=0.5)                                     # the folder's weights changed in between
+    save_tiny_bert(model, init=0.5)  # the folder's weights changed in between
     p2 = tmp_path / "p2.jsonl"
     assert _score(model, fasta, p2, "--shard", "2/2") == 0
     capsys.readouterr()

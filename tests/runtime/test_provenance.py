@@ -10,8 +10,8 @@ import subprocess
 import sys
 
 import pytest
-
 from held import Held
+
 from mlmprob.cli import main
 from mlmprob.errors import MLMProbError
 from mlmprob.runtime.merge import merge_parts, merging_path
@@ -28,8 +28,20 @@ def _fasta(path, n):
 
 
 def _score(model, inp, out, *extra):
-    return main(["score", str(inp), "--model", str(model), "--out", str(out), "--no-progress", "--device", "cpu",
-                 *map(str, extra)])
+    return main(
+        [
+            "score",
+            str(inp),
+            "--model",
+            str(model),
+            "--out",
+            str(out),
+            "--no-progress",
+            "--device",
+            "cpu",
+            *map(str, extra),
+        ]
+    )
 
 
 def _config(out):
@@ -38,7 +50,7 @@ def _config(out):
 
 def _error(capsys) -> str:
     err = capsys.readouterr().err.strip()
-    assert len(err.splitlines()) == 1, err                   # one line, no traceback
+    assert len(err.splitlines()) == 1, err  # one line, no traceback
     return err
 
 
@@ -48,7 +60,7 @@ def test_stored_config_says_how_rows_are_computed(tiny_bert_dir, tmp_path, monke
     monkeypatch.setenv("MLMPROB_DTYPE", "float32")
     inp = _fasta(tmp_path / "in.fasta", 4)
     out = tmp_path / "o.jsonl"
-    assert _score(tiny_bert_dir, inp, out, "--dtype", "auto") == 0     # auto: float32 here ($MLMPROB_DTYPE)
+    assert _score(tiny_bert_dir, inp, out, "--dtype", "auto") == 0  # auto: float32 here ($MLMPROB_DTYPE)
     block = _config(out)["computed_with"]
     assert block == {"dtype": "float32", "forward": "fused", "model_path": str(tiny_bert_dir.resolve())}
 
@@ -56,12 +68,12 @@ def test_stored_config_says_how_rows_are_computed(tiny_bert_dir, tmp_path, monke
 def test_resume_with_another_dtype_is_refused(tiny_bert_dir, tmp_path, capsys, monkeypatch):
     inp = _fasta(tmp_path / "in.fasta", 24)
     out = tmp_path / "o.jsonl"
-    assert _score(tiny_bert_dir, inp, out, "--dtype", "float32", "--limit", "16") == 0   # a run stopped at 16 rows
+    assert _score(tiny_bert_dir, inp, out, "--dtype", "float32", "--limit", "16") == 0  # a run stopped at 16 rows
     capsys.readouterr()
     assert _score(tiny_bert_dir, inp, out, "--dtype", "bfloat16", "--resume") == 2
     err = _error(capsys)
     assert "computed_with.dtype='float32'" in err and "computed_with.dtype='bfloat16'" in err
-    assert len(list(read_results(out))) == 16                            # nothing was added
+    assert len(list(read_results(out))) == 16  # nothing was added
     assert _score(tiny_bert_dir, inp, out, "--dtype", "float32", "--resume") == 0
     assert len(list(read_results(out))) == 24
     # the forward path is part of it too
@@ -76,13 +88,13 @@ def test_an_output_written_before_the_block_resumes_as_before(tiny_bert_dir, tmp
     out = tmp_path / "old.jsonl"
     assert _score(tiny_bert_dir, inp, out, "--limit", "3") == 0
     meta = json.loads(meta_path(out).read_text())
-    del meta["config"]["computed_with"]                                    # as an older mlmprob wrote it
+    del meta["config"]["computed_with"]  # as an older mlmprob wrote it
     meta_path(out).write_text(json.dumps(meta))
     assert _score(tiny_bert_dir, inp, out, "--resume") == 0
     assert len(list(read_results(out))) == 6
-    assert "computed_with" not in _config(out)          # it does not vouch for rows it did not compute
+    assert "computed_with" not in _config(out)  # it does not vouch for rows it did not compute
     capsys.readouterr()
-    assert _score(tiny_bert_dir, inp, out, "--resume", "--whole-word") == 2   # its own keys are still checked
+    assert _score(tiny_bert_dir, inp, out, "--resume", "--whole-word") == 2  # its own keys are still checked
     assert "whole_word" in _error(capsys)
 
 
@@ -95,8 +107,10 @@ def test_merge_refuses_parts_of_two_precisions(tiny_bert_dir, tmp_path, capsys):
     merged = tmp_path / "m.jsonl"
     assert main(["merge", "--out", str(merged), str(p1), str(p2)]) == 2
     err = _error(capsys)
-    assert err == (f"error: parts come from different runs: {p1} has computed_with.dtype='float32', "
-                   f"{p2} has computed_with.dtype='bfloat16'")
+    assert err == (
+        f"error: parts come from different runs: {p1} has computed_with.dtype='float32', "
+        f"{p2} has computed_with.dtype='bfloat16'"
+    )
     assert not merged.exists() and not merging_path(merged).exists()
 
 
@@ -104,7 +118,7 @@ def test_merge_writes_the_one_process_order(tiny_bert_dir, tmp_path):
     inp = _fasta(tmp_path / "in.fasta", 11)
     assert _score(tiny_bert_dir, inp, tmp_path / "one.jsonl") == 0
     order = [r["id"] for r in read_results(tmp_path / "one.jsonl")]
-    parts = [tmp_path / "p1.jsonl", tmp_path / "p2.parquet", tmp_path / "p3.jsonl"]   # .tsv: test_run_identity
+    parts = [tmp_path / "p1.jsonl", tmp_path / "p2.parquet", tmp_path / "p3.jsonl"]  # .tsv: test_run_identity
     for i, part in enumerate(parts, 1):
         assert _score(tiny_bert_dir, inp, part, "--shard", f"{i}/3") == 0
     merged = tmp_path / "m.jsonl"
@@ -135,7 +149,7 @@ def test_merge_reruns_over_what_a_killed_merge_left(tmp_path):
     a, b = _parts(tmp_path)
     out = tmp_path / "m.jsonl"
     tmp = merging_path(out)
-    tmp.write_text('{"id": "x0", "v": 2.0}\n{"id": "x1"')                 # a merge killed while writing
+    tmp.write_text('{"id": "x0", "v": 2.0}\n{"id": "x1"')  # a merge killed while writing
     meta_path(tmp).write_text('{"config": {}, "complete": false}')
     assert merge_parts(out, [a, b], expected_ids=_expected) == 5
     assert [r["id"] for r in read_results(out)] == [f"x{i}" for i in range(5)]
@@ -153,6 +167,7 @@ def test_a_failed_merge_leaves_no_output(tmp_path, monkeypatch):
     def broken(p):
         yield from read_results(p)
         raise OSError("the disk went away")
+
     real = merge.read_results
     calls = []
     monkeypatch.setattr(merge, "read_results", lambda p: calls.append(p) or (real(p) if len(calls) <= 2 else broken(p)))
@@ -164,7 +179,7 @@ def test_a_failed_merge_leaves_no_output(tmp_path, monkeypatch):
 def test_sigkill_of_merge_then_rerun(tmp_path):
     a, b = _parts(tmp_path)
     out = tmp_path / "m.jsonl"
-    held = Held(rows=1)             # held once the merged rows are committed to the temporary file
+    held = Held(rows=1)  # held once the merged rows are committed to the temporary file
     cmd = [sys.executable, "-m", "mlmprob", "merge", "--no-input-check", "--out", str(out), str(a), str(b)]
     proc = held.popen(cmd, {**os.environ, "PYTHONUNBUFFERED": "1"}, stderr=subprocess.PIPE, text=True)
     try:
@@ -174,7 +189,7 @@ def test_sigkill_of_merge_then_rerun(tmp_path):
         proc.wait()
     finally:
         held.close()
-    assert not out.exists()                                              # a killed merge leaves no output
+    assert not out.exists()  # a killed merge leaves no output
     assert main(["merge", "--no-input-check", "--out", str(out), str(a), str(b)]) == 0
     assert sorted(r["id"] for r in read_results(out)) == [f"x{i}" for i in range(5)]
     assert not merging_path(out).exists()
@@ -183,8 +198,25 @@ def test_sigkill_of_merge_then_rerun(tmp_path):
 # -- sample, folder mode ----------------------------------------------------------------------------
 def test_folder_sample_refuses_another_seed(tiny_bert_dir, tmp_path, capsys):
     out = tmp_path / "run"
-    argv = ["sample", "--model", str(tiny_bert_dir), "--seq", "A C D E F G H", "--chains", "1", "--epochs", "2",
-            "--burn-in", "0", "--out", str(out), "--no-progress", "--no-plot", "--device", "cpu"]
+    argv = [
+        "sample",
+        "--model",
+        str(tiny_bert_dir),
+        "--seq",
+        "A C D E F G H",
+        "--chains",
+        "1",
+        "--epochs",
+        "2",
+        "--burn-in",
+        "0",
+        "--out",
+        str(out),
+        "--no-progress",
+        "--no-plot",
+        "--device",
+        "cpu",
+    ]
     assert main(argv) == 0
     head = json.loads((out / "run.jsonl").read_text().splitlines()[0])
     assert head["computed_with"]["seed"] == 0 and head["computed_with"]["dtype"] == "float32"
@@ -195,7 +227,7 @@ def test_folder_sample_refuses_another_seed(tiny_bert_dir, tmp_path, capsys):
     assert "written with seed=0" in err and "this run has seed=7" in err
     assert main([*argv, "--dtype", "bfloat16"]) == 2
     assert "computed_with.dtype='float32'" in _error(capsys)
-    assert main([*argv, "--seed", "0"]) == 0                            # the same run: resumed, not refused
+    assert main([*argv, "--seed", "0"]) == 0  # the same run: resumed, not refused
 
 
 # -- the block itself ---------------------------------------------------------------------------------

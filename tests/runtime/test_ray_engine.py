@@ -30,8 +30,22 @@ def reference(tiny_bert_dir, tmp_path_factory):
     rng = random.Random(1)
     inp = d / "in.fasta"
     inp.write_text("".join(f">s{i}\n{' '.join(rng.choice(AA) for _ in range(rng.randint(8, 40)))}\n" for i in range(N)))
-    assert main(["score", str(inp), "--model", str(tiny_bert_dir), "--out", str(d / "one.jsonl"), "--no-progress",
-                 "--device", "cpu"]) == 0
+    assert (
+        main(
+            [
+                "score",
+                str(inp),
+                "--model",
+                str(tiny_bert_dir),
+                "--out",
+                str(d / "one.jsonl"),
+                "--no-progress",
+                "--device",
+                "cpu",
+            ]
+        )
+        == 0
+    )
     rows = list(read_results(d / "one.jsonl"))
     assert len(rows) == N
     return inp, {r["id"]: float(r["pll"]) for r in rows}
@@ -39,7 +53,7 @@ def reference(tiny_bert_dir, tmp_path_factory):
 
 def _same(rows, ref):
     ids = [r["id"] for r in rows]
-    assert ids == list(ref)                       # every id once, in input order
+    assert ids == list(ref)  # every id once, in input order
     assert max(abs(float(r["pll"]) - ref[r["id"]]) for r in rows) <= 1e-5
 
 
@@ -49,9 +63,28 @@ def test_cli_engine_ray_equals_one_process_and_stays_quiet(reference, tiny_bert_
     inp, ref = reference
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
     env.pop("RAY_ADDRESS", None)
-    p = subprocess.run([sys.executable, "-m", "mlmprob", "score", str(inp), "--model", str(tiny_bert_dir),
-                        "--engine", "ray", "--workers", "2", "--no-progress", "--dtype", "float32"],
-                       capture_output=True, text=True, env=env, timeout=300)
+    p = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "mlmprob",
+            "score",
+            str(inp),
+            "--model",
+            str(tiny_bert_dir),
+            "--engine",
+            "ray",
+            "--workers",
+            "2",
+            "--no-progress",
+            "--dtype",
+            "float32",
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
     assert p.returncode == 0, p.stderr
     assert p.stderr.splitlines() == [f"scored {N} sequences with {tiny_bert_dir} on Ray actors float32"], p.stderr
     _same([json.loads(line) for line in p.stdout.splitlines()], ref)
@@ -102,14 +135,22 @@ def test_killed_actor_is_replaced_and_every_id_written_once(local_ray, reference
     out = tmp_path / "out.parquet"
     writer = open_writer(out, config={"test": "ray-kill"}, part_rows=16)
     with writer:  # 15 chunks of 4 over 2 actors: one actor dies on its 3rd chunk, with chunks still to come
-        summary = run_stream(job.load, job.run, read_records(inp), writer, devices=["cpu", "cpu"], engine="ray",
-                             chunk_size=4, progress=False)
+        summary = run_stream(
+            job.load,
+            job.run,
+            read_records(inp),
+            writer,
+            devices=["cpu", "cpu"],
+            engine="ray",
+            chunk_size=4,
+            progress=False,
+        )
     pid = int((tmp_path / "killed").read_text())
-    assert pid != os.getpid()                     # the kill happened in an actor process, not here
+    assert pid != os.getpid()  # the kill happened in an actor process, not here
     assert summary.written == N and not summary.skipped
     _same(list(read_results(out)), ref)
-    assert capsys.readouterr().out == ""          # Ray's "worker died ... will be retried" echo is dropped
-    assert local_ray.is_initialized()             # an instance map_ray did not start is left running
+    assert capsys.readouterr().out == ""  # Ray's "worker died ... will be retried" echo is dropped
+    assert local_ray.is_initialized()  # an instance map_ray did not start is left running
 
 
 def test_model_that_fails_to_load_is_one_clean_error(local_ray, reference, tmp_path):

@@ -9,27 +9,35 @@ import pytest
 from mlmprob.errors import MLMProbError
 from mlmprob.runtime import log as logmod
 from mlmprob.runtime.lock import OutputLocked, WriterLock
-from mlmprob.runtime.log import (ConfigMismatch, ResumableLog, RunMeta, append_record, check_config, read_lines,
-                                 read_log, trim_torn_line)
-
+from mlmprob.runtime.log import (
+    ConfigMismatch,
+    ResumableLog,
+    RunMeta,
+    append_record,
+    check_config,
+    read_lines,
+    read_log,
+    trim_torn_line,
+)
 
 # -- the reader --------------------------------------------------------------------------------------------
+
 
 def test_cut_last_line_is_skipped_and_trimmed(tmp_path):
     p = tmp_path / "r.jsonl"
     assert list(read_log(p)) == [] and not p.exists()
     p.write_text('{"a": 1}\n\n[2, 3]\n{"a": ')
     assert list(read_log(p)) == [{"a": 1}, [2, 3]]
-    assert p.read_text() == '{"a": 1}\n\n[2, 3]\n{"a": '                  # reading changes nothing
+    assert p.read_text() == '{"a": 1}\n\n[2, 3]\n{"a": '  # reading changes nothing
     assert trim_torn_line(p) and p.read_text() == '{"a": 1}\n\n[2, 3]\n'
     assert not trim_torn_line(p) and p.read_text() == '{"a": 1}\n\n[2, 3]\n'
-    p.write_text('{"a": 1}\n{"a": 2}')       # a last line without its newline is not committed, even if whole
+    p.write_text('{"a": 1}\n{"a": 2}')  # a last line without its newline is not committed, even if whole
     assert list(read_log(p)) == [{"a": 1}]
-    p.write_text("x" * 200_000)              # a torn line longer than the block the trim reads back
+    p.write_text("x" * 200_000)  # a torn line longer than the block the trim reads back
     assert trim_torn_line(p) and p.read_text() == ""
 
 
-@pytest.mark.parametrize("text", ['{"a": 1}\n{"a": \n{"a": 2}\n', '{"a": 1}\n{"a": \n', 'nonsense\n'])
+@pytest.mark.parametrize("text", ['{"a": 1}\n{"a": \n{"a": 2}\n', '{"a": 1}\n{"a": \n', "nonsense\n"])
 def test_damaged_line_is_an_error_naming_it(tmp_path, text):
     p = tmp_path / "r.jsonl"
     p.write_text(text)
@@ -53,11 +61,12 @@ def test_command_logs_drop_a_cut_line_before_appending(tmp_path):
 
 # -- the log -----------------------------------------------------------------------------------------------
 
+
 def test_resume_trims_the_torn_line_and_knows_what_is_done(tmp_path):
     p = tmp_path / "r.jsonl"
     with ResumableLog(p) as log:
         log.append({"id": "a", "x": float("nan")}, {"id": "b", "x": float("inf")})
-    p.write_bytes(p.read_bytes() + b'{"id": "c", "x": 1')                    # a kill in the middle of a line
+    p.write_bytes(p.read_bytes() + b'{"id": "c", "x": 1')  # a kill in the middle of a line
     with ResumableLog(p) as log:
         assert log.done(lambda r: r["id"]) == {"a", "b"}
         log.append({"id": "c", "x": 1.0})
@@ -80,7 +89,7 @@ def test_a_second_writer_is_refused_until_the_first_closes(tmp_path):
     log.close()
     assert not WriterLock.held_here(p) and not (tmp_path / "r.jsonl.lock").exists()
     ResumableLog(p).close()
-    with WriterLock(p):                                     # a caller holding the lock opens without it
+    with WriterLock(p):  # a caller holding the lock opens without it
         ResumableLog(p, lock=False).close()
 
 
@@ -90,18 +99,18 @@ def test_every_commit_is_flushed_and_fsynced(tmp_path, monkeypatch):
     real = os.fsync
 
     def fsync(fd):
-        seen.append(p.read_text() if p.exists() else None)     # what is on disk when fsync is asked
+        seen.append(p.read_text() if p.exists() else None)  # what is on disk when fsync is asked
         real(fd)
 
     monkeypatch.setattr(logmod.os, "fsync", fsync)
     with ResumableLog(p) as log:
         log.append({"i": 0})
-        log.append({"i": 1}, {"i": 2})                      # one commit: one fsync
-        log.append_lines([])                                # nothing to commit: no fsync
+        log.append({"i": 1}, {"i": 2})  # one commit: one fsync
+        log.append_lines([])  # nothing to commit: no fsync
     assert seen == ['{"i": 0}\n', '{"i": 0}\n{"i": 1}\n{"i": 2}\n']
     p.write_text('{"i": 0}\n{"i"')
     seen.clear()
-    ResumableLog(p).close()                                  # the trim is durable too
+    ResumableLog(p).close()  # the trim is durable too
     assert seen == ['{"i": 0}\n']
 
 
@@ -118,17 +127,20 @@ def test_drop_tail_removes_a_group_a_kill_cut_short(tmp_path):
 
 # -- the stored configuration ------------------------------------------------------------------------------
 
+
 def test_one_config_check_names_every_differing_key(tmp_path):
-    check_config("o", None, {"a": 1})                       # nothing stored (an older output): nothing to check
-    check_config("o", {"t": (1, 2), "x": float("nan")}, {"t": [1, 2], "x": None})   # as read back from JSON
+    check_config("o", None, {"a": 1})  # nothing stored (an older output): nothing to check
+    check_config("o", {"t": (1, 2), "x": float("nan")}, {"t": [1, 2], "x": None})  # as read back from JSON
     with pytest.raises(ConfigMismatch) as e:
         check_config("out.jsonl", {"seed": 0, "m": {"k": 1, "j": 2}, "old": 1}, {"seed": 1, "m": {"k": 2, "j": 2}})
-    assert str(e.value) == ("cannot resume out.jsonl: it holds results of a different configuration, written with "
-                            "m.k=1, old=1, seed=0; this run has m.k=2, old=None, seed=1; use the same options or "
-                            "another --out")
+    assert str(e.value) == (
+        "cannot resume out.jsonl: it holds results of a different configuration, written with "
+        "m.k=1, old=1, seed=0; this run has m.k=2, old=None, seed=1; use the same options or "
+        "another --out"
+    )
     check_config("o", {"sha1": "x", "n": 1}, {"sha1": "x", "n": 2}, keys=("sha1",))
     with pytest.raises(ConfigMismatch, match=r"written with ids=\[0, 1, 2, 3, .*\.\.\.; this run"):
-        check_config("o", {"ids": list(range(100))}, {"ids": []})      # long values are shortened
+        check_config("o", {"ids": list(range(100))}, {"ids": []})  # long values are shortened
 
 
 def test_config_in_a_side_file(tmp_path):
@@ -138,7 +150,7 @@ def test_config_in_a_side_file(tmp_path):
     assert json.loads(meta.path.read_text()) == {"config": {"model": "m", "seed": 1}}
     with pytest.raises(ConfigMismatch, match="written with seed=1; this run has seed=2"):
         ResumableLog(p, config={"model": "m", "seed": 2}, meta=meta)
-    assert not WriterLock.held_here(p)                         # a refused open leaves nothing held
+    assert not WriterLock.held_here(p)  # a refused open leaves nothing held
     whole = RunMeta(tmp_path / "config.json", key=None, indent=1)
     with ResumableLog(tmp_path / "g.jsonl", config={"n": 3}, meta=whole) as log:
         log.append({"unit": "u"})
@@ -157,7 +169,7 @@ def test_config_in_a_header_line(tmp_path):
         assert log.header == head and list(log.records()) == [{"epoch": 0}]
     with pytest.raises(ConfigMismatch, match="written with config.top_p=1.0; this run has config.top_p=0.9"):
         ResumableLog(p, config={**head, "config": {"top_p": 0.9}}, header=True)
-    p.write_text('{"type": "hea')                              # a header cut by a kill: the log starts anew
+    p.write_text('{"type": "hea')  # a header cut by a kill: the log starts anew
     with ResumableLog(p, config=head, header=True) as log:
         assert log.header == head and list(log.records()) == []
     assert list(read_log(p)) == [head]

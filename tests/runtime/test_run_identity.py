@@ -10,8 +10,8 @@ import shutil
 import sys
 
 import pytest
-
 from conftest import save_tiny_bert
+
 from mlmprob.cli import main
 from mlmprob.runtime.identity import UnitDigest, folder_digest, weights_identity
 from mlmprob.runtime.writers import meta_path, read_results
@@ -21,7 +21,7 @@ AA = "ACDEFGHIKLMNPQRSTVWY"
 
 @pytest.fixture(autouse=True)
 def _own_cache(tmp_path, monkeypatch):
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))     # the digest cache of this test alone
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))  # the digest cache of this test alone
 
 
 def _fasta_text(n, change=None):
@@ -35,13 +35,25 @@ def _fasta_text(n, change=None):
 
 
 def _score(model, inp, out, *extra):
-    return main(["score", str(inp), "--model", str(model), "--out", str(out), "--no-progress", "--device", "cpu",
-                 *map(str, extra)])
+    return main(
+        [
+            "score",
+            str(inp),
+            "--model",
+            str(model),
+            "--out",
+            str(out),
+            "--no-progress",
+            "--device",
+            "cpu",
+            *map(str, extra),
+        ]
+    )
 
 
 def _error(capsys) -> str:
     err = capsys.readouterr().err.strip()
-    assert len(err.splitlines()) == 1 and err.startswith("error: "), err    # one line, no traceback
+    assert len(err.splitlines()) == 1 and err.startswith("error: "), err  # one line, no traceback
     return err
 
 
@@ -57,38 +69,39 @@ def _stdin(monkeypatch, text):
 def test_another_standard_input_is_refused_on_resume(tiny_bert_dir, tmp_path, capsys, monkeypatch):
     out = tmp_path / "r.jsonl"
     _stdin(monkeypatch, _fasta_text(4))
-    assert _score(tiny_bert_dir, "-", out) == 0                        # cat a.fasta | mlmprob score - -o r.jsonl
+    assert _score(tiny_bert_dir, "-", out) == 0  # cat a.fasta | mlmprob score - -o r.jsonl
     before = _snapshot(tmp_path)
     capsys.readouterr()
     _stdin(monkeypatch, _fasta_text(4, change=1))
-    assert _score(tiny_bert_dir, "-", out, "--resume") == 2             # cat b.fasta | ... --resume
+    assert _score(tiny_bert_dir, "-", out, "--resume") == 2  # cat b.fasta | ... --resume
     err = _error(capsys)
-    assert err.startswith(f"error: cannot resume {out}: the input changed since it was written (digest of its first "
-                          "4 units ")
-    assert _snapshot(tmp_path) == before                                # nothing was changed
+    assert err.startswith(
+        f"error: cannot resume {out}: the input changed since it was written (digest of its first 4 units "
+    )
+    assert _snapshot(tmp_path) == before  # nothing was changed
     _stdin(monkeypatch, _fasta_text(4))
-    assert _score(tiny_bert_dir, "-", out, "--resume") == 0             # the same input resumes
+    assert _score(tiny_bert_dir, "-", out, "--resume") == 0  # the same input resumes
     assert len(list(read_results(out))) == 4
 
 
 def test_an_input_edited_between_run_and_resume_is_refused(tiny_bert_dir, tmp_path, capsys):
     inp, out = tmp_path / "in.fasta", tmp_path / "r.jsonl"
     inp.write_text(_fasta_text(6))
-    assert _score(tiny_bert_dir, inp, out, "--limit", "3") == 0         # a run stopped after 3 records
+    assert _score(tiny_bert_dir, inp, out, "--limit", "3") == 0  # a run stopped after 3 records
     stored = json.loads(meta_path(out).read_text())["config"]["identity"]
     assert stored["input_units"] == 3 and len(stored["input_sha256"]) == 64
-    inp.write_text(_fasta_text(6, change=2))                           # the sequence of s2 changed
+    inp.write_text(_fasta_text(6, change=2))  # the sequence of s2 changed
     before = _snapshot(tmp_path)
     capsys.readouterr()
     assert _score(tiny_bert_dir, inp, out, "--resume") == 2
     assert "the input changed since it was written" in _error(capsys)
     assert _snapshot(tmp_path) == before
-    inp.write_text(_fasta_text(6, change=4))                           # a change after the rows it holds: resumed
+    inp.write_text(_fasta_text(6, change=4))  # a change after the rows it holds: resumed
     assert _score(tiny_bert_dir, inp, out, "--resume") == 0
     assert [r["id"] for r in read_results(out)] == [f"s{i}" for i in range(6)]
     assert json.loads(meta_path(out).read_text())["config"]["identity"]["input_units"] == 6
     capsys.readouterr()
-    inp.write_text(_fasta_text(5, change=4))                           # fewer records than it holds rows of
+    inp.write_text(_fasta_text(5, change=4))  # fewer records than it holds rows of
     assert _score(tiny_bert_dir, inp, out, "--resume") == 2
     assert "(6 units then, 5 now)" in _error(capsys)
 
@@ -111,7 +124,7 @@ def test_weights_changed_in_place_are_refused_on_resume(tiny_bert_dir, tmp_path,
     inp.write_text(_fasta_text(4))
     assert _score(model, inp, out, "--limit", "2") == 0
     assert json.loads(meta_path(out).read_text())["config"]["identity"]["weights"].startswith("sha256:")
-    save_tiny_bert(model, init=0.5)                                     # new weights, same folder, same names
+    save_tiny_bert(model, init=0.5)  # new weights, same folder, same names
     before = _snapshot(tmp_path)
     capsys.readouterr()
     assert _score(model, inp, out, "--resume") == 2
@@ -125,7 +138,7 @@ def test_folder_digest_is_cached_and_sees_a_rewrite_that_keeps_size_and_mtime(tm
     weights = folder / "model.safetensors"
     weights.write_bytes(b"A" * 1000)
     (folder / "config.json").write_text("{}")
-    (folder / "one_pass.safetensors").write_bytes(b"correction")       # the one-pass correction: not the model's
+    (folder / "one_pass.safetensors").write_bytes(b"correction")  # the one-pass correction: not the model's
     (folder / "README.md").write_text("notes")
     old = 1_000_000_000
     for p in folder.iterdir():
@@ -139,9 +152,9 @@ def test_folder_digest_is_cached_and_sees_a_rewrite_that_keeps_size_and_mtime(tm
     real_open = open
     reads = []
     monkeypatch.setattr(identity, "open", lambda p, *a, **k: reads.append(p) or real_open(p, *a, **k), raising=False)
-    assert folder_digest(folder) == first and reads == []              # hashed once: from the cache
-    weights.write_bytes(b"B" * 1000)                                    # same size...
-    os.utime(weights, (old, old))                                       # ...and the old mtime
+    assert folder_digest(folder) == first and reads == []  # hashed once: from the cache
+    weights.write_bytes(b"B" * 1000)  # same size...
+    os.utime(weights, (old, old))  # ...and the old mtime
     assert folder_digest(folder) != first and reads == [os.path.realpath(weights)]
 
 
@@ -154,10 +167,11 @@ def test_builtin_models_are_identified_by_their_package():
 
 # -- files mlmprob did not write -------------------------------------------------------------------------
 FOREIGN = {
-    "jsonl": lambda p: p.write_text('{"id": "s0", "mine": 1}\n{"id": "s1", "mine": 2'),   # no final newline
+    "jsonl": lambda p: p.write_text('{"id": "s0", "mine": 1}\n{"id": "s1", "mine": 2'),  # no final newline
     "tsv": lambda p: p.write_text("name\tvalue\nx\t1\n"),
     "parquet": lambda p: __import__("pyarrow.parquet").parquet.write_table(
-        __import__("pyarrow").table({"id": ["s0"], "mine": [1.0]}), p),
+        __import__("pyarrow").table({"id": ["s0"], "mine": [1.0]}), p
+    ),
 }
 
 
@@ -171,10 +185,12 @@ def test_resume_onto_a_foreign_output_changes_nothing(kind, tiny_bert_dir, tmp_p
     before = _snapshot(tmp_path)
     assert _score(tiny_bert_dir, inp, out, "--resume") == 2
     err = _error(capsys)
-    assert err == (f"error: cannot resume {out}: it has no r.{kind}.meta.json (mlmprob did not write it, or its "
-                   "metadata was removed); nothing was changed: choose another --out")
+    assert err == (
+        f"error: cannot resume {out}: it has no r.{kind}.meta.json (mlmprob did not write it, or its "
+        "metadata was removed); nothing was changed: choose another --out"
+    )
     assert _snapshot(tmp_path) == before
-    assert {p.name for p in tmp_path.iterdir()} - {"cache"} == set(before)      # no lock, meta or parts left
+    assert {p.name for p in tmp_path.iterdir()} - {"cache"} == set(before)  # no lock, meta or parts left
 
 
 def test_an_input_that_is_the_output_is_refused(tiny_bert_dir, tmp_path, capsys):

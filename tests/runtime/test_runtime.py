@@ -5,9 +5,9 @@ import json
 
 import pytest
 import torch
+from conftest import OOMAbove
 
-from mlmprob import MLMProbError
-from mlmprob import defaults
+from mlmprob import MLMProbError, defaults
 from mlmprob.runtime import device as rdev
 from mlmprob.runtime.engine import chunked
 from mlmprob.runtime.inputs import iter_records, read_records
@@ -17,17 +17,18 @@ from mlmprob.runtime.pool import map_ordered, parse_devices
 from mlmprob.runtime.shard import Shard, parse_shard
 from mlmprob.runtime.writers import open_writer, read_results
 
-from conftest import OOMAbove
-
 
 # -- device and dtype -----------------------------------------------------------------------------
-@pytest.mark.parametrize("flags,speedup,expected", [
-    ({"avx2", "fma"}, None, torch.float32),                  # AMD EPYC without AVX-512: never bf16, not measured
-    ({"avx512f", "avx512_bf16"}, 2.1, torch.bfloat16),       # native units, measured faster
-    ({"amx_bf16", "amx_tile"}, 3.0, torch.bfloat16),
-    ({"avx512f", "avx512_bf16"}, 1.2, torch.float32),        # native units, but not measured faster enough
-    (set(), None, torch.float32),
-])
+@pytest.mark.parametrize(
+    "flags,speedup,expected",
+    [
+        ({"avx2", "fma"}, None, torch.float32),  # AMD EPYC without AVX-512: never bf16, not measured
+        ({"avx512f", "avx512_bf16"}, 2.1, torch.bfloat16),  # native units, measured faster
+        ({"amx_bf16", "amx_tile"}, 3.0, torch.bfloat16),
+        ({"avx512f", "avx512_bf16"}, 1.2, torch.float32),  # native units, but not measured faster enough
+        (set(), None, torch.float32),
+    ],
+)
 def test_auto_dtype_on_cpus(monkeypatch, flags, speedup, expected):
     def measured():
         assert speedup is not None, "a CPU without native bf16 units must not be measured"
@@ -38,7 +39,7 @@ def test_auto_dtype_on_cpus(monkeypatch, flags, speedup, expected):
     monkeypatch.delenv("MLMPROB_DTYPE", raising=False)
     assert rdev.auto_dtype(torch.device("cpu")) == expected
     assert rdev.resolve_dtype("auto", "cpu") == expected
-    monkeypatch.setenv("MLMPROB_DTYPE", "float16")              # the pin overrides auto everywhere (load_mlm too)
+    monkeypatch.setenv("MLMPROB_DTYPE", "float16")  # the pin overrides auto everywhere (load_mlm too)
     assert rdev.resolve_dtype("auto", "cpu") == torch.float16
 
 
@@ -47,24 +48,37 @@ def test_the_measurement_key_is_the_same_in_every_process():
     import subprocess
     import sys
 
-    code = "import torch; torch.set_num_threads(1); from mlmprob.runtime.device import machine_key; print(machine_key())"
+    code = (
+        "import torch; torch.set_num_threads(1); from mlmprob.runtime.device import machine_key; print(machine_key())"
+    )
     from concurrent.futures import ThreadPoolExecutor
 
-    with ThreadPoolExecutor(2) as pool:     # the two processes side by side
-        keys = set(pool.map(lambda seed: subprocess.run(
-            [sys.executable, "-c", code], capture_output=True, text=True, check=True,
-            env={**__import__("os").environ, "PYTHONHASHSEED": str(seed)}).stdout.strip(), (1, 2)))
+    with ThreadPoolExecutor(2) as pool:  # the two processes side by side
+        keys = set(
+            pool.map(
+                lambda seed: subprocess.run(
+                    [sys.executable, "-c", code],
+                    capture_output=True,
+                    text=True,
+                    check=True,
+                    env={**__import__("os").environ, "PYTHONHASHSEED": str(seed)},
+                ).stdout.strip(),
+                (1, 2),
+            )
+        )
     assert len(keys) == 1 and "|" in keys.pop()
 
 
 def test_cpu_bf16_speedup_is_measured_once_per_machine(monkeypatch, tmp_path):
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     calls = []
-    monkeypatch.setattr(rdev, "_matmul_seconds", lambda dtype, **k: calls.append(dtype) or (2.0 if dtype == torch.float32 else 1.0))
+    monkeypatch.setattr(
+        rdev, "_matmul_seconds", lambda dtype, **k: calls.append(dtype) or (2.0 if dtype == torch.float32 else 1.0)
+    )
     rdev.cpu_bf16_speedup.cache_clear()
     try:
         assert rdev.cpu_bf16_speedup() == 2.0 and len(calls) == 2
-        rdev.cpu_bf16_speedup.cache_clear()           # a new process reads the stored measurement
+        rdev.cpu_bf16_speedup.cache_clear()  # a new process reads the stored measurement
         assert rdev.cpu_bf16_speedup() == 2.0 and len(calls) == 2
         assert (tmp_path / "mlmprob" / "cpu-dtype.json").exists()
     finally:
@@ -73,7 +87,7 @@ def test_cpu_bf16_speedup_is_measured_once_per_machine(monkeypatch, tmp_path):
 
 def test_auto_dtype_on_gpus_and_names(monkeypatch):
     monkeypatch.setattr(torch.cuda, "is_bf16_supported", lambda *a, **k: False)
-    assert rdev.auto_dtype(torch.device("cuda")) == torch.float16           # older GPU
+    assert rdev.auto_dtype(torch.device("cuda")) == torch.float16  # older GPU
     monkeypatch.setattr(torch.cuda, "is_bf16_supported", lambda *a, **k: True)
     assert rdev.auto_dtype(torch.device("cuda")) == torch.bfloat16
     assert rdev.auto_dtype(torch.device("mps")) == torch.float32
@@ -99,7 +113,7 @@ def test_cli_dtype_default_comes_from_env(monkeypatch):
     monkeypatch.setenv("MLMPROB_DTYPE", "bfloat16")
     assert defaults.default_dtype_spec() == "bfloat16"
     monkeypatch.delenv("MLMPROB_DTYPE")
-    assert defaults.default_dtype_spec() == "weights"   # the weights' own dtype, the same on every machine
+    assert defaults.default_dtype_spec() == "weights"  # the weights' own dtype, the same on every machine
 
 
 # -- streamed inputs ------------------------------------------------------------------------------
@@ -112,10 +126,10 @@ def test_every_format_and_gzip(tmp_path):
     with gzip.open(tmp_path / "x.fa.gz", "wt") as f:
         f.write(">a\nACD\n>b\nKLM\n")
     (tmp_path / "x.csv").write_text("name,seq\na,ACD\nb,KLM\n")
-    (tmp_path / "x.tsv").write_text("name\tseq\r\na\tACD\r\nb\tKLM\r\n")          # CRLF
+    (tmp_path / "x.tsv").write_text("name\tseq\r\na\tACD\r\nb\tKLM\r\n")  # CRLF
     (tmp_path / "x.jsonl").write_text('{"id": "a", "sequence": "ACD"}\n\n{"id": "b", "sequence": "KLM"}\n')
     pq.write_table(pa.table({"id": ["a", "b"], "sequence": ["ACD", "KLM"]}), tmp_path / "x.parquet")
-    (tmp_path / "x.txt").write_bytes("\ufeffACD\r\nKLM\n".encode())                 # BOM + CRLF
+    (tmp_path / "x.txt").write_bytes("\ufeffACD\r\nKLM\n".encode())  # BOM + CRLF
     got = lambda name, **kw: [(r.id, r.seq) for r in iter_records(tmp_path / name, **kw)]  # noqa: E731
     assert got("x.fasta") == got("x.fa.gz") == want
     assert got("x.csv", column="seq", id_column="name") == got("x.tsv", column="seq", id_column="name") == want
@@ -123,10 +137,13 @@ def test_every_format_and_gzip(tmp_path):
     assert got("x.txt") == [("line1", "ACD"), ("line2", "KLM")]
 
 
-@pytest.mark.parametrize("content,msg", [
-    (b"\x89PNG\r\n\x1a\n\x00\x00\xff\xfe", "not UTF-8 text"),
-    (b"ACD\x00EF\n", "NUL byte"),
-])
+@pytest.mark.parametrize(
+    "content,msg",
+    [
+        (b"\x89PNG\r\n\x1a\n\x00\x00\xff\xfe", "not UTF-8 text"),
+        (b"ACD\x00EF\n", "NUL byte"),
+    ],
+)
 def test_binary_inputs_are_one_clear_error(tmp_path, content, msg):
     p = tmp_path / "bad.txt"
     p.write_bytes(content)
@@ -136,8 +153,8 @@ def test_binary_inputs_are_one_clear_error(tmp_path, content, msg):
 
 def test_table_and_jsonl_errors(tmp_path):
     (tmp_path / "h.csv").write_text("name,seq\n")
-    assert read_records(tmp_path / "h.csv", column="seq") == []                  # header only: no records
-    (tmp_path / "big.csv").write_text("seq\n" + "A" * 1_000_000 + "\n")         # a 1 MB cell is fine
+    assert read_records(tmp_path / "h.csv", column="seq") == []  # header only: no records
+    (tmp_path / "big.csv").write_text("seq\n" + "A" * 1_000_000 + "\n")  # a 1 MB cell is fine
     assert len(read_records(tmp_path / "big.csv", column="seq")[0].seq) == 1_000_000
     (tmp_path / "x.jsonl").write_text('{"id": 1, "sequence": "AC"}\n[1, 2]\n')
     with pytest.raises(MLMProbError, match="line 2 is not a JSON object"):
@@ -167,8 +184,8 @@ def test_shards_are_disjoint_and_cover(n_items, count):
     parts = [list(Shard(i, count).take(range(n_items))) for i in range(1, count + 1)]
     flat = [x for p in parts for x in p]
     assert sorted(flat) == list(range(n_items)) and len(flat) == len(set(flat))
-    assert max(map(len, parts)) - min(map(len, parts)) <= 1                    # balanced
-    assert all(p == sorted(p) for p in parts)                                   # input order kept
+    assert max(map(len, parts)) - min(map(len, parts)) <= 1  # balanced
+    assert all(p == sorted(p) for p in parts)  # input order kept
 
 
 @pytest.mark.parametrize("text", ["0/2", "3/2", "1/0", "a/b", "2", "-1/3"])
@@ -185,7 +202,7 @@ def test_writer_commits_resumes_and_is_strict_json(tmp_path, suffix):
     out = tmp_path / f"r{suffix}"
     w = open_writer(out, config={"model": "m"}, fields=("id", "x"))
     w.write([{"id": "a", "x": 1.5}, {"id": "b", "x": float("nan")}])
-    w.close(complete=False)                                                     # a run that stopped early
+    w.close(complete=False)  # a run that stopped early
     with pytest.raises(MLMProbError, match="exists; pass --resume"):
         open_writer(out, config={"model": "m"}, fields=("id", "x"))
     with pytest.raises(MLMProbError, match="written with model='m'"):
@@ -200,7 +217,7 @@ def test_writer_commits_resumes_and_is_strict_json(tmp_path, suffix):
     assert meta["complete"] is True and meta["rows"] == 3
     if suffix == ".jsonl":
         for line in out.read_text().splitlines():
-            json.loads(line, parse_constant=_no_nan)                            # no NaN token anywhere
+            json.loads(line, parse_constant=_no_nan)  # no NaN token anywhere
         assert json.loads(out.read_text().splitlines()[1])["x"] is None
 
 
@@ -210,7 +227,7 @@ def _no_nan(token):
 
 def test_jsonl_writer_drops_a_torn_line_and_refuses_damage(tmp_path):
     out = tmp_path / "r.jsonl"
-    w = open_writer(out)                                  # mlmprob's output (its meta): a foreign one is refused
+    w = open_writer(out)  # mlmprob's output (its meta): a foreign one is refused
     w.write([{"id": "a"}])
     w.close(complete=False)
     out.write_text('{"id": "a"}\n{"id": "b", "x')
@@ -231,7 +248,7 @@ def test_a_run_that_fails_before_its_first_row_leaves_nothing(tmp_path):
     w = open_writer(out)
     w.write([{"id": "a"}])
     w.close(complete=False)
-    assert out.exists()                                                         # rows written are kept
+    assert out.exists()  # rows written are kept
 
 
 def test_second_writer_is_refused(tmp_path):
@@ -242,7 +259,7 @@ def test_second_writer_is_refused(tmp_path):
     with pytest.raises(OutputLocked):
         WriterLock(out).acquire()
     w.close()
-    open_writer(out, resume=True).close()                                       # free again once closed
+    open_writer(out, resume=True).close()  # free again once closed
 
 
 def test_parquet_parts_survive_an_unfinished_run(tmp_path):
@@ -250,8 +267,8 @@ def test_parquet_parts_survive_an_unfinished_run(tmp_path):
     out = tmp_path / "r.parquet"
     w = open_writer(out)
     w.part_rows = 2
-    w.write([{"id": str(i), "v": [float(i)] * i} for i in range(5)])           # parts of 2 rows are committed
-    w._buf.clear()                                                              # what a kill loses: the part in flight
+    w.write([{"id": str(i), "v": [float(i)] * i} for i in range(5)])  # parts of 2 rows are committed
+    w._buf.clear()  # what a kill loses: the part in flight
     w.lock.release()
     assert not out.exists() and len(list((tmp_path / "r.parquet.parts").glob("part-*.parquet"))) == 1
     w = open_writer(out, resume=True)
@@ -274,12 +291,12 @@ def test_merge_checks_shards_ids_and_input(tmp_path):
     _part(b, "2/2", ["y"])
     expect = lambda cfg, limit: ["x", "y", "z"]  # noqa: E731
     assert merge_parts(tmp_path / "m.jsonl", [b, a], expected_ids=expect) == 3
-    assert [r["id"] for r in read_results(tmp_path / "m.jsonl")] == ["x", "y", "z"]   # input order
+    assert [r["id"] for r in read_results(tmp_path / "m.jsonl")] == ["x", "y", "z"]  # input order
     with pytest.raises(MLMProbError, match=r"shard\(s\) 2/2 missing"):
         merge_parts(tmp_path / "m2.jsonl", [a])
     with pytest.raises(MLMProbError, match=r"1 input id\(s\) appear in no part: 'w'"):
         merge_parts(tmp_path / "m3.jsonl", [a, b], expected_ids=lambda c, n: ["x", "y", "z", "w"])
-    assert not (tmp_path / "m3.jsonl").exists()                                # nothing half-merged is left
+    assert not (tmp_path / "m3.jsonl").exists()  # nothing half-merged is left
     c = tmp_path / "c.jsonl"
     _part(c, "2/2", ["y", "x"])
     with pytest.raises(MLMProbError, match=r"1 id\(s\) appear more than once.*'x'"):
@@ -303,7 +320,7 @@ def _square(state, item):
 
 def test_pool_keeps_input_order_and_reports_errors():
     out = []
-    with pytest.raises(MLMProbError, match="bad item -1"):                    # one pool: spawning is slow
+    with pytest.raises(MLMProbError, match="bad item -1"):  # one pool: spawning is slow
         for x in map_ordered(_init, _square, [*range(12), -1, 5], ["cpu", "cpu"], threads_per_worker=1):
             out.append(x)
     assert [x for x, _ in out] == [i * i for i in range(12)]
@@ -328,7 +345,7 @@ def test_oom_halves_the_sub_batch_and_loses_nothing(capsys):
     # a record's 6 copies form its own sub-batch (batch independence): 6 -> 3, then kept small
     assert fake.calls[:2] == [6, 3] and fake.calls[1:] == ok and sum(ok) == 30
     err = capsys.readouterr().err
-    assert err.count("out of memory") == 1                                     # reported once
+    assert err.count("out of memory") == 1  # reported once
     one = OOMAbove(lm, 0)
     with pytest.raises(MLMProbError, match="out of memory even for one copy"):
         pll(one, ids)

@@ -15,11 +15,11 @@ PINNED = [
     ((0, "loglik", "ACD"), 620537770),
     ((3, "loglik", "MKV"), 380922967),
     ((5, "variant", [3, 7, 9]), 3361187477),
-    ((5, "variant", (3, 7, 9)), 3361187477),           # the sites as a list, whatever sequence they come in
+    ((5, "variant", (3, 7, 9)), 3361187477),  # the sites as a list, whatever sequence they come in
     ((0, "pair", 1, 2), 100005),
     ((11, "pair", 3, 40), 11300082),
     ((0, "cdr-h3", "t1/mh-local"), 4201966108),
-    ((2 ** 61, "cdr-h3", "x"), 2305843011576927875),   # reduced mod 2**62
+    ((2**61, "cdr-h3", "x"), 2305843011576927875),  # reduced mod 2**62
     ((0, "stream", "mask", 3), 5480703136574778321),
     ((5, "stream", "english-eval", "wiki"), 2730965980337632241),
 ]
@@ -40,10 +40,11 @@ def test_every_purpose_is_pinned_and_unknown_ones_are_refused():
 def test_callers_use_the_one_derivation():
     from mlmprob.likelihood.records import record_generator
     from mlmprob.sampling.stream import record_seed
-    from mlmprob.training.masking import derive_seed as training_seed, generator_for
+    from mlmprob.training.masking import derive_seed as training_seed
+    from mlmprob.training.masking import generator_for
     from mlmprob.variants.chain import site_orders
 
     assert record_seed(7, "P0 x") == 3926488651875995568
     assert record_generator(3, "MKV").initial_seed() == 380922967
     assert training_seed(0, "mask", 3) == generator_for(0, "mask", 3).initial_seed() == 5480703136574778321
-    assert site_orders([1, 2, 3, 4], 2, 5) == [[3, 4, 1, 2], [1, 2, 4, 3]]    # the orders drawn before
+    assert site_orders([1, 2, 3, 4], 2, 5) == [[3, 4, 1, 2], [1, 2, 4, 3]]  # the orders drawn before

@@ -19,13 +19,13 @@ import threading
 from pathlib import Path
 
 import pytest
-
 from held import Held
+
 from mlmprob.cli import main
 from mlmprob.runtime.writers import read_results
 
 pytestmark = pytest.mark.usefixtures("one_thread")
-SRC = str(Path(__import__("mlmprob").__file__).resolve().parents[1])     # the subprocesses run this mlmprob
+SRC = str(Path(__import__("mlmprob").__file__).resolve().parents[1])  # the subprocesses run this mlmprob
 FASTA = b">a\nACDEFGHIK\n>b\nKLMNPQ\n>c\nACDKLMW\n"
 WT = "MKTAYIAKQRQIS"
 
@@ -51,21 +51,91 @@ def _commands(tmp_path, bert, esm):
     text = b"the cat sat on the mat\nand the dog sat too\na third line here\nand a fourth one\n"
     return {
         "score": (["score", "-", "--model", bert], FASTA),
-        "sample": (["sample", "--input", "-", "--model", bert, "--out", tmp_path / "s.jsonl", "--chains", "1",
-                    "--epochs", "1", "--burn-in", "0", "--device", "cpu"], FASTA),
+        "sample": (
+            [
+                "sample",
+                "--input",
+                "-",
+                "--model",
+                bert,
+                "--out",
+                tmp_path / "s.jsonl",
+                "--chains",
+                "1",
+                "--epochs",
+                "1",
+                "--burn-in",
+                "0",
+                "--device",
+                "cpu",
+            ],
+            FASTA,
+        ),
         "infill": (["infill", "--input", "-", "--model", bert, "-k", "2"], b">a\nAC__DE\n>b\nK_LM\n"),
-        "variants": (["variants", "-", "--format", "csv", "--wild-type", WT, "--model", esm, "--methods",
-                      "wt_marginals", "--device", "cpu"], b"mutant\nA4C\nK2E\n"),
-        "joints": (["joints", "--data", "-", "--model", bert, "--out", tmp_path / "j", "--n-pairs", "2", "--quiet",
-                    "--ag-max-steps", "20"], FASTA),
-        "train": (["train", "--text", "-", "-", "--out", tmp_path / "t", "--steps", "1", "--hidden", "16",
-                   "--layers", "1", "--heads", "2", "--intermediate", "16", "--tokenizer-vocab-size", "60"], text),
+        "variants": (
+            [
+                "variants",
+                "-",
+                "--format",
+                "csv",
+                "--wild-type",
+                WT,
+                "--model",
+                esm,
+                "--methods",
+                "wt_marginals",
+                "--device",
+                "cpu",
+            ],
+            b"mutant\nA4C\nK2E\n",
+        ),
+        "joints": (
+            [
+                "joints",
+                "--data",
+                "-",
+                "--model",
+                bert,
+                "--out",
+                tmp_path / "j",
+                "--n-pairs",
+                "2",
+                "--quiet",
+                "--ag-max-steps",
+                "20",
+            ],
+            FASTA,
+        ),
+        "train": (
+            [
+                "train",
+                "--text",
+                "-",
+                "-",
+                "--out",
+                tmp_path / "t",
+                "--steps",
+                "1",
+                "--hidden",
+                "16",
+                "--layers",
+                "1",
+                "--heads",
+                "2",
+                "--intermediate",
+                "16",
+                "--tokenizer-vocab-size",
+                "60",
+            ],
+            text,
+        ),
     }
 
 
 @pytest.mark.parametrize("command", ["score", "sample", "infill", "variants", "joints", "train"])
-def test_every_command_spools_standard_input_once_and_leaves_no_copy(command, tiny_bert_dir, esm_dir, tmp_path,
-                                                                      tmpdir_, monkeypatch, capsys):
+def test_every_command_spools_standard_input_once_and_leaves_no_copy(
+    command, tiny_bert_dir, esm_dir, tmp_path, tmpdir_, monkeypatch, capsys
+):
     from mlmprob.runtime import spool
 
     argv, data = _commands(tmp_path, str(tiny_bert_dir), str(esm_dir))[command]
@@ -82,12 +152,52 @@ def test_joints_reads_its_data_from_standard_input(tiny_bert_dir, tmp_path, tmpd
     """Read twice before (the check, then the pair planner): 'no sequences in -'."""
     _stdin(monkeypatch, FASTA)
     out = tmp_path / "j"
-    assert main(["joints", "--data", "-", "--format", "fasta", "--model", str(tiny_bert_dir), "--out", str(out),
-                 "--n-pairs", "2", "--quiet", "--no-progress", "--ag-max-steps", "20"]) == 0, capsys.readouterr().err
+    assert (
+        main(
+            [
+                "joints",
+                "--data",
+                "-",
+                "--format",
+                "fasta",
+                "--model",
+                str(tiny_bert_dir),
+                "--out",
+                str(out),
+                "--n-pairs",
+                "2",
+                "--quiet",
+                "--no-progress",
+                "--ag-max-steps",
+                "20",
+            ]
+        )
+        == 0
+    ), capsys.readouterr().err
     assert len(list(read_results(out / "pairs.jsonl"))) == 4
-    _stdin(monkeypatch, FASTA)      # the same data again: a resume (the stored name is '-', not the copy's)
-    assert main(["joints", "--data", "-", "--format", "fasta", "--model", str(tiny_bert_dir), "--out", str(out),
-                 "--n-pairs", "2", "--quiet", "--no-progress", "--ag-max-steps", "20"]) == 0, capsys.readouterr().err
+    _stdin(monkeypatch, FASTA)  # the same data again: a resume (the stored name is '-', not the copy's)
+    assert (
+        main(
+            [
+                "joints",
+                "--data",
+                "-",
+                "--format",
+                "fasta",
+                "--model",
+                str(tiny_bert_dir),
+                "--out",
+                str(out),
+                "--n-pairs",
+                "2",
+                "--quiet",
+                "--no-progress",
+                "--ag-max-steps",
+                "20",
+            ]
+        )
+        == 0
+    ), capsys.readouterr().err
 
 
 def test_train_reads_a_pipe_by_name(tmp_path, tmpdir_, capsys):
@@ -102,25 +212,53 @@ def test_train_reads_a_pipe_by_name(tmp_path, tmpdir_, capsys):
     t = threading.Thread(target=feed)
     t.start()
     try:
-        assert main(["train", "--text", str(fifo), "--out", str(tmp_path / "t"), "--steps", "1", "--hidden", "16",
-                     "--layers", "1", "--heads", "2", "--intermediate", "16", "--tokenizer-vocab-size", "60",
-                     "--no-progress"]) == 0, capsys.readouterr().err
+        assert (
+            main(
+                [
+                    "train",
+                    "--text",
+                    str(fifo),
+                    "--out",
+                    str(tmp_path / "t"),
+                    "--steps",
+                    "1",
+                    "--hidden",
+                    "16",
+                    "--layers",
+                    "1",
+                    "--heads",
+                    "2",
+                    "--intermediate",
+                    "16",
+                    "--tokenizer-vocab-size",
+                    "60",
+                    "--no-progress",
+                ]
+            )
+            == 0
+        ), capsys.readouterr().err
     finally:
         t.join(timeout=60)
     assert json.loads(capsys.readouterr().out.splitlines()[-1])["step"] == 1 and _copies(tmpdir_) == []
 
 
-@pytest.mark.parametrize("name, body, ids", [("x.fasta", FASTA, ["a", "b", "c"]),           # by the file's suffix
-                                             ("seqs", FASTA, ["a", "b", "c"]),              # by its content
-                                             ("x.jsonl", b'{"id": "j", "seq": "ACDE"}\n', ["j"])])
+@pytest.mark.parametrize(
+    "name, body, ids",
+    [
+        ("x.fasta", FASTA, ["a", "b", "c"]),  # by the file's suffix
+        ("seqs", FASTA, ["a", "b", "c"]),  # by its content
+        ("x.jsonl", b'{"id": "j", "seq": "ACDE"}\n', ["j"]),
+    ],
+)
 def test_a_descriptor_name_gets_the_format_of_its_file(name, body, ids, tiny_bert_dir, tmp_path, capsys):
     """``score /dev/stdin < x.fasta``: /dev/stdin is x.fasta, a regular file; its name said 'text' before."""
     path = tmp_path / name
     path.write_bytes(body)
     fd = os.open(path, os.O_RDONLY)
     try:
-        assert main(["score", f"/dev/fd/{fd}", "--model", str(tiny_bert_dir), "--no-progress"]) == 0, \
+        assert main(["score", f"/dev/fd/{fd}", "--model", str(tiny_bert_dir), "--no-progress"]) == 0, (
             capsys.readouterr().err
+        )
     finally:
         os.close(fd)
     assert [json.loads(x)["id"] for x in capsys.readouterr().out.splitlines()] == ids
@@ -139,14 +277,20 @@ def test_a_full_temporary_folder_is_named(tiny_bert_dir, tmpdir_, monkeypatch, c
         m.setattr(os, "write", full)
         assert main(["score", "-", "--model", str(tiny_bert_dir), "--no-progress"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert err == [f"error: the temporary folder {tmpdir_} is full: cannot copy standard input there (set TMPDIR "
-                   "to a folder with room)"]
+    assert err == [
+        f"error: the temporary folder {tmpdir_} is full: cannot copy standard input there (set TMPDIR "
+        "to a folder with room)"
+    ]
     assert _copies(tmpdir_) == []
 
 
 def _env(tmpdir: Path) -> dict:
-    return {**os.environ, "PYTHONPATH": SRC + os.pathsep + os.environ.get("PYTHONPATH", ""), "TMPDIR": str(tmpdir),
-            "HF_HUB_OFFLINE": "1"}
+    return {
+        **os.environ,
+        "PYTHONPATH": SRC + os.pathsep + os.environ.get("PYTHONPATH", ""),
+        "TMPDIR": str(tmpdir),
+        "HF_HUB_OFFLINE": "1",
+    }
 
 
 def test_a_file_size_limit_names_the_temporary_folder_not_the_input(tiny_bert_dir, tmp_path):
@@ -154,12 +298,19 @@ def test_a_file_size_limit_names_the_temporary_folder_not_the_input(tiny_bert_di
     tmpdir = tmp_path / "tmp"
     tmpdir.mkdir()
     limit = lambda: resource.setrlimit(resource.RLIMIT_FSIZE, (1 << 20, 1 << 20))  # noqa: E731
-    r = subprocess.run([sys.executable, "-m", "mlmprob", "score", "/dev/zero", "--format", "text", "--model",
-                        str(tiny_bert_dir)], env=_env(tmpdir), capture_output=True, text=True, timeout=300,
-                       preexec_fn=limit)
+    r = subprocess.run(
+        [sys.executable, "-m", "mlmprob", "score", "/dev/zero", "--format", "text", "--model", str(tiny_bert_dir)],
+        env=_env(tmpdir),
+        capture_output=True,
+        text=True,
+        timeout=300,
+        preexec_fn=limit,
+    )
     lines = r.stderr.strip().splitlines()
     assert r.returncode == 2 and len(lines) == 1, r.stderr
-    assert lines[0].startswith(f"error: cannot copy /dev/zero to the temporary folder {tmpdir}: ") and "TMPDIR" in lines[0]
+    assert (
+        lines[0].startswith(f"error: cannot copy /dev/zero to the temporary folder {tmpdir}: ") and "TMPDIR" in lines[0]
+    )
     assert _copies(tmpdir) == []
 
 
@@ -172,19 +323,39 @@ def test_a_held_runs_copy_stays_and_a_dead_runs_copy_goes(sig, tiny_bert_dir, tm
     out = tmp_path / "o.jsonl"
     hold = Held(1)
     with open(inp, "rb") as stdin:
-        proc = hold.popen([sys.executable, "-m", "mlmprob", "score", "-", "--format", "fasta", "--model",
-                           str(tiny_bert_dir), "--out", str(out), "--no-progress", "--batch-tokens", "16"],
-                          env=_env(tmpdir_), stdin=stdin, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        proc = hold.popen(
+            [
+                sys.executable,
+                "-m",
+                "mlmprob",
+                "score",
+                "-",
+                "--format",
+                "fasta",
+                "--model",
+                str(tiny_bert_dir),
+                "--out",
+                str(out),
+                "--no-progress",
+                "--batch-tokens",
+                "16",
+            ],
+            env=_env(tmpdir_),
+            stdin=stdin,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+        )
     try:
         hold.wait(what=lambda: proc.stderr.read().decode())
         copies = _copies(tmpdir_)
         assert len(copies) == 1 and copies[0].startswith(f"mlmprob-stdin-{proc.pid}-"), copies
         from mlmprob.runtime import spool
-        assert spool.sweep(tmpdir_) == [] and _copies(tmpdir_) == copies        # alive: kept
+
+        assert spool.sweep(tmpdir_) == [] and _copies(tmpdir_) == copies  # alive: kept
         proc.send_signal(sig)
         assert proc.wait(timeout=120) == -sig
         assert _copies(tmpdir_) == ([] if sig == signal.SIGTERM else copies)
-        assert main(["score", str(inp), "--model", str(tiny_bert_dir), "--no-progress"]) == 0   # the next command
+        assert main(["score", str(inp), "--model", str(tiny_bert_dir), "--no-progress"]) == 0  # the next command
         assert _copies(tmpdir_) == []
     finally:
         if proc.poll() is None:
@@ -201,6 +372,6 @@ def test_the_sweep_leaves_other_names_alone(tmpdir_):
     others = ["mlmprob-stdin-abc", "mlmprob-stdin-12", "mlmprob-pipex-1-ab", "notes.txt"]
     for name in others:
         (tmpdir_ / name).write_text("x")
-    (tmpdir_ / "mlmprob-pipe-999999999-ab12").write_text("x")      # no process holds it: stale
+    (tmpdir_ / "mlmprob-pipe-999999999-ab12").write_text("x")  # no process holds it: stale
     assert [p.name for p in spool.sweep(tmpdir_)] == ["mlmprob-pipe-999999999-ab12"]
     assert sorted(p.name for p in tmpdir_.iterdir()) == sorted(others)

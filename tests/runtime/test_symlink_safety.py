@@ -52,7 +52,7 @@ def test_a_symlinked_meta_or_meta_temp_file_is_refused(tmp_path, victim, side, s
         with open_writer(out, config={"seed": 1}) as w:
             w.write([{"id": "a", "x": 1}])
     assert victim.read_text() == KEEP
-    assert not (tmp_path / f"r{suffix}.lock").exists()            # the lock was released
+    assert not (tmp_path / f"r{suffix}.lock").exists()  # the lock was released
 
 
 def test_a_stale_regular_meta_temp_file_is_replaced(tmp_path):
@@ -61,7 +61,10 @@ def test_a_stale_regular_meta_temp_file_is_replaced(tmp_path):
     with open_writer(out, config={"seed": 1}) as w:
         w.write([{"id": "a"}])
         w.close(complete=True)
-    assert not (tmp_path / "r.jsonl.meta.json.tmp").exists() and '"complete": true' in (tmp_path / "r.jsonl.meta.json").read_text()
+    assert (
+        not (tmp_path / "r.jsonl.meta.json.tmp").exists()
+        and '"complete": true' in (tmp_path / "r.jsonl.meta.json").read_text()
+    )
 
 
 @pytest.mark.parametrize("resume", [False, True])
@@ -81,8 +84,8 @@ def test_a_symlinked_parts_folder_keeps_its_files(tmp_path, resume):
 def test_parquet_parts_are_written_through_no_link(tmp_path, victim):
     out = tmp_path / "r.parquet"
     with open_writer(out, config={"seed": 1}, part_rows=1) as w:
-        w.write([{"id": "a", "x": 1}])                                # a committed part
-        (tmp_path / "r.parquet.tmp").symlink_to(victim)               # where the joined file is written first
+        w.write([{"id": "a", "x": 1}])  # a committed part
+        (tmp_path / "r.parquet.tmp").symlink_to(victim)  # where the joined file is written first
         with pytest.raises(UnsafePath, match="r.parquet.tmp is a symbolic link"):
             w.close(complete=True)
     assert victim.read_text() == KEEP
@@ -116,7 +119,7 @@ def test_checkpoint_folders_are_never_links(tmp_path):
     assert (folder / "model.safetensors").read_text() == KEEP
     (folder / "trainer_state.json").write_text("{}")
     (root / "step-00000001").symlink_to(folder, target_is_directory=True)
-    assert list_checkpoints(tmp_path / "run") == []                  # never resumed from (or deleted through) a link
+    assert list_checkpoints(tmp_path / "run") == []  # never resumed from (or deleted through) a link
 
 
 def test_the_helpers(tmp_path, victim):
@@ -134,8 +137,10 @@ def test_score_refuses_a_symlinked_lock_with_one_line(tiny_bert_dir, tmp_path, v
     seqs.write_text(">a\nEVQLVESGGG\n")
     out = tmp_path / "r.jsonl"
     (tmp_path / "r.jsonl.lock").symlink_to(victim)
-    assert main(["score", str(seqs), "--model", str(tiny_bert_dir), "--device", "cpu", "--no-progress",
-                 "-o", str(out)]) == 2
+    assert (
+        main(["score", str(seqs), "--model", str(tiny_bert_dir), "--device", "cpu", "--no-progress", "-o", str(out)])
+        == 2
+    )
     _one_line(capsys.readouterr().err, "r.jsonl.lock")
     assert victim.read_text() == KEEP and not out.exists()
 

@@ -12,13 +12,15 @@ import time
 from pathlib import Path
 
 import pytest
-
 from held import Held
+
 from mlmprob.runtime.capacity import usable_cores
 
 AA = "ACDEFGHIKLMNPQRSTVWY"
-pytestmark = [pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc"),
-              pytest.mark.skipif(usable_cores() < 2, reason="--workers 2 is capped to 1 on one core")]
+pytestmark = [
+    pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc"),
+    pytest.mark.skipif(usable_cores() < 2, reason="--workers 2 is capped to 1 on one core"),
+]
 
 
 def _children(pid: int) -> dict[int, str]:
@@ -51,7 +53,7 @@ def _wait_exit(pids, limit: float) -> list[int]:
     while left and time.monotonic() - t0 < limit:
         fds = [fd for fd in left.values() if fd is not None]
         if fds:
-            select.select(fds, [], [], 0.5)      # a pidfd reads ready when its process has ended
+            select.select(fds, [], [], 0.5)  # a pidfd reads ready when its process has ended
         else:
             time.sleep(0.2)
         left = {p: fd for p, fd in left.items() if not _gone(p)}
@@ -61,11 +63,29 @@ def _wait_exit(pids, limit: float) -> list[int]:
 def test_sigkill_of_the_parent_leaves_no_worker_behind(tiny_bert_dir, tmp_path):
     rng = random.Random(3)
     inp = tmp_path / "in.fasta"
-    inp.write_text("".join(f">s{i}\n{' '.join(rng.choice(AA) for _ in range(rng.randint(8, 30)))}\n" for i in range(200)))
+    inp.write_text(
+        "".join(f">s{i}\n{' '.join(rng.choice(AA) for _ in range(rng.randint(8, 30)))}\n" for i in range(200))
+    )
     env = {**os.environ, "PYTHONUNBUFFERED": "1", "OMP_NUM_THREADS": "1"}
-    cmd = [sys.executable, "-m", "mlmprob", "--threads", "1", "score", str(inp), "--model", str(tiny_bert_dir),
-           "--out", str(tmp_path / "out.jsonl"), "--workers", "2", "--no-progress", "--device", "cpu"]
-    held = Held(rows=32)                # the run holds once 32 rows are committed: both workers are up
+    cmd = [
+        sys.executable,
+        "-m",
+        "mlmprob",
+        "--threads",
+        "1",
+        "score",
+        str(inp),
+        "--model",
+        str(tiny_bert_dir),
+        "--out",
+        str(tmp_path / "out.jsonl"),
+        "--workers",
+        "2",
+        "--no-progress",
+        "--device",
+        "cpu",
+    ]
+    held = Held(rows=32)  # the run holds once 32 rows are committed: both workers are up
     proc = held.popen(cmd, env, stderr=subprocess.PIPE, text=True)
     pidfds = {}
     try:
@@ -81,12 +101,12 @@ def test_sigkill_of_the_parent_leaves_no_worker_behind(tiny_bert_dir, tmp_path):
         proc.send_signal(signal.SIGKILL)
         assert proc.wait() == -signal.SIGKILL
         left = _wait_exit(pidfds, limit=60)
-        assert not left, {p: children[p] for p in left}      # workers and the resource tracker are gone
+        assert not left, {p: children[p] for p in left}  # workers and the resource tracker are gone
     finally:
         if proc.poll() is None:
             proc.kill()
             proc.wait()
-        for p, fd in pidfds.items():        # what a failed check left behind
+        for p, fd in pidfds.items():  # what a failed check left behind
             if fd is not None:
                 if not _gone(p):
                     signal.pidfd_send_signal(fd, signal.SIGKILL)

@@ -6,15 +6,13 @@ import math
 
 import pytest
 import torch
-
-from mlmprob.sampling.io import RunFile
+from sampling_fixtures import exact, gen  # noqa: E402  (tests/ is on sys.path)
 
 from mlmprob import LookupMLM, loglik
 from mlmprob.errors import MLMProbError
 from mlmprob.models.exact import all_sequences
 from mlmprob.sampling import Ancestral, sample
-
-from sampling_fixtures import exact, gen  # noqa: E402  (tests/ is on sys.path)
+from mlmprob.sampling.io import RunFile
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
@@ -37,7 +35,12 @@ def draws(m, order, n=12000, tokens_per_step=1, positions=None, start=None):
     """One epoch of the kernel on ``n`` chains (the driver adds energies per epoch, not needed here)."""
     k = Ancestral(m, order=order, tokens_per_step=tokens_per_step)
     ids = torch.zeros(n, T, dtype=torch.long) if start is None else start
-    s = k.init(ids, None if positions is None else torch.zeros(n, T, dtype=torch.bool).index_fill_(1, torch.tensor(positions), True))
+    s = k.init(
+        ids,
+        None
+        if positions is None
+        else torch.zeros(n, T, dtype=torch.bool).index_fill_(1, torch.tensor(positions), True),
+    )
     g = gen(5)
     while True:
         s, info = k.step(s, g)
@@ -76,8 +79,8 @@ def test_random_orders_draw_the_mixture_not_one_order():
 def test_parallel_decoding_draws_each_position_from_its_own_conditional():
     m = LookupMLM(V, T, seed=7)
     s, x, lp = draws(m, "l2r", tokens_per_step=T)
-    assert s.forward_rows == 12000                           # one row per chain, read at all T positions
-    all_masked = m.logits(torch.full((1, T), m.mask_id))[0].double().log_softmax(-1)        # [T, V]
+    assert s.forward_rows == 12000  # one row per chain, read at all T positions
+    all_masked = m.logits(torch.full((1, T), m.mask_id))[0].double().log_softmax(-1)  # [T, V]
     prod = sum(all_masked[t][SEQS[:, t]] for t in range(T)).exp()
     tv = 0.5 * float((empirical(x) - prod).abs().sum())
     assert tv < tv_bound(prod, len(x)), tv
@@ -101,8 +104,9 @@ def test_compatible_conditionals_give_the_joint_in_every_order():
     _, x, lp = draws(m, "random", n=200)
     assert torch.allclose(lp, m.log_prob(x), atol=1e-5)
     r = sample(m, torch.zeros(50, T, dtype=torch.long), method="ancestral", order="l2r", epochs=2, generator=gen(1))
-    assert r.samples.shape == (2, 50, T) and torch.allclose(r.log_prob, m.log_prob(r.samples.reshape(-1, T)).view(2, 50),
-                                                            atol=1e-5)
+    assert r.samples.shape == (2, 50, T) and torch.allclose(
+        r.log_prob, m.log_prob(r.samples.reshape(-1, T)).view(2, 50), atol=1e-5
+    )
     assert r.forward_rows == 2 * 50 * T and torch.isnan(r.target_temperature).all()
 
 

@@ -19,6 +19,7 @@ import math
 
 import pytest
 import torch
+from sampling_fixtures import gen  # noqa: E402  (tests/ is on sys.path)
 
 from mlmprob import ExactMLM, LookupMLM, loglik
 from mlmprob.errors import MLMProbError
@@ -28,8 +29,6 @@ from mlmprob.sampling.adaptive import Adaptive
 from mlmprob.sampling.decoder_exact import exact_output_distribution, model_logprobs
 from mlmprob.sampling.decoders import reveal_counts, scores, select_top, unmask_plan
 from mlmprob.sampling.unmasking import Unmasking
-
-from sampling_fixtures import gen  # noqa: E402  (tests/ is on sys.path)
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
@@ -48,7 +47,7 @@ def code(ids):
 
 
 def empirical(ids):
-    return torch.bincount(code(ids), minlength=V ** T).double() / len(ids)
+    return torch.bincount(code(ids), minlength=V**T).double() / len(ids)
 
 
 def tv(p, q):
@@ -68,7 +67,7 @@ def law(kernel, m):
 
 
 def product_of_marginals(m):
-    lq = model_logprobs(m)(torch.full((1, T), V))[0]          # [T, V]: all masked
+    lq = model_logprobs(m)(torch.full((1, T), V))[0]  # [T, V]: all masked
     return sum(lq[t][SEQS[:, t]] for t in range(T)).exp()
 
 
@@ -79,12 +78,13 @@ def replay_log_prob(m, s, proposal=ProposalConfig()):
     def lp(states):
         b = base(states)
         return proposal_log_probs(b.reshape(-1, V), None, proposal).view(b.shape)
+
     out = torch.zeros(len(s.ids), dtype=torch.float64)
     for step in range(int(s.revealed_at.max()) + 1):
         state = torch.where(s.revealed_at < step, s.ids, V)
         now = s.revealed_at == step
         rows = now.any(1).nonzero(as_tuple=True)[0]
-        q = lp(state[rows])                                      # [r, T, V]
+        q = lp(state[rows])  # [r, T, V]
         out[rows] += torch.where(now[rows], q.gather(2, s.ids[rows, :, None])[..., 0], 0.0).sum(1)
     return out
 
@@ -94,11 +94,11 @@ def test_schedules_reveal_every_position_at_least_one_per_step():
     for n, S, sch in itertools.product(range(0, 13), range(1, 15), ("linear", "cosine")):
         c = reveal_counts(n, S, sch)
         assert sum(c) == n and len(c) == min(n, S) and all(x >= 1 for x in c), (n, S, sch, c)
-    assert reveal_counts(12, 4, "cosine")[0] < reveal_counts(12, 4, "cosine")[-1]    # few first, many last
+    assert reveal_counts(12, 4, "cosine")[0] < reveal_counts(12, 4, "cosine")[-1]  # few first, many last
     free = torch.tensor([[1, 1, 1, 1, 1, 0, 1], [0, 1, 0, 1, 1, 1, 1], [0] * 7]).bool()
     w, c = unmask_plan(free, steps=4, block_length=3)
     assert torch.equal(c.sum(0), free.sum(1))
-    for b in range(3):   # blocks left to right, each free position in the window of the steps that reveal it
+    for b in range(3):  # blocks left to right, each free position in the window of the steps that reveal it
         first = [int(w[s, b].nonzero()[0]) if w[s, b].any() else None for s in range(w.shape[0]) if c[s, b] > 0]
         assert first == sorted(first)
     with pytest.raises(MLMProbError, match="schedule"):
@@ -108,9 +108,10 @@ def test_schedules_reveal_every_position_at_least_one_per_step():
 def test_scores_and_ties():
     lq = torch.tensor([[0.5, 0.3, 0.2], [0.2, 0.3, 0.5], [0.9, 0.05, 0.05]], dtype=torch.float64).log()
     assert scores(lq, torch.tensor([0, 2, 1]), "margin")[:2].tolist() == pytest.approx([0.2, 0.2])
-    got = select_top(scores(lq, torch.tensor([0, 2, 1]), "margin")[None], torch.ones(1, 3, dtype=torch.bool),
-                     torch.tensor([2]))
-    assert got.int().tolist() == [[1, 0, 1]]        # equal margins at 0 and 1: the lowest position
+    got = select_top(
+        scores(lq, torch.tensor([0, 2, 1]), "margin")[None], torch.ones(1, 3, dtype=torch.bool), torch.tensor([2])
+    )
+    assert got.int().tolist() == [[1, 0, 1]]  # equal margins at 0 and 1: the lowest position
     conf = scores(lq, torch.tensor([0, 2, 1]), "confidence")[None]
     assert select_top(conf, torch.ones(1, 3, dtype=torch.bool), torch.tensor([1])).int().tolist() == [[1, 0, 0]]
 
@@ -147,7 +148,7 @@ def test_draws_follow_the_enumerated_law(name):
     if "remask" not in name:
         assert torch.allclose(s.log_prob, replay_log_prob(m, s, k.proposal), atol=1e-9)
     assert (s.revealed_at[s.free] >= 0).all()
-    if k.__class__ is Adaptive:      # some steps reveal several positions, some one: the rule is exercised
+    if k.__class__ is Adaptive:  # some steps reveal several positions, some one: the rule is exercised
         assert 1 < exact.steps < T and s.rounds.min() < s.rounds.max()
         assert abs(float(s.rounds.double().mean()) - exact.steps) < 6 * float(s.rounds.double().std()) / math.sqrt(N)
         assert s.forward_rows / N == pytest.approx(exact.rows, rel=0.01)
@@ -191,16 +192,16 @@ def test_one_position_per_step_by_a_state_score(score):
     joint_model = ExactMLM.random(V, T, gen(3), scale=1.5)
     joint = joint_model.log_joint.flatten().exp()
     for k in (Unmasking(joint_model, score=score, steps=T), Adaptive(joint_model, threshold=0.0, score=score)):
-        assert torch.allclose(law(k, joint_model).probs, joint, atol=1e-9)         # compatible: the joint
+        assert torch.allclose(law(k, joint_model).probs, joint, atol=1e-9)  # compatible: the joint
     m = LookupMLM(V, T, seed=7)
     got = law(Unmasking(m, score=score, steps=T), m).probs
     assert torch.allclose(law(Adaptive(m, threshold=0.0, score=score), m).probs, got, atol=1e-12)
     orders = [realised_order(m, x, score) for x in SEQS]
     want = torch.stack([loglik(m, x[None], order=[o]).per_order[0, 0] for x, o in zip(SEQS, orders)]).exp()
-    assert torch.allclose(got, want, atol=1e-9)                                    # p_{sigma(x)}(x)
+    assert torch.allclose(got, want, atol=1e-9)  # p_{sigma(x)}(x)
     fixed = loglik(m, SEQS, order=[list(o) for o in itertools.permutations(range(T))])
-    assert min(tv(got, fixed.per_order[:, k].exp()) for k in range(24)) > 0.01    # no fixed order's
-    assert tv(got, fixed.mixture.exp()) > 0.01                                     # nor the mixture
+    assert min(tv(got, fixed.per_order[:, k].exp()) for k in range(24)) > 0.01  # no fixed order's
+    assert tv(got, fixed.mixture.exp()) > 0.01  # nor the mixture
     s = draw(Adaptive(m, threshold=0.0, score=score), n=2000)
     assert (s.rounds == T).all()
     order = s.revealed_at.argsort(1)
@@ -225,26 +226,35 @@ def test_costs_and_chains_with_context():
     m = LookupMLM(3, 5, seed=3)
     free = torch.tensor([[1, 1, 1, 1, 1], [0, 1, 0, 1, 0], [0, 0, 0, 0, 0], [1, 0, 0, 0, 0]]).bool()
     ids = torch.tensor([[0, 0, 0, 0, 0], [2, 0, 1, 0, 2], [1, 1, 1, 1, 1], [0, 2, 2, 2, 2]])
-    for k in (Unmasking(m, steps=3, block_length=2, remask=0.5, remask_steps=2), Adaptive(m, threshold=0.2),
-              Adaptive(m, threshold=0.2, pair_top_k=1)):
+    for k in (
+        Unmasking(m, steps=3, block_length=2, remask=0.5, remask_steps=2),
+        Adaptive(m, threshold=0.2),
+        Adaptive(m, threshold=0.2, pair_top_k=1),
+    ):
         before = m.calls
         s = k.init(ids, free)
         g = gen(0)
         while s.epoch == 0:
             s, _ = k.step(s, g)
         assert ((s.ids == ids) | free).all() and (s.ids < m.mask_id).all()
-        assert s.forward_rows == m.calls - before                 # every row the model served is counted
+        assert s.forward_rows == m.calls - before  # every row the model served is counted
         assert s.calls[2] == 0 and s.log_prob[2] == 0 and torch.isfinite(s.log_prob).all()
     u = Unmasking(m, steps=3, block_length=2)
     s = draw(u, n=4, ids=ids, free=free)
     assert s.calls.tolist() == [3, 2, 0, 1] and s.forward_rows == 6
 
 
-@pytest.mark.parametrize("kw,match", [
-    (dict(score="loud"), "score must be one of"), (dict(steps=0), "steps must be a positive integer"),
-    (dict(schedule="exp"), "schedule"), (dict(remask=1.5), "remask must be a probability"),
-    (dict(remask_steps=-1), "remask_steps"), (dict(block_length=0), "block_length"),
-])
+@pytest.mark.parametrize(
+    "kw,match",
+    [
+        (dict(score="loud"), "score must be one of"),
+        (dict(steps=0), "steps must be a positive integer"),
+        (dict(schedule="exp"), "schedule"),
+        (dict(remask=1.5), "remask must be a probability"),
+        (dict(remask_steps=-1), "remask_steps"),
+        (dict(block_length=0), "block_length"),
+    ],
+)
 def test_bad_settings(kw, match):
     with pytest.raises(MLMProbError, match=match):
         Unmasking(LookupMLM(V, T), **kw)
@@ -260,19 +270,21 @@ def test_bad_adaptive_settings():
 def test_dependence_is_the_pair_mutual_information_for_a_joint():
     m = ExactMLM.random(V, T, gen(4), scale=1.5)
     k = Adaptive(m)
-    ids = torch.tensor([[V, 1, V, V]])                     # x_1 = 1 revealed, the others masked
+    ids = torch.tensor([[V, 1, V, V]])  # x_1 = 1 revealed, the others masked
     masked = ids == V
     rows, cols = masked.nonzero(as_tuple=True)
     _, _, D, n_rows, calls = k._read(ids, masked, rows, cols)
-    p = m.log_joint.exp()[:, 1]                             # [V, V, V] over positions 0, 2, 3 given x_1 = 1
+    p = m.log_joint.exp()[:, 1]  # [V, V, V] over positions 0, 2, 3 given x_1 = 1
     p = p / p.sum()
     pos = [0, 2, 3]
     for a, b in itertools.combinations(range(3), 2):
         pab = p.sum(dim=[d for d in range(3) if d not in (a, b)])
         mi = float((pab * (pab.log() - pab.sum(1, keepdim=True).log() - pab.sum(0, keepdim=True).log())).sum())
-        assert D[0, pos[a], pos[b]] == pytest.approx(mi, abs=1e-6) and D[0, pos[b], pos[a]] == pytest.approx(mi, abs=1e-6)
+        assert D[0, pos[a], pos[b]] == pytest.approx(mi, abs=1e-6) and D[0, pos[b], pos[a]] == pytest.approx(
+            mi, abs=1e-6
+        )
     assert n_rows == 1 + 3 * V and calls.tolist() == [1]
-    assert D[0, 1].abs().sum() == 0 and D[0, :, 1].abs().sum() == 0   # the revealed position takes no part
+    assert D[0, 1].abs().sum() == 0 and D[0, :, 1].abs().sum() == 0  # the revealed position takes no part
 
 
 class Wrapped:
@@ -295,6 +307,7 @@ class Wrapped:
 
 def test_enumerator_with_wrapped_symbols_as_the_ground_truth_models():
     from mlmprob.training.data import SYMBOL_OFFSET, wrap_symbols
+
     assert SYMBOL_OFFSET == 5
     inner = LookupMLM(V, T, seed=7)
     k = Unmasking(inner, score="confidence", steps=2)
@@ -311,8 +324,12 @@ def test_greedy_proposals_are_scored_at_temperature_one(cls):
     """At proposal temperature 0 every proposal row is one-hot; the scores read the temperature-1 rows (Dream's
     rule), so the order is the model's, not left to right, and the enumerated law is the kernel's one output."""
     m = LookupMLM(V, T, seed=7)
-    k = cls(m, score="margin", proposal=ProposalConfig(temperature=0.0), **({"steps": T} if cls is Unmasking else
-                                                                          {"threshold": 0.0}))
+    k = cls(
+        m,
+        score="margin",
+        proposal=ProposalConfig(temperature=0.0),
+        **({"steps": T} if cls is Unmasking else {"threshold": 0.0}),
+    )
     s = draw(k, n=3)
     assert (s.ids == s.ids[0]).all()
     exact = law(k, m).probs

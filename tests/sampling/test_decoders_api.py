@@ -5,16 +5,14 @@ import math
 
 import pytest
 import torch
+from sampling_fixtures import gen  # noqa: E402  (tests/ is on sys.path)
 
 from mlmprob import LookupMLM
 from mlmprob.errors import MLMProbError
-from mlmprob.models.exact import all_sequences
 from mlmprob.sampling import sample
 from mlmprob.sampling.adaptive import Adaptive
 from mlmprob.sampling.decoder_exact import exact_output_distribution, model_logprobs
 from mlmprob.sampling.unmasking import Unmasking
-
-from sampling_fixtures import gen  # noqa: E402  (tests/ is on sys.path)
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
@@ -27,15 +25,21 @@ def tv_bound(p: torch.Tensor, n: int, delta: float = 1e-6) -> float:
 
 def empirical(ids):
     code = (ids * (V ** torch.arange(T - 1, -1, -1))).sum(-1)
-    return torch.bincount(code, minlength=V ** T).double() / len(ids)
+    return torch.bincount(code, minlength=V**T).double() / len(ids)
 
 
-@pytest.mark.parametrize("method,options,kernel", [
-    ("unmask", dict(score="margin", steps=2, block_length=3), lambda m: Unmasking(m, "margin", 2, block_length=3)),
-    ("unmask", dict(steps=2, remask=0.4, remask_steps=1),
-     lambda m: Unmasking(m, "confidence", 2, remask=0.4, remask_steps=1)),
-    ("adaptive", dict(threshold=1.2), lambda m: Adaptive(m, threshold=1.2)),
-])
+@pytest.mark.parametrize(
+    "method,options,kernel",
+    [
+        ("unmask", dict(score="margin", steps=2, block_length=3), lambda m: Unmasking(m, "margin", 2, block_length=3)),
+        (
+            "unmask",
+            dict(steps=2, remask=0.4, remask_steps=1),
+            lambda m: Unmasking(m, "confidence", 2, remask=0.4, remask_steps=1),
+        ),
+        ("adaptive", dict(threshold=1.2), lambda m: Adaptive(m, threshold=1.2)),
+    ],
+)
 def test_sample_epochs_are_independent_draws_of_the_enumerated_law(method, options, kernel):
     m = LookupMLM(V, T, seed=7)
     B, E = 2500, 4
@@ -46,7 +50,7 @@ def test_sample_epochs_are_independent_draws_of_the_enumerated_law(method, optio
     assert 0.5 * float((empirical(draws) - law.probs).abs().sum()) < tv_bound(law.probs, B * E)
     assert r.log_prob.shape == r.calls.shape == r.rounds.shape == (E, B)
     assert abs(float(r.calls.double().mean()) - law.calls) < 6 * float(r.calls.double().std()) / math.sqrt(B * E) + 1e-9
-    first, second = empirical(r.samples[0]), empirical(r.samples[1])       # epochs do not depend on each other
+    first, second = empirical(r.samples[0]), empirical(r.samples[1])  # epochs do not depend on each other
     assert 0.5 * float((first - second).abs().sum()) < 2 * tv_bound(law.probs, B)
 
 
@@ -56,21 +60,26 @@ def test_costs_in_the_result():
     assert (r.calls == 3).all() and (r.rounds == 3).all() and r.forward_rows == 2 * 5 * 3
 
 
-@pytest.mark.parametrize("options,match", [
-    (dict(method="mh", steps=3), "steps is for method='unmask'"),
-    (dict(method="ancestral", threshold=0.1), "threshold is for method='adaptive'"),
-    (dict(method="adaptive", remask=0.1), "remask is for method='unmask'"),
-    (dict(method="unmask", score="loud"), "score must be one of"),
-    (dict(method="unmask", steps=0), "steps must be a positive integer"),
-    (dict(method="adaptive", threshold=-1.0), "threshold must be a number >= 0"),
-])
+@pytest.mark.parametrize(
+    "options,match",
+    [
+        (dict(method="mh", steps=3), "steps is for method='unmask'"),
+        (dict(method="ancestral", threshold=0.1), "threshold is for method='adaptive'"),
+        (dict(method="adaptive", remask=0.1), "remask is for method='unmask'"),
+        (dict(method="unmask", score="loud"), "score must be one of"),
+        (dict(method="unmask", steps=0), "steps must be a positive integer"),
+        (dict(method="adaptive", threshold=-1.0), "threshold must be a number >= 0"),
+    ],
+)
 def test_settings_that_do_not_apply_or_are_bad(options, match):
     with pytest.raises(MLMProbError, match=match):
         sample(LookupMLM(V, T), torch.zeros(2, T, dtype=torch.long), epochs=1, **options)
 
 
-@pytest.mark.parametrize("method,options", [("unmask", dict(steps=3, remask=0.3, remask_steps=1)),
-                                            ("adaptive", dict(threshold=1.2, pair_top_k=2))])
+@pytest.mark.parametrize(
+    "method,options",
+    [("unmask", dict(steps=3, remask=0.3, remask_steps=1)), ("adaptive", dict(threshold=1.2, pair_top_k=2))],
+)
 def test_run_file_resumes_and_refuses_other_settings(tmp_path, method, options):
     from mlmprob.sampling.io import RunFile
 

@@ -14,8 +14,10 @@ from mlmprob.numbering import cdr_span, cdr_spans, mask_residues, number, parse_
 from mlmprob.sampling.cdr import cdr_mask, find_cdr_h3
 
 # trastuzumab (Herceptin) variable domains, public (IMGT/mAb-DB, DrugBank DB00072)
-VH = ("EVQLVESGGGLVQPGGSLRLSCAASGFNIKDTYIHWVRQAPGKGLEWVARIYPTNGYTRYADSVKGRFTISADTSKNTAYLQMNSLRAEDTAVYYCSR"
-      "WGGDGFYAMDYWGQGTLVTVSS")
+VH = (
+    "EVQLVESGGGLVQPGGSLRLSCAASGFNIKDTYIHWVRQAPGKGLEWVARIYPTNGYTRYADSVKGRFTISADTSKNTAYLQMNSLRAEDTAVYYCSR"
+    "WGGDGFYAMDYWGQGTLVTVSS"
+)
 VL = "DIQMTQSPSSLSASVGDRVTITCRASQDVNTAVAWYQQKPGKAPKLLIYSASFLYSGVPSRFSGSRSGTDFTLTISSLQPEDFATYYCQQHYTTPPTFGQGTKVEIK"
 # its IMGT CDRs (IMGT/3Dstructure-DB 1n8z)
 IMGT = {"H1": "GFNIKDTY", "H2": "IYPTNGYT", "H3": "SRWGGDGFYAMDY", "L1": "QDVNTA", "L2": "SAS", "L3": "QQHYTTPPT"}
@@ -54,16 +56,23 @@ def test_whitespace_lower_case_and_names():
     assert mask_residues("E V Q L", (1, 3)) == "E _ _ L"
 
 
-@pytest.mark.parametrize("seq, cdr, message", [
-    (UBIQUITIN, "H3", "no CDR-H3: anarcism (IMGT numbering) finds no antibody variable domain in 'MQIFVKTLTGKTITLEVEPS...'"),
-    (VL, "H1", "finds only a kappa light-chain domain in 'DIQMTQSPSSLSASVGDRVT...', not a heavy-chain (VH) one"),
-    (VH, "L2", "finds only a heavy-chain (VH) domain"),
-    (VH[:98], "H3", "CDR-H3 of 'EVQLVESGGGLVQPGGSLRL...' is incomplete"),
-    ("EVQLV*SGG", "H3", "cannot number 'EVQLV*SGG': sequence contains unsupported residue symbol '*'"),
-    ("", "H3", "cannot number '': sequence is empty"),
-    (VH, "H4", "unknown CDR 'H4': use one of H1, H2, H3, L1, L2, L3"),
-    (VH, "H3", None),
-])
+@pytest.mark.parametrize(
+    "seq, cdr, message",
+    [
+        (
+            UBIQUITIN,
+            "H3",
+            "no CDR-H3: anarcism (IMGT numbering) finds no antibody variable domain in 'MQIFVKTLTGKTITLEVEPS...'",
+        ),
+        (VL, "H1", "finds only a kappa light-chain domain in 'DIQMTQSPSSLSASVGDRVT...', not a heavy-chain (VH) one"),
+        (VH, "L2", "finds only a heavy-chain (VH) domain"),
+        (VH[:98], "H3", "CDR-H3 of 'EVQLVESGGGLVQPGGSLRL...' is incomplete"),
+        ("EVQLV*SGG", "H3", "cannot number 'EVQLV*SGG': sequence contains unsupported residue symbol '*'"),
+        ("", "H3", "cannot number '': sequence is empty"),
+        (VH, "H4", "unknown CDR 'H4': use one of H1, H2, H3, L1, L2, L3"),
+        (VH, "H3", None),
+    ],
+)
 def test_what_does_not_number_is_one_clear_line(seq, cdr, message):
     if message is None:
         assert cdr_span(seq, cdr)
@@ -83,9 +92,9 @@ def test_masked_residues_number_as_unknown_and_the_mask_follows_word_ids():
     masked = VH[:40] + "[MASK]" + VH[41:]
     wid = torch.tensor([-1] + list(range(len(VH))) + [-1])
     m = cdr_mask(masked, wid, "H3")
-    assert m.nonzero()[:, 0].tolist() == list(range(97, 110))      # shifted by the CLS token
+    assert m.nonzero()[:, 0].tolist() == list(range(97, 110))  # shifted by the CLS token
     assert cdr_mask(VH, wid, "H2").sum() == 8
-    assert number(VH) is number(VH)                                   # cached
+    assert number(VH) is number(VH)  # cached
 
 
 # -- the commands on tiny models --------------------------------------------------------------------
@@ -93,8 +102,28 @@ SPACED_VH, SPACED_VL = " ".join(VH), " ".join(VL)
 
 
 def _sample(model, seq, out, *extra):
-    return main(["sample", "--model", str(model), "--seq", seq, "--chains", "1", "--epochs", "1", "--burn-in", "0",
-                 "--out", str(out), "--no-progress", "--no-plot", "--device", "cpu", *extra])
+    return main(
+        [
+            "sample",
+            "--model",
+            str(model),
+            "--seq",
+            seq,
+            "--chains",
+            "1",
+            "--epochs",
+            "1",
+            "--burn-in",
+            "0",
+            "--out",
+            str(out),
+            "--no-progress",
+            "--no-plot",
+            "--device",
+            "cpu",
+            *extra,
+        ]
+    )
 
 
 def _fasta_seqs(out):
@@ -119,17 +148,20 @@ def test_sample_cdr_frees_only_that_cdr_and_the_cdr3_alias_is_gone(tiny_bert_dir
     assert not (tmp_path / "a").exists()
 
 
-@pytest.mark.parametrize("extra, message", [
-    (["--cdr", "H4"], "unknown CDR 'H4'"),
-    (["--cdr", "L1", "--numbering", "kabat"], "--numbering kabat gives CDR-H3 only"),
-    (["--numbering", "imgt"], "--numbering is the CDR definition of --cdr; give --cdr too"),
-    (["--cdr", "H1", "--positions", "3"], "give --positions or --cdr, not both"),
-    (["--cdr", "L1"], "seq1: no CDR-L1: anarcism (IMGT numbering) finds only a heavy-chain (VH) domain"),
-])
+@pytest.mark.parametrize(
+    "extra, message",
+    [
+        (["--cdr", "H4"], "unknown CDR 'H4'"),
+        (["--cdr", "L1", "--numbering", "kabat"], "--numbering kabat gives CDR-H3 only"),
+        (["--numbering", "imgt"], "--numbering is the CDR definition of --cdr; give --cdr too"),
+        (["--cdr", "H1", "--positions", "3"], "give --positions or --cdr, not both"),
+        (["--cdr", "L1"], "seq1: no CDR-L1: anarcism (IMGT numbering) finds only a heavy-chain (VH) domain"),
+    ],
+)
 def test_sample_region_errors(tiny_bert_dir, tmp_path, capsys, extra, message):
     try:
         status = _sample(tiny_bert_dir, SPACED_VH, tmp_path / "x", *extra)
-    except SystemExit as e:       # argparse's own check of --cdr's value
+    except SystemExit as e:  # argparse's own check of --cdr's value
         status = e.code
     assert status == 2
     err = capsys.readouterr().err
@@ -147,9 +179,32 @@ def test_streamed_sample_with_a_cdr_skips_what_does_not_number(tiny_bert_dir, tm
     fasta = tmp_path / "in.fasta"
     fasta.write_text(f">vl\n{SPACED_VL}\n>ubq\n{' '.join(UBIQUITIN[:30])}\n")
     out = tmp_path / "rows.jsonl"
-    assert main(["sample", "--model", str(tiny_bert_dir), "--input", str(fasta), "--cdr", "L1", "--chains", "1",
-                 "--epochs", "1", "--burn-in", "0", "--out", str(out), "--skip-invalid", "--no-progress",
-                 "--device", "cpu"]) == 0
+    assert (
+        main(
+            [
+                "sample",
+                "--model",
+                str(tiny_bert_dir),
+                "--input",
+                str(fasta),
+                "--cdr",
+                "L1",
+                "--chains",
+                "1",
+                "--epochs",
+                "1",
+                "--burn-in",
+                "0",
+                "--out",
+                str(out),
+                "--skip-invalid",
+                "--no-progress",
+                "--device",
+                "cpu",
+            ]
+        )
+        == 0
+    )
     rows = [json.loads(x) for x in out.read_text().splitlines()]
     assert [r["record"] for r in rows] == ["vl"] and rows[0]["n_free"] == 6
     assert "ubq" in capsys.readouterr().err
@@ -158,19 +213,44 @@ def test_streamed_sample_with_a_cdr_skips_what_does_not_number(tiny_bert_dir, tm
 
 
 def test_infill_cdr_is_the_gap(tiny_bert_dir, tmp_path, capsys):
-    assert main(["infill", SPACED_VH, "--model", str(tiny_bert_dir), "--cdr", "H2", "-k", "2", "--json",
-                 "--device", "cpu"]) == 0
+    assert (
+        main(
+            ["infill", SPACED_VH, "--model", str(tiny_bert_dir), "--cdr", "H2", "-k", "2", "--json", "--device", "cpu"]
+        )
+        == 0
+    )
     res = json.loads(capsys.readouterr().out)
     s, e = cdr_span(VH, "H2")
     assert res["positions"] == list(range(s + 1, e + 1)) and res["native"] == IMGT["H2"] and res["cdr"] == "H2"
-    assert main(["infill", SPACED_VH[:40] + " _ _", "--model", str(tiny_bert_dir), "--cdr", "H2",
-                 "--device", "cpu"]) == 2
+    assert (
+        main(["infill", SPACED_VH[:40] + " _ _", "--model", str(tiny_bert_dir), "--cdr", "H2", "--device", "cpu"]) == 2
+    )
     assert "give a complete sequence" in capsys.readouterr().err
     fasta = tmp_path / "in.fasta"
     fasta.write_text(f">vh\n{SPACED_VH}\n>ubq\n{' '.join(UBIQUITIN[:30])}\n")
     out = tmp_path / "fills.jsonl"
-    assert main(["infill", "--input", str(fasta), "--model", str(tiny_bert_dir), "--cdr", "H1", "-k", "2",
-                 "--out", str(out), "--skip-invalid", "--no-progress", "--device", "cpu"]) == 0
+    assert (
+        main(
+            [
+                "infill",
+                "--input",
+                str(fasta),
+                "--model",
+                str(tiny_bert_dir),
+                "--cdr",
+                "H1",
+                "-k",
+                "2",
+                "--out",
+                str(out),
+                "--skip-invalid",
+                "--no-progress",
+                "--device",
+                "cpu",
+            ]
+        )
+        == 0
+    )
     rows = [json.loads(x) for x in out.read_text().splitlines()]
     assert [r["id"] for r in rows] == ["vh"] and rows[0]["length"] == 8
     assert "no CDR-H1" in capsys.readouterr().err
@@ -178,16 +258,36 @@ def test_infill_cdr_is_the_gap(tiny_bert_dir, tmp_path, capsys):
 
 def test_variants_saturate_cdr_mutates_only_the_region(esm_dir, tmp_path, capsys):
     out = tmp_path / "sat.jsonl"
-    assert main(["variants", "--wild-type", VH, "--saturate", "--cdr", "H2", "--methods", "wt_marginals",
-                 "--model", str(esm_dir), "--out", str(out), "--no-progress", "--device", "cpu"]) == 0
+    assert (
+        main(
+            [
+                "variants",
+                "--wild-type",
+                VH,
+                "--saturate",
+                "--cdr",
+                "H2",
+                "--methods",
+                "wt_marginals",
+                "--model",
+                str(esm_dir),
+                "--out",
+                str(out),
+                "--no-progress",
+                "--device",
+                "cpu",
+            ]
+        )
+        == 0
+    )
     ids = [json.loads(x)["id"] for x in out.read_text().splitlines()]
     s, e = cdr_span(VH, "H2")
     assert len(ids) == 19 * (e - s) and {int(i[1:-1]) - 1 for i in ids} == set(range(s, e))
     rows = (tmp_path / "sat.heatmap.csv").read_text().splitlines()
     assert [r.split(",")[0] for r in rows[1:]] == [f"{VH[i]}{i + 1}" for i in range(s, e)]
-    long = list(csv.DictReader((tmp_path / "sat.saturation.csv").open()))   # position: the residue in the chain
+    long = list(csv.DictReader((tmp_path / "sat.saturation.csv").open()))  # position: the residue in the chain
     assert {int(r["position"]) for r in long} == set(range(s + 1, e + 1))
-    assert all(int(r["position"]) == int(r["residue"]) == int(r["token_index"]) for r in long)   # ESM-2: one CLS
+    assert all(int(r["position"]) == int(r["residue"]) == int(r["token_index"]) for r in long)  # ESM-2: one CLS
     capsys.readouterr()
     assert main(["variants", str(out), "--wild-type", VH, "--cdr", "H2", "--model", str(esm_dir)]) == 2
     assert "--cdr restricts --saturate" in capsys.readouterr().err

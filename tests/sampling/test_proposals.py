@@ -53,13 +53,15 @@ def test_nucleus_matches_exact_enumeration_with_ties():
 def test_ties_go_to_the_lower_id_in_samplers_and_infill_baselines():
     # 50 equal tokens: an unstable sort (the infill baselines' old copy) kept a scrambled half
     flat = torch.zeros(2, 50)
-    for lp in (proposal_log_probs(flat, config=ProposalConfig(top_p=0.5)),
-               proposal_logp(flat.double().log_softmax(-1), SamplingConfig(top_p=0.5)),
-               proposal_logp(flat.double().log_softmax(-1), SamplingConfig(temperature=0.5, top_p=0.5)),
-               nucleus(flat.double().log_softmax(-1), 0.5)):
+    for lp in (
+        proposal_log_probs(flat, config=ProposalConfig(top_p=0.5)),
+        proposal_logp(flat.double().log_softmax(-1), SamplingConfig(top_p=0.5)),
+        proposal_logp(flat.double().log_softmax(-1), SamplingConfig(temperature=0.5, top_p=0.5)),
+        nucleus(flat.double().log_softmax(-1), 0.5),
+    ):
         assert torch.isfinite(lp).tolist() == [[v < 25 for v in range(50)]] * 2
     greedy = proposal_log_probs(torch.tensor([[0.0, 2.0, 1.0, 2.0]]), config=ProposalConfig(temperature=0.0))
-    assert greedy.exp().tolist() == [[0.0, 1.0, 0.0, 0.0]]          # the arg-max: the lower of the tied ids
+    assert greedy.exp().tolist() == [[0.0, 1.0, 0.0, 0.0]]  # the arg-max: the lower of the tied ids
 
 
 def test_sampling_baseline_draws_its_nucleus_from_the_lower_tied_ids():
@@ -73,4 +75,4 @@ def test_infill_baseline_config_is_the_samplers_proposal():
     assert SamplingConfig(0.5, None).proposal == ProposalConfig(0.5, 1.0)
     assert SamplingConfig(1.0, 0.9).proposal == ProposalConfig(1.0, 0.9)
     with pytest.raises(Exception, match="temperature"):
-        SamplingConfig(temperature=0.0)         # the baselines draw without replacement: no greedy
+        SamplingConfig(temperature=0.0)  # the baselines draw without replacement: no greedy

@@ -15,17 +15,27 @@ from types import SimpleNamespace
 
 import pytest
 import torch
+from mh_reference import block_kernel, epoch_kernel, literal_mh, sweep_blocks
+from mh_reference import energies as ref_energies
 
 from mlmprob import energy
 from mlmprob.errors import MLMProbError
 from mlmprob.models.exact import LookupMLM, all_sequences
-from mlmprob.sampling import (LinearAnneal, LinearBlockSize, LiteralMH, MetropolisHastings,
-                              ProposalConfig, effective_sample_size, reference_identity, mask_predict,
-                              proposal_log_probs, sample, split_rhat, sweep_plan)
+from mlmprob.sampling import (
+    LinearAnneal,
+    LinearBlockSize,
+    LiteralMH,
+    MetropolisHastings,
+    ProposalConfig,
+    effective_sample_size,
+    mask_predict,
+    proposal_log_probs,
+    reference_identity,
+    sample,
+    split_rhat,
+    sweep_plan,
+)
 from mlmprob.sampling.forward import site_logits
-
-from mh_reference import energies as ref_energies
-from mh_reference import block_kernel, epoch_kernel, literal_mh, sweep_blocks
 
 DELTA = 1e-6
 
@@ -47,7 +57,7 @@ def index_of(mlm, ids):
 
 
 def empirical(mlm, samples):
-    c = torch.bincount(index_of(mlm, samples), minlength=mlm.vocab_size ** mlm.length).double()
+    c = torch.bincount(index_of(mlm, samples), minlength=mlm.vocab_size**mlm.length).double()
     return c / c.sum()
 
 
@@ -66,14 +76,16 @@ def draw_from(mlm, p, n, seed):
 
 # ----------------------------------------------------------------------------------------- units
 
+
 def test_proposal_temperature_nucleus_and_support():
     logits = torch.log(torch.tensor([[0.5, 0.3, 0.15, 0.05]]))
-    assert torch.allclose(proposal_log_probs(logits, config=ProposalConfig(2.0)).exp(),
-                          torch.softmax(logits.double() / 2, -1))
+    assert torch.allclose(
+        proposal_log_probs(logits, config=ProposalConfig(2.0)).exp(), torch.softmax(logits.double() / 2, -1)
+    )
     lp = proposal_log_probs(logits, config=ProposalConfig(top_p=0.9))
     assert torch.isinf(lp[0, 3]) and torch.allclose(lp[0, :3].exp().sum(), torch.tensor(1.0, dtype=torch.float64))
     lp = proposal_log_probs(logits, torch.tensor([False, True, True, True]), ProposalConfig(top_p=0.5))
-    assert torch.isinf(lp[0, 0]) and lp[0, 1] == 0   # 0.3/0.5 = 0.6 >= 0.5: a single token
+    assert torch.isinf(lp[0, 0]) and lp[0, 1] == 0  # 0.3/0.5 = 0.6 >= 0.5: a single token
     with pytest.raises(MLMProbError, match="top_p"):
         ProposalConfig(top_p=0.0)
     with pytest.raises(MLMProbError, match="proposal_temperature"):
@@ -87,8 +99,15 @@ def test_schedules():
         LinearAnneal(1.0, 0.1, 0.0)
     assert [LinearBlockSize(8, 1, 8)(e) for e in range(10)] == [8, 7, 6, 5, 4, 3, 2, 1, 1, 1]
     m = exact()
-    r = sample(m, torch.zeros(3, 3, dtype=torch.long), epochs=3, burn_in=2, block_size=LinearBlockSize(3, 1, 3),
-               target_temperature=LinearAnneal(1.0, 0.3, 0.2), generator=gen(0))
+    r = sample(
+        m,
+        torch.zeros(3, 3, dtype=torch.long),
+        epochs=3,
+        burn_in=2,
+        block_size=LinearBlockSize(3, 1, 3),
+        target_temperature=LinearAnneal(1.0, 0.3, 0.2),
+        generator=gen(0),
+    )
     assert r.block_size.tolist() == [3, 2, 1, 1, 1]
     assert torch.allclose(r.target_temperature, torch.tensor([1.0, 0.7, 0.4, 0.2, 0.2], dtype=torch.float64))
 
@@ -122,10 +141,10 @@ def test_diagnostics_ess_rhat():
     g = gen(0)
     rho, C, N = 0.8, 128, 4000
     tau = (1 + rho) / (1 - rho)
-    sigma2 = 1 / (1 - rho ** 2)
+    sigma2 = 1 / (1 - rho**2)
     noise = torch.randn(C, N, generator=g, dtype=torch.float64)
     x = torch.empty(C, N, dtype=torch.float64)
-    x[:, 0] = noise[:, 0] * math.sqrt(sigma2)               # start in the stationary law: no burn-in bias
+    x[:, 0] = noise[:, 0] * math.sqrt(sigma2)  # start in the stationary law: no burn-in bias
     for t in range(1, N):
         x[:, t] = rho * x[:, t - 1] + noise[:, t]
     rel_se = math.sqrt(2 * (2 * 50 + 1) / (C * N))
@@ -134,17 +153,21 @@ def test_diagnostics_ess_rhat():
     assert 1 <= split_rhat(x) < 1 + tau * (1 + 3 * math.sqrt(2 / (2 * C - 1))) / (2 * n)
     offsets = 5 * torch.arange(4.0, dtype=torch.float64)
     expected = math.sqrt(1 + float(offsets.repeat_interleave(2).var()) / sigma2)
-    w_se = math.sqrt(2 * (1 + rho ** 2) / (1 - rho ** 2) / (4 * N))
-    assert abs(split_rhat(x[:4] + offsets[:, None]) ** 2 - expected ** 2) < 3 * w_se * (expected ** 2 - 1)
+    w_se = math.sqrt(2 * (1 + rho**2) / (1 - rho**2) / (4 * N))
+    assert abs(split_rhat(x[:4] + offsets[:, None]) ** 2 - expected**2) < 3 * w_se * (expected**2 - 1)
     assert math.isnan(effective_sample_size(torch.ones(2, 10)))
-    assert reference_identity(torch.tensor([[1, 2]]), torch.tensor([[1, 3]]), torch.tensor([[True, True]])).item() == 0.5
+    assert (
+        reference_identity(torch.tensor([[1, 2]]), torch.tensor([[1, 3]]), torch.tensor([[True, True]])).item() == 0.5
+    )
 
 
 # ------------------------------------------------------------------ the kernel is Algorithm 1
 
+
 @pytest.mark.parametrize("model", ["exact", "lookup"])
-@pytest.mark.parametrize("kw", [{}, {"block_size": 2},
-                                {"proposal": ProposalConfig(0.7, 0.9), "target_temperature": 0.8, "energy": "raw"}])
+@pytest.mark.parametrize(
+    "kw", [{}, {"block_size": 2}, {"proposal": ProposalConfig(0.7, 0.9), "target_temperature": 0.8, "energy": "raw"}]
+)
 def test_fast_mh_equals_literal_algorithm_1(model, kw):
     """Same generator, same chains: the reuse kernel makes exactly the decisions of Algorithm 1 as
     written in ``mh_reference`` (from the paper, sharing no code with the kernels), and so does the
@@ -153,9 +176,17 @@ def test_fast_mh_equals_literal_algorithm_1(model, kw):
     ids = torch.randint(3, (64, 4), generator=gen(0))
     fast, lit = MetropolisHastings(m, **kw), LiteralMH(m, **kw)
     pc = kw.get("proposal", ProposalConfig())
-    ref = literal_mh(m, ids, 24, gen(5), block_size=kw.get("block_size", 1), temperature=pc.temperature,
-                     top_p=pc.top_p, target_temperature=kw.get("target_temperature", 1.0),
-                     energy=kw.get("energy", "local"))
+    ref = literal_mh(
+        m,
+        ids,
+        24,
+        gen(5),
+        block_size=kw.get("block_size", 1),
+        temperature=pc.temperature,
+        top_p=pc.top_p,
+        target_temperature=kw.get("target_temperature", 1.0),
+        energy=kw.get("energy", "local"),
+    )
     s1, s2 = fast.init(ids), lit.init(ids)
     g1, g2 = gen(5), gen(5)
     moves = 0
@@ -168,7 +199,7 @@ def test_fast_mh_equals_literal_algorithm_1(model, kw):
         assert torch.equal(s1.ids, s2.ids) and torch.equal(i1.accepted, i2.accepted)
         assert torch.equal(i1.log_alpha[i1.novel], i2.log_alpha[i1.novel])
         moves += int((s1.ids != before).any(-1).sum())
-    assert 0 < moves < 24 * 64 and not bool(ref_acc.all())   # both outcomes occur: the comparison has teeth
+    assert 0 < moves < 24 * 64 and not bool(ref_acc.all())  # both outcomes occur: the comparison has teeth
     # the cached state is that of a fresh computation: energies and single-site rows
     assert torch.equal(s1.e_local, energy(m, s1.ids, "local")) and torch.equal(s1.e_raw, energy(m, s1.ids, "raw"))
     assert torch.allclose(s1.e_local, ref_energies(m, s1.ids, "local"))
@@ -205,7 +236,7 @@ STATIONARY_CASES = [
 ]
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def enumerated(model, name):
     """Model, states, reference energies, target, block-size schedule, and the exact sweep kernels of
     ``mh_reference`` (by block size; the block kernels they are made of in ``blocks``) for a case."""
@@ -217,10 +248,13 @@ def enumerated(model, name):
     bs = kw.get("block_size", 1)
     size = bs if callable(bs) else (lambda e: bs)
     blocks = {}
-    K = {k: epoch_kernel(m, X, E, tau, k, kw.get("proposal_temperature", 1.0), kw.get("top_p", 1.0), cache=blocks)
-         for k in {size(e) for e in range(6)}}
-    return SimpleNamespace(m=m, X=X, E=E, p=torch.softmax(-E / tau, 0), tau=tau, kind=kind, size=size, K=K,
-                           blocks=blocks)
+    K = {
+        k: epoch_kernel(m, X, E, tau, k, kw.get("proposal_temperature", 1.0), kw.get("top_p", 1.0), cache=blocks)
+        for k in {size(e) for e in range(6)}
+    }
+    return SimpleNamespace(
+        m=m, X=X, E=E, p=torch.softmax(-E / tau, 0), tau=tau, kind=kind, size=size, K=K, blocks=blocks
+    )
 
 
 @pytest.mark.parametrize("name,kw", STATIONARY_CASES, ids=[c[0] for c in STATIONARY_CASES])
@@ -242,8 +276,12 @@ def test_mh_leaves_the_enumerated_target_invariant(model, name, kw):
     # sum_x p(x) (1 - K_I(x, x)), averaged over the equally likely sweeps' blocks; each chain's rate has
     # variance <= r (1 - r), so 5 standard errors over the n independent chains
     moved = {b: float((p * (1 - k.diagonal())).sum()) for b, k in c.blocks.items()}
-    novel = sum(sum(moved[tuple(b)] for b in sweep) / len(sw) for e in range(epochs)
-                for sw in [sweep_blocks(3, c.size(e))] for sweep in sw)
+    novel = sum(
+        sum(moved[tuple(b)] for b in sweep) / len(sw)
+        for e in range(epochs)
+        for sw in [sweep_blocks(3, c.size(e))]
+        for sweep in sw
+    )
     rate = novel / sum(len(sweep_blocks(3, c.size(e))[0]) for e in range(epochs))
     assert abs(r.novel_rate - rate) < 5 * math.sqrt(rate * (1 - rate) / n) and rate > 0.05
     if "block_size" not in kw and "top_p" not in kw:
@@ -269,7 +307,7 @@ def test_mh_from_one_improbable_state_follows_the_enumerated_kernel(model, name,
     for k in K.values():
         assert torch.allclose(p @ k, p, atol=1e-12)
     laws = {}
-    for s in p.argsort().tolist():      # the least probable state that the kernel leaves within the burn-in
+    for s in p.argsort().tolist():  # the least probable state that the kernel leaves within the burn-in
         d = torch.zeros(len(X), dtype=torch.float64)
         d[s] = 1.0
         laws[s] = []
@@ -278,12 +316,12 @@ def test_mh_from_one_improbable_state_follows_the_enumerated_kernel(model, name,
             laws[s].append(d)
         if laws[s][burn_in - 1][s] <= 0.5:
             break
-    law = torch.stack(laws[s][burn_in:]).mean(0)     # the kept states: after sweeps burn_in + 1 .. burn_in + kept
+    law = torch.stack(laws[s][burn_in:]).mean(0)  # the kept states: after sweeps burn_in + 1 .. burn_in + kept
     r = sample(m, X[s].expand(n, 3).clone(), epochs=kept, burn_in=burn_in, generator=gen(11), **kw)
     q = empirical(m, r.samples)
     assert float(p[s]) < 1 / len(X) and float(law[s]) < 0.5
     assert tv(law, q) < tv_bound(law, n)
-    assert 1 - float(law[s]) > 2 * tv_bound(law, n)     # a chain stuck at the start would fail
+    assert 1 - float(law[s]) > 2 * tv_bound(law, n)  # a chain stuck at the start would fail
 
 
 @pytest.mark.parametrize("block_size", [1, 2])
@@ -298,7 +336,7 @@ def test_mh_converges_from_random_init_and_tv_shrinks(block_size):
         assert d < tv_bound(p, k), (k, d)
     assert tvs[4000] < tvs[250]
     assert tv(target(m, tau=0.5), empirical(m, r.samples)) > tv_bound(p, n)
-    assert tv(p, empirical(m, start)) > tv_bound(p, n)          # the start was far from the target
+    assert tv(p, empirical(m, start)) > tv_bound(p, n)  # the start was far from the target
 
 
 def test_clamped_positions_and_score_all():
@@ -327,6 +365,7 @@ def test_clamped_positions_and_score_all():
 
 # ------------------------------------------------------------------- degenerate Gibbs
 
+
 def test_gibbs_on_compatible_conditionals_finds_the_joint():
     m = exact(3, 3)
     joint = m.log_prob(all_sequences(3, 3)).exp()
@@ -334,7 +373,7 @@ def test_gibbs_on_compatible_conditionals_finds_the_joint():
     r = sample(m, torch.randint(3, (n, 3), generator=gen(0)), method="gibbs", epochs=3, burn_in=8, generator=gen(1))
     assert tv(joint, empirical(m, r.samples)) < tv_bound(joint, n)
     assert r.accept_rate == 1.0
-    assert tv(target(m), empirical(m, r.samples)) > tv_bound(joint, n)   # the PLL target is another law
+    assert tv(target(m), empirical(m, r.samples)) > tv_bound(joint, n)  # the PLL target is another law
 
 
 def test_block_gibbs_with_parallel_conditionals_is_not_exact_but_block_mh_is():
@@ -367,7 +406,7 @@ def _systematic_gibbs_stationary(m):
     for i in range(m.length):
         masked = X.clone()
         masked[:, i] = m.mask_id
-        q = torch.softmax(m.logits(masked)[:, i].double(), -1)          # [K, V]
+        q = torch.softmax(m.logits(masked)[:, i].double(), -1)  # [K, V]
         P = torch.zeros(K, K, dtype=torch.float64)
         for v in range(m.vocab_size):
             Y = X.clone()
@@ -384,8 +423,15 @@ def test_gibbs_on_incompatible_conditionals_converges_elsewhere():
     pi = _systematic_gibbs_stationary(m)
     p = target(m)
     n = 4000
-    r = sample(m, torch.randint(3, (n, 3), generator=gen(0)), method="gibbs", order="l2r", epochs=3, burn_in=10,
-               generator=gen(1))
+    r = sample(
+        m,
+        torch.randint(3, (n, 3), generator=gen(0)),
+        method="gibbs",
+        order="l2r",
+        epochs=3,
+        burn_in=10,
+        generator=gen(1),
+    )
     q = empirical(m, r.samples)
     assert tv(pi, q) < tv_bound(pi, n)
     assert tv(p, q) > tv_bound(p, n) and tv(pi, p) > 0.1
@@ -395,7 +441,8 @@ def test_block_gibbs_at_temperature_zero_is_mask_predict():
     m = LookupMLM(4, 3, seed=1)
     start = torch.full((5, 3), m.mask_id)
     start[:, 0] = torch.arange(5) % 4
-    r = sample(m, start, method="gibbs", block_size=3, proposal_temperature=0.0, epochs=1, positions=[1, 2],
-               generator=gen(0))
+    r = sample(
+        m, start, method="gibbs", block_size=3, proposal_temperature=0.0, epochs=1, positions=[1, 2], generator=gen(0)
+    )
     mp = mask_predict(m, start, iterations=1, positions=[1, 2])
     assert torch.equal(r.samples[0], mp.ids)

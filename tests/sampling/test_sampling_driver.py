@@ -5,22 +5,19 @@ import math
 
 import pytest
 import torch
-
-from mlmprob.sampling.io import RunFile
+from sampling_fixtures import exact, gen  # noqa: E402  (tests/ is on sys.path)
 
 from mlmprob import energy
 from mlmprob.errors import MLMProbError, PositionsError
 from mlmprob.models.exact import LookupMLM
 from mlmprob.sampling import find_cdr_h3, mask_predict, sample
-from mlmprob.sampling.io import read_run
-
-
-from sampling_fixtures import exact, gen  # noqa: E402  (tests/ is on sys.path)
+from mlmprob.sampling.io import RunFile, read_run
 
 pytestmark = pytest.mark.usefixtures("one_thread")  # tiny tensors: threads only add contention
 
 
 # --------------------------------------------------------------------------- mask-predict
+
 
 def _greedy_pass(m, ids, masked):
     x = ids.clone()
@@ -36,7 +33,7 @@ def test_mask_predict_against_brute_force():
     N = 3
     r = mask_predict(m, ids, iterations=N, positions=[0, 1, 2, 3])
     for b in range(6):
-        x = ids[b:b + 1].clone()
+        x = ids[b : b + 1].clone()
         free = torch.ones(1, 4, dtype=torch.bool)
         tok, conf = _greedy_pass(m, x, free)
         x, c = tok.clone(), conf.clone()
@@ -58,8 +55,8 @@ def test_easy_first_against_brute_force_and_clamping():
     assert torch.equal(r.ids[:, 0], ids[:, 0])
     for b in range(4):
         free = torch.tensor([[False, True, True, True]])
-        tok, conf = _greedy_pass(m, ids[b:b + 1], free)
-        x = ids[b:b + 1].clone()
+        tok, conf = _greedy_pass(m, ids[b : b + 1], free)
+        x = ids[b : b + 1].clone()
         x[free] = tok[free]
         order = sorted([1, 2, 3], key=lambda i: (-float(conf[0, i]), i))
         new = x.clone()
@@ -72,6 +69,7 @@ def test_easy_first_against_brute_force_and_clamping():
 
 
 # ------------------------------------------------------------------ driver, I/O, inputs
+
 
 def test_result_fields_burn_in_thinning_reference():
     m = exact(3, 3)
@@ -88,21 +86,27 @@ def test_result_fields_burn_in_thinning_reference():
 def test_initialisation_modes():
     m = exact(4, 3)
     masked = torch.full((2, 3), m.mask_id)
-    r = sample(m, masked, epochs=1, generator=gen(0))                 # masks at free positions: greedy fill
+    r = sample(m, masked, epochs=1, generator=gen(0))  # masks at free positions: greedy fill
     assert (r.samples < 4).all()
     n = 2000
-    rnd = sample(m, torch.zeros(n, 3, dtype=torch.long), init="random", epochs=1, generator=gen(0),
-                 proposal_temperature=0.0)  # greedy proposals never move: the state is the random start
+    rnd = sample(
+        m, torch.zeros(n, 3, dtype=torch.long), init="random", epochs=1, generator=gen(0), proposal_temperature=0.0
+    )  # greedy proposals never move: the state is the random start
     # uniform and independent over the 4 tokens at each position: every (position, token) count is
     # Binomial(n, 1/4); 5 standard deviations each (all 12 at once fail by chance with p < 1e-5)
     counts = torch.stack([torch.bincount(rnd.samples[0, :, t], minlength=4) for t in range(3)]).double()
     assert ((counts - n / 4).abs() < 5 * math.sqrt(n * 0.25 * 0.75)).all()
     pairs = torch.bincount(rnd.samples[0, :, 0] * 4 + rnd.samples[0, :, 1], minlength=16).double()
-    assert ((pairs - n / 16).abs() < 5 * math.sqrt(n / 16 * 15 / 16)).all()   # positions drawn independently
-    assert not torch.equal(rnd.samples, sample(m, torch.zeros(n, 3, dtype=torch.long), init="random", epochs=1,
-                                               generator=gen(1), proposal_temperature=0.0).samples)
-    g1 = sample(m, torch.zeros(1, 3, dtype=torch.long), init="greedy", epochs=1, generator=gen(0),
-                proposal_temperature=0.0)
+    assert ((pairs - n / 16).abs() < 5 * math.sqrt(n / 16 * 15 / 16)).all()  # positions drawn independently
+    assert not torch.equal(
+        rnd.samples,
+        sample(
+            m, torch.zeros(n, 3, dtype=torch.long), init="random", epochs=1, generator=gen(1), proposal_temperature=0.0
+        ).samples,
+    )
+    g1 = sample(
+        m, torch.zeros(1, 3, dtype=torch.long), init="greedy", epochs=1, generator=gen(0), proposal_temperature=0.0
+    )
     x = torch.full((1, 3), m.mask_id)
     assert torch.equal(g1.samples[0], m.logits(x).argmax(-1))
 
@@ -113,9 +117,9 @@ def test_jsonl_resume_matches_an_uninterrupted_run(tmp_path):
     kw = dict(burn_in=2, block_size=2, generator=None)
     full = sample(m, ids, epochs=6, **{**kw, "generator": gen(9)})
     path = tmp_path / "run.jsonl"
-    sample(m, ids, epochs=2, run_file=RunFile(path), **{**kw, "generator": gen(9)})     # "killed" after 4 epochs
+    sample(m, ids, epochs=2, run_file=RunFile(path), **{**kw, "generator": gen(9)})  # "killed" after 4 epochs
     with path.open("a") as f:
-        f.write('{"type": "epoch", "epoch": 4, "kept"')                     # a line cut by the kill
+        f.write('{"type": "epoch", "epoch": 4, "kept"')  # a line cut by the kill
     resumed = sample(m, ids, epochs=6, run_file=RunFile(path), **{**kw, "generator": gen(123)})
     assert torch.equal(full.samples, resumed.samples)
     assert torch.equal(full.energy_local, resumed.energy_local) and torch.equal(full.accept, resumed.accept)
@@ -144,7 +148,7 @@ def test_bad_inputs_raise_clear_errors():
 
 def test_find_cdr_h3():
     fr = "EVQLVESGGGLVQPGGSLRLSCAASGFNIKDTYIHWVRQAPGKGLEWVARIYPTNGYTRYADSVKGRFTISADTSKNTAYLQMNSLRAEDTAVYYCSR"
-    vh = fr + "WGGDGFYAMD" + "YWGQGTLVTVSS"   # trastuzumab: Mason et al. vary the 10 residues after C-S-R
+    vh = fr + "WGGDGFYAMD" + "YWGQGTLVTVSS"  # trastuzumab: Mason et al. vary the 10 residues after C-S-R
     s, e = find_cdr_h3(vh, "kabat")
     assert vh[s:e] == "WGGDGFYAMDY" and (s, e) == (len(fr), len(fr) + 11)
     s, e = find_cdr_h3(vh)
@@ -155,6 +159,7 @@ def test_find_cdr_h3():
 
 def test_plot_writes_png(tmp_path):
     from mlmprob.sampling.plots import plot_traces
+
     m = exact(3, 3)
     ids = torch.zeros(3, 3, dtype=torch.long)
     r = sample(m, ids, epochs=3, burn_in=1, generator=gen(0), reference=ids)
@@ -169,7 +174,7 @@ def test_a_gibbs_run_file_resumes(tmp_path):
     kw = dict(method="gibbs", burn_in=1, block_size=2)
     full = sample(m, ids, epochs=4, generator=gen(3), **kw)
     path = tmp_path / "run.jsonl"
-    sample(m, ids, epochs=1, run_file=RunFile(path), generator=gen(3), **kw)                  # stopped after 2 epochs
+    sample(m, ids, epochs=1, run_file=RunFile(path), generator=gen(3), **kw)  # stopped after 2 epochs
     resumed = sample(m, ids, epochs=4, run_file=RunFile(path), generator=gen(99), **kw)
     assert torch.equal(full.samples, resumed.samples) and torch.equal(full.energy_local, resumed.energy_local)
     assert resumed.target_temperature.isnan().all()

@@ -16,16 +16,20 @@ import torch
 from mlmprob.errors import MLMProbError
 
 BIG = "1000000000"
-SEQ = "EVQLVESGGGLVQPGGSLRLSCAA"    # 24 residues
+SEQ = "EVQLVESGGGLVQPGGSLRLSCAA"  # 24 residues
 ONE = ["--seq", SEQ, "--epochs", "1", "--chains", "1"]
 
 # case -> (command line after the model options, "runs" | the text the one error line must hold)
 CASES = {
     "sample-draft-k": (["sample", *ONE, "--method", "speculative", "--draft-k", BIG], "runs"),
-    "sample-remask-steps-without-remask": (["sample", *ONE, "--method", "unmask", "--remask-steps", BIG],
-                                           "remask_steps must be at most"),
-    "sample-remask-steps": (["sample", *ONE, "--method", "unmask", "--remask", "0.5", "--remask-steps", BIG],
-                            "remask_steps must be at most"),
+    "sample-remask-steps-without-remask": (
+        ["sample", *ONE, "--method", "unmask", "--remask-steps", BIG],
+        "remask_steps must be at most",
+    ),
+    "sample-remask-steps": (
+        ["sample", *ONE, "--method", "unmask", "--remask", "0.5", "--remask-steps", BIG],
+        "remask_steps must be at most",
+    ),
     "sample-steps": (["sample", *ONE, "--method", "unmask", "--steps", BIG], "runs"),
     "sample-block-length": (["sample", *ONE, "--method", "unmask", "--block-length", BIG], "runs"),
     "sample-max-tokens": (["sample", *ONE, "--method", "adaptive", "--max-tokens", BIG, "--pair-top-k", "2"], "runs"),
@@ -35,22 +39,46 @@ CASES = {
     "sample-chains": (["sample", "--seq", SEQ, "--epochs", "1", "--chains", BIG], "1,000,000,000 chains x"),
     "sample-epochs": (["sample", "--seq", SEQ, "--chains", "1", "--epochs", BIG], "epochs 1,000,000,000"),
     "sample-burn-in": (["sample", *ONE, "--burn-in", BIG], "burn_in 1,000,000,000"),
-    "sample-folder-chains": (["sample", "--seq", SEQ, "--epochs", "1", "--chains", BIG, "--out", "{tmp}/run"],
-                             "1,000,000,000 chains x"),
+    "sample-folder-chains": (
+        ["sample", "--seq", SEQ, "--epochs", "1", "--chains", BIG, "--out", "{tmp}/run"],
+        "1,000,000,000 chains x",
+    ),
     "sample-workers": (["sample", *ONE, "--workers", BIG, "-o", "{tmp}/w.jsonl"], "runs"),
     "sample-batch-tokens": (["sample", *ONE, "--batch-tokens", BIG], "runs"),
     "infill-beam-size": (["infill", "EVQLV_____GGLVQ", "--beam-size", BIG], "beam_size must be at most"),
     "score-orders": (["score", "{tmp}/s.fasta", "--likelihood", "loglik", "--orders", BIG], "n_orders must be at most"),
-    "variants-chain-orders": (["variants", "{tmp}/m.csv", "--wild-type", SEQ, "--methods", "chain", "--chain-orders",
-                               BIG], "n_orders must be at most"),
-    "variants-n-boot": (["variants", "{tmp}/m.csv", "--wild-type", SEQ, "--label", "y", "--evaluate", "--n-boot", BIG,
-                         "-o", "{tmp}/v.jsonl"], "--n-boot must be at most"),
-    "joints-n-pairs": (["joints", "--data", "{tmp}/s.fasta", "--out", "{tmp}/j", "--quiet", "--n-pairs", BIG],
-                       "n_pairs must be at most"),
-    "joints-ag-steps": (["joints", "--data", "{tmp}/s.fasta", "--out", "{tmp}/j", "--quiet", "--n-pairs", "1",
-                         "--ag-steps", BIG], "ag_steps must be at most"),
-    "joints-top-k": (["joints", "--data", "{tmp}/s.fasta", "--out", "{tmp}/j", "--quiet", "--n-pairs", "1",
-                      "--top-k", BIG], "runs"),
+    "variants-chain-orders": (
+        ["variants", "{tmp}/m.csv", "--wild-type", SEQ, "--methods", "chain", "--chain-orders", BIG],
+        "n_orders must be at most",
+    ),
+    "variants-n-boot": (
+        [
+            "variants",
+            "{tmp}/m.csv",
+            "--wild-type",
+            SEQ,
+            "--label",
+            "y",
+            "--evaluate",
+            "--n-boot",
+            BIG,
+            "-o",
+            "{tmp}/v.jsonl",
+        ],
+        "--n-boot must be at most",
+    ),
+    "joints-n-pairs": (
+        ["joints", "--data", "{tmp}/s.fasta", "--out", "{tmp}/j", "--quiet", "--n-pairs", BIG],
+        "n_pairs must be at most",
+    ),
+    "joints-ag-steps": (
+        ["joints", "--data", "{tmp}/s.fasta", "--out", "{tmp}/j", "--quiet", "--n-pairs", "1", "--ag-steps", BIG],
+        "ag_steps must be at most",
+    ),
+    "joints-top-k": (
+        ["joints", "--data", "{tmp}/s.fasta", "--out", "{tmp}/j", "--quiet", "--n-pairs", "1", "--top-k", BIG],
+        "runs",
+    ),
 }
 
 
@@ -61,8 +89,10 @@ def _start_bytes() -> int:
     """The address space of a fresh ``python -m mlmprob`` once torch and the command line are imported (measured
     once): the limit of a case is this plus its allowance."""
     if not _BASE:
-        probe = ("import torch, mlmprob.cli, mlmprob.models.loading\n"
-                 "print([l for l in open('/proc/self/status') if l.startswith('VmSize:')][0].split()[1])")
+        probe = (
+            "import torch, mlmprob.cli, mlmprob.models.loading\n"
+            "print([l for l in open('/proc/self/status') if l.startswith('VmSize:')][0].split()[1])"
+        )
         out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=300, check=True)
         _BASE.append(int(out.stdout.strip()) * 1024)
     return _BASE[0]
@@ -79,9 +109,15 @@ def run_limited(argv: list[str], extra_bytes: int = 4 << 30, timeout: float = 18
 
     env = {**os.environ, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1"}
     try:
-        proc = subprocess.run([sys.executable, "-m", "mlmprob", "--threads", "1", *argv], stdout=subprocess.DEVNULL,
-                              stderr=subprocess.PIPE, env=env, timeout=timeout, preexec_fn=limited,
-                              start_new_session=True)
+        proc = subprocess.run(
+            [sys.executable, "-m", "mlmprob", "--threads", "1", *argv],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            env=env,
+            timeout=timeout,
+            preexec_fn=limited,
+            start_new_session=True,
+        )
     except subprocess.TimeoutExpired as e:
         return -9, (e.stderr or b"").decode(errors="replace")
     return proc.returncode, proc.stderr.decode(errors="replace")
@@ -108,7 +144,7 @@ def test_remask_steps_without_remask_is_refused():
 
     with pytest.raises(MLMProbError, match="remask_steps .5. needs remask > 0"):
         SamplerSpec(method="unmask", remask_steps=5)
-    SamplerSpec(method="unmask", remask=0.1, remask_steps=5)          # with remasking: as before
+    SamplerSpec(method="unmask", remask=0.1, remask_steps=5)  # with remasking: as before
 
 
 def test_speculative_drafts_are_clamped_to_the_free_positions():
@@ -116,28 +152,28 @@ def test_speculative_drafts_are_clamped_to_the_free_positions():
     from mlmprob.sampling.speculative import Speculative
 
     m = ExactMLM(torch.randn(3, 3, 3, generator=torch.Generator().manual_seed(0)))
-    k = Speculative(m, order="l2r", draft_k=10 ** 9)
+    k = Speculative(m, order="l2r", draft_k=10**9)
     s, g = k.init(torch.zeros(2, 3, dtype=torch.long)), torch.Generator().manual_seed(0)
     while s.epoch == 0:
         s, _ = k.step(s, g)
-    assert torch.allclose(s.log_prob, m.log_prob(s.ids)) and (s.tested <= 2).all()   # at most 3 drafts a round
+    assert torch.allclose(s.log_prob, m.log_prob(s.ids)) and (s.tested <= 2).all()  # at most 3 drafts a round
 
 
 def test_a_run_too_large_for_memory_is_refused_before_it_starts():
     from mlmprob.sampling.spec import MAX_RUN_BYTES, SamplerSpec
 
-    spec = SamplerSpec(epochs=10 ** 6)
+    spec = SamplerSpec(epochs=10**6)
     assert spec.run_bytes(100, 100) > MAX_RUN_BYTES
     with pytest.raises(MLMProbError, match="more than the 16 GiB a run may"):
         spec.check_size(100, 100)
-    spec.check_size(1, 10)          # 10**6 epochs of one short chain: about 1.7 GiB, allowed
+    spec.check_size(1, 10)  # 10**6 epochs of one short chain: about 1.7 GiB, allowed
 
 
 # -- a nucleus of a tiny top_p (issue 35: NaN probabilities and a traceback) ----------------------------------
 def test_a_tiny_nucleus_keeps_the_top_token_and_the_scores_stay_finite():
     from mlmprob.sampling.decoders import scores
-    from mlmprob.sampling.proposals import proposal_log_probs
     from mlmprob.sampling.options import ProposalConfig
+    from mlmprob.sampling.proposals import proposal_log_probs
 
     logits = torch.randn(5, 12, generator=torch.Generator().manual_seed(0))
     lp = proposal_log_probs(logits, config=ProposalConfig(top_p=1e-12))
@@ -151,9 +187,27 @@ def test_a_tiny_nucleus_keeps_the_top_token_and_the_scores_stay_finite():
 @pytest.mark.parametrize("score", ["margin", "entropy", "confidence"])
 def test_unmask_with_a_tiny_top_p_runs(score, tiny_bert_dir, tmp_path):
     out = tmp_path / "rows.jsonl"
-    rc, err = run_limited(["sample", "--model", str(tiny_bert_dir), "--device", "cpu", "--no-progress", *ONE,
-                           "--method", "unmask", "--top-p", "1e-12", "--score", score, "-o", str(out)])
+    rc, err = run_limited(
+        [
+            "sample",
+            "--model",
+            str(tiny_bert_dir),
+            "--device",
+            "cpu",
+            "--no-progress",
+            *ONE,
+            "--method",
+            "unmask",
+            "--top-p",
+            "1e-12",
+            "--score",
+            score,
+            "-o",
+            str(out),
+        ]
+    )
     assert rc == 0 and "Traceback" not in err, err
     import json
+
     row = json.loads(out.read_text().splitlines()[0])
-    assert math.isfinite(row["log_prob"]) and row["log_prob"] == 0.0      # every token the only one allowed
+    assert math.isfinite(row["log_prob"]) and row["log_prob"] == 0.0  # every token the only one allowed

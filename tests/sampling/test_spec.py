@@ -24,30 +24,38 @@ def test_a_spec_and_its_keywords_give_the_same_run(method):
     kw = dict(method=method, epochs=3, burn_in=1, order="l2r" if method != "mh" else "random")
     a = sample(m, ids, SamplerSpec(**kw), generator=torch.Generator().manual_seed(5))
     b = sample(m, ids, generator=torch.Generator().manual_seed(5), **kw)
-    c = sample(m, ids, SamplerSpec(method=method, epochs=1), generator=torch.Generator().manual_seed(5),
-               **{k: v for k, v in kw.items() if k != "method"})
+    c = sample(
+        m,
+        ids,
+        SamplerSpec(method=method, epochs=1),
+        generator=torch.Generator().manual_seed(5),
+        **{k: v for k, v in kw.items() if k != "method"},
+    )
     for other in (b, c):
         assert torch.equal(a.samples, other.samples) and torch.equal(a.energy_local, other.energy_local)
 
 
-@pytest.mark.parametrize("kw, message", [
-    (dict(method="hmc"), "method must be one of"),
-    (dict(energy="free"), "energy must be 'local' or 'raw'"),
-    (dict(epochs=0), "epochs must be a positive integer"),
-    (dict(burn_in=-1), "burn_in must be a non-negative integer"),
-    (dict(epochs=2, thin=3), r"thin must be an integer in 1\.\.epochs \(2\)"),
-    (dict(tokens_per_step=2), "tokens_per_step is for method='ancestral'"),
-    (dict(method="ancestral", draft_k=2), "draft_k is for method='speculative'"),
-    (dict(init="warm"), "init must be one of"),
-    (dict(top_p=0.0), "top_p must lie in"),
-    (dict(proposal_temperature=-1.0), "proposal_temperature"),
-    (dict(target_temperature=0.0), "target_temperature must be finite and > 0"),
-    (dict(anneal=-0.1), "anneal must be"),
-    (dict(anneal=0.1, target_temperature=LinearAnneal(1.0, 0.1)), "anneal with a number"),
-    (dict(anneal=0.1, temperature_floor=0.0), "floor"),
-    (dict(block_size=("cosine", 4, 1)), "block_size must be"),
-    (dict(block_size=0), "block sizes|block_size"),
-])
+@pytest.mark.parametrize(
+    "kw, message",
+    [
+        (dict(method="hmc"), "method must be one of"),
+        (dict(energy="free"), "energy must be 'local' or 'raw'"),
+        (dict(epochs=0), "epochs must be a positive integer"),
+        (dict(burn_in=-1), "burn_in must be a non-negative integer"),
+        (dict(epochs=2, thin=3), r"thin must be an integer in 1\.\.epochs \(2\)"),
+        (dict(tokens_per_step=2), "tokens_per_step is for method='ancestral'"),
+        (dict(method="ancestral", draft_k=2), "draft_k is for method='speculative'"),
+        (dict(init="warm"), "init must be one of"),
+        (dict(top_p=0.0), "top_p must lie in"),
+        (dict(proposal_temperature=-1.0), "proposal_temperature"),
+        (dict(target_temperature=0.0), "target_temperature must be finite and > 0"),
+        (dict(anneal=-0.1), "anneal must be"),
+        (dict(anneal=0.1, target_temperature=LinearAnneal(1.0, 0.1)), "anneal with a number"),
+        (dict(anneal=0.1, temperature_floor=0.0), "floor"),
+        (dict(block_size=("cosine", 4, 1)), "block_size must be"),
+        (dict(block_size=0), "block sizes|block_size"),
+    ],
+)
 def test_bad_settings_are_refused_where_the_spec_is_made(kw, message):
     with pytest.raises(MLMProbError, match=message):
         SamplerSpec(**kw)
@@ -56,8 +64,23 @@ def test_bad_settings_are_refused_where_the_spec_is_made(kw, message):
 def test_settings_keep_the_order_and_keys_of_the_stored_rows():
     s = SamplerSpec(epochs=20, burn_in=5, block_size=("linear", 4, 1), anneal=0.02)
     assert list(s.settings(chains=4, seed=0)) == [
-        "method", "energy", "chains", "epochs", "burn_in", "thin", "block_size", "proposal_temperature", "top_p",
-        "target_temperature", "anneal", "temperature_floor", "order", "init", "score_all", "seed"]
+        "method",
+        "energy",
+        "chains",
+        "epochs",
+        "burn_in",
+        "thin",
+        "block_size",
+        "proposal_temperature",
+        "top_p",
+        "target_temperature",
+        "anneal",
+        "temperature_floor",
+        "order",
+        "init",
+        "score_all",
+        "seed",
+    ]
     assert s.settings()["block_size"] == "4:1" and s.settings()["target_temperature"] == 1.0
     assert SamplerSpec(method="ancestral").settings()["tokens_per_step"] == 1
     assert SamplerSpec(method="speculative").settings()["draft_k"] == 4
@@ -70,8 +93,7 @@ def test_settings_keep_the_order_and_keys_of_the_stored_rows():
 
 def test_from_args_takes_every_field_the_parser_has():
     spec = SamplerSpec(method="speculative", epochs=7, draft_k=3, order="r2l", top_p=0.9)
-    args = argparse.Namespace(**{f.name: getattr(spec, f.name) for f in dataclasses.fields(spec)}, chains=2,
-                              model="x")
+    args = argparse.Namespace(**{f.name: getattr(spec, f.name) for f in dataclasses.fields(spec)}, chains=2, model="x")
     assert SamplerSpec.from_args(args) == spec
 
 
@@ -98,8 +120,14 @@ def test_chains_is_the_loop_of_sample_and_yields_each_epoch():
 
 def test_on_epoch_sees_every_epoch_with_the_total():
     seen = []
-    sample(_model(), torch.zeros(2, 3, dtype=torch.long), epochs=3, burn_in=1,
-           generator=torch.Generator().manual_seed(0), on_epoch=lambda rec, total: seen.append((rec.epoch, total)))
+    sample(
+        _model(),
+        torch.zeros(2, 3, dtype=torch.long),
+        epochs=3,
+        burn_in=1,
+        generator=torch.Generator().manual_seed(0),
+        on_epoch=lambda rec, total: seen.append((rec.epoch, total)),
+    )
     assert seen == [(0, 4), (1, 4), (2, 4), (3, 4)]
 
 

@@ -18,17 +18,15 @@ import math
 
 import pytest
 import torch
-
-from mlmprob.sampling.io import RunFile
+from sampling_fixtures import gen  # noqa: E402  (tests/ is on sys.path)
 
 from mlmprob import ExactMLM, LookupMLM, loglik
 from mlmprob.cli import main
 from mlmprob.errors import MLMProbError
 from mlmprob.models.exact import all_sequences
 from mlmprob.sampling import Ancestral, ProposalConfig, proposal_log_probs, sample
+from mlmprob.sampling.io import RunFile
 from mlmprob.sampling.speculative import Speculative, accept_probability, residual_log_probs
-
-from sampling_fixtures import gen  # noqa: E402  (tests/ is on sys.path)
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
@@ -47,7 +45,7 @@ def code(ids: torch.Tensor) -> torch.Tensor:
 
 
 def empirical(ids: torch.Tensor) -> torch.Tensor:
-    return torch.bincount(code(ids), minlength=V ** T).double() / len(ids)
+    return torch.bincount(code(ids), minlength=V**T).double() / len(ids)
 
 
 def tv(p, q) -> float:
@@ -83,7 +81,7 @@ def enumerate_speculative(m, order, k, proposal=ProposalConfig(), residual=True)
     """The probability of every output of one epoch along ``order``, summed over the algorithm's branches:
     the drafts of a round (independent, from the round's one pass), the acceptance test of each, the residual
     draw at the first rejection (``residual=False``: a draw from ``pi`` instead, the wrong rule) or the bonus."""
-    out = torch.zeros(V ** T, dtype=torch.float64)
+    out = torch.zeros(V**T, dtype=torch.float64)
 
     def finish(filled, weight):
         out[sum(filled[t] * V ** (T - 1 - t) for t in range(T))] += weight
@@ -93,13 +91,13 @@ def enumerate_speculative(m, order, k, proposal=ProposalConfig(), residual=True)
         if left == 0:
             return finish(filled, weight)
         kb = min(k, left)
-        pos = order[m_done:m_done + kb]
-        q = [conditional(m, filled, p, proposal) for p in pos]        # one pass at the round's state
+        pos = order[m_done : m_done + kb]
+        q = [conditional(m, filled, p, proposal) for p in pos]  # one pass at the round's state
         for y in itertools.product(range(V), repeat=kb):
             w = weight * math.prod(float(q[i][y[i]].exp()) for i in range(kb))
             if w == 0:
                 continue
-            prefix = {**filled, pos[0]: y[0]}                          # y_1: q_1 is the chain-rule conditional
+            prefix = {**filled, pos[0]: y[0]}  # y_1: q_1 is the chain-rule conditional
             for i in range(1, kb):
                 pi = conditional(m, prefix, pos[i], proposal)
                 a = float(accept_probability(pi[y[i]], q[i][y[i]]))
@@ -114,7 +112,7 @@ def enumerate_speculative(m, order, k, proposal=ProposalConfig(), residual=True)
                     break
                 prefix[pos[i]] = y[i]
             else:
-                if left > kb:                                           # all kept: the bonus position
+                if left > kb:  # all kept: the bonus position
                     pi = conditional(m, prefix, order[m_done + kb], proposal)
                     for z in range(V):
                         pz = float(pi[z].exp())
@@ -129,10 +127,11 @@ def enumerate_speculative(m, order, k, proposal=ProposalConfig(), residual=True)
 
 def p_sigma(m, order, proposal=ProposalConfig()) -> torch.Tensor:
     """The chain rule along ``order`` of the (proposal-transformed) conditionals, enumerated."""
-    lp = torch.zeros(V ** T, dtype=torch.float64)
+    lp = torch.zeros(V**T, dtype=torch.float64)
     for i, x in enumerate(SEQS.tolist()):
-        lp[i] = sum(float(conditional(m, {p: x[p] for p in order[:j]}, order[j], proposal)[x[order[j]]])
-                    for j in range(T))
+        lp[i] = sum(
+            float(conditional(m, {p: x[p] for p in order[:j]}, order[j], proposal)[x[order[j]]]) for j in range(T)
+        )
     return lp.exp()
 
 
@@ -140,12 +139,12 @@ def test_accept_then_residual_gives_p_exactly():
     g = gen(0)
     p = torch.softmax(torch.randn(5, 7, generator=g, dtype=torch.float64) * 2, -1)
     q = torch.softmax(torch.randn(5, 7, generator=g, dtype=torch.float64) * 2, -1)
-    q[:, :2] = 0                                                         # pi has mass where q has none
+    q[:, :2] = 0  # pi has mass where q has none
     q = q / q.sum(-1, keepdim=True)
     a = accept_probability(p.log(), q.log()).nan_to_num(0.0)
     got = q * a + (1 - (q * a).sum(-1, keepdim=True)) * residual_log_probs(p.log(), q.log()).exp()
     assert torch.allclose(got, p, atol=1e-12)
-    assert torch.equal(residual_log_probs(p.log(), p.log()), p.log())   # p = q: nothing to redraw
+    assert torch.equal(residual_log_probs(p.log(), p.log()), p.log())  # p = q: nothing to redraw
 
 
 @pytest.mark.parametrize("model", ["exact", "lookup"])
@@ -153,10 +152,10 @@ def test_accept_then_residual_gives_p_exactly():
 def test_enumerated_output_distribution_is_p_sigma(model, order):
     m = ExactMLM.random(V, T, gen(3), scale=1.5) if model == "exact" else LookupMLM(V, T, seed=7)
     want = loglik(m, SEQS, order=[order]).per_order[:, 0].exp()
-    assert torch.allclose(p_sigma(m, order), want, atol=1e-6)           # the test's chain rule is loglik's
+    assert torch.allclose(p_sigma(m, order), want, atol=1e-6)  # the test's chain rule is loglik's
     for k in (1, 2, 3, 4, 6):
         assert torch.allclose(enumerate_speculative(m, order, k), want, atol=1e-6), k
-    if model == "lookup":   # redrawing a rejected position from pi is not exact: the enumeration sees it
+    if model == "lookup":  # redrawing a rejected position from pi is not exact: the enumeration sees it
         assert tv(enumerate_speculative(m, order, 3, residual=False), want) > 0.02
 
 
@@ -177,7 +176,7 @@ def test_draws_follow_p_sigma_where_parallel_decoding_does_not(order, k):
     bound = tv_bound(want, N)
     s, steps = epoch(Speculative(m, order=order, draft_k=k))
     assert tv(empirical(s.ids), want) < bound
-    assert torch.allclose(s.log_prob, r[code(s.ids)], atol=1e-9)        # log p_sigma of each draw
+    assert torch.allclose(s.log_prob, r[code(s.ids)], atol=1e-9)  # log p_sigma of each draw
     # the plain parallel sampler, k positions per step from one pass, fails the same test
     a = Ancestral(m, order=order, tokens_per_step=k)
     st = a.init(torch.zeros(N, T, dtype=torch.long))
@@ -195,7 +194,7 @@ def test_random_orders_draw_the_mixture():
     r = loglik(m, SEQS, order="random", n_orders=24)
     mix = r.mixture.exp()
     assert tv(empirical(s.ids), mix) < tv_bound(mix, N)
-    assert tv(mix, r.per_order[:, 0].exp()) > 3 * tv_bound(mix, N)      # the mixture is not one order's
+    assert tv(mix, r.per_order[:, 0].exp()) > 3 * tv_bound(mix, N)  # the mixture is not one order's
     per = loglik(m, s.ids[:300], order=[list(o) for o in itertools.permutations(range(T))]).per_order
     assert ((per - s.log_prob[:300, None]).abs().min(1).values < 1e-9).all()
 
@@ -230,7 +229,7 @@ def test_chains_with_different_free_positions_and_context(k):
     while s.epoch == 0:
         s, _ = sp.step(s, g)
     assert ((s.ids == ids) | free).all() and (s.ids < m.mask_id).all()
-    some = [0, 1, 3, 4]                                                 # chain 2 has nothing to draw
+    some = [0, 1, 3, 4]  # chain 2 has nothing to draw
     want = loglik(m, s.ids[some], free[some], order="r2l").per_order[:, 0]
     assert torch.allclose(s.log_prob[some], want, atol=1e-9) and s.log_prob[2] == 0
     assert s.rounds[2] == s.calls[2] == 0 and (s.calls <= free.sum(1)).all()
@@ -256,7 +255,7 @@ def test_one_round_is_a_draft_batch_and_one_verification_batch():
         rounds_before = 0 if s.rounds is None else int(s.rounds.sum())
         s, info = k.step(s, g)
         verified = m.batches - before_b - 1
-        assert verified in (0, 1)                                      # the k rows of a round: one batch
+        assert verified in (0, 1)  # the k rows of a round: one batch
         assert m.calls - before_r == s.forward_rows - rows_before == info.forward_rows
         assert int(s.rounds.sum()) > rounds_before
     assert int(s.calls.max()) <= 6 and float(s.rounds.double().mean()) < 6
@@ -289,20 +288,44 @@ def test_sample_api_reports_costs_and_resumes(tmp_path):
         sample(m, ids, epochs=4, run_file=RunFile(path), **{**kw, "draft_k": 2})
 
 
-TRASTUZUMAB_VH = ("EVQLVESGGGLVQPGGSLRLSCAASGFNIKDTYIHWVRQAPGKGLEWVARIYPTNGYTRYADSVKGRFTISADTSKNTAYLQMNSLRAEDTAVYYCSR"
-                  "WGGDGFYAMDYWGQGTLVTVSS")
+TRASTUZUMAB_VH = (
+    "EVQLVESGGGLVQPGGSLRLSCAASGFNIKDTYIHWVRQAPGKGLEWVARIYPTNGYTRYADSVKGRFTISADTSKNTAYLQMNSLRAEDTAVYYCSR"
+    "WGGDGFYAMDYWGQGTLVTVSS"
+)
 SEQ = " ".join(TRASTUZUMAB_VH)
 
 
 @pytest.fixture(scope="module")
 def peaked_bert_dir(tmp_path_factory):
     from tests.conftest import save_tiny_bert
+
     return save_tiny_bert(tmp_path_factory.mktemp("peakedbert"), init=0.5)
 
 
 def _argv(model, out, *extra):
-    return ["sample", "--model", str(model), "--seq", SEQ, "--cdr", "H3", "--numbering", "kabat", "--method", "speculative",
-            "--chains", "2", "--epochs", "3", "--out", str(out), "--no-progress", "--device", "cpu", *extra]
+    return [
+        "sample",
+        "--model",
+        str(model),
+        "--seq",
+        SEQ,
+        "--cdr",
+        "H3",
+        "--numbering",
+        "kabat",
+        "--method",
+        "speculative",
+        "--chains",
+        "2",
+        "--epochs",
+        "3",
+        "--out",
+        str(out),
+        "--no-progress",
+        "--device",
+        "cpu",
+        *extra,
+    ]
 
 
 def test_cli_folder_and_streamed_rows(peaked_bert_dir, tmp_path, capsys):
@@ -327,19 +350,28 @@ def test_cli_folder_and_streamed_rows(peaked_bert_dir, tmp_path, capsys):
     assert main(argv) == 0
     rows = list(read_results(rows_path))
     assert [r["id"] for r in rows] == ["seq1/chain0", "seq1/chain1"]
-    assert all(r["method"] == "speculative" and r["draft_k"] == 4 and r["calls_per_sample"] <= 11
-               and r["acceptance_length"] >= 1 and math.isfinite(r["log_prob"]) for r in rows)
+    assert all(
+        r["method"] == "speculative"
+        and r["draft_k"] == 4
+        and r["calls_per_sample"] <= 11
+        and r["acceptance_length"] >= 1
+        and math.isfinite(r["log_prob"])
+        for r in rows
+    )
     assert main(argv + ["--resume"]) == 0 and list(read_results(rows_path)) == rows
     capsys.readouterr()
-    assert main(argv + ["--resume", "--draft-k", "2"]) == 2                 # other settings: refused
+    assert main(argv + ["--resume", "--draft-k", "2"]) == 2  # other settings: refused
     assert "draft_k" in capsys.readouterr().err
 
 
-@pytest.mark.parametrize("extra,message", [
-    (["--block-size", "2"], "--block-size does not apply to --method speculative"),
-    (["--tokens-per-step", "2"], "--tokens-per-step is for --method ancestral"),
-    (["--method", "ancestral", "--draft-k", "2"], "--draft-k is for --method speculative"),
-])
+@pytest.mark.parametrize(
+    "extra,message",
+    [
+        (["--block-size", "2"], "--block-size does not apply to --method speculative"),
+        (["--tokens-per-step", "2"], "--tokens-per-step is for --method ancestral"),
+        (["--method", "ancestral", "--draft-k", "2"], "--draft-k is for --method speculative"),
+    ],
+)
 def test_cli_options_that_do_not_apply(peaked_bert_dir, tmp_path, capsys, extra, message):
     out = tmp_path / "run"
     assert main(_argv(peaked_bert_dir, out, *extra)) == 2

@@ -8,9 +8,7 @@ import torch
 import mlmprob
 from mlmprob import ExactMLM, MLMProbError
 from mlmprob.models.exact import all_sequences
-from mlmprob.synthetic import (HMM, ChainLanguage, PottsChain, PottsGrid, load_language, make_language,
-                               save_language)
-
+from mlmprob.synthetic import HMM, ChainLanguage, PottsChain, PottsGrid, load_language, make_language, save_language
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
@@ -88,23 +86,30 @@ def random_masked_ids(V, T, n, seed):
     g = torch.Generator().manual_seed(seed)
     ids = torch.randint(0, V, (n, T), generator=g)
     mask = torch.rand(n, T, generator=g) < 0.5
-    mask[0] = True   # everything masked
+    mask[0] = True  # everything masked
     mask[1] = False  # nothing masked
     return ids.masked_fill(mask, V)
 
 
 CASES = [
-    ("potts", lambda: PottsChain(3, 5, coupling=1.5, field_scale=1.0, generator=torch.Generator().manual_seed(0)),
-     potts_log_joint),
-    ("potts-antiferro", lambda: PottsChain(4, 4, coupling=-2.0, generator=torch.Generator().manual_seed(1)),
-     potts_log_joint),
-    ("hmm", lambda: HMM.random(3, 3, 5, generator=torch.Generator().manual_seed(2), concentration=0.7),
-     hmm_log_joint),
-    ("hmm-v4", lambda: HMM.random(4, 2, 4, generator=torch.Generator().manual_seed(3), concentration=0.3),
-     hmm_log_joint),
+    (
+        "potts",
+        lambda: PottsChain(3, 5, coupling=1.5, field_scale=1.0, generator=torch.Generator().manual_seed(0)),
+        potts_log_joint,
+    ),
+    (
+        "potts-antiferro",
+        lambda: PottsChain(4, 4, coupling=-2.0, generator=torch.Generator().manual_seed(1)),
+        potts_log_joint,
+    ),
+    ("hmm", lambda: HMM.random(3, 3, 5, generator=torch.Generator().manual_seed(2), concentration=0.7), hmm_log_joint),
+    (
+        "hmm-v4",
+        lambda: HMM.random(4, 2, 4, generator=torch.Generator().manual_seed(3), concentration=0.3),
+        hmm_log_joint,
+    ),
     ("grid", lambda: PottsGrid(3, 2, 3, coupling=1.2, generator=torch.Generator().manual_seed(4)), grid_log_joint),
-    ("grid-3x2", lambda: PottsGrid(2, 3, 2, coupling=-0.8, generator=torch.Generator().manual_seed(5)),
-     grid_log_joint),
+    ("grid-3x2", lambda: PottsGrid(2, 3, 2, coupling=-0.8, generator=torch.Generator().manual_seed(5)), grid_log_joint),
 ]
 
 
@@ -153,7 +158,7 @@ def tv_threshold(p: torch.Tensor, n: int, delta: float = 1e-6) -> float:
 def empirical(samples: torch.Tensor, V: int) -> torch.Tensor:
     T = samples.shape[1]
     idx = (samples * (V ** torch.arange(T - 1, -1, -1))).sum(-1)
-    return torch.bincount(idx, minlength=V ** T).double() / len(samples)
+    return torch.bincount(idx, minlength=V**T).double() / len(samples)
 
 
 @pytest.mark.parametrize("which", [0, 2, 4])
@@ -206,12 +211,14 @@ def test_sampling_is_reproducible_and_uses_the_generator():
 
 def test_coupling_controls_dependence():
     """Mutual information of neighbours (exact, from pair marginals) grows with the coupling."""
+
     def neighbour_mi(J):
         lang = PottsChain(3, 4, coupling=J, generator=torch.Generator().manual_seed(0))
         lj = lang.log_joint()
         pab = torch.logsumexp(lj, dim=(2, 3)).exp()
         pa, pb = pab.sum(1, keepdim=True), pab.sum(0, keepdim=True)
         return float((pab * (pab / (pa * pb)).log()).sum())
+
     mis = [neighbour_mi(J) for J in (0.0, 1.0, 3.0)]
     assert mis[0] < 1e-12 and mis[0] < mis[1] < mis[2]
 

@@ -22,10 +22,38 @@ class Touch:
 
 
 def _args(out, stop_after):
-    return ["train", "--synthetic", "potts", "--out", str(out), "--steps", "6", "--checkpoint-every", "3",
-            "--stop-after", str(stop_after), "--hidden", "16", "--layers", "1", "--heads", "2", "--intermediate",
-            "32", "--batch-size", "8", "--n-train", "64", "--n-heldout", "16", "--kl-sequences", "8",
-            "--eval-every", "3", "--no-progress"]
+    return [
+        "train",
+        "--synthetic",
+        "potts",
+        "--out",
+        str(out),
+        "--steps",
+        "6",
+        "--checkpoint-every",
+        "3",
+        "--stop-after",
+        str(stop_after),
+        "--hidden",
+        "16",
+        "--layers",
+        "1",
+        "--heads",
+        "2",
+        "--intermediate",
+        "32",
+        "--batch-size",
+        "8",
+        "--n-train",
+        "64",
+        "--n-heldout",
+        "16",
+        "--kl-sequences",
+        "8",
+        "--eval-every",
+        "3",
+        "--no-progress",
+    ]
 
 
 @pytest.fixture
@@ -38,8 +66,11 @@ def stopped(tmp_path, capsys):
 
 
 def _one_error_line(capsys) -> str:
-    err = [line for line in capsys.readouterr().err.splitlines()
-           if line.strip() and not line.startswith(("Loading weights", "Writing model"))]
+    err = [
+        line
+        for line in capsys.readouterr().err.splitlines()
+        if line.strip() and not line.startswith(("Loading weights", "Writing model"))
+    ]
     assert len(err) == 1 and err[0].startswith("error: "), err
     return err[0]
 
@@ -83,8 +114,13 @@ def test_the_refusal_is_the_only_stderr_line_of_the_command(stopped, tmp_path):
     out, ckpt = stopped
     (ckpt / "optimizer.pt").write_bytes(pickle.dumps({"state": {0: Touch(tmp_path / "payload-ran")}}, protocol=4))
     env = {**os.environ, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1"}
-    proc = subprocess.run([sys.executable, "-m", "mlmprob", "--threads", "1", *_args(out, 6)], capture_output=True,
-                          text=True, env=env, timeout=300)
+    proc = subprocess.run(
+        [sys.executable, "-m", "mlmprob", "--threads", "1", *_args(out, 6)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
     lines = [line for line in proc.stderr.splitlines() if line.strip()]
     assert proc.returncode == 2 and len(lines) == 1 and lines[0].startswith("error: refused to load"), proc.stderr
     assert not (tmp_path / "payload-ran").exists()

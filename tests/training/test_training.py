@@ -11,12 +11,20 @@ from mlmprob.synthetic import PottsChain, load_language
 from mlmprob.training import SymbolMLM, SyntheticSource, TextSource, TrainConfig, read_result, train
 from mlmprob.training.masking import corrupt, select_positions
 
-
 pytestmark = pytest.mark.usefixtures("one_thread")
 
 
-TINY = dict(hidden_size=16, num_layers=1, num_heads=2, intermediate_size=32, batch_size=16, lr=5e-3,
-            warmup_steps=3, mask_rate=0.2, kl_sequences=16)
+TINY = dict(
+    hidden_size=16,
+    num_layers=1,
+    num_heads=2,
+    intermediate_size=32,
+    batch_size=16,
+    lr=5e-3,
+    warmup_steps=3,
+    mask_rate=0.2,
+    kl_sequences=16,
+)
 
 
 def potts():
@@ -76,12 +84,17 @@ def test_resume_gives_the_same_result(tmp_path):
     assert rest.train_losses == full.train_losses
     assert rest.history == tuple(dict(h, elapsed_s=rest.history[i]["elapsed_s"]) for i, h in enumerate(full.history))
     from safetensors.torch import load_file
+
     a, b = load_file(tmp_path / "full" / "model.safetensors"), load_file(tmp_path / "cut" / "model.safetensors")
     assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
     # another configuration cannot resume this directory
     with pytest.raises(MLMProbError, match="different configuration.*lr"):
-        train(TrainConfig(**{**cfg.to_dict(), "lr": 1e-2, "mask_split": cfg.mask_split}), src, tmp_path / "cut",
-              progress=False)
+        train(
+            TrainConfig(**{**cfg.to_dict(), "lr": 1e-2, "mask_split": cfg.mask_split}),
+            src,
+            tmp_path / "cut",
+            progress=False,
+        )
     with pytest.raises(MLMProbError, match="already holds"):
         train(cfg, src, tmp_path / "cut", progress=False, resume=False)
 
@@ -120,7 +133,7 @@ def test_static_masking_keeps_each_examples_mask(tmp_path, monkeypatch):
     static = _masks_seen(tmp_path, "static", monkeypatch)
     for visits in static.values():
         (x0, y0), rest = visits[0], visits[1:]
-        assert (y0 != -100).sum() == 1                          # k = max(1, round(0.2 * 6)) = 1 selected
+        assert (y0 != -100).sum() == 1  # k = max(1, round(0.2 * 6)) = 1 selected
         assert all(torch.equal(x, x0) and torch.equal(y, y0) for x, y in rest)
     dynamic = _masks_seen(tmp_path, "dynamic", monkeypatch)
     same = sum(torch.equal(y, visits[0][1]) for visits in dynamic.values() for _, y in visits[1:])
@@ -133,13 +146,13 @@ def test_text_run_with_wordpiece(tmp_path):
     words = "the cat sat on the mat while a dog ran after the cats and dogs".split()
     g = torch.Generator().manual_seed(0)
     # lines of different lengths: batches are trimmed to their longest row (labels sliced with them)
-    lines = [" ".join(words[i] for i in torch.randint(len(words), (3 + n % 9,), generator=g).tolist())
-             for n in range(60)]
+    lines = [
+        " ".join(words[i] for i in torch.randint(len(words), (3 + n % 9,), generator=g).tolist()) for n in range(60)
+    ]
     text.write_text("\n".join(lines) + "\n\n")
     cfg = TrainConfig(max_steps=4, eval_every=2, checkpoint_every=4, **{**TINY, "kl_sequences": 0})
     out = tmp_path / "run"
-    res = train(cfg, TextSource([str(text)], vocab_size=40, max_length=16, heldout_fraction=0.1), out,
-                progress=False)
+    res = train(cfg, TextSource([str(text)], vocab_size=40, max_length=16, heldout_fraction=0.1), out, progress=False)
     assert res.done and res.history[-1]["kl"] is None and res.history[-1]["heldout_floor"] is None
     m = mlmprob.load_mlm(str(out))
     enc = m.encode(["the cat sat on the mat"])
@@ -149,10 +162,13 @@ def test_text_run_with_wordpiece(tmp_path):
         train(cfg, TextSource([str(tmp_path / "missing.txt")]), tmp_path / "x", progress=False)
 
 
-@pytest.mark.parametrize("content, message", [
-    (b"ok\n\xff\x00", r"text file '.*b.txt' is not UTF-8 text \(byte 0xff at offset 3\); is it a binary file\?"),
-    (b"\xef\xbb\xbfok\nA\x00", r"text file '.*b.txt' holds a NUL byte at offset 7; is it a binary file\?"),
-])
+@pytest.mark.parametrize(
+    "content, message",
+    [
+        (b"ok\n\xff\x00", r"text file '.*b.txt' is not UTF-8 text \(byte 0xff at offset 3\); is it a binary file\?"),
+        (b"\xef\xbb\xbfok\nA\x00", r"text file '.*b.txt' holds a NUL byte at offset 7; is it a binary file\?"),
+    ],
+)
 def test_a_binary_text_file_is_one_line_naming_the_byte(tmp_path, content, message):
     (tmp_path / "b.txt").write_bytes(content)
     with pytest.raises(MLMProbError, match=message) as e:
@@ -195,11 +211,42 @@ def test_cli_train_synthetic(tmp_path, capsys):
     if "train" not in cli.COMMANDS:  # until the lead wires the command in
         sub = next(a for a in args._actions if a.__class__.__name__ == "_SubParsersAction")
         from mlmprob.commands import train as train_cmd
+
         train_cmd.register(sub)
-    ns = args.parse_args(["train", "--out", str(tmp_path), "--synthetic", "hmm", "--vocab-size", "5", "--length", "6",
-                          "--n-train", "32", "--n-heldout", "8", "--hidden", "16", "--layers", "1", "--intermediate",
-                          "32", "--steps", "2", "--batch-size", "8", "--eval-every", "2", "--kl-sequences", "4",
-                          "--no-progress", "--mask-split", "0.8,0.1,0.1"])
+    ns = args.parse_args(
+        [
+            "train",
+            "--out",
+            str(tmp_path),
+            "--synthetic",
+            "hmm",
+            "--vocab-size",
+            "5",
+            "--length",
+            "6",
+            "--n-train",
+            "32",
+            "--n-heldout",
+            "8",
+            "--hidden",
+            "16",
+            "--layers",
+            "1",
+            "--intermediate",
+            "32",
+            "--steps",
+            "2",
+            "--batch-size",
+            "8",
+            "--eval-every",
+            "2",
+            "--kl-sequences",
+            "4",
+            "--no-progress",
+            "--mask-split",
+            "0.8,0.1,0.1",
+        ]
+    )
     assert ns.func(ns) == 0
     summary = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert summary["done"] and summary["step"] == 2 and summary["heldout_floor"] is None and summary["kl"] > 0
@@ -211,8 +258,17 @@ def test_masked_lm_loss_equals_the_hf_loss():
     from mlmprob.training.loop import _masked_lm_loss
 
     torch.manual_seed(0)
-    model = BertForMaskedLM(BertConfig(vocab_size=20, hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
-                                       intermediate_size=32, max_position_embeddings=12, pad_token_id=0)).eval()
+    model = BertForMaskedLM(
+        BertConfig(
+            vocab_size=20,
+            hidden_size=16,
+            num_hidden_layers=1,
+            num_attention_heads=2,
+            intermediate_size=32,
+            max_position_embeddings=12,
+            pad_token_id=0,
+        )
+    ).eval()
     ids = torch.randint(5, 20, (4, 10))
     ids[1, 7:] = 0
     labels = torch.full_like(ids, -100)
@@ -228,8 +284,12 @@ def test_bf16_precision_trains_and_is_validated(tmp_path):
     res = train(cfg, SyntheticSource(potts(), 32, 8), tmp_path, progress=False)
     assert res.done and all(torch.isfinite(torch.tensor(res.train_losses)))
     # the autocast changes the numbers: bf16 and fp32 runs differ (so the option is really applied)
-    ref = train(TrainConfig(max_steps=3, eval_every=3, checkpoint_every=3, **TINY), SyntheticSource(potts(), 32, 8),
-                tmp_path / "fp32", progress=False)
+    ref = train(
+        TrainConfig(max_steps=3, eval_every=3, checkpoint_every=3, **TINY),
+        SyntheticSource(potts(), 32, 8),
+        tmp_path / "fp32",
+        progress=False,
+    )
     assert res.train_losses != ref.train_losses
     with pytest.raises(MLMProbError, match="precision"):
         TrainConfig(precision="fp16")

@@ -7,8 +7,8 @@ import pytest
 import torch
 
 from mlmprob import LookupMLM, score_variants
-from mlmprob.errors import MLMProbError
 from mlmprob.alphabet import AMINO_ACIDS
+from mlmprob.errors import MLMProbError
 from mlmprob.variants import saturate, write_csv, write_heatmap
 
 pytestmark = pytest.mark.usefixtures("one_thread")

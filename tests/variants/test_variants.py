@@ -9,8 +9,8 @@ import torch
 import mlmprob
 from mlmprob import ExactMLM, LookupMLM, score_variants
 from mlmprob.errors import MLMProbError
-from mlmprob.variants import METHODS, ForwardCache
 from mlmprob.models.reader import reader_of
+from mlmprob.variants import METHODS, ForwardCache
 
 V, T = 4, 5
 W = [2, 0, 3, 1, 2]
@@ -23,8 +23,17 @@ def lookup():
 
 def some_variants():
     """Singles, doubles (two sharing a prefix site and value), a triple, and a synonymous site."""
-    return [[(1, 2)], [(1, 3)], [(4, 0)], [(1, 2), (3, 0)], [(3, 0), (1, 2)], [(1, 2), (3, 2)], [(0, 1), (4, 3)],
-            [(0, 0), (2, 1), (4, 1)], [(2, 3), (0, 1)]]
+    return [
+        [(1, 2)],
+        [(1, 3)],
+        [(4, 0)],
+        [(1, 2), (3, 0)],
+        [(3, 0), (1, 2)],
+        [(1, 2), (3, 2)],
+        [(0, 1), (4, 3)],
+        [(0, 0), (2, 1), (4, 1)],
+        [(2, 3), (0, 1)],
+    ]
 
 
 def lp(mlm, row, col):
@@ -119,9 +128,12 @@ def test_identities(lookup):
 def test_hcb_is_the_exact_log_ratio_for_compatible_conditionals():
     exact = ExactMLM.random(3, 4, generator=torch.Generator().manual_seed(1))
     w = [0, 2, 1, 0]
-    variants = [list(zip(S, vals)) for S in [(0,), (1, 3), (0, 2, 3), (0, 1, 2, 3)]
-                for vals in itertools.product(range(3), repeat=len(S))
-                if all(x != w[p] for p, x in zip(S, vals))]
+    variants = [
+        list(zip(S, vals))
+        for S in [(0,), (1, 3), (0, 2, 3), (0, 1, 2, 3)]
+        for vals in itertools.product(range(3), repeat=len(S))
+        if all(x != w[p] for p, x in zip(S, vals))
+    ]
     s = score_variants(exact, torch.tensor(w), variants, methods=["hcb", "masked_marginals"])
     m = torch.tensor(w).repeat(len(variants), 1)
     for k, v in enumerate(variants):
@@ -155,8 +167,14 @@ def distinct_rows(w, variants, methods, mask):
 
 def test_forward_rows_are_shared_by_content(lookup):
     variants = some_variants()
-    row_methods = ["wt_marginals", "masked_marginals", "masked_marginals_all", "masked_marginals_mt",
-                   "mutant_marginals", "hcb"]
+    row_methods = [
+        "wt_marginals",
+        "masked_marginals",
+        "masked_marginals_all",
+        "masked_marginals_mt",
+        "mutant_marginals",
+        "hcb",
+    ]
     terms = sum(2 * len(v) for v in variants) * len(row_methods)
     want = distinct_rows(W, variants, row_methods, lookup.mask_id)
     score_variants(lookup, torch.tensor(W), variants, methods=row_methods)
@@ -210,17 +228,20 @@ class WithSpecial(LookupMLM):
     special_ids = frozenset({0})
 
 
-@pytest.mark.parametrize("variant, message", [
-    ([], "variant 0 has no mutation"),
-    ([(5, 1)], "position 5 is outside"),
-    ([(-1, 1)], "position -1 is outside"),
-    ([(3, 2), (3, 0)], "position 3 is mutated twice"),
-    ([(3, 4)], "token 4 at position 3"),       # the mask id
-    ([(2, 0)], "token 0 at position 2"),       # a special token
-    ([(1, 1)], "position 1 holds a special token"),
-    ([(1, "x")], "list of \\(position, token_id\\) pairs"),
-    ([1, 2], "list of \\(position, token_id\\) pairs"),
-])
+@pytest.mark.parametrize(
+    "variant, message",
+    [
+        ([], "variant 0 has no mutation"),
+        ([(5, 1)], "position 5 is outside"),
+        ([(-1, 1)], "position -1 is outside"),
+        ([(3, 2), (3, 0)], "position 3 is mutated twice"),
+        ([(3, 4)], "token 4 at position 3"),  # the mask id
+        ([(2, 0)], "token 0 at position 2"),  # a special token
+        ([(1, 1)], "position 1 holds a special token"),
+        ([(1, "x")], "list of \\(position, token_id\\) pairs"),
+        ([1, 2], "list of \\(position, token_id\\) pairs"),
+    ],
+)
 def test_bad_variants_name_the_problem(variant, message):
     m = WithSpecial(vocab_size=V, length=T)
     with pytest.raises(MLMProbError, match=message):
@@ -246,7 +267,7 @@ class Restricted(LookupMLM):
 def test_ag_is_nan_outside_the_candidates():
     m = Restricted(vocab_size=V, length=T, seed=3)
     s = score_variants(m, torch.tensor(W), [[(1, 2), (3, 0)], [(1, 3), (3, 0)], [(0, 1), (2, 0)]], methods=["ag"])
-    lj = mlmprob.pairwise_joint(m, torch.tensor(W), 1, 3, method="ag")    # over tokens 0, 1, 2
+    lj = mlmprob.pairwise_joint(m, torch.tensor(W), 1, 3, method="ag")  # over tokens 0, 1, 2
     assert abs(float(s["ag"][0]) - float(lj[2, 0] - lj[W[1], W[3]])) < 1e-12
-    assert torch.isnan(s["ag"][1])           # mutant token 3 is not a candidate
-    assert torch.isnan(s["ag"][2])           # wild-type token 3 at position 2 is not a candidate
+    assert torch.isnan(s["ag"][1])  # mutant token 3 is not a candidate
+    assert torch.isnan(s["ag"][2])  # wild-type token 3 at position 2 is not a candidate

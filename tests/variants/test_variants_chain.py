@@ -12,8 +12,15 @@ from mlmprob.variants.chain import site_orders
 
 V, T = 4, 5
 W = [2, 0, 3, 1, 2]
-VARIANTS = [[(1, 2)], [(4, 0)], [(1, 2), (3, 0)], [(3, 0), (1, 2)], [(0, 1), (4, 3)], [(0, 0), (2, 1), (4, 1)],
-            [(2, 3), (0, 1)]]
+VARIANTS = [
+    [(1, 2)],
+    [(4, 0)],
+    [(1, 2), (3, 0)],
+    [(3, 0), (1, 2)],
+    [(0, 1), (4, 3)],
+    [(0, 0), (2, 1), (4, 1)],
+    [(2, 3), (0, 1)],
+]
 
 
 def log_p_sigma(mlm, x, order):
@@ -48,8 +55,8 @@ def test_chain_equals_its_definition_for_singles_doubles_and_triples():
     singles = [n for n, v in enumerate(VARIANTS) if len(v) == 1]
     assert torch.equal(s["chain"][singles], s["masked_marginals"][singles])
     multi = [n for n, v in enumerate(VARIANTS) if len(v) > 1]
-    assert (s["chain"][multi] - s["hcb"][multi]).abs().max() > 0.05   # incompatible: not the HCB path
-    assert s["chain"][2] == s["chain"][3]                              # the order a variant is written in
+    assert (s["chain"][multi] - s["hcb"][multi]).abs().max() > 0.05  # incompatible: not the HCB path
+    assert s["chain"][2] == s["chain"][3]  # the order a variant is written in
 
 
 def test_chain_is_the_difference_of_loglik_mixtures():
@@ -82,7 +89,9 @@ def test_sampled_orders_are_seeded_by_the_sites_and_shared_by_mutant_and_wild_ty
     orders = site_orders([0, 2, 4], 4, seed=5)
     assert len(orders) == 4 and all(sorted(o) == [0, 2, 4] for o in orders)
     alone = score_variants(mlm, torch.tensor(W), [triple], methods=["chain"], n_orders=4, seed=5)["chain"]
-    among = score_variants(mlm, torch.tensor(W), VARIANTS[:5] + [triple], methods=["chain"], n_orders=4, seed=5)["chain"]
+    among = score_variants(mlm, torch.tensor(W), VARIANTS[:5] + [triple], methods=["chain"], n_orders=4, seed=5)[
+        "chain"
+    ]
     assert alone[0] == among[-1]
     assert alone[0].item() == pytest.approx(brute_chain(mlm, W, triple, orders), abs=1e-9)
     other = score_variants(mlm, torch.tensor(W), [triple], methods=["chain"], n_orders=4, seed=6)["chain"]
@@ -101,4 +110,4 @@ def test_chain_shares_rows_with_the_other_methods():
     with_chain = mlm.calls
     mlm.calls = 0
     score_variants(mlm, torch.tensor(W), VARIANTS, methods=["chain"])
-    assert with_chain < base + mlm.calls   # the first step of every order is a masked_marginals row
+    assert with_chain < base + mlm.calls  # the first step of every order is a masked_marginals row

@@ -13,13 +13,16 @@ from mlmprob.variants import VariantsSpec, score_variants
 from mlmprob.variants.spec import DEFAULT_METHODS, SATURATE_METHODS
 
 
-@pytest.mark.parametrize("kw, message", [
-    (dict(methods=("bogus",)), "unknown variant scoring method 'bogus'"),
-    (dict(methods=()), "unknown variant scoring method None"),
-    (dict(offset=1.5), "offset must be an integer, got 1.5"),
-    (dict(chain_orders=0), "n_orders must be a positive integer, got 0"),
-    (dict(chain_seed=-1), "chain_seed must be a non-negative integer, got -1"),
-])
+@pytest.mark.parametrize(
+    "kw, message",
+    [
+        (dict(methods=("bogus",)), "unknown variant scoring method 'bogus'"),
+        (dict(methods=()), "unknown variant scoring method None"),
+        (dict(offset=1.5), "offset must be an integer, got 1.5"),
+        (dict(chain_orders=0), "n_orders must be a positive integer, got 0"),
+        (dict(chain_seed=-1), "chain_seed must be a non-negative integer, got -1"),
+    ],
+)
 def test_bad_settings_are_refused_where_the_spec_is_made(kw, message):
     with pytest.raises(MLMProbError, match=message) as e:
         VariantsSpec(**kw)
@@ -29,8 +32,12 @@ def test_bad_settings_are_refused_where_the_spec_is_made(kw, message):
 def test_methods_are_a_tuple_without_repeats_and_chain_settings_only_with_chain():
     assert VariantsSpec(methods=["hcb", "hcb", "ag"]).methods == ("hcb", "ag")
     assert VariantsSpec(methods="hcb").methods == ("hcb",)
-    assert list(VariantsSpec(methods=("chain",), chain_seed=2).settings()) == ["methods", "offset", "chain_orders",
-                                                                               "chain_seed"]
+    assert list(VariantsSpec(methods=("chain",), chain_seed=2).settings()) == [
+        "methods",
+        "offset",
+        "chain_orders",
+        "chain_seed",
+    ]
     assert VariantsSpec(methods=None).methods[0] == "wt_marginals"
 
 

@@ -56,15 +56,18 @@ def convert(folder: str | Path) -> str:
     if config.get("positions_base") == 1:
         return f"{path}: already converted"
     mlm = load_mlm(config["model"], device="cpu")
-    seqs = read_sequences(config["data"], config.get("column"), config.get("max_sequences"),
-                          config.get("format", "auto"))
+    seqs = read_sequences(
+        config["data"], config.get("column"), config.get("max_sequences"), config.get("format", "auto")
+    )
     out = []
     for o in objs:
         if o.get("kind") == "pair":
             enc = mlm.encode([seqs[o["seq_index"]]])
             if int(enc.lengths[0]) != o["length"]:
-                raise SystemExit(f"{path}: pair {o['scheme']}/{o['i']}: the sequence has {int(enc.lengths[0])} tokens "
-                                 f"now, the record says {o['length']}; not converted")
+                raise SystemExit(
+                    f"{path}: pair {o['scheme']}/{o['i']}: the sequence has {int(enc.lengths[0])} tokens "
+                    f"now, the record says {o['length']}; not converted"
+                )
             numbers = token_numbers(enc.word_ids[0], enc.input_ids[0], mlm.mask_id)
             if not (numbers[o["a"]] and numbers[o["b"]]):
                 raise SystemExit(f"{path}: pair {o['scheme']}/{o['i']} is not at two residues/words; not converted")
@@ -75,8 +78,11 @@ def convert(folder: str | Path) -> str:
     else:
         keys = list(config)
         at = keys.index("dtype") if "dtype" in keys else len(keys)
-        stored["config"] = {**{k: config[k] for k in keys[:at]}, "positions_base": 1,
-                            **{k: config[k] for k in keys[at:]}}
+        stored["config"] = {
+            **{k: config[k] for k in keys[:at]},
+            "positions_base": 1,
+            **{k: config[k] for k in keys[at:]},
+        }
         RunMeta(meta, indent=2).save(stored)
     _write(path, "".join(same[0](o) + "\n" for o in out))
     return f"{path}: {sum(o.get('kind') == 'pair' for o in out)} pairs converted"

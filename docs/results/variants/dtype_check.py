@@ -22,8 +22,9 @@ def main() -> int:
     p = argparse.ArgumentParser()
     p.add_argument("--data", required=True)
     p.add_argument("--raw", default="docs/results/variants/raw")
-    p.add_argument("--chunks", default="sapiens-vh:chain:4,antiberty:chain:2,sapiens-vh:gdpa1_loglik:2,"
-                                       "sapiens-vh:jain_loglik:2")
+    p.add_argument(
+        "--chunks", default="sapiens-vh:chain:4,antiberty:chain:2,sapiens-vh:gdpa1_loglik:2,sapiens-vh:jain_loglik:2"
+    )
     args = p.parse_args()
     torch.set_num_threads(1)
     data, raw = Path(args.data), Path(args.raw)
@@ -36,7 +37,9 @@ def main() -> int:
         stored = read_chunks(result_path(raw, model, group))[: int(n)]
         old, new = [], []
         for c in stored:
-            fresh = (runner._set_chunk if group.endswith("_loglik") else runner._library_chunk)(stage, c["start"], c["stop"])
+            fresh = (runner._set_chunk if group.endswith("_loglik") else runner._library_chunk)(
+                stage, c["start"], c["stop"]
+            )
             if group == "chain":
                 old += c["scores"]["chain"]
                 new += fresh["scores"]["chain"]
@@ -45,7 +48,9 @@ def main() -> int:
                 new += fresh["loglik"]
         a, b = torch.tensor(old, dtype=torch.float64), torch.tensor(new, dtype=torch.float64)
         d = (a - b).abs()
-        print(f"{model}:{group} | {len(a)} | {float(d.max()):.4f} | {float(d.mean()):.4f} | {float(spearman(a, b)):.5f}")
+        print(
+            f"{model}:{group} | {len(a)} | {float(d.max()):.4f} | {float(d.mean()):.4f} | {float(spearman(a, b)):.5f}"
+        )
     return 0
 
 

@@ -8,8 +8,12 @@
 
 from ..lazy import exports
 
-__getattr__, __dir__ = exports(__name__, {
-    "LIMITS": ".compute", "Limits": ".compute",
-})
+__getattr__, __dir__ = exports(
+    __name__,
+    {
+        "LIMITS": ".compute",
+        "Limits": ".compute",
+    },
+)
 
 __all__ = ["LIMITS", "Limits"]

@@ -16,33 +16,34 @@ from __future__ import annotations
 
 import csv
 import io
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 import torch
 
 from ..errors import MLMProbError, PositionsError, TokenizationError
+from ..models.reader import reader_of
+from ..positions import parse_numbers as _parse_numbers
+from ..positions import token_numbers, word_positions
 from ..runtime.inputs import Record, fasta_records
 from ..scoring import ScoreSpec, SequenceScore, score_records
-from ..models.reader import reader_of
-from ..positions import parse_numbers as _parse_numbers, token_numbers, word_positions
 
 APP_ORDERS = 4  # random orders of the Score tab's chain-rule log-likelihood
-APP_SCORE = ScoreSpec(per_token=True, likelihood="loglik", n_orders=APP_ORDERS)   # the Score tab's settings
+APP_SCORE = ScoreSpec(per_token=True, likelihood="loglik", n_orders=APP_ORDERS)  # the Score tab's settings
 
 
 @dataclass(frozen=True)
 class Limits:
     """Bounds on one request, so that the app stays interactive on a CPU (the page states them)."""
 
-    max_sequences: int = 20        # Score: sequences per request
-    max_tokens: int = 256          # tokens per sequence, special tokens included (every tab)
-    max_gap: int = 12              # Infill: tokens in the gap
-    max_beam: int = 20             # Infill: beam size
-    max_epochs: int = 200          # Sample: MH epochs (sweeps over the free positions)
-    max_chains: int = 8            # Sample: chains
+    max_sequences: int = 20  # Score: sequences per request
+    max_tokens: int = 256  # tokens per sequence, special tokens included (every tab)
+    max_gap: int = 12  # Infill: tokens in the gap
+    max_beam: int = 20  # Infill: beam size
+    max_epochs: int = 200  # Sample: MH epochs (sweeps over the free positions)
+    max_chains: int = 8  # Sample: chains
     max_pair_candidates: int = 40  # Pair joint: candidate tokens (the top ones of the both-masked copy beyond)
-    max_pair_top: int = 20         # Pair joint: tokens shown per axis
+    max_pair_top: int = 20  # Pair joint: tokens shown per axis
 
     def describe(self) -> str:
         """One line for the page.
@@ -50,9 +51,11 @@ class Limits:
         >>> Limits().describe()[:40]
         'Limits per request: 20 sequences, 256 to'
         """
-        return (f"Limits per request: {self.max_sequences} sequences, {self.max_tokens} tokens per sequence, "
-                f"gaps of {self.max_gap} tokens, beams of {self.max_beam}, {self.max_epochs} MH epochs x "
-                f"{self.max_chains} chains, pair joints over {self.max_pair_candidates} candidate tokens.")
+        return (
+            f"Limits per request: {self.max_sequences} sequences, {self.max_tokens} tokens per sequence, "
+            f"gaps of {self.max_gap} tokens, beams of {self.max_beam}, {self.max_epochs} MH epochs x "
+            f"{self.max_chains} chains, pair joints over {self.max_pair_candidates} candidate tokens."
+        )
 
 
 LIMITS = Limits()
@@ -103,8 +106,10 @@ def encode_one(mlm, text: str, limits: Limits = LIMITS, name: str = "the sequenc
         raise TokenizationError(f"{name}: {str(e).replace('sequence 0 ', '', 1)}") from None
     n = int(enc.lengths[0])
     if n > limits.max_tokens:
-        raise MLMProbError(f"{name} has {n} tokens; the app takes at most {limits.max_tokens} "
-                           "(use the mlmprob command line for longer ones)")
+        raise MLMProbError(
+            f"{name} has {n} tokens; the app takes at most {limits.max_tokens} "
+            "(use the mlmprob command line for longer ones)"
+        )
     return enc
 
 
@@ -131,8 +136,9 @@ def parse_sequences(text: str, limits: Limits = LIMITS) -> list[Record]:
     if not lines:
         raise MLMProbError("no sequence given: paste one sequence or sentence per line, or FASTA")
     if lines[0].startswith(">"):
-        records = [Record(r.id, "".join(r.seq.split()))
-                   for r in fasta_records(lines, lambda: "the input", unnamed="seq{}")]
+        records = [
+            Record(r.id, "".join(r.seq.split())) for r in fasta_records(lines, lambda: "the input", unnamed="seq{}")
+        ]
         empty = next((r.id for r in records if not r.seq), None)
         if empty is not None:
             raise MLMProbError(f"FASTA record {empty!r} has no sequence")
@@ -141,8 +147,10 @@ def parse_sequences(text: str, limits: Limits = LIMITS) -> list[Record]:
     else:
         records = [Record(f"seq{i + 1}", line) for i, line in enumerate(lines)]
     if len(records) > limits.max_sequences:
-        raise MLMProbError(f"{len(records)} sequences given; the app scores at most {limits.max_sequences} at a "
-                           "time (use `mlmprob score` for more)")
+        raise MLMProbError(
+            f"{len(records)} sequences given; the app scores at most {limits.max_sequences} at a "
+            "time (use `mlmprob score` for more)"
+        )
     return records
 
 
@@ -159,8 +167,18 @@ class ScoreResult:
     def table(self, digits: int = 4) -> list[list]:
         """Rows for the page: ``id, n_tokens, PLL, PLL per token, E_raw, chain loglik, chain per token``
         (rounded)."""
-        return [[r.id, r.n_tokens, round(r.pll, digits), round(r.pll_per_token, digits), round(r.e_raw, digits),
-                 round(c, digits), round(c / r.n_tokens, digits)] for r, c in zip(self.rows, self.chain)]
+        return [
+            [
+                r.id,
+                r.n_tokens,
+                round(r.pll, digits),
+                round(r.pll_per_token, digits),
+                round(r.e_raw, digits),
+                round(c, digits),
+                round(c / r.n_tokens, digits),
+            ]
+            for r, c in zip(self.rows, self.chain)
+        ]
 
     def csv(self) -> str:
         """Every column at full precision, the sequence included."""
@@ -168,13 +186,30 @@ class ScoreResult:
         w = csv.writer(out, lineterminator="\n")
         w.writerow([*self.COLUMNS, "e_local", "sequence"])
         for r, c in zip(self.rows, self.chain):
-            w.writerow([r.id, r.n_tokens, repr(r.pll), repr(r.pll_per_token), repr(r.e_raw), repr(c),
-                        repr(c / r.n_tokens), repr(r.e_local), r.sequence])
+            w.writerow(
+                [
+                    r.id,
+                    r.n_tokens,
+                    repr(r.pll),
+                    repr(r.pll_per_token),
+                    repr(r.e_raw),
+                    repr(c),
+                    repr(c / r.n_tokens),
+                    repr(r.e_local),
+                    r.sequence,
+                ]
+            )
         return out.getvalue()
 
 
-def score_text(mlm, text: str, *, limits: Limits = LIMITS, spec: ScoreSpec = APP_SCORE,
-               progress: Callable[[int, int], None] | None = None) -> ScoreResult:
+def score_text(
+    mlm,
+    text: str,
+    *,
+    limits: Limits = LIMITS,
+    spec: ScoreSpec = APP_SCORE,
+    progress: Callable[[int, int], None] | None = None,
+) -> ScoreResult:
     """PLL, PLL per token and E_raw of every pasted sequence, with ``log q(x_t | rest)`` per token
     (``mlmprob.scoring.score_records``), and the chain-rule log-likelihood (``APP_ORDERS`` random
     orders seeded by the sequence, as ``mlmprob score --likelihood loglik``), as ``spec`` says (``APP_SCORE``;
@@ -194,8 +229,9 @@ def score_text(mlm, text: str, *, limits: Limits = LIMITS, spec: ScoreSpec = APP
         if progress:
             progress(done[0], 2 * len(records))
 
-    rows = list(score_records(mlm, records, whole_word=spec.whole_word, per_token=spec.per_token, chunk_size=4,
-                              progress=tick))
+    rows = list(
+        score_records(mlm, records, whole_word=spec.whole_word, per_token=spec.per_token, chunk_size=4, progress=tick)
+    )
     chain = []
     for r in records:
         try:
@@ -326,24 +362,32 @@ def _gap(mlm, text: str, positions: str, limits: Limits):
             raise MLMProbError("give the gap either as ____ in the text or as positions, not both")
         enc = encode_one(mlm, text, limits)
         pos = word_tokens(enc, positions_or_cdr(text, positions, "gap positions"), "gap positions")
-        ids = enc.input_ids[0, :int(enc.lengths[0])]
+        ids = enc.input_ids[0, : int(enc.lengths[0])]
         native = ids[pos].clone()
     else:
         enc = encode_one(mlm, expand_gaps(text, mask_text(mlm)), limits)
-        ids = enc.input_ids[0, :int(enc.lengths[0])]
+        ids = enc.input_ids[0, : int(enc.lengths[0])]
         pos = (ids == mlm.mask_id).nonzero()[:, 0].tolist()
         native = None
         if not pos:
-            raise MLMProbError("the sequence has no gap; write it as ____ (one _ per token), [MASK]x5, "
-                               "or give the gap's positions")
+            raise MLMProbError(
+                "the sequence has no gap; write it as ____ (one _ per token), [MASK]x5, or give the gap's positions"
+            )
     if len(pos) > limits.max_gap:
         raise MLMProbError(f"the gap has {len(pos)} tokens; the app fills at most {limits.max_gap}")
     of = token_numbers(enc.word_ids[0], enc.input_ids[0], mlm.mask_id)
     return ids, pos, native, tuple(sorted({of[t] for t in pos}))
 
 
-def infill_compare(mlm, text: str, positions: str = "", *, beam_size: int = 5, limits: Limits = LIMITS, progress: Callable[[int, int], None] | None = None
-                   ) -> InfillResult:
+def infill_compare(
+    mlm,
+    text: str,
+    positions: str = "",
+    *,
+    beam_size: int = 5,
+    limits: Limits = LIMITS,
+    progress: Callable[[int, int], None] | None = None,
+) -> InfillResult:
     """Standard and HCB beam search (``mlmprob.infill``), each left to right and best first, on
     one gap: marked in ``text`` (``____``, ``[MASK]x5``) or given as 1-based ``positions``
     (``"10-14"``) of a complete sequence, whose own residues are then the native fill."""

@@ -11,8 +11,8 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Iterator
 
 import torch
 
@@ -65,9 +65,21 @@ def _check_int(value, name: str, lo: int, hi: int) -> int:
     return value
 
 
-def sample_steps(mlm, text: str, *, positions: str = "", energy: str = "local", epochs: int = 20, chains: int = 4,
-                 seed: int = 0, init: str = "given", method: str = "mh", score: str | None = None,
-                 steps: int | None = None, limits: Limits = LIMITS) -> Iterator[SampleSnapshot]:
+def sample_steps(
+    mlm,
+    text: str,
+    *,
+    positions: str = "",
+    energy: str = "local",
+    epochs: int = 20,
+    chains: int = 4,
+    seed: int = 0,
+    init: str = "given",
+    method: str = "mh",
+    score: str | None = None,
+    steps: int | None = None,
+    limits: Limits = LIMITS,
+) -> Iterator[SampleSnapshot]:
     """Chains from ``text`` (``_`` / ``[MASK]`` mark masked tokens, which are free), sampling the 1-based
     residue/word ``positions`` (``"3,5,10-12"``, or a CDR such as ``"H3"``; default: all), one snapshot per
     epoch: ``method`` (``mlmprob.sample``'s, default ``"mh"``: single-site MH in random order, proposal and
@@ -94,14 +106,15 @@ def sample_steps(mlm, text: str, *, positions: str = "", energy: str = "local", 
     text = expand_gaps(str(text or "").strip(), mask_text(mlm))
     enc = encode_one(mlm, text, limits)
     want = positions_or_cdr(text, positions, "free positions") if str(positions or "").strip() else None
-    free1 = free_positions(mlm, enc, 0, "the sequence", text, want)   # resolved once, as for the CLI
+    free1 = free_positions(mlm, enc, 0, "the sequence", text, want)  # resolved once, as for the CLI
     ids = enc.input_ids[:1].repeat(chains, 1)
     free = free1[None].repeat(chains, 1)
     extra = {"score": score or None} if method in DECODERS else {}
     if method == "unmask" and steps:
         extra["steps"] = _check_int(steps, "steps", 1, 10**6)
-    spec = SamplerSpec(method=method, energy=energy, epochs=epochs,
-                       init=init if method in ("mh", "gibbs") else "given", **extra)
+    spec = SamplerSpec(
+        method=method, energy=energy, epochs=epochs, init=init if method in ("mh", "gibbs") else "given", **extra
+    )
     run = Chains(mlm, spec, ids, free, torch.Generator().manual_seed(seed))
     pick = 0 if energy == "local" else 1
     trace = [tuple(run.energies()[pick].tolist())]
@@ -111,8 +124,9 @@ def sample_steps(mlm, text: str, *, positions: str = "", energy: str = "local", 
 
     def snap() -> SampleSnapshot:
         seqs = tuple(decode(mlm, row) for row in run.state.ids)
-        return SampleSnapshot(run.state.epoch, epochs, energy, tuple(trace), tuple(accepted), tuple(proposed), seqs,
-                              free_pos, method)
+        return SampleSnapshot(
+            run.state.epoch, epochs, energy, tuple(trace), tuple(accepted), tuple(proposed), seqs, free_pos, method
+        )
 
     yield snap()
     for rec in run.epochs():
@@ -167,7 +181,7 @@ def pair_view(mlm, text: str, a, b, *, top: int = 10, limits: Limits = LIMITS) -
         raise MLMProbError(f"a pair needs two different positions, got a = b = {a}")
     enc = encode_one(mlm, expand_gaps(str(text or "").strip(), mask_text(mlm)), limits)
     pa, pb = _one_token(enc, a, "position a"), _one_token(enc, b, "position b")
-    ids = enc.input_ids[0, :int(enc.lengths[0])]
+    ids = enc.input_ids[0, : int(enc.lengths[0])]
     k = len(resolve_candidates(mlm, None))
     top_k = limits.max_pair_candidates if k > limits.max_pair_candidates else None
     ev = evaluate_pair(mlm, ids, pa, pb, top_k=top_k)
@@ -176,6 +190,15 @@ def pair_view(mlm, text: str, a, b, *, top: int = 10, limits: Limits = LIMITS) -
     ib = pc.marg_b.argsort(descending=True)[:top]
     joints = {m: ev.joints[m].exp()[ia][:, ib] for m in JOINT_NAMES}
     labels = lambda idx: tuple(decode(mlm, pc.candidates[i]) for i in idx.tolist())  # noqa: E731
-    return PairView(a, b, labels(ia), labels(ib), joints, {m: ev.metrics[m].akl for m in JOINT_NAMES},
-                    {m: ev.metrics[m].gkl for m in JOINT_NAMES}, (decode(mlm, pc.gold[0]), decode(mlm, pc.gold[1])),
-                    pc.size, float(pc.outside_mass["marginal"]))
+    return PairView(
+        a,
+        b,
+        labels(ia),
+        labels(ib),
+        joints,
+        {m: ev.metrics[m].akl for m in JOINT_NAMES},
+        {m: ev.metrics[m].gkl for m in JOINT_NAMES},
+        (decode(mlm, pc.gold[0]), decode(mlm, pc.gold[1])),
+        pc.size,
+        float(pc.outside_mass["marginal"]),
+    )

@@ -9,7 +9,6 @@ import math
 from .compute import InfillResult, MutantScores, ScoreResult
 from .dynamics import JOINT_NAMES, PairView, SampleSnapshot
 
-
 DOUBT_SCALE = 5.0  # log q at which the colour is full red (p = 0.7 %)
 
 
@@ -33,18 +32,23 @@ def tokens_html(result: ScoreResult) -> str:
     """Each sequence's tokens coloured by ``log q(x_t | rest)``; hovering a token shows the value."""
     parts = ['<div class="mlmprob-tokens">']
     for r in result.rows:
-        parts.append(f'<div style="margin:4px 0"><b>{html.escape(r.id)}</b> '
-                     f'<span style="color:#666">PLL {r.pll:.3f}</span><br>')
+        parts.append(
+            f'<div style="margin:4px 0"><b>{html.escape(r.id)}</b> <span style="color:#666">PLL {r.pll:.3f}</span><br>'
+        )
         sep = "" if all(len(t.strip()) <= 1 for t in r.tokens) else " "
         for t, lp in zip(r.tokens, r.token_log_prob):
             tip = f"log q = {lp:.4f} (p = {math.exp(lp):.3f})"
             ink = "#fff" if _doubt(lp) > 0.6 else "#000"
-            parts.append(f'<span title="{html.escape(tip)}" data-logq="{lp:.6f}" style="background:{_colour(lp)};'
-                         f'color:{ink};font-family:monospace;padding:1px 1px;border-radius:2px">'
-                         f'{html.escape(t)}</span>{sep}')
+            parts.append(
+                f'<span title="{html.escape(tip)}" data-logq="{lp:.6f}" style="background:{_colour(lp)};'
+                f'color:{ink};font-family:monospace;padding:1px 1px;border-radius:2px">'
+                f"{html.escape(t)}</span>{sep}"
+            )
         parts.append("</div>")
-    parts.append('<div style="font-size:small;color:#666">colour: log q(x_t | rest), the token masked; '
-                 f'white: 0 (p = 1), full red: -{DOUBT_SCALE:g} or below; hover a token for its value</div></div>')
+    parts.append(
+        '<div style="font-size:small;color:#666">colour: log q(x_t | rest), the token masked; '
+        f"white: 0 (p = 1), full red: -{DOUBT_SCALE:g} or below; hover a token for its value</div></div>"
+    )
     return "".join(parts)
 
 
@@ -86,19 +90,25 @@ def infill_headers() -> list[str]:
 
 
 def infill_summary(res: InfillResult) -> str:
-    where = (f"residues/words {res.numbers[0]}-{res.numbers[-1]}" if res.numbers and
-             list(res.numbers) == list(range(res.numbers[0], res.numbers[-1] + 1)) else
-             f"residues/words {', '.join(map(str, res.numbers))}" if res.numbers else
-             f"token indices {list(res.token_indices)}")
+    where = (
+        f"residues/words {res.numbers[0]}-{res.numbers[-1]}"
+        if res.numbers and list(res.numbers) == list(range(res.numbers[0], res.numbers[-1] + 1))
+        else f"residues/words {', '.join(map(str, res.numbers))}"
+        if res.numbers
+        else f"token indices {list(res.token_indices)}"
+    )
     lines = [f"Gap: {len(res.token_indices)} token(s) at {where}."]
     if res.native is None:
         lines.append("Native fill: not known (the gap was marked in the text).")
     else:
-        ranks = ", ".join(f"{r.method} {r.order}: {r.native_rank if r.native_rank else 'not in the beam'}"
-                          for r in res.runs)
+        ranks = ", ".join(
+            f"{r.method} {r.order}: {r.native_rank if r.native_rank else 'not in the beam'}" for r in res.runs
+        )
         lines.append(f"Native fill `{res.native}`, rank {ranks}.")
-    lines.append("Scores: standard = sum of log q of each token with the rest of the gap masked; "
-                 "HCB = the same minus the pivot (mask) term, log p(fill)/p(pivot) for a compatible joint.")
+    lines.append(
+        "Scores: standard = sum of log q of each token with the rest of the gap masked; "
+        "HCB = the same minus the pivot (mask) term, log p(fill)/p(pivot) for a compatible joint."
+    )
     return "\n\n".join(lines)
 
 
@@ -106,8 +116,10 @@ def sample_summary(s: SampleSnapshot) -> str:
     rate = "n/a" if math.isnan(s.accept_rate) else f"{s.accept_rate:.3f}"
     last = s.energy[-1]
     mean = sum(last) / len(last)
-    return (f"Epoch {s.epoch}/{s.epochs}; acceptance rate {rate}; mean E_{s.energy_kind} {mean:.3f} "
-            f"over {len(last)} chain(s); {len(s.free)} free position(s); method {s.method}.")
+    return (
+        f"Epoch {s.epoch}/{s.epochs}; acceptance rate {rate}; mean E_{s.energy_kind} {mean:.3f} "
+        f"over {len(last)} chain(s); {len(s.free)} free position(s); method {s.method}."
+    )
 
 
 def sample_rows(s: SampleSnapshot, digits: int = 4) -> list[list]:
@@ -117,6 +129,7 @@ def sample_rows(s: SampleSnapshot, digits: int = 4) -> list[list]:
 def trace_figure(s: SampleSnapshot):
     """The target energy of each chain per epoch."""
     import matplotlib
+
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
@@ -141,6 +154,7 @@ LOG10_FLOOR = -5.0  # pair heatmaps: log10 p below this is drawn as this
 def pair_figure(pv: PairView):
     """Five heatmaps: each joint's log10 probabilities over the shown tokens (rows x_a, columns x_b)."""
     import matplotlib
+
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
@@ -177,12 +191,21 @@ def _g(x: float) -> str:
 
 def pair_rows(pv: PairView) -> list[list]:
     """``joint, A-KL, G-KL, mass shown`` per method."""
-    return [[name, round(pv.akl[m], 6), "n/a" if math.isnan(pv.gkl[m]) else round(pv.gkl[m], 6),
-             round(float(pv.joints[m].sum()), 4)] for m, name in JOINT_NAMES.items()]
+    return [
+        [
+            name,
+            round(pv.akl[m], 6),
+            "n/a" if math.isnan(pv.gkl[m]) else round(pv.gkl[m], 6),
+            round(float(pv.joints[m].sum()), 4),
+        ]
+        for m, name in JOINT_NAMES.items()
+    ]
 
 
 def pair_summary(pv: PairView) -> str:
-    return (f"Positions {pv.a} (holds `{pv.gold[0]}`) and {pv.b} (holds `{pv.gold[1]}`); {pv.n_candidates} candidate "
-            f"tokens (mass outside them in the both-masked copy: {pv.outside_mass:.3g}); showing the top "
-            f"{len(pv.labels_a)} x {len(pv.labels_b)} by the MLM's both-masked conditionals. A-KL: mean KL from the "
-            "MLM's conditionals to each joint's; G-KL: the same at the sequence's own tokens.")
+    return (
+        f"Positions {pv.a} (holds `{pv.gold[0]}`) and {pv.b} (holds `{pv.gold[1]}`); {pv.n_candidates} candidate "
+        f"tokens (mass outside them in the both-masked copy: {pv.outside_mass:.3g}); showing the top "
+        f"{len(pv.labels_a)} x {len(pv.labels_b)} by the MLM's both-masked conditionals. A-KL: mean KL from the "
+        "MLM's conditionals to each joint's; G-KL: the same at the sequence's own tokens."
+    )

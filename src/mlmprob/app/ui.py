@@ -17,10 +17,10 @@ import tempfile
 from dataclasses import dataclass
 
 from ..errors import MLMProbError
-from . import render
 from ..models.reader import reader_of
-from .compute import LIMITS, Limits, infill_compare, mutant_scores, saturation_map, score_text
 from ..sampling.spec import METHODS
+from . import render
+from .compute import LIMITS, Limits, infill_compare, mutant_scores, saturation_map, score_text
 from .dynamics import pair_view, sample_steps
 
 VH = "EVQLVESGGGLVQPGGSLRLSCAASGFTFSSYAMSWVRQAPGKGLEWVSAISGSGGSTYYADSVKGRFTISRDNSKNTLYLQMNSLRAEDTAVYYCAK"
@@ -38,15 +38,31 @@ def _examples(mlm) -> dict[str, str]:
         letters = getattr(reader_of(mlm).tokenizer, "residues", "")
         seq = VH if set(VH) <= set(letters) else (letters * 3)[:24]
         n = len(seq)
-        ex = {"score": seq, "wt": seq, "mutant": f"{seq[1]}2{'A' if seq[1] != 'A' else 'C'}:{seq[4]}5"
-              f"{'A' if seq[4] != 'A' else 'C'}", "infill": seq[:n // 2 - 2] + "____" + seq[n // 2 + 2:],
-              "infill_pos": "", "sample": seq, "positions": f"{n // 2 - 2}-{n // 2 + 2}", "a": n // 2, "b": n // 2 + 2}
+        ex = {
+            "score": seq,
+            "wt": seq,
+            "mutant": f"{seq[1]}2{'A' if seq[1] != 'A' else 'C'}:{seq[4]}5{'A' if seq[4] != 'A' else 'C'}",
+            "infill": seq[: n // 2 - 2] + "____" + seq[n // 2 + 2 :],
+            "infill_pos": "",
+            "sample": seq,
+            "positions": f"{n // 2 - 2}-{n // 2 + 2}",
+            "a": n // 2,
+            "b": n // 2 + 2,
+        }
         if seq == VH:  # CDR-H1 to sample; the last two residues (the start of CDR-H3) as the pair
             ex.update(positions="H1", a=n - 1, b=n)
         return ex
-    return {"score": "The cat sat on the mat.\nThe mat sat on the cat.", "wt": "", "mutant": "",
-            "infill": "The cat ____ on the mat.", "infill_pos": "", "sample": "The cat sat on the mat.",
-            "positions": "2-4", "a": 2, "b": 3}
+    return {
+        "score": "The cat sat on the mat.\nThe mat sat on the cat.",
+        "wt": "",
+        "mutant": "",
+        "infill": "The cat ____ on the mat.",
+        "infill_pos": "",
+        "sample": "The cat sat on the mat.",
+        "positions": "2-4",
+        "a": 2,
+        "b": 3,
+    }
 
 
 def _guarded(fn):
@@ -57,12 +73,14 @@ def _guarded(fn):
         return gr.Error(str(e), title="error", print_exception=False)
 
     if inspect.isgeneratorfunction(fn):
+
         @functools.wraps(fn)
         def gen(*args, **kwargs):
             try:
                 yield from fn(*args, **kwargs)
             except MLMProbError as e:
                 raise shown(e) from None
+
         return gen
 
     @functools.wraps(fn)
@@ -71,6 +89,7 @@ def _guarded(fn):
             return fn(*args, **kwargs)
         except MLMProbError as e:
             raise shown(e) from None
+
     return plain
 
 
@@ -88,8 +107,9 @@ def saturation_styler(smap):
     df = pd.DataFrame(vals.round(2), columns=list(smap.sat.letters))
     df.insert(0, "residue", smap.row_labels())
     span = float(abs(vals).max()) or 1.0
-    return df.style.background_gradient(cmap="RdBu_r", vmin=-span, vmax=span,
-                                        subset=list(smap.sat.letters)).format(precision=2, subset=list(smap.sat.letters))
+    return df.style.background_gradient(cmap="RdBu_r", vmin=-span, vmax=span, subset=list(smap.sat.letters)).format(
+        precision=2, subset=list(smap.sat.letters)
+    )
 
 
 @dataclass(frozen=True)
@@ -108,22 +128,31 @@ def _tab_score(gr, c: _Ctx):
 
     def do_score(text, progress=gr.Progress()):
         progress(0, desc="scoring")
-        res = score_text(mlm, text, limits=limits,
-                         progress=lambda d, t: progress(d / t, desc=f"scored {d}/{t}"))
+        res = score_text(mlm, text, limits=limits, progress=lambda d, t: progress(d / t, desc=f"scored {d}/{t}"))
         with tempfile.NamedTemporaryFile("w", suffix=".csv", prefix="mlmprob-scores-", delete=False) as fh:
             fh.write(res.csv())
-        return _frame(res.table(), ["id", "tokens", "PLL", "PLL per token", "E_raw", "loglik",
-                                   "loglik per token"]), render.tokens_html(res), fh.name
+        return (
+            _frame(res.table(), ["id", "tokens", "PLL", "PLL per token", "E_raw", "loglik", "loglik per token"]),
+            render.tokens_html(res),
+            fh.name,
+        )
 
     with gr.Tab("Score"):
-        s_in = gr.Textbox(ex["score"], lines=4, label=f"sequences or sentences: one per line, or FASTA "
-                          f"(at most {limits.max_sequences})", elem_id="score-input")
+        s_in = gr.Textbox(
+            ex["score"],
+            lines=4,
+            label=f"sequences or sentences: one per line, or FASTA (at most {limits.max_sequences})",
+            elem_id="score-input",
+        )
         with gr.Row():
             s_go = gr.Button("Score", variant="primary", elem_id="score-run")
             s_stop = gr.Button("Stop")
-        s_table = gr.Dataframe(headers=["id", "tokens", "PLL", "PLL per token", "E_raw"],
-                               label="PLL = sum of log q(x_t | rest); E_raw = minus the sum of raw logits",
-                               interactive=False, elem_id="score-table")
+        s_table = gr.Dataframe(
+            headers=["id", "tokens", "PLL", "PLL per token", "E_raw"],
+            label="PLL = sum of log q(x_t | rest); E_raw = minus the sum of raw logits",
+            interactive=False,
+            elem_id="score-table",
+        )
         s_html = gr.HTML(elem_id="score-tokens")
         s_csv = gr.File(label="CSV", elem_id="score-csv")
         ev = s_go.click(_guarded(do_score), [s_in], [s_table, s_html, s_csv], api_name="score", **run)
@@ -138,15 +167,19 @@ def _tab_mutations(gr, c: _Ctx):
         progress(0, desc="saturation: one forward row per residue")
         smap = saturation_map(mlm, wt, limits=limits)
         state = {"wt": smap.wild_type, "rows": smap.row_labels(), "letters": list(smap.sat.letters)}
-        note = (f"{len(smap.wild_type)} residues x {len(smap.sat.letters)} substitutions by masked_marginals "
-                f"({smap.sat.n_forward} forward rows); red: more likely than the wild type. Click a cell.")
+        note = (
+            f"{len(smap.wild_type)} residues x {len(smap.sat.letters)} substitutions by masked_marginals "
+            f"({smap.sat.n_forward} forward rows); red: more likely than the wild type. Click a cell."
+        )
         return render.saturation_figure(smap), saturation_styler(smap), state, note
 
     def do_mutant(wt, mutant):
         ms = mutant_scores(mlm, wt, mutant, limits=limits)
         key = {m: ms.scores[m] for m in ("hcb", "pll_delta", "epistasis")}
-        head = (f"**{ms.mutant}** ({ms.n_sites} site{'s' if ms.n_sites > 1 else ''}): hcb {key['hcb']:.4f}, "
-                f"pll_delta {key['pll_delta']:.4f}, epistasis {key['epistasis']:.4f}")
+        head = (
+            f"**{ms.mutant}** ({ms.n_sites} site{'s' if ms.n_sites > 1 else ''}): hcb {key['hcb']:.4f}, "
+            f"pll_delta {key['pll_delta']:.4f}, epistasis {key['epistasis']:.4f}"
+        )
         return _frame(render.mutant_rows(ms), ["method", "score", "meaning"]), head
 
     def do_cell(state, evt: gr.SelectData):
@@ -169,15 +202,22 @@ def _tab_mutations(gr, c: _Ctx):
         m_note = gr.Markdown(elem_id="mut-note")
         m_plot = gr.Plot(label="overview", elem_id="mut-plot")
         m_state = gr.State(None)
-        m_heat = gr.Dataframe(label="masked_marginals: log q(mt) - log q(wt), the site masked (rows: residues)",
-                              interactive=False, max_height=420, elem_id="mut-heatmap")
+        m_heat = gr.Dataframe(
+            label="masked_marginals: log q(mt) - log q(wt), the site masked (rows: residues)",
+            interactive=False,
+            max_height=420,
+            elem_id="mut-heatmap",
+        )
         with gr.Row():
             m_mut = gr.Textbox(ex["mutant"], label="mutant, e.g. A23C or A23C:D45E (1-based)", elem_id="mut-mutant")
             m_score = gr.Button("Score mutant", elem_id="mut-score")
         m_head = gr.Markdown()
-        m_table = gr.Dataframe(headers=["method", "score", "meaning"],
-                               label="scores by every method (higher = more likely than the wild type)",
-                               interactive=False, elem_id="mut-table")
+        m_table = gr.Dataframe(
+            headers=["method", "score", "meaning"],
+            label="scores by every method (higher = more likely than the wild type)",
+            interactive=False,
+            elem_id="mut-table",
+        )
         ev = m_go.click(_guarded(do_saturate), [m_wt], [m_plot, m_heat, m_state, m_note], api_name="saturate", **run)
         m_stop.click(None, cancels=[ev])
         m_score.click(_guarded(do_mutant), [m_wt, m_mut], [m_table, m_head], api_name="mutant", **run)
@@ -190,28 +230,50 @@ def _tab_infill(gr, c: _Ctx):
 
     def do_infill(text, positions, beam, progress=gr.Progress()):
         progress(0, desc="beam search")
-        res = infill_compare(mlm, text, positions, beam_size=int(beam), limits=limits,
-                             progress=lambda d, t: progress(d / t, desc=f"beam {d}/{t}"))
+        res = infill_compare(
+            mlm,
+            text,
+            positions,
+            beam_size=int(beam),
+            limits=limits,
+            progress=lambda d, t: progress(d / t, desc=f"beam {d}/{t}"),
+        )
         heads = render.infill_headers()
-        return (_frame(render.infill_rows(res, "standard"), heads), _frame(render.infill_rows(res, "hcb"), heads),
-                render.infill_summary(res))
+        return (
+            _frame(render.infill_rows(res, "standard"), heads),
+            _frame(render.infill_rows(res, "hcb"), heads),
+            render.infill_summary(res),
+        )
 
     with gr.Tab("Infill"):
-        i_in = gr.Textbox(ex["infill"], lines=2, label="sequence with a gap: ____ (one _ per token) or [MASK]x5",
-                          elem_id="infill-input")
+        i_in = gr.Textbox(
+            ex["infill"],
+            lines=2,
+            label="sequence with a gap: ____ (one _ per token) or [MASK]x5",
+            elem_id="infill-input",
+        )
         with gr.Row():
-            i_pos = gr.Textbox(ex["infill_pos"], label="or the gap's positions in a complete sequence, "
-                               "e.g. 10-14, or a CDR: H1..H3, L1..L3 (IMGT, anarcism; then the native fill is known)", elem_id="infill-positions")
+            i_pos = gr.Textbox(
+                ex["infill_pos"],
+                label="or the gap's positions in a complete sequence, "
+                "e.g. 10-14, or a CDR: H1..H3, L1..L3 (IMGT, anarcism; then the native fill is known)",
+                elem_id="infill-positions",
+            )
             i_beam = gr.Slider(1, limits.max_beam, value=5, step=1, label="beam size")
         with gr.Row():
             i_go = gr.Button("Infill", variant="primary", elem_id="infill-run")
             i_stop = gr.Button("Stop")
         i_sum = gr.Markdown()
         with gr.Row():
-            i_std = gr.Dataframe(headers=render.infill_headers(), label="standard beam search", interactive=False,
-                                 elem_id="infill-standard")
-            i_hcb = gr.Dataframe(headers=render.infill_headers(), label="HCB beam search", interactive=False,
-                                 elem_id="infill-hcb")
+            i_std = gr.Dataframe(
+                headers=render.infill_headers(),
+                label="standard beam search",
+                interactive=False,
+                elem_id="infill-standard",
+            )
+            i_hcb = gr.Dataframe(
+                headers=render.infill_headers(), label="HCB beam search", interactive=False, elem_id="infill-hcb"
+            )
         ev = i_go.click(_guarded(do_infill), [i_in, i_pos, i_beam], [i_std, i_hcb, i_sum], api_name="infill", **run)
         i_stop.click(None, cancels=[ev])
 
@@ -220,31 +282,58 @@ def _tab_sample(gr, c: _Ctx):
     """The Sample tab: streamed Gibbs chains (endpoint ``sample``)."""
     mlm, limits, ex, run = c.mlm, c.limits, c.ex, c.run
 
-    def do_sample(text, positions, energy, epochs, chains, seed, init, method="mh", score="", steps=0,
-                  progress=gr.Progress()):
+    def do_sample(
+        text, positions, energy, epochs, chains, seed, init, method="mh", score="", steps=0, progress=gr.Progress()
+    ):
         epochs, every = int(epochs), max(1, int(epochs) // 25)
-        for snap in sample_steps(mlm, text, positions=positions, energy=energy, epochs=epochs, chains=int(chains),
-                                 seed=int(seed), init=init, method=method, score=score or None,
-                                 steps=int(steps or 0) or None, limits=limits):
+        for snap in sample_steps(
+            mlm,
+            text,
+            positions=positions,
+            energy=energy,
+            epochs=epochs,
+            chains=int(chains),
+            seed=int(seed),
+            init=init,
+            method=method,
+            score=score or None,
+            steps=int(steps or 0) or None,
+            limits=limits,
+        ):
             progress(snap.epoch / snap.epochs, desc=f"epoch {snap.epoch}/{snap.epochs}")
             if snap.done or snap.epoch % every == 0:
-                yield (render.sample_summary(snap), render.trace_figure(snap),
-                       _frame(render.sample_rows(snap), ["chain", f"E_{energy}", "sequence"]))
+                yield (
+                    render.sample_summary(snap),
+                    render.trace_figure(snap),
+                    _frame(render.sample_rows(snap), ["chain", f"E_{energy}", "sequence"]),
+                )
 
     with gr.Tab("Sample"):
-        p_in = gr.Textbox(ex["sample"], lines=2, label="start sequence (_ = masked, sampled too)",
-                          elem_id="sample-input")
+        p_in = gr.Textbox(
+            ex["sample"], lines=2, label="start sequence (_ = masked, sampled too)", elem_id="sample-input"
+        )
         with gr.Row():
-            p_pos = gr.Textbox(ex["positions"], label="free positions, e.g. 3,5,10-12, or a CDR: H1..H3, L1..L3 (IMGT, anarcism; empty: all)",
-                               elem_id="sample-positions")
+            p_pos = gr.Textbox(
+                ex["positions"],
+                label="free positions, e.g. 3,5,10-12, or a CDR: H1..H3, L1..L3 (IMGT, anarcism; empty: all)",
+                elem_id="sample-positions",
+            )
             p_energy = gr.Radio(["local", "raw"], value="local", label="target energy (E_local = -PLL, E_raw)")
             p_init = gr.Dropdown(["given", "greedy", "random"], value="given", label="start", elem_id="sample-init")
         with gr.Row():
-            p_method = gr.Dropdown(list(METHODS), value="mh", elem_id="sample-method",
-                                   label="method: mh / gibbs (MCMC on the energy), ancestral / speculative (exact "
-                                         "chain-rule draws), unmask / adaptive (parallel decoders)")
-            p_score = gr.Dropdown(["", "confidence", "margin", "entropy"], value="", elem_id="sample-score",
-                                  label="unmask / adaptive: which positions go first (empty: the method's default)")
+            p_method = gr.Dropdown(
+                list(METHODS),
+                value="mh",
+                elem_id="sample-method",
+                label="method: mh / gibbs (MCMC on the energy), ancestral / speculative (exact "
+                "chain-rule draws), unmask / adaptive (parallel decoders)",
+            )
+            p_score = gr.Dropdown(
+                ["", "confidence", "margin", "entropy"],
+                value="",
+                elem_id="sample-score",
+                label="unmask / adaptive: which positions go first (empty: the method's default)",
+            )
             p_steps = gr.Number(0, precision=0, label="unmask: steps per draw (0: the default)")
         with gr.Row():
             p_epochs = gr.Slider(1, limits.max_epochs, value=20, step=1, label="epochs (sweeps or draws)")
@@ -255,11 +344,16 @@ def _tab_sample(gr, c: _Ctx):
             p_stop = gr.Button("Stop", elem_id="sample-stop")
         p_sum = gr.Markdown(elem_id="sample-summary")
         p_plot = gr.Plot(label="energy trace", elem_id="sample-plot")
-        p_table = gr.Dataframe(headers=["chain", "E", "sequence"], label="current samples", interactive=False,
-                               elem_id="sample-table")
-        ev = p_go.click(_guarded(do_sample), [p_in, p_pos, p_energy, p_epochs, p_chains, p_seed, p_init, p_method,
-                                              p_score, p_steps],
-                        [p_sum, p_plot, p_table], api_name="sample", **run)
+        p_table = gr.Dataframe(
+            headers=["chain", "E", "sequence"], label="current samples", interactive=False, elem_id="sample-table"
+        )
+        ev = p_go.click(
+            _guarded(do_sample),
+            [p_in, p_pos, p_energy, p_epochs, p_chains, p_seed, p_init, p_method, p_score, p_steps],
+            [p_sum, p_plot, p_table],
+            api_name="sample",
+            **run,
+        )
         p_stop.click(None, cancels=[ev])
 
 
@@ -270,8 +364,11 @@ def _tab_pair(gr, c: _Ctx):
     def do_pair(text, a, b, top, progress=gr.Progress()):
         progress(0, desc="2K + 1 forward rows")
         pv = pair_view(mlm, text, int(a), int(b), top=int(top), limits=limits)
-        return render.pair_figure(pv), _frame(render.pair_rows(pv), ["joint", "A-KL", "G-KL", "mass shown"]), \
-            render.pair_summary(pv)
+        return (
+            render.pair_figure(pv),
+            _frame(render.pair_rows(pv), ["joint", "A-KL", "G-KL", "mass shown"]),
+            render.pair_summary(pv),
+        )
 
     with gr.Tab("Pair joint"):
         j_in = gr.Textbox(ex["sample"], lines=2, label="sequence", elem_id="pair-input")
@@ -284,11 +381,13 @@ def _tab_pair(gr, c: _Ctx):
             j_stop = gr.Button("Stop")
         j_sum = gr.Markdown()
         j_plot = gr.Plot(label="MLM, MRF, MRF-logit, HCB and AG joints", elem_id="pair-plot")
-        j_table = gr.Dataframe(headers=["joint", "A-KL", "G-KL", "mass shown"],
-                               label="distance of each joint's conditionals from the MLM's", interactive=False,
-                               elem_id="pair-table")
-        ev = j_go.click(_guarded(do_pair), [j_in, j_a, j_b, j_top], [j_plot, j_table, j_sum], api_name="pair",
-                        **run)
+        j_table = gr.Dataframe(
+            headers=["joint", "A-KL", "G-KL", "mass shown"],
+            label="distance of each joint's conditionals from the MLM's",
+            interactive=False,
+            elem_id="pair-table",
+        )
+        ev = j_go.click(_guarded(do_pair), [j_in, j_a, j_b, j_top], [j_plot, j_table, j_sum], api_name="pair", **run)
         j_stop.click(None, cancels=[ev])
 
 
@@ -299,11 +398,12 @@ def build_app(mlm, *, model_name: str | None = None, batch_tokens: int | None = 
 
     mlm = reader_of(mlm, batch_tokens)
     name = model_name or mlm.name
-    c = _Ctx(mlm=mlm, limits=limits, ex=_examples(mlm),
-             run=dict(concurrency_limit=1, concurrency_id="model"))
+    c = _Ctx(mlm=mlm, limits=limits, ex=_examples(mlm), run=dict(concurrency_limit=1, concurrency_id="model"))
     with gr.Blocks(title=f"mlmprob: {name}") as demo:
-        gr.Markdown(f"## mlmprob: looking inside a masked LM's joint\nModel **{name}**. Positions are 1-based "
-                    f"residue (or word) numbers, as in mutant strings. {limits.describe()}")
+        gr.Markdown(
+            f"## mlmprob: looking inside a masked LM's joint\nModel **{name}**. Positions are 1-based "
+            f"residue (or word) numbers, as in mutant strings. {limits.describe()}"
+        )
         for build_tab in (_tab_score, _tab_mutations, _tab_infill, _tab_sample, _tab_pair):
             build_tab(gr, c)
     demo.queue(default_concurrency_limit=1)
@@ -312,5 +412,12 @@ def build_app(mlm, *, model_name: str | None = None, batch_tokens: int | None = 
 
 def launch(demo, *, host: str = "127.0.0.1", port: int = 7860, share: bool = False, block: bool = True):
     """Serve ``demo`` on ``host:port`` (127.0.0.1 unless asked); ``share`` opens a public Gradio link."""
-    return demo.launch(server_name=host, server_port=port, share=share, prevent_thread_lock=not block,
-                       show_error=True, css=CSS, footer_links=["api"])
+    return demo.launch(
+        server_name=host,
+        server_port=port,
+        share=share,
+        prevent_thread_lock=not block,
+        show_error=True,
+        css=CSS,
+        footer_links=["api"],
+    )

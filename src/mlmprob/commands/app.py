@@ -24,13 +24,21 @@ def port_number(text: str) -> int:
 
 
 def register(sub) -> None:
-    p = sub.add_parser("app", help="a local web app (Gradio): scores, mutations, infilling, sampling, pair joints",
-                       description=__doc__, formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    p = sub.add_parser(
+        "app",
+        help="a local web app (Gradio): scores, mutations, infilling, sampling, pair joints",
+        description=__doc__,
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
     from .common import add_model_args
+
     add_model_args(p)
     p.add_argument("--port", type=port_number, default=7860, help="port to serve on")
-    p.add_argument("--host", default="127.0.0.1",
-                   help="address to bind (127.0.0.1: this machine only; 0.0.0.0 exposes the app to the network)")
+    p.add_argument(
+        "--host",
+        default="127.0.0.1",
+        help="address to bind (127.0.0.1: this machine only; 0.0.0.0 exposes the app to the network)",
+    )
     p.add_argument("--share", action="store_true", help="also open a public *.gradio.live link (off by default)")
     p.set_defaults(func=run)
 
@@ -46,8 +54,8 @@ def require_gradio():
 
 def run(args) -> int:
     require_gradio()  # before the model loads: a missing extra is reported at once
-    from .common import load_model_from_args
     from ..app.ui import build_app, launch
+    from .common import load_model_from_args
 
     mlm = load_model_from_args(args)
     demo = build_app(mlm, model_name=args.model, batch_tokens=args.batch_tokens)

@@ -11,17 +11,24 @@ from ..errors import MLMProbError
 
 
 def register(sub) -> None:
-    p = sub.add_parser("calibrate", help="fit the one-pass PLL correction of a model (for score --pll one-pass)",
-                       formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    p = sub.add_parser(
+        "calibrate",
+        help="fit the one-pass PLL correction of a model (for score --pll one-pass)",
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
     p.add_argument("input", help="calibration sequences (any format score reads), from the domain you will score")
     from .common import add_input_args, add_model_args
+
     add_input_args(p, ids=False)
     add_model_args(p)
     p.add_argument("--limit", type=positive_int, default=200, help="use the first N sequences")
     p.add_argument("--steps", type=positive_int, default=400, help="Adam steps of the fit")
     p.add_argument("--seed", type=nonnegative_int, default=0, help="seed of the held-out split and minibatches")
-    p.add_argument("--out", help="where to write the correction (.safetensors; a .json description beside it); "
-                                 "default: one_pass.safetensors in the model's folder, where it is found by itself")
+    p.add_argument(
+        "--out",
+        help="where to write the correction (.safetensors; a .json description beside it); "
+        "default: one_pass.safetensors in the model's folder, where it is found by itself",
+    )
     p.set_defaults(func=run)
 
 
@@ -41,19 +48,20 @@ def out_path(model: str, out: str | None) -> Path:
 def run(args) -> int:
     from itertools import islice
 
-    from .common import load_model_from_args
     from ..onepass import calibrate
     from ..runtime.inputs import iter_records
+    from .common import load_model_from_args
 
     path = out_path(args.model, args.out)
     recs = list(islice(iter_records(args.input, args.format, args.column, None), args.limit))
     if not recs:
         raise MLMProbError(f"no sequences found in {args.input}")
     if len(recs) < 2:
-        raise MLMProbError(f"calibrate needs at least 2 sequences (one is held out to measure the fit), got 1")
+        raise MLMProbError("calibrate needs at least 2 sequences (one is held out to measure the fit), got 1")
     mlm = load_model_from_args(args)
     seqs = [r.seq for r in recs]
     from ..data import encode_records
+
     for r in recs:  # name a record the tokenizer rejects before the long reads start
         encode_records(mlm, [r])
     done = [0]
@@ -62,10 +70,18 @@ def run(args) -> int:
         done[0] += k
         print(f"\r{done[0]}/{len(seqs)} calibration sequences read", end="", file=sys.stderr)
 
-    res = calibrate(mlm, seqs, steps=args.steps, seed=args.seed,
-                    source=f"{Path(args.input).name}: first {len(seqs)} sequences", progress=progress)
+    res = calibrate(
+        mlm,
+        seqs,
+        steps=args.steps,
+        seed=args.seed,
+        source=f"{Path(args.input).name}: first {len(seqs)} sequences",
+        progress=progress,
+    )
     print("", file=sys.stderr)
     path, meta = res.correction.save(path)
-    print(f"one-pass correction for {args.model}: held-out KL {res.heldout_kl_before:.4f} (unmasked) -> "
-          f"{res.heldout_kl_after:.4f} nats/position; {len(seqs)} sequences, {res.seconds:.0f} s -> {path} (+ {meta.name})")
+    print(
+        f"one-pass correction for {args.model}: held-out KL {res.heldout_kl_before:.4f} (unmasked) -> "
+        f"{res.heldout_kl_after:.4f} nats/position; {len(seqs)} sequences, {res.seconds:.0f} s -> {path} (+ {meta.name})"
+    )
     return 0

@@ -20,14 +20,22 @@ PROTEIN_SEQS = ["MKTAYIAKQRQISFVKSHFSRQ", "EVQLVESGGGLVQPGGSLRLSCAAS", "GSHMLE"]
 
 
 def register(sub) -> None:
-    p = sub.add_parser("check-model", help="check that mlmprob reads a model exactly (load-time probe and a "
-                                           "brute-force comparison on a few positions)",
-                       formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    p = sub.add_parser(
+        "check-model",
+        help="check that mlmprob reads a model exactly (load-time probe and a "
+        "brute-force comparison on a few positions)",
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
     from ..argtypes import positive_int
     from .common import add_allow_pickle_arg
+
     p.add_argument("path", help="built-in name, local Hugging Face directory, or hub id")
-    p.add_argument("--seq", action="append", default=None,
-                   help="a sequence to check on (repeatable; default: a few suited to the tokenizer)")
+    p.add_argument(
+        "--seq",
+        action="append",
+        default=None,
+        help="a sequence to check on (repeatable; default: a few suited to the tokenizer)",
+    )
     p.add_argument("--positions", type=positive_int, default=4, help="positions checked per sequence")
     p.add_argument("--device", default="cpu", help="torch device")
     p.add_argument("--dtype", default="float32", help="dtype (the check is exact in float32)")
@@ -72,15 +80,17 @@ def compare(mlm, seqs: list[str], k: int) -> list[tuple[str, float]]:
     cond, _ = site_logits(mlm, ids, select)
     d_scores = d_cond = 0.0
     for b, t in select.nonzero().tolist():
-        x = ids[b:b + 1, : int(enc.lengths[b])].clone()
+        x = ids[b : b + 1, : int(enc.lengths[b])].clone()
         target = int(x[0, t])
         x[0, t] = mlm.mask_id
         want = plain_logits(inner, x)[t].double().log_softmax(-1)
         d_scores = max(d_scores, abs(float(scores[b, t]) - float(want[target])))
         d_cond = max(d_cond, float((cond[b, t].double().log_softmax(-1) - want).abs().max()))
     where = f"{int(select.sum())} positions of {len(seqs)} sequences in one padded batch"
-    return [(f"token log-probabilities (pll, loglik) vs brute force, {where}", d_scores),
-            (f"sampler conditionals vs brute force, {where}", d_cond)]
+    return [
+        (f"token log-probabilities (pll, loglik) vs brute force, {where}", d_scores),
+        (f"sampler conditionals vs brute force, {where}", d_cond),
+    ]
 
 
 def _check_lengths(lengths: list[int], limit: int | None) -> None:
@@ -93,10 +103,13 @@ def _check_lengths(lengths: list[int], limit: int | None) -> None:
     mlmprob.errors.MLMProbError: sequence 2 has 202 tokens, more than the model's 160 positions; check-model reads each sequence whole: give a shorter --seq
     """
     from ..errors import MLMProbError
+
     for i, n in enumerate(lengths):
         if limit is not None and n > limit:
-            raise MLMProbError(f"sequence {i + 1} has {n} tokens, more than the model's {limit} positions; "
-                               "check-model reads each sequence whole: give a shorter --seq")
+            raise MLMProbError(
+                f"sequence {i + 1} has {n} tokens, more than the model's {limit} positions; "
+                "check-model reads each sequence whole: give a shorter --seq"
+            )
 
 
 def default_seqs(mlm, seqs: list[str]) -> list[str]:
@@ -125,8 +138,10 @@ def run(args) -> int:
     inner, res = r.core, r.probe
     arch, tol = architecture(inner), tolerance(inner)
     forward = "mlmprob's fused forward" if r.fused else "transformers' forward"
-    print(f"mlmprob check-model {args.path}: {arch}, {forward}, {inner.dtype} on {inner.device} "
-          f"(agreement within {tol:g})")
+    print(
+        f"mlmprob check-model {args.path}: {arch}, {forward}, {inner.dtype} on {inner.device} "
+        f"(agreement within {tol:g})"
+    )
     if res is not None:
         pad = "no padding id" if res.padding is None else f"padding changes a row by {res.padding:.2g}"
         print(f"  load-time probe: head shortcut vs full forward {res.head:.2g}; {pad}")

@@ -24,8 +24,12 @@ def add_input_args(p, *, of: str = "", ids: bool = True) -> None:
 
 def add_dedupe_arg(p) -> None:
     """``--dedupe``: drop records whose id repeats an earlier one (a repeated id is an error without it)."""
-    p.add_argument("--dedupe", action="store_true", help="keep the first of records sharing an id and drop the "
-                   "others, with a warning (without it a repeated id is an error: results and --resume are keyed by id)")
+    p.add_argument(
+        "--dedupe",
+        action="store_true",
+        help="keep the first of records sharing an id and drop the "
+        "others, with a warning (without it a repeated id is an error: results and --resume are keyed by id)",
+    )
 
 
 def spool_args_input(args, attr: str = "input") -> str | None:
@@ -56,17 +60,27 @@ def add_model_args(p: argparse.ArgumentParser, default: str = defaults.MODEL, wh
             raise ValueError(f"--model default {default!r} differs from mlmprob.defaults.MODEL: give the reason")
         model_help += f" (default {default}, not {defaults.MODEL}: {why})"
     p.add_argument("--model", default=default, help=model_help)
-    p.add_argument("--device", default=defaults.DEVICE,
-                   help="torch device: auto (CUDA, else MPS, else CPU), cpu, cuda, cuda:1, mps")
-    p.add_argument("--dtype", default=defaults.default_dtype_spec(),
-                   help=f"{defaults.DTYPE_WEIGHTS} (the weights' own dtype: float32 for the built-in models, the "
-                        "checkpoint's for others, float32 for a half-precision checkpoint on a CPU; the same numbers "
-                        "on every machine), auto (faster, less exact: bf16 on CUDA/bf16-capable CPUs, fp16 on older "
-                        "GPUs, else float32), float32, bfloat16, float16, or int8 (linear layers in int8, x86 CPUs); "
-                        f"${defaults.DTYPE_ENV} sets the default (load_mlm's default is {defaults.DTYPE})")
-    p.add_argument("--batch-tokens", type=positive_int, default=None,
-                   help="token budget of one forward sub-batch (default: from the device's free memory on GPUs, "
-                        f"{defaults.BATCH_TOKENS} on CPUs; lower it if memory runs out)")
+    p.add_argument(
+        "--device",
+        default=defaults.DEVICE,
+        help="torch device: auto (CUDA, else MPS, else CPU), cpu, cuda, cuda:1, mps",
+    )
+    p.add_argument(
+        "--dtype",
+        default=defaults.default_dtype_spec(),
+        help=f"{defaults.DTYPE_WEIGHTS} (the weights' own dtype: float32 for the built-in models, the "
+        "checkpoint's for others, float32 for a half-precision checkpoint on a CPU; the same numbers "
+        "on every machine), auto (faster, less exact: bf16 on CUDA/bf16-capable CPUs, fp16 on older "
+        "GPUs, else float32), float32, bfloat16, float16, or int8 (linear layers in int8, x86 CPUs); "
+        f"${defaults.DTYPE_ENV} sets the default (load_mlm's default is {defaults.DTYPE})",
+    )
+    p.add_argument(
+        "--batch-tokens",
+        type=positive_int,
+        default=None,
+        help="token budget of one forward sub-batch (default: from the device's free memory on GPUs, "
+        f"{defaults.BATCH_TOKENS} on CPUs; lower it if memory runs out)",
+    )
     add_allow_pickle_arg(p)
 
 
@@ -74,22 +88,35 @@ def add_runtime_args(p: argparse.ArgumentParser) -> None:
     """Streaming, sharding, resume and parallelism: the options of every command that loops over units."""
     g = p.add_argument_group("scale")
     g.add_argument("--resume", action="store_true", help="continue --out: skip units already there, then append")
-    g.add_argument("--shard", metavar="I/N", help="process only shard I of N (1-based; record k goes to shard k mod N + 1)")
+    g.add_argument(
+        "--shard", metavar="I/N", help="process only shard I of N (1-based; record k goes to shard k mod N + 1)"
+    )
     g.add_argument("--workers", type=positive_int, default=None, help="N CPU worker processes, one model each")
     g.add_argument("--devices", help="comma-separated devices, one worker process each, e.g. cuda:0,cuda:1")
-    g.add_argument("--engine", choices=("local", "ray"), default="local",
-                   help="local processes, or Ray actors (pip install 'mlmprob[ray]')")
+    g.add_argument(
+        "--engine",
+        choices=("local", "ray"),
+        default="local",
+        help="local processes, or Ray actors (pip install 'mlmprob[ray]')",
+    )
     g.add_argument("--ray-address", default=None, help="Ray cluster address (default: start a local Ray instance)")
-    g.add_argument("--part-rows", type=positive_int, default=defaults.PART_ROWS,
-                   help="rows per committed Parquet part (a killed run loses at most the part in flight)")
+    g.add_argument(
+        "--part-rows",
+        type=positive_int,
+        default=defaults.PART_ROWS,
+        help="rows per committed Parquet part (a killed run loses at most the part in flight)",
+    )
     g.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
 
 
 def add_allow_pickle_arg(p: argparse.ArgumentParser) -> None:
     """``--allow-pickle``: the opt-in for a local model folder whose weights exist only as a pickle."""
-    p.add_argument("--allow-pickle", action="store_true",
-                   help="allow a local model folder whose weights are only a pickle (pytorch_model.bin); "
-                        "it is still read with torch.load(weights_only=True), which runs no code")
+    p.add_argument(
+        "--allow-pickle",
+        action="store_true",
+        help="allow a local model folder whose weights are only a pickle (pytorch_model.bin); "
+        "it is still read with torch.load(weights_only=True), which runs no code",
+    )
 
 
 def load_model_from_args(args):

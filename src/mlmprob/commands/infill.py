@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 
 from ..argtypes import positive_int
 from ..errors import MLMProbError
@@ -25,40 +24,93 @@ from ..jsonl import dumps
 
 __all__ = ["register", "run"]
 
-TSV_FIELDS = ("id", "record", "gap", "length", "positions", "token_indices", "method", "order", "beam_size", "pivot",
-              "fills", "scores", "tokens")
-_STREAM_ONLY = (("out", None), ("resume", False), ("shard", None), ("workers", None), ("devices", None),
-                ("engine", "local"), ("ray_address", None), ("skip_invalid", False), ("column", None),
-                ("id_column", None), ("format", "auto"), ("gaps", "joint"), ("dedupe", False))
+TSV_FIELDS = (
+    "id",
+    "record",
+    "gap",
+    "length",
+    "positions",
+    "token_indices",
+    "method",
+    "order",
+    "beam_size",
+    "pivot",
+    "fills",
+    "scores",
+    "tokens",
+)
+_STREAM_ONLY = (
+    ("out", None),
+    ("resume", False),
+    ("shard", None),
+    ("workers", None),
+    ("devices", None),
+    ("engine", "local"),
+    ("ray_address", None),
+    ("skip_invalid", False),
+    ("column", None),
+    ("id_column", None),
+    ("format", "auto"),
+    ("gaps", "joint"),
+    ("dedupe", False),
+)
 
 
 def register(sub) -> None:
-    p = sub.add_parser("infill", help="fill gaps of known length (standard or HCB beam search), one or a file",
-                       description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = sub.add_parser(
+        "infill",
+        help="fill gaps of known length (standard or HCB beam search), one or a file",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     p.add_argument("sequence", nargs="?", help="one sequence with a gap, e.g. EVQLV[MASK]x5GGLVQ or EVQLV_____GGLVQ")
-    p.add_argument("--input", "-i", help="file of sequences with gaps: text (one per line), FASTA, CSV/TSV, JSONL or "
-                                         "Parquet, optionally .gz (instead of SEQUENCE)")
+    p.add_argument(
+        "--input",
+        "-i",
+        help="file of sequences with gaps: text (one per line), FASTA, CSV/TSV, JSONL or "
+        "Parquet, optionally .gz (instead of SEQUENCE)",
+    )
     from .common import add_input_args, add_model_args, add_runtime_args
+
     add_input_args(p, of="--input")
     from .common import add_dedupe_arg
+
     add_dedupe_arg(p)
     add_model_args(p)
-    p.add_argument("--method", default="hcb", choices=["hcb", "standard"], help="beam search score (default hcb): standard scores a fill by its log-probability "
-                   "(nats, <= 0), hcb by its log-ratio to the pivot (nats, not a probability)")
-    p.add_argument("--order", default="l2r", choices=["l2r", "best"],
-                   help="left to right, or best to worst (most confident position first); default l2r")
-    p.add_argument("--beam-size", "-k", type=positive_int, default=5,
-                   help="beam size = number of fills kept (default 5)")
+    p.add_argument(
+        "--method",
+        default="hcb",
+        choices=["hcb", "standard"],
+        help="beam search score (default hcb): standard scores a fill by its log-probability "
+        "(nats, <= 0), hcb by its log-ratio to the pivot (nats, not a probability)",
+    )
+    p.add_argument(
+        "--order",
+        default="l2r",
+        choices=["l2r", "best"],
+        help="left to right, or best to worst (most confident position first); default l2r",
+    )
+    p.add_argument(
+        "--beam-size", "-k", type=positive_int, default=5, help="beam size = number of fills kept (default 5)"
+    )
     p.add_argument("--pivot", help="HCB pivot token or id (default: the mask token)")
-    p.add_argument("--gaps", default="joint", choices=GAP_MODES,
-                   help="--input: all masked tokens of a record are one gap (joint, id = record id) or each "
-                        "contiguous gap is its own unit (each, id = RECORD/gapK); default joint")
+    p.add_argument(
+        "--gaps",
+        default="joint",
+        choices=GAP_MODES,
+        help="--input: all masked tokens of a record are one gap (joint, id = record id) or each "
+        "contiguous gap is its own unit (each, id = RECORD/gapK); default joint",
+    )
     from .regions import add_cdr_args
+
     add_cdr_args(p, "the gap is this region of a complete sequence (filled with as many residues)")
     p.add_argument("--json", action="store_true", help="print one JSON object instead of a table (one SEQUENCE)")
     p.add_argument("--out", "-o", help="--input: output file, .jsonl, .tsv or .parquet (default: JSONL on stdout)")
-    p.add_argument("--skip-invalid", action="store_true",
-                   help="--input: skip records without a valid gap (or that the tokenizer rejects), with a warning")
+    p.add_argument(
+        "--skip-invalid",
+        action="store_true",
+        help="--input: skip records without a valid gap (or that the tokenizer rejects), with a warning",
+    )
     add_runtime_args(p)
     p.set_defaults(func=run)
 
@@ -66,10 +118,11 @@ def register(sub) -> None:
 def run(args) -> int:
     from ..infill.spec import InfillSpec
 
-    spec = InfillSpec.from_args(args)     # --method, --order, --beam-size, --pivot
+    spec = InfillSpec.from_args(args)  # --method, --order, --beam-size, --pivot
     if (args.sequence is None) == (args.input is None):
         raise MLMProbError("give one SEQUENCE or --input FILE" + (", not both" if args.input else ""))
     from .regions import resolve_cdr
+
     args.region = resolve_cdr(args)
     if args.region and args.gaps != "joint":
         raise MLMProbError("--cdr makes one gap per record; leave out --gaps each")
@@ -86,12 +139,12 @@ def run(args) -> int:
 def _run_one(args, spec) -> int:
     import torch
 
-    from .common import load_model_from_args
     from ..infill import infill
     from ..infill.beam import score_meaning
     from ..infill.stream import expand_gaps
     from ..infill.stream import mask_text as _mask_text
     from ..positions import token_numbers
+    from .common import load_model_from_args
 
     mlm = load_model_from_args(args)
     native = None
@@ -109,16 +162,34 @@ def _run_one(args, spec) -> int:
     for rank, c in enumerate(cands, start=1):
         full = ids[0].clone()
         full[positions] = torch.tensor(c.tokens)
-        rows.append({"rank": rank, "fill": mlm.decode(list(c.tokens)), "score": c.score,
-                     "tokens": list(c.tokens), "sequence": mlm.decode(full)})
+        rows.append(
+            {
+                "rank": rank,
+                "fill": mlm.decode(list(c.tokens)),
+                "score": c.score,
+                "tokens": list(c.tokens),
+                "sequence": mlm.decode(full),
+            }
+        )
     if args.json:
-        print(dumps({"model": args.model, **spec.settings(),
-                          "positions": numbers, "token_indices": positions.tolist(), "candidates": rows,
-                          **({"cdr": args.cdr, "numbering": args.numbering, "native": native} if native else {})}))
+        print(
+            dumps(
+                {
+                    "model": args.model,
+                    **spec.settings(),
+                    "positions": numbers,
+                    "token_indices": positions.tolist(),
+                    "candidates": rows,
+                    **({"cdr": args.cdr, "numbering": args.numbering, "native": native} if native else {}),
+                }
+            )
+        )
         return 0
-    print(f"# {args.model}  method={spec.method}  order={spec.order}  beam={spec.beam_size}  "
-          f"gap={len(positions)} tokens at positions {numbers} (1-based)"
-          + (f"  CDR-{args.cdr} ({args.numbering}) native={native}" if native else ""))
+    print(
+        f"# {args.model}  method={spec.method}  order={spec.order}  beam={spec.beam_size}  "
+        f"gap={len(positions)} tokens at positions {numbers} (1-based)"
+        + (f"  CDR-{args.cdr} ({args.numbering}) native={native}" if native else "")
+    )
     print(f"# score: {score_meaning(spec.method, spec.pivot)}")
     width = max(4, *(len(r["fill"]) for r in rows))
     print(f"{'rank':>4}  {'fill':<{width}}  {'score':>10}  sequence")
@@ -144,19 +215,50 @@ def _run_stream(args, spec) -> int:
         records = unique(iter_records(args.input, args.format, args.column, args.id_column))
         return region_units(records, args.region) if args.region else iter_gap_units(records, args.gaps)
 
-    config = {"command": "infill", "model": args.model, "input": source, "positions_base": 1,
-              "format": args.format, "column": args.column, "id_column": args.id_column, "gaps": args.gaps,
-              **spec.settings(), **({"dedupe": True} if args.dedupe else {}), **cdr_config(args.region)}
-    job = InfillJob(model=args.model, dtype=args.dtype, allow_pickle=args.allow_pickle, spec=spec,
-                    batch_tokens=args.batch_tokens, skip_invalid=args.skip_invalid)
-    done = run_command(StreamCommand(job, units, config, fields=TSV_FIELDS, input=args.input,
-                                     empty=f"no sequences found in {given}", unit_name="gap", chunk_size=4,
-                                     skip_label=""), opts)
+    config = {
+        "command": "infill",
+        "model": args.model,
+        "input": source,
+        "positions_base": 1,
+        "format": args.format,
+        "column": args.column,
+        "id_column": args.id_column,
+        "gaps": args.gaps,
+        **spec.settings(),
+        **({"dedupe": True} if args.dedupe else {}),
+        **cdr_config(args.region),
+    }
+    job = InfillJob(
+        model=args.model,
+        dtype=args.dtype,
+        allow_pickle=args.allow_pickle,
+        spec=spec,
+        batch_tokens=args.batch_tokens,
+        skip_invalid=args.skip_invalid,
+    )
+    done = run_command(
+        StreamCommand(
+            job,
+            units,
+            config,
+            fields=TSV_FIELDS,
+            input=args.input,
+            empty=f"no sequences found in {given}",
+            unit_name="gap",
+            chunk_size=4,
+            skip_label="",
+        ),
+        opts,
+    )
     if unique.warning():
         print(unique.warning(), file=sys.stderr)
-    print(f"filled {done.written} gaps with {args.model} on {done.ran_on}" + (f" -> {args.out}" if args.out else "")
-          + (f" ({done.already} already there)" if done.already else "")
-          + (f" (shard {opts.shard})" if not opts.shard.is_whole else ""), file=sys.stderr)
+    print(
+        f"filled {done.written} gaps with {args.model} on {done.ran_on}"
+        + (f" -> {args.out}" if args.out else "")
+        + (f" ({done.already} already there)" if done.already else "")
+        + (f" (shard {opts.shard})" if not opts.shard.is_whole else ""),
+        file=sys.stderr,
+    )
     return 0
 
 
@@ -169,7 +271,7 @@ def _region_gap(text: str, region: tuple[str, str]) -> tuple[str, str]:
         raise MLMProbError(f"--cdr {region[0]} makes the CDR the gap: give a complete sequence, without ____ or [MASK]")
     residues = "".join(text.split())
     span = cdr_span(residues, *region)
-    return mask_residues(text, span), residues[span[0]:span[1]]
+    return mask_residues(text, span), residues[span[0] : span[1]]
 
 
 def region_units(records, region: tuple[str, str]):
@@ -192,6 +294,8 @@ def expected_ids(config: dict, limit: int | None = None):
     from ..infill.stream import iter_gap_units
     from ..runtime.inputs import iter_records, unique_ids
 
-    records = unique_ids(iter_records(config["input"], config.get("format", "auto"), config.get("column"),
-                                      config.get("id_column")), config.get("dedupe", False))
+    records = unique_ids(
+        iter_records(config["input"], config.get("format", "auto"), config.get("column"), config.get("id_column")),
+        config.get("dedupe", False),
+    )
     return (u.id for u in iter_gap_units(records, config.get("gaps", "joint")))

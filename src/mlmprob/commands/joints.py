@@ -14,36 +14,60 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ..errors import MLMProbError
 from ..argtypes import nonnegative_int, positive_float, positive_int
+from ..errors import MLMProbError
 from ..joints.spec import SCHEMES, JointsSpec
 from ..runtime.inputs import FORMATS
 
 
 def register(subparsers) -> argparse.ArgumentParser:
     p = subparsers.add_parser(
-        "joints", help="pairwise joints from an MLM (Torroba Hennigen & Kim 2023): Table 1 and App. E",
+        "joints",
+        help="pairwise joints from an MLM (Torroba Hennigen & Kim 2023): Table 1 and App. E",
         description="Random and contiguous pairs over a data set; for each pair the MLM, MRF-logit, MRF, HCB and AG "
-                    "joints and their U-PPL, P-PPL, A-KL, G-KL. Writes OUT/pairs.jsonl, OUT/report.md, "
-                    "OUT/summary.json and OUT/distance.png. " + __doc__.split("\n\n", 1)[1].replace("``", ""))
+        "joints and their U-PPL, P-PPL, A-KL, G-KL. Writes OUT/pairs.jsonl, OUT/report.md, "
+        "OUT/summary.json and OUT/distance.png. " + __doc__.split("\n\n", 1)[1].replace("``", ""),
+    )
     from .common import add_model_args, add_runtime_args
+
     add_model_args(p)
     p.add_argument("--data", help="sequences: text (one per line), FASTA, CSV/TSV, JSONL or Parquet, optionally .gz")
     p.add_argument("--format", default="auto", choices=FORMATS, help="--data format (default auto: by the suffix)")
     p.add_argument("--column", help="sequence column of a CSV/TSV file (default HC) or key of JSONL/Parquet records")
     p.add_argument("--out", required=True, help="output folder")
     p.add_argument("--n-pairs", type=positive_int, default=500, help="pairs per scheme (default 500)")
-    p.add_argument("--schemes", nargs="+", choices=SCHEMES, default=list(SCHEMES),
-                   help="pair schemes: random positions, or contiguous (adjacent) positions (default: both)")
+    p.add_argument(
+        "--schemes",
+        nargs="+",
+        choices=SCHEMES,
+        default=list(SCHEMES),
+        help="pair schemes: random positions, or contiguous (adjacent) positions (default: both)",
+    )
     p.add_argument("--seed", type=nonnegative_int, default=0, help="seed of the pair sampling (default 0)")
-    p.add_argument("--top-k", type=positive_int, default=None,
-                   help="approximation: restrict the candidate vocabulary to the k most probable ids (both masked)")
-    p.add_argument("--pivot", choices=("mode", "mask"), default="mode", help="HCB pivot (default: mode of the MLM joint)")
-    p.add_argument("--ag-steps", type=positive_int, default=None, help="fixed AG steps (the paper: 50); default: to convergence")
-    p.add_argument("--ag-tol", type=positive_float, default=1e-10, help="AG convergence: total-variation change per step")
-    p.add_argument("--ag-max-steps", type=positive_int, default=5000,
-                   help="cap on AG steps when running to convergence (default 5000)")
-    p.add_argument("--max-sequences", type=positive_int, default=None, help="use only the first N sequences of the data")
+    p.add_argument(
+        "--top-k",
+        type=positive_int,
+        default=None,
+        help="approximation: restrict the candidate vocabulary to the k most probable ids (both masked)",
+    )
+    p.add_argument(
+        "--pivot", choices=("mode", "mask"), default="mode", help="HCB pivot (default: mode of the MLM joint)"
+    )
+    p.add_argument(
+        "--ag-steps", type=positive_int, default=None, help="fixed AG steps (the paper: 50); default: to convergence"
+    )
+    p.add_argument(
+        "--ag-tol", type=positive_float, default=1e-10, help="AG convergence: total-variation change per step"
+    )
+    p.add_argument(
+        "--ag-max-steps",
+        type=positive_int,
+        default=5000,
+        help="cap on AG steps when running to convergence (default 5000)",
+    )
+    p.add_argument(
+        "--max-sequences", type=positive_int, default=None, help="use only the first N sequences of the data"
+    )
     p.add_argument("--report-only", action="store_true", help="only rebuild the report from OUT/pairs.jsonl")
     p.add_argument("--quiet", action="store_true", help="no progress bar and no summary line on stderr")
     add_runtime_args(p)
@@ -54,7 +78,8 @@ def register(subparsers) -> argparse.ArgumentParser:
 def run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from ..joints.job import RECORDS_FILE, load_records, run_joints, write_report
+    from ..joints.job import RECORDS_FILE, load_records, run_joints
+    from ..joints.report import write_report
     from ..runtime.command import RunOptions
 
     if args.report_only:
@@ -72,23 +97,39 @@ def run(args: argparse.Namespace) -> int:
 
     opts = RunOptions.from_args(args)
     shard = opts.shard
-    path, args.format = spool_input(args.data, args.format)   # stdin or a pipe: read once, here
+    path, args.format = spool_input(args.data, args.format)  # stdin or a pipe: read once, here
     data_path = None if str(path) == str(args.data) else str(path)
-    config = JointsSpec.from_args(args)      # --model, --data, --column, --format, --schemes, --n-pairs, ...
+    config = JointsSpec.from_args(args)  # --model, --data, --column, --format, --schemes, --n-pairs, ...
     new = [0]
 
     def count(rec: dict) -> None:
         new[0] += 1
 
-    records = run_joints(None, config, args.out, batch_tokens=args.batch_tokens, progress=count, shard=shard,
-                         allow_pickle=args.allow_pickle, devices=opts.devices, dtype=args.dtype, engine=opts.engine,
-                         ray_address=opts.ray_address, show_progress=opts.progress and not args.quiet,
-                         data_path=data_path)
+    records = run_joints(
+        None,
+        config,
+        args.out,
+        batch_tokens=args.batch_tokens,
+        progress=count,
+        shard=shard,
+        allow_pickle=args.allow_pickle,
+        devices=opts.devices,
+        dtype=args.dtype,
+        engine=opts.engine,
+        ray_address=opts.ray_address,
+        show_progress=opts.progress and not args.quiet,
+        data_path=data_path,
+    )
     total = shard.size(len(config.schemes) * config.n_pairs)
     if not args.quiet:
-        print(f"{new[0]} new pairs, {len(records)}/{total} in {args.out}"
-              + (f" (shard {shard})" if not shard.is_whole else ""), file=sys.stderr)
-    title = f"Pairwise joints: {args.model} on {Path(args.data).name}" + (f" (shard {shard})" if not shard.is_whole else "")
+        print(
+            f"{new[0]} new pairs, {len(records)}/{total} in {args.out}"
+            + (f" (shard {shard})" if not shard.is_whole else ""),
+            file=sys.stderr,
+        )
+    title = f"Pairwise joints: {args.model} on {Path(args.data).name}" + (
+        f" (shard {shard})" if not shard.is_whole else ""
+    )
     paths = write_report(records, args.out, title)
     print(paths["report"].read_text())
     print(f"plot: {paths['plot']}")

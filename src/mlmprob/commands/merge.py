@@ -11,17 +11,24 @@ import sys
 
 
 def register(sub) -> None:
-    p = sub.add_parser("merge", help="join shard outputs (JSONL/TSV/Parquet); fails on missing or duplicate ids",
-                       description=__doc__)
+    p = sub.add_parser(
+        "merge", help="join shard outputs (JSONL/TSV/Parquet); fails on missing or duplicate ids", description=__doc__
+    )
     p.add_argument("parts", nargs="+", help="the shard outputs (their .meta.json files are read beside them)")
     p.add_argument("--out", "-o", required=True, help="merged output: .jsonl, .tsv or .parquet")
-    p.add_argument("--no-input-check", action="store_true",
-                   help="do not re-read the input named in the parts' metadata to find ids missing from every part "
-                        "(the parts' row counts, completion and identities are still checked)")
-    p.add_argument("--no-meta-check", action="store_true",
-                   help="merge parts that have no PART.meta.json (not written by mlmprob, or their metadata removed): "
-                        "their run, shard, precision, input, row count and completion are then NOT checked; without "
-                        "it such a part is refused")
+    p.add_argument(
+        "--no-input-check",
+        action="store_true",
+        help="do not re-read the input named in the parts' metadata to find ids missing from every part "
+        "(the parts' row counts, completion and identities are still checked)",
+    )
+    p.add_argument(
+        "--no-meta-check",
+        action="store_true",
+        help="merge parts that have no PART.meta.json (not written by mlmprob, or their metadata removed): "
+        "their run, shard, precision, input, row count and completion are then NOT checked; without "
+        "it such a part is refused",
+    )
     p.set_defaults(func=run)
 
 
@@ -33,7 +40,7 @@ def _input_ids(config: dict, limit: int | None):
     name = config.get("command")
     source = config.get("input")
     if source and not _rereadable(source):
-        return None     # standard input or a pipe: gone; the parts' identities stand in (never merge's own stdin)
+        return None  # standard input or a pipe: gone; the parts' identities stand in (never merge's own stdin)
     # ids follow from an input file, from --seq sequences, (variants --saturate) from the wild type alone,
     # or (joints) from the schemes and the pairs per scheme
     if not name or not (config.get("input") or config.get("seqs") or config.get("saturate") or name == "joints"):
@@ -51,8 +58,12 @@ def _rereadable(source: str) -> bool:
     standard input as ``-`` and a pipe by its name, e.g. ``/dev/fd/63``)."""
     import os
 
-    return source != "-" and os.path.isabs(source) and not source.startswith(("/dev/", "/proc/")) \
+    return (
+        source != "-"
+        and os.path.isabs(source)
+        and not source.startswith(("/dev/", "/proc/"))
         and os.path.isfile(source)
+    )
 
 
 def run(args) -> int:
@@ -62,10 +73,16 @@ def run(args) -> int:
     from ..runtime.writers import meta_path
 
     unchecked = [p for p in args.parts if not meta_path(Path(p)).exists()] if args.no_meta_check else []
-    n = merge_parts(args.out, args.parts, expected_ids=None if args.no_input_check else _input_ids,
-                    require_meta=not args.no_meta_check)
+    n = merge_parts(
+        args.out,
+        args.parts,
+        expected_ids=None if args.no_input_check else _input_ids,
+        require_meta=not args.no_meta_check,
+    )
     if unchecked:
-        print(f"warning: {len(unchecked)} part(s) merged without metadata, unchecked: {', '.join(unchecked)}",
-              file=sys.stderr)
+        print(
+            f"warning: {len(unchecked)} part(s) merged without metadata, unchecked: {', '.join(unchecked)}",
+            file=sys.stderr,
+        )
     print(f"merged {n} rows from {len(args.parts)} part(s) -> {args.out}", file=sys.stderr)
     return 0

@@ -19,12 +19,20 @@ def cdr_arg(text: str) -> str:
 
 def add_cdr_args(group, what: str) -> None:
     """``--cdr`` and ``--numbering``; ``what``: what the region does."""
-    group.add_argument("--cdr", type=cdr_arg, metavar="{" + ",".join(CDRS) + "}",
-                       help=f"{what}: this CDR of the antibody chain, found by numbering it with anarcism "
-                            "(an scFv gives heavy CDRs from its VH, light ones from its VL)")
-    group.add_argument("--numbering", choices=SCHEMES, default=None,
-                       help="CDR definition of --cdr (default imgt): imgt for all six; kabat for H3 only "
-                            "(Kabat H95-H102 = IMGT 107-117). anarcism numbers in IMGT, so no Chothia")
+    group.add_argument(
+        "--cdr",
+        type=cdr_arg,
+        metavar="{" + ",".join(CDRS) + "}",
+        help=f"{what}: this CDR of the antibody chain, found by numbering it with anarcism "
+        "(an scFv gives heavy CDRs from its VH, light ones from its VL)",
+    )
+    group.add_argument(
+        "--numbering",
+        choices=SCHEMES,
+        default=None,
+        help="CDR definition of --cdr (default imgt): imgt for all six; kabat for H3 only "
+        "(Kabat H95-H102 = IMGT 107-117). anarcism numbers in IMGT, so no Chothia",
+    )
 
 
 def resolve_cdr(args) -> tuple[str, str] | None:

@@ -27,10 +27,14 @@ from .decoder_args import add_decoder_args, check_decoder_options, decoder_summa
 
 STREAM_SUFFIXES = (".jsonl", ".tsv", ".parquet")
 # options of the MCMC samplers and their defaults: with --method ancestral/speculative only the defaults are accepted
-MCMC_ONLY = {"block_size": ("--block-size", 1), "target_temperature": ("--target-temperature", 1.0),
-             "anneal": ("--anneal", 0.0), "temperature_floor": ("--temperature-floor", 0.05),
-             "init": ("--init", "given")}
-BURN_IN = {"mh": 5, "gibbs": 5}   # --burn-in's default per method: 0 for every exact-draw method
+MCMC_ONLY = {
+    "block_size": ("--block-size", 1),
+    "target_temperature": ("--target-temperature", 1.0),
+    "anneal": ("--anneal", 0.0),
+    "temperature_floor": ("--temperature-floor", 0.05),
+    "init": ("--init", "given"),
+}
+BURN_IN = {"mh": 5, "gibbs": 5}  # --burn-in's default per method: 0 for every exact-draw method
 
 
 def _block_size(text: str):
@@ -40,8 +44,9 @@ def _block_size(text: str):
     try:
         nums = [positive_int(p) for p in parts]
     except argparse.ArgumentTypeError:
-        raise argparse.ArgumentTypeError(f"block size must be K or START:END[:EPOCHS] with positive integers, "
-                                         f"got {text!r}") from None
+        raise argparse.ArgumentTypeError(
+            f"block size must be K or START:END[:EPOCHS] with positive integers, got {text!r}"
+        ) from None
     if len(nums) == 1:
         return nums[0]
     if len(nums) in (2, 3):
@@ -87,70 +92,137 @@ def check_out(out: str | None) -> None:
         return
     suffix = Path(out).suffix
     if re.fullmatch(r"\.[A-Za-z][A-Za-z0-9]*", suffix) and not Path(out).is_dir():
-        raise MLMProbError(f"--out {out!r}: give a folder (no suffix) for a run folder, or a .jsonl, .tsv or "
-                           ".parquet file for streamed rows")
+        raise MLMProbError(
+            f"--out {out!r}: give a folder (no suffix) for a run folder, or a .jsonl, .tsv or "
+            ".parquet file for streamed rows"
+        )
 
 
 def register(sub) -> None:
-    p = sub.add_parser("sample", help="MH / degenerate Gibbs sampling from an MLM's energy (Goyal et al. 2022), "
-                                      "or ancestral draws of its chain-rule distributions",
-                       formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    p = sub.add_parser(
+        "sample",
+        help="MH / degenerate Gibbs sampling from an MLM's energy (Goyal et al. 2022), "
+        "or ancestral draws of its chain-rule distributions",
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
     src = p.add_argument_group("input")
     src.add_argument("--seq", action="append", default=[], help="a sequence ('_' = mask); repeatable")
     src.add_argument("--input", help="file of sequences: text lines, FASTA, CSV/TSV, JSONL or Parquet, optionally .gz")
     from .common import add_dedupe_arg, add_input_args
+
     add_input_args(src, of="--input")
     add_dedupe_arg(src)
-    src.add_argument("--positions", help="free residue/word numbers, 1-based as in mutation strings (the first residue "
-                                        "is 1; 0-based in earlier versions), e.g. 3,5,10-12 (default: all)")
+    src.add_argument(
+        "--positions",
+        help="free residue/word numbers, 1-based as in mutation strings (the first residue "
+        "is 1; 0-based in earlier versions), e.g. 3,5,10-12 (default: all)",
+    )
     from .regions import add_cdr_args
+
     add_cdr_args(src, "free only this region; the rest is clamped")
     from .common import add_model_args, add_runtime_args
+
     add_model_args(p)
     s = p.add_argument_group("sampler")
-    s.add_argument("--method", choices=METHODS, default="mh",
-                   help="MH with the MLM's conditionals as proposals, degenerate Gibbs, or ancestral: every epoch an exact "
-                        "draw of p_sigma of `mlmprob loglik` along --order (random: a fresh order per chain and epoch); "
-                        "speculative: the same draws in fewer sequential calls; unmask: parallel decoding by --score "
-                        "(MaskGIT, LLaDA, Dream; ReMDM remasking); adaptive: together only weakly dependent positions")
-    s.add_argument("--energy", choices=("local", "raw"), default="local",
-                   help="target energy: E_local (= -PLL) or E_raw (minus the sum of raw logits)")
+    s.add_argument(
+        "--method",
+        choices=METHODS,
+        default="mh",
+        help="MH with the MLM's conditionals as proposals, degenerate Gibbs, or ancestral: every epoch an exact "
+        "draw of p_sigma of `mlmprob loglik` along --order (random: a fresh order per chain and epoch); "
+        "speculative: the same draws in fewer sequential calls; unmask: parallel decoding by --score "
+        "(MaskGIT, LLaDA, Dream; ReMDM remasking); adaptive: together only weakly dependent positions",
+    )
+    s.add_argument(
+        "--energy",
+        choices=("local", "raw"),
+        default="local",
+        help="target energy: E_local (= -PLL) or E_raw (minus the sum of raw logits)",
+    )
     s.add_argument("--chains", type=positive_int, default=4, help="chains per input sequence")
     s.add_argument("--epochs", type=positive_int, default=20, help="epochs after burn-in")
-    s.add_argument("--burn-in", type=nonnegative_int, default=None,
-                   help="epochs run first and not kept; by default 5 for mh and gibbs, 0 for ancestral "
-                        "(its draws are independent)")
+    s.add_argument(
+        "--burn-in",
+        type=nonnegative_int,
+        default=None,
+        help="epochs run first and not kept; by default 5 for mh and gibbs, 0 for ancestral "
+        "(its draws are independent)",
+    )
     s.add_argument("--thin", type=positive_int, default=1, help="keep every N-th epoch after burn-in")
-    s.add_argument("--block-size", type=_block_size, default=MCMC_ONLY["block_size"][1],
-                   help="mh, gibbs: K, or START:END[:EPOCHS] decreasing linearly")
-    s.add_argument("--proposal-temperature", type=positive_float, default=1.0,
-                   help="temperature of the proposal distribution (the MLM's conditionals)")
-    s.add_argument("--top-p", type=probability, default=1.0,
-                   help="nucleus: propose only from the top-p probability mass")
-    s.add_argument("--target-temperature", type=positive_float, default=MCMC_ONLY["target_temperature"][1],
-                   help="mh: temperature of the target distribution exp(-E / T)")
-    s.add_argument("--anneal", type=nonnegative_float, default=MCMC_ONLY["anneal"][1],
-                   help="mh: subtract this from the target temperature per epoch")
-    s.add_argument("--temperature-floor", type=positive_float, default=MCMC_ONLY["temperature_floor"][1],
-                   help="mh: lowest target temperature annealing reaches")
-    s.add_argument("--order", choices=("random", "l2r", "r2l"), default="random",
-                   help="order in which positions are visited within an epoch (r2l: ancestral only)")
-    s.add_argument("--tokens-per-step", type=positive_int, default=1,
-                   help="ancestral: positions revealed per step, each from its conditional given the same context "
-                        "(parallel decoding: approximate for K > 1)")
-    s.add_argument("--draft-k", type=positive_int, default=None,
-                   help="speculative: positions drafted per round from one pass and verified in one batch "
-                        "(default 4; at most the free positions are drafted); the draws stay exact")
+    s.add_argument(
+        "--block-size",
+        type=_block_size,
+        default=MCMC_ONLY["block_size"][1],
+        help="mh, gibbs: K, or START:END[:EPOCHS] decreasing linearly",
+    )
+    s.add_argument(
+        "--proposal-temperature",
+        type=positive_float,
+        default=1.0,
+        help="temperature of the proposal distribution (the MLM's conditionals)",
+    )
+    s.add_argument(
+        "--top-p", type=probability, default=1.0, help="nucleus: propose only from the top-p probability mass"
+    )
+    s.add_argument(
+        "--target-temperature",
+        type=positive_float,
+        default=MCMC_ONLY["target_temperature"][1],
+        help="mh: temperature of the target distribution exp(-E / T)",
+    )
+    s.add_argument(
+        "--anneal",
+        type=nonnegative_float,
+        default=MCMC_ONLY["anneal"][1],
+        help="mh: subtract this from the target temperature per epoch",
+    )
+    s.add_argument(
+        "--temperature-floor",
+        type=positive_float,
+        default=MCMC_ONLY["temperature_floor"][1],
+        help="mh: lowest target temperature annealing reaches",
+    )
+    s.add_argument(
+        "--order",
+        choices=("random", "l2r", "r2l"),
+        default="random",
+        help="order in which positions are visited within an epoch (r2l: ancestral only)",
+    )
+    s.add_argument(
+        "--tokens-per-step",
+        type=positive_int,
+        default=1,
+        help="ancestral: positions revealed per step, each from its conditional given the same context "
+        "(parallel decoding: approximate for K > 1)",
+    )
+    s.add_argument(
+        "--draft-k",
+        type=positive_int,
+        default=None,
+        help="speculative: positions drafted per round from one pass and verified in one batch "
+        "(default 4; at most the free positions are drafted); the draws stay exact",
+    )
     add_decoder_args(s)
-    s.add_argument("--init", choices=("given", "greedy", "random"), default=MCMC_ONLY["init"][1],
-                   help="mh, gibbs: initial state of the free positions: the input, the MLM's argmax, or random tokens")
+    s.add_argument(
+        "--init",
+        choices=("given", "greedy", "random"),
+        default=MCMC_ONLY["init"][1],
+        help="mh, gibbs: initial state of the free positions: the input, the MLM's argmax, or random tokens",
+    )
     s.add_argument("--score-all", action="store_true", help="energy over all positions, not only the free ones")
     s.add_argument("--seed", type=nonnegative_int, default=0, help="seed of the sampler's random generator")
-    p.add_argument("--out", "-o", help="a folder (run.jsonl, samples.fasta, summary.json, trace.png), or a .jsonl, "
-                                       ".tsv or .parquet file of one row per chain, streamed (default: stdout JSONL)")
+    p.add_argument(
+        "--out",
+        "-o",
+        help="a folder (run.jsonl, samples.fasta, summary.json, trace.png), or a .jsonl, "
+        ".tsv or .parquet file of one row per chain, streamed (default: stdout JSONL)",
+    )
     p.add_argument("--no-plot", action="store_true", help="folder mode: no trace.png")
-    p.add_argument("--skip-invalid", action="store_true",
-                   help="streamed mode: skip records that cannot be sampled (a CDR that does not number, bad positions), with a warning")
+    p.add_argument(
+        "--skip-invalid",
+        action="store_true",
+        help="streamed mode: skip records that cannot be sampled (a CDR that does not number, bad positions), with a warning",
+    )
     add_runtime_args(p)
     p.set_defaults(func=run)
 
@@ -167,13 +239,16 @@ def check_method_options(args) -> None:
     if args.method in EXACT_DRAWS:
         for key, (flag, default) in MCMC_ONLY.items():
             if getattr(args, key) != default:
-                raise MLMProbError(f"{flag} does not apply to --method {args.method} (every epoch is one draw along "
-                                   "--order: no target energy, blocks or initial state); leave it out")
+                raise MLMProbError(
+                    f"{flag} does not apply to --method {args.method} (every epoch is one draw along "
+                    "--order: no target energy, blocks or initial state); leave it out"
+                )
     elif args.tokens_per_step != 1:
         raise MLMProbError(f"--tokens-per-step is for --method ancestral (--block-size sets {args.method}'s blocks)")
     elif args.order == "r2l":
-        raise MLMProbError(f"--order r2l is for --method ancestral or speculative ({args.method} sweeps in random "
-                           "or l2r order)")
+        raise MLMProbError(
+            f"--order r2l is for --method ancestral or speculative ({args.method} sweeps in random or l2r order)"
+        )
     if args.burn_in is None:
         args.burn_in = BURN_IN.get(args.method, 0)
 
@@ -186,8 +261,11 @@ def _diagnostic_notes(result) -> dict:
     notes = {}
     for key in ("ess", "rhat"):
         if not math.isfinite(getattr(result, key)):
-            notes[f"{key}_note"] = (f"needs >= 4 kept epochs, got {kept}" if kept < 4
-                                    else "the kept energy trace has no variance (or is not finite)")
+            notes[f"{key}_note"] = (
+                f"needs >= 4 kept epochs, got {kept}"
+                if kept < 4
+                else "the kept energy trace has no variance (or is not finite)"
+            )
     for key in ("accept_rate", "novel_rate"):
         if result.method == "ancestral":
             notes[f"{key}_note"] = "ancestral sampling has no accept step"
@@ -222,8 +300,14 @@ def expected_ids(config: dict, limit: int | None = None):
     record), for ``mlmprob merge``'s check that every input appears in the parts."""
     from argparse import Namespace
 
-    args = Namespace(seq=config.get("seqs") or [], input=config.get("input"), format=config.get("format", "auto"),
-                     column=config.get("column"), id_column=config.get("id_column"), dedupe=config.get("dedupe", False))
+    args = Namespace(
+        seq=config.get("seqs") or [],
+        input=config.get("input"),
+        format=config.get("format", "auto"),
+        column=config.get("column"),
+        id_column=config.get("id_column"),
+        dedupe=config.get("dedupe", False),
+    )
     for rec in _records(args):
         for c in range(int(config["chains"])):
             yield f"{rec.id}/chain{c}"
@@ -231,23 +315,32 @@ def expected_ids(config: dict, limit: int | None = None):
 
 def run(args) -> int:
     from .regions import resolve_cdr
+
     args.region = resolve_cdr(args)
     if args.positions and args.region:
         raise MLMProbError("give --positions or --cdr, not both")
     if args.positions:
-        parse_positions(args.positions)   # a bad list (a 0: the old base) is refused before anything loads
+        parse_positions(args.positions)  # a bad list (a 0: the old base) is refused before anything loads
     check_method_options(args)
     check_out(args.out)
     from .common import spool_args_input
+
     args.input_given = args.input
     args.input_source = spool_args_input(args)
     if is_streamed(args.out):
         return run_streamed(args)
-    for flag, on in (("--shard", args.shard), ("--workers", args.workers), ("--devices", args.devices),
-                     ("--engine ray", args.engine == "ray"), ("--skip-invalid", args.skip_invalid)):
+    for flag, on in (
+        ("--shard", args.shard),
+        ("--workers", args.workers),
+        ("--devices", args.devices),
+        ("--engine ray", args.engine == "ray"),
+        ("--skip-invalid", args.skip_invalid),
+    ):
         if on:
-            raise MLMProbError(f"{flag} needs a .jsonl, .tsv or .parquet --out (a folder --out samples every "
-                               "chain in one batch and resumes by itself)")
+            raise MLMProbError(
+                f"{flag} needs a .jsonl, .tsv or .parquet --out (a folder --out samples every "
+                "chain in one batch and resumes by itself)"
+            )
     return run_folder(args)
 
 
@@ -256,10 +349,18 @@ def _job_fields(args) -> dict:
     the seed and the free positions."""
     from ..sampling.spec import SamplerSpec
 
-    return dict(model=args.model, dtype=args.dtype, allow_pickle=args.allow_pickle, batch_tokens=args.batch_tokens,
-                spec=SamplerSpec.from_args(args), chains=args.chains, seed=args.seed, cdr=args.cdr,
-                numbering=args.numbering or "imgt",
-                positions=tuple(parse_positions(args.positions)) if args.positions else None)
+    return dict(
+        model=args.model,
+        dtype=args.dtype,
+        allow_pickle=args.allow_pickle,
+        batch_tokens=args.batch_tokens,
+        spec=SamplerSpec.from_args(args),
+        chains=args.chains,
+        seed=args.seed,
+        cdr=args.cdr,
+        numbering=args.numbering or "imgt",
+        positions=tuple(parse_positions(args.positions)) if args.positions else None,
+    )
 
 
 def _stored_config(args, job, **mode) -> dict:
@@ -267,11 +368,21 @@ def _stored_config(args, job, **mode) -> dict:
     (``mode="folder"``), the region and the job's settings."""
     from .regions import cdr_config
 
-    return {"command": "sample", "model": args.model,
-            "input": getattr(args, "input_source", None) or (str(Path(args.input).resolve()) if args.input else None),
-            "seqs": list(args.seq), "format": args.format, "column": args.column, "id_column": args.id_column,
-            "positions": args.positions, **({"positions_base": 1} if args.positions else {}), **mode,
-            **cdr_config(args.region), **job.settings(), **({"dedupe": True} if args.dedupe else {})}
+    return {
+        "command": "sample",
+        "model": args.model,
+        "input": getattr(args, "input_source", None) or (str(Path(args.input).resolve()) if args.input else None),
+        "seqs": list(args.seq),
+        "format": args.format,
+        "column": args.column,
+        "id_column": args.id_column,
+        "positions": args.positions,
+        **({"positions_base": 1} if args.positions else {}),
+        **mode,
+        **cdr_config(args.region),
+        **job.settings(),
+        **({"dedupe": True} if args.dedupe else {}),
+    }
 
 
 def run_folder(args) -> int:
@@ -297,17 +408,27 @@ def run_folder(args) -> int:
     last = f"{seqs[-1][0]}/chain{job.chains - 1}"
     out.mkdir(parents=True, exist_ok=True)
     with WriterLock(out / RUN_FILE):
-        done = run_command(StreamCommand(job, lambda: [unit], config, unit_name="batch", chunk_size=1,
-                                         last_row_id=lambda u: last, input=args.input),
-                           RunOptions.from_args(args, out=str(out / CHAINS_FILE), resume=True, progress=False))
+        done = run_command(
+            StreamCommand(
+                job,
+                lambda: [unit],
+                config,
+                unit_name="batch",
+                chunk_size=1,
+                last_row_id=lambda u: last,
+                input=args.input,
+            ),
+            RunOptions.from_args(args, out=str(out / CHAINS_FILE), resume=True, progress=False),
+        )
         result = result_of_run(out, job.spec)
-        if result is None:      # the run file lost epochs after its rows were written: complete it again
+        if result is None:  # the run file lost epochs after its rows were written: complete it again
             result = job.sample_batch(done.state.mlm, unit)
         _write_fasta(out / "samples.fasta", result, [name for name, _ in seqs], job.chains, done.state.mlm)
         summary = _summary(result, job.spec)
         (out / "summary.json").write_text(dumps(summary, indent=2) + "\n")
         if not args.no_plot:
             from ..sampling.plots import plot_traces
+
             plot_traces(result, out / "trace.png")
     print(dumps(summary))
     return 0
@@ -320,9 +441,11 @@ def _write_fasta(path: Path, result, names: list[str], reps: int, mlm) -> None:
         for s_idx, epoch in enumerate(result.kept_epochs.tolist()):
             for b in range(result.samples.shape[1]):
                 lp = "" if result.log_prob is None else f" log_prob={float(result.log_prob[epoch, b]):.4f}"
-                f.write(f">{names[b // reps]} chain={b % reps} epoch={epoch} "
-                        f"e_local={float(result.energy_local[epoch, b]):.4f} "
-                        f"e_raw={float(result.energy_raw[epoch, b]):.4f}{lp}\n{mlm.decode(result.samples[s_idx, b])}\n")
+                f.write(
+                    f">{names[b // reps]} chain={b % reps} epoch={epoch} "
+                    f"e_local={float(result.energy_local[epoch, b]):.4f} "
+                    f"e_raw={float(result.energy_raw[epoch, b]):.4f}{lp}\n{mlm.decode(result.samples[s_idx, b])}\n"
+                )
 
 
 def _summary(result, spec) -> dict:
@@ -332,25 +455,36 @@ def _summary(result, spec) -> dict:
     model calls, forward rows, and, speculative, the positions revealed per round)."""
     ancestral = result.method == "ancestral"
     speculative = result.method == "speculative"
-    summary = {"method": result.method, "energy": result.energy_kind, "chains": int(result.free.shape[0]),
-               "epochs": int(result.energy_local.shape[0]), "burn_in": result.burn_in,
-               "accept_rate": None if ancestral else result.accept_rate,
-               "novel_rate": None if ancestral or speculative else result.novel_rate, "ess": result.ess,
-               "rhat": result.rhat, "forward_rows": result.forward_rows, "proposals": result.proposals,
-               "final_energy_mean": float(result.energy[-1].mean()),
-               "final_identity_mean": None if result.identity is None else float(result.identity[-1].mean())}
+    summary = {
+        "method": result.method,
+        "energy": result.energy_kind,
+        "chains": int(result.free.shape[0]),
+        "epochs": int(result.energy_local.shape[0]),
+        "burn_in": result.burn_in,
+        "accept_rate": None if ancestral else result.accept_rate,
+        "novel_rate": None if ancestral or speculative else result.novel_rate,
+        "ess": result.ess,
+        "rhat": result.rhat,
+        "forward_rows": result.forward_rows,
+        "proposals": result.proposals,
+        "final_energy_mean": float(result.energy[-1].mean()),
+        "final_identity_mean": None if result.identity is None else float(result.identity[-1].mean()),
+    }
     if ancestral or speculative:
         draws = result.rounds.numel()
-        summary.update(order=spec.order, **({"tokens_per_step": spec.tokens_per_step} if ancestral else
-                                            {"draft_k": spec.draft_k_used}),
-                       log_prob_mean=float(result.log_prob[result.kept_epochs].mean()),
-                       final_log_prob_mean=float(result.log_prob[-1].mean()),
-                       rounds_per_sample=float(result.rounds.double().mean()),
-                       calls_per_sample=float(result.calls.double().mean()),
-                       forward_rows_per_sample=result.forward_rows / draws)
+        summary.update(
+            order=spec.order,
+            **({"tokens_per_step": spec.tokens_per_step} if ancestral else {"draft_k": spec.draft_k_used}),
+            log_prob_mean=float(result.log_prob[result.kept_epochs].mean()),
+            final_log_prob_mean=float(result.log_prob[-1].mean()),
+            rounds_per_sample=float(result.rounds.double().mean()),
+            calls_per_sample=float(result.calls.double().mean()),
+            forward_rows_per_sample=result.forward_rows / draws,
+        )
         if speculative:
-            summary["acceptance_length"] = float(result.free.sum()) * result.rounds.shape[0] / \
-                max(float(result.rounds.sum()), 1.0)
+            summary["acceptance_length"] = (
+                float(result.free.sum()) * result.rounds.shape[0] / max(float(result.rounds.sum()), 1.0)
+            )
     summary.update(_diagnostic_notes(result))
     summary.update(decoder_summary(result, spec) if result.method in DECODERS else {})
     return summary
@@ -370,14 +504,24 @@ def run_streamed(args) -> int:
     job = SampleJob(**_job_fields(args), skip_invalid=args.skip_invalid)
     config = _stored_config(args, job)
     last = f"/chain{job.chains - 1}"
-    spec = StreamCommand(job, lambda: _records(args, unique), config, input=args.input,
-                         empty=f"no sequences found in {given}" if args.input else "no input: give --seq or --input",
-                         unit_name="record", chunk_size=1, last_row_id=lambda r: r.id + last)
+    spec = StreamCommand(
+        job,
+        lambda: _records(args, unique),
+        config,
+        input=args.input,
+        empty=f"no sequences found in {given}" if args.input else "no input: give --seq or --input",
+        unit_name="record",
+        chunk_size=1,
+        last_row_id=lambda r: r.id + last,
+    )
     done = run_command(spec, opts)
     if unique.warning():
         print(unique.warning(), file=sys.stderr)
-    print(f"sampled {done.written} chains of {done.units} records with {args.model} on {done.ran_on}"
-          + (f" -> {args.out}" if args.out else "")
-          + (f" ({done.already} records already there)" if done.already else "")
-          + (f" (shard {opts.shard})" if not opts.shard.is_whole else ""), file=sys.stderr)
+    print(
+        f"sampled {done.written} chains of {done.units} records with {args.model} on {done.ran_on}"
+        + (f" -> {args.out}" if args.out else "")
+        + (f" ({done.already} records already there)" if done.already else "")
+        + (f" (shard {opts.shard})" if not opts.shard.is_whole else ""),
+        file=sys.stderr,
+    )
     return 0

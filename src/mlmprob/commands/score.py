@@ -13,11 +13,18 @@ TSV_FIELDS = ("id", "n_tokens", "pll", "pll_per_token", "e_local", "e_raw")
 
 
 def register(sub) -> None:
-    p = sub.add_parser("score", help="pseudo-log-likelihood and raw-logit energy of sequences",
-                       formatter_class=argparse.ArgumentDefaultsHelpFormatter)
-    p.add_argument("input", help="sequences: text (one per line), FASTA, CSV/TSV, JSONL or Parquet, optionally .gz; "
-                   "- for standard input (with --format unless it starts with '>' or '{')")
+    p = sub.add_parser(
+        "score",
+        help="pseudo-log-likelihood and raw-logit energy of sequences",
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
+    p.add_argument(
+        "input",
+        help="sequences: text (one per line), FASTA, CSV/TSV, JSONL or Parquet, optionally .gz; "
+        "- for standard input (with --format unless it starts with '>' or '{')",
+    )
     from .common import add_dedupe_arg, add_input_args, add_model_args, add_runtime_args
+
     add_input_args(p)
     add_dedupe_arg(p)
     add_model_args(p)
@@ -25,26 +32,50 @@ def register(sub) -> None:
     p.add_argument("--per-token", action="store_true", help="also write per-token log-probabilities and raw logits")
     p.add_argument("--whole-word", action="store_true", help="whole-word l2r PLL (Kauf & Ivanova 2023)")
     from ..likelihood.spec import LOGLIK_ORDERS
-    p.add_argument("--likelihood", choices=("pll", "loglik"), default="pll",
-                   help="loglik: also the chain-rule log-likelihood over the proposal alphabet "
-                   "(mlmprob.loglik; columns loglik_mixture, loglik_elbo, loglik_per_token, ...)")
-    p.add_argument("--orders", dest="n_orders", metavar="ORDERS", type=positive_int, default=LOGLIK_ORDERS,
-                   help="--likelihood loglik: random orders per "
-                   f"record (all of them when a record has at most this many; default {LOGLIK_ORDERS})")
-    p.add_argument("--order", choices=("random", "l2r", "r2l"), default="random", help="--likelihood loglik: order kind")
+
+    p.add_argument(
+        "--likelihood",
+        choices=("pll", "loglik"),
+        default="pll",
+        help="loglik: also the chain-rule log-likelihood over the proposal alphabet "
+        "(mlmprob.loglik; columns loglik_mixture, loglik_elbo, loglik_per_token, ...)",
+    )
+    p.add_argument(
+        "--orders",
+        dest="n_orders",
+        metavar="ORDERS",
+        type=positive_int,
+        default=LOGLIK_ORDERS,
+        help="--likelihood loglik: random orders per "
+        f"record (all of them when a record has at most this many; default {LOGLIK_ORDERS})",
+    )
+    p.add_argument(
+        "--order", choices=("random", "l2r", "r2l"), default="random", help="--likelihood loglik: order kind"
+    )
     p.add_argument("--per-order", action="store_true", help="--likelihood loglik: also a list of per-order values")
     p.add_argument("--seed", type=nonnegative_int, default=0, help="--likelihood loglik: seed of each record's orders")
     p.add_argument("--limit", type=positive_int, help="score only the first N records of the input (before --shard)")
     p.add_argument("--skip-invalid", action="store_true", help="skip records the tokenizer rejects, with a warning")
-    p.add_argument("--pll", choices=("exact", "one-pass"), default="exact",
-                   help="exact: one masked copy per position; one-pass: an estimate from one unmasked pass and the "
-                        "model's fitted correction (mlmprob calibrate), ~L times faster; its rows say method one_pass")
-    p.add_argument("--check", type=positive_int, metavar="N",
-                   help="with --pll one-pass: also score N random records of this run exactly and print the "
-                        "Spearman, mean and max absolute error of the estimate")
-    p.add_argument("--correction", metavar="FILE",
-                   help="with --pll one-pass: the correction file to use (from mlmprob calibrate --out) instead of "
-                        "the one shipped or beside the model")
+    p.add_argument(
+        "--pll",
+        choices=("exact", "one-pass"),
+        default="exact",
+        help="exact: one masked copy per position; one-pass: an estimate from one unmasked pass and the "
+        "model's fitted correction (mlmprob calibrate), ~L times faster; its rows say method one_pass",
+    )
+    p.add_argument(
+        "--check",
+        type=positive_int,
+        metavar="N",
+        help="with --pll one-pass: also score N random records of this run exactly and print the "
+        "Spearman, mean and max absolute error of the estimate",
+    )
+    p.add_argument(
+        "--correction",
+        metavar="FILE",
+        help="with --pll one-pass: the correction file to use (from mlmprob calibrate --out) instead of "
+        "the one shipped or beside the model",
+    )
     add_runtime_args(p)
     p.set_defaults(func=run)
 
@@ -55,8 +86,13 @@ def expected_ids(config: dict, limit: int | None = None):
 
     from ..runtime.inputs import iter_records, unique_ids
 
-    ids = (r.id for r in unique_ids(iter_records(config["input"], config.get("format", "auto"), config.get("column"),
-                                                 config.get("id_column")), config.get("dedupe", False)))
+    ids = (
+        r.id
+        for r in unique_ids(
+            iter_records(config["input"], config.get("format", "auto"), config.get("column"), config.get("id_column")),
+            config.get("dedupe", False),
+        )
+    )
     return ids if limit is None else islice(ids, limit)
 
 
@@ -78,7 +114,9 @@ def run(args) -> int:
         raise MLMProbError(f"{flag} needs JSONL or Parquet output ({what} do not fit a TSV row)")
     if args.check is not None and args.pll != "one-pass":
         raise MLMProbError("--check compares the one-pass estimate with exact PLL: use it with --pll one-pass")
-    spec = ScoreSpec.from_args(args)   # --whole-word, --per-token, --likelihood, --order(s), --per-order, --seed, --pll, ...
+    spec = ScoreSpec.from_args(
+        args
+    )  # --whole-word, --per-token, --likelihood, --order(s), --per-order, --seed, --pll, ...
 
     given = args.input
     source = spool_args_input(args)
@@ -88,29 +126,61 @@ def run(args) -> int:
         recs = unique(iter_records(args.input, args.format, args.column, args.id_column))
         return recs if args.limit is None else islice(recs, args.limit)
 
-    config = {"command": "score", "model": args.model, "input": source,
-              "format": args.format, "column": args.column, "id_column": args.id_column,
-              **spec.run_config(), **({"dedupe": True} if args.dedupe else {})}
+    config = {
+        "command": "score",
+        "model": args.model,
+        "input": source,
+        "format": args.format,
+        "column": args.column,
+        "id_column": args.id_column,
+        **spec.run_config(),
+        **({"dedupe": True} if args.dedupe else {}),
+    }
     from ..likelihood.records import LOGLIK_FIELDS
+
     job_class = ScoreJob
     if spec.one_pass:
         from ..onepass.correction import correction_digest
         from ..onepass.job import OnePassScoreJob as job_class  # the same job, one-pass rows
-        config.update(pll="one_pass", correction=None if args.correction is None else str(Path(args.correction).resolve()),
-                      correction_sha256=correction_digest(args.model, args.correction))
-    job = job_class(model=args.model, dtype=args.dtype, allow_pickle=args.allow_pickle, spec=spec,
-                    batch_tokens=args.batch_tokens, skip_invalid=args.skip_invalid)
+
+        config.update(
+            pll="one_pass",
+            correction=None if args.correction is None else str(Path(args.correction).resolve()),
+            correction_sha256=correction_digest(args.model, args.correction),
+        )
+    job = job_class(
+        model=args.model,
+        dtype=args.dtype,
+        allow_pickle=args.allow_pickle,
+        spec=spec,
+        batch_tokens=args.batch_tokens,
+        skip_invalid=args.skip_invalid,
+    )
     fields = TSV_FIELDS + (LOGLIK_FIELDS if spec.loglik else ()) + (("method",) if spec.one_pass else ())
-    done = run_command(StreamCommand(job, units, config, fields=fields, input=args.input,
-                                     empty=f"no sequences found in {given}", meta={"limit": args.limit}), opts)
+    done = run_command(
+        StreamCommand(
+            job,
+            units,
+            config,
+            fields=fields,
+            input=args.input,
+            empty=f"no sequences found in {given}",
+            meta={"limit": args.limit},
+        ),
+        opts,
+    )
     if unique.warning():
         print(unique.warning(), file=sys.stderr)
     shard = opts.shard
     method = " (PLL method: one_pass, an estimate)" if spec.one_pass else ""
     if args.out:
-        print(f"scored {done.written} sequences with {args.model} on {done.ran_on} -> {args.out}"
-              + (f" ({done.already} already there)" if done.already else "")
-              + (f" (shard {shard})" if not shard.is_whole else "") + method, file=sys.stderr)
+        print(
+            f"scored {done.written} sequences with {args.model} on {done.ran_on} -> {args.out}"
+            + (f" ({done.already} already there)" if done.already else "")
+            + (f" (shard {shard})" if not shard.is_whole else "")
+            + method,
+            file=sys.stderr,
+        )
     else:
         print(f"scored {done.written} sequences with {args.model} on {done.ran_on}{method}", file=sys.stderr)
     if args.check is not None:
@@ -125,5 +195,4 @@ def _check(args, job, done, opts, units) -> None:
     shard = opts.shard
     records = [r for k, r in enumerate(units()) if shard.is_whole or k % shard.count == shard.index - 1]
     mlm = (done.state or job.load(opts.devices[0])).mlm
-    print(check(mlm, records, args.check, correction=job.spec.correction).line(),
-          file=sys.stderr)
+    print(check(mlm, records, args.check, correction=job.spec.correction).line(), file=sys.stderr)

@@ -8,8 +8,8 @@ import argparse
 import sys
 from pathlib import Path
 
-from ..defaults import VARIANTS_MODEL, VARIANTS_MODEL_WHY
 from ..argtypes import integer, nonnegative_int, positive_int, probability
+from ..defaults import VARIANTS_MODEL, VARIANTS_MODEL_WHY
 from ..errors import MLMProbError
 from ..runtime.inputs import FORMATS
 
@@ -23,40 +23,76 @@ first residue)."""
 def register(sub) -> None:
     from ..variants.spec import ALL_METHODS, CHAIN_ORDERS
 
-    p = sub.add_parser("variants", help="variant-effect scores of mutants of a wild type (ProteinGym CSV, "
-                       "sequences, or --saturate)", description=__doc__, epilog=LONG_HELP,
-                       formatter_class=argparse.ArgumentDefaultsHelpFormatter)
-    p.add_argument("input", nargs="?", help="ProteinGym-style CSV/TSV (a 'mutant' column like A23C:D45E, 1-based), "
-                   "or full mutated sequences of the wild type's length (CSV/TSV column, FASTA, text, JSONL, Parquet)")
-    p.add_argument("--wild-type", required=True, metavar="SEQ|FASTA", help="the wild-type sequence, or a file holding it")
-    p.add_argument("--saturate", action="store_true", help="score every single mutant of the wild type (19 x L "
-                   "rows) and also write OUT.heatmap.png, OUT.heatmap.csv (L x 20) and OUT.saturation.csv")
+    p = sub.add_parser(
+        "variants",
+        help="variant-effect scores of mutants of a wild type (ProteinGym CSV, sequences, or --saturate)",
+        description=__doc__,
+        epilog=LONG_HELP,
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
+    p.add_argument(
+        "input",
+        nargs="?",
+        help="ProteinGym-style CSV/TSV (a 'mutant' column like A23C:D45E, 1-based), "
+        "or full mutated sequences of the wild type's length (CSV/TSV column, FASTA, text, JSONL, Parquet)",
+    )
+    p.add_argument(
+        "--wild-type", required=True, metavar="SEQ|FASTA", help="the wild-type sequence, or a file holding it"
+    )
+    p.add_argument(
+        "--saturate",
+        action="store_true",
+        help="score every single mutant of the wild type (19 x L "
+        "rows) and also write OUT.heatmap.png, OUT.heatmap.csv (L x 20) and OUT.saturation.csv",
+    )
     from .regions import add_cdr_args
+
     add_cdr_args(p, "with --saturate, mutate only the residues of this region of the wild type")
-    p.add_argument("--methods", help=f"comma-separated, of: {', '.join(ALL_METHODS)} (default: wt_marginals,"
-                   "masked_marginals,masked_marginals_all,hcb; with --saturate: wt_marginals,masked_marginals)")
-    p.add_argument("--chain-orders", type=positive_int, default=CHAIN_ORDERS, metavar="K",
-                   help="chain: orders of each variant's sites averaged over (all |S|! when at most K, else K drawn)")
-    p.add_argument("--chain-seed", type=nonnegative_int, default=0,
-                   help="chain: seed of the drawn orders (with the variant's sites; not the bootstrap's --seed)")
-    p.add_argument("--offset", type=integer, default=1, help="number of the wild type's first residue in the mutant strings")
+    p.add_argument(
+        "--methods",
+        help=f"comma-separated, of: {', '.join(ALL_METHODS)} (default: wt_marginals,"
+        "masked_marginals,masked_marginals_all,hcb; with --saturate: wt_marginals,masked_marginals)",
+    )
+    p.add_argument(
+        "--chain-orders",
+        type=positive_int,
+        default=CHAIN_ORDERS,
+        metavar="K",
+        help="chain: orders of each variant's sites averaged over (all |S|! when at most K, else K drawn)",
+    )
+    p.add_argument(
+        "--chain-seed",
+        type=nonnegative_int,
+        default=0,
+        help="chain: seed of the drawn orders (with the variant's sites; not the bootstrap's --seed)",
+    )
+    p.add_argument(
+        "--offset", type=integer, default=1, help="number of the wild type's first residue in the mutant strings"
+    )
     p.add_argument("--format", default="auto", choices=FORMATS, help="input format (auto: by the file's suffix)")
     p.add_argument("--mutant-column", default="mutant", help="mutant-string column of a CSV/TSV input")
-    p.add_argument("--column", help="full-sequence column (default: mutated_sequence/sequence/seq when there is "
-                   "no mutant column)")
+    p.add_argument(
+        "--column", help="full-sequence column (default: mutated_sequence/sequence/seq when there is no mutant column)"
+    )
     p.add_argument("--id-column", help="row id column (default: the mutant string; full sequences: row<N>)")
     p.add_argument("--label", metavar="COL", help="label column (measured fitness, or 0/1) for --evaluate")
-    p.add_argument("--evaluate", action="store_true", help="after scoring, print Spearman, AUROC (0/1 labels), "
-                   "NDCG and top recall per method with bootstrap intervals; write OUT.eval.json")
+    p.add_argument(
+        "--evaluate",
+        action="store_true",
+        help="after scoring, print Spearman, AUROC (0/1 labels), "
+        "NDCG and top recall per method with bootstrap intervals; write OUT.eval.json",
+    )
     p.add_argument("--top", type=probability, default=0.1, help="top fraction for NDCG and recall")
     p.add_argument("--n-boot", type=positive_int, default=1000, help="bootstrap resamples")
     p.add_argument("--seed", type=nonnegative_int, default=0, help="seed of the bootstrap's torch.Generator")
     from .common import add_model_args, add_runtime_args
+
     add_model_args(p, default=VARIANTS_MODEL, why=VARIANTS_MODEL_WHY)
     p.add_argument("--out", "-o", help="output file, .jsonl, .tsv or .parquet (default: JSONL on stdout)")
     p.add_argument("--limit", type=positive_int, help="only the first N rows of the input (before --shard)")
     p.add_argument("--skip-invalid", action="store_true", help="skip (and count) rows that do not fit the wild type")
     from .common import add_dedupe_arg
+
     add_dedupe_arg(p)
     add_runtime_args(p)
     p.set_defaults(func=run)
@@ -72,13 +108,21 @@ def _units(config: dict, limit: int | None = None, label: str | None = None, pat
 
     if config["saturate"]:
         units = saturation_units(config["wild_type"], config["offset"])
-        if "cdr_span" in config:       # --cdr: the single mutants inside the region
+        if "cdr_span" in config:  # --cdr: the single mutants inside the region
             lo, hi = (i + config["offset"] for i in config["cdr_span"])
             units = (u for u in units if lo <= int(u.mutant[1:-1]) < hi)
     else:
         unique = unique or UniqueIds(config.get("dedupe", False), what="row")
-        units = unique(iter_units(path or config["input"], fmt=config["format"], mutant_column=config["mutant_column"],
-                                  column=config["column"], id_column=config["id_column"], label=label))
+        units = unique(
+            iter_units(
+                path or config["input"],
+                fmt=config["format"],
+                mutant_column=config["mutant_column"],
+                column=config["column"],
+                id_column=config["id_column"],
+                label=label,
+            )
+        )
     return units if limit is None else islice(units, limit)
 
 
@@ -94,19 +138,30 @@ def _config(args, wild_type: str, spec) -> dict:
 
     if args.saturate == (args.input is not None):
         raise MLMProbError("give an input file, or --saturate (not both)")
-    if args.saturate and args.limit is not None:   # refused before any work, not after it
-        raise MLMProbError("--limit does not go with --saturate: its heatmap and tables need every single mutant "
-                           "(--cdr mutates one region only)")
+    if args.saturate and args.limit is not None:  # refused before any work, not after it
+        raise MLMProbError(
+            "--limit does not go with --saturate: its heatmap and tables need every single mutant "
+            "(--cdr mutates one region only)"
+        )
     region = _region(args, wild_type)
     source = None if args.saturate else spool_args_input(args)
     settings = spec.settings()
-    return {"command": "variants", "model": args.model, "wild_type": wild_type, "offset": settings["offset"],
-            "methods": settings["methods"], "saturate": args.saturate,
-            **({"dedupe": True} if args.dedupe and not args.saturate else {}),
-            "input": source, "format": args.format,
-            "mutant_column": args.mutant_column, "column": args.column, "id_column": args.id_column,
-            **{k: settings[k] for k in CHAIN_FIELDS if k in settings},
-            **region}
+    return {
+        "command": "variants",
+        "model": args.model,
+        "wild_type": wild_type,
+        "offset": settings["offset"],
+        "methods": settings["methods"],
+        "saturate": args.saturate,
+        **({"dedupe": True} if args.dedupe and not args.saturate else {}),
+        "input": source,
+        "format": args.format,
+        "mutant_column": args.mutant_column,
+        "column": args.column,
+        "id_column": args.id_column,
+        **{k: settings[k] for k in CHAIN_FIELDS if k in settings},
+        **region,
+    }
 
 
 def _region(args, wild_type: str) -> dict:
@@ -129,35 +184,58 @@ def run(args) -> int:
     from ..variants.units import read_wild_type
 
     wild_type = read_wild_type(args.wild_type)
-    spec = VariantsSpec.from_args(args)      # --methods (the defaults of --saturate with it), --offset, --chain-*
+    spec = VariantsSpec.from_args(args)  # --methods (the defaults of --saturate with it), --offset, --chain-*
     methods = spec.methods
     given = args.input
     config = _config(args, wild_type, spec)
     args.cdr_span = config.get("cdr_span")
     from ..runtime.inputs import UniqueIds
+
     unique = UniqueIds(args.dedupe, what="row")
     if args.evaluate and not args.label:
         raise MLMProbError("--evaluate needs --label COL (the measured values)")
     from ..metrics.ranking import MAX_BOOT
-    if args.evaluate and args.n_boot > MAX_BOOT:    # refused before the scoring, not after it
+
+    if args.evaluate and args.n_boot > MAX_BOOT:  # refused before the scoring, not after it
         raise MLMProbError(f"--n-boot must be at most {MAX_BOOT:,} (every resample's value is kept), got {args.n_boot}")
     if (args.evaluate or args.saturate) and not args.out:
-        raise MLMProbError(f"{'--evaluate' if args.evaluate else '--saturate'} needs --out (it reads the finished output)")
+        raise MLMProbError(
+            f"{'--evaluate' if args.evaluate else '--saturate'} needs --out (it reads the finished output)"
+        )
     opts = RunOptions.from_args(args)
-    job = VariantsJob(model=args.model, wild_type=wild_type, spec=spec, dtype=args.dtype,
-                      allow_pickle=args.allow_pickle, batch_tokens=args.batch_tokens, skip_invalid=args.skip_invalid)
-    spec = StreamCommand(job, lambda: _units(config, args.limit, args.label, args.input, unique), config,
-                         fields=("id", "mutant", "n_mutations", "window", *methods), input=args.input,
-                         empty=f"no rows found in {given}", unit_name="variant", chunk_size=256,
-                         skip_label="row ", meta={"limit": args.limit})
+    job = VariantsJob(
+        model=args.model,
+        wild_type=wild_type,
+        spec=spec,
+        dtype=args.dtype,
+        allow_pickle=args.allow_pickle,
+        batch_tokens=args.batch_tokens,
+        skip_invalid=args.skip_invalid,
+    )
+    spec = StreamCommand(
+        job,
+        lambda: _units(config, args.limit, args.label, args.input, unique),
+        config,
+        fields=("id", "mutant", "n_mutations", "window", *methods),
+        input=args.input,
+        empty=f"no rows found in {given}",
+        unit_name="variant",
+        chunk_size=256,
+        skip_label="row ",
+        meta={"limit": args.limit},
+    )
     done = run_command(spec, opts)
     if unique.warning():
         print(unique.warning(), file=sys.stderr)
     shard = opts.shard
-    print(f"scored {done.written} variants with {args.model} on {done.ran_on}" + (f" -> {args.out}" if args.out else "")
-          + (f" ({done.already} already there)" if done.already else "")
-          + (f" ({len(done.skipped)} invalid row(s) skipped)" if done.skipped else "")
-          + (f" (shard {shard})" if not shard.is_whole else ""), file=sys.stderr)
+    print(
+        f"scored {done.written} variants with {args.model} on {done.ran_on}"
+        + (f" -> {args.out}" if args.out else "")
+        + (f" ({done.already} already there)" if done.already else "")
+        + (f" ({len(done.skipped)} invalid row(s) skipped)" if done.skipped else "")
+        + (f" (shard {shard})" if not shard.is_whole else ""),
+        file=sys.stderr,
+    )
     if args.saturate and shard.is_whole:
         _saturation_outputs(args, job, done.state, wild_type, methods)
     if args.evaluate:
@@ -167,7 +245,7 @@ def run(args) -> int:
 
 def _stem(out: str) -> Path:
     p = Path(out)
-    return p.with_name(p.name[:-len(p.suffix)] if p.suffix else p.name)
+    return p.with_name(p.name[: -len(p.suffix)] if p.suffix else p.name)
 
 
 def _saturation_outputs(args, job, state, wild_type: str, methods) -> None:
@@ -182,15 +260,18 @@ def _saturation_outputs(args, job, state, wild_type: str, methods) -> None:
         return
     mlm = (state or job.load("cpu")).mlm  # the tokenizer's residue positions (worker runs keep theirs)
     first = int(residue_positions(mlm, wild_type[:1])[1][0])
-    lo, hi = getattr(args, "cdr_span", None) or (0, len(wild_type))   # --cdr: the region's rows alone
-    sat = saturation_from_rows(read_results(args.out), wild_type[lo:hi], first + lo, args.offset + lo,
-                               first_number=lo + 1)
+    lo, hi = getattr(args, "cdr_span", None) or (0, len(wild_type))  # --cdr: the region's rows alone
+    sat = saturation_from_rows(
+        read_results(args.out), wild_type[lo:hi], first + lo, args.offset + lo, first_number=lo + 1
+    )
     stem = _stem(args.out)
     write_csv(sat, f"{stem}.saturation.csv")
     write_matrix(sat, f"{stem}.heatmap.csv", score)
     write_heatmap(sat, f"{stem}.heatmap.png", score, title=f"{score} ({args.model})")
-    print(f"saturation: {stem}.heatmap.png, {stem}.heatmap.csv ({hi - lo} x {len(sat.letters)}), "
-          f"{stem}.saturation.csv", file=sys.stderr)
+    print(
+        f"saturation: {stem}.heatmap.png, {stem}.heatmap.csv ({hi - lo} x {len(sat.letters)}), {stem}.saturation.csv",
+        file=sys.stderr,
+    )
 
 
 def _evaluate(args, config: dict, methods) -> None:
@@ -210,6 +291,11 @@ def _evaluate(args, config: dict, methods) -> None:
     if (warning := small_sample_warning(result)) is not None:
         print(warning, file=sys.stderr)
     path = Path(f"{_stem(args.out)}.eval.json")
-    path.write_text(dumps({"label": args.label, "seed": args.seed, "n_boot": args.n_boot, "top": args.top,
-                           "methods": result}, indent=2) + "\n")
+    path.write_text(
+        dumps(
+            {"label": args.label, "seed": args.seed, "n_boot": args.n_boot, "top": args.top, "methods": result},
+            indent=2,
+        )
+        + "\n"
+    )
     print(f"evaluation -> {path}", file=sys.stderr)

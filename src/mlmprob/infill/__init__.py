@@ -9,18 +9,54 @@ The experiments (the paper's tables, paired HCB-vs-standard comparisons, the HCB
 
 from ..lazy import exports
 
-__getattr__, __dir__ = exports(__name__, {
-    "bleu": "..metrics.sequences", "gap_metrics": "..metrics.sequences", "identity": "..metrics.sequences",
-    "topk_hit": "..metrics.sequences", "BASELINES": ".baselines", "SamplingConfig": ".baselines",
-    "sample_infill": ".baselines", "beam_search": ".beam", "infill": ".beam", "resolve_pivot": ".beam",
-    "ContextScramble": ".corrections", "Pivot": ".corrections", "RandomTokenSwap": ".corrections",
-    "Standard": ".corrections", "exact_infill": ".exhaustive", "exhaustive_infill": ".exhaustive",
-    "InfillCandidate": ".gap", "candidate_ids": ".gap", "prepare_gap": ".gap", "InfillSpec": ".spec",
-})
+__getattr__, __dir__ = exports(
+    __name__,
+    {
+        "bleu": "..metrics.sequences",
+        "gap_metrics": "..metrics.sequences",
+        "identity": "..metrics.sequences",
+        "topk_hit": "..metrics.sequences",
+        "BASELINES": ".baselines",
+        "SamplingConfig": ".baselines",
+        "sample_infill": ".baselines",
+        "beam_search": ".beam",
+        "infill": ".beam",
+        "resolve_pivot": ".beam",
+        "ContextScramble": ".corrections",
+        "Pivot": ".corrections",
+        "RandomTokenSwap": ".corrections",
+        "Standard": ".corrections",
+        "exact_infill": ".exhaustive",
+        "exhaustive_infill": ".exhaustive",
+        "InfillCandidate": ".gap",
+        "candidate_ids": ".gap",
+        "prepare_gap": ".gap",
+        "InfillSpec": ".spec",
+    },
+)
 
-__all__ = ["BASELINES", "ContextScramble", "InfillCandidate", "InfillSpec", "Pivot", "RandomTokenSwap", "SamplingConfig",
-           "Standard", "beam_search", "bleu", "candidate_ids", "exact_infill", "exhaustive_infill", "gap_metrics",
-           "identity", "infill", "prepare_gap", "resolve_pivot", "sample_infill", "topk_hit"]
+__all__ = [
+    "BASELINES",
+    "ContextScramble",
+    "InfillCandidate",
+    "InfillSpec",
+    "Pivot",
+    "RandomTokenSwap",
+    "SamplingConfig",
+    "Standard",
+    "beam_search",
+    "bleu",
+    "candidate_ids",
+    "exact_infill",
+    "exhaustive_infill",
+    "gap_metrics",
+    "identity",
+    "infill",
+    "prepare_gap",
+    "resolve_pivot",
+    "sample_infill",
+    "topk_hit",
+]
 
 from ..callable_module import make_callable  # noqa: E402
 

@@ -11,15 +11,15 @@ temperature 1), so ``score`` is comparable with standard beam search.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 import torch
 
 from ..errors import MLMProbError
 from ..models.protocol import MaskedLM
-from ..sampling.proposals import proposal_log_probs
 from ..sampling.options import ProposalConfig
+from ..sampling.proposals import proposal_log_probs
 from .corrections import Standard
 from .gap import InfillCandidate, check_beam_size, check_order, prepare_gap
 from .search import run_search
@@ -71,20 +71,29 @@ def _sampling_select(config: SamplingConfig, generator: torch.Generator):
     def select(scores, cand_logp, parent, n_parents, width):
         # every parent has one query this step: renormalise its candidates' log q per parent
         logw = torch.empty_like(cand_logp)
-        for h in parent.unique().tolist():   # n_parents <= width: a short loop
+        for h in parent.unique().tolist():  # n_parents <= width: a short loop
             sel = parent == h
             logw[sel] = proposal_logp(cand_logp[sel][None], config)[0]
         logw = logw - torch.log(torch.tensor(float(n_parents), dtype=logw.dtype))
         u = torch.rand(len(logw), generator=generator, dtype=torch.float64).clamp_min(1e-300)
-        keys = logw - torch.log(-torch.log(u))          # Gumbel top-k: draws without replacement
+        keys = logw - torch.log(-torch.log(u))  # Gumbel top-k: draws without replacement
         finite = int(torch.isfinite(logw).sum())
         return torch.topk(keys, min(width, finite)).indices
+
     return select
 
 
-def sample_infill(mlm: MaskedLM, input_ids, positions: Sequence[int] | torch.Tensor, *, num_samples: int = 5,
-                  temperature: float = 1.0, top_p: float | None = None, order: str = "l2r",
-                  generator: torch.Generator | None = None) -> list[InfillCandidate]:
+def sample_infill(
+    mlm: MaskedLM,
+    input_ids,
+    positions: Sequence[int] | torch.Tensor,
+    *,
+    num_samples: int = 5,
+    temperature: float = 1.0,
+    top_p: float | None = None,
+    order: str = "l2r",
+    generator: torch.Generator | None = None,
+) -> list[InfillCandidate]:
     """``num_samples`` sampled fills (distinct), ranked by standard chain-rule score, best first.
 
     >>> from mlmprob import ExactMLM
@@ -97,5 +106,11 @@ def sample_infill(mlm: MaskedLM, input_ids, positions: Sequence[int] | torch.Ten
         raise MLMProbError("sample_infill needs a torch.Generator (generator=torch.Generator().manual_seed(...))")
     config = SamplingConfig(temperature, top_p)
     gap = prepare_gap(mlm, input_ids, positions)
-    return run_search(mlm, gap, width=check_beam_size(num_samples, "num_samples"), order=check_order(order),
-                      correction=Standard(), select=_sampling_select(config, generator))
+    return run_search(
+        mlm,
+        gap,
+        width=check_beam_size(num_samples, "num_samples"),
+        order=check_order(order),
+        correction=Standard(),
+        select=_sampling_select(config, generator),
+    )

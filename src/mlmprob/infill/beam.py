@@ -19,7 +19,7 @@ For a gap ``g_1..g_k`` filled in some order, a fill ``w`` scores
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import torch
 
@@ -45,7 +45,9 @@ def score_meaning(method: str, pivot: str | None = None) -> str:
         return "log-probability of the fill in nats (chain rule: sum of log q(fill token | context), <= 0)"
     if method == "hcb":
         p = pivot or "mask"
-        return f"log-ratio in nats, not a probability (sum of log q(fill token) - log q({p}) per position; > 0: beats {p})"
+        return (
+            f"log-ratio in nats, not a probability (sum of log q(fill token) - log q({p}) per position; > 0: beats {p})"
+        )
     raise MLMProbError(f"unknown infilling method {method!r}; use one of {', '.join(METHODS)}")
 
 
@@ -55,10 +57,13 @@ def resolve_pivot(mlm: MaskedLM, pivot: int | None) -> int:
         if not 0 <= mlm.mask_id < mlm.vocab_size:
             raise MLMProbError(
                 f"HCB's default pivot is the mask token, but this model's output vocabulary ({mlm.vocab_size} "
-                f"entries) has no entry for mask id {mlm.mask_id}; pass pivot=<token id> (costs extra forward passes)")
+                f"entries) has no entry for mask id {mlm.mask_id}; pass pivot=<token id> (costs extra forward passes)"
+            )
         return mlm.mask_id
     if isinstance(pivot, bool) or not isinstance(pivot, int) or not 0 <= pivot < mlm.vocab_size:
-        raise MLMProbError(f"pivot must be a token id in 0..{mlm.vocab_size - 1} (an output of the model), got {pivot!r}")
+        raise MLMProbError(
+            f"pivot must be a token id in 0..{mlm.vocab_size - 1} (an output of the model), got {pivot!r}"
+        )
     return pivot
 
 
@@ -72,17 +77,31 @@ def make_correction(mlm: MaskedLM, method: str, pivot: int | None = None) -> Cor
     raise MLMProbError(f"unknown infilling method {method!r}; use one of {', '.join(METHODS)}")
 
 
-def beam_search(mlm: MaskedLM, input_ids, positions: Sequence[int] | torch.Tensor, *, correction: Correction,
-                order: str = "l2r", beam_size: int = 5) -> list[InfillCandidate]:
+def beam_search(
+    mlm: MaskedLM,
+    input_ids,
+    positions: Sequence[int] | torch.Tensor,
+    *,
+    correction: Correction,
+    order: str = "l2r",
+    beam_size: int = 5,
+) -> list[InfillCandidate]:
     """Beam search with any per-step correction (see ``corrections``: the ablations plug in here)."""
     gap = prepare_gap(mlm, input_ids, positions)
-    return run_search(mlm, gap, width=check_beam_size(beam_size), order=check_order(order),
-                      correction=correction)
+    return run_search(mlm, gap, width=check_beam_size(beam_size), order=check_order(order), correction=correction)
 
 
-def infill(mlm: MaskedLM, input_ids, positions: Sequence[int] | torch.Tensor, spec: InfillSpec | None = None, *,
-           method: str = "standard", order: str = "l2r", beam_size: int = 5,
-           pivot: int | None = None) -> list[InfillCandidate]:
+def infill(
+    mlm: MaskedLM,
+    input_ids,
+    positions: Sequence[int] | torch.Tensor,
+    spec: InfillSpec | None = None,
+    *,
+    method: str = "standard",
+    order: str = "l2r",
+    beam_size: int = 5,
+    pivot: int | None = None,
+) -> list[InfillCandidate]:
     """The ``beam_size`` best fills of ``positions`` in one sequence, best first.
 
     ``input_ids``: ``[L]`` or ``[1, L]`` (whatever the gap positions hold is ignored); the settings as a

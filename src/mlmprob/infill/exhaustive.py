@@ -11,16 +11,16 @@ beam search code (one brute-force row per fill and factor, no prefix sharing).
 from __future__ import annotations
 
 import itertools
-from typing import Sequence
+from collections.abc import Sequence
 
 import torch
 
 from ..batching import read_logits
 from ..errors import MLMProbError
 from ..models.protocol import MaskedLM
+from ..models.reader import reader_of
 from .beam import make_correction
 from .gap import InfillCandidate, prepare_gap
-from ..models.reader import reader_of
 
 MAX_FILLS = 200_000
 
@@ -32,8 +32,8 @@ def enumerate_fills(candidates: torch.Tensor, k: int) -> torch.Tensor:
     [[4, 4], [4, 7], [7, 4], [7, 7]]
     """
     n = len(candidates)
-    if n ** k > MAX_FILLS:
-        raise MLMProbError(f"exhaustive search over {n}**{k} = {n ** k} fills is too large (limit {MAX_FILLS})")
+    if n**k > MAX_FILLS:
+        raise MLMProbError(f"exhaustive search over {n}**{k} = {n**k} fills is too large (limit {MAX_FILLS})")
     idx = torch.tensor(list(itertools.product(range(n), repeat=k)), dtype=torch.long).reshape(-1, k)
     return candidates[idx]
 
@@ -45,9 +45,15 @@ def _sorted(fills: torch.Tensor, scores: torch.Tensor, top: int | None) -> list[
     return [InfillCandidate(tuple(fills[i].tolist()), float(scores[i])) for i in order]
 
 
-def exhaustive_infill(mlm: MaskedLM, input_ids, positions: Sequence[int] | torch.Tensor, *,
-                      method: str = "standard", pivot: int | None = None,
-                      top: int | None = None) -> list[InfillCandidate]:
+def exhaustive_infill(
+    mlm: MaskedLM,
+    input_ids,
+    positions: Sequence[int] | torch.Tensor,
+    *,
+    method: str = "standard",
+    pivot: int | None = None,
+    top: int | None = None,
+) -> list[InfillCandidate]:
     """All fills (or the ``top`` best) by their left-to-right ``method`` score, best first."""
     correction = make_correction(mlm, method, pivot)
     gap = prepare_gap(mlm, input_ids, positions)
@@ -55,19 +61,20 @@ def exhaustive_infill(mlm: MaskedLM, input_ids, positions: Sequence[int] | torch
     N, k = fills.shape
     fill_other = mlm.mask_id if correction.fill_id is None else correction.fill_id
     scores = torch.zeros(N, dtype=torch.float64)
-    for j in range(k):   # factor j: gap[<j] = fill, gap[j] = mask, gap[>j] = fill_other
+    for j in range(k):  # factor j: gap[<j] = fill, gap[j] = mask, gap[>j] = fill_other
         rows = gap.ids.repeat(N, 1)
         for i, p in enumerate(gap.positions.tolist()):
             rows[:, p] = fills[:, i] if i < j else (mlm.mask_id if i == j else fill_other)
         col = int(gap.positions[j])
         logp = read_logits(mlm, rows, torch.arange(N), torch.full((N,), col))
         logp = logp.double().log_softmax(-1)
-        scores += logp.gather(1, fills[:, j:j + 1])[:, 0] - correction(logp)
+        scores += logp.gather(1, fills[:, j : j + 1])[:, 0] - correction(logp)
     return _sorted(fills, scores, top)
 
 
-def exact_infill(mlm: MaskedLM, input_ids, positions: Sequence[int] | torch.Tensor, *,
-                 top: int | None = None) -> list[InfillCandidate]:
+def exact_infill(
+    mlm: MaskedLM, input_ids, positions: Sequence[int] | torch.Tensor, *, top: int | None = None
+) -> list[InfillCandidate]:
     """All fills by exact ``log p(fill | context)`` under a model with ``log_prob`` (e.g.
     ``ExactMLM``), normalised over the candidate fills, best first.
 

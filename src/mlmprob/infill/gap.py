@@ -9,8 +9,8 @@ special token or the mask.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 import torch
 
@@ -64,8 +64,9 @@ def candidate_ids(mlm: MaskedLM) -> torch.Tensor:
     return ids
 
 
-def prepare_gap(mlm: MaskedLM, input_ids, positions: Sequence[int] | torch.Tensor,
-                candidates: torch.Tensor | None = None) -> Gap:
+def prepare_gap(
+    mlm: MaskedLM, input_ids, positions: Sequence[int] | torch.Tensor, candidates: torch.Tensor | None = None
+) -> Gap:
     """Validate one sequence (``[L]`` or ``[1, L]``) and its gap positions.
 
     >>> from mlmprob import ExactMLM
@@ -89,7 +90,9 @@ def prepare_gap(mlm: MaskedLM, input_ids, positions: Sequence[int] | torch.Tenso
     if pos.numel() == 0:
         raise PositionsError("the gap is empty: give at least one position to fill")
     if pos.dim() != 1 or pos.dtype.is_floating_point:
-        raise PositionsError(f"positions must be a list of integer indices, got shape {tuple(pos.shape)}, dtype {pos.dtype}")
+        raise PositionsError(
+            f"positions must be a list of integer indices, got shape {tuple(pos.shape)}, dtype {pos.dtype}"
+        )
     pos = pos.long()
     if pos.min() < 0 or pos.max() >= L:
         bad = int(pos.max() if pos.max() >= L else pos.min())
@@ -100,7 +103,9 @@ def prepare_gap(mlm: MaskedLM, input_ids, positions: Sequence[int] | torch.Tenso
     specials = special_ids_of(mlm) - {mlm.mask_id}
     for p in pos.tolist():
         if int(ids[p]) in specials:
-            raise PositionsError(f"gap position {p} holds special token {int(ids[p])}; only sequence tokens can be filled")
+            raise PositionsError(
+                f"gap position {p} holds special token {int(ids[p])}; only sequence tokens can be filled"
+            )
     ids[pos] = mlm.mask_id
     cand = candidate_ids(mlm) if candidates is None else torch.as_tensor(candidates, dtype=torch.long)
     return Gap(ids, pos, cand)

@@ -18,7 +18,8 @@ Log-probabilities are over the model's whole output vocabulary (float64); fills 
 
 from __future__ import annotations
 
-from typing import Callable, Protocol
+from collections.abc import Callable
+from typing import Protocol
 
 import torch
 
@@ -39,8 +40,9 @@ class Correction(Protocol):
 Select = Callable[[torch.Tensor, torch.Tensor, torch.Tensor, int, int], torch.Tensor]
 
 
-def top_k_select(scores: torch.Tensor, cand_logp: torch.Tensor, parent: torch.Tensor, n_parents: int,
-                 width: int) -> torch.Tensor:
+def top_k_select(
+    scores: torch.Tensor, cand_logp: torch.Tensor, parent: torch.Tensor, n_parents: int, width: int
+) -> torch.Tensor:
     """Beam search: the ``width`` best-scoring extensions.
 
     >>> top_k_select(torch.tensor([0.1, 0.9, 0.5]), None, None, 1, 2).tolist()
@@ -49,8 +51,9 @@ def top_k_select(scores: torch.Tensor, cand_logp: torch.Tensor, parent: torch.Te
     return torch.topk(scores, min(width, scores.numel())).indices
 
 
-def _step_inputs(gap: Gap, mask_id: int, filled: torch.Tensor, fill_id: int | None,
-                 masked_col: torch.Tensor | None) -> torch.Tensor:
+def _step_inputs(
+    gap: Gap, mask_id: int, filled: torch.Tensor, fill_id: int | None, masked_col: torch.Tensor | None
+) -> torch.Tensor:
     """Rows ``[R, L]``: ``gap.ids`` with ``filled`` written in, unfilled positions = fill (or mask),
     and gap column ``masked_col[r]`` (if given) = mask."""
     vals = torch.where(filled >= 0, filled, mask_id if fill_id is None else fill_id)
@@ -61,14 +64,15 @@ def _step_inputs(gap: Gap, mask_id: int, filled: torch.Tensor, fill_id: int | No
     return ids
 
 
-def query_logp(mlm: MaskedLM, gap: Gap, filled: torch.Tensor, q_h: torch.Tensor, q_u: torch.Tensor,
-               fill_id: int | None) -> torch.Tensor:
+def query_logp(
+    mlm: MaskedLM, gap: Gap, filled: torch.Tensor, q_h: torch.Tensor, q_u: torch.Tensor, fill_id: int | None
+) -> torch.Tensor:
     """``log q`` ``[Q, V]`` (float64) at gap column ``q_u[i]`` of hypothesis ``q_h[i]`` (that
     column masked, unfilled ones holding ``fill_id``/the mask). ``q_h`` must be sorted."""
-    if fill_id is None:   # one row per hypothesis serves all its queries
+    if fill_id is None:  # one row per hypothesis serves all its queries
         rows = _step_inputs(gap, mlm.mask_id, filled, None, None)
         row_of = q_h
-    else:                 # one row per query
+    else:  # one row per query
         rows = _step_inputs(gap, mlm.mask_id, filled[q_h], fill_id, q_u)
         row_of = torch.arange(len(q_h))
     cols = gap.positions[q_u]
@@ -84,8 +88,9 @@ def _first_argmax_per_group(values: torch.Tensor, group: torch.Tensor, n_groups:
     return torch.full((n_groups,), len(values)).scatter_reduce(0, group[hit], idx[hit], "amin")
 
 
-def run_search(mlm: MaskedLM, gap: Gap, *, width: int, order: str, correction: Correction,
-               select: Select = top_k_select) -> list[InfillCandidate]:
+def run_search(
+    mlm: MaskedLM, gap: Gap, *, width: int, order: str, correction: Correction, select: Select = top_k_select
+) -> list[InfillCandidate]:
     """Fill ``gap`` one position at a time keeping ``width`` hypotheses; best first."""
     k, cand = gap.k, gap.candidates
     n = len(cand)
@@ -102,12 +107,12 @@ def run_search(mlm: MaskedLM, gap: Gap, *, width: int, order: str, correction: C
         if order == "best":
             pick = _first_argmax_per_group(clp.max(-1).values, q_h, H)
             q_h, q_u, logp, clp = q_h[pick], q_u[pick], logp[pick], clp[pick]
-        ext = (score[q_h, None] + clp - correction(logp)[:, None]).flatten()      # [Q * n]
+        ext = (score[q_h, None] + clp - correction(logp)[:, None]).flatten()  # [Q * n]
         parent = q_h.repeat_interleave(n)
         new = filled[parent].clone()
         new[torch.arange(len(new)), q_u.repeat_interleave(n)] = cand.repeat(len(q_h))
         flat_clp = clp.flatten()
-        if order == "best" and step > 0:   # one state reached through two orders: keep the better
+        if order == "best" and step > 0:  # one state reached through two orders: keep the better
             _, inv = torch.unique(new, dim=0, return_inverse=True)
             keep = _first_argmax_per_group(ext, inv, int(inv.max()) + 1).sort().values
             ext, parent, new, flat_clp = ext[keep], parent[keep], new[keep], flat_clp[keep]

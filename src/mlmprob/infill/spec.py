@@ -69,7 +69,7 @@ class InfillSpec(Spec):
         if self.pivot is not None and not isinstance(self.pivot, str):
             raise MLMProbError(f"pivot must be a token, a token id or None (the mask), got {self.pivot!r}")
         if self.method == "standard" and self.pivot is not None:
-            raise MLMProbError("--pivot: the pivot is used only by method='hcb'")     # the CLI's message
+            raise MLMProbError("--pivot: the pivot is used only by method='hcb'")  # the CLI's message
 
     def settings(self) -> dict:
         return {"method": self.method, "order": self.order, "beam_size": self.beam_size, "pivot": self.pivot or "mask"}

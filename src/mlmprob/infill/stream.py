@@ -19,15 +19,15 @@ one process, in one process per device, or on Ray actors.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Iterable, Iterator, NamedTuple, Sequence
 
 from ..errors import MLMProbError
+from ..models.reader import name_of, reader_of
+from ..models.spec import ModelJob
 from ..positions import token_numbers
 from ..runtime.inputs import Record
 from ..runtime.job import State
-from ..models.reader import name_of, reader_of
-from ..models.spec import ModelJob
 from .spec import GAP_MODES, InfillSpec
 
 _GAP_RE = re.compile(r"(\[MASK\]|<mask>)(?:\s*[xX*]\s*(\d+))?", re.IGNORECASE)
@@ -42,11 +42,13 @@ def expand_gaps(text: str, mask_text: str = "_") -> str:
     >>> expand_gaps("the [MASK]x2 sat", "[MASK]")
     'the [MASK][MASK] sat'
     """
+
     def rep(m: re.Match) -> str:
         n = int(m.group(2)) if m.group(2) else 1
         if n < 1:
             raise MLMProbError(f"a gap of {n} tokens ({m.group(0)!r}); use a positive count")
         return "\0" * n
+
     out = _GAP_RE.sub(rep, text)
     if mask_text != "_":
         out = out.replace("_", "\0")
@@ -172,18 +174,31 @@ class InfillJob(ModelJob):
         if unit.gap is not None:
             runs = gap_runs(positions)
             if len(runs) != unit.n_gaps:
-                raise MLMProbError(f"its {unit.n_gaps} gap(s) became {len(runs)} run(s) of mask tokens after "
-                                   "tokenization; use --gaps joint")
+                raise MLMProbError(
+                    f"its {unit.n_gaps} gap(s) became {len(runs)} run(s) of mask tokens after "
+                    "tokenization; use --gaps joint"
+                )
             positions = runs[unit.gap - 1]
         spec = self.spec
-        cands = infill(mlm, ids, positions, method=spec.method, order=spec.order, beam_size=spec.beam_size,
-                       pivot=state.pivot)
+        cands = infill(
+            mlm, ids, positions, method=spec.method, order=spec.order, beam_size=spec.beam_size, pivot=state.pivot
+        )
         numbers = token_numbers(enc.word_ids[0], ids[0], mlm.mask_id)
-        lists = {"positions": [numbers[t] for t in positions], "token_indices": positions,
-                 "fills": [mlm.decode(list(c.tokens)) for c in cands],
-                 "scores": [c.score for c in cands], "tokens": [list(c.tokens) for c in cands]}
-        return {"id": unit.id, "record": unit.record, "gap": unit.gap, "length": len(positions),
-                **spec.settings(), **lists}
+        lists = {
+            "positions": [numbers[t] for t in positions],
+            "token_indices": positions,
+            "fills": [mlm.decode(list(c.tokens)) for c in cands],
+            "scores": [c.score for c in cands],
+            "tokens": [list(c.tokens) for c in cands],
+        }
+        return {
+            "id": unit.id,
+            "record": unit.record,
+            "gap": unit.gap,
+            "length": len(positions),
+            **spec.settings(),
+            **lists,
+        }
 
     def run(self, state: InfillState, units: Sequence[GapUnit]) -> tuple[list[dict], list[tuple[str, str]]]:
         """Fill one chunk: rows in input order and the ``(id, reason)`` of units skipped (``skip_invalid``)."""

@@ -17,9 +17,9 @@ residues of an antibody model, or a top-K restriction), the mass the full softma
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Sequence
 
 import torch
 
@@ -43,21 +43,21 @@ class PairConditionals:
 
     a: int
     b: int
-    candidates: torch.Tensor          # [K] token ids of V'
-    gold: tuple[int, int]             # token ids at (a, b) in the input (may be the mask id)
-    logit_a: torch.Tensor             # [K, K]
-    logit_b: torch.Tensor             # [K, K]
-    marg_logit_a: torch.Tensor        # [K]
-    marg_logit_b: torch.Tensor        # [K]
-    lse_full_a: torch.Tensor          # [K]   per column j (copy a masked, b = v_j)
-    lse_full_b: torch.Tensor          # [K]   per row i (copy b masked, a = v_i)
-    lse_full_marg: torch.Tensor       # [2]   (at a, at b) in the both-masked copy
+    candidates: torch.Tensor  # [K] token ids of V'
+    gold: tuple[int, int]  # token ids at (a, b) in the input (may be the mask id)
+    logit_a: torch.Tensor  # [K, K]
+    logit_b: torch.Tensor  # [K, K]
+    marg_logit_a: torch.Tensor  # [K]
+    marg_logit_b: torch.Tensor  # [K]
+    lse_full_a: torch.Tensor  # [K]   per column j (copy a masked, b = v_j)
+    lse_full_b: torch.Tensor  # [K]   per row i (copy b masked, a = v_i)
+    lse_full_marg: torch.Tensor  # [2]   (at a, at b) in the both-masked copy
     mask_id: int
-    mask_logit_a: torch.Tensor | None = None     # [K]   mask-token logit at a, copy b = v_j
-    mask_logit_b: torch.Tensor | None = None     # [K]   mask-token logit at b, copy a = v_i
+    mask_logit_a: torch.Tensor | None = None  # [K]   mask-token logit at a, copy b = v_j
+    mask_logit_b: torch.Tensor | None = None  # [K]   mask-token logit at b, copy a = v_i
     mask_logit_marg: torch.Tensor | None = None  # [2]   in the both-masked copy, at (a, b)
-    n_forward: int = 0                           # forward rows used (2K + 1)
-    n_calls: int = 0                             # batched model calls
+    n_forward: int = 0  # forward rows used (2K + 1)
+    n_calls: int = 0  # batched model calls
 
     # -- sizes and lookups ------------------------------------------------------------------------
     @property
@@ -125,8 +125,9 @@ def check_pair(mlm: MaskedLM, input_ids, a: int, b: int) -> tuple[torch.Tensor, 
         raise PositionsError(f"a pair needs two different positions, got a = b = {a}")
     probe[[a, b]] = mlm.mask_id
     if bool(foreign_ids(mlm, probe).any()):
-        raise MLMProbError(f"token ids must lie in {id_range(mlm)} for this model, got "
-                           f"{int(probe.min())}..{int(probe.max())}")
+        raise MLMProbError(
+            f"token ids must lie in {id_range(mlm)} for this model, got {int(probe.min())}..{int(probe.max())}"
+        )
     length = int(lengths_of(mlm, probe[None])[0])
     if max(a, b) >= length:
         raise PositionsError(f"position {max(a, b)} is padding (sequence length {length})")
@@ -141,11 +142,15 @@ def resolve_candidates(mlm: MaskedLM, candidates=None) -> torch.Tensor:
         return torch.arange(mlm.vocab_size) if c is None else c
     c = torch.as_tensor(candidates)
     if c.dtype.is_floating_point or c.dtype == torch.bool or c.dim() != 1 or c.numel() == 0:
-        raise MLMProbError(f"candidates must be a non-empty 1-D list of token ids, got shape {tuple(c.shape)}, dtype {c.dtype}")
+        raise MLMProbError(
+            f"candidates must be a non-empty 1-D list of token ids, got shape {tuple(c.shape)}, dtype {c.dtype}"
+        )
     c = c.long()
     if c.min() < 0 or c.max() >= mlm.vocab_size:
-        raise MLMProbError(f"candidate ids must lie in the output vocabulary 0..{mlm.vocab_size - 1}, "
-                           f"got {int(c.min())}..{int(c.max())}")
+        raise MLMProbError(
+            f"candidate ids must lie in the output vocabulary 0..{mlm.vocab_size - 1}, "
+            f"got {int(c.min())}..{int(c.max())}"
+        )
     if len(torch.unique(c)) != len(c):
         raise MLMProbError("candidates contain repeated token ids")
     return c
@@ -178,7 +183,7 @@ def pair_conditionals(
     base[[a, b]] = mlm.mask_id
     has_mask = 0 <= mlm.mask_id < V
 
-    logit_a = torch.empty(K, K, dtype=torch.float64)   # [i, j]
+    logit_a = torch.empty(K, K, dtype=torch.float64)  # [i, j]
     logit_b = torch.empty(K, K, dtype=torch.float64)
     lse_a = torch.empty(K, dtype=torch.float64)
     lse_b = torch.empty(K, dtype=torch.float64)
@@ -188,8 +193,8 @@ def pair_conditionals(
     # copy c in 0..2K: 0 both masked, 1..K: b = v_{c-1}, K+1..2K: a = v_{c-K-1}; all one record (the pair)
     N = 2 * K + 1
     c = torch.arange(N)
-    is_a = (c >= 1) & (c <= K)            # a masked, b = v
-    is_b = c > K                          # b masked, a = v
+    is_a = (c >= 1) & (c <= K)  # a masked, b = v
+    is_b = c > K  # b masked, a = v
     x = base.expand(N, L).clone()
     x[is_a, b] = cands[c[is_a] - 1]
     x[is_b, a] = cands[c[is_b] - K - 1]
@@ -218,14 +223,29 @@ def pair_conditionals(
         mask_a[ja] = msk[:N][is_a]
         mask_b[ib] = msk[:N][is_b]
     return PairConditionals(
-        a=a, b=b, candidates=cands, gold=gold, logit_a=logit_a, logit_b=logit_b,
-        marg_logit_a=marg[0], marg_logit_b=marg[1], lse_full_a=lse_a, lse_full_b=lse_b,
-        lse_full_marg=marg[2], mask_id=int(mlm.mask_id), mask_logit_a=mask_a, mask_logit_b=mask_b,
-        mask_logit_marg=marg[3], n_forward=N, n_calls=n_calls)
+        a=a,
+        b=b,
+        candidates=cands,
+        gold=gold,
+        logit_a=logit_a,
+        logit_b=logit_b,
+        marg_logit_a=marg[0],
+        marg_logit_b=marg[1],
+        lse_full_a=lse_a,
+        lse_full_b=lse_b,
+        lse_full_marg=marg[2],
+        mask_id=int(mlm.mask_id),
+        mask_logit_a=mask_a,
+        mask_logit_b=mask_b,
+        mask_logit_marg=marg[3],
+        n_forward=N,
+        n_calls=n_calls,
+    )
 
 
-def topk_candidates(mlm: MaskedLM, input_ids, a: int, b: int, k: int,
-                    within: Sequence[int] | torch.Tensor | None = None) -> torch.Tensor:
+def topk_candidates(
+    mlm: MaskedLM, input_ids, a: int, b: int, k: int, within: Sequence[int] | torch.Tensor | None = None
+) -> torch.Tensor:
     """An explicit approximation for large vocabularies: the ``k`` ids with the highest
     ``max(q_a(v | a, b masked), q_b(v | a, b masked))`` (one forward pass), searched within
     ``within`` (default: the model's proposal ids or the whole vocabulary). Sorted by id.

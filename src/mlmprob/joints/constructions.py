@@ -121,8 +121,8 @@ class AGResult:
 def ag_objective(pc: PairConditionals, log_joint: torch.Tensor) -> torch.Tensor:
     """``J(mu)``: sum over conditioning values of ``KL(q_a(.|w') || mu_{a|b}(.|w'))`` plus the same
     for ``b`` (eq. 4). Zero iff ``mu``'s conditionals equal the MLM's."""
-    mu_a = log_joint - torch.logsumexp(log_joint, 0, keepdim=True)   # mu(w_a | w_b)
-    mu_b = log_joint - torch.logsumexp(log_joint, 1, keepdim=True)   # mu(w_b | w_a)
+    mu_a = log_joint - torch.logsumexp(log_joint, 0, keepdim=True)  # mu(w_a | w_b)
+    mu_b = log_joint - torch.logsumexp(log_joint, 1, keepdim=True)  # mu(w_b | w_a)
     return _kl_sum(pc.cond_a, mu_a) + _kl_sum(pc.cond_b, mu_b)
 
 
@@ -132,8 +132,14 @@ def _kl_sum(logp: torch.Tensor, logq: torch.Tensor) -> torch.Tensor:
     return (p * diff).sum()
 
 
-def ag_joint(pc: PairConditionals, *, steps: int | None = None, tol: float = DEFAULT_AG_TOL,
-             max_steps: int = DEFAULT_AG_MAX_STEPS, trace: bool = False) -> AGResult:
+def ag_joint(
+    pc: PairConditionals,
+    *,
+    steps: int | None = None,
+    tol: float = DEFAULT_AG_TOL,
+    max_steps: int = DEFAULT_AG_MAX_STEPS,
+    trace: bool = False,
+) -> AGResult:
     """Arnold-Gokhale (App. C) from the uniform joint, in log space:
 
     ``log mu' = logaddexp(log q_a, log q_b) - logaddexp(-log mu_a, -log mu_b)``, renormalised.
@@ -146,13 +152,17 @@ def ag_joint(pc: PairConditionals, *, steps: int | None = None, tol: float = DEF
     if steps is None and max_steps < 1:
         raise MLMProbError(f"AG max_steps must be >= 1, got {max_steps}")
     from .spec import MAX_AG_STEPS
+
     if (steps if steps is not None else max_steps) > MAX_AG_STEPS:
-        raise MLMProbError(f"AG {'steps' if steps is not None else 'max_steps'} must be at most {MAX_AG_STEPS:,}, got "
-                           f"{steps if steps is not None else max_steps}")
+        raise MLMProbError(
+            f"AG {'steps' if steps is not None else 'max_steps'} must be at most {MAX_AG_STEPS:,}, got "
+            f"{steps if steps is not None else max_steps}"
+        )
     K = pc.size
     num = torch.logaddexp(pc.cond_a, pc.cond_b)
-    log_mu = torch.full((K, K), -2.0 * torch.log(torch.tensor(float(K), dtype=torch.float64)).item(),
-                        dtype=torch.float64)
+    log_mu = torch.full(
+        (K, K), -2.0 * torch.log(torch.tensor(float(K), dtype=torch.float64)).item(), dtype=torch.float64
+    )
     objective = [ag_objective(pc, log_mu)] if trace else []
     limit = steps if steps is not None else max_steps
     change, n = float("inf"), 0
@@ -191,8 +201,9 @@ def joint_from(pc: PairConditionals, method: str, pivot: tuple[int, int] | None 
     return ag_joint(pc).log_joint
 
 
-def pairwise_joint(mlm: MaskedLM, input_ids, a: int, b: int, method: str = "mlm",
-                   pivot: tuple[int, int] | None = None, candidates=None) -> torch.Tensor:
+def pairwise_joint(
+    mlm: MaskedLM, input_ids, a: int, b: int, method: str = "mlm", pivot: tuple[int, int] | None = None, candidates=None
+) -> torch.Tensor:
     """The normalised log-joint over ``(x_a, x_b)`` given the rest of ``input_ids``: ``[K, K]``
     float64 over the candidate vocabulary ``V'`` (``candidates``, else the model's proposal ids,
     else the whole output vocabulary), rows indexed by ``x_a``.

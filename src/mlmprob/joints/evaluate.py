@@ -9,8 +9,18 @@ import torch
 
 from ..models.protocol import MaskedLM
 from .conditionals import PairConditionals, pair_conditionals, resolve_candidates, topk_candidates
-from .constructions import (DEFAULT_AG_MAX_STEPS, DEFAULT_AG_TOL, METHODS, AGResult, ag_joint, default_pivot, hcb_joint,
-                            mlm_joint, mrf_joint, mrf_logit_joint)
+from .constructions import (
+    DEFAULT_AG_MAX_STEPS,
+    DEFAULT_AG_TOL,
+    METHODS,
+    AGResult,
+    ag_joint,
+    default_pivot,
+    hcb_joint,
+    mlm_joint,
+    mrf_joint,
+    mrf_logit_joint,
+)
 from .metrics import PairMetrics, ci_gap, pair_metrics
 
 
@@ -28,11 +38,11 @@ class PairEvaluation:
     """All five joints of one pair with their metrics and the MLM diagnostics."""
 
     conditionals: PairConditionals
-    joints: dict[str, torch.Tensor]        # method -> log-joint [K, K]
-    metrics: dict[str, PairMetrics]        # method -> metrics
+    joints: dict[str, torch.Tensor]  # method -> log-joint [K, K]
+    metrics: dict[str, PairMetrics]  # method -> metrics
     ag: AGResult
     ci_gap: float
-    incompatibility: float                 # A-KL of the AG joint
+    incompatibility: float  # A-KL of the AG joint
     pivot: tuple[int, int]
     seconds_forward: float
     seconds_total: float
@@ -42,34 +52,63 @@ class PairEvaluation:
         0-based, special tokens counted, what :func:`evaluate_pair` takes)."""
         pc = self.conditionals
         return {
-            "a_token_index": pc.a, "b_token_index": pc.b, "gold": list(pc.gold), "K": pc.size,
+            "a_token_index": pc.a,
+            "b_token_index": pc.b,
+            "gold": list(pc.gold),
+            "K": pc.size,
             "gold_in_candidates": pc.gold_index is not None,
-            "n_forward": pc.n_forward, "n_calls": pc.n_calls, "pivot": list(self.pivot),
-            "ci_gap": self.ci_gap, "incompatibility": self.incompatibility,
-            "ag_steps": self.ag.steps, "ag_converged": self.ag.converged, "ag_change": self.ag.change,
+            "n_forward": pc.n_forward,
+            "n_calls": pc.n_calls,
+            "pivot": list(self.pivot),
+            "ci_gap": self.ci_gap,
+            "incompatibility": self.incompatibility,
+            "ag_steps": self.ag.steps,
+            "ag_converged": self.ag.converged,
+            "ag_change": self.ag.change,
             "outside_mass": pc.outside_mass,
-            "seconds_forward": self.seconds_forward, "seconds_total": self.seconds_total,
+            "seconds_forward": self.seconds_forward,
+            "seconds_total": self.seconds_total,
             "metrics": {m: v.as_dict() for m, v in self.metrics.items()},
         }
 
 
-def evaluate_conditionals(pc: PairConditionals, *, pivot: tuple[int, int] | None = None,
-                          ag: AGOptions = AGOptions(), seconds_forward: float = 0.0) -> PairEvaluation:
+def evaluate_conditionals(
+    pc: PairConditionals,
+    *,
+    pivot: tuple[int, int] | None = None,
+    ag: AGOptions = AGOptions(),
+    seconds_forward: float = 0.0,
+) -> PairEvaluation:
     """Build the five joints from ``pc`` and score them."""
     t0 = time.perf_counter()
     piv = default_pivot(pc) if pivot is None else (int(pivot[0]), int(pivot[1]))
     agr = ag_joint(pc, steps=ag.steps, tol=ag.tol, max_steps=ag.max_steps)
-    joints = {"mlm": mlm_joint(pc), "mrf_logit": mrf_logit_joint(pc), "mrf": mrf_joint(pc),
-              "hcb": hcb_joint(pc, piv), "ag": agr.log_joint}
+    joints = {
+        "mlm": mlm_joint(pc),
+        "mrf_logit": mrf_logit_joint(pc),
+        "mrf": mrf_joint(pc),
+        "hcb": hcb_joint(pc, piv),
+        "ag": agr.log_joint,
+    }
     assert tuple(joints) == METHODS
     metrics = {m: pair_metrics(pc, j, use_mlm_unary=(m == "mlm")) for m, j in joints.items()}
     t1 = time.perf_counter()
-    return PairEvaluation(pc, joints, metrics, agr, ci_gap(pc), metrics["ag"].akl, piv,
-                          seconds_forward, seconds_forward + t1 - t0)
+    return PairEvaluation(
+        pc, joints, metrics, agr, ci_gap(pc), metrics["ag"].akl, piv, seconds_forward, seconds_forward + t1 - t0
+    )
 
 
-def evaluate_pair(mlm: MaskedLM, input_ids, a: int, b: int, *, candidates=None, top_k: int | None = None,
-                  pivot: tuple[int, int] | None = None, ag: AGOptions = AGOptions()) -> PairEvaluation:
+def evaluate_pair(
+    mlm: MaskedLM,
+    input_ids,
+    a: int,
+    b: int,
+    *,
+    candidates=None,
+    top_k: int | None = None,
+    pivot: tuple[int, int] | None = None,
+    ag: AGOptions = AGOptions(),
+) -> PairEvaluation:
     """Forward passes for pair ``(a, b)`` (``2K + 1`` rows, plus one with ``top_k``), then all joints
     and metrics. ``top_k`` restricts ``V'`` to the ``k`` most probable ids under the both-masked
     conditionals (an approximation; ``outside_mass`` in the record measures what it drops).

@@ -23,35 +23,36 @@ same configuration, a larger ``n_pairs`` included, computes only the missing pai
 from __future__ import annotations
 
 import time
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Iterator, NamedTuple, Sequence
+from typing import NamedTuple
 
 import torch
 
 from ..errors import MLMProbError
 from ..models.protocol import MaskedLM
+from ..models.reader import reader_of
+from ..models.spec import ModelJob
 from ..models.tokenizers import Encoding
 from ..positions import TOKENS, default_mask, token_numbers
 from ..runtime.job import State
 from ..runtime.seeds import seeded_generator
 from ..runtime.shard import Shard
 from .evaluate import AGOptions, evaluate_pair
-from .spec import DEFAULT_COLUMN, SCHEMES, JointsSpec  # noqa: F401 - where the CLI and tests import them
 from .records import RECORDS_FILE, _dtype_label, check_records, load_records, restore_nonfinite  # noqa: F401
-from .report import (METHOD_LABELS, PLOT_FILE, REPORT_FILE, SUMMARY_FILE, diagnostics, format_report,  # noqa: F401
-                     summarize_records, write_report)
-from ..models.reader import reader_of
-from ..models.spec import ModelJob
+from .report import (
+    format_report,  # noqa: F401
+)
+from .spec import DEFAULT_COLUMN, SCHEMES, JointsSpec  # noqa: F401 - where the CLI and tests import them
 
 NA_VALUES = ("na", "nan", "none")
 
 
-
-
 # -- data and pair plan -----------------------------------------------------------------------------
-def read_sequences(path: str | Path, column: str | None = None, max_sequences: int | None = None,
-                   fmt: str = "auto") -> list[str]:
+def read_sequences(
+    path: str | Path, column: str | None = None, max_sequences: int | None = None, fmt: str = "auto"
+) -> list[str]:
     """The sequences of a data file (text, FASTA, CSV/TSV column, JSONL, Parquet; see
     :func:`~mlmprob.runtime.inputs.iter_records`), without empty and NA cells, the first ``max_sequences``; a
     CSV/TSV file's column is ``HC`` unless ``column`` names another."""
@@ -77,7 +78,7 @@ class PlannedPair:
     scheme: str
     i: int
     seq_index: int
-    input_ids: torch.Tensor   # [L]
+    input_ids: torch.Tensor  # [L]
     a: int
     b: int
     numbers: tuple[int, int]
@@ -106,18 +107,22 @@ class PairPlanner:
 
     def __init__(self, mlm: MaskedLM, sequences: Sequence[str], spec: JointsSpec):
         if not reader_of(mlm).has_text:
-            raise MLMProbError("the runner needs a model with a tokenizer (encode); use pairwise_joint directly otherwise")
+            raise MLMProbError(
+                "the runner needs a model with a tokenizer (encode); use pairwise_joint directly otherwise"
+            )
         self.mlm, self.sequences, self.spec = mlm, sequences, spec
-        self._order = [torch.randperm(len(sequences), generator=torch.Generator().manual_seed(spec.seed * 7919 + k))
-                       for k in range(len(spec.schemes))]
-        self._next = [0] * len(spec.schemes)                    # next position in the permutation
-        self._found: list[list[tuple[int, int, int]]] = [[] for _ in spec.schemes]   # (seq_index, a, b)
-        self._unusable: dict[int, str] = {}    # sequence index -> why it cannot be encoded
+        self._order = [
+            torch.randperm(len(sequences), generator=torch.Generator().manual_seed(spec.seed * 7919 + k))
+            for k in range(len(spec.schemes))
+        ]
+        self._next = [0] * len(spec.schemes)  # next position in the permutation
+        self._found: list[list[tuple[int, int, int]]] = [[] for _ in spec.schemes]  # (seq_index, a, b)
+        self._unusable: dict[int, str] = {}  # sequence index -> why it cannot be encoded
 
     def _encode(self, s: int) -> Encoding | None:
         try:
             return self.mlm.encode([self.sequences[s]])
-        except MLMProbError as e:   # e.g. too long for the model, or symbols outside its alphabet
+        except MLMProbError as e:  # e.g. too long for the model, or symbols outside its alphabet
             self._unusable.setdefault(s, str(e).removeprefix("sequence 0 "))
             return None
 
@@ -126,8 +131,10 @@ class PairPlanner:
         if not bad:
             return MLMProbError(f"no sequence admits a {scheme} pair")
         s = min(bad)
-        return MLMProbError(f"sequence {s + 1} {bad[s]}: {len(bad)} of {len(self.sequences)} sequences cannot be "
-                            f"encoded for this model, and no other admits a {scheme} pair")
+        return MLMProbError(
+            f"sequence {s + 1} {bad[s]}: {len(bad)} of {len(self.sequences)} sequences cannot be "
+            f"encoded for this model, and no other admits a {scheme} pair"
+        )
 
     def pair(self, k: int, i: int) -> PlannedPair:
         scheme, order, found = self.spec.schemes[k], self._order[k], self._found[k]
@@ -194,7 +201,7 @@ class JointsJob(ModelJob):
 
     spec: JointsSpec
     model: str = field(default="", kw_only=True)
-    data_path: str | None = field(default=None, kw_only=True)   # where the data is read now (stdin's copy)
+    data_path: str | None = field(default=None, kw_only=True)  # where the data is read now (stdin's copy)
 
     def __post_init__(self):
         if not self.model:
@@ -222,20 +229,40 @@ class JointsJob(ModelJob):
         pp = w.planner.pair(unit.s, unit.i)
         t0 = time.perf_counter()
         ev = evaluate_pair(w.mlm, pp.input_ids, pp.a, pp.b, top_k=self.spec.top_k, pivot=w.pivot, ag=w.ag)
-        return {"id": unit.id, "kind": "pair", "scheme": pp.scheme, "i": pp.i, "seq_index": pp.seq_index,
-                "length": int(len(pp.input_ids)), "distance": abs(pp.b - pp.a) - 1, "a": pp.numbers[0],
-                "b": pp.numbers[1], **ev.record(),
-                "seconds": time.perf_counter() - t0}
+        return {
+            "id": unit.id,
+            "kind": "pair",
+            "scheme": pp.scheme,
+            "i": pp.i,
+            "seq_index": pp.seq_index,
+            "length": int(len(pp.input_ids)),
+            "distance": abs(pp.b - pp.a) - 1,
+            "a": pp.numbers[0],
+            "b": pp.numbers[1],
+            **ev.record(),
+            "seconds": time.perf_counter() - t0,
+        }
 
     def run(self, w: JointsWorker, units: Sequence[PairUnit]) -> tuple[list[dict], list]:
         return [self.record(w, u) for u in units], []
 
 
-def run_joints(mlm: MaskedLM | None, spec: JointsSpec, out_dir: str | Path, *,
-               batch_tokens: int | None = None, progress: Callable[[dict], None] | None = None,
-               shard: Shard = Shard.whole(), devices: Sequence[str] | None = None, dtype: str | None = None,
-               engine: str = "local", ray_address: str | None = None, show_progress: bool = False,
-               allow_pickle: bool = False, data_path: str | None = None) -> list[dict]:
+def run_joints(
+    mlm: MaskedLM | None,
+    spec: JointsSpec,
+    out_dir: str | Path,
+    *,
+    batch_tokens: int | None = None,
+    progress: Callable[[dict], None] | None = None,
+    shard: Shard = Shard.whole(),
+    devices: Sequence[str] | None = None,
+    dtype: str | None = None,
+    engine: str = "local",
+    ray_address: str | None = None,
+    show_progress: bool = False,
+    allow_pickle: bool = False,
+    data_path: str | None = None,
+) -> list[dict]:
     """Compute the missing pair records of ``shard`` into ``out_dir/pairs.jsonl``; returns all records of
     the configuration there (first ``n_pairs`` per scheme), in scheme then pair order.
 
@@ -248,16 +275,36 @@ def run_joints(mlm: MaskedLM | None, spec: JointsSpec, out_dir: str | Path, *,
     read_sequences(data_path or spec.data, spec.column, spec.max_sequences, spec.format)  # bad data: fail first
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    opts = RunOptions(out=str(out / RECORDS_FILE), resume=True, shard=shard, devices=tuple(devices or ["auto"]),
-                      engine=engine, ray_address=ray_address, progress=show_progress, dtype=dtype)
-    stored = check_records(out, spec, shard, _dtype_label(mlm if opts.in_process else None, dtype, opts.devices[0],
-                                                        spec.model))
+    opts = RunOptions(
+        out=str(out / RECORDS_FILE),
+        resume=True,
+        shard=shard,
+        devices=tuple(devices or ["auto"]),
+        engine=engine,
+        ray_address=ray_address,
+        progress=show_progress,
+        dtype=dtype,
+    )
+    stored = check_records(
+        out, spec, shard, _dtype_label(mlm if opts.in_process else None, dtype, opts.devices[0], spec.model)
+    )
     job = JointsJob(spec, dtype=dtype, batch_tokens=batch_tokens, allow_pickle=allow_pickle, data_path=data_path)
     notify = None if progress is None else (lambda rows: [progress(r) for r in rows])
-    run_command(StreamCommand(job, lambda: pair_units(spec.schemes, spec.n_pairs), stored, unit_name="pair",
-                              chunk_size=1, meta={"limit": spec.n_pairs}, on_rows=notify,
-                              state=job.prepare(mlm) if mlm is not None and opts.in_process else None), opts)
+    run_command(
+        StreamCommand(
+            job,
+            lambda: pair_units(spec.schemes, spec.n_pairs),
+            stored,
+            unit_name="pair",
+            chunk_size=1,
+            meta={"limit": spec.n_pairs},
+            on_rows=notify,
+            state=job.prepare(mlm) if mlm is not None and opts.in_process else None,
+        ),
+        opts,
+    )
     keep = {(s, i) for s in spec.schemes for i in range(spec.n_pairs)}
     _, records = load_records(out / RECORDS_FILE)
-    return sorted((r for r in records if (r["scheme"], r["i"]) in keep),
-                  key=lambda r: (spec.schemes.index(r["scheme"]), r["i"]))
+    return sorted(
+        (r for r in records if (r["scheme"], r["i"]) in keep), key=lambda r: (spec.schemes.index(r["scheme"]), r["i"])
+    )

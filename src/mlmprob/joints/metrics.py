@@ -25,8 +25,8 @@ Two per-pair diagnostics of the MLM itself:
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Iterable, Mapping
 
 import torch
 
@@ -35,8 +35,10 @@ from .conditionals import PairConditionals
 
 def joint_conditionals(log_joint: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """``(log q'(w_a | w_b) [K, K] normalised over dim 0, log q'(w_b | w_a) normalised over dim 1)``."""
-    return (log_joint - torch.logsumexp(log_joint, 0, keepdim=True),
-            log_joint - torch.logsumexp(log_joint, 1, keepdim=True))
+    return (
+        log_joint - torch.logsumexp(log_joint, 0, keepdim=True),
+        log_joint - torch.logsumexp(log_joint, 1, keepdim=True),
+    )
 
 
 def kl_columns(logp: torch.Tensor, logq: torch.Tensor, dim: int) -> torch.Tensor:
@@ -74,22 +76,21 @@ def pair_metrics(pc: PairConditionals, log_joint: torch.Tensor, *, use_mlm_unary
     (0.4, 0.0)
     """
     ca, cb = joint_conditionals(log_joint)
-    d_a = kl_columns(pc.cond_a, ca, 0)   # [K] per conditioning value w_b
-    d_b = kl_columns(pc.cond_b, cb, 1)   # [K] per conditioning value w_a
+    d_a = kl_columns(pc.cond_a, ca, 0)  # [K] per conditioning value w_b
+    d_b = kl_columns(pc.cond_b, cb, 1)  # [K] per conditioning value w_a
     akl = float((d_a.sum() + d_b.sum()) / (2 * pc.size))
     g = pc.gold_index
     if g is None:
         return PairMetrics(-math.inf, -math.inf, akl, math.nan)
     ia, ib = g
     ua, ub = (pc.cond_a, pc.cond_b) if use_mlm_unary else (ca, cb)
-    return PairMetrics(float(log_joint[ia, ib]), float(ua[ia, ib] + ub[ia, ib]), akl,
-                       float(0.5 * (d_a[ib] + d_b[ia])))
+    return PairMetrics(float(log_joint[ia, ib]), float(ua[ia, ib] + ub[ia, ib]), akl, float(0.5 * (d_a[ib] + d_b[ia])))
 
 
 def ci_gap(pc: PairConditionals) -> float:
     """The MLM's conditional-independence gap on this pair (module docstring); >= 0."""
-    d_a = kl_columns(pc.cond_a, pc.marg_a[:, None].expand_as(pc.cond_a), 0)   # per w_b
-    d_b = kl_columns(pc.cond_b, pc.marg_b[None, :].expand_as(pc.cond_b), 1)   # per w_a
+    d_a = kl_columns(pc.cond_a, pc.marg_a[:, None].expand_as(pc.cond_a), 0)  # per w_b
+    d_b = kl_columns(pc.cond_b, pc.marg_b[None, :].expand_as(pc.cond_b), 1)  # per w_a
     return float(0.5 * ((pc.marg_b.exp() * d_a).sum() + (pc.marg_a.exp() * d_b).sum()))
 
 
@@ -106,8 +107,14 @@ class JointSummary:
     n_covered: int
 
     def as_dict(self) -> dict[str, float]:
-        return {"U-PPL": self.u_ppl, "P-PPL": self.p_ppl, "A-KL": self.a_kl, "G-KL": self.g_kl,
-                "n": self.n, "n_covered": self.n_covered}
+        return {
+            "U-PPL": self.u_ppl,
+            "P-PPL": self.p_ppl,
+            "A-KL": self.a_kl,
+            "G-KL": self.g_kl,
+            "n": self.n,
+            "n_covered": self.n_covered,
+        }
 
 
 def summarize(per_pair: Iterable[Mapping[str, float]]) -> JointSummary:

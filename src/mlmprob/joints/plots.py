@@ -4,8 +4,8 @@ the number of pairs per bin as gray bars."""
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 from ..joints.constructions import METHOD_LABELS as LABELS
 
@@ -16,7 +16,9 @@ def bin_label(lo: int, hi: int) -> str:
     return str(lo) if lo == hi else (f"{lo}+" if hi >= 10**9 else f"{lo}-{hi}")
 
 
-def pnll_by_distance(records: Sequence[dict], bins=DISTANCE_BINS) -> tuple[list[str], list[int], dict[str, list[float]]]:
+def pnll_by_distance(
+    records: Sequence[dict], bins=DISTANCE_BINS
+) -> tuple[list[str], list[int], dict[str, list[float]]]:
     """``(bin labels, counts, method -> PNLL per bin)``; PNLL = ``-sum log q(w_a, w_b) / 2n`` over the
     bin's pairs (the log of its P-PPL); NaN for empty bins.
 
@@ -38,6 +40,7 @@ def pnll_by_distance(records: Sequence[dict], bins=DISTANCE_BINS) -> tuple[list[
 def plot_distance(records: Sequence[dict], path: str | Path, title: str = "") -> Path:
     """Save the App. E plot (PNG) of ``records`` to ``path``."""
     import matplotlib
+
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 

@@ -15,16 +15,15 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
+from ..models.reader import reader_of
 from ..runtime.log import ConfigMismatch, RunMeta, check_config, read_lines, read_log
 from ..runtime.shard import Shard
 from ..runtime.writers import meta_path
-from ..models.reader import reader_of
-
 
 RECORDS_FILE = "pairs.jsonl"
 
 
-_LOGP_KEYS = ("pair_logp", "unary_logp")   # -inf when the gold pair is outside the candidates
+_LOGP_KEYS = ("pair_logp", "unary_logp")  # -inf when the gold pair is outside the candidates
 _FLOAT_KEYS = ("ci_gap", "incompatibility", "ag_change", "seconds", "seconds_forward", "seconds_total")
 
 
@@ -63,12 +62,15 @@ def load_records(path: str | Path) -> tuple[dict | None, list[dict]]:
     if header is None:
         config = RunMeta(meta_path(path)).config()
         if config:
-            header = {k: v for k, v in config.items() if k not in ("command", "dtype", "shard", "merged_from",
-                                                                  "computed_with")}
+            header = {
+                k: v
+                for k, v in config.items()
+                if k not in ("command", "dtype", "shard", "merged_from", "computed_with")
+            }
     return header, records
 
 
-POSITIONS_BASE = {"positions_base": 1}   # a and b are 1-based residue/word numbers
+POSITIONS_BASE = {"positions_base": 1}  # a and b are 1-based residue/word numbers
 
 
 def _writer_config(config, shard: Shard, dtype: str | None) -> dict:
@@ -100,17 +102,22 @@ def _upgrade_legacy(path: Path, config, shard: Shard, dtype: str | None) -> None
         return
     header, records = load_records(path)
     if header.get("positions_base") != 1:
-        raise ConfigMismatch(f"cannot resume {path}: its pairs' a and b are 0-based token indices (written before "
-                             "0.2.0, which numbers them from 1); convert it with docs/results/joints/"
-                             "convert_positions.py or use another --out")
+        raise ConfigMismatch(
+            f"cannot resume {path}: its pairs' a and b are 0-based token indices (written before "
+            "0.2.0, which numbers them from 1); convert it with docs/results/joints/"
+            "convert_positions.py or use another --out"
+        )
     ident = {**config.identity(), **POSITIONS_BASE}
     if config.data_format in ("text", "fasta"):
-        header = {k: v for k, v in header.items() if k != "column"}   # it had no meaning there
-    check_config(path, {**header, "shard": "1/1"}, {**{k: ident.get(k, v) for k, v in header.items()},
-                                                    "shard": str(shard)})
+        header = {k: v for k, v in header.items() if k != "column"}  # it had no meaning there
+    check_config(
+        path, {**header, "shard": "1/1"}, {**{k: ident.get(k, v) for k, v in header.items()}, "shard": str(shard)}
+    )
     RunMeta(meta_path(path), indent=2).save(
-        {"config": _writer_config(config, shard, dtype), "complete": False, "skipped": []})
-    from ..runtime.safefs import replace_file      # PATH.tmp created new, never through a symbolic link
+        {"config": _writer_config(config, shard, dtype), "complete": False, "skipped": []}
+    )
+    from ..runtime.safefs import replace_file  # PATH.tmp created new, never through a symbolic link
+
     replace_file(path, "".join(dumps({"id": f"{r['scheme']}/{r['i']}", **r}) + "\n" for r in records))
 
 

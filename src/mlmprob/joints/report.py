@@ -4,17 +4,19 @@ pair scheme), diagnostics, ``summary.json`` and the token-distance plot of App. 
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
-from ..jsonl import dumps
 from ..errors import MLMProbError
 from ..joints.constructions import METHOD_LABELS
 from ..joints.metrics import JointSummary, summarize
+from ..jsonl import dumps
 
 REPORT_FILE, SUMMARY_FILE, PLOT_FILE = "report.md", "summary.json", "distance.png"
-SUMMARY_NULLS = ("null: U-PPL/P-PPL are infinite when a gold pair lies outside the candidate vocabulary "
-                 "(see n_covered); G-KL, A-KL and rates are undefined without pairs to average")
+SUMMARY_NULLS = (
+    "null: U-PPL/P-PPL are infinite when a gold pair lies outside the candidate vocabulary "
+    "(see n_covered); G-KL, A-KL and rates are undefined without pairs to average"
+)
 
 
 def summarize_records(records: Sequence[dict]) -> dict[str, dict[str, JointSummary]]:
@@ -64,8 +66,13 @@ def format_report(records: Sequence[dict], title: str = "Pairwise joints") -> st
     summ = summarize_records(records)
     schemes = list(summ)
     cols = ["U-PPL", "P-PPL", "A-KL", "G-KL"]
-    lines = [f"# {title}", "", "Lower is better everywhere. U-PPL/P-PPL: unary/pairwise perplexity; "
-             "A-KL/G-KL: KL from the MLM's unary conditionals to the joint's (all / gold conditioning values).", ""]
+    lines = [
+        f"# {title}",
+        "",
+        "Lower is better everywhere. U-PPL/P-PPL: unary/pairwise perplexity; "
+        "A-KL/G-KL: KL from the MLM's unary conditionals to the joint's (all / gold conditioning values).",
+        "",
+    ]
     head = "| method | " + " | ".join(f"{s} {c}" for s in schemes for c in cols) + " |"
     lines += [head, "|" + "---|" * (1 + len(cols) * len(schemes))]
     for m, label in METHOD_LABELS.items():
@@ -76,13 +83,19 @@ def format_report(records: Sequence[dict], title: str = "Pairwise joints") -> st
         lines.append(f"| {label} | " + " | ".join(cells) + " |")
     diag = diagnostics(records)
     keys = list(next(iter(diag.values())).keys()) if diag else []
-    lines += ["", "Diagnostics: ci_gap = the MLM's conditional-independence gap (mutual information its unary "
-              "conditionals express); incompatibility = A-KL of the AG joint (0 iff the unary families are "
-              "compatible); outside_mass = softmax mass outside the candidate vocabulary.", "",
-              "| scheme | " + " | ".join(keys) + " |", "|" + "---|" * (1 + len(keys))]
+    lines += [
+        "",
+        "Diagnostics: ci_gap = the MLM's conditional-independence gap (mutual information its unary "
+        "conditionals express); incompatibility = A-KL of the AG joint (0 iff the unary families are "
+        "compatible); outside_mass = softmax mass outside the candidate vocabulary.",
+        "",
+        "| scheme | " + " | ".join(keys) + " |",
+        "|" + "---|" * (1 + len(keys)),
+    ]
     for s, d in diag.items():
-        lines.append(f"| {s} | " + " | ".join(_fmt(float(d[k])) if isinstance(d[k], float) else str(d[k])
-                                              for k in keys) + " |")
+        lines.append(
+            f"| {s} | " + " | ".join(_fmt(float(d[k])) if isinstance(d[k], float) else str(d[k]) for k in keys) + " |"
+        )
     return "\n".join(lines) + "\n"
 
 

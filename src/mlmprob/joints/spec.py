@@ -11,9 +11,9 @@ from ..errors import MLMProbError
 from ..settings import Spec
 
 SCHEMES = ("random", "contiguous")
-MAX_PAIRS = 1_000_000       # pairs per scheme: the run keeps every pair's id (its records' keys) in memory
-MAX_AG_STEPS = 1_000_000    # Arnold-Gokhale updates of one pair (--ag-steps, --ag-max-steps)
-DEFAULT_COLUMN = "HC"   # the sequence column of a CSV/TSV data file when none is named
+MAX_PAIRS = 1_000_000  # pairs per scheme: the run keeps every pair's id (its records' keys) in memory
+MAX_AG_STEPS = 1_000_000  # Arnold-Gokhale updates of one pair (--ag-steps, --ag-max-steps)
+DEFAULT_COLUMN = "HC"  # the sequence column of a CSV/TSV data file when none is named
 
 
 @dataclass(frozen=True)
@@ -61,12 +61,14 @@ class JointsSpec(Spec):
         if self.n_pairs < 1:
             raise MLMProbError(f"n_pairs must be >= 1, got {self.n_pairs}")
         if self.n_pairs > MAX_PAIRS:
-            raise MLMProbError(f"n_pairs must be at most {MAX_PAIRS:,} per scheme (the run keeps every pair's id), "
-                               f"got {self.n_pairs}")
+            raise MLMProbError(
+                f"n_pairs must be at most {MAX_PAIRS:,} per scheme (the run keeps every pair's id), got {self.n_pairs}"
+            )
         for name in ("ag_steps", "ag_max_steps"):
             if (getattr(self, name) or 0) > MAX_AG_STEPS:
-                raise MLMProbError(f"{name} must be at most {MAX_AG_STEPS:,} (AG updates per pair), got "
-                                   f"{getattr(self, name)}")
+                raise MLMProbError(
+                    f"{name} must be at most {MAX_AG_STEPS:,} (AG updates per pair), got {getattr(self, name)}"
+                )
         if self.pivot not in ("mode", "mask"):
             raise MLMProbError(f"pivot must be 'mode' or 'mask', got {self.pivot!r}")
         if self.top_k is not None and self.top_k < 1:
@@ -87,4 +89,3 @@ class JointsSpec(Spec):
         d.pop("n_pairs")
         d["schemes"] = list(d["schemes"])
         return d
-

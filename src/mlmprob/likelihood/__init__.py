@@ -4,9 +4,18 @@
 
 from ..lazy import exports
 
-__getattr__, __dir__ = exports(__name__, {
-    "LogLik": ".chain", "loglik": ".chain", "read_steps": ".chain", "ORDER_KINDS": ".orders",
-    "OrderPlan": ".orders", "plan_orders": ".orders", "units_of": ".orders", "LoglikSpec": ".spec",
-})
+__getattr__, __dir__ = exports(
+    __name__,
+    {
+        "LogLik": ".chain",
+        "loglik": ".chain",
+        "read_steps": ".chain",
+        "ORDER_KINDS": ".orders",
+        "OrderPlan": ".orders",
+        "plan_orders": ".orders",
+        "units_of": ".orders",
+        "LoglikSpec": ".spec",
+    },
+)
 
 __all__ = ["LogLik", "loglik", "read_steps", "ORDER_KINDS", "OrderPlan", "plan_orders", "units_of", "LoglikSpec"]

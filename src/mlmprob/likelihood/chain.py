@@ -16,8 +16,8 @@ the joint's own log-probability.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 import torch
 
@@ -25,8 +25,8 @@ from ..batching import iter_masked_logits
 from ..energy import Positions, check_input_ids, resolve_positions, row_sum
 from ..errors import MLMProbError, PositionsError
 from ..models.alphabet import allowed_ids
-from ..models.reader import reader_of
 from ..models.protocol import MaskedLM
+from ..models.reader import reader_of
 from ..runtime.seeds import seeded_generator
 from .orders import OrderPlan, OrderSpec, plan_orders
 from .spec import LoglikSpec
@@ -84,8 +84,10 @@ def _check_word_ids(word_ids, ids: torch.Tensor) -> torch.Tensor | None:
         return None
     w = torch.as_tensor(word_ids)
     if w.dtype.is_floating_point or w.dtype == torch.bool or tuple(w.shape) != tuple(ids.shape):
-        raise PositionsError(f"word_ids must be integers of the shape of input_ids {tuple(ids.shape)}, "
-                             f"got dtype {w.dtype}, shape {tuple(w.shape)}")
+        raise PositionsError(
+            f"word_ids must be integers of the shape of input_ids {tuple(ids.shape)}, "
+            f"got dtype {w.dtype}, shape {tuple(w.shape)}"
+        )
     return w.long()
 
 
@@ -93,8 +95,10 @@ def _check_alphabet(ids: torch.Tensor, sel: torch.Tensor, allowed: torch.Tensor)
     bad = sel & ~allowed[ids.clamp(0, len(allowed) - 1)]
     if bad.any():
         b, t = bad.nonzero()[0].tolist()
-        raise PositionsError(f"position {t} of sequence {b} holds token id {int(ids[b, t])}, outside the model's "
-                             "proposal alphabet: its chain-rule probability is 0 (leave it out of positions)")
+        raise PositionsError(
+            f"position {t} of sequence {b} holds token id {int(ids[b, t])}, outside the model's "
+            "proposal alphabet: its chain-rule probability is 0 (leave it out of positions)"
+        )
 
 
 def _copies(plan: OrderPlan, L: int):
@@ -102,9 +106,12 @@ def _copies(plan: OrderPlan, L: int):
     b, k, j = (plan.orders >= 0).nonzero(as_tuple=True)
     cols = plan.orders[b, k, j]
     B, K, n = plan.orders.shape
-    rank = torch.full((B, K, L + 1), n, dtype=torch.int32)   # step at which a position is revealed
-    rank.view(-1, L + 1).scatter_(1, torch.where(plan.orders >= 0, plan.orders, L).view(B * K, n),
-                                  torch.arange(n, dtype=torch.int32).expand(B * K, n).contiguous())
+    rank = torch.full((B, K, L + 1), n, dtype=torch.int32)  # step at which a position is revealed
+    rank.view(-1, L + 1).scatter_(
+        1,
+        torch.where(plan.orders >= 0, plan.orders, L).view(B * K, n),
+        torch.arange(n, dtype=torch.int32).expand(B * K, n).contiguous(),
+    )
     extra = torch.empty(len(b), L, dtype=torch.bool)
     for lo in range(0, len(b), 4096):
         s = slice(lo, lo + 4096)
@@ -122,8 +129,9 @@ def _dedupe(rows, cols, extra):
     return uniq[:, 0], uniq[:, 1], uniq[:, 2:].bool(), inverse
 
 
-def read_steps(mlm: MaskedLM, ids: torch.Tensor, rows, cols, extra, allowed: torch.Tensor,
-               progress) -> tuple[torch.Tensor, torch.Tensor]:
+def read_steps(
+    mlm: MaskedLM, ids: torch.Tensor, rows, cols, extra, allowed: torch.Tensor, progress
+) -> tuple[torch.Tensor, torch.Tensor]:
     """``(log q(x at col | copy) normalised over allowed, log of the mass inside allowed)``, ``[N]`` each."""
     dev = reader_of(mlm).device
     acc = torch.float64 if dev.type == "cpu" else torch.float32
@@ -132,8 +140,7 @@ def read_steps(mlm: MaskedLM, ids: torch.Tensor, rows, cols, extra, allowed: tor
     targets = ids.to(dev)[rows.to(dev), cols.to(dev)]
     al = allowed.to(dev)
     everything = bool(allowed.all())
-    for idx, logits in iter_masked_logits(mlm, ids, rows, cols, extra_mask=extra,
-                                          progress=progress, on_device=True):
+    for idx, logits in iter_masked_logits(mlm, ids, rows, cols, extra_mask=extra, progress=progress, on_device=True):
         x = logits.to(acc)
         z_in = torch.logsumexp(x if everything else x.masked_fill(~al, float("-inf")), -1)
         lp[idx] = (x.gather(1, targets[idx, None])[:, 0] - z_in).double()
@@ -153,9 +160,18 @@ def _settings(spec: LoglikSpec | None, order, n_orders, generator):
     return spec.order, spec.n_orders, generator
 
 
-def loglik(mlm: MaskedLM, input_ids, positions: Positions = None, spec: LoglikSpec | None = None, *,
-           order: OrderSpec | None = None, n_orders: int | None = None, generator: torch.Generator | None = None,
-           word_ids=None, progress: Callable[[int], None] | None = None) -> LogLik:
+def loglik(
+    mlm: MaskedLM,
+    input_ids,
+    positions: Positions = None,
+    spec: LoglikSpec | None = None,
+    *,
+    order: OrderSpec | None = None,
+    n_orders: int | None = None,
+    generator: torch.Generator | None = None,
+    word_ids=None,
+    progress: Callable[[int], None] | None = None,
+) -> LogLik:
     """Chain-rule log-likelihoods of ``x_S`` given the rest, for the orders ``order`` asks for.
 
     ``positions`` as in ``mlmprob.pll`` (default: every non-special position); a subset gives the

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import itertools
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 import torch
 
@@ -71,17 +71,24 @@ def _explicit(order, B: int) -> list[list[list[int]]]:
     """Given orders as ``[B][K][n]`` lists: one order, ``K`` orders shared by the batch, or ``[B, K, n]``."""
     if isinstance(order, torch.Tensor):
         if order.dtype.is_floating_point or order.dtype == torch.bool or order.dim() not in (1, 2, 3):
-            raise MLMProbError(f"orders must be integer positions [n], [K, n] or [B, K, n]; got dtype {order.dtype}, "
-                               f"shape {tuple(order.shape)}")
+            raise MLMProbError(
+                f"orders must be integer positions [n], [K, n] or [B, K, n]; got dtype {order.dtype}, "
+                f"shape {tuple(order.shape)}"
+            )
         o = order.long().tolist()
         o = [[o]] * B if order.dim() == 1 else [o] * B if order.dim() == 2 else o
     else:
         try:
             seq = list(order)
-            o = [[[int(p) for p in seq]]] * B if all(isinstance(p, int) for p in seq) else \
-                [[[int(p) for p in s] for s in seq]] * B
+            o = (
+                [[[int(p) for p in seq]]] * B
+                if all(isinstance(p, int) for p in seq)
+                else [[[int(p) for p in s] for s in seq]] * B
+            )
         except (TypeError, ValueError):
-            raise MLMProbError(f"order must be one of {ORDER_KINDS} or orders of the scored positions, got {order!r}") from None
+            raise MLMProbError(
+                f"order must be one of {ORDER_KINDS} or orders of the scored positions, got {order!r}"
+            ) from None
     if len(o) != B:
         raise MLMProbError(f"orders were given for {len(o)} sequences, input_ids has {B}")
     if any(len(ob) == 0 for ob in o):
@@ -94,7 +101,7 @@ def _as_unit_perm(o: list[int], units: list[list[int]], b: int, k: int) -> list[
     if sorted(o) != expected:
         raise MLMProbError(f"order {k} of sequence {b} is not a permutation of its scored positions {expected}: {o}")
     unit_of = {p: i for i, u in enumerate(units) for p in u}
-    return list(dict.fromkeys(unit_of[p] for p in o))   # a word is revealed where the order first reaches it
+    return list(dict.fromkeys(unit_of[p] for p in o))  # a word is revealed where the order first reaches it
 
 
 def _row_perms(units, kind, n_orders, generator) -> tuple[list[list[int]], bool]:
@@ -108,8 +115,13 @@ def _row_perms(units, kind, n_orders, generator) -> tuple[list[list[int]], bool]
     return [torch.randperm(n, generator=generator).tolist() for _ in range(n_orders)], False
 
 
-def plan_orders(selected: torch.Tensor, word_ids: torch.Tensor | None, order: OrderSpec, n_orders: int = 1,
-                generator: torch.Generator | None = None) -> OrderPlan:
+def plan_orders(
+    selected: torch.Tensor,
+    word_ids: torch.Tensor | None,
+    order: OrderSpec,
+    n_orders: int = 1,
+    generator: torch.Generator | None = None,
+) -> OrderPlan:
     """The orders of every row of ``selected`` (bool ``[B, L]``). ``"random"`` uses all ``n!`` orders of
     a row's ``n`` units when ``n! <= n_orders``, else draws ``n_orders`` uniform orders (row after row,
     from ``generator``).
@@ -140,5 +152,5 @@ def plan_orders(selected: torch.Tensor, word_ids: torch.Tensor | None, order: Or
     out = torch.full((B, K, n), -1, dtype=torch.long)
     for b, r in enumerate(rows):
         for k, o in enumerate(r):
-            out[b, k, :len(o)] = torch.tensor(o, dtype=torch.long)
+            out[b, k, : len(o)] = torch.tensor(o, dtype=torch.long)
     return OrderPlan(out, torch.tensor([len(r) for r in rows], dtype=torch.long), torch.tensor(exact))

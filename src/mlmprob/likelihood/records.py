@@ -18,8 +18,14 @@ from ..runtime.seeds import seeded_generator
 from .chain import loglik
 from .spec import LoglikSpec
 
-LOGLIK_FIELDS = ("loglik_mixture", "loglik_elbo", "loglik_per_token", "loglik_orders", "loglik_exact",
-                "loglik_outside_mass")
+LOGLIK_FIELDS = (
+    "loglik_mixture",
+    "loglik_elbo",
+    "loglik_per_token",
+    "loglik_orders",
+    "loglik_exact",
+    "loglik_outside_mass",
+)
 
 
 def record_generator(seed: int, sequence: str) -> torch.Generator:
@@ -32,8 +38,7 @@ def record_generator(seed: int, sequence: str) -> torch.Generator:
     return seeded_generator(seed, "loglik", sequence)
 
 
-def loglik_columns(mlm, sequence: str, spec: LoglikSpec | None = None, *, whole_word: bool = False,
-                   **settings) -> dict:
+def loglik_columns(mlm, sequence: str, spec: LoglikSpec | None = None, *, whole_word: bool = False, **settings) -> dict:
     """``LOGLIK_FIELDS`` of one sequence (and ``loglik_per_order``, a list, with ``per_order``):
     ``loglik`` over every non-special position, ``loglik_per_token`` the mixture per token (its
     ``exp(-x)`` is a perplexity), ``loglik_outside_mass`` the mean mass outside the proposal alphabet.
@@ -44,15 +49,26 @@ def loglik_columns(mlm, sequence: str, spec: LoglikSpec | None = None, *, whole_
     The orders come from ``record_generator(spec.seed, sequence)``."""
     spec = LoglikSpec.of(spec, **settings)
     enc = mlm.encode([sequence])
-    r = loglik(mlm, enc.input_ids, order=spec.order, n_orders=spec.n_orders,
-               generator=record_generator(spec.seed, sequence), word_ids=enc.word_ids if whole_word else None)
+    r = loglik(
+        mlm,
+        enc.input_ids,
+        order=spec.order,
+        n_orders=spec.n_orders,
+        generator=record_generator(spec.seed, sequence),
+        word_ids=enc.word_ids if whole_word else None,
+    )
     mix, n = float(r.mixture[0]), int(r.n_tokens[0])
     if not math.isfinite(mix):
         raise NonFiniteError(f"its chain-rule log-likelihood is not finite ({mix}; a token with zero probability?)")
     k = int(r.n_orders[0])
-    out = {"loglik_mixture": mix, "loglik_elbo": float(r.elbo[0]), "loglik_per_token": mix / n, "loglik_orders": k,
-           "loglik_exact": bool(r.exact[0]), "loglik_outside_mass": float(r.outside_mass[0, :k].mean())}
+    out = {
+        "loglik_mixture": mix,
+        "loglik_elbo": float(r.elbo[0]),
+        "loglik_per_token": mix / n,
+        "loglik_orders": k,
+        "loglik_exact": bool(r.exact[0]),
+        "loglik_outside_mass": float(r.outside_mass[0, :k].mean()),
+    }
     if spec.per_order:
         out["loglik_per_order"] = r.per_order[0, :k].tolist()
     return out
-

@@ -20,8 +20,8 @@ from dataclasses import dataclass
 from ..settings import Spec, check_choice, check_count, check_int
 
 LOGLIK_ORDER_KINDS = ("random", "l2r", "r2l")
-LOGLIK_ORDERS = 8      # random orders per record (all of them when a record has at most this many)
-LOGLIK_SETTINGS = ("order", "n_orders", "per_order", "seed")   # the fields, as ScoreSpec stores them
+LOGLIK_ORDERS = 8  # random orders per record (all of them when a record has at most this many)
+LOGLIK_SETTINGS = ("order", "n_orders", "per_order", "seed")  # the fields, as ScoreSpec stores them
 
 
 #: The most orders a record may be read along: each is a list of its positions in memory and a chain of model rows.

@@ -7,8 +7,24 @@ KL) are in ``mlmprob.joints.metrics``, MCMC diagnostics in ``mlmprob.sampling.di
 """
 
 from .ranking import Estimate, PairedBootstrap, auroc, bootstrap, evaluate, ndcg, rank_average, spearman, top_recall
-from .significance import exact_sign_test
 from .sequences import bleu, corpus_bleu, gap_metrics, identity, stutter_rate, topk_hit
+from .significance import exact_sign_test
 
-__all__ = ["Estimate", "PairedBootstrap", "auroc", "bleu", "bootstrap", "corpus_bleu", "evaluate", "exact_sign_test", "gap_metrics",
-           "identity", "ndcg", "rank_average", "spearman", "stutter_rate", "top_recall", "topk_hit"]
+__all__ = [
+    "Estimate",
+    "PairedBootstrap",
+    "auroc",
+    "bleu",
+    "bootstrap",
+    "corpus_bleu",
+    "evaluate",
+    "exact_sign_test",
+    "gap_metrics",
+    "identity",
+    "ndcg",
+    "rank_average",
+    "spearman",
+    "stutter_rate",
+    "top_recall",
+    "topk_hit",
+]

@@ -25,8 +25,8 @@ that the difference of two scores gets its own interval.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 import torch
 
@@ -115,6 +115,7 @@ def auroc(pred: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
     ok = (n1 > 0) & (n0 > 0)
     return torch.where(ok, u / (n1 * n0).clamp(min=1), torch.full_like(n1, float("nan")))
 
+
 def auroc_within(pred: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
     """AUROC over the positive / negative pairs of the same stratum along the last dim: ``target`` =
     ``label + 2 k`` for 0/1 ``label`` and integer stratum ``k`` (e.g. binder / non-binder and the
@@ -133,10 +134,10 @@ def auroc_within(pred: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
     k = k - k.min()
     S = int(k.max()) + 1
     combined = k.double() * (n + 1) + rank_average(pred.double())
-    rank = rank_average(combined)                                   # strata in order, ranks within kept
+    rank = rank_average(combined)  # strata in order, ranks within kept
     zeros = torch.zeros(k.shape[:-1] + (S,), dtype=torch.float64)
-    size = zeros.scatter_add(-1, k, torch.ones_like(rank))          # [..., S]
-    below = torch.cumsum(size, -1) - size                           # items in lower strata
+    size = zeros.scatter_add(-1, k, torch.ones_like(rank))  # [..., S]
+    below = torch.cumsum(size, -1) - size  # items in lower strata
     within = rank - below.gather(-1, k)
     n1 = zeros.scatter_add(-1, k, y.double())
     n0 = size - n1
@@ -185,14 +186,18 @@ def top_recall(pred: torch.Tensor, target: torch.Tensor, top: float = 0.1) -> to
 def _check(pred, target, what: str = "target") -> tuple[torch.Tensor, torch.Tensor]:
     pred, target = torch.as_tensor(pred, dtype=torch.float64), torch.as_tensor(target, dtype=torch.float64)
     if pred.dim() != 1 or pred.shape != target.shape:
-        raise MLMProbError(f"predictions and {what} must be 1-D of the same length, got shapes "
-                           f"{tuple(pred.shape)} and {tuple(target.shape)}")
+        raise MLMProbError(
+            f"predictions and {what} must be 1-D of the same length, got shapes "
+            f"{tuple(pred.shape)} and {tuple(target.shape)}"
+        )
     if len(pred) < 2:
         raise MLMProbError(f"a metric needs at least 2 points, got {len(pred)}")
     bad = ~(torch.isfinite(pred) & torch.isfinite(target))
     if bad.any():
-        raise MLMProbError(f"{int(bad.sum())} of {len(pred)} points are NaN or infinite (first at index "
-                           f"{int(bad.nonzero()[0])}); drop them first")
+        raise MLMProbError(
+            f"{int(bad.sum())} of {len(pred)} points are NaN or infinite (first at index "
+            f"{int(bad.nonzero()[0])}); drop them first"
+        )
     return pred, target
 
 
@@ -204,8 +209,13 @@ def _percentile(value: float, boots: torch.Tensor, n: int, level: float) -> Esti
     return Estimate(value, lo, hi, n, len(boots), level)
 
 
-def _resampled(metric: Callable[[torch.Tensor, torch.Tensor], torch.Tensor], preds: dict[str, torch.Tensor],
-               target: torch.Tensor, generator: torch.Generator, n_boot: int) -> dict[str, torch.Tensor]:
+def _resampled(
+    metric: Callable[[torch.Tensor, torch.Tensor], torch.Tensor],
+    preds: dict[str, torch.Tensor],
+    target: torch.Tensor,
+    generator: torch.Generator,
+    n_boot: int,
+) -> dict[str, torch.Tensor]:
     """``metric`` of every prediction on the same ``n_boot`` resamples of the ``n`` points: ``{key: [n_boot]}``."""
     n = len(target)
     per = max(1, BOOT_ELEMENTS // n)
@@ -231,8 +241,15 @@ def _check_boot(n_boot: int, level: float) -> None:
         raise MLMProbError(f"level must lie in (0, 1), got {level}")
 
 
-def bootstrap(metric: Callable[[torch.Tensor, torch.Tensor], torch.Tensor], pred, target, *,
-              generator: torch.Generator, n_boot: int = 1000, level: float = 0.95) -> Estimate:
+def bootstrap(
+    metric: Callable[[torch.Tensor, torch.Tensor], torch.Tensor],
+    pred,
+    target,
+    *,
+    generator: torch.Generator,
+    n_boot: int = 1000,
+    level: float = 0.95,
+) -> Estimate:
     """``metric(pred, target)`` with a percentile bootstrap interval (resamples of all ``n`` points).
 
     >>> g = torch.Generator().manual_seed(0)
@@ -256,8 +273,16 @@ class PairedBootstrap:
     ('1.0 [1.0, 1.0]', '2.0 [2.0, 2.0]')
     """
 
-    def __init__(self, metric: Callable[[torch.Tensor, torch.Tensor], torch.Tensor], preds: dict[str, torch.Tensor],
-                 target: torch.Tensor, *, n_boot: int, generator: torch.Generator, level: float = 0.95):
+    def __init__(
+        self,
+        metric: Callable[[torch.Tensor, torch.Tensor], torch.Tensor],
+        preds: dict[str, torch.Tensor],
+        target: torch.Tensor,
+        *,
+        n_boot: int,
+        generator: torch.Generator,
+        level: float = 0.95,
+    ):
         self.n = len(target)
         if self.n < 2:
             raise MLMProbError(f"a bootstrap needs at least 2 rows, got {self.n}")
@@ -274,8 +299,16 @@ class PairedBootstrap:
         return _percentile(self.values[a] - self.values[b], self.boots[a] - self.boots[b], self.n, self.level)
 
 
-def evaluate(pred, target=None, *, generator: torch.Generator, labels=None, top: float = 0.1,
-             n_boot: int = 1000, level: float = 0.95) -> dict[str, Estimate]:
+def evaluate(
+    pred,
+    target=None,
+    *,
+    generator: torch.Generator,
+    labels=None,
+    top: float = 0.1,
+    n_boot: int = 1000,
+    level: float = 0.95,
+) -> dict[str, Estimate]:
     """Spearman, NDCG and top recall at ``top`` against measured ``target`` values, and AUROC
     against 0/1 ``labels`` (e.g. a fitness threshold, or binder / non-binder), for whichever of the
     two is given, each with a bootstrap interval. Every metric sees the same resamples (a copy of

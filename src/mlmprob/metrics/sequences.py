@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from typing import Sequence
+from collections.abc import Sequence
 
 from ..errors import MLMProbError
 
@@ -29,7 +29,7 @@ def topk_hit(ranked: Sequence[Sequence], gold: Sequence, k: int) -> bool:
 
 
 def _ngrams(seq: Sequence, n: int) -> Counter:
-    return Counter(tuple(seq[i:i + n]) for i in range(len(seq) - n + 1))
+    return Counter(tuple(seq[i : i + n]) for i in range(len(seq) - n + 1))
 
 
 def bleu(hypothesis: Sequence, reference: Sequence, max_n: int | None = None) -> float:

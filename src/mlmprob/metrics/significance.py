@@ -22,4 +22,4 @@ def exact_sign_test(wins_a: int, wins_b: int) -> float:
         return 1.0
     lo = min(wins_a, wins_b)
     tail = sum(math.comb(n, i) for i in range(lo + 1))
-    return min(1.0, 2 * tail / 2 ** n)
+    return min(1.0, 2 * tail / 2**n)

@@ -2,12 +2,37 @@
 
 from ..lazy import exports
 
-__getattr__, __dir__ = exports(__name__, {
-    "ExactMLM": ".exact", "LookupMLM": ".exact", "all_sequences": ".exact", "HFMaskedLM": ".hf",
-    "BUILTIN": ".loading", "load_mlm": ".loading", "MaskedLM": ".protocol", "gather_logits": ".protocol",
-    "Reader": ".reader", "reader_of": ".reader", "Encoding": ".tokenizers", "HFTokenizer": ".tokenizers",
-    "ResidueTokenizer": ".tokenizers",
-})
+__getattr__, __dir__ = exports(
+    __name__,
+    {
+        "ExactMLM": ".exact",
+        "LookupMLM": ".exact",
+        "all_sequences": ".exact",
+        "HFMaskedLM": ".hf",
+        "BUILTIN": ".loading",
+        "load_mlm": ".loading",
+        "MaskedLM": ".protocol",
+        "gather_logits": ".protocol",
+        "Reader": ".reader",
+        "reader_of": ".reader",
+        "Encoding": ".tokenizers",
+        "HFTokenizer": ".tokenizers",
+        "ResidueTokenizer": ".tokenizers",
+    },
+)
 
-__all__ = ["ExactMLM", "LookupMLM", "all_sequences", "HFMaskedLM", "BUILTIN", "load_mlm", "MaskedLM",
-           "gather_logits", "Reader", "reader_of", "Encoding", "HFTokenizer", "ResidueTokenizer"]
+__all__ = [
+    "ExactMLM",
+    "LookupMLM",
+    "all_sequences",
+    "HFMaskedLM",
+    "BUILTIN",
+    "load_mlm",
+    "MaskedLM",
+    "gather_logits",
+    "Reader",
+    "reader_of",
+    "Encoding",
+    "HFTokenizer",
+    "ResidueTokenizer",
+]

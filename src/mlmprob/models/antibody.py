@@ -46,17 +46,35 @@ def load_antiberty(device="cpu", dtype=None, fused: bool | None = None) -> HFMas
     config = BertConfig(**cfg)
     model = BertForMaskedLM(config)
     state = torch.load(root / "AntiBERTy_md_smooth" / "pytorch_model.bin", map_location="cpu", weights_only=True)
-    state = {k: v for k, v in state.items()
-             if k.startswith(("bert.", "cls.predictions.")) and not k.startswith("bert.pooler.")}
+    state = {
+        k: v
+        for k, v in state.items()
+        if k.startswith(("bert.", "cls.predictions.")) and not k.startswith("bert.pooler.")
+    }
     missing, unexpected = model.load_state_dict(state, strict=False)
     missing = [k for k in missing if not k.endswith("position_ids")]
     unexpected = [k for k in unexpected if not k.endswith("position_ids")]
     if missing or unexpected:
-        raise ModelLoadError(f"AntiBERTy weights do not fit BertForMaskedLM: missing {missing}, unexpected {unexpected}")
-    tok = ResidueTokenizer(tokens, bos="[CLS]", eos="[SEP]", pad="[PAD]", mask="[MASK]", unk="[UNK]",
-                           max_length=config.max_position_embeddings)
-    return HFMaskedLM(_finish(model, device, dtype), tok, name="antiberty", proposal_ids=tok.residue_ids,
-                      max_length=tok.max_length, fused=fused)
+        raise ModelLoadError(
+            f"AntiBERTy weights do not fit BertForMaskedLM: missing {missing}, unexpected {unexpected}"
+        )
+    tok = ResidueTokenizer(
+        tokens,
+        bos="[CLS]",
+        eos="[SEP]",
+        pad="[PAD]",
+        mask="[MASK]",
+        unk="[UNK]",
+        max_length=config.max_position_embeddings,
+    )
+    return HFMaskedLM(
+        _finish(model, device, dtype),
+        tok,
+        name="antiberty",
+        proposal_ids=tok.residue_ids,
+        max_length=tok.max_length,
+        fused=fused,
+    )
 
 
 def _fairseq_to_hf_roberta(src: dict[str, torch.Tensor], n_layers: int) -> dict[str, torch.Tensor]:
@@ -78,10 +96,14 @@ def _fairseq_to_hf_roberta(src: dict[str, torch.Tensor], n_layers: int) -> dict[
     hidden = src[enc + "embed_tokens.weight"].shape[1]
     out["roberta.embeddings.token_type_embeddings.weight"] = torch.zeros(1, hidden)
     names = {
-        "self_attn.q_proj": "attention.self.query", "self_attn.k_proj": "attention.self.key",
-        "self_attn.v_proj": "attention.self.value", "self_attn.out_proj": "attention.output.dense",
-        "self_attn_layer_norm": "attention.output.LayerNorm", "fc1": "intermediate.dense",
-        "fc2": "output.dense", "final_layer_norm": "output.LayerNorm",
+        "self_attn.q_proj": "attention.self.query",
+        "self_attn.k_proj": "attention.self.key",
+        "self_attn.v_proj": "attention.self.value",
+        "self_attn.out_proj": "attention.output.dense",
+        "self_attn_layer_norm": "attention.output.LayerNorm",
+        "fc1": "intermediate.dense",
+        "fc2": "output.dense",
+        "final_layer_norm": "output.LayerNorm",
     }
     for i in range(n_layers):
         for a, b in names.items():
@@ -104,21 +126,40 @@ def load_sapiens(chain: str = "vh", device="cpu", dtype=None, fused: bool | None
     tokens = ["<s>", "<pad>", "</s>", "<unk>"] + symbols + ["<mask>"]
     n_pos = src["decoder.sentence_encoder.embed_positions.weight"].shape[0]
     config = RobertaConfig(
-        vocab_size=len(tokens), hidden_size=args.encoder_embed_dim, num_hidden_layers=args.encoder_layers,
-        num_attention_heads=args.encoder_attention_heads, intermediate_size=args.encoder_ffn_embed_dim,
-        hidden_act=args.activation_fn, max_position_embeddings=n_pos, type_vocab_size=1, pad_token_id=1,
-        bos_token_id=0, eos_token_id=2, layer_norm_eps=1e-5, hidden_dropout_prob=0.0,
-        attention_probs_dropout_prob=0.0, tie_word_embeddings=True,
+        vocab_size=len(tokens),
+        hidden_size=args.encoder_embed_dim,
+        num_hidden_layers=args.encoder_layers,
+        num_attention_heads=args.encoder_attention_heads,
+        intermediate_size=args.encoder_ffn_embed_dim,
+        hidden_act=args.activation_fn,
+        max_position_embeddings=n_pos,
+        type_vocab_size=1,
+        pad_token_id=1,
+        bos_token_id=0,
+        eos_token_id=2,
+        layer_norm_eps=1e-5,
+        hidden_dropout_prob=0.0,
+        attention_probs_dropout_prob=0.0,
+        tie_word_embeddings=True,
     )
     if len(tokens) != src["decoder.sentence_encoder.embed_tokens.weight"].shape[0]:
-        raise ModelLoadError(f"sapiens dictionary has {len(tokens)} symbols but the checkpoint has "
-                             f"{src['decoder.sentence_encoder.embed_tokens.weight'].shape[0]} embeddings")
+        raise ModelLoadError(
+            f"sapiens dictionary has {len(tokens)} symbols but the checkpoint has "
+            f"{src['decoder.sentence_encoder.embed_tokens.weight'].shape[0]} embeddings"
+        )
     model = RobertaForMaskedLM(config)
     missing, unexpected = model.load_state_dict(_fairseq_to_hf_roberta(src, args.encoder_layers), strict=False)
     missing = [k for k in missing if not k.endswith(("position_ids", "token_type_ids"))]
     if missing or unexpected:
-        raise ModelLoadError(f"Sapiens weights do not fit RobertaForMaskedLM: missing {missing}, unexpected {unexpected}")
-    tok = ResidueTokenizer(tokens, bos="<s>", eos="</s>", pad="<pad>", mask="<mask>", unk="<unk>",
-                           max_length=n_pos - 2)
-    return HFMaskedLM(_finish(model, device, dtype), tok, name=f"sapiens-{chain}", proposal_ids=tok.residue_ids,
-                      max_length=tok.max_length, fused=fused)
+        raise ModelLoadError(
+            f"Sapiens weights do not fit RobertaForMaskedLM: missing {missing}, unexpected {unexpected}"
+        )
+    tok = ResidueTokenizer(tokens, bos="<s>", eos="</s>", pad="<pad>", mask="<mask>", unk="<unk>", max_length=n_pos - 2)
+    return HFMaskedLM(
+        _finish(model, device, dtype),
+        tok,
+        name=f"sapiens-{chain}",
+        proposal_ids=tok.residue_ids,
+        max_length=tok.max_length,
+        fused=fused,
+    )

@@ -48,7 +48,9 @@ class ExactMLM:
         self.calls = 0  # forward passes (rows) served; tests count cost with it
 
     @classmethod
-    def random(cls, vocab_size: int, length: int, generator: torch.Generator | None = None, scale: float = 2.0) -> "ExactMLM":
+    def random(
+        cls, vocab_size: int, length: int, generator: torch.Generator | None = None, scale: float = 2.0
+    ) -> ExactMLM:
         """A joint with i.i.d. Gaussian log-potentials of standard deviation ``scale``."""
         lj = torch.randn([vocab_size] * length, generator=generator, dtype=torch.float64) * scale
         return cls(lj)

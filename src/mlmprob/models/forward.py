@@ -28,7 +28,8 @@ from __future__ import annotations
 
 import sys
 import weakref
-from typing import Callable, Iterator, Protocol
+from collections.abc import Callable, Iterator
+from typing import Protocol
 
 import torch
 
@@ -99,7 +100,7 @@ def is_out_of_memory(e: BaseException) -> bool:
     return isinstance(e, RuntimeError) and ("out of memory" in msg or "can't allocate memory" in msg)
 
 
-_oom_caps: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+_oom_caps: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
 def _row_cap(mlm) -> int | None:
@@ -117,8 +118,11 @@ def _lower_cap(mlm, n: int, width: int) -> None:
     except TypeError:
         first = False
     if first:
-        print(f"warning: out of memory at {n} rows of {width} tokens; halving sub-batches and going on "
-              "(pass a lower --batch-tokens to avoid the retries)", file=sys.stderr)
+        print(
+            f"warning: out of memory at {n} rows of {width} tokens; halving sub-batches and going on "
+            "(pass a lower --batch-tokens to avoid the retries)",
+            file=sys.stderr,
+        )
     if torch.cuda.is_available():
         torch.cuda.empty_cache()
 
@@ -133,7 +137,7 @@ class RowSource(Protocol):
     groups: torch.Tensor
     names: torch.Tensor
 
-    def to(self, device: torch.device) -> "RowSource": ...
+    def to(self, device: torch.device) -> RowSource: ...
 
     def build(self, idx: torch.Tensor, width: int) -> torch.Tensor: ...  # rows ``idx`` -> ids [n, width]
 
@@ -149,15 +153,16 @@ class GivenRows:
             [0.4286, 0.5714]])
     """
 
-    def __init__(self, mlm: MaskedLM, ids: torch.Tensor, groups: torch.Tensor | None = None,
-                 names: torch.Tensor | None = None):
+    def __init__(
+        self, mlm: MaskedLM, ids: torch.Tensor, groups: torch.Tensor | None = None, names: torch.Tensor | None = None
+    ):
         self.ids = torch.as_tensor(ids, dtype=torch.long)
         R = self.ids.shape[0]
         self.lengths = lengths_of(mlm, self.ids.cpu())
         self.groups = torch.zeros(R, dtype=torch.long) if groups is None else torch.as_tensor(groups).long().cpu()
         self.names = torch.arange(R) if names is None else torch.as_tensor(names).long().cpu()
 
-    def to(self, device: torch.device) -> "GivenRows":
+    def to(self, device: torch.device) -> GivenRows:
         out = object.__new__(GivenRows)
         out.__dict__.update(self.__dict__)
         out.ids = self.ids.to(device)
@@ -172,8 +177,15 @@ class MaskedCopies:
     ``[N, L]``) masked; grouped by the record of its row (``records[row]``; default: each row of
     ``input_ids`` is a record), named by its row in errors."""
 
-    def __init__(self, mlm: MaskedLM, input_ids: torch.Tensor, rows: torch.Tensor, cols: torch.Tensor,
-                 extra_mask: torch.Tensor | None = None, records: torch.Tensor | None = None):
+    def __init__(
+        self,
+        mlm: MaskedLM,
+        input_ids: torch.Tensor,
+        rows: torch.Tensor,
+        cols: torch.Tensor,
+        extra_mask: torch.Tensor | None = None,
+        records: torch.Tensor | None = None,
+    ):
         self.mask_id = mlm.mask_id
         self.input_ids = torch.as_tensor(input_ids, dtype=torch.long)
         self.rows = torch.as_tensor(rows, dtype=torch.long)
@@ -185,7 +197,7 @@ class MaskedCopies:
         # the record of each row of input_ids (default: each row its own); copies of two records never mix
         self.groups = rows_cpu if records is None else torch.as_tensor(records).long().cpu()[rows_cpu]
 
-    def to(self, device: torch.device) -> "MaskedCopies":
+    def to(self, device: torch.device) -> MaskedCopies:
         out = object.__new__(MaskedCopies)
         out.__dict__.update(self.__dict__)
         out.input_ids, out.rows, out.cols = self.input_ids.to(device), self.rows.to(device), self.cols.to(device)
@@ -201,8 +213,9 @@ class MaskedCopies:
 
 
 # -- the plan --------------------------------------------------------------------------------------------
-def plan_groups(lengths: torch.Tensor, groups: torch.Tensor, needed: torch.Tensor,
-                batch_tokens: int) -> tuple[torch.Tensor, list[tuple[int, int, int]]]:
+def plan_groups(
+    lengths: torch.Tensor, groups: torch.Tensor, needed: torch.Tensor, batch_tokens: int
+) -> tuple[torch.Tensor, list[tuple[int, int, int]]]:
     """``(order, plan)``: the needed rows in forward order (by group, then row index) and the
     ``(start, n, width)`` sub-batches over ``order``; a sub-batch never crosses a group.
 
@@ -230,8 +243,9 @@ def plan_groups(lengths: torch.Tensor, groups: torch.Tensor, needed: torch.Tenso
 
 def _raise_nonfinite(names) -> None:
     seqs = sorted(set(int(r) for r in names))
-    raise NonFiniteError(f"the model returned NaN or infinite logits for sequence(s) {seqs} ({NONFINITE_HINT})",
-                         rows=seqs) from None
+    raise NonFiniteError(
+        f"the model returned NaN or infinite logits for sequence(s) {seqs} ({NONFINITE_HINT})", rows=seqs
+    ) from None
 
 
 def iter_forward(
@@ -280,8 +294,8 @@ def iter_forward(
             n = n_planned - done if cap is None else min(cap, n_planned - done)
             lo, hi = start + done, start + done + n
             idx = order_d[lo:hi]
-            q = read_order_d[bounds[lo]:bounds[hi]]
-            local = read_pos_d[bounds[lo]:bounds[hi]] - lo
+            q = read_order_d[bounds[lo] : bounds[hi]]
+            local = read_pos_d[bounds[lo] : bounds[hi]] - lo
             ids = src.build(idx, width)
             try:
                 if fast is not None:  # checked on the device, read once at the end: no sync in the loop
@@ -295,8 +309,10 @@ def iter_forward(
                 if not is_out_of_memory(e):
                     raise
                 if n == 1:
-                    raise MLMProbError(f"out of memory even for one copy of {width} tokens on {dev}; "
-                                       "use a smaller model, a lower --dtype or another device") from None
+                    raise MLMProbError(
+                        f"out of memory even for one copy of {width} tokens on {dev}; "
+                        "use a smaller model, a lower --dtype or another device"
+                    ) from None
                 _lower_cap(reader.wrapped, n, width)
                 continue
             yield q, (logits.float() if on_device else logits.cpu())
@@ -307,8 +323,14 @@ def iter_forward(
         _raise_nonfinite(bad.nonzero()[:, 0].tolist())
 
 
-def forward_all(mlm: MaskedLM, source: RowSource, read_row: torch.Tensor, read_col: torch.Tensor, *,
-                progress: Callable[[int], None] | None = None) -> torch.Tensor:
+def forward_all(
+    mlm: MaskedLM,
+    source: RowSource,
+    read_row: torch.Tensor,
+    read_col: torch.Tensor,
+    *,
+    progress: Callable[[int], None] | None = None,
+) -> torch.Tensor:
     """All reads of :func:`iter_forward` at once: logits ``[N, V]`` on the CPU, in read order."""
     out = None
     for q, logits in iter_forward(mlm, source, read_row, read_col, progress=progress):

@@ -31,7 +31,9 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from ..runtime.threads import enabled as invariant_enabled, linear as _invariant_linear, sequential_blas
+from ..runtime.threads import enabled as invariant_enabled
+from ..runtime.threads import linear as _invariant_linear
+from ..runtime.threads import sequential_blas
 from .precision import Int8Linear
 
 
@@ -87,10 +89,17 @@ def fused_encoder(base):
     name = type(base).__name__
     if cfg is None or not _plain_encoder(cfg):
         return None
-    if name == "EsmModel" and getattr(cfg, "position_embedding_type", "") == "rotary" and hasattr(base, "rotary_embeddings"):
+    if (
+        name == "EsmModel"
+        and getattr(cfg, "position_embedding_type", "") == "rotary"
+        and hasattr(base, "rotary_embeddings")
+    ):
         return FusedEsm(base)
-    if (name in ("BertModel", "RobertaModel") and getattr(cfg, "position_embedding_type", "absolute") == "absolute"
-            and getattr(cfg, "hidden_act", "") == "gelu"):
+    if (
+        name in ("BertModel", "RobertaModel")
+        and getattr(cfg, "position_embedding_type", "absolute") == "absolute"
+        and getattr(cfg, "hidden_act", "") == "gelu"
+    ):
         return FusedBert(base)
     return None
 
@@ -109,10 +118,10 @@ def _attention_in_this_thread(q, k, v, mask, scale) -> torch.Tensor:
     out = q.new_empty(b, heads, lq, v.shape[3])
     with sequential_blas():
         for i in range(0, b, step):
-            s = torch.matmul(q[i:i + step], k[i:i + step].transpose(-1, -2)).mul_(scale)
+            s = torch.matmul(q[i : i + step], k[i : i + step].transpose(-1, -2)).mul_(scale)
             if mask is not None:
-                s.masked_fill_(~mask[i:i + step], float("-inf"))
-            torch.matmul(torch.softmax(s, -1), v[i:i + step], out=out[i:i + step])
+                s.masked_fill_(~mask[i : i + step], float("-inf"))
+            torch.matmul(torch.softmax(s, -1), v[i : i + step], out=out[i : i + step])
     return out
 
 
@@ -138,9 +147,9 @@ class _Fused:
         """Attention (float32) of ``q`` ``[B, Lq, heads, d]`` over ``k``, ``v`` ``[B, L, heads, d]`` -> ``[B, Lq, H]``."""
         q, k, v = q.float().transpose(1, 2), k.float().transpose(1, 2), v.float().transpose(1, 2)
         if q.device.type == "cpu" and invariant_enabled():
-            out = _attention_in_this_thread(q, k, v, mask, self.head_dim ** -0.5)
+            out = _attention_in_this_thread(q, k, v, mask, self.head_dim**-0.5)
         else:
-            out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, scale=self.head_dim ** -0.5)
+            out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, scale=self.head_dim**-0.5)
         return out.transpose(1, 2).reshape(q.shape[0], q.shape[2], self.hidden_size)
 
     def _attention(self, x, i, att, ctx, mask, rows, cols) -> torch.Tensor:
@@ -162,8 +171,13 @@ class _Fused:
         return None
 
     @torch.inference_mode()
-    def hidden(self, ids: torch.Tensor, attention_mask: torch.Tensor | None = None,
-               rows: torch.Tensor | None = None, cols: torch.Tensor | None = None) -> torch.Tensor:
+    def hidden(
+        self,
+        ids: torch.Tensor,
+        attention_mask: torch.Tensor | None = None,
+        rows: torch.Tensor | None = None,
+        cols: torch.Tensor | None = None,
+    ) -> torch.Tensor:
         """Final hidden states (the LM head's input): ``[B, L, H]``, or ``[N, H]`` at ``(rows, cols)``."""
         keep = None if attention_mask is None or bool(attention_mask.all()) else attention_mask
         h = self._embed(ids, keep)
@@ -207,7 +221,7 @@ class FusedEsm(_Fused):
             inv_freq = compute(self.base.config)[0]
             if inv_freq.shape == rotary.inv_freq.shape:
                 return inv_freq.float()
-        dim = self.head_dim   # older transformers: ESM's formula
+        dim = self.head_dim  # older transformers: ESM's formula
         return 1.0 / (10000 ** (torch.arange(0, dim, 2, dtype=torch.float32) / dim))
 
     def _rotate(self, x: torch.Tensor, rot: torch.Tensor, real: bool | None = None) -> torch.Tensor:

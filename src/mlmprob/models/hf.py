@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
 import torch
 
@@ -22,9 +22,11 @@ def _head_of(model) -> Callable[[torch.Tensor], torch.Tensor] | None:
         if isinstance(head, torch.nn.Module):
             return head
     if hasattr(model, "vocab_projector") and hasattr(model, "vocab_transform"):  # DistilBERT
+
         def distil(h):
             h = model.vocab_layer_norm(model.activation(model.vocab_transform(h)))
             return model.vocab_projector(h)
+
         return distil
     return None
 
@@ -52,11 +54,22 @@ class HFMaskedLM:
 
     def _padded(self, ids: torch.Tensor) -> bool:
         """Whether ``ids`` must be forwarded row by row: padded rows of a model that does not honour padding."""
-        return not self.pads_safely and ids.shape[0] > 1 and self.pad_id is not None and bool((ids == self.pad_id).any())
+        return (
+            not self.pads_safely and ids.shape[0] > 1 and self.pad_id is not None and bool((ids == self.pad_id).any())
+        )
 
-    def __init__(self, model, tokenizer, *, name: str = "", proposal_ids: Sequence[int] | None = None,
-                 max_length: int | None = None, pad_id: int | None = None, special_ids=None,
-                 fused: bool | None = None):
+    def __init__(
+        self,
+        model,
+        tokenizer,
+        *,
+        name: str = "",
+        proposal_ids: Sequence[int] | None = None,
+        max_length: int | None = None,
+        pad_id: int | None = None,
+        special_ids=None,
+        fused: bool | None = None,
+    ):
         self.model = model.eval()
         self.tokenizer = tokenizer
         self.name = name or getattr(model.config, "_name_or_path", "") or type(model).__name__
@@ -94,7 +107,9 @@ class HFMaskedLM:
         if ids.dim() != 2:
             raise MLMProbError(f"input_ids must have shape [B, L], got {tuple(ids.shape)}")
         if self.max_length is not None and ids.shape[1] > self.max_length:
-            raise MLMProbError(f"input of {ids.shape[1]} tokens is longer than the model's maximum of {self.max_length}")
+            raise MLMProbError(
+                f"input of {ids.shape[1]} tokens is longer than the model's maximum of {self.max_length}"
+            )
         outside = (ids < 0) | (ids >= self.vocab_size)
         if self._fill is not None:
             outside &= ids != self.pad_id
@@ -102,7 +117,8 @@ class HFMaskedLM:
             ids = ids[~(ids == self.pad_id)] if self._fill is not None else ids
             raise MLMProbError(
                 f"token ids must lie in 0..{self.vocab_size - 1} for this model's vocabulary, got "
-                f"{int(ids.min())}..{int(ids.max())} (ids from another tokenizer?)")
+                f"{int(ids.min())}..{int(ids.max())} (ids from another tokenizer?)"
+            )
         return ids.to(self.device)
 
     def _attention_mask(self, ids: torch.Tensor) -> torch.Tensor | None:
@@ -118,6 +134,7 @@ class HFMaskedLM:
         ids = self._check(input_ids)
         if self._padded(ids):
             from .probe import unpadded_logits
+
             return unpadded_logits(self, ids, lambda one: self.logits(one))
         if self._fused is not None:
             return self._head(self._hidden(ids)).float().cpu()
@@ -131,8 +148,12 @@ class HFMaskedLM:
         if self._padded(ids):
             return self.logits(ids)[torch.as_tensor(rows).cpu(), torch.as_tensor(cols).cpu()]
         if self._base is None or self._head is None:
-            return self.model(input_ids=self._feed(ids),
-                              attention_mask=self._attention_mask(ids)).logits[rows, cols].float().cpu()
+            return (
+                self.model(input_ids=self._feed(ids), attention_mask=self._attention_mask(ids))
+                .logits[rows, cols]
+                .float()
+                .cpu()
+            )
         rows, cols = torch.as_tensor(rows).to(self.device), torch.as_tensor(cols).to(self.device)
         return self._head(self._hidden(ids, rows, cols)).float().cpu()
 
@@ -142,8 +163,9 @@ class HFMaskedLM:
         """``logits_at`` for the hot path: inputs already validated and on the model's device; the logits
         stay there (model dtype), so the caller's loop makes no host synchronisation."""
         if self._base is None or self._head is None:
-            return self.model(input_ids=self._feed(input_ids),
-                              attention_mask=self._attention_mask(input_ids)).logits[rows, cols]
+            return self.model(input_ids=self._feed(input_ids), attention_mask=self._attention_mask(input_ids)).logits[
+                rows, cols
+            ]
         return self._head(self._hidden(input_ids, rows, cols))
 
     @torch.inference_mode()
@@ -181,5 +203,4 @@ class HFMaskedLM:
         return self.tokenizer.decode(ids)
 
     def __repr__(self) -> str:
-        return (f"HFMaskedLM({self.name!r}, vocab_size={self.vocab_size}, device={self.device}, "
-                f"dtype={self.dtype})")
+        return f"HFMaskedLM({self.name!r}, vocab_size={self.vocab_size}, device={self.device}, dtype={self.dtype})"

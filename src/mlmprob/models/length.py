@@ -83,6 +83,7 @@ def measured_offsets(model, tables, token: int, k: int = PROBE_TOKENS) -> dict[s
             hit = (w == rows[-1].to(w.dtype)).all(-1).nonzero().flatten()
             if len(hit) == 1 and 0 <= int(hit[0]) - (k - 1) < w.shape[0]:
                 seen.setdefault(name, int(hit[0]) - (k - 1))
+
         return record
 
     handles = [t.register_forward_hook(hook(n, t)) for n, t in tables]

@@ -10,17 +10,16 @@ import torch
 
 from ..defaults import BUILTIN_MODELS, DEVICE, DTYPE
 from ..errors import ModelLoadError
+from ..runtime.device import resolve_device, resolve_dtype
 from .hf import HFMaskedLM, _max_length_of
 from .length import text_config
 from .precision import apply_precision
 from .probe import check_at_load
-from .reader import Reader
 from .protein import protein_mlm
-from .windowed import WindowedMLM
+from .reader import Reader
 from .tokenizers import HFTokenizer
-from .weights import (check_safetensors, from_pretrained_checked, pickle_refusal_message, read_state,
-                      weight_files)
-from ..runtime.device import resolve_device, resolve_dtype
+from .weights import check_safetensors, from_pretrained_checked, pickle_refusal_message, read_state, weight_files
+from .windowed import WindowedMLM
 
 BUILTIN = BUILTIN_MODELS
 
@@ -37,8 +36,16 @@ def parse_device(device) -> torch.device:
     return resolve_device(device)
 
 
-def load_mlm(name_or_path: str, device=DEVICE, dtype=DTYPE, alphabet: str | None = None, *,
-             allow_pickle: bool = False, fused: bool | None = None, batch_tokens: int | None = None) -> Reader:
+def load_mlm(
+    name_or_path: str,
+    device=DEVICE,
+    dtype=DTYPE,
+    alphabet: str | None = None,
+    *,
+    allow_pickle: bool = False,
+    fused: bool | None = None,
+    batch_tokens: int | None = None,
+) -> Reader:
     """Load a masked LM with its tokenizer, behind the model contract (:class:`mlmprob.models.reader.Reader`:
     its padding, head, device, dtype, budget, alphabet and length limit, found and checked once, here).
 
@@ -74,37 +81,53 @@ def load_mlm(name_or_path: str, device=DEVICE, dtype=DTYPE, alphabet: str | None
         raise ModelLoadError(f"alphabet applies to hub and directory models; {key!r} has its own fixed alphabet")
     if key == "antiberty":
         from .antibody import load_antiberty
+
         return Reader(load_antiberty(dev, dt, fused=fused), batch_tokens=batch_tokens)
     if key in ("sapiens-vh", "sapiens-vl"):
         from .antibody import load_sapiens
+
         return Reader(load_sapiens(key.split("-")[1], dev, dt, fused=fused), batch_tokens=batch_tokens)
     if key == "en-small":
         if not (EN_SMALL_DIR / "model.safetensors").is_file():
             raise ModelLoadError(f"the en-small weights are missing from this installation ({EN_SMALL_DIR})")
         return Reader(load_hf(str(EN_SMALL_DIR), dev, dt, name="en-small", fused=fused), batch_tokens=batch_tokens)
-    return Reader(load_hf(name_or_path, dev, dt, alphabet=alphabet, allow_pickle=allow_pickle, fused=fused),
-                  batch_tokens=batch_tokens)
+    return Reader(
+        load_hf(name_or_path, dev, dt, alphabet=alphabet, allow_pickle=allow_pickle, fused=fused),
+        batch_tokens=batch_tokens,
+    )
 
 
-def load_hf(name_or_path: str, device="cpu", dtype=None, *, name: str | None = None, alphabet: str | None = None,
-            allow_pickle: bool = False, fused: bool | None = None) -> HFMaskedLM | WindowedMLM:
+def load_hf(
+    name_or_path: str,
+    device="cpu",
+    dtype=None,
+    *,
+    name: str | None = None,
+    alphabet: str | None = None,
+    allow_pickle: bool = False,
+    fused: bool | None = None,
+) -> HFMaskedLM | WindowedMLM:
     """A Hugging Face ``*ForMaskedLM`` from a local folder or a hub id; see ``load_mlm`` for the
     rules on weight files."""
     from transformers import AutoModelForMaskedLM, AutoTokenizer
 
     local = Path(name_or_path).expanduser()
     if not local.exists() and looks_like_path(str(name_or_path)):
-        raise ModelLoadError(f"cannot load {str(name_or_path)!r}: the model folder {name_or_path} does not exist "
-                             f"(and it is not a built-in model: {', '.join(BUILTIN)})")
+        raise ModelLoadError(
+            f"cannot load {str(name_or_path)!r}: the model folder {name_or_path} does not exist "
+            f"(and it is not a built-in model: {', '.join(BUILTIN)})"
+        )
     if local.exists() and not local.is_dir():
-        raise ModelLoadError(f"cannot load {str(name_or_path)!r}: it is a file; give the folder that holds the model's files")
+        raise ModelLoadError(
+            f"cannot load {str(name_or_path)!r}: it is a file; give the folder that holds the model's files"
+        )
     weights = None
     if local.is_dir():
         check_model_folder(local)
-        weights = weight_files(local)   # the files transformers would read, each inside the folder
+        weights = weight_files(local)  # the files transformers would read, each inside the folder
         if weights[0] == "pickle" and not allow_pickle:
             raise ModelLoadError(pickle_refusal_message(local, weights[1]))
-        check_safetensors(weights[1])   # a readable safetensors header, or one line naming the file
+        check_safetensors(weights[1])  # a readable safetensors header, or one line naming the file
     else:
         check_hub_index(str(name_or_path))
     where = str(local) if local.exists() else str(name_or_path)
@@ -113,31 +136,50 @@ def load_hf(name_or_path: str, device="cpu", dtype=None, *, name: str | None = N
         if weights is not None and weights[0] == "pickle":
             model = _load_pickled(local, weights[1])
         else:  # safetensors only: a hub repo without them is refused by transformers
-            model = from_pretrained_checked(AutoModelForMaskedLM, where, repr(str(name_or_path)),
-                                            use_safetensors=True, trust_remote_code=False)
+            model = from_pretrained_checked(
+                AutoModelForMaskedLM, where, repr(str(name_or_path)), use_safetensors=True, trust_remote_code=False
+            )
     except (OSError, ValueError, KeyError) as e:
         if isinstance(e, ModelLoadError):
             raise
         first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
         if not local.exists() and "safetensors" in first:
-            first = ("it has no safetensors weights, and mlmprob reads hub models from safetensors only "
-                     "(download it to a folder and pass that folder with --allow-pickle)")
+            first = (
+                "it has no safetensors weights, and mlmprob reads hub models from safetensors only "
+                "(download it to a folder and pass that folder with --allow-pickle)"
+            )
         raise ModelLoadError(
             f"cannot load {name_or_path!r}: not a built-in model ({', '.join(BUILTIN)}), and loading it as a "
-            f"Hugging Face masked LM failed: {first}") from None
+            f"Hugging Face masked LM failed: {first}"
+        ) from None
     model = apply_precision(model, device, dtype)
     max_len = _max_length_of(model, tok)
-    protein = protein_mlm(model, tok, name=name or str(name_or_path), max_length=max_len, alphabet=alphabet,
-                          fused=fused)
-    mlm = protein if protein is not None else HFMaskedLM(
-        model, HFTokenizer(tok, max_length=max_len, vocab_size=getattr(text_config(model), "vocab_size", None)),
-        name=name or str(name_or_path), max_length=max_len, fused=fused)
+    protein = protein_mlm(
+        model, tok, name=name or str(name_or_path), max_length=max_len, alphabet=alphabet, fused=fused
+    )
+    mlm = (
+        protein
+        if protein is not None
+        else HFMaskedLM(
+            model,
+            HFTokenizer(tok, max_length=max_len, vocab_size=getattr(text_config(model), "vocab_size", None)),
+            name=name or str(name_or_path),
+            max_length=max_len,
+            fused=fused,
+        )
+    )
     check_at_load(mlm)  # the head and padding shortcuts, verified on this model (models/probe.py)
     return mlm
 
 
-TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "vocab.txt", "vocab.json", "spiece.model",
-                   "sentencepiece.bpe.model")
+TOKENIZER_FILES = (
+    "tokenizer.json",
+    "tokenizer_config.json",
+    "vocab.txt",
+    "vocab.json",
+    "spiece.model",
+    "sentencepiece.bpe.model",
+)
 
 
 def looks_like_path(name: str) -> bool:
@@ -147,8 +189,12 @@ def looks_like_path(name: str) -> bool:
     >>> [looks_like_path(x) for x in ("/nonexistent", "./m", "~/m", "runs/a/model", "m/", "facebook/esm2_t6_8M_UR50D", "bert-base-cased")]
     [True, True, True, True, True, False, False]
     """
-    return (name.startswith(("/", ".", "~")) or name.endswith(("/", os.sep)) or name.count("/") > 1
-            or (os.sep != "/" and os.sep in name))
+    return (
+        name.startswith(("/", ".", "~"))
+        or name.endswith(("/", os.sep))
+        or name.count("/") > 1
+        or (os.sep != "/" and os.sep in name)
+    )
 
 
 def check_model_folder(folder: Path) -> None:
@@ -161,8 +207,10 @@ def check_model_folder(folder: Path) -> None:
     if not any((folder / f).is_file() for f in TOKENIZER_FILES):
         missing.append(f"tokenizer files (one of {', '.join(TOKENIZER_FILES)})")
     if len(missing) == 3:
-        raise ModelLoadError(f"cannot load model folder {folder}: it has no model or tokenizer files; expected "
-                             f"{', '.join(missing)} (as save_pretrained writes them)")
+        raise ModelLoadError(
+            f"cannot load model folder {folder}: it has no model or tokenizer files; expected "
+            f"{', '.join(missing)} (as save_pretrained writes them)"
+        )
     if missing:
         raise ModelLoadError(f"cannot load model folder {folder}: it lacks {' and '.join(missing)}")
 
@@ -182,8 +230,9 @@ def _load_pickled(folder: Path, files: list[Path]):
     config = AutoConfig.from_pretrained(str(folder), trust_remote_code=False)
     if type(config) not in MODEL_FOR_MASKED_LM_MAPPING:
         raise ModelLoadError(f"{folder}: model type {config.model_type!r} has no masked-LM class in transformers")
-    return from_pretrained_checked(MODEL_FOR_MASKED_LM_MAPPING[type(config)], None, str(folder), config=config,
-                                   state_dict=state)
+    return from_pretrained_checked(
+        MODEL_FOR_MASKED_LM_MAPPING[type(config)], None, str(folder), config=config, state_dict=state
+    )
 
 
 def check_hub_index(repo: str) -> None:
@@ -193,13 +242,19 @@ def check_hub_index(repo: str) -> None:
     from transformers.utils import cached_file
 
     try:
-        index = cached_file(repo, "model.safetensors.index.json", _raise_exceptions_for_missing_entries=False,
-                            _raise_exceptions_for_connection_errors=False)
+        index = cached_file(
+            repo,
+            "model.safetensors.index.json",
+            _raise_exceptions_for_missing_entries=False,
+            _raise_exceptions_for_connection_errors=False,
+        )
         names = set(json.loads(Path(index).read_text())["weight_map"].values()) if index else set()
     except Exception:  # no such repo, no network, a bad index: transformers' own load says so
         return
     pickles = sorted(n for n in names if not str(n).endswith(".safetensors"))
     if pickles:
-        raise ModelLoadError(f"cannot load {repo!r}: its model.safetensors.index.json names {pickles[0]}, which is "
-                             "not a safetensors file, and mlmprob reads hub models from safetensors only (download "
-                             "it to a folder and pass that folder with --allow-pickle)")
+        raise ModelLoadError(
+            f"cannot load {repo!r}: its model.safetensors.index.json names {pickles[0]}, which is "
+            "not a safetensors file, and mlmprob reads hub models from safetensors only (download "
+            "it to a folder and pass that folder with --allow-pickle)"
+        )

@@ -45,7 +45,7 @@ class Int8Linear(torch.nn.Module):
         self.reduce_range = int8_reduce_range()
 
     @classmethod
-    def from_linear(cls, lin: torch.nn.Linear) -> "Int8Linear":
+    def from_linear(cls, lin: torch.nn.Linear) -> Int8Linear:
         w = lin.weight.detach().float().cpu()
         scale = (w.abs().amax(dim=1) / 127.0).clamp_min(1e-12).double()
         zero = torch.zeros(w.shape[0], dtype=torch.long)
@@ -104,14 +104,17 @@ def apply_precision(model: torch.nn.Module, device, dtype: torch.dtype | None) -
     model = model.to(device=device)
     if dtype is None:
         if weights_dtype(model, device) != torch.float32 or all(
-                p.dtype == torch.float32 for p in model.parameters() if p.is_floating_point()):
-            return model.eval()   # as loaded (a checkpoint's float32-kept modules stay so)
-        dtype = torch.float32     # half-precision weights on a CPU
+            p.dtype == torch.float32 for p in model.parameters() if p.is_floating_point()
+        ):
+            return model.eval()  # as loaded (a checkpoint's float32-kept modules stay so)
+        dtype = torch.float32  # half-precision weights on a CPU
     if dtype != INT8:
         return model.to(dtype=dtype).eval()
     if torch.device(device).type != "cpu" or not int8_supported():
-        raise ModelLoadError(f"dtype int8 runs on x86 CPUs only (fbgemm kernels); got device {device}, "
-                             f"quantized engines {torch.backends.quantized.supported_engines}")
+        raise ModelLoadError(
+            f"dtype int8 runs on x86 CPUs only (fbgemm kernels); got device {device}, "
+            f"quantized engines {torch.backends.quantized.supported_engines}"
+        )
     model = model.float().eval()
     base = getattr(model, getattr(model, "base_model_prefix", ""), None)
     if not isinstance(base, torch.nn.Module) or quantize_linears(base) == 0:

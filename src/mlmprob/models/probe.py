@@ -63,7 +63,7 @@ def probe_ids(mlm, n: int = 7) -> torch.Tensor:
     begin = None if hf is None else (hf.cls_token_id if hf.cls_token_id is not None else hf.bos_token_id)
     end = None if hf is None else (hf.sep_token_id if hf.sep_token_id is not None else hf.eos_token_id)
     ends = [x for x in (begin, end) if x is not None]
-    limit = getattr(mlm, "max_length", None)      # a model trained on short rows: a probe that fits it
+    limit = getattr(mlm, "max_length", None)  # a model trained on short rows: a probe that fits it
     if limit is not None and len(body) + len(ends) > limit:
         body = body[: max(1, limit - len(ends))]
     ids = ([begin] if begin is not None else []) + body + ([end] if end is not None else [])
@@ -96,7 +96,7 @@ def _head_gap(mlm, ids: torch.Tensor) -> float:
 
 def _padding_gap(mlm, ids: torch.Tensor) -> float | None:
     if mlm.pad_id is None or ids.shape[1] < 4:
-        return None     # nothing to pad, or no row short enough to pad beside this one
+        return None  # nothing to pad, or no row short enough to pad beside this one
     short = ids[:, : max(3, ids.shape[1] - 3)].clone()
     short[0, -1] = ids[0, -1]  # keep the end token
     short[0, 1] = mlm.mask_id
@@ -123,17 +123,23 @@ def check_at_load(mlm, *, quiet: bool = False) -> ProbeResult:
         res.head = _head_gap(inner, ids)
         if res.head > tol and getattr(inner, "_head", None) is not None:
             inner._head, inner._fused = None, None
-            res.notes.append(f"{arch}: its LM head module is not the whole head (logits differ by {res.head:.3g}); "
-                             "reading full logits")
+            res.notes.append(
+                f"{arch}: its LM head module is not the whole head (logits differ by {res.head:.3g}); "
+                "reading full logits"
+            )
             res.head = _head_gap(inner, ids)
         if res.head > tol:
-            raise MLMProbError(f"{arch}: mlmprob's reading of this model differs from its own forward by "
-                               f"{res.head:.3g} in the logits; refusing to run it wrong")
+            raise MLMProbError(
+                f"{arch}: mlmprob's reading of this model differs from its own forward by "
+                f"{res.head:.3g} in the logits; refusing to run it wrong"
+            )
         res.padding = _padding_gap(inner, ids)
         if res.padding is not None and res.padding > tol:
             inner.pads_safely = False
-            res.notes.append(f"{arch}: padding a row changes its outputs (by {res.padding:.3g}: the attention "
-                             "mask is not honoured); rows are forwarded unpadded")
+            res.notes.append(
+                f"{arch}: padding a row changes its outputs (by {res.padding:.3g}: the attention "
+                "mask is not honoured); rows are forwarded unpadded"
+            )
     except MLMProbError:
         raise
     except Exception as e:  # noqa: BLE001 - a model that cannot run the probe cannot be trusted either
@@ -151,10 +157,11 @@ def unpadded_logits(mlm, ids: torch.Tensor, forward) -> torch.Tensor:
     """``forward`` (ids ``[1, l]`` -> logits ``[1, l, V]``) of each row of ``ids`` alone, trimmed of its right
     padding; logits ``[B, L, V]`` (zero at padding). For models that do not honour the attention mask."""
     from .protocol import lengths_of
+
     lengths = lengths_of(mlm, ids.cpu()).tolist()
     out = None
     for b, n in enumerate(lengths):
-        part = forward(ids[b:b + 1, : max(n, 1)])
+        part = forward(ids[b : b + 1, : max(n, 1)])
         if out is None:
             out = torch.zeros(ids.shape[0], ids.shape[1], part.shape[-1], dtype=part.dtype, device=part.device)
         out[b, : part.shape[1]] = part[0]

@@ -99,10 +99,12 @@ def residue_tokenizer(hf_tok, vocab_size: int | None = None) -> ProteinTokenizer
     if probe not in full:
         raise ModelLoadError("this protein tokenizer does not map the residue 'A' to its own token")
     k = full.index(probe)
-    pre, post = full[:k], full[k + 1:]
+    pre, post = full[:k], full[k + 1 :]
     if len(pre) > 1 or len(post) > 1:
-        raise ModelLoadError(f"this protein tokenizer wraps a sequence in {len(pre)} + {len(post)} special tokens; "
-                             "only one begin and one end token are supported")
+        raise ModelLoadError(
+            f"this protein tokenizer wraps a sequence in {len(pre)} + {len(post)} special tokens; "
+            "only one begin and one end token are supported"
+        )
     if hf_tok.mask_token is None:
         raise ModelLoadError("this tokenizer has no mask token; it does not belong to a masked LM")
     if own_pad_id(hf_tok) is not None:
@@ -112,8 +114,15 @@ def residue_tokenizer(hf_tok, vocab_size: int | None = None) -> ProteinTokenizer
         pad = RESERVED_PAD
     else:
         pad = hf_tok.pad_token if hf_tok.pad_token is not None else hf_tok.mask_token
-    return ProteinTokenizer(tokens, bos=tokens[pre[0]] if pre else None, eos=tokens[post[0]] if post else None,
-                            pad=pad, mask=hf_tok.mask_token, unk=hf_tok.unk_token, max_length=None)
+    return ProteinTokenizer(
+        tokens,
+        bos=tokens[pre[0]] if pre else None,
+        eos=tokens[post[0]] if post else None,
+        pad=pad,
+        mask=hf_tok.mask_token,
+        unk=hf_tok.unk_token,
+        max_length=None,
+    )
 
 
 def alphabet_ids(tok: ResidueTokenizer, alphabet: str | None) -> list[int]:
@@ -130,8 +139,9 @@ def alphabet_ids(tok: ResidueTokenizer, alphabet: str | None) -> list[int]:
         raise ModelLoadError(f"alphabet must be distinct one-letter residues, got {alphabet!r}")
     missing = [c for c in letters if c not in tok.residues]
     if missing:
-        raise ModelLoadError(f"alphabet letters {''.join(missing)!r} are not tokens of this model "
-                             f"(its residues: {tok.residues})")
+        raise ModelLoadError(
+            f"alphabet letters {''.join(missing)!r} are not tokens of this model (its residues: {tok.residues})"
+        )
     return [tok.token_to_id[c] for c in letters]
 
 
@@ -146,7 +156,8 @@ def check_special_residues(hf_tok) -> None:
             raise ModelLoadError(
                 f"this protein tokenizer's {role} token is {token!r}, which is also the residue {token}, so that "
                 f"residue and its {role} token cannot be told apart; give the tokenizer a {role} token of its own "
-                f"({role}_token in tokenizer_config.json)")
+                f"({role}_token in tokenizer_config.json)"
+            )
 
 
 def protein_window(model, max_length: int | None) -> int | None:
@@ -160,8 +171,9 @@ def protein_window(model, max_length: int | None) -> int | None:
     return max_length
 
 
-def protein_mlm(model, hf_tok, *, name: str, max_length: int | None, alphabet: str | None = None,
-                fused: bool | None = None):
+def protein_mlm(
+    model, hf_tok, *, name: str, max_length: int | None, alphabet: str | None = None, fused: bool | None = None
+):
     """The model as a protein MLM (residue tokenizer, residue proposals, windowing), or None when
     neither its architecture and tokenizer (``is_protein_model``) nor ``alphabet`` says it is one.
     ``alphabet="none"`` opts out."""

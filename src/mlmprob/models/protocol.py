@@ -48,8 +48,9 @@ def gather_logits(mlm: MaskedLM, input_ids: torch.Tensor, rows: torch.Tensor, co
     bad = nonfinite_rows(out)
     if bad.any():
         seqs = sorted(set(torch.as_tensor(rows)[bad].tolist()))
-        raise NonFiniteError(f"the model returned NaN or infinite logits for row(s) {seqs} of its input "
-                             f"({NONFINITE_HINT})", rows=seqs)
+        raise NonFiniteError(
+            f"the model returned NaN or infinite logits for row(s) {seqs} of its input ({NONFINITE_HINT})", rows=seqs
+        )
     return out
 
 

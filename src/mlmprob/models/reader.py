@@ -46,7 +46,7 @@ are offered when the wrapped model has them (:attr:`Reader.has_hidden`); the rea
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import torch
 
@@ -61,8 +61,10 @@ class Reader:
             raise TypeError("already a Reader: use reader_of")
         for need in ("mask_id", "vocab_size"):  # ``logits`` is looked up when it is read
             if not hasattr(mlm, need):
-                raise MLMProbError(f"{type(mlm).__name__} is not a masked LM: it has no {need!r} "
-                                   "(a masked LM needs mask_id, vocab_size and logits(input_ids))")
+                raise MLMProbError(
+                    f"{type(mlm).__name__} is not a masked LM: it has no {need!r} "
+                    "(a masked LM needs mask_id, vocab_size and logits(input_ids))"
+                )
         if batch_tokens is not None and int(batch_tokens) < 1:
             raise MLMProbError(f"batch_tokens must be positive, got {batch_tokens}")
         self.wrapped = mlm
@@ -137,9 +139,11 @@ class Reader:
     @property
     def has_hidden(self) -> bool:
         """Whether the model offers hidden states and a separable head (the one-pass PLL needs them)."""
-        return callable(getattr(self.wrapped, "hidden_at", None)) and callable(getattr(self.wrapped, "head_logits", None))
+        return callable(getattr(self.wrapped, "hidden_at", None)) and callable(
+            getattr(self.wrapped, "head_logits", None)
+        )
 
-    def with_budget(self, batch_tokens: int | None) -> "Reader":
+    def with_budget(self, batch_tokens: int | None) -> Reader:
         """The same model with another forward budget (``None``: the device's default)."""
         out = object.__new__(Reader)
         out.__dict__.update(self.__dict__)
@@ -200,8 +204,9 @@ class Reader:
     def _optional(self, member: str):
         fn = getattr(self.wrapped, member, None)
         if not callable(fn):
-            raise MLMProbError(f"{self.name}: this model offers no {member} (it is not a Hugging Face masked LM "
-                               "with a separable head)")
+            raise MLMProbError(
+                f"{self.name}: this model offers no {member} (it is not a Hugging Face masked LM with a separable head)"
+            )
         return fn
 
     # -- text --------------------------------------------------------------------------------------------

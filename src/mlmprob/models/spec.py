@@ -15,8 +15,8 @@ carries the budget, so no algorithm takes one.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 from ..defaults import DTYPE
 from ..runtime.job import State

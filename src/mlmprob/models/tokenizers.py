@@ -7,8 +7,8 @@ Hugging Face tokenizer.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 import torch
 
@@ -83,8 +83,17 @@ class ResidueTokenizer:
     mlmprob.errors.TokenizationError: sequence 0 has symbol 'X' at residue 2, outside the vocabulary (AC)
     """
 
-    def __init__(self, tokens: Sequence[str], *, bos: str | None, eos: str | None, pad: str, mask: str,
-                 max_length: int | None = None, unk: str | None = None):
+    def __init__(
+        self,
+        tokens: Sequence[str],
+        *,
+        bos: str | None,
+        eos: str | None,
+        pad: str,
+        mask: str,
+        max_length: int | None = None,
+        unk: str | None = None,
+    ):
         self.tokens = list(tokens)
         self.token_to_id = {t: i for i, t in enumerate(self.tokens)}
         self.bos_id = self.token_to_id[bos] if bos else None
@@ -114,14 +123,18 @@ class ResidueTokenizer:
                 elif c in self.residues:
                     ids.append(self.token_to_id[c])
                 elif c.islower() and c.upper() in self.residues:
-                    raise TokenizationError(f"sequence {i} has lower-case {c!r} at residue {j + 1}; residues are "
-                                            f"upper-case letters ({self.residues})")
+                    raise TokenizationError(
+                        f"sequence {i} has lower-case {c!r} at residue {j + 1}; residues are "
+                        f"upper-case letters ({self.residues})"
+                    )
                 else:
                     raise TokenizationError(
-                        f"sequence {i} has symbol {c!r} at residue {j + 1}, outside the vocabulary ({self.residues})")
+                        f"sequence {i} has symbol {c!r} at residue {j + 1}, outside the vocabulary ({self.residues})"
+                    )
             if self.max_length is not None and len(ids) + self.n_special > self.max_length:
                 raise TokenizationError(
-                    f"sequence {i} has {len(ids)} residues; the model accepts at most {self.max_length - self.n_special}")
+                    f"sequence {i} has {len(ids)} residues; the model accepts at most {self.max_length - self.n_special}"
+                )
             pre = [self.bos_id] if self.bos_id is not None else []
             post = [self.eos_id] if self.eos_id is not None else []
             rows.append(pre + ids + post)
@@ -185,8 +198,11 @@ class HFTokenizer:
             self.pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.mask_token_id
         self.unk_id = tokenizer.unk_token_id
         special = set(tokenizer.all_special_ids)
-        if (vocab_size is not None and self.pad_id != tokenizer.pad_token_id
-                and tokenizer.pad_token_id not in _other_special_ids(tokenizer)):
+        if (
+            vocab_size is not None
+            and self.pad_id != tokenizer.pad_token_id
+            and tokenizer.pad_token_id not in _other_special_ids(tokenizer)
+        ):
             special.discard(tokenizer.pad_token_id)  # a pad set to an ordinary word stays a word here
         self.special_ids = frozenset(special)
         self.max_length = max_length
@@ -202,14 +218,17 @@ class HFTokenizer:
                 word = s
                 if hasattr(enc, "word_ids") and enc.word_ids() and enc.word_ids()[j] is not None:
                     span = enc.word_to_chars(enc.word_ids()[j])
-                    word = s[span.start:span.end]
+                    word = s[span.start : span.end]
                 raise TokenizationError(f"sequence {i} has {word!r}, which the tokenizer maps to its unknown token")
             if self.max_length is not None and len(ids) > self.max_length:
                 raise TokenizationError(
-                    f"sequence {i} has {len(ids)} tokens; the model accepts at most {self.max_length}")
+                    f"sequence {i} has {len(ids)} tokens; the model accepts at most {self.max_length}"
+                )
             if self._checked_pad and self.pad_id in ids:
-                raise TokenizationError(f"sequence {i} holds the padding token {self.hf.pad_token!r}; mlmprob pads "
-                                        "rows itself, so a text cannot contain it")
+                raise TokenizationError(
+                    f"sequence {i} holds the padding token {self.hf.pad_token!r}; mlmprob pads "
+                    "rows itself, so a text cannot contain it"
+                )
             try:
                 wid = [-1 if w is None else w for w in enc.word_ids()]
             except (ValueError, AttributeError):  # slow tokenizers: every non-special token is a word
@@ -220,6 +239,9 @@ class HFTokenizer:
         return _pad(rows, words, self.pad_id)
 
     def decode(self, ids: Sequence[int] | torch.Tensor) -> str:
-        ids = [i for i in torch.as_tensor(ids).tolist()
-               if (i not in self.special_ids or i == self.mask_id) and i != self.pad_id]
+        ids = [
+            i
+            for i in torch.as_tensor(ids).tolist()
+            if (i not in self.special_ids or i == self.mask_id) and i != self.pad_id
+        ]
         return self.hf.decode(ids)

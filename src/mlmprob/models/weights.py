@@ -51,8 +51,9 @@ def _indexed(folder: Path, index: Path) -> list[Path]:
             raise ValueError("it names no weight files")
     except (ValueError, KeyError, TypeError, AttributeError, UnicodeDecodeError) as e:
         why = "it has no weight_map" if isinstance(e, (KeyError, TypeError, AttributeError)) else _first_line(e)
-        raise ModelLoadError(f"cannot load model folder {folder}: {index.name} is not a weights index ({why})") \
-            from None
+        raise ModelLoadError(
+            f"cannot load model folder {folder}: {index.name} is not a weights index ({why})"
+        ) from None
     root, files = Path(os.path.abspath(folder)), []
     for n in names:  # by name: a shard linked elsewhere (a hub cache's snapshot folder) is the folder's own
         path = Path(os.path.normpath(root / n))
@@ -84,9 +85,11 @@ def pickle_refusal_message(folder: Path, files: list[Path]) -> str:
     pickles = sorted({f.name for f in files if not f.name.endswith(".safetensors")})
     names = ", ".join(pickles[:3]) + (f" and {len(pickles) - 3} more" if len(pickles) > 3 else "")
     how = "only" if len(pickles) == len(files) else "partly"
-    return (f"{folder} holds its weights {how} as a pickle ({names}), which can run code when loaded; convert "
-            "it to safetensors, or pass --allow-pickle (API: allow_pickle=True) to read it with "
-            "torch.load(weights_only=True)")
+    return (
+        f"{folder} holds its weights {how} as a pickle ({names}), which can run code when loaded; convert "
+        "it to safetensors, or pass --allow-pickle (API: allow_pickle=True) to read it with "
+        "torch.load(weights_only=True)"
+    )
 
 
 def read_state(files: list[Path]) -> dict:
@@ -107,17 +110,20 @@ def read_state(files: list[Path]) -> dict:
     return state
 
 
-def load_pickle(path: Path, hint: str = "convert the weights to safetensors with a tool you trust",
-                what: str = "weights file"):
+def load_pickle(
+    path: Path, hint: str = "convert the weights to safetensors with a tool you trust", what: str = "weights file"
+):
     """``torch.load(path, weights_only=True)``, or one line naming the file and what the weights-only
     unpickler refused (never torch's advice to unpickle fully); ``hint`` says what the user can do."""
     try:
-        with warnings.catch_warnings():     # torch's notes on the pickle's protocol: not the user's concern
+        with warnings.catch_warnings():  # torch's notes on the pickle's protocol: not the user's concern
             warnings.simplefilter("ignore", UserWarning)
             return torch.load(path, map_location="cpu", weights_only=True)
     except Exception as e:  # the weights-only unpickler refuses anything but tensors and plain data
-        raise ModelLoadError(f"refused to load {path}: it is not a plain {what} ({pickle_refusal(e)}); "
-                             f"mlmprob never runs what a pickle asks for: {hint}") from None
+        raise ModelLoadError(
+            f"refused to load {path}: it is not a plain {what} ({pickle_refusal(e)}); "
+            f"mlmprob never runs what a pickle asks for: {hint}"
+        ) from None
 
 
 def pickle_refusal(e: Exception) -> str:
@@ -168,8 +174,10 @@ def _mismatch(cls, where, kwargs) -> str | None:
         return None
     key, have, want = bad[0]
     more = f" (and {len(bad) - 1} more)" if len(bad) > 1 else ""
-    return (f"its weights do not match its config.json: {key} has shape {list(have)} in the weight files but "
-            f"{list(want)} by config.json{more}")
+    return (
+        f"its weights do not match its config.json: {key} has shape {list(have)} in the weight files but "
+        f"{list(want)} by config.json{more}"
+    )
 
 
 @contextmanager

@@ -2,11 +2,27 @@
 
 from ..lazy import exports
 
-__getattr__, __dir__ = exports(__name__, {
-    "Correction": ".correction", "find_correction": ".correction", "pll": ".api", "METHODS": ".estimate",
-    "one_pass_token_scores": ".estimate", "CalibrationResult": ".fit", "calibrate": ".fit",
-    "fit_correction": ".fit",
-})
+__getattr__, __dir__ = exports(
+    __name__,
+    {
+        "Correction": ".correction",
+        "find_correction": ".correction",
+        "pll": ".api",
+        "METHODS": ".estimate",
+        "one_pass_token_scores": ".estimate",
+        "CalibrationResult": ".fit",
+        "calibrate": ".fit",
+        "fit_correction": ".fit",
+    },
+)
 
-__all__ = ["Correction", "find_correction", "METHODS", "one_pass_token_scores", "CalibrationResult", "calibrate",
-           "fit_correction", "pll"]
+__all__ = [
+    "Correction",
+    "find_correction",
+    "METHODS",
+    "one_pass_token_scores",
+    "CalibrationResult",
+    "calibrate",
+    "fit_correction",
+    "pll",
+]

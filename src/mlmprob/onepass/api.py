@@ -9,8 +9,7 @@ from ..errors import MLMProbError
 from .estimate import METHODS, one_pass_token_scores
 
 
-def pll(mlm, input_ids, positions=None, *, word_ids=None,
-        method: str = "exact", correction=None) -> torch.Tensor:
+def pll(mlm, input_ids, positions=None, *, word_ids=None, method: str = "exact", correction=None) -> torch.Tensor:
     """Log pseudo-likelihood ``sum_t log q_t(x_t | x with t masked)`` per sequence, ``[B]`` (float64).
 
     ``method="exact"`` (the default) runs one masked copy per position: see :func:`mlmprob.energy.pll`

@@ -38,7 +38,7 @@ class Correction:
     info: dict = field(default_factory=dict)
 
     @classmethod
-    def identity(cls, hidden: int, info: dict | None = None) -> "Correction":
+    def identity(cls, hidden: int, info: dict | None = None) -> Correction:
         """The zero correction: the plain unmasked estimate.
 
         >>> Correction.identity(4).apply(torch.ones(2, 4), torch.zeros(2, 4)).tolist()
@@ -72,7 +72,7 @@ class Correction:
         return path, meta
 
     @classmethod
-    def load(cls, path: str | Path) -> "Correction":
+    def load(cls, path: str | Path) -> Correction:
         """Read a correction written by :meth:`save` (its JSON description beside it, if present)."""
         from safetensors.torch import load_file
 
@@ -109,8 +109,10 @@ def check_fits(c: Correction, mlm, where: str) -> Correction:
         raise MLMProbError(f"the one-pass correction {where} has hidden size {c.hidden_size}, the model {hidden}")
     fp = c.info.get("fingerprint")
     if fp is not None and abs(fp - fingerprint(mlm)) > 1e-5 * max(abs(fp), 1e-6):
-        raise MLMProbError(f"the one-pass correction {where} was fitted for other weights "
-                           f"({c.info.get('model', '?')}); refit it with mlmprob calibrate")
+        raise MLMProbError(
+            f"the one-pass correction {where} was fitted for other weights "
+            f"({c.info.get('model', '?')}); refit it with mlmprob calibrate"
+        )
     return c
 
 
@@ -123,10 +125,14 @@ def calibrate_hint(mlm) -> str:
     """
     name = model_key(mlm)
     if Path(name).is_dir():
-        return (f"no one-pass correction for model {name!r}: fit one with `mlmprob calibrate SEQUENCES --model {name}` "
-                f"(it writes {Path(name) / (FILE_STEM + '.safetensors')}, found from then on)")
-    return (f"no one-pass correction for model {name!r}: fit one with `mlmprob calibrate SEQUENCES --model {name} "
-            "--out C.safetensors`, then pass correction='C.safetensors' (CLI: --correction C.safetensors)")
+        return (
+            f"no one-pass correction for model {name!r}: fit one with `mlmprob calibrate SEQUENCES --model {name}` "
+            f"(it writes {Path(name) / (FILE_STEM + '.safetensors')}, found from then on)"
+        )
+    return (
+        f"no one-pass correction for model {name!r}: fit one with `mlmprob calibrate SEQUENCES --model {name} "
+        "--out C.safetensors`, then pass correction='C.safetensors' (CLI: --correction C.safetensors)"
+    )
 
 
 def correction_file(name: str) -> Path | None:
@@ -152,7 +158,7 @@ def correction_digest(name: str, correction=None) -> str | None:
     try:
         return None if path is None else hashlib.sha256(path.read_bytes()).hexdigest()
     except OSError:
-        return None         # the run itself says what is wrong with it
+        return None  # the run itself says what is wrong with it
 
 
 def find_correction(mlm, correction=None) -> Correction:

@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import torch
 
-from ..energy import TokenScores, check_input_ids, resolve_positions
 from ..batching import DEFAULT_BATCH_TOKENS, read_logits
+from ..energy import TokenScores, check_input_ids, resolve_positions
 from ..errors import MLMProbError
 from ..models.protocol import lengths_of
-from .correction import Correction, find_correction
 from ..models.reader import reader_of
+from .correction import Correction, find_correction
 
 METHODS = ("exact", "one_pass", "unmasked")
 
@@ -22,8 +22,10 @@ METHODS = ("exact", "one_pass", "unmasked")
 def _need(mlm, *names):
     missing = [n for n in names if not hasattr(type(mlm), n)]
     if missing:
-        raise MLMProbError(f"the one-pass PLL needs a model wrapper with {', '.join(missing)} "
-                           f"(Hugging Face models loaded by load_mlm have them); {type(mlm).__name__} has not")
+        raise MLMProbError(
+            f"the one-pass PLL needs a model wrapper with {', '.join(missing)} "
+            f"(Hugging Face models loaded by load_mlm have them); {type(mlm).__name__} has not"
+        )
 
 
 def reader(mlm, ids: torch.Tensor):
@@ -35,8 +37,10 @@ def reader(mlm, ids: torch.Tensor):
     if inner is not None and window is not None and not hasattr(type(mlm), "hidden_at"):
         longest = int(lengths_of(mlm, ids).max()) if ids.numel() else 0
         if longest > window:
-            raise MLMProbError(f"the one-pass PLL reads sequences of at most {window} tokens with this model; "
-                               f"got {longest} (use the exact PLL)")
+            raise MLMProbError(
+                f"the one-pass PLL reads sequences of at most {window} tokens with this model; "
+                f"got {longest} (use the exact PLL)"
+            )
         mlm = inner
     _need(mlm, "hidden_at", "head_logits", "input_embedding")
     return mlm
@@ -70,8 +74,9 @@ def unmasked_hidden(mlm, ids: torch.Tensor, sel: torch.Tensor):
     return rows, cols, hidden, mlm.input_embedding(ids[rows, cols])
 
 
-def one_pass_token_scores(mlm, input_ids, positions=None, *, method: str = "one_pass",
-                          correction: Correction | str | None = None) -> TokenScores:
+def one_pass_token_scores(
+    mlm, input_ids, positions=None, *, method: str = "one_pass", correction: Correction | str | None = None
+) -> TokenScores:
     """Per-token estimates of ``log q_t(x_t | x with t masked)`` from one unmasked pass (``TokenScores``).
 
     ``correction`` (a :class:`Correction` or a path) overrides the one found for the model.

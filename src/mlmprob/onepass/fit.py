@@ -11,17 +11,17 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Callable, Sequence
 
 import torch
 
 from ..batching import iter_masked_logits
 from ..energy import check_input_ids, resolve_positions
 from ..errors import MLMProbError
+from ..models.reader import reader_of
 from .correction import Correction, fingerprint, model_key
 from .estimate import unmasked_hidden
-from ..models.reader import reader_of
 
 
 @dataclass(frozen=True)
@@ -44,12 +44,13 @@ class CalibrationResult:
     seconds: float
 
 
-def collect(mlm, sequences: Sequence[str], *, chunk: int = 16,
-            progress: Callable[[int], None] | None = None) -> CalibrationSet:
+def collect(
+    mlm, sequences: Sequence[str], *, chunk: int = 16, progress: Callable[[int], None] | None = None
+) -> CalibrationSet:
     """Exact masked conditionals and unmasked hidden states of every scored position of ``sequences``."""
     parts = []
     for start in range(0, len(sequences), chunk):
-        ids = check_input_ids(mlm, mlm.encode(list(sequences[start:start + chunk])).input_ids)
+        ids = check_input_ids(mlm, mlm.encode(list(sequences[start : start + chunk])).input_ids)
         sel = resolve_positions(mlm, ids, None)
         rows, cols, hidden, emb = unmasked_hidden(mlm, ids, sel)
         target = torch.empty(len(rows), mlm.vocab_size)
@@ -67,9 +68,17 @@ def _kl(mlm, c: Correction, data: CalibrationSet, idx: torch.Tensor) -> torch.Te
     return (p.exp() * (p - logq)).sum(-1).mean()
 
 
-def fit_correction(mlm, data: CalibrationSet, *, steps: int = 400, lr: float = 2e-3, batch: int = 512,
-                   holdout: float = 0.2, weight_decay: float = 1e-4,
-                   generator: torch.Generator | None = None) -> tuple[Correction, float, float]:
+def fit_correction(
+    mlm,
+    data: CalibrationSet,
+    *,
+    steps: int = 400,
+    lr: float = 2e-3,
+    batch: int = 512,
+    holdout: float = 0.2,
+    weight_decay: float = 1e-4,
+    generator: torch.Generator | None = None,
+) -> tuple[Correction, float, float]:
     """Fit ``U, M, b`` by Adam on ``KL(exact || corrected)``; returns the correction and the held-out KL
     (mean nats per position) before and after. ``holdout`` is the share of *sequences* kept out."""
     g = generator if generator is not None else torch.Generator().manual_seed(0)
@@ -106,18 +115,36 @@ def fit_correction(mlm, data: CalibrationSet, *, steps: int = 400, lr: float = 2
     return c, before, after
 
 
-def calibrate(mlm, sequences: Sequence[str], *, steps: int = 400, seed: int = 0, source: str = "",
-              progress: Callable[[int], None] | None = None) -> CalibrationResult:
+def calibrate(
+    mlm,
+    sequences: Sequence[str],
+    *,
+    steps: int = 400,
+    seed: int = 0,
+    source: str = "",
+    progress: Callable[[int], None] | None = None,
+) -> CalibrationResult:
     """Fit the one-pass correction of ``mlm`` on ``sequences`` (of the user's domain), described in its info."""
     if not sequences:
         raise MLMProbError("calibrate needs at least one sequence")
     t0 = time.perf_counter()
     data = collect(mlm, sequences, progress=progress)
     c, before, after = fit_correction(mlm, data, steps=steps, generator=torch.Generator().manual_seed(seed))
-    c.info = {"model": model_key(mlm), "hidden_size": c.hidden_size, "vocab_size": int(mlm.vocab_size),
-              "fingerprint": fingerprint(mlm), "dtype": str(reader_of(mlm).dtype).replace("torch.", ""),
-              "calibration": {"source": source, "sequences": len(sequences), "positions": int(len(data.seq)),
-                              "steps": steps, "seed": seed, "heldout_share": 0.2},
-              "heldout_kl_nats_per_position": {"unmasked": round(before, 5), "corrected": round(after, 5)},
-              "form": "h' = h + h U + e(x) M + b; q = softmax(head(h'))"}
+    c.info = {
+        "model": model_key(mlm),
+        "hidden_size": c.hidden_size,
+        "vocab_size": int(mlm.vocab_size),
+        "fingerprint": fingerprint(mlm),
+        "dtype": str(reader_of(mlm).dtype).replace("torch.", ""),
+        "calibration": {
+            "source": source,
+            "sequences": len(sequences),
+            "positions": int(len(data.seq)),
+            "steps": steps,
+            "seed": seed,
+            "heldout_share": 0.2,
+        },
+        "heldout_kl_nats_per_position": {"unmasked": round(before, 5), "corrected": round(after, 5)},
+        "form": "h' = h + h U + e(x) M + b; q = softmax(head(h'))",
+    }
     return CalibrationResult(c, before, after, time.perf_counter() - t0)

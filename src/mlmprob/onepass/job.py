@@ -3,8 +3,8 @@ options, with one-pass estimates (:func:`mlmprob.onepass.scoring.one_pass_rows`)
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 from ..data import Record
 from ..errors import MLMProbError
@@ -33,6 +33,7 @@ class OnePassScoreJob(ScoreJob):
         from .scoring import one_pass_rows
 
         skipped: list[tuple[str, str]] = []
-        rows = one_pass_rows(state.mlm, records, skip_invalid=self.skip_invalid, skipped=skipped,
-                             correction=self.spec.correction)
+        rows = one_pass_rows(
+            state.mlm, records, skip_invalid=self.skip_invalid, skipped=skipped, correction=self.spec.correction
+        )
         return rows, skipped

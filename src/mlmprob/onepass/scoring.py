@@ -8,21 +8,22 @@ from __future__ import annotations
 
 import math
 import random
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 import torch
 
 from ..data import Record, encodable_records, encode_records
-from ..errors import MLMProbError, NonFiniteError
 from ..energy import pll as exact_pll
+from ..errors import MLMProbError, NonFiniteError
 from .estimate import one_pass_token_scores
 
 METHOD_NAMES = {"exact": "exact", "one-pass": "one_pass"}
 
 
-def one_pass_rows(mlm, records: Sequence[Record], *, skip_invalid: bool = False,
-                  skipped: list | None = None, correction=None) -> list[dict]:
+def one_pass_rows(
+    mlm, records: Sequence[Record], *, skip_invalid: bool = False, skipped: list | None = None, correction=None
+) -> list[dict]:
     """One row per record (``SequenceScore`` fields + ``method``), one unmasked pass per chunk of records."""
     on_skip = None if skipped is None else (lambda r, why: skipped.append((r.id, why)))
     good = encodable_records(mlm, records, on_skip) if skip_invalid else list(records)
@@ -37,8 +38,18 @@ def one_pass_rows(mlm, records: Sequence[Record], *, skip_invalid: bool = False,
         p = plls[b]
         if not math.isfinite(p):
             raise NonFiniteError(f"record {r.id!r}: its one-pass score is not finite", rows=[b])
-        rows.append(dict(id=r.id, sequence=r.seq, n_tokens=n, pll=p, pll_per_token=p / max(n, 1), e_local=-p,
-                         e_raw=e_raws[b], method="one_pass"))
+        rows.append(
+            dict(
+                id=r.id,
+                sequence=r.seq,
+                n_tokens=n,
+                pll=p,
+                pll_per_token=p / max(n, 1),
+                e_local=-p,
+                e_raw=e_raws[b],
+                method="one_pass",
+            )
+        )
     return rows
 
 
@@ -52,9 +63,11 @@ class CheckResult:
     one_pass_seconds: float
 
     def line(self) -> str:
-        return (f"check (one_pass vs exact PLL on {self.n} random records of this run): Spearman {self.spearman:.4f}, "
-                f"mean |error| {self.mean_abs:.3f} nats, max |error| {self.max_abs:.3f} nats; "
-                f"exact {self.exact_seconds:.1f} s, one-pass {self.one_pass_seconds:.2f} s")
+        return (
+            f"check (one_pass vs exact PLL on {self.n} random records of this run): Spearman {self.spearman:.4f}, "
+            f"mean |error| {self.mean_abs:.3f} nats, max |error| {self.max_abs:.3f} nats; "
+            f"exact {self.exact_seconds:.1f} s, one-pass {self.one_pass_seconds:.2f} s"
+        )
 
 
 def spearman(a, b) -> float:
@@ -63,6 +76,7 @@ def spearman(a, b) -> float:
     >>> spearman([1, 2, 3, 4], [10, 20, 40, 30])
     0.8
     """
+
     def ranks(x):
         x = torch.as_tensor(x, dtype=torch.float64)
         r = torch.empty_like(x)
@@ -72,6 +86,7 @@ def spearman(a, b) -> float:
             m = x == v
             r[m] = r[m].mean()
         return r
+
     ra, rb = ranks(a), ranks(b)
     ra, rb = ra - ra.mean(), rb - rb.mean()
     den = float((ra.square().sum() * rb.square().sum()).sqrt())
@@ -92,5 +107,6 @@ def check(mlm, records: Sequence[Record], n: int, *, seed: int = 0, correction=N
     exact = [float(x) for x in exact_pll(mlm, encode_records(mlm, chosen).input_ids)]
     t2 = time.perf_counter()
     err = torch.tensor(fast, dtype=torch.float64) - torch.tensor(exact, dtype=torch.float64)
-    return CheckResult(len(chosen), spearman(fast, exact), float(err.abs().mean()), float(err.abs().max()),
-                       t2 - t1, t1 - t0)
+    return CheckResult(
+        len(chosen), spearman(fast, exact), float(err.abs().mean()), float(err.abs().max()), t2 - t1, t1 - t0
+    )

@@ -9,10 +9,31 @@ from ..lazy import exports
 
 # imported from their modules on first use: the command line's parsers read constants of this layer
 # (``FORMATS``) without importing torch
-__getattr__, __dir__ = exports(__name__, {
-    "describe": ".device", "resolve_device": ".device", "resolve_dtype": ".device", "FORMATS": ".inputs",
-    "Record": ".inputs", "count_records": ".inputs", "iter_records": ".inputs", "read_records": ".inputs",
-    "Shard": ".shard", "parse_shard": ".shard"})
+__getattr__, __dir__ = exports(
+    __name__,
+    {
+        "describe": ".device",
+        "resolve_device": ".device",
+        "resolve_dtype": ".device",
+        "FORMATS": ".inputs",
+        "Record": ".inputs",
+        "count_records": ".inputs",
+        "iter_records": ".inputs",
+        "read_records": ".inputs",
+        "Shard": ".shard",
+        "parse_shard": ".shard",
+    },
+)
 
-__all__ = ["describe", "resolve_device", "resolve_dtype", "FORMATS", "Record", "count_records", "iter_records",
-           "read_records", "Shard", "parse_shard"]
+__all__ = [
+    "describe",
+    "resolve_device",
+    "resolve_dtype",
+    "FORMATS",
+    "Record",
+    "count_records",
+    "iter_records",
+    "read_records",
+    "Shard",
+    "parse_shard",
+]

@@ -15,13 +15,14 @@ import sys
 from pathlib import Path
 
 GiB = 1 << 30
-RUNTIME_BYTES = GiB // 2            # Python + torch + transformers in one worker process
-UNKNOWN_WEIGHT_BYTES = GiB // 2     # a model whose weight files are not in a local folder
+RUNTIME_BYTES = GiB // 2  # Python + torch + transformers in one worker process
+UNKNOWN_WEIGHT_BYTES = GiB // 2  # a model whose weight files are not in a local folder
 WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".pth")
 
 
-def cap_workers(requested: int, *, cores: int, available: int | None = None, per_worker: int | None = None,
-                units: int | None = None) -> tuple[int, str | None]:
+def cap_workers(
+    requested: int, *, cores: int, available: int | None = None, per_worker: int | None = None, units: int | None = None
+) -> tuple[int, str | None]:
     """``requested`` workers capped by ``cores``, by ``available`` bytes of memory at ``per_worker``
     bytes each (when both are known) and by ``units`` of work (when known); never below 1. Returns the
     number and why it was capped (None when it was not): the tightest limit.
@@ -38,8 +39,9 @@ def cap_workers(requested: int, *, cores: int, available: int | None = None, per
     limits = [(max(1, cores), f"{cores} CPU core{'s' if cores != 1 else ''}")]
     if available is not None and per_worker:
         fit = available // per_worker
-        limits.append((max(1, fit), f"{available / GiB:.1f} GiB of memory available, "
-                                    f"about {per_worker / GiB:.1f} GiB per worker"))
+        limits.append(
+            (max(1, fit), f"{available / GiB:.1f} GiB of memory available, about {per_worker / GiB:.1f} GiB per worker")
+        )
     if units is not None:
         limits.append((max(1, units), f"{units} unit{'s' if units != 1 else ''} of work"))
     n, why = min(limits, key=lambda lw: lw[0])
@@ -80,8 +82,9 @@ def worker_bytes(model: str | None) -> int:
 def capped_workers(requested: int, model: str | None = None, units: int | None = None) -> int:
     """``--workers requested`` capped for this machine (:func:`cap_workers`), with a one-line warning on
     stderr saying what was capped and why."""
-    n, why = cap_workers(requested, cores=usable_cores(), available=available_memory(),
-                         per_worker=worker_bytes(model), units=units)
+    n, why = cap_workers(
+        requested, cores=usable_cores(), available=available_memory(), per_worker=worker_bytes(model), units=units
+    )
     if why:
         print(f"warning: --workers {requested} capped to {n} ({why})", file=sys.stderr)
     return n
@@ -108,7 +111,9 @@ def capped_devices(devices: list[str], model: str | None = None) -> list[str]:
     n, why = cap_workers(len(cpu), cores=usable_cores(), available=available, per_worker=per_worker)
     if not why:
         return devices
-    print(f"warning: --devices {','.join(devices)} capped to {n} CPU worker{'s' if n != 1 else ''} ({why})",
-          file=sys.stderr)
+    print(
+        f"warning: --devices {','.join(devices)} capped to {n} CPU worker{'s' if n != 1 else ''} ({why})",
+        file=sys.stderr,
+    )
     drop = set(cpu[n:])
     return [d for i, d in enumerate(devices) if i not in drop]

@@ -33,16 +33,16 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Iterable
 
 from .. import defaults
 from ..errors import MLMProbError
+from .capacity import capped_devices, capped_workers
 from .engine import StreamSummary, run_stream
 from .identity import KEY as IDENTITY
 from .identity import UnitDigest, check_resume, run_identity
-from .capacity import capped_devices, capped_workers
 from .job import Job, State, state_of
 from .pool import parse_devices
 from .provenance import KEY, computed_with
@@ -61,10 +61,10 @@ class RunOptions:
     ray_address: str | None = None
     part_rows: int = defaults.PART_ROWS
     progress: bool = True
-    dtype: str | None = defaults.DTYPE   # what the workers load (for the "ran on" text)
+    dtype: str | None = defaults.DTYPE  # what the workers load (for the "ran on" text)
 
     @classmethod
-    def from_args(cls, args, **override) -> "RunOptions":
+    def from_args(cls, args, **override) -> RunOptions:
         """The options of a parsed command line (``--device`` is the one device unless ``--workers`` or
         ``--devices`` name several); ``override`` replaces any of them."""
         shard = parse_shard(args.shard)
@@ -72,13 +72,21 @@ class RunOptions:
         if workers and args.devices is None and args.engine == "local":  # Ray places its actors by the cluster's
             workers = capped_workers(workers, getattr(args, "model", None))  # resources; capped before the list
         devices = parse_devices(workers, args.devices)
-        if args.devices and args.engine == "local":    # cpu,cpu,cpu: capped by the same rule as --workers
+        if args.devices and args.engine == "local":  # cpu,cpu,cpu: capped by the same rule as --workers
             devices = capped_devices(devices, getattr(args, "model", None))
         if devices == ["auto"]:
             devices = [args.device]
-        opts = dict(out=args.out, resume=args.resume, shard=shard, devices=tuple(devices),
-                    engine=args.engine, ray_address=args.ray_address, part_rows=args.part_rows,
-                    progress=not args.no_progress, dtype=args.dtype)
+        opts = dict(
+            out=args.out,
+            resume=args.resume,
+            shard=shard,
+            devices=tuple(devices),
+            engine=args.engine,
+            ray_address=args.ray_address,
+            part_rows=args.part_rows,
+            progress=not args.no_progress,
+            dtype=args.dtype,
+        )
         opts.update(override)
         return cls(**opts)
 
@@ -146,8 +154,9 @@ def _computed_with(spec: StreamCommand, opts: RunOptions) -> dict:
     else from the job's model spec (dtype and budget) on the devices."""
     ms = spec.job.model_spec
     model = spec.config.get("model", ms.model)
-    return computed_with(model, ms.dtype, opts.devices, batch_tokens=ms.batch_tokens,
-                         mlm=None if spec.state is None else spec.state.mlm)
+    return computed_with(
+        model, ms.dtype, opts.devices, batch_tokens=ms.batch_tokens, mlm=None if spec.state is None else spec.state.mlm
+    )
 
 
 def _same_file(a, b) -> bool:
@@ -183,23 +192,25 @@ def run_command(spec: StreamCommand, opts: RunOptions) -> StreamRun:
     from .writers import open_writer, output_kind
 
     to_file = output_kind(opts.out) != "stdout"
-    if to_file:                                   # one pass: the run's identity and the progress total
+    if to_file:  # one pass: the run's identity and the progress total
         digest, owned = _identify(spec, opts)
         if digest.n == 0:
             raise MLMProbError(spec.empty)
-    elif next(iter(spec.units()), None) is None:   # fail fast on bad input, before a model is loaded
+    elif next(iter(spec.units()), None) is None:  # fail fast on bad input, before a model is loaded
         raise MLMProbError(spec.empty)
     config = {**spec.config, "shard": str(opts.shard), KEY: _computed_with(spec, opts)}
     verify = None
     if to_file:
         total = owned if opts.progress else None
-        config[IDENTITY] = identity = run_identity(digest if spec.input is not None else None,
-                                                   spec.config.get("model", spec.job.model_spec.model))
+        config[IDENTITY] = identity = run_identity(
+            digest if spec.input is not None else None, spec.config.get("model", spec.job.model_spec.model)
+        )
         verify = lambda stored: check_resume(opts.out, stored.get(IDENTITY), identity, digest)  # noqa: E731
     else:
         total = _count(spec, opts)
-    writer = open_writer(opts.out, resume=opts.resume, config=config, fields=spec.fields, part_rows=opts.part_rows,
-                         verify=verify)
+    writer = open_writer(
+        opts.out, resume=opts.resume, config=config, fields=spec.fields, part_rows=opts.part_rows, verify=verify
+    )
     with writer:
         state = spec.state
         if state is None and opts.in_process:
@@ -210,10 +221,24 @@ def run_command(spec: StreamCommand, opts: RunOptions) -> StreamRun:
         else:
             where = "Ray actors" if opts.engine == "ray" else f"{len(opts.devices)} x {opts.devices[0]}"
             load, ran_on = spec.job.load, f"{where} {dtype_label(opts.dtype, opts.devices[0])}"
-        summary = run_stream(load, spec.job.run, spec.units(), writer, shard=opts.shard, devices=opts.devices,
-                             chunk_size=spec.chunk_size, engine=opts.engine, ray_address=opts.ray_address,
-                             total=total, progress=opts.progress, unit_name=spec.unit_name,
-                             key=spec.key, last_row_id=spec.last_row_id, on_rows=spec.on_rows, meta=spec.meta)
+        summary = run_stream(
+            load,
+            spec.job.run,
+            spec.units(),
+            writer,
+            shard=opts.shard,
+            devices=opts.devices,
+            chunk_size=spec.chunk_size,
+            engine=opts.engine,
+            ray_address=opts.ray_address,
+            total=total,
+            progress=opts.progress,
+            unit_name=spec.unit_name,
+            key=spec.key,
+            last_row_id=spec.last_row_id,
+            on_rows=spec.on_rows,
+            meta=spec.meta,
+        )
     for uid, why in summary.skipped:
         print(f"warning: skipped {spec.skip_label}{uid!r}: {why}", file=sys.stderr)
     return StreamRun(**vars(summary), ran_on=ran_on, shard=opts.shard, state=state)

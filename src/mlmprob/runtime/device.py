@@ -32,12 +32,21 @@ from pathlib import Path
 
 import torch
 
-from ..defaults import DTYPE_ENV, FUSED_ENV, DTYPE_WEIGHTS as WEIGHTS
+from ..defaults import DTYPE_ENV, FUSED_ENV
+from ..defaults import DTYPE_WEIGHTS as WEIGHTS
 from ..errors import ModelLoadError
 
-DTYPES = {"float32": torch.float32, "fp32": torch.float32, "float16": torch.float16, "fp16": torch.float16,
-          "half": torch.float16, "bfloat16": torch.bfloat16, "bf16": torch.bfloat16, "float64": torch.float64,
-          "int8": torch.int8}  # int8: linear layers quantized, see mlmprob.models.precision
+DTYPES = {
+    "float32": torch.float32,
+    "fp32": torch.float32,
+    "float16": torch.float16,
+    "fp16": torch.float16,
+    "half": torch.float16,
+    "bfloat16": torch.bfloat16,
+    "bf16": torch.bfloat16,
+    "float64": torch.float64,
+    "int8": torch.int8,
+}  # int8: linear layers quantized, see mlmprob.models.precision
 BF16_CPU_FLAGS = ("amx_bf16", "avx512_bf16")
 BF16_MIN_SPEEDUP = 1.5
 
@@ -122,6 +131,7 @@ def cpu_bf16_speedup() -> float:
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         from .safefs import UnsafePath, replace_file
+
         replace_file(path, json.dumps({"key": key, "bf16_speedup": speedup}), path.with_suffix(f".{os.getpid()}.tmp"))
     except (OSError, UnsafePath):
         pass
@@ -212,7 +222,9 @@ def resolve_dtype(spec, device: torch.device | str = "cpu") -> torch.dtype | Non
     try:
         return DTYPES[name]
     except KeyError:
-        raise ModelLoadError(f"unknown dtype {spec!r}; use {WEIGHTS}, auto or one of {', '.join(sorted(DTYPES))}") from None
+        raise ModelLoadError(
+            f"unknown dtype {spec!r}; use {WEIGHTS}, auto or one of {', '.join(sorted(DTYPES))}"
+        ) from None
 
 
 def describe(device: torch.device, dtype: torch.dtype) -> str:

@@ -11,9 +11,10 @@ counts the total first.
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from itertools import islice
-from typing import Callable, Iterable, Iterator, Sequence, TypeVar
+from typing import TypeVar
 
 from .pool import map_ordered
 from .shard import Shard
@@ -46,12 +47,25 @@ def chunked(items: Iterable[T], size: int) -> Iterator[list[T]]:
         yield chunk
 
 
-def run_stream(load: Callable, run: Callable, units: Iterable, writer: ResultWriter, *,
-               shard: Shard = Shard.whole(), devices: Sequence[str] = ("auto",), chunk_size: int = 16,
-               engine: str = "local", ray_address: str | None = None, total: int | None = None,
-               progress: bool = True, unit_name: str = "seq", key: Callable = lambda u: u.id,
-               last_row_id: Callable | None = None, on_rows: Callable[[list[dict]], None] | None = None,
-               meta: dict | None = None) -> StreamSummary:
+def run_stream(
+    load: Callable,
+    run: Callable,
+    units: Iterable,
+    writer: ResultWriter,
+    *,
+    shard: Shard = Shard.whole(),
+    devices: Sequence[str] = ("auto",),
+    chunk_size: int = 16,
+    engine: str = "local",
+    ray_address: str | None = None,
+    total: int | None = None,
+    progress: bool = True,
+    unit_name: str = "seq",
+    key: Callable = lambda u: u.id,
+    last_row_id: Callable | None = None,
+    on_rows: Callable[[list[dict]], None] | None = None,
+    meta: dict | None = None,
+) -> StreamSummary:
     """Run ``run`` over every unit of ``units`` that is in ``shard`` and not yet in ``writer``'s output;
     ``meta`` goes into the output's ``.meta.json`` when the run completes.
 
@@ -67,7 +81,7 @@ def run_stream(load: Callable, run: Callable, units: Iterable, writer: ResultWri
     old_skipped = writer.skipped()
     done_skipped, done = writer.skipped_ids(), writer.done_ids()
     last = last_row_id or key
-    sizes: deque[int] = deque()   # units per chunk in flight (results come back in chunk order)
+    sizes: deque[int] = deque()  # units per chunk in flight (results come back in chunk order)
 
     def todo():
         for u in shard.take(units):
@@ -82,11 +96,17 @@ def run_stream(load: Callable, run: Callable, units: Iterable, writer: ResultWri
             sizes.append(len(c))
             yield c
 
-    bar = tqdm(total=total, unit=unit_name, disable=not progress or (total is not None and total < 2),
-               file=sys.stderr, dynamic_ncols=True)
+    bar = tqdm(
+        total=total,
+        unit=unit_name,
+        disable=not progress or (total is not None and total < 2),
+        file=sys.stderr,
+        dynamic_ncols=True,
+    )
     try:
         if engine == "ray":
             from .ray_engine import map_ray
+
             results = map_ray(load, run, chunks(), list(devices), address=ray_address)
         else:
             results = map_ordered(load, run, chunks(), list(devices))
@@ -102,5 +122,7 @@ def run_stream(load: Callable, run: Callable, units: Iterable, writer: ResultWri
             bar.update(n)
     finally:
         bar.close()
-    writer.close(complete=True, skipped=old_skipped + [list(x) for x in summary.skipped], shard=str(shard), **(meta or {}))
+    writer.close(
+        complete=True, skipped=old_skipped + [list(x) for x in summary.skipped], shard=str(shard), **(meta or {})
+    )
     return summary

@@ -92,7 +92,7 @@ def hold_at(committed: int) -> None:
         os.write(wfd, f"held {os.getpid()} {committed}\n".encode())
         os.close(wfd)
     except OSError:
-        return          # the controller is gone: go on
+        return  # the controller is gone: go on
     try:
         while os.read(rfd, 4096):
             pass

@@ -28,19 +28,33 @@ import hashlib
 import json
 import os
 import time
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Iterable
 
 from ..errors import MLMProbError
 from .safefs import UnsafePath, replace_file
 
 KEY = "identity"
-_SHOWN = 12                 # hex digits of a digest shown in a message
-_RACY_NS = 2_000_000_000    # a file modified this close to its hashing is hashed again next time (as git does)
+_SHOWN = 12  # hex digits of a digest shown in a message
+_RACY_NS = 2_000_000_000  # a file modified this close to its hashing is hashed again next time (as git does)
 _CACHE_ENTRIES = 4096
-MODEL_FILES = ("*.safetensors", "*.bin", "*.pt", "*.pth", "*.ckpt", "*.h5", "*.msgpack", "*.index.json",
-               "config.json", "tokenizer*", "vocab*", "merges.txt", "special_tokens_map.json", "*.model")
-NOT_MODEL_FILES = ("one_pass.*",)   # the one-pass correction fitted beside a model (its own digest is stored)
+MODEL_FILES = (
+    "*.safetensors",
+    "*.bin",
+    "*.pt",
+    "*.pth",
+    "*.ckpt",
+    "*.h5",
+    "*.msgpack",
+    "*.index.json",
+    "config.json",
+    "tokenizer*",
+    "vocab*",
+    "merges.txt",
+    "special_tokens_map.json",
+    "*.model",
+)
+NOT_MODEL_FILES = ("one_pass.*",)  # the one-pass correction fitted beside a model (its own digest is stored)
 PACKAGES = {"antiberty": "antiberty", "sapiens-vh": "sapiens", "sapiens-vl": "sapiens"}
 
 
@@ -71,7 +85,7 @@ class UnitDigest:
         self._at: dict[int, str] = {0: self._h.hexdigest()}
 
     @classmethod
-    def of(cls, units: Iterable) -> "UnitDigest":
+    def of(cls, units: Iterable) -> UnitDigest:
         d = cls()
         for u in units:
             d.add(u)
@@ -114,7 +128,7 @@ def _save_cache(cache: dict) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         replace_file(path, json.dumps(cache), path.with_name(f"{path.name}.{os.getpid()}.tmp"), "the digest cache")
     except (OSError, UnsafePath):
-        pass                                    # a cache that cannot be written only costs time
+        pass  # a cache that cannot be written only costs time
 
 
 def _stat_key(st: os.stat_result) -> list:
@@ -139,8 +153,9 @@ def file_sha256(path: Path, cache: dict) -> str:
 
 
 def _is_model_file(name: str) -> bool:
-    return (any(fnmatch.fnmatch(name, p) for p in MODEL_FILES)
-            and not any(fnmatch.fnmatch(name, p) for p in NOT_MODEL_FILES))
+    return any(fnmatch.fnmatch(name, p) for p in MODEL_FILES) and not any(
+        fnmatch.fnmatch(name, p) for p in NOT_MODEL_FILES
+    )
 
 
 def folder_digest(folder: str | Path) -> str | None:
@@ -165,8 +180,9 @@ def folder_digest(folder: str | Path) -> str | None:
 def _hub_folder(model: str) -> Path | None:
     try:
         from huggingface_hub import try_to_load_from_cache
+
         found = try_to_load_from_cache(model, "config.json")
-    except Exception:       # not installed, not a repository id: then the weights are not identified
+    except Exception:  # not installed, not a repository id: then the weights are not identified
         return None
     return Path(found).parent if isinstance(found, str) else None
 
@@ -178,11 +194,12 @@ def weights_identity(model) -> str | None:
     name = str(model).lower()
     if name in PACKAGES:
         from importlib.metadata import PackageNotFoundError, version
+
         try:
             return f"{PACKAGES[name]}=={version(PACKAGES[name])}"
         except PackageNotFoundError:
             return None
-    if name == "en-small":          # the package's own folder (models/weights/en-small)
+    if name == "en-small":  # the package's own folder (models/weights/en-small)
         folder = Path(__file__).resolve().parents[1] / "models" / "weights" / "en-small"
     else:
         folder = Path(model).expanduser()
@@ -217,18 +234,24 @@ def check_resume(where, stored: dict | None, now: dict | None, digest: UnitDiges
     if "input_sha256" in stored and "input_sha256" in now:
         n = int(stored.get("input_units", 0))
         if n > int(now.get("input_units", 0)):
-            raise IdentityMismatch(f"cannot resume {where}: the input changed since it was written ({n} units then, "
-                                   f"{now.get('input_units')} now); resume with the same input and --limit, or "
-                                   "choose another --out")
+            raise IdentityMismatch(
+                f"cannot resume {where}: the input changed since it was written ({n} units then, "
+                f"{now.get('input_units')} now); resume with the same input and --limit, or "
+                "choose another --out"
+            )
         prefix = digest.at(n) if digest is not None else (now["input_sha256"] if n == now.get("input_units") else None)
         if prefix != stored["input_sha256"]:
-            raise IdentityMismatch(f"cannot resume {where}: the input changed since it was written (digest of its "
-                                   f"first {n} units {_short(stored['input_sha256'])} then, {_short(prefix)} now); "
-                                   "resume with the same input, or choose another --out")
+            raise IdentityMismatch(
+                f"cannot resume {where}: the input changed since it was written (digest of its "
+                f"first {n} units {_short(stored['input_sha256'])} then, {_short(prefix)} now); "
+                "resume with the same input, or choose another --out"
+            )
     if "weights" in stored and "weights" in now and stored["weights"] != now["weights"]:
-        raise IdentityMismatch(f"cannot resume {where}: the model's weights changed since it was written "
-                               f"({_short(stored['weights'])} then, {_short(now['weights'])} now); use the same "
-                               "weights, or choose another --out")
+        raise IdentityMismatch(
+            f"cannot resume {where}: the model's weights changed since it was written "
+            f"({_short(stored['weights'])} then, {_short(now['weights'])} now); use the same "
+            "weights, or choose another --out"
+        )
 
 
 def check_parts(paths: list, identities: list[dict | None]) -> None:
@@ -246,5 +269,6 @@ def check_parts(paths: list, identities: list[dict | None]) -> None:
             if key not in first:
                 first[key] = (p, value)
             elif first[key][1] != value:
-                raise IdentityMismatch(f"parts were computed from {what}: {first[key][0]} has {first[key][1]}, "
-                                       f"{p} has {value}")
+                raise IdentityMismatch(
+                    f"parts were computed from {what}: {first[key][0]} has {first[key][1]}, {p} has {value}"
+                )

@@ -21,14 +21,14 @@ import os
 import re
 import stat
 import sys
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterable, Iterator
 
 from ..errors import MLMProbError
 
 FORMATS = ("auto", "text", "fasta", "csv", "tsv", "jsonl", "parquet")
-SEQ_KEYS = ("sequence", "seq")      # default sequence key of JSONL / Parquet when no column is named
+SEQ_KEYS = ("sequence", "seq")  # default sequence key of JSONL / Parquet when no column is named
 ID_KEYS = ("id", "name")
 
 
@@ -50,9 +50,20 @@ def detect_format(path: str | Path) -> str:
     if suffixes and suffixes[-1] == ".gz":
         suffixes = suffixes[:-1]
     suffix = suffixes[-1] if suffixes else ""
-    return {".fa": "fasta", ".fasta": "fasta", ".faa": "fasta", ".fas": "fasta", ".fna": "fasta",
-            ".csv": "csv", ".tsv": "tsv", ".tab": "tsv", ".jsonl": "jsonl", ".ndjson": "jsonl",
-            ".parquet": "parquet", ".pq": "parquet"}.get(suffix, "text")
+    return {
+        ".fa": "fasta",
+        ".fasta": "fasta",
+        ".faa": "fasta",
+        ".fas": "fasta",
+        ".fna": "fasta",
+        ".csv": "csv",
+        ".tsv": "tsv",
+        ".tab": "tsv",
+        ".jsonl": "jsonl",
+        ".ndjson": "jsonl",
+        ".parquet": "parquet",
+        ".pq": "parquet",
+    }.get(suffix, "text")
 
 
 def decode_text(data: bytes, where: str, *, decoder=None, offsets: bool = False) -> str:
@@ -75,7 +86,9 @@ def decode_text(data: bytes, where: str, *, decoder=None, offsets: bool = False)
         text = data.decode("utf-8-sig") if decoder is None else decoder.decode(data)
     except UnicodeDecodeError as e:
         at = f" at offset {e.start}" if offsets else ""
-        raise MLMProbError(f"{where} is not UTF-8 text (byte 0x{data[e.start]:02x}{at}); is it a binary file?") from None
+        raise MLMProbError(
+            f"{where} is not UTF-8 text (byte 0x{data[e.start]:02x}{at}); is it a binary file?"
+        ) from None
     if "\0" in text:
         at = f" at offset {data.index(0)}" if offsets else ""
         raise MLMProbError(f"{where} holds a NUL byte{at}; is it a binary file?")
@@ -104,8 +117,9 @@ def _is_gzip(path: Path) -> bool:
         return f.read(2) == b"\x1f\x8b"
 
 
-def iter_records(path: str | Path, fmt: str = "auto", column: str | None = None,
-                 id_column: str | None = None) -> Iterator[Record]:
+def iter_records(
+    path: str | Path, fmt: str = "auto", column: str | None = None, id_column: str | None = None
+) -> Iterator[Record]:
     """Stream the sequences of ``path``; blank lines of a text file are skipped, an empty cell (or FASTA
     record) is a record with an empty sequence.
 
@@ -122,7 +136,7 @@ def iter_records(path: str | Path, fmt: str = "auto", column: str | None = None,
     """
     if fmt not in FORMATS:
         raise MLMProbError(f"unknown format {fmt!r}; use one of {', '.join(FORMATS)}")
-    if str(path) == "-" or _names_a_descriptor(str(path)):   # stdin: read once (commands spool it first)
+    if str(path) == "-" or _names_a_descriptor(str(path)):  # stdin: read once (commands spool it first)
         path, fmt = spool_input(path, fmt)
     path = Path(path)
     if not path.exists():
@@ -136,21 +150,23 @@ def iter_records(path: str | Path, fmt: str = "auto", column: str | None = None,
     if column is None and fmt in ("csv", "tsv"):
         header = next(iter(_Lines(path)), "")
         cols = next(csv.reader([header], delimiter="," if fmt == "csv" else "\t"), [])
-        raise MLMProbError(f"{path.name} is a table: name the sequence column with --column (columns: {', '.join(cols)})")
+        raise MLMProbError(
+            f"{path.name} is a table: name the sequence column with --column (columns: {', '.join(cols)})"
+        )
     readers = {"text": _text, "fasta": _fasta, "jsonl": _jsonl}
     if fmt in readers:
         return readers[fmt](_Lines(path), column, id_column)
     return _table(_Lines(path), "," if fmt == "csv" else "\t", column, id_column)
 
 
-def read_records(path: str | Path, fmt: str = "auto", column: str | None = None,
-                 id_column: str | None = None) -> list[Record]:
+def read_records(
+    path: str | Path, fmt: str = "auto", column: str | None = None, id_column: str | None = None
+) -> list[Record]:
     """All records of ``path`` as a list (see :func:`iter_records`)."""
     return list(iter_records(path, fmt, column, id_column))
 
 
-def count_records(path: str | Path, fmt: str = "auto", column: str | None = None,
-                  id_column: str | None = None) -> int:
+def count_records(path: str | Path, fmt: str = "auto", column: str | None = None, id_column: str | None = None) -> int:
     """How many records ``path`` holds, streamed (for progress bars)."""
     return sum(1 for _ in iter_records(path, fmt, column, id_column))
 
@@ -202,7 +218,9 @@ def _table(lines: _Lines, delimiter: str, column: str, id_column: str | None) ->
             rid = (row.get(id_column) or "").strip() if id_column else ""
             yield Record(rid or f"row{i + 1}", seq)
     except csv.Error as e:
-        raise MLMProbError(f"{lines.path}: line {lines.lineno} is not valid {'CSV' if delimiter == ',' else 'TSV'}: {e}") from None
+        raise MLMProbError(
+            f"{lines.path}: line {lines.lineno} is not valid {'CSV' if delimiter == ',' else 'TSV'}: {e}"
+        ) from None
 
 
 def _pick(keys, wanted: str | None, defaults: tuple[str, ...], what: str, where: str, required: bool) -> str | None:
@@ -214,8 +232,10 @@ def _pick(keys, wanted: str | None, defaults: tuple[str, ...], what: str, where:
         if k in keys:
             return k
     if required:
-        raise MLMProbError(f"{where} has no {'/'.join(defaults)} field: name the sequence with --column "
-                           f"(has: {', '.join(map(str, keys))})")
+        raise MLMProbError(
+            f"{where} has no {'/'.join(defaults)} field: name the sequence with --column "
+            f"(has: {', '.join(map(str, keys))})"
+        )
     return None
 
 
@@ -246,7 +266,9 @@ def _parquet(path: Path, column, id_column) -> Iterator[Record]:
     try:
         f = pq.ParquetFile(path)
     except Exception as e:  # pyarrow raises ArrowInvalid and OSError variants for non-Parquet files
-        raise MLMProbError(f"{path}: not a Parquet file ({str(e).splitlines()[0] if str(e) else type(e).__name__})") from None
+        raise MLMProbError(
+            f"{path}: not a Parquet file ({str(e).splitlines()[0] if str(e) else type(e).__name__})"
+        ) from None
     names = f.schema_arrow.names
     key = _pick(names, column, SEQ_KEYS, "column", path.name, True)
     idk = _pick(names, id_column, ID_KEYS, "column", path.name, False)
@@ -290,7 +312,7 @@ class UniqueIds:
         self.dropped, self.first_dropped = 0, None
 
     def __call__(self, records: Iterable) -> Iterator:
-        self.dropped, self.first_dropped = 0, None   # a fresh count each pass over the input
+        self.dropped, self.first_dropped = 0, None  # a fresh count each pass over the input
         seen: dict[str, int] = {}
         for n, r in enumerate(records, 1):
             first = seen.setdefault(r.id, n)
@@ -300,16 +322,20 @@ class UniqueIds:
                 self.dropped += 1
                 self.first_dropped = self.first_dropped or (r.id, n)
             else:
-                raise MLMProbError(f"duplicate id {r.id!r}: {self.what}s {first} and {n} "
-                                   "(ids must be unique; --dedupe keeps the first)")
+                raise MLMProbError(
+                    f"duplicate id {r.id!r}: {self.what}s {first} and {n} "
+                    "(ids must be unique; --dedupe keeps the first)"
+                )
 
     def warning(self) -> str | None:
         """The warning line of a deduplicated pass (None when nothing was dropped)."""
         if not self.dropped:
             return None
         rid, n = self.first_dropped
-        return (f"warning: --dedupe dropped {self.dropped} {self.what}(s) repeating an earlier id "
-                f"(first: {rid!r}, {self.what} {n})")
+        return (
+            f"warning: --dedupe dropped {self.dropped} {self.what}(s) repeating an earlier id "
+            f"(first: {rid!r}, {self.what} {n})"
+        )
 
 
 def unique_ids(records: Iterable, dedupe: bool = False) -> Iterator:
@@ -355,8 +381,7 @@ def spool_input(path: str | Path, fmt: str = "auto") -> tuple[Path, str]:
 def _names_a_descriptor(given: str) -> bool:
     """Whether ``given`` names an open descriptor (``/dev/stdin``, ``/dev/fd/3``, ``/proc/self/fd/0``), whose
     own name says nothing of its content."""
-    return re.fullmatch(r"/dev/std(in|out|err)|/dev/fd/\d+|/proc/(self|\d+)/fd/\d+", os.path.abspath(given)) \
-        is not None
+    return re.fullmatch(r"/dev/std(in|out|err)|/dev/fd/\d+|/proc/(self|\d+)/fd/\d+", os.path.abspath(given)) is not None
 
 
 _SNIFFED = {b">": "fasta", b"{": "jsonl"}
@@ -370,6 +395,7 @@ def _sniff(path: Path, name: str) -> str:
     first = next((line.lstrip() for line in _Lines(path) if line.strip()), "")
     fmt = _SNIFFED.get(first[:1].encode())
     if fmt is None:
-        raise MLMProbError(f"{name}: cannot tell its format from a name or its content: give --format "
-                           f"({', '.join(FORMATS[1:])})")
+        raise MLMProbError(
+            f"{name}: cannot tell its format from a name or its content: give --format ({', '.join(FORMATS[1:])})"
+        )
     return fmt

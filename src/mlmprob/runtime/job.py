@@ -18,8 +18,9 @@ imports no model code: it names the shape, the model layer implements the loadin
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol, Sequence
+from typing import Any, Protocol
 
 
 @dataclass(eq=False)

@@ -19,7 +19,7 @@ class OutputLocked(MLMProbError):
     """Another live process is writing the same output."""
 
 
-_HELD: set[str] = set()     # the lock files this process holds (see WriterLock.held_here)
+_HELD: set[str] = set()  # the lock files this process holds (see WriterLock.held_here)
 
 
 class WriterLock:
@@ -49,7 +49,7 @@ class WriterLock:
         self.path = Path(lock_path) if lock_path is not None else self.target.with_name(self.target.name + ".lock")
         self._fd: int | None = None
 
-    def acquire(self) -> "WriterLock":
+    def acquire(self) -> WriterLock:
         import fcntl
 
         self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -60,8 +60,10 @@ class WriterLock:
             except BlockingIOError:
                 holder = os.read(fd, 200).decode(errors="replace").strip() or "unknown"
                 os.close(fd)
-                raise OutputLocked(f"{self.target} is being written by another process ({holder}); "
-                                   "wait for it to finish or choose another --out") from None
+                raise OutputLocked(
+                    f"{self.target} is being written by another process ({holder}); "
+                    "wait for it to finish or choose another --out"
+                ) from None
             try:  # the file we locked must still be the one at the path (a releaser may have unlinked it)
                 same = os.fstat(fd).st_ino == os.lstat(self.path).st_ino
             except FileNotFoundError:
@@ -101,7 +103,7 @@ class WriterLock:
         os.close(self._fd)  # closing releases the flock
         self._fd = None
 
-    def __enter__(self) -> "WriterLock":
+    def __enter__(self) -> WriterLock:
         return self.acquire()
 
     def __exit__(self, *exc) -> None:

@@ -30,9 +30,9 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Callable, Iterable, Iterator
 
 from ..errors import MLMProbError
 from ..jsonl import dumps
@@ -40,7 +40,7 @@ from .identity import KEY as IDENTITY
 from .lock import WriterLock
 from .safefs import refuse_link, replace_file
 
-_SHOWN = 60     # characters of a value shown in an error
+_SHOWN = 60  # characters of a value shown in an error
 
 
 class ConfigMismatch(MLMProbError):
@@ -86,7 +86,7 @@ def check_config(where, stored: dict | None, config: dict | None, keys: Iterable
     if not stored or not config:
         return
     stored, config = _norm(stored), _norm(config)
-    for d in (stored, config):      # the run's identity has its own rule (runtime.identity.check_resume)
+    for d in (stored, config):  # the run's identity has its own rule (runtime.identity.check_resume)
         d.pop(IDENTITY, None)
     if keys is not None:
         keys = set(keys)
@@ -96,8 +96,10 @@ def check_config(where, stored: dict | None, config: dict | None, keys: Iterable
     if diff:
         was = ", ".join(f"{k}={_show(a)}" for k, a, _ in diff)
         now = ", ".join(f"{k}={_show(b)}" for k, _, b in diff)
-        raise ConfigMismatch(f"cannot resume {where}: it holds results of a different configuration, written with "
-                             f"{was}; this run has {now}; use the same options or another --out")
+        raise ConfigMismatch(
+            f"cannot resume {where}: it holds results of a different configuration, written with "
+            f"{was}; this run has {now}; use the same options or another --out"
+        )
 
 
 # configuration keys stored only by newer versions: runtime.provenance's block, score's one-pass correction digest,
@@ -141,7 +143,7 @@ class RunMeta:
 
     def save(self, data: dict) -> None:
         tmp = self.path.with_name(self.path.name + ".tmp")
-        with naming(tmp):     # PATH.tmp created new, never through a symbolic link (runtime.safefs)
+        with naming(tmp):  # PATH.tmp created new, never through a symbolic link (runtime.safefs)
             replace_file(self.path, dumps(data, indent=self.indent) + "\n", tmp, what="the run's side file")
 
 
@@ -170,7 +172,7 @@ def _committed(path: Path) -> Iterator[tuple[int, str]]:
     with open(path, encoding="utf-8", newline="\n") as fh:
         for i, line in enumerate(fh, 1):
             if not line.endswith("\n"):
-                return          # a torn last line: not committed
+                return  # a torn last line: not committed
             if line.strip():
                 yield i, line[:-1]
 
@@ -237,9 +239,18 @@ class RunHold:
     write) is refused before anything is touched; ``verify(stored config)``: a further check of a resumed
     output (the run's identity), also before anything is touched."""
 
-    def __init__(self, path: str | Path, *, config: dict | None = None, meta: RunMeta | None = None,
-                 resume: bool = True, exists: bool | None = None, lock: bool = True,
-                 require_meta: bool = False, verify: Callable[[dict], None] | None = None):
+    def __init__(
+        self,
+        path: str | Path,
+        *,
+        config: dict | None = None,
+        meta: RunMeta | None = None,
+        resume: bool = True,
+        exists: bool | None = None,
+        lock: bool = True,
+        require_meta: bool = False,
+        verify: Callable[[dict], None] | None = None,
+    ):
         self.path = Path(path)
         self.config, self.meta_file = config, meta
         self.lock = WriterLock(self.path) if lock else None
@@ -247,15 +258,17 @@ class RunHold:
         if self.lock is not None:
             self.lock.acquire()
         try:
-            if meta is not None:        # refused before anything is read or written (runtime.safefs)
+            if meta is not None:  # refused before anything is read or written (runtime.safefs)
                 refuse_link(meta.path, "the run's side file")
             self.existed = self._exists() if exists is None else exists
             if self.existed and not resume:
                 raise MLMProbError(f"{self.path} exists; pass --resume to continue it or choose another --out")
             self.stored: dict = meta.load() if meta is not None and self.existed else {}
             if self.existed and require_meta and meta is not None and meta.key not in self.stored:
-                raise ForeignOutput(f"cannot resume {self.path}: it has no {meta.path.name} (mlmprob did not write it, "
-                                    "or its metadata was removed); nothing was changed: choose another --out")
+                raise ForeignOutput(
+                    f"cannot resume {self.path}: it has no {meta.path.name} (mlmprob did not write it, "
+                    "or its metadata was removed); nothing was changed: choose another --out"
+                )
             if meta is not None:
                 if self.existed and verify is not None:
                     verify(meta.config(self.stored) or {})
@@ -302,8 +315,18 @@ class ResumableLog(RunHold):
     when the file is new, compared when it is resumed). ``resume=False`` refuses an existing file;
     ``lock=False`` leaves the lock to a caller that holds it; ``encode`` turns a record into its line."""
 
-    def __init__(self, path: str | Path, *, config: dict | None = None, meta: RunMeta | None = None,
-                 header: bool = False, resume: bool = True, lock: bool = True, encode: Callable = dumps, **hold):
+    def __init__(
+        self,
+        path: str | Path,
+        *,
+        config: dict | None = None,
+        meta: RunMeta | None = None,
+        header: bool = False,
+        resume: bool = True,
+        lock: bool = True,
+        encode: Callable = dumps,
+        **hold,
+    ):
         self.use_header, self.encode = header, encode
         self.header: dict | None = None
         self._fh = None
@@ -354,7 +377,7 @@ class ResumableLog(RunHold):
     def drop_tail(self, keep: Callable[[dict], bool]) -> int:
         """Remove the trailing records for which ``keep`` is false (a group of lines that a kill cut after
         some of them were committed); returns how many were removed."""
-        ends, good = [], 0          # byte offset after each committed line; offset after the last kept one
+        ends, good = [], 0  # byte offset after each committed line; offset after the last kept one
         offset = 0
         with open(self.path, "rb") as f:
             for n, raw in enumerate(f):

@@ -12,18 +12,18 @@ from __future__ import annotations
 import json
 import os
 import shutil
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from itertools import islice
 from pathlib import Path
-from typing import Callable, Iterable, Iterator, Sequence
 
 from ..errors import MLMProbError
-from .lock import WriterLock
 from .identity import KEY as IDENTITY
 from .identity import check_parts
+from .lock import WriterLock
 from .log import config_diff
 from .writers import meta_path, open_writer, output_kind, read_results
 
-WRITE_ROWS = 1024   # rows committed together
+WRITE_ROWS = 1024  # rows committed together
 
 
 def _meta(part: Path, require: bool = True) -> dict:
@@ -32,8 +32,10 @@ def _meta(part: Path, require: bool = True) -> dict:
         data = json.loads(p.read_text())
     except FileNotFoundError:
         if require:
-            raise MLMProbError(f"part {part} has no {p.name}: its run, shard, row count and completion cannot be "
-                               "checked; merge it only if you know them, with --no-meta-check") from None
+            raise MLMProbError(
+                f"part {part} has no {p.name}: its run, shard, row count and completion cannot be "
+                "checked; merge it only if you know them, with --no-meta-check"
+            ) from None
         return {}
     except (OSError, json.JSONDecodeError):
         raise MLMProbError(f"{p} is damaged (not JSON)") from None
@@ -47,11 +49,15 @@ def _check_formats(out: Path, paths: list[Path]) -> None:
     strings and the columns it lacks would go missing; refused. JSONL and Parquet parts mix."""
     kinds = {output_kind(p) for p in paths}
     if "tsv" in kinds and len(kinds) > 1:
-        raise MLMProbError(f"parts are of different formats ({', '.join('.' + k for k in sorted(kinds))}): a .tsv "
-                           "part holds text cells, so its numbers would become strings; merge parts of one format")
+        raise MLMProbError(
+            f"parts are of different formats ({', '.join('.' + k for k in sorted(kinds))}): a .tsv "
+            "part holds text cells, so its numbers would become strings; merge parts of one format"
+        )
     if kinds == {"tsv"} and output_kind(out) != "tsv":
-        raise MLMProbError(f"the parts are .tsv (text cells): merged into .{output_kind(out)} their numbers would "
-                           "become strings; merge them into a .tsv --out")
+        raise MLMProbError(
+            f"the parts are .tsv (text cells): merged into .{output_kind(out)} their numbers would "
+            "become strings; merge them into a .tsv --out"
+        )
 
 
 def _check_whole(part: Path) -> None:
@@ -61,8 +67,10 @@ def _check_whole(part: Path) -> None:
     with open(part, "rb") as f:
         end = f.seek(0, os.SEEK_END)
         if end and (f.seek(end - 1), f.read(1))[1] != b"\n":
-            raise MLMProbError(f"part {part} ends in a torn line (no newline: cut by a kill or an incomplete copy); "
-                               "rerun its shard with --resume")
+            raise MLMProbError(
+                f"part {part} ends in a torn line (no newline: cut by a kill or an incomplete copy); "
+                "rerun its shard with --resume"
+            )
 
 
 def _names(ids: Iterable[str], limit: int = 5) -> str:
@@ -76,7 +84,7 @@ def _check_configs(paths: list[Path], configs: list[dict]) -> None:
     differing option and the two parts otherwise. A part without a stored configuration is not checked."""
     for p, c in zip(paths, configs):
         if c and configs[0]:
-            diff = config_diff(configs[0], c)   # both read back from JSON
+            diff = config_diff(configs[0], c)  # both read back from JSON
             if diff:
                 k, a, b = diff[0]
                 raise MLMProbError(f"parts come from different runs: {paths[0]} has {k}={a!r}, {p} has {k}={b!r}")
@@ -85,7 +93,7 @@ def _check_configs(paths: list[Path], configs: list[dict]) -> None:
 def _check_shards(paths: list[Path], metas: list[dict]) -> list[Path]:
     """The parts in shard order, checked to be every shard of one split exactly once."""
     shards = [m.get("shard") or m.get("config", {}).get("shard") for m in metas]
-    if not all(shards):         # parts without metadata (--no-meta-check): at least as many parts as shards
+    if not all(shards):  # parts without metadata (--no-meta-check): at least as many parts as shards
         counts = {int(s.split("/")[1]) for s in shards if s}
         if len(counts) > 1:
             raise MLMProbError(f"parts are shards of different splits: {', '.join(sorted(set(filter(None, shards))))}")
@@ -133,8 +141,10 @@ def _check_rows(paths: list[Path], metas: list[dict], counts: list[int]) -> None
     """Each part holds the rows its run wrote (its metadata's ``rows``): not truncated, not added to."""
     for p, m, rows in zip(paths, metas, counts):
         if isinstance(m.get("rows"), int) and rows != m["rows"]:
-            raise MLMProbError(f"part {p} holds {rows} rows but its run wrote {m['rows']} ({meta_path(p).name}): "
-                               "it was truncated or changed since; rerun its shard")
+            raise MLMProbError(
+                f"part {p} holds {rows} rows but its run wrote {m['rows']} ({meta_path(p).name}): "
+                "it was truncated or changed since; rerun its shard"
+            )
 
 
 def _in_order(paths: list[Path], where: dict[str, int], order: list[str] | None) -> Iterator[dict]:
@@ -150,7 +160,7 @@ def _in_order(paths: list[Path], where: dict[str, int], order: list[str] | None)
     for rid in order:
         n = where.get(rid)
         if n is None:
-            continue                                   # skipped by its run
+            continue  # skipped by its run
         while rid not in waiting:
             row = next(readers[n])
             waiting[str(row.get("id"))] = row
@@ -173,9 +183,14 @@ def _remove_output(path: Path) -> None:
     shutil.rmtree(path.with_name(path.name + ".parts"), ignore_errors=True)
 
 
-def merge_parts(out: str | Path, parts: Sequence[str | Path], *,
-                expected_ids: Callable[[dict, int | None], Iterable[str]] | None = None,
-                fields: tuple[str, ...] | None = None, require_meta: bool = True) -> int:
+def merge_parts(
+    out: str | Path,
+    parts: Sequence[str | Path],
+    *,
+    expected_ids: Callable[[dict, int | None], Iterable[str]] | None = None,
+    fields: tuple[str, ...] | None = None,
+    require_meta: bool = True,
+) -> int:
     """Write the rows of ``parts`` to ``out``; return the number of rows.
 
     Refused, before anything is written: a part without its ``PART.meta.json`` (unless ``require_meta`` is
@@ -214,13 +229,14 @@ def merge_parts(out: str | Path, parts: Sequence[str | Path], *,
     paths = _check_shards(paths, metas)
     metas = [meta_of[p] for p in paths]
     skipped = {str(x[0]) for m in metas for x in m.get("skipped", [])}
-    with WriterLock(out):                  # one merge into ``out`` at a time; its leftovers are then ours
+    with WriterLock(out):  # one merge into ``out`` at a time; its leftovers are then ours
         if out.exists():
             raise MLMProbError(f"{out} exists; merge does not overwrite: remove it or choose another --out")
         tmp = merging_path(out)
         from .safefs import refuse_link
-        refuse_link(meta_path(out), "the output's side file")    # the merged meta is renamed there at the end
-        _remove_output(tmp)                # what a killed merge left
+
+        refuse_link(meta_path(out), "the output's side file")  # the merged meta is renamed there at the end
+        _remove_output(tmp)  # what a killed merge left
         where, counts = _index(paths)
         order = None
         wanted = expected_ids(configs[0], metas[0].get("limit")) if expected_ids is not None and configs[0] else None
@@ -233,8 +249,9 @@ def merge_parts(out: str | Path, parts: Sequence[str | Path], *,
             if extra:
                 raise MLMProbError(f"{len(extra)} id(s) in the parts are not in the input: {_names(sorted(extra))}")
         _check_rows(paths, metas, counts)  # after the ids checks: they name the rows that differ
-        writer = open_writer(tmp, resume=False, config={**(configs[0] or {}), "merged_from": [str(p) for p in paths]},
-                             fields=fields)
+        writer = open_writer(
+            tmp, resume=False, config={**(configs[0] or {}), "merged_from": [str(p) for p in paths]}, fields=fields
+        )
         n_rows = 0
         try:
             rows = _in_order(paths, where, order)

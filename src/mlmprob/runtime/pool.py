@@ -20,8 +20,9 @@ import queue
 import sys
 import threading
 import traceback
+from collections.abc import Callable, Iterable, Iterator
 from itertools import chain, islice
-from typing import Callable, Iterable, Iterator, TypeVar
+from typing import TypeVar
 
 from ..errors import MLMProbError
 
@@ -29,7 +30,7 @@ T = TypeVar("T")
 R = TypeVar("R")
 
 
-MAX_WORKERS = 4096     # worker processes (or Ray actors) of one run; a local run is capped lower (runtime.capacity)
+MAX_WORKERS = 4096  # worker processes (or Ray actors) of one run; a local run is capped lower (runtime.capacity)
 
 
 def parse_devices(workers: int | None, devices: str | None) -> list[str]:
@@ -54,7 +55,7 @@ def parse_devices(workers: int | None, devices: str | None) -> list[str]:
     return ["cpu"] * workers
 
 
-PR_SET_PDEATHSIG = 1     # linux/prctl.h
+PR_SET_PDEATHSIG = 1  # linux/prctl.h
 
 
 def _die_with_parent(parent: int, lifeline, pdeathsig: bool) -> None:
@@ -68,9 +69,10 @@ def _die_with_parent(parent: int, lifeline, pdeathsig: bool) -> None:
         try:
             import ctypes
             import signal
+
             ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
         except (OSError, AttributeError):
-            pass        # no prctl: the lifeline alone
+            pass  # no prctl: the lifeline alone
     if os.getppid() != parent:
         os._exit(1)
 
@@ -90,6 +92,7 @@ def _worker(init, work, device, threads, tasks, results, parent=None, lifeline=N
     try:
         if threads:
             import torch
+
             torch.set_num_threads(threads)
         state = init(device)
     except BaseException as e:  # noqa: BLE001 - reported to the parent, which raises it
@@ -120,8 +123,14 @@ def _raise(value: tuple[str, str]):
     raise RuntimeError(f"a worker failed:\n{msg}")
 
 
-def map_ordered(init: Callable[[str], object], work: Callable[[object, T], R], items: Iterable[T],
-                devices: list[str], *, threads_per_worker: int | None = None) -> Iterator[R]:
+def map_ordered(
+    init: Callable[[str], object],
+    work: Callable[[object, T], R],
+    items: Iterable[T],
+    devices: list[str],
+    *,
+    threads_per_worker: int | None = None,
+) -> Iterator[R]:
     """Yield ``work(state, item)`` for every item, in order, over one process per device (no more
     processes than items: a stream of fewer items than devices uses the first devices only)."""
     items = iter(items)
@@ -130,9 +139,12 @@ def map_ordered(init: Callable[[str], object], work: Callable[[object, T], R], i
         if not first:
             return
         if len(first) < len(devices):
-            print(f"warning: {len(devices)} worker processes capped to {len(first)} (only {len(first)} "
-                  f"chunk{'s' if len(first) > 1 else ''} of work)", file=sys.stderr)
-            devices = devices[:len(first)]
+            print(
+                f"warning: {len(devices)} worker processes capped to {len(first)} (only {len(first)} "
+                f"chunk{'s' if len(first) > 1 else ''} of work)",
+                file=sys.stderr,
+            )
+            devices = devices[: len(first)]
         items = chain(first, items)
     if len(devices) == 1:
         state = init(devices[0])
@@ -145,10 +157,12 @@ def map_ordered(init: Callable[[str], object], work: Callable[[object, T], R], i
     if threads_per_worker is None:
         threads_per_worker = max(1, (os.cpu_count() or 1) // len(devices))
     tasks, results = ctx.Queue(), ctx.Queue()
-    lifeline, keep = ctx.Pipe(duplex=False)   # only this process holds ``keep``: its death closes the pipe
+    lifeline, keep = ctx.Pipe(duplex=False)  # only this process holds ``keep``: its death closes the pipe
     life = (os.getpid(), lifeline, threading.current_thread() is threading.main_thread())
-    procs = [ctx.Process(target=_worker, args=(init, work, d, threads_per_worker, tasks, results, *life), daemon=True)
-             for d in devices]
+    procs = [
+        ctx.Process(target=_worker, args=(init, work, d, threads_per_worker, tasks, results, *life), daemon=True)
+        for d in devices
+    ]
     for p in procs:
         p.start()
     lifeline.close()

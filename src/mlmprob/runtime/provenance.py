@@ -36,8 +36,8 @@ to join such a part with a part that has one.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 from .. import defaults
 from ..errors import MLMProbError
@@ -63,8 +63,9 @@ def resolved_dtype(dtype_spec, devices: Sequence[str]) -> str:
         seen.setdefault(_dtype_text(resolve_dtype(dtype_spec, resolve_device(dev))), dev)
     if len(seen) > 1:
         means = " and ".join(f"{d} on {dev}" for d, dev in seen.items())
-        raise MLMProbError(f"--dtype {dtype_spec} means {means}: one output would mix precisions; "
-                           "give --dtype explicitly")
+        raise MLMProbError(
+            f"--dtype {dtype_spec} means {means}: one output would mix precisions; give --dtype explicitly"
+        )
     return next(iter(seen))
 
 
@@ -116,8 +117,7 @@ def _model_path(model) -> str | None:
         return None
 
 
-def computed_with(model, dtype_spec, devices: Sequence[str], *, batch_tokens: int | None = None,
-                  mlm=None) -> dict:
+def computed_with(model, dtype_spec, devices: Sequence[str], *, batch_tokens: int | None = None, mlm=None) -> dict:
     """The ``computed_with`` block (see the module docstring) of a run of ``model`` (as given: a name, a
     folder or a hub id) in ``dtype_spec`` on ``devices`` with the sub-batch budget ``batch_tokens`` (None:
     the device's default). ``mlm``: the model when it is already loaded (library use): its own dtype and

@@ -28,10 +28,11 @@ import os
 import pickle
 import sys
 import traceback
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from itertools import chain
-from typing import Callable, Iterable, Iterator, Sequence, TypeVar
+from typing import TypeVar
 
 from ..errors import MLMProbError
 
@@ -46,9 +47,9 @@ class ActorPlan:
     """How many model actors, on which kind of device, and what each one reserves."""
 
     actors: int
-    device: str          # what ``load`` gets inside the actor: "cpu" or "cuda" (Ray exposes one GPU as cuda:0)
-    num_gpus: int        # per actor
-    num_cpus: int = 1    # per actor
+    device: str  # what ``load`` gets inside the actor: "cpu" or "cuda" (Ray exposes one GPU as cuda:0)
+    num_gpus: int  # per actor
+    num_cpus: int = 1  # per actor
 
 
 def plan_actors(devices: Sequence[str], cluster_cpus: float, cluster_gpus: float) -> ActorPlan:
@@ -130,6 +131,7 @@ def _quiet_ray():
     """Ray Data's loggers at ERROR, its progress bars off and the driver's echo of raylet messages
     ("task ... will be retried", which Ray prints on stdout) dropped; restored afterwards."""
     import ray.data
+
     try:
         from ray._private import worker as ray_worker
     except ImportError:  # a Ray without this private module: its echo is left alone
@@ -137,8 +139,11 @@ def _quiet_ray():
 
     loggers = {name: logging.getLogger(name).level for name in ("ray", "ray.data")}
     ctx = ray.data.DataContext.get_current()
-    saved = {k: getattr(ctx, k) for k in ("enable_progress_bars", "print_on_execution_start", "enable_auto_log_stats")
-             if hasattr(ctx, k)}
+    saved = {
+        k: getattr(ctx, k)
+        for k in ("enable_progress_bars", "print_on_execution_start", "enable_auto_log_stats")
+        if hasattr(ctx, k)
+    }
     echo = getattr(ray_worker, "print_to_stdstream", None) if ray_worker is not None else None
     try:
         for name in loggers:
@@ -197,8 +202,15 @@ def _backend_logs_off():
         del os.environ["RAY_BACKEND_LOG_LEVEL"]
 
 
-def map_ray(load: Callable[[str], object], run: Callable[[object, T], R], chunks: Iterable[T],
-            devices: Sequence[str], *, address: str | None = None, window: int = WINDOW) -> Iterator[R]:
+def map_ray(
+    load: Callable[[str], object],
+    run: Callable[[object, T], R],
+    chunks: Iterable[T],
+    devices: Sequence[str],
+    *,
+    address: str | None = None,
+    window: int = WINDOW,
+) -> Iterator[R]:
     """Yield ``run(state, chunk)`` for every chunk, in order, computed by Ray Data actors (one per device).
 
     ``load`` and ``run`` are sent to the actors by Ray (cloudpickle): bound methods of a picklable job
@@ -231,9 +243,15 @@ def map_ray(load: Callable[[str], object], run: Callable[[object, T], R], chunks
 def _run_window(ray, plan: ActorPlan, load, run, window: list) -> Iterator:
     items = [{"i": k, "chunk": pickle.dumps(c)} for k, c in enumerate(window)]
     ds = ray.data.from_items(items, override_num_blocks=len(items))  # one chunk per block: one actor call each
-    ds = ds.map_batches(_ModelActor, fn_constructor_args=(load, run, plan.device), batch_size=1,
-                        batch_format="numpy", compute=ray.data.ActorPoolStrategy(size=plan.actors),
-                        num_cpus=plan.num_cpus, num_gpus=plan.num_gpus)
+    ds = ds.map_batches(
+        _ModelActor,
+        fn_constructor_args=(load, run, plan.device),
+        batch_size=1,
+        batch_format="numpy",
+        compute=ray.data.ActorPoolStrategy(size=plan.actors),
+        num_cpus=plan.num_cpus,
+        num_gpus=plan.num_gpus,
+    )
     # Ray Data gives its actors max_restarts=-1 and max_task_retries=-1 (passing them here is deprecated):
     # a dead actor is replaced and the chunks it held are rerun (tests/runtime/test_ray_engine.py kills one)
     pending: dict[int, bytes] = {}

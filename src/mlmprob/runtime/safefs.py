@@ -49,8 +49,10 @@ def is_link(path: str | Path) -> bool:
 def refuse_link(path: str | Path, what: str = "this file") -> None:
     """Raise :class:`UnsafePath` when ``path`` is a symbolic link; ``what`` names the entry in the message."""
     if is_link(path):
-        raise UnsafePath(f"{path} is a symbolic link; mlmprob does not write through it (it creates {what} itself "
-                         "and leaves what the link points to untouched): remove the link or choose another --out")
+        raise UnsafePath(
+            f"{path} is a symbolic link; mlmprob does not write through it (it creates {what} itself "
+            "and leaves what the link points to untouched): remove the link or choose another --out"
+        )
 
 
 def open_nofollow(path: str | Path, flags: int, mode: int = 0o644, what: str = "this file") -> int:
@@ -72,7 +74,9 @@ def create_new(path: str | Path, what: str = "this temporary file") -> int:
     except FileNotFoundError:
         pass
     except IsADirectoryError:
-        raise UnsafePath(f"{path} is a folder; mlmprob writes {what} there: remove it or choose another --out") from None
+        raise UnsafePath(
+            f"{path} is a folder; mlmprob writes {what} there: remove it or choose another --out"
+        ) from None
     return open_nofollow(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, what=what)
 
 
@@ -82,8 +86,7 @@ def write_new(path: str | Path, data: str | bytes, what: str = "this temporary f
         f.write(data.encode("utf-8") if isinstance(data, str) else data)
 
 
-def replace_file(path: str | Path, data: str | bytes, tmp: str | Path | None = None,
-                 what: str = "this file") -> None:
+def replace_file(path: str | Path, data: str | bytes, tmp: str | Path | None = None, what: str = "this file") -> None:
     """Write ``path`` atomically: ``data`` goes to ``tmp`` (default ``PATH.tmp``, created new), then renamed
     over ``path``. A symbolic link at either is refused (the rename would replace only the link, but a link
     where mlmprob keeps its own file is a sign of trouble worth one line)."""

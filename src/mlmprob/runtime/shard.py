@@ -9,8 +9,9 @@ Kubernetes indexed jobs and torchrun ranks map onto it directly.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from typing import Iterable, Iterator, TypeVar
+from typing import TypeVar
 
 from ..errors import MLMProbError
 
@@ -36,7 +37,7 @@ class Shard:
             raise MLMProbError(f"shard {self.index}/{self.count}: need 1 <= I <= N")
 
     @classmethod
-    def whole(cls) -> "Shard":
+    def whole(cls) -> Shard:
         return cls(1, 1)
 
     @property

@@ -44,16 +44,16 @@ from ..errors import MLMProbError
 
 try:
     import fcntl
-except ImportError:         # pragma: no cover - not on Unix
+except ImportError:  # pragma: no cover - not on Unix
     fcntl = None
 
 NAME = re.compile(r"^mlmprob-(stdin|pipe)-(\d+)-[A-Za-z0-9_]+$")
 CHUNK = 1 << 20
 _FULL = {errno.ENOSPC, getattr(errno, "EDQUOT", errno.ENOSPC)}
 
-_copies: dict[Path, tuple[int, int]] = {}     # copy -> (owner pid, locked descriptor)
-_scope: dict[str, Path] | None = None          # name given -> copy, within a command
-_previous: dict[int, object] = {}              # the signal actions replaced by _on_signal
+_copies: dict[Path, tuple[int, int]] = {}  # copy -> (owner pid, locked descriptor)
+_scope: dict[str, Path] | None = None  # name given -> copy, within a command
+_previous: dict[int, object] = {}  # the signal actions replaced by _on_signal
 _registered = False
 
 
@@ -104,7 +104,7 @@ def _locked_file(folder: str, kind: str, name: str) -> tuple[int, Path]:
                 same = os.path.samestat(os.stat(path), os.fstat(fd))
             except OSError:
                 same = False
-            if not same:            # a sweep has it: it removes it
+            if not same:  # a sweep has it: it removes it
                 os.close(fd)
                 continue
         _register(path, fd)
@@ -122,7 +122,7 @@ def _register(path: Path, fd: int) -> None:
         if sig is not None and sig not in _previous:
             try:
                 _previous[sig] = signal.signal(sig, _on_signal)
-            except (ValueError, OSError):      # not the main thread: atexit and the sweep remain
+            except (ValueError, OSError):  # not the main thread: atexit and the sweep remain
                 pass
 
 
@@ -133,7 +133,7 @@ def _on_signal(signum, frame) -> None:
     if callable(previous):
         previous(signum, frame)
     elif previous != signal.SIG_IGN:
-        os.kill(os.getpid(), signum)        # die of it, as without the handler
+        os.kill(os.getpid(), signum)  # die of it, as without the handler
 
 
 def _copy(src, fd: int, name: str, folder: str) -> None:
@@ -144,16 +144,18 @@ def _copy(src, fd: int, name: str, folder: str) -> None:
     watch = go_fd()
     try:
         src_fd = src.fileno()
-    except (OSError, ValueError, AttributeError):   # an in-memory stream (tests): it ends
+    except (OSError, ValueError, AttributeError):  # an in-memory stream (tests): it ends
         src_fd = None
     read = getattr(src, "read1", src.read)
     while True:
         if watch is not None and src_fd is not None:
             while src_fd not in select.select([src_fd, watch], [], [])[0]:
                 if not os.read(watch, 4096):
-                    raise MLMProbError(f"{name} had not ended when the run's controller let go (${HOLD_ENV}): a "
-                                       f"run reads all of its input before its first row, so it is held only "
-                                       f"after its input ends; close {name}")
+                    raise MLMProbError(
+                        f"{name} had not ended when the run's controller let go (${HOLD_ENV}): a "
+                        f"run reads all of its input before its first row, so it is held only "
+                        f"after its input ends; close {name}"
+                    )
         try:
             data = read(CHUNK)
         except OSError as e:
@@ -163,7 +165,7 @@ def _copy(src, fd: int, name: str, folder: str) -> None:
         view = memoryview(data)
         while view:
             try:
-                view = view[os.write(fd, view):]
+                view = view[os.write(fd, view) :]
             except OSError as e:
                 raise MLMProbError(_write_error(e, folder, name)) from None
 
@@ -172,8 +174,7 @@ def _write_error(e: OSError, folder: str, name: str) -> str:
     """One line for a failed write of a copy: the temporary folder is named, not the input."""
     if e.errno in _FULL:
         return f"the temporary folder {folder} is full: cannot copy {name} there (set TMPDIR to a folder with room)"
-    return (f"cannot copy {name} to the temporary folder {folder}: {e.strerror or e} "
-            f"(set TMPDIR to a folder with room)")
+    return f"cannot copy {name} to the temporary folder {folder}: {e.strerror or e} (set TMPDIR to a folder with room)"
 
 
 def remove(copy: Path) -> None:
@@ -186,7 +187,7 @@ def remove(copy: Path) -> None:
         copy.unlink(missing_ok=True)
     except OSError:
         pass
-    os.close(fd)                # the lock goes with it, after the name
+    os.close(fd)  # the lock goes with it, after the name
     if not _copies:
         _restore_signals()
 
@@ -198,7 +199,7 @@ def _restore_signals() -> None:
             if signal.getsignal(sig) is _on_signal:
                 signal.signal(sig, previous if previous is not None else signal.SIG_DFL)
             del _previous[sig]
-        except (ValueError, OSError):          # not the main thread: it stays, harmless without copies
+        except (ValueError, OSError):  # not the main thread: it stays, harmless without copies
             pass
 
 
@@ -250,7 +251,7 @@ def sweep(folder: str | Path | None = None) -> list[Path]:
                 path.unlink()
                 removed.append(path)
         except OSError:
-            pass                # held by a live process, or gone meanwhile
+            pass  # held by a live process, or gone meanwhile
         finally:
             os.close(fd)
     return removed

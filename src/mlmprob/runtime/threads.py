@@ -98,16 +98,19 @@ def invariant_method(fn):
     (``self.device``) is on the CPU, with torch's math attention (``scaled_dot_product_attention``'s other
     CPU kernel calls MKL from torch's worker threads, where mlmprob cannot make MKL single-threaded; the
     math kernel multiplies in the calling thread)."""
+
     @functools.wraps(fn)
     def wrapper(self, *args, **kwargs):
         cpu = torch.device(getattr(self, "device", "cpu")).type == "cpu"
-        with sequential_blas(), (_math_attention() if cpu and enabled() else nullcontext()):
+        with sequential_blas(), _math_attention() if cpu and enabled() else nullcontext():
             return fn(self, *args, **kwargs)
+
     return wrapper
 
 
 def _math_attention():
     from torch.nn.attention import SDPBackend, sdpa_kernel
+
     return sdpa_kernel([SDPBackend.MATH])
 
 
@@ -124,9 +127,11 @@ def _pool(n: int) -> ThreadPoolExecutor:
     with _POOL_LOCK:
         if _POOL.get("key") != (os.getpid(), n):
             if _POOL.get("key", (None,))[0] == os.getpid():
-                _POOL["pool"].shutdown(wait=False)       # its threads end once idle
-            _POOL.update(key=(os.getpid(), n), pool=ThreadPoolExecutor(n, thread_name_prefix="mlmprob-gemm",
-                                                                        initializer=_worker_init))
+                _POOL["pool"].shutdown(wait=False)  # its threads end once idle
+            _POOL.update(
+                key=(os.getpid(), n),
+                pool=ThreadPoolExecutor(n, thread_name_prefix="mlmprob-gemm", initializer=_worker_init),
+            )
         return _POOL["pool"]
 
 
@@ -141,9 +146,14 @@ def linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = No
     :data:`ROWS`, each multiplied by single-threaded MKL, blocks run on ``torch.get_num_threads()`` threads;
     the bias added after. Off (plain ``F.linear``) when :func:`enabled` is false, without MKL, for tensors
     not on the CPU or not float32/float64, and where gradients are recorded."""
-    if (not enabled() or x.device.type != "cpu" or x.dtype not in (torch.float32, torch.float64)
-            or weight.dtype != x.dtype or not available()
-            or (torch.is_grad_enabled() and (x.requires_grad or weight.requires_grad))):
+    if (
+        not enabled()
+        or x.device.type != "cpu"
+        or x.dtype not in (torch.float32, torch.float64)
+        or weight.dtype != x.dtype
+        or not available()
+        or (torch.is_grad_enabled() and (x.requires_grad or weight.requires_grad))
+    ):
         return F.linear(x, weight, bias)
     lead = x.shape[:-1]
     x2 = x.reshape(-1, x.shape[-1]).contiguous()
@@ -154,7 +164,7 @@ def linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = No
     if m <= ROWS or threads == 1:
         with sequential_blas():
             for start in range(0, m, ROWS):
-                torch.mm(x2[start:start + ROWS], wt, out=out[start:start + ROWS])
+                torch.mm(x2[start : start + ROWS], wt, out=out[start : start + ROWS])
     else:
         inference = torch.is_inference_mode_enabled()
         pool = _pool(threads)

@@ -20,9 +20,9 @@ import math
 import os
 import shutil
 import sys
+from collections.abc import Iterable
 from itertools import islice
 from pathlib import Path
-from typing import Iterable
 
 from ..errors import MLMProbError
 from ..jsonl import dumps, json_safe  # noqa: F401 - re-exported
@@ -101,8 +101,11 @@ class _FileWriter(ResultWriter):
         self.lock = self._hold.lock
         self._created = not self._hold.existed
         # the hold's configuration: this run's, less what an older output never stored (log.as_stored)
-        self._meta = {"config": self._hold.config or {}, "complete": False,
-                      "skipped": self._hold.stored.get("skipped", [])}
+        self._meta = {
+            "config": self._hold.config or {},
+            "complete": False,
+            "skipped": self._hold.stored.get("skipped", []),
+        }
         self._write_meta()
         self._closed = False
 
@@ -202,8 +205,10 @@ def check_tsv_id(rid) -> None:
     mlmprob.errors.MLMProbError: id 'a\\tb' holds a tab or line break, which a TSV output cannot keep (--resume would not find it): write .jsonl or .parquet
     """
     if isinstance(rid, str) and any(c in rid for c in "\t\n\r"):
-        raise MLMProbError(f"id {rid!r} holds a tab or line break, which a TSV output cannot keep (--resume would "
-                           "not find it): write .jsonl or .parquet")
+        raise MLMProbError(
+            f"id {rid!r} holds a tab or line break, which a TSV output cannot keep (--resume would "
+            "not find it): write .jsonl or .parquet"
+        )
 
 
 def tsv_cell(v) -> str:
@@ -225,16 +230,18 @@ class ParquetWriter(_FileWriter):
 
     kind = "parquet"
 
-    def __init__(self, path: Path, *, resume: bool, config: dict | None = None, fields=None, part_rows: int = 1024,
-                 verify=None):
+    def __init__(
+        self, path: Path, *, resume: bool, config: dict | None = None, fields=None, part_rows: int = 1024, verify=None
+    ):
         self.parts = path.with_name(path.name + ".parts")
         self.part_rows = part_rows
         super().__init__(path, resume=resume, config=config, fields=fields, verify=verify)
 
     def _open(self, resume: bool, config: dict | None) -> RunHold:
-        refuse_link(self.parts, "the Parquet parts folder")     # its *.tmp files are deleted below: never a link's
-        hold = RunHold(self.path, config=config, resume=resume, exists=self.path.exists() or self.parts.exists(),
-                       **self._hold_args)
+        refuse_link(self.parts, "the Parquet parts folder")  # its *.tmp files are deleted below: never a link's
+        hold = RunHold(
+            self.path, config=config, resume=resume, exists=self.path.exists() or self.parts.exists(), **self._hold_args
+        )
         try:
             self._open_parts()
         except BaseException:
@@ -283,7 +290,7 @@ class ParquetWriter(_FileWriter):
         n = int(files[-1].stem.split("-")[1]) + 1 if files else 0
         target = self._part_name(n)
         tmp = target.with_name(target.name + ".tmp")
-        with naming(tmp), os.fdopen(create_new(tmp), "wb") as f:     # O_EXCL | O_NOFOLLOW
+        with naming(tmp), os.fdopen(create_new(tmp), "wb") as f:  # O_EXCL | O_NOFOLLOW
             self._pq.write_table(self._pa.Table.from_pylist(self._buf), f)
         os.replace(tmp, target)
         self._buf = []
@@ -309,8 +316,15 @@ def meta_path(out: str | Path) -> Path:
     return out.with_name(out.name + ".meta.json")
 
 
-def open_writer(out: str | Path | None, *, resume: bool = False, config: dict | None = None,
-                fields: tuple[str, ...] | None = None, part_rows: int = 1024, verify=None) -> ResultWriter:
+def open_writer(
+    out: str | Path | None,
+    *,
+    resume: bool = False,
+    config: dict | None = None,
+    fields: tuple[str, ...] | None = None,
+    part_rows: int = 1024,
+    verify=None,
+) -> ResultWriter:
     """The writer for ``--out`` (stdout JSONL when None). ``config`` is stored in ``OUT.meta.json`` and
     must match on ``--resume``; ``fields`` are the TSV columns; ``part_rows`` the rows of a Parquet part;
     ``verify(stored config)`` further checks a resumed output (its identity) before anything is touched.
@@ -335,6 +349,7 @@ def read_results(path: str | Path) -> Iterable[dict]:
     parts = path.with_name(path.name + ".parts")
     if kind == "parquet":
         from .inputs import _pyarrow_parquet
+
         pq = _pyarrow_parquet()
         files = [path] if path.exists() else sorted(parts.glob("part-*.parquet"))
         if not files:

@@ -48,9 +48,9 @@ from ..batching import read_logits
 from ..models.protocol import MaskedLM, default_positions
 from .decoders import dependence_matrix, scores, select_adaptive
 from .kernels import StepInfo, resolve_scored
+from .options import DEFAULT_THRESHOLD, ProposalConfig, check_adaptive
 from .proposals import allowed_ids, proposal_log_probs, sample_from
 from .unmasking import DecoderState, commit, score_rows, start_epoch
-from .options import DEFAULT_THRESHOLD, ProposalConfig, check_adaptive
 
 
 def pair_choice(logq: torch.Tensor, top_k: int | None) -> tuple[torch.Tensor, torch.Tensor]:
@@ -71,8 +71,9 @@ def pair_choice(logq: torch.Tensor, top_k: int | None) -> tuple[torch.Tensor, to
     return chosen, w / w.sum(1, keepdim=True)
 
 
-def pair_reads(ids: torch.Tensor, masked: torch.Tensor, pos_b: torch.Tensor, pos_j: torch.Tensor,
-               chosen: torch.Tensor) -> tuple:
+def pair_reads(
+    ids: torch.Tensor, masked: torch.Tensor, pos_b: torch.Tensor, pos_j: torch.Tensor, chosen: torch.Tensor
+) -> tuple:
     """The pair rows: for every masked position ``p`` (chain ``pos_b[p]``, position ``pos_j[p]``) and value ``v``
     with ``chosen[p, v]``, the chain's row with ``x_j = v``, read at the chain's other masked positions.
     Returns ``(rows [R, L], read_row [E], read_col [E], p [R], v [R])``."""
@@ -83,10 +84,6 @@ def pair_reads(ids: torch.Tensor, masked: torch.Tensor, pos_b: torch.Tensor, pos
     others[torch.arange(len(p)), pos_j[p]] = False
     read_row, read_col = others.nonzero(as_tuple=True)
     return rows, read_row, read_col, p, v
-
-
-
-
 
 
 @dataclass(frozen=True, eq=False)
@@ -129,14 +126,14 @@ class Adaptive:
         """Base rows at the masked positions and the pair rows: ``(logq [n, V], score rows [n, V], D [B, L, L],
         rows forwarded, calls [B])``; one model call without ``pair_top_k``, two with it."""
         B, L = ids.shape
-        many = (masked.sum(1) >= 2)[rows]                      # pair rows only where two are masked
+        many = (masked.sum(1) >= 2)[rows]  # pair rows only where two are masked
         if self.pair_top_k is None:
             V = self._allowed.shape[0]
             chosen = self._allowed[None, :].expand(len(rows), V) & many[:, None]
             prow, rr, rc, p, v = pair_reads(ids, masked, rows, cols, chosen)
             logits = read_logits(self.mlm, torch.cat([ids, prow]), torch.cat([rows, rr + B]), torch.cat([cols, rc]))
             logq_all = self._logq(logits)
-            logits, logq, given = logits[:len(rows)], logq_all[:len(rows)], logq_all[len(rows):]
+            logits, logq, given = logits[: len(rows)], logq_all[: len(rows)], logq_all[len(rows) :]
             weight = pair_choice(logq, None)[1]
             calls = masked.any(1).long()
         else:
@@ -167,6 +164,9 @@ class Adaptive:
         reveal = select_adaptive(score, masked, D, self.threshold, self.max_tokens)
         end = bool((masked & ~reveal).sum() == 0)
         state, info = commit(state, reveal, rows, cols, logq, cand, active, end)
-        state = dataclasses.replace(state, calls=state.calls - active.long() + calls,
-                                    forward_rows=state.forward_rows - info.forward_rows + n_fwd)
+        state = dataclasses.replace(
+            state,
+            calls=state.calls - active.long() + calls,
+            forward_rows=state.forward_rows - info.forward_rows + n_fwd,
+        )
         return state, dataclasses.replace(info, forward_rows=n_fwd)

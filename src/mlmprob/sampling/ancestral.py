@@ -26,8 +26,8 @@ from ..errors import MLMProbError
 from ..likelihood.orders import ORDER_KINDS, OrderSpec, plan_orders
 from ..models.protocol import MaskedLM
 from .kernels import StepInfo, free_or_default, resolve_scored
-from .proposals import allowed_ids, proposal_log_probs, sample_from
 from .options import ProposalConfig
+from .proposals import allowed_ids, proposal_log_probs, sample_from
 
 
 @dataclass(frozen=True)
@@ -104,12 +104,20 @@ class Ancestral:
         """Mask the free positions and draw the epoch's orders (one per chain)."""
         plan = plan_orders(state.free, None, self.order, 1, generator)
         B = plan.orders.shape[0]
-        pick = (torch.rand(B, generator=generator, dtype=torch.float64) * plan.n_orders).long() \
-            if int(plan.n_orders.max()) > 1 else torch.zeros(B, dtype=torch.long)
+        pick = (
+            (torch.rand(B, generator=generator, dtype=torch.float64) * plan.n_orders).long()
+            if int(plan.n_orders.max()) > 1
+            else torch.zeros(B, dtype=torch.long)
+        )
         orders = plan.orders[torch.arange(B), pick]
         ids = state.ids.masked_fill(state.free, self.mlm.mask_id)
-        return dataclasses.replace(state, ids=ids, plan=step_plan(orders, ids.shape[1], self.tokens_per_step),
-                                   cursor=0, log_prob=torch.zeros(B, dtype=torch.float64))
+        return dataclasses.replace(
+            state,
+            ids=ids,
+            plan=step_plan(orders, ids.shape[1], self.tokens_per_step),
+            cursor=0,
+            log_prob=torch.zeros(B, dtype=torch.float64),
+        )
 
     def step(self, state: AncestralState, generator: torch.Generator) -> tuple[AncestralState, StepInfo]:
         if state.plan is None:
@@ -124,10 +132,13 @@ class Ancestral:
         ids[rows, cols] = new
         log_prob = state.log_prob.index_add(0, rows, logq.gather(1, new[:, None])[:, 0])
         active = block.any(-1)
-        n_fwd = int(active.sum())                  # one row per chain, read at its k positions
+        n_fwd = int(active.sum())  # one row per chain, read at its k positions
         changes = dict(ids=ids, log_prob=log_prob, forward_rows=state.forward_rows + n_fwd)
         end = state.cursor + 1 >= state.plan.shape[0]
-        state = dataclasses.replace(state, plan=None, cursor=0, epoch=state.epoch + 1, **changes) if end \
+        state = (
+            dataclasses.replace(state, plan=None, cursor=0, epoch=state.epoch + 1, **changes)
+            if end
             else dataclasses.replace(state, cursor=state.cursor + 1, **changes)
+        )
         zero = torch.zeros(block.shape[0], dtype=torch.float64)
         return state, StepInfo(active, active.clone(), active.clone(), zero, n_fwd, end)

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Callable, Iterator
 
 import torch
 
@@ -80,9 +80,18 @@ class SampleResult:
         return self.proposals / t if t > 0 else math.nan
 
 
-def sample(mlm: MaskedLM, init_ids, spec: SamplerSpec | None = None, *, generator: torch.Generator | None = None,
-           positions: Positions = None, reference=None, run_file: RunFile | None = None,
-           on_epoch: Callable[[EpochRecord, int], None] | None = None, **options) -> SampleResult:
+def sample(
+    mlm: MaskedLM,
+    init_ids,
+    spec: SamplerSpec | None = None,
+    *,
+    generator: torch.Generator | None = None,
+    positions: Positions = None,
+    reference=None,
+    run_file: RunFile | None = None,
+    on_epoch: Callable[[EpochRecord, int], None] | None = None,
+    **options,
+) -> SampleResult:
     """Run ``B`` chains (one per row of ``init_ids`` ``[B, L]``) for ``burn_in + epochs`` epochs, as ``spec``
     (a :class:`~mlmprob.sampling.spec.SamplerSpec`) says; ``options`` are its fields (``sample(m, ids,
     epochs=4)``), or change a given ``spec``'s.
@@ -128,7 +137,7 @@ def sample(mlm: MaskedLM, init_ids, spec: SamplerSpec | None = None, *, generato
             if on_epoch is not None:
                 on_epoch(rec, spec.total_epochs)
         records = chains.records
-    return result_from_records(records[:spec.total_epochs], free, spec.burn_in, spec.method, spec.energy)
+    return result_from_records(records[: spec.total_epochs], free, spec.burn_in, spec.method, spec.energy)
 
 
 class Chains:
@@ -137,8 +146,16 @@ class Chains:
     ``spec.total_epochs``, yielding (and writing) one :class:`~mlmprob.sampling.io.EpochRecord` each. Used
     by :func:`sample` and by the app, which draws the chains as they go (``state``, ``kernel``)."""
 
-    def __init__(self, mlm, spec: SamplerSpec, ids: torch.Tensor, free: torch.Tensor, generator: torch.Generator,
-                 reference=None, run_file: RunFile | None = None):
+    def __init__(
+        self,
+        mlm,
+        spec: SamplerSpec,
+        ids: torch.Tensor,
+        free: torch.Tensor,
+        generator: torch.Generator,
+        reference=None,
+        run_file: RunFile | None = None,
+    ):
         self.mlm, self.spec, self.generator = mlm, spec, generator
         spec.check_size(*ids.shape)
         self.kernel = spec.kernel(mlm)
@@ -151,7 +168,7 @@ class Chains:
         except BaseException:
             self.close()
             raise
-        self.rows_before = rows_before - self.state.forward_rows   # the kernel counts from its own init
+        self.rows_before = rows_before - self.state.forward_rows  # the kernel counts from its own init
 
     def _start(self, ids: torch.Tensor, free: torch.Tensor):
         """``(first state, rows forwarded before the kernel's)``: a fresh start, or the state after the last
@@ -161,11 +178,14 @@ class Chains:
             set_generator_state(self.generator, last.generator_state)
             state = self.kernel.init(torch.tensor(last.ids, dtype=torch.long), free, epoch=len(self.records))
             return state, last.forward_rows
-        start, rows_before = (ids, 0) if self.spec.independent_draws else \
-            initialize(self.kernel.mlm, ids, free, self.spec.init, self.generator)
+        start, rows_before = (
+            (ids, 0)
+            if self.spec.independent_draws
+            else initialize(self.kernel.mlm, ids, free, self.spec.init, self.generator)
+        )
         return self.kernel.init(start, free), rows_before
 
-    def __enter__(self) -> "Chains":
+    def __enter__(self) -> Chains:
         return self
 
     def __exit__(self, *exc) -> None:
@@ -209,11 +229,25 @@ class Chains:
             log_prob = getattr(state, "log_prob", None)
             rounds, calls = getattr(state, "rounds", None), getattr(state, "calls", None)
             kept = e >= spec.burn_in and (e - spec.burn_in + 1) % spec.thin == 0
-            rec = EpochRecord(e, kept, tau_e, k_e, n_prop.tolist(), n_acc.tolist(), n_nov.tolist(), e_local.tolist(),
-                              e_raw.tolist(), ident, state.ids.tolist(), self.rows_before + state.forward_rows,
-                              time.perf_counter() - t0, generator_state_hex(generator),
-                              None if log_prob is None else log_prob.tolist(),
-                              None if rounds is None else rounds.tolist(), None if calls is None else calls.tolist())
+            rec = EpochRecord(
+                e,
+                kept,
+                tau_e,
+                k_e,
+                n_prop.tolist(),
+                n_acc.tolist(),
+                n_nov.tolist(),
+                e_local.tolist(),
+                e_raw.tolist(),
+                ident,
+                state.ids.tolist(),
+                self.rows_before + state.forward_rows,
+                time.perf_counter() - t0,
+                generator_state_hex(generator),
+                None if log_prob is None else log_prob.tolist(),
+                None if rounds is None else rounds.tolist(),
+                None if calls is None else calls.tolist(),
+            )
             self.state = state
             self.records.append(rec)
             if self.run_log is not None:
@@ -230,8 +264,9 @@ def _reference(reference, ids: torch.Tensor) -> torch.Tensor | None:
     return ref
 
 
-def result_from_records(records: list[EpochRecord], free: torch.Tensor, burn_in: int, method: str,
-                        energy: str) -> SampleResult:
+def result_from_records(
+    records: list[EpochRecord], free: torch.Tensor, burn_in: int, method: str, energy: str
+) -> SampleResult:
     """Assemble a ``SampleResult`` from epoch records (a finished or resumed run)."""
     f64 = torch.float64
     prop = torch.tensor([r.proposals for r in records], dtype=f64)
@@ -243,10 +278,10 @@ def result_from_records(records: list[EpochRecord], free: torch.Tensor, burn_in:
     e_local = torch.tensor([r.e_local for r in records], dtype=f64)
     e_raw = torch.tensor([r.e_raw for r in records], dtype=f64)
     kept_idx = torch.tensor([r.epoch for r in kept], dtype=torch.long)
-    target = (e_local if energy == "local" else e_raw)[kept_idx].T      # [B, S]
+    target = (e_local if energy == "local" else e_raw)[kept_idx].T  # [B, S]
     ident = None if records[0].identity is None else torch.tensor([r.identity for r in records], dtype=f64)
     rounds = calls = None
-    if method == "ancestral":    # one model call per step
+    if method == "ancestral":  # one model call per step
         rounds = calls = prop.long()
     elif records[0].rounds is not None:
         rounds = torch.tensor([r.rounds for r in records], dtype=torch.long)

@@ -51,8 +51,10 @@ def find_cdr_h3(seq: str, definition: str = "imgt") -> tuple[int, int]:
         if start >= w:
             continue
         return start, w
-    raise MLMProbError("no CDR-H3 found: need the conserved Cys followed within "
-                       f"{MAX_CDR3} residues by the W-G-x-G motif (is this a heavy-chain variable domain?)")
+    raise MLMProbError(
+        "no CDR-H3 found: need the conserved Cys followed within "
+        f"{MAX_CDR3} residues by the W-G-x-G motif (is this a heavy-chain variable domain?)"
+    )
 
 
 def cdr_h3_mask(seq: str, word_ids: torch.Tensor, definition: str = "imgt") -> torch.Tensor:

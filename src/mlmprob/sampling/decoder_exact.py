@@ -25,7 +25,7 @@ and ReMDM's remasking steps enumerate the most).
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import torch
 
@@ -33,14 +33,34 @@ from ..batching import read_logits
 from ..models.alphabet import allowed_ids
 from .adaptive import Adaptive, pair_choice
 from .decoders import dependence_matrix, score_config, scores, select_adaptive, select_top
-from .partial_states import ExactLaw, Moves, Pushed, RowReader, Rule, Step, draw, parallel, propagate, row_reader, \
-    remask_all, start_mass, to_law
-from .proposals import proposal_log_probs
 from .options import ProposalConfig
+from .partial_states import (
+    ExactLaw,
+    Moves,
+    Pushed,
+    RowReader,
+    Rule,
+    Step,
+    draw,
+    parallel,
+    propagate,
+    remask_all,
+    row_reader,
+    start_mass,
+    to_law,
+)
+from .proposals import proposal_log_probs
 
 LogProbs = Callable[[torch.Tensor], torch.Tensor]
-__all__ = ["ExactLaw", "model_logprobs", "exact_output_distribution", "unmasking_law", "adaptive_law", "plan_rule",
-           "adaptive_rule"]
+__all__ = [
+    "ExactLaw",
+    "model_logprobs",
+    "exact_output_distribution",
+    "unmasking_law",
+    "adaptive_law",
+    "plan_rule",
+    "adaptive_rule",
+]
 
 
 def model_logprobs(mlm, *, wrap=None, offset: int = 0, V: int | None = None) -> LogProbs:
@@ -68,11 +88,11 @@ def model_logprobs(mlm, *, wrap=None, offset: int = 0, V: int | None = None) -> 
             ids = base + offset if wrap is None else wrap(base)
             N, L = sym.shape
             shift = (ids.shape[1] - L) // 2
-            window = ids[:, shift:shift + L]
+            window = ids[:, shift : shift + L]
             window[masked] = mlm.mask_id
             rr = torch.arange(N).repeat_interleave(L)
             cc = torch.arange(L).repeat(N) + shift
-            lq = proposal_log_probs(read_logits(mlm, ids, rr, cc).float(), allowed)[:, offset:offset + V]
+            lq = proposal_log_probs(read_logits(mlm, ids, rr, cc).float(), allowed)[:, offset : offset + V]
             lq = (lq - torch.logsumexp(lq, -1, keepdim=True)).view(N, L, V)
             cache.update(zip(todo, lq))
         return torch.stack([cache[tuple(r)] for r in partial.tolist()])
@@ -89,6 +109,7 @@ def _readers(logprobs, V: int, proposal: ProposalConfig) -> tuple[RowReader, Row
         def rows(states: torch.Tensor) -> torch.Tensor:
             base = read(states)
             return proposal_log_probs(base.reshape(-1, base.shape[-1]), None, config).view(base.shape)
+
         return rows
 
     return through(proposal), (None if proposal.temperature > 0 else through(score_config(proposal)))
@@ -99,7 +120,7 @@ def _select(st: Step, slq: torch.Tensor, kind: str, eligible: torch.Tensor, pick
     ``pick(score [m, T], src [m]) -> bool [m, T]`` selects by the ``kind`` scores of the rows ``slq``."""
     n, T, V = slq.shape
     src, one, none = torch.arange(n), torch.ones(n, dtype=torch.float64), torch.zeros(n, T, dtype=torch.bool)
-    if kind != "confidence":              # the selection does not look at the draws: only the revealed are drawn
+    if kind != "confidence":  # the selection does not look at the draws: only the revealed are drawn
         sc = scores(slq.reshape(-1, V), torch.zeros(n * T, dtype=torch.long), kind).view(n, T)
         return Moves(src, one, none, pick(sc, src), calls=calls, rows=rows)
     mv = draw(Moves(src, one, none, eligible), st.lp, V)
@@ -112,11 +133,13 @@ def plan_rule(kind: str, windows: torch.Tensor, counts: torch.Tensor, score_read
     ``counts`` ``[S]``): at step ``s`` a candidate at every masked position of ``windows[s]`` (one pass), and the
     ``counts[s]`` with the best ``kind`` score (``decoders.select_top``) keep theirs. The scores read the step's
     rows, or ``score_read``'s."""
+
     def rule(st: Step) -> Moves:
         eligible = st.masked & windows[st.step][None, :]
         n = torch.full((len(st.states),), int(counts[st.step]))
         slq = st.lp if score_read is None else score_read(st.states)
         return _select(st, slq, kind, eligible, lambda sc, src: select_top(sc, eligible[src], n[src]))
+
     return rule
 
 
@@ -126,7 +149,7 @@ def _dependence(st: Step, top_k: int | None, read: RowReader) -> tuple[torch.Ten
     n, T, V = st.lp.shape
     M = st.masked
     chosen, weight = (x.view(n, T, V) for x in pair_choice(st.lp.reshape(-1, V), top_k))
-    if top_k is None:                     # the kernel reads every allowed value (here: every symbol)
+    if top_k is None:  # the kernel reads every allowed value (here: every symbol)
         chosen = torch.ones_like(chosen)
     chosen = chosen & (M & (M.sum(1) >= 2)[:, None])[:, :, None]
     b, j, v = chosen.nonzero(as_tuple=True)
@@ -142,6 +165,7 @@ def adaptive_rule(decoder: Adaptive, read: RowReader, score_read: RowReader | No
     """``Adaptive``'s step: the pair rows (``read``: proposal rows), the dependence ``D``, a candidate at every
     masked position, the greedy set of ``decoders.select_adaptive`` revealed; costs ``1 + 1{pair_top_k, two
     masked}`` calls and ``1 +`` the pair rows."""
+
     def rule(st: Step) -> Moves:
         M = st.masked
         D, n_pair = _dependence(st, decoder.pair_top_k, read)
@@ -150,7 +174,9 @@ def adaptive_rule(decoder: Adaptive, read: RowReader, score_read: RowReader | No
 
         def pick(sc, src):
             return select_adaptive(sc, M[src], D[src], decoder.threshold, decoder.max_tokens)
+
         return _select(st, slq, decoder.score, M, pick, calls, 1.0 + n_pair)
+
     return rule
 
 

@@ -30,7 +30,6 @@ from ..errors import MLMProbError
 from .options import SCHEDULES, SCORES, ProposalConfig
 
 
-
 def scores(logq: torch.Tensor, cand: torch.Tensor, kind: str) -> torch.Tensor:
     """Scores ``[n]`` (float64) of rows ``logq`` ``[n, V]`` (proposal log-probabilities) and candidates ``[n]``.
 
@@ -97,7 +96,7 @@ def block_steps(sizes: list[int], steps: int) -> list[int]:
 
 def _pattern_plan(free_row: tuple[bool, ...], steps: int, schedule: str, block_length: int | None):
     pos = [i for i, f in enumerate(free_row) if f]
-    blocks = [pos] if block_length is None else [pos[k:k + block_length] for k in range(0, len(pos), block_length)]
+    blocks = [pos] if block_length is None else [pos[k : k + block_length] for k in range(0, len(pos), block_length)]
     blocks = [b for b in blocks if b]
     out = []
     for block, s in zip(blocks, block_steps([len(b) for b in blocks], steps)):
@@ -105,8 +104,9 @@ def _pattern_plan(free_row: tuple[bool, ...], steps: int, schedule: str, block_l
     return out
 
 
-def unmask_plan(free: torch.Tensor, steps: int, schedule: str = "linear",
-                block_length: int | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+def unmask_plan(
+    free: torch.Tensor, steps: int, schedule: str = "linear", block_length: int | None = None
+) -> tuple[torch.Tensor, torch.Tensor]:
     """The unmasking steps of one epoch: ``windows`` bool ``[S, B, L]`` (the positions step ``s`` may reveal
     from: the chain's free positions, or its current block of ``block_length`` free positions, left to right)
     and ``counts`` long ``[S, B]`` (how many it reveals; 0 once a chain is done). A function of ``free`` only.
@@ -161,8 +161,16 @@ def kl_rows(logp: torch.Tensor, logq: torch.Tensor) -> torch.Tensor:
     return terms.sum(-1)
 
 
-def dependence_matrix(B: int, L: int, b: torch.Tensor, i: torch.Tensor, j: torch.Tensor, weight: torch.Tensor,
-                      logq_given: torch.Tensor, logq_base: torch.Tensor) -> torch.Tensor:
+def dependence_matrix(
+    B: int,
+    L: int,
+    b: torch.Tensor,
+    i: torch.Tensor,
+    j: torch.Tensor,
+    weight: torch.Tensor,
+    logq_given: torch.Tensor,
+    logq_base: torch.Tensor,
+) -> torch.Tensor:
     """``D`` ``[B, L, L]`` (float64): ``D[b, i, j] = sum_v w_j(v) KL(q_i(. | x_j = v) || q_i)``, the expected
     information revealing ``j`` gives about ``i`` (for the conditionals of a joint: the conditional mutual
     information of ``x_i`` and ``x_j``; in any case the KL from drawing ``j`` then ``i`` to drawing both from one
@@ -183,8 +191,9 @@ def dependence_matrix(B: int, L: int, b: torch.Tensor, i: torch.Tensor, j: torch
     return D.index_put_((b, i, j), contrib, accumulate=True)
 
 
-def select_adaptive(score: torch.Tensor, eligible: torch.Tensor, dep: torch.Tensor, threshold: float,
-                    max_tokens: int | None = None) -> torch.Tensor:
+def select_adaptive(
+    score: torch.Tensor, eligible: torch.Tensor, dep: torch.Tensor, threshold: float, max_tokens: int | None = None
+) -> torch.Tensor:
     """Bool ``[B, L]``: the greedy dependence-aware set. The eligible positions are visited by decreasing score
     (ties to the lowest position); the first is always taken, each later one only if its dependence with every
     position taken, ``max(dep[i, c], dep[c, i])``, is *strictly* below ``threshold`` (and fewer than
@@ -199,14 +208,14 @@ def select_adaptive(score: torch.Tensor, eligible: torch.Tensor, dep: torch.Tens
     """
     B, L = eligible.shape
     sym = torch.maximum(dep, dep.transpose(1, 2))
-    order = ranking(score, eligible).argsort(1)                   # order[b, r]: the r-th visited position
+    order = ranking(score, eligible).argsort(1)  # order[b, r]: the r-th visited position
     taken = torch.zeros(B, L, dtype=torch.bool)
     n = torch.zeros(B, dtype=torch.long)
     cap = L if max_tokens is None else max_tokens
     ar = torch.arange(B)
     for r in range(L):
         p = order[:, r]
-        worst = sym[ar, p].masked_fill(~taken, float("-inf")).amax(1)   # against the taken ones
+        worst = sym[ar, p].masked_fill(~taken, float("-inf")).amax(1)  # against the taken ones
         ok = eligible[ar, p] & ((n == 0) | (worst < threshold)) & (n < cap)
         taken[ar[ok], p[ok]] = True
         n += ok.long()

@@ -53,7 +53,7 @@ def effective_sample_size(x) -> float:
         p = float(rho[2 * k] + rho[2 * k + 1])
         if p < 0:
             break
-        prev = min(prev, p)                     # initial monotone sequence
+        prev = min(prev, p)  # initial monotone sequence
         total += prev
     tau = max(-1.0 + 2.0 * total, 1.0 / math.log10(C * N + 10))  # cap as in Stan: ESS <= N log10(N)
     return C * N / tau
@@ -74,7 +74,7 @@ def split_rhat(x) -> float:
     if N < 4:
         return math.nan
     n = N // 2
-    halves = torch.cat([x[:, :n], x[:, N - n:]], 0)
+    halves = torch.cat([x[:, :n], x[:, N - n :]], 0)
     W = halves.var(1).mean()
     if not W > 0:
         return math.nan

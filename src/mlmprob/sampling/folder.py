@@ -11,9 +11,9 @@ command then writes the folder's report (samples, summary, trace) from the run f
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Sequence
 
 import torch
 
@@ -59,8 +59,12 @@ class FolderSampleJob(SampleJob):
 
         seqs = list(unit.records)
         enc = mlm.encode([s for _, s in seqs])
-        free = torch.stack([free_positions(mlm, enc, i, name, s, self.positions, self.cdr, self.numbering)
-                            for i, (name, s) in enumerate(seqs)])
+        free = torch.stack(
+            [
+                free_positions(mlm, enc, i, name, s, self.positions, self.cdr, self.numbering)
+                for i, (name, s) in enumerate(seqs)
+            ]
+        )
         if not self.spec.independent_draws:
             for (name, _), row in zip(seqs, free):
                 check_block_size(self.spec.block_size, int(row.sum()), name)
@@ -72,13 +76,22 @@ class FolderSampleJob(SampleJob):
         folder.mkdir(parents=True, exist_ok=True)
         # what the run file must also match on a rerun: the seed (a resumed run restores the generator's
         # state, so another seed would silently continue this one) and how the rows are computed
-        made = {"seed": self.seed, **computed_with(self.model, self.dtype, [str(mlm.device)],
-                                                   batch_tokens=self.batch_tokens, mlm=mlm)}
+        made = {
+            "seed": self.seed,
+            **computed_with(self.model, self.dtype, [str(mlm.device)], batch_tokens=self.batch_tokens, mlm=mlm),
+        }
         bar = EpochBar(f"{self.spec.method} sampling", self.spec.energy) if self.progress else None
         try:
-            return sample(mlm, ids, self.spec, positions=Resolved(free, WORDS_AND_MASKS),
-                          generator=torch.Generator().manual_seed(self.seed), reference=reference,
-                          run_file=RunFile(folder / RUN_FILE, made), on_epoch=bar)
+            return sample(
+                mlm,
+                ids,
+                self.spec,
+                positions=Resolved(free, WORDS_AND_MASKS),
+                generator=torch.Generator().manual_seed(self.seed),
+                reference=reference,
+                run_file=RunFile(folder / RUN_FILE, made),
+                on_epoch=bar,
+            )
         finally:
             if bar is not None:
                 bar.close()
@@ -95,4 +108,4 @@ def result_of_run(folder: str | Path, spec: SamplerSpec) -> SampleResult | None:
     if len(records) < spec.total_epochs:
         return None
     free = torch.tensor(head["free"], dtype=torch.bool)
-    return result_from_records(records[:spec.total_epochs], free, spec.burn_in, spec.method, spec.energy)
+    return result_from_records(records[: spec.total_epochs], free, spec.burn_in, spec.method, spec.energy)

@@ -35,7 +35,7 @@ def block_logits(mlm: MaskedLM, ids: torch.Tensor, block: torch.Tensor) -> tuple
         return out, 0
     masked = ids.clone()
     masked[block] = mlm.mask_id
-    r, c = block.nonzero(as_tuple=True)   # row-major: the order of the output
+    r, c = block.nonzero(as_tuple=True)  # row-major: the order of the output
     # the chains of one call are one record (they share the call's generator anyway)
     out = read_logits(mlm, masked, r, c).to(out.dtype)
     return out, int(len(rows_with))

@@ -16,9 +16,8 @@ from ..errors import MLMProbError
 from ..models.protocol import MaskedLM
 from ..positions import TOKENS_AND_MASKS, Positions, resolve
 from .forward import block_logits
-from .proposals import allowed_ids, proposal_log_probs
 from .options import INITS, ProposalConfig
-
+from .proposals import allowed_ids, proposal_log_probs
 
 
 def resolve_free(mlm: MaskedLM, ids: torch.Tensor, positions: Positions = None) -> torch.Tensor:
@@ -34,8 +33,9 @@ def resolve_free(mlm: MaskedLM, ids: torch.Tensor, positions: Positions = None) 
     return resolve(mlm, ids, positions, TOKENS_AND_MASKS)
 
 
-def initialize(mlm: MaskedLM, ids: torch.Tensor, free: torch.Tensor, init: str = "given",
-               generator: torch.Generator | None = None) -> tuple[torch.Tensor, int]:
+def initialize(
+    mlm: MaskedLM, ids: torch.Tensor, free: torch.Tensor, init: str = "given", generator: torch.Generator | None = None
+) -> tuple[torch.Tensor, int]:
     """First states ``[B, L]`` and the number of rows forwarded.
 
     >>> from mlmprob import ExactMLM

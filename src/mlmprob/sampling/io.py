@@ -8,7 +8,6 @@ last line cut short by a kill is dropped, every epoch committed with ``fsync``.
 
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -61,7 +60,7 @@ class EpochRecord:
         return dumps({"type": "epoch", **d}, separators=(",", ":"))
 
     @classmethod
-    def from_dict(cls, d: dict) -> "EpochRecord":
+    def from_dict(cls, d: dict) -> EpochRecord:
         """The record of ``to_json``; a ``null`` energy or target temperature (written for NaN or an
         infinity; Gibbs and ancestral sampling have no target temperature) reads as NaN.
 
@@ -101,8 +100,10 @@ def _epochs(path: Path, objs) -> list[EpochRecord]:
     records = []
     for i, d in enumerate(objs):
         if not isinstance(d, dict) or d.get("epoch") != len(records):
-            raise MLMProbError(f"{str(path)!r} line {i + 2}: expected epoch {len(records)}, got "
-                               f"{d.get('epoch') if isinstance(d, dict) else d!r}")
+            raise MLMProbError(
+                f"{str(path)!r} line {i + 2}: expected epoch {len(records)}, got "
+                f"{d.get('epoch') if isinstance(d, dict) else d!r}"
+            )
         records.append(EpochRecord.from_dict(d))
     return records
 
@@ -124,18 +125,28 @@ class RunLog:
     refused with the keys that differ. The lock is taken unless this process already holds it (the
     ``sample`` command holds it from before the model loads)."""
 
-    def __init__(self, path: str | Path, config: dict, init_ids: torch.Tensor, free: torch.Tensor,
-                 computed_with: dict | None = None):
+    def __init__(
+        self,
+        path: str | Path,
+        config: dict,
+        init_ids: torch.Tensor,
+        free: torch.Tensor,
+        computed_with: dict | None = None,
+    ):
         path = Path(path)
         first = next(read_log(path), None)
         if first is not None:
             _check_header(path, first)
-        head = {"type": "header", "format": FORMAT, "config": config, "init_ids": init_ids.tolist(),
-                "free": free.int().tolist()}
-        if computed_with:   # a run file written before it was stored resumes as before (log.as_stored)
+        head = {
+            "type": "header",
+            "format": FORMAT,
+            "config": config,
+            "init_ids": init_ids.tolist(),
+            "free": free.int().tolist(),
+        }
+        if computed_with:  # a run file written before it was stored resumes as before (log.as_stored)
             head["computed_with"] = computed_with
-        self.log = ResumableLog(path, config=head, header=True, encode=_compact,
-                                lock=not WriterLock.held_here(path))
+        self.log = ResumableLog(path, config=head, header=True, encode=_compact, lock=not WriterLock.held_here(path))
         try:
             self.records = _epochs(path, self.log.records())
         except BaseException:
@@ -174,11 +185,14 @@ class EpochBar:
     def __call__(self, rec: EpochRecord, total: int) -> None:
         if self.bar is None:
             from tqdm import tqdm
+
             self.bar = tqdm(total=total, initial=rec.epoch, desc=self.desc, unit="epoch")
         self.bar.update(1)
         energies = rec.e_local if self.energy == "local" else rec.e_raw
-        self.bar.set_postfix(acc=f"{sum(rec.accepted) / max(sum(rec.proposals), 1):.3f}",
-                             E=f"{sum(energies) / max(len(energies), 1):.2f}")
+        self.bar.set_postfix(
+            acc=f"{sum(rec.accepted) / max(sum(rec.proposals), 1):.3f}",
+            E=f"{sum(energies) / max(len(energies), 1):.2f}",
+        )
 
     def close(self) -> None:
         if self.bar is not None:

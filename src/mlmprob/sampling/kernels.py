@@ -30,8 +30,8 @@ from ..errors import MLMProbError
 from ..models.protocol import MaskedLM
 from ..positions import TOKENS, default_mask
 from .forward import block_logits, site_logits
-from .proposals import allowed_ids, proposal_log_probs, sample_from
 from .options import ProposalConfig
+from .proposals import allowed_ids, proposal_log_probs, sample_from
 from .schedules import ScheduleLike, as_schedule, block_size_at, temperature_at
 
 ORDERS = ("random", "l2r")
@@ -97,7 +97,7 @@ def sweep_plan(free: torch.Tensor, block_size: int, order: str, generator: torch
     else:
         keys = torch.arange(L, dtype=torch.float64).expand(B, L).clone()
     keys[~free] = float("inf")
-    perm = keys.argsort(dim=-1, stable=True)                    # perm[b, j]: j-th visited position
+    perm = keys.argsort(dim=-1, stable=True)  # perm[b, j]: j-th visited position
     k = max(1, min(block_size, n_max))
     S = -(-n_max // k)
     j = torch.arange(L).expand(B, L)
@@ -147,8 +147,15 @@ def _check_common(mlm, order, block_size):
     return as_schedule(block_size, "block_size")
 
 
-def _propose(logits_rows: torch.Tensor, rows: torch.Tensor, ids: torch.Tensor, cols: torch.Tensor,
-             allowed: torch.Tensor, proposal: ProposalConfig, generator: torch.Generator):
+def _propose(
+    logits_rows: torch.Tensor,
+    rows: torch.Tensor,
+    ids: torch.Tensor,
+    cols: torch.Tensor,
+    allowed: torch.Tensor,
+    proposal: ProposalConfig,
+    generator: torch.Generator,
+):
     """Draw the block tokens; return (proposal ids, log q(x'|x) [B], log q(x|x') [B])."""
     B = ids.shape[0]
     logq = proposal_log_probs(logits_rows, allowed, proposal)
@@ -200,8 +207,9 @@ class MetropolisHastings(_Sweeper):
         scored = resolve_scored(self.mlm, ids, free, self.score_all)
         logits, n = site_logits(self.mlm, ids, scored)
         e_local, e_raw = energies_from_logits(logits, ids, scored)
-        return ChainState(ids, free, scored, epoch=epoch, site_logits=logits, e_local=e_local, e_raw=e_raw,
-                          forward_rows=n)
+        return ChainState(
+            ids, free, scored, epoch=epoch, site_logits=logits, e_local=e_local, e_raw=e_raw, forward_rows=n
+        )
 
     def target_energy(self, state: ChainState) -> torch.Tensor:
         return state.e_local if self.energy == "local" else state.e_raw
@@ -219,8 +227,9 @@ class MetropolisHastings(_Sweeper):
         logits_rows[cached] = state.site_logits[rows[cached], cols[cached]]
         multi_block = block & (n_in_block > 1)[:, None]
         logits_rows[~cached], n_fwd = block_logits(self.mlm, state.ids, multi_block)
-        prop, log_q_fwd, log_q_rev = _propose(logits_rows, rows, state.ids, cols, self._allowed,
-                                              self.proposal, generator)
+        prop, log_q_fwd, log_q_rev = _propose(
+            logits_rows, rows, state.ids, cols, self._allowed, self.proposal, generator
+        )
         changed = (prop != state.ids).any(-1)
         # energies of the changed proposals; the copy at a single proposed site is the cached row
         ch = changed.nonzero(as_tuple=True)[0]
@@ -248,8 +257,14 @@ class MetropolisHastings(_Sweeper):
             ids[acc] = prop[acc]
             cache[acc] = new_logits[accept_ch].to(cache.dtype)
             e_local[acc], e_raw[acc] = new_local[accept_ch], new_raw[accept_ch]
-        state, end = self._advance(state, ids=ids, site_logits=cache, e_local=e_local, e_raw=e_raw,
-                                   forward_rows=state.forward_rows + n_fwd + n_e)
+        state, end = self._advance(
+            state,
+            ids=ids,
+            site_logits=cache,
+            e_local=e_local,
+            e_raw=e_raw,
+            forward_rows=state.forward_rows + n_fwd + n_e,
+        )
         return state, StepInfo(active, accepted, novel, log_alpha, n_fwd + n_e, end)
 
 

@@ -22,8 +22,8 @@ from ..errors import MLMProbError
 from ..models.protocol import MaskedLM
 from .forward import block_logits
 from .init import resolve_free
-from .proposals import allowed_ids, proposal_log_probs
 from .options import ProposalConfig
+from .proposals import allowed_ids, proposal_log_probs
 
 STRATEGIES = ("mask_predict", "easy_first")
 
@@ -47,8 +47,9 @@ def _greedy(logits: torch.Tensor, allowed: torch.Tensor) -> tuple[torch.Tensor, 
     return tok, conf
 
 
-def mask_predict(mlm: MaskedLM, init_ids, iterations: int, positions: Positions = None, *,
-                 strategy: str = "mask_predict") -> MaskPredictResult:
+def mask_predict(
+    mlm: MaskedLM, init_ids, iterations: int, positions: Positions = None, *, strategy: str = "mask_predict"
+) -> MaskPredictResult:
     """Fill the free positions of ``init_ids`` ``[B, L]`` (their current tokens are ignored) in
     ``iterations`` rounds of greedy refinement.
 
@@ -75,9 +76,9 @@ def mask_predict(mlm: MaskedLM, init_ids, iterations: int, positions: Positions 
     n_free = free.sum(-1)
     for t in range(1, iterations):
         if strategy == "mask_predict":
-            n = (n_free * (iterations - t)) // iterations                  # linear decay
+            n = (n_free * (iterations - t)) // iterations  # linear decay
             key = conf.masked_fill(~free, float("inf"))
-            rank = key.argsort(dim=-1, stable=True).argsort(dim=-1)         # 0 = least confident
+            rank = key.argsort(dim=-1, stable=True).argsort(dim=-1)  # 0 = least confident
             remask = free & (rank < n[:, None])
             if not remask.any():
                 history.append(ids.clone())
@@ -87,7 +88,7 @@ def mask_predict(mlm: MaskedLM, init_ids, iterations: int, positions: Positions 
             ids[remask], conf[remask] = tok, c
         else:
             key = (-conf).masked_fill(~free, float("inf"))
-            rank = key.argsort(dim=-1, stable=True).argsort(dim=-1)         # 0 = most confident
+            rank = key.argsort(dim=-1, stable=True).argsort(dim=-1)  # 0 = most confident
             rows, cols = free.nonzero(as_tuple=True)
             harder = free[rows] & (rank[rows] > rank[rows, cols][:, None])  # [N, L]
             new_tok = torch.empty(len(rows), dtype=torch.long)

@@ -59,11 +59,14 @@ def check_unmasking(score, steps, schedule, block_length, remask, remask_steps) 
     if isinstance(remask, bool) or not isinstance(remask, (int, float)) or not 0.0 <= remask <= 1.0:
         raise MLMProbError(f"remask must be a probability in [0, 1], got {remask!r}")
     if remask_steps > MAX_REMASK_STEPS:
-        raise MLMProbError(f"remask_steps must be at most {MAX_REMASK_STEPS:,} (each is a model call per chain), "
-                           f"got {remask_steps!r}")
+        raise MLMProbError(
+            f"remask_steps must be at most {MAX_REMASK_STEPS:,} (each is a model call per chain), got {remask_steps!r}"
+        )
     if remask_steps and remask == 0:
-        raise MLMProbError(f"remask_steps ({remask_steps}) needs remask > 0: with remask 0 a remasking step masks "
-                           "nothing and changes nothing; give --remask P or leave --remask-steps out")
+        raise MLMProbError(
+            f"remask_steps ({remask_steps}) needs remask > 0: with remask 0 a remasking step masks "
+            "nothing and changes nothing; give --remask P or leave --remask-steps out"
+        )
 
 
 def check_adaptive(score, threshold, max_tokens, pair_top_k) -> None:

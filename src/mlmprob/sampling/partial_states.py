@@ -32,8 +32,8 @@ from __future__ import annotations
 
 import itertools
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 import torch
 
@@ -139,8 +139,15 @@ def draw(mv: Moves, lp: torch.Tensor, V: int) -> Moves:
         tok[:, :, pos] = combos
         keep = w.reshape(-1) > 0
         rep = lambda x: x[:, None].expand(-1, len(combos), *x.shape[1:]).reshape(-1, *x.shape[1:])[keep]  # noqa: E731
-        parts.append(Moves(rep(mv.src[sel]), w.reshape(-1)[keep], rep(mv.remask[sel]), rep(mv.reveal[sel]),
-                           tok.reshape(-1, T)[keep]))
+        parts.append(
+            Moves(
+                rep(mv.src[sel]),
+                w.reshape(-1)[keep],
+                rep(mv.remask[sel]),
+                rep(mv.reveal[sel]),
+                tok.reshape(-1, T)[keep],
+            )
+        )
     cat = (torch.cat([getattr(p, f) for p in parts]) for f in ("src", "weight", "remask", "reveal", "tokens"))
     return Moves(*cat, calls=mv.calls, rows=mv.rows)
 
@@ -184,7 +191,7 @@ def propagate(rule: Rule, lp, V: int, T: int, mass: torch.Tensor, max_steps: int
     ps = partial_states(V, T)
     w = _weights(V + 1, T)
     complete = (ps < V).all(1)
-    cost = torch.zeros(3, dtype=torch.float64)             # calls, rows, steps
+    cost = torch.zeros(3, dtype=torch.float64)  # calls, rows, steps
     taken = 0
     for s in range(max_steps):
         act = (mass > 0) & ~complete
@@ -226,9 +233,10 @@ def to_law(pushed: Pushed, V: int, T: int, steps: float | None = None, tol: floa
     if abs(float(mass.sum()) - 1.0) > tol:
         raise MLMProbError(f"the rule's moves do not sum to 1 (total mass {float(mass.sum())})")
     if float(mass[~complete].sum()) > tol:
-        raise MLMProbError(f"mass {float(mass[~complete].sum()):.3g} left on states with masks after "
-                           f"{pushed.taken} steps")
-    law = torch.zeros(V ** T, dtype=torch.float64)
+        raise MLMProbError(
+            f"mass {float(mass[~complete].sum()):.3g} left on states with masks after {pushed.taken} steps"
+        )
+    law = torch.zeros(V**T, dtype=torch.float64)
     law[(ps[complete] * _weights(V, T)).sum(-1)] = mass[complete]
     return ExactLaw(law, pushed.calls, pushed.rows, pushed.steps if steps is None else float(steps))
 
@@ -259,6 +267,7 @@ def remask_all(mass: torch.Tensor, V: int, T: int, sigma: float, free: torch.Ten
 
 # -- rules ----------------------------------------------------------------------------------------
 
+
 def _one_hot(pos: torch.Tensor, T: int) -> torch.Tensor:
     return torch.nn.functional.one_hot(pos, T).bool()
 
@@ -267,8 +276,9 @@ def l2r(st: Step) -> Moves:
     """Ancestral sampling left to right: the first masked position from its conditional."""
     n = len(st.states)
     pos = st.masked.long().argmax(1)
-    return Moves(torch.arange(n), torch.ones(n, dtype=torch.float64), torch.zeros(n, st.T, dtype=torch.bool),
-                 _one_hot(pos, st.T))
+    return Moves(
+        torch.arange(n), torch.ones(n, dtype=torch.float64), torch.zeros(n, st.T, dtype=torch.bool), _one_hot(pos, st.T)
+    )
 
 
 def random_order(st: Step) -> Moves:
@@ -279,6 +289,7 @@ def random_order(st: Step) -> Moves:
 def parallel(k: int) -> Rule:
     """``k`` uniformly random masked positions (all, if fewer are left), each from its conditional at
     the current state, independently (one pass)."""
+
     def rule(st: Step) -> Moves:
         bits = (st.masked.long() << torch.arange(st.T)).sum(1)
         src, weight, reveal = [], [], []
@@ -294,4 +305,5 @@ def parallel(k: int) -> Rule:
             weight.append(torch.full((len(rows) * len(subs),), 1.0 / len(subs), dtype=torch.float64))
         src = torch.cat(src)
         return Moves(src, torch.cat(weight), torch.zeros(len(src), st.T, dtype=torch.bool), torch.cat(reveal))
+
     return rule

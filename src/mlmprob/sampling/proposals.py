@@ -21,17 +21,15 @@ and MH rejects the move.
 
 from __future__ import annotations
 
-
 import torch
 
 from ..models.alphabet import allowed_ids  # noqa: F401 - re-exported: samplers import it from here
 from .options import ProposalConfig
 
 
-
-
-def proposal_log_probs(logits: torch.Tensor, allowed: torch.Tensor | None = None,
-                       config: ProposalConfig = ProposalConfig()) -> torch.Tensor:
+def proposal_log_probs(
+    logits: torch.Tensor, allowed: torch.Tensor | None = None, config: ProposalConfig = ProposalConfig()
+) -> torch.Tensor:
     """Proposal log-probabilities ``[n, V]`` (float64, ``-inf`` outside the support) from logits ``[n, V]``.
 
     Order: restrict to ``allowed``, apply the temperature, then the nucleus.
@@ -73,11 +71,11 @@ def nucleus(log_probs: torch.Tensor, top_p: float) -> torch.Tensor:
     tensor([[0., 1., 0.]], dtype=torch.float64)
     """
     lp = log_probs.double()
-    sorted_lp, order = lp.sort(dim=-1, descending=True, stable=True)   # stable: ties by increasing id
+    sorted_lp, order = lp.sort(dim=-1, descending=True, stable=True)  # stable: ties by increasing id
     p = sorted_lp.exp()
-    before = p.cumsum(-1) - p                                          # mass strictly before each token
+    before = p.cumsum(-1) - p  # mass strictly before each token
     keep_sorted = before < top_p - NUCLEUS_TOLERANCE
-    keep_sorted[..., 0] = True              # the first token is always kept (even for top_p below the tolerance)
+    keep_sorted[..., 0] = True  # the first token is always kept (even for top_p below the tolerance)
     keep = torch.zeros_like(keep_sorted).scatter_(-1, order, keep_sorted)
     lp = lp.masked_fill(~keep, float("-inf"))
     return lp - torch.logsumexp(lp, -1, keepdim=True)

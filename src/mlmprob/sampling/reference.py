@@ -47,17 +47,19 @@ class LiteralMH(MetropolisHastings):
         state, block = self._blocks(state, generator)
         active = block.any(-1)
         act = active[:, None]
-        e_old, n_old = self._energy(state.ids, state.scored & act)                         # line 6
+        e_old, n_old = self._energy(state.ids, state.scored & act)  # line 6
         rows, cols = block.nonzero(as_tuple=True)
         logits_rows, n_prop = block_logits(self.mlm, state.ids, block)  # lines 7-9
-        prop, log_q_fwd, log_q_rev = _propose(logits_rows, rows, state.ids, cols, self._allowed,
-                                              self.proposal, generator)
-        e_new, n_new = self._energy(prop, state.scored & act)                              # line 10
+        prop, log_q_fwd, log_q_rev = _propose(
+            logits_rows, rows, state.ids, cols, self._allowed, self.proposal, generator
+        )
+        e_new, n_new = self._energy(prop, state.scored & act)  # line 10
         tau = temperature_at(self.target_temperature, state.epoch)
-        log_alpha = torch.where(active, -(e_new - e_old) / tau + log_q_rev - log_q_fwd,
-                                torch.zeros((), dtype=torch.float64))                      # line 11
+        log_alpha = torch.where(
+            active, -(e_new - e_old) / tau + log_q_rev - log_q_fwd, torch.zeros((), dtype=torch.float64)
+        )  # line 11
         u = torch.rand(block.shape[0], generator=generator, dtype=torch.float64)
-        accepted = active & (torch.log(u) < log_alpha)                                     # line 12
+        accepted = active & (torch.log(u) < log_alpha)  # line 12
         changed = (prop != state.ids).any(-1)
         ids = torch.where(accepted[:, None], prop, state.ids)
         n = n_old + n_prop + n_new

@@ -7,8 +7,9 @@ numbers become ``Constant``.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable, Union
+from typing import Union
 
 from ..errors import MLMProbError
 

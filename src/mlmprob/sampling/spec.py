@@ -31,9 +31,17 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Union
 
 from ..errors import MLMProbError
-from ..settings import Spec, check_int as _check_int
-from .options import (DEFAULT_DRAFT_K, DEFAULT_STEPS, DEFAULT_THRESHOLD, INITS, ProposalConfig, check_adaptive,
-                      check_unmasking)
+from ..settings import Spec
+from ..settings import check_int as _check_int
+from .options import (
+    DEFAULT_DRAFT_K,
+    DEFAULT_STEPS,
+    DEFAULT_THRESHOLD,
+    INITS,
+    ProposalConfig,
+    check_adaptive,
+    check_unmasking,
+)
 from .schedules import LinearAnneal, LinearBlockSize, ScheduleLike, as_schedule, schedule_text
 
 if TYPE_CHECKING:
@@ -83,7 +91,7 @@ class SamplerSpec(Spec):
     score_all: bool = False
     tokens_per_step: int = field(default=1, metadata=_only("ancestral"))
     draft_k: int | None = field(default=None, metadata=_only("speculative"))
-    score: str | None = field(default=None, metadata=_only(*DECODERS))     # None: DEFAULT_SCORE
+    score: str | None = field(default=None, metadata=_only(*DECODERS))  # None: DEFAULT_SCORE
     steps: int = field(default=DEFAULT_STEPS, metadata=_only("unmask"))
     schedule: str = field(default="linear", metadata=_only("unmask"))
     block_length: int | None = field(default=None, metadata=_only("unmask"))
@@ -103,11 +111,12 @@ class SamplerSpec(Spec):
         if isinstance(self.thin, bool) or not isinstance(self.thin, int) or not 1 <= self.thin <= self.epochs:
             raise MLMProbError(f"thin must be an integer in 1..epochs ({self.epochs}), got {self.thin!r}")
         if self.method != "ancestral" and self.tokens_per_step != 1:
-            raise MLMProbError(f"tokens_per_step is for method='ancestral' (block_size sets MH/Gibbs blocks, "
-                               f"draft_k the speculative drafts), got {self.tokens_per_step!r}")
+            raise MLMProbError(
+                f"tokens_per_step is for method='ancestral' (block_size sets MH/Gibbs blocks, "
+                f"draft_k the speculative drafts), got {self.tokens_per_step!r}"
+            )
         if self.method != "speculative" and self.draft_k is not None:
-            raise MLMProbError(f"draft_k is for method='speculative', got {self.draft_k!r} with "
-                               f"method={self.method!r}")
+            raise MLMProbError(f"draft_k is for method='speculative', got {self.draft_k!r} with method={self.method!r}")
         if self.init not in INITS:
             raise MLMProbError(f"init must be one of {INITS}, got {self.init!r}")
         if not (self.anneal >= 0) or math.isinf(self.anneal):
@@ -118,8 +127,8 @@ class SamplerSpec(Spec):
             t = self.target_temperature
             if isinstance(t, bool) or not isinstance(t, (int, float)) or not t > 0 or math.isinf(t):
                 raise MLMProbError(f"target_temperature must be finite and > 0, got {t!r}")
-        self.proposal               # ProposalConfig checks temperature and top_p
-        self.schedules()            # block size and annealing schedules check their numbers
+        self.proposal  # ProposalConfig checks temperature and top_p
+        self.schedules()  # block size and annealing schedules check their numbers
         self._check_decoder()
 
     # -- what the run is made of --------------------------------------------------------------------
@@ -143,10 +152,12 @@ class SamplerSpec(Spec):
         """
         need = self.run_bytes(chains, length)
         if need > MAX_RUN_BYTES:
-            raise MLMProbError(f"epochs {self.epochs:,} + burn_in {self.burn_in:,} of {chains:,} chains x {length:,} "
-                               f"tokens would keep about {need / (1 << 30):,.0f} GiB of chain states in memory (every "
-                               f"epoch's until the run ends), more than the {MAX_RUN_BYTES >> 30} GiB a run may: sample "
-                               "fewer epochs or chains")
+            raise MLMProbError(
+                f"epochs {self.epochs:,} + burn_in {self.burn_in:,} of {chains:,} chains x {length:,} "
+                f"tokens would keep about {need / (1 << 30):,.0f} GiB of chain states in memory (every "
+                f"epoch's until the run ends), more than the {MAX_RUN_BYTES >> 30} GiB a run may: sample "
+                "fewer epochs or chains"
+            )
 
     @property
     def proposal(self) -> ProposalConfig:
@@ -162,14 +173,19 @@ class SamplerSpec(Spec):
         for f in dataclasses.fields(self):
             methods, value = f.metadata.get("methods", ()), getattr(self, f.name)
             if methods and set(methods) <= set(DECODERS) and self.method not in methods and value != f.default:
-                raise MLMProbError(f"{f.name} is for method={' or '.join(map(repr, methods))}, got {value!r} with "
-                                   f"method={self.method!r}")
+                raise MLMProbError(
+                    f"{f.name} is for method={' or '.join(map(repr, methods))}, got {value!r} with "
+                    f"method={self.method!r}"
+                )
         if self.method in DECODERS and self.block_size != 1:
-            raise MLMProbError(f"block_size is for method='mh' or 'gibbs' (block_length sets {self.method}'s "
-                               f"semi-autoregressive blocks), got {self.block_size!r}")
+            raise MLMProbError(
+                f"block_size is for method='mh' or 'gibbs' (block_length sets {self.method}'s "
+                f"semi-autoregressive blocks), got {self.block_size!r}"
+            )
         if self.method == "unmask":
-            check_unmasking(self.score_used, self.steps, self.schedule, self.block_length, self.remask,
-                            self.remask_steps)
+            check_unmasking(
+                self.score_used, self.steps, self.schedule, self.block_length, self.remask, self.remask_steps
+            )
         if self.method == "adaptive":
             check_adaptive(self.score_used, self.threshold, self.max_tokens, self.pair_top_k)
 
@@ -191,13 +207,14 @@ class SamplerSpec(Spec):
             _, start, end, *n = bs
             bs = LinearBlockSize(start, end, n[0] if n else self.total_epochs)
         if not callable(bs) and (isinstance(bs, bool) or not isinstance(bs, int) or bs < 1):
-            raise MLMProbError(f"block_size must be a positive integer K, ('linear', START, END[, EPOCHS]) or a "
-                               f"schedule, got {bs!r}")
+            raise MLMProbError(
+                f"block_size must be a positive integer K, ('linear', START, END[, EPOCHS]) or a schedule, got {bs!r}"
+            )
         tt = self.target_temperature
         if self.anneal > 0:
             tt = LinearAnneal(tt, self.anneal, self.temperature_floor)
         else:
-            LinearAnneal(1.0, 0.0, self.temperature_floor)          # the floor is checked either way
+            LinearAnneal(1.0, 0.0, self.temperature_floor)  # the floor is checked either way
         return as_schedule(bs, "block_size"), as_schedule(tt, "target_temperature")
 
     def kernel(self, mlm):
@@ -216,11 +233,21 @@ class SamplerSpec(Spec):
         if self.method == "speculative":
             return Speculative(mlm, self.order, self.draft_k_used, self.proposal, self.score_all)
         if self.method == "unmask":
-            return Unmasking(mlm, self.score_used, self.steps, self.schedule, self.block_length, self.remask,
-                             self.remask_steps, self.proposal, self.score_all)
+            return Unmasking(
+                mlm,
+                self.score_used,
+                self.steps,
+                self.schedule,
+                self.block_length,
+                self.remask,
+                self.remask_steps,
+                self.proposal,
+                self.score_all,
+            )
         if self.method == "adaptive":
-            return Adaptive(mlm, self.threshold, self.score_used, self.max_tokens, self.pair_top_k, self.proposal,
-                            self.score_all)
+            return Adaptive(
+                mlm, self.threshold, self.score_used, self.max_tokens, self.pair_top_k, self.proposal, self.score_all
+            )
         return Ancestral(mlm, self.order, self.tokens_per_step, self.proposal, self.score_all)
 
     @property
@@ -234,10 +261,20 @@ class SamplerSpec(Spec):
         from ..models.reader import name_of
 
         bs, tt = self.schedules()
-        config = {"model": name_of(mlm), "method": self.method, "energy": self.energy, "block_size": schedule_text(bs),
-                  "proposal_temperature": self.proposal_temperature, "top_p": self.top_p,
-                  "target_temperature": schedule_text(tt), "order": self._order_json(), "burn_in": self.burn_in,
-                  "thin": self.thin, "init": self.init, "score_all": self.score_all}
+        config = {
+            "model": name_of(mlm),
+            "method": self.method,
+            "energy": self.energy,
+            "block_size": schedule_text(bs),
+            "proposal_temperature": self.proposal_temperature,
+            "top_p": self.top_p,
+            "target_temperature": schedule_text(tt),
+            "order": self._order_json(),
+            "burn_in": self.burn_in,
+            "thin": self.thin,
+            "init": self.init,
+            "score_all": self.score_all,
+        }
         config.update(self._method_fields())
         return config
 
@@ -276,7 +313,9 @@ class SamplerSpec(Spec):
         out = {}
         for f in dataclasses.fields(self):
             if self.method in f.metadata.get("methods", ()):
-                out[f.name] = {"draft_k": self.draft_k_used, "score": self.score_used}.get(f.name, getattr(self, f.name))
+                out[f.name] = {"draft_k": self.draft_k_used, "score": self.score_used}.get(
+                    f.name, getattr(self, f.name)
+                )
         return out
 
 

@@ -70,9 +70,8 @@ from ..errors import MLMProbError
 from ..likelihood.orders import ORDER_KINDS, OrderSpec, plan_orders
 from ..models.protocol import MaskedLM
 from .kernels import StepInfo, free_or_default, resolve_scored
-from .proposals import allowed_ids, proposal_log_probs, sample_from
 from .options import DEFAULT_DRAFT_K, ProposalConfig
-
+from .proposals import allowed_ids, proposal_log_probs, sample_from
 
 
 @dataclass(frozen=True)
@@ -164,15 +163,26 @@ class Speculative:
         """Mask the free positions and draw the epoch's orders (one per chain, as ``Ancestral`` draws them)."""
         plan = plan_orders(state.free, None, self.order, 1, generator)
         B = plan.orders.shape[0]
-        pick = (torch.rand(B, generator=generator, dtype=torch.float64) * plan.n_orders).long() \
-            if int(plan.n_orders.max()) > 1 else torch.zeros(B, dtype=torch.long)
+        pick = (
+            (torch.rand(B, generator=generator, dtype=torch.float64) * plan.n_orders).long()
+            if int(plan.n_orders.max()) > 1
+            else torch.zeros(B, dtype=torch.long)
+        )
         orders = plan.orders[torch.arange(B), pick]
         if orders.shape[1] == 0:
             orders = torch.full((B, 1), -1, dtype=torch.long)
         zero = torch.zeros(B, dtype=torch.long)
-        return dataclasses.replace(state, ids=state.ids.masked_fill(state.free, self.mlm.mask_id), orders=orders,
-                                   cursor=zero, log_prob=torch.zeros(B, dtype=torch.float64), rounds=zero.clone(),
-                                   calls=zero.clone(), tested=zero.clone(), kept=zero.clone())
+        return dataclasses.replace(
+            state,
+            ids=state.ids.masked_fill(state.free, self.mlm.mask_id),
+            orders=orders,
+            cursor=zero,
+            log_prob=torch.zeros(B, dtype=torch.float64),
+            rounds=zero.clone(),
+            calls=zero.clone(),
+            tested=zero.clone(),
+            kept=zero.clone(),
+        )
 
     def _read(self, ids, rows, cols, extra=None) -> torch.Tensor:
         """Proposal log-probabilities ``[n, V]`` (float64) at ``(rows, cols)`` of ``ids`` (``extra``:
@@ -194,11 +204,11 @@ class Speculative:
         # clamped to the work before any of them is allocated (draft_k = 10**9 on 24 positions drafts 24)
         (B, L), k, f64 = ids.shape, min(self.draft_k, orders.shape[1]), torch.float64
         ar = torch.arange(k)
-        left = (orders >= 0).sum(1) - cursor                      # positions still to reveal
+        left = (orders >= 0).sum(1) - cursor  # positions still to reveal
         active = left > 0
-        kb = left.clamp(max=k)                                    # drafts this round
-        vb = torch.minimum(kb, (left - 1).clamp(min=0))           # verification rows this round
-        dmask = ar[None, :] < kb[:, None]                         # [B, k]
+        kb = left.clamp(max=k)  # drafts this round
+        vb = torch.minimum(kb, (left - 1).clamp(min=0))  # verification rows this round
+        dmask = ar[None, :] < kb[:, None]  # [B, k]
         dpos = orders.gather(1, (cursor[:, None] + ar).clamp(max=orders.shape[1] - 1))
         # 1. draft: each chain's row read at its next kb positions (the product of one pass)
         rows, js = dmask.nonzero(as_tuple=True)
@@ -211,14 +221,14 @@ class Speculative:
         y[rows, js] = y_flat
         # 2. verify: row j (1..vb) holds the first j drafts, the later ones masked, read at order index j
         logp = torch.full((B, k + 1, V), float("-inf"), dtype=f64)
-        logp[:, 0] = logq[:, 0]                                   # the draft row is the chain-rule row of y_1
+        logp[:, 0] = logq[:, 0]  # the draft row is the chain-rule row of y_1
         vrows, vj = ((ar + 1)[None, :] <= vb[:, None]).nonzero(as_tuple=True)
         vj = vj + 1
         if len(vrows):
             drafted = ids.clone()
             drafted[rows, dpos[rows, js]] = y_flat
             vcols = orders[vrows, cursor[vrows] + vj]
-            later = (ar[None, :] > vj[:, None]) & dmask[vrows]    # drafts after the read one: masked
+            later = (ar[None, :] > vj[:, None]) & dmask[vrows]  # drafts after the read one: masked
             extra = torch.zeros(len(vrows), L, dtype=torch.bool)
             r_, i_ = later.nonzero(as_tuple=True)
             extra[r_, dpos[vrows[r_], i_]] = True
@@ -243,7 +253,7 @@ class Speculative:
         new_ids[r_k, dpos[r_k, i_k]] = y[r_k, i_k]
         zpos = orders[zrows, cursor[zrows] + stop[zrows]]
         new_ids[zrows, zpos] = z
-        log_prob = state.log_prob + lp_y.where(keep, 0.0).sum(1)   # kept drafts: p > 0
+        log_prob = state.log_prob + lp_y.where(keep, 0.0).sum(1)  # kept drafts: p > 0
         log_prob = log_prob.index_add(0, zrows, logp[zrows, stop[zrows], z])
         n_tested = torch.where(any_rej, stop, (kb - 1).clamp(min=0))
         n_kept = torch.where(any_rej, stop - 1, (kb - 1).clamp(min=0))
@@ -251,9 +261,16 @@ class Speculative:
         n_fwd = int(active.sum()) + len(vrows)
         new_cursor = cursor + stop + has_z.long()
         end = bool((new_cursor == (orders >= 0).sum(1)).all())
-        changes = dict(ids=new_ids, cursor=new_cursor, log_prob=log_prob, rounds=state.rounds + active.long(),
-                       calls=state.calls + n_calls, tested=state.tested + n_tested, kept=state.kept + n_kept,
-                       forward_rows=state.forward_rows + n_fwd)
+        changes = dict(
+            ids=new_ids,
+            cursor=new_cursor,
+            log_prob=log_prob,
+            rounds=state.rounds + active.long(),
+            calls=state.calls + n_calls,
+            tested=state.tested + n_tested,
+            kept=state.kept + n_kept,
+            forward_rows=state.forward_rows + n_fwd,
+        )
         if end:
             changes.update(orders=None, cursor=None, epoch=state.epoch + 1)
         state = dataclasses.replace(state, **changes)

@@ -10,8 +10,8 @@ into one result row per chain (:meth:`SampleJob.chain_rows`).
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 import torch
 
@@ -35,8 +35,16 @@ def record_seed(seed: int, record_id: str) -> int:
     return derive_seed(seed, "record", record_id)
 
 
-def free_positions(mlm, enc, row: int, name: str, seq: str, positions: Sequence[int] | None = None,
-                   cdr: str | None = None, numbering: str = "imgt") -> torch.Tensor:
+def free_positions(
+    mlm,
+    enc,
+    row: int,
+    name: str,
+    seq: str,
+    positions: Sequence[int] | None = None,
+    cdr: str | None = None,
+    numbering: str = "imgt",
+) -> torch.Tensor:
     """Bool ``[L]``: the tokens of sequence ``row`` of the encoding ``enc`` (of ``seq``) that are sampled:
     a CDR (``cdr``: ``"H1"`` ... ``"L3"``, numbered by anarcism under ``numbering``, see
     :func:`~mlmprob.sampling.cdr.cdr_mask`), the tokens of the 1-based residue/word numbers ``positions``
@@ -50,7 +58,7 @@ def free_positions(mlm, enc, row: int, name: str, seq: str, positions: Sequence[
             sel = cdr_mask(seq, enc.word_ids[row], cdr, numbering)[None]
         elif positions:
             sel = word_mask(enc.word_ids[row], positions)[None]
-        return resolve(mlm, enc.input_ids[row:row + 1], sel, WORDS_AND_MASKS, word_ids=enc.word_ids[row:row + 1])[0]
+        return resolve(mlm, enc.input_ids[row : row + 1], sel, WORDS_AND_MASKS, word_ids=enc.word_ids[row : row + 1])[0]
     except MLMProbError as e:
         raise MLMProbError(f"{name}: {e}") from None
 
@@ -68,8 +76,10 @@ def check_block_size(block_size: BlockLike, n_free: int, name: str) -> None:
         return
     k = max(block_size[1:3]) if isinstance(block_size, tuple) else block_size
     if k > n_free:
-        raise MLMProbError(f"{name}: --block-size {block_text(block_size)} is larger than its {n_free} free "
-                           f"positions; use at most {n_free}")
+        raise MLMProbError(
+            f"{name}: --block-size {block_text(block_size)} is larger than its {n_free} free "
+            f"positions; use at most {n_free}"
+        )
 
 
 def chain_rates(result: SampleResult) -> tuple[list[float], list[float]]:
@@ -77,8 +87,8 @@ def chain_rates(result: SampleResult) -> tuple[list[float], list[float]]:
     ``SampleResult.accept_rate`` pools them over all chains. A chain with ``n`` free positions makes
     ``ceil(n / k)`` proposals in an epoch of block size ``k`` (``k`` capped at ``n``), so its per-epoch
     rates are weighted by that count. NaN when there are no epochs after burn-in."""
-    n_free = result.free.sum(-1).to(torch.float64)                                       # [B]
-    k = result.block_size.to(torch.float64)[:, None].clamp(min=1)                          # [E, 1]
+    n_free = result.free.sum(-1).to(torch.float64)  # [B]
+    k = result.block_size.to(torch.float64)[:, None].clamp(min=1)  # [E, 1]
     props = torch.ceil(n_free[None, :] / torch.minimum(k, n_free[None, :]).clamp(min=1))  # [E, B]
     post = slice(result.burn_in, None)
     w = props[post]
@@ -100,8 +110,8 @@ class SampleJob(ModelJob):
     spec: SamplerSpec = SamplerSpec(epochs=20, burn_in=5)
     chains: int = 4
     seed: int = 0
-    positions: tuple[int, ...] | None = None   # 1-based residue/word numbers (--positions)
-    cdr: str | None = None        # a CDR (H1 ... L3) to sample, numbered under `numbering`
+    positions: tuple[int, ...] | None = None  # 1-based residue/word numbers (--positions)
+    cdr: str | None = None  # a CDR (H1 ... L3) to sample, numbered under `numbering`
     numbering: str = "imgt"
     skip_invalid: bool = False
 
@@ -109,7 +119,7 @@ class SampleJob(ModelJob):
         SamplerSpec.check(self.spec)
         if self.chains < 1:
             raise MLMProbError(f"--chains must be >= 1, got {self.chains}")
-        self.spec.check_size(self.chains)       # before any model is loaded; again with the records' lengths
+        self.spec.check_size(self.chains)  # before any model is loaded; again with the records' lengths
         if self.cdr is not None:
             check_scheme(parse_cdr(self.cdr), self.numbering)
 
@@ -162,12 +172,18 @@ class SampleJob(ModelJob):
         the final draw's log-probability along its order; speculative draws add it too, with
         ``accept_rate`` the drafts' acceptance rate, and :func:`cost_columns`. NaN becomes None when written."""
         r = self.sample_record(mlm, rec)
-        return result_rows(mlm, r, [(rec.id, c) for c in range(self.chains)], self.settings(),
-                           {"record_seed": record_seed(self.seed, rec.id)})
+        return result_rows(
+            mlm,
+            r,
+            [(rec.id, c) for c in range(self.chains)],
+            self.settings(),
+            {"record_seed": record_seed(self.seed, rec.id)},
+        )
 
 
-def result_rows(mlm, r: SampleResult, chains: list[tuple[str, int]], settings: dict,
-                extra: dict | None = None) -> list[dict]:
+def result_rows(
+    mlm, r: SampleResult, chains: list[tuple[str, int]], settings: dict, extra: dict | None = None
+) -> list[dict]:
     """One row per chain ``b`` of ``r`` (``chains[b]``: its record's id and its chain number there): the
     columns :meth:`SampleJob.chain_rows` lists, then ``settings`` and ``extra``."""
     accept, novel = chain_rates(r)
@@ -178,15 +194,25 @@ def result_rows(mlm, r: SampleResult, chains: list[tuple[str, int]], settings: d
         accept, novel = draft_acceptance(r), [None] * B
     rows = []
     for b, (record, c) in enumerate(chains):
-        rows.append({"id": f"{record}/chain{c}", "record": record, "chain": c,
-                     "sequence": mlm.decode(r.final_ids[b]),
-                     "e_local": float(r.energy_local[-1, b]), "e_raw": float(r.energy_raw[-1, b]),
-                     "accept_rate": accept[b], "novel_rate": novel[b],
-                     "identity": None if r.identity is None else float(r.identity[-1, b]),
-                     "energy_trace": r.energy[:, b].tolist(), "n_free": int(r.free[b].sum()),
-                     **({} if r.log_prob is None else {"log_prob": float(r.log_prob[-1, b])}),
-                     **(cost_columns(r, b) if r.method == "speculative" or r.method in DECODERS else {}),
-                     **settings, **(extra or {})})
+        rows.append(
+            {
+                "id": f"{record}/chain{c}",
+                "record": record,
+                "chain": c,
+                "sequence": mlm.decode(r.final_ids[b]),
+                "e_local": float(r.energy_local[-1, b]),
+                "e_raw": float(r.energy_raw[-1, b]),
+                "accept_rate": accept[b],
+                "novel_rate": novel[b],
+                "identity": None if r.identity is None else float(r.identity[-1, b]),
+                "energy_trace": r.energy[:, b].tolist(),
+                "n_free": int(r.free[b].sum()),
+                **({} if r.log_prob is None else {"log_prob": float(r.log_prob[-1, b])}),
+                **(cost_columns(r, b) if r.method == "speculative" or r.method in DECODERS else {}),
+                **settings,
+                **(extra or {}),
+            }
+        )
     return rows
 
 
@@ -206,6 +232,9 @@ def cost_columns(result: SampleResult, chain: int) -> dict:
     rounds = result.rounds[:, chain].to(torch.float64)
     n_free = int(result.free[chain].sum())
     E, B = result.rounds.shape
-    return {"rounds_per_sample": float(rounds.mean()), "calls_per_sample": float(result.calls[:, chain].double().mean()),
-            "acceptance_length": n_free * E / float(rounds.sum()) if float(rounds.sum()) > 0 else math.nan,
-            "forward_rows_per_sample": result.forward_rows / (E * B)}
+    return {
+        "rounds_per_sample": float(rounds.mean()),
+        "calls_per_sample": float(result.calls[:, chain].double().mean()),
+        "acceptance_length": n_free * E / float(rounds.sum()) if float(rounds.sum()) > 0 else math.nan,
+        "forward_rows_per_sample": result.forward_rows / (E * B),
+    }

@@ -44,10 +44,8 @@ from ..batching import read_logits
 from ..models.protocol import MaskedLM, default_positions
 from .decoders import score_config, scores, select_top, unmask_plan
 from .kernels import StepInfo, resolve_scored
-from .proposals import allowed_ids, proposal_log_probs, sample_from
 from .options import DEFAULT_STEPS, ProposalConfig, check_unmasking
-
-
+from .proposals import allowed_ids, proposal_log_probs, sample_from
 
 
 @dataclass(frozen=True)
@@ -73,23 +71,26 @@ class DecoderState:
     forward_rows: int = 0
 
 
-
-
-
-
 def start_epoch(mlm: MaskedLM, state: DecoderState, **plan) -> DecoderState:
     """Mask the free positions; zero the epoch's counters."""
     B, L = state.ids.shape
     zero = torch.zeros(B, dtype=torch.long)
-    return dataclasses.replace(state, ids=state.ids.masked_fill(state.free, mlm.mask_id), cursor=0,
-                               token_log_prob=torch.zeros(B, L, dtype=torch.float64),
-                               log_prob=torch.zeros(B, dtype=torch.float64),
-                               revealed_at=torch.full((B, L), -1, dtype=torch.long),
-                               rounds=zero, calls=zero.clone(), **plan)
+    return dataclasses.replace(
+        state,
+        ids=state.ids.masked_fill(state.free, mlm.mask_id),
+        cursor=0,
+        token_log_prob=torch.zeros(B, L, dtype=torch.float64),
+        log_prob=torch.zeros(B, dtype=torch.float64),
+        revealed_at=torch.full((B, L), -1, dtype=torch.long),
+        rounds=zero,
+        calls=zero.clone(),
+        **plan,
+    )
 
 
-def draw_at(mlm: MaskedLM, ids: torch.Tensor, where: torch.Tensor, allowed, proposal: ProposalConfig,
-            generator: torch.Generator):
+def draw_at(
+    mlm: MaskedLM, ids: torch.Tensor, where: torch.Tensor, allowed, proposal: ProposalConfig, generator: torch.Generator
+):
     """One model call: each row of ``ids`` with a position in ``where`` read there. Returns ``(rows, cols,
     logq [n, V] float64, candidates [n], the rows the scores read)``; the chains of one call are one record."""
     rows, cols = where.nonzero(as_tuple=True)
@@ -103,8 +104,9 @@ def score_rows(logits: torch.Tensor, logq: torch.Tensor, allowed, proposal: Prop
     return logq if proposal.temperature > 0 else proposal_log_probs(logits, allowed, score_config(proposal))
 
 
-def commit(state: DecoderState, reveal: torch.Tensor, rows, cols, logq, cand, active: torch.Tensor,
-           end: bool, **changes) -> tuple[DecoderState, StepInfo]:
+def commit(
+    state: DecoderState, reveal: torch.Tensor, rows, cols, logq, cand, active: torch.Tensor, end: bool, **changes
+) -> tuple[DecoderState, StepInfo]:
     """Reveal the candidates at ``reveal`` (among ``rows, cols``), count one call per active chain."""
     B, L = state.ids.shape
     keep = reveal[rows, cols]
@@ -114,8 +116,16 @@ def commit(state: DecoderState, reveal: torch.Tensor, rows, cols, logq, cand, ac
     tlp[r, c] = logq[keep].gather(1, cand[keep][:, None])[:, 0]
     at[r, c] = state.cursor
     n_fwd = int(active.sum())
-    out = dict(ids=ids, token_log_prob=tlp, log_prob=tlp.sum(1), revealed_at=at, rounds=state.rounds + active,
-               calls=state.calls + active, forward_rows=state.forward_rows + n_fwd, cursor=state.cursor + 1)
+    out = dict(
+        ids=ids,
+        token_log_prob=tlp,
+        log_prob=tlp.sum(1),
+        revealed_at=at,
+        rounds=state.rounds + active,
+        calls=state.calls + active,
+        forward_rows=state.forward_rows + n_fwd,
+        cursor=state.cursor + 1,
+    )
     out.update(changes)
     if end:
         out.update(cursor=None, epoch=state.epoch + 1)
@@ -173,8 +183,9 @@ class Unmasking:
             count = state.counts[s]
             active = count > 0
             eligible &= active[:, None]
-            rows, cols, logq, cand, slq = draw_at(self.mlm, state.ids, eligible, self._allowed, self.proposal,
-                                                  generator)
+            rows, cols, logq, cand, slq = draw_at(
+                self.mlm, state.ids, eligible, self._allowed, self.proposal, generator
+            )
             score = torch.zeros(state.ids.shape, dtype=torch.float64)
             score[rows, cols] = scores(slq, cand, self.score)
             reveal = select_top(score, eligible, count)

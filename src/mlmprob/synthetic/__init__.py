@@ -8,11 +8,31 @@ whole columns) give exact ``log_prob``, exact conditionals of every position for
 
 from ..lazy import exports
 
-__getattr__, __dir__ = exports(__name__, {
-    "LanguageMLM": ".base", "SyntheticLanguage": ".base", "ChainLanguage": ".chain", "PottsGrid": ".grid",
-    "HMM": ".hmm", "KINDS": ".kinds", "load_language": ".io", "make_language": ".io", "save_language": ".io",
-    "PottsChain": ".potts",
-})
+__getattr__, __dir__ = exports(
+    __name__,
+    {
+        "LanguageMLM": ".base",
+        "SyntheticLanguage": ".base",
+        "ChainLanguage": ".chain",
+        "PottsGrid": ".grid",
+        "HMM": ".hmm",
+        "KINDS": ".kinds",
+        "load_language": ".io",
+        "make_language": ".io",
+        "save_language": ".io",
+        "PottsChain": ".potts",
+    },
+)
 
-__all__ = ["SyntheticLanguage", "LanguageMLM", "ChainLanguage", "HMM", "PottsChain", "PottsGrid", "KINDS",
-           "make_language", "save_language", "load_language"]
+__all__ = [
+    "SyntheticLanguage",
+    "LanguageMLM",
+    "ChainLanguage",
+    "HMM",
+    "PottsChain",
+    "PottsGrid",
+    "KINDS",
+    "make_language",
+    "save_language",
+    "load_language",
+]

@@ -86,14 +86,14 @@ class SyntheticLanguage(ABC):
         """The whole log-joint as a ``[V] * T`` tensor (small languages only), for ``ExactMLM``."""
         from ..models.exact import all_sequences
 
-        n = self.vocab_size ** self.length
+        n = self.vocab_size**self.length
         if n > MAX_ENUMERATION:
             raise MLMProbError(f"V**T = {n} sequences is too many to enumerate (limit {MAX_ENUMERATION})")
         seqs = all_sequences(self.vocab_size, self.length)
         out = torch.cat([self.log_prob(chunk) for chunk in seqs.split(65536)])
         return out.reshape([self.vocab_size] * self.length)
 
-    def as_mlm(self) -> "LanguageMLM":
+    def as_mlm(self) -> LanguageMLM:
         """This language as a ``MaskedLM`` whose logits are its exact log conditionals."""
         return LanguageMLM(self)
 

@@ -49,7 +49,8 @@ class ChainLanguage(SyntheticLanguage):
             emission = emission.expand(T, *emission.shape)
         if tuple(pairwise.shape) != (max(T - 1, 0), S, S):
             raise MLMProbError(
-                f"pairwise log-potentials must have shape [{T - 1}, {S}, {S}], got {tuple(pairwise.shape)}")
+                f"pairwise log-potentials must have shape [{T - 1}, {S}, {S}], got {tuple(pairwise.shape)}"
+            )
         if emission.dim() != 3 or emission.shape[:2] != (T, S):
             raise MLMProbError(f"emission log-probabilities must have shape [{T}, {S}, V], got {tuple(emission.shape)}")
         if not torch.allclose(torch.logsumexp(emission, -1), torch.zeros(T, S, dtype=torch.float64), atol=1e-9):

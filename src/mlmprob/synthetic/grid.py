@@ -35,15 +35,25 @@ class PottsGrid(SyntheticLanguage):
     (6, 3, 1.0)
     """
 
-    def __init__(self, vocab_size: int, rows: int, cols: int, coupling: float = 1.0, field_scale: float = 1.0,
-                 generator: torch.Generator | None = None, fields: torch.Tensor | None = None):
+    def __init__(
+        self,
+        vocab_size: int,
+        rows: int,
+        cols: int,
+        coupling: float = 1.0,
+        field_scale: float = 1.0,
+        generator: torch.Generator | None = None,
+        fields: torch.Tensor | None = None,
+    ):
         _check_size(vocab_size, rows * cols)
         if rows < 1 or cols < 1:
             raise MLMProbError(f"grid needs rows, cols >= 1, got {rows} x {cols}")
-        S = vocab_size ** rows
+        S = vocab_size**rows
         if S > MAX_COLUMN_STATES:
-            raise MLMProbError(f"V**rows = {S} column states is too many for exact inference "
-                               f"(limit {MAX_COLUMN_STATES}); use fewer rows (transpose the grid)")
+            raise MLMProbError(
+                f"V**rows = {S} column states is too many for exact inference "
+                f"(limit {MAX_COLUMN_STATES}); use fewer rows (transpose the grid)"
+            )
         if fields is None:
             fields = torch.randn(rows, cols, vocab_size, generator=generator, dtype=torch.float64) * float(field_scale)
         fields = torch.as_tensor(fields, dtype=torch.float64)
@@ -114,8 +124,15 @@ class PottsGrid(SyntheticLanguage):
         return grid.reshape(B, self.length)
 
     def spec(self) -> dict:
-        return {"kind": "potts-grid", "vocab_size": self.vocab_size, "length": self.length, "rows": self.rows,
-                "cols": self.cols, "coupling": self.coupling, "field_scale": self.field_scale}
+        return {
+            "kind": "potts-grid",
+            "vocab_size": self.vocab_size,
+            "length": self.length,
+            "rows": self.rows,
+            "cols": self.cols,
+            "coupling": self.coupling,
+            "field_scale": self.field_scale,
+        }
 
     def tensors(self) -> dict[str, torch.Tensor]:
         return {"fields": self.fields}

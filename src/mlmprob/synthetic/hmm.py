@@ -37,13 +37,15 @@ class HMM(ChainLanguage):
     """
 
     def __init__(self, initial: torch.Tensor, transition: torch.Tensor, emission: torch.Tensor, length: int):
-        initial, transition, emission = (torch.as_tensor(a, dtype=torch.float64)
-                                         for a in (initial, transition, emission))
+        initial, transition, emission = (
+            torch.as_tensor(a, dtype=torch.float64) for a in (initial, transition, emission)
+        )
         S = initial.shape[0]
         if initial.dim() != 1 or tuple(transition.shape) != (S, S) or emission.dim() != 2 or emission.shape[0] != S:
             raise MLMProbError(
                 f"HMM needs initial [S], transition [S, S], emission [S, V]; got {tuple(initial.shape)}, "
-                f"{tuple(transition.shape)}, {tuple(emission.shape)}")
+                f"{tuple(transition.shape)}, {tuple(emission.shape)}"
+            )
         _check_size(emission.shape[1], length)
         for name, p in (("initial", initial), ("transition", transition), ("emission", emission)):
             if (p < 0).any() or not torch.allclose(p.sum(-1), torch.ones(()).double(), atol=1e-9):
@@ -54,8 +56,14 @@ class HMM(ChainLanguage):
         super().__init__(unary, transition.log(), emission.log())
 
     @classmethod
-    def random(cls, vocab_size: int, n_states: int, length: int, generator: torch.Generator | None = None,
-               concentration: float = 0.5) -> "HMM":
+    def random(
+        cls,
+        vocab_size: int,
+        n_states: int,
+        length: int,
+        generator: torch.Generator | None = None,
+        concentration: float = 0.5,
+    ) -> HMM:
         """Initial, transition and emission rows drawn from a symmetric Dirichlet(``concentration``).
 
         A small concentration (< 1) gives sparse, near-deterministic rows: strong dependencies
@@ -75,8 +83,13 @@ class HMM(ChainLanguage):
         return hmm
 
     def spec(self) -> dict:
-        return {"kind": "hmm", "vocab_size": self.vocab_size, "length": self.length, "n_states": self.n_states,
-                "concentration": getattr(self, "concentration", None)}
+        return {
+            "kind": "hmm",
+            "vocab_size": self.vocab_size,
+            "length": self.length,
+            "n_states": self.n_states,
+            "concentration": getattr(self, "concentration", None),
+        }
 
     def tensors(self) -> dict[str, torch.Tensor]:
         return {"initial": self.initial, "transition": self.transition, "emission": self.hmm_emission}

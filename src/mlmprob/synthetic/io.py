@@ -13,14 +13,22 @@ from .base import SyntheticLanguage
 from .chain import ChainLanguage
 from .grid import PottsGrid
 from .hmm import HMM
+from .kinds import KINDS
 from .potts import PottsChain
 
-from .kinds import KINDS
 
-
-def make_language(kind: str, vocab_size: int, length: int, seed: int = 0, *, coupling: float = 1.0,
-                  field_scale: float = 1.0, n_states: int = 4, concentration: float = 0.5,
-                  rows: int = 2) -> SyntheticLanguage:
+def make_language(
+    kind: str,
+    vocab_size: int,
+    length: int,
+    seed: int = 0,
+    *,
+    coupling: float = 1.0,
+    field_scale: float = 1.0,
+    n_states: int = 4,
+    concentration: float = 0.5,
+    rows: int = 2,
+) -> SyntheticLanguage:
     """A random language of the given ``kind``, deterministic in ``seed``: ``"potts"`` (chain),
     ``"hmm"`` or ``"grid"`` (a Potts grid of ``rows`` rows and ``length / rows`` columns).
 
@@ -69,8 +77,9 @@ def load_language(path) -> SyntheticLanguage:
         lang.concentration = spec.get("concentration")
         return lang
     if kind == "potts-grid":
-        return PottsGrid(spec["vocab_size"], spec["rows"], spec["cols"], spec["coupling"], spec["field_scale"],
-                         fields=t["fields"])
+        return PottsGrid(
+            spec["vocab_size"], spec["rows"], spec["cols"], spec["coupling"], spec["field_scale"], fields=t["fields"]
+        )
     if kind == "chain":
         return ChainLanguage(t["unary"], t["pairwise"], t["emission"])
     raise MLMProbError(f"{path} does not hold a synthetic language (spec kind {kind!r})")

@@ -25,8 +25,15 @@ class PottsChain(ChainLanguage):
     True
     """
 
-    def __init__(self, vocab_size: int, length: int, coupling: float = 1.0, field_scale: float = 1.0,
-                 generator: torch.Generator | None = None, fields: torch.Tensor | None = None):
+    def __init__(
+        self,
+        vocab_size: int,
+        length: int,
+        coupling: float = 1.0,
+        field_scale: float = 1.0,
+        generator: torch.Generator | None = None,
+        fields: torch.Tensor | None = None,
+    ):
         _check_size(vocab_size, length)
         if fields is None:
             fields = torch.randn(length, vocab_size, generator=generator, dtype=torch.float64) * float(field_scale)
@@ -47,8 +54,13 @@ class PottsChain(ChainLanguage):
         return self.energy(input_ids) - self.log_z
 
     def spec(self) -> dict:
-        return {"kind": "potts", "vocab_size": self.vocab_size, "length": self.length, "coupling": self.coupling,
-                "field_scale": self.field_scale}
+        return {
+            "kind": "potts",
+            "vocab_size": self.vocab_size,
+            "length": self.length,
+            "coupling": self.coupling,
+            "field_scale": self.field_scale,
+        }
 
     def tensors(self) -> dict[str, torch.Tensor]:
         return {"fields": self.fields}

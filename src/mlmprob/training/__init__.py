@@ -8,11 +8,35 @@ the trained model and the exact language can be compared with the same algorithm
 
 from ..lazy import exports
 
-__getattr__, __dir__ = exports(__name__, {
-    "TrainConfig": ".config", "SPECIALS": ".data", "SYMBOL_OFFSET": ".data", "SyntheticSource": ".data",
-    "TextSource": ".data", "TokenData": ".data", "symbol_tokenizer": ".data", "train_wordpiece": ".data",
-    "TrainResult": ".loop", "read_result": ".loop", "train": ".loop", "SymbolMLM": ".symbols",
-})
+__getattr__, __dir__ = exports(
+    __name__,
+    {
+        "TrainConfig": ".config",
+        "SPECIALS": ".data",
+        "SYMBOL_OFFSET": ".data",
+        "SyntheticSource": ".data",
+        "TextSource": ".data",
+        "TokenData": ".data",
+        "symbol_tokenizer": ".data",
+        "train_wordpiece": ".data",
+        "TrainResult": ".loop",
+        "read_result": ".loop",
+        "train": ".loop",
+        "SymbolMLM": ".symbols",
+    },
+)
 
-__all__ = ["TrainConfig", "SyntheticSource", "TextSource", "TokenData", "SPECIALS", "SYMBOL_OFFSET",
-           "symbol_tokenizer", "train_wordpiece", "TrainResult", "read_result", "train", "SymbolMLM"]
+__all__ = [
+    "TrainConfig",
+    "SyntheticSource",
+    "TextSource",
+    "TokenData",
+    "SPECIALS",
+    "SYMBOL_OFFSET",
+    "symbol_tokenizer",
+    "train_wordpiece",
+    "TrainResult",
+    "read_result",
+    "train",
+    "SymbolMLM",
+]

@@ -31,14 +31,14 @@ def save_model_dir(path: Path, model, tokenizer, state: dict, optimizer=None) ->
     tokenizer.save_pretrained(str(path))
     if optimizer is not None:
         torch.save(optimizer.state_dict(), path / OPTIMIZER_FILE)
-    replace_file(path / STATE_FILE, dumps(state, indent=1), what="the trainer state")   # via a new STATE.tmp
+    replace_file(path / STATE_FILE, dumps(state, indent=1), what="the trainer state")  # via a new STATE.tmp
 
 
 def save_checkpoint(out_dir: Path, step: int, model, tokenizer, optimizer, state: dict, keep: int) -> Path:
     root = Path(out_dir) / "checkpoints"
     final = root / f"step-{step:08d}"
     tmp = root / f".tmp-step-{step:08d}"
-    for p in (root, tmp, final):        # never written or deleted through a symbolic link
+    for p in (root, tmp, final):  # never written or deleted through a symbolic link
         refuse_link(p, "this checkpoint folder")
     if tmp.exists():
         shutil.rmtree(tmp)
@@ -56,8 +56,11 @@ def list_checkpoints(out_dir: Path) -> list[Path]:
     root = Path(out_dir) / "checkpoints"
     if not root.is_dir():
         return []
-    found = [(int(m.group(1)), p) for p in root.iterdir()
-             if (m := _STEP_DIR.match(p.name)) and not p.is_symlink() and (p / STATE_FILE).is_file()]
+    found = [
+        (int(m.group(1)), p)
+        for p in root.iterdir()
+        if (m := _STEP_DIR.match(p.name)) and not p.is_symlink() and (p / STATE_FILE).is_file()
+    ]
     return [p for _, p in sorted(found)]
 
 
@@ -77,10 +80,11 @@ def load_optimizer_state(path: Path) -> dict:
     from ..models.weights import load_pickle
 
     path = Path(path)
-    hint = (f"the optimizer.pt mlmprob writes holds only tensors and plain data; remove the checkpoint {path} to "
-            "resume from an earlier one, or train into another --out")
+    hint = (
+        f"the optimizer.pt mlmprob writes holds only tensors and plain data; remove the checkpoint {path} to "
+        "resume from an earlier one, or train into another --out"
+    )
     state = load_pickle(path / OPTIMIZER_FILE, hint, what="optimizer state")
     if not isinstance(state, dict):
-        raise ModelLoadError(f"{path / OPTIMIZER_FILE} holds a {type(state).__name__}, not an optimizer state; "
-                             f"{hint}")
+        raise ModelLoadError(f"{path / OPTIMIZER_FILE} holds a {type(state).__name__}, not an optimizer state; {hint}")
     return state

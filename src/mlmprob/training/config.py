@@ -14,21 +14,21 @@ PRECISIONS = ("fp32", "bf16")
 class TrainConfig:
     """Model size, optimisation, masking and bookkeeping of one run.
 
-    ``mask_rate`` is the fraction of maskable tokens selected per sequence: ``k = max(1,
-    round(mask_rate * n))`` of its ``n`` tokens (a fixed ``k / T`` on fixed-length synthetic data).
-    ``mask_split`` is the (mask, random, keep) share of the selected tokens; the default
-    ``(1, 0, 0)`` is pure masking, so the model's conditionals are the MLM conditionals of the
-    papers. ``masking="static"`` draws one mask per training sequence once; ``"dynamic"`` draws
-    new masks every step; ``"uniform"`` draws new masks every step with a number of masked tokens
-    uniform on ``1..n`` per sequence (as masked diffusion models train; ``mask_rate`` then sets only
-    the held-out masks). ``precision="bf16"`` runs the forward pass under bfloat16 autocast (fast on
-CPUs with AMX and on GPUs); weights, gradients and the optimiser stay float32. All randomness is a function of ``seed`` (and the step), which is what
-    makes resuming exact.
+        ``mask_rate`` is the fraction of maskable tokens selected per sequence: ``k = max(1,
+        round(mask_rate * n))`` of its ``n`` tokens (a fixed ``k / T`` on fixed-length synthetic data).
+        ``mask_split`` is the (mask, random, keep) share of the selected tokens; the default
+        ``(1, 0, 0)`` is pure masking, so the model's conditionals are the MLM conditionals of the
+        papers. ``masking="static"`` draws one mask per training sequence once; ``"dynamic"`` draws
+        new masks every step; ``"uniform"`` draws new masks every step with a number of masked tokens
+        uniform on ``1..n`` per sequence (as masked diffusion models train; ``mask_rate`` then sets only
+        the held-out masks). ``precision="bf16"`` runs the forward pass under bfloat16 autocast (fast on
+    CPUs with AMX and on GPUs); weights, gradients and the optimiser stay float32. All randomness is a function of ``seed`` (and the step), which is what
+        makes resuming exact.
 
-    >>> TrainConfig(hidden_size=16, num_heads=3)
-    Traceback (most recent call last):
-    ...
-    mlmprob.errors.MLMProbError: hidden_size (16) must be a multiple of num_heads (3)
+        >>> TrainConfig(hidden_size=16, num_heads=3)
+        Traceback (most recent call last):
+        ...
+        mlmprob.errors.MLMProbError: hidden_size (16) must be a multiple of num_heads (3)
     """
 
     hidden_size: int = 64
@@ -54,8 +54,17 @@ CPUs with AMX and on GPUs); weights, gradients and the optimiser stay float32. A
 
     def __post_init__(self):
         object.__setattr__(self, "mask_split", tuple(float(s) for s in self.mask_split))
-        for name in ("hidden_size", "num_layers", "num_heads", "intermediate_size", "max_steps", "batch_size",
-                     "eval_every", "checkpoint_every", "keep_checkpoints"):
+        for name in (
+            "hidden_size",
+            "num_layers",
+            "num_heads",
+            "intermediate_size",
+            "max_steps",
+            "batch_size",
+            "eval_every",
+            "checkpoint_every",
+            "keep_checkpoints",
+        ):
             if int(getattr(self, name)) < 1:
                 raise MLMProbError(f"{name} must be at least 1, got {getattr(self, name)}")
         if self.hidden_size % self.num_heads:
@@ -63,16 +72,22 @@ CPUs with AMX and on GPUs); weights, gradients and the optimiser stay float32. A
         if not 0.0 < self.mask_rate <= 1.0:
             raise MLMProbError(f"mask_rate must lie in (0, 1], got {self.mask_rate}")
         if len(self.mask_split) != 3 or min(self.mask_split) < 0 or abs(sum(self.mask_split) - 1.0) > 1e-9:
-            raise MLMProbError(f"mask_split must be three non-negative shares (mask, random, keep) summing to 1, "
-                               f"got {self.mask_split}")
+            raise MLMProbError(
+                f"mask_split must be three non-negative shares (mask, random, keep) summing to 1, got {self.mask_split}"
+            )
         if self.masking not in MASKINGS:
             raise MLMProbError(f"masking must be one of {', '.join(MASKINGS)}, got {self.masking!r}")
         if self.precision not in PRECISIONS:
             raise MLMProbError(f"precision must be one of {', '.join(PRECISIONS)}, got {self.precision!r}")
         if not 0.0 <= self.dropout < 1.0:
             raise MLMProbError(f"dropout must lie in [0, 1), got {self.dropout}")
-        if (self.lr <= 0 or self.warmup_steps < 0 or self.weight_decay < 0 or self.grad_clip < 0
-                or self.kl_sequences < 0):
+        if (
+            self.lr <= 0
+            or self.warmup_steps < 0
+            or self.weight_decay < 0
+            or self.grad_clip < 0
+            or self.kl_sequences < 0
+        ):
             raise MLMProbError("lr must be positive; warmup_steps, weight_decay, grad_clip, kl_sequences non-negative")
 
     def to_dict(self) -> dict:
@@ -81,7 +96,7 @@ CPUs with AMX and on GPUs); weights, gradients and the optimiser stay float32. A
         return d
 
     @classmethod
-    def from_dict(cls, d: dict) -> "TrainConfig":
+    def from_dict(cls, d: dict) -> TrainConfig:
         known = {f.name for f in fields(cls)}
         unknown = set(d) - known
         if unknown:

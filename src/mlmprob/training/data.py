@@ -14,9 +14,9 @@ from __future__ import annotations
 
 import hashlib
 import shutil
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Sequence
 
 import torch
 
@@ -99,8 +99,15 @@ class SyntheticSource:
         tok = symbol_tokenizer(lang.vocab_size, L)
         save_language(lang, Path(out_dir) / "language.safetensors")
         desc = {"source": "synthetic", **lang.spec(), "n_train": self.n_train, "n_heldout": self.n_heldout}
-        return TokenData(wrap_symbols(train), wrap_symbols(held), tok, L,
-                         torch.arange(SYMBOL_OFFSET, SYMBOL_OFFSET + lang.vocab_size), lang, desc)
+        return TokenData(
+            wrap_symbols(train),
+            wrap_symbols(held),
+            tok,
+            L,
+            torch.arange(SYMBOL_OFFSET, SYMBOL_OFFSET + lang.vocab_size),
+            lang,
+            desc,
+        )
 
 
 @dataclass(frozen=True)
@@ -121,12 +128,12 @@ class TextSource:
     def read_lines(self) -> list[str]:
         lines = []
         for f in self.files:
-            p, _ = spool_input(f, "text")     # standard input (-), /dev/stdin, a pipe or a FIFO: its copy
+            p, _ = spool_input(f, "text")  # standard input (-), /dev/stdin, a pipe or a FIFO: its copy
             if p.is_dir():
                 raise MLMProbError(f"text file {f} is a folder, not a file")
             if not p.is_file():
                 raise MLMProbError(f"text file not found: {f}")
-            text = decode_text(p.read_bytes(), f"text file {str(p)!r}", offsets=True)   # a binary file: one line
+            text = decode_text(p.read_bytes(), f"text file {str(p)!r}", offsets=True)  # a binary file: one line
             lines += [s.strip() for s in text.splitlines() if s.strip()]
         if len(lines) < 2:
             raise MLMProbError(f"need at least 2 non-empty lines of text to train and hold out, got {len(lines)}")
@@ -147,20 +154,33 @@ class TextSource:
             tok = train_wordpiece(train, self.vocab_size, self.max_length, self.lowercase)
             tmp = tok_dir.with_name(tok_dir.name + ".tmp")
             from ..runtime.safefs import refuse_link
-            for p in (tmp, tok_dir):    # never written or deleted through a symbolic link
+
+            for p in (tmp, tok_dir):  # never written or deleted through a symbolic link
                 refuse_link(p, "the tokenizer folder")
             shutil.rmtree(tmp, ignore_errors=True)
             tok.save_pretrained(str(tmp))
             shutil.rmtree(tok_dir, ignore_errors=True)
             tmp.rename(tok_dir)
         pad = tok.pad_token_id
-        encode = lambda texts: _pad([tok(t, truncation=True, max_length=self.max_length)["input_ids"]  # noqa: E731
-                                     for t in texts], pad)
+        encode = lambda texts: _pad(
+            [
+                tok(t, truncation=True, max_length=self.max_length)["input_ids"]  # noqa: E731
+                for t in texts
+            ],
+            pad,
+        )
         special = set(tok.all_special_ids)
         replace = torch.tensor([i for i in range(len(tok)) if i not in special], dtype=torch.long)
-        desc = {"source": "text", "files": [str(f) for f in self.files], "n_train": len(train), "n_heldout": len(held),
-                "heldout_fraction": self.heldout_fraction, "max_length": self.max_length,
-                "tokenizer_vocab_size": len(tok), "lowercase": self.lowercase}
+        desc = {
+            "source": "text",
+            "files": [str(f) for f in self.files],
+            "n_train": len(train),
+            "n_heldout": len(held),
+            "heldout_fraction": self.heldout_fraction,
+            "max_length": self.max_length,
+            "tokenizer_vocab_size": len(tok),
+            "lowercase": self.lowercase,
+        }
         return TokenData(encode(train), encode(held), tok, self.max_length, replace, None, desc)
 
 

@@ -18,8 +18,15 @@ import torch
 
 from ..errors import MLMProbError
 from ..jsonl import dumps
-from .checkpoint import (OPTIMIZER_FILE, STATE_FILE, latest_checkpoint, load_optimizer_state, read_state,
-                         save_checkpoint, save_model_dir)
+from .checkpoint import (
+    OPTIMIZER_FILE,
+    STATE_FILE,
+    latest_checkpoint,
+    load_optimizer_state,
+    read_state,
+    save_checkpoint,
+    save_model_dir,
+)
 from .config import TrainConfig
 from .data import SYMBOL_OFFSET, TokenData
 from .masking import corrupt, derive_seed, generator_for, select_positions, select_uniform
@@ -48,11 +55,18 @@ def build_model(config: TrainConfig, data: TokenData):
     """A freshly initialised ``BertForMaskedLM`` (weights seeded by ``config.seed``, global RNG restored)."""
     from transformers import BertConfig, BertForMaskedLM
 
-    cfg = BertConfig(vocab_size=len(data.tokenizer), hidden_size=config.hidden_size,
-                     num_hidden_layers=config.num_layers, num_attention_heads=config.num_heads,
-                     intermediate_size=config.intermediate_size, hidden_dropout_prob=config.dropout,
-                     attention_probs_dropout_prob=config.dropout, max_position_embeddings=data.max_length,
-                     type_vocab_size=1, pad_token_id=data.pad_id)
+    cfg = BertConfig(
+        vocab_size=len(data.tokenizer),
+        hidden_size=config.hidden_size,
+        num_hidden_layers=config.num_layers,
+        num_attention_heads=config.num_heads,
+        intermediate_size=config.intermediate_size,
+        hidden_dropout_prob=config.dropout,
+        attention_probs_dropout_prob=config.dropout,
+        max_position_embeddings=data.max_length,
+        type_vocab_size=1,
+        pad_token_id=data.pad_id,
+    )
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(config.seed)
         return BertForMaskedLM(cfg)
@@ -138,7 +152,7 @@ def heldout_metrics(model, config: TrainConfig, data: TokenData, heldout, device
     inputs, labels = heldout
     total, count = 0.0, 0
     for i in range(0, len(inputs), config.batch_size):
-        x, y = _trim(inputs[i: i + config.batch_size], data.pad_id), labels[i: i + config.batch_size]
+        x, y = _trim(inputs[i : i + config.batch_size], data.pad_id), labels[i : i + config.batch_size]
         y = y[:, : x.shape[1]]
         logp = torch.log_softmax(_model_logits(model, x, data.pad_id, device).double(), -1)
         sel = y != -100
@@ -150,7 +164,7 @@ def heldout_metrics(model, config: TrainConfig, data: TokenData, heldout, device
         V, T = lang.vocab_size, lang.length
         sym = data.heldout_ids[:, 1:-1] - SYMBOL_OFFSET  # [M, T]
         if config.mask_split == (1.0, 0.0, 0.0):
-            masked = (inputs[:, 1:-1] == data.mask_id)
+            masked = inputs[:, 1:-1] == data.mask_id
             true = lang.conditionals(sym.masked_fill(masked, lang.mask_id))
             y = labels[:, 1:-1]
             sel = y != -100
@@ -164,9 +178,9 @@ def heldout_metrics(model, config: TrainConfig, data: TokenData, heldout, device
             copies[torch.arange(n * T), t_idx + 1] = data.mask_id
             q = []
             for i in range(0, len(copies), config.batch_size * 4):
-                c = copies[i: i + config.batch_size * 4]
+                c = copies[i : i + config.batch_size * 4]
                 lg = _model_logits(model, c, data.pad_id, device)
-                lg = lg[torch.arange(len(c)), t_idx[i: i + len(c)] + 1, SYMBOL_OFFSET: SYMBOL_OFFSET + V]
+                lg = lg[torch.arange(len(c)), t_idx[i : i + len(c)] + 1, SYMBOL_OFFSET : SYMBOL_OFFSET + V]
                 q.append(torch.log_softmax(lg.double(), -1))
             q = torch.cat(q).reshape(n, T, V)
             out["kl"] = float((true.exp() * (true - q)).sum(-1).mean())
@@ -182,14 +196,23 @@ def _check_resume(saved: dict, config: TrainConfig, fingerprint: str, where: Pat
         pass
     from ..runtime.log import check_config
 
-    check_config(where, old or {"config": "none saved"}, config.to_dict())   # a run without one is refused too
+    check_config(where, old or {"config": "none saved"}, config.to_dict())  # a run without one is refused too
     if saved.get("data_fingerprint") != fingerprint:
-        raise MLMProbError(f"{where} holds a run on different data; use the same data to resume, or another "
-                           f"output directory")
+        raise MLMProbError(
+            f"{where} holds a run on different data; use the same data to resume, or another output directory"
+        )
 
 
-def train(config: TrainConfig, source, out_dir, *, device="cpu", progress: bool = True,
-          stop_after: int | None = None, resume: bool = True) -> TrainResult:
+def train(
+    config: TrainConfig,
+    source,
+    out_dir,
+    *,
+    device="cpu",
+    progress: bool = True,
+    stop_after: int | None = None,
+    resume: bool = True,
+) -> TrainResult:
     """Pretrain a BERT masked LM on ``source`` (``SyntheticSource`` or ``TextSource``) into ``out_dir``.
 
     Writes checkpoints to ``out_dir/checkpoints/step-N`` every ``config.checkpoint_every`` steps and
@@ -205,8 +228,7 @@ def train(config: TrainConfig, source, out_dir, *, device="cpu", progress: bool 
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     with WriterLock(out_dir, lock_path=out_dir / LOCK_FILE):
-        return _train(config, source, out_dir, device=device, progress=progress, stop_after=stop_after,
-                      resume=resume)
+        return _train(config, source, out_dir, device=device, progress=progress, stop_after=stop_after, resume=resume)
 
 
 def _model_and_state(config: TrainConfig, data, fingerprint, out_dir: Path, ckpt, dev):
@@ -223,8 +245,10 @@ def _model_and_state(config: TrainConfig, data, fingerprint, out_dir: Path, ckpt
         try:
             optimizer.load_state_dict(state)
         except (ValueError, KeyError, TypeError, RuntimeError) as e:
-            raise MLMProbError(f"{ckpt / OPTIMIZER_FILE} does not fit this model's optimizer ({e}); remove the "
-                               "checkpoint to resume from an earlier one, or train into another --out") from None
+            raise MLMProbError(
+                f"{ckpt / OPTIMIZER_FILE} does not fit this model's optimizer ({e}); remove the "
+                "checkpoint to resume from an earlier one, or train into another --out"
+            ) from None
         start, resumed_from = int(saved["step"]), int(saved["step"])
         train_losses, history = list(saved["train_losses"]), list(saved["history"])
     else:
@@ -251,13 +275,17 @@ def _step_batch(config: TrainConfig, data, batches, static, step: int):
         return static[0][idx], static[1][idx]
     ids = data.train_ids[idx]
     g = generator_for(config.seed, "mask", step)
-    sel = select_uniform(data.maskable(ids), g) if config.masking == "uniform" else \
-        select_positions(data.maskable(ids), config.mask_rate, g)
+    sel = (
+        select_uniform(data.maskable(ids), g)
+        if config.masking == "uniform"
+        else select_positions(data.maskable(ids), config.mask_rate, g)
+    )
     return corrupt(ids, sel, config.mask_split, data.mask_id, data.replace_ids, g)
 
 
-def _train(config: TrainConfig, source, out_dir: Path, *, device, progress: bool, stop_after: int | None,
-           resume: bool) -> TrainResult:
+def _train(
+    config: TrainConfig, source, out_dir: Path, *, device, progress: bool, stop_after: int | None, resume: bool
+) -> TrainResult:
     from tqdm import tqdm
 
     dev = torch.device(device)
@@ -265,11 +293,14 @@ def _train(config: TrainConfig, source, out_dir: Path, *, device, progress: bool
     fingerprint = data.fingerprint()
     ckpt = latest_checkpoint(out_dir)
     if ckpt is not None and not resume:
-        raise MLMProbError(f"{out_dir} already holds a training run (last checkpoint {ckpt.name}); resume it or "
-                           f"choose another output directory")
+        raise MLMProbError(
+            f"{out_dir} already holds a training run (last checkpoint {ckpt.name}); resume it or "
+            f"choose another output directory"
+        )
 
-    model, optimizer, start, resumed_from, train_losses, history = _model_and_state(config, data, fingerprint,
-                                                                                     out_dir, ckpt, dev)
+    model, optimizer, start, resumed_from, train_losses, history = _model_and_state(
+        config, data, fingerprint, out_dir, ckpt, dev
+    )
 
     batches = _Batches(len(data.train_ids), config.batch_size, config.seed)
     static = _static_masks(config, data) if config.masking == "static" else None
@@ -277,10 +308,17 @@ def _train(config: TrainConfig, source, out_dir: Path, *, device, progress: bool
     end = config.max_steps if stop_after is None else min(config.max_steps, max(stop_after, start))
 
     def state(step: int) -> dict:
-        return {"step": step, "max_steps": config.max_steps, "done": step >= config.max_steps,
-                "config": config.to_dict(), "data": data.description, "data_fingerprint": fingerprint,
-                "randomness": "derive_seed(seed, stream, step): order/mask/dropout per step; init seed = seed",
-                "train_losses": train_losses, "history": history}
+        return {
+            "step": step,
+            "max_steps": config.max_steps,
+            "done": step >= config.max_steps,
+            "config": config.to_dict(),
+            "data": data.description,
+            "data_fingerprint": fingerprint,
+            "randomness": "derive_seed(seed, stream, step): order/mask/dropout per step; init seed = seed",
+            "train_losses": train_losses,
+            "history": history,
+        }
 
     fork_devices = [dev.index if dev.index is not None else torch.cuda.current_device()] if dev.type == "cuda" else []
     model.train()
@@ -308,9 +346,14 @@ def _train(config: TrainConfig, source, out_dir: Path, *, device, progress: bool
         bar.update(1)
         bar.set_postfix(loss=f"{loss:.3f}")
         if done % config.eval_every == 0 or done == config.max_steps:
-            since = train_losses[-config.eval_every:]
-            rec = {"step": done, "lr": config.lr_at(step), "train_loss": sum(since) / len(since),
-                   **heldout_metrics(model, config, data, heldout, dev), "elapsed_s": round(time.time() - t0, 2)}
+            since = train_losses[-config.eval_every :]
+            rec = {
+                "step": done,
+                "lr": config.lr_at(step),
+                "train_loss": sum(since) / len(since),
+                **heldout_metrics(model, config, data, heldout, dev),
+                "elapsed_s": round(time.time() - t0, 2),
+            }
             history.append(rec)
             bar.write(dumps({k: (round(v, 5) if isinstance(v, float) else v) for k, v in rec.items()}))
         if done % config.checkpoint_every == 0 or done == end:
@@ -322,6 +365,7 @@ def _train(config: TrainConfig, source, out_dir: Path, *, device, progress: bool
         save_model_dir(out_dir, model, data.tokenizer, state(step))
         try:
             from .plots import plot_loss_curve
+
             plot_loss_curve(train_losses, history, out_dir / CURVE_FILE, title=f"MLM pretraining, {out_dir.name}")
         except ImportError:  # pragma: no cover - matplotlib is a dependency; the run itself is saved
             pass

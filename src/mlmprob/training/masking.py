@@ -55,12 +55,20 @@ def select_uniform(maskable: torch.Tensor, generator: torch.Generator) -> torch.
     u = torch.rand(B, generator=generator, dtype=torch.float64)
     k = torch.minimum((u * n).floor().long() + 1, n)
     scores = torch.rand(B, L, generator=generator).masked_fill(~maskable, 2.0)
-    rank = torch.empty(B, L, dtype=torch.long).scatter_(1, scores.argsort(dim=1), torch.arange(L).expand(B, L).contiguous())
+    rank = torch.empty(B, L, dtype=torch.long).scatter_(
+        1, scores.argsort(dim=1), torch.arange(L).expand(B, L).contiguous()
+    )
     return rank < k[:, None]
 
 
-def corrupt(input_ids: torch.Tensor, selected: torch.Tensor, split: tuple[float, float, float], mask_id: int,
-            replace_ids: torch.Tensor, generator: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
+def corrupt(
+    input_ids: torch.Tensor,
+    selected: torch.Tensor,
+    split: tuple[float, float, float],
+    mask_id: int,
+    replace_ids: torch.Tensor,
+    generator: torch.Generator,
+) -> tuple[torch.Tensor, torch.Tensor]:
     """Inputs and labels for the MLM loss: each selected token becomes ``mask_id`` (share ``split[0]``),
     a uniform token of ``replace_ids`` (``split[1]``) or stays (``split[2]``); labels are the original
     ids at selected positions and -100 elsewhere. Draws the same random numbers whatever the split.

@@ -25,8 +25,10 @@ class SymbolMLM:
 
     def __init__(self, model: MaskedLM, vocab_size: int, length: int, cls_id: int = 2, sep_id: int = 3):
         if model.vocab_size < SYMBOL_OFFSET + vocab_size:
-            raise MLMProbError(f"the model's vocabulary ({model.vocab_size}) cannot hold {vocab_size} symbols "
-                               f"after {SYMBOL_OFFSET} special tokens")
+            raise MLMProbError(
+                f"the model's vocabulary ({model.vocab_size}) cannot hold {vocab_size} symbols "
+                f"after {SYMBOL_OFFSET} special tokens"
+            )
         self.model, self.vocab_size, self.length = model, vocab_size, length
         self.mask_id = vocab_size
         self.max_length = length
@@ -44,4 +46,4 @@ class SymbolMLM:
 
     def logits(self, input_ids: torch.Tensor) -> torch.Tensor:
         out = self.model.logits(self._to_model(input_ids))
-        return out[:, 1:-1, SYMBOL_OFFSET: SYMBOL_OFFSET + self.vocab_size]
+        return out[:, 1:-1, SYMBOL_OFFSET : SYMBOL_OFFSET + self.vocab_size]

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import heapq
 from collections import Counter
-from typing import Iterable, Sequence
+from collections.abc import Iterable, Sequence
 
 from ..errors import MLMProbError
 
@@ -48,8 +48,9 @@ def words_of(lines: Iterable[str], lowercase: bool = True) -> Counter:
     return counts
 
 
-def learn_vocab(word_counts: dict[str, int], vocab_size: int, specials: Sequence[str],
-                min_frequency: int = 1) -> list[str]:
+def learn_vocab(
+    word_counts: dict[str, int], vocab_size: int, specials: Sequence[str], min_frequency: int = 1
+) -> list[str]:
     """The WordPiece vocabulary (specials first) learned from ``word_counts``; see the module docstring.
 
     The alphabet is always kept whole, so the result may be longer than ``vocab_size`` when the
@@ -62,7 +63,7 @@ def learn_vocab(word_counts: dict[str, int], vocab_size: int, specials: Sequence
     """
     if min_frequency < 1:
         raise MLMProbError(f"min_frequency must be at least 1, got {min_frequency}")
-    words = sorted(word_counts)                       # fixed order: word index -> word
+    words = sorted(word_counts)  # fixed order: word index -> word
     freq = [int(word_counts[w]) for w in words]
     pieces = [[w[0]] + [PREFIX + c for c in w[1:]] for w in words]
     vocab = list(dict.fromkeys(specials))
@@ -82,15 +83,15 @@ def learn_vocab(word_counts: dict[str, int], vocab_size: int, specials: Sequence
     while len(vocab) < vocab_size and heap:
         neg, a, b = heapq.heappop(heap)
         if pair_count.get((a, b), 0) != -neg:
-            continue                                  # a stale entry: the count has changed since
+            continue  # a stale entry: the count has changed since
         if -neg < min_frequency:
             break
-        merged = a + b[len(PREFIX):]
+        merged = a + b[len(PREFIX) :]
         if merged not in known:
             known.add(merged)
             vocab.append(merged)
         touched: Counter = Counter()
-        for i in where.pop((a, b)):      # the order of words does not matter: changes are summed
+        for i in where.pop((a, b)):  # the order of words does not matter: changes are summed
             p, f = pieces[i], freq[i]
             for pair in zip(p, p[1:]):
                 touched[pair] -= f
@@ -112,12 +113,13 @@ def learn_vocab(word_counts: dict[str, int], vocab_size: int, specials: Sequence
                 if pair_count[pair] > 0:
                     heapq.heappush(heap, (-pair_count[pair], *pair))
                 else:
-                    del pair_count[pair]     # (a, b) itself ends here: no word keeps it
+                    del pair_count[pair]  # (a, b) itself ends here: no word keeps it
     return vocab
 
 
-def train_wordpiece(lines: Sequence[str], vocab_size: int, max_length: int, lowercase: bool = True,
-                    specials: Sequence[str] = SPECIALS):
+def train_wordpiece(
+    lines: Sequence[str], vocab_size: int, max_length: int, lowercase: bool = True, specials: Sequence[str] = SPECIALS
+):
     """Learn a WordPiece vocabulary of ``vocab_size`` from ``lines``; return it as a ``transformers.BertTokenizer``.
 
     The same lines give the same vocabulary in every process (unlike ``tokenizers``' trainer).
@@ -134,5 +136,6 @@ def train_wordpiece(lines: Sequence[str], vocab_size: int, max_length: int, lowe
     if not counts:
         raise MLMProbError("cannot train a WordPiece vocabulary: the lines have no words")
     vocab = learn_vocab(counts, vocab_size, specials)
-    return BertTokenizer(vocab={t: i for i, t in enumerate(vocab)}, do_lower_case=lowercase,
-                         model_max_length=max_length)
+    return BertTokenizer(
+        vocab={t: i for i, t in enumerate(vocab)}, do_lower_case=lowercase, model_max_length=max_length
+    )

@@ -3,14 +3,41 @@ mutagenesis tables, ProteinGym-style mutant strings, and the evaluation metrics 
 
 from ..lazy import exports
 
-__getattr__, __dir__ = exports(__name__, {
-    "Estimate": "..metrics.ranking", "evaluate": "..metrics.ranking", "METHODS": ".spec", "score_variants": ".api",
-    "EncodedVariants": ".mutations", "Mutation": ".mutations", "encode_variants": ".mutations",
-    "parse_mutant": ".mutations", "parse_mutants": ".mutations", "ForwardCache": ".rows",
-    "Saturation": ".saturation", "saturate": ".saturation", "write_csv": ".saturation",
-    "write_heatmap": ".saturation", "VariantsSpec": ".spec",
-})
+__getattr__, __dir__ = exports(
+    __name__,
+    {
+        "Estimate": "..metrics.ranking",
+        "evaluate": "..metrics.ranking",
+        "METHODS": ".spec",
+        "score_variants": ".api",
+        "EncodedVariants": ".mutations",
+        "Mutation": ".mutations",
+        "encode_variants": ".mutations",
+        "parse_mutant": ".mutations",
+        "parse_mutants": ".mutations",
+        "ForwardCache": ".rows",
+        "Saturation": ".saturation",
+        "saturate": ".saturation",
+        "write_csv": ".saturation",
+        "write_heatmap": ".saturation",
+        "VariantsSpec": ".spec",
+    },
+)
 
-__all__ = ["METHODS", "ForwardCache", "score_variants", "Estimate", "evaluate", "EncodedVariants", "Mutation",
-           "encode_variants", "parse_mutant", "parse_mutants", "Saturation", "saturate", "write_csv", "write_heatmap",
-           "VariantsSpec"]
+__all__ = [
+    "METHODS",
+    "ForwardCache",
+    "score_variants",
+    "Estimate",
+    "evaluate",
+    "EncodedVariants",
+    "Mutation",
+    "encode_variants",
+    "parse_mutant",
+    "parse_mutants",
+    "Saturation",
+    "saturate",
+    "write_csv",
+    "write_heatmap",
+    "VariantsSpec",
+]

@@ -39,7 +39,7 @@ forward rows is the number of distinct contexts, not the number of terms.
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import torch
 
@@ -51,11 +51,17 @@ from ..models.protocol import MaskedLM, foreign_ids, id_range, lengths_of, max_l
 from ..positions import TOKENS, default_mask
 from ..settings import Spec
 from .chain import CHAIN_ORDERS, chain_scores, plan_chain
-from .spec import check_methods
 from .rows import ForwardCache, RowTable
+from .spec import check_methods
 
-ROW_METHODS = ("wt_marginals", "masked_marginals", "masked_marginals_all", "masked_marginals_mt", "mutant_marginals",
-               "hcb")  # sums of terms read from RowTable rows
+ROW_METHODS = (
+    "wt_marginals",
+    "masked_marginals",
+    "masked_marginals_all",
+    "masked_marginals_mt",
+    "mutant_marginals",
+    "hcb",
+)  # sums of terms read from RowTable rows
 PLL_CHUNK_TOKENS = 1 << 20  # mutant rows re-scored together by pll_delta (tokens)
 
 Variant = tuple[tuple[int, int], ...]
@@ -66,7 +72,7 @@ def check_wild_type(mlm: MaskedLM, wild_type) -> torch.Tensor:
     ids = as_row(wild_type, "wild_type")
     if bool(foreign_ids(mlm, ids).any()):
         raise MLMProbError(f"wild_type token ids must lie in {id_range(mlm)}, got {int(ids.min())}..{int(ids.max())}")
-    ids = ids[:int(lengths_of(mlm, ids[None])[0])]
+    ids = ids[: int(lengths_of(mlm, ids[None])[0])]
     if (ids == mlm.mask_id).any():
         raise MLMProbError(f"wild_type holds the mask token at position {int((ids == mlm.mask_id).nonzero()[0])}")
     n = max_length_of(mlm)
@@ -145,26 +151,34 @@ def _ag_scores(mlm: MaskedLM, wt: torch.Tensor, variants: list[Variant]) -> torc
     return out
 
 
-def _pll_delta(mlm: MaskedLM, wt: torch.Tensor, variants: list[Variant], table: RowTable,
-               mask: int) -> tuple[torch.Tensor, list[int]]:
+def _pll_delta(
+    mlm: MaskedLM, wt: torch.Tensor, variants: list[Variant], table: RowTable, mask: int
+) -> tuple[torch.Tensor, list[int]]:
     """``PLL(m)`` for every variant (re-scored in chunks) and the requests summing to ``PLL(w)``."""
     positions = default_mask(mlm, wt[None], TOKENS)[0].nonzero()[:, 0].tolist()
     wt_terms = [table.request(((t, mask),), t, int(wt[t])) for t in positions]
     pll_m = torch.empty(len(variants), dtype=torch.float64)
     chunk = max(1, PLL_CHUNK_TOKENS // len(wt))
     for lo in range(0, len(variants), chunk):
-        part = variants[lo:lo + chunk]
+        part = variants[lo : lo + chunk]
         x = wt.expand(len(part), len(wt)).clone()
         for k, v in enumerate(part):
             for p, t in v:
                 x[k, p] = t
-        pll_m[lo:lo + len(part)] = token_scores(mlm, x).pll
+        pll_m[lo : lo + len(part)] = token_scores(mlm, x).pll
     return pll_m, wt_terms
 
 
-def score_variants(mlm: MaskedLM, wild_type, mutants: Sequence[Sequence[tuple[int, int]]], methods=None, *,
-                   cache: ForwardCache | None = None,
-                   n_orders: int = CHAIN_ORDERS, seed: int = 0) -> dict[str, torch.Tensor]:
+def score_variants(
+    mlm: MaskedLM,
+    wild_type,
+    mutants: Sequence[Sequence[tuple[int, int]]],
+    methods=None,
+    *,
+    cache: ForwardCache | None = None,
+    n_orders: int = CHAIN_ORDERS,
+    seed: int = 0,
+) -> dict[str, torch.Tensor]:
     """Scores of every variant by every method in ``methods`` (default: all of ``METHODS``, and
     ``chain`` on request; see the module doc): ``{method: float64 tensor [len(mutants)]}``, in the order asked.
 
@@ -198,8 +212,10 @@ def score_variants(mlm: MaskedLM, wild_type, mutants: Sequence[Sequence[tuple[in
     w = wt.tolist()
     needed = set(methods) | ({"hcb", "masked_marginals"} if "epistasis" in methods else set())
     row_methods = [m for m in ROW_METHODS if m in needed]
-    plan = {m: [(n, req, sign) for n, v in enumerate(variants) for req, sign in _terms(table, m, w, v, mask)]
-            for m in row_methods}
+    plan = {
+        m: [(n, req, sign) for n, v in enumerate(variants) for req, sign in _terms(table, m, w, v, mask)]
+        for m in row_methods
+    }
     chain_plan = plan_chain(table, w, variants, mask, n_orders, seed) if "chain" in methods else None
     pll_m = wt_terms = None
     if "pll_delta" in methods:

@@ -16,7 +16,7 @@ from __future__ import annotations
 from ..alphabet import AMINO_ACIDS
 from ..errors import MLMProbError
 
-ORDER = "ARNDCQEGHILKMFPSTWYV"   # the residues in the order of the published BLOSUM62 table
+ORDER = "ARNDCQEGHILKMFPSTWYV"  # the residues in the order of the published BLOSUM62 table
 _ROWS = """
 A  4 -1 -2 -2  0 -1 -1  0 -2 -1 -1 -1 -1 -2 -1  1  0 -3 -2  0
 R -1  5  0 -2 -3  1  0 -2  0 -3 -2  2 -1 -3 -2 -1 -1 -3 -2 -3
@@ -40,11 +40,31 @@ Y -2 -2 -2 -3 -2 -1 -2 -3  2 -1 -1 -2 -1  3 -3 -2 -2  2  7 -1
 V  0 -3 -3 -3 -1 -2 -2 -3 -3  3  1 -2  1 -1 -2 -2  0 -3 -1  4
 """
 BLOSUM62: dict[str, dict[str, int]] = {
-    line.split()[0]: dict(zip(ORDER, map(int, line.split()[1:]))) for line in _ROWS.strip().splitlines()}
+    line.split()[0]: dict(zip(ORDER, map(int, line.split()[1:]))) for line in _ROWS.strip().splitlines()
+}
 
 KYTE_DOOLITTLE: dict[str, float] = {
-    "A": 1.8, "R": -4.5, "N": -3.5, "D": -3.5, "C": 2.5, "Q": -3.5, "E": -3.5, "G": -0.4, "H": -3.2, "I": 4.5,
-    "L": 3.8, "K": -3.9, "M": 1.9, "F": 2.8, "P": -1.6, "S": -0.8, "T": -0.7, "W": -0.9, "Y": -1.3, "V": 4.2}
+    "A": 1.8,
+    "R": -4.5,
+    "N": -3.5,
+    "D": -3.5,
+    "C": 2.5,
+    "Q": -3.5,
+    "E": -3.5,
+    "G": -0.4,
+    "H": -3.2,
+    "I": 4.5,
+    "L": 3.8,
+    "K": -3.9,
+    "M": 1.9,
+    "F": 2.8,
+    "P": -1.6,
+    "S": -0.8,
+    "T": -0.7,
+    "W": -0.9,
+    "Y": -1.3,
+    "V": 4.2,
+}
 
 
 def _check_pair(wild_type: str, mutant: str) -> None:

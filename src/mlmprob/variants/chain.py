@@ -61,8 +61,12 @@ def plan_chain(table: RowTable, w: list[int], variants, mask: int, n_orders: int
     for v in variants:
         sites = [p for p, _ in v]
         orders = site_orders(sites, n_orders, seed)
-        plan.append((chain_requests(table, dict(v), orders, mask),
-                     chain_requests(table, {s: w[s] for s in sites}, orders, mask)))
+        plan.append(
+            (
+                chain_requests(table, dict(v), orders, mask),
+                chain_requests(table, {s: w[s] for s in sites}, orders, mask),
+            )
+        )
     return plan
 
 
@@ -70,7 +74,7 @@ def chain_scores(values: torch.Tensor, plan) -> torch.Tensor:
     """``chain`` of every variant from the computed terms ``values``."""
     out = torch.empty(len(plan), dtype=torch.float64)
     for n, (req_m, req_w) in enumerate(plan):
-        lm = values[torch.tensor(req_m)].sum(-1)     # [K]: log p_sigma(m_S | w_\S)
+        lm = values[torch.tensor(req_m)].sum(-1)  # [K]: log p_sigma(m_S | w_\S)
         lw = values[torch.tensor(req_w)].sum(-1)
         out[n] = torch.logsumexp(lm, 0) - torch.logsumexp(lw, 0)  # the 1/K of both means cancels
     return out

@@ -13,8 +13,8 @@ it changes nothing and adds 0 to every score.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 import torch
 
@@ -38,8 +38,9 @@ class Mutation:
         return f"{self.wt}{self.index + offset}{self.mt}"
 
 
-def parse_mutant(text: str, sequence: str, *, offset: int = 1, alphabet: str = AMINO_ACIDS,
-                 row=None) -> tuple[Mutation, ...]:
+def parse_mutant(
+    text: str, sequence: str, *, offset: int = 1, alphabet: str = AMINO_ACIDS, row=None
+) -> tuple[Mutation, ...]:
     """The mutations of one mutant string, in the order written.
 
     >>> parse_mutant("A2C:K4E", "MAPKL")
@@ -63,16 +64,21 @@ def parse_mutant(text: str, sequence: str, *, offset: int = 1, alphabet: str = A
             raise MLMProbError(f"{where}empty mutation in {text.strip()!r} (stray ':')")
         m = _MUTATION.fullmatch(part)
         if m is None:
-            raise MLMProbError(f"{where}mutation {part!r} is not of the form A23C "
-                               "(wild-type letter, residue number, mutant letter)")
+            raise MLMProbError(
+                f"{where}mutation {part!r} is not of the form A23C (wild-type letter, residue number, mutant letter)"
+            )
         wt, number, mt = m.group(1), int(m.group(2)), m.group(3)
         index = number - offset
         if not 0 <= index < len(sequence):
-            raise MLMProbError(f"{where}residue {number} of {part!r} is outside the sequence "
-                               f"(residues {offset}..{offset + len(sequence) - 1})")
+            raise MLMProbError(
+                f"{where}residue {number} of {part!r} is outside the sequence "
+                f"(residues {offset}..{offset + len(sequence) - 1})"
+            )
         if sequence[index] != wt:
-            raise MLMProbError(f"{where}{part!r} states wild-type {wt!r} at residue {number}, but the sequence "
-                               f"has {sequence[index]!r} there")
+            raise MLMProbError(
+                f"{where}{part!r} states wild-type {wt!r} at residue {number}, but the sequence "
+                f"has {sequence[index]!r} there"
+            )
         if mt not in alphabet:
             raise MLMProbError(f"{where}mutant residue {mt!r} in {part!r} is not in the alphabet {alphabet}")
         if index in seen:
@@ -82,14 +88,17 @@ def parse_mutant(text: str, sequence: str, *, offset: int = 1, alphabet: str = A
     return tuple(out)
 
 
-def parse_mutants(texts: Sequence[str], sequence: str, *, offset: int = 1, alphabet: str = AMINO_ACIDS,
-                  rows: Sequence | None = None) -> list[tuple[Mutation, ...]]:
+def parse_mutants(
+    texts: Sequence[str], sequence: str, *, offset: int = 1, alphabet: str = AMINO_ACIDS, rows: Sequence | None = None
+) -> list[tuple[Mutation, ...]]:
     """``parse_mutant`` for each text; errors name ``rows[k]`` (default: the 0-based index ``k``)."""
     _check_sequence(sequence)
     if rows is not None and len(rows) != len(texts):
         raise MLMProbError(f"{len(rows)} row names for {len(texts)} mutants")
-    return [parse_mutant(t, sequence, offset=offset, alphabet=alphabet, row=k if rows is None else rows[k])
-            for k, t in enumerate(texts)]
+    return [
+        parse_mutant(t, sequence, offset=offset, alphabet=alphabet, row=k if rows is None else rows[k])
+        for k, t in enumerate(texts)
+    ]
 
 
 def _check_sequence(sequence: str) -> None:
@@ -116,13 +125,14 @@ def residue_positions(mlm: MaskedLM, sequence: str) -> tuple[torch.Tensor, torch
     tokenizer must give one token per residue."""
     _check_sequence(sequence)
     enc = mlm.encode([sequence])
-    ids = enc.input_ids[0][:int(lengths_of(mlm, enc.input_ids[:1])[0])]
-    words = enc.word_ids[0][:len(ids)]
+    ids = enc.input_ids[0][: int(lengths_of(mlm, enc.input_ids[:1])[0])]
+    words = enc.word_ids[0][: len(ids)]
     words = words[words >= 0]
     if len(words) != len(sequence) or not torch.equal(words, torch.arange(len(sequence))):
-        raise MLMProbError("this model's tokenizer does not give one token per residue; "
-                           "mutant strings need a residue-level model")
-    where = (enc.word_ids[0][:len(ids)] >= 0).nonzero()[:, 0]
+        raise MLMProbError(
+            "this model's tokenizer does not give one token per residue; mutant strings need a residue-level model"
+        )
+    where = (enc.word_ids[0][: len(ids)] >= 0).nonzero()[:, 0]
     return ids, where
 
 
@@ -136,8 +146,15 @@ def letter_ids(mlm: MaskedLM, letters: str) -> dict[str, int]:
     return {c: int(ids[p]) for c, p in zip(letters, pos.tolist())}
 
 
-def encode_variants(mlm: MaskedLM, sequence: str, mutants: Sequence[str], *, offset: int = 1,
-                    alphabet: str = AMINO_ACIDS, rows: Sequence | None = None) -> EncodedVariants:
+def encode_variants(
+    mlm: MaskedLM,
+    sequence: str,
+    mutants: Sequence[str],
+    *,
+    offset: int = 1,
+    alphabet: str = AMINO_ACIDS,
+    rows: Sequence | None = None,
+) -> EncodedVariants:
     """Parse ``mutants`` against ``sequence`` and map them to the model's tokens.
 
     >>> import torch

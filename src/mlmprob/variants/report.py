@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import csv
 import math
+from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Iterable, Sequence
 
 import torch
 
@@ -25,8 +25,14 @@ def _num(v) -> float:
     return float(v)
 
 
-def saturation_from_rows(rows: Iterable[dict], wild_type: str, first_position: int, offset: int = 1,
-                         alphabet: str = AMINO_ACIDS, first_number: int = 1) -> Saturation:
+def saturation_from_rows(
+    rows: Iterable[dict],
+    wild_type: str,
+    first_position: int,
+    offset: int = 1,
+    alphabet: str = AMINO_ACIDS,
+    first_number: int = 1,
+) -> Saturation:
     """The ``Saturation`` table of the single-mutant rows of a ``--saturate`` output (0 at the
     wild-type cells). ``first_position`` is the token position of ``wild_type[0]`` (1 after a BOS token),
     ``first_number`` its 1-based residue number in the whole wild type (a region's ``start + 1``), ``offset``
@@ -50,10 +56,18 @@ def saturation_from_rows(rows: Iterable[dict], wild_type: str, first_position: i
     if (expect & ~seen).any():
         raise MLMProbError(f"the output lacks {int((expect & ~seen).sum())} single mutants (a shard, or skipped rows)")
     wt = torch.tensor(letters, dtype=torch.long)
-    return Saturation(positions=torch.arange(L) + first_position, numbers=torch.arange(L) + offset,
-                      sequence_numbers=torch.arange(L) + first_number, wild_type=wt,
-                      candidates=torch.arange(K), letters=tuple(alphabet), wt_letters=tuple(wild_type),
-                      wt_marginals=tables["wt_marginals"], masked_marginals=tables["masked_marginals"], n_forward=0)
+    return Saturation(
+        positions=torch.arange(L) + first_position,
+        numbers=torch.arange(L) + offset,
+        sequence_numbers=torch.arange(L) + first_number,
+        wild_type=wt,
+        candidates=torch.arange(K),
+        letters=tuple(alphabet),
+        wt_letters=tuple(wild_type),
+        wt_marginals=tables["wt_marginals"],
+        masked_marginals=tables["masked_marginals"],
+        n_forward=0,
+    )
 
 
 def write_matrix(sat: Saturation, path: str | Path, score: str = "masked_marginals") -> Path:
@@ -68,7 +82,7 @@ def write_matrix(sat: Saturation, path: str | Path, score: str = "masked_margina
     return path
 
 
-MIN_BOOTSTRAP_ROWS = 10   # fewer points give bootstrap intervals that mean little (two give [1, 1] for Spearman)
+MIN_BOOTSTRAP_ROWS = 10  # fewer points give bootstrap intervals that mean little (two give [1, 1] for Spearman)
 
 
 def small_sample_warning(result: dict) -> str | None:
@@ -83,18 +97,30 @@ def small_sample_warning(result: dict) -> str | None:
     n = min((r["n"] for r in result.values()), default=MIN_BOOTSTRAP_ROWS)
     if n >= MIN_BOOTSTRAP_ROWS:
         return None
-    return (f"warning: only {n} scored rows with a label: too few for a bootstrap interval (the intervals shown "
-            f"mean little; use at least {MIN_BOOTSTRAP_ROWS} rows)")
+    return (
+        f"warning: only {n} scored rows with a label: too few for a bootstrap interval (the intervals shown "
+        f"mean little; use at least {MIN_BOOTSTRAP_ROWS} rows)"
+    )
 
 
-def evaluate_methods(scores: dict[str, dict[str, float]], labels: dict[str, float], methods: Sequence[str], *,
-                     seed: int = 0, n_boot: int = 1000, top: float = 0.1) -> dict:
+def evaluate_methods(
+    scores: dict[str, dict[str, float]],
+    labels: dict[str, float],
+    methods: Sequence[str],
+    *,
+    seed: int = 0,
+    n_boot: int = 1000,
+    top: float = 0.1,
+) -> dict:
     """Every method's metrics against ``labels`` (id -> value) over the ids both sides hold with finite
     values; AUROC too when every label is 0 or 1. Each method sees the same resamples (``seed``)."""
     out = {}
     for m in methods:
-        ids = [i for i in scores if i in labels and math.isfinite(scores[i].get(m, float("nan")))
-               and math.isfinite(labels[i])]
+        ids = [
+            i
+            for i in scores
+            if i in labels and math.isfinite(scores[i].get(m, float("nan"))) and math.isfinite(labels[i])
+        ]
         if len(ids) < 2:
             raise MLMProbError(f"method {m}: fewer than 2 scored rows with a label to evaluate")
         pred = torch.tensor([scores[i][m] for i in ids], dtype=torch.float64)
@@ -102,8 +128,10 @@ def evaluate_methods(scores: dict[str, dict[str, float]], labels: dict[str, floa
         binary = bool(((y == 0) | (y == 1)).all()) and y.min() != y.max()
         g = torch.Generator().manual_seed(seed)
         res: dict[str, Estimate] = evaluate(pred, y, labels=y if binary else None, generator=g, n_boot=n_boot, top=top)
-        out[m] = {"n": len(ids), **{k: {"value": e.value, "low": e.low, "high": e.high, "n_boot": e.n_boot}
-                                    for k, e in res.items()}}
+        out[m] = {
+            "n": len(ids),
+            **{k: {"value": e.value, "low": e.low, "high": e.high, "n_boot": e.n_boot} for k, e in res.items()},
+        }
     return out
 
 
@@ -113,7 +141,13 @@ def format_table(result: dict, top: float = 0.1) -> str:
     names = {"spearman": "Spearman", "auroc": "AUROC", "ndcg": f"NDCG@{pct}", "top_recall": f"recall@{pct}"}
     cols = [k for k in METRICS if any(k in r for r in result.values())]
     head = ["method", "n", *(names[k] for k in cols)]
-    body = [[m, str(r["n"]), *(f"{r[k]['value']:.3f} [{r[k]['low']:.3f}, {r[k]['high']:.3f}]" if k in r else "-"
-                               for k in cols)] for m, r in result.items()]
+    body = [
+        [
+            m,
+            str(r["n"]),
+            *(f"{r[k]['value']:.3f} [{r[k]['low']:.3f}, {r[k]['high']:.3f}]" if k in r else "-" for k in cols),
+        ]
+        for m, r in result.items()
+    ]
     width = [max(len(row[j]) for row in [head, *body]) for j in range(len(head))]
     return "\n".join("  ".join(c.ljust(w) for c, w in zip(row, width)).rstrip() for row in [head, *body])

@@ -16,7 +16,7 @@ wild type in chunks computes that table once.
 
 from __future__ import annotations
 
-from typing import Iterable
+from collections.abc import Iterable
 
 import torch
 
@@ -135,7 +135,7 @@ class RowTable:
             if hits:
                 fill(torch.tensor(hits), torch.stack(cached))
         reads = need.nonzero()[:, 0]
-        rows = torch.unique(read_row[reads])          # rows with a read left to compute, sorted
+        rows = torch.unique(read_row[reads])  # rows with a read left to compute, sorted
         if len(rows) == 0:
             return out
         local = torch.full((len(self._edits),), -1, dtype=torch.long)

@@ -5,19 +5,19 @@ with that position masked), as a ``positions x candidates`` table, with CSV and 
 from __future__ import annotations
 
 import csv
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Sequence
 
 import torch
 
 from ..errors import MLMProbError
 from ..joints.conditionals import resolve_candidates
 from ..models.protocol import MaskedLM, proposal_ids_of, special_ids_of
+from ..models.reader import reader_of
 from ..positions import TOKENS, default_mask
 from .api import check_wild_type
 from .rows import RowTable
-from ..models.reader import reader_of
 
 SCORES = ("wt_marginals", "masked_marginals")
 
@@ -52,8 +52,9 @@ def _label(mlm: MaskedLM, token: int) -> str:
     return text or str(token)
 
 
-def saturate(mlm: MaskedLM, wild_type, positions: Sequence[int] | None = None, candidates=None, *,
-             offset: int = 1) -> Saturation:
+def saturate(
+    mlm: MaskedLM, wild_type, positions: Sequence[int] | None = None, candidates=None, *, offset: int = 1
+) -> Saturation:
     """Score every single mutant at ``positions`` (default: every non-special position) to every
     token of ``candidates`` (default: the model's proposal ids, e.g. the 20 residues, else every
     non-special token).
@@ -74,8 +75,10 @@ def saturate(mlm: MaskedLM, wild_type, positions: Sequence[int] | None = None, c
         if pos.numel() == 0 or pos.dim() != 1:
             raise MLMProbError("positions must be a non-empty list of token positions")
         if pos.min() < 0 or pos.max() >= len(wt):
-            raise MLMProbError(f"position {int(pos.max() if pos.max() >= len(wt) else pos.min())} is outside "
-                               f"the wild type (length {len(wt)})")
+            raise MLMProbError(
+                f"position {int(pos.max() if pos.max() >= len(wt) else pos.min())} is outside "
+                f"the wild type (length {len(wt)})"
+            )
         if not free[pos].all():
             raise MLMProbError(f"position {int(pos[~free[pos]][0])} holds a special token")
         if len(torch.unique(pos)) != len(pos):
@@ -88,19 +91,27 @@ def saturate(mlm: MaskedLM, wild_type, positions: Sequence[int] | None = None, c
     mask = int(mlm.mask_id)
     table = RowTable(mlm, wt)
     w = wt.tolist()
-    reqs = [[(table.request((), p, c), table.request(((p, mask),), p, c)) for c in cands.tolist()]
-            for p in pos.tolist()]
+    reqs = [
+        [(table.request((), p, c), table.request(((p, mask),), p, c)) for c in cands.tolist()] for p in pos.tolist()
+    ]
     ref = [(table.request((), p, w[p]), table.request(((p, mask),), p, w[p])) for p in pos.tolist()]
     values = table.run()
-    r, f = torch.tensor(reqs), torch.tensor(ref)                 # [P, K, 2], [P, 2]
+    r, f = torch.tensor(reqs), torch.tensor(ref)  # [P, K, 2], [P, 2]
     scores = values[r] - values[f][:, None, :]
     index = torch.cumsum(free.long(), 0) - 1
     wt_tok = wt[pos]
-    return Saturation(positions=pos, numbers=index[pos] + offset, sequence_numbers=index[pos] + 1,
-                      wild_type=wt_tok, candidates=cands,
-                      letters=tuple(_label(mlm, c) for c in cands.tolist()),
-                      wt_letters=tuple(_label(mlm, c) for c in wt_tok.tolist()),
-                      wt_marginals=scores[..., 0], masked_marginals=scores[..., 1], n_forward=table.n_forward)
+    return Saturation(
+        positions=pos,
+        numbers=index[pos] + offset,
+        sequence_numbers=index[pos] + 1,
+        wild_type=wt_tok,
+        candidates=cands,
+        letters=tuple(_label(mlm, c) for c in cands.tolist()),
+        wt_letters=tuple(_label(mlm, c) for c in wt_tok.tolist()),
+        wt_marginals=scores[..., 0],
+        masked_marginals=scores[..., 1],
+        n_forward=table.n_forward,
+    )
 
 
 def write_csv(sat: Saturation, path: str | Path) -> Path:
@@ -118,28 +129,42 @@ def write_csv(sat: Saturation, path: str | Path) -> Path:
             for k in range(len(sat.candidates)):
                 if int(sat.candidates[k]) == int(sat.wild_type[p]):
                     continue
-                out.writerow([sat.mutant(p, k), int(sat.sequence_numbers[p]), int(sat.numbers[p]),
-                              int(sat.positions[p]), sat.wt_letters[p], sat.letters[k],
-                              repr(float(sat.wt_marginals[p, k])), repr(float(sat.masked_marginals[p, k]))])
+                out.writerow(
+                    [
+                        sat.mutant(p, k),
+                        int(sat.sequence_numbers[p]),
+                        int(sat.numbers[p]),
+                        int(sat.positions[p]),
+                        sat.wt_letters[p],
+                        sat.letters[k],
+                        repr(float(sat.wt_marginals[p, k])),
+                        repr(float(sat.masked_marginals[p, k])),
+                    ]
+                )
     return path
 
 
-def heatmap_figure(sat: Saturation, score: str = "masked_marginals", *, title: str | None = None,
-                   compact: bool = False):
+def heatmap_figure(
+    sat: Saturation, score: str = "masked_marginals", *, title: str | None = None, compact: bool = False
+):
     """The saturation map as a matplotlib figure (closed; draw or save it): candidates down, residues
     across, red = more likely than the wild type, blue = less, dots on the wild-type cells.
     ``compact``: a page-sized figure (at most 16 inches wide) for the web app."""
     if score not in SCORES:
         raise MLMProbError(f"unknown saturation score {score!r}; use one of {', '.join(SCORES)}")
     import matplotlib
+
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    grid = getattr(sat, score).T.numpy()                       # [K, P]
+    grid = getattr(sat, score).T.numpy()  # [K, P]
     K, P = grid.shape
     span = float(abs(grid).max()) or 1.0
-    size = ((min(max(6.0, 0.11 * P + 1.5), 16.0), 0.16 * K + 1.3) if compact
-            else (min(max(6.0, 0.16 * P + 1.5), 60.0), max(3.0, 0.2 * K + 1.2)))
+    size = (
+        (min(max(6.0, 0.11 * P + 1.5), 16.0), 0.16 * K + 1.3)
+        if compact
+        else (min(max(6.0, 0.16 * P + 1.5), 60.0), max(3.0, 0.2 * K + 1.2))
+    )
     fig, ax = plt.subplots(figsize=size)
     im = ax.imshow(grid, cmap="RdBu_r", vmin=-span, vmax=span, aspect="auto", interpolation="nearest")
     is_wt = (sat.candidates[:, None] == sat.wild_type[None, :]).nonzero().tolist()
@@ -148,8 +173,9 @@ def heatmap_figure(sat: Saturation, score: str = "masked_marginals", *, title: s
         ax.scatter(px, ky, s=4 if compact else 6, c="black", marker="o", linewidths=0)
     step = max(1, P // (50 if compact else 60))
     ax.set_xticks(range(0, P, step))
-    ax.set_xticklabels([f"{sat.wt_letters[p]}{int(sat.numbers[p])}" for p in range(0, P, step)], rotation=90,
-                       fontsize=6)
+    ax.set_xticklabels(
+        [f"{sat.wt_letters[p]}{int(sat.numbers[p])}" for p in range(0, P, step)], rotation=90, fontsize=6
+    )
     ax.set_yticks(range(K))
     ax.set_yticklabels(sat.letters, fontsize=6 if compact else 7)
     if not compact:

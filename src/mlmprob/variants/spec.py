@@ -22,10 +22,19 @@ SATURATE_METHODS = ("wt_marginals", "masked_marginals")
 CHAIN_FIELDS = ("chain_orders", "chain_seed")
 
 
-METHODS = ("wt_marginals", "masked_marginals", "masked_marginals_all", "masked_marginals_mt", "mutant_marginals",
-           "pll_delta", "hcb", "ag", "epistasis")
+METHODS = (
+    "wt_marginals",
+    "masked_marginals",
+    "masked_marginals_all",
+    "masked_marginals_mt",
+    "mutant_marginals",
+    "pll_delta",
+    "hcb",
+    "ag",
+    "epistasis",
+)
 ALL_METHODS = METHODS + ("chain",)  # the default (None) is METHODS; chain on request
-CHAIN_ORDERS = 6       # orders of a variant's sites (all |S|! when at most this many)
+CHAIN_ORDERS = 6  # orders of a variant's sites (all |S|! when at most this many)
 
 
 def check_methods(methods) -> tuple[str, ...]:
@@ -34,8 +43,9 @@ def check_methods(methods) -> tuple[str, ...]:
     methods = (methods,) if isinstance(methods, str) else tuple(methods)
     unknown = [m for m in methods if m not in ALL_METHODS]
     if unknown or not methods:
-        raise MLMProbError(f"unknown variant scoring method {unknown[0] if unknown else None!r}; "
-                           f"use some of {', '.join(ALL_METHODS)}")
+        raise MLMProbError(
+            f"unknown variant scoring method {unknown[0] if unknown else None!r}; use some of {', '.join(ALL_METHODS)}"
+        )
     return tuple(dict.fromkeys(methods))
 
 
@@ -61,7 +71,7 @@ class VariantsSpec(Spec):
         return name not in CHAIN_FIELDS or "chain" in self.methods
 
     @classmethod
-    def from_args(cls, args, **given) -> "VariantsSpec":
+    def from_args(cls, args, **given) -> VariantsSpec:
         """The spec of ``mlmprob variants``' arguments: ``--methods`` is comma-separated text (None: the defaults,
         those of ``--saturate`` with it)."""
         if "methods" not in given:

@@ -13,8 +13,8 @@ skipped with ``skip_invalid``). Each output row names its window's first residue
 from __future__ import annotations
 
 from collections import OrderedDict
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 import torch
 
@@ -61,7 +61,7 @@ class VariantsState(State):
         self.get(0)  # the whole wild type (or its first window) and its cache, built once per worker
 
     def span(self, start: int) -> str:
-        return self.wild_type if self.window is None else self.wild_type[start:start + self.window]
+        return self.wild_type if self.window is None else self.wild_type[start : start + self.window]
 
     def get(self, start: int) -> tuple[torch.Tensor, torch.Tensor, ForwardCache]:
         """``(token ids, token position of each residue, ForwardCache)`` of the window at ``start``."""
@@ -121,6 +121,14 @@ class VariantsJob(ModelJob):
             for j, (k, _) in enumerate(group):
                 values[k] = {m: float(scores[m][j]) for m in spec.methods}
         wild = {m: float("nan") if m == "ag" else 0.0 for m in spec.methods}  # no mutation: every sum is empty
-        rows = [{"id": u.id, "mutant": mutant_label(muts, spec.offset), "n_mutations": len(muts),
-                 "window": start + spec.offset, **values.get(k, wild)} for k, (u, muts, start) in enumerate(todo)]
+        rows = [
+            {
+                "id": u.id,
+                "mutant": mutant_label(muts, spec.offset),
+                "n_mutations": len(muts),
+                "window": start + spec.offset,
+                **values.get(k, wild),
+            }
+            for k, (u, muts, start) in enumerate(todo)
+        ]
         return rows, skipped

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import csv
 import sys
+from collections.abc import Iterator
 from dataclasses import dataclass
-from pathlib import Path
 from itertools import islice
-from typing import Iterator
+from pathlib import Path
 
 from ..alphabet import AMINO_ACIDS
 from ..errors import MLMProbError
@@ -56,8 +56,10 @@ def read_wild_type(spec: str) -> str:
         if not recs or not recs[0].seq.strip():
             raise MLMProbError(f"--wild-type file {spec!r} holds no sequence")
         if len(recs) > 1:
-            raise MLMProbError(f"--wild-type file {spec!r} holds more than one sequence ({recs[0].id!r}, "
-                               f"{recs[1].id!r}, ...); give a file with the wild type only")
+            raise MLMProbError(
+                f"--wild-type file {spec!r} holds more than one sequence ({recs[0].id!r}, "
+                f"{recs[1].id!r}, ...); give a file with the wild type only"
+            )
         seq, name = recs[0].seq.strip(), f"file {spec!r}"
     else:
         seq, name = spec, repr(spec[:40] + ("..." if len(spec) > 40 else ""))
@@ -76,8 +78,7 @@ def _is_file(spec: str) -> bool:
         return False
 
 
-def variant_of(unit: VariantUnit, wild_type: str, offset: int = 1,
-               alphabet: str = AMINO_ACIDS) -> tuple[Mutation, ...]:
+def variant_of(unit: VariantUnit, wild_type: str, offset: int = 1, alphabet: str = AMINO_ACIDS) -> tuple[Mutation, ...]:
     """The checked mutations of ``unit`` (errors name the row). A full sequence must have the wild
     type's length; its mutations are the positions where it differs (none for the wild type itself).
 
@@ -144,11 +145,19 @@ def _table_rows(path: Path, fmt: str) -> tuple[list[str], Iterator[dict]]:
             yield from reader
         except csv.Error as e:
             raise MLMProbError(f"{path}: line {lines.lineno} is not valid {fmt.upper()}: {e}") from None
+
     return fields, rows()
 
 
-def iter_units(path: str | Path, *, fmt: str = "auto", mutant_column: str = "mutant", column: str | None = None,
-               id_column: str | None = None, label: str | None = None) -> Iterator[VariantUnit]:
+def iter_units(
+    path: str | Path,
+    *,
+    fmt: str = "auto",
+    mutant_column: str = "mutant",
+    column: str | None = None,
+    id_column: str | None = None,
+    label: str | None = None,
+) -> Iterator[VariantUnit]:
     """The units of an input file. A CSV/TSV with ``mutant_column`` gives mutant strings (ids: the
     mutant, or ``id_column``); otherwise sequences are read from ``column`` (default
     ``mutated_sequence``/``sequence``/``seq``), or from a FASTA/text/JSONL/Parquet file (its ids)."""
@@ -170,8 +179,10 @@ def iter_units(path: str | Path, *, fmt: str = "auto", mutant_column: str = "mut
     if not use_mutant:
         column = column or next((c for c in SEQUENCE_COLUMNS if c in fields), None)
         if column is None:
-            raise MLMProbError(f"{path.name} has neither a {mutant_column!r} column nor a sequence column "
-                               f"({'/'.join(SEQUENCE_COLUMNS)}); columns: {', '.join(fields)}")
+            raise MLMProbError(
+                f"{path.name} has neither a {mutant_column!r} column nor a sequence column "
+                f"({'/'.join(SEQUENCE_COLUMNS)}); columns: {', '.join(fields)}"
+            )
     for n, row in enumerate(rows, 1):
         text = (row.get(mutant_column if use_mutant else column) or "").strip()
         rid = (row.get(id_column) or "").strip() if id_column else ""
