@@ -45,8 +45,9 @@ Usage::
 
 ``--only NAME[,NAME]`` runs just those configurations (e.g. to time one).
 
-Code: this module is the command line; ``cdr_h3_runner`` runs the chains, ``cdr_h3_report`` writes the
-report (its tables built by ``cdr_h3_tables``), and both take the configurations, metrics and file names from ``cdr_h3_common``.
+Code: this module is the command line; ``cdr_h3_units`` loads and encodes the antibodies, ``cdr_h3_runner``
+runs the chains, ``cdr_h3_report`` writes the report (its tables built by ``cdr_h3_tables``), and both take
+the configurations, metrics and file names from ``cdr_h3_common``.
 """
 
 from __future__ import annotations
@@ -83,7 +84,8 @@ from .cdr_h3_common import (
     seq_metrics,
 )
 from .cdr_h3_report import write_report
-from .cdr_h3_runner import Antibody, CdrH3Units, done_units, load_antibodies, prepare_units, run_config, run_experiment
+from .cdr_h3_runner import CdrH3Units, done_units, run_config, run_experiment
+from .cdr_h3_units import Antibody, load_antibodies, prepare_units
 from .data_option import add_data_option, resolve_data_dir
 from .runner import Run
 

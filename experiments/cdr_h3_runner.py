@@ -1,6 +1,6 @@
-"""The CDR-H3 runner's work: the antibodies, their encoded units and warm starts, one configuration's
-chains (``run_config``) and a whole resumable run into ``results.jsonl`` (``run_experiment``). The
-command line is ``cdr_h3``; see its docstring for the task and the configurations.
+"""The CDR-H3 runner's work: one configuration's chains (``run_config``) and a whole resumable run into
+``results.jsonl`` (``run_experiment``), over the antibodies' encoded units and warm starts
+(``cdr_h3_units``). The command line is ``cdr_h3``; see its docstring for the task and the configurations.
 """
 
 from __future__ import annotations
@@ -13,144 +13,18 @@ import math
 import time
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
-import torch
-
-from mlmprob.alphabet import is_protein
-from mlmprob.errors import MLMProbError
 from mlmprob.jsonl import dumps
 from mlmprob.metrics.sequences import stutter_rate
 from mlmprob.models.protocol import MaskedLM
 from mlmprob.models.reader import name_of, reader_of
-from mlmprob.runtime.log import check_config
+from mlmprob.runtime.config_check import check_config
 from mlmprob.runtime.seeds import seeded_generator
 
 from .cdr_h3_common import CONFIGS, RESULTS_FILE, WORK_DIR, Config, RunOptions, read_results, seq_metrics
+from .cdr_h3_units import Alphabet, Antibody, Units, prepare_units, subset_units, unit_scores
 from .runner import Experiment, Run, run_units
-
-# -- data ------------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Antibody:
-    """A heavy chain and its CDR-H3 residue span ``[start, end)``."""
-
-    name: str
-    hc: str
-    start: int
-    end: int
-
-    @property
-    def cdr(self) -> str:
-        return self.hc[self.start : self.end]
-
-
-def load_antibodies(
-    path: str | Path,
-    n: int,
-    column: str = "HC",
-    id_column: str | None = "Therapeutic",
-    definition: str = "imgt",
-    max_residues: int | None = None,
-) -> list[Antibody]:
-    """The first ``n`` rows (file order) whose ``column`` holds only the 20 standard residues and
-    whose CDR-H3 ``find_cdr_h3`` locates (and no longer than ``max_residues``)."""
-    from mlmprob.data import read_records
-    from mlmprob.sampling.cdr import find_cdr_h3
-
-    out = []
-    for rec in read_records(path, "csv", column, id_column):
-        seq = rec.seq.strip().upper()
-        if not is_protein(seq):
-            continue
-        if max_residues is not None and len(seq) > max_residues:
-            continue
-        try:
-            s, e = find_cdr_h3(seq, definition)
-        except MLMProbError:
-            continue
-        out.append(Antibody(rec.id, seq, s, e))
-        if len(out) == n:
-            break
-    if len(out) < n:
-        raise MLMProbError(f"{path}: only {len(out)} heavy chains with a CDR-H3 found, {n} asked for")
-    return out
-
-
-# -- runner ----------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class _Units:
-    """Encoded inputs of a set of units (antibodies, or the one unconditional sequence)."""
-
-    names: list[str]
-    native: list[str | None]
-    ids: torch.Tensor  # [N, L] native (or all-mask) ids
-    free: torch.Tensor  # [N, L]
-    warm: torch.Tensor  # [N, L] warm start
-    native_scores: list[dict | None]
-    warm_scores: list[dict]
-
-
-def _texts_for(mlm, seqs: Sequence[str]) -> list[str]:
-    from mlmprob.models.tokenizers import ResidueTokenizer
-
-    tok = reader_of(mlm).tokenizer
-    return list(seqs) if isinstance(tok, ResidueTokenizer) else [" ".join(s) for s in seqs]
-
-
-class _Alphabet:
-    """Token id -> residue letter, for the ids the samplers may place."""
-
-    def __init__(self, mlm):
-        from mlmprob.sampling.proposals import allowed_ids
-
-        self.chars = {int(i): mlm.decode([int(i)]).replace(" ", "") for i in allowed_ids(mlm).nonzero()[:, 0]}
-
-    def text(self, ids_row: torch.Tensor, free_row: torch.Tensor) -> str:
-        return "".join(self.chars.get(int(t), "?") for t in ids_row[free_row].tolist())
-
-
-def _scores(mlm, ids: torch.Tensor, free: torch.Tensor) -> list[dict]:
-    from mlmprob.energy import token_scores
-
-    s = token_scores(mlm, ids, free)
-    return [{"e_local": float(a), "e_raw": float(b)} for a, b in zip(s.e_local.tolist(), s.e_raw.tolist())]
-
-
-def prepare_units(
-    mlm: MaskedLM, antibodies: Sequence[Antibody] | None, opts: RunOptions, definition: str = "imgt"
-) -> _Units:
-    """Encode the antibodies (CDR-H3 free) or, with ``antibodies=None``, one all-mask sequence of
-    ``opts.uncond_length`` residues; compute the warm starts and the native energies."""
-    from mlmprob.sampling.cdr import cdr_h3_mask
-    from mlmprob.sampling.init import initialize
-
-    mlm = reader_of(mlm, opts.batch_tokens)
-    if antibodies is None:
-        enc = mlm.encode(_texts_for(mlm, ["A" * opts.uncond_length]))
-        free = enc.word_ids >= 0
-        ids = enc.input_ids.masked_fill(free, mlm.mask_id)
-        warm, _ = initialize(mlm, ids, free, "greedy")
-        return _Units([f"all-mask-L{opts.uncond_length}"], [None], ids, free, warm, [None], _scores(mlm, warm, free))
-    enc = mlm.encode(_texts_for(mlm, [a.hc for a in antibodies]))
-    free = torch.stack([cdr_h3_mask(a.hc, enc.word_ids[i], definition) for i, a in enumerate(antibodies)])
-    for a, f in zip(antibodies, free):
-        if int(f.sum()) != a.end - a.start:
-            raise MLMProbError(f"{a.name}: CDR-H3 has {a.end - a.start} residues but {int(f.sum())} tokens")
-    warm, _ = initialize(mlm, enc.input_ids, free, "greedy")
-    return _Units(
-        [a.name for a in antibodies],
-        [a.cdr for a in antibodies],
-        enc.input_ids,
-        free,
-        warm,
-        _scores(mlm, enc.input_ids, free),
-        _scores(mlm, warm, free),
-    )
 
 
 def _mean(xs) -> float | None:
@@ -162,14 +36,14 @@ def _state_dict(cdr: str, native: str | None, scores: dict) -> dict:
     return {"cdr": cdr, **scores, **seq_metrics(cdr, native)}
 
 
-def run_config(mlm: MaskedLM, cfg: Config, units: _Units, opts: RunOptions, work: Path) -> list[dict]:
+def run_config(mlm: MaskedLM, cfg: Config, units: Units, opts: RunOptions, work: Path) -> list[dict]:
     """Run one configuration on every unit of ``units`` (all chains batched); one record per
     unit x chain."""
     from mlmprob.sampling import mask_predict
 
     mlm = reader_of(mlm, opts.batch_tokens)
 
-    alpha = _Alphabet(mlm)
+    alpha = Alphabet(mlm)
     C = opts.uncond_chains if cfg.unconditional else opts.chains
     N = len(units.names)
     t0 = time.perf_counter()
@@ -182,7 +56,7 @@ def run_config(mlm: MaskedLM, cfg: Config, units: _Units, opts: RunOptions, work
             final.append(_state_dict(alpha.text(units.warm[u], units.free[u]), units.native[u], units.warm_scores[u]))
     elif cfg.kind == "mask_predict":
         r = mask_predict(mlm, units.warm, cfg.iterations, units.free)
-        sc = _scores(mlm, r.ids, units.free)
+        sc = unit_scores(mlm, r.ids, units.free)
         rows = r.forward_rows + int(units.free.sum())
         for b in range(N * C):
             u = b // C
@@ -242,7 +116,7 @@ def run_config(mlm: MaskedLM, cfg: Config, units: _Units, opts: RunOptions, work
 def _run_sampler(
     mlm: MaskedLM,
     cfg: Config,
-    units: _Units,
+    units: Units,
     opts: RunOptions,
     work: Path,
     C: int,
@@ -254,7 +128,7 @@ def _run_sampler(
     from mlmprob.sampling import sample
     from mlmprob.sampling.io import RunFile
 
-    alpha = _Alphabet(mlm)
+    alpha = Alphabet(mlm)
     free = units.free.repeat_interleave(C, 0)
     total = opts.total_epochs
     key = hashlib.sha1(json.dumps([units.names, C, total, opts.seed]).encode()).hexdigest()[:12]
@@ -323,21 +197,8 @@ def done_units(records: list[dict], opts: RunOptions) -> set[tuple[str, str]]:
     }
 
 
-def _subset(units: _Units, keep: list[int]) -> _Units:
-    idx = torch.tensor(keep, dtype=torch.long)
-    return _Units(
-        [units.names[i] for i in keep],
-        [units.native[i] for i in keep],
-        units.ids[idx],
-        units.free[idx],
-        units.warm[idx],
-        [units.native_scores[i] for i in keep],
-        [units.warm_scores[i] for i in keep],
-    )
-
-
-def _write_antibodies(out: Path, antibodies: Sequence[Antibody], units: _Units, mlm) -> None:
-    alpha = _Alphabet(mlm)
+def _write_antibodies(out: Path, antibodies: Sequence[Antibody], units: Units, mlm) -> None:
+    alpha = Alphabet(mlm)
     rows = [
         {
             "name": a.name,
@@ -399,7 +260,7 @@ class CdrH3Units(Experiment):
             if not cfg.unconditional:
                 _write_antibodies(run.out, antibodies, prepared[False], mlm)
         t0 = time.perf_counter()
-        records = run_config(mlm, cfg, _subset(prepared[cfg.unconditional], todo), opts, work)
+        records = run_config(mlm, cfg, subset_units(prepared[cfg.unconditional], todo), opts, work)
         yield records  # one commit
         for p in work.glob(cfg.name.replace("/", "__") + "-*.jsonl"):
             p.unlink()

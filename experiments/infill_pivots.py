@@ -31,16 +31,9 @@ from mlmprob.runtime.log import read_log
 
 from .data_option import add_data_option, resolve_data_dir
 from .infill_choices import DATA_FILES, DATASETS, REGIONS, dataset_files
+from .infill_measure import CountingMLM, measure_gap
 from .infill_paired import discordant
-from .infill_runner import (
-    CountingMLM,
-    ExperimentConfig,
-    draw_data,
-    measure_gap,
-    model_gaps,
-    model_label,
-    report_progress,
-)
+from .infill_runner import ExperimentConfig, draw_data, model_gaps, model_label, report_progress
 from .runner import LogFileExperiment, Run, run_units
 from .runner import run_cli as runner_main
 

@@ -32,7 +32,8 @@ resumption), except the context-scramble memory, which is filled by the gaps run
 the process.
 
 Code: this module draws the gaps, runs and records them, and is the command line; the datasets,
-methods and metrics are in ``infill_choices``, the tables in ``infill_tables``.
+methods and metrics are in ``infill_choices``, one gap's measurement in ``infill_measure``, the tables in
+``infill_tables``.
 """
 
 from __future__ import annotations
@@ -49,14 +50,11 @@ import torch
 from mlmprob.argtypes import nonnegative_int, positive_int  # noqa: E402
 from mlmprob.errors import MLMProbError
 from mlmprob.infill.corrections import ContextScramble
-from mlmprob.infill.gap import InfillCandidate
-from mlmprob.metrics.sequences import gap_metrics
-from mlmprob.models.reader import reader_of
 from mlmprob.runtime.log import read_log
 
-from .antibody_gaps import GapSpec, load_chains, sample_gaps
+from .antibody_gaps import load_chains, sample_gaps
 from .data_option import add_data_option, resolve_data_dir
-from .english_gaps import TokenGap, encode_sentences, load_sentences, sample_token_gaps, seed_of
+from .english_gaps import encode_sentences, load_sentences, sample_token_gaps, seed_of
 
 # the choices and the tables, importable from here as before they had modules of their own
 from .infill_choices import (
@@ -75,6 +73,7 @@ from .infill_choices import (
     is_english,
     run_method,
 )
+from .infill_measure import CountingMLM, measure_gap
 from .infill_tables import metric_means, table_ablations, table_methods_by_k, table_models, tables_markdown, unit_of
 from .runner import LogFileExperiment, Run, run_units
 from .runner import run_cli as runner_main
@@ -89,16 +88,12 @@ __all__ = [
     "METHODS",
     "METRICS",
     "REGIONS",
-    "CountingMLM",
     "ExperimentConfig",
     "dataset_files",
     "dataset_regions",
     "draw_data",
-    "gap_fields",
-    "gap_inputs",
     "is_english",
     "main",
-    "measure_gap",
     "model_gaps",
     "model_label",
     "record_key",
@@ -145,27 +140,6 @@ class ExperimentConfig:
             raise MLMProbError("n_gaps, beam_size and every gap length must be positive")
 
 
-class CountingMLM:
-    """Wraps a masked LM, counting the sequence rows it forwards (``rows``)."""
-
-    def __init__(self, mlm):
-        self.mlm = mlm
-        self.rows = 0
-        if hasattr(mlm, "logits_at"):
-            self.logits_at = self._logits_at
-
-    def __getattr__(self, name):
-        return getattr(self.mlm, name)
-
-    def logits(self, input_ids):
-        self.rows += int(input_ids.shape[0])
-        return self.mlm.logits(input_ids)
-
-    def _logits_at(self, input_ids, rows, cols):
-        self.rows += int(input_ids.shape[0])
-        return self.mlm.logits_at(input_ids, rows, cols)
-
-
 def model_label(name: str, dtype: str | None) -> str:
     """The ``model`` field of a record: the name, plus ``@dtype`` when the weights were cast, so that
     runs in another precision never mix with (or resume) full-precision records. Seeds use the bare
@@ -179,58 +153,6 @@ def model_label(name: str, dtype: str | None) -> str:
 
 def record_key(rec: dict) -> tuple:
     return (rec["model"], rec["dataset"], rec["region"], int(rec["k"]), int(rec["gap_id"]), rec["method"])
-
-
-def gap_inputs(mlm, gap: GapSpec | TokenGap) -> tuple[torch.Tensor, torch.Tensor]:
-    """Encoded chain or sentence ``[1, L]`` and the token columns of the gap residues or tokens."""
-    if isinstance(gap, TokenGap):  # encoded by this model's tokenizer when the gap was drawn
-        return torch.tensor([gap.input_ids], dtype=torch.long), torch.tensor(gap.cols, dtype=torch.long)
-    enc = mlm.encode([gap.seq])
-    wid = enc.word_ids[0]
-    cols = torch.cat([(wid == r).nonzero(as_tuple=True)[0] for r in range(gap.start, gap.start + gap.k)])
-    if len(cols) != gap.k:
-        raise MLMProbError(f"chain {gap.chain_id}: the tokenizer does not give one token per residue")
-    return enc.input_ids, cols
-
-
-def _decode(mlm, tokens) -> str:
-    r = reader_of(mlm)
-    return r.decode(list(tokens)) if r.has_text else " ".join(map(str, tokens))
-
-
-def gap_fields(mlm, gap: GapSpec | TokenGap, cands: list[InfillCandidate]) -> tuple[dict, dict]:
-    """Record fields ``gold`` and ``fills`` (texts), and the metrics with any extra fields.
-
-    Antibody metrics compare residue strings; English ones compare token ids (two token sequences
-    may decode to one text), and the record keeps those ids."""
-    fills = [_decode(mlm, c.tokens) for c in cands]
-    if isinstance(gap, TokenGap):
-        fill_ids = [tuple(c.tokens) for c in cands]
-        extra = {
-            **gap_metrics(fill_ids, gap.gold_ids),
-            "gold_ids": list(gap.gold_ids),
-            "fill_ids": [list(t) for t in fill_ids],
-        }
-        return {"gold": _decode(mlm, gap.gold_ids), "fills": fills}, extra
-    return {"gold": gap.gold, "fills": fills}, gap_metrics(fills, gap.gold)
-
-
-def measure_gap(
-    mlm: CountingMLM, gap: GapSpec | TokenGap, search: Callable[[torch.Tensor, torch.Tensor], list[InfillCandidate]]
-) -> dict:
-    """Run ``search(ids, cols)`` on ``gap`` and return the record fields every infilling result file
-    shares: ``gold``, ``fills``, ``scores``, ``rows`` (sequences forwarded), ``seconds`` and the metrics."""
-    ids, cols = gap_inputs(mlm, gap)
-    rows0, t1 = mlm.rows, time.time()
-    cands = search(ids, cols)
-    texts, metrics = gap_fields(mlm, gap, cands)
-    return {
-        **texts,
-        "scores": [c.score for c in cands],
-        "rows": mlm.rows - rows0,
-        "seconds": round(time.time() - t1, 4),
-        **metrics,
-    }
 
 
 def model_gaps(config: ExperimentConfig, mlm, source, antibody: dict | None, progress: bool) -> dict:

@@ -24,7 +24,8 @@ import torch
 from mlmprob.alphabet import is_protein
 from mlmprob.errors import MLMProbError
 from mlmprob.jsonl import dumps
-from mlmprob.runtime.log import RunMeta, check_config, read_log
+from mlmprob.runtime.config_check import check_config
+from mlmprob.runtime.log import RunMeta, read_log
 
 FRAMEWORK = "EVQLVESGGGLVQPGGSLRLSCAASGFNIKDTYIHWVRQAPGKGLEWVARIYPTNGYTRYADSVKGRFTISADTSKNTAYLQMNSLRAEDTAVYYCSR"
 TAIL = "YWGQGTLVTVSS"

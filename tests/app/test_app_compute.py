@@ -1,4 +1,4 @@
-"""The web app's pure computations (mlmprob.app.compute / dynamics / render) against the public API
+"""The web app's pure computations (mlmprob.app.compute / infilling / dynamics / render) against the public API
 they wrap, on a tiny protein-like model; bad input raises MLMProbError with the CLI's message.
 No gradio needed here."""
 
@@ -9,15 +9,9 @@ import torch
 
 from mlmprob import MLMProbError, infill, load_mlm, pairwise_joint, sample, score_variants
 from mlmprob.app import LIMITS, Limits, render
-from mlmprob.app.compute import (
-    infill_compare,
-    mutant_scores,
-    parse_numbers,
-    parse_sequences,
-    saturation_map,
-    score_text,
-)
+from mlmprob.app.compute import mutant_scores, parse_numbers, parse_sequences, saturation_map, score_text
 from mlmprob.app.dynamics import JOINT_NAMES, pair_view, sample_steps
+from mlmprob.app.infilling import infill_compare
 from mlmprob.joints import evaluate_pair
 from mlmprob.runtime.inputs import Record
 from mlmprob.scoring import score_records

@@ -71,7 +71,7 @@ def test_token_numbers_give_back_what_word_positions_took():
 
 
 def test_infill_rows_number_the_gap_as_positions_does(headless, tmp_path, monkeypatch, capsys):
-    from mlmprob.app.compute import infill_compare
+    from mlmprob.app.infilling import infill_compare
 
     src, out = tmp_path / "in.txt", tmp_path / "o.jsonl"
     src.write_text(GAPPED + "\n")
@@ -99,7 +99,7 @@ def test_infill_rows_number_the_gap_as_positions_does(headless, tmp_path, monkey
 
 def test_infill_rows_number_words_past_word_pieces():
     from mlmprob import load_mlm
-    from mlmprob.app.compute import infill_compare
+    from mlmprob.app.infilling import infill_compare
     from mlmprob.infill.stream import infill_records
 
     en = load_mlm("en-small", device="cpu")

@@ -7,7 +7,8 @@ import math
 import pytest
 import torch
 
-from experiments.decoders_truth import DECODERS, main, metrics, model_context, run
+from experiments.decoders_truth import main, metrics, model_context, run
+from experiments.decoders_truth_table import DECODERS
 from experiments.ground_truth_chain_eval import conditional_tables
 from experiments.ground_truth_common import GroundTruthConfig, all_states, state_index
 from mlmprob import LookupMLM, loglik, sample

@@ -10,14 +10,8 @@ from experiments.english_gaps import (
     load_sentences,
     sample_token_gaps,
 )
-from experiments.infill_runner import (
-    ExperimentConfig,
-    gap_inputs,
-    main,
-    record_key,
-    run_experiment,
-    tables_markdown,
-)
+from experiments.infill_measure import gap_inputs
+from experiments.infill_runner import ExperimentConfig, main, record_key, run_experiment, tables_markdown
 from mlmprob.errors import MLMProbError
 from mlmprob.infill import candidate_ids
 from mlmprob.metrics import bleu

@@ -16,7 +16,8 @@ import pytest
 
 from mlmprob.cli import main
 from mlmprob.errors import MLMProbError, TokenizationError
-from mlmprob.runtime.inputs import iter_records, spool_input, unique_ids
+from mlmprob.runtime.inputs import iter_records, spool_input
+from mlmprob.runtime.unique import unique_ids
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 AA = "ACDEFGHIKLMNPQRSTVWY"

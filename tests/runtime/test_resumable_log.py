@@ -8,13 +8,12 @@ import pytest
 
 from mlmprob.errors import MLMProbError
 from mlmprob.runtime import log as logmod
+from mlmprob.runtime.config_check import ConfigMismatch, check_config
 from mlmprob.runtime.lock import OutputLocked, WriterLock
 from mlmprob.runtime.log import (
-    ConfigMismatch,
     ResumableLog,
     RunMeta,
     append_record,
-    check_config,
     read_lines,
     read_log,
     trim_torn_line,

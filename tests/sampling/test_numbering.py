@@ -295,7 +295,7 @@ def test_variants_saturate_cdr_mutates_only_the_region(esm_dir, tmp_path, capsys
 
 def test_app_positions_take_a_cdr(tiny_bert_dir):
     from mlmprob import load_mlm
-    from mlmprob.app.compute import infill_compare
+    from mlmprob.app.infilling import infill_compare
     from mlmprob.app.dynamics import sample_steps
 
     mlm = load_mlm(str(tiny_bert_dir), device="cpu", dtype="float32")

@@ -6,8 +6,9 @@ from __future__ import annotations
 import html
 import math
 
-from .compute import InfillResult, MutantScores, ScoreResult
+from .compute import MutantScores, ScoreResult
 from .dynamics import JOINT_NAMES, PairView, SampleSnapshot
+from .infilling import InfillResult
 
 DOUBT_SCALE = 5.0  # log q at which the colour is full red (p = 0.7 %)
 

@@ -20,49 +20,12 @@ from ..errors import MLMProbError
 from ..models.reader import reader_of
 from ..sampling.spec import METHODS
 from . import render
-from .compute import LIMITS, Limits, infill_compare, mutant_scores, saturation_map, score_text
+from .compute import LIMITS, Limits, mutant_scores, saturation_map, score_text
 from .dynamics import pair_view, sample_steps
+from .examples import examples
+from .infilling import infill_compare
 
-VH = "EVQLVESGGGLVQPGGSLRLSCAASGFTFSSYAMSWVRQAPGKGLEWVSAISGSGGSTYYADSVKGRFTISRDNSKNTLYLQMNSLRAEDTAVYYCAK"
 CSS = ".mlmprob-tokens span:hover{outline:1px solid #333}"
-
-
-def _is_residue_model(mlm) -> bool:
-    from ..models.tokenizers import ResidueTokenizer
-
-    return isinstance(reader_of(mlm).tokenizer, ResidueTokenizer)
-
-
-def _examples(mlm) -> dict[str, str]:
-    if _is_residue_model(mlm):
-        letters = getattr(reader_of(mlm).tokenizer, "residues", "")
-        seq = VH if set(VH) <= set(letters) else (letters * 3)[:24]
-        n = len(seq)
-        ex = {
-            "score": seq,
-            "wt": seq,
-            "mutant": f"{seq[1]}2{'A' if seq[1] != 'A' else 'C'}:{seq[4]}5{'A' if seq[4] != 'A' else 'C'}",
-            "infill": seq[: n // 2 - 2] + "____" + seq[n // 2 + 2 :],
-            "infill_pos": "",
-            "sample": seq,
-            "positions": f"{n // 2 - 2}-{n // 2 + 2}",
-            "a": n // 2,
-            "b": n // 2 + 2,
-        }
-        if seq == VH:  # CDR-H1 to sample; the last two residues (the start of CDR-H3) as the pair
-            ex.update(positions="H1", a=n - 1, b=n)
-        return ex
-    return {
-        "score": "The cat sat on the mat.\nThe mat sat on the cat.",
-        "wt": "",
-        "mutant": "",
-        "infill": "The cat ____ on the mat.",
-        "infill_pos": "",
-        "sample": "The cat sat on the mat.",
-        "positions": "2-4",
-        "a": 2,
-        "b": 3,
-    }
 
 
 def _guarded(fn):
@@ -398,7 +361,7 @@ def build_app(mlm, *, model_name: str | None = None, batch_tokens: int | None = 
 
     mlm = reader_of(mlm, batch_tokens)
     name = model_name or mlm.name
-    c = _Ctx(mlm=mlm, limits=limits, ex=_examples(mlm), run=dict(concurrency_limit=1, concurrency_id="model"))
+    c = _Ctx(mlm=mlm, limits=limits, ex=examples(mlm), run=dict(concurrency_limit=1, concurrency_id="model"))
     with gr.Blocks(title=f"mlmprob: {name}") as demo:
         gr.Markdown(
             f"## mlmprob: looking inside a masked LM's joint\nModel **{name}**. Positions are 1-based "

@@ -202,7 +202,7 @@ def _run_stream(args, spec) -> int:
     from ..infill.stream import InfillJob, iter_gap_units
     from ..runtime import iter_records
     from ..runtime.command import RunOptions, StreamCommand, run_command
-    from ..runtime.inputs import UniqueIds
+    from ..runtime.unique import UniqueIds
     from .common import spool_args_input
     from .regions import cdr_config
 
@@ -292,7 +292,8 @@ def region_units(records, region: tuple[str, str]):
 def expected_ids(config: dict, limit: int | None = None):
     """The gap ids a streamed run with this stored ``config`` covers, for ``mlmprob merge``'s input check."""
     from ..infill.stream import iter_gap_units
-    from ..runtime.inputs import iter_records, unique_ids
+    from ..runtime.inputs import iter_records
+    from ..runtime.unique import unique_ids
 
     records = unique_ids(
         iter_records(config["input"], config.get("format", "auto"), config.get("column"), config.get("id_column")),

@@ -280,8 +280,8 @@ def _diagnostic_notes(result) -> dict:
 
 def _records(args, unique=None):
     """The input records, streamed: the --seq sequences (``seq1``, ``seq2``, ...), then --input's; their ids
-    checked unique (or deduplicated with --dedupe) by ``unique``, a :class:`~mlmprob.runtime.inputs.UniqueIds`."""
-    from ..runtime.inputs import UniqueIds
+    checked unique (or deduplicated with --dedupe) by ``unique``, a :class:`~mlmprob.runtime.unique.UniqueIds`."""
+    from ..runtime.unique import UniqueIds
 
     return (unique or UniqueIds(getattr(args, "dedupe", False)))(_all_records(args))
 
@@ -391,8 +391,8 @@ def run_folder(args) -> int:
     then the folder's report from the run file. The run holds ``OUT/run.jsonl.lock`` from before the model
     loads until the last file is written: a second process sampling into the same folder is refused at once."""
     from ..runtime.command import RunOptions, StreamCommand, run_command
-    from ..runtime.inputs import UniqueIds
     from ..runtime.lock import WriterLock
+    from ..runtime.unique import UniqueIds
     from ..sampling.folder import CHAINS_FILE, RUN_FILE, BatchUnit, FolderSampleJob, result_of_run
 
     unique = UniqueIds(args.dedupe)
@@ -495,7 +495,7 @@ def run_streamed(args) -> int:
     unit of sharding and resuming (a record is done when all its chains are in the output; a record whose
     rows a kill cut in the middle is sampled again, identically, and only its missing chains are added)."""
     from ..runtime.command import RunOptions, StreamCommand, run_command
-    from ..runtime.inputs import UniqueIds
+    from ..runtime.unique import UniqueIds
     from ..sampling.stream import SampleJob
 
     opts = RunOptions.from_args(args)

@@ -84,7 +84,8 @@ def expected_ids(config: dict, limit: int | None = None):
     """The record ids a run with this stored ``config`` covers, for ``mlmprob merge``'s input check."""
     from itertools import islice
 
-    from ..runtime.inputs import iter_records, unique_ids
+    from ..runtime.inputs import iter_records
+    from ..runtime.unique import unique_ids
 
     ids = (
         r.id
@@ -100,7 +101,8 @@ def run(args) -> int:
     from itertools import islice
 
     from ..runtime.command import RunOptions, StreamCommand, run_command
-    from ..runtime.inputs import UniqueIds, iter_records
+    from ..runtime.inputs import iter_records
+    from ..runtime.unique import UniqueIds
     from ..runtime.writers import output_kind
     from ..scoring import ScoreJob, ScoreSpec
     from .common import spool_args_input
@@ -114,9 +116,8 @@ def run(args) -> int:
         raise MLMProbError(f"{flag} needs JSONL or Parquet output ({what} do not fit a TSV row)")
     if args.check is not None and args.pll != "one-pass":
         raise MLMProbError("--check compares the one-pass estimate with exact PLL: use it with --pll one-pass")
-    spec = ScoreSpec.from_args(
-        args
-    )  # --whole-word, --per-token, --likelihood, --order(s), --per-order, --seed, --pll, ...
+    # --whole-word, --per-token, --likelihood, --order(s), --per-order, --seed, --pll, ...
+    spec = ScoreSpec.from_args(args)
 
     given = args.input
     source = spool_args_input(args)
@@ -171,8 +172,15 @@ def run(args) -> int:
     )
     if unique.warning():
         print(unique.warning(), file=sys.stderr)
-    shard = opts.shard
-    method = " (PLL method: one_pass, an estimate)" if spec.one_pass else ""
+    _summary(args, done, opts.shard, spec.one_pass)
+    if args.check is not None:
+        _check(args, job, done, opts, units)
+    return 0
+
+
+def _summary(args, done, shard, one_pass: bool) -> None:
+    """The run's one summary line on standard error."""
+    method = " (PLL method: one_pass, an estimate)" if one_pass else ""
     if args.out:
         print(
             f"scored {done.written} sequences with {args.model} on {done.ran_on} -> {args.out}"
@@ -183,9 +191,6 @@ def run(args) -> int:
         )
     else:
         print(f"scored {done.written} sequences with {args.model} on {done.ran_on}{method}", file=sys.stderr)
-    if args.check is not None:
-        _check(args, job, done, opts, units)
-    return 0
 
 
 def _check(args, job, done, opts, units) -> None:

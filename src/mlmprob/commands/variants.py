@@ -100,10 +100,10 @@ def register(sub) -> None:
 
 def _units(config: dict, limit: int | None = None, label: str | None = None, path: str | None = None, unique=None):
     """The units of a run with this ``config`` (``path``: where its input is read from now, e.g. the spooled copy
-    of standard input; ``unique``: the :class:`~mlmprob.runtime.inputs.UniqueIds` check of the input's ids)."""
+    of standard input; ``unique``: the :class:`~mlmprob.runtime.unique.UniqueIds` check of the input's ids)."""
     from itertools import islice
 
-    from ..runtime.inputs import UniqueIds
+    from ..runtime.unique import UniqueIds
     from ..variants.units import iter_units, saturation_units
 
     if config["saturate"]:
@@ -189,7 +189,7 @@ def run(args) -> int:
     given = args.input
     config = _config(args, wild_type, spec)
     args.cdr_span = config.get("cdr_span")
-    from ..runtime.inputs import UniqueIds
+    from ..runtime.unique import UniqueIds
 
     unique = UniqueIds(args.dedupe, what="row")
     if args.evaluate and not args.label:

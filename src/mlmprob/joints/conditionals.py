@@ -156,6 +156,26 @@ def resolve_candidates(mlm: MaskedLM, candidates=None) -> torch.Tensor:
     return c
 
 
+def _pair_copies(base: torch.Tensor, cands: torch.Tensor, a: int, b: int):
+    """The ``2K + 1`` masked copies of pair ``(a, b)`` and where each is read.
+
+    Copy c in 0..2K: 0 both masked, 1..K: b = v_{c-1}, K+1..2K: a = v_{c-K-1}; all one record (the pair).
+    Read q < N: copy q at its masked position; read N: the both-masked copy again, at b. Returns
+    ``(c, is_a, is_b, x, read_row, read_col)``.
+    """
+    K, L = len(cands), len(base)
+    N = 2 * K + 1
+    c = torch.arange(N)
+    is_a = (c >= 1) & (c <= K)  # a masked, b = v
+    is_b = c > K  # b masked, a = v
+    x = base.expand(N, L).clone()
+    x[is_a, b] = cands[c[is_a] - 1]
+    x[is_b, a] = cands[c[is_b] - K - 1]
+    read_row = torch.cat([c, torch.zeros(1, dtype=torch.long)])
+    read_col = torch.cat([torch.where(is_b, torch.full_like(c, b), torch.full_like(c, a)), torch.tensor([b])])
+    return c, is_a, is_b, x, read_row, read_col
+
+
 def pair_conditionals(
     mlm: MaskedLM,
     input_ids,
@@ -177,7 +197,7 @@ def pair_conditionals(
     """
     ids, a, b = check_pair(mlm, input_ids, a, b)
     cands = resolve_candidates(mlm, candidates)
-    K, L, V = len(cands), len(ids), mlm.vocab_size
+    K, V = len(cands), mlm.vocab_size
     gold = (int(ids[a]), int(ids[b]))
     base = ids.clone()
     base[[a, b]] = mlm.mask_id
@@ -190,17 +210,8 @@ def pair_conditionals(
     mask_a = torch.empty(K, dtype=torch.float64) if has_mask else None
     mask_b = torch.empty(K, dtype=torch.float64) if has_mask else None
 
-    # copy c in 0..2K: 0 both masked, 1..K: b = v_{c-1}, K+1..2K: a = v_{c-K-1}; all one record (the pair)
     N = 2 * K + 1
-    c = torch.arange(N)
-    is_a = (c >= 1) & (c <= K)  # a masked, b = v
-    is_b = c > K  # b masked, a = v
-    x = base.expand(N, L).clone()
-    x[is_a, b] = cands[c[is_a] - 1]
-    x[is_b, a] = cands[c[is_b] - K - 1]
-    # read q < N: copy q at its masked position; read N: the both-masked copy again, at b
-    read_row = torch.cat([c, torch.zeros(1, dtype=torch.long)])
-    read_col = torch.cat([torch.where(is_b, torch.full_like(c, b), torch.full_like(c, a)), torch.tensor([b])])
+    c, is_a, is_b, x, read_row, read_col = _pair_copies(base, cands, a, b)
     sel = torch.empty(N + 1, K, dtype=torch.float64)
     lse = torch.empty(N + 1, dtype=torch.float64)
     msk = torch.empty(N + 1, dtype=torch.float64) if has_mask else None

@@ -16,7 +16,8 @@ import math
 from pathlib import Path
 
 from ..models.reader import reader_of
-from ..runtime.log import ConfigMismatch, RunMeta, check_config, read_lines, read_log
+from ..runtime.config_check import ConfigMismatch, check_config
+from ..runtime.log import RunMeta, read_lines, read_log
 from ..runtime.shard import Shard
 from ..runtime.writers import meta_path
 

@@ -3,7 +3,7 @@ runners' records, sampler traces, joints records, run journals.
 
 A :class:`ResumableLog` holds the output's lock (:class:`~mlmprob.runtime.lock.WriterLock`, ``OUT.lock``:
 a second writer is refused), checks the configuration the output was written with against this run's
-(:func:`check_config`: one error naming every differing key), trims a last line that a kill cut in
+(:func:`~mlmprob.runtime.config_check.check_config`: one error naming every differing key), trims a last line that a kill cut in
 half, and commits every :meth:`~ResumableLog.append` with flush and ``fsync``. The configuration is
 stored where the file's format keeps it: a JSON side file (:class:`RunMeta`, e.g. ``OUT.meta.json``) or
 the file's first line (``header=True``). :func:`read_log` is the one reader: the committed records of a
@@ -23,7 +23,7 @@ Records are encoded with :func:`mlmprob.jsonl.dumps` (strict JSON: NaN and infin
 >>> ResumableLog(out, config={"seed": 2}, meta=RunMeta(out.with_name("r.meta.json")))  # doctest: +ELLIPSIS
 Traceback (most recent call last):
 ...
-mlmprob.runtime.log.ConfigMismatch: cannot resume .../r.jsonl: it holds results of a different configuration, written with seed=1; this run has seed=2; use the same options or another --out
+mlmprob.runtime.config_check.ConfigMismatch: cannot resume .../r.jsonl: it holds results of a different configuration, written with seed=1; this run has seed=2; use the same options or another --out
 """
 
 from __future__ import annotations
@@ -36,90 +36,9 @@ from pathlib import Path
 
 from ..errors import MLMProbError
 from ..jsonl import dumps
-from .identity import KEY as IDENTITY
+from .config_check import as_stored, check_config, normalized
 from .lock import WriterLock
 from .safefs import refuse_link, replace_file
-
-_SHOWN = 60  # characters of a value shown in an error
-
-
-class ConfigMismatch(MLMProbError):
-    """A resumed run's configuration differs from the one its output was written with."""
-
-
-def _norm(value):
-    """``value`` as it reads back from the file (tuples become lists, NaN None)."""
-    return json.loads(dumps(value))
-
-
-def _show(value) -> str:
-    text = repr(value)
-    return text if len(text) <= _SHOWN else text[: _SHOWN - 3] + "..."
-
-
-def config_diff(stored: dict, config: dict, prefix: str = "") -> list[tuple[str, object, object]]:
-    """``(key, stored value, this run's value)`` for every differing key; nested dicts by dotted keys.
-
-    >>> config_diff({"a": 1, "m": {"x": 1, "y": 2}}, {"a": 1, "m": {"x": 3, "y": 2}, "b": 0})
-    [('b', None, 0), ('m.x', 1, 3)]
-    """
-    out = []
-    for k in sorted(set(stored) | set(config), key=str):
-        a, b = stored.get(k), config.get(k)
-        if isinstance(a, dict) and isinstance(b, dict):
-            out += config_diff(a, b, f"{prefix}{k}.")
-        elif a != b:
-            out.append((f"{prefix}{k}", a, b))
-    return out
-
-
-def check_config(where, stored: dict | None, config: dict | None, keys: Iterable[str] | None = None) -> None:
-    """The one check a resumed run makes: ``config`` must equal the ``stored`` one (on ``keys`` only, when
-    given); otherwise :class:`ConfigMismatch` naming every differing key with both values. Nothing is
-    checked when either is empty (an output written before configurations were stored).
-
-    >>> check_config("o", {"lr": 0.1, "n": 2}, {"lr": 0.2, "n": 3})
-    Traceback (most recent call last):
-    ...
-    mlmprob.runtime.log.ConfigMismatch: cannot resume o: it holds results of a different configuration, written with lr=0.1, n=2; this run has lr=0.2, n=3; use the same options or another --out
-    """
-    if not stored or not config:
-        return
-    stored, config = _norm(stored), _norm(config)
-    for d in (stored, config):  # the run's identity has its own rule (runtime.identity.check_resume)
-        d.pop(IDENTITY, None)
-    if keys is not None:
-        keys = set(keys)
-        stored = {k: v for k, v in stored.items() if k in keys}
-        config = {k: v for k, v in config.items() if k in keys}
-    diff = config_diff(stored, config)
-    if diff:
-        was = ", ".join(f"{k}={_show(a)}" for k, a, _ in diff)
-        now = ", ".join(f"{k}={_show(b)}" for k, _, b in diff)
-        raise ConfigMismatch(
-            f"cannot resume {where}: it holds results of a different configuration, written with "
-            f"{was}; this run has {now}; use the same options or another --out"
-        )
-
-
-# configuration keys stored only by newer versions: runtime.provenance's block, score's one-pass correction digest,
-# runtime.identity's block
-LATER_KEYS = ("computed_with", "correction_sha256", IDENTITY)
-
-
-def as_stored(stored: dict | None, config: dict | None) -> dict | None:
-    """``config`` as an existing output written with ``stored`` keeps it: without the :data:`LATER_KEYS`
-    that ``stored`` lacks. An output written before those keys were stored is resumed as before, checked
-    on the keys it has, and its configuration does not gain them (it cannot vouch for its earlier rows).
-
-    >>> as_stored({"seed": 1}, {"seed": 1, "computed_with": {"dtype": "int8"}})
-    {'seed': 1}
-    >>> as_stored(None, {"seed": 1, "computed_with": {}}), as_stored({"computed_with": {}}, {"computed_with": {}})
-    ({'seed': 1, 'computed_with': {}}, {'computed_with': {}})
-    """
-    if not stored or not config or not any(k in config and k not in stored for k in LATER_KEYS):
-        return config
-    return {k: v for k, v in config.items() if k in stored or k not in LATER_KEYS}
 
 
 class RunMeta:
@@ -346,7 +265,7 @@ class ResumableLog(RunHold):
         self._fh = open(self.path, "a", encoding="utf-8", newline="\n")
         if self.use_header and self.header is None and self.config is not None:
             self.append(self.config)
-            self.header = _norm(self.config)
+            self.header = normalized(self.config)
 
     def lines(self) -> Iterator[str]:
         """The committed non-blank lines, as text (the header line included)."""

@@ -17,10 +17,10 @@ from itertools import islice
 from pathlib import Path
 
 from ..errors import MLMProbError
+from .config_check import config_diff
 from .identity import KEY as IDENTITY
 from .identity import check_parts
 from .lock import WriterLock
-from .log import config_diff
 from .writers import meta_path, open_writer, output_kind, read_results
 
 WRITE_ROWS = 1024  # rows committed together
@@ -183,6 +183,19 @@ def _remove_output(path: Path) -> None:
     shutil.rmtree(path.with_name(path.name + ".parts"), ignore_errors=True)
 
 
+def _input_order(wanted: Iterable[str], where: dict, skipped: set[str]) -> list[str]:
+    """The input's ids in order, checked against the parts' ids ``where``: every input id is in a part (or
+    skipped, itself or its record) and every part id is in the input."""
+    order = [str(i) for i in wanted]
+    missing = [i for i in order if i not in where and i not in skipped and i.rsplit("/", 1)[0] not in skipped]
+    if missing:
+        raise MLMProbError(f"{len(missing)} input id(s) appear in no part: {_names(missing)}")
+    extra = set(where) - set(order)
+    if extra:
+        raise MLMProbError(f"{len(extra)} id(s) in the parts are not in the input: {_names(sorted(extra))}")
+    return order
+
+
 def merge_parts(
     out: str | Path,
     parts: Sequence[str | Path],
@@ -238,16 +251,8 @@ def merge_parts(
         refuse_link(meta_path(out), "the output's side file")  # the merged meta is renamed there at the end
         _remove_output(tmp)  # what a killed merge left
         where, counts = _index(paths)
-        order = None
         wanted = expected_ids(configs[0], metas[0].get("limit")) if expected_ids is not None and configs[0] else None
-        if wanted is not None:  # None: the run's ids cannot be derived from its configuration
-            order = [str(i) for i in wanted]
-            missing = [i for i in order if i not in where and i not in skipped and i.rsplit("/", 1)[0] not in skipped]
-            if missing:
-                raise MLMProbError(f"{len(missing)} input id(s) appear in no part: {_names(missing)}")
-            extra = set(where) - set(order)
-            if extra:
-                raise MLMProbError(f"{len(extra)} id(s) in the parts are not in the input: {_names(sorted(extra))}")
+        order = None if wanted is None else _input_order(wanted, where, skipped)
         _check_rows(paths, metas, counts)  # after the ids checks: they name the rows that differ
         writer = open_writer(
             tmp, resume=False, config={**(configs[0] or {}), "merged_from": [str(p) for p in paths]}, fields=fields

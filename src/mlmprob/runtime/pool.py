@@ -133,19 +133,9 @@ def map_ordered(
 ) -> Iterator[R]:
     """Yield ``work(state, item)`` for every item, in order, over one process per device (no more
     processes than items: a stream of fewer items than devices uses the first devices only)."""
-    items = iter(items)
-    if len(devices) > 1:
-        first = list(islice(items, len(devices)))
-        if not first:
-            return
-        if len(first) < len(devices):
-            print(
-                f"warning: {len(devices)} worker processes capped to {len(first)} (only {len(first)} "
-                f"chunk{'s' if len(first) > 1 else ''} of work)",
-                file=sys.stderr,
-            )
-            devices = devices[: len(first)]
-        items = chain(first, items)
+    items, devices = _cap_devices(iter(items), devices)
+    if not devices:
+        return
     if len(devices) == 1:
         state = init(devices[0])
         for item in items:
@@ -200,15 +190,39 @@ def map_ordered(
             yield value
             nxt += 1
     finally:
-        for _ in procs:
-            try:
-                tasks.put(None)
-            except (OSError, ValueError):
-                pass
-        for p in procs:
-            p.join(timeout=5)
-            if p.is_alive():
-                p.terminate()
-        tasks.close()
-        results.close()
-        keep.close()
+        _stop(procs, tasks, results, keep)
+
+
+def _cap_devices(items: Iterator[T], devices: list[str]) -> tuple[Iterator[T], list[str]]:
+    """No more worker processes than items: with several devices, the first ``len(devices)`` items are
+    read ahead (and put back in front) and the devices capped to their number, with a warning; no
+    devices when there are no items."""
+    if len(devices) <= 1:
+        return items, devices
+    first = list(islice(items, len(devices)))
+    if not first:
+        return items, []
+    if len(first) < len(devices):
+        print(
+            f"warning: {len(devices)} worker processes capped to {len(first)} (only {len(first)} "
+            f"chunk{'s' if len(first) > 1 else ''} of work)",
+            file=sys.stderr,
+        )
+        devices = devices[: len(first)]
+    return chain(first, items), devices
+
+
+def _stop(procs: list, tasks, results, keep) -> None:
+    """Ask every worker to stop, join them (terminating any still alive after 5 s), close the queues."""
+    for _ in procs:
+        try:
+            tasks.put(None)
+        except (OSError, ValueError):
+            pass
+    for p in procs:
+        p.join(timeout=5)
+        if p.is_alive():
+            p.terminate()
+    tasks.close()
+    results.close()
+    keep.close()

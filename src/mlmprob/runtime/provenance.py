@@ -24,7 +24,7 @@ a value:
 A resumed run whose block differs is refused naming the key (``computed_with.dtype='float32'``), and
 ``mlmprob merge`` refuses parts whose blocks differ. An output written before the block existed has none:
 it is resumed as before, checked on the keys it stored, and is given no block (the precision of its
-earlier rows is unknown, so none is claimed; :func:`mlmprob.runtime.log.as_stored`); ``merge`` refuses
+earlier rows is unknown, so none is claimed; :func:`mlmprob.runtime.config_check.as_stored`); ``merge`` refuses
 to join such a part with a part that has one.
 
 >>> block = computed_with("no/such/folder", "float32", ["cpu"])

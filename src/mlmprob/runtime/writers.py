@@ -100,7 +100,7 @@ class _FileWriter(ResultWriter):
         self._hold = self._open(resume, {} if config is None else config)
         self.lock = self._hold.lock
         self._created = not self._hold.existed
-        # the hold's configuration: this run's, less what an older output never stored (log.as_stored)
+        # the hold's configuration: this run's, less what an older output never stored (config_check.as_stored)
         self._meta = {
             "config": self._hold.config or {},
             "complete": False,

@@ -144,7 +144,7 @@ class RunLog:
             "init_ids": init_ids.tolist(),
             "free": free.int().tolist(),
         }
-        if computed_with:  # a run file written before it was stored resumes as before (log.as_stored)
+        if computed_with:  # a run file written before it was stored resumes as before (config_check.as_stored)
             head["computed_with"] = computed_with
         self.log = ResumableLog(path, config=head, header=True, encode=_compact, lock=not WriterLock.held_here(path))
         try:

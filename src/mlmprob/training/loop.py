@@ -194,7 +194,7 @@ def _check_resume(saved: dict, config: TrainConfig, fingerprint: str, where: Pat
         old = TrainConfig.from_dict(old).to_dict()
     except (MLMProbError, TypeError):
         pass
-    from ..runtime.log import check_config
+    from ..runtime.config_check import check_config
 
     check_config(where, old or {"config": "none saved"}, config.to_dict())  # a run without one is refused too
     if saved.get("data_fingerprint") != fingerprint:
@@ -283,6 +283,26 @@ def _step_batch(config: TrainConfig, data, batches, static, step: int):
     return corrupt(ids, sel, config.mask_split, data.mask_id, data.replace_ids, g)
 
 
+def _train_step(config: TrainConfig, data, model, optimizer, inputs, labels, step: int, dev, fork_devices) -> float:
+    """One optimiser step on ``(inputs, labels)`` (trimmed of all-padding columns), dropout drawn from the
+    step's own ``dropout`` stream; returns the step's loss."""
+    inputs = _trim(inputs, data.pad_id)
+    labels = labels[:, : inputs.shape[1]].contiguous()
+    for group in optimizer.param_groups:
+        group["lr"] = config.lr_at(step)
+    with torch.random.fork_rng(devices=fork_devices):
+        torch.manual_seed(derive_seed(config.seed, "dropout", step))
+        inputs_d, labels_d = inputs.to(dev), labels.to(dev)
+        with _autocast(config, dev):
+            loss_t = _masked_lm_loss(model, inputs_d, labels_d, data.pad_id)
+        loss_t.backward()
+    if config.grad_clip > 0:
+        torch.nn.utils.clip_grad_norm_(model.parameters(), config.grad_clip)
+    optimizer.step()
+    optimizer.zero_grad(set_to_none=True)
+    return float(loss_t.detach())
+
+
 def _train(
     config: TrainConfig, source, out_dir: Path, *, device, progress: bool, stop_after: int | None, resume: bool
 ) -> TrainResult:
@@ -326,21 +346,7 @@ def _train(
     t0 = time.time()
     for step in range(start, end):
         inputs, labels = _step_batch(config, data, batches, static, step)
-        inputs = _trim(inputs, data.pad_id)
-        labels = labels[:, : inputs.shape[1]].contiguous()
-        for group in optimizer.param_groups:
-            group["lr"] = config.lr_at(step)
-        with torch.random.fork_rng(devices=fork_devices):
-            torch.manual_seed(derive_seed(config.seed, "dropout", step))
-            inputs_d, labels_d = inputs.to(dev), labels.to(dev)
-            with _autocast(config, dev):
-                loss_t = _masked_lm_loss(model, inputs_d, labels_d, data.pad_id)
-            loss_t.backward()
-        if config.grad_clip > 0:
-            torch.nn.utils.clip_grad_norm_(model.parameters(), config.grad_clip)
-        optimizer.step()
-        optimizer.zero_grad(set_to_none=True)
-        loss = float(loss_t.detach())
+        loss = _train_step(config, data, model, optimizer, inputs, labels, step, dev, fork_devices)
         train_losses.append(loss)
         done = step + 1
         bar.update(1)
