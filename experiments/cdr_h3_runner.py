@@ -115,7 +115,7 @@ class _Alphabet:
 
 
 def _scores(mlm, ids: torch.Tensor, free: torch.Tensor) -> list[dict]:
-    from mlmprob.energy import token_scores
+    from mlmprob.energies import token_scores
 
     s = token_scores(mlm, ids, free)
     return [{"e_local": float(a), "e_raw": float(b)} for a, b in zip(s.e_local.tolist(), s.e_raw.tolist())]

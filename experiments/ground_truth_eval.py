@@ -81,7 +81,7 @@ def eval_pairs(mlm, lang: SyntheticLanguage, held: torch.Tensor, n: int, seed: i
 
 def eval_infill(mlm, lang: SyntheticLanguage, held: torch.Tensor, n: int, k: int, beam: int, seed: int) -> dict:
     """Beam search (trained MLM, and the exact conditionals as reference) vs the true mode of the gap."""
-    from mlmprob.infill import exact_infill, infill
+    from mlmprob.infilling import exact_infill, infill
 
     T = lang.length
     g = generator_for(seed, "gt-infill", k)
@@ -119,7 +119,7 @@ def eval_infill(mlm, lang: SyntheticLanguage, held: torch.Tensor, n: int, k: int
 
 def eval_samplers(mlm, lang: SyntheticLanguage, cfg: GroundTruthConfig, seed: int) -> dict:
     """MH and degenerate Gibbs on the trained MLM vs the truth and vs ``exp(-E_local)/Z``."""
-    from mlmprob.energy import energy
+    from mlmprob.energies import energy
     from mlmprob.sampling import sample
 
     V, T = lang.vocab_size, lang.length

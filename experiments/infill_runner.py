@@ -48,8 +48,8 @@ import torch
 
 from mlmprob.argtypes import nonnegative_int, positive_int  # noqa: E402
 from mlmprob.errors import MLMProbError
-from mlmprob.infill.corrections import ContextScramble
-from mlmprob.infill.gap import InfillCandidate
+from mlmprob.infilling.corrections import ContextScramble
+from mlmprob.infilling.gap import InfillCandidate
 from mlmprob.metrics.sequences import gap_metrics
 from mlmprob.models.reader import reader_of
 from mlmprob.runtime.log import read_log

@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 
 from .data import Record, encodable_records, encode_records
-from .energy import token_scores
+from .energies import token_scores
 from .errors import MLMProbError, NonFiniteError
 from .likelihood.spec import LOGLIK_ORDERS, LOGLIK_SETTINGS, LoglikSpec
 from .models.protocol import NONFINITE_HINT

@@ -2,7 +2,7 @@
 its ``__post_init__``, made from parsed CLI arguments by field name and written down as plain JSON values.
 
 The specs (docs/architecture.md, "One spec per algorithm"): :class:`~mlmprob.sampling.spec.SamplerSpec`,
-:class:`~mlmprob.infill.spec.InfillSpec`, :class:`~mlmprob.variants.spec.VariantsSpec`,
+:class:`~mlmprob.infilling.spec.InfillSpec`, :class:`~mlmprob.variants.spec.VariantsSpec`,
 :class:`~mlmprob.scoring.ScoreSpec` (with :class:`~mlmprob.likelihood.spec.LoglikSpec`, its chain-rule part) and
 :class:`~mlmprob.joints.job.JointsSpec` derive from :class:`Spec`.
 

@@ -100,7 +100,7 @@ def test_infill_rows_number_the_gap_as_positions_does(headless, tmp_path, monkey
 def test_infill_rows_number_words_past_word_pieces():
     from mlmprob import load_mlm
     from mlmprob.app.compute import infill_compare
-    from mlmprob.infill.stream import infill_records
+    from mlmprob.infilling.stream import infill_records
 
     en = load_mlm("en-small", device="cpu")
     (row,) = infill_records(en, [Record("a", "the unbelievable _ sat")], beam_size=2)

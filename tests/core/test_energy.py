@@ -154,7 +154,7 @@ def test_positions_error_is_exported():
 def test_sampler_energies_are_the_energy_functions_numbers():
     # E_local/E_raw have one home (mlmprob.energy): the MH state's cached energies, from its single-site rows,
     # are bit for bit those of energy() on the same rows (ExactMLM: a row does not depend on its batch)
-    from mlmprob.energy import energies_from_logits, target_scores
+    from mlmprob.energies import energies_from_logits, target_scores
     from mlmprob.sampling import MetropolisHastings
 
     m = ExactMLM.random(4, 4, torch.Generator().manual_seed(3))

@@ -19,7 +19,7 @@ from experiments.infill_runner import (
     tables_markdown,
 )
 from mlmprob.errors import MLMProbError
-from mlmprob.infill import candidate_ids
+from mlmprob.infilling import candidate_ids
 from mlmprob.metrics import bleu
 from mlmprob.runtime.log import read_log
 

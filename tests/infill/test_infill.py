@@ -11,7 +11,7 @@ from mdtable import row, tables_after
 
 from mlmprob import ExactMLM, LookupMLM
 from mlmprob.errors import MLMProbError
-from mlmprob.infill import (
+from mlmprob.infilling import (
     ContextScramble,
     RandomTokenSwap,
     bleu,
@@ -23,9 +23,9 @@ from mlmprob.infill import (
     sample_infill,
     topk_hit,
 )
-from mlmprob.infill.baselines import SamplingConfig, proposal_logp
-from mlmprob.infill.beam import beam_search
-from mlmprob.infill.corrections import Pivot
+from mlmprob.infilling.baselines import SamplingConfig, proposal_logp
+from mlmprob.infilling.beam import beam_search
+from mlmprob.infilling.corrections import Pivot
 from mlmprob.models.exact import all_sequences
 
 # -- test models ---------------------------------------------------------------------------------
@@ -425,7 +425,7 @@ def test_tiny_hf_beam_matches_exhaustive(tiny_hf):
 
 def test_cli_infill(tiny_hf, monkeypatch, capsys):
     from mlmprob.cli import main
-    from mlmprob.infill.stream import expand_gaps
+    from mlmprob.infilling.stream import expand_gaps
 
     assert expand_gaps("AC[mask]x2D_") == "AC__D_"
     monkeypatch.setattr("mlmprob.models.load_mlm", lambda *a, **k: tiny_hf)

@@ -9,7 +9,7 @@ import torch
 
 from mlmprob import ExactMLM
 from mlmprob.errors import MLMProbError
-from mlmprob.infill import InfillSpec, infill
+from mlmprob.infilling import InfillSpec, infill
 
 
 @pytest.mark.parametrize(

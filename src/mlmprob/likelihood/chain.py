@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import torch
 
 from ..batching import iter_masked_logits
-from ..energy import Positions, check_input_ids, resolve_positions, row_sum
+from ..energies import Positions, check_input_ids, resolve_positions, row_sum
 from ..errors import MLMProbError, PositionsError
 from ..models.alphabet import allowed_ids
 from ..models.protocol import MaskedLM

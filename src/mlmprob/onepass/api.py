@@ -1,10 +1,10 @@
-"""``mlmprob.pll``: exact PLL (:func:`mlmprob.energy.pll`) or, on request, its one-pass estimate."""
+"""``mlmprob.pll``: exact PLL (:func:`mlmprob.energies.pll`) or, on request, its one-pass estimate."""
 
 from __future__ import annotations
 
 import torch
 
-from ..energy import pll as exact_pll
+from ..energies import pll as exact_pll
 from ..errors import MLMProbError
 from .estimate import METHODS, one_pass_token_scores
 
@@ -12,7 +12,7 @@ from .estimate import METHODS, one_pass_token_scores
 def pll(mlm, input_ids, positions=None, *, word_ids=None, method: str = "exact", correction=None) -> torch.Tensor:
     """Log pseudo-likelihood ``sum_t log q_t(x_t | x with t masked)`` per sequence, ``[B]`` (float64).
 
-    ``method="exact"`` (the default) runs one masked copy per position: see :func:`mlmprob.energy.pll`
+    ``method="exact"`` (the default) runs one masked copy per position: see :func:`mlmprob.energies.pll`
     for ``positions`` and ``word_ids`` (the forward budget is the model reader's). ``method="one_pass"`` estimates it from one
     unmasked pass with the model's fitted correction (shipped for the built-in models; ``mlmprob
     calibrate`` fits one for any other; ``correction`` names a file to use instead), and

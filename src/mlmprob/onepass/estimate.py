@@ -10,7 +10,7 @@ from __future__ import annotations
 import torch
 
 from ..batching import DEFAULT_BATCH_TOKENS, read_logits
-from ..energy import TokenScores, check_input_ids, resolve_positions
+from ..energies import TokenScores, check_input_ids, resolve_positions
 from ..errors import MLMProbError
 from ..models.protocol import lengths_of
 from ..models.reader import reader_of

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import torch
 
 from ..data import Record, encodable_records, encode_records
-from ..energy import pll as exact_pll
+from ..energies import pll as exact_pll
 from ..errors import MLMProbError, NonFiniteError
 from .estimate import one_pass_token_scores
 

@@ -43,7 +43,7 @@ from collections.abc import Sequence
 
 import torch
 
-from ..energy import as_row, token_scores
+from ..energies import as_row, token_scores
 from ..errors import MLMProbError
 from ..joints.conditionals import pair_conditionals
 from ..joints.constructions import ag_joint

@@ -105,7 +105,7 @@ def infill(
     """The ``beam_size`` best fills of ``positions`` in one sequence, best first.
 
     ``input_ids``: ``[L]`` or ``[1, L]`` (whatever the gap positions hold is ignored); the settings as a
-    :class:`~mlmprob.infill.spec.InfillSpec` (``spec``, its pivot read in the model's vocabulary) or as keywords:
+    :class:`~mlmprob.infilling.spec.InfillSpec` (``spec``, its pivot read in the model's vocabulary) or as keywords:
     ``method``: ``"standard"`` or ``"hcb"``; ``order``: ``"l2r"`` or ``"best"`` (best to worst);
     ``pivot``: HCB pivot token id (default: the mask token; another token costs extra passes in
     ``best`` order, and different passes from standard's in either order). Fills use the model's

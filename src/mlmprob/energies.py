@@ -249,8 +249,3 @@ def energy(
         raise MLMProbError(f"energy kind must be 'local' or 'raw', got {kind!r}")
     s = token_scores(mlm, input_ids, positions, word_ids=word_ids)
     return s.e_local if kind == "local" else s.e_raw
-
-
-from .callable_module import make_callable  # noqa: E402 - after energy is defined
-
-make_callable(__name__)

@@ -1,5 +1,5 @@
-"""``InfillSpec``: the settings of an infilling run (``mlmprob infill``, :class:`~mlmprob.infill.stream.InfillJob`,
-:func:`~mlmprob.infill.infill`, the app), frozen and validated once where it is made.
+"""``InfillSpec``: the settings of an infilling run (``mlmprob infill``, :class:`~mlmprob.infilling.stream.InfillJob`,
+:func:`~mlmprob.infilling.infill`, the app), frozen and validated once where it is made.
 
 What needs the model (the pivot written as a token of its vocabulary) is checked when a job prepares
 (:meth:`InfillSpec.pivot_id`). :meth:`InfillSpec.settings` is what the output's configuration and every
