@@ -259,8 +259,8 @@ class Runner:
                     variants,
                     methods=GROUPS[stage.group],
                     cache=cache,
-                    n_orders=CHAIN_ORDERS,
-                    seed=CHAIN_SEED,
+                    chain_orders=CHAIN_ORDERS,
+                    chain_seed=CHAIN_SEED,
                 )
                 if cdrs
                 else {}

@@ -28,7 +28,9 @@ def test_energy_and_infill_are_plain_functions():
     m = ExactMLM(torch.log(torch.tensor([[0.1, 0.2], [0.3, 0.4]])))
     ids = torch.tensor([[1, 1]])
     assert torch.equal(mlmprob.energy(m, ids, kind="raw"), energies.energy(m, ids, kind="raw"))
-    assert mlmprob.infill(m, [2, 2], [0, 1], beam_size=2) == infilling.infill(m, [2, 2], [0, 1], beam_size=2)
+    assert mlmprob.infill(m, [2, 2], [0, 1], method="standard") == infilling.infill(
+        m, [2, 2], [0, 1], method="standard"
+    )
     assert list(inspect.signature(mlmprob.energy).parameters)[:3] == ["mlm", "input_ids", "positions"]
     assert list(inspect.signature(mlmprob.infill).parameters)[:3] == ["mlm", "input_ids", "positions"]
 

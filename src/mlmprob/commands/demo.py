@@ -134,7 +134,7 @@ def sample_section(mlm, args) -> None:
     print(f"   {'chain':<7}{'CDR-H3':<{len(cols) + 2}}{'E_local':>9}{'identity':>10}")
     from ..energies import energy
 
-    e_native = float(energy(mlm, ids, "local", positions=cdr[None])[0])
+    e_native = float(energy(mlm, ids, cdr[None], kind="local")[0])
     print(f"   {'native':<7}{native:<{len(cols) + 2}}{e_native:>9.2f}{1.0:>10.2f}")
     for b in range(chains):
         print(

@@ -176,7 +176,7 @@ def _run_one(args, spec) -> int:
             dumps(
                 {
                     "model": args.model,
-                    **spec.settings(),
+                    **spec.recorded(),
                     "positions": numbers,
                     "token_indices": positions.tolist(),
                     "candidates": rows,
@@ -224,7 +224,7 @@ def _run_stream(args, spec) -> int:
         "column": args.column,
         "id_column": args.id_column,
         "gaps": args.gaps,
-        **spec.settings(),
+        **spec.recorded(),
         **({"dedupe": True} if args.dedupe else {}),
         **cdr_config(args.region),
     }
