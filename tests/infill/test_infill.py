@@ -11,7 +11,7 @@ from mdtable import row, tables_after
 
 from mlmprob import ExactMLM, LookupMLM
 from mlmprob.errors import MLMProbError
-from mlmprob.infill import (
+from mlmprob.infilling import (
     ContextScramble,
     RandomTokenSwap,
     bleu,
@@ -23,9 +23,9 @@ from mlmprob.infill import (
     sample_infill,
     topk_hit,
 )
-from mlmprob.infill.baselines import SamplingConfig, proposal_logp
-from mlmprob.infill.beam import beam_search
-from mlmprob.infill.corrections import Pivot
+from mlmprob.infilling.baselines import SamplingConfig, proposal_logp
+from mlmprob.infilling.beam import beam_search
+from mlmprob.infilling.corrections import Pivot
 from mlmprob.models.exact import all_sequences
 
 # -- test models ---------------------------------------------------------------------------------
@@ -115,7 +115,7 @@ def test_full_beam_returns_exact_mode_and_logprob(order):
     m = ExactMLM.random(3, 4, gen(3))
     ids, pos = [0, 3, 3, 3], [1, 2, 3]
     exact = exact_infill(m, ids, pos)
-    beam = infill(m, ids, pos, order=order, beam_size=27)
+    beam = infill(m, ids, pos, method="standard", order=order, beam_size=27)
     assert [c.tokens for c in beam] == [c.tokens for c in exact]
     for b, e in zip(beam, exact):
         assert b.score == pytest.approx(e.score, abs=1e-5)
@@ -230,7 +230,7 @@ def test_hcb_default_pivot_needs_mask_output():
     with pytest.raises(MLMProbError, match="pivot"):
         infill(m, [0, 3, 3], [1, 2], method="hcb", pivot=3)
     with pytest.raises(MLMProbError, match="only by method='hcb'"):
-        infill(m, [0, 3, 3], [1, 2], pivot=1)
+        infill(m, [0, 3, 3], [1, 2], method="standard", pivot=1)
 
 
 # -- cost -------------------------------------------------------------------------------------------
@@ -350,12 +350,12 @@ def test_bad_input_raises_clear_errors():
     ]:
         positions = kwargs.pop("positions")
         with pytest.raises(MLMProbError, match=msg):
-            infill(m, [0, 1, 2, 0], positions, **kwargs)
+            infill(m, [0, 1, 2, 0], positions, **{"method": "standard", **kwargs})
     with pytest.raises(MLMProbError, match="one sequence"):
-        infill(m, [[0, 1, 2, 0], [0, 1, 2, 0]], [1])
-    assert infill(m, torch.tensor([[0, 1, 2, 0]]), torch.tensor([False, True, False, False])) == infill(
-        m, [0, 1, 2, 0], [1]
-    )
+        infill(m, [[0, 1, 2, 0], [0, 1, 2, 0]], [1], method="standard")
+    assert infill(
+        m, torch.tensor([[0, 1, 2, 0]]), torch.tensor([False, True, False, False]), method="standard"
+    ) == infill(m, [0, 1, 2, 0], [1], method="standard")
 
 
 # -- metrics ---------------------------------------------------------------------------------------------
@@ -425,7 +425,7 @@ def test_tiny_hf_beam_matches_exhaustive(tiny_hf):
 
 def test_cli_infill(tiny_hf, monkeypatch, capsys):
     from mlmprob.cli import main
-    from mlmprob.infill.stream import expand_gaps
+    from mlmprob.infilling.stream import expand_gaps
 
     assert expand_gaps("AC[mask]x2D_") == "AC__D_"
     monkeypatch.setattr("mlmprob.models.load_mlm", lambda *a, **k: tiny_hf)

@@ -33,7 +33,7 @@ def test_bad_settings_are_refused_where_the_spec_is_made(kw, message):
 def test_identity_keeps_the_stored_keys_and_order():
     spec = JointsSpec(model="m", data="x.csv", schemes=["contiguous"], n_pairs=3)
     assert spec.schemes == ("contiguous",) and JobJointsSpec is JointsSpec
-    assert list(spec.identity()) == [
+    assert list(spec.recorded()) == [
         "model",
         "data",
         "column",
@@ -47,7 +47,7 @@ def test_identity_keeps_the_stored_keys_and_order():
         "max_sequences",
         "format",
     ]
-    assert spec.identity()["schemes"] == ["contiguous"] and spec.settings()["n_pairs"] == 3
+    assert spec.recorded()["schemes"] == ["contiguous"] and spec.settings()["n_pairs"] == 3
 
 
 def test_from_args_and_the_cli_has_a_flag_for_every_field():

@@ -32,9 +32,9 @@ def test_bad_settings_are_refused_where_the_spec_is_made(kw, message):
 
 
 def test_the_stored_configuration_keeps_its_keys_order_and_stores_loglik():
-    assert ScoreSpec(per_order=True, n_orders=3).run_config() == {"whole_word": False, "per_token": False}
+    assert ScoreSpec(per_order=True, n_orders=3).recorded() == {"whole_word": False, "per_token": False}
     loglik = ScoreSpec(likelihood="loglik", order="l2r", n_orders=3, per_order=True, seed=2, whole_word=True)
-    assert list(loglik.run_config().items()) == [
+    assert list(loglik.recorded().items()) == [
         ("whole_word", True),
         ("per_token", False),
         ("likelihood", "loglik"),

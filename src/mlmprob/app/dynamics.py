@@ -89,7 +89,7 @@ def sample_steps(
     given text whatever ``init`` says (every epoch is a fresh draw); the parallel decoders (``unmask``,
     ``adaptive``) take their ``score`` (``confidence``, ``margin``, ``entropy``; default: the method's own) and
     ``unmask`` its ``steps`` per draw (default: the sampler's)."""
-    from ..infill.stream import expand_gaps, mask_text
+    from ..infilling.stream import expand_gaps, mask_text
     from ..sampling.api import Chains
     from ..sampling.spec import DECODERS, METHODS, SamplerSpec
     from ..sampling.stream import free_positions
@@ -171,7 +171,7 @@ def pair_view(mlm, text: str, a, b, *, top: int = 10, limits: Limits = LIMITS) -
     of ``2K + 1`` forward rows (``mlmprob.joints.evaluate_pair``; HCB pivot: the MLM joint's mode).
     Vocabularies larger than ``limits.max_pair_candidates`` are cut to their top tokens under
     the both-masked copy (``outside_mass`` says how much that drops)."""
-    from ..infill.stream import expand_gaps, mask_text
+    from ..infilling.stream import expand_gaps, mask_text
     from ..joints import evaluate_pair, resolve_candidates
 
     a = _check_int(a, "position a", 1, 10**6)

@@ -49,7 +49,7 @@ class InfillResult:
 
 def _gap(mlm, text: str, positions: str, limits: Limits):
     """``(ids [L], token positions, native token ids or None, 1-based residue/word numbers)``."""
-    from ..infill.stream import count_gaps, expand_gaps, mask_text
+    from ..infilling.stream import count_gaps, expand_gaps, mask_text
 
     text = str(text or "").strip()
     if str(positions or "").strip():
@@ -86,7 +86,7 @@ def infill_compare(
     """Standard and HCB beam search (``mlmprob.infill``), each left to right and best first, on
     one gap: marked in ``text`` (``____``, ``[MASK]x5``) or given as 1-based ``positions``
     (``"10-14"``) of a complete sequence, whose own residues are then the native fill."""
-    from ..infill import InfillSpec, infill
+    from ..infilling import InfillSpec, infill
 
     if isinstance(beam_size, float) and beam_size.is_integer():
         beam_size = int(beam_size)

@@ -19,7 +19,7 @@ import sys
 
 from ..argtypes import positive_int
 from ..errors import MLMProbError
-from ..infill.spec import GAP_MODES
+from ..infilling.spec import GAP_MODES
 from ..jsonl import dumps
 
 __all__ = ["register", "run"]
@@ -116,7 +116,7 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
-    from ..infill.spec import InfillSpec
+    from ..infilling.spec import InfillSpec
 
     spec = InfillSpec.from_args(args)  # --method, --order, --beam-size, --pivot
     if (args.sequence is None) == (args.input is None):
@@ -139,10 +139,10 @@ def run(args) -> int:
 def _run_one(args, spec) -> int:
     import torch
 
-    from ..infill import infill
-    from ..infill.beam import score_meaning
-    from ..infill.stream import expand_gaps
-    from ..infill.stream import mask_text as _mask_text
+    from ..infilling import infill
+    from ..infilling.beam import score_meaning
+    from ..infilling.stream import expand_gaps
+    from ..infilling.stream import mask_text as _mask_text
     from ..positions import token_numbers
     from .common import load_model_from_args
 
@@ -176,7 +176,7 @@ def _run_one(args, spec) -> int:
             dumps(
                 {
                     "model": args.model,
-                    **spec.settings(),
+                    **spec.recorded(),
                     "positions": numbers,
                     "token_indices": positions.tolist(),
                     "candidates": rows,
@@ -199,7 +199,7 @@ def _run_one(args, spec) -> int:
 
 
 def _run_stream(args, spec) -> int:
-    from ..infill.stream import InfillJob, iter_gap_units
+    from ..infilling.stream import InfillJob, iter_gap_units
     from ..runtime import iter_records
     from ..runtime.command import RunOptions, StreamCommand, run_command
     from ..runtime.unique import UniqueIds
@@ -224,7 +224,7 @@ def _run_stream(args, spec) -> int:
         "column": args.column,
         "id_column": args.id_column,
         "gaps": args.gaps,
-        **spec.settings(),
+        **spec.recorded(),
         **({"dedupe": True} if args.dedupe else {}),
         **cdr_config(args.region),
     }
@@ -264,7 +264,7 @@ def _run_stream(args, spec) -> int:
 
 def _region_gap(text: str, region: tuple[str, str]) -> tuple[str, str]:
     """``text`` (a complete sequence) with the residues of ``region`` written as ``_``, and those residues."""
-    from ..infill.stream import count_gaps
+    from ..infilling.stream import count_gaps
     from ..numbering import cdr_span, mask_residues
 
     if count_gaps(text):
@@ -277,7 +277,7 @@ def _region_gap(text: str, region: tuple[str, str]) -> tuple[str, str]:
 def region_units(records, region: tuple[str, str]):
     """The gap units of ``records`` (complete sequences) whose gap is the CDR ``region``; a record that does
     not number is a unit carrying the error (raised, or skipped with --skip-invalid)."""
-    from ..infill.stream import GapUnit, iter_gap_units
+    from ..infilling.stream import GapUnit, iter_gap_units
     from ..runtime.inputs import Record
 
     for r in records:
@@ -291,7 +291,7 @@ def region_units(records, region: tuple[str, str]):
 
 def expected_ids(config: dict, limit: int | None = None):
     """The gap ids a streamed run with this stored ``config`` covers, for ``mlmprob merge``'s input check."""
-    from ..infill.stream import iter_gap_units
+    from ..infilling.stream import iter_gap_units
     from ..runtime.inputs import iter_records
     from ..runtime.unique import unique_ids
 

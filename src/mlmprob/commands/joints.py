@@ -78,7 +78,7 @@ def register(subparsers) -> argparse.ArgumentParser:
 def run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from ..joints.job import RECORDS_FILE, load_records, run_joints
+    from ..joints.job import RECORDS_FILE, JointsRun, load_records, run_joints
     from ..joints.report import write_report
     from ..runtime.command import RunOptions
 
@@ -105,9 +105,7 @@ def run(args: argparse.Namespace) -> int:
     def count(rec: dict) -> None:
         new[0] += 1
 
-    records = run_joints(
-        None,
-        config,
+    run = JointsRun(
         args.out,
         batch_tokens=args.batch_tokens,
         progress=count,
@@ -120,6 +118,7 @@ def run(args: argparse.Namespace) -> int:
         show_progress=opts.progress and not args.quiet,
         data_path=data_path,
     )
+    records = run_joints(None, run, config)
     total = shard.size(len(config.schemes) * config.n_pairs)
     if not args.quiet:
         print(

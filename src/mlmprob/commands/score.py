@@ -134,7 +134,7 @@ def run(args) -> int:
         "format": args.format,
         "column": args.column,
         "id_column": args.id_column,
-        **spec.run_config(),
+        **spec.recorded(),
         **({"dedupe": True} if args.dedupe else {}),
     }
     from ..likelihood.records import LOGLIK_FIELDS

@@ -145,7 +145,7 @@ def _config(args, wild_type: str, spec) -> dict:
         )
     region = _region(args, wild_type)
     source = None if args.saturate else spool_args_input(args)
-    settings = spec.settings()
+    settings = spec.recorded()
     return {
         "command": "variants",
         "model": args.model,

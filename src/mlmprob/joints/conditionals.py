@@ -24,7 +24,7 @@ from functools import cached_property
 import torch
 
 from ..batching import iter_read_logits, read_logits
-from ..energy import as_row
+from ..energies import as_row
 from ..errors import MLMProbError, PositionsError
 from ..models.protocol import MaskedLM, foreign_ids, id_range, lengths_of, proposal_ids_of
 

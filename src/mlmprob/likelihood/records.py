@@ -52,8 +52,7 @@ def loglik_columns(mlm, sequence: str, spec: LoglikSpec | None = None, *, whole_
     r = loglik(
         mlm,
         enc.input_ids,
-        order=spec.order,
-        n_orders=spec.n_orders,
+        spec=spec,
         generator=record_generator(spec.seed, sequence),
         word_ids=enc.word_ids if whole_word else None,
     )

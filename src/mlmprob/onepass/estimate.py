@@ -10,13 +10,12 @@ from __future__ import annotations
 import torch
 
 from ..batching import DEFAULT_BATCH_TOKENS, read_logits
-from ..energy import TokenScores, check_input_ids, resolve_positions
+from ..energies import TokenScores, check_input_ids, resolve_positions
 from ..errors import MLMProbError
 from ..models.protocol import lengths_of
 from ..models.reader import reader_of
-from .correction import Correction, find_correction
-
-METHODS = ("exact", "one_pass", "unmasked")
+from .correction import find_correction
+from .spec import METHODS, OnePassSpec  # noqa: F401 - METHODS: the package exports it from here
 
 
 def _need(mlm, *names):
@@ -74,18 +73,16 @@ def unmasked_hidden(mlm, ids: torch.Tensor, sel: torch.Tensor):
     return rows, cols, hidden, mlm.input_embedding(ids[rows, cols])
 
 
-def one_pass_token_scores(
-    mlm, input_ids, positions=None, *, method: str = "one_pass", correction: Correction | str | None = None
-) -> TokenScores:
-    """Per-token estimates of ``log q_t(x_t | x with t masked)`` from one unmasked pass (``TokenScores``).
-
-    ``correction`` (a :class:`Correction` or a path) overrides the one found for the model.
+def one_pass_token_scores(mlm, input_ids, positions=None, spec: OnePassSpec | None = None, **overrides) -> TokenScores:
+    """Per-token estimates of ``log q_t(x_t | x with t masked)`` from one unmasked pass (``TokenScores``), with the
+    settings ``spec`` (:class:`~mlmprob.onepass.spec.OnePassSpec`; keywords override its fields): ``method``
+    ``"one_pass"`` or ``"unmasked"``; ``correction`` (a :class:`Correction` or a path) overrides the one found for
+    the model.
     """
-    if method not in ("one_pass", "unmasked"):
-        raise MLMProbError(f"one-pass method must be 'one_pass' or 'unmasked', got {method!r}")
+    spec = OnePassSpec.of(spec, **overrides)
     ids = check_input_ids(mlm, input_ids)
     sel = resolve_positions(mlm, ids, positions)
-    c = find_correction(mlm, correction) if method == "one_pass" else None
+    c = find_correction(mlm, spec.correction) if spec.method == "one_pass" else None
     lp = torch.zeros(ids.shape, dtype=torch.float64)
     raw = torch.zeros(ids.shape, dtype=torch.float64)
     if sel.any():

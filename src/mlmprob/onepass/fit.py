@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import torch
 
 from ..batching import iter_masked_logits
-from ..energy import check_input_ids, resolve_positions
+from ..energies import check_input_ids, resolve_positions
 from ..errors import MLMProbError
 from ..models.reader import reader_of
 from .correction import Correction, fingerprint, model_key

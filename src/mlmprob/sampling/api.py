@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 import torch
 
-from ..energy import Positions, check_input_ids, energies_from_logits
+from ..energies import Positions, check_input_ids, energies_from_logits
 from ..errors import MLMProbError
 from ..models.protocol import MaskedLM
 from .diagnostics import effective_sample_size, reference_identity, split_rhat

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import torch
 
 from ..batching import iter_masked_logits
-from ..energy import Positions, check_input_ids
+from ..energies import Positions, check_input_ids
 from ..errors import MLMProbError
 from ..models.protocol import MaskedLM
 from .forward import block_logits

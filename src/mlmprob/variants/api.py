@@ -29,9 +29,9 @@ the wild type. Methods and their forward rows:
   sites, that is ``hcb - masked_marginals``; exactly 0 for single mutants (a lone site has no
   interaction: ``hcb`` and ``masked_marginals`` read the same row);
 - ``chain``: ``log mean_sigma p_sigma(m_S | w_\\S) - log mean_sigma p_sigma(w_S | w_\\S)``, the chain rule
-  (``mlmprob.loglik``) over the orders ``sigma`` of the sites (all ``|S|!`` when at most ``n_orders``, else
-  ``n_orders`` seeded ones, the same for ``m`` and ``w``): the exact log-likelihood ratio of the sites under
-  the mixture of orders (``variants.chain``); ``masked_marginals`` for single mutants.
+  (``mlmprob.loglik``) over the orders ``sigma`` of the sites (all ``|S|!`` when at most ``chain_orders``, else
+  ``chain_orders`` ones seeded by ``chain_seed``, the same for ``m`` and ``w``): the exact log-likelihood ratio of
+  the sites under the mixture of orders (``variants.chain``); ``masked_marginals`` for single mutants.
 
 Rows are deduplicated by content across variants and methods (``rows.RowTable``), so the number of
 forward rows is the number of distinct contexts, not the number of terms.
@@ -43,16 +43,15 @@ from collections.abc import Sequence
 
 import torch
 
-from ..energy import as_row, token_scores
+from ..energies import as_row, token_scores
 from ..errors import MLMProbError
 from ..joints.conditionals import pair_conditionals
 from ..joints.constructions import ag_joint
 from ..models.protocol import MaskedLM, foreign_ids, id_range, lengths_of, max_length_of, special_ids_of
 from ..positions import TOKENS, default_mask
-from ..settings import Spec
-from .chain import CHAIN_ORDERS, chain_scores, plan_chain
+from .chain import chain_scores, plan_chain
 from .rows import ForwardCache, RowTable
-from .spec import check_methods
+from .spec import VariantsSpec
 
 ROW_METHODS = (
     "wt_marginals",
@@ -173,21 +172,21 @@ def score_variants(
     mlm: MaskedLM,
     wild_type,
     mutants: Sequence[Sequence[tuple[int, int]]],
-    methods=None,
+    spec: VariantsSpec | None = None,
     *,
     cache: ForwardCache | None = None,
-    n_orders: int = CHAIN_ORDERS,
-    seed: int = 0,
+    **overrides,
 ) -> dict[str, torch.Tensor]:
-    """Scores of every variant by every method in ``methods`` (default: all of ``METHODS``, and
-    ``chain`` on request; see the module doc): ``{method: float64 tensor [len(mutants)]}``, in the order asked.
+    """Scores of every variant by every method the settings ask for (see the module doc): ``{method: float64
+    tensor [len(mutants)]}``, in the order asked. The settings: ``spec``, a :class:`~mlmprob.variants.spec.VariantsSpec`
+    (default ``VariantsSpec()``: the four default methods), its fields overridden by keyword: ``methods`` (None: all
+    of ``METHODS``; ``chain`` on request), ``chain_orders`` and ``chain_seed`` (the orders of ``chain``,
+    ``variants.chain.site_orders``); ``offset`` is the mutant strings' (unused here).
 
     ``wild_type``: token ids ``[L]`` (right padding is dropped); ``mutants``: variants, each a
     list of ``(position, token_id)`` with positions indexing ``wild_type`` directly (special
     tokens count), distinct, never at a special token. ``cache`` (a ``ForwardCache``) keeps the
-    wild-type rows across calls for the same model and wild type (chunked scoring). ``n_orders``
-    and ``seed`` choose the orders of ``chain`` (``variants.chain.site_orders``). ``methods`` may be a
-    :class:`~mlmprob.variants.spec.VariantsSpec` instead: its methods, ``chain_orders`` and ``chain_seed``.
+    wild-type rows across calls for the same model and wild type (chunked scoring).
 
     >>> import torch
     >>> from mlmprob import ExactMLM
@@ -198,13 +197,10 @@ def score_variants(
     >>> s["epistasis"][0].item()
     0.0
     """
-    if isinstance(methods, Spec):
-        if not hasattr(methods, "chain_orders") or (n_orders, seed) != (CHAIN_ORDERS, 0):
-            raise MLMProbError("give score_variants a VariantsSpec (without n_orders or seed), or methods and keywords")
-        methods, n_orders, seed = methods.methods, methods.chain_orders, methods.chain_seed
+    spec = VariantsSpec.of(spec, **overrides)
+    methods, n_orders, seed = spec.methods, spec.chain_orders, spec.chain_seed
     wt = check_wild_type(mlm, wild_type)
     variants = check_variants(mlm, wt, mutants)
-    methods = check_methods(methods)
     if not variants:
         return {m: torch.empty(0, dtype=torch.float64) for m in methods}
     mask = int(mlm.mask_id)

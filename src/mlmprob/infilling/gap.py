@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import torch
 
-from ..energy import check_input_ids
+from ..energies import check_input_ids
 from ..errors import MLMProbError, PositionsError
 from ..models.protocol import MaskedLM, lengths_of, pad_id_of, proposal_ids_of, special_ids_of
 from .spec import check_beam_size, check_order  # noqa: F401 - where beam and baselines import them
