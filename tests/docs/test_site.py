@@ -3,6 +3,7 @@ spec, its directives name objects that exist, and every page is reachable. The b
 ``mkdocs build --strict``, warnings as errors) runs in .ci/run."""
 
 import importlib
+import importlib.util
 import re
 from pathlib import Path
 
@@ -89,3 +90,13 @@ def test_every_page_is_reachable():
     linked = {f"results/{p}" for p in results}
     pages = {str(p.relative_to(DOCS)) for p in DOCS.rglob("*.md")}
     assert sorted(pages - nav - linked) == [], "pages of docs/ neither in mkdocs.yml's nav nor in results/index.md"
+
+
+def test_docstrings_rewritten_for_the_site():
+    """docs/griffe_rst.py: doctest examples become console code blocks and roles become code spans (site only)."""
+    pytest.importorskip("griffe")
+    spec = importlib.util.spec_from_file_location("griffe_rst", DOCS / "griffe_rst.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    text = "See :class:`~mlmprob.x.Y` and :func:`mlmprob.z`.\n>>> 1 + 1\n2\n\nAfter."
+    assert module.rewrite(text) == "See `Y` and `mlmprob.z`.\n\n```pycon\n>>> 1 + 1\n2\n```\n\nAfter."
