@@ -37,7 +37,6 @@ def test_readme_first_two_commands_are_the_demo_and_the_tests():
 
 def test_readme_python_examples_run():
     text = README.read_text()
-    lines = text.splitlines()
     assert _first_commands(text) == ["make demo", "make test"]
     blocks = re.findall(r"```python\n(.*?)```", text, re.S)
     code = blocks[0].replace('"antiberty"', '"sapiens-vh"') + "\n" + blocks[1].replace("epochs=10", "epochs=1")
