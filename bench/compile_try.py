@@ -54,7 +54,7 @@ def main(argv=None) -> int:
     out_e = eager()
     te, tc = [], []
     for r in range(a.rounds):
-        for name, f, acc in (("eager", eager, te), ("compiled", compiled, tc))[:: (1 if r % 2 == 0 else -1)]:
+        for _name, f, acc in (("eager", eager, te), ("compiled", compiled, tc))[:: (1 if r % 2 == 0 else -1)]:
             t0 = time.perf_counter()
             f()
             acc.append(time.perf_counter() - t0)

@@ -530,8 +530,8 @@ def section_sapiens() -> None:
     ]
     pairs += [(f"anneal{a}", f"t4/anneal{a}-mh-raw", f"t4/anneal{a}-mh-local", E_FIN) for a in ("0.02", "0.04", "0.06")]
     pairs += [("t5", "t5/mh-raw-pt0.8-anneal0.02", "t5/mh-local-pt0.8-anneal0.02", E_FIN)]
-    for tag, r, l, f in pairs:
-        s.diff(f"{p}.raw-vs-local.{tag}", f"E_local, E_raw target - E_local target ({r} vs {l})", r, f, l, f)
+    for tag, r, loc, f in pairs:
+        s.diff(f"{p}.raw-vs-local.{tag}", f"E_local, E_raw target - E_local target ({r} vs {loc})", r, f, loc, f)
     blk, one = "t3/block-mh-local", "t1/mh-local-pt1.0"
     s.diff(f"{p}.block.novel", "novel rate, block MH-local - single-site MH-local", blk, NOV, one, NOV, 3)
     s.diff(f"{p}.block.accept", "acceptance, block MH-local - single-site MH-local", blk, ACC, one, ACC, 3)

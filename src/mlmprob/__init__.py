@@ -1,10 +1,9 @@
 """mlmprob: probabilistic inference with masked language models.
 
-Scoring (PLL / E_local, E_raw, whole-word PLL; the chain-rule likelihood ``loglik`` over orders), Metropolis-Hastings and Gibbs sampling, pair joints
-(MRF, HCB, Arnold-Gokhale) and infilling beam search on any object with the ``MaskedLM`` protocol;
-variant-effect scores
-(``score_variants``); loaders for Hugging Face masked LMs (protein models included) and the
-embedded antibody models; exact toy models, synthetic
+Scoring (PLL / E_local, E_raw, whole-word PLL; the chain-rule likelihood ``loglik`` over orders),
+Metropolis-Hastings and Gibbs sampling, pair joints (MRF, HCB, Arnold-Gokhale) and infilling beam search on
+any object with the ``MaskedLM`` protocol; variant-effect scores (``score_variants``); loaders for Hugging
+Face masked LMs (protein models included) and the embedded antibody models; exact toy models, synthetic
 languages with exact conditionals, and an MLM trainer.
 
 A record's float32 scores on a CPU do not depend on ``--threads`` or ``--workers``: every forward computes

@@ -17,9 +17,9 @@
   transformers' own code: the same function, different rounding.
 - ``BATCH_TOKENS``: the token budget of one forward sub-batch on a CPU (GPUs size it from their free
   memory: :func:`mlmprob.batching.auto_batch_tokens`; a model reader without a budget of
-  its own, :class:`mlmprob.models.reader.Reader`, uses this choice). 4096 tokens (33 rows of an antibody chain): exact PLL ran 1.03-1.38x faster than with
-  65536 on AntiBERTy, Sapiens and ESM-2 in every precision (``bench/batch_budget.py``,
-  docs/results/precision/batch_budget.md): smaller activations stay in the caches.
+  its own, :class:`mlmprob.models.reader.Reader`, uses this choice). 4096 tokens (33 rows of an antibody
+  chain): exact PLL ran 1.03-1.38x faster than with 65536 on AntiBERTy, Sapiens and ESM-2 in every
+  precision (``bench/batch_budget.py``, docs/results/precision/batch_budget.md): smaller activations stay in the caches.
 - ``MKL_CBWR``: the environment variable and value that ``import mlmprob`` sets unless it is set already,
   before torch's first MKL call: Intel MKL's conditional numerical reproducibility in strict mode. Alone it
   left small products thread-dependent; what makes ``--threads``/``--workers`` leave a record's float32

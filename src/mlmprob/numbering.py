@@ -77,10 +77,11 @@ def check_scheme(cdr: str, scheme: str) -> None:
     """Refuse a definition the library cannot give for ``cdr``.
 
     >>> check_scheme("H3", "kabat")
-    >>> check_scheme("L1", "kabat")
+    >>> check_scheme("L1", "kabat")  # doctest: +NORMALIZE_WHITESPACE
     Traceback (most recent call last):
     ...
-    mlmprob.errors.MLMProbError: --numbering kabat gives CDR-H3 only (Kabat H95-H102 = IMGT 107-117): anarcism numbers in IMGT alone, so Kabat and Chothia CDR-L1 are not available; use --numbering imgt
+    mlmprob.errors.MLMProbError: --numbering kabat gives CDR-H3 only (Kabat H95-H102 = IMGT 107-117): anarcism numbers
+    in IMGT alone, so Kabat and Chothia CDR-L1 are not available; use --numbering imgt
     """
     if scheme not in SCHEMES:
         raise MLMProbError(
@@ -171,13 +172,15 @@ def _domain(seq: str, cdr: str) -> Domain:
 def cdr_span(seq: str, cdr: str = "H3", scheme: str = "imgt") -> tuple[int, int]:
     """0-based half-open residue span ``(start, end)`` of ``cdr`` (``H1`` ... ``L3``) in ``seq``.
 
-    >>> vl = "DIQMTQSPSSLSASVGDRVTITCRASQDVNTAVAWYQQKPGKAPKLLIYSASFLYSGVPSRFSGSRSGTDFTLTISSLQPEDFATYYCQQHYTTPPTFGQGTKVEIK"
+    >>> vl = ("DIQMTQSPSSLSASVGDRVTITCRASQDVNTAVAWYQQKPGKAPKLLIYSASFLYSGVPSRFSGSRSGTDFTLTISSLQPEDFATYYCQQHYTTPPT"
+    ...       "FGQGTKVEIK")
     >>> [vl[slice(*cdr_span(vl, c))] for c in ("L1", "L2", "L3")]
     ['QDVNTA', 'SAS', 'QQHYTTPPT']
-    >>> cdr_span(vl, "H3")
+    >>> cdr_span(vl, "H3")  # doctest: +NORMALIZE_WHITESPACE
     Traceback (most recent call last):
     ...
-    mlmprob.errors.MLMProbError: no CDR-H3: anarcism (IMGT numbering) finds only a kappa light-chain domain in 'DIQMTQSPSSLSASVGDRVT...', not a heavy-chain (VH) one
+    mlmprob.errors.MLMProbError: no CDR-H3: anarcism (IMGT numbering) finds only a kappa light-chain domain in
+    'DIQMTQSPSSLSASVGDRVT...', not a heavy-chain (VH) one
     """
     cdr = parse_cdr(cdr)
     check_scheme(cdr, scheme)

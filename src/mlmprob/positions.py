@@ -23,7 +23,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Union
 
 import torch
 
@@ -63,7 +62,7 @@ class Resolved:
     rule: Rule
 
 
-Positions = Union[Sequence[int], torch.Tensor, Resolved, None]
+Positions = Sequence[int] | torch.Tensor | Resolved | None
 
 
 def default_mask(
@@ -202,10 +201,11 @@ def parse_numbers(text: str, name: str = "positions") -> list[int]:
 
     >>> parse_numbers("3, 5,10-12")
     [3, 5, 10, 11, 12]
-    >>> parse_numbers("0,4", "--positions")
+    >>> parse_numbers("0,4", "--positions")  # doctest: +NORMALIZE_WHITESPACE
     Traceback (most recent call last):
     ...
-    mlmprob.errors.MLMProbError: --positions: position 0; positions count from 1: they are residue/word numbers, 1-based as in mutation strings like A23G (sample --positions was 0-based in earlier versions)
+    mlmprob.errors.MLMProbError: --positions: position 0; positions count from 1: they are residue/word numbers, 1-based
+    as in mutation strings like A23G (sample --positions was 0-based in earlier versions)
     """
     out: list[int] = []
     for part in str(text or "").replace(";", ",").split(","):
@@ -271,7 +271,7 @@ def token_numbers(word_ids: torch.Tensor, input_ids: torch.Tensor, mask_id: int)
     [0, 1, 2, 2, 3, 4, 5, 0]
     """
     out, last = [], 0
-    for w, t in zip(torch.as_tensor(word_ids).tolist(), torch.as_tensor(input_ids).tolist()):
+    for w, t in zip(torch.as_tensor(word_ids).tolist(), torch.as_tensor(input_ids).tolist(), strict=True):
         n = w + 1 if w >= 0 else last + 1 if t == mask_id else 0
         out.append(n)
         last = n or last

@@ -4,9 +4,9 @@
 likelihood, the one-pass estimate), validated once where it is made; :class:`ScoreJob` (and the one-pass
 :class:`~mlmprob.onepass.job.OnePassScoreJob`) hold one as ``spec``.
 
->>> ScoreSpec(likelihood="loglik", n_orders=3).recorded()
-{'whole_word': False, 'per_token': False, 'likelihood': 'loglik', 'order': 'random', 'n_orders': 3, \
-'per_order': False, 'seed': 0}
+>>> ScoreSpec(likelihood="loglik", n_orders=3).recorded()  # doctest: +NORMALIZE_WHITESPACE
+{'whole_word': False, 'per_token': False, 'likelihood': 'loglik', 'order': 'random', 'n_orders': 3, 'per_order': False,
+'seed': 0}
 >>> ScoreSpec(pll="one-pass", whole_word=True)
 Traceback (most recent call last):
 ...
@@ -153,7 +153,7 @@ class ScoreSpec(Spec):
 
     def __post_init__(self):
         check_choice("likelihood", self.likelihood, LIKELIHOODS)
-        self.loglik_spec  # validates order, n_orders and seed
+        _ = self.loglik_spec  # made once here: validates order, n_orders and seed
         check_choice("pll", self.pll, PLL_METHODS)
         if self.correction is not None and not self.one_pass:
             raise MLMProbError("--correction is the one-pass correction: use it with --pll one-pass")

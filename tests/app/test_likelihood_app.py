@@ -15,7 +15,7 @@ def mlm(tiny_bert_dir, one_thread):
 
 def test_score_tab_has_the_chain_loglik(mlm):
     res = score_text(mlm, ">a\nACDEFGH\n>b\nKLM")
-    for seq, row, c in zip(["ACDEFGH", "KLM"], res.rows, res.chain):
+    for seq, _row, c in zip(["ACDEFGH", "KLM"], res.rows, res.chain, strict=True):
         want = loglik(
             mlm, mlm.encode([seq]).input_ids, order="random", n_orders=APP_ORDERS, generator=record_generator(0, seq)
         ).mixture[0]

@@ -12,7 +12,7 @@ import pytest
 from mlmprob.cli import COMMANDS
 
 HEAVY = ("torch", "transformers", "numpy")
-PROBE = """
+PROBE = f"""
 import contextlib, io, json, sys
 from mlmprob.cli import main
 status = []
@@ -22,8 +22,8 @@ for argv in json.loads(sys.argv[1]):
             status.append(main(argv))
         except SystemExit as e:
             status.append(e.code)
-print(json.dumps({"status": status, "heavy": sorted(m for m in %r if m in sys.modules)}))
-""" % (HEAVY,)
+print(json.dumps({{"status": status, "heavy": sorted(m for m in {HEAVY!r} if m in sys.modules)}}))
+"""
 
 
 def _probe(argvs: list[list[str]]) -> dict:

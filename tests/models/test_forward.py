@@ -105,7 +105,7 @@ def test_a_records_scores_are_bit_identical_whatever_its_neighbours(kind, dtype,
     alone = [mlmprob.token_scores(m, m.encode([s]).input_ids) for s in seqs]
     together = mlmprob.token_scores(m, m.encode(seqs).input_ids)
     shuffled = mlmprob.token_scores(m, m.encode(seqs[::-1]).input_ids)
-    for b, s in enumerate(seqs):
+    for b in range(len(seqs)):
         n = alone[b].raw.shape[1]
         assert torch.equal(together.raw[b, :n], alone[b].raw[0])
         assert torch.equal(together.log_prob[b, :n], alone[b].log_prob[0])

@@ -845,17 +845,19 @@ def variants_data_case(model: Path, data: Path) -> RunnerCase:
     spec.loader.exec_module(module)
     module._fake_data(data)
     tiny = mlmprob.models.load_mlm(str(model))
-    argv = lambda out: [
-        "--data",
-        str(data),
-        "--out",
-        str(out),
-        "--threads",
-        "1",
-        "--no-report",  # noqa: E731
-        "--plan",
-        "sapiens-vh:masked_marginals_mt:all,sapiens-vh:hcb:all",
-    ]
+
+    def argv(out: Path) -> list[str]:
+        return [
+            "--data",
+            str(data),
+            "--out",
+            str(out),
+            "--threads",
+            "1",
+            "--no-report",
+            "--plan",
+            "sapiens-vh:masked_marginals_mt:all,sapiens-vh:hcb:all",
+        ]
 
     def run(out: Path) -> None:
         with pytest.MonkeyPatch.context() as mp:

@@ -295,8 +295,8 @@ def test_variants_saturate_cdr_mutates_only_the_region(esm_dir, tmp_path, capsys
 
 def test_app_positions_take_a_cdr(tiny_bert_dir):
     from mlmprob import load_mlm
-    from mlmprob.app.infilling import infill_compare
     from mlmprob.app.dynamics import sample_steps
+    from mlmprob.app.infilling import infill_compare
 
     mlm = load_mlm(str(tiny_bert_dir), device="cpu", dtype="float32")
     s, e = cdr_span(VH, "H1")

@@ -67,10 +67,11 @@ def parse_numbers(text: str, name: str = "positions") -> list[int]:
 
     >>> parse_numbers("3, 5,10-12")
     [3, 5, 10, 11, 12]
-    >>> parse_numbers("0")
+    >>> parse_numbers("0")  # doctest: +NORMALIZE_WHITESPACE
     Traceback (most recent call last):
     ...
-    mlmprob.errors.MLMProbError: positions: position 0; positions count from 1: they are residue/word numbers, 1-based as in mutation strings like A23G (sample --positions was 0-based in earlier versions)
+    mlmprob.errors.MLMProbError: positions: position 0; positions count from 1: they are residue/word numbers, 1-based
+    as in mutation strings like A23G (sample --positions was 0-based in earlier versions)
     """
     return _parse_numbers(text, name)
 
@@ -177,7 +178,7 @@ class ScoreResult:
                 round(c, digits),
                 round(c / r.n_tokens, digits),
             ]
-            for r, c in zip(self.rows, self.chain)
+            for r, c in zip(self.rows, self.chain, strict=False)  # chain: () when no loglik was computed
         ]
 
     def csv(self) -> str:
@@ -185,7 +186,7 @@ class ScoreResult:
         out = io.StringIO()
         w = csv.writer(out, lineterminator="\n")
         w.writerow([*self.COLUMNS, "e_local", "sequence"])
-        for r, c in zip(self.rows, self.chain):
+        for r, c in zip(self.rows, self.chain, strict=False):  # chain: () when no loglik was computed
             w.writerow(
                 [
                     r.id,
@@ -271,7 +272,7 @@ class SaturationMap:
     sat: object  # mlmprob.variants.Saturation
 
     def row_labels(self) -> list[str]:
-        return [f"{w}{int(n)}" for w, n in zip(self.sat.wt_letters, self.sat.numbers)]
+        return [f"{w}{int(n)}" for w, n in zip(self.sat.wt_letters, self.sat.numbers, strict=True)]
 
     def values(self) -> torch.Tensor:
         return self.sat.masked_marginals

@@ -37,7 +37,7 @@ def tokens_html(result: ScoreResult) -> str:
             f'<div style="margin:4px 0"><b>{html.escape(r.id)}</b> <span style="color:#666">PLL {r.pll:.3f}</span><br>'
         )
         sep = "" if all(len(t.strip()) <= 1 for t in r.tokens) else " "
-        for t, lp in zip(r.tokens, r.token_log_prob):
+        for t, lp in zip(r.tokens, r.token_log_prob, strict=True):
             tip = f"log q = {lp:.4f} (p = {math.exp(lp):.3f})"
             ink = "#fff" if _doubt(lp) > 0.6 else "#000"
             parts.append(
@@ -163,7 +163,7 @@ def pair_figure(pv: PairView):
     ka, kb = len(pv.labels_a), len(pv.labels_b)
     fig, axes = plt.subplots(1, n, figsize=(2.3 * n + 1.0, 0.18 * ka + 2.0), squeeze=False)
     im = None
-    for ax, (m, name) in zip(axes[0], JOINT_NAMES.items()):
+    for ax, (m, name) in zip(axes[0], JOINT_NAMES.items(), strict=True):
         logp = pv.joints[m].clamp(min=1e-300).log10().clamp(min=LOG10_FLOOR).numpy()
         im = ax.imshow(logp, cmap="viridis", vmin=LOG10_FLOOR, vmax=0.0, aspect="auto", interpolation="nearest")
         ax.set_title(f"{name}\nA-KL {pv.akl[m]:.3g}  G-KL {_g(pv.gkl[m])}", fontsize=8)

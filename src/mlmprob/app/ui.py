@@ -89,7 +89,7 @@ def _tab_score(gr, c: _Ctx):
     """The Score tab: PLL, E_raw and chain log-likelihood per sequence (endpoint ``score``)."""
     mlm, limits, ex, run = c.mlm, c.limits, c.ex, c.run
 
-    def do_score(text, progress=gr.Progress()):
+    def do_score(text, progress=gr.Progress()):  # noqa: B008 - gradio injects the tracker through this default
         progress(0, desc="scoring")
         res = score_text(mlm, text, limits=limits, progress=lambda d, t: progress(d / t, desc=f"scored {d}/{t}"))
         with tempfile.NamedTemporaryFile("w", suffix=".csv", prefix="mlmprob-scores-", delete=False) as fh:
@@ -126,7 +126,7 @@ def _tab_mutations(gr, c: _Ctx):
     """The Mutations tab: saturation map, mutant scores, cell clicks (endpoints ``saturate``, ``mutant``)."""
     mlm, limits, ex, run = c.mlm, c.limits, c.ex, c.run
 
-    def do_saturate(wt, progress=gr.Progress()):
+    def do_saturate(wt, progress=gr.Progress()):  # noqa: B008 - gradio injects the tracker through this default
         progress(0, desc="saturation: one forward row per residue")
         smap = saturation_map(mlm, wt, limits=limits)
         state = {"wt": smap.wild_type, "rows": smap.row_labels(), "letters": list(smap.sat.letters)}
@@ -191,7 +191,7 @@ def _tab_infill(gr, c: _Ctx):
     """The Infill tab: standard vs HCB beam search (endpoint ``infill``)."""
     mlm, limits, ex, run = c.mlm, c.limits, c.ex, c.run
 
-    def do_infill(text, positions, beam, progress=gr.Progress()):
+    def do_infill(text, positions, beam, progress=gr.Progress()):  # noqa: B008 - gradio injects the tracker through this default
         progress(0, desc="beam search")
         res = infill_compare(
             mlm,
@@ -246,7 +246,17 @@ def _tab_sample(gr, c: _Ctx):
     mlm, limits, ex, run = c.mlm, c.limits, c.ex, c.run
 
     def do_sample(
-        text, positions, energy, epochs, chains, seed, init, method="mh", score="", steps=0, progress=gr.Progress()
+        text,
+        positions,
+        energy,
+        epochs,
+        chains,
+        seed,
+        init,
+        method="mh",
+        score="",
+        steps=0,
+        progress=gr.Progress(),  # noqa: B008 - gradio injects the tracker through this default
     ):
         epochs, every = int(epochs), max(1, int(epochs) // 25)
         for snap in sample_steps(
@@ -324,7 +334,7 @@ def _tab_pair(gr, c: _Ctx):
     """The Pair joint tab: the joints of two positions (endpoint ``pair``)."""
     mlm, limits, ex, run = c.mlm, c.limits, c.ex, c.run
 
-    def do_pair(text, a, b, top, progress=gr.Progress()):
+    def do_pair(text, a, b, top, progress=gr.Progress()):  # noqa: B008 - gradio injects the tracker through this default
         progress(0, desc="2K + 1 forward rows")
         pv = pair_view(mlm, text, int(a), int(b), top=int(top), limits=limits)
         return (

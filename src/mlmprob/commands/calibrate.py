@@ -82,6 +82,7 @@ def run(args) -> int:
     path, meta = res.correction.save(path)
     print(
         f"one-pass correction for {args.model}: held-out KL {res.heldout_kl_before:.4f} (unmasked) -> "
-        f"{res.heldout_kl_after:.4f} nats/position; {len(seqs)} sequences, {res.seconds:.0f} s -> {path} (+ {meta.name})"
+        f"{res.heldout_kl_after:.4f} nats/position; {len(seqs)} sequences, {res.seconds:.0f} s -> {path} "
+        f"(+ {meta.name})"
     )
     return 0

@@ -97,10 +97,11 @@ def _check_lengths(lengths: list[int], limit: int | None) -> None:
     """Refuse a sequence longer than the model's positions: the brute force reads each sequence whole, in one
     row (``score`` reads such a protein through windows; this check does not).
 
-    >>> _check_lengths([5, 202], 160)
+    >>> _check_lengths([5, 202], 160)  # doctest: +NORMALIZE_WHITESPACE
     Traceback (most recent call last):
     ...
-    mlmprob.errors.MLMProbError: sequence 2 has 202 tokens, more than the model's 160 positions; check-model reads each sequence whole: give a shorter --seq
+    mlmprob.errors.MLMProbError: sequence 2 has 202 tokens, more than the model's 160 positions; check-model reads each
+    sequence whole: give a shorter --seq
     """
     from ..errors import MLMProbError
 

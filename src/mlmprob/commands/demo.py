@@ -7,7 +7,10 @@ import time
 
 # Public variable-domain heavy chains (trastuzumab's VH is also given in the shared data README).
 DEMO_HEAVY = {
-    "trastuzumab": "EVQLVESGGGLVQPGGSLRLSCAASGFNIKDTYIHWVRQAPGKGLEWVARIYPTNGYTRYADSVKGRFTISADTSKNTAYLQMNSLRAEDTAVYYCSRWGGDGFYAMDYWGQGTLVTVSS",
+    "trastuzumab": (
+        "EVQLVESGGGLVQPGGSLRLSCAASGFNIKDTYIHWVRQAPGKGLEWVARIYPTNGYTRYADSVKGRFTISADTSKNTAYLQMNSLRAEDTAVYYC"
+        "SRWGGDGFYAMDYWGQGTLVTVSS"
+    ),
 }
 
 
@@ -72,7 +75,8 @@ def run(args) -> int:
 
     print(
         f"mlmprob demo: model {mlm.name} ({sum(p.numel() for p in mlm.model.parameters()) / 1e6:.1f}M parameters, "
-        f"vocabulary {mlm.vocab_size}) on {describe(mlm.device, mlm.dtype)}, loaded in {time.perf_counter() - t0:.1f}s\n"
+        f"vocabulary {mlm.vocab_size}) on {describe(mlm.device, mlm.dtype)}, "
+        f"loaded in {time.perf_counter() - t0:.1f}s\n"
     )
 
     print("1. Sequence scores (pseudo-log-likelihood, E_local = -PLL, E_raw = -sum of raw logits)")

@@ -1,5 +1,5 @@
-"""``mlmprob sample``: MH or degenerate-Gibbs chains, or ancestral (chain-rule) draws, plain or speculative, from an MLM,
-optionally only over CDR-H3.
+"""``mlmprob sample``: MH or degenerate-Gibbs chains, or ancestral (chain-rule) draws, plain or speculative,
+from an MLM, optionally only over CDR-H3.
 
 Two modes, chosen by ``--out``:
 
@@ -81,10 +81,11 @@ def check_out(out: str | None) -> None:
 
     >>> check_out("runs/x.tsv"), check_out("runs/tras_mh"), check_out("runs/v1.2")
     (None, None, None)
-    >>> check_out("x.fasta")
+    >>> check_out("x.fasta")  # doctest: +NORMALIZE_WHITESPACE
     Traceback (most recent call last):
     ...
-    mlmprob.errors.MLMProbError: --out 'x.fasta': give a folder (no suffix) for a run folder, or a .jsonl, .tsv or .parquet file for streamed rows
+    mlmprob.errors.MLMProbError: --out 'x.fasta': give a folder (no suffix) for a run folder, or a .jsonl, .tsv or
+    .parquet file for streamed rows
     """
     import re
 
@@ -221,7 +222,8 @@ def register(sub) -> None:
     p.add_argument(
         "--skip-invalid",
         action="store_true",
-        help="streamed mode: skip records that cannot be sampled (a CDR that does not number, bad positions), with a warning",
+        help="streamed mode: skip records that cannot be sampled (a CDR that does not number, bad positions), "
+        "with a warning",
     )
     add_runtime_args(p)
     p.set_defaults(func=run)

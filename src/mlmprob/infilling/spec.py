@@ -34,10 +34,11 @@ MAX_BEAM_SIZE = 10_000
 def check_beam_size(beam_size, name: str = "beam_size") -> int:
     """``beam_size`` checked: a positive integer, at most :data:`MAX_BEAM_SIZE`.
 
-    >>> check_beam_size(10 ** 9)
+    >>> check_beam_size(10 ** 9)  # doctest: +NORMALIZE_WHITESPACE
     Traceback (most recent call last):
     ...
-    mlmprob.errors.MLMProbError: beam_size must be at most 10,000 (each fill kept is a model row per step and a row of the result), got 1000000000
+    mlmprob.errors.MLMProbError: beam_size must be at most 10,000 (each fill kept is a model row per step and a row of
+    the result), got 1000000000
     """
     return check_count(name, beam_size, MAX_BEAM_SIZE, "each fill kept is a model row per step and a row of the result")
 

@@ -167,7 +167,8 @@ def ag_joint(
     objective = [ag_objective(pc, log_mu)] if trace else []
     limit = steps if steps is not None else max_steps
     change, n = float("inf"), 0
-    for n in range(1, limit + 1):
+    while n < limit:  # n: the iterations run
+        n += 1
         la = torch.logsumexp(log_mu, 1)
         lb = torch.logsumexp(log_mu, 0)
         new = num - torch.logaddexp(-la[:, None], -lb[None, :])
@@ -178,8 +179,6 @@ def ag_joint(
             objective.append(ag_objective(pc, log_mu))
         if steps is None and change < tol:
             break
-    else:
-        n = limit
     if not trace:
         objective = [ag_objective(pc, log_mu)]
     return AGResult(log_mu, n, change < tol, change, torch.stack(objective))

@@ -33,10 +33,11 @@ MAX_ORDERS = 100_000
 def check_n_orders(n_orders, name: str = "n_orders") -> int:
     """``n_orders`` checked: a positive integer, at most :data:`MAX_ORDERS`.
 
-    >>> check_n_orders(10 ** 9)
+    >>> check_n_orders(10 ** 9)  # doctest: +NORMALIZE_WHITESPACE
     Traceback (most recent call last):
     ...
-    mlmprob.errors.MLMProbError: n_orders must be at most 100,000 (each order is kept in memory and read with its own model rows), got 1000000000
+    mlmprob.errors.MLMProbError: n_orders must be at most 100,000 (each order is kept in memory and read with its own
+    model rows), got 1000000000
     """
     return check_count(name, n_orders, MAX_ORDERS, "each order is kept in memory and read with its own model rows")
 

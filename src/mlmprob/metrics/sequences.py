@@ -14,6 +14,7 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Sequence
+from itertools import pairwise
 
 from ..errors import MLMProbError
 
@@ -80,7 +81,7 @@ def corpus_bleu(hypotheses: Sequence[Sequence], references: Sequence[Sequence], 
             match[n - 1] += sum(min(c, rc[g]) for g, c in hc.items())
     if hyp_len == 0 or min(total) == 0 or min(match) == 0:
         return 0.0
-    log_p = sum(math.log(m / t) for m, t in zip(match, total)) / max_n
+    log_p = sum(math.log(m / t) for m, t in zip(match, total, strict=True)) / max_n
     bp = 1.0 if hyp_len > ref_len else math.exp(1 - ref_len / hyp_len)
     return bp * math.exp(log_p)
 
@@ -93,7 +94,7 @@ def identity(hypothesis: Sequence, reference: Sequence) -> float:
     """
     if len(hypothesis) != len(reference) or not reference:
         raise MLMProbError(f"identity needs equal, non-zero lengths, got {len(hypothesis)} and {len(reference)}")
-    return sum(a == b for a, b in zip(hypothesis, reference)) / len(reference)
+    return sum(a == b for a, b in zip(hypothesis, reference, strict=True)) / len(reference)
 
 
 def stutter_rate(seq: Sequence) -> float:
@@ -105,7 +106,7 @@ def stutter_rate(seq: Sequence) -> float:
     pairs = len(seq) - 1
     if pairs < 1:
         return math.nan
-    return sum(a == b for a, b in zip(seq, seq[1:])) / pairs
+    return sum(a == b for a, b in pairwise(seq)) / pairs
 
 
 TOP_KS = (1, 5, 10, 20)

@@ -144,7 +144,8 @@ class _Fused:
         return cached[1]
 
     def _attend(self, q, k, v, mask) -> torch.Tensor:
-        """Attention (float32) of ``q`` ``[B, Lq, heads, d]`` over ``k``, ``v`` ``[B, L, heads, d]`` -> ``[B, Lq, H]``."""
+        """Attention (float32) of ``q`` ``[B, Lq, heads, d]`` over ``k``, ``v`` ``[B, L, heads, d]``
+        -> ``[B, Lq, H]``."""
         q, k, v = q.float().transpose(1, 2), k.float().transpose(1, 2), v.float().transpose(1, 2)
         if q.device.type == "cpu" and invariant_enabled():
             out = _attention_in_this_thread(q, k, v, mask, self.head_dim**-0.5)

@@ -50,17 +50,17 @@ def load_mlm(
     its padding, head, device, dtype, budget, alphabet and length limit, found and checked once, here).
 
     ``name_or_path`` is a built-in name (``"antiberty"``, ``"sapiens-vh"``, ``"sapiens-vl"``, and
-    ``"en-small"``, the package's own small English BERT; all offline), a local directory saved with ``save_pretrained``, or a Hugging Face hub id such as
-    ``"bert-base-cased"`` (needs internet). ``device`` is a torch device or ``"auto"`` (CUDA, else MPS, else
-    CPU); ``dtype`` is a ``torch.dtype``, a name (``"float32"``, ``"bfloat16"``, ``"float16"``, or ``"int8"``: the encoder's
-    linear layers in int8 on x86 CPUs, see :mod:`mlmprob.models.precision`), ``"auto"`` (the fast precision
-    chosen by the hardware: bfloat16 on some CPUs and GPUs, see :mod:`mlmprob.runtime.device`), or
-    ``"weights"`` (the default; None means the same): the weights' own dtype, float32 for every built-in
-    model and a folder's or hub model's checkpoint dtype, except that a float16/bfloat16 checkpoint on a
-    CPU computes in float32 (:func:`mlmprob.models.precision.weights_dtype`); the same numbers on every
-    machine. Both default to :mod:`mlmprob.defaults`, the defaults of the CLI's ``--device``/``--dtype``.
-    Protein models (ESM, ProtBERT, ...) are recognised by their tokenizer, or by ``alphabet`` (the
-    letters they may propose, default the 20 canonical residues): see ``mlmprob.models.protein``.
+    ``"en-small"``, the package's own small English BERT; all offline), a local directory saved with
+    ``save_pretrained``, or a Hugging Face hub id such as ``"bert-base-cased"`` (needs internet). ``device`` is a torch
+    device or ``"auto"`` (CUDA, else MPS, else CPU); ``dtype`` is a ``torch.dtype``, a name (``"float32"``,
+    ``"bfloat16"``, ``"float16"``, or ``"int8"``: the encoder's linear layers in int8 on x86 CPUs, see
+    :mod:`mlmprob.models.precision`), ``"auto"`` (the fast precision chosen by the hardware: bfloat16 on some CPUs and
+    GPUs, see :mod:`mlmprob.runtime.device`), or ``"weights"`` (the default; None means the same): the weights' own
+    dtype, float32 for every built-in model and a folder's or hub model's checkpoint dtype, except that a
+    float16/bfloat16 checkpoint on a CPU computes in float32 (:func:`mlmprob.models.precision.weights_dtype`); the same
+    numbers on every machine. Both default to :mod:`mlmprob.defaults`, the defaults of the CLI's
+    ``--device``/``--dtype``. Protein models (ESM, ProtBERT, ...) are recognised by their tokenizer, or by ``alphabet``
+    (the letters they may propose, default the 20 canonical residues): see ``mlmprob.models.protein``.
     ESM-2, BERT and RoBERTa models run mlmprob's fused forward (:mod:`mlmprob.models.fused`: the same
     function with fewer passes over memory); ``fused=False`` (or ``$MLMPROB_FUSED=0`` when ``fused`` is
     None) runs transformers' own code.
@@ -186,7 +186,8 @@ def looks_like_path(name: str) -> bool:
     """Whether a ``--model`` value is a path rather than a hub id (``owner/name`` or ``name``): it starts
     with ``/``, ``.`` or ``~``, ends with a separator, or has more than one ``/`` (or the system's separator).
 
-    >>> [looks_like_path(x) for x in ("/nonexistent", "./m", "~/m", "runs/a/model", "m/", "facebook/esm2_t6_8M_UR50D", "bert-base-cased")]
+    >>> given = ("/nonexistent", "./m", "~/m", "runs/a/model", "m/", "facebook/esm2_t6_8M_UR50D", "bert-base-cased")
+    >>> [looks_like_path(x) for x in given]
     [True, True, True, True, True, False, False]
     """
     return (

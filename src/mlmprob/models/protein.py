@@ -9,8 +9,8 @@ and otherwise only special tokens (AbLang's ``< > - *`` included), bracketed tok
 ``|``); ``load_mlm(..., alphabet=...)`` forces it. Such a model gets:
 
 - a residue tokenizer (one token per character, ``_`` for the mask, upper case only: lower case and
-  placeholders such as ``na`` are refused; no spaces needed: ProtBERT's space-separated input is built here) whose ``decode`` returns the
-  plain residue string;
+  placeholders such as ``na`` are refused; no spaces needed: ProtBERT's space-separated input is built here) whose
+  ``decode`` returns the plain residue string;
 - ``proposal_ids``: the 20 canonical residues, or the letters of ``alphabet``, so that sampling,
   infilling, pair joints and saturation propose nothing else (``<null_1>``, ``X``, gaps, ...);
 - a window: proteins longer than the model accepts are read through ``WindowedMLM`` (each read

@@ -9,7 +9,8 @@ carries the budget, so no algorithm takes one.
 >>> import torch
 >>> from mlmprob.models.exact import ExactMLM
 >>> spec = ModelSpec("m", batch_tokens=64)
->>> spec.reader(ExactMLM(torch.zeros(3, 3))).batch_tokens, ModelSpec("m").reader(ExactMLM(torch.zeros(3, 3))).batch_tokens
+>>> m = ExactMLM(torch.zeros(3, 3))
+>>> spec.reader(m).batch_tokens, ModelSpec("m").reader(m).batch_tokens
 (64, 4096)
 """
 

@@ -50,7 +50,7 @@ def _pad(rows: list[list[int]], words: list[list[int]], pad_id: int) -> Encoding
     L = max(len(r) for r in rows)
     ids = torch.full((len(rows), L), pad_id, dtype=torch.long)
     wid = torch.full((len(rows), L), -1, dtype=torch.long)
-    for b, (r, w) in enumerate(zip(rows, words)):
+    for b, (r, w) in enumerate(zip(rows, words, strict=True)):
         ids[b, : len(r)] = torch.tensor(r)
         wid[b, : len(w)] = torch.tensor(w)
     return Encoding(ids, wid, torch.tensor([len(r) for r in rows]))
@@ -133,7 +133,8 @@ class ResidueTokenizer:
                     )
             if self.max_length is not None and len(ids) + self.n_special > self.max_length:
                 raise TokenizationError(
-                    f"sequence {i} has {len(ids)} residues; the model accepts at most {self.max_length - self.n_special}"
+                    f"sequence {i} has {len(ids)} residues; "
+                    f"the model accepts at most {self.max_length - self.n_special}"
                 )
             pre = [self.bos_id] if self.bos_id is not None else []
             post = [self.eos_id] if self.eos_id is not None else []
@@ -233,7 +234,7 @@ class HFTokenizer:
                 wid = [-1 if w is None else w for w in enc.word_ids()]
             except (ValueError, AttributeError):  # slow tokenizers: every non-special token is a word
                 wid = [-1 if t in self.special_ids else k for k, t in enumerate(ids)]
-            wid = [-1 if t in self.special_ids else w for t, w in zip(ids, wid)]
+            wid = [-1 if t in self.special_ids else w for t, w in zip(ids, wid, strict=True)]
             rows.append(ids)
             words.append(wid)
         return _pad(rows, words, self.pad_id)

@@ -15,8 +15,8 @@ def pll(mlm, input_ids, positions=None, spec: PLLSpec | None = None, *, word_ids
     settings ``spec`` (:class:`~mlmprob.onepass.spec.PLLSpec`; keywords override its fields).
 
     ``method="exact"`` (the default) runs one masked copy per position: see :func:`mlmprob.energies.pll`
-    for ``positions`` and ``word_ids`` (the forward budget is the model reader's). ``method="one_pass"`` estimates it
-    from one unmasked pass with the model's fitted correction (shipped for the built-in models; ``mlmprob
+    for ``positions`` and ``word_ids`` (the forward budget is the model reader's). ``method="one_pass"``
+    estimates it from one unmasked pass with the model's fitted correction (shipped for the built-in models; ``mlmprob
     calibrate`` fits one for any other; ``correction`` names a file to use instead), and
     ``method="unmasked"`` reads the unmasked pass without correction. Both are estimates.
 

@@ -66,7 +66,9 @@ class Correction:
         if path.suffix != ".safetensors":
             raise MLMProbError(f"a correction is written as .safetensors, got {path}")
         path.parent.mkdir(parents=True, exist_ok=True)
-        save_file({k: t.detach().float().contiguous() for k, t in zip("UMb", self.parameters())}, str(path))
+        save_file(
+            {k: t.detach().float().contiguous() for k, t in zip("UMb", self.parameters(), strict=True)}, str(path)
+        )
         meta = path.with_suffix(".json")
         meta.write_text(json.dumps(self.info, indent=1, sort_keys=True) + "\n")
         return path, meta
@@ -120,8 +122,9 @@ def calibrate_hint(mlm) -> str:
     """The error for a model without a correction: the command that fits one.
 
     >>> class M: name = "my/hub-model"
-    >>> calibrate_hint(M())
-    "no one-pass correction for model 'my/hub-model': fit one with `mlmprob calibrate SEQUENCES --model my/hub-model --out C.safetensors`, then pass correction='C.safetensors' (CLI: --correction C.safetensors)"
+    >>> calibrate_hint(M())  # doctest: +NORMALIZE_WHITESPACE
+    "no one-pass correction for model 'my/hub-model': fit one with `mlmprob calibrate SEQUENCES --model my/hub-model
+    --out C.safetensors`, then pass correction='C.safetensors' (CLI: --correction C.safetensors)"
     """
     name = model_key(mlm)
     if Path(name).is_dir():

@@ -59,7 +59,7 @@ def collect(
         parts.append((hidden, emb, target, ids[rows, cols], rows + start))
         if progress is not None:
             progress(min(chunk, len(sequences) - start))
-    return CalibrationSet(*(torch.cat(x) for x in zip(*parts)))
+    return CalibrationSet(*(torch.cat(x) for x in zip(*parts, strict=True)))
 
 
 def _kl(mlm, c: Correction, data: CalibrationSet, idx: torch.Tensor) -> torch.Tensor:

@@ -51,10 +51,11 @@ def check_config(where, stored: dict | None, config: dict | None, keys: Iterable
     given); otherwise :class:`ConfigMismatch` naming every differing key with both values. Nothing is
     checked when either is empty (an output written before configurations were stored).
 
-    >>> check_config("o", {"lr": 0.1, "n": 2}, {"lr": 0.2, "n": 3})
+    >>> check_config("o", {"lr": 0.1, "n": 2}, {"lr": 0.2, "n": 3})  # doctest: +NORMALIZE_WHITESPACE
     Traceback (most recent call last):
     ...
-    mlmprob.runtime.config_check.ConfigMismatch: cannot resume o: it holds results of a different configuration, written with lr=0.1, n=2; this run has lr=0.2, n=3; use the same options or another --out
+    mlmprob.runtime.config_check.ConfigMismatch: cannot resume o: it holds results of a different configuration, written
+    with lr=0.1, n=2; this run has lr=0.2, n=3; use the same options or another --out
     """
     if not stored or not config:
         return

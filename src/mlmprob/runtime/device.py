@@ -8,7 +8,8 @@
   (its weights widen exactly): CPU half-precision kernels are slow without native units and round
   differently on CPUs with and without them. :func:`resolve_dtype` gives None for it (the model decides,
   :func:`mlmprob.models.precision.apply_precision`).
-- dtype ``auto`` (the measured fast choice, opt-in): bfloat16 on CUDA GPUs that support it, float16 on older CUDA GPUs, float32 on MPS.
+- dtype ``auto`` (the measured fast choice, opt-in): bfloat16 on CUDA GPUs that support it, float16 on older
+  CUDA GPUs, float32 on MPS.
   On a CPU it is decided by measurement: a CPU without native bf16 matrix units (AMX or AVX512-BF16 in
   its flags) gets float32 (bf16 ran 3.9-5.9x slower there, docs/results/precision); a CPU with them
   gets bfloat16 only if a bf16 matrix product measured on it runs at least ``BF16_MIN_SPEEDUP`` times
@@ -206,8 +207,10 @@ def resolve_dtype(spec, device: torch.device | str = "cpu") -> torch.dtype | Non
     docstring); ``auto`` is ``$MLMPROB_DTYPE`` when that names a dtype, else :func:`auto_dtype`; else a name
     or a torch dtype.
 
-    >>> resolve_dtype("bf16"), resolve_dtype(None), resolve_dtype("weights"), resolve_dtype("auto", "cpu") in (torch.float32, torch.bfloat16)
-    (torch.bfloat16, None, None, True)
+    >>> resolve_dtype("bf16"), resolve_dtype(None), resolve_dtype("weights")
+    (torch.bfloat16, None, None)
+    >>> resolve_dtype("auto", "cpu") in (torch.float32, torch.bfloat16)
+    True
     """
     if spec is None or isinstance(spec, torch.dtype):
         return spec

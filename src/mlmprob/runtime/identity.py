@@ -258,7 +258,7 @@ def check_parts(paths: list, identities: list[dict | None]) -> None:
     """Every merged part read the same input with the same weights (what a part lacks is not checked)."""
     first = {}
     for key, what in (("input_sha256", "different inputs"), ("weights", "different model weights")):
-        for p, ident in zip(paths, identities):
+        for p, ident in zip(paths, identities, strict=True):
             value = (ident or {}).get(key)
             if value is None:
                 continue

@@ -276,7 +276,7 @@ def _parquet(path: Path, column, id_column) -> Iterator[Record]:
     for batch in f.iter_batches(batch_size=4096, columns=cols):
         seqs = batch.column(key).to_pylist()
         ids = batch.column(idk).to_pylist() if idk else [None] * len(seqs)
-        for seq, rid in zip(seqs, ids):
+        for seq, rid in zip(seqs, ids, strict=True):
             n += 1
             if seq is not None and not isinstance(seq, str):
                 raise MLMProbError(f"{path.name} row {n}: column {key!r} is not a string")

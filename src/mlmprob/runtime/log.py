@@ -3,9 +3,9 @@ runners' records, sampler traces, joints records, run journals.
 
 A :class:`ResumableLog` holds the output's lock (:class:`~mlmprob.runtime.lock.WriterLock`, ``OUT.lock``:
 a second writer is refused), checks the configuration the output was written with against this run's
-(:func:`~mlmprob.runtime.config_check.check_config`: one error naming every differing key), trims a last line that a kill cut in
-half, and commits every :meth:`~ResumableLog.append` with flush and ``fsync``. The configuration is
-stored where the file's format keeps it: a JSON side file (:class:`RunMeta`, e.g. ``OUT.meta.json``) or
+(:func:`~mlmprob.runtime.config_check.check_config`: one error naming every differing key), trims a last
+line that a kill cut in half, and commits every :meth:`~ResumableLog.append` with flush and ``fsync``. The configuration
+is stored where the file's format keeps it: a JSON side file (:class:`RunMeta`, e.g. ``OUT.meta.json``) or
 the file's first line (``header=True``). :func:`read_log` is the one reader: the committed records of a
 log (newline-terminated lines; a torn last line is skipped, a damaged line before it is an error).
 Records are encoded with :func:`mlmprob.jsonl.dumps` (strict JSON: NaN and infinities become null).
@@ -20,10 +20,12 @@ Records are encoded with :func:`mlmprob.jsonl.dumps` (strict JSON: NaN and infin
 ['a']
 >>> list(read_log(out))
 [{'id': 'a', 'x': None}]
->>> ResumableLog(out, config={"seed": 2}, meta=RunMeta(out.with_name("r.meta.json")))  # doctest: +ELLIPSIS
+>>> meta = RunMeta(out.with_name("r.meta.json"))
+>>> ResumableLog(out, config={"seed": 2}, meta=meta)  # doctest: +NORMALIZE_WHITESPACE +ELLIPSIS
 Traceback (most recent call last):
 ...
-mlmprob.runtime.config_check.ConfigMismatch: cannot resume .../r.jsonl: it holds results of a different configuration, written with seed=1; this run has seed=2; use the same options or another --out
+mlmprob.runtime.config_check.ConfigMismatch: cannot resume .../r.jsonl: it holds results of a different configuration,
+written with seed=1; this run has seed=2; use the same options or another --out
 """
 
 from __future__ import annotations

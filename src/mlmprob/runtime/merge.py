@@ -82,7 +82,7 @@ def _names(ids: Iterable[str], limit: int = 5) -> str:
 def _check_configs(paths: list[Path], configs: list[dict]) -> None:
     """Every part's configuration (the shard left out) equals the first's: one error naming the first
     differing option and the two parts otherwise. A part without a stored configuration is not checked."""
-    for p, c in zip(paths, configs):
+    for p, c in zip(paths, configs, strict=True):
         if c and configs[0]:
             diff = config_diff(configs[0], c)  # both read back from JSON
             if diff:
@@ -113,7 +113,7 @@ def _check_shards(paths: list[Path], metas: list[dict]) -> list[Path]:
     if len(have) != len(set(have)):
         dup = sorted({i for i in have if have.count(i) > 1})
         raise MLMProbError(f"shard(s) {', '.join(f'{i}/{n}' for i in dup)} given more than once")
-    return [p for _, p in sorted(zip(idx, paths))]
+    return [p for _, p in sorted(zip(idx, paths, strict=True))]
 
 
 def _index(paths: list[Path]) -> tuple[dict[str, int], list[int]]:
@@ -139,7 +139,7 @@ def _index(paths: list[Path]) -> tuple[dict[str, int], list[int]]:
 
 def _check_rows(paths: list[Path], metas: list[dict], counts: list[int]) -> None:
     """Each part holds the rows its run wrote (its metadata's ``rows``): not truncated, not added to."""
-    for p, m, rows in zip(paths, metas, counts):
+    for p, m, rows in zip(paths, metas, counts, strict=True):
         if isinstance(m.get("rows"), int) and rows != m["rows"]:
             raise MLMProbError(
                 f"part {p} holds {rows} rows but its run wrote {m['rows']} ({meta_path(p).name}): "
@@ -232,13 +232,13 @@ def merge_parts(
     _check_formats(out, paths)
     metas = [_meta(p, require_meta) for p in paths]
     configs = [{k: v for k, v in m.get("config", {}).items() if k != "shard"} for m in metas]
-    for p, m in zip(paths, metas):
+    for p, m in zip(paths, metas, strict=True):
         if m and m.get("complete") is not True:
             raise MLMProbError(f"part {p} is unfinished (its run did not complete); finish it with --resume first")
         _check_whole(p)
     check_parts(paths, [c.get(IDENTITY) for c in configs])
     _check_configs(paths, configs)
-    meta_of = dict(zip(paths, metas))
+    meta_of = dict(zip(paths, metas, strict=True))
     paths = _check_shards(paths, metas)
     metas = [meta_of[p] for p in paths]
     skipped = {str(x[0]) for m in metas for x in m.get("skipped", [])}

@@ -176,7 +176,7 @@ def map_ordered(
                 try:
                     seq, status, value = results.get(timeout=1.0)
                 except queue.Empty:
-                    dead = [(d, p.exitcode) for d, p in zip(devices, procs) if p.exitcode not in (None, 0)]
+                    dead = [(d, p.exitcode) for d, p in zip(devices, procs, strict=True) if p.exitcode not in (None, 0)]
                     if dead:
                         d, code = dead[0]
                         raise MLMProbError(f"the worker on {d} died (exit code {code}); rerun with --resume") from None

@@ -257,7 +257,7 @@ def _run_window(ray, plan: ActorPlan, load, run, window: list) -> Iterator:
     pending: dict[int, bytes] = {}
     nxt = 0
     for batch in ds.iter_batches(batch_size=None, batch_format="numpy"):
-        for i, blob in zip(batch["i"], batch["out"]):
+        for i, blob in zip(batch["i"], batch["out"], strict=True):
             i = int(i)
             if i < nxt or i in pending:  # a retried chunk reported twice: keep the first copy
                 continue

@@ -16,10 +16,11 @@ with ``lstat``.
 >>> (d / "victim").write_text("keep")
 4
 >>> (d / "x.meta.json.tmp").symlink_to(d / "victim")
->>> replace_file(d / "x.meta.json", "{}")  # doctest: +ELLIPSIS
+>>> replace_file(d / "x.meta.json", "{}")  # doctest: +NORMALIZE_WHITESPACE +ELLIPSIS
 Traceback (most recent call last):
 ...
-mlmprob.runtime.safefs.UnsafePath: .../x.meta.json.tmp is a symbolic link; mlmprob does not write through it (it creates this temporary file itself and leaves what the link points to untouched): remove the link or choose another --out
+mlmprob.runtime.safefs.UnsafePath: .../x.meta.json.tmp is a symbolic link; mlmprob does not write through it (it creates
+this temporary file itself and leaves what the link points to untouched): remove the link or choose another --out
 >>> (d / "victim").read_text()
 'keep'
 """

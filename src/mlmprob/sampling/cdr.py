@@ -61,7 +61,8 @@ def cdr_h3_mask(seq: str, word_ids: torch.Tensor, definition: str = "imgt") -> t
     """Bool mask over the tokens of one encoded sequence (``word_ids`` ``[L]``: residue index per
     token, -1 at special tokens) that covers CDR-H3.
 
-    >>> vh = "QVQLVQSGAEVKKPGASVKVSCKASGYTFTSYGISWVRQAPGQGLEWMGWISAYNGNTNYAQKLQGRVTMTTDTSTSTAYMELRSLRSDDTAVYYCARDGYWGQGTLVTVSS"
+    >>> vh = ("QVQLVQSGAEVKKPGASVKVSCKASGYTFTSYGISWVRQAPGQGLEWMGWISAYNGNTNYAQKLQGRVTMTTDTSTSTAYMELRSLRSDDTAVYYC"
+    ...       "ARDGYWGQGTLVTVSS")
     >>> wid = torch.tensor([-1] + list(range(len(vh))) + [-1])
     >>> cdr_h3_mask(vh, wid).nonzero()[:, 0].tolist() == list(range(97, 102))   # "ARDGY", shifted by the CLS token
     True
@@ -88,7 +89,8 @@ def cdr_mask(seq: str, word_ids: torch.Tensor, cdr: str = "H3", numbering: str =
     -1 at special tokens) that covers ``cdr`` (``H1`` ... ``L3``) of ``seq``, numbered by the library
     (:func:`mlmprob.numbering.cdr_span`).
 
-    >>> vh = "QVQLVQSGAEVKKPGASVKVSCKASGYTFTSYGISWVRQAPGQGLEWMGWISAYNGNTNYAQKLQGRVTMTTDTSTSTAYMELRSLRSDDTAVYYCARDGYWGQGTLVTVSS"
+    >>> vh = ("QVQLVQSGAEVKKPGASVKVSCKASGYTFTSYGISWVRQAPGQGLEWMGWISAYNGNTNYAQKLQGRVTMTTDTSTSTAYMELRSLRSDDTAVYYC"
+    ...       "ARDGYWGQGTLVTVSS")
     >>> wid = torch.tensor([-1] + list(range(len(vh))) + [-1])
     >>> cdr_mask(vh, wid, "H3").nonzero()[:, 0].tolist() == list(range(97, 102))   # "ARDGY", shifted by the CLS token
     True

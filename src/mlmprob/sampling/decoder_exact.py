@@ -64,11 +64,11 @@ __all__ = [
 
 
 def model_logprobs(mlm, *, wrap=None, offset: int = 0, V: int | None = None) -> LogProbs:
-    """``logprobs`` of a masked LM (its conditionals over its alphabet at temperature 1), with the conventions of ``experiments.ground_truth_chain_eval``: symbol ``v``
-    is model id ``v + offset``; ``wrap`` (e.g. ``training.data.wrap_symbols``) turns symbol rows into model rows
-    (adding the offset itself) with the ``L`` symbols in the middle; ``V`` (default: the model's vocabulary size
-    minus ``offset``) is the mask symbol. The rows are renormalised over the ``V`` symbols. Results are cached
-    per partial state.
+    """``logprobs`` of a masked LM (its conditionals over its alphabet at temperature 1), with the conventions
+    of ``experiments.ground_truth_chain_eval``: symbol ``v`` is model id ``v + offset``; ``wrap`` (e.g.
+    ``training.data.wrap_symbols``) turns symbol rows into model rows (adding the offset itself) with the ``L`` symbols
+    in the middle; ``V`` (default: the model's vocabulary size minus ``offset``) is the mask symbol. The rows are
+    renormalised over the ``V`` symbols. Results are cached per partial state.
 
     >>> from mlmprob import ExactMLM
     >>> m = ExactMLM(torch.log(torch.tensor([[0.1, 0.2], [0.3, 0.4]])))
@@ -94,7 +94,7 @@ def model_logprobs(mlm, *, wrap=None, offset: int = 0, V: int | None = None) -> 
             cc = torch.arange(L).repeat(N) + shift
             lq = proposal_log_probs(read_logits(mlm, ids, rr, cc).float(), allowed)[:, offset : offset + V]
             lq = (lq - torch.logsumexp(lq, -1, keepdim=True)).view(N, L, V)
-            cache.update(zip(todo, lq))
+            cache.update(zip(todo, lq, strict=True))
         return torch.stack([cache[tuple(r)] for r in partial.tolist()])
 
     return logprobs

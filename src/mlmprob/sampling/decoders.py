@@ -99,7 +99,7 @@ def _pattern_plan(free_row: tuple[bool, ...], steps: int, schedule: str, block_l
     blocks = [pos] if block_length is None else [pos[k : k + block_length] for k in range(0, len(pos), block_length)]
     blocks = [b for b in blocks if b]
     out = []
-    for block, s in zip(blocks, block_steps([len(b) for b in blocks], steps)):
+    for block, s in zip(blocks, block_steps([len(b) for b in blocks], steps), strict=True):
         out += [(block, c) for c in reveal_counts(len(block), s, schedule)]
     return out
 

@@ -66,7 +66,7 @@ class FolderSampleJob(SampleJob):
             ]
         )
         if not self.spec.independent_draws:
-            for (name, _), row in zip(seqs, free):
+            for (name, _), row in zip(seqs, free, strict=True):
                 check_block_size(self.spec.block_size, int(row.sum()), name)
         self.spec.check_size(len(seqs) * self.chains, enc.input_ids.shape[1])
         ids, free = enc.input_ids.repeat_interleave(self.chains, 0), free.repeat_interleave(self.chains, 0)

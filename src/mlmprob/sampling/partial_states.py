@@ -138,18 +138,22 @@ def draw(mv: Moves, lp: torch.Tensor, V: int) -> Moves:
         tok = torch.zeros(len(sel), len(combos), T, dtype=torch.long)
         tok[:, :, pos] = combos
         keep = w.reshape(-1) > 0
-        rep = lambda x: x[:, None].expand(-1, len(combos), *x.shape[1:]).reshape(-1, *x.shape[1:])[keep]  # noqa: E731
         parts.append(
             Moves(
-                rep(mv.src[sel]),
+                _repeat(mv.src[sel], len(combos), keep),
                 w.reshape(-1)[keep],
-                rep(mv.remask[sel]),
-                rep(mv.reveal[sel]),
+                _repeat(mv.remask[sel], len(combos), keep),
+                _repeat(mv.reveal[sel], len(combos), keep),
                 tok.reshape(-1, T)[keep],
             )
         )
     cat = (torch.cat([getattr(p, f) for p in parts]) for f in ("src", "weight", "remask", "reveal", "tokens"))
     return Moves(*cat, calls=mv.calls, rows=mv.rows)
+
+
+def _repeat(x: torch.Tensor, n: int, keep: torch.Tensor) -> torch.Tensor:
+    """Each row of ``x`` repeated ``n`` times (row-major, as ``[rows, n]`` flattened), then ``keep``'s rows."""
+    return x[:, None].expand(-1, n, *x.shape[1:]).reshape(-1, *x.shape[1:])[keep]
 
 
 @dataclass(frozen=True)

@@ -9,12 +9,11 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Union
 
 from ..errors import MLMProbError
 
 Schedule = Callable[[int], float]
-ScheduleLike = Union[int, float, Schedule]
+ScheduleLike = int | float | Schedule
 
 
 @dataclass(frozen=True)

@@ -28,7 +28,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Union
+from typing import TYPE_CHECKING
 
 from ..errors import MLMProbError
 from ..settings import Spec
@@ -60,7 +60,7 @@ ENERGIES = ("local", "raw")
 MAX_RUN_BYTES = 16 << 30
 
 # K, ("linear", START, END[, EPOCHS]) as ``mlmprob sample --block-size START:END[:EPOCHS]`` parses it, or a schedule
-BlockLike = Union[int, tuple, ScheduleLike]
+BlockLike = int | tuple | ScheduleLike
 
 
 def _only(*methods: str) -> dict:
@@ -127,7 +127,7 @@ class SamplerSpec(Spec):
             t = self.target_temperature
             if isinstance(t, bool) or not isinstance(t, (int, float)) or not t > 0 or math.isinf(t):
                 raise MLMProbError(f"target_temperature must be finite and > 0, got {t!r}")
-        self.proposal  # ProposalConfig checks temperature and top_p
+        _ = self.proposal  # made once here: ProposalConfig checks temperature and top_p
         self.schedules()  # block size and annealing schedules check their numbers
         self._check_decoder()
 
@@ -145,10 +145,12 @@ class SamplerSpec(Spec):
         """Refuse a run whose epoch records would not fit :data:`MAX_RUN_BYTES` (``length`` 1, the least, when the
         sequences are not known yet): checked before the chains are made.
 
-        >>> SamplerSpec(epochs=10 ** 9).check_size(1)
+        >>> SamplerSpec(epochs=10 ** 9).check_size(1)  # doctest: +NORMALIZE_WHITESPACE
         Traceback (most recent call last):
         ...
-        mlmprob.errors.MLMProbError: epochs 1,000,000,000 + burn_in 0 of 1 chains x 1 tokens would keep about 1,237 GiB of chain states in memory (every epoch's until the run ends), more than the 16 GiB a run may: sample fewer epochs or chains
+        mlmprob.errors.MLMProbError: epochs 1,000,000,000 + burn_in 0 of 1 chains x 1 tokens would keep about 1,237 GiB
+        of chain states in memory (every epoch's until the run ends), more than the 16 GiB a run may: sample fewer
+        epochs or chains
         """
         need = self.run_bytes(chains, length)
         if need > MAX_RUN_BYTES:

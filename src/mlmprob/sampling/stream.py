@@ -2,8 +2,8 @@
 
 Each input record gets ``chains`` chains, sampled in one :func:`~mlmprob.sampling.sample` call with a
 generator seeded from ``(seed, record id)`` alone (:func:`record_seed`, by ``runtime.seeds``), so a
-record's chains are the same whichever shard, worker, chunk or resumed run samples it. :class:`SampleJob` is picklable (the
-streaming engine sends it to worker processes or Ray actors); its ``run`` turns a chunk of records
+record's chains are the same whichever shard, worker, chunk or resumed run samples it. :class:`SampleJob` is
+picklable (the streaming engine sends it to worker processes or Ray actors); its ``run`` turns a chunk of records
 into one result row per chain (:meth:`SampleJob.chain_rows`).
 """
 
@@ -96,7 +96,7 @@ def chain_rates(result: SampleResult) -> tuple[list[float], list[float]]:
     out = []
     for rate in (result.accept, result.novel):
         pooled = (rate[post] * w).sum(0) / total.clamp(min=1)
-        out.append([float(x) if t > 0 else math.nan for x, t in zip(pooled, total)])
+        out.append([float(x) if t > 0 else math.nan for x, t in zip(pooled, total, strict=True)])
     return out[0], out[1]
 
 
@@ -222,7 +222,7 @@ def draft_acceptance(result: SampleResult) -> list[float]:
     post = slice(result.burn_in, None)
     n = result.proposal_counts[post].to(torch.float64)
     kept = (result.accept[post] * n).sum(0)
-    return [float(a / t) if t > 0 else math.nan for a, t in zip(kept, n.sum(0))]
+    return [float(a / t) if t > 0 else math.nan for a, t in zip(kept, n.sum(0), strict=True)]
 
 
 def cost_columns(result: SampleResult, chain: int) -> dict:

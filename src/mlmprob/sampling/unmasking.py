@@ -16,9 +16,9 @@ probability ``remask`` and all masked ones are redrawn from one pass (a random-b
 MLM conditionals). A step that masks nothing makes no model call. The number of steps per draw is fixed
 (``S + remask_steps``), so the cost is known: at most that many sequential calls, one row each.
 
-**What it samples.** One position per step (``steps >= n`` without blocks) with a score of the state alone (``"margin"``,
-``"entropy"``) is ancestral sampling along an *adaptive* order ``sigma(x)``: the next position is a function
-of the revealed tokens, so each output ``x`` has exactly one path and ``P(x) = p_{sigma(x)}(x)``, the chain
+**What it samples.** One position per step (``steps >= n`` without blocks) with a score of the state alone
+(``"margin"``, ``"entropy"``) is ancestral sampling along an *adaptive* order ``sigma(x)``: the next position is a
+function of the revealed tokens, so each output ``x`` has exactly one path and ``P(x) = p_{sigma(x)}(x)``, the chain
 rule of the conditionals along the order that ``x`` itself produces. For the conditionals of a joint ``p``
 every order's chain rule is ``p``, so the draw is an exact sample of ``p``; for incompatible conditionals it
 is neither one order's ``p_sigma`` nor the mixture over orders. With ``"confidence"`` the order depends on

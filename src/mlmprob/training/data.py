@@ -162,13 +162,10 @@ class TextSource:
             shutil.rmtree(tok_dir, ignore_errors=True)
             tmp.rename(tok_dir)
         pad = tok.pad_token_id
-        encode = lambda texts: _pad(
-            [
-                tok(t, truncation=True, max_length=self.max_length)["input_ids"]  # noqa: E731
-                for t in texts
-            ],
-            pad,
-        )
+
+        def encode(texts):
+            return _pad([tok(t, truncation=True, max_length=self.max_length)["input_ids"] for t in texts], pad)
+
         special = set(tok.all_special_ids)
         replace = torch.tensor([i for i in range(len(tok)) if i not in special], dtype=torch.long)
         desc = {

@@ -95,7 +95,7 @@ class _Batches:
     def indices(self, step: int) -> torch.Tensor:
         pos = torch.arange(step * self.b, (step + 1) * self.b)
         epochs, offs = pos // self.n, pos % self.n
-        return torch.stack([self._perm(int(e))[int(o)] for e, o in zip(epochs, offs)])
+        return torch.stack([self._perm(int(e))[int(o)] for e, o in zip(epochs, offs, strict=True)])
 
 
 def _trim(ids: torch.Tensor, pad_id: int) -> torch.Tensor:

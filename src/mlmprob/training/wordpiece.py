@@ -24,6 +24,7 @@ from __future__ import annotations
 import heapq
 from collections import Counter
 from collections.abc import Iterable, Sequence
+from itertools import pairwise
 
 from ..errors import MLMProbError
 
@@ -74,7 +75,7 @@ def learn_vocab(
     pair_count: Counter = Counter()
     where: dict[tuple[str, str], set[int]] = {}
     for i, p in enumerate(pieces):
-        for pair in zip(p, p[1:]):
+        for pair in pairwise(p):
             pair_count[pair] += freq[i]
             where.setdefault(pair, set()).add(i)
     heap = [(-n, a, b) for (a, b), n in pair_count.items()]
@@ -93,7 +94,7 @@ def learn_vocab(
         touched: Counter = Counter()
         for i in where.pop((a, b)):  # the order of words does not matter: changes are summed
             p, f = pieces[i], freq[i]
-            for pair in zip(p, p[1:]):
+            for pair in pairwise(p):
                 touched[pair] -= f
             out, j = [], 0
             while j < len(p):
@@ -104,7 +105,7 @@ def learn_vocab(
                     out.append(p[j])
                     j += 1
             pieces[i] = out
-            for pair in zip(out, out[1:]):
+            for pair in pairwise(out):
                 touched[pair] += f
                 where.setdefault(pair, set()).add(i)
         for pair, delta in touched.items():

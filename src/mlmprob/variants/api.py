@@ -221,7 +221,7 @@ def score_variants(
     for m, terms in plan.items():
         s = torch.zeros(len(variants), dtype=torch.float64)
         if terms:
-            idx, req, sign = (torch.tensor(c) for c in zip(*terms))
+            idx, req, sign = (torch.tensor(c) for c in zip(*terms, strict=True))
             s.index_add_(0, idx, values[req] * sign.double())
         scores[m] = s
     if "epistasis" in methods:

@@ -40,7 +40,7 @@ Y -2 -2 -2 -3 -2 -1 -2 -3  2 -1 -1 -2 -1  3 -3 -2 -2  2  7 -1
 V  0 -3 -3 -3 -1 -2 -2 -3 -3  3  1 -2  1 -1 -2 -2  0 -3 -1  4
 """
 BLOSUM62: dict[str, dict[str, int]] = {
-    line.split()[0]: dict(zip(ORDER, map(int, line.split()[1:]))) for line in _ROWS.strip().splitlines()
+    line.split()[0]: dict(zip(ORDER, map(int, line.split()[1:]), strict=True)) for line in _ROWS.strip().splitlines()
 }
 
 KYTE_DOOLITTLE: dict[str, float] = {
@@ -78,13 +78,13 @@ def _check_pair(wild_type: str, mutant: str) -> None:
 def hamming(wild_type: str, mutant: str) -> int:
     """Number of positions where ``mutant`` differs from ``wild_type`` (same length)."""
     _check_pair(wild_type, mutant)
-    return sum(a != b for a, b in zip(wild_type, mutant))
+    return sum(a != b for a, b in zip(wild_type, mutant, strict=True))
 
 
 def blosum_sum(wild_type: str, mutant: str) -> int:
     """Sum of BLOSUM62 scores ``B(w_i, m_i)`` over the mutated positions (0 for the wild type)."""
     _check_pair(wild_type, mutant)
-    return sum(BLOSUM62[a][b] for a, b in zip(wild_type, mutant) if a != b)
+    return sum(BLOSUM62[a][b] for a, b in zip(wild_type, mutant, strict=True) if a != b)
 
 
 def kd_mean(seq: str) -> float:

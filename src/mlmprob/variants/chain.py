@@ -33,7 +33,8 @@ from .spec import CHAIN_ORDERS
 def site_orders(sites: list[int], n_orders: int = CHAIN_ORDERS, seed: int = 0) -> list[list[int]]:
     """The orders of ``sites`` the score averages over.
 
-    >>> site_orders([3, 5]), len(site_orders([1, 2, 3, 4], 6)), site_orders([1, 2, 3, 4], 6) == site_orders([1, 2, 3, 4], 6)
+    >>> four = [1, 2, 3, 4]
+    >>> site_orders([3, 5]), len(site_orders(four, 6)), site_orders(four, 6) == site_orders(four, 6)
     ([[3, 5], [5, 3]], 6, True)
     """
     n_orders = check_n_orders(n_orders)

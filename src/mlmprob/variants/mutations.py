@@ -143,7 +143,7 @@ def letter_ids(mlm: MaskedLM, letters: str) -> dict[str, int]:
         ids = mlm.encode([letters]).input_ids[0]
     except TokenizationError as e:
         raise MLMProbError(f"alphabet {letters!r} does not fit this model's vocabulary: {e}") from None
-    return {c: int(ids[p]) for c, p in zip(letters, pos.tolist())}
+    return {c: int(ids[p]) for c, p in zip(letters, pos.tolist(), strict=True)}
 
 
 def encode_variants(

@@ -89,8 +89,9 @@ def small_sample_warning(result: dict) -> str | None:
     """A warning line when a method of :func:`evaluate_methods`'s ``result`` was evaluated on fewer than
     :data:`MIN_BOOTSTRAP_ROWS` rows, else None.
 
-    >>> small_sample_warning({"m": {"n": 2}})
-    'warning: only 2 scored rows with a label: too few for a bootstrap interval (the intervals shown mean little; use at least 10 rows)'
+    >>> small_sample_warning({"m": {"n": 2}})  # doctest: +NORMALIZE_WHITESPACE
+    'warning: only 2 scored rows with a label: too few for a bootstrap interval (the intervals shown mean little; use at
+    least 10 rows)'
     >>> small_sample_warning({"m": {"n": 50}}) is None
     True
     """
@@ -150,4 +151,4 @@ def format_table(result: dict, top: float = 0.1) -> str:
         for m, r in result.items()
     ]
     width = [max(len(row[j]) for row in [head, *body]) for j in range(len(head))]
-    return "\n".join("  ".join(c.ljust(w) for c, w in zip(row, width)).rstrip() for row in [head, *body])
+    return "\n".join("  ".join(c.ljust(w) for c, w in zip(row, width, strict=True)).rstrip() for row in [head, *body])

@@ -126,7 +126,7 @@ class RowTable:
         need = torch.ones(Q, dtype=torch.bool)
         if cache is not None:
             hits, cached = [], []
-            for q, (r, c) in enumerate(zip(self._read_row, self._read_col)):
+            for q, (r, c) in enumerate(zip(self._read_row, self._read_col, strict=True)):
                 hit = cache.reads.get((self._edits[r], c))
                 if hit is not None:
                     need[q] = False

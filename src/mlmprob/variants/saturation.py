@@ -169,7 +169,7 @@ def heatmap_figure(
     im = ax.imshow(grid, cmap="RdBu_r", vmin=-span, vmax=span, aspect="auto", interpolation="nearest")
     is_wt = (sat.candidates[:, None] == sat.wild_type[None, :]).nonzero().tolist()
     if is_wt:
-        ky, px = zip(*is_wt)
+        ky, px = zip(*is_wt, strict=True)
         ax.scatter(px, ky, s=4 if compact else 6, c="black", marker="o", linewidths=0)
     step = max(1, P // (50 if compact else 60))
     ax.set_xticks(range(0, P, step))

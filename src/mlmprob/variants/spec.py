@@ -53,7 +53,8 @@ def check_methods(methods) -> tuple[str, ...]:
 class VariantsSpec(Spec):
     """``methods``: the scores (:data:`ALL_METHODS`, repeats dropped; None: every method of
     :data:`METHODS`); ``offset``: the number of the wild type's first residue in mutant
-    strings; ``chain_orders`` and ``chain_seed``: the orders of ``chain`` (:func:`mlmprob.variants.chain.site_orders`)."""
+    strings; ``chain_orders`` and ``chain_seed``: the orders of ``chain``
+    (:func:`mlmprob.variants.chain.site_orders`)."""
 
     methods: tuple[str, ...] = DEFAULT_METHODS
     offset: int = 1

@@ -78,7 +78,8 @@ class VariantsState(State):
 @dataclass(frozen=True)
 class VariantsJob(ModelJob):
     """Everything a worker needs to score chunks of ``VariantUnit`` rows against ``wild_type`` (loaded by
-    :class:`~mlmprob.models.spec.ModelJob`) with the settings ``spec`` (a :class:`~mlmprob.variants.spec.VariantsSpec`)."""
+    :class:`~mlmprob.models.spec.ModelJob`) with the settings ``spec`` (a
+    :class:`~mlmprob.variants.spec.VariantsSpec`)."""
 
     wild_type: str
     spec: VariantsSpec = VariantsSpec()

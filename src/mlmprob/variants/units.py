@@ -97,7 +97,7 @@ def variant_of(unit: VariantUnit, wild_type: str, offset: int = 1, alphabet: str
     if len(seq) != len(wild_type):
         raise MLMProbError(f"{where}: the sequence has {len(seq)} residues, the wild type {len(wild_type)}")
     out = []
-    for i, (w, m) in enumerate(zip(wild_type, seq)):
+    for i, (w, m) in enumerate(zip(wild_type, seq, strict=True)):
         if w != m:
             if m not in alphabet:
                 raise MLMProbError(f"{where}: residue {m!r} at {i + offset} is not in the alphabet {alphabet}")
