@@ -51,11 +51,10 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 sys.path.insert(0, str(Path(__file__).resolve().parent))     # the helper modules beside this script
 
-from attack_harness import AA, VH, Case, fasta, in_process, run_case, tiny_bert  # noqa: E402
-from attack_runs import held_kill, kill_cases, process_cases  # noqa: E402
 import attack_cases  # noqa: E402
 import attack_limits  # noqa: E402
-
+from attack_harness import AA, VH, Case, fasta, in_process, run_case, tiny_bert  # noqa: E402
+from attack_runs import held_kill, kill_cases, process_cases  # noqa: E402
 
 # -- the catalogue -----------------------------------------------------------------------------------------
 

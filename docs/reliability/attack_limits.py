@@ -16,8 +16,20 @@ import shutil
 import time
 from pathlib import Path
 
-from attack_harness import (AA, GiB, NEVER_CLOSED, VH, Case, fasta, in_process, jsonl_rows, lost_rows, model_args,
-                            run_subprocess, setup)
+from attack_harness import (
+    AA,
+    NEVER_CLOSED,
+    VH,
+    Case,
+    GiB,
+    fasta,
+    in_process,
+    jsonl_rows,
+    lost_rows,
+    model_args,
+    run_subprocess,
+    setup,
+)
 from attack_runs import Hold
 
 SEQ24 = "ACDEFGHIKLMNPQRSTVWYACDE"

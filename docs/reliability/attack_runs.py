@@ -54,7 +54,7 @@ class Hold:
             with contextlib.suppress(OSError):
                 os.close(fd)
 
-    def __enter__(self) -> "Hold":
+    def __enter__(self) -> Hold:
         return self
 
     def __exit__(self, *exc) -> None:
