@@ -64,9 +64,9 @@ class Config:
     def sampler_spec(self, total: int):
         """The :class:`~mlmprob.sampling.spec.SamplerSpec` of an ``mcmc`` configuration run for ``total``
         epochs from its warm start (no burn-in: every epoch is recorded)."""
-        from mlmprob.sampling.spec import SamplerSpec
+        from mlmprob.sampling.spec import SamplerSpec, method_of
 
-        return SamplerSpec(
+        options = dict(
             method=self.method,
             energy=self.energy,
             epochs=total,
@@ -79,6 +79,8 @@ class Config:
             order=self.order,
             init="given",
         )
+        takes = method_of(self.method).spec.__dataclass_fields__  # Gibbs has no target: no annealing
+        return SamplerSpec(**{k: v for k, v in options.items() if k in takes})
 
 
 def _configs() -> dict[str, Config]:
