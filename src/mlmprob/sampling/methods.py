@@ -18,7 +18,7 @@ from __future__ import annotations
 import argparse
 import math
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Union
+from typing import TYPE_CHECKING
 
 from ..argtypes import nonnegative_float, nonnegative_int, positive_float, positive_int
 from ..errors import MLMProbError
@@ -40,7 +40,7 @@ if TYPE_CHECKING:
     from ..likelihood.orders import OrderSpec
 
 # K, ("linear", START, END[, EPOCHS]) as ``mlmprob sample --block-size START:END[:EPOCHS]`` parses it, or a schedule
-BlockLike = Union[int, tuple, ScheduleLike]
+BlockLike = int | tuple | ScheduleLike
 ORDERS = ("random", "l2r", "r2l")
 
 

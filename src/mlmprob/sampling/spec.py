@@ -32,7 +32,7 @@ from ..errors import MLMProbError
 from ..settings import Spec
 from ..settings import check_int as _check_int
 from .options import ProposalConfig
-from .schedules import as_schedule, schedule_text
+from .schedules import as_schedule
 
 ENERGIES = ("local", "raw")
 
@@ -193,7 +193,7 @@ class SamplerSpec(Spec, metaclass=_ByMethod):
         _check_int("burn_in", self.burn_in, 0, "a non-negative integer")
         if isinstance(self.thin, bool) or not isinstance(self.thin, int) or not 1 <= self.thin <= self.epochs:
             raise MLMProbError(f"thin must be an integer in 1..epochs ({self.epochs}), got {self.thin!r}")
-        self.proposal  # ProposalConfig checks temperature and top_p
+        self.proposal  # noqa: B018  (ProposalConfig checks temperature and top_p)
 
     @classmethod
     def from_args(cls, args, **given):
