@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from ..errors import MLMProbError
 
 INITS = ("given", "greedy", "random")
+ORDERS = ("random", "l2r", "r2l")  # the named orders (MCMC sweeps take the first two)
 SCORES = ("confidence", "margin", "entropy")
 SCHEDULES = ("linear", "cosine")
 DEFAULT_STEPS = 8

@@ -23,8 +23,7 @@ from ..runtime.inputs import Record
 from ..runtime.seeds import derive_seed
 from .api import SampleResult, sample
 from .cdr import cdr_mask
-from .methods import BlockLike, block_text
-from .spec import SamplerSpec, method_of
+from .spec import BlockLike, SamplerSpec, block_text, method_of
 
 
 def record_seed(seed: int, record_id: str) -> int:
