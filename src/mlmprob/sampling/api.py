@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import torch
 
@@ -36,12 +36,11 @@ class SampleResult:
     - ``ess``, ``rhat``: of the target-energy trace over the kept epochs, across chains;
     - ``forward_rows``: model rows forwarded by the kernel (initialisation included);
     - ``target_temperature`` ``[E]``, ``block_size`` ``[E]``, ``seconds`` ``[E]``;
-    - ``log_prob`` ``[E, B]`` (float64; ``method="ancestral"`` or ``"speculative"``, else None): the
-      log-probability of each epoch's draw along its order;
-    - ``rounds``, ``calls`` ``[E, B]`` (long; ancestral and speculative draws, else None): the sequential
-      rounds of each chain's draw and the model calls they made one after the other (ancestral: one per
-      step; speculative: a draft pass and a verification batch per round); ``proposal_counts`` ``[E, B]``:
-      the proposals behind ``accept`` (speculative: the drafts put to the acceptance test).
+    - ``proposal_counts`` ``[E, B]``: the proposals behind ``accept`` (speculative: the drafts put to the
+      acceptance test).
+
+    The independent draws report more (:class:`DrawResult`); for the MCMC methods ``log_prob``, ``rounds`` and
+    ``calls`` are None.
     """
 
     samples: torch.Tensor
@@ -65,10 +64,8 @@ class SampleResult:
     burn_in: int
     method: str
     energy_kind: str
-    log_prob: torch.Tensor | None = None
-    rounds: torch.Tensor | None = None
-    calls: torch.Tensor | None = None
-    proposal_counts: torch.Tensor | None = None
+    proposal_counts: torch.Tensor
+    log_prob = rounds = calls = None  # not fields: what only the independent draws report (DrawResult)
 
     @property
     def energy(self) -> torch.Tensor | None:
@@ -81,6 +78,23 @@ class SampleResult:
     def proposals_per_second(self) -> float:
         t = float(self.seconds.sum())
         return self.proposals / t if t > 0 else math.nan
+
+
+@dataclass(frozen=True)
+class DrawResult(SampleResult):
+    """Outcome of ``sample`` for a method whose epochs are independent draws (ancestral, speculative, the
+    decoders): what :class:`SampleResult` holds, and
+
+    - ``log_prob`` ``[E, B]`` (float64): the log-probability of each epoch's draw (along its order; the
+      decoders: the product of the conditionals the draw used);
+    - ``rounds``, ``calls`` ``[E, B]`` (long): the sequential rounds of each chain's draw and the model calls
+      they made one after the other (ancestral: one per step; speculative: a draft pass and a verification
+      batch per round), the energy pass included when the spec asks for ``energies``.
+    """
+
+    log_prob: torch.Tensor = field()
+    rounds: torch.Tensor = field()
+    calls: torch.Tensor = field()
 
 
 def sample(
@@ -294,11 +308,14 @@ def result_from_records(records: list[EpochRecord], free: torch.Tensor, spec: Sa
         target = (e_local if energy == "local" else e_raw)[kept_idx].T  # [B, S]
         ess, rhat = effective_sample_size(target), split_rhat(target)
     ident = None if records[0].identity is None else torch.tensor([r.identity for r in records], dtype=f64)
-    rounds = calls = None
+    drawn = {}
     if records[0].rounds is not None:
-        rounds = torch.tensor([r.rounds for r in records], dtype=torch.long)
-        calls = torch.tensor([r.calls for r in records], dtype=torch.long)
-    return SampleResult(
+        drawn = dict(
+            log_prob=torch.tensor([r.log_prob for r in records], dtype=f64),
+            rounds=torch.tensor([r.rounds for r in records], dtype=torch.long),
+            calls=torch.tensor([r.calls for r in records], dtype=torch.long),
+        )
+    return (DrawResult if drawn else SampleResult)(
         samples=torch.tensor([r.ids for r in kept], dtype=torch.long),
         kept_epochs=kept_idx,
         final_ids=torch.tensor(records[-1].ids, dtype=torch.long),
@@ -320,8 +337,6 @@ def result_from_records(records: list[EpochRecord], free: torch.Tensor, spec: Sa
         burn_in=burn_in,
         method=method,
         energy_kind=energy,
-        log_prob=None if records[0].log_prob is None else torch.tensor([r.log_prob for r in records], dtype=f64),
-        rounds=rounds,
-        calls=calls,
         proposal_counts=prop.long(),
+        **drawn,
     )
