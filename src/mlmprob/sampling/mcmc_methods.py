@@ -118,8 +118,13 @@ class MHSpec(MCMCSpec):
         json=_target_json,
         stored=lambda s: schedule_text(s.schedules()[1]),
     )
-    anneal: float = option(0.0, "subtract this from the target temperature per epoch", type=nonnegative_float)
-    temperature_floor: float = option(0.05, "lowest target temperature annealing reaches", type=positive_float)
+    # stored=False: the run file stores them in target_temperature's schedule (LinearAnneal(...)), as before
+    anneal: float = option(
+        0.0, "subtract this from the target temperature per epoch", type=nonnegative_float, stored=False
+    )
+    temperature_floor: float = option(
+        0.05, "lowest target temperature annealing reaches", type=positive_float, stored=False
+    )
 
     def __post_init__(self):
         if not (self.anneal >= 0) or math.isinf(self.anneal):

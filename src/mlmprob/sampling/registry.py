@@ -57,7 +57,8 @@ LAST_COLUMNS = ("energies",)
 def option(default: Any, help: str, **meta) -> Any:
     """A spec field that is also a ``mlmprob sample`` flag (``--NAME-WITH-DASHES``): ``help``, and ``type``,
     ``choices``, ``action`` or ``metavar`` for argparse; ``json(spec, value)`` how a row writes it, ``stored(spec)``
-    how the run file does (both default to the value as plain JSON)."""
+    how the run file does (both default to the value as plain JSON; ``stored=False``: not in the run file, its
+    value being part of another field's stored text)."""
     return field(default=default, metadata={"help": help, **meta})
 
 
@@ -300,14 +301,14 @@ class SamplerSpec(Spec, metaclass=_ByMethod):
     def run_config(self, mlm) -> dict:
         """The configuration a run file stores (and a resumed run must match): the model's name and
         :meth:`settings` but ``epochs`` (a finished run resumes to more epochs), schedules in their stable
-        text form (a field's ``stored`` metadata)."""
+        text form (a field's ``stored`` metadata: MH's annealing is in its target temperature's schedule)."""
         from ..models.reader import name_of
 
         config = {"model": name_of(mlm)}
         settings = self.settings()
         for f in self._fields_in_order():
-            if f.name != "epochs":
-                stored = f.metadata.get("stored")
+            stored = f.metadata.get("stored")
+            if f.name != "epochs" and stored is not False:
                 config[f.name] = stored(self) if stored else settings[f.name]
         return config
 
