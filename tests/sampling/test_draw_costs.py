@@ -42,7 +42,7 @@ def _run(method, **kw):
 
 
 def test_the_draws_are_the_only_independent_draws_and_energies_is_off_by_default():
-    assert set(DRAWS) == {"ancestral", "speculative", "unmask", "adaptive"}
+    assert set(DRAWS) == {"ancestral", "speculative", "unmask", "adaptive", "mask-predict"}
     assert all(REGISTRY[d].spec.__dataclass_fields__["energies"].default is False for d in DRAWS)
 
 
@@ -79,3 +79,18 @@ def test_mcmc_keeps_its_energies():
     for method in ("mh", "gibbs"):
         _, r = _run(method, burn_in=0)
         assert r.energy_local.shape == (E, B)
+
+
+@pytest.mark.parametrize("strategy", ["mask_predict", "easy_first"])
+def test_mask_predict_through_sample_is_mask_predict(strategy):
+    """``sample(method="mask-predict")`` steps :func:`mask_predict` as a kernel: the same fill every epoch, its
+    rows counted, one sequential call per iteration."""
+    from mlmprob.sampling import mask_predict
+
+    m = Counted(V, T, seed=5)
+    ids = torch.zeros(B, T, dtype=torch.long)
+    r = sample(m, ids, method="mask-predict", iterations=3, strategy=strategy, epochs=E, generator=torch.Generator())
+    want = mask_predict(LookupMLM(V, T, seed=5), ids, 3, strategy=strategy)
+    assert all(torch.equal(r.samples[e], want.ids) for e in range(E))
+    assert torch.allclose(r.log_prob[-1], want.confidence.sum(-1))
+    assert (r.calls == 3).all() and r.forward_rows == E * want.forward_rows == m.rows

@@ -12,16 +12,18 @@ from ..argtypes import nonnegative_float, nonnegative_int, positive_int
 from ..errors import MLMProbError
 from .options import (
     DEFAULT_DRAFT_K,
+    DEFAULT_ITERATIONS,
     DEFAULT_STEPS,
     DEFAULT_THRESHOLD,
     ORDERS,
     SCHEDULES,
     SCORES,
+    STRATEGIES,
     check_adaptive,
     check_positive_int,
     check_unmasking,
 )
-from .registry import Method, SamplerSpec, option, order_json, register, shared_field
+from .registry import Method, ProposalSpec, SamplerSpec, option, order_json, register, shared_field
 
 if TYPE_CHECKING:
     from ..likelihood.orders import OrderSpec
@@ -46,7 +48,7 @@ class DrawSpec(SamplerSpec):
 
 
 @dataclass(frozen=True)
-class OrderedDrawSpec(DrawSpec):
+class OrderedDrawSpec(DrawSpec, ProposalSpec):
     order: OrderSpec = option(
         "random",
         "the order positions are revealed in (random: a fresh order per chain and epoch)",
@@ -101,7 +103,7 @@ class SpeculativeSpec(OrderedDrawSpec):
 
 
 @dataclass(frozen=True)
-class DecoderSpec(DrawSpec):
+class DecoderSpec(DrawSpec, ProposalSpec):
     """The parallel decoders: ``score`` says which masked positions are revealed first."""
 
     score: str = option(
@@ -209,9 +211,41 @@ def _adaptive(mlm, s: AdaptiveSpec):
     return Adaptive(mlm, s.threshold, s.score, s.max_tokens, s.pair_top_k, s.proposal, s.score_all)
 
 
+@dataclass(frozen=True)
+class MaskPredictSpec(DrawSpec):
+    """Mask-predict (Ghazvininejad et al. 2019; ``easy_first``: Kasai et al. 2020): greedy refinement of every free
+    position in ``iterations`` rounds, no proposal and no randomness (every epoch the same fill)."""
+
+    method: str = shared_field("method", "mask-predict")
+    iterations: int = option(
+        DEFAULT_ITERATIONS,
+        "rounds of greedy refinement (the first fills every free position by its arg-max, each later one "
+        "re-predicts the least confident; one sequential call each)",
+        type=positive_int,
+    )
+    strategy: str = option(
+        "mask_predict",
+        "which positions a round re-predicts: the least confident, fewer each round (mask_predict), or every "
+        "one given the more confident (easy_first)",
+        choices=STRATEGIES,
+    )
+
+    def __post_init__(self):
+        super().__post_init__()
+        check_positive_int(self.iterations, "iterations")
+        if self.strategy not in STRATEGIES:
+            raise MLMProbError(f"strategy must be one of {STRATEGIES}, got {self.strategy!r}")
+
+
+def _mask_predict(mlm, s: MaskPredictSpec):
+    from .maskpredict import MaskPredict
+
+    return MaskPredict(mlm, s.iterations, s.strategy, s.score_all)
+
+
 def own_settings(spec) -> dict:
     """The settings of ``spec``'s own fields (those beyond :class:`SamplerSpec`'s)."""
-    shared = SamplerSpec.__dataclass_fields__
+    shared = ProposalSpec.__dataclass_fields__  # SamplerSpec's and the proposal's
     return {k: v for k, v in spec.settings().items() if k not in shared}
 
 
@@ -275,3 +309,16 @@ for _name, _spec, _kernel, _help in (
             summary=draw_summary,
         )
     )
+register(
+    Method(
+        "mask-predict",
+        MaskPredictSpec,
+        _mask_predict,
+        "greedy refinement in --iterations rounds (Ghazvininejad et al. 2019; a deterministic baseline)",
+        draws=True,
+        rates=None,
+        costs=True,
+        no_accept="mask-predict is greedy: no accept step",
+        summary=draw_summary,
+    )
+)

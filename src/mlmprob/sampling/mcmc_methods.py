@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 from ..argtypes import nonnegative_float, positive_float, positive_int
 from ..errors import MLMProbError
 from .options import INITS, ORDERS
-from .registry import Method, NotForMethod, SamplerSpec, option, order_json, register, shared_field, takers_of
+from .registry import Method, NotForMethod, ProposalSpec, option, order_json, register, shared_field, takers_of
 from .schedules import LinearAnneal, LinearBlockSize, ScheduleLike, as_schedule, schedule_text
 
 if TYPE_CHECKING:
@@ -53,7 +53,7 @@ def block_text(block_size) -> str:
 
 # -- MCMC: Metropolis-Hastings and degenerate Gibbs -----------------------------------------------------------
 @dataclass(frozen=True)
-class MCMCSpec(SamplerSpec):
+class MCMCSpec(ProposalSpec):
     """The fields of the MCMC samplers: blocks of ``block_size`` positions swept in ``order`` from ``init``."""
 
     burn_in: int = shared_field("burn_in", 5)

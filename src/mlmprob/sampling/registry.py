@@ -174,10 +174,6 @@ class SamplerSpec(Spec, metaclass=_ByMethod):
     epochs: int = option(20, "epochs after burn-in", type=positive_int)
     burn_in: int = option(0, "epochs run first and not kept", type=nonnegative_int)
     thin: int = option(1, "keep every N-th epoch after burn-in", type=positive_int)
-    proposal_temperature: float = option(
-        1.0, "temperature of the proposal distribution (the MLM's conditionals)", type=positive_float
-    )
-    top_p: float = option(1.0, "nucleus: propose only from the top-p probability mass", type=probability)
     score_all: bool = option(False, "energy over all positions, not only the free ones", action="store_true")
 
     def __post_init__(self):
@@ -187,7 +183,6 @@ class SamplerSpec(Spec, metaclass=_ByMethod):
         _check_int("burn_in", self.burn_in, 0, "a non-negative integer")
         if isinstance(self.thin, bool) or not isinstance(self.thin, int) or not 1 <= self.thin <= self.epochs:
             raise MLMProbError(f"thin must be an integer in 1..epochs ({self.epochs}), got {self.thin!r}")
-        self.proposal  # noqa: B018  (ProposalConfig checks temperature and top_p)
 
     @classmethod
     def from_args(cls, args, **given):
@@ -265,10 +260,6 @@ class SamplerSpec(Spec, metaclass=_ByMethod):
             )
 
     @property
-    def proposal(self) -> ProposalConfig:
-        return ProposalConfig(self.proposal_temperature, self.top_p)
-
-    @property
     def total_epochs(self) -> int:
         return self.burn_in + self.epochs
 
@@ -311,6 +302,25 @@ class SamplerSpec(Spec, metaclass=_ByMethod):
             if f.name != "epochs" and stored is not False:
                 config[f.name] = stored(self) if stored else settings[f.name]
         return config
+
+
+@dataclass(frozen=True)
+class ProposalSpec(SamplerSpec):
+    """The fields of the methods that draw from the MLM's conditionals (all but greedy mask-predict): the
+    proposal's temperature and nucleus."""
+
+    proposal_temperature: float = option(
+        1.0, "temperature of the proposal distribution (the MLM's conditionals)", type=positive_float
+    )
+    top_p: float = option(1.0, "nucleus: propose only from the top-p probability mass", type=probability)
+
+    def __post_init__(self):
+        super().__post_init__()
+        self.proposal  # noqa: B018  (ProposalConfig checks temperature and top_p)
+
+    @property
+    def proposal(self) -> ProposalConfig:
+        return ProposalConfig(self.proposal_temperature, self.top_p)
 
 
 def order_json(spec, order):

@@ -2,7 +2,7 @@
 that maps a method's name to its spec, its kernel factory and what its results report.
 
 ``SamplerSpec(method=NAME, ...)`` returns the method's own spec (``MHSpec``, ``GibbsSpec``, ``AncestralSpec``,
-``SpeculativeSpec``, ``UnmaskSpec``, ``AdaptiveSpec``): the shared fields (:class:`~.registry.SamplerSpec`) and
+``SpeculativeSpec``, ``UnmaskSpec``, ``AdaptiveSpec``, ``MaskPredictSpec``): the shared fields (:class:`~.registry.SamplerSpec`) and
 its own. An option the method does not take is refused in one line (:class:`~.registry.NotForMethod`, which
 the CLI words with its flags); an unknown keyword names the valid ones. The spec is the only source of
 defaults (20 epochs; 5 of burn-in for mh and gibbs, 0 for the independent draws). ``mlmprob sample``'s flags
@@ -29,11 +29,12 @@ mlmprob.sampling.registry.NotForMethod: draft_k is for method='speculative', got
 from __future__ import annotations
 
 from . import mcmc_methods  # noqa: F401  (registers mh and gibbs, first: the registry's order is --method's)
-from .draw_methods import (  # noqa: F401  (registers ancestral, speculative, unmask, adaptive)
+from .draw_methods import (  # noqa: F401  (registers ancestral, speculative, unmask, adaptive, mask-predict)
     AdaptiveSpec,
     AncestralSpec,
     DecoderSpec,
     DrawSpec,
+    MaskPredictSpec,
     SpeculativeSpec,
     UnmaskSpec,
 )
@@ -43,6 +44,7 @@ from .registry import (  # noqa: F401
     REGISTRY,
     Method,
     NotForMethod,
+    ProposalSpec,
     SamplerSpec,
     method_of,
     option,
