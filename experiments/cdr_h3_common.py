@@ -78,8 +78,10 @@ class Config:
             temperature_floor=0.05,
             order=self.order,
             init="given",
+            energies=True,  # the report's energies of the ancestral draws too
         )
-        takes = method_of(self.method).spec.__dataclass_fields__  # Gibbs has no target: no annealing
+        # the options this method takes: Gibbs has no target (no annealing), ancestral draws no blocks or init
+        takes = method_of(self.method).spec.__dataclass_fields__
         return SamplerSpec(**{k: v for k, v in options.items() if k in takes})
 
 
