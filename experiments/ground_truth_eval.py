@@ -151,6 +151,7 @@ def eval_samplers(mlm, lang: SyntheticLanguage, cfg: GroundTruthConfig, seed: in
             method=method,
             energy="local",
             epochs=cfg.sample_epochs,
+            burn_in=0,
             positions=free,
             generator=generator_for(seed, "gt-sample", method),
         )

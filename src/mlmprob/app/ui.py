@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 from ..errors import MLMProbError
 from ..models.reader import reader_of
-from ..sampling.spec import METHODS
+from ..sampling.spec import REGISTRY
 from . import render
 from .compute import LIMITS, Limits, mutant_scores, saturation_map, score_text
 from .dynamics import pair_view, sample_steps
@@ -295,7 +295,7 @@ def _tab_sample(gr, c: _Ctx):
             p_init = gr.Dropdown(["given", "greedy", "random"], value="given", label="start", elem_id="sample-init")
         with gr.Row():
             p_method = gr.Dropdown(
-                list(METHODS),
+                list(REGISTRY),
                 value="mh",
                 elem_id="sample-method",
                 label="method: mh / gibbs (MCMC on the energy), ancestral / speculative (exact "

@@ -19,39 +19,11 @@ import argparse
 import sys
 from pathlib import Path
 
-from ..argtypes import nonnegative_float, nonnegative_int, positive_float, positive_int, probability
 from ..errors import MLMProbError
 from ..jsonl import dumps
-from ..sampling.spec import DECODERS, EXACT_DRAWS, METHODS
-from .decoder_args import add_decoder_args, check_decoder_options, decoder_summary
+from .sampler_args import add_sampler_args, sampler_spec
 
 STREAM_SUFFIXES = (".jsonl", ".tsv", ".parquet")
-# options of the MCMC samplers and their defaults: with --method ancestral/speculative only the defaults are accepted
-MCMC_ONLY = {
-    "block_size": ("--block-size", 1),
-    "target_temperature": ("--target-temperature", 1.0),
-    "anneal": ("--anneal", 0.0),
-    "temperature_floor": ("--temperature-floor", 0.05),
-    "init": ("--init", "given"),
-}
-BURN_IN = {"mh": 5, "gibbs": 5}  # --burn-in's default per method: 0 for every exact-draw method
-
-
-def _block_size(text: str):
-    """``K`` or ``START:END[:EPOCHS]`` (linear decrease, Goyal et al. App. D)."""
-
-    parts = text.split(":")
-    try:
-        nums = [positive_int(p) for p in parts]
-    except argparse.ArgumentTypeError:
-        raise argparse.ArgumentTypeError(
-            f"block size must be K or START:END[:EPOCHS] with positive integers, got {text!r}"
-        ) from None
-    if len(nums) == 1:
-        return nums[0]
-    if len(nums) in (2, 3):
-        return ("linear", *nums)
-    raise argparse.ArgumentTypeError(f"block size must be K or START:END[:EPOCHS], got {text!r}")
 
 
 def parse_positions(text: str) -> list[int]:
@@ -124,94 +96,7 @@ def register(sub) -> None:
     from .common import add_model_args, add_runtime_args
 
     add_model_args(p)
-    s = p.add_argument_group("sampler")
-    s.add_argument(
-        "--method",
-        choices=METHODS,
-        default="mh",
-        help="MH with the MLM's conditionals as proposals, degenerate Gibbs, or ancestral: every epoch an exact "
-        "draw of p_sigma of `mlmprob loglik` along --order (random: a fresh order per chain and epoch); "
-        "speculative: the same draws in fewer sequential calls; unmask: parallel decoding by --score "
-        "(MaskGIT, LLaDA, Dream; ReMDM remasking); adaptive: together only weakly dependent positions",
-    )
-    s.add_argument(
-        "--energy",
-        choices=("local", "raw"),
-        default="local",
-        help="target energy: E_local (= -PLL) or E_raw (minus the sum of raw logits)",
-    )
-    s.add_argument("--chains", type=positive_int, default=4, help="chains per input sequence")
-    s.add_argument("--epochs", type=positive_int, default=20, help="epochs after burn-in")
-    s.add_argument(
-        "--burn-in",
-        type=nonnegative_int,
-        default=None,
-        help="epochs run first and not kept; by default 5 for mh and gibbs, 0 for ancestral "
-        "(its draws are independent)",
-    )
-    s.add_argument("--thin", type=positive_int, default=1, help="keep every N-th epoch after burn-in")
-    s.add_argument(
-        "--block-size",
-        type=_block_size,
-        default=MCMC_ONLY["block_size"][1],
-        help="mh, gibbs: K, or START:END[:EPOCHS] decreasing linearly",
-    )
-    s.add_argument(
-        "--proposal-temperature",
-        type=positive_float,
-        default=1.0,
-        help="temperature of the proposal distribution (the MLM's conditionals)",
-    )
-    s.add_argument(
-        "--top-p", type=probability, default=1.0, help="nucleus: propose only from the top-p probability mass"
-    )
-    s.add_argument(
-        "--target-temperature",
-        type=positive_float,
-        default=MCMC_ONLY["target_temperature"][1],
-        help="mh: temperature of the target distribution exp(-E / T)",
-    )
-    s.add_argument(
-        "--anneal",
-        type=nonnegative_float,
-        default=MCMC_ONLY["anneal"][1],
-        help="mh: subtract this from the target temperature per epoch",
-    )
-    s.add_argument(
-        "--temperature-floor",
-        type=positive_float,
-        default=MCMC_ONLY["temperature_floor"][1],
-        help="mh: lowest target temperature annealing reaches",
-    )
-    s.add_argument(
-        "--order",
-        choices=("random", "l2r", "r2l"),
-        default="random",
-        help="order in which positions are visited within an epoch (r2l: ancestral only)",
-    )
-    s.add_argument(
-        "--tokens-per-step",
-        type=positive_int,
-        default=1,
-        help="ancestral: positions revealed per step, each from its conditional given the same context "
-        "(parallel decoding: approximate for K > 1)",
-    )
-    s.add_argument(
-        "--draft-k",
-        type=positive_int,
-        default=None,
-        help="speculative: positions drafted per round from one pass and verified in one batch "
-        "(default 4; at most the free positions are drafted); the draws stay exact",
-    )
-    add_decoder_args(s)
-    s.add_argument(
-        "--init",
-        choices=("given", "greedy", "random"),
-        default=MCMC_ONLY["init"][1],
-        help="mh, gibbs: initial state of the free positions: the input, the MLM's argmax, or random tokens",
-    )
-    s.add_argument("--score-all", action="store_true", help="energy over all positions, not only the free ones")
-    s.add_argument("--seed", type=nonnegative_int, default=0, help="seed of the sampler's random generator")
+    add_sampler_args(p)
     p.add_argument(
         "--out",
         "-o",
@@ -229,51 +114,28 @@ def register(sub) -> None:
     p.set_defaults(func=run)
 
 
-def check_method_options(args) -> None:
-    """One-line errors for the options ``--method`` does not use (``MCMC_ONLY`` with ancestral and speculative
-    sampling, ``--tokens-per-step`` but with ancestral, ``--draft-k`` but with speculative, ``--order r2l`` with
-    MH and Gibbs), and ``--burn-in``'s default per method."""
-    check_decoder_options(args)
-    if args.method != "speculative" and getattr(args, "draft_k", None) is not None:
-        raise MLMProbError(f"--draft-k is for --method speculative (got --method {args.method})")
-    if args.method == "speculative" and args.tokens_per_step != 1:
-        raise MLMProbError("--tokens-per-step is for --method ancestral (--draft-k sets the speculative drafts)")
-    if args.method in EXACT_DRAWS:
-        for key, (flag, default) in MCMC_ONLY.items():
-            if getattr(args, key) != default:
-                raise MLMProbError(
-                    f"{flag} does not apply to --method {args.method} (every epoch is one draw along "
-                    "--order: no target energy, blocks or initial state); leave it out"
-                )
-    elif args.tokens_per_step != 1:
-        raise MLMProbError(f"--tokens-per-step is for --method ancestral (--block-size sets {args.method}'s blocks)")
-    elif args.order == "r2l":
-        raise MLMProbError(
-            f"--order r2l is for --method ancestral or speculative ({args.method} sweeps in random or l2r order)"
-        )
-    if args.burn_in is None:
-        args.burn_in = BURN_IN.get(args.method, 0)
-
-
-def _diagnostic_notes(result) -> dict:
-    """Why a diagnostic is missing (written as null): ``{"ess_note": ...}`` and the like."""
+def _diagnostic_notes(result, info) -> dict:
+    """Why a diagnostic is missing (written as null): ``{"ess_note": ...}`` and the like (``info``: the method's
+    registry entry)."""
     import math
 
     kept = len(result.kept_epochs)
     notes = {}
     for key in ("ess", "rhat"):
-        if not math.isfinite(getattr(result, key)):
+        if result.energy is None:
+            notes[f"{key}_note"] = "the draws were not scored (give --energies)"
+        elif not math.isfinite(getattr(result, key)):
             notes[f"{key}_note"] = (
                 f"needs >= 4 kept epochs, got {kept}"
                 if kept < 4
                 else "the kept energy trace has no variance (or is not finite)"
             )
     for key in ("accept_rate", "novel_rate"):
-        if result.method == "ancestral":
-            notes[f"{key}_note"] = "ancestral sampling has no accept step"
-        elif result.method == "speculative" and key == "novel_rate":
-            notes[f"{key}_note"] = "speculative drafts fill masked positions: see accept_rate (the drafts')"
-        elif result.method == "speculative" and not math.isfinite(result.accept_rate):
+        if info.rates is None:
+            notes[f"{key}_note"] = info.no_accept
+        elif info.rates == "drafts" and key == "novel_rate":
+            notes[f"{key}_note"] = f"{info.name} drafts fill masked positions: see accept_rate (the drafts')"
+        elif info.rates == "drafts" and not math.isfinite(result.accept_rate):
             notes[f"{key}_note"] = "no draft was tested after burn-in (--draft-k 1, or one position per round)"
         elif not math.isfinite(getattr(result, key)):
             notes[f"{key}_note"] = "no proposals after burn-in"
@@ -323,14 +185,14 @@ def run(args) -> int:
         raise MLMProbError("give --positions or --cdr, not both")
     if args.positions:
         parse_positions(args.positions)  # a bad list (a 0: the old base) is refused before anything loads
-    check_method_options(args)
+    spec = sampler_spec(args)  # the sampler's settings, parsed once: a flag --method does not take is refused
     check_out(args.out)
     from .common import spool_args_input
 
     args.input_given = args.input
     args.input_source = spool_args_input(args)
     if is_streamed(args.out):
-        return run_streamed(args)
+        return run_streamed(args, spec)
     for flag, on in (
         ("--shard", args.shard),
         ("--workers", args.workers),
@@ -343,20 +205,18 @@ def run(args) -> int:
                 f"{flag} needs a .jsonl, .tsv or .parquet --out (a folder --out samples every "
                 "chain in one batch and resumes by itself)"
             )
-    return run_folder(args)
+    return run_folder(args, spec)
 
 
-def _job_fields(args) -> dict:
+def _job_fields(args, spec) -> dict:
     """The fields a sampling job of either mode takes from the command line: the model, the spec, the chains,
     the seed and the free positions."""
-    from ..sampling.spec import SamplerSpec
-
     return dict(
         model=args.model,
         dtype=args.dtype,
         allow_pickle=args.allow_pickle,
         batch_tokens=args.batch_tokens,
-        spec=SamplerSpec.from_args(args),
+        spec=spec,
         chains=args.chains,
         seed=args.seed,
         cdr=args.cdr,
@@ -387,7 +247,7 @@ def _stored_config(args, job, **mode) -> dict:
     }
 
 
-def run_folder(args) -> int:
+def run_folder(args, spec) -> int:
     """Folder mode, through the one runner: one unit (every chain of every input, in one batch), its rows in
     ``OUT/chains.jsonl``, its epochs in ``OUT/run.jsonl`` (a rerun resumes after the last complete epoch),
     then the folder's report from the run file. The run holds ``OUT/run.jsonl.lock`` from before the model
@@ -404,7 +264,7 @@ def run_folder(args) -> int:
     if not seqs:
         raise MLMProbError("no input: give --seq or --input")
     out = Path(args.out)
-    job = FolderSampleJob(**_job_fields(args), folder=str(out), progress=not args.no_progress)
+    job = FolderSampleJob(**_job_fields(args, spec), folder=str(out), progress=not args.no_progress)
     config = _stored_config(args, job, mode="folder")
     unit = BatchUnit(tuple(seqs))
     last = f"{seqs[-1][0]}/chain{job.chains - 1}"
@@ -443,56 +303,44 @@ def _write_fasta(path: Path, result, names: list[str], reps: int, mlm) -> None:
         for s_idx, epoch in enumerate(result.kept_epochs.tolist()):
             for b in range(result.samples.shape[1]):
                 lp = "" if result.log_prob is None else f" log_prob={float(result.log_prob[epoch, b]):.4f}"
+                energies = (
+                    ""
+                    if result.energy_local is None
+                    else f" e_local={float(result.energy_local[epoch, b]):.4f} "
+                    f"e_raw={float(result.energy_raw[epoch, b]):.4f}"
+                )
                 f.write(
-                    f">{names[b // reps]} chain={b % reps} epoch={epoch} "
-                    f"e_local={float(result.energy_local[epoch, b]):.4f} "
-                    f"e_raw={float(result.energy_raw[epoch, b]):.4f}{lp}\n{mlm.decode(result.samples[s_idx, b])}\n"
+                    f">{names[b // reps]} chain={b % reps} epoch={epoch}{energies}{lp}\n"
+                    f"{mlm.decode(result.samples[s_idx, b])}\n"
                 )
 
 
 def _summary(result, spec) -> dict:
-    """``summary.json``: the run's diagnostics (for ancestral draws no acceptance; their order, tokens per
-    step, and the mean log-probability of the kept draws and of the last epoch's; for speculative draws the
-    same with ``draft_k`` and the drafts' acceptance rate; for both what a draw cost: sequential rounds and
-    model calls, forward rows, and, speculative, the positions revealed per round)."""
-    ancestral = result.method == "ancestral"
-    speculative = result.method == "speculative"
+    """``summary.json``: the run's diagnostics, then what the method adds (its registry entry's ``summary``: for
+    independent draws their own settings, the mean log-probability of the kept draws and of the last epoch's, and
+    what a draw cost), then why a diagnostic is missing."""
+    info = spec.info
     summary = {
         "method": result.method,
         "energy": result.energy_kind,
         "chains": int(result.free.shape[0]),
-        "epochs": int(result.energy_local.shape[0]),
+        "epochs": int(result.seconds.shape[0]),
         "burn_in": result.burn_in,
-        "accept_rate": None if ancestral else result.accept_rate,
-        "novel_rate": None if ancestral or speculative else result.novel_rate,
+        "accept_rate": None if info.rates is None else result.accept_rate,
+        "novel_rate": result.novel_rate if info.rates == "chain" else None,
         "ess": result.ess,
         "rhat": result.rhat,
         "forward_rows": result.forward_rows,
         "proposals": result.proposals,
-        "final_energy_mean": float(result.energy[-1].mean()),
+        "final_energy_mean": None if result.energy is None else float(result.energy[-1].mean()),
         "final_identity_mean": None if result.identity is None else float(result.identity[-1].mean()),
     }
-    if ancestral or speculative:
-        draws = result.rounds.numel()
-        summary.update(
-            order=spec.order,
-            **({"tokens_per_step": spec.tokens_per_step} if ancestral else {"draft_k": spec.draft_k_used}),
-            log_prob_mean=float(result.log_prob[result.kept_epochs].mean()),
-            final_log_prob_mean=float(result.log_prob[-1].mean()),
-            rounds_per_sample=float(result.rounds.double().mean()),
-            calls_per_sample=float(result.calls.double().mean()),
-            forward_rows_per_sample=result.forward_rows / draws,
-        )
-        if speculative:
-            summary["acceptance_length"] = (
-                float(result.free.sum()) * result.rounds.shape[0] / max(float(result.rounds.sum()), 1.0)
-            )
-    summary.update(_diagnostic_notes(result))
-    summary.update(decoder_summary(result, spec) if result.method in DECODERS else {})
+    summary.update(info.summary(result, spec) if info.summary else {})
+    summary.update(_diagnostic_notes(result, info))
     return summary
 
 
-def run_streamed(args) -> int:
+def run_streamed(args, spec) -> int:
     """Streamed mode: one row per chain into a .jsonl/.tsv/.parquet file (or stdout), the record being the
     unit of sharding and resuming (a record is done when all its chains are in the output; a record whose
     rows a kill cut in the middle is sampled again, identically, and only its missing chains are added)."""
@@ -503,7 +351,7 @@ def run_streamed(args) -> int:
     opts = RunOptions.from_args(args)
     unique = UniqueIds(args.dedupe)
     given = getattr(args, "input_given", args.input)
-    job = SampleJob(**_job_fields(args), skip_invalid=args.skip_invalid)
+    job = SampleJob(**_job_fields(args, spec), skip_invalid=args.skip_invalid)
     config = _stored_config(args, job)
     last = f"/chain{job.chains - 1}"
     spec = StreamCommand(
