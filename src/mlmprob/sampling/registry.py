@@ -245,10 +245,12 @@ class SamplerSpec(Spec, metaclass=_ByMethod):
         """Refuse a run whose epoch records would not fit :data:`MAX_RUN_BYTES` (``length`` 1, the least, when the
         sequences are not known yet): checked before the chains are made.
 
-        >>> SamplerSpec(epochs=10 ** 9, burn_in=0).check_size(1)
+        >>> SamplerSpec(epochs=10 ** 9, burn_in=0).check_size(1)  # doctest: +NORMALIZE_WHITESPACE
         Traceback (most recent call last):
         ...
-        mlmprob.errors.MLMProbError: epochs 1,000,000,000 + burn_in 0 of 1 chains x 1 tokens would keep about 1,237 GiB of chain states in memory (every epoch's until the run ends), more than the 16 GiB a run may: sample fewer epochs or chains
+        mlmprob.errors.MLMProbError: epochs 1,000,000,000 + burn_in 0 of 1 chains x 1 tokens would keep about 1,237 GiB
+        of chain states in memory (every epoch's until the run ends), more than the 16 GiB a run may: sample fewer
+        epochs or chains
         """
         need = self.run_bytes(chains, length)
         if need > MAX_RUN_BYTES:
