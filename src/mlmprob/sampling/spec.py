@@ -3,7 +3,8 @@ that maps a method's name to its spec, its kernel factory and what its results r
 
 ``SamplerSpec(method=NAME, ...)`` returns the method's own spec (``MHSpec``, ``GibbsSpec``, ``AncestralSpec``,
 ``SpeculativeSpec``, ``UnmaskSpec``, ``AdaptiveSpec``, ``MaskPredictSpec``): the shared fields
-(:class:`~.registry.SamplerSpec`) and its own. An option the method does not take is refused in one line (:class:`~.registry.NotForMethod`, which
+(:class:`~.registry.SamplerSpec`) and its own. An option the method does not take is refused in one line
+(:class:`~.registry.NotForMethod`, which
 the CLI words with its flags); an unknown keyword names the valid ones. The spec is the only source of
 defaults (20 epochs; 5 of burn-in for mh and gibbs, 0 for the independent draws). ``mlmprob sample``'s flags
 and their ``--help`` groups are made from the fields' metadata (``commands/sampler_args.py``); what the rows
