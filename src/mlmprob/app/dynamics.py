@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 
@@ -109,7 +110,7 @@ def sample_steps(
     free1 = free_positions(mlm, enc, 0, "the sequence", text, want)  # resolved once, as for the CLI
     ids = enc.input_ids[:1].repeat(chains, 1)
     free = free1[None].repeat(chains, 1)
-    extra = {"score": score or None} if method in DECODERS else {}
+    extra: dict[str, Any] = {"score": score or None} if method in DECODERS else {}
     if method == "unmask" and steps:
         extra["steps"] = _check_int(steps, "steps", 1, 10**6)
     spec = SamplerSpec(
@@ -172,7 +173,8 @@ def pair_view(mlm, text: str, a, b, *, top: int = 10, limits: Limits = LIMITS) -
     Vocabularies larger than ``limits.max_pair_candidates`` are cut to their top tokens under
     the both-masked copy (``outside_mass`` says how much that drops)."""
     from ..infill.stream import expand_gaps, mask_text
-    from ..joints import evaluate_pair, resolve_candidates
+    from ..joints.conditionals import resolve_candidates
+    from ..joints.evaluate import evaluate_pair
 
     a = _check_int(a, "position a", 1, 10**6)
     b = _check_int(b, "position b", 1, 10**6)
