@@ -183,7 +183,7 @@ class ScoreSpec(Spec):
         """The settings the output's configuration stores (and a resumed run must match): ``whole_word``,
         ``per_token`` and, with the chain-rule likelihood, ``likelihood`` and its settings. The one-pass keys
         (``pll``, the correction and its digest) are the command's: the digest needs the model."""
-        out = {"whole_word": self.whole_word, "per_token": self.per_token}
+        out: dict[str, object] = {"whole_word": self.whole_word, "per_token": self.per_token}
         if self.loglik:
             out.update(likelihood="loglik", **{k: getattr(self, k) for k in LOGLIK_SETTINGS})
         return out

@@ -25,11 +25,13 @@ mlmprob.errors.MLMProbError: size must be a positive integer, got 0
 from __future__ import annotations
 
 import dataclasses
+from typing import Any, ClassVar
 
 from .errors import MLMProbError
 
 
 class Spec:
+    __dataclass_fields__: ClassVar[dict[str, Any]]  # every Spec is a dataclass (for dataclasses.fields)
     """The base of a frozen dataclass spec: :meth:`from_args`, :meth:`of`, :meth:`check`, :meth:`replace` and
     :meth:`settings`. ``hint`` (a class attribute, not a field): what to pass instead of another object."""
 

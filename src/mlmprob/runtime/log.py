@@ -34,8 +34,8 @@ import json
 import os
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
-from typing import TextIO
 from pathlib import Path
+from typing import TextIO
 
 from ..errors import MLMProbError
 from ..jsonl import dumps
