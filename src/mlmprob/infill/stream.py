@@ -201,9 +201,7 @@ class InfillJob(ModelJob):
             **lists,
         }
 
-    def run(  # type: ignore[override]  # the state is the InfillState this job's prepare() made
-        self, state: InfillState, units: Sequence[GapUnit]
-    ) -> tuple[list[dict], list[tuple[str, str]]]:
+    def run(self, state: InfillState, units: Sequence[GapUnit]) -> tuple[list[dict], list[tuple[str, str]]]:
         """Fill one chunk: rows in input order and the ``(id, reason)`` of units skipped (``skip_invalid``)."""
         from ..errors import TokenizationError
 

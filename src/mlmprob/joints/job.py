@@ -63,8 +63,8 @@ def read_sequences(
     kind = detect_format(path) if fmt == "auto" else fmt
     if kind in ("csv", "tsv") and column is None:
         column = DEFAULT_COLUMN
-    seqs = (r.seq for r in iter_records(path, fmt, column if kind not in ("text", "fasta") else None))
-    seqs = list(islice((s for s in seqs if s and s.lower() not in NA_VALUES), max_sequences))
+    given = (r.seq for r in iter_records(path, fmt, column if kind not in ("text", "fasta") else None))
+    seqs = list(islice((s for s in given if s and s.lower() not in NA_VALUES), max_sequences))
     if not seqs:
         raise MLMProbError(f"no sequences in {path}" + (f" column {column!r}" if kind in ("csv", "tsv") else ""))
     return seqs
@@ -156,6 +156,7 @@ class PairPlanner:
                     break
         s, a, b = found[i]
         enc = self._encode(s)
+        assert enc is not None  # the pair was drawn from this encoding
         numbers = token_numbers(enc.word_ids[0], enc.input_ids[0], self.mlm.mask_id)
         return PlannedPair(scheme, i, s, enc.input_ids[0], a, b, (numbers[a], numbers[b]))
 
@@ -243,8 +244,18 @@ class JointsJob(ModelJob):
             "seconds": time.perf_counter() - t0,
         }
 
-    def run(self, w: JointsWorker, units: Sequence[PairUnit]) -> tuple[list[dict], list]:
+    def run(self, w: JointsWorker, units: Sequence[PairUnit]) -> tuple[list[dict], list[tuple[str, str]]]:
         return [self.record(w, u) for u in units], []
+
+
+def _each(progress: Callable[[dict], None]) -> Callable[[list[dict]], None]:
+    """``progress`` called on each row of a written chunk."""
+
+    def notify(rows: list[dict]) -> None:
+        for r in rows:
+            progress(r)
+
+    return notify
 
 
 def run_joints(
@@ -289,7 +300,7 @@ def run_joints(
         out, spec, shard, _dtype_label(mlm if opts.in_process else None, dtype, opts.devices[0], spec.model)
     )
     job = JointsJob(spec, dtype=dtype, batch_tokens=batch_tokens, allow_pickle=allow_pickle, data_path=data_path)
-    notify = None if progress is None else (lambda rows: [progress(r) for r in rows])
+    notify = None if progress is None else _each(progress)
     run_command(
         StreamCommand(
             job,

@@ -93,9 +93,7 @@ class VariantsJob(ModelJob):
         window."""
         return VariantsState(self.model_spec.reader(mlm), self.wild_type)
 
-    def run(  # type: ignore[override]  # the state is the VariantsState this job's prepare() made
-        self, state: VariantsState, units: Sequence[VariantUnit]
-    ) -> tuple[list[dict], list[tuple[str, str]]]:
+    def run(self, state: VariantsState, units: Sequence[VariantUnit]) -> tuple[list[dict], list[tuple[str, str]]]:
         """Score one chunk: result rows (in input order) and the ``(id, reason)`` of the rows skipped."""
         spec = self.spec
         skipped: list[tuple[str, str]] = []
