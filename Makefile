@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 TORCH_SPEC ?= torch==2.13.0
 STAMP := $(VENV)/.mlmprob-installed
 
-.PHONY: install demo test bench wheel-check clean
+.PHONY: install demo test check bench wheel-check clean
 
 $(STAMP): pyproject.toml Makefile
 	$(PYTHON) -m venv $(VENV)
@@ -24,6 +24,12 @@ demo: $(STAMP)
 
 test: $(STAMP)
 	HF_HUB_OFFLINE=1 $(BIN)/python -m pytest -q
+
+# The checked habits (CI runs it): lint, formatting and the type checker (configured in pyproject.toml).
+check: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/mypy
 
 wheel-check: $(STAMP)
 	.ci/wheel_smoke.sh
