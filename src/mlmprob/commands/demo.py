@@ -91,6 +91,7 @@ def run(args) -> int:
         )
         if worst is None:
             worst = s
+    assert worst is not None  # the demo scores at least one sequence
     lows = sorted(range(worst.n_tokens), key=lambda i: worst.token_log_prob[i])[:5]
     print(f"\n   least expected residues of {worst.id} (position: residue, log q):")
     print("   " + ", ".join(f"{i + 1}:{worst.tokens[i]} {worst.token_log_prob[i]:.2f}" for i in sorted(lows)))
@@ -113,7 +114,7 @@ def _trastuzumab(mlm):
 def sample_section(mlm, args) -> None:
     import torch
 
-    from ..sampling import sample
+    from ..sampling.api import sample
 
     seq, ids, cdr = _trastuzumab(mlm)
     cols = cdr.nonzero()[:, 0]
@@ -152,7 +153,7 @@ def sample_section(mlm, args) -> None:
 
 
 def joint_section(mlm, args) -> None:
-    from ..joints import evaluate_pair
+    from ..joints.evaluate import evaluate_pair
 
     seq, ids, cdr = _trastuzumab(mlm)
     cols = cdr.nonzero()[:, 0].tolist()
@@ -179,8 +180,7 @@ def joint_section(mlm, args) -> None:
 
 
 def infill_section(mlm, args) -> None:
-    from ..infill import infill
-    from ..infill.beam import score_meaning
+    from ..infill.beam import infill, score_meaning
 
     seq, ids, cdr = _trastuzumab(mlm)
     cols = cdr.nonzero()[:, 0].tolist()

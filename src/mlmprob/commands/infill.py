@@ -139,8 +139,7 @@ def run(args) -> int:
 def _run_one(args, spec) -> int:
     import torch
 
-    from ..infill import infill
-    from ..infill.beam import score_meaning
+    from ..infill.beam import infill, score_meaning
     from ..infill.stream import expand_gaps
     from ..infill.stream import mask_text as _mask_text
     from ..positions import token_numbers
