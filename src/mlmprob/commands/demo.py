@@ -141,10 +141,12 @@ def sample_section(mlm, args) -> None:
 
     e_native = float(energy(mlm, ids, "local", positions=cdr[None])[0])
     print(f"   {'native':<7}{native:<{len(cols) + 2}}{e_native:>9.2f}{1.0:>10.2f}")
+    identity = r.identity
+    assert identity is not None  # sampled with a reference
     for b in range(chains):
         print(
             f"   {b:<7}{mlm.decode(r.final_ids[b, cols]):<{len(cols) + 2}}{float(r.energy_local[-1, b]):>9.2f}"
-            f"{float(r.identity[-1, b]):>10.2f}"
+            f"{float(identity[-1, b]):>10.2f}"
         )
     print(
         f"   acceptance {r.accept_rate:.2f}, novel transitions {r.novel_rate:.2f}, "

@@ -121,7 +121,7 @@ class PairPlanner:
 
     def _encode(self, s: int) -> Encoding | None:
         try:
-            return self.mlm.encode([self.sequences[s]])
+            return self.mlm.encode([self.sequences[s]])  # type: ignore[attr-defined]  # a loaded model encodes
         except MLMProbError as e:  # e.g. too long for the model, or symbols outside its alphabet
             self._unusable.setdefault(s, str(e).removeprefix("sequence 0 "))
             return None

@@ -40,6 +40,7 @@ forward rows is the number of distinct contexts, not the number of terms.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING, cast
 
 import torch
 
@@ -50,6 +51,9 @@ from ..joints.constructions import ag_joint
 from ..models.protocol import MaskedLM, foreign_ids, id_range, lengths_of, max_length_of, special_ids_of
 from ..positions import TOKENS, default_mask
 from ..settings import Spec
+
+if TYPE_CHECKING:
+    from .spec import VariantsSpec
 from .chain import CHAIN_ORDERS, chain_scores, plan_chain
 from .rows import ForwardCache, RowTable
 from .spec import check_methods
@@ -201,7 +205,8 @@ def score_variants(
     if isinstance(methods, Spec):
         if not hasattr(methods, "chain_orders") or (n_orders, seed) != (CHAIN_ORDERS, 0):
             raise MLMProbError("give score_variants a VariantsSpec (without n_orders or seed), or methods and keywords")
-        methods, n_orders, seed = methods.methods, methods.chain_orders, methods.chain_seed
+        spec = cast("VariantsSpec", methods)  # a Spec with chain_orders (checked above)
+        methods, n_orders, seed = spec.methods, spec.chain_orders, spec.chain_seed
     wt = check_wild_type(mlm, wild_type)
     variants = check_variants(mlm, wt, mutants)
     methods = check_methods(methods)
