@@ -65,6 +65,7 @@ class EpochRecord:
         """The record of ``to_json``; a ``null`` energy or target temperature (written for NaN or an
         infinity; Gibbs and ancestral sampling have no target temperature) reads as NaN.
 
+        >>> import json
         >>> r = EpochRecord(0, True, math.nan, 1, [1], [1], [0], [math.nan], [2.0], None, [[3]], 4, 0.1)
         >>> back = EpochRecord.from_dict(json.loads(r.to_json()))
         >>> math.isnan(back.target_temperature) and math.isnan(back.e_local[0]) and back.e_raw == [2.0]
