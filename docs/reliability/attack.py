@@ -24,8 +24,8 @@ temp folder) and a time limit (past it, a *hang*; the whole process group is kil
 Groups: ``input`` and ``mixing`` (issue 27, here); ``identity`` (resume and merge check the input, the
 weights, each part's meta and row count and format) and ``files`` (foreign outputs, symlinked lock, meta
 and parts): ``attack_cases.py``; ``limits`` (sizes of 1e9, NaN probabilities, ``--devices``, ``--limit``),
-``models`` (damaged or foreign model files) and ``stdin`` (stdin read once, spooled copies, ``MLMPROB_HOLD``,
-messages): ``attack_limits.py`` (issue 35). Then the runs that die (``attack_runs.py``): each streaming
+``models`` (damaged or foreign model files): ``attack_limits.py``, and ``stdin`` (stdin read once, spooled
+copies, ``MLMPROB_HOLD``, messages): ``attack_stdin.py`` (issue 35). Then the runs that die (``attack_runs.py``): each streaming
 command is held at a known committed row (``MLMPROB_HOLD``, :mod:`mlmprob.runtime.hold`), a second writer
 is started on the same output (it must be refused), the run is killed with SIGKILL and resumed; rows lost
 or duplicated are counted against an uninterrupted run. A ``--workers 2`` run is killed the same way and
@@ -53,14 +53,20 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))  # the helper modules b
 
 import attack_cases  # noqa: E402
 import attack_limits  # noqa: E402
+import attack_stdin  # noqa: E402
 from attack_harness import AA, VH, Case, fasta, in_process, run_case, tiny_bert  # noqa: E402
 from attack_runs import held_kill, kill_cases, process_cases  # noqa: E402
 
 # -- the catalogue -----------------------------------------------------------------------------------------
 
 
-def input_cases(d: Path, model: Path) -> list[Case]:
-    m = ["--model", str(model), "--no-progress", "--device", "cpu"]
+def _rows_at_least(n):
+    return lambda out, err: None if out.count("\n") >= n else f"{out.count(chr(10))} rows, expected {n}"
+
+
+def _input_files(d: Path) -> tuple[Path, Path, str]:
+    """The input cases' files in ``d``: ``(good.fasta, dup.fasta, a 300-residue wild type)`` and the others
+    the cases name."""
     good = fasta(d / "good.fasta", 6)
     dup = fasta(d / "dup.fasta", 5, ids=["a", "b", "a", "c", "d"])
     (d / "tab.jsonl").write_text(
@@ -79,14 +85,16 @@ def input_cases(d: Path, model: Path) -> list[Case]:
     (d / "long_muts.csv").write_text(
         "mutant\n" + "".join(f"{long_wt[i]}{i + 1}{swap(long_wt[i])}\n" for i in (0, 150, 299))
     )
+    return good, dup, long_wt
+
+
+def input_cases(d: Path, model: Path) -> list[Case]:
+    m = ["--model", str(model), "--no-progress", "--device", "cpu"]
     vh = ["--model", "sapiens-vh", "--no-progress", "--device", "cpu"]
-
-    def rows_at_least(n):
-        return lambda out, err: None if out.count("\n") >= n else f"{out.count(chr(10))} rows, expected {n}"
-
+    good, dup, long_wt = _input_files(d)
     return [
         Case("score: duplicate ids", ["score", dup, *m], says=("duplicate",)),
-        Case("score: duplicate ids --dedupe", ["score", dup, *m, "--dedupe"], expect="ok", check=rows_at_least(4)),
+        Case("score: duplicate ids --dedupe", ["score", dup, *m, "--dedupe"], expect="ok", check=_rows_at_least(4)),
         Case("score: TSV id holding a tab", ["score", d / "tab.jsonl", *m, "--out", d / "tab.tsv"], says=("id",)),
         Case("score: lowercase residues", ["score", d / "lower.fasta", *vh], says=("lower",)),
         Case("score: 'na' placeholders in a CSV", ["score", d / "na.csv", "--column", "HC", *vh], says=("na",)),
@@ -97,20 +105,20 @@ def input_cases(d: Path, model: Path) -> list[Case]:
             ["score", "-", "--format", "fasta", *m],
             expect="ok",
             stdin=good.read_bytes(),
-            check=rows_at_least(6),
+            check=_rows_at_least(6),
         ),
         Case(
             "score: /dev/stdin",
             ["score", "/dev/stdin", "--format", "fasta", *m],
             expect="ok",
             stdin=good.read_bytes(),
-            check=rows_at_least(6),
+            check=_rows_at_least(6),
         ),
         Case(
             "variants: 300-residue inline wild type",
             ["variants", d / "long_muts.csv", "--wild-type", long_wt, "--methods", "wt_marginals", *m],
             expect="ok",
-            check=rows_at_least(2),
+            check=_rows_at_least(2),
         ),
         Case(
             "variants: two-record wild-type FASTA",
@@ -122,6 +130,12 @@ def input_cases(d: Path, model: Path) -> list[Case]:
             ["variants", d / "muts.csv", "--wild-type", VH, "--methods", "", *vh],
             says=("methods",),
         ),
+    ] + _output_cases(d, m, vh, good)
+
+
+def _output_cases(d: Path, m: list, vh: list, good: Path) -> list[Case]:
+    """The input cases about outputs, other commands, model paths and --help (after score's and variants')."""
+    return [
         Case(
             "sample: -o x.fasta",
             ["sample", "--seq", "ACDEFGHIK", "--epochs", "1", "-o", d / "x.fasta", *m],
@@ -355,7 +369,7 @@ def main(argv: list[str] | None = None) -> int:
             ("files", attack_cases.file_cases),
             ("limits", attack_limits.limit_cases),
             ("models", attack_limits.model_cases),
-            ("stdin", attack_limits.stdin_cases),
+            ("stdin", attack_stdin.stdin_cases),
         ]:
             if name in groups:
                 records += _run_all(cases(d / name, model), d, name, args.case)
