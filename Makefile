@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 TORCH_SPEC ?= torch==2.13.0
 STAMP := $(VENV)/.mlmprob-installed
 
-.PHONY: install demo test docs bench wheel-check clean
+.PHONY: install demo test check docs bench wheel-check clean
 
 $(STAMP): pyproject.toml Makefile
 	$(PYTHON) -m venv $(VENV)
@@ -28,6 +28,12 @@ test: $(STAMP)
 # The documentation site (mkdocs.yml) into site/, warnings as errors: broken links, missing references.
 docs: $(STAMP)
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
+
+# The checked habits (CI runs it): lint, formatting and the type checker (configured in pyproject.toml).
+check: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/mypy
 
 wheel-check: $(STAMP)
 	.ci/wheel_smoke.sh

@@ -20,13 +20,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 AA = "ACDEFGHIKLMNPQRSTVWY"
-VH = ("EVQLVESGGGLVQPGGSLRLSCAASGFNIKDTYIHWVRQAPGKGLEWVARIYPTNGYTRYADSVKGRFTISADTSKNTAYLQMNSLRAEDTAVYYCSRWGGDGFYA"
-      "MDYWGQGTLVTVSS")
-NEVER_CLOSED = b"<a standard input that is never closed>"    # Case.stdin: a pipe the script keeps open
+VH = (
+    "EVQLVESGGGLVQPGGSLRLSCAASGFNIKDTYIHWVRQAPGKGLEWVARIYPTNGYTRYADSVKGRFTISADTSKNTAYLQMNSLRAEDTAVYYCSRWGGDGFYA"
+    "MDYWGQGTLVTVSS"
+)
+NEVER_CLOSED = b"<a standard input that is never closed>"  # Case.stdin: a pipe the script keeps open
 GiB = 1 << 30
 
 
 # -- fixtures ---------------------------------------------------------------------------------------------
+
 
 def tiny_bert(d: Path, seed: int = 0, **config) -> Path:
     """A tiny random BERT with a one-residue-per-token vocabulary, saved for ``load_mlm(d)``."""
@@ -37,9 +40,16 @@ def tiny_bert(d: Path, seed: int = 0, **config) -> Path:
     toks = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + list(AA)
     (d / "vocab.txt").write_text("\n".join(toks) + "\n")
     tok = transformers.BertTokenizer(str(d / "vocab.txt"), do_lower_case=False)
-    torch.manual_seed(seed)        # the fixture's weights only
-    cfg = transformers.BertConfig(vocab_size=len(toks), hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
-                                  intermediate_size=32, max_position_embeddings=160, **config)
+    torch.manual_seed(seed)  # the fixture's weights only
+    cfg = transformers.BertConfig(
+        vocab_size=len(toks),
+        hidden_size=16,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        intermediate_size=32,
+        max_position_embeddings=160,
+        **config,
+    )
     transformers.BertForMaskedLM(cfg).save_pretrained(str(d))
     tok.save_pretrained(str(d))
     return d
@@ -60,6 +70,7 @@ def model_args(model) -> list:
 
 # -- one case ----------------------------------------------------------------------------------------------
 
+
 @dataclass
 class Case:
     """One command line and what it must do.
@@ -72,26 +83,32 @@ class Case:
     lost, counted after the case. A case runs in this process unless it needs a standard input, an
     environment of its own, resource limits or a time limit (``timeout``: past it, a *hang*).
     """
+
     name: str
     argv: list
-    expect: str = "refuse"                  # refuse | ok | any
-    says: tuple[str, ...] = ()              # words a refusal must contain (case-insensitive; "a|b": either)
-    check: Callable[[str, str], str | None] | None = None   # (stdout, stderr) -> problem or None
-    stdin: bytes | None = None              # run as a subprocess with this standard input (or NEVER_CLOSED)
-    stdin_file: bool = False                # stdin a regular file (``< x``), not a pipe
+    expect: str = "refuse"  # refuse | ok | any
+    says: tuple[str, ...] = ()  # words a refusal must contain (case-insensitive; "a|b": either)
+    check: Callable[[str, str], str | None] | None = None  # (stdout, stderr) -> problem or None
+    stdin: bytes | None = None  # run as a subprocess with this standard input (or NEVER_CLOSED)
+    stdin_file: bool = False  # stdin a regular file (``< x``), not a pipe
     group: str = "input"
-    never: tuple[str, ...] = ()             # words no stderr line may contain
-    env: dict = field(default_factory=dict)                 # extra environment
-    limits: dict = field(default_factory=dict)              # {resource.RLIMIT_*: bytes}: run as a subprocess
-    timeout: float | None = None            # seconds: run as a subprocess, a hang past it
-    guard: tuple = ()                       # paths that must be left as they were
-    lost: Callable[[], int] | None = None   # rows lost (after the case)
-    subprocess: bool = False                # run as a subprocess even without the above
-    hold: int | None = None                 # MLMPROB_HOLD at this row, its controller letting go at once
+    never: tuple[str, ...] = ()  # words no stderr line may contain
+    env: dict = field(default_factory=dict)  # extra environment
+    limits: dict = field(default_factory=dict)  # {resource.RLIMIT_*: bytes}: run as a subprocess
+    timeout: float | None = None  # seconds: run as a subprocess, a hang past it
+    guard: tuple = ()  # paths that must be left as they were
+    lost: Callable[[], int] | None = None  # rows lost (after the case)
+    subprocess: bool = False  # run as a subprocess even without the above
+    hold: int | None = None  # MLMPROB_HOLD at this row, its controller letting go at once
 
     def in_process(self) -> bool:
-        return not (self.subprocess or self.stdin is not None or self.limits or self.timeout is not None
-                    or self.hold is not None)
+        return not (
+            self.subprocess
+            or self.stdin is not None
+            or self.limits
+            or self.timeout is not None
+            or self.hold is not None
+        )
 
 
 @contextlib.contextmanager
@@ -120,8 +137,9 @@ def in_process(argv: list, cwd: Path, env: dict | None = None) -> tuple[int, str
                 code = main([str(a) for a in argv])
             except SystemExit as e:
                 code = e.code if isinstance(e.code, int) else 2
-            except BaseException:       # noqa: BLE001 - an escaped exception is what this script counts
+            except BaseException:  # noqa: BLE001 - an escaped exception is what this script counts
                 import traceback
+
                 traceback.print_exc()
                 code = 99
     finally:
@@ -138,6 +156,7 @@ def _limited(limits: dict):
     def apply():
         for what, n in limits.items():
             resource.setrlimit(what, (n, n))
+
     return apply if limits else None
 
 
@@ -150,13 +169,22 @@ def _feed(data: bytes) -> int:
     def write():
         with contextlib.suppress(OSError), os.fdopen(w, "wb") as f:
             f.write(data)
+
     threading.Thread(target=write, daemon=True).start()
     return r
 
 
-def run_subprocess(argv: list, stdin: bytes | None, cwd: Path, *, env: dict | None = None, limits: dict | None = None,
-                   timeout: float | None = None, stdin_file: bool = False,
-                   hold: int | None = None) -> tuple[int | None, str, str]:
+def run_subprocess(
+    argv: list,
+    stdin: bytes | None,
+    cwd: Path,
+    *,
+    env: dict | None = None,
+    limits: dict | None = None,
+    timeout: float | None = None,
+    stdin_file: bool = False,
+    hold: int | None = None,
+) -> tuple[int | None, str, str]:
     """``(status, stdout, stderr)`` of ``python -m mlmprob argv``; status None when it ran past ``timeout``
     (its whole process group is then killed). ``stdin``: bytes given through a pipe (a regular file with
     ``stdin_file``, as ``< x`` gives it), or NEVER_CLOSED: a pipe kept open until the run ends. ``hold``: the run
@@ -167,7 +195,7 @@ def run_subprocess(argv: list, stdin: bytes | None, cwd: Path, *, env: dict | No
     if hold is not None:
         held_r, held_w = os.pipe()
         go_r, go_w = os.pipe()
-        os.close(go_w)                                  # the controller lets go at once
+        os.close(go_w)  # the controller lets go at once
         hold_fds = (held_w, go_r)
         full_env["MLMPROB_HOLD"] = f"{hold}:{held_w}:{go_r}"
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
@@ -182,8 +210,17 @@ def run_subprocess(argv: list, stdin: bytes | None, cwd: Path, *, env: dict | No
         else:
             given = subprocess.DEVNULL
         try:
-            proc = subprocess.Popen(cmd, env=full_env, stdin=given, stdout=out, stderr=err, cwd=cwd,
-                                    start_new_session=True, preexec_fn=_limited(limits or {}), pass_fds=hold_fds)
+            proc = subprocess.Popen(
+                cmd,
+                env=full_env,
+                stdin=given,
+                stdout=out,
+                stderr=err,
+                cwd=cwd,
+                start_new_session=True,
+                preexec_fn=_limited(limits or {}),
+                pass_fds=hold_fds,
+            )
         finally:
             for fd in hold_fds:
                 os.close(fd)
@@ -204,7 +241,7 @@ def run_subprocess(argv: list, stdin: bytes | None, cwd: Path, *, env: dict | No
             if hold is not None:
                 os.close(held_r)
         with contextlib.suppress(OSError):
-            os.killpg(proc.pid, 9)       # what the run left in its group (workers)
+            os.killpg(proc.pid, 9)  # what the run left in its group (workers)
         out.seek(0)
         err.seek(0)
         return code, out.read().decode(errors="replace"), err.read().decode(errors="replace")
@@ -223,6 +260,7 @@ def setup(d: Path, argv: list, stdin: bytes | None = None) -> None:
 
 
 # -- judging --------------------------------------------------------------------------------------------------
+
 
 def _holds(line: str, word: str) -> bool:
     return any(w.lower() in line.lower() for w in word.split("|"))
@@ -272,14 +310,28 @@ def run_case(case: Case, cwd: Path) -> dict:
     if case.in_process():
         code, out, err = in_process(case.argv, cwd, case.env)
     else:
-        tmp = cwd / "subprocess-temp"        # what a killed run leaves stays in the script's own folder
+        tmp = cwd / "subprocess-temp"  # what a killed run leaves stays in the script's own folder
         tmp.mkdir(exist_ok=True)
-        code, out, err = run_subprocess(case.argv, case.stdin, cwd, env={"TMPDIR": str(tmp), **case.env},
-                                        limits=case.limits, timeout=case.timeout, stdin_file=case.stdin_file,
-                                        hold=case.hold)
+        code, out, err = run_subprocess(
+            case.argv,
+            case.stdin,
+            cwd,
+            env={"TMPDIR": str(tmp), **case.env},
+            limits=case.limits,
+            timeout=case.timeout,
+            stdin_file=case.stdin_file,
+            hold=case.hold,
+        )
     outcome = judge(case, code, out, err)
-    rec = {"group": case.group, "case": case.name, "expect": case.expect, "status": code, "outcome": outcome,
-           "stderr": err.strip().splitlines()[-1][:300] if err.strip() else "", "s": round(time.monotonic() - t, 2)}
+    rec = {
+        "group": case.group,
+        "case": case.name,
+        "expect": case.expect,
+        "status": code,
+        "outcome": outcome,
+        "stderr": err.strip().splitlines()[-1][:300] if err.strip() else "",
+        "s": round(time.monotonic() - t, 2),
+    }
     altered = [str(p) for p, b in zip(case.guard, before) if snapshot(p) != b]
     if altered:
         rec["altered"] = altered
@@ -296,7 +348,7 @@ def rows_of(path: Path) -> list[dict]:
 
     try:
         return list(read_results(path))
-    except Exception:       # noqa: BLE001 - a missing or damaged file holds no rows
+    except Exception:  # noqa: BLE001 - a missing or damaged file holds no rows
         return []
 
 

@@ -1,7 +1,6 @@
-"""Issue 35's cases of memory, hangs, model files and standard input: a size option of 1e9 must be clamped or
-refused before it sizes anything (run under a memory limit and a time limit), a damaged or foreign model
-file must be one error line, standard input is read once per command and its spooled copies do not
-outlive a killed run, and the messages name the real cause.
+"""Issue 35's cases of memory, hangs and model files: a size option of 1e9 must be clamped or refused before it
+sizes anything (run under a memory limit and a time limit), a damaged or foreign model file must be one error
+line, and the messages name the real cause (standard input's cases: ``attack_stdin.py``).
 
 Each function yields its cases one by one (a case's set-up runs just before it): :class:`Case` objects,
 judged by ``attack_harness.run_case``, or finished records (dicts)."""
@@ -18,22 +17,18 @@ from pathlib import Path
 
 from attack_harness import (
     AA,
-    NEVER_CLOSED,
     VH,
     Case,
     GiB,
     fasta,
     in_process,
     jsonl_rows,
-    lost_rows,
     model_args,
-    run_subprocess,
     setup,
 )
-from attack_runs import Hold
 
 SEQ24 = "ACDEFGHIKLMNPQRSTVWYACDE"
-MEMORY = {resource.RLIMIT_AS: 6 * GiB}      # a run that sizes memory from a user's number fails here, not the machine
+MEMORY = {resource.RLIMIT_AS: 6 * GiB}  # a run that sizes memory from a user's number fails here, not the machine
 
 
 def _rows(n: int):
@@ -51,24 +46,62 @@ def limit_cases(d: Path, model: Path):
     d.mkdir(parents=True, exist_ok=True)
     m = model_args(model)
     sample = ["sample", "--seq", SEQ24, "--epochs", "1", "--chains", "1", *m]
-    yield Case("sample speculative --draft-k 1000000000", [*sample, "--method", "speculative", "--draft-k",
-                                                            "1000000000"],
-               expect="ok", check=_rows(1), limits=MEMORY, timeout=180, group="limits")
-    yield Case("sample unmask --remask 0 --remask-steps 1000000000", [*sample, "--method", "unmask", "--remask", "0",
-                                                                       "--remask-steps", "1000000000"],
-               expect="any", says=("remask",), limits=MEMORY, timeout=90, group="limits")
-    yield Case("sample unmask --top-p 1e-12 --score margin", [*sample, "--method", "unmask", "--top-p", "1e-12",
-                                                               "--score", "margin"],
-               expect="ok", check=_rows(1), group="limits")
+    yield Case(
+        "sample speculative --draft-k 1000000000",
+        [*sample, "--method", "speculative", "--draft-k", "1000000000"],
+        expect="ok",
+        check=_rows(1),
+        limits=MEMORY,
+        timeout=180,
+        group="limits",
+    )
+    yield Case(
+        "sample unmask --remask 0 --remask-steps 1000000000",
+        [*sample, "--method", "unmask", "--remask", "0", "--remask-steps", "1000000000"],
+        expect="any",
+        says=("remask",),
+        limits=MEMORY,
+        timeout=90,
+        group="limits",
+    )
+    yield Case(
+        "sample unmask --top-p 1e-12 --score margin",
+        [*sample, "--method", "unmask", "--top-p", "1e-12", "--score", "margin"],
+        expect="ok",
+        check=_rows(1),
+        group="limits",
+    )
     cores = len(os.sched_getaffinity(0))
-    devices = ",".join(["cpu"] * (cores + 1))         # one more than the cores, on more chunks than devices
-    yield Case(f"--devices {devices} (cores + 1) on {16 * (cores + 2)} records (capped like --workers)",
-               ["score", fasta(d / "many.fasta", 16 * (cores + 2), lo=8, hi=12), *m, "--devices", devices],
-               expect="ok", subprocess=True, timeout=300, group="limits", check=_capped)
+    devices = ",".join(["cpu"] * (cores + 1))  # one more than the cores, on more chunks than devices
+    yield Case(
+        f"--devices {devices} (cores + 1) on {16 * (cores + 2)} records (capped like --workers)",
+        ["score", fasta(d / "many.fasta", 16 * (cores + 2), lo=8, hi=12), *m, "--devices", devices],
+        expect="ok",
+        subprocess=True,
+        timeout=300,
+        group="limits",
+        check=_capped,
+    )
     out = d / "saturate.jsonl"
-    yield Case("variants --saturate --limit 5 -o x", ["variants", "--wild-type", VH[:30], "--saturate", "--limit", "5",
-                                                      "--methods", "wt_marginals", *m, "--out", out],
-               expect="any", says=("--limit",), group="limits")
+    yield Case(
+        "variants --saturate --limit 5 -o x",
+        [
+            "variants",
+            "--wild-type",
+            VH[:30],
+            "--saturate",
+            "--limit",
+            "5",
+            "--methods",
+            "wt_marginals",
+            *m,
+            "--out",
+            out,
+        ],
+        expect="any",
+        says=("--limit",),
+        group="limits",
+    )
 
 
 def _copy(model: Path, d: Path, name: str) -> Path:
@@ -108,38 +141,92 @@ def model_cases(d: Path, model: Path):
     m = model_args(model)
     good = fasta(d / "good.fasta", 4, seed=6)
     long_seq = "".join(AA[i % 20] for i in range(300))
-    yield Case("check-model --seq longer than the model's positions", ["check-model", model, "--seq", long_seq],
-               says=("long|at most|position|length",), group="models")
+    yield Case(
+        "check-model --seq longer than the model's positions",
+        ["check-model", model, "--seq", long_seq],
+        says=("long|at most|position|length",),
+        group="models",
+    )
     folder = _copy(model, d, "not-safetensors")
     (folder / "model.safetensors").write_bytes(b"these are not safetensors weights\n" * 8)
-    yield Case("a model.safetensors that is not safetensors", ["score", good, *model_args(folder)],
-               says=("safetensors|weights",), group="models")
+    yield Case(
+        "a model.safetensors that is not safetensors",
+        ["score", good, *model_args(folder)],
+        says=("safetensors|weights",),
+        group="models",
+    )
     folder = _copy(model, d, "wrong-shapes")
     cfg = json.loads((folder / "config.json").read_text())
     cfg.update(hidden_size=32, intermediate_size=64)
     (folder / "config.json").write_text(json.dumps(cfg, indent=2))
-    yield Case("weights whose shapes do not match config.json", ["score", good, *model_args(folder)],
-               says=("weights|shape|size|config",), group="models")
+    yield Case(
+        "weights whose shapes do not match config.json",
+        ["score", good, *model_args(folder)],
+        says=("weights|shape|size|config",),
+        group="models",
+    )
     folder = _copy(model, d, "index-names-a-pickle")
     state = load_file(str(folder / "model.safetensors"))
     (folder / "model.safetensors").unlink()
     torch.save(state, folder / "pytorch_model.bin")
-    (folder / "model.safetensors.index.json").write_text(json.dumps(
-        {"metadata": {}, "weight_map": {k: "pytorch_model.bin" for k in state}}))
-    yield Case("model.safetensors.index.json naming a pickle, no --allow-pickle", ["score", good, *model_args(folder)],
-               says=("pickle",), group="models")
+    (folder / "model.safetensors.index.json").write_text(
+        json.dumps({"metadata": {}, "weight_map": {k: "pytorch_model.bin" for k in state}})
+    )
+    yield Case(
+        "model.safetensors.index.json naming a pickle, no --allow-pickle",
+        ["score", good, *model_args(folder)],
+        says=("pickle",),
+        group="models",
+    )
 
     run = d / "train-run"
-    train = ["train", "--synthetic", "potts", "--vocab-size", "4", "--length", "6", "--n-train", "64",
-             "--n-heldout", "16", "--hidden", "16", "--layers", "1", "--heads", "2", "--intermediate", "32",
-             "--steps", "4", "--batch-size", "8", "--warmup", "0", "--eval-every", "2", "--checkpoint-every", "2",
-             "--kl-sequences", "0", "--no-progress", "--out", run]
+    train = _train_argv(run)
     setup(d, [*train, "--stop-after", "2"])
     for f in (run / "checkpoints").glob("step-*/optimizer.pt"):
         f.write_bytes(pickle.dumps(_Payload()))
     yield Case("resumed training whose optimizer.pt is a pickle", train, says=("optimizer",), group="models")
 
     yield _agree(d, m, _pad_is_a_residue(model, d), good)
+
+
+def _train_argv(run: Path) -> list:
+    """A tiny synthetic training run into ``run`` (4 steps, a checkpoint every 2)."""
+    return [
+        "train",
+        "--synthetic",
+        "potts",
+        "--vocab-size",
+        "4",
+        "--length",
+        "6",
+        "--n-train",
+        "64",
+        "--n-heldout",
+        "16",
+        "--hidden",
+        "16",
+        "--layers",
+        "1",
+        "--heads",
+        "2",
+        "--intermediate",
+        "32",
+        "--steps",
+        "4",
+        "--batch-size",
+        "8",
+        "--warmup",
+        "0",
+        "--eval-every",
+        "2",
+        "--checkpoint-every",
+        "2",
+        "--kl-sequences",
+        "0",
+        "--no-progress",
+        "--out",
+        run,
+    ]
 
 
 def _agree(d: Path, m: list, folder: Path, good: Path) -> dict:
@@ -149,76 +236,20 @@ def _agree(d: Path, m: list, folder: Path, good: Path) -> dict:
     check = in_process(["check-model", folder], d)
     tb = any("Traceback" in r[2] for r in (score, check))
     agree = (score[0] == 0) == (check[0] == 0)
-    outcome = "traceback" if tb else "ok" if agree else (
-        f"misleading: score status {score[0]}, check-model status {check[0]}")
+    outcome = (
+        "traceback"
+        if tb
+        else "ok"
+        if agree
+        else (f"misleading: score status {score[0]}, check-model status {check[0]}")
+    )
     last = lambda r: r[2].strip().splitlines()[-1][:150] if r[2].strip() else ""  # noqa: E731
-    return {"group": "models", "case": "a pad token that is a residue: score and check-model agree",
-            "expect": "agree", "status": [score[0], check[0]], "outcome": outcome,
-            "stderr": f"score: {last(score)} | check-model: {last(check)}", "s": round(time.monotonic() - t, 2)}
-
-
-def stdin_cases(d: Path, model: Path):
-    """Standard input read once per command, its spooled copies, MLMPROB_HOLD, and the messages."""
-    d.mkdir(parents=True, exist_ok=True)
-    m = model_args(model)
-    good = fasta(d / "good.fasta", 6, seed=7)
-    shards = [d / f"from-stdin{i}.jsonl" for i in (1, 2)]
-    for i, p in enumerate(shards, 1):
-        setup(d, ["score", "-", *m, "--out", p, "--shard", f"{i}/2"], stdin=good.read_bytes())
-    merged = d / "merged-stdin.jsonl"
-    yield Case("merge of shards made from stdin (merge's own stdin never closed)", ["merge", "--out", merged, *shards],
-               expect="ok", stdin=NEVER_CLOSED, timeout=120, lost=lost_rows(merged, 6), group="stdin")
-    yield Case("joints --data - (reads stdin once)", ["joints", "--data", "-", "--format", "fasta", "--out", d / "jd",
-                                                      "--n-pairs", "1", "--ag-steps", "5", "--top-k", "4", *m[:2],
-                                                      "--device", "cpu", "--quiet"],
-               expect="ok", stdin=good.read_bytes(), timeout=300, group="stdin")
-    yield _spool_kill(d, m, good)
-    out = d / "hold-malformed.jsonl"
-    yield Case("MLMPROB_HOLD malformed (refused at start, before any row)", ["score", good, *m, "--out", out],
-               env={"MLMPROB_HOLD": "1:x"}, says=("MLMPROB_HOLD",), guard=(out,), group="stdin")
-    # the input is standard input, never closed; the run is held at row 1 by a controller that lets go at once:
-    # it must stop with one line naming the input that never ended, not wait for ever
-    yield Case("MLMPROB_HOLD held with a never-closed stdin (no hang)", ["score", "-", *m, "--out",
-                                                                          d / "hold-stdin.jsonl"],
-               hold=1, says=("standard input",), stdin=NEVER_CLOSED, timeout=120, group="stdin")
-    text = "".join(f"the {w} sat on the mat number {i}\n" for i, w in enumerate(["cat", "dog", "bird", "fox"] * 10))
-    yield Case("train --text /dev/stdin", ["train", "--text", "/dev/stdin", "--out", d / "tr-stdin", "--steps", "2",
-                                           "--hidden", "16", "--layers", "1", "--intermediate", "32",
-                                           "--tokenizer-vocab-size", "60", "--batch-size", "4", "--warmup", "0",
-                                           "--eval-every", "2", "--checkpoint-every", "2", "--kl-sequences", "0",
-                                           "--no-progress"],
-               expect="any", says=("/dev/stdin|standard input",), never=("not found",), stdin=text.encode(),
-               timeout=300, group="stdin")
-    ids = [f"s{i}" for i in range(6)]
-    yield Case("score /dev/stdin < x.fasta (format from the content)", ["score", "/dev/stdin", *m],
-               expect="ok", stdin=good.read_bytes(), stdin_file=True, timeout=300, group="stdin",
-               check=lambda out, err: None if [r.get("id") for r in jsonl_rows(out)] == ids else
-               f"ids {[r.get('id') for r in jsonl_rows(out)][:3]}..., expected {ids[:3]}...")
-    full = d / "full-temp"
-    full.mkdir()
-    yield Case("/dev/zero with a full temp folder (RLIMIT_FSIZE 4 MiB)", ["score", "/dev/zero", *m],
-               env={"TMPDIR": str(full)}, limits={resource.RLIMIT_FSIZE: 4 << 20, **MEMORY}, timeout=120,
-               says=(f"temp|{full}",), group="stdin")
-
-
-def _spool_kill(d: Path, m: list, good: Path) -> dict:
-    """A run reading stdin killed at a held row (TMPDIR a fresh folder), then another run reading stdin:
-    no ``mlmprob-stdin-*`` copy may be left in the folder."""
-    tmp = d / "spool-temp"
-    tmp.mkdir()
-    t = time.monotonic()
-    hold = Hold(1)
-    with open(good, "rb") as given:
-        hold.start(["score", "-", *m, "--out", d / "spool-kill.jsonl"], env={"TMPDIR": str(tmp)},
-                   stdin=given)
-    with hold:
-        held = hold.wait()
-        hold.kill()
-    after_kill = len(list(tmp.glob("mlmprob-stdin-*")))
-    code, _, err = run_subprocess(["score", "-", *m], good.read_bytes(), d, env={"TMPDIR": str(tmp)}, timeout=300)
-    left = len(list(tmp.glob("mlmprob-stdin-*")))
-    outcome = ("not held" if not held else f"next run failed (status {code})" if code != 0 else
-               f"{left} spooled cop{'y' if left == 1 else 'ies'} left" if left else "ok")
-    return {"group": "processes", "case": "SIGKILL of a run reading stdin, then another: spooled copies",
-            "held": held, "after_kill": after_kill, "left": left, "status": code, "outcome": outcome,
-            "stderr": err.strip()[-300:] if code != 0 else "", "s": round(time.monotonic() - t, 2)}
+    return {
+        "group": "models",
+        "case": "a pad token that is a residue: score and check-model agree",
+        "expect": "agree",
+        "status": [score[0], check[0]],
+        "outcome": outcome,
+        "stderr": f"score: {last(score)} | check-model: {last(check)}",
+        "s": round(time.monotonic() - t, 2),
+    }

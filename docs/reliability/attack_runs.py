@@ -25,8 +25,9 @@ class Hold:
 
     def start(self, argv: list, env: dict | None = None, **kw) -> subprocess.Popen:
         cmd, env = cli(argv, {**self.env, **(env or {})})
-        proc = subprocess.Popen(cmd, env=env, pass_fds=self.child_fds, stdout=subprocess.DEVNULL,
-                                stderr=subprocess.PIPE, **kw)
+        proc = subprocess.Popen(
+            cmd, env=env, pass_fds=self.child_fds, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, **kw
+        )
         for fd in self.child_fds:
             os.close(fd)
         self.proc = proc
@@ -78,9 +79,11 @@ def held_kill(argv: list, rows: int, second: list | None = None) -> dict:
             cmd, env = cli(second)
             s = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
             lines = s.stderr.strip().splitlines()
-            rec["second_writer"] = ("refused" if s.returncode == 2 and len(lines) == 1
-                                    and "being written by another process" in lines[0] else
-                                    f"NOT refused (status {s.returncode}): {s.stderr.strip()[-200:]}")
+            rec["second_writer"] = (
+                "refused"
+                if s.returncode == 2 and len(lines) == 1 and "being written by another process" in lines[0]
+                else f"NOT refused (status {s.returncode}): {s.stderr.strip()[-200:]}"
+            )
         hold.kill()
     return rec
 
@@ -99,12 +102,41 @@ def kill_cases(d: Path, model: Path, rounds: int) -> list[dict]:
         "score .jsonl": lambda out: ["score", inp, *m, "--out", out, "--batch-tokens", "64"],
         "score .tsv": lambda out: ["score", inp, *m, "--out", out, "--batch-tokens", "64"],
         "score .parquet": lambda out: ["score", inp, *m, "--out", out, "--part-rows", "8", "--batch-tokens", "64"],
-        "variants --saturate": lambda out: ["variants", "--wild-type", wt, "--saturate", *m, "--out", out,
-                                            "--methods", "wt_marginals,masked_marginals"],
-        "infill --input": lambda out: ["infill", "--input", _gaps(d), *m,
-                                       "--out", out, "--gaps", "each", "--beam-size", "2"],
-        "sample (streamed)": lambda out: ["sample", "--input", fasta(d / "samp.fasta", 40, seed=2, lo=8, hi=12), *m,
-                                          "--epochs", "2", "--chains", "2", "--out", out],
+        "variants --saturate": lambda out: [
+            "variants",
+            "--wild-type",
+            wt,
+            "--saturate",
+            *m,
+            "--out",
+            out,
+            "--methods",
+            "wt_marginals,masked_marginals",
+        ],
+        "infill --input": lambda out: [
+            "infill",
+            "--input",
+            _gaps(d),
+            *m,
+            "--out",
+            out,
+            "--gaps",
+            "each",
+            "--beam-size",
+            "2",
+        ],
+        "sample (streamed)": lambda out: [
+            "sample",
+            "--input",
+            fasta(d / "samp.fasta", 40, seed=2, lo=8, hi=12),
+            *m,
+            "--epochs",
+            "2",
+            "--chains",
+            "2",
+            "--out",
+            out,
+        ],
     }
     suffix = {"score .tsv": ".tsv", "score .parquet": ".parquet"}
     res = []
@@ -118,9 +150,17 @@ def kill_cases(d: Path, model: Path, rounds: int) -> list[dict]:
             rec = held_kill(argv(out), rows, second=argv(out) + ["--resume"])
             code, _, err = in_process(argv(out) + ["--resume"], d)
             got = ids_of(out)
-            rec.update(group="kill", case=name, round=k, hold_rows=rows, resume_status=code,
-                       rows=len(want), lost=len(set(want) - set(got)), duplicated=len(got) - len(set(got)),
-                       extra=len(set(got) - set(want)))
+            rec.update(
+                group="kill",
+                case=name,
+                round=k,
+                hold_rows=rows,
+                resume_status=code,
+                rows=len(want),
+                lost=len(set(want) - set(got)),
+                duplicated=len(got) - len(set(got)),
+                extra=len(set(got) - set(want)),
+            )
             if code != 0:
                 rec["resume_error"] = err.strip()[-300:]
             res.append(rec)
@@ -131,8 +171,12 @@ def _gaps(d: Path) -> Path:
     p = d / "gaps.txt"
     if not p.exists():
         rng = random.Random(4)
-        p.write_text("".join("".join(rng.choice(AA) for _ in range(10)) + "__" + "".join(rng.choice(AA) for _ in range(8))
-                             + "\n" for _ in range(30)))
+        p.write_text(
+            "".join(
+                "".join(rng.choice(AA) for _ in range(10)) + "__" + "".join(rng.choice(AA) for _ in range(8)) + "\n"
+                for _ in range(30)
+            )
+        )
     return p
 
 
@@ -174,11 +218,18 @@ def process_cases(d: Path, model: Path) -> list[dict]:
         hold.kill()
         t0 = time.monotonic()
         while any(_alive(k) for k in kids) and time.monotonic() - t0 < 30:
-            time.sleep(0.2)       # waiting for deaths that must happen, not for progress
+            time.sleep(0.2)  # waiting for deaths that must happen, not for progress
         left = [k for k in kids if _alive(k)]
-        res.append({"group": "processes", "case": "SIGKILL of a --workers 2 parent", "held": held,
-                    "children": len(kids), "left_behind": len(left),
-                    "outcome": "ok" if held and kids and not left else f"{len(left)} of {len(kids)} processes left"})
+        res.append(
+            {
+                "group": "processes",
+                "case": "SIGKILL of a --workers 2 parent",
+                "held": held,
+                "children": len(kids),
+                "left_behind": len(left),
+                "outcome": "ok" if held and kids and not left else f"{len(left)} of {len(kids)} processes left",
+            }
+        )
         for k in left:
             with contextlib.suppress(OSError):
                 os.kill(k, signal.SIGKILL)
@@ -186,7 +237,14 @@ def process_cases(d: Path, model: Path) -> list[dict]:
     t = time.monotonic()
     p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)
     capped = "capped" in p.stderr.lower() or "warning" in p.stderr.lower()
-    res.append({"group": "processes", "case": "--workers 100 on 3 records", "status": p.returncode,
-                "s": round(time.monotonic() - t, 1), "stderr": p.stderr.strip()[-300:],
-                "outcome": "ok" if p.returncode == 0 and capped else "not capped" if p.returncode == 0 else "failed"})
+    res.append(
+        {
+            "group": "processes",
+            "case": "--workers 100 on 3 records",
+            "status": p.returncode,
+            "s": round(time.monotonic() - t, 1),
+            "stderr": p.stderr.strip()[-300:],
+            "outcome": "ok" if p.returncode == 0 and capped else "not capped" if p.returncode == 0 else "failed",
+        }
+    )
     return res

@@ -198,7 +198,7 @@ def cdr_spans(seq: str, scheme: str = "imgt") -> dict[str, tuple[int, int]]:
     """Every CDR of ``seq`` that its domains hold whole (IMGT; ``"kabat"``: CDR-H3 alone), by name;
     raises when none is found."""
     seq = "".join(str(seq).split()).upper()
-    out = {}
+    out: dict[str, tuple[int, int]] = {}
     for d in number(seq):
         for letter, types in _CHAINS.items():
             if d.chain in types and not any(c.startswith(letter) for c in out):

@@ -25,6 +25,7 @@ mlmprob.errors.MLMProbError: size must be a positive integer, got 0
 from __future__ import annotations
 
 import dataclasses
+from typing import Any, ClassVar
 
 from .errors import MLMProbError
 
@@ -33,6 +34,8 @@ class Spec:
     """The base of a frozen dataclass spec: :meth:`from_args`, :meth:`of`, :meth:`check`, :meth:`replace`,
     :meth:`settings` and :meth:`recorded`. ``hint`` (a class attribute, not a field): what to pass instead of
     another object."""
+
+    __dataclass_fields__: ClassVar[dict[str, Any]]  # every Spec is a dataclass (for dataclasses.fields)
 
     hint = ""
 

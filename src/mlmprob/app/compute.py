@@ -18,6 +18,7 @@ import csv
 import io
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import torch
 
@@ -27,6 +28,9 @@ from ..positions import parse_numbers as _parse_numbers
 from ..positions import word_positions
 from ..runtime.inputs import Record, fasta_records
 from ..scoring import ScoreSpec, SequenceScore, score_records
+
+if TYPE_CHECKING:
+    from ..variants.saturation import Saturation
 
 APP_ORDERS = 4  # random orders of the Score tab's chain-rule log-likelihood
 APP_SCORE = ScoreSpec(per_token=True, likelihood="loglik", n_orders=APP_ORDERS)  # the Score tab's settings
@@ -269,7 +273,7 @@ class SaturationMap:
     putting ``sat.letters[k]`` at residue ``sat.numbers[p]``."""
 
     wild_type: str
-    sat: object  # mlmprob.variants.Saturation
+    sat: Saturation
 
     def row_labels(self) -> list[str]:
         return [f"{w}{int(n)}" for w, n in zip(self.sat.wt_letters, self.sat.numbers, strict=True)]
@@ -306,7 +310,9 @@ class MutantScores:
 def mutant_scores(mlm, wild_type: str, mutant: str, *, methods=None, limits: Limits = LIMITS) -> MutantScores:
     """``score_variants`` of one mutant string (``A23C`` or ``A23C:D45E``, 1-based) by ``methods``
     (default: all of ``mlmprob.variants.METHODS`` and ``chain``; ``ag`` is NaN unless the mutant has two sites)."""
-    from ..variants import METHODS, VariantsSpec, encode_variants, score_variants
+    from ..variants.api import score_variants
+    from ..variants.mutations import encode_variants
+    from ..variants.spec import METHODS, VariantsSpec
 
     wt = clean_wild_type(wild_type)
     encode_one(mlm, wt, limits, name="the wild type")

@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 
@@ -173,7 +174,8 @@ def pair_view(mlm, text: str, a, b, *, top: int = 10, limits: Limits = LIMITS) -
     Vocabularies larger than ``limits.max_pair_candidates`` are cut to their top tokens under
     the both-masked copy (``outside_mass`` says how much that drops)."""
     from ..infilling.stream import expand_gaps, mask_text
-    from ..joints import evaluate_pair, resolve_candidates
+    from ..joints.conditionals import resolve_candidates
+    from ..joints.evaluate import evaluate_pair
 
     a = _check_int(a, "position a", 1, 10**6)
     b = _check_int(b, "position b", 1, 10**6)

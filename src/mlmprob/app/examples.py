@@ -14,13 +14,13 @@ def _is_residue_model(mlm) -> bool:
     return isinstance(reader_of(mlm).tokenizer, ResidueTokenizer)
 
 
-def examples(mlm) -> dict[str, str]:
+def examples(mlm) -> dict[str, str | int]:
     """The text each tab shows first: an antibody heavy chain for a residue model, English otherwise."""
     if _is_residue_model(mlm):
         letters = getattr(reader_of(mlm).tokenizer, "residues", "")
         seq = VH if set(VH) <= set(letters) else (letters * 3)[:24]
         n = len(seq)
-        ex = {
+        ex: dict[str, str | int] = {
             "score": seq,
             "wt": seq,
             "mutant": f"{seq[1]}2{'A' if seq[1] != 'A' else 'C'}:{seq[4]}5{'A' if seq[4] != 'A' else 'C'}",

@@ -79,14 +79,15 @@ def infill_compare(
     text: str,
     positions: str = "",
     *,
-    beam_size: int = 5,
+    beam_size: int | float = 5,
     limits: Limits = LIMITS,
     progress: Callable[[int, int], None] | None = None,
 ) -> InfillResult:
     """Standard and HCB beam search (``mlmprob.infill``), each left to right and best first, on
     one gap: marked in ``text`` (``____``, ``[MASK]x5``) or given as 1-based ``positions``
     (``"10-14"``) of a complete sequence, whose own residues are then the native fill."""
-    from ..infilling import InfillSpec, infill
+    from ..infilling.beam import infill
+    from ..infilling.spec import InfillSpec
 
     if isinstance(beam_size, float) and beam_size.is_integer():
         beam_size = int(beam_size)

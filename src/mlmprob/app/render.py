@@ -173,6 +173,7 @@ def pair_figure(pv: PairView):
         ax.set_yticklabels(pv.labels_a if ax is axes[0][0] else [], fontsize=6)
         ax.set_xlabel(f"x at {pv.b}", fontsize=7)
     axes[0][0].set_ylabel(f"x at {pv.a}", fontsize=7)
+    assert im is not None  # one panel per joint, JOINT_NAMES is not empty
     fig.colorbar(im, ax=axes[0].tolist(), fraction=0.015, pad=0.01, label="log10 p(x_a, x_b)")
     plt.close(fig)
     return fig

@@ -48,7 +48,7 @@ def out_path(model: str, out: str | None) -> Path:
 def run(args) -> int:
     from itertools import islice
 
-    from ..onepass import calibrate
+    from ..onepass.fit import calibrate
     from ..runtime.inputs import iter_records
     from .common import load_model_from_args
 

@@ -91,6 +91,7 @@ def run(args) -> int:
         )
         if worst is None:
             worst = s
+    assert worst is not None  # the demo scores at least one sequence
     lows = sorted(range(worst.n_tokens), key=lambda i: worst.token_log_prob[i])[:5]
     print(f"\n   least expected residues of {worst.id} (position: residue, log q):")
     print("   " + ", ".join(f"{i + 1}:{worst.tokens[i]} {worst.token_log_prob[i]:.2f}" for i in sorted(lows)))
@@ -113,7 +114,7 @@ def _trastuzumab(mlm):
 def sample_section(mlm, args) -> None:
     import torch
 
-    from ..sampling import sample
+    from ..sampling.api import sample
 
     seq, ids, cdr = _trastuzumab(mlm)
     cols = cdr.nonzero()[:, 0]
@@ -140,10 +141,12 @@ def sample_section(mlm, args) -> None:
 
     e_native = float(energy(mlm, ids, cdr[None], kind="local")[0])
     print(f"   {'native':<7}{native:<{len(cols) + 2}}{e_native:>9.2f}{1.0:>10.2f}")
+    identity = r.identity
+    assert identity is not None  # sampled with a reference
     for b in range(chains):
         print(
             f"   {b:<7}{mlm.decode(r.final_ids[b, cols]):<{len(cols) + 2}}{float(r.energy_local[-1, b]):>9.2f}"
-            f"{float(r.identity[-1, b]):>10.2f}"
+            f"{float(identity[-1, b]):>10.2f}"
         )
     print(
         f"   acceptance {r.accept_rate:.2f}, novel transitions {r.novel_rate:.2f}, "
@@ -152,7 +155,7 @@ def sample_section(mlm, args) -> None:
 
 
 def joint_section(mlm, args) -> None:
-    from ..joints import evaluate_pair
+    from ..joints.evaluate import evaluate_pair
 
     seq, ids, cdr = _trastuzumab(mlm)
     cols = cdr.nonzero()[:, 0].tolist()
@@ -179,8 +182,7 @@ def joint_section(mlm, args) -> None:
 
 
 def infill_section(mlm, args) -> None:
-    from ..infilling import infill
-    from ..infilling.beam import score_meaning
+    from ..infilling.beam import infill, score_meaning
 
     seq, ids, cdr = _trastuzumab(mlm)
     cols = cdr.nonzero()[:, 0].tolist()

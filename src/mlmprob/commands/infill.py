@@ -139,8 +139,7 @@ def run(args) -> int:
 def _run_one(args, spec) -> int:
     import torch
 
-    from ..infilling import infill
-    from ..infilling.beam import score_meaning
+    from ..infilling.beam import infill, score_meaning
     from ..infilling.stream import expand_gaps
     from ..infilling.stream import mask_text as _mask_text
     from ..positions import token_numbers

@@ -28,7 +28,7 @@ def _split(text: str) -> tuple[float, float, float]:
 
 
 def register(sub) -> None:
-    from ..synthetic import KINDS
+    from ..synthetic.kinds import KINDS
 
     p = sub.add_parser(
         "train",
@@ -109,8 +109,10 @@ def register(sub) -> None:
 
 def run(args) -> int:
     from ..models.loading import parse_device
-    from ..synthetic import make_language
-    from ..training import SyntheticSource, TextSource, TrainConfig, train
+    from ..synthetic.io import make_language
+    from ..training.config import TrainConfig
+    from ..training.data import SyntheticSource, TextSource
+    from ..training.loop import train
 
     config = TrainConfig(
         hidden_size=args.hidden,
@@ -134,6 +136,7 @@ def run(args) -> int:
         kl_sequences=args.kl_sequences,
         precision=args.precision,
     )
+    source: SyntheticSource | TextSource
     if args.synthetic:
         lang = make_language(
             args.synthetic,

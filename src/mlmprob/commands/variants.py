@@ -110,7 +110,7 @@ def _units(config: dict, limit: int | None = None, label: str | None = None, pat
         units = saturation_units(config["wild_type"], config["offset"])
         if "cdr_span" in config:  # --cdr: the single mutants inside the region
             lo, hi = (i + config["offset"] for i in config["cdr_span"])
-            units = (u for u in units if lo <= int(u.mutant[1:-1]) < hi)
+            units = (u for u in units if u.mutant is not None and lo <= int(u.mutant[1:-1]) < hi)
     else:
         unique = unique or UniqueIds(config.get("dedupe", False), what="row")
         units = unique(
@@ -212,7 +212,7 @@ def run(args) -> int:
         batch_tokens=args.batch_tokens,
         skip_invalid=args.skip_invalid,
     )
-    spec = StreamCommand(
+    command = StreamCommand(
         job,
         lambda: _units(config, args.limit, args.label, args.input, unique),
         config,
@@ -224,7 +224,7 @@ def run(args) -> int:
         skip_label="row ",
         meta={"limit": args.limit},
     )
-    done = run_command(spec, opts)
+    done = run_command(command, opts)
     if unique.warning():
         print(unique.warning(), file=sys.stderr)
     shard = opts.shard

@@ -221,16 +221,16 @@ def pair_conditionals(
         n_calls += 1
         lse[q] = torch.logsumexp(out, -1)
         sel[q] = out[:, cands]
-        if has_mask:
+        if msk is not None:
             msk[q] = out[:, mlm.mask_id]
-    marg = (sel[0], sel[N], lse[[0, N]], msk[[0, N]] if has_mask else None)
+    marg = (sel[0], sel[N], lse[[0, N]], msk[[0, N]] if msk is not None else None)
     ja = c[is_a] - 1
     logit_a[:, ja] = sel[:N][is_a].T
     lse_a[ja] = lse[:N][is_a]
     ib = c[is_b] - K - 1
     logit_b[ib, :] = sel[:N][is_b]
     lse_b[ib] = lse[:N][is_b]
-    if has_mask:
+    if msk is not None and mask_a is not None and mask_b is not None:  # has_mask
         mask_a[ja] = msk[:N][is_a]
         mask_b[ib] = msk[:N][is_b]
     return PairConditionals(

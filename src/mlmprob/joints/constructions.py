@@ -37,6 +37,12 @@ DEFAULT_AG_TOL = 1e-10
 DEFAULT_AG_MAX_STEPS = 5000
 
 
+def _mask_logits(t: torch.Tensor | None) -> torch.Tensor:
+    """The mask token's logits, read when the pivot is the mask (which the model then has)."""
+    assert t is not None, "the mask's logits: the pivot is the mask, so the model has one"
+    return t
+
+
 def _normalise(log_joint: torch.Tensor) -> torch.Tensor:
     return log_joint - torch.logsumexp(log_joint.flatten(), 0)
 
@@ -89,15 +95,15 @@ def hcb_joint(pc: PairConditionals, pivot: tuple[int, int] | None = None) -> tor
 
     ia, ib = where(pa, "p_a"), where(pb, "p_b")
     # first factor: a-copies with b = w_b (columns), read token w_a vs p_a
-    ref_a = pc.mask_logit_a if ia is None else pc.logit_a[ia]
+    ref_a = _mask_logits(pc.mask_logit_a) if ia is None else pc.logit_a[ia]
     term_a = pc.logit_a - ref_a[None, :]
     # second factor: the b-copy with a = p_a, read token w_b vs p_b
     if ia is None:
         row_b = pc.marg_logit_b
-        ref_b = pc.mask_logit_marg[1] if ib is None else pc.marg_logit_b[ib]
+        ref_b = _mask_logits(pc.mask_logit_marg)[1] if ib is None else pc.marg_logit_b[ib]
     else:
         row_b = pc.logit_b[ia]
-        ref_b = pc.mask_logit_b[ia] if ib is None else pc.logit_b[ia, ib]
+        ref_b = _mask_logits(pc.mask_logit_b)[ia] if ib is None else pc.logit_b[ia, ib]
     term_b = row_b - ref_b
     return _normalise(term_a + term_b[None, :])
 

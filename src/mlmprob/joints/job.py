@@ -63,8 +63,8 @@ def read_sequences(
     kind = detect_format(path) if fmt == "auto" else fmt
     if kind in ("csv", "tsv") and column is None:
         column = DEFAULT_COLUMN
-    seqs = (r.seq for r in iter_records(path, fmt, column if kind not in ("text", "fasta") else None))
-    seqs = list(islice((s for s in seqs if s and s.lower() not in NA_VALUES), max_sequences))
+    given = (r.seq for r in iter_records(path, fmt, column if kind not in ("text", "fasta") else None))
+    seqs = list(islice((s for s in given if s and s.lower() not in NA_VALUES), max_sequences))
     if not seqs:
         raise MLMProbError(f"no sequences in {path}" + (f" column {column!r}" if kind in ("csv", "tsv") else ""))
     return seqs
@@ -121,7 +121,7 @@ class PairPlanner:
 
     def _encode(self, s: int) -> Encoding | None:
         try:
-            return self.mlm.encode([self.sequences[s]])
+            return self.mlm.encode([self.sequences[s]])  # type: ignore[attr-defined]  # a loaded model encodes
         except MLMProbError as e:  # e.g. too long for the model, or symbols outside its alphabet
             self._unusable.setdefault(s, str(e).removeprefix("sequence 0 "))
             return None
@@ -156,6 +156,7 @@ class PairPlanner:
                     break
         s, a, b = found[i]
         enc = self._encode(s)
+        assert enc is not None  # the pair was drawn from this encoding
         numbers = token_numbers(enc.word_ids[0], enc.input_ids[0], self.mlm.mask_id)
         return PlannedPair(scheme, i, s, enc.input_ids[0], a, b, (numbers[a], numbers[b]))
 
@@ -245,8 +246,18 @@ class JointsJob(ModelJob):
             "seconds": time.perf_counter() - t0,
         }
 
-    def run(self, w: JointsWorker, units: Sequence[PairUnit]) -> tuple[list[dict], list]:
+    def run(self, w: JointsWorker, units: Sequence[PairUnit]) -> tuple[list[dict], list[tuple[str, str]]]:
         return [self.record(w, u) for u in units], []
+
+
+def _each(progress: Callable[[dict], None]) -> Callable[[list[dict]], None]:
+    """``progress`` called on each row of a written chunk."""
+
+    def notify(rows: list[dict]) -> None:
+        for r in rows:
+            progress(r)
+
+    return notify
 
 
 @dataclass(frozen=True)
@@ -303,7 +314,7 @@ def run_joints(mlm: MaskedLM | None, run: JointsRun, spec: JointsSpec | None = N
     job = JointsJob(
         spec, dtype=dtype, batch_tokens=run.batch_tokens, allow_pickle=run.allow_pickle, data_path=data_path
     )
-    notify = None if progress is None else (lambda rows: [progress(r) for r in rows])
+    notify = None if progress is None else _each(progress)
     run_command(
         StreamCommand(
             job,

@@ -27,7 +27,9 @@ def pnll_by_distance(
     >>> labels[0], counts[:2], pnll["ag"][0]
     ('0', [1, 0], 1.0)
     """
-    labels, counts, out = [], [], {m: [] for m in LABELS}
+    labels: list[str] = []
+    counts: list[int] = []
+    out: dict[str, list[float]] = {m: [] for m in LABELS}
     for lo, hi in bins:
         rs = [r for r in records if lo <= r["distance"] <= hi]
         labels.append(bin_label(lo, hi))

@@ -14,12 +14,16 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..models.reader import reader_of
 from ..runtime.config_check import ConfigMismatch, check_config
 from ..runtime.log import RunMeta, read_lines, read_log
 from ..runtime.shard import Shard
 from ..runtime.writers import meta_path
+
+if TYPE_CHECKING:
+    import torch
 
 RECORDS_FILE = "pairs.jsonl"
 
@@ -85,6 +89,7 @@ def _dtype_label(mlm, dtype, device: str, model=None) -> str | None:
     from ..runtime.device import resolve_device, resolve_dtype
     from ..runtime.provenance import weights_dtype_text
 
+    dt: torch.dtype | None
     if mlm is not None:
         dt = reader_of(mlm).dtype
     else:
@@ -102,6 +107,7 @@ def _upgrade_legacy(path: Path, config, shard: Shard, dtype: str | None) -> None
     if not next(read_lines(path), "").startswith('{"kind": "config"'):
         return
     header, records = load_records(path)
+    assert header is not None  # its first line is the configuration (checked above)
     if header.get("positions_base") != 1:
         raise ConfigMismatch(
             f"cannot resume {path}: its pairs' a and b are 0-based token indices (written before "

@@ -61,7 +61,7 @@ def loglik_columns(mlm, sequence: str, spec: LoglikSpec | None = None, *, whole_
     if not math.isfinite(mix):
         raise NonFiniteError(f"its chain-rule log-likelihood is not finite ({mix}; a token with zero probability?)")
     k = int(r.n_orders[0])
-    out = {
+    out: dict[str, object] = {
         "loglik_mixture": mix,
         "loglik_elbo": float(r.elbo[0]),
         "loglik_per_token": mix / n,

@@ -332,7 +332,7 @@ def evaluate(
         if y.min() == y.max():
             raise MLMProbError("AUROC needs both labels 0 and 1 among the points")
     state = generator.get_state()
-    used = []
+    used: list[Callable] = []
 
     def run(fn, y):
         g = generator if not used else torch.Generator().set_state(state)

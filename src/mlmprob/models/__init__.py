@@ -1,6 +1,11 @@
 """Model layer: the MaskedLM protocol, wrappers, loaders and exact toy models."""
 
+from typing import TYPE_CHECKING
+
 from ..lazy import exports
+
+if TYPE_CHECKING:  # for the type checker: the one name read through this namespace inside the package
+    from .loading import load_mlm as load_mlm
 
 __getattr__, __dir__ = exports(
     __name__,

@@ -299,6 +299,7 @@ def iter_forward(
             ids = src.build(idx, width)
             try:
                 if fast is not None:  # checked on the device, read once at the end: no sync in the loop
+                    assert bad is not None  # made with fast
                     logits = fast(ids, local, read_col_d[q])
                     bad.index_add_(0, names[idx[local]], nonfinite_rows(logits).to(torch.int32))
                 else:

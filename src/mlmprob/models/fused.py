@@ -171,6 +171,16 @@ class _Fused:
     def _context(self, ids):
         return None
 
+    # each architecture's own steps (FusedEsm, FusedBert)
+    def _embed(self, ids: torch.Tensor, keep: torch.Tensor | None) -> torch.Tensor:
+        raise NotImplementedError
+
+    def _layer(self, h, i, lay, ctx, mask, rows, cols):
+        raise NotImplementedError
+
+    def _finish(self, h):
+        raise NotImplementedError
+
     @torch.inference_mode()
     def hidden(
         self,

@@ -19,6 +19,8 @@ any of these (relative or rotary positions, no declared length) have no limit.
 
 from __future__ import annotations
 
+from typing import cast
+
 import torch
 
 TABLE_NAMES = ("position_embeddings", "embed_positions")
@@ -111,7 +113,7 @@ def max_length_of(model, tokenizer=None) -> int | None:
             avoid.append(getattr(tokenizer, "pad_token_id", None))
         measured = measured_offsets(model, tables, _ordinary_id(model, avoid))
         for name, table in tables:
-            rows = int(table.weight.shape[0]) - measured.get(name, declared_offset(table))
+            rows = int(cast(torch.Tensor, table.weight).shape[0]) - measured.get(name, declared_offset(table))
             n = rows if n is None else min(int(n), rows)
     tmax = getattr(tokenizer, "model_max_length", None) if tokenizer is not None else None
     if tmax is not None and tmax < 1_000_000:

@@ -125,6 +125,7 @@ def load_hf(
     if local.is_dir():
         check_model_folder(local)
         weights = weight_files(local)  # the files transformers would read, each inside the folder
+        assert weights is not None  # check_model_folder refused a folder without weights
         if weights[0] == "pickle" and not allow_pickle:
             raise ModelLoadError(pickle_refusal_message(local, weights[1]))
         check_safetensors(weights[1])  # a readable safetensors header, or one line naming the file

@@ -119,7 +119,7 @@ def apply_precision(model: torch.nn.Module, device, dtype: torch.dtype | None) -
     base = getattr(model, getattr(model, "base_model_prefix", ""), None)
     if not isinstance(base, torch.nn.Module) or quantize_linears(base) == 0:
         raise ModelLoadError(f"dtype int8: found no linear layers to quantize in {type(model).__name__}")
-    model._mlmprob_dtype = INT8
+    model._mlmprob_dtype = INT8  # type: ignore[assignment]  # a plain attribute: nn.Module types only tensors
     return model
 
 

@@ -165,4 +165,5 @@ def unpadded_logits(mlm, ids: torch.Tensor, forward) -> torch.Tensor:
         if out is None:
             out = torch.zeros(ids.shape[0], ids.shape[1], part.shape[-1], dtype=part.dtype, device=part.device)
         out[b, : part.shape[1]] = part[0]
+    assert out is not None  # ids has at least one row
     return out

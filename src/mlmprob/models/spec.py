@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from ..defaults import DTYPE
 from ..runtime.job import State
@@ -74,6 +75,7 @@ class ModelJob:
         """The worker state around a loaded model: its reader with the run's budget."""
         return State(self.model_spec.reader(mlm))
 
-    def run(self, state: State, units: Sequence) -> tuple[list[dict], list[tuple[str, str]]]:
-        """Result rows of one chunk of units (in input order) and the ``(id, reason)`` of those skipped."""
+    def run(self, state: Any, units: Sequence) -> tuple[list[dict], list[tuple[str, str]]]:
+        """Result rows of one chunk of units (in input order) and the ``(id, reason)`` of those skipped;
+        ``state`` is the :class:`~mlmprob.runtime.job.State` (or the subclass) this job's ``prepare`` made."""
         raise NotImplementedError

@@ -100,7 +100,7 @@ class ResidueTokenizer:
         self.eos_id = self.token_to_id[eos] if eos else None
         self.pad_id = self.token_to_id[pad]
         self.mask_id = self.token_to_id[mask]
-        specials = {bos, eos, pad, mask, unk} - {None}
+        specials = {s for s in (bos, eos, pad, mask, unk) if s is not None}
         self.special_ids = frozenset(self.token_to_id[s] for s in specials)
         self.residues = "".join(t for t in self.tokens if len(t) == 1 and t not in specials)
         self.residue_ids = [self.token_to_id[c] for c in self.residues]
@@ -154,7 +154,8 @@ class ResidueTokenizer:
 
 def _other_special_ids(hf_tok) -> set[int]:
     """The ids of a tokenizer's special tokens other than padding: mask, CLS/BOS, SEP/EOS, UNK."""
-    return {getattr(hf_tok, f"{k}_token_id", None) for k in ("mask", "cls", "sep", "bos", "eos", "unk")} - {None}
+    ids = (getattr(hf_tok, f"{k}_token_id", None) for k in ("mask", "cls", "sep", "bos", "eos", "unk"))
+    return {i for i in ids if i is not None}
 
 
 def own_pad_id(hf_tok) -> int | None:

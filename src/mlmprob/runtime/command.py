@@ -175,7 +175,7 @@ def _identify(spec: StreamCommand, opts: RunOptions) -> tuple[UnitDigest, int]:
 
     if spec.input is not None and _same_file(spec.input, opts.out):
         raise MLMProbError(f"the input {spec.input} is the output {opts.out} (the same file): choose another --out")
-    stored = RunMeta(meta_path(opts.out)).config() if opts.resume else None
+    stored = RunMeta(meta_path(opts.out)).config() if opts.resume and opts.out is not None else None
     ident = (stored or {}).get(IDENTITY)
     units = ident.get("input_units") if isinstance(ident, dict) else None
     digest = UnitDigest([units] if isinstance(units, int) else [])

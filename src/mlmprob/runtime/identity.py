@@ -199,19 +199,19 @@ def weights_identity(model) -> str | None:
             return f"{PACKAGES[name]}=={version(PACKAGES[name])}"
         except PackageNotFoundError:
             return None
+    folder: Path | None
     if name == "en-small":  # the package's own folder (models/weights/en-small)
         folder = Path(__file__).resolve().parents[1] / "models" / "weights" / "en-small"
     else:
-        folder = Path(model).expanduser()
-        if not folder.is_dir():
-            folder = _hub_folder(str(model))
+        given = Path(model).expanduser()
+        folder = given if given.is_dir() else _hub_folder(str(model))
     return folder_digest(folder) if folder is not None and folder.is_dir() else None
 
 
 def run_identity(digest: UnitDigest | None, model) -> dict:
     """The ``identity`` block of a run that read ``digest``'s units (None: units made by the command) of
     ``model``."""
-    block = {}
+    block: dict[str, object] = {}
     if digest is not None:
         block.update(input_sha256=digest.hexdigest(), input_units=digest.n)
     weights = weights_identity(model)

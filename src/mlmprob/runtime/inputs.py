@@ -155,6 +155,7 @@ def iter_records(
     readers = {"text": _text, "fasta": _fasta, "jsonl": _jsonl}
     if fmt in readers:
         return readers[fmt](_Lines(path), column, id_column)
+    assert column is not None  # a table without a column was refused above
     return _table(_Lines(path), "," if fmt == "csv" else "\t", column, id_column)
 
 
@@ -184,7 +185,9 @@ def fasta_records(lines: Iterable[str], where: Callable[[], str], unnamed: str =
     >>> [(r.id, r.seq) for r in fasta_records([">a x", "AC", "DE", ">", "KL"], lambda: "here")]
     [('a', 'ACDE'), ('record2', 'KL')]
     """
-    name, chunks, n = None, [], 0
+    name: str | None = None
+    chunks: list[str] = []
+    n = 0
     for line in lines:
         line = line.strip()
         if line.startswith(">"):

@@ -40,7 +40,8 @@ class Job(Protocol):
 
     def load(self, device: str = "auto") -> State: ...
 
-    def run(self, state: State, units: Sequence) -> tuple[list[dict], list[tuple[str, str]]]: ...
+    # state: what this job's load() returned (a State or the job's own subclass of it)
+    def run(self, state: Any, units: Sequence) -> tuple[list[dict], list[tuple[str, str]]]: ...
 
 
 def state_of(job, state) -> State:

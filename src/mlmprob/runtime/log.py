@@ -35,6 +35,7 @@ import os
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import TextIO
 
 from ..errors import MLMProbError
 from ..jsonl import dumps
@@ -211,6 +212,7 @@ class RunHold:
     def save_meta(self, **fields) -> None:
         """Write the side file: what it held, this run's configuration and ``fields``."""
         data = dict(self.stored)
+        assert self.meta_file is not None, "a log with a side file"
         if self.meta_file.key is None:
             data = dict(self.config or data)
         else:
@@ -250,7 +252,7 @@ class ResumableLog(RunHold):
     ):
         self.use_header, self.encode = header, encode
         self.header: dict | None = None
-        self._fh = None
+        self._fh: TextIO | None = None
         super().__init__(path, config=config, meta=meta, resume=resume, lock=lock, **hold)
 
     def _open(self) -> None:
@@ -290,15 +292,17 @@ class ResumableLog(RunHold):
         text = "".join(line + "\n" for line in lines)
         if not text:
             return
+        fh = self._file()
         with naming(self.path):
-            self._fh.write(text)
-            self._fh.flush()
-            os.fsync(self._fh.fileno())
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
 
     def drop_tail(self, keep: Callable[[dict], bool]) -> int:
         """Remove the trailing records for which ``keep`` is false (a group of lines that a kill cut after
         some of them were committed); returns how many were removed."""
-        ends, good = [], 0  # byte offset after each committed line; offset after the last kept one
+        ends: list[int] = []  # byte offset after each committed line
+        good = 0  # offset after each committed line; offset after the last kept one
         offset = 0
         with open(self.path, "rb") as f:
             for n, raw in enumerate(f):
@@ -312,10 +316,16 @@ class ResumableLog(RunHold):
                     good = len(ends)
         dropped = len(ends) - good
         if dropped:
-            self._fh.flush()
+            fh = self._file()
+            fh.flush()
             os.truncate(self.path, ends[good - 1] if good else 0)
-            os.fsync(self._fh.fileno())
+            os.fsync(fh.fileno())
         return dropped
+
+    def _file(self) -> TextIO:
+        """The open file (between the log's open and close)."""
+        assert self._fh is not None, "the log is not open"
+        return self._fh
 
     def close(self) -> None:
         if self._fh is not None:

@@ -22,7 +22,7 @@ import threading
 import traceback
 from collections.abc import Callable, Iterable, Iterator
 from itertools import chain, islice
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from ..errors import MLMProbError
 
@@ -157,7 +157,7 @@ def map_ordered(
         p.start()
     lifeline.close()
     it = enumerate(items)
-    pending: dict[int, R] = {}
+    pending: dict[int, tuple[str, Any]] = {}  # seq -> (status, value): a result or a worker's error
     sent = nxt = 0
     exhausted = False
     try:

@@ -132,7 +132,7 @@ def computed_with(model, dtype_spec, devices: Sequence[str], *, batch_tokens: in
         if dtype == "weights":
             dtype = weights_dtype_text(model, devices)
         fused = _fused_requested()
-    block = {"dtype": dtype, "forward": "fused" if fused else "transformers"}
+    block: dict[str, object] = {"dtype": dtype, "forward": "fused" if fused else "transformers"}
     from .threads import enabled as thread_invariant
 
     if not thread_invariant():

@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import hashlib
 import zlib
+from collections.abc import Callable
 
 import torch
 
@@ -61,7 +62,7 @@ def _pair(seed: int, k: int, i: int) -> int:
     return seed * 1_000_003 + k * 100_003 + i
 
 
-_DERIVATIONS = {
+_DERIVATIONS: dict[str, Callable[..., int]] = {
     "record": lambda seed, record_id: _record(seed, record_id),
     "stream": _stream,
     "loglik": lambda seed, sequence: _crc(seed, sequence, 63),

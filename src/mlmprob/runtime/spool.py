@@ -37,6 +37,7 @@ import signal
 import stat
 import sys
 import tempfile
+from collections.abc import Callable
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -45,7 +46,7 @@ from ..errors import MLMProbError
 try:
     import fcntl
 except ImportError:  # pragma: no cover - not on Unix
-    fcntl = None
+    fcntl = None  # type: ignore[assignment]  # checked before each use: no lock and no sweep without it
 
 NAME = re.compile(r"^mlmprob-(stdin|pipe)-(\d+)-[A-Za-z0-9_]+$")
 CHUNK = 1 << 20
@@ -53,7 +54,7 @@ _FULL = {errno.ENOSPC, getattr(errno, "EDQUOT", errno.ENOSPC)}
 
 _copies: dict[Path, tuple[int, int]] = {}  # copy -> (owner pid, locked descriptor)
 _scope: dict[str, Path] | None = None  # name given -> copy, within a command
-_previous: dict[int, object] = {}  # the signal actions replaced by _on_signal
+_previous: dict[int, signal.Handlers | int | Callable | None] = {}  # the signal actions replaced by _on_signal
 _registered = False
 
 
@@ -179,9 +180,10 @@ def _write_error(e: OSError, folder: str, name: str) -> str:
 
 def remove(copy: Path) -> None:
     """Remove a copy this process made (a forked child leaves its parent's copies alone)."""
-    owner, fd = _copies.get(copy, (None, None))
-    if owner != os.getpid():
+    entry = _copies.get(copy)
+    if entry is None or entry[0] != os.getpid():
         return
+    fd = entry[1]
     del _copies[copy]
     try:
         copy.unlink(missing_ok=True)

@@ -26,7 +26,8 @@ class UniqueIds:
 
     def __init__(self, dedupe: bool = False, what: str = "record"):
         self.dedupe, self.what = dedupe, what
-        self.dropped, self.first_dropped = 0, None
+        self.dropped = 0
+        self.first_dropped: tuple[str, int] | None = None
 
     def __call__(self, records: Iterable) -> Iterator:
         self.dropped, self.first_dropped = 0, None  # a fresh count each pass over the input
@@ -46,7 +47,7 @@ class UniqueIds:
 
     def warning(self) -> str | None:
         """The warning line of a deduplicated pass (None when nothing was dropped)."""
-        if not self.dropped:
+        if not self.dropped or self.first_dropped is None:
             return None
         rid, n = self.first_dropped
         return (

@@ -91,6 +91,8 @@ class _FileWriter(ResultWriter):
     """A file output held through :mod:`mlmprob.runtime.log`: its lock, its configuration in
     ``OUT.meta.json`` (checked on resume) and, for line files, the committed lines."""
 
+    path: Path  # a file output always has one
+
     def __init__(self, path: Path, *, resume: bool, config: dict | None, fields=None, verify=None):
         super().__init__(path, fields=fields)
         self.meta_path = meta_path(path)
@@ -113,6 +115,7 @@ class _FileWriter(ResultWriter):
         return [list(x) for x in self._meta.get("skipped", [])]
 
     def _write_meta(self) -> None:
+        assert self._hold.meta_file is not None  # opened with RunMeta(OUT.meta.json)
         self._hold.meta_file.save(self._meta)
 
     def close(self, complete: bool = True, **meta) -> None:
@@ -145,6 +148,8 @@ class _FileWriter(ResultWriter):
 
 class LineWriter(_FileWriter):
     """JSONL (one object a line) or TSV (``fields`` columns, header first), a :class:`ResumableLog`."""
+
+    _hold: ResumableLog
 
     def __init__(self, path: Path, *, resume: bool, config: dict | None = None, fields=None, verify=None):
         self.kind = "tsv" if path.suffix.lower() == ".tsv" else "jsonl"
@@ -181,9 +186,11 @@ class LineWriter(_FileWriter):
                 self.fields = tuple(self.fields or rows[0].keys())
                 lines.append("\t".join(self.fields))
                 self._header_needed = False
+            fields = self.fields
+            assert fields is not None  # from the header, or the first row's keys above
             for r in rows:
                 check_tsv_id(r.get("id"))
-            lines += ["\t".join(tsv_cell(r.get(k)) for k in self.fields) for r in rows]
+            lines += ["\t".join(tsv_cell(r.get(k)) for k in fields) for r in rows]
         else:
             lines = [dumps(r) for r in rows]
         self._hold.append_lines(lines)
@@ -264,7 +271,7 @@ class ParquetWriter(_FileWriter):
             tmp.unlink()  # a part cut by a kill
         if self.path.exists():
             os.replace(self.path, self._part_name(0))
-        self._done = set()
+        self._done: set[str] = set()
         for p in self._part_files():
             self._done.update(str(x) for x in self._pq.read_table(p, columns=["id"]).column("id").to_pylist())
         self._buf: list[dict] = []
@@ -335,6 +342,7 @@ def open_writer(
         if resume:
             raise MLMProbError("--resume needs --out (results on stdout cannot be resumed)")
         return ResultWriter(None, fields=fields)
+    assert out is not None  # output_kind gives "stdout" for None
     path = Path(out)
     if path.is_dir():
         raise MLMProbError(f"--out {str(out)!r} is a folder; give a file path ending in .jsonl, .tsv or .parquet")

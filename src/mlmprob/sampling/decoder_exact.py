@@ -76,7 +76,8 @@ def model_logprobs(mlm, *, wrap=None, offset: int = 0, V: int | None = None) -> 
     tensor([0.3333, 0.6667], dtype=torch.float64)
     """
     V = mlm.vocab_size - offset if V is None else V
-    allowed, cache = allowed_ids(mlm), {}
+    allowed = allowed_ids(mlm)
+    cache: dict[tuple[int, ...], torch.Tensor] = {}
 
     def logprobs(partial: torch.Tensor) -> torch.Tensor:
         partial = torch.as_tensor(partial, dtype=torch.long)
@@ -124,6 +125,7 @@ def _select(st: Step, slq: torch.Tensor, kind: str, eligible: torch.Tensor, pick
         sc = scores(slq.reshape(-1, V), torch.zeros(n * T, dtype=torch.long), kind).view(n, T)
         return Moves(src, one, none, pick(sc, src), calls=calls, rows=rows)
     mv = draw(Moves(src, one, none, eligible), st.lp, V)
+    assert mv.tokens is not None  # draw() fills the tokens in
     sc = scores(slq[mv.src].reshape(-1, V), mv.tokens.reshape(-1), kind).view(-1, T)
     return Moves(mv.src, mv.weight, mv.remask, pick(sc, mv.src), mv.tokens, calls, rows)
 

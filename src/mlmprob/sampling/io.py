@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any
 
 import torch
 
@@ -98,7 +99,7 @@ def _check_header(path: Path, head) -> dict:
 
 
 def _epochs(path: Path, objs) -> list[EpochRecord]:
-    records = []
+    records: list[EpochRecord] = []
     for i, d in enumerate(objs):
         if not isinstance(d, dict) or d.get("epoch") != len(records):
             raise MLMProbError(
@@ -181,7 +182,8 @@ class EpochBar:
     Close it when the run ends."""
 
     def __init__(self, desc: str, energy: str = "local"):
-        self.desc, self.energy, self.bar = desc, energy, None
+        self.desc, self.energy = desc, energy
+        self.bar: Any = None  # a tqdm bar, made on the first epoch
 
     def __call__(self, rec: EpochRecord, total: int) -> None:
         if self.bar is None:

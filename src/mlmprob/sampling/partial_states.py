@@ -73,8 +73,8 @@ def partial_log_probs(tables: dict[int, torch.Tensor], V: int, T: int) -> torch.
         idx = (part * w).sum(-1)
         for t in M:
             lp[idx, t, full[:, t]] = tab[:, t]
-    r, t = (ps < V).nonzero(as_tuple=True)
-    lp[r, t, ps[r, t]] = 0.0
+    r, c = (ps < V).nonzero(as_tuple=True)
+    lp[r, c, ps[r, c]] = 0.0
     return lp
 
 
@@ -147,8 +147,10 @@ def draw(mv: Moves, lp: torch.Tensor, V: int) -> Moves:
                 tok.reshape(-1, T)[keep],
             )
         )
-    cat = (torch.cat([getattr(p, f) for p in parts]) for f in ("src", "weight", "remask", "reveal", "tokens"))
-    return Moves(*cat, calls=mv.calls, rows=mv.rows)
+    src, weight, remask, reveal, tokens = (
+        torch.cat([getattr(p, f) for p in parts]) for f in ("src", "weight", "remask", "reveal", "tokens")
+    )
+    return Moves(src, weight, remask, reveal, tokens, calls=mv.calls, rows=mv.rows)
 
 
 def _repeat(x: torch.Tensor, n: int, keep: torch.Tensor) -> torch.Tensor:
@@ -211,10 +213,12 @@ def propagate(rule: Rule, lp, V: int, T: int, mass: torch.Tensor, max_steps: int
             if (mv.reveal & (st != V)).any():
                 raise MLMProbError("a rule revealed a position that is not masked")
             st[mv.remask] = V
+            assert mv.tokens is not None  # draw() fills the tokens in
             st = torch.where(mv.reveal, mv.tokens, st)
             new.index_add_(0, (st * w).sum(-1), m[mv.src] * mv.weight)
         mass, taken = new, taken + 1
-    return Pushed(mass, *map(float, cost), taken)
+    calls, rows, steps = (float(c) for c in cost)
+    return Pushed(mass, calls, rows, steps, taken)
 
 
 def start_mass(V: int, T: int, ids: torch.Tensor | None = None, free: torch.Tensor | None = None) -> torch.Tensor:
@@ -296,7 +300,9 @@ def parallel(k: int) -> Rule:
 
     def rule(st: Step) -> Moves:
         bits = (st.masked.long() << torch.arange(st.T)).sum(1)
-        src, weight, reveal = [], [], []
+        srcs: list[torch.Tensor] = []
+        weight: list[torch.Tensor] = []
+        reveal: list[torch.Tensor] = []
         for b in bits.unique().tolist():
             rows = (bits == b).nonzero()[:, 0]
             M = [t for t in range(st.T) if b >> t & 1]
@@ -304,10 +310,10 @@ def parallel(k: int) -> Rule:
             sub = torch.zeros(len(subs), st.T, dtype=torch.bool)
             for i, c in enumerate(subs):
                 sub[i, list(c)] = True
-            src.append(rows.repeat_interleave(len(subs)))
+            srcs.append(rows.repeat_interleave(len(subs)))
             reveal.append(sub.repeat(len(rows), 1))
             weight.append(torch.full((len(rows) * len(subs),), 1.0 / len(subs), dtype=torch.float64))
-        src = torch.cat(src)
+        src = torch.cat(srcs)
         return Moves(src, torch.cat(weight), torch.zeros(len(src), st.T, dtype=torch.bool), torch.cat(reveal))
 
     return rule

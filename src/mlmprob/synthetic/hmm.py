@@ -23,6 +23,8 @@ def _numpy_rng(generator: torch.Generator | None) -> np.random.Generator:
 
 
 class HMM(ChainLanguage):
+    concentration: float | None  # the Dirichlet concentration it was drawn with (random()), when known
+
     """``p(x) = sum_z pi(z_1) prod_t A(z_t, z_{t+1}) prod_t B(z_t, x_t)`` with ``S`` hidden states.
 
     Exact conditionals for any mask pattern by forward-backward (``ChainLanguage``).

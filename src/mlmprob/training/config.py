@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, fields
+from typing import Any
 
 from ..errors import MLMProbError
 
@@ -101,7 +102,8 @@ class TrainConfig:
         unknown = set(d) - known
         if unknown:
             raise MLMProbError(f"unknown TrainConfig fields: {', '.join(sorted(unknown))}")
-        return cls(**{k: (tuple(v) if k == "mask_split" else v) for k, v in d.items()})
+        values: dict[str, Any] = {k: (tuple(v) if k == "mask_split" else v) for k, v in d.items()}
+        return cls(**values)
 
     def lr_at(self, step: int) -> float:
         """Linear warmup over ``warmup_steps``, then linear decay to 0 at ``max_steps`` (step is 0-based).

@@ -17,12 +17,14 @@ import shutil
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import torch
 
 from ..errors import MLMProbError
 from ..runtime.inputs import decode_text, spool_input
-from ..synthetic import SyntheticLanguage, save_language
+from ..synthetic.base import SyntheticLanguage
+from ..synthetic.io import save_language
 from .masking import generator_for
 from .wordpiece import SPECIALS, train_wordpiece
 
@@ -35,7 +37,7 @@ class TokenData:
 
     train_ids: torch.Tensor
     heldout_ids: torch.Tensor
-    tokenizer: object  # a transformers tokenizer (saved next to the model)
+    tokenizer: Any  # a transformers tokenizer (saved next to the model)
     max_length: int
     replace_ids: torch.Tensor  # ids a "random" corruption may draw (non-special tokens)
     language: SyntheticLanguage | None = None

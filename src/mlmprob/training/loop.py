@@ -73,7 +73,8 @@ def build_model(config: TrainConfig, data: TokenData):
 
 
 def _optimizer(model, config: TrainConfig) -> torch.optim.AdamW:
-    decay, no_decay = [], []
+    decay: list[torch.nn.Parameter] = []
+    no_decay: list[torch.nn.Parameter] = []
     for name, p in model.named_parameters():
         (no_decay if p.dim() < 2 or "LayerNorm" in name or "layernorm" in name.lower() else decay).append(p)
     groups = [{"params": decay, "weight_decay": config.weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
@@ -176,13 +177,13 @@ def heldout_metrics(model, config: TrainConfig, data: TokenData, heldout, device
             copies = x.repeat_interleave(T, 0)  # row r*T + t has symbol position t masked
             t_idx = torch.arange(T).repeat(n)
             copies[torch.arange(n * T), t_idx + 1] = data.mask_id
-            q = []
+            parts = []
             for i in range(0, len(copies), config.batch_size * 4):
                 c = copies[i : i + config.batch_size * 4]
                 lg = _model_logits(model, c, data.pad_id, device)
                 lg = lg[torch.arange(len(c)), t_idx[i : i + len(c)] + 1, SYMBOL_OFFSET : SYMBOL_OFFSET + V]
-                q.append(torch.log_softmax(lg.double(), -1))
-            q = torch.cat(q).reshape(n, T, V)
+                parts.append(torch.log_softmax(lg.double(), -1))
+            q = torch.cat(parts).reshape(n, T, V)
             out["kl"] = float((true.exp() * (true - q)).sum(-1).mean())
     model.train()
     return out

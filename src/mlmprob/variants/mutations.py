@@ -124,7 +124,7 @@ def residue_positions(mlm: MaskedLM, sequence: str) -> tuple[torch.Tensor, torch
     """``(wild-type ids [L], token position of each residue [len(sequence)])``; the model's
     tokenizer must give one token per residue."""
     _check_sequence(sequence)
-    enc = mlm.encode([sequence])
+    enc = mlm.encode([sequence])  # type: ignore[attr-defined]  # a loaded model encodes; MaskedLM does not say so
     ids = enc.input_ids[0][: int(lengths_of(mlm, enc.input_ids[:1])[0])]
     words = enc.word_ids[0][: len(ids)]
     words = words[words >= 0]
@@ -140,7 +140,7 @@ def letter_ids(mlm: MaskedLM, letters: str) -> dict[str, int]:
     """Token id of each one-letter residue."""
     try:
         _, pos = residue_positions(mlm, letters)
-        ids = mlm.encode([letters]).input_ids[0]
+        ids = mlm.encode([letters]).input_ids[0]  # type: ignore[attr-defined]  # as in residue_positions
     except TokenizationError as e:
         raise MLMProbError(f"alphabet {letters!r} does not fit this model's vocabulary: {e}") from None
     return {c: int(ids[p]) for c, p in zip(letters, pos.tolist(), strict=True)}

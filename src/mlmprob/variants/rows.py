@@ -126,11 +126,11 @@ class RowTable:
         need = torch.ones(Q, dtype=torch.bool)
         if cache is not None:
             hits, cached = [], []
-            for q, (r, c) in enumerate(zip(self._read_row, self._read_col, strict=True)):
+            for k, (r, c) in enumerate(zip(self._read_row, self._read_col, strict=True)):
                 hit = cache.reads.get((self._edits[r], c))
                 if hit is not None:
-                    need[q] = False
-                    hits.append(q)
+                    need[k] = False
+                    hits.append(k)
                     cached.append(hit)
             if hits:
                 fill(torch.tensor(hits), torch.stack(cached))
