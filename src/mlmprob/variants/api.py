@@ -40,7 +40,6 @@ forward rows is the number of distinct contexts, not the number of terms.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, cast
 
 import torch
 
