@@ -283,7 +283,6 @@ def run_joints(
         engine=engine,
         ray_address=ray_address,
         progress=show_progress,
-        dtype=dtype,
     )
     stored = check_records(
         out, spec, shard, _dtype_label(mlm if opts.in_process else None, dtype, opts.devices[0], spec.model)

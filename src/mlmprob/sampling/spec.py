@@ -12,7 +12,7 @@ Adding a sampler option takes (docs/architecture.md, "One spec per algorithm", *
    ``__post_init__``;
 2. where the kernel takes it (:meth:`SamplerSpec.kernel`);
 3. its CLI flag in ``commands/sample.py`` under the field's name (``--my-option`` -> ``my_option``):
-   :meth:`SamplerSpec.from_args` picks it up by name.
+   :func:`mlmprob.commands.common.spec_of` picks it up by name.
 
 >>> s = SamplerSpec(method="ancestral", epochs=3, order="l2r")
 >>> s.settings()["order"], "tokens_per_step" in s.settings(), "draft_k" in s.settings()
