@@ -197,11 +197,12 @@ def run_options(args, **override):
     from ..runtime.shard import parse_shard
 
     shard = parse_shard(args.shard)
-    workers = args.workers
-    if workers and args.devices is None and args.engine == "local":  # Ray places its actors by the cluster's
+    workers, engine = args.workers, args.engine
+    local = engine == "local"
+    if workers and args.devices is None and local:  # Ray places its actors by the cluster's
         workers = capped_workers(workers, getattr(args, "model", None))  # resources; capped before the list
     devices = parse_devices(workers, args.devices)
-    if args.devices and args.engine == "local":  # cpu,cpu,cpu: capped by the same rule as --workers
+    if args.devices and local:  # cpu,cpu,cpu: capped by the same rule as --workers
         devices = capped_devices(devices, getattr(args, "model", None))
     if devices == ["auto"]:
         devices = [args.device]

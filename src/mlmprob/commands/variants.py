@@ -154,7 +154,7 @@ def _config(args, wild_type: str, spec):
     from ..variants.spec import CHAIN_FIELDS
     from .common import input_file
 
-    if args.saturate == (args.input is not None):
+    if (args.input is not None) == args.saturate:
         raise MLMProbError("give an input file, or --saturate (not both)")
     if args.saturate and args.limit is not None:  # refused before any work, not after it
         raise MLMProbError(
