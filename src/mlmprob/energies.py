@@ -18,7 +18,7 @@ import torch
 
 from .batching import iter_masked_logits
 from .errors import MLMProbError, PositionsError
-from .models.protocol import MaskedLM, foreign_ids, id_range, lengths_of, max_length_of
+from .models.protocol import MaskedLM
 from .models.reader import reader_of
 from .positions import TOKENS, Positions, resolve
 from .settings import Spec
@@ -144,19 +144,19 @@ def check_input_ids(mlm: MaskedLM, input_ids) -> torch.Tensor:
         raise MLMProbError(f"input_ids must have shape [B, L], got {tuple(ids.shape)}")
     if ids.shape[0] == 0 or ids.shape[1] == 0:
         raise MLMProbError(f"input_ids is empty: shape {tuple(ids.shape)}")
-    if bool(foreign_ids(mlm, ids).any()):
+    r = reader_of(mlm)
+    if bool(r.foreign(ids).any()):
         raise MLMProbError(
-            f"token ids must lie in {id_range(mlm)} for this model, got "
+            f"token ids must lie in {r.id_range()} for this model, got "
             f"{int(ids.min())}..{int(ids.max())} (a vocabulary mismatch?)"
         )
-    max_len = max_length_of(mlm)
+    max_len = r.max_length
     if max_len is not None:
-        too_long = lengths_of(mlm, ids) > max_len
+        lengths = r.lengths(ids)
+        too_long = lengths > max_len
         if too_long.any():
             b = int(too_long.nonzero()[0])
-            raise MLMProbError(
-                f"sequence {b} has {int(lengths_of(mlm, ids)[b])} tokens; the model accepts at most {max_len}"
-            )
+            raise MLMProbError(f"sequence {b} has {int(lengths[b])} tokens; the model accepts at most {max_len}")
     return ids
 
 

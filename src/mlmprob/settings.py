@@ -1,12 +1,12 @@
 """The shared shape of the algorithms' specs: a frozen dataclass of one run's settings, validated once in
-its ``__post_init__``, made from parsed CLI arguments by field name and written down as plain JSON values.
+its ``__post_init__``, made from parsed CLI arguments by field name (by the command, once:
+:func:`mlmprob.commands.common.spec_of`) and written down as plain JSON values.
 
 The specs (docs/architecture.md, "One spec per algorithm"): :class:`~mlmprob.sampling.spec.SamplerSpec`,
 :class:`~mlmprob.infilling.spec.InfillSpec`, :class:`~mlmprob.variants.spec.VariantsSpec`,
 :class:`~mlmprob.scoring.ScoreSpec` (with :class:`~mlmprob.likelihood.spec.LoglikSpec`, its chain-rule part) and
 :class:`~mlmprob.joints.job.JointsSpec` derive from :class:`Spec`.
 
->>> import argparse
 >>> from dataclasses import dataclass
 >>> @dataclass(frozen=True)
 ... class Demo(Spec):
@@ -14,7 +14,7 @@ The specs (docs/architecture.md, "One spec per algorithm"): :class:`~mlmprob.sam
 ...     names: tuple = ("a",)
 ...     def __post_init__(self):
 ...         check_int("size", self.size, 1, "a positive integer")
->>> Demo.from_args(argparse.Namespace(size=3, other=0)).settings()
+>>> Demo(size=3).settings()
 {'size': 3, 'names': ['a']}
 >>> Demo().replace(size=0)
 Traceback (most recent call last):
@@ -31,9 +31,8 @@ from .errors import MLMProbError
 
 
 class Spec:
-    """The base of a frozen dataclass spec: :meth:`from_args`, :meth:`of`, :meth:`check`, :meth:`replace`,
-    :meth:`settings` and :meth:`recorded`. ``hint`` (a class attribute, not a field): what to pass instead of
-    another object."""
+    """The base of a frozen dataclass spec: :meth:`of`, :meth:`check`, :meth:`replace`, :meth:`settings` and
+    :meth:`recorded`. ``hint`` (a class attribute, not a field): what to pass instead of another object."""
 
     __dataclass_fields__: ClassVar[dict[str, Any]]  # every Spec is a dataclass (for dataclasses.fields)
 
@@ -83,13 +82,6 @@ class Spec:
                 raise MLMProbError(f"{cls.__name__} needs {', '.join(missing)} (give a spec or these keywords)")
             return cls(**overrides)
         return cls.check(spec).replace(**overrides) if overrides else cls.check(spec)
-
-    @classmethod
-    def from_args(cls, args, **given):
-        """The spec of parsed CLI arguments: every field whose name is an argument (the flag ``--my-option``
-        is the field ``my_option``); ``given`` (values the command computed) take precedence."""
-        values = {f.name: getattr(args, f.name) for f in dataclasses.fields(cls) if hasattr(args, f.name)}
-        return cls(**{**values, **given})
 
     def replace(self, **changes):
         """A copy with ``changes`` (validated again)."""

@@ -7,7 +7,7 @@ from conftest import tiny_hf
 import mlmprob
 from mlmprob import ExactMLM, MLMProbError, energy, pll, token_scores
 from mlmprob.errors import PositionsError
-from mlmprob.models.protocol import default_positions, gather_logits
+from mlmprob.models.protocol import gather_logits
 from mlmprob.models.reader import reader_of
 
 
@@ -71,12 +71,12 @@ SEQS = ["ACDEFGHIK", "KLA", "GGHACDLKAEF", "DE"]
 def test_pll_and_raw_hf_equal_brute_force(kind):
     mlm = tiny_hf(kind)
     ids = _ragged(mlm, SEQS)
-    sel = default_positions(mlm, ids)
+    sel = reader_of(mlm).default_positions(ids)
     lp, raw = brute(mlm, ids[:, :], sel)
     # brute force on each row alone without padding, to check padding does not leak
     for b, s in enumerate(SEQS):
         one = mlm.encode([s]).input_ids
-        lp1, raw1 = brute(mlm, one, default_positions(mlm, one))
+        lp1, raw1 = brute(mlm, one, reader_of(mlm).default_positions(one))
         assert torch.allclose(lp1, lp[b : b + 1], atol=1e-5)
     for bt in (7, 40, 10_000):  # sub-batches of 1 copy, a few copies, everything at once
         s = token_scores(reader_of(mlm, bt), ids)
@@ -97,7 +97,7 @@ def test_logits_at_equals_full_logits(kind):
 def test_whole_word_pll_equals_brute_force(tiny_bert):
     ids = _ragged(tiny_bert, ["ACDEFGHIK", "KLAGH"])
     word_ids = torch.tensor([[-1, 0, 0, 0, 1, 2, 2, 3, 3, 3, -1], [-1, 0, 1, 1, 1, 2, -1, -1, -1, -1, -1]])
-    sel = default_positions(tiny_bert, ids)
+    sel = reader_of(tiny_bert).default_positions(ids)
     lp, raw = brute(tiny_bert, ids, sel, word_ids)
     s = token_scores(tiny_bert, ids, word_ids=word_ids)
     assert torch.allclose(s.pll, lp, atol=1e-5)

@@ -59,12 +59,13 @@ def test_a_spec_and_its_keywords_give_the_same_fills():
 
 def test_from_args_and_the_cli_has_a_flag_for_every_field():
     from mlmprob.cli import build_parser
+    from mlmprob.commands.common import spec_of
 
     spec = InfillSpec(method="hcb", order="best", beam_size=2, pivot="A")
     args = argparse.Namespace(**{f.name: getattr(spec, f.name) for f in dataclasses.fields(spec)}, model="x")
-    assert InfillSpec.from_args(args) == spec
+    assert spec_of(InfillSpec, args) == spec
     parser = build_parser()
     sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction)).choices["infill"]
     assert {f.name for f in dataclasses.fields(InfillSpec)} <= {a.dest for a in sub._actions}
     defaults = sub.parse_args(["X_"])
-    assert InfillSpec.from_args(defaults) == InfillSpec()  # the CLI's defaults are the spec's
+    assert spec_of(InfillSpec, defaults) == InfillSpec()  # the CLI's defaults are the spec's

@@ -56,20 +56,23 @@ def test_a_spec_and_its_keywords_give_the_same_scores():
         score_variants(m, wt, muts, ["hcb"])
 
 
-def test_from_args_reads_the_comma_list_and_the_defaults_of_each_mode():
+def test_the_command_reads_the_comma_list_and_the_defaults_of_each_mode():
+    from mlmprob.commands.variants import variants_spec
+
     ns = dict(methods=None, offset=1, chain_orders=6, chain_seed=0, saturate=False)
-    assert VariantsSpec.from_args(argparse.Namespace(**ns)).methods == DEFAULT_METHODS
-    assert VariantsSpec.from_args(argparse.Namespace(**{**ns, "saturate": True})).methods == SATURATE_METHODS
-    spec = VariantsSpec.from_args(argparse.Namespace(**{**ns, "methods": " hcb, chain ,", "offset": 0}))
+    assert variants_spec(argparse.Namespace(**ns)).methods == DEFAULT_METHODS
+    assert variants_spec(argparse.Namespace(**{**ns, "saturate": True})).methods == SATURATE_METHODS
+    spec = variants_spec(argparse.Namespace(**{**ns, "methods": " hcb, chain ,", "offset": 0}))
     assert spec == VariantsSpec(methods=("hcb", "chain"), offset=0)
     with pytest.raises(MLMProbError, match="--methods is empty"):
-        VariantsSpec.from_args(argparse.Namespace(**{**ns, "methods": ","}))
+        variants_spec(argparse.Namespace(**{**ns, "methods": ","}))
 
 
 def test_the_cli_has_a_flag_for_every_field():
     from mlmprob.cli import build_parser
+    from mlmprob.commands.variants import variants_spec
 
     parser = build_parser()
     sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction)).choices["variants"]
     assert {f.name for f in dataclasses.fields(VariantsSpec)} <= {a.dest for a in sub._actions}
-    assert VariantsSpec.from_args(sub.parse_args(["x.csv", "--wild-type", "MK"])) == VariantsSpec()
+    assert variants_spec(sub.parse_args(["x.csv", "--wild-type", "MK"])) == VariantsSpec()

@@ -80,7 +80,7 @@ def run(args: argparse.Namespace) -> int:
 
     from ..joints.job import RECORDS_FILE, JointsRun, load_records, run_joints
     from ..joints.report import write_report
-    from ..runtime.command import RunOptions
+    from .common import input_file, run_options, spec_of
 
     if args.report_only:
         header, records = load_records(Path(args.out) / RECORDS_FILE)
@@ -93,13 +93,12 @@ def run(args: argparse.Namespace) -> int:
         return 0
     if args.data is None:
         raise MLMProbError("--data is required (the sequences to draw pairs from), unless --report-only")
-    from ..runtime.inputs import spool_input
-
-    opts = RunOptions.from_args(args)
+    opts = run_options(args)
     shard = opts.shard
-    path, args.format = spool_input(args.data, args.format)  # stdin or a pipe: read once, here
-    data_path = None if str(path) == str(args.data) else str(path)
-    config = JointsSpec.from_args(args)  # --model, --data, --column, --format, --schemes, --n-pairs, ...
+    data = input_file(args, "data")  # stdin or a pipe: read once, here
+    data_path = None if data.path == str(args.data) else data.path
+    # --model, --data, --column, --format, --schemes, --n-pairs, ...
+    config = spec_of(JointsSpec, args, format=data.format)
     new = [0]
 
     def count(rec: dict) -> None:

@@ -17,11 +17,18 @@ from __future__ import annotations
 
 import argparse
 import sys
+from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..errors import MLMProbError
 from ..jsonl import dumps
+from .common import InputFile, Sequences, job_fields, run_options
 from .sampler_args import add_sampler_args, sampler_spec
+
+if TYPE_CHECKING:
+    from ..models.spec import ModelSpec
+    from ..sampling.registry import SamplerSpec
 
 STREAM_SUFFIXES = (".jsonl", ".tsv", ".parquet")
 
@@ -142,57 +149,43 @@ def _diagnostic_notes(result, info) -> dict:
     return notes
 
 
-def _records(args, unique=None):
-    """The input records, streamed: the --seq sequences (``seq1``, ``seq2``, ...), then --input's; their ids
-    checked unique (or deduplicated with --dedupe) by ``unique``, a :class:`~mlmprob.runtime.unique.UniqueIds`."""
-    from ..runtime.unique import UniqueIds
+@dataclass(frozen=True)
+class Parsed:
+    """What :func:`run` parses once from the command line: the input sequences, the region, the model and the
+    sampler's spec (the other options are read as they are)."""
 
-    return (unique or UniqueIds(getattr(args, "dedupe", False)))(_all_records(args))
-
-
-def _all_records(args):
-    from ..runtime.inputs import Record, iter_records
-
-    for i, s in enumerate(args.seq):
-        yield Record(f"seq{i + 1}", s)
-    if args.input:
-        yield from iter_records(args.input, args.format, args.column, args.id_column)
+    inputs: Sequences
+    region: tuple[str, str] | None
+    model: ModelSpec
+    spec: SamplerSpec
 
 
 def expected_ids(config: dict, limit: int | None = None):
     """The chain ids a streamed run with this stored ``config`` covers (``RECORD/chainC`` for every input
     record), for ``mlmprob merge``'s check that every input appears in the parts."""
-    from argparse import Namespace
-
-    args = Namespace(
-        seq=config.get("seqs") or [],
-        input=config.get("input"),
-        format=config.get("format", "auto"),
-        column=config.get("column"),
-        id_column=config.get("id_column"),
-        dedupe=config.get("dedupe", False),
+    path = config.get("input")
+    file = (
+        InputFile(path, config.get("format", "auto"), config.get("column"), config.get("id_column")) if path else None
     )
-    for rec in _records(args):
+    for rec in Sequences(tuple(config.get("seqs") or []), file, config.get("dedupe", False)).records():
         for c in range(int(config["chains"])):
             yield f"{rec.id}/chain{c}"
 
 
 def run(args) -> int:
+    from .common import input_file, model_spec
     from .regions import resolve_cdr
 
-    args.region = resolve_cdr(args)
-    if args.positions and args.region:
+    region = resolve_cdr(args)
+    if args.positions and region:
         raise MLMProbError("give --positions or --cdr, not both")
     if args.positions:
         parse_positions(args.positions)  # a bad list (a 0: the old base) is refused before anything loads
     spec = sampler_spec(args)  # the sampler's settings, parsed once: a flag --method does not take is refused
     check_out(args.out)
-    from .common import spool_args_input
-
-    args.input_given = args.input
-    args.input_source = spool_args_input(args)
+    parsed = Parsed(Sequences(tuple(args.seq), input_file(args), args.dedupe), region, model_spec(args), spec)
     if is_streamed(args.out):
-        return run_streamed(args, spec)
+        return run_streamed(args, parsed)
     for flag, on in (
         ("--shard", args.shard),
         ("--workers", args.workers),
@@ -205,18 +198,15 @@ def run(args) -> int:
                 f"{flag} needs a .jsonl, .tsv or .parquet --out (a folder --out samples every "
                 "chain in one batch and resumes by itself)"
             )
-    return run_folder(args, spec)
+    return run_folder(args, parsed)
 
 
-def _job_fields(args, spec) -> dict:
+def _job_fields(args, parsed: Parsed) -> dict:
     """The fields a sampling job of either mode takes from the command line: the model, the spec, the chains,
     the seed and the free positions."""
     return dict(
-        model=args.model,
-        dtype=args.dtype,
-        allow_pickle=args.allow_pickle,
-        batch_tokens=args.batch_tokens,
-        spec=spec,
+        **job_fields(parsed.model),
+        spec=parsed.spec,
         chains=args.chains,
         seed=args.seed,
         cdr=args.cdr,
@@ -225,47 +215,48 @@ def _job_fields(args, spec) -> dict:
     )
 
 
-def _stored_config(args, job, **mode) -> dict:
+def _stored_config(args, parsed: Parsed, job, **mode) -> dict:
     """The configuration a run stores and a resume compares: the input, the free positions, ``mode``'s keys
     (``mode="folder"``), the region and the job's settings."""
     from .regions import cdr_config
 
+    file = parsed.inputs.file
     return {
         "command": "sample",
         "model": args.model,
-        "input": getattr(args, "input_source", None) or (str(Path(args.input).resolve()) if args.input else None),
+        "input": None if file is None else file.source,
         "seqs": list(args.seq),
-        "format": args.format,
+        "format": args.format if file is None else file.format,
         "column": args.column,
         "id_column": args.id_column,
         "positions": args.positions,
         **({"positions_base": 1} if args.positions else {}),
         **mode,
-        **cdr_config(args.region),
+        **cdr_config(parsed.region),
         **job.settings(),
         **({"dedupe": True} if args.dedupe else {}),
     }
 
 
-def run_folder(args, spec) -> int:
+def run_folder(args, parsed: Parsed) -> int:
     """Folder mode, through the one runner: one unit (every chain of every input, in one batch), its rows in
     ``OUT/chains.jsonl``, its epochs in ``OUT/run.jsonl`` (a rerun resumes after the last complete epoch),
     then the folder's report from the run file. The run holds ``OUT/run.jsonl.lock`` from before the model
     loads until the last file is written: a second process sampling into the same folder is refused at once."""
-    from ..runtime.command import RunOptions, StreamCommand, run_command
+    from ..runtime.command import StreamCommand, run_command
     from ..runtime.lock import WriterLock
     from ..runtime.unique import UniqueIds
     from ..sampling.folder import CHAINS_FILE, RUN_FILE, BatchUnit, FolderSampleJob, result_of_run
 
     unique = UniqueIds(args.dedupe)
-    seqs = [(r.id, r.seq) for r in _records(args, unique)]
+    seqs = [(r.id, r.seq) for r in parsed.inputs.records(unique)]
     if unique.warning():
         print(unique.warning(), file=sys.stderr)
     if not seqs:
         raise MLMProbError("no input: give --seq or --input")
     out = Path(args.out)
-    job = FolderSampleJob(**_job_fields(args, spec), folder=str(out), progress=not args.no_progress)
-    config = _stored_config(args, job, mode="folder")
+    job = FolderSampleJob(**_job_fields(args, parsed), folder=str(out), progress=not args.no_progress)
+    config = _stored_config(args, parsed, job, mode="folder")
     unit = BatchUnit(tuple(seqs))
     last = f"{seqs[-1][0]}/chain{job.chains - 1}"
     out.mkdir(parents=True, exist_ok=True)
@@ -278,9 +269,9 @@ def run_folder(args, spec) -> int:
                 unit_name="batch",
                 chunk_size=1,
                 last_row_id=lambda u: last,
-                input=args.input,
+                input=None if parsed.inputs.file is None else parsed.inputs.file.path,
             ),
-            RunOptions.from_args(args, out=str(out / CHAINS_FILE), resume=True, progress=False),
+            run_options(args, out=str(out / CHAINS_FILE), resume=True, progress=False),
         )
         result = result_of_run(out, job.spec)
         if result is None:  # the run file lost epochs after its rows were written: complete it again
@@ -340,31 +331,31 @@ def _summary(result, spec) -> dict:
     return summary
 
 
-def run_streamed(args, spec) -> int:
+def run_streamed(args, parsed: Parsed) -> int:
     """Streamed mode: one row per chain into a .jsonl/.tsv/.parquet file (or stdout), the record being the
     unit of sharding and resuming (a record is done when all its chains are in the output; a record whose
     rows a kill cut in the middle is sampled again, identically, and only its missing chains are added)."""
-    from ..runtime.command import RunOptions, StreamCommand, run_command
+    from ..runtime.command import StreamCommand, run_command
     from ..runtime.unique import UniqueIds
     from ..sampling.stream import SampleJob
 
-    opts = RunOptions.from_args(args)
+    opts = run_options(args)
     unique = UniqueIds(args.dedupe)
-    given = getattr(args, "input_given", args.input)
-    job = SampleJob(**_job_fields(args, spec), skip_invalid=args.skip_invalid)
-    config = _stored_config(args, job)
+    file = parsed.inputs.file
+    job = SampleJob(**_job_fields(args, parsed), skip_invalid=args.skip_invalid)
+    config = _stored_config(args, parsed, job)
     last = f"/chain{job.chains - 1}"
-    spec = StreamCommand(
+    command = StreamCommand(
         job,
-        lambda: _records(args, unique),
+        lambda: parsed.inputs.records(unique),
         config,
-        input=args.input,
-        empty=f"no sequences found in {given}" if args.input else "no input: give --seq or --input",
+        input=None if file is None else file.path,
+        empty=f"no sequences found in {file.given}" if file else "no input: give --seq or --input",
         unit_name="record",
         chunk_size=1,
         last_row_id=lambda r: r.id + last,
     )
-    done = run_command(spec, opts)
+    done = run_command(command, opts)
     if unique.warning():
         print(unique.warning(), file=sys.stderr)
     print(

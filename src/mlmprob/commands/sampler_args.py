@@ -74,7 +74,8 @@ def sampler_spec(args) -> SamplerSpec:
     """The spec of the parsed flags, validated once; a flag the method does not take is refused with flags."""
     from ..sampling.spec import NotForMethod
 
+    values = {name: getattr(args, name) for name in option_names() if hasattr(args, name)}
     try:
-        return SamplerSpec.from_args(args)
+        return SamplerSpec(**values)  # a flag left out is absent from args: the method's spec gives its default
     except NotForMethod as e:
         raise MLMProbError(e.cli()) from None

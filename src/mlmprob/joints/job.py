@@ -306,7 +306,6 @@ def run_joints(mlm: MaskedLM | None, run: JointsRun, spec: JointsSpec | None = N
         engine=run.engine,
         ray_address=run.ray_address,
         progress=run.show_progress,
-        dtype=dtype,
     )
     stored = check_records(
         out, spec, shard, _dtype_label(mlm if opts.in_process else None, dtype, opts.devices[0], spec.model)

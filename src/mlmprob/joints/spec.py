@@ -18,9 +18,9 @@ DEFAULT_COLUMN = "HC"  # the sequence column of a CSV/TSV data file when none is
 
 @dataclass(frozen=True)
 class JointsSpec(Spec):
-    """One experiment's settings (``mlmprob joints``' flags of the same names: :meth:`from_args`). ``pivot``
-    is ``"mode"`` (the paper's default) or ``"mask"``; ``top_k`` None uses the full candidate vocabulary (the
-    model's proposal ids, else its whole vocabulary).
+    """One experiment's settings (``mlmprob joints``' flags of the same names:
+    :func:`mlmprob.commands.common.spec_of`). ``pivot`` is ``"mode"`` (the paper's default) or ``"mask"``; ``top_k``
+    None uses the full candidate vocabulary (the model's proposal ids, else its whole vocabulary).
     ``data`` is read by :func:`mlmprob.runtime.inputs.iter_records` in ``format``; ``column`` names the
     sequence column of a CSV/TSV file (``HC`` when None) or the key of JSONL/Parquet records (their
     default when None); it is set to None for text and FASTA files, which have no columns.

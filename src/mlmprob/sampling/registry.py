@@ -184,14 +184,6 @@ class SamplerSpec(Spec, metaclass=_ByMethod):
         if isinstance(self.thin, bool) or not isinstance(self.thin, int) or not 1 <= self.thin <= self.epochs:
             raise MLMProbError(f"thin must be an integer in 1..epochs ({self.epochs}), got {self.thin!r}")
 
-    @classmethod
-    def from_args(cls, args, **given):
-        """The spec of parsed CLI arguments: ``--method`` and every sampler flag given (a flag left out is absent
-        from ``args``: the method's spec gives its default)."""
-        names = option_names()
-        values = {name: getattr(args, name) for name in names if hasattr(args, name)}
-        return SamplerSpec(**{**values, **given})
-
     def replace(self, **changes):
         """A copy with ``changes`` (validated again); another ``method`` keeps the fields set away from their
         defaults (refused if that method does not take them)."""

@@ -47,7 +47,8 @@ from ..energies import as_row, token_scores
 from ..errors import MLMProbError
 from ..joints.conditionals import pair_conditionals
 from ..joints.constructions import ag_joint
-from ..models.protocol import MaskedLM, foreign_ids, id_range, lengths_of, max_length_of, special_ids_of
+from ..models.protocol import MaskedLM
+from ..models.reader import reader_of
 from ..positions import TOKENS, default_mask
 from .chain import chain_scores, plan_chain
 from .rows import ForwardCache, RowTable
@@ -68,13 +69,14 @@ Variant = tuple[tuple[int, int], ...]
 
 def check_wild_type(mlm: MaskedLM, wild_type) -> torch.Tensor:
     """A 1-D LongTensor without right padding; ids in the vocabulary, no mask token."""
+    mlm = reader_of(mlm)
     ids = as_row(wild_type, "wild_type")
-    if bool(foreign_ids(mlm, ids).any()):
-        raise MLMProbError(f"wild_type token ids must lie in {id_range(mlm)}, got {int(ids.min())}..{int(ids.max())}")
-    ids = ids[: int(lengths_of(mlm, ids[None])[0])]
+    if bool(mlm.foreign(ids).any()):
+        raise MLMProbError(f"wild_type token ids must lie in {mlm.id_range()}, got {int(ids.min())}..{int(ids.max())}")
+    ids = ids[: int(mlm.lengths(ids[None])[0])]
     if (ids == mlm.mask_id).any():
         raise MLMProbError(f"wild_type holds the mask token at position {int((ids == mlm.mask_id).nonzero()[0])}")
-    n = max_length_of(mlm)
+    n = mlm.max_length
     if n is not None and len(ids) > n:
         raise MLMProbError(f"wild_type has {len(ids)} tokens; the model accepts at most {n}")
     return ids
@@ -83,7 +85,7 @@ def check_wild_type(mlm: MaskedLM, wild_type) -> torch.Tensor:
 def check_variants(mlm: MaskedLM, wild_type: torch.Tensor, mutants) -> list[Variant]:
     """Each variant as ``((position, token), ...)`` sorted by position, validated against the wild type."""
     free = default_mask(mlm, wild_type[None], TOKENS)[0].tolist()
-    bad_tokens = special_ids_of(mlm) | {mlm.mask_id}
+    bad_tokens = reader_of(mlm).special_ids | {mlm.mask_id}
     out = []
     for n, v in enumerate(mutants):
         try:
