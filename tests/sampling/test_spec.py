@@ -94,11 +94,11 @@ def test_settings_keep_the_order_and_keys_of_the_stored_rows():
 
 
 def test_from_args_takes_every_field_the_parser_has():
-    from mlmprob.commands.common import spec_of
+    from mlmprob.commands.sampler_args import sampler_spec
 
     spec = SamplerSpec(method="speculative", epochs=7, draft_k=3, order="r2l", top_p=0.9)
     args = argparse.Namespace(**{f.name: getattr(spec, f.name) for f in dataclasses.fields(spec)}, chains=2, model="x")
-    assert spec_of(SamplerSpec, args) == spec
+    assert sampler_spec(args) == spec
 
 
 def test_the_cli_has_a_flag_for_every_field():

@@ -62,19 +62,6 @@ def _frame(rows, headers):
     return pd.DataFrame(rows, columns=headers)
 
 
-def saturation_styler(smap):
-    """The L x 20 table with a red (above the wild type) / blue (below) background per cell."""
-    import pandas as pd
-
-    vals = smap.values().numpy()
-    df = pd.DataFrame(vals.round(2), columns=list(smap.sat.letters))
-    df.insert(0, "residue", smap.row_labels())
-    span = float(abs(vals).max()) or 1.0
-    return df.style.background_gradient(cmap="RdBu_r", vmin=-span, vmax=span, subset=list(smap.sat.letters)).format(
-        precision=2, subset=list(smap.sat.letters)
-    )
-
-
 @dataclass(frozen=True)
 class _Ctx:
     """What every tab builder needs: the model, the limits, the batch size, the examples, the queue options."""
@@ -134,7 +121,7 @@ def _tab_mutations(gr, c: _Ctx):
             f"{len(smap.wild_type)} residues x {len(smap.sat.letters)} substitutions by masked_marginals "
             f"({smap.sat.n_forward} forward rows); red: more likely than the wild type. Click a cell."
         )
-        return render.saturation_figure(smap), saturation_styler(smap), state, note
+        return render.saturation_figure(smap), render.saturation_styler(smap), state, note
 
     def do_mutant(wt, mutant):
         ms = mutant_scores(mlm, wt, mutant, limits=limits)
@@ -241,9 +228,9 @@ def _tab_infill(gr, c: _Ctx):
         i_stop.click(None, cancels=[ev])
 
 
-def _tab_sample(gr, c: _Ctx):
-    """The Sample tab: streamed Gibbs chains (endpoint ``sample``)."""
-    mlm, limits, ex, run = c.mlm, c.limits, c.ex, c.run
+def _sample_fn(gr, c: _Ctx):
+    """The Sample tab's handler: the chains' snapshots streamed into the summary, the trace and the table."""
+    mlm, limits = c.mlm, c.limits
 
     def do_sample(
         text,
@@ -281,6 +268,13 @@ def _tab_sample(gr, c: _Ctx):
                     _frame(render.sample_rows(snap), ["chain", f"E_{energy}", "sequence"]),
                 )
 
+    return do_sample
+
+
+def _tab_sample(gr, c: _Ctx):
+    """The Sample tab: streamed Gibbs chains (endpoint ``sample``)."""
+    limits, ex, run = c.limits, c.ex, c.run
+    do_sample = _sample_fn(gr, c)
     with gr.Tab("Sample"):
         p_in = gr.Textbox(
             ex["sample"], lines=2, label="start sequence (_ = masked, sampled too)", elem_id="sample-input"

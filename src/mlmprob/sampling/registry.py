@@ -184,6 +184,14 @@ class SamplerSpec(Spec, metaclass=_ByMethod):
         if isinstance(self.thin, bool) or not isinstance(self.thin, int) or not 1 <= self.thin <= self.epochs:
             raise MLMProbError(f"thin must be an integer in 1..epochs ({self.epochs}), got {self.thin!r}")
 
+    @classmethod
+    def of(cls, spec=None, /, **overrides):
+        """``sample``'s settings: ``spec`` (None: the defaults of ``overrides``' method) with ``overrides`` changing its
+        fields by name; the method's spec refuses another method's option or an unknown name in one line."""
+        if spec is None:
+            return SamplerSpec(**overrides)
+        return cls.check(spec).replace(**overrides) if overrides else cls.check(spec)
+
     def replace(self, **changes):
         """A copy with ``changes`` (validated again); another ``method`` keeps the fields set away from their
         defaults (refused if that method does not take them)."""
