@@ -58,8 +58,8 @@ _HOMES = {
     "train": ".training",
     "score_variants": ".variants",
 }
-# ``energy``, ``infill``, ``synthetic`` and ``training`` are the modules themselves (imported as submodules when
-# first read; ``energy`` and ``infill`` are callable, :mod:`mlmprob.callable_module`)
+# ``design``, ``energy``, ``infill``, ``synthetic`` and ``training`` are the modules themselves (imported as submodules
+# when first read; ``design``, ``energy`` and ``infill`` are callable, :mod:`mlmprob.callable_module`)
 __getattr__, __dir__ = _exports(__name__, _HOMES)
 
 
@@ -74,6 +74,7 @@ __all__ = [
     "reader_of",
     "MLMProbError",
     "TokenScores",
+    "design",
     "energy",
     "load_mlm",
     "pll",

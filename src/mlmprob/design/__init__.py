@@ -26,3 +26,7 @@ __getattr__, __dir__ = exports(
         "Target": ".terms",
     },
 )
+
+from ..callable_module import make_callable  # noqa: E402
+
+make_callable(__name__)  # mlmprob.design(...) calls mlmprob.design.api.design, however the package was imported
