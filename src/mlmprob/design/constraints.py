@@ -12,6 +12,8 @@ motif does. The target is 0 outside ``C``: a sampler rejects a move that leaves 
 ['forbidden motif deamidation (NG) at residue 2']
 >>> c.ok("ANQS"), c.ok("AQQS"), c.ok("CNQS")
 (True, False, False)
+>>> Constraints.build("ANGS", AMINO_ACIDS, forbid=("NG",), keep_parent_motifs=True).violations("NGGS")
+['forbidden motif NG at residue 1']
 >>> Constraints.build("ANGS", AMINO_ACIDS, forbid=("deamidation",))
 Traceback (most recent call last):
 ...
@@ -86,6 +88,7 @@ class Constraints:
     max_mutations: int | None
     forbid: tuple[tuple[str, str, re.Pattern], ...]
     require: tuple[tuple[str, str, re.Pattern], ...]
+    tolerated: tuple[frozenset[int], ...] = ()  # per forbidden motif: the parent's own match starts, if kept
 
     @classmethod
     def build(
@@ -99,11 +102,13 @@ class Constraints:
         forbid: Iterable[str] = (),
         require: Iterable[str] = (),
         start_invalid: bool = False,
+        keep_parent_motifs: bool = False,
     ) -> Constraints:
         """The constraints of ``parent`` over ``alphabet`` (the residues every expert reads): ``positions`` the
         1-based positions that may change (None: all), ``allowed`` pairs ``(position, residues)`` restricting a
         position (1-based), ``forbid``/``require`` motifs (regular expressions or :data:`PRESETS` names). A parent
-        outside ``C`` is refused unless ``start_invalid``."""
+        outside ``C`` is refused unless ``start_invalid``. ``keep_parent_motifs``: a forbidden motif the parent
+        already has is tolerated where it starts in the parent (only new occurrences violate ``C``)."""
         if not isinstance(parent, str) or not parent:
             raise MLMProbError("the parent must be a non-empty residue string")
         bad = sorted(set(parent) - set(alphabet))
@@ -127,9 +132,9 @@ class Constraints:
             sets[j] = keep
         if max_mutations is not None and (isinstance(max_mutations, bool) or max_mutations < 0):
             raise MLMProbError(f"max_mutations must be a non-negative integer, got {max_mutations!r}")
-        c = cls(
-            parent, tuple(sets), max_mutations, motif_patterns(forbid, "forbid"), motif_patterns(require, "require")
-        )
+        forbid = motif_patterns(forbid, "forbid")
+        kept = tuple(frozenset(_starts(p, parent)) if keep_parent_motifs else frozenset() for _, _, p in forbid)
+        c = cls(parent, tuple(sets), max_mutations, forbid, motif_patterns(require, "require"), kept)
         why = c.violations(parent)
         if why and not start_invalid:
             raise MLMProbError(
@@ -153,8 +158,8 @@ class Constraints:
         n = sum(a != b for a, b in zip(seq, self.parent, strict=True))
         if self.max_mutations is not None and n > self.max_mutations:
             out.append(f"{n} mutations from the parent, more than {self.max_mutations}")
-        for name, regex, pat in self.forbid:
-            m = pat.search(seq)
+        for k, (name, regex, _pat) in enumerate(self.forbid):
+            m = self._new_match(k, seq)
             if m and name == "unpaired-cysteine":
                 out.append(f"an unpaired cysteine ({seq.count('C')} C, an odd number)")
             elif m:
@@ -165,13 +170,29 @@ class Constraints:
                 out.append(f"required motif {name} is missing")
         return out
 
+    def _new_match(self, k: int, seq: str):
+        """The first match of forbidden motif ``k`` in ``seq`` that the parent does not have at its start (any match
+        unless ``keep_parent_motifs``), or None."""
+        pat = self.forbid[k][2]
+        kept = self.tolerated[k] if self.tolerated else frozenset()
+        if not kept:
+            return pat.search(seq)
+        return next((m for j in range(len(seq) + 1) if j not in kept and (m := pat.match(seq, j))), None)
+
     def motifs_ok(self, seq: str) -> bool:
         """Whether ``seq`` passes the motif constraints (forbidden and required)."""
-        return not any(p.search(seq) for _, _, p in self.forbid) and all(p.search(seq) for _, _, p in self.require)
+        return not any(self._new_match(k, seq) for k in range(len(self.forbid))) and all(
+            p.search(seq) for _, _, p in self.require
+        )
 
     def ok(self, seq: str) -> bool:
         """Whether ``seq`` is in ``C``."""
         return not self.violations(seq)
+
+
+def _starts(pat: re.Pattern, seq: str) -> list[int]:
+    """Every start at which ``pat`` matches ``seq`` (overlapping matches included)."""
+    return [j for j in range(len(seq) + 1) if pat.match(seq, j)]
 
 
 def _position(p, length: int, what: str) -> int:

@@ -46,7 +46,8 @@ class DesignSpec(Spec):
     conditionals propose (its name; None: the first expert; ``uniform``: uniform over the allowed residues),
     at ``proposal_temperature``. Constraints: ``positions`` (1-based residues that may change; None: all),
     ``allowed`` (``(position, residues)`` pairs), ``max_mutations``, ``forbid`` and ``require`` (regular
-    expressions or preset names), ``start_invalid`` (start at a parent outside ``C``)."""
+    expressions or preset names), ``start_invalid`` (start at a parent outside ``C``), ``keep_parent_motifs``
+    (a forbidden motif the parent has is tolerated where it is: only new occurrences leave ``C``)."""
 
     method: str = "mh"
     chains: int = 4
@@ -61,6 +62,7 @@ class DesignSpec(Spec):
     forbid: tuple[str, ...] = ()
     require: tuple[str, ...] = ()
     start_invalid: bool = False
+    keep_parent_motifs: bool = False
     anneal_start: float = field(default=10.0, metadata=_only("anneal"))
     anneal_end: float = field(default=0.1, metadata=_only("anneal"))
     anneal_schedule: str = field(default="geometric", metadata=_only("anneal"))
@@ -148,7 +150,7 @@ class DesignSpec(Spec):
 
     def constraint_keywords(self) -> dict:
         """The keywords of :meth:`~mlmprob.design.constraints.Constraints.build`."""
-        names = ("positions", "allowed", "max_mutations", "forbid", "require", "start_invalid")
+        names = ("positions", "allowed", "max_mutations", "forbid", "require", "start_invalid", "keep_parent_motifs")
         return {n: getattr(self, n) for n in names}
 
     def kernel(self, target):
