@@ -56,3 +56,30 @@ def test_bad_input_is_one_line(capsys, extra, message):
     assert main(["design", PARENT, "--steps", "1", *extra]) != 0
     err = capsys.readouterr().err.strip()
     assert message in err and len(err.splitlines()) == 1, err
+
+
+def test_readme_design_example_runs():
+    """The README's design block on the embedded models, one chain per temperature and one step."""
+    import re
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    section = text[text.index("## Design under constraints") :]
+    code = re.search(r"```python\n(.*?)```", section, re.S).group(1)
+    code = code.replace("chains=4, steps=20", "chains=1, steps=1")
+    assert "chains=1, steps=1" in code
+    ns: dict = {}
+    exec(compile(code, "README.md", "exec"), ns)
+    r = ns["r"]
+    assert r.names == ("antiberty", "sapiens-vh", "oracle", "hamming") and len(r.rows) == 2
+    assert all(row["in_constraints"] and row["mutations"] <= 3 for row in r.rows)
+    assert [t["temperature"] for t in r.stats["temperatures"]] == [1.0, 2.0]
+
+
+def test_the_package_is_the_function_however_it_was_imported():
+    import subprocess
+    import sys
+
+    code = "import mlmprob.design.api, mlmprob; print(callable(mlmprob.design), mlmprob.design.DesignSpec.__name__)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
+    assert out.stdout.split() == ["True", "DesignSpec"]
