@@ -30,7 +30,9 @@ def toy():
     return target, spec, X, pi
 
 
-def transition_matrix(target, X, proposal: int | None, tau: float, hastings: bool = True) -> torch.Tensor:
+def transition_matrix(
+    target, X, proposal: int | None, tau: float, hastings: bool = True, proposal_temperature: float = 1.0
+) -> torch.Tensor:
     """The random-scan MH kernel's exact transition matrix on the enumerated space ``X`` (float64)."""
     S = len(X)
     E, rows = target.energies(X, rows_of=proposal)
@@ -41,7 +43,7 @@ def transition_matrix(target, X, proposal: int | None, tau: float, hastings: boo
     for s, x in enumerate(X.tolist()):
         for i in sites:
             allowed = target.allowed[i][None]
-            logq = site_log_probs(None if rows is None else rows[s, i][None], allowed)[0]
+            logq = site_log_probs(None if rows is None else rows[s, i][None], allowed, proposal_temperature)[0]
             for a in allowed[0].nonzero(as_tuple=True)[0].tolist():
                 y = list(x)
                 y[i] = a
@@ -72,17 +74,17 @@ def test_the_toy_is_a_real_test(toy):
     assert torch.corrcoef(E[:, :2].T)[0, 1] < 0.99
 
 
-@pytest.mark.parametrize("proposal", [0, 1, None])
-def test_exact_transition_matrix_has_the_constrained_target_as_its_stationary_law(toy, proposal):
+@pytest.mark.parametrize("proposal,proposal_temperature", [(0, 1.0), (1, 1.0), (None, 1.0), (0, 0.5), (1, 2.0)])
+def test_exact_transition_matrix_has_the_constrained_target_as_its_stationary_law(toy, proposal, proposal_temperature):
     target, _, X, pi = toy
-    P = transition_matrix(target, X, proposal, TAU)
+    P = transition_matrix(target, X, proposal, TAU, proposal_temperature=proposal_temperature)
     assert torch.allclose(P.sum(1), torch.ones(len(X), dtype=torch.float64))
     assert (pi @ P - pi).abs().max() < 1e-12
     flow = pi[:, None] * P
     assert (flow - flow.T).abs().max() < 1e-12  # detailed balance
     assert (stationary(P) - pi).abs().max() < 1e-9
     if proposal is not None:  # without the Hastings correction the expert's proposal biases the chain
-        wrong = stationary(transition_matrix(target, X, proposal, TAU, hastings=False))
+        wrong = stationary(transition_matrix(target, X, proposal, TAU, False, proposal_temperature))
         assert 0.5 * (wrong - pi).abs().sum() > 0.01
 
 
