@@ -6,6 +6,8 @@ spec. ``hamming`` adds the built-in Hamming-distance term with that weight (0: n
 
 >>> DesignSpec(method="replica", temperatures=(1.0, 2.0)).settings()["temperatures"]
 [1.0, 2.0]
+>>> DesignSpec(positions=range(3, 5), allowed=[[3, "AG"]]).settings()["positions"]
+[3, 4]
 >>> DesignSpec(method="anneal", anneal_start=0.1, anneal_end=1.0)
 Traceback (most recent call last):
 ...
@@ -70,6 +72,7 @@ class DesignSpec(Spec):
     swap_every: int = field(default=1, metadata=_only("replica"))
 
     def __post_init__(self):
+        self._normalise()
         if self.method not in METHODS:
             raise MLMProbError(f"method must be one of {METHODS}, got {self.method!r}")
         self._check_method_fields()
@@ -106,6 +109,18 @@ class DesignSpec(Spec):
                 raise MLMProbError(f"allowed must hold (position, residues) pairs, got {pair!r}")
             if not pair[1]:
                 raise MLMProbError(f"position {pair[0]} has an empty allowed set")
+
+    def _normalise(self) -> None:
+        """Sequences given as lists or ranges (the API, JSON) held as tuples, so the spec is hashable and its
+        settings read the same."""
+
+        def tup(x):
+            return tuple(x) if isinstance(x, (list, range)) else x
+
+        object.__setattr__(self, "positions", tup(self.positions))
+        object.__setattr__(self, "allowed", tuple(tup(p) for p in tup(self.allowed)))
+        for name in ("forbid", "require", "temperatures"):
+            object.__setattr__(self, name, tup(getattr(self, name)))
 
     def _check_method_fields(self) -> None:
         for f in dataclasses.fields(self):
