@@ -26,6 +26,7 @@ _os.environ.setdefault(*_MKL_CBWR)  # before torch makes its first MKL call (tor
 # command line's ``--help``, ``--version`` and usage errors do not import torch or transformers.
 _HOMES = {
     "TokenScores": ".energies",
+    "design": ".designing",
     "energy": ".energies",
     "token_scores": ".energies",
     "MLMProbError": ".errors",
@@ -59,8 +60,8 @@ _HOMES = {
     "train": ".training",
     "score_variants": ".variants",
 }
-# ``synthetic`` and ``training`` are the modules themselves (imported as submodules when first read); ``energy`` and
-# ``infill`` are functions (of ``mlmprob.energies`` and ``mlmprob.infilling``)
+# ``synthetic`` and ``training`` are the modules themselves (imported as submodules when first read); ``design``,
+# ``energy`` and ``infill`` are functions (of ``mlmprob.designing``, ``mlmprob.energies`` and ``mlmprob.infilling``)
 __getattr__, __dir__ = _exports(__name__, _HOMES)
 
 
@@ -75,6 +76,7 @@ __all__ = [
     "reader_of",
     "MLMProbError",
     "TokenScores",
+    "design",
     "energy",
     "load_mlm",
     "pll",

@@ -19,6 +19,7 @@ COMMANDS = (
     "merge",
     "demo",
     "sample",
+    "design",
     "joints",
     "infill",
     "train",
