@@ -1,0 +1,164 @@
+"""``design(terms, parent, spec=None, **overrides)``: sample or optimise variants of a parent under a product of
+experts and hard constraints.
+
+>>> import torch
+>>> from mlmprob import load_mlm
+>>> r = design(load_mlm("antiberty"), "EVQLVESGGGLVQPGGSLRLSCAAS", chains=2, steps=5, positions=(3, 4, 5),
+...            max_mutations=2, forbid=("glycosylation", "NG"), generator=torch.Generator().manual_seed(0))
+>>> [len(row["sequence"]) for row in r.rows], r.names
+([25, 25], ('antiberty',))
+>>> all(row["in_constraints"] and row["mutations"] <= 2 for row in r.rows)
+True
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+import torch
+
+from ..alphabet import AMINO_ACIDS
+from ..errors import MLMProbError
+from .constraints import Constraints, mutant_string
+from .kernels import DesignInfo, DesignState, swap_step
+from .spec import DesignSpec
+from .terms import Hamming, Target
+
+
+@dataclass
+class DesignResult:
+    """One row per chain (``rows``: its final sequence, its mutations from the parent as a ProteinGym mutant string,
+    every term's energy, the weighted total, its temperature, its acceptance rate and the best sequence it visited
+    in ``C``), ``names`` the terms, and ``stats``: per temperature the proposal, constraint-exit and acceptance
+    rates (and the swap rates of replica exchange), the model rows read and the oracle calls."""
+
+    names: tuple[str, ...]
+    parent: str
+    rows: list[dict]
+    stats: dict = field(default_factory=dict)
+
+    def samples(self) -> list[str]:
+        """The final sequences of the chains at the target temperature (the lowest rung)."""
+        t = min(r["temperature"] for r in self.rows)
+        return [r["sequence"] for r in self.rows if r["temperature"] == t]
+
+
+def build_target(terms, parent: str, spec: DesignSpec, alphabet: str = AMINO_ACIDS) -> Target:
+    """The target of ``terms`` (a masked LM, a term, or a sequence of them) and the spec's Hamming weight and
+    constraints around ``parent``."""
+    terms = list(terms) if isinstance(terms, (list, tuple)) else [terms]
+    if spec.hamming:
+        terms.append(Hamming(spec.hamming))
+    if not isinstance(parent, str):
+        raise MLMProbError(f"the parent must be one residue string, got {type(parent).__name__}")
+    parent = parent.strip()
+
+    def constraints_of(letters: str) -> Constraints:
+        return Constraints.build(parent, letters, **spec.constraint_keywords())
+
+    return Target(terms, constraints_of, parent, alphabet)
+
+
+def design(
+    mlm_or_experts,
+    inputs: str,
+    spec: DesignSpec | None = None,
+    *,
+    generator: torch.Generator | None = None,
+    on_step: Callable[[int, DesignState, DesignInfo], None] | None = None,
+    **overrides,
+) -> DesignResult:
+    """Run ``spec.method`` on ``p(x) ∝ exp(-Σ_k w_k E_k(x)/τ) · 1[x ∈ C]`` around the parent ``inputs``.
+
+    ``mlm_or_experts``: a masked LM (its ``E_local``, weight 1), or a sequence of terms: masked LMs,
+    :class:`~mlmprob.design.Expert` (``kind="raw"`` for ``E_raw``, a weight, a name), :class:`~mlmprob.design.Oracle`
+    or a plain callable (a batch of residue strings -> one number each; higher is better), and
+    :class:`~mlmprob.design.Hamming`. ``spec`` (:class:`~mlmprob.design.DesignSpec`) with ``overrides`` by field
+    name. ``on_step(t, state, info)`` is called after each step."""
+    spec = DesignSpec.of(spec, **overrides)
+    if generator is None:
+        generator = torch.Generator()
+        generator.seed()
+    target = build_target(mlm_or_experts, inputs, spec)
+    return run_design(target, spec, generator, on_step)
+
+
+def run_design(
+    target: Target, spec: DesignSpec, generator: torch.Generator, on_step: Callable | None = None
+) -> DesignResult:
+    """The chains of ``spec`` on ``target`` from its parent, stepped ``spec.steps`` times."""
+    kernel = spec.kernel(target)
+    ladder = spec.temperatures_used()
+    R, C = len(ladder), spec.chains
+    taus = torch.tensor(ladder, dtype=torch.float64).repeat_interleave(C)
+    state = kernel.init(target.parent_ids.expand(R * C, -1).clone(), taus)
+    counts = {k: torch.zeros(R * C, dtype=torch.long) for k in ("changed", "left", "accepted")}
+    swaps = torch.zeros(2, max(R - 1, 0), dtype=torch.long)
+    best_U = torch.where(state.inside, state.U, torch.full_like(state.U, float("inf")))
+    best_X = state.X.clone()
+    for t in range(spec.steps):
+        if spec.method == "anneal":
+            state = _with_tau(state, spec.temperature_at(t))
+        state, info = kernel.step(state, generator)
+        for k in counts:
+            counts[k] += getattr(info, k).long()
+        better = state.inside & (state.U < best_U)
+        best_U[better], best_X[better] = state.U[better], state.X[better]
+        if R > 1 and (t + 1) % spec.swap_every == 0:
+            state, tried, took = swap_step(state, R, ((t + 1) // spec.swap_every) % 2, generator)
+            swaps[0] += tried
+            swaps[1] += took
+        if on_step is not None:
+            on_step(t, state, info)
+    rows = _rows(target, state, counts, best_X, best_U, C)
+    return DesignResult(target.names, target.parent, rows, _stats(target, ladder, C, counts, swaps))
+
+
+def _with_tau(state: DesignState, tau: float) -> DesignState:
+    from dataclasses import replace
+
+    return replace(state, tau=torch.full_like(state.tau, tau))
+
+
+def _rows(target: Target, state: DesignState, counts: dict, best_X, best_U, C: int) -> list[dict]:
+    seqs, best = target.decode(state.X), target.decode(best_X)
+    out = []
+    for b, s in enumerate(seqs):
+        moved = int(counts["changed"][b])
+        found = bool(torch.isfinite(best_U[b]))
+        out.append(
+            {
+                "chain": b,
+                "temperature": float(state.tau[b]),
+                "sequence": s,
+                "mutant": mutant_string(target.parent, s),
+                "mutations": sum(a != c for a, c in zip(target.parent, s, strict=True)),
+                "energies": {n: float(e) for n, e in zip(target.names, state.E[b], strict=True)},
+                "total": float(state.U[b]),
+                "in_constraints": bool(state.inside[b]),
+                "acceptance": int(counts["accepted"][b]) / moved if moved else 0.0,
+                "best_sequence": best[b] if found else None,
+                "best_mutant": mutant_string(target.parent, best[b]) if found else None,
+                "best_total": float(best_U[b]) if found else None,
+            }
+        )
+    return out
+
+
+def _stats(target: Target, ladder: Sequence[float], C: int, counts: dict, swaps: torch.Tensor) -> dict:
+    rungs = []
+    for r, tau in enumerate(ladder):
+        sl = slice(r * C, (r + 1) * C)
+        changed, left, took = (int(counts[k][sl].sum()) for k in ("changed", "left", "accepted"))
+        entry = {
+            "temperature": tau,
+            "proposals_moved": changed,
+            "left_constraints": left / changed if changed else 0.0,
+            "acceptance": took / changed if changed else 0.0,
+        }
+        if r < len(ladder) - 1:
+            tried = int(swaps[0][r])
+            entry["swap_rate"] = int(swaps[1][r]) / tried if tried else 0.0
+        rungs.append(entry)
+    return {"temperatures": rungs, "model_rows": target.model_rows, "oracle_calls": target.oracle_calls}

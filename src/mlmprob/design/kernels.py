@@ -1,0 +1,191 @@
+"""Kernels on a design target (:class:`~mlmprob.design.terms.Target`), in the factory shape of the samplers:
+``mh_kernel(target, proposal, proposal_temperature)`` binds the fixed parts and returns ``(init, step)`` with
+``init(X, tau) -> DesignState`` and ``step(state, generator) -> (DesignState, DesignInfo)``; ``swap_step``
+is replica exchange's move between adjacent temperatures.
+
+One MH step per chain: a position ``i`` drawn uniformly among those whose allowed set has more than one residue;
+a residue drawn from the proposal expert's single-site conditional at ``i`` (the row of ``x`` with ``i``
+masked), **renormalised over the residues allowed at** ``i`` (and tempered by ``proposal_temperature``), or
+uniformly over them. ``x`` and ``x'`` agree outside ``i``, so the reverse proposal ``q(x | x')`` is read from
+the same row and the Hastings ratio is exact:
+
+    log α = -(U(x') - U(x)) / τ + log q_i(x_i | x_-i) - log q_i(x'_i | x_-i),   U = Σ_k w_k E_k
+
+A proposal outside ``C`` is rejected (the target is 0 there) without reading any model. Each term of the random
+scan leaves ``p ∝ exp(-U/τ) 1[C]`` invariant, so the chain's stationary law is the constrained target exactly.
+A chain that starts outside ``C`` (``start_invalid``) follows the unconstrained ratio among moves that do not add
+a violation until it enters ``C``, which it never leaves.
+
+Randomness comes from the generator only, and each step draws the same numbers whatever the states (a site, a
+residue and a uniform per chain). Ratios are float64, in log space.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import NamedTuple
+
+import torch
+
+from ..errors import MLMProbError
+from ..sampling.proposals import sample_from
+
+
+@dataclass(frozen=True)
+class DesignState:
+    """``B`` chains: ``X`` ``[B, L]`` (alphabet indices), ``E`` each term's energy ``[B, K]``, ``U`` the weighted
+    total ``[B]``, ``inside`` (in ``C``) ``[B]``, ``rows`` the proposal expert's single-site logits at ``X``
+    ``[B, L, A]`` (None for uniform proposals), ``tau`` each chain's temperature ``[B]`` (float64)."""
+
+    X: torch.Tensor
+    E: torch.Tensor
+    U: torch.Tensor
+    inside: torch.Tensor
+    rows: torch.Tensor | None
+    tau: torch.Tensor
+
+
+@dataclass(frozen=True)
+class DesignInfo:
+    """What one step did per chain ``[B]``: ``changed`` (the proposal differs from the state), ``left`` (it left
+    ``C``: rejected unread), ``accepted`` (a changed proposal was accepted), ``log_alpha`` (``-inf`` when left)."""
+
+    changed: torch.Tensor
+    left: torch.Tensor
+    accepted: torch.Tensor
+    log_alpha: torch.Tensor
+
+
+class Kernel(NamedTuple):
+    init: Callable[[torch.Tensor, torch.Tensor], DesignState]
+    step: Callable[[DesignState, torch.Generator], tuple[DesignState, DesignInfo]]
+
+
+def site_log_probs(rows: torch.Tensor | None, allowed: torch.Tensor, temperature: float = 1.0) -> torch.Tensor:
+    """The proposal at one site per chain, ``[n, A]`` float64 log-probabilities: ``softmax(rows / T)`` over the
+    ``allowed`` residues (bool ``[n, A]``), ``-inf`` elsewhere; uniform over them when ``rows`` is None.
+
+    >>> site_log_probs(torch.log(torch.tensor([[0.5, 0.3, 0.2]])), torch.tensor([[True, False, True]])).exp()
+    tensor([[0.7143, 0.0000, 0.2857]], dtype=torch.float64)
+    """
+    x = torch.zeros(allowed.shape, dtype=torch.float64) if rows is None else rows.double() / temperature
+    x = x.masked_fill(~allowed, float("-inf"))
+    return x - torch.logsumexp(x, -1, keepdim=True)
+
+
+def log_acceptance(
+    u_old: torch.Tensor, u_new: torch.Tensor, tau: torch.Tensor, log_q_rev: torch.Tensor, log_q_fwd: torch.Tensor
+) -> torch.Tensor:
+    """The Metropolis-Hastings log ratio ``-(U' - U) / τ + log q(x | x') - log q(x' | x)`` (float64)."""
+    return -(u_new - u_old) / tau + log_q_rev - log_q_fwd
+
+
+def changeable_sites(allowed: torch.Tensor) -> torch.Tensor:
+    """The positions whose allowed set has more than one residue (a proposal anywhere else cannot move)."""
+    sites = (allowed.sum(-1) > 1).nonzero(as_tuple=True)[0]
+    if len(sites) == 0:
+        raise MLMProbError("no position may change: every position's allowed set is a single residue")
+    return sites
+
+
+def mh_kernel(target, proposal: int | None, proposal_temperature: float = 1.0) -> Kernel:
+    """MH on ``target`` with single-site proposals from the expert term ``proposal`` (its index; None: uniform
+    over the allowed residues)."""
+    sites = changeable_sites(target.allowed)
+
+    def init(X: torch.Tensor, tau: torch.Tensor) -> DesignState:
+        E, rows = target.energies(X, rows_of=proposal)
+        return DesignState(X, E, target.total(E), target.in_c(X), rows, _taus(tau, len(X)))
+
+    def step(state: DesignState, generator: torch.Generator) -> tuple[DesignState, DesignInfo]:
+        X = state.X
+        B = X.shape[0]
+        b = torch.arange(B)
+        i = sites[torch.randint(len(sites), (B,), generator=generator)]
+        allowed = target.allowed[i]
+        logq = site_log_probs(None if state.rows is None else state.rows[b, i], allowed, proposal_temperature)
+        new = sample_from(logq, generator)
+        u = torch.rand(B, generator=generator, dtype=torch.float64)
+        old = X[b, i]
+        Xp = X.clone()
+        Xp[b, i] = new
+        changed = new != old
+        inside = torch.zeros(B, dtype=torch.bool)
+        inside[changed] = target.in_c(Xp[changed])
+        read = changed & (inside | (~state.inside & _no_worse(target, X, Xp, changed & ~state.inside)))
+        log_alpha = torch.full((B,), float("-inf"), dtype=torch.float64)
+        log_alpha[~changed] = 0.0
+        E_new, rows_new = target.energies(Xp[read], rows_of=proposal)
+        U_new = target.total(E_new)
+        log_q_fwd, log_q_rev = logq[b, new], logq[b, old]
+        log_alpha[read] = log_acceptance(state.U[read], U_new, state.tau[read], log_q_rev[read], log_q_fwd[read])
+        accept = read.clone()
+        accept[read] = torch.log(u[read]) < log_alpha[read]
+        state = _take(state, accept, Xp, E_new, U_new, inside, rows_new, read)
+        return state, DesignInfo(changed, changed & ~inside, accept, log_alpha)
+
+    return Kernel(init, step)
+
+
+def _taus(tau, n: int) -> torch.Tensor:
+    tau = torch.as_tensor(tau, dtype=torch.float64)
+    return tau.expand(n).clone() if tau.dim() == 0 else tau.clone()
+
+
+def _no_worse(target, X: torch.Tensor, Xp: torch.Tensor, rows: torch.Tensor) -> torch.Tensor:
+    """Bool ``[B]``: at ``rows`` (chains outside ``C``), whether ``Xp`` has no more violations than ``X``."""
+    out = torch.zeros(len(X), dtype=torch.bool)
+    c = target.constraints
+    for r in rows.nonzero(as_tuple=True)[0].tolist():
+        old, new = target.decode(X[r : r + 1])[0], target.decode(Xp[r : r + 1])[0]
+        out[r] = len(c.violations(new)) <= len(c.violations(old))
+    return out
+
+
+def _take(state: DesignState, accept, Xp, E_new, U_new, inside, rows_new, read) -> DesignState:
+    """``state`` with the accepted proposals in (``E_new``, ``U_new``, ``rows_new`` are indexed by ``read``)."""
+    if not accept.any():
+        return state
+    sel = accept[read]  # accepted among the read proposals
+    X, E, U, ins = state.X.clone(), state.E.clone(), state.U.clone(), state.inside.clone()
+    X[accept], E[accept], U[accept], ins[accept] = Xp[accept], E_new[sel], U_new[sel], inside[accept]
+    rows = state.rows
+    if rows is not None:
+        rows = rows.clone()
+        rows[accept] = rows_new[sel]
+    return dataclasses.replace(state, X=X, E=E, U=U, inside=ins, rows=rows)
+
+
+def swap_log_acceptance(u_cold: torch.Tensor, u_hot: torch.Tensor, tau_cold, tau_hot) -> torch.Tensor:
+    """Replica exchange's log acceptance of swapping the states of two chains at temperatures ``tau_cold`` and
+    ``tau_hot``: ``(1/τ_cold - 1/τ_hot) (U_cold - U_hot)`` (float64)."""
+    return (1.0 / tau_cold - 1.0 / tau_hot) * (u_cold - u_hot)
+
+
+def swap_step(
+    state: DesignState, rungs: int, parity: int, generator: torch.Generator
+) -> tuple[DesignState, torch.Tensor, torch.Tensor]:
+    """Swap moves between adjacent temperatures: the chains are ``rungs`` groups of ``C`` (chain ``r * C + c`` at
+    rung ``r``); pairs ``(r, r + 1)`` with ``r % 2 == parity`` each propose to exchange their states, accepted by
+    the exact rule (:func:`swap_log_acceptance`). Returns the state and, per rung pair ``[rungs - 1]``, the
+    swaps attempted and accepted."""
+    B = state.X.shape[0]
+    C = B // rungs
+    u = torch.rand(rungs - 1, C, generator=generator, dtype=torch.float64)
+    attempted = torch.zeros(rungs - 1, dtype=torch.long)
+    accepted = torch.zeros(rungs - 1, dtype=torch.long)
+    perm = torch.arange(B)
+    for r in range(parity, rungs - 1, 2):
+        a, h = torch.arange(C) + r * C, torch.arange(C) + (r + 1) * C
+        la = swap_log_acceptance(state.U[a], state.U[h], state.tau[a], state.tau[h])
+        ok = torch.log(u[r]) < la
+        perm[a[ok]], perm[h[ok]] = h[ok], a[ok]
+        attempted[r], accepted[r] = C, int(ok.sum())
+    if bool((perm != torch.arange(B)).any()):
+        rows = None if state.rows is None else state.rows[perm]
+        state = dataclasses.replace(
+            state, X=state.X[perm], E=state.E[perm], U=state.U[perm], inside=state.inside[perm], rows=rows
+        )
+    return state, attempted, accepted

@@ -1,0 +1,168 @@
+"""``DesignSpec``: every setting of a design run (the sampler and the hard constraints) in one frozen, typed object,
+validated once where it is made (no torch: the command line builds it before loading anything).
+
+The terms (experts, an oracle) are objects, not settings: :func:`~mlmprob.design.design` takes them beside the
+spec. ``hamming`` adds the built-in Hamming-distance term with that weight (0: none).
+
+>>> DesignSpec(method="replica", temperatures=(1.0, 2.0)).settings()["temperatures"]
+[1.0, 2.0]
+>>> DesignSpec(method="anneal", anneal_start=0.1, anneal_end=1.0)
+Traceback (most recent call last):
+...
+mlmprob.errors.MLMProbError: anneal_start must be at least anneal_end (the schedule cools), got 0.1 < 1.0
+>>> DesignSpec(temperatures=(1.0, 2.0))
+Traceback (most recent call last):
+...
+mlmprob.errors.MLMProbError: temperatures is for method='replica', got (1.0, 2.0) with method='mh'
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass, field
+
+from ..errors import MLMProbError
+from ..settings import Spec, check_count, check_int
+
+METHODS = ("mh", "anneal", "replica")
+SCHEDULES = ("geometric", "linear")
+#: The most chains times steps one run may take (each step reads every residue of each changed chain per expert).
+MAX_CHAIN_STEPS = 100_000_000
+
+
+def _only(*methods: str) -> dict:
+    return {"methods": methods}
+
+
+@dataclass(frozen=True)
+class DesignSpec(Spec):
+    """The settings of one design run.
+
+    ``method``: ``mh`` (Metropolis-Hastings at ``temperature``), ``anneal`` (simulated annealing from
+    ``anneal_start`` to ``anneal_end`` over the steps, ``anneal_schedule``) or ``replica`` (parallel tempering:
+    ``chains`` chains at each of ``temperatures``, adjacent rungs swapping states every ``swap_every`` steps by
+    the exact swap rule). ``steps``: single-site proposals per chain. ``proposal``: the expert whose
+    conditionals propose (its name; None: the first expert; ``uniform``: uniform over the allowed residues),
+    at ``proposal_temperature``. Constraints: ``positions`` (1-based residues that may change; None: all),
+    ``allowed`` (``(position, residues)`` pairs), ``max_mutations``, ``forbid`` and ``require`` (regular
+    expressions or preset names), ``start_invalid`` (start at a parent outside ``C``)."""
+
+    method: str = "mh"
+    chains: int = 4
+    steps: int = 100
+    temperature: float = 1.0
+    proposal: str | None = None
+    proposal_temperature: float = 1.0
+    hamming: float = 0.0
+    positions: tuple[int, ...] | None = None
+    allowed: tuple[tuple[int, str], ...] = ()
+    max_mutations: int | None = None
+    forbid: tuple[str, ...] = ()
+    require: tuple[str, ...] = ()
+    start_invalid: bool = False
+    anneal_start: float = field(default=10.0, metadata=_only("anneal"))
+    anneal_end: float = field(default=0.1, metadata=_only("anneal"))
+    anneal_schedule: str = field(default="geometric", metadata=_only("anneal"))
+    temperatures: tuple[float, ...] = field(default=(1.0, 2.0, 4.0), metadata=_only("replica"))
+    swap_every: int = field(default=1, metadata=_only("replica"))
+
+    def __post_init__(self):
+        if self.method not in METHODS:
+            raise MLMProbError(f"method must be one of {METHODS}, got {self.method!r}")
+        self._check_method_fields()
+        check_count("chains", self.chains, 1_000_000, "each chain is a row of every model read")
+        check_int("steps", self.steps, 1, "a positive integer")
+        if self.chains * self.steps * len(self.temperatures_used()) > MAX_CHAIN_STEPS:
+            raise MLMProbError(f"chains x steps (x temperatures) must be at most {MAX_CHAIN_STEPS:,}")
+        for name in ("temperature", "anneal_start", "anneal_end"):
+            _positive(name, getattr(self, name))
+        _positive("proposal_temperature", self.proposal_temperature)
+        if not (isinstance(self.hamming, (int, float)) and math.isfinite(self.hamming)):
+            raise MLMProbError(f"hamming must be a finite number, got {self.hamming!r}")
+        if self.anneal_start < self.anneal_end:
+            raise MLMProbError(
+                "anneal_start must be at least anneal_end (the schedule cools), got "
+                f"{self.anneal_start} < {self.anneal_end}"
+            )
+        if self.anneal_schedule not in SCHEDULES:
+            raise MLMProbError(f"anneal_schedule must be one of {SCHEDULES}, got {self.anneal_schedule!r}")
+        self._check_ladder()
+        check_int("swap_every", self.swap_every, 1, "a positive integer")
+        if self.max_mutations is not None:
+            check_int("max_mutations", self.max_mutations, 0, "a non-negative integer or None")
+        for name in ("forbid", "require"):
+            value = getattr(self, name)
+            if isinstance(value, str) or not all(isinstance(m, str) and m for m in value):
+                raise MLMProbError(f"{name} must be a tuple of non-empty motifs, got {value!r}")
+        if self.positions is not None and (isinstance(self.positions, str) or not self.positions):
+            raise MLMProbError(
+                f"positions must be None (all) or a non-empty tuple of residue numbers, got {self.positions!r}"
+            )
+        for pair in self.allowed:
+            if not (isinstance(pair, tuple) and len(pair) == 2 and isinstance(pair[1], str)):
+                raise MLMProbError(f"allowed must hold (position, residues) pairs, got {pair!r}")
+            if not pair[1]:
+                raise MLMProbError(f"position {pair[0]} has an empty allowed set")
+
+    def _check_method_fields(self) -> None:
+        for f in dataclasses.fields(self):
+            methods = f.metadata.get("methods")
+            if methods and self.method not in methods and getattr(self, f.name) != f.default:
+                raise MLMProbError(
+                    f"{f.name} is for method={methods[0]!r}, got {getattr(self, f.name)!r} with method={self.method!r}"
+                )
+
+    def _check_ladder(self) -> None:
+        t = self.temperatures
+        if isinstance(t, (str, bytes)) or not isinstance(t, tuple) or len(t) < 2:
+            raise MLMProbError(f"temperatures must be a tuple of at least two temperatures, got {t!r}")
+        for x in t:
+            _positive("temperatures", x)
+        if list(t) != sorted(t) or len(set(t)) != len(t):
+            raise MLMProbError(f"temperatures must increase from the target's, got {t!r}")
+
+    def uses(self, name: str) -> bool:
+        f = {f.name: f for f in dataclasses.fields(self)}[name]
+        methods = f.metadata.get("methods")
+        return not methods or self.method in methods
+
+    def temperatures_used(self) -> tuple[float, ...]:
+        """The temperature of each group of ``chains`` chains (one group but for replica exchange)."""
+        return self.temperatures if self.method == "replica" else (self.temperature,)
+
+    def temperature_at(self, step: int) -> float:
+        """Annealing's temperature at ``step`` (0-based; the first step runs at ``anneal_start``, the last at
+        ``anneal_end``); the fixed temperature otherwise.
+
+        >>> s = DesignSpec(method="anneal", steps=3, anneal_start=4.0, anneal_end=1.0)
+        >>> [s.temperature_at(t) for t in range(3)]
+        [4.0, 2.0, 1.0]
+        """
+        if self.method != "anneal":
+            return self.temperature
+        f = step / (self.steps - 1) if self.steps > 1 else 1.0
+        if self.anneal_schedule == "linear":
+            return self.anneal_start + f * (self.anneal_end - self.anneal_start)
+        return self.anneal_start * (self.anneal_end / self.anneal_start) ** f
+
+    def constraint_keywords(self) -> dict:
+        """The keywords of :meth:`~mlmprob.design.constraints.Constraints.build`."""
+        names = ("positions", "allowed", "max_mutations", "forbid", "require", "start_invalid")
+        return {n: getattr(self, n) for n in names}
+
+    def kernel(self, target):
+        """The MH kernel (``init``, ``step``) on ``target`` with its fixed parts bound."""
+        from .kernels import mh_kernel
+
+        proposal = (
+            None
+            if self.proposal == "uniform"
+            else target.expert_index(self.proposal or next(iter(target.experts), None))
+        )
+        return mh_kernel(target, proposal, self.proposal_temperature)
+
+
+def _positive(name: str, x) -> None:
+    if isinstance(x, bool) or not isinstance(x, (int, float)) or not (math.isfinite(x) and x > 0):
+        raise MLMProbError(f"{name} must be a positive number, got {x!r}")

@@ -1,0 +1,269 @@
+"""The terms of a design target ``p(x) ∝ exp(-Σ_k w_k E_k(x) / τ) · 1[x ∈ C]``.
+
+- :class:`Expert`: ``E_local`` or ``E_raw`` of a loaded masked LM over every residue of ``x``, read through the
+  model's own tokenizer (each expert maps the residue letters to its own ids; the parent must come out one
+  token per residue). The single-site rows it reads are the rows a proposal from that expert needs.
+- :class:`Oracle`: a user callable on a batch of residue strings returning one number per string; its energy is
+  ``-f(x)`` (``maximize=True``, the default: higher scores are better) or ``f(x)``.
+- :class:`Hamming`: the number of mutations from the parent.
+
+Each term reports its own value per sequence (:meth:`Target.energies` ``[N, K]``).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import torch
+
+from ..batching import iter_masked_logits
+from ..energies import row_sum, target_scores
+from ..errors import MLMProbError
+from ..models.reader import Reader, name_of, reader_of
+from .constraints import Constraints
+
+
+@dataclass(frozen=True, eq=False)
+class Expert:
+    """A masked LM as a term: ``E_local`` (``kind="local"``) or ``E_raw`` of the whole sequence, weight ``weight``."""
+
+    mlm: object
+    kind: str = "local"
+    weight: float = 1.0
+    name: str | None = None
+
+    def __post_init__(self):
+        if self.kind not in ("local", "raw"):
+            raise MLMProbError(f"an expert's energy kind must be 'local' or 'raw', got {self.kind!r}")
+        _check_weight(self.weight, self.label)
+
+    @property
+    def label(self) -> str:
+        return self.name or name_of(self.mlm)
+
+
+@dataclass(frozen=True, eq=False)
+class Oracle:
+    """A user property model: ``fn(list of residue strings) -> one number each``; energy ``-fn`` when
+    ``maximize`` (higher is better), else ``fn``."""
+
+    fn: Callable
+    weight: float = 1.0
+    maximize: bool = True
+    name: str = "oracle"
+
+    def __post_init__(self):
+        if not callable(self.fn):
+            raise MLMProbError(f"an oracle must be callable, got {type(self.fn).__name__}")
+        _check_weight(self.weight, self.name)
+
+    @property
+    def label(self) -> str:
+        return self.name
+
+    def energies(self, seqs: list[str]) -> torch.Tensor:
+        """``[N]`` float64; a result of the wrong shape or a non-finite value stops the run in one line naming
+        the sequence."""
+        values = self.fn(list(seqs))
+        try:
+            out = torch.as_tensor(values if torch.is_tensor(values) else list(values), dtype=torch.float64)
+        except (TypeError, ValueError) as e:
+            raise MLMProbError(f"oracle {self.name} must return one number per sequence: {e}") from None
+        out = out.detach().cpu().reshape(-1) if out.dim() == 2 and 1 in out.shape else out.detach().cpu()
+        if tuple(out.shape) != (len(seqs),):
+            raise MLMProbError(
+                f"oracle {self.name} returned shape {tuple(out.shape)} for {len(seqs)} sequences; it must return "
+                "one number per sequence"
+            )
+        bad = (~torch.isfinite(out)).nonzero()
+        if len(bad):
+            i = int(bad[0])
+            raise MLMProbError(f"oracle {self.name} returned {float(out[i])} for sequence {seqs[i]}")
+        return -out if self.maximize else out
+
+
+@dataclass(frozen=True)
+class Hamming:
+    """The number of mutations from the parent, weight ``weight`` (a penalty for ``weight > 0``)."""
+
+    weight: float = 1.0
+    name: str = "hamming"
+
+    def __post_init__(self):
+        _check_weight(self.weight, self.name)
+
+    @property
+    def label(self) -> str:
+        return self.name
+
+
+def _check_weight(w, name: str) -> None:
+    if isinstance(w, bool) or not isinstance(w, (int, float)) or not math.isfinite(w):
+        raise MLMProbError(f"the weight of term {name} must be a finite number, got {w!r}")
+
+
+def as_term(t):
+    """A term: an :class:`Expert`, :class:`Oracle` or :class:`Hamming` as given, a masked LM as ``Expert(t)``,
+    a plain callable as ``Oracle(t)``."""
+    if isinstance(t, (Expert, Oracle, Hamming)):
+        return t
+    if hasattr(t, "mask_id") and hasattr(t, "vocab_size"):
+        return Expert(t)
+    if callable(t):
+        return Oracle(t)
+    raise MLMProbError(
+        f"a design term must be a masked LM, Expert, Oracle, Hamming or callable, got {type(t).__name__}"
+    )
+
+
+class ExpertReader:
+    """One expert on residue strings: the parent's encoding as a template, the token column of each residue and
+    the expert's id of each letter of the alphabet (-1: it cannot read the letter)."""
+
+    def __init__(self, expert: Expert, parent: str, alphabet: str):
+        self.expert = expert
+        self.reader: Reader = reader_of(expert.mlm)
+        if not self.reader.has_text:
+            raise MLMProbError(f"expert {expert.label} has no tokenizer: it cannot read residue strings")
+        try:
+            enc = self.reader.encode([parent])
+        except MLMProbError as e:
+            raise MLMProbError(f"expert {expert.label} cannot read the parent: {e}") from None
+        words = enc.word_ids[0]
+        cols = (words >= 0).nonzero(as_tuple=True)[0]
+        if len(cols) != len(parent) or words[cols].tolist() != list(range(len(parent))):
+            raise MLMProbError(
+                f"expert {expert.label} does not read the parent one token per residue ({len(cols)} tokens for "
+                f"{len(parent)} residues)"
+            )
+        self.template, self.cols = enc.input_ids[0].clone(), cols
+        ids = []
+        for c in alphabet:
+            try:
+                e = self.reader.encode([c])
+                tok = e.input_ids[0][e.word_ids[0] >= 0]
+                ok = len(tok) == 1 and int(tok[0]) not in self.reader.special_ids
+                ids.append(int(tok[0]) if ok else -1)
+            except MLMProbError:
+                ids.append(-1)
+        self.letter_ids = torch.tensor(ids, dtype=torch.long)
+        self.alphabet = alphabet
+
+    def readable(self, letters: str) -> str:
+        """The letters of ``letters`` (a subsequence of the alphabet it was built on) this expert reads."""
+        ok = {c for c, i in zip(self.alphabet, self.letter_ids.tolist(), strict=True) if i >= 0}
+        return "".join(c for c in letters if c in ok)
+
+    def score(self, X: torch.Tensor, keep_rows: bool) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
+        """``(E_local, E_raw)`` ``[N]`` float64 of the sequences ``X`` ``[N, L]`` (alphabet indices) and, with
+        ``keep_rows``, each position's single-site logits at the alphabet's letters ``[N, L, A]`` (float64,
+        ``-inf`` at letters the expert cannot read)."""
+        N, L = X.shape
+        ids = self.template.expand(N, -1).clone()
+        ids[:, self.cols] = self.letter_ids[X]
+        rows = torch.arange(N).repeat_interleave(L)
+        cols = self.cols.repeat(N)
+        targets = ids[rows, cols]
+        lp = torch.zeros(N * L, dtype=torch.float64)
+        raw = torch.zeros(N * L, dtype=torch.float64)
+        kept = torch.full((N * L, len(self.letter_ids)), float("-inf"), dtype=torch.float64) if keep_rows else None
+        readable = self.letter_ids >= 0
+        one = torch.zeros(N, dtype=torch.long)  # the chains of one step share sub-batches
+        for idx, logits in iter_masked_logits(self.reader, ids, rows, cols, records=one):
+            lp[idx], raw[idx] = target_scores(logits, targets[idx])
+            if kept is not None:
+                kept[idx[:, None], readable.nonzero(as_tuple=True)[0][None, :]] = logits[
+                    :, self.letter_ids[readable]
+                ].double()
+        e_local, e_raw = -row_sum(lp.view(N, L)), -row_sum(raw.view(N, L))
+        return e_local, e_raw, (kept.view(N, L, -1) if kept is not None else None)
+
+
+class Target:
+    """``p(x) ∝ exp(-Σ_k w_k E_k(x) / τ) · 1[x ∈ C]`` over residue strings of the parent's length, with sequences
+    held as alphabet indices ``[N, L]``. ``alphabet``: the letters every expert reads (the constraints' own)."""
+
+    def __init__(self, terms: Sequence, constraints_of: Callable[[str], Constraints], parent: str, alphabet: str):
+        self.terms = tuple(as_term(t) for t in terms)
+        if not self.terms:
+            raise MLMProbError("a design target needs at least one term (an expert, an oracle or hamming)")
+        labels = [t.label for t in self.terms]
+        dup = sorted({n for n in labels if labels.count(n) > 1})
+        if dup:
+            raise MLMProbError(f"two terms are both named {dup[0]!r}: give each expert a name")
+        self.names = tuple(labels)
+        self.parent = parent
+        self.experts = {i: ExpertReader(t, parent, alphabet) for i, t in enumerate(self.terms) if isinstance(t, Expert)}
+        readable = alphabet
+        for er in self.experts.values():
+            readable = er.readable(readable)
+        for er in self.experts.values():  # each expert's ids of the letters they all read
+            er.letter_ids = er.letter_ids[[alphabet.index(c) for c in readable]]
+        self.alphabet = alphabet = readable
+        self.constraints = constraints_of(alphabet)
+        self.weights = torch.tensor([float(t.weight) for t in self.terms], dtype=torch.float64)
+        index = {c: i for i, c in enumerate(alphabet)}
+        self.allowed = torch.zeros(len(parent), len(alphabet), dtype=torch.bool)
+        for j, letters in enumerate(self.constraints.allowed):
+            self.allowed[j, [index[c] for c in letters]] = True
+        self.parent_ids = torch.tensor([index[c] for c in parent], dtype=torch.long)
+        self.model_rows = 0  # single-site rows read from the experts so far (the cost counter)
+        self.oracle_calls = 0  # sequences given to the oracle terms so far
+
+    def expert_index(self, name) -> int:
+        """The term index of the expert ``name`` (its label, or its position among the terms)."""
+        for i in self.experts:
+            if name == self.names[i] or name == i:
+                return i
+        names = ", ".join(self.names[i] for i in self.experts) or "none"
+        raise MLMProbError(f"the proposal must be one of the experts ({names}) or 'uniform', got {name!r}")
+
+    def decode(self, X: torch.Tensor) -> list[str]:
+        return ["".join(self.alphabet[i] for i in row) for row in X.tolist()]
+
+    def encode(self, seqs: Sequence[str]) -> torch.Tensor:
+        index = {c: i for i, c in enumerate(self.alphabet)}
+        try:
+            return torch.tensor([[index[c] for c in s] for s in seqs], dtype=torch.long)
+        except KeyError as e:
+            raise MLMProbError(f"residue {e.args[0]!r} is not one every expert reads ({self.alphabet})") from None
+
+    def in_c(self, X: torch.Tensor) -> torch.Tensor:
+        """Bool ``[N]``: which sequences lie in ``C``."""
+        c = self.constraints
+        ok = self.allowed.gather(1, X.T).T.all(-1) if len(X) else torch.zeros(0, dtype=torch.bool)
+        if c.max_mutations is not None:
+            ok &= (X != self.parent_ids).sum(-1) <= c.max_mutations
+        if c.forbid or c.require:
+            seqs = self.decode(X)
+            ok &= torch.tensor([c.motifs_ok(s) for s in seqs], dtype=torch.bool)
+        return ok
+
+    def energies(self, X: torch.Tensor, rows_of: int | None = None) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """Each term's energy ``[N, K]`` (float64, unweighted) of ``X`` ``[N, L]``, and the single-site rows of
+        the expert ``rows_of`` (term index) ``[N, L, A]`` when asked."""
+        N = X.shape[0]
+        E = torch.zeros(N, len(self.terms), dtype=torch.float64)
+        rows = None
+        if N == 0:
+            return E, (torch.zeros(0, len(self.parent), len(self.alphabet), dtype=torch.float64) if rows_of else None)
+        seqs = None
+        for k, t in enumerate(self.terms):
+            if isinstance(t, Expert):
+                e_local, e_raw, r = self.experts[k].score(X, keep_rows=k == rows_of)
+                self.model_rows += X.numel()
+                E[:, k] = e_local if t.kind == "local" else e_raw
+                rows = r if k == rows_of else rows
+            elif isinstance(t, Oracle):
+                seqs = self.decode(X) if seqs is None else seqs
+                E[:, k] = t.energies(seqs)
+                self.oracle_calls += N
+            else:
+                E[:, k] = (X != self.parent_ids).sum(-1).double()
+        return E, rows
+
+    def total(self, E: torch.Tensor) -> torch.Tensor:
+        """``U = Σ_k w_k E_k`` ``[N]`` (float64)."""
+        return (E * self.weights).sum(-1)
