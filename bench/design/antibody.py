@@ -135,12 +135,12 @@ def snapshots(history: list[list[str]], k: int = 5) -> list[str]:
 def judge_rows(seqs, judge, oracle, pll_of) -> dict:
     h3 = [s[START : START + len(H3)] for s in seqs]
     distinct = sorted(set(seqs))
-    pll = dict(zip(distinct, pll_of(distinct).tolist()))
+    pll = dict(zip(distinct, pll_of(distinct).tolist(), strict=True))
     with torch.no_grad():
         pj = torch.sigmoid(judge(one_hot(h3)))
         po = torch.sigmoid(oracle(one_hot(h3)))
     pairs = list(itertools.combinations(h3, 2))
-    ham = [sum(a != b for a, b in zip(x, y)) for x, y in pairs]
+    ham = [sum(a != b for a, b in zip(x, y, strict=True)) for x, y in pairs]
     lia = [liabilities(s) for s in seqs]
     return {
         "n": len(seqs),
@@ -150,7 +150,7 @@ def judge_rows(seqs, judge, oracle, pll_of) -> dict:
         "oracle_p_bind": float(po.mean()),
         "pll_per_residue": sum(pll[s] for s in seqs) / len(seqs),
         "diversity_hamming": sum(ham) / len(ham) if ham else 0.0,
-        "mutations": sum(sum(a != b for a, b in zip(x, H3)) for x in h3) / len(h3),
+        "mutations": sum(sum(a != b for a, b in zip(x, H3, strict=True)) for x in h3) / len(h3),
         "frac_with_liability": sum(bool(v) for v in lia) / len(lia),
         "liabilities": {n: sum(n in v for v in lia) for n in LIABILITIES},
         "examples": h3[-4:],
@@ -172,10 +172,11 @@ def main(argv=None) -> None:
     torch.set_num_threads(1)
     set_context(args.context)
 
-    import mlmprob
     from evo_lib import ResidueBertExpert, oracle_expert, run_evo
-    from mlmprob.design import Expert, Oracle
     from mlmprob_side import design_target, run_mlmprob
+
+    import mlmprob
+    from mlmprob.design import Expert, Oracle
 
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)

@@ -26,7 +26,8 @@ def toy_table(toy: list[dict]) -> str:
     out = [head, "|" + "---|" * 12]
     for r in toy:
         out.append(
-            f"| {r['case']} | {r['evo_steps']} | {r['tool']} | {r['steps']} | {r['model_rows']:,} | {f(r['wall_s'], 1)} | "
+            f"| {r['case']} | {r['evo_steps']} | {r['tool']} | {r['steps']} | {r['model_rows']:,} | "
+            f"{f(r['wall_s'], 1)} | "
             f"{r['samples']:,} | **{f(r['tv'])}** | {f(r['tv_iid'])} | {f(r['tv_to_other_target'])} | "
             f"{f(r.get('state_changed_rate'), 2)} | {f(r.get('outside_free_positions'), 5)} |"
         )
@@ -73,8 +74,9 @@ def figure(toy: list[dict], ab: list[dict], path: Path) -> None:
     a.set_xticks([t for t, _ in ticks], [n for _, n in ticks], fontsize=8)
     a.set_ylabel("TV to the target the tool states")
     a.set_title("Enumerable toy (20^3 states), same model rows\nblack line: TV of as many exact iid draws", fontsize=9)
-    h, l = a.get_legend_handles_labels()
-    a.legend(dict(zip(l, h)).values(), dict(zip(l, h)).keys(), fontsize=8)
+    handles, labels = a.get_legend_handles_labels()
+    unique = dict(zip(labels, handles, strict=True))
+    a.legend(unique.values(), unique.keys(), fontsize=8)
     for r in ab:
         b.scatter(
             r["pll_per_residue"], r["judge_p_bind"], s=40 + 200 * r["frac_with_liability"], color=colors[r["tool"]]

@@ -52,7 +52,7 @@ def all_states(parent: str, free) -> list[str]:
     out = []
     for letters in itertools.product(RESIDUES, repeat=len(free)):
         s = list(parent)
-        for i, c in zip(free, letters):
+        for i, c in zip(free, letters, strict=True):
             s[i] = c
         out.append("".join(s))
     return out
@@ -143,7 +143,7 @@ def main(argv=None) -> None:
             # EvoProtGrad's recorded PoE of each chain's last state against that state's PoE, recomputed
             final = evo_poe([expert], hist[-1])
             mismatch = float(((final - torch.as_tensor(poe_hist[-1]).double()).abs() > 1e-3).double().mean())
-            moves = sum(a != b for t in range(1, steps) for a, b in zip(hist[t - 1], hist[t]))
+            moves = sum(a != b for t in range(1, steps) for a, b in zip(hist[t - 1], hist[t], strict=True))
             kept = [s for step in hist[steps // 2 :] for s in step]
             rows_out = [
                 {
