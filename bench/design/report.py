@@ -1,4 +1,6 @@
-"""Tables (markdown) and the figure of the side-by-side bench, from the JSONL rows of toy_tv.py and antibody.py.
+"""Tables (markdown) and the figure of the side-by-side bench, from the JSONL rows of toy_tv.py and antibody.py:
+the tables go into the report (``README.md`` of the folder) between their ``<!-- toy table -->`` /
+``<!-- antibody table -->`` markers and their closing ``<!-- end -->``; the figure is ``design_bench.png``.
 
 python bench/design/report.py docs/results/design
 """
@@ -96,10 +98,15 @@ def figure(toy: list[dict], ab: list[dict], path: Path) -> None:
 def main(folder: str) -> None:
     d = Path(folder)
     toy, ab = rows(d / "toy.jsonl"), rows(d / "antibody.jsonl")
-    text = "## Enumerable toy\n\n" + toy_table(toy) + "\n\n## Trastuzumab CDR-H3\n\n" + ab_table(ab) + "\n"
-    (d / "tables.md").write_text(text)
+    report = d / "README.md"
+    text = report.read_text()
+    for marker, table in (("<!-- toy table -->", toy_table(toy)), ("<!-- antibody table -->", ab_table(ab))):
+        a = text.index(marker) + len(marker)
+        b = text.index("<!-- end -->", a)
+        text = text[:a] + "\n" + table + "\n" + text[b:]
+        print(table)
+    report.write_text(text)
     figure(toy, ab, d / "design_bench.png")
-    print(text)
 
 
 if __name__ == "__main__":
