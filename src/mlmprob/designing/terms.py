@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import torch
 
 from ..batching import iter_masked_logits
-from ..energy import row_sum, target_scores
+from ..energies import row_sum, target_scores
 from ..errors import MLMProbError
 from ..models.reader import Reader, name_of, reader_of
 from .constraints import Constraints
