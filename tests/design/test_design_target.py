@@ -23,7 +23,7 @@ def test_each_expert_reads_the_string_through_its_own_tokenizer_and_agrees_with_
     seqs = ["ACEGK", "GDCAK", "KKKKK"]
     E, rows = target.energies(target.encode(seqs), rows_of=0)
     for k, (m, kind) in enumerate([(bert, "local"), (other, "raw")]):
-        want = mlmprob.energy(m, m.encode(seqs).input_ids, kind)
+        want = mlmprob.energy(m, m.encode(seqs).input_ids, kind=kind)
         assert torch.allclose(E[:, k], want, rtol=0, atol=1e-9)
     # the proposal rows are the expert's single-site conditionals at the alphabet's letters
     ids = bert.encode(["AC_GK"]).input_ids

@@ -126,7 +126,7 @@ def load_oracle(text: str, allow_code: bool):
     return fn
 
 
-def spec_of(args) -> DesignSpec:
+def design_spec(args) -> DesignSpec:
     """The :class:`DesignSpec` of the parsed arguments."""
     from ..positions import parse_numbers
 
@@ -147,11 +147,13 @@ def spec_of(args) -> DesignSpec:
         require=tuple(args.require),
         temperatures=temperatures,  # the spec refuses a ladder other than its default unless replica
     )
-    return DesignSpec.from_args(args, **given)
+    from .common import spec_of
+
+    return spec_of(DesignSpec, args, **given)
 
 
 def run(args) -> int:
-    spec = spec_of(args)
+    spec = design_spec(args)
     oracle = load_oracle(args.oracle, args.allow_code) if args.oracle else None
     import torch
 

@@ -4,12 +4,11 @@ that maps a method's name to its spec, its kernel factory and what its results r
 ``SamplerSpec(method=NAME, ...)`` returns the method's own spec (``MHSpec``, ``GibbsSpec``, ``AncestralSpec``,
 ``SpeculativeSpec``, ``UnmaskSpec``, ``AdaptiveSpec``, ``MaskPredictSpec``): the shared fields
 (:class:`~.registry.SamplerSpec`) and its own. An option the method does not take is refused in one line
-(:class:`~.registry.NotForMethod`, which
-the CLI words with its flags); an unknown keyword names the valid ones. The spec is the only source of
-defaults (20 epochs; 5 of burn-in for mh and gibbs, 0 for the independent draws). ``mlmprob sample``'s flags
-and their ``--help`` groups are made from the fields' metadata (``commands/sampler_args.py``); what the rows
-record (:meth:`~.registry.SamplerSpec.settings`) and what a resume compares
-(:meth:`~.registry.SamplerSpec.run_config`) are derived from the same fields.
+(:class:`~.registry.NotForMethod`, which the CLI words with its flags); an unknown keyword names the valid ones.
+The spec is the only source of defaults (20 epochs; 5 of burn-in for mh and gibbs, 0 for the independent draws).
+``mlmprob sample``'s flags and their ``--help`` groups are made from the fields' metadata
+(``commands/sampler_args.py``); what the rows record (:meth:`~.registry.SamplerSpec.settings`) and what a resume
+compares (:meth:`~.registry.SamplerSpec.run_config`) are derived from the same fields.
 
 Adding a method: a spec class deriving from ``SamplerSpec`` (or ``DrawSpec``, ``MCMCSpec``) with ``method``
 redefined (``shared_field("method", NAME)``) and its options as :func:`~.registry.option` fields; a factory
