@@ -211,3 +211,23 @@ def pair_summary(pv: PairView) -> str:
         f"{len(pv.labels_a)} x {len(pv.labels_b)} by the MLM's both-masked conditionals. A-KL: mean KL from the "
         "MLM's conditionals to each joint's; G-KL: the same at the sequence's own tokens."
     )
+
+
+def frame(rows, headers):
+    """A pandas DataFrame of ``rows`` (the page's tables; pandas comes with gradio)."""
+    import pandas as pd
+
+    return pd.DataFrame(rows, columns=headers)
+
+
+def saturation_styler(smap):
+    """The L x 20 table with a red (above the wild type) / blue (below) background per cell."""
+    import pandas as pd
+
+    vals = smap.values().numpy()
+    df = pd.DataFrame(vals.round(2), columns=list(smap.sat.letters))
+    df.insert(0, "residue", smap.row_labels())
+    span = float(abs(vals).max()) or 1.0
+    return df.style.background_gradient(cmap="RdBu_r", vmin=-span, vmax=span, subset=list(smap.sat.letters)).format(
+        precision=2, subset=list(smap.sat.letters)
+    )

@@ -56,25 +56,6 @@ def _guarded(fn):
     return plain
 
 
-def _frame(rows, headers):
-    import pandas as pd
-
-    return pd.DataFrame(rows, columns=headers)
-
-
-def saturation_styler(smap):
-    """The L x 20 table with a red (above the wild type) / blue (below) background per cell."""
-    import pandas as pd
-
-    vals = smap.values().numpy()
-    df = pd.DataFrame(vals.round(2), columns=list(smap.sat.letters))
-    df.insert(0, "residue", smap.row_labels())
-    span = float(abs(vals).max()) or 1.0
-    return df.style.background_gradient(cmap="RdBu_r", vmin=-span, vmax=span, subset=list(smap.sat.letters)).format(
-        precision=2, subset=list(smap.sat.letters)
-    )
-
-
 @dataclass(frozen=True)
 class _Ctx:
     """What every tab builder needs: the model, the limits, the batch size, the examples, the queue options."""
@@ -95,7 +76,7 @@ def _tab_score(gr, c: _Ctx):
         with tempfile.NamedTemporaryFile("w", suffix=".csv", prefix="mlmprob-scores-", delete=False) as fh:
             fh.write(res.csv())
         return (
-            _frame(res.table(), ["id", "tokens", "PLL", "PLL per token", "E_raw", "loglik", "loglik per token"]),
+            render.frame(res.table(), ["id", "tokens", "PLL", "PLL per token", "E_raw", "loglik", "loglik per token"]),
             render.tokens_html(res),
             fh.name,
         )
@@ -134,7 +115,7 @@ def _tab_mutations(gr, c: _Ctx):
             f"{len(smap.wild_type)} residues x {len(smap.sat.letters)} substitutions by masked_marginals "
             f"({smap.sat.n_forward} forward rows); red: more likely than the wild type. Click a cell."
         )
-        return render.saturation_figure(smap), saturation_styler(smap), state, note
+        return render.saturation_figure(smap), render.saturation_styler(smap), state, note
 
     def do_mutant(wt, mutant):
         ms = mutant_scores(mlm, wt, mutant, limits=limits)
@@ -143,7 +124,7 @@ def _tab_mutations(gr, c: _Ctx):
             f"**{ms.mutant}** ({ms.n_sites} site{'s' if ms.n_sites > 1 else ''}): hcb {key['hcb']:.4f}, "
             f"pll_delta {key['pll_delta']:.4f}, epistasis {key['epistasis']:.4f}"
         )
-        return _frame(render.mutant_rows(ms), ["method", "score", "meaning"]), head
+        return render.frame(render.mutant_rows(ms), ["method", "score", "meaning"]), head
 
     def do_cell(state, evt: gr.SelectData):
         if not state or evt.index is None:
@@ -203,8 +184,8 @@ def _tab_infill(gr, c: _Ctx):
         )
         heads = render.infill_headers()
         return (
-            _frame(render.infill_rows(res, "standard"), heads),
-            _frame(render.infill_rows(res, "hcb"), heads),
+            render.frame(render.infill_rows(res, "standard"), heads),
+            render.frame(render.infill_rows(res, "hcb"), heads),
             render.infill_summary(res),
         )
 
@@ -241,10 +222,11 @@ def _tab_infill(gr, c: _Ctx):
         i_stop.click(None, cancels=[ev])
 
 
-def _tab_sample(gr, c: _Ctx):
-    """The Sample tab: streamed Gibbs chains (endpoint ``sample``)."""
-    mlm, limits, ex, run = c.mlm, c.limits, c.ex, c.run
+def _sample_handler(gr, c: _Ctx):
+    """The Sample tab's handler: the chains' snapshots streamed as (summary, trace figure, samples table)."""
+    mlm, limits = c.mlm, c.limits
 
+    # gradio injects its progress tracker through the default of progress (hence the noqa: B008)
     def do_sample(
         text,
         positions,
@@ -256,7 +238,7 @@ def _tab_sample(gr, c: _Ctx):
         method="mh",
         score="",
         steps=0,
-        progress=gr.Progress(),  # noqa: B008 - gradio injects the tracker through this default
+        progress=gr.Progress(),  # noqa: B008
     ):
         epochs, every = int(epochs), max(1, int(epochs) // 25)
         for snap in sample_steps(
@@ -278,9 +260,16 @@ def _tab_sample(gr, c: _Ctx):
                 yield (
                     render.sample_summary(snap),
                     render.trace_figure(snap),
-                    _frame(render.sample_rows(snap), ["chain", f"E_{energy}", "sequence"]),
+                    render.frame(render.sample_rows(snap), ["chain", f"E_{energy}", "sequence"]),
                 )
 
+    return do_sample
+
+
+def _tab_sample(gr, c: _Ctx):
+    """The Sample tab: streamed Gibbs chains (endpoint ``sample``)."""
+    limits, ex, run = c.limits, c.ex, c.run
+    do_sample = _sample_handler(gr, c)
     with gr.Tab("Sample"):
         p_in = gr.Textbox(
             ex["sample"], lines=2, label="start sequence (_ = masked, sampled too)", elem_id="sample-input"
@@ -339,7 +328,7 @@ def _tab_pair(gr, c: _Ctx):
         pv = pair_view(mlm, text, int(a), int(b), top=int(top), limits=limits)
         return (
             render.pair_figure(pv),
-            _frame(render.pair_rows(pv), ["joint", "A-KL", "G-KL", "mass shown"]),
+            render.frame(render.pair_rows(pv), ["joint", "A-KL", "G-KL", "mass shown"]),
             render.pair_summary(pv),
         )
 
