@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 TORCH_SPEC ?= torch==2.13.0
 STAMP := $(VENV)/.mlmprob-installed
 
-.PHONY: install demo test check bench wheel-check clean
+.PHONY: install demo test check docs bench wheel-check clean
 
 $(STAMP): pyproject.toml Makefile
 	$(PYTHON) -m venv $(VENV)
@@ -25,6 +25,10 @@ demo: $(STAMP)
 test: $(STAMP)
 	HF_HUB_OFFLINE=1 $(BIN)/python -m pytest -q
 
+# The documentation site (mkdocs.yml) into site/, warnings as errors: broken links, missing references.
+docs: $(STAMP)
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
+
 # The checked habits (CI runs it): lint, formatting and the type checker (configured in pyproject.toml).
 check: $(STAMP)
 	$(BIN)/ruff check .
@@ -38,4 +42,4 @@ bench: $(STAMP)
 	@echo "see bench/README.md for the benchmark commands"
 
 clean:
-	rm -rf $(VENV) build dist src/*.egg-info
+	rm -rf $(VENV) build dist site src/*.egg-info

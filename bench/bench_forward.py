@@ -28,7 +28,7 @@ import torch
 import mlmprob
 from mlmprob.data import shared_data_dir
 from mlmprob.models.forward import MaskedCopies, iter_forward, rows_per_batch
-from mlmprob.models.protocol import default_positions
+from mlmprob.models.reader import reader_of
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from precision import _antibodies, _sentences  # noqa: E402 - the benchmark inputs the precision report uses
@@ -60,7 +60,7 @@ def _run(mlm, source, reads) -> float:
 
 def measure(mlm, seqs: list[str], rounds: int) -> dict:
     ids = mlm.encode(seqs).input_ids
-    rows, cols = default_positions(mlm, ids).nonzero(as_tuple=True)
+    rows, cols = reader_of(mlm).default_positions(ids).nonzero(as_tuple=True)
     per_record = MaskedCopies(mlm, ids, rows, cols)
     packed = MaskedCopies(mlm, ids, rows, cols)
     packed.groups = packed_groups(packed.lengths, 65536)

@@ -28,7 +28,6 @@ from mlmprob.batching import rows_per_batch
 from mlmprob.joints import ag_joint, evaluate_conditionals, evaluate_pair, pair_conditionals
 from mlmprob.joints.conditionals import topk_candidates
 from mlmprob.models import load_mlm
-from mlmprob.models.protocol import default_positions
 from mlmprob.models.reader import reader_of  # noqa: E402
 
 
@@ -62,7 +61,7 @@ def random_pairs(mlm, seqs: list[str], seed: int = 0):
     g = torch.Generator().manual_seed(seed)
     for s in seqs:
         ids = mlm.encode([s]).input_ids[0]
-        pos = default_positions(mlm, ids[None])[0].nonzero(as_tuple=True)[0]
+        pos = reader_of(mlm).default_positions(ids[None])[0].nonzero(as_tuple=True)[0]
         a, b = sorted(int(pos[j]) for j in torch.randperm(len(pos), generator=g)[:2])
         yield ids, a, b
 

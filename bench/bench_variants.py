@@ -135,10 +135,13 @@ def method_row(counter, ids, variants, method: str, n_batched: int, n_loop: int,
     from mlmprob import score_variants
 
     batch = variants[:n_batched]
-    scores, b = _timed(counter, lambda: score_variants(reader_of(counter, batch_tokens), ids, batch, [method])[method])
+    scores, b = _timed(
+        counter, lambda: score_variants(reader_of(counter, batch_tokens), ids, batch, methods=[method])[method]
+    )
     loop = variants[:n_loop]
     per, lp = _timed(
-        counter, lambda: [score_variants(reader_of(counter, batch_tokens), ids, [v], [method])[method][0] for v in loop]
+        counter,
+        lambda: [score_variants(reader_of(counter, batch_tokens), ids, [v], methods=[method])[method][0] for v in loop],
     )
     diff = None
     if loop:
@@ -216,7 +219,7 @@ def saturate_section(a, counter, ids, where, to_id, wt: str, tmp: Path) -> dict:
     _, lp = _timed(
         counter,
         lambda: [
-            score_variants(reader_of(counter, a.batch_tokens), ids, [v], list(SATURATE_METHODS)) for v in loop_vars
+            score_variants(reader_of(counter, a.batch_tokens), ids, [v], methods=SATURATE_METHODS) for v in loop_vars
         ],
     )
     return {
@@ -322,7 +325,10 @@ def main(argv=None) -> dict:
         dtype=str(getattr(mlm, "dtype", "?")).replace("torch.", ""),
     )
     mlmprob.score_variants(
-        reader_of(mlm, a.batch_tokens), ids, [[(int(where[0]), to_id["A" if wt[0] != "A" else "C"])]], ["wt_marginals"]
+        reader_of(mlm, a.batch_tokens),
+        ids,
+        [[(int(where[0]), to_id["A" if wt[0] != "A" else "C"])]],
+        methods=["wt_marginals"],
     )  # warm-up, not counted
     log(f"model {a.model} loaded; wild type {len(wt)} residues ({len(ids)} tokens); batch_tokens {a.batch_tokens}")
     sets = variants_section(a, counter, ids, where, to_id, wt, log)

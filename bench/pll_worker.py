@@ -103,7 +103,7 @@ def worker(a) -> dict:
             return mc.sequence_score(batch, reduction=lambda x: x.sum(0).item(), PLL_metric="original")
 
     elif a.worker == "naive":
-        from mlmprob.models.protocol import default_positions
+        from mlmprob.models.reader import reader_of
 
         @torch.inference_mode()
         def pll_fn(batch):
@@ -112,7 +112,7 @@ def worker(a) -> dict:
             for b in range(len(batch)):
                 x = enc.input_ids[b, : int(enc.lengths[b])]
                 total = 0.0
-                for t in default_positions(mlm, x[None])[0].nonzero()[:, 0].tolist():
+                for t in reader_of(mlm).default_positions(x[None])[0].nonzero()[:, 0].tolist():
                     y = x.clone()
                     y[t] = mlm.mask_id
                     logits = model(input_ids=y[None]).logits[0, t].double()

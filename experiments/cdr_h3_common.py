@@ -64,9 +64,9 @@ class Config:
     def sampler_spec(self, total: int):
         """The :class:`~mlmprob.sampling.spec.SamplerSpec` of an ``mcmc`` configuration run for ``total``
         epochs from its warm start (no burn-in: every epoch is recorded)."""
-        from mlmprob.sampling.spec import SamplerSpec
+        from mlmprob.sampling.spec import SamplerSpec, method_of
 
-        return SamplerSpec(
+        options = dict(
             method=self.method,
             energy=self.energy,
             epochs=total,
@@ -78,7 +78,11 @@ class Config:
             temperature_floor=0.05,
             order=self.order,
             init="given",
+            energies=True,  # the report's energies of the ancestral draws too
         )
+        # the options this method takes: Gibbs has no target (no annealing), ancestral draws no blocks or init
+        takes = method_of(self.method).spec.__dataclass_fields__
+        return SamplerSpec(**{k: v for k, v in options.items() if k in takes})
 
 
 def _configs() -> dict[str, Config]:

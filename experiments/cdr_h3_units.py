@@ -96,7 +96,7 @@ class Alphabet:
 
 
 def unit_scores(mlm, ids: torch.Tensor, free: torch.Tensor) -> list[dict]:
-    from mlmprob.energy import token_scores
+    from mlmprob.energies import token_scores
 
     s = token_scores(mlm, ids, free)
     return [{"e_local": float(a), "e_raw": float(b)} for a, b in zip(s.e_local.tolist(), s.e_raw.tolist())]

@@ -31,7 +31,6 @@ from pathlib import Path
 import torch
 
 from mlmprob.errors import MLMProbError
-from mlmprob.models.protocol import lengths_of, max_length_of
 from mlmprob.models.reader import reader_of
 from mlmprob.positions import TOKENS, default_mask
 
@@ -118,7 +117,7 @@ def encode_sentences(mlm, sentences: Sequence[Sentence]) -> Encoded:
     token) are skipped with the reason."""
     if not reader_of(mlm).has_text:
         raise MLMProbError("English gaps need a model with a tokenizer (an ``encode`` method)")
-    max_len = max_length_of(mlm)
+    max_len = reader_of(mlm).max_length
     kept, skipped = [], []
     for s in sentences:
         try:
@@ -126,7 +125,7 @@ def encode_sentences(mlm, sentences: Sequence[Sentence]) -> Encoded:
         except MLMProbError as e:
             skipped.append((s.id, str(e)))
             continue
-        ids = ids[:, : int(lengths_of(mlm, ids)[0])]
+        ids = ids[:, : int(reader_of(mlm).lengths(ids)[0])]
         if max_len is not None and ids.shape[1] > max_len:
             skipped.append((s.id, f"{ids.shape[1]} tokens; the model accepts at most {max_len}"))
             continue

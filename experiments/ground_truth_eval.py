@@ -50,7 +50,7 @@ def symbol_mlm(path, V: int):
 
 def eval_pairs(mlm, lang: SyntheticLanguage, held: torch.Tensor, n: int, seed: int) -> dict:
     """Pair-joint constructions vs the exact pair joint on ``n`` held-out (sequence, pair) draws."""
-    from mlmprob.joints import AGOptions, evaluate_pair
+    from mlmprob.joints import evaluate_pair
 
     V, T = lang.vocab_size, lang.length
     g = generator_for(seed, "gt-pairs")
@@ -62,7 +62,7 @@ def eval_pairs(mlm, lang: SyntheticLanguage, held: torch.Tensor, n: int, seed: i
         x = held[i % len(held)]
         a, b = sorted(torch.randperm(T, generator=g)[:2].tolist())
         truth = true_pair_joint(lang, x, a, b)
-        ev = evaluate_pair(mlm, wrap_symbols(x[None])[0], a + 1, b + 1, candidates=cands, ag=AGOptions())
+        ev = evaluate_pair(mlm, wrap_symbols(x[None])[0], a + 1, b + 1, candidates=cands)
         ga, gb = int(x[a]), int(x[b])
         nll["true"].append(-float(truth[ga, gb]))
         ent.append(-float((truth.exp() * truth).sum()))
@@ -81,7 +81,7 @@ def eval_pairs(mlm, lang: SyntheticLanguage, held: torch.Tensor, n: int, seed: i
 
 def eval_infill(mlm, lang: SyntheticLanguage, held: torch.Tensor, n: int, k: int, beam: int, seed: int) -> dict:
     """Beam search (trained MLM, and the exact conditionals as reference) vs the true mode of the gap."""
-    from mlmprob.infill import exact_infill, infill
+    from mlmprob.infilling import exact_infill, infill
 
     T = lang.length
     g = generator_for(seed, "gt-infill", k)
@@ -119,14 +119,14 @@ def eval_infill(mlm, lang: SyntheticLanguage, held: torch.Tensor, n: int, k: int
 
 def eval_samplers(mlm, lang: SyntheticLanguage, cfg: GroundTruthConfig, seed: int) -> dict:
     """MH and degenerate Gibbs on the trained MLM vs the truth and vs ``exp(-E_local)/Z``."""
-    from mlmprob.energy import energy
+    from mlmprob.energies import energy
     from mlmprob.sampling import sample
 
     V, T = lang.vocab_size, lang.length
     n_states = V**T
     states = all_states(V, T)
     free = list(range(1, T + 1))
-    e_local = torch.cat([energy(mlm, wrap_symbols(c), "local", positions=free) for c in states.split(4096)])
+    e_local = torch.cat([energy(mlm, wrap_symbols(c), free, kind="local") for c in states.split(4096)])
     log_target = torch.log_softmax(-e_local, 0)
     log_truth = torch.log_softmax(lang.log_prob(states), 0)
     stat = adjacent_equal(states)
@@ -151,6 +151,7 @@ def eval_samplers(mlm, lang: SyntheticLanguage, cfg: GroundTruthConfig, seed: in
             method=method,
             energy="local",
             epochs=cfg.sample_epochs,
+            burn_in=0,
             positions=free,
             generator=generator_for(seed, "gt-sample", method),
         )

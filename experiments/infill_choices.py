@@ -9,10 +9,10 @@ from __future__ import annotations
 import torch
 
 from mlmprob.errors import MLMProbError
-from mlmprob.infill.baselines import BASELINES, sample_infill
-from mlmprob.infill.beam import beam_search, make_correction
-from mlmprob.infill.corrections import ContextScramble, RandomTokenSwap
-from mlmprob.infill.gap import InfillCandidate
+from mlmprob.infilling.baselines import BASELINES, sample_infill
+from mlmprob.infilling.beam import beam_search, make_correction
+from mlmprob.infilling.corrections import ContextScramble, RandomTokenSwap
+from mlmprob.infilling.gap import InfillCandidate
 
 from . import antibody_gaps, english_sets
 from .english_gaps import ENGLISH_DATASETS, ENGLISH_REGIONS

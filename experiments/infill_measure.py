@@ -10,7 +10,7 @@ from collections.abc import Callable
 import torch
 
 from mlmprob.errors import MLMProbError
-from mlmprob.infill.gap import InfillCandidate
+from mlmprob.infilling.gap import InfillCandidate
 from mlmprob.metrics.sequences import gap_metrics
 from mlmprob.models.reader import reader_of
 

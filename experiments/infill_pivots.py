@@ -24,7 +24,7 @@ from pathlib import Path
 
 from mlmprob.argtypes import nonnegative_int, positive_int  # noqa: E402
 from mlmprob.errors import MLMProbError
-from mlmprob.infill.beam import beam_search, make_correction
+from mlmprob.infilling.beam import beam_search, make_correction
 from mlmprob.metrics.significance import exact_sign_test
 from mlmprob.models.reader import reader_of
 from mlmprob.runtime.log import read_log

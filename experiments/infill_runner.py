@@ -49,7 +49,7 @@ import torch
 
 from mlmprob.argtypes import nonnegative_int, positive_int  # noqa: E402
 from mlmprob.errors import MLMProbError
-from mlmprob.infill.corrections import ContextScramble
+from mlmprob.infilling.corrections import ContextScramble
 from mlmprob.runtime.log import read_log
 
 from .antibody_gaps import load_chains, sample_gaps

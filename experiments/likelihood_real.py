@@ -113,7 +113,7 @@ def sample_set(seqs: list[str], n: int, seed: int = 0) -> list[str]:
 
 def score_sequence(mlm, seq: str, k_max: int, seed: int = 0) -> dict:
     """The numbers of one sequence: PLL, ``l2r``, ``r2l`` and ``k_max`` random orders (natural logs)."""
-    from mlmprob.energy import pll
+    from mlmprob.energies import pll
 
     ids = mlm.encode([seq]).input_ids
     t0 = time.perf_counter()

@@ -259,8 +259,8 @@ class Runner:
                     variants,
                     methods=GROUPS[stage.group],
                     cache=cache,
-                    n_orders=CHAIN_ORDERS,
-                    seed=CHAIN_SEED,
+                    chain_orders=CHAIN_ORDERS,
+                    chain_seed=CHAIN_SEED,
                 )
                 if cdrs
                 else {}
@@ -286,7 +286,7 @@ class Runner:
     def _set_chunk(self, stage: Stage, lo: int, hi: int) -> dict:
         """PLL (``*_pll``: field ``pll``) or left-to-right chain-rule log-likelihood (``*_loglik``: field
         ``loglik``, normalised over the proposal alphabet as ``mlmprob.loglik``) of each VH of the set."""
-        from mlmprob.energy import token_scores
+        from mlmprob.energies import token_scores
         from mlmprob.likelihood import loglik
 
         abs_ = self._set(stage.group)[lo:hi]

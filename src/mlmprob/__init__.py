@@ -25,13 +25,15 @@ _os.environ.setdefault(*_MKL_CBWR)  # before torch makes its first MKL call (tor
 # The public names, each imported from its module on first use (PEP 562), so that ``import mlmprob`` and the
 # command line's ``--help``, ``--version`` and usage errors do not import torch or transformers.
 _HOMES = {
-    "TokenScores": ".energy",
-    "token_scores": ".energy",
+    "TokenScores": ".energies",
+    "energy": ".energies",
+    "token_scores": ".energies",
     "MLMProbError": ".errors",
-    "InfillCandidate": ".infill",
-    "exact_infill": ".infill",
-    "exhaustive_infill": ".infill",
-    "sample_infill": ".infill",
+    "InfillCandidate": ".infilling",
+    "exact_infill": ".infilling",
+    "exhaustive_infill": ".infilling",
+    "infill": ".infilling",
+    "sample_infill": ".infilling",
     "LogLik": ".likelihood",
     "loglik": ".likelihood",
     "PairConditionals": ".joints",
@@ -57,8 +59,8 @@ _HOMES = {
     "train": ".training",
     "score_variants": ".variants",
 }
-# ``energy``, ``infill``, ``synthetic`` and ``training`` are the modules themselves (imported as submodules when
-# first read; ``energy`` and ``infill`` are callable, :mod:`mlmprob.callable_module`)
+# ``synthetic`` and ``training`` are the modules themselves (imported as submodules when first read); ``energy`` and
+# ``infill`` are functions (of ``mlmprob.energies`` and ``mlmprob.infilling``)
 __getattr__, __dir__ = _exports(__name__, _HOMES)
 
 

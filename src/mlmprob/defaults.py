@@ -1,4 +1,4 @@
-"""Every default the library and the CLI share, chosen once (the README's CLI section lists them).
+"""Every default the library and the CLI share, chosen once (docs/cli.md lists them).
 
 - ``MODEL``: the model a command loads without ``--model``. ``mlmprob variants`` deviates
   (``VARIANTS_MODEL``); its ``--help`` says why.
@@ -9,7 +9,7 @@
   ``load_mlm`` and the CLI's ``--dtype`` both default to it, so ``mlmprob score`` and ``mlmprob.pll`` on
   a model from ``load_mlm(name)`` compute in the same dtype. ``auto`` (opt-in) is the fast precision
   chosen by the hardware (:func:`mlmprob.runtime.device.auto_dtype`: bfloat16 on CPUs whose measured bf16
-  matmul is 1.5x faster and on recent GPUs, moving AntiBERTy's PLL by 0.0026 nats per token, README).
+  matmul is 1.5x faster and on recent GPUs, moving AntiBERTy's PLL by 0.0026 nats per token, docs/guides/precision.md).
   ``$MLMPROB_DTYPE`` (``DTYPE_ENV``) overrides the CLI's default and what ``auto`` means
   (:func:`default_dtype_spec`), not ``load_mlm``'s default.
 - ``FUSED_ENV``: ``$MLMPROB_FUSED=0`` turns off mlmprob's fused forward of ESM-2, BERT and RoBERTa

@@ -28,7 +28,8 @@ import torch
 
 from .errors import MLMProbError, PositionsError
 from .models.alphabet import allowed_ids
-from .models.protocol import MaskedLM, default_positions, lengths_of
+from .models.protocol import MaskedLM
+from .models.reader import reader_of
 
 
 @dataclass(frozen=True)
@@ -78,15 +79,16 @@ def default_mask(
     >>> default_mask(m, ids, WORDS_AND_MASKS, word_ids=torch.tensor([[-1, -1, 0]])).tolist()
     [[False, True, True]]
     """
+    mlm = reader_of(mlm)
     if rule.by_words:
         if word_ids is None:
             raise MLMProbError(f"the rule {rule.name!r} needs the encoding's word ids")
         base = torch.as_tensor(word_ids) >= 0
     else:
-        base = default_positions(mlm, input_ids)
+        base = mlm.default_positions(input_ids)
     if not rule.include_masks:
         return base
-    inside = torch.arange(input_ids.shape[1])[None, :] < lengths_of(mlm, input_ids)[:, None]
+    inside = torch.arange(input_ids.shape[1])[None, :] < mlm.lengths(input_ids)[:, None]
     return base | ((input_ids == mlm.mask_id) & inside)
 
 
@@ -115,13 +117,14 @@ def resolve(
     """
     if isinstance(positions, Resolved):
         return _resolved(positions, input_ids, rule)
+    mlm = reader_of(mlm)
     is_mask = input_ids == mlm.mask_id
     if positions is None:
         sel = default_mask(mlm, input_ids, rule, word_ids)
     elif rule.include_masks:
         filler = input_ids.masked_fill(is_mask, int(allowed_ids(mlm).nonzero()[0]))  # masks count as tokens
         sel = _explicit(mlm, filler, positions)
-        inside = torch.arange(input_ids.shape[1])[None, :] < lengths_of(mlm, input_ids)[:, None]
+        inside = torch.arange(input_ids.shape[1])[None, :] < mlm.lengths(input_ids)[:, None]
         stray = is_mask & inside & ~sel
         if stray.any():
             b, t = stray.nonzero()[0].tolist()
@@ -179,7 +182,7 @@ def _explicit(mlm: MaskedLM, input_ids: torch.Tensor, positions) -> torch.Tensor
             )
         sel = torch.zeros(B, L, dtype=torch.bool)
         sel[:, p % L] = True
-    lens = lengths_of(mlm, input_ids)
+    lens = reader_of(mlm).lengths(input_ids)
     beyond = sel & (torch.arange(L)[None, :] >= lens[:, None])
     if beyond.any():
         b, t = beyond.nonzero()[0].tolist()

@@ -4,7 +4,7 @@
 likelihood, the one-pass estimate), validated once where it is made; :class:`ScoreJob` (and the one-pass
 :class:`~mlmprob.onepass.job.OnePassScoreJob`) hold one as ``spec``.
 
->>> ScoreSpec(likelihood="loglik", n_orders=3).run_config()  # doctest: +NORMALIZE_WHITESPACE
+>>> ScoreSpec(likelihood="loglik", n_orders=3).recorded()  # doctest: +NORMALIZE_WHITESPACE
 {'whole_word': False, 'per_token': False, 'likelihood': 'loglik', 'order': 'random', 'n_orders': 3, 'per_order': False,
 'seed': 0}
 >>> ScoreSpec(pll="one-pass", whole_word=True)
@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 
 from .data import Record, encodable_records, encode_records
-from .energy import token_scores
+from .energies import token_scores
 from .errors import MLMProbError, NonFiniteError
 from .likelihood.spec import LOGLIK_ORDERS, LOGLIK_SETTINGS, LoglikSpec
 from .models.protocol import NONFINITE_HINT
@@ -136,17 +136,20 @@ class ScoreSpec(Spec):
     over ``n_orders`` orders of kind ``order`` seeded by ``seed`` (``per_order``: their values too; these four are
     :attr:`loglik_spec`, the :class:`~mlmprob.likelihood.spec.LoglikSpec` the likelihood API takes); ``pll``:
     ``"exact"`` or ``"one-pass"`` (the estimate of :mod:`mlmprob.onepass`, with the fitted ``correction`` file,
-    None: the model's own)."""
+    None: the model's own). :meth:`recorded` (what the output's configuration stores and a resumed run must match):
+    ``whole_word``, ``per_token`` and, with the chain-rule likelihood, ``likelihood`` and its settings; the one-pass
+    keys (``pll``, the correction and its digest) are the command's: the digest needs the model."""
 
     whole_word: bool = False
     per_token: bool = False
-    likelihood: str = "pll"
+    likelihood: str = field(default="pll", metadata={"recorded": "unless default"})
     order: str = "random"
     n_orders: int = LOGLIK_ORDERS
     per_order: bool = False
     seed: int = 0
-    pll: str = "exact"
-    correction: str | None = None
+    # recorded by the command: the one-pass method's spelling, the correction's resolved path and digest
+    pll: str = field(default="exact", metadata={"recorded": False})
+    correction: str | None = field(default=None, metadata={"recorded": False})
 
     def __post_init__(self):
         check_choice("likelihood", self.likelihood, LIKELIHOODS)
@@ -178,15 +181,6 @@ class ScoreSpec(Spec):
 
     def uses(self, name: str) -> bool:
         return (name not in LOGLIK_SETTINGS or self.loglik) and (name != "correction" or self.one_pass)
-
-    def run_config(self) -> dict:
-        """The settings the output's configuration stores (and a resumed run must match): ``whole_word``,
-        ``per_token`` and, with the chain-rule likelihood, ``likelihood`` and its settings. The one-pass keys
-        (``pll``, the correction and its digest) are the command's: the digest needs the model."""
-        out: dict[str, object] = {"whole_word": self.whole_word, "per_token": self.per_token}
-        if self.loglik:
-            out.update(likelihood="loglik", **{k: getattr(self, k) for k in LOGLIK_SETTINGS})
-        return out
 
 
 @dataclass(frozen=True)

@@ -1,12 +1,12 @@
 """The shared shape of the algorithms' specs: a frozen dataclass of one run's settings, validated once in
-its ``__post_init__``, made from parsed CLI arguments by field name and written down as plain JSON values.
+its ``__post_init__``, made from parsed CLI arguments by field name (by the command, once:
+:func:`mlmprob.commands.common.spec_of`) and written down as plain JSON values.
 
 The specs (docs/architecture.md, "One spec per algorithm"): :class:`~mlmprob.sampling.spec.SamplerSpec`,
-:class:`~mlmprob.infill.spec.InfillSpec`, :class:`~mlmprob.variants.spec.VariantsSpec`,
+:class:`~mlmprob.infilling.spec.InfillSpec`, :class:`~mlmprob.variants.spec.VariantsSpec`,
 :class:`~mlmprob.scoring.ScoreSpec` (with :class:`~mlmprob.likelihood.spec.LoglikSpec`, its chain-rule part) and
 :class:`~mlmprob.joints.job.JointsSpec` derive from :class:`Spec`.
 
->>> import argparse
 >>> from dataclasses import dataclass
 >>> @dataclass(frozen=True)
 ... class Demo(Spec):
@@ -14,7 +14,7 @@ The specs (docs/architecture.md, "One spec per algorithm"): :class:`~mlmprob.sam
 ...     names: tuple = ("a",)
 ...     def __post_init__(self):
 ...         check_int("size", self.size, 1, "a positive integer")
->>> Demo.from_args(argparse.Namespace(size=3, other=0)).settings()
+>>> Demo(size=3).settings()
 {'size': 3, 'names': ['a']}
 >>> Demo().replace(size=0)
 Traceback (most recent call last):
@@ -31,9 +31,10 @@ from .errors import MLMProbError
 
 
 class Spec:
+    """The base of a frozen dataclass spec: :meth:`of`, :meth:`check`, :meth:`replace`, :meth:`settings` and
+    :meth:`recorded`. ``hint`` (a class attribute, not a field): what to pass instead of another object."""
+
     __dataclass_fields__: ClassVar[dict[str, Any]]  # every Spec is a dataclass (for dataclasses.fields)
-    """The base of a frozen dataclass spec: :meth:`from_args`, :meth:`of`, :meth:`check`, :meth:`replace` and
-    :meth:`settings`. ``hint`` (a class attribute, not a field): what to pass instead of another object."""
 
     hint = ""
 
@@ -46,19 +47,41 @@ class Spec:
         return spec
 
     @classmethod
-    def of(cls, spec=None, **keywords):
-        """An API's settings given as a spec, as keywords, or both: ``spec`` with ``keywords`` changed (validated
-        again), or a spec of ``keywords`` alone."""
-        if spec is None:
-            return cls(**keywords)
-        return cls.check(spec).replace(**keywords) if keywords else cls.check(spec)
+    def of(cls, spec=None, /, **overrides):
+        """An algorithm's settings (its ``f(mlm, inputs..., spec=None, **overrides)``): ``spec`` (None: this class's
+        defaults, the only ones) with ``overrides`` changing its fields by name (validated again). A keyword that is
+        not a field is refused in one line naming the fields.
 
-    @classmethod
-    def from_args(cls, args, **given):
-        """The spec of parsed CLI arguments: every field whose name is an argument (the flag ``--my-option``
-        is the field ``my_option``); ``given`` (values the command computed) take precedence."""
-        values = {f.name: getattr(args, f.name) for f in dataclasses.fields(cls) if hasattr(args, f.name)}
-        return cls(**{**values, **given})
+        >>> from dataclasses import dataclass
+        >>> @dataclass(frozen=True)
+        ... class Demo(Spec):
+        ...     size: int = 1
+        ...     name: str = "a"
+        >>> Demo.of(size=2), Demo.of(Demo(name="b"), size=3)
+        (Demo(size=2, name='a'), Demo(size=3, name='b'))
+        >>> Demo.of(sise=2)
+        Traceback (most recent call last):
+        ...
+        mlmprob.errors.MLMProbError: unknown setting 'sise' of Demo; the settings are size, name
+        """
+        names = [f.name for f in dataclasses.fields(cls)]
+        unknown = [k for k in overrides if k not in names]
+        if unknown:
+            s = "s" if len(unknown) > 1 else ""
+            valid = f"the settings are {', '.join(names)}" if names else "it has none"
+            raise MLMProbError(f"unknown setting{s} {', '.join(map(repr, unknown))} of {cls.__name__}; {valid}")
+        if spec is None:
+            missing = [
+                f.name
+                for f in dataclasses.fields(cls)
+                if f.name not in overrides
+                and f.default is dataclasses.MISSING
+                and f.default_factory is dataclasses.MISSING
+            ]
+            if missing:
+                raise MLMProbError(f"{cls.__name__} needs {', '.join(missing)} (give a spec or these keywords)")
+            return cls(**overrides)
+        return cls.check(spec).replace(**overrides) if overrides else cls.check(spec)
 
     def replace(self, **changes):
         """A copy with ``changes`` (validated again)."""
@@ -72,6 +95,27 @@ class Spec:
     def settings(self) -> dict:
         """The fields this run uses (:meth:`uses`), in field order, as plain JSON values."""
         return {f.name: json_value(getattr(self, f.name)) for f in dataclasses.fields(self) if self.uses(f.name)}
+
+    def recorded(self) -> dict:
+        """What a run's output records of these settings and a resumed run must match: :meth:`settings` less the
+        fields marked ``field(metadata={"recorded": False})`` (the command records them its own way, or they do
+        not change the rows) and, for a field marked ``{"recorded": "unless default"}``, its default value.
+
+        >>> from dataclasses import dataclass, field
+        >>> @dataclass(frozen=True)
+        ... class Demo(Spec):
+        ...     size: int = field(default=1, metadata={"recorded": False})
+        ...     kind: str = field(default="a", metadata={"recorded": "unless default"})
+        ...     names: tuple = ("x",)
+        >>> Demo().recorded(), Demo(size=2, kind="b").recorded()
+        ({'names': ['x']}, {'kind': 'b', 'names': ['x']})
+        """
+        out = self.settings()
+        for f in dataclasses.fields(self):
+            how = f.metadata.get("recorded", True)
+            if f.name in out and (how is False or (how == "unless default" and getattr(self, f.name) == f.default)):
+                del out[f.name]
+        return out
 
 
 def json_value(value):

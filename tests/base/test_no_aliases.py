@@ -60,7 +60,7 @@ def test_the_score_spec_refuses_chain_and_stores_loglik():
 
     with pytest.raises(MLMProbError, match="likelihood must be one of 'pll', 'loglik', got 'chain'"):
         ScoreSpec(likelihood="chain")
-    assert ScoreSpec(likelihood="loglik").run_config()["likelihood"] == "loglik"
+    assert ScoreSpec(likelihood="loglik").recorded()["likelihood"] == "loglik"
 
 
 def test_no_module_keeps_a_name_marked_as_a_former_one():

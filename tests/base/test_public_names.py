@@ -1,10 +1,13 @@
-"""Public names that do not shadow their modules: ``mlmprob.energy`` and ``mlmprob.infill`` are the modules
-(whichever way they are imported), and calling them calls their functions as the README documents."""
+"""Public names that are what they say: ``mlmprob.energy`` and ``mlmprob.infill`` are plain functions (the
+functions of ``mlmprob.energies`` and ``mlmprob.infilling``, whichever way they are imported), no module is
+callable and none swaps its class (issue 36, item 5)."""
 
 import importlib
+import importlib.util
 import inspect
 import subprocess
 import sys
+import types
 
 import torch
 
@@ -12,31 +15,43 @@ import mlmprob
 from mlmprob import ExactMLM
 
 
-def test_energy_and_infill_are_their_modules_and_callable():
-    import mlmprob.energy as energy_module
-    import mlmprob.infill as infill_module
+def test_energy_and_infill_are_plain_functions():
+    import mlmprob.energies as energies
+    import mlmprob.infilling as infilling
     from mlmprob import energy, infill
 
-    assert energy is energy_module is mlmprob.energy is sys.modules["mlmprob.energy"]
-    assert infill is infill_module is mlmprob.infill is sys.modules["mlmprob.infill"]
-    assert inspect.ismodule(energy) and inspect.ismodule(infill)
-    assert energy.token_scores is importlib.import_module("mlmprob.energy").token_scores
-    assert infill.beam_search is importlib.import_module("mlmprob.infill.beam").beam_search
+    assert inspect.isfunction(energy) and inspect.isfunction(infill)
+    assert energy is mlmprob.energy is energies.energy is importlib.import_module("mlmprob.energies").energy
+    assert infill is mlmprob.infill is infilling.infill is importlib.import_module("mlmprob.infilling.beam").infill
+    assert type(energies) is types.ModuleType and type(infilling) is types.ModuleType
+    assert not callable(energies) and not callable(infilling)
     m = ExactMLM(torch.log(torch.tensor([[0.1, 0.2], [0.3, 0.4]])))
     ids = torch.tensor([[1, 1]])
-    assert torch.equal(mlmprob.energy(m, ids, kind="raw"), energy.energy(m, ids, kind="raw"))
-    assert mlmprob.infill(m, [2, 2], [0, 1], beam_size=2) == infill.infill(m, [2, 2], [0, 1], beam_size=2)
-    assert list(inspect.signature(mlmprob.energy).parameters)[:3] == ["mlm", "input_ids", "kind"]
+    assert torch.equal(mlmprob.energy(m, ids, kind="raw"), energies.energy(m, ids, kind="raw"))
+    assert mlmprob.infill(m, [2, 2], [0, 1], method="standard") == infilling.infill(
+        m, [2, 2], [0, 1], method="standard"
+    )
+    assert list(inspect.signature(mlmprob.energy).parameters)[:3] == ["mlm", "input_ids", "positions"]
     assert list(inspect.signature(mlmprob.infill).parameters)[:3] == ["mlm", "input_ids", "positions"]
 
 
-def test_a_fresh_import_of_the_submodule_first_gives_the_module():
+def test_no_module_swaps_its_class():
+    from pathlib import Path
+
+    src = Path(mlmprob.__file__).resolve().parent
+    found = [str(p.relative_to(src)) for p in sorted(src.rglob("*.py")) if "__class__ =" in p.read_text("utf-8")]
+    assert not found, found
+    assert importlib.util.find_spec("mlmprob.callable_module") is None
+
+
+def test_a_fresh_import_of_a_function_first_gives_the_function():
     code = (
-        "import mlmprob.energy as e, mlmprob.infill as i, inspect; "
-        "print(inspect.ismodule(e), inspect.ismodule(i), callable(e), callable(i), hasattr(e, 'token_scores'))"
+        "import mlmprob, inspect; from mlmprob import infill, energy; import mlmprob.energies as e; "
+        "print(inspect.isfunction(infill), inspect.isfunction(energy), inspect.ismodule(e), callable(e), "
+        "mlmprob.energy is e.energy)"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
-    assert out.split() == ["True"] * 5
+    assert out.split() == ["True", "True", "True", "False", "True"]
 
 
 def test_the_version_has_one_source():

@@ -83,14 +83,14 @@ def test_demo_report(residue_bert, tmp_path, monkeypatch, capsys, one_thread):
         assert int(n) == len(seq)
         assert float(pll) == pytest.approx(float(mlmprob.pll(mlm, ids)[0]), abs=0.006)
         assert float(per_res) == pytest.approx(float(pll) / len(seq), abs=0.002)
-        assert float(e_raw) == pytest.approx(float(mlmprob.energy(mlm, ids, "raw")[0]), abs=0.06)
+        assert float(e_raw) == pytest.approx(float(mlmprob.energy(mlm, ids, kind="raw")[0]), abs=0.06)
 
     # 2. CDR-H3 redesign: native row and three chains, finite energies, identities in [0, 1]
     native = re.search(rf"^   native\s+([A-Z]+)\s+{NUM}\s+1\.00$", out, re.M)
     assert native and native.group(1) == "SRWGGDGFYAMDY"
     trast = DEMO_HEAVY["trastuzumab"]
     cdr = [trast.index("SRWGGDGFYAMDY") + 1 + i for i in range(13)]  # +1: the [CLS] token
-    e_cdr = float(mlmprob.energy(mlm, mlm.encode([trast]).input_ids, "local", positions=cdr)[0])
+    e_cdr = float(mlmprob.energy(mlm, mlm.encode([trast]).input_ids, cdr, kind="local")[0])
     assert float(native.group(2)) == pytest.approx(e_cdr, abs=0.006)  # E_local over CDR-H3 only
     chains = re.findall(rf"^   ([012])\s+([A-Z]+)\s+{NUM}\s+{NUM}$", out, re.M)
     assert [c[0] for c in chains] == ["0", "1", "2"]

@@ -58,8 +58,8 @@ def _same(rows, ref, tol=1e-5):
 
 def test_rows_match_the_api_and_units_are_gaps(reference, gapped, tiny_bert_dir):
     from mlmprob import load_mlm
-    from mlmprob.infill import infill
-    from mlmprob.infill.stream import expand_gaps, mask_text
+    from mlmprob.infilling import infill
+    from mlmprob.infilling.stream import expand_gaps, mask_text
     from mlmprob.runtime.inputs import read_records
 
     recs = read_records(gapped)
@@ -171,8 +171,8 @@ def test_bad_records_are_one_line_errors_or_skipped(tiny_bert_dir, tmp_path, cap
 
 
 def test_gap_units_and_job_on_an_in_memory_model(tiny_bert):
-    from mlmprob.infill.spec import InfillSpec
-    from mlmprob.infill.stream import InfillJob, count_gaps, infill_records, iter_gap_units
+    from mlmprob.infilling.spec import InfillSpec
+    from mlmprob.infilling.stream import InfillJob, count_gaps, infill_records, iter_gap_units
 
     assert count_gaps("A_C__[MASK]x2D") == 2 and count_gaps("AC") == 0
     units = list(iter_gap_units([Record("a", "AC__D_"), Record("b", "ACD"), Record("c", "A[mask]x0C")], "each"))

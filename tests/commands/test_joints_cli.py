@@ -166,7 +166,7 @@ def test_an_older_runners_file_is_upgraded_and_resumed(reference, tiny_bert_dir,
     out = tmp_path / "old"
     out.mkdir()
     cfg = JointsSpec(model=str(tiny_bert_dir), data=str(data), n_pairs=3, top_k=4, ag_steps=10)
-    legacy = {k: v for k, v in cfg.identity().items() if k != "format"}
+    legacy = {k: v for k, v in cfg.recorded().items() if k != "format"}
     legacy["column"] = "HC"  # the old CLI default, meaningless for FASTA
     lines = [json.dumps({"kind": "config", "config": legacy})]
     lines += [json.dumps(_before_0_2(r)) for r in reference[:4]]

@@ -58,7 +58,7 @@ def reference(esm_dir, dms, tmp_path_factory):
 
 def test_csv_mode_equals_score_variants(reference, esm):
     ev = encode_variants(esm, WT, MUTANTS)
-    ref = score_variants(esm, ev.wild_type, ev.variants, METHODS)
+    ref = score_variants(esm, ev.wild_type, ev.variants, methods=METHODS)
     got = _values(reference)
     assert list(got) == MUTANTS
     for n, m in enumerate(MUTANTS):
@@ -251,7 +251,7 @@ def test_long_wild_type_scored_in_a_window_around_the_sites(esm):
     assert window_start([17, 20], 23, 8) == 14  # centre (17 + 20) // 2 = 18, minus 8 // 2
     for r, (start, local) in zip(rows, [(0, ["A4C"]), (14, ["F4W:I7A"])]):
         ev = encode_variants(esm, wt[start : start + 8], local)
-        ref = score_variants(esm, ev.wild_type, ev.variants, METHODS)
+        ref = score_variants(esm, ev.wild_type, ev.variants, methods=METHODS)
         assert [r[m] for m in METHODS] == pytest.approx([float(ref[m][0]) for m in METHODS], abs=1e-5)
 
 
@@ -262,7 +262,9 @@ def test_chain_orders_and_seed_reach_score_variants_and_resume_checks_them(esm_d
     ev = encode_variants(esm, WT, MUTANTS)
     got = _values(out, ["masked_marginals", "chain"])
     for seed, orders, same in ((5, 2, True), (0, 6, False)):  # M1A:Y5F:S13P: 3! = 6 orders, 2 of them drawn
-        ref = score_variants(esm, ev.wild_type, ev.variants, ["chain"], n_orders=orders, seed=seed)["chain"]
+        ref = score_variants(esm, ev.wild_type, ev.variants, methods=["chain"], chain_orders=orders, chain_seed=seed)[
+            "chain"
+        ]
         close = [got[m][1] == pytest.approx(float(ref[n]), abs=1e-5) for n, m in enumerate(MUTANTS)]
         assert all(close) if same else not close[4]
     assert got["A4C"][1] == pytest.approx(got["A4C"][0], abs=1e-6)  # a single mutant: chain = masked_marginals

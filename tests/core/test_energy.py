@@ -7,7 +7,7 @@ from conftest import tiny_hf
 import mlmprob
 from mlmprob import ExactMLM, MLMProbError, energy, pll, token_scores
 from mlmprob.errors import PositionsError
-from mlmprob.models.protocol import default_positions, gather_logits
+from mlmprob.models.protocol import gather_logits
 from mlmprob.models.reader import reader_of
 
 
@@ -56,8 +56,8 @@ def test_pll_exact_mlm_equals_brute_force_and_joint():
     lp, raw = brute(m, ids, sel)
     assert torch.allclose(pll(m, ids), lp, atol=1e-5)
     assert torch.allclose(pll(m, ids), exact_pll(m, ids), atol=1e-5)
-    assert torch.allclose(energy(m, ids, "raw"), -raw, atol=1e-5)
-    assert torch.allclose(energy(m, ids, "local"), -lp, atol=1e-5)
+    assert torch.allclose(energy(m, ids, kind="raw"), -raw, atol=1e-5)
+    assert torch.allclose(energy(m, ids, kind="local"), -lp, atol=1e-5)
 
 
 def _ragged(mlm, seqs):
@@ -71,12 +71,12 @@ SEQS = ["ACDEFGHIK", "KLA", "GGHACDLKAEF", "DE"]
 def test_pll_and_raw_hf_equal_brute_force(kind):
     mlm = tiny_hf(kind)
     ids = _ragged(mlm, SEQS)
-    sel = default_positions(mlm, ids)
+    sel = reader_of(mlm).default_positions(ids)
     lp, raw = brute(mlm, ids[:, :], sel)
     # brute force on each row alone without padding, to check padding does not leak
     for b, s in enumerate(SEQS):
         one = mlm.encode([s]).input_ids
-        lp1, raw1 = brute(mlm, one, default_positions(mlm, one))
+        lp1, raw1 = brute(mlm, one, reader_of(mlm).default_positions(one))
         assert torch.allclose(lp1, lp[b : b + 1], atol=1e-5)
     for bt in (7, 40, 10_000):  # sub-batches of 1 copy, a few copies, everything at once
         s = token_scores(reader_of(mlm, bt), ids)
@@ -97,7 +97,7 @@ def test_logits_at_equals_full_logits(kind):
 def test_whole_word_pll_equals_brute_force(tiny_bert):
     ids = _ragged(tiny_bert, ["ACDEFGHIK", "KLAGH"])
     word_ids = torch.tensor([[-1, 0, 0, 0, 1, 2, 2, 3, 3, 3, -1], [-1, 0, 1, 1, 1, 2, -1, -1, -1, -1, -1]])
-    sel = default_positions(tiny_bert, ids)
+    sel = reader_of(tiny_bert).default_positions(ids)
     lp, raw = brute(tiny_bert, ids, sel, word_ids)
     s = token_scores(tiny_bert, ids, word_ids=word_ids)
     assert torch.allclose(s.pll, lp, atol=1e-5)
@@ -135,7 +135,7 @@ def test_bad_input_errors(tiny_bert):
         (lambda: pll(tiny_bert, torch.tensor([[0, 2, 1, 1]])), "no position to score"),
         (lambda: pll(tiny_bert, torch.tensor([[0, 3, 4, 2]]), [1]), "mask token"),
         (lambda: pll(tiny_bert, torch.full((1, 70), 5)), "at most 64"),
-        (lambda: energy(tiny_bert, ids, "global"), "'local' or 'raw'"),
+        (lambda: energy(tiny_bert, ids, kind="global"), "'local' or 'raw'"),
         (lambda: tiny_bert.encode([""]), "empty"),
         (lambda: tiny_bert.encode(["ACZ"]), "'Z' at residue 3"),
         (lambda: tiny_bert.encode(["A" * 63]), "at most 62"),
@@ -154,15 +154,15 @@ def test_positions_error_is_exported():
 def test_sampler_energies_are_the_energy_functions_numbers():
     # E_local/E_raw have one home (mlmprob.energy): the MH state's cached energies, from its single-site rows,
     # are bit for bit those of energy() on the same rows (ExactMLM: a row does not depend on its batch)
-    from mlmprob.energy import energies_from_logits, target_scores
+    from mlmprob.energies import energies_from_logits, target_scores
     from mlmprob.sampling import MetropolisHastings
 
     m = ExactMLM.random(4, 4, torch.Generator().manual_seed(3))
     ids = torch.tensor([[0, 1, 2, 3], [3, 3, 0, 1], [2, 0, 0, 2]])
     free = torch.tensor([[True, True, False, True], [False, True, True, True], [True, True, True, True]])
     s = MetropolisHastings(m).init(ids, free)
-    assert torch.equal(s.e_local, energy(m, ids, "local", positions=free))
-    assert torch.equal(s.e_raw, energy(m, ids, "raw", positions=free))
+    assert torch.equal(s.e_local, energy(m, ids, free, kind="local"))
+    assert torch.equal(s.e_raw, energy(m, ids, free, kind="raw"))
     e_local, e_raw = energies_from_logits(s.site_logits, ids, free)
     assert torch.equal(e_local, s.e_local) and torch.equal(e_raw, s.e_raw)
     ts = token_scores(m, ids, free)

@@ -1,7 +1,10 @@
-"""The README's Python examples run (on the faster sapiens-vh model, one MH epoch)."""
+"""The README: its first two commands, its Python examples run (on the faster sapiens-vh model, one MH epoch),
+its length and its links into the documentation site."""
 
 import re
 from pathlib import Path
+
+import pytest
 
 README = Path(__file__).resolve().parents[2] / "README.md"
 
@@ -36,6 +39,8 @@ def test_readme_first_two_commands_are_the_demo_and_the_tests():
 
 
 def test_readme_python_examples_run():
+    """The README's two Python examples (scoring, then MH sampling); the joints and infilling lines that were
+    here are the guides' examples now, run by tests/docs/test_guides.py with the same assertions."""
     text = README.read_text()
     assert _first_commands(text) == ["make demo", "make test"]
     blocks = re.findall(r"```python\n(.*?)```", text, re.S)
@@ -43,32 +48,27 @@ def test_readme_python_examples_run():
     ns: dict = {}
     exec(compile(code, "README.md", "exec"), ns)
     assert ns["pll"].shape == (2,) and (ns["pll"] < 0).all()
+    assert ns["ll"].shape == (2,) and (ns["ll"] < 0).all()  # a log-probability
     assert ns["r"].samples.shape[1:] == (4, ns["enc"].input_ids.shape[1])
-    assert abs(float(ns["log_joint"].exp().sum()) - 1) < 1e-9 and ns["log_joint"].shape == (20, 20)
-    assert len(ns["fills"]) == 5 and all(len(c.tokens) == 4 for c in ns["fills"])
 
 
-def test_readme_variant_effects_example_runs(sapiens_vh, tmp_path, monkeypatch, one_thread):
-    """The "Variant effects" block on sapiens-vh (the session's copy), with 5 + 5 library variants."""
-    import pytest
+def _guides() -> list[str]:
+    """The guide pages of the site's navigation (mkdocs.yml, section "Guides"), as paths under docs/."""
+    yaml = pytest.importorskip("yaml")
+    nav = yaml.safe_load((README.parent / "mkdocs.yml").read_text())["nav"]
+    section = next(item["Guides"] for item in nav if isinstance(item, dict) and "Guides" in item)
+    return [next(iter(entry.values())) if isinstance(entry, dict) else entry for entry in section]
 
-    from mlmprob.data import shared_data_dir
 
-    data = shared_data_dir()
-    if data is None or not (data / "antibody" / "mHER_H3_AgPos.csv").is_file():
-        pytest.skip("antibody/mHER_H3_AgPos.csv from the shared data folder is absent")
+def test_readme_is_short_and_links_every_guide():
+    """A README a new user reads in five minutes: at most 200 lines, linking every guide of the site."""
     text = README.read_text()
-    block = re.search(r"## Variant effects.*?```python\n(.*?)```", text, re.S).group(1)
-    assert 'mlm = mlmprob.load_mlm("antiberty")' in block
-    code = (
-        block.replace('mlmprob.load_mlm("antiberty")', "_loaded")
-        .replace("[:500]", "[:5]")
-        .replace("../shared/data", str(data))
-    )
-    monkeypatch.chdir(tmp_path)
-    ns: dict = {"_loaded": sapiens_vh}
-    exec(compile(code, "README.md", "exec"), ns)
-    assert ns["s"]["hcb"].shape == (3,) and bool(ns["s"]["ag"][2].isnan()) is False
-    assert ns["sat"].masked_marginals.shape == (120, 20) and ns["sat"].n_forward == 121
-    assert (tmp_path / "trastuzumab_vh.csv").is_file() and (tmp_path / "trastuzumab_vh.png").is_file()
-    assert ns["lib_s"]["wt_marginals"].shape == (10,) and 0 <= ns["auc"]["auroc"].value <= 1
+    assert len(text.splitlines()) <= 200, f"README.md has {len(text.splitlines())} lines, more than 200"
+    links = set(re.findall(r"\]\(([^)#\s]+)", text))
+    guides = _guides()
+    assert len(guides) >= 8
+    missing = [g for g in guides if f"docs/{g}" not in links]
+    assert missing == [], f"README.md does not link these guides of mkdocs.yml: {missing}"
+    for link in links:  # every relative link of the README points at a file of the repository
+        if not link.startswith(("http://", "https://")):
+            assert (README.parent / link).exists(), f"README.md links {link}, which does not exist"

@@ -13,7 +13,7 @@ from experiments.english_gaps import (
 from experiments.infill_measure import gap_inputs
 from experiments.infill_runner import ExperimentConfig, main, record_key, run_experiment, tables_markdown
 from mlmprob.errors import MLMProbError
-from mlmprob.infill import candidate_ids
+from mlmprob.infilling import candidate_ids
 from mlmprob.metrics import bleu
 from mlmprob.runtime.log import read_log
 

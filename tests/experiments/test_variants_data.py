@@ -151,7 +151,9 @@ def test_runner_end_to_end_with_resume(tmp_path, monkeypatch, sapiens_vh):
     assert torch.allclose(torch.tensor(got, dtype=torch.float64), want["hcb"], atol=1e-4)
     chain = read_chunks(result_path(out, "sapiens-vh", "chain"))
     assert [(c["start"], c["n_orders"], c["seed"]) for c in chain] == [(0, 6, 0), (2, 6, 0)]
-    want = score_variants(mlm, enc.input_ids[0], muts, methods=["chain", "masked_marginals"], n_orders=6, seed=0)
+    want = score_variants(
+        mlm, enc.input_ids[0], muts, methods=["chain", "masked_marginals"], chain_orders=6, chain_seed=0
+    )
     got = torch.tensor([x for c in chain for x in c["scores"]["chain"]], dtype=torch.float64)
     assert torch.allclose(got, want["chain"], atol=1e-4)
     single = [i for i, m in enumerate(muts) if len(m) == 1]

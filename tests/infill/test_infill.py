@@ -11,7 +11,7 @@ from mdtable import row, tables_after
 
 from mlmprob import ExactMLM, LookupMLM
 from mlmprob.errors import MLMProbError
-from mlmprob.infill import (
+from mlmprob.infilling import (
     ContextScramble,
     RandomTokenSwap,
     bleu,
@@ -23,9 +23,9 @@ from mlmprob.infill import (
     sample_infill,
     topk_hit,
 )
-from mlmprob.infill.baselines import SamplingConfig, proposal_logp
-from mlmprob.infill.beam import beam_search
-from mlmprob.infill.corrections import Pivot
+from mlmprob.infilling.baselines import SamplingConfig, proposal_logp
+from mlmprob.infilling.beam import beam_search
+from mlmprob.infilling.corrections import Pivot
 from mlmprob.models.exact import all_sequences
 
 # -- test models ---------------------------------------------------------------------------------
@@ -115,7 +115,7 @@ def test_full_beam_returns_exact_mode_and_logprob(order):
     m = ExactMLM.random(3, 4, gen(3))
     ids, pos = [0, 3, 3, 3], [1, 2, 3]
     exact = exact_infill(m, ids, pos)
-    beam = infill(m, ids, pos, order=order, beam_size=27)
+    beam = infill(m, ids, pos, method="standard", order=order, beam_size=27)
     assert [c.tokens for c in beam] == [c.tokens for c in exact]
     for b, e in zip(beam, exact):
         assert b.score == pytest.approx(e.score, abs=1e-5)
@@ -146,7 +146,9 @@ def test_small_beam_is_a_heuristic_on_lookup_model():
     misses = 0
     for seed in range(10):
         mm = LookupMLM(3, 4, seed=seed)
-        misses += infill(mm, ids, pos, beam_size=1)[0].tokens != exhaustive_infill(mm, ids, pos)[0].tokens
+        misses += (
+            infill(mm, ids, pos, method="standard", beam_size=1)[0].tokens != exhaustive_infill(mm, ids, pos)[0].tokens
+        )
     assert misses > 0
 
 
@@ -199,7 +201,7 @@ def test_hcb_and_standard_agree_when_gap_is_conditionally_independent():
     m = MaskAsToken(ExactMLM(lj))
     ids, pos = [2, 3, 3, 3], [1, 2, 3]
     ref = exact_gap_logp(m.base, [2, 0, 0, 0], pos, values=torch.arange(3))
-    hcb, std = infill(m, ids, pos, method="hcb", beam_size=27), infill(m, ids, pos, beam_size=27)
+    hcb, std = infill(m, ids, pos, method="hcb", beam_size=27), infill(m, ids, pos, method="standard", beam_size=27)
     assert [c.tokens for c in hcb] == [c.tokens for c in std]
     shift = {c.tokens: c.score - ref[c.tokens] for c in hcb}
     assert max(shift.values()) - min(shift.values()) < 1e-5
@@ -216,7 +218,7 @@ def test_hcb_and_standard_agree_when_gap_is_conditionally_independent():
 def test_hcb_equals_standard_plus_constant_with_constant_mask_probability():
     m = WithMaskOutput(ExactMLM.random(3, 4, gen(8)), c=-0.7)
     ids, pos = [3, 3, 3, 1], [0, 1, 2]
-    std, hcb = infill(m, ids, pos, beam_size=4), infill(m, ids, pos, method="hcb", beam_size=4)
+    std, hcb = infill(m, ids, pos, method="standard", beam_size=4), infill(m, ids, pos, method="hcb", beam_size=4)
     log_q_mask = -0.7 - math.log(1 + math.exp(-0.7))  # base logits are normalised log-probs
     assert [c.tokens for c in std] == [c.tokens for c in hcb]
     for s, h in zip(std, hcb):
@@ -230,7 +232,7 @@ def test_hcb_default_pivot_needs_mask_output():
     with pytest.raises(MLMProbError, match="pivot"):
         infill(m, [0, 3, 3], [1, 2], method="hcb", pivot=3)
     with pytest.raises(MLMProbError, match="only by method='hcb'"):
-        infill(m, [0, 3, 3], [1, 2], pivot=1)
+        infill(m, [0, 3, 3], [1, 2], method="standard", pivot=1)
 
 
 # -- cost -------------------------------------------------------------------------------------------
@@ -350,12 +352,12 @@ def test_bad_input_raises_clear_errors():
     ]:
         positions = kwargs.pop("positions")
         with pytest.raises(MLMProbError, match=msg):
-            infill(m, [0, 1, 2, 0], positions, **kwargs)
+            infill(m, [0, 1, 2, 0], positions, **{"method": "standard", **kwargs})
     with pytest.raises(MLMProbError, match="one sequence"):
-        infill(m, [[0, 1, 2, 0], [0, 1, 2, 0]], [1])
-    assert infill(m, torch.tensor([[0, 1, 2, 0]]), torch.tensor([False, True, False, False])) == infill(
-        m, [0, 1, 2, 0], [1]
-    )
+        infill(m, [[0, 1, 2, 0], [0, 1, 2, 0]], [1], method="standard")
+    assert infill(
+        m, torch.tensor([[0, 1, 2, 0]]), torch.tensor([False, True, False, False]), method="standard"
+    ) == infill(m, [0, 1, 2, 0], [1], method="standard")
 
 
 # -- metrics ---------------------------------------------------------------------------------------------
@@ -425,7 +427,7 @@ def test_tiny_hf_beam_matches_exhaustive(tiny_hf):
 
 def test_cli_infill(tiny_hf, monkeypatch, capsys):
     from mlmprob.cli import main
-    from mlmprob.infill.stream import expand_gaps
+    from mlmprob.infilling.stream import expand_gaps
 
     assert expand_gaps("AC[mask]x2D_") == "AC__D_"
     monkeypatch.setattr("mlmprob.models.load_mlm", lambda *a, **k: tiny_hf)

@@ -9,7 +9,7 @@ import torch
 
 from mlmprob import ExactMLM
 from mlmprob.errors import MLMProbError
-from mlmprob.infill import InfillSpec, infill
+from mlmprob.infilling import InfillSpec, infill
 
 
 @pytest.mark.parametrize(
@@ -51,18 +51,21 @@ def test_a_spec_and_its_keywords_give_the_same_fills():
     a = infill(m, ids, [0, 1], InfillSpec(pivot="2", beam_size=2))  # a pivot id written as text
     b = infill(m, ids, [0, 1], method="hcb", pivot=2, beam_size=2)
     assert [(c.tokens, c.score) for c in a] == [(c.tokens, c.score) for c in b]
-    with pytest.raises(MLMProbError, match="as a spec or as keywords, not both"):
-        infill(m, ids, [0], InfillSpec(), beam_size=2)
+    spec = InfillSpec(method="standard")  # keywords override the spec's fields
+    assert infill(m, ids, [0], spec, beam_size=2) == infill(m, ids, [0], spec.replace(beam_size=2))
+    with pytest.raises(MLMProbError, match="unknown setting 'beam' of InfillSpec; the settings are method, order"):
+        infill(m, ids, [0], spec, beam=2)
 
 
 def test_from_args_and_the_cli_has_a_flag_for_every_field():
     from mlmprob.cli import build_parser
+    from mlmprob.commands.common import spec_of
 
     spec = InfillSpec(method="hcb", order="best", beam_size=2, pivot="A")
     args = argparse.Namespace(**{f.name: getattr(spec, f.name) for f in dataclasses.fields(spec)}, model="x")
-    assert InfillSpec.from_args(args) == spec
+    assert spec_of(InfillSpec, args) == spec
     parser = build_parser()
     sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction)).choices["infill"]
     assert {f.name for f in dataclasses.fields(InfillSpec)} <= {a.dest for a in sub._actions}
     defaults = sub.parse_args(["X_"])
-    assert InfillSpec.from_args(defaults) == InfillSpec()  # the CLI's defaults are the spec's
+    assert spec_of(InfillSpec, defaults) == InfillSpec()  # the CLI's defaults are the spec's

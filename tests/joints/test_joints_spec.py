@@ -33,7 +33,7 @@ def test_bad_settings_are_refused_where_the_spec_is_made(kw, message):
 def test_identity_keeps_the_stored_keys_and_order():
     spec = JointsSpec(model="m", data="x.csv", schemes=["contiguous"], n_pairs=3)
     assert spec.schemes == ("contiguous",) and JobJointsSpec is JointsSpec
-    assert list(spec.identity()) == [
+    assert list(spec.recorded()) == [
         "model",
         "data",
         "column",
@@ -47,11 +47,12 @@ def test_identity_keeps_the_stored_keys_and_order():
         "max_sequences",
         "format",
     ]
-    assert spec.identity()["schemes"] == ["contiguous"] and spec.settings()["n_pairs"] == 3
+    assert spec.recorded()["schemes"] == ["contiguous"] and spec.settings()["n_pairs"] == 3
 
 
 def test_from_args_and_the_cli_has_a_flag_for_every_field():
     from mlmprob.cli import build_parser
+    from mlmprob.commands.common import spec_of
 
     parser = build_parser()
     sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction)).choices["joints"]
@@ -59,6 +60,4 @@ def test_from_args_and_the_cli_has_a_flag_for_every_field():
     args = sub.parse_args(
         ["--model", "m", "--data", "x.csv", "--out", "o", "--schemes", "random", "--n-pairs", "2", "--ag-steps", "50"]
     )
-    assert JointsSpec.from_args(args) == JointsSpec(
-        model="m", data="x.csv", schemes=("random",), n_pairs=2, ag_steps=50
-    )
+    assert spec_of(JointsSpec, args) == JointsSpec(model="m", data="x.csv", schemes=("random",), n_pairs=2, ag_steps=50)

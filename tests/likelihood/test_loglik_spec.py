@@ -1,5 +1,5 @@
-"""The chain-rule likelihood's spec (``LoglikSpec``): ``mlmprob.loglik`` and ``loglik_columns`` take it as well as
-their keywords, with the same values; ``ScoreSpec.loglik_spec`` is the part of the scoring spec they take."""
+"""The chain-rule likelihood's spec (``LoglikSpec``): ``mlmprob.loglik`` and ``loglik_columns`` take it, its fields
+overridden by keyword, with the same values; ``ScoreSpec.loglik_spec`` is the part of the scoring spec they take."""
 
 import dataclasses
 
@@ -58,15 +58,20 @@ def test_loglik_takes_a_spec_instead_of_order_and_n_orders():
     )
     assert torch.allclose(r.per_order, m.log_prob(ids)[:, None].expand(2, 3))  # exact conditionals: the joint
     l2r = loglik(m, ids, spec=LoglikSpec(order="l2r"))
-    assert l2r.orders.tolist() == loglik(m, ids).orders.tolist() == [[[0, 1, 2, 3, 4]]] * 2
+    assert l2r.orders.tolist() == loglik(m, ids, order="l2r").orders.tolist() == [[[0, 1, 2, 3, 4]]] * 2
+    # no spec: the spec's defaults (8 random orders seeded by 0), the keyword form's too
+    assert torch.equal(loglik(m, ids).orders, loglik(m, ids, spec=LoglikSpec()).orders)
+    assert loglik(m, ids).orders.shape[1] == 8
 
 
-def test_loglik_refuses_a_spec_and_keywords_together_or_another_spec():
+def test_loglik_keywords_override_the_spec_and_another_spec_is_refused():
     m, ids = _joint(), torch.zeros(1, 5, dtype=torch.long)
-    with pytest.raises(MLMProbError, match="as a spec or as keywords"):
-        loglik(m, ids, spec=LoglikSpec(), n_orders=2)
-    with pytest.raises(MLMProbError, match="as a spec or as keywords"):
-        loglik(m, ids, spec=LoglikSpec(), order="l2r")
+    assert torch.equal(
+        loglik(m, ids, spec=LoglikSpec(), n_orders=2).orders, loglik(m, ids, spec=LoglikSpec(n_orders=2)).orders
+    )
+    assert loglik(m, ids, spec=LoglikSpec(n_orders=3), order="l2r").orders.tolist() == [[[0, 1, 2, 3, 4]]]
+    with pytest.raises(MLMProbError, match="unknown setting 'orders' of LoglikSpec; the settings are order, n_orders"):
+        loglik(m, ids, orders=2)
     with pytest.raises(MLMProbError, match=r"spec must be a LoglikSpec \(a ScoreSpec's is spec.loglik_spec\)"):
         loglik(m, ids, spec=ScoreSpec(likelihood="loglik"))
 

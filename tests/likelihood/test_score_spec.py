@@ -32,9 +32,9 @@ def test_bad_settings_are_refused_where_the_spec_is_made(kw, message):
 
 
 def test_the_stored_configuration_keeps_its_keys_order_and_stores_loglik():
-    assert ScoreSpec(per_order=True, n_orders=3).run_config() == {"whole_word": False, "per_token": False}
+    assert ScoreSpec(per_order=True, n_orders=3).recorded() == {"whole_word": False, "per_token": False}
     loglik = ScoreSpec(likelihood="loglik", order="l2r", n_orders=3, per_order=True, seed=2, whole_word=True)
-    assert list(loglik.run_config().items()) == [
+    assert list(loglik.recorded().items()) == [
         ("whole_word", True),
         ("per_token", False),
         ("likelihood", "loglik"),
@@ -61,10 +61,11 @@ def test_each_job_takes_the_specs_it_runs():
 
 def test_from_args_and_the_cli_has_a_flag_for_every_field():
     from mlmprob.cli import build_parser
+    from mlmprob.commands.common import spec_of
 
     parser = build_parser()
     sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction)).choices["score"]
     assert {f.name for f in dataclasses.fields(ScoreSpec)} <= {a.dest for a in sub._actions}
-    assert ScoreSpec.from_args(sub.parse_args(["x.txt"])) == ScoreSpec()
+    assert spec_of(ScoreSpec, sub.parse_args(["x.txt"])) == ScoreSpec()
     args = sub.parse_args(["x.txt", "--likelihood", "loglik", "--orders", "3", "--order", "r2l", "--seed", "4"])
-    assert ScoreSpec.from_args(args) == ScoreSpec(likelihood="loglik", n_orders=3, order="r2l", seed=4)
+    assert spec_of(ScoreSpec, args) == ScoreSpec(likelihood="loglik", n_orders=3, order="r2l", seed=4)

@@ -24,7 +24,7 @@ def _algorithms(m, gen):
     ]
 
     def variants_all():
-        s = mlmprob.score_variants(m, wt, variants)
+        s = mlmprob.score_variants(m, wt, variants, methods=None)  # every method
         return torch.stack([s[k] for k in sorted(s)])
 
     def pair():

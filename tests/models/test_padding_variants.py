@@ -134,12 +134,12 @@ def test_a_text_holding_the_pad_token_is_refused(loaded):
 def test_mask_at_the_end_of_a_row_is_not_padding(loaded):
     """A row ending in [MASK] (its [SEP] replaced) keeps its full length: no pad token -> no mask-as-pad."""
     import mlmprob
-    from mlmprob.models.protocol import lengths_of
+    from mlmprob.models.reader import reader_of
 
     mlm, ref = loaded("bert", "no pad token")
     ids = mlm.encode(["the cat sat"]).input_ids
     ids[0, -1] = MASK
-    assert lengths_of(mlm, ids).tolist() == [ids.shape[1]]
+    assert reader_of(mlm).lengths(ids).tolist() == [ids.shape[1]]
     got = mlmprob.token_scores(mlm, ids, positions=[1]).log_prob[0, 1]
     x = ids[0]
     assert abs(float(got) - float(reference(ref, x, 1)[x[1]])) < TOL

@@ -49,7 +49,7 @@ JOB_ARGS = {
     "mlmprob.onepass.job.OnePassScoreJob": lambda tmp: {},
     "mlmprob.sampling.stream.SampleJob": lambda tmp: {},
     "mlmprob.sampling.folder.FolderSampleJob": lambda tmp: {"folder": str(tmp)},
-    "mlmprob.infill.stream.InfillJob": lambda tmp: {},
+    "mlmprob.infilling.stream.InfillJob": lambda tmp: {},
     "mlmprob.variants.stream.VariantsJob": lambda tmp: {"wild_type": "MKTAYIAKQ"},
     "mlmprob.joints.job.JointsJob": lambda tmp: {"spec": _joints_config(tmp)},
 }

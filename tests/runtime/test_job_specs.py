@@ -10,7 +10,7 @@ from mlmprob.settings import Spec
 
 
 def _jobs(tmp_path):
-    from mlmprob.infill.stream import InfillJob
+    from mlmprob.infilling.stream import InfillJob
     from mlmprob.joints.job import JointsJob
     from mlmprob.joints.spec import JointsSpec
     from mlmprob.onepass.job import OnePassScoreJob
@@ -41,7 +41,7 @@ def test_a_job_refuses_settings_that_are_not_its_spec(name):
 
     module = {
         "ScoreJob": "mlmprob.scoring",
-        "InfillJob": "mlmprob.infill.stream",
+        "InfillJob": "mlmprob.infilling.stream",
         "VariantsJob": "mlmprob.variants.stream",
         "SampleJob": "mlmprob.sampling.stream",
     }[name]

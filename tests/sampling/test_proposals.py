@@ -9,8 +9,8 @@ import pytest
 import torch
 
 from mlmprob import ExactMLM
-from mlmprob.infill import sample_infill
-from mlmprob.infill.baselines import SamplingConfig, proposal_logp
+from mlmprob.infilling import sample_infill
+from mlmprob.infilling.baselines import SamplingConfig, proposal_logp
 from mlmprob.sampling import ProposalConfig, proposal_log_probs
 from mlmprob.sampling.proposals import nucleus
 

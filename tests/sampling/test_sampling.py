@@ -47,7 +47,7 @@ pytestmark = pytest.mark.usefixtures("one_thread")  # tiny tensors: threads only
 
 def target(mlm, kind="local", tau=1.0, positions=None, X=None):
     X = all_sequences(mlm.vocab_size, mlm.length) if X is None else X
-    lp = -energy(mlm, X, kind, positions) / tau
+    lp = -energy(mlm, X, positions, kind=kind) / tau
     return (lp - lp.logsumexp(0)).exp()
 
 
@@ -201,7 +201,9 @@ def test_fast_mh_equals_literal_algorithm_1(model, kw):
         moves += int((s1.ids != before).any(-1).sum())
     assert 0 < moves < 24 * 64 and not bool(ref_acc.all())  # both outcomes occur: the comparison has teeth
     # the cached state is that of a fresh computation: energies and single-site rows
-    assert torch.equal(s1.e_local, energy(m, s1.ids, "local")) and torch.equal(s1.e_raw, energy(m, s1.ids, "raw"))
+    assert torch.equal(s1.e_local, energy(m, s1.ids, kind="local")) and torch.equal(
+        s1.e_raw, energy(m, s1.ids, kind="raw")
+    )
     assert torch.allclose(s1.e_local, ref_energies(m, s1.ids, "local"))
     assert torch.equal(s1.site_logits, site_logits(m, s1.ids, s1.scored)[0])
     if "block_size" not in kw:  # single site: at most T - 1 rows per proposal, literal 2T + 1
@@ -360,7 +362,7 @@ def test_clamped_positions_and_score_all():
         assert tv(p, empirical(m, r.samples)) < tv_bound(p_sub, n)
         other = target(m, positions=[1, 2] if score_all else None, X=X2)
         assert 0.5 * float((other - p_sub).abs().sum()) > tv_bound(p_sub, n)  # the option matters
-        assert torch.allclose(r.energy_local[-1], energy(m, r.final_ids, "local", None if score_all else [1, 2]))
+        assert torch.allclose(r.energy_local[-1], energy(m, r.final_ids, None if score_all else [1, 2], kind="local"))
 
 
 # ------------------------------------------------------------------- degenerate Gibbs

@@ -79,7 +79,7 @@ def test_result_fields_burn_in_thinning_reference():
     assert r.samples.shape == (3, 6, 3) and torch.equal(r.samples[-1], r.final_ids)
     assert r.energy_local.shape == (8, 6) and r.accept.shape == (8, 6) and r.identity.shape == (8, 6)
     assert ((r.novel <= r.accept) & (r.accept <= 1)).all()
-    assert torch.allclose(r.energy_raw[-1], energy(m, r.final_ids, "raw"))
+    assert torch.allclose(r.energy_raw[-1], energy(m, r.final_ids, kind="raw"))
     assert 0 < r.novel_rate <= r.accept_rate <= 1 and r.proposals == 8 * 6 * 3
 
 

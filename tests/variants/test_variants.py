@@ -92,7 +92,7 @@ def brute(mlm, w, v, method):
 
 def test_every_method_equals_brute_force(lookup):
     variants = some_variants()
-    got = score_variants(lookup, torch.tensor(W), variants)
+    got = score_variants(lookup, torch.tensor(W), variants, methods=METHODS)
     assert list(got) == list(METHODS)
     for method in METHODS:
         want = torch.tensor([brute(lookup, W, v, method) for v in variants], dtype=torch.float64)
@@ -105,7 +105,7 @@ def test_every_method_equals_brute_force(lookup):
 
 def test_identities(lookup):
     variants = some_variants()
-    s = score_variants(lookup, torch.tensor(W), variants)
+    s = score_variants(lookup, torch.tensor(W), variants, methods=METHODS)
     singles = [k for k, v in enumerate(variants) if len(v) == 1]
     assert torch.equal(s["hcb"][singles], s["masked_marginals"][singles])
     assert torch.equal(s["masked_marginals_mt"][singles], s["masked_marginals"][singles])
@@ -195,7 +195,7 @@ def test_forward_rows_are_shared_by_content(lookup):
 
 def test_cache_keeps_the_wild_type_rows_across_chunks(lookup):
     variants = some_variants()
-    full = score_variants(lookup, torch.tensor(W), variants)
+    full = score_variants(lookup, torch.tensor(W), variants, methods=METHODS)
     cache = ForwardCache()
     lookup.calls = 0
     a = score_variants(lookup, torch.tensor(W), variants[:4], methods=["wt_marginals", "masked_marginals"], cache=cache)

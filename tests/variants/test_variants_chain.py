@@ -88,16 +88,16 @@ def test_sampled_orders_are_seeded_by_the_sites_and_shared_by_mutant_and_wild_ty
     triple = [(0, 0), (2, 1), (4, 1)]
     orders = site_orders([0, 2, 4], 4, seed=5)
     assert len(orders) == 4 and all(sorted(o) == [0, 2, 4] for o in orders)
-    alone = score_variants(mlm, torch.tensor(W), [triple], methods=["chain"], n_orders=4, seed=5)["chain"]
-    among = score_variants(mlm, torch.tensor(W), VARIANTS[:5] + [triple], methods=["chain"], n_orders=4, seed=5)[
-        "chain"
-    ]
+    alone = score_variants(mlm, torch.tensor(W), [triple], methods=["chain"], chain_orders=4, chain_seed=5)["chain"]
+    among = score_variants(
+        mlm, torch.tensor(W), VARIANTS[:5] + [triple], methods=["chain"], chain_orders=4, chain_seed=5
+    )["chain"]
     assert alone[0] == among[-1]
     assert alone[0].item() == pytest.approx(brute_chain(mlm, W, triple, orders), abs=1e-9)
-    other = score_variants(mlm, torch.tensor(W), [triple], methods=["chain"], n_orders=4, seed=6)["chain"]
+    other = score_variants(mlm, torch.tensor(W), [triple], methods=["chain"], chain_orders=4, chain_seed=6)["chain"]
     assert other[0] != alone[0]
     with pytest.raises(MLMProbError, match="n_orders"):
-        score_variants(mlm, torch.tensor(W), [triple], methods=["chain"], n_orders=0)
+        score_variants(mlm, torch.tensor(W), [triple], methods=["chain"], chain_orders=0)
 
 
 def test_chain_shares_rows_with_the_other_methods():

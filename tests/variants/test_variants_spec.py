@@ -46,26 +46,33 @@ def test_a_spec_and_its_keywords_give_the_same_scores():
     wt, muts = torch.tensor([0, 1, 2, 0]), [[(0, 1), (2, 0), (3, 2)], [(1, 2)]]
     spec = VariantsSpec(methods=("hcb", "chain"), chain_orders=2, chain_seed=3)
     a = score_variants(m, wt, muts, spec)
-    b = score_variants(m, wt, muts, ["hcb", "chain"], n_orders=2, seed=3)
+    b = score_variants(m, wt, muts, methods=["hcb", "chain"], chain_orders=2, chain_seed=3)
     assert list(a) == list(b) and all(torch.equal(a[k], b[k]) for k in a)
-    with pytest.raises(MLMProbError, match="VariantsSpec"):
+    c = score_variants(m, wt, muts, spec, chain_seed=1)  # keywords override the spec's fields
+    assert all(torch.equal(c[k], score_variants(m, wt, muts, spec.replace(chain_seed=1))[k]) for k in c)
+    with pytest.raises(MLMProbError, match="unknown setting 'seed' of VariantsSpec; the settings are methods, offset"):
         score_variants(m, wt, muts, spec, seed=1)
+    with pytest.raises(MLMProbError, match="spec must be a VariantsSpec, got list"):
+        score_variants(m, wt, muts, ["hcb"])
 
 
-def test_from_args_reads_the_comma_list_and_the_defaults_of_each_mode():
+def test_the_command_reads_the_comma_list_and_the_defaults_of_each_mode():
+    from mlmprob.commands.variants import variants_spec
+
     ns = dict(methods=None, offset=1, chain_orders=6, chain_seed=0, saturate=False)
-    assert VariantsSpec.from_args(argparse.Namespace(**ns)).methods == DEFAULT_METHODS
-    assert VariantsSpec.from_args(argparse.Namespace(**{**ns, "saturate": True})).methods == SATURATE_METHODS
-    spec = VariantsSpec.from_args(argparse.Namespace(**{**ns, "methods": " hcb, chain ,", "offset": 0}))
+    assert variants_spec(argparse.Namespace(**ns)).methods == DEFAULT_METHODS
+    assert variants_spec(argparse.Namespace(**{**ns, "saturate": True})).methods == SATURATE_METHODS
+    spec = variants_spec(argparse.Namespace(**{**ns, "methods": " hcb, chain ,", "offset": 0}))
     assert spec == VariantsSpec(methods=("hcb", "chain"), offset=0)
     with pytest.raises(MLMProbError, match="--methods is empty"):
-        VariantsSpec.from_args(argparse.Namespace(**{**ns, "methods": ","}))
+        variants_spec(argparse.Namespace(**{**ns, "methods": ","}))
 
 
 def test_the_cli_has_a_flag_for_every_field():
     from mlmprob.cli import build_parser
+    from mlmprob.commands.variants import variants_spec
 
     parser = build_parser()
     sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction)).choices["variants"]
     assert {f.name for f in dataclasses.fields(VariantsSpec)} <= {a.dest for a in sub._actions}
-    assert VariantsSpec.from_args(sub.parse_args(["x.csv", "--wild-type", "MK"])) == VariantsSpec()
+    assert variants_spec(sub.parse_args(["x.csv", "--wild-type", "MK"])) == VariantsSpec()

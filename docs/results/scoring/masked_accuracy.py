@@ -7,13 +7,13 @@ import torch
 
 import mlmprob
 from mlmprob.batching import iter_masked_logits
-from mlmprob.models.protocol import default_positions
+from mlmprob.models.reader import reader_of
 
 hc = [r["HC"] for r in csv.DictReader(open("../shared/data/antibody/thera_sabdab.csv")) if r["HC"]][:8]
 for name in ("antiberty", "sapiens-vh"):
     m = mlmprob.load_mlm(name)
     e = m.encode(hc)
-    r, c = default_positions(m, e.input_ids).nonzero(as_tuple=True)
+    r, c = reader_of(m).default_positions(e.input_ids).nonzero(as_tuple=True)
     hit = 0
     top = []
     for idx, lg in iter_masked_logits(m, e.input_ids, r, c):

@@ -13,7 +13,6 @@ from __future__ import annotations
 import math
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any
 
 import torch
 
@@ -54,7 +53,9 @@ class SampleSnapshot:
     def accept_rate(self) -> float:
         """Accepted / proposed over every epoch so far (NaN before the first, and for methods with no
         accept step: ancestral draws and the parallel decoders)."""
-        n = sum(self.proposed) if self.method in ("mh", "gibbs", "speculative") else 0
+        from ..sampling.spec import method_of
+
+        n = sum(self.proposed) if method_of(self.method).rates is not None else 0
         return sum(self.accepted) / n if n else math.nan
 
 
@@ -90,17 +91,16 @@ def sample_steps(
     given text whatever ``init`` says (every epoch is a fresh draw); the parallel decoders (``unmask``,
     ``adaptive``) take their ``score`` (``confidence``, ``margin``, ``entropy``; default: the method's own) and
     ``unmask`` its ``steps`` per draw (default: the sampler's)."""
-    from ..infill.stream import expand_gaps, mask_text
+    from ..infilling.stream import expand_gaps, mask_text
     from ..sampling.api import Chains
-    from ..sampling.spec import DECODERS, METHODS, SamplerSpec
+    from ..sampling.spec import SamplerSpec, method_of
     from ..sampling.stream import free_positions
 
     if energy not in ENERGIES:
         raise MLMProbError(f"energy must be 'local' or 'raw', got {energy!r}")
     if init not in INITS:
         raise MLMProbError(f"init must be one of {', '.join(INITS)}, got {init!r}")
-    if method not in METHODS:
-        raise MLMProbError(f"method must be one of {', '.join(METHODS)}, got {method!r}")
+    takes = method_of(method).spec.__dataclass_fields__  # one line for an unknown method
     epochs = _check_int(epochs, "epochs", 1, limits.max_epochs)
     chains = _check_int(chains, "chains", 1, limits.max_chains)
     seed = _check_int(seed, "seed", 0, 2**63 - 1)
@@ -110,12 +110,12 @@ def sample_steps(
     free1 = free_positions(mlm, enc, 0, "the sequence", text, want)  # resolved once, as for the CLI
     ids = enc.input_ids[:1].repeat(chains, 1)
     free = free1[None].repeat(chains, 1)
-    extra: dict[str, Any] = {"score": score or None} if method in DECODERS else {}
-    if method == "unmask" and steps:
-        extra["steps"] = _check_int(steps, "steps", 1, 10**6)
-    spec = SamplerSpec(
-        method=method, energy=energy, epochs=epochs, init=init if method in ("mh", "gibbs") else "given", **extra
-    )
+    # the options this method takes (the app draws every method's energy trace: independent draws are scored)
+    given = {"init": init, "energies": True, "score": score or None}
+    if steps:
+        given["steps"] = _check_int(steps, "steps", 1, 10**6)
+    extra = {k: v for k, v in given.items() if k in takes}
+    spec = SamplerSpec(method=method, energy=energy, epochs=epochs, burn_in=0, **extra)
     run = Chains(mlm, spec, ids, free, torch.Generator().manual_seed(seed))
     pick = 0 if energy == "local" else 1
     trace = [tuple(run.energies()[pick].tolist())]
@@ -172,7 +172,7 @@ def pair_view(mlm, text: str, a, b, *, top: int = 10, limits: Limits = LIMITS) -
     of ``2K + 1`` forward rows (``mlmprob.joints.evaluate_pair``; HCB pivot: the MLM joint's mode).
     Vocabularies larger than ``limits.max_pair_candidates`` are cut to their top tokens under
     the both-masked copy (``outside_mass`` says how much that drops)."""
-    from ..infill.stream import expand_gaps, mask_text
+    from ..infilling.stream import expand_gaps, mask_text
     from ..joints.conditionals import resolve_candidates
     from ..joints.evaluate import evaluate_pair
 

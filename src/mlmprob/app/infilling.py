@@ -49,7 +49,7 @@ class InfillResult:
 
 def _gap(mlm, text: str, positions: str, limits: Limits):
     """``(ids [L], token positions, native token ids or None, 1-based residue/word numbers)``."""
-    from ..infill.stream import count_gaps, expand_gaps, mask_text
+    from ..infilling.stream import count_gaps, expand_gaps, mask_text
 
     text = str(text or "").strip()
     if str(positions or "").strip():
@@ -86,8 +86,8 @@ def infill_compare(
     """Standard and HCB beam search (``mlmprob.infill``), each left to right and best first, on
     one gap: marked in ``text`` (``____``, ``[MASK]x5``) or given as 1-based ``positions``
     (``"10-14"``) of a complete sequence, whose own residues are then the native fill."""
-    from ..infill.beam import infill
-    from ..infill.spec import InfillSpec
+    from ..infilling.beam import infill
+    from ..infilling.spec import InfillSpec
 
     if isinstance(beam_size, float) and beam_size.is_integer():
         beam_size = int(beam_size)

@@ -213,13 +213,6 @@ def pair_summary(pv: PairView) -> str:
     )
 
 
-def frame(rows, headers):
-    """A pandas DataFrame of ``rows`` (the page's tables; pandas comes with gradio)."""
-    import pandas as pd
-
-    return pd.DataFrame(rows, columns=headers)
-
-
 def saturation_styler(smap):
     """The L x 20 table with a red (above the wild type) / blue (below) background per cell."""
     import pandas as pd

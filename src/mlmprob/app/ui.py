@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 from ..errors import MLMProbError
 from ..models.reader import reader_of
-from ..sampling.spec import METHODS
+from ..sampling.spec import REGISTRY
 from . import render
 from .compute import LIMITS, Limits, mutant_scores, saturation_map, score_text
 from .dynamics import pair_view, sample_steps
@@ -56,6 +56,12 @@ def _guarded(fn):
     return plain
 
 
+def _frame(rows, headers):
+    import pandas as pd
+
+    return pd.DataFrame(rows, columns=headers)
+
+
 @dataclass(frozen=True)
 class _Ctx:
     """What every tab builder needs: the model, the limits, the batch size, the examples, the queue options."""
@@ -76,7 +82,7 @@ def _tab_score(gr, c: _Ctx):
         with tempfile.NamedTemporaryFile("w", suffix=".csv", prefix="mlmprob-scores-", delete=False) as fh:
             fh.write(res.csv())
         return (
-            render.frame(res.table(), ["id", "tokens", "PLL", "PLL per token", "E_raw", "loglik", "loglik per token"]),
+            _frame(res.table(), ["id", "tokens", "PLL", "PLL per token", "E_raw", "loglik", "loglik per token"]),
             render.tokens_html(res),
             fh.name,
         )
@@ -124,7 +130,7 @@ def _tab_mutations(gr, c: _Ctx):
             f"**{ms.mutant}** ({ms.n_sites} site{'s' if ms.n_sites > 1 else ''}): hcb {key['hcb']:.4f}, "
             f"pll_delta {key['pll_delta']:.4f}, epistasis {key['epistasis']:.4f}"
         )
-        return render.frame(render.mutant_rows(ms), ["method", "score", "meaning"]), head
+        return _frame(render.mutant_rows(ms), ["method", "score", "meaning"]), head
 
     def do_cell(state, evt: gr.SelectData):
         if not state or evt.index is None:
@@ -184,8 +190,8 @@ def _tab_infill(gr, c: _Ctx):
         )
         heads = render.infill_headers()
         return (
-            render.frame(render.infill_rows(res, "standard"), heads),
-            render.frame(render.infill_rows(res, "hcb"), heads),
+            _frame(render.infill_rows(res, "standard"), heads),
+            _frame(render.infill_rows(res, "hcb"), heads),
             render.infill_summary(res),
         )
 
@@ -222,11 +228,10 @@ def _tab_infill(gr, c: _Ctx):
         i_stop.click(None, cancels=[ev])
 
 
-def _sample_handler(gr, c: _Ctx):
-    """The Sample tab's handler: the chains' snapshots streamed as (summary, trace figure, samples table)."""
+def _sample_fn(gr, c: _Ctx):
+    """The Sample tab's handler: the chains' snapshots streamed into the summary, the trace and the table."""
     mlm, limits = c.mlm, c.limits
 
-    # gradio injects its progress tracker through the default of progress (hence the noqa: B008)
     def do_sample(
         text,
         positions,
@@ -238,7 +243,7 @@ def _sample_handler(gr, c: _Ctx):
         method="mh",
         score="",
         steps=0,
-        progress=gr.Progress(),  # noqa: B008
+        progress=gr.Progress(),  # noqa: B008 - gradio injects the tracker through this default
     ):
         epochs, every = int(epochs), max(1, int(epochs) // 25)
         for snap in sample_steps(
@@ -260,7 +265,7 @@ def _sample_handler(gr, c: _Ctx):
                 yield (
                     render.sample_summary(snap),
                     render.trace_figure(snap),
-                    render.frame(render.sample_rows(snap), ["chain", f"E_{energy}", "sequence"]),
+                    _frame(render.sample_rows(snap), ["chain", f"E_{energy}", "sequence"]),
                 )
 
     return do_sample
@@ -269,7 +274,7 @@ def _sample_handler(gr, c: _Ctx):
 def _tab_sample(gr, c: _Ctx):
     """The Sample tab: streamed Gibbs chains (endpoint ``sample``)."""
     limits, ex, run = c.limits, c.ex, c.run
-    do_sample = _sample_handler(gr, c)
+    do_sample = _sample_fn(gr, c)
     with gr.Tab("Sample"):
         p_in = gr.Textbox(
             ex["sample"], lines=2, label="start sequence (_ = masked, sampled too)", elem_id="sample-input"
@@ -284,7 +289,7 @@ def _tab_sample(gr, c: _Ctx):
             p_init = gr.Dropdown(["given", "greedy", "random"], value="given", label="start", elem_id="sample-init")
         with gr.Row():
             p_method = gr.Dropdown(
-                list(METHODS),
+                list(REGISTRY),
                 value="mh",
                 elem_id="sample-method",
                 label="method: mh / gibbs (MCMC on the energy), ancestral / speculative (exact "
@@ -328,7 +333,7 @@ def _tab_pair(gr, c: _Ctx):
         pv = pair_view(mlm, text, int(a), int(b), top=int(top), limits=limits)
         return (
             render.pair_figure(pv),
-            render.frame(render.pair_rows(pv), ["joint", "A-KL", "G-KL", "mass shown"]),
+            _frame(render.pair_rows(pv), ["joint", "A-KL", "G-KL", "mass shown"]),
             render.pair_summary(pv),
         )
 

@@ -58,7 +58,7 @@ def run(args) -> int:
     from .common import load_model_from_args
 
     mlm = load_model_from_args(args)
-    demo = build_app(mlm, model_name=args.model, batch_tokens=args.batch_tokens)
+    demo = build_app(mlm, model_name=args.model, batch_tokens=mlm.batch_tokens)
     where = "a public share link too" if args.share else f"http://{args.host}:{args.port}"
     print(f"mlmprob app: {args.model} on {where} (Ctrl+C stops it)", file=sys.stderr)
     launch(demo, host=args.host, port=args.port, share=args.share, block=True)

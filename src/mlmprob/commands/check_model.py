@@ -61,7 +61,7 @@ def compare(mlm, seqs: list[str], k: int) -> list[tuple[str, float]]:
     samplers' conditionals, on ``k`` positions of each of ``seqs`` read in one padded batch."""
     import torch
 
-    from ..energy import token_scores
+    from ..energies import token_scores
     from ..models.probe import plain_logits
     from ..models.reader import reader_of
     from ..positions import TOKENS, default_mask

@@ -1,11 +1,15 @@
-"""The options several commands share (model, scale) and loading a model from them.
+"""The options several commands share (model, scale, input file) and the typed objects they are parsed into.
 
-Commands import these from here, never from :mod:`mlmprob.cli` (which imports the commands).
+Each command parses argparse's namespace once, at its top, into typed objects (:class:`InputFile`,
+:func:`model_spec`, :func:`run_options`, :func:`spec_of`); nothing below ``commands/`` sees a namespace and
+nothing writes onto one. Commands import these from here, never from :mod:`mlmprob.cli` (which imports the
+commands).
 """
 
 from __future__ import annotations
 
 import argparse
+from dataclasses import dataclass
 
 from .. import defaults
 from ..argtypes import positive_int
@@ -32,11 +36,55 @@ def add_dedupe_arg(p) -> None:
     )
 
 
-def spool_args_input(args, attr: str = "input") -> str | None:
-    """Make ``args.<attr>`` readable more than once: standard input (``-``), a pipe or a FIFO is copied once
-    to a temporary file (:func:`~mlmprob.runtime.inputs.spool_input`; ``args.format`` is set from its name
-    or content). Returns the input as a run's configuration names it: a file's resolved path, else the name
-    given (``-``, ``/dev/fd/63``)."""
+@dataclass(frozen=True)
+class InputFile:
+    """A sequence file as a command reads it, parsed once at its top (:func:`input_file`): ``path`` is the file
+    read now (standard input, a pipe or a FIFO copied once to a temporary file), ``format`` its format (settled
+    from a copy's name or content), ``column`` and ``id_column`` its columns; ``given`` is the name the user
+    gave (for messages) and ``source`` the input as a run's configuration names it (a file's resolved path,
+    else the name given: ``-``, ``/dev/fd/63``)."""
+
+    path: str
+    format: str = "auto"
+    column: str | None = None
+    id_column: str | None = None
+    given: str = ""
+    source: str = ""
+
+    def records(self):
+        """The file's records, streamed (:func:`mlmprob.runtime.inputs.iter_records`)."""
+        from ..runtime.inputs import iter_records
+
+        return iter_records(self.path, self.format, self.column, self.id_column)
+
+
+@dataclass(frozen=True)
+class Sequences:
+    """The records a command reads from ``--seq`` (``seq1``, ``seq2``, ...) and then from its input ``file``;
+    their ids checked unique, or deduplicated (``dedupe``)."""
+
+    seqs: tuple[str, ...] = ()
+    file: InputFile | None = None
+    dedupe: bool = False
+
+    def records(self, unique=None):
+        """The records, streamed; ``unique``: the :class:`~mlmprob.runtime.unique.UniqueIds` check to use."""
+        from ..runtime.unique import UniqueIds
+
+        return (unique or UniqueIds(self.dedupe))(self._all())
+
+    def _all(self):
+        from ..runtime.inputs import Record
+
+        for i, s in enumerate(self.seqs):
+            yield Record(f"seq{i + 1}", s)
+        if self.file is not None:
+            yield from self.file.records()
+
+
+def input_file(args, attr: str = "input") -> InputFile | None:
+    """The file ``args.<attr>`` names (None when none is given) with ``--format``, ``--column`` and
+    ``--id-column``, made readable more than once (:func:`~mlmprob.runtime.inputs.spool_input`)."""
     from pathlib import Path
 
     from ..runtime.inputs import spool_input
@@ -44,11 +92,11 @@ def spool_args_input(args, attr: str = "input") -> str | None:
     given = getattr(args, attr)
     if given is None:
         return None
-    path, args.format = spool_input(given, args.format)
-    if str(path) == str(given):
-        return str(Path(given).resolve())
-    setattr(args, attr, str(path))
-    return str(given)
+    path, fmt = spool_input(given, args.format)
+    source = str(Path(given).resolve()) if str(path) == str(given) else str(given)
+    return InputFile(
+        str(path), fmt, getattr(args, "column", None), getattr(args, "id_column", None), str(given), source
+    )
 
 
 def add_model_args(p: argparse.ArgumentParser, default: str = defaults.MODEL, why: str | None = None) -> None:
@@ -119,13 +167,73 @@ def add_allow_pickle_arg(p: argparse.ArgumentParser) -> None:
     )
 
 
-def load_model_from_args(args):
-    """Load ``--model`` on ``--device`` in ``--dtype``, settle ``args.batch_tokens`` for that device and give it
-    to the model's reader (every read of the model then uses that budget): the loading block of the jobs,
-    :meth:`mlmprob.models.spec.ModelSpec.load`."""
+def model_spec(args):
+    """The model a command reads, parsed once: ``--model``, ``--dtype``, ``--allow-pickle`` and
+    ``--batch-tokens`` as a :class:`~mlmprob.models.spec.ModelSpec` (the one object that holds the dtype)."""
     from ..models.spec import ModelSpec
 
-    spec = ModelSpec(args.model, args.dtype, getattr(args, "allow_pickle", False), args.batch_tokens)
-    mlm = spec.load(args.device)
-    args.batch_tokens = mlm.batch_tokens
-    return mlm
+    return ModelSpec(args.model, args.dtype, getattr(args, "allow_pickle", False), args.batch_tokens)
+
+
+def load_model_from_args(args):
+    """Load ``--model`` on ``--device`` in ``--dtype`` (:func:`model_spec`): its reader carries the forward budget
+    settled for that device (every read of the model then uses it), :meth:`mlmprob.models.spec.ModelSpec.load`,
+    the loading block of the jobs."""
+    return model_spec(args).load(args.device)
+
+
+def job_fields(spec) -> dict:
+    """A streamed job's loading fields (:class:`~mlmprob.models.spec.ModelJob`) from a model spec."""
+    return dict(model=spec.model, dtype=spec.dtype, allow_pickle=spec.allow_pickle, batch_tokens=spec.batch_tokens)
+
+
+def run_options(args, **override):
+    """Where and how a streamed command runs, parsed once (:class:`~mlmprob.runtime.command.RunOptions`):
+    ``--device`` is the one device unless ``--workers`` or ``--devices`` name several, CPU workers capped for
+    this machine and the model's size; ``override`` replaces any of them."""
+    from ..runtime.capacity import capped_devices, capped_workers
+    from ..runtime.command import RunOptions
+    from ..runtime.pool import parse_devices
+    from ..runtime.shard import parse_shard
+
+    shard = parse_shard(args.shard)
+    workers, engine = args.workers, args.engine
+    local = engine == "local"
+    if workers and args.devices is None and local:  # Ray places its actors by the cluster's
+        workers = capped_workers(workers, getattr(args, "model", None))  # resources; capped before the list
+    devices = parse_devices(workers, args.devices)
+    if args.devices and local:  # cpu,cpu,cpu: capped by the same rule as --workers
+        devices = capped_devices(devices, getattr(args, "model", None))
+    if devices == ["auto"]:
+        devices = [args.device]
+    opts = dict(
+        out=args.out,
+        resume=args.resume,
+        shard=shard,
+        devices=tuple(devices),
+        engine=args.engine,
+        ray_address=args.ray_address,
+        part_rows=args.part_rows,
+        progress=not args.no_progress,
+    )
+    opts.update(override)
+    return RunOptions(**opts)
+
+
+def spec_of(cls, args, **given):
+    """The algorithm's spec ``cls`` of parsed arguments: every field whose name is an argument (the flag
+    ``--my-option`` is the field ``my_option``); ``given`` (values the command computed) take precedence.
+
+    >>> from dataclasses import dataclass
+    >>> from mlmprob.settings import Spec
+    >>> @dataclass(frozen=True)
+    ... class Demo(Spec):
+    ...     size: int = 1
+    ...     names: tuple = ("a",)
+    >>> spec_of(Demo, argparse.Namespace(size=3, other=0)).settings()
+    {'size': 3, 'names': ['a']}
+    """
+    import dataclasses
+
+    values = {f.name: getattr(args, f.name) for f in dataclasses.fields(cls) if hasattr(args, f.name)}
+    return cls(**{**values, **given})

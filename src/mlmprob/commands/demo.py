@@ -137,9 +137,9 @@ def sample_section(mlm, args) -> None:
         generator=torch.Generator().manual_seed(args.seed),
     )
     print(f"   {'chain':<7}{'CDR-H3':<{len(cols) + 2}}{'E_local':>9}{'identity':>10}")
-    from ..energy import energy
+    from ..energies import energy
 
-    e_native = float(energy(mlm, ids, "local", positions=cdr[None])[0])
+    e_native = float(energy(mlm, ids, cdr[None], kind="local")[0])
     print(f"   {'native':<7}{native:<{len(cols) + 2}}{e_native:>9.2f}{1.0:>10.2f}")
     identity = r.identity
     assert identity is not None  # sampled with a reference
@@ -182,7 +182,7 @@ def joint_section(mlm, args) -> None:
 
 
 def infill_section(mlm, args) -> None:
-    from ..infill.beam import infill, score_meaning
+    from ..infilling.beam import infill, score_meaning
 
     seq, ids, cdr = _trastuzumab(mlm)
     cols = cdr.nonzero()[:, 0].tolist()

@@ -19,7 +19,7 @@ import sys
 
 from ..argtypes import positive_int
 from ..errors import MLMProbError
-from ..infill.spec import GAP_MODES
+from ..infilling.spec import GAP_MODES
 from ..jsonl import dumps
 
 __all__ = ["register", "run"]
@@ -116,40 +116,41 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
-    from ..infill.spec import InfillSpec
+    from ..infilling.spec import InfillSpec
+    from .common import spec_of
 
-    spec = InfillSpec.from_args(args)  # --method, --order, --beam-size, --pivot
+    spec = spec_of(InfillSpec, args)  # --method, --order, --beam-size, --pivot
     if (args.sequence is None) == (args.input is None):
         raise MLMProbError("give one SEQUENCE or --input FILE" + (", not both" if args.input else ""))
     from .regions import resolve_cdr
 
-    args.region = resolve_cdr(args)
-    if args.region and args.gaps != "joint":
+    region = resolve_cdr(args)
+    if region and args.gaps != "joint":
         raise MLMProbError("--cdr makes one gap per record; leave out --gaps each")
     if args.input is None:
         for name, default in _STREAM_ONLY:
             if getattr(args, name) != default:
                 raise MLMProbError(f"--{name.replace('_', '-')} needs --input FILE (it streams a file of sequences)")
-        return _run_one(args, spec)
+        return _run_one(args, spec, region)
     if args.json:
         raise MLMProbError("--json is for one SEQUENCE; with --input every row is JSON unless --out is .tsv/.parquet")
-    return _run_stream(args, spec)
+    return _run_stream(args, spec, region)
 
 
-def _run_one(args, spec) -> int:
+def _run_one(args, spec, region) -> int:
     import torch
 
-    from ..infill.beam import infill, score_meaning
-    from ..infill.stream import expand_gaps
-    from ..infill.stream import mask_text as _mask_text
+    from ..infilling.beam import infill, score_meaning
+    from ..infilling.stream import expand_gaps
+    from ..infilling.stream import mask_text as _mask_text
     from ..positions import token_numbers
-    from .common import load_model_from_args
+    from .common import model_spec
 
-    mlm = load_model_from_args(args)
-    native = None
-    if args.region:
-        args.sequence, native = _region_gap(args.sequence, args.region)
-    text = expand_gaps(args.sequence, _mask_text(mlm))
+    mlm = model_spec(args).load(args.device)
+    sequence, native = args.sequence, None
+    if region:
+        sequence, native = _region_gap(sequence, region)
+    text = expand_gaps(sequence, _mask_text(mlm))
     enc = mlm.encode([text])
     ids = enc.input_ids
     positions = (ids[0] == mlm.mask_id).nonzero(as_tuple=True)[0]
@@ -175,11 +176,11 @@ def _run_one(args, spec) -> int:
             dumps(
                 {
                     "model": args.model,
-                    **spec.settings(),
+                    **spec.recorded(),
                     "positions": numbers,
                     "token_indices": positions.tolist(),
                     "candidates": rows,
-                    **({"cdr": args.cdr, "numbering": args.numbering, "native": native} if native else {}),
+                    **({"cdr": region[0], "numbering": region[1], "native": native} if native else {}),
                 }
             )
         )
@@ -187,7 +188,7 @@ def _run_one(args, spec) -> int:
     print(
         f"# {args.model}  method={spec.method}  order={spec.order}  beam={spec.beam_size}  "
         f"gap={len(positions)} tokens at positions {numbers} (1-based)"
-        + (f"  CDR-{args.cdr} ({args.numbering}) native={native}" if native else "")
+        + (f"  CDR-{region[0]} ({region[1]}) native={native}" if native else "")
     )
     print(f"# score: {score_meaning(spec.method, spec.pivot)}")
     width = max(4, *(len(r["fill"]) for r in rows))
@@ -197,52 +198,43 @@ def _run_one(args, spec) -> int:
     return 0
 
 
-def _run_stream(args, spec) -> int:
-    from ..infill.stream import InfillJob, iter_gap_units
-    from ..runtime import iter_records
-    from ..runtime.command import RunOptions, StreamCommand, run_command
+def _run_stream(args, spec, region) -> int:
+    from ..infilling.stream import InfillJob, iter_gap_units
+    from ..runtime.command import StreamCommand, run_command
     from ..runtime.unique import UniqueIds
-    from .common import spool_args_input
+    from .common import input_file, job_fields, model_spec, run_options
     from .regions import cdr_config
 
-    opts = RunOptions.from_args(args)
-    given = args.input
-    source = spool_args_input(args)
+    opts = run_options(args)
+    inputs = input_file(args)
     unique = UniqueIds(args.dedupe)
 
     def units():
-        records = unique(iter_records(args.input, args.format, args.column, args.id_column))
-        return region_units(records, args.region) if args.region else iter_gap_units(records, args.gaps)
+        records = unique(inputs.records())
+        return region_units(records, region) if region else iter_gap_units(records, args.gaps)
 
     config = {
         "command": "infill",
         "model": args.model,
-        "input": source,
+        "input": inputs.source,
         "positions_base": 1,
-        "format": args.format,
-        "column": args.column,
-        "id_column": args.id_column,
+        "format": inputs.format,
+        "column": inputs.column,
+        "id_column": inputs.id_column,
         "gaps": args.gaps,
-        **spec.settings(),
+        **spec.recorded(),
         **({"dedupe": True} if args.dedupe else {}),
-        **cdr_config(args.region),
+        **cdr_config(region),
     }
-    job = InfillJob(
-        model=args.model,
-        dtype=args.dtype,
-        allow_pickle=args.allow_pickle,
-        spec=spec,
-        batch_tokens=args.batch_tokens,
-        skip_invalid=args.skip_invalid,
-    )
+    job = InfillJob(**job_fields(model_spec(args)), spec=spec, skip_invalid=args.skip_invalid)
     done = run_command(
         StreamCommand(
             job,
             units,
             config,
             fields=TSV_FIELDS,
-            input=args.input,
-            empty=f"no sequences found in {given}",
+            input=inputs.path,
+            empty=f"no sequences found in {inputs.given}",
             unit_name="gap",
             chunk_size=4,
             skip_label="",
@@ -263,7 +255,7 @@ def _run_stream(args, spec) -> int:
 
 def _region_gap(text: str, region: tuple[str, str]) -> tuple[str, str]:
     """``text`` (a complete sequence) with the residues of ``region`` written as ``_``, and those residues."""
-    from ..infill.stream import count_gaps
+    from ..infilling.stream import count_gaps
     from ..numbering import cdr_span, mask_residues
 
     if count_gaps(text):
@@ -276,7 +268,7 @@ def _region_gap(text: str, region: tuple[str, str]) -> tuple[str, str]:
 def region_units(records, region: tuple[str, str]):
     """The gap units of ``records`` (complete sequences) whose gap is the CDR ``region``; a record that does
     not number is a unit carrying the error (raised, or skipped with --skip-invalid)."""
-    from ..infill.stream import GapUnit, iter_gap_units
+    from ..infilling.stream import GapUnit, iter_gap_units
     from ..runtime.inputs import Record
 
     for r in records:
@@ -290,7 +282,7 @@ def region_units(records, region: tuple[str, str]):
 
 def expected_ids(config: dict, limit: int | None = None):
     """The gap ids a streamed run with this stored ``config`` covers, for ``mlmprob merge``'s input check."""
-    from ..infill.stream import iter_gap_units
+    from ..infilling.stream import iter_gap_units
     from ..runtime.inputs import iter_records
     from ..runtime.unique import unique_ids
 

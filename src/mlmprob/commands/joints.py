@@ -78,9 +78,9 @@ def register(subparsers) -> argparse.ArgumentParser:
 def run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from ..joints.job import RECORDS_FILE, load_records, run_joints
+    from ..joints.job import RECORDS_FILE, JointsRun, load_records, run_joints
     from ..joints.report import write_report
-    from ..runtime.command import RunOptions
+    from .common import input_file, run_options, spec_of
 
     if args.report_only:
         header, records = load_records(Path(args.out) / RECORDS_FILE)
@@ -93,21 +93,18 @@ def run(args: argparse.Namespace) -> int:
         return 0
     if args.data is None:
         raise MLMProbError("--data is required (the sequences to draw pairs from), unless --report-only")
-    from ..runtime.inputs import spool_input
-
-    opts = RunOptions.from_args(args)
+    opts = run_options(args)
     shard = opts.shard
-    path, args.format = spool_input(args.data, args.format)  # stdin or a pipe: read once, here
-    data_path = None if str(path) == str(args.data) else str(path)
-    config = JointsSpec.from_args(args)  # --model, --data, --column, --format, --schemes, --n-pairs, ...
+    data = input_file(args, "data")  # stdin or a pipe: read once, here
+    data_path = None if data.path == str(args.data) else data.path
+    # --model, --data, --column, --format, --schemes, --n-pairs, ...
+    config = spec_of(JointsSpec, args, format=data.format)
     new = [0]
 
     def count(rec: dict) -> None:
         new[0] += 1
 
-    records = run_joints(
-        None,
-        config,
+    run = JointsRun(
         args.out,
         batch_tokens=args.batch_tokens,
         progress=count,
@@ -120,6 +117,7 @@ def run(args: argparse.Namespace) -> int:
         show_progress=opts.progress and not args.quiet,
         data_path=data_path,
     )
+    records = run_joints(None, run, config)
     total = shard.size(len(config.schemes) * config.n_pairs)
     if not args.quiet:
         print(

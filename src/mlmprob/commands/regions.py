@@ -36,15 +36,15 @@ def add_cdr_args(group, what: str) -> None:
 
 
 def resolve_cdr(args) -> tuple[str, str] | None:
-    """``(cdr, numbering)`` of the parsed options, or None without ``--cdr`` (``args.numbering`` is set to its
-    default); a ``--numbering`` without ``--cdr`` is refused in one line."""
+    """``(cdr, numbering)`` of the parsed options (``--numbering`` by default imgt), or None without ``--cdr``;
+    a ``--numbering`` without ``--cdr`` is refused in one line."""
     if args.cdr is None:
         if args.numbering is not None:
             raise MLMProbError("--numbering is the CDR definition of --cdr; give --cdr too")
         return None
-    args.numbering = args.numbering or "imgt"
-    check_scheme(args.cdr, args.numbering)
-    return args.cdr, args.numbering
+    numbering = args.numbering or "imgt"
+    check_scheme(args.cdr, numbering)
+    return args.cdr, numbering
 
 
 def cdr_config(region: tuple[str, str] | None) -> dict:

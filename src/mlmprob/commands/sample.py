@@ -17,41 +17,20 @@ from __future__ import annotations
 
 import argparse
 import sys
+from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from ..argtypes import nonnegative_float, nonnegative_int, positive_float, positive_int, probability
 from ..errors import MLMProbError
 from ..jsonl import dumps
-from ..sampling.spec import DECODERS, EXACT_DRAWS, METHODS
-from .decoder_args import add_decoder_args, check_decoder_options, decoder_summary
+from .common import InputFile, Sequences, job_fields, run_options
+from .sampler_args import add_sampler_args, sampler_spec
+
+if TYPE_CHECKING:
+    from ..models.spec import ModelSpec
+    from ..sampling.registry import SamplerSpec
 
 STREAM_SUFFIXES = (".jsonl", ".tsv", ".parquet")
-# options of the MCMC samplers and their defaults: with --method ancestral/speculative only the defaults are accepted
-MCMC_ONLY = {
-    "block_size": ("--block-size", 1),
-    "target_temperature": ("--target-temperature", 1.0),
-    "anneal": ("--anneal", 0.0),
-    "temperature_floor": ("--temperature-floor", 0.05),
-    "init": ("--init", "given"),
-}
-BURN_IN = {"mh": 5, "gibbs": 5}  # --burn-in's default per method: 0 for every exact-draw method
-
-
-def _block_size(text: str):
-    """``K`` or ``START:END[:EPOCHS]`` (linear decrease, Goyal et al. App. D)."""
-
-    parts = text.split(":")
-    try:
-        nums = [positive_int(p) for p in parts]
-    except argparse.ArgumentTypeError:
-        raise argparse.ArgumentTypeError(
-            f"block size must be K or START:END[:EPOCHS] with positive integers, got {text!r}"
-        ) from None
-    if len(nums) == 1:
-        return nums[0]
-    if len(nums) in (2, 3):
-        return ("linear", *nums)
-    raise argparse.ArgumentTypeError(f"block size must be K or START:END[:EPOCHS], got {text!r}")
 
 
 def parse_positions(text: str) -> list[int]:
@@ -124,94 +103,7 @@ def register(sub) -> None:
     from .common import add_model_args, add_runtime_args
 
     add_model_args(p)
-    s = p.add_argument_group("sampler")
-    s.add_argument(
-        "--method",
-        choices=METHODS,
-        default="mh",
-        help="MH with the MLM's conditionals as proposals, degenerate Gibbs, or ancestral: every epoch an exact "
-        "draw of p_sigma of `mlmprob loglik` along --order (random: a fresh order per chain and epoch); "
-        "speculative: the same draws in fewer sequential calls; unmask: parallel decoding by --score "
-        "(MaskGIT, LLaDA, Dream; ReMDM remasking); adaptive: together only weakly dependent positions",
-    )
-    s.add_argument(
-        "--energy",
-        choices=("local", "raw"),
-        default="local",
-        help="target energy: E_local (= -PLL) or E_raw (minus the sum of raw logits)",
-    )
-    s.add_argument("--chains", type=positive_int, default=4, help="chains per input sequence")
-    s.add_argument("--epochs", type=positive_int, default=20, help="epochs after burn-in")
-    s.add_argument(
-        "--burn-in",
-        type=nonnegative_int,
-        default=None,
-        help="epochs run first and not kept; by default 5 for mh and gibbs, 0 for ancestral "
-        "(its draws are independent)",
-    )
-    s.add_argument("--thin", type=positive_int, default=1, help="keep every N-th epoch after burn-in")
-    s.add_argument(
-        "--block-size",
-        type=_block_size,
-        default=MCMC_ONLY["block_size"][1],
-        help="mh, gibbs: K, or START:END[:EPOCHS] decreasing linearly",
-    )
-    s.add_argument(
-        "--proposal-temperature",
-        type=positive_float,
-        default=1.0,
-        help="temperature of the proposal distribution (the MLM's conditionals)",
-    )
-    s.add_argument(
-        "--top-p", type=probability, default=1.0, help="nucleus: propose only from the top-p probability mass"
-    )
-    s.add_argument(
-        "--target-temperature",
-        type=positive_float,
-        default=MCMC_ONLY["target_temperature"][1],
-        help="mh: temperature of the target distribution exp(-E / T)",
-    )
-    s.add_argument(
-        "--anneal",
-        type=nonnegative_float,
-        default=MCMC_ONLY["anneal"][1],
-        help="mh: subtract this from the target temperature per epoch",
-    )
-    s.add_argument(
-        "--temperature-floor",
-        type=positive_float,
-        default=MCMC_ONLY["temperature_floor"][1],
-        help="mh: lowest target temperature annealing reaches",
-    )
-    s.add_argument(
-        "--order",
-        choices=("random", "l2r", "r2l"),
-        default="random",
-        help="order in which positions are visited within an epoch (r2l: ancestral only)",
-    )
-    s.add_argument(
-        "--tokens-per-step",
-        type=positive_int,
-        default=1,
-        help="ancestral: positions revealed per step, each from its conditional given the same context "
-        "(parallel decoding: approximate for K > 1)",
-    )
-    s.add_argument(
-        "--draft-k",
-        type=positive_int,
-        default=None,
-        help="speculative: positions drafted per round from one pass and verified in one batch "
-        "(default 4; at most the free positions are drafted); the draws stay exact",
-    )
-    add_decoder_args(s)
-    s.add_argument(
-        "--init",
-        choices=("given", "greedy", "random"),
-        default=MCMC_ONLY["init"][1],
-        help="mh, gibbs: initial state of the free positions: the input, the MLM's argmax, or random tokens",
-    )
-    s.add_argument("--score-all", action="store_true", help="energy over all positions, not only the free ones")
-    s.add_argument("--seed", type=nonnegative_int, default=0, help="seed of the sampler's random generator")
+    add_sampler_args(p)
     p.add_argument(
         "--out",
         "-o",
@@ -229,108 +121,71 @@ def register(sub) -> None:
     p.set_defaults(func=run)
 
 
-def check_method_options(args) -> None:
-    """One-line errors for the options ``--method`` does not use (``MCMC_ONLY`` with ancestral and speculative
-    sampling, ``--tokens-per-step`` but with ancestral, ``--draft-k`` but with speculative, ``--order r2l`` with
-    MH and Gibbs), and ``--burn-in``'s default per method."""
-    check_decoder_options(args)
-    if args.method != "speculative" and getattr(args, "draft_k", None) is not None:
-        raise MLMProbError(f"--draft-k is for --method speculative (got --method {args.method})")
-    if args.method == "speculative" and args.tokens_per_step != 1:
-        raise MLMProbError("--tokens-per-step is for --method ancestral (--draft-k sets the speculative drafts)")
-    if args.method in EXACT_DRAWS:
-        for key, (flag, default) in MCMC_ONLY.items():
-            if getattr(args, key) != default:
-                raise MLMProbError(
-                    f"{flag} does not apply to --method {args.method} (every epoch is one draw along "
-                    "--order: no target energy, blocks or initial state); leave it out"
-                )
-    elif args.tokens_per_step != 1:
-        raise MLMProbError(f"--tokens-per-step is for --method ancestral (--block-size sets {args.method}'s blocks)")
-    elif args.order == "r2l":
-        raise MLMProbError(
-            f"--order r2l is for --method ancestral or speculative ({args.method} sweeps in random or l2r order)"
-        )
-    if args.burn_in is None:
-        args.burn_in = BURN_IN.get(args.method, 0)
-
-
-def _diagnostic_notes(result) -> dict:
-    """Why a diagnostic is missing (written as null): ``{"ess_note": ...}`` and the like."""
+def _diagnostic_notes(result, info) -> dict:
+    """Why a diagnostic is missing (written as null): ``{"ess_note": ...}`` and the like (``info``: the method's
+    registry entry)."""
     import math
 
     kept = len(result.kept_epochs)
     notes = {}
     for key in ("ess", "rhat"):
-        if not math.isfinite(getattr(result, key)):
+        if result.energy is None:
+            notes[f"{key}_note"] = "the draws were not scored (give --energies)"
+        elif not math.isfinite(getattr(result, key)):
             notes[f"{key}_note"] = (
                 f"needs >= 4 kept epochs, got {kept}"
                 if kept < 4
                 else "the kept energy trace has no variance (or is not finite)"
             )
     for key in ("accept_rate", "novel_rate"):
-        if result.method == "ancestral":
-            notes[f"{key}_note"] = "ancestral sampling has no accept step"
-        elif result.method == "speculative" and key == "novel_rate":
-            notes[f"{key}_note"] = "speculative drafts fill masked positions: see accept_rate (the drafts')"
-        elif result.method == "speculative" and not math.isfinite(result.accept_rate):
+        if info.rates is None:
+            notes[f"{key}_note"] = info.no_accept
+        elif info.rates == "drafts" and key == "novel_rate":
+            notes[f"{key}_note"] = f"{info.name} drafts fill masked positions: see accept_rate (the drafts')"
+        elif info.rates == "drafts" and not math.isfinite(result.accept_rate):
             notes[f"{key}_note"] = "no draft was tested after burn-in (--draft-k 1, or one position per round)"
         elif not math.isfinite(getattr(result, key)):
             notes[f"{key}_note"] = "no proposals after burn-in"
     return notes
 
 
-def _records(args, unique=None):
-    """The input records, streamed: the --seq sequences (``seq1``, ``seq2``, ...), then --input's; their ids
-    checked unique (or deduplicated with --dedupe) by ``unique``, a :class:`~mlmprob.runtime.unique.UniqueIds`."""
-    from ..runtime.unique import UniqueIds
+@dataclass(frozen=True)
+class Parsed:
+    """What :func:`run` parses once from the command line: the input sequences, the region, the model and the
+    sampler's spec (the other options are read as they are)."""
 
-    return (unique or UniqueIds(getattr(args, "dedupe", False)))(_all_records(args))
-
-
-def _all_records(args):
-    from ..runtime.inputs import Record, iter_records
-
-    for i, s in enumerate(args.seq):
-        yield Record(f"seq{i + 1}", s)
-    if args.input:
-        yield from iter_records(args.input, args.format, args.column, args.id_column)
+    inputs: Sequences
+    region: tuple[str, str] | None
+    model: ModelSpec
+    spec: SamplerSpec
 
 
 def expected_ids(config: dict, limit: int | None = None):
     """The chain ids a streamed run with this stored ``config`` covers (``RECORD/chainC`` for every input
     record), for ``mlmprob merge``'s check that every input appears in the parts."""
-    from argparse import Namespace
-
-    args = Namespace(
-        seq=config.get("seqs") or [],
-        input=config.get("input"),
-        format=config.get("format", "auto"),
-        column=config.get("column"),
-        id_column=config.get("id_column"),
-        dedupe=config.get("dedupe", False),
+    path = config.get("input")
+    file = (
+        InputFile(path, config.get("format", "auto"), config.get("column"), config.get("id_column")) if path else None
     )
-    for rec in _records(args):
+    for rec in Sequences(tuple(config.get("seqs") or []), file, config.get("dedupe", False)).records():
         for c in range(int(config["chains"])):
             yield f"{rec.id}/chain{c}"
 
 
 def run(args) -> int:
+    from .common import input_file, model_spec
     from .regions import resolve_cdr
 
-    args.region = resolve_cdr(args)
-    if args.positions and args.region:
+    region = resolve_cdr(args)
+    if args.positions and region:
         raise MLMProbError("give --positions or --cdr, not both")
     if args.positions:
         parse_positions(args.positions)  # a bad list (a 0: the old base) is refused before anything loads
-    check_method_options(args)
+    spec = sampler_spec(args)  # the sampler's settings, parsed once: a flag --method does not take is refused
     check_out(args.out)
-    from .common import spool_args_input
-
-    args.input_given = args.input
-    args.input_source = spool_args_input(args)
+    parsed = Parsed(Sequences(tuple(args.seq), input_file(args), args.dedupe), region, model_spec(args), spec)
     if is_streamed(args.out):
-        return run_streamed(args)
+        return run_streamed(args, parsed)
     for flag, on in (
         ("--shard", args.shard),
         ("--workers", args.workers),
@@ -343,20 +198,15 @@ def run(args) -> int:
                 f"{flag} needs a .jsonl, .tsv or .parquet --out (a folder --out samples every "
                 "chain in one batch and resumes by itself)"
             )
-    return run_folder(args)
+    return run_folder(args, parsed)
 
 
-def _job_fields(args) -> dict:
+def _job_fields(args, parsed: Parsed) -> dict:
     """The fields a sampling job of either mode takes from the command line: the model, the spec, the chains,
     the seed and the free positions."""
-    from ..sampling.spec import SamplerSpec
-
     return dict(
-        model=args.model,
-        dtype=args.dtype,
-        allow_pickle=args.allow_pickle,
-        batch_tokens=args.batch_tokens,
-        spec=SamplerSpec.from_args(args),
+        **job_fields(parsed.model),
+        spec=parsed.spec,
         chains=args.chains,
         seed=args.seed,
         cdr=args.cdr,
@@ -365,47 +215,48 @@ def _job_fields(args) -> dict:
     )
 
 
-def _stored_config(args, job, **mode) -> dict:
+def _stored_config(args, parsed: Parsed, job, **mode) -> dict:
     """The configuration a run stores and a resume compares: the input, the free positions, ``mode``'s keys
     (``mode="folder"``), the region and the job's settings."""
     from .regions import cdr_config
 
+    file = parsed.inputs.file
     return {
         "command": "sample",
         "model": args.model,
-        "input": getattr(args, "input_source", None) or (str(Path(args.input).resolve()) if args.input else None),
+        "input": None if file is None else file.source,
         "seqs": list(args.seq),
-        "format": args.format,
+        "format": args.format if file is None else file.format,
         "column": args.column,
         "id_column": args.id_column,
         "positions": args.positions,
         **({"positions_base": 1} if args.positions else {}),
         **mode,
-        **cdr_config(args.region),
+        **cdr_config(parsed.region),
         **job.settings(),
         **({"dedupe": True} if args.dedupe else {}),
     }
 
 
-def run_folder(args) -> int:
+def run_folder(args, parsed: Parsed) -> int:
     """Folder mode, through the one runner: one unit (every chain of every input, in one batch), its rows in
     ``OUT/chains.jsonl``, its epochs in ``OUT/run.jsonl`` (a rerun resumes after the last complete epoch),
     then the folder's report from the run file. The run holds ``OUT/run.jsonl.lock`` from before the model
     loads until the last file is written: a second process sampling into the same folder is refused at once."""
-    from ..runtime.command import RunOptions, StreamCommand, run_command
+    from ..runtime.command import StreamCommand, run_command
     from ..runtime.lock import WriterLock
     from ..runtime.unique import UniqueIds
     from ..sampling.folder import CHAINS_FILE, RUN_FILE, BatchUnit, FolderSampleJob, result_of_run
 
     unique = UniqueIds(args.dedupe)
-    seqs = [(r.id, r.seq) for r in _records(args, unique)]
+    seqs = [(r.id, r.seq) for r in parsed.inputs.records(unique)]
     if unique.warning():
         print(unique.warning(), file=sys.stderr)
     if not seqs:
         raise MLMProbError("no input: give --seq or --input")
     out = Path(args.out)
-    job = FolderSampleJob(**_job_fields(args), folder=str(out), progress=not args.no_progress)
-    config = _stored_config(args, job, mode="folder")
+    job = FolderSampleJob(**_job_fields(args, parsed), folder=str(out), progress=not args.no_progress)
+    config = _stored_config(args, parsed, job, mode="folder")
     unit = BatchUnit(tuple(seqs))
     last = f"{seqs[-1][0]}/chain{job.chains - 1}"
     out.mkdir(parents=True, exist_ok=True)
@@ -418,9 +269,9 @@ def run_folder(args) -> int:
                 unit_name="batch",
                 chunk_size=1,
                 last_row_id=lambda u: last,
-                input=args.input,
+                input=None if parsed.inputs.file is None else parsed.inputs.file.path,
             ),
-            RunOptions.from_args(args, out=str(out / CHAINS_FILE), resume=True, progress=False),
+            run_options(args, out=str(out / CHAINS_FILE), resume=True, progress=False),
         )
         result = result_of_run(out, job.spec)
         if result is None:  # the run file lost epochs after its rows were written: complete it again
@@ -443,80 +294,68 @@ def _write_fasta(path: Path, result, names: list[str], reps: int, mlm) -> None:
         for s_idx, epoch in enumerate(result.kept_epochs.tolist()):
             for b in range(result.samples.shape[1]):
                 lp = "" if result.log_prob is None else f" log_prob={float(result.log_prob[epoch, b]):.4f}"
+                energies = (
+                    ""
+                    if result.energy_local is None
+                    else f" e_local={float(result.energy_local[epoch, b]):.4f} "
+                    f"e_raw={float(result.energy_raw[epoch, b]):.4f}"
+                )
                 f.write(
-                    f">{names[b // reps]} chain={b % reps} epoch={epoch} "
-                    f"e_local={float(result.energy_local[epoch, b]):.4f} "
-                    f"e_raw={float(result.energy_raw[epoch, b]):.4f}{lp}\n{mlm.decode(result.samples[s_idx, b])}\n"
+                    f">{names[b // reps]} chain={b % reps} epoch={epoch}{energies}{lp}\n"
+                    f"{mlm.decode(result.samples[s_idx, b])}\n"
                 )
 
 
 def _summary(result, spec) -> dict:
-    """``summary.json``: the run's diagnostics (for ancestral draws no acceptance; their order, tokens per
-    step, and the mean log-probability of the kept draws and of the last epoch's; for speculative draws the
-    same with ``draft_k`` and the drafts' acceptance rate; for both what a draw cost: sequential rounds and
-    model calls, forward rows, and, speculative, the positions revealed per round)."""
-    ancestral = result.method == "ancestral"
-    speculative = result.method == "speculative"
+    """``summary.json``: the run's diagnostics, then what the method adds (its registry entry's ``summary``: for
+    independent draws their own settings, the mean log-probability of the kept draws and of the last epoch's, and
+    what a draw cost), then why a diagnostic is missing."""
+    info = spec.info
     summary = {
         "method": result.method,
         "energy": result.energy_kind,
         "chains": int(result.free.shape[0]),
-        "epochs": int(result.energy_local.shape[0]),
+        "epochs": int(result.seconds.shape[0]),
         "burn_in": result.burn_in,
-        "accept_rate": None if ancestral else result.accept_rate,
-        "novel_rate": None if ancestral or speculative else result.novel_rate,
+        "accept_rate": None if info.rates is None else result.accept_rate,
+        "novel_rate": result.novel_rate if info.rates == "chain" else None,
         "ess": result.ess,
         "rhat": result.rhat,
         "forward_rows": result.forward_rows,
         "proposals": result.proposals,
-        "final_energy_mean": float(result.energy[-1].mean()),
+        "final_energy_mean": None if result.energy is None else float(result.energy[-1].mean()),
         "final_identity_mean": None if result.identity is None else float(result.identity[-1].mean()),
     }
-    if ancestral or speculative:
-        draws = result.rounds.numel()
-        summary.update(
-            order=spec.order,
-            **({"tokens_per_step": spec.tokens_per_step} if ancestral else {"draft_k": spec.draft_k_used}),
-            log_prob_mean=float(result.log_prob[result.kept_epochs].mean()),
-            final_log_prob_mean=float(result.log_prob[-1].mean()),
-            rounds_per_sample=float(result.rounds.double().mean()),
-            calls_per_sample=float(result.calls.double().mean()),
-            forward_rows_per_sample=result.forward_rows / draws,
-        )
-        if speculative:
-            summary["acceptance_length"] = (
-                float(result.free.sum()) * result.rounds.shape[0] / max(float(result.rounds.sum()), 1.0)
-            )
-    summary.update(_diagnostic_notes(result))
-    summary.update(decoder_summary(result, spec) if result.method in DECODERS else {})
+    summary.update(info.summary(result, spec) if info.summary else {})
+    summary.update(_diagnostic_notes(result, info))
     return summary
 
 
-def run_streamed(args) -> int:
+def run_streamed(args, parsed: Parsed) -> int:
     """Streamed mode: one row per chain into a .jsonl/.tsv/.parquet file (or stdout), the record being the
     unit of sharding and resuming (a record is done when all its chains are in the output; a record whose
     rows a kill cut in the middle is sampled again, identically, and only its missing chains are added)."""
-    from ..runtime.command import RunOptions, StreamCommand, run_command
+    from ..runtime.command import StreamCommand, run_command
     from ..runtime.unique import UniqueIds
     from ..sampling.stream import SampleJob
 
-    opts = RunOptions.from_args(args)
+    opts = run_options(args)
     unique = UniqueIds(args.dedupe)
-    given = getattr(args, "input_given", args.input)
-    job = SampleJob(**_job_fields(args), skip_invalid=args.skip_invalid)
-    config = _stored_config(args, job)
+    file = parsed.inputs.file
+    job = SampleJob(**_job_fields(args, parsed), skip_invalid=args.skip_invalid)
+    config = _stored_config(args, parsed, job)
     last = f"/chain{job.chains - 1}"
-    spec = StreamCommand(
+    command = StreamCommand(
         job,
-        lambda: _records(args, unique),
+        lambda: parsed.inputs.records(unique),
         config,
-        input=args.input,
-        empty=f"no sequences found in {given}" if args.input else "no input: give --seq or --input",
+        input=None if file is None else file.path,
+        empty=f"no sequences found in {file.given}" if file else "no input: give --seq or --input",
         unit_name="record",
         chunk_size=1,
         last_row_id=lambda r: r.id + last,
     )
-    done = run_command(spec, opts)
+    done = run_command(command, opts)
     if unique.warning():
         print(unique.warning(), file=sys.stderr)
     print(

@@ -100,16 +100,15 @@ def expected_ids(config: dict, limit: int | None = None):
 def run(args) -> int:
     from itertools import islice
 
-    from ..runtime.command import RunOptions, StreamCommand, run_command
-    from ..runtime.inputs import iter_records
+    from ..runtime.command import StreamCommand, run_command
     from ..runtime.unique import UniqueIds
     from ..runtime.writers import output_kind
     from ..scoring import ScoreJob, ScoreSpec
-    from .common import spool_args_input
+    from .common import input_file, job_fields, model_spec, run_options, spec_of
 
     if args.limit is not None and args.limit < 1:
         raise MLMProbError(f"--limit must be >= 1, got {args.limit}")
-    opts = RunOptions.from_args(args)
+    opts = run_options(args)
     if output_kind(args.out) == "tsv" and (args.per_token or args.per_order):
         flag = "--per-token" if args.per_token else "--per-order"
         what = "per-token lists" if args.per_token else "per-order lists"
@@ -117,24 +116,22 @@ def run(args) -> int:
     if args.check is not None and args.pll != "one-pass":
         raise MLMProbError("--check compares the one-pass estimate with exact PLL: use it with --pll one-pass")
     # --whole-word, --per-token, --likelihood, --order(s), --per-order, --seed, --pll, ...
-    spec = ScoreSpec.from_args(args)
-
-    given = args.input
-    source = spool_args_input(args)
+    spec = spec_of(ScoreSpec, args)
+    inputs = input_file(args)
     unique = UniqueIds(args.dedupe)
 
     def units():
-        recs = unique(iter_records(args.input, args.format, args.column, args.id_column))
+        recs = unique(inputs.records())
         return recs if args.limit is None else islice(recs, args.limit)
 
     config = {
         "command": "score",
         "model": args.model,
-        "input": source,
-        "format": args.format,
-        "column": args.column,
-        "id_column": args.id_column,
-        **spec.run_config(),
+        "input": inputs.source,
+        "format": inputs.format,
+        "column": inputs.column,
+        "id_column": inputs.id_column,
+        **spec.recorded(),
         **({"dedupe": True} if args.dedupe else {}),
     }
     from ..likelihood.records import LOGLIK_FIELDS
@@ -149,14 +146,7 @@ def run(args) -> int:
             correction=None if args.correction is None else str(Path(args.correction).resolve()),
             correction_sha256=correction_digest(args.model, args.correction),
         )
-    job = job_class(
-        model=args.model,
-        dtype=args.dtype,
-        allow_pickle=args.allow_pickle,
-        spec=spec,
-        batch_tokens=args.batch_tokens,
-        skip_invalid=args.skip_invalid,
-    )
+    job = job_class(**job_fields(model_spec(args)), spec=spec, skip_invalid=args.skip_invalid)
     fields = TSV_FIELDS + (LOGLIK_FIELDS if spec.loglik else ()) + (("method",) if spec.one_pass else ())
     done = run_command(
         StreamCommand(
@@ -164,8 +154,8 @@ def run(args) -> int:
             units,
             config,
             fields=fields,
-            input=args.input,
-            empty=f"no sequences found in {given}",
+            input=inputs.path,
+            empty=f"no sequences found in {inputs.given}",
             meta={"limit": args.limit},
         ),
         opts,

@@ -132,11 +132,29 @@ def expected_ids(config: dict, limit: int | None = None):
     return (u.id for u in _units(config, limit))
 
 
-def _config(args, wild_type: str, spec) -> dict:
-    from ..variants.spec import CHAIN_FIELDS
-    from .common import spool_args_input
+def variants_spec(args, **given):
+    """The spec of ``mlmprob variants``' arguments: ``--methods`` is comma-separated text (None: the defaults,
+    those of ``--saturate`` with it)."""
+    from ..variants.spec import DEFAULT_METHODS, SATURATE_METHODS, VariantsSpec
+    from .common import spec_of
 
-    if args.saturate == (args.input is not None):
+    if "methods" not in given:
+        text = getattr(args, "methods", None)
+        if text is None:
+            given["methods"] = SATURATE_METHODS if getattr(args, "saturate", False) else DEFAULT_METHODS
+        else:
+            given["methods"] = tuple(m.strip() for m in text.split(",") if m.strip())
+            if not given["methods"]:
+                raise MLMProbError("--methods is empty: name one or more methods, or leave it out for the defaults")
+    return spec_of(VariantsSpec, args, **given)
+
+
+def _config(args, wild_type: str, spec):
+    """The run's stored configuration and its input file (None with ``--saturate``)."""
+    from ..variants.spec import CHAIN_FIELDS
+    from .common import input_file
+
+    if (args.input is not None) == args.saturate:
         raise MLMProbError("give an input file, or --saturate (not both)")
     if args.saturate and args.limit is not None:  # refused before any work, not after it
         raise MLMProbError(
@@ -144,9 +162,9 @@ def _config(args, wild_type: str, spec) -> dict:
             "(--cdr mutates one region only)"
         )
     region = _region(args, wild_type)
-    source = None if args.saturate else spool_args_input(args)
-    settings = spec.settings()
-    return {
+    inputs = None if args.saturate else input_file(args)
+    settings = spec.recorded()
+    config = {
         "command": "variants",
         "model": args.model,
         "wild_type": wild_type,
@@ -154,14 +172,15 @@ def _config(args, wild_type: str, spec) -> dict:
         "methods": settings["methods"],
         "saturate": args.saturate,
         **({"dedupe": True} if args.dedupe and not args.saturate else {}),
-        "input": source,
-        "format": args.format,
+        "input": None if inputs is None else inputs.source,
+        "format": args.format if inputs is None else inputs.format,
         "mutant_column": args.mutant_column,
         "column": args.column,
         "id_column": args.id_column,
         **{k: settings[k] for k in CHAIN_FIELDS if k in settings},
         **region,
     }
+    return config, inputs
 
 
 def _region(args, wild_type: str) -> dict:
@@ -178,17 +197,16 @@ def _region(args, wild_type: str) -> dict:
 
 
 def run(args) -> int:
-    from ..runtime.command import RunOptions, StreamCommand, run_command
-    from ..variants.spec import VariantsSpec
+    from ..runtime.command import StreamCommand, run_command
     from ..variants.stream import VariantsJob
     from ..variants.units import read_wild_type
+    from .common import job_fields, model_spec, run_options
 
     wild_type = read_wild_type(args.wild_type)
-    spec = VariantsSpec.from_args(args)  # --methods (the defaults of --saturate with it), --offset, --chain-*
+    spec = variants_spec(args)  # --methods (the defaults of --saturate with it), --offset, --chain-*
     methods = spec.methods
-    given = args.input
-    config = _config(args, wild_type, spec)
-    args.cdr_span = config.get("cdr_span")
+    config, inputs = _config(args, wild_type, spec)
+    path = None if inputs is None else inputs.path
     from ..runtime.unique import UniqueIds
 
     unique = UniqueIds(args.dedupe, what="row")
@@ -202,23 +220,15 @@ def run(args) -> int:
         raise MLMProbError(
             f"{'--evaluate' if args.evaluate else '--saturate'} needs --out (it reads the finished output)"
         )
-    opts = RunOptions.from_args(args)
-    job = VariantsJob(
-        model=args.model,
-        wild_type=wild_type,
-        spec=spec,
-        dtype=args.dtype,
-        allow_pickle=args.allow_pickle,
-        batch_tokens=args.batch_tokens,
-        skip_invalid=args.skip_invalid,
-    )
+    opts = run_options(args)
+    job = VariantsJob(**job_fields(model_spec(args)), wild_type=wild_type, spec=spec, skip_invalid=args.skip_invalid)
     command = StreamCommand(
         job,
-        lambda: _units(config, args.limit, args.label, args.input, unique),
+        lambda: _units(config, args.limit, args.label, path, unique),
         config,
         fields=("id", "mutant", "n_mutations", "window", *methods),
-        input=args.input,
-        empty=f"no rows found in {given}",
+        input=path,
+        empty=f"no rows found in {args.input}",
         unit_name="variant",
         chunk_size=256,
         skip_label="row ",
@@ -237,9 +247,9 @@ def run(args) -> int:
         file=sys.stderr,
     )
     if args.saturate and shard.is_whole:
-        _saturation_outputs(args, job, done.state, wild_type, methods)
+        _saturation_outputs(args, job, done.state, wild_type, methods, config.get("cdr_span"))
     if args.evaluate:
-        _evaluate(args, config, methods)
+        _evaluate(args, config, methods, path)
     return 0
 
 
@@ -248,7 +258,7 @@ def _stem(out: str) -> Path:
     return p.with_name(p.name[: -len(p.suffix)] if p.suffix else p.name)
 
 
-def _saturation_outputs(args, job, state, wild_type: str, methods) -> None:
+def _saturation_outputs(args, job, state, wild_type: str, methods, span) -> None:
     from ..runtime.writers import read_results
     from ..variants.mutations import residue_positions
     from ..variants.report import saturation_from_rows, write_matrix
@@ -260,7 +270,7 @@ def _saturation_outputs(args, job, state, wild_type: str, methods) -> None:
         return
     mlm = (state or job.load("cpu")).mlm  # the tokenizer's residue positions (worker runs keep theirs)
     first = int(residue_positions(mlm, wild_type[:1])[1][0])
-    lo, hi = getattr(args, "cdr_span", None) or (0, len(wild_type))  # --cdr: the region's rows alone
+    lo, hi = span or (0, len(wild_type))  # --cdr: the region's rows alone
     sat = saturation_from_rows(
         read_results(args.out), wild_type[lo:hi], first + lo, args.offset + lo, first_number=lo + 1
     )
@@ -274,14 +284,14 @@ def _saturation_outputs(args, job, state, wild_type: str, methods) -> None:
     )
 
 
-def _evaluate(args, config: dict, methods) -> None:
+def _evaluate(args, config: dict, methods, path: str | None) -> None:
     from ..jsonl import dumps
     from ..runtime.writers import read_results
     from ..variants.report import _num, evaluate_methods, format_table, small_sample_warning
 
     scores = {str(r["id"]): {m: _num(r.get(m)) for m in methods} for r in read_results(args.out)}
     labels = {}
-    for u in _units(config, args.limit, args.label, args.input):
+    for u in _units(config, args.limit, args.label, path):
         try:
             labels[u.id] = float(u.label) if u.label not in (None, "") else float("nan")
         except ValueError:

@@ -24,9 +24,10 @@ from functools import cached_property
 import torch
 
 from ..batching import iter_read_logits, read_logits
-from ..energy import as_row
+from ..energies import as_row
 from ..errors import MLMProbError, PositionsError
-from ..models.protocol import MaskedLM, foreign_ids, id_range, lengths_of, proposal_ids_of
+from ..models.protocol import MaskedLM
+from ..models.reader import reader_of
 
 
 @dataclass(frozen=True)
@@ -113,6 +114,7 @@ def check_pair(mlm: MaskedLM, input_ids, a: int, b: int) -> tuple[torch.Tensor, 
 
     The tokens at ``a`` and ``b`` are ignored (they may hold the mask).
     """
+    mlm = reader_of(mlm)
     ids = as_row(input_ids)
     a, b = int(a), int(b)
     probe = ids.clone()
@@ -124,11 +126,11 @@ def check_pair(mlm: MaskedLM, input_ids, a: int, b: int) -> tuple[torch.Tensor, 
     if a == b:
         raise PositionsError(f"a pair needs two different positions, got a = b = {a}")
     probe[[a, b]] = mlm.mask_id
-    if bool(foreign_ids(mlm, probe).any()):
+    if bool(mlm.foreign(probe).any()):
         raise MLMProbError(
-            f"token ids must lie in {id_range(mlm)} for this model, got {int(probe.min())}..{int(probe.max())}"
+            f"token ids must lie in {mlm.id_range()} for this model, got {int(probe.min())}..{int(probe.max())}"
         )
-    length = int(lengths_of(mlm, probe[None])[0])
+    length = int(mlm.lengths(probe[None])[0])
     if max(a, b) >= length:
         raise PositionsError(f"position {max(a, b)} is padding (sequence length {length})")
     return ids[:length], a, b
@@ -138,7 +140,7 @@ def resolve_candidates(mlm: MaskedLM, candidates=None) -> torch.Tensor:
     """The candidate vocabulary ``V'`` as a LongTensor of distinct ids: ``candidates`` if given, else
     the model's ``proposal_ids`` (e.g. the 20 residues), else the whole output vocabulary."""
     if candidates is None:
-        c = proposal_ids_of(mlm)
+        c = reader_of(mlm).proposal_ids
         return torch.arange(mlm.vocab_size) if c is None else c
     c = torch.as_tensor(candidates)
     if c.dtype.is_floating_point or c.dtype == torch.bool or c.dim() != 1 or c.numel() == 0:

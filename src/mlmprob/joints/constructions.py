@@ -27,6 +27,7 @@ import torch
 
 from ..errors import MLMProbError
 from ..models.protocol import MaskedLM
+from ..settings import Spec
 from .conditionals import PairConditionals, pair_conditionals
 
 METHODS = ("mlm", "mrf_logit", "mrf", "hcb", "ag")
@@ -206,17 +207,40 @@ def joint_from(pc: PairConditionals, method: str, pivot: tuple[int, int] | None 
     return ag_joint(pc).log_joint
 
 
+@dataclass(frozen=True)
+class PairJointSpec(Spec):
+    """The settings of :func:`pairwise_joint`: ``method`` (one of :data:`METHODS`) and, for ``"hcb"``, its ``pivot``
+    (None: the mode of the MLM joint, or a pair of token ids).
+
+    >>> PairJointSpec(method="mrf", pivot=(0, 0))
+    Traceback (most recent call last):
+    ...
+    mlmprob.errors.MLMProbError: a pivot only applies to method 'hcb', not 'mrf'
+    """
+
+    method: str = "mlm"
+    pivot: tuple[int, int] | None = None
+
+    def __post_init__(self):
+        if self.method not in METHODS:
+            raise MLMProbError(f"unknown pairwise joint method {self.method!r}; use one of {', '.join(METHODS)}")
+        if self.pivot is not None:
+            if self.method != "hcb":
+                raise MLMProbError(f"a pivot only applies to method 'hcb', not {self.method!r}")
+            object.__setattr__(self, "pivot", tuple(self.pivot))
+
+
 def pairwise_joint(
-    mlm: MaskedLM, input_ids, a: int, b: int, method: str = "mlm", pivot: tuple[int, int] | None = None, candidates=None
+    mlm: MaskedLM, input_ids, a: int, b: int, spec: PairJointSpec | None = None, *, candidates=None, **overrides
 ) -> torch.Tensor:
     """The normalised log-joint over ``(x_a, x_b)`` given the rest of ``input_ids``: ``[K, K]``
     float64 over the candidate vocabulary ``V'`` (``candidates``, else the model's proposal ids,
     else the whole output vocabulary), rows indexed by ``x_a``.
 
-    ``method`` is ``"mlm"``, ``"mrf"``, ``"mrf_logit"``, ``"hcb"`` (``pivot``: None for the mode of
-    the MLM joint, or a pair of token ids) or ``"ag"`` (run to convergence). The values at ``a`` and
-    ``b`` are ignored. Costs ``2K + 1`` batched forward rows; use ``pair_conditionals`` once to get
-    every method from the same passes.
+    The settings: ``spec``, a :class:`PairJointSpec`, its fields overridden by keyword: ``method`` is ``"mlm"`` (the
+    default), ``"mrf"``, ``"mrf_logit"``, ``"hcb"`` (``pivot``: None for the mode of the MLM joint, or a pair of token
+    ids) or ``"ag"`` (run to convergence). The values at ``a`` and ``b`` are ignored. Costs ``2K + 1`` batched forward
+    rows; use ``pair_conditionals`` once to get every method from the same passes.
 
     >>> import torch
     >>> from mlmprob import ExactMLM
@@ -226,7 +250,6 @@ def pairwise_joint(
     tensor([[0.1000, 0.2000],
             [0.3000, 0.4000]], dtype=torch.float64)
     """
-    if method not in METHODS:
-        raise MLMProbError(f"unknown pairwise joint method {method!r}; use one of {', '.join(METHODS)}")
+    spec = PairJointSpec.of(spec, **overrides)
     pc = pair_conditionals(mlm, input_ids, a, b, candidates)
-    return joint_from(pc, method, pivot)
+    return joint_from(pc, spec.method, spec.pivot)

@@ -7,7 +7,9 @@ from dataclasses import dataclass
 
 import torch
 
+from ..errors import MLMProbError
 from ..models.protocol import MaskedLM
+from ..settings import Spec
 from .conditionals import PairConditionals, pair_conditionals, resolve_candidates, topk_candidates
 from .constructions import (
     DEFAULT_AG_MAX_STEPS,
@@ -31,6 +33,36 @@ class AGOptions:
     steps: int | None = None
     tol: float = DEFAULT_AG_TOL
     max_steps: int = DEFAULT_AG_MAX_STEPS
+
+
+@dataclass(frozen=True)
+class PairSpec(Spec):
+    """The settings of :func:`evaluate_pair`: ``top_k`` (None: the full candidate vocabulary; ``k``: the ``k`` most
+    probable ids under the both-masked conditionals), ``pivot`` (HCB's pivot, a pair of token ids; None: the mode
+    of the MLM joint) and AG's ``ag_steps`` (fixed; None: run to ``ag_tol`` or ``ag_max_steps``), as
+    :class:`~mlmprob.joints.spec.JointsSpec` names them.
+
+    >>> PairSpec(top_k=0)
+    Traceback (most recent call last):
+    ...
+    mlmprob.errors.MLMProbError: top_k must be >= 1, got 0
+    """
+
+    top_k: int | None = None
+    pivot: tuple[int, int] | None = None
+    ag_steps: int | None = None
+    ag_tol: float = DEFAULT_AG_TOL
+    ag_max_steps: int = DEFAULT_AG_MAX_STEPS
+
+    def __post_init__(self):
+        if self.top_k is not None and self.top_k < 1:
+            raise MLMProbError(f"top_k must be >= 1, got {self.top_k}")
+        if self.pivot is not None:
+            object.__setattr__(self, "pivot", (int(self.pivot[0]), int(self.pivot[1])))
+
+    @property
+    def ag(self) -> AGOptions:
+        return AGOptions(self.ag_steps, self.ag_tol, self.ag_max_steps)
 
 
 @dataclass(frozen=True)
@@ -99,19 +131,12 @@ def evaluate_conditionals(
 
 
 def evaluate_pair(
-    mlm: MaskedLM,
-    input_ids,
-    a: int,
-    b: int,
-    *,
-    candidates=None,
-    top_k: int | None = None,
-    pivot: tuple[int, int] | None = None,
-    ag: AGOptions = AGOptions(),
+    mlm: MaskedLM, input_ids, a: int, b: int, spec: PairSpec | None = None, *, candidates=None, **overrides
 ) -> PairEvaluation:
     """Forward passes for pair ``(a, b)`` (``2K + 1`` rows, plus one with ``top_k``), then all joints
-    and metrics. ``top_k`` restricts ``V'`` to the ``k`` most probable ids under the both-masked
-    conditionals (an approximation; ``outside_mass`` in the record measures what it drops).
+    and metrics, with the settings ``spec`` (:class:`PairSpec`; keywords override its fields). ``top_k`` restricts
+    ``V'`` (``candidates``, else the model's proposal ids, else its vocabulary) to the ``k`` most probable ids under
+    the both-masked conditionals (an approximation; ``outside_mass`` in the record measures what it drops).
 
     >>> import torch
     >>> from mlmprob import ExactMLM
@@ -120,8 +145,9 @@ def evaluate_pair(
     >>> round(ev.metrics["ag"].akl, 6), round(ev.metrics["hcb"].akl, 6), ev.conditionals.n_forward
     (0.0, 0.0, 5)
     """
+    spec = PairSpec.of(spec, **overrides)
     t0 = time.perf_counter()
-    if top_k is not None:
-        candidates = topk_candidates(mlm, input_ids, a, b, top_k, within=resolve_candidates(mlm, candidates))
+    if spec.top_k is not None:
+        candidates = topk_candidates(mlm, input_ids, a, b, spec.top_k, within=resolve_candidates(mlm, candidates))
     pc = pair_conditionals(mlm, input_ids, a, b, candidates)
-    return evaluate_conditionals(pc, pivot=pivot, ag=ag, seconds_forward=time.perf_counter() - t0)
+    return evaluate_conditionals(pc, pivot=spec.pivot, ag=spec.ag, seconds_forward=time.perf_counter() - t0)

@@ -39,7 +39,7 @@ from ..positions import TOKENS, default_mask, token_numbers
 from ..runtime.job import State
 from ..runtime.seeds import seeded_generator
 from ..runtime.shard import Shard
-from .evaluate import AGOptions, evaluate_pair
+from .evaluate import AGOptions, PairSpec, evaluate_pair
 from .records import RECORDS_FILE, _dtype_label, check_records, load_records, restore_nonfinite  # noqa: F401
 from .report import (
     format_report,  # noqa: F401
@@ -229,7 +229,9 @@ class JointsJob(ModelJob):
         its time."""
         pp = w.planner.pair(unit.s, unit.i)
         t0 = time.perf_counter()
-        ev = evaluate_pair(w.mlm, pp.input_ids, pp.a, pp.b, top_k=self.spec.top_k, pivot=w.pivot, ag=w.ag)
+        ag = w.ag
+        pair = PairSpec(self.spec.top_k, w.pivot, ag.steps, ag.tol, ag.max_steps)
+        ev = evaluate_pair(w.mlm, pp.input_ids, pp.a, pp.b, pair)
         return {
             "id": unit.id,
             "kind": "pair",
@@ -258,48 +260,59 @@ def _each(progress: Callable[[dict], None]) -> Callable[[list[dict]], None]:
     return notify
 
 
-def run_joints(
-    mlm: MaskedLM | None,
-    spec: JointsSpec,
-    out_dir: str | Path,
-    *,
-    batch_tokens: int | None = None,
-    progress: Callable[[dict], None] | None = None,
-    shard: Shard = Shard.whole(),
-    devices: Sequence[str] | None = None,
-    dtype: str | None = None,
-    engine: str = "local",
-    ray_address: str | None = None,
-    show_progress: bool = False,
-    allow_pickle: bool = False,
-    data_path: str | None = None,
-) -> list[dict]:
-    """Compute the missing pair records of ``shard`` into ``out_dir/pairs.jsonl``; returns all records of
-    the configuration there (first ``n_pairs`` per scheme), in scheme then pair order.
+@dataclass(frozen=True)
+class JointsRun:
+    """Where and how :func:`run_joints` runs (what it computes is its spec): ``out_dir`` (the record file
+    ``pairs.jsonl`` and its meta), the ``shard``, the workers' ``devices`` (None: this process's model), ``dtype``,
+    ``engine`` (``"local"`` or ``"ray"``, at ``ray_address``), ``batch_tokens``, ``allow_pickle``; ``progress``, called
+    with every new record in pair order; ``show_progress``: a progress bar; ``data_path``: where ``spec.data`` is read
+    from now (the spooled copy of standard input, which ``spec.data`` names ``-``)."""
 
-    ``mlm`` (a loaded model) runs the pairs in this process; with ``mlm=None``, or several ``devices``, or
-    ``engine="ray"``, every worker loads ``spec.model`` on its device in ``dtype``. ``progress`` is
-    called with every new record, in pair order. ``data_path``: where ``spec.data`` is read from now (the
-    spooled copy of standard input, which ``spec.data`` names ``-``)."""
+    out_dir: str | Path
+    batch_tokens: int | None = None
+    progress: Callable[[dict], None] | None = None
+    shard: Shard = Shard.whole()
+    devices: Sequence[str] | None = None
+    dtype: str | None = None
+    engine: str = "local"
+    ray_address: str | None = None
+    show_progress: bool = False
+    allow_pickle: bool = False
+    data_path: str | None = None
+
+
+def run_joints(mlm: MaskedLM | None, run: JointsRun, spec: JointsSpec | None = None, **overrides) -> list[dict]:
+    """Compute the missing pair records of ``run.shard`` into ``run.out_dir/pairs.jsonl``; returns all records of
+    the configuration there (first ``n_pairs`` per scheme), in scheme then pair order. The settings: ``spec``, a
+    :class:`~mlmprob.joints.spec.JointsSpec` (``model`` and ``data`` have no default), its fields overridden by
+    keyword; where and how it runs: ``run`` (:class:`JointsRun`).
+
+    ``mlm`` (a loaded model) runs the pairs in this process; with ``mlm=None``, or several ``run.devices``, or
+    ``run.engine="ray"``, every worker loads ``spec.model`` on its device in ``run.dtype``."""
     from ..runtime.command import RunOptions, StreamCommand, run_command
 
+    spec = JointsSpec.of(spec, **overrides)
+    if not isinstance(run, JointsRun):
+        raise MLMProbError(f"run must be a JointsRun (where and how to run), got {type(run).__name__}")
+    progress, shard, devices, dtype, data_path = run.progress, run.shard, run.devices, run.dtype, run.data_path
     read_sequences(data_path or spec.data, spec.column, spec.max_sequences, spec.format)  # bad data: fail first
-    out = Path(out_dir)
+    out = Path(run.out_dir)
     out.mkdir(parents=True, exist_ok=True)
     opts = RunOptions(
         out=str(out / RECORDS_FILE),
         resume=True,
         shard=shard,
         devices=tuple(devices or ["auto"]),
-        engine=engine,
-        ray_address=ray_address,
-        progress=show_progress,
-        dtype=dtype,
+        engine=run.engine,
+        ray_address=run.ray_address,
+        progress=run.show_progress,
     )
     stored = check_records(
         out, spec, shard, _dtype_label(mlm if opts.in_process else None, dtype, opts.devices[0], spec.model)
     )
-    job = JointsJob(spec, dtype=dtype, batch_tokens=batch_tokens, allow_pickle=allow_pickle, data_path=data_path)
+    job = JointsJob(
+        spec, dtype=dtype, batch_tokens=run.batch_tokens, allow_pickle=run.allow_pickle, data_path=data_path
+    )
     notify = None if progress is None else _each(progress)
     run_command(
         StreamCommand(

@@ -79,7 +79,7 @@ POSITIONS_BASE = {"positions_base": 1}  # a and b are 1-based residue/word numbe
 
 
 def _writer_config(config, shard: Shard, dtype: str | None) -> dict:
-    return {"command": "joints", **config.identity(), **POSITIONS_BASE, "dtype": dtype, "shard": str(shard)}
+    return {"command": "joints", **config.recorded(), **POSITIONS_BASE, "dtype": dtype, "shard": str(shard)}
 
 
 def _dtype_label(mlm, dtype, device: str, model=None) -> str | None:
@@ -114,7 +114,7 @@ def _upgrade_legacy(path: Path, config, shard: Shard, dtype: str | None) -> None
             "0.2.0, which numbers them from 1); convert it with docs/results/joints/"
             "convert_positions.py or use another --out"
         )
-    ident = {**config.identity(), **POSITIONS_BASE}
+    ident = {**config.recorded(), **POSITIONS_BASE}
     if config.data_format in ("text", "fasta"):
         header = {k: v for k, v in header.items() if k != "column"}  # it had no meaning there
     check_config(

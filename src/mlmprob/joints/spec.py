@@ -1,11 +1,11 @@
 """``JointsSpec``: the settings of one pairwise-joint experiment (``mlmprob joints``,
 :class:`~mlmprob.joints.job.JointsJob`, :func:`~mlmprob.joints.job.run_joints`), frozen and validated once where it
-is made; :meth:`JointsSpec.identity` is what a record file stores and a resumed run must match."""
+is made; :meth:`JointsSpec.recorded` (every field but ``n_pairs``) is what a record file stores and a resumed run must
+match."""
 
 from __future__ import annotations
 
-import dataclasses
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from ..errors import MLMProbError
 from ..settings import Spec
@@ -18,9 +18,9 @@ DEFAULT_COLUMN = "HC"  # the sequence column of a CSV/TSV data file when none is
 
 @dataclass(frozen=True)
 class JointsSpec(Spec):
-    """One experiment's settings (``mlmprob joints``' flags of the same names: :meth:`from_args`). ``pivot``
-    is ``"mode"`` (the paper's default) or ``"mask"``; ``top_k`` None uses the full candidate vocabulary (the
-    model's proposal ids, else its whole vocabulary).
+    """One experiment's settings (``mlmprob joints``' flags of the same names:
+    :func:`mlmprob.commands.common.spec_of`). ``pivot`` is ``"mode"`` (the paper's default) or ``"mask"``; ``top_k``
+    None uses the full candidate vocabulary (the model's proposal ids, else its whole vocabulary).
     ``data`` is read by :func:`mlmprob.runtime.inputs.iter_records` in ``format``; ``column`` names the
     sequence column of a CSV/TSV file (``HC`` when None) or the key of JSONL/Parquet records (their
     default when None); it is set to None for text and FASTA files, which have no columns.
@@ -33,7 +33,7 @@ class JointsSpec(Spec):
     data: str
     column: str | None = None
     schemes: tuple[str, ...] = SCHEMES
-    n_pairs: int = 500
+    n_pairs: int = field(default=500, metadata={"recorded": False})  # a larger n_pairs continues the record file
     seed: int = 0
     top_k: int | None = None
     pivot: str = "mode"
@@ -83,10 +83,3 @@ class JointsSpec(Spec):
         from ..runtime.inputs import detect_format
 
         return detect_format(self.data) if self.format == "auto" else self.format
-
-    def identity(self) -> dict:
-        """The fields that must match to resume a record file (everything but ``n_pairs``)."""
-        d = dataclasses.asdict(self)
-        d.pop("n_pairs")
-        d["schemes"] = list(d["schemes"])
-        return d

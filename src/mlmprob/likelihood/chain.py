@@ -22,13 +22,13 @@ from dataclasses import dataclass
 import torch
 
 from ..batching import iter_masked_logits
-from ..energy import Positions, check_input_ids, resolve_positions, row_sum
-from ..errors import MLMProbError, PositionsError
+from ..energies import Positions, check_input_ids, resolve_positions, row_sum
+from ..errors import PositionsError
 from ..models.alphabet import allowed_ids
 from ..models.protocol import MaskedLM
 from ..models.reader import reader_of
 from ..runtime.seeds import seeded_generator
-from .orders import OrderPlan, OrderSpec, plan_orders
+from .orders import OrderPlan, plan_orders
 from .spec import LoglikSpec
 
 DEDUPE_CELLS = 1 << 22  # copies x length up to which identical copies (shared prefixes) are forwarded once
@@ -148,60 +148,47 @@ def read_steps(
     return lp.cpu(), lin.cpu()
 
 
-def _settings(spec: LoglikSpec | None, order, n_orders, generator):
-    """``(order, n_orders, generator)`` of ``loglik``'s spec or keywords."""
-    if spec is None:
-        return ("l2r" if order is None else order), (1 if n_orders is None else n_orders), generator
-    LoglikSpec.check(spec)
-    if order is not None or n_orders is not None:
-        raise MLMProbError("give loglik the orders as a spec or as keywords (order, n_orders), not both")
-    if generator is None:
-        generator = seeded_generator(spec.seed, "stream", "loglik")
-    return spec.order, spec.n_orders, generator
-
-
 def loglik(
     mlm: MaskedLM,
     input_ids,
     positions: Positions = None,
     spec: LoglikSpec | None = None,
     *,
-    order: OrderSpec | None = None,
-    n_orders: int | None = None,
     generator: torch.Generator | None = None,
     word_ids=None,
     progress: Callable[[int], None] | None = None,
+    **overrides,
 ) -> LogLik:
-    """Chain-rule log-likelihoods of ``x_S`` given the rest, for the orders ``order`` asks for.
+    """Chain-rule log-likelihoods of ``x_S`` given the rest, for the orders the settings ask for.
 
     ``positions`` as in ``mlmprob.pll`` (default: every non-special position); a subset gives the
-    conditional log-likelihood of those positions given the others. ``order`` (default ``"l2r"``):
-    ``"l2r"``, ``"r2l"``, ``"random"`` (``n_orders``, default 1, uniform orders drawn with ``generator``,
-    row after row; all the orders of a row when there are at most ``n_orders``), or explicit orders of the
-    scored positions (one order, ``K`` orders shared by the batch, or ``[B, K, n]``). Or the settings as a
-    :class:`~mlmprob.likelihood.spec.LoglikSpec` (``spec``, instead of ``order`` and ``n_orders``; without a
-    ``generator``, its ``seed`` seeds one, ``runtime.seeds`` stream ``"loglik"``; its ``per_order`` is the
-    records', every order's value is in ``per_order`` here). ``word_ids`` (``[B, L]``, -1 for special tokens)
+    conditional log-likelihood of those positions given the others. The settings: ``spec``, a
+    :class:`~mlmprob.likelihood.spec.LoglikSpec` (default ``LoglikSpec()``), its fields overridden by keyword:
+    ``order`` (default ``"random"``): ``"l2r"``, ``"r2l"``, ``"random"`` (``n_orders``, default 8, uniform orders
+    drawn row after row; all the orders of a row when there are at most ``n_orders``), or explicit orders of the
+    scored positions (one order, ``K`` orders shared by the batch, or ``[B, K, n]``); the random orders come from
+    ``generator``, else from one seeded by ``seed`` (``runtime.seeds`` stream ``"loglik"``); ``per_order`` is the
+    records' (every order's value is in ``per_order`` here). ``word_ids`` (``[B, L]``, -1 for special tokens)
     reveals a word's pieces in one step, read left to right. ``progress`` gets the copies done.
 
     >>> import torch
     >>> from mlmprob import ExactMLM
     >>> m = ExactMLM(torch.log(torch.tensor([[0.1, 0.2], [0.3, 0.4]])))
-    >>> r = loglik(m, torch.tensor([[1, 1]]), order="random", n_orders=2)   # both orders: exact
+    >>> r = loglik(m, torch.tensor([[1, 1]]), n_orders=2)   # both orders: exact
     >>> r.per_order.exp(), round(float(r.mixture.exp()), 4), r.exact.tolist()
     (tensor([[0.4000, 0.4000]], dtype=torch.float64), 0.4, [True])
     >>> loglik(m, torch.tensor([[1, 1]]), spec=LoglikSpec(order="r2l")).per_order.exp()
     tensor([[0.4000]], dtype=torch.float64)
     """
-    order, n_orders, generator = _settings(spec, order, n_orders, generator)
+    spec = LoglikSpec.of(spec, **overrides)
+    order, n_orders = spec.order, spec.n_orders
+    if generator is None:
+        generator = seeded_generator(spec.seed, "stream", "loglik")
     ids = check_input_ids(mlm, input_ids)
     sel = resolve_positions(mlm, ids, positions)
     words = _check_word_ids(word_ids, ids)
     allowed = allowed_ids(mlm)
     _check_alphabet(ids, sel, allowed)
-    if generator is None and isinstance(order, str) and order == "random":
-        generator = torch.Generator()
-        generator.seed()
     plan = plan_orders(sel, words, order, n_orders, generator)
     rows, cols, extra, (b, k, j) = _copies(plan, ids.shape[1])
     rows, cols, extra, inverse = _dedupe(rows, cols, extra)

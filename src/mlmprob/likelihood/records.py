@@ -2,7 +2,7 @@
 log-likelihood of the sequence, each conditional normalised over the model's proposal alphabet, mixed
 over ``LOGLIK_ORDERS`` (8) random orders, as a :class:`~mlmprob.likelihood.spec.LoglikSpec` says. Not the
 ``chain`` variant score (``variants.chain``: a log-likelihood *ratio* over the whole vocabulary, 6 orders);
-README, "Two chain-rule quantities".
+docs/guides/scoring.md, "Two chain-rule quantities".
 
 A record's random orders come from a generator seeded by ``seed`` and the record's sequence alone,
 so its values never depend on its neighbours, the chunking, the shard or the worker.
@@ -53,8 +53,7 @@ def loglik_columns(mlm, sequence: str, spec: LoglikSpec | None = None, *, whole_
     r = loglik(
         mlm,
         enc.input_ids,
-        order=spec.order,
-        n_orders=spec.n_orders,
+        spec=spec,
         generator=record_generator(spec.seed, sequence),
         word_ids=enc.word_ids if whole_word else None,
     )

@@ -16,7 +16,9 @@ mlmprob.errors.MLMProbError: order must be one of 'random', 'l2r', 'r2l', got 'b
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
+from ..errors import MLMProbError
 from ..settings import Spec, check_choice, check_count, check_int
 
 LOGLIK_ORDER_KINDS = ("random", "l2r", "r2l")
@@ -43,18 +45,32 @@ def check_n_orders(n_orders, name: str = "n_orders") -> int:
 @dataclass(frozen=True)
 class LoglikSpec(Spec):
     """The chain-rule likelihood's settings: ``n_orders`` orders of kind ``order`` (``"random"``: drawn, or all
-    of a record's orders when it has at most ``n_orders``; ``"l2r"``, ``"r2l"``: the one order), ``seed``: of a
+    of a record's orders when it has at most ``n_orders``; ``"l2r"``, ``"r2l"``: the one order; ``loglik`` also
+    takes explicit orders of the scored positions, checked against its input), ``seed``: of a
     record's random orders (``loglik_columns`` seeds each record by ``seed`` and its sequence; ``loglik`` seeds
     a batch's generator by it when none is given), ``per_order``: ``loglik_columns`` also lists the value of
     every order."""
 
     hint = " (a ScoreSpec's is spec.loglik_spec)"
-    order: str = "random"
+    order: Any = "random"  # a kind, or (loglik) explicit orders: [n], [K, n] or [B, K, n] positions
     n_orders: int = LOGLIK_ORDERS
     per_order: bool = False
     seed: int = 0
 
     def __post_init__(self):
-        check_choice("order", self.order, LOGLIK_ORDER_KINDS)
+        if isinstance(self.order, str) or self.order is None or isinstance(self.order, (bool, int, float)):
+            check_choice("order", self.order, LOGLIK_ORDER_KINDS)
+        elif isinstance(self.order, list):  # kept hashable, as every spec
+            try:
+                object.__setattr__(self, "order", _tuples(self.order))
+            except TypeError:
+                raise MLMProbError(
+                    f"order must be one of {LOGLIK_ORDER_KINDS} or orders of the scored positions, got {self.order!r}"
+                ) from None
         check_n_orders(self.n_orders)
         check_int("seed", self.seed, 0, "a non-negative integer")
+
+
+def _tuples(x):
+    """Nested lists as nested tuples."""
+    return tuple(_tuples(v) if isinstance(v, (list, tuple)) else v for v in x)

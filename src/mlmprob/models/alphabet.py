@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import torch
 
-from .protocol import MaskedLM, pad_id_of, proposal_ids_of, special_ids_of
+from .protocol import MaskedLM
+from .reader import reader_of
 
 
 def allowed_ids(mlm: MaskedLM) -> torch.Tensor:
@@ -17,14 +18,15 @@ def allowed_ids(mlm: MaskedLM) -> torch.Tensor:
     >>> allowed_ids(ExactMLM(torch.zeros(3, 3))).tolist()
     [True, True, True]
     """
+    mlm = reader_of(mlm)
     V = mlm.vocab_size
-    ids = proposal_ids_of(mlm)
+    ids = mlm.proposal_ids
     if ids is not None:
         out = torch.zeros(V, dtype=torch.bool)
         out[ids] = True
         return out
     out = torch.ones(V, dtype=torch.bool)
-    for s in special_ids_of(mlm) | {pad_id_of(mlm), mlm.mask_id}:
+    for s in mlm.special_ids | {mlm.pad_id, mlm.mask_id}:
         if s is not None and 0 <= s < V:
             out[s] = False
     return out

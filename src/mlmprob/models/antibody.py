@@ -120,18 +120,18 @@ def load_sapiens(chain: str = "vh", device="cpu", dtype=None, fused: bool | None
     root = _package_dir("sapiens", "pip install --no-deps sapiens==1.0.5") / "models" / "v1"
     with torch.serialization.safe_globals([argparse.Namespace]):
         ck = torch.load(root / f"checkpoint_{chain}.pt", map_location="cpu", weights_only=True)
-    args, src = ck["args"], ck["model"]
+    saved, src = ck["args"], ck["model"]  # the fairseq options the checkpoint was trained with
     # fairseq Dictionary: <s> <pad> </s> <unk>, then dict.txt symbols, then <mask> added by the MLM task
     symbols = [line.split()[0] for line in (root / "dict.txt").read_text().splitlines() if line.strip()]
     tokens = ["<s>", "<pad>", "</s>", "<unk>"] + symbols + ["<mask>"]
     n_pos = src["decoder.sentence_encoder.embed_positions.weight"].shape[0]
     config = RobertaConfig(
         vocab_size=len(tokens),
-        hidden_size=args.encoder_embed_dim,
-        num_hidden_layers=args.encoder_layers,
-        num_attention_heads=args.encoder_attention_heads,
-        intermediate_size=args.encoder_ffn_embed_dim,
-        hidden_act=args.activation_fn,
+        hidden_size=saved.encoder_embed_dim,
+        num_hidden_layers=saved.encoder_layers,
+        num_attention_heads=saved.encoder_attention_heads,
+        intermediate_size=saved.encoder_ffn_embed_dim,
+        hidden_act=saved.activation_fn,
         max_position_embeddings=n_pos,
         type_vocab_size=1,
         pad_token_id=1,
@@ -148,7 +148,7 @@ def load_sapiens(chain: str = "vh", device="cpu", dtype=None, fused: bool | None
             f"{src['decoder.sentence_encoder.embed_tokens.weight'].shape[0]} embeddings"
         )
     model = RobertaForMaskedLM(config)
-    missing, unexpected = model.load_state_dict(_fairseq_to_hf_roberta(src, args.encoder_layers), strict=False)
+    missing, unexpected = model.load_state_dict(_fairseq_to_hf_roberta(src, saved.encoder_layers), strict=False)
     missing = [k for k in missing if not k.endswith(("position_ids", "token_type_ids"))]
     if missing or unexpected:
         raise ModelLoadError(

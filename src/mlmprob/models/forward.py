@@ -35,7 +35,7 @@ import torch
 
 from ..defaults import BATCH_TOKENS
 from ..errors import MLMProbError, NonFiniteError
-from .protocol import NONFINITE_HINT, MaskedLM, gather_logits, lengths_of, nonfinite_rows
+from .protocol import NONFINITE_HINT, MaskedLM, gather_logits, nonfinite_rows
 from .reader import reader_of
 
 DEFAULT_BATCH_TOKENS = BATCH_TOKENS  # the CPU budget, chosen in mlmprob.defaults
@@ -158,7 +158,7 @@ class GivenRows:
     ):
         self.ids = torch.as_tensor(ids, dtype=torch.long)
         R = self.ids.shape[0]
-        self.lengths = lengths_of(mlm, self.ids.cpu())
+        self.lengths = reader_of(mlm).lengths(self.ids.cpu())
         self.groups = torch.zeros(R, dtype=torch.long) if groups is None else torch.as_tensor(groups).long().cpu()
         self.names = torch.arange(R) if names is None else torch.as_tensor(names).long().cpu()
 
@@ -192,7 +192,7 @@ class MaskedCopies:
         self.cols = torch.as_tensor(cols, dtype=torch.long)
         self.extra = extra_mask
         rows_cpu = self.rows.cpu()
-        self.lengths = lengths_of(mlm, self.input_ids.cpu())[rows_cpu]
+        self.lengths = reader_of(mlm).lengths(self.input_ids.cpu())[rows_cpu]
         self.names = rows_cpu
         # the record of each row of input_ids (default: each row its own); copies of two records never mix
         self.groups = rows_cpu if records is None else torch.as_tensor(records).long().cpu()[rows_cpu]

@@ -92,6 +92,22 @@ class HFMaskedLM:
         use = fused and self._head is not None and self._base is not None
         self._fused = fused_encoder(self._base) if use else None
 
+    # -- what the model contract reads (models/reader.py) ------------------------------------------
+    @property
+    def head_shortcut(self) -> bool:
+        """Whether reads apply the LM head module only at the read positions (False: the whole forward's logits)."""
+        return self._head is not None
+
+    @property
+    def fused(self) -> bool:
+        """Whether mlmprob's fused encoder forward runs (:mod:`mlmprob.models.fused`)."""
+        return self._fused is not None
+
+    def read_full_logits(self) -> None:
+        """Read the whole forward's logits from now on (no head shortcut, no fused forward): the load-time probe's
+        fallback for a model whose head module is not its whole head."""
+        self._head, self._fused = None, None
+
     def _hidden(self, ids: torch.Tensor, rows=None, cols=None) -> torch.Tensor:
         """Final hidden states of ``ids``: ``[B, L, H]``, or ``[N, H]`` at ``(rows, cols)``."""
         mask = self._attention_mask(ids)

@@ -1,6 +1,6 @@
 """Checked at load, not assumed: a short probe of the two shortcuts an ``HFMaskedLM`` takes.
 
-1. **The head shortcut.** Scoring runs the encoder and applies the LM head (``_head``) only at the read
+1. **The head shortcut.** Scoring runs the encoder and applies the LM head (``head_shortcut``) only at the read
    positions. Some families apply more after that module (BART's ``final_logits_bias``, NeoMME's
    unembedding projection, ...); there the shortcut is wrong. The probe compares ``logits_at`` with the
    plain model's full forward at every position of a short sequence; if they differ, the model reads full
@@ -121,8 +121,8 @@ def check_at_load(mlm, *, quiet: bool = False) -> ProbeResult:
     ids = probe_ids(inner)
     try:
         res.head = _head_gap(inner, ids)
-        if res.head > tol and getattr(inner, "_head", None) is not None:
-            inner._head, inner._fused = None, None
+        if res.head > tol and getattr(inner, "head_shortcut", False):
+            inner.read_full_logits()
             res.notes.append(
                 f"{arch}: its LM head module is not the whole head (logits differ by {res.head:.3g}); "
                 "reading full logits"
@@ -156,9 +156,9 @@ def check_at_load(mlm, *, quiet: bool = False) -> ProbeResult:
 def unpadded_logits(mlm, ids: torch.Tensor, forward) -> torch.Tensor:
     """``forward`` (ids ``[1, l]`` -> logits ``[1, l, V]``) of each row of ``ids`` alone, trimmed of its right
     padding; logits ``[B, L, V]`` (zero at padding). For models that do not honour the attention mask."""
-    from .protocol import lengths_of
+    from .reader import reader_of
 
-    lengths = lengths_of(mlm, ids.cpu()).tolist()
+    lengths = reader_of(mlm).lengths(ids.cpu()).tolist()
     out = None
     for b, n in enumerate(lengths):
         part = forward(ids[b : b + 1, : max(n, 1)])

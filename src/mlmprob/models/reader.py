@@ -25,6 +25,7 @@ member                 meaning (and where it comes from for a plain ``MaskedLM``
                        :mod:`mlmprob.models.probe`); if not, the forward primitive never pads
 ``head``               ``"shortcut"`` (LM head only at read positions), ``"full"`` (the whole forward's
                        logits: the probe found the head module is not the whole head) or ``"logits"``
+                       (the adapter's public ``head_shortcut``)
 ``batch_tokens``       the forward budget in tokens per sub-batch (the wrapped model's ``batch_tokens`` if any;
                        None: the device's default,
                        :func:`mlmprob.models.forward.auto_batch_tokens`); :meth:`with_budget` sets it
@@ -33,7 +34,10 @@ member                 meaning (and where it comes from for a plain ``MaskedLM``
 
 Optional reads (``logits_at``, ``device_logits_at``, ``hidden_at``, ``head_logits``, ``input_embedding``)
 are offered when the wrapped model has them (:attr:`Reader.has_hidden`); the reader falls back to
-``logits`` for ``logits_at`` and raises a clear error for the others.
+``logits`` for ``logits_at`` and raises a clear error for the others. Rows are read through its members
+too: :meth:`Reader.lengths`, :meth:`Reader.foreign`, :meth:`Reader.id_range`, :meth:`Reader.default_positions`.
+The reader reads only an adapter's public members (``pads_safely``, ``head_shortcut``, ``fused``, ``probe``,
+``model``, ``inner``).
 
 >>> import torch
 >>> from mlmprob.models.exact import ExactMLM
@@ -42,6 +46,8 @@ are offered when the wrapped model has them (:attr:`Reader.has_hidden`); the rea
 (4, 4, None, 2, 'logits', None)
 >>> reader_of(r) is r, reader_of(r, batch_tokens=64).batch_tokens
 (True, 64)
+>>> r.lengths(torch.tensor([[0, 1]])).tolist(), r.id_range()
+([2], '0..4')
 """
 
 from __future__ import annotations
@@ -51,6 +57,8 @@ from collections.abc import Sequence
 import torch
 
 from ..errors import MLMProbError
+
+HIDDEN_READS = ("hidden_at", "head_logits", "input_embedding")  # what the one-pass PLL reads
 
 
 class Reader:
@@ -102,7 +110,7 @@ class Reader:
     def head(self) -> str:
         if not self._at:
             return "logits"
-        return "shortcut" if getattr(self._core, "_head", True) is not None else "full"
+        return "shortcut" if getattr(self._core, "head_shortcut", True) else "full"
 
     @property
     def probe(self):
@@ -117,9 +125,8 @@ class Reader:
     @property
     def fused(self) -> bool | None:
         """Whether mlmprob's fused encoder forward runs (None: not a Hugging Face adapter)."""
-        if not hasattr(self._core, "_fused"):
-            return None
-        return getattr(self._core, "_fused", None) is not None
+        fused = getattr(self._core, "fused", None)
+        return fused if isinstance(fused, bool) else None
 
     @property
     def model(self):
@@ -138,10 +145,17 @@ class Reader:
 
     @property
     def has_hidden(self) -> bool:
-        """Whether the model offers hidden states and a separable head (the one-pass PLL needs them)."""
+        """Whether the model offers hidden states and a separable head (the one-pass PLL needs them; a window
+        offers its inner model's, for rows that fit it)."""
         return callable(getattr(self.wrapped, "hidden_at", None)) and callable(
             getattr(self.wrapped, "head_logits", None)
         )
+
+    @property
+    def missing_hidden(self) -> tuple[str, ...]:
+        """The reads of :data:`HIDDEN_READS` the wrapped model's own class does not define (a window forwarding
+        its inner model's attributes defines none of them)."""
+        return tuple(n for n in HIDDEN_READS if not hasattr(type(self.wrapped), n))
 
     def with_budget(self, batch_tokens: int | None) -> Reader:
         """The same model with another forward budget (``None``: the device's default)."""
@@ -169,6 +183,14 @@ class Reader:
         for ok in {self.mask_id, self.pad_id} - {None}:
             bad &= ids != ok
         return bad
+
+    def id_range(self) -> str:
+        """The readable ids, for messages: ``0..V-1`` (and the mask/padding ids when outside it)."""
+        allowed = {self.mask_id, self.pad_id} - {None}
+        hi = self.vocab_size - 1
+        while hi + 1 in allowed:
+            hi += 1
+        return f"0..{hi}" + "".join(f", {i}" for i in sorted(i for i in allowed if i > hi))
 
     def default_positions(self, input_ids: torch.Tensor) -> torch.Tensor:
         """Bool ``[B, L]``: positions holding neither a special id, padding nor the mask."""

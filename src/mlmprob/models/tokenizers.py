@@ -161,7 +161,7 @@ def _other_special_ids(hf_tok) -> set[int]:
 def own_pad_id(hf_tok) -> int | None:
     """The tokenizer's pad id when it is a token of its own, else None.
 
-    Right padding is found by its id (:func:`mlmprob.models.protocol.lengths_of`) and hidden from attention, so
+    Right padding is found by its id (:meth:`mlmprob.models.reader.Reader.lengths`) and hidden from attention, so
     the padding id must be one that no real token of a row can have. A tokenizer's pad token is trusted only if
     it exists, differs from every other special token (mask, CLS/BOS, SEP/EOS, UNK: EuroBERT's published
     configuration pads with its EOS) and is named as padding (``[PAD]``, ``<pad>``, ...; a pad set to an

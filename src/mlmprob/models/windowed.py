@@ -25,7 +25,7 @@ import torch
 
 from ..errors import MLMProbError
 from .forward import GivenRows, forward_all
-from .protocol import MaskedLM, gather_logits, lengths_of
+from .protocol import MaskedLM, gather_logits
 from .reader import reader_of
 
 
@@ -83,7 +83,8 @@ class WindowedMLM:
         W, L = self.window, ids.shape[1]
         if L <= W:
             return gather_logits(self.inner, ids, rows, cols)
-        lengths = lengths_of(self.inner, ids)
+        inner = reader_of(self.inner, self.batch_tokens)
+        lengths = inner.lengths(ids)
         start = window_starts(lengths[rows], cols, W)
         # one forward row per distinct (row, start); reads in the same window share it
         key, inverse = torch.unique(rows * (L + 1) + start, return_inverse=True)
@@ -91,7 +92,6 @@ class WindowedMLM:
         width = int(torch.minimum(lengths[w_rows], torch.full_like(w_rows, W)).max()) if len(key) else 1
         wins = ids[w_rows[:, None], (w_start[:, None] + torch.arange(width)).clamp(max=L - 1)]
         # the windows of one call are one record: the caller's plan already keeps records apart
-        inner = reader_of(self.inner, self.batch_tokens)
         return forward_all(inner, GivenRows(inner, wins), inverse, cols - start)
 
     def logits(self, input_ids: torch.Tensor) -> torch.Tensor:
@@ -102,7 +102,7 @@ class WindowedMLM:
         B, L = ids.shape
         if L <= self.window:
             return self.inner.logits(ids)
-        real = torch.arange(L)[None, :] < lengths_of(self.inner, ids)[:, None]
+        real = torch.arange(L)[None, :] < reader_of(self.inner).lengths(ids)[:, None]
         rows, cols = real.nonzero(as_tuple=True)
         part = self.logits_at(ids, rows, cols)
         out = torch.zeros(B, L, part.shape[-1], dtype=part.dtype)

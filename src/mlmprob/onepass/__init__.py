@@ -13,6 +13,8 @@ __getattr__, __dir__ = exports(
         "CalibrationResult": ".fit",
         "calibrate": ".fit",
         "fit_correction": ".fit",
+        "OnePassSpec": ".spec",
+        "PLLSpec": ".spec",
     },
 )
 
@@ -25,4 +27,6 @@ __all__ = [
     "calibrate",
     "fit_correction",
     "pll",
+    "OnePassSpec",
+    "PLLSpec",
 ]

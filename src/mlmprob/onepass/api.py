@@ -1,18 +1,20 @@
-"""``mlmprob.pll``: exact PLL (:func:`mlmprob.energy.pll`) or, on request, its one-pass estimate."""
+"""``mlmprob.pll``: exact PLL (:func:`mlmprob.energies.pll`) or, on request, its one-pass estimate."""
 
 from __future__ import annotations
 
 import torch
 
-from ..energy import pll as exact_pll
+from ..energies import pll as exact_pll
 from ..errors import MLMProbError
-from .estimate import METHODS, one_pass_token_scores
+from .estimate import one_pass_token_scores
+from .spec import OnePassSpec, PLLSpec
 
 
-def pll(mlm, input_ids, positions=None, *, word_ids=None, method: str = "exact", correction=None) -> torch.Tensor:
-    """Log pseudo-likelihood ``sum_t log q_t(x_t | x with t masked)`` per sequence, ``[B]`` (float64).
+def pll(mlm, input_ids, positions=None, spec: PLLSpec | None = None, *, word_ids=None, **overrides) -> torch.Tensor:
+    """Log pseudo-likelihood ``sum_t log q_t(x_t | x with t masked)`` per sequence, ``[B]`` (float64), with the
+    settings ``spec`` (:class:`~mlmprob.onepass.spec.PLLSpec`; keywords override its fields).
 
-    ``method="exact"`` (the default) runs one masked copy per position: see :func:`mlmprob.energy.pll`
+    ``method="exact"`` (the default) runs one masked copy per position: see :func:`mlmprob.energies.pll`
     for ``positions`` and ``word_ids`` (the forward budget is the model reader's). ``method="one_pass"``
     estimates it from one unmasked pass with the model's fitted correction (shipped for the built-in models; ``mlmprob
     calibrate`` fits one for any other; ``correction`` names a file to use instead), and
@@ -28,10 +30,9 @@ def pll(mlm, input_ids, positions=None, *, word_ids=None, method: str = "exact",
     ...
     mlmprob.errors.MLMProbError: unknown PLL method 'fast'; use one of exact, one_pass, unmasked
     """
-    if method not in METHODS:
-        raise MLMProbError(f"unknown PLL method {method!r}; use one of {', '.join(METHODS)}")
-    if method == "exact":
+    spec = PLLSpec.of(spec, **overrides)
+    if spec.method == "exact":
         return exact_pll(mlm, input_ids, positions, word_ids=word_ids)
     if word_ids is not None:
-        raise MLMProbError(f"method {method!r} has no whole-word variant; use method='exact'")
-    return one_pass_token_scores(mlm, input_ids, positions, method=method, correction=correction).pll
+        raise MLMProbError(f"method {spec.method!r} has no whole-word variant; use method='exact'")
+    return one_pass_token_scores(mlm, input_ids, positions, OnePassSpec(spec.method, spec.correction)).pll

@@ -10,53 +10,45 @@ from __future__ import annotations
 import torch
 
 from ..batching import DEFAULT_BATCH_TOKENS, read_logits
-from ..energy import TokenScores, check_input_ids, resolve_positions
+from ..energies import TokenScores, check_input_ids, resolve_positions
 from ..errors import MLMProbError
-from ..models.protocol import lengths_of
-from ..models.reader import reader_of
-from .correction import Correction, find_correction
-
-METHODS = ("exact", "one_pass", "unmasked")
+from ..models.reader import Reader, reader_of
+from .correction import find_correction
+from .spec import METHODS, OnePassSpec  # noqa: F401 - METHODS: the package exports it from here
 
 
-def _need(mlm, *names):
-    missing = [n for n in names if not hasattr(type(mlm), n)]
-    if missing:
-        raise MLMProbError(
-            f"the one-pass PLL needs a model wrapper with {', '.join(missing)} "
-            f"(Hugging Face models loaded by load_mlm have them); {type(mlm).__name__} has not"
-        )
-
-
-def reader(mlm, ids: torch.Tensor):
-    """The wrapper whose ``hidden_at`` reads ``ids``: ``mlm``, or the model inside a ``WindowedMLM`` when
-    every row fits its window (longer rows would need windowed hidden states, not offered)."""
+def reader(mlm, ids: torch.Tensor) -> Reader:
+    """The reader whose ``hidden_at`` reads ``ids``: the model's, or that of the model inside a window when every
+    row fits the window (longer rows would need windowed hidden states, not offered)."""
     r = reader_of(mlm)
-    mlm = r.wrapped
-    inner, window = r.core if r.core is not mlm else None, r.window
-    if inner is not None and window is not None and not hasattr(type(mlm), "hidden_at"):
-        longest = int(lengths_of(mlm, ids).max()) if ids.numel() else 0
-        if longest > window:
+    model = r.wrapped
+    if r.window is not None and r.core is not model and "hidden_at" in r.missing_hidden:
+        longest = int(r.lengths(ids).max()) if ids.numel() else 0
+        if longest > r.window:
             raise MLMProbError(
-                f"the one-pass PLL reads sequences of at most {window} tokens with this model; "
+                f"the one-pass PLL reads sequences of at most {r.window} tokens with this model; "
                 f"got {longest} (use the exact PLL)"
             )
-        mlm = inner
-    _need(mlm, "hidden_at", "head_logits", "input_embedding")
-    return mlm
+        model = r.core
+    r = reader_of(model)  # hidden reads take the model's own forward budget (HiddenView)
+    if r.missing_hidden:
+        raise MLMProbError(
+            f"the one-pass PLL needs a model wrapper with {', '.join(r.missing_hidden)} "
+            f"(Hugging Face models loaded by load_mlm have them); {type(r.wrapped).__name__} has not"
+        )
+    return r
 
 
 class HiddenView:
-    """``mlm`` seen through the forward primitive's eyes with its final hidden states as the "logits":
-    ``logits_at`` is the wrapper's ``hidden_at``, so hidden reads get the primitive's sub-batching, batch
+    """A model's reader seen through the forward primitive's eyes with its final hidden states as the "logits":
+    ``logits_at`` is the model's ``hidden_at``, so hidden reads get the primitive's sub-batching, batch
     independence and out-of-memory handling."""
 
-    def __init__(self, mlm):
-        self.inner = mlm
-        r = reader_of(mlm)
+    def __init__(self, r: Reader):
+        self.inner = r
         self.mask_id, self.pad_id, self.device = r.mask_id, r.pad_id, r.device
         self.batch_tokens = r.batch_tokens or DEFAULT_BATCH_TOKENS  # hidden reads: the model's budget
-        self.vocab_size = int(mlm.model.config.hidden_size)
+        self.vocab_size = int(r.model.config.hidden_size)
 
     def logits_at(self, input_ids, rows, cols):
         return self.inner.hidden_at(input_ids, rows, cols)
@@ -68,24 +60,23 @@ class HiddenView:
 def unmasked_hidden(mlm, ids: torch.Tensor, sel: torch.Tensor):
     """``(rows, cols, hidden [N, H], emb [N, H])`` at the selected positions of one unmasked pass per row
     (each row its own record: its reads never share a sub-batch with another row's)."""
-    mlm = reader(mlm, ids)
+    r = reader(mlm, ids)
     rows, cols = sel.nonzero(as_tuple=True)
-    hidden = read_logits(HiddenView(mlm), ids, rows, cols, groups=torch.arange(ids.shape[0]))
-    return rows, cols, hidden, mlm.input_embedding(ids[rows, cols])
+    hidden = read_logits(HiddenView(r), ids, rows, cols, groups=torch.arange(ids.shape[0]))
+    return rows, cols, hidden, r.input_embedding(ids[rows, cols])
 
 
-def one_pass_token_scores(
-    mlm, input_ids, positions=None, *, method: str = "one_pass", correction: Correction | str | None = None
-) -> TokenScores:
-    """Per-token estimates of ``log q_t(x_t | x with t masked)`` from one unmasked pass (``TokenScores``).
-
-    ``correction`` (a :class:`Correction` or a path) overrides the one found for the model.
+def one_pass_token_scores(mlm, input_ids, positions=None, spec: OnePassSpec | None = None, **overrides) -> TokenScores:
+    """Per-token estimates of ``log q_t(x_t | x with t masked)`` from one unmasked pass (``TokenScores``), with the
+    settings ``spec`` (:class:`~mlmprob.onepass.spec.OnePassSpec`; keywords override its fields): ``method``
+    ``"one_pass"`` or ``"unmasked"``; ``correction`` (a :class:`Correction` or a path) overrides the one found for
+    the model.
     """
-    if method not in ("one_pass", "unmasked"):
-        raise MLMProbError(f"one-pass method must be 'one_pass' or 'unmasked', got {method!r}")
+    spec = OnePassSpec.of(spec, **overrides)
+    mlm = reader_of(mlm)
     ids = check_input_ids(mlm, input_ids)
     sel = resolve_positions(mlm, ids, positions)
-    c = find_correction(mlm, correction) if method == "one_pass" else None
+    c = find_correction(mlm, spec.correction) if spec.method == "one_pass" else None
     lp = torch.zeros(ids.shape, dtype=torch.float64)
     raw = torch.zeros(ids.shape, dtype=torch.float64)
     if sel.any():

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import torch
 
 from ..batching import iter_masked_logits
-from ..energy import check_input_ids, resolve_positions
+from ..energies import check_input_ids, resolve_positions
 from ..errors import MLMProbError
 from ..models.reader import reader_of
 from .correction import Correction, fingerprint, model_key
@@ -48,6 +48,7 @@ def collect(
     mlm, sequences: Sequence[str], *, chunk: int = 16, progress: Callable[[int], None] | None = None
 ) -> CalibrationSet:
     """Exact masked conditionals and unmasked hidden states of every scored position of ``sequences``."""
+    mlm = reader_of(mlm)
     parts = []
     for start in range(0, len(sequences), chunk):
         ids = check_input_ids(mlm, mlm.encode(list(sequences[start : start + chunk])).input_ids)
@@ -127,6 +128,7 @@ def calibrate(
     """Fit the one-pass correction of ``mlm`` on ``sequences`` (of the user's domain), described in its info."""
     if not sequences:
         raise MLMProbError("calibrate needs at least one sequence")
+    mlm = reader_of(mlm)
     t0 = time.perf_counter()
     data = collect(mlm, sequences, progress=progress)
     c, before, after = fit_correction(mlm, data, steps=steps, generator=torch.Generator().manual_seed(seed))
@@ -135,7 +137,7 @@ def calibrate(
         "hidden_size": c.hidden_size,
         "vocab_size": int(mlm.vocab_size),
         "fingerprint": fingerprint(mlm),
-        "dtype": str(reader_of(mlm).dtype).replace("torch.", ""),
+        "dtype": str(mlm.dtype).replace("torch.", ""),
         "calibration": {
             "source": source,
             "sequences": len(sequences),

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import torch
 
 from ..data import Record, encodable_records, encode_records
-from ..energy import pll as exact_pll
+from ..energies import pll as exact_pll
 from ..errors import MLMProbError, NonFiniteError
 from .estimate import one_pass_token_scores
 
@@ -30,7 +30,7 @@ def one_pass_rows(
     if not good:
         return []
     enc = encode_records(mlm, good)
-    s = one_pass_token_scores(mlm, enc.input_ids, method="one_pass", correction=correction)
+    s = one_pass_token_scores(mlm, enc.input_ids, correction=correction)
     rows = []
     plls, e_raws = s.pll.tolist(), s.e_raw.tolist()
     for b, r in enumerate(good):

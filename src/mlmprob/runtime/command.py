@@ -39,19 +39,19 @@ from pathlib import Path
 
 from .. import defaults
 from ..errors import MLMProbError
-from .capacity import capped_devices, capped_workers
 from .engine import StreamSummary, run_stream
 from .identity import KEY as IDENTITY
 from .identity import UnitDigest, check_resume, run_identity
 from .job import Job, State, state_of
-from .pool import parse_devices
 from .provenance import KEY, computed_with
-from .shard import Shard, parse_shard
+from .shard import Shard
 
 
 @dataclass(frozen=True)
 class RunOptions:
-    """Where and how a streamed command runs: its output and the scale options of ``add_runtime_args``."""
+    """Where and how a streamed command runs: its output and the scale options of ``add_runtime_args`` (parsed
+    by :func:`mlmprob.commands.common.run_options`). The dtype the workers load is the job's
+    (``job.model_spec.dtype``)."""
 
     out: str | None = None
     resume: bool = False
@@ -61,34 +61,6 @@ class RunOptions:
     ray_address: str | None = None
     part_rows: int = defaults.PART_ROWS
     progress: bool = True
-    dtype: str | None = defaults.DTYPE  # what the workers load (for the "ran on" text)
-
-    @classmethod
-    def from_args(cls, args, **override) -> RunOptions:
-        """The options of a parsed command line (``--device`` is the one device unless ``--workers`` or
-        ``--devices`` name several); ``override`` replaces any of them."""
-        shard = parse_shard(args.shard)
-        workers = args.workers
-        if workers and args.devices is None and args.engine == "local":  # Ray places its actors by the cluster's
-            workers = capped_workers(workers, getattr(args, "model", None))  # resources; capped before the list
-        devices = parse_devices(workers, args.devices)
-        if args.devices and args.engine == "local":  # cpu,cpu,cpu: capped by the same rule as --workers
-            devices = capped_devices(devices, getattr(args, "model", None))
-        if devices == ["auto"]:
-            devices = [args.device]
-        opts = dict(
-            out=args.out,
-            resume=args.resume,
-            shard=shard,
-            devices=tuple(devices),
-            engine=args.engine,
-            ray_address=args.ray_address,
-            part_rows=args.part_rows,
-            progress=not args.no_progress,
-            dtype=args.dtype,
-        )
-        opts.update(override)
-        return cls(**opts)
 
     @property
     def in_process(self) -> bool:
@@ -220,7 +192,8 @@ def run_command(spec: StreamCommand, opts: RunOptions) -> StreamRun:
             load, ran_on = (lambda device: state), describe(mlm.device, mlm.dtype)
         else:
             where = "Ray actors" if opts.engine == "ray" else f"{len(opts.devices)} x {opts.devices[0]}"
-            load, ran_on = spec.job.load, f"{where} {dtype_label(opts.dtype, opts.devices[0])}"
+            dtype = spec.job.model_spec.dtype
+            load, ran_on = spec.job.load, f"{where} {dtype_label(dtype, opts.devices[0])}"
         summary = run_stream(
             load,
             spec.job.run,

@@ -124,9 +124,9 @@ def computed_with(model, dtype_spec, devices: Sequence[str], *, batch_tokens: in
     forward are recorded."""
     if mlm is not None:
         dtype = _dtype_text(getattr(mlm, "dtype", None))
-        fused = getattr(mlm, "fused", None)  # the model contract's answer (models/reader.py), when it has one
+        fused = getattr(mlm, "fused", None)  # the model contract's (models/reader.py) or the adapter's answer
         if not isinstance(fused, bool):
-            fused = getattr(mlm, "_fused", None) is not None if hasattr(mlm, "_fused") else _fused_requested()
+            fused = _fused_requested()
     else:
         dtype = resolved_dtype(dtype_spec, devices)
         if dtype == "weights":

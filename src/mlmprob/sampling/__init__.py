@@ -20,6 +20,7 @@ __getattr__, __dir__ = exports(
         "Adaptive": ".adaptive",
         "Ancestral": ".ancestral",
         "AncestralState": ".ancestral",
+        "DrawResult": ".api",
         "SampleResult": ".api",
         "sample": ".api",
         "cdr_h3_mask": ".cdr",
@@ -50,6 +51,7 @@ __getattr__, __dir__ = exports(
 __all__ = [
     "Ancestral",
     "AncestralState",
+    "DrawResult",
     "SampleResult",
     "sample",
     "cdr_h3_mask",

@@ -35,6 +35,7 @@ class AncestralState:
     """``ids`` ``[B, L]`` (mask at the positions still to reveal during an epoch), ``free`` /
     ``scored`` bool ``[B, L]``, ``epoch``; ``plan`` bool ``[S, B, L]`` (the steps of the current epoch,
     None between epochs) and ``cursor``; ``log_prob`` ``[B]`` float64 (of the draw so far);
+    ``rounds`` = ``calls`` long ``[B]`` (the steps of the current or last epoch: one sequential call each);
     ``forward_rows``: model rows forwarded."""
 
     ids: torch.Tensor
@@ -45,6 +46,8 @@ class AncestralState:
     cursor: int = 0
     log_prob: torch.Tensor | None = None
     forward_rows: int = 0
+    rounds: torch.Tensor | None = None
+    calls: torch.Tensor | None = None
 
 
 def step_plan(orders: torch.Tensor, L: int, tokens_per_step: int) -> torch.Tensor:
@@ -117,6 +120,8 @@ class Ancestral:
             plan=step_plan(orders, ids.shape[1], self.tokens_per_step),
             cursor=0,
             log_prob=torch.zeros(B, dtype=torch.float64),
+            rounds=torch.zeros(B, dtype=torch.long),
+            calls=torch.zeros(B, dtype=torch.long),
         )
 
     def step(self, state: AncestralState, generator: torch.Generator) -> tuple[AncestralState, StepInfo]:
@@ -133,7 +138,8 @@ class Ancestral:
         log_prob = state.log_prob.index_add(0, rows, logq.gather(1, new[:, None])[:, 0])
         active = block.any(-1)
         n_fwd = int(active.sum())  # one row per chain, read at its k positions
-        changes = dict(ids=ids, log_prob=log_prob, forward_rows=state.forward_rows + n_fwd)
+        steps = state.rounds + active.long()
+        changes = dict(ids=ids, log_prob=log_prob, forward_rows=state.forward_rows + n_fwd, rounds=steps, calls=steps)
         end = state.cursor + 1 >= state.plan.shape[0]
         state = (
             dataclasses.replace(state, plan=None, cursor=0, epoch=state.epoch + 1, **changes)

@@ -6,11 +6,11 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import torch
 
-from ..energy import Positions, check_input_ids, energies_from_logits
+from ..energies import Positions, check_input_ids, energies_from_logits
 from ..errors import MLMProbError
 from ..models.protocol import MaskedLM
 from .diagnostics import effective_sample_size, reference_identity, split_rhat
@@ -18,7 +18,7 @@ from .forward import site_logits
 from .init import initialize, resolve_free
 from .io import EpochRecord, RunFile, generator_state_hex, set_generator_state
 from .schedules import block_size_at, temperature_at
-from .spec import EXACT_DRAWS, METHODS, SamplerSpec  # noqa: F401  (METHODS, EXACT_DRAWS: re-exported)
+from .spec import METHODS, SamplerSpec  # noqa: F401  (METHODS: re-exported)
 
 
 @dataclass(frozen=True)
@@ -28,27 +28,27 @@ class SampleResult:
     - ``samples`` ``[S, B, L]``: chain states at the end of each kept epoch (``kept_epochs`` ``[S]``);
     - ``final_ids`` ``[B, L]``; ``free`` bool ``[B, L]``;
     - ``energy_local``, ``energy_raw`` ``[E, B]`` (float64): energies of the states at the end of each
-      epoch, whatever the target; ``energy`` is the target's trace;
+      epoch, whatever the target; ``energy`` is the target's trace; None for independent draws unless the spec
+      asks for them (``energies=True``: one more pass per draw, counted in ``forward_rows`` and ``calls``);
     - ``accept``, ``novel`` ``[E, B]``: per-epoch, per-chain rates; ``accept_rate``, ``novel_rate``:
       over the epochs after burn-in;
     - ``identity`` ``[E, B]`` or None: fraction of free positions equal to the reference;
     - ``ess``, ``rhat``: of the target-energy trace over the kept epochs, across chains;
     - ``forward_rows``: model rows forwarded by the kernel (initialisation included);
     - ``target_temperature`` ``[E]``, ``block_size`` ``[E]``, ``seconds`` ``[E]``;
-    - ``log_prob`` ``[E, B]`` (float64; ``method="ancestral"`` or ``"speculative"``, else None): the
-      log-probability of each epoch's draw along its order;
-    - ``rounds``, ``calls`` ``[E, B]`` (long; ancestral and speculative draws, else None): the sequential
-      rounds of each chain's draw and the model calls they made one after the other (ancestral: one per
-      step; speculative: a draft pass and a verification batch per round); ``proposal_counts`` ``[E, B]``:
-      the proposals behind ``accept`` (speculative: the drafts put to the acceptance test).
+    - ``proposal_counts`` ``[E, B]``: the proposals behind ``accept`` (speculative: the drafts put to the
+      acceptance test).
+
+    The independent draws report more (:class:`DrawResult`); for the MCMC methods ``log_prob``, ``rounds`` and
+    ``calls`` are None.
     """
 
     samples: torch.Tensor
     kept_epochs: torch.Tensor
     final_ids: torch.Tensor
     free: torch.Tensor
-    energy_local: torch.Tensor
-    energy_raw: torch.Tensor
+    energy_local: torch.Tensor | None
+    energy_raw: torch.Tensor | None
     accept: torch.Tensor
     novel: torch.Tensor
     identity: torch.Tensor | None
@@ -64,20 +64,37 @@ class SampleResult:
     burn_in: int
     method: str
     energy_kind: str
-    log_prob: torch.Tensor | None = None
-    rounds: torch.Tensor | None = None
-    calls: torch.Tensor | None = None
-    proposal_counts: torch.Tensor | None = None
+    proposal_counts: torch.Tensor
+    log_prob = rounds = calls = None  # not fields: what only the independent draws report (DrawResult)
 
     @property
-    def energy(self) -> torch.Tensor:
-        """Trace ``[E, B]`` of the target energy."""
+    def energy(self) -> torch.Tensor | None:
+        """Trace ``[E, B]`` of the target energy (None when the draws were not scored)."""
+        if self.energy_local is None:
+            return None
         return self.energy_local if self.energy_kind == "local" else self.energy_raw
 
     @property
     def proposals_per_second(self) -> float:
         t = float(self.seconds.sum())
         return self.proposals / t if t > 0 else math.nan
+
+
+@dataclass(frozen=True)
+class DrawResult(SampleResult):
+    """Outcome of ``sample`` for a method whose epochs are independent draws (ancestral, speculative, the
+    decoders): what :class:`SampleResult` holds, and
+
+    - ``log_prob`` ``[E, B]`` (float64): the log-probability of each epoch's draw (along its order; the
+      decoders: the product of the conditionals the draw used);
+    - ``rounds``, ``calls`` ``[E, B]`` (long): the sequential rounds of each chain's draw and the model calls
+      they made one after the other (ancestral: one per step; speculative: a draft pass and a verification
+      batch per round), the energy pass included when the spec asks for ``energies``.
+    """
+
+    log_prob: torch.Tensor = field()
+    rounds: torch.Tensor = field()
+    calls: torch.Tensor = field()
 
 
 def sample(
@@ -137,7 +154,7 @@ def sample(
             if on_epoch is not None:
                 on_epoch(rec, spec.total_epochs)
         records = chains.records
-    return result_from_records(records[: spec.total_epochs], free, spec.burn_in, spec.method, spec.energy)
+    return result_from_records(records[: spec.total_epochs], free, spec)
 
 
 class Chains:
@@ -199,22 +216,24 @@ class Chains:
     def energies(self, state=None) -> tuple[torch.Tensor, torch.Tensor]:
         """``(E_local, E_raw)`` ``[B]`` of ``state`` (default: the current one): MH keeps them in its state,
         the other kernels' states are scored with one pass."""
-        state = self.state if state is None else state
-        if self.spec.method == "mh":
-            return state.e_local, state.e_raw
-        logits, _ = site_logits(self.mlm, state.ids, state.scored)
-        return energies_from_logits(logits, state.ids, state.scored)
+        return self._scored(self.state if state is None else state)[:2]
+
+    def _scored(self, state) -> tuple[torch.Tensor, torch.Tensor, int]:
+        """``(E_local, E_raw, rows forwarded to score them)``."""
+        if getattr(state, "e_local", None) is not None:
+            return state.e_local, state.e_raw, 0
+        logits, rows = site_logits(self.mlm, state.ids, state.scored)
+        return (*energies_from_logits(logits, state.ids, state.scored), rows)
 
     def epochs(self) -> Iterator[EpochRecord]:
         """Step to the end of the run, one record per epoch."""
         spec, generator = self.spec, self.generator
         bs, tt = spec.schedules()
-        mh = spec.method == "mh"
         B = self.state.ids.shape[0]
         while self.state.epoch < spec.total_epochs:
             state, e, t0 = self.state, self.state.epoch, time.perf_counter()
             k_e = block_size_at(bs, e)
-            tau_e = temperature_at(tt, e) if mh else math.nan
+            tau_e = math.nan if tt is None else temperature_at(tt, e)
             n_prop = torch.zeros(B, dtype=torch.long)
             n_acc, n_nov = n_prop.clone(), n_prop.clone()
             while True:
@@ -224,10 +243,16 @@ class Chains:
                 n_nov += info.novel
                 if info.end_of_epoch:
                     break
-            e_local, e_raw = self.energies(state)
+            e_local = e_raw = None
+            rounds, calls = getattr(state, "rounds", None), getattr(state, "calls", None)
+            if spec.records_energies:
+                e_local, e_raw, rows = self._scored(state)
+                e_local, e_raw = e_local.tolist(), e_raw.tolist()
+                if spec.independent_draws and calls is not None:  # the draw's cost counts the pass it asked for
+                    self.rows_before += rows
+                    calls = calls + state.scored.any(-1).long()
             ident = None if self.ref is None else reference_identity(state.ids, self.ref, state.free).tolist()
             log_prob = getattr(state, "log_prob", None)
-            rounds, calls = getattr(state, "rounds", None), getattr(state, "calls", None)
             kept = e >= spec.burn_in and (e - spec.burn_in + 1) % spec.thin == 0
             rec = EpochRecord(
                 e,
@@ -237,8 +262,8 @@ class Chains:
                 n_prop.tolist(),
                 n_acc.tolist(),
                 n_nov.tolist(),
-                e_local.tolist(),
-                e_raw.tolist(),
+                e_local,
+                e_raw,
                 ident,
                 state.ids.tolist(),
                 self.rows_before + state.forward_rows,
@@ -264,10 +289,9 @@ def _reference(reference, ids: torch.Tensor) -> torch.Tensor | None:
     return ref
 
 
-def result_from_records(
-    records: list[EpochRecord], free: torch.Tensor, burn_in: int, method: str, energy: str
-) -> SampleResult:
-    """Assemble a ``SampleResult`` from epoch records (a finished or resumed run)."""
+def result_from_records(records: list[EpochRecord], free: torch.Tensor, spec: SamplerSpec) -> SampleResult:
+    """Assemble a ``SampleResult`` from epoch records (a finished or resumed run of ``spec``)."""
+    burn_in, method, energy = spec.burn_in, spec.method, spec.energy
     f64 = torch.float64
     prop = torch.tensor([r.proposals for r in records], dtype=f64)
     acc = torch.tensor([r.accepted for r in records], dtype=f64)
@@ -275,18 +299,23 @@ def result_from_records(
     post = slice(burn_in, None)
     n_post = float(prop[post].sum())
     kept = [r for r in records if r.kept]
-    e_local = torch.tensor([r.e_local for r in records], dtype=f64)
-    e_raw = torch.tensor([r.e_raw for r in records], dtype=f64)
     kept_idx = torch.tensor([r.epoch for r in kept], dtype=torch.long)
-    target = (e_local if energy == "local" else e_raw)[kept_idx].T  # [B, S]
+    e_local = e_raw = None
+    ess = rhat = math.nan
+    if records[0].e_local is not None:
+        e_local = torch.tensor([r.e_local for r in records], dtype=f64)
+        e_raw = torch.tensor([r.e_raw for r in records], dtype=f64)
+        target = (e_local if energy == "local" else e_raw)[kept_idx].T  # [B, S]
+        ess, rhat = effective_sample_size(target), split_rhat(target)
     ident = None if records[0].identity is None else torch.tensor([r.identity for r in records], dtype=f64)
-    rounds = calls = None
-    if method == "ancestral":  # one model call per step
-        rounds = calls = prop.long()
-    elif records[0].rounds is not None:
-        rounds = torch.tensor([r.rounds for r in records], dtype=torch.long)
-        calls = torch.tensor([r.calls for r in records], dtype=torch.long)
-    return SampleResult(
+    drawn = {}
+    if records[0].rounds is not None:
+        drawn = dict(
+            log_prob=torch.tensor([r.log_prob for r in records], dtype=f64),
+            rounds=torch.tensor([r.rounds for r in records], dtype=torch.long),
+            calls=torch.tensor([r.calls for r in records], dtype=torch.long),
+        )
+    return (DrawResult if drawn else SampleResult)(
         samples=torch.tensor([r.ids for r in kept], dtype=torch.long),
         kept_epochs=kept_idx,
         final_ids=torch.tensor(records[-1].ids, dtype=torch.long),
@@ -301,15 +330,13 @@ def result_from_records(
         seconds=torch.tensor([r.seconds for r in records], dtype=f64),
         accept_rate=float(acc[post].sum()) / n_post if n_post else math.nan,
         novel_rate=float(nov[post].sum()) / n_post if n_post else math.nan,
-        ess=effective_sample_size(target),
-        rhat=split_rhat(target),
+        ess=ess,
+        rhat=rhat,
         forward_rows=records[-1].forward_rows,
         proposals=int(prop.sum()),
         burn_in=burn_in,
         method=method,
         energy_kind=energy,
-        log_prob=None if records[0].log_prob is None else torch.tensor([r.log_prob for r in records], dtype=f64),
-        rounds=rounds,
-        calls=calls,
         proposal_counts=prop.long(),
+        **drawn,
     )

@@ -108,4 +108,4 @@ def result_of_run(folder: str | Path, spec: SamplerSpec) -> SampleResult | None:
     if len(records) < spec.total_epochs:
         return None
     free = torch.tensor(head["free"], dtype=torch.bool)
-    return result_from_records(records[: spec.total_epochs], free, spec.burn_in, spec.method, spec.energy)
+    return result_from_records(records[: spec.total_epochs], free, spec)

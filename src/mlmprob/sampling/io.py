@@ -28,11 +28,11 @@ class EpochRecord:
     """Per-epoch, per-chain statistics and the states at the end of epoch ``epoch``.
 
     ``proposals``/``accepted``/``novel`` count the chain's proposals in the epoch; ``e_local`` and
-    ``e_raw`` are the energies of its state (whatever the target); ``identity`` the fraction of
-    free positions equal to the reference (None without one); ``forward_rows`` the cumulative
-    model rows of the run; ``generator_state`` the hex dump of the generator after the epoch;
-    ``log_prob`` (ancestral sampling only) the log-probability of each chain's draw; ``rounds`` and
-    ``calls`` (speculative sampling only) each chain's rounds and sequential model calls in the epoch.
+    ``e_raw`` are the energies of its state (whatever the target; None for draws not asked to score them);
+    ``identity`` the fraction of free positions equal to the reference (None without one); ``forward_rows``
+    the cumulative model rows of the run; ``generator_state`` the hex dump of the generator after the epoch;
+    ``log_prob`` (independent draws only) the log-probability of each chain's draw; ``rounds`` and
+    ``calls`` (independent draws only) each chain's rounds and sequential model calls in the epoch.
     """
 
     epoch: int
@@ -42,8 +42,8 @@ class EpochRecord:
     proposals: list[int]
     accepted: list[int]
     novel: list[int]
-    e_local: list[float]
-    e_raw: list[float]
+    e_local: list[float] | None
+    e_raw: list[float] | None
     identity: list[float] | None
     ids: list[list[int]]
     forward_rows: int
@@ -55,8 +55,8 @@ class EpochRecord:
 
     def to_json(self) -> str:
         d = asdict(self)
-        for key in ("log_prob", "rounds", "calls"):
-            if d[key] is None:  # MCMC (and ancestral) records: written as before
+        for key in ("e_local", "e_raw", "log_prob", "rounds", "calls"):
+            if d[key] is None:  # what a method does not record is left out
                 del d[key]
         return dumps({"type": "epoch", **d}, separators=(",", ":"))
 
@@ -71,7 +71,7 @@ class EpochRecord:
         >>> math.isnan(back.target_temperature) and math.isnan(back.e_local[0]) and back.e_raw == [2.0]
         True
         """
-        d = {k: v for k, v in d.items() if k != "type"}
+        d = {"e_local": None, "e_raw": None, **{k: v for k, v in d.items() if k != "type"}}
         for k in ("e_local", "e_raw", "log_prob"):
             if d.get(k) is not None:
                 d[k] = [math.nan if v is None else v for v in d[k]]
@@ -192,10 +192,10 @@ class EpochBar:
             self.bar = tqdm(total=total, initial=rec.epoch, desc=self.desc, unit="epoch")
         self.bar.update(1)
         energies = rec.e_local if self.energy == "local" else rec.e_raw
-        self.bar.set_postfix(
-            acc=f"{sum(rec.accepted) / max(sum(rec.proposals), 1):.3f}",
-            E=f"{sum(energies) / max(len(energies), 1):.2f}",
-        )
+        shown = {"acc": f"{sum(rec.accepted) / max(sum(rec.proposals), 1):.3f}"}
+        if energies is not None:
+            shown["E"] = f"{sum(energies) / max(len(energies), 1):.2f}"
+        self.bar.set_postfix(**shown)
 
     def close(self) -> None:
         if self.bar is not None:

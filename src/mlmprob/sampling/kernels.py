@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 import torch
 
-from ..energy import energies_from_logits
+from ..energies import energies_from_logits
 from ..errors import MLMProbError
 from ..models.protocol import MaskedLM
 from ..positions import TOKENS, default_mask

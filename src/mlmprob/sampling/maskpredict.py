@@ -12,20 +12,21 @@ position), then re-ranks. Non-free positions never change.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 import torch
 
 from ..batching import iter_masked_logits
-from ..energy import Positions, check_input_ids
+from ..energies import Positions, check_input_ids
 from ..errors import MLMProbError
 from ..models.protocol import MaskedLM
+from ..positions import WORDS_AND_MASKS, Resolved
 from .forward import block_logits
 from .init import resolve_free
-from .options import ProposalConfig
+from .kernels import StepInfo, free_or_default, resolve_scored
+from .options import DEFAULT_ITERATIONS, STRATEGIES, ProposalConfig
 from .proposals import allowed_ids, proposal_log_probs
-
-STRATEGIES = ("mask_predict", "easy_first")
 
 
 @dataclass(frozen=True)
@@ -101,3 +102,62 @@ def mask_predict(
         rows_fwd += k
         history.append(ids.clone())
     return MaskPredictResult(ids, conf, torch.stack(history), free, rows_fwd)
+
+
+@dataclass(frozen=True)
+class MaskPredictState:
+    """``ids`` ``[B, L]``, ``free`` / ``scored`` bool ``[B, L]``, ``epoch``; of the last epoch's fill ``log_prob``
+    ``[B]`` float64 (the sum of the free tokens' confidences: each one's log-probability when last predicted),
+    ``rounds`` = ``calls`` long ``[B]`` (the iterations: one sequential call each); ``forward_rows``."""
+
+    ids: torch.Tensor
+    free: torch.Tensor
+    scored: torch.Tensor
+    epoch: int = 0
+    log_prob: torch.Tensor | None = None
+    rounds: torch.Tensor | None = None
+    calls: torch.Tensor | None = None
+    forward_rows: int = 0
+
+
+@dataclass(frozen=True, eq=False)
+class MaskPredict:
+    """Mask-predict as a kernel of :func:`~mlmprob.sampling.sample` (``method="mask-predict"``): one step is one
+    whole :func:`mask_predict` fill of the free positions (``iterations`` rounds, ``strategy``), one epoch. Greedy:
+    no randomness, every epoch the same fill.
+
+    >>> import torch
+    >>> from mlmprob import ExactMLM
+    >>> m = ExactMLM(torch.log(torch.tensor([[0.1, 0.2], [0.3, 0.4]])))
+    >>> k = MaskPredict(m, iterations=2)
+    >>> s, info = k.step(k.init(torch.tensor([[0, 0]])), torch.Generator())
+    >>> s.ids.tolist(), s.calls.tolist(), info.end_of_epoch, s.epoch
+    ([[1, 1]], [2], True, 1)
+    """
+
+    mlm: MaskedLM
+    iterations: int = DEFAULT_ITERATIONS
+    strategy: str = "mask_predict"
+    score_all: bool = False
+
+    def init(self, ids: torch.Tensor, free: torch.Tensor | None = None, epoch: int = 0) -> MaskPredictState:
+        free = free_or_default(self.mlm, ids, free)
+        return MaskPredictState(ids, free, resolve_scored(self.mlm, ids, free, self.score_all), epoch=epoch)
+
+    def step(self, state: MaskPredictState, generator: torch.Generator) -> tuple[MaskPredictState, StepInfo]:
+        r = mask_predict(
+            self.mlm, state.ids, self.iterations, Resolved(state.free, WORDS_AND_MASKS), strategy=self.strategy
+        )
+        active = state.free.any(-1)
+        n = active.long() * self.iterations
+        state = dataclasses.replace(
+            state,
+            ids=r.ids,
+            epoch=state.epoch + 1,
+            log_prob=r.confidence.sum(-1),
+            rounds=n,
+            calls=n.clone(),
+            forward_rows=state.forward_rows + r.forward_rows,
+        )
+        zero = torch.zeros(active.shape[0], dtype=torch.float64)
+        return state, StepInfo(active, active.clone(), active.clone(), zero, r.forward_rows, True)

@@ -10,8 +10,11 @@ from dataclasses import dataclass
 from ..errors import MLMProbError
 
 INITS = ("given", "greedy", "random")
+ORDERS = ("random", "l2r", "r2l")  # the named orders (MCMC sweeps take the first two)
 SCORES = ("confidence", "margin", "entropy")
 SCHEDULES = ("linear", "cosine")
+STRATEGIES = ("mask_predict", "easy_first")  # mask-predict's re-masking rules
+DEFAULT_ITERATIONS = 10
 DEFAULT_STEPS = 8
 DEFAULT_THRESHOLD = 0.05
 DEFAULT_DRAFT_K = 4

@@ -11,33 +11,38 @@ from .api import SampleResult
 
 
 def plot_traces(result: SampleResult, path: str | Path, title: str = "") -> Path:
-    """Write a PNG with three panels: mean energies (``E_local``, ``E_raw``) with the chains' spread,
-    acceptance and novel-transition rates, and the identity metric when present."""
+    """Write a PNG with up to three panels: mean energies (``E_local``, ``E_raw``) with the chains' spread (when
+    the states were scored), acceptance and novel-transition rates, and the identity metric when present."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
-    E = result.energy_local.shape[0]
+    E = result.seconds.shape[0]
     x = torch.arange(E).numpy()
-    panels = 3 if result.identity is not None else 2
+    scored = result.energy_local is not None
+    panels = 1 + scored + (result.identity is not None)
     fig = Figure(figsize=(6.4, 2.4 * panels), layout="constrained")
     FigureCanvasAgg(fig)
-    axes = fig.subplots(panels, 1, sharex=True)
-    ax = axes[0]
-    for trace, name, color in ((result.energy_local, "E_local", "tab:blue"), (result.energy_raw, "E_raw", "tab:red")):
-        mean, sd = trace.mean(1).numpy(), trace.std(1, unbiased=False).numpy()
-        ax.plot(x, mean, color=color, label=name + (" (target)" if name.endswith(result.energy_kind) else ""))
-        ax.fill_between(x, mean - sd, mean + sd, color=color, alpha=0.15, linewidth=0)
-    ax.set_ylabel("energy")
-    ax.legend(fontsize="small")
-    ax = axes[1]
+    axes = list(fig.subplots(panels, 1, sharex=True)) if panels > 1 else [fig.subplots(1, 1)]
+    if scored:
+        ax = axes[0]
+        for trace, name, color in (
+            (result.energy_local, "E_local", "tab:blue"),
+            (result.energy_raw, "E_raw", "tab:red"),
+        ):
+            mean, sd = trace.mean(1).numpy(), trace.std(1, unbiased=False).numpy()
+            ax.plot(x, mean, color=color, label=name + (" (target)" if name.endswith(result.energy_kind) else ""))
+            ax.fill_between(x, mean - sd, mean + sd, color=color, alpha=0.15, linewidth=0)
+        ax.set_ylabel("energy")
+        ax.legend(fontsize="small")
+    ax = axes[int(scored)]
     ax.plot(x, result.accept.mean(1).numpy(), label="acceptance")
     ax.plot(x, result.novel.mean(1).numpy(), label="novel transitions")
     ax.set_ylim(-0.02, 1.02)
     ax.set_ylabel("rate")
     ax.legend(fontsize="small")
     if result.identity is not None:
-        axes[2].plot(x, result.identity.mean(1).numpy(), color="tab:green")
-        axes[2].set_ylabel("identity to reference")
+        axes[-1].plot(x, result.identity.mean(1).numpy(), color="tab:green")
+        axes[-1].set_ylabel("identity to reference")
     for a in axes:
         if result.burn_in:
             a.axvline(result.burn_in - 0.5, color="grey", linestyle=":", linewidth=1)

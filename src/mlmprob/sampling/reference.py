@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import torch
 
-from ..energy import energies_from_logits
+from ..energies import energies_from_logits
 from .forward import block_logits, site_logits
 from .kernels import ChainState, MetropolisHastings, StepInfo, _propose, free_or_default, resolve_scored
 from .schedules import temperature_at

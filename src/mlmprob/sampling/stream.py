@@ -23,7 +23,7 @@ from ..runtime.inputs import Record
 from ..runtime.seeds import derive_seed
 from .api import SampleResult, sample
 from .cdr import cdr_mask
-from .spec import DECODERS, BlockLike, SamplerSpec, block_text
+from .spec import BlockLike, SamplerSpec, block_text, method_of
 
 
 def record_seed(seed: int, record_id: str) -> int:
@@ -107,7 +107,7 @@ class SampleJob(ModelJob):
     (``spec``, a :class:`~mlmprob.sampling.spec.SamplerSpec`), the chains per record, the seed and which
     positions are free (``positions``: 1-based residue/word numbers, or a CDR)."""
 
-    spec: SamplerSpec = SamplerSpec(epochs=20, burn_in=5)
+    spec: SamplerSpec = SamplerSpec()  # the defaults are the spec's (MH: 20 epochs after 5 of burn-in)
     chains: int = 4
     seed: int = 0
     positions: tuple[int, ...] | None = None  # 1-based residue/word numbers (--positions)
@@ -168,7 +168,8 @@ class SampleJob(ModelJob):
         ``sequence`` (decoded), its ``e_local`` and ``e_raw``, ``accept_rate`` and ``novel_rate`` (after
         burn-in), ``identity`` to the input (None when the input has masks at free positions),
         ``energy_trace`` (the target energy after every epoch, burn-in included), ``n_free``, the
-        sampler settings and ``record_seed``; ancestral draws have no acceptance (None) and add ``log_prob``,
+        sampler settings and ``record_seed``; independent draws have ``e_local``, ``e_raw`` and ``energy_trace``
+        only when their spec asks for ``energies``; ancestral draws have no acceptance (None) and add ``log_prob``,
         the final draw's log-probability along its order; speculative draws add it too, with
         ``accept_rate`` the drafts' acceptance rate, and :func:`cost_columns`. NaN becomes None when written."""
         r = self.sample_record(mlm, rec)
@@ -186,12 +187,12 @@ def result_rows(
 ) -> list[dict]:
     """One row per chain ``b`` of ``r`` (``chains[b]``: its record's id and its chain number there): the
     columns :meth:`SampleJob.chain_rows` lists, then ``settings`` and ``extra``."""
-    accept, novel = chain_rates(r)
-    B = len(chains)
-    if r.method == "ancestral" or r.method in DECODERS:
-        accept = novel = [None] * B
-    elif r.method == "speculative":
-        accept, novel = draft_acceptance(r), [None] * B
+    info, B = method_of(r.method), len(chains)
+    if info.rates == "chain":
+        accept, novel = chain_rates(r)
+    else:  # the drafts' acceptance, or no accept step
+        accept, novel = (draft_acceptance(r) if info.rates == "drafts" else [None] * B), [None] * B
+    scored = r.energy_local is not None
     rows = []
     for b, (record, c) in enumerate(chains):
         rows.append(
@@ -200,15 +201,14 @@ def result_rows(
                 "record": record,
                 "chain": c,
                 "sequence": mlm.decode(r.final_ids[b]),
-                "e_local": float(r.energy_local[-1, b]),
-                "e_raw": float(r.energy_raw[-1, b]),
+                **({"e_local": float(r.energy_local[-1, b]), "e_raw": float(r.energy_raw[-1, b])} if scored else {}),
                 "accept_rate": accept[b],
                 "novel_rate": novel[b],
                 "identity": None if r.identity is None else float(r.identity[-1, b]),
-                "energy_trace": r.energy[:, b].tolist(),
+                **({"energy_trace": r.energy[:, b].tolist()} if scored else {}),
                 "n_free": int(r.free[b].sum()),
                 **({} if r.log_prob is None else {"log_prob": float(r.log_prob[-1, b])}),
-                **(cost_columns(r, b) if r.method == "speculative" or r.method in DECODERS else {}),
+                **(cost_columns(r, b) if info.costs else {}),
                 **settings,
                 **(extra or {}),
             }

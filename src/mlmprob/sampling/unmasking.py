@@ -41,7 +41,8 @@ from dataclasses import dataclass
 import torch
 
 from ..batching import read_logits
-from ..models.protocol import MaskedLM, default_positions
+from ..models.protocol import MaskedLM
+from ..models.reader import reader_of
 from .decoders import score_config, scores, select_top, unmask_plan
 from .kernels import StepInfo, resolve_scored
 from .options import DEFAULT_STEPS, ProposalConfig, check_unmasking
@@ -165,7 +166,7 @@ class Unmasking:
         object.__setattr__(self, "_allowed", allowed_ids(self.mlm))
 
     def init(self, ids: torch.Tensor, free: torch.Tensor | None = None, epoch: int = 0) -> DecoderState:
-        free = default_positions(self.mlm, ids) if free is None else free
+        free = reader_of(self.mlm).default_positions(ids) if free is None else free
         return DecoderState(ids, free, resolve_scored(self.mlm, ids, free, self.score_all), epoch=epoch)
 
     def plan(self, free: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:

@@ -29,9 +29,9 @@ the wild type. Methods and their forward rows:
   sites, that is ``hcb - masked_marginals``; exactly 0 for single mutants (a lone site has no
   interaction: ``hcb`` and ``masked_marginals`` read the same row);
 - ``chain``: ``log mean_sigma p_sigma(m_S | w_\\S) - log mean_sigma p_sigma(w_S | w_\\S)``, the chain rule
-  (``mlmprob.loglik``) over the orders ``sigma`` of the sites (all ``|S|!`` when at most ``n_orders``, else
-  ``n_orders`` seeded ones, the same for ``m`` and ``w``): the exact log-likelihood ratio of the sites under
-  the mixture of orders (``variants.chain``); ``masked_marginals`` for single mutants.
+  (``mlmprob.loglik``) over the orders ``sigma`` of the sites (all ``|S|!`` when at most ``chain_orders``, else
+  ``chain_orders`` ones seeded by ``chain_seed``, the same for ``m`` and ``w``): the exact log-likelihood ratio of
+  the sites under the mixture of orders (``variants.chain``); ``masked_marginals`` for single mutants.
 
 Rows are deduplicated by content across variants and methods (``rows.RowTable``), so the number of
 forward rows is the number of distinct contexts, not the number of terms.
@@ -40,23 +40,19 @@ forward rows is the number of distinct contexts, not the number of terms.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, cast
 
 import torch
 
-from ..energy import as_row, token_scores
+from ..energies import as_row, token_scores
 from ..errors import MLMProbError
 from ..joints.conditionals import pair_conditionals
 from ..joints.constructions import ag_joint
-from ..models.protocol import MaskedLM, foreign_ids, id_range, lengths_of, max_length_of, special_ids_of
+from ..models.protocol import MaskedLM
+from ..models.reader import reader_of
 from ..positions import TOKENS, default_mask
-from ..settings import Spec
-
-if TYPE_CHECKING:
-    from .spec import VariantsSpec
-from .chain import CHAIN_ORDERS, chain_scores, plan_chain
+from .chain import chain_scores, plan_chain
 from .rows import ForwardCache, RowTable
-from .spec import check_methods
+from .spec import VariantsSpec
 
 ROW_METHODS = (
     "wt_marginals",
@@ -73,13 +69,14 @@ Variant = tuple[tuple[int, int], ...]
 
 def check_wild_type(mlm: MaskedLM, wild_type) -> torch.Tensor:
     """A 1-D LongTensor without right padding; ids in the vocabulary, no mask token."""
+    mlm = reader_of(mlm)
     ids = as_row(wild_type, "wild_type")
-    if bool(foreign_ids(mlm, ids).any()):
-        raise MLMProbError(f"wild_type token ids must lie in {id_range(mlm)}, got {int(ids.min())}..{int(ids.max())}")
-    ids = ids[: int(lengths_of(mlm, ids[None])[0])]
+    if bool(mlm.foreign(ids).any()):
+        raise MLMProbError(f"wild_type token ids must lie in {mlm.id_range()}, got {int(ids.min())}..{int(ids.max())}")
+    ids = ids[: int(mlm.lengths(ids[None])[0])]
     if (ids == mlm.mask_id).any():
         raise MLMProbError(f"wild_type holds the mask token at position {int((ids == mlm.mask_id).nonzero()[0])}")
-    n = max_length_of(mlm)
+    n = mlm.max_length
     if n is not None and len(ids) > n:
         raise MLMProbError(f"wild_type has {len(ids)} tokens; the model accepts at most {n}")
     return ids
@@ -88,7 +85,7 @@ def check_wild_type(mlm: MaskedLM, wild_type) -> torch.Tensor:
 def check_variants(mlm: MaskedLM, wild_type: torch.Tensor, mutants) -> list[Variant]:
     """Each variant as ``((position, token), ...)`` sorted by position, validated against the wild type."""
     free = default_mask(mlm, wild_type[None], TOKENS)[0].tolist()
-    bad_tokens = special_ids_of(mlm) | {mlm.mask_id}
+    bad_tokens = reader_of(mlm).special_ids | {mlm.mask_id}
     out = []
     for n, v in enumerate(mutants):
         try:
@@ -177,21 +174,21 @@ def score_variants(
     mlm: MaskedLM,
     wild_type,
     mutants: Sequence[Sequence[tuple[int, int]]],
-    methods=None,
+    spec: VariantsSpec | None = None,
     *,
     cache: ForwardCache | None = None,
-    n_orders: int = CHAIN_ORDERS,
-    seed: int = 0,
+    **overrides,
 ) -> dict[str, torch.Tensor]:
-    """Scores of every variant by every method in ``methods`` (default: all of ``METHODS``, and
-    ``chain`` on request; see the module doc): ``{method: float64 tensor [len(mutants)]}``, in the order asked.
+    """Scores of every variant by every method the settings ask for (see the module doc): ``{method: float64
+    tensor [len(mutants)]}``, in the order asked. The settings: ``spec``, a :class:`~mlmprob.variants.spec.VariantsSpec`
+    (default ``VariantsSpec()``: the four default methods), its fields overridden by keyword: ``methods`` (None: all
+    of ``METHODS``; ``chain`` on request), ``chain_orders`` and ``chain_seed`` (the orders of ``chain``,
+    ``variants.chain.site_orders``); ``offset`` is the mutant strings' (unused here).
 
     ``wild_type``: token ids ``[L]`` (right padding is dropped); ``mutants``: variants, each a
     list of ``(position, token_id)`` with positions indexing ``wild_type`` directly (special
     tokens count), distinct, never at a special token. ``cache`` (a ``ForwardCache``) keeps the
-    wild-type rows across calls for the same model and wild type (chunked scoring). ``n_orders``
-    and ``seed`` choose the orders of ``chain`` (``variants.chain.site_orders``). ``methods`` may be a
-    :class:`~mlmprob.variants.spec.VariantsSpec` instead: its methods, ``chain_orders`` and ``chain_seed``.
+    wild-type rows across calls for the same model and wild type (chunked scoring).
 
     >>> import torch
     >>> from mlmprob import ExactMLM
@@ -202,14 +199,10 @@ def score_variants(
     >>> s["epistasis"][0].item()
     0.0
     """
-    if isinstance(methods, Spec):
-        if not hasattr(methods, "chain_orders") or (n_orders, seed) != (CHAIN_ORDERS, 0):
-            raise MLMProbError("give score_variants a VariantsSpec (without n_orders or seed), or methods and keywords")
-        spec = cast("VariantsSpec", methods)  # a Spec with chain_orders (checked above)
-        methods, n_orders, seed = spec.methods, spec.chain_orders, spec.chain_seed
+    spec = VariantsSpec.of(spec, **overrides)
+    methods, n_orders, seed = spec.methods, spec.chain_orders, spec.chain_seed
     wt = check_wild_type(mlm, wild_type)
     variants = check_variants(mlm, wt, mutants)
-    methods = check_methods(methods)
     if not variants:
         return {m: torch.empty(0, dtype=torch.float64) for m in methods}
     mask = int(mlm.mask_id)

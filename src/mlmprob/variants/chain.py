@@ -14,7 +14,7 @@ It differs from ``mlmprob.loglik`` (``likelihood``, ``score --likelihood loglik`
 is a sequence's likelihood, normalised over the proposal alphabet the samplers draw from, mixed over
 8 random orders; ``chain`` is a ratio of two such mixtures, normalised over the whole vocabulary like
 every other variant score (so it shares their rows), over ``CHAIN_ORDERS`` (6) orders of the few
-mutated sites. README, "Two chain-rule quantities".
+mutated sites. docs/guides/scoring.md, "Two chain-rule quantities".
 """
 
 from __future__ import annotations

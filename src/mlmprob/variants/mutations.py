@@ -20,7 +20,8 @@ import torch
 
 from ..alphabet import AMINO_ACIDS
 from ..errors import MLMProbError, TokenizationError
-from ..models.protocol import MaskedLM, lengths_of
+from ..models.protocol import MaskedLM
+from ..models.reader import reader_of
 
 _MUTATION = re.compile(r"(\D)(-?\d+)(\D)")
 
@@ -124,8 +125,8 @@ def residue_positions(mlm: MaskedLM, sequence: str) -> tuple[torch.Tensor, torch
     """``(wild-type ids [L], token position of each residue [len(sequence)])``; the model's
     tokenizer must give one token per residue."""
     _check_sequence(sequence)
-    enc = mlm.encode([sequence])  # type: ignore[attr-defined]  # a loaded model encodes; MaskedLM does not say so
-    ids = enc.input_ids[0][: int(lengths_of(mlm, enc.input_ids[:1])[0])]
+    enc = mlm.encode([sequence])
+    ids = enc.input_ids[0][: int(reader_of(mlm).lengths(enc.input_ids[:1])[0])]
     words = enc.word_ids[0][: len(ids)]
     words = words[words >= 0]
     if len(words) != len(sequence) or not torch.equal(words, torch.arange(len(sequence))):

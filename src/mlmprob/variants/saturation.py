@@ -13,8 +13,8 @@ import torch
 
 from ..errors import MLMProbError
 from ..joints.conditionals import resolve_candidates
-from ..models.protocol import MaskedLM, proposal_ids_of, special_ids_of
-from ..models.reader import reader_of
+from ..models.protocol import MaskedLM
+from ..models.reader import Reader, reader_of
 from ..positions import TOKENS, default_mask
 from .api import check_wild_type
 from .rows import RowTable
@@ -46,9 +46,8 @@ class Saturation:
         return f"{self.wt_letters[p]}{int(self.numbers[p])}{self.letters[k]}"
 
 
-def _label(mlm: MaskedLM, token: int) -> str:
-    r = reader_of(mlm)
-    text = r.decode([token]).strip() if r.has_text else ""
+def _label(mlm: Reader, token: int) -> str:
+    text = mlm.decode([token]).strip() if mlm.has_text else ""
     return text or str(token)
 
 
@@ -66,6 +65,7 @@ def saturate(
     >>> s.masked_marginals.shape, s.n_forward, s.numbers.tolist()   # 4 masked rows + the wild type
     (torch.Size([4, 3]), 5, [1, 2, 3, 4])
     """
+    mlm = reader_of(mlm)
     wt = check_wild_type(mlm, wild_type)
     free = default_mask(mlm, wt[None], TOKENS)[0]
     if positions is None:
@@ -83,8 +83,8 @@ def saturate(
             raise MLMProbError(f"position {int(pos[~free[pos]][0])} holds a special token")
         if len(torch.unique(pos)) != len(pos):
             raise MLMProbError("positions repeat")
-    if candidates is None and proposal_ids_of(mlm) is None:
-        bad = special_ids_of(mlm) | {mlm.mask_id}
+    if candidates is None and mlm.proposal_ids is None:
+        bad = mlm.special_ids | {mlm.mask_id}
         cands = torch.tensor([v for v in range(mlm.vocab_size) if v not in bad], dtype=torch.long)
     else:
         cands = resolve_candidates(mlm, candidates)

@@ -70,17 +70,3 @@ class VariantsSpec(Spec):
 
     def uses(self, name: str) -> bool:
         return name not in CHAIN_FIELDS or "chain" in self.methods
-
-    @classmethod
-    def from_args(cls, args, **given) -> VariantsSpec:
-        """The spec of ``mlmprob variants``' arguments: ``--methods`` is comma-separated text (None: the defaults,
-        those of ``--saturate`` with it)."""
-        if "methods" not in given:
-            text = getattr(args, "methods", None)
-            if text is None:
-                given["methods"] = SATURATE_METHODS if getattr(args, "saturate", False) else DEFAULT_METHODS
-            else:
-                given["methods"] = tuple(m.strip() for m in text.split(",") if m.strip())
-                if not given["methods"]:
-                    raise MLMProbError("--methods is empty: name one or more methods, or leave it out for the defaults")
-        return super().from_args(args, **given)

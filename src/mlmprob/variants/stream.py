@@ -20,7 +20,6 @@ import torch
 
 from ..alphabet import AMINO_ACIDS
 from ..errors import MLMProbError
-from ..models.protocol import max_length_of
 from ..models.spec import ModelJob
 from ..runtime.job import State
 from .api import score_variants
@@ -53,7 +52,7 @@ class VariantsState(State):
         super().__init__(mlm)
         self.wild_type = wild_type
         self.to_id = letter_ids(mlm, AMINO_ACIDS)
-        n = max_length_of(mlm)
+        n = self.mlm.max_length
         self.window = None if n is None else n - (len(residue_positions(mlm, "A")[0]) - 1)
         if self.window is not None and self.window < 1:
             raise MLMProbError(f"the model's window ({n} tokens) holds no residue")

@@ -12,7 +12,7 @@ For a gap ``g_1..g_k`` filled in some order, a fill ``w`` scores
 >>> import torch
 >>> from mlmprob import ExactMLM
 >>> m = ExactMLM(torch.log(torch.tensor([[0.1, 0.2], [0.3, 0.4]])))
->>> best = infill(m, [m.mask_id, m.mask_id], [0, 1], beam_size=4)
+>>> best = infill(m, [m.mask_id, m.mask_id], [0, 1], method="standard", beam_size=4)
 >>> [(c.tokens, round(c.score, 4)) for c in best]   # standard = exact log p on ExactMLM
 [((1, 1), -0.9163), ((1, 0), -1.204), ((0, 1), -1.6094), ((0, 0), -2.3026)]
 """
@@ -96,25 +96,18 @@ def infill(
     input_ids,
     positions: Sequence[int] | torch.Tensor,
     spec: InfillSpec | None = None,
-    *,
-    method: str = "standard",
-    order: str = "l2r",
-    beam_size: int = 5,
-    pivot: int | None = None,
+    **overrides,
 ) -> list[InfillCandidate]:
     """The ``beam_size`` best fills of ``positions`` in one sequence, best first.
 
-    ``input_ids``: ``[L]`` or ``[1, L]`` (whatever the gap positions hold is ignored); the settings as a
-    :class:`~mlmprob.infill.spec.InfillSpec` (``spec``, its pivot read in the model's vocabulary) or as keywords:
-    ``method``: ``"standard"`` or ``"hcb"``; ``order``: ``"l2r"`` or ``"best"`` (best to worst);
-    ``pivot``: HCB pivot token id (default: the mask token; another token costs extra passes in
-    ``best`` order, and different passes from standard's in either order). Fills use the model's
-    ``proposal_ids`` when it has them. Each candidate's ``score`` is its log score under the method
-    (:func:`score_meaning`: a log-probability for standard, a log-ratio to the pivot for HCB).
+    ``input_ids``: ``[L]`` or ``[1, L]`` (whatever the gap positions hold is ignored); the settings: ``spec``, an
+    :class:`~mlmprob.infilling.spec.InfillSpec` (default ``InfillSpec()``: HCB, left to right, 5 fills), its fields
+    overridden by keyword: ``method``: ``"hcb"`` or ``"standard"``; ``order``: ``"l2r"`` or ``"best"`` (best to
+    worst); ``beam_size``; ``pivot``: HCB's pivot token, or its id (default: the mask token; another token costs
+    extra passes in ``best`` order, and different passes from standard's in either order), read in the model's
+    vocabulary. Fills use the model's ``proposal_ids`` when it has them. Each candidate's ``score`` is its log
+    score under the method (:func:`score_meaning`: a log-probability for standard, a log-ratio to the pivot for HCB).
     """
-    if spec is not None:
-        if (method, order, beam_size, pivot) != ("standard", "l2r", 5, None):
-            raise MLMProbError("give the infilling settings as a spec or as keywords, not both")
-        method, order, beam_size, pivot = spec.method, spec.order, spec.beam_size, spec.pivot_id(mlm)
-    correction = make_correction(mlm, method, pivot)
-    return beam_search(mlm, input_ids, positions, correction=correction, order=order, beam_size=beam_size)
+    spec = InfillSpec.of(spec, **overrides)
+    correction = make_correction(mlm, spec.method, spec.pivot_id(mlm))
+    return beam_search(mlm, input_ids, positions, correction=correction, order=spec.order, beam_size=spec.beam_size)

@@ -1,9 +1,9 @@
-"""``InfillSpec``: the settings of an infilling run (``mlmprob infill``, :class:`~mlmprob.infill.stream.InfillJob`,
-:func:`~mlmprob.infill.infill`, the app), frozen and validated once where it is made.
+"""``InfillSpec``: the settings of an infilling run (``mlmprob infill``, :class:`~mlmprob.infilling.stream.InfillJob`,
+:func:`~mlmprob.infilling.infill`, the app), frozen and validated once where it is made.
 
 What needs the model (the pivot written as a token of its vocabulary) is checked when a job prepares
-(:meth:`InfillSpec.pivot_id`). :meth:`InfillSpec.settings` is what the output's configuration and every
-streamed row record, in this order.
+(:meth:`InfillSpec.pivot_id`). :meth:`InfillSpec.recorded` (its settings) is what the output's configuration and
+every streamed row record, in this order.
 
 >>> InfillSpec(beam_size=3).settings()
 {'method': 'hcb', 'order': 'l2r', 'beam_size': 3, 'pivot': 'mask'}
@@ -73,7 +73,8 @@ class InfillSpec(Spec):
             raise MLMProbError("--pivot: the pivot is used only by method='hcb'")  # the CLI's message
 
     def settings(self) -> dict:
-        return {"method": self.method, "order": self.order, "beam_size": self.beam_size, "pivot": self.pivot or "mask"}
+        """The fields, the pivot written ``"mask"`` when it is the mask token (None)."""
+        return {**super().settings(), "pivot": self.pivot or "mask"}
 
     def pivot_id(self, mlm) -> int | None:
         """The pivot's token id in ``mlm``'s vocabulary (None: the mask token)."""

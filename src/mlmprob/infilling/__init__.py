@@ -57,7 +57,3 @@ __all__ = [
     "sample_infill",
     "topk_hit",
 ]
-
-from ..callable_module import make_callable  # noqa: E402
-
-make_callable(__name__)

@@ -18,9 +18,35 @@ import torch
 
 from .batching import iter_masked_logits
 from .errors import MLMProbError, PositionsError
-from .models.protocol import MaskedLM, foreign_ids, id_range, lengths_of, max_length_of
+from .models.protocol import MaskedLM
 from .models.reader import reader_of
 from .positions import TOKENS, Positions, resolve
+from .settings import Spec
+
+ENERGY_KINDS = ("local", "raw")
+
+
+@dataclass(frozen=True)
+class TokenScoresSpec(Spec):
+    """The settings of :func:`token_scores` and the exact :func:`pll`: none (what they score, ``positions`` and
+    ``word_ids``, are inputs). It is here so that every algorithm takes ``spec=None, **overrides`` alike."""
+
+
+@dataclass(frozen=True)
+class EnergySpec(Spec):
+    """The settings of :func:`energy`: ``kind`` ``"local"`` (``E_local = -PLL``) or ``"raw"`` (``E_raw``).
+
+    >>> EnergySpec(kind="global")
+    Traceback (most recent call last):
+    ...
+    mlmprob.errors.MLMProbError: energy kind must be 'local' or 'raw', got 'global'
+    """
+
+    kind: str = "local"
+
+    def __post_init__(self):
+        if self.kind not in ENERGY_KINDS:
+            raise MLMProbError(f"energy kind must be 'local' or 'raw', got {self.kind!r}")
 
 
 def row_sum(x: torch.Tensor) -> torch.Tensor:
@@ -95,7 +121,7 @@ def energies_from_logits(
     >>> ids = torch.tensor([[1, 1]])
     >>> rows = torch.stack([m.logits(torch.tensor([[2, 1]]))[0, 0], m.logits(torch.tensor([[1, 2]]))[0, 1]])
     >>> e_local, e_raw = energies_from_logits(rows[None], ids, torch.ones(1, 2, dtype=torch.bool))
-    >>> bool(e_local == energy(m, ids)), bool(e_raw == energy(m, ids, "raw"))
+    >>> bool(e_local == energy(m, ids)), bool(e_raw == energy(m, ids, kind="raw"))
     (True, True)
     """
     lp, raw = target_scores(logits, ids)
@@ -118,19 +144,19 @@ def check_input_ids(mlm: MaskedLM, input_ids) -> torch.Tensor:
         raise MLMProbError(f"input_ids must have shape [B, L], got {tuple(ids.shape)}")
     if ids.shape[0] == 0 or ids.shape[1] == 0:
         raise MLMProbError(f"input_ids is empty: shape {tuple(ids.shape)}")
-    if bool(foreign_ids(mlm, ids).any()):
+    r = reader_of(mlm)
+    if bool(r.foreign(ids).any()):
         raise MLMProbError(
-            f"token ids must lie in {id_range(mlm)} for this model, got "
+            f"token ids must lie in {r.id_range()} for this model, got "
             f"{int(ids.min())}..{int(ids.max())} (a vocabulary mismatch?)"
         )
-    max_len = max_length_of(mlm)
+    max_len = r.max_length
     if max_len is not None:
-        too_long = lengths_of(mlm, ids) > max_len
+        lengths = r.lengths(ids)
+        too_long = lengths > max_len
         if too_long.any():
             b = int(too_long.nonzero()[0])
-            raise MLMProbError(
-                f"sequence {b} has {int(lengths_of(mlm, ids)[b])} tokens; the model accepts at most {max_len}"
-            )
+            raise MLMProbError(f"sequence {b} has {int(lengths[b])} tokens; the model accepts at most {max_len}")
     return ids
 
 
@@ -180,13 +206,16 @@ def token_scores(
     mlm: MaskedLM,
     input_ids,
     positions: Positions = None,
+    spec: TokenScoresSpec | None = None,
     *,
     word_ids: torch.Tensor | None = None,
     progress: Callable[[int], None] | None = None,
+    **overrides,
 ) -> TokenScores:
     """Per-token log-probabilities and raw logits, one masked copy per scored position.
 
-    With ``word_ids`` (``[B, L]``, -1 for special tokens) the whole-word l2r variant is used.
+    With ``word_ids`` (``[B, L]``, -1 for special tokens) the whole-word l2r variant is used. ``spec``
+    (:class:`TokenScoresSpec`) has no settings: the keywords of every algorithm, taken alike.
 
     >>> import torch
     >>> from mlmprob import ExactMLM
@@ -195,6 +224,7 @@ def token_scores(
     >>> s.log_prob.exp()        # p(x1=1 | x2=1) = 2/3, p(x2=1 | x1=1) = 4/7
     tensor([[0.6667, 0.5714]], dtype=torch.float64)
     """
+    TokenScoresSpec.of(spec, **overrides)
     ids = check_input_ids(mlm, input_ids)
     sel = resolve_positions(mlm, ids, positions)
     rows, cols = sel.nonzero(as_tuple=True)
@@ -218,8 +248,17 @@ def token_scores(
     return TokenScores(lp, raw, sel)
 
 
-def pll(mlm: MaskedLM, input_ids, positions: Positions = None, *, word_ids=None) -> torch.Tensor:
-    """Log pseudo-likelihood ``sum_t log q_t(x_t | x with t masked)`` per sequence, ``[B]`` (float64).
+def pll(
+    mlm: MaskedLM,
+    input_ids,
+    positions: Positions = None,
+    spec: TokenScoresSpec | None = None,
+    *,
+    word_ids=None,
+    **overrides,
+) -> torch.Tensor:
+    """The exact log pseudo-likelihood ``sum_t log q_t(x_t | x with t masked)`` per sequence, ``[B]`` (float64)
+    (``mlmprob.pll`` is this, or on request its one-pass estimate).
 
     ``positions`` is None (every non-special position), a list of indices shared by the batch, or a
     bool mask ``[B, L]``. ``word_ids`` switches to the whole-word l2r variant.
@@ -230,27 +269,21 @@ def pll(mlm: MaskedLM, input_ids, positions: Positions = None, *, word_ids=None)
     >>> round(float(pll(m, torch.tensor([[1, 1]]))), 4)  # log(2/3) + log(4/7)
     -0.9651
     """
-    return token_scores(mlm, input_ids, positions, word_ids=word_ids).pll
+    return token_scores(mlm, input_ids, positions, spec, word_ids=word_ids, **overrides).pll
 
 
 def energy(
-    mlm: MaskedLM, input_ids, kind: str = "local", positions: Positions = None, *, word_ids=None
+    mlm: MaskedLM, input_ids, positions: Positions = None, spec: EnergySpec | None = None, *, word_ids=None, **overrides
 ) -> torch.Tensor:
-    """Energy per sequence ``[B]`` (float64): ``kind="local"`` is ``-pll``, ``kind="raw"`` is
-    ``-sum_t logit_t(x_t | x with t masked)``.
+    """Energy per sequence ``[B]`` (float64) of the settings ``spec`` (:class:`EnergySpec`; keywords override its
+    fields): ``kind="local"`` is ``-pll``, ``kind="raw"`` is ``-sum_t logit_t(x_t | x with t masked)``.
 
     >>> import torch
     >>> from mlmprob import ExactMLM
     >>> m = ExactMLM(torch.log(torch.tensor([[0.1, 0.2], [0.3, 0.4]])))
-    >>> round(float(energy(m, torch.tensor([[1, 1]]), "local")), 4)
+    >>> round(float(energy(m, torch.tensor([[1, 1]]), kind="local")), 4)
     0.9651
     """
-    if kind not in ("local", "raw"):
-        raise MLMProbError(f"energy kind must be 'local' or 'raw', got {kind!r}")
+    spec = EnergySpec.of(spec, **overrides)
     s = token_scores(mlm, input_ids, positions, word_ids=word_ids)
-    return s.e_local if kind == "local" else s.e_raw
-
-
-from .callable_module import make_callable  # noqa: E402 - after energy is defined
-
-make_callable(__name__)
+    return s.e_local if spec.kind == "local" else s.e_raw

@@ -14,9 +14,10 @@ from dataclasses import dataclass
 
 import torch
 
-from ..energy import check_input_ids
+from ..energies import check_input_ids
 from ..errors import MLMProbError, PositionsError
-from ..models.protocol import MaskedLM, lengths_of, pad_id_of, proposal_ids_of, special_ids_of
+from ..models.protocol import MaskedLM
+from ..models.reader import reader_of
 from .spec import check_beam_size, check_order  # noqa: F401 - where beam and baselines import them
 
 
@@ -54,9 +55,10 @@ def candidate_ids(mlm: MaskedLM) -> torch.Tensor:
     >>> candidate_ids(ExactMLM(torch.zeros(3, 3))).tolist()
     [0, 1, 2]
     """
-    ids = proposal_ids_of(mlm)
+    mlm = reader_of(mlm)
+    ids = mlm.proposal_ids
     if ids is None:
-        banned = special_ids_of(mlm) | {mlm.mask_id} | ({pad_id_of(mlm)} - {None})
+        banned = mlm.special_ids | {mlm.mask_id} | ({mlm.pad_id} - {None})
         ids = torch.tensor([i for i in range(mlm.vocab_size) if i not in banned], dtype=torch.long)
     ids = ids[(ids >= 0) & (ids < mlm.vocab_size)]
     if ids.numel() == 0:
@@ -74,13 +76,14 @@ def prepare_gap(
     >>> g.ids.tolist(), g.positions.tolist(), g.k
     ([0, 2, 2], [1, 2], 2)
     """
+    mlm = reader_of(mlm)
     ids = torch.as_tensor(input_ids)
     if ids.dim() == 1:
         ids = ids[None]
     ids = check_input_ids(mlm, ids)
     if ids.shape[0] != 1:
         raise MLMProbError(f"infilling takes one sequence, got a batch of {ids.shape[0]} (shape {tuple(ids.shape)})")
-    L = int(lengths_of(mlm, ids)[0])
+    L = int(mlm.lengths(ids)[0])
     ids = ids[0, :L].clone()
     pos = torch.as_tensor(positions)
     if pos.dtype == torch.bool:
@@ -100,7 +103,7 @@ def prepare_gap(
     if pos.unique().numel() != pos.numel():
         raise PositionsError(f"gap positions repeat: {pos.tolist()}")
     pos = pos.sort().values
-    specials = special_ids_of(mlm) - {mlm.mask_id}
+    specials = mlm.special_ids - {mlm.mask_id}
     for p in pos.tolist():
         if int(ids[p]) in specials:
             raise PositionsError(

@@ -181,9 +181,7 @@ class InfillJob(ModelJob):
                 )
             positions = runs[unit.gap - 1]
         spec = self.spec
-        cands = infill(
-            mlm, ids, positions, method=spec.method, order=spec.order, beam_size=spec.beam_size, pivot=state.pivot
-        )
+        cands = infill(mlm, ids, positions, spec)
         numbers = token_numbers(enc.word_ids[0], ids[0], mlm.mask_id)
         lists = {
             "positions": [numbers[t] for t in positions],
@@ -197,7 +195,7 @@ class InfillJob(ModelJob):
             "record": unit.record,
             "gap": unit.gap,
             "length": len(positions),
-            **spec.settings(),
+            **spec.recorded(),
             **lists,
         }
 

@@ -1,0 +1,170 @@
+"""The MCMC sampling methods, Metropolis-Hastings and degenerate Gibbs: their specs (blocks of ``block_size``
+positions swept in ``order`` from ``init``; MH's target temperature and annealing), kernel factories and
+registry entries (see :mod:`.spec`)."""
+
+from __future__ import annotations
+
+import argparse
+import math
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from ..argtypes import nonnegative_float, positive_float, positive_int
+from ..errors import MLMProbError
+from .options import INITS, ORDERS
+from .registry import Method, NotForMethod, ProposalSpec, option, order_json, register, shared_field, takers_of
+from .schedules import LinearAnneal, LinearBlockSize, ScheduleLike, as_schedule, schedule_text
+
+if TYPE_CHECKING:
+    from ..likelihood.orders import OrderSpec
+
+# K, ("linear", START, END[, EPOCHS]) as ``mlmprob sample --block-size START:END[:EPOCHS]`` parses it, or a schedule
+BlockLike = int | tuple | ScheduleLike
+
+
+def block_size_arg(text: str):
+    """``--block-size``: ``K`` or ``START:END[:EPOCHS]`` (linear decrease, Goyal et al. App. D)."""
+    parts = text.split(":")
+    try:
+        nums = [positive_int(p) for p in parts]
+    except argparse.ArgumentTypeError:
+        raise argparse.ArgumentTypeError(
+            f"block size must be K or START:END[:EPOCHS] with positive integers, got {text!r}"
+        ) from None
+    if len(nums) == 1:
+        return nums[0]
+    if len(nums) in (2, 3):
+        return ("linear", *nums)
+    raise argparse.ArgumentTypeError(f"block size must be K or START:END[:EPOCHS], got {text!r}")
+
+
+def block_text(block_size) -> str:
+    """``block_size`` as ``--block-size`` writes it (a schedule object: its stable text).
+
+    >>> block_text(2), block_text(("linear", 4, 1)), block_text(("linear", 4, 1, 3))
+    ('2', '4:1', '4:1:3')
+    """
+    if isinstance(block_size, tuple):
+        return ":".join(str(x) for x in block_size[1:])
+    if callable(block_size):
+        return schedule_text(block_size)
+    return str(block_size)
+
+
+# -- MCMC: Metropolis-Hastings and degenerate Gibbs -----------------------------------------------------------
+@dataclass(frozen=True)
+class MCMCSpec(ProposalSpec):
+    """The fields of the MCMC samplers: blocks of ``block_size`` positions swept in ``order`` from ``init``."""
+
+    burn_in: int = shared_field("burn_in", 5)
+    block_size: BlockLike = option(
+        1,
+        "K, or START:END[:EPOCHS] decreasing linearly",
+        type=block_size_arg,
+        json=lambda s, v: block_text(v),
+        stored=lambda s: schedule_text(s.schedules()[0]),
+    )
+    order: OrderSpec = option(
+        "random", "order in which positions are visited within an epoch", choices=("random", "l2r"), json=order_json
+    )
+    init: str = option(
+        "given",
+        "initial state of the free positions: the input, the MLM's argmax, or random tokens",
+        choices=INITS,
+    )
+
+    def __post_init__(self):
+        super().__post_init__()
+        if self.init not in INITS:
+            raise MLMProbError(f"init must be one of {INITS}, got {self.init!r}")
+        if isinstance(self.order, str) and self.order not in ("random", "l2r"):
+            if self.order in ORDERS:
+                why = f"{self.method} sweeps in random or l2r order"
+                raise NotForMethod("order", self.order, takers_of("order", self.order), self.method, True, why)
+            raise MLMProbError(f"order must be 'random' or 'l2r', got {self.order!r}")
+        self.schedules()  # block size and annealing schedules check their numbers
+
+    def _block_schedule(self):
+        bs = self.block_size
+        if isinstance(bs, tuple):
+            if len(bs) not in (3, 4) or bs[0] != "linear":
+                raise MLMProbError(f"block_size must be K, ('linear', START, END[, EPOCHS]) or a schedule, got {bs!r}")
+            _, start, end, *n = bs
+            bs = LinearBlockSize(start, end, n[0] if n else self.total_epochs)
+        if not callable(bs) and (isinstance(bs, bool) or not isinstance(bs, int) or bs < 1):
+            raise MLMProbError(
+                f"block_size must be a positive integer K, ('linear', START, END[, EPOCHS]) or a schedule, got {bs!r}"
+            )
+        return as_schedule(bs, "block_size")
+
+    def schedules(self):
+        return self._block_schedule(), None
+
+
+def _target_json(spec, value):
+    return schedule_text(value) if callable(value) else value
+
+
+@dataclass(frozen=True)
+class MHSpec(MCMCSpec):
+    """Metropolis-Hastings: the target ``exp(-E / T)`` at ``target_temperature`` (a number, annealed by ``anneal``
+    per epoch down to ``temperature_floor``, or a schedule)."""
+
+    method: str = shared_field("method", "mh")
+    target_temperature: ScheduleLike = option(
+        1.0,
+        "temperature of the target distribution exp(-E / T)",
+        type=positive_float,
+        json=_target_json,
+        stored=lambda s: schedule_text(s.schedules()[1]),
+    )
+    # stored=False: the run file stores them in target_temperature's schedule (LinearAnneal(...)), as before
+    anneal: float = option(
+        0.0, "subtract this from the target temperature per epoch", type=nonnegative_float, stored=False
+    )
+    temperature_floor: float = option(
+        0.05, "lowest target temperature annealing reaches", type=positive_float, stored=False
+    )
+
+    def __post_init__(self):
+        if not (self.anneal >= 0) or math.isinf(self.anneal):
+            raise MLMProbError(f"anneal must be a finite number >= 0, got {self.anneal!r}")
+        if self.anneal > 0 and callable(self.target_temperature):
+            raise MLMProbError("give anneal with a number target_temperature, not with a schedule")
+        if not callable(self.target_temperature):
+            t = self.target_temperature
+            if isinstance(t, bool) or not isinstance(t, (int, float)) or not t > 0 or math.isinf(t):
+                raise MLMProbError(f"target_temperature must be finite and > 0, got {t!r}")
+        super().__post_init__()
+
+    def schedules(self):
+        tt = self.target_temperature
+        if self.anneal > 0:
+            tt = LinearAnneal(tt, self.anneal, self.temperature_floor)
+        else:
+            LinearAnneal(1.0, 0.0, self.temperature_floor)  # the floor is checked either way
+        return self._block_schedule(), as_schedule(tt, "target_temperature")
+
+
+@dataclass(frozen=True)
+class GibbsSpec(MCMCSpec):
+    """Degenerate Gibbs: every proposal accepted (no target temperature)."""
+
+    method: str = shared_field("method", "gibbs")
+
+
+def _mh(mlm, s: MHSpec):
+    from .kernels import MetropolisHastings
+
+    bs, tt = s.schedules()
+    return MetropolisHastings(mlm, s.energy, bs, s.proposal, tt, s.order, s.score_all)
+
+
+def _gibbs(mlm, s: GibbsSpec):
+    from .kernels import DegenerateGibbs
+
+    return DegenerateGibbs(mlm, s.schedules()[0], s.proposal, s.order, s.score_all)
+
+
+register(Method("mh", MHSpec, _mh, "MH with the MLM's conditionals as proposals"))
+register(Method("gibbs", GibbsSpec, _gibbs, "degenerate Gibbs (every proposal accepted)"))

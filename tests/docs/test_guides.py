@@ -1,0 +1,106 @@
+"""The guides' Python examples run (docs/guides/, on the faster sapiens-vh model, the session's copy): the
+examples that were the README's, with the README test's assertions, moved with them; and the getting-started
+page's examples print what the page shows."""
+
+import re
+from pathlib import Path
+
+import pytest
+
+GUIDES = Path(__file__).resolve().parents[2] / "docs" / "guides"
+LOAD = 'mlmprob.load_mlm("antiberty")'
+
+
+def _example(page: str) -> str:
+    """The first Python block under the page's "## Python" heading, reading the session's model."""
+    text = (GUIDES / page).read_text()
+    block = re.search(r"^## Python\n.*?```python\n(.*?)```", text, re.S | re.M).group(1)
+    assert LOAD in block
+    return block.replace(LOAD, "_loaded")
+
+
+def _run(page: str, code: str, model) -> dict:
+    ns: dict = {"_loaded": model}
+    exec(compile(code, str(GUIDES / page), "exec"), ns)
+    return ns
+
+
+def test_scoring_guide_example_runs(sapiens_vh, one_thread):
+    ns = _run("scoring.md", _example("scoring.md"), sapiens_vh)
+    assert ns["pll"].shape == (2,) and (ns["pll"] < 0).all()
+
+
+def test_sampling_guide_example_runs(sapiens_vh, one_thread):
+    ns = _run("sampling.md", _example("sampling.md").replace("epochs=10", "epochs=1"), sapiens_vh)
+    assert ns["r"].samples.shape[1:] == (4, ns["enc"].input_ids.shape[1])
+
+
+def test_joints_guide_example_runs(sapiens_vh, one_thread):
+    ns = _run("joints.md", _example("joints.md"), sapiens_vh)
+    assert abs(float(ns["log_joint"].exp().sum()) - 1) < 1e-9 and ns["log_joint"].shape == (20, 20)
+
+
+def test_infilling_guide_example_runs(sapiens_vh, one_thread):
+    ns = _run("infilling.md", _example("infilling.md"), sapiens_vh)
+    assert len(ns["fills"]) == 5 and all(len(c.tokens) == 4 for c in ns["fills"])
+
+
+def test_variant_effects_guide_example_runs(sapiens_vh, tmp_path, monkeypatch, one_thread):
+    """The variant effects guide's block on sapiens-vh, with 5 + 5 library variants (the README's test)."""
+    from mlmprob.data import shared_data_dir
+
+    data = shared_data_dir()
+    if data is None or not (data / "antibody" / "mHER_H3_AgPos.csv").is_file():
+        pytest.skip("antibody/mHER_H3_AgPos.csv from the shared data folder is absent")
+    code = _example("variants.md").replace("[:500]", "[:5]").replace("../shared/data", str(data))
+    monkeypatch.chdir(tmp_path)
+    ns = _run("variants.md", code, sapiens_vh)
+    assert ns["s"]["hcb"].shape == (3,) and bool(ns["s"]["ag"][2].isnan()) is False
+    assert ns["sat"].masked_marginals.shape == (120, 20) and ns["sat"].n_forward == 121
+    assert (tmp_path / "trastuzumab_vh.csv").is_file() and (tmp_path / "trastuzumab_vh.png").is_file()
+    assert ns["lib_s"]["wt_marginals"].shape == (10,) and 0 <= ns["auc"]["auroc"].value <= 1
+
+
+def _getting_started() -> tuple[list[str], list[str]]:
+    """The getting-started page's Python blocks and its text (output) blocks, in order."""
+    text = (GUIDES.parent / "getting-started.md").read_text()
+    return re.findall(r"```python\n(.*?)```", text, re.S), re.findall(r"```text\n(.*?)```", text, re.S)
+
+
+def test_getting_started_first_score_prints_what_the_page_shows(antiberty, capsys, one_thread):
+    """The first score's block on AntiBERTy prints the output pasted under it (4 decimals)."""
+    blocks, outputs = _getting_started()
+    _run("getting-started.md", blocks[0].replace(LOAD, "_loaded"), antiberty)
+    assert capsys.readouterr().out == outputs[0]
+
+
+def test_getting_started_first_sample_runs(sapiens_vh, capsys, one_thread):
+    """The first sample's block (on sapiens-vh): the shape line and one CDR-H3 stretch per chain, as pasted."""
+    blocks, outputs = _getting_started()
+    _run("getting-started.md", blocks[1].replace(LOAD, "_loaded"), sapiens_vh)
+    printed, shown = capsys.readouterr().out.splitlines(), outputs[2].splitlines()
+    assert printed[0] == shown[0] == "torch.Size([1, 4, 122])" and len(printed) == len(shown) == 5
+    assert all(len(line) == 20 and line.startswith("VYYC") and line.endswith("WGQ") for line in printed[1:])
+
+
+def test_getting_started_first_cli_score_writes_what_the_page_shows(tmp_path):
+    """The first score from the command line (AntiBERTy, a subprocess) writes the table pasted under it."""
+    import subprocess
+    import sys
+
+    text = (GUIDES.parent / "getting-started.md").read_text()
+    commands = re.search(r"```bash\n(printf .*?)```", text, re.S).group(1).splitlines()
+    assert commands[1] == "mlmprob score three.fasta --no-progress --out scores.tsv"
+    fasta = re.search(r"printf '(.*)' > three.fasta", commands[0]).group(1).replace("\\n", "\n")
+    (tmp_path / "three.fasta").write_text(fasta)
+    env = {**__import__("os").environ, "HF_HUB_OFFLINE": "1", "CUDA_VISIBLE_DEVICES": ""}  # the page ran on a CPU
+    cmd = [sys.executable, "-m", "mlmprob", *commands[1].split()[1:]]
+    proc = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True, env=env, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    shown = _getting_started()[1][1].splitlines()
+    assert proc.stderr.strip().splitlines()[-1] == shown[0]
+    got = [line.split("\t") for line in (tmp_path / "scores.tsv").read_text().splitlines()]
+    want = [line.split("\t") for line in shown[1:]]
+    assert [row[:2] for row in got] == [row[:2] for row in want]  # header, ids and token counts
+    for g, w in zip(got[1:], want[1:], strict=True):
+        assert all(abs(float(a) - float(b)) < 1e-4 for a, b in zip(g[2:], w[2:], strict=True))
