@@ -23,8 +23,6 @@ def _numpy_rng(generator: torch.Generator | None) -> np.random.Generator:
 
 
 class HMM(ChainLanguage):
-    concentration: float | None  # the Dirichlet concentration it was drawn with (random()), when known
-
     """``p(x) = sum_z pi(z_1) prod_t A(z_t, z_{t+1}) prod_t B(z_t, x_t)`` with ``S`` hidden states.
 
     Exact conditionals for any mask pattern by forward-backward (``ChainLanguage``).
@@ -37,6 +35,8 @@ class HMM(ChainLanguage):
     >>> round(float(hmm.log_joint().exp().sum()), 12)   # V**T sequences sum to one
     1.0
     """
+
+    concentration: float | None  # the Dirichlet concentration it was drawn with (random()), when known
 
     def __init__(self, initial: torch.Tensor, transition: torch.Tensor, emission: torch.Tensor, length: int):
         initial, transition, emission = (
