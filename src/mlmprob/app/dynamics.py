@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 
@@ -111,7 +112,7 @@ def sample_steps(
     ids = enc.input_ids[:1].repeat(chains, 1)
     free = free1[None].repeat(chains, 1)
     # the options this method takes (the app draws every method's energy trace: independent draws are scored)
-    given = {"init": init, "energies": True, "score": score or None}
+    given: dict[str, Any] = {"init": init, "energies": True, "score": score or None}
     if steps:
         given["steps"] = _check_int(steps, "steps", 1, 10**6)
     extra = {k: v for k, v in given.items() if k in takes}
@@ -131,7 +132,9 @@ def sample_steps(
 
     yield snap()
     for rec in run.epochs():
-        trace.append(tuple(rec.e_local if energy == "local" else rec.e_raw))
+        energies = rec.e_local if energy == "local" else rec.e_raw
+        assert energies is not None  # the app asks every method for its energies (energies=True)
+        trace.append(tuple(energies))
         accepted.append(sum(rec.accepted))
         proposed.append(sum(rec.proposals))
         yield snap()

@@ -141,11 +141,11 @@ def sample_section(mlm, args) -> None:
 
     e_native = float(energy(mlm, ids, cdr[None], kind="local")[0])
     print(f"   {'native':<7}{native:<{len(cols) + 2}}{e_native:>9.2f}{1.0:>10.2f}")
-    identity = r.identity
-    assert identity is not None  # sampled with a reference
+    identity, e_local = r.identity, r.energy_local
+    assert identity is not None and e_local is not None  # MH with a reference records both
     for b in range(chains):
         print(
-            f"   {b:<7}{mlm.decode(r.final_ids[b, cols]):<{len(cols) + 2}}{float(r.energy_local[-1, b]):>9.2f}"
+            f"   {b:<7}{mlm.decode(r.final_ids[b, cols]):<{len(cols) + 2}}{float(e_local[-1, b]):>9.2f}"
             f"{float(identity[-1, b]):>10.2f}"
         )
     print(

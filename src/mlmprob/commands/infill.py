@@ -207,6 +207,7 @@ def _run_stream(args, spec, region) -> int:
 
     opts = run_options(args)
     inputs = input_file(args)
+    assert inputs is not None  # INPUT is a required argument
     unique = UniqueIds(args.dedupe)
 
     def units():

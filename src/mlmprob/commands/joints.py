@@ -96,6 +96,7 @@ def run(args: argparse.Namespace) -> int:
     opts = run_options(args)
     shard = opts.shard
     data = input_file(args, "data")  # stdin or a pipe: read once, here
+    assert data is not None  # --data was checked above
     data_path = None if data.path == str(args.data) else data.path
     # --model, --data, --column, --format, --schemes, --n-pairs, ...
     config = spec_of(JointsSpec, args, format=data.format)

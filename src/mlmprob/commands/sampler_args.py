@@ -28,7 +28,7 @@ def _default_text(name: str, takers: tuple) -> str:
 def _flag_args(name: str, takers: tuple) -> dict:
     """argparse's keywords for the flag of field ``name`` (the metadata of the methods taking it, merged)."""
     metas = [REGISTRY[m].spec.__dataclass_fields__[name].metadata for m in takers]
-    helps = {}
+    helps: dict[str, list[str]] = {}
     for m, meta in zip(takers, metas, strict=True):
         helps.setdefault(meta["help"], []).append(m)
     text = next(iter(helps)) if len(helps) == 1 else "; ".join(f"{', '.join(ms)}: {h}" for h, ms in helps.items())

@@ -118,6 +118,7 @@ def run(args) -> int:
     # --whole-word, --per-token, --likelihood, --order(s), --per-order, --seed, --pll, ...
     spec = spec_of(ScoreSpec, args)
     inputs = input_file(args)
+    assert inputs is not None  # INPUT is a required argument
     unique = UniqueIds(args.dedupe)
 
     def units():

@@ -300,12 +300,12 @@ def _evaluate(args, config: dict, methods, path: str | None) -> None:
     print(format_table(result, args.top))
     if (warning := small_sample_warning(result)) is not None:
         print(warning, file=sys.stderr)
-    path = Path(f"{_stem(args.out)}.eval.json")
-    path.write_text(
+    eval_path = Path(f"{_stem(args.out)}.eval.json")
+    eval_path.write_text(
         dumps(
             {"label": args.label, "seed": args.seed, "n_boot": args.n_boot, "top": args.top, "methods": result},
             indent=2,
         )
         + "\n"
     )
-    print(f"evaluation -> {path}", file=sys.stderr)
+    print(f"evaluation -> {eval_path}", file=sys.stderr)

@@ -114,6 +114,7 @@ class HFMaskedLM:
         ids = self._feed(ids)
         if self._fused is not None:
             return self._fused.hidden(ids, mask, rows, cols)
+        assert self._base is not None  # callers read hidden states only from a model with a base
         hidden = self._base(input_ids=ids, attention_mask=mask)[0]
         return hidden if rows is None else hidden[rows, cols]
 
@@ -153,6 +154,7 @@ class HFMaskedLM:
 
             return unpadded_logits(self, ids, lambda one: self.logits(one))
         if self._fused is not None:
+            assert self._head is not None  # fused only with a head (see __init__)
             return self._head(self._hidden(ids)).float().cpu()
         out = self.model(input_ids=self._feed(ids), attention_mask=self._attention_mask(ids))
         return out.logits.float().cpu()

@@ -186,7 +186,7 @@ class Reader:
 
     def id_range(self) -> str:
         """The readable ids, for messages: ``0..V-1`` (and the mask/padding ids when outside it)."""
-        allowed = {self.mask_id, self.pad_id} - {None}
+        allowed = {i for i in (self.mask_id, self.pad_id) if i is not None}
         hi = self.vocab_size - 1
         while hi + 1 in allowed:
             hi += 1

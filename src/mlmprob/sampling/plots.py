@@ -29,6 +29,7 @@ def plot_traces(result: SampleResult, path: str | Path, title: str = "") -> Path
             (result.energy_local, "E_local", "tab:blue"),
             (result.energy_raw, "E_raw", "tab:red"),
         ):
+            assert trace is not None  # scored: both energies were recorded
             mean, sd = trace.mean(1).numpy(), trace.std(1, unbiased=False).numpy()
             ax.plot(x, mean, color=color, label=name + (" (target)" if name.endswith(result.energy_kind) else ""))
             ax.fill_between(x, mean - sd, mean + sd, color=color, alpha=0.15, linewidth=0)

@@ -100,7 +100,7 @@ class Method:
     ``summary(result, spec) -> dict`` (what ``summary.json`` adds)."""
 
     name: str
-    spec: type
+    spec: type[SamplerSpec]
     kernel: Callable
     help: str
     draws: bool = False

@@ -125,7 +125,7 @@ def residue_positions(mlm: MaskedLM, sequence: str) -> tuple[torch.Tensor, torch
     """``(wild-type ids [L], token position of each residue [len(sequence)])``; the model's
     tokenizer must give one token per residue."""
     _check_sequence(sequence)
-    enc = mlm.encode([sequence])
+    enc = mlm.encode([sequence])  # type: ignore[attr-defined]  # a loaded model encodes; MaskedLM does not say so
     ids = enc.input_ids[0][: int(reader_of(mlm).lengths(enc.input_ids[:1])[0])]
     words = enc.word_ids[0][: len(ids)]
     words = words[words >= 0]
