@@ -161,7 +161,7 @@ def run(args) -> int:
     from ..designing.terms import Expert, Oracle
     from ..models.spec import ModelSpec
 
-    terms = []
+    terms: list[Expert | Oracle] = []
     for text in args.expert or ["antiberty"]:
         name, kind, weight = parse_expert(text)
         mlm = ModelSpec(name, args.dtype, args.allow_pickle, args.batch_tokens).load(args.device)

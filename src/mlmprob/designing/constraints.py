@@ -132,9 +132,9 @@ class Constraints:
             sets[j] = keep
         if max_mutations is not None and (isinstance(max_mutations, bool) or max_mutations < 0):
             raise MLMProbError(f"max_mutations must be a non-negative integer, got {max_mutations!r}")
-        forbid = motif_patterns(forbid, "forbid")
-        kept = tuple(frozenset(_starts(p, parent)) if keep_parent_motifs else frozenset() for _, _, p in forbid)
-        c = cls(parent, tuple(sets), max_mutations, forbid, motif_patterns(require, "require"), kept)
+        forbidden = motif_patterns(forbid, "forbid")
+        kept = tuple(frozenset(_starts(p, parent)) if keep_parent_motifs else frozenset() for _, _, p in forbidden)
+        c = cls(parent, tuple(sets), max_mutations, forbidden, motif_patterns(require, "require"), kept)
         why = c.violations(parent)
         if why and not start_invalid:
             raise MLMProbError(

@@ -142,8 +142,8 @@ class ExpertReader:
         ids = []
         for c in alphabet:
             try:
-                e = self.reader.encode([c])
-                tok = e.input_ids[0][e.word_ids[0] >= 0]
+                one = self.reader.encode([c])
+                tok = one.input_ids[0][one.word_ids[0] >= 0]
                 ok = len(tok) == 1 and int(tok[0]) not in self.reader.special_ids
                 ids.append(int(tok[0]) if ok else -1)
             except MLMProbError:
