@@ -17,8 +17,9 @@ classes compute the same functions with fewer passes over memory:
   read one position each), the last layer's query, attention output, feed-forward block and norms run at
   those positions alone (keys and values still at all positions).
 
-Float32 products on the CPU run through :func:`mlmprob.runtime.threads.linear`: fixed blocks of rows, each
-by single-threaded MKL, so the bits do not depend on the thread count.
+Float32 products on the CPU run through :func:`mlmprob.runtime.threads.linear` and attention through
+:func:`mlmprob.runtime.threads.blocked_attention` (batch rows in blocks fixed by the shapes, on the threads),
+so the bits do not depend on the thread count.
 
 Same weights and mathematics: the outputs differ from transformers' by rounding only (tested against it in
 float32, bfloat16 and int8). The modules are read from the model at every call, so weights changed in place
@@ -31,9 +32,9 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
+from ..runtime.threads import blocked_attention
 from ..runtime.threads import enabled as invariant_enabled
 from ..runtime.threads import linear as _invariant_linear
-from ..runtime.threads import sequential_blas
 from .precision import Int8Linear
 
 
@@ -104,27 +105,6 @@ def fused_encoder(base):
     return None
 
 
-ATTENTION_CHUNK = 1 << 22
-"""Most attention scores ``[rows, heads, Lq, L]`` held at once by :func:`_attention_in_this_thread`."""
-
-
-def _attention_in_this_thread(q, k, v, mask, scale) -> torch.Tensor:
-    """``softmax(q k^T * scale, masked) v`` for ``[B, heads, Lq, d]`` inputs, its products by single-threaded
-    MKL in this thread, batch rows in chunks fixed by the shapes: the same bits at any thread count.
-    (torch's ``scaled_dot_product_attention`` calls MKL from its worker threads, where mlmprob cannot make
-    MKL single-threaded; it gave thread-dependent bits, docs/results/precision/threads_repro.md.)"""
-    b, heads, lq, _ = q.shape
-    step = max(1, ATTENTION_CHUNK // max(1, heads * lq * k.shape[2]))
-    out = q.new_empty(b, heads, lq, v.shape[3])
-    with sequential_blas():
-        for i in range(0, b, step):
-            s = torch.matmul(q[i : i + step], k[i : i + step].transpose(-1, -2)).mul_(scale)
-            if mask is not None:
-                s.masked_fill_(~mask[i : i + step], float("-inf"))
-            torch.matmul(torch.softmax(s, -1), v[i : i + step], out=out[i : i + step])
-    return out
-
-
 class _Fused:
     """What both families share: fused Q/K/V, attention, the layer loop with the last layer at the reads."""
 
@@ -147,7 +127,7 @@ class _Fused:
         """Attention (float32) of ``q`` ``[B, Lq, heads, d]`` over ``k``, ``v`` ``[B, L, heads, d]`` -> ``[B, Lq, H]``."""
         q, k, v = q.float().transpose(1, 2), k.float().transpose(1, 2), v.float().transpose(1, 2)
         if q.device.type == "cpu" and invariant_enabled():
-            out = _attention_in_this_thread(q, k, v, mask, self.head_dim**-0.5)
+            out = blocked_attention(q, k, v, mask, self.head_dim**-0.5)
         else:
             out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, scale=self.head_dim**-0.5)
         return out.transpose(1, 2).reshape(q.shape[0], q.shape[2], self.hidden_size)
