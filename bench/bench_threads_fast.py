@@ -119,7 +119,7 @@ def run(a) -> list[str]:
                     f"| {label} | {'fused' if fused else 'transformers'} | {t} | {statistics.median(on):.3f} | "
                     f"{statistics.median(off):.3f} | {_spread(ratios)} | {'yes' if same else 'NO'} |"
                 )
-            print(rows[-1], flush=True)
+            print("\n".join(rows[-len(threads) :]), flush=True)
     os.environ.pop(SWITCH, None)
     head = [
         f"Machine: {describe()}; torch {torch.__version__}; MKL_CBWR={os.environ.get('MKL_CBWR', '')!r}.",

@@ -50,7 +50,7 @@ def test_attention_same_bits_and_close_to_torch(mask_kind):
             mask = torch.rand(lq, lk, generator=g) > 0.3
             mask[:, 0] = True
     old = rt.ATTENTION_CHUNK
-    rt.ATTENTION_CHUNK = h * lq * lk * 4  # blocks of 4 batch rows
+    rt.ATTENTION_CHUNK = lq * lk * 4  # blocks of 4 batch rows
     try:
         got = _at_threads(lambda: rt.attention(q, k, v, attn_mask=mask, scale=0.3))
     finally:
@@ -92,3 +92,21 @@ def test_forward_mode_routes_linear_and_attention(monkeypatch):
     calls.clear()
     M().forward(torch.ones(4, 3))
     assert calls == []
+
+
+def test_rotary_same_bits_at_three_threads():
+    """ESM's rotary embedding in the exact path: torch's complex multiplication gave other bits at 3 threads
+    (its vectorised and scalar loops round differently) on tensors large enough to be split; the real
+    arithmetic used under thread invariance does not."""
+    from mlmprob.models.fused import FusedEsm
+
+    fz = object.__new__(FusedEsm)
+    fz.head_dim = 24
+    g = torch.Generator().manual_seed(3)
+    q, k = torch.randn(32, 34, 20, 24, generator=g), torch.randn(32, 34, 20, 24, generator=g)
+    angle = torch.arange(34.0)[:, None] * torch.rand(12, generator=g)[None, :]
+    rot = torch.polar(torch.ones_like(angle), angle)
+    got = _at_threads(lambda: torch.cat([t.flatten() for t in fz._position(q, k, rot, None, exact=True)]))
+    assert all(torch.equal(got[1], got[t]) for t in (2, 3, 4))
+    plain = torch.cat([t.flatten() for t in fz._position(q, k, rot, None)])
+    assert torch.allclose(got[1], plain, atol=1e-5)

@@ -123,10 +123,10 @@ class _Fused:
             cached = self._qkv[i] = (sig, _fused_qkv(att))
         return cached[1]
 
-    def _attend(self, q, k, v, mask) -> torch.Tensor:
+    def _attend(self, q, k, v, mask, exact: bool = True) -> torch.Tensor:
         """Attention (float32) of ``q`` ``[B, Lq, heads, d]`` over ``k``, ``v`` ``[B, L, heads, d]`` -> ``[B, Lq, H]``."""
         q, k, v = q.float().transpose(1, 2), k.float().transpose(1, 2), v.float().transpose(1, 2)
-        if q.device.type == "cpu" and invariant_enabled():
+        if exact and q.device.type == "cpu" and invariant_enabled():
             out = blocked_attention(q, k, v, mask, self.head_dim**-0.5)
         else:
             out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, scale=self.head_dim**-0.5)
@@ -135,16 +135,18 @@ class _Fused:
     def _attention(self, x, i, att, ctx, mask, rows, cols) -> torch.Tensor:
         """Self-attention of the layer input ``x`` ``[B, L, H]``: ``[B, L, H]``, or ``[N, H]`` at the reads."""
         b, length, _ = x.shape
-        qkv = _dense(self._qkv_of(i, att), x).view(b, length, 3, self.heads, self.head_dim)
+        lin = self._qkv_of(i, att)
+        exact = True
+        qkv = _dense(lin, x).view(b, length, 3, self.heads, self.head_dim)
         if rows is None:
             q, k, v = qkv.unbind(2)
-            q, k = self._position(q, k, ctx, None)
-            return self._attend(q, k, v, mask)
+            q, k = self._position(q, k, ctx, None, exact)
+            return self._attend(q, k, v, mask, exact)
         q, k, v = qkv[rows, cols, 0].unsqueeze(1), qkv[rows, :, 1], qkv[rows, :, 2]  # each read's own row
-        q, k = self._position(q, k, ctx, cols)
-        return self._attend(q, k, v, None if mask is None else mask[rows])[:, 0]
+        q, k = self._position(q, k, ctx, cols, exact)
+        return self._attend(q, k, v, None if mask is None else mask[rows], exact)[:, 0]
 
-    def _position(self, q, k, ctx, cols):
+    def _position(self, q, k, ctx, cols, exact=False):
         return q, k
 
     def _context(self, ids):
@@ -215,9 +217,13 @@ class FusedEsm(_Fused):
             return torch.stack((a * c - b * s, a * s + b * c), -1).flatten(-2)
         return torch.view_as_real(torch.complex(a, b) * rot).flatten(-2)
 
-    def _position(self, q, k, rot, cols):
+    def _position(self, q, k, rot, cols, exact=False):
+        """Rotated ``q`` and ``k``; ``exact`` (float32 under thread invariance): in real arithmetic, whose
+        element-wise kernels round alike at any thread count (torch's complex multiplication does not: its
+        vectorised and scalar loops round differently, and 3 threads move the boundary between them)."""
+        real = True if exact and invariant_enabled() else None
         rq = rot[:, None, :] if cols is None else rot[cols][:, None, None, :]
-        return self._rotate(q, rq), self._rotate(k, rot[:, None, :])
+        return self._rotate(q, rq, real), self._rotate(k, rot[:, None, :], real)
 
     def _embed(self, ids: torch.Tensor, keep: torch.Tensor | None) -> torch.Tensor:
         emb = self.base.embeddings

@@ -232,8 +232,8 @@ def linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = No
     return out.view(*lead, weight.shape[0])
 
 
-ATTENTION_CHUNK = 1 << 20
-"""Most attention scores ``[rows, heads, Lq, L]`` of one block of :func:`attention` (4 MB in float32)."""
+ATTENTION_CHUNK = 1 << 18
+"""Most attention scores ``[rows, Lq, L]`` of one head in one block of :func:`attention` (1 MB in float32)."""
 
 
 def _attention_fits(q, k, v, attn_mask, dropout_p, is_causal, enable_gqa) -> bool:
@@ -277,20 +277,24 @@ def attention(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False,
 
 
 def blocked_attention(q, k, v, mask, scale, softmax=torch.softmax) -> torch.Tensor:
-    """The work of :func:`attention` (its inputs checked): ``mask`` 4-d (boolean or added) or None."""
+    """The work of :func:`attention` (its inputs checked): ``mask`` 4-d (boolean or added) or None. One task
+    per head and block of batch rows (``[rows, Lq, d]`` slices: no copies of transposed inputs), the tasks
+    on the pool; the output ``[B, heads, Lq, dv]`` is a view of a ``[B, Lq, heads, dv]`` tensor."""
     b, heads, lq, _ = q.shape
-    step = max(1, ATTENTION_CHUNK // max(1, heads * lq * k.shape[2]))
-    out = q.new_empty(b, heads, lq, v.shape[3])
+    step = max(1, ATTENTION_CHUNK // max(1, lq * k.shape[2]))
+    out = q.new_empty(b, lq, heads, v.shape[3])
 
-    def block(i):
-        s = torch.matmul(q[i : i + step], k[i : i + step].transpose(-1, -2)).mul_(scale)
+    def block(task):
+        i, j = task
+        s = torch.bmm(q[i : i + step, j], k[i : i + step, j].transpose(1, 2)).mul_(scale)
         if mask is not None:
             m = mask if mask.shape[0] == 1 else mask[i : i + step]
+            m = m[:, 0 if m.shape[1] == 1 else j]
             s = s.masked_fill_(~m, float("-inf")) if m.dtype == torch.bool else s.add_(m)
-        torch.matmul(softmax(s, -1), v[i : i + step], out=out[i : i + step])
+        out[i : i + step, :, j] = torch.bmm(softmax(s, -1), v[i : i + step, j])
 
-    run_blocks(block, list(range(0, b, step)) or [0])
-    return out
+    run_blocks(block, [(i, j) for i in range(0, max(b, 1), step) for j in range(heads)])
+    return out.transpose(1, 2)
 
 
 class _Invariant(torch.overrides.TorchFunctionMode):
