@@ -136,7 +136,7 @@ class _Fused:
         """Self-attention of the layer input ``x`` ``[B, L, H]``: ``[B, L, H]``, or ``[N, H]`` at the reads."""
         b, length, _ = x.shape
         lin = self._qkv_of(i, att)
-        exact = True
+        exact = not isinstance(lin, Int8Linear)  # int8: torch's attention (no thread invariance to keep)
         qkv = _dense(lin, x).view(b, length, 3, self.heads, self.head_dim)
         if rows is None:
             q, k, v = qkv.unbind(2)

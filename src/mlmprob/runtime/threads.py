@@ -103,12 +103,15 @@ def sequential_blas():
 def invariant_method(fn):
     """Decorator of a model's forward method: runs it under :func:`sequential_blas`, and, when the model
     (``self.device``) is on the CPU, with ``F.linear`` and ``F.scaled_dot_product_attention`` sent to
-    :func:`linear` and :func:`attention` (a ``TorchFunctionMode``: transformers' code and LM heads included)."""
+    :func:`linear` and :func:`attention` (a ``TorchFunctionMode``: transformers' code and LM heads included),
+    except for an int8 model (``self.dtype``), whose fbgemm products are not thread-invariant anyway: its
+    attention runs by torch's own threaded kernel."""
 
     @functools.wraps(fn)
     def wrapper(self, *args, **kwargs):
         cpu = torch.device(getattr(self, "device", "cpu")).type == "cpu"
-        with sequential_blas(), _Invariant() if cpu and enabled() else nullcontext():
+        exact = getattr(self, "dtype", None) != torch.int8  # int8 (fbgemm): no invariance to keep, torch's attention
+        with sequential_blas(), _Invariant() if cpu and exact and enabled() else nullcontext():
             return fn(self, *args, **kwargs)
 
     return wrapper
