@@ -7,20 +7,25 @@ Face masked LMs (protein models included) and the embedded antibody models; exac
 languages with exact conditionals, and an MLM trainer.
 
 A record's float32 scores on a CPU do not depend on ``--threads`` or ``--workers``: every forward computes
-its matrix products by single-threaded MKL in blocks fixed by the shapes (:mod:`mlmprob.runtime.threads`).
+its large matrix products by threaded MKL in its strict reproducibility mode and the others by single-threaded
+MKL in blocks fixed by the shapes (:mod:`mlmprob.runtime.threads`).
 Importing mlmprob also sets ``MKL_CBWR=AUTO,STRICT`` (Intel MKL's conditional numerical reproducibility)
 unless it is set already (:data:`mlmprob.defaults.MKL_CBWR`; ``MKL_CBWR=`` (empty) turns it off); alone it
 did not make products thread-count independent (docs/results/precision/threads_repro.md). MKL reads it at
-its first call: a program that multiplied torch matrices on the CPU before importing mlmprob must set it in
-its environment itself.
+its first call: when torch was imported before mlmprob and ``MKL_CBWR`` is not set, mlmprob cannot know whether
+MKL has started, so it sets ``MKL_CBWR=`` (off) instead, for itself and the workers it starts: every product then
+runs in the fixed blocks (thread-invariant too, a little slower). Set ``MKL_CBWR=AUTO,STRICT`` in the environment,
+or import mlmprob first, to have the strict mode.
 """
 
 import os as _os
+import sys as _sys
 
 from .defaults import MKL_CBWR as _MKL_CBWR
 from .lazy import exports as _exports
 
-_os.environ.setdefault(*_MKL_CBWR)  # before torch makes its first MKL call (torch is imported lazily, below)
+if _MKL_CBWR[0] not in _os.environ:  # before torch's first MKL call (torch is imported lazily, below)
+    _os.environ[_MKL_CBWR[0]] = "" if "torch" in _sys.modules else _MKL_CBWR[1]  # MKL may have read it already
 
 # The public names, each imported from its module on first use (PEP 562), so that ``import mlmprob`` and the
 # command line's ``--help``, ``--version`` and usage errors do not import torch or transformers.

@@ -17,8 +17,9 @@ classes compute the same functions with fewer passes over memory:
   read one position each), the last layer's query, attention output, feed-forward block and norms run at
   those positions alone (keys and values still at all positions).
 
-Float32 products on the CPU run through :func:`mlmprob.runtime.threads.linear`: fixed blocks of rows, each
-by single-threaded MKL, so the bits do not depend on the thread count.
+Float32 products on the CPU run through :func:`mlmprob.runtime.threads.linear` and attention through
+:func:`mlmprob.runtime.threads.blocked_attention` (batch rows in blocks fixed by the shapes, on the threads),
+so the bits do not depend on the thread count.
 
 Same weights and mathematics: the outputs differ from transformers' by rounding only (tested against it in
 float32, bfloat16 and int8). The modules are read from the model at every call, so weights changed in place
@@ -31,9 +32,9 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
+from ..runtime.threads import blocked_attention
 from ..runtime.threads import enabled as invariant_enabled
 from ..runtime.threads import linear as _invariant_linear
-from ..runtime.threads import sequential_blas
 from .precision import Int8Linear
 
 
@@ -104,27 +105,6 @@ def fused_encoder(base):
     return None
 
 
-ATTENTION_CHUNK = 1 << 22
-"""Most attention scores ``[rows, heads, Lq, L]`` held at once by :func:`_attention_in_this_thread`."""
-
-
-def _attention_in_this_thread(q, k, v, mask, scale) -> torch.Tensor:
-    """``softmax(q k^T * scale, masked) v`` for ``[B, heads, Lq, d]`` inputs, its products by single-threaded
-    MKL in this thread, batch rows in chunks fixed by the shapes: the same bits at any thread count.
-    (torch's ``scaled_dot_product_attention`` calls MKL from its worker threads, where mlmprob cannot make
-    MKL single-threaded; it gave thread-dependent bits, docs/results/precision/threads_repro.md.)"""
-    b, heads, lq, _ = q.shape
-    step = max(1, ATTENTION_CHUNK // max(1, heads * lq * k.shape[2]))
-    out = q.new_empty(b, heads, lq, v.shape[3])
-    with sequential_blas():
-        for i in range(0, b, step):
-            s = torch.matmul(q[i : i + step], k[i : i + step].transpose(-1, -2)).mul_(scale)
-            if mask is not None:
-                s.masked_fill_(~mask[i : i + step], float("-inf"))
-            torch.matmul(torch.softmax(s, -1), v[i : i + step], out=out[i : i + step])
-    return out
-
-
 class _Fused:
     """What both families share: fused Q/K/V, attention, the layer loop with the last layer at the reads."""
 
@@ -143,12 +123,12 @@ class _Fused:
             cached = self._qkv[i] = (sig, _fused_qkv(att))
         return cached[1]
 
-    def _attend(self, q, k, v, mask) -> torch.Tensor:
+    def _attend(self, q, k, v, mask, exact: bool = True) -> torch.Tensor:
         """Attention (float32) of ``q`` ``[B, Lq, heads, d]`` over ``k``, ``v`` ``[B, L, heads, d]``
         -> ``[B, Lq, H]``."""
         q, k, v = q.float().transpose(1, 2), k.float().transpose(1, 2), v.float().transpose(1, 2)
-        if q.device.type == "cpu" and invariant_enabled():
-            out = _attention_in_this_thread(q, k, v, mask, self.head_dim**-0.5)
+        if exact and q.device.type == "cpu" and invariant_enabled():
+            out = blocked_attention(q, k, v, mask, self.head_dim**-0.5)
         else:
             out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, scale=self.head_dim**-0.5)
         return out.transpose(1, 2).reshape(q.shape[0], q.shape[2], self.hidden_size)
@@ -156,16 +136,18 @@ class _Fused:
     def _attention(self, x, i, att, ctx, mask, rows, cols) -> torch.Tensor:
         """Self-attention of the layer input ``x`` ``[B, L, H]``: ``[B, L, H]``, or ``[N, H]`` at the reads."""
         b, length, _ = x.shape
-        qkv = _dense(self._qkv_of(i, att), x).view(b, length, 3, self.heads, self.head_dim)
+        lin = self._qkv_of(i, att)
+        exact = not isinstance(lin, Int8Linear)  # int8: torch's attention (no thread invariance to keep)
+        qkv = _dense(lin, x).view(b, length, 3, self.heads, self.head_dim)
         if rows is None:
             q, k, v = qkv.unbind(2)
-            q, k = self._position(q, k, ctx, None)
-            return self._attend(q, k, v, mask)
+            q, k = self._position(q, k, ctx, None, exact)
+            return self._attend(q, k, v, mask, exact)
         q, k, v = qkv[rows, cols, 0].unsqueeze(1), qkv[rows, :, 1], qkv[rows, :, 2]  # each read's own row
-        q, k = self._position(q, k, ctx, cols)
-        return self._attend(q, k, v, None if mask is None else mask[rows])[:, 0]
+        q, k = self._position(q, k, ctx, cols, exact)
+        return self._attend(q, k, v, None if mask is None else mask[rows], exact)[:, 0]
 
-    def _position(self, q, k, ctx, cols):
+    def _position(self, q, k, ctx, cols, exact=False):
         return q, k
 
     def _context(self, ids):
@@ -246,9 +228,13 @@ class FusedEsm(_Fused):
             return torch.stack((a * c - b * s, a * s + b * c), -1).flatten(-2)
         return torch.view_as_real(torch.complex(a, b) * rot).flatten(-2)
 
-    def _position(self, q, k, rot, cols):
+    def _position(self, q, k, rot, cols, exact=False):
+        """Rotated ``q`` and ``k``; ``exact`` (float32 under thread invariance): in real arithmetic, whose
+        element-wise kernels round alike at any thread count (torch's complex multiplication does not: its
+        vectorised and scalar loops round differently, and 3 threads move the boundary between them)."""
+        real = True if exact and invariant_enabled() else None
         rq = rot[:, None, :] if cols is None else rot[cols][:, None, None, :]
-        return self._rotate(q, rq), self._rotate(k, rot[:, None, :])
+        return self._rotate(q, rq, real), self._rotate(k, rot[:, None, :], real)
 
     def _embed(self, ids: torch.Tensor, keep: torch.Tensor | None) -> torch.Tensor:
         emb = self.base.embeddings

@@ -1,25 +1,31 @@
-"""Float32 results that do not depend on the thread count (issue 28): matrix products whose every output
-element is summed in an order fixed by the shapes alone.
+"""Float32 results that do not depend on the thread count (issue 28; issue 37: at the speed of the threaded
+kernels): every matrix product of a forward summed in an order that the thread count does not change.
 
-Intel MKL's threaded ``sgemm`` splits small products between threads differently at 1, 2, 3 or 4 threads,
-even in its reproducibility mode ``MKL_CBWR=AUTO,STRICT``: on this project's AMD EPYC (AVX2), 401 of 3039
-``F.linear`` shapes gave different bits at 1-4 threads, every one with at most 32 rows
-(docs/results/precision/threads_repro.md). Every other operation of the forward passes scanned there
-(attention, layer norms, GELU, embeddings, log-softmax) gave the same bits at 1-4 threads. So:
+Intel MKL's threaded ``sgemm`` splits small products between threads differently at 1, 2, 3 or 4 threads:
+on an AMD EPYC (AVX2), 401 of 3039 ``F.linear`` shapes gave different bits at 1-4 threads even in MKL's
+strict reproducibility mode ``MKL_CBWR=AUTO,STRICT``, every one with at most 32 rows; without that mode
+more (docs/results/precision/threads_repro.md). In the strict mode (which ``import mlmprob`` sets) none of
+the products with more rows moved, there or on an Intel Xeon (AVX-512), and MKL documents ``?gemm`` as
+reproducible across thread counts in it. Every other operation of the forward passes scanned (layer
+norms, GELU, embeddings, softmax) gave the same bits at 1-4 threads. So:
 
 - :func:`sequential_blas` (a context manager and decorator) makes MKL single-threaded in the calling
-  thread while it is active (MKL's thread-local setting; torch's own kernels keep their threads). A
-  single-threaded MKL routine has no thread count to depend on. :class:`mlmprob.models.hf.HFMaskedLM`
-  runs every forward inside it (:func:`invariant_method`), transformers' code and the LM heads included,
-  on the CPU with torch's math attention kernel (its other kernel calls MKL from torch's own worker
-  threads, out of reach of the thread-local setting, and gave thread-dependent bits).
-- :func:`linear` gets the threads back for the products that dominate a forward: rows cut in blocks of
-  :data:`ROWS` (fixed; the last one shorter), each block multiplied by single-threaded MKL, the blocks
-  shared among ``torch.get_num_threads()`` worker threads. Which thread computes a block does not change
-  its bits. The fused ESM-2/BERT/RoBERTa forward (:mod:`mlmprob.models.fused`) multiplies through it.
+  thread while it is active (MKL's thread-local setting; torch's own kernels keep their threads).
+  :class:`mlmprob.models.hf.HFMaskedLM` runs every forward inside it (:func:`invariant_method`), with
+  ``F.linear`` and ``F.scaled_dot_product_attention`` sent, wherever called (transformers' code and the LM
+  heads included), to :func:`linear` and :func:`attention` (on the CPU).
+- :func:`linear`: a product of more than :data:`ROWS` rows runs as one threaded MKL call when MKL is in
+  its strict mode (:func:`strict_cnr`); a smaller one, or any without the strict mode
+  (``MKL_CBWR=`` cleared), runs in fixed blocks of :data:`ROWS` rows, each by single-threaded MKL, the
+  blocks on ``torch.get_num_threads()`` worker threads: which thread computes a block does not change its
+  bits. The fused ESM-2/BERT/RoBERTa forward (:mod:`mlmprob.models.fused`) multiplies through it.
+- :func:`attention` / :func:`blocked_attention`: the two products and the softmax per block of batch rows
+  (blocks fixed by the shapes), each block by single-threaded MKL and serial torch kernels on the worker
+  threads (torch's own attention kernel calls MKL from its worker threads with small blocks of queries,
+  and gave thread-dependent bits).
 
-``$MLMPROB_THREAD_INVARIANT=0`` (:data:`mlmprob.defaults.THREAD_INVARIANT_ENV`) turns both off (read at
-every call). Where torch has no MKL (some ARM builds), both do nothing and nothing is guaranteed.
+``$MLMPROB_THREAD_INVARIANT=0`` (:data:`mlmprob.defaults.THREAD_INVARIANT_ENV`) turns all of it off (read at
+every call). Where torch has no MKL (some ARM builds), it does nothing and nothing is guaranteed.
 
 >>> x, w = torch.randn(300, 16, generator=torch.Generator().manual_seed(0)), torch.randn(8, 16)
 >>> torch.allclose(linear(x, w), x @ w.T, atol=1e-5)
@@ -43,7 +49,8 @@ import torch.nn.functional as F
 from ..defaults import THREAD_INVARIANT_ENV
 
 ROWS = 256
-"""Rows per block of :func:`linear`: a multiple of 64, so every block starts as aligned as the first."""
+"""Rows per block of :func:`linear` (a multiple of 64, so every block starts as aligned as the first), and
+the most rows a product has that :func:`linear` keeps off MKL's threads in the strict mode."""
 
 
 def enabled() -> bool:
@@ -95,14 +102,16 @@ def sequential_blas():
 
 def invariant_method(fn):
     """Decorator of a model's forward method: runs it under :func:`sequential_blas`, and, when the model
-    (``self.device``) is on the CPU, with torch's math attention (``scaled_dot_product_attention``'s other
-    CPU kernel calls MKL from torch's worker threads, where mlmprob cannot make MKL single-threaded; the
-    math kernel multiplies in the calling thread)."""
+    (``self.device``) is on the CPU, with ``F.linear`` and ``F.scaled_dot_product_attention`` sent to
+    :func:`linear` and :func:`attention` (a ``TorchFunctionMode``: transformers' code and LM heads included),
+    except for an int8 model (``self.dtype``), whose fbgemm products are not thread-invariant anyway: its
+    attention runs by torch's own threaded kernel."""
 
     @functools.wraps(fn)
     def wrapper(self, *args, **kwargs):
         cpu = torch.device(getattr(self, "device", "cpu")).type == "cpu"
-        with sequential_blas(), _math_attention() if cpu and enabled() else nullcontext():
+        exact = getattr(self, "dtype", None) != torch.int8  # int8 (fbgemm): no invariance to keep, torch's attention
+        with sequential_blas(), _Invariant() if cpu and exact and enabled() else nullcontext():
             return fn(self, *args, **kwargs)
 
     return wrapper
@@ -118,8 +127,28 @@ _POOL: dict = {}
 _POOL_LOCK = threading.Lock()
 
 
+@lru_cache(maxsize=1)
+def _omp_set_local():
+    """``omp_set_num_threads`` of torch's OpenMP runtime (sets the calling thread's team size), or None."""
+    libdir = os.path.join(os.path.dirname(torch.__file__), "lib")
+    for path in sorted(
+        glob.glob(os.path.join(libdir, "libgomp*.so*")) + glob.glob(os.path.join(libdir, "libiomp*.so*"))
+    ):
+        try:
+            fn = ctypes.CDLL(path).omp_set_num_threads
+        except (OSError, AttributeError):
+            continue
+        fn.restype, fn.argtypes = None, [ctypes.c_int]
+        return fn
+    return None
+
+
 def _worker_init() -> None:
+    """A pool thread: MKL and torch's own kernels single-threaded in it (the pool is the parallelism)."""
     _one_thread(_mkl_set_local())
+    omp = _omp_set_local()
+    if omp is not None:
+        omp(1)
 
 
 def _pool(n: int) -> ThreadPoolExecutor:
@@ -135,42 +164,154 @@ def _pool(n: int) -> ThreadPoolExecutor:
         return _POOL["pool"]
 
 
-def _block(x, wt, out, start, stop, inference) -> None:
-    _one_thread(_mkl_set_local())
-    with torch.inference_mode(inference), torch.no_grad():
-        torch.mm(x[start:stop], wt, out=out[start:stop])
+def run_blocks(fn, starts: list[int]) -> None:
+    """``fn(start)`` for every start, on the pool's ``torch.get_num_threads()`` threads (in this thread, with
+    single-threaded MKL, at one thread or one block). ``fn`` writes its own part of a preallocated output."""
+    threads = torch.get_num_threads()
+    if threads == 1 or len(starts) == 1:
+        with sequential_blas():
+            for s in starts:
+                fn(s)
+        return
+    inference, grad = torch.is_inference_mode_enabled(), torch.is_grad_enabled()
+
+    def job(s):
+        with torch.inference_mode(inference), torch.set_grad_enabled(grad):
+            fn(s)
+
+    for j in [_pool(threads).submit(job, s) for s in starts]:
+        j.result()
+
+
+@lru_cache(maxsize=1)
+def strict_cnr() -> bool:
+    """Whether MKL runs in its strict reproducibility mode (``$MKL_CBWR`` with ``STRICT`` when this process
+    first asked; ``import mlmprob`` sets ``AUTO,STRICT`` before torch's first MKL call unless told otherwise)."""
+    return "STRICT" in os.environ.get("MKL_CBWR", "").upper()
+
+
+@contextmanager
+def _mkl_threads(n: int):
+    set_local = _mkl_set_local()
+    torch.get_num_threads()
+    old = set_local(n)
+    try:
+        yield
+    finally:
+        set_local(old)
+
+
+def _can_block(x: torch.Tensor, weight: torch.Tensor) -> bool:
+    return (
+        enabled()
+        and x.device.type == "cpu"
+        and x.dtype in (torch.float32, torch.float64)
+        and weight.dtype == x.dtype
+        and available()
+        and not (torch.is_grad_enabled() and (x.requires_grad or weight.requires_grad))
+    )
 
 
 def linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None) -> torch.Tensor:
-    """``F.linear(x, weight, bias)`` whose bits do not depend on the thread count: rows in blocks of
-    :data:`ROWS`, each multiplied by single-threaded MKL, blocks run on ``torch.get_num_threads()`` threads;
-    the bias added after. Off (plain ``F.linear``) when :func:`enabled` is false, without MKL, for tensors
-    not on the CPU or not float32/float64, and where gradients are recorded."""
-    if (
-        not enabled()
-        or x.device.type != "cpu"
-        or x.dtype not in (torch.float32, torch.float64)
-        or weight.dtype != x.dtype
-        or not available()
-        or (torch.is_grad_enabled() and (x.requires_grad or weight.requires_grad))
-    ):
+    """``F.linear(x, weight, bias)`` whose bits do not depend on the thread count. A product of more than
+    :data:`ROWS` rows under MKL's strict reproducibility mode (:func:`strict_cnr`, the default) runs as one
+    threaded MKL call (``torch.get_num_threads()`` threads); any other: rows in blocks of :data:`ROWS`, each
+    multiplied by single-threaded MKL, the blocks on the pool, the bias added after. Off (plain
+    ``F.linear``) when :func:`enabled` is false, without MKL, for tensors not on the CPU or not
+    float32/float64, and where gradients are recorded."""
+    if not _can_block(x, weight):
         return F.linear(x, weight, bias)
+    m = x.numel() // max(1, x.shape[-1])
+    if m > ROWS and strict_cnr():
+        with _mkl_threads(torch.get_num_threads()):
+            return F.linear(x, weight, bias)
     lead = x.shape[:-1]
     x2 = x.reshape(-1, x.shape[-1]).contiguous()
     wt = weight.t()
     out = x2.new_empty(x2.shape[0], weight.shape[0])
-    m = x2.shape[0]
-    threads = torch.get_num_threads()
-    if m <= ROWS or threads == 1:
-        with sequential_blas():
-            for start in range(0, m, ROWS):
-                torch.mm(x2[start : start + ROWS], wt, out=out[start : start + ROWS])
-    else:
-        inference = torch.is_inference_mode_enabled()
-        pool = _pool(threads)
-        jobs = [pool.submit(_block, x2, wt, out, s, min(s + ROWS, m), inference) for s in range(0, m, ROWS)]
-        for job in jobs:
-            job.result()
+    run_blocks(lambda s: torch.mm(x2[s : s + ROWS], wt, out=out[s : s + ROWS]), list(range(0, m, ROWS)) or [0])
     if bias is not None:
         out.add_(bias)
     return out.view(*lead, weight.shape[0])
+
+
+ATTENTION_CHUNK = 1 << 18
+"""Most attention scores ``[rows, Lq, L]`` of one head in one block of :func:`attention` (1 MB in float32)."""
+
+
+def _attention_fits(q, k, v, attn_mask, dropout_p, is_causal, enable_gqa) -> bool:
+    return (
+        enabled()
+        and available()
+        and q.device.type == "cpu"
+        and q.dim() == k.dim() == v.dim() == 4
+        and q.dtype in (torch.float32, torch.float64)
+        and q.dtype == k.dtype == v.dtype
+        and q.shape[:2] == k.shape[:2] == v.shape[:2]
+        and not dropout_p
+        and not is_causal
+        and not enable_gqa
+        and (attn_mask is None or attn_mask.dim() <= 4)
+        and not (torch.is_grad_enabled() and any(t.requires_grad for t in (q, k, v)))
+    )
+
+
+def attention(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None, enable_gqa=False):
+    """``F.scaled_dot_product_attention`` whose bits do not depend on the thread count: ``softmax(q k^T *
+    scale + mask) v`` for ``[B, heads, Lq, d]`` inputs, batch rows in blocks fixed by the shapes
+    (:data:`ATTENTION_CHUNK` scores each), each block by single-threaded MKL and serial torch kernels, the
+    blocks on the pool. ``attn_mask``: boolean (True attends) or added to the scores; a fully masked row
+    gives zeros, as torch's math kernel does. Arguments it does not cover (dropout, causal, grouped
+    queries, gradients) go to torch's math kernel in this thread with single-threaded MKL; off (torch's
+    own) when :func:`enabled` is false."""
+    if not _attention_fits(query, key, value, attn_mask, dropout_p, is_causal, enable_gqa):
+        if not enabled():
+            return F.scaled_dot_product_attention(query, key, value, attn_mask, dropout_p, is_causal, scale=scale)
+        with sequential_blas(), _math_attention():
+            return F.scaled_dot_product_attention(
+                query, key, value, attn_mask, dropout_p, is_causal, scale=scale, enable_gqa=enable_gqa
+            )
+    scale = query.shape[-1] ** -0.5 if scale is None else scale
+    mask = attn_mask
+    if mask is not None and mask.dim() < 4:
+        mask = mask.reshape((1,) * (4 - mask.dim()) + tuple(mask.shape))
+    softmax = torch.softmax if mask is None else torch.ops.aten._safe_softmax
+    return blocked_attention(query, key, value, mask, scale, softmax)
+
+
+def blocked_attention(q, k, v, mask, scale, softmax=torch.softmax) -> torch.Tensor:
+    """The work of :func:`attention` (its inputs checked): ``mask`` 4-d (boolean or added) or None. One task
+    per head and block of batch rows (``[rows, Lq, d]`` slices: no copies of transposed inputs), the tasks
+    on the pool; the output ``[B, heads, Lq, dv]`` is a view of a ``[B, Lq, heads, dv]`` tensor."""
+    b, heads, lq, _ = q.shape
+    step = max(1, ATTENTION_CHUNK // max(1, lq * k.shape[2]))
+    out = q.new_empty(b, lq, heads, v.shape[3])
+
+    def block(task):
+        i, j = task
+        s = torch.bmm(q[i : i + step, j], k[i : i + step, j].transpose(1, 2)).mul_(scale)
+        if mask is not None:
+            m = mask if mask.shape[0] == 1 else mask[i : i + step]
+            m = m[:, 0 if m.shape[1] == 1 else j]
+            s = s.masked_fill_(~m, float("-inf")) if m.dtype == torch.bool else s.add_(m)
+        out[i : i + step, :, j] = torch.bmm(softmax(s, -1), v[i : i + step, j])
+
+    run_blocks(block, [(i, j) for i in range(0, max(b, 1), step) for j in range(heads)])
+    return out.transpose(1, 2)
+
+
+class _Invariant(torch.overrides.TorchFunctionMode):
+    """Sends ``F.linear`` and ``F.scaled_dot_product_attention``, wherever called (transformers' code, LM
+    heads), to :func:`linear` and :func:`attention`."""
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        if func is F.linear:
+            return _linear_call(*args, **kwargs)
+        if func is F.scaled_dot_product_attention:
+            return attention(*args, **kwargs)
+        return func(*args, **kwargs)
+
+
+def _linear_call(input, weight, bias=None):  # noqa: A002 - F.linear's own argument names
+    return linear(input, weight, bias)
