@@ -68,7 +68,7 @@ def check_out(out: str | None) -> None:
     """
     import re
 
-    if is_streamed(out):
+    if out is None or is_streamed(out):
         return
     suffix = Path(out).suffix
     if re.fullmatch(r"\.[A-Za-z][A-Za-z0-9]*", suffix) and not Path(out).is_dir():
@@ -273,6 +273,7 @@ def run_folder(args, parsed: Parsed) -> int:
             ),
             run_options(args, out=str(out / CHAINS_FILE), resume=True, progress=False),
         )
+        assert done.state is not None  # the folder run's one batch ran in this process: its state is here
         result = result_of_run(out, job.spec)
         if result is None:  # the run file lost epochs after its rows were written: complete it again
             result = job.sample_batch(done.state.mlm, unit)

@@ -50,7 +50,7 @@ from ..models.reader import reader_of
 from .decoders import dependence_matrix, scores, select_adaptive
 from .kernels import StepInfo, resolve_scored
 from .options import DEFAULT_THRESHOLD, ProposalConfig, check_adaptive
-from .proposals import allowed_ids, proposal_log_probs, sample_from
+from .proposals import VocabularyKernel, allowed_ids, proposal_log_probs, sample_from
 from .unmasking import DecoderState, commit, score_rows, start_epoch
 
 
@@ -88,7 +88,7 @@ def pair_reads(
 
 
 @dataclass(frozen=True, eq=False)
-class Adaptive:
+class Adaptive(VocabularyKernel):
     """Dependence-aware parallel decoder: ``init(ids, free) -> DecoderState``, ``step(state, generator) ->
     (DecoderState, StepInfo)``; one epoch is one draw (see the module docstring).
 
@@ -165,6 +165,7 @@ class Adaptive:
         reveal = select_adaptive(score, masked, D, self.threshold, self.max_tokens)
         end = bool((masked & ~reveal).sum() == 0)
         state, info = commit(state, reveal, rows, cols, logq, cand, active, end)
+        assert state.calls is not None  # set by start_epoch
         state = dataclasses.replace(
             state,
             calls=state.calls - active.long() + calls,

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 
@@ -27,7 +28,7 @@ from ..likelihood.orders import ORDER_KINDS, OrderSpec, plan_orders
 from ..models.protocol import MaskedLM
 from .kernels import StepInfo, free_or_default, resolve_scored
 from .options import ProposalConfig
-from .proposals import allowed_ids, proposal_log_probs, sample_from
+from .proposals import VocabularyKernel, allowed_ids, proposal_log_probs, sample_from
 
 
 @dataclass(frozen=True)
@@ -67,7 +68,7 @@ def step_plan(orders: torch.Tensor, L: int, tokens_per_step: int) -> torch.Tenso
 
 
 @dataclass(frozen=True, eq=False)
-class Ancestral:
+class Ancestral(VocabularyKernel):
     """Ancestral (chain-rule) sampler: ``init(ids, free) -> AncestralState``, ``step(state, generator)
     -> (AncestralState, StepInfo)``; one epoch is one complete draw of the free positions.
 
@@ -127,6 +128,7 @@ class Ancestral:
     def step(self, state: AncestralState, generator: torch.Generator) -> tuple[AncestralState, StepInfo]:
         if state.plan is None:
             state = self._start(state, generator)
+        assert state.plan is not None and state.log_prob is not None and state.rounds is not None  # set by _start
         block = state.plan[state.cursor]
         rows, cols = block.nonzero(as_tuple=True)
         # the revealed tokens and the masks are in the rows already: each chain's row is read at its step
@@ -139,7 +141,9 @@ class Ancestral:
         active = block.any(-1)
         n_fwd = int(active.sum())  # one row per chain, read at its k positions
         steps = state.rounds + active.long()
-        changes = dict(ids=ids, log_prob=log_prob, forward_rows=state.forward_rows + n_fwd, rounds=steps, calls=steps)
+        changes: dict[str, Any] = dict(
+            ids=ids, log_prob=log_prob, forward_rows=state.forward_rows + n_fwd, rounds=steps, calls=steps
+        )
         end = state.cursor + 1 >= state.plan.shape[0]
         state = (
             dataclasses.replace(state, plan=None, cursor=0, epoch=state.epoch + 1, **changes)

@@ -18,11 +18,20 @@ from .forward import site_logits
 from .init import initialize, resolve_free
 from .io import EpochRecord, RunFile, generator_state_hex, set_generator_state
 from .schedules import block_size_at, temperature_at
-from .spec import METHODS, SamplerSpec  # noqa: F401  (METHODS: re-exported)
+from .spec import METHODS, MCMCSpec, SamplerSpec  # noqa: F401  (METHODS: re-exported)
+
+
+class _DrawsOnly:
+    """What only the independent draws report (:class:`DrawResult`'s fields), None for the MCMC methods; declared
+    on a plain base class, so they are not fields of :class:`SampleResult`."""
+
+    log_prob: torch.Tensor | None = None
+    rounds: torch.Tensor | None = None
+    calls: torch.Tensor | None = None
 
 
 @dataclass(frozen=True)
-class SampleResult:
+class SampleResult(_DrawsOnly):
     """Outcome of ``sample``. Epoch axes count every epoch (burn-in included); chain axes ``B``.
 
     - ``samples`` ``[S, B, L]``: chain states at the end of each kept epoch (``kept_epochs`` ``[S]``);
@@ -65,7 +74,6 @@ class SampleResult:
     method: str
     energy_kind: str
     proposal_counts: torch.Tensor
-    log_prob = rounds = calls = None  # not fields: what only the independent draws report (DrawResult)
 
     @property
     def energy(self) -> torch.Tensor | None:
@@ -195,11 +203,11 @@ class Chains:
             set_generator_state(self.generator, last.generator_state)
             state = self.kernel.init(torch.tensor(last.ids, dtype=torch.long), free, epoch=len(self.records))
             return state, last.forward_rows
-        start, rows_before = (
-            (ids, 0)
-            if self.spec.independent_draws
-            else initialize(self.kernel.mlm, ids, free, self.spec.init, self.generator)
-        )
+        if self.spec.independent_draws:
+            start, rows_before = ids, 0
+        else:
+            assert isinstance(self.spec, MCMCSpec)  # the methods without independent draws are the MCMC ones
+            start, rows_before = initialize(self.kernel.mlm, ids, free, self.spec.init, self.generator)
         return self.kernel.init(start, free), rows_before
 
     def __enter__(self) -> Chains:
@@ -243,11 +251,12 @@ class Chains:
                 n_nov += info.novel
                 if info.end_of_epoch:
                     break
-            e_local = e_raw = None
+            e_local: list[float] | None = None
+            e_raw: list[float] | None = None
             rounds, calls = getattr(state, "rounds", None), getattr(state, "calls", None)
             if spec.records_energies:
-                e_local, e_raw, rows = self._scored(state)
-                e_local, e_raw = e_local.tolist(), e_raw.tolist()
+                t_local, t_raw, rows = self._scored(state)
+                e_local, e_raw = t_local.tolist(), t_raw.tolist()
                 if spec.independent_draws and calls is not None:  # the draw's cost counts the pass it asked for
                     self.rows_before += rows
                     calls = calls + state.scored.any(-1).long()

@@ -20,7 +20,7 @@ import torch
 from ..positions import WORDS_AND_MASKS, Resolved
 from .api import SampleResult, result_from_records, sample
 from .io import EpochBar, RunFile, read_run
-from .spec import SamplerSpec
+from .spec import MCMCSpec, SamplerSpec
 from .stream import SampleJob, check_block_size, free_positions, result_rows
 
 RUN_FILE = "run.jsonl"
@@ -44,7 +44,8 @@ class FolderSampleJob(SampleJob):
     folder: str = "."
     progress: bool = False
 
-    def run(self, state, units: Sequence[BatchUnit]) -> tuple[list[dict], list[tuple[str, str]]]:
+    # the folder job's unit is the whole batch, not SampleJob's record (it reuses the rest of SampleJob)
+    def run(self, state, units: Sequence[BatchUnit]) -> tuple[list[dict], list[tuple[str, str]]]:  # type: ignore[override]
         rows: list[dict] = []
         for unit in units:
             result = self.sample_batch(state.mlm, unit)
@@ -66,6 +67,7 @@ class FolderSampleJob(SampleJob):
             ]
         )
         if not self.spec.independent_draws:
+            assert isinstance(self.spec, MCMCSpec)  # the methods without independent draws are the MCMC ones
             for (name, _), row in zip(seqs, free, strict=True):
                 check_block_size(self.spec.block_size, int(row.sum()), name)
         self.spec.check_size(len(seqs) * self.chains, enc.input_ids.shape[1])

@@ -31,7 +31,7 @@ from ..models.protocol import MaskedLM
 from ..positions import TOKENS, default_mask
 from .forward import block_logits, site_logits
 from .options import ProposalConfig
-from .proposals import allowed_ids, proposal_log_probs, sample_from
+from .proposals import VocabularyKernel, allowed_ids, proposal_log_probs, sample_from
 from .schedules import ScheduleLike, as_schedule, block_size_at, temperature_at
 
 ORDERS = ("random", "l2r")
@@ -120,13 +120,18 @@ def free_or_default(mlm: MaskedLM, ids: torch.Tensor, free: torch.Tensor | None)
     return default_mask(mlm, ids, TOKENS) if free is None else free
 
 
-class _Sweeper:
+class _Sweeper(VocabularyKernel):
     """Shared block bookkeeping: which block each chain proposes at this step."""
+
+    block_size: ScheduleLike
+    order: str
 
     def _blocks(self, state: ChainState, generator: torch.Generator) -> tuple[ChainState, torch.Tensor]:
         if state.plan is None:
+            assert callable(self.block_size)  # made a schedule by __post_init__
             k = block_size_at(self.block_size, state.epoch)
             state = dataclasses.replace(state, plan=sweep_plan(state.free, k, self.order, generator), cursor=0)
+        assert state.plan is not None
         if state.plan.shape[0] == 0:
             return state, torch.zeros_like(state.free)
         return state, state.plan[state.cursor]
@@ -212,10 +217,13 @@ class MetropolisHastings(_Sweeper):
         )
 
     def target_energy(self, state: ChainState) -> torch.Tensor:
-        return state.e_local if self.energy == "local" else state.e_raw
+        e = state.e_local if self.energy == "local" else state.e_raw
+        assert e is not None  # set by init, kept by step
+        return e
 
     def step(self, state: ChainState, generator: torch.Generator) -> tuple[ChainState, StepInfo]:
         state, block = self._blocks(state, generator)
+        assert state.site_logits is not None and state.e_local is not None and state.e_raw is not None  # set by init
         B = block.shape[0]
         n_in_block = block.sum(-1)
         active = n_in_block > 0
@@ -240,6 +248,7 @@ class MetropolisHastings(_Sweeper):
         new_local, new_raw = energies_from_logits(new_logits, prop[ch], state.scored[ch])
         e_old = self.target_energy(state)[ch]
         e_new = new_local if self.energy == "local" else new_raw
+        assert callable(self.target_temperature)  # made a schedule by __post_init__
         tau = temperature_at(self.target_temperature, state.epoch)
         log_alpha = torch.zeros(B, dtype=torch.float64)
         log_alpha[ch] = -(e_new - e_old) / tau + log_q_rev[ch] - log_q_fwd[ch]

@@ -54,6 +54,7 @@ class LiteralMH(MetropolisHastings):
             logits_rows, rows, state.ids, cols, self._allowed, self.proposal, generator
         )
         e_new, n_new = self._energy(prop, state.scored & act)  # line 10
+        assert callable(self.target_temperature)  # made a schedule by __post_init__
         tau = temperature_at(self.target_temperature, state.epoch)
         log_alpha = torch.where(
             active, -(e_new - e_old) / tau + log_q_rev - log_q_fwd, torch.zeros((), dtype=torch.float64)

@@ -62,6 +62,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 
@@ -71,7 +72,7 @@ from ..likelihood.orders import ORDER_KINDS, OrderSpec, plan_orders
 from ..models.protocol import MaskedLM
 from .kernels import StepInfo, free_or_default, resolve_scored
 from .options import DEFAULT_DRAFT_K, ProposalConfig
-from .proposals import allowed_ids, proposal_log_probs, sample_from
+from .proposals import VocabularyKernel, allowed_ids, proposal_log_probs, sample_from
 
 
 @dataclass(frozen=True)
@@ -122,7 +123,7 @@ def accept_probability(log_p_y: torch.Tensor, log_q_y: torch.Tensor) -> torch.Te
 
 
 @dataclass(frozen=True, eq=False)
-class Speculative:
+class Speculative(VocabularyKernel):
     """Speculative ancestral sampler: ``init(ids, free) -> SpeculativeState``, ``step(state, generator)
     -> (SpeculativeState, StepInfo)``; one step is one round (a draft pass and a verification batch),
     one epoch one exact draw of ``p_sigma`` (see the module docstring).
@@ -196,10 +197,19 @@ class Speculative:
             logits = forward_all(self.mlm, source, torch.arange(len(rows)), cols)
         return proposal_log_probs(logits.float(), self._allowed, self.proposal)
 
-    def step(self, state: SpeculativeState, generator: torch.Generator) -> tuple[SpeculativeState, StepInfo]:
+    def _round_start(
+        self, state: SpeculativeState, generator: torch.Generator
+    ) -> tuple[SpeculativeState, torch.Tensor, torch.Tensor]:
+        """The state a round starts from (a new epoch's orders drawn where there are none), its orders and cursor."""
         if state.orders is None:
             state = self._start(state, generator)
-        ids, orders, cursor = state.ids, state.orders, state.cursor
+        assert state.orders is not None and state.cursor is not None  # set by _start
+        return state, state.orders, state.cursor
+
+    def step(self, state: SpeculativeState, generator: torch.Generator) -> tuple[SpeculativeState, StepInfo]:
+        state, orders, cursor = self._round_start(state, generator)
+        ids = state.ids
+        assert state.log_prob is not None  # set by _start
         # drafts beyond the positions of the longest order are never made: k sizes the round's tensors, so it is
         # clamped to the work before any of them is allocated (draft_k = 10**9 on 24 positions drafts 24)
         (B, L), k, f64 = ids.shape, min(self.draft_k, orders.shape[1]), torch.float64
@@ -261,14 +271,11 @@ class Speculative:
         n_fwd = int(active.sum()) + len(vrows)
         new_cursor = cursor + stop + has_z.long()
         end = bool((new_cursor == (orders >= 0).sum(1)).all())
-        changes = dict(
+        changes: dict[str, Any] = dict(
             ids=new_ids,
             cursor=new_cursor,
             log_prob=log_prob,
-            rounds=state.rounds + active.long(),
-            calls=state.calls + n_calls,
-            tested=state.tested + n_tested,
-            kept=state.kept + n_kept,
+            **_counted(state, rounds=active.long(), calls=n_calls, tested=n_tested, kept=n_kept),
             forward_rows=state.forward_rows + n_fwd,
         )
         if end:
@@ -276,3 +283,8 @@ class Speculative:
         state = dataclasses.replace(state, **changes)
         # the driver sums these per chain: proposals = drafts tested, accepted = novel = drafts kept
         return state, StepInfo(n_tested, n_kept, n_kept.clone(), torch.zeros(B, dtype=f64), n_fwd, end)
+
+
+def _counted(state: SpeculativeState, **added: torch.Tensor) -> dict[str, torch.Tensor]:
+    """The epoch's per-chain counters (set by ``_start``), each plus this round's ``added``."""
+    return {name: getattr(state, name) + n for name, n in added.items()}

@@ -23,7 +23,7 @@ from ..runtime.inputs import Record
 from ..runtime.seeds import derive_seed
 from .api import SampleResult, sample
 from .cdr import cdr_mask
-from .spec import BlockLike, SamplerSpec, block_text, method_of
+from .spec import BlockLike, MCMCSpec, SamplerSpec, block_text, method_of
 
 
 def record_seed(seed: int, record_id: str) -> int:
@@ -152,6 +152,7 @@ class SampleJob(ModelJob):
         free = free_positions(mlm, enc, 0, rec.id, rec.seq, self.positions, self.cdr, self.numbering)[None, :]
         spec = self.spec
         if not spec.independent_draws:
+            assert isinstance(spec, MCMCSpec)  # the methods without independent draws are the MCMC ones
             check_block_size(spec.block_size, int(free.sum()), rec.id)
         spec.check_size(self.chains, enc.input_ids.shape[1])
         ids, free = enc.input_ids.repeat(self.chains, 1), free.repeat(self.chains, 1)
@@ -188,11 +189,13 @@ def result_rows(
     """One row per chain ``b`` of ``r`` (``chains[b]``: its record's id and its chain number there): the
     columns :meth:`SampleJob.chain_rows` lists, then ``settings`` and ``extra``."""
     info, B = method_of(r.method), len(chains)
+    accept: Sequence[float | None]
+    novel: Sequence[float | None]
     if info.rates == "chain":
         accept, novel = chain_rates(r)
     else:  # the drafts' acceptance, or no accept step
         accept, novel = (draft_acceptance(r) if info.rates == "drafts" else [None] * B), [None] * B
-    scored = r.energy_local is not None
+    trace = r.energy  # the target's trace, None when the draws were not scored
     rows = []
     for b, (record, c) in enumerate(chains):
         rows.append(
@@ -201,11 +204,11 @@ def result_rows(
                 "record": record,
                 "chain": c,
                 "sequence": mlm.decode(r.final_ids[b]),
-                **({"e_local": float(r.energy_local[-1, b]), "e_raw": float(r.energy_raw[-1, b])} if scored else {}),
+                **_final_energies(r, b),
                 "accept_rate": accept[b],
                 "novel_rate": novel[b],
                 "identity": None if r.identity is None else float(r.identity[-1, b]),
-                **({"energy_trace": r.energy[:, b].tolist()} if scored else {}),
+                **({} if trace is None else {"energy_trace": trace[:, b].tolist()}),
                 "n_free": int(r.free[b].sum()),
                 **({} if r.log_prob is None else {"log_prob": float(r.log_prob[-1, b])}),
                 **(cost_columns(r, b) if info.costs else {}),
@@ -214,6 +217,14 @@ def result_rows(
             }
         )
     return rows
+
+
+def _final_energies(r: SampleResult, b: int) -> dict:
+    """Chain ``b``'s ``e_local`` and ``e_raw`` at the last epoch (none when the draws were not scored)."""
+    if r.energy_local is None:
+        return {}
+    assert r.energy_raw is not None  # scored together
+    return {"e_local": float(r.energy_local[-1, b]), "e_raw": float(r.energy_raw[-1, b])}
 
 
 def draft_acceptance(result: SampleResult) -> list[float]:
@@ -229,6 +240,7 @@ def cost_columns(result: SampleResult, chain: int) -> dict:
     """What chain ``chain``'s draws cost, per draw (mean over every epoch): ``rounds_per_sample``,
     ``calls_per_sample`` (sequential model calls) and ``acceptance_length`` (positions revealed per
     round); and ``forward_rows_per_sample``, the record's rows over all its draws (every chain)."""
+    assert result.rounds is not None and result.calls is not None  # costs: the draws' results, which count them
     rounds = result.rounds[:, chain].to(torch.float64)
     n_free = int(result.free[chain].sum())
     E, B = result.rounds.shape

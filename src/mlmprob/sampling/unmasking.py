@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 
@@ -46,7 +47,7 @@ from ..models.reader import reader_of
 from .decoders import score_config, scores, select_top, unmask_plan
 from .kernels import StepInfo, resolve_scored
 from .options import DEFAULT_STEPS, ProposalConfig, check_unmasking
-from .proposals import allowed_ids, proposal_log_probs, sample_from
+from .proposals import VocabularyKernel, allowed_ids, proposal_log_probs, sample_from
 
 
 @dataclass(frozen=True)
@@ -110,6 +111,8 @@ def commit(
 ) -> tuple[DecoderState, StepInfo]:
     """Reveal the candidates at ``reveal`` (among ``rows, cols``), count one call per active chain."""
     B, L = state.ids.shape
+    assert state.token_log_prob is not None and state.revealed_at is not None  # set by start_epoch
+    assert state.cursor is not None and state.rounds is not None and state.calls is not None
     keep = reveal[rows, cols]
     r, c = rows[keep], cols[keep]
     ids, tlp, at = state.ids.clone(), state.token_log_prob.clone(), state.revealed_at.clone()
@@ -117,7 +120,7 @@ def commit(
     tlp[r, c] = logq[keep].gather(1, cand[keep][:, None])[:, 0]
     at[r, c] = state.cursor
     n_fwd = int(active.sum())
-    out = dict(
+    out: dict[str, Any] = dict(
         ids=ids,
         token_log_prob=tlp,
         log_prob=tlp.sum(1),
@@ -135,7 +138,7 @@ def commit(
 
 
 @dataclass(frozen=True, eq=False)
-class Unmasking:
+class Unmasking(VocabularyKernel):
     """Confidence-ordered unmasking with remasking: ``init(ids, free) -> DecoderState``, ``step(state,
     generator) -> (DecoderState, StepInfo)``; one epoch is one draw (see the module docstring).
 
@@ -177,6 +180,7 @@ class Unmasking:
         if state.cursor is None:
             windows, counts = self.plan(state.free)
             state = start_epoch(self.mlm, state, windows=windows, counts=counts)
+        assert state.windows is not None and state.counts is not None and state.cursor is not None  # set by start_epoch
         S, s = state.windows.shape[0], state.cursor
         end = s + 1 >= S + self.remask_steps
         if s < S:
