@@ -39,6 +39,7 @@ import functools
 import glob
 import os
 import threading
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager, nullcontext
 from functools import lru_cache
@@ -164,9 +165,10 @@ def _pool(n: int) -> ThreadPoolExecutor:
         return _POOL["pool"]
 
 
-def run_blocks(fn, starts: list[int]) -> None:
-    """``fn(start)`` for every start, on the pool's ``torch.get_num_threads()`` threads (in this thread, with
-    single-threaded MKL, at one thread or one block). ``fn`` writes its own part of a preallocated output."""
+def run_blocks(fn, starts: Sequence) -> None:
+    """``fn(task)`` for every task (a block's start, or any key of a block), on the pool's
+    ``torch.get_num_threads()`` threads (in this thread, with single-threaded MKL, at one thread or one block).
+    ``fn`` writes its own part of a preallocated output."""
     threads = torch.get_num_threads()
     if threads == 1 or len(starts) == 1:
         with sequential_blas():
