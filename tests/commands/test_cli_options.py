@@ -20,6 +20,7 @@ REQUIRED = {
     "variants": ["in.csv", "--wild-type", "MA"],
     "app": [],
     "check-model": ["p"],
+    "design": ["ACDE"],
 }
 PENDING: set[str] = set()  # options still typed plain int/float (none)
 

@@ -52,25 +52,39 @@ def register(sub) -> None:
     p.add_argument("--oracle-minimize", action="store_true", help="lower oracle scores are better")
     d = DesignSpec()
     g = p.add_argument_group("sampler")
-    g.add_argument("--method", choices=METHODS, default=d.method)
+    g.add_argument(
+        "--method",
+        choices=METHODS,
+        default=d.method,
+        help="mh: exact samples of the target; anneal: optimise (a temperature schedule); replica: parallel tempering",
+    )
     g.add_argument("--chains", type=positive_int, default=d.chains, help="chains (per temperature for replica)")
     g.add_argument("--steps", type=positive_int, default=d.steps, help="single-site proposals per chain")
     g.add_argument("--temperature", type=positive_float, default=d.temperature, help="the target's temperature τ")
     g.add_argument(
         "--proposal", default=d.proposal, help="the proposing expert's name, or uniform (default: the first)"
     )
-    g.add_argument("--proposal-temperature", type=positive_float, default=d.proposal_temperature)
+    g.add_argument(
+        "--proposal-temperature",
+        type=positive_float,
+        default=d.proposal_temperature,
+        help="temperature of the expert's proposal (the ratio corrects for it)",
+    )
     g.add_argument("--hamming", type=finite_float, default=d.hamming, help="weight of the Hamming distance term")
-    g.add_argument("--anneal-start", type=positive_float, default=d.anneal_start)
-    g.add_argument("--anneal-end", type=positive_float, default=d.anneal_end)
-    g.add_argument("--anneal-schedule", choices=SCHEDULES, default=d.anneal_schedule)
+    g.add_argument("--anneal-start", type=positive_float, default=d.anneal_start, help="anneal: the first temperature")
+    g.add_argument("--anneal-end", type=positive_float, default=d.anneal_end, help="anneal: the last temperature")
+    g.add_argument(
+        "--anneal-schedule", choices=SCHEDULES, default=d.anneal_schedule, help="anneal: how the temperature falls"
+    )
     g.add_argument("--temperatures", default="1,2,4", help="replica exchange's ladder, increasing, e.g. 1,1.5,2.5")
     g.add_argument("--swap-every", type=positive_int, default=d.swap_every, help="steps between swap rounds")
     g.add_argument("--seed", type=nonnegative_int, default=0, help="seed of the random generator")
     c = p.add_argument_group("constraints")
     c.add_argument("--positions", help="1-based residues that may change, e.g. 95-102,105 (default: all)")
     c.add_argument("--allowed", action="append", default=[], metavar="POS:RESIDUES", help="e.g. 31:STY (repeatable)")
-    c.add_argument("--max-mutations", type=nonnegative_int, default=None)
+    c.add_argument(
+        "--max-mutations", type=nonnegative_int, default=None, help="at most this many mutations from the parent"
+    )
     c.add_argument("--forbid", action="append", default=[], metavar="MOTIF", help="regex or preset (repeatable)")
     c.add_argument("--require", action="append", default=[], metavar="MOTIF", help="regex (repeatable)")
     c.add_argument("--start-invalid", action="store_true", help="start at a parent that violates a constraint")
