@@ -306,13 +306,13 @@ class _Invariant(torch.overrides.TorchFunctionMode):
     """Sends ``F.linear`` and ``F.scaled_dot_product_attention``, wherever called (transformers' code, LM
     heads), to :func:`linear` and :func:`attention`."""
 
-    def __torch_function__(self, func, types, args=(), kwargs=None):
+    def __torch_function__(self, func, types, call_args=(), kwargs=None):  # torch passes all four by position
         kwargs = kwargs or {}
         if func is F.linear:
-            return _linear_call(*args, **kwargs)
+            return _linear_call(*call_args, **kwargs)
         if func is F.scaled_dot_product_attention:
-            return attention(*args, **kwargs)
-        return func(*args, **kwargs)
+            return attention(*call_args, **kwargs)
+        return func(*call_args, **kwargs)
 
 
 def _linear_call(input, weight, bias=None):  # noqa: A002 - F.linear's own argument names
