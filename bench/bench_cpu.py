@@ -1,10 +1,10 @@
 """mlmprob vs esm-cpp (PyPI ``esm-cpp==0.2.1``, a C++ ESM-2 engine) on the same CPU, side by side (issue 21 §4).
 
-    PYTHONPATH=src:/tmp/esmcpp_x nice python bench/bench_cpu.py --threads 1 --rounds 2 \
+    PYTHONPATH=src:bench/.esmcpp nice python bench/bench_cpu.py --threads 1 --rounds 2 \
         --out docs/results/bench_cpu.md
 
 esm-cpp is installed only for this benchmark (never a dependency of mlmprob), e.g. ``pip install
-esm-cpp==0.2.1 --target /tmp/esmcpp_x`` or its wheel unzipped there. Random-weight ESM-2 8M / 35M / 150M
+esm-cpp==0.2.1 --target bench/.esmcpp`` or its wheel unzipped there. Random-weight ESM-2 8M / 35M / 150M
 configurations (HF ``EsmForMaskedLM``, std-0.02 init, seed 0) are saved as safetensors *with* their rotary
 ``inv_freq`` buffers (esm-cpp refuses a file without them) and loaded by both engines from the same file.
 

@@ -10,8 +10,8 @@ chains for S steps from the parent, and the TV of its final states to its own ta
 noise floor (0.5 sqrt((states - 1) / N)), the wall time and the model rows read (docs/results/design/README.md).
 
 EvoProtGrad is never a dependency of mlmprob: install it apart, e.g.
-    pip install --no-deps --target /work/evo-pkgs evo-prot-grad==0.2
-    PYTHONPATH=/work/evo-pkgs:src python bench/bench_design_evoprotgrad.py --chains 2000 --steps 20
+    pip install --no-deps --target bench/design/.evo-pkgs evo-prot-grad==0.2
+    PYTHONPATH=bench/design/.evo-pkgs:src python bench/bench_design_evoprotgrad.py --chains 2000 --steps 20
 """
 
 from __future__ import annotations

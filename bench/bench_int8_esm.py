@@ -1,10 +1,10 @@
 """int8 ESM-2: mlmprob against esm-cpp int8, side by side in one run (issue 37, item 4).
 
-    PYTHONPATH=src:bench:/tmp/esmcpp_x python bench/bench_int8_esm.py --threads 1 --rounds 5 \
+    PYTHONPATH=src:bench:bench/.esmcpp python bench/bench_int8_esm.py --threads 1 --rounds 5 \
         --out docs/results/int8_attention.md
 
 esm-cpp (PyPI ``esm-cpp==0.2.1``) is installed for this benchmark only (``pip install --no-deps
-esm-cpp==0.2.1 --target /tmp/esmcpp_x``), never a dependency of mlmprob. Random-weight ESM-2 8M / 35M /
+esm-cpp==0.2.1 --target bench/.esmcpp``), never a dependency of mlmprob. Random-weight ESM-2 8M / 35M /
 150M (``bench_cpu.save_random_esm``), loaded by both engines from the same file. Engines, interleaved round
 by round (order reversed every other round):
 
@@ -124,7 +124,7 @@ def main(argv=None) -> int:
     for name in a.models.split(","):
         rows += run_model(name, a, seqs)
         load.append(os.getloadavg()[0])
-    cmd = "PYTHONPATH=src:bench:/tmp/esmcpp_x python bench/bench_int8_esm.py " + shlex.join(
+    cmd = "PYTHONPATH=src:bench:bench/.esmcpp python bench/bench_int8_esm.py " + shlex.join(
         argv if argv is not None else sys.argv[1:]
     )
     text = "\n".join(

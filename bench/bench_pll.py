@@ -13,7 +13,7 @@ on two models:
 
 - ``english``: a BERT (``transformers.BertConfig``, vocabulary 30522, random weights from a fixed seed,
   default 4 layers x 256 hidden) with a WordPiece tokenizer trained here, offline, on the English text
-  files of /work/shared/data (``tokenizers.BertWordPieceTokenizer``, 30522 entries), saved to a temp
+  files of ../shared/data (``tokenizers.BertWordPieceTokenizer``, 30522 entries), saved to a temp
   dir and loaded back through ``mlmprob.load_mlm(dir)`` (the Hugging Face adapter path);
 - ``antiberty``: ``mlmprob.load_mlm("antiberty")`` on heavy chains from thera_sabdab.csv. minicons needs a
   Hugging Face tokenizer: a ``BertTokenizerFast`` over AntiBERTy's own vocab.txt (no lower-casing) applied

@@ -8,7 +8,7 @@ import os
 import sys
 from pathlib import Path
 
-DATA = Path(os.environ.get("MLMPROB_DATA", "/work/shared/data"))
+DATA = Path(os.environ.get("MLMPROB_DATA", Path(__file__).resolve().parents[2] / "shared" / "data"))  # ../shared/data
 TOKENIZER_FILES = [
     "wiki103_5k.txt",
     "wikitext2_test.txt",
