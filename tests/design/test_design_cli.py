@@ -37,7 +37,7 @@ def test_rows_carry_every_term_and_the_mutations(capsys, tmp_path):
     tsv = tmp_path / "d.tsv"
     assert main([*argv, "--out", str(tsv)]) == 0
     lines = tsv.read_text().splitlines()
-    assert lines[0].split("\t")[:3] == ["chain", "temperature", "sequence"] and len(lines) == 3
+    assert lines[0].split("\t")[:4] == ["id", "chain", "temperature", "sequence"] and len(lines) == 3
 
 
 @pytest.mark.parametrize(

@@ -1,7 +1,7 @@
 """``mlmprob design``: variants of a parent under a product of experts and hard constraints.
 
 The target is ``p(x) ∝ exp(-Σ_k w_k E_k(x) / τ) · 1[x ∈ C]``: each ``--expert NAME[:local|raw][:WEIGHT]``
-(default: antiberty's E_local, weight 1; each reads the sequence through its own tokenizer), an oracle
+(default: ``--model``'s E_local, weight 1; each reads the sequence through its own tokenizer), an oracle
 (``--oracle module:function``, only with ``--allow-code``: it runs your code; higher scores are better), and
 ``--hamming W`` (the distance to the parent). ``C``: ``--positions`` (the 1-based residues that may change),
 ``--allowed POS:RESIDUES``, ``--max-mutations``, ``--forbid`` / ``--require`` motifs (regular expressions, or the
@@ -10,11 +10,16 @@ of C) and liabilities (all four)).
 
 ``--method mh`` samples the target exactly (single-site MH, proposals from the ``--proposal`` expert renormalised
 over the allowed residues, with the Hastings correction; moves out of ``C`` are rejected); ``anneal`` optimises
-(temperature from ``--anneal-start`` to ``--anneal-end``); ``replica`` runs ``--chains`` chains at each of
-``--temperatures`` swapping states by the exact rule. One row per chain (JSONL, or TSV for ``--out x.tsv``):
-the sequence, its mutations from the parent as a ProteinGym mutant string (``A23G:K45R``, 1-based), every
-term's energy, the weighted total, the acceptance rate and the best sequence visited in ``C``; the
-per-temperature acceptance and swap rates go to stderr.
+(temperature from ``--anneal-start`` to ``--anneal-end``); ``replica`` runs ``--chains`` ladders of chains at
+``--temperatures`` swapping states by the exact rule.
+
+One row per chain (JSONL, or ``--out x.tsv`` / ``x.parquet``), written as it goes: its id (``chain0``, ...),
+the sequence at the target's temperature, its mutations from the parent as a ProteinGym mutant string
+(``A23G:K45R``, 1-based), every term's energy, the weighted total, the acceptance rate, the best sequence
+visited in ``C`` and the model rows read; for replica exchange each rung's temperature, acceptance and swap
+rate. Each chain's randomness comes from ``(--seed, chain index)`` only, so the rows do not depend on
+``--shard I/N``, ``--workers`` or a resume: ``--resume`` finishes a killed run (a changed option is refused),
+``OUT.meta.json`` records the run's configuration, and a second process writing the same ``--out`` is refused.
 """
 
 from __future__ import annotations
@@ -42,7 +47,7 @@ def register(sub) -> None:
         action="append",
         metavar="NAME[:KIND][:WEIGHT]",
         help="a masked-LM expert (repeatable): a model as --model takes it, its energy local or raw, its weight "
-        "(default: antiberty:local:1)",
+        "(default: --model, local, weight 1)",
     )
     p.add_argument(
         "--oracle", metavar="MODULE:FUNCTION", help="a property model: FUNCTION(list of sequences) -> numbers"
@@ -78,7 +83,12 @@ def register(sub) -> None:
     )
     g.add_argument("--temperatures", default="1,2,4", help="replica exchange's ladder, increasing, e.g. 1,1.5,2.5")
     g.add_argument("--swap-every", type=positive_int, default=d.swap_every, help="steps between swap rounds")
-    g.add_argument("--seed", type=nonnegative_int, default=0, help="seed of the random generator")
+    g.add_argument(
+        "--seed",
+        type=nonnegative_int,
+        default=0,
+        help="the run's seed: chain C draws from a generator seeded by (seed, C) alone",
+    )
     c = p.add_argument_group("constraints")
     c.add_argument("--positions", help="1-based residues that may change, e.g. 95-102,105 (default: all)")
     c.add_argument("--allowed", action="append", default=[], metavar="POS:RESIDUES", help="e.g. 31:STY (repeatable)")
@@ -93,10 +103,16 @@ def register(sub) -> None:
         action="store_true",
         help="tolerate the forbidden motifs the parent already has, where it has them (forbid only new ones)",
     )
-    from .common import add_model_args
+    from .common import add_model_args, add_runtime_args
 
     add_model_args(p)
-    p.add_argument("--out", "-o", help="result file, .jsonl or .tsv (default: JSONL on stdout)")
+    p.add_argument(
+        "--out",
+        "-o",
+        help="result file, .jsonl, .tsv or .parquet, one row per chain written as it goes, resumable with --resume "
+        "(default: JSONL on stdout)",
+    )
+    add_runtime_args(p)
     p.set_defaults(func=run)
 
 
@@ -124,20 +140,11 @@ def parse_expert(text: str) -> tuple[str, str, float]:
 
 def load_oracle(text: str, allow_code: bool):
     """The function ``module:function`` (imported only with ``--allow-code``)."""
-    import importlib
+    from ..designing.job import import_function
 
     if not allow_code:
         raise MLMProbError("--oracle imports and runs your code: pass --allow-code to allow it")
-    module, _, name = text.partition(":")
-    if not module or not name:
-        raise MLMProbError(f"--oracle must be module:function, got {text!r}")
-    try:
-        fn = getattr(importlib.import_module(module), name)
-    except (ImportError, AttributeError) as e:
-        raise MLMProbError(f"--oracle {text}: {e}") from None
-    if not callable(fn):
-        raise MLMProbError(f"--oracle {text} is not callable")
-    return fn
+    return import_function(text)
 
 
 def design_spec(args) -> DesignSpec:
@@ -166,61 +173,91 @@ def design_spec(args) -> DesignSpec:
     return spec_of(DesignSpec, args, **given)
 
 
-def run(args) -> int:
-    spec = design_spec(args)
-    oracle = load_oracle(args.oracle, args.allow_code) if args.oracle else None
-    import torch
-
-    from ..designing.api import build_target, run_design
-    from ..designing.terms import Expert, Oracle
+def design_job(args, spec: DesignSpec):
+    """The :class:`~mlmprob.designing.job.DesignJob` of the parsed arguments: the experts (default ``--model``'s
+    E_local), the oracle (checked here: imported only with ``--allow-code``), the parent, the spec, the seed."""
+    from ..designing.job import DesignJob
     from ..models.spec import ModelSpec
+    from .common import job_fields
 
-    terms: list[Expert | Oracle] = []
-    for text in args.expert or ["antiberty"]:
-        name, kind, weight = parse_expert(text)
-        mlm = ModelSpec(name, args.dtype, args.allow_pickle, args.batch_tokens).load(args.device)
-        terms.append(Expert(mlm, kind=kind, weight=weight, name=name))
-    if oracle is not None:
-        terms.append(Oracle(oracle, weight=args.oracle_weight, maximize=not args.oracle_minimize))
-    target = build_target(terms, args.parent, spec)
-    result = run_design(target, spec, torch.Generator().manual_seed(args.seed))
-    write_rows(result, args.out)
-    for t in result.stats["temperatures"]:
-        swap = f", swaps {t['swap_rate']:.2f}" if "swap_rate" in t else ""
-        print(
-            f"τ={t['temperature']:g}: acceptance {t['acceptance']:.2f}, proposals out of C "
-            f"{t['left_constraints']:.2f}{swap}",
-            file=sys.stderr,
-        )
-    print(f"{len(result.rows)} chains; {result.stats['model_rows']} model rows read", file=sys.stderr)
+    if args.oracle:
+        load_oracle(args.oracle, args.allow_code)
+    experts = tuple(parse_expert(t) for t in (args.expert or [args.model]))
+    model = ModelSpec(experts[0][0], args.dtype, args.allow_pickle, args.batch_tokens)
+    return DesignJob(
+        **job_fields(model),
+        parent=args.parent.strip(),
+        spec=spec,
+        seed=args.seed,
+        experts=experts,
+        oracle=args.oracle,
+        oracle_weight=args.oracle_weight,
+        oracle_maximize=not args.oracle_minimize,
+    )
+
+
+def run(args) -> int:
+    from ..alphabet import AMINO_ACIDS
+    from ..designing.constraints import Constraints
+    from ..designing.job import chains_of
+    from ..runtime.command import StreamCommand, run_command
+    from .common import run_options
+
+    spec = design_spec(args)
+    job = design_job(args, spec)
+    Constraints.build(job.parent, AMINO_ACIDS, **spec.constraint_keywords())  # bad motifs: before any model loads
+    opts = run_options(args)
+    config = {"command": "design", "model": job.model, "models": [e[0] for e in job.expert_list], **job.settings()}
+    summary = RungSummary()
+    command = StreamCommand(
+        job,
+        lambda: chains_of(spec.chains),
+        config,
+        empty="no chains",
+        unit_name="chain",
+        chunk_size=1,
+        on_rows=summary.add,
+    )
+    done = run_command(command, opts)
+    for line in summary.lines():
+        print(line, file=sys.stderr)
+    print(
+        f"{done.written} chains designed on {done.ran_on}"
+        + (f" -> {args.out}" if args.out else "")
+        + (f" ({done.already} chains already there)" if done.already else "")
+        + (f" (shard {opts.shard})" if not opts.shard.is_whole else "")
+        + f"; {summary.model_rows} model rows read",
+        file=sys.stderr,
+    )
     return 0
 
 
-def flat_rows(result) -> list[dict]:
-    """One flat dict per chain: every term's energy as ``energy_<name>``."""
-    out = []
-    for row in result.rows:
-        flat = {k: v for k, v in row.items() if k != "energies"}
-        flat.update({f"energy_{n}": e for n, e in row["energies"].items()})
-        out.append(flat)
-    return out
+class RungSummary:
+    """The mean acceptance (and swap) rate per temperature over the rows written by this run, for stderr."""
 
+    def __init__(self):
+        self.rows: list[dict] = []
+        self.model_rows = 0
 
-def write_rows(result, out: str | None) -> None:
-    from ..jsonl import dumps
+    def add(self, rows: list[dict]) -> None:
+        for r in rows:
+            self.model_rows += int(r.get("model_rows", 0))
+            self.rows.append(
+                {
+                    "temperatures": r.get("rung_temperatures", [r["temperature"]]),
+                    "acceptance": r.get("rung_acceptance", [r["acceptance"]]),
+                    "swaps": r.get("rung_swap_rate", []),
+                }
+            )
 
-    rows = flat_rows(result)
-    if out and out.lower().endswith(".tsv"):
-        cols = list(rows[0])
-        text = "\t".join(cols) + "\n" + "".join("\t".join(_cell(r[c]) for c in cols) + "\n" for r in rows)
-    else:
-        text = "".join(dumps(r) + "\n" for r in rows)
-    if out and out != "-":
-        with open(out, "w") as f:
-            f.write(text)
-    else:
-        sys.stdout.write(text)
-
-
-def _cell(v) -> str:
-    return "" if v is None else str(v)
+    def lines(self) -> list[str]:
+        if not self.rows:
+            return []
+        n = len(self.rows)
+        out = []
+        for k, tau in enumerate(self.rows[0]["temperatures"]):
+            acc = sum(r["acceptance"][k] for r in self.rows) / n
+            swaps = [r["swaps"][k] for r in self.rows if k < len(r["swaps"])]
+            swap = f", swaps {sum(swaps) / len(swaps):.2f}" if swaps else ""
+            out.append(f"τ={tau:g}: acceptance {acc:.2f}{swap} (mean over {n} chains)")
+        return out

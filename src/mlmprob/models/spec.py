@@ -67,9 +67,22 @@ class ModelJob:
     def model_spec(self) -> ModelSpec:
         return ModelSpec(self.model, self.dtype, self.allow_pickle, self.batch_tokens)
 
+    @property
+    def extra_model_specs(self) -> tuple[ModelSpec, ...]:
+        """The models a job reads beside ``model`` (a design's other experts), loaded by :meth:`load` on the same
+        device, in order; none for the jobs of one model."""
+        return ()
+
     def load(self, device: str = "auto") -> State:
-        """The worker state on ``device`` (called once per worker)."""
-        return self.prepare(self.model_spec.load(device))
+        """The worker state on ``device`` (called once per worker): every model of the job loaded once."""
+        mlm = self.model_spec.load(device)
+        more = [s.load(device) for s in self.extra_model_specs]
+        return self.prepare_models(mlm, more) if more else self.prepare(mlm)
+
+    def prepare_models(self, mlm, more: Sequence) -> State:
+        """The worker state around ``mlm`` and the loaded models of :attr:`extra_model_specs` (``more``, in
+        order): a job that reads several models overrides it."""
+        raise NotImplementedError(f"{type(self).__name__} reads one model")
 
     def prepare(self, mlm) -> State:
         """The worker state around a loaded model: its reader with the run's budget."""

@@ -5,8 +5,9 @@ A command declares a :class:`StreamCommand`: its job (the one job shape of :mod:
 picklable; ``job.model_spec`` says which model it reads and how; ``job.load(device)`` loads the model once
 per worker and returns a :class:`~mlmprob.runtime.job.State`, whose ``.mlm`` is the model's reader;
 ``job.run(state, chunk)`` maps a chunk of units to ``(rows, skipped)``), its units (a function giving a
-fresh iterator), its configuration (stored in ``OUT.meta.json``; a resume must match it) and its output
-columns. :func:`run_command` does the rest, the same way for every command:
+fresh iterator), its configuration (stored in ``OUT.meta.json``; a resume must match it; ``models``, a list,
+names every model of a job that reads several, for the weights' identity) and its output columns.
+:func:`run_command` does the rest, the same way for every command:
 
 1. the first unit is read (bad input fails before a model is loaded; no unit at all is ``spec.empty``);
    for a file output every unit is read once, streamed: the run's identity (the digest of its input's units
@@ -174,9 +175,8 @@ def run_command(spec: StreamCommand, opts: RunOptions) -> StreamRun:
     verify = None
     if to_file:
         total = owned if opts.progress else None
-        config[IDENTITY] = identity = run_identity(
-            digest if spec.input is not None else None, spec.config.get("model", spec.job.model_spec.model)
-        )
+        models = spec.config.get("models") or spec.config.get("model", spec.job.model_spec.model)
+        config[IDENTITY] = identity = run_identity(digest if spec.input is not None else None, models)
         verify = lambda stored: check_resume(opts.out, stored.get(IDENTITY), identity, digest)  # noqa: E731
     else:
         total = _count(spec, opts)

@@ -210,11 +210,16 @@ def weights_identity(model) -> str | None:
 
 def run_identity(digest: UnitDigest | None, model) -> dict:
     """The ``identity`` block of a run that read ``digest``'s units (None: units made by the command) of
-    ``model``."""
+    ``model`` (or of each model of a list: a design's experts, their weights' identities in order)."""
     block: dict[str, object] = {}
     if digest is not None:
         block.update(input_sha256=digest.hexdigest(), input_units=digest.n)
-    weights = weights_identity(model)
+    weights: object
+    if isinstance(model, (list, tuple)):
+        each = [weights_identity(m) for m in model]
+        weights = each if any(w is not None for w in each) else None
+    else:
+        weights = weights_identity(model)
     if weights is not None:
         block["weights"] = weights
     return block

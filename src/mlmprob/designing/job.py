@@ -1,0 +1,172 @@
+"""Design chain by chain, for a stream of rows: the job behind ``mlmprob design`` (:class:`DesignJob`), run by the
+one runner (:func:`mlmprob.runtime.command.run_command`) like ``mlmprob sample``.
+
+The unit is one chain (:class:`Chain`, ``chain0``, ``chain1``, ...): for replica exchange one ladder, the chain
+with its copies at every temperature. Each chain runs alone with a generator seeded from ``(seed, chain index)``
+only (:func:`chain_seed`, by :mod:`mlmprob.runtime.seeds`), so its row is the same whichever shard, worker,
+chunk or resumed run computes it. :func:`chain_row` is its one row: the final sequence at the target's
+temperature, its mutations from the parent as a ProteinGym mutant string, every term's energy
+(``energy_<name>``), the weighted total, the acceptance rate, the best sequence visited in ``C``, the model rows
+read and, for replica exchange, each rung's temperature, acceptance rate and swap rate with the next rung.
+
+:class:`DesignJob` loads every expert once per worker (:attr:`~mlmprob.models.spec.ModelJob.extra_model_specs`)
+and builds the target there; an oracle is imported there from ``module:function``.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import NamedTuple
+
+from ..errors import MLMProbError
+from ..models.spec import ModelJob, ModelSpec
+from ..runtime.job import State
+from ..runtime.seeds import derive_seed, seeded_generator
+from .spec import DesignSpec
+
+
+class Chain(NamedTuple):
+    """One unit of a streamed design run: chain ``index``, its row id ``chain<index>``."""
+
+    id: str
+    index: int
+
+
+def chains_of(n: int) -> list[Chain]:
+    """The ``n`` chains of a run, in order.
+
+    >>> chains_of(2)
+    [Chain(id='chain0', index=0), Chain(id='chain1', index=1)]
+    """
+    return [Chain(f"chain{c}", c) for c in range(n)]
+
+
+def chain_seed(seed: int, index: int) -> int:
+    """Chain ``index``'s generator seed: ``runtime.seeds.derive_seed(seed, "record", "chain<index>")``.
+
+    >>> chain_seed(0, 1) == chain_seed(0, 1) != chain_seed(0, 2)
+    True
+    """
+    return derive_seed(seed, "record", f"chain{index}")
+
+
+def flat_row(row: dict) -> dict:
+    """A result row of :class:`~mlmprob.designing.api.DesignResult` with every term's energy as ``energy_<name>``.
+
+    >>> flat_row({"chain": 0, "energies": {"a": 1.0}, "total": 1.0})
+    {'chain': 0, 'total': 1.0, 'energy_a': 1.0}
+    """
+    flat = {k: v for k, v in row.items() if k != "energies"}
+    flat.update({f"energy_{n}": e for n, e in row["energies"].items()})
+    return flat
+
+
+def chain_row(target, spec: DesignSpec, seed: int, index: int) -> dict:
+    """The one row of chain ``index`` (see the module doc): ``spec`` run with one chain (one ladder) on ``target``
+    from its parent, with the generator of :func:`chain_seed`."""
+    from .api import run_design
+
+    rows0, calls0 = target.model_rows, target.oracle_calls
+    result = run_design(target, spec.replace(chains=1), seeded_generator(seed, "record", f"chain{index}"))
+    cold = min(result.rows, key=lambda r: r["temperature"])
+    row = {"id": f"chain{index}", **flat_row(cold), "chain": index}
+    row["model_rows"] = target.model_rows - rows0
+    if target.oracle_calls != calls0:
+        row["oracle_calls"] = target.oracle_calls - calls0
+    if spec.method == "replica":
+        rungs = result.stats["temperatures"]
+        row["rung_temperatures"] = [r["temperature"] for r in rungs]
+        row["rung_acceptance"] = [r["acceptance"] for r in rungs]
+        row["rung_swap_rate"] = [r["swap_rate"] for r in rungs[:-1]]
+    return row
+
+
+def import_function(text: str):
+    """The callable ``module:function`` (an oracle), imported; a bad name is refused in one line."""
+    module, _, name = text.partition(":")
+    if not module or not name:
+        raise MLMProbError(f"--oracle must be module:function, got {text!r}")
+    try:
+        fn = getattr(importlib.import_module(module), name)
+    except (ImportError, AttributeError) as e:
+        raise MLMProbError(f"--oracle {text}: {e}") from None
+    if not callable(fn):
+        raise MLMProbError(f"--oracle {text} is not callable")
+    return fn
+
+
+@dataclass(eq=False)
+class DesignWorker(State):
+    """A design worker's state: ``mlm`` the first expert's reader, ``target`` the target built on every expert."""
+
+    target: object = None
+
+
+@dataclass(frozen=True)
+class DesignJob(ModelJob):
+    """Everything a worker needs to run chains of a design (picklable): ``model`` is the first expert, ``experts``
+    every expert as ``(model, kind, weight)`` (empty: ``model``'s ``E_local`` at weight 1; else its first is
+    ``model``), ``oracle`` a ``module:function`` (imported by the worker; the command asked for
+    ``--allow-code``) with its weight and direction, the parent, the spec and the seed."""
+
+    parent: str = ""
+    spec: DesignSpec = field(default_factory=DesignSpec)
+    seed: int = 0
+    experts: tuple[tuple[str, str, float], ...] = ()
+    oracle: str | None = None
+    oracle_weight: float = 1.0
+    oracle_maximize: bool = True
+
+    def __post_init__(self):
+        DesignSpec.check(self.spec)
+        if self.experts and self.experts[0][0] != self.model:
+            raise ValueError(f"the first expert {self.experts[0][0]!r} is not model {self.model!r}")
+
+    @property
+    def expert_list(self) -> tuple[tuple[str, str, float], ...]:
+        return self.experts or ((self.model, "local", 1.0),)
+
+    @property
+    def extra_model_specs(self) -> tuple[ModelSpec, ...]:
+        ms = self.model_spec
+        return tuple(ModelSpec(m, ms.dtype, ms.allow_pickle, ms.batch_tokens) for m, _, _ in self.expert_list[1:])
+
+    def settings(self) -> dict:
+        """What the rows depend on besides the models' files, as plain JSON values (the output's configuration;
+        a resume must match it)."""
+        return {
+            "parent": self.parent,
+            "experts": [list(e) for e in self.expert_list],
+            "oracle": self.oracle,
+            **({"oracle_weight": self.oracle_weight, "oracle_maximize": self.oracle_maximize} if self.oracle else {}),
+            **self.spec.recorded(),
+            "seed": self.seed,
+        }
+
+    def prepare(self, mlm) -> State:
+        return self.prepare_models(mlm, ())
+
+    def prepare_models(self, mlm, more: Sequence) -> State:
+        """The target on the loaded experts (``mlm`` the first, ``more`` the others in order)."""
+        from .api import build_target
+        from .terms import Expert, Oracle
+
+        if len(more) != len(self.extra_model_specs):
+            raise ValueError(f"{len(self.expert_list)} experts, {1 + len(more)} models given")
+        readers = [
+            self.model_spec.reader(mlm),
+            *(s.reader(m) for s, m in zip(self.extra_model_specs, more, strict=True)),
+        ]
+        terms: list = [
+            Expert(r, kind=kind, weight=weight, name=name)
+            for r, (name, kind, weight) in zip(readers, self.expert_list, strict=True)
+        ]
+        if self.oracle:
+            terms.append(Oracle(import_function(self.oracle), weight=self.oracle_weight, maximize=self.oracle_maximize))
+        return DesignWorker(readers[0], build_target(terms, self.parent, self.spec))
+
+    def run(self, state, units: Sequence[Chain]) -> tuple[list[dict], list[tuple[str, str]]]:
+        """One row per chain of the chunk, in order."""
+        return [chain_row(state.target, self.spec, self.seed, u.index) for u in units], []
