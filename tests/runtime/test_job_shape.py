@@ -52,6 +52,7 @@ JOB_ARGS = {
     "mlmprob.infilling.stream.InfillJob": lambda tmp: {},
     "mlmprob.variants.stream.VariantsJob": lambda tmp: {"wild_type": "MKTAYIAKQ"},
     "mlmprob.joints.job.JointsJob": lambda tmp: {"spec": _joints_config(tmp)},
+    "mlmprob.designing.job.DesignJob": lambda tmp: {"parent": "MKTAYIAKQ"},
 }
 
 
@@ -114,3 +115,21 @@ def test_the_runner_refuses_a_state_that_is_not_one(tmp_path):
         state_of(object(), object.__new__(Reader))
     s = State(None)
     assert state_of(object(), s) is s
+
+
+def test_a_job_of_several_models_loads_each_once_through_the_block(esm, monkeypatch):
+    """A design reads several experts: ``extra_model_specs`` are loaded by the same block, on the same device, in
+    order, once per worker; the jobs of one model load one."""
+    import mlmprob.models as models
+    from mlmprob.designing.job import DesignJob
+
+    calls = []
+    monkeypatch.setattr(models, "load_mlm", lambda name, **kw: calls.append((name, kw["device"])) or esm)
+    job = DesignJob(model="a", experts=(("a", "local", 1.0), ("b", "raw", 0.5)), parent="MKTAYIAKQ", batch_tokens=96)
+    state = pickle.loads(pickle.dumps(job)).load("cpu")
+    assert calls == [("a", "cpu"), ("b", "cpu")]
+    assert state.target.names == ("a", "b") and state.mlm.batch_tokens == 96
+    one = [c for n, c in job_classes().items() if not n.endswith("DesignJob")]
+    assert all(c.extra_model_specs is ModelJob.extra_model_specs for c in one)  # the jobs of one model: none
+    with pytest.raises(ValueError, match="is not model"):
+        DesignJob(model="x", experts=(("a", "local", 1.0),))

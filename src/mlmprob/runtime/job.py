@@ -5,7 +5,8 @@ A job is a picklable object (a frozen dataclass of plain values: it travels to w
 actors) with
 
 - ``model_spec``: which model it reads and how it is loaded (:class:`mlmprob.models.spec.ModelSpec`:
-  model, dtype, allow_pickle, batch_tokens);
+  model, dtype, allow_pickle, batch_tokens); a job that reads several models (a design's experts) names the
+  others in ``extra_model_specs``, loaded by the same block;
 - ``load(device) -> State``: the model loaded once per worker on ``device``, behind the model contract
   with the run's forward budget, and whatever the job prepares from it;
 - ``run(state, units) -> (rows, skipped)``: result rows of a chunk of units, in input order, and the
