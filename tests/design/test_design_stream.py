@@ -81,6 +81,10 @@ def test_the_whole_run_is_its_two_shards_merged(experts, whole, tmp_path, method
         parts += _lines(out)
     assert len(parts) == CHAINS
     assert sorted(parts, key=lambda line: json.loads(line)["chain"]) == reference  # byte for byte
+    merged = tmp_path / "merged.jsonl"
+    assert main(["merge", str(tmp_path / "s1.jsonl"), str(tmp_path / "s2.jsonl"), "--out", str(merged)]) == 0
+    assert _lines(merged) == reference
+    assert main(["merge", str(tmp_path / "s1.jsonl"), "--out", str(tmp_path / "half.jsonl")]) != 0  # a shard missing
 
 
 def test_a_changed_option_on_resume_is_refused_in_one_line(experts, whole, tmp_path, capsys):

@@ -173,6 +173,14 @@ def design_spec(args) -> DesignSpec:
     return spec_of(DesignSpec, args, **given)
 
 
+def expected_ids(config: dict, limit: int | None = None):
+    """The chain ids a design run with this stored ``config`` covers (``chain0`` ... ``chainN-1``), for ``mlmprob
+    merge``'s check that every chain appears in the parts."""
+    from ..designing.job import chains_of
+
+    return [c.id for c in chains_of(int(config["chains"]))]
+
+
 def design_job(args, spec: DesignSpec):
     """The :class:`~mlmprob.designing.job.DesignJob` of the parsed arguments: the experts (default ``--model``'s
     E_local), the oracle (checked here: imported only with ``--allow-code``), the parent, the spec, the seed."""

@@ -42,8 +42,9 @@ def _input_ids(config: dict, limit: int | None):
     if source and not _rereadable(source):
         return None  # standard input or a pipe: gone; the parts' identities stand in (never merge's own stdin)
     # ids follow from an input file, from --seq sequences, (variants --saturate) from the wild type alone,
-    # or (joints) from the schemes and the pairs per scheme
-    if not name or not (config.get("input") or config.get("seqs") or config.get("saturate") or name == "joints"):
+    # (joints) from the schemes and the pairs per scheme, or (design) from the number of chains
+    made = name in ("joints", "design")
+    if not name or not (config.get("input") or config.get("seqs") or config.get("saturate") or made):
         return None
     try:
         mod = importlib.import_module(f"{__package__}.{name}")
