@@ -55,7 +55,7 @@ def test_api_endpoints(server):
     passes by position)."""
     _, _, _, client = server
     api = client.view_api(print_info=False, return_format="dict")["named_endpoints"]
-    want = {"/score": 1, "/saturate": 1, "/mutant": 2, "/infill": 3, "/sample": 10, "/pair": 4}
+    want = {"/score": 1, "/saturate": 1, "/mutant": 2, "/infill": 3, "/sample": 10, "/design": 11, "/pair": 4}
     assert set(want) <= set(api)
     got = {name: len(api[name]["parameters"]) for name in want}
     assert got == want
@@ -101,6 +101,18 @@ def test_infill_sample_pair(server):
     plot, table, summary = client.predict("ACDEFGHIK", 2, 5, 5, api_name="/pair")
     assert [r[0] for r in table["data"]] == ["MLM", "MRF", "MRF-logit", "HCB", "AG"] and plot
     assert "Positions 2 (holds `C`) and 5 (holds `F`)" in summary
+
+
+def test_design(server):
+    """The Sample tab's design section: experts with weights, constraints, the parent; each term's energy per chain
+    and the sequences with the changed residues highlighted."""
+    experts = {"headers": ["model", "energy (local/raw)", "weight"], "data": [["tiny", "local", 1.0]]}
+    args = ("ACDEFGHIK", experts, "2-5", 2, ["deamidation"], "", "mh", 1.0, 5, 2, 0)
+    summary, table, page = server[3].predict(*args, api_name="/design")
+    assert "2 chain(s) of 5 steps (mh); terms tiny" in summary
+    assert table["headers"][:4] == ["chain", "mutant", "mutations", "E_tiny"] and len(table["data"]) == 2
+    assert page.count("<b>chain ") == 2 and all(row[2] <= 2 for row in table["data"])
+    assert page.count('class="mlmprob-mut"') == sum(row[2] for row in table["data"])
 
 
 @pytest.mark.parametrize(

@@ -9,7 +9,7 @@ Every function takes a loaded masked LM and the text the page holds, checks it a
 - Mutations: ``saturation_map`` (the L x 20 ``masked_marginals`` table) and ``mutant_scores``
   (every ``score_variants`` method for one mutant, e.g. ``A23C:D45E``);
 - Infill: ``mlmprob.app.infilling``;
-- Sample and Pair joint: ``mlmprob.app.dynamics``.
+- Sample and Pair joint: ``mlmprob.app.dynamics``; the Sample tab's design section: ``mlmprob.app.designer``.
 """
 
 from __future__ import annotations
@@ -48,6 +48,7 @@ class Limits:
     max_chains: int = 8  # Sample: chains
     max_pair_candidates: int = 40  # Pair joint: candidate tokens (the top ones of the both-masked copy beyond)
     max_pair_top: int = 20  # Pair joint: tokens shown per axis
+    max_design_steps: int = 500  # Sample, design: single-site proposals per chain
 
     def describe(self) -> str:
         """One line for the page.

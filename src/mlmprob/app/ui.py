@@ -6,7 +6,7 @@
 the model serves one request at a time; long work shows progress and has a Stop button.
 
 API names (for ``gradio_client``): ``/score``, ``/saturate``, ``/mutant``, ``/infill``,
-``/sample``, ``/pair``.
+``/sample``, ``/design`` (the Sample tab's design section, :mod:`mlmprob.app.design_tab`), ``/pair``.
 """
 
 from __future__ import annotations
@@ -19,13 +19,13 @@ from dataclasses import dataclass
 from ..errors import MLMProbError
 from ..models.reader import reader_of
 from ..sampling.spec import REGISTRY
-from . import render
+from . import design_tab, render
 from .compute import LIMITS, Limits, mutant_scores, saturation_map, score_text
 from .dynamics import pair_view, sample_steps
 from .examples import examples
 from .infilling import infill_compare
 
-CSS = ".mlmprob-tokens span:hover{outline:1px solid #333}"
+CSS = ".mlmprob-tokens span:hover{outline:1px solid #333}" + design_tab.CSS
 
 
 def _guarded(fn):
@@ -70,6 +70,7 @@ class _Ctx:
     limits: Limits
     ex: dict
     run: dict
+    name: str = ""
 
 
 def _tab_score(gr, c: _Ctx):
@@ -322,6 +323,7 @@ def _tab_sample(gr, c: _Ctx):
             **run,
         )
         p_stop.click(None, cancels=[ev])
+        design_tab.design_section(gr, c, _guarded, _frame)
 
 
 def _tab_pair(gr, c: _Ctx):
@@ -365,7 +367,8 @@ def build_app(mlm, *, model_name: str | None = None, batch_tokens: int | None = 
 
     mlm = reader_of(mlm, batch_tokens)
     name = model_name or mlm.name
-    c = _Ctx(mlm=mlm, limits=limits, ex=examples(mlm), run=dict(concurrency_limit=1, concurrency_id="model"))
+    run = dict(concurrency_limit=1, concurrency_id="model")
+    c = _Ctx(mlm=mlm, limits=limits, ex=examples(mlm), run=run, name=name)
     with gr.Blocks(title=f"mlmprob: {name}") as demo:
         gr.Markdown(
             f"## mlmprob: looking inside a masked LM's joint\nModel **{name}**. Positions are 1-based "

@@ -83,6 +83,17 @@ def chain_row(target, spec: DesignSpec, seed: int, index: int) -> dict:
     return row
 
 
+def chain_rows(target, spec: DesignSpec, seed: int, on_chain=None) -> list[dict]:
+    """The rows of every chain of ``spec`` (:func:`chain_row`; the rows ``mlmprob design --seed seed`` writes);
+    ``on_chain(done, total)`` after each."""
+    rows = []
+    for c in range(spec.chains):
+        rows.append(chain_row(target, spec, seed, c))
+        if on_chain is not None:
+            on_chain(c + 1, spec.chains)
+    return rows
+
+
 def import_function(text: str):
     """The callable ``module:function`` (an oracle), imported; a bad name is refused in one line."""
     module, _, name = text.partition(":")

@@ -1,0 +1,89 @@
+"""The Sample tab's design section (gradio): experts chosen among the app's model and the embedded ones with
+their weights, constraints (the positions that may change, at most k mutations, liability presets, motifs), the
+parent, the method, temperature, steps and chains; a table of each term's energy per chain and the sequences with
+the residues changed from the parent highlighted (endpoint ``design``). The computing is
+:mod:`mlmprob.app.designer`'s."""
+
+from __future__ import annotations
+
+from . import designer
+
+CSS = ".mlmprob-mut{background:#ffd54f;font-weight:bold}"
+
+
+def design_section(gr, c, guarded, frame) -> None:
+    """The design section inside the Sample tab (``c``: the tab context; ``guarded``, ``frame``: the page's
+    error wrapper and table builder)."""
+    pool = designer.ExpertPool(c.mlm, c.name)
+    limits = c.limits
+
+    def do_design(
+        parent,
+        experts,
+        positions,
+        max_mut,
+        liab,
+        forbid,
+        method,
+        temp,
+        steps,
+        chains,
+        seed,
+        progress=gr.Progress(),  # noqa: B008 - gradio injects the tracker through this default
+    ):
+        spec = designer.design_spec(
+            positions=positions,
+            max_mutations=max_mut,
+            liabilities=liab or (),
+            forbid=forbid,
+            method=method,
+            temperature=temp,
+            steps=steps,
+            chains=chains,
+        )
+        rows = experts.values.tolist() if hasattr(experts, "values") else list(experts or [])
+        view = designer.design_view(
+            pool,
+            parent,
+            rows,
+            spec,
+            seed=int(seed or 0),
+            limits=limits,
+            progress=lambda d, t: progress(d / t, desc=f"chain {d}/{t}"),
+        )
+        return (
+            designer.design_summary(view),
+            frame(designer.design_rows(view), designer.design_headers(view)),
+            designer.design_html(view),
+        )
+
+    with gr.Accordion("Design under constraints (several experts, hard rules)", open=False):
+        d_parent = gr.Textbox(c.ex["sample"], lines=2, label="parent", elem_id="design-parent")
+        d_experts = gr.Dataframe(
+            [[c.name, "local", 1.0]],
+            headers=["model", "energy (local/raw)", "weight"],
+            column_count=(3, "fixed"),
+            interactive=True,
+            label=f"experts, one per row (models: {', '.join(pool.choices)}; loaded when first used)",
+            elem_id="design-experts",
+        )
+        with gr.Row():
+            d_pos = gr.Textbox("", label="positions that may change, e.g. 95-102 (empty: all)", elem_id="design-pos")
+            d_max = gr.Number(-1, precision=0, label="max mutations (-1: no limit)")
+            d_liab = gr.CheckboxGroup(list(designer.LIABILITIES), value=[], label="forbid new liabilities")
+            d_forbid = gr.Textbox("", label="other forbidden motifs (regular expressions, comma-separated)")
+        with gr.Row():
+            d_method = gr.Dropdown(list(designer.METHODS), value="mh", label="method (mh samples the target exactly)")
+            d_temp = gr.Number(1.0, label="temperature τ")
+            d_steps = gr.Slider(1, limits.max_design_steps, value=50, step=1, label="steps per chain")
+            d_chains = gr.Slider(1, limits.max_chains, value=4, step=1, label="chains")
+            d_seed = gr.Number(0, precision=0, label="seed (chain c: seeded by (seed, c), as mlmprob design)")
+        with gr.Row():
+            d_go = gr.Button("Design", variant="primary", elem_id="design-run")
+            d_stop = gr.Button("Stop")
+        d_sum = gr.Markdown(elem_id="design-summary")
+        d_table = gr.Dataframe(label="each term's energy per chain", interactive=False, elem_id="design-table")
+        d_html = gr.HTML(elem_id="design-sequences")
+        inputs = [d_parent, d_experts, d_pos, d_max, d_liab, d_forbid, d_method, d_temp, d_steps, d_chains, d_seed]
+        ev = d_go.click(guarded(do_design), inputs, [d_sum, d_table, d_html], api_name="design", **c.run)
+        d_stop.click(None, cancels=[ev])
