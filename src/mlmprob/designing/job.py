@@ -28,17 +28,17 @@ from .spec import DesignSpec
 
 
 class Chain(NamedTuple):
-    """One unit of a streamed design run: chain ``index``, its row id ``chain<index>``."""
+    """One unit of a streamed design run: chain ``number``, its row id ``chain<number>``."""
 
     id: str
-    index: int
+    number: int
 
 
 def chains_of(n: int) -> list[Chain]:
     """The ``n`` chains of a run, in order.
 
     >>> chains_of(2)
-    [Chain(id='chain0', index=0), Chain(id='chain1', index=1)]
+    [Chain(id='chain0', number=0), Chain(id='chain1', number=1)]
     """
     return [Chain(f"chain{c}", c) for c in range(n)]
 
@@ -180,4 +180,4 @@ class DesignJob(ModelJob):
 
     def run(self, state, units: Sequence[Chain]) -> tuple[list[dict], list[tuple[str, str]]]:
         """One row per chain of the chunk, in order."""
-        return [chain_row(state.target, self.spec, self.seed, u.index) for u in units], []
+        return [chain_row(state.target, self.spec, self.seed, u.number) for u in units], []
