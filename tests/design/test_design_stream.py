@@ -121,3 +121,11 @@ def test_a_killed_run_resumed_equals_the_uninterrupted_one(experts, whole, tmp_p
     assert main(_args(experts, "--out", out, "--resume")) == 0, capsys.readouterr().err
     assert "(2 chains already there)" in capsys.readouterr().err
     assert _lines(out) == whole  # no loss, no duplicate, the same bytes
+
+
+def test_worker_processes_give_the_same_rows(experts, whole, tmp_path, capsys):
+    """Two spawned workers, each loading both experts once: the rows of one process, in chain order."""
+    out = tmp_path / "w.jsonl"
+    assert main(_args(experts, "--workers", "2", "--out", out)) == 0, capsys.readouterr().err
+    assert _lines(out) == whole
+    assert "6 chains designed on 2 x cpu" in capsys.readouterr().err
