@@ -1,6 +1,7 @@
 """Train the two toy experts of the design exactness tests on ground-truth languages and save their weights.
 
-    PYTHONPATH=src python tests/design/make_trained_experts.py
+    PYTHONPATH=src python tests/design/make_trained_experts.py            # ~10 s on one core
+    PYTHONPATH=src python tests/design/make_trained_experts.py --check    # retrain, compare with the committed files
 
 (from the repository root) writes ``tests/design/data/{hmm,potts}.safetensors``: the weights of a tiny BERT
 trained by :func:`mlmprob.training.train` (``mlmprob train``) on exact samples of one synthetic language each,
@@ -83,10 +84,26 @@ def train_one(name: str, out: Path) -> dict[str, torch.Tensor]:
 
 
 def main(argv: list[str]) -> int:
+    """Write the weights; with ``--check``, train into a temporary directory instead and compare with the committed
+    files tensor by tensor (exit 1 on any difference)."""
+    from safetensors.torch import load_file
+
     torch.set_num_threads(1)
-    for name in languages():
-        train_one(name, DATA / f"{name}.safetensors")
-        print(f"wrote {(DATA / f'{name}.safetensors').relative_to(HERE.parent.parent)}")
+    check = argv == ["--check"]
+    with tempfile.TemporaryDirectory() as tmp:
+        for name in languages():
+            out = (Path(tmp) if check else DATA) / f"{name}.safetensors"
+            weights = train_one(name, out)
+            if not check:
+                print(f"wrote {out.relative_to(HERE.parent.parent)}")
+                continue
+            saved = load_file(str(DATA / f"{name}.safetensors"))
+            diff = (
+                max(float((weights[k] - saved[k]).abs().max()) for k in saved) if saved.keys() == weights.keys() else 1
+            )
+            print(f"{name}: largest difference from the committed weights {diff:.3g}")
+            if diff:
+                return 1
     return 0
 
 

@@ -55,6 +55,26 @@ def test_the_space_and_the_experts_make_a_real_test(truth):
         assert torch.corrcoef(torch.stack([-E[:, k], truth_lp]))[0, 1] > 0.8, name
 
 
+def test_the_committed_weights_carry_the_scripts_recipe():
+    """The weights in ``data/`` were made by ``make_trained_experts.py`` as it stands: the language, the letters and
+    the training config in each file are the script's (retraining them is that script's command, ~10 s)."""
+    import json
+
+    from make_trained_experts import LENGTH, TRAIN, languages
+    from safetensors import safe_open
+    from trained_toys import DATA
+
+    from mlmprob.training import TrainConfig
+
+    for name, (lang, letters, seed) in languages().items():
+        with safe_open(str(DATA / f"{name}.safetensors"), "pt") as f:
+            meta = f.metadata()
+        assert json.loads(meta["language"]) == lang.spec() and lang.length == LENGTH
+        assert (
+            meta["letters"] == letters and json.loads(meta["train_config"]) == TrainConfig(seed=seed, **TRAIN).to_dict()
+        )
+
+
 def path_gap(target, proposal: int, generator: torch.Generator, n: int = 64) -> torch.Tensor:
     """``|log r(x -> y via i then j) - log r(x -> y via j then i)|`` for ``n`` random ``x`` and two-site changes
     ``y`` (any sequence over the alphabet), where ``r`` multiplies the expert's single-site conditional ratios.
@@ -152,6 +172,10 @@ def test_the_swap_rule_preserves_the_joint_law_of_the_rungs(truth):
         assert float((moved - joint).abs().max()) < 1e-15 and abs(float(moved.sum()) - 1) < 1e-12
         wrong = swap_apply(joint, swap_acceptance(U, hot, cold))  # the temperatures' roles swapped: it moves
         assert tv(wrong.reshape(-1), joint.reshape(-1)) > 1e-2
+        # a whole replica-exchange step (each rung's MH kernel, then the swap) leaves the product law invariant
+        m = moves(truth, 0)
+        stepped = matrix_at(m, cold, len(U)).T @ joint @ matrix_at(m, hot, len(U))
+        assert float((swap_apply(stepped, swap_acceptance(U, cold, hot)) - joint).abs().max()) < 1e-12
 
 
 @pytest.mark.parametrize("parity", [0, 1])
