@@ -112,3 +112,5 @@ def test_no_state_of_any_kernel_ever_violates_a_hard_constraint(parent, constrai
         assert row["best_sequence"] is None or target.constraints.ok(row["best_sequence"])
         if start_ok:
             assert row["in_constraints"] and row["best_sequence"] is not None
+        if row["in_constraints"]:  # the best state in C a chain held is no worse than the one it ends on
+            assert row["best_total"] <= row["total"] + 1e-12, row

@@ -197,3 +197,18 @@ def test_the_swap_step_accepts_by_the_exact_rule(truth, parity):
         assert int(took[r]) == int(swap.sum()) and int(tried[r]) == (C if r % 2 == parity else 0)
     assert torch.equal(new.X, want) and int(took.sum()) > 0
     assert torch.allclose(new.U, target.total(target.energies(new.X)[0]), rtol=0, atol=1e-6)  # energies travel too
+
+
+@pytest.mark.parametrize("steps", [2, 9])
+def test_each_chains_best_is_no_worse_than_any_state_it_held(truth, steps):
+    """A chain's best sequence is the best state in ``C`` it held, swapped in by replica exchange included (a swap
+    at the last step, or one followed by a move away, used to be missed: best_total above the final total)."""
+    tab, C = truth["tab"], 100
+    spec = truth["spec"].replace(method="replica", temperature=1.0, temperatures=LADDER, chains=C, steps=steps)
+    held = []
+    r = run_design(tab, spec, torch.Generator().manual_seed(0), lambda t, s, i: held.append(s))
+    lowest = torch.stack([torch.where(s.inside, s.U, torch.inf) for s in held]).min(0).values
+    for b, row in enumerate(r.rows):
+        assert row["best_total"] is not None and row["best_total"] <= float(lowest[b]) + 1e-12, (b, row)
+        best = tab.encode([row["best_sequence"]])
+        assert abs(float(tab.total(tab.energies(best)[0])[0]) - row["best_total"]) < 1e-9
