@@ -57,7 +57,7 @@ def test_the_space_and_the_experts_make_a_real_test(truth):
 
 def test_the_committed_weights_carry_the_scripts_recipe():
     """The weights in ``data/`` were made by ``make_trained_experts.py`` as it stands: the language, the letters and
-    the training config in each file are the script's (retraining them is that script's command, ~10 s)."""
+    the training config in each file are the script's (``make_trained_experts.py --check`` retrains, ~20 s)."""
     import json
 
     from make_trained_experts import LENGTH, TRAIN, languages
@@ -152,7 +152,7 @@ def test_one_step_of_the_kernel_draws_by_its_exact_matrix(truth, proposal, tau):
 )
 def test_runs_through_the_models_are_the_runs_on_the_tables(truth, method, extra):
     """The kernels draw the same numbers whatever the states, so a run that calls the trained models and one that
-    reads their energies from the tables (as the long runs below do) make the same moves."""
+    reads their energies from the tables (as the long runs of ``test_design_truth_runs.py`` do) make the same moves."""
     spec = truth["spec"].replace(method=method, chains=100, steps=30, **extra)
     runs = [run_design(truth[t], spec, torch.Generator().manual_seed(1)) for t in ("target", "tab")]
     assert [r["sequence"] for r in runs[0].rows] == [r["sequence"] for r in runs[1].rows]
