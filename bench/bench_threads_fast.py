@@ -106,6 +106,8 @@ def run(a) -> list[str]:
     cache = Path(a.cache)
     rows, peaks, load = [], {}, [os.getloadavg()[0]]
     for label, (name, kind) in models(cache).items():
+        if a.models and not any(m.lower() in label.lower() for m in a.models.split(",")):
+            continue
         for fused in (True, False):
             mlm = mlmprob.load_mlm(name, device="cpu", dtype="float32", fused=fused)
             ids = sequence(mlm, kind, a.length)
@@ -144,6 +146,7 @@ def main(argv=None) -> int:
     p.add_argument("--rounds", type=int, default=5)
     p.add_argument("--length", type=int, default=48, help="positions of the random input")
     p.add_argument("--cache", default=str(Path(tempfile.gettempdir()) / "mlmprob-bench-models"))
+    p.add_argument("--models", default="", help="comma-separated parts of the model labels to run (default: all)")
     p.add_argument("--out", default=None, help="also write the report (markdown) here")
     a = p.parse_args(argv)
     lines = run(a)

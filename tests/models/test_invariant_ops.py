@@ -8,6 +8,8 @@ import torch.nn.functional as F
 
 from mlmprob.runtime import threads as rt
 
+blocked = rt.blocked_attention
+
 pytestmark = pytest.mark.skipif(not rt.available(), reason="torch without MKL: nothing is guaranteed")
 
 
@@ -35,8 +37,13 @@ def test_linear_both_paths_same_bits(monkeypatch, strict):
         assert torch.allclose(got[1], F.linear(x, w, b), rtol=1e-5, atol=1e-4)
 
 
+@pytest.mark.parametrize("strict", [True, False], ids=["strict-cnr", "blocks"])
 @pytest.mark.parametrize("mask_kind", [None, "bool", "float", "bool-2d"])
-def test_attention_same_bits_and_close_to_torch(mask_kind):
+def test_attention_same_bits_and_close_to_torch(monkeypatch, mask_kind, strict):
+    """Both paths: torch's fused kernel in MKL's strict mode, the blocks on the pool without it."""
+    monkeypatch.setattr(rt, "strict_cnr", lambda: strict)
+    fused = []
+    monkeypatch.setattr(rt, "blocked_attention", lambda *a: fused.append(False) or blocked(*a))
     g = torch.Generator().manual_seed(2)
     b, h, lq, lk, d = 37, 3, 29, 31, 8  # several blocks of batch rows (ATTENTION_CHUNK patched below)
     q, k, v = (torch.randn(b, h, n, d, generator=g) for n in (lq, lk, lk))
@@ -56,6 +63,7 @@ def test_attention_same_bits_and_close_to_torch(mask_kind):
     finally:
         rt.ATTENTION_CHUNK = old
     assert all(torch.equal(got[1], got[t]) for t in (2, 3, 4))
+    assert fused == ([] if strict else [False] * 4)  # which path ran, at each of the four thread counts
     from torch.nn.attention import SDPBackend, sdpa_kernel
 
     with sdpa_kernel([SDPBackend.MATH]):

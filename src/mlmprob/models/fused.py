@@ -18,8 +18,8 @@ classes compute the same functions with fewer passes over memory:
   those positions alone (keys and values still at all positions).
 
 Float32 products on the CPU run through :func:`mlmprob.runtime.threads.linear` and attention through
-:func:`mlmprob.runtime.threads.blocked_attention` (batch rows in blocks fixed by the shapes, on the threads),
-so the bits do not depend on the thread count.
+:func:`mlmprob.runtime.threads.attention` (torch's fused kernel in MKL's strict mode, batch rows in blocks
+fixed by the shapes without it), so the bits do not depend on the thread count.
 
 Same weights and mathematics: the outputs differ from transformers' by rounding only (tested against it in
 float32, bfloat16 and int8). The modules are read from the model at every call, so weights changed in place
@@ -32,7 +32,7 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from ..runtime.threads import blocked_attention
+from ..runtime.threads import attention
 from ..runtime.threads import enabled as invariant_enabled
 from ..runtime.threads import linear as _invariant_linear
 from .precision import Int8Linear
@@ -128,7 +128,7 @@ class _Fused:
         -> ``[B, Lq, H]``."""
         q, k, v = q.float().transpose(1, 2), k.float().transpose(1, 2), v.float().transpose(1, 2)
         if exact and q.device.type == "cpu" and invariant_enabled():
-            out = blocked_attention(q, k, v, mask, self.head_dim**-0.5)
+            out = attention(q, k, v, attn_mask=mask, scale=self.head_dim**-0.5)
         else:
             out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, scale=self.head_dim**-0.5)
         return out.transpose(1, 2).reshape(q.shape[0], q.shape[2], self.hidden_size)
@@ -225,7 +225,10 @@ class FusedEsm(_Fused):
         a, b = x[..., :half], x[..., half:]
         if real or (real is None and x.device.type not in ("cpu", "cuda")):
             c, s = rot.real, rot.imag
-            return torch.stack((a * c - b * s, a * s + b * c), -1).flatten(-2)
+            out = torch.empty_like(x)  # the pairs interleaved, written in place (no stacked copy: 2.5x faster)
+            torch.sub(a * c, b * s, out=out[..., 0::2])
+            torch.add(a * s, b * c, out=out[..., 1::2])
+            return out
         return torch.view_as_real(torch.complex(a, b) * rot).flatten(-2)
 
     def _position(self, q, k, rot, cols, exact=False):

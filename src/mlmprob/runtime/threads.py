@@ -19,10 +19,11 @@ norms, GELU, embeddings, softmax) gave the same bits at 1-4 threads. So:
   (``MKL_CBWR=`` cleared), runs in fixed blocks of :data:`ROWS` rows, each by single-threaded MKL, the
   blocks on ``torch.get_num_threads()`` worker threads: which thread computes a block does not change its
   bits. The fused ESM-2/BERT/RoBERTa forward (:mod:`mlmprob.models.fused`) multiplies through it.
-- :func:`attention` / :func:`blocked_attention`: the two products and the softmax per block of batch rows
-  (blocks fixed by the shapes), each block by single-threaded MKL and serial torch kernels on the worker
-  threads (torch's own attention kernel calls MKL from its worker threads with small blocks of queries,
-  and gave thread-dependent bits).
+- :func:`attention`: in MKL's strict mode, torch's fused attention kernel (flash attention), which gives
+  the same bits at 1-4 threads there; without the strict mode (where that kernel calls MKL from torch's
+  OpenMP workers with thread-dependent bits) :func:`blocked_attention`: the two products and the softmax
+  per head and block of batch rows (blocks fixed by the shapes), each by single-threaded MKL and serial
+  torch kernels on the worker threads.
 
 ``$MLMPROB_THREAD_INVARIANT=0`` (:data:`mlmprob.defaults.THREAD_INVARIANT_ENV`) turns all of it off (read at
 every call). Where torch has no MKL (some ARM builds), it does nothing and nothing is guaranteed.
@@ -39,6 +40,7 @@ import functools
 import glob
 import os
 import threading
+import warnings
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager, nullcontext
@@ -259,13 +261,14 @@ def _attention_fits(q, k, v, attn_mask, dropout_p, is_causal, enable_gqa) -> boo
 
 
 def attention(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None, enable_gqa=False):
-    """``F.scaled_dot_product_attention`` whose bits do not depend on the thread count: ``softmax(q k^T *
-    scale + mask) v`` for ``[B, heads, Lq, d]`` inputs, batch rows in blocks fixed by the shapes
-    (:data:`ATTENTION_CHUNK` scores each), each block by single-threaded MKL and serial torch kernels, the
-    blocks on the pool. ``attn_mask``: boolean (True attends) or added to the scores; a fully masked row
-    gives zeros, as torch's math kernel does. Arguments it does not cover (dropout, causal, grouped
-    queries, gradients) go to torch's math kernel in this thread with single-threaded MKL; off (torch's
-    own) when :func:`enabled` is false."""
+    """``F.scaled_dot_product_attention`` whose bits do not depend on the thread count: ``softmax(q k^T * scale + mask)
+    v`` for ``[B, heads, Lq, d]`` inputs. In MKL's strict mode (:func:`strict_cnr`) by torch's fused kernel
+    (:func:`_fused_attention`); otherwise, or where that kernel declines the inputs, batch rows in blocks fixed
+    by the shapes (:data:`ATTENTION_CHUNK` scores each), each block by single-threaded MKL and serial torch
+    kernels, the blocks on the pool. ``attn_mask``: boolean (True attends) or added to the scores; a fully
+    masked row gives zeros, as torch's math kernel does. Arguments it does not cover (dropout, causal, grouped
+    queries, gradients) go to torch's math kernel in this thread with single-threaded MKL; off (torch's own)
+    when :func:`enabled` is false."""
     if not _attention_fits(query, key, value, attn_mask, dropout_p, is_causal, enable_gqa):
         if not enabled():
             return F.scaled_dot_product_attention(query, key, value, attn_mask, dropout_p, is_causal, scale=scale)
@@ -277,8 +280,28 @@ def attention(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False,
     mask = attn_mask
     if mask is not None and mask.dim() < 4:
         mask = mask.reshape((1,) * (4 - mask.dim()) + tuple(mask.shape))
+    if strict_cnr():
+        out = _fused_attention(query, key, value, mask, scale)
+        if out is not None:
+            return out
     softmax = torch.softmax if mask is None else torch.ops.aten._safe_softmax
     return blocked_attention(query, key, value, mask, scale, softmax)
+
+
+def _fused_attention(q, k, v, mask, scale) -> torch.Tensor | None:
+    """torch's fused CPU attention kernel (flash attention, on torch's threads), or None where it does not
+    take the inputs. In MKL's strict mode it gives the same bits at 1-4 threads (every output block is
+    computed by one thread, in an order fixed by the shapes; the scans of docs/results/precision/
+    threads_repro.md and threads_fast.md); without the strict mode it does not, and :func:`attention` uses
+    :func:`blocked_attention`."""
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    try:
+        with warnings.catch_warnings(), sdpa_kernel([SDPBackend.FLASH_ATTENTION]):
+            warnings.simplefilter("ignore")  # torch warns why the kernel declined before it raises
+            return F.scaled_dot_product_attention(q, k, v, mask, scale=scale)
+    except RuntimeError:
+        return None
 
 
 def blocked_attention(q, k, v, mask, scale, softmax=torch.softmax) -> torch.Tensor:
