@@ -103,16 +103,22 @@ def run_design(
         state, info = kernel.step(state, generator)
         for k in counts:
             counts[k] += getattr(info, k).long()
-        better = state.inside & (state.U < best_U)
-        best_U[better], best_X[better] = state.U[better], state.X[better]
+        _keep_best(state, best_U, best_X)
         if R > 1 and (t + 1) % spec.swap_every == 0:
             state, tried, took = swap_step(state, R, ((t + 1) // spec.swap_every) % 2, generator)
             swaps[0] += tried
             swaps[1] += took
+            _keep_best(state, best_U, best_X)  # a state swapped in is one the chain holds too
         if on_step is not None:
             on_step(t, state, info)
     rows = _rows(target, state, counts, best_X, best_U, C)
     return DesignResult(target.names, target.parent, rows, _stats(target, ladder, C, counts, swaps))
+
+
+def _keep_best(state: DesignState, best_U: torch.Tensor, best_X: torch.Tensor) -> None:
+    """Record in place, per chain, the state in ``C`` of lowest total energy held so far."""
+    better = state.inside & (state.U < best_U)
+    best_U[better], best_X[better] = state.U[better], state.X[better]
 
 
 def _with_tau(state: DesignState, tau: float) -> DesignState:
