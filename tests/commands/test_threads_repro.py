@@ -118,8 +118,9 @@ def _rows(started):
 
 
 def test_threads_and_workers_give_the_same_bits(model_and_input, tmp_path):
-    """The three runs are separate processes started together (each one's bits depend on its own thread
-    count only; run side by side they take the wall time of about one on a machine with two cores)."""
+    """The three runs are separate processes started together rather than one after another (each one's
+    bits depend on its own thread count only, not on what else runs; their start-ups, single-threaded
+    imports mostly, overlap on a second core)."""
     model, inp = model_and_input
     started = [
         _score(model, inp, "--threads", "1"),
