@@ -94,13 +94,14 @@ def test_argtypes_accept_and_reject(kind):
 
 
 def test_every_typed_option_rejects_bad_values_in_one_line(capsys):
+    parser = build_parser()  # built once: parsing only reads it
     checked = 0
     for cmd, a in options():
         if cmd is None or a.type not in BAD:
             continue
         for text in BAD[a.type][:3]:
             with pytest.raises(SystemExit) as e:
-                build_parser().parse_args([cmd, *REQUIRED[cmd], f"{a.option_strings[0]}={text}"])
+                parser.parse_args([cmd, *REQUIRED[cmd], f"{a.option_strings[0]}={text}"])
             assert e.value.code == 2
             err = capsys.readouterr().err
             assert err.count("\n") == 1 and err.startswith(f"error: argument {'/'.join(a.option_strings)}: must be")

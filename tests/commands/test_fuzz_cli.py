@@ -3,8 +3,8 @@
 Every generated case must end with status 0, 1 (data) or 2 (usage); a non-zero status prints exactly one
 line on stderr, ``error: ...``, and never a traceback. Hypothesis runs derandomized (fixed seed), so a CI
 run is reproducible; the number of cases run is printed at the end of the session (conftest).
-Models are loaded once per process (a cache around ``load_mlm``) so that thousands of cases fit in a
-few minutes; ``sapiens-vh`` is the small embedded model every case uses.
+Models are loaded once per process (a cache around ``load_mlm``) and the parser is built once, so that thousands
+of cases fit in a few minutes; ``sapiens-vh`` is the small embedded model every case uses.
 """
 
 from __future__ import annotations
@@ -51,6 +51,19 @@ def cached_models():
     yield
     for m in patched:
         m.load_mlm = original
+
+
+@pytest.fixture(scope="module", autouse=True)
+def one_parser():
+    """The command line's parser built once for the module's thousands of cases (``main`` builds every command's
+    parser anew on each call, about as long as a case's own work; parsing only reads it)."""
+    import mlmprob.cli as cli
+
+    original = cli.build_parser
+    parser = original()
+    cli.build_parser = lambda: parser
+    yield
+    cli.build_parser = original
 
 
 def run_case(argv, capsys) -> None:

@@ -76,6 +76,7 @@ def model_and_input(request, tmp_path_factory):
 
 
 def _score(model, inp, *args, out=None, workers=None):
+    """Start one ``mlmprob score`` process (the environment of the test); ``_rows`` reads what it wrote."""
     env = {
         k: v
         for k, v in os.environ.items()
@@ -100,16 +101,36 @@ def _score(model, inp, *args, out=None, workers=None):
         + (["--out", str(out)] if out else [])
         + (["--workers", str(workers)] if workers else [])
     )
-    run = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
-    assert run.returncode == 0, run.stderr
-    text = out.read_text() if out else run.stdout
+    return subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True), out
+
+
+def _rows(started):
+    proc, out = started
+    try:
+        stdout, stderr = proc.communicate(timeout=300)
+    finally:
+        proc.kill()
+    assert proc.returncode == 0, stderr
+    text = out.read_text() if out else stdout
     rows = [json.loads(line) for line in text.splitlines()]
     assert len(rows) == 8
     return [(r["id"], repr(r["pll"]), repr(r["e_raw"])) for r in rows]
 
 
 def test_threads_and_workers_give_the_same_bits(model_and_input, tmp_path):
+    """The three runs are separate processes started together rather than one after another (each one's
+    bits depend on its own thread count only, not on what else runs; their start-ups, single-threaded
+    imports mostly, overlap on a second core)."""
     model, inp = model_and_input
-    one = _score(model, inp, "--threads", "1")
-    assert _score(model, inp, "--threads", "2") == one
-    assert _score(model, inp, out=tmp_path / "w.jsonl", workers=2) == one  # one thread per worker
+    started = [
+        _score(model, inp, "--threads", "1"),
+        _score(model, inp, "--threads", "2"),
+        _score(model, inp, out=tmp_path / "w.jsonl", workers=2),  # one thread per worker
+    ]
+    try:
+        one, two, workers = (_rows(s) for s in started)
+    finally:
+        for proc, _ in started:
+            proc.kill()
+    assert two == one
+    assert workers == one

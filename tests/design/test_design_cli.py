@@ -58,11 +58,22 @@ def test_bad_input_is_one_line(capsys, extra, message):
     assert message in err and len(err.splitlines()) == 1, err
 
 
-def test_readme_design_example_runs():
+def test_readme_design_example_runs(antiberty, sapiens_vh, monkeypatch):
     """The design guide's block (docs/guides/design.md, the README's once) on the embedded models, one chain per
-    temperature and one step."""
+    temperature and one step. Its ``mlmprob.load_mlm("antiberty")`` and ``("sapiens-vh")`` are answered by the
+    session's copies of the same models (conftest), loaded once for every test that reads them."""
     import re
     from pathlib import Path
+
+    import mlmprob
+
+    session = {"antiberty": antiberty, "sapiens-vh": sapiens_vh}
+    load = mlmprob.load_mlm
+
+    def load_mlm(name, *args, **kwargs):
+        return session[name] if name in session and not args and not kwargs else load(name, *args, **kwargs)
+
+    monkeypatch.setattr(mlmprob, "load_mlm", load_mlm)
 
     text = (Path(__file__).resolve().parents[2] / "docs" / "guides" / "design.md").read_text()
     section = text[text.index("# Design under constraints") :]

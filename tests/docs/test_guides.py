@@ -83,22 +83,29 @@ def test_getting_started_first_sample_runs(sapiens_vh, capsys, one_thread):
     assert all(len(line) == 20 and line.startswith("VYYC") and line.endswith("WGQ") for line in printed[1:])
 
 
-def test_getting_started_first_cli_score_writes_what_the_page_shows(tmp_path):
-    """The first score from the command line (AntiBERTy, a subprocess) writes the table pasted under it."""
-    import subprocess
-    import sys
+def test_getting_started_first_cli_score_writes_what_the_page_shows(tmp_path, monkeypatch, capsys):
+    """The first score from the command line (AntiBERTy) writes the table pasted under it: the page's command run
+    in this process (``mlmprob.cli.main``, in the folder of its input), on the CPU as on the page (no CUDA or MPS
+    device seen, as with ``CUDA_VISIBLE_DEVICES=`` in a process of its own)."""
+    import torch
+
+    from mlmprob.cli import main
+    from mlmprob.runtime import device
 
     text = (GUIDES.parent / "getting-started.md").read_text()
     commands = re.search(r"```bash\n(printf .*?)```", text, re.S).group(1).splitlines()
     assert commands[1] == "mlmprob score three.fasta --no-progress --out scores.tsv"
     fasta = re.search(r"printf '(.*)' > three.fasta", commands[0]).group(1).replace("\\n", "\n")
     (tmp_path / "three.fasta").write_text(fasta)
-    env = {**__import__("os").environ, "HF_HUB_OFFLINE": "1", "CUDA_VISIBLE_DEVICES": ""}  # the page ran on a CPU
-    cmd = [sys.executable, "-m", "mlmprob", *commands[1].split()[1:]]
-    proc = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True, env=env, timeout=600)
-    assert proc.returncode == 0, proc.stderr[-2000:]
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)  # the page ran on a CPU
+    monkeypatch.setattr(device, "_mps_available", lambda: False)
+    capsys.readouterr()
+    code = main(commands[1].split()[1:])
+    stderr = capsys.readouterr().err
+    assert code == 0, stderr[-2000:]
     shown = _getting_started()[1][1].splitlines()
-    assert proc.stderr.strip().splitlines()[-1] == shown[0]
+    assert stderr.strip().splitlines()[-1] == shown[0]
     got = [line.split("\t") for line in (tmp_path / "scores.tsv").read_text().splitlines()]
     want = [line.split("\t") for line in shown[1:]]
     assert [row[:2] for row in got] == [row[:2] for row in want]  # header, ids and token counts

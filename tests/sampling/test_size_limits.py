@@ -9,6 +9,8 @@ import os
 import resource
 import subprocess
 import sys
+import tempfile
+import time
 
 import pytest
 import torch
@@ -98,39 +100,152 @@ def _start_bytes() -> int:
     return _BASE[0]
 
 
-def run_limited(argv: list[str], extra_bytes: int = 4 << 30, timeout: float = 180.0) -> tuple[int, str]:
-    """``mlmprob argv`` in a new process (``python -m mlmprob``, never a fork of the test process: a fork of a
-    process that ran Ray or torch threads can deadlock on a lock one of them held) limited to ``extra_bytes`` more
-    address space than a fresh command holds; ``(exit status, stderr)``; status -9 when it ran past ``timeout``."""
+def _start_limited(argv: list[str], extra_bytes: int, stderr) -> subprocess.Popen:
+    """``mlmprob argv`` started in a new process (``python -m mlmprob``, never a fork of the test process: a fork
+    of a process that ran Ray or torch threads can deadlock on a lock one of them held) limited to ``extra_bytes``
+    more address space than a fresh command holds, its stderr into the file ``stderr``. Called from the main
+    thread only (``preexec_fn`` is not safe in a process whose other threads run Python)."""
     limit = _start_bytes() + extra_bytes
 
     def limited():
         resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
 
     env = {**os.environ, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1"}
+    return subprocess.Popen(
+        [sys.executable, "-m", "mlmprob", "--threads", "1", *argv],
+        stdout=subprocess.DEVNULL,
+        stderr=stderr,
+        env=env,
+        preexec_fn=limited,
+        start_new_session=True,
+    )
+
+
+class LimitedRuns:
+    """The module's ``mlmprob`` processes (one per case, each under its own limits as ``run_limited`` starts it),
+    run side by side, at most ``slots`` at a time: started ahead in the order of the tests, the one a test asks
+    for first when it is still waiting. ``result(key)`` waits for it: ``(exit status, stderr)``, status -9 when it
+    ran past its ``timeout`` (killed then). Each case is still one process with one limit and one time limit; only
+    the wall time of the module is shorter."""
+
+    def __init__(self, jobs: dict, slots: int):
+        self.jobs, self.slots = jobs, max(1, slots)  # key -> (argv, extra_bytes, timeout)
+        self.queue, self.running, self.done = list(jobs), {}, {}
+
+    def _start(self, key) -> None:
+        argv, extra_bytes, timeout = self.jobs[key]
+        err = tempfile.TemporaryFile()
+        self.running[key] = (_start_limited(argv, extra_bytes, err), err, time.monotonic() + timeout)
+
+    def _reap(self) -> None:
+        for key, (proc, err, deadline) in list(self.running.items()):
+            rc = proc.poll()
+            if rc is None and time.monotonic() > deadline:
+                proc.kill()
+                proc.wait()
+                rc = -9
+            if rc is not None:
+                err.seek(0)
+                self.done[key] = (rc, err.read().decode(errors="replace"))
+                err.close()
+                del self.running[key]
+
+    def result(self, key) -> tuple[int, str]:
+        if key in self.queue:  # asked for before its turn: next
+            self.queue.remove(key)
+            self.queue.insert(0, key)
+        while key not in self.done:
+            while self.queue and len(self.running) < self.slots:
+                self._start(self.queue.pop(0))
+            self._reap()
+            if key not in self.done:
+                time.sleep(0.02)
+        return self.done.pop(key)
+
+    def close(self) -> None:
+        for proc, err, _ in self.running.values():
+            proc.kill()
+            proc.wait()
+            err.close()
+        self.queue, self.running = [], {}
+
+
+def run_limited(argv: list[str], extra_bytes: int = 4 << 30, timeout: float = 180.0) -> tuple[int, str]:
+    """``mlmprob argv`` in a new process limited to ``extra_bytes`` more address space than a fresh command holds
+    (``_start_limited``); ``(exit status, stderr)``; status -9 when it ran past ``timeout``."""
+    runs = LimitedRuns({0: (argv, extra_bytes, timeout)}, 1)
     try:
-        proc = subprocess.run(
-            [sys.executable, "-m", "mlmprob", "--threads", "1", *argv],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
-            env=env,
-            timeout=timeout,
-            preexec_fn=limited,
-            start_new_session=True,
-        )
-    except subprocess.TimeoutExpired as e:
-        return -9, (e.stderr or b"").decode(errors="replace")
-    return proc.returncode, proc.stderr.decode(errors="replace")
+        return runs.result(0)
+    finally:
+        runs.close()
+
+
+def _cores() -> int:
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+
+
+def _case_argv(case: str, model_dir, d) -> list[str]:
+    """The command line of ``case`` on the tiny model, its input files written into the folder ``d``."""
+    (d / "s.fasta").write_text(f">a\n{SEQ}\n>b\n{SEQ[:-1]}S\n")
+    (d / "m.csv").write_text("mutant,y\nE1A,0.1\nV2C:Q3D,0.5\nL4A:V5C:E6D,0.2\nS7A,0.9\n")
+    args = [a.replace("{tmp}", str(d)) for a in CASES[case][0]]
+    model = ["--model", str(model_dir), "--device", "cpu"] + (["--no-progress"] if args[0] != "joints" else [])
+    return [args[0], *model, *args[1:]]
+
+
+def _unmask_argv(score: str, model_dir, out) -> list[str]:
+    return [
+        "sample",
+        "--model",
+        str(model_dir),
+        "--device",
+        "cpu",
+        "--no-progress",
+        *ONE,
+        "--method",
+        "unmask",
+        "--top-p",
+        "1e-12",
+        "--score",
+        score,
+        "-o",
+        str(out),
+    ]
+
+
+def _collected(request, test_name: str, param: str) -> list:
+    """The values of ``param`` of this module's collected tests named ``test_name``, in their order."""
+    return [
+        item.callspec.params[param]
+        for item in request.session.items
+        if getattr(item, "module", None) is request.module
+        and getattr(item, "originalname", None) == test_name
+        and hasattr(item, "callspec")
+    ]
+
+
+@pytest.fixture(scope="module")
+def limited_runs(request, tiny_bert_dir, tmp_path_factory):
+    """Every collected case's process of this module, started ahead, one per core (each single-threaded):
+    ``(LimitedRuns, {key: its folder})``."""
+    _start_bytes()  # measured once, before any case starts
+    jobs, dirs = {}, {}
+    for case in _collected(request, "test_a_size_option_of_a_billion_is_clamped_or_refused", "case"):
+        dirs[case] = d = tmp_path_factory.mktemp(f"size-{case}")
+        jobs[case] = (_case_argv(case, tiny_bert_dir, d), 4 << 30, 180.0)
+    for score in _collected(request, "test_unmask_with_a_tiny_top_p_runs", "score"):
+        dirs[f"unmask-{score}"] = d = tmp_path_factory.mktemp(f"unmask-{score}")
+        jobs[f"unmask-{score}"] = (_unmask_argv(score, tiny_bert_dir, d / "rows.jsonl"), 4 << 30, 180.0)
+    runs = LimitedRuns(jobs, _cores())
+    yield runs, dirs
+    runs.close()
 
 
 @pytest.mark.parametrize("case", list(CASES))
-def test_a_size_option_of_a_billion_is_clamped_or_refused(case, tiny_bert_dir, tmp_path):
-    (tmp_path / "s.fasta").write_text(f">a\n{SEQ}\n>b\n{SEQ[:-1]}S\n")
-    (tmp_path / "m.csv").write_text("mutant,y\nE1A,0.1\nV2C:Q3D,0.5\nL4A:V5C:E6D,0.2\nS7A,0.9\n")
-    args, expect = CASES[case]
-    args = [a.replace("{tmp}", str(tmp_path)) for a in args]
-    model = ["--model", str(tiny_bert_dir), "--device", "cpu"] + (["--no-progress"] if args[0] != "joints" else [])
-    rc, err = run_limited([args[0], *model, *args[1:]])
+def test_a_size_option_of_a_billion_is_clamped_or_refused(case, limited_runs):
+    runs, _ = limited_runs
+    expect = CASES[case][1]
+    rc, err = runs.result(case)
     assert "Traceback" not in err, err
     if expect == "runs":
         assert rc == 0, (rc, err)
@@ -185,27 +300,10 @@ def test_a_tiny_nucleus_keeps_the_top_token_and_the_scores_stay_finite():
 
 
 @pytest.mark.parametrize("score", ["margin", "entropy", "confidence"])
-def test_unmask_with_a_tiny_top_p_runs(score, tiny_bert_dir, tmp_path):
-    out = tmp_path / "rows.jsonl"
-    rc, err = run_limited(
-        [
-            "sample",
-            "--model",
-            str(tiny_bert_dir),
-            "--device",
-            "cpu",
-            "--no-progress",
-            *ONE,
-            "--method",
-            "unmask",
-            "--top-p",
-            "1e-12",
-            "--score",
-            score,
-            "-o",
-            str(out),
-        ]
-    )
+def test_unmask_with_a_tiny_top_p_runs(score, limited_runs):
+    runs, dirs = limited_runs
+    out = dirs[f"unmask-{score}"] / "rows.jsonl"
+    rc, err = runs.result(f"unmask-{score}")
     assert rc == 0 and "Traceback" not in err, err
     import json
 
