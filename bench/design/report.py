@@ -69,7 +69,8 @@ SUMMARY = (
 
 
 def seed_summary(ab: list[dict]) -> str:
-    """Per run (its name before ``@``): the mean over seeds and, in brackets, the range."""
+    """Per run (its name before ``@``): the mean over seeds and, in parentheses, the range (no square brackets:
+    mkdocs' autorefs would read them as references)."""
     groups: dict[str, list[dict]] = {}
     for r in ab:
         groups.setdefault(r["run"].split("@")[0], []).append(r)
@@ -82,7 +83,7 @@ def seed_summary(ab: list[dict]) -> str:
                 cells.append("–")
                 continue
             m = f"{sum(v) / len(v):,.{nd}f}"
-            cells.append(m if len(v) == 1 or min(v) == max(v) else f"{m} [{min(v):,.{nd}f}, {max(v):,.{nd}f}]")
+            cells.append(m if len(v) == 1 or min(v) == max(v) else f"{m} ({min(v):,.{nd}f} to {max(v):,.{nd}f})")
         out.append(f"| {name} | {len(rs)} | " + " | ".join(cells) + " |")
     return "\n".join(out)
 
