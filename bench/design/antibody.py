@@ -14,6 +14,9 @@
   oracle calls. One JSON row per run name, appended; names already in ``--out`` are skipped (resumable).
 
     PYTHONPATH=src:bench/design/.evo-pkgs python bench/design/antibody.py --out docs/results/design/antibody.jsonl
+    # the whole VH, one chain seed (run names evo@vh-s1, mlmprob@vh-s1, ...; --keep-parent-motifs: mlmprob_kpm@...)
+    PYTHONPATH=src:bench/design/.evo-pkgs python bench/design/antibody.py --out docs/results/design/antibody_vh.jsonl \
+        --context vh --chains 2 --evo-steps 300 --runs evo mlmprob mlmprob_anneal mlmprob_replica --seed 1 --tag vh-s1
 """
 
 from __future__ import annotations
@@ -170,6 +173,11 @@ def main(argv=None) -> None:
     ap.add_argument("--seed", type=int, default=0, help="the chains' seed (EvoProtGrad's random_seed, mlmprob's)")
     ap.add_argument("--split-seed", type=int, default=0, help="the oracle / judge halves and their training")
     ap.add_argument("--tag", default="", help="run names get '@TAG' (one name per seed and context: resumable)")
+    ap.add_argument(
+        "--keep-parent-motifs",
+        action="store_true",
+        help="mlmprob forbids only new liabilities (the parent's DG tolerated where it is; runs named *_kpm)",
+    )
     ap.add_argument("--anneal", type=float, nargs=2, default=(3.0, 0.5), help="mlmprob_anneal's start and end")
     ap.add_argument("--ladder", type=float, nargs="+", default=(1.0, 2.0), help="mlmprob_replica's temperatures")
     args = ap.parse_args(argv)
@@ -212,16 +220,19 @@ def main(argv=None) -> None:
     w = args.oracle_weight
     terms = [Expert(mlm, name="antiberty"), Oracle(oracle_fn, weight=w, name="her2")]
     cons = dict(positions=tuple(c + 1 for c in COLS), forbid=forbid_in_h3(), start_invalid=True)
+    if args.keep_parent_motifs:  # plain motifs: an anchored one would start at residue 1 in every sequence
+        cons = dict(positions=cons["positions"], forbid=tuple(LIABILITIES.values()), keep_parent_motifs=True)
     rows_of = {}
     if out.exists():
         rows_of = {json.loads(x)["run"]: json.loads(x) for x in out.read_text().splitlines()}
     fixed = [(0, START - 1), (START + len(H3), len(PARENT) - 1)]
 
-    def named(run: str) -> str:
+    def named(run: str, kpm: bool = False) -> str:
+        run = f"{run}_kpm" if kpm and not run.startswith("evo") else run
         return f"{run}@{args.tag}" if args.tag else run
 
     for run in args.runs:
-        if named(run) in done:
+        if named(run, args.keep_parent_motifs) in done:
             continue
         if run.startswith("evo"):
             from transformers import BertForMaskedLM
@@ -245,13 +256,18 @@ def main(argv=None) -> None:
             hist, info = run_mlmprob(terms, PARENT, args.chains, budget, args.seed, **cons)
             cost = {k: info[k] for k in ("steps", "model_rows", "oracle_calls", "wall_s", "acceptance")}
             cost["backward_passes"] = 0
-        row = {"run": named(run), "tool": "evoprotgrad" if run.startswith("evo") else "mlmprob", "chains": args.chains}
+        row = {
+            "run": named(run, args.keep_parent_motifs),
+            "tool": "evoprotgrad" if run.startswith("evo") else "mlmprob",
+            "chains": args.chains,
+        }
         row.update(cost)
         row.update(judge_rows(snapshots(hist), judge, oracle, pll_of))
         row.update(
             meta, oracle_weight=w, seed=args.seed, split_seed=args.split_seed, context=args.context, length=len(PARENT)
         )
-        rows_of[named(run)] = row
+        row.update(keep_parent_motifs=args.keep_parent_motifs, forbid=list(cons["forbid"]))
+        rows_of[named(run, args.keep_parent_motifs)] = row
         with out.open("a") as f:
             f.write(json.dumps(row) + "\n")
         print(json.dumps(row), flush=True)
