@@ -14,6 +14,9 @@
   oracle calls. One JSON row per run name, appended; names already in ``--out`` are skipped (resumable).
 
     PYTHONPATH=src:bench/design/.evo-pkgs python bench/design/antibody.py --out docs/results/design/antibody.jsonl
+    # the whole VH, one chain seed (run names evo@vh-s1, mlmprob@vh-s1, ...; --keep-parent-motifs: mlmprob_kpm@...)
+    PYTHONPATH=src:bench/design/.evo-pkgs python bench/design/antibody.py --out docs/results/design/antibody_vh.jsonl \
+        --context vh --chains 2 --evo-steps 300 --runs evo mlmprob mlmprob_anneal mlmprob_replica --seed 1 --tag vh-s1
 """
 
 from __future__ import annotations
@@ -167,7 +170,16 @@ def main(argv=None) -> None:
     ap.add_argument("--long-evo-steps", type=int, default=400)
     ap.add_argument("--oracle-weight", type=float, default=2.0)
     ap.add_argument("--runs", nargs="+", default=["evo", "mlmprob", "evo_long", "mlmprob_long"])
-    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--seed", type=int, default=0, help="the chains' seed (EvoProtGrad's random_seed, mlmprob's)")
+    ap.add_argument("--split-seed", type=int, default=0, help="the oracle / judge halves and their training")
+    ap.add_argument("--tag", default="", help="run names get '@TAG' (one name per seed and context: resumable)")
+    ap.add_argument(
+        "--keep-parent-motifs",
+        action="store_true",
+        help="mlmprob forbids only new liabilities (the parent's DG tolerated where it is; runs named *_kpm)",
+    )
+    ap.add_argument("--anneal", type=float, nargs=2, default=(3.0, 0.5), help="mlmprob_anneal's start and end")
+    ap.add_argument("--ladder", type=float, nargs="+", default=(1.0, 2.0), help="mlmprob_replica's temperatures")
     args = ap.parse_args(argv)
     torch.set_num_threads(1)
     set_context(args.context)
@@ -181,8 +193,8 @@ def main(argv=None) -> None:
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     done = {json.loads(x)["run"] for x in out.read_text().splitlines()} if out.exists() else set()
-    half_a, half_b = load_halves(Path(args.data), args.seed)
-    oracle, judge = train_oracle(half_a, args.seed), train_oracle(half_b, args.seed + 1)
+    half_a, half_b = load_halves(Path(args.data), args.split_seed)
+    oracle, judge = train_oracle(half_a, args.split_seed), train_oracle(half_b, args.split_seed + 1)
     meta = {"oracle_auc_on_judge_half": auc(oracle, half_b), "judge_auc_on_oracle_half": auc(judge, half_a)}
     meta.update(half_sizes=[len(half_a), len(half_b)])
     print(json.dumps(meta), flush=True)
@@ -196,19 +208,31 @@ def main(argv=None) -> None:
 
     plain, _ = design_target([mlm], PARENT, positions=tuple(c + 1 for c in COLS))
 
+    known: dict[str, float] = {}
+
     def pll_of(seqs):
-        E, _ = plain.energies(plain.encode(seqs))
-        return -E[:, 0] / len(PARENT)
+        new = [s for s in seqs if s not in known]
+        if new:
+            E, _ = plain.energies(plain.encode(new))
+            known.update(zip(new, (-E[:, 0] / len(PARENT)).tolist(), strict=True))
+        return torch.tensor([known[s] for s in seqs], dtype=torch.float64)
 
     w = args.oracle_weight
     terms = [Expert(mlm, name="antiberty"), Oracle(oracle_fn, weight=w, name="her2")]
     cons = dict(positions=tuple(c + 1 for c in COLS), forbid=forbid_in_h3(), start_invalid=True)
+    if args.keep_parent_motifs:  # plain motifs: an anchored one would start at residue 1 in every sequence
+        cons = dict(positions=cons["positions"], forbid=tuple(LIABILITIES.values()), keep_parent_motifs=True)
     rows_of = {}
     if out.exists():
         rows_of = {json.loads(x)["run"]: json.loads(x) for x in out.read_text().splitlines()}
     fixed = [(0, START - 1), (START + len(H3), len(PARENT) - 1)]
+
+    def named(run: str, kpm: bool = False) -> str:
+        run = f"{run}_kpm" if kpm and not run.startswith("evo") else run
+        return f"{run}@{args.tag}" if args.tag else run
+
     for run in args.runs:
-        if run in done:
+        if named(run, args.keep_parent_motifs) in done:
             continue
         if run.startswith("evo"):
             from transformers import BertForMaskedLM
@@ -225,25 +249,50 @@ def main(argv=None) -> None:
             wall = time.perf_counter() - t0
             cost = {"steps": steps, "model_rows": lm.counter.rows, "backward_passes": 2 * steps + 2}
             cost.update(oracle_calls=orc.model.rows, wall_s=wall)
+        elif run in ("mlmprob_anneal", "mlmprob_replica"):
+            hist, cost = run_method(run, rows_of[named("mlmprob")]["steps"], args, terms, cons)
         else:
-            budget = rows_of["evo" if run == "mlmprob" else "evo_long"]["model_rows"]
+            budget = rows_of[named("evo" if run == "mlmprob" else "evo_long")]["model_rows"]
             hist, info = run_mlmprob(terms, PARENT, args.chains, budget, args.seed, **cons)
             cost = {k: info[k] for k in ("steps", "model_rows", "oracle_calls", "wall_s", "acceptance")}
             cost["backward_passes"] = 0
-        row = {"run": run, "tool": "evoprotgrad" if run.startswith("evo") else "mlmprob", "chains": args.chains}
+        row = {
+            "run": named(run, args.keep_parent_motifs),
+            "tool": "evoprotgrad" if run.startswith("evo") else "mlmprob",
+            "chains": args.chains,
+        }
         row.update(cost)
         row.update(judge_rows(snapshots(hist), judge, oracle, pll_of))
-        row.update(meta, oracle_weight=w, seed=args.seed, context=args.context, length=len(PARENT))
-        rows_of[run] = row
+        row.update(
+            meta, oracle_weight=w, seed=args.seed, split_seed=args.split_seed, context=args.context, length=len(PARENT)
+        )
+        row.update(keep_parent_motifs=args.keep_parent_motifs, forbid=list(cons["forbid"]))
+        rows_of[named(run, args.keep_parent_motifs)] = row
         with out.open("a") as f:
             f.write(json.dumps(row) + "\n")
         print(json.dumps(row), flush=True)
-    if "parent" not in done:
-        row = {"run": "parent", "tool": "parent", **judge_rows([PARENT, PARENT], judge, oracle, pll_of), **meta}
+    if named("parent") not in done:
+        row = {"run": named("parent"), "tool": "parent", **judge_rows([PARENT, PARENT], judge, oracle, pll_of), **meta}
         row.update(context=args.context, length=len(PARENT))
         with out.open("a") as f:
             f.write(json.dumps(row) + "\n")
         print(json.dumps(row), flush=True)
+
+
+def run_method(run: str, mh_steps: int, args, terms, cons):
+    """mlmprob's annealing or replica exchange at the MH run's steps (replica: split over its rungs, so the model
+    rows stay about the same), judged on the target temperature's chains."""
+    from mlmprob_side import run_mlmprob_method
+
+    if run == "mlmprob_anneal":
+        method = dict(method="anneal", anneal_start=args.anneal[0], anneal_end=args.anneal[1])
+        steps = mh_steps
+    else:
+        method = dict(method="replica", temperatures=tuple(args.ladder))
+        steps = max(2, round(mh_steps / len(args.ladder)))
+    hist, info = run_mlmprob_method(terms, PARENT, args.chains, steps, args.seed, **method, **cons)
+    cost = {k: info[k] for k in ("steps", "model_rows", "oracle_calls", "wall_s", "acceptance", "rungs")}
+    return hist, {**cost, "backward_passes": 0, "method": method}
 
 
 if __name__ == "__main__":

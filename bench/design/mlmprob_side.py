@@ -46,3 +46,33 @@ def run_mlmprob(terms, parent: str, chains: int, budget_rows: int, seed: int, ma
         "wall_s": time.perf_counter() - t0,
     }
     return history, info
+
+
+def run_mlmprob_method(terms, parent: str, chains: int, steps: int, seed: int, **spec):
+    """``steps`` steps of ``mlmprob.design``'s ``spec.method`` (``anneal``: the schedule over these steps;
+    ``replica``: ``chains`` chains per temperature, swapping) from ``parent``, by ``run_design``.
+
+    Returns ``(history, info)`` as :func:`run_mlmprob`, ``history`` holding the chains at the target temperature
+    (the coldest rung of replica exchange; every chain of annealing) and ``info["rungs"]`` the per-temperature
+    acceptance and swap rates."""
+    from mlmprob.designing.api import run_design
+
+    target, s = design_target(terms, parent, chains=chains, steps=steps, **spec)
+    g = torch.Generator().manual_seed(seed)
+    history: list[list[str]] = []
+
+    def keep(t, state, info) -> None:
+        history.append(target.decode(state.X[:chains]))
+
+    t0 = time.perf_counter()
+    result = run_design(target, s, g, keep)
+    rungs = result.stats["temperatures"]
+    info = {
+        "model_rows": target.model_rows,
+        "oracle_calls": target.oracle_calls,
+        "steps": len(history),
+        "acceptance": rungs[0]["acceptance"],
+        "rungs": rungs,
+        "wall_s": time.perf_counter() - t0,
+    }
+    return history, info

@@ -1,6 +1,7 @@
 """Tables (markdown) and the figure of the side-by-side bench, from the JSONL rows of toy_tv.py and antibody.py:
 the tables go into the report (``README.md`` of the folder) between their ``<!-- toy table -->`` /
-``<!-- antibody table -->`` markers and their closing ``<!-- end -->``; the figure is ``design_bench.png``.
+``<!-- antibody table -->`` (and, for ``antibody_vh.jsonl``, ``<!-- antibody vh table -->`` /
+``<!-- antibody vh summary -->``: per seed, and the mean and range over seeds) markers and their closing ``<!-- end -->``; the figure is ``design_bench.png``.
 
 python bench/design/report.py docs/results/design
 """
@@ -39,7 +40,7 @@ def toy_table(toy: list[dict]) -> str:
 def ab_table(ab: list[dict]) -> str:
     head = (
         "| run | tool | steps/chain | model rows | backward passes | oracle calls | wall s | judge P(bind) | "
-        "judge binders | PLL/residue | diversity (Hamming) | mutations | with a liability | NG / DG / N[^P][ST] |"
+        "judge binders | PLL/residue | diversity (Hamming) | mutations | with a liability | `NG` / `DG` / `N[^P][ST]` |"
     )
     out = [head, "|" + "---|" * 14]
     for r in ab:
@@ -51,6 +52,39 @@ def ab_table(ab: list[dict]) -> str:
             f"{f(r['diversity_hamming'], 2)} | {f(r['mutations'], 2)} | {f(r['frac_with_liability'], 2)} | "
             f"{lia.get('deamidation', '–')} / {lia.get('isomerization', '–')} / {lia.get('glycosylation', '–')} |"
         )
+    return "\n".join(out)
+
+
+SUMMARY = (
+    ("steps", "steps/chain", 0),
+    ("model_rows", "model rows", 0),
+    ("wall_s", "wall s", 0),
+    ("judge_p_bind", "judge P(bind)", 3),
+    ("judge_frac_bind", "judge binders", 2),
+    ("pll_per_residue", "PLL/residue", 3),
+    ("diversity_hamming", "diversity (Hamming)", 2),
+    ("mutations", "mutations", 2),
+    ("frac_with_liability", "with a liability", 2),
+)
+
+
+def seed_summary(ab: list[dict]) -> str:
+    """Per run (its name before ``@``): the mean over seeds and, in parentheses, the range (no square brackets:
+    mkdocs' autorefs would read them as references)."""
+    groups: dict[str, list[dict]] = {}
+    for r in ab:
+        groups.setdefault(r["run"].split("@")[0], []).append(r)
+    out = ["| run | seeds | " + " | ".join(h for _, h, _ in SUMMARY) + " |", "|" + "---|" * (len(SUMMARY) + 2)]
+    for name, rs in groups.items():
+        cells = []
+        for key, _, nd in SUMMARY:
+            v = [float(r[key]) for r in rs if r.get(key) is not None]
+            if not v:
+                cells.append("–")
+                continue
+            m = f"{sum(v) / len(v):,.{nd}f}"
+            cells.append(m if len(v) == 1 or min(v) == max(v) else f"{m} ({min(v):,.{nd}f} to {max(v):,.{nd}f})")
+        out.append(f"| {name} | {len(rs)} | " + " | ".join(cells) + " |")
     return "\n".join(out)
 
 
@@ -97,10 +131,13 @@ def figure(toy: list[dict], ab: list[dict], path: Path) -> None:
 
 def main(folder: str) -> None:
     d = Path(folder)
-    toy, ab = rows(d / "toy.jsonl"), rows(d / "antibody.jsonl")
+    toy, ab, vh = rows(d / "toy.jsonl"), rows(d / "antibody.jsonl"), rows(d / "antibody_vh.jsonl")
     report = d / "README.md"
     text = report.read_text()
-    for marker, table in (("<!-- toy table -->", toy_table(toy)), ("<!-- antibody table -->", ab_table(ab))):
+    tables = [("<!-- toy table -->", toy_table(toy)), ("<!-- antibody table -->", ab_table(ab))]
+    if vh and "<!-- antibody vh table -->" in text:
+        tables += [("<!-- antibody vh table -->", ab_table(vh)), ("<!-- antibody vh summary -->", seed_summary(vh))]
+    for marker, table in tables:
         a = text.index(marker) + len(marker)
         b = text.index("<!-- end -->", a)
         text = text[:a] + "\n" + table + "\n" + text[b:]
