@@ -26,13 +26,15 @@ import tempfile
 import time
 from pathlib import Path
 
+# isort: off
+import mlmprob  # first: MKL's strict mode (MKL_CBWR=AUTO,STRICT) is set only before torch is imported
 import torch
+
+# isort: on
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import scale_lib as lib  # noqa: E402
 from cpu_info import describe  # noqa: E402
-
-import mlmprob  # noqa: E402
 
 SWITCH = "MLMPROB_THREAD_INVARIANT"
 WORDS = "the of and to in is was for on as with by he at from his an were are which this be or has had".split()
