@@ -15,8 +15,9 @@ space of a few hundred sequences enumerated by brute force. Long runs: ``test_de
 
 import pytest
 import torch
-from exact_chains import empirical, matrix_at, mh_moves, stationary, swap_acceptance, swap_apply, tv, tv_tolerance
-from trained_toys import TERMS, truth_tables
+import trained_toys as toys
+from exact_chains import empirical, matrix_at, stationary, swap_acceptance, swap_apply, tv, tv_tolerance
+from trained_toys import TERMS, moves, truth_tables
 
 from mlmprob.designing.api import run_design
 from mlmprob.designing.kernels import mh_kernel, swap_log_acceptance, swap_step
@@ -31,11 +32,7 @@ def truth():
 
 
 def law(truth, tau=TAU):
-    return torch.softmax(-truth["U"] / tau, 0)
-
-
-def moves(truth, proposal, **kw):
-    return mh_moves(truth["target"], truth["X"], proposal, rows=truth["rows"][proposal], U=truth["U"], **kw)
+    return toys.law(truth, tau)
 
 
 def test_the_space_and_the_experts_make_a_real_test(truth):

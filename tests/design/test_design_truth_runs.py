@@ -9,10 +9,10 @@ models makes the same moves (``test_design_truth.py``).
 
 import pytest
 import torch
+import trained_toys as toys
 from exact_chains import (
     empirical,
     matrix_at,
-    mh_moves,
     point_law,
     run_law,
     stationary,
@@ -21,7 +21,7 @@ from exact_chains import (
     tv,
     tv_tolerance,
 )
-from trained_toys import truth_tables
+from trained_toys import moves, truth_tables
 
 from mlmprob.designing.api import run_design
 
@@ -35,11 +35,7 @@ def truth():
 
 
 def law(truth, tau=TAU):
-    return torch.softmax(-truth["U"] / tau, 0)
-
-
-def moves(truth, proposal, **kw):
-    return mh_moves(truth["target"], truth["X"], proposal, rows=truth["rows"][proposal], U=truth["U"], **kw)
+    return toys.law(truth, tau)
 
 
 def from_parent(truth) -> torch.Tensor:

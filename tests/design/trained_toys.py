@@ -85,3 +85,17 @@ def truth_tables(tau: float) -> dict:
     rows = {0: rows_hmm, 1: rows_potts}
     tab = tabulated(target, X, E, rows)
     return dict(target=target, tab=tab, spec=spec, X=X, E=E, U=target.total(E), rows={**rows, None: None})
+
+
+def law(truth: dict, tau: float):
+    """The target's exact law over the enumerated space at temperature ``tau``."""
+    import torch
+
+    return torch.softmax(-truth["U"] / tau, 0)
+
+
+def moves(truth: dict, proposal: str, **kw):
+    """The exact one-step moves of the MH kernel with ``proposal`` on the enumerated space."""
+    from exact_chains import mh_moves
+
+    return mh_moves(truth["target"], truth["X"], proposal, rows=truth["rows"][proposal], U=truth["U"], **kw)
