@@ -40,7 +40,6 @@ import functools
 import glob
 import os
 import threading
-import warnings
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager, nullcontext
@@ -293,13 +292,18 @@ def _fused_attention(q, k, v, mask, scale) -> torch.Tensor | None:
     take the inputs. In MKL's strict mode it gives the same bits at 1-4 threads (every output block is
     computed by one thread, in an order fixed by the shapes; the scans of docs/results/precision/
     threads_repro.md and threads_fast.md); without the strict mode it does not, and :func:`attention` uses
-    :func:`blocked_attention`."""
-    from torch.nn.attention import SDPBackend, sdpa_kernel
-
+    :func:`blocked_attention`. Called as an operator (what ``F.scaled_dot_product_attention`` runs on the CPU,
+    the same bits, a boolean mask made additive as it does), so that no process-wide backend setting or warning
+    filter is touched: safe from several threads."""
+    if mask is not None:
+        if mask.dtype == torch.bool:
+            mask = torch.zeros(mask.shape, dtype=q.dtype, device=q.device).masked_fill_(~mask, float("-inf"))
+        else:
+            mask = mask.to(q.dtype)
     try:
-        with warnings.catch_warnings(), sdpa_kernel([SDPBackend.FLASH_ATTENTION]):
-            warnings.simplefilter("ignore")  # torch warns why the kernel declined before it raises
-            return F.scaled_dot_product_attention(q, k, v, mask, scale=scale)
+        return torch.ops.aten._scaled_dot_product_flash_attention_for_cpu(
+            q, k, v, 0.0, False, attn_mask=mask, scale=scale
+        )[0]
     except RuntimeError:
         return None
 
