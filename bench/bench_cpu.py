@@ -31,6 +31,7 @@ import os
 import shlex
 import statistics
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -253,7 +254,7 @@ def main(argv=None) -> int:
         help="precisions also run through transformers' own ESM code (mlmprob fused=False), e.g. int8,bfloat16",
     )
     ap.add_argument("--threads", type=int, default=1)
-    ap.add_argument("--weights", default="/tmp/mlmprob_bench_cpu")
+    ap.add_argument("--weights", default=os.path.join(tempfile.gettempdir(), "mlmprob_bench_cpu"))
     ap.add_argument("--out")
     args = ap.parse_args(argv)
     os.environ["ESM_NUM_THREADS"] = str(args.threads)  # esm-cpp's thread pool (read at its first load)

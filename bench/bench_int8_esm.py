@@ -28,6 +28,7 @@ import os
 import shlex
 import statistics
 import sys
+import tempfile
 import time
 from contextlib import contextmanager
 from pathlib import Path
@@ -111,7 +112,7 @@ def main(argv=None) -> int:
     p.add_argument("--rounds", type=int, default=5)
     p.add_argument("--n-forward", type=int, default=4)
     p.add_argument("--pll-positions", type=int, default=32)
-    p.add_argument("--weights", default="/tmp/mlmprob_bench_cpu")
+    p.add_argument("--weights", default=os.path.join(tempfile.gettempdir(), "mlmprob_bench_cpu"))
     p.add_argument("--out")
     a = p.parse_args(argv)
     os.environ["ESM_NUM_THREADS"] = str(a.threads)  # esm-cpp's pool, read at its first load

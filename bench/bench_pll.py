@@ -43,7 +43,7 @@ point); ``pll_inputs.py`` builds the models and picks the sequences, ``pll_worke
 measures in the worker, ``pll_report.py`` writes the markdown.
 
     nice -n 10 python bench/bench_pll.py        # defaults: about 10 minutes on 2 shared CPU cores
-    python bench/bench_pll.py --en-n 4 --en-naive-n 1 --ab-n 1 --ab-rounds 1 --mem-copies 16 --out /tmp/q.md
+    python bench/bench_pll.py --en-n 4 --en-naive-n 1 --ab-n 1 --ab-rounds 1 --mem-copies 16 --out q.md
 """
 
 from __future__ import annotations
