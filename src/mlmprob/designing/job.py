@@ -3,8 +3,8 @@ one runner (:func:`mlmprob.runtime.command.run_command`) like ``mlmprob sample``
 
 The unit is one chain (:class:`Chain`, ``chain0``, ``chain1``, ...): for replica exchange one ladder, the chain
 with its copies at every temperature. Each chain runs alone with a generator seeded from ``(seed, chain index)``
-only (:func:`chain_seed`, by :mod:`mlmprob.runtime.seeds`), so its row is the same whichever shard, worker,
-chunk or resumed run computes it. :func:`chain_row` is its one row: the final sequence at the target's
+only (``runtime.seeds.seeded_generator(seed, "record", "chain<index>")``), so its row is the same whichever
+shard, worker, chunk or resumed run computes it. :func:`chain_row` is its one row: the final sequence at the target's
 temperature, its mutations from the parent as a ProteinGym mutant string, every term's energy
 (``energy_<name>``), the weighted total, the acceptance rate, the best sequence visited in ``C``, the model rows
 read and, for replica exchange, each rung's temperature, acceptance rate and swap rate with the next rung.
@@ -23,7 +23,7 @@ from typing import NamedTuple
 from ..errors import MLMProbError
 from ..models.spec import ModelJob, ModelSpec
 from ..runtime.job import State
-from ..runtime.seeds import derive_seed, seeded_generator
+from ..runtime.seeds import seeded_generator
 from .spec import DesignSpec
 
 
@@ -43,15 +43,6 @@ def chains_of(n: int) -> list[Chain]:
     return [Chain(f"chain{c}", c) for c in range(n)]
 
 
-def chain_seed(seed: int, index: int) -> int:
-    """Chain ``index``'s generator seed: ``runtime.seeds.derive_seed(seed, "record", "chain<index>")``.
-
-    >>> chain_seed(0, 1) == chain_seed(0, 1) != chain_seed(0, 2)
-    True
-    """
-    return derive_seed(seed, "record", f"chain{index}")
-
-
 def flat_row(row: dict) -> dict:
     """A result row of :class:`~mlmprob.designing.api.DesignResult` with every term's energy as ``energy_<name>``.
 
@@ -65,7 +56,7 @@ def flat_row(row: dict) -> dict:
 
 def chain_row(target, spec: DesignSpec, seed: int, index: int) -> dict:
     """The one row of chain ``index`` (see the module doc): ``spec`` run with one chain (one ladder) on ``target``
-    from its parent, with the generator of :func:`chain_seed`."""
+    from its parent, with the generator seeded by ``(seed, "record", "chain<index>")``."""
     from .api import run_design
 
     rows0, calls0 = target.model_rows, target.oracle_calls
