@@ -107,3 +107,24 @@ def test_no_algorithm_takes_a_budget_argument():
                 if "batch_tokens" in names:
                     found.append(f"{path.relative_to(SRC)}:{node.lineno} {node.name}")
     assert not found, found
+
+
+def test_gpu_budget_follows_the_cards_total_memory_not_its_free_memory(monkeypatch, tiny_bert):
+    """A record longer than one sub-batch is cut where the budget says, so the budget must not move with the
+    free memory (other processes, the allocator's cache): two readings of different free memory give one
+    budget, a power of two; a card with more memory may give a larger one."""
+    from types import SimpleNamespace
+
+    from mlmprob.models import forward
+
+    GiB = 1 << 30
+    fake = SimpleNamespace(
+        batch_tokens=None, device=torch.device("cuda"), model=tiny_bert.model, max_length=512, dtype=torch.float32
+    )
+    monkeypatch.setattr(forward, "reader_of", lambda mlm: fake)
+    budgets = []
+    for free, total in ((70 * GiB, 80 * GiB), (3 * GiB, 80 * GiB), (140 * GiB, 141 * GiB)):
+        monkeypatch.setattr(torch.cuda, "mem_get_info", lambda device=None, f=free, t=total: (f, t))
+        budgets.append(forward.auto_batch_tokens(object()))
+    assert budgets[0] == budgets[1] and budgets[2] >= budgets[0]
+    assert all(b & (b - 1) == 0 and 1024 <= b <= 64 * forward.BUDGET_UNIT for b in budgets)

@@ -62,8 +62,7 @@ def rows_per_batch(width: int, batch_tokens: int | None = None) -> int:
 
 def auto_batch_tokens(mlm: MaskedLM, requested: int | None = None) -> int:
     """``requested`` when given; else the reader's own budget (:meth:`mlmprob.models.reader.Reader.with_budget`);
-    else :data:`DEFAULT_BATCH_TOKENS` on CPUs, and on a CUDA GPU a budget sized from its free memory (a third
-    of it, at the model's activation bytes per token).
+    else :data:`DEFAULT_BATCH_TOKENS` on CPUs, and on a CUDA GPU :func:`gpu_batch_tokens` of its total memory.
 
     >>> from mlmprob import ExactMLM
     >>> m = ExactMLM(torch.zeros(3, 3))
@@ -79,16 +78,34 @@ def auto_batch_tokens(mlm: MaskedLM, requested: int | None = None) -> int:
         return r.batch_tokens
     if r.device.type != "cuda":
         return DEFAULT_BATCH_TOKENS
-    free, _ = torch.cuda.mem_get_info(r.device)
+    _, total = torch.cuda.mem_get_info(r.device)
     cfg = getattr(r.model, "config", None)
     hidden = getattr(cfg, "hidden_size", 1024)
     inter = getattr(cfg, "intermediate_size", 4 * hidden)
     heads = getattr(cfg, "num_attention_heads", 16)
     width = min(r.max_length or 512, 1024)
     itemsize = torch.empty((), dtype=r.dtype).element_size()
-    per_token = itemsize * (inter + 8 * hidden + 2 * heads * width)
-    budget = int(free // 3 // per_token)
-    return max(1024, min(budget, 64 * BUDGET_UNIT))
+    params = getattr(r.model, "parameters", None)
+    weights = sum(p.numel() * p.element_size() for p in params()) if callable(params) else 0
+    return gpu_batch_tokens(total, weights, itemsize * (inter + 8 * hidden + 2 * heads * width))
+
+
+def gpu_batch_tokens(total: int, weights: int, per_token: int) -> int:
+    """The token budget on a GPU of ``total`` bytes holding ``weights`` bytes of weights, at ``per_token``
+    activation bytes per token: a third of what the weights leave, rounded down to a power of two, between
+    1024 and ``64 x BUDGET_UNIT``. From the card's total memory, not its free memory: the free memory moves
+    with the other processes and with what this one cached, and a record longer than one sub-batch is cut
+    where the budget says, so a budget read from it would make the last bits of a record's float32 results
+    depend on the moment and the worker. Where the memory is shared, the out-of-memory back-off halves it.
+
+    >>> GiB = 1 << 30
+    >>> gpu_batch_tokens(80 * GiB, 2 * GiB, 36_000), gpu_batch_tokens(81 * GiB, 2 * GiB, 36_000)
+    (524288, 524288)
+    >>> gpu_batch_tokens(16 * GiB, 14 * GiB, 100_000), gpu_batch_tokens(1 << 40, 0, 1)
+    (4096, 4194304)
+    """
+    budget = max(1, (total - weights) // 3 // max(1, per_token))
+    return max(1024, min(1 << (int(budget).bit_length() - 1), 64 * BUDGET_UNIT))
 
 
 def is_out_of_memory(e: BaseException) -> bool:

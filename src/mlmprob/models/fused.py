@@ -123,10 +123,15 @@ class _Fused:
             cached = self._qkv[i] = (sig, _fused_qkv(att))
         return cached[1]
 
+    half_attention = False
+    """Attention of a half-precision model (bfloat16, float16) in its own dtype instead of float32 (torch's
+    fused half-precision kernels on GPUs); off by default."""
+
     def _attend(self, q, k, v, mask, exact: bool = True) -> torch.Tensor:
-        """Attention (float32) of ``q`` ``[B, Lq, heads, d]`` over ``k``, ``v`` ``[B, L, heads, d]``
-        -> ``[B, Lq, H]``."""
-        q, k, v = q.float().transpose(1, 2), k.float().transpose(1, 2), v.float().transpose(1, 2)
+        """Attention (float32, or the half dtype of ``v`` under :attr:`half_attention`) of ``q``
+        ``[B, Lq, heads, d]`` over ``k``, ``v`` ``[B, L, heads, d]`` -> ``[B, Lq, H]``."""
+        dt = v.dtype if self.half_attention and v.dtype in (torch.float16, torch.bfloat16) else torch.float32
+        q, k, v = q.to(dt).transpose(1, 2), k.to(dt).transpose(1, 2), v.to(dt).transpose(1, 2)
         if exact and q.device.type == "cpu" and invariant_enabled():
             out = attention(q, k, v, attn_mask=mask, scale=self.head_dim**-0.5)
         else:
