@@ -37,10 +37,25 @@ def usable(device: str = DEVICE) -> bool:
     return kind == "mps" and torch.backends.mps.is_available()
 
 
+#: What every test of the suite carries (each module sets ``pytestmark = MARKS`` and imports ``host_threads``).
 MARKS = [
     pytest.mark.cuda,
     pytest.mark.skipif(not usable(), reason=f"needs a usable {DEVICE!r} device (MLMPROB_TEST_DEVICE=cpu: CPU dry run)"),
+    pytest.mark.usefixtures("host_threads"),
 ]
+
+
+@pytest.fixture(scope="module")
+def host_threads():
+    """The CPU side of the comparisons on up to 8 intra-op threads while a real device is tested (the session runs
+    on one, tests/conftest.py; a GPU machine's CPU is otherwise idle and the CPU half is most of the suite's time);
+    one thread in the dry run, as the rest of the suite. A record's float32 values on a CPU do not depend on the
+    thread count (``mlmprob.runtime.threads``). Restored afterwards."""
+    n = torch.get_num_threads()
+    if torch.device(DEVICE).type != "cpu":
+        torch.set_num_threads(max(1, min(8, os.cpu_count() or 1)))
+    yield
+    torch.set_num_threads(n)
 
 
 def worker_devices(n: int) -> str:

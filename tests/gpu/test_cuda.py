@@ -7,7 +7,13 @@ CI machines have none.
 
 import pytest
 import torch
-from gpu_switch import DEVICE, MARKS, VH, model_pair
+from gpu_switch import (
+    DEVICE,
+    MARKS,
+    VH,
+    host_threads,  # noqa: F401 - the fixture MARKS uses
+    model_pair,
+)
 
 pytestmark = MARKS
 

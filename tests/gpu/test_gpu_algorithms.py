@@ -8,7 +8,12 @@ tolerances of ``test_cuda.py`` (1e-4 on log-probabilities), discrete outcomes (a
 
 import pytest
 import torch
-from gpu_switch import MARKS, VH, model_pair
+from gpu_switch import (
+    MARKS,
+    VH,
+    host_threads,  # noqa: F401 - the fixture MARKS uses
+    model_pair,
+)
 
 import mlmprob
 

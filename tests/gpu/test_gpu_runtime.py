@@ -15,7 +15,12 @@ import sys
 from pathlib import Path
 
 import pytest
-from gpu_switch import DEVICE, MARKS, worker_devices
+from gpu_switch import (
+    DEVICE,
+    MARKS,
+    host_threads,  # noqa: F401 - the fixture MARKS uses
+    worker_devices,
+)
 from held import Held
 
 from mlmprob.cli import main

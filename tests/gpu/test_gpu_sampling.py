@@ -10,7 +10,13 @@ numbers the draws carry (energies, log-probabilities) agree to 1e-4 nats per pos
 
 import pytest
 import torch
-from gpu_switch import DEVICE, MARKS, VH, model_pair
+from gpu_switch import (
+    DEVICE,
+    MARKS,
+    VH,
+    host_threads,  # noqa: F401 - the fixture MARKS uses
+    model_pair,
+)
 
 import mlmprob
 from mlmprob.sampling.spec import REGISTRY
