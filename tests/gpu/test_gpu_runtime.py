@@ -1,6 +1,7 @@
 """The streamed runtime on the device, through the command line (issue 40): ``mlmprob score`` on
-``gpu_switch.DEVICE`` writes the same bytes as one run in process, as two shards merged, as one worker process
-(``--devices``), as two worker processes on the same device, and as a run killed at a committed row and resumed.
+``gpu_switch.DEVICE`` writes the same bytes as one run in process, as two shards merged, as a fresh process
+given the device by index (``--devices cuda:0``), as two worker processes on the same device
+(``--devices cuda:0,cuda:0``), and as a run killed at a committed row and resumed.
 A tiny random BERT saved to a temporary folder (conftest's ``save_tiny_bert``), never a downloaded model.
 
 The reference run and the shards run in this process through ``mlmprob.cli.main`` (the code ``python -m mlmprob``
@@ -65,10 +66,11 @@ def _cli(argv) -> tuple[list[str], dict]:
     return [sys.executable, "-m", "mlmprob", *map(str, argv)], env
 
 
-def _run(argv) -> None:
+def _run(argv) -> str:
     cmd, env = _cli(argv)
     done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
+    return done.stderr
 
 
 def test_two_shards_merged_equal_the_whole_run(inputs, tiny_bert_dir, reference, tmp_path):
@@ -83,11 +85,13 @@ def test_two_shards_merged_equal_the_whole_run(inputs, tiny_bert_dir, reference,
 
 @pytest.mark.parametrize("workers", [1, 2])
 def test_worker_processes_on_the_device_equal_the_in_process_run(inputs, tiny_bert_dir, reference, tmp_path, workers):
-    """``--devices cuda:0`` (one worker process) and ``--devices cuda:0,cuda:0`` (two on the same GPU); ``cpu`` and
-    ``cpu,cpu`` in the dry run. (``--workers 2`` with ``--devices`` is refused: ``--devices`` names one worker
-    per entry.)"""
+    """``--devices cuda:0`` (one device: the command loads the model in its own process, named by index) and
+    ``--devices cuda:0,cuda:0`` (two spawned worker processes on the same GPU, the work units dealt between them);
+    ``cpu`` and ``cpu,cpu`` in the dry run. (``--workers 2`` with ``--devices`` is refused: ``--devices`` starts one
+    worker per entry, ``--workers N`` is N CPU workers.)"""
     out = tmp_path / f"w{workers}.jsonl"
-    _run([*_argv(inputs, tiny_bert_dir, out), "--devices", worker_devices(workers)])
+    err = _run([*_argv(inputs, tiny_bert_dir, out), "--devices", worker_devices(workers)])
+    assert "capped" not in err and (workers == 1 or f" on {workers} x " in err), err  # both workers ran
     assert out.read_bytes() == reference
 
 
