@@ -1,22 +1,26 @@
 """The device path on a CUDA GPU (issue 12 §7): scoring, sampling, joints and infilling equal the CPU run.
 
-Every test here is marked ``cuda`` and skipped without a GPU; run them where one is lent with
-``pytest -m cuda``. CI machines have none.
+Every test here is marked ``cuda`` and skipped unless the suite's device (``gpu_switch.DEVICE``, a CUDA GPU
+unless ``MLMPROB_TEST_DEVICE`` says otherwise) is usable; run them where one is lent with ``pytest -m cuda``.
+CI machines have none.
 """
 
 import pytest
 import torch
+from gpu_switch import (
+    DEVICE,
+    MARKS,
+    VH,
+    host_threads,  # noqa: F401 - the fixture MARKS uses
+    model_pair,
+)
 
-pytestmark = [pytest.mark.cuda, pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")]
-
-VH = "EVQLVESGGGLVQPGGSLRLSCAASGFNIKDTYIHWVRQAPGKGLEWVARIYPTNGYTRYADSVKGRFTISADTSKNTAYLQMNSLRAEDTAVYYCSRWGGDGFYAMDYWGQGTLVTVSS"
+pytestmark = MARKS
 
 
 @pytest.fixture(scope="module")
 def pair():
-    from mlmprob import load_mlm
-
-    return load_mlm("sapiens-vh", device="cpu"), load_mlm("sapiens-vh", device="cuda", dtype="float32")
+    return model_pair("sapiens-vh")
 
 
 def test_scoring_on_the_gpu_equals_the_cpu(pair):
@@ -33,7 +37,7 @@ def test_bf16_on_the_gpu_stays_close_and_finite(pair):
     import mlmprob
 
     cpu, _ = pair
-    bf = mlmprob.load_mlm("sapiens-vh", device="cuda", dtype="auto")
+    bf = mlmprob.load_mlm("sapiens-vh", device=DEVICE, dtype="auto")
     ids = cpu.encode([VH]).input_ids
     a, b = mlmprob.pll(cpu, ids), mlmprob.pll(bf, ids)
     assert torch.isfinite(b).all() and abs(float(a - b)) / ids.shape[1] < 0.1  # nats per token
