@@ -14,8 +14,8 @@ DRY=0
 if [ "${1:-}" = "--dry-run" ]; then DRY=1; shift; fi
 OUT_DIR=${1:?usage: bench/gpu_check.sh [--dry-run] OUT}
 mkdir -p "$OUT_DIR"
-TEST_LIMIT=${TEST_LIMIT:-170}
-BENCH_DEADLINE=${BENCH_DEADLINE:-240}
+TEST_LIMIT=${TEST_LIMIT:-150}
+BENCH_DEADLINE=${BENCH_DEADLINE:-260}
 PY=${PYTHON:-python3}
 export PYTHONUNBUFFERED=1 HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 TOKENIZERS_PARALLELISM=false
 
@@ -47,7 +47,7 @@ echo "pytest rc $? in $(( $(date +%s) - t0 )) s" | tee -a "$OUT_DIR/pytest.log"
 tail -n 40 "$OUT_DIR/pytest.log"
 
 t0=$(date +%s)
-timeout -k 10 $(( BENCH_DEADLINE + 200 )) "$PY" bench/bench_gpu.py "${BENCH_ARGS[@]}" --out "$OUT_DIR" \
+timeout -k 10 $(( BENCH_DEADLINE + 140 )) "$PY" bench/bench_gpu.py "${BENCH_ARGS[@]}" --out "$OUT_DIR" \
   --deadline "$BENCH_DEADLINE" >"$OUT_DIR/bench.log" 2>&1
 echo "bench rc $? in $(( $(date +%s) - t0 )) s" | tee -a "$OUT_DIR/bench.log"
 grep -v "^  " "$OUT_DIR/bench.log" | tail -n 5
