@@ -4,10 +4,10 @@ L = 128, in bfloat16 and float32, side by side in one process:
 - **peaks**: the best rate of square ``n x n`` matrix products in each dtype (float32 as torch runs it by
   default: TF32 off), measured before and after the models;
 - **mlmprob**: ``mlmprob.token_scores`` over a fixed number of masked copies (one read each), through
-  mlmprob's fused forward (attention in float32, the default), the same with attention in the model's half
-  dtype (``half_attention``), and transformers' own forward (``fused=False``); MFU = copies x model FLOPs per
-  copy / (time x peak), model FLOPs as in ``bench/scale_lib.py`` (encoder linears at every position, the two
-  attention products, the LM head at the read);
+  mlmprob's fused forward as it runs by default (a half-precision model on a GPU attends in its own dtype),
+  the same with float32 attention (``half_attention=False``), and transformers' own forward (``fused=False``);
+  MFU = copies x model FLOPs per copy / (time x peak), model FLOPs as in ``bench/scale_lib.py`` (encoder
+  linears at every position, the two attention products, the LM head at the read);
 - **naive**: one forward of one masked copy per position (batch 1, the whole LM head), the loop a first
   implementation would write; its log-probabilities are checked against mlmprob's;
 - **error**: each variant's per-position log-probabilities against the float32 model's on one sequence;
@@ -96,8 +96,9 @@ def environment(dev) -> dict:
 
 
 def variants(m: dict, dtype) -> dict:
-    """The wrapped models to time on one set of weights: mlmprob's fused forward, the same with half-precision
-    attention (half dtypes only), and transformers' forward."""
+    """The wrapped models to time on one set of weights: mlmprob's fused forward as it runs by default (on a
+    GPU a half-precision model attends in its own dtype), the same with float32 attention (half dtypes only),
+    and transformers' forward."""
     import torch
 
     import mlmprob
@@ -105,9 +106,9 @@ def variants(m: dict, dtype) -> dict:
     base = m["mlm"]
     out = {"mlmprob": base}
     if dtype in (torch.bfloat16, torch.float16) and base._fused is not None:
-        half = mlmprob.HFMaskedLM(base.model, base.tokenizer, name=base.name, max_length=base.max_length)
-        half._fused.half_attention = True
-        out["mlmprob half-attention"] = half
+        wide = mlmprob.HFMaskedLM(base.model, base.tokenizer, name=base.name, max_length=base.max_length)
+        wide._fused.half_attention = False
+        out["mlmprob float32 attention"] = wide
     out["transformers forward"] = mlmprob.HFMaskedLM(
         base.model, base.tokenizer, name=base.name, max_length=base.max_length, fused=False
     )
@@ -119,12 +120,13 @@ def naive_loop(model, ids, positions, mask_id: int):
     import torch
 
     out = []
+    dev = next(model.parameters()).device
     with torch.inference_mode():
         for p in positions:
-            x = ids[:1].clone()
+            x = ids[:1].clone().to(dev)
             x[0, p] = mask_id
             logits = model(input_ids=x, attention_mask=torch.ones_like(x)).logits[0, p].float()
-            out.append(logits.log_softmax(-1)[ids[0, p]])
+            out.append(logits.log_softmax(-1)[int(ids[0, p])])
     return torch.stack(out).cpu()
 
 

@@ -114,7 +114,7 @@ def compile_section(a, res: dict, m: dict, ids, pos, dname: str, sync) -> None:
     import torch
 
     mlm = m["mlm"]
-    rows = min(ids.shape[0] * (ids.shape[1] - 2), 16 if ids.device.type == "cpu" else 128)
+    rows = min(ids.shape[0] * (ids.shape[1] - 2), 16 if mlm.device.type == "cpu" else 128)
     L = ids.shape[1]
     x = ids[torch.arange(rows) % ids.shape[0]].clone()
     x[torch.arange(rows), 1 + torch.arange(rows) % (L - 2)] = mlm.mask_id

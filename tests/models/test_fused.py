@@ -140,6 +140,27 @@ def test_fused_low_precision_error_no_larger(dtype, kind):
 
 
 @pytest.mark.parametrize("kind", FAMILIES)
+def test_the_gpu_half_precision_path_error_no_larger(kind, monkeypatch):
+    """What a GPU runs for a bfloat16 model (attention in bfloat16, ESM's rotary as one complex product:
+    ``half_attention`` and thread invariance off), forced on the CPU: its error against float32 stays within
+    transformers' own (whose attention runs in bfloat16 too), and the knob really changes the computation."""
+    monkeypatch.setenv("MLMPROB_THREAD_INVARIANT", "0")
+    model = _esm(kind=kind)
+    ref, _ = _pair(model)
+    hf, fu = _pair(model, torch.bfloat16)
+    ids = _batch()
+    rows, cols = torch.arange(ids.shape[0]), torch.tensor([3, 5, 7, 4, 9, 2])
+    true = ref.logits_at(ids, rows, cols)
+    wide = fu.logits_at(ids, rows, cols)
+    fu._fused.half_attention = True
+    half = fu.logits_at(ids, rows, cols)
+    e_hf = float((hf.logits_at(ids, rows, cols) - true).abs().max())
+    e_half = float((half - true).abs().max())
+    assert not torch.equal(half, wide)
+    assert e_half > 0 and e_half <= 1.5 * e_hf + 0.01, (e_half, e_hf)
+
+
+@pytest.mark.parametrize("kind", FAMILIES)
 def test_fused_follows_weights_changed_in_place(kind):
     model = _esm(kind=kind)
     hf, fu = _pair(model)

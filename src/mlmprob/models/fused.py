@@ -8,7 +8,8 @@ classes compute the same functions with fewer passes over memory:
 
 - Q, K and V in one matrix product (weights concatenated; in int8 one quantization of the input);
 - attention by ``scaled_dot_product_attention`` in float32 (scores and softmax as exact as the float32
-  model's; on CPUs as fast as bfloat16's), the scale passed to it;
+  model's; on CPUs as fast as bfloat16's), the scale passed to it; a half-precision model on a GPU attends in
+  its own dtype (torch's fused kernels; :func:`attention_dtype`);
 - ESM's rotary embedding as one complex multiplication per tensor: the pair ``(x_j, x_{j+d/2})`` that
   ``rotate_half`` rotates is the complex number ``x_j + i x_{j+d/2}``; rotated query and key come out with
   their halves interleaved, which leaves every query-key dot product unchanged. Angles once per forward;
@@ -74,6 +75,23 @@ def _fused_qkv(att) -> torch.nn.Module:
     return Int8Linear.from_linear(fused) if int8 else fused.eval()
 
 
+def attention_dtype(dtype: torch.dtype, device_type: str, half: bool | None = None) -> torch.dtype:
+    """The dtype the fused forward's attention runs in for values of ``dtype`` on ``device_type``: float32,
+    or the half dtype itself when ``half`` is True, or None (the default) and the device is a GPU.
+
+    >>> attention_dtype(torch.bfloat16, "cuda"), attention_dtype(torch.bfloat16, "cpu")
+    (torch.bfloat16, torch.float32)
+    >>> attention_dtype(torch.float32, "cuda", True), attention_dtype(torch.float16, "cuda", False)
+    (torch.float32, torch.float32)
+    >>> attention_dtype(torch.float16, "cpu", True)
+    torch.float16
+    """
+    if dtype not in (torch.float16, torch.bfloat16):
+        return torch.float32
+    on = device_type == "cuda" if half is None else half
+    return dtype if on else torch.float32
+
+
 def _plain_encoder(cfg) -> bool:
     return not getattr(cfg, "is_decoder", False) and not getattr(cfg, "add_cross_attention", False)
 
@@ -123,14 +141,15 @@ class _Fused:
             cached = self._qkv[i] = (sig, _fused_qkv(att))
         return cached[1]
 
-    half_attention = False
-    """Attention of a half-precision model (bfloat16, float16) in its own dtype instead of float32 (torch's
-    fused half-precision kernels on GPUs); off by default."""
+    half_attention: bool | None = None
+    """Attention of a half-precision model (bfloat16, float16) in its own dtype: None (the default) on GPUs
+    only (torch's fused half-precision kernels there: ESM-2 650M bf16 ran 1.6x faster on an H200,
+    docs/results/gpu), True everywhere, False never (float32 scores and softmax)."""
 
     def _attend(self, q, k, v, mask, exact: bool = True) -> torch.Tensor:
-        """Attention (float32, or the half dtype of ``v`` under :attr:`half_attention`) of ``q``
+        """Attention (float32, or the half dtype of ``v``: :func:`attention_dtype`) of ``q``
         ``[B, Lq, heads, d]`` over ``k``, ``v`` ``[B, L, heads, d]`` -> ``[B, Lq, H]``."""
-        dt = v.dtype if self.half_attention and v.dtype in (torch.float16, torch.bfloat16) else torch.float32
+        dt = attention_dtype(v.dtype, v.device.type, self.half_attention)
         q, k, v = q.to(dt).transpose(1, 2), k.to(dt).transpose(1, 2), v.to(dt).transpose(1, 2)
         if exact and q.device.type == "cpu" and invariant_enabled():
             out = attention(q, k, v, attn_mask=mask, scale=self.head_dim**-0.5)
@@ -237,10 +256,11 @@ class FusedEsm(_Fused):
         return torch.view_as_real(torch.complex(a, b) * rot).flatten(-2)
 
     def _position(self, q, k, rot, cols, exact=False):
-        """Rotated ``q`` and ``k``; ``exact`` (float32 under thread invariance): in real arithmetic, whose
-        element-wise kernels round alike at any thread count (torch's complex multiplication does not: its
-        vectorised and scalar loops round differently, and 3 threads move the boundary between them)."""
-        real = True if exact and invariant_enabled() else None
+        """Rotated ``q`` and ``k``; ``exact`` (float32 under thread invariance, on a CPU): in real arithmetic,
+        whose element-wise kernels round alike at any thread count (torch's complex multiplication does not: its
+        vectorised and scalar loops round differently, and 3 threads move the boundary between them). On GPUs
+        one complex product (a sixth of an ESM-2 650M bf16 forward's time went to the real form on an H200)."""
+        real = True if exact and q.device.type == "cpu" and invariant_enabled() else None
         rq = rot[:, None, :] if cols is None else rot[cols][:, None, None, :]
         return self._rotate(q, rq, real), self._rotate(k, rot[:, None, :], real)
 
