@@ -9,6 +9,7 @@ tolerances of ``test_cuda.py`` (1e-4 on log-probabilities), discrete outcomes (a
 import pytest
 import torch
 from gpu_switch import (
+    DEVICE,
     MARKS,
     VH,
     host_threads,  # noqa: F401 - the fixture MARKS uses
@@ -141,3 +142,27 @@ def test_design_mh(pair):
         for key, value in ra.items():
             if isinstance(value, float) and key != "seconds":
                 assert abs(value - rb[key]) < 1e-3, (key, value, rb[key])
+
+
+def test_esm_rotary_and_half_precision_attention(tmp_path):
+    """ESM-2's fused forward on the device (its rotary: one complex product on GPUs, real arithmetic on CPUs;
+    a bfloat16 model attends in bfloat16 on GPUs): float32 equals the CPU to the suite's tolerance, bfloat16
+    stays within 0.1 nats per token of it (the bf16 test of test_cuda.py)."""
+    from conftest import save_esm
+
+    from mlmprob import load_mlm
+    from mlmprob.models.fused import attention_dtype
+
+    d = save_esm(tmp_path / "esm", max_positions=40)
+    cpu = load_mlm(str(d), device="cpu", dtype="float32")
+    dev = load_mlm(str(d), device=DEVICE, dtype="float32")
+    half = load_mlm(str(d), device=DEVICE, dtype="bfloat16")
+    assert cpu.fused and dev.fused and half.fused
+    ids = cpu.encode(["MKTAYIAKQRQISFVKSHFSRQ", "GSHMLEDPVAGK", "MKTAYIAKQRQ"]).input_ids
+    a, b = mlmprob.token_scores(cpu, ids), mlmprob.token_scores(dev, ids)
+    _close(a.log_prob, b.log_prob, what="float32 log-probabilities")
+    c = mlmprob.token_scores(half, ids)
+    per_token = (c.log_prob - a.log_prob).abs().sum() / a.positions.sum()
+    assert torch.isfinite(c.log_prob).all() and float(per_token) < 0.1, float(per_token)
+    want = torch.bfloat16 if torch.device(DEVICE).type == "cuda" else torch.float32
+    assert attention_dtype(torch.bfloat16, torch.device(DEVICE).type) == want
