@@ -13,9 +13,8 @@
   LM head and everything after the logits (log-softmax and sums in float64). The first twelfth of the
   encoder's layers (:func:`int8_float_layers`: none below 12 layers, one in ESM-2 35M, two in 150M) keep
   their linear layers in float32 too: the error of the first layers' products is carried by every later
-  layer, and on a random ESM-2 150M the first layer alone in float32 took the mean error per masked
-  position from 0.0204 to 0.0148 nats, the first two to 0.0125, at a fifteenth of the time of all its
-  linear layers (docs/results/int8_attention.md).
+  layer, and on a random ESM-2 150M the first two layers in float32 took the mean error per masked position
+  from 0.0204 to 0.0129 nats (esm-cpp's int8: 0.0151) for 3-10% more time (docs/results/int8_attention.md).
 
 Algorithms read logits as float32 whatever the precision.
 """
