@@ -87,3 +87,21 @@ def test_int8_first_layer_float_lowers_error(esm12):
     assert quantize_linears(q.model.esm) == 6  # the first layer quantized too: int8 before int8_float_layers
     old = err(q)
     assert 0 < new < old, (float(new), float(old))
+
+
+@pytest.mark.parametrize("family", ["Bert", "Roberta"])
+def test_int8_first_layer_float_bert_roberta(family):
+    if not int8_supported():
+        pytest.skip("no fbgemm int8 kernels in this torch build")
+    import transformers as tf
+
+    from mlmprob.models.precision import INT8, apply_precision
+
+    torch.manual_seed(0)  # test fixture weights
+    cfg = getattr(tf, f"{family}Config")(
+        vocab_size=30, hidden_size=16, num_hidden_layers=12, num_attention_heads=2, intermediate_size=32
+    )
+    m = apply_precision(getattr(tf, f"{family}ForMaskedLM")(cfg), "cpu", INT8)
+    layers = getattr(m, m.base_model_prefix).encoder.layer
+    assert not any(isinstance(x, Int8Linear) for x in layers[0].modules())
+    assert all(sum(isinstance(x, Int8Linear) for x in lay.modules()) == 6 for lay in layers[1:])
