@@ -11,8 +11,10 @@ by round (order reversed every other round):
 - ``esm-cpp int8``: its W8A8 INT8 (SmoothQuant, alpha 0.5, calibrated on 8 other chains, its own recipe);
 - ``mlmprob int8``: ``load_mlm(..., dtype="int8")``, the fused forward, attention by torch's threaded
   ``scaled_dot_product_attention`` (float32 scores and softmax);
-- ``mlmprob int8, attention blocked``: the same with the float32-exact blocked attention of the
-  thread-invariant path (what int8 ran before issue 37).
+- ``mlmprob int8, every layer int8`` (``--compare all-int8``, the default): every encoder layer's linears
+  in int8, the first ones included (int8 before ``int8_float_layers``);
+- ``mlmprob int8, attention blocked`` (``--compare blocked``): the same as ``mlmprob int8`` with the
+  float32-exact blocked attention of the thread-invariant path (what int8 ran before issue 37).
 
 Workloads (``bench_cpu``'s): ``forward``, the logits of ``--n-forward`` antibody heavy chains; ``pll``,
 ``--pll-positions`` masked copies of one other chain. Errors against mlmprob float32 (fused forward, run
@@ -40,6 +42,7 @@ from bench_cpu import EsmCpp, Mlmprob, chains, save_random_esm  # noqa: E402
 from cpu_info import describe  # noqa: E402
 
 BLOCKED = "mlmprob int8, attention blocked"
+ALL_INT8 = "mlmprob int8, every layer int8"
 
 
 @contextmanager
@@ -70,7 +73,13 @@ def run_model(name: str, a, seqs: dict) -> list[str]:
     refs = {"forward": ref_eng.forward(seqs["forward"]), "pll": ref_eng.pll(seqs["pll"], a.pll_positions)}
     del ref_eng
     engines = {"esm-cpp int8": EsmCpp(folder, a.threads, seqs["calib"]), "mlmprob int8": Mlmprob(folder, "int8")}
-    engines[BLOCKED] = engines["mlmprob int8"]
+    if a.compare == "blocked":
+        engines[BLOCKED] = engines["mlmprob int8"]
+    elif a.compare == "all-int8":
+        from mlmprob.models.precision import quantize_linears
+
+        engines[ALL_INT8] = Mlmprob(folder, "int8")
+        quantize_linears(engines[ALL_INT8].mlm.model.esm)  # the layers int8_float_layers keeps float32
 
     def call(e, work):
         eng = engines[e]
@@ -113,6 +122,7 @@ def main(argv=None) -> int:
     p.add_argument("--n-forward", type=int, default=4)
     p.add_argument("--pll-positions", type=int, default=32)
     p.add_argument("--weights", default=os.path.join(tempfile.gettempdir(), "mlmprob_bench_cpu"))
+    p.add_argument("--compare", choices=("all-int8", "blocked", "none"), default="all-int8")
     p.add_argument("--out")
     a = p.parse_args(argv)
     os.environ["ESM_NUM_THREADS"] = str(a.threads)  # esm-cpp's pool, read at its first load

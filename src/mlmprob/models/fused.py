@@ -133,6 +133,7 @@ class _Fused:
         self.hidden_size = int(cfg.hidden_size)
         self.head_dim = self.hidden_size // self.heads
         self._qkv: dict[int, tuple] = {}
+        self._int8 = False  # an int8 model (some layers quantized), read at every forward
 
     def _qkv_of(self, i: int, att) -> torch.nn.Module:
         sig = tuple(_signature(lin) for lin in (att.query, att.key, att.value))
@@ -161,7 +162,7 @@ class _Fused:
         """Self-attention of the layer input ``x`` ``[B, L, H]``: ``[B, L, H]``, or ``[N, H]`` at the reads."""
         b, length, _ = x.shape
         lin = self._qkv_of(i, att)
-        exact = not isinstance(lin, Int8Linear)  # int8: torch's attention (no thread invariance to keep)
+        exact = not self._int8  # int8: torch's attention (no thread invariance to keep), float32 layers too
         qkv = _dense(lin, x).view(b, length, 3, self.heads, self.head_dim)
         if rows is None:
             q, k, v = qkv.unbind(2)
@@ -201,6 +202,7 @@ class _Fused:
         ctx = self._context(ids)
         mask = None if keep is None else keep.bool()[:, None, None, :]
         layers = self.base.encoder.layer
+        self._int8 = any(isinstance(lay.attention.self.query, Int8Linear) for lay in layers)
         read_few = rows is not None and rows.numel() * 4 <= ids.numel()
         for i, lay in enumerate(layers):
             if i == len(layers) - 1 and read_few:
