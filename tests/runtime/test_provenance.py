@@ -271,3 +271,24 @@ def test_thread_invariance_switched_off_is_recorded(monkeypatch):
     assert "thread_invariant" not in computed_with("no/such/model", "float32", ["cpu"])
     monkeypatch.setenv("MLMPROB_THREAD_INVARIANT", "0")
     assert computed_with("no/such/model", "float32", ["cpu"])["thread_invariant"] is False
+
+
+def test_int8_records_its_float_layers_where_there_are_any(tmp_path):
+    """int8 keeps an encoder's first twelfth of layers in float32 (0.2.0): a run of a model with 12 or more layers
+    records how many, so an int8 run started before that (every layer int8) is refused on resume instead of
+    mixing the two schemes; smaller models record nothing (their values did not change)."""
+    from types import SimpleNamespace
+
+    from mlmprob.runtime.provenance import computed_with
+
+    for n, want in ((4, None), (12, 1), (30, 2)):
+        d = tmp_path / f"m{n}"
+        d.mkdir()
+        (d / "config.json").write_text(json.dumps({"num_hidden_layers": n}))
+        assert computed_with(str(d), "int8", ["cpu"]).get("int8_float_layers") == want
+        assert "int8_float_layers" not in computed_with(str(d), "float32", ["cpu"])
+    loaded = SimpleNamespace(
+        dtype="int8", fused=True, model=SimpleNamespace(config=SimpleNamespace(num_hidden_layers=33))
+    )
+    assert computed_with("hub/id", "int8", ["cpu"], mlm=loaded)["int8_float_layers"] == 2
+    assert "int8_float_layers" not in computed_with("hub/id", "int8", ["cpu"])  # unknown: nothing recorded

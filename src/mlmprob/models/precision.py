@@ -26,7 +26,7 @@ import warnings
 import torch
 
 from ..errors import ModelLoadError
-from ..runtime.device import cpu_flags, int8_reduce_range  # noqa: F401 - re-exported
+from ..runtime.device import cpu_flags, int8_float_layers, int8_reduce_range  # noqa: F401 - re-exported
 
 INT8 = torch.int8
 
@@ -85,15 +85,6 @@ def quantize_linears(module: torch.nn.Module, skip: tuple[torch.nn.Module, ...] 
         else:
             n += quantize_linears(child, skip)
     return n
-
-
-def int8_float_layers(n_layers: int) -> int:
-    """How many of an encoder's first layers an int8 model keeps in float32: one per twelve layers.
-
-    >>> [int8_float_layers(n) for n in (2, 6, 12, 30, 33, 36)]
-    [0, 0, 1, 2, 2, 3]
-    """
-    return n_layers // 12
 
 
 def _float_layers(base: torch.nn.Module) -> tuple[torch.nn.Module, ...]:

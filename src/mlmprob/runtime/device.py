@@ -77,6 +77,15 @@ def int8_reduce_range(flags: frozenset[str] | None = None) -> bool:
     return "avx512_vnni" not in flags
 
 
+def int8_float_layers(n_layers: int) -> int:
+    """How many of an encoder's first layers an int8 model keeps in float32: one per twelve layers.
+
+    >>> [int8_float_layers(n) for n in (2, 6, 12, 30, 33, 36)]
+    [0, 0, 1, 2, 2, 3]
+    """
+    return n_layers // 12
+
+
 def fused_default() -> bool:
     """Whether models get mlmprob's fused forward where one exists: yes unless ``$MLMPROB_FUSED`` is ``0``."""
     return os.environ.get(FUSED_ENV, "1").strip().lower() not in ("0", "false", "no", "off")

@@ -36,6 +36,7 @@ to join such a part with a part that has one.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -141,8 +142,27 @@ def computed_with(model, dtype_spec, devices: Sequence[str], *, batch_tokens: in
     if path is not None:
         block["model_path"] = path
     if dtype == "int8":
-        from .device import int8_reduce_range
+        from .device import int8_float_layers, int8_reduce_range
 
         block["batch_tokens"] = int(batch_tokens) if batch_tokens is not None else defaults.BATCH_TOKENS
         block["int8_activations"] = 7 if int8_reduce_range() else 8
+        float_layers = int8_float_layers(_layer_count(model, mlm) or 0)
+        if float_layers:  # int8 before 0.2.0 quantized every layer: such a run must not resume under this scheme
+            block["int8_float_layers"] = float_layers
     return block
+
+
+def _layer_count(model, mlm=None) -> int | None:
+    """The encoder layers of the loaded ``mlm``, or of the folder ``model``'s ``config.json``; None where unknown
+    (built-in names, all under 12 layers; hub ids)."""
+    cfg = getattr(getattr(mlm, "model", None), "config", None)
+    if cfg is None:
+        path = _model_path(model)
+        try:
+            cfg_dict = json.loads((Path(path) / "config.json").read_text()) if path else {}
+        except (OSError, ValueError):
+            cfg_dict = {}
+        n = cfg_dict.get("num_hidden_layers", cfg_dict.get("n_layers"))
+    else:
+        n = getattr(cfg, "num_hidden_layers", getattr(cfg, "n_layers", None))
+    return n if isinstance(n, int) else None
