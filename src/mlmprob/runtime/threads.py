@@ -15,10 +15,12 @@ norms, GELU, embeddings, softmax) gave the same bits at 1-4 threads. So:
   ``F.linear`` and ``F.scaled_dot_product_attention`` sent, wherever called (transformers' code and the LM
   heads included), to :func:`linear` and :func:`attention` (on the CPU).
 - :func:`linear`: a product of more than :data:`ROWS` rows runs as one threaded MKL call when MKL is in
-  its strict mode (:func:`strict_cnr`); a smaller one, or any without the strict mode
-  (``MKL_CBWR=`` cleared), runs in fixed blocks of :data:`ROWS` rows, each by single-threaded MKL, the
-  blocks on ``torch.get_num_threads()`` worker threads: which thread computes a block does not change its
-  bits. The fused ESM-2/BERT/RoBERTa forward (:mod:`mlmprob.models.fused`) multiplies through it.
+  its strict mode (:func:`strict_cnr`), and without it (``MKL_CBWR=`` cleared) in fixed blocks of
+  :data:`ROWS` rows; a product of at most :data:`ROWS` rows (the last layer at the reads, the LM heads) in
+  fixed blocks of output columns (:func:`column_width`, fixed by the shape). Each block by single-threaded
+  MKL, the blocks on ``torch.get_num_threads()`` threads (the caller's included): which thread computes a
+  block does not change its bits, and the blocks are the same at every thread count, one included. The fused
+  ESM-2/BERT/RoBERTa forward (:mod:`mlmprob.models.fused`) multiplies through it.
 - :func:`attention`: in MKL's strict mode, torch's fused attention kernel (flash attention), which gives
   the same bits at 1-4 threads there; without the strict mode (where that kernel calls MKL from torch's
   OpenMP workers with thread-dependent bits) :func:`blocked_attention`: the two products and the softmax
@@ -38,7 +40,9 @@ from __future__ import annotations
 import ctypes
 import functools
 import glob
+import math
 import os
+import queue
 import threading
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -53,6 +57,26 @@ from ..defaults import THREAD_INVARIANT_ENV
 ROWS = 256
 """Rows per block of :func:`linear` (a multiple of 64, so every block starts as aligned as the first), and
 the most rows a product has that :func:`linear` keeps off MKL's threads in the strict mode."""
+
+
+COLUMN_WORK = 1 << 23
+"""Fewest multiply-adds of one block of output columns of :func:`linear` (about 0.13 ms at one thread here; a
+block costs about 25 us more than its share of one call)."""
+
+COLUMN_BLOCKS = 8
+"""Most blocks of output columns of one product of :func:`linear`."""
+
+
+def column_width(rows: int, inner: int, cols: int) -> int:
+    """Output columns per block of a product of ``rows`` (at most :data:`ROWS`) rows ``[rows, inner] x [inner,
+    cols]`` in :func:`linear`: a multiple of 64, at least :data:`COLUMN_WORK` multiply-adds per block, at most
+    :data:`COLUMN_BLOCKS` blocks. Fixed by the shape, never by the thread count.
+
+    >>> column_width(32, 768, 30522), column_width(32, 768, 768), column_width(1, 768, 768)
+    (3840, 384, 10944)
+    """
+    width = max(-(-COLUMN_WORK // max(1, rows * inner)), -(-cols // COLUMN_BLOCKS))
+    return -(-width // 64) * 64
 
 
 def enabled() -> bool:
@@ -167,9 +191,10 @@ def _pool(n: int) -> ThreadPoolExecutor:
 
 
 def run_blocks(fn, starts: Sequence) -> None:
-    """``fn(task)`` for every task (a block's start, or any key of a block), on the pool's
-    ``torch.get_num_threads()`` threads (in this thread, with single-threaded MKL, at one thread or one block).
-    ``fn`` writes its own part of a preallocated output."""
+    """``fn(task)`` for every task (a block's start, or any key of a block), on ``torch.get_num_threads()``
+    threads: the calling thread and the pool's, each taking the next task until none is left, each with
+    single-threaded MKL and torch kernels (in this thread alone at one thread or one task). ``fn`` writes its
+    own part of a preallocated output."""
     threads = torch.get_num_threads()
     if threads == 1 or len(starts) == 1:
         with sequential_blas():
@@ -177,13 +202,29 @@ def run_blocks(fn, starts: Sequence) -> None:
                 fn(s)
         return
     inference, grad = torch.is_inference_mode_enabled(), torch.is_grad_enabled()
+    tasks: queue.SimpleQueue = queue.SimpleQueue()
+    for s in starts:
+        tasks.put(s)
 
-    def job(s):
+    def drain():
         with torch.inference_mode(inference), torch.set_grad_enabled(grad):
-            fn(s)
+            while True:
+                try:
+                    s = tasks.get_nowait()
+                except queue.Empty:
+                    return
+                fn(s)
 
-    for j in [_pool(threads).submit(job, s) for s in starts]:
-        j.result()
+    jobs = [_pool(threads - 1).submit(drain) for _ in range(min(threads, len(starts)) - 1)]
+    omp = _omp_set_local()  # this thread's share with torch's own kernels serial too, as in the pool's
+    try:
+        with sequential_blas():
+            omp is not None and omp(1)
+            drain()
+    finally:
+        omp is not None and omp(threads)
+        for j in jobs:
+            j.result()
 
 
 @lru_cache(maxsize=1)
@@ -218,24 +259,36 @@ def _can_block(x: torch.Tensor, weight: torch.Tensor) -> bool:
 def linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None) -> torch.Tensor:
     """``F.linear(x, weight, bias)`` whose bits do not depend on the thread count. A product of more than
     :data:`ROWS` rows under MKL's strict reproducibility mode (:func:`strict_cnr`, the default) runs as one
-    threaded MKL call (``torch.get_num_threads()`` threads); any other: rows in blocks of :data:`ROWS`, each
-    multiplied by single-threaded MKL, the blocks on the pool, the bias added after. Off (plain
+    threaded MKL call (``torch.get_num_threads()`` threads); a larger one without the strict mode: rows in blocks
+    of :data:`ROWS`, the bias added after; one of at most :data:`ROWS` rows: output columns in blocks of
+    :func:`column_width`, the bias added per block. Each block by single-threaded MKL, the blocks by
+    :func:`run_blocks`. Off (plain
     ``F.linear``) when :func:`enabled` is false, without MKL, for tensors not on the CPU or not
     float32/float64, and where gradients are recorded."""
     if not _can_block(x, weight):
         return F.linear(x, weight, bias)
-    m = x.numel() // max(1, x.shape[-1])
+    m = math.prod(x.shape[:-1])
     if m > ROWS and strict_cnr():
         with _mkl_threads(torch.get_num_threads()):
             return F.linear(x, weight, bias)
-    lead = x.shape[:-1]
-    x2 = x.reshape(-1, x.shape[-1]).contiguous()
+    lead, n = x.shape[:-1], weight.shape[0]
+    x2 = x.reshape(m, x.shape[-1]).contiguous()
     wt = weight.t()
-    out = x2.new_empty(x2.shape[0], weight.shape[0])
-    run_blocks(lambda s: torch.mm(x2[s : s + ROWS], wt, out=out[s : s + ROWS]), list(range(0, m, ROWS)) or [0])
-    if bias is not None:
-        out.add_(bias)
-    return out.view(*lead, weight.shape[0])
+    out = x2.new_empty(x2.shape[0], n)
+    if m > ROWS:
+        run_blocks(lambda s: torch.mm(x2[s : s + ROWS], wt, out=out[s : s + ROWS]), list(range(0, m, ROWS)))
+        if bias is not None:
+            out.add_(bias)
+    else:
+        w = column_width(m, x2.shape[1], n)
+
+        def block(c):
+            torch.mm(x2, wt[:, c : c + w], out=out[:, c : c + w])
+            if bias is not None:
+                out[:, c : c + w].add_(bias[c : c + w])
+
+        run_blocks(block, list(range(0, n, w)) or [0])
+    return out.view(*lead, n)
 
 
 ATTENTION_CHUNK = 1 << 18
