@@ -32,7 +32,7 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from ..runtime.threads import attention
+from ..runtime.threads import attention, direct_products
 from ..runtime.threads import enabled as invariant_enabled
 from ..runtime.threads import linear as _invariant_linear
 from .precision import Int8Linear
@@ -169,6 +169,7 @@ class _Fused:
         raise NotImplementedError
 
     @torch.inference_mode()
+    @direct_products()  # the products and attention below call the invariant ones themselves: no per-op routing
     def hidden(
         self,
         ids: torch.Tensor,
