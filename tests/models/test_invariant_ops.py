@@ -138,3 +138,123 @@ def test_the_strict_mode_is_claimed_only_where_mkl_can_have_read_it(code, strict
         [sys.executable, "-c", probe], env=env, capture_output=True, text=True, timeout=300, check=True
     )
     assert out.stdout.split("\n")[0] == f"{strict} {value}"
+
+
+@pytest.mark.parametrize("strict", [True, False], ids=["strict-cnr", "blocks"])
+def test_small_row_products_in_column_blocks_same_bits(monkeypatch, strict):
+    """Products of at most ``ROWS`` rows (the last layer at the reads, the LM heads, BERT-base's ``[32, 768] x
+    [768, 30522]`` decoder included) in fixed blocks of output columns on the threads: the same bits at 1-4
+    threads, the same blocks at every thread count, and F.linear's values within float32 rounding."""
+    monkeypatch.setattr(rt, "strict_cnr", lambda: strict)
+    seen: list[list] = []
+    run = rt.run_blocks
+    monkeypatch.setattr(rt, "run_blocks", lambda fn, starts: seen.append(list(starts)) or run(fn, starts))
+    g = torch.Generator().manual_seed(4)
+    for lead, k, n, bias in [((32,), 768, 30522, True), ((4, 8), 768, 3072, True), ((rt.ROWS,), 96, 1000, False)]:
+        x, w = torch.randn(*lead, k, generator=g), torch.randn(n, k, generator=g) / k**0.5
+        b = torch.randn(n, generator=g) if bias else None
+        seen.clear()
+        got = _at_threads(lambda x=x, w=w, b=b: rt.linear(x, w, b))
+        width = rt.column_width(x.numel() // k, k, n)
+        assert seen == [list(range(0, n, width))] * 4 and len(seen[0]) > 1, (lead, k, n)
+        assert all(torch.equal(got[1], got[t]) for t in (2, 3, 4)), (lead, k, n)
+        assert got[1].shape == (*lead, n)
+        assert torch.allclose(got[1], F.linear(x, w, b), rtol=1e-5, atol=1e-5)
+
+
+def test_column_width_fixed_by_the_shape():
+    for rows, k, n in [(1, 16, 8), (1, 768, 768), (32, 768, 768), (32, 768, 30522), (256, 3072, 768), (7, 5, 100000)]:
+        w = rt.column_width(rows, k, n)
+        blocks = -(-n // w)
+        assert w % 64 == 0 and 1 <= blocks <= rt.COLUMN_BLOCKS
+        assert blocks == 1 or rows * k * w >= rt.COLUMN_WORK
+
+
+def test_run_blocks_runs_every_task_once_and_restores_the_threads():
+    import threading
+
+    before = torch.get_num_threads()
+    try:
+        torch.set_num_threads(3)
+        done, lock = [], threading.Lock()
+
+        def task(s):
+            with lock:
+                done.append((s, torch.get_num_threads()))
+
+        rt.run_blocks(task, list(range(40)))
+        assert sorted(s for s, _ in done) == list(range(40))
+        assert {n for _, n in done} == {1}  # torch's kernels serial in every thread that took a task
+        assert torch.get_num_threads() == 3
+
+        def fail(s):
+            if s == 7:
+                raise ValueError("seven")
+
+        with pytest.raises(ValueError, match="seven"):
+            rt.run_blocks(fail, list(range(10)))
+        assert torch.get_num_threads() == 3
+    finally:
+        torch.set_num_threads(before)
+
+
+def test_rotary_real_arithmetic_rounds_as_the_products_of_halves():
+    """The exact rotary (factors ``[c | c]``, ``[s | s]`` over whole rows) gives the bits of ``(a c - b s, a s +
+    b c)`` from the halves, for the full layers and the last layer at the reads, at 1-4 threads."""
+    from mlmprob.models.fused import FusedEsm
+
+    fz = object.__new__(FusedEsm)
+    fz.head_dim = 24
+    g = torch.Generator().manual_seed(5)
+    qkv = torch.randn(6, 34, 3, 4, 24, generator=g)  # q and k as the fused Q/K/V's views
+    angle = torch.arange(34.0)[:, None] * torch.rand(12, generator=g)[None, :]
+    rot = torch.polar(torch.ones_like(angle), angle)
+    rows, cols = torch.arange(6), torch.randint(0, 34, (6,), generator=g)
+
+    def halves(x, r):
+        a, b, out = x[..., :12], x[..., 12:], torch.empty(x.shape)
+        out[..., 0::2], out[..., 1::2] = a * r.real - b * r.imag, a * r.imag + b * r.real
+        return out
+
+    def both():
+        full = fz._position(qkv[:, :, 0], qkv[:, :, 1], rot, None, exact=True)
+        reads = fz._position(qkv[rows, cols, 0].unsqueeze(1), qkv[rows, :, 1], rot, cols, exact=True)
+        return full + reads
+
+    got = _at_threads(both)
+    want = (
+        halves(qkv[:, :, 0], rot[:, None, :]),
+        halves(qkv[:, :, 1], rot[:, None, :]),
+        halves(qkv[rows, cols, 0].unsqueeze(1), rot[cols][:, None, None, :]),
+        halves(qkv[rows, :, 1], rot[:, None, :]),
+    )
+    for t in (1, 2, 3, 4):
+        assert all(torch.equal(a, b) for a, b in zip(got[t], want, strict=True)), t
+
+
+def test_direct_products_suspend_the_routing_of_the_forward(monkeypatch):
+    """The fused forward calls the invariant products itself and suspends the routing of ``invariant_method``
+    (about 2.4 us per torch call); it comes back after, and outside a forward there is nothing to suspend."""
+    calls = []
+    monkeypatch.setattr(rt, "linear", lambda *a: calls.append("linear") or F.linear(*a))
+
+    class M:
+        device, dtype = torch.device("cpu"), torch.float32
+
+        @rt.invariant_method
+        def forward(self, x):
+            with rt.direct_products():
+                F.linear(x, torch.ones(2, 3))
+                self.inner(x)
+                F.linear(x, torch.ones(2, 3))
+            return F.linear(x, torch.ones(2, 3))
+
+        @rt.invariant_method
+        def inner(self, x):  # a forward inside: routed again
+            return F.linear(x, torch.ones(2, 3))
+
+    M().forward(torch.ones(4, 3))
+    assert calls == ["linear", "linear"]
+    with rt.direct_products():
+        assert F.linear(torch.ones(1, 3), torch.ones(2, 3)).shape == (1, 2)
+    assert calls == ["linear", "linear"]

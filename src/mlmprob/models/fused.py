@@ -33,7 +33,7 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from ..runtime.threads import attention
+from ..runtime.threads import attention, direct_products
 from ..runtime.threads import enabled as invariant_enabled
 from ..runtime.threads import linear as _invariant_linear
 from .precision import Int8Linear
@@ -189,6 +189,7 @@ class _Fused:
         raise NotImplementedError
 
     @torch.inference_mode()
+    @direct_products()  # the products and attention below call the invariant ones themselves: no per-op routing
     def hidden(
         self,
         ids: torch.Tensor,
@@ -250,10 +251,15 @@ class FusedEsm(_Fused):
         x = x.float()
         a, b = x[..., :half], x[..., half:]
         if real or (real is None and x.device.type not in ("cpu", "cuda")):
-            c, s = rot.real, rot.imag
-            out = torch.empty_like(x)  # the pairs interleaved, written in place (no stacked copy: 2.5x faster)
-            torch.sub(a * c, b * s, out=out[..., 0::2])
-            torch.add(a * s, b * c, out=out[..., 1::2])
+            # [a | b] times [c | c] and [s | s], the factors contiguous over heads (one vectorised pass each,
+            # 1.4x faster than four products of strided halves; the same roundings), then the pairs
+            # (ac - bs, as + bc) written interleaved in place
+            shape = x.shape[-rot.dim() :]
+            c, s = (torch.cat([p, p], -1).expand(shape).contiguous() for p in (rot.real, rot.imag))
+            xc, xs = x * c, x * s
+            out = torch.empty_like(xc)
+            torch.sub(xc[..., :half], xs[..., half:], out=out[..., 0::2])
+            torch.add(xs[..., :half], xc[..., half:], out=out[..., 1::2])
             return out
         return torch.view_as_real(torch.complex(a, b) * rot).flatten(-2)
 

@@ -1,29 +1,29 @@
 """Float32 results that do not depend on the thread count (issue 28; issue 37: at the speed of the threaded
 kernels): every matrix product of a forward summed in an order that the thread count does not change.
 
-Intel MKL's threaded ``sgemm`` splits small products between threads differently at 1, 2, 3 or 4 threads:
-on an AMD EPYC (AVX2), 401 of 3039 ``F.linear`` shapes gave different bits at 1-4 threads even in MKL's
-strict reproducibility mode ``MKL_CBWR=AUTO,STRICT``, every one with at most 32 rows; without that mode
-more (docs/results/precision/threads_repro.md). In the strict mode (which ``import mlmprob`` sets) none of
-the products with more rows moved, there or on an Intel Xeon (AVX-512), and MKL documents ``?gemm`` as
-reproducible across thread counts in it. Every other operation of the forward passes scanned (layer
-norms, GELU, embeddings, softmax) gave the same bits at 1-4 threads. So:
+Intel MKL's threaded ``sgemm`` splits small products between threads differently at 1-4 threads: on an AMD
+EPYC, 401 of 3039 ``F.linear`` shapes moved even in MKL's strict reproducibility mode ``MKL_CBWR=AUTO,STRICT``
+(which ``import mlmprob`` sets), every one with at most 32 rows; none with more rows, there or on an Intel
+Xeon, and MKL documents ``?gemm`` as reproducible across thread counts in it (docs/results/precision/
+threads_repro.md). Every other operation of the forwards scanned (layer norms, GELU, softmax) kept its bits. So:
 
 - :func:`sequential_blas` (a context manager and decorator) makes MKL single-threaded in the calling
   thread while it is active (MKL's thread-local setting; torch's own kernels keep their threads).
   :class:`mlmprob.models.hf.HFMaskedLM` runs every forward inside it (:func:`invariant_method`), with
   ``F.linear`` and ``F.scaled_dot_product_attention`` sent, wherever called (transformers' code and the LM
-  heads included), to :func:`linear` and :func:`attention` (on the CPU).
+  heads included), to :func:`linear` and :func:`attention` (on the CPU); the fused forward, which calls them
+  itself, suspends that routing (:func:`direct_products`).
 - :func:`linear`: a product of more than :data:`ROWS` rows runs as one threaded MKL call when MKL is in
-  its strict mode (:func:`strict_cnr`); a smaller one, or any without the strict mode
-  (``MKL_CBWR=`` cleared), runs in fixed blocks of :data:`ROWS` rows, each by single-threaded MKL, the
-  blocks on ``torch.get_num_threads()`` worker threads: which thread computes a block does not change its
-  bits. The fused ESM-2/BERT/RoBERTa forward (:mod:`mlmprob.models.fused`) multiplies through it.
-- :func:`attention`: in MKL's strict mode, torch's fused attention kernel (flash attention), which gives
-  the same bits at 1-4 threads there; without the strict mode (where that kernel calls MKL from torch's
-  OpenMP workers with thread-dependent bits) :func:`blocked_attention`: the two products and the softmax
-  per head and block of batch rows (blocks fixed by the shapes), each by single-threaded MKL and serial
-  torch kernels on the worker threads.
+  its strict mode (:func:`strict_cnr`), and without it (``MKL_CBWR=`` cleared) in fixed blocks of
+  :data:`ROWS` rows; a product of at most :data:`ROWS` rows (the last layer at the reads, the LM heads) in
+  fixed blocks of output columns (:func:`column_width`, fixed by the shape). Each block by single-threaded
+  MKL, the blocks on ``torch.get_num_threads()`` threads (the caller's included): which thread computes a
+  block does not change its bits, and the blocks are the same at every thread count, one included. The fused
+  ESM-2/BERT/RoBERTa forward (:mod:`mlmprob.models.fused`) multiplies through it.
+- :func:`attention`: in MKL's strict mode, torch's fused attention kernel (flash attention), which gives the
+  same bits at 1-4 threads there; without it (where that kernel's MKL calls on torch's OpenMP workers give
+  thread-dependent bits) :func:`blocked_attention`: the two products and the softmax per head and block of
+  batch rows (fixed by the shapes), each by single-threaded MKL and serial torch kernels, on the threads.
 
 ``$MLMPROB_THREAD_INVARIANT=0`` (:data:`mlmprob.defaults.THREAD_INVARIANT_ENV`) turns all of it off (read at
 every call). Where torch has no MKL (some ARM builds), it does nothing and nothing is guaranteed.
@@ -38,7 +38,9 @@ from __future__ import annotations
 import ctypes
 import functools
 import glob
+import math
 import os
+import queue
 import threading
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -53,6 +55,24 @@ from ..defaults import THREAD_INVARIANT_ENV
 ROWS = 256
 """Rows per block of :func:`linear` (a multiple of 64, so every block starts as aligned as the first), and
 the most rows a product has that :func:`linear` keeps off MKL's threads in the strict mode."""
+
+COLUMN_WORK = 1 << 23
+"""Fewest multiply-adds per block of output columns of :func:`linear` (0.13 ms at one thread here)."""
+
+COLUMN_BLOCKS = 8
+"""Most blocks of output columns of one product of :func:`linear`."""
+
+
+def column_width(rows: int, inner: int, cols: int) -> int:
+    """Output columns per block of a product of ``rows`` (at most :data:`ROWS`) rows ``[rows, inner] x [inner,
+    cols]`` in :func:`linear`: a multiple of 64, at least :data:`COLUMN_WORK` multiply-adds per block, at most
+    :data:`COLUMN_BLOCKS` blocks. Fixed by the shape, never by the thread count.
+
+    >>> column_width(32, 768, 30522), column_width(32, 768, 768), column_width(1, 768, 768)
+    (3840, 384, 10944)
+    """
+    width = max(-(-COLUMN_WORK // max(1, rows * inner)), -(-cols // COLUMN_BLOCKS))
+    return -(-width // 64) * 64
 
 
 def enabled() -> bool:
@@ -91,15 +111,8 @@ def _one_thread(set_local) -> int:
 @contextmanager
 def sequential_blas():
     """MKL single-threaded in this thread while active (restored after; nests). Also a decorator."""
-    set_local = _mkl_set_local() if enabled() else None
-    if set_local is None:
+    with _mkl_threads(1) if enabled() and available() else nullcontext():
         yield
-        return
-    old = _one_thread(set_local)
-    try:
-        yield
-    finally:
-        set_local(old)
 
 
 def invariant_method(fn):
@@ -113,16 +126,31 @@ def invariant_method(fn):
     def wrapper(self, *args, **kwargs):
         cpu = torch.device(getattr(self, "device", "cpu")).type == "cpu"
         exact = getattr(self, "dtype", None) != torch.int8  # int8 (fbgemm): no invariance to keep, torch's attention
-        with sequential_blas(), _Invariant() if cpu and exact and enabled() else nullcontext():
-            return fn(self, *args, **kwargs)
+        mode = _Invariant() if cpu and exact and enabled() else None
+        outer, _ACTIVE.mode = getattr(_ACTIVE, "mode", None), mode
+        try:
+            with sequential_blas(), mode or nullcontext():
+                return fn(self, *args, **kwargs)
+        finally:
+            _ACTIVE.mode = outer
 
     return wrapper
 
 
-def _math_attention():
-    from torch.nn.attention import SDPBackend, sdpa_kernel
+_ACTIVE = threading.local()  # .mode: the routing mode of this thread's innermost invariant_method, or None
 
-    return sdpa_kernel([SDPBackend.MATH])
+
+@contextmanager
+def direct_products():
+    """The routing of :func:`invariant_method` suspended in this thread while active, for code that calls
+    :func:`linear` and :func:`attention` itself (the fused forward): 2.4 us less per torch call here."""
+    mode = getattr(_ACTIVE, "mode", None)
+    if mode is not None:
+        mode.__exit__(None, None, None)
+    try:
+        yield
+    finally:
+        mode is not None and mode.__enter__()
 
 
 _POOL: dict = {}
@@ -167,9 +195,9 @@ def _pool(n: int) -> ThreadPoolExecutor:
 
 
 def run_blocks(fn, starts: Sequence) -> None:
-    """``fn(task)`` for every task (a block's start, or any key of a block), on the pool's
-    ``torch.get_num_threads()`` threads (in this thread, with single-threaded MKL, at one thread or one block).
-    ``fn`` writes its own part of a preallocated output."""
+    """``fn(task)`` for every task (a block's start, or any key of a block) on ``torch.get_num_threads()`` threads,
+    this one and the pool's, each taking the next task, with single-threaded MKL and torch kernels (in this thread
+    alone at one thread or one task). ``fn`` writes its own part of a preallocated output."""
     threads = torch.get_num_threads()
     if threads == 1 or len(starts) == 1:
         with sequential_blas():
@@ -177,13 +205,29 @@ def run_blocks(fn, starts: Sequence) -> None:
                 fn(s)
         return
     inference, grad = torch.is_inference_mode_enabled(), torch.is_grad_enabled()
+    tasks: queue.SimpleQueue = queue.SimpleQueue()
+    for s in starts:
+        tasks.put(s)
 
-    def job(s):
+    def drain():
         with torch.inference_mode(inference), torch.set_grad_enabled(grad):
-            fn(s)
+            while True:
+                try:
+                    s = tasks.get_nowait()
+                except queue.Empty:
+                    return
+                fn(s)
 
-    for j in [_pool(threads).submit(job, s) for s in starts]:
-        j.result()
+    jobs = [_pool(threads - 1).submit(drain) for _ in range(min(threads, len(starts)) - 1)]
+    omp = _omp_set_local()  # this thread's share with torch's own kernels serial too, as in the pool's
+    try:
+        with sequential_blas():
+            omp is not None and omp(1)
+            drain()
+    finally:
+        omp is not None and omp(threads)
+        for j in jobs:
+            j.result()
 
 
 @lru_cache(maxsize=1)
@@ -216,26 +260,35 @@ def _can_block(x: torch.Tensor, weight: torch.Tensor) -> bool:
 
 
 def linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None) -> torch.Tensor:
-    """``F.linear(x, weight, bias)`` whose bits do not depend on the thread count. A product of more than
-    :data:`ROWS` rows under MKL's strict reproducibility mode (:func:`strict_cnr`, the default) runs as one
-    threaded MKL call (``torch.get_num_threads()`` threads); any other: rows in blocks of :data:`ROWS`, each
-    multiplied by single-threaded MKL, the blocks on the pool, the bias added after. Off (plain
-    ``F.linear``) when :func:`enabled` is false, without MKL, for tensors not on the CPU or not
-    float32/float64, and where gradients are recorded."""
+    """``F.linear(x, weight, bias)`` whose bits do not depend on the thread count. More than :data:`ROWS` rows: one
+    threaded MKL call in MKL's strict mode (:func:`strict_cnr`, the default), else blocks of :data:`ROWS` rows;
+    at most :data:`ROWS` rows: blocks of :func:`column_width` output columns. Each block by single-threaded MKL,
+    the blocks by :func:`run_blocks`, the bias added after. Off (plain ``F.linear``) when :func:`enabled` is
+    false, without MKL, for tensors not on the CPU or not float32/float64, and where gradients are recorded."""
     if not _can_block(x, weight):
         return F.linear(x, weight, bias)
-    m = x.numel() // max(1, x.shape[-1])
+    m = math.prod(x.shape[:-1])
     if m > ROWS and strict_cnr():
         with _mkl_threads(torch.get_num_threads()):
             return F.linear(x, weight, bias)
-    lead = x.shape[:-1]
-    x2 = x.reshape(-1, x.shape[-1]).contiguous()
+    lead, n = x.shape[:-1], weight.shape[0]
+    x2 = x.reshape(m, x.shape[-1]).contiguous()
     wt = weight.t()
-    out = x2.new_empty(x2.shape[0], weight.shape[0])
-    run_blocks(lambda s: torch.mm(x2[s : s + ROWS], wt, out=out[s : s + ROWS]), list(range(0, m, ROWS)) or [0])
-    if bias is not None:
-        out.add_(bias)
-    return out.view(*lead, weight.shape[0])
+    out = x2.new_empty(x2.shape[0], n)
+    if m > ROWS:
+        run_blocks(lambda s: torch.mm(x2[s : s + ROWS], wt, out=out[s : s + ROWS]), list(range(0, m, ROWS)))
+        if bias is not None:
+            out.add_(bias)
+    else:
+        w = column_width(m, x2.shape[1], n)
+
+        def block(c):
+            torch.mm(x2, wt[:, c : c + w], out=out[:, c : c + w])
+            if bias is not None:
+                out[:, c : c + w].add_(bias[c : c + w])
+
+        run_blocks(block, list(range(0, n, w)) or [0])
+    return out.view(*lead, n)
 
 
 ATTENTION_CHUNK = 1 << 18
@@ -262,16 +315,16 @@ def _attention_fits(q, k, v, attn_mask, dropout_p, is_causal, enable_gqa) -> boo
 def attention(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None, enable_gqa=False):
     """``F.scaled_dot_product_attention`` whose bits do not depend on the thread count: ``softmax(q k^T * scale + mask)
     v`` for ``[B, heads, Lq, d]`` inputs. In MKL's strict mode (:func:`strict_cnr`) by torch's fused kernel
-    (:func:`_fused_attention`); otherwise, or where that kernel declines the inputs, batch rows in blocks fixed
-    by the shapes (:data:`ATTENTION_CHUNK` scores each), each block by single-threaded MKL and serial torch
-    kernels, the blocks on the pool. ``attn_mask``: boolean (True attends) or added to the scores; a fully
-    masked row gives zeros, as torch's math kernel does. Arguments it does not cover (dropout, causal, grouped
-    queries, gradients) go to torch's math kernel in this thread with single-threaded MKL; off (torch's own)
-    when :func:`enabled` is false."""
+    (:func:`_fused_attention`); otherwise, or where that kernel declines the inputs, :func:`blocked_attention`.
+    ``attn_mask``: boolean (True attends) or added to the scores; a fully masked row gives zeros, as torch's math
+    kernel does. Arguments it does not cover (dropout, causal, grouped queries, gradients) go to torch's math
+    kernel in this thread with single-threaded MKL; off (torch's own) when :func:`enabled` is false."""
     if not _attention_fits(query, key, value, attn_mask, dropout_p, is_causal, enable_gqa):
         if not enabled():
             return F.scaled_dot_product_attention(query, key, value, attn_mask, dropout_p, is_causal, scale=scale)
-        with sequential_blas(), _math_attention():
+        from torch.nn.attention import SDPBackend, sdpa_kernel
+
+        with sequential_blas(), sdpa_kernel([SDPBackend.MATH]):
             return F.scaled_dot_product_attention(
                 query, key, value, attn_mask, dropout_p, is_causal, scale=scale, enable_gqa=enable_gqa
             )
@@ -288,13 +341,11 @@ def attention(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False,
 
 
 def _fused_attention(q, k, v, mask, scale) -> torch.Tensor | None:
-    """torch's fused CPU attention kernel (flash attention, on torch's threads), or None where it does not
-    take the inputs. In MKL's strict mode it gives the same bits at 1-4 threads (every output block is
-    computed by one thread, in an order fixed by the shapes; the scans of docs/results/precision/
-    threads_repro.md and threads_fast.md); without the strict mode it does not, and :func:`attention` uses
-    :func:`blocked_attention`. Called as an operator (what ``F.scaled_dot_product_attention`` runs on the CPU,
-    the same bits, a boolean mask made additive as it does), so that no process-wide backend setting or warning
-    filter is touched: safe from several threads."""
+    """torch's fused CPU attention kernel (flash attention, on torch's threads), or None where it declines the
+    inputs. Same bits at 1-4 threads in MKL's strict mode (each output block by one thread in an order fixed by
+    the shapes; the scans of docs/results/precision/threads_repro.md, threads_fast.md), not without it. Called as
+    the operator ``F.scaled_dot_product_attention`` runs on the CPU (same bits; a boolean mask made additive as
+    it does): no process-wide backend setting or warning filter touched, safe from several threads."""
     if mask is not None:
         if mask.dtype == torch.bool:
             mask = torch.zeros(mask.shape, dtype=q.dtype, device=q.device).masked_fill_(~mask, float("-inf"))
@@ -309,9 +360,10 @@ def _fused_attention(q, k, v, mask, scale) -> torch.Tensor | None:
 
 
 def blocked_attention(q, k, v, mask, scale, softmax=torch.softmax) -> torch.Tensor:
-    """The work of :func:`attention` (its inputs checked): ``mask`` 4-d (boolean or added) or None. One task
-    per head and block of batch rows (``[rows, Lq, d]`` slices: no copies of transposed inputs), the tasks
-    on the pool; the output ``[B, heads, Lq, dv]`` is a view of a ``[B, Lq, heads, dv]`` tensor."""
+    """The work of :func:`attention` (its inputs checked): ``mask`` 4-d (boolean or added) or None. One task per head
+    and block of batch rows (:data:`ATTENTION_CHUNK` scores each, fixed by the shapes; ``[rows, Lq, d]`` slices, no
+    copies), each by single-threaded MKL and serial torch kernels, by :func:`run_blocks`; the output ``[B, heads,
+    Lq, dv]`` is a view of a ``[B, Lq, heads, dv]`` tensor."""
     b, heads, lq, _ = q.shape
     step = max(1, ATTENTION_CHUNK // max(1, lq * k.shape[2]))
     out = q.new_empty(b, lq, heads, v.shape[3])
