@@ -89,18 +89,12 @@ def weights_dtype_text(model, devices: Sequence[str]) -> str:
     >>> weights_dtype_text("antiberty", ["cpu"]), weights_dtype_text("no/such/hub-id", ["cpu"])
     ('float32', 'weights')
     """
-    import json
-
     from .device import resolve_device
 
     if str(model) in defaults.BUILTIN_MODELS:
         return "float32"
-    path = _model_path(model)
-    if path is None:
-        return "weights"
-    try:
-        cfg = json.loads((Path(path) / "config.json").read_text())
-    except (OSError, ValueError):
+    cfg = _folder_config(model)
+    if cfg is None:
         return "weights"
     text = str(cfg.get("dtype") or cfg.get("torch_dtype") or "float32").replace("torch.", "")
     if text in _HALF and any(resolve_device(d).type == "cpu" for d in (devices or ["auto"])):
@@ -116,6 +110,18 @@ def _model_path(model) -> str | None:
         return str(path.resolve()) if path.is_dir() else None
     except OSError:
         return None
+
+
+def _folder_config(model) -> dict | None:
+    """The ``config.json`` of ``model`` when it is a local folder with a readable one; else None."""
+    path = _model_path(model)
+    if path is None:
+        return None
+    try:
+        cfg = json.loads((Path(path) / "config.json").read_text())
+    except (OSError, ValueError):
+        return None
+    return cfg if isinstance(cfg, dict) else None
 
 
 def computed_with(model, dtype_spec, devices: Sequence[str], *, batch_tokens: int | None = None, mlm=None) -> dict:
@@ -157,12 +163,8 @@ def _layer_count(model, mlm=None) -> int | None:
     (built-in names, all under 12 layers; hub ids)."""
     cfg = getattr(getattr(mlm, "model", None), "config", None)
     if cfg is None:
-        path = _model_path(model)
-        try:
-            cfg_dict = json.loads((Path(path) / "config.json").read_text()) if path else {}
-        except (OSError, ValueError):
-            cfg_dict = {}
-        n = cfg_dict.get("num_hidden_layers", cfg_dict.get("n_layers"))
+        folder = _folder_config(model) or {}
+        n = folder.get("num_hidden_layers", folder.get("n_layers"))
     else:
         n = getattr(cfg, "num_hidden_layers", getattr(cfg, "n_layers", None))
     return n if isinstance(n, int) else None
