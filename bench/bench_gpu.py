@@ -18,7 +18,7 @@ Every section checks a wall-clock deadline before it starts and the report (``re
 ``report.md`` in ``--out``) is rewritten after each, so a run cut short still returns what it measured.
 
     python bench/bench_gpu.py --out gpu_out                 # on a CUDA machine (about 4 minutes on an H200)
-    python bench/bench_gpu.py --dry-run --out /tmp/gpu_dry  # CPU, tiny sizes: every step, about a minute
+    python bench/bench_gpu.py --dry-run --out gpu_dry       # CPU, tiny sizes: every step, about a minute
 """
 
 from __future__ import annotations

@@ -24,9 +24,10 @@ if [ "$DRY" = 1 ]; then
   BENCH_ARGS=(--dry-run)
 else
   if ls .whl/*.whl >/dev/null 2>&1; then  # packages the image lacks (sapiens, anarcism), carried as wheels
-    "$PY" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
+    SITE=$(mktemp -d)
+    "$PY" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target "$SITE" .whl/*.whl \
       || { echo "wheel install failed"; exit 3; }
-    export PYTHONPATH=/tmp/site${PYTHONPATH:+:$PYTHONPATH}
+    export PYTHONPATH=$SITE${PYTHONPATH:+:$PYTHONPATH}
   fi
   BENCH_ARGS=()
 fi

@@ -7,7 +7,7 @@
    transformers' encoder compiled, at the default sub-batch (128 rows), against eager.
 
     python bench/gpu_probe.py --out gpu_probe               # a CUDA machine, about 3 minutes on an H200
-    python bench/gpu_probe.py --dry-run --out /tmp/probe    # CPU, tiny model: every step once
+    python bench/gpu_probe.py --dry-run --out gpu_probe_dry  # CPU, tiny model: every step once
 """
 
 from __future__ import annotations
