@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import select
+import signal
 import subprocess
 import time
 
@@ -70,3 +71,15 @@ class Held:
         if self.r_held is not None:
             os.close(self.r_held)
             self.r_held = None
+
+    def kill(self) -> None:
+        """Kill the held run (SIGKILL) and check that it died of it."""
+        self.proc.send_signal(signal.SIGKILL)
+        assert self.proc.wait() == -signal.SIGKILL
+
+    def stop(self) -> None:
+        """A test's cleanup (its ``finally``): the run killed and reaped if it still runs, then :meth:`close`."""
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+        self.close()

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import subprocess
 import sys
 
@@ -110,13 +109,9 @@ def test_a_killed_run_resumed_equals_the_uninterrupted_one(experts, whole, tmp_p
         assert main(_args(experts, "--out", out, "--resume")) == 2  # a second writer, while the first runs
         err = capsys.readouterr().err
         assert "being written by another process" in err and len(err.strip().splitlines()) == 1, err
-        proc.send_signal(signal.SIGKILL)
-        assert proc.wait() == -signal.SIGKILL
+        held.kill()
     finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-        held.close()
+        held.stop()
     capsys.readouterr()
     assert main(_args(experts, "--out", out, "--resume")) == 0, capsys.readouterr().err
     assert "(2 chains already there)" in capsys.readouterr().err

@@ -10,7 +10,6 @@ runs, without a Python start-up each); the worker runs and the killed run are ``
 
 import os
 import random
-import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -103,13 +102,9 @@ def test_a_run_killed_at_a_committed_row_resumes_to_the_whole_run(inputs, tiny_b
     try:
         committed = held.wait(what=lambda: proc.stderr.read())
         assert 10 <= committed < N_RECORDS
-        proc.send_signal(signal.SIGKILL)
-        assert proc.wait() == -signal.SIGKILL
+        held.kill()
     finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-        held.close()
+        held.stop()
     assert 10 <= out.read_bytes().count(b"\n") < N_RECORDS  # the killed run's rows, no more
     assert main([*_on_device(inputs, tiny_bert_dir, out), "--resume"]) == 0
     assert out.read_bytes() == reference
