@@ -161,3 +161,19 @@ def test_resuming_another_commands_output_names_both_commands(fasta, tiny_bert_d
             "choose another --out"
         )
     assert out.read_bytes() == before
+
+
+@pytest.mark.parametrize("where", ["folder", "under-a-file"])
+def test_calibrate_refuses_an_unwritable_out_before_the_fit(fasta, tiny_bert_dir, tmp_path, capsys, where):
+    """An --out that is a folder was a safetensors traceback after the whole fit."""
+    if where == "folder":
+        out = tmp_path / "c.safetensors"
+        out.mkdir()
+        expect = f"error: --out {str(out)!r} is a folder; give a file path ending in .safetensors"
+    else:
+        out = fasta / "c.safetensors"
+        expect = f"error: --out {str(out)!r}: {str(fasta)!r} is a file, not a folder"
+    argv = ["calibrate", str(fasta), "--model", str(tiny_bert_dir), "--device", "cpu", "--steps", "1"]
+    assert main([*argv, "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err.strip() == expect and "calibration sequences read" not in err, err
