@@ -22,6 +22,7 @@ import argparse
 import math
 
 LIMIT = 10**9  # larger numbers are refused: no option of mlmprob means anything that large
+MAX_THREADS = 1024  # more CPU threads is a typing mistake (OpenMP sizes its pool up front: 10**9 asks for ~200 GB)
 
 
 def _int(text: str, what: str) -> int:
@@ -64,6 +65,14 @@ def nonnegative_int(text: str) -> int:
     value = _int(text, "a non-negative integer")
     if value < 0:
         raise argparse.ArgumentTypeError(f"must be a non-negative integer, got {text!r}")
+    return value
+
+
+def thread_count(text: str) -> int:
+    """A number of CPU threads: an integer in 1..``MAX_THREADS``."""
+    value = positive_int(text)
+    if value > MAX_THREADS:
+        raise argparse.ArgumentTypeError(f"must be a positive integer no larger than {MAX_THREADS:,}, got {text!r}")
     return value
 
 

@@ -55,13 +55,13 @@ class Parser(argparse.ArgumentParser):
 
 def build_parser() -> argparse.ArgumentParser:
     from . import __version__
-    from .argtypes import positive_int
+    from .argtypes import thread_count
 
     parser = Parser(prog="mlmprob", description="Probabilistic inference with masked language models.")
     parser.add_argument("--version", action="version", version=f"mlmprob {__version__}")
     parser.add_argument(
         "--threads",
-        type=positive_int,
+        type=thread_count,
         default=None,
         help="torch CPU threads (default: torch's choice; 1 is fastest for small models on a busy CPU)",
     )

@@ -171,7 +171,13 @@ def as_row(input_ids, name: str = "input_ids") -> torch.Tensor:
     ...
     mlmprob.errors.MLMProbError: wild_type must have shape [L] or [1, L] with L > 0, got (2, 2)
     """
-    ids = torch.as_tensor(input_ids)
+    try:
+        ids = torch.as_tensor(input_ids)
+    except (TypeError, ValueError, RuntimeError):  # a string, a ragged list: torch's own message names neither
+        raise MLMProbError(
+            f"{name} must be integer token ids (a tensor or a list of ints), got {type(input_ids).__name__} "
+            f"{str(input_ids)[:40]!r}"
+        ) from None
     if ids.dtype.is_floating_point or ids.dtype == torch.bool:
         raise MLMProbError(f"{name} must hold integer token ids, got dtype {ids.dtype}")
     ids = ids.long()

@@ -198,6 +198,11 @@ ONE_BASED = (
 )
 
 
+#: The most numbers one ``--positions`` text may name (ranges counted out): more than any sequence a model reads, so
+#: a typo such as ``1-1000000000`` is refused before a billion-element list is built.
+MAX_NUMBERS = 1_000_000
+
+
 def parse_numbers(text: str, name: str = "positions") -> list[int]:
     """1-based residue/word numbers and inclusive ranges, as users type them: ``"3,5,10-12"`` ->
     ``[3, 5, 10, 11, 12]``; a 0 (or any number below 1) is refused in one line that says the base.
@@ -221,6 +226,8 @@ def parse_numbers(text: str, name: str = "positions") -> list[int]:
             raise MLMProbError(f"{name} must be numbers or ranges like 3,5,10-12 (1-based); got {part!r}") from None
         if hi < lo:
             raise MLMProbError(f"{name}: range {part!r} runs backwards")
+        if len(out) + hi - lo + 1 > MAX_NUMBERS:
+            raise MLMProbError(f"{name}: range {part!r} names more than {MAX_NUMBERS:,} positions in all")
         out.extend(range(lo, hi + 1))
     if not out:
         raise MLMProbError(f"{name} is empty")
@@ -228,7 +235,9 @@ def parse_numbers(text: str, name: str = "positions") -> list[int]:
     if bad:
         raise MLMProbError(f"{name}: position {bad[0]}; positions count from 1: {ONE_BASED}")
     if len(set(out)) != len(out):
-        raise MLMProbError(f"{name}: position {next(n for n in out if out.count(n) > 1)} is given twice")
+        seen: set[int] = set()
+        twice = next(n for n in out if n in seen or seen.add(n))  # type: ignore[func-returns-value]
+        raise MLMProbError(f"{name}: position {twice} is given twice")
     return out
 
 

@@ -28,6 +28,7 @@ BAD = {
     argtypes.integer: ["1.5", "x", "10000000000"],
     argtypes.positive_int: ["0", "-1", "1.5", "nan", "x", "10000000000"],
     argtypes.nonnegative_int: ["-1", "2.5", "inf", "10000000000"],
+    argtypes.thread_count: ["0", "-1", "1.5", "1025", "1000000000"],
     argtypes.positive_float: ["0", "-0.5", "nan", "inf", "-inf", "1e300"],
     argtypes.nonnegative_float: ["-0.5", "nan", "inf", "1e300"],
     argtypes.finite_float: ["nan", "inf", "-inf", "1e300", "x"],
@@ -39,6 +40,7 @@ GOOD = {
     argtypes.integer: [("-3", -3), ("0", 0)],
     argtypes.positive_int: [("1", 1), ("12", 12)],
     argtypes.nonnegative_int: [("0", 0), ("7", 7)],
+    argtypes.thread_count: [("1", 1), ("1024", 1024)],
     argtypes.positive_float: [("1e-10", 1e-10), ("2", 2.0)],
     argtypes.nonnegative_float: [("0", 0.0)],
     argtypes.finite_float: [("-3.5", -3.5)],
@@ -134,6 +136,10 @@ def test_every_typed_option_rejects_bad_values_in_one_line(capsys):
         (
             ["--threads", "0", "demo"],
             "error: argument --threads: must be a positive integer, got '0' (see: mlmprob --help)",
+        ),
+        (  # OpenMP would size a pool of a billion threads (about 200 GB) before any work
+            ["--threads", "1000000000", "demo"],
+            "error: argument --threads: must be a positive integer no larger than 1,024, got '1000000000'",
         ),
         (["joints", "--model", "m"], "error: the following arguments are required: --out"),
         (["sample", "--out", "o", "--method", "hmc"], "error: argument --method: invalid choice: 'hmc'"),

@@ -143,3 +143,37 @@ def test_help_shows_one_truthful_default(capsys):
         start = text.index("--batch-tokens BATCH_TOKENS ")
         block = text[start : text.index("--", start + 30)]
         assert block.count("default") == 1 and "on CPUs" in block, block
+
+
+def test_resuming_another_commands_output_names_both_commands(fasta, tiny_bert_dir, tmp_path, capsys):
+    """``design``/``infill``/``variants --resume`` on a ``score`` output said the weights or the input changed."""
+    out = tmp_path / "scores.jsonl"
+    model = ["--model", str(tiny_bert_dir), "--device", "cpu", "--no-progress"]
+    assert main(["score", str(fasta), *model, "--out", str(out)]) == 0
+    capsys.readouterr()
+    before = out.read_bytes()
+    gaps = tmp_path / "gaps.txt"
+    gaps.write_text("AC___F\n")
+    for argv in (["design", "ACDEFG", "--chains", "1", "--steps", "1"], ["infill", "--input", str(gaps)]):
+        assert main([*argv, *model, "--out", str(out), "--resume"]) == 2
+        assert _error(capsys) == (
+            f"error: cannot resume {out}: it holds results of mlmprob score, not of mlmprob {argv[0]}; "
+            "choose another --out"
+        )
+    assert out.read_bytes() == before
+
+
+@pytest.mark.parametrize("where", ["folder", "under-a-file"])
+def test_calibrate_refuses_an_unwritable_out_before_the_fit(fasta, tiny_bert_dir, tmp_path, capsys, where):
+    """An --out that is a folder was a safetensors traceback after the whole fit."""
+    if where == "folder":
+        out = tmp_path / "c.safetensors"
+        out.mkdir()
+        expect = f"error: --out {str(out)!r} is a folder; give a file path ending in .safetensors"
+    else:
+        out = fasta / "c.safetensors"
+        expect = f"error: --out {str(out)!r}: {str(fasta)!r} is a file, not a folder"
+    argv = ["calibrate", str(fasta), "--model", str(tiny_bert_dir), "--device", "cpu", "--steps", "1"]
+    assert main([*argv, "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err.strip() == expect and "calibration sequences read" not in err, err

@@ -168,3 +168,16 @@ def test_sampler_energies_are_the_energy_functions_numbers():
     ts = token_scores(m, ids, free)
     lp, raw = target_scores(s.site_logits, ids)
     assert torch.equal(lp[free], ts.log_prob[free]) and torch.equal(raw[free], ts.raw[free])
+
+
+def test_a_string_where_token_ids_are_needed_is_named():
+    """``score_variants(mlm, "ACDEF", ...)`` was torch's ``new(): invalid data type 'str'``."""
+    from mlmprob.energies import as_row
+
+    m = ExactMLM(torch.log(torch.full((2, 2, 2), 0.125)))
+    with pytest.raises(
+        MLMProbError, match=r"^wild_type must be integer token ids \(a tensor or a list of ints\), got str"
+    ):
+        mlmprob.score_variants(m, "ACD", [[(0, 1)]])
+    with pytest.raises(MLMProbError, match="input_ids must be integer token ids .* got list"):
+        as_row([[1, 2], [3]])

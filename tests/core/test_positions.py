@@ -136,6 +136,17 @@ def test_parse_numbers_is_one_based():
             parse_numbers(bad, "--positions")
 
 
+def test_parse_numbers_refuses_a_huge_range_before_building_it():
+    """``1-1000000000`` was a MemoryError traceback (a billion-element list) in sample and design --positions."""
+    with pytest.raises(MLMProbError, match=r"range '1-1000000000' names more than 1,000,000 positions"):
+        parse_numbers("1-1000000000", "--positions")
+    with pytest.raises(MLMProbError, match="more than 1,000,000"):
+        parse_numbers("1-600000,600001-1200000", "--positions")
+    assert len(parse_numbers("1-1000000")) == 10**6
+    with pytest.raises(MLMProbError, match="position 999999 is given twice"):
+        parse_numbers("1-999998,999999,999999")  # found in one pass (not a count per number)
+
+
 def test_the_docs_table_names_every_rule_and_no_other():
     """docs/positions.md's table of rules has one row per rule of the module (by its constant's name)."""
     import re

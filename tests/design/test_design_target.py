@@ -95,6 +95,7 @@ def test_an_expert_that_cannot_read_the_parent(bert):
         (lambda s: [[1.0, 2.0], [3.0, 4.0]], "returned shape (2, 2) for 2 sequences"),
         (lambda s: [float("nan") if x == "GCE" else 0.0 for x in s], "returned nan for sequence GCE"),
         (lambda s: ["a", "b"], "must return one number per sequence"),
+        (lambda s: 1 / 0, "the oracle raised ZeroDivisionError: division by zero"),  # was a traceback in the CLI
     ],
 )
 def test_a_bad_oracle_stops_the_run_naming_the_sequence(bert, fn, message):

@@ -168,6 +168,25 @@ def test_parts_of_other_weights_are_refused(tiny_bert_dir, fasta, tmp_path, caps
     assert _error(capsys).startswith(f"error: parts were computed from different model weights: {p1} has ")
 
 
+def test_parts_of_another_command_or_suffix_are_named(tiny_bert_dir, fasta, tmp_path, capsys):
+    """A design part beside a score part was called 'different model weights'; a part of an unknown suffix was
+    called a bad --out."""
+    p1 = _shards(tiny_bert_dir, fasta, tmp_path, 1)[0]
+    d = tmp_path / "d.jsonl"
+    design = ["design", "ACDEFG", "--chains", "1", "--steps", "1", "--model", str(tiny_bert_dir), "--device", "cpu"]
+    assert main([*design, "--no-progress", "--out", str(d)]) == 0
+    capsys.readouterr()
+    assert _merge(tmp_path / "m.jsonl", [p1, d]) == 2
+    assert _error(capsys) == (
+        f"error: parts come from different commands: {p1} holds results of mlmprob score, {d} of mlmprob design"
+    )
+    other = tmp_path / "p.txt"
+    other.write_text("x\n")
+    assert _merge(tmp_path / "m.jsonl", [other]) == 2
+    assert _error(capsys) == f"error: part {str(other)!r}: merge reads .jsonl, .tsv or .parquet parts"
+    assert not (tmp_path / "m.jsonl").exists()
+
+
 class _NoStdin(io.TextIOBase):
     def read(self, *a):
         raise AssertionError("merge read its standard input")

@@ -8,7 +8,7 @@ import pytest
 
 from mlmprob.errors import MLMProbError
 from mlmprob.runtime import log as logmod
-from mlmprob.runtime.config_check import ConfigMismatch, check_config
+from mlmprob.runtime.config_check import ConfigMismatch, check_command, check_config
 from mlmprob.runtime.lock import OutputLocked, WriterLock
 from mlmprob.runtime.log import (
     ResumableLog,
@@ -140,6 +140,15 @@ def test_one_config_check_names_every_differing_key(tmp_path):
     check_config("o", {"sha1": "x", "n": 1}, {"sha1": "x", "n": 2}, keys=("sha1",))
     with pytest.raises(ConfigMismatch, match=r"written with ids=\[0, 1, 2, 3, .*\.\.\.; this run"):
         check_config("o", {"ids": list(range(100))}, {"ids": []})  # long values are shortened
+
+
+def test_another_commands_output_is_named_before_any_other_difference():
+    check_command("o", {"command": "score"}, {"command": "score"})
+    check_command("o", {}, {"command": "score"})  # an output that does not say: the other checks decide
+    with pytest.raises(
+        ConfigMismatch, match="^cannot resume o: it holds results of mlmprob score, not of mlmprob design"
+    ):
+        check_config("o", {"command": "score", "seed": 0}, {"command": "design", "seed": 1})
 
 
 def test_config_in_a_side_file(tmp_path):

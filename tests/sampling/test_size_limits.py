@@ -36,6 +36,10 @@ CASES = {
     "sample-block-length": (["sample", *ONE, "--method", "unmask", "--block-length", BIG], "runs"),
     "sample-max-tokens": (["sample", *ONE, "--method", "adaptive", "--max-tokens", BIG, "--pair-top-k", "2"], "runs"),
     "sample-pair-top-k": (["sample", *ONE, "--method", "adaptive", "--pair-top-k", BIG], "runs"),
+    "sample-iterations": (
+        ["sample", *ONE, "--method", "mask-predict", "--iterations", BIG],
+        "iterations must be at most",
+    ),
     "sample-tokens-per-step": (["sample", *ONE, "--method", "ancestral", "--tokens-per-step", BIG], "runs"),
     "sample-block-size": (["sample", *ONE, "--block-size", BIG], "--block-size 1000000000 is larger than"),
     "sample-chains": (["sample", "--seq", SEQ, "--epochs", "1", "--chains", BIG], "1,000,000,000 chains x"),
@@ -260,6 +264,15 @@ def test_remask_steps_without_remask_is_refused():
     with pytest.raises(MLMProbError, match="remask_steps .5. needs remask > 0"):
         SamplerSpec(method="unmask", remask_steps=5)
     SamplerSpec(method="unmask", remask=0.1, remask_steps=5)  # with remasking: as before
+
+
+def test_mask_predict_iterations_are_capped():
+    from mlmprob.sampling.options import MAX_ITERATIONS
+    from mlmprob.sampling.spec import SamplerSpec
+
+    with pytest.raises(MLMProbError, match="iterations must be at most 10,000"):
+        SamplerSpec(method="mask-predict", iterations=MAX_ITERATIONS + 1)
+    assert SamplerSpec(method="mask-predict", iterations=MAX_ITERATIONS).iterations == MAX_ITERATIONS
 
 
 def test_speculative_drafts_are_clamped_to_the_free_positions():

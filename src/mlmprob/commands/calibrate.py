@@ -39,6 +39,10 @@ def out_path(model: str, out: str | None) -> Path:
         path = Path(out)
         if path.suffix != ".safetensors":
             raise MLMProbError(f"--out must end in .safetensors, got {out!r}")
+        if path.is_dir():  # refused before the fit (safetensors' own error came after it, as a traceback)
+            raise MLMProbError(f"--out {out!r} is a folder; give a file path ending in .safetensors")
+        if path.parent.exists() and not path.parent.is_dir():
+            raise MLMProbError(f"--out {out!r}: {str(path.parent)!r} is a file, not a folder")
         return path
     if Path(model).is_dir():
         return Path(model) / f"{FILE_STEM}.safetensors"

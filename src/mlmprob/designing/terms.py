@@ -65,8 +65,12 @@ class Oracle:
 
     def energies(self, seqs: list[str]) -> torch.Tensor:
         """``[N]`` float64; a result of the wrong shape or a non-finite value stops the run in one line naming
-        the sequence."""
-        values = self.fn(list(seqs))
+        the sequence; an exception raised by ``fn`` itself stops it in one line too (the error chained)."""
+        try:
+            values = self.fn(list(seqs))
+        except Exception as e:  # noqa: BLE001 - the user's code: named in one line, the original chained
+            who = "the oracle" if self.name == "oracle" else f"oracle {self.name}"
+            raise MLMProbError(f"{who} raised {type(e).__name__}: {e}") from e
         try:
             out = torch.as_tensor(values if torch.is_tensor(values) else list(values), dtype=torch.float64)
         except (TypeError, ValueError) as e:

@@ -46,6 +46,23 @@ def config_diff(stored: dict, config: dict, prefix: str = "") -> list[tuple[str,
     return out
 
 
+def check_command(where, stored: dict | None, config: dict | None) -> None:
+    """A resumed output written by another command (``score``'s resumed by ``design``) is refused in one line that
+    says so, before its input, weights or options are compared (each of which would differ and mislead).
+
+    >>> check_command("o", {"command": "score"}, {"command": "design"})  # doctest: +NORMALIZE_WHITESPACE
+    Traceback (most recent call last):
+    ...
+    mlmprob.runtime.config_check.ConfigMismatch: cannot resume o: it holds results of mlmprob score, not of mlmprob
+    design; choose another --out
+    """
+    was, now = (stored or {}).get("command"), (config or {}).get("command")
+    if was is not None and now is not None and was != now:
+        raise ConfigMismatch(
+            f"cannot resume {where}: it holds results of mlmprob {was}, not of mlmprob {now}; choose another --out"
+        )
+
+
 def check_config(where, stored: dict | None, config: dict | None, keys: Iterable[str] | None = None) -> None:
     """The one check a resumed run makes: ``config`` must equal the ``stored`` one (on ``keys`` only, when
     given); otherwise :class:`ConfigMismatch` naming every differing key with both values. Nothing is
@@ -59,6 +76,7 @@ def check_config(where, stored: dict | None, config: dict | None, keys: Iterable
     """
     if not stored or not config:
         return
+    check_command(where, stored, config)
     stored, config = normalized(stored), normalized(config)
     for d in (stored, config):  # the run's identity has its own rule (runtime.identity.check_resume)
         d.pop(IDENTITY, None)

@@ -39,7 +39,7 @@ from typing import TextIO
 
 from ..errors import MLMProbError
 from ..jsonl import dumps
-from .config_check import as_stored, check_config, normalized
+from .config_check import as_stored, check_command, check_config, normalized
 from .lock import WriterLock
 from .safefs import refuse_link, replace_file
 
@@ -192,6 +192,8 @@ class RunHold:
                     "or its metadata was removed); nothing was changed: choose another --out"
                 )
             if meta is not None:
+                if self.existed:  # another command's output: said so before its identity is compared
+                    check_command(self.path, meta.config(self.stored), config)
                 if self.existed and verify is not None:
                     verify(meta.config(self.stored) or {})
                 self.config = as_stored(meta.config(self.stored), config)

@@ -21,7 +21,7 @@ from .config_check import config_diff
 from .identity import KEY as IDENTITY
 from .identity import check_parts
 from .lock import WriterLock
-from .writers import meta_path, open_writer, output_kind, read_results
+from .writers import OUTPUT_KINDS, meta_path, open_writer, output_kind, read_results
 
 WRITE_ROWS = 1024  # rows committed together
 
@@ -88,6 +88,17 @@ def _check_configs(paths: list[Path], configs: list[dict]) -> None:
             if diff:
                 k, a, b = diff[0]
                 raise MLMProbError(f"parts come from different runs: {paths[0]} has {k}={a!r}, {p} has {k}={b!r}")
+
+
+def _check_commands(paths: list[Path], configs: list[dict]) -> None:
+    """Every part was written by one command (said before their weights or options are compared)."""
+    named = [(p, c["command"]) for p, c in zip(paths, configs, strict=True) if c.get("command")]
+    for p, command in named:
+        if command != named[0][1]:
+            raise MLMProbError(
+                f"parts come from different commands: {named[0][0]} holds results of mlmprob {named[0][1]}, "
+                f"{p} of mlmprob {command}"
+            )
 
 
 def _check_shards(paths: list[Path], metas: list[dict]) -> list[Path]:
@@ -229,6 +240,8 @@ def merge_parts(
     for p in paths:
         if not (p.exists() or p.with_name(p.name + ".parts").exists()):
             raise MLMProbError(f"part {str(p)!r} does not exist")
+        if p.suffix.lower() not in OUTPUT_KINDS:
+            raise MLMProbError(f"part {str(p)!r}: merge reads .jsonl, .tsv or .parquet parts")
     _check_formats(out, paths)
     metas = [_meta(p, require_meta) for p in paths]
     configs = [{k: v for k, v in m.get("config", {}).items() if k != "shard"} for m in metas]
@@ -236,6 +249,7 @@ def merge_parts(
         if m and m.get("complete") is not True:
             raise MLMProbError(f"part {p} is unfinished (its run did not complete); finish it with --resume first")
         _check_whole(p)
+    _check_commands(paths, configs)
     check_parts(paths, [c.get(IDENTITY) for c in configs])
     _check_configs(paths, configs)
     meta_of = dict(zip(paths, metas, strict=True))

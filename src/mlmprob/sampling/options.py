@@ -21,6 +21,9 @@ DEFAULT_DRAFT_K = 4
 #: The most remasking steps a draw may take: each is one sequential model call per chain, so the cap bounds a
 #: draw's work at ``steps + MAX_REMASK_STEPS`` calls whatever number was typed.
 MAX_REMASK_STEPS = 10_000
+#: The most mask-predict rounds a draw may take: each is one sequential model call per chain and one more copy of
+#: the ids kept in the draw's history, so the cap bounds both whatever number was typed.
+MAX_ITERATIONS = 10_000
 
 
 @dataclass(frozen=True)

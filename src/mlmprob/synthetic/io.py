@@ -36,6 +36,7 @@ def make_language(
     >>> lang.vocab_size, lang.length, lang.coupling
     (5, 8, 2.0)
     """
+    _check_size(kind, vocab_size, length, n_states)
     g = torch.Generator().manual_seed(int(seed))
     if kind == "potts":
         return PottsChain(vocab_size, length, coupling=coupling, field_scale=field_scale, generator=g)
@@ -46,6 +47,24 @@ def make_language(
             raise MLMProbError(f"a grid of {rows} rows needs a length divisible by {rows}, got {length}")
         return PottsGrid(vocab_size, rows, length // rows, coupling=coupling, field_scale=field_scale, generator=g)
     raise MLMProbError(f"unknown synthetic language {kind!r}; use one of {', '.join(KINDS)}")
+
+
+#: The most numbers a language's defining tables may hold (float64: 800 MB); a typo such as ``--vocab-size
+#: 1000000000`` is refused in one line before they are made.
+MAX_TABLE_ENTRIES = 10**8
+
+
+def _check_size(kind: str, vocab_size: int, length: int, n_states: int) -> None:
+    """Refuse a language whose tables (couplings ``length x V x V``; an HMM's ``S x S`` and ``S x V``) would pass
+    :data:`MAX_TABLE_ENTRIES`."""
+    v, n, s = int(vocab_size), int(length), int(n_states)
+    entries = s * s + s * v + n * v if kind == "hmm" else 2 * n * v * v + n * v
+    if entries > MAX_TABLE_ENTRIES:
+        what = f"{s:,} hidden states, " if kind == "hmm" else ""
+        raise MLMProbError(
+            f"a {kind} language of {what}{v:,} symbols and length {n:,} would have about {entries:,} parameters, "
+            f"more than the {MAX_TABLE_ENTRIES:,} a language may: make it smaller"
+        )
 
 
 def save_language(language: SyntheticLanguage, path) -> Path:

@@ -8,6 +8,9 @@ from typing import Any
 from ..errors import MLMProbError
 
 MASKINGS = ("dynamic", "static", "uniform")
+#: The most memory a training run may need by :meth:`TrainConfig.check_size`'s estimate: a typo such as
+#: ``--hidden 1000000000`` is refused in one line before the model is made.
+MAX_TRAIN_BYTES = 64 << 30  # BERT-base on batches of 32 x 512 tokens is about 26 GiB by this estimate
 PRECISIONS = ("fp32", "bf16")
 
 
@@ -90,6 +93,36 @@ class TrainConfig:
             or self.kl_sequences < 0
         ):
             raise MLMProbError("lr must be positive; warmup_steps, weight_decay, grad_clip, kl_sequences non-negative")
+
+    def train_bytes(self, vocab_size: int, length: int) -> int:
+        """About how many bytes training needs: float32 weights, gradients and two Adam moments (16 bytes a
+        weight), and the activations of one batch (kept for the backward pass: on the high side, 16 hidden-size
+        and 2 intermediate-size floats a token and layer, and the logits).
+
+        >>> TrainConfig().train_bytes(25, 14) < 50 << 20
+        True
+        """
+        h, i, n = self.hidden_size, self.intermediate_size, self.num_layers
+        weights = 2 * vocab_size * h + length * h + n * (4 * h * h + 2 * h * i)
+        activations = self.batch_size * length * (n * (16 * h + 2 * i + 2 * self.num_heads * length) + vocab_size)
+        return 16 * weights + 4 * activations
+
+    def check_size(self, vocab_size: int, length: int) -> None:
+        """Refuse a run whose model and batch would not fit :data:`MAX_TRAIN_BYTES` (before any is made).
+
+        >>> TrainConfig(hidden_size=10**6, num_heads=1).check_size(25, 14)  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        mlmprob.errors.MLMProbError: a model of hidden size 1,000,000, 2 layers, intermediate size 128 and 25 ...
+        """
+        need = self.train_bytes(vocab_size, length)
+        if need > MAX_TRAIN_BYTES:
+            raise MLMProbError(
+                f"a model of hidden size {self.hidden_size:,}, {self.num_layers:,} layers, intermediate size "
+                f"{self.intermediate_size:,} and {vocab_size:,} tokens, trained on batches of {self.batch_size:,} x "
+                f"{length:,} tokens, would need about {need / (1 << 30):,.0f} GiB, more than the "
+                f"{MAX_TRAIN_BYTES >> 30} GiB a run may: make it smaller"
+            )
 
     def to_dict(self) -> dict:
         d = asdict(self)

@@ -83,6 +83,10 @@ def wrap_symbols(x: torch.Tensor, cls_id: int = 2, sep_id: int = 3) -> torch.Ten
     return torch.cat([torch.full((B, 1), cls_id), x + SYMBOL_OFFSET, torch.full((B, 1), sep_id)], 1)
 
 
+#: The most tokens of sampled training and held-out data (int64: 1.6 GB), checked before they are sampled.
+MAX_TOKENS = 2 * 10**8
+
+
 @dataclass(frozen=True)
 class SyntheticSource:
     """Exact samples of ``language``: ``n_train`` for training, ``n_heldout`` held out."""
@@ -95,6 +99,12 @@ class SyntheticSource:
         if self.n_train < 1 or self.n_heldout < 1:
             raise MLMProbError(f"n_train and n_heldout must be at least 1, got {self.n_train}, {self.n_heldout}")
         lang = self.language
+        tokens = (self.n_train + self.n_heldout) * (lang.length + 2)
+        if tokens > MAX_TOKENS:
+            raise MLMProbError(
+                f"n_train {self.n_train:,} + n_heldout {self.n_heldout:,} sequences of {lang.length:,} symbols are "
+                f"{tokens:,} tokens, more than the {MAX_TOKENS:,} a run may hold in memory: sample fewer"
+            )
         train = lang.sample(self.n_train, generator_for(seed, "synthetic-train"))
         held = lang.sample(self.n_heldout, generator_for(seed, "synthetic-heldout"))
         L = lang.length + 2

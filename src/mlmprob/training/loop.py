@@ -55,6 +55,7 @@ def build_model(config: TrainConfig, data: TokenData):
     """A freshly initialised ``BertForMaskedLM`` (weights seeded by ``config.seed``, global RNG restored)."""
     from transformers import BertConfig, BertForMaskedLM
 
+    config.check_size(len(data.tokenizer), data.max_length)
     cfg = BertConfig(
         vocab_size=len(data.tokenizer),
         hidden_size=config.hidden_size,

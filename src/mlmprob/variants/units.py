@@ -162,6 +162,8 @@ def iter_units(
     mutant, or ``id_column``); otherwise sequences are read from ``column`` (default
     ``mutated_sequence``/``sequence``/``seq``), or from a FASTA/text/JSONL/Parquet file (its ids)."""
     path = Path(path)
+    if path.is_dir():
+        raise MLMProbError(f"input {str(path)!r} is a folder, not a file")
     if not path.is_file():
         raise MLMProbError(f"input file {str(path)!r} does not exist")
     fmt = detect_format(path) if fmt == "auto" else fmt
