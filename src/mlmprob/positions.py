@@ -21,6 +21,7 @@ Two questions, answered here alone:
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -235,8 +236,7 @@ def parse_numbers(text: str, name: str = "positions") -> list[int]:
     if bad:
         raise MLMProbError(f"{name}: position {bad[0]}; positions count from 1: {ONE_BASED}")
     if len(set(out)) != len(out):
-        seen: set[int] = set()
-        twice = next(n for n in out if n in seen or seen.add(n))  # type: ignore[func-returns-value]
+        twice = next(n for n, count in Counter(out).items() if count > 1)  # the first in the text's order
         raise MLMProbError(f"{name}: position {twice} is given twice")
     return out
 
