@@ -30,6 +30,25 @@ def test_a_huge_size_is_one_line_before_any_allocation(option, expect, tmp_path,
     assert main([*BASE, "--out", str(tmp_path / "run"), option, BIG]) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and err.startswith("error: ") and expect in err, err
+    if option in ("--vocab-size", "--length", "--n-states", "--n-train", "--n-heldout"):
+        assert not (tmp_path / "run").exists()  # refused before anything was written: no empty --out folder
+    else:  # refused after the data step wrote the language it samples from
+        assert sorted(p.name for p in (tmp_path / "run").iterdir()) == ["language.safetensors"]
+
+
+def test_a_refused_run_keeps_a_folder_that_existed(tmp_path, capsys):
+    (tmp_path / "run").mkdir()
+    assert main([*BASE, "--out", str(tmp_path / "run"), "--hidden", BIG]) == 2
+    assert (tmp_path / "run").is_dir()
+
+
+@pytest.mark.parametrize("command", [["train", "--synthetic", "hmm"], ["joints", "--report-only"]])
+def test_out_naming_a_file_says_so(command, tmp_path, capsys):
+    (tmp_path / "f").write_text("x")
+    assert main([*command, "--out", str(tmp_path / "f")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == f"error: --out {str(tmp_path / 'f')!r} is a file; give a folder", err
+    assert (tmp_path / "f").read_text() == "x"
 
 
 def test_the_defaults_and_a_moderate_model_fit():

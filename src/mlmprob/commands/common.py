@@ -99,6 +99,18 @@ def input_file(args, attr: str = "input") -> InputFile | None:
     )
 
 
+def out_folder(text: str) -> str:
+    """The ``--out`` of a command that writes a folder, refused in one line when it names a file (the folder's
+    own error said only "File exists")."""
+    from pathlib import Path
+
+    from ..errors import MLMProbError
+
+    if Path(text).exists() and not Path(text).is_dir():
+        raise MLMProbError(f"--out {text!r} is a file; give a folder")
+    return text
+
+
 def add_model_args(p: argparse.ArgumentParser, default: str = defaults.MODEL, why: str | None = None) -> None:
     """The options every model-using command shares. ``default``: the command's ``--model`` default, which
     differs from :data:`mlmprob.defaults.MODEL` only with its reason ``why`` (shown in ``--help``)."""

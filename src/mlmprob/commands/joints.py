@@ -80,8 +80,9 @@ def run(args: argparse.Namespace) -> int:
 
     from ..joints.job import RECORDS_FILE, JointsRun, load_records, run_joints
     from ..joints.report import write_report
-    from .common import input_file, run_options, spec_of
+    from .common import input_file, out_folder, run_options, spec_of
 
+    out_folder(args.out)
     if args.report_only:
         header, records = load_records(Path(args.out) / RECORDS_FILE)
         if not records:

@@ -113,7 +113,9 @@ def run(args) -> int:
     from ..training.config import TrainConfig
     from ..training.data import SyntheticSource, TextSource
     from ..training.loop import train
+    from .common import out_folder
 
+    out = out_folder(args.out)
     config = TrainConfig(
         hidden_size=args.hidden,
         num_layers=args.layers,
@@ -157,7 +159,7 @@ def run(args) -> int:
     result = train(
         config,
         source,
-        args.out,
+        out,
         device=parse_device(args.device),
         progress=not args.no_progress,
         stop_after=args.stop_after,

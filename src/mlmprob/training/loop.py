@@ -228,9 +228,17 @@ def train(
     from ..runtime.lock import WriterLock
 
     out_dir = Path(out_dir)
+    created = not out_dir.exists()
     out_dir.mkdir(parents=True, exist_ok=True)
-    with WriterLock(out_dir, lock_path=out_dir / LOCK_FILE):
-        return _train(config, source, out_dir, device=device, progress=progress, stop_after=stop_after, resume=resume)
+    try:
+        with WriterLock(out_dir, lock_path=out_dir / LOCK_FILE):
+            return _train(
+                config, source, out_dir, device=device, progress=progress, stop_after=stop_after, resume=resume
+            )
+    except MLMProbError:
+        if created and not any(out_dir.iterdir()):  # refused before anything was written: no empty folder left
+            out_dir.rmdir()
+        raise
 
 
 def _model_and_state(config: TrainConfig, data, fingerprint, out_dir: Path, ckpt, dev):
