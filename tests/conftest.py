@@ -175,16 +175,17 @@ ESM_VOCAB = ["<cls>", "<pad>", "<eos>", "<unk>"] + list("LAGVSERTIDPKQNFYMHWCXBU
 PROTBERT_VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + list("LAGVESIKRDTPNQFYMHCWXUBZO")
 
 
-def save_esm(d, max_positions=18):
+def save_esm(d, max_positions=18, **config):
     """A random-weight EsmForMaskedLM in the layout of ``facebook/esm2_*`` (ESM-2 vocabulary, rotary
-    positions, token dropout) with its EsmTokenizer, saved in ``d``: window ``max_positions - 2``."""
+    positions, token dropout) with its EsmTokenizer, saved in ``d``: window ``max_positions - 2``; ``config``
+    overrides the tiny shape's ``EsmConfig`` fields by name."""
     import transformers as tf
 
     d.mkdir(parents=True, exist_ok=True)
     (d / "vocab.txt").write_text("\n".join(ESM_VOCAB))
     tok = tf.EsmTokenizer(str(d / "vocab.txt"))
     torch.manual_seed(0)  # test fixture weights
-    cfg = tf.EsmConfig(
+    fields = dict(
         vocab_size=len(ESM_VOCAB),
         hidden_size=16,
         num_hidden_layers=1,
@@ -197,6 +198,7 @@ def save_esm(d, max_positions=18):
         token_dropout=True,
         initializer_range=0.5,
     )
+    cfg = tf.EsmConfig(**(fields | config))
     tf.EsmForMaskedLM(cfg).save_pretrained(str(d))
     tok.save_pretrained(str(d))
     return d

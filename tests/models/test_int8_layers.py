@@ -4,7 +4,7 @@ mean error per position 0.0033 nats with the first layer in float32, 0.0041 with
 
 import pytest
 import torch
-from conftest import ESM_VOCAB
+from conftest import save_esm
 
 from mlmprob import load_mlm, token_scores
 from mlmprob.models.precision import Int8Linear, int8_float_layers, int8_supported, quantize_linears
@@ -36,27 +36,17 @@ def test_int8_float_layers_and_skip():
 
 @pytest.fixture(scope="module")
 def esm12(tmp_path_factory):
-    import transformers as tf
-
-    d = tmp_path_factory.mktemp("esm12")
-    (d / "vocab.txt").write_text("\n".join(ESM_VOCAB))
-    tf.EsmTokenizer(str(d / "vocab.txt")).save_pretrained(str(d))
-    torch.manual_seed(0)  # test fixture weights
-    cfg = tf.EsmConfig(
-        vocab_size=len(ESM_VOCAB),
+    # ESM-2's weight std (transformers' default initializer_range, 0.02), 12 layers
+    return save_esm(
+        tmp_path_factory.mktemp("esm12"),
+        max_positions=66,
         hidden_size=64,
         num_hidden_layers=12,
         num_attention_heads=4,
         intermediate_size=256,
-        max_position_embeddings=66,
-        position_embedding_type="rotary",
-        pad_token_id=1,
-        mask_token_id=len(ESM_VOCAB) - 1,
-        token_dropout=True,
         emb_layer_norm_before=False,
+        initializer_range=0.02,
     )
-    tf.EsmForMaskedLM(cfg).save_pretrained(str(d))
-    return d
 
 
 def test_int8_first_layer_float_lowers_error(esm12):
