@@ -147,6 +147,16 @@ def test_bad_arguments(esm_dir, tmp_path, dms, capsys):
     assert _cli(tmp_path, esm_dir, dms, "--wild-type", WT, "--methods", "hcb,nope") == 2
     assert _cli(tmp_path, esm_dir, dms, "--wild-type", WT, "--evaluate", "--out", tmp_path / "e.jsonl") == 2
     assert "--evaluate needs --label" in capsys.readouterr().err
+    # red-team: a label that is not a number was found only after the whole scoring; now before it starts
+    assert (
+        _cli(
+            tmp_path, esm_dir, dms, "--wild-type", WT, "--evaluate", "--label", "mutant", "--out", tmp_path / "l.jsonl"
+        )
+        == 2
+    )
+    err = capsys.readouterr().err.strip()
+    assert err == "error: row 1: label 'A4C' in column 'mutant' is not a number", err
+    assert not (tmp_path / "l.jsonl").exists()
 
 
 def test_shards_merge_to_the_one_process_run(reference, esm_dir, dms, tmp_path, capsys):

@@ -98,6 +98,15 @@ def test_cli_calibrate_then_score_one_pass_with_check(model_dir, tmp_path, capsy
     assert main(["calibrate", str(cal), "--model", str(model_dir), "--steps", "50", "--limit", "12"]) == 0
     assert "held-out KL" in capsys.readouterr().out and (model_dir / "one_pass.safetensors").is_file()
     assert (model_dir / "one_pass.json").is_file()
+    # red-team: a second calibration replaced the first silently; now only with --force, refused before the fit
+    before = (model_dir / "one_pass.safetensors").read_bytes()
+    assert main(["calibrate", str(cal), "--model", str(model_dir), "--steps", "50", "--seed", "1"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "exists (a correction fitted before): give --force to replace it" in err and len(err.splitlines()) == 1
+    assert (model_dir / "one_pass.safetensors").read_bytes() == before
+    argv = ["calibrate", str(cal), "--model", str(model_dir), "--steps", "50", "--limit", "12", "--force"]
+    assert main(argv) == 0 and "held-out KL" in capsys.readouterr().out
+    assert (model_dir / "one_pass.safetensors").read_bytes() == before  # the same fit again: the same bytes
     inp = tmp_path / "in.txt"
     inp.write_text("\n".join(_seqs(6, 7)) + "\n")
     out = tmp_path / "s.jsonl"

@@ -284,6 +284,17 @@ def test_a_full_temporary_folder_is_named(tiny_bert_dir, tmpdir_, monkeypatch, c
     assert _copies(tmpdir_) == []
 
 
+@pytest.mark.parametrize("data", [b"", b"\n  \n"])
+@pytest.mark.parametrize("fmt", [[], ["--format", "fasta"]])
+def test_an_empty_standard_input_is_called_empty(data, fmt, tiny_bert_dir, tmpdir_, monkeypatch, capsys):
+    """Red-team: an empty stdin said 'cannot tell its format' (and, with --format, 'no sequences found in -')."""
+    _stdin(monkeypatch, data)
+    assert main(["score", "-", *fmt, "--model", str(tiny_bert_dir), "--no-progress"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("error: no sequences found in standard input") and len(err.splitlines()) == 1, err
+    assert _copies(tmpdir_) == []
+
+
 def _env(tmpdir: Path) -> dict:
     return {
         **os.environ,

@@ -29,6 +29,7 @@ def register(sub) -> None:
         help="where to write the correction (.safetensors; a .json description beside it); "
         "default: one_pass.safetensors in the model's folder, where it is found by itself",
     )
+    p.add_argument("--force", action="store_true", help="replace a correction file that exists at the output path")
     p.set_defaults(func=run)
 
 
@@ -57,6 +58,8 @@ def run(args) -> int:
     from .common import load_model_from_args
 
     path = out_path(args.model, args.out)
+    if path.exists() and not args.force:  # refused before the fit, not found after it
+        raise MLMProbError(f"{str(path)!r} exists (a correction fitted before): give --force to replace it")
     recs = list(islice(iter_records(args.input, args.format, args.column, None), args.limit))
     if not recs:
         raise MLMProbError(f"no sequences found in {args.input}")

@@ -51,6 +51,11 @@ class InputFile:
     given: str = ""
     source: str = ""
 
+    @property
+    def shown(self) -> str:
+        """The name the user gave, as a message names it (``-``: standard input)."""
+        return "standard input" if self.given == "-" else self.given
+
     def records(self):
         """The file's records, streamed (:func:`mlmprob.runtime.inputs.iter_records`)."""
         from ..runtime.inputs import iter_records

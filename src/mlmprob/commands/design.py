@@ -25,6 +25,7 @@ rate. Each chain's randomness comes from ``(--seed, chain index)`` only, so the 
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 
 from ..argtypes import finite_float, nonnegative_int, positive_float, positive_int
@@ -130,8 +131,14 @@ def parse_expert(text: str) -> tuple[str, str, float]:
             parts = parts[:-1]
         except ValueError:
             pass
+        if not math.isfinite(weight):
+            raise MLMProbError(
+                f"--expert {text!r}: the weight must be a finite number, got {text.rsplit(':', 1)[-1]!r}"
+            )
     if len(parts) > 1 and parts[-1] in ("local", "raw"):
         kind, parts = parts[-1], parts[:-1]
+    elif len(parts) > 1 and parts[-1].isalpha():  # a word where the kind stands: a typo, not part of a model's name
+        raise MLMProbError(f"--expert {text!r}: the energy is local or raw, not {parts[-1]!r}")
     name = ":".join(parts)
     if not name:
         raise MLMProbError(f"--expert {text!r}: give a model name")

@@ -235,7 +235,7 @@ def _run_stream(args, spec, region) -> int:
             config,
             fields=TSV_FIELDS,
             input=inputs.path,
-            empty=f"no sequences found in {inputs.given}",
+            empty=f"no sequences found in {inputs.shown}",
             unit_name="gap",
             chunk_size=4,
             skip_label="",

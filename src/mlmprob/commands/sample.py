@@ -351,7 +351,7 @@ def run_streamed(args, parsed: Parsed) -> int:
         lambda: parsed.inputs.records(unique),
         config,
         input=None if file is None else file.path,
-        empty=f"no sequences found in {file.given}" if file else "no input: give --seq or --input",
+        empty=f"no sequences found in {file.shown}" if file else "no input: give --seq or --input",
         unit_name="record",
         chunk_size=1,
         last_row_id=lambda r: r.id + last,

@@ -156,7 +156,7 @@ def run(args) -> int:
             config,
             fields=fields,
             input=inputs.path,
-            empty=f"no sequences found in {inputs.given}",
+            empty=f"no sequences found in {inputs.shown}",
             meta={"limit": args.limit},
         ),
         opts,

@@ -220,6 +220,7 @@ def run(args) -> int:
         raise MLMProbError(
             f"{'--evaluate' if args.evaluate else '--saturate'} needs --out (it reads the finished output)"
         )
+    labels = _labels(args, config, path) if args.evaluate else None  # a bad label: refused before the scoring
     opts = run_options(args)
     job = VariantsJob(**job_fields(model_spec(args)), wild_type=wild_type, spec=spec, skip_invalid=args.skip_invalid)
     command = StreamCommand(
@@ -248,8 +249,8 @@ def run(args) -> int:
     )
     if args.saturate and shard.is_whole:
         _saturation_outputs(args, job, done.state, wild_type, methods, config.get("cdr_span"))
-    if args.evaluate:
-        _evaluate(args, config, methods, path)
+    if labels is not None:
+        _evaluate(args, methods, labels)
     return 0
 
 
@@ -284,18 +285,23 @@ def _saturation_outputs(args, job, state, wild_type: str, methods, span) -> None
     )
 
 
-def _evaluate(args, config: dict, methods, path: str | None) -> None:
-    from ..jsonl import dumps
-    from ..runtime.writers import read_results
-    from ..variants.report import _num, evaluate_methods, format_table, small_sample_warning
-
-    scores = {str(r["id"]): {m: _num(r.get(m)) for m in methods} for r in read_results(args.out)}
+def _labels(args, config: dict, path: str | None) -> dict:
+    """Each row's ``--label`` value (nan where empty); one line naming the first row whose label is not a number."""
     labels = {}
     for u in _units(config, args.limit, args.label, path):
         try:
             labels[u.id] = float(u.label) if u.label not in (None, "") else float("nan")
         except ValueError:
             raise MLMProbError(f"row {u.row}: label {u.label!r} in column {args.label!r} is not a number") from None
+    return labels
+
+
+def _evaluate(args, methods, labels: dict) -> None:
+    from ..jsonl import dumps
+    from ..runtime.writers import read_results
+    from ..variants.report import _num, evaluate_methods, format_table, small_sample_warning
+
+    scores = {str(r["id"]): {m: _num(r.get(m)) for m in methods} for r in read_results(args.out)}
     result = evaluate_methods(scores, labels, methods, seed=args.seed, n_boot=args.n_boot, top=args.top)
     print(format_table(result, args.top))
     if (warning := small_sample_warning(result)) is not None:

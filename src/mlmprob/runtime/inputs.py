@@ -344,6 +344,8 @@ def _sniff(path: Path, name: str) -> str:
         if f.read(4) == b"PAR1":
             return "parquet"
     first = next((line.lstrip() for line in _Lines(path) if line.strip()), "")
+    if not first:
+        raise MLMProbError(f"no sequences found in {name}: it is empty")
     fmt = _SNIFFED.get(first[:1].encode())
     if fmt is None:
         raise MLMProbError(

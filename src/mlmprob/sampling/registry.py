@@ -248,17 +248,24 @@ class SamplerSpec(Spec, metaclass=_ByMethod):
         >>> SamplerSpec(epochs=10 ** 9, burn_in=0).check_size(1)  # doctest: +NORMALIZE_WHITESPACE
         Traceback (most recent call last):
         ...
-        mlmprob.errors.MLMProbError: epochs 1,000,000,000 + burn_in 0 of 1 chains x 1 tokens would keep about 1,237 GiB
+        mlmprob.errors.MLMProbError: epochs 1,000,000,000 + burn_in 0 of 1 chain would keep at least 1,237 GiB of
+        chain states in memory (every epoch's until the run ends), more than the 16 GiB a run may: sample fewer
+        epochs or chains
+        >>> SamplerSpec(epochs=10 ** 6, burn_in=0).check_size(64, 200)  # doctest: +NORMALIZE_WHITESPACE
+        Traceback (most recent call last):
+        ...
+        mlmprob.errors.MLMProbError: epochs 1,000,000 + burn_in 0 of 64 chains x 200 tokens would keep about 588 GiB
         of chain states in memory (every epoch's until the run ends), more than the 16 GiB a run may: sample fewer
         epochs or chains
         """
         need = self.run_bytes(chains, length)
         if need > MAX_RUN_BYTES:
+            what = f"{chains:,} chain{'s' if chains != 1 else ''}"  # the tokens only once the sequences are known
+            what, about = (f"{what} x {length:,} tokens", "about") if length > 1 else (what, "at least")
             raise MLMProbError(
-                f"epochs {self.epochs:,} + burn_in {self.burn_in:,} of {chains:,} chains x {length:,} "
-                f"tokens would keep about {need / (1 << 30):,.0f} GiB of chain states in memory (every "
-                f"epoch's until the run ends), more than the {MAX_RUN_BYTES >> 30} GiB a run may: sample "
-                "fewer epochs or chains"
+                f"epochs {self.epochs:,} + burn_in {self.burn_in:,} of {what} would keep {about} "
+                f"{need / (1 << 30):,.0f} GiB of chain states in memory (every epoch's until the run ends), more "
+                f"than the {MAX_RUN_BYTES >> 30} GiB a run may: sample fewer epochs or chains"
             )
 
     @property
