@@ -130,8 +130,30 @@ def energies_from_logits(
 
 
 def check_input_ids(mlm: MaskedLM, input_ids) -> torch.Tensor:
-    """Validate ``input_ids`` at the boundary: LongTensor ``[B, L]``, ids in the vocabulary, length."""
-    ids = torch.as_tensor(input_ids)
+    """Validate ``input_ids`` at the boundary: LongTensor ``[B, L]``, ids in the vocabulary, length.
+
+    >>> check_input_ids(None, ["EVQL"])  # doctest: +NORMALIZE_WHITESPACE
+    Traceback (most recent call last):
+    ...
+    mlmprob.errors.MLMProbError: input_ids must be integer token ids [B, L], got list ['EVQL']: encode text first
+    (mlm.encode(["EVQL..."]).input_ids)
+    """
+    if isinstance(input_ids, (str, bytes)) or (
+        isinstance(input_ids, (list, tuple)) and any(isinstance(x, (str, bytes)) for x in input_ids)
+    ):
+        raise MLMProbError(
+            f"input_ids must be integer token ids [B, L], got {type(input_ids).__name__} {input_ids!r:.40}: "
+            'encode text first (mlm.encode(["EVQL..."]).input_ids)'
+        )
+    try:
+        ids = torch.as_tensor(input_ids)
+    except (TypeError, ValueError, RuntimeError):  # None, a ragged list: torch's own message names neither
+        raise MLMProbError(
+            f"input_ids must be integer token ids [B, L] (a tensor or a list of equal-length lists of ints), got "
+            f"{type(input_ids).__name__} {input_ids!r:.40}"
+        ) from None
+    if ids.numel() == 0:
+        raise MLMProbError(f"input_ids is empty: shape {tuple(ids.shape)}")
     if ids.dtype not in (torch.int64, torch.int32, torch.int16, torch.uint8):
         raise MLMProbError(f"input_ids must be integer token ids, got dtype {ids.dtype}")
     ids = ids.long()

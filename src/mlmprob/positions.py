@@ -138,6 +138,14 @@ def resolve(
         if at_mask.any():
             b, t = at_mask.nonzero()[0].tolist()
             raise PositionsError(f"position {t} of sequence {b} holds the mask token; a scored position needs a token")
+        special = sel & ~is_mask & ~mlm.default_positions(input_ids)
+        if special.any():  # CLS, SEP, ...: a score of one is no residue's (the table: special tokens never scored)
+            b, t = special.nonzero()[0].tolist()
+            raise PositionsError(
+                f"position {t} of sequence {b} holds the special token {int(input_ids[b, t])}; special tokens are "
+                "never scored (token indices count them: the first residue is at index 1 when the model adds a "
+                "begin token)"
+            )
     if not allow_empty_rows:
         empty = ~sel.any(-1)
         if empty.any():
@@ -163,7 +171,13 @@ def _resolved(given: Resolved, input_ids: torch.Tensor, rule: Rule) -> torch.Ten
 def _explicit(mlm: MaskedLM, input_ids: torch.Tensor, positions) -> torch.Tensor:
     """Token indices shared by the batch, or a bool mask ``[B, L]``, as a bool mask inside the rows."""
     B, L = input_ids.shape
-    p = torch.as_tensor(positions)
+    try:
+        p = torch.as_tensor(positions)
+    except (TypeError, ValueError, RuntimeError):  # None among them, a string: torch's own message names neither
+        raise PositionsError(
+            f"positions must be a list of integer token indices or a bool mask [B, L], got "
+            f"{type(positions).__name__} {positions!r:.40}"
+        ) from None
     if p.numel() == 0:
         p = p.long()
     if p.dtype == torch.bool:

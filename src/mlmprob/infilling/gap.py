@@ -77,7 +77,12 @@ def prepare_gap(
     ([0, 2, 2], [1, 2], 2)
     """
     mlm = reader_of(mlm)
-    ids = torch.as_tensor(input_ids)
+    try:
+        ids = torch.as_tensor(input_ids)
+    except (TypeError, ValueError, RuntimeError):
+        ids = check_input_ids(mlm, input_ids)  # raises: its one line names input_ids
+    if isinstance(input_ids, (str, bytes)) or ids.dtype.is_floating_point:
+        check_input_ids(mlm, input_ids)  # raises
     if ids.dim() == 1:
         ids = ids[None]
     ids = check_input_ids(mlm, ids)
@@ -85,7 +90,13 @@ def prepare_gap(
         raise MLMProbError(f"infilling takes one sequence, got a batch of {ids.shape[0]} (shape {tuple(ids.shape)})")
     L = int(mlm.lengths(ids)[0])
     ids = ids[0, :L].clone()
-    pos = torch.as_tensor(positions)
+    try:
+        pos = torch.as_tensor(positions)
+    except (TypeError, ValueError, RuntimeError):  # None, a string: torch's own message names neither
+        raise PositionsError(
+            f"positions must be a list of integer token indices (0-based), got {type(positions).__name__} "
+            f"{str(positions)[:40]!r}"
+        ) from None
     if pos.dtype == torch.bool:
         if pos.dim() == 2 and pos.shape[0] == 1:
             pos = pos[0]

@@ -1,0 +1,63 @@
+"""Red-team, second round: what a notebook passes by mistake to the scoring API (text instead of token ids, None,
+a special token's index) is one MLMProbError naming the argument, never torch's message or a silent number."""
+
+import pytest
+from conftest import tiny_hf
+
+import mlmprob
+from mlmprob import MLMProbError
+from mlmprob.errors import PositionsError
+
+
+@pytest.fixture(scope="module")
+def bert():
+    return tiny_hf("bert")
+
+
+@pytest.fixture(scope="module")
+def ids(bert):
+    return bert.encode(["ACDEF"]).input_ids  # [CLS] A C D E F [SEP]
+
+
+SCORERS = {
+    "pll": lambda m, x, **kw: mlmprob.pll(m, x, **kw),
+    "energy": lambda m, x, **kw: mlmprob.energy(m, x, **kw),
+    "token_scores": lambda m, x, **kw: mlmprob.token_scores(m, x, **kw),
+    "loglik": lambda m, x, **kw: mlmprob.loglik(m, x, n_orders=1, **kw),
+}
+
+
+@pytest.mark.parametrize("name", SCORERS)
+@pytest.mark.parametrize("text", ["ACDEF", ["ACDEF"], ["ACDEF", None]])
+def test_text_instead_of_ids_says_encode_first(bert, name, text):
+    with pytest.raises(MLMProbError, match=r"input_ids must be integer token ids \[B, L\].*encode text first"):
+        SCORERS[name](bert, text)
+
+
+@pytest.mark.parametrize("name", SCORERS)
+@pytest.mark.parametrize("bad", [None, [[1, 2], [3]]])
+def test_none_or_ragged_ids_name_the_argument(bert, name, bad):
+    with pytest.raises(MLMProbError, match="input_ids must be integer token ids"):
+        SCORERS[name](bert, bad)
+
+
+@pytest.mark.parametrize("name", SCORERS)
+def test_an_empty_list_is_empty_not_a_float_dtype(bert, name):
+    with pytest.raises(MLMProbError, match="input_ids is empty"):
+        SCORERS[name](bert, [])
+
+
+@pytest.mark.parametrize("name", ["pll", "energy", "token_scores"])
+@pytest.mark.parametrize("where", [[0], [-1], [1, 6]])
+def test_a_special_token_given_as_a_position_is_refused(bert, ids, name, where):
+    # it was scored: pll(positions=[0]) gave the log-probability of [CLS] at the CLS slot, a silent wrong number
+    with pytest.raises(PositionsError, match="holds the special token .* never scored"):
+        SCORERS[name](bert, ids, positions=where)
+    assert SCORERS[name](bert, ids, positions=[1, 5]) is not None  # the residues still are
+
+
+@pytest.mark.parametrize("name", SCORERS)
+@pytest.mark.parametrize("bad", ["1,2", [1, None]])
+def test_positions_that_are_not_indices_name_the_argument(bert, ids, name, bad):
+    with pytest.raises(PositionsError, match="positions must be a list of integer token indices"):
+        SCORERS[name](bert, ids, positions=bad)
