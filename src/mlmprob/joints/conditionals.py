@@ -17,6 +17,7 @@ residues of an antibody model, or a top-K restriction), the mass the full softma
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
@@ -116,7 +117,10 @@ def check_pair(mlm: MaskedLM, input_ids, a: int, b: int) -> tuple[torch.Tensor, 
     """
     mlm = reader_of(mlm)
     ids = as_row(input_ids)
-    a, b = int(a), int(b)
+    for name, p in (("a", a), ("b", b)):
+        if isinstance(p, bool) or not hasattr(p, "__index__"):  # 3.5 was read as 3, "3" as 3
+            raise PositionsError(f"{name} must be a token index (an int, 0-based, special tokens counted), got {p!r}")
+    a, b = operator.index(a), operator.index(b)
     probe = ids.clone()
     L = len(ids)
     for p in (a, b):
@@ -133,6 +137,9 @@ def check_pair(mlm: MaskedLM, input_ids, a: int, b: int) -> tuple[torch.Tensor, 
     length = int(mlm.lengths(probe[None])[0])
     if max(a, b) >= length:
         raise PositionsError(f"position {max(a, b)} is padding (sequence length {length})")
+    for p in (a, b):  # the joint of a [CLS] slot is no residue's (the pairs drawn by the CLI are never there)
+        if int(ids[p]) in mlm.special_ids - {mlm.mask_id}:
+            raise PositionsError(f"position {p} holds the special token {int(ids[p])}; a pair needs residue positions")
     return ids[:length], a, b
 
 

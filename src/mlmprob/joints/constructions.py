@@ -21,6 +21,7 @@ in the tests with ``trace=True``).
 
 from __future__ import annotations
 
+import operator
 from dataclasses import dataclass
 
 import torch
@@ -207,6 +208,26 @@ def joint_from(pc: PairConditionals, method: str, pivot: tuple[int, int] | None 
     return ag_joint(pc).log_joint
 
 
+def pivot_pair(pivot) -> tuple[int, int]:
+    """HCB's ``pivot`` given as a pair of token ids, as a tuple of ints; anything else in one line.
+
+    >>> pivot_pair([3, 4]), pivot_pair((torch.tensor(1), 2))
+    ((3, 4), (1, 2))
+    >>> pivot_pair(5)
+    Traceback (most recent call last):
+    ...
+    mlmprob.errors.MLMProbError: pivot must be a pair of token ids (a_id, b_id) or None (the mode), got 5
+    """
+    try:
+        if isinstance(pivot, (str, bytes)) or len(pivot) != 2 or any(isinstance(p, bool) for p in pivot):
+            raise TypeError
+        return (operator.index(pivot[0]), operator.index(pivot[1]))
+    except (TypeError, ValueError):
+        raise MLMProbError(
+            f"pivot must be a pair of token ids (a_id, b_id) or None (the mode), got {pivot!r}"
+        ) from None
+
+
 @dataclass(frozen=True)
 class PairJointSpec(Spec):
     """The settings of :func:`pairwise_joint`: ``method`` (one of :data:`METHODS`) and, for ``"hcb"``, its ``pivot``
@@ -227,7 +248,7 @@ class PairJointSpec(Spec):
         if self.pivot is not None:
             if self.method != "hcb":
                 raise MLMProbError(f"a pivot only applies to method 'hcb', not {self.method!r}")
-            object.__setattr__(self, "pivot", tuple(self.pivot))
+            object.__setattr__(self, "pivot", pivot_pair(self.pivot))
 
 
 def pairwise_joint(

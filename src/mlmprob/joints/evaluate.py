@@ -9,7 +9,7 @@ import torch
 
 from ..errors import MLMProbError
 from ..models.protocol import MaskedLM
-from ..settings import Spec
+from ..settings import Spec, check_int
 from .conditionals import PairConditionals, pair_conditionals, resolve_candidates, topk_candidates
 from .constructions import (
     DEFAULT_AG_MAX_STEPS,
@@ -22,6 +22,7 @@ from .constructions import (
     mlm_joint,
     mrf_joint,
     mrf_logit_joint,
+    pivot_pair,
 )
 from .metrics import PairMetrics, ci_gap, pair_metrics
 
@@ -55,10 +56,23 @@ class PairSpec(Spec):
     ag_max_steps: int = DEFAULT_AG_MAX_STEPS
 
     def __post_init__(self):
-        if self.top_k is not None and self.top_k < 1:
-            raise MLMProbError(f"top_k must be >= 1, got {self.top_k}")
+        from .spec import MAX_AG_STEPS
+
+        if self.top_k is not None:
+            check_int("top_k", self.top_k, 1, "None (every candidate) or an integer >= 1")
         if self.pivot is not None:
-            object.__setattr__(self, "pivot", (int(self.pivot[0]), int(self.pivot[1])))
+            object.__setattr__(self, "pivot", pivot_pair(self.pivot))
+        if self.ag_steps is not None:
+            check_int("ag_steps", self.ag_steps, 0, "None (run to ag_tol) or an integer >= 0")
+        check_int("ag_max_steps", self.ag_max_steps, 1, "an integer >= 1")
+        for name in ("ag_steps", "ag_max_steps"):
+            if (getattr(self, name) or 0) > MAX_AG_STEPS:
+                raise MLMProbError(
+                    f"{name} must be at most {MAX_AG_STEPS:,} (AG updates per pair), got {getattr(self, name)}"
+                )
+        tol = self.ag_tol
+        if isinstance(tol, bool) or not isinstance(tol, (int, float)) or not 0 <= tol < float("inf"):
+            raise MLMProbError(f"ag_tol must be a finite number >= 0 (total variation), got {tol!r}")
 
     @property
     def ag(self) -> AGOptions:

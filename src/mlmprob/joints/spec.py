@@ -70,6 +70,9 @@ class JointsSpec(Spec):
                 raise MLMProbError(
                     f"{name} must be at most {MAX_AG_STEPS:,} (AG updates per pair), got {getattr(self, name)}"
                 )
+        tol = self.ag_tol
+        if isinstance(tol, bool) or not isinstance(tol, (int, float)) or not 0 <= tol < float("inf"):
+            raise MLMProbError(f"ag_tol must be a finite number >= 0 (total variation), got {tol!r}")
         if self.pivot not in ("mode", "mask"):
             raise MLMProbError(f"pivot must be 'mode' or 'mask', got {self.pivot!r}")
         if self.top_k is not None and self.top_k < 1:
