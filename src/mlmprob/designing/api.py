@@ -20,6 +20,7 @@ import torch
 
 from ..alphabet import AMINO_ACIDS
 from ..errors import MLMProbError
+from ..runtime.seeds import check_generator
 from .constraints import Constraints, mutant_string
 from .kernels import DesignInfo, DesignState, swap_step
 from .spec import DesignSpec
@@ -80,6 +81,7 @@ def design(
     if generator is None:
         generator = torch.Generator()
         generator.seed()
+    check_generator(generator)
     target = build_target(mlm_or_experts, inputs, spec)
     return run_design(target, spec, generator, on_step)
 

@@ -18,6 +18,7 @@ import torch
 
 from ..errors import MLMProbError
 from ..models.protocol import MaskedLM
+from ..runtime.seeds import check_generator
 from ..sampling.options import ProposalConfig
 from ..sampling.proposals import proposal_log_probs
 from .corrections import Standard
@@ -104,6 +105,7 @@ def sample_infill(
     """
     if generator is None:
         raise MLMProbError("sample_infill needs a torch.Generator (generator=torch.Generator().manual_seed(...))")
+    check_generator(generator)
     config = SamplingConfig(temperature, top_p)
     gap = prepare_gap(mlm, input_ids, positions)
     return run_search(

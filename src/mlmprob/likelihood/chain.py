@@ -27,7 +27,7 @@ from ..errors import PositionsError
 from ..models.alphabet import allowed_ids
 from ..models.protocol import MaskedLM
 from ..models.reader import reader_of
-from ..runtime.seeds import seeded_generator
+from ..runtime.seeds import check_generator, seeded_generator
 from .orders import OrderPlan, plan_orders
 from .spec import LoglikSpec
 
@@ -184,6 +184,7 @@ def loglik(
     order, n_orders = spec.order, spec.n_orders
     if generator is None:
         generator = seeded_generator(spec.seed, "stream", "loglik")
+    check_generator(generator)
     ids = check_input_ids(mlm, input_ids)
     sel = resolve_positions(mlm, ids, positions)
     words = _check_word_ids(word_ids, ids)

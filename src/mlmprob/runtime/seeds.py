@@ -88,6 +88,30 @@ def derive_seed(seed: int, purpose: str, *keys) -> int:
     return derive(seed, *keys)
 
 
+def check_generator(generator, name: str = "generator") -> torch.Generator:
+    """``generator`` if it is a CPU ``torch.Generator`` (every draw is made on the CPU, whatever the model's
+    device); anything else (a seed number, a generator of another device) is refused in one line.
+
+    >>> check_generator(3)  # doctest: +NORMALIZE_WHITESPACE
+    Traceback (most recent call last):
+    ...
+    mlmprob.errors.MLMProbError: generator must be a torch.Generator, got int 3 (write
+    generator=torch.Generator().manual_seed(3))
+    """
+    if not isinstance(generator, torch.Generator):
+        seed = generator if isinstance(generator, int) and not isinstance(generator, bool) else "SEED"
+        raise MLMProbError(
+            f"{name} must be a torch.Generator, got {type(generator).__name__} {str(generator)[:40]} "
+            f"(write {name}=torch.Generator().manual_seed({seed}))"
+        )
+    if generator.device.type != "cpu":
+        raise MLMProbError(
+            f"{name} must be a CPU torch.Generator (mlmprob draws its random numbers on the CPU whatever the "
+            f"model's device), got one on {generator.device}"
+        )
+    return generator
+
+
 def seeded_generator(seed: int, purpose: str, *keys) -> torch.Generator:
     """A CPU ``torch.Generator`` seeded with ``derive_seed(seed, purpose, *keys)``.
 

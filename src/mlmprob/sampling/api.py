@@ -13,6 +13,7 @@ import torch
 from ..energies import Positions, check_input_ids, energies_from_logits
 from ..errors import MLMProbError
 from ..models.protocol import MaskedLM
+from ..runtime.seeds import check_generator
 from .diagnostics import effective_sample_size, reference_identity, split_rhat
 from .forward import site_logits
 from .init import initialize, resolve_free
@@ -157,6 +158,7 @@ def sample(
     if generator is None:
         generator = torch.Generator()
         generator.seed()
+    check_generator(generator)
     with Chains(mlm, spec, ids, free, generator, reference, run_file) as chains:
         for rec in chains.epochs():
             if on_epoch is not None:

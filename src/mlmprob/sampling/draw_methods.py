@@ -59,6 +59,8 @@ class OrderedDrawSpec(DrawSpec, ProposalSpec):
 
     def __post_init__(self):
         super().__post_init__()
+        if self.order is None:  # explicit orders are a list per sequence; None was torch's 'Could not infer dtype'
+            raise MLMProbError(f"order must be one of {ORDERS} or explicit orders, got None")
         if isinstance(self.order, str) and self.order not in ORDERS:
             raise MLMProbError(f"order must be one of {ORDERS} or explicit orders, got {self.order!r}")
 

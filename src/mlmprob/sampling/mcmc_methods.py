@@ -127,6 +127,10 @@ class MHSpec(MCMCSpec):
     )
 
     def __post_init__(self):
+        for name in ("anneal", "temperature_floor"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, (int, float)):  # a str, None: before any comparison
+                raise MLMProbError(f"{name} must be a number, got {type(value).__name__} {value!r}")
         if not (self.anneal >= 0) or math.isinf(self.anneal):
             raise MLMProbError(f"anneal must be a finite number >= 0, got {self.anneal!r}")
         if self.anneal > 0 and callable(self.target_temperature):

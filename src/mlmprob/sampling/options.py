@@ -5,6 +5,7 @@ the kernels read them from here, so that building a spec or a parser imports no 
 
 from __future__ import annotations
 
+import numbers
 from dataclasses import dataclass
 
 from ..errors import MLMProbError
@@ -39,6 +40,9 @@ class ProposalConfig:
     top_p: float = 1.0
 
     def __post_init__(self):
+        for name, value in (("proposal_temperature", self.temperature), ("top_p", self.top_p)):
+            if isinstance(value, bool) or not isinstance(value, numbers.Real):  # a str, None: not torch's message
+                raise MLMProbError(f"{name} must be a number, got {type(value).__name__} {value!r}")
         if not (self.temperature >= 0.0) or self.temperature == float("inf"):
             raise MLMProbError(f"proposal_temperature must be a finite number >= 0, got {self.temperature}")
         if not (0.0 < self.top_p <= 1.0):

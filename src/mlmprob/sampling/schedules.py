@@ -45,8 +45,8 @@ class LinearAnneal:
     floor: float = 0.05
 
     def __post_init__(self):
-        if not self.floor > 0:
-            raise MLMProbError(f"annealing floor must be > 0, got {self.floor}")
+        if not self.floor > 0 or self.floor == float("inf"):  # an infinite floor: every epoch's target at inf
+            raise MLMProbError(f"annealing floor (temperature_floor) must be finite and > 0, got {self.floor}")
         if self.rate < 0 or self.start <= 0:
             raise MLMProbError(f"annealing needs start > 0 and rate >= 0, got start={self.start}, rate={self.rate}")
 
