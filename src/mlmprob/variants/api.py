@@ -39,6 +39,7 @@ forward rows is the number of distinct contexts, not the number of terms.
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Sequence
 
 import torch
@@ -89,7 +90,9 @@ def check_variants(mlm: MaskedLM, wild_type: torch.Tensor, mutants) -> list[Vari
     out = []
     for n, v in enumerate(mutants):
         try:
-            pairs = [(int(p), int(t)) for p, t in v]
+            if any(isinstance(x, (bool, str, bytes, float)) for pair in v for x in pair):
+                raise TypeError  # 3.5 was read as position 3, "3" as 3
+            pairs = [(operator.index(p), operator.index(t)) for p, t in v]
         except (TypeError, ValueError):
             raise MLMProbError(f"variant {n} must be a list of (position, token_id) pairs, got {v!r}") from None
         if not pairs:

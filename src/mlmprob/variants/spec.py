@@ -40,6 +40,8 @@ CHAIN_ORDERS = 6  # orders of a variant's sites (all |S|! when at most this many
 def check_methods(methods) -> tuple[str, ...]:
     if methods is None:
         return METHODS
+    if not isinstance(methods, str) and not hasattr(methods, "__iter__"):  # 3 was "'int' object is not iterable"
+        raise MLMProbError(f"methods must be a method name or a list of them (or None: all), got {methods!r}")
     methods = (methods,) if isinstance(methods, str) else tuple(methods)
     unknown = [m for m in methods if m not in ALL_METHODS]
     if unknown or not methods:
