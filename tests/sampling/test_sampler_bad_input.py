@@ -67,3 +67,10 @@ def test_order_none_is_refused_by_the_spec(method):
     # it was torch's "Could not infer dtype of NoneType" when the draw began
     with pytest.raises(MLMProbError, match="order must be one of .* got None"):
         SamplerSpec(method=method, order=None)
+
+
+@pytest.mark.parametrize("reference", ["AAA", ["AAA"], [[0, 1], [2]]])
+def test_a_reference_that_is_not_token_ids_is_named(toy, reference):
+    # it was torch's "new(): invalid data type 'str'"
+    with pytest.raises(MLMProbError, match=r"reference must be token ids \[L\] or \[B, L\]"):
+        mlmprob.sample(toy, IDS, epochs=1, reference=reference, generator=torch.Generator().manual_seed(0))

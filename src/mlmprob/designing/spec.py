@@ -117,6 +117,10 @@ class DesignSpec(Spec):
         def tup(x):
             return tuple(x) if isinstance(x, (list, range)) else x
 
+        for name in ("positions", "allowed", "forbid", "require"):  # a number here was "'int' object is not iterable"
+            value = getattr(self, name)
+            if value is not None and not isinstance(value, (tuple, list, range, str)):
+                raise MLMProbError(f"{name} must be a tuple or list, got {type(value).__name__} {value!r}")
         object.__setattr__(self, "positions", tup(self.positions))
         object.__setattr__(self, "allowed", tuple(tup(p) for p in tup(self.allowed)))
         for name in ("forbid", "require", "temperatures"):

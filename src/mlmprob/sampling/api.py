@@ -294,7 +294,15 @@ class Chains:
 def _reference(reference, ids: torch.Tensor) -> torch.Tensor | None:
     if reference is None:
         return None
-    ref = torch.as_tensor(reference, dtype=torch.long)
+    try:
+        if isinstance(reference, (str, bytes)):
+            raise TypeError
+        ref = torch.as_tensor(reference, dtype=torch.long)
+    except (TypeError, ValueError, RuntimeError):  # text, a ragged list: torch's own message names neither
+        raise MLMProbError(
+            f"reference must be token ids [L] or [B, L] (mlm.encode([...]).input_ids), got "
+            f"{type(reference).__name__} {reference!r:.40}"
+        ) from None
     if ref.shape not in (ids.shape, ids.shape[1:]):
         raise MLMProbError(f"reference must have shape [L] or [B, L] = {tuple(ids.shape)}, got {tuple(ref.shape)}")
     return ref
