@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import asdict, dataclass, fields
 from typing import Any
 
@@ -57,6 +58,7 @@ class TrainConfig:
     precision: str = "fp32"  # "bf16": bfloat16 autocast for the forward pass (weights, optimiser stay fp32)
 
     def __post_init__(self):
+        self._check_types()
         object.__setattr__(self, "mask_split", tuple(float(s) for s in self.mask_split))
         for name in (
             "hidden_size",
@@ -93,6 +95,23 @@ class TrainConfig:
             or self.kl_sequences < 0
         ):
             raise MLMProbError("lr must be positive; warmup_steps, weight_decay, grad_clip, kl_sequences non-negative")
+
+    def _check_types(self) -> None:
+        """Integers where counts are, finite numbers where rates are: a string or None was Python's comparison
+        error, 1.5 layers or ``lr=nan`` (a run of NaN weights) went through."""
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if f.type == "int" and (isinstance(value, bool) or not isinstance(value, int)):
+                raise MLMProbError(f"{f.name} must be an integer, got {type(value).__name__} {value!r}")
+            if f.type == "float" and (
+                isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value)
+            ):
+                raise MLMProbError(f"{f.name} must be a finite number, got {type(value).__name__} {value!r}")
+        split = self.mask_split
+        if isinstance(split, (str, bytes)) or not isinstance(split, (tuple, list)) or len(split) != 3:
+            raise MLMProbError(f"mask_split must be three shares (mask, random, keep), got {split!r}")
+        if any(isinstance(x, bool) or not isinstance(x, (int, float)) for x in split):
+            raise MLMProbError(f"mask_split must be three numbers (mask, random, keep), got {split!r}")
 
     def train_bytes(self, vocab_size: int, length: int) -> int:
         """About how many bytes training needs: float32 weights, gradients and two Adam moments (16 bytes a
