@@ -46,7 +46,7 @@ class PairSpec(Spec):
     >>> PairSpec(top_k=0)
     Traceback (most recent call last):
     ...
-    mlmprob.errors.MLMProbError: top_k must be >= 1, got 0
+    mlmprob.errors.MLMProbError: top_k must be None (every candidate) or an integer >= 1, got 0
     """
 
     top_k: int | None = None
