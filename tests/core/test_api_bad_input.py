@@ -61,3 +61,10 @@ def test_a_special_token_given_as_a_position_is_refused(bert, ids, name, where):
 def test_positions_that_are_not_indices_name_the_argument(bert, ids, name, bad):
     with pytest.raises(PositionsError, match="positions must be a list of integer token indices"):
         SCORERS[name](bert, ids, positions=bad)
+
+
+@pytest.mark.parametrize("correction", [3, True, ["x.safetensors"]])
+def test_a_one_pass_correction_that_is_not_one_is_named(bert, ids, correction):
+    # it was pathlib's "expected str, bytes or os.PathLike object, not int"
+    with pytest.raises(MLMProbError, match="correction must be a Correction, a file path or None"):
+        mlmprob.pll(bert, ids, method="one_pass", correction=correction)

@@ -11,6 +11,7 @@ mlmprob.errors.MLMProbError: unknown PLL method 'fast'; use one of exact, one_pa
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from typing import Any
 
@@ -32,6 +33,11 @@ class PLLSpec(Spec):
     def __post_init__(self):
         if self.method not in METHODS:
             raise MLMProbError(f"unknown PLL method {self.method!r}; use one of {', '.join(METHODS)}")
+        c = self.correction
+        if c is not None and not isinstance(c, (str, os.PathLike)) and type(c).__name__ != "Correction":
+            raise MLMProbError(  # 3 or True was pathlib's "expected str, bytes or os.PathLike object"
+                f"correction must be a Correction, a file path or None (the model's own), got {type(c).__name__} {c!r:.40}"
+            )
         if self.correction is not None and self.method != "one_pass":
             raise MLMProbError(
                 f"correction is the one-pass correction: use it with method='one_pass', not {self.method!r}"
