@@ -36,7 +36,8 @@ class PLLSpec(Spec):
         c = self.correction
         if c is not None and not isinstance(c, (str, os.PathLike)) and type(c).__name__ != "Correction":
             raise MLMProbError(  # 3 or True was pathlib's "expected str, bytes or os.PathLike object"
-                f"correction must be a Correction, a file path or None (the model's own), got {type(c).__name__} {c!r:.40}"
+                f"correction must be a Correction, a file path or None (the model's own), got "
+                f"{type(c).__name__} {c!r:.40}"
             )
         if self.correction is not None and self.method != "one_pass":
             raise MLMProbError(
