@@ -117,3 +117,19 @@ def test_demo_report(residue_bert, tmp_path, monkeypatch, capsys, one_thread):
     # the two methods' scores are different quantities: the report says what each is, and in which unit
     assert "   standard score: log-probability of the fill in nats" in out
     assert "   hcb score: log-ratio in nats, not a probability (sum of log q(fill token) - log q(mask)" in out
+
+
+def test_a_huge_epochs_is_refused_before_the_model_loads(monkeypatch, capsys):
+    """Red-team: ``demo --epochs 10**9`` loaded the model and scored section 1 before the size check said no."""
+    from mlmprob.commands import common
+
+    def no_load(args):
+        raise AssertionError("the model was loaded")
+
+    monkeypatch.setattr(common, "load_model_from_args", no_load)
+    assert main(["demo", "--n", "0", "--epochs", "1000000000"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert (
+        err.startswith("error: epochs 1,000,000,000 + burn_in 5 of 3 chains would keep at least")
+        and len(err.splitlines()) == 1
+    ), err

@@ -34,6 +34,16 @@ def fitted():
     return mlm, res
 
 
+@pytest.mark.parametrize("steps", [0, 10**9, 2.5, True])
+def test_absurd_fit_steps_are_refused_before_any_read(fitted, steps):
+    """Red-team: ``calibrate --steps 10**9`` ran silently for days; refused before the first forward pass."""
+    mlm, _ = fitted
+    calls = []
+    with pytest.raises(MLMProbError, match=r"steps must be an integer from 1 to 100,000"):
+        calibrate(mlm, _seqs(4, 0), steps=steps, progress=calls.append)
+    assert calls == []  # no sequence was read
+
+
 def test_correction_fitted_beats_unmasked(fitted):
     mlm, res = fitted
     assert res.heldout_kl_after < 0.7 * res.heldout_kl_before  # held-out sequences, never fitted on
@@ -148,6 +158,7 @@ def test_cli_calibrate_then_score_one_pass_with_check(model_dir, tmp_path, capsy
         (["--out", "x.pt"], "--out must end in .safetensors"),
         ([], "--out is needed"),  # not a local folder (built-in name)
         (["--limit", "1", "--out", "c.safetensors"], "at least 2 sequences"),
+        (["--steps", "1000000000"], "steps must be an integer from 1 to 100,000, got 1000000000"),
         (["--steps", "0"], "must be a positive integer"),
     ],
 )

@@ -53,10 +53,11 @@ def out_path(model: str, out: str | None) -> Path:
 def run(args) -> int:
     from itertools import islice
 
-    from ..onepass.fit import calibrate
+    from ..onepass.fit import calibrate, check_steps
     from ..runtime.inputs import iter_records
     from .common import load_model_from_args
 
+    check_steps(args.steps)  # before the model loads and the sequences are read
     path = out_path(args.model, args.out)
     if path.exists() and not args.force:  # refused before the fit, not found after it
         raise MLMProbError(f"{str(path)!r} exists (a correction fitted before): give --force to replace it")

@@ -15,6 +15,7 @@ DEMO_HEAVY = {
 
 
 DEMO_N = 3  # Thera-SAbDab chains scored by default when the shared data is there
+DEMO_CHAINS = 3  # MH chains of the CDR-H3 redesign section
 
 
 def register(sub) -> None:
@@ -64,10 +65,12 @@ def demo_records(n: int | None):
 
 
 def run(args) -> int:
+    from ..sampling.spec import SamplerSpec
     from ..scoring import score_records
 
     t0 = time.perf_counter()
     records = demo_records(args.n)  # a missing table fails before the model loads
+    SamplerSpec.of(None, method="mh", epochs=args.epochs).check_size(DEMO_CHAINS)  # so does a huge --epochs
     from .common import load_model_from_args
 
     mlm = load_model_from_args(args)
@@ -119,7 +122,7 @@ def sample_section(mlm, args) -> None:
     seq, ids, cdr = _trastuzumab(mlm)
     cols = cdr.nonzero()[:, 0]
     native = mlm.decode(ids[0, cols])
-    chains = 3
+    chains = DEMO_CHAINS
     print(f"\n2. CDR-H3 redesign of trastuzumab (framework clamped): native CDR-H3 {native} ({len(cols)} residues)")
     print(
         f"   Metropolis-Hastings on E_local with the model's own conditionals as proposals, {chains} chains x "

@@ -69,6 +69,17 @@ def _kl(mlm, c: Correction, data: CalibrationSet, idx: torch.Tensor) -> torch.Te
     return (p.exp() * (p - logq)).sum(-1).mean()
 
 
+#: The most Adam steps a fit may take (the default is 400): a larger number is a typing mistake that would run for
+#: days before it said anything.
+MAX_STEPS = 100_000
+
+
+def check_steps(steps) -> None:
+    """Refuse a number of fit steps outside ``1..MAX_STEPS`` (before any sequence is read)."""
+    if isinstance(steps, bool) or not isinstance(steps, int) or not 1 <= steps <= MAX_STEPS:
+        raise MLMProbError(f"steps must be an integer from 1 to {MAX_STEPS:,}, got {steps!r}")
+
+
 def fit_correction(
     mlm,
     data: CalibrationSet,
@@ -82,6 +93,7 @@ def fit_correction(
 ) -> tuple[Correction, float, float]:
     """Fit ``U, M, b`` by Adam on ``KL(exact || corrected)``; returns the correction and the held-out KL
     (mean nats per position) before and after. ``holdout`` is the share of *sequences* kept out."""
+    check_steps(steps)
     g = generator if generator is not None else torch.Generator().manual_seed(0)
     seqs = data.seq.unique()
     n_out = int(round(holdout * len(seqs))) if len(seqs) > 1 else 0
@@ -126,6 +138,7 @@ def calibrate(
     progress: Callable[[int], None] | None = None,
 ) -> CalibrationResult:
     """Fit the one-pass correction of ``mlm`` on ``sequences`` (of the user's domain), described in its info."""
+    check_steps(steps)
     if not sequences:
         raise MLMProbError("calibrate needs at least one sequence")
     mlm = reader_of(mlm)
