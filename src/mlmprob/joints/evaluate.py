@@ -7,7 +7,6 @@ from dataclasses import dataclass
 
 import torch
 
-from ..errors import MLMProbError
 from ..models.protocol import MaskedLM
 from ..settings import Spec, check_int
 from .conditionals import PairConditionals, pair_conditionals, resolve_candidates, topk_candidates
@@ -56,7 +55,7 @@ class PairSpec(Spec):
     ag_max_steps: int = DEFAULT_AG_MAX_STEPS
 
     def __post_init__(self):
-        from .spec import MAX_AG_STEPS
+        from .spec import check_ag_limits
 
         if self.top_k is not None:
             check_int("top_k", self.top_k, 1, "None (every candidate) or an integer >= 1")
@@ -65,14 +64,7 @@ class PairSpec(Spec):
         if self.ag_steps is not None:
             check_int("ag_steps", self.ag_steps, 0, "None (run to ag_tol) or an integer >= 0")
         check_int("ag_max_steps", self.ag_max_steps, 1, "an integer >= 1")
-        for name in ("ag_steps", "ag_max_steps"):
-            if (getattr(self, name) or 0) > MAX_AG_STEPS:
-                raise MLMProbError(
-                    f"{name} must be at most {MAX_AG_STEPS:,} (AG updates per pair), got {getattr(self, name)}"
-                )
-        tol = self.ag_tol
-        if isinstance(tol, bool) or not isinstance(tol, (int, float)) or not 0 <= tol < float("inf"):
-            raise MLMProbError(f"ag_tol must be a finite number >= 0 (total variation), got {tol!r}")
+        check_ag_limits(self.ag_steps, self.ag_tol, self.ag_max_steps)
 
     @property
     def ag(self) -> AGOptions:

@@ -16,6 +16,16 @@ MAX_AG_STEPS = 1_000_000  # Arnold-Gokhale updates of one pair (--ag-steps, --ag
 DEFAULT_COLUMN = "HC"  # the sequence column of a CSV/TSV data file when none is named
 
 
+def check_ag_limits(ag_steps, ag_tol, ag_max_steps) -> None:
+    """Refuse Arnold-Gokhale settings past :data:`MAX_AG_STEPS` updates, or a tolerance that is not a finite
+    number >= 0 (``nan`` or ``-1`` ran silently to ``ag_max_steps``)."""
+    for name, value in (("ag_steps", ag_steps), ("ag_max_steps", ag_max_steps)):
+        if (value or 0) > MAX_AG_STEPS:
+            raise MLMProbError(f"{name} must be at most {MAX_AG_STEPS:,} (AG updates per pair), got {value}")
+    if isinstance(ag_tol, bool) or not isinstance(ag_tol, (int, float)) or not 0 <= ag_tol < float("inf"):
+        raise MLMProbError(f"ag_tol must be a finite number >= 0 (total variation), got {ag_tol!r}")
+
+
 @dataclass(frozen=True)
 class JointsSpec(Spec):
     """One experiment's settings (``mlmprob joints``' flags of the same names:
@@ -65,14 +75,7 @@ class JointsSpec(Spec):
             raise MLMProbError(
                 f"n_pairs must be at most {MAX_PAIRS:,} per scheme (the run keeps every pair's id), got {self.n_pairs}"
             )
-        for name in ("ag_steps", "ag_max_steps"):
-            if (getattr(self, name) or 0) > MAX_AG_STEPS:
-                raise MLMProbError(
-                    f"{name} must be at most {MAX_AG_STEPS:,} (AG updates per pair), got {getattr(self, name)}"
-                )
-        tol = self.ag_tol
-        if isinstance(tol, bool) or not isinstance(tol, (int, float)) or not 0 <= tol < float("inf"):
-            raise MLMProbError(f"ag_tol must be a finite number >= 0 (total variation), got {tol!r}")
+        check_ag_limits(self.ag_steps, self.ag_tol, self.ag_max_steps)
         if self.pivot not in ("mode", "mask"):
             raise MLMProbError(f"pivot must be 'mode' or 'mask', got {self.pivot!r}")
         if self.top_k is not None and self.top_k < 1:
