@@ -15,12 +15,12 @@ from .options import (
     DEFAULT_ITERATIONS,
     DEFAULT_STEPS,
     DEFAULT_THRESHOLD,
-    MAX_ITERATIONS,
     ORDERS,
     SCHEDULES,
     SCORES,
     STRATEGIES,
     check_adaptive,
+    check_iterations,
     check_positive_int,
     check_unmasking,
 )
@@ -235,12 +235,7 @@ class MaskPredictSpec(DrawSpec):
 
     def __post_init__(self):
         super().__post_init__()
-        check_positive_int(self.iterations, "iterations")
-        if self.iterations > MAX_ITERATIONS:
-            raise MLMProbError(
-                f"iterations must be at most {MAX_ITERATIONS:,} (each is a model call per chain), "
-                f"got {self.iterations!r}"
-            )
+        check_iterations(self.iterations)
         if self.strategy not in STRATEGIES:
             raise MLMProbError(f"strategy must be one of {STRATEGIES}, got {self.strategy!r}")
 

@@ -25,7 +25,7 @@ from ..positions import WORDS_AND_MASKS, Resolved
 from .forward import block_logits
 from .init import resolve_free
 from .kernels import StepInfo, free_or_default, resolve_scored
-from .options import DEFAULT_ITERATIONS, MAX_ITERATIONS, STRATEGIES, ProposalConfig, check_positive_int
+from .options import DEFAULT_ITERATIONS, STRATEGIES, ProposalConfig, check_iterations
 from .proposals import allowed_ids, proposal_log_probs
 
 
@@ -63,11 +63,7 @@ def mask_predict(
     """
     if strategy not in STRATEGIES:
         raise MLMProbError(f"strategy must be one of {STRATEGIES}, got {strategy!r}")
-    check_positive_int(iterations, "iterations")
-    if iterations > MAX_ITERATIONS:  # each round is a sequential call and a kept copy of the ids: as the spec's bound
-        raise MLMProbError(
-            f"iterations must be at most {MAX_ITERATIONS:,} (each is a model call per chain), got {iterations!r}"
-        )
+    check_iterations(iterations)  # each round is a sequential call and a kept copy of the ids
     ids = check_input_ids(mlm, init_ids)
     free = resolve_free(mlm, ids, positions)
     allowed = allowed_ids(mlm)

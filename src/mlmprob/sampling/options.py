@@ -9,6 +9,7 @@ import numbers
 from dataclasses import dataclass
 
 from ..errors import MLMProbError
+from ..settings import check_count
 
 INITS = ("given", "greedy", "random")
 ORDERS = ("random", "l2r", "r2l")  # the named orders (MCMC sweeps take the first two)
@@ -54,6 +55,12 @@ def check_positive_int(value, name: str, allow_none: bool = False):
         return
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise MLMProbError(f"{name} must be a positive integer, got {value!r}")
+
+
+def check_iterations(iterations) -> int:
+    """Mask-predict's rounds: a positive integer of at most :data:`MAX_ITERATIONS` (the spec's and
+    :func:`~mlmprob.sampling.maskpredict.mask_predict`'s one check)."""
+    return check_count("iterations", iterations, MAX_ITERATIONS, "each is a model call per chain")
 
 
 def check_unmasking(score, steps, schedule, block_length, remask, remask_steps) -> None:
