@@ -20,6 +20,7 @@ from ..batching import iter_masked_logits
 from ..energies import check_input_ids, resolve_positions
 from ..errors import MLMProbError
 from ..models.reader import reader_of
+from ..settings import check_count
 from .correction import Correction, fingerprint, model_key
 from .estimate import unmasked_hidden
 
@@ -74,10 +75,9 @@ def _kl(mlm, c: Correction, data: CalibrationSet, idx: torch.Tensor) -> torch.Te
 MAX_STEPS = 100_000
 
 
-def check_steps(steps) -> None:
+def check_steps(steps) -> int:
     """Refuse a number of fit steps outside ``1..MAX_STEPS`` (before any sequence is read)."""
-    if isinstance(steps, bool) or not isinstance(steps, int) or not 1 <= steps <= MAX_STEPS:
-        raise MLMProbError(f"steps must be an integer from 1 to {MAX_STEPS:,}, got {steps!r}")
+    return check_count("steps", steps, MAX_STEPS, "each is an Adam step over a minibatch")
 
 
 def fit_correction(
