@@ -80,11 +80,9 @@ def prepare_gap(
     try:
         ids = torch.as_tensor(input_ids)
     except (TypeError, ValueError, RuntimeError):
-        ids = check_input_ids(mlm, input_ids)  # raises: its one line names input_ids
-    if isinstance(input_ids, (str, bytes)) or ids.dtype.is_floating_point:
-        check_input_ids(mlm, input_ids)  # raises
-    if ids.dim() == 1:
-        ids = ids[None]
+        ids = input_ids  # text, None, a ragged list: check_input_ids names it in one line
+    else:  # one sequence [L] as a batch of one; float ids (and [], which torch makes float) are refused as given
+        ids = ids[None] if ids.dim() == 1 and not ids.dtype.is_floating_point else ids
     ids = check_input_ids(mlm, ids)
     if ids.shape[0] != 1:
         raise MLMProbError(f"infilling takes one sequence, got a batch of {ids.shape[0]} (shape {tuple(ids.shape)})")
