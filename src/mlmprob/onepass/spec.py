@@ -34,11 +34,14 @@ class PLLSpec(Spec):
         if self.method not in METHODS:
             raise MLMProbError(f"unknown PLL method {self.method!r}; use one of {', '.join(METHODS)}")
         c = self.correction
-        if c is not None and not isinstance(c, (str, os.PathLike)) and type(c).__name__ != "Correction":
-            raise MLMProbError(  # 3 or True was pathlib's "expected str, bytes or os.PathLike object"
-                f"correction must be a Correction, a file path or None (the model's own), got "
-                f"{type(c).__name__} {c!r:.40}"
-            )
+        if c is not None and not isinstance(c, (str, os.PathLike)):
+            from .correction import Correction  # only here: a path or None imports no torch
+
+            if not isinstance(c, Correction):  # 3 or True was pathlib's "expected str, bytes or os.PathLike object"
+                raise MLMProbError(
+                    f"correction must be a Correction, a file path or None (the model's own), got "
+                    f"{type(c).__name__} {c!r:.40}"
+                )
         if self.correction is not None and self.method != "one_pass":
             raise MLMProbError(
                 f"correction is the one-pass correction: use it with method='one_pass', not {self.method!r}"
