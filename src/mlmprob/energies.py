@@ -258,7 +258,13 @@ def token_scores(
     rows, cols = sel.nonzero(as_tuple=True)
     extra = None
     if word_ids is not None:
-        word_ids = torch.as_tensor(word_ids, dtype=torch.long)
+        try:
+            word_ids = torch.as_tensor(word_ids, dtype=torch.long)
+        except (TypeError, ValueError, RuntimeError):  # text, None inside: torch's message does not name word_ids
+            raise PositionsError(
+                f"word_ids must be integer word numbers [B, L] (-1 for special tokens), got "
+                f"{type(word_ids).__name__} {word_ids!r:.40}"
+            ) from None
         if word_ids.shape != ids.shape:
             raise PositionsError(f"word_ids has shape {tuple(word_ids.shape)}, input_ids has shape {tuple(ids.shape)}")
         extra = whole_word_mask(word_ids, rows, cols)

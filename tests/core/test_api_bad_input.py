@@ -68,3 +68,44 @@ def test_a_one_pass_correction_that_is_not_one_is_named(bert, ids, correction):
     # it was pathlib's "expected str, bytes or os.PathLike object, not int"
     with pytest.raises(MLMProbError, match="correction must be a Correction, a file path or None"):
         mlmprob.pll(bert, ids, method="one_pass", correction=correction)
+
+
+@pytest.mark.parametrize("bad", [None, 3, b"ACDEF"])
+def test_encode_of_something_that_is_no_text_names_it(bert, bad):
+    # None and 3 were Python's "'NoneType' object is not iterable"; bytes were split into numbers
+    with pytest.raises(MLMProbError, match=f"encode takes a text or a list of texts, got {type(bad).__name__}"):
+        bert.encode(bad)
+    assert bert.encode("ACDEF").input_ids.shape == (1, 7)  # one text is still one sequence
+
+
+@pytest.mark.parametrize("name", ["pll", "energy", "token_scores"])
+@pytest.mark.parametrize("bad", ["x", [["a", "b"]]])
+def test_word_ids_that_are_not_numbers_name_the_argument(bert, ids, name, bad):
+    # was torch's "new(): invalid data type 'str'"
+    with pytest.raises(PositionsError, match=r"word_ids must be integer word numbers \[B, L\]"):
+        SCORERS[name](bert, ids, word_ids=bad)
+
+
+def test_a_progress_that_is_not_a_function_is_refused(bert, ids):
+    # was "'int' object is not callable" after the first sub-batch had run
+    with pytest.raises(MLMProbError, match="progress must be a function of the rows finished, or None; got 3"):
+        mlmprob.token_scores(bert, ids, progress=3)
+    seen = []
+    mlmprob.token_scores(bert, ids, progress=seen.append)
+    assert sum(seen) > 0
+
+
+@pytest.mark.parametrize("bad", ["AC", ["A", "C"], {"A": 1}])
+def test_candidates_that_are_not_ids_name_the_argument(bert, ids, bad):
+    # "AC" was torch's "new(): invalid data type 'str'"
+    with pytest.raises(MLMProbError, match="candidates must be a non-empty 1-D list of token ids"):
+        mlmprob.pairwise_joint(bert, ids[0], 2, 3, candidates=bad)
+
+
+def test_train_config_refuses_a_negative_seed():
+    # the CLI's --seed is non-negative; TrainConfig(seed=-1) was accepted
+    from mlmprob.training import TrainConfig
+
+    with pytest.raises(MLMProbError, match="seed must be non-negative, got -1"):
+        TrainConfig(seed=-1)
+    assert TrainConfig(seed=0).seed == 0

@@ -149,7 +149,12 @@ def resolve_candidates(mlm: MaskedLM, candidates=None) -> torch.Tensor:
     if candidates is None:
         c = reader_of(mlm).proposal_ids
         return torch.arange(mlm.vocab_size) if c is None else c
-    c = torch.as_tensor(candidates)
+    try:
+        c = torch.as_tensor(candidates)
+    except (TypeError, ValueError, RuntimeError):  # a string, a list of letters: torch's message names neither
+        raise MLMProbError(
+            f"candidates must be a non-empty 1-D list of token ids, got {type(candidates).__name__} {candidates!r:.40}"
+        ) from None
     if c.dtype.is_floating_point or c.dtype == torch.bool or c.dim() != 1 or c.numel() == 0:
         raise MLMProbError(
             f"candidates must be a non-empty 1-D list of token ids, got shape {tuple(c.shape)}, dtype {c.dtype}"

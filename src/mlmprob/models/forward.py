@@ -281,6 +281,8 @@ def iter_forward(
     With ``on_device`` the rows are built on the model's device, the loop makes no host
     synchronisation, and both tensors are yielded there (logits as float32); otherwise on the CPU.
     """
+    if progress is not None and not callable(progress):
+        raise MLMProbError(f"progress must be a function of the rows finished, or None; got {progress!r:.40}")
     reader = reader_of(mlm)
     batch_tokens = auto_batch_tokens(reader)  # the reader's budget (models/reader.py), else the device's
     read_row = torch.as_tensor(read_row, dtype=torch.long).cpu()

@@ -27,7 +27,7 @@ from ..alphabet import AMINO_ACIDS
 from ..errors import ModelLoadError
 from .hf import HFMaskedLM
 from .length import text_config
-from .tokenizers import ResidueTokenizer, own_pad_id
+from .tokenizers import ResidueTokenizer, own_pad_id, text_list
 from .windowed import WindowedMLM
 
 RESERVED_PAD = "<mlmprob:pad>"  # the padding token of a tokenizer without one of its own
@@ -84,7 +84,7 @@ class ProteinTokenizer(ResidueTokenizer):
     """
 
     def encode(self, texts):
-        texts = [texts] if isinstance(texts, str) else list(texts)
+        texts = text_list(texts)
         return super().encode(["".join(t.split()) if isinstance(t, str) else t for t in texts])
 
 

@@ -7,7 +7,7 @@ Hugging Face tokenizer.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 import torch
@@ -38,8 +38,10 @@ def _check_text(i: int, text: str) -> str:
     return text.strip()
 
 
-def _text_list(texts: Sequence[str] | str) -> list[str]:
+def text_list(texts: Sequence[str] | str) -> list[str]:
     """One text or a non-empty sequence of texts, as a list."""
+    if isinstance(texts, bytes) or not isinstance(texts, str | Iterable):
+        raise TokenizationError(f"encode takes a text or a list of texts, got {type(texts).__name__}")
     texts = [texts] if isinstance(texts, str) else list(texts)
     if not texts:
         raise TokenizationError("no sequences given")
@@ -112,7 +114,7 @@ class ResidueTokenizer:
 
     def encode(self, texts: Sequence[str]) -> Encoding:
         rows, words = [], []
-        for i, text in enumerate(_text_list(texts)):
+        for i, text in enumerate(text_list(texts)):
             s = _check_text(i, text)
             if s.lower() in PLACEHOLDERS:
                 raise TokenizationError(f"sequence {i} is {s!r}, a missing-value placeholder, not a sequence")
@@ -211,7 +213,7 @@ class HFTokenizer:
 
     def encode(self, texts: Sequence[str]) -> Encoding:
         rows, words = [], []
-        for i, text in enumerate(_text_list(texts)):
+        for i, text in enumerate(text_list(texts)):
             s = _check_text(i, text)
             enc = self.hf(s, add_special_tokens=True, truncation=False)
             ids = list(enc["input_ids"])

@@ -85,6 +85,8 @@ class TrainConfig:
             raise MLMProbError(f"masking must be one of {', '.join(MASKINGS)}, got {self.masking!r}")
         if self.precision not in PRECISIONS:
             raise MLMProbError(f"precision must be one of {', '.join(PRECISIONS)}, got {self.precision!r}")
+        if self.seed < 0:  # the CLI's --seed is non-negative too: one seed, one spelling
+            raise MLMProbError(f"seed must be non-negative, got {self.seed}")
         if not 0.0 <= self.dropout < 1.0:
             raise MLMProbError(f"dropout must lie in [0, 1), got {self.dropout}")
         if (
