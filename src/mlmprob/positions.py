@@ -138,7 +138,7 @@ def resolve(
         if at_mask.any():
             b, t = at_mask.nonzero()[0].tolist()
             raise PositionsError(f"position {t} of sequence {b} holds the mask token; a scored position needs a token")
-        special = sel & ~is_mask & ~mlm.default_positions(input_ids)
+        special = sel & mlm.special_at(input_ids)
         if special.any():  # CLS, SEP, ...: a score of one is no residue's (the table: special tokens never scored)
             b, t = special.nonzero()[0].tolist()
             raise PositionsError(

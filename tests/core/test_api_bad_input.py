@@ -109,3 +109,32 @@ def test_train_config_refuses_a_negative_seed():
     with pytest.raises(MLMProbError, match="seed must be non-negative, got -1"):
         TrainConfig(seed=-1)
     assert TrainConfig(seed=0).seed == 0
+
+
+@pytest.mark.parametrize("kind", ["bert", "roberta"])
+def test_scoring_pairs_and_gaps_refuse_the_same_positions(kind):
+    # one definition of a special slot (Reader.special_at): scoring used "not a default position", pairs and gaps
+    # "in special_ids minus the mask"; a slot one refused and another took would be a number of no residue
+    from mlmprob.infilling.gap import prepare_gap
+    from mlmprob.joints.conditionals import check_pair
+
+    m = tiny_hf(kind)
+    ids = m.encode(["ACDEF"]).input_ids
+    ids[0, 3] = m.mask_id  # a mask inside stands for a residue: pairs and gaps take it
+    refused = {}
+    for t in range(ids.shape[1]):
+        other = 2 if t != 2 else 4
+        verdicts = []
+        for call in (
+            lambda: mlmprob.pll(m, ids.masked_fill(ids == m.mask_id, ids[0, 1]), positions=[t]),
+            lambda: check_pair(m, ids[0], t, other),
+            lambda: prepare_gap(m, ids[0], [t]),
+        ):
+            try:
+                call()
+                verdicts.append(False)
+            except PositionsError:
+                verdicts.append(True)
+        assert len(set(verdicts)) == 1, (t, verdicts)
+        refused[t] = verdicts[0]
+    assert [t for t, r in refused.items() if r] == [0, ids.shape[1] - 1]  # [CLS] and [SEP] / <cls> and <eos>

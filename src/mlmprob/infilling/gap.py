@@ -112,9 +112,9 @@ def prepare_gap(
     if pos.unique().numel() != pos.numel():
         raise PositionsError(f"gap positions repeat: {pos.tolist()}")
     pos = pos.sort().values
-    specials = mlm.special_ids - {mlm.mask_id}
+    special = mlm.special_at(ids)
     for p in pos.tolist():
-        if int(ids[p]) in specials:
+        if special[p]:
             raise PositionsError(
                 f"gap position {p} holds special token {int(ids[p])}; only sequence tokens can be filled"
             )

@@ -137,8 +137,9 @@ def check_pair(mlm: MaskedLM, input_ids, a: int, b: int) -> tuple[torch.Tensor, 
     length = int(mlm.lengths(probe[None])[0])
     if max(a, b) >= length:
         raise PositionsError(f"position {max(a, b)} is padding (sequence length {length})")
+    special = mlm.special_at(ids)
     for p in (a, b):  # the joint of a [CLS] slot is no residue's (the pairs drawn by the CLI are never there)
-        if int(ids[p]) in mlm.special_ids - {mlm.mask_id}:
+        if special[p]:
             raise PositionsError(f"position {p} holds the special token {int(ids[p])}; a pair needs residue positions")
     return ids[:length], a, b
 

@@ -199,6 +199,11 @@ class Reader:
             sel &= input_ids != s
         return sel
 
+    def special_at(self, input_ids: torch.Tensor) -> torch.Tensor:
+        """Bool, shaped as ``input_ids``: a special id or padding, never a residue's slot (the mask is not: it
+        stands for one). The one definition that scoring, pairs and gaps refuse a position by."""
+        return ~self.default_positions(input_ids) & (input_ids != self.mask_id)
+
     # -- reads -------------------------------------------------------------------------------------------
     def logits(self, input_ids: torch.Tensor) -> torch.Tensor:
         return self.wrapped.logits(input_ids)
