@@ -15,10 +15,10 @@ from pathlib import Path
 
 import torch
 
+from experiments.variants_baselines import kd_mean
 from mlmprob.errors import MLMProbError
 from mlmprob.runtime.log import read_log
 from mlmprob.sampling.cdr import find_cdr_h3
-from mlmprob.variants.baselines import kd_mean
 
 from .variants_data_common import RUNS_FILE, load_assay_set, read_library_meta
 from .variants_data_stats import (

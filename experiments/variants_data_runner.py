@@ -23,13 +23,13 @@ from pathlib import Path
 
 import torch
 
+from experiments.variants_baselines import blosum_sum, hamming, kd_mean
 from mlmprob.alphabet import AMINO_ACIDS
 from mlmprob.errors import MLMProbError
 from mlmprob.models.protocol import MaskedLM
 from mlmprob.models.reader import name_of, reader_of
 from mlmprob.runtime.log import ResumableLog
 from mlmprob.variants import ForwardCache, score_variants
-from mlmprob.variants.baselines import blosum_sum, hamming, kd_mean
 from mlmprob.variants.chain import plan_chain
 from mlmprob.variants.rows import RowTable
 

@@ -9,6 +9,7 @@ import torch
 from conftest import shared_data_file
 
 from experiments import variants_data, variants_data_runner
+from experiments.variants_baselines import BLOSUM62, KYTE_DOOLITTLE, ORDER, blosum_sum, hamming, kd_mean
 from experiments.variants_data_common import FRAMEWORK, TAIL, WT_CDR, load_library, read_chunks, result_path
 from experiments.variants_data_report import write_report
 from mlmprob.alphabet import AMINO_ACIDS
@@ -17,7 +18,6 @@ from mlmprob.likelihood import loglik
 from mlmprob.metrics.ranking import auroc
 from mlmprob.runtime.log import ResumableLog
 from mlmprob.variants import score_variants
-from mlmprob.variants.baselines import BLOSUM62, KYTE_DOOLITTLE, ORDER, blosum_sum, hamming, kd_mean
 
 # -- baselines ---------------------------------------------------------------------------------------
 

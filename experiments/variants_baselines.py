@@ -13,8 +13,8 @@ Doolittle (1982). Both are typed in here from the published tables.
 
 from __future__ import annotations
 
-from ..alphabet import AMINO_ACIDS
-from ..errors import MLMProbError
+from mlmprob.alphabet import AMINO_ACIDS
+from mlmprob.errors import MLMProbError
 
 ORDER = "ARNDCQEGHILKMFPSTWYV"  # the residues in the order of the published BLOSUM62 table
 _ROWS = """
