@@ -67,6 +67,30 @@ def step_plan(orders: torch.Tensor, L: int, tokens_per_step: int) -> torch.Tenso
     return plan[..., :L]
 
 
+def check_order_kernel(kernel, count: str) -> None:
+    """The checks an order-driven kernel (``Ancestral``, ``Speculative``) makes once: ``order`` is a kind or
+    explicit orders, its field ``count`` a positive integer; it keeps the ids a draw may take."""
+    if isinstance(kernel.order, str) and kernel.order not in ORDER_KINDS:
+        raise MLMProbError(f"order must be one of {ORDER_KINDS} or explicit orders, got {kernel.order!r}")
+    k = getattr(kernel, count)
+    if isinstance(k, bool) or not isinstance(k, int) or k < 1:
+        raise MLMProbError(f"{count} must be a positive integer, got {k!r}")
+    object.__setattr__(kernel, "_allowed", allowed_ids(kernel.mlm))
+
+
+def epoch_orders(free: torch.Tensor, order: OrderSpec, generator: torch.Generator) -> torch.Tensor:
+    """An epoch's order of each chain ``[B, n]`` over its ``free`` positions: one of the chain's planned orders,
+    picked uniformly (one draw per chain) when it has several."""
+    plan = plan_orders(free, None, order, 1, generator)
+    B = plan.orders.shape[0]
+    pick = (
+        (torch.rand(B, generator=generator, dtype=torch.float64) * plan.n_orders).long()
+        if int(plan.n_orders.max()) > 1
+        else torch.zeros(B, dtype=torch.long)
+    )
+    return plan.orders[torch.arange(B), pick]
+
+
 @dataclass(frozen=True, eq=False)
 class Ancestral(VocabularyKernel):
     """Ancestral (chain-rule) sampler: ``init(ids, free) -> AncestralState``, ``step(state, generator)
@@ -93,12 +117,7 @@ class Ancestral(VocabularyKernel):
     score_all: bool = False
 
     def __post_init__(self):
-        if isinstance(self.order, str) and self.order not in ORDER_KINDS:
-            raise MLMProbError(f"order must be one of {ORDER_KINDS} or explicit orders, got {self.order!r}")
-        k = self.tokens_per_step
-        if isinstance(k, bool) or not isinstance(k, int) or k < 1:
-            raise MLMProbError(f"tokens_per_step must be a positive integer, got {k!r}")
-        object.__setattr__(self, "_allowed", allowed_ids(self.mlm))
+        check_order_kernel(self, "tokens_per_step")
 
     def init(self, ids: torch.Tensor, free: torch.Tensor | None = None, epoch: int = 0) -> AncestralState:
         free = free_or_default(self.mlm, ids, free)
@@ -106,14 +125,8 @@ class Ancestral(VocabularyKernel):
 
     def _start(self, state: AncestralState, generator: torch.Generator) -> AncestralState:
         """Mask the free positions and draw the epoch's orders (one per chain)."""
-        plan = plan_orders(state.free, None, self.order, 1, generator)
-        B = plan.orders.shape[0]
-        pick = (
-            (torch.rand(B, generator=generator, dtype=torch.float64) * plan.n_orders).long()
-            if int(plan.n_orders.max()) > 1
-            else torch.zeros(B, dtype=torch.long)
-        )
-        orders = plan.orders[torch.arange(B), pick]
+        orders = epoch_orders(state.free, self.order, generator)
+        B = orders.shape[0]
         ids = state.ids.masked_fill(state.free, self.mlm.mask_id)
         return dataclasses.replace(
             state,

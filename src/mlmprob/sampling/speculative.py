@@ -67,12 +67,12 @@ from typing import Any
 import torch
 
 from ..batching import MaskedCopies, forward_all, read_logits
-from ..errors import MLMProbError
-from ..likelihood.orders import ORDER_KINDS, OrderSpec, plan_orders
+from ..likelihood.orders import OrderSpec
 from ..models.protocol import MaskedLM
+from .ancestral import check_order_kernel, epoch_orders
 from .kernels import StepInfo, free_or_default, resolve_scored
 from .options import DEFAULT_DRAFT_K, ProposalConfig
-from .proposals import VocabularyKernel, allowed_ids, proposal_log_probs, sample_from
+from .proposals import VocabularyKernel, proposal_log_probs, sample_from
 
 
 @dataclass(frozen=True)
@@ -149,12 +149,7 @@ class Speculative(VocabularyKernel):
     score_all: bool = False
 
     def __post_init__(self):
-        if isinstance(self.order, str) and self.order not in ORDER_KINDS:
-            raise MLMProbError(f"order must be one of {ORDER_KINDS} or explicit orders, got {self.order!r}")
-        k = self.draft_k
-        if isinstance(k, bool) or not isinstance(k, int) or k < 1:
-            raise MLMProbError(f"draft_k must be a positive integer, got {k!r}")
-        object.__setattr__(self, "_allowed", allowed_ids(self.mlm))
+        check_order_kernel(self, "draft_k")
 
     def init(self, ids: torch.Tensor, free: torch.Tensor | None = None, epoch: int = 0) -> SpeculativeState:
         free = free_or_default(self.mlm, ids, free)
@@ -162,14 +157,8 @@ class Speculative(VocabularyKernel):
 
     def _start(self, state: SpeculativeState, generator: torch.Generator) -> SpeculativeState:
         """Mask the free positions and draw the epoch's orders (one per chain, as ``Ancestral`` draws them)."""
-        plan = plan_orders(state.free, None, self.order, 1, generator)
-        B = plan.orders.shape[0]
-        pick = (
-            (torch.rand(B, generator=generator, dtype=torch.float64) * plan.n_orders).long()
-            if int(plan.n_orders.max()) > 1
-            else torch.zeros(B, dtype=torch.long)
-        )
-        orders = plan.orders[torch.arange(B), pick]
+        orders = epoch_orders(state.free, self.order, generator)
+        B = orders.shape[0]
         if orders.shape[1] == 0:
             orders = torch.full((B, 1), -1, dtype=torch.long)
         zero = torch.zeros(B, dtype=torch.long)
