@@ -37,7 +37,7 @@ def local_ray():
 
 def _fasta(path, ids):
     rng = random.Random(0)
-    seqs = {i: " ".join(rng.choice(AA) for _ in range(rng.randint(4, 30))) for i in range(12)}
+    seqs = {i: " ".join(rng.choice(AA) for _ in range(rng.randint(4, 30))) for i in range(max(ids) + 1)}
     path.write_text("".join(f">s{i}\n{seqs[i]}\n" for i in ids))
     return path
 
@@ -89,7 +89,8 @@ def _argv(command, model, inp, out, dtype):
 
 
 def _input(command, d, shuffled):
-    order = list(range(12 if command != "variants" else 40))
+    # score: more records than one chunk (16), so that two workers and three shards each get work of their own
+    order = list(range(12 if command == "sample" else 40))
     if shuffled:
         random.Random(5).shuffle(order)
     name = ("shuffled" if shuffled else "in") + (".csv" if command == "variants" else ".fasta")
