@@ -27,7 +27,7 @@ from ..errors import MLMProbError
 from ..likelihood.orders import ORDER_KINDS, OrderSpec, plan_orders
 from ..models.protocol import MaskedLM
 from .kernels import StepInfo, free_or_default, resolve_scored
-from .options import ProposalConfig
+from .options import ProposalConfig, check_positive_int
 from .proposals import VocabularyKernel, allowed_ids, proposal_log_probs, sample_from
 
 
@@ -72,9 +72,7 @@ def check_order_kernel(kernel, count: str) -> None:
     explicit orders, its field ``count`` a positive integer; it keeps the ids a draw may take."""
     if isinstance(kernel.order, str) and kernel.order not in ORDER_KINDS:
         raise MLMProbError(f"order must be one of {ORDER_KINDS} or explicit orders, got {kernel.order!r}")
-    k = getattr(kernel, count)
-    if isinstance(k, bool) or not isinstance(k, int) or k < 1:
-        raise MLMProbError(f"{count} must be a positive integer, got {k!r}")
+    check_positive_int(getattr(kernel, count), count)
     object.__setattr__(kernel, "_allowed", allowed_ids(kernel.mlm))
 
 
