@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import sys
 
+from ..errors import MLMProbError
+
 
 def register(sub) -> None:
     p = sub.add_parser(
@@ -20,14 +22,14 @@ def register(sub) -> None:
         "--no-input-check",
         action="store_true",
         help="do not re-read the input named in the parts' metadata to find ids missing from every part "
-        "(the parts' row counts, completion and identities are still checked)",
+        "(the parts' row counts, completion and identities are still checked; the merged metadata says so)",
     )
     p.add_argument(
         "--no-meta-check",
         action="store_true",
         help="merge parts that have no PART.meta.json (not written by mlmprob, or their metadata removed): "
-        "their run, shard, precision, input, row count and completion are then NOT checked; without "
-        "it such a part is refused",
+        "their run, shard, precision, input, row count and completion are then NOT checked, and the merged "
+        "metadata says so (a later merge or --resume treats it as unchecked); without it such a part is refused",
     )
     p.set_defaults(func=run)
 
@@ -39,6 +41,11 @@ def _input_ids(config: dict, limit: int | None):
 
     name = config.get("command")
     source = config.get("input")
+    if source and _gone(source):
+        raise MLMProbError(
+            f"the parts' input {source} no longer exists: the input ids missing from every part cannot be "
+            "found; restore it, or merge with --no-input-check (the merged output then says it was not checked)"
+        )
     if source and not _rereadable(source):
         return None  # standard input or a pipe: gone; the parts' identities stand in (never merge's own stdin)
     # ids follow from an input file, from --seq sequences, (variants --saturate) from the wild type alone,
@@ -52,6 +59,13 @@ def _input_ids(config: dict, limit: int | None):
         return None
     fn = getattr(mod, "expected_ids", None)
     return None if fn is None else fn(config, limit)
+
+
+def _gone(source: str) -> bool:
+    """Whether a run's recorded input was a file by an absolute path that is no longer there."""
+    import os
+
+    return os.path.isabs(source) and not source.startswith(("/dev/", "/proc/")) and not os.path.exists(source)
 
 
 def _rereadable(source: str) -> bool:
@@ -79,6 +93,7 @@ def run(args) -> int:
         args.parts,
         expected_ids=None if args.no_input_check else _input_ids,
         require_meta=not args.no_meta_check,
+        not_checked=["the input's ids (--no-input-check)"] if args.no_input_check else (),
     )
     if unchecked:
         print(

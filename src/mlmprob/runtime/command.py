@@ -44,7 +44,7 @@ from .engine import StreamSummary, run_stream
 from .identity import KEY as IDENTITY
 from .identity import UnitDigest, check_resume, run_identity
 from .job import Job, State, state_of
-from .provenance import KEY, computed_with
+from .provenance import KEY, compute_threads, computed_with
 from .shard import Shard
 
 
@@ -127,9 +127,9 @@ def _computed_with(spec: StreamCommand, opts: RunOptions) -> dict:
     else from the job's model spec (dtype and budget) on the devices."""
     ms = spec.job.model_spec
     model = spec.config.get("model", ms.model)
-    return computed_with(
-        model, ms.dtype, opts.devices, batch_tokens=ms.batch_tokens, mlm=None if spec.state is None else spec.state.mlm
-    )
+    mlm = None if spec.state is None else spec.state.mlm
+    threads = compute_threads(opts.devices, opts.engine)
+    return computed_with(model, ms.dtype, opts.devices, batch_tokens=ms.batch_tokens, mlm=mlm, threads=threads)
 
 
 def _same_file(a, b) -> bool:

@@ -24,6 +24,10 @@ from .lock import WriterLock
 from .writers import OUTPUT_KINDS, meta_path, open_writer, output_kind, read_results
 
 WRITE_ROWS = 1024  # rows committed together
+UNCHECKED = "unchecked"
+"""The key of a merged output's stored configuration that lists what its merge did not check (parts without
+metadata, the input's ids): a later merge treats such an output as a part without metadata, and a resume
+onto it is refused (its configuration differs from any run's)."""
 
 
 def _meta(part: Path, require: bool = True) -> dict:
@@ -41,6 +45,14 @@ def _meta(part: Path, require: bool = True) -> dict:
         raise MLMProbError(f"{p} is damaged (not JSON)") from None
     if not isinstance(data, dict) or not isinstance(data.get("config", {}), dict):
         raise MLMProbError(f"{p} is damaged (not a run's metadata)")
+    unchecked = data.get("config", {}).get(UNCHECKED)
+    if unchecked:  # an unchecked merge's output: its metadata vouches for nothing
+        if require:
+            raise MLMProbError(
+                f"part {part} was merged without checks ({'; '.join(map(str, unchecked))}): its run, shard, "
+                "row count and completion are not known; merge it only if you know them, with --no-meta-check"
+            )
+        return {}
     return data
 
 
@@ -82,12 +94,12 @@ def _names(ids: Iterable[str], limit: int = 5) -> str:
 def _check_configs(paths: list[Path], configs: list[dict]) -> None:
     """Every part's configuration (the shard left out) equals the first's: one error naming the first
     differing option and the two parts otherwise. A part without a stored configuration is not checked."""
-    for p, c in zip(paths, configs, strict=True):
-        if c and configs[0]:
-            diff = config_diff(configs[0], c)  # both read back from JSON
-            if diff:
-                k, a, b = diff[0]
-                raise MLMProbError(f"parts come from different runs: {paths[0]} has {k}={a!r}, {p} has {k}={b!r}")
+    known = [(p, c) for p, c in zip(paths, configs, strict=True) if c]
+    for p, c in known[1:]:
+        diff = config_diff(known[0][1], c)  # both read back from JSON
+        if diff:  # the precision first: it decides the other keys of computed_with
+            k, a, b = next((d for d in diff if d[0].endswith(".dtype")), diff[0])
+            raise MLMProbError(f"parts come from different runs: {known[0][0]} has {k}={a!r}, {p} has {k}={b!r}")
 
 
 def _check_commands(paths: list[Path], configs: list[dict]) -> None:
@@ -214,6 +226,7 @@ def merge_parts(
     expected_ids: Callable[[dict, int | None], Iterable[str]] | None = None,
     fields: tuple[str, ...] | None = None,
     require_meta: bool = True,
+    not_checked: Sequence[str] = (),
 ) -> int:
     """Write the rows of ``parts`` to ``out``; return the number of rows.
 
@@ -231,6 +244,10 @@ def merge_parts(
     known; else part after part, in shard order. ``out`` appears only when complete: the rows go to
     :func:`merging_path`, renamed to ``out`` at the end, so a killed merge leaves no ``out`` and is simply
     run again (its leftovers are removed). An existing ``out`` is refused.
+
+    What was not checked (each part without metadata, and ``not_checked``: e.g. the input's ids with
+    ``--no-input-check``) is listed under :data:`UNCHECKED` in the output's stored configuration, which then
+    holds the first part's configuration that has one, vouched for by nothing.
     """
     if not parts:
         raise MLMProbError("merge needs at least one part")
@@ -265,12 +282,17 @@ def merge_parts(
         refuse_link(meta_path(out), "the output's side file")  # the merged meta is renamed there at the end
         _remove_output(tmp)  # what a killed merge left
         where, counts = _index(paths)
-        wanted = expected_ids(configs[0], metas[0].get("limit")) if expected_ids is not None and configs[0] else None
+        first = next((m for m in metas if m.get("config")), None)  # a part with metadata names the input
+        config = {k: v for k, v in (first or {}).get("config", {}).items() if k != "shard"}
+        wanted = expected_ids(config, first.get("limit")) if expected_ids is not None and first else None
         order = None if wanted is None else _input_order(wanted, where, skipped)
         _check_rows(paths, metas, counts)  # after the ids checks: they name the rows that differ
-        writer = open_writer(
-            tmp, resume=False, config={**(configs[0] or {}), "merged_from": [str(p) for p in paths]}, fields=fields
-        )
+        unchecked = [f"{p} has no metadata" for p, m in zip(paths, metas, strict=True) if not m]
+        unchecked += list(not_checked)
+        config = {**next((c for c in configs if c), {}), "merged_from": [str(p) for p in paths]}
+        if unchecked:
+            config[UNCHECKED] = unchecked
+        writer = open_writer(tmp, resume=False, config=config, fields=fields)
         n_rows = 0
         try:
             rows = _in_order(paths, where, order)

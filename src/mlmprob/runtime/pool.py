@@ -25,6 +25,7 @@ from itertools import chain, islice
 from typing import Any, TypeVar
 
 from ..errors import MLMProbError
+from .provenance import compute_threads
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -133,6 +134,8 @@ def map_ordered(
 ) -> Iterator[R]:
     """Yield ``work(state, item)`` for every item, in order, over one process per device (no more
     processes than items: a stream of fewer items than devices uses the first devices only)."""
+    if threads_per_worker is None:  # of the devices asked for, before the cap: recorded in computed_with
+        threads_per_worker = compute_threads(devices)
     items, devices = _cap_devices(iter(items), devices)
     if not devices:
         return
@@ -144,8 +147,6 @@ def map_ordered(
     import multiprocessing as mp
 
     ctx = mp.get_context("spawn")
-    if threads_per_worker is None:
-        threads_per_worker = max(1, (os.cpu_count() or 1) // len(devices))
     tasks, results = ctx.Queue(), ctx.Queue()
     lifeline, keep = ctx.Pipe(duplex=False)  # only this process holds ``keep``: its death closes the pipe
     life = (os.getpid(), lifeline, threading.current_thread() is threading.main_thread())

@@ -19,7 +19,12 @@ a value:
   products (:mod:`mlmprob.runtime.threads`; absent, the default: on), whose rows differ in their last bits;
 - with ``int8`` only: ``batch_tokens``, the resolved sub-batch budget (activations are quantized per
   call over the whole sub-batch, so the rows a record shares it with change its values), and
-  ``int8_activations``, 8 or 7 bits (this CPU's kernels, :func:`mlmprob.runtime.device.int8_reduce_range`).
+  ``int8_activations``, 8 or 7 bits (this CPU's kernels, :func:`mlmprob.runtime.device.int8_reduce_range`);
+- with ``bfloat16`` or ``float16`` on a CPU: ``threads``, the intra-op threads of each process that computes
+  (:func:`compute_threads`), and ``batch_tokens``: the thread-count-invariant products of
+  :mod:`mlmprob.runtime.threads` cover float32 only, and oneDNN's half-precision kernels split their sums by
+  the thread count and the sub-batch's shape on some CPUs (issue 49: up to 0.10 nats between 1 and 2 threads
+  on an Intel Xeon; none on an AMD EPYC), so a resume or merge that would mix them is refused.
 
 A resumed run whose block differs is refused naming the key (``computed_with.dtype='float32'``), and
 ``mlmprob merge`` refuses parts whose blocks differ. An output written before the block existed has none:
@@ -124,10 +129,38 @@ def _folder_config(model) -> dict | None:
     return cfg if isinstance(cfg, dict) else None
 
 
-def computed_with(model, dtype_spec, devices: Sequence[str], *, batch_tokens: int | None = None, mlm=None) -> dict:
+def compute_threads(devices: Sequence[str], engine: str = "local") -> int:
+    """The intra-op threads of each process that computes a run on ``devices``: this process's
+    (``--threads``) for one local device; ``cpu_count // len(devices)`` (at least 1) for the worker processes
+    of several (:func:`mlmprob.runtime.pool.map_ordered`); 1 for Ray's actors (one CPU each).
+
+    >>> compute_threads(["cpu"] * 1024)
+    1
+    """
+    import os
+
+    import torch
+
+    if engine == "ray":
+        return 1
+    if len(devices) > 1:
+        return max(1, (os.cpu_count() or 1) // len(devices))
+    return torch.get_num_threads()
+
+
+def computed_with(
+    model,
+    dtype_spec,
+    devices: Sequence[str],
+    *,
+    batch_tokens: int | None = None,
+    mlm=None,
+    threads: int | None = None,
+) -> dict:
     """The ``computed_with`` block (see the module docstring) of a run of ``model`` (as given: a name, a
     folder or a hub id) in ``dtype_spec`` on ``devices`` with the sub-batch budget ``batch_tokens`` (None:
-    the device's default). ``mlm``: the model when it is already loaded (library use): its own dtype and
+    the device's default) and ``threads`` per computing process (None: :func:`compute_threads` of
+    ``devices``). ``mlm``: the model when it is already loaded (library use): its own dtype and
     forward are recorded."""
     if mlm is not None:
         dtype = _dtype_text(getattr(mlm, "dtype", None))
@@ -147,6 +180,9 @@ def computed_with(model, dtype_spec, devices: Sequence[str], *, batch_tokens: in
     path = _model_path(model)
     if path is not None:
         block["model_path"] = path
+    if dtype in _HALF and _on_cpu(devices, mlm):
+        block["threads"] = int(threads) if threads is not None else compute_threads(devices)
+        block["batch_tokens"] = int(batch_tokens) if batch_tokens is not None else defaults.BATCH_TOKENS
     if dtype == "int8":
         from .device import int8_float_layers, int8_reduce_range
 
@@ -156,6 +192,15 @@ def computed_with(model, dtype_spec, devices: Sequence[str], *, batch_tokens: in
         if float_layers:  # int8 before 0.2.0 quantized every layer: such a run must not resume under this scheme
             block["int8_float_layers"] = float_layers
     return block
+
+
+def _on_cpu(devices: Sequence[str], mlm=None) -> bool:
+    """Whether the run computes on a CPU (the loaded ``mlm``'s device, else one of ``devices``)."""
+    from .device import resolve_device
+
+    if mlm is not None:
+        return str(getattr(mlm, "device", "cpu")).startswith("cpu")
+    return any(resolve_device(d).type == "cpu" for d in (devices or ["auto"]))
 
 
 def _layer_count(model, mlm=None) -> int | None:
