@@ -62,7 +62,12 @@ def test_stored_config_says_how_rows_are_computed(tiny_bert_dir, tmp_path, monke
     out = tmp_path / "o.jsonl"
     assert _score(tiny_bert_dir, inp, out, "--dtype", "auto") == 0  # auto: float32 here ($MLMPROB_DTYPE)
     block = _config(out)["computed_with"]
-    assert block == {"dtype": "float32", "forward": "fused", "model_path": str(tiny_bert_dir.resolve())}
+    assert block == {
+        "dtype": "float32",
+        "forward": "fused",
+        "model_path": str(tiny_bert_dir.resolve()),
+        "batch_tokens": 4096,
+    }
 
 
 def test_resume_with_another_dtype_is_refused(tiny_bert_dir, tmp_path, capsys, monkeypatch):
@@ -237,7 +242,8 @@ def test_int8_records_its_budget_and_a_resume_with_another_is_refused(tiny_bert_
 
     block = computed_with("no/such/model", "int8", ["cpu"])
     assert block["batch_tokens"] == 4096 and block["int8_activations"] in (7, 8)
-    assert "batch_tokens" not in computed_with("no/such/model", "float32", ["cpu"], batch_tokens=256)
+    # every dtype records its budget on a CPU (issue 49: it moves float32's last bits too)
+    assert computed_with("no/such/model", "float32", ["cpu"], batch_tokens=256)["batch_tokens"] == 256
     if not int8_supported():
         pytest.skip("no fbgemm int8 kernels here")
     inp = _fasta(tmp_path / "in.fasta", 4)

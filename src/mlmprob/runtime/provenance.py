@@ -17,14 +17,17 @@ a value:
   another folder from another working directory);
 - ``thread_invariant: false``, only when ``$MLMPROB_THREAD_INVARIANT=0`` turned off the thread-count-invariant
   products (:mod:`mlmprob.runtime.threads`; absent, the default: on), whose rows differ in their last bits;
-- with ``int8`` only: ``batch_tokens``, the resolved sub-batch budget (activations are quantized per
-  call over the whole sub-batch, so the rows a record shares it with change its values), and
-  ``int8_activations``, 8 or 7 bits (this CPU's kernels, :func:`mlmprob.runtime.device.int8_reduce_range`);
+- ``batch_tokens``: the resolved sub-batch budget, on a CPU (on a GPU only when given: its default follows the
+  free memory). It changes a record's last bits in every dtype (issue 49: the padded shapes of the sub-batches;
+  float32 PLL moved by up to 2.8e-5 nats between budgets of 64 and 4096 tokens,
+  docs/results/precision/dtype_invariance.md), and int8's values more (activations are quantized per call over
+  the whole sub-batch);
+- with ``int8`` only: ``int8_activations``, 8 or 7 bits (this CPU's kernels,
+  :func:`mlmprob.runtime.device.int8_reduce_range`);
 - with ``bfloat16`` or ``float16`` on a CPU: ``threads``, the intra-op threads of each process that computes
-  (:func:`compute_threads`), and ``batch_tokens``: the thread-count-invariant products of
-  :mod:`mlmprob.runtime.threads` cover float32 only, and oneDNN's half-precision kernels split their sums by
-  the thread count and the sub-batch's shape on some CPUs (issue 49: up to 0.10 nats between 1 and 2 threads
-  on an Intel Xeon; none on an AMD EPYC), so a resume or merge that would mix them is refused.
+  (:func:`compute_threads`): the thread-count-invariant products of :mod:`mlmprob.runtime.threads` cover
+  float32 only, and oneDNN's half-precision kernels split their sums by the thread count on some CPUs (issue
+  49: up to 0.10 nats between 1 and 2 threads on an Intel Xeon; none measured on an AMD EPYC).
 
 A resumed run whose block differs is refused naming the key (``computed_with.dtype='float32'``), and
 ``mlmprob merge`` refuses parts whose blocks differ. An output written before the block existed has none:
@@ -180,13 +183,14 @@ def computed_with(
     path = _model_path(model)
     if path is not None:
         block["model_path"] = path
-    if dtype in _HALF and _on_cpu(devices, mlm):
-        block["threads"] = int(threads) if threads is not None else compute_threads(devices)
+    cpu = _on_cpu(devices, mlm)
+    if cpu or batch_tokens is not None:  # a GPU's default budget follows its free memory: not recorded
         block["batch_tokens"] = int(batch_tokens) if batch_tokens is not None else defaults.BATCH_TOKENS
+    if dtype in _HALF and cpu:
+        block["threads"] = int(threads) if threads is not None else compute_threads(devices)
     if dtype == "int8":
         from .device import int8_float_layers, int8_reduce_range
 
-        block["batch_tokens"] = int(batch_tokens) if batch_tokens is not None else defaults.BATCH_TOKENS
         block["int8_activations"] = 7 if int8_reduce_range() else 8
         float_layers = int8_float_layers(_layer_count(model, mlm) or 0)
         if float_layers:  # int8 before 0.2.0 quantized every layer: such a run must not resume under this scheme
