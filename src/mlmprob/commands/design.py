@@ -1,12 +1,15 @@
 """``mlmprob design``: variants of a parent under a product of experts and hard constraints.
 
 The target is ``p(x) ∝ exp(-Σ_k w_k E_k(x) / τ) · 1[x ∈ C]``: each ``--expert NAME[:local|raw][:WEIGHT]``
-(default: ``--model``'s E_local, weight 1; each reads the sequence through its own tokenizer), an oracle
-(``--oracle module:function``, only with ``--allow-code``: it runs your code; higher scores are better), and
+(default: ``--model``'s E_local, weight 1; each reads the sequence through its own tokenizer; one model as local
+and raw is two terms, ``NAME`` and ``NAME:raw``), an oracle (``--oracle module:function``, only with
+``--allow-code``: it runs your code; higher scores are better; the digest of its source file is stored and a resume
+refuses an edited one, though code it imports is not covered), and
 ``--hamming W`` (the distance to the parent). ``C``: ``--positions`` (the 1-based residues that may change),
-``--allowed POS:RESIDUES``, ``--max-mutations``, ``--forbid`` / ``--require`` motifs (regular expressions, or the
-presets glycosylation ``N[^P][ST]``, deamidation ``NG``, isomerization ``DG``, unpaired-cysteine (an odd number
-of C) and liabilities (all four)).
+``--allowed POS:RESIDUES``, ``--max-mutations``, ``--forbid`` / ``--require`` motifs (regular expressions over the
+upper-case residues, of bounded cost: no repeated group holding a quantifier or an alternation, counts up to 10,000;
+or the presets glycosylation ``N[^P][ST]``, deamidation ``NG``, isomerization ``DG``, unpaired-cysteine (an odd
+number of C) and liabilities (all four)).
 
 ``--method mh`` samples the target exactly (single-site MH, proposals from the ``--proposal`` expert renormalised
 over the allowed residues, with the Hastings correction; moves out of ``C`` are rejected); ``anneal`` optimises
@@ -28,7 +31,7 @@ import argparse
 import math
 import sys
 
-from ..argtypes import finite_float, nonnegative_int, positive_float, positive_int
+from ..argtypes import LIMIT, finite_float, nonnegative_int, positive_float, positive_int
 from ..designing.spec import METHODS, SCHEDULES, DesignSpec
 from ..errors import MLMProbError
 
@@ -135,6 +138,11 @@ def parse_expert(text: str) -> tuple[str, str, float]:
             raise MLMProbError(
                 f"--expert {text!r}: the weight must be a finite number, got {text.rsplit(':', 1)[-1]!r}"
             )
+        if abs(weight) > LIMIT:  # the cap of --hamming and --oracle-weight (argtypes)
+            raise MLMProbError(
+                f"--expert {text!r}: the weight must be a finite number no larger than {LIMIT:g}, got "
+                f"{text.rsplit(':', 1)[-1]!r}"
+            )
     if len(parts) > 1 and parts[-1] in ("local", "raw"):
         kind, parts = parts[-1], parts[:-1]
     elif len(parts) > 1 and parts[-1].isalpha():  # a word where the kind stands: a typo, not part of a model's name
@@ -191,7 +199,7 @@ def expected_ids(config: dict, limit: int | None = None):
 def design_job(args, spec: DesignSpec):
     """The :class:`~mlmprob.designing.job.DesignJob` of the parsed arguments: the experts (default ``--model``'s
     E_local), the oracle (checked here: imported only with ``--allow-code``), the parent, the spec, the seed."""
-    from ..designing.job import DesignJob
+    from ..designing.job import DesignJob, oracle_digest
     from ..models.spec import ModelSpec
     from .common import job_fields
 
@@ -208,7 +216,24 @@ def design_job(args, spec: DesignSpec):
         oracle=args.oracle,
         oracle_weight=args.oracle_weight,
         oracle_maximize=not args.oracle_minimize,
+        oracle_sha256=oracle_digest(args.oracle) if args.oracle else None,
     )
+
+
+def check_oracle_resume(out, config: dict) -> None:
+    """A resumed output written with this oracle whose source has changed since is refused in one line naming the
+    oracle (the configuration check would refuse it too, naming only ``oracle_sha256``)."""
+    from ..runtime.log import RunMeta
+    from ..runtime.writers import meta_path
+
+    stored = RunMeta(meta_path(out)).config() or {}
+    was, now = stored.get("oracle_sha256"), config.get("oracle_sha256")
+    if config.get("oracle") and stored.get("oracle") == config["oracle"] and was and now and was != now:
+        raise MLMProbError(
+            f"cannot resume {out}: the oracle {config['oracle']} changed since it was written (the sha256 of its "
+            f"source {str(was).removeprefix('sha256:')[:12]} then, {str(now).removeprefix('sha256:')[:12]} now): "
+            "its rows would mix two oracles; resume with the same code, or choose another --out"
+        )
 
 
 def run(args) -> int:
@@ -223,6 +248,8 @@ def run(args) -> int:
     Constraints.build(job.parent, AMINO_ACIDS, **spec.constraint_keywords())  # bad motifs: before any model loads
     opts = run_options(args)
     config = {"command": "design", "model": job.model, "models": [e[0] for e in job.expert_list], **job.settings()}
+    if opts.resume and opts.out is not None:
+        check_oracle_resume(opts.out, config)
     summary = RungSummary()
     command = StreamCommand(
         job,

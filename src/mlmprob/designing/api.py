@@ -26,6 +26,9 @@ from .kernels import DesignInfo, DesignState, swap_step
 from .spec import DesignSpec
 from .terms import Hamming, Target
 
+#: The most memory the chains of one ``design`` call may hold at once (they run in one batch).
+MAX_BATCH_BYTES = 16 << 30
+
 
 @dataclass
 class DesignResult:
@@ -93,6 +96,7 @@ def run_design(
     kernel = spec.kernel(target)
     ladder = spec.temperatures_used()
     R, C = len(ladder), spec.chains
+    check_batch(C, R, len(target.parent), len(target.alphabet))
     taus = torch.tensor(ladder, dtype=torch.float64).repeat_interleave(C)
     state = kernel.init(target.parent_ids.expand(R * C, -1).clone(), taus)
     counts = {k: torch.zeros(R * C, dtype=torch.long) for k in ("changed", "left", "accepted")}
@@ -115,6 +119,47 @@ def run_design(
             on_step(t, state, info)
     rows = _rows(target, state, counts, best_X, best_U, C)
     return DesignResult(target.names, target.parent, rows, _stats(target, ladder, C, counts, swaps))
+
+
+def batch_bytes(chains: int, length: int, letters: int) -> int:
+    """About how many bytes ``chains`` chains (every rung's) of a parent of ``length`` residues over ``letters``
+    residues hold at once, on the high side: per chain and residue six float64 rows of the letters (the proposal's
+    single-site rows, their copies and an expert's reads) and 512 bytes of indices and energies (measured: about
+    half of it on a 10-letter toy)."""
+    return chains * length * (48 * letters + 512)
+
+
+def check_batch(chains: int, rungs: int, length: int, letters: int) -> None:
+    """Refuse, before anything is allocated, a run whose chains (all in one batch) would not fit in memory: more
+    than :data:`MAX_BATCH_BYTES` or than the memory available (``/proc/meminfo``, where known).
+
+    >>> check_batch(10 ** 6, 1, 20, 20)  # doctest: +NORMALIZE_WHITESPACE +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    mlmprob.errors.MLMProbError: 1,000,000 chains of a 20-residue parent in one batch would keep about 27.4 GiB
+    in memory, more than the ...: run fewer chains per call (each call's chains are independent), or mlmprob
+    design, which runs one chain at a time
+    """
+    need = batch_bytes(chains * rungs, length, letters)
+    if need < 32 << 20:  # small: no need to ask the system
+        return
+    from ..runtime import capacity
+
+    available = capacity.available_memory()
+    limit, what = MAX_BATCH_BYTES, f"the {MAX_BATCH_BYTES >> 30} GiB one design call may"
+    if available is not None and available < limit:
+        limit, what = available, f"the {_size(available)} of memory available"
+    if need > limit:
+        rungs_text = f" x {rungs} temperatures" if rungs > 1 else ""
+        raise MLMProbError(
+            f"{chains:,} chains{rungs_text} of a {length}-residue parent in one batch would keep about {_size(need)} "
+            f"in memory, more than {what}: run fewer chains per call (each call's chains are independent), or "
+            "mlmprob design, which runs one chain at a time"
+        )
+
+
+def _size(n: int) -> str:
+    return f"{n / (1 << 30):,.1f} GiB" if n >= 1 << 30 else f"{n / (1 << 20):,.0f} MiB"
 
 
 def _keep_best(state: DesignState, best_U: torch.Tensor, best_X: torch.Tensor) -> None:

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 
 from ..alphabet import AMINO_ACIDS
 from ..errors import MLMProbError
+from .motifs import check_motif
 
 #: Named forbidden motifs (the usual antibody liabilities). ``unpaired-cysteine``: an odd number of C.
 PRESETS = {
@@ -41,9 +42,12 @@ PRESETS = {
 PRESET_GROUPS = {"liabilities": tuple(PRESETS)}
 
 
-def motif_patterns(motifs: Iterable[str], what: str) -> tuple[tuple[str, str, re.Pattern], ...]:
+def motif_patterns(
+    motifs: Iterable[str], what: str, length: int | None = None
+) -> tuple[tuple[str, str, re.Pattern], ...]:
     """``(name, regex, compiled)`` of each motif: a preset name (or group) or a regular expression; an invalid
-    regular expression is refused in one line.
+    regular expression, or one whose matching cost is not bounded (on sequences of ``length``, when given: see
+    :mod:`~mlmprob.designing.motifs`), is refused in one line.
 
     >>> [m[:2] for m in motif_patterns(["NG", "liabilities"], "forbid")][:2]
     [('NG', 'NG'), ('glycosylation', 'N[^P][ST]')]
@@ -61,6 +65,8 @@ at position 1
         for name in names:
             regex = PRESETS.get(name, name)
             try:
+                if name not in PRESETS:  # a cost bound, before compiling (a count too large for re included)
+                    check_motif(regex, what, length)
                 out.append((name, regex, re.compile(regex)))
             except re.error as e:
                 raise MLMProbError(f"{what} motif {regex!r} is not a valid regular expression: {e}") from None
@@ -132,9 +138,9 @@ class Constraints:
             sets[j] = keep
         if max_mutations is not None and (isinstance(max_mutations, bool) or max_mutations < 0):
             raise MLMProbError(f"max_mutations must be a non-negative integer, got {max_mutations!r}")
-        forbidden = motif_patterns(forbid, "forbid")
+        forbidden = motif_patterns(forbid, "forbid", L)
         kept = tuple(frozenset(_starts(p, parent)) if keep_parent_motifs else frozenset() for _, _, p in forbidden)
-        c = cls(parent, tuple(sets), max_mutations, forbidden, motif_patterns(require, "require"), kept)
+        c = cls(parent, tuple(sets), max_mutations, forbidden, motif_patterns(require, "require", L), kept)
         why = c.violations(parent)
         if why and not start_invalid:
             raise MLMProbError(

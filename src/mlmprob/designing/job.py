@@ -10,14 +10,20 @@ temperature, its mutations from the parent as a ProteinGym mutant string, every 
 read and, for replica exchange, each rung's temperature, acceptance rate and swap rate with the next rung.
 
 :class:`DesignJob` loads every expert once per worker (:attr:`~mlmprob.models.spec.ModelJob.extra_model_specs`)
-and builds the target there; an oracle is imported there from ``module:function``.
+and builds the target there; an oracle is imported there from ``module:function``, its source checked against the
+digest taken when the run started (:func:`oracle_digest`, stored in the configuration: a resume with an edited oracle
+is refused).
 """
 
 from __future__ import annotations
 
+import hashlib
 import importlib
+import inspect
+import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import NamedTuple
 
 from ..errors import MLMProbError
@@ -86,7 +92,8 @@ def chain_rows(target, spec: DesignSpec, seed: int, on_chain=None) -> list[dict]
 
 
 def import_function(text: str):
-    """The callable ``module:function`` (an oracle), imported; a bad name is refused in one line."""
+    """The callable ``module:function`` (an oracle), imported; a bad name, or a module whose import fails, is
+    refused in one line."""
     module, _, name = text.partition(":")
     if not module or not name:
         raise MLMProbError(f"--oracle must be module:function, got {text!r}")
@@ -94,9 +101,57 @@ def import_function(text: str):
         fn = getattr(importlib.import_module(module), name)
     except (ImportError, AttributeError) as e:
         raise MLMProbError(f"--oracle {text}: {e}") from None
+    except (Exception, SystemExit) as e:  # noqa: BLE001 - the user's module failed as it was imported
+        raise MLMProbError(f"--oracle {text}: importing it raised {type(e).__name__}: {e}") from e
     if not callable(fn):
         raise MLMProbError(f"--oracle {text} is not callable")
     return fn
+
+
+def oracle_digest(text: str) -> str:
+    """What a run stores of the code of the oracle ``module:function`` (its configuration's ``oracle_sha256``,
+    checked by ``--resume``, ``mlmprob merge`` and each worker): ``sha256:...`` over the contents of the source file
+    of its module and of the file its function (or its class) is defined in, when another. What no digest covers:
+    code those files import from other modules, files or data the oracle reads, the packages installed, and an
+    oracle object given to the Python API (it has no stored run). ``none: ...`` when there is no source file (a
+    built-in or compiled module)."""
+    fn = import_function(text)
+    module = sys.modules.get(text.partition(":")[0])
+    files = {getattr(module, "__file__", None)}
+    for obj in (fn, type(fn)):
+        try:
+            files.add(inspect.getsourcefile(obj))
+            break
+        except TypeError:  # a callable object or a built-in: its class, or nothing
+            continue
+    digests = []
+    for path in sorted(f for f in files if f):
+        try:
+            digests.append(hashlib.sha256(Path(path).read_bytes()).hexdigest())
+        except OSError as e:
+            raise MLMProbError(f"--oracle {text}: cannot read its source file {path}: {e.strerror or e}") from None
+    if not digests:
+        return f"none: {text} has no source file to digest"
+    return "sha256:" + hashlib.sha256("\n".join(sorted(digests)).encode()).hexdigest()
+
+
+def expert_labels(experts: Sequence[tuple[str, str, float]]) -> list[str]:
+    """Each expert's term name: its model, with ``:raw`` added to a raw expert whose model is also a local one
+    (``--expert antiberty --expert antiberty:raw``: ``antiberty`` and ``antiberty:raw``). The same model with the
+    same energy twice is one term: refused.
+
+    >>> expert_labels([("m", "local", 1.0), ("m", "raw", 0.5), ("n", "raw", 1.0)])
+    ['m', 'm:raw', 'n']
+    """
+    pairs = [(name, kind) for name, kind, _ in experts]
+    for name, kind in pairs:
+        if pairs.count((name, kind)) > 1:
+            raise MLMProbError(
+                f"--expert {name} is given twice with energy {kind}: the same model and energy is one term; give "
+                "one --expert with the weights summed"
+            )
+    names = [name for name, _ in pairs]
+    return [name if names.count(name) == 1 or kind == "local" else f"{name}:{kind}" for name, kind in pairs]
 
 
 @dataclass(eq=False)
@@ -111,7 +166,8 @@ class DesignJob(ModelJob):
     """Everything a worker needs to run chains of a design (picklable): ``model`` is the first expert, ``experts``
     every expert as ``(model, kind, weight)`` (empty: ``model``'s ``E_local`` at weight 1; else its first is
     ``model``), ``oracle`` a ``module:function`` (imported by the worker; the command asked for
-    ``--allow-code``) with its weight and direction, the parent, the spec and the seed."""
+    ``--allow-code``) with its weight, direction and :func:`oracle_digest` (checked again where it is imported), the
+    parent, the spec and the seed."""
 
     parent: str = ""
     spec: DesignSpec = field(default_factory=DesignSpec)
@@ -120,11 +176,13 @@ class DesignJob(ModelJob):
     oracle: str | None = None
     oracle_weight: float = 1.0
     oracle_maximize: bool = True
+    oracle_sha256: str | None = None
 
     def __post_init__(self):
         DesignSpec.check(self.spec)
         if self.experts and self.experts[0][0] != self.model:
             raise ValueError(f"the first expert {self.experts[0][0]!r} is not model {self.model!r}")
+        expert_labels(self.expert_list)
 
     @property
     def expert_list(self) -> tuple[tuple[str, str, float], ...]:
@@ -142,7 +200,15 @@ class DesignJob(ModelJob):
             "parent": self.parent,
             "experts": [list(e) for e in self.expert_list],
             "oracle": self.oracle,
-            **({"oracle_weight": self.oracle_weight, "oracle_maximize": self.oracle_maximize} if self.oracle else {}),
+            **(
+                {
+                    "oracle_weight": self.oracle_weight,
+                    "oracle_maximize": self.oracle_maximize,
+                    "oracle_sha256": self.oracle_sha256,
+                }
+                if self.oracle
+                else {}
+            ),
             **self.spec.recorded(),
             "seed": self.seed,
         }
@@ -161,11 +227,14 @@ class DesignJob(ModelJob):
             self.model_spec.reader(mlm),
             *(s.reader(m) for s, m in zip(self.extra_model_specs, more, strict=True)),
         ]
+        labels = expert_labels(self.expert_list)
         terms: list = [
-            Expert(r, kind=kind, weight=weight, name=name)
-            for r, (name, kind, weight) in zip(readers, self.expert_list, strict=True)
+            Expert(r, kind=kind, weight=weight, name=label)
+            for r, (_, kind, weight), label in zip(readers, self.expert_list, labels, strict=True)
         ]
         if self.oracle:
+            if self.oracle_sha256 is not None and oracle_digest(self.oracle) != self.oracle_sha256:
+                raise MLMProbError(f"the oracle {self.oracle} changed since the run started (its source's sha256)")
             terms.append(Oracle(import_function(self.oracle), weight=self.oracle_weight, maximize=self.oracle_maximize))
         return DesignWorker(readers[0], build_target(terms, self.parent, self.spec))
 

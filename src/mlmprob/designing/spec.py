@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 
 from ..errors import MLMProbError
 from ..settings import Spec, check_count, check_int
+from .constraints import motif_patterns
 
 METHODS = ("mh", "anneal", "replica")
 SCHEDULES = ("geometric", "linear")
@@ -48,8 +49,9 @@ class DesignSpec(Spec):
     conditionals propose (its name; None: the first expert; ``uniform``: uniform over the allowed residues),
     at ``proposal_temperature``. Constraints: ``positions`` (1-based residues that may change; None: all),
     ``allowed`` (``(position, residues)`` pairs), ``max_mutations``, ``forbid`` and ``require`` (regular
-    expressions or preset names), ``start_invalid`` (start at a parent outside ``C``), ``keep_parent_motifs``
-    (a forbidden motif the parent has is tolerated where it is: only new occurrences leave ``C``)."""
+    expressions of bounded cost over upper-case residues, :mod:`~mlmprob.designing.motifs`, or preset names),
+    ``start_invalid`` (start at a parent outside ``C``), ``keep_parent_motifs`` (a forbidden motif the parent has
+    is tolerated where it is: only new occurrences leave ``C``)."""
 
     method: str = "mh"
     chains: int = 4
@@ -83,8 +85,7 @@ class DesignSpec(Spec):
         for name in ("temperature", "anneal_start", "anneal_end"):
             _positive(name, getattr(self, name))
         _positive("proposal_temperature", self.proposal_temperature)
-        if not (isinstance(self.hamming, (int, float)) and math.isfinite(self.hamming)):
-            raise MLMProbError(f"hamming must be a finite number, got {self.hamming!r}")
+        check_weight("hamming", self.hamming)
         if self.anneal_start < self.anneal_end:
             raise MLMProbError(
                 "anneal_start must be at least anneal_end (the schedule cools), got "
@@ -100,6 +101,7 @@ class DesignSpec(Spec):
             value = getattr(self, name)
             if isinstance(value, str) or not all(isinstance(m, str) and m for m in value):
                 raise MLMProbError(f"{name} must be a tuple of non-empty motifs, got {value!r}")
+            motif_patterns(value, name)  # a bad or costly motif: here, before anything loads
         if self.positions is not None and (isinstance(self.positions, str) or not self.positions):
             raise MLMProbError(
                 f"positions must be None (all) or a non-empty tuple of residue numbers, got {self.positions!r}"
@@ -182,6 +184,22 @@ class DesignSpec(Spec):
             else target.expert_index(self.proposal or next(iter(target.experts), None))
         )
         return mh_kernel(target, proposal, self.proposal_temperature)
+
+
+def check_weight(name: str, w) -> None:
+    """A term's weight: a finite number no larger in size than the command line's numbers (``argtypes.LIMIT``,
+    10**9: ``--hamming``, ``--oracle-weight`` and ``--expert``'s weight); larger ones only make every total
+    infinite or NaN.
+
+    >>> check_weight("hamming", 1e308)
+    Traceback (most recent call last):
+    ...
+    mlmprob.errors.MLMProbError: hamming must be a finite number no larger than 1e+09, got 1e+308
+    """
+    from ..argtypes import LIMIT
+
+    if isinstance(w, bool) or not isinstance(w, (int, float)) or not (math.isfinite(w) and abs(w) <= LIMIT):
+        raise MLMProbError(f"{name} must be a finite number no larger than {LIMIT:g}, got {w!r}")
 
 
 def _positive(name: str, x) -> None:

@@ -12,7 +12,6 @@ Each term reports its own value per sequence (:meth:`Target.energies` ``[N, K]``
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -23,6 +22,7 @@ from ..energies import row_sum, target_scores
 from ..errors import MLMProbError
 from ..models.reader import Reader, name_of, reader_of
 from .constraints import Constraints
+from .spec import check_weight
 
 
 @dataclass(frozen=True, eq=False)
@@ -58,21 +58,33 @@ class Oracle:
         if not callable(self.fn):
             raise MLMProbError(f"an oracle must be callable, got {type(self.fn).__name__}")
         _check_weight(self.weight, self.name)
+        if not isinstance(self.maximize, bool):
+            raise MLMProbError(f"{self.who}: maximize must be True or False, got {self.maximize!r}")
 
     @property
     def label(self) -> str:
         return self.name
 
+    @property
+    def who(self) -> str:
+        """The oracle as messages name it."""
+        return "the oracle" if self.name == "oracle" else f"oracle {self.name}"
+
     def energies(self, seqs: list[str]) -> torch.Tensor:
         """``[N]`` float64; a result of the wrong shape or a non-finite value stops the run in one line naming
-        the sequence; an exception raised by ``fn`` itself stops it in one line too (the error chained)."""
+        the sequence; an exception raised by ``fn`` itself stops it in one line too (the error chained), a
+        ``SystemExit`` or ``GeneratorExit`` included (a ``KeyboardInterrupt`` still interrupts)."""
+        who = self.who
         try:
             values = self.fn(list(seqs))
         except Exception as e:  # noqa: BLE001 - the user's code: named in one line, the original chained
-            who = "the oracle" if self.name == "oracle" else f"oracle {self.name}"
             raise MLMProbError(f"{who} raised {type(e).__name__}: {e}") from e
+        except (SystemExit, GeneratorExit) as e:  # not the run's own exit: the oracle's, named like an error
+            raise MLMProbError(f"{who} raised {type(e).__name__}({', '.join(map(repr, e.args))})") from e
         try:
             out = torch.as_tensor(values if torch.is_tensor(values) else list(values), dtype=torch.float64)
+        except OverflowError:  # a Python int beyond float64 (10**400)
+            raise MLMProbError(f"{who} returned a number too large for float64 (more than about 1.8e308)") from None
         except (TypeError, ValueError) as e:
             raise MLMProbError(f"oracle {self.name} must return one number per sequence: {e}") from None
         out = out.detach().cpu().reshape(-1) if out.dim() == 2 and 1 in out.shape else out.detach().cpu()
@@ -104,8 +116,7 @@ class Hamming:
 
 
 def _check_weight(w, name: str) -> None:
-    if isinstance(w, bool) or not isinstance(w, (int, float)) or not math.isfinite(w):
-        raise MLMProbError(f"the weight of term {name} must be a finite number, got {w!r}")
+    check_weight(f"the weight of term {name}", w)
 
 
 def as_term(t):

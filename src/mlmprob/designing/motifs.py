@@ -1,0 +1,130 @@
+"""What a motif (``forbid``, ``require``) may be: a regular expression over upper-case residues whose matching cost
+is bounded, checked once before any sequence is matched. Python's ``re`` backtracks and cannot be stopped midway, so
+a motif like ``(A+)+D`` takes exponential time on a sequence that almost matches (28 A then C: 90 s) and would hang
+a run at its first check; a sampler matches every proposal. Refused, each in one line saying why:
+
+- a repeated group (``+``, ``*``, ``{m,n}`` with n > 1) that holds a quantifier of variable count or an
+  alternation: ``(A+)+D``, ``(.+)+Z``, ``(A|AA)+D``, ``(A{1,3}){5}`` (exponential); fixed-length groups may
+  repeat: ``(?:N[ST])+``, ``(?:A{2}){3}``;
+- a repetition count above :data:`MAX_MOTIF_COUNT`;
+- a lower-case letter: residues are upper case (``ng`` would never match);
+- given the parent's length ``L``: ``k`` variable quantifiers (or back-references) in a row backtrack through up to
+  about ``(L + 1) x min(their ranges' product, C(L + k, k))`` steps (times the alternatives), refused above
+  :data:`MAX_MOTIF_STEPS` (about a second): ``.*.*.*.*Z`` on a 120-residue parent.
+
+The presets (:data:`~mlmprob.designing.constraints.PRESETS`) are written to be cheap and are not checked.
+
+>>> check_motif("N[^P][ST]", "forbid", length=120)
+>>> check_motif("(A+)+D", "forbid")  # doctest: +NORMALIZE_WHITESPACE
+Traceback (most recent call last):
+...
+mlmprob.errors.MLMProbError: forbid motif '(A+)+D' repeats a group that holds a quantifier: matching it can take
+exponential time (regular expressions backtrack); repeat only fixed-length groups, e.g. (?:N[ST])+
+"""
+
+from __future__ import annotations
+
+import importlib
+import math
+
+from ..errors import MLMProbError
+
+_sre = importlib.import_module("re._parser")  # the parser re.compile itself uses (its tree, not a second grammar)
+
+#: The largest repetition count a motif may hold (``{m}``, ``{m,n}``).
+MAX_MOTIF_COUNT = 10_000
+#: The most backtracking steps a motif's estimate may reach on the parent's length (a few 1e8 run a second).
+MAX_MOTIF_STEPS = 200_000_000
+_REPEATS = {_sre.MAX_REPEAT, _sre.MIN_REPEAT, getattr(_sre, "POSSESSIVE_REPEAT", _sre.MAX_REPEAT)}
+
+
+class _Cost:
+    """What the walk over a parsed motif counts: each variable quantifier's range (None: open-ended) and the
+    product of the alternations' sizes."""
+
+    def __init__(self):
+        self.ranges: list[int | None] = []
+        self.alternatives = 1
+
+
+def check_motif(regex: str, what: str, length: int | None = None) -> None:
+    """Refuse ``regex`` (a ``what`` motif) in one line unless its cost is bounded (see the module doc); with
+    ``length`` (the parent's), its backtracking estimate on a sequence that long too."""
+    try:
+        tree = _sre.parse(regex)
+    except OverflowError:  # a count beyond what re can hold: 'a{99999999999}'
+        raise MLMProbError(f"{what} motif {regex!r} has a repetition count above {MAX_MOTIF_COUNT:,}") from None
+    except (RecursionError, MemoryError):
+        raise MLMProbError(f"{what} motif {regex!r} is nested too deeply") from None
+    cost = _Cost()
+    _walk(tree, regex, what, False, cost)
+    if length is not None:
+        steps = motif_steps(cost.ranges, cost.alternatives, length)
+        if steps > MAX_MOTIF_STEPS:
+            raise MLMProbError(
+                f"{what} motif {regex!r} would take up to about {steps:.1e} steps to match a sequence of {length} "
+                f"residues ({len(cost.ranges)} variable quantifiers in a row backtrack through every split), more "
+                f"than {MAX_MOTIF_STEPS:.0e}: use fewer quantifiers, or bound them ({{0,20}} for *)"
+            )
+
+
+def motif_steps(ranges: list[int | None], alternatives: int, length: int) -> int:
+    """The backtracking estimate of a motif of variable quantifiers with ``ranges`` (None: open-ended) on a
+    sequence of ``length``: ``(L + 1) x min(product of ranges, C(L + k, k)) x alternatives``.
+
+    >>> motif_steps([], 1, 120), motif_steps([8, 7], 1, 120), motif_steps([None, None], 1, 120)
+    (121, 6776, 893101)
+    """
+    k = len(ranges)
+    product = math.prod(length + 1 if r is None else min(r, length + 1) for r in ranges)
+    return (length + 1) * min(product, math.comb(length + k, k)) * alternatives
+
+
+def _walk(items, regex: str, what: str, repeated: bool, cost: _Cost) -> None:
+    """Check the parsed ``items`` (``repeated``: inside a group that repeats), counting into ``cost``."""
+    for op, av in items:
+        if op in _REPEATS:
+            lo, hi, body = av
+            if any(n != _sre.MAXREPEAT and n > MAX_MOTIF_COUNT for n in (lo, hi)):
+                raise MLMProbError(f"{what} motif {regex!r} has a repetition count above {MAX_MOTIF_COUNT:,}")
+            if lo != hi:
+                _nested(regex, what, repeated, "a quantifier")
+                cost.ranges.append(None if hi == _sre.MAXREPEAT else hi - lo + 1)
+            _walk(body, regex, what, repeated or hi > 1, cost)
+        elif op is _sre.BRANCH or op is _sre.GROUPREF_EXISTS:
+            branches = av[1] if op is _sre.BRANCH else [b for b in av[1:] if b is not None]
+            _nested(regex, what, repeated, "an alternation")
+            cost.alternatives *= max(2, len(branches))
+            for b in branches:
+                _walk(b, regex, what, repeated, cost)
+        elif op is _sre.GROUPREF:
+            _nested(regex, what, repeated, "a back-reference")
+            cost.ranges.append(None)
+        elif op is _sre.SUBPATTERN or op in (_sre.ASSERT, _sre.ASSERT_NOT):
+            _walk(av[-1], regex, what, repeated, cost)
+        elif op is getattr(_sre, "ATOMIC_GROUP", None):
+            _walk(av, regex, what, repeated, cost)
+        elif op in (_sre.LITERAL, _sre.NOT_LITERAL):
+            _upper(chr(av), regex, what)
+        elif op is _sre.IN:
+            for o, a in av:
+                if o in (_sre.LITERAL, _sre.NOT_LITERAL):
+                    _upper(chr(a), regex, what)
+                elif o is _sre.RANGE and max(a[0], ord("a")) <= min(a[1], ord("z")):
+                    _upper(chr(max(a[0], ord("a"))), regex, what)
+
+
+def _nested(regex: str, what: str, repeated: bool, thing: str) -> None:
+    if repeated:
+        raise MLMProbError(
+            f"{what} motif {regex!r} repeats a group that holds {thing}: matching it can take exponential time "
+            "(regular expressions backtrack); repeat only fixed-length groups, e.g. (?:N[ST])+"
+        )
+
+
+def _upper(c: str, regex: str, what: str) -> None:
+    if c.islower():
+        raise MLMProbError(
+            f"{what} motif {regex!r} has the lower-case letter {c!r}: motifs match upper-case residues (write it in "
+            "capitals)"
+        )
