@@ -219,6 +219,24 @@ def _input_order(wanted: Iterable[str], where: dict, skipped: set[str]) -> list[
     return order
 
 
+def _expected_order(expected_ids, metas: list[dict], where: dict, skipped: set[str]) -> list[str] | None:
+    """The input's ids in order (checked against the parts' ids), from the first part with metadata (it names
+    the input); None when ``expected_ids`` is None or cannot tell."""
+    first = next((m for m in metas if m.get("config")), None)
+    if expected_ids is None or first is None:
+        return None
+    wanted = expected_ids({k: v for k, v in first["config"].items() if k != "shard"}, first.get("limit"))
+    return None if wanted is None else _input_order(wanted, where, skipped)
+
+
+def _merged_config(paths: list[Path], metas: list[dict], configs: list[dict], not_checked: Sequence[str]) -> dict:
+    """The merged output's configuration: the first part's that has one, the parts merged, and (under
+    :data:`UNCHECKED`) what was not checked."""
+    unchecked = [f"{p} has no metadata" for p, m in zip(paths, metas, strict=True) if not m] + list(not_checked)
+    config = {**next((c for c in configs if c), {}), "merged_from": [str(p) for p in paths]}
+    return {**config, UNCHECKED: unchecked} if unchecked else config
+
+
 def merge_parts(
     out: str | Path,
     parts: Sequence[str | Path],
@@ -243,11 +261,8 @@ def merge_parts(
     The rows are written in input order, the order a one-process run writes, when the input's ids are
     known; else part after part, in shard order. ``out`` appears only when complete: the rows go to
     :func:`merging_path`, renamed to ``out`` at the end, so a killed merge leaves no ``out`` and is simply
-    run again (its leftovers are removed). An existing ``out`` is refused.
-
-    What was not checked (each part without metadata, and ``not_checked``: e.g. the input's ids with
-    ``--no-input-check``) is listed under :data:`UNCHECKED` in the output's stored configuration, which then
-    holds the first part's configuration that has one, vouched for by nothing.
+    run again (its leftovers are removed). An existing ``out`` is refused. What was not checked (parts without
+    metadata, ``not_checked``) is listed in its metadata (:func:`_merged_config`).
     """
     if not parts:
         raise MLMProbError("merge needs at least one part")
@@ -282,17 +297,11 @@ def merge_parts(
         refuse_link(meta_path(out), "the output's side file")  # the merged meta is renamed there at the end
         _remove_output(tmp)  # what a killed merge left
         where, counts = _index(paths)
-        first = next((m for m in metas if m.get("config")), None)  # a part with metadata names the input
-        config = {k: v for k, v in (first or {}).get("config", {}).items() if k != "shard"}
-        wanted = expected_ids(config, first.get("limit")) if expected_ids is not None and first else None
-        order = None if wanted is None else _input_order(wanted, where, skipped)
+        order = _expected_order(expected_ids, metas, where, skipped)
         _check_rows(paths, metas, counts)  # after the ids checks: they name the rows that differ
-        unchecked = [f"{p} has no metadata" for p, m in zip(paths, metas, strict=True) if not m]
-        unchecked += list(not_checked)
-        config = {**next((c for c in configs if c), {}), "merged_from": [str(p) for p in paths]}
-        if unchecked:
-            config[UNCHECKED] = unchecked
-        writer = open_writer(tmp, resume=False, config=config, fields=fields)
+        writer = open_writer(
+            tmp, resume=False, config=_merged_config(paths, metas, configs, not_checked), fields=fields
+        )
         n_rows = 0
         try:
             rows = _in_order(paths, where, order)
