@@ -20,6 +20,9 @@ from __future__ import annotations
 
 import argparse
 import math
+import re
+
+from .defaults import DEVICE_TYPES
 
 LIMIT = 10**9  # larger numbers are refused: no option of mlmprob means anything that large
 MAX_THREADS = 1024  # more CPU threads is a typing mistake (OpenMP sizes its pool up front: 10**9 asks for ~200 GB)
@@ -122,3 +125,44 @@ def dropout_rate(text: str) -> float:
     if not 0 <= value < 1:
         raise argparse.ArgumentTypeError(f"must be {what}, got {text!r}")
     return value
+
+
+_DEVICE = re.compile(rf"auto|({'|'.join(DEVICE_TYPES)})(:\d+)?")
+_DEVICE_WHAT = f"auto or a device of type {', '.join(DEVICE_TYPES)} (cuda:1: one GPU)"
+
+
+def device_name(text: str) -> str:
+    """A device mlmprob computes on: ``auto``, ``cpu``, ``cuda``, ``cuda:N`` or ``mps`` (:data:`mlmprob.defaults.
+    DEVICE_TYPES`); ``meta`` (which holds no values), ``xla`` and the like are refused. Whether the device is
+    there is checked when the model loads.
+
+    >>> device_name("cuda:1"), device_name(" cpu ")
+    ('cuda:1', 'cpu')
+    >>> device_name("meta")
+    Traceback (most recent call last):
+    ...
+    argparse.ArgumentTypeError: must be auto or a device of type cpu, cuda, mps (cuda:1: one GPU), got 'meta'
+    """
+    name = str(text).strip()
+    if not _DEVICE.fullmatch(name):
+        raise argparse.ArgumentTypeError(f"must be {_DEVICE_WHAT}, got {text!r}")
+    return name
+
+
+def device_list(text: str) -> str:
+    """Comma-separated devices (``--devices cuda:0,cuda:1``), each a :func:`device_name`; the text is returned
+    as given (:func:`mlmprob.runtime.pool.parse_devices` splits it).
+
+    >>> device_list("cuda:0, cuda:1")
+    'cuda:0, cuda:1'
+    >>> device_list("cpu,meta")  # doctest: +NORMALIZE_WHITESPACE
+    Traceback (most recent call last):
+    ...
+    argparse.ArgumentTypeError: must be devices like cuda:0,cuda:1, each auto or a device of type cpu, cuda, mps,
+    got 'meta'
+    """
+    for part in str(text).split(","):
+        if part.strip() and not _DEVICE.fullmatch(part.strip()):
+            what = _DEVICE_WHAT.replace(" (cuda:1: one GPU)", "")
+            raise argparse.ArgumentTypeError(f"must be devices like cuda:0,cuda:1, each {what}, got {part.strip()!r}")
+    return text

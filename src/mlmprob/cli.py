@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import io
 import os
 import sys
 
@@ -77,10 +78,44 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+class ClosedStdout(io.TextIOBase):
+    """What ``sys.stdout`` is when the process started with its standard output closed (``>&-``; Python leaves it
+    None, and the first row written to it was an ``AttributeError``): writing to it is an input error, one line."""
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, text: str) -> int:
+        if not text:
+            return 0
+        raise MLMProbError("standard output is closed (>&-): give --out FILE, or leave standard output open")
+
+
+def guard_closed_stdout() -> None:
+    """With standard output closed, file descriptor 1 is taken by ``/dev/null`` (no file this run opens lands on
+    it, nor the workers' output) and ``sys.stdout`` becomes :class:`ClosedStdout`: a command that writes to it
+    stops with one line, a command that writes to ``--out`` runs as usual."""
+    if sys.stdout is not None:
+        return
+    try:
+        os.fstat(1)
+    except OSError:
+        fd = os.open(os.devnull, os.O_WRONLY)
+        if fd != 1:
+            os.dup2(fd, 1)
+            os.close(fd)
+    sys.stdout = ClosedStdout()
+
+
 def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    guard_closed_stdout()
     parser = build_parser()
-    args = parser.parse_args(argv)
+    try:
+        args = parser.parse_args(argv)
+    except MLMProbError as e:  # --help or --version with standard output closed
+        print(f"error: {e}", file=sys.stderr)
+        return 2
     if not getattr(args, "func", None):
         parser.print_help()
         return 1

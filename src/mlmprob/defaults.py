@@ -3,6 +3,9 @@
 - ``MODEL``: the model a command loads without ``--model``. ``mlmprob variants`` deviates
   (``VARIANTS_MODEL``); its ``--help`` says why.
 - ``DEVICE``: ``auto`` = CUDA, else MPS, else the CPU (:func:`mlmprob.runtime.device.resolve_device`).
+- ``DEVICE_TYPES``: the torch device types mlmprob computes on (``cuda:1``: a type and an index); any other
+  (``meta``, which holds no values, ``xla``, ...) is refused in one line by ``--device``, ``--devices`` and
+  ``load_mlm``.
 - ``DTYPE``: ``weights`` (``DTYPE_WEIGHTS``) = the weights' own dtype: float32 for every built-in model, a
   hub or folder model's checkpoint dtype, except that a float16/bfloat16 checkpoint on a CPU computes in
   float32 (:mod:`mlmprob.runtime.device`). So the same call gives the same numbers on every machine.
@@ -32,6 +35,11 @@
 - ``COUNT_LIMIT``: a streamed command counts its units for the progress bar's total only when its input
   file is smaller than this (counting reads the input once more); inputs it generates (``--saturate``,
   ``joints``' pairs, ``--seq``) are always counted.
+- ``MAX_INPUT_LINE``: the most bytes one line of an input file (text, FASTA, CSV/TSV, JSONL) may hold, its
+  newline included, and the most characters of one FASTA record or CSV/TSV cell: 8 MiB, over 200 times the
+  longest known protein (titin, 35,000 residues) and thousands of times any model's maximum length. A longer
+  line is refused naming the file and line, read in pieces of at most this size (a file without a newline is
+  never read whole).
 
 This module imports nothing from the package: every layer may read it.
 
@@ -49,6 +57,7 @@ VARIANTS_MODEL_WHY = (
     "library, docs/results/variants"
 )
 DEVICE = "auto"
+DEVICE_TYPES = ("cpu", "cuda", "mps")
 DTYPE_WEIGHTS = "weights"
 DTYPE = DTYPE_WEIGHTS
 DTYPE_ENV = "MLMPROB_DTYPE"
@@ -58,6 +67,7 @@ MKL_CBWR = ("MKL_CBWR", "AUTO,STRICT")
 THREAD_INVARIANT_ENV = "MLMPROB_THREAD_INVARIANT"
 PART_ROWS = 1024
 COUNT_LIMIT = 256 << 20
+MAX_INPUT_LINE = 8 << 20
 
 
 def default_dtype_spec() -> str:

@@ -129,6 +129,22 @@ def energies_from_logits(
     return s.e_local, s.e_raw
 
 
+def check_has_values(t: torch.Tensor, name: str) -> None:
+    """Refuse a tensor on the ``meta`` device (a shape without values: every read of it fails in torch) in one
+    line naming the argument.
+
+    >>> check_has_values(torch.zeros(2, device="meta"), "input_ids")  # doctest: +NORMALIZE_WHITESPACE
+    Traceback (most recent call last):
+    ...
+    mlmprob.errors.MLMProbError: input_ids is on the meta device, which holds no values: give token ids on the cpu
+    (or the model's device)
+    """
+    if t.device.type == "meta":
+        raise MLMProbError(
+            f"{name} is on the meta device, which holds no values: give token ids on the cpu (or the model's device)"
+        )
+
+
 def check_input_ids(mlm: MaskedLM, input_ids) -> torch.Tensor:
     """Validate ``input_ids`` at the boundary: LongTensor ``[B, L]``, ids in the vocabulary, length.
 
@@ -152,6 +168,7 @@ def check_input_ids(mlm: MaskedLM, input_ids) -> torch.Tensor:
             f"input_ids must be integer token ids [B, L] (a tensor or a list of equal-length lists of ints), got "
             f"{type(input_ids).__name__} {input_ids!r:.40}"
         ) from None
+    check_has_values(ids, "input_ids")
     if ids.numel() == 0:
         raise MLMProbError(f"input_ids is empty: shape {tuple(ids.shape)}")
     if ids.dtype not in (torch.int64, torch.int32, torch.int16, torch.uint8):
@@ -200,6 +217,7 @@ def as_row(input_ids, name: str = "input_ids") -> torch.Tensor:
             f"{name} must be integer token ids (a tensor or a list of ints), got {type(input_ids).__name__} "
             f"{str(input_ids)[:40]!r}"
         ) from None
+    check_has_values(ids, name)
     if ids.dtype.is_floating_point or ids.dtype == torch.bool:
         raise MLMProbError(f"{name} must hold integer token ids, got dtype {ids.dtype}")
     ids = ids.long()

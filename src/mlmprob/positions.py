@@ -178,6 +178,8 @@ def _explicit(mlm: MaskedLM, input_ids: torch.Tensor, positions) -> torch.Tensor
             f"positions must be a list of integer token indices or a bool mask [B, L], got "
             f"{type(positions).__name__} {positions!r:.40}"
         ) from None
+    if p.device.type == "meta":  # a shape without values: torch's errors name neither the argument nor the cause
+        raise PositionsError("positions are on the meta device, which holds no values: give them on the cpu")
     if p.numel() == 0:
         p = p.long()
     if p.dtype == torch.bool:

@@ -26,7 +26,7 @@ def register(sub) -> None:
         "brute-force comparison on a few positions)",
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
-    from ..argtypes import positive_int
+    from ..argtypes import device_name, positive_int
     from .common import add_allow_pickle_arg
 
     p.add_argument("path", help="built-in name, local Hugging Face directory, or hub id")
@@ -37,7 +37,7 @@ def register(sub) -> None:
         help="a sequence to check on (repeatable; default: a few suited to the tokenizer)",
     )
     p.add_argument("--positions", type=positive_int, default=4, help="positions checked per sequence")
-    p.add_argument("--device", default="cpu", help="torch device")
+    p.add_argument("--device", type=device_name, default="cpu", help="torch device")
     p.add_argument("--dtype", default="float32", help="dtype (the check is exact in float32)")
     add_allow_pickle_arg(p)
     p.set_defaults(func=run)

@@ -12,7 +12,7 @@ import argparse
 from dataclasses import dataclass
 
 from .. import defaults
-from ..argtypes import positive_int
+from ..argtypes import device_list, device_name, positive_int
 from ..runtime.inputs import FORMATS
 
 
@@ -127,6 +127,7 @@ def add_model_args(p: argparse.ArgumentParser, default: str = defaults.MODEL, wh
     p.add_argument("--model", default=default, help=model_help)
     p.add_argument(
         "--device",
+        type=device_name,
         default=defaults.DEVICE,
         help="torch device: auto (CUDA, else MPS, else CPU), cpu, cuda, cuda:1, mps",
     )
@@ -157,7 +158,9 @@ def add_runtime_args(p: argparse.ArgumentParser) -> None:
         "--shard", metavar="I/N", help="process only shard I of N (1-based; record k goes to shard k mod N + 1)"
     )
     g.add_argument("--workers", type=positive_int, default=None, help="N CPU worker processes, one model each")
-    g.add_argument("--devices", help="comma-separated devices, one worker process each, e.g. cuda:0,cuda:1")
+    g.add_argument(
+        "--devices", type=device_list, help="comma-separated devices, one worker process each, e.g. cuda:0,cuda:1"
+    )
     g.add_argument(
         "--engine",
         choices=("local", "ray"),

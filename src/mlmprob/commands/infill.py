@@ -141,16 +141,17 @@ def _run_one(args, spec, region) -> int:
     import torch
 
     from ..infilling.beam import infill, score_meaning
-    from ..infilling.stream import expand_gaps
+    from ..infilling.stream import expand_gaps, gap_tokens
     from ..infilling.stream import mask_text as _mask_text
     from ..positions import token_numbers
     from .common import model_spec
 
+    gap_tokens(args.sequence)  # an absurd gap ([MASK]x999999999) refused before the model loads
     mlm = model_spec(args).load(args.device)
     sequence, native = args.sequence, None
     if region:
         sequence, native = _region_gap(sequence, region)
-    text = expand_gaps(sequence, _mask_text(mlm))
+    text = expand_gaps(sequence, _mask_text(mlm), mlm.max_length)  # the gap checked before it is written out
     enc = mlm.encode([text])
     ids = enc.input_ids
     positions = (ids[0] == mlm.mask_id).nonzero(as_tuple=True)[0]

@@ -219,6 +219,7 @@ def _stored_config(args, parsed: Parsed, job, **mode) -> dict:
     """The configuration a run stores and a resume compares: the input, the free positions, ``mode``'s keys
     (``mode="folder"``), the region and the job's settings."""
     from .regions import cdr_config
+    from .resume_positions import canonical_positions
 
     file = parsed.inputs.file
     return {
@@ -229,13 +230,25 @@ def _stored_config(args, parsed: Parsed, job, **mode) -> dict:
         "format": args.format if file is None else file.format,
         "column": args.column,
         "id_column": args.id_column,
-        "positions": args.positions,
+        "positions": canonical_positions(args.positions),
         **({"positions_base": 1} if args.positions else {}),
         **mode,
         **cdr_config(parsed.region),
         **job.settings(),
         **({"dedupe": True} if args.dedupe else {}),
     }
+
+
+def _resumed(args, parsed: Parsed, config: dict, out) -> dict:
+    """``config`` with the resumed output's stored ``--positions`` text when this run's frees the same tokens of
+    every record (:mod:`.resume_positions`: ``1-32`` on 32-residue records is the default, all positions)."""
+    from .resume_positions import same_free_positions, stored_positions
+
+    def same(a, b) -> bool:  # the model's tokenizer tells; loaded here only when the texts differ
+        where = dict(cdr=args.cdr, numbering=args.numbering or "imgt")
+        return same_free_positions(parsed.model.load("cpu"), parsed.inputs.records(), a, b, **where)
+
+    return stored_positions(out, config, same)
 
 
 def run_folder(args, parsed: Parsed) -> int:
@@ -256,7 +269,7 @@ def run_folder(args, parsed: Parsed) -> int:
         raise MLMProbError("no input: give --seq or --input")
     out = Path(args.out)
     job = FolderSampleJob(**_job_fields(args, parsed), folder=str(out), progress=not args.no_progress)
-    config = _stored_config(args, parsed, job, mode="folder")
+    config = _resumed(args, parsed, _stored_config(args, parsed, job, mode="folder"), out / CHAINS_FILE)
     unit = BatchUnit(tuple(seqs))
     last = f"{seqs[-1][0]}/chain{job.chains - 1}"
     out.mkdir(parents=True, exist_ok=True)
@@ -345,6 +358,8 @@ def run_streamed(args, parsed: Parsed) -> int:
     file = parsed.inputs.file
     job = SampleJob(**_job_fields(args, parsed), skip_invalid=args.skip_invalid)
     config = _stored_config(args, parsed, job)
+    if args.resume:
+        config = _resumed(args, parsed, config, args.out)
     last = f"/chain{job.chains - 1}"
     command = StreamCommand(
         job,

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 
 from ..argtypes import (
+    device_name,
     dropout_rate,
     finite_float,
     nonnegative_float,
@@ -102,7 +103,7 @@ def register(sub) -> None:
         "--kl-sequences", type=nonnegative_int, default=256, help="held-out sequences for the exact KL (synthetic)"
     )
     g.add_argument("--stop-after", type=positive_int, help="stop (with a checkpoint) after this many steps in total")
-    g.add_argument("--device", default="cpu", help="torch device, e.g. cpu, cuda")
+    g.add_argument("--device", type=device_name, default="cpu", help="torch device, e.g. cpu, cuda")
     g.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.set_defaults(func=run)
 

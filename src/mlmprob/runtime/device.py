@@ -33,7 +33,7 @@ from pathlib import Path
 
 import torch
 
-from ..defaults import DTYPE_ENV, FUSED_ENV
+from ..defaults import DEVICE_TYPES, DTYPE_ENV, FUSED_ENV
 from ..defaults import DTYPE_WEIGHTS as WEIGHTS
 from ..errors import ModelLoadError
 
@@ -167,10 +167,16 @@ def _mps_available() -> bool:
 
 
 def resolve_device(spec="auto") -> torch.device:
-    """``auto`` -> cuda, else mps, else cpu; any other torch device string is checked and returned.
+    """``auto`` -> cuda, else mps, else cpu; any other torch device string is checked and returned: one of
+    :data:`mlmprob.defaults.DEVICE_TYPES`, present on this machine.
 
     >>> resolve_device("cpu")
     device(type='cpu')
+    >>> resolve_device("meta")  # doctest: +NORMALIZE_WHITESPACE
+    Traceback (most recent call last):
+    ...
+    mlmprob.errors.ModelLoadError: device 'meta' is not supported: use auto or a device of type cpu, cuda, mps
+    (e.g. cuda:1)
     """
     if spec is None or (isinstance(spec, str) and spec.lower() == "auto"):
         if torch.cuda.is_available():
@@ -182,6 +188,10 @@ def resolve_device(spec="auto") -> torch.device:
         dev = torch.device(spec)
     except (RuntimeError, TypeError) as e:
         raise ModelLoadError(f"unknown device {spec!r}: {e}") from None
+    if dev.type not in DEVICE_TYPES:  # meta holds no values; xla, hpu, ...: never run or tested here
+        raise ModelLoadError(
+            f"device {spec!r} is not supported: use auto or a device of type {', '.join(DEVICE_TYPES)} (e.g. cuda:1)"
+        )
     if dev.type == "cuda":
         if not torch.cuda.is_available():
             raise ModelLoadError(f"device {spec!r} asked for, but this torch build sees no CUDA GPU")

@@ -19,11 +19,11 @@ import json
 import os
 import re
 import stat
-import sys
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from .. import defaults
 from ..errors import MLMProbError
 
 FORMATS = ("auto", "text", "fasta", "csv", "tsv", "jsonl", "parquet")
@@ -95,7 +95,8 @@ def decode_text(data: bytes, where: str, *, decoder=None, offsets: bool = False)
 
 
 class _Lines:
-    """Decoded lines of a (possibly gzip) text file, with the line number for error messages."""
+    """Decoded lines of a (possibly gzip) text file, with the line number for error messages. A line longer than
+    :data:`mlmprob.defaults.MAX_INPUT_LINE` bytes is refused after reading that many (never read whole)."""
 
     def __init__(self, path: Path):
         self.path, self.lineno = path, 0
@@ -103,9 +104,15 @@ class _Lines:
     def __iter__(self) -> Iterator[str]:
         raw = gzip.open(self.path, "rb") if _is_gzip(self.path) else self.path.open("rb")
         decoder = codecs.getincrementaldecoder("utf-8-sig")("strict")
+        cap = defaults.MAX_INPUT_LINE
         try:
             with raw:
-                for self.lineno, line in enumerate(raw, 1):
+                for self.lineno, line in enumerate(iter(lambda: raw.readline(cap + 1), b""), 1):
+                    if len(line) > cap:
+                        raise MLMProbError(
+                            f"{self.path}: line {self.lineno} is longer than {cap:,} bytes, the most one line of an "
+                            "input may hold (no sequence is that long); is it the right file?"
+                        )
                     yield decode_text(line, f"{self.path}: line {self.lineno}", decoder=decoder)
         except (OSError, EOFError, gzip.BadGzipFile) as e:
             raise MLMProbError(f"{self.path}: cannot read it: {e}") from None
@@ -187,17 +194,23 @@ def fasta_records(lines: Iterable[str], where: Callable[[], str], unnamed: str =
     """
     name: str | None = None
     chunks: list[str] = []
-    n = 0
+    n = size = 0
     for line in lines:
         line = line.strip()
         if line.startswith(">"):
             if name is not None:
                 yield Record(name, "".join(chunks))
                 n += 1
-            name, chunks = line[1:].split()[0] if line[1:].strip() else unnamed.format(n + 1), []
+            name, chunks, size = line[1:].split()[0] if line[1:].strip() else unnamed.format(n + 1), [], 0
         elif line:
             if name is None:
                 raise MLMProbError(f"{where()} holds sequence before any '>' header; not FASTA")
+            size += len(line)
+            if size > defaults.MAX_INPUT_LINE:
+                raise MLMProbError(
+                    f"{where()}: record {name!r} is longer than {defaults.MAX_INPUT_LINE:,} characters, the most "
+                    "one record of an input may hold (no sequence is that long); is it the right file?"
+                )
             chunks.append(line)
     if name is not None:
         yield Record(name, "".join(chunks))
@@ -208,7 +221,7 @@ def _fasta(lines: _Lines, column, id_column) -> Iterator[Record]:
 
 
 def _table(lines: _Lines, delimiter: str, column: str, id_column: str | None) -> Iterator[Record]:
-    csv.field_size_limit(min(sys.maxsize, 2**31 - 1))
+    csv.field_size_limit(defaults.MAX_INPUT_LINE)  # a quoted cell may span lines: bounded as a line is
     reader = csv.DictReader(lines, delimiter=delimiter)
     try:
         fields = reader.fieldnames or []
@@ -249,6 +262,12 @@ def _jsonl(lines: _Lines, column, id_column) -> Iterator[Record]:
             obj = json.loads(line)
         except json.JSONDecodeError as e:
             raise MLMProbError(f"{lines.path}: line {lines.lineno} is not valid JSON: {e.msg}") from None
+        except RecursionError:  # 100,000 nested brackets: the parser's own limit, no traceback
+            raise MLMProbError(
+                f"{lines.path}: line {lines.lineno} is nested too deeply to read as JSON (a record is one flat object)"
+            ) from None
+        except ValueError as e:  # an integer of more digits than Python converts, and the like
+            raise MLMProbError(f"{lines.path}: line {lines.lineno} cannot be read as JSON: {e}") from None
         if not isinstance(obj, dict):
             raise MLMProbError(f"{lines.path}: line {lines.lineno} is not a JSON object")
         where = f"{lines.path.name} line {lines.lineno}"

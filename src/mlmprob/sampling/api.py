@@ -184,7 +184,7 @@ class Chains:
         run_file: RunFile | None = None,
     ):
         self.mlm, self.spec, self.generator = mlm, spec, generator
-        spec.check_size(*ids.shape)
+        spec.check_size(ids.shape[0], ids.shape[1], mlm.vocab_size)
         self.kernel = spec.kernel(mlm)
         self.ref = _reference(reference, ids)
         config = spec.run_config(mlm)

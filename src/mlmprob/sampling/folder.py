@@ -70,7 +70,7 @@ class FolderSampleJob(SampleJob):
             assert isinstance(self.spec, MCMCSpec)  # the methods without independent draws are the MCMC ones
             for (name, _), row in zip(seqs, free, strict=True):
                 check_block_size(self.spec.block_size, int(row.sum()), name)
-        self.spec.check_size(len(seqs) * self.chains, enc.input_ids.shape[1])
+        self.spec.check_size(len(seqs) * self.chains, enc.input_ids.shape[1], mlm.vocab_size)
         ids, free = enc.input_ids.repeat_interleave(self.chains, 0), free.repeat_interleave(self.chains, 0)
         # identity is measured against the input when it has no masks at the free positions
         reference = None if (ids[free] == mlm.mask_id).any() else ids.clone()

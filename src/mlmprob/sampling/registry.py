@@ -29,8 +29,9 @@ from .schedules import as_schedule
 
 ENERGIES = ("local", "raw")
 
-#: The most memory the epoch records of one run may take: every epoch's chain states and statistics stay in memory
-#: until the run ends (:meth:`SamplerSpec.check_size` refuses a larger run before any tensor is made).
+#: The most memory the chains of one run may take: every epoch's chain states and statistics stay in memory until the
+#: run ends, and one epoch holds every chain's conditionals at once (:meth:`SamplerSpec.check_size` refuses a larger
+#: run before any tensor is made).
 MAX_RUN_BYTES = 16 << 30
 
 #: The order of the settings in every stored row and run file (as written before the specs were split by
@@ -52,6 +53,10 @@ COLUMNS = (
     "score_all",
 )
 LAST_COLUMNS = ("energies",)
+
+
+def _gib(n: int) -> str:
+    return f"{n / (1 << 30):,.0f}"
 
 
 def option(default: Any, help: str, **meta) -> Any:
@@ -232,18 +237,27 @@ class SamplerSpec(Spec, metaclass=_ByMethod):
         for a method without a target."""
         return as_schedule(1, "block_size"), None
 
-    def run_bytes(self, chains: int, length: int = 1) -> int:
-        """About how many bytes the epoch records of ``chains`` chains of ``length`` tokens take (on the high side:
-        1 KiB an epoch, and per chain and epoch 48 bytes a token and 256 for its statistics).
+    def run_bytes(self, chains: int, length: int = 1, vocab: int = 0) -> int:
+        """About how many bytes the chains of a run take (on the high side): the epoch records of ``chains`` chains
+        of ``length`` tokens (1 KiB an epoch, and per chain and epoch 48 bytes a token and 256 for its statistics)
+        plus :meth:`epoch_bytes`, what one epoch of every chain holds at once.
 
-        >>> SamplerSpec(epochs=10, burn_in=0).run_bytes(2, 100)      # 10 epochs x (1024 + 2 x (4800 + 256))
-        111360
+        >>> SamplerSpec(epochs=10, burn_in=0).run_bytes(2, 100)      # 10 x (1024 + 2 x (4800 + 256)) + 2 x 100 x 64
+        124160
         """
-        return self.total_epochs * (1024 + chains * (48 * length + 256))
+        return self.total_epochs * (1024 + chains * (48 * length + 256)) + self.epoch_bytes(chains, length, vocab)
 
-    def check_size(self, chains: int, length: int = 1) -> None:
-        """Refuse a run whose epoch records would not fit :data:`MAX_RUN_BYTES` (``length`` 1, the least, when the
-        sequences are not known yet): checked before the chains are made.
+    @staticmethod
+    def epoch_bytes(chains: int, length: int, vocab: int = 0) -> int:
+        """What one epoch of ``chains`` chains of ``length`` tokens holds at once, every chain in one batch: 40
+        bytes a token and vocabulary entry (the single-site conditionals ``[chains, length, vocab]`` the MCMC
+        kernels keep, and their log-softmax; measured: 37 on a 25-token vocabulary, 40,000 chains of 34 tokens)
+        and 64 a token (indices); ``vocab`` 0 when the model is not loaded yet."""
+        return chains * length * (40 * vocab + 64)
+
+    def check_size(self, chains: int, length: int = 1, vocab: int = 0) -> None:
+        """Refuse a run whose chains would not fit :data:`MAX_RUN_BYTES` (:meth:`run_bytes`; ``length`` 1, the least,
+        and ``vocab`` 0 when the sequences or the model are not known yet): checked before the chains are made.
 
         >>> SamplerSpec(epochs=10 ** 9, burn_in=0).check_size(1)  # doctest: +NORMALIZE_WHITESPACE
         Traceback (most recent call last):
@@ -251,21 +265,27 @@ class SamplerSpec(Spec, metaclass=_ByMethod):
         mlmprob.errors.MLMProbError: epochs 1,000,000,000 + burn_in 0 of 1 chain would keep at least 1,237 GiB of
         chain states in memory (every epoch's until the run ends), more than the 16 GiB a run may: sample fewer
         epochs or chains
-        >>> SamplerSpec(epochs=10 ** 6, burn_in=0).check_size(64, 200)  # doctest: +NORMALIZE_WHITESPACE
+        >>> SamplerSpec(epochs=1, burn_in=0).check_size(10 ** 6, 34, 25)  # doctest: +NORMALIZE_WHITESPACE
         Traceback (most recent call last):
         ...
-        mlmprob.errors.MLMProbError: epochs 1,000,000 + burn_in 0 of 64 chains x 200 tokens would keep about 588 GiB
-        of chain states in memory (every epoch's until the run ends), more than the 16 GiB a run may: sample fewer
-        epochs or chains
+        mlmprob.errors.MLMProbError: epochs 1 + burn_in 0 of 1,000,000 chains x 34 tokens would keep about 35 GiB in
+        memory (2 GiB of chain states, every epoch's until the run ends, and 34 GiB for one epoch of every chain at
+        once over a vocabulary of 25), more than the 16 GiB a run may: sample fewer epochs or chains
         """
-        need = self.run_bytes(chains, length)
+        need = self.run_bytes(chains, length, vocab)
         if need > MAX_RUN_BYTES:
             what = f"{chains:,} chain{'s' if chains != 1 else ''}"  # the tokens only once the sequences are known
             what, about = (f"{what} x {length:,} tokens", "about") if length > 1 else (what, "at least")
+            epoch = self.epoch_bytes(chains, length, vocab)
+            held = "of chain states in memory (every epoch's until the run ends)"
+            if vocab:
+                held = (
+                    f"in memory ({_gib(need - epoch)} GiB of chain states, every epoch's until the run ends, and "
+                    f"{_gib(epoch)} GiB for one epoch of every chain at once over a vocabulary of {vocab:,})"
+                )
             raise MLMProbError(
-                f"epochs {self.epochs:,} + burn_in {self.burn_in:,} of {what} would keep {about} "
-                f"{need / (1 << 30):,.0f} GiB of chain states in memory (every epoch's until the run ends), more "
-                f"than the {MAX_RUN_BYTES >> 30} GiB a run may: sample fewer epochs or chains"
+                f"epochs {self.epochs:,} + burn_in {self.burn_in:,} of {what} would keep {about} {_gib(need)} GiB "
+                f"{held}, more than the {MAX_RUN_BYTES >> 30} GiB a run may: sample fewer epochs or chains"
             )
 
     @property

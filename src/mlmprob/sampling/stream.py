@@ -154,7 +154,7 @@ class SampleJob(ModelJob):
         if not spec.independent_draws:
             assert isinstance(spec, MCMCSpec)  # the methods without independent draws are the MCMC ones
             check_block_size(spec.block_size, int(free.sum()), rec.id)
-        spec.check_size(self.chains, enc.input_ids.shape[1])
+        spec.check_size(self.chains, enc.input_ids.shape[1], mlm.vocab_size)
         ids, free = enc.input_ids.repeat(self.chains, 1), free.repeat(self.chains, 1)
         # identity is measured against the input when it has no masks at the free positions
         reference = None if (ids[free] == mlm.mask_id).any() else ids.clone()
