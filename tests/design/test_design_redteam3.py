@@ -204,3 +204,23 @@ def test_the_batch_is_checked_against_the_memory_available(monkeypatch):
         design(tiny_hf("bert"), "ACDEFGHIKLACDEFGHIKL", chains=5000, steps=1, generator=torch.Generator())
     r = design(tiny_hf("bert"), "ACDEFGHIKL", chains=2, steps=1, generator=torch.Generator().manual_seed(0))
     assert len(r.rows) == 2
+
+
+def test_resume_with_every_position_spelled_as_a_range(tiny_bert_dir, tmp_path, capsys):
+    """``--positions 1-L`` (every residue, the default) on resume was refused as a changed option (issue 49, item 9);
+    it is the default, stored as such, and gives the same rows."""
+    whole = f"1-{len(PARENT)}"
+    out, ref = tmp_path / "o.jsonl", tmp_path / "ref.jsonl"
+    base = ["design", PARENT, "--model", str(tiny_bert_dir), "--device", "cpu", "--no-progress", "--steps", "2"]
+    assert main([*base, "--chains", "2", "--out", str(out)]) == 0
+    assert main([*base, "--chains", "4", "--out", str(out), "--resume", "--positions", whole]) == 2  # chains differ
+    capsys.readouterr()
+    assert main([*base, "--chains", "2", "--out", str(out), "--resume", "--positions", whole]) == 0
+    assert main([*base, "--chains", "2", "--out", str(ref), "--positions", whole]) == 0
+    meta = json.loads((tmp_path / "ref.jsonl.meta.json").read_text())["config"]
+    assert meta["positions"] is None
+    strip = lambda p: [{k: v for k, v in json.loads(x).items() if "time" not in k} for x in p.read_text().splitlines()]  # noqa: E731
+    assert strip(out) == strip(ref)
+    capsys.readouterr()
+    assert main([*base, "--chains", "2", "--out", str(out), "--resume", "--positions", "1-3"]) == 2
+    assert "positions" in _one_line(capsys)

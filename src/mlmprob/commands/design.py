@@ -176,8 +176,11 @@ def design_spec(args) -> DesignSpec:
         temperatures = tuple(float(t) for t in args.temperatures.split(","))
     except ValueError:
         raise MLMProbError(f"--temperatures must be numbers separated by commas, got {args.temperatures!r}") from None
+    positions = None if args.positions is None else tuple(parse_numbers(args.positions, "--positions"))
+    if positions is not None and set(positions) == set(range(1, len(args.parent.strip()) + 1)):
+        positions = None  # every residue: the default, stored as it is (a resume compares what it stores)
     given = dict(
-        positions=None if args.positions is None else tuple(parse_numbers(args.positions, "--positions")),
+        positions=positions,
         allowed=tuple(allowed),
         forbid=tuple(args.forbid),
         require=tuple(args.require),
