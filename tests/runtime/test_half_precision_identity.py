@@ -82,3 +82,13 @@ def test_the_threads_recorded_for_workers_and_ray(monkeypatch):
     on_gpu = SimpleNamespace(device="cuda:0", dtype=torch.float32, fused=True)  # a loaded model on a GPU
     assert "batch_tokens" not in computed_with("m", None, ["cpu"], mlm=on_gpu)  # its default follows its memory
     assert computed_with("m", None, ["cpu"], mlm=on_gpu, batch_tokens=512)["batch_tokens"] == 512
+
+
+def test_an_output_written_before_the_budget_was_stored_resumes_as_before(tiny_bert_dir, fasta, tmp_path):  # noqa: F811
+    out = tmp_path / "o.jsonl"
+    assert _run(tiny_bert_dir, fasta, out, 1, "--limit", "5") == 0
+    meta = json.loads(meta_path(out).read_text())
+    del meta["config"]["computed_with"]["batch_tokens"]  # as the version before issue 49 wrote it
+    meta_path(out).write_text(json.dumps(meta))
+    assert _run(tiny_bert_dir, fasta, out, 1, "--resume") == 0
+    assert len(out.read_text().splitlines()) == 24 and "batch_tokens" not in _block(out)  # it gains no claim

@@ -97,18 +97,27 @@ def check_config(where, stored: dict | None, config: dict | None, keys: Iterable
 # configuration keys stored only by newer versions: runtime.provenance's block, score's one-pass correction digest,
 # runtime.identity's block
 LATER_KEYS = ("computed_with", "correction_sha256", IDENTITY)
+LATER_BLOCK = ("batch_tokens", "threads")  # keys of computed_with stored since issue 49 (int8 stored its budget before)
 
 
 def as_stored(stored: dict | None, config: dict | None) -> dict | None:
     """``config`` as an existing output written with ``stored`` keeps it: without the :data:`LATER_KEYS`
-    that ``stored`` lacks. An output written before those keys were stored is resumed as before, checked
-    on the keys it has, and its configuration does not gain them (it cannot vouch for its earlier rows).
+    that ``stored`` lacks (nor the :data:`LATER_BLOCK` keys its ``computed_with`` lacks). An output written
+    before those keys were stored is resumed as before, checked on the keys it has, and its configuration does
+    not gain them (it cannot vouch for its earlier rows).
 
     >>> as_stored({"seed": 1}, {"seed": 1, "computed_with": {"dtype": "int8"}})
     {'seed': 1}
     >>> as_stored(None, {"seed": 1, "computed_with": {}}), as_stored({"computed_with": {}}, {"computed_with": {}})
     ({'seed': 1, 'computed_with': {}}, {'computed_with': {}})
+    >>> as_stored({"computed_with": {"dtype": "float32"}}, {"computed_with": {"dtype": "float32", "batch_tokens": 64}})
+    {'computed_with': {'dtype': 'float32'}}
     """
-    if not stored or not config or not any(k in config and k not in stored for k in LATER_KEYS):
+    if not stored or not config:
+        return config
+    block, kept = config.get(LATER_KEYS[0]), stored.get(LATER_KEYS[0])
+    if isinstance(block, dict) and isinstance(kept, dict) and any(k in block and k not in kept for k in LATER_BLOCK):
+        config = {**config, LATER_KEYS[0]: {k: v for k, v in block.items() if k in kept or k not in LATER_BLOCK}}
+    if not any(k in config and k not in stored for k in LATER_KEYS):
         return config
     return {k: v for k, v in config.items() if k in stored or k not in LATER_KEYS}
