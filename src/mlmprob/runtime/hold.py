@@ -13,6 +13,12 @@ its ends close and the run continues: a held run never hangs for ever.
 Nothing happens without the variable; a malformed value is an error naming it, given by every command at
 its start (:func:`check_hold`, called by ``mlmprob.cli.main``), before any work.
 
+The descriptors are the controller's only if they were open when the command started (:func:`check_hold`
+notes which files they were): a descriptor closed then (``MLMPROB_HOLD=1:2:0`` with standard input closed)
+is a controller that is gone, so the run neither writes to it nor waits on it, even once the run's own files
+(its output's lock) have taken that number. A standard stream (0, 1 or 2) is used but never closed: the
+run still says what it did on standard error.
+
 A run that reads standard input, a pipe or a FIFO copies it to its end before its first row (see
 :mod:`mlmprob.runtime.spool`), so it can be held only once that input has ended. While it waits for that end
 it also watches ``RFD`` (:func:`go_fd`): a controller that lets go (closes its end, or dies) first stops
@@ -38,6 +44,8 @@ from ..errors import MLMProbError
 
 HOLD_ENV = "MLMPROB_HOLD"
 _held: set[str] = set()
+_File = tuple[int, int] | None  # (device, inode) of an open descriptor's file; None: not open
+_seen: dict[tuple[int, str], tuple[_File, _File]] = {}  # (pid, value) -> the files of WFD and RFD at the start
 
 
 def _spec() -> tuple[int, int, int] | None:
@@ -65,18 +73,42 @@ def check_hold() -> None:
     mlmprob.errors.MLMProbError: $MLMPROB_HOLD='two:3:4': give ROWS:WFD:RFD (three integers >= 0)
     >>> del os.environ[HOLD_ENV]; check_hold()
     """
-    _spec()
+    spec = _spec()
+    if spec is not None:
+        _seen[(os.getpid(), os.environ[HOLD_ENV])] = (_file_of(spec[1]), _file_of(spec[2]))
+
+
+def _file_of(fd: int) -> _File:
+    """The file open at ``fd`` (device and inode), None when ``fd`` is not open."""
+    try:
+        st = os.fstat(fd)
+    except OSError:
+        return None
+    return st.st_dev, st.st_ino
+
+
+def _controllers(fd: int, which: int) -> bool:
+    """Whether ``fd`` (``which``: 0 for WFD, 1 for RFD) is the controller's: open now and the file it was at
+    the command's start (:func:`check_hold`; without that call, as it is now)."""
+    now = _file_of(fd)
+    start = _seen.get((os.getpid(), os.environ.get(HOLD_ENV, "")))
+    return now is not None and (start is None or start[which] == now)
+
+
+def _close(fd: int) -> None:
+    """Close a controller's descriptor; a standard stream (0, 1, 2) stays open for the run."""
+    if fd > 2:
+        try:
+            os.close(fd)
+        except OSError:
+            pass
 
 
 def go_fd() -> int | None:
     """The descriptor a held run reads to go on (``RFD``), while this run may still be held; None without a
     hold, once held, or when ``RFD`` is not an open descriptor (the controller is gone)."""
     spec = _spec()
-    if spec is None or os.environ[HOLD_ENV] in _held:
-        return None
-    try:
-        os.fstat(spec[2])
-    except OSError:
+    if spec is None or os.environ[HOLD_ENV] in _held or not _controllers(spec[2], 1):
         return None
     return spec[2]
 
@@ -88,18 +120,20 @@ def hold_at(committed: int) -> None:
         return
     _held.add(os.environ[HOLD_ENV])
     rows, wfd, rfd = spec
+    if not _controllers(wfd, 0):
+        return  # the controller is gone (or never was): go on
     try:
         os.write(wfd, f"held {os.getpid()} {committed}\n".encode())
-        os.close(wfd)
     except OSError:
         return  # the controller is gone: go on
+    finally:
+        _close(wfd)
+    if not _controllers(rfd, 1):
+        return
     try:
         while os.read(rfd, 4096):
             pass
     except OSError:
         pass
     finally:
-        try:
-            os.close(rfd)
-        except OSError:
-            pass
+        _close(rfd)

@@ -71,8 +71,15 @@ class WriterLock:
             if same:
                 break
             os.close(fd)
-        os.ftruncate(fd, 0)
-        os.write(fd, f"pid {os.getpid()} on {socket.gethostname()}".encode())
+        try:
+            os.ftruncate(fd, 0)
+            os.write(fd, f"pid {os.getpid()} on {socket.gethostname()}".encode())
+        except OSError as e:  # a full disk: the lock file goes (it is ours: we hold its lock), the error names it
+            self.path.unlink(missing_ok=True)
+            os.close(fd)
+            if e.filename is None:
+                e.filename = str(self.path)
+            raise
         self._fd = fd
         _HELD.add(str(self.path.resolve()))
         return self

@@ -330,10 +330,13 @@ class ResumableLog(RunHold):
         return self._fh
 
     def close(self) -> None:
-        if self._fh is not None:
-            self._fh.close()
-            self._fh = None
-        super().close()
+        fh, self._fh = self._fh, None
+        try:
+            if fh is not None:
+                with naming(self.path):
+                    fh.close()  # a full disk: what a failed write left in the buffer fails again here
+        finally:
+            super().close()  # the lock goes either way
 
 
 def append_record(path: str | Path, record: dict) -> None:

@@ -30,7 +30,10 @@ from __future__ import annotations
 import errno
 import os
 import stat
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import BinaryIO
 
 from ..errors import MLMProbError
 
@@ -81,21 +84,61 @@ def create_new(path: str | Path, what: str = "this temporary file") -> int:
     return open_nofollow(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, what=what)
 
 
+@contextmanager
+def new_file(path: str | Path, what: str = "this temporary file") -> Iterator[BinaryIO]:
+    """``with new_file(tmp) as f:`` a new file at ``path`` (:func:`create_new`), open for binary writing; a failure
+    inside the block (a full disk) removes the file before the error goes on, so no half-written temporary
+    file stays. An ``OSError`` that names no file gets ``path`` as its ``filename``.
+
+    >>> import errno, tempfile
+    >>> tmp = Path(tempfile.mkdtemp()) / "x.tmp"
+    >>> try:
+    ...     with new_file(tmp) as f:
+    ...         _ = f.write(b"half")
+    ...         raise OSError(errno.ENOSPC, "No space left on device")
+    ... except OSError as e:
+    ...     print(e.filename == str(tmp), tmp.exists())
+    True False
+    """
+    fd = create_new(path, what)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            yield f
+    except BaseException as e:
+        try:
+            os.unlink(path)  # the file this call created (O_EXCL): never another's
+        except OSError:
+            pass
+        if isinstance(e, OSError) and e.filename is None:
+            e.filename = str(path)
+        raise
+
+
 def write_new(path: str | Path, data: str | bytes, what: str = "this temporary file") -> None:
-    """Write ``data`` (text is UTF-8) to a new file at ``path`` (:func:`create_new`)."""
-    with os.fdopen(create_new(path, what), "wb") as f:
+    """Write ``data`` (text is UTF-8) to a new file at ``path`` (:func:`new_file`: removed when the write fails)."""
+    with new_file(path, what) as f:
         f.write(data.encode("utf-8") if isinstance(data, str) else data)
 
 
 def replace_file(path: str | Path, data: str | bytes, tmp: str | Path | None = None, what: str = "this file") -> None:
     """Write ``path`` atomically: ``data`` goes to ``tmp`` (default ``PATH.tmp``, created new), then renamed
-    over ``path``. A symbolic link at either is refused (the rename would replace only the link, but a link
-    where mlmprob keeps its own file is a sign of trouble worth one line)."""
+    over ``path``; when either step fails (a full disk) ``tmp`` is removed and ``path`` is as it was. A symbolic
+    link at either is refused (the rename would replace only the link, but a link where mlmprob keeps its own
+    file is a sign of trouble worth one line)."""
     path = Path(path)
     tmp = path.with_name(path.name + ".tmp") if tmp is None else Path(tmp)
     refuse_link(path, what)
     write_new(tmp, data, "this temporary file")
-    os.replace(tmp, path)
+    move_into_place(tmp, path)
+
+
+def move_into_place(tmp: str | Path, path: str | Path) -> None:
+    """Rename the finished temporary file ``tmp`` over ``path``; when that fails, ``tmp`` is removed."""
+    try:
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
 
 
 def real_dir(path: str | Path, what: str = "this folder") -> Path:

@@ -7,13 +7,19 @@ once: :func:`mlmprob.runtime.inputs.spool_input` copies it (:func:`copy_of`) to 
 given again is the same copy, never a second read of the stream (``joints --data -`` reads its data in two
 places, ``train --text - -`` names it twice), and the scope's end removes the copies.
 
-A copy is removed on any exit:
+A copy is removed on any exit. Where a process can reopen its own descriptors by name (Linux's
+``/proc/PID/fd``), the copy's name is removed as soon as the file is made, before the first byte is copied,
+and the copy is read as ``/proc/PID/fd/N`` (this process, its forked children and the worker processes it
+starts on this machine, which read it while it lives): the file goes with the command's last descriptor of
+it, when the command ends in any way, SIGKILL and SIGSEGV included; nothing is left to sweep. Elsewhere
+(or when ``/proc`` is not mounted) the copy keeps its name, and:
 
 - normal end and errors: the scope's ``finally``, and ``atexit`` for copies made outside a scope;
 - SIGTERM and SIGHUP: while this process has a copy, a handler removes its copies, then the signal's
   previous action runs (by default the process dies of it, as it would have);
 - SIGKILL (or a power cut), where nothing runs in the process: the next command's start sweeps the stale
-  copies (:func:`sweep`).
+  copies (:func:`sweep`), as it does a named file that a SIGKILL caught between its making and the removal
+  of its name.
 
 A copy is named ``mlmprob-stdin-PID-RANDOM`` (``mlmprob-pipe-PID-RANDOM`` for a named stream), and its
 process holds an exclusive ``flock`` on it from its creation until it is removed. The kernel drops that
@@ -52,7 +58,7 @@ NAME = re.compile(r"^mlmprob-(stdin|pipe)-(\d+)-[A-Za-z0-9_]+$")
 CHUNK = 1 << 20
 _FULL = {errno.ENOSPC, getattr(errno, "EDQUOT", errno.ENOSPC)}
 
-_copies: dict[Path, tuple[int, int]] = {}  # copy -> (owner pid, locked descriptor)
+_copies: dict[Path, tuple[int, int, bool]] = {}  # copy -> (owner pid, locked descriptor, whether it has a name)
 _scope: dict[str, Path] | None = None  # name given -> copy, within a command
 _previous: dict[int, signal.Handlers | int | Callable | None] = {}  # the signal actions replaced by _on_signal
 _registered = False
@@ -62,7 +68,7 @@ def copy_of(given: str) -> Path:
     """The copy of the stream ``given`` (``-``: standard input; else a pipe's, FIFO's or device's name): made
     now, or within a :func:`command_scope` the one made for the same name before."""
     copy = _scope.get(given) if _scope is not None else None
-    if copy is None or not copy.exists():
+    if copy is None or copy not in _copies or not copy.exists():
         copy = _make_copy(given, "standard input" if given == "-" else given)
         if _scope is not None:
             _scope[given] = copy
@@ -70,9 +76,12 @@ def copy_of(given: str) -> Path:
 
 
 def _make_copy(given: str, name: str) -> Path:
-    folder = tempfile.gettempdir()
     if given == "-" and sys.stdin is None:
         raise MLMProbError("standard input is closed: there is nothing to read from '-'")
+    try:
+        folder = tempfile.gettempdir()
+    except OSError as e:  # every candidate full or not writable: the message lists them
+        raise MLMProbError(f"cannot copy {name}: {e.strerror or e} (set TMPDIR to a folder with room)") from None
     fd, copy = _locked_file(folder, "stdin" if given == "-" else "pipe", name)
     try:
         if given == "-":
@@ -108,14 +117,28 @@ def _locked_file(folder: str, kind: str, name: str) -> tuple[int, Path]:
             if not same:  # a sweep has it: it removes it
                 os.close(fd)
                 continue
-        _register(path, fd)
-        return fd, path
+        unnamed = _unnamed(fd, path)
+        _register(unnamed or path, fd, unnamed is None)
+        return fd, unnamed or path
     raise MLMProbError(f"cannot make a copy of {name} in the temporary folder {folder}")
 
 
-def _register(path: Path, fd: int) -> None:
+def _unnamed(fd: int, path: Path) -> Path | None:
+    """``/proc/PID/fd/FD`` once the name ``path`` is removed, where that reopens this very file; else None (the
+    copy keeps its name)."""
+    by_fd = Path(f"/proc/{os.getpid()}/fd/{fd}")
+    try:
+        if not os.path.samestat(os.stat(by_fd), os.fstat(fd)):
+            return None
+        path.unlink()
+    except OSError:
+        return None
+    return by_fd
+
+
+def _register(path: Path, fd: int, named: bool) -> None:
     global _registered
-    _copies[path] = (os.getpid(), fd)
+    _copies[path] = (os.getpid(), fd, named)
     if not _registered:
         atexit.register(remove_copies)
         _registered = True
@@ -185,11 +208,12 @@ def remove(copy: Path) -> None:
         return
     fd = entry[1]
     del _copies[copy]
-    try:
-        copy.unlink(missing_ok=True)
-    except OSError:
-        pass
-    os.close(fd)  # the lock goes with it, after the name
+    if entry[2]:
+        try:
+            copy.unlink(missing_ok=True)
+        except OSError:
+            pass
+    os.close(fd)  # the lock (and an unnamed copy) goes with it, after the name
     if not _copies:
         _restore_signals()
 
@@ -230,9 +254,9 @@ def sweep(folder: str | Path | None = None) -> list[Path]:
     are left alone; nothing here raises."""
     if fcntl is None:
         return []
-    folder = Path(folder if folder is not None else tempfile.gettempdir())
     removed = []
     try:
+        folder = Path(folder if folder is not None else tempfile.gettempdir())  # none usable (full): nothing to sweep
         entries = [e for e in os.scandir(folder) if NAME.match(e.name)]
     except OSError:
         return []

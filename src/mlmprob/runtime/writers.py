@@ -16,7 +16,6 @@ completed, and the ids it skipped; ``mlmprob merge`` reads it.
 
 from __future__ import annotations
 
-import math
 import os
 import shutil
 import sys
@@ -28,7 +27,8 @@ from ..errors import MLMProbError
 from ..jsonl import dumps, json_safe  # noqa: F401 - re-exported
 from .hold import hold_at
 from .log import ResumableLog, RunHold, RunMeta, naming, read_lines, read_log
-from .safefs import create_new, real_dir, refuse_link
+from .safefs import move_into_place, new_file, real_dir, refuse_link
+from .tsv import check_tsv_id, tsv_cell
 
 OUTPUT_KINDS = (".jsonl", ".tsv", ".parquet")
 
@@ -84,7 +84,11 @@ class ResultWriter:
         return self
 
     def __exit__(self, exc_type, *exc) -> None:
-        self.close(complete=False)
+        try:
+            self.close(complete=False)
+        except OSError:
+            if exc_type is None:  # else the error in flight (a full disk) says which write failed, not the close's
+                raise
 
 
 class _FileWriter(ResultWriter):
@@ -108,8 +112,12 @@ class _FileWriter(ResultWriter):
             "complete": False,
             "skipped": self._hold.stored.get("skipped", []),
         }
-        self._write_meta()
         self._closed = False
+        try:
+            self._write_meta()
+        except BaseException as e:  # a full disk: the lock goes, and what this run created
+            self.__exit__(type(e), e, None)
+            raise
 
     def skipped(self) -> list[list[str]]:
         return [list(x) for x in self._meta.get("skipped", [])]
@@ -123,9 +131,12 @@ class _FileWriter(ResultWriter):
             return
         self._closed = True
         try:
-            self._finish(complete)
-            if not complete and self._created and self.rows_written == 0:
-                self._discard()  # a run that failed before its first row leaves nothing behind
+            try:
+                self._finish(complete)
+            except BaseException:
+                self._discard_if_empty()
+                raise
+            if not complete and self._discard_if_empty():
                 return
             self._meta.update(meta)
             self._meta["complete"] = bool(complete)
@@ -133,6 +144,16 @@ class _FileWriter(ResultWriter):
             self._write_meta()
         finally:
             self._hold.close()
+
+    def _discard_if_empty(self) -> bool:
+        """A run that failed before its first committed row leaves nothing behind: the output it created goes."""
+        if not self._created or self._committed() > 0:
+            return False
+        self._discard()
+        return True
+
+    def _committed(self) -> int:
+        return self.rows_written
 
     def _discard(self) -> None:
         for p in (self.path, self.meta_path):
@@ -201,38 +222,6 @@ class LineWriter(_FileWriter):
         pass
 
 
-def check_tsv_id(rid) -> None:
-    """Refuse an id a TSV row cannot keep as it is (a tab or a line break): its cell would be changed and the
-    row would not match its record on ``--resume``.
-
-    >>> check_tsv_id("a b")
-    >>> check_tsv_id("a\\tb")  # doctest: +NORMALIZE_WHITESPACE
-    Traceback (most recent call last):
-    ...
-    mlmprob.errors.MLMProbError: id 'a\\tb' holds a tab or line break, which a TSV output cannot keep (--resume would
-    not find it): write .jsonl or .parquet
-    """
-    if isinstance(rid, str) and any(c in rid for c in "\t\n\r"):
-        raise MLMProbError(
-            f"id {rid!r} holds a tab or line break, which a TSV output cannot keep (--resume would "
-            "not find it): write .jsonl or .parquet"
-        )
-
-
-def tsv_cell(v) -> str:
-    """One TSV cell: empty for None and non-finite floats, lists and nested values as strict JSON text
-    (a Parquet output keeps them as lists and structs; JSONL as JSON), tabs and newlines as spaces.
-
-    >>> tsv_cell(None), tsv_cell(float("nan")), tsv_cell(1.5), tsv_cell(["A", 2, float("inf")]), tsv_cell({"k": [1]})
-    ('', '', '1.5', '["A", 2, null]', '{"k": [1]}')
-    """
-    if v is None or (isinstance(v, float) and not math.isfinite(v)):
-        return ""
-    if isinstance(v, (list, tuple, dict)):
-        return dumps(v)
-    return str(v).replace("\t", " ").replace("\n", " ")
-
-
 class ParquetWriter(_FileWriter):
     """Parquet in committed parts, joined into one file when the run completes."""
 
@@ -285,6 +274,9 @@ class ParquetWriter(_FileWriter):
     def done_ids(self) -> set[str]:
         return self._done
 
+    def _committed(self) -> int:
+        return self.rows_written - len(self._buf)
+
     def write(self, rows: list[dict]) -> None:
         self._buf.extend(json_safe(r) for r in rows)
         self.rows_written += len(rows)
@@ -298,9 +290,9 @@ class ParquetWriter(_FileWriter):
         n = int(files[-1].stem.split("-")[1]) + 1 if files else 0
         target = self._part_name(n)
         tmp = target.with_name(target.name + ".tmp")
-        with naming(tmp), os.fdopen(create_new(tmp), "wb") as f:  # O_EXCL | O_NOFOLLOW
+        with new_file(tmp) as f:  # O_EXCL | O_NOFOLLOW; removed when the write fails (a full disk)
             self._pq.write_table(self._pa.Table.from_pylist(self._buf), f)
-        os.replace(tmp, target)
+        move_into_place(tmp, target)
         self._buf = []
         hold_at(self.rows_written)
 
@@ -311,10 +303,10 @@ class ParquetWriter(_FileWriter):
         files = self._part_files()
         schema = self._pa.unify_schemas([self._pq.read_schema(p) for p in files]) if files else self._pa.schema([])
         tmp = self.path.with_name(self.path.name + ".tmp")
-        with naming(tmp), os.fdopen(create_new(tmp), "wb") as f, self._pq.ParquetWriter(f, schema) as w:
+        with new_file(tmp) as f, self._pq.ParquetWriter(f, schema) as w:
             for p in files:
                 w.write_table(self._pq.read_table(p).cast(schema))
-        os.replace(tmp, self.path)
+        move_into_place(tmp, self.path)
         shutil.rmtree(self.parts)
 
 
