@@ -53,6 +53,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))  # the helper modules b
 
 import attack_cases  # noqa: E402
 import attack_limits  # noqa: E402
+import attack_round3  # noqa: E402
 import attack_stdin  # noqa: E402
 from attack_harness import AA, VH, Case, fasta, in_process, run_case, tiny_bert  # noqa: E402
 from attack_runs import held_kill, kill_cases, process_cases  # noqa: E402
@@ -268,8 +269,8 @@ def resume_cases(d: Path, model: Path) -> list[dict]:
 
 # -- main ------------------------------------------------------------------------------------------------------
 
-GROUPS = ("input", "mixing", "identity", "files", "limits", "models", "stdin", "kill", "processes")
-CASE_GROUPS = ("input", "mixing", "identity", "files", "limits", "models", "stdin")  # one command, judged
+GROUPS = ("input", "mixing", "identity", "files", "limits", "models", "stdin", "round3", "kill", "processes")
+CASE_GROUPS = ("input", "mixing", "identity", "files", "limits", "models", "stdin", "round3")  # one command, judged
 
 
 def summarize(records: list[dict]) -> str:
@@ -370,6 +371,7 @@ def main(argv: list[str] | None = None) -> int:
             ("limits", attack_limits.limit_cases),
             ("models", attack_limits.model_cases),
             ("stdin", attack_stdin.stdin_cases),
+            ("round3", attack_round3.round3_cases),
         ]:
             if name in groups:
                 records += _run_all(cases(d / name, model), d, name, args.case)

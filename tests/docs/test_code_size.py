@@ -61,11 +61,13 @@ def test_checker_flags_long_functions_methods_and_files():
 # statements when the experiments left it (43a0a65); `ruff format` (item 7, 91f7a54) took it from 21,926 to 24,583
 # lines with the same statements (13,301 -> 13,315); issues 37-40 and the red-team passes added features since (the
 # second red-team round: 28,000 / 15,300 -> 28,100 / 15,340 for its input checks). The variant baselines (BLOSUM62,
-# Kyte-Doolittle; only the experiments use them) left for experiments/: 28,100 / 15,340 -> 28,000 / 15,310.
+# Kyte-Doolittle; only the experiments use them) left for experiments/: 28,100 / 15,340 -> 28,000 / 15,310. The third
+# red-team round (issue 49: motif cost bounds, the oracle's digest, sizes checked before allocating, full-disk
+# clean-up, holds on closed descriptors, unchecked merges): 28,000 / 15,310 -> 28,870 / 15,790.
 # A change that needs more raises these numbers in the same commit and names the feature in CHANGELOG.md; one
 # that removes code lowers them.
-MAX_PACKAGE_LINES = 28_000  # every line of every .py file under src/mlmprob
-MAX_PACKAGE_STATEMENTS = 15_310  # logical lines (tokenize's NEWLINE tokens): the layout does not move them
+MAX_PACKAGE_LINES = 28_870  # every line of every .py file under src/mlmprob
+MAX_PACKAGE_STATEMENTS = 15_790  # logical lines (tokenize's NEWLINE tokens): the layout does not move them
 
 
 def package_size(files) -> tuple[int, int]:
