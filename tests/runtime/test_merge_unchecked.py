@@ -71,3 +71,14 @@ def test_a_deleted_input_is_named(tiny_bert_dir, fasta, tmp_path, capsys):  # no
         "found; restore it, or merge with --no-input-check (the merged output then says it was not checked)"
     )
     assert _merge(tmp_path / "m.jsonl", parts, "--no-input-check") == 0
+
+
+def test_a_resumed_output_with_a_deeply_nested_line_is_one_line(tiny_bert_dir, fasta, tmp_path, capsys):  # noqa: F811
+    """A hand-edited output line nested 100,000 deep was a RecursionError traceback on --resume (issue 49)."""
+    out = tmp_path / "o.jsonl"
+    assert _score(tiny_bert_dir, fasta, out, "--limit", "2") == 0
+    with open(out, "a") as f:
+        f.write("[" * 100_000 + "]" * 100_000 + "\n")
+    capsys.readouterr()
+    assert _score(tiny_bert_dir, fasta, out, "--resume") == 2
+    assert "line 3 is damaged (not valid JSON)" in _error(capsys)

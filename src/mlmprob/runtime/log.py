@@ -102,7 +102,7 @@ def _committed(path: Path) -> Iterator[tuple[int, str]]:
 def _decode(path: Path, i: int, line: str):
     try:
         return json.loads(line)
-    except json.JSONDecodeError:
+    except (json.JSONDecodeError, RecursionError, ValueError):  # ValueError: an integer of over 4,300 digits
         raise MLMProbError(f"{path} line {i} is damaged (not valid JSON): {line.strip()[:80]}") from None
 
 
