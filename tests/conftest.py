@@ -3,6 +3,10 @@ import os
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+# MKL's strict reproducibility mode, as a user's process gets it when mlmprob is imported first (this file imports
+# torch first, after which mlmprob turns the mode off: runtime/threads.py). The strict-mode tests of
+# tests/models/test_invariant_ops.py claim it, and on an AMD EPYC without it MKL's threaded products moved.
+os.environ.setdefault("MKL_CBWR", "AUTO,STRICT")
 
 import pytest
 import torch
