@@ -254,7 +254,7 @@ def file_cases(d: Path, model: Path):
     import resource
 
     d.mkdir(parents=True, exist_ok=True)
-    ok = fasta(d / "ok.fasta", 6, seed=15)
+    ok = fasta(d / "ok.fasta", 60, seed=15)  # rows that never fit the limits below
     for name, limit, says in (("full.tsv", 1000, "full.tsv"), ("full.parquet", 300, "meta.json.tmp"),
                               ("full.jsonl", 1000, "full.jsonl")):  # fmt: skip
         yield Case(
