@@ -382,8 +382,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.out:
         Path(args.out).parent.mkdir(parents=True, exist_ok=True)
         with open(args.out, "w") as f:
-            for r in records:
-                f.write(json.dumps(r) + "\n")
+            for r in records:  # the temporary folder as $TMP: no path of the machine that ran it
+                f.write(json.dumps(r).replace(str(d), "$TMP") + "\n")
     print(summarize(records))
     return 0
 
