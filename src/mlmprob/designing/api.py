@@ -21,13 +21,11 @@ import torch
 from ..alphabet import AMINO_ACIDS
 from ..errors import MLMProbError
 from ..runtime.seeds import check_generator
+from ..sampling.registry import MAX_RUN_BYTES
 from .constraints import Constraints, mutant_string
 from .kernels import DesignInfo, DesignState, swap_step
 from .spec import DesignSpec
 from .terms import Hamming, Target
-
-#: The most memory the chains of one ``design`` call may hold at once (they run in one batch).
-MAX_BATCH_BYTES = 16 << 30
 
 
 @dataclass
@@ -131,7 +129,8 @@ def batch_bytes(chains: int, length: int, letters: int) -> int:
 
 def check_batch(chains: int, rungs: int, length: int, letters: int) -> None:
     """Refuse, before anything is allocated, a run whose chains (all in one batch) would not fit in memory: more
-    than :data:`MAX_BATCH_BYTES` or than the memory available (``/proc/meminfo``, where known).
+    than :data:`mlmprob.sampling.registry.MAX_RUN_BYTES` (a sampler's run's bound too) or than the memory
+    available (``/proc/meminfo``, where known).
 
     >>> check_batch(10 ** 6, 1, 20, 20)  # doctest: +NORMALIZE_WHITESPACE +ELLIPSIS
     Traceback (most recent call last):
@@ -146,7 +145,7 @@ def check_batch(chains: int, rungs: int, length: int, letters: int) -> None:
     from ..runtime import capacity
 
     available = capacity.available_memory()
-    limit, what = MAX_BATCH_BYTES, f"the {MAX_BATCH_BYTES >> 30} GiB one design call may"
+    limit, what = MAX_RUN_BYTES, f"the {MAX_RUN_BYTES >> 30} GiB one design call may"
     if available is not None and available < limit:
         limit, what = available, f"the {_size(available)} of memory available"
     if need > limit:
