@@ -61,24 +61,26 @@ def _input_ids(config: dict, limit: int | None):
     return None if fn is None else fn(config, limit)
 
 
-def _gone(source: str) -> bool:
-    """Whether a run's recorded input was a file by an absolute path that is no longer there."""
+def _names_a_file(source: str) -> bool:
+    """Whether a run's recorded input names a file by an absolute path (a run records standard input as ``-``
+    and a pipe by its name, e.g. ``/dev/fd/63``)."""
     import os
 
-    return os.path.isabs(source) and not source.startswith(("/dev/", "/proc/")) and not os.path.exists(source)
+    return source != "-" and os.path.isabs(source) and not source.startswith(("/dev/", "/proc/"))
+
+
+def _gone(source: str) -> bool:
+    """Whether a run's recorded input file is no longer there."""
+    import os
+
+    return _names_a_file(source) and not os.path.exists(source)
 
 
 def _rereadable(source: str) -> bool:
-    """Whether a run's recorded input can be read again: a regular file by an absolute path (a run records
-    standard input as ``-`` and a pipe by its name, e.g. ``/dev/fd/63``)."""
+    """Whether a run's recorded input can be read again: a regular file (:func:`_names_a_file`)."""
     import os
 
-    return (
-        source != "-"
-        and os.path.isabs(source)
-        and not source.startswith(("/dev/", "/proc/"))
-        and os.path.isfile(source)
-    )
+    return _names_a_file(source) and os.path.isfile(source)
 
 
 def run(args) -> int:
