@@ -26,8 +26,8 @@ a value:
   :func:`mlmprob.runtime.device.int8_reduce_range`);
 - with ``bfloat16`` or ``float16`` on a CPU: ``threads``, the intra-op threads of each process that computes
   (:func:`compute_threads`): the thread-count-invariant products of :mod:`mlmprob.runtime.threads` cover
-  float32 only, and oneDNN's half-precision kernels split their sums by the thread count on some CPUs (issue
-  49: up to 0.10 nats between 1 and 2 threads on an Intel Xeon; none measured on an AMD EPYC).
+  float32 only, and half-precision rows moved with the thread count on some CPUs (issue 49's red team: up to
+  0.10 nats between 1 and 2 threads on an Intel Xeon; none measured on an AMD EPYC).
 
 A resumed run whose block differs is refused naming the key (``computed_with.dtype='float32'``), and
 ``mlmprob merge`` refuses parts whose blocks differ. An output written before the block existed has none:
