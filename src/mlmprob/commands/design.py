@@ -68,7 +68,7 @@ def register(sub) -> None:
         help="mh: exact samples of the target; anneal: optimise (a temperature schedule); replica: parallel tempering",
     )
     g.add_argument("--chains", type=positive_int, default=d.chains, help="chains (per temperature for replica)")
-    g.add_argument("--steps", type=positive_int, default=d.steps, help="single-site proposals per chain")
+    g.add_argument("--steps", type=positive_int, default=d.steps, help="proposals per chain")
     g.add_argument("--temperature", type=positive_float, default=d.temperature, help="the target's temperature τ")
     g.add_argument(
         "--proposal", default=d.proposal, help="the proposing expert's name, or uniform (default: the first)"
@@ -78,6 +78,18 @@ def register(sub) -> None:
         type=positive_float,
         default=d.proposal_temperature,
         help="temperature of the expert's proposal (the ratio corrects for it)",
+    )
+    g.add_argument("--sites", type=positive_int, default=d.sites, help="residues one proposal may change (exact)")
+    g.add_argument(
+        "--informed",
+        action="store_true",
+        help="locally balanced moves: sites and residues chosen from the rows already read, every move a change",
+    )
+    g.add_argument(
+        "--delayed",
+        action="store_true",
+        help="delayed acceptance: screen each proposal by the oracle and the rows already read before the experts "
+        "read it (exact: a second stage corrects)",
     )
     g.add_argument("--hamming", type=finite_float, default=d.hamming, help="weight of the Hamming distance term")
     g.add_argument("--anneal-start", type=positive_float, default=d.anneal_start, help="anneal: the first temperature")

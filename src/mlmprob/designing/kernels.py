@@ -30,7 +30,7 @@ from typing import NamedTuple
 import torch
 
 from ..errors import MLMProbError
-from ..sampling.proposals import sample_from
+from .moves import Moves, site_log_probs  # noqa: F401 - site_log_probs: re-exported (tests read it here)
 
 
 @dataclass(frozen=True)
@@ -50,29 +50,21 @@ class DesignState:
 @dataclass(frozen=True)
 class DesignInfo:
     """What one step did per chain ``[B]``: ``changed`` (the proposal differs from the state), ``left`` (it left
-    ``C``: rejected unread), ``accepted`` (a changed proposal was accepted), ``log_alpha`` (``-inf`` when left)."""
+    ``C``: rejected unread), ``accepted`` (a changed proposal was accepted), ``log_alpha`` (``-inf`` when left; a
+    screened move's first-stage ratio), ``screened`` (delayed acceptance's first stage rejected it unread),
+    ``moved`` (residues an accepted move changed)."""
 
     changed: torch.Tensor
     left: torch.Tensor
     accepted: torch.Tensor
     log_alpha: torch.Tensor
+    screened: torch.Tensor | None = None
+    moved: torch.Tensor | None = None
 
 
 class Kernel(NamedTuple):
     init: Callable[[torch.Tensor, torch.Tensor], DesignState]
     step: Callable[[DesignState, torch.Generator], tuple[DesignState, DesignInfo]]
-
-
-def site_log_probs(rows: torch.Tensor | None, allowed: torch.Tensor, temperature: float = 1.0) -> torch.Tensor:
-    """The proposal at one site per chain, ``[n, A]`` float64 log-probabilities: ``softmax(rows / T)`` over the
-    ``allowed`` residues (bool ``[n, A]``), ``-inf`` elsewhere; uniform over them when ``rows`` is None.
-
-    >>> site_log_probs(torch.log(torch.tensor([[0.5, 0.3, 0.2]])), torch.tensor([[True, False, True]])).exp()
-    tensor([[0.7143, 0.0000, 0.2857]], dtype=torch.float64)
-    """
-    x = torch.zeros(allowed.shape, dtype=torch.float64) if rows is None else rows.double() / temperature
-    x = x.masked_fill(~allowed, float("-inf"))
-    return x - torch.logsumexp(x, -1, keepdim=True)
 
 
 def log_acceptance(
@@ -90,41 +82,82 @@ def changeable_sites(allowed: torch.Tensor) -> torch.Tensor:
     return sites
 
 
-def mh_kernel(target, proposal: int | None, proposal_temperature: float = 1.0) -> Kernel:
-    """MH on ``target`` with single-site proposals from the expert term ``proposal`` (its index; None: uniform
-    over the allowed residues)."""
-    sites = changeable_sites(target.allowed)
+def mh_kernel(
+    target,
+    proposal: int | None,
+    proposal_temperature: float = 1.0,
+    sites: int = 1,
+    informed: bool = False,
+    delayed: bool = False,
+) -> Kernel:
+    """MH on ``target`` with moves of up to ``sites`` residues (:class:`~mlmprob.designing.moves.Moves`,
+    ``informed`` or plain) from the expert term ``proposal`` (its index; None: uniform over the allowed residues),
+    and with ``delayed`` a first stage that screens each proposal before its rows are read (Christen & Fox 2005):
+    it reads the cheap terms (oracles, Hamming) exactly and estimates the proposal expert's change from the rows of
+    ``x`` at the changed sites alone; the second stage, on the exact energies, corrects by the first stage's
+    acceptance of the reverse move, so the target is left invariant exactly."""
+    moves = Moves(changeable_sites(target.allowed), target.allowed, sites, informed, proposal_temperature)
+    rows_of_new = informed or moves.k > 1  # the reverse move reads the rows of x' (one site: x's own row)
+    cheap = [k for k in range(len(target.terms)) if k not in target.experts]
+    w_prop = 0.0 if proposal is None else float(target.weights[proposal])
 
     def init(X: torch.Tensor, tau: torch.Tensor) -> DesignState:
         E, rows = target.energies(X, rows_of=proposal)
         return DesignState(X, E, target.total(E), target.in_c(X), rows, _taus(tau, len(X)))
 
+    def first_stage(X, Xp, order, rows, U_cheap, U_cheap_p, tau, log_q_to) -> torch.Tensor:
+        """The first stage's log ratio of the moves ``X -> Xp`` read from ``rows`` (the rows of ``X``):
+        the cheap terms exactly, the proposal expert by its own rows at the changed sites."""
+        est = -(U_cheap_p - U_cheap) / tau
+        if proposal is not None:
+            est = est + w_prop * moves.own_rows_change(X, Xp, order, rows) / tau
+        return est + moves.log_q(Xp, X, order, rows) - log_q_to
+
     def step(state: DesignState, generator: torch.Generator) -> tuple[DesignState, DesignInfo]:
         X = state.X
         B = X.shape[0]
-        b = torch.arange(B)
-        i = sites[torch.randint(len(sites), (B,), generator=generator)]
-        allowed = target.allowed[i]
-        logq = site_log_probs(None if state.rows is None else state.rows[b, i], allowed, proposal_temperature)
-        new = sample_from(logq, generator)
+        Xp, order, log_q_fwd = moves.propose(X, state.rows, generator)
         u = torch.rand(B, generator=generator, dtype=torch.float64)
-        old = X[b, i]
-        Xp = X.clone()
-        Xp[b, i] = new
-        changed = new != old
+        u1 = torch.rand(B, generator=generator, dtype=torch.float64) if delayed else None
+        changed = (Xp != X).any(-1)
         inside = torch.zeros(B, dtype=torch.bool)
         inside[changed] = target.in_c(Xp[changed])
         read = changed & (inside | (~state.inside & _no_worse(target, X, Xp, changed & ~state.inside)))
         log_alpha = torch.full((B,), float("-inf"), dtype=torch.float64)
         log_alpha[~changed] = 0.0
-        E_new, rows_new = target.energies(Xp[read], rows_of=proposal)
+        second, E_cheap, est = read, None, None
+        if delayed:
+            assert u1 is not None
+            E_cheap, _ = target.energies(Xp[read], only=cheap)
+            rows_r = None if state.rows is None else state.rows[read]
+            U_c, U_cp = target.total(state.E[read], only=cheap), target.total(E_cheap, only=cheap)
+            est = first_stage(X[read], Xp[read], order[read], rows_r, U_c, U_cp, state.tau[read], log_q_fwd[read])
+            second = read.clone()
+            second[read] = torch.log(u1[read]) < est
+            log_alpha[read] = torch.where(second[read], 0.0, est)  # a screened move's first-stage ratio
+        if delayed:
+            assert E_cheap is not None
+            E_new, rows_new = target.energies(Xp[second], rows_of=proposal, only=target.experts)
+            E_new = E_new + E_cheap[second[read]]
+        else:
+            E_new, rows_new = target.energies(Xp[second], rows_of=proposal)
         U_new = target.total(E_new)
-        log_q_fwd, log_q_rev = logq[b, new], logq[b, old]
-        log_alpha[read] = log_acceptance(state.U[read], U_new, state.tau[read], log_q_rev[read], log_q_fwd[read])
-        accept = read.clone()
-        accept[read] = torch.log(u[read]) < log_alpha[read]
-        state = _take(state, accept, Xp, E_new, U_new, inside, rows_new, read)
-        return state, DesignInfo(changed, changed & ~inside, accept, log_alpha)
+        back_rows = rows_new if rows_of_new else (None if state.rows is None else state.rows[second])
+        log_q_rev = moves.log_q(Xp[second], X[second], order[second], back_rows)
+        la = log_acceptance(state.U[second], U_new, state.tau[second], log_q_rev, log_q_fwd[second])
+        if delayed:
+            assert E_cheap is not None and est is not None
+            tau2, U_c = state.tau[second], target.total(state.E[second], only=cheap)
+            est_back = first_stage(
+                Xp[second], X[second], order[second], rows_new, target.total(E_new, only=cheap), U_c, tau2, log_q_rev
+            )
+            la = la + est_back.clamp(max=0.0) - est[second[read]].clamp(max=0.0)
+        log_alpha[second] = la
+        accept = second.clone()
+        accept[second] = torch.log(u[second]) < la
+        state_new = _take(state, accept, Xp, E_new, U_new, inside, rows_new, second)
+        moved = torch.where(accept, (Xp != X).sum(-1), 0)
+        return state_new, DesignInfo(changed, changed & ~inside, accept, log_alpha, read & ~second, moved)
 
     return Kernel(init, step)
 

@@ -34,6 +34,11 @@ SCHEDULES = ("geometric", "linear")
 MAX_CHAIN_STEPS = 100_000_000
 
 
+#: Fields added after outputs were written without them: recorded only when not at their default (the kernel of
+#: the first release), so those outputs resume and merge as before.
+_LATER = {"recorded": "unless default"}
+
+
 def _only(*methods: str) -> dict:
     return {"methods": methods}
 
@@ -45,11 +50,14 @@ class DesignSpec(Spec):
     ``method``: ``mh`` (Metropolis-Hastings at ``temperature``), ``anneal`` (simulated annealing from
     ``anneal_start`` to ``anneal_end`` over the steps, ``anneal_schedule``) or ``replica`` (parallel tempering:
     ``chains`` chains at each of ``temperatures``, adjacent rungs swapping states every ``swap_every`` steps by
-    the exact swap rule). ``steps``: single-site proposals per chain. ``proposal``: the expert whose
+    the exact swap rule). ``steps``: proposals per chain. ``proposal``: the expert whose
     conditionals propose (its name; None: the first expert; ``uniform``: uniform over the allowed residues),
-    at ``proposal_temperature``. Constraints: ``positions`` (1-based residues that may change; None: all),
-    ``allowed`` (``(position, residues)`` pairs), ``max_mutations``, ``forbid`` and ``require`` (regular
-    expressions of bounded cost over upper-case residues, :mod:`~mlmprob.designing.motifs`, or preset names),
+    at ``proposal_temperature``. Moves (:mod:`~mlmprob.designing.moves`, each exact): ``sites`` residues per
+    proposal at most, ``informed`` (locally balanced: sites and residues chosen by the rows already read, every
+    proposal a change), ``delayed`` (delayed acceptance: a first stage from the cheap terms and the rows already
+    read screens each proposal before the experts read it). Constraints: ``positions`` (1-based residues that may
+    change; None: all), ``allowed`` (``(position, residues)`` pairs), ``max_mutations``, ``forbid`` and
+    ``require`` (regular expressions of bounded cost over upper-case residues, :mod:`~mlmprob.designing.motifs`, or preset names),
     ``start_invalid`` (start at a parent outside ``C``), ``keep_parent_motifs`` (a forbidden motif the parent has
     is tolerated where it is: only new occurrences leave ``C``)."""
 
@@ -59,6 +67,9 @@ class DesignSpec(Spec):
     temperature: float = 1.0
     proposal: str | None = None
     proposal_temperature: float = 1.0
+    sites: int = field(default=1, metadata=_LATER)
+    informed: bool = field(default=False, metadata=_LATER)
+    delayed: bool = field(default=False, metadata=_LATER)
     hamming: float = 0.0
     positions: tuple[int, ...] | None = None
     allowed: tuple[tuple[int, str], ...] = ()
@@ -85,6 +96,10 @@ class DesignSpec(Spec):
         for name in ("temperature", "anneal_start", "anneal_end"):
             _positive(name, getattr(self, name))
         _positive("proposal_temperature", self.proposal_temperature)
+        check_count("sites", self.sites, 1000, "residues one proposal may change")
+        for name in ("informed", "delayed", "start_invalid", "keep_parent_motifs"):
+            if not isinstance(getattr(self, name), bool):
+                raise MLMProbError(f"{name} must be True or False, got {getattr(self, name)!r}")
         check_weight("hamming", self.hamming)
         if self.anneal_start < self.anneal_end:
             raise MLMProbError(
@@ -183,7 +198,7 @@ class DesignSpec(Spec):
             if self.proposal == "uniform"
             else target.expert_index(self.proposal or next(iter(target.experts), None))
         )
-        return mh_kernel(target, proposal, self.proposal_temperature)
+        return mh_kernel(target, proposal, self.proposal_temperature, self.sites, self.informed, self.delayed)
 
 
 def check_weight(name: str, w) -> None:

@@ -256,16 +256,25 @@ class Target:
             ok &= torch.tensor([c.motifs_ok(s) for s in seqs], dtype=torch.bool)
         return ok
 
-    def energies(self, X: torch.Tensor, rows_of: int | None = None) -> tuple[torch.Tensor, torch.Tensor | None]:
+    def energies(
+        self, X: torch.Tensor, rows_of: int | None = None, only=None
+    ) -> tuple[torch.Tensor, torch.Tensor | None]:
         """Each term's energy ``[N, K]`` (float64, unweighted) of ``X`` ``[N, L]``, and the single-site rows of
-        the expert ``rows_of`` (term index) ``[N, L, A]`` when asked."""
+        the expert ``rows_of`` (term index) ``[N, L, A]`` when asked; ``only`` (term indices): those terms alone,
+        the others' columns 0."""
         N = X.shape[0]
         E = torch.zeros(N, len(self.terms), dtype=torch.float64)
         rows = None
         if N == 0:
-            return E, (torch.zeros(0, len(self.parent), len(self.alphabet), dtype=torch.float64) if rows_of else None)
+            return E, (
+                torch.zeros(0, len(self.parent), len(self.alphabet), dtype=torch.float64)
+                if rows_of is not None
+                else None
+            )
         seqs = None
         for k, t in enumerate(self.terms):
+            if only is not None and k not in only:
+                continue
             if isinstance(t, Expert):
                 e_local, e_raw, r = self.experts[k].score(X, keep_rows=k == rows_of)
                 self.model_rows += X.numel()
@@ -279,6 +288,9 @@ class Target:
                 E[:, k] = (X != self.parent_ids).sum(-1).double()
         return E, rows
 
-    def total(self, E: torch.Tensor) -> torch.Tensor:
-        """``U = Σ_k w_k E_k`` ``[N]`` (float64)."""
+    def total(self, E: torch.Tensor, only=None) -> torch.Tensor:
+        """``U = Σ_k w_k E_k`` ``[N]`` (float64); ``only`` (term indices): over those terms alone."""
+        if only is not None:
+            E = E[:, list(only)]
+            return (E * self.weights[list(only)]).sum(-1)
         return (E * self.weights).sum(-1)
