@@ -57,8 +57,8 @@ class DesignSpec(Spec):
     proposal a change), ``delayed`` (delayed acceptance: a first stage from the cheap terms and the rows already
     read screens each proposal before the experts read it). Constraints: ``positions`` (1-based residues that may
     change; None: all), ``allowed`` (``(position, residues)`` pairs), ``max_mutations``, ``forbid`` and
-    ``require`` (regular expressions of bounded cost over upper-case residues, :mod:`~mlmprob.designing.motifs`, or preset names),
-    ``start_invalid`` (start at a parent outside ``C``), ``keep_parent_motifs`` (a forbidden motif the parent has
+    ``require`` (regular expressions of bounded cost over upper-case residues, :mod:`~mlmprob.designing.motifs`,
+    or preset names), ``start_invalid`` (start at a parent outside ``C``), ``keep_parent_motifs`` (a forbidden motif the parent has
     is tolerated where it is: only new occurrences leave ``C``)."""
 
     method: str = "mh"
