@@ -49,17 +49,17 @@ class DesignSpec(Spec):
 
     ``method``: ``mh`` (Metropolis-Hastings at ``temperature``), ``anneal`` (simulated annealing from
     ``anneal_start`` to ``anneal_end`` over the steps, ``anneal_schedule``) or ``replica`` (parallel tempering:
-    ``chains`` chains at each of ``temperatures``, adjacent rungs swapping states every ``swap_every`` steps by
-    the exact swap rule). ``steps``: proposals per chain. ``proposal``: the expert whose
-    conditionals propose (its name; None: the first expert; ``uniform``: uniform over the allowed residues),
-    at ``proposal_temperature``. Moves (:mod:`~mlmprob.designing.moves`, each exact): ``sites`` residues per
-    proposal at most, ``informed`` (locally balanced: sites and residues chosen by the rows already read, every
-    proposal a change), ``delayed`` (delayed acceptance: a first stage from the cheap terms and the rows already
-    read screens each proposal before the experts read it). Constraints: ``positions`` (1-based residues that may
-    change; None: all), ``allowed`` (``(position, residues)`` pairs), ``max_mutations``, ``forbid`` and
-    ``require`` (regular expressions of bounded cost over upper-case residues, :mod:`~mlmprob.designing.motifs`,
-    or preset names), ``start_invalid`` (start at a parent outside ``C``), ``keep_parent_motifs`` (a forbidden motif the parent has
-    is tolerated where it is: only new occurrences leave ``C``)."""
+    ``chains`` chains at each of ``temperatures``, adjacent rungs swapping states every ``swap_every`` steps by the
+    exact swap rule). ``steps``: proposals per chain. ``proposal``: the expert whose conditionals propose (its name;
+    None: the first expert; ``uniform``: uniform over the allowed residues), at ``proposal_temperature``. Moves
+    (:mod:`~mlmprob.designing.moves`, each exact): ``sites`` residues per proposal at most, ``informed`` (locally
+    balanced: sites and residues chosen by the rows already read, every proposal a change), ``delayed`` (delayed
+    acceptance: a first stage from the cheap terms and the rows already read screens each proposal before the
+    experts read it). Constraints: ``positions`` (1-based residues that may change; None: all), ``allowed``
+    (``(position, residues)`` pairs), ``max_mutations``, ``forbid`` and ``require`` (regular expressions of bounded
+    cost over upper-case residues, :mod:`~mlmprob.designing.motifs`, or preset names), ``start_invalid`` (start at a
+    parent outside ``C``), ``keep_parent_motifs`` (a forbidden motif the parent has is tolerated where it is: only
+    new occurrences leave ``C``)."""
 
     method: str = "mh"
     chains: int = 4
