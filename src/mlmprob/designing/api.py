@@ -97,7 +97,7 @@ def run_design(
     check_batch(C, R, len(target.parent), len(target.alphabet))
     taus = torch.tensor(ladder, dtype=torch.float64).repeat_interleave(C)
     state = kernel.init(target.parent_ids.expand(R * C, -1).clone(), taus)
-    counts = {k: torch.zeros(R * C, dtype=torch.long) for k in ("changed", "left", "accepted")}
+    counts = {k: torch.zeros(R * C, dtype=torch.long) for k in ("changed", "left", "accepted", "screened", "moved")}
     swaps = torch.zeros(2, max(R - 1, 0), dtype=torch.long)
     best_U = torch.where(state.inside, state.U, torch.full_like(state.U, float("inf")))
     best_X = state.X.clone()
@@ -106,7 +106,8 @@ def run_design(
             state = _with_tau(state, spec.temperature_at(t))
         state, info = kernel.step(state, generator)
         for k in counts:
-            counts[k] += getattr(info, k).long()
+            if getattr(info, k) is not None:
+                counts[k] += getattr(info, k).long()
         _keep_best(state, best_U, best_X)
         if R > 1 and (t + 1) % spec.swap_every == 0:
             state, tried, took = swap_step(state, R, ((t + 1) // spec.swap_every) % 2, generator)
@@ -202,13 +203,18 @@ def _stats(target: Target, ladder: Sequence[float], C: int, counts: dict, swaps:
     rungs = []
     for r, tau in enumerate(ladder):
         sl = slice(r * C, (r + 1) * C)
-        changed, left, took = (int(counts[k][sl].sum()) for k in ("changed", "left", "accepted"))
+        changed, left, took, screened, moved = (
+            int(counts[k][sl].sum()) for k in ("changed", "left", "accepted", "screened", "moved")
+        )
         entry = {
             "temperature": tau,
             "proposals_moved": changed,
             "left_constraints": left / changed if changed else 0.0,
             "acceptance": took / changed if changed else 0.0,
+            "residues_moved": moved,
         }
+        if screened:
+            entry["screened"] = screened / changed
         if r < len(ladder) - 1:
             tried = int(swaps[0][r])
             entry["swap_rate"] = int(swaps[1][r]) / tried if tried else 0.0
