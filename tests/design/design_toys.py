@@ -48,12 +48,12 @@ def oracle(seqs):
     return [0.8 * s.count("G") - 0.5 * s.count("D") + 0.3 * s.startswith("A") for s in seqs]
 
 
-def toy_target(spec: DesignSpec | None = None, **overrides):
-    """Two experts (``E_local`` of one, ``E_raw`` of the other at weight 0.5), the oracle (weight 1.5), Hamming
-    (weight 0.3 through the spec) and the constraints above."""
+def toy_target(spec: DesignSpec | None = None, first_kind: str = "local", **overrides):
+    """Two experts (``E_local`` of one, or its ``first_kind``; ``E_raw`` of the other at weight 0.5), the oracle
+    (weight 1.5), Hamming (weight 0.3 through the spec) and the constraints above."""
     spec = DesignSpec.of(spec, **{"hamming": 0.3, **CONSTRAINTS, **overrides})
     terms = [
-        Expert(tiny_hf("bert", seed=1, init=INIT), name="first"),
+        Expert(tiny_hf("bert", seed=1, init=INIT), kind=first_kind, name="first"),
         Expert(other_expert(), kind="raw", weight=0.5),
         Oracle(oracle, weight=1.5),
     ]

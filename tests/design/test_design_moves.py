@@ -68,13 +68,16 @@ def _path_prob(x, rows, s, order, y, allowed, sites, informed, T, k):
     return p
 
 
-def transition_matrix(target, X, proposal, k=1, informed=False, delayed=False, T=1.0, hastings=True, second=True):
+def transition_matrix(
+    target, X, proposal, k=1, informed=False, delayed=False, T=1.0, hastings=True, second=True, x_rows_back=False
+):
     """The kernel's exact transition matrix on ``X``, by brute force over every move."""
     U, Uc, rows = _rows_and_energies(target, X, proposal)
     allowed = target.allowed
     sites = changeable_sites(allowed).tolist()
     index = {tuple(x): s for s, x in enumerate(X.tolist())}
     w_p = 0.0 if proposal is None else float(target.weights[proposal])
+    unmasked = proposal is not None and target.terms[proposal].kind == "mutant_marginal"
     states = X.tolist()
     n_orders = math.perm(len(sites), k)
 
@@ -103,8 +106,8 @@ def transition_matrix(target, X, proposal, k=1, informed=False, delayed=False, T
                 t = index.get(tuple(y))
                 if q == 0 or t is None or t == s:
                     continue
-                # the reverse move reads the rows of y; one plain site: x's own row (the same row, the same bits)
-                rev_rows = s if (k == 1 and not informed) else t
+                # the reverse move reads the rows of y; one plain site of masked rows: x's own row (the same input)
+                rev_rows = s if (k == 1 and not informed and (x_rows_back or not unmasked)) else t
                 back = _path_prob(y, rows, rev_rows, order, x, allowed, sites, informed, T, k)
                 fwd = q * (n_orders if not informed else 1)
                 la = -(float(U[t]) - float(U[s])) / TAU
@@ -148,6 +151,51 @@ def test_each_move_leaves_the_constrained_target_invariant(toy, proposal, k, inf
     if delayed:  # without the second stage's correction the first stage biases it
         wrong = stationary(transition_matrix(target, X, proposal, k, informed, delayed, T, second=False))
         assert 0.5 * (wrong - pi).abs().sum() > 0.005
+
+
+@pytest.fixture(scope="module")
+def toy_mm():
+    target, spec = toy_target(temperature=TAU, first_kind="mutant_marginal")
+    X = enumerate_space(target)
+    return target, X, exact_law(target, X, TAU)
+
+
+@pytest.mark.parametrize("k,informed,delayed", [(1, False, False), (2, False, False), (2, True, True)])
+def test_moves_on_a_one_row_expert_leave_its_target_invariant(toy_mm, k, informed, delayed):
+    """A mutant-marginal expert proposes from its unmasked rows, which change with the proposed residue itself: the
+    reverse move must read the rows of x' even for one site (reading x's row there is caught: not stationary)."""
+    target, X, pi = toy_mm
+    P = transition_matrix(target, X, 0, k, informed, delayed)
+    assert (pi @ P - pi).abs().max() < 1e-12
+    assert (stationary(P) - pi).abs().max() < 1e-9
+    wrong = stationary(transition_matrix(target, X, 0, k, informed, delayed, hastings=False))
+    assert 0.5 * (wrong - pi).abs().sum() > 0.01
+    if (k, informed) == (1, False):
+        shortcut = stationary(transition_matrix(target, X, 0, k, informed, delayed, x_rows_back=True))
+        assert 0.5 * (shortcut - pi).abs().sum() > 0.01
+        sampled = _run_from_target(target, X, pi, mh_kernel(target, 0, 1.0, k, informed, delayed), 6000, 3, seed=5)
+        assert 0.5 * float((sampled - pi).abs().sum()) < tv_tolerance(6000, len(X), 0.0)
+
+
+def test_the_mutant_marginal_is_evoprotgrads_score_from_one_unmasked_row(toy_mm):
+    """``E = -Σ_i log p_i(x_i | x) - log p_i(parent_i | x)`` from one forward of ``x`` through the model, computed
+    here from the model's own logits; one row per sequence."""
+    target, X, _ = toy_mm
+    reader = target.experts[0]
+    before = target.model_rows
+    E, rows = target.energies(X[:5], rows_of=0)
+    assert target.model_rows - before == 5 + 5 * X.shape[1]  # the first expert 1 row each; the other L each
+    for n, x in enumerate(X[:5].tolist()):
+        ids = reader.template.clone()
+        ids[reader.cols] = reader.letter_ids[torch.tensor(x)]
+        lp = reader.reader.logits(ids[None])[0].double().log_softmax(-1)[reader.cols]
+        want = -sum(
+            float(lp[i, reader.letter_ids[a]] - lp[i, reader.letter_ids[p]])
+            for i, (a, p) in enumerate(zip(x, target.parent_ids.tolist()))
+        )
+        assert abs(float(E[n, 0]) - want) < 1e-5
+    E_parent, _ = target.energies(target.parent_ids[None])
+    assert float(E_parent[0, 0]) == 0.0  # the parent scores 0
 
 
 def _run_from_target(target, X, pi, kernel, n, steps, seed):

@@ -23,6 +23,8 @@ visited in ``C`` and the model rows read; for replica exchange each rung's tempe
 rate. Each chain's randomness comes from ``(--seed, chain index)`` only, so the rows do not depend on
 ``--shard I/N``, ``--workers`` or a resume: ``--resume`` finishes a killed run (a changed option is refused),
 ``OUT.meta.json`` records the run's configuration, and a second process writing the same ``--out`` is refused.
+A bar on stderr follows every step of every chain, with the acceptance so far and the model rows read (with
+``--workers``, ``--devices`` or Ray it moves a chain at a time); ``--no-progress`` turns it off.
 """
 
 from __future__ import annotations
@@ -32,7 +34,7 @@ import math
 import sys
 
 from ..argtypes import LIMIT, finite_float, nonnegative_int, positive_float, positive_int
-from ..designing.spec import METHODS, SCHEDULES, DesignSpec
+from ..designing.spec import EXPERT_KINDS, METHODS, SCHEDULES, DesignSpec
 from ..errors import MLMProbError
 
 __all__ = ["register", "run"]
@@ -50,7 +52,8 @@ def register(sub) -> None:
         "--expert",
         action="append",
         metavar="NAME[:KIND][:WEIGHT]",
-        help="a masked-LM expert (repeatable): a model as --model takes it, its energy local or raw, its weight "
+        help="a masked-LM expert (repeatable): a model as --model takes it, its energy local, raw or mutant_marginal "
+        "(EvoProtGrad's one-row score: another target), its weight "
         "(default: --model, local, weight 1)",
     )
     p.add_argument(
@@ -155,10 +158,10 @@ def parse_expert(text: str) -> tuple[str, str, float]:
                 f"--expert {text!r}: the weight must be a finite number no larger than {LIMIT:g}, got "
                 f"{text.rsplit(':', 1)[-1]!r}"
             )
-    if len(parts) > 1 and parts[-1] in ("local", "raw"):
+    if len(parts) > 1 and parts[-1] in EXPERT_KINDS:
         kind, parts = parts[-1], parts[:-1]
-    elif len(parts) > 1 and parts[-1].isalpha():  # a word where the kind stands: a typo, not part of a model's name
-        raise MLMProbError(f"--expert {text!r}: the energy is local or raw, not {parts[-1]!r}")
+    elif len(parts) > 1 and parts[-1].replace("_", "").isalpha():  # a word where the kind stands: a typo
+        raise MLMProbError(f"--expert {text!r}: the energy is one of {', '.join(EXPERT_KINDS)}, not {parts[-1]!r}")
     name = ":".join(parts)
     if not name:
         raise MLMProbError(f"--expert {text!r}: give a model name")
@@ -271,7 +274,8 @@ def run(args) -> int:
         lambda: chains_of(spec.chains),
         config,
         empty="no chains",
-        unit_name="chain",
+        unit_name="step",  # the bar: every step of every chain (a replica ladder's rungs one step)
+        unit_steps=spec.steps,
         chunk_size=1,
         on_rows=summary.add,
     )

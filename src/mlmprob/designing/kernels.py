@@ -97,7 +97,9 @@ def mh_kernel(
     ``x`` at the changed sites alone; the second stage, on the exact energies, corrects by the first stage's
     acceptance of the reverse move, so the target is left invariant exactly."""
     moves = Moves(changeable_sites(target.allowed), target.allowed, sites, informed, proposal_temperature)
-    rows_of_new = informed or moves.k > 1  # the reverse move reads the rows of x' (one site: x's own row)
+    unmasked = proposal is not None and target.terms[proposal].kind == "mutant_marginal"
+    # the reverse move reads the rows of x' (one site of masked rows: x's own row, the same input)
+    rows_of_new = informed or moves.k > 1 or unmasked
     cheap = [k for k in range(len(target.terms)) if k not in target.experts]
     w_prop = 0.0 if proposal is None else float(target.weights[proposal])
 

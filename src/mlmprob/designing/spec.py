@@ -29,6 +29,10 @@ from ..settings import Spec, check_count, check_int
 from .constraints import motif_patterns
 
 METHODS = ("mh", "anneal", "replica")
+#: An expert's energy: ``local`` (``E_local = -PLL``, one masked row per residue), ``raw`` (``E_raw``, as many rows)
+#: or ``mutant_marginal`` (EvoProtGrad's score, one unmasked row: ``-Σ_i logit_i(x_i) - logit_i(parent_i)`` read from
+#: the forward of ``x``; a different target, cheap, named as such).
+EXPERT_KINDS = ("local", "raw", "mutant_marginal")
 SCHEDULES = ("geometric", "linear")
 #: The most chains times steps one run may take (each step reads every residue of each changed chain per expert).
 MAX_CHAIN_STEPS = 100_000_000

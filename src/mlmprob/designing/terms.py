@@ -17,17 +17,19 @@ from dataclasses import dataclass
 
 import torch
 
-from ..batching import iter_masked_logits
+from ..batching import iter_masked_logits, read_logits
 from ..energies import row_sum, target_scores
 from ..errors import MLMProbError
 from ..models.reader import Reader, name_of, reader_of
 from .constraints import Constraints
-from .spec import check_weight
+from .spec import EXPERT_KINDS, check_weight
 
 
 @dataclass(frozen=True, eq=False)
 class Expert:
-    """A masked LM as a term: ``E_local`` (``kind="local"``) or ``E_raw`` of the whole sequence, weight ``weight``."""
+    """A masked LM as a term, weight ``weight``: ``E_local`` (``kind="local"``) or ``E_raw`` of the whole sequence
+    (one masked row per residue), or ``kind="mutant_marginal"``: EvoProtGrad's score read from one unmasked forward
+    of ``x``, ``E = -Σ_i [logit_i(x_i) - logit_i(parent_i)]`` (a different target than the PLL's; one row)."""
 
     mlm: object
     kind: str = "local"
@@ -35,8 +37,8 @@ class Expert:
     name: str | None = None
 
     def __post_init__(self):
-        if self.kind not in ("local", "raw"):
-            raise MLMProbError(f"an expert's energy kind must be 'local' or 'raw', got {self.kind!r}")
+        if self.kind not in EXPERT_KINDS:
+            raise MLMProbError(f"an expert's energy kind must be one of {EXPERT_KINDS}, got {self.kind!r}")
         _check_weight(self.weight, self.label)
 
     @property
@@ -195,6 +197,20 @@ class ExpertReader:
         e_local, e_raw = -row_sum(lp.view(N, L)), -row_sum(raw.view(N, L))
         return e_local, e_raw, (kept.view(N, L, -1) if kept is not None else None)
 
+    def score_unmasked(self, X: torch.Tensor, parent: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """EvoProtGrad's mutant-marginal energy ``[N]`` (float64) of ``X`` ``[N, L]`` against ``parent`` ``[L]``
+        (alphabet indices), read from one unmasked forward per sequence, and that forward's logits at the
+        alphabet's letters ``[N, L, A]`` (float64; the rows a proposal from this expert draws from)."""
+        N, L = X.shape
+        ids = self.template.expand(N, -1).clone()
+        ids[:, self.cols] = self.letter_ids[X]
+        rows = torch.arange(N).repeat_interleave(L)
+        cols = self.cols.repeat(N)
+        logits = read_logits(self.reader, ids, rows, cols)[:, self.letter_ids].double().view(N, L, -1)
+        mine = logits.gather(-1, X[..., None])[..., 0]
+        theirs = logits.gather(-1, parent.expand(N, -1)[..., None])[..., 0]
+        return -row_sum(mine - theirs), logits
+
 
 class Target:
     """``p(x) ∝ exp(-Σ_k w_k E_k(x) / τ) · 1[x ∈ C]`` over residue strings of the parent's length, with sequences
@@ -275,7 +291,11 @@ class Target:
         for k, t in enumerate(self.terms):
             if only is not None and k not in only:
                 continue
-            if isinstance(t, Expert):
+            if isinstance(t, Expert) and t.kind == "mutant_marginal":
+                E[:, k], r = self.experts[k].score_unmasked(X, self.parent_ids)
+                self.model_rows += N
+                rows = r if k == rows_of else rows
+            elif isinstance(t, Expert):
                 e_local, e_raw, r = self.experts[k].score(X, keep_rows=k == rows_of)
                 self.model_rows += X.numel()
                 E[:, k] = e_local if t.kind == "local" else e_raw
