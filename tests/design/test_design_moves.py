@@ -1,4 +1,4 @@
-"""Exactness of the design kernel's moves (:mod:`mlmprob.designing.moves`) on the enumerable toy of
+"""Exactness of the design kernel's moves (:mod:`mlmprob.sampling.moves`) on the enumerable toy of
 ``design_toys`` (two tiny BERTs with incompatible conditionals, an oracle, Hamming, constraints):
 
 - multi-site plain moves, locally balanced (informed) moves and delayed acceptance each have an exact transition

@@ -30,7 +30,7 @@ from typing import NamedTuple
 import torch
 
 from ..errors import MLMProbError
-from .moves import Moves, site_log_probs  # noqa: F401 - site_log_probs: re-exported (tests read it here)
+from ..sampling.moves import Moves, site_log_probs  # noqa: F401 - site_log_probs: re-exported (tests read it here)
 
 
 @dataclass(frozen=True)
@@ -90,7 +90,7 @@ def mh_kernel(
     informed: bool = False,
     delayed: bool = False,
 ) -> Kernel:
-    """MH on ``target`` with moves of up to ``sites`` residues (:class:`~mlmprob.designing.moves.Moves`,
+    """MH on ``target`` with moves of up to ``sites`` residues (:class:`~mlmprob.sampling.moves.Moves`,
     ``informed`` or plain) from the expert term ``proposal`` (its index; None: uniform over the allowed residues),
     and with ``delayed`` a first stage that screens each proposal before its rows are read (Christen & Fox 2005):
     it reads the cheap terms (oracles, Hamming) exactly and estimates the proposal expert's change from the rows of

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 import torch
 
-from ..sampling.proposals import sample_from
+from .proposals import sample_from
 
 NEG = float("-inf")
 
