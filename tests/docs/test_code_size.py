@@ -64,10 +64,12 @@ def test_checker_flags_long_functions_methods_and_files():
 # Kyte-Doolittle; only the experiments use them) left for experiments/: 28,100 / 15,340 -> 28,000 / 15,310. The third
 # red-team round (issue 49: motif cost bounds, the oracle's digest, sizes checked before allocating, full-disk
 # clean-up, holds on closed descriptors, unchecked merges): 28,000 / 15,310 -> 28,870 / 15,790.
+# Progress on long MCMC runs (issue 50, part 3: the runner's step hook, the design step meter, the progress
+# argument): 28,870 / 15,790 -> 29,003 / 15,871.
 # A change that needs more raises these numbers in the same commit and names the feature in CHANGELOG.md; one
 # that removes code lowers them.
-MAX_PACKAGE_LINES = 28_870  # every line of every .py file under src/mlmprob
-MAX_PACKAGE_STATEMENTS = 15_790  # logical lines (tokenize's NEWLINE tokens): the layout does not move them
+MAX_PACKAGE_LINES = 29_003  # every line of every .py file under src/mlmprob
+MAX_PACKAGE_STATEMENTS = 15_871  # logical lines (tokenize's NEWLINE tokens): the layout does not move them
 
 
 def package_size(files) -> tuple[int, int]:

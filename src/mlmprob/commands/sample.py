@@ -11,6 +11,9 @@ Two modes, chosen by ``--out``:
   ``--input``, each record's ``--chains`` chains are sampled together with a generator seeded from
   ``(--seed, record id)``, and one row per chain is written as it goes (``--resume``, ``--shard``,
   ``--workers``; results do not depend on them).
+
+Either way a bar on stderr follows every epoch, with its acceptance rate and mean energy (streamed with
+``--workers``, ``--devices`` or Ray, a record at a time); ``--no-progress`` turns it off.
 """
 
 from __future__ import annotations
@@ -367,7 +370,8 @@ def run_streamed(args, parsed: Parsed) -> int:
         config,
         input=None if file is None else file.path,
         empty=f"no sequences found in {file.shown}" if file else "no input: give --seq or --input",
-        unit_name="record",
+        unit_name="epoch",  # the bar: every epoch of every record (its chains together)
+        unit_steps=job.spec.total_epochs,
         chunk_size=1,
         last_row_id=lambda r: r.id + last,
     )

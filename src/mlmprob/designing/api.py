@@ -69,6 +69,7 @@ def design(
     *,
     generator: torch.Generator | None = None,
     on_step: Callable[[int, DesignState, DesignInfo], None] | None = None,
+    progress: bool = False,
     **overrides,
 ) -> DesignResult:
     """Run ``spec.method`` on ``p(x) ∝ exp(-Σ_k w_k E_k(x)/τ) · 1[x ∈ C]`` around the parent ``inputs``.
@@ -77,20 +78,37 @@ def design(
     :class:`~mlmprob.designing.Expert` (``kind="raw"`` for ``E_raw``, a weight, a name),
     :class:`~mlmprob.designing.Oracle` or a plain callable (a batch of residue strings -> one number each; higher is
     better), and :class:`~mlmprob.designing.Hamming`. ``spec`` (:class:`~mlmprob.designing.DesignSpec`) with
-    ``overrides`` by field name. ``on_step(t, state, info)`` is called after each step."""
+    ``overrides`` by field name. ``on_step(t, state, info)`` is called after each step; ``progress``: a bar on stderr
+    over the chains' steps (:class:`StepMeter`: the acceptance so far, the model rows read). The rows do not depend
+    on either."""
     spec = DesignSpec.of(spec, **overrides)
     if generator is None:
         generator = torch.Generator()
         generator.seed()
     check_generator(generator)
     target = build_target(mlm_or_experts, inputs, spec)
-    return run_design(target, spec, generator, on_step)
+    return run_design(target, spec, generator, on_step, progress)
 
 
 def run_design(
-    target: Target, spec: DesignSpec, generator: torch.Generator, on_step: Callable | None = None
+    target: Target,
+    spec: DesignSpec,
+    generator: torch.Generator,
+    on_step: Callable | None = None,
+    progress: bool | StepMeter = False,
 ) -> DesignResult:
-    """The chains of ``spec`` on ``target`` from its parent, stepped ``spec.steps`` times."""
+    """The chains of ``spec`` on ``target`` from its parent, stepped ``spec.steps`` times; ``progress``: True for a
+    bar on stderr of ``chains x steps`` steps, or a :class:`StepMeter` that outlives the call."""
+    meter = StepMeter(target, total=spec.chains * spec.steps) if progress is True else progress or None
+    try:
+        return _run(target, spec, generator, on_step, meter)
+    finally:
+        if progress is True and meter is not None:
+            meter.close()
+
+
+def _run(target: Target, spec: DesignSpec, generator, on_step, meter: StepMeter | None) -> DesignResult:
+    """:func:`run_design`'s loop."""
     kernel = spec.kernel(target)
     ladder = spec.temperatures_used()
     R, C = len(ladder), spec.chains
@@ -116,8 +134,41 @@ def run_design(
             _keep_best(state, best_U, best_X)  # a state swapped in is one the chain holds too
         if on_step is not None:
             on_step(t, state, info)
+        if meter is not None:
+            meter.step(info, C)
     rows = _rows(target, state, counts, best_X, best_U, C)
     return DesignResult(target.names, target.parent, rows, _stats(target, ladder, C, counts, swaps))
+
+
+class StepMeter:
+    """The progress of design chains, after each step: ``advance(chains, acceptance=..., model_rows=...)``, a step
+    of every chain (a replica ladder's rungs one step), the acceptance so far at the target's temperature (the
+    lowest rung) and the model rows read since the meter was made. ``advance`` moves a runner's bar (``mlmprob
+    design``: :meth:`mlmprob.runtime.job.State.advance`, one meter over the chains a worker runs), by default a new
+    bar on stderr of ``total`` steps, which :meth:`close` closes."""
+
+    def __init__(self, target: Target, advance: Callable[..., None] | None = None, total: int | None = None):
+        self.target, self.rows0, self.accepted, self.changed = target, target.model_rows, 0, 0
+        self.bar, self.advance = None, advance or self._show
+        if advance is None:
+            from ..runtime.engine import progress_bar
+
+            self.bar = progress_bar(total, "step", "design")
+
+    def _show(self, steps: int, **shown) -> None:
+        assert self.bar is not None
+        self.bar.set_postfix(shown, refresh=False)
+        self.bar.update(steps)
+
+    def step(self, info: DesignInfo, chains: int) -> None:
+        self.accepted += int(info.accepted[:chains].sum())
+        self.changed += int(info.changed[:chains].sum())
+        rate = self.accepted / self.changed if self.changed else 0.0
+        self.advance(chains, acceptance=f"{rate:.2f}", model_rows=self.target.model_rows - self.rows0)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
 
 
 def batch_bytes(chains: int, length: int, letters: int) -> int:

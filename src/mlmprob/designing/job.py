@@ -24,7 +24,7 @@ import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from ..errors import MLMProbError
 from ..models.spec import ModelJob, ModelSpec
@@ -60,13 +60,15 @@ def flat_row(row: dict) -> dict:
     return flat
 
 
-def chain_row(target, spec: DesignSpec, seed: int, index: int) -> dict:
+def chain_row(target, spec: DesignSpec, seed: int, index: int, meter=None) -> dict:
     """The one row of chain ``index`` (see the module doc): ``spec`` run with one chain (one ladder) on ``target``
-    from its parent, with the generator seeded by ``(seed, "record", "chain<index>")``."""
+    from its parent, with the generator seeded by ``(seed, "record", "chain<index>")``; ``meter``: a
+    :class:`~mlmprob.designing.api.StepMeter` told of every step (the row does not depend on it)."""
     from .api import run_design
 
     rows0, calls0 = target.model_rows, target.oracle_calls
-    result = run_design(target, spec.replace(chains=1), seeded_generator(seed, "record", f"chain{index}"))
+    g = seeded_generator(seed, "record", f"chain{index}")
+    result = run_design(target, spec.replace(chains=1), g, progress=meter or False)
     cold = min(result.rows, key=lambda r: r["temperature"])
     row = {"id": f"chain{index}", **flat_row(cold), "chain": index}
     row["model_rows"] = target.model_rows - rows0
@@ -156,9 +158,11 @@ def expert_labels(experts: Sequence[tuple[str, str, float]]) -> list[str]:
 
 @dataclass(eq=False)
 class DesignWorker(State):
-    """A design worker's state: ``mlm`` the first expert's reader, ``target`` the target built on every expert."""
+    """A design worker's state: ``mlm`` the first expert's reader, ``target`` the target built on every expert,
+    ``meter`` the :class:`~mlmprob.designing.api.StepMeter` of its chains when the runner shows their steps."""
 
     target: object = None
+    meter: Any = None
 
 
 @dataclass(frozen=True)
@@ -239,5 +243,10 @@ class DesignJob(ModelJob):
         return DesignWorker(readers[0], build_target(terms, self.parent, self.spec))
 
     def run(self, state, units: Sequence[Chain]) -> tuple[list[dict], list[tuple[str, str]]]:
-        """One row per chain of the chunk, in order."""
-        return [chain_row(state.target, self.spec, self.seed, u.number) for u in units], []
+        """One row per chain of the chunk, in order; each step moves the runner's bar when it shows them
+        (:meth:`~mlmprob.runtime.job.State.advance`: one worker in this process)."""
+        if state.meter is None and state.on_progress is not None:
+            from .api import StepMeter
+
+            state.meter = StepMeter(state.target, state.advance)
+        return [chain_row(state.target, self.spec, self.seed, u.number, state.meter) for u in units], []

@@ -72,8 +72,9 @@ class RunOptions:
 @dataclass
 class StreamCommand:
     """What a streaming command declares. ``units()`` gives a fresh iterator each call; ``input`` is the
-    file it reads (None when the command makes its units); ``last_row_id(unit)`` is the id of the unit's
-    last row when a unit gives several rows; ``state`` is an already loaded worker state (library use: the
+    file it reads (None when the command makes its units); ``unit_steps``: the steps the progress bar counts per
+    unit (``unit_name`` then names a step); ``last_row_id(unit)`` is the id of the unit's last row when a unit
+    gives several rows; ``state`` is an already loaded worker state (library use: the
     job's ``prepare(mlm)``)."""
 
     job: Job
@@ -83,6 +84,7 @@ class StreamCommand:
     input: str | None = None
     empty: str = "no input"
     unit_name: str = "seq"
+    unit_steps: int = 1
     chunk_size: int = 16
     key: Callable = lambda u: u.id
     last_row_id: Callable | None = None
@@ -207,6 +209,7 @@ def run_command(spec: StreamCommand, opts: RunOptions) -> StreamRun:
             total=total,
             progress=opts.progress,
             unit_name=spec.unit_name,
+            unit_steps=spec.unit_steps,
             key=spec.key,
             last_row_id=spec.last_row_id,
             on_rows=spec.on_rows,

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from itertools import islice
 from typing import TypeVar
 
+from .job import State
 from .pool import map_ordered
 from .shard import Shard
 from .writers import ResultWriter
@@ -61,6 +62,7 @@ def run_stream(
     total: int | None = None,
     progress: bool = True,
     unit_name: str = "seq",
+    unit_steps: int = 1,
     key: Callable = lambda u: u.id,
     last_row_id: Callable | None = None,
     on_rows: Callable[[list[dict]], None] | None = None,
@@ -71,11 +73,11 @@ def run_stream(
 
     A unit is already done when its id (``key``) was skipped by an earlier run, or the id of its last row
     (``last_row_id``, default its id) is in the output. A unit that gives several rows and was cut by a kill
-    is computed again and only its missing rows are written. The bar counts units (``total`` of them);
-    ``on_rows`` sees every batch of rows written."""
+    is computed again and only its missing rows are written. The bar counts units (``total`` of them), each as
+    ``unit_steps`` steps (a design chain's steps, a sampled record's epochs): a state loaded in this process (one
+    local device) moves it step by step within a unit (:meth:`~mlmprob.runtime.job.State.advance`), worker
+    processes and Ray actors a chunk at a time; ``on_rows`` sees every batch of rows written."""
     from collections import deque
-
-    from tqdm import tqdm
 
     summary = StreamSummary(total=total)
     old_skipped = writer.skipped()
@@ -87,7 +89,7 @@ def run_stream(
         for u in shard.take(units):
             if str(key(u)) in done_skipped or str(last(u)) in done:
                 summary.already += 1
-                bar.update(1)
+                bar.update(unit_steps)
             else:
                 yield u
 
@@ -96,20 +98,17 @@ def run_stream(
             sizes.append(len(c))
             yield c
 
-    bar = tqdm(
-        total=total,
-        unit=unit_name,
-        disable=not progress or (total is not None and total < 2),
-        file=sys.stderr,
-        dynamic_ncols=True,
-    )
+    steps = None if total is None else total * unit_steps
+    bar = progress_bar(steps, unit_name, disable=not progress or (steps is not None and steps < 2))
+    hook = StepHook(bar)
     try:
         if engine == "ray":
             from .ray_engine import map_ray
 
             results = map_ray(load, run, chunks(), list(devices), address=ray_address)
         else:
-            results = map_ordered(load, run, chunks(), list(devices))
+            here = len(devices) == 1 and not bar.disable  # map_ordered runs one device in this process
+            results = map_ordered(hook.hooked(load) if here else load, run, chunks(), list(devices))
         for rows, skipped in results:
             rows = [r for r in rows if str(r["id"]) not in done] if done else rows
             writer.write(rows)
@@ -119,10 +118,51 @@ def run_stream(
             summary.written += len(rows)
             summary.units += n - len(skipped)
             summary.skipped.extend(skipped)
-            bar.update(n)
+            hook.chunk_done(n * unit_steps)
     finally:
+        hook.release()
         bar.close()
     writer.close(
         complete=True, skipped=old_skipped + [list(x) for x in summary.skipped], shard=str(shard), **(meta or {})
     )
     return summary
+
+
+def progress_bar(total: int | None, unit: str, desc: str | None = None, disable: bool = False):
+    """The package's progress bar: tqdm on stderr (stdout holds only results), ``total`` ``unit``s."""
+    from tqdm import tqdm
+
+    return tqdm(total=total, unit=unit, desc=desc, disable=disable, file=sys.stderr, dynamic_ncols=True)
+
+
+class StepHook:
+    """The states :func:`run_stream` loads in this process, hooked to its ``bar`` (:meth:`State.advance`): the
+    steps a unit reports move the bar at once; :meth:`chunk_done` adds what the chunk's units did not report."""
+
+    def __init__(self, bar):
+        self.bar, self.reported, self.states = bar, 0, []
+
+    def hooked(self, load: Callable) -> Callable:
+        def load_here(device):
+            state = load(device)
+            if isinstance(state, State):
+                state.on_progress = self.advance
+                self.states.append(state)
+            return state
+
+        return load_here
+
+    def advance(self, steps: int, shown: dict) -> None:
+        self.reported += steps
+        if shown:
+            self.bar.set_postfix(shown, refresh=False)
+        self.bar.update(steps)
+
+    def chunk_done(self, steps: int) -> None:
+        self.bar.update(max(steps - self.reported, 0))
+        self.reported = 0
+
+    def release(self) -> None:
+        """Unhook the states (one given by a library caller outlives the run)."""
+        for state in self.states:
+            state.on_progress = None

@@ -19,8 +19,8 @@ imports no model code: it names the shape, the model layer implements the loadin
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 
@@ -31,6 +31,14 @@ class State:
     planner, a pivot, the wild type's caches) subclasses it."""
 
     mlm: Any
+    on_progress: Callable[[int, dict], None] | None = field(default=None, init=False, repr=False)
+
+    def advance(self, steps: int = 1, **shown) -> None:
+        """Move the run's progress bar ``steps`` steps into the unit in hand, with ``shown`` beside it: the runner
+        hooks (``on_progress``) a state it runs in this process (one local device, the bar on); elsewhere (a
+        worker process, a Ray actor, the bar off, library use) nothing, and the bar moves a chunk at a time."""
+        if self.on_progress is not None:
+            self.on_progress(steps, shown)
 
 
 class Job(Protocol):

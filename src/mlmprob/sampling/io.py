@@ -191,12 +191,17 @@ class EpochBar:
 
             self.bar = tqdm(total=total, initial=rec.epoch, desc=self.desc, unit="epoch")
         self.bar.update(1)
-        energies = rec.e_local if self.energy == "local" else rec.e_raw
-        shown = {"acc": f"{sum(rec.accepted) / max(sum(rec.proposals), 1):.3f}"}
-        if energies is not None:
-            shown["E"] = f"{sum(energies) / max(len(energies), 1):.2f}"
-        self.bar.set_postfix(**shown)
+        self.bar.set_postfix(**epoch_shown(rec, self.energy))
 
     def close(self) -> None:
         if self.bar is not None:
             self.bar.close()
+
+
+def epoch_shown(rec: EpochRecord, energy: str = "local") -> dict:
+    """What a bar shows of an epoch: the acceptance rate and the mean target energy (``energy``) of its chains."""
+    energies = rec.e_local if energy == "local" else rec.e_raw
+    shown = {"acc": f"{sum(rec.accepted) / max(sum(rec.proposals), 1):.3f}"}
+    if energies is not None:
+        shown["E"] = f"{sum(energies) / max(len(energies), 1):.2f}"
+    return shown

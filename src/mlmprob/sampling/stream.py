@@ -23,6 +23,7 @@ from ..runtime.inputs import Record
 from ..runtime.seeds import derive_seed
 from .api import SampleResult, sample
 from .cdr import cdr_mask
+from .io import epoch_shown
 from .spec import BlockLike, MCMCSpec, SamplerSpec, block_text, method_of
 
 
@@ -129,22 +130,29 @@ class SampleJob(ModelJob):
 
     def run(self, state, records: Sequence[Record]) -> tuple[list[dict], list[tuple[str, str]]]:
         """Sample one chunk: ``chains`` rows per record (in input order) and the ``(id, reason)`` of the
-        records skipped (``skip_invalid``: records whose sequence or free positions are unusable)."""
+        records skipped (``skip_invalid``: records whose sequence or free positions are unusable). Each epoch
+        moves the runner's bar when it shows them (:meth:`~mlmprob.runtime.job.State.advance`)."""
         mlm = state.mlm
         rows: list[dict] = []
         skipped: list[tuple[str, str]] = []
+        energy = getattr(self.spec, "energy", "local")
+
+        def on_epoch(rec, total):
+            state.advance(1, **epoch_shown(rec, energy))
+
         for rec in records:
             try:
-                rows.extend(self.chain_rows(mlm, rec))
+                rows.extend(self.chain_rows(mlm, rec, on_epoch if state.on_progress is not None else None))
             except MLMProbError as e:
                 if not self.skip_invalid:
                     raise
                 skipped.append((rec.id, str(e)))
         return rows, skipped
 
-    def sample_record(self, mlm, rec: Record) -> SampleResult:
-        """The ``chains`` chains of one record (generator seeded by :func:`record_seed`); the forward budget is
-        the model reader's (:meth:`mlmprob.models.reader.Reader.with_budget`)."""
+    def sample_record(self, mlm, rec: Record, on_epoch=None) -> SampleResult:
+        """The ``chains`` chains of one record (generator seeded by :func:`record_seed`; ``on_epoch`` as
+        :func:`~mlmprob.sampling.sample` takes it); the forward budget is the model reader's
+        (:meth:`mlmprob.models.reader.Reader.with_budget`)."""
         try:
             enc = mlm.encode([rec.seq])
         except MLMProbError as e:
@@ -160,11 +168,12 @@ class SampleJob(ModelJob):
         reference = None if (ids[free] == mlm.mask_id).any() else ids.clone()
         g = torch.Generator().manual_seed(record_seed(self.seed, rec.id))
         try:
-            return sample(mlm, ids, spec, positions=Resolved(free, WORDS_AND_MASKS), generator=g, reference=reference)
+            where = Resolved(free, WORDS_AND_MASKS)
+            return sample(mlm, ids, spec, positions=where, generator=g, reference=reference, on_epoch=on_epoch)
         except MLMProbError as e:
             raise MLMProbError(f"{rec.id}: {e}") from None
 
-    def chain_rows(self, mlm, rec: Record) -> list[dict]:
+    def chain_rows(self, mlm, rec: Record, on_epoch=None) -> list[dict]:
         """One row per chain of ``rec``: ``id`` (``RECORD/chainC``), ``record``, ``chain``, the final
         ``sequence`` (decoded), its ``e_local`` and ``e_raw``, ``accept_rate`` and ``novel_rate`` (after
         burn-in), ``identity`` to the input (None when the input has masks at free positions),
@@ -172,8 +181,9 @@ class SampleJob(ModelJob):
         sampler settings and ``record_seed``; independent draws have ``e_local``, ``e_raw`` and ``energy_trace``
         only when their spec asks for ``energies``; ancestral draws have no acceptance (None) and add ``log_prob``,
         the final draw's log-probability along its order; speculative draws add it too, with
-        ``accept_rate`` the drafts' acceptance rate, and :func:`cost_columns`. NaN becomes None when written."""
-        r = self.sample_record(mlm, rec)
+        ``accept_rate`` the drafts' acceptance rate, and :func:`cost_columns`. NaN becomes None when written.
+        ``on_epoch``: as :meth:`sample_record` takes it."""
+        r = self.sample_record(mlm, rec, on_epoch)
         return result_rows(
             mlm,
             r,
