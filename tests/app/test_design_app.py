@@ -92,7 +92,7 @@ def test_the_changed_residues_are_highlighted(pool):
         ([["tiny", "local", "x"]], {}, "expert tiny: the weight must be a number"),
         ([["tiny", "local", 1]], {"chains": 9}, "at most 8 chains here"),
         ([["tiny", "local", 1]], {"steps": 501}, "at most 500 steps here"),
-        ([["tiny", "nope", 1]], {}, "an expert's energy kind must be 'local' or 'raw'"),
+        ([["tiny", "nope", 1]], {}, "an expert's energy kind must be one of ('local', 'raw', 'mutant_marginal')"),
     ],
 )
 def test_bad_input_is_one_line(pool, experts, kw, message):

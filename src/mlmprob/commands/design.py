@@ -63,7 +63,36 @@ def register(sub) -> None:
     p.add_argument("--oracle-weight", type=finite_float, default=1.0, help="the oracle term's weight")
     p.add_argument("--oracle-minimize", action="store_true", help="lower oracle scores are better")
     d = DesignSpec()
-    g = p.add_argument_group("sampler")
+    _add_sampler_args(p.add_argument_group("sampler"), d)
+    c = p.add_argument_group("constraints")
+    c.add_argument("--positions", help="1-based residues that may change, e.g. 95-102,105 (default: all)")
+    c.add_argument("--allowed", action="append", default=[], metavar="POS:RESIDUES", help="e.g. 31:STY (repeatable)")
+    c.add_argument(
+        "--max-mutations", type=nonnegative_int, default=None, help="at most this many mutations from the parent"
+    )
+    c.add_argument("--forbid", action="append", default=[], metavar="MOTIF", help="regex or preset (repeatable)")
+    c.add_argument("--require", action="append", default=[], metavar="MOTIF", help="regex (repeatable)")
+    c.add_argument("--start-invalid", action="store_true", help="start at a parent that violates a constraint")
+    c.add_argument(
+        "--keep-parent-motifs",
+        action="store_true",
+        help="tolerate the forbidden motifs the parent already has, where it has them (forbid only new ones)",
+    )
+    from .common import add_model_args, add_runtime_args
+
+    add_model_args(p)
+    p.add_argument(
+        "--out",
+        "-o",
+        help="result file, .jsonl, .tsv or .parquet, one row per chain written as it goes, resumable with --resume "
+        "(default: JSONL on stdout)",
+    )
+    add_runtime_args(p)
+    p.set_defaults(func=run)
+
+
+def _add_sampler_args(g, d: DesignSpec) -> None:
+    """The sampler's flags (the kernel, its moves, the temperatures, the seed), defaults from ``d``."""
     g.add_argument(
         "--method",
         choices=METHODS,
@@ -108,31 +137,6 @@ def register(sub) -> None:
         default=0,
         help="the run's seed: chain C draws from a generator seeded by (seed, C) alone",
     )
-    c = p.add_argument_group("constraints")
-    c.add_argument("--positions", help="1-based residues that may change, e.g. 95-102,105 (default: all)")
-    c.add_argument("--allowed", action="append", default=[], metavar="POS:RESIDUES", help="e.g. 31:STY (repeatable)")
-    c.add_argument(
-        "--max-mutations", type=nonnegative_int, default=None, help="at most this many mutations from the parent"
-    )
-    c.add_argument("--forbid", action="append", default=[], metavar="MOTIF", help="regex or preset (repeatable)")
-    c.add_argument("--require", action="append", default=[], metavar="MOTIF", help="regex (repeatable)")
-    c.add_argument("--start-invalid", action="store_true", help="start at a parent that violates a constraint")
-    c.add_argument(
-        "--keep-parent-motifs",
-        action="store_true",
-        help="tolerate the forbidden motifs the parent already has, where it has them (forbid only new ones)",
-    )
-    from .common import add_model_args, add_runtime_args
-
-    add_model_args(p)
-    p.add_argument(
-        "--out",
-        "-o",
-        help="result file, .jsonl, .tsv or .parquet, one row per chain written as it goes, resumable with --resume "
-        "(default: JSONL on stdout)",
-    )
-    add_runtime_args(p)
-    p.set_defaults(func=run)
 
 
 def parse_expert(text: str) -> tuple[str, str, float]:
