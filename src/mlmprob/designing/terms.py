@@ -296,10 +296,10 @@ class Target:
                 self.model_rows += N
                 rows = r if k == rows_of else rows
             elif isinstance(t, Expert):
-                e_local, e_raw, r = self.experts[k].score(X, keep_rows=k == rows_of)
+                e_local, e_raw, kept = self.experts[k].score(X, keep_rows=k == rows_of)
                 self.model_rows += X.numel()
                 E[:, k] = e_local if t.kind == "local" else e_raw
-                rows = r if k == rows_of else rows
+                rows = kept if k == rows_of else rows
             elif isinstance(t, Oracle):
                 seqs = self.decode(X) if seqs is None else seqs
                 E[:, k] = t.energies(seqs)
