@@ -127,7 +127,9 @@ def sample(
     is the degenerate (always-accept) sampler. One epoch is one sweep over each chain's free
     positions in ``order`` (``"random"`` or ``"l2r"``), in blocks of ``block_size``. ``block_size``
     and ``target_temperature`` take schedules (``LinearBlockSize``, ``LinearAnneal``). Proposals are
-    the MLM conditionals at ``proposal_temperature`` (0: greedy) and nucleus ``top_p``.
+    the MLM conditionals at ``proposal_temperature`` (0: greedy) and nucleus ``top_p``. MH's ``informed`` and
+    ``sites=k`` make exact moves of :mod:`~mlmprob.sampling.moves` from the cached rows instead (``ceil(n / k)``
+    an epoch).
     ``method="ancestral"`` draws, every epoch, an independent exact sample of the chain-rule distribution
     ``p_sigma`` of ``mlmprob.loglik`` (``order``: ``"l2r"``, ``"r2l"``, given orders, or ``"random"``: a fresh
     order per chain and epoch, an exact sample of the mixture over orders), ``tokens_per_step`` positions per step

@@ -11,7 +11,11 @@ logits of the current state's single-site masked copies at every scored position
 single-site step forwards only the copies of the proposal ``x'`` at the other scored positions
 (its copy at the proposed site equals the current one), and none at all when ``x' = x``; after an
 accepted move those copies *are* the cached rows of the new state. The energy of the current
-state is never recomputed.
+state is never recomputed. With ``informed`` or ``sites > 1`` a step makes one move per chain instead
+(:mod:`.moves`: ``sites`` residues, locally balanced with ``informed``), drawn from the cached rows of the
+chain's free positions without a forward; it reads every scored row of ``x'`` (but the changed site's when
+one site changed), which give its energy and the reverse move's probability. An epoch is then
+``ceil(n / sites)`` moves per chain (``n`` free positions): as many sites proposed as a sweep.
 
 ``DegenerateGibbs`` (Wang & Cho 2019) accepts every proposal; with block size ``k`` it is the
 ``k``-Gibbs sampler of Li et al. (2024), and at proposal temperature 0 a mask-predict-like greedy
@@ -30,7 +34,8 @@ from ..errors import MLMProbError
 from ..models.protocol import MaskedLM
 from ..positions import TOKENS, default_mask
 from .forward import block_logits, site_logits
-from .options import ProposalConfig
+from .moves import Moves
+from .options import ProposalConfig, check_moves
 from .proposals import VocabularyKernel, allowed_ids, proposal_log_probs, sample_from
 from .schedules import ScheduleLike, as_schedule, block_size_at, temperature_at
 
@@ -108,6 +113,18 @@ def sweep_plan(free: torch.Tensor, block_size: int, order: str, generator: torch
     return plan
 
 
+def move_plan(free: torch.Tensor, sites: int) -> torch.Tensor:
+    """The epoch of MH's moves, bool ``[S, B, L]``: ``plan[s, b]`` the free positions of chain ``b`` while it has
+    moves left at step ``s`` (``ceil(n_b / sites)`` moves, ``n_b`` its free positions), else none.
+
+    >>> move_plan(torch.tensor([[True, True, True], [True, False, False]]), 2).int().tolist()
+    [[[1, 1, 1], [1, 0, 0]], [[1, 1, 1], [0, 0, 0]]]
+    """
+    moves = (free.sum(-1) + sites - 1) // sites
+    S = int(moves.max()) if len(moves) else 0
+    return free[None] & (torch.arange(S)[:, None] < moves[None])[..., None]
+
+
 def resolve_scored(mlm: MaskedLM, ids: torch.Tensor, free: torch.Tensor, score_all: bool) -> torch.Tensor:
     """Positions the energy sums over: the free ones, or (``score_all``) every non-special position too
     (the rule :data:`mlmprob.positions.TOKENS`)."""
@@ -177,6 +194,7 @@ def _propose(
 class MetropolisHastings(_Sweeper):
     """MH with MLM (block) proposals, targeting ``exp(-E/tau)`` with ``E`` = ``E_local`` or ``E_raw``
     summed over the scored positions. ``block_size`` and ``target_temperature`` take schedules.
+    ``informed`` / ``sites``: moves of :mod:`.moves` instead of the sweep's blocks (see the module's text).
 
     >>> import torch
     >>> from mlmprob import ExactMLM
@@ -197,12 +215,15 @@ class MetropolisHastings(_Sweeper):
     target_temperature: ScheduleLike = 1.0
     order: str = "random"
     score_all: bool = False
+    informed: bool = False
+    sites: int = 1
 
     def __post_init__(self):
         object.__setattr__(self, "block_size", _check_common(self.mlm, self.order, self.block_size))
         object.__setattr__(self, "target_temperature", as_schedule(self.target_temperature, "target_temperature"))
         if self.energy not in ENERGIES:
             raise MLMProbError(f"energy must be one of {ENERGIES}, got {self.energy!r}")
+        check_moves(self.informed, self.sites, self.block_size, self.proposal, self.order)
         object.__setattr__(self, "_allowed", allowed_ids(self.mlm))
 
     def init(self, ids: torch.Tensor, free: torch.Tensor | None = None, epoch: int = 0) -> ChainState:
@@ -222,9 +243,10 @@ class MetropolisHastings(_Sweeper):
         return e
 
     def step(self, state: ChainState, generator: torch.Generator) -> tuple[ChainState, StepInfo]:
+        if self.informed or self.sites > 1:
+            return self._move_step(state, generator)
         state, block = self._blocks(state, generator)
         assert state.site_logits is not None and state.e_local is not None and state.e_raw is not None  # set by init
-        B = block.shape[0]
         n_in_block = block.sum(-1)
         active = n_in_block > 0
         single = n_in_block == 1
@@ -245,13 +267,43 @@ class MetropolisHastings(_Sweeper):
         new_logits, n_e = site_logits(self.mlm, prop[ch], need)
         reuse = (block[ch] & single[ch, None]) & state.scored[ch]
         new_logits[reuse] = state.site_logits[ch][reuse]
+        return self._accept(state, active, prop, new_logits, log_q_fwd[ch], log_q_rev[ch], n_fwd + n_e, generator)
+
+    def _move_step(self, state: ChainState, generator: torch.Generator) -> tuple[ChainState, StepInfo]:
+        """One move (:mod:`.moves`) per chain with moves left in this epoch, drawn from the cached rows."""
+        if state.plan is None:
+            state = dataclasses.replace(state, plan=move_plan(state.free, self.sites), cursor=0)
+        assert state.plan is not None and state.site_logits is not None  # set by init
+        free = state.plan[state.cursor] if state.plan.shape[0] else torch.zeros_like(state.free)
+        sites_of = state.free.any(0).nonzero(as_tuple=True)[0]
+        allowed = self._allowed.expand(state.ids.shape[1], -1)
+        moves = Moves(sites_of, allowed, self.sites, self.informed, self.proposal.temperature)
+        free = free[:, sites_of]
+        prop, order, log_q_fwd = moves.propose(state.ids, state.site_logits, generator, free)
+        ch = (prop != state.ids).any(-1).nonzero(as_tuple=True)[0]
+        # the rows of x' at the scored positions; where x' differs from x at one site, that site's row is x's
+        diff = prop[ch] != state.ids[ch]
+        reuse = diff & (diff.sum(-1) == 1)[:, None] & state.scored[ch]
+        new_logits, n_e = site_logits(self.mlm, prop[ch], state.scored[ch] & ~reuse)
+        new_logits[reuse] = state.site_logits[ch][reuse]
+        log_q_rev = moves.log_q(prop[ch], state.ids[ch], order[ch], new_logits, free[ch])
+        return self._accept(state, free.any(-1), prop, new_logits, log_q_fwd[ch], log_q_rev, n_e, generator)
+
+    def _accept(self, state, active, prop, new_logits, log_q_fwd, log_q_rev, n, generator):
+        """The test of the proposals ``prop`` of the ``active`` chains (``new_logits`` the rows at the scored positions
+        of those that differ from the state, ``log_q_fwd`` / ``log_q_rev`` their log q(x'|x), log q(x|x')); the
+        state after it (``n`` rows forwarded) and the step's info."""
+        assert state.site_logits is not None and state.e_local is not None and state.e_raw is not None  # set by init
+        B = prop.shape[0]
+        changed = (prop != state.ids).any(-1)
+        ch = changed.nonzero(as_tuple=True)[0]
         new_local, new_raw = energies_from_logits(new_logits, prop[ch], state.scored[ch])
         e_old = self.target_energy(state)[ch]
         e_new = new_local if self.energy == "local" else new_raw
         assert callable(self.target_temperature)  # made a schedule by __post_init__
         tau = temperature_at(self.target_temperature, state.epoch)
         log_alpha = torch.zeros(B, dtype=torch.float64)
-        log_alpha[ch] = -(e_new - e_old) / tau + log_q_rev[ch] - log_q_fwd[ch]
+        log_alpha[ch] = -(e_new - e_old) / tau + log_q_rev - log_q_fwd
         u = torch.rand(B, generator=generator, dtype=torch.float64)
         accept_ch = torch.log(u[ch]) < log_alpha[ch]
         accepted = active & ~changed
@@ -272,9 +324,9 @@ class MetropolisHastings(_Sweeper):
             site_logits=cache,
             e_local=e_local,
             e_raw=e_raw,
-            forward_rows=state.forward_rows + n_fwd + n_e,
+            forward_rows=state.forward_rows + n,
         )
-        return state, StepInfo(active, accepted, novel, log_alpha, n_fwd + n_e, end)
+        return state, StepInfo(active, accepted, novel, log_alpha, n, end)
 
 
 @dataclass(frozen=True, eq=False)

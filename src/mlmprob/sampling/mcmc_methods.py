@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, cast
 
 from ..argtypes import nonnegative_float, positive_float, positive_int
 from ..errors import MLMProbError
-from .options import INITS, ORDERS
+from .options import INITS, ORDERS, check_moves
 from .registry import Method, NotForMethod, ProposalSpec, option, order_json, register, shared_field, takers_of
 from .schedules import LinearAnneal, LinearBlockSize, ScheduleLike, as_schedule, schedule_text
 
@@ -108,7 +108,8 @@ def _target_json(spec, value):
 @dataclass(frozen=True)
 class MHSpec(MCMCSpec):
     """Metropolis-Hastings: the target ``exp(-E / T)`` at ``target_temperature`` (a number, annealed by ``anneal``
-    per epoch down to ``temperature_floor``, or a schedule)."""
+    per epoch down to ``temperature_floor``, or a schedule); ``informed`` and ``sites``: the exact moves of
+    :mod:`~mlmprob.sampling.moves` instead of blocks (recorded only when set: earlier outputs resume as before)."""
 
     method: str = shared_field("method", "mh")
     target_temperature: ScheduleLike = option(
@@ -125,6 +126,19 @@ class MHSpec(MCMCSpec):
     temperature_floor: float = option(
         0.05, "lowest target temperature annealing reaches", type=positive_float, stored=False
     )
+    informed: bool = option(
+        False,
+        "locally balanced moves (Zanella 2020): the sites and residues drawn by the cached rows, every move a "
+        "change; exact",
+        action="store_true",
+        recorded="unless default",
+    )
+    sites: int = option(
+        1,
+        "residues one move changes, drawn from the cached rows (exact; with block size 1)",
+        type=positive_int,
+        recorded="unless default",
+    )
 
     def __post_init__(self):
         for name in ("anneal", "temperature_floor"):
@@ -140,6 +154,7 @@ class MHSpec(MCMCSpec):
             if isinstance(t, bool) or not isinstance(t, (int, float)) or not t > 0 or math.isinf(t):
                 raise MLMProbError(f"target_temperature must be finite and > 0, got {t!r}")
         super().__post_init__()
+        check_moves(self.informed, self.sites, self._block_schedule(), self.proposal, self.order)
 
     def schedules(self):
         tt = self.target_temperature
@@ -161,7 +176,7 @@ def _mh(mlm, s: MHSpec):
     from .kernels import MetropolisHastings
 
     bs, tt = s.schedules()
-    return MetropolisHastings(mlm, s.energy, bs, s.proposal, tt, _order_name(s), s.score_all)
+    return MetropolisHastings(mlm, s.energy, bs, s.proposal, tt, _order_name(s), s.score_all, s.informed, s.sites)
 
 
 def _gibbs(mlm, s: GibbsSpec):

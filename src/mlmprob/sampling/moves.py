@@ -1,5 +1,6 @@
-"""The proposals of the design kernels: which sites a move changes and to which residues, with the exact
-probability of the move and of its reverse.
+"""The proposals of the MH kernels (the design kernel's, :mod:`mlmprob.designing.kernels`, and the sampler's
+:class:`~mlmprob.sampling.kernels.MetropolisHastings` with ``informed`` or ``sites``): which sites a move changes
+and to which residues, with the exact probability of the move and of its reverse.
 
 A move from ``x`` changes up to ``k`` sites, drawn in an order (``order`` ``[B, k]``, positions into the
 changeable sites), from the single-site rows of the proposal expert (``rows`` ``[B, L, A]``, the logits of
@@ -18,6 +19,10 @@ changeable sites), from the single-site rows of the proposal expert (``rows`` ``
 ``log_q(x', x, order, rows of x')``; the rows of ``x'`` are the ones its energy reads anyway. Given the rows of
 ``x`` instead it is the first stage's cheap estimate of delayed acceptance. Float64, ``-inf`` for a move the
 proposal cannot make.
+
+``free`` (bool ``[B, S]``, optional, the sampler's): the changeable sites of each chain among ``sites_of``; a chain
+with ``n < k`` of them changes ``n`` sites (``-1`` fills the rest of its ``order``), one with none does not move.
+Without it every chain may change every site of ``sites_of`` (the design kernel's moves, draw for draw).
 """
 
 from __future__ import annotations
@@ -59,31 +64,53 @@ class Moves:
     def k(self) -> int:
         return min(self.sites, len(self.sites_of))
 
-    def propose(self, X: torch.Tensor, rows: torch.Tensor | None, generator: torch.Generator):
+    def propose(
+        self, X: torch.Tensor, rows: torch.Tensor | None, generator: torch.Generator, free: torch.Tensor | None = None
+    ):
         """``(X', order, log q(X' | X))`` for the chains ``X`` ``[B, L]``; ``order`` ``[B, k]`` indexes
-        ``sites_of``."""
+        ``sites_of`` (``-1``: no site, a chain with fewer than ``k`` sites in ``free``)."""
         if self.informed:
-            return self._propose_informed(X, rows, generator)
+            return self._propose_informed(X, rows, generator, free)
         B, S = X.shape[0], len(self.sites_of)
-        if self.k == 1:  # the first release's draws: a site, then a residue
+        if free is None and self.k == 1:  # the first release's draws: a site, then a residue
             order = torch.randint(S, (B, 1), generator=generator)
         else:
-            order = torch.rand(B, S, generator=generator, dtype=torch.float64).argsort(-1)[:, : self.k]
-        b = torch.arange(B).repeat_interleave(self.k)
-        j = self.sites_of[order].reshape(-1)
-        logq = site_log_probs(None if rows is None else rows[b, j], self.allowed[j], self.temperature)
+            keys = torch.rand(B, S, generator=generator, dtype=torch.float64)
+            order = (keys if free is None else keys.masked_fill(~free, 2.0)).argsort(-1)[:, : self.k]
+            order = self._cut(order, free)
+        b, j, logq = self._site_rows(order, rows)
         new = sample_from(logq, generator)
         Xp = X.clone()
         Xp[b, j] = new
-        fwd = logq[torch.arange(len(new)), new].view(B, self.k).sum(-1)
-        return Xp, order, fwd
+        return Xp, order, self._per_chain(order, logq[torch.arange(len(new)), new])
 
-    def _log_weights(self, X: torch.Tensor, rows: torch.Tensor | None) -> torch.Tensor:
-        """``log w`` ``[B, S, A]`` of the pairs (changeable site, residue) from ``X``: ``-inf`` at the current residue
-        and at residues not allowed."""
+    def _cut(self, order: torch.Tensor, free: torch.Tensor | None) -> torch.Tensor:
+        """``order`` with ``-1`` in the slots past each chain's number of sites in ``free``."""
+        if free is None:
+            return order
+        return order.masked_fill(torch.arange(order.shape[1]) >= free.sum(-1, keepdim=True), -1)
+
+    def _site_rows(self, order: torch.Tensor, rows: torch.Tensor | None):
+        """The chains ``b`` and sites ``j`` of the slots of ``order`` in use (row-major), and their proposals."""
+        b, t = (order >= 0).nonzero(as_tuple=True)
+        j = self.sites_of[order[b, t]]
+        return b, j, site_log_probs(None if rows is None else rows[b, j], self.allowed[j], self.temperature)
+
+    @staticmethod
+    def _per_chain(order: torch.Tensor, values: torch.Tensor) -> torch.Tensor:
+        """``[B]``: the sum per chain of ``values`` (one per slot of ``order`` in use, row-major)."""
+        out = torch.zeros(order.shape, dtype=torch.float64)
+        out[order >= 0] = values
+        return out.sum(-1)
+
+    def _log_weights(self, X: torch.Tensor, rows: torch.Tensor | None, free: torch.Tensor | None) -> torch.Tensor:
+        """``log w`` ``[B, S, A]`` of the pairs (changeable site, residue) from ``X``: ``-inf`` at the current residue,
+        at residues not allowed and at sites not in ``free``."""
         B = X.shape[0]
         j = self.sites_of
         allowed = self.allowed[j].expand(B, -1, -1)
+        if free is not None:
+            allowed = allowed & free[..., None]
         cur = X[:, j]
         if rows is None:
             lw = torch.zeros(allowed.shape, dtype=torch.float64)
@@ -93,42 +120,46 @@ class Moves:
         lw = lw.masked_fill(~allowed, NEG)
         return lw.scatter(-1, cur[..., None], NEG)
 
-    def _propose_informed(self, X, rows, generator):
+    def _propose_informed(self, X, rows, generator, free):
         B, S = X.shape[0], len(self.sites_of)
-        lw = self._log_weights(X, rows)
+        lw = self._log_weights(X, rows, free)
         A = lw.shape[-1]
         Xp, fwd = X.clone(), torch.zeros(B, dtype=torch.float64)
-        order = torch.zeros(B, self.k, dtype=torch.long)
-        b = torch.arange(B)
+        order = self._cut(torch.zeros(B, self.k, dtype=torch.long), free)
         for t in range(self.k):
-            flat = lw.reshape(B, S * A)
+            b = (order[:, t] >= 0).nonzero(as_tuple=True)[0]  # every chain without ``free``
+            flat = lw[b].reshape(len(b), S * A)
             lp = flat - torch.logsumexp(flat, -1, keepdim=True)  # a changeable site always has a pair left
             pick = sample_from(lp, generator)
             s, a = pick // A, pick % A
-            fwd += lp[b, pick]
-            order[:, t] = s
+            fwd[b] += lp[torch.arange(len(b)), pick]
+            order[b, t] = s
             Xp[b, self.sites_of[s]] = a
             lw[b, s] = NEG
         return Xp, order, fwd
 
-    def log_q(self, X: torch.Tensor, Xp: torch.Tensor, order: torch.Tensor, rows: torch.Tensor | None) -> torch.Tensor:
+    def log_q(
+        self,
+        X: torch.Tensor,
+        Xp: torch.Tensor,
+        order: torch.Tensor,
+        rows: torch.Tensor | None,
+        free: torch.Tensor | None = None,
+    ) -> torch.Tensor:
         """``log q(Xp | X)`` ``[B]`` of the move that changes the sites ``order`` of ``X`` to those of ``Xp``, read
         from ``rows`` (the rows of ``X``, or an estimate of them)."""
-        B = X.shape[0]
-        b = torch.arange(B)
         if not self.informed:
-            bb = b.repeat_interleave(order.shape[1])
-            j = self.sites_of[order].reshape(-1)
-            logq = site_log_probs(None if rows is None else rows[bb, j], self.allowed[j], self.temperature)
-            return logq[torch.arange(len(j)), Xp[bb, j]].view(B, order.shape[1]).sum(-1)
-        lw = self._log_weights(X, rows)
-        S, A = lw.shape[1], lw.shape[2]
+            bb, j, logq = self._site_rows(order, rows)
+            return self._per_chain(order, logq[torch.arange(len(j)), Xp[bb, j]])
+        lw = self._log_weights(X, rows, free)
+        B, S, A = lw.shape
         out = torch.zeros(B, dtype=torch.float64)
         for t in range(order.shape[1]):
-            s = order[:, t]
-            flat = lw.reshape(B, S * A)
+            b = (order[:, t] >= 0).nonzero(as_tuple=True)[0]
+            s = order[b, t]
+            flat = lw[b].reshape(len(b), S * A)
             a = Xp[b, self.sites_of[s]]
-            out += flat[b, s * A + a] - torch.logsumexp(flat, -1)
+            out[b] += flat[torch.arange(len(b)), s * A + a] - torch.logsumexp(flat, -1)
             lw[b, s] = NEG
         return torch.nan_to_num(out, nan=NEG)
 

@@ -94,3 +94,41 @@ def check_adaptive(score, threshold, max_tokens, pair_top_k) -> None:
         raise MLMProbError(f"threshold must be a number >= 0, got {threshold!r}")
     check_positive_int(max_tokens, "max_tokens", allow_none=True)
     check_positive_int(pair_top_k, "pair_top_k", allow_none=True)
+
+
+#: The most sites one MH move may change (the design kernel's bound).
+MAX_SITES = 1000
+
+
+def check_moves(informed, sites, block_size, proposal: ProposalConfig, order) -> None:
+    """One-line errors for MH's moves (:mod:`~mlmprob.sampling.moves`): ``informed`` a bool, ``sites`` a positive
+    integer. Moves that are informed or change more than one site choose their own sites from the cached rows and
+    are exact as written there: with ``block_size`` 1 (a number or a schedule; blocks are the other multi-site
+    proposal), random ``order``, and an untruncated, tempered proposal (``top_p`` 1, temperature > 0).
+
+    >>> check_moves(True, 1, 2, ProposalConfig(), "random")
+    Traceback (most recent call last):
+    ...
+    mlmprob.errors.MLMProbError: informed=True: the moves choose their own sites, so block_size must be 1, got 2
+    """
+    from .schedules import Constant
+
+    if not isinstance(informed, bool):
+        raise MLMProbError(f"informed must be True or False, got {informed!r}")
+    check_count("sites", sites, MAX_SITES, "residues one move may change")
+    if not informed and sites == 1:
+        return
+    what = ", ".join(["informed=True"] * informed + [f"sites={sites}"] * (sites > 1)) + ": the moves"
+    one = block_size == 1 if not callable(block_size) else isinstance(block_size, Constant) and block_size.value == 1
+    if not one:
+        shown = getattr(block_size, "value", block_size)
+        raise MLMProbError(f"{what} choose their own sites, so block_size must be 1, got {shown!r}")
+    if order != "random":
+        raise MLMProbError(f"{what} choose their own sites, so order must be 'random', got {order!r}")
+    if proposal.top_p < 1.0:
+        raise MLMProbError(
+            f"{what} need the whole proposal (a nucleus can make the reverse move impossible), "
+            f"so top_p must be 1, got {proposal.top_p!r}"
+        )
+    if proposal.temperature == 0.0:
+        raise MLMProbError(f"{what} draw from the tempered rows, so proposal_temperature must be > 0, got 0")

@@ -63,7 +63,8 @@ def option(default: Any, help: str, **meta) -> Any:
     """A spec field that is also a ``mlmprob sample`` flag (``--NAME-WITH-DASHES``): ``help``, and ``type``,
     ``choices``, ``action`` or ``metavar`` for argparse; ``json(spec, value)`` how a row writes it, ``stored(spec)``
     how the run file does (both default to the value as plain JSON; ``stored=False``: not in the run file, its
-    value being part of another field's stored text)."""
+    value being part of another field's stored text); ``recorded="unless default"``: in neither at its default (an
+    option added after outputs were written without it: they resume and merge as before)."""
     return field(default=default, metadata={"help": help, **meta})
 
 
@@ -310,6 +311,8 @@ class SamplerSpec(Spec, metaclass=_ByMethod):
         out = {}
         for f in self._fields_in_order():
             value = getattr(self, f.name)
+            if f.metadata.get("recorded") == "unless default" and type(value) is type(f.default) and value == f.default:
+                continue
             write = f.metadata.get("json")
             out[f.name] = write(self, value) if write else json_value(value)
             if f.name == "energy" and "chains" in around:
@@ -328,7 +331,7 @@ class SamplerSpec(Spec, metaclass=_ByMethod):
         settings = self.settings()
         for f in self._fields_in_order():
             stored = f.metadata.get("stored")
-            if f.name != "epochs" and stored is not False:
+            if f.name != "epochs" and stored is not False and f.name in settings:
                 config[f.name] = stored(self) if stored else settings[f.name]
         return config
 
