@@ -51,7 +51,10 @@ def test_rows_carry_every_term_and_the_mutations(capsys, tmp_path):
         (["--temperatures", "1,2"], "temperatures is for method='replica'"),
         (["--method", "replica", "--temperatures", "2,1"], "temperatures must increase"),
         # red-team: a typo'd kind was read as part of the model's name, a nan weight reached the loaded term
-        (["--expert", "antiberty:pll:1"], "--expert 'antiberty:pll:1': the energy is one of local, raw, mutant_marginal, not 'pll'"),
+        (
+            ["--expert", "antiberty:pll:1"],
+            "--expert 'antiberty:pll:1': the energy is one of local, raw, mutant_marginal, not 'pll'",
+        ),
         (["--expert", "antiberty:pll:nan"], "--expert 'antiberty:pll:nan': the weight must be a finite number"),
         (["--expert", "antiberty:inf"], "--expert 'antiberty:inf': the weight must be a finite number, got 'inf'"),
     ],
