@@ -9,12 +9,12 @@ import json
 
 import pytest
 import torch
+from bar_recorder import recording_bars
 from conftest import save_tiny_bert
 
 from mlmprob import load_mlm
 from mlmprob.cli import main
 from mlmprob.designing import design
-from mlmprob.runtime import engine
 
 PARENT = "EVQLVESGGGLV"
 
@@ -24,30 +24,9 @@ def tiny_dir(tmp_path_factory):
     return save_tiny_bert(tmp_path_factory.mktemp("tiny"))
 
 
-class Recorder:
-    """Stands in for the runner's bar (``engine.progress_bar``): its total and every update and postfix."""
-
-    made: list[Recorder] = []
-
-    def __init__(self, total, unit, desc=None, disable=False):
-        self.total, self.unit, self.disable, self.updates, self.shown = total, unit, disable, [], []
-        Recorder.made.append(self)
-
-    def update(self, n):
-        self.updates.append(n)
-
-    def set_postfix(self, shown, refresh=True):
-        self.shown.append(dict(shown))
-
-    def close(self):
-        pass
-
-
 @pytest.fixture
 def recorder(monkeypatch):
-    Recorder.made = []
-    monkeypatch.setattr(engine, "progress_bar", Recorder)
-    return Recorder.made
+    return recording_bars(monkeypatch)
 
 
 @pytest.mark.parametrize("method,extra", [("mh", {}), ("replica", {"temperatures": (1.0, 2.0, 4.0)})])

@@ -6,8 +6,9 @@ from __future__ import annotations
 
 import json
 
+from bar_recorder import recording_bars
+
 from mlmprob.cli import main
-from mlmprob.runtime import engine
 
 SEQ = "ACDEFGHIKL"
 
@@ -29,23 +30,7 @@ def test_one_streamed_record_shows_its_epochs_on_stderr(tiny_bert_dir, capsys):
 
 
 def test_the_bar_moves_an_epoch_at_a_time_over_every_record(tiny_bert_dir, monkeypatch, capsys):
-    bars = []
-
-    class Recorder:
-        def __init__(self, total, unit, desc=None, disable=False):
-            self.total, self.unit, self.disable, self.updates, self.shown = total, unit, disable, [], []
-            bars.append(self)
-
-        def update(self, n):
-            self.updates.append(n)
-
-        def set_postfix(self, shown, refresh=True):
-            self.shown.append(dict(shown))
-
-        def close(self):
-            pass
-
-    monkeypatch.setattr(engine, "progress_bar", Recorder)
+    bars = recording_bars(monkeypatch)
     assert main(_argv(tiny_bert_dir, "--seq", "GHIKLACDEF")) == 0
     assert len(capsys.readouterr().out.splitlines()) == 4
     (bar,) = bars
