@@ -113,7 +113,9 @@ def run_one(name: str, seed: int, args, mlm, oracle_fn, judge, oracle, pll_of) -
     return row
 
 
-def report(path: Path) -> str:
+def report(path: Path, evo: Path | None = None) -> str:
+    """The markdown table of the runs in ``path`` (means over seeds), and EvoProtGrad's stored runs of ``evo``
+    (``antibody.py``'s whole-VH rows ``evo@vh-sN``: the same parent, oracle, judge and budget) beside them."""
     rows = [json.loads(x) for x in path.read_text().splitlines()]
     by: dict[str, list[dict]] = {}
     for r in rows:
@@ -126,6 +128,7 @@ def report(path: Path) -> str:
         "residues_moved_per_1000_rows_per_chain",
         "ess_total_per_1000_rows",
         "judge_p_bind",
+        "oracle_p_bind",
         "pll_per_residue",
         "diversity_hamming",
         "mutations",
@@ -141,6 +144,20 @@ def report(path: Path) -> str:
         ratio = mean(rs, keys[2]) / mean(base, keys[2]) if base and mean(base, keys[2]) else float("nan")
         cells = [f"{mean(rs, k):.3g}" if k not in ("steps", "model_rows") else f"{mean(rs, k):,.0f}" for k in keys]
         out.append(f"| {name} | {rs[0]['expert_kind']} | {len(rs)} | " + " | ".join(cells) + f" | {ratio:.1f}x |")
+    if evo is not None and evo.exists():
+        theirs = [json.loads(x) for x in evo.read_text().splitlines()]
+        theirs = [r for r in theirs if r["run"].startswith("evo@vh-s")]
+        if theirs:
+            cells = []
+            for k in keys:
+                if k in ("accepted_per_1000_rows_per_chain", "residues_moved_per_1000_rows_per_chain"):
+                    cells.append("–")
+                elif k == "ess_total_per_1000_rows":
+                    cells.append("–")
+                else:
+                    v = mean(theirs, k)
+                    cells.append(f"{v:,.0f}" if k in ("steps", "model_rows") else f"{v:.3g}")
+            out.append(f"| EvoProtGrad 0.2 | mutant_marginal | {len(theirs)} | " + " | ".join(cells) + " | – |")
     return "\n".join(out)
 
 
@@ -158,7 +175,7 @@ def main(argv=None) -> None:
     ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     args = ap.parse_args(argv)
     if args.report:
-        print(report(Path(args.report)))
+        print(report(Path(args.report), Path(args.report).with_name("antibody_vh.jsonl")))
         return
     torch.set_num_threads(1)
     ab.set_context(args.context)
