@@ -191,9 +191,47 @@ def test_keyboard_interrupt_still_interrupts():
 
 
 # -- item 6: the chains' batch is sized before it is allocated ------------------------------------------------------------
-def test_a_million_chains_in_one_batch_is_refused_before_allocating():
-    with pytest.raises(MLMProbError, match="1,000,000 chains .* would keep about .* GiB"):
+def test_a_million_chains_run_in_groups_that_fit_before_allocating(monkeypatch):
+    """A million chains were one 7 GB batch (then a failure); they run in groups of at most GROUP_BYTES, the first
+    group sized before anything is allocated (the group is stopped here at once)."""
+    from mlmprob.designing import api
+
+    sizes = []
+
+    def first_group(target, spec, generator, on_step, meter, C):
+        sizes.append(C)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(api, "_run_group", first_group)
+    with pytest.raises(KeyboardInterrupt):
         design(tiny_hf("bert"), "ACDEFGHIKLACDEFGHIKL", chains=1_000_000, steps=1, generator=torch.Generator())
+    letters = len(api.build_target(tiny_hf("bert"), "ACDEFGHIKLACDEFGHIKL", DesignSpec()).alphabet)
+    assert sizes == [api.group_size(1, 20, letters)] and 1_000 < sizes[0] < 1_000_000
+    assert api.batch_bytes(sizes[0], 20, letters) <= api.GROUP_BYTES
+
+
+def test_chains_in_groups_are_the_groups_run_one_after_another(monkeypatch):
+    """Seven chains at two temperatures in groups of three: the rows are, rung by rung, those of runs of 3, 3 and 1
+    chains on the one generator, in one batch's layout (rung-major), and the stats add up."""
+    from mlmprob.designing import api
+
+    mlm, kw = tiny_hf("bert"), dict(steps=3, method="replica", temperatures=(1.0, 2.0), swap_every=1)
+    ref, g = [], torch.Generator().manual_seed(5)
+    for n in (3, 3, 1):
+        ref.append(design(mlm, "ACDEFGHIK", chains=n, generator=g, **kw))
+    letters = len(api.build_target(mlm, "ACDEFGHIK", DesignSpec()).alphabet)
+    monkeypatch.setattr(api, "GROUP_BYTES", 3 * api.batch_bytes(2, 9, letters))
+    got = design(mlm, "ACDEFGHIK", chains=7, generator=torch.Generator().manual_seed(5), **kw)
+    want = [row for rung in (0, 1) for r in ref for row in r.rows if row["temperature"] == kw["temperatures"][rung]]
+    assert [row["sequence"] for row in got.rows] == [row["sequence"] for row in want]
+    assert [row["total"] for row in got.rows] == [row["total"] for row in want]
+    assert [row["acceptance"] for row in got.rows] == [row["acceptance"] for row in want]
+    assert [row["chain"] for row in got.rows] == list(range(14))
+    for rung in (0, 1):
+        moved = sum(r.stats["temperatures"][rung]["proposals_moved"] for r in ref)
+        assert got.stats["temperatures"][rung]["proposals_moved"] == moved
+    one = design(mlm, "ACDEFGHIK", chains=7, generator=torch.Generator().manual_seed(5), **{**kw, "steps": 1})
+    assert len(one.rows) == 14
 
 
 def test_the_batch_is_checked_against_the_memory_available(monkeypatch):

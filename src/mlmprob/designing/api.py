@@ -80,7 +80,8 @@ def design(
     better), and :class:`~mlmprob.designing.Hamming`. ``spec`` (:class:`~mlmprob.designing.DesignSpec`) with
     ``overrides`` by field name. ``on_step(t, state, info)`` is called after each step; ``progress``: a bar on stderr
     over the chains' steps (:class:`StepMeter`: the acceptance so far, the model rows read). The rows do not depend
-    on either."""
+    on either. Chains beyond one group's memory (:func:`group_size`: about 6,000 on a VH) run in groups, one after
+    another on the one generator, ``on_step`` once per group and step; the rows keep one batch's layout."""
     spec = DesignSpec.of(spec, **overrides)
     if generator is None:
         generator = torch.Generator()
@@ -108,14 +109,48 @@ def run_design(
 
 
 def _run(target: Target, spec: DesignSpec, generator, on_step, meter: StepMeter | None) -> DesignResult:
-    """:func:`run_design`'s loop."""
+    """:func:`run_design`'s loop, over groups of at most :func:`group_size` chains (all of a chain's rungs in its
+    group), one after the other on the one generator; the rows and stats keep one batch's layout (rung-major)."""
+    ladder = spec.temperatures_used()
+    R, C, L = len(ladder), spec.chains, len(target.parent)
+    G = min(C, group_size(R, L, len(target.alphabet)))
+    check_batch(G, R, L, len(target.alphabet))
+    if G == C:
+        state, counts, swaps, best_X, best_U = _run_group(target, spec, generator, on_step, meter, C)
+    else:
+        X = torch.empty(R * C, L, dtype=torch.long)
+        E = torch.empty(R * C, len(target.names), dtype=torch.float64)
+        U, tau = torch.empty(R * C, dtype=torch.float64), torch.empty(R * C, dtype=torch.float64)
+        inside = torch.empty(R * C, dtype=torch.bool)
+        best_X, best_U = torch.empty_like(X), torch.empty_like(U)
+        counts = {k: torch.zeros(R * C, dtype=torch.long) for k in _COUNTS}
+        swaps = torch.zeros(2, max(R - 1, 0), dtype=torch.long)
+        for c0 in range(0, C, G):
+            n = min(G, C - c0)
+            s, cs, sw, bx, bu = _run_group(target, spec, generator, on_step, meter, n)
+            at = (torch.arange(R)[:, None] * C + torch.arange(c0, c0 + n)[None, :]).reshape(-1)
+            X[at], E[at], U[at], tau[at], inside[at] = s.X, s.E.to(E.dtype), s.U.to(U.dtype), s.tau, s.inside
+            best_X[at], best_U[at] = bx, bu.to(U.dtype)
+            for k in counts:
+                counts[k][at] = cs[k]
+            swaps += sw
+        state = DesignState(X, E, U, inside, None, tau)
+    rows = _rows(target, state, counts, best_X, best_U, C)
+    return DesignResult(target.names, target.parent, rows, _stats(target, ladder, C, counts, swaps))
+
+
+_COUNTS = ("changed", "left", "accepted", "screened", "moved")
+
+
+def _run_group(target: Target, spec: DesignSpec, generator, on_step, meter: StepMeter | None, C: int):
+    """``C`` chains (at every rung) stepped ``spec.steps`` times: the final state, the per-chain counts, the swap
+    counts and each chain's best state in ``C``."""
     kernel = spec.kernel(target)
     ladder = spec.temperatures_used()
-    R, C = len(ladder), spec.chains
-    check_batch(C, R, len(target.parent), len(target.alphabet))
+    R = len(ladder)
     taus = torch.tensor(ladder, dtype=torch.float64).repeat_interleave(C)
     state = kernel.init(target.parent_ids.expand(R * C, -1).clone(), taus)
-    counts = {k: torch.zeros(R * C, dtype=torch.long) for k in ("changed", "left", "accepted", "screened", "moved")}
+    counts = {k: torch.zeros(R * C, dtype=torch.long) for k in _COUNTS}
     swaps = torch.zeros(2, max(R - 1, 0), dtype=torch.long)
     best_U = torch.where(state.inside, state.U, torch.full_like(state.U, float("inf")))
     best_X = state.X.clone()
@@ -136,8 +171,7 @@ def _run(target: Target, spec: DesignSpec, generator, on_step, meter: StepMeter 
             on_step(t, state, info)
         if meter is not None:
             meter.step(info, C)
-    rows = _rows(target, state, counts, best_X, best_U, C)
-    return DesignResult(target.names, target.parent, rows, _stats(target, ladder, C, counts, swaps))
+    return state, counts, swaps, best_X, best_U
 
 
 class StepMeter:
@@ -179,10 +213,25 @@ def batch_bytes(chains: int, length: int, letters: int) -> int:
     return chains * length * (48 * letters + 512)
 
 
+#: The most memory one group of chains may keep at once (:func:`batch_bytes`): more chains run in groups of this
+#: size, one group after another. A constant of the package, never the machine's memory, so the rows of a run are a
+#: function of its seed and settings alone; a run of fewer chains is one batch, as before groups existed.
+GROUP_BYTES = 1 << 30
+
+
+def group_size(rungs: int, length: int, letters: int) -> int:
+    """How many chains (each with its ``rungs``) one group holds: as many as fit :data:`GROUP_BYTES`, at least one.
+
+    >>> group_size(1, 122, 20)  # the trastuzumab VH
+    5979
+    """
+    return max(1, GROUP_BYTES // batch_bytes(rungs, length, letters))
+
+
 def check_batch(chains: int, rungs: int, length: int, letters: int) -> None:
-    """Refuse, before anything is allocated, a run whose chains (all in one batch) would not fit in memory: more
-    than :data:`mlmprob.sampling.registry.MAX_RUN_BYTES` (a sampler's run's bound too) or than the memory
-    available (``/proc/meminfo``, where known).
+    """Refuse, before anything is allocated, a batch of chains (one group: :func:`group_size`) that would not fit in
+    memory: more than :data:`mlmprob.sampling.registry.MAX_RUN_BYTES` (a sampler's run's bound too) or than the
+    memory available (``/proc/meminfo``, where known).
 
     >>> check_batch(10 ** 6, 1, 20, 20)  # doctest: +NORMALIZE_WHITESPACE +ELLIPSIS
     Traceback (most recent call last):
