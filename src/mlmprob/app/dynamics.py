@@ -53,10 +53,10 @@ class SampleSnapshot:
     @property
     def accept_rate(self) -> float:
         """Accepted / proposed over every epoch so far (NaN before the first, and for methods with no
-        accept step: ancestral draws and the parallel decoders)."""
+        accept step: degenerate Gibbs, ancestral draws and the parallel decoders)."""
         from ..sampling.spec import method_of
 
-        n = sum(self.proposed) if method_of(self.method).rates is not None else 0
+        n = sum(self.proposed) if method_of(self.method).accepts else 0
         return sum(self.accepted) / n if n else math.nan
 
 

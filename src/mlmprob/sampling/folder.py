@@ -82,7 +82,8 @@ class FolderSampleJob(SampleJob):
             "seed": self.seed,
             **computed_with(self.model, self.dtype, [str(mlm.device)], batch_tokens=self.batch_tokens, mlm=mlm),
         }
-        bar = EpochBar(f"{self.spec.method} sampling", self.spec.energy) if self.progress else None
+        spec = self.spec
+        bar = EpochBar(f"{spec.method} sampling", spec.energy, spec.info.accepts) if self.progress else None
         try:
             return sample(
                 mlm,

@@ -178,11 +178,11 @@ class RunFile:
 
 class EpochBar:
     """A progress bar for :func:`~mlmprob.sampling.sample`'s ``on_epoch``: one tick per epoch (a resumed run
-    starts at its first new epoch), showing the acceptance rate and the mean target energy of the last epoch.
-    Close it when the run ends."""
+    starts at its first new epoch), showing the last epoch's acceptance rate (``acceptance``: for a method with an
+    accept step) and mean target energy (or its draws' mean log-probability). Close it when the run ends."""
 
-    def __init__(self, desc: str, energy: str = "local"):
-        self.desc, self.energy = desc, energy
+    def __init__(self, desc: str, energy: str = "local", acceptance: bool = True):
+        self.desc, self.energy, self.acceptance = desc, energy, acceptance
         self.bar: Any = None  # a tqdm bar, made on the first epoch
 
     def __call__(self, rec: EpochRecord, total: int) -> None:
@@ -191,17 +191,20 @@ class EpochBar:
 
             self.bar = tqdm(total=total, initial=rec.epoch, desc=self.desc, unit="epoch")
         self.bar.update(1)
-        self.bar.set_postfix(**epoch_shown(rec, self.energy))
+        self.bar.set_postfix(**epoch_shown(rec, self.energy, self.acceptance))
 
     def close(self) -> None:
         if self.bar is not None:
             self.bar.close()
 
 
-def epoch_shown(rec: EpochRecord, energy: str = "local") -> dict:
-    """What a bar shows of an epoch: the acceptance rate and the mean target energy (``energy``) of its chains."""
+def epoch_shown(rec: EpochRecord, energy: str = "local", acceptance: bool = True) -> dict:
+    """What a bar shows of an epoch: the acceptance rate (only with ``acceptance``: a method with no accept step has
+    none to show), the mean target energy (``energy``) of its chains when scored, the mean log-probability of
+    independent draws."""
     energies = rec.e_local if energy == "local" else rec.e_raw
-    shown = {"acc": f"{sum(rec.accepted) / max(sum(rec.proposals), 1):.3f}"}
-    if energies is not None:
-        shown["E"] = f"{sum(energies) / max(len(energies), 1):.2f}"
+    shown = {"acc": f"{sum(rec.accepted) / max(sum(rec.proposals), 1):.3f}"} if acceptance else {}
+    for key, values in (("E", energies), ("logp", rec.log_prob)):
+        if values is not None:
+            shown[key] = f"{sum(values) / max(len(values), 1):.2f}"
     return shown

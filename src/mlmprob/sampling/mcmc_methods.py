@@ -191,4 +191,12 @@ def _order_name(s: MCMCSpec) -> str:
 
 
 register(Method("mh", MHSpec, _mh, "MH with the MLM's conditionals as proposals"))
-register(Method("gibbs", GibbsSpec, _gibbs, "degenerate Gibbs (every proposal accepted)"))
+register(
+    Method(
+        "gibbs",
+        GibbsSpec,
+        _gibbs,
+        "degenerate Gibbs (every proposal accepted)",
+        no_accept="degenerate Gibbs accepts every proposal: no accept step",
+    )
+)

@@ -102,8 +102,8 @@ class Method:
     settings and returns an object with ``init(ids, free, epoch=0)`` and ``step(state, generator)``), ``help``
     (for ``--method``) and what its results report: ``draws`` (every epoch an independent draw from all-masked:
     no initial state), ``rates`` (``"chain"``: MCMC acceptance and novelty per chain, ``"drafts"``: the drafts'
-    acceptance, ``None``: no accept step, ``no_accept`` says why), ``costs`` (rows carry what a draw cost) and
-    ``summary(result, spec) -> dict`` (what ``summary.json`` adds)."""
+    acceptance, ``None``: neither), ``no_accept`` (why the method has no accept/reject step; empty: it has one),
+    ``costs`` (rows carry what a draw cost) and ``summary(result, spec) -> dict`` (what ``summary.json`` adds)."""
 
     name: str
     spec: type[SamplerSpec]
@@ -114,6 +114,12 @@ class Method:
     costs: bool = False
     no_accept: str = ""
     summary: Callable | None = None
+
+    @property
+    def accepts(self) -> bool:
+        """Whether the method has an accept/reject step (MH's test, the drafts' test): what progress bars and trace
+        plots show an acceptance rate for."""
+        return self.rates is not None and not self.no_accept
 
 
 REGISTRY: dict[str, Method] = {}

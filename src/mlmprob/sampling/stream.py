@@ -138,7 +138,7 @@ class SampleJob(ModelJob):
         energy = getattr(self.spec, "energy", "local")
 
         def on_epoch(rec, total):
-            state.advance(1, **epoch_shown(rec, energy))
+            state.advance(1, **epoch_shown(rec, energy, self.spec.info.accepts))
 
         for rec in records:
             try:
