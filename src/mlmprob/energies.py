@@ -199,6 +199,37 @@ def check_input_ids(mlm: MaskedLM, input_ids) -> torch.Tensor:
     return ids
 
 
+def as_input_ids(mlm: MaskedLM, input_ids, name: str = "input_ids") -> torch.Tensor:
+    """What the scoring entry points score, as checked token ids ``[B, L]`` (:func:`check_input_ids`): token ids, or
+    text (a sequence, or a list of sequences), encoded by the model's own tokenizer (``mlm.encode(texts).input_ids``,
+    right-padded with the model's padding, which the ids path reads as padding: the same ids, the same scores).
+
+    >>> as_input_ids(None, ["EVQL", [5, 6]])  # doctest: +NORMALIZE_WHITESPACE
+    Traceback (most recent call last):
+    ...
+    mlmprob.errors.MLMProbError: input_ids mixes text and token ids: give sequences (strings) or token ids [B, L],
+    not both
+    """
+    texts = [input_ids] if isinstance(input_ids, str) else input_ids
+    if isinstance(texts, (list, tuple)) and any(isinstance(x, str) for x in texts):
+        if not all(isinstance(x, str) for x in texts):
+            raise MLMProbError(
+                f"{name} mixes text and token ids: give sequences (strings) or token ids [B, L], not both"
+            )
+        r = reader_of(mlm)
+        if not r.has_text:
+            raise MLMProbError(f"{name} is text, but {r.name} has no tokenizer: give token ids [B, L]")
+        return check_input_ids(mlm, r.encode(list(texts)).input_ids)
+    if isinstance(texts, (list, tuple)) and not texts:
+        raise MLMProbError(f"{name} is empty: give a sequence, a list of sequences or token ids [B, L]")
+    if texts is None or isinstance(texts, (int, float, bytes)):
+        raise MLMProbError(
+            f"{name} must be integer token ids [B, L] or text (a sequence or a list of sequences), got "
+            f"{type(texts).__name__} {texts!r:.40}"
+        )
+    return check_input_ids(mlm, input_ids)
+
+
 def as_row(input_ids, name: str = "input_ids") -> torch.Tensor:
     """One sequence as a 1-D LongTensor: ``[L]`` or ``[1, L]`` integer token ids with ``L > 0`` (errors name
     the argument, ``name``).
@@ -260,7 +291,9 @@ def token_scores(
 ) -> TokenScores:
     """Per-token log-probabilities and raw logits, one masked copy per scored position.
 
-    With ``word_ids`` (``[B, L]``, -1 for special tokens) the whole-word l2r variant is used. ``spec``
+    ``input_ids``: token ids ``[B, L]`` or text (a sequence or a list of sequences, encoded by the model's tokenizer:
+    :func:`as_input_ids`). With ``word_ids`` (``[B, L]``, -1 for special tokens) the whole-word l2r variant is used.
+    ``spec``
     (:class:`TokenScoresSpec`) has no settings: the keywords of every algorithm, taken alike.
 
     >>> import torch
@@ -271,7 +304,7 @@ def token_scores(
     tensor([[0.6667, 0.5714]], dtype=torch.float64)
     """
     TokenScoresSpec.of(spec, **overrides)
-    ids = check_input_ids(mlm, input_ids)
+    ids = as_input_ids(mlm, input_ids)
     sel = resolve_positions(mlm, ids, positions)
     rows, cols = sel.nonzero(as_tuple=True)
     extra = None
@@ -312,6 +345,7 @@ def pll(
     """The exact log pseudo-likelihood ``sum_t log q_t(x_t | x with t masked)`` per sequence, ``[B]`` (float64)
     (``mlmprob.pll`` is this, or on request its one-pass estimate).
 
+    ``input_ids``: token ids ``[B, L]`` or text (a sequence or a list of sequences: :func:`as_input_ids`).
     ``positions`` is None (every non-special position), a list of indices shared by the batch, or a
     bool mask ``[B, L]``. ``word_ids`` switches to the whole-word l2r variant.
 
@@ -328,7 +362,8 @@ def energy(
     mlm: MaskedLM, input_ids, positions: Positions = None, spec: EnergySpec | None = None, *, word_ids=None, **overrides
 ) -> torch.Tensor:
     """Energy per sequence ``[B]`` (float64) of the settings ``spec`` (:class:`EnergySpec`; keywords override its
-    fields): ``kind="local"`` is ``-pll``, ``kind="raw"`` is ``-sum_t logit_t(x_t | x with t masked)``.
+    fields): ``kind="local"`` is ``-pll``, ``kind="raw"`` is ``-sum_t logit_t(x_t | x with t masked)``; ``input_ids``
+    as in :func:`pll` (token ids or text).
 
     >>> import torch
     >>> from mlmprob import ExactMLM

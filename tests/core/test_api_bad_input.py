@@ -2,6 +2,7 @@
 a special token's index) is one MLMProbError naming the argument, never torch's message or a silent number."""
 
 import pytest
+import torch
 from conftest import tiny_hf
 
 import mlmprob
@@ -28,23 +29,44 @@ SCORERS = {
 
 
 @pytest.mark.parametrize("name", SCORERS)
-@pytest.mark.parametrize("text", ["ACDEF", ["ACDEF"], ["ACDEF", None]])
-def test_text_instead_of_ids_says_encode_first(bert, name, text):
-    with pytest.raises(MLMProbError, match=r"input_ids must be integer token ids \[B, L\].*encode text first"):
-        SCORERS[name](bert, text)
+@pytest.mark.parametrize("text", ["ACDEF", ["ACDEF"], ("ACDEF",)])
+def test_text_is_scored_as_its_ids(bert, ids, name, text):
+    # issue 52: the scoring entry points take sequences (they said "encode text first"); tests/core/test_score_text.py
+    # compares the two paths bit for bit on padded batches
+    def numbers(r):  # a tensor [B], TokenScores' log_prob, LogLik's per_order
+        return r if isinstance(r, torch.Tensor) else getattr(r, "log_prob", getattr(r, "per_order", None))
+
+    assert torch.equal(numbers(SCORERS[name](bert, text)), numbers(SCORERS[name](bert, ids)))
 
 
 @pytest.mark.parametrize("name", SCORERS)
-@pytest.mark.parametrize("bad", [None, [[1, 2], [3]]])
-def test_none_or_ragged_ids_name_the_argument(bert, name, bad):
+@pytest.mark.parametrize("mixed", [["ACDEF", None], ["ACDEF", [4, 5, 6]], ("ACDEF", 3)])
+def test_text_mixed_with_anything_else_names_the_argument(bert, name, mixed):
+    with pytest.raises(MLMProbError, match=r"^input_ids mixes text and token ids: give sequences \(strings\) or token"):
+        SCORERS[name](bert, mixed)
+
+
+@pytest.mark.parametrize("text", ["ACDEF", ["ACDEF"], ["ACDEF", None]])
+def test_the_sampler_still_says_encode_first(bert, text):
+    # its initial state is token ids (the states it returns are), not text
+    with pytest.raises(MLMProbError, match=r"input_ids must be integer token ids \[B, L\].*encode text first"):
+        mlmprob.sample(bert, text, epochs=1)
+
+
+@pytest.mark.parametrize("name", SCORERS)
+@pytest.mark.parametrize("bad", [None, [[1, 2], [3]], 3, 2.5, True, b"ACDEF"])
+def test_none_ragged_or_a_number_names_the_argument(bert, name, bad):
     with pytest.raises(MLMProbError, match="input_ids must be integer token ids"):
         SCORERS[name](bert, bad)
 
 
 @pytest.mark.parametrize("name", SCORERS)
 def test_an_empty_list_is_empty_not_a_float_dtype(bert, name):
-    with pytest.raises(MLMProbError, match="input_ids is empty"):
-        SCORERS[name](bert, [])
+    for empty in ([], ()):
+        with pytest.raises(
+            MLMProbError, match="^input_ids is empty: give a sequence, a list of sequences or token ids"
+        ):
+            SCORERS[name](bert, empty)
 
 
 @pytest.mark.parametrize("name", ["pll", "energy", "token_scores"])

@@ -19,15 +19,36 @@ def _example(page: str) -> str:
     return block.replace(LOAD, "_loaded")
 
 
+def _examples(page: str) -> list[str]:
+    """Every Python block of the page's "## Python" section, in order, reading the session's model."""
+    text = (GUIDES / page).read_text()
+    section = re.search(r"^## Python\n(.*?)(?=^## |\Z)", text, re.S | re.M).group(1)
+    return [b.replace(LOAD, "_loaded") for b in re.findall(r"```python\n(.*?)```", section, re.S)]
+
+
 def _run(page: str, code: str, model) -> dict:
     ns: dict = {"_loaded": model}
     exec(compile(code, str(GUIDES / page), "exec"), ns)
     return ns
 
 
+def test_scoring_guide_quick_start_prints_what_the_page_shows(antiberty, capsys, one_thread):
+    """Sequences in, scores out (issue 52): the three lines on AntiBERTy print the output pasted under them."""
+    first = _example("scoring.md")
+    assert len([line for line in first.splitlines() if line.strip()]) == 3 and "..." not in first
+    capsys.readouterr()
+    _run("scoring.md", first, antiberty)
+    shown = re.search(r"^## Python\n.*?```text\n(.*?)```", (GUIDES / "scoring.md").read_text(), re.S | re.M).group(1)
+    assert capsys.readouterr().out == shown
+
+
 def test_scoring_guide_example_runs(sapiens_vh, one_thread):
-    ns = _run("scoring.md", _example("scoring.md"), sapiens_vh)
+    quick, *rest = _examples("scoring.md")
+    ns = _run("scoring.md", quick, sapiens_vh)
+    exec(compile(rest[0], str(GUIDES / "scoring.md"), "exec"), ns)  # the token ids' block reads the same model
     assert ns["pll"].shape == (2,) and (ns["pll"] < 0).all()
+    text = ns["mlmprob"].pll(ns["mlm"], ["EVQLVESGGGLVQPGGSLRLSCAAS", "QVQLQESGPGLVKPSETLSLTC"])
+    assert bool((text == ns["pll"]).all())  # the quick start's strings score as the ids do
 
 
 def test_sampling_guide_example_runs(sapiens_vh, one_thread):

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import torch
 
 from ..batching import iter_masked_logits
-from ..energies import Positions, check_input_ids, resolve_positions, row_sum
+from ..energies import Positions, as_input_ids, resolve_positions, row_sum
 from ..errors import PositionsError
 from ..models.alphabet import allowed_ids
 from ..models.protocol import MaskedLM
@@ -161,7 +161,8 @@ def loglik(
 ) -> LogLik:
     """Chain-rule log-likelihoods of ``x_S`` given the rest, for the orders the settings ask for.
 
-    ``positions`` as in ``mlmprob.pll`` (default: every non-special position); a subset gives the
+    ``input_ids`` and ``positions`` as in ``mlmprob.pll`` (token ids ``[B, L]`` or text, a sequence or a list of
+    sequences; default positions: every non-special position); a subset gives the
     conditional log-likelihood of those positions given the others. The settings: ``spec``, a
     :class:`~mlmprob.likelihood.spec.LoglikSpec` (default ``LoglikSpec()``), its fields overridden by keyword:
     ``order`` (default ``"random"``): ``"l2r"``, ``"r2l"``, ``"random"`` (``n_orders``, default 8, uniform orders
@@ -185,7 +186,7 @@ def loglik(
     if generator is None:
         generator = seeded_generator(spec.seed, "stream", "loglik")
     check_generator(generator)
-    ids = check_input_ids(mlm, input_ids)
+    ids = as_input_ids(mlm, input_ids)
     sel = resolve_positions(mlm, ids, positions)
     words = _check_word_ids(word_ids, ids)
     allowed = allowed_ids(mlm)

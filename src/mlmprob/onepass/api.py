@@ -12,7 +12,9 @@ from .spec import OnePassSpec, PLLSpec
 
 def pll(mlm, input_ids, positions=None, spec: PLLSpec | None = None, *, word_ids=None, **overrides) -> torch.Tensor:
     """Log pseudo-likelihood ``sum_t log q_t(x_t | x with t masked)`` per sequence, ``[B]`` (float64), with the
-    settings ``spec`` (:class:`~mlmprob.onepass.spec.PLLSpec`; keywords override its fields).
+    settings ``spec`` (:class:`~mlmprob.onepass.spec.PLLSpec`; keywords override its fields). ``input_ids``: token ids
+    ``[B, L]``, or a sequence or a list of sequences, encoded by the model's own tokenizer
+    (:func:`~mlmprob.energies.as_input_ids`: ``mlmprob.pll(mlm, ["EVQLVESGG", "QVQLQESGP"])``).
 
     ``method="exact"`` (the default) runs one masked copy per position: see :func:`mlmprob.energies.pll`
     for ``positions`` and ``word_ids`` (the forward budget is the model reader's). ``method="one_pass"``

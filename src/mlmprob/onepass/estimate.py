@@ -10,7 +10,7 @@ from __future__ import annotations
 import torch
 
 from ..batching import DEFAULT_BATCH_TOKENS, read_logits
-from ..energies import TokenScores, check_input_ids, resolve_positions
+from ..energies import TokenScores, as_input_ids, resolve_positions
 from ..errors import MLMProbError
 from ..models.reader import Reader, reader_of
 from .correction import find_correction
@@ -74,7 +74,7 @@ def one_pass_token_scores(mlm, input_ids, positions=None, spec: OnePassSpec | No
     """
     spec = OnePassSpec.of(spec, **overrides)
     mlm = reader_of(mlm)
-    ids = check_input_ids(mlm, input_ids)
+    ids = as_input_ids(mlm, input_ids)
     sel = resolve_positions(mlm, ids, positions)
     c = find_correction(mlm, spec.correction) if spec.method == "one_pass" else None
     lp = torch.zeros(ids.shape, dtype=torch.float64)
