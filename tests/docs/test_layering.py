@@ -203,3 +203,40 @@ def test_the_amino_acid_alphabet_is_written_once():
         if p.name != "alphabet.py" and any(f"{q}{AMINO_ACIDS}{q}" in p.read_text() for q in "\"'")
     ]
     assert spelled == []
+
+
+ALGORITHMS = (
+    "sampling",
+    "infilling",
+    "joints",
+    "variants",
+    "designing",
+    "onepass",
+    "likelihood",
+    "training",
+    "synthetic",
+    "metrics",
+)
+
+
+def _algorithm_of(module: str) -> str | None:
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 and parts[0] == "mlmprob" and parts[1] in ALGORITHMS else None
+
+
+def _is_streaming_job(module: str) -> bool:
+    return module.rpartition(".")[2] in ("stream", "job")
+
+
+def test_no_algorithm_imports_another_algorithms_streaming_job():
+    """A streamed job (``*.stream``, ``*.job``) sits on top of its own algorithm: another algorithm that needs a
+    piece of it takes it from the layer below (e.g. the gap parser, ``mlmprob.gaps``), never from the job."""
+    assert _algorithm_of("mlmprob.sampling.cdr") == "sampling" and _algorithm_of("mlmprob.scoring") is None
+    assert _is_streaming_job("mlmprob.infilling.stream") and not _is_streaming_job("mlmprob.runtime.jobs")
+    across = sorted(
+        (m, t)
+        for m, ts in import_graph().items()
+        for t in ts
+        if _algorithm_of(m) and _algorithm_of(t) not in (None, _algorithm_of(m)) and _is_streaming_job(t)
+    )
+    assert across == [], f"an algorithm imports another algorithm's streaming job: {across}"

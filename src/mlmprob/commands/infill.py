@@ -140,8 +140,8 @@ def run(args) -> int:
 def _run_one(args, spec, region) -> int:
     import torch
 
+    from ..gaps import expand_gaps, gap_tokens
     from ..infilling.beam import infill, score_meaning
-    from ..infilling.stream import expand_gaps, gap_tokens
     from ..infilling.stream import mask_text as _mask_text
     from ..positions import token_numbers
     from .common import model_spec

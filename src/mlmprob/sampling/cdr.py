@@ -79,7 +79,7 @@ def residues_of(text: str) -> str:
     >>> residues_of("E V [MASK] Q _ <mask>x2")
     'EVXQXXX'
     """
-    from ..infilling.stream import expand_gaps
+    from ..gaps import expand_gaps
 
     return "".join(expand_gaps(text, "X").split())
 

@@ -1,0 +1,80 @@
+"""The gap parser: how a gap is written in a record's text, read without a model.
+
+A gap is written as ``[MASK]x5`` (five masked tokens), ``[MASK]`` / ``<mask>`` (one each, any case) or ``_``
+(one each), e.g. ``EVQLVESGGG_____QPGGSLRLSCAAS``. Masked tokens separated only by whitespace belong to the same
+contiguous gap. Infilling (``mlmprob.infilling.stream``) and the antibody numbering of sampled records
+(``mlmprob.sampling.cdr``) read gaps through it.
+"""
+
+from __future__ import annotations
+
+import re
+
+from . import defaults
+from .errors import MLMProbError
+
+_GAP_RE = re.compile(r"(\[MASK\]|<mask>)(?:\s*[xX*]\s*(\d+))?", re.IGNORECASE)
+
+
+def gap_tokens(text: str, limit: int | None = None) -> int:
+    """How many masked tokens the gaps of ``text`` hold, counted without writing them out; a count below 1, or
+    more than ``limit`` (the model's maximum length) or than :data:`mlmprob.defaults.MAX_INPUT_LINE` (any
+    input's longest line), is refused in one line before anything is built.
+
+    >>> gap_tokens("AC[MASK]x3D<mask>E_")
+    5
+    >>> gap_tokens("EV[MASK]x999999999999GG", 160)  # doctest: +NORMALIZE_WHITESPACE
+    Traceback (most recent call last):
+    ...
+    mlmprob.errors.MLMProbError: a gap of 999,999,999,999 tokens ('[MASK]x999999999999') is longer than the model
+    reads (160 tokens at most)
+    """
+    most = defaults.MAX_INPUT_LINE
+    cap, total = most if limit is None else min(limit, most), 0
+    reads = "any input holds" if limit is None or limit > most else "the model reads"
+    for m in _GAP_RE.finditer(text):
+        digits = (m.group(2) or "1").lstrip("0") or "0"
+        n = int(digits) if len(digits) <= 18 else cap + 1  # 5,000 digits: more than Python's int() converts
+        if n < 1:
+            raise MLMProbError(f"a gap of {n} tokens ({m.group(0)!r}); use a positive count")
+        if n > cap:
+            shown = f"{n:,}" if len(digits) <= 18 else f"a {len(digits):,}-digit number of"
+            raise MLMProbError(
+                f"a gap of {shown} tokens ({m.group(0)[:40]!r}) is longer than {reads} ({cap:,} tokens at most)"
+            )
+        total += n
+    total += _GAP_RE.sub("", text).count("_")
+    if total > cap:
+        raise MLMProbError(f"the gaps hold {total:,} masked tokens, more than {reads} ({cap:,} tokens at most)")
+    return total
+
+
+def expand_gaps(text: str, mask_text: str = "_", limit: int | None = None) -> str:
+    """Write every gap of ``text`` as ``mask_text`` repeated once per masked token; the count is checked first
+    (:func:`gap_tokens`, ``limit``: the model's maximum length).
+
+    >>> expand_gaps("AC[MASK]x3D<mask>E_")
+    'AC___D_E_'
+    >>> expand_gaps("the [MASK]x2 sat", "[MASK]")
+    'the [MASK][MASK] sat'
+    """
+    gap_tokens(text, limit)
+
+    def rep(m: re.Match) -> str:
+        return "\0" * (int(m.group(2)) if m.group(2) else 1)
+
+    out = _GAP_RE.sub(rep, text)
+    if mask_text != "_":
+        out = out.replace("_", "\0")
+    return out.replace("\0", mask_text)
+
+
+def count_gaps(text: str) -> int:
+    """How many contiguous gaps ``text`` holds (masked tokens apart only by whitespace are one gap); the gaps'
+    sizes are checked (:func:`gap_tokens`) but not written out.
+
+    >>> count_gaps("AC___D<mask>E"), count_gaps("the [MASK] [MASK]x2 sat _"), count_gaps("ACDE")
+    (2, 2, 0)
+    """
+    gap_tokens(text)
+    return len(re.findall(r"\0(?:\s*\0)*", _GAP_RE.sub("\0", text).replace("_", "\0")))
