@@ -10,6 +10,7 @@ import argparse
 import importlib
 import io
 import os
+import re
 import sys
 
 from .errors import MLMProbError
@@ -30,23 +31,49 @@ COMMANDS = (
 )
 
 
+def plain(text: str) -> str:
+    r"""Help text as a terminal shows it, the reST markup of the docstrings it comes from removed: double
+    backticks, and roles (``:func:`~a.b.c``` reads ``c``, ``:class:`a.B``` reads ``a.B``). Every command's help
+    passes through it (:class:`HelpFormatter`).
+
+    >>> plain("``mlmprob infill``: see :func:`~mlmprob.infill` and :class:`mlmprob.InfillSpec`")
+    'mlmprob infill: see infill and mlmprob.InfillSpec'
+    """
+    text = re.sub(r":[a-z]+(?::[a-z]+)?:`(~?)([^`]+)`", lambda m: m[2].rpartition(".")[2] if m[1] else m[2], text)
+    return re.sub(r"``(.+?)``", r"\1", text, flags=re.DOTALL)
+
+
 class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
-    """Shows every option's default, except a default of None: that means "not given", and the option's
-    help says what happens then (``--batch-tokens``: chosen by the device), so ``(default: None)`` would
-    only contradict it."""
+    """Shows every option's default, except a default of None (that means "not given", and the option's help
+    says what happens then: ``--batch-tokens``: chosen by the device, so ``(default: None)`` would only
+    contradict it), the False of a switch, and a default the help already states in its own words; and
+    writes every help text :func:`plain`."""
 
     def _get_help_string(self, action):
-        return action.help if action.default is None else super()._get_help_string(action)
+        text = action.help or ""
+        if action.default is None or (action.default is False and action.nargs == 0) or "default" in text.lower():
+            return text
+        return super()._get_help_string(action)
+
+    def _expand_help(self, action):
+        return plain(super()._expand_help(action))
+
+    def _format_text(self, text):
+        return super()._format_text(plain(text))
+
+
+class RawDescriptionHelpFormatter(argparse.RawDescriptionHelpFormatter, HelpFormatter):
+    """:class:`HelpFormatter` keeping the description's own line breaks (a command whose description is laid out)."""
 
 
 class Parser(argparse.ArgumentParser):
     """An ``ArgumentParser`` whose usage errors are one line, ``error: ...`` (no usage block), with
-    exit status 2; its subparsers are of the same class, and those that show defaults in their help
-    use :class:`HelpFormatter`."""
+    exit status 2; its subparsers are of the same class, and all of them write their help with
+    :class:`HelpFormatter` (:class:`RawDescriptionHelpFormatter` where the command asks for a raw description)."""
 
     def __init__(self, *args, **kwargs):
-        if kwargs.get("formatter_class") is argparse.ArgumentDefaultsHelpFormatter:
-            kwargs["formatter_class"] = HelpFormatter
+        raw = kwargs.get("formatter_class") is argparse.RawDescriptionHelpFormatter
+        kwargs["formatter_class"] = RawDescriptionHelpFormatter if raw else HelpFormatter
         super().__init__(*args, **kwargs)
 
     def error(self, message: str):

@@ -77,6 +77,25 @@ def test_every_option_has_help():
     assert not missing, f"options without help: {missing}"
 
 
+def test_help_is_plain_text_and_shows_every_default():
+    """No reST markup (double backticks) reaches a terminal, and every option whose default is a value (not
+    None: "not given", nor a switch's False) shows it, by the formatter or in its help's own words."""
+    parser = build_parser()
+    for name, sub in {"mlmprob": parser, **subparsers(parser)}.items():
+        marked = [line for line in sub.format_help().splitlines() if "``" in line]
+        assert marked == [], f"{name} --help shows reST markup: {marked}"
+        fmt = sub._get_formatter()
+        hidden = [
+            a.option_strings[-1]
+            for a in sub._actions
+            if a.option_strings
+            and a.help != argparse.SUPPRESS
+            and a.default not in (None, False, argparse.SUPPRESS)
+            and "default" not in fmt._format_action(a)
+        ]
+        assert hidden == [], f"{name} --help hides the defaults of {hidden}"
+
+
 def test_every_numeric_option_has_a_validating_type():
     raw = [
         f"{cmd} {a.option_strings[0]}"
