@@ -127,12 +127,12 @@ def mh_kernel(
         read = changed & (inside | (~state.inside & _no_worse(target, X, Xp, changed & ~state.inside)))
         log_alpha = torch.full((B,), float("-inf"), dtype=torch.float64)
         log_alpha[~changed] = 0.0
-        second, E_cheap, est = read, None, None
+        second, E_cheap, est, U_cp = read, None, None, None
         if delayed:
             assert u1 is not None
             E_cheap, _ = target.energies(Xp[read], only=cheap)
             rows_r = None if state.rows is None else state.rows[read]
-            U_c, U_cp = target.total(state.E[read], only=cheap), target.total(E_cheap, only=cheap)
+            U_c, U_cp = target.total(state.E[read], only=cheap), target.total(E_cheap, only=cheap)  # x', cheap terms
             est = first_stage(X[read], Xp[read], order[read], rows_r, U_c, U_cp, state.tau[read], log_q_fwd[read])
             second = read.clone()
             second[read] = torch.log(u1[read]) < est
@@ -148,10 +148,10 @@ def mh_kernel(
         log_q_rev = moves.log_q(Xp[second], X[second], order[second], back_rows)
         la = log_acceptance(state.U[second], U_new, state.tau[second], log_q_rev, log_q_fwd[second])
         if delayed:
-            assert E_cheap is not None and est is not None
+            assert U_cp is not None and est is not None
             tau2, U_c = state.tau[second], target.total(state.E[second], only=cheap)
             est_back = first_stage(
-                Xp[second], X[second], order[second], rows_new, target.total(E_new, only=cheap), U_c, tau2, log_q_rev
+                Xp[second], X[second], order[second], rows_new, U_cp[second[read]], U_c, tau2, log_q_rev
             )
             la = la + est_back.clamp(max=0.0) - est[second[read]].clamp(max=0.0)
         log_alpha[second] = la
