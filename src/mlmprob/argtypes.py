@@ -23,6 +23,7 @@ import math
 import re
 
 from .defaults import DEVICE_TYPES
+from .errors import MLMProbError
 
 LIMIT = 10**9  # larger numbers are refused: no option of mlmprob means anything that large
 MAX_THREADS = 1024  # more CPU threads is a typing mistake (OpenMP sizes its pool up front: 10**9 asks for ~200 GB)
@@ -125,6 +126,39 @@ def dropout_rate(text: str) -> float:
     if not 0 <= value < 1:
         raise argparse.ArgumentTypeError(f"must be {what}, got {text!r}")
     return value
+
+
+def checked(parse, check):
+    """The type of a flag that sets a spec field: the text read by ``parse`` (``int`` or ``float``), then checked by
+    the spec's own ``check(value)`` (its :class:`~mlmprob.errors.MLMProbError` becomes argparse's one line), so the
+    flag accepts and refuses exactly what the spec does.
+
+    >>> def check_tol(v):
+    ...     if not 0 <= v < float("inf"):
+    ...         raise MLMProbError(f"tol must be a finite number >= 0, got {v!r}")
+    >>> checked(float, check_tol)("0")
+    0.0
+    >>> checked(float, check_tol)("nan")
+    Traceback (most recent call last):
+    ...
+    argparse.ArgumentTypeError: must be a finite number >= 0, got nan
+    """
+    what = "an integer" if parse is int else "a number"
+
+    def convert(text: str):
+        try:
+            value = parse(str(text).strip())
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"must be {what}, got {text!r}") from None
+        try:
+            check(value)
+        except MLMProbError as e:
+            head, _, rest = str(e).partition(" ")
+            raise argparse.ArgumentTypeError(rest if rest.startswith("must ") else str(e)) from None
+        return value
+
+    convert.__name__ = getattr(check, "__name__", "checked")
+    return convert
 
 
 _DEVICE = re.compile(rf"auto|({'|'.join(DEVICE_TYPES)})(:\d+)?")

@@ -137,6 +137,11 @@ def check_int(name: str, value, lo: int, what: str) -> None:
         raise MLMProbError(f"{name} must be {what}, got {value!r}")
 
 
+def check_seed(value, name: str = "seed") -> None:
+    """Refuse a seed that is not a non-negative integer (any size: a seed is not a count)."""
+    check_int(name, value, 0, "a non-negative integer")
+
+
 def check_count(name: str, value, most: int, why: str) -> int:
     """``value`` if it is a positive integer (not a bool) of at most ``most``; else one line naming ``name``, the
     bound and ``why`` there is one (what each unit costs).

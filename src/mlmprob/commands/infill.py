@@ -17,9 +17,9 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ..argtypes import positive_int
+from ..argtypes import checked
 from ..errors import MLMProbError
-from ..infilling.spec import GAP_MODES
+from ..infilling.spec import GAP_MODES, check_beam_size
 from ..jsonl import dumps
 
 __all__ = ["register", "run"]
@@ -91,7 +91,11 @@ def register(sub) -> None:
         help="left to right, or best to worst (most confident position first); default l2r",
     )
     p.add_argument(
-        "--beam-size", "-k", type=positive_int, default=5, help="beam size = number of fills kept (default 5)"
+        "--beam-size",
+        "-k",
+        type=checked(int, check_beam_size),
+        default=5,
+        help="beam size = number of fills kept (default 5)",
     )
     p.add_argument("--pivot", help="HCB pivot token or id (default: the mask token)")
     p.add_argument(

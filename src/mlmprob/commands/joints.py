@@ -14,10 +14,11 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ..argtypes import nonnegative_int, positive_float, positive_int
+from ..argtypes import checked, positive_int
 from ..errors import MLMProbError
-from ..joints.spec import SCHEMES, JointsSpec
+from ..joints.spec import SCHEMES, JointsSpec, check_ag_max_steps, check_ag_steps, check_ag_tol
 from ..runtime.inputs import FORMATS
+from ..settings import check_seed
 
 
 def register(subparsers) -> argparse.ArgumentParser:
@@ -43,7 +44,7 @@ def register(subparsers) -> argparse.ArgumentParser:
         default=list(SCHEMES),
         help="pair schemes: random positions, or contiguous (adjacent) positions (default: both)",
     )
-    p.add_argument("--seed", type=nonnegative_int, default=0, help="seed of the pair sampling (default 0)")
+    p.add_argument("--seed", type=checked(int, check_seed), default=0, help="seed of the pair sampling (default 0)")
     p.add_argument(
         "--top-k",
         type=positive_int,
@@ -54,14 +55,20 @@ def register(subparsers) -> argparse.ArgumentParser:
         "--pivot", choices=("mode", "mask"), default="mode", help="HCB pivot (default: mode of the MLM joint)"
     )
     p.add_argument(
-        "--ag-steps", type=positive_int, default=None, help="fixed AG steps (the paper: 50); default: to convergence"
+        "--ag-steps",
+        type=checked(int, check_ag_steps),
+        default=None,
+        help="fixed AG steps (the paper: 50); default: to convergence",
     )
     p.add_argument(
-        "--ag-tol", type=positive_float, default=1e-10, help="AG convergence: total-variation change per step"
+        "--ag-tol",
+        type=checked(float, check_ag_tol),
+        default=1e-10,
+        help="AG convergence: total-variation change per step (0: never stop early, run --ag-max-steps)",
     )
     p.add_argument(
         "--ag-max-steps",
-        type=positive_int,
+        type=checked(int, check_ag_max_steps),
         default=5000,
         help="cap on AG steps when running to convergence (default 5000)",
     )

@@ -8,7 +8,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from ..argtypes import integer, nonnegative_int, positive_int, probability
+from ..argtypes import checked, nonnegative_int, positive_int, probability
 from ..defaults import VARIANTS_MODEL, VARIANTS_MODEL_WHY
 from ..errors import MLMProbError
 from ..runtime.inputs import FORMATS
@@ -21,7 +21,9 @@ first residue)."""
 
 
 def register(sub) -> None:
-    from ..variants.spec import ALL_METHODS, CHAIN_ORDERS
+    from ..likelihood.spec import check_n_orders
+    from ..settings import check_seed
+    from ..variants.spec import ALL_METHODS, CHAIN_ORDERS, check_offset
 
     p = sub.add_parser(
         "variants",
@@ -55,19 +57,22 @@ def register(sub) -> None:
     )
     p.add_argument(
         "--chain-orders",
-        type=positive_int,
+        type=checked(int, check_n_orders),
         default=CHAIN_ORDERS,
         metavar="K",
         help="chain: orders of each variant's sites averaged over (all |S|! when at most K, else K drawn)",
     )
     p.add_argument(
         "--chain-seed",
-        type=nonnegative_int,
+        type=checked(int, check_seed),
         default=0,
         help="chain: seed of the drawn orders (with the variant's sites; not the bootstrap's --seed)",
     )
     p.add_argument(
-        "--offset", type=integer, default=1, help="number of the wild type's first residue in the mutant strings"
+        "--offset",
+        type=checked(int, check_offset),
+        default=1,
+        help="number of the wild type's first residue in the mutant strings",
     )
     p.add_argument("--format", default="auto", choices=FORMATS, help="input format (auto: by the file's suffix)")
     p.add_argument("--mutant-column", default="mutant", help="mutant-string column of a CSV/TSV input")

@@ -61,9 +61,6 @@ class PairSpec(Spec):
             check_int("top_k", self.top_k, 1, "None (every candidate) or an integer >= 1")
         if self.pivot is not None:
             object.__setattr__(self, "pivot", pivot_pair(self.pivot))
-        if self.ag_steps is not None:
-            check_int("ag_steps", self.ag_steps, 0, "None (run to ag_tol) or an integer >= 0")
-        check_int("ag_max_steps", self.ag_max_steps, 1, "an integer >= 1")
         check_ag_limits(self.ag_steps, self.ag_tol, self.ag_max_steps)
 
     @property

@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..errors import MLMProbError
-from ..settings import Spec
+from ..settings import Spec, check_int, check_seed
 
 SCHEMES = ("random", "contiguous")
 MAX_PAIRS = 1_000_000  # pairs per scheme: the run keeps every pair's id (its records' keys) in memory
@@ -16,14 +16,34 @@ MAX_AG_STEPS = 1_000_000  # Arnold-Gokhale updates of one pair (--ag-steps, --ag
 DEFAULT_COLUMN = "HC"  # the sequence column of a CSV/TSV data file when none is named
 
 
-def check_ag_limits(ag_steps, ag_tol, ag_max_steps) -> None:
-    """Refuse Arnold-Gokhale settings past :data:`MAX_AG_STEPS` updates, or a tolerance that is not a finite
-    number >= 0 (``nan`` or ``-1`` ran silently to ``ag_max_steps``)."""
-    for name, value in (("ag_steps", ag_steps), ("ag_max_steps", ag_max_steps)):
-        if (value or 0) > MAX_AG_STEPS:
-            raise MLMProbError(f"{name} must be at most {MAX_AG_STEPS:,} (AG updates per pair), got {value}")
+def check_ag_tol(ag_tol) -> None:
+    """Refuse an AG tolerance that is not a finite number >= 0 (``nan`` or ``-1`` ran silently to ``ag_max_steps``).
+    0 is a setting: an update never moves the joint by less than 0, so AG runs ``ag_max_steps`` updates and reports
+    no convergence."""
     if isinstance(ag_tol, bool) or not isinstance(ag_tol, (int, float)) or not 0 <= ag_tol < float("inf"):
         raise MLMProbError(f"ag_tol must be a finite number >= 0 (total variation), got {ag_tol!r}")
+
+
+def check_ag_steps(value, name: str = "ag_steps") -> None:
+    """Refuse ``ag_steps`` (fixed AG updates; 0: the uniform joint) that is not an integer >= 0, or ``ag_max_steps``
+    (the cap when running to ``ag_tol``) that is not one >= 1; either past :data:`MAX_AG_STEPS`."""
+    lo, what = (0, "None (run to ag_tol) or an integer >= 0") if name == "ag_steps" else (1, "an integer >= 1")
+    check_int(name, value, lo, what)
+    if value > MAX_AG_STEPS:
+        raise MLMProbError(f"{name} must be at most {MAX_AG_STEPS:,} (AG updates per pair), got {value}")
+
+
+def check_ag_max_steps(value) -> None:
+    check_ag_steps(value, "ag_max_steps")
+
+
+def check_ag_limits(ag_steps, ag_tol, ag_max_steps) -> None:
+    """The Arnold-Gokhale settings of :class:`JointsSpec` and :class:`~mlmprob.joints.evaluate.PairSpec`, checked by
+    the functions ``mlmprob joints``' flags convert with too."""
+    if ag_steps is not None:
+        check_ag_steps(ag_steps)
+    check_ag_max_steps(ag_max_steps)
+    check_ag_tol(ag_tol)
 
 
 @dataclass(frozen=True)
@@ -75,6 +95,7 @@ class JointsSpec(Spec):
             raise MLMProbError(
                 f"n_pairs must be at most {MAX_PAIRS:,} per scheme (the run keeps every pair's id), got {self.n_pairs}"
             )
+        check_seed(self.seed)
         check_ag_limits(self.ag_steps, self.ag_tol, self.ag_max_steps)
         if self.pivot not in ("mode", "mask"):
             raise MLMProbError(f"pivot must be 'mode' or 'mask', got {self.pivot!r}")

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from ..errors import MLMProbError
 from ..likelihood.spec import check_n_orders
-from ..settings import Spec, check_int
+from ..settings import Spec, check_seed
 
 DEFAULT_METHODS = ("wt_marginals", "masked_marginals", "masked_marginals_all", "hcb")
 SATURATE_METHODS = ("wt_marginals", "masked_marginals")
@@ -35,6 +35,12 @@ METHODS = (
 )
 ALL_METHODS = METHODS + ("chain",)  # the default (None) is METHODS; chain on request
 CHAIN_ORDERS = 6  # orders of a variant's sites (all |S|! when at most this many)
+
+
+def check_offset(offset) -> None:
+    """Refuse an ``offset`` (the number of the wild type's first residue) that is not an integer (any sign)."""
+    if isinstance(offset, bool) or not isinstance(offset, int):
+        raise MLMProbError(f"offset must be an integer, got {offset!r}")
 
 
 def check_methods(methods) -> tuple[str, ...]:
@@ -65,10 +71,9 @@ class VariantsSpec(Spec):
 
     def __post_init__(self):
         object.__setattr__(self, "methods", check_methods(self.methods))
-        if isinstance(self.offset, bool) or not isinstance(self.offset, int):
-            raise MLMProbError(f"offset must be an integer, got {self.offset!r}")
-        check_n_orders(self.chain_orders)
-        check_int("chain_seed", self.chain_seed, 0, "a non-negative integer")
+        check_offset(self.offset)
+        check_n_orders(self.chain_orders, "chain_orders")
+        check_seed(self.chain_seed, "chain_seed")
 
     def uses(self, name: str) -> bool:
         return name not in CHAIN_FIELDS or "chain" in self.methods
