@@ -64,12 +64,7 @@ class Spec:
         ...
         mlmprob.errors.MLMProbError: unknown setting 'sise' of Demo; the settings are size, name
         """
-        names = [f.name for f in dataclasses.fields(cls)]
-        unknown = [k for k in overrides if k not in names]
-        if unknown:
-            s = "s" if len(unknown) > 1 else ""
-            valid = f"the settings are {', '.join(names)}" if names else "it has none"
-            raise MLMProbError(f"unknown setting{s} {', '.join(map(repr, unknown))} of {cls.__name__}; {valid}")
+        check_known(cls.__name__, overrides, [f.name for f in dataclasses.fields(cls)])
         if spec is None:
             missing = [
                 f.name
@@ -116,6 +111,22 @@ class Spec:
             if f.name in out and (how is False or (how == "unless default" and getattr(self, f.name) == f.default)):
                 del out[f.name]
         return out
+
+
+def check_known(owner: str, keywords, names) -> None:
+    """Refuse in one line the ``keywords`` that are not among ``names``, the settings ``owner`` (a spec class, an
+    entry point) takes: the package's one wording of an unknown keyword.
+
+    >>> check_known("mask_predict", {"iteratons": 3}, ("iterations", "strategy"))
+    Traceback (most recent call last):
+    ...
+    mlmprob.errors.MLMProbError: unknown setting 'iteratons' of mask_predict; the settings are iterations, strategy
+    """
+    unknown = [k for k in keywords if k not in names]
+    if unknown:
+        s = "s" if len(unknown) > 1 else ""
+        valid = f"the settings are {', '.join(names)}" if names else "it has none"
+        raise MLMProbError(f"unknown setting{s} {', '.join(map(repr, unknown))} of {owner}; {valid}")
 
 
 def json_value(value):

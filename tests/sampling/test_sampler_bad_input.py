@@ -40,6 +40,27 @@ def test_mask_predict_takes_at_most_the_specs_iterations(toy):
     assert mlmprob.mask_predict(toy, IDS, 2).history.shape[0] == 2
 
 
+def test_mask_predict_refuses_an_unknown_keyword_naming_the_valid_ones(toy):
+    # it was Python's TypeError ("got an unexpected keyword argument"), unlike every other entry point
+    with pytest.raises(MLMProbError) as e:
+        mlmprob.mask_predict(toy, IDS, 2, stratgy="easy_first")
+    assert str(e.value) == (
+        "unknown setting 'stratgy' of mask_predict; the settings are iterations, positions, strategy"
+    )
+    with pytest.raises(MLMProbError, match=r"unknown settings 'a', 'b' of mask_predict"):
+        mlmprob.mask_predict(toy, IDS, 2, a=1, b=2)
+
+
+def test_the_sampler_spec_is_public_in_its_package():
+    import mlmprob.sampling
+
+    assert mlmprob.sampling.SamplerSpec is SamplerSpec
+    assert "SamplerSpec" in mlmprob.sampling.__all__ and "SamplerSpec" in dir(mlmprob.sampling)
+    from mlmprob.sampling import SamplerSpec as imported
+
+    assert type(imported(method="ancestral")).__name__ == "AncestralSpec"
+
+
 @pytest.mark.parametrize("name", ["proposal_temperature", "top_p"])
 @pytest.mark.parametrize("value", [None, "0.5", [], True])
 @pytest.mark.parametrize("method", ["mh", "gibbs", "ancestral", "speculative", "unmask", "adaptive"])

@@ -22,6 +22,7 @@ from ..energies import Positions, check_input_ids
 from ..errors import MLMProbError
 from ..models.protocol import MaskedLM
 from ..positions import WORDS_AND_MASKS, Resolved
+from ..settings import check_known
 from .forward import block_logits
 from .init import resolve_free
 from .kernels import StepInfo, free_or_default, resolve_scored
@@ -49,10 +50,16 @@ def _greedy(logits: torch.Tensor, allowed: torch.Tensor) -> tuple[torch.Tensor, 
 
 
 def mask_predict(
-    mlm: MaskedLM, init_ids, iterations: int, positions: Positions = None, *, strategy: str = "mask_predict"
+    mlm: MaskedLM,
+    init_ids,
+    iterations: int,
+    positions: Positions = None,
+    *,
+    strategy: str = "mask_predict",
+    **unknown,
 ) -> MaskPredictResult:
     """Fill the free positions of ``init_ids`` ``[B, L]`` (their current tokens are ignored) in
-    ``iterations`` rounds of greedy refinement.
+    ``iterations`` rounds of greedy refinement; another keyword is refused in one line naming these.
 
     >>> import torch
     >>> from mlmprob import ExactMLM
@@ -61,6 +68,7 @@ def mask_predict(
     >>> r.ids.tolist(), tuple(r.history.shape)
     ([[1, 1]], (2, 1, 2))
     """
+    check_known("mask_predict", unknown, ("iterations", "positions", "strategy"))
     if strategy not in STRATEGIES:
         raise MLMProbError(f"strategy must be one of {STRATEGIES}, got {strategy!r}")
     check_iterations(iterations)  # each round is a sequential call and a kept copy of the ids
