@@ -41,14 +41,22 @@ def score_meaning(method: str, pivot: str | None = None) -> str:
     >>> score_meaning("hcb")
     'log-ratio in nats, not a probability (sum of log q(fill token) - log q(mask) per position; > 0: beats mask)'
     """
-    if method == "standard":
-        return "log-probability of the fill in nats (chain rule: sum of log q(fill token | context), <= 0)"
-    if method == "hcb":
-        p = pivot or "mask"
-        return (
-            f"log-ratio in nats, not a probability (sum of log q(fill token) - log q({p}) per position; > 0: beats {p})"
-        )
-    raise MLMProbError(f"unknown infilling method {method!r}; use one of {', '.join(METHODS)}")
+    return _method(_MEANINGS, method)(pivot or "mask")
+
+
+_MEANINGS = {  # method -> what its score is, given the pivot's name
+    "standard": lambda p: "log-probability of the fill in nats (chain rule: sum of log q(fill token | context), <= 0)",
+    "hcb": lambda p: (
+        f"log-ratio in nats, not a probability (sum of log q(fill token) - log q({p}) per position; > 0: beats {p})"
+    ),
+}
+
+
+def _method(table: dict, method: str):
+    """``method``'s entry of ``table``, or one line naming the methods."""
+    if method not in table:
+        raise MLMProbError(f"unknown infilling method {method!r}; use one of {', '.join(METHODS)}")
+    return table[method]
 
 
 def resolve_pivot(mlm: MaskedLM, pivot: int | None) -> int:
@@ -67,14 +75,21 @@ def resolve_pivot(mlm: MaskedLM, pivot: int | None) -> int:
     return pivot
 
 
+def _standard(mlm: MaskedLM, pivot: int | None) -> Correction:
+    if pivot is not None:
+        raise MLMProbError("pivot is used only by method='hcb'")
+    return Standard()
+
+
+def _hcb(mlm: MaskedLM, pivot: int | None) -> Correction:
+    return Pivot(resolve_pivot(mlm, pivot), mlm.mask_id)
+
+
+_CORRECTIONS = {"standard": _standard, "hcb": _hcb}  # method -> its correction of the beam's scores
+
+
 def make_correction(mlm: MaskedLM, method: str, pivot: int | None = None) -> Correction:
-    if method == "standard":
-        if pivot is not None:
-            raise MLMProbError("pivot is used only by method='hcb'")
-        return Standard()
-    if method == "hcb":
-        return Pivot(resolve_pivot(mlm, pivot), mlm.mask_id)
-    raise MLMProbError(f"unknown infilling method {method!r}; use one of {', '.join(METHODS)}")
+    return _method(_CORRECTIONS, method)(mlm, pivot)
 
 
 def beam_search(

@@ -197,15 +197,17 @@ def joint_from(pc: PairConditionals, method: str, pivot: tuple[int, int] | None 
         raise MLMProbError(f"unknown pairwise joint method {method!r}; use one of {', '.join(METHODS)}")
     if pivot is not None and method != "hcb":
         raise MLMProbError(f"a pivot only applies to method 'hcb', not {method!r}")
-    if method == "mlm":
-        return mlm_joint(pc)
-    if method == "mrf":
-        return mrf_joint(pc)
-    if method == "mrf_logit":
-        return mrf_logit_joint(pc)
-    if method == "hcb":
-        return hcb_joint(pc, pivot)
-    return ag_joint(pc).log_joint
+    return _JOINTS[method](pc, pivot)
+
+
+# method -> its log-joint from the conditionals (and HCB's pivot)
+_JOINTS = {
+    "mlm": lambda pc, pivot: mlm_joint(pc),
+    "mrf": lambda pc, pivot: mrf_joint(pc),
+    "mrf_logit": lambda pc, pivot: mrf_logit_joint(pc),
+    "hcb": lambda pc, pivot: hcb_joint(pc, pivot),
+    "ag": lambda pc, pivot: ag_joint(pc).log_joint,
+}
 
 
 def pivot_pair(pivot) -> tuple[int, int]:

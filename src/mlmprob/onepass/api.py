@@ -33,8 +33,17 @@ def pll(mlm, input_ids, positions=None, spec: PLLSpec | None = None, *, word_ids
     mlmprob.errors.MLMProbError: unknown PLL method 'fast'; use one of exact, one_pass, unmasked
     """
     spec = PLLSpec.of(spec, **overrides)
-    if spec.method == "exact":
-        return exact_pll(mlm, input_ids, positions, word_ids=word_ids)
+    return _PLL[spec.method](mlm, input_ids, positions, spec, word_ids)
+
+
+def _exact(mlm, input_ids, positions, spec: PLLSpec, word_ids) -> torch.Tensor:
+    return exact_pll(mlm, input_ids, positions, word_ids=word_ids)
+
+
+def _estimate(mlm, input_ids, positions, spec: PLLSpec, word_ids) -> torch.Tensor:
     if word_ids is not None:
         raise MLMProbError(f"method {spec.method!r} has no whole-word variant; use method='exact'")
     return one_pass_token_scores(mlm, input_ids, positions, OnePassSpec(spec.method, spec.correction)).pll
+
+
+_PLL = {"exact": _exact, "one_pass": _estimate, "unmasked": _estimate}  # method -> how it computes the PLL

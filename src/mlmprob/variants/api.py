@@ -112,29 +112,30 @@ def check_variants(mlm: MaskedLM, wild_type: torch.Tensor, mutants) -> list[Vari
     return out
 
 
+# method -> the changes of the copy whose row scores site ``i`` (the ``j``-th of the sites ``S``) of variant ``v``
+_CHANGES = {
+    "wt_marginals": lambda S, j, i, v, mut, mask: (),
+    "masked_marginals": lambda S, j, i, v, mut, mask: ((i, mask),),
+    "masked_marginals_all": lambda S, j, i, v, mut, mask: [(s, mask) for s in S],
+    "masked_marginals_mt": lambda S, j, i, v, mut, mask: [(s, mask if s == i else mut[s]) for s in S],
+    "mutant_marginals": lambda S, j, i, v, mut, mask: v,
+    "hcb": lambda S, j, i, v, mut, mask: [(s, mut[s]) for s in S[:j]] + [(i, mask)],
+}
+
+
 def _terms(table: RowTable, method: str, w: list[int], v: Variant, mask: int) -> list[tuple[int, float]]:
-    """``(request, sign)`` pairs whose signed sum is ``method``'s score of variant ``v``."""
+    """``(request, sign)`` pairs whose signed sum is ``method``'s score of variant ``v`` (none for a method that
+    reads no rows of its own)."""
     S = [p for p, _ in v]
     mut = dict(v)
-    terms = []
-
-    def pair(changes, i):
-        terms.append((table.request(changes, i, mut[i]), 1.0))
-        terms.append((table.request(changes, i, w[i]), -1.0))
-
+    terms: list[tuple[int, float]] = []
+    changes = _CHANGES.get(method)
+    if changes is None:
+        return terms
     for j, i in enumerate(S):
-        if method == "wt_marginals":
-            pair((), i)
-        elif method == "masked_marginals":
-            pair(((i, mask),), i)
-        elif method == "masked_marginals_all":
-            pair([(s, mask) for s in S], i)
-        elif method == "masked_marginals_mt":
-            pair([(s, mask if s == i else mut[s]) for s in S], i)
-        elif method == "mutant_marginals":
-            pair(v, i)
-        elif method == "hcb":
-            pair([(s, mut[s]) for s in S[:j]] + [(i, mask)], i)
+        c = changes(S, j, i, v, mut, mask)
+        terms.append((table.request(c, i, mut[i]), 1.0))
+        terms.append((table.request(c, i, w[i]), -1.0))
     return terms
 
 
