@@ -66,11 +66,14 @@ def test_demo_report(residue_bert, tmp_path, monkeypatch, capsys, one_thread):
     )
     monkeypatch.setenv("MLMPROB_DATA", str(data))
     assert main(["demo", "--model", str(residue_bert), "--n", "1", "--epochs", "1"]) == 0
-    out = capsys.readouterr().out
+    out, err = capsys.readouterr()
     heads = [line for line in out.splitlines() if re.match(r"^\d\. ", line)]
     assert [h[:3] for h in heads] == ["1. ", "2. ", "3. ", "4. "] and out.rstrip().splitlines()[-1].startswith(
         "done in"
     )
+    # every section ends with its wall time; the bars went to stderr (the report on stdout holds none)
+    assert len(re.findall(r"^   took \d+\.\ds$", out, re.M)) == 4
+    assert "\r" not in out and all(f"{desc}:" in err for desc in ("scoring", "MH", "joints", "infilling"))
 
     # 1. scores: trastuzumab, then the first valid Thera-SAbDab chain (the invalid one is skipped)
     scores = re.findall(rf"^   (\S+)\s+(\d+)\s+{NUM}\s+{NUM}\s+{NUM}\s+\d+\.\d$", out, re.M)
@@ -117,6 +120,37 @@ def test_demo_report(residue_bert, tmp_path, monkeypatch, capsys, one_thread):
     # the two methods' scores are different quantities: the report says what each is, and in which unit
     assert "   standard score: log-probability of the fill in nats" in out
     assert "   hcb score: log-ratio in nats, not a probability (sum of log q(fill token) - log q(mask)" in out
+    assert "*" not in out  # the native fill is marked by its rank alone (a '*' was explained and never printed)
+    _glossary_covers_the_report(out)
+
+
+# the column and row names any reader knows (not glossary terms)
+PLAIN = {"antibody", "length", "secs", "chain", "CDR-H3", "method", "native"}
+
+
+def _glossary_covers_the_report(out: str) -> None:
+    """The glossary explains every term the report prints (its tables' columns and rows, its rates and
+    diagnostics), and nothing it does not print."""
+    from mlmprob.commands.demo import GLOSSARY
+
+    report, glossary = out.split("\nGlossary\n")
+    lines = glossary.splitlines()[: len(GLOSSARY)]
+    assert [line.split(": ")[0].strip() for line in lines] == list(GLOSSARY)  # one line per term, in plain words
+    terms = {term for key in GLOSSARY for term in key.split(", ")}
+    for term in terms:  # nothing explained that the report does not print
+        assert re.search(rf"(^|[\s(]){re.escape(term)}([\s:;,)]|$)", report, re.M), f"{term!r} is not in the report"
+    printed = set()
+    for line in report.splitlines():
+        if re.match(r"^   (antibody|chain|method)\s", line):  # a table's header: its column names
+            printed |= set(line.split())
+        row = re.match(r"^   (mlm|mrf_logit|mrf|hcb|ag|standard)\s+(l2r|best)?", line)  # joint and infill rows
+        if row:
+            printed |= {g for g in row.groups() if g}
+    printed |= {"log q", "acceptance", "novel transitions", "proposals/s", "forward rows", "AG", "top-3"}
+    printed |= {"native rank", "conditional-independence gap"}
+    assert all(term in report for term in printed)
+    missing = sorted(printed - terms - PLAIN)
+    assert missing == [], f"printed without a glossary line: {missing}"
 
 
 def test_a_huge_epochs_is_refused_before_the_model_loads(monkeypatch, capsys):
@@ -130,6 +164,6 @@ def test_a_huge_epochs_is_refused_before_the_model_loads(monkeypatch, capsys):
     assert main(["demo", "--n", "0", "--epochs", "1000000000"]) == 2
     err = capsys.readouterr().err.strip()
     assert (
-        err.startswith("error: epochs 1,000,000,000 + burn_in 5 of 3 chains would keep at least")
+        err.startswith("error: epochs 1,000,000,000 + burn_in 0 of 3 chains would keep at least")
         and len(err.splitlines()) == 1
     ), err

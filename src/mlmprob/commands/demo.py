@@ -1,9 +1,15 @@
-"""``mlmprob demo``: the main job on the embedded default model (AntiBERTy), with a short report."""
+"""``mlmprob demo``: the main job on the embedded default model (AntiBERTy), with a short report: four sections,
+each ending with its wall time (a section that computes for more than a moment shows a progress bar on stderr
+meanwhile), then a glossary of the terms the report uses (:data:`GLOSSARY`)."""
 
 from __future__ import annotations
 
 import argparse
+import sys
+import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 # Public variable-domain heavy chains (trastuzumab's VH is also given in the shared data README).
 DEMO_HEAVY = {
@@ -15,7 +21,42 @@ DEMO_HEAVY = {
 
 
 DEMO_N = 3  # Thera-SAbDab chains scored by default when the shared data is there
-DEMO_CHAINS = 3  # MH chains of the CDR-H3 redesign section
+DEMO_CHAINS = 3  # MH chains of the CDR-H3 redesign section (no burn-in: the chains' states after --epochs sweeps)
+
+# One line per term the report prints, in plain words (tests/commands/test_demo.py: every term printed has its line)
+GLOSSARY = {
+    "PLL": "pseudo-log-likelihood: the sum over residues of log q; closer to 0 = more natural to the model "
+    "(it ranks sequences of one model; it is not a probability)",
+    "PLL/res": "the PLL divided by the number of residues, to compare sequences of different lengths",
+    "log q": "the model's log-probability of the residue at a position with that position masked, the rest given",
+    "E_local": "the energy -PLL (section 2: summed over the CDR-H3 only); lower = more natural",
+    "E_raw": "minus the sum of the model's raw scores (logits) of the residues, read unmasked: another energy, "
+    "on its own scale",
+    "identity": "the fraction of the CDR-H3's residues that equal the native's",
+    "acceptance": "the fraction of Metropolis-Hastings proposals accepted (proposing the residue already there "
+    "counts as accepted)",
+    "novel transitions": "the fraction of proposals that were accepted and changed the sequence: how often a "
+    "chain really moved",
+    "proposals/s": "proposals tested per second (each changed proposal re-reads the CDR-H3 through the model)",
+    "forward rows": "sequences passed through the model",
+    "mode, p(mode)": "the most probable residue pair under a joint, and its probability",
+    "p(native)": "the probability a joint gives the native residue pair",
+    "mlm": "the model's own joint with both positions masked: the product of its two conditionals, blind to how "
+    "the two residues depend on each other",
+    "mrf, mrf_logit": "joints proportional to the product of each residue's conditional given the other "
+    "(mrf_logit: of the raw logits)",
+    "hcb": "Hammersley-Clifford-Besag: section 3, the joint rebuilt from the conditionals around one reference "
+    "pair; section 4, the beam search whose score is corrected the same way",
+    "ag, AG": "Arnold-Gokhale: the joint whose conditionals come closest to the model's, found iteratively "
+    "(steps shown)",
+    "A-KL": "how far a joint's conditionals are from the model's own (mean KL divergence, nats; 0 = they agree)",
+    "conditional-independence gap": "how strongly the two residues depend on each other in the model's "
+    "conditionals, which the mlm joint ignores (nats; 0 = independent)",
+    "standard": "infilling by beam search with the model's conditionals (the chain rule)",
+    "l2r, best": "the order a beam fills the gap in: left to right, or the most certain position first",
+    "top-3, native rank": "the three best fills with their scores; the native fill's rank among the beam's 5 "
+    "(>5: not in the beam)",
+}
 
 
 def register(sub) -> None:
@@ -36,7 +77,10 @@ def register(sub) -> None:
         f"score besides trastuzumab (default: {DEMO_N} when the data is there, else none)",
     )
     p.add_argument("--seed", type=nonnegative_int, default=0, help="seed of the CDR-H3 redesign chains")
-    p.add_argument("--epochs", type=positive_int, default=2, help="MH epochs of the CDR-H3 redesign section")
+    p.add_argument(
+        "--epochs", type=positive_int, default=2, help="MH epochs (no burn-in) of the CDR-H3 redesign section"
+    )
+    p.add_argument("--no-progress", action="store_true", help="no progress bars on stderr")
     p.set_defaults(func=run)
 
 
@@ -64,45 +108,79 @@ def demo_records(n: int | None):
     return recs
 
 
+@contextmanager
+def progress(args, total: int | None, unit: str, desc: str) -> Iterator:
+    """A progress bar on stderr for a section's work (gone when it ends; ``--no-progress``: none); on a terminal
+    its clock ticks every second, also while one long step runs."""
+    from ..runtime.engine import progress_bar
+
+    bar = progress_bar(total, unit, desc, disable=args.no_progress)
+    bar.leave = False
+    stop = threading.Event()
+
+    def tick():
+        while not stop.wait(1.0):
+            bar.refresh()
+
+    ticker = threading.Thread(target=tick, daemon=True)
+    if not args.no_progress and sys.stderr.isatty():
+        ticker.start()
+    try:
+        yield bar
+    finally:
+        stop.set()
+        if ticker.is_alive():
+            ticker.join()
+        bar.close()
+
+
 def run(args) -> int:
     from ..sampling.spec import SamplerSpec
-    from ..scoring import score_records
 
     t0 = time.perf_counter()
     records = demo_records(args.n)  # a missing table fails before the model loads
-    SamplerSpec.of(None, method="mh", epochs=args.epochs).check_size(DEMO_CHAINS)  # so does a huge --epochs
+    # so does a huge --epochs
+    SamplerSpec.of(None, method="mh", epochs=args.epochs, burn_in=0).check_size(DEMO_CHAINS)
     from .common import load_model_from_args
 
+    print(f"mlmprob demo: loading {args.model} ...", flush=True)
     mlm = load_model_from_args(args)
     from ..runtime.device import describe
 
     print(
-        f"mlmprob demo: model {mlm.name} ({sum(p.numel() for p in mlm.model.parameters()) / 1e6:.1f}M parameters, "
+        f"model {mlm.name} ({sum(p.numel() for p in mlm.model.parameters()) / 1e6:.1f}M parameters, "
         f"vocabulary {mlm.vocab_size}) on {describe(mlm.device, mlm.dtype)}, "
-        f"loaded in {time.perf_counter() - t0:.1f}s\n"
+        f"loaded in {time.perf_counter() - t0:.1f}s"
     )
-
-    print("1. Sequence scores (pseudo-log-likelihood, E_local = -PLL, E_raw = -sum of raw logits)")
-    print(f"   {'antibody':<16}{'length':>7}{'PLL':>10}{'PLL/res':>9}{'E_raw':>10}{'secs':>7}")
-    worst = None
-    for r in records:
+    for section in (score_section, sample_section, joint_section, infill_section):
         t = time.perf_counter()
-        (s,) = list(score_records(mlm, [r], per_token=True))
-        print(
-            f"   {s.id[:15]:<16}{s.n_tokens:>7}{s.pll:>10.2f}{s.pll_per_token:>9.3f}{s.e_raw:>10.1f}"
-            f"{time.perf_counter() - t:>7.1f}"
-        )
-        if worst is None:
-            worst = s
-    assert worst is not None  # the demo scores at least one sequence
+        section(mlm, args, records)
+        print(f"   took {time.perf_counter() - t:.1f}s", flush=True)
+    print("\nGlossary")
+    for term, meaning in GLOSSARY.items():
+        print(f"   {term}: {meaning}")
+    print(f"\ndone in {time.perf_counter() - t0:.1f}s")
+    return 0
+
+
+def score_section(mlm, args, records) -> None:
+    from ..scoring import score_records
+
+    print("\n1. Sequence scores (pseudo-log-likelihood, E_local = -PLL, E_raw = -sum of raw logits)", flush=True)
+    scored = []
+    with progress(args, len(records), "seq", "scoring") as bar:
+        for r in records:
+            t = time.perf_counter()
+            (s,) = list(score_records(mlm, [r], per_token=True))
+            scored.append((s, time.perf_counter() - t))
+            bar.update(1)
+    print(f"   {'antibody':<16}{'length':>7}{'PLL':>10}{'PLL/res':>9}{'E_raw':>10}{'secs':>7}")
+    for s, secs in scored:
+        print(f"   {s.id[:15]:<16}{s.n_tokens:>7}{s.pll:>10.2f}{s.pll_per_token:>9.3f}{s.e_raw:>10.1f}{secs:>7.1f}")
+    worst = scored[0][0]  # the demo scores at least one sequence: trastuzumab
     lows = sorted(range(worst.n_tokens), key=lambda i: worst.token_log_prob[i])[:5]
     print(f"\n   least expected residues of {worst.id} (position: residue, log q):")
     print("   " + ", ".join(f"{i + 1}:{worst.tokens[i]} {worst.token_log_prob[i]:.2f}" for i in sorted(lows)))
-    sample_section(mlm, args)
-    joint_section(mlm, args)
-    infill_section(mlm, args)
-    print(f"\ndone in {time.perf_counter() - t0:.1f}s")
-    return 0
 
 
 def _trastuzumab(mlm):
@@ -114,10 +192,11 @@ def _trastuzumab(mlm):
     return seq, enc.input_ids, cdr_mask(seq, enc.word_ids[0], "H3", "imgt")
 
 
-def sample_section(mlm, args) -> None:
+def sample_section(mlm, args, records) -> None:
     import torch
 
     from ..sampling.api import sample
+    from ..sampling.io import epoch_shown
 
     seq, ids, cdr = _trastuzumab(mlm)
     cols = cdr.nonzero()[:, 0]
@@ -126,19 +205,27 @@ def sample_section(mlm, args) -> None:
     print(f"\n2. CDR-H3 redesign of trastuzumab (framework clamped): native CDR-H3 {native} ({len(cols)} residues)")
     print(
         f"   Metropolis-Hastings on E_local with the model's own conditionals as proposals, {chains} chains x "
-        f"{args.epochs} epochs from the native sequence"
+        f"{args.epochs} epoch{'s' * (args.epochs != 1)} (sweeps over the CDR-H3, no burn-in) from the native sequence",
+        flush=True,
     )
-    t = time.perf_counter()
-    r = sample(
-        mlm,
-        ids.expand(chains, -1),
-        method="mh",
-        energy="local",
-        epochs=args.epochs,
-        positions=cdr[None].expand(chains, -1),
-        reference=ids[0],
-        generator=torch.Generator().manual_seed(args.seed),
-    )
+    with progress(args, args.epochs, "epoch", "MH") as bar:
+
+        def on_epoch(rec, total):
+            bar.set_postfix(epoch_shown(rec), refresh=False)
+            bar.update(1)
+
+        r = sample(
+            mlm,
+            ids.expand(chains, -1),
+            method="mh",
+            energy="local",
+            epochs=args.epochs,
+            burn_in=0,
+            positions=cdr[None].expand(chains, -1),
+            reference=ids[0],
+            generator=torch.Generator().manual_seed(args.seed),
+            on_epoch=on_epoch,
+        )
     print(f"   {'chain':<7}{'CDR-H3':<{len(cols) + 2}}{'E_local':>9}{'identity':>10}")
     from ..energies import energy
 
@@ -153,24 +240,23 @@ def sample_section(mlm, args) -> None:
         )
     print(
         f"   acceptance {r.accept_rate:.2f}, novel transitions {r.novel_rate:.2f}, "
-        f"{r.proposals_per_second:.1f} proposals/s, {time.perf_counter() - t:.1f}s"
+        f"{r.proposals_per_second:.1f} proposals/s, {r.forward_rows} forward rows"
     )
 
 
-def joint_section(mlm, args) -> None:
+def joint_section(mlm, args, records) -> None:
     from ..joints.evaluate import evaluate_pair
 
     seq, ids, cdr = _trastuzumab(mlm)
     cols = cdr.nonzero()[:, 0].tolist()
     a, b = cols[len(cols) // 2], cols[len(cols) // 2 + 1]
-    t = time.perf_counter()
-    ev = evaluate_pair(mlm, ids[0], a, b)
+    gold = mlm.decode(ids[0, [a, b]])
+    print(f"\n3. Joint of two adjacent CDR-H3 residues (positions {a}, {b}; native {gold})", flush=True)
+    with progress(args, 1, "pair", "joints") as bar:
+        ev = evaluate_pair(mlm, ids[0], a, b)
+        bar.update(1)
     pc = ev.conditionals
-    gold = f"{mlm.decode([pc.gold[0]])}{mlm.decode([pc.gold[1]])}"
-    print(
-        f"\n3. Joint of two adjacent CDR-H3 residues (positions {a}, {b}; native {gold}) over "
-        f"{pc.size}x{pc.size} residue pairs, {pc.n_forward} forward rows"
-    )
+    print(f"   over {pc.size}x{pc.size} residue pairs, {pc.n_forward} forward rows")
     print(f"   {'method':<11}{'mode':>6}{'p(mode)':>9}{'p(native)':>11}{'A-KL':>9}")
     for m, lj in ev.joints.items():
         k = int(lj.argmax())
@@ -180,11 +266,11 @@ def joint_section(mlm, args) -> None:
         print(f"   {m:<11}{mode:>6}{float(lj.flatten()[k].exp()):>9.3f}{p_gold:>11.3f}{ev.metrics[m].akl:>9.4f}")
     print(
         f"   AG: {ev.ag.steps} steps ({'converged' if ev.ag.converged else 'cap reached'}); "
-        f"conditional-independence gap of the MLM joint {ev.ci_gap:.4f} nats; {time.perf_counter() - t:.1f}s"
+        f"conditional-independence gap of the MLM joint {ev.ci_gap:.4f} nats"
     )
 
 
-def infill_section(mlm, args) -> None:
+def infill_section(mlm, args, records) -> None:
     from ..infilling.beam import infill, score_meaning
 
     seq, ids, cdr = _trastuzumab(mlm)
@@ -192,17 +278,17 @@ def infill_section(mlm, args) -> None:
     gap = cols[len(cols) // 2 - 2 : len(cols) // 2 + 2]
     native = mlm.decode(ids[0, gap])
     shown = mlm.decode(ids[0, cols[0] : gap[0]]) + "_" * len(gap) + mlm.decode(ids[0, gap[-1] + 1 : cols[-1] + 1])
-    print(f"\n4. Infilling a {len(gap)}-residue gap in CDR-H3: {shown} (native {native}), beam 5")
-    t = time.perf_counter()
-    for method in ("standard", "hcb"):
-        for order in ("l2r", "best"):
-            cands = infill(mlm, ids[0], gap, method=method, order=order, beam_size=5)
-            fills = ", ".join(
-                f"{mlm.decode(list(c.tokens))}{'*' if mlm.decode(list(c.tokens)) == native else ''} {c.score:.2f}"
-                for c in cands[:3]
-            )
-            rank = next((i + 1 for i, c in enumerate(cands) if mlm.decode(list(c.tokens)) == native), None)
-            print(f"   {method:<9}{order:<5} top-3: {fills}   native rank: {rank or '>5'}")
-    print(f"   (* = native; {time.perf_counter() - t:.1f}s) the two methods' scores are different quantities:")
+    print(f"\n4. Infilling a {len(gap)}-residue gap in CDR-H3: {shown} (native {native}), beam 5", flush=True)
+    searches = [(method, order) for method in ("standard", "hcb") for order in ("l2r", "best")]
+    found = []
+    with progress(args, len(searches), "search", "infilling") as bar:
+        for method, order in searches:
+            found.append(infill(mlm, ids[0], gap, method=method, order=order, beam_size=5))
+            bar.update(1)
+    for (method, order), cands in zip(searches, found, strict=True):
+        fills = ", ".join(f"{mlm.decode(list(c.tokens))} {c.score:.2f}" for c in cands[:3])
+        rank = next((i + 1 for i, c in enumerate(cands) if mlm.decode(list(c.tokens)) == native), None)
+        print(f"   {method:<9}{order:<5} top-3: {fills}   native rank: {rank or '>5'}")
+    print("   the two methods' scores are different quantities:")
     for method in ("standard", "hcb"):
         print(f"   {method} score: {score_meaning(method)}")
