@@ -1,0 +1,46 @@
+"""The built documentation site (``mkdocs build --strict`` into a temporary folder, once per module): the sidebar
+keeps "Web app" and "Guides" is not a link to it."""
+
+import importlib.util
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _hook(name: str):
+    spec = importlib.util.spec_from_file_location(name, ROOT / "docs" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory) -> Path:
+    pytest.importorskip("mkdocs", reason="the docs extra is not installed (pip install -e '.[docs]')")
+    pytest.importorskip("material", reason="mkdocs-material is not installed (the docs extra)")
+    out = tmp_path_factory.mktemp("site")
+    env = {**os.environ, "NO_MKDOCS_2_WARNING": "1", "HF_HUB_OFFLINE": "1"}
+    cmd = [sys.executable, "-m", "mkdocs", "build", "--strict", "--quiet", "-d", str(out)]
+    done = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return out
+
+
+def test_guides_is_a_section_and_the_web_app_a_page_of_it(site):
+    """navigation.indexes made docs/app/README.md (an "index" to MkDocs) the link of "Guides"; docs/hooks_nav.py
+    makes it a page of the section, at the same URL."""
+    html = (site / "index.html").read_text()
+    nav = html[html.index('class="md-nav md-nav--primary"') :]
+    guides = re.search(
+        r'<label class="md-nav__link" for="(__nav_\d+)"[^>]*>\s*<span class="md-ellipsis">\s*Guides\s', nav
+    )
+    assert guides, "the Guides section's label is missing or is a link"
+    assert not re.search(r'<a href="app/" class="md-nav__link[^"]*">\s*<span class="md-ellipsis">\s*Guides\s', nav)
+    assert re.search(r'<a href="app/" class="md-nav__link">\s*<span class="md-ellipsis">\s*Web app\s', nav)
+    assert (site / "app" / "index.html").is_file()
