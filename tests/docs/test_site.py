@@ -100,3 +100,14 @@ def test_docstrings_rewritten_for_the_site():
     spec.loader.exec_module(module)
     text = "See :class:`~mlmprob.x.Y` and :func:`mlmprob.z`.\n>>> 1 + 1\n2\n\nAfter."
     assert module.rewrite(text) == "See `Y` and `mlmprob.z`.\n\n```pycon\n>>> 1 + 1\n2\n```\n\nAfter."
+
+
+def test_home_page_links_every_guide_and_recipe():
+    """Every page of the "Guides" and "How-to" sections is reachable from the home page (docs/index.md)."""
+    yaml = pytest.importorskip("yaml")
+    nav = yaml.safe_load((ROOT / "mkdocs.yml").read_text())["nav"]
+    home = set(re.findall(r"\]\(([^)#\s]+\.md)", (DOCS / "index.md").read_text()))
+    for title in ("Guides", "How-to"):
+        section = next(item[title] for item in nav if isinstance(item, dict) and title in item)
+        pages = [next(iter(e.values())) if isinstance(e, dict) else e for e in section]
+        assert sorted(set(pages) - home) == [], f"docs/index.md does not link these pages of {title}"
