@@ -1,7 +1,8 @@
 """The built documentation site (``mkdocs build --strict`` into a temporary folder, once per module): the sidebar
-keeps "Web app" and "Guides" is not a link to it."""
+keeps "Web app" and "Guides" is not a link to it, and search boosts the recipes over the results pages."""
 
 import importlib.util
+import json
 import os
 import re
 import subprocess
@@ -18,6 +19,12 @@ def _hook(name: str):
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+def test_search_boost_of_each_kind_of_page():
+    boost_of = _hook("hooks_search").boost_of
+    assert boost_of("results/bench_pll.md") < 1 < boost_of("guides/scoring.md") < boost_of("howto/score-fasta.md")
+    assert boost_of("index.md") is None and boost_of("scale.md") is None
 
 
 @pytest.fixture(scope="module")
@@ -44,3 +51,14 @@ def test_guides_is_a_section_and_the_web_app_a_page_of_it(site):
     assert not re.search(r'<a href="app/" class="md-nav__link[^"]*">\s*<span class="md-ellipsis">\s*Guides\s', nav)
     assert re.search(r'<a href="app/" class="md-nav__link">\s*<span class="md-ellipsis">\s*Web app\s', nav)
     assert (site / "app" / "index.html").is_file()
+
+
+def test_search_index_carries_the_boosts(site):
+    """mkdocs-material copies each page's boost into search/search_index.json, which lunr applies in the browser."""
+    docs = json.loads((site / "search" / "search_index.json").read_text())["docs"]
+    boosts: dict[str, set] = {}
+    for d in docs:
+        boosts.setdefault(d["location"].split("/")[0].split("#")[0], set()).add(d.get("boost"))
+    assert boosts["results"] == {0.1}, boosts["results"]
+    assert boosts["howto"] == {4.0} and boosts["guides"] == {2.0}
+    assert boosts[""] == {None}  # the home page keeps the default
