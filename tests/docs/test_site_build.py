@@ -1,5 +1,6 @@
 """The built documentation site (``mkdocs build --strict`` into a temporary folder, once per module): the sidebar
-keeps "Web app" and "Guides" is not a link to it, and search boosts the recipes over the results pages."""
+keeps "Web app" and "Guides" is not a link to it, search boosts the recipes over the results pages, 404.html
+links its assets from ``site_url`` and code blocks wrap."""
 
 import importlib.util
 import json
@@ -7,11 +8,13 @@ import os
 import re
 import subprocess
 import sys
+import urllib.parse
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
+PAGES = ["", "howto/score-fasta/", "guides/scoring/", "api/", "results/"]  # home, a how-to, a guide, API, results
 
 
 def _hook(name: str):
@@ -62,3 +65,19 @@ def test_search_index_carries_the_boosts(site):
     assert boosts["results"] == {0.1}, boosts["results"]
     assert boosts["howto"] == {4.0} and boosts["guides"] == {2.0}
     assert boosts[""] == {None}  # the home page keeps the default
+
+
+def test_404_page_links_its_assets_from_the_site_url(site):
+    """404.html is served at any depth, so its links are absolute: under site_url's path, not the server's root."""
+    yaml = pytest.importorskip("yaml")
+    base = urllib.parse.urlparse(yaml.safe_load((ROOT / "mkdocs.yml").read_text())["site_url"]).path
+    html = (site / "404.html").read_text()
+    assert base != "/" and f'href="{base}assets/' in html
+    assert not re.search(r'(?:href|src)="/assets/', html), "404.html links /assets/, which breaks under a sub-path"
+
+
+def test_code_blocks_wrap(site):
+    css = (site / "stylesheets" / "extra.css").read_text()
+    assert re.search(r"pre\s*>\s*code\s*\{[^}]*white-space:\s*pre-wrap", css)
+    for page in PAGES:
+        assert "stylesheets/extra.css" in (site / page / "index.html").read_text(), page
