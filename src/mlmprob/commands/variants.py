@@ -90,14 +90,12 @@ def register(sub) -> None:
     p.add_argument("--top", type=probability, default=0.1, help="top fraction for NDCG and recall")
     p.add_argument("--n-boot", type=positive_int, default=1000, help="bootstrap resamples")
     p.add_argument("--seed", type=nonnegative_int, default=0, help="seed of the bootstrap's torch.Generator")
-    from .common import add_model_args, add_runtime_args
+    from .common import add_dedupe_arg, add_model_args, add_runtime_args
 
     add_model_args(p, default=VARIANTS_MODEL, why=VARIANTS_MODEL_WHY)
     p.add_argument("--out", "-o", help="output file, .jsonl, .tsv or .parquet (default: JSONL on stdout)")
     p.add_argument("--limit", type=positive_int, help="only the first N rows of the input (before --shard)")
     p.add_argument("--skip-invalid", action="store_true", help="skip (and count) rows that do not fit the wild type")
-    from .common import add_dedupe_arg
-
     add_dedupe_arg(p)
     add_runtime_args(p)
     p.set_defaults(func=run)
