@@ -1,14 +1,22 @@
 """The built documentation site (``mkdocs build --strict`` into a temporary folder, once per module): the sidebar
-keeps "Web app" and "Guides" is not a link to it, search boosts the recipes over the results pages, 404.html
-links its assets from ``site_url`` and code blocks wrap."""
+keeps "Web app" and "Guides" is not a link to it, search boosts the recipes over the results pages, 404.html links
+its assets from ``site_url``, code blocks wrap; and in headless Chromium (skipped without chromium and
+chromedriver) five pages render, every link and image inside the site answers HTTP 200 and a search for "score
+fasta" ranks the recipe first."""
 
+import contextlib
 import importlib.util
 import json
 import os
 import re
+import shutil
+import socket
 import subprocess
 import sys
+import time
+import urllib.error
 import urllib.parse
+import urllib.request
 from pathlib import Path
 
 import pytest
@@ -24,12 +32,6 @@ def _hook(name: str):
     return module
 
 
-def test_search_boost_of_each_kind_of_page():
-    boost_of = _hook("hooks_search").boost_of
-    assert boost_of("results/bench_pll.md") < 1 < boost_of("guides/scoring.md") < boost_of("howto/score-fasta.md")
-    assert boost_of("index.md") is None and boost_of("scale.md") is None
-
-
 @pytest.fixture(scope="module")
 def site(tmp_path_factory) -> Path:
     pytest.importorskip("mkdocs", reason="the docs extra is not installed (pip install -e '.[docs]')")
@@ -40,6 +42,12 @@ def site(tmp_path_factory) -> Path:
     done = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
     assert done.returncode == 0, done.stderr[-3000:]
     return out
+
+
+def test_search_boost_of_each_kind_of_page():
+    boost_of = _hook("hooks_search").boost_of
+    assert boost_of("results/bench_pll.md") < 1 < boost_of("guides/scoring.md") < boost_of("howto/score-fasta.md")
+    assert boost_of("index.md") is None and boost_of("scale.md") is None
 
 
 def test_guides_is_a_section_and_the_web_app_a_page_of_it(site):
@@ -81,3 +89,110 @@ def test_code_blocks_wrap(site):
     assert re.search(r"pre\s*>\s*code\s*\{[^}]*white-space:\s*pre-wrap", css)
     for page in PAGES:
         assert "stylesheets/extra.css" in (site / page / "index.html").read_text(), page
+
+
+# --- in a browser ---
+
+
+def _find(*names):
+    for n in names:
+        p = shutil.which(n) or (n if os.path.isabs(n) and os.access(n, os.X_OK) else None)
+        if p:
+            return p
+    return None
+
+
+CHROMIUM = _find("/usr/bin/chromium", "chromium", "chromium-browser", "google-chrome")
+CHROMEDRIVER = _find("/usr/bin/chromedriver", "chromedriver")
+
+
+@contextlib.contextmanager
+def _served(folder: Path):
+    """``python -m http.server`` on a free local port, serving ``folder``; stopped on exit."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    cmd = [sys.executable, "-m", "http.server", str(port), "--bind", "127.0.0.1", "--directory", str(folder)]
+    server = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        base = f"http://127.0.0.1:{port}/"
+        for _ in range(100):
+            try:
+                urllib.request.urlopen(base, timeout=2).close()
+                break
+            except OSError:
+                time.sleep(0.1)
+        yield base
+    finally:
+        server.terminate()
+        server.wait(timeout=10)
+
+
+def _status(url: str) -> int:
+    try:
+        with urllib.request.urlopen(url, timeout=10) as r:
+            return r.status
+    except urllib.error.HTTPError as e:
+        return e.code
+
+
+@pytest.mark.skipif(
+    CHROMIUM is None or CHROMEDRIVER is None,
+    reason="needs chromium and chromedriver (Debian: apt-get install chromium chromium-driver)",
+)
+def test_pages_render_and_their_links_resolve(site, tmp_path):
+    pytest.importorskip("selenium", reason="selenium is not installed (it is in the dev extra)")
+    from selenium import webdriver
+    from selenium.webdriver.chrome.options import Options
+    from selenium.webdriver.chrome.service import Service
+
+    opts = Options()
+    opts.binary_location = CHROMIUM
+    for arg in (
+        "--headless=new",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-dev-shm-usage",
+        "--window-size=1280,1500",
+    ):
+        opts.add_argument(arg)
+    links = (
+        "return [...document.querySelectorAll('a[href]')].map(a => a.href).concat([...document.images].map(i => i.src))"
+    )
+    clipped = (
+        "return [...document.querySelectorAll('pre > code')].filter(c => c.scrollWidth > c.clientWidth + 1).length"
+    )
+    with _served(site) as base:
+        driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=opts)
+        try:
+            seen: dict[str, list[str]] = {}
+            for i, page in enumerate(PAGES):
+                driver.get(base + page)
+                assert driver.title and "404" not in driver.title, (page, driver.title)
+                assert driver.find_elements("css selector", "nav.md-nav--primary"), page
+                driver.save_screenshot(str(tmp_path / f"page{i}.png"))
+                assert (tmp_path / f"page{i}.png").stat().st_size > 0
+                assert driver.execute_script(clipped) == 0, f"{page}: a code block is clipped"
+                for url in driver.execute_script(links):
+                    if url.startswith(base):
+                        seen.setdefault(url.split("#")[0], []).append(page or "home")
+            driver.get(base)  # the search as a reader types it: lunr ranks in the browser, with the boosts
+            box = driver.find_element("css selector", "input.md-search__input")
+            box.click()
+            box.send_keys("score fasta")
+            hits: list[str] = []
+            for _ in range(100):
+                hits = [
+                    a.get_attribute("href")
+                    for a in driver.find_elements("css selector", "li.md-search-result__item > a")
+                ]
+                if hits:
+                    break
+                time.sleep(0.2)
+            assert hits and hits[0] == base + "howto/score-fasta/", hits[:5]
+            assert not any("/results/" in h for h in hits[:5]), hits[:5]
+        finally:
+            driver.quit()
+        assert len(seen) > 50
+        broken = {url: pages for url, pages in seen.items() if _status(url) != 200}
+    assert broken == {}, f"links inside the site that do not answer 200: {broken}"
