@@ -18,8 +18,6 @@ from ..energies import pll as exact_pll
 from ..errors import MLMProbError, NonFiniteError
 from .estimate import one_pass_token_scores
 
-METHOD_NAMES = {"exact": "exact", "one-pass": "one_pass"}
-
 
 def one_pass_rows(
     mlm, records: Sequence[Record], *, skip_invalid: bool = False, skipped: list | None = None, correction=None

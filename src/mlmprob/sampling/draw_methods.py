@@ -100,10 +100,6 @@ class SpeculativeSpec(OrderedDrawSpec):
         super().__post_init__()
         check_positive_int(self.draft_k, "draft_k")
 
-    @property
-    def draft_k_used(self) -> int:
-        return self.draft_k
-
 
 @dataclass(frozen=True)
 class DecoderSpec(DrawSpec, ProposalSpec):
@@ -120,10 +116,6 @@ class DecoderSpec(DrawSpec, ProposalSpec):
         if self.score is None:  # None: the method's default
             object.__setattr__(self, "score", type(self).__dataclass_fields__["score"].default)
         super().__post_init__()
-
-    @property
-    def score_used(self) -> str:
-        return self.score
 
 
 def _score(default: str):
