@@ -68,11 +68,14 @@ def test_checker_flags_long_functions_methods_and_files():
 # argument): 28,870 / 15,790 -> 29,003 / 15,871. The sampler's MH moves (issue 50: informed and multi-site moves in
 # `sample --method mh`, `Moves` with per-chain free sites): 29,003 / 15,871 -> 29,144 / 15,945. The design kernel's
 # moves (issue 50: multi-site, informed and delayed-acceptance moves, the one-row mutant_marginal expert, the moves'
-# flags and stats): 29,144 / 15,945 -> 29,393 / 16,103.
+# flags and stats): 29,144 / 15,945 -> 29,393 / 16,103. The twenty-first session (design's chains in groups, issue 49;
+# text in to the scoring functions, the accept-step declaration and its displays, the demo's sections and glossary,
+# issue 52; flags checked by their specs' checks, the help formatter, dispatch tables, the gaps module, issue 51; less
+# the unused compatibility names): 29,393 / 16,103 -> 29,750 / 16,245.
 # A change that needs more raises these numbers in the same commit and names the feature in CHANGELOG.md; one
 # that removes code lowers them.
-MAX_PACKAGE_LINES = 29_393  # every line of every .py file under src/mlmprob
-MAX_PACKAGE_STATEMENTS = 16_103  # logical lines (tokenize's NEWLINE tokens): the layout does not move them
+MAX_PACKAGE_LINES = 29_750  # every line of every .py file under src/mlmprob
+MAX_PACKAGE_STATEMENTS = 16_245  # logical lines (tokenize's NEWLINE tokens): the layout does not move them
 
 
 def package_size(files) -> tuple[int, int]:
