@@ -4,7 +4,7 @@
 #   the documentation tools, ...) and Sapiens' wheel (the tests use sapiens-vh). `make demo` then `make test` in one
 #   .venv adds the rest. Each step has its stamp file in .venv, so nothing is installed twice.
 # TORCH_INDEX: the wheel index torch comes from, empty (PyPI) by default. On Linux x86-64 PyPI's torch==2.13.0 is the
-# CUDA build (several GB with its NVIDIA libraries); for the CPU wheel (about 200 MB):
+# CUDA build (several GB with its NVIDIA libraries); for the CPU wheel (about 190 MB):
 #   make demo TORCH_INDEX=https://download.pytorch.org/whl/cpu
 # and for a CUDA build of your choice: TORCH_INDEX=https://download.pytorch.org/whl/cu124 (see docs/getting-started.md).
 PYTHON ?= python3
