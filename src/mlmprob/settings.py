@@ -148,9 +148,14 @@ def check_int(name: str, value, lo: int, what: str) -> None:
         raise MLMProbError(f"{name} must be {what}, got {value!r}")
 
 
+MAX_SEED = 2**63 - 1  # a seed is not a count, but it seeds a torch.Generator (a 64-bit integer)
+
+
 def check_seed(value, name: str = "seed") -> None:
-    """Refuse a seed that is not a non-negative integer (any size: a seed is not a count)."""
+    """Refuse a seed that is not an integer in ``0..MAX_SEED`` (a torch generator's range: 10**20 overflowed it)."""
     check_int(name, value, 0, "a non-negative integer")
+    if value > MAX_SEED:
+        raise MLMProbError(f"{name} must be at most 2**63 - 1 (a generator's seed), got {value}")
 
 
 def check_count(name: str, value, most: int, why: str) -> int:

@@ -16,7 +16,7 @@ REQUIRED = {
     "variants": ["in.csv", "--wild-type", "MA"],
 }
 FLOATS = ["0", "0.0", "1e-300", "1e-10", "2", "-1", "-1e-300", "nan", "inf", "-inf", "1e300", "x"]
-INTS = ["0", "1", "50", "-1", "1.5", "20000", "200000", "2000000", "10000000000", "nan", "x"]
+INTS = ["0", "1", "50", "-1", "1.5", "20000", "200000", "2000000", "10000000000", "99999999999999999999", "nan", "x"]
 PAIRS = [  # (command, flag, the spec made with the field set to a value)
     ("joints", "--ag-tol", lambda v: JointsSpec("m", "d.csv", ag_tol=v)),
     ("joints", "--ag-tol", lambda v: PairSpec(ag_tol=v)),

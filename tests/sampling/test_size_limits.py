@@ -51,11 +51,11 @@ CASES = {
     ),
     "sample-workers": (["sample", *ONE, "--workers", BIG, "-o", "{tmp}/w.jsonl"], "runs"),
     "sample-batch-tokens": (["sample", *ONE, "--batch-tokens", BIG], "runs"),
-    "infill-beam-size": (["infill", "EVQLV_____GGLVQ", "--beam-size", BIG], "beam_size must be at most"),
+    "infill-beam-size": (["infill", "EVQLV_____GGLVQ", "--beam-size", BIG], "--beam-size/-k: must be at most 10,000"),
     "score-orders": (["score", "{tmp}/s.fasta", "--likelihood", "loglik", "--orders", BIG], "n_orders must be at most"),
     "variants-chain-orders": (
         ["variants", "{tmp}/m.csv", "--wild-type", SEQ, "--methods", "chain", "--chain-orders", BIG],
-        "n_orders must be at most",
+        "--chain-orders: must be at most 100,000",  # the flag checks what the spec checks (argtypes.checked)
     ),
     "variants-n-boot": (
         [
@@ -79,7 +79,7 @@ CASES = {
     ),
     "joints-ag-steps": (
         ["joints", "--data", "{tmp}/s.fasta", "--out", "{tmp}/j", "--quiet", "--n-pairs", "1", "--ag-steps", BIG],
-        "ag_steps must be at most",
+        "--ag-steps: must be at most 1,000,000",
     ),
     "joints-top-k": (
         ["joints", "--data", "{tmp}/s.fasta", "--out", "{tmp}/j", "--quiet", "--n-pairs", "1", "--top-k", BIG],
