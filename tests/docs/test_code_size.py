@@ -71,11 +71,11 @@ def test_checker_flags_long_functions_methods_and_files():
 # flags and stats): 29,144 / 15,945 -> 29,393 / 16,103. The twenty-first session (design's chains in groups, issue 49;
 # text in to the scoring functions, the accept-step declaration and its displays, the demo's sections and glossary,
 # issue 52; flags checked by their specs' checks, the help formatter, dispatch tables, the gaps module, issue 51; less
-# the unused compatibility names): 29,393 / 16,103 -> 29,750 / 16,245.
+# the unused compatibility names; seeds bounded by a generator's range): 29,393 / 16,103 -> 29,755 / 16,248.
 # A change that needs more raises these numbers in the same commit and names the feature in CHANGELOG.md; one
 # that removes code lowers them.
-MAX_PACKAGE_LINES = 29_750  # every line of every .py file under src/mlmprob
-MAX_PACKAGE_STATEMENTS = 16_245  # logical lines (tokenize's NEWLINE tokens): the layout does not move them
+MAX_PACKAGE_LINES = 29_755  # every line of every .py file under src/mlmprob
+MAX_PACKAGE_STATEMENTS = 16_248  # logical lines (tokenize's NEWLINE tokens): the layout does not move them
 
 
 def package_size(files) -> tuple[int, int]:
