@@ -3,51 +3,24 @@ that the result table appears with the expected PLL; a screenshot goes to $MLMPR
 (e.g. docs/app) or the test's tmp_path. Skips, naming what is missing, without chromium/chromedriver."""
 
 import os
-import shutil
 import socket
 from pathlib import Path
 
+import chromium
 import pytest
+from chromium import NEEDS_CHROMIUM
 
 pytest.importorskip("gradio", reason="the app extra is not installed (pip install -e '.[app]')")
 pytest.importorskip("selenium", reason="selenium is not installed (it is in the dev extra)")
 
 
-def _find(*names):
-    for n in names:
-        p = shutil.which(n) or (n if os.path.isabs(n) and os.access(n, os.X_OK) else None)
-        if p:
-            return p
-    return None
-
-
-CHROMIUM = _find("/usr/bin/chromium", "chromium", "chromium-browser", "google-chrome")
-CHROMEDRIVER = _find("/usr/bin/chromedriver", "chromedriver")
-pytestmark = pytest.mark.skipif(
-    CHROMIUM is None or CHROMEDRIVER is None,
-    reason="needs chromium and chromedriver (Debian: apt-get install chromium chromium-driver)",
-)
+pytestmark = NEEDS_CHROMIUM
 
 SEQ = "EVQLVESGGGLVQPGGSLRLSCAASGFTFS"
 
 
 def browser(width: int = 1280, height: int = 1500):
-    from selenium import webdriver
-    from selenium.webdriver.chrome.options import Options
-    from selenium.webdriver.chrome.service import Service
-
-    opts = Options()
-    opts.binary_location = CHROMIUM
-    for arg in (
-        "--headless=new",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-dev-shm-usage",
-        f"--window-size={width},{height}",
-        "--hide-scrollbars",
-    ):
-        opts.add_argument(arg)
-    return webdriver.Chrome(service=Service(CHROMEDRIVER), options=opts)
+    return chromium.browser(width, height, "--hide-scrollbars")
 
 
 def screenshot_dir(tmp_path) -> Path:

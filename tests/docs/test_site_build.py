@@ -9,7 +9,6 @@ import importlib.util
 import json
 import os
 import re
-import shutil
 import socket
 import subprocess
 import sys
@@ -20,6 +19,7 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+from chromium import NEEDS_CHROMIUM, browser
 
 ROOT = Path(__file__).resolve().parents[2]
 PAGES = ["", "howto/score-fasta/", "guides/scoring/", "api/", "results/"]  # home, a how-to, a guide, API, results
@@ -94,18 +94,6 @@ def test_code_blocks_wrap(site):
 # --- in a browser ---
 
 
-def _find(*names):
-    for n in names:
-        p = shutil.which(n) or (n if os.path.isabs(n) and os.access(n, os.X_OK) else None)
-        if p:
-            return p
-    return None
-
-
-CHROMIUM = _find("/usr/bin/chromium", "chromium", "chromium-browser", "google-chrome")
-CHROMEDRIVER = _find("/usr/bin/chromedriver", "chromedriver")
-
-
 @contextlib.contextmanager
 def _served(folder: Path):
     """``python -m http.server`` on a free local port, serving ``folder``; stopped on exit."""
@@ -136,26 +124,8 @@ def _status(url: str) -> int:
         return e.code
 
 
-@pytest.mark.skipif(
-    CHROMIUM is None or CHROMEDRIVER is None,
-    reason="needs chromium and chromedriver (Debian: apt-get install chromium chromium-driver)",
-)
+@NEEDS_CHROMIUM
 def test_pages_render_and_their_links_resolve(site, tmp_path):
-    pytest.importorskip("selenium", reason="selenium is not installed (it is in the dev extra)")
-    from selenium import webdriver
-    from selenium.webdriver.chrome.options import Options
-    from selenium.webdriver.chrome.service import Service
-
-    opts = Options()
-    opts.binary_location = CHROMIUM
-    for arg in (
-        "--headless=new",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-dev-shm-usage",
-        "--window-size=1280,1500",
-    ):
-        opts.add_argument(arg)
     links = (
         "return [...document.querySelectorAll('a[href]')].map(a => a.href).concat([...document.images].map(i => i.src))"
     )
@@ -163,7 +133,7 @@ def test_pages_render_and_their_links_resolve(site, tmp_path):
         "return [...document.querySelectorAll('pre > code')].filter(c => c.scrollWidth > c.clientWidth + 1).length"
     )
     with _served(site) as base:
-        driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=opts)
+        driver = browser(1280, 1500)
         try:
             seen: dict[str, list[str]] = {}
             for i, page in enumerate(PAGES):
