@@ -142,10 +142,12 @@ def json_value(value):
     return value
 
 
-def check_int(name: str, value, lo: int, what: str) -> None:
-    """Refuse ``value`` unless it is an integer (not a bool) ``>= lo``; ``what`` says what it must be."""
-    if isinstance(value, bool) or not isinstance(value, int) or value < lo:
+def check_int(name: str, value, lo: int, what: str, most: int | None = None) -> int:
+    """``value`` if it is an integer (not a bool) ``>= lo`` (and ``<= most`` when given); else one line naming
+    ``name``, with ``what`` it must be."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < lo or (most is not None and value > most):
         raise MLMProbError(f"{name} must be {what}, got {value!r}")
+    return value
 
 
 MAX_SEED = 2**63 - 1  # a seed is not a count, but it seeds a torch.Generator (a 64-bit integer)

@@ -19,6 +19,7 @@ import torch
 
 from ..errors import MLMProbError
 from ..joints.constructions import METHOD_LABELS
+from ..settings import check_int, check_seed
 from .compute import LIMITS, Limits, decode, encode_one, positions_or_cdr, word_tokens
 
 ENERGIES = ("local", "raw")
@@ -60,14 +61,6 @@ class SampleSnapshot:
         return sum(self.accepted) / n if n else math.nan
 
 
-def _check_int(value, name: str, lo: int, hi: int) -> int:
-    if isinstance(value, float) and value.is_integer():
-        value = int(value)
-    if isinstance(value, bool) or not isinstance(value, int) or not lo <= value <= hi:
-        raise MLMProbError(f"{name} must be an integer in {lo}..{hi}, got {value!r}")
-    return value
-
-
 def sample_steps(
     mlm,
     text: str,
@@ -102,9 +95,9 @@ def sample_steps(
     if init not in INITS:
         raise MLMProbError(f"init must be one of {', '.join(INITS)}, got {init!r}")
     takes = method_of(method).spec.__dataclass_fields__  # one line for an unknown method
-    epochs = _check_int(epochs, "epochs", 1, limits.max_epochs)
-    chains = _check_int(chains, "chains", 1, limits.max_chains)
-    seed = _check_int(seed, "seed", 0, 2**63 - 1)
+    epochs = check_int("epochs", epochs, 1, f"an integer in 1..{limits.max_epochs}", limits.max_epochs)
+    chains = check_int("chains", chains, 1, f"an integer in 1..{limits.max_chains}", limits.max_chains)
+    check_seed(seed)
     text = expand_gaps(str(text or "").strip(), mask_text(mlm))
     enc = encode_one(mlm, text, limits)
     want = positions_or_cdr(text, positions, "free positions") if str(positions or "").strip() else None
@@ -114,7 +107,7 @@ def sample_steps(
     # the options this method takes (the app draws every method's energy trace: independent draws are scored)
     given: dict[str, Any] = {"init": init, "energies": True, "score": score or None}
     if steps:
-        given["steps"] = _check_int(steps, "steps", 1, 10**6)
+        given["steps"] = check_int("steps", steps, 1, "an integer in 1..1000000", 10**6)
     extra = {k: v for k, v in given.items() if k in takes}
     spec = SamplerSpec(method=method, energy=energy, epochs=epochs, burn_in=0, **extra)
     run = Chains(mlm, spec, ids, free, torch.Generator().manual_seed(seed))
@@ -179,9 +172,9 @@ def pair_view(mlm, text: str, a, b, *, top: int = 10, limits: Limits = LIMITS) -
     from ..joints.conditionals import resolve_candidates
     from ..joints.evaluate import evaluate_pair
 
-    a = _check_int(a, "position a", 1, 10**6)
-    b = _check_int(b, "position b", 1, 10**6)
-    top = _check_int(top, "tokens shown", 1, limits.max_pair_top)
+    a = check_int("position a", a, 1, "an integer in 1..1000000", 10**6)
+    b = check_int("position b", b, 1, "an integer in 1..1000000", 10**6)
+    top = check_int("tokens shown", top, 1, f"an integer in 1..{limits.max_pair_top}", limits.max_pair_top)
     if a == b:
         raise MLMProbError(f"a pair needs two different positions, got a = b = {a}")
     enc = encode_one(mlm, expand_gaps(str(text or "").strip(), mask_text(mlm)), limits)
