@@ -17,9 +17,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ..argtypes import checked
 from ..errors import MLMProbError
-from ..infilling.spec import GAP_MODES, check_beam_size
+from ..infilling.spec import GAP_MODES
 from ..jsonl import dumps
 
 __all__ = ["register", "run"]
@@ -77,27 +76,10 @@ def register(sub) -> None:
 
     add_dedupe_arg(p)
     add_model_args(p)
-    p.add_argument(
-        "--method",
-        default="hcb",
-        choices=["hcb", "standard"],
-        help="beam search score (default hcb): standard scores a fill by its log-probability "
-        "(nats, <= 0), hcb by its log-ratio to the pivot (nats, not a probability)",
-    )
-    p.add_argument(
-        "--order",
-        default="l2r",
-        choices=["l2r", "best"],
-        help="left to right, or best to worst (most confident position first); default l2r",
-    )
-    p.add_argument(
-        "--beam-size",
-        "-k",
-        type=checked(int, check_beam_size),
-        default=5,
-        help="beam size = number of fills kept (default 5)",
-    )
-    p.add_argument("--pivot", help="HCB pivot token or id (default: the mask token)")
+    from ..fields import add_field_flags
+    from ..infilling.spec import InfillSpec
+
+    add_field_flags(p, InfillSpec, ("method", "order", "beam_size", "pivot"))  # the spec's fields
     p.add_argument(
         "--gaps",
         default="joint",

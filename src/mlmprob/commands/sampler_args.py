@@ -6,10 +6,9 @@ out is absent from the parsed arguments: the method's spec gives its default. Im
 
 from __future__ import annotations
 
-import argparse
-
 from ..argtypes import nonnegative_int, positive_int
 from ..errors import MLMProbError
+from ..fields import flag_keywords, flag_of
 from ..sampling.spec import REGISTRY, SamplerSpec, option_names
 
 JOB_FLAGS = ("chains", "seed")  # the sampler group's flags that are the job's, not the spec's
@@ -32,20 +31,9 @@ def _flag_args(name: str, takers: tuple) -> dict:
     for m, meta in zip(takers, metas, strict=True):
         helps.setdefault(meta["help"], []).append(m)
     text = next(iter(helps)) if len(helps) == 1 else "; ".join(f"{', '.join(ms)}: {h}" for h, ms in helps.items())
-    kw: dict = {
-        "dest": name,
-        "default": argparse.SUPPRESS,
-        "help": (text + _default_text(name, takers)).replace("%", "%%"),
-    }
-    if "action" in metas[0]:
-        kw["action"] = metas[0]["action"]
-        return kw
     choices = [c for meta in metas for c in meta.get("choices", ())]
-    if choices:
-        kw["choices"] = tuple(dict.fromkeys(choices))
-    if "type" in metas[0]:
-        kw["type"] = metas[0]["type"]
-    return kw
+    meta = {**metas[0], **({"choices": tuple(dict.fromkeys(choices))} if choices else {})}
+    return flag_keywords(name, meta, text + _default_text(name, takers))
 
 
 def add_sampler_args(parser) -> None:
@@ -66,7 +54,7 @@ def add_sampler_args(parser) -> None:
             continue
         if takers not in groups:
             groups[takers] = parser.add_argument_group(f"--method {', '.join(takers)}")
-        groups[takers].add_argument("--" + name.replace("_", "-"), **_flag_args(name, takers))
+        groups[takers].add_argument(flag_of(name), **_flag_args(name, takers))
     s.add_argument("--seed", type=nonnegative_int, default=0, help="seed of the sampler's random generator")
 
 

@@ -17,7 +17,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..argtypes import checked
 from ..errors import MLMProbError
+from ..fields import option
 from ..settings import Spec, check_count
 
 METHODS = ("standard", "hcb")
@@ -53,12 +55,20 @@ def check_order(order: str) -> str:
 class InfillSpec(Spec):
     """``method``: ``"hcb"`` (the CLI's default) or ``"standard"``; ``order``: ``"l2r"`` or ``"best"``;
     ``beam_size``: fills kept; ``pivot``: HCB's pivot as the user wrote it (a token, a token id, or None / "mask"
-    for the mask token; an ``int`` is taken as its id)."""
+    for the mask token; an ``int`` is taken as its id). Each field is ``mlmprob infill``'s flag of its name
+    (:func:`mlmprob.fields.add_field_flags`)."""
 
-    method: str = "hcb"
-    order: str = "l2r"
-    beam_size: int = 5
-    pivot: str | None = None
+    method: str = option(
+        "hcb",
+        "beam search score: standard scores a fill by its log-probability (nats, <= 0), hcb by its log-ratio to the "
+        "pivot (nats, not a probability)",
+        choices=("hcb", "standard"),
+    )
+    order: str = option(
+        "l2r", "left to right, or best to worst (most confident position first)", choices=("l2r", "best")
+    )
+    beam_size: int = option(5, "beam size = number of fills kept", type=checked(int, check_beam_size), aliases=("-k",))
+    pivot: str | None = option(None, "HCB pivot token or id (default: the mask token)")
 
     def __post_init__(self):
         if self.method not in METHODS:

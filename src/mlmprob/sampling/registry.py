@@ -18,10 +18,10 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
 
 from ..argtypes import nonnegative_int, positive_float, positive_int, probability
 from ..errors import MLMProbError
+from ..fields import option  # the methods' modules import it from here
 from ..settings import Spec
 from ..settings import check_int as _check_int
 from .options import ProposalConfig
@@ -57,15 +57,6 @@ LAST_COLUMNS = ("energies",)
 
 def _gib(n: int) -> str:
     return f"{n / (1 << 30):,.0f}"
-
-
-def option(default: Any, help: str, **meta) -> Any:
-    """A spec field that is also a ``mlmprob sample`` flag (``--NAME-WITH-DASHES``): ``help``, and ``type``,
-    ``choices``, ``action`` or ``metavar`` for argparse; ``json(spec, value)`` how a row writes it, ``stored(spec)``
-    how the run file does (both default to the value as plain JSON; ``stored=False``: not in the run file, its
-    value being part of another field's stored text); ``recorded="unless default"``: in neither at its default (an
-    option added after outputs were written without it: they resume and merge as before)."""
-    return field(default=default, metadata={"help": help, **meta})
 
 
 class NotForMethod(MLMProbError):

@@ -1,0 +1,99 @@
+"""Settings declared once: a spec's field made with :func:`option` carries its default, its help and what argparse
+needs (``type``, ``choices``, ``action``, ...), and :func:`add_field_flags` makes the command-line flag of it, so a
+flag's name (``--my-option`` for ``my_option``), its ``--help`` line with its default, its conversion and its
+checks all come from the field. A flag left out is absent from the parsed arguments (``argparse.SUPPRESS``): the
+spec's own default applies. Imports no torch.
+
+>>> import argparse
+>>> from dataclasses import dataclass
+>>> from mlmprob.argtypes import positive_int
+>>> @dataclass(frozen=True)
+... class Demo:
+...     beam_size: int = option(5, "fills kept", type=positive_int, aliases=("-k",))
+...     order: str = option("l2r", "the order", choices=("l2r", "best"))
+>>> p = argparse.ArgumentParser(prog="demo")
+>>> add_field_flags(p, Demo)
+>>> vars(p.parse_args(["-k", "3"])), vars(p.parse_args([]))
+({'beam_size': 3}, {})
+>>> [a.help for a in p._actions[1:]]
+['fills kept (default: 5)', 'the order (default: l2r)']
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+from typing import Any
+
+#: The metadata keys handed to argparse as they are (``aliases``: more option strings, e.g. ``("-k",)``).
+ARGPARSE_KEYS = ("action", "type", "choices", "metavar", "nargs")
+
+
+def option(default: Any, help: str, **meta) -> Any:
+    """A spec field that is also a command-line flag (``--NAME-WITH-DASHES``): ``help``, and ``type``, ``choices``,
+    ``action``, ``metavar`` or ``nargs`` for argparse, ``aliases`` (more option strings, e.g. ``("-k",)``) and
+    ``shown`` (the default as ``--help`` words it, e.g. ``"both"``; else the value itself, and nothing for None or
+    False: "not given"). Other keys are the spec's own (``mlmprob sample``'s: ``json(spec, value)`` how a row writes
+    it, ``stored(spec)`` how the run file does, both default to the value as plain JSON, ``stored=False``: not in the
+    run file; ``recorded="unless default"``: not written at its default)."""
+    return dataclasses.field(default=default, metadata={"help": help, **meta})
+
+
+def flag_of(name: str) -> str:
+    """The flag of field ``name``: ``--my-option`` for ``my_option``."""
+    return "--" + name.replace("_", "-")
+
+
+def shown(value: Any, meta=None) -> str:
+    """The default as ``--help`` shows it: the field's ``shown`` metadata, else the value (a sequence's items
+    joined by spaces); empty for None and False (the flag not given)."""
+    if meta and "shown" in meta:
+        return str(meta["shown"])
+    if value is None or value is False:
+        return ""
+    if isinstance(value, (tuple, list)):
+        return " ".join(map(str, value))
+    return str(value)
+
+
+def default_text(value: Any, meta=None) -> str:
+    """``" (default: X)"`` for :func:`shown`'s ``X``; empty when it is."""
+    text = shown(value, meta)
+    return f" (default: {text})" if text else ""
+
+
+def flag_keywords(name: str, meta, help_text: str) -> dict:
+    """argparse's keywords for the flag of field ``name``: its dest, ``default=argparse.SUPPRESS`` (left out: the
+    spec's default), ``help_text`` (``%`` escaped) and the argparse keys of ``meta``."""
+    kw: dict = {"dest": name, "default": argparse.SUPPRESS, "help": help_text.replace("%", "%%")}
+    kw.update({k: meta[k] for k in ARGPARSE_KEYS if k in meta})
+    if "action" in kw:  # a switch: argparse takes no type or choices
+        kw.pop("type", None), kw.pop("choices", None)
+    return kw
+
+
+def field_flag(group, spec: type, name: str, **changes) -> argparse.Action:
+    """Add the flag of ``spec``'s field ``name`` to ``group`` (a parser or an argument group): help from the field's
+    metadata with its default, type, choices and action from the metadata; ``changes`` override argparse's
+    keywords (e.g. ``help``). Returns argparse's action."""
+    f = spec.__dataclass_fields__[name]
+    if "help" not in f.metadata:
+        raise TypeError(f"{spec.__name__}.{name} has no help: declare it with fields.option(default, help, ...)")
+    kw = {**flag_keywords(name, f.metadata, f.metadata["help"] + default_text(f.default, f.metadata)), **changes}
+    action = group.add_argument(flag_of(name), *f.metadata.get("aliases", ()), **kw)
+    action.spec_field = (spec, name)  # what made it (field_flags)
+    return action
+
+
+def add_field_flags(group, spec: type, names=None) -> None:
+    """Add the flags of ``spec``'s fields ``names``, in that order (None: every field declared with :func:`option`,
+    in field order) to ``group`` (:func:`field_flag`)."""
+    if names is None:
+        names = [f.name for f in dataclasses.fields(spec) if "help" in f.metadata]
+    for name in names:
+        field_flag(group, spec, name)
+
+
+def field_flags(parser) -> dict[str, tuple]:
+    """The flags of ``parser`` made from fields: each one's dest -> ``(spec class, field name)``."""
+    return {a.dest: a.spec_field for a in parser._actions if hasattr(a, "spec_field")}
