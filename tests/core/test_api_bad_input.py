@@ -46,11 +46,15 @@ def test_text_mixed_with_anything_else_names_the_argument(bert, name, mixed):
         SCORERS[name](bert, mixed)
 
 
-@pytest.mark.parametrize("text", ["ACDEF", ["ACDEF"], ["ACDEF", None]])
-def test_the_sampler_still_says_encode_first(bert, text):
-    # its initial state is token ids (the states it returns are), not text
-    with pytest.raises(MLMProbError, match=r"input_ids must be integer token ids \[B, L\].*encode text first"):
-        mlmprob.sample(bert, text, epochs=1)
+@pytest.mark.parametrize("text", ["ACDEF", ["ACDEF"]])
+def test_the_sampler_takes_text_too(bert, ids, text):
+    # issue 52: it said "encode text first"; now text starts the chains its ids start (tests/sampling/test_sample_text.py)
+    def run(x):
+        return mlmprob.sample(bert, x, epochs=1, generator=torch.Generator().manual_seed(0)).final_ids
+
+    assert torch.equal(run(text), run(ids))
+    with pytest.raises(MLMProbError, match=r"^init_ids mixes text and token ids"):
+        mlmprob.sample(bert, ["ACDEF", None], epochs=1)
 
 
 @pytest.mark.parametrize("name", SCORERS)

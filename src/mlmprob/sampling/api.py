@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 
 import torch
 
-from ..energies import Positions, check_input_ids, energies_from_logits
+from ..energies import Positions, as_input_ids, energies_from_logits
 from ..errors import MLMProbError
 from ..models.protocol import MaskedLM
 from ..runtime.seeds import check_generator
@@ -118,7 +118,9 @@ def sample(
     on_epoch: Callable[[EpochRecord, int], None] | None = None,
     **options,
 ) -> SampleResult:
-    """Run ``B`` chains (one per row of ``init_ids`` ``[B, L]``) for ``burn_in + epochs`` epochs, as ``spec``
+    """Run ``B`` chains (one per row of ``init_ids``: token ids ``[B, L]``, or text, a sequence or a list of
+    sequences, encoded by the model's tokenizer as the scoring entry points encode it,
+    :func:`~mlmprob.energies.as_input_ids`) for ``burn_in + epochs`` epochs, as ``spec``
     (a :class:`~mlmprob.sampling.spec.SamplerSpec`) says; ``options`` are its fields (``sample(m, ids,
     epochs=4)``), or change a given ``spec``'s.
 
@@ -155,7 +157,7 @@ def sample(
     ((2, 5), True)
     """
     spec = SamplerSpec.of(spec, **options)
-    ids = check_input_ids(mlm, init_ids)
+    ids = as_input_ids(mlm, init_ids, "init_ids")
     free = resolve_free(mlm, ids, positions)
     if generator is None:
         generator = torch.Generator()

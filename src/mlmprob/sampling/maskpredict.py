@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import torch
 
 from ..batching import iter_masked_logits
-from ..energies import Positions, check_input_ids
+from ..energies import Positions, as_input_ids
 from ..errors import MLMProbError
 from ..models.protocol import MaskedLM
 from ..positions import WORDS_AND_MASKS, Resolved
@@ -58,7 +58,8 @@ def mask_predict(
     strategy: str = "mask_predict",
     **unknown,
 ) -> MaskPredictResult:
-    """Fill the free positions of ``init_ids`` ``[B, L]`` (their current tokens are ignored) in
+    """Fill the free positions of ``init_ids`` (token ids ``[B, L]``, or text: a sequence or a list of sequences,
+    :func:`~mlmprob.energies.as_input_ids`; the free positions' current tokens are ignored) in
     ``iterations`` rounds of greedy refinement; another keyword is refused in one line naming these.
 
     >>> import torch
@@ -72,7 +73,7 @@ def mask_predict(
     if strategy not in STRATEGIES:
         raise MLMProbError(f"strategy must be one of {STRATEGIES}, got {strategy!r}")
     check_iterations(iterations)  # each round is a sequential call and a kept copy of the ids
-    ids = check_input_ids(mlm, init_ids)
+    ids = as_input_ids(mlm, init_ids, "init_ids")
     free = resolve_free(mlm, ids, positions)
     allowed = allowed_ids(mlm)
     ids = ids.clone()
