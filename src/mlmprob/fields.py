@@ -72,26 +72,30 @@ def flag_keywords(name: str, meta, help_text: str) -> dict:
     return kw
 
 
-def field_flag(group, spec: type, name: str, **changes) -> argparse.Action:
+def field_flag(group, spec: type, name: str, present: bool = False) -> argparse.Action:
     """Add the flag of ``spec``'s field ``name`` to ``group`` (a parser or an argument group): help from the field's
-    metadata with its default, type, choices and action from the metadata; ``changes`` override argparse's
-    keywords (e.g. ``help``). Returns argparse's action."""
+    metadata with its default, type, choices and action from the metadata. ``present``: left out, the flag's
+    attribute is the field's default rather than absent (a flag the command reads before it makes the spec, such
+    as an input's ``--format``). Returns argparse's action."""
     f = spec.__dataclass_fields__[name]
     if "help" not in f.metadata:
         raise TypeError(f"{spec.__name__}.{name} has no help: declare it with fields.option(default, help, ...)")
-    kw = {**flag_keywords(name, f.metadata, f.metadata["help"] + default_text(f.default, f.metadata)), **changes}
+    kw = flag_keywords(name, f.metadata, f.metadata["help"] + default_text(f.default, f.metadata))
+    if present:
+        kw["default"] = f.default
     action = group.add_argument(flag_of(name), *f.metadata.get("aliases", ()), **kw)
     action.spec_field = (spec, name)  # what made it (field_flags)
     return action
 
 
-def add_field_flags(group, spec: type, names=None) -> None:
+def add_field_flags(group, spec: type, names=None, present=()) -> None:
     """Add the flags of ``spec``'s fields ``names``, in that order (None: every field declared with :func:`option`,
-    in field order) to ``group`` (:func:`field_flag`)."""
+    in field order) to ``group`` (:func:`field_flag`; those in ``present`` keep the field's default when left
+    out)."""
     if names is None:
         names = [f.name for f in dataclasses.fields(spec) if "help" in f.metadata]
     for name in names:
-        field_flag(group, spec, name)
+        field_flag(group, spec, name, present=name in present)
 
 
 def field_flags(parser) -> dict[str, tuple]:

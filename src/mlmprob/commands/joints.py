@@ -14,11 +14,11 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ..argtypes import checked, positive_int
 from ..errors import MLMProbError
-from ..joints.spec import SCHEMES, JointsSpec, check_ag_max_steps, check_ag_steps, check_ag_tol
-from ..runtime.inputs import FORMATS
-from ..settings import check_seed
+from ..joints.spec import JointsSpec
+
+#: The flags made from :class:`JointsSpec`'s fields after ``--out`` (``--format`` and ``--column`` come first).
+SPEC_FLAGS = ("n_pairs", "schemes", "seed", "top_k", "pivot", "ag_steps", "ag_tol", "ag_max_steps", "max_sequences")
 
 
 def register(subparsers) -> argparse.ArgumentParser:
@@ -33,48 +33,11 @@ def register(subparsers) -> argparse.ArgumentParser:
 
     add_model_args(p)
     p.add_argument("--data", help="sequences: text (one per line), FASTA, CSV/TSV, JSONL or Parquet, optionally .gz")
-    p.add_argument("--format", default="auto", choices=FORMATS, help="--data format (default auto: by the suffix)")
-    p.add_argument("--column", help="sequence column of a CSV/TSV file (default HC) or key of JSONL/Parquet records")
+    from ..fields import add_field_flags
+
+    add_field_flags(p, JointsSpec, ("format", "column"), present=("format",))  # read before the spec is made
     p.add_argument("--out", required=True, help="output folder")
-    p.add_argument("--n-pairs", type=positive_int, default=500, help="pairs per scheme (default 500)")
-    p.add_argument(
-        "--schemes",
-        nargs="+",
-        choices=SCHEMES,
-        default=list(SCHEMES),
-        help="pair schemes: random positions, or contiguous (adjacent) positions (default: both)",
-    )
-    p.add_argument("--seed", type=checked(int, check_seed), default=0, help="seed of the pair sampling (default 0)")
-    p.add_argument(
-        "--top-k",
-        type=positive_int,
-        default=None,
-        help="approximation: restrict the candidate vocabulary to the k most probable ids (both masked)",
-    )
-    p.add_argument(
-        "--pivot", choices=("mode", "mask"), default="mode", help="HCB pivot (default: mode of the MLM joint)"
-    )
-    p.add_argument(
-        "--ag-steps",
-        type=checked(int, check_ag_steps),
-        default=None,
-        help="fixed AG steps (the paper: 50); default: to convergence",
-    )
-    p.add_argument(
-        "--ag-tol",
-        type=checked(float, check_ag_tol),
-        default=1e-10,
-        help="AG convergence: total-variation change per step (0: never stop early, run --ag-max-steps)",
-    )
-    p.add_argument(
-        "--ag-max-steps",
-        type=checked(int, check_ag_max_steps),
-        default=5000,
-        help="cap on AG steps when running to convergence (default 5000)",
-    )
-    p.add_argument(
-        "--max-sequences", type=positive_int, default=None, help="use only the first N sequences of the data"
-    )
+    add_field_flags(p, JointsSpec, SPEC_FLAGS)
     p.add_argument("--report-only", action="store_true", help="only rebuild the report from OUT/pairs.jsonl")
     p.add_argument("--quiet", action="store_true", help="no progress bar and no summary line on stderr")
     add_runtime_args(p)

@@ -8,7 +8,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from ..argtypes import checked, nonnegative_int, positive_int, probability
+from ..argtypes import checked, positive_int, probability
 from ..defaults import VARIANTS_MODEL, VARIANTS_MODEL_WHY
 from ..errors import MLMProbError
 from ..runtime.inputs import FORMATS
@@ -21,9 +21,8 @@ first residue)."""
 
 
 def register(sub) -> None:
-    from ..likelihood.spec import check_n_orders
     from ..settings import check_seed
-    from ..variants.spec import ALL_METHODS, CHAIN_ORDERS, check_offset
+    from ..variants.spec import ALL_METHODS, VariantsSpec
 
     p = sub.add_parser(
         "variants",
@@ -55,25 +54,9 @@ def register(sub) -> None:
         help=f"comma-separated, of: {', '.join(ALL_METHODS)} (default: wt_marginals,"
         "masked_marginals,masked_marginals_all,hcb; with --saturate: wt_marginals,masked_marginals)",
     )
-    p.add_argument(
-        "--chain-orders",
-        type=checked(int, check_n_orders),
-        default=CHAIN_ORDERS,
-        metavar="K",
-        help="chain: orders of each variant's sites averaged over (all |S|! when at most K, else K drawn)",
-    )
-    p.add_argument(
-        "--chain-seed",
-        type=checked(int, check_seed),
-        default=0,
-        help="chain: seed of the drawn orders (with the variant's sites; not the bootstrap's --seed)",
-    )
-    p.add_argument(
-        "--offset",
-        type=checked(int, check_offset),
-        default=1,
-        help="number of the wild type's first residue in the mutant strings",
-    )
+    from ..fields import add_field_flags
+
+    add_field_flags(p, VariantsSpec, ("chain_orders", "chain_seed", "offset"))  # the spec's fields
     p.add_argument("--format", default="auto", choices=FORMATS, help="input format (auto: by the file's suffix)")
     p.add_argument("--mutant-column", default="mutant", help="mutant-string column of a CSV/TSV input")
     p.add_argument(
@@ -89,7 +72,12 @@ def register(sub) -> None:
     )
     p.add_argument("--top", type=probability, default=0.1, help="top fraction for NDCG and recall")
     p.add_argument("--n-boot", type=positive_int, default=1000, help="bootstrap resamples")
-    p.add_argument("--seed", type=nonnegative_int, default=0, help="seed of the bootstrap's torch.Generator")
+    p.add_argument(
+        "--seed",
+        type=checked(int, check_seed),
+        default=0,
+        help="seed of the bootstrap's torch.Generator (at most 2**63 - 1)",
+    )
     from .common import add_dedupe_arg, add_model_args, add_runtime_args
 
     add_model_args(p, default=VARIANTS_MODEL, why=VARIANTS_MODEL_WHY)
@@ -251,7 +239,7 @@ def run(args) -> int:
         file=sys.stderr,
     )
     if args.saturate and shard.is_whole:
-        _saturation_outputs(args, job, done.state, wild_type, methods, config.get("cdr_span"))
+        _saturation_outputs(args, job, done.state, wild_type, spec, config.get("cdr_span"))
     if labels is not None:
         _evaluate(args, methods, labels)
     return 0
@@ -262,12 +250,13 @@ def _stem(out: str) -> Path:
     return p.with_name(p.name[: -len(p.suffix)] if p.suffix else p.name)
 
 
-def _saturation_outputs(args, job, state, wild_type: str, methods, span) -> None:
+def _saturation_outputs(args, job, state, wild_type: str, spec, span) -> None:
     from ..runtime.writers import read_results
     from ..variants.mutations import residue_positions
     from ..variants.report import saturation_from_rows, write_matrix
     from ..variants.saturation import write_csv, write_heatmap
 
+    methods, offset = spec.methods, spec.offset
     score = "masked_marginals" if "masked_marginals" in methods else "wt_marginals"
     if score not in methods:
         print("warning: no heatmap (--saturate draws wt_marginals or masked_marginals)", file=sys.stderr)
@@ -275,9 +264,7 @@ def _saturation_outputs(args, job, state, wild_type: str, methods, span) -> None
     mlm = (state or job.load("cpu")).mlm  # the tokenizer's residue positions (worker runs keep theirs)
     first = int(residue_positions(mlm, wild_type[:1])[1][0])
     lo, hi = span or (0, len(wild_type))  # --cdr: the region's rows alone
-    sat = saturation_from_rows(
-        read_results(args.out), wild_type[lo:hi], first + lo, args.offset + lo, first_number=lo + 1
-    )
+    sat = saturation_from_rows(read_results(args.out), wild_type[lo:hi], first + lo, offset + lo, first_number=lo + 1)
     stem = _stem(args.out)
     write_csv(sat, f"{stem}.saturation.csv")
     write_matrix(sat, f"{stem}.heatmap.csv", score)

@@ -5,9 +5,12 @@ match."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
+from ..argtypes import checked, positive_int
 from ..errors import MLMProbError
+from ..fields import option
+from ..runtime.inputs import FORMATS
 from ..settings import Spec, check_int, check_seed
 
 SCHEMES = ("random", "contiguous")
@@ -37,6 +40,16 @@ def check_ag_max_steps(value) -> None:
     check_ag_steps(value, "ag_max_steps")
 
 
+def check_n_pairs(n_pairs) -> None:
+    """Refuse a number of pairs per scheme below 1 or past :data:`MAX_PAIRS`."""
+    if n_pairs < 1:
+        raise MLMProbError(f"n_pairs must be >= 1, got {n_pairs}")
+    if n_pairs > MAX_PAIRS:
+        raise MLMProbError(
+            f"n_pairs must be at most {MAX_PAIRS:,} per scheme (the run keeps every pair's id), got {n_pairs}"
+        )
+
+
 def check_ag_limits(ag_steps, ag_tol, ag_max_steps) -> None:
     """The Arnold-Gokhale settings of :class:`JointsSpec` and :class:`~mlmprob.joints.evaluate.PairSpec`, checked by
     the functions ``mlmprob joints``' flags convert with too."""
@@ -61,21 +74,39 @@ class JointsSpec(Spec):
 
     model: str
     data: str
-    column: str | None = None
-    schemes: tuple[str, ...] = SCHEMES
-    n_pairs: int = field(default=500, metadata={"recorded": False})  # a larger n_pairs continues the record file
-    seed: int = 0
-    top_k: int | None = None
-    pivot: str = "mode"
-    ag_steps: int | None = None
-    ag_tol: float = 1e-10
-    ag_max_steps: int = 5000
-    max_sequences: int | None = None
-    format: str = "auto"
+    column: str | None = option(None, "sequence column of a CSV/TSV file (default HC) or key of JSONL/Parquet records")
+    schemes: tuple[str, ...] = option(
+        SCHEMES,
+        "pair schemes: random positions, or contiguous (adjacent) positions",
+        nargs="+",
+        choices=SCHEMES,
+        shown="both",
+    )
+    n_pairs: int = option(  # recorded: False: a larger n_pairs continues the record file
+        500, "pairs per scheme", type=checked(int, check_n_pairs), recorded=False
+    )
+    seed: int = option(0, "seed of the pair sampling", type=checked(int, check_seed))
+    top_k: int | None = option(
+        None,
+        "approximation: restrict the candidate vocabulary to the k most probable ids (both masked)",
+        type=positive_int,
+    )
+    pivot: str = option("mode", "HCB pivot", choices=("mode", "mask"), shown="mode of the MLM joint")
+    ag_steps: int | None = option(
+        None, "fixed AG steps (the paper: 50); default: to convergence", type=checked(int, check_ag_steps)
+    )
+    ag_tol: float = option(
+        1e-10,
+        "AG convergence: total-variation change per step (0: never stop early, run --ag-max-steps)",
+        type=checked(float, check_ag_tol),
+    )
+    ag_max_steps: int = option(
+        5000, "cap on AG steps when running to convergence", type=checked(int, check_ag_max_steps)
+    )
+    max_sequences: int | None = option(None, "use only the first N sequences of the data", type=positive_int)
+    format: str = option("auto", "--data format (auto: by the suffix)", choices=FORMATS)
 
     def __post_init__(self):
-        from ..runtime.inputs import FORMATS
-
         if self.format not in FORMATS:
             raise MLMProbError(f"unknown data format {self.format!r}; use one of {', '.join(FORMATS)}")
         object.__setattr__(self, "schemes", (self.schemes,) if isinstance(self.schemes, str) else tuple(self.schemes))
@@ -89,12 +120,7 @@ class JointsSpec(Spec):
             raise MLMProbError(f"unknown pair scheme(s) {bad or '(none)'}; use {', '.join(SCHEMES)}")
         if len(set(self.schemes)) != len(self.schemes):
             raise MLMProbError(f"pair schemes repeat: {', '.join(self.schemes)}")
-        if self.n_pairs < 1:
-            raise MLMProbError(f"n_pairs must be >= 1, got {self.n_pairs}")
-        if self.n_pairs > MAX_PAIRS:
-            raise MLMProbError(
-                f"n_pairs must be at most {MAX_PAIRS:,} per scheme (the run keeps every pair's id), got {self.n_pairs}"
-            )
+        check_n_pairs(self.n_pairs)
         check_seed(self.seed)
         check_ag_limits(self.ag_steps, self.ag_tol, self.ag_max_steps)
         if self.pivot not in ("mode", "mask"):

@@ -13,7 +13,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..argtypes import checked
 from ..errors import MLMProbError
+from ..fields import option
 from ..likelihood.spec import check_n_orders
 from ..settings import Spec, check_seed
 
@@ -62,12 +64,25 @@ class VariantsSpec(Spec):
     """``methods``: the scores (:data:`ALL_METHODS`, repeats dropped; None: every method of
     :data:`METHODS`); ``offset``: the number of the wild type's first residue in mutant
     strings; ``chain_orders`` and ``chain_seed``: the orders of ``chain``
-    (:func:`mlmprob.variants.chain.site_orders`)."""
+    (:func:`mlmprob.variants.chain.site_orders`). ``mlmprob variants``' flags ``--offset``, ``--chain-orders`` and
+    ``--chain-seed`` are made from these fields (:func:`mlmprob.fields.add_field_flags`); ``--methods`` is a
+    comma-separated list whose default depends on ``--saturate``."""
 
     methods: tuple[str, ...] = DEFAULT_METHODS
-    offset: int = 1
-    chain_orders: int = CHAIN_ORDERS
-    chain_seed: int = 0
+    offset: int = option(
+        1, "number of the wild type's first residue in the mutant strings", type=checked(int, check_offset)
+    )
+    chain_orders: int = option(
+        CHAIN_ORDERS,
+        "chain: orders of each variant's sites averaged over (all |S|! when at most K, else K drawn)",
+        type=checked(int, check_n_orders),
+        metavar="K",
+    )
+    chain_seed: int = option(
+        0,
+        "chain: seed of the drawn orders (with the variant's sites; not the bootstrap's --seed)",
+        type=checked(int, check_seed),
+    )
 
     def __post_init__(self):
         object.__setattr__(self, "methods", check_methods(self.methods))
