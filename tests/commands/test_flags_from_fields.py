@@ -1,0 +1,162 @@
+"""One declaration per setting (issue 51, item 1): the converted commands' flags are made from their specs' fields
+(:func:`mlmprob.fields.add_field_flags`): each flag comes from its field, its ``--help`` line shows the field's
+default, and the command line and the API accept and refuse the same values at the bounds."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+
+import pytest
+
+from mlmprob.cli import build_parser
+from mlmprob.errors import MLMProbError
+from mlmprob.fields import default_text, field_flags, flag_of
+from mlmprob.infilling.spec import MAX_BEAM_SIZE, InfillSpec
+from mlmprob.joints.spec import MAX_AG_STEPS, MAX_PAIRS, JointsSpec
+from mlmprob.likelihood.spec import MAX_ORDERS
+from mlmprob.settings import MAX_SEED
+from mlmprob.variants.spec import VariantsSpec
+
+REQUIRED = {
+    "joints": ["--model", "m", "--data", "d.csv", "--out", "o"],
+    "infill": ["A_C"],
+    "variants": ["in.csv", "--wild-type", "MA"],
+}
+#: command -> (its spec, the spec made with some fields set, the fields whose flags are written by hand)
+CONVERTED = {
+    "infill": (InfillSpec, lambda **kw: InfillSpec(**kw), ()),
+    "variants": (VariantsSpec, lambda **kw: VariantsSpec(methods=("chain",), **kw), ("methods",)),
+    "joints": (JointsSpec, lambda **kw: JointsSpec("m", "d.csv", **kw), ("model", "data")),
+}
+#: values just inside and outside the specs' upper bounds (checked by the flags with the specs' own checks)
+HIGH = [MAX_SEED, MAX_AG_STEPS, MAX_PAIRS, MAX_BEAM_SIZE, MAX_ORDERS]
+INT_LOWS = [-(10**6), -2, -1, 0, 1, 2]
+FLOAT_LOWS = [-1.0, -1e-300, 0.0, 1e-300, 1.0]
+
+
+def _parser(command: str) -> argparse.ArgumentParser:
+    sub = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
+    return sub.choices[command]
+
+
+def _cases():
+    for command, (spec, make, by_hand) in CONVERTED.items():
+        for f in dataclasses.fields(spec):
+            if f.name not in by_hand:
+                yield command, spec, make, f
+
+
+CASES = list(_cases())
+IDS = [f"{c} {f.name}" for c, _, _, f in CASES]
+
+
+def test_every_converted_flag_comes_from_its_field():
+    for command, (spec, _, by_hand) in CONVERTED.items():
+        made = field_flags(_parser(command))
+        want = {f.name for f in dataclasses.fields(spec)} - set(by_hand)
+        assert set(made) == want, command
+        for name, (cls, field_name) in made.items():
+            assert cls is spec and field_name == name
+        actions = {a.dest: a for a in _parser(command)._actions}
+        for name in want:
+            f, a = spec.__dataclass_fields__[name], actions[name]
+            assert a.option_strings[0] == flag_of(name)
+            assert a.default in (argparse.SUPPRESS, f.default)  # left out: the spec's default
+            for key in ("type", "choices", "nargs", "metavar"):
+                if key in f.metadata:
+                    assert getattr(a, key) == f.metadata[key], (command, name, key)
+
+
+def test_no_hand_written_flag_repeats_a_converted_setting():
+    """The settings written by hand are the declared ones (``--methods``: a comma list; ``--model``, ``--data``)."""
+    for command, (spec, _, by_hand) in CONVERTED.items():
+        made = field_flags(_parser(command))
+        names = {f.name for f in dataclasses.fields(spec)}
+        by_hand_flags = {a.dest for a in _parser(command)._actions if a.dest in names and a.dest not in made}
+        assert by_hand_flags == set(by_hand), command
+
+
+@pytest.mark.parametrize("command, spec, make, f", CASES, ids=IDS)
+def test_the_help_line_shows_the_default(command, spec, make, f):
+    parser = _parser(command)
+    action = next(a for a in parser._actions if a.dest == f.name)
+    line = " ".join(parser._get_formatter()._format_action(action).split())
+    assert " ".join(f.metadata["help"].split()) in line
+    shown = default_text(f.default, f.metadata).strip()
+    if shown:
+        assert " ".join(shown.split()) in line, line
+        assert " ".join(shown.split()) in " ".join(parser.format_help().split())  # as --help prints it
+    else:  # None or False: "not given", which the help words itself where it matters
+        assert f.default in (None, False)
+
+
+def _flag_accepts(command: str, flag: str, text: str, capsys) -> bool:
+    try:
+        _parser(command).parse_args([*REQUIRED[command], f"{flag}={text}"])
+    except SystemExit as e:
+        err = capsys.readouterr().err
+        assert e.code == 2 and err.count("\n") == 1 and f"error: argument {flag}" in err, err
+        return False
+    return True
+
+
+def _api_accepts(make, name: str, value) -> bool:
+    try:
+        make(**{name: value})
+    except MLMProbError:
+        return False
+    return True
+
+
+NUMERIC = [(c, s, m, f) for c, s, m, f in CASES if f.metadata.get("type") and "choices" not in f.metadata]
+
+
+@pytest.mark.parametrize("command, spec, make, f", NUMERIC, ids=[f"{c} {f.name}" for c, _, _, f in NUMERIC])
+def test_the_cli_and_the_api_agree_at_the_bounds(command, spec, make, f, capsys):
+    """The lowest value the spec takes is taken by the flag, the one below it refused by both (no lowest: the
+    flag takes the lowest tried too); at a spec's upper bound (the flags run the specs' own checks) both agree."""
+    is_float = isinstance(f.default, float)
+    lows = FLOAT_LOWS if is_float else INT_LOWS
+    highs = [] if is_float else [v + d for v in HIGH for d in (0, 1)]
+    if not is_float and f.metadata["type"].__name__ in ("positive_int", "nonnegative_int"):
+        highs = []  # argtypes' own bound (argtypes.LIMIT): a typing mistake, where the spec has none
+    flag = flag_of(f.name)
+    got = {v: (_flag_accepts(command, flag, str(v), capsys), _api_accepts(make, f.name, v)) for v in lows + highs}
+    differ = {v: f"flag {a}, api {b}" for v, (a, b) in got.items() if a != b}
+    assert differ == {}, f"{command} {flag}: {differ}"
+    accepted = [v for v in lows if got[v][1]]
+    assert accepted, f"{command} {flag}: none of {lows} accepted"
+    lowest = lows.index(accepted[0])
+    assert all(got[v][1] for v in lows[lowest:])  # every value above the lowest, up to the highs
+    if lowest > 0:  # a lower bound: the one below is refused by both
+        assert got[lows[lowest - 1]] == (False, False)
+
+
+CHOICES = [(c, s, m, f) for c, s, m, f in CASES if "choices" in f.metadata]
+
+
+@pytest.mark.parametrize("command, spec, make, f", CHOICES, ids=[f"{c} {f.name}" for c, _, _, f in CHOICES])
+def test_the_cli_and_the_api_take_the_same_choices(command, spec, make, f, capsys):
+    flag = flag_of(f.name)
+    for choice in f.metadata["choices"]:
+        value = (choice,) if f.metadata.get("nargs") else choice
+        assert _flag_accepts(command, flag, choice, capsys) and _api_accepts(make, f.name, value), (flag, choice)
+    value = ("nosuch",) if f.metadata.get("nargs") else "nosuch"
+    assert not _flag_accepts(command, flag, "nosuch", capsys) and not _api_accepts(make, f.name, value)
+
+
+def test_a_flag_left_out_leaves_the_spec_default():
+    from mlmprob.commands.common import spec_of
+    from mlmprob.commands.variants import variants_spec
+
+    assert spec_of(InfillSpec, _parser("infill").parse_args(REQUIRED["infill"])) == InfillSpec()
+    joints = _parser("joints").parse_args(REQUIRED["joints"])
+    assert spec_of(JointsSpec, joints) == JointsSpec("m", "d.csv") and joints.format == "auto"  # read before it
+    assert variants_spec(_parser("variants").parse_args(REQUIRED["variants"])) == VariantsSpec()
+
+
+def test_variants_seed_is_bounded_by_a_generators_range(capsys):
+    assert _flag_accepts("variants", "--seed", str(MAX_SEED), capsys)
+    assert not _flag_accepts("variants", "--seed", str(MAX_SEED + 1), capsys)
+    assert not _flag_accepts("variants", "--seed", "-1", capsys)
