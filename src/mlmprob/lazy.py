@@ -2,11 +2,15 @@
 (``mlmprob``, ``mlmprob.sampling``, ...) to read one of its light modules (a spec, a table of choices) does not
 import torch or transformers. The command line's ``--help``, ``--version`` and usage errors rely on it.
 
->>> import types
->>> pkg = types.ModuleType("demo_pkg")
->>> pkg.__getattr__, pkg.__dir__ = exports("json", {"dumps": "json"})
->>> pkg.__getattr__("dumps")({"a": 1})
-'{"a": 1}'
+A package names each public name once, in its one call ``__getattr__, __dir__, __all__ = exports(__name__,
+{name: module, ...})``: its ``__all__`` (what ``from package import *`` gives) is the dict's names, in its order.
+
+>>> import sys, types
+>>> pkg = sys.modules["demo_pkg"] = types.ModuleType("demo_pkg")
+>>> pkg.__getattr__, pkg.__dir__, pkg.__all__ = exports("demo_pkg", {"dumps": "json", "decoder": "json.decoder"})
+>>> pkg.__getattr__("dumps")({"a": 1}), pkg.__all__
+('{"a": 1}', ['dumps', 'decoder'])
+>>> del sys.modules["demo_pkg"]
 """
 
 from __future__ import annotations
@@ -17,14 +21,16 @@ import sys
 from collections.abc import Callable
 
 
-def exports(package: str, homes: dict[str, str]) -> tuple[Callable[[str], object], Callable[[], list[str]]]:
-    """``__getattr__`` and ``__dir__`` for ``package``: a name of ``homes`` (name -> module, relative to
-    ``package`` when it starts with a dot) is imported from its module when first read and kept; any other
-    name is tried as a submodule."""
+def exports(package: str, homes: dict[str, str]) -> tuple[Callable[[str], object], Callable[[], list[str]], list[str]]:
+    """``__getattr__``, ``__dir__`` and ``__all__`` for ``package``: ``__all__`` is the names of ``homes`` (name ->
+    module, relative to ``package`` when it starts with a dot), each imported from its module when first read and
+    kept; a name whose home is the submodule of that name (``"training": ".training"``) is the submodule itself.
+    Any other name is tried as a submodule."""
 
     def __getattr__(name: str):
         if name in homes:
-            value = getattr(importlib.import_module(homes[name], package), name)
+            module = importlib.import_module(homes[name], package)
+            value = module if module.__name__ == f"{package}.{name}" else getattr(module, name)
             setattr(sys.modules[package], name, value)
             return value
         if not name.startswith("__") and importlib.util.find_spec(f"{package}.{name}") is not None:
@@ -34,4 +40,4 @@ def exports(package: str, homes: dict[str, str]) -> tuple[Callable[[str], object
     def __dir__() -> list[str]:
         return sorted(set(vars(sys.modules[package])) | set(homes))
 
-    return __getattr__, __dir__
+    return __getattr__, __dir__, list(homes)

@@ -184,13 +184,15 @@ def test_the_layer_check_can_fail():
 
 
 def test_the_base_modules_import_nothing_above_them():
-    """The alphabet imports nothing of mlmprob; the metrics only the errors and each other."""
+    """The alphabet imports nothing of mlmprob; the metrics only the errors, each other and the lazy namespace of
+    their package (``mlmprob.lazy``, which imports nothing of mlmprob)."""
     g = import_graph()
     assert g["mlmprob.alphabet"] == set()
     metrics = [m for m in g if m == "mlmprob.metrics" or m.startswith("mlmprob.metrics.")]
     assert len(metrics) >= 4
     for mod in metrics:
-        assert {t for t in g[mod] if not t.startswith("mlmprob.metrics")} <= {"mlmprob.errors"}, mod
+        assert {t for t in g[mod] if not t.startswith("mlmprob.metrics")} <= {"mlmprob.errors", "mlmprob.lazy"}, mod
+    assert g["mlmprob.lazy"] == set()
 
 
 def test_the_amino_acid_alphabet_is_written_once():

@@ -10,12 +10,10 @@
 
 from ..lazy import exports
 
-__getattr__, __dir__ = exports(
+__getattr__, __dir__, __all__ = exports(
     __name__,
     {
         "LIMITS": ".compute",
         "Limits": ".compute",
     },
 )
-
-__all__ = ["LIMITS", "Limits"]

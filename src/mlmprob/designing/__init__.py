@@ -5,7 +5,7 @@ renormalised expert proposals, simulated annealing and replica exchange, and ``d
 
 from ..lazy import exports
 
-__getattr__, __dir__ = exports(
+__getattr__, __dir__, __all__ = exports(
     __name__,
     {
         "DesignResult": ".api",

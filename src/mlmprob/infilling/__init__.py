@@ -9,7 +9,7 @@ The experiments (the paper's tables, paired HCB-vs-standard comparisons, the HCB
 
 from ..lazy import exports
 
-__getattr__, __dir__ = exports(
+__getattr__, __dir__, __all__ = exports(
     __name__,
     {
         "bleu": "..metrics.sequences",
@@ -34,26 +34,3 @@ __getattr__, __dir__ = exports(
         "InfillSpec": ".spec",
     },
 )
-
-__all__ = [
-    "BASELINES",
-    "ContextScramble",
-    "InfillCandidate",
-    "InfillSpec",
-    "Pivot",
-    "RandomTokenSwap",
-    "SamplingConfig",
-    "Standard",
-    "beam_search",
-    "bleu",
-    "candidate_ids",
-    "exact_infill",
-    "exhaustive_infill",
-    "gap_metrics",
-    "identity",
-    "infill",
-    "prepare_gap",
-    "resolve_pivot",
-    "sample_infill",
-    "topk_hit",
-]

@@ -9,7 +9,7 @@ and metric reuses it. ``pairwise_joint`` is the thin fixed API on top.
 
 from ..lazy import exports
 
-__getattr__, __dir__ = exports(
+__getattr__, __dir__, __all__ = exports(
     __name__,
     {
         "PairConditionals": ".conditionals",
@@ -41,33 +41,3 @@ __getattr__, __dir__ = exports(
         "summarize": ".metrics",
     },
 )
-
-__all__ = [
-    "PairConditionals",
-    "pair_conditionals",
-    "resolve_candidates",
-    "topk_candidates",
-    "METHODS",
-    "AGResult",
-    "ag_joint",
-    "ag_objective",
-    "default_pivot",
-    "hcb_joint",
-    "joint_from",
-    "PairJointSpec",
-    "mlm_joint",
-    "mrf_joint",
-    "mrf_logit_joint",
-    "pairwise_joint",
-    "AGOptions",
-    "PairSpec",
-    "PairEvaluation",
-    "evaluate_conditionals",
-    "evaluate_pair",
-    "JointSummary",
-    "PairMetrics",
-    "ci_gap",
-    "joint_conditionals",
-    "pair_metrics",
-    "summarize",
-]

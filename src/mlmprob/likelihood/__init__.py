@@ -4,7 +4,7 @@
 
 from ..lazy import exports
 
-__getattr__, __dir__ = exports(
+__getattr__, __dir__, __all__ = exports(
     __name__,
     {
         "LogLik": ".chain",
@@ -17,5 +17,3 @@ __getattr__, __dir__ = exports(
         "LoglikSpec": ".spec",
     },
 )
-
-__all__ = ["LogLik", "loglik", "read_steps", "ORDER_KINDS", "OrderPlan", "plan_orders", "units_of", "LoglikSpec"]

@@ -6,25 +6,26 @@ comparison (``significance``). Joint-specific metrics (perplexities,
 KL) are in ``mlmprob.joints.metrics``, MCMC diagnostics in ``mlmprob.sampling.diagnostics``.
 """
 
-from .ranking import Estimate, PairedBootstrap, auroc, bootstrap, evaluate, ndcg, rank_average, spearman, top_recall
-from .sequences import bleu, corpus_bleu, gap_metrics, identity, stutter_rate, topk_hit
-from .significance import exact_sign_test
+from ..lazy import exports
 
-__all__ = [
-    "Estimate",
-    "PairedBootstrap",
-    "auroc",
-    "bleu",
-    "bootstrap",
-    "corpus_bleu",
-    "evaluate",
-    "exact_sign_test",
-    "gap_metrics",
-    "identity",
-    "ndcg",
-    "rank_average",
-    "spearman",
-    "stutter_rate",
-    "top_recall",
-    "topk_hit",
-]
+__getattr__, __dir__, __all__ = exports(
+    __name__,
+    {
+        "Estimate": ".ranking",
+        "PairedBootstrap": ".ranking",
+        "auroc": ".ranking",
+        "bootstrap": ".ranking",
+        "evaluate": ".ranking",
+        "ndcg": ".ranking",
+        "rank_average": ".ranking",
+        "spearman": ".ranking",
+        "top_recall": ".ranking",
+        "bleu": ".sequences",
+        "corpus_bleu": ".sequences",
+        "gap_metrics": ".sequences",
+        "identity": ".sequences",
+        "stutter_rate": ".sequences",
+        "topk_hit": ".sequences",
+        "exact_sign_test": ".significance",
+    },
+)

@@ -7,7 +7,7 @@ from ..lazy import exports
 if TYPE_CHECKING:  # for the type checker: the one name read through this namespace inside the package
     from .loading import load_mlm as load_mlm
 
-__getattr__, __dir__ = exports(
+__getattr__, __dir__, __all__ = exports(
     __name__,
     {
         "ExactMLM": ".exact",
@@ -25,19 +25,3 @@ __getattr__, __dir__ = exports(
         "ResidueTokenizer": ".tokenizers",
     },
 )
-
-__all__ = [
-    "ExactMLM",
-    "LookupMLM",
-    "all_sequences",
-    "HFMaskedLM",
-    "BUILTIN",
-    "load_mlm",
-    "MaskedLM",
-    "gather_logits",
-    "Reader",
-    "reader_of",
-    "Encoding",
-    "HFTokenizer",
-    "ResidueTokenizer",
-]

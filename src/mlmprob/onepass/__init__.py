@@ -2,7 +2,7 @@
 
 from ..lazy import exports
 
-__getattr__, __dir__ = exports(
+__getattr__, __dir__, __all__ = exports(
     __name__,
     {
         "Correction": ".correction",
@@ -17,16 +17,3 @@ __getattr__, __dir__ = exports(
         "PLLSpec": ".spec",
     },
 )
-
-__all__ = [
-    "Correction",
-    "find_correction",
-    "METHODS",
-    "one_pass_token_scores",
-    "CalibrationResult",
-    "calibrate",
-    "fit_correction",
-    "pll",
-    "OnePassSpec",
-    "PLLSpec",
-]

@@ -9,7 +9,7 @@ from ..lazy import exports
 
 # imported from their modules on first use: the command line's parsers read constants of this layer
 # (``FORMATS``) without importing torch
-__getattr__, __dir__ = exports(
+__getattr__, __dir__, __all__ = exports(
     __name__,
     {
         "describe": ".device",
@@ -24,16 +24,3 @@ __getattr__, __dir__ = exports(
         "parse_shard": ".shard",
     },
 )
-
-__all__ = [
-    "describe",
-    "resolve_device",
-    "resolve_dtype",
-    "FORMATS",
-    "Record",
-    "count_records",
-    "iter_records",
-    "read_records",
-    "Shard",
-    "parse_shard",
-]

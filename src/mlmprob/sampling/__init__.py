@@ -14,7 +14,7 @@ baseline; ``find_cdr_h3`` locates CDR-H3 in a VH sequence.
 
 from ..lazy import exports
 
-__getattr__, __dir__ = exports(
+__getattr__, __dir__, __all__ = exports(
     __name__,
     {
         "Adaptive": ".adaptive",
@@ -48,35 +48,3 @@ __getattr__, __dir__ = exports(
         "Unmasking": ".unmasking",
     },
 )
-
-__all__ = [
-    "Ancestral",
-    "AncestralState",
-    "DrawResult",
-    "SampleResult",
-    "sample",
-    "SamplerSpec",
-    "cdr_h3_mask",
-    "find_cdr_h3",
-    "effective_sample_size",
-    "reference_identity",
-    "split_rhat",
-    "initialize",
-    "resolve_free",
-    "ChainState",
-    "DegenerateGibbs",
-    "MetropolisHastings",
-    "StepInfo",
-    "sweep_plan",
-    "MaskPredictResult",
-    "mask_predict",
-    "ProposalConfig",
-    "proposal_log_probs",
-    "LiteralMH",
-    "Constant",
-    "LinearAnneal",
-    "LinearBlockSize",
-    "Unmasking",
-    "Adaptive",
-    "DecoderState",
-]

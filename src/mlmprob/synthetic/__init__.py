@@ -8,7 +8,7 @@ whole columns) give exact ``log_prob``, exact conditionals of every position for
 
 from ..lazy import exports
 
-__getattr__, __dir__ = exports(
+__getattr__, __dir__, __all__ = exports(
     __name__,
     {
         "LanguageMLM": ".base",
@@ -23,16 +23,3 @@ __getattr__, __dir__ = exports(
         "PottsChain": ".potts",
     },
 )
-
-__all__ = [
-    "SyntheticLanguage",
-    "LanguageMLM",
-    "ChainLanguage",
-    "HMM",
-    "PottsChain",
-    "PottsGrid",
-    "KINDS",
-    "make_language",
-    "save_language",
-    "load_language",
-]

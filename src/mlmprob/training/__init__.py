@@ -8,7 +8,7 @@ the trained model and the exact language can be compared with the same algorithm
 
 from ..lazy import exports
 
-__getattr__, __dir__ = exports(
+__getattr__, __dir__, __all__ = exports(
     __name__,
     {
         "TrainConfig": ".config",
@@ -25,18 +25,3 @@ __getattr__, __dir__ = exports(
         "SymbolMLM": ".symbols",
     },
 )
-
-__all__ = [
-    "TrainConfig",
-    "SyntheticSource",
-    "TextSource",
-    "TokenData",
-    "SPECIALS",
-    "SYMBOL_OFFSET",
-    "symbol_tokenizer",
-    "train_wordpiece",
-    "TrainResult",
-    "read_result",
-    "train",
-    "SymbolMLM",
-]

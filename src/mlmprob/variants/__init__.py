@@ -4,7 +4,7 @@ mutagenesis tables, ProteinGym-style mutant strings, and the evaluation metrics 
 
 from ..lazy import exports
 
-__getattr__, __dir__ = exports(
+__getattr__, __dir__, __all__ = exports(
     __name__,
     {
         "Estimate": "..metrics.ranking",
@@ -24,21 +24,3 @@ __getattr__, __dir__ = exports(
         "VariantsSpec": ".spec",
     },
 )
-
-__all__ = [
-    "METHODS",
-    "ForwardCache",
-    "score_variants",
-    "Estimate",
-    "evaluate",
-    "EncodedVariants",
-    "Mutation",
-    "encode_variants",
-    "parse_mutant",
-    "parse_mutants",
-    "Saturation",
-    "saturate",
-    "write_csv",
-    "write_heatmap",
-    "VariantsSpec",
-]
