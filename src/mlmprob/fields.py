@@ -23,13 +23,12 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-from typing import Any
 
 #: The metadata keys handed to argparse as they are (``aliases``: more option strings, e.g. ``("-k",)``).
 ARGPARSE_KEYS = ("action", "type", "choices", "metavar", "nargs")
 
 
-def option(default: Any, help: str, **meta) -> Any:
+def option(default, help: str, **meta):
     """A spec field that is also a command-line flag (``--NAME-WITH-DASHES``): ``help``, and ``type``, ``choices``,
     ``action``, ``metavar`` or ``nargs`` for argparse, ``aliases`` (more option strings, e.g. ``("-k",)``) and
     ``shown`` (the default as ``--help`` words it, e.g. ``"both"``; else the value itself, and nothing for None or
@@ -44,22 +43,11 @@ def flag_of(name: str) -> str:
     return "--" + name.replace("_", "-")
 
 
-def shown(value: Any, meta=None) -> str:
-    """The default as ``--help`` shows it: the field's ``shown`` metadata, else the value (a sequence's items
-    joined by spaces); empty for None and False (the flag not given)."""
-    if meta and "shown" in meta:
-        return str(meta["shown"])
-    if value is None or value is False:
-        return ""
-    if isinstance(value, (tuple, list)):
-        return " ".join(map(str, value))
-    return str(value)
-
-
-def default_text(value: Any, meta=None) -> str:
-    """``" (default: X)"`` for :func:`shown`'s ``X``; empty when it is."""
-    text = shown(value, meta)
-    return f" (default: {text})" if text else ""
+def default_text(value, meta=None) -> str:
+    """``" (default: X)"``: ``X`` the field's ``shown`` metadata, else the value (a sequence's items joined by
+    spaces); empty for None and False (the flag not given)."""
+    text = (meta or {}).get("shown", " ".join(map(str, value)) if isinstance(value, (tuple, list)) else value)
+    return "" if text is None or text is False else f" (default: {text})"
 
 
 def flag_keywords(name: str, meta, help_text: str) -> dict:
@@ -77,14 +65,12 @@ def field_flag(group, spec: type, name: str, present: bool = False) -> argparse.
     metadata with its default, type, choices and action from the metadata. ``present``: left out, the flag's
     attribute is the field's default rather than absent (a flag the command reads before it makes the spec, such
     as an input's ``--format``). Returns argparse's action."""
-    f = spec.__dataclass_fields__[name]
-    if "help" not in f.metadata:
-        raise TypeError(f"{spec.__name__}.{name} has no help: declare it with fields.option(default, help, ...)")
+    f = spec.__dataclass_fields__[name]  # declared with option(default, help, ...)
     kw = flag_keywords(name, f.metadata, f.metadata["help"] + default_text(f.default, f.metadata))
     if present:
         kw["default"] = f.default
     action = group.add_argument(flag_of(name), *f.metadata.get("aliases", ()), **kw)
-    action.spec_field = (spec, name)  # what made it (field_flags)
+    action.spec_field = (spec, name)  # what made it
     return action
 
 
@@ -92,12 +78,5 @@ def add_field_flags(group, spec: type, names=None, present=()) -> None:
     """Add the flags of ``spec``'s fields ``names``, in that order (None: every field declared with :func:`option`,
     in field order) to ``group`` (:func:`field_flag`; those in ``present`` keep the field's default when left
     out)."""
-    if names is None:
-        names = [f.name for f in dataclasses.fields(spec) if "help" in f.metadata]
-    for name in names:
+    for name in names if names is not None else [f.name for f in dataclasses.fields(spec) if "help" in f.metadata]:
         field_flag(group, spec, name, present=name in present)
-
-
-def field_flags(parser) -> dict[str, tuple]:
-    """The flags of ``parser`` made from fields: each one's dest -> ``(spec class, field name)``."""
-    return {a.dest: a.spec_field for a in parser._actions if hasattr(a, "spec_field")}

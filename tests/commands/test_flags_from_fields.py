@@ -1,4 +1,4 @@
-"""One declaration per setting (issue 51, item 1): the converted commands' flags are made from their specs' fields
+"""One declaration per setting (issue 51, item 1): the converted commands' (infill, variants, joints, design) flags are made from their specs' fields
 (:func:`mlmprob.fields.add_field_flags`): each flag comes from its field, its ``--help`` line shows the field's
 default, and the command line and the API accept and refuse the same values at the bounds."""
 
@@ -10,8 +10,9 @@ import dataclasses
 import pytest
 
 from mlmprob.cli import build_parser
+from mlmprob.designing.spec import DesignSpec
 from mlmprob.errors import MLMProbError
-from mlmprob.fields import default_text, field_flags, flag_of
+from mlmprob.fields import default_text, flag_of
 from mlmprob.infilling.spec import MAX_BEAM_SIZE, InfillSpec
 from mlmprob.joints.spec import MAX_AG_STEPS, MAX_PAIRS, JointsSpec
 from mlmprob.likelihood.spec import MAX_ORDERS
@@ -22,17 +23,38 @@ REQUIRED = {
     "joints": ["--model", "m", "--data", "d.csv", "--out", "o"],
     "infill": ["A_C"],
     "variants": ["in.csv", "--wild-type", "MA"],
+    "design": ["ACDE"],
 }
+#: the other settings a design field goes with: the method that takes it (a cooling schedule: end <= start)
+DESIGN_WITH = {
+    "anneal_start": dict(method="anneal", anneal_end=1e-300),
+    "anneal_end": dict(method="anneal"),
+    "anneal_schedule": dict(method="anneal"),
+    "swap_every": dict(method="replica"),
+}
+
+
+def _design(**kw):
+    (name,) = kw
+    return DesignSpec(**DESIGN_WITH.get(name, {}), **kw)
+
+
 #: command -> (its spec, the spec made with some fields set, the fields whose flags are written by hand)
 CONVERTED = {
     "infill": (InfillSpec, lambda **kw: InfillSpec(**kw), ()),
     "variants": (VariantsSpec, lambda **kw: VariantsSpec(methods=("chain",), **kw), ("methods",)),
     "joints": (JointsSpec, lambda **kw: JointsSpec("m", "d.csv", **kw), ("model", "data")),
+    "design": (DesignSpec, _design, ("positions", "allowed", "forbid", "require", "temperatures")),
 }
 #: values just inside and outside the specs' upper bounds (checked by the flags with the specs' own checks)
 HIGH = [MAX_SEED, MAX_AG_STEPS, MAX_PAIRS, MAX_BEAM_SIZE, MAX_ORDERS]
 INT_LOWS = [-(10**6), -2, -1, 0, 1, 2]
 FLOAT_LOWS = [-1.0, -1e-300, 0.0, 1e-300, 1.0]
+
+
+def field_flags(parser) -> dict[str, tuple]:
+    """The flags of ``parser`` made from fields: each one's dest -> ``(spec class, field name)``."""
+    return {a.dest: a.spec_field for a in parser._actions if hasattr(a, "spec_field")}
 
 
 def _parser(command: str) -> argparse.ArgumentParser:
@@ -148,9 +170,11 @@ def test_the_cli_and_the_api_take_the_same_choices(command, spec, make, f, capsy
 
 def test_a_flag_left_out_leaves_the_spec_default():
     from mlmprob.commands.common import spec_of
+    from mlmprob.commands.design import design_spec
     from mlmprob.commands.variants import variants_spec
 
     assert spec_of(InfillSpec, _parser("infill").parse_args(REQUIRED["infill"])) == InfillSpec()
+    assert design_spec(_parser("design").parse_args(REQUIRED["design"])) == DesignSpec()
     joints = _parser("joints").parse_args(REQUIRED["joints"])
     assert spec_of(JointsSpec, joints) == JointsSpec("m", "d.csv") and joints.format == "auto"  # read before it
     assert variants_spec(_parser("variants").parse_args(REQUIRED["variants"])) == VariantsSpec()

@@ -33,8 +33,8 @@ import argparse
 import math
 import sys
 
-from ..argtypes import LIMIT, finite_float, nonnegative_int, positive_float, positive_int
-from ..designing.spec import EXPERT_KINDS, METHODS, SCHEDULES, DesignSpec
+from ..argtypes import LIMIT, finite_float, nonnegative_int
+from ..designing.spec import EXPERT_KINDS, DesignSpec
 from ..errors import MLMProbError
 
 __all__ = ["register", "run"]
@@ -62,22 +62,17 @@ def register(sub) -> None:
     p.add_argument("--allow-code", action="store_true", help="allow --oracle to import and run your module")
     p.add_argument("--oracle-weight", type=finite_float, default=1.0, help="the oracle term's weight")
     p.add_argument("--oracle-minimize", action="store_true", help="lower oracle scores are better")
-    d = DesignSpec()
-    _add_sampler_args(p.add_argument_group("sampler"), d)
+    _add_sampler_args(p.add_argument_group("sampler"))
     c = p.add_argument_group("constraints")
     c.add_argument("--positions", help="1-based residues that may change, e.g. 95-102,105 (default: all)")
     c.add_argument("--allowed", action="append", default=[], metavar="POS:RESIDUES", help="e.g. 31:STY (repeatable)")
-    c.add_argument(
-        "--max-mutations", type=nonnegative_int, default=None, help="at most this many mutations from the parent"
-    )
+    from ..fields import field_flag
+
+    field_flag(c, DesignSpec, "max_mutations")
     c.add_argument("--forbid", action="append", default=[], metavar="MOTIF", help="regex or preset (repeatable)")
     c.add_argument("--require", action="append", default=[], metavar="MOTIF", help="regex (repeatable)")
-    c.add_argument("--start-invalid", action="store_true", help="start at a parent that violates a constraint")
-    c.add_argument(
-        "--keep-parent-motifs",
-        action="store_true",
-        help="tolerate the forbidden motifs the parent already has, where it has them (forbid only new ones)",
-    )
+    field_flag(c, DesignSpec, "start_invalid")
+    field_flag(c, DesignSpec, "keep_parent_motifs")
     from .common import add_model_args, add_runtime_args
 
     add_model_args(p)
@@ -91,46 +86,33 @@ def register(sub) -> None:
     p.set_defaults(func=run)
 
 
-def _add_sampler_args(g, d: DesignSpec) -> None:
-    """The sampler's flags (the kernel, its moves, the temperatures, the seed), defaults from ``d``."""
-    g.add_argument(
-        "--method",
-        choices=METHODS,
-        default=d.method,
-        help="mh: exact samples of the target; anneal: optimise (a temperature schedule); replica: parallel tempering",
-    )
-    g.add_argument("--chains", type=positive_int, default=d.chains, help="chains (per temperature for replica)")
-    g.add_argument("--steps", type=positive_int, default=d.steps, help="proposals per chain")
-    g.add_argument("--temperature", type=positive_float, default=d.temperature, help="the target's temperature τ")
-    g.add_argument(
-        "--proposal", default=d.proposal, help="the proposing expert's name, or uniform (default: the first)"
-    )
-    g.add_argument(
-        "--proposal-temperature",
-        type=positive_float,
-        default=d.proposal_temperature,
-        help="temperature of the expert's proposal (the ratio corrects for it)",
-    )
-    g.add_argument("--sites", type=positive_int, default=d.sites, help="residues one proposal may change (exact)")
-    g.add_argument(
-        "--informed",
-        action="store_true",
-        help="locally balanced moves: sites and residues chosen from the rows already read, every move a change",
-    )
-    g.add_argument(
-        "--delayed",
-        action="store_true",
-        help="delayed acceptance: screen each proposal by the oracle and the rows already read before the experts "
-        "read it (exact: a second stage corrects)",
-    )
-    g.add_argument("--hamming", type=finite_float, default=d.hamming, help="weight of the Hamming distance term")
-    g.add_argument("--anneal-start", type=positive_float, default=d.anneal_start, help="anneal: the first temperature")
-    g.add_argument("--anneal-end", type=positive_float, default=d.anneal_end, help="anneal: the last temperature")
-    g.add_argument(
-        "--anneal-schedule", choices=SCHEDULES, default=d.anneal_schedule, help="anneal: how the temperature falls"
-    )
-    g.add_argument("--temperatures", default="1,2,4", help="replica exchange's ladder, increasing, e.g. 1,1.5,2.5")
-    g.add_argument("--swap-every", type=positive_int, default=d.swap_every, help="steps between swap rounds")
+#: The sampler's flags made from :class:`DesignSpec`'s fields (those before ``--temperatures``).
+SAMPLER_FLAGS = (
+    "method",
+    "chains",
+    "steps",
+    "temperature",
+    "proposal",
+    "proposal_temperature",
+    "sites",
+    "informed",
+    "delayed",
+    "hamming",
+    "anneal_start",
+    "anneal_end",
+    "anneal_schedule",
+)
+
+
+def _add_sampler_args(g) -> None:
+    """The sampler's flags (the kernel, its moves, the temperatures, the seed): the spec's fields, and the ladder
+    (text) and the seed (the job's)."""
+    from ..fields import add_field_flags, field_flag
+
+    add_field_flags(g, DesignSpec, SAMPLER_FLAGS)
+    ladder = ",".join(f"{t:g}" for t in DesignSpec.__dataclass_fields__["temperatures"].default)  # 1,2,4
+    g.add_argument("--temperatures", default=ladder, help="replica exchange's ladder, increasing, e.g. 1,1.5,2.5")
+    field_flag(g, DesignSpec, "swap_every")
     g.add_argument(
         "--seed",
         type=nonnegative_int,

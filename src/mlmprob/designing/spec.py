@@ -24,7 +24,9 @@ import dataclasses
 import math
 from dataclasses import dataclass, field
 
+from ..argtypes import finite_float, nonnegative_int, positive_float, positive_int
 from ..errors import MLMProbError
+from ..fields import option
 from ..settings import Spec, check_count, check_int
 from .constraints import motif_patterns
 
@@ -63,30 +65,55 @@ class DesignSpec(Spec):
     (``(position, residues)`` pairs), ``max_mutations``, ``forbid`` and ``require`` (regular expressions of bounded
     cost over upper-case residues, :mod:`~mlmprob.designing.motifs`, or preset names), ``start_invalid`` (start at a
     parent outside ``C``), ``keep_parent_motifs`` (a forbidden motif the parent has is tolerated where it is: only
-    new occurrences leave ``C``)."""
+    new occurrences leave ``C``). ``mlmprob design``'s flags of the fields declared with
+    :func:`~mlmprob.fields.option` are made from them; those of ``positions``, ``allowed``, ``forbid``, ``require``
+    and ``temperatures`` read text."""
 
-    method: str = "mh"
-    chains: int = 4
-    steps: int = 100
-    temperature: float = 1.0
-    proposal: str | None = None
-    proposal_temperature: float = 1.0
-    sites: int = field(default=1, metadata=_LATER)
-    informed: bool = field(default=False, metadata=_LATER)
-    delayed: bool = field(default=False, metadata=_LATER)
-    hamming: float = 0.0
+    method: str = option(
+        "mh",
+        "mh: exact samples of the target; anneal: optimise (a temperature schedule); replica: parallel tempering",
+        choices=METHODS,
+    )
+    chains: int = option(4, "chains (per temperature for replica)", type=positive_int)
+    steps: int = option(100, "proposals per chain", type=positive_int)
+    temperature: float = option(1.0, "the target's temperature τ", type=positive_float)
+    proposal: str | None = option(None, "the proposing expert's name, or uniform (default: the first)")
+    proposal_temperature: float = option(
+        1.0, "temperature of the expert's proposal (the ratio corrects for it)", type=positive_float
+    )
+    sites: int = option(1, "residues one proposal may change (exact)", type=positive_int, **_LATER)
+    informed: bool = option(
+        False,
+        "locally balanced moves: sites and residues chosen from the rows already read, every move a change",
+        action="store_true",
+        **_LATER,
+    )
+    delayed: bool = option(
+        False,
+        "delayed acceptance: screen each proposal by the oracle and the rows already read before the experts read it "
+        "(exact: a second stage corrects)",
+        action="store_true",
+        **_LATER,
+    )
+    hamming: float = option(0.0, "weight of the Hamming distance term", type=finite_float)
     positions: tuple[int, ...] | None = None
     allowed: tuple[tuple[int, str], ...] = ()
-    max_mutations: int | None = None
+    max_mutations: int | None = option(None, "at most this many mutations from the parent", type=nonnegative_int)
     forbid: tuple[str, ...] = ()
     require: tuple[str, ...] = ()
-    start_invalid: bool = False
-    keep_parent_motifs: bool = False
-    anneal_start: float = field(default=10.0, metadata=_only("anneal"))
-    anneal_end: float = field(default=0.1, metadata=_only("anneal"))
-    anneal_schedule: str = field(default="geometric", metadata=_only("anneal"))
+    start_invalid: bool = option(False, "start at a parent that violates a constraint", action="store_true")
+    keep_parent_motifs: bool = option(
+        False,
+        "tolerate the forbidden motifs the parent already has, where it has them (forbid only new ones)",
+        action="store_true",
+    )
+    anneal_start: float = option(10.0, "anneal: the first temperature", type=positive_float, **_only("anneal"))
+    anneal_end: float = option(0.1, "anneal: the last temperature", type=positive_float, **_only("anneal"))
+    anneal_schedule: str = option(
+        "geometric", "anneal: how the temperature falls", choices=SCHEDULES, **_only("anneal")
+    )
     temperatures: tuple[float, ...] = field(default=(1.0, 2.0, 4.0), metadata=_only("replica"))
-    swap_every: int = field(default=1, metadata=_only("replica"))
+    swap_every: int = option(1, "steps between swap rounds", type=positive_int, **_only("replica"))
 
     def __post_init__(self):
         self._normalise()
