@@ -1,5 +1,5 @@
 """Accepted moves per 1,000 forward rows of ``sample(method="mh")``'s kernel (``MetropolisHastings``) with each
-proposal: the default single-site sweep, the exact moves of ``mlmprob.sampling.moves`` (``informed`` k = 1, 2, 3;
+proposal: the default single-site sweep, the exact moves of ``mlmprob.mcmc.moves`` (``informed`` k = 1, 2, 3;
 plain ``sites`` k = 2) and today's block proposals (``block_size`` 2, 3). AntiBERTy, trastuzumab VH with its
 CDR-H3 (IMGT) free, 4 chains from the parent, target ``exp(-E_local)``, one thread.
 

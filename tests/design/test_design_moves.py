@@ -1,4 +1,4 @@
-"""Exactness of the design kernel's moves (:mod:`mlmprob.sampling.moves`) on the enumerable toy of
+"""Exactness of the design kernel's moves (:mod:`mlmprob.mcmc.moves`) on the enumerable toy of
 ``design_toys`` (two tiny BERTs with incompatible conditionals, an oracle, Hamming, constraints):
 
 - multi-site plain moves, locally balanced (informed) moves and delayed acceptance each have an exact transition
@@ -225,13 +225,13 @@ def test_a_kernel_without_the_hastings_correction_is_caught(toy, monkeypatch):
     """The same run with the proposal terms dropped from the acceptance ratio ends off the target by more than the
     tolerance: the test above has power."""
     target, X, pi = toy
-    from mlmprob.designing import kernels
+    from mlmprob.mcmc import engine
 
     n, steps = 12000, 6
     P = transition_matrix(target, X, 1, 2, True, False, 1.5, hastings=False)
     drift = 0.5 * float((pi @ torch.linalg.matrix_power(P, steps) - pi).abs().sum())
     assert drift > 2 * tv_tolerance(n, len(X), 0.0)  # the wrong kernel's exact law is far enough to be seen
-    monkeypatch.setattr(kernels, "log_acceptance", lambda u_old, u_new, tau, rev, fwd: -(u_new - u_old) / tau)
+    monkeypatch.setattr(engine, "log_acceptance", lambda u_old, u_new, tau, rev, fwd: -(u_new - u_old) / tau)
     kernel = mh_kernel(target, 1, 1.5, 2, True, False)
     sampled = _run_from_target(target, X, pi, kernel, n, steps, seed=11)
     assert 0.5 * float((sampled - pi).abs().sum()) > tv_tolerance(n, len(X), 0.0)

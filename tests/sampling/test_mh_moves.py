@@ -1,4 +1,4 @@
-"""Exactness of ``sample(method="mh")``'s moves (``informed``, ``sites``; :mod:`mlmprob.sampling.moves`) on tiny
+"""Exactness of ``sample(method="mh")``'s moves (``informed``, ``sites``; :mod:`mlmprob.mcmc.moves`) on tiny
 ``ExactMLM`` models with incompatible random conditionals (V 3, T 3: 27 states):
 
 - each move has an exact transition matrix, built here by brute force over every move (every ordered choice of
@@ -35,6 +35,11 @@ CASES = {  # name: (model seed, sampler options)
     ),
     "plain k=2": (3, {"sites": 2}),
     "plain k=3, tempered": (4, {"sites": 3, "proposal_temperature": 0.7, "target_temperature": 1.3}),
+    "delayed, informed k=2": (2, {"informed": True, "sites": 2, "delayed": True}),
+    "delayed, plain k=2, raw, tempered": (
+        3,
+        {"sites": 2, "delayed": True, "energy": "raw", "target_temperature": 2.0, "proposal_temperature": 1.3},
+    ),
 }
 
 
@@ -75,8 +80,17 @@ def path_prob(x, R, order, y, informed, T) -> float:
     return p
 
 
-def transition_matrix(m, kw, hastings=True) -> torch.Tensor:
-    """One move's exact transition matrix over all states, by brute force."""
+def first_stage(x, y, order, R, informed, T, tau) -> float:
+    """Delayed acceptance's first-stage log ratio of the move ``x -> y`` read from ``x``'s rows ``R`` alone: the
+    energy's change estimated by the logits at the changed sites, the reverse move's probability from ``x``'s rows."""
+    own = sum(float(R[j, y[j]] - R[j, x[j]]) for j in order)
+    back = path_prob(y, R, order, x, informed, T)
+    return own / tau + (math.log(back) if back > 0 else -math.inf) - math.log(path_prob(x, R, order, y, informed, T))
+
+
+def transition_matrix(m, kw, hastings=True, second=True) -> torch.Tensor:
+    """One move's exact transition matrix over all states, by brute force (``second``: delayed acceptance's second
+    stage corrects by the first stage's ratios)."""
     X = all_sequences(m.vocab_size, m.length)
     E = ref_energies(m, X, kw.get("energy", "local"))
     tau, T = kw.get("target_temperature", 1.0), kw.get("proposal_temperature", 1.0)
@@ -101,7 +115,13 @@ def transition_matrix(m, kw, hastings=True) -> torch.Tensor:
                 if hastings:
                     la += math.log(path_prob(y, R[t], order, x, informed, T)) - math.log(fwd)
                 choose = 1.0 if informed else 1.0 / math.perm(m.length, k)
-                P[s, t] += choose * fwd * min(1.0, math.exp(la))
+                a = min(1.0, math.exp(la))
+                if kw.get("delayed"):
+                    est = first_stage(x, y, order, R[s], informed, T, tau)
+                    if second:
+                        la += min(0.0, first_stage(y, x, order, R[t], informed, T, tau)) - min(0.0, est)
+                    a = min(1.0, math.exp(est)) * min(1.0, math.exp(la))
+                P[s, t] += choose * fwd * a
     P[range(len(X)), range(len(X))] = 1 - P.sum(1)
     return P
 
@@ -155,6 +175,8 @@ def test_each_move_leaves_the_target_invariant_and_needs_its_hastings_correction
     assert 1 - float((pi * P.diagonal()).sum()) > 0.1  # it moves
     wrong = stationary(transition_matrix(m, kw, hastings=False))
     assert tv(wrong, pi) > 0.01
+    if kw.get("delayed"):  # without the second stage's correction the first stage biases it
+        assert tv(stationary(transition_matrix(m, kw, second=False)), pi) > 0.01
 
 
 def test_the_kernel_runs_the_matrix(case):
@@ -192,11 +214,11 @@ def test_a_run_without_the_hastings_correction_is_caught(monkeypatch):
     wrong = transition_matrix(m, kw, hastings=False)
     drift = tv(pi @ torch.linalg.matrix_power(wrong, 3 * (epochs + 1)), pi)
     assert drift > 2 * tv_bound(pi, n)  # the wrong kernel's exact law is far enough to be seen
-    accept = MetropolisHastings._accept
+    from mlmprob.mcmc import engine
+
+    accept = engine.log_acceptance  # the one engine's ratio, with the reverse probability set to the forward one
     monkeypatch.setattr(
-        MetropolisHastings,
-        "_accept",
-        lambda self, s, a, p, rows, fwd, rev, *x: accept(self, s, a, p, rows, fwd, fwd, *x),
+        engine, "log_acceptance", lambda u_old, u_new, tau, rev, fwd: accept(u_old, u_new, tau, fwd, fwd)
     )
     start = all_sequences(3, 3)[torch.multinomial(pi, n, replacement=True, generator=gen(7))]
     r = sample(m, start, method="mh", epochs=epochs, burn_in=1, generator=gen(11), **kw)
@@ -236,7 +258,19 @@ BAD = [
     ({"informed": True, "order": "l2r"}, "so order must be 'random'"),
     ({"sites": 2, "proposal_temperature": 0.0}, "so proposal_temperature must be > 0"),
     ({"sites": 0}, "sites must be a positive integer"),
+    ({"delayed": True}, "delayed=True screens moves: give it with informed=True or sites > 1"),
 ]
+
+
+def test_delayed_acceptance_screens_moves_before_their_rows_are_read():
+    """The same moves with delayed acceptance read fewer model rows: the first stage rejects some unread."""
+    m = exact(4, 6, seed=2)
+    start = torch.randint(4, (64, 6), generator=gen(1))
+    kw = {"informed": True, "sites": 2}
+    plain = sample(m, start, method="mh", epochs=3, burn_in=0, generator=gen(2), **kw)
+    delayed = sample(m, start, method="mh", epochs=3, burn_in=0, generator=gen(2), delayed=True, **kw)
+    assert delayed.forward_rows < 0.95 * plain.forward_rows
+    assert delayed.novel_rate > 0.05
 
 
 @pytest.mark.parametrize("kw,message", BAD)

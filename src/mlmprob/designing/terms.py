@@ -273,11 +273,12 @@ class Target:
         return ok
 
     def energies(
-        self, X: torch.Tensor, rows_of: int | None = None, only=None
+        self, X: torch.Tensor, rows_of: int | None = None, only=None, chains=None
     ) -> tuple[torch.Tensor, torch.Tensor | None]:
         """Each term's energy ``[N, K]`` (float64, unweighted) of ``X`` ``[N, L]``, and the single-site rows of
         the expert ``rows_of`` (term index) ``[N, L, A]`` when asked; ``only`` (term indices): those terms alone,
-        the others' columns 0."""
+        the others' columns 0. ``chains`` (the engine's, :mod:`mlmprob.mcmc.engine`): unused, no term depends on
+        the chain."""
         N = X.shape[0]
         E = torch.zeros(N, len(self.terms), dtype=torch.float64)
         rows = None
@@ -307,6 +308,14 @@ class Target:
             else:
                 E[:, k] = (X != self.parent_ids).sum(-1).double()
         return E, rows
+
+    def no_worse(self, X: torch.Tensor, Xp: torch.Tensor, rows: torch.Tensor) -> torch.Tensor:
+        """Bool ``[B]``: at ``rows`` (chains outside ``C``), whether ``Xp`` has no more violations than ``X``."""
+        out = torch.zeros(len(X), dtype=torch.bool)
+        for r in rows.nonzero(as_tuple=True)[0].tolist():
+            old, new = self.decode(X[r : r + 1])[0], self.decode(Xp[r : r + 1])[0]
+            out[r] = len(self.constraints.violations(new)) <= len(self.constraints.violations(old))
+        return out
 
     def total(self, E: torch.Tensor, only=None) -> torch.Tensor:
         """``U = Σ_k w_k E_k`` ``[N]`` (float64); ``only`` (term indices): over those terms alone."""

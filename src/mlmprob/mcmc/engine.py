@@ -1,23 +1,35 @@
-"""Kernels on a design target (:class:`~mlmprob.designing.terms.Target`), in the factory shape of the samplers:
-``mh_kernel(target, proposal, proposal_temperature)`` binds the fixed parts and returns ``(init, step)`` with
-``init(X, tau) -> DesignState`` and ``step(state, generator) -> (DesignState, DesignInfo)``; ``swap_step``
-is replica exchange's move between adjacent temperatures.
+"""The package's one Metropolis-Hastings engine, in the factory shape of the samplers: ``mh_kernel(target, moves,
+...)`` binds the fixed parts and returns ``(init, step)`` with ``init(X, tau) -> MHState`` and
+``step(state, generator, free=None) -> (MHState, MHInfo)``; :func:`swap_step` is replica exchange's move between
+adjacent temperatures. ``design``'s kernel (:func:`mlmprob.designing.kernels.mh_kernel`) is this engine on a design
+target; ``sample(method="mh")``'s (:class:`~mlmprob.sampling.kernels.MetropolisHastings`) is this engine on one
+masked LM's energy over token ids (:class:`~mlmprob.sampling.token_target.TokenTarget`), with its sweep's blocks or
+the moves of :mod:`.moves` as proposals.
 
-One MH step per chain: a position ``i`` drawn uniformly among those whose allowed set has more than one residue;
-a residue drawn from the proposal expert's single-site conditional at ``i`` (the row of ``x`` with ``i``
-masked), **renormalised over the residues allowed at** ``i`` (and tempered by ``proposal_temperature``), or
-uniformly over them. ``x`` and ``x'`` agree outside ``i``, so the reverse proposal ``q(x | x')`` is read from
-the same row and the Hastings ratio is exact:
+A **target** is terms and constraints, ``p(x) ∝ exp(-U(x) / τ) · 1[x ∈ C]`` with ``U = Σ_k w_k E_k``:
+``energies(X, rows_of=None, only=None, chains=None) -> (E [N, K], rows)`` (each term's energy; with ``rows_of``, a
+term index, that expert's single-site rows of ``X`` ``[N, L, A]``; ``only``: those terms alone, the others 0;
+``chains``: the chains, bool ``[B]``, whose proposals ``X`` are), ``total(E, only=None) -> U``, ``in_c(X)``,
+``no_worse(X, Xp, mask)`` (chains outside ``C``: whether ``Xp`` adds no violation), ``experts`` (the terms that read
+a model) and ``weights``. A **proposal** is a :class:`~mlmprob.mcmc.moves.Moves`-like object:
+``propose(X, rows, generator, free) -> (X', order, log q(X' | X))`` from the proposal expert's rows of ``X``, and
+``log_q(X, X', order, rows, free)``, the probability of a move read from the rows of its start.
 
-    log α = -(U(x') - U(x)) / τ + log q_i(x_i | x_-i) - log q_i(x'_i | x_-i),   U = Σ_k w_k E_k
+One step makes one proposal per chain. A proposal outside ``C`` is rejected (the target is 0 there) without reading
+any model; the others are read and accepted with
 
-A proposal outside ``C`` is rejected (the target is 0 there) without reading any model. Each term of the random
-scan leaves ``p ∝ exp(-U/τ) 1[C]`` invariant, so the chain's stationary law is the constrained target exactly.
-A chain that starts outside ``C`` (``start_invalid``) follows the unconstrained ratio among moves that do not add
-a violation until it enters ``C``, which it never leaves.
+    log α = -(U(x') - U(x)) / τ + log q(x | x') - log q(x' | x).
 
-Randomness comes from the generator only, and each step draws the same numbers whatever the states (a site, a
-residue and a uniform per chain). Ratios are float64, in log space.
+The reverse probability is read from the rows of ``x'`` (``rows_of_new``: the energy of ``x'`` reads them anyway) or,
+for proposals whose reverse reads the same rows as the forward move (one site from its masked row, a masked block),
+from those. A chain that starts outside ``C`` follows the unconstrained ratio among moves that do not add a violation
+until it enters ``C``, which it never leaves. ``delayed`` (Christen & Fox 2005): a first stage screens each proposal
+before its rows are read, from the cheap terms (oracles, Hamming) exactly and the proposal expert's change estimated
+from the rows of ``x`` at the changed sites alone; the second stage, on the exact energies, corrects by the first
+stage's acceptance of the reverse move, so the target is left invariant exactly.
+
+Randomness comes from the generator only, and each step draws the same numbers whatever the states (the proposal's,
+then a uniform per chain, then, with ``delayed``, a second). Ratios are float64, in log space.
 """
 
 from __future__ import annotations
@@ -29,15 +41,12 @@ from typing import NamedTuple
 
 import torch
 
-from ..errors import MLMProbError
-from ..sampling.moves import Moves, site_log_probs  # noqa: F401 - site_log_probs: re-exported (tests read it here)
-
 
 @dataclass(frozen=True)
-class DesignState:
-    """``B`` chains: ``X`` ``[B, L]`` (alphabet indices), ``E`` each term's energy ``[B, K]``, ``U`` the weighted
-    total ``[B]``, ``inside`` (in ``C``) ``[B]``, ``rows`` the proposal expert's single-site logits at ``X``
-    ``[B, L, A]`` (None for uniform proposals), ``tau`` each chain's temperature ``[B]`` (float64)."""
+class MHState:
+    """``B`` chains: ``X`` ``[B, L]``, ``E`` each term's energy ``[B, K]``, ``U`` the weighted total ``[B]``,
+    ``inside`` (in ``C``) ``[B]``, ``rows`` the proposal expert's single-site logits at ``X`` ``[B, L, A]`` (None
+    for uniform proposals), ``tau`` each chain's temperature ``[B]`` (float64)."""
 
     X: torch.Tensor
     E: torch.Tensor
@@ -48,7 +57,7 @@ class DesignState:
 
 
 @dataclass(frozen=True)
-class DesignInfo:
+class MHInfo:
     """What one step did per chain ``[B]``: ``changed`` (the proposal differs from the state), ``left`` (it left
     ``C``: rejected unread), ``accepted`` (a changed proposal was accepted), ``log_alpha`` (``-inf`` when left; a
     screened move's first-stage ratio), ``screened`` (delayed acceptance's first stage rejected it unread),
@@ -63,8 +72,8 @@ class DesignInfo:
 
 
 class Kernel(NamedTuple):
-    init: Callable[[torch.Tensor, torch.Tensor], DesignState]
-    step: Callable[[DesignState, torch.Generator], tuple[DesignState, DesignInfo]]
+    init: Callable[..., MHState]
+    step: Callable[..., tuple[MHState, MHInfo]]
 
 
 def log_acceptance(
@@ -74,84 +83,70 @@ def log_acceptance(
     return -(u_new - u_old) / tau + log_q_rev - log_q_fwd
 
 
-def changeable_sites(allowed: torch.Tensor) -> torch.Tensor:
-    """The positions whose allowed set has more than one residue (a proposal anywhere else cannot move)."""
-    sites = (allowed.sum(-1) > 1).nonzero(as_tuple=True)[0]
-    if len(sites) == 0:
-        raise MLMProbError("no position may change: every position's allowed set is a single residue")
-    return sites
-
-
-def mh_kernel(
-    target,
-    proposal: int | None,
-    proposal_temperature: float = 1.0,
-    sites: int = 1,
-    informed: bool = False,
-    delayed: bool = False,
-) -> Kernel:
-    """MH on ``target`` with moves of up to ``sites`` residues (:class:`~mlmprob.sampling.moves.Moves`,
-    ``informed`` or plain) from the expert term ``proposal`` (its index; None: uniform over the allowed residues),
-    and with ``delayed`` a first stage that screens each proposal before its rows are read (Christen & Fox 2005):
-    it reads the cheap terms (oracles, Hamming) exactly and estimates the proposal expert's change from the rows of
-    ``x`` at the changed sites alone; the second stage, on the exact energies, corrects by the first stage's
-    acceptance of the reverse move, so the target is left invariant exactly."""
-    moves = Moves(changeable_sites(target.allowed), target.allowed, sites, informed, proposal_temperature)
-    unmasked = proposal is not None and target.terms[proposal].kind == "mutant_marginal"
-    # the reverse move reads the rows of x' (one site of masked rows: x's own row, the same input)
-    rows_of_new = informed or moves.k > 1 or unmasked
+def mh_kernel(target, moves, proposal: int | None, rows_of_new: bool, delayed: bool = False) -> Kernel:
+    """MH on ``target`` with the proposals of ``moves`` drawn from the rows of the expert term ``proposal`` (its
+    index; None: no rows), the reverse read from the rows of ``x'`` when ``rows_of_new``, and with ``delayed`` the
+    two-stage test (see the module's text)."""
     cheap = [k for k in range(len(target.terms)) if k not in target.experts]
     w_prop = 0.0 if proposal is None else float(target.weights[proposal])
 
-    def init(X: torch.Tensor, tau: torch.Tensor) -> DesignState:
+    def init(X: torch.Tensor, tau) -> MHState:
         E, rows = target.energies(X, rows_of=proposal)
-        return DesignState(X, E, target.total(E), target.in_c(X), rows, _taus(tau, len(X)))
+        return MHState(X, E, target.total(E), target.in_c(X), rows, as_taus(tau, len(X)))
 
-    def first_stage(X, Xp, order, rows, U_cheap, U_cheap_p, tau, log_q_to) -> torch.Tensor:
+    def first_stage(X, Xp, order, rows, U_cheap, U_cheap_p, tau, log_q_to, free) -> torch.Tensor:
         """The first stage's log ratio of the moves ``X -> Xp`` read from ``rows`` (the rows of ``X``):
         the cheap terms exactly, the proposal expert by its own rows at the changed sites."""
         est = -(U_cheap_p - U_cheap) / tau
         if proposal is not None:
             est = est + w_prop * moves.own_rows_change(X, Xp, order, rows) / tau
-        return est + moves.log_q(Xp, X, order, rows) - log_q_to
+        return est + moves.log_q(Xp, X, order, rows, free) - log_q_to
 
-    def step(state: DesignState, generator: torch.Generator) -> tuple[DesignState, DesignInfo]:
+    def step(state: MHState, generator: torch.Generator, free=None) -> tuple[MHState, MHInfo]:
         X = state.X
         B = X.shape[0]
-        Xp, order, log_q_fwd = moves.propose(X, state.rows, generator)
+
+        def at(mask):  # the chains' free sites, for the moves of the chains in ``mask``
+            return None if free is None else free[mask]
+
+        Xp, order, log_q_fwd = moves.propose(X, state.rows, generator, free)
         u = torch.rand(B, generator=generator, dtype=torch.float64)
         u1 = torch.rand(B, generator=generator, dtype=torch.float64) if delayed else None
         changed = (Xp != X).any(-1)
         inside = torch.zeros(B, dtype=torch.bool)
         inside[changed] = target.in_c(Xp[changed])
-        read = changed & (inside | (~state.inside & _no_worse(target, X, Xp, changed & ~state.inside)))
+        outside = changed & ~state.inside
+        read = changed & inside
+        if outside.any():
+            read |= outside & target.no_worse(X, Xp, outside)
         log_alpha = torch.full((B,), float("-inf"), dtype=torch.float64)
         log_alpha[~changed] = 0.0
         second, E_cheap, est, U_cp = read, None, None, None
         if delayed:
             assert u1 is not None
-            E_cheap, _ = target.energies(Xp[read], only=cheap)
+            E_cheap, _ = target.energies(Xp[read], only=cheap, chains=read)
             rows_r = None if state.rows is None else state.rows[read]
             U_c, U_cp = target.total(state.E[read], only=cheap), target.total(E_cheap, only=cheap)  # x', cheap terms
-            est = first_stage(X[read], Xp[read], order[read], rows_r, U_c, U_cp, state.tau[read], log_q_fwd[read])
+            tau_r = state.tau[read]
+            est = first_stage(X[read], Xp[read], order[read], rows_r, U_c, U_cp, tau_r, log_q_fwd[read], at(read))
             second = read.clone()
             second[read] = torch.log(u1[read]) < est
             log_alpha[read] = torch.where(second[read], 0.0, est)  # a screened move's first-stage ratio
         if delayed:
             assert E_cheap is not None
-            E_new, rows_new = target.energies(Xp[second], rows_of=proposal, only=target.experts)
+            E_new, rows_new = target.energies(Xp[second], rows_of=proposal, only=target.experts, chains=second)
             E_new = E_new + E_cheap[second[read]]
         else:
-            E_new, rows_new = target.energies(Xp[second], rows_of=proposal)
+            E_new, rows_new = target.energies(Xp[second], rows_of=proposal, chains=second)
         U_new = target.total(E_new)
         back_rows = rows_new if rows_of_new else (None if state.rows is None else state.rows[second])
-        log_q_rev = moves.log_q(Xp[second], X[second], order[second], back_rows)
+        log_q_rev = moves.log_q(Xp[second], X[second], order[second], back_rows, at(second))
         la = log_acceptance(state.U[second], U_new, state.tau[second], log_q_rev, log_q_fwd[second])
         if delayed:
             assert U_cp is not None and est is not None
             tau2, U_c = state.tau[second], target.total(state.E[second], only=cheap)
             est_back = first_stage(
-                Xp[second], X[second], order[second], rows_new, U_cp[second[read]], U_c, tau2, log_q_rev
+                Xp[second], X[second], order[second], rows_new, U_cp[second[read]], U_c, tau2, log_q_rev, at(second)
             )
             la = la + est_back.clamp(max=0.0) - est[second[read]].clamp(max=0.0)
         log_alpha[second] = la
@@ -159,27 +154,17 @@ def mh_kernel(
         accept[second] = torch.log(u[second]) < la
         state_new = _take(state, accept, Xp, E_new, U_new, inside, rows_new, second)
         moved = torch.where(accept, (Xp != X).sum(-1), 0)
-        return state_new, DesignInfo(changed, changed & ~inside, accept, log_alpha, read & ~second, moved)
+        return state_new, MHInfo(changed, changed & ~inside, accept, log_alpha, read & ~second, moved)
 
     return Kernel(init, step)
 
 
-def _taus(tau, n: int) -> torch.Tensor:
+def as_taus(tau, n: int) -> torch.Tensor:
     tau = torch.as_tensor(tau, dtype=torch.float64)
     return tau.expand(n).clone() if tau.dim() == 0 else tau.clone()
 
 
-def _no_worse(target, X: torch.Tensor, Xp: torch.Tensor, rows: torch.Tensor) -> torch.Tensor:
-    """Bool ``[B]``: at ``rows`` (chains outside ``C``), whether ``Xp`` has no more violations than ``X``."""
-    out = torch.zeros(len(X), dtype=torch.bool)
-    c = target.constraints
-    for r in rows.nonzero(as_tuple=True)[0].tolist():
-        old, new = target.decode(X[r : r + 1])[0], target.decode(Xp[r : r + 1])[0]
-        out[r] = len(c.violations(new)) <= len(c.violations(old))
-    return out
-
-
-def _take(state: DesignState, accept, Xp, E_new, U_new, inside, rows_new, read) -> DesignState:
+def _take(state: MHState, accept, Xp, E_new, U_new, inside, rows_new, read) -> MHState:
     """``state`` with the accepted proposals in (``E_new``, ``U_new``, ``rows_new`` are indexed by ``read``)."""
     if not accept.any():
         return state
@@ -189,7 +174,7 @@ def _take(state: DesignState, accept, Xp, E_new, U_new, inside, rows_new, read) 
     rows = state.rows
     if rows is not None:
         rows = rows.clone()
-        rows[accept] = rows_new[sel]
+        rows[accept] = rows_new[sel].to(rows.dtype)
     return dataclasses.replace(state, X=X, E=E, U=U, inside=ins, rows=rows)
 
 
@@ -200,8 +185,8 @@ def swap_log_acceptance(u_cold: torch.Tensor, u_hot: torch.Tensor, tau_cold, tau
 
 
 def swap_step(
-    state: DesignState, rungs: int, parity: int, generator: torch.Generator
-) -> tuple[DesignState, torch.Tensor, torch.Tensor]:
+    state: MHState, rungs: int, parity: int, generator: torch.Generator
+) -> tuple[MHState, torch.Tensor, torch.Tensor]:
     """Swap moves between adjacent temperatures: the chains are ``rungs`` groups of ``C`` (chain ``r * C + c`` at
     rung ``r``); pairs ``(r, r + 1)`` with ``r % 2 == parity`` each propose to exchange their states, accepted by
     the exact rule (:func:`swap_log_acceptance`). Returns the state and, per rung pair ``[rungs - 1]``, the

@@ -1,4 +1,4 @@
-"""The proposals of the MH kernels (the design kernel's, :mod:`mlmprob.designing.kernels`, and the sampler's
+"""The moves of the one MH engine (:mod:`mlmprob.mcmc.engine`: the design kernel's, and the sampler's
 :class:`~mlmprob.sampling.kernels.MetropolisHastings` with ``informed`` or ``sites``): which sites a move changes
 and to which residues, with the exact probability of the move and of its reverse.
 
@@ -31,9 +31,20 @@ from dataclasses import dataclass
 
 import torch
 
-from .proposals import sample_from
-
 NEG = float("-inf")
+
+
+def sample_from(log_probs: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
+    """One draw per row of ``log_probs`` ``[n, V]`` (float64 arithmetic), ``[n]``.
+
+    >>> g = torch.Generator().manual_seed(0)
+    >>> sample_from(torch.log(torch.tensor([[0.0, 1.0], [1.0, 0.0]], dtype=torch.float64)), g).tolist()
+    [1, 0]
+    """
+    if log_probs.shape[0] == 0:
+        return torch.zeros(0, dtype=torch.long)
+    p = (log_probs.double() - log_probs.double().amax(-1, keepdim=True)).exp()
+    return torch.multinomial(p, 1, generator=generator)[:, 0]
 
 
 def site_log_probs(rows: torch.Tensor | None, allowed: torch.Tensor, temperature: float = 1.0) -> torch.Tensor:

@@ -5,16 +5,17 @@ One step makes one block proposal per chain. The blocks of an epoch (one sweep o
 positions of each chain, left to right or in random order, cut into blocks of the epoch's block
 size) are drawn at the start of the epoch from the generator and kept in the state.
 
-``MetropolisHastings`` targets ``p(x) ∝ exp(-E(x)/tau)`` (Goyal et al. 2022). Its state keeps the
-logits of the current state's single-site masked copies at every scored position: they give
-``E_local`` and ``E_raw`` of the current state and the single-site proposal rows, so an exact
-single-site step forwards only the copies of the proposal ``x'`` at the other scored positions
-(its copy at the proposed site equals the current one), and none at all when ``x' = x``; after an
-accepted move those copies *are* the cached rows of the new state. The energy of the current
-state is never recomputed. With ``informed`` or ``sites > 1`` a step makes one move per chain instead
-(:mod:`.moves`: ``sites`` residues, locally balanced with ``informed``), drawn from the cached rows of the
-chain's free positions without a forward; it reads every scored row of ``x'`` (but the changed site's when
-one site changed), which give its energy and the reverse move's probability. An epoch is then
+``MetropolisHastings`` targets ``p(x) ∝ exp(-E(x)/tau)`` (Goyal et al. 2022); each step is a step of the package's
+one MH engine (:mod:`mlmprob.mcmc.engine`, design's too) on :class:`~mlmprob.sampling.token_target.TokenTarget`. Its
+state keeps the logits of the current state's single-site masked copies at every scored position: they give
+``E_local`` and ``E_raw`` of the current state and the single-site proposal rows, so an exact single-site step
+forwards only the copies of the proposal ``x'`` at the other scored positions (its copy at the proposed site equals
+the current one; so for any proposal that changed one site), and none at all when ``x' = x``; after an accepted
+move those copies *are* the cached rows of the new state. The energy of the current state is never recomputed.
+With ``informed`` or ``sites > 1`` a step makes one move per chain instead (:mod:`mlmprob.mcmc.moves`: ``sites``
+residues, locally balanced with ``informed``), drawn from the cached rows of the chain's free positions without a
+forward; it reads the scored rows of ``x'``, which give its energy and the reverse move's probability, and with
+``delayed`` a first stage from the cached rows screens it before they are read. An epoch is then
 ``ceil(n / sites)`` moves per chain (``n`` free positions): as many sites proposed as a sweep.
 
 ``DegenerateGibbs`` (Wang & Cho 2019) accepts every proposal; with block size ``k`` it is the
@@ -31,13 +32,15 @@ import torch
 
 from ..energies import energies_from_logits
 from ..errors import MLMProbError
+from ..mcmc.engine import MHState, as_taus, mh_kernel
+from ..mcmc.moves import Moves
 from ..models.protocol import MaskedLM
 from ..positions import TOKENS, default_mask
 from .forward import block_logits, site_logits
-from .moves import Moves
 from .options import ProposalConfig, check_moves
-from .proposals import VocabularyKernel, allowed_ids, proposal_log_probs, sample_from
+from .proposals import VocabularyKernel, allowed_ids
 from .schedules import ScheduleLike, as_schedule, block_size_at, temperature_at
+from .token_target import BlockProposal, TokenTarget, propose_block
 
 ORDERS = ("random", "l2r")
 ENERGIES = ("local", "raw")
@@ -169,32 +172,12 @@ def _check_common(mlm, order, block_size):
     return as_schedule(block_size, "block_size")
 
 
-def _propose(
-    logits_rows: torch.Tensor,
-    rows: torch.Tensor,
-    ids: torch.Tensor,
-    cols: torch.Tensor,
-    allowed: torch.Tensor,
-    proposal: ProposalConfig,
-    generator: torch.Generator,
-):
-    """Draw the block tokens; return (proposal ids, log q(x'|x) [B], log q(x|x') [B])."""
-    B = ids.shape[0]
-    logq = proposal_log_probs(logits_rows, allowed, proposal)
-    new = sample_from(logq, generator)
-    old = ids[rows, cols]
-    fwd = torch.zeros(B, dtype=torch.float64).index_add_(0, rows, logq.gather(1, new[:, None])[:, 0])
-    rev = torch.zeros(B, dtype=torch.float64).index_add_(0, rows, logq.gather(1, old[:, None])[:, 0])
-    prop = ids.clone()
-    prop[rows, cols] = new
-    return prop, fwd, rev
-
-
 @dataclass(frozen=True, eq=False)
 class MetropolisHastings(_Sweeper):
     """MH with MLM (block) proposals, targeting ``exp(-E/tau)`` with ``E`` = ``E_local`` or ``E_raw``
     summed over the scored positions. ``block_size`` and ``target_temperature`` take schedules.
-    ``informed`` / ``sites``: moves of :mod:`.moves` instead of the sweep's blocks (see the module's text).
+    ``informed`` / ``sites``: moves of :mod:`mlmprob.mcmc.moves` instead of the sweep's blocks, ``delayed`` their
+    two-stage test (see the module's text).
 
     >>> import torch
     >>> from mlmprob import ExactMLM
@@ -217,13 +200,14 @@ class MetropolisHastings(_Sweeper):
     score_all: bool = False
     informed: bool = False
     sites: int = 1
+    delayed: bool = False
 
     def __post_init__(self):
         object.__setattr__(self, "block_size", _check_common(self.mlm, self.order, self.block_size))
         object.__setattr__(self, "target_temperature", as_schedule(self.target_temperature, "target_temperature"))
         if self.energy not in ENERGIES:
             raise MLMProbError(f"energy must be one of {ENERGIES}, got {self.energy!r}")
-        check_moves(self.informed, self.sites, self.block_size, self.proposal, self.order)
+        check_moves(self.informed, self.sites, self.block_size, self.proposal, self.order, self.delayed)
         object.__setattr__(self, "_allowed", allowed_ids(self.mlm))
 
     def init(self, ids: torch.Tensor, free: torch.Tensor | None = None, epoch: int = 0) -> ChainState:
@@ -243,90 +227,55 @@ class MetropolisHastings(_Sweeper):
         return e
 
     def step(self, state: ChainState, generator: torch.Generator) -> tuple[ChainState, StepInfo]:
+        """One step of the engine (:mod:`mlmprob.mcmc.engine`): the sweep's next block of each chain, or one move."""
         if self.informed or self.sites > 1:
             return self._move_step(state, generator)
         state, block = self._blocks(state, generator)
-        assert state.site_logits is not None and state.e_local is not None and state.e_raw is not None  # set by init
+        assert state.site_logits is not None  # set by init
         n_in_block = block.sum(-1)
-        active = n_in_block > 0
         single = n_in_block == 1
         rows, cols = block.nonzero(as_tuple=True)
         # proposal rows: cached single-site conditionals, or one forward pass with the block masked
         cached = single[rows]
         logits_rows = torch.empty(len(rows), self.mlm.vocab_size, dtype=state.site_logits.dtype)
         logits_rows[cached] = state.site_logits[rows[cached], cols[cached]]
-        multi_block = block & (n_in_block > 1)[:, None]
-        logits_rows[~cached], n_fwd = block_logits(self.mlm, state.ids, multi_block)
-        prop, log_q_fwd, log_q_rev = _propose(
-            logits_rows, rows, state.ids, cols, self._allowed, self.proposal, generator
-        )
-        changed = (prop != state.ids).any(-1)
-        # energies of the changed proposals; the copy at a single proposed site is the cached row
-        ch = changed.nonzero(as_tuple=True)[0]
-        need = state.scored[ch] & ~(block[ch] & single[ch, None])
-        new_logits, n_e = site_logits(self.mlm, prop[ch], need)
-        reuse = (block[ch] & single[ch, None]) & state.scored[ch]
-        new_logits[reuse] = state.site_logits[ch][reuse]
-        return self._accept(state, active, prop, new_logits, log_q_fwd[ch], log_q_rev[ch], n_fwd + n_e, generator)
+        logits_rows[~cached], n_fwd = block_logits(self.mlm, state.ids, block & (n_in_block > 1)[:, None])
+        proposal = BlockProposal(logits_rows, rows, cols, self._allowed, self.proposal)
+        return self._engine_step(state, proposal, False, None, n_in_block > 0, n_fwd, generator, False)
 
     def _move_step(self, state: ChainState, generator: torch.Generator) -> tuple[ChainState, StepInfo]:
-        """One move (:mod:`.moves`) per chain with moves left in this epoch, drawn from the cached rows."""
+        """One move (:mod:`mlmprob.mcmc.moves`) per chain with moves left in this epoch, drawn from the cached rows."""
         if state.plan is None:
             state = dataclasses.replace(state, plan=move_plan(state.free, self.sites), cursor=0)
-        assert state.plan is not None and state.site_logits is not None  # set by init
+        assert state.plan is not None  # just set
         free = state.plan[state.cursor] if state.plan.shape[0] else torch.zeros_like(state.free)
         sites_of = state.free.any(0).nonzero(as_tuple=True)[0]
         allowed = self._allowed.expand(state.ids.shape[1], -1)
         moves = Moves(sites_of, allowed, self.sites, self.informed, self.proposal.temperature)
         free = free[:, sites_of]
-        prop, order, log_q_fwd = moves.propose(state.ids, state.site_logits, generator, free)
-        ch = (prop != state.ids).any(-1).nonzero(as_tuple=True)[0]
-        # the rows of x' at the scored positions; where x' differs from x at one site, that site's row is x's
-        diff = prop[ch] != state.ids[ch]
-        reuse = diff & (diff.sum(-1) == 1)[:, None] & state.scored[ch]
-        new_logits, n_e = site_logits(self.mlm, prop[ch], state.scored[ch] & ~reuse)
-        new_logits[reuse] = state.site_logits[ch][reuse]
-        log_q_rev = moves.log_q(prop[ch], state.ids[ch], order[ch], new_logits, free[ch])
-        return self._accept(state, free.any(-1), prop, new_logits, log_q_fwd[ch], log_q_rev, n_e, generator)
+        return self._engine_step(state, moves, True, free, free.any(-1), 0, generator, self.delayed)
 
-    def _accept(self, state, active, prop, new_logits, log_q_fwd, log_q_rev, n, generator):
-        """The test of the proposals ``prop`` of the ``active`` chains (``new_logits`` the rows at the scored positions
-        of those that differ from the state, ``log_q_fwd`` / ``log_q_rev`` their log q(x'|x), log q(x|x')); the
-        state after it (``n`` rows forwarded) and the step's info."""
+    def _engine_step(self, state, proposal, rows_of_new, free, active, n, generator, delayed):
+        """The engine's step on the chains' target with ``proposal`` (the ``active`` chains propose; ``n`` rows were
+        read to propose); the sampler's state after it and the step's info."""
         assert state.site_logits is not None and state.e_local is not None and state.e_raw is not None  # set by init
-        B = prop.shape[0]
-        changed = (prop != state.ids).any(-1)
-        ch = changed.nonzero(as_tuple=True)[0]
-        new_local, new_raw = energies_from_logits(new_logits, prop[ch], state.scored[ch])
-        e_old = self.target_energy(state)[ch]
-        e_new = new_local if self.energy == "local" else new_raw
+        target = TokenTarget(self.mlm, self.energy, state.scored, state.ids, state.site_logits)
         assert callable(self.target_temperature)  # made a schedule by __post_init__
         tau = temperature_at(self.target_temperature, state.epoch)
-        log_alpha = torch.zeros(B, dtype=torch.float64)
-        log_alpha[ch] = -(e_new - e_old) / tau + log_q_rev - log_q_fwd
-        u = torch.rand(B, generator=generator, dtype=torch.float64)
-        accept_ch = torch.log(u[ch]) < log_alpha[ch]
-        accepted = active & ~changed
-        accepted[ch] = accept_ch
-        novel = changed & accepted
-        ids, cache = state.ids, state.site_logits
-        e_local, e_raw = state.e_local, state.e_raw
-        if accept_ch.any():
-            acc = ch[accept_ch]
-            ids, cache = ids.clone(), cache.clone()
-            e_local, e_raw = e_local.clone(), e_raw.clone()
-            ids[acc] = prop[acc]
-            cache[acc] = new_logits[accept_ch].to(cache.dtype)
-            e_local[acc], e_raw[acc] = new_local[accept_ch], new_raw[accept_ch]
+        E = torch.stack([state.e_local, state.e_raw], -1)
+        mh = MHState(state.ids, E, target.total(E), torch.ones_like(active), state.site_logits, as_taus(tau, len(E)))
+        mh, info = mh_kernel(target, proposal, target.index, rows_of_new, delayed).step(mh, generator, free)
+        n += target.model_rows
         state, end = self._advance(
             state,
-            ids=ids,
-            site_logits=cache,
-            e_local=e_local,
-            e_raw=e_raw,
+            ids=mh.X,
+            site_logits=mh.rows,
+            e_local=mh.E[:, 0],
+            e_raw=mh.E[:, 1],
             forward_rows=state.forward_rows + n,
         )
-        return state, StepInfo(active, accepted, novel, log_alpha, n, end)
+        accepted = (active & ~info.changed) | info.accepted
+        return state, StepInfo(active, accepted, info.accepted, info.log_alpha, n, end)
 
 
 @dataclass(frozen=True, eq=False)
@@ -363,7 +312,7 @@ class DegenerateGibbs(_Sweeper):
         active = block.any(-1)
         rows, cols = block.nonzero(as_tuple=True)
         logits_rows, n_fwd = block_logits(self.mlm, state.ids, block)
-        prop, _, _ = _propose(logits_rows, rows, state.ids, cols, self._allowed, self.proposal, generator)
+        prop, _, _ = propose_block(logits_rows, rows, state.ids, cols, self._allowed, self.proposal, generator)
         novel = (prop != state.ids).any(-1)
         state, end = self._advance(state, ids=prop, forward_rows=state.forward_rows + n_fwd)
         zero = torch.zeros(block.shape[0], dtype=torch.float64)

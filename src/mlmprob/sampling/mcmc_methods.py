@@ -109,7 +109,8 @@ def _target_json(spec, value):
 class MHSpec(MCMCSpec):
     """Metropolis-Hastings: the target ``exp(-E / T)`` at ``target_temperature`` (a number, annealed by ``anneal``
     per epoch down to ``temperature_floor``, or a schedule); ``informed`` and ``sites``: the exact moves of
-    :mod:`~mlmprob.sampling.moves` instead of blocks (recorded only when set: earlier outputs resume as before)."""
+    :mod:`~mlmprob.mcmc.moves` instead of blocks, ``delayed`` their two-stage test (recorded only when set: earlier
+    outputs resume as before)."""
 
     method: str = shared_field("method", "mh")
     target_temperature: ScheduleLike = option(
@@ -139,6 +140,13 @@ class MHSpec(MCMCSpec):
         type=positive_int,
         recorded="unless default",
     )
+    delayed: bool = option(
+        False,
+        "delayed acceptance (Christen & Fox 2005): a first stage from the cached rows screens each move before its "
+        "rows are read; exact (with informed or sites > 1)",
+        action="store_true",
+        recorded="unless default",
+    )
 
     def __post_init__(self):
         for name in ("anneal", "temperature_floor"):
@@ -154,7 +162,7 @@ class MHSpec(MCMCSpec):
             if isinstance(t, bool) or not isinstance(t, (int, float)) or not t > 0 or math.isinf(t):
                 raise MLMProbError(f"target_temperature must be finite and > 0, got {t!r}")
         super().__post_init__()
-        check_moves(self.informed, self.sites, self._block_schedule(), self.proposal, self.order)
+        check_moves(self.informed, self.sites, self._block_schedule(), self.proposal, self.order, self.delayed)
 
     def schedules(self):
         tt = self.target_temperature
@@ -176,7 +184,9 @@ def _mh(mlm, s: MHSpec):
     from .kernels import MetropolisHastings
 
     bs, tt = s.schedules()
-    return MetropolisHastings(mlm, s.energy, bs, s.proposal, tt, _order_name(s), s.score_all, s.informed, s.sites)
+    return MetropolisHastings(
+        mlm, s.energy, bs, s.proposal, tt, _order_name(s), s.score_all, s.informed, s.sites, s.delayed
+    )
 
 
 def _gibbs(mlm, s: GibbsSpec):

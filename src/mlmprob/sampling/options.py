@@ -100,11 +100,13 @@ def check_adaptive(score, threshold, max_tokens, pair_top_k) -> None:
 MAX_SITES = 1000
 
 
-def check_moves(informed, sites, block_size, proposal: ProposalConfig, order) -> None:
-    """One-line errors for MH's moves (:mod:`~mlmprob.sampling.moves`): ``informed`` a bool, ``sites`` a positive
-    integer. Moves that are informed or change more than one site choose their own sites from the cached rows and
-    are exact as written there: with ``block_size`` 1 (a number or a schedule; blocks are the other multi-site
-    proposal), random ``order``, and an untruncated, tempered proposal (``top_p`` 1, temperature > 0).
+def check_moves(informed, sites, block_size, proposal: ProposalConfig, order, delayed=False) -> None:
+    """One-line errors for MH's moves (:mod:`~mlmprob.mcmc.moves`): ``informed`` and ``delayed`` bools, ``sites`` a
+    positive integer; ``delayed`` only with moves (a one-site move drawn from its own row passes a first stage read
+    from that row always: it would screen nothing). Moves that are informed or change more than one site choose their
+    own sites from the cached rows and are exact as written there: with ``block_size`` 1 (a number or a schedule;
+    blocks are the other multi-site proposal), random ``order``, and an untruncated, tempered proposal (``top_p`` 1,
+    temperature > 0).
 
     >>> check_moves(True, 1, 2, ProposalConfig(), "random")
     Traceback (most recent call last):
@@ -113,10 +115,13 @@ def check_moves(informed, sites, block_size, proposal: ProposalConfig, order) ->
     """
     from .schedules import Constant
 
-    if not isinstance(informed, bool):
-        raise MLMProbError(f"informed must be True or False, got {informed!r}")
+    for name, value in (("informed", informed), ("delayed", delayed)):
+        if not isinstance(value, bool):
+            raise MLMProbError(f"{name} must be True or False, got {value!r}")
     check_count("sites", sites, MAX_SITES, "residues one move may change")
     if not informed and sites == 1:
+        if delayed:
+            raise MLMProbError("delayed=True screens moves: give it with informed=True or sites > 1")
         return
     what = ", ".join(["informed=True"] * informed + [f"sites={sites}"] * (sites > 1)) + ": the moves"
     one = block_size == 1 if not callable(block_size) else isinstance(block_size, Constant) and block_size.value == 1

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import torch
 
+from ..mcmc.moves import sample_from  # noqa: F401 - re-exported: samplers import it from here
 from ..models.alphabet import allowed_ids  # noqa: F401 - re-exported: samplers import it from here
 from .options import ProposalConfig
 
@@ -87,16 +88,3 @@ def nucleus(log_probs: torch.Tensor, top_p: float) -> torch.Tensor:
     keep = torch.zeros_like(keep_sorted).scatter_(-1, order, keep_sorted)
     lp = lp.masked_fill(~keep, float("-inf"))
     return lp - torch.logsumexp(lp, -1, keepdim=True)
-
-
-def sample_from(log_probs: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
-    """One draw per row of ``log_probs`` ``[n, V]`` (float64 arithmetic), ``[n]``.
-
-    >>> g = torch.Generator().manual_seed(0)
-    >>> sample_from(torch.log(torch.tensor([[0.0, 1.0], [1.0, 0.0]], dtype=torch.float64)), g).tolist()
-    [1, 0]
-    """
-    if log_probs.shape[0] == 0:
-        return torch.zeros(0, dtype=torch.long)
-    p = (log_probs.double() - log_probs.double().amax(-1, keepdim=True)).exp()
-    return torch.multinomial(p, 1, generator=generator)[:, 0]

@@ -14,8 +14,9 @@ import torch
 
 from ..energies import energies_from_logits
 from .forward import block_logits, site_logits
-from .kernels import ChainState, MetropolisHastings, StepInfo, _propose, free_or_default, resolve_scored
+from .kernels import ChainState, MetropolisHastings, StepInfo, free_or_default, resolve_scored
 from .schedules import temperature_at
+from .token_target import propose_block
 
 
 @dataclass(frozen=True, eq=False)
@@ -50,7 +51,7 @@ class LiteralMH(MetropolisHastings):
         e_old, n_old = self._energy(state.ids, state.scored & act)  # line 6
         rows, cols = block.nonzero(as_tuple=True)
         logits_rows, n_prop = block_logits(self.mlm, state.ids, block)  # lines 7-9
-        prop, log_q_fwd, log_q_rev = _propose(
+        prop, log_q_fwd, log_q_rev = propose_block(
             logits_rows, rows, state.ids, cols, self._allowed, self.proposal, generator
         )
         e_new, n_new = self._energy(prop, state.scored & act)  # line 10
