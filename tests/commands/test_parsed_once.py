@@ -130,3 +130,16 @@ def test_no_protocol_helper_functions():
     assert defs == []
     reader = (SRC / "models" / "reader.py").read_text()
     assert "_fused" not in reader and '"_head"' not in reader
+
+
+def test_sample_reads_its_namespace_only_at_its_top():
+    """``mlmprob sample`` parses ``args`` into :class:`~mlmprob.commands.sample.Parsed` in ``run`` (and declares its
+    flags in ``register``); no other function of the command takes or reads the namespace."""
+    tree = ast.parse((SRC / "commands" / "sample.py").read_text())
+    readers = set()
+    for fn in ast.walk(tree):
+        if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            names = {n.id for n in ast.walk(fn) if isinstance(n, ast.Name)} | {a.arg for a in fn.args.args}
+            if "args" in names:
+                readers.add(fn.name)
+    assert readers == {"run"}, sorted(readers)

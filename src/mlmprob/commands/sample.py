@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -31,6 +31,7 @@ from .sampler_args import add_sampler_args, sampler_spec
 
 if TYPE_CHECKING:
     from ..models.spec import ModelSpec
+    from ..runtime.command import RunOptions
     from ..sampling.registry import SamplerSpec
 
 STREAM_SUFFIXES = (".jsonl", ".tsv", ".parquet")
@@ -154,13 +155,24 @@ def _diagnostic_notes(result, info) -> dict:
 
 @dataclass(frozen=True)
 class Parsed:
-    """What :func:`run` parses once from the command line: the input sequences, the region, the model and the
-    sampler's spec (the other options are read as they are)."""
+    """What :func:`run` parses once from the command line, and all that the rest of the command reads: the input
+    sequences (and the input flags as given, for the stored configuration), the region, the model, the sampler's
+    spec, where and how it runs (``options``), the chains and seed, the free positions (``positions``: the
+    ``--positions`` text) and the folder's plot."""
 
     inputs: Sequences
     region: tuple[str, str] | None
     model: ModelSpec
     spec: SamplerSpec
+    options: RunOptions
+    chains: int
+    seed: int
+    cdr: str | None
+    numbering: str
+    positions: str | None
+    given: dict  # --seq, --format, --column, --id-column as given (the stored configuration's)
+    plot: bool = True
+    skip_invalid: bool = False
 
 
 def expected_ids(config: dict, limit: int | None = None):
@@ -186,9 +198,7 @@ def run(args) -> int:
         parse_positions(args.positions)  # a bad list (a 0: the old base) is refused before anything loads
     spec = sampler_spec(args)  # the sampler's settings, parsed once: a flag --method does not take is refused
     check_out(args.out)
-    parsed = Parsed(Sequences(tuple(args.seq), input_file(args), args.dedupe), region, model_spec(args), spec)
-    if is_streamed(args.out):
-        return run_streamed(args, parsed)
+    streamed = is_streamed(args.out)
     for flag, on in (
         ("--shard", args.shard),
         ("--workers", args.workers),
@@ -196,65 +206,80 @@ def run(args) -> int:
         ("--engine ray", args.engine == "ray"),
         ("--skip-invalid", args.skip_invalid),
     ):
-        if on:
+        if on and not streamed:
             raise MLMProbError(
                 f"{flag} needs a .jsonl, .tsv or .parquet --out (a folder --out samples every "
                 "chain in one batch and resumes by itself)"
             )
-    return run_folder(args, parsed)
+    parsed = Parsed(
+        Sequences(tuple(args.seq), input_file(args), args.dedupe),
+        region,
+        model_spec(args),
+        spec,
+        run_options(args),
+        args.chains,
+        args.seed,
+        args.cdr,
+        args.numbering or "imgt",
+        args.positions,
+        dict(seqs=list(args.seq), format=args.format, column=args.column, id_column=args.id_column),
+        plot=not args.no_plot,
+        skip_invalid=args.skip_invalid,
+    )
+    return run_streamed(parsed) if streamed else run_folder(parsed)
 
 
-def _job_fields(args, parsed: Parsed) -> dict:
+def _job_fields(parsed: Parsed) -> dict:
     """The fields a sampling job of either mode takes from the command line: the model, the spec, the chains,
     the seed and the free positions."""
     return dict(
         **job_fields(parsed.model),
         spec=parsed.spec,
-        chains=args.chains,
-        seed=args.seed,
-        cdr=args.cdr,
-        numbering=args.numbering or "imgt",
-        positions=tuple(parse_positions(args.positions)) if args.positions else None,
+        chains=parsed.chains,
+        seed=parsed.seed,
+        cdr=parsed.cdr,
+        numbering=parsed.numbering,
+        positions=tuple(parse_positions(parsed.positions)) if parsed.positions else None,
     )
 
 
-def _stored_config(args, parsed: Parsed, job, **mode) -> dict:
+def _stored_config(parsed: Parsed, job, **mode) -> dict:
     """The configuration a run stores and a resume compares: the input, the free positions, ``mode``'s keys
     (``mode="folder"``), the region and the job's settings."""
     from .regions import cdr_config
     from .resume_positions import canonical_positions
 
-    file = parsed.inputs.file
+    file, given = parsed.inputs.file, parsed.given
     return {
         "command": "sample",
-        "model": args.model,
+        "model": parsed.model.model,
         "input": None if file is None else file.source,
-        "seqs": list(args.seq),
-        "format": args.format if file is None else file.format,
-        "column": args.column,
-        "id_column": args.id_column,
-        "positions": canonical_positions(args.positions),
-        **({"positions_base": 1} if args.positions else {}),
+        "seqs": given["seqs"],
+        "format": given["format"] if file is None else file.format,
+        "column": given["column"],
+        "id_column": given["id_column"],
+        "positions": canonical_positions(parsed.positions),
+        **({"positions_base": 1} if parsed.positions else {}),
         **mode,
         **cdr_config(parsed.region),
         **job.settings(),
-        **({"dedupe": True} if args.dedupe else {}),
+        **({"dedupe": True} if parsed.inputs.dedupe else {}),
     }
 
 
-def _resumed(args, parsed: Parsed, config: dict, out) -> dict:
+def _resumed(parsed: Parsed, config: dict, out) -> dict:
     """``config`` with the resumed output's stored ``--positions`` text when this run's frees the same tokens of
     every record (:mod:`.resume_positions`: ``1-32`` on 32-residue records is the default, all positions)."""
     from .resume_positions import same_free_positions, stored_positions
 
     def same(a, b) -> bool:  # the model's tokenizer tells; loaded here only when the texts differ
-        where = dict(cdr=args.cdr, numbering=args.numbering or "imgt")
+        where = dict(cdr=parsed.cdr, numbering=parsed.numbering)
         return same_free_positions(parsed.model.load("cpu"), parsed.inputs.records(), a, b, **where)
 
     return stored_positions(out, config, same)
 
 
-def run_folder(args, parsed: Parsed) -> int:
+def run_folder(parsed: Parsed) -> int:
     """Folder mode, through the one runner: one unit (every chain of every input, in one batch), its rows in
     ``OUT/chains.jsonl``, its epochs in ``OUT/run.jsonl`` (a rerun resumes after the last complete epoch),
     then the folder's report from the run file. The run holds ``OUT/run.jsonl.lock`` from before the model
@@ -264,15 +289,16 @@ def run_folder(args, parsed: Parsed) -> int:
     from ..runtime.unique import UniqueIds
     from ..sampling.folder import CHAINS_FILE, RUN_FILE, BatchUnit, FolderSampleJob, result_of_run
 
-    unique = UniqueIds(args.dedupe)
+    unique = UniqueIds(parsed.inputs.dedupe)
     seqs = [(r.id, r.seq) for r in parsed.inputs.records(unique)]
     if unique.warning():
         print(unique.warning(), file=sys.stderr)
     if not seqs:
         raise MLMProbError("no input: give --seq or --input")
-    out = Path(args.out)
-    job = FolderSampleJob(**_job_fields(args, parsed), folder=str(out), progress=not args.no_progress)
-    config = _resumed(args, parsed, _stored_config(args, parsed, job, mode="folder"), out / CHAINS_FILE)
+    assert parsed.options.out is not None  # a folder run has a folder
+    out = Path(parsed.options.out)
+    job = FolderSampleJob(**_job_fields(parsed), folder=str(out), progress=parsed.options.progress)
+    config = _resumed(parsed, _stored_config(parsed, job, mode="folder"), out / CHAINS_FILE)
     unit = BatchUnit(tuple(seqs))
     last = f"{seqs[-1][0]}/chain{job.chains - 1}"
     out.mkdir(parents=True, exist_ok=True)
@@ -287,7 +313,7 @@ def run_folder(args, parsed: Parsed) -> int:
                 last_row_id=lambda u: last,
                 input=None if parsed.inputs.file is None else parsed.inputs.file.path,
             ),
-            run_options(args, out=str(out / CHAINS_FILE), resume=True, progress=False),
+            replace(parsed.options, out=str(out / CHAINS_FILE), resume=True, progress=False),
         )
         assert done.state is not None  # the folder run's one batch ran in this process: its state is here
         result = result_of_run(out, job.spec)
@@ -296,7 +322,7 @@ def run_folder(args, parsed: Parsed) -> int:
         _write_fasta(out / "samples.fasta", result, [name for name, _ in seqs], job.chains, done.state.mlm)
         summary = _summary(result, job.spec)
         (out / "summary.json").write_text(dumps(summary, indent=2) + "\n")
-        if not args.no_plot:
+        if parsed.plot:
             from ..sampling.plots import plot_traces
 
             plot_traces(result, out / "trace.png")
@@ -348,7 +374,7 @@ def _summary(result, spec) -> dict:
     return summary
 
 
-def run_streamed(args, parsed: Parsed) -> int:
+def run_streamed(parsed: Parsed) -> int:
     """Streamed mode: one row per chain into a .jsonl/.tsv/.parquet file (or stdout), the record being the
     unit of sharding and resuming (a record is done when all its chains are in the output; a record whose
     rows a kill cut in the middle is sampled again, identically, and only its missing chains are added)."""
@@ -356,13 +382,13 @@ def run_streamed(args, parsed: Parsed) -> int:
     from ..runtime.unique import UniqueIds
     from ..sampling.stream import SampleJob
 
-    opts = run_options(args)
-    unique = UniqueIds(args.dedupe)
+    opts = parsed.options
+    unique = UniqueIds(parsed.inputs.dedupe)
     file = parsed.inputs.file
-    job = SampleJob(**_job_fields(args, parsed), skip_invalid=args.skip_invalid)
-    config = _stored_config(args, parsed, job)
-    if args.resume:
-        config = _resumed(args, parsed, config, args.out)
+    job = SampleJob(**_job_fields(parsed), skip_invalid=parsed.skip_invalid)
+    config = _stored_config(parsed, job)
+    if opts.resume:
+        config = _resumed(parsed, config, opts.out)
     last = f"/chain{job.chains - 1}"
     command = StreamCommand(
         job,
@@ -379,8 +405,8 @@ def run_streamed(args, parsed: Parsed) -> int:
     if unique.warning():
         print(unique.warning(), file=sys.stderr)
     print(
-        f"sampled {done.written} chains of {done.units} records with {args.model} on {done.ran_on}"
-        + (f" -> {args.out}" if args.out else "")
+        f"sampled {done.written} chains of {done.units} records with {parsed.model.model} on {done.ran_on}"
+        + (f" -> {opts.out}" if opts.out else "")
         + (f" ({done.already} records already there)" if done.already else "")
         + (f" (shard {opts.shard})" if not opts.shard.is_whole else ""),
         file=sys.stderr,
