@@ -192,12 +192,9 @@ def ag_joint(
 
 
 def joint_from(pc: PairConditionals, method: str, pivot: tuple[int, int] | None = None) -> torch.Tensor:
-    """The log-joint ``[K, K]`` of one ``method`` from precomputed conditionals."""
-    if method not in METHODS:
-        raise MLMProbError(f"unknown pairwise joint method {method!r}; use one of {', '.join(METHODS)}")
-    if pivot is not None and method != "hcb":
-        raise MLMProbError(f"a pivot only applies to method 'hcb', not {method!r}")
-    return _JOINTS[method](pc, pivot)
+    """The log-joint ``[K, K]`` of one ``method`` from precomputed conditionals (checked by :class:`PairJointSpec`)."""
+    spec = PairJointSpec(method=method, pivot=pivot)
+    return _JOINTS[spec.method](pc, spec.pivot)
 
 
 # method -> its log-joint from the conditionals (and HCB's pivot)
