@@ -51,6 +51,9 @@ CONFIGS = {  # name: MetropolisHastings options
     "plain k=2": {"sites": 2},
     "block 2": {"block_size": 2},
     "block 3": {"block_size": 3},
+    "informed k=2 delayed": {"informed": True, "sites": 2, "delayed": True},
+    "plain k=2 delayed": {"sites": 2, "delayed": True},
+    "plain k=3 delayed": {"sites": 3, "delayed": True},
 }
 
 
