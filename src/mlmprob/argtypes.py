@@ -93,6 +93,17 @@ def positive_float(text: str) -> float:
     return value
 
 
+def ladder(text: str) -> tuple[float, ...]:
+    """A replica ladder: positive numbers separated by commas, increasing (``1,1.5,2.5``)."""
+    try:
+        values = tuple(positive_float(t) for t in text.split(","))
+    except argparse.ArgumentTypeError:
+        raise argparse.ArgumentTypeError(f"must be positive numbers separated by commas, got {text!r}") from None
+    if len(values) < 2 or list(values) != sorted(set(values)):
+        raise argparse.ArgumentTypeError(f"must be at least two temperatures, increasing, got {text!r}")
+    return values
+
+
 def nonnegative_float(text: str) -> float:
     """A finite number >= 0."""
     value = _float(text, "a non-negative number")

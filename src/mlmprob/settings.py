@@ -175,6 +175,30 @@ def check_count(name: str, value, most: int, why: str) -> int:
     return value
 
 
+def check_ladder(value, name: str = "temperatures") -> tuple[float, ...]:
+    """A replica-exchange ladder as a tuple: at least two finite temperatures > 0 (a tuple or list), increasing from
+    the target's; else one line naming ``name``.
+
+    >>> check_ladder([1, 2.5])
+    (1, 2.5)
+    >>> check_ladder((2.0, 1.0))
+    Traceback (most recent call last):
+    ...
+    mlmprob.errors.MLMProbError: temperatures must increase from the target's, got (2.0, 1.0)
+    """
+    import math
+
+    t = tuple(value) if isinstance(value, list) else value
+    if not isinstance(t, tuple) or len(t) < 2:
+        raise MLMProbError(f"{name} must be a tuple of at least two temperatures, got {value!r}")
+    for x in t:
+        if isinstance(x, bool) or not isinstance(x, (int, float)) or not x > 0 or math.isinf(x):
+            raise MLMProbError(f"{name} must be a positive number, got {x!r}")
+    if list(t) != sorted(t) or len(set(t)) != len(t):
+        raise MLMProbError(f"{name} must increase from the target's, got {t!r}")
+    return t
+
+
 def check_choice(name: str, value, choices: tuple) -> None:
     """Refuse ``value`` unless it is one of ``choices``."""
     if value not in choices:

@@ -181,8 +181,8 @@ def test_an_option_a_method_does_not_take_is_refused_in_python_and_the_cli(metho
     meta = SamplerSpec(method=takers[0]).__dataclass_fields__[name].metadata
     flag = "--" + name.replace("_", "-")
     given = [flag] if meta.get("action") == "store_true" else [flag, str(value if name != "block_size" else 1)]
-    if value is None:  # a flag whose default is 'not given': any valid value
-        given = [flag, "2"]
+    if value is None:  # a flag whose default is 'not given': any valid value (the field's example, else 2)
+        given = [flag, meta.get("example", "2")]
     assert main(["sample", "--seq", "ACD", "--method", method, *given, "--out", "/nonexistent/x"]) == 2
     err = capsys.readouterr().err.strip()
     assert f"{flag} does not apply to --method {method}" in err and len(err.splitlines()) == 1

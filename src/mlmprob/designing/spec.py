@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from ..argtypes import finite_float, nonnegative_int, positive_float, positive_int
 from ..errors import MLMProbError
 from ..fields import option
-from ..settings import Spec, check_count, check_int
+from ..settings import Spec, check_count, check_int, check_ladder
 from .constraints import motif_patterns
 
 METHODS = ("mh", "anneal", "replica")
@@ -183,13 +183,7 @@ class DesignSpec(Spec):
                 )
 
     def _check_ladder(self) -> None:
-        t = self.temperatures
-        if isinstance(t, (str, bytes)) or not isinstance(t, tuple) or len(t) < 2:
-            raise MLMProbError(f"temperatures must be a tuple of at least two temperatures, got {t!r}")
-        for x in t:
-            _positive("temperatures", x)
-        if list(t) != sorted(t) or len(set(t)) != len(t):
-            raise MLMProbError(f"temperatures must increase from the target's, got {t!r}")
+        check_ladder(self.temperatures)
 
     def uses(self, name: str) -> bool:
         f = {f.name: f for f in dataclasses.fields(self)}[name]

@@ -32,10 +32,11 @@ import torch
 
 from ..energies import energies_from_logits
 from ..errors import MLMProbError
-from ..mcmc.engine import MHState, as_taus, mh_kernel
+from ..mcmc.engine import MHState, as_taus, mh_kernel, swap_step
 from ..mcmc.moves import Moves
 from ..models.protocol import MaskedLM
 from ..positions import TOKENS, default_mask
+from ..settings import check_ladder
 from .forward import block_logits, site_logits
 from .options import ProposalConfig, check_moves
 from .proposals import VocabularyKernel, allowed_ids
@@ -74,7 +75,8 @@ class StepInfo:
     """What one step did, per chain ``[B]``: ``active`` (a proposal was made), ``accepted``,
     ``novel`` (accepted and different from the current state), ``log_alpha`` (log acceptance
     ratio, 0 for Gibbs). ``forward_rows``: rows the model forwarded. ``end_of_epoch``: the step
-    finished a sweep."""
+    finished a sweep. ``swaps``: replica exchange's swaps at the end of the epoch, attempted and accepted per pair of
+    adjacent rungs ``[2, R - 1]`` (None when there were none)."""
 
     active: torch.Tensor
     accepted: torch.Tensor
@@ -82,6 +84,7 @@ class StepInfo:
     log_alpha: torch.Tensor
     forward_rows: int
     end_of_epoch: bool
+    swaps: torch.Tensor | None = None
 
 
 def sweep_plan(free: torch.Tensor, block_size: int, order: str, generator: torch.Generator) -> torch.Tensor:
@@ -164,6 +167,29 @@ class _Sweeper(VocabularyKernel):
         return dataclasses.replace(state, cursor=cursor, **changes), False
 
 
+def _ends_epoch(state: ChainState) -> bool:
+    """Whether the step just taken from ``state`` (its plan's block or move ``cursor``) is the epoch's last."""
+    return state.plan is None or state.cursor + 1 >= state.plan.shape[0]
+
+
+def check_rungs(ids: torch.Tensor, free: torch.Tensor, scored: torch.Tensor, rungs: int) -> None:
+    """Refuse chains that cannot be ``rungs`` rungs of a replica ladder: their number not a multiple of ``rungs``, or
+    a chain that differs from its partners at the other rungs outside its free positions, or in which positions are
+    free or scored (a swap exchanges their states)."""
+    B = free.shape[0]
+    if B % rungs:
+        raise MLMProbError(f"replica exchange runs the chains in {rungs} rungs: give a multiple of {rungs}, got {B}")
+    fixed = ids.masked_fill(free, -1)
+    for m in (free, scored, fixed):
+        m = m.view(rungs, B // rungs, -1)
+        if not bool((m == m[:1]).all()):
+            raise MLMProbError(
+                "replica exchange swaps the states of chain r*C + c across the rungs: those chains must have the same "
+                "free and scored positions and the same tokens elsewhere (one input per batch: stream several inputs "
+                "with a .jsonl --out)"
+            )
+
+
 def _check_common(mlm, order, block_size):
     if order not in ORDERS:
         raise MLMProbError(f"order must be one of {ORDERS}, got {order!r}")
@@ -177,7 +203,10 @@ class MetropolisHastings(_Sweeper):
     """MH with MLM (block) proposals, targeting ``exp(-E/tau)`` with ``E`` = ``E_local`` or ``E_raw``
     summed over the scored positions. ``block_size`` and ``target_temperature`` take schedules.
     ``informed`` / ``sites``: moves of :mod:`mlmprob.mcmc.moves` instead of the sweep's blocks, ``delayed`` their
-    two-stage test (see the module's text).
+    two-stage test (see the module's text). ``temperatures``: replica exchange, the ``B`` chains in rungs of
+    ``C = B / R`` at these target temperatures (chain ``r * C + c`` at rung ``r``; the first ``C`` sample the target),
+    adjacent rungs swapping states at the end of each epoch (:func:`mlmprob.mcmc.engine.swap_step`: even pairs after
+    odd epochs, odd pairs after even ones); a swap pair must have the same free and scored positions.
 
     >>> import torch
     >>> from mlmprob import ExactMLM
@@ -201,8 +230,11 @@ class MetropolisHastings(_Sweeper):
     informed: bool = False
     sites: int = 1
     delayed: bool = False
+    temperatures: tuple[float, ...] | None = None
 
     def __post_init__(self):
+        if self.temperatures is not None:
+            object.__setattr__(self, "temperatures", check_ladder(self.temperatures))
         object.__setattr__(self, "block_size", _check_common(self.mlm, self.order, self.block_size))
         object.__setattr__(self, "target_temperature", as_schedule(self.target_temperature, "target_temperature"))
         if self.energy not in ENERGIES:
@@ -215,6 +247,8 @@ class MetropolisHastings(_Sweeper):
         position), the only time the current state's energy is computed."""
         free = free_or_default(self.mlm, ids, free)
         scored = resolve_scored(self.mlm, ids, free, self.score_all)
+        if self.temperatures is not None:
+            check_rungs(ids, free, scored, len(self.temperatures))
         logits, n = site_logits(self.mlm, ids, scored)
         e_local, e_raw = energies_from_logits(logits, ids, scored)
         return ChainState(
@@ -260,12 +294,14 @@ class MetropolisHastings(_Sweeper):
         read to propose); the sampler's state after it and the step's info."""
         assert state.site_logits is not None and state.e_local is not None and state.e_raw is not None  # set by init
         target = TokenTarget(self.mlm, self.energy, state.scored, state.ids, state.site_logits)
-        assert callable(self.target_temperature)  # made a schedule by __post_init__
-        tau = temperature_at(self.target_temperature, state.epoch)
         E = torch.stack([state.e_local, state.e_raw], -1)
-        mh = MHState(state.ids, E, target.total(E), torch.ones_like(active), state.site_logits, as_taus(tau, len(E)))
+        mh = MHState(state.ids, E, target.total(E), torch.ones_like(active), state.site_logits, self._taus(state))
         mh, info = mh_kernel(target, proposal, target.index, rows_of_new, delayed).step(mh, generator, free)
         n += target.model_rows
+        swaps = None
+        if self.temperatures is not None and _ends_epoch(state):  # replica exchange at the end of each epoch
+            mh, tried, took = swap_step(mh, len(self.temperatures), (state.epoch + 1) % 2, generator)
+            swaps = torch.stack([tried, took])
         state, end = self._advance(
             state,
             ids=mh.X,
@@ -275,7 +311,15 @@ class MetropolisHastings(_Sweeper):
             forward_rows=state.forward_rows + n,
         )
         accepted = (active & ~info.changed) | info.accepted
-        return state, StepInfo(active, accepted, info.accepted, info.log_alpha, n, end)
+        return state, StepInfo(active, accepted, info.accepted, info.log_alpha, n, end, swaps)
+
+    def _taus(self, state: ChainState) -> torch.Tensor:
+        """Each chain's target temperature ``[B]``: its rung's, or the schedule's at this epoch."""
+        B = state.ids.shape[0]
+        if self.temperatures is not None:
+            return torch.tensor(self.temperatures, dtype=torch.float64).repeat_interleave(B // len(self.temperatures))
+        assert callable(self.target_temperature)  # made a schedule by __post_init__
+        return as_taus(temperature_at(self.target_temperature, state.epoch), B)
 
 
 @dataclass(frozen=True, eq=False)

@@ -9,8 +9,9 @@ import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, cast
 
-from ..argtypes import nonnegative_float, positive_float, positive_int
+from ..argtypes import ladder, nonnegative_float, positive_float, positive_int
 from ..errors import MLMProbError
+from ..settings import check_ladder
 from .options import INITS, ORDERS, check_moves
 from .registry import Method, NotForMethod, ProposalSpec, option, order_json, register, shared_field, takers_of
 from .schedules import LinearAnneal, LinearBlockSize, ScheduleLike, as_schedule, schedule_text
@@ -147,8 +148,26 @@ class MHSpec(MCMCSpec):
         action="store_true",
         recorded="unless default",
     )
+    temperatures: tuple[float, ...] | None = option(
+        None,
+        "replica exchange: the chains in rungs at these target temperatures, increasing from the target's (chain "
+        "r*C + c at rung r: the first C chains sample the target), adjacent rungs swapping states at the end of each "
+        "epoch by the exact rule",
+        type=ladder,
+        metavar="T1,T2,...",
+        example="1,2",
+        json=lambda s, v: None if v is None else list(v),
+        recorded="unless default",
+    )
 
     def __post_init__(self):
+        if self.temperatures is not None:
+            object.__setattr__(self, "temperatures", check_ladder(self.temperatures))
+            if self.anneal > 0 or callable(self.target_temperature) or self.target_temperature != 1.0:
+                raise MLMProbError(
+                    "give temperatures (a ladder whose first rung is the target's) or target_temperature/anneal, not "
+                    "both"
+                )
         for name in ("anneal", "temperature_floor"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, (int, float)):  # a str, None: before any comparison
@@ -165,7 +184,7 @@ class MHSpec(MCMCSpec):
         check_moves(self.informed, self.sites, self._block_schedule(), self.proposal, self.order, self.delayed)
 
     def schedules(self):
-        tt = self.target_temperature
+        tt = self.target_temperature if self.temperatures is None else self.temperatures[0]
         if self.anneal > 0:
             tt = LinearAnneal(tt, self.anneal, self.temperature_floor)
         else:
@@ -185,7 +204,7 @@ def _mh(mlm, s: MHSpec):
 
     bs, tt = s.schedules()
     return MetropolisHastings(
-        mlm, s.energy, bs, s.proposal, tt, _order_name(s), s.score_all, s.informed, s.sites, s.delayed
+        mlm, s.energy, bs, s.proposal, tt, _order_name(s), s.score_all, s.informed, s.sites, s.delayed, s.temperatures
     )
 
 

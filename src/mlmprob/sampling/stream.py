@@ -178,19 +178,25 @@ class SampleJob(ModelJob):
         ``sequence`` (decoded), its ``e_local`` and ``e_raw``, ``accept_rate`` and ``novel_rate`` (after
         burn-in), ``identity`` to the input (None when the input has masks at free positions),
         ``energy_trace`` (the target energy after every epoch, burn-in included), ``n_free``, the
-        sampler settings and ``record_seed``; independent draws have ``e_local``, ``e_raw`` and ``energy_trace``
+        sampler settings and ``record_seed`` (with replica exchange, ``temperature``: the chain's rung's); independent
+        draws have ``e_local``, ``e_raw`` and ``energy_trace``
         only when their spec asks for ``energies``; ancestral draws have no acceptance (None) and add ``log_prob``,
         the final draw's log-probability along its order; speculative draws add it too, with
         ``accept_rate`` the drafts' acceptance rate, and :func:`cost_columns`. NaN becomes None when written.
         ``on_epoch``: as :meth:`sample_record` takes it."""
         r = self.sample_record(mlm, rec, on_epoch)
-        return result_rows(
+        rows = result_rows(
             mlm,
             r,
             [(rec.id, c) for c in range(self.chains)],
             self.settings(),
             {"record_seed": record_seed(self.seed, rec.id)},
         )
+        ladder = getattr(self.spec, "temperatures", None)
+        for c, row in enumerate(rows):  # replica exchange: each chain's rung (the first C chains: the target's)
+            if ladder is not None:
+                row["temperature"] = ladder[c // (self.chains // len(ladder))]
+        return rows
 
 
 def result_rows(
