@@ -58,7 +58,7 @@ class DesignSpec(Spec):
     ``chains`` chains at each of ``temperatures``, adjacent rungs swapping states every ``swap_every`` steps by the
     exact swap rule). ``steps``: proposals per chain. ``proposal``: the expert whose conditionals propose (its name;
     None: the first expert; ``uniform``: uniform over the allowed residues), at ``proposal_temperature``. Moves
-    (:mod:`~mlmprob.sampling.moves`, each exact): ``sites`` residues per proposal at most, ``informed`` (locally
+    (:mod:`~mlmprob.mcmc.moves`, each exact): ``sites`` residues per proposal at most, ``informed`` (locally
     balanced: sites and residues chosen by the rows already read, every proposal a change), ``delayed`` (delayed
     acceptance: a first stage from the cheap terms and the rows already read screens each proposal before the
     experts read it). Constraints: ``positions`` (1-based residues that may change; None: all), ``allowed``

@@ -130,7 +130,7 @@ def sample(
     positions in ``order`` (``"random"`` or ``"l2r"``), in blocks of ``block_size``. ``block_size``
     and ``target_temperature`` take schedules (``LinearBlockSize``, ``LinearAnneal``). Proposals are
     the MLM conditionals at ``proposal_temperature`` (0: greedy) and nucleus ``top_p``. MH's ``informed`` and
-    ``sites=k`` make exact moves of :mod:`~mlmprob.sampling.moves` from the cached rows instead (``ceil(n / k)``
+    ``sites=k`` make exact moves of :mod:`~mlmprob.mcmc.moves` from the cached rows instead (``ceil(n / k)``
     an epoch).
     ``method="ancestral"`` draws, every epoch, an independent exact sample of the chain-rule distribution
     ``p_sigma`` of ``mlmprob.loglik`` (``order``: ``"l2r"``, ``"r2l"``, given orders, or ``"random"``: a fresh
