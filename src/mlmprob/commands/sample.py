@@ -125,34 +125,6 @@ def register(sub) -> None:
     p.set_defaults(func=run)
 
 
-def _diagnostic_notes(result, info) -> dict:
-    """Why a diagnostic is missing (written as null): ``{"ess_note": ...}`` and the like (``info``: the method's
-    registry entry)."""
-    import math
-
-    kept = len(result.kept_epochs)
-    notes = {}
-    for key in ("ess", "rhat"):
-        if result.energy is None:
-            notes[f"{key}_note"] = "the draws were not scored (give --energies)"
-        elif not math.isfinite(getattr(result, key)):
-            notes[f"{key}_note"] = (
-                f"needs >= 4 kept epochs, got {kept}"
-                if kept < 4
-                else "the kept energy trace has no variance (or is not finite)"
-            )
-    for key in ("accept_rate", "novel_rate"):
-        if info.rates is None:
-            notes[f"{key}_note"] = info.no_accept
-        elif info.rates == "drafts" and key == "novel_rate":
-            notes[f"{key}_note"] = f"{info.name} drafts fill masked positions: see accept_rate (the drafts')"
-        elif info.rates == "drafts" and not math.isfinite(result.accept_rate):
-            notes[f"{key}_note"] = "no draft was tested after burn-in (--draft-k 1, or one position per round)"
-        elif not math.isfinite(getattr(result, key)):
-            notes[f"{key}_note"] = "no proposals after burn-in"
-    return notes
-
-
 @dataclass(frozen=True)
 class Parsed:
     """What :func:`run` parses once from the command line, and all that the rest of the command reads: the input
@@ -288,6 +260,7 @@ def run_folder(parsed: Parsed) -> int:
     from ..runtime.lock import WriterLock
     from ..runtime.unique import UniqueIds
     from ..sampling.folder import CHAINS_FILE, RUN_FILE, BatchUnit, FolderSampleJob, result_of_run
+    from .sample_report import summary_of, write_fasta
 
     unique = UniqueIds(parsed.inputs.dedupe)
     seqs = [(r.id, r.seq) for r in parsed.inputs.records(unique)]
@@ -319,8 +292,8 @@ def run_folder(parsed: Parsed) -> int:
         result = result_of_run(out, job.spec)
         if result is None:  # the run file lost epochs after its rows were written: complete it again
             result = job.sample_batch(done.state.mlm, unit)
-        _write_fasta(out / "samples.fasta", result, [name for name, _ in seqs], job.chains, done.state.mlm)
-        summary = _summary(result, job.spec)
+        write_fasta(out / "samples.fasta", result, [name for name, _ in seqs], job.chains, done.state.mlm)
+        summary = summary_of(result, job.spec)
         (out / "summary.json").write_text(dumps(summary, indent=2) + "\n")
         if parsed.plot:
             from ..sampling.plots import plot_traces
@@ -328,50 +301,6 @@ def run_folder(parsed: Parsed) -> int:
             plot_traces(result, out / "trace.png")
     print(dumps(summary))
     return 0
-
-
-def _write_fasta(path: Path, result, names: list[str], reps: int, mlm) -> None:
-    """The kept states, one FASTA entry per chain and kept epoch; the header names the input, chain, epoch,
-    both energies and, for ancestral draws, the draw's log-probability along its order."""
-    with path.open("w") as f:
-        for s_idx, epoch in enumerate(result.kept_epochs.tolist()):
-            for b in range(result.samples.shape[1]):
-                lp = "" if result.log_prob is None else f" log_prob={float(result.log_prob[epoch, b]):.4f}"
-                energies = (
-                    ""
-                    if result.energy_local is None
-                    else f" e_local={float(result.energy_local[epoch, b]):.4f} "
-                    f"e_raw={float(result.energy_raw[epoch, b]):.4f}"
-                )
-                f.write(
-                    f">{names[b // reps]} chain={b % reps} epoch={epoch}{energies}{lp}\n"
-                    f"{mlm.decode(result.samples[s_idx, b])}\n"
-                )
-
-
-def _summary(result, spec) -> dict:
-    """``summary.json``: the run's diagnostics, then what the method adds (its registry entry's ``summary``: for
-    independent draws their own settings, the mean log-probability of the kept draws and of the last epoch's, and
-    what a draw cost), then why a diagnostic is missing."""
-    info = spec.info
-    summary = {
-        "method": result.method,
-        "energy": result.energy_kind,
-        "chains": int(result.free.shape[0]),
-        "epochs": int(result.seconds.shape[0]),
-        "burn_in": result.burn_in,
-        "accept_rate": None if info.rates is None else result.accept_rate,
-        "novel_rate": result.novel_rate if info.rates == "chain" else None,
-        "ess": result.ess,
-        "rhat": result.rhat,
-        "forward_rows": result.forward_rows,
-        "proposals": result.proposals,
-        "final_energy_mean": None if result.energy is None else float(result.energy[-1].mean()),
-        "final_identity_mean": None if result.identity is None else float(result.identity[-1].mean()),
-    }
-    summary.update(info.summary(result, spec) if info.summary else {})
-    summary.update(_diagnostic_notes(result, info))
-    return summary
 
 
 def run_streamed(parsed: Parsed) -> int:
