@@ -75,7 +75,7 @@ CASES = {
     ),
     "joints-n-pairs": (
         ["joints", "--data", "{tmp}/s.fasta", "--out", "{tmp}/j", "--quiet", "--n-pairs", BIG],
-        "n_pairs must be at most",
+        "--n-pairs: must be at most 1,000,000",
     ),
     "joints-ag-steps": (
         ["joints", "--data", "{tmp}/s.fasta", "--out", "{tmp}/j", "--quiet", "--n-pairs", "1", "--ag-steps", BIG],
