@@ -72,10 +72,14 @@ def test_checker_flags_long_functions_methods_and_files():
 # text in to the scoring functions, the accept-step declaration and its displays, the demo's sections and glossary,
 # issue 52; flags checked by their specs' checks, the help formatter, dispatch tables, the gaps module, issue 51; less
 # the unused compatibility names; seeds bounded by a generator's range): 29,393 / 16,103 -> 29,755 / 16,248.
+# The twenty-second session (the one MH engine, mlmprob.mcmc, with sample's target and replica exchange and delayed
+# acceptance in sample, issue 50; flags made from spec fields for infill, variants, joints and design, mlmprob.fields,
+# __all__ from the lazy exports, the API's cross-links, sample parsed once, issue 51; text in to the samplers, issue
+# 52): 29,755 / 16,248 -> 29,857 / 16,351.
 # A change that needs more raises these numbers in the same commit and names the feature in CHANGELOG.md; one
 # that removes code lowers them.
-MAX_PACKAGE_LINES = 29_755  # every line of every .py file under src/mlmprob
-MAX_PACKAGE_STATEMENTS = 16_248  # logical lines (tokenize's NEWLINE tokens): the layout does not move them
+MAX_PACKAGE_LINES = 29_857  # every line of every .py file under src/mlmprob
+MAX_PACKAGE_STATEMENTS = 16_351  # logical lines (tokenize's NEWLINE tokens): the layout does not move them
 
 
 def package_size(files) -> tuple[int, int]:
