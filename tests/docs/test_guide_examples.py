@@ -47,9 +47,10 @@ for i, (lang, code) in enumerate(blocks):
 """
 
 
-def _blocks(text: str) -> list[tuple[str, str, str | None]]:
-    """``(language, code, reason not run or None)`` of every bash and python block, in order."""
-    return [(m["lang"], m["code"], m["why"]) for m in BLOCK.finditer(text)]
+def _blocks(text: str, block: re.Pattern = BLOCK) -> list[tuple[str, str, str | None]]:
+    """``(language, code, reason not run or None)`` of every bash and python block, in order (``block``: the pattern
+    of a block and of its not-run mark; the how-tos mark theirs ``howto:``)."""
+    return [(m["lang"], m["code"], m["why"]) for m in block.finditer(text)]
 
 
 def _env() -> dict:

@@ -3,13 +3,14 @@ in an empty temporary folder (so an example that reads a file its page did not w
 AntiBERTy and no network. A block marked ``<!-- howto: not run (REASON) -->`` on the line before it (one that
 needs a cluster) is skipped explicitly, with its reason."""
 
-import os
 import re
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from test_guide_examples import _blocks as guide_blocks
+from test_guide_examples import _env
 
 HOWTO = Path(__file__).resolve().parents[2] / "docs" / "howto"
 BLOCK = re.compile(
@@ -19,16 +20,7 @@ PAGES = sorted(p.name for p in HOWTO.glob("*.md") if p.name != "index.md")
 
 
 def _blocks(text: str) -> list[tuple[str, str, str | None]]:
-    """``(language, code, reason not run or None)`` of every bash and python block, in order."""
-    return [(m["lang"], m["code"], m["why"]) for m in BLOCK.finditer(text)]
-
-
-def _env() -> dict:
-    """The user's shell after ``pip install``: the venv's ``mlmprob`` and ``python`` first on PATH, offline."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("MLMPROB_", "PYTEST"))}
-    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
-    env["HF_HUB_OFFLINE"] = "1"
-    return env
+    return guide_blocks(text, BLOCK)
 
 
 def _run_block(lang: str, code: str, cwd: Path) -> subprocess.CompletedProcess:
