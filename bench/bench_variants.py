@@ -42,6 +42,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import variants_report as report  # noqa: E402
 
 from mlmprob.models.reader import reader_of  # noqa: E402
+from mlmprob.models.spec import ModelSpec
 
 TRASTUZUMAB_VH = (
     "EVQLVESGGGLVQPGGSLRLSCAASGFNIKDTYIHWVRQAPGKGLEWVARIYPTNGYTRYADSVKGRFTISADTSKNTAYLQMNSLRAEDTAVYYCSR"
@@ -192,7 +193,9 @@ def saturate_section(a, counter, ids, where, to_id, wt: str, tmp: Path) -> dict:
     from mlmprob.variants.units import saturation_units
 
     job = VariantsJob(
-        model=a.model, wild_type=wt, spec=VariantsSpec(methods=SATURATE_METHODS), batch_tokens=a.batch_tokens
+        model_spec=ModelSpec(a.model, batch_tokens=a.batch_tokens),
+        wild_type=wt,
+        spec=VariantsSpec(methods=SATURATE_METHODS),
     )
     out = tmp / "saturate.jsonl"
     fields = ("id", "mutant", "n_mutations", "window", *SATURATE_METHODS)

@@ -65,7 +65,7 @@ def field_flag(group, spec: type, name: str, present: bool = False) -> argparse.
     metadata with its default, type, choices and action from the metadata. ``present``: left out, the flag's
     attribute is the field's default rather than absent (a flag the command reads before it makes the spec, such
     as an input's ``--format``). Returns argparse's action."""
-    f = spec.__dataclass_fields__[name]  # declared with option(default, help, ...)
+    f = {f.name: f for f in dataclasses.fields(spec)}[name]  # declared with option(default, help, ...)
     kw = flag_keywords(name, f.metadata, f.metadata["help"] + default_text(f.default, f.metadata))
     if present:
         kw["default"] = f.default

@@ -8,6 +8,7 @@ import pytest
 
 from mlmprob.cli import main
 from mlmprob.errors import MLMProbError
+from mlmprob.models.spec import ModelSpec
 from mlmprob.runtime.inputs import Record
 from mlmprob.runtime.writers import read_results
 
@@ -190,8 +191,8 @@ def test_gap_units_and_job_on_an_in_memory_model(tiny_bert):
         list(infill_records(tiny_bert, [Record("x", "AZ_")]))
     with pytest.raises(MLMProbError, match="unknown gaps mode"):
         list(iter_gap_units([], "some"))
-    state = InfillJob(model="tiny", spec=InfillSpec(beam_size=2), skip_invalid=True).prepare(tiny_bert)
-    rows, skipped = InfillJob(model="tiny", spec=InfillSpec(beam_size=2), skip_invalid=True).run(
+    state = InfillJob(model_spec=ModelSpec("tiny"), spec=InfillSpec(beam_size=2), skip_invalid=True).prepare(tiny_bert)
+    rows, skipped = InfillJob(model_spec=ModelSpec("tiny"), spec=InfillSpec(beam_size=2), skip_invalid=True).run(
         state, list(iter_gap_units([Record("a", "A_C"), Record("b", "ACD")]))
     )
     assert [r["id"] for r in rows] == ["a"] and skipped == [("b", "no gap; write it as [MASK]x5, <mask> or _____")]

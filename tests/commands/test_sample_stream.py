@@ -10,6 +10,7 @@ import pytest
 import torch
 
 from mlmprob.cli import main
+from mlmprob.models.spec import ModelSpec
 from mlmprob.runtime.writers import read_results
 
 AA = "ACDEFGHIKLMNPQRSTVWY"
@@ -212,7 +213,10 @@ def test_a_records_chains_do_not_depend_on_its_chunk(tiny_bert_dir):
     from mlmprob.sampling.stream import SampleJob
 
     job = SampleJob(
-        model=str(tiny_bert_dir), chains=2, seed=3, spec=SamplerSpec(epochs=2, burn_in=0, block_size=2, init="random")
+        model_spec=ModelSpec(str(tiny_bert_dir)),
+        chains=2,
+        seed=3,
+        spec=SamplerSpec(epochs=2, burn_in=0, block_size=2, init="random"),
     )
     state = job.load("cpu")
     recs = [Record(f"r{i}", " ".join(AA[i : i + 6 + i])) for i in range(3)]

@@ -10,6 +10,7 @@ import torch
 
 from mlmprob import score_variants
 from mlmprob.cli import main
+from mlmprob.models.spec import ModelSpec
 from mlmprob.runtime.writers import read_results
 from mlmprob.variants import VariantsSpec, encode_variants, saturate
 from mlmprob.variants.report import evaluate_methods
@@ -247,7 +248,9 @@ class Limited:
 
 def test_long_wild_type_scored_in_a_window_around_the_sites(esm):
     wt = WT + "ACDEFGHIKL"  # 23 residues, window 8 (10 tokens - 2)
-    job = VariantsJob(model="unused", wild_type=wt, spec=VariantsSpec(methods=METHODS), skip_invalid=True)
+    job = VariantsJob(
+        model_spec=ModelSpec("unused"), wild_type=wt, spec=VariantsSpec(methods=METHODS), skip_invalid=True
+    )
     state = job.prepare(Limited(esm, 10))
     assert state.window == 8
     units = [

@@ -7,6 +7,7 @@ import torch
 
 from mlmprob import load_mlm
 from mlmprob.errors import MLMProbError, PositionsError
+from mlmprob.models.spec import ModelSpec
 from mlmprob.positions import (
     RULES,
     TOKENS,
@@ -115,7 +116,7 @@ def test_a_streamed_sample_request_resolves_its_positions_once(tiny_bert, monkey
     explicit, resolved = P._explicit, P._resolved
     monkeypatch.setattr(P, "_explicit", lambda *a: full.append(1) or explicit(*a))
     monkeypatch.setattr(P, "_resolved", lambda *a: passed.append(1) or resolved(*a))
-    job = SampleJob(model="unused", spec=SamplerSpec(epochs=1, burn_in=0), chains=2, positions=(2, 3))
+    job = SampleJob(model_spec=ModelSpec("unused"), spec=SamplerSpec(epochs=1, burn_in=0), chains=2, positions=(2, 3))
     r = job.sample_record(tiny_bert, Record("r1", "ACDE"))
     assert full == [1] and passed == [1]
     assert r.free.tolist() == [[False, False, True, True, False, False]] * 2

@@ -8,6 +8,7 @@ import dataclasses
 import pytest
 
 from mlmprob.errors import MLMProbError
+from mlmprob.models.spec import ModelSpec
 from mlmprob.onepass.job import OnePassScoreJob
 from mlmprob.scoring import ScoreJob, ScoreSpec
 
@@ -50,13 +51,13 @@ def test_the_stored_configuration_keeps_its_keys_order_and_stores_loglik():
 
 
 def test_each_job_takes_the_specs_it_runs():
-    assert OnePassScoreJob(model="m").spec.one_pass
+    assert OnePassScoreJob(model_spec=ModelSpec("m")).spec.one_pass
     with pytest.raises(MLMProbError, match="OnePassScoreJob"):
-        ScoreJob(model="m", spec=ScoreSpec(pll="one-pass"))
+        ScoreJob(model_spec=ModelSpec("m"), spec=ScoreSpec(pll="one-pass"))
     with pytest.raises(MLMProbError, match="needs a spec with pll='one-pass'"):
-        OnePassScoreJob(model="m", spec=ScoreSpec())
+        OnePassScoreJob(model_spec=ModelSpec("m"), spec=ScoreSpec())
     with pytest.raises(MLMProbError, match="spec must be a ScoreSpec"):
-        ScoreJob(model="m", spec={"whole_word": True})
+        ScoreJob(model_spec=ModelSpec("m"), spec={"whole_word": True})
 
 
 def test_from_args_and_the_cli_has_a_flag_for_every_field():

@@ -6,6 +6,7 @@ import dataclasses
 import pytest
 
 from mlmprob.errors import MLMProbError
+from mlmprob.models.spec import ModelSpec
 from mlmprob.settings import Spec
 
 
@@ -19,11 +20,11 @@ def _jobs(tmp_path):
     from mlmprob.variants.stream import VariantsJob
 
     return [
-        ScoreJob(model="m"),
-        OnePassScoreJob(model="m"),
-        SampleJob(model="m"),
-        InfillJob(model="m"),
-        VariantsJob(model="m", wild_type="MKT"),
+        ScoreJob(model_spec=ModelSpec("m")),
+        OnePassScoreJob(model_spec=ModelSpec("m")),
+        SampleJob(model_spec=ModelSpec("m")),
+        InfillJob(model_spec=ModelSpec("m")),
+        VariantsJob(model_spec=ModelSpec("m"), wild_type="MKT"),
         JointsJob(JointsSpec(model="m", data=str(tmp_path / "x.txt"))),
     ]
 
@@ -48,4 +49,4 @@ def test_a_job_refuses_settings_that_are_not_its_spec(name):
     cls = getattr(importlib.import_module(module), name)
     extra = {"wild_type": "MKT"} if name == "VariantsJob" else {}
     with pytest.raises(MLMProbError, match="spec must be a"):
-        cls(model="m", spec={"method": "x"}, **extra)
+        cls(model_spec=ModelSpec("m"), spec={"method": "x"}, **extra)

@@ -14,6 +14,7 @@ pytest.importorskip("ray.data", reason="Ray is not installed (pip install 'mlmpr
 
 from mlmprob.cli import main  # noqa: E402
 from mlmprob.errors import MLMProbError  # noqa: E402
+from mlmprob.models.spec import ModelSpec
 from mlmprob.runtime.engine import run_stream  # noqa: E402
 from mlmprob.runtime.inputs import read_records  # noqa: E402
 from mlmprob.runtime.writers import open_writer, read_results  # noqa: E402
@@ -131,7 +132,7 @@ class KillOnce:
 
 def test_killed_actor_is_replaced_and_every_id_written_once(local_ray, reference, tiny_bert_dir, tmp_path, capsys):
     inp, ref = reference
-    job = KillOnce(ScoreJob(model=str(tiny_bert_dir), dtype="float32"), str(tmp_path / "killed"), at=3)
+    job = KillOnce(ScoreJob(model_spec=ModelSpec(str(tiny_bert_dir), "float32")), str(tmp_path / "killed"), at=3)
     out = tmp_path / "out.parquet"
     writer = open_writer(out, config={"test": "ray-kill"}, part_rows=16)
     with writer:  # 15 chunks of 4 over 2 actors: one actor dies on its 3rd chunk, with chunks still to come
@@ -155,7 +156,7 @@ def test_killed_actor_is_replaced_and_every_id_written_once(local_ray, reference
 
 def test_model_that_fails_to_load_is_one_clean_error(local_ray, reference, tmp_path):
     inp, _ = reference
-    job = ScoreJob(model=str(tmp_path / "no-such-model"))
+    job = ScoreJob(model_spec=ModelSpec(str(tmp_path / "no-such-model")))
     with open_writer(tmp_path / "bad.jsonl", config={"test": "ray-bad"}) as writer:
         with pytest.raises(MLMProbError) as e:
             run_stream(job.load, job.run, read_records(inp), writer, devices=["cpu"], engine="ray", progress=False)

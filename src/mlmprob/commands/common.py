@@ -202,11 +202,6 @@ def load_model_from_args(args):
     return model_spec(args).load(args.device)
 
 
-def job_fields(spec) -> dict:
-    """A streamed job's loading fields (:class:`~mlmprob.models.spec.ModelJob`) from a model spec."""
-    return dict(model=spec.model, dtype=spec.dtype, allow_pickle=spec.allow_pickle, batch_tokens=spec.batch_tokens)
-
-
 def run_options(args, **override):
     """Where and how a streamed command runs, parsed once (:class:`~mlmprob.runtime.command.RunOptions`):
     ``--device`` is the one device unless ``--workers`` or ``--devices`` name several, CPU workers capped for

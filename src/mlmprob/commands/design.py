@@ -110,7 +110,7 @@ def _add_sampler_args(g) -> None:
     from ..fields import add_field_flags, field_flag
 
     add_field_flags(g, DesignSpec, SAMPLER_FLAGS)
-    ladder = ",".join(f"{t:g}" for t in DesignSpec.__dataclass_fields__["temperatures"].default)  # 1,2,4
+    ladder = ",".join(f"{t:g}" for t in DesignSpec().temperatures)  # 1,2,4
     g.add_argument("--temperatures", default=ladder, help="replica exchange's ladder, increasing, e.g. 1,1.5,2.5")
     field_flag(g, DesignSpec, "swap_every")
     g.add_argument(
@@ -205,14 +205,13 @@ def design_job(args, spec: DesignSpec):
     E_local), the oracle (checked here: imported only with ``--allow-code``), the parent, the spec, the seed."""
     from ..designing.job import DesignJob, oracle_digest
     from ..models.spec import ModelSpec
-    from .common import job_fields
 
     if args.oracle:
         load_oracle(args.oracle, args.allow_code)
     experts = tuple(parse_expert(t) for t in (args.expert or [args.model]))
     model = ModelSpec(experts[0][0], args.dtype, args.allow_pickle, args.batch_tokens)
     return DesignJob(
-        **job_fields(model),
+        model_spec=model,
         parent=args.parent.strip(),
         spec=spec,
         seed=args.seed,
@@ -251,7 +250,12 @@ def run(args) -> int:
     job = design_job(args, spec)
     Constraints.build(job.parent, AMINO_ACIDS, **spec.constraint_keywords())  # bad motifs: before any model loads
     opts = run_options(args)
-    config = {"command": "design", "model": job.model, "models": [e[0] for e in job.expert_list], **job.settings()}
+    config = {
+        "command": "design",
+        "model": job.model_spec.model,
+        "models": [e[0] for e in job.expert_list],
+        **job.settings(),
+    }
     if opts.resume and opts.out is not None:
         check_oracle_resume(opts.out, config)
     summary = RungSummary()

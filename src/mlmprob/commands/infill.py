@@ -189,7 +189,7 @@ def _run_stream(args, spec, region) -> int:
     from ..infilling.stream import InfillJob, iter_gap_units
     from ..runtime.command import StreamCommand, run_command
     from ..runtime.unique import UniqueIds
-    from .common import input_file, job_fields, model_spec, run_options
+    from .common import input_file, model_spec, run_options
     from .regions import cdr_config
 
     opts = run_options(args)
@@ -214,7 +214,7 @@ def _run_stream(args, spec, region) -> int:
         **({"dedupe": True} if args.dedupe else {}),
         **cdr_config(region),
     }
-    job = InfillJob(**job_fields(model_spec(args)), spec=spec, skip_invalid=args.skip_invalid)
+    job = InfillJob(model_spec=model_spec(args), spec=spec, skip_invalid=args.skip_invalid)
     done = run_command(
         StreamCommand(
             job,

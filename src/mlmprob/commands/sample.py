@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING
 
 from ..errors import MLMProbError
 from ..jsonl import dumps
-from .common import InputFile, Sequences, job_fields, run_options
+from .common import InputFile, Sequences, run_options
 from .sampler_args import add_sampler_args, sampler_spec
 
 if TYPE_CHECKING:
@@ -205,7 +205,7 @@ def _job_fields(parsed: Parsed) -> dict:
     """The fields a sampling job of either mode takes from the command line: the model, the spec, the chains,
     the seed and the free positions."""
     return dict(
-        **job_fields(parsed.model),
+        model_spec=parsed.model,
         spec=parsed.spec,
         chains=parsed.chains,
         seed=parsed.seed,

@@ -32,8 +32,8 @@ def _flag_args(name: str, takers: tuple) -> dict:
         helps.setdefault(meta["help"], []).append(m)
     text = next(iter(helps)) if len(helps) == 1 else "; ".join(f"{', '.join(ms)}: {h}" for h, ms in helps.items())
     choices = [c for meta in metas for c in meta.get("choices", ())]
-    meta = {**metas[0], **({"choices": tuple(dict.fromkeys(choices))} if choices else {})}
-    return flag_keywords(name, meta, text + _default_text(name, takers))
+    merged = {**metas[0], **({"choices": tuple(dict.fromkeys(choices))} if choices else {})}
+    return flag_keywords(name, merged, text + _default_text(name, takers))
 
 
 def add_sampler_args(parser) -> None:

@@ -104,7 +104,7 @@ def run(args) -> int:
     from ..runtime.unique import UniqueIds
     from ..runtime.writers import output_kind
     from ..scoring import ScoreJob, ScoreSpec
-    from .common import input_file, job_fields, model_spec, run_options, spec_of
+    from .common import input_file, model_spec, run_options, spec_of
 
     if args.limit is not None and args.limit < 1:
         raise MLMProbError(f"--limit must be >= 1, got {args.limit}")
@@ -147,7 +147,7 @@ def run(args) -> int:
             correction=None if args.correction is None else str(Path(args.correction).resolve()),
             correction_sha256=correction_digest(args.model, args.correction),
         )
-    job = job_class(**job_fields(model_spec(args)), spec=spec, skip_invalid=args.skip_invalid)
+    job = job_class(model_spec=model_spec(args), spec=spec, skip_invalid=args.skip_invalid)
     fields = TSV_FIELDS + (LOGLIK_FIELDS if spec.loglik else ()) + (("method",) if spec.one_pass else ())
     done = run_command(
         StreamCommand(

@@ -191,7 +191,7 @@ def run(args) -> int:
     from ..runtime.command import StreamCommand, run_command
     from ..variants.stream import VariantsJob
     from ..variants.units import read_wild_type
-    from .common import job_fields, model_spec, run_options
+    from .common import model_spec, run_options
 
     wild_type = read_wild_type(args.wild_type)
     spec = variants_spec(args)  # --methods (the defaults of --saturate with it), --offset, --chain-*
@@ -213,7 +213,7 @@ def run(args) -> int:
         )
     labels = _labels(args, config, path) if args.evaluate else None  # a bad label: refused before the scoring
     opts = run_options(args)
-    job = VariantsJob(**job_fields(model_spec(args)), wild_type=wild_type, spec=spec, skip_invalid=args.skip_invalid)
+    job = VariantsJob(model_spec=model_spec(args), wild_type=wild_type, spec=spec, skip_invalid=args.skip_invalid)
     command = StreamCommand(
         job,
         lambda: _units(config, args.limit, args.label, path, unique),

@@ -22,7 +22,7 @@ import importlib
 import inspect
 import sys
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -184,18 +184,17 @@ class DesignJob(ModelJob):
 
     def __post_init__(self):
         DesignSpec.check(self.spec)
-        if self.experts and self.experts[0][0] != self.model:
-            raise ValueError(f"the first expert {self.experts[0][0]!r} is not model {self.model!r}")
+        if self.experts and self.experts[0][0] != self.model_spec.model:
+            raise ValueError(f"the first expert {self.experts[0][0]!r} is not model {self.model_spec.model!r}")
         expert_labels(self.expert_list)
 
     @property
     def expert_list(self) -> tuple[tuple[str, str, float], ...]:
-        return self.experts or ((self.model, "local", 1.0),)
+        return self.experts or ((self.model_spec.model, "local", 1.0),)
 
     @property
     def extra_model_specs(self) -> tuple[ModelSpec, ...]:
-        ms = self.model_spec
-        return tuple(ModelSpec(m, ms.dtype, ms.allow_pickle, ms.batch_tokens) for m, _, _ in self.expert_list[1:])
+        return tuple(replace(self.model_spec, model=m) for m, _, _ in self.expert_list[1:])
 
     def settings(self) -> dict:
         """What the rows depend on besides the models' files, as plain JSON values (the output's configuration;

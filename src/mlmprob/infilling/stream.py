@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from ..errors import MLMProbError
 from ..gaps import count_gaps, expand_gaps
 from ..models.reader import name_of, reader_of
-from ..models.spec import ModelJob
+from ..models.spec import ModelJob, ModelSpec
 from ..positions import token_numbers
 from ..runtime.inputs import Record
 from ..runtime.job import State
@@ -186,11 +186,13 @@ class InfillJob(ModelJob):
 
 def infill_records(mlm, records: Iterable[Record], *, gaps: str = "joint", **options) -> Iterator[dict]:
     """Rows of every gap of ``records`` with an already loaded model, in input order (``options``: those of
-    :class:`InfillJob` but ``model``, and the fields of its ``spec`` as keywords, which change it).
+    :class:`InfillJob` but ``model_spec``, whose ``dtype``, ``allow_pickle`` and ``batch_tokens`` may be given as
+    keywords, and the fields of its ``spec`` as keywords, which change it).
     """
     spec = options.pop("spec", InfillSpec())
     spec = spec.replace(**{k: options.pop(k) for k in list(options) if k in InfillSpec.__dataclass_fields__})
-    job = InfillJob(model=name_of(mlm), spec=spec, **options)
+    loading = {k: options.pop(k) for k in ("dtype", "allow_pickle", "batch_tokens") if k in options}
+    job = InfillJob(model_spec=ModelSpec(name_of(mlm), **loading), spec=spec, **options)
     state = job.prepare(mlm)
     for u in iter_gap_units(records, gaps):
         yield from job.run(state, [u])[0]

@@ -33,7 +33,7 @@ import torch
 from ..errors import MLMProbError
 from ..models.protocol import MaskedLM
 from ..models.reader import reader_of
-from ..models.spec import ModelJob
+from ..models.spec import ModelJob, ModelSpec
 from ..models.tokenizers import Encoding
 from ..positions import TOKENS, default_mask, token_numbers
 from ..runtime.job import State
@@ -198,17 +198,18 @@ class JointsWorker(State):
 @dataclass(frozen=True)
 class JointsJob(ModelJob):
     """Everything a worker process needs to compute pair records (picklable; see ``runtime.engine``; loaded
-    by :class:`~mlmprob.models.spec.ModelJob`). ``model`` is ``spec.model`` (the default)."""
+    by :class:`~mlmprob.models.spec.ModelJob`). ``model_spec``'s model is ``spec.model`` (the default: that model,
+    in the default dtype)."""
 
     spec: JointsSpec
-    model: str = field(default="", kw_only=True)
+    model_spec: ModelSpec = field(default=None, kw_only=True)  # type: ignore[assignment]  # None: spec.model's
     data_path: str | None = field(default=None, kw_only=True)  # where the data is read now (stdin's copy)
 
     def __post_init__(self):
-        if not self.model:
-            object.__setattr__(self, "model", self.spec.model)
-        elif self.model != self.spec.model:
-            raise ValueError(f"JointsJob: model {self.model!r} is not spec.model {self.spec.model!r}")
+        if self.model_spec is None:
+            object.__setattr__(self, "model_spec", ModelSpec(self.spec.model))
+        elif self.model_spec.model != self.spec.model:
+            raise ValueError(f"JointsJob: model {self.model_spec.model!r} is not spec.model {self.spec.model!r}")
 
     def prepare(self, mlm: MaskedLM) -> JointsWorker:
         """The worker state around a loaded model: its reader with the run's budget and the pair planner."""
@@ -311,7 +312,7 @@ def run_joints(mlm: MaskedLM | None, run: JointsRun, spec: JointsSpec | None = N
         out, spec, shard, _dtype_label(mlm if opts.in_process else None, dtype, opts.devices[0], spec.model)
     )
     job = JointsJob(
-        spec, dtype=dtype, batch_tokens=run.batch_tokens, allow_pickle=run.allow_pickle, data_path=data_path
+        spec, model_spec=ModelSpec(spec.model, dtype, run.allow_pickle, run.batch_tokens), data_path=data_path
     )
     notify = None if progress is None else _each(progress)
     run_command(

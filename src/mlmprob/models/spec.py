@@ -52,20 +52,14 @@ class ModelSpec:
 
 @dataclass(frozen=True, kw_only=True)
 class ModelJob:
-    """The base of every streamed job (:mod:`mlmprob.runtime.job`): the four loading fields (keywords),
-    ``load(device)`` (the model through :meth:`ModelSpec.load`, then :meth:`prepare`) and ``run``.
+    """The base of every streamed job (:mod:`mlmprob.runtime.job`): ``model_spec`` (a keyword: which model it reads
+    and how, :class:`ModelSpec`), ``load(device)`` (the model through :meth:`ModelSpec.load`, then :meth:`prepare`)
+    and ``run``.
 
     A job prepares its worker state in ``prepare(mlm)``, from a model loaded here or given (library use);
     the default state holds the reader alone."""
 
-    model: str
-    dtype: str | None = DTYPE
-    allow_pickle: bool = False
-    batch_tokens: int | None = None
-
-    @property
-    def model_spec(self) -> ModelSpec:
-        return ModelSpec(self.model, self.dtype, self.allow_pickle, self.batch_tokens)
+    model_spec: ModelSpec
 
     @property
     def extra_model_specs(self) -> tuple[ModelSpec, ...]:

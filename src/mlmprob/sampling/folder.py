@@ -78,9 +78,10 @@ class FolderSampleJob(SampleJob):
         folder.mkdir(parents=True, exist_ok=True)
         # what the run file must also match on a rerun: the seed (a resumed run restores the generator's
         # state, so another seed would silently continue this one) and how the rows are computed
+        ms = self.model_spec
         made = {
             "seed": self.seed,
-            **computed_with(self.model, self.dtype, [str(mlm.device)], batch_tokens=self.batch_tokens, mlm=mlm),
+            **computed_with(ms.model, ms.dtype, [str(mlm.device)], batch_tokens=ms.batch_tokens, mlm=mlm),
         }
         spec = self.spec
         bar = EpochBar(f"{spec.method} sampling", spec.energy, spec.info.accepts) if self.progress else None
