@@ -22,7 +22,7 @@ Side by side in one run, in one process, on one model (default AntiBERTy, real w
 ``--quick`` shrinks every size (smoke test; ``tests/bench/test_bench_variants.py`` runs it on a tiny model).
 
     nice -n 5 python bench/bench_variants.py                      # AntiBERTy, CPU, 1 thread: about 7 minutes
-    python bench/bench_variants.py --quick --model DIR --out /tmp/v.md
+    python bench/bench_variants.py --quick --model DIR --out runs/v.md
     python bench/bench_variants.py --render docs/results/bench_variants.json   # re-render the report, no measuring
 """
 

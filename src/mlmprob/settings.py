@@ -25,6 +25,7 @@ mlmprob.errors.MLMProbError: size must be a positive integer, got 0
 from __future__ import annotations
 
 import dataclasses
+import math
 from typing import Any, ClassVar
 
 from .errors import MLMProbError
@@ -186,8 +187,6 @@ def check_ladder(value, name: str = "temperatures") -> tuple[float, ...]:
     ...
     mlmprob.errors.MLMProbError: temperatures must increase from the target's, got (2.0, 1.0)
     """
-    import math
-
     t = tuple(value) if isinstance(value, list) else value
     if not isinstance(t, tuple) or len(t) < 2:
         raise MLMProbError(f"{name} must be a tuple of at least two temperatures, got {value!r}")

@@ -71,6 +71,7 @@ BAD = [
     ({"temperatures": (1.0,)}, "temperatures must be a tuple of at least two temperatures"),
     ({"temperatures": (1.0, 2.0), "anneal": 0.1}, "give temperatures"),
     ({"temperatures": (1.0, 2.0), "target_temperature": 0.5}, "give temperatures"),
+    ({"temperatures": (1.0, 2.0), "anneal": "x"}, "anneal must be a number"),  # checked before it is compared
 ]
 
 

@@ -121,7 +121,7 @@ def mh_kernel(target, moves, proposal: int | None, rows_of_new: bool, delayed: b
             read |= outside & target.no_worse(X, Xp, outside)
         log_alpha = torch.full((B,), float("-inf"), dtype=torch.float64)
         log_alpha[~changed] = 0.0
-        second, E_cheap, est, U_cp = read, None, None, None
+        second, est, U_cp = read, None, None
         if delayed:
             assert u1 is not None
             E_cheap, _ = target.energies(Xp[read], only=cheap, chains=read)
@@ -132,8 +132,6 @@ def mh_kernel(target, moves, proposal: int | None, rows_of_new: bool, delayed: b
             second = read.clone()
             second[read] = torch.log(u1[read]) < est
             log_alpha[read] = torch.where(second[read], 0.0, est)  # a screened move's first-stage ratio
-        if delayed:
-            assert E_cheap is not None
             E_new, rows_new = target.energies(Xp[second], rows_of=proposal, only=target.experts, chains=second)
             E_new = E_new + E_cheap[second[read]]
         else:

@@ -161,10 +161,9 @@ class _Sweeper(VocabularyKernel):
 
     @staticmethod
     def _advance(state: ChainState, **changes) -> tuple[ChainState, bool]:
-        cursor = state.cursor + 1
-        if state.plan is None or cursor >= state.plan.shape[0]:
+        if _ends_epoch(state):
             return dataclasses.replace(state, plan=None, cursor=0, epoch=state.epoch + 1, **changes), True
-        return dataclasses.replace(state, cursor=cursor, **changes), False
+        return dataclasses.replace(state, cursor=state.cursor + 1, **changes), False
 
 
 def _ends_epoch(state: ChainState) -> bool:
@@ -254,11 +253,6 @@ class MetropolisHastings(_Sweeper):
         return ChainState(
             ids, free, scored, epoch=epoch, site_logits=logits, e_local=e_local, e_raw=e_raw, forward_rows=n
         )
-
-    def target_energy(self, state: ChainState) -> torch.Tensor:
-        e = state.e_local if self.energy == "local" else state.e_raw
-        assert e is not None  # set by init, kept by step
-        return e
 
     def step(self, state: ChainState, generator: torch.Generator) -> tuple[ChainState, StepInfo]:
         """One step of the engine (:mod:`mlmprob.mcmc.engine`): the sweep's next block of each chain, or one move."""

@@ -161,13 +161,6 @@ class MHSpec(MCMCSpec):
     )
 
     def __post_init__(self):
-        if self.temperatures is not None:
-            object.__setattr__(self, "temperatures", check_ladder(self.temperatures))
-            if self.anneal > 0 or callable(self.target_temperature) or self.target_temperature != 1.0:
-                raise MLMProbError(
-                    "give temperatures (a ladder whose first rung is the target's) or target_temperature/anneal, not "
-                    "both"
-                )
         for name in ("anneal", "temperature_floor"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, (int, float)):  # a str, None: before any comparison
@@ -180,6 +173,13 @@ class MHSpec(MCMCSpec):
             t = self.target_temperature
             if isinstance(t, bool) or not isinstance(t, (int, float)) or not t > 0 or math.isinf(t):
                 raise MLMProbError(f"target_temperature must be finite and > 0, got {t!r}")
+        if self.temperatures is not None:
+            object.__setattr__(self, "temperatures", check_ladder(self.temperatures))
+            if self.anneal > 0 or callable(self.target_temperature) or self.target_temperature != 1.0:
+                raise MLMProbError(
+                    "give temperatures (a ladder whose first rung is the target's) or target_temperature/anneal, not "
+                    "both"
+                )
         super().__post_init__()
         check_moves(self.informed, self.sites, self._block_schedule(), self.proposal, self.order, self.delayed)
 

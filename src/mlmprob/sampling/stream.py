@@ -193,8 +193,8 @@ class SampleJob(ModelJob):
             {"record_seed": record_seed(self.seed, rec.id)},
         )
         ladder = getattr(self.spec, "temperatures", None)
-        for c, row in enumerate(rows):  # replica exchange: each chain's rung (the first C chains: the target's)
-            if ladder is not None:
+        if ladder is not None:  # replica exchange: each chain's rung (the first C chains: the target's)
+            for c, row in enumerate(rows):
                 row["temperature"] = ladder[c // (self.chains // len(ladder))]
         return rows
 
