@@ -15,10 +15,11 @@ from mlmprob.energies import EnergySpec, TokenScoresSpec
 from mlmprob.errors import MLMProbError
 from mlmprob.infilling import InfillSpec
 from mlmprob.joints import PairJointSpec, PairSpec
-from mlmprob.joints.job import JointsRun, JointsSpec, run_joints
+from mlmprob.joints.job import JointsSpec, run_joints
 from mlmprob.likelihood import LoglikSpec
 from mlmprob.onepass import OnePassSpec, PLLSpec, one_pass_token_scores
 from mlmprob.onepass.correction import Correction
+from mlmprob.runtime.command import RunOptions
 from mlmprob.variants.spec import VariantsSpec
 
 # (name, the entry point, its spec class)
@@ -45,7 +46,7 @@ def _inputs(name):
         "score_variants": (None, None),
         "pairwise_joint": (None, 0, 1),
         "evaluate_pair": (None, 0, 1),
-        "run_joints": (JointsRun("never-written"),),
+        "run_joints": (RunOptions("never-written"),),
     }.get(name, (None,))
 
 
@@ -179,12 +180,12 @@ def test_the_joints_runner_takes_its_spec_by_keyword_and_its_run_as_one_object(t
     def drop_time(records):
         return [{k: v for k, v in r.items() if not k.startswith("seconds")} for r in records]
 
-    a = run_joints(m, JointsRun(tmp_path / "a"), spec, seed=4)
-    b = run_joints(m, JointsRun(tmp_path / "b"), spec.replace(seed=4))
+    a = run_joints(m, RunOptions(str(tmp_path / "a")), spec, seed=4)
+    b = run_joints(m, RunOptions(str(tmp_path / "b")), spec.replace(seed=4))
     fields = {f.name: getattr(spec, f.name) for f in dataclasses.fields(spec)}
-    c = run_joints(m, JointsRun(tmp_path / "c"), **{**fields, "seed": 4})
+    c = run_joints(m, RunOptions(str(tmp_path / "c")), **{**fields, "seed": 4})
     assert drop_time(a) == drop_time(b) == drop_time(c) and len(a) == 2
     with pytest.raises(MLMProbError, match="JointsSpec needs model, data"):
-        run_joints(m, JointsRun(tmp_path / "d"))
-    with pytest.raises(MLMProbError, match="run must be a JointsRun"):
+        run_joints(m, RunOptions(str(tmp_path / "d")))
+    with pytest.raises(MLMProbError, match="run must be a RunOptions"):
         run_joints(m, str(tmp_path / "e"), spec)

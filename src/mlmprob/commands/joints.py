@@ -46,11 +46,12 @@ def register(subparsers) -> argparse.ArgumentParser:
 
 
 def run(args: argparse.Namespace) -> int:
+    from dataclasses import replace
     from pathlib import Path
 
-    from ..joints.job import RECORDS_FILE, JointsRun, load_records, run_joints
+    from ..joints.job import RECORDS_FILE, JointsJob, load_records, run_pairs
     from ..joints.report import write_report
-    from .common import input_file, out_folder, run_options, spec_of
+    from .common import input_file, model_spec, out_folder, run_options, spec_of
 
     out_folder(args.out)
     if args.report_only:
@@ -68,28 +69,15 @@ def run(args: argparse.Namespace) -> int:
     shard = opts.shard
     data = input_file(args, "data")  # stdin or a pipe: read once, here
     assert data is not None  # --data was checked above
-    data_path = None if data.path == str(args.data) else data.path
     # --model, --data, --column, --format, --schemes, --n-pairs, ...
     config = spec_of(JointsSpec, args, format=data.format)
+    job = JointsJob(config, model_spec=model_spec(args), data_path=data.path)
     new = [0]
 
     def count(rec: dict) -> None:
         new[0] += 1
 
-    run = JointsRun(
-        args.out,
-        batch_tokens=args.batch_tokens,
-        progress=count,
-        shard=shard,
-        allow_pickle=args.allow_pickle,
-        devices=opts.devices,
-        dtype=args.dtype,
-        engine=opts.engine,
-        ray_address=opts.ray_address,
-        show_progress=opts.progress and not args.quiet,
-        data_path=data_path,
-    )
-    records = run_joints(None, run, config)
+    records = run_pairs(job, replace(opts, progress=opts.progress and not args.quiet), progress=count)
     total = shard.size(len(config.schemes) * config.n_pairs)
     if not args.quiet:
         print(

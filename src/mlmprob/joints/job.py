@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import NamedTuple
 
@@ -36,9 +36,9 @@ from ..models.reader import reader_of
 from ..models.spec import ModelJob, ModelSpec
 from ..models.tokenizers import Encoding
 from ..positions import TOKENS, default_mask, token_numbers
+from ..runtime.command import RunOptions
 from ..runtime.job import State
 from ..runtime.seeds import seeded_generator
-from ..runtime.shard import Shard
 from .evaluate import AGOptions, PairSpec, evaluate_pair
 from .records import RECORDS_FILE, _dtype_label, check_records, load_records, restore_nonfinite  # noqa: F401
 from .report import (
@@ -261,60 +261,45 @@ def _each(progress: Callable[[dict], None]) -> Callable[[list[dict]], None]:
     return notify
 
 
-@dataclass(frozen=True)
-class JointsRun:
-    """Where and how :func:`run_joints` runs (what it computes is its spec): ``out_dir`` (the record file
-    ``pairs.jsonl`` and its meta), the ``shard``, the workers' ``devices`` (None: this process's model), ``dtype``,
-    ``engine`` (``"local"`` or ``"ray"``, at ``ray_address``), ``batch_tokens``, ``allow_pickle``; ``progress``, called
-    with every new record in pair order; ``show_progress``: a progress bar; ``data_path``: where ``spec.data`` is read
-    from now (the spooled copy of standard input, which ``spec.data`` names ``-``)."""
-
-    out_dir: str | Path
-    batch_tokens: int | None = None
-    progress: Callable[[dict], None] | None = None
-    shard: Shard = Shard.whole()
-    devices: Sequence[str] | None = None
-    dtype: str | None = None
-    engine: str = "local"
-    ray_address: str | None = None
-    show_progress: bool = False
-    allow_pickle: bool = False
-    data_path: str | None = None
-
-
-def run_joints(mlm: MaskedLM | None, run: JointsRun, spec: JointsSpec | None = None, **overrides) -> list[dict]:
-    """Compute the missing pair records of ``run.shard`` into ``run.out_dir/pairs.jsonl``; returns all records of
-    the configuration there (first ``n_pairs`` per scheme), in scheme then pair order. The settings: ``spec``, a
+def run_joints(
+    mlm: MaskedLM | None,
+    run: RunOptions,
+    spec: JointsSpec | None = None,
+    *,
+    model_spec: ModelSpec | None = None,
+    progress: Callable[[dict], None] | None = None,
+    **overrides,
+) -> list[dict]:
+    """Compute the missing pair records of ``run.shard`` into ``run.out/pairs.jsonl``; returns all records of the
+    configuration there (first ``n_pairs`` per scheme), in scheme then pair order. The settings: ``spec``, a
     :class:`~mlmprob.joints.spec.JointsSpec` (``model`` and ``data`` have no default), its fields overridden by
-    keyword; where and how it runs: ``run`` (:class:`JointsRun`).
+    keyword; where and how it runs: ``run``, a :class:`~mlmprob.runtime.command.RunOptions` whose ``out`` is the
+    output folder (the record file ``pairs.jsonl`` and its meta; always resumed); ``progress``, called with every
+    new record in pair order.
 
     ``mlm`` (a loaded model) runs the pairs in this process; with ``mlm=None``, or several ``run.devices``, or
-    ``run.engine="ray"``, every worker loads ``spec.model`` on its device in ``run.dtype``."""
-    from ..runtime.command import RunOptions, StreamCommand, run_command
-
+    ``run.engine="ray"``, every worker loads ``model_spec`` (default: ``spec.model`` in the default dtype) on its
+    device."""
     spec = JointsSpec.of(spec, **overrides)
-    if not isinstance(run, JointsRun):
-        raise MLMProbError(f"run must be a JointsRun (where and how to run), got {type(run).__name__}")
-    progress, shard, devices, dtype, data_path = run.progress, run.shard, run.devices, run.dtype, run.data_path
-    read_sequences(data_path or spec.data, spec.column, spec.max_sequences, spec.format)  # bad data: fail first
-    out = Path(run.out_dir)
+    job = JointsJob(spec, model_spec=model_spec or ModelSpec(spec.model))
+    return run_pairs(job, run, mlm, progress)
+
+
+def run_pairs(
+    job: JointsJob, run: RunOptions, mlm: MaskedLM | None = None, progress: Callable[[dict], None] | None = None
+) -> list[dict]:
+    """:func:`run_joints` of a job (the CLI's: its data read from ``job.data_path``)."""
+    from ..runtime.command import StreamCommand, run_command
+
+    if not isinstance(run, RunOptions) or run.out is None:
+        raise MLMProbError(f"run must be a RunOptions naming its out folder (where and how to run), got {run!r}")
+    spec = job.spec
+    read_sequences(job.data_path or spec.data, spec.column, spec.max_sequences, spec.format)  # bad data: fail first
+    out = Path(run.out)
     out.mkdir(parents=True, exist_ok=True)
-    opts = RunOptions(
-        out=str(out / RECORDS_FILE),
-        resume=True,
-        shard=shard,
-        devices=tuple(devices or ["auto"]),
-        engine=run.engine,
-        ray_address=run.ray_address,
-        progress=run.show_progress,
-    )
-    stored = check_records(
-        out, spec, shard, _dtype_label(mlm if opts.in_process else None, dtype, opts.devices[0], spec.model)
-    )
-    job = JointsJob(
-        spec, model_spec=ModelSpec(spec.model, dtype, run.allow_pickle, run.batch_tokens), data_path=data_path
-    )
-    notify = None if progress is None else _each(progress)
+    opts = replace(run, out=str(out / RECORDS_FILE), resume=True)
+    dtype = _dtype_label(mlm if opts.in_process else None, job.model_spec.dtype, opts.devices[0], spec.model)
+    stored = check_records(out, spec, opts.shard, dtype)
     run_command(
         StreamCommand(
             job,
@@ -323,7 +308,7 @@ def run_joints(mlm: MaskedLM | None, run: JointsRun, spec: JointsSpec | None = N
             unit_name="pair",
             chunk_size=1,
             meta={"limit": spec.n_pairs},
-            on_rows=notify,
+            on_rows=None if progress is None else _each(progress),
             state=job.prepare(mlm) if mlm is not None and opts.in_process else None,
         ),
         opts,
