@@ -1,17 +1,21 @@
 """The two embedded antibody models, loaded offline from their PyPI wheels.
 
 - ``antiberty``: AntiBERTy (Ruffolo et al. 2021), a BERT MLM (8 layers, 512 wide, 26M parameters)
-  shipped as ``antiberty==0.1.3``; its keys load into ``transformers.BertForMaskedLM`` (the
+  shipped as ``antiberty==0.1.3``; its keys load into ``BertForMaskedLM``'s names (the
   species/chain/graft heads are dropped).
 - ``sapiens-vh`` / ``sapiens-vl``: Sapiens (Prihoda et al. 2022), small RoBERTa MLMs (4 layers,
   128 wide) shipped as fairseq checkpoints in ``sapiens==1.0.5``; the keys are converted here to
-  ``transformers.RobertaForMaskedLM``. Install that wheel with ``pip install --no-deps`` (it
+  ``RobertaForMaskedLM``'s. Install that wheel with ``pip install --no-deps`` (it
   declares fairseq and an old torch, neither of which is needed).
+
+Both are built as :mod:`mlmprob.models.native` (no transformers import: seconds less per start) when they run
+the fused forward, the default, and as transformers' own classes with ``fused=False``.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import importlib.util
 import json
 from pathlib import Path
@@ -19,7 +23,9 @@ from pathlib import Path
 import torch
 
 from ..errors import ModelLoadError
+from ..runtime.device import fused_default
 from .hf import HFMaskedLM
+from .native import EncoderConfig, MaskedLM
 from .precision import apply_precision
 from .tokenizers import ResidueTokenizer
 
@@ -35,29 +41,43 @@ def _finish(model, device, dtype):
     return apply_precision(model, device, dtype)
 
 
-def load_antiberty(device="cpu", dtype=None, fused: bool | None = None) -> HFMaskedLM:
-    from transformers import BertConfig, BertForMaskedLM
+def _native(fused: bool | None) -> bool:
+    """Whether an embedded model is built without transformers (:mod:`mlmprob.models.native`): whenever it runs
+    the fused forward, the default; ``fused=False`` (or ``$MLMPROB_FUSED=0``) builds transformers' own class."""
+    return fused_default() if fused is None else fused
 
+
+def _load_into(model, state: dict, what: str, ignore: tuple[str, ...]):
+    """``model`` with ``state`` loaded (keys ending in ``ignore`` may be missing or unexpected), or one line."""
+    missing, unexpected = model.load_state_dict(state, strict=False)
+    missing = [k for k in missing if not k.endswith(ignore)]
+    unexpected = [k for k in unexpected if not k.endswith(ignore)]
+    if missing or unexpected:
+        raise ModelLoadError(f"{what} weights do not fit: missing {missing}, unexpected {unexpected}")
+    return model
+
+
+def load_antiberty(device="cpu", dtype=None, fused: bool | None = None) -> HFMaskedLM:
     root = _package_dir("antiberty", "pip install antiberty==0.1.3") / "trained_models"
     tokens = (root / "vocab.txt").read_text().split()
     cfg = json.loads((root / "AntiBERTy_md_smooth" / "config.json").read_text())
     for k in ("architectures", "_name_or_path", "transformers_version", "gradient_checkpointing", "use_cache"):
         cfg.pop(k, None)
-    config = BertConfig(**cfg)
-    model = BertForMaskedLM(config)
+    if _native(fused):
+        kept = {f.name for f in dataclasses.fields(EncoderConfig)}
+        config = EncoderConfig(**{k: v for k, v in cfg.items() if k in kept})
+        model = MaskedLM(config)
+    else:
+        from transformers import BertConfig, BertForMaskedLM
+
+        model = BertForMaskedLM(BertConfig(**cfg))
     state = torch.load(root / "AntiBERTy_md_smooth" / "pytorch_model.bin", map_location="cpu", weights_only=True)
     state = {
         k: v
         for k, v in state.items()
         if k.startswith(("bert.", "cls.predictions.")) and not k.startswith("bert.pooler.")
     }
-    missing, unexpected = model.load_state_dict(state, strict=False)
-    missing = [k for k in missing if not k.endswith("position_ids")]
-    unexpected = [k for k in unexpected if not k.endswith("position_ids")]
-    if missing or unexpected:
-        raise ModelLoadError(
-            f"AntiBERTy weights do not fit BertForMaskedLM: missing {missing}, unexpected {unexpected}"
-        )
+    _load_into(model, state, "AntiBERTy", ("position_ids",))
     tok = ResidueTokenizer(
         tokens,
         bos="[CLS]",
@@ -65,7 +85,7 @@ def load_antiberty(device="cpu", dtype=None, fused: bool | None = None) -> HFMas
         pad="[PAD]",
         mask="[MASK]",
         unk="[UNK]",
-        max_length=config.max_position_embeddings,
+        max_length=cfg["max_position_embeddings"],
     )
     return HFMaskedLM(
         _finish(model, device, dtype),
@@ -113,8 +133,6 @@ def _fairseq_to_hf_roberta(src: dict[str, torch.Tensor], n_layers: int) -> dict[
 
 
 def load_sapiens(chain: str = "vh", device="cpu", dtype=None, fused: bool | None = None) -> HFMaskedLM:
-    from transformers import RobertaConfig, RobertaForMaskedLM
-
     if chain not in ("vh", "vl"):
         raise ModelLoadError(f"sapiens chain must be 'vh' or 'vl', got {chain!r}")
     root = _package_dir("sapiens", "pip install --no-deps sapiens==1.0.5") / "models" / "v1"
@@ -125,7 +143,7 @@ def load_sapiens(chain: str = "vh", device="cpu", dtype=None, fused: bool | None
     symbols = [line.split()[0] for line in (root / "dict.txt").read_text().splitlines() if line.strip()]
     tokens = ["<s>", "<pad>", "</s>", "<unk>"] + symbols + ["<mask>"]
     n_pos = src["decoder.sentence_encoder.embed_positions.weight"].shape[0]
-    config = RobertaConfig(
+    shape = dict(
         vocab_size=len(tokens),
         hidden_size=saved.encoder_embed_dim,
         num_hidden_layers=saved.encoder_layers,
@@ -135,25 +153,22 @@ def load_sapiens(chain: str = "vh", device="cpu", dtype=None, fused: bool | None
         max_position_embeddings=n_pos,
         type_vocab_size=1,
         pad_token_id=1,
-        bos_token_id=0,
-        eos_token_id=2,
         layer_norm_eps=1e-5,
-        hidden_dropout_prob=0.0,
-        attention_probs_dropout_prob=0.0,
-        tie_word_embeddings=True,
     )
     if len(tokens) != src["decoder.sentence_encoder.embed_tokens.weight"].shape[0]:
         raise ModelLoadError(
             f"sapiens dictionary has {len(tokens)} symbols but the checkpoint has "
             f"{src['decoder.sentence_encoder.embed_tokens.weight'].shape[0]} embeddings"
         )
-    model = RobertaForMaskedLM(config)
-    missing, unexpected = model.load_state_dict(_fairseq_to_hf_roberta(src, saved.encoder_layers), strict=False)
-    missing = [k for k in missing if not k.endswith(("position_ids", "token_type_ids"))]
-    if missing or unexpected:
-        raise ModelLoadError(
-            f"Sapiens weights do not fit RobertaForMaskedLM: missing {missing}, unexpected {unexpected}"
-        )
+    if _native(fused):
+        model = MaskedLM(EncoderConfig(**shape, roberta=True))
+    else:
+        from transformers import RobertaConfig, RobertaForMaskedLM
+
+        extra = dict(bos_token_id=0, eos_token_id=2, hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
+        model = RobertaForMaskedLM(RobertaConfig(**shape, **extra, tie_word_embeddings=True))
+    state = _fairseq_to_hf_roberta(src, saved.encoder_layers)
+    _load_into(model, state, "Sapiens", ("position_ids", "token_type_ids"))
     tok = ResidueTokenizer(tokens, bos="<s>", eos="</s>", pad="<pad>", mask="<mask>", unk="<unk>", max_length=n_pos - 2)
     return HFMaskedLM(
         _finish(model, device, dtype),

@@ -115,7 +115,7 @@ def fused_encoder(base):
     ):
         return FusedEsm(base)
     if (
-        name in ("BertModel", "RobertaModel")
+        (name in ("BertModel", "RobertaModel") or getattr(base, "fused_family", "") == "bert")
         and getattr(cfg, "position_embedding_type", "absolute") == "absolute"
         and getattr(cfg, "hidden_act", "") == "gelu"
     ):

@@ -1,0 +1,145 @@
+"""The embedded BERT and RoBERTa masked LMs without transformers: the same modules, names and weights as
+transformers' ``BertForMaskedLM`` / ``RobertaForMaskedLM``, run by mlmprob's fused forward
+(:mod:`mlmprob.models.fused`).
+
+Importing transformers takes seconds (it loads torch's distributed and compiler packages); the embedded models
+(AntiBERTy, Sapiens) need none of it when they run the fused forward, which reads only these modules' weights. So
+:func:`mlmprob.models.antibody.load_antiberty` and ``load_sapiens`` build these classes, and transformers' own
+classes only for ``fused=False`` (``$MLMPROB_FUSED=0``). Parameter names are transformers', so a checkpoint's
+state dict loads as it would there; the embeddings add in transformers' order (word + token type, then + position),
+so the logits are bit for bit those of transformers' model under the fused forward (``tests/models/test_native.py``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from types import SimpleNamespace
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+
+@dataclass
+class EncoderConfig:
+    """What the fused forward and the adapters read of a model's configuration (transformers' names)."""
+
+    vocab_size: int
+    hidden_size: int
+    num_hidden_layers: int
+    num_attention_heads: int
+    intermediate_size: int
+    max_position_embeddings: int
+    type_vocab_size: int = 2
+    layer_norm_eps: float = 1e-12
+    pad_token_id: int = 0
+    hidden_act: str = "gelu"
+    position_embedding_type: str = "absolute"
+    roberta: bool = False  # positions counted from pad_token_id + 1 over the non-pad tokens
+    is_decoder: bool = False
+    add_cross_attention: bool = False
+
+
+def _node(**children) -> nn.Module:
+    """A module holding ``children`` under their names (transformers' nesting, so its parameter names)."""
+    m = nn.Module()
+    for name, child in children.items():
+        setattr(m, name, child)
+    return m
+
+
+class Embeddings(nn.Module):
+    """Word, token-type (type 0) and position embeddings, summed in transformers' order, then a layer norm."""
+
+    def __init__(self, c: EncoderConfig):
+        super().__init__()
+        self.word_embeddings = nn.Embedding(c.vocab_size, c.hidden_size, padding_idx=c.pad_token_id)
+        self.position_embeddings = nn.Embedding(c.max_position_embeddings, c.hidden_size)
+        self.token_type_embeddings = nn.Embedding(c.type_vocab_size, c.hidden_size)
+        self.LayerNorm = nn.LayerNorm(c.hidden_size, eps=c.layer_norm_eps)
+        self.pad, self.roberta = c.pad_token_id, c.roberta
+
+    def forward(self, input_ids: torch.Tensor) -> torch.Tensor:
+        if self.roberta:
+            keep = input_ids.ne(self.pad).int()
+            positions = (torch.cumsum(keep, dim=1).type_as(keep) * keep).long() + self.pad
+        else:
+            positions = torch.arange(input_ids.shape[1], device=input_ids.device)[None, :]
+        x = self.word_embeddings(input_ids) + self.token_type_embeddings(torch.zeros_like(input_ids))
+        return self.LayerNorm(x + self.position_embeddings(positions))
+
+
+def _layer(c: EncoderConfig) -> nn.Module:
+    h, ln = c.hidden_size, lambda: nn.LayerNorm(c.hidden_size, eps=c.layer_norm_eps)
+    return _node(
+        attention=_node(
+            self=_node(query=nn.Linear(h, h), key=nn.Linear(h, h), value=nn.Linear(h, h)),
+            output=_node(dense=nn.Linear(h, h), LayerNorm=ln()),
+        ),
+        intermediate=_node(dense=nn.Linear(h, c.intermediate_size)),
+        output=_node(dense=nn.Linear(c.intermediate_size, h), LayerNorm=ln()),
+    )
+
+
+class Encoder(nn.Module):
+    """The base model: embeddings and post-norm layers (read by :class:`mlmprob.models.fused.FusedBert`)."""
+
+    fused_family = "bert"
+
+    def __init__(self, c: EncoderConfig):
+        super().__init__()
+        self.config = c
+        self.embeddings = Embeddings(c)
+        self.encoder = _node(layer=nn.ModuleList(_layer(c) for _ in range(c.num_hidden_layers)))
+
+
+class Head(nn.Module):
+    """The LM head: dense, GELU, layer norm, then the decoder tied to the word embeddings (with its bias);
+    BERT nests it as ``predictions.transform.dense`` / ``.LayerNorm``, RoBERTa as ``dense`` / ``layer_norm``."""
+
+    def __init__(self, c: EncoderConfig, words: nn.Embedding):
+        super().__init__()
+        h = c.hidden_size
+        decoder = nn.Linear(h, c.vocab_size)
+        decoder.weight = words.weight
+        if c.roberta:
+            self.dense, self.layer_norm, self.decoder = nn.Linear(h, h), nn.LayerNorm(h, eps=c.layer_norm_eps), decoder
+            self.bias = decoder.bias
+        else:
+            transform = _node(dense=nn.Linear(h, h), LayerNorm=nn.LayerNorm(h, eps=c.layer_norm_eps))
+            self.predictions = _node(transform=transform, decoder=decoder, bias=decoder.bias)
+
+    def _parts(self) -> tuple[nn.Module, nn.Module, nn.Module]:
+        if hasattr(self, "predictions"):
+            p = self.predictions
+            return p.transform.dense, p.transform.LayerNorm, p.decoder
+        return self.dense, self.layer_norm, self.decoder
+
+    def forward(self, hidden: torch.Tensor) -> torch.Tensor:
+        dense, norm, decoder = self._parts()
+        return decoder(norm(F.gelu(dense(hidden))))
+
+
+class MaskedLM(nn.Module):
+    """A BERT (``bert.``, ``cls.``) or RoBERTa (``roberta.``, ``lm_head.``) masked LM with transformers' names."""
+
+    def __init__(self, c: EncoderConfig):
+        super().__init__()
+        self.config = c
+        self.base_model_prefix = "roberta" if c.roberta else "bert"
+        base = Encoder(c)
+        setattr(self, self.base_model_prefix, base)
+        setattr(self, "lm_head" if c.roberta else "cls", Head(c, base.embeddings.word_embeddings))
+
+    def get_input_embeddings(self) -> nn.Embedding:
+        return getattr(self, self.base_model_prefix).embeddings.word_embeddings
+
+    @torch.inference_mode()
+    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None) -> SimpleNamespace:
+        """``.logits`` ``[B, L, V]``: the fused forward's hidden states through the head (for reading only: the
+        fused forward runs in inference mode)."""
+        from .fused import FusedBert
+
+        base = getattr(self, self.base_model_prefix)
+        head = self.lm_head if self.config.roberta else self.cls
+        return SimpleNamespace(logits=head(FusedBert(base).hidden(input_ids, attention_mask)))
