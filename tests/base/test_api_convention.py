@@ -46,7 +46,7 @@ def _inputs(name):
         "score_variants": (None, None),
         "pairwise_joint": (None, 0, 1),
         "evaluate_pair": (None, 0, 1),
-        "run_joints": (RunOptions("never-written"),),
+        "run_joints": ("never-read", RunOptions("never-written")),
     }.get(name, (None,))
 
 
@@ -175,17 +175,17 @@ def test_the_joints_runner_takes_its_spec_by_keyword_and_its_run_as_one_object(t
     m = tiny_bert_mlm()
     data = tmp_path / "seqs.txt"
     data.write_text("ACDEFGH\nCDEA\n")
-    spec = JointsSpec(model="tiny", data=str(data), n_pairs=1, top_k=3)
+    spec = JointsSpec(n_pairs=1, top_k=3)
 
     def drop_time(records):
         return [{k: v for k, v in r.items() if not k.startswith("seconds")} for r in records]
 
-    a = run_joints(m, RunOptions(str(tmp_path / "a")), spec, seed=4)
-    b = run_joints(m, RunOptions(str(tmp_path / "b")), spec.replace(seed=4))
+    a = run_joints(m, data, RunOptions(str(tmp_path / "a")), spec, seed=4)
+    b = run_joints(m, data, RunOptions(str(tmp_path / "b")), spec.replace(seed=4))
     fields = {f.name: getattr(spec, f.name) for f in dataclasses.fields(spec)}
-    c = run_joints(m, RunOptions(str(tmp_path / "c")), **{**fields, "seed": 4})
+    c = run_joints(m, data, RunOptions(str(tmp_path / "c")), **{**fields, "seed": 4})
     assert drop_time(a) == drop_time(b) == drop_time(c) and len(a) == 2
-    with pytest.raises(MLMProbError, match="JointsSpec needs model, data"):
-        run_joints(m, RunOptions(str(tmp_path / "d")))
+    with pytest.raises(MLMProbError, match="needs model_spec= .* or a loaded model"):
+        run_joints(None, data, RunOptions(str(tmp_path / "d")))
     with pytest.raises(MLMProbError, match="run must be a RunOptions"):
-        run_joints(m, str(tmp_path / "e"), spec)
+        run_joints(m, data, str(tmp_path / "e"), spec)

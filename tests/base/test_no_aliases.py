@@ -33,12 +33,13 @@ def test_a_removed_name_does_not_import(module, name):
 def test_the_joints_job_holds_its_spec_under_one_name(tmp_path):
     from mlmprob.joints.job import JointsJob
     from mlmprob.joints.spec import JointsSpec
+    from mlmprob.models.spec import ModelSpec
 
-    spec = JointsSpec(model="m", data=str(tmp_path / "x.txt"))
-    job = JointsJob(spec)
-    assert job.spec is spec and JointsJob(spec=spec) == job and not hasattr(job, "config")
+    spec, given = JointsSpec(), dict(model_spec=ModelSpec("m"), data=str(tmp_path / "x.txt"))
+    job = JointsJob(spec, **given)
+    assert job.spec is spec and JointsJob(spec=spec, **given) == job and not hasattr(job, "config")
     with pytest.raises(TypeError, match="config"):
-        JointsJob(config=spec)
+        JointsJob(config=spec, **given)
 
 
 @pytest.mark.parametrize(

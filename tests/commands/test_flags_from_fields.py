@@ -43,7 +43,7 @@ def _design(**kw):
 CONVERTED = {
     "infill": (InfillSpec, lambda **kw: InfillSpec(**kw), ()),
     "variants": (VariantsSpec, lambda **kw: VariantsSpec(methods=("chain",), **kw), ("methods",)),
-    "joints": (JointsSpec, lambda **kw: JointsSpec("m", "d.csv", **kw), ("model", "data")),
+    "joints": (JointsSpec, lambda **kw: JointsSpec(**kw), ()),
     "design": (DesignSpec, _design, ("positions", "allowed", "forbid", "require", "temperatures")),
 }
 #: values just inside and outside the specs' upper bounds (checked by the flags with the specs' own checks)
@@ -176,7 +176,7 @@ def test_a_flag_left_out_leaves_the_spec_default():
     assert spec_of(InfillSpec, _parser("infill").parse_args(REQUIRED["infill"])) == InfillSpec()
     assert design_spec(_parser("design").parse_args(REQUIRED["design"])) == DesignSpec()
     joints = _parser("joints").parse_args(REQUIRED["joints"])
-    assert spec_of(JointsSpec, joints) == JointsSpec("m", "d.csv") and joints.format == "auto"  # read before it
+    assert spec_of(JointsSpec, joints) == JointsSpec() and joints.format == "auto"  # read before it
     assert variants_spec(_parser("variants").parse_args(REQUIRED["variants"])) == VariantsSpec()
 
 

@@ -18,13 +18,13 @@ REQUIRED = {
 FLOATS = ["0", "0.0", "1e-300", "1e-10", "2", "-1", "-1e-300", "nan", "inf", "-inf", "1e300", "x"]
 INTS = ["0", "1", "50", "-1", "1.5", "20000", "200000", "2000000", "10000000000", "99999999999999999999", "nan", "x"]
 PAIRS = [  # (command, flag, the spec made with the field set to a value)
-    ("joints", "--ag-tol", lambda v: JointsSpec("m", "d.csv", ag_tol=v)),
+    ("joints", "--ag-tol", lambda v: JointsSpec(ag_tol=v)),
     ("joints", "--ag-tol", lambda v: PairSpec(ag_tol=v)),
-    ("joints", "--ag-steps", lambda v: JointsSpec("m", "d.csv", ag_steps=v)),
+    ("joints", "--ag-steps", lambda v: JointsSpec(ag_steps=v)),
     ("joints", "--ag-steps", lambda v: PairSpec(ag_steps=v)),
-    ("joints", "--ag-max-steps", lambda v: JointsSpec("m", "d.csv", ag_max_steps=v)),
+    ("joints", "--ag-max-steps", lambda v: JointsSpec(ag_max_steps=v)),
     ("joints", "--ag-max-steps", lambda v: PairSpec(ag_max_steps=v)),
-    ("joints", "--seed", lambda v: JointsSpec("m", "d.csv", seed=v)),
+    ("joints", "--seed", lambda v: JointsSpec(seed=v)),
     ("infill", "--beam-size", lambda v: InfillSpec(beam_size=v)),
     ("variants", "--chain-orders", lambda v: VariantsSpec(methods=("chain",), chain_orders=v)),
     ("variants", "--chain-seed", lambda v: VariantsSpec(methods=("chain",), chain_seed=v)),
@@ -82,7 +82,7 @@ def test_an_ag_tolerance_of_zero_runs_to_the_cap():
     from mlmprob.joints.conditionals import pair_conditionals
     from mlmprob.joints.constructions import ag_joint
 
-    assert JointsSpec("m", "d.csv", ag_tol=0.0).ag_tol == 0.0
+    assert JointsSpec(ag_tol=0.0).ag_tol == 0.0
     pc = pair_conditionals(ExactMLM(torch.tensor([[0.97, 0.01], [0.01, 0.01]]).log()), torch.tensor([0, 0]), 0, 1)
     run = ag_joint(pc, tol=0.0, max_steps=7)
     assert run.steps == 7 and not run.converged

@@ -165,8 +165,12 @@ def _before_0_2(r: dict) -> dict:
 def test_an_older_runners_file_is_upgraded_and_resumed(reference, tiny_bert_dir, data, tmp_path, capsys):
     out = tmp_path / "old"
     out.mkdir()
-    cfg = JointsSpec(model=str(tiny_bert_dir), data=str(data), n_pairs=3, top_k=4, ag_steps=10)
-    legacy = {k: v for k, v in cfg.recorded().items() if k != "format"}
+    cfg = JointsSpec(n_pairs=3, top_k=4, ag_steps=10).reading(str(data))
+    legacy = {
+        "model": str(tiny_bert_dir),
+        "data": str(data),
+        **{k: v for k, v in cfg.recorded().items() if k != "format"},
+    }
     legacy["column"] = "HC"  # the old CLI default, meaningless for FASTA
     lines = [json.dumps({"kind": "config", "config": legacy})]
     lines += [json.dumps(_before_0_2(r)) for r in reference[:4]]
@@ -224,16 +228,13 @@ def test_every_input_format_gives_the_same_sequences(tmp_path):
         ("a.parquet", None),
     ]:
         assert read_sequences(tmp_path / name, column) == seqs, name
-        cfg = JointsSpec(model="m", data=str(tmp_path / name), column=column)
-        assert read_sequences(cfg.data, cfg.column, 3, cfg.format) == seqs[:3]
-    assert (
-        JointsSpec(model="m", data="x.csv").column == "HC"
-        and JointsSpec(model="m", data="x.txt", column="HC").column is None
-    )
+        cfg = JointsSpec(column=column).reading(str(tmp_path / name))
+        assert read_sequences(tmp_path / name, cfg.column, 3, cfg.format) == seqs[:3]
+    assert JointsSpec().reading("x.csv").column == "HC" and JointsSpec(column="HC").reading("x.txt").column is None
     with pytest.raises(MLMProbError, match="column 'HC' not in a.tsv"):
         read_sequences(tmp_path / "a.tsv")
     with pytest.raises(MLMProbError, match="unknown data format"):
-        JointsSpec(model="m", data="x.csv", format="xml")
+        JointsSpec(format="xml")
     (tmp_path / "e.txt").write_text("na\n\n")
     with pytest.raises(MLMProbError, match="no sequences in"):
         read_sequences(tmp_path / "e.txt")

@@ -116,8 +116,8 @@ def test_joints_records_number_the_pair_as_positions_does(headless, tmp_path):
     seqs = ["MKTAYIAKQR", "ACDEFGHIKLMN", "PQRSTVWY"]
     data = tmp_path / "seqs.txt"
     data.write_text("\n".join(seqs) + "\n")
-    spec = JointsSpec(model="m", data=str(data), n_pairs=3, top_k=4, ag_steps=10)
-    recs = run_joints(headless, RunOptions(str(tmp_path / "out")), spec)
+    spec = JointsSpec(n_pairs=3, top_k=4, ag_steps=10)
+    recs = run_joints(headless, data, RunOptions(str(tmp_path / "out")), spec)
     assert len(recs) == 6
     for r in recs:
         assert (r["a"], r["b"]) == (r["a_token_index"] + 1, r["b_token_index"] + 1)
@@ -129,7 +129,7 @@ def test_joints_records_number_the_pair_as_positions_does(headless, tmp_path):
     del stored["config"]["positions_base"]  # a record file written before 0.2.0
     meta.write_text(json.dumps(stored))
     with pytest.raises(Exception, match="positions_base"):
-        run_joints(headless, RunOptions(str(tmp_path / "out")), spec)
+        run_joints(headless, data, RunOptions(str(tmp_path / "out")), spec)
 
 
 def test_saturation_table_numbers_residues_as_positions_does(headless, tmp_path, monkeypatch):

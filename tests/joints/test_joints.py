@@ -329,16 +329,16 @@ def test_runner_resumes_and_reports(tmp_path):
     m = tiny_bert_mlm()
     data = tmp_path / "seqs.txt"
     data.write_text("ACDEFGH\nCDEA\nGGHACD\nA\nXYZ\n")
-    cfg = JointsSpec(model="tiny", data=str(data), n_pairs=2, seed=1)
+    cfg = JointsSpec(n_pairs=2, seed=1)
     seen = []
-    recs = run_joints(m, RunOptions(str(tmp_path / "out")), cfg, progress=seen.append)
+    recs = run_joints(m, data, RunOptions(str(tmp_path / "out")), cfg, progress=seen.append)
     assert len(recs) == 4 and len(seen) == 4
     assert all(r["scheme"] != "contiguous" or r["distance"] == 0 for r in recs)
     assert all(r["seq_index"] != 3 for r in recs)  # "A" has no pair
     assert all(r["seq_index"] != 4 for r in recs)  # "XYZ" cannot be encoded: skipped
     seen.clear()
-    cfg3 = JointsSpec(model="tiny", data=str(data), n_pairs=3, seed=1)
-    recs3 = run_joints(m, RunOptions(str(tmp_path / "out")), cfg3, progress=seen.append)
+    cfg3 = JointsSpec(n_pairs=3, seed=1)
+    recs3 = run_joints(m, data, RunOptions(str(tmp_path / "out")), cfg3, progress=seen.append)
     assert len(seen) == 2 and len(recs3) == 6  # only the missing pair of each scheme
 
     def pair(r):
@@ -351,8 +351,8 @@ def test_runner_resumes_and_reports(tmp_path):
     with (tmp_path / "out" / "pairs.jsonl").open("a") as f:
         f.write('{"kind": "pair", "scheme": "ran')
     seen.clear()
-    cfg4 = JointsSpec(model="tiny", data=str(data), n_pairs=4, seed=1)
-    recs4 = run_joints(m, RunOptions(str(tmp_path / "out")), cfg4, progress=seen.append)
+    cfg4 = JointsSpec(n_pairs=4, seed=1)
+    recs4 = run_joints(m, data, RunOptions(str(tmp_path / "out")), cfg4, progress=seen.append)
     assert len(seen) == 2 and len(recs4) == 8 and len(load_records(tmp_path / "out" / "pairs.jsonl")[1]) == 8
     paths = write_report(recs3, tmp_path / "out")
     text = paths["report"].read_text()
@@ -368,7 +368,7 @@ def test_runner_resumes_and_reports(tmp_path):
     assert printed(ag["random U-PPL"], math.exp(-sum(m["ag"]["unary_logp"] for m in rand) / (2 * len(rand))))
     assert printed(ag["random A-KL"], sum(m["ag"]["akl"] for m in rand) / len(rand))
     with pytest.raises(MLMProbError, match="different configuration"):
-        run_joints(m, RunOptions(str(tmp_path / "out")), JointsSpec(model="tiny", data=str(data), n_pairs=2, seed=2))
+        run_joints(m, data, RunOptions(str(tmp_path / "out")), JointsSpec(n_pairs=2, seed=2))
 
 
 def test_cli_registers_and_reports(tmp_path, capsys):
@@ -377,7 +377,7 @@ def test_cli_registers_and_reports(tmp_path, capsys):
     m = tiny_bert_mlm()
     data = tmp_path / "seqs.txt"
     data.write_text("ACDEFGH\nCDEA\n")
-    run_joints(m, RunOptions(str(tmp_path / "out")), model="tiny", data=str(data), n_pairs=1)
+    run_joints(m, data, RunOptions(str(tmp_path / "out")), n_pairs=1)
     parser = argparse.ArgumentParser()
     cmd.register(parser.add_subparsers())
     args = parser.parse_args(

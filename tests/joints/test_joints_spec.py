@@ -26,16 +26,14 @@ from mlmprob.joints.spec import JointsSpec
 )
 def test_bad_settings_are_refused_where_the_spec_is_made(kw, message):
     with pytest.raises(MLMProbError, match=message) as e:
-        JointsSpec(model="m", data="x.txt", **kw)
+        JointsSpec(**kw)
     assert "\n" not in str(e.value)
 
 
 def test_identity_keeps_the_stored_keys_and_order():
-    spec = JointsSpec(model="m", data="x.csv", schemes=["contiguous"], n_pairs=3)
+    spec = JointsSpec(schemes=["contiguous"], n_pairs=3).reading("x.csv")
     assert spec.schemes == ("contiguous",) and JobJointsSpec is JointsSpec
-    assert list(spec.recorded()) == [
-        "model",
-        "data",
+    assert list(spec.recorded()) == [  # after the job's model and data (tests/joints/test_joints.py)
         "column",
         "schemes",
         "seed",
@@ -60,4 +58,4 @@ def test_from_args_and_the_cli_has_a_flag_for_every_field():
     args = sub.parse_args(
         ["--model", "m", "--data", "x.csv", "--out", "o", "--schemes", "random", "--n-pairs", "2", "--ag-steps", "50"]
     )
-    assert spec_of(JointsSpec, args) == JointsSpec(model="m", data="x.csv", schemes=("random",), n_pairs=2, ag_steps=50)
+    assert spec_of(JointsSpec, args) == JointsSpec(schemes=("random",), n_pairs=2, ag_steps=50)

@@ -40,7 +40,7 @@ def _joints_config(tmp_path):
 
     data = tmp_path / "seqs.txt"
     data.write_text("ACDEFGH\nCDEAKLM\n")
-    return JointsSpec(model="m", data=str(data), n_pairs=1)
+    return {"spec": JointsSpec(n_pairs=1), "data": str(data)}
 
 
 # a job's own required arguments (the four loading fields are given to all): a new job class must be added
@@ -51,7 +51,7 @@ JOB_ARGS = {
     "mlmprob.sampling.folder.FolderSampleJob": lambda tmp: {"folder": str(tmp)},
     "mlmprob.infilling.stream.InfillJob": lambda tmp: {},
     "mlmprob.variants.stream.VariantsJob": lambda tmp: {"wild_type": "MKTAYIAKQ"},
-    "mlmprob.joints.job.JointsJob": lambda tmp: {"spec": _joints_config(tmp)},
+    "mlmprob.joints.job.JointsJob": _joints_config,
     "mlmprob.designing.job.DesignJob": lambda tmp: {"parent": "MKTAYIAKQ"},
 }
 
@@ -73,7 +73,7 @@ def test_each_job_loads_through_the_one_block_and_pickles(name, batch_tokens, es
 
     cls = job_classes()[name]
     extra = JOB_ARGS[name](tmp_path)
-    model = "m" if name.endswith("JointsJob") else "some/model"
+    model = "some/model"
     job = cls(model_spec=ModelSpec(model, "float32", True, batch_tokens), **extra)
     assert job.model_spec == ModelSpec(model, "float32", True, batch_tokens)
 
@@ -96,7 +96,7 @@ def test_each_job_loads_through_the_one_block_and_pickles(name, batch_tokens, es
 
 def test_the_jobs_hold_their_model_spec(tmp_path):
     """A job holds its model as one ``ModelSpec`` (issue 51: not a copy of its fields), which the CLI and the library
-    build; a joints job's is its configuration's model."""
+    build; a joints job's too (its spec holds settings only)."""
     from mlmprob.joints.job import JointsJob
     from mlmprob.sampling.stream import SampleJob
     from mlmprob.scoring import ScoreJob, ScoreSpec
@@ -104,11 +104,8 @@ def test_the_jobs_hold_their_model_spec(tmp_path):
     spec = ModelSpec("x", None)
     assert ScoreJob(model_spec=spec, spec=ScoreSpec(whole_word=True)).model_spec == ModelSpec("x", None)
     assert SampleJob(model_spec=ModelSpec("x", batch_tokens=8), chains=2).model_spec.batch_tokens == 8
-    cfg = _joints_config(tmp_path)
-    assert JointsJob(cfg).model_spec.model == "m"  # the model is the configuration's
-    assert JointsJob(cfg, model_spec=ModelSpec("m", None)).model_spec.dtype is None
-    with pytest.raises(ValueError, match="is not spec.model"):
-        JointsJob(cfg, model_spec=ModelSpec("other"))
+    assert JointsJob(model_spec=ModelSpec("m", None), **_joints_config(tmp_path)).model_spec.dtype is None
+    assert JointsJob(model_spec=spec, **_joints_config(tmp_path)).model_spec is spec  # not the settings
 
 
 def test_the_runner_refuses_a_state_that_is_not_one(tmp_path):

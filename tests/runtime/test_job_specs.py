@@ -25,7 +25,7 @@ def _jobs(tmp_path):
         SampleJob(model_spec=ModelSpec("m")),
         InfillJob(model_spec=ModelSpec("m")),
         VariantsJob(model_spec=ModelSpec("m"), wild_type="MKT"),
-        JointsJob(JointsSpec(model="m", data=str(tmp_path / "x.txt"))),
+        JointsJob(JointsSpec(), model_spec=ModelSpec("m"), data=str(tmp_path / "x.txt")),
     ]
 
 

@@ -69,9 +69,9 @@ def run(args: argparse.Namespace) -> int:
     shard = opts.shard
     data = input_file(args, "data")  # stdin or a pipe: read once, here
     assert data is not None  # --data was checked above
-    # --model, --data, --column, --format, --schemes, --n-pairs, ...
+    # --column, --format, --schemes, --n-pairs, ...
     config = spec_of(JointsSpec, args, format=data.format)
-    job = JointsJob(config, model_spec=model_spec(args), data_path=data.path)
+    job = JointsJob(config, model_spec=model_spec(args), data=str(args.data), data_path=data.path)
     new = [0]
 
     def count(rec: dict) -> None:

@@ -32,7 +32,7 @@ import torch
 
 from ..errors import MLMProbError
 from ..models.protocol import MaskedLM
-from ..models.reader import reader_of
+from ..models.reader import name_of, reader_of
 from ..models.spec import ModelJob, ModelSpec
 from ..models.tokenizers import Encoding
 from ..positions import TOKENS, default_mask, token_numbers
@@ -40,7 +40,7 @@ from ..runtime.command import RunOptions
 from ..runtime.job import State
 from ..runtime.seeds import seeded_generator
 from .evaluate import AGOptions, PairSpec, evaluate_pair
-from .records import RECORDS_FILE, _dtype_label, check_records, load_records, restore_nonfinite  # noqa: F401
+from .records import POSITIONS_BASE, RECORDS_FILE, _dtype_label, check_records, load_records, restore_nonfinite  # noqa: F401
 from .report import (
     format_report,  # noqa: F401
 )
@@ -198,18 +198,16 @@ class JointsWorker(State):
 @dataclass(frozen=True)
 class JointsJob(ModelJob):
     """Everything a worker process needs to compute pair records (picklable; see ``runtime.engine``; loaded
-    by :class:`~mlmprob.models.spec.ModelJob`). ``model_spec``'s model is ``spec.model`` (the default: that model,
-    in the default dtype)."""
+    by :class:`~mlmprob.models.spec.ModelJob`): the settings ``spec`` (its column settled for the data:
+    :meth:`~mlmprob.joints.spec.JointsSpec.reading`) and the input, ``data``, the sequence file as the record file
+    names it (``-``: standard input), read from ``data_path`` when given (standard input's copy)."""
 
-    spec: JointsSpec
-    model_spec: ModelSpec = field(default=None, kw_only=True)  # type: ignore[assignment]  # None: spec.model's
-    data_path: str | None = field(default=None, kw_only=True)  # where the data is read now (stdin's copy)
+    spec: JointsSpec = JointsSpec()
+    data: str = field(kw_only=True)
+    data_path: str | None = field(default=None, kw_only=True)
 
     def __post_init__(self):
-        if self.model_spec is None:
-            object.__setattr__(self, "model_spec", ModelSpec(self.spec.model))
-        elif self.model_spec.model != self.spec.model:
-            raise ValueError(f"JointsJob: model {self.model_spec.model!r} is not spec.model {self.spec.model!r}")
+        object.__setattr__(self, "spec", JointsSpec.check(self.spec).reading(self.data))
 
     def prepare(self, mlm: MaskedLM) -> JointsWorker:
         """The worker state around a loaded model: its reader with the run's budget and the pair planner."""
@@ -220,7 +218,7 @@ class JointsJob(ModelJob):
             if not 0 <= mlm.mask_id < mlm.vocab_size:
                 raise MLMProbError("pivot 'mask' needs a model whose output vocabulary has the mask token")
             pivot = (mlm.mask_id, mlm.mask_id)
-        planner = PairPlanner(mlm, read_sequences(self.data_path or c.data, c.column, c.max_sequences, c.format), c)
+        planner = PairPlanner(mlm, read_sequences(self.data_path or self.data, c.column, c.max_sequences, c.format), c)
         return JointsWorker(mlm, planner, pivot, AGOptions(c.ag_steps, c.ag_tol, c.ag_max_steps))
 
     def record(self, w: JointsWorker, unit: PairUnit) -> dict:
@@ -263,6 +261,7 @@ def _each(progress: Callable[[dict], None]) -> Callable[[list[dict]], None]:
 
 def run_joints(
     mlm: MaskedLM | None,
+    data: str | Path,
     run: RunOptions,
     spec: JointsSpec | None = None,
     *,
@@ -270,18 +269,20 @@ def run_joints(
     progress: Callable[[dict], None] | None = None,
     **overrides,
 ) -> list[dict]:
-    """Compute the missing pair records of ``run.shard`` into ``run.out/pairs.jsonl``; returns all records of the
+    """Compute the missing pair records of ``run.shard`` over the sequences of the file ``data`` (text, FASTA,
+    CSV/TSV, JSONL, Parquet: :func:`read_sequences`) into ``run.out/pairs.jsonl``; returns all records of the
     configuration there (first ``n_pairs`` per scheme), in scheme then pair order. The settings: ``spec``, a
-    :class:`~mlmprob.joints.spec.JointsSpec` (``model`` and ``data`` have no default), its fields overridden by
-    keyword; where and how it runs: ``run``, a :class:`~mlmprob.runtime.command.RunOptions` whose ``out`` is the
-    output folder (the record file ``pairs.jsonl`` and its meta; always resumed); ``progress``, called with every
-    new record in pair order.
+    :class:`~mlmprob.joints.spec.JointsSpec`, its fields overridden by keyword; where and how it runs: ``run``, a
+    :class:`~mlmprob.runtime.command.RunOptions` whose ``out`` is the output folder (the record file ``pairs.jsonl``
+    and its meta; always resumed); ``progress``, called with every new record in pair order.
 
     ``mlm`` (a loaded model) runs the pairs in this process; with ``mlm=None``, or several ``run.devices``, or
-    ``run.engine="ray"``, every worker loads ``model_spec`` (default: ``spec.model`` in the default dtype) on its
-    device."""
+    ``run.engine="ray"``, every worker loads ``model_spec`` (:class:`~mlmprob.models.spec.ModelSpec`: the model,
+    its dtype, ...; default: ``mlm``'s name) on its device."""
     spec = JointsSpec.of(spec, **overrides)
-    job = JointsJob(spec, model_spec=model_spec or ModelSpec(spec.model))
+    if model_spec is None and mlm is None:
+        raise MLMProbError("run_joints needs model_spec= (the model each worker loads) or a loaded model")
+    job = JointsJob(spec, model_spec=model_spec or ModelSpec(name_of(mlm)), data=str(data))
     return run_pairs(job, run, mlm, progress)
 
 
@@ -294,12 +295,22 @@ def run_pairs(
     if not isinstance(run, RunOptions) or run.out is None:
         raise MLMProbError(f"run must be a RunOptions naming its out folder (where and how to run), got {run!r}")
     spec = job.spec
-    read_sequences(job.data_path or spec.data, spec.column, spec.max_sequences, spec.format)  # bad data: fail first
+    read_sequences(job.data_path or job.data, spec.column, spec.max_sequences, spec.format)  # bad data: fail first
     out = Path(run.out)
     out.mkdir(parents=True, exist_ok=True)
     opts = replace(run, out=str(out / RECORDS_FILE), resume=True)
-    dtype = _dtype_label(mlm if opts.in_process else None, job.model_spec.dtype, opts.devices[0], spec.model)
-    stored = check_records(out, spec, opts.shard, dtype)
+    model = job.model_spec.model
+    dtype = _dtype_label(mlm if opts.in_process else None, job.model_spec.dtype, opts.devices[0], model)
+    config = {
+        "command": "joints",
+        "model": model,
+        "data": job.data,
+        **spec.recorded(),
+        **POSITIONS_BASE,
+        "dtype": dtype,
+        "shard": str(opts.shard),
+    }
+    stored = check_records(out, config)
     run_command(
         StreamCommand(
             job,

@@ -19,7 +19,6 @@ from typing import TYPE_CHECKING
 from ..models.reader import reader_of
 from ..runtime.config_check import ConfigMismatch, check_config
 from ..runtime.log import RunMeta, read_lines, read_log
-from ..runtime.shard import Shard
 from ..runtime.writers import meta_path
 
 if TYPE_CHECKING:
@@ -78,10 +77,6 @@ def load_records(path: str | Path) -> tuple[dict | None, list[dict]]:
 POSITIONS_BASE = {"positions_base": 1}  # a and b are 1-based residue/word numbers
 
 
-def _writer_config(config, shard: Shard, dtype: str | None) -> dict:
-    return {"command": "joints", **config.recorded(), **POSITIONS_BASE, "dtype": dtype, "shard": str(shard)}
-
-
 def _dtype_label(mlm, dtype, device: str, model=None) -> str | None:
     """The dtype the pairs are computed in, as text (part of the stored configuration: pairs of two
     precisions never share one file); the default ``weights`` resolved as the run's ``computed_with``
@@ -99,9 +94,10 @@ def _dtype_label(mlm, dtype, device: str, model=None) -> str | None:
     return None if dt is None else str(dt).replace("torch.", "")
 
 
-def _upgrade_legacy(path: Path, config, shard: Shard, dtype: str | None) -> None:
+def _upgrade_legacy(path: Path, config: dict) -> None:
     """An older runner's file (a config line first, records without ids) rewritten in this runner's
-    layout, if it holds this configuration."""
+    layout, if it holds this configuration (``config``: the one the run's writer stores)."""
+    from ..runtime.inputs import detect_format
     from ..runtime.writers import dumps
 
     if not next(read_lines(path), "").startswith('{"kind": "config"'):
@@ -114,31 +110,30 @@ def _upgrade_legacy(path: Path, config, shard: Shard, dtype: str | None) -> None
             "0.2.0, which numbers them from 1); convert it with docs/results/joints/"
             "convert_positions.py or use another --out"
         )
-    ident = {**config.recorded(), **POSITIONS_BASE}
-    if config.data_format in ("text", "fasta"):
+    ident = {k: v for k, v in config.items() if k not in ("command", "dtype", "shard")}
+    fmt = config["format"]
+    if (detect_format(config["data"]) if fmt == "auto" else fmt) in ("text", "fasta"):
         header = {k: v for k, v in header.items() if k != "column"}  # it had no meaning there
     check_config(
-        path, {**header, "shard": "1/1"}, {**{k: ident.get(k, v) for k, v in header.items()}, "shard": str(shard)}
+        path, {**header, "shard": "1/1"}, {**{k: ident.get(k, v) for k, v in header.items()}, "shard": config["shard"]}
     )
-    RunMeta(meta_path(path), indent=2).save(
-        {"config": _writer_config(config, shard, dtype), "complete": False, "skipped": []}
-    )
+    RunMeta(meta_path(path), indent=2).save({"config": config, "complete": False, "skipped": []})
     from ..runtime.safefs import replace_file  # PATH.tmp created new, never through a symbolic link
 
     replace_file(path, "".join(dumps({"id": f"{r['scheme']}/{r['i']}", **r}) + "\n" for r in records))
 
 
-def check_records(out_dir: str | Path, config, shard: Shard = Shard.whole(), dtype: str | None = None) -> dict:
+def check_records(out_dir: str | Path, config: dict) -> dict:
     """Check ``out_dir/pairs.jsonl`` before a run continues it: an older runner's file is upgraded (under
-    the writer lock: refused while another process writes it), and a file of another configuration or
-    ``dtype`` is refused. Returns the configuration the run's writer stores."""
+    the writer lock: refused while another process writes it), and a file of another configuration (the
+    run's writer's ``config``: the model, the data, the settings, the ``dtype`` and the ``shard``) is refused.
+    Returns ``config``."""
     from ..runtime.lock import WriterLock
 
     path = Path(out_dir) / RECORDS_FILE
     with WriterLock(path):
-        _upgrade_legacy(path, config, shard, dtype)
-    new = _writer_config(config, shard, dtype)
+        _upgrade_legacy(path, config)
     stored = (RunMeta(meta_path(path)).config() if path.exists() else None) or {}
     # the writer checks the computed_with block it adds (runtime.provenance)
-    check_config(path, {k: v for k, v in stored.items() if k != "computed_with"}, new)
-    return new
+    check_config(path, {k: v for k, v in stored.items() if k != "computed_with"}, config)
+    return config

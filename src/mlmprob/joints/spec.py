@@ -1,7 +1,7 @@
 """``JointsSpec``: the settings of one pairwise-joint experiment (``mlmprob joints``,
 :class:`~mlmprob.joints.job.JointsJob`, :func:`~mlmprob.joints.job.run_joints`), frozen and validated once where it
-is made; :meth:`JointsSpec.recorded` (every field but ``n_pairs``) is what a record file stores and a resumed run must
-match."""
+is made; :meth:`JointsSpec.recorded` (every field but ``n_pairs``), with the job's model and data, is what a record
+file stores and a resumed run must match."""
 
 from __future__ import annotations
 
@@ -64,16 +64,14 @@ class JointsSpec(Spec):
     """One experiment's settings (``mlmprob joints``' flags of the same names:
     :func:`mlmprob.commands.common.spec_of`). ``pivot`` is ``"mode"`` (the paper's default) or ``"mask"``; ``top_k``
     None uses the full candidate vocabulary (the model's proposal ids, else its whole vocabulary).
-    ``data`` is read by :func:`mlmprob.runtime.inputs.iter_records` in ``format``; ``column`` names the
-    sequence column of a CSV/TSV file (``HC`` when None) or the key of JSONL/Parquet records (their
-    default when None); it is set to None for text and FASTA files, which have no columns.
+    The job's data file is read by :func:`mlmprob.runtime.inputs.iter_records` in ``format``; ``column`` names
+    the sequence column of a CSV/TSV file (``HC`` when None) or the key of JSONL/Parquet records (their
+    default when None), settled for the file by :meth:`reading`.
 
-    >>> JointsSpec("m", "a.csv").column, JointsSpec("m", "a.fasta", column="x").column, JointsSpec("m", "a").schemes
-    ('HC', None, ('random', 'contiguous'))
+    >>> JointsSpec().schemes, JointsSpec(schemes="random").schemes
+    (('random', 'contiguous'), ('random',))
     """
 
-    model: str
-    data: str
     column: str | None = option(None, "sequence column of a CSV/TSV file (default HC) or key of JSONL/Parquet records")
     schemes: tuple[str, ...] = option(
         SCHEMES,
@@ -110,11 +108,6 @@ class JointsSpec(Spec):
         if self.format not in FORMATS:
             raise MLMProbError(f"unknown data format {self.format!r}; use one of {', '.join(FORMATS)}")
         object.__setattr__(self, "schemes", (self.schemes,) if isinstance(self.schemes, str) else tuple(self.schemes))
-        kind = self.data_format
-        if kind in ("csv", "tsv") and self.column is None:
-            object.__setattr__(self, "column", DEFAULT_COLUMN)
-        elif kind in ("text", "fasta"):
-            object.__setattr__(self, "column", None)
         bad = [s for s in self.schemes if s not in SCHEMES]
         if bad or not self.schemes:
             raise MLMProbError(f"unknown pair scheme(s) {bad or '(none)'}; use {', '.join(SCHEMES)}")
@@ -130,9 +123,16 @@ class JointsSpec(Spec):
         if self.max_sequences is not None and self.max_sequences < 1:
             raise MLMProbError(f"max_sequences must be >= 1, got {self.max_sequences}")
 
-    @property
-    def data_format(self) -> str:
-        """The format ``data`` is read in (``format``, or the one its suffix names)."""
+    def reading(self, data: str) -> JointsSpec:
+        """These settings for the data file ``data`` (:class:`~mlmprob.joints.job.JointsJob` settles them): its
+        ``column`` is ``HC`` for a CSV/TSV file when None, and None for text and FASTA files, which have no columns.
+
+        >>> JointsSpec().reading("a.csv").column, JointsSpec(column="x").reading("a.fasta").column
+        ('HC', None)
+        """
         from ..runtime.inputs import detect_format
 
-        return detect_format(self.data) if self.format == "auto" else self.format
+        kind = detect_format(data) if self.format == "auto" else self.format
+        if kind in ("csv", "tsv") and self.column is None:
+            return self.replace(column=DEFAULT_COLUMN)
+        return self.replace(column=None) if kind in ("text", "fasta") and self.column is not None else self
