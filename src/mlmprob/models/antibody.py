@@ -63,6 +63,7 @@ def load_antiberty(device="cpu", dtype=None, fused: bool | None = None) -> HFMas
     cfg = json.loads((root / "AntiBERTy_md_smooth" / "config.json").read_text())
     for k in ("architectures", "_name_or_path", "transformers_version", "gradient_checkpointing", "use_cache"):
         cfg.pop(k, None)
+    model: torch.nn.Module
     if _native(fused):
         kept = {f.name for f in dataclasses.fields(EncoderConfig)}
         config = EncoderConfig(**{k: v for k, v in cfg.items() if k in kept})
@@ -160,13 +161,14 @@ def load_sapiens(chain: str = "vh", device="cpu", dtype=None, fused: bool | None
             f"sapiens dictionary has {len(tokens)} symbols but the checkpoint has "
             f"{src['decoder.sentence_encoder.embed_tokens.weight'].shape[0]} embeddings"
         )
+    model: torch.nn.Module
     if _native(fused):
         model = MaskedLM(EncoderConfig(**shape, roberta=True))
     else:
         from transformers import RobertaConfig, RobertaForMaskedLM
 
-        extra = dict(bos_token_id=0, eos_token_id=2, hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
-        model = RobertaForMaskedLM(RobertaConfig(**shape, **extra, tie_word_embeddings=True))
+        extra = {"bos_token_id": 0, "eos_token_id": 2, "hidden_dropout_prob": 0.0, "attention_probs_dropout_prob": 0.0}
+        model = RobertaForMaskedLM(RobertaConfig(**shape, **extra, tie_word_embeddings=True))  # type: ignore[arg-type]
     state = _fairseq_to_hf_roberta(src, saved.encoder_layers)
     _load_into(model, state, "Sapiens", ("position_ids", "token_type_ids"))
     tok = ResidueTokenizer(tokens, bos="<s>", eos="</s>", pad="<pad>", mask="<mask>", unk="<unk>", max_length=n_pos - 2)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from types import SimpleNamespace
+from typing import Any
 
 import torch
 import torch.nn.functional as F
@@ -109,9 +110,9 @@ class Head(nn.Module):
             transform = _node(dense=nn.Linear(h, h), LayerNorm=nn.LayerNorm(h, eps=c.layer_norm_eps))
             self.predictions = _node(transform=transform, decoder=decoder, bias=decoder.bias)
 
-    def _parts(self) -> tuple[nn.Module, nn.Module, nn.Module]:
+    def _parts(self) -> tuple[Any, Any, Any]:
         if hasattr(self, "predictions"):
-            p = self.predictions
+            p: Any = self.predictions
             return p.transform.dense, p.transform.LayerNorm, p.decoder
         return self.dense, self.layer_norm, self.decoder
 
@@ -141,5 +142,5 @@ class MaskedLM(nn.Module):
         from .fused import FusedBert
 
         base = getattr(self, self.base_model_prefix)
-        head = self.lm_head if self.config.roberta else self.cls
+        head = getattr(self, "lm_head" if self.config.roberta else "cls")
         return SimpleNamespace(logits=head(FusedBert(base).hidden(input_ids, attention_mask)))
