@@ -17,7 +17,6 @@ __getattr__, __dir__, __all__ = exports(
         "resolve_dtype": ".device",
         "FORMATS": ".inputs",
         "Record": ".inputs",
-        "count_records": ".inputs",
         "iter_records": ".inputs",
         "read_records": ".inputs",
         "Shard": ".shard",

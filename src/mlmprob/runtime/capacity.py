@@ -1,11 +1,6 @@
-"""How many CPU worker processes this machine can hold: ``--workers N`` is capped by the CPU cores this
-process may use, by the memory available for one model per worker, and by the work there is; the CPU
-entries of ``--devices`` (``cpu,cpu,cpu``) by the same rule.
-
-One worker's footprint is estimated simply and on the high side: :data:`RUNTIME_BYTES` for Python, torch
-and transformers, plus twice the model's weight files (a float32 copy of half-precision weights, or the
-moment a loader holds the file's tensors and the model's); :data:`UNKNOWN_WEIGHT_BYTES` when the weights
-are not in a local folder (built-in names, hub ids).
+"""How many CPU worker processes this machine can hold: ``--workers N`` (and the CPU entries of ``--devices``) capped
+by the usable cores, by the memory for one model per worker and by the work there is. One worker is estimated at
+:data:`RUNTIME_BYTES` plus twice the model's weight files (:data:`UNKNOWN_WEIGHT_BYTES` when they are not local).
 """
 
 from __future__ import annotations

@@ -1,7 +1,5 @@
-"""The one comparison a resumed run makes: the configuration an output was written with against this run's
-(:func:`check_config`: one error naming every differing key, :class:`ConfigMismatch`), and what an older
-output keeps of a newer run's configuration (:func:`as_stored`). Used by :mod:`mlmprob.runtime.log`'s
-resumable log, by ``merge`` (:func:`config_diff`) and by the trainer and the experiment runners.
+"""The comparison a resumed run makes: the stored configuration against this run's (:func:`check_config`, one error
+naming every differing key), and what an older output keeps of a newer run's configuration (:func:`as_stored`).
 """
 
 from __future__ import annotations

@@ -2,23 +2,11 @@
 ``--dtype auto``).
 
 - device ``auto``: CUDA if present, else Apple MPS, else the CPU.
-- dtype ``weights`` (the default, :data:`mlmprob.defaults.DTYPE`): the weights' own floating-point dtype, so
-  the same call gives the same numbers on every machine (float32 for every built-in model; a hub or folder
-  model's checkpoint dtype). A half-precision checkpoint (float16 or bfloat16) on a CPU computes in float32
-  (its weights widen exactly): CPU half-precision kernels are slow without native units and round
-  differently on CPUs with and without them. :func:`resolve_dtype` gives None for it (the model decides,
-  :func:`mlmprob.models.precision.apply_precision`).
-- dtype ``auto`` (the measured fast choice, opt-in): bfloat16 on CUDA GPUs that support it, float16 on older
-  CUDA GPUs, float32 on MPS.
-  On a CPU it is decided by measurement: a CPU without native bf16 matrix units (AMX or AVX512-BF16 in
-  its flags) gets float32 (bf16 ran 3.9-5.9x slower there, docs/results/precision); a CPU with them
-  gets bfloat16 only if a bf16 matrix product measured on it runs at least ``BF16_MIN_SPEEDUP`` times
-  faster than float32. The measurement is made once per machine and kept in
-  ``~/.cache/mlmprob/cpu-dtype.json`` (``$XDG_CACHE_HOME``), so every worker process of a run, and every
-  later run, picks the same dtype (a record's result depends on the dtype). ``$MLMPROB_DTYPE`` overrides.
-
-Whatever the weights' dtype, the algorithms turn logits into float32/float64 before log-softmax, sums
-and acceptance ratios.
+- dtype ``weights`` (the default): the weights' own floating-point dtype; a half-precision checkpoint on a CPU
+  computes in float32. :func:`resolve_dtype` gives None for it (:func:`mlmprob.models.precision.apply_precision`).
+- dtype ``auto``: bfloat16 on CUDA GPUs that support it, else float16; float32 on MPS; on a CPU bfloat16 only with
+  native bf16 units and a measured speed-up of ``BF16_MIN_SPEEDUP`` (measured once per machine, kept in
+  ``~/.cache/mlmprob/cpu-dtype.json``; docs/results/precision). ``$MLMPROB_DTYPE`` overrides.
 """
 
 from __future__ import annotations

@@ -1,11 +1,6 @@
-"""The loop every streaming command shares: input units -> shard -> skip what the output already holds
--> chunks -> one process per device (or Ray actors) -> a committed writer, with a progress bar.
-
-A command supplies ``load(device) -> state`` and ``run(state, chunk) -> (rows, skipped)`` (picklable,
-e.g. bound methods of a frozen dataclass), where every row is a dict with the unit's ``id`` and
-``skipped`` lists ``(id, reason)`` of units it refused (``--skip-invalid``). Commands reach this loop
-through :func:`mlmprob.runtime.command.run_command`, which opens the writer, loads the model and
-counts the total first.
+"""The loop every streaming command shares: units -> shard -> skip what the output holds -> chunks -> one process per
+device (or Ray actors) -> a committed writer, with a progress bar; reached through
+:func:`mlmprob.runtime.command.run_command`.
 """
 
 from __future__ import annotations
@@ -68,15 +63,13 @@ def run_stream(
     on_rows: Callable[[list[dict]], None] | None = None,
     meta: dict | None = None,
 ) -> StreamSummary:
-    """Run ``run`` over every unit of ``units`` that is in ``shard`` and not yet in ``writer``'s output;
-    ``meta`` goes into the output's ``.meta.json`` when the run completes.
+    """Run ``run`` over every unit of ``units`` that is in ``shard`` and not yet in ``writer``'s output; ``meta`` goes
+    into the output's ``.meta.json`` when the run completes.
 
-    A unit is already done when its id (``key``) was skipped by an earlier run, or the id of its last row
-    (``last_row_id``, default its id) is in the output. A unit that gives several rows and was cut by a kill
-    is computed again and only its missing rows are written. The bar counts units (``total`` of them), each as
-    ``unit_steps`` steps (a design chain's steps, a sampled record's epochs): a state loaded in this process (one
-    local device) moves it step by step within a unit (:meth:`~mlmprob.runtime.job.State.advance`), worker
-    processes and Ray actors a chunk at a time; ``on_rows`` sees every batch of rows written."""
+    A unit is done when its id (``key``) was skipped before or the id of its last row (``last_row_id``, default its
+    id) is in the output; a unit cut by a kill is computed again and only its missing rows written. The bar counts
+    ``total`` units of ``unit_steps`` steps each (moved step by step by a state loaded here,
+    :meth:`~mlmprob.runtime.job.State.advance`, else a chunk at a time); ``on_rows`` sees every batch written."""
     from collections import deque
 
     summary = StreamSummary(total=total)

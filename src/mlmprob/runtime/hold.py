@@ -1,28 +1,12 @@
-"""A run held at a known point, for tests and for people who study a run's crash behaviour.
+"""A run held at a known point, for tests that kill a run at a known row (docs/reliability.md, "Held runs").
 
-A test that kills a run "after some rows" must not race the run: on a fast machine the run may finish
-before the test looks, on a slow one the test may give up first. With ``MLMPROB_HOLD=ROWS:WFD:RFD`` in
-its environment, a run stops once its writer has *committed* (flushed and ``fsync``-ed, or renamed into
-place for Parquet parts) at least ``ROWS`` rows: it writes one line ``held PID ROWS`` to file descriptor
-``WFD`` and then reads file descriptor ``RFD`` until end of file, so it goes on when the controller closes
-(or writes to and closes) its end. Both descriptors are the ends of pipes that the controller made and
-passed down (``subprocess.Popen(..., pass_fds=...)``, or a fork). The controller knows exactly what the
-output holds while the run waits; a SIGKILL there is a kill at a known row. When the controller dies,
-its ends close and the run continues: a held run never hangs for ever.
-
-Nothing happens without the variable; a malformed value is an error naming it, given by every command at
-its start (:func:`check_hold`, called by ``mlmprob.cli.main``), before any work.
-
-The descriptors are the controller's only if they were open when the command started (:func:`check_hold`
-notes which files they were): a descriptor closed then (``MLMPROB_HOLD=1:2:0`` with standard input closed)
-is a controller that is gone, so the run neither writes to it nor waits on it, even once the run's own files
-(its output's lock) have taken that number. A standard stream (0, 1 or 2) is used but never closed: the
-run still says what it did on standard error.
-
-A run that reads standard input, a pipe or a FIFO copies it to its end before its first row (see
-:mod:`mlmprob.runtime.spool`), so it can be held only once that input has ended. While it waits for that end
-it also watches ``RFD`` (:func:`go_fd`): a controller that lets go (closes its end, or dies) first stops
-the run with one error line naming the input that never ended, instead of leaving it waiting for ever.
+With ``MLMPROB_HOLD=ROWS:WFD:RFD``, a run stops once its writer has committed (``fsync``-ed, or renamed into place)
+at least ``ROWS`` rows: it writes ``held PID ROWS`` to descriptor ``WFD``, then reads ``RFD`` until end of file (the
+controller closes its end, or dies). Both are pipe ends the controller passed down. A malformed value is refused at
+the command's start (:func:`check_hold`, called by ``mlmprob.cli.main``). A descriptor that was not open then is a
+controller that is gone: the run neither writes to it nor waits on it. A standard stream (0-2) is never closed.
+A run that spools a stream (:mod:`mlmprob.runtime.spool`) watches ``RFD`` while it waits for the stream's end
+(:func:`go_fd`): a controller that lets go first stops the run with one error line.
 
 >>> import os
 >>> r_held, w_held = os.pipe(); r_go, w_go = os.pipe()

@@ -1,17 +1,11 @@
-"""A run's identity: what its rows were computed from, stored with its configuration (the ``identity`` block
-of ``OUT.meta.json``) and checked by ``--resume`` and ``mlmprob merge``.
+"""A run's identity (the ``identity`` block of ``OUT.meta.json``), checked by ``--resume`` and ``mlmprob merge``.
 
-- ``input_sha256`` and ``input_units``: a digest of the units the run read (ids and sequences, as the
-  command parsed them: for standard input, its spooled copy), taken in one streaming pass before the
-  output is claimed, and how many there were. A resume is accepted when the first ``input_units`` units it
-  reads now have the stored digest (an input that grew, or a larger ``--limit``, continues; an edited
-  record, another file on standard input or fewer units are refused). Parts of one ``merge`` must have
-  read the same units.
-- ``weights``: what the model's files were: ``sha256:...`` of a local folder's weight, configuration and
-  tokenizer files (each file's digest cached by path, size, inode, mtime and ctime in
-  ``$XDG_CACHE_HOME/mlmprob/file-digests.json``, ``~/.cache`` by default, so a large folder is hashed
-  once), ``PACKAGE==VERSION`` for the models embedded in a package, absent when unknown (a hub id that is
-  not in the local cache). A resume or a merge whose weights differ is refused.
+- ``input_sha256``, ``input_units``: a digest of the units the run read (as parsed; standard input's spooled
+  copy) and their number. A resume is accepted when its first ``input_units`` units have the stored digest (a grown
+  input or a larger ``--limit`` continues); merged parts must have read the same units.
+- ``weights``: ``sha256:...`` of a local folder's model files (each file's digest cached in
+  ``$XDG_CACHE_HOME/mlmprob/file-digests.json``), ``PACKAGE==VERSION`` for a model embedded in a package, absent
+  when unknown. Differing weights are refused.
 
 >>> d = UnitDigest(checkpoints=[1])
 >>> for u in [("a", "ACDE"), ("b", "KL")]:

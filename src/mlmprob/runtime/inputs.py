@@ -1,13 +1,8 @@
 """Streamed sequence inputs: text lines, FASTA, CSV/TSV, JSONL and Parquet, optionally gzip-compressed.
 
-:func:`iter_records` yields one :class:`Record` at a time and holds at most one line (one Parquet
-batch) in memory, so memory does not grow with the input's length. Bad files (missing, not UTF-8,
-binary, wrong columns) raise :class:`~mlmprob.errors.MLMProbError` with one line naming the problem.
-An empty FASTA record, CSV/TSV/Parquet cell or JSONL value is a record with an empty sequence (the
-tokenizer refuses it, naming the record; ``--skip-invalid`` counts it), never dropped silently.
-
-:func:`spool_input` makes standard input (``-``), a pipe or a FIFO readable more than once (:mod:`.spool`: a
-command reads its input once to fail fast, once to count, once to run); :mod:`.unique` checks the ids.
+:func:`iter_records` yields one :class:`Record` at a time (one line or one Parquet batch in memory). A bad file is
+one :class:`~mlmprob.errors.MLMProbError` line; an empty record, cell or value is a record with an empty sequence
+(never dropped silently). :func:`spool_input` makes standard input, a pipe or a FIFO readable more than once.
 """
 
 from __future__ import annotations
@@ -171,11 +166,6 @@ def read_records(
 ) -> list[Record]:
     """All records of ``path`` as a list (see :func:`iter_records`)."""
     return list(iter_records(path, fmt, column, id_column))
-
-
-def count_records(path: str | Path, fmt: str = "auto", column: str | None = None, id_column: str | None = None) -> int:
-    """How many records ``path`` holds, streamed (for progress bars)."""
-    return sum(1 for _ in iter_records(path, fmt, column, id_column))
 
 
 def _text(lines: _Lines, column, id_column) -> Iterator[Record]:

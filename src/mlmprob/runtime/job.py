@@ -1,20 +1,8 @@
-"""The shape of every streamed job: what :func:`~mlmprob.runtime.command.run_command` (and the worker pool
-and Ray actors of :func:`~mlmprob.runtime.engine.run_stream`) may rely on.
-
-A job is a picklable object (a frozen dataclass of plain values: it travels to worker processes and Ray
-actors) with
-
-- ``model_spec``: which model it reads and how it is loaded (:class:`mlmprob.models.spec.ModelSpec`:
-  model, dtype, allow_pickle, batch_tokens); a job that reads several models (a design's experts) names the
-  others in ``extra_model_specs``, loaded by the same block;
-- ``load(device) -> State``: the model loaded once per worker on ``device``, behind the model contract
-  with the run's forward budget, and whatever the job prepares from it;
-- ``run(state, units) -> (rows, skipped)``: result rows of a chunk of units, in input order, and the
-  ``(id, reason)`` of the units skipped.
-
-Every job of the package derives from :class:`mlmprob.models.spec.ModelJob`, whose ``load`` is the one
-loading block (``ModelSpec.load`` then the job's ``prepare``). This module is in the runtime layer, which
-imports no model code: it names the shape, the model layer implements the loading.
+"""The shape of every streamed job, what :func:`~mlmprob.runtime.command.run_command` and the engines of
+:func:`~mlmprob.runtime.engine.run_stream` rely on: a picklable frozen dataclass with ``model_spec`` (a
+:class:`mlmprob.models.spec.ModelSpec`; a job reading several models names the others in ``extra_model_specs``),
+``load(device) -> State`` (once per worker) and ``run(state, units) -> (rows, skipped)`` (rows in input order,
+``(id, reason)`` of the units skipped). Every job derives from :class:`mlmprob.models.spec.ModelJob`, which loads.
 """
 
 from __future__ import annotations
@@ -34,9 +22,9 @@ class State:
     on_progress: Callable[[int, dict], None] | None = field(default=None, init=False, repr=False)
 
     def advance(self, steps: int = 1, **shown) -> None:
-        """Move the run's progress bar ``steps`` steps into the unit in hand, with ``shown`` beside it: the runner
-        hooks (``on_progress``) a state it runs in this process (one local device, the bar on); elsewhere (a
-        worker process, a Ray actor, the bar off, library use) nothing, and the bar moves a chunk at a time."""
+        """Move the run's progress bar ``steps`` steps into the unit in hand, ``shown`` beside it, when the runner
+        hooked this state (``on_progress``: one local device, the bar on); elsewhere nothing (the bar moves a chunk at a
+        time)."""
         if self.on_progress is not None:
             self.on_progress(steps, shown)
 

@@ -1,8 +1,5 @@
-"""One writer per output: an advisory lock file ``OUT.lock`` held while a run writes ``OUT``.
-
-The lock is an ``flock`` on the file, so the operating system releases it when its process dies
-(SIGKILL included): a killed run never leaves a stale lock behind, and ``--resume`` just works.
-A second process asking for the same output is refused with a clear error instead of interleaving.
+"""One writer per output: an advisory ``flock`` on ``OUT.lock`` held while a run writes ``OUT``; the kernel releases
+it when the process dies (SIGKILL included), so no stale lock is left, and a second writer is refused in one line.
 """
 
 from __future__ import annotations

@@ -1,14 +1,11 @@
-"""One resumable log for every file a long run appends to: result files of the commands, the experiment
-runners' records, sampler traces, joints records, run journals.
+"""One resumable log for every file a long run appends to (result files, the experiment runners' records, sampler
+traces, run journals).
 
-A :class:`ResumableLog` holds the output's lock (:class:`~mlmprob.runtime.lock.WriterLock`, ``OUT.lock``:
-a second writer is refused), checks the configuration the output was written with against this run's
-(:func:`~mlmprob.runtime.config_check.check_config`: one error naming every differing key), trims a last
-line that a kill cut in half, and commits every :meth:`~ResumableLog.append` with flush and ``fsync``. The configuration
-is stored where the file's format keeps it: a JSON side file (:class:`RunMeta`, e.g. ``OUT.meta.json``) or
-the file's first line (``header=True``). :func:`read_log` is the one reader: the committed records of a
-log (newline-terminated lines; a torn last line is skipped, a damaged line before it is an error).
-Records are encoded with :func:`mlmprob.jsonl.dumps` (strict JSON: NaN and infinities become null).
+A :class:`ResumableLog` holds the output's lock (``OUT.lock``), checks the stored configuration against this run's
+(:func:`~mlmprob.runtime.config_check.check_config`), trims a last line a kill cut in half and commits every
+:meth:`~ResumableLog.append` with flush and ``fsync``. The configuration is kept in a JSON side file
+(:class:`RunMeta`) or as the file's first line (``header=True``). :func:`read_log` reads the committed records
+(strict JSON, :func:`mlmprob.jsonl.dumps`).
 
 >>> import tempfile
 >>> out = Path(tempfile.mkdtemp()) / "r.jsonl"
@@ -155,11 +152,10 @@ class ForeignOutput(MLMProbError):
 
 
 class RunHold:
-    """A run's hold on an output: its lock, and the stored configuration checked and (for a new output)
-    written. The base of :class:`ResumableLog`, and the whole of it for outputs that are not one line file
-    (Parquet parts). ``require_meta``: an existing output without its side file (a file mlmprob did not
-    write) is refused before anything is touched; ``verify(stored config)``: a further check of a resumed
-    output (the run's identity), also before anything is touched."""
+    """A run's hold on an output: its lock, and the stored configuration checked and (for a new output) written; the
+    base of :class:`ResumableLog`, and the whole of it for Parquet parts. ``require_meta``: an existing output without
+    its side file is refused; ``verify(stored config)``: a further check of a resumed output; both before anything is
+    touched."""
 
     def __init__(
         self,

@@ -1,10 +1,5 @@
-"""Join shard outputs into one file, checking that every input unit appears exactly once.
-
-Each part's ``PART.meta.json`` (written by the run) names its configuration (with how its rows were
-computed: dtype, forward, ...), its shard and the ids it skipped. :func:`merge_parts` refuses parts of
-different runs (naming the option that differs), unfinished parts, missing shards, ids that appear twice,
-and (when the input file is known) input ids that appear in no part; it writes the rows in input order,
-and atomically (a killed merge is simply run again).
+"""Join shard outputs into one file (:func:`merge_parts`), checking that every input unit appears exactly once, in
+input order, atomically.
 """
 
 from __future__ import annotations
@@ -248,21 +243,15 @@ def merge_parts(
 ) -> int:
     """Write the rows of ``parts`` to ``out``; return the number of rows.
 
-    Refused, before anything is written: a part without its ``PART.meta.json`` (unless ``require_meta`` is
-    False: then it is not checked), parts whose stored configurations differ other than in their
-    shard (the option named, with both parts: e.g. ``computed_with.dtype``, see
-    :mod:`mlmprob.runtime.provenance`) or whose identities differ (another input, other weights:
-    :mod:`mlmprob.runtime.identity`), unfinished parts, a part holding another number of rows than its
-    metadata records or ending in a torn line, .tsv parts mixed with typed ones (or merged into a typed
-    output), missing or repeated shards, ids in more than one part, and, when ``expected_ids(config,
-    limit)`` streams the ids the input holds (from a part's stored configuration; None when it cannot tell),
-    input ids in no part and part ids not in the input.
+    Refused before anything is written: a part without its ``PART.meta.json`` (unless ``require_meta`` is False),
+    parts of different commands, configurations (the shard aside; the option named), identities
+    (:mod:`mlmprob.runtime.identity`) or formats (.tsv with typed ones), unfinished, torn or altered parts, missing or
+    repeated shards, ids in more than one part and, when ``expected_ids(config, limit)`` streams the input's ids (None:
+    it cannot tell), input ids in no part and part ids not in the input. ``fields``: the TSV columns.
 
-    The rows are written in input order, the order a one-process run writes, when the input's ids are
-    known; else part after part, in shard order. ``out`` appears only when complete: the rows go to
-    :func:`merging_path`, renamed to ``out`` at the end, so a killed merge leaves no ``out`` and is simply
-    run again (its leftovers are removed). An existing ``out`` is refused. What was not checked (parts without
-    metadata, ``not_checked``) is listed in its metadata (:func:`_merged_config`).
+    The rows are written in input order when the input's ids are known, else part after part in shard order, to
+    :func:`merging_path`, renamed to ``out`` at the end (a killed merge is run again). An existing ``out`` is refused.
+    What was not checked (parts without metadata, ``not_checked``) is listed in its metadata under :data:`UNCHECKED`.
     """
     if not parts:
         raise MLMProbError("merge needs at least one part")

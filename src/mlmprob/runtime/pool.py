@@ -1,16 +1,9 @@
-"""Many devices on one machine: one process per device, each with its own copy of the model, fed
-from the stream; results come back in input order, so the output equals a one-process run's.
+"""Many devices on one machine: one process per device, fed from the stream, results in input order.
 
-``map_ordered(init, work, items, devices)`` calls ``state = init(device)`` once in each worker
-process and ``work(state, item)`` for every item, and yields the results in the order of
-``items``. At most ``2 x len(devices)`` items are in flight, so memory stays flat however long the
-stream. ``init`` and ``work`` must be module-level functions (they are sent to spawned processes).
-With one device everything runs in this process; no more processes start than there are items.
-
-Workers die with this process: each worker asks the kernel for SIGKILL when its parent dies
-(``prctl(PR_SET_PDEATHSIG)`` on Linux) and also watches a pipe whose only writing end this process holds
-(any system), so a ``kill -9`` of the main process, or of the batch job around it, leaves no worker (and
-so no multiprocessing resource tracker, which exits when the last process that uses it is gone).
+``map_ordered(init, work, items, devices)`` calls ``state = init(device)`` once in each worker process and
+``work(state, item)`` per item, yielding the results in the order of ``items``, at most ``2 x len(devices)`` in
+flight. ``init`` and ``work`` must be picklable. One device: everything in this process. Workers die with this
+process (``PR_SET_PDEATHSIG`` on Linux, and a pipe only this process holds).
 """
 
 from __future__ import annotations
@@ -60,12 +53,9 @@ PR_SET_PDEATHSIG = 1  # linux/prctl.h
 
 
 def _die_with_parent(parent: int, lifeline, pdeathsig: bool) -> None:
-    """In a worker: end this process as soon as ``parent`` is gone.
-
-    ``PR_SET_PDEATHSIG`` fires when the *thread* that started the worker ends, so the parent asks for it
-    (``pdeathsig``) only when that thread is its main thread. The parent may have died before the call:
-    ``os.getppid()`` then no longer names it. ``lifeline`` is the reading end of a pipe whose writing end
-    only the parent holds: it reads end-of-file when the parent closes it or dies, on every system."""
+    """In a worker: end this process as soon as ``parent`` is gone: ``PR_SET_PDEATHSIG`` (asked for only when the thread
+    that started the worker is the parent's main thread: it fires when that thread ends), and a thread reading
+    ``lifeline``, a pipe whose writing end only the parent holds."""
     if pdeathsig and sys.platform.startswith("linux"):
         try:
             import ctypes

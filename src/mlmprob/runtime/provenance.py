@@ -1,39 +1,20 @@
-"""How a run's rows are computed, beyond its command's options: the ``computed_with`` block of its stored
-configuration.
+"""How a run's rows are computed beyond its command's options: the ``computed_with`` block of its stored
+configuration (added by :func:`~mlmprob.runtime.command.run_command`, and by ``sample``'s folder mode to its run
+file's header). It holds what changes a value without being an option:
 
-:func:`~mlmprob.runtime.command.run_command` adds this block to the configuration of every streaming
-command (``score``, ``variants``, streamed ``sample``, ``joints``, streamed ``infill``) before the output
-is claimed, and ``sample``'s folder mode adds it to its run file's header. It holds everything outside
-the command's own options (which the command stores itself: method, correction, seed, ...) that changes
-a value:
+- ``dtype``: the resolved precision (``auto`` as this machine means it; for ``weights``, the weights' own dtype as
+  :func:`weights_dtype_text` reads it);
+- ``forward``: ``fused`` or ``transformers`` (``$MLMPROB_FUSED=0``, ``load_mlm(..., fused=False)``);
+- ``model_path``: a local model folder's resolved absolute path;
+- ``thread_invariant: false`` only when ``$MLMPROB_THREAD_INVARIANT=0`` (:mod:`mlmprob.runtime.threads`);
+- ``batch_tokens``: the sub-batch budget, on a CPU (on a GPU only when given); it changes the last bits
+  (docs/results/precision/dtype_invariance.md);
+- ``int8_activations`` (int8: 8 or 7 bits, :func:`mlmprob.runtime.device.int8_reduce_range`) and
+  ``int8_float_layers``;
+- ``threads`` (bfloat16/float16 on a CPU): the intra-op threads of each computing process (:func:`compute_threads`).
 
-- ``dtype``: the precision the model runs in, resolved: what ``auto`` means on this machine
-  (``float32``, ``bfloat16``, ``float16``, ``int8``); for the default ``weights`` (``dtype=None``), the
-  weights' own dtype as :func:`weights_dtype_text` reads it (``weights`` only for a hub id);
-- ``forward``: ``fused`` (mlmprob's fused encoder, where the model has one) or ``transformers``
-  (``$MLMPROB_FUSED=0``, or ``load_mlm(..., fused=False)`` for a model passed in): the same function with
-  different rounding;
-- ``model_path``: for a local model folder, its resolved absolute path (``--model models/x`` names
-  another folder from another working directory);
-- ``thread_invariant: false``, only when ``$MLMPROB_THREAD_INVARIANT=0`` turned off the thread-count-invariant
-  products (:mod:`mlmprob.runtime.threads`; absent, the default: on), whose rows differ in their last bits;
-- ``batch_tokens``: the resolved sub-batch budget, on a CPU (on a GPU only when given: its default follows the
-  free memory). It changes a record's last bits in every dtype (issue 49: the padded shapes of the sub-batches;
-  float32 PLL moved by up to 2.8e-5 nats between budgets of 64 and 4096 tokens,
-  docs/results/precision/dtype_invariance.md), and int8's values more (activations are quantized per call over
-  the whole sub-batch);
-- with ``int8`` only: ``int8_activations``, 8 or 7 bits (this CPU's kernels,
-  :func:`mlmprob.runtime.device.int8_reduce_range`);
-- with ``bfloat16`` or ``float16`` on a CPU: ``threads``, the intra-op threads of each process that computes
-  (:func:`compute_threads`): the thread-count-invariant products of :mod:`mlmprob.runtime.threads` cover
-  float32 only, and half-precision rows moved with the thread count on some CPUs (issue 49's red team: up to
-  0.10 nats between 1 and 2 threads on an Intel Xeon; none measured on an AMD EPYC).
-
-A resumed run whose block differs is refused naming the key (``computed_with.dtype='float32'``), and
-``mlmprob merge`` refuses parts whose blocks differ. An output written before the block existed has none:
-it is resumed as before, checked on the keys it stored, and is given no block (the precision of its
-earlier rows is unknown, so none is claimed; :func:`mlmprob.runtime.config_check.as_stored`); ``merge`` refuses
-to join such a part with a part that has one.
+A resume or a ``merge`` whose block differs is refused naming the key; an output written before the block existed
+is resumed without one (:func:`mlmprob.runtime.config_check.as_stored`).
 
 >>> block = computed_with("no/such/folder", "float32", ["cpu"])
 >>> block["dtype"], "model_path" in block
@@ -76,12 +57,6 @@ def resolved_dtype(dtype_spec, devices: Sequence[str]) -> str:
             f"--dtype {dtype_spec} means {means}: one output would mix precisions; give --dtype explicitly"
         )
     return next(iter(seen))
-
-
-def _fused_requested() -> bool:
-    from .device import fused_default
-
-    return fused_default()
 
 
 _HALF = ("float16", "bfloat16")
@@ -165,16 +140,18 @@ def computed_with(
     the device's default) and ``threads`` per computing process (None: :func:`compute_threads` of
     ``devices``). ``mlm``: the model when it is already loaded (library use): its own dtype and
     forward are recorded."""
+    from .device import fused_default
+
     if mlm is not None:
         dtype = _dtype_text(getattr(mlm, "dtype", None))
         fused = getattr(mlm, "fused", None)  # the model contract's (models/reader.py) or the adapter's answer
         if not isinstance(fused, bool):
-            fused = _fused_requested()
+            fused = fused_default()
     else:
         dtype = resolved_dtype(dtype_spec, devices)
         if dtype == "weights":
             dtype = weights_dtype_text(model, devices)
-        fused = _fused_requested()
+        fused = fused_default()
     block: dict[str, object] = {"dtype": dtype, "forward": "fused" if fused else "transformers"}
     from .threads import enabled as thread_invariant
 

@@ -1,24 +1,11 @@
-"""``--engine ray``: the chunks of a streamed run go through Ray Data ``map_batches`` on a pool of model
-actors, one per device (one GPU each where the devices are GPUs), on a Ray cluster or a local Ray instance.
+"""``--engine ray``: the chunks of a streamed run through Ray Data ``map_batches`` on a pool of model actors, one per
+device (docs/scale.md).
 
-``map_ray(load, run, chunks, devices, address=)`` has the contract of :func:`.pool.map_ordered`: each
-actor calls ``state = load(device)`` once and ``run(state, chunk)`` for every chunk it is given, and the
-results come back **in the order of** ``chunks``, so the output equals a one-process run's.
-
-Fault tolerance: Ray Data creates its actors with unlimited restarts and task retries, so when an actor
-dies (a killed process, a lost node) Ray starts a replacement, which loads the model again, and
-resubmits the chunks the dead actor held. A chunk whose result reaches the driver twice is kept once
-(results carry the chunk's position), so every id is written exactly once; if the driver itself dies,
-the runtime writer has committed whole chunks and ``--resume`` skips the ids already there.
-
-The chunk stream is consumed in windows of ``window`` chunks (default 4096 chunks, 65,536 records at the
-default chunk size): each window is one Ray dataset, so the driver never holds more than a window and the
-model is loaded once per actor per window.
-
-Without an address (and without ``RAY_ADDRESS``) a local Ray instance is started with
-``max(2, actors)`` CPUs and shut down at the end, so the same command runs on a laptop. Ray's own logging
-and progress bars are switched off while it runs so that the command's stdout stays pure results and its
-errors stay one line.
+``map_ray(load, run, chunks, devices, address=)`` has the contract of :func:`.pool.map_ordered`: each actor calls
+``state = load(device)`` once and ``run(state, chunk)`` per chunk, and the results come back in the order of
+``chunks``. A dead actor is replaced and its chunks rerun; a chunk reported twice is kept once. The stream is read
+in windows of ``window`` chunks (one Ray dataset each). Without an address (or ``RAY_ADDRESS``) a local Ray with
+``max(2, actors)`` CPUs is started and shut down; Ray's logs and bars are silenced while it runs.
 """
 
 from __future__ import annotations
@@ -27,7 +14,6 @@ import logging
 import os
 import pickle
 import sys
-import traceback
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -35,6 +21,7 @@ from itertools import chain
 from typing import TypeVar
 
 from ..errors import MLMProbError
+from .pool import _describe
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -103,12 +90,6 @@ class _ModelActor:
             except Exception as e:  # noqa: BLE001 - sent to the driver, which raises it
                 out.append(pickle.dumps(_describe(e)))
         return {"i": np.asarray(batch["i"]), "out": np.array(out, dtype=object)}
-
-
-def _describe(e: BaseException) -> tuple[str, str]:
-    if isinstance(e, MLMProbError):
-        return ("input", str(e))
-    return ("bug", "".join(traceback.format_exception(e)).strip())
 
 
 def _windows(items: Iterable[T], size: int) -> Iterator[list[T]]:
@@ -182,10 +163,8 @@ def _connect(ray, address: str | None, actors_wanted: int) -> bool:
 
 @contextmanager
 def _backend_logs_off():
-    """Ray's C++ core writes its errors (e.g. one per actor created with arguments in the object store) to
-    this process's stderr; ``RAY_BACKEND_LOG_LEVEL=fatal``, read once when ``ray.init`` starts it, keeps
-    them in Ray's log files. Setting it makes Ray print one line saying so, hence stderr is muted while
-    ``ray.init`` runs (our own messages all come later)."""
+    """Stderr muted and ``RAY_BACKEND_LOG_LEVEL=fatal`` while ``ray.init`` starts Ray's core, whose errors then go to
+    Ray's log files (a level the user set is left alone)."""
     if "RAY_BACKEND_LOG_LEVEL" in os.environ:  # the user chose a level: leave Ray as it is
         yield
         return
@@ -211,10 +190,8 @@ def map_ray(
     address: str | None = None,
     window: int = WINDOW,
 ) -> Iterator[R]:
-    """Yield ``run(state, chunk)`` for every chunk, in order, computed by Ray Data actors (one per device).
-
-    ``load`` and ``run`` are sent to the actors by Ray (cloudpickle): bound methods of a picklable job
-    object, or module-level functions of a module the Ray workers can import.
+    """Yield ``run(state, chunk)`` for every chunk, in order, computed by Ray Data actors (one per device); ``load`` and
+    ``run`` must be picklable by cloudpickle (bound methods of a picklable job, or importable module-level functions).
     """
     try:
         import ray

@@ -1,12 +1,7 @@
-"""The side files and folders a run creates beside its output (``OUT.lock``, ``OUT.meta.json`` and its temporary
-``OUT.meta.json.tmp``, the Parquet parts folder ``OUT.parts/`` and its ``*.tmp`` parts, checkpoint and tokenizer
-folders under a temporary name), created without ever following a symbolic link.
-
-A symbolic link where one of them belongs is refused with one line naming it (:class:`UnsafePath`): a link planted
-by a neighbour (or left by a careless script) would otherwise make mlmprob overwrite, truncate or delete the file or
-folder it points to. Files are opened with ``O_NOFOLLOW`` (and ``O_EXCL`` for temporary files: a stale *regular*
-temporary file is removed first with ``unlink``, which removes a name and never follows it); folders are checked
-with ``lstat``.
+"""The side files and folders a run creates beside its output (``OUT.lock``, ``OUT.meta.json`` and its ``.tmp``, the
+Parquet parts, checkpoint and tokenizer folders), created without ever following a symbolic link: one there is
+refused in one line (:class:`UnsafePath`). Files are opened with ``O_NOFOLLOW`` (temporary ones ``O_EXCL``, a stale
+regular one unlinked first); folders are checked with ``lstat``.
 
 >>> import tempfile
 >>> d = Path(tempfile.mkdtemp())
@@ -121,10 +116,8 @@ def write_new(path: str | Path, data: str | bytes, what: str = "this temporary f
 
 
 def replace_file(path: str | Path, data: str | bytes, tmp: str | Path | None = None, what: str = "this file") -> None:
-    """Write ``path`` atomically: ``data`` goes to ``tmp`` (default ``PATH.tmp``, created new), then renamed
-    over ``path``; when either step fails (a full disk) ``tmp`` is removed and ``path`` is as it was. A symbolic
-    link at either is refused (the rename would replace only the link, but a link where mlmprob keeps its own
-    file is a sign of trouble worth one line)."""
+    """Write ``path`` atomically: ``data`` to ``tmp`` (default ``PATH.tmp``, created new), renamed over ``path``; when
+    either step fails ``tmp`` is removed and ``path`` is as it was. A symbolic link at either is refused."""
     path = Path(path)
     tmp = path.with_name(path.name + ".tmp") if tmp is None else Path(tmp)
     refuse_link(path, what)

@@ -1,11 +1,9 @@
 """The one derivation of generator seeds from a run's ``seed``: :func:`derive_seed` and :func:`seeded_generator`.
 
-Every random stream the package draws (a record's chains, a record's orders, a pair of positions, a
-training step's masks) gets its own ``torch.Generator`` seeded by ``derive_seed(seed, purpose, *keys)``,
-so a result depends only on the run's seed and what it is about, never on which shard, worker or chunk
-computed it. ``purpose`` names the stream and fixes how its keys are turned into a seed. The
-derivations differ per purpose only because stored outputs and resumable runs were made with them;
-each is kept bit for bit so those stay valid (``tests/runtime/test_seeds.py`` pins them):
+Every random stream the package draws gets its own ``torch.Generator`` seeded by ``derive_seed(seed, purpose,
+*keys)``: a result depends only on the run's seed and what it is about, never on the shard, worker or chunk. The
+derivations differ per purpose because stored outputs were made with them; each is kept bit for bit
+(``tests/runtime/test_seeds.py`` pins them):
 
 ============  ==========================  ===========================================================
 purpose       keys                        derivation (``seed`` the run's seed)

@@ -1,9 +1,5 @@
-"""``--shard I/N``: a deterministic, disjoint part of a stream; the N parts cover it exactly.
-
-Record ``k`` (0-based position in the input) belongs to shard ``k % N + 1``. The rule needs no
-look-ahead, so it streams, and it gives every shard a similar mix of the input (sorted inputs are
-not cut into one-sided blocks). SLURM job arrays (``--shard $((SLURM_ARRAY_TASK_ID+1))/$N``),
-Kubernetes indexed jobs and torchrun ranks map onto it directly.
+"""``--shard I/N``: record ``k`` (0-based) belongs to shard ``k % N + 1``: disjoint parts that cover the stream, need
+no look-ahead and mix sorted inputs (SLURM arrays, Kubernetes indexed jobs and torchrun ranks map onto it).
 """
 
 from __future__ import annotations

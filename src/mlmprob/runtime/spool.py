@@ -1,35 +1,14 @@
-"""Copies of standard input, pipes, FIFOs and character devices ("spooled" copies): made once per command,
-removed on any exit.
+"""Copies of standard input, pipes, FIFOs and character devices ("spooled" copies), made once per command and
+removed on any exit (docs/reliability.md, "Standard input").
 
-A command reads its input more than once (to fail fast, to count, to run), and a stream can be read only
-once: :func:`mlmprob.runtime.inputs.spool_input` copies it (:func:`copy_of`) to the temporary folder
-(``$TMPDIR``). Within a :func:`command_scope` (``mlmprob.cli.main`` runs every command in one) a name
-given again is the same copy, never a second read of the stream (``joints --data -`` reads its data in two
-places, ``train --text - -`` names it twice), and the scope's end removes the copies.
-
-A copy is removed on any exit. Where a process can reopen its own descriptors by name (Linux's
-``/proc/PID/fd``), the copy's name is removed as soon as the file is made, before the first byte is copied,
-and the copy is read as ``/proc/PID/fd/N`` (this process, its forked children and the worker processes it
-starts on this machine, which read it while it lives): the file goes with the command's last descriptor of
-it, when the command ends in any way, SIGKILL and SIGSEGV included; nothing is left to sweep. Elsewhere
-(or when ``/proc`` is not mounted) the copy keeps its name, and:
-
-- normal end and errors: the scope's ``finally``, and ``atexit`` for copies made outside a scope;
-- SIGTERM and SIGHUP: while this process has a copy, a handler removes its copies, then the signal's
-  previous action runs (by default the process dies of it, as it would have);
-- SIGKILL (or a power cut), where nothing runs in the process: the next command's start sweeps the stale
-  copies (:func:`sweep`), as it does a named file that a SIGKILL caught between its making and the removal
-  of its name.
-
-A copy is named ``mlmprob-stdin-PID-RANDOM`` (``mlmprob-pipe-PID-RANDOM`` for a named stream), and its
-process holds an exclusive ``flock`` on it from its creation until it is removed. The kernel drops that
-lock when the last descriptor of the file closes, which a SIGKILL does; the sweep removes a copy whose
-lock it can take, and leaves every other file alone. A lock rather than ``os.kill(PID, 0)``: a dead
-owner's pid may be reused by an unrelated process (its copy would stay for ever), and a live owner in
-another pid namespace sharing the temporary folder (a container) is invisible to ``kill`` (its copy would
-be deleted under it); the lock asks the kernel whether any process still holds the file. A forked child
-inherits the descriptor, so a copy stays while a child that may read it lives. The pid in the name is for
-people (and ``ls``); without ``fcntl`` (Windows) there is no lock and no sweep.
+A command reads its input more than once, a stream only once: :func:`mlmprob.runtime.inputs.spool_input` copies it
+(:func:`copy_of`) to ``$TMPDIR``. Within a :func:`command_scope` a name given again is the same copy. Where
+``/proc/PID/fd`` exists the copy's name is removed at once and the copy read by descriptor, so it goes with the
+process however it ends; elsewhere it keeps its name and is removed by the scope, ``atexit``, a SIGTERM/SIGHUP
+handler (then the signal's previous action runs), or, after a SIGKILL, by the next command's :func:`sweep`. A copy
+(``mlmprob-stdin-PID-RANDOM``, ``mlmprob-pipe-PID-RANDOM``) is under its process's ``flock`` until removed: the
+sweep removes only copies whose lock it can take (no pid reuse or pid namespace can fool it). Without ``fcntl``
+there is no lock and no sweep.
 """
 
 from __future__ import annotations

@@ -1,32 +1,16 @@
-"""Float32 results that do not depend on the thread count (issue 28; issue 37: at the speed of the threaded
-kernels): every matrix product of a forward summed in an order that the thread count does not change.
+"""Float32 results that do not depend on the thread count: every matrix product of a forward summed in an order the
+thread count does not change (MKL's threaded ``sgemm`` splits small products differently at 1-4 threads even in its
+strict mode: docs/results/precision/threads_repro.md, threads_fast.md).
 
-Intel MKL's threaded ``sgemm`` splits small products between threads differently at 1-4 threads: on an AMD
-EPYC, 401 of 3039 ``F.linear`` shapes moved even in MKL's strict reproducibility mode ``MKL_CBWR=AUTO,STRICT``
-(which ``import mlmprob`` sets), every one with at most 32 rows; none with more rows, there or on an Intel
-Xeon, and MKL documents ``?gemm`` as reproducible across thread counts in it (docs/results/precision/
-threads_repro.md). Every other operation of the forwards scanned (layer norms, GELU, softmax) kept its bits. So:
+- :func:`sequential_blas`: MKL single-threaded in the calling thread while active. :func:`invariant_method` runs a
+  model's forward in it, with ``F.linear`` and ``F.scaled_dot_product_attention`` sent to :func:`linear` and
+  :func:`attention` on the CPU; the fused forward calls those itself (:func:`direct_products`).
+- :func:`linear`: more than :data:`ROWS` rows, one threaded MKL call in MKL's strict mode (:func:`strict_cnr`), else
+  blocks of :data:`ROWS` rows; at most :data:`ROWS` rows, blocks of output columns (:func:`column_width`). Each block
+  by single-threaded MKL, the blocks on ``torch.get_num_threads()`` threads, the same at every thread count.
+- :func:`attention`: torch's fused kernel in MKL's strict mode, else :func:`blocked_attention`.
 
-- :func:`sequential_blas` (a context manager and decorator) makes MKL single-threaded in the calling
-  thread while it is active (MKL's thread-local setting; torch's own kernels keep their threads).
-  :class:`mlmprob.models.hf.HFMaskedLM` runs every forward inside it (:func:`invariant_method`), with
-  ``F.linear`` and ``F.scaled_dot_product_attention`` sent, wherever called (transformers' code and the LM
-  heads included), to :func:`linear` and :func:`attention` (on the CPU); the fused forward, which calls them
-  itself, suspends that routing (:func:`direct_products`).
-- :func:`linear`: a product of more than :data:`ROWS` rows runs as one threaded MKL call when MKL is in
-  its strict mode (:func:`strict_cnr`), and without it (``MKL_CBWR=`` cleared) in fixed blocks of
-  :data:`ROWS` rows; a product of at most :data:`ROWS` rows (the last layer at the reads, the LM heads) in
-  fixed blocks of output columns (:func:`column_width`, fixed by the shape). Each block by single-threaded
-  MKL, the blocks on ``torch.get_num_threads()`` threads (the caller's included): which thread computes a
-  block does not change its bits, and the blocks are the same at every thread count, one included. The fused
-  ESM-2/BERT/RoBERTa forward (:mod:`mlmprob.models.fused`) multiplies through it.
-- :func:`attention`: in MKL's strict mode, torch's fused attention kernel (flash attention), which gives the
-  same bits at 1-4 threads there; without it (where that kernel's MKL calls on torch's OpenMP workers give
-  thread-dependent bits) :func:`blocked_attention`: the two products and the softmax per head and block of
-  batch rows (fixed by the shapes), each by single-threaded MKL and serial torch kernels, on the threads.
-
-``$MLMPROB_THREAD_INVARIANT=0`` (:data:`mlmprob.defaults.THREAD_INVARIANT_ENV`) turns all of it off (read at
-every call). Where torch has no MKL (some ARM builds), it does nothing and nothing is guaranteed.
+``$MLMPROB_THREAD_INVARIANT=0`` turns all of it off (read at every call); without MKL it does nothing.
 
 >>> x, w = torch.randn(300, 16, generator=torch.Generator().manual_seed(0)), torch.randn(8, 16)
 >>> torch.allclose(linear(x, w), x @ w.T, atol=1e-5)
@@ -116,11 +100,9 @@ def sequential_blas():
 
 
 def invariant_method(fn):
-    """Decorator of a model's forward method: runs it under :func:`sequential_blas`, and, when the model
-    (``self.device``) is on the CPU, with ``F.linear`` and ``F.scaled_dot_product_attention`` sent to
-    :func:`linear` and :func:`attention` (a ``TorchFunctionMode``: transformers' code and LM heads included),
-    except for an int8 model (``self.dtype``), whose fbgemm products are not thread-invariant anyway: its
-    attention runs by torch's own threaded kernel."""
+    """Decorator of a model's forward: runs it under :func:`sequential_blas` and, on the CPU (``self.device``), with
+    ``F.linear`` and ``F.scaled_dot_product_attention`` sent to :func:`linear` and :func:`attention`, except for an int8
+    model (``self.dtype``: fbgemm's products are not thread-invariant anyway)."""
 
     @functools.wraps(fn)
     def wrapper(self, *args, **kwargs):
@@ -260,11 +242,9 @@ def _can_block(x: torch.Tensor, weight: torch.Tensor) -> bool:
 
 
 def linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None) -> torch.Tensor:
-    """``F.linear(x, weight, bias)`` whose bits do not depend on the thread count. More than :data:`ROWS` rows: one
-    threaded MKL call in MKL's strict mode (:func:`strict_cnr`, the default), else blocks of :data:`ROWS` rows;
-    at most :data:`ROWS` rows: blocks of :func:`column_width` output columns. Each block by single-threaded MKL,
-    the blocks by :func:`run_blocks`, the bias added after. Off (plain ``F.linear``) when :func:`enabled` is
-    false, without MKL, for tensors not on the CPU or not float32/float64, and where gradients are recorded."""
+    """``F.linear(x, weight, bias)`` whose bits do not depend on the thread count (the module's text); plain
+    ``F.linear`` when :func:`enabled` is false, without MKL, off the CPU, outside float32/float64, or where gradients
+    are recorded."""
     if not _can_block(x, weight):
         return F.linear(x, weight, bias)
     m = math.prod(x.shape[:-1])
@@ -313,12 +293,11 @@ def _attention_fits(q, k, v, attn_mask, dropout_p, is_causal, enable_gqa) -> boo
 
 
 def attention(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None, enable_gqa=False):
-    """``F.scaled_dot_product_attention`` whose bits do not depend on the thread count: ``softmax(q k^T * scale + mask)
-    v`` for ``[B, heads, Lq, d]`` inputs. In MKL's strict mode (:func:`strict_cnr`) by torch's fused kernel
-    (:func:`_fused_attention`); otherwise, or where that kernel declines the inputs, :func:`blocked_attention`.
-    ``attn_mask``: boolean (True attends) or added to the scores; a fully masked row gives zeros, as torch's math
-    kernel does. Arguments it does not cover (dropout, causal, grouped queries, gradients) go to torch's math
-    kernel in this thread with single-threaded MKL; off (torch's own) when :func:`enabled` is false."""
+    """``F.scaled_dot_product_attention`` whose bits do not depend on the thread count, for ``[B, heads, Lq, d]``
+    inputs: torch's fused kernel in MKL's strict mode (:func:`_fused_attention`), else :func:`blocked_attention`.
+    ``attn_mask``: boolean (True attends) or added; a fully masked row gives zeros. What it does not cover (dropout,
+    causal, grouped queries, gradients) goes to torch's math kernel with single-threaded MKL; torch's own when
+    :func:`enabled` is false."""
     if not _attention_fits(query, key, value, attn_mask, dropout_p, is_causal, enable_gqa):
         if not enabled():
             return F.scaled_dot_product_attention(query, key, value, attn_mask, dropout_p, is_causal, scale=scale)
@@ -341,11 +320,9 @@ def attention(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False,
 
 
 def _fused_attention(q, k, v, mask, scale) -> torch.Tensor | None:
-    """torch's fused CPU attention kernel (flash attention, on torch's threads), or None where it declines the
-    inputs. Same bits at 1-4 threads in MKL's strict mode (each output block by one thread in an order fixed by
-    the shapes; the scans of docs/results/precision/threads_repro.md, threads_fast.md), not without it. Called as
-    the operator ``F.scaled_dot_product_attention`` runs on the CPU (same bits; a boolean mask made additive as
-    it does): no process-wide backend setting or warning filter touched, safe from several threads."""
+    """torch's fused CPU attention kernel, or None where it declines the inputs: the same bits at 1-4 threads in MKL's
+    strict mode (docs/results/precision/threads_repro.md), called as ``F.scaled_dot_product_attention`` calls it (a
+    boolean mask made additive), touching no process-wide setting."""
     if mask is not None:
         if mask.dtype == torch.bool:
             mask = torch.zeros(mask.shape, dtype=q.dtype, device=q.device).masked_fill_(~mask, float("-inf"))
@@ -360,10 +337,8 @@ def _fused_attention(q, k, v, mask, scale) -> torch.Tensor | None:
 
 
 def blocked_attention(q, k, v, mask, scale, softmax=torch.softmax) -> torch.Tensor:
-    """The work of :func:`attention` (its inputs checked): ``mask`` 4-d (boolean or added) or None. One task per head
-    and block of batch rows (:data:`ATTENTION_CHUNK` scores each, fixed by the shapes; ``[rows, Lq, d]`` slices, no
-    copies), each by single-threaded MKL and serial torch kernels, by :func:`run_blocks`; the output ``[B, heads,
-    Lq, dv]`` is a view of a ``[B, Lq, heads, dv]`` tensor."""
+    """The work of :func:`attention` (``mask`` 4-d or None): one task per head and block of :data:`ATTENTION_CHUNK`
+    scores of batch rows, by :func:`run_blocks`; the output is a view of a ``[B, Lq, heads, dv]`` tensor."""
     b, heads, lq, _ = q.shape
     step = max(1, ATTENTION_CHUNK // max(1, lq * k.shape[2]))
     out = q.new_empty(b, lq, heads, v.shape[3])

@@ -1,17 +1,8 @@
-"""Result writers for every command that loops over independent units: JSONL, TSV or Parquet (by the
-``--out`` suffix), or JSONL on stdout.
-
-Every writer commits as it goes and resumes without loss:
-
-- JSONL / TSV: each :meth:`ResultWriter.write` appends whole lines, flushes and ``fsync``s; a line
-  cut by a kill is dropped on resume.
-- Parquet: rows are committed in parts ``OUT.parts/part-NNNNNN.parquet`` (each written to a temporary
-  name, then renamed: a part is either whole or absent) of ``part_rows`` rows; :meth:`close` with
-  ``complete=True`` joins the parts into ``OUT``. A kill loses at most the part in flight.
-
-A run holds ``OUT.lock`` while it writes, and keeps ``OUT.meta.json`` (both through the one resumable
-log, :mod:`mlmprob.runtime.log`): the run's configuration (a resumed run must match it), its shard, whether it
-completed, and the ids it skipped; ``mlmprob merge`` reads it.
+"""Result writers (JSONL, TSV or Parquet by ``--out``'s suffix, or JSONL on stdout) that commit as they go and resume
+without loss: line files append, flush and ``fsync`` whole lines (a torn last line is dropped on resume); Parquet
+commits parts ``OUT.parts/part-NNNNNN.parquet`` (renamed into place) joined into ``OUT`` when the run completes. A
+run holds ``OUT.lock`` and keeps ``OUT.meta.json`` (:mod:`mlmprob.runtime.log`): its configuration, shard,
+completion and skipped ids, which ``mlmprob merge`` reads.
 """
 
 from __future__ import annotations
@@ -61,7 +52,6 @@ class ResultWriter:
         flat however long the run)."""
         return set()
 
-    # -- public view of the stored meta (no caller reads the private state) -----------------------
     def skipped(self) -> list[list[str]]:
         """``[id, reason]`` of the units the output's earlier runs skipped (from ``OUT.meta.json``)."""
         return []
@@ -96,6 +86,7 @@ class _FileWriter(ResultWriter):
     ``OUT.meta.json`` (checked on resume) and, for line files, the committed lines."""
 
     path: Path  # a file output always has one
+    _done: set[str]  # the ids the output held when opened (set by _open)
 
     def __init__(self, path: Path, *, resume: bool, config: dict | None, fields=None, verify=None):
         super().__init__(path, fields=fields)
@@ -163,8 +154,11 @@ class _FileWriter(ResultWriter):
     def _open(self, resume: bool, config: dict | None) -> RunHold:
         raise NotImplementedError
 
+    def done_ids(self) -> set[str]:
+        return self._done
+
     def _finish(self, complete: bool) -> None:
-        raise NotImplementedError
+        """Commit what is buffered (and, when ``complete``, join the output); line files have nothing to do."""
 
 
 class LineWriter(_FileWriter):
@@ -179,7 +173,7 @@ class LineWriter(_FileWriter):
     def _open(self, resume: bool, config: dict | None) -> ResumableLog:
         log = ResumableLog(self.path, config=config, resume=resume, **self._hold_args)
         try:
-            self._done: set[str] = set()
+            self._done = set()
             header = next(iter(log.lines()), None) if self.kind == "tsv" else None
             if header is not None:
                 self._done.update(line.split("\t", 1)[0] for line in islice(log.lines(), 1, None))
@@ -194,9 +188,6 @@ class LineWriter(_FileWriter):
         if header is not None:
             self.fields = tuple(header.split("\t"))
         return log
-
-    def done_ids(self) -> set[str]:
-        return self._done
 
     def write(self, rows: list[dict]) -> None:
         if not rows:
@@ -217,9 +208,6 @@ class LineWriter(_FileWriter):
         self._hold.append_lines(lines)
         self.rows_written += len(rows)
         hold_at(self.rows_written)
-
-    def _finish(self, complete: bool) -> None:
-        pass
 
 
 class ParquetWriter(_FileWriter):
@@ -260,7 +248,7 @@ class ParquetWriter(_FileWriter):
             tmp.unlink()  # a part cut by a kill
         if self.path.exists():
             os.replace(self.path, self._part_name(0))
-        self._done: set[str] = set()
+        self._done = set()
         for p in self._part_files():
             self._done.update(str(x) for x in self._pq.read_table(p, columns=["id"]).column("id").to_pylist())
         self._buf: list[dict] = []
@@ -270,9 +258,6 @@ class ParquetWriter(_FileWriter):
 
     def _part_name(self, n: int) -> Path:
         return self.parts / f"part-{n:06d}.parquet"
-
-    def done_ids(self) -> set[str]:
-        return self._done
 
     def _committed(self) -> int:
         return self.rows_written - len(self._buf)
