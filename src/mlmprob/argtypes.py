@@ -139,10 +139,11 @@ def dropout_rate(text: str) -> float:
     return value
 
 
-def checked(parse, check):
-    """The type of a flag that sets a spec field: the text read by ``parse`` (``int`` or ``float``), then checked by
-    the spec's own ``check(value)`` (its :class:`~mlmprob.errors.MLMProbError` becomes argparse's one line), so the
-    flag accepts and refuses exactly what the spec does.
+def checked(parse, check=None):
+    """The type of a flag that sets a spec field: the text read by ``parse`` (``int``, ``float``, or a spec's parse
+    function of text, which refuses with :class:`~mlmprob.errors.MLMProbError`), then checked by the spec's own
+    ``check(value)`` (its error becomes argparse's one line), so the flag accepts and refuses exactly what the spec
+    does.
 
     >>> def check_tol(v):
     ...     if not 0 <= v < float("inf"):
@@ -159,16 +160,17 @@ def checked(parse, check):
     def convert(text: str):
         try:
             value = parse(str(text).strip())
+            if check is not None:
+                check(value)
+        except MLMProbError as e:  # "NAME must be ..." or "NAME: ...": argparse names the flag
+            head, _, rest = str(e).partition(" ")
+            why = rest if rest.startswith("must ") or head.endswith(":") else str(e)
+            raise argparse.ArgumentTypeError(why) from None
         except ValueError:
             raise argparse.ArgumentTypeError(f"must be {what}, got {text!r}") from None
-        try:
-            check(value)
-        except MLMProbError as e:
-            head, _, rest = str(e).partition(" ")
-            raise argparse.ArgumentTypeError(rest if rest.startswith("must ") else str(e)) from None
         return value
 
-    convert.__name__ = getattr(check, "__name__", "checked")
+    convert.__name__ = getattr(check or parse, "__name__", "checked")
     return convert
 
 

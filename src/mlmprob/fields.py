@@ -32,15 +32,16 @@ def option(default, help: str, **meta):
     """A spec field that is also a command-line flag (``--NAME-WITH-DASHES``): ``help``, and ``type``, ``choices``,
     ``action``, ``metavar`` or ``nargs`` for argparse, ``aliases`` (more option strings, e.g. ``("-k",)``) and
     ``shown`` (the default as ``--help`` words it, e.g. ``"both"``; else the value itself, and nothing for None or
-    False: "not given"). Other keys are the spec's own (``mlmprob sample``'s: ``json(spec, value)`` how a row writes
+    False: "not given"), ``flag`` (the flag's name where it is not the field's, e.g. ``"--steps"`` for
+    ``max_steps``). Other keys are the spec's own (``mlmprob sample``'s: ``json(spec, value)`` how a row writes
     it, ``stored(spec)`` how the run file does, both default to the value as plain JSON, ``stored=False``: not in the
     run file; ``recorded="unless default"``: not written at its default)."""
     return dataclasses.field(default=default, metadata={"help": help, **meta})
 
 
-def flag_of(name: str) -> str:
-    """The flag of field ``name``: ``--my-option`` for ``my_option``."""
-    return "--" + name.replace("_", "-")
+def flag_of(name: str, meta=None) -> str:
+    """The flag of field ``name``: ``--my-option`` for ``my_option`` (its metadata's ``flag`` where it has one)."""
+    return (meta or {}).get("flag") or "--" + name.replace("_", "-")
 
 
 def default_text(value, meta=None) -> str:
@@ -55,8 +56,10 @@ def flag_keywords(name: str, meta, help_text: str) -> dict:
     spec's default), ``help_text`` (``%`` escaped) and the argparse keys of ``meta``."""
     kw: dict = {"dest": name, "default": argparse.SUPPRESS, "help": help_text.replace("%", "%%")}
     kw.update({k: meta[k] for k in ARGPARSE_KEYS if k in meta})
-    if "action" in kw:  # a switch: argparse takes no type or choices
+    if kw.get("action") in ("store_true", "store_false"):  # a switch: argparse takes no type or choices
         kw.pop("type", None), kw.pop("choices", None)
+    elif "flag" in meta:  # its value named as argparse names a flag's own: --steps STEPS
+        kw.setdefault("metavar", meta["flag"].lstrip("-").replace("-", "_").upper())
     return kw
 
 
@@ -69,7 +72,7 @@ def field_flag(group, spec: type, name: str, present: bool = False) -> argparse.
     kw = flag_keywords(name, f.metadata, f.metadata["help"] + default_text(f.default, f.metadata))
     if present:
         kw["default"] = f.default
-    action = group.add_argument(flag_of(name), *f.metadata.get("aliases", ()), **kw)
+    action = group.add_argument(flag_of(name, f.metadata), *f.metadata.get("aliases", ()), **kw)
     action.spec_field = (spec, name)  # what made it
     return action
 

@@ -1,7 +1,8 @@
 """Scoring many text records with a tokenizer-carrying MaskedLM: the API behind ``mlmprob score``.
 
-:class:`ScoreSpec` holds the settings of a scoring run (PLL, whole-word, per-token lists, the chain-rule
-likelihood, the one-pass estimate), validated once where it is made; :class:`ScoreJob` (and the one-pass
+:class:`ScoreSpec` (defined in :mod:`mlmprob.likelihood.spec`, which imports no torch) holds the settings of a
+scoring run (PLL, whole-word, per-token lists, the chain-rule likelihood, the one-pass estimate), validated once where
+it is made; :class:`ScoreJob` (and the one-pass
 :class:`~mlmprob.onepass.job.OnePassScoreJob`) hold one as ``spec``.
 
 >>> ScoreSpec(likelihood="loglik", n_orders=3).recorded()  # doctest: +NORMALIZE_WHITESPACE
@@ -22,16 +23,11 @@ from dataclasses import asdict, dataclass, field
 from .data import Record, encodable_records, encode_records
 from .energies import token_scores
 from .errors import MLMProbError, NonFiniteError
-from .likelihood.spec import LOGLIK_ORDERS, LOGLIK_SETTINGS, LoglikSpec
+from .likelihood.spec import ScoreSpec
 from .models.protocol import NONFINITE_HINT
 from .models.reader import reader_of
 from .models.spec import ModelJob
 from .runtime.job import State
-from .settings import Spec, check_choice
-
-LIKELIHOODS = ("pll", "loglik")
-PLL_METHODS = ("exact", "one-pass")
-# LOGLIK_SETTINGS (likelihood/spec.py): the fields used (and stored) with likelihood="loglik", LoglikSpec's
 
 
 @dataclass(frozen=True)
@@ -125,62 +121,6 @@ def score_records(
         yield from flush()
         if progress:
             progress(len(buf))
-
-
-@dataclass(frozen=True)
-class ScoreSpec(Spec):
-    """The settings of a scoring run (``mlmprob score``'s flags of the same names).
-
-    ``whole_word``: the whole-word l2r PLL; ``per_token``: also per-token lists; ``likelihood``: ``"pll"``, or
-    ``"loglik"`` for also the chain-rule columns (:mod:`mlmprob.likelihood.records`)
-    over ``n_orders`` orders of kind ``order`` seeded by ``seed`` (``per_order``: their values too; these four are
-    :attr:`loglik_spec`, the :class:`~mlmprob.likelihood.spec.LoglikSpec` the likelihood API takes); ``pll``:
-    ``"exact"`` or ``"one-pass"`` (the estimate of :mod:`mlmprob.onepass`, with the fitted ``correction`` file,
-    None: the model's own). :meth:`recorded` (what the output's configuration stores and a resumed run must match):
-    ``whole_word``, ``per_token`` and, with the chain-rule likelihood, ``likelihood`` and its settings; the one-pass
-    keys (``pll``, the correction and its digest) are the command's: the digest needs the model."""
-
-    whole_word: bool = False
-    per_token: bool = False
-    likelihood: str = field(default="pll", metadata={"recorded": "unless default"})
-    order: str = "random"
-    n_orders: int = LOGLIK_ORDERS
-    per_order: bool = False
-    seed: int = 0
-    # recorded by the command: the one-pass method's spelling, the correction's resolved path and digest
-    pll: str = field(default="exact", metadata={"recorded": False})
-    correction: str | None = field(default=None, metadata={"recorded": False})
-
-    def __post_init__(self):
-        check_choice("likelihood", self.likelihood, LIKELIHOODS)
-        _ = self.loglik_spec  # made once here: validates order, n_orders and seed
-        check_choice("pll", self.pll, PLL_METHODS)
-        if self.correction is not None and not self.one_pass:
-            raise MLMProbError("--correction is the one-pass correction: use it with --pll one-pass")
-        if self.one_pass and (self.per_token or self.whole_word):
-            raise MLMProbError("--pll one-pass gives per-sequence scores only (no --per-token, no --whole-word)")
-        if self.one_pass and self.loglik:
-            raise MLMProbError("--pll one-pass and --likelihood loglik cannot be combined (the chain rule is exact)")
-
-    @property
-    def loglik(self) -> bool:
-        return self.likelihood == "loglik"
-
-    @property
-    def loglik_spec(self) -> LoglikSpec:
-        """The chain-rule settings (``order``, ``n_orders``, ``per_order``, ``seed``) as the likelihood API's spec.
-
-        >>> ScoreSpec(likelihood="loglik", n_orders=3).loglik_spec
-        LoglikSpec(order='random', n_orders=3, per_order=False, seed=0)
-        """
-        return LoglikSpec(**{k: getattr(self, k) for k in LOGLIK_SETTINGS})
-
-    @property
-    def one_pass(self) -> bool:
-        return self.pll == "one-pass"
-
-    def uses(self, name: str) -> bool:
-        return (name not in LOGLIK_SETTINGS or self.loglik) and (name != "correction" or self.one_pass)
 
 
 @dataclass(frozen=True)

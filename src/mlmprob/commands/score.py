@@ -6,7 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from ..argtypes import nonnegative_int, positive_int
+from ..argtypes import positive_int
 from ..errors import MLMProbError
 
 TSV_FIELDS = ("id", "n_tokens", "pll", "pll_per_token", "e_local", "e_raw")
@@ -29,40 +29,13 @@ def register(sub) -> None:
     add_dedupe_arg(p)
     add_model_args(p)
     p.add_argument("--out", "-o", help="output file, .jsonl, .tsv or .parquet (default: JSONL on stdout)")
-    p.add_argument("--per-token", action="store_true", help="also write per-token log-probabilities and raw logits")
-    p.add_argument("--whole-word", action="store_true", help="whole-word l2r PLL (Kauf & Ivanova 2023)")
-    from ..likelihood.spec import LOGLIK_ORDERS
+    from ..fields import add_field_flags
+    from ..likelihood.spec import ScoreSpec  # the spec's fields: --per-token ... --seed, --pll, --correction
 
-    p.add_argument(
-        "--likelihood",
-        choices=("pll", "loglik"),
-        default="pll",
-        help="loglik: also the chain-rule log-likelihood over the proposal alphabet "
-        "(mlmprob.loglik; columns loglik_mixture, loglik_elbo, loglik_per_token, ...)",
-    )
-    p.add_argument(
-        "--orders",
-        dest="n_orders",
-        metavar="ORDERS",
-        type=positive_int,
-        default=LOGLIK_ORDERS,
-        help="--likelihood loglik: random orders per "
-        f"record (all of them when a record has at most this many; default {LOGLIK_ORDERS})",
-    )
-    p.add_argument(
-        "--order", choices=("random", "l2r", "r2l"), default="random", help="--likelihood loglik: order kind"
-    )
-    p.add_argument("--per-order", action="store_true", help="--likelihood loglik: also a list of per-order values")
-    p.add_argument("--seed", type=nonnegative_int, default=0, help="--likelihood loglik: seed of each record's orders")
+    add_field_flags(p, ScoreSpec, ("per_token", "whole_word", "likelihood", "n_orders", "order", "per_order", "seed"))
     p.add_argument("--limit", type=positive_int, help="score only the first N records of the input (before --shard)")
     p.add_argument("--skip-invalid", action="store_true", help="skip records the tokenizer rejects, with a warning")
-    p.add_argument(
-        "--pll",
-        choices=("exact", "one-pass"),
-        default="exact",
-        help="exact: one masked copy per position; one-pass: an estimate from one unmasked pass and the "
-        "model's fitted correction (mlmprob calibrate), ~L times faster; its rows say method one_pass",
-    )
+    add_field_flags(p, ScoreSpec, ("pll",))
     p.add_argument(
         "--check",
         type=positive_int,
@@ -70,12 +43,7 @@ def register(sub) -> None:
         help="with --pll one-pass: also score N random records of this run exactly and print the "
         "Spearman, mean and max absolute error of the estimate",
     )
-    p.add_argument(
-        "--correction",
-        metavar="FILE",
-        help="with --pll one-pass: the correction file to use (from mlmprob calibrate --out) instead of "
-        "the one shipped or beside the model",
-    )
+    add_field_flags(p, ScoreSpec, ("correction",))
     add_runtime_args(p)
     p.set_defaults(func=run)
 
@@ -109,14 +77,13 @@ def run(args) -> int:
     if args.limit is not None and args.limit < 1:
         raise MLMProbError(f"--limit must be >= 1, got {args.limit}")
     opts = run_options(args)
-    if output_kind(args.out) == "tsv" and (args.per_token or args.per_order):
-        flag = "--per-token" if args.per_token else "--per-order"
-        what = "per-token lists" if args.per_token else "per-order lists"
+    spec = spec_of(ScoreSpec, args)  # --whole-word, --per-token, --likelihood, --order(s), --per-order, --seed, --pll
+    if output_kind(args.out) == "tsv" and (spec.per_token or spec.per_order):
+        flag = "--per-token" if spec.per_token else "--per-order"
+        what = "per-token lists" if spec.per_token else "per-order lists"
         raise MLMProbError(f"{flag} needs JSONL or Parquet output ({what} do not fit a TSV row)")
-    if args.check is not None and args.pll != "one-pass":
+    if args.check is not None and not spec.one_pass:
         raise MLMProbError("--check compares the one-pass estimate with exact PLL: use it with --pll one-pass")
-    # --whole-word, --per-token, --likelihood, --order(s), --per-order, --seed, --pll, ...
-    spec = spec_of(ScoreSpec, args)
     inputs = input_file(args)
     assert inputs is not None  # INPUT is a required argument
     unique = UniqueIds(args.dedupe)
@@ -144,8 +111,8 @@ def run(args) -> int:
 
         config.update(
             pll="one_pass",
-            correction=None if args.correction is None else str(Path(args.correction).resolve()),
-            correction_sha256=correction_digest(args.model, args.correction),
+            correction=None if spec.correction is None else str(Path(spec.correction).resolve()),
+            correction_sha256=correction_digest(args.model, spec.correction),
         )
     job = job_class(model_spec=model_spec(args), spec=spec, skip_invalid=args.skip_invalid)
     fields = TSV_FIELDS + (LOGLIK_FIELDS if spec.loglik else ()) + (("method",) if spec.one_pass else ())
