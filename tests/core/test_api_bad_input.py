@@ -132,7 +132,7 @@ def test_train_config_refuses_a_negative_seed():
     # the CLI's --seed is non-negative; TrainConfig(seed=-1) was accepted
     from mlmprob.training import TrainConfig
 
-    with pytest.raises(MLMProbError, match="seed must be non-negative, got -1"):
+    with pytest.raises(MLMProbError, match="seed must be a non-negative integer, got -1"):
         TrainConfig(seed=-1)
     assert TrainConfig(seed=0).seed == 0
 

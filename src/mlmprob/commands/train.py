@@ -6,26 +6,21 @@ import argparse
 
 from ..argtypes import (
     device_name,
-    dropout_rate,
     finite_float,
     nonnegative_float,
     nonnegative_int,
     open_fraction,
     positive_float,
     positive_int,
-    probability,
 )
 from ..jsonl import dumps
 
-
-def _split(text: str) -> tuple[float, float, float]:
-    try:
-        parts = tuple(float(s) for s in text.split(","))
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected three comma-separated numbers, got {text!r}") from None
-    if len(parts) != 3:
-        raise argparse.ArgumentTypeError(f"expected three comma-separated numbers (mask,random,keep), got {text!r}")
-    return parts
+#: The flags made from :class:`~mlmprob.training.config.TrainConfig`'s fields, by ``--help`` group.
+MODEL_FLAGS = (
+    "hidden_size num_layers num_heads intermediate_size dropout precision max_steps batch_size lr warmup_steps "
+    "weight_decay grad_clip"
+).split()
+MASKING_FLAGS = "mask_rate mask_split masking seed eval_every checkpoint_every keep_checkpoints kl_sequences".split()
 
 
 def register(sub) -> None:
@@ -64,44 +59,12 @@ def register(sub) -> None:
         "--heldout-fraction", type=open_fraction, default=0.05, help="share of the text lines held out for evaluation"
     )
     g.add_argument("--cased", action="store_true", help="keep case (default: lowercase)")
-    g = p.add_argument_group("model and optimisation")
-    g.add_argument("--hidden", type=positive_int, default=64, help="hidden size")
-    g.add_argument("--layers", type=positive_int, default=2, help="transformer layers")
-    g.add_argument("--heads", type=positive_int, default=2, help="attention heads")
-    g.add_argument("--intermediate", type=positive_int, default=128, help="feed-forward size")
-    g.add_argument("--dropout", type=dropout_rate, default=0.0, help="dropout rate")
-    g.add_argument(
-        "--precision",
-        choices=("fp32", "bf16"),
-        default="fp32",
-        help="bf16: bfloat16 autocast in the training forward pass (fast on AMX CPUs and GPUs)",
-    )
-    g.add_argument("--steps", type=positive_int, default=1000, help="optimiser steps in total")
-    g.add_argument("--batch-size", type=positive_int, default=64, help="sequences per step")
-    g.add_argument("--lr", type=positive_float, default=1e-3, help="peak learning rate (AdamW)")
-    g.add_argument("--warmup", type=nonnegative_int, default=100, help="linear warm-up steps")
-    g.add_argument("--weight-decay", type=nonnegative_float, default=0.01, help="AdamW weight decay")
-    g.add_argument("--grad-clip", type=nonnegative_float, default=1.0, help="gradient-norm clip (0 = off)")
+    from ..fields import add_field_flags
+    from ..training.config import TrainConfig
+
+    add_field_flags(p.add_argument_group("model and optimisation"), TrainConfig, MODEL_FLAGS)
     g = p.add_argument_group("masking and bookkeeping")
-    g.add_argument(
-        "--mask-rate", type=probability, default=0.15, help="fraction of tokens selected per sequence (>= 1)"
-    )
-    g.add_argument(
-        "--mask-split", type=_split, default=(1.0, 0.0, 0.0), help="mask,random,keep shares of the selected tokens"
-    )
-    g.add_argument(
-        "--masking",
-        choices=("dynamic", "static"),
-        default="dynamic",
-        help="dynamic: new masks every step; static: one fixed mask per sequence",
-    )
-    g.add_argument("--seed", type=nonnegative_int, default=0, help="init, data order, masks, dropout, data sampling")
-    g.add_argument("--eval-every", type=positive_int, default=100, help="steps between held-out evaluations")
-    g.add_argument("--checkpoint-every", type=positive_int, default=500, help="steps between checkpoints")
-    g.add_argument("--keep-checkpoints", type=positive_int, default=2, help="checkpoints kept on disk")
-    g.add_argument(
-        "--kl-sequences", type=nonnegative_int, default=256, help="held-out sequences for the exact KL (synthetic)"
-    )
+    add_field_flags(g, TrainConfig, MASKING_FLAGS)
     g.add_argument("--stop-after", type=positive_int, help="stop (with a checkpoint) after this many steps in total")
     g.add_argument("--device", type=device_name, default="cpu", help="torch device, e.g. cpu, cuda")
     g.add_argument("--no-progress", action="store_true", help="no progress bar")
@@ -114,31 +77,10 @@ def run(args) -> int:
     from ..training.config import TrainConfig
     from ..training.data import SyntheticSource, TextSource
     from ..training.loop import train
-    from .common import out_folder
+    from .common import out_folder, spec_of
 
     out = out_folder(args.out)
-    config = TrainConfig(
-        hidden_size=args.hidden,
-        num_layers=args.layers,
-        num_heads=args.heads,
-        intermediate_size=args.intermediate,
-        dropout=args.dropout,
-        max_steps=args.steps,
-        batch_size=args.batch_size,
-        lr=args.lr,
-        warmup_steps=args.warmup,
-        weight_decay=args.weight_decay,
-        grad_clip=args.grad_clip,
-        mask_rate=args.mask_rate,
-        mask_split=args.mask_split,
-        masking=args.masking,
-        seed=args.seed,
-        eval_every=args.eval_every,
-        checkpoint_every=args.checkpoint_every,
-        keep_checkpoints=args.keep_checkpoints,
-        kl_sequences=args.kl_sequences,
-        precision=args.precision,
-    )
+    config = spec_of(TrainConfig, args)  # a flag left out: the config's default
     source: SyntheticSource | TextSource
     if args.synthetic:
         lang = make_language(

@@ -1,4 +1,6 @@
-"""``TrainConfig``: everything that determines an MLM pretraining run (and so must match on resume)."""
+"""``TrainConfig``: everything that determines an MLM pretraining run (and so must match on resume). ``mlmprob
+train``'s flags of these settings are made from its fields (:func:`mlmprob.fields.add_field_flags`): each flag's
+type runs the field's own check, the one ``TrainConfig`` runs where it is made."""
 
 from __future__ import annotations
 
@@ -6,13 +8,53 @@ import math
 from dataclasses import asdict, dataclass, fields
 from typing import Any
 
+from ..argtypes import LIMIT, checked
 from ..errors import MLMProbError
+from ..fields import option
+from ..settings import check_choice, check_seed
 
 MASKINGS = ("dynamic", "static", "uniform")
 #: The most memory a training run may need by :meth:`TrainConfig.check_size`'s estimate: a typo such as
 #: ``--hidden 1000000000`` is refused in one line before the model is made.
 MAX_TRAIN_BYTES = 64 << 30  # BERT-base on batches of 32 x 512 tokens is about 26 GiB by this estimate
 PRECISIONS = ("fp32", "bf16")
+
+
+def _within(what: str, ok):
+    """A field's range check (``check(value, name)``): ``ok(value)``, else one line saying ``what`` it must be."""
+
+    def check(value, name: str = "value") -> None:
+        if not ok(value):
+            raise MLMProbError(f"{name} must be {what}, got {value!r}")
+
+    return check
+
+
+def _checked(parse, check) -> dict:
+    """The metadata of a field checked by ``check``: ``TrainConfig`` runs it, and so does its flag's type."""
+    return {"type": checked(parse, check), "check": check}
+
+
+_COUNT = _checked(int, _within(f"a positive integer no larger than {LIMIT:,}", lambda v: 1 <= v <= LIMIT))
+_STEPS = _checked(int, _within(f"a non-negative integer no larger than {LIMIT:,}", lambda v: 0 <= v <= LIMIT))
+_RATE = _checked(float, _within(f"a positive number no larger than {LIMIT:g}", lambda v: 0 < v <= LIMIT))
+_SCALE = _checked(float, _within(f"a non-negative number no larger than {LIMIT:g}", lambda v: 0 <= v <= LIMIT))
+
+
+def parse_mask_split(text: str) -> tuple[float, ...]:
+    """``--mask-split``'s text, ``mask,random,keep``, as three numbers (:func:`check_mask_split` checks them)."""
+    try:
+        parts = tuple(float(s) for s in text.split(","))
+    except ValueError:
+        parts = ()
+    if len(parts) != 3:
+        raise MLMProbError(f"mask_split must be three comma-separated numbers (mask,random,keep), got {text!r}")
+    return parts
+
+
+def check_mask_split(split, name: str = "mask_split") -> None:
+    if not (len(split) == 3 and all(s >= 0 for s in split) and abs(sum(split) - 1.0) <= 1e-9):  # NaN: refused
+        raise MLMProbError(f"{name} must be three non-negative shares (mask, random, keep) summing to 1, got {split}")
 
 
 @dataclass(frozen=True)
@@ -36,67 +78,55 @@ class TrainConfig:
     mlmprob.errors.MLMProbError: hidden_size (16) must be a multiple of num_heads (3)
     """
 
-    hidden_size: int = 64
-    num_layers: int = 2
-    num_heads: int = 2
-    intermediate_size: int = 128
-    dropout: float = 0.0
-    max_steps: int = 1000
-    batch_size: int = 64
-    lr: float = 1e-3
-    warmup_steps: int = 100
-    weight_decay: float = 0.01
-    grad_clip: float = 1.0
-    mask_rate: float = 0.15
-    mask_split: tuple[float, float, float] = (1.0, 0.0, 0.0)
-    masking: str = "dynamic"
-    seed: int = 0
-    eval_every: int = 100
-    checkpoint_every: int = 500
-    keep_checkpoints: int = 2
-    kl_sequences: int = 256  # held-out sequences for the exact KL (synthetic data only); 0 = off
-    precision: str = "fp32"  # "bf16": bfloat16 autocast for the forward pass (weights, optimiser stay fp32)
+    hidden_size: int = option(64, "hidden size", flag="--hidden", **_COUNT)
+    num_layers: int = option(2, "transformer layers", flag="--layers", **_COUNT)
+    num_heads: int = option(2, "attention heads", flag="--heads", **_COUNT)
+    intermediate_size: int = option(128, "feed-forward size", flag="--intermediate", **_COUNT)
+    dropout: float = option(0.0, "dropout rate", **_checked(float, _within("a rate in [0, 1)", lambda v: 0 <= v < 1)))
+    max_steps: int = option(1000, "optimiser steps in total", flag="--steps", **_COUNT)
+    batch_size: int = option(64, "sequences per step", **_COUNT)
+    lr: float = option(1e-3, "peak learning rate (AdamW)", **_RATE)
+    warmup_steps: int = option(100, "linear warm-up steps", flag="--warmup", **_STEPS)
+    weight_decay: float = option(0.01, "AdamW weight decay", **_SCALE)
+    grad_clip: float = option(1.0, "gradient-norm clip (0 = off)", **_SCALE)
+    mask_rate: float = option(
+        0.15,
+        "fraction of tokens selected per sequence (>= 1)",
+        **_checked(float, _within("a probability in (0, 1]", lambda v: 0 < v <= 1)),
+    )
+    mask_split: tuple[float, float, float] = option(
+        (1.0, 0.0, 0.0),
+        "mask,random,keep shares of the selected tokens",
+        shown="1,0,0",
+        **_checked(parse_mask_split, check_mask_split),
+    )
+    masking: str = option(
+        "dynamic",
+        "dynamic: new masks every step; static: one fixed mask per sequence; uniform: new masks, a number uniform "
+        "on 1..n per sequence",
+        choices=MASKINGS,
+    )
+    seed: int = option(0, "init, data order, masks, dropout, data sampling", **_checked(int, check_seed))
+    eval_every: int = option(100, "steps between held-out evaluations", **_COUNT)
+    checkpoint_every: int = option(500, "steps between checkpoints", **_COUNT)
+    keep_checkpoints: int = option(2, "checkpoints kept on disk", **_COUNT)
+    kl_sequences: int = option(256, "held-out sequences for the exact KL (synthetic)", **_STEPS)  # 0: off
+    precision: str = option(  # weights, gradients and the optimiser stay fp32
+        "fp32",
+        "bf16: bfloat16 autocast in the training forward pass (fast on AMX CPUs and GPUs)",
+        choices=PRECISIONS,
+    )
 
     def __post_init__(self):
         self._check_types()
         object.__setattr__(self, "mask_split", tuple(float(s) for s in self.mask_split))
-        for name in (
-            "hidden_size",
-            "num_layers",
-            "num_heads",
-            "intermediate_size",
-            "max_steps",
-            "batch_size",
-            "eval_every",
-            "checkpoint_every",
-            "keep_checkpoints",
-        ):
-            if int(getattr(self, name)) < 1:
-                raise MLMProbError(f"{name} must be at least 1, got {getattr(self, name)}")
+        for f in fields(self):  # each field's own check, the one its flag runs
+            if "check" in f.metadata:
+                f.metadata["check"](getattr(self, f.name), f.name)
+            elif "choices" in f.metadata:
+                check_choice(f.name, getattr(self, f.name), f.metadata["choices"])
         if self.hidden_size % self.num_heads:
             raise MLMProbError(f"hidden_size ({self.hidden_size}) must be a multiple of num_heads ({self.num_heads})")
-        if not 0.0 < self.mask_rate <= 1.0:
-            raise MLMProbError(f"mask_rate must lie in (0, 1], got {self.mask_rate}")
-        if len(self.mask_split) != 3 or min(self.mask_split) < 0 or abs(sum(self.mask_split) - 1.0) > 1e-9:
-            raise MLMProbError(
-                f"mask_split must be three non-negative shares (mask, random, keep) summing to 1, got {self.mask_split}"
-            )
-        if self.masking not in MASKINGS:
-            raise MLMProbError(f"masking must be one of {', '.join(MASKINGS)}, got {self.masking!r}")
-        if self.precision not in PRECISIONS:
-            raise MLMProbError(f"precision must be one of {', '.join(PRECISIONS)}, got {self.precision!r}")
-        if self.seed < 0:  # the CLI's --seed is non-negative too: one seed, one spelling
-            raise MLMProbError(f"seed must be non-negative, got {self.seed}")
-        if not 0.0 <= self.dropout < 1.0:
-            raise MLMProbError(f"dropout must lie in [0, 1), got {self.dropout}")
-        if (
-            self.lr <= 0
-            or self.warmup_steps < 0
-            or self.weight_decay < 0
-            or self.grad_clip < 0
-            or self.kl_sequences < 0
-        ):
-            raise MLMProbError("lr must be positive; warmup_steps, weight_decay, grad_clip, kl_sequences non-negative")
 
     def _check_types(self) -> None:
         """Integers where counts are, finite numbers where rates are: a string or None was Python's comparison
