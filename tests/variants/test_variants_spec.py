@@ -56,16 +56,20 @@ def test_a_spec_and_its_keywords_give_the_same_scores():
         score_variants(m, wt, muts, ["hcb"])
 
 
-def test_the_command_reads_the_comma_list_and_the_defaults_of_each_mode():
+def test_the_command_reads_the_comma_list_and_the_defaults_of_each_mode(capsys):
+    from mlmprob.cli import build_parser
     from mlmprob.commands.variants import variants_spec
 
     ns = dict(methods=None, offset=1, chain_orders=6, chain_seed=0, saturate=False)
     assert variants_spec(argparse.Namespace(**ns)).methods == DEFAULT_METHODS
     assert variants_spec(argparse.Namespace(**{**ns, "saturate": True})).methods == SATURATE_METHODS
-    spec = variants_spec(argparse.Namespace(**{**ns, "methods": " hcb, chain ,", "offset": 0}))
-    assert spec == VariantsSpec(methods=("hcb", "chain"), offset=0)
-    with pytest.raises(MLMProbError, match="--methods is empty"):
-        variants_spec(argparse.Namespace(**{**ns, "methods": ","}))
+    sub = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction)).choices["variants"]
+    spec = variants_spec(sub.parse_args(["x.csv", "--wild-type", "MK", "--methods", " hcb, chain ,", "--offset", "0"]))
+    assert spec == VariantsSpec(methods=("hcb", "chain"), offset=0)  # the flag reads the comma list
+    for text, why in ((",", "must name one or more methods"), ("hcb,nosuch", "unknown variant scoring method")):
+        with pytest.raises(SystemExit):
+            sub.parse_args(["x.csv", "--wild-type", "MK", "--methods", text])
+        assert f"argument --methods: {why}" in capsys.readouterr().err
 
 
 def test_the_cli_has_a_flag_for_every_field():

@@ -63,16 +63,9 @@ def register(sub) -> None:
     p.add_argument("--oracle-weight", type=finite_float, default=1.0, help="the oracle term's weight")
     p.add_argument("--oracle-minimize", action="store_true", help="lower oracle scores are better")
     _add_sampler_args(p.add_argument_group("sampler"))
-    c = p.add_argument_group("constraints")
-    c.add_argument("--positions", help="1-based residues that may change, e.g. 95-102,105 (default: all)")
-    c.add_argument("--allowed", action="append", default=[], metavar="POS:RESIDUES", help="e.g. 31:STY (repeatable)")
-    from ..fields import field_flag
+    from ..fields import add_field_flags
 
-    field_flag(c, DesignSpec, "max_mutations")
-    c.add_argument("--forbid", action="append", default=[], metavar="MOTIF", help="regex or preset (repeatable)")
-    c.add_argument("--require", action="append", default=[], metavar="MOTIF", help="regex (repeatable)")
-    field_flag(c, DesignSpec, "start_invalid")
-    field_flag(c, DesignSpec, "keep_parent_motifs")
+    add_field_flags(p.add_argument_group("constraints"), DesignSpec, CONSTRAINT_FLAGS)
     from .common import add_model_args, add_runtime_args
 
     add_model_args(p)
@@ -86,6 +79,8 @@ def register(sub) -> None:
     p.set_defaults(func=run)
 
 
+#: The constraints' flags, made from :class:`DesignSpec`'s fields.
+CONSTRAINT_FLAGS = ("positions", "allowed", "max_mutations", "forbid", "require", "start_invalid", "keep_parent_motifs")
 #: The sampler's flags made from :class:`DesignSpec`'s fields (those before ``--temperatures``).
 SAMPLER_FLAGS = (
     "method",
@@ -164,29 +159,15 @@ def load_oracle(text: str, allow_code: bool):
 
 
 def design_spec(args) -> DesignSpec:
-    """The :class:`DesignSpec` of the parsed arguments."""
-    from ..positions import parse_numbers
-
-    allowed = []
-    for text in args.allowed:
-        pos, sep, letters = text.partition(":")
-        if not sep or not pos.strip().isdigit():
-            raise MLMProbError(f"--allowed must be POS:RESIDUES (1-based), got {text!r}")
-        allowed.append((int(pos), letters.strip()))
+    """The :class:`DesignSpec` of the parsed arguments (``--positions``, ``--allowed``: parsed by their flags)."""
     try:
         temperatures = tuple(float(t) for t in args.temperatures.split(","))
     except ValueError:
         raise MLMProbError(f"--temperatures must be numbers separated by commas, got {args.temperatures!r}") from None
-    positions = None if args.positions is None else tuple(parse_numbers(args.positions, "--positions"))
+    given: dict = dict(temperatures=temperatures)  # the spec refuses a ladder other than its default unless replica
+    positions = getattr(args, "positions", None)
     if positions is not None and set(positions) == set(range(1, len(args.parent.strip()) + 1)):
-        positions = None  # every residue: the default, stored as it is (a resume compares what it stores)
-    given = dict(
-        positions=positions,
-        allowed=tuple(allowed),
-        forbid=tuple(args.forbid),
-        require=tuple(args.require),
-        temperatures=temperatures,  # the spec refuses a ladder other than its default unless replica
-    )
+        given["positions"] = None  # every residue: the default, stored as it is (a resume compares what it stores)
     from .common import spec_of
 
     return spec_of(DesignSpec, args, **given)

@@ -22,7 +22,7 @@ first residue)."""
 
 def register(sub) -> None:
     from ..settings import check_seed
-    from ..variants.spec import ALL_METHODS, VariantsSpec
+    from ..variants.spec import VariantsSpec
 
     p = sub.add_parser(
         "variants",
@@ -49,14 +49,9 @@ def register(sub) -> None:
     from .regions import add_cdr_args
 
     add_cdr_args(p, "with --saturate, mutate only the residues of this region of the wild type")
-    p.add_argument(
-        "--methods",
-        help=f"comma-separated, of: {', '.join(ALL_METHODS)} (default: wt_marginals,"
-        "masked_marginals,masked_marginals_all,hcb; with --saturate: wt_marginals,masked_marginals)",
-    )
     from ..fields import add_field_flags
 
-    add_field_flags(p, VariantsSpec, ("chain_orders", "chain_seed", "offset"))  # the spec's fields
+    add_field_flags(p, VariantsSpec, ("methods", "chain_orders", "chain_seed", "offset"))  # the spec's fields
     p.add_argument("--format", default="auto", choices=FORMATS, help="input format (auto: by the file's suffix)")
     p.add_argument("--mutant-column", default="mutant", help="mutant-string column of a CSV/TSV input")
     p.add_argument(
@@ -124,19 +119,13 @@ def expected_ids(config: dict, limit: int | None = None):
 
 
 def variants_spec(args, **given):
-    """The spec of ``mlmprob variants``' arguments: ``--methods`` is comma-separated text (None: the defaults,
-    those of ``--saturate`` with it)."""
+    """The spec of ``mlmprob variants``' arguments: ``--methods`` left out (or None) is the defaults, those of
+    ``--saturate`` with it."""
     from ..variants.spec import DEFAULT_METHODS, SATURATE_METHODS, VariantsSpec
     from .common import spec_of
 
-    if "methods" not in given:
-        text = getattr(args, "methods", None)
-        if text is None:
-            given["methods"] = SATURATE_METHODS if getattr(args, "saturate", False) else DEFAULT_METHODS
-        else:
-            given["methods"] = tuple(m.strip() for m in text.split(",") if m.strip())
-            if not given["methods"]:
-                raise MLMProbError("--methods is empty: name one or more methods, or leave it out for the defaults")
+    if "methods" not in given and getattr(args, "methods", None) is None:
+        given["methods"] = SATURATE_METHODS if getattr(args, "saturate", False) else DEFAULT_METHODS
     return spec_of(VariantsSpec, args, **given)
 
 

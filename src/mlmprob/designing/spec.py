@@ -24,7 +24,7 @@ import dataclasses
 import math
 from dataclasses import dataclass, field
 
-from ..argtypes import finite_float, nonnegative_int, positive_float, positive_int
+from ..argtypes import checked, finite_float, nonnegative_int, positive_float, positive_int
 from ..errors import MLMProbError
 from ..fields import option
 from ..settings import Spec, check_count, check_int, check_ladder
@@ -49,6 +49,25 @@ def _only(*methods: str) -> dict:
     return {"methods": methods}
 
 
+def parse_positions(text: str) -> tuple[int, ...]:
+    """``--positions``' text, 1-based residues and ranges (``95-102,105``), as residue numbers."""
+    from ..positions import parse_numbers  # (imports torch: only when the flag is given)
+
+    return tuple(parse_numbers(text, "positions"))
+
+
+def parse_allowed(text: str) -> tuple[int, str]:
+    """An ``--allowed`` text, ``POS:RESIDUES`` (1-based), as a ``(position, residues)`` pair.
+
+    >>> parse_allowed("31:STY")
+    (31, 'STY')
+    """
+    pos, sep, letters = text.partition(":")
+    if not sep or not pos.strip().isdigit():
+        raise MLMProbError(f"allowed must be POS:RESIDUES (1-based), got {text!r}")
+    return int(pos), letters.strip()
+
+
 @dataclass(frozen=True)
 class DesignSpec(Spec):
     """The settings of one design run.
@@ -66,8 +85,8 @@ class DesignSpec(Spec):
     cost over upper-case residues, :mod:`~mlmprob.designing.motifs`, or preset names), ``start_invalid`` (start at a
     parent outside ``C``), ``keep_parent_motifs`` (a forbidden motif the parent has is tolerated where it is: only
     new occurrences leave ``C``). ``mlmprob design``'s flags of the fields declared with
-    :func:`~mlmprob.fields.option` are made from them; those of ``positions``, ``allowed``, ``forbid``, ``require``
-    and ``temperatures`` read text."""
+    :func:`~mlmprob.fields.option` are made from them (``--positions`` and ``--allowed`` read text by
+    :func:`parse_positions` and :func:`parse_allowed`); ``--temperatures`` is a comma list read by the command."""
 
     method: str = option(
         "mh",
@@ -96,11 +115,20 @@ class DesignSpec(Spec):
         **_LATER,
     )
     hamming: float = option(0.0, "weight of the Hamming distance term", type=finite_float)
-    positions: tuple[int, ...] | None = None
-    allowed: tuple[tuple[int, str], ...] = ()
+    positions: tuple[int, ...] | None = option(
+        None, "1-based residues that may change, e.g. 95-102,105", type=checked(parse_positions), shown="all"
+    )
+    allowed: tuple[tuple[int, str], ...] = option(
+        (),
+        "e.g. 31:STY (repeatable)",
+        type=checked(parse_allowed),
+        action="append",
+        metavar="POS:RESIDUES",
+        shown="none",
+    )
     max_mutations: int | None = option(None, "at most this many mutations from the parent", type=nonnegative_int)
-    forbid: tuple[str, ...] = ()
-    require: tuple[str, ...] = ()
+    forbid: tuple[str, ...] = option((), "regex or preset (repeatable)", action="append", metavar="MOTIF", shown="none")
+    require: tuple[str, ...] = option((), "regex (repeatable)", action="append", metavar="MOTIF", shown="none")
     start_invalid: bool = option(False, "start at a parent that violates a constraint", action="store_true")
     keep_parent_motifs: bool = option(
         False,

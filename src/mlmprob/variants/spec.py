@@ -59,16 +59,33 @@ def check_methods(methods) -> tuple[str, ...]:
     return tuple(dict.fromkeys(methods))
 
 
+def parse_methods(text: str) -> tuple[str, ...]:
+    """``--methods``' text, comma-separated method names, checked (:func:`check_methods`).
+
+    >>> parse_methods(" hcb, chain ,")
+    ('hcb', 'chain')
+    """
+    methods = tuple(m.strip() for m in text.split(",") if m.strip())
+    if not methods:
+        raise MLMProbError(f"methods must name one or more methods (or be left out: the defaults), got {text!r}")
+    return check_methods(methods)
+
+
 @dataclass(frozen=True)
 class VariantsSpec(Spec):
     """``methods``: the scores (:data:`ALL_METHODS`, repeats dropped; None: every method of
     :data:`METHODS`); ``offset``: the number of the wild type's first residue in mutant
     strings; ``chain_orders`` and ``chain_seed``: the orders of ``chain``
-    (:func:`mlmprob.variants.chain.site_orders`). ``mlmprob variants``' flags ``--offset``, ``--chain-orders`` and
-    ``--chain-seed`` are made from these fields (:func:`mlmprob.fields.add_field_flags`); ``--methods`` is a
-    comma-separated list whose default depends on ``--saturate``."""
+    (:func:`mlmprob.variants.chain.site_orders`). ``mlmprob variants``' flags are made from these fields
+    (:func:`mlmprob.fields.add_field_flags`); ``--methods`` is a comma-separated list (:func:`parse_methods`) whose
+    default depends on ``--saturate``."""
 
-    methods: tuple[str, ...] = DEFAULT_METHODS
+    methods: tuple[str, ...] = option(
+        DEFAULT_METHODS,
+        f"comma-separated, of: {', '.join(ALL_METHODS)}",
+        type=checked(parse_methods),
+        shown=f"{', '.join(DEFAULT_METHODS)}; with --saturate: {', '.join(SATURATE_METHODS)}",
+    )
     offset: int = option(
         1, "number of the wild type's first residue in the mutant strings", type=checked(int, check_offset)
     )
