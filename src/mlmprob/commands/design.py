@@ -224,19 +224,14 @@ def run(args) -> int:
     from ..alphabet import AMINO_ACIDS
     from ..designing.constraints import Constraints
     from ..designing.job import chains_of
-    from ..runtime.command import StreamCommand, run_command
+    from ..runtime.command import StreamCommand, run_command, stored_config
     from .common import run_options
 
     spec = design_spec(args)
     job = design_job(args, spec)
     Constraints.build(job.parent, AMINO_ACIDS, **spec.constraint_keywords())  # bad motifs: before any model loads
     opts = run_options(args)
-    config = {
-        "command": "design",
-        "model": job.model_spec.model,
-        "models": [e[0] for e in job.expert_list],
-        **job.settings(),
-    }
+    config = stored_config("design", job.model_spec, job.settings(), {"models": [e[0] for e in job.expert_list]})
     if opts.resume and opts.out is not None:
         check_oracle_resume(opts.out, config)
     summary = RungSummary()

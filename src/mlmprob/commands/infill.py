@@ -187,7 +187,7 @@ def _run_one(args, spec, region) -> int:
 
 def _run_stream(args, spec, region) -> int:
     from ..infilling.stream import InfillJob, iter_gap_units
-    from ..runtime.command import StreamCommand, run_command
+    from ..runtime.command import StreamCommand, run_command, stored_config
     from ..runtime.unique import UniqueIds
     from .common import input_file, model_spec, run_options
     from .regions import cdr_config
@@ -201,20 +201,17 @@ def _run_stream(args, spec, region) -> int:
         records = unique(inputs.records())
         return region_units(records, region) if region else iter_gap_units(records, args.gaps)
 
-    config = {
-        "command": "infill",
-        "model": args.model,
+    job = InfillJob(model_spec=model_spec(args), spec=spec, skip_invalid=args.skip_invalid)
+    before = {
         "input": inputs.source,
         "positions_base": 1,
         "format": inputs.format,
         "column": inputs.column,
         "id_column": inputs.id_column,
         "gaps": args.gaps,
-        **spec.recorded(),
-        **({"dedupe": True} if args.dedupe else {}),
-        **cdr_config(region),
     }
-    job = InfillJob(model_spec=model_spec(args), spec=spec, skip_invalid=args.skip_invalid)
+    after = {**({"dedupe": True} if args.dedupe else {}), **cdr_config(region)}
+    config = stored_config("infill", job.model_spec, spec, before, after)
     done = run_command(
         StreamCommand(
             job,

@@ -218,13 +218,12 @@ def _job_fields(parsed: Parsed) -> dict:
 def _stored_config(parsed: Parsed, job, **mode) -> dict:
     """The configuration a run stores and a resume compares: the input, the free positions, ``mode``'s keys
     (``mode="folder"``), the region and the job's settings."""
+    from ..runtime.command import stored_config
     from .regions import cdr_config
     from .resume_positions import canonical_positions
 
     file, given = parsed.inputs.file, parsed.given
-    return {
-        "command": "sample",
-        "model": parsed.model.model,
+    before = {
         "input": None if file is None else file.source,
         "seqs": given["seqs"],
         "format": given["format"] if file is None else file.format,
@@ -234,9 +233,9 @@ def _stored_config(parsed: Parsed, job, **mode) -> dict:
         **({"positions_base": 1} if parsed.positions else {}),
         **mode,
         **cdr_config(parsed.region),
-        **job.settings(),
-        **({"dedupe": True} if parsed.inputs.dedupe else {}),
     }
+    after = {"dedupe": True} if parsed.inputs.dedupe else {}
+    return stored_config("sample", job.model_spec, job.settings(), before, after)
 
 
 def _resumed(parsed: Parsed, config: dict, out) -> dict:

@@ -68,7 +68,7 @@ def expected_ids(config: dict, limit: int | None = None):
 def run(args) -> int:
     from itertools import islice
 
-    from ..runtime.command import StreamCommand, run_command
+    from ..runtime.command import StreamCommand, run_command, stored_config
     from ..runtime.unique import UniqueIds
     from ..runtime.writers import output_kind
     from ..scoring import ScoreJob, ScoreSpec
@@ -92,29 +92,22 @@ def run(args) -> int:
         recs = unique(inputs.records())
         return recs if args.limit is None else islice(recs, args.limit)
 
-    config = {
-        "command": "score",
-        "model": args.model,
-        "input": inputs.source,
-        "format": inputs.format,
-        "column": inputs.column,
-        "id_column": inputs.id_column,
-        **spec.recorded(),
-        **({"dedupe": True} if args.dedupe else {}),
-    }
     from ..likelihood.records import LOGLIK_FIELDS
 
     job_class = ScoreJob
+    after: dict = {"dedupe": True} if args.dedupe else {}
     if spec.one_pass:
         from ..onepass.correction import correction_digest
         from ..onepass.job import OnePassScoreJob as job_class  # the same job, one-pass rows
 
-        config.update(
+        after.update(
             pll="one_pass",
             correction=None if spec.correction is None else str(Path(spec.correction).resolve()),
             correction_sha256=correction_digest(args.model, spec.correction),
         )
     job = job_class(model_spec=model_spec(args), spec=spec, skip_invalid=args.skip_invalid)
+    columns = {"input": inputs.source, "format": inputs.format, "column": inputs.column, "id_column": inputs.id_column}
+    config = stored_config("score", job.model_spec, spec, columns, after)
     fields = TSV_FIELDS + (LOGLIK_FIELDS if spec.loglik else ()) + (("method",) if spec.one_pass else ())
     done = run_command(
         StreamCommand(

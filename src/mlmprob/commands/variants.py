@@ -131,8 +131,8 @@ def variants_spec(args, **given):
 
 def _config(args, wild_type: str, spec):
     """The run's stored configuration and its input file (None with ``--saturate``)."""
-    from ..variants.spec import CHAIN_FIELDS
-    from .common import input_file
+    from ..runtime.command import stored_config
+    from .common import input_file, model_spec
 
     if (args.input is not None) == args.saturate:
         raise MLMProbError("give an input file, or --saturate (not both)")
@@ -143,13 +143,10 @@ def _config(args, wild_type: str, spec):
         )
     region = _region(args, wild_type)
     inputs = None if args.saturate else input_file(args)
-    settings = spec.recorded()
-    config = {
-        "command": "variants",
-        "model": args.model,
+    before = {
         "wild_type": wild_type,
-        "offset": settings["offset"],
-        "methods": settings["methods"],
+        "offset": ...,  # the spec's two settings stored here (stored_config), chain's after the input
+        "methods": ...,
         "saturate": args.saturate,
         **({"dedupe": True} if args.dedupe and not args.saturate else {}),
         "input": None if inputs is None else inputs.source,
@@ -157,10 +154,8 @@ def _config(args, wild_type: str, spec):
         "mutant_column": args.mutant_column,
         "column": args.column,
         "id_column": args.id_column,
-        **{k: settings[k] for k in CHAIN_FIELDS if k in settings},
-        **region,
     }
-    return config, inputs
+    return stored_config("variants", model_spec(args), spec, before, region), inputs
 
 
 def _region(args, wild_type: str) -> dict:

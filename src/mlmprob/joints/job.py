@@ -290,7 +290,7 @@ def run_pairs(
     job: JointsJob, run: RunOptions, mlm: MaskedLM | None = None, progress: Callable[[dict], None] | None = None
 ) -> list[dict]:
     """:func:`run_joints` of a job (the CLI's: its data read from ``job.data_path``)."""
-    from ..runtime.command import StreamCommand, run_command
+    from ..runtime.command import StreamCommand, run_command, stored_config
 
     if not isinstance(run, RunOptions) or run.out is None:
         raise MLMProbError(f"run must be a RunOptions naming its out folder (where and how to run), got {run!r}")
@@ -299,18 +299,10 @@ def run_pairs(
     out = Path(run.out)
     out.mkdir(parents=True, exist_ok=True)
     opts = replace(run, out=str(out / RECORDS_FILE), resume=True)
-    model = job.model_spec.model
-    dtype = _dtype_label(mlm if opts.in_process else None, job.model_spec.dtype, opts.devices[0], model)
-    config = {
-        "command": "joints",
-        "model": model,
-        "data": job.data,
-        **spec.recorded(),
-        **POSITIONS_BASE,
-        "dtype": dtype,
-        "shard": str(opts.shard),
-    }
-    stored = check_records(out, config)
+    ms = job.model_spec
+    dtype = _dtype_label(mlm if opts.in_process else None, ms.dtype, opts.devices[0], ms.model)
+    after = {**POSITIONS_BASE, "dtype": dtype, "shard": str(opts.shard)}
+    stored = check_records(out, stored_config("joints", ms, spec, {"data": job.data}, after))
     run_command(
         StreamCommand(
             job,

@@ -5,8 +5,9 @@ A command declares a :class:`StreamCommand`: its job (the one job shape of :mod:
 picklable; ``job.model_spec`` says which model it reads and how; ``job.load(device)`` loads the model once
 per worker and returns a :class:`~mlmprob.runtime.job.State`, whose ``.mlm`` is the model's reader;
 ``job.run(state, chunk)`` maps a chunk of units to ``(rows, skipped)``), its units (a function giving a
-fresh iterator), its configuration (stored in ``OUT.meta.json``; a resume must match it; ``models``, a list,
-names every model of a job that reads several, for the weights' identity) and its output columns.
+fresh iterator), its configuration (made by :func:`stored_config`, stored in ``OUT.meta.json``; a resume must match
+it; ``models``, a list, names every model of a job that reads several, for the weights' identity) and its output
+columns.
 :func:`run_command` does the rest, the same way for every command:
 
 1. the first unit is read (bad input fails before a model is loaded; no unit at all is ``spec.empty``);
@@ -103,6 +104,18 @@ class StreamRun(StreamSummary):
     ran_on: str = ""
     shard: Shard = Shard.whole()
     state: State | None = None
+
+
+def stored_config(command: str, model_spec, settings, before: dict | None = None, after: dict | None = None) -> dict:
+    """The configuration a command stores in its run file and a resume must match (:class:`StreamCommand`'s
+    ``config``), laid out one way for every command: ``command``; ``model``, the job's
+    :class:`~mlmprob.models.spec.ModelSpec`'s; the command's entries ``before`` the settings (its input, its
+    format and columns); the ``settings``: a spec's :meth:`~mlmprob.settings.Spec.recorded` fields (its fields'
+    ``recorded`` metadata honoured), or the dict a job makes of them (``sample``'s, ``design``'s
+    ``job.settings()``); then the entries ``after`` them. A setting that ``before`` names (its value ``...``) is
+    stored at that place; an entry of ``after`` already there takes its value in place."""
+    values = settings if isinstance(settings, dict) else settings.recorded()
+    return {"command": command, "model": model_spec.model, **(before or {}), **values, **(after or {})}
 
 
 def dtype_label(dtype_spec, device: str) -> str:
