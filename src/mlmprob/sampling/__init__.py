@@ -1,15 +1,7 @@
-"""Sampling from the energy networks behind masked LMs.
-
-Kernels (``init(ids, free) -> ChainState``, ``step(state, generator) -> (ChainState, StepInfo)``):
-``MetropolisHastings`` (Goyal et al. 2022, single-site and block, with cached single-site
-conditionals), ``DegenerateGibbs`` (Wang & Cho 2019; ``k``-Gibbs of Li et al. 2024) and
-``LiteralMH`` (Algorithm 1 verbatim, for reference), and ``Ancestral`` (exact draws of the
-chain-rule distributions of ``mlmprob.loglik``; parallel decoding with ``tokens_per_step > 1``),
-``Unmasking`` (confidence/margin/entropy-ordered unmasking, blocks, ReMDM remasking) and ``Adaptive`` (a
-dependence-aware parallel decoder); ``decoder_exact`` enumerates the decoders' exact output law (on the engine of
-``partial_states``, which also gives ``Ancestral``'s). ``sample`` runs many chains with burn-in,
-thinning, diagnostics and a resumable JSONL record; ``mask_predict`` is the greedy refinement
-baseline; ``find_cdr_h3`` locates CDR-H3 in a VH sequence.
+"""Sampling from the energy networks behind masked LMs: the MCMC kernels (``MetropolisHastings``,
+``DegenerateGibbs``, ``LiteralMH`` for reference), the independent draws (``Ancestral``, speculative, ``Unmasking``,
+``Adaptive``, mask-predict), ``sample`` (many chains with burn-in, thinning, diagnostics and a resumable record),
+``mask_predict`` and ``find_cdr_h3``.
 """
 
 from ..lazy import exports

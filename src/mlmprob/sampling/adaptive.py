@@ -1,40 +1,22 @@
-"""An adaptive, dependence-aware parallel decoder (Li et al. 2024's open question: masks chosen by measured
-dependence), as a sampler kernel (one epoch = one draw of the free positions from all-masked).
+"""An adaptive, dependence-aware parallel decoder (masks chosen by measured dependence), as a kernel (one epoch = one
+draw of the free positions from all-masked). A step of a chain with masked positions ``M``:
 
-A step of a chain with masked free positions ``M`` (``|M| = m``):
+1. **base** row read at ``M``: ``q_i`` and a candidate ``y_i ~ q_i`` at each;
+2. **pair** rows (``|M| >= 2``): for every ``j`` in ``M`` and value ``v`` of ``V_j`` (``q_j``'s support, or its
+   ``pair_top_k`` most probable), the row with ``x_j = v`` read at ``M - {j}``, giving the dependence
+   ``D[i, j] = sum_v w_j(v) KL(q_i(. | x_j = v) || q_i)`` (``decoders.dependence_matrix``): the KL between revealing
+   ``j`` then ``i`` and revealing both from one pass;
+3. **select** (``decoders.select_adaptive``): by decreasing ``score``, the first position and each later one whose
+   dependence with every taken one is below ``threshold`` (at most ``max_tokens``).
 
-1. **base** row: the current row (revealed tokens, ``M`` masked) read at ``M``: ``q_i`` for ``i`` in ``M``
-   (proposal distributions, ``proposals.proposal_log_probs``); a candidate ``y_i ~ q_i`` at each;
-2. **pair** rows (when ``m >= 2``): for every ``j`` in ``M`` and every value ``v`` in ``V_j`` (the tokens of
-   ``q_j``'s support, or its ``pair_top_k`` most probable, ties to the lower id), the row with ``x_j = v``
-   revealed, read at ``M - {j}``: ``q_i(. | x_j = v)``. The dependence
-   ``D[i, j] = sum_{v in V_j} w_j(v) KL(q_i(. | x_j = v) || q_i)`` (``w_j`` = ``q_j`` renormalised on
-   ``V_j``; ``decoders.dependence_matrix``) is, with ``V_j`` the whole support, exactly the KL between
-   revealing ``j`` then ``i`` (chain rule) and revealing both from one pass (product), the error a parallel
-   step makes on that pair; for the conditionals of a joint it is the conditional mutual information;
-3. **select** (``decoders.select_adaptive``): visit ``M`` by decreasing ``score`` (``decoders.scores``, ties
-   to the lowest position), take the first, and take each later one only if its dependence with every taken
-   one, ``max(D[i, c], D[c, i])``, is strictly below ``threshold`` (at most ``max_tokens``); reveal the taken
-   positions with their candidates.
+Base and pair rows go in one call (two with ``pair_top_k``); a step costs ``1 + m |V_j|`` rows.
 
-The pair rows of ``V_j`` = the whole alphabet do not depend on the base pass, so base and pair rows go in one
-model call (one sequential call per step); with ``pair_top_k`` they need the base's ``q_j``: two calls. A
-step costs ``1 + m |V_j|`` rows (one when one position is left). The number of steps is adaptive: between 1
-(independent positions, a high threshold) and ``n`` (``threshold = 0``).
-
-**What it samples.** With ``threshold = 0`` (or ``max_tokens = 1``) every step reveals one position, chosen
-from the state alone when the score is ``"margin"`` or ``"entropy"`` (``D`` is a function of the state, and so
-is the selection): ancestral sampling along an adaptive order ``sigma(x)``, so ``P(x) = p_{sigma(x)}(x)``, the
-chain rule along the order ``x`` itself produces (one path per output). For the conditionals of a joint this
-is the joint exactly (every order's chain rule is); for incompatible conditionals it is no fixed order's
-``p_sigma`` and not the mixture. With ``"confidence"`` the order depends on the draws and the revealed tokens
-are biased towards the mode. For ``threshold > 0`` no distribution is targeted: a step revealing a set ``A``
-replaces the chain rule on ``A`` by the product of ``A``'s one-pass conditionals; for compatible conditionals
-and ``|A| = 2`` the KL it adds at that state is exactly ``D`` (below the threshold), for larger sets the total
-correlation of ``A``, which pairwise values bound only loosely. ``sampling.decoder_exact`` enumerates the law.
-
-``log_prob``, ``revealed_at``, ``rounds``, ``calls`` as in ``sampling.unmasking``; ``rounds`` counts steps,
-``calls`` sequential model calls.
+**What it samples.** With ``threshold = 0`` (or ``max_tokens = 1``) and a score of the state alone, ancestral
+sampling along an adaptive order, ``P(x) = p_{sigma(x)}(x)``: the joint for compatible conditionals.
+``"confidence"`` biases towards the mode. For ``threshold > 0`` no distribution is targeted: a step replaces the
+chain rule on its set ``A`` by the product of one pass, adding ``D`` for ``|A| = 2`` (the total correlation for
+larger sets). ``sampling.decoder_exact`` enumerates the law. ``log_prob``, ``revealed_at``, ``rounds`` (steps),
+``calls`` (sequential calls) as in ``sampling.unmasking``.
 """
 
 from __future__ import annotations

@@ -1,17 +1,9 @@
-"""Ancestral sampling of the chain-rule distributions ``p_sigma`` of ``mlmprob.loglik``.
-
-One epoch masks the chain's free positions and fills them one step at a time in an order ``sigma``,
-each from the model's conditional (over the proposal alphabet) given what is revealed, the rest
-masked: an exact sample of ``p_sigma`` (``"l2r"``, ``"r2l"``, one given order), or with a fresh
-uniform order per chain and epoch (``"random"``; one of several given orders, uniformly) an exact
-sample of the mixture ``p_mix``. The state keeps ``log_prob``: the log-probability of the draw along
-its order (``log p_sigma(x_S | x_C)`` at proposal temperature 1 and ``top_p`` 1, else under the
-tempered or truncated conditionals it was drawn from).
-
-``tokens_per_step = k`` reveals ``k`` positions of the order per step, each drawn from its own
-conditional given the same revealed context (one row read at ``k`` positions): parallel decoding
-(Li et al. 2024), an approximation of ``p_sigma`` for ``k > 1`` (its ``log_prob`` is then the
-product of the conditionals used). The chains of one call are one record of the forward primitive.
+"""Ancestral sampling of the chain-rule distributions ``p_sigma`` of ``mlmprob.loglik``: an epoch masks the free
+positions and fills them one step at a time along ``sigma``, each from the model's conditional given what is
+revealed; exact draws of ``p_sigma`` (``"l2r"``, ``"r2l"``, a given order) or of the mixture over orders
+(``"random"``: a fresh order per chain and epoch). ``log_prob``: the draw's log-probability along its order (under
+the tempered or truncated conditionals when the proposal is). ``tokens_per_step = k > 1`` reveals ``k`` positions per
+step from one row (parallel decoding, Li et al. 2024: approximate; ``log_prob`` the product of the conditionals used).
 """
 
 from __future__ import annotations
@@ -26,29 +18,18 @@ from ..batching import read_logits
 from ..errors import MLMProbError
 from ..likelihood.orders import ORDER_KINDS, OrderSpec, plan_orders
 from ..models.protocol import MaskedLM
-from .kernels import StepInfo, free_or_default, resolve_scored
+from .kernels import DrawState, StepInfo, free_or_default, resolve_scored
 from .options import ProposalConfig, check_positive_int
 from .proposals import VocabularyKernel, allowed_ids, proposal_log_probs, sample_from
 
 
 @dataclass(frozen=True)
-class AncestralState:
-    """``ids`` ``[B, L]`` (mask at the positions still to reveal during an epoch), ``free`` /
-    ``scored`` bool ``[B, L]``, ``epoch``; ``plan`` bool ``[S, B, L]`` (the steps of the current epoch,
-    None between epochs) and ``cursor``; ``log_prob`` ``[B]`` float64 (of the draw so far);
-    ``rounds`` = ``calls`` long ``[B]`` (the steps of the current or last epoch: one sequential call each);
-    ``forward_rows``: model rows forwarded."""
+class AncestralState(DrawState):
+    """A :class:`~mlmprob.sampling.kernels.DrawState` with ``plan`` ``[S, B, L]`` (the epoch's steps, None between
+    epochs) and ``cursor``; ``rounds`` = ``calls`` (one call a step)."""
 
-    ids: torch.Tensor
-    free: torch.Tensor
-    scored: torch.Tensor
-    epoch: int = 0
     plan: torch.Tensor | None = None
     cursor: int = 0
-    log_prob: torch.Tensor | None = None
-    forward_rows: int = 0
-    rounds: torch.Tensor | None = None
-    calls: torch.Tensor | None = None
 
 
 def step_plan(orders: torch.Tensor, L: int, tokens_per_step: int) -> torch.Tensor:

@@ -33,24 +33,19 @@ class _DrawsOnly:
 
 @dataclass(frozen=True)
 class SampleResult(_DrawsOnly):
-    """Outcome of ``sample``. Epoch axes count every epoch (burn-in included); chain axes ``B``.
+    """Outcome of ``sample``; epoch axes ``E`` count every epoch (burn-in included), chain axes ``B``:
 
-    - ``samples`` ``[S, B, L]``: chain states at the end of each kept epoch (``kept_epochs`` ``[S]``);
-    - ``final_ids`` ``[B, L]``; ``free`` bool ``[B, L]``;
-    - ``energy_local``, ``energy_raw`` ``[E, B]`` (float64): energies of the states at the end of each
-      epoch, whatever the target; ``energy`` is the target's trace; None for independent draws unless the spec
-      asks for them (``energies=True``: one more pass per draw, counted in ``forward_rows`` and ``calls``);
-    - ``accept``, ``novel`` ``[E, B]``: per-epoch, per-chain rates; ``accept_rate``, ``novel_rate``:
-      over the epochs after burn-in;
+    - ``samples`` ``[S, B, L]``: the states after each kept epoch (``kept_epochs`` ``[S]``); ``final_ids`` ``[B, L]``;
+      ``free`` bool ``[B, L]``;
+    - ``energy_local``, ``energy_raw`` ``[E, B]`` (float64): the states' energies after each epoch; ``energy``: the
+      target's trace; None for independent draws unless the spec asks for ``energies``;
+    - ``accept``, ``novel`` ``[E, B]``, and ``accept_rate``, ``novel_rate`` after burn-in; ``proposal_counts`` ``[E,
+      B]``: the proposals behind ``accept`` (speculative: the drafts tested);
     - ``identity`` ``[E, B]`` or None: fraction of free positions equal to the reference;
-    - ``ess``, ``rhat``: of the target-energy trace over the kept epochs, across chains;
-    - ``forward_rows``: model rows forwarded by the kernel (initialisation included);
-    - ``target_temperature`` ``[E]``, ``block_size`` ``[E]``, ``seconds`` ``[E]``;
-    - ``proposal_counts`` ``[E, B]``: the proposals behind ``accept`` (speculative: the drafts put to the
-      acceptance test).
+    - ``ess``, ``rhat``: of the target-energy trace over the kept epochs; ``forward_rows``: rows forwarded;
+    - ``target_temperature``, ``block_size``, ``seconds`` ``[E]``.
 
-    The independent draws report more (:class:`DrawResult`); for the MCMC methods ``log_prob``, ``rounds`` and
-    ``calls`` are None.
+    ``log_prob``, ``rounds`` and ``calls`` are None for the MCMC methods (see :class:`DrawResult`).
     """
 
     samples: torch.Tensor
@@ -91,14 +86,10 @@ class SampleResult(_DrawsOnly):
 
 @dataclass(frozen=True)
 class DrawResult(SampleResult):
-    """Outcome of ``sample`` for a method whose epochs are independent draws (ancestral, speculative, the
-    decoders): what :class:`SampleResult` holds, and
-
-    - ``log_prob`` ``[E, B]`` (float64): the log-probability of each epoch's draw (along its order; the
-      decoders: the product of the conditionals the draw used);
-    - ``rounds``, ``calls`` ``[E, B]`` (long): the sequential rounds of each chain's draw and the model calls
-      they made one after the other (ancestral: one per step; speculative: a draft pass and a verification
-      batch per round), the energy pass included when the spec asks for ``energies``.
+    """Outcome of ``sample`` for independent draws (ancestral, speculative, the decoders): :class:`SampleResult`'s
+    fields, and ``log_prob`` ``[E, B]`` (each draw's log-probability along its order; the decoders: the product of the
+    conditionals used), ``rounds`` and ``calls`` ``[E, B]`` (each draw's sequential rounds and model calls, the energy
+    pass included when the spec asks for ``energies``).
     """
 
     log_prob: torch.Tensor = field()
@@ -118,31 +109,24 @@ def sample(
     on_epoch: Callable[[EpochRecord, int], None] | None = None,
     **options,
 ) -> SampleResult:
-    """Run ``B`` chains (one per row of ``init_ids``: token ids ``[B, L]``, or text, a sequence or a list of
-    sequences, encoded by the model's tokenizer as the scoring entry points encode it,
-    :func:`~mlmprob.energies.as_input_ids`) for ``burn_in + epochs`` epochs, as ``spec``
-    (a :class:`~mlmprob.sampling.spec.SamplerSpec`) says; ``options`` are its fields (``sample(m, ids,
-    epochs=4)``), or change a given ``spec``'s.
+    """Run ``B`` chains for ``burn_in + epochs`` epochs as ``spec`` (a :class:`~mlmprob.sampling.spec.SamplerSpec`)
+    says; ``options`` are its fields (``sample(m, ids, epochs=4)``), or change a given ``spec``'s. ``init_ids``: token
+    ids ``[B, L]`` (one chain per row), or text, a sequence or a list of them (:func:`~mlmprob.energies.as_input_ids`).
 
-    ``method="mh"`` targets ``p(x) ∝ exp(-E(x)/tau)``, ``E`` = ``E_local`` or ``E_raw`` (``energy``)
-    summed over the free positions (``score_all``: every non-special position); ``method="gibbs"``
-    is the degenerate (always-accept) sampler. One epoch is one sweep over each chain's free
-    positions in ``order`` (``"random"`` or ``"l2r"``), in blocks of ``block_size``. ``block_size``
-    and ``target_temperature`` take schedules (``LinearBlockSize``, ``LinearAnneal``). Proposals are
-    the MLM conditionals at ``proposal_temperature`` (0: greedy) and nucleus ``top_p``. MH's ``informed`` and
-    ``sites=k`` make exact moves of :mod:`~mlmprob.mcmc.moves` from the cached rows instead (``ceil(n / k)``
-    an epoch).
-    ``method="ancestral"`` draws, every epoch, an independent exact sample of the chain-rule distribution
-    ``p_sigma`` of ``mlmprob.loglik`` (``order``: ``"l2r"``, ``"r2l"``, given orders, or ``"random"``: a fresh
-    order per chain and epoch, an exact sample of the mixture over orders), ``tokens_per_step`` positions per step
-    (parallel decoding for more than 1: approximate); ``log_prob``: each draw's log-probability along its order.
-    ``"speculative"``: the same exact draws in fewer sequential model calls (``draft_k`` drafts a round, default 4).
-    ``init``: ``"given"``, ``"greedy"`` (all-mask warm start) or ``"random"`` (MCMC only). States at
-    the end of every ``thin``-th epoch after burn-in are kept (the last epoch always is when ``thin``
-    divides ``epochs``). ``reference`` (``[L]`` or ``[B, L]``) adds the identity metric. ``run_file``
-    (:class:`~mlmprob.sampling.io.RunFile`): where the run is written as it goes; if it exists with the same
-    configuration the run resumes after its last complete epoch (``generator`` is then reset to the stored
-    state). ``on_epoch(record, total_epochs)`` is called after every epoch (a progress bar).
+    ``method="mh"`` targets ``p(x) ∝ exp(-E(x)/tau)``, ``E`` = ``E_local`` or ``E_raw`` (``energy``) over the free
+    positions (``score_all``: every non-special position); ``"gibbs"`` accepts every proposal. An epoch is one sweep
+    over each chain's free positions in ``order`` (``"random"``, ``"l2r"``) in blocks of ``block_size``; ``block_size``
+    and ``target_temperature`` take schedules (``LinearBlockSize``, ``LinearAnneal``). Proposals are the MLM
+    conditionals at ``proposal_temperature`` (0: greedy) and nucleus ``top_p``; MH's ``informed`` and ``sites=k`` make
+    exact moves of :mod:`~mlmprob.mcmc.moves` instead (``ceil(n / k)`` an epoch). ``method="ancestral"`` draws every
+    epoch an exact sample of ``p_sigma`` of ``mlmprob.loglik`` (``order``: ``"l2r"``, ``"r2l"``, given orders, or
+    ``"random"``: the mixture over orders), ``tokens_per_step`` positions per step (approximate for more than 1);
+    ``log_prob``: each draw's log-probability along its order. ``"speculative"``: the same exact draws in fewer
+    sequential calls (``draft_k`` drafts a round). ``init``: ``"given"``, ``"greedy"`` or ``"random"`` (MCMC only). The
+    states after every ``thin``-th epoch after burn-in are kept. ``positions``: the free positions. ``reference``
+    (``[L]`` or ``[B, L]``) adds the identity metric. ``run_file`` (:class:`~mlmprob.sampling.io.RunFile`): where the
+    run is written as it goes; an existing one of the same configuration is resumed after its last complete epoch
+    (``generator`` reset to its stored state). ``on_epoch(record, total_epochs)`` is called after every epoch.
 
     >>> import torch
     >>> from mlmprob import ExactMLM
@@ -172,10 +156,9 @@ def sample(
 
 
 class Chains:
-    """The one epoch loop: the chains of one run, started fresh (initialisation) or resumed from ``run_file``
-    after its last complete epoch; :meth:`epochs` steps the kernel epoch by epoch up to
-    ``spec.total_epochs``, yielding (and writing) one :class:`~mlmprob.sampling.io.EpochRecord` each. Used
-    by :func:`sample` and by the app, which draws the chains as they go (``state``, ``kernel``)."""
+    """The one epoch loop: a run's chains, started fresh or resumed from ``run_file`` after its last complete epoch;
+    :meth:`epochs` yields (and writes) one :class:`~mlmprob.sampling.io.EpochRecord` per epoch. Used by :func:`sample`
+    and by the app, which draws the chains as they go."""
 
     def __init__(
         self,
@@ -202,8 +185,7 @@ class Chains:
         self.rows_before = rows_before - self.state.forward_rows  # the kernel counts from its own init
 
     def _start(self, ids: torch.Tensor, free: torch.Tensor):
-        """``(first state, rows forwarded before the kernel's)``: a fresh start, or the state after the last
-        complete epoch of the run file."""
+        """``(first state, rows forwarded before the kernel's)``: fresh, or after the run file's last epoch."""
         if self.records:
             last = self.records[-1]
             set_generator_state(self.generator, last.generator_state)

@@ -1,14 +1,7 @@
-"""Antibody regions for the samplers and commands.
-
-``cdr_mask`` (what ``--cdr`` uses): the tokens of any of the six CDRs (H1-H3, L1-L3), found by numbering
-the chain with a numbering library (:mod:`mlmprob.numbering`: anarcism, IMGT; Kabat for CDR-H3).
-
-``find_cdr_h3`` / ``cdr_h3_mask``: the older motif rule, kept because the CDR-H3 and variants-data
-experiments were run with it (docs/results/numbering.md measures where it differs from the library).
-CDR-H3 lies between the conserved second cysteine of the domain (Cys 104 in IMGT numbering,
-Cys 92 in Kabat, usually in ``Y-Y-C`` / ``Y-F-C``) and the tryptophan of the J-region motif
-``W-G-x-G`` (Trp 118 IMGT / 103 Kabat). ``definition="imgt"`` returns the residues strictly between
-the two (IMGT 105-117); ``"kabat"`` drops the two residues after the cysteine (Kabat 95-102).
+"""Antibody regions for the samplers and commands: ``cdr_mask`` (``--cdr``: any of H1-H3, L1-L3, numbered by
+:mod:`mlmprob.numbering`), and the older motif rule ``find_cdr_h3`` / ``cdr_h3_mask``, kept for the experiments run
+with it (docs/results/numbering.md): CDR-H3 between the second cysteine (IMGT 104) and the Trp of ``W-G-x-G``
+(IMGT 118); ``"imgt"`` the residues strictly between, ``"kabat"`` without the two after the cysteine.
 """
 
 from __future__ import annotations

@@ -1,26 +1,11 @@
-"""The exact output law of the parallel decoders (``sampling.unmasking.Unmasking``, ``sampling.adaptive.Adaptive``)
-on a tiny model: their rules for the partial-state engine (``sampling.partial_states``), which pushes the
-distribution over partial states through the decoder's steps, all states of a step at once.
+"""The exact output law of the parallel decoders (``Unmasking``, ``Adaptive``) on a tiny model: their rules for the
+partial-state engine (``sampling.partial_states``), built from the kernels' own selection functions
+(``sampling.decoders``), so the enumerated law is the kernels' law.
 
-``exact_output_distribution(decoder, logprobs, V, L)``: a partial state is a row of symbols ``0..V-1`` with
-``V`` for a masked position. At every step the model's rows at the states held (``logprobs``) become the
-decoder's proposal (``proposals.proposal_log_probs``: temperature, nucleus; and the rows its scores read,
-``decoders.score_config``) as in the kernels; the decoders' own selection rules (``sampling.decoders``:
-``scores``, ``select_top``, ``select_adaptive``, ``dependence_matrix``, ``unmask_plan``) say which positions
-are revealed, and the weight moves to the resulting states. With the ``"confidence"`` score every candidate
-draw at the eligible positions is enumerated (the selection looks at the draws); with a score of the state
-alone (``"margin"``, ``"entropy"``) only the revealed positions' values are (the discarded candidates sum
-out). ``Unmasking``'s ReMDM remasking steps mask every free position with probability ``remask`` and redraw
-the masked ones from one pass; ``Adaptive``'s pair rows are the rows of the states with one more position
-revealed (every symbol, or the ``pair_top_k`` likeliest).
-
-``logprobs(partial [N, L]) -> [N, L, V]`` (float64 log-probabilities, normalised over the ``V`` symbols; only
-the masked positions are used) is the model's conditionals at temperature 1: a table ``[(V + 1)**L, L, V]`` of
-every partial state's rows (``partial_states.partial_log_probs`` of a trained model's conditionals) or a
-function, e.g. :func:`model_logprobs` of a masked LM, read through the forward primitive (with ``wrap`` and
-``offset`` for a model whose ids are not the symbols, as in ``experiments.ground_truth_chain_eval``). Costs
-grow as ``(V + 1)^L`` states times the ``V^k`` draws of ``k`` revealed positions (the ``"confidence"`` score
-and ReMDM's remasking steps enumerate the most).
+``exact_output_distribution(decoder, logprobs, V, L)``: ``logprobs(partial [N, L]) -> [N, L, V]`` (float64, the
+mask is symbol ``V``) is a table of every partial state's rows (``partial_states.partial_log_probs``) or a function
+(:func:`model_logprobs`). With ``"confidence"`` every candidate draw is enumerated (the selection looks at them);
+with a score of the state alone only the revealed values are. Costs grow as ``(V + 1)^L`` states times ``V^k``.
 """
 
 from __future__ import annotations

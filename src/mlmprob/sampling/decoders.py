@@ -1,22 +1,11 @@
-"""The pure rules of the parallel decoders (``sampling.unmasking``, ``sampling.adaptive``), shared by their
-kernels and by the exact enumerator (``sampling.decoder_exact``): scores, step schedules, the plan of an
-epoch, which positions a step reveals, and the pair dependence of the adaptive decoder.
+"""The pure rules of the parallel decoders (``sampling.unmasking``, ``sampling.adaptive``), shared by their kernels and
+the exact enumerator (``sampling.decoder_exact``), so the enumerated law is the kernels' law; no model, no generator.
 
-Everything here is a function of tensors: no model, no generator. The kernels draw, the enumerator
-enumerates, and both ask these functions what to reveal, so the enumerated law is the kernels' law.
-
-- **Scores** (higher is revealed first) of a masked position ``i`` from its proposal distribution ``q_i``
-  (``proposals.proposal_log_probs``) and the candidate ``y_i ~ q_i`` drawn there: ``"confidence"``
-  ``log q_i(y_i)`` (MaskGIT, LLaDA's low-confidence remasking), ``"margin"`` top-1 minus top-2 probability
-  of ``q_i`` and ``"entropy"`` ``-H(q_i)`` (Dream). Confidence depends on the draw; margin and entropy on
-  the state only (which matters: see ``sampling.unmasking``).
-  The scores read the proposal distribution, except for a greedy proposal (temperature 0), where they read
-  the temperature-1 one (its nucleus kept; Dream's rule): a one-hot row would tie every score.
-- **Ties** between equal scores go to the lowest position (a stable sort of the scores).
-- **Schedules**: ``n`` masked positions revealed in ``S' = min(S, n)`` steps, every step at least one:
-  ``"linear"`` ``floor((t+1) n / S') - floor(t n / S')`` at step ``t`` (the counts differ by at most one);
-  ``"cosine"`` (MaskGIT) leaves ``floor(n cos(pi t / 2S'))`` masked after step ``t``, clamped so that every
-  step reveals at least one and leaves at least one for each later step.
+- **Scores** (higher first) of a masked position from its proposal ``q_i`` and candidate ``y_i``: ``"confidence"``
+  ``log q_i(y_i)`` (MaskGIT, LLaDA), ``"margin"`` top-1 minus top-2 probability, ``"entropy"`` ``-H(q_i)`` (Dream).
+  A greedy proposal's scores read the temperature-1 rows (:func:`score_config`). Ties go to the lowest position.
+- **Schedules**: ``n`` positions in ``S' = min(S, n)`` steps of at least one: ``"linear"`` (counts differ by at most
+  one), ``"cosine"`` (MaskGIT: ``floor(n cos(pi t / 2S'))`` left masked after step ``t``, clamped).
 """
 
 from __future__ import annotations

@@ -1,9 +1,5 @@
-"""MCMC diagnostics as pure functions over ``[chains, samples]`` arrays (float64).
-
-- ``effective_sample_size``: multi-chain ESS with Geyer's initial monotone sequence on the
-  combined autocorrelation (Stan's estimator, without rank normalisation);
-- ``split_rhat``: potential scale reduction on chains split in halves (Gelman et al., BDA3);
-- ``identity``: fraction of free positions equal to a reference.
+"""MCMC diagnostics over ``[chains, samples]`` (float64): ``effective_sample_size`` (Stan's multi-chain ESS, Geyer's
+initial monotone sequence, no rank normalisation), ``split_rhat`` (Gelman et al., BDA3) and ``reference_identity``.
 """
 
 from __future__ import annotations

@@ -1,7 +1,5 @@
-"""The methods whose every epoch is an independent draw from all-masked: ancestral and speculative (exact draws
-of ``p_sigma``), and the parallel decoders unmask and adaptive. Their specs (``energies``: score the draws, one
-more pass counted in their cost), kernel factories, what ``summary.json`` adds, and registry entries (see
-:mod:`.spec`)."""
+"""The methods whose every epoch is an independent draw from all-masked (ancestral, speculative, unmask, adaptive,
+mask-predict): their specs, kernel factories, ``summary.json`` additions and registry entries."""
 
 from __future__ import annotations
 
@@ -95,8 +93,6 @@ class SpeculativeSpec(OrderedDrawSpec):
     )
 
     def __post_init__(self):
-        if self.draft_k is None:  # None: the default, as before the specs were split
-            object.__setattr__(self, "draft_k", DEFAULT_DRAFT_K)
         super().__post_init__()
         check_positive_int(self.draft_k, "draft_k")
 
@@ -262,58 +258,44 @@ def draw_summary(result, spec) -> dict:
     return out
 
 
-register(
-    Method(
+# in the order of --method's choices after mh and gibbs
+for _name, _spec, _kernel, _help, _reports in (
+    (
         "ancestral",
         AncestralSpec,
         _ancestral,
         "every epoch an exact draw of p_sigma of `mlmprob loglik` along --order (random: a fresh order per "
         "chain and epoch)",
-        draws=True,
-        rates=None,
-        no_accept="ancestral sampling has no accept step",
-        summary=draw_summary,
-    )
-)
-register(
-    Method(
+        dict(rates=None, no_accept="ancestral sampling has no accept step"),
+    ),
+    (
         "speculative",
         SpeculativeSpec,
         _speculative,
         "the ancestral draws in fewer sequential calls",
-        draws=True,
-        rates="drafts",
-        costs=True,
-        summary=draw_summary,
-    )
-)
-for _name, _spec, _kernel, _help in (
-    ("unmask", UnmaskSpec, _unmask, "parallel decoding by --score (MaskGIT, LLaDA, Dream; ReMDM remasking)"),
-    ("adaptive", AdaptiveSpec, _adaptive, "reveal together only weakly dependent positions"),
-):
-    register(
-        Method(
-            _name,
-            _spec,
-            _kernel,
-            _help,
-            draws=True,
-            rates=None,
-            costs=True,
-            no_accept=f"{_name} decoding has no accept step",
-            summary=draw_summary,
-        )
-    )
-register(
-    Method(
+        dict(rates="drafts"),
+    ),
+    (
+        "unmask",
+        UnmaskSpec,
+        _unmask,
+        "parallel decoding by --score (MaskGIT, LLaDA, Dream; ReMDM remasking)",
+        dict(rates=None, no_accept="unmask decoding has no accept step"),
+    ),
+    (
+        "adaptive",
+        AdaptiveSpec,
+        _adaptive,
+        "reveal together only weakly dependent positions",
+        dict(rates=None, no_accept="adaptive decoding has no accept step"),
+    ),
+    (
         "mask-predict",
         MaskPredictSpec,
         _mask_predict,
         "greedy refinement in --iterations rounds (Ghazvininejad et al. 2019; a deterministic baseline)",
-        draws=True,
-        rates=None,
-        costs=True,
-        no_accept="mask-predict is greedy: no accept step",
-        summary=draw_summary,
-    )
-)
+        dict(rates=None, no_accept="mask-predict is greedy: no accept step"),
+    ),
+):
+    _costs = _name != "ancestral"  # every draw but ancestral's reports what it cost
+    register(Method(_name, _spec, _kernel, _help, draws=True, costs=_costs, summary=draw_summary, **_reports))

@@ -1,12 +1,7 @@
-"""Folder mode of ``mlmprob sample`` as a job of the one runner (:func:`mlmprob.runtime.command.run_command`).
-
-Every chain of every input is sampled in one batch: the run's one unit (:class:`BatchUnit`) holds all the
-input records. :class:`FolderSampleJob` samples it with a generator seeded by ``seed`` alone, writing
-``OUT/run.jsonl`` as it goes (the epoch log, :class:`~mlmprob.sampling.io.RunFile`: a killed run resumes
-after its last complete epoch), and returns one row per chain (the columns of the streamed mode,
-:func:`~mlmprob.sampling.stream.result_rows`), which the runner writes to ``OUT/chains.jsonl``. The
-command then writes the folder's report (samples, summary, trace) from the run file
-(:func:`result_of_run`), on the first run and on every rerun alike.
+"""Folder mode of ``mlmprob sample`` as a job of the one runner: one unit (:class:`BatchUnit`) holds every input
+record, sampled in one batch seeded by ``seed`` and logged to ``OUT/run.jsonl`` as it goes (resumed after its last
+complete epoch); its rows (the streamed mode's columns) go to ``OUT/chains.jsonl``, and the command writes the
+report from the run file (:func:`result_of_run`).
 """
 
 from __future__ import annotations
@@ -20,8 +15,8 @@ import torch
 from ..positions import WORDS_AND_MASKS, Resolved
 from .api import SampleResult, result_from_records, sample
 from .io import EpochBar, RunFile, read_run
-from .spec import MCMCSpec, SamplerSpec
-from .stream import SampleJob, check_block_size, free_positions, result_rows
+from .spec import SamplerSpec
+from .stream import SampleJob, result_rows
 
 RUN_FILE = "run.jsonl"
 CHAINS_FILE = "chains.jsonl"
@@ -58,22 +53,7 @@ class FolderSampleJob(SampleJob):
         (and resumed from) the folder's run file."""
         from ..runtime.provenance import computed_with
 
-        seqs = list(unit.records)
-        enc = mlm.encode([s for _, s in seqs])
-        free = torch.stack(
-            [
-                free_positions(mlm, enc, i, name, s, self.positions, self.cdr, self.numbering)
-                for i, (name, s) in enumerate(seqs)
-            ]
-        )
-        if not self.spec.independent_draws:
-            assert isinstance(self.spec, MCMCSpec)  # the methods without independent draws are the MCMC ones
-            for (name, _), row in zip(seqs, free, strict=True):
-                check_block_size(self.spec.block_size, int(row.sum()), name)
-        self.spec.check_size(len(seqs) * self.chains, enc.input_ids.shape[1], mlm.vocab_size)
-        ids, free = enc.input_ids.repeat_interleave(self.chains, 0), free.repeat_interleave(self.chains, 0)
-        # identity is measured against the input when it has no masks at the free positions
-        reference = None if (ids[free] == mlm.mask_id).any() else ids.clone()
+        ids, free, reference = self.chains_of(mlm, mlm.encode([seq for _, seq in unit.records]), list(unit.records))
         folder = Path(self.folder)
         folder.mkdir(parents=True, exist_ok=True)
         # what the run file must also match on a rerun: the seed (a resumed run restores the generator's

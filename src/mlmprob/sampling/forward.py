@@ -1,8 +1,5 @@
-"""The two kinds of model calls the samplers make.
-
-- ``site_logits``: one masked copy per selected position (the single-site conditionals that give
-  ``E_local``/``E_raw`` and the single-site proposals);
-- ``block_logits``: one copy per row with a whole block masked, read at the block.
+"""The two kinds of model calls of the samplers: ``site_logits`` (one masked copy per selected position) and
+``block_logits`` (one copy per row with its block masked).
 """
 
 from __future__ import annotations

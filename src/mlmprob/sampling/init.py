@@ -1,11 +1,6 @@
-"""Which positions are free, and the chains' first states.
-
-- ``"given"``: the input as it is; mask tokens at free positions are filled greedily;
-- ``"greedy"``: every free position masked, then filled with its arg-max in one forward pass
-  (Goyal et al., Algorithm 1, line 3: the warm start);
-- ``"random"``: uniform random proposable tokens at the free positions.
-
-Positions that are not free (clamped context, special tokens, padding) never change.
+"""Which positions are free, and the chains' first states: ``"given"`` (the input; masks at free positions filled
+greedily), ``"greedy"`` (every free position masked and filled by its arg-max in one pass: Goyal et al.'s warm start)
+or ``"random"`` (uniform proposable tokens). Positions that are not free never change.
 """
 
 from __future__ import annotations

@@ -1,9 +1,6 @@
-"""Sampling runs as JSONL files, written epoch by epoch so that a killed run resumes.
-
-Line 1 is a header (format, configuration, initial ids, free positions); each further line is one
-``EpochRecord`` with the chain states at the end of the epoch and the generator state, which is
-all a resumed run needs. The file is a :class:`~mlmprob.runtime.log.ResumableLog` (:class:`RunLog`): a
-last line cut short by a kill is dropped, every epoch committed with ``fsync``.
+"""Sampling runs as JSONL files written epoch by epoch: a header (format, configuration, initial ids, free positions),
+then one ``EpochRecord`` per epoch with the chain states and the generator state, all a resumed run needs; a
+:class:`~mlmprob.runtime.log.ResumableLog` (:class:`RunLog`).
 """
 
 from __future__ import annotations
@@ -25,14 +22,10 @@ FORMAT = "mlmprob.sample/1"
 
 @dataclass(frozen=True)
 class EpochRecord:
-    """Per-epoch, per-chain statistics and the states at the end of epoch ``epoch``.
-
-    ``proposals``/``accepted``/``novel`` count the chain's proposals in the epoch; ``e_local`` and
-    ``e_raw`` are the energies of its state (whatever the target; None for draws not asked to score them);
-    ``identity`` the fraction of free positions equal to the reference (None without one); ``forward_rows``
-    the cumulative model rows of the run; ``generator_state`` the hex dump of the generator after the epoch;
-    ``log_prob`` (independent draws only) the log-probability of each chain's draw; ``rounds`` and
-    ``calls`` (independent draws only) each chain's rounds and sequential model calls in the epoch.
+    """Per-chain statistics of epoch ``epoch`` and the states at its end: the chain's ``proposals``, ``accepted``,
+    ``novel``; the energies of its state ``e_local``, ``e_raw`` (None for draws not scored); ``identity`` to the
+    reference (None without one); ``forward_rows`` (cumulative); ``generator_state`` (hex, after the epoch); for
+    independent draws ``log_prob``, ``rounds`` and ``calls``.
     """
 
     epoch: int
@@ -120,12 +113,10 @@ def read_run(path: Path) -> tuple[dict, list[EpochRecord]]:
 
 
 class RunLog:
-    """The run file of a sampling run (a :class:`~mlmprob.runtime.log.ResumableLog` whose first line is
-    the header: format, configuration, initial ids, free positions and ``computed_with``, what else the
-    caller records: seed, dtype, ...). Opening it resumes an existing
-    file of the same run (``records``: its complete epochs) or starts a new one; another run's file is
-    refused with the keys that differ. The lock is taken unless this process already holds it (the
-    ``sample`` command holds it from before the model loads)."""
+    """The run file of a sampling run: a :class:`~mlmprob.runtime.log.ResumableLog` whose header holds the format,
+    configuration, initial ids, free positions and ``computed_with``. Opening it resumes a file of the same run
+    (``records``: its complete epochs) or starts one; another run's is refused naming the keys that differ. The lock is
+    taken unless this process holds it already."""
 
     def __init__(
         self,
@@ -164,10 +155,8 @@ class RunLog:
 
 @dataclass(frozen=True)
 class RunFile:
-    """Where a sampling run is written as it goes (``path``) and what else it records and a resumed run must
-    match, which the sampler cannot see (``computed_with``: the seed that made the generator, the dtype; see
-    :mod:`mlmprob.runtime.provenance`). :func:`~mlmprob.sampling.sample` opens it as a :class:`RunLog` once it
-    knows the run's configuration, initial ids and free positions."""
+    """Where a sampling run is written as it goes (``path``) and what else a resume must match that the sampler cannot
+    see (``computed_with``: the seed, the dtype, ...; :mod:`mlmprob.runtime.provenance`)."""
 
     path: str | Path
     computed_with: dict | None = None

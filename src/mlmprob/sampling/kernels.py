@@ -1,26 +1,16 @@
-"""Sampling kernels over many chains at once: ``init(ids, free) -> ChainState`` and
-``step(state, generator) -> (ChainState, StepInfo)``.
+"""Sampling kernels over many chains at once: ``init(ids, free) -> ChainState`` and ``step(state, generator) ->
+(ChainState, StepInfo)``; one step is one block proposal per chain, the blocks of an epoch (a sweep over the free
+positions, left to right or random) drawn at its start.
 
-One step makes one block proposal per chain. The blocks of an epoch (one sweep over the free
-positions of each chain, left to right or in random order, cut into blocks of the epoch's block
-size) are drawn at the start of the epoch from the generator and kept in the state.
+``MetropolisHastings`` targets ``p(x) ∝ exp(-E(x)/tau)`` (Goyal et al. 2022), each step a step of the one MH engine
+(:mod:`mlmprob.mcmc.engine`) on :class:`~mlmprob.sampling.token_target.TokenTarget`. Its state caches the single-site
+conditionals of the current state at every scored position: they give its energies and the single-site proposal
+rows, so a step forwards only the proposal's copies at the other scored positions (none when ``x' = x``), which
+become the cache after an accepted move. With ``informed`` or ``sites > 1`` a step is one move of
+:mod:`mlmprob.mcmc.moves` per chain, drawn from the cached rows (with ``delayed``, screened by a first stage before
+``x'``'s rows are read); an epoch is ``ceil(n / sites)`` moves.
 
-``MetropolisHastings`` targets ``p(x) ∝ exp(-E(x)/tau)`` (Goyal et al. 2022); each step is a step of the package's
-one MH engine (:mod:`mlmprob.mcmc.engine`, design's too) on :class:`~mlmprob.sampling.token_target.TokenTarget`. Its
-state keeps the logits of the current state's single-site masked copies at every scored position: they give
-``E_local`` and ``E_raw`` of the current state and the single-site proposal rows, so an exact single-site step
-forwards only the copies of the proposal ``x'`` at the other scored positions (its copy at the proposed site equals
-the current one; so for any proposal that changed one site), and none at all when ``x' = x``; after an accepted
-move those copies *are* the cached rows of the new state. The energy of the current state is never recomputed.
-With ``informed`` or ``sites > 1`` a step makes one move per chain instead (:mod:`mlmprob.mcmc.moves`: ``sites``
-residues, locally balanced with ``informed``), drawn from the cached rows of the chain's free positions without a
-forward; it reads the scored rows of ``x'``, which give its energy and the reverse move's probability, and with
-``delayed`` a first stage from the cached rows screens it before they are read. An epoch is then
-``ceil(n / sites)`` moves per chain (``n`` free positions): as many sites proposed as a sweep.
-
-``DegenerateGibbs`` (Wang & Cho 2019) accepts every proposal; with block size ``k`` it is the
-``k``-Gibbs sampler of Li et al. (2024), and at proposal temperature 0 a mask-predict-like greedy
-refinement.
+``DegenerateGibbs`` (Wang & Cho 2019) accepts every proposal: ``k``-Gibbs (Li et al. 2024) with block size ``k``.
 """
 
 from __future__ import annotations
@@ -49,13 +39,10 @@ ENERGIES = ("local", "raw")
 
 @dataclass(frozen=True)
 class ChainState:
-    """State of ``B`` chains.
-
-    ``ids`` ``[B, L]``; ``free`` / ``scored`` bool ``[B, L]`` (positions that may change / that the
-    energy sums over); ``epoch`` (sweeps completed), ``plan`` bool ``[S, B, L]`` (blocks of the
-    current sweep, None between sweeps) and ``cursor`` (next block). MH only: ``site_logits``
-    ``[B, L, V]`` (single-site conditionals of ``ids`` at ``scored``) and ``e_local``/``e_raw`` ``[B]``.
-    ``forward_rows``: rows the model has forwarded for these chains so far (the cost counter).
+    """State of ``B`` chains: ``ids`` ``[B, L]``; ``free`` / ``scored`` bool ``[B, L]`` (may change / in the energy);
+    ``epoch`` (sweeps done), ``plan`` bool ``[S, B, L]`` (the sweep's blocks, None between sweeps) and ``cursor``. MH
+    only: ``site_logits`` ``[B, L, V]`` (the single-site conditionals of ``ids`` at ``scored``), ``e_local``/``e_raw``
+    ``[B]``. ``forward_rows``: rows forwarded so far.
     """
 
     ids: torch.Tensor
@@ -71,12 +58,26 @@ class ChainState:
 
 
 @dataclass(frozen=True)
+class DrawState:
+    """State of ``B`` chains of independent draws: ``ids`` ``[B, L]`` (masks still to reveal during an epoch),
+    ``free`` / ``scored`` bool ``[B, L]``, ``epoch``; of the current or last epoch's draw ``log_prob`` ``[B]``
+    (float64), ``rounds`` and ``calls`` ``[B]`` (its sequential rounds and model calls); ``forward_rows``."""
+
+    ids: torch.Tensor
+    free: torch.Tensor
+    scored: torch.Tensor
+    epoch: int = 0
+    log_prob: torch.Tensor | None = None
+    rounds: torch.Tensor | None = None
+    calls: torch.Tensor | None = None
+    forward_rows: int = 0
+
+
+@dataclass(frozen=True)
 class StepInfo:
-    """What one step did, per chain ``[B]``: ``active`` (a proposal was made), ``accepted``,
-    ``novel`` (accepted and different from the current state), ``log_alpha`` (log acceptance
-    ratio, 0 for Gibbs). ``forward_rows``: rows the model forwarded. ``end_of_epoch``: the step
-    finished a sweep. ``swaps``: replica exchange's swaps at the end of the epoch, attempted and accepted per pair of
-    adjacent rungs ``[2, R - 1]`` (None when there were none)."""
+    """What one step did, per chain ``[B]``: ``active`` (proposed), ``accepted``, ``novel`` (accepted and changed),
+    ``log_alpha`` (0 for Gibbs); ``forward_rows``; ``end_of_epoch``; ``swaps``: replica exchange's swaps attempted and
+    accepted per pair of adjacent rungs ``[2, R - 1]`` (None without)."""
 
     active: torch.Tensor
     accepted: torch.Tensor
@@ -284,8 +285,7 @@ class MetropolisHastings(_Sweeper):
         return self._engine_step(state, moves, True, free, free.any(-1), 0, generator, self.delayed)
 
     def _engine_step(self, state, proposal, rows_of_new, free, active, n, generator, delayed):
-        """The engine's step on the chains' target with ``proposal`` (the ``active`` chains propose; ``n`` rows were
-        read to propose); the sampler's state after it and the step's info."""
+        """One engine step with ``proposal`` (the ``active`` chains; ``n`` rows read to propose): state and info."""
         assert state.site_logits is not None and state.e_local is not None and state.e_raw is not None  # set by init
         target = TokenTarget(self.mlm, self.energy, state.scored, state.ids, state.site_logits)
         E = torch.stack([state.e_local, state.e_raw], -1)

@@ -1,13 +1,7 @@
-"""Mask-predict (Ghazvininejad et al. 2019) and its parallel easy-first variant (Kasai et al. 2020).
-
-Mask-predict: iteration 0 masks every free position and fills each with its arg-max; iteration
-``t = 1..N-1`` re-masks the ``n = floor(T (N - t) / N)`` lowest-confidence free positions of each
-row (``T`` = its number of free positions), re-predicts them from one forward pass, and updates
-their tokens and confidences (the log-probability of the chosen token).
-
-Easy-first: iteration 0 as above; every later iteration re-predicts every free position ``i`` from
-a copy in which ``i`` and all positions less confident than ``i`` are masked (one copy per
-position), then re-ranks. Non-free positions never change.
+"""Mask-predict (Ghazvininejad et al. 2019): iteration 0 fills every free position with its arg-max; iteration
+``t = 1..N-1`` re-predicts the ``floor(T (N - t) / N)`` least confident free positions from one pass. Easy-first
+(Kasai et al. 2020): every later iteration re-predicts each free position ``i`` from a copy with ``i`` and every
+less confident position masked, then re-ranks. Positions that are not free never change.
 """
 
 from __future__ import annotations
@@ -25,7 +19,7 @@ from ..positions import WORDS_AND_MASKS, Resolved
 from ..settings import check_known
 from .forward import block_logits
 from .init import resolve_free
-from .kernels import StepInfo, free_or_default, resolve_scored
+from .kernels import DrawState, StepInfo, free_or_default, resolve_scored
 from .options import DEFAULT_ITERATIONS, STRATEGIES, ProposalConfig, check_iterations
 from .proposals import allowed_ids, proposal_log_probs
 
@@ -113,19 +107,9 @@ def mask_predict(
 
 
 @dataclass(frozen=True)
-class MaskPredictState:
-    """``ids`` ``[B, L]``, ``free`` / ``scored`` bool ``[B, L]``, ``epoch``; of the last epoch's fill ``log_prob``
-    ``[B]`` float64 (the sum of the free tokens' confidences: each one's log-probability when last predicted),
-    ``rounds`` = ``calls`` long ``[B]`` (the iterations: one sequential call each); ``forward_rows``."""
-
-    ids: torch.Tensor
-    free: torch.Tensor
-    scored: torch.Tensor
-    epoch: int = 0
-    log_prob: torch.Tensor | None = None
-    rounds: torch.Tensor | None = None
-    calls: torch.Tensor | None = None
-    forward_rows: int = 0
+class MaskPredictState(DrawState):
+    """A :class:`~mlmprob.sampling.kernels.DrawState` whose ``log_prob`` is the sum of the free tokens' confidences
+    and ``rounds`` = ``calls`` the iterations."""
 
 
 @dataclass(frozen=True, eq=False)

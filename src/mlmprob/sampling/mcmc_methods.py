@@ -1,6 +1,4 @@
-"""The MCMC sampling methods, Metropolis-Hastings and degenerate Gibbs: their specs (blocks of ``block_size``
-positions swept in ``order`` from ``init``; MH's target temperature and annealing), kernel factories and
-registry entries (see :mod:`.spec`)."""
+"""The MCMC methods, Metropolis-Hastings and degenerate Gibbs: their specs, kernel factories and registry entries."""
 
 from __future__ import annotations
 
@@ -108,10 +106,10 @@ def _target_json(spec, value):
 
 @dataclass(frozen=True)
 class MHSpec(MCMCSpec):
-    """Metropolis-Hastings: the target ``exp(-E / T)`` at ``target_temperature`` (a number, annealed by ``anneal``
-    per epoch down to ``temperature_floor``, or a schedule); ``informed`` and ``sites``: the exact moves of
-    :mod:`~mlmprob.mcmc.moves` instead of blocks, ``delayed`` their two-stage test (recorded only when set: earlier
-    outputs resume as before)."""
+    """Metropolis-Hastings: the target ``exp(-E / T)`` at ``target_temperature`` (a number annealed by ``anneal`` per
+    epoch down to ``temperature_floor``, or a schedule); ``informed``, ``sites``: the exact moves of
+    :mod:`~mlmprob.mcmc.moves` instead of blocks, ``delayed`` their two-stage test; ``temperatures``: replica exchange.
+    """
 
     method: str = shared_field("method", "mh")
     target_temperature: ScheduleLike = option(

@@ -1,6 +1,5 @@
-"""The samplers' settings that need no tensors: the choices, the defaults, the bounds and their checks, and
-the proposal's settings (:class:`ProposalConfig`). The sampler spec (:mod:`.spec`), the command line's parsers and
-the kernels read them from here, so that building a spec or a parser imports no torch.
+"""The samplers' settings that need no tensors (choices, defaults, bounds, checks, :class:`ProposalConfig`), so that
+building a spec or a parser imports no torch.
 """
 
 from __future__ import annotations
@@ -9,7 +8,7 @@ import numbers
 from dataclasses import dataclass
 
 from ..errors import MLMProbError
-from ..settings import check_count
+from ..settings import check_count, check_int
 
 INITS = ("given", "greedy", "random")
 ORDERS = ("random", "l2r", "r2l")  # the named orders (MCMC sweeps take the first two)
@@ -30,11 +29,8 @@ MAX_ITERATIONS = 10_000
 
 @dataclass(frozen=True)
 class ProposalConfig:
-    """How an MLM conditional is modified before proposing from it.
-
-    ``temperature`` divides the logits (0 means greedy: all mass on the arg-max, the lowest id on a
-    tie); ``top_p`` keeps the smallest set of most probable tokens whose (tempered) probability
-    reaches ``top_p``, ties going to the lower token id (the module doc states the rule).
+    """How an MLM conditional is modified before proposing from it: ``temperature`` divides the logits (0: greedy),
+    ``top_p`` keeps the nucleus (:mod:`mlmprob.sampling.proposals` states the rule).
     """
 
     temperature: float = 1.0
@@ -51,10 +47,8 @@ class ProposalConfig:
 
 
 def check_positive_int(value, name: str, allow_none: bool = False):
-    if value is None and allow_none:
-        return
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise MLMProbError(f"{name} must be a positive integer, got {value!r}")
+    if value is not None or not allow_none:
+        check_int(name, value, 1, "a positive integer")
 
 
 def check_iterations(iterations) -> int:
@@ -71,8 +65,7 @@ def check_unmasking(score, steps, schedule, block_length, remask, remask_steps) 
         raise MLMProbError(f"schedule must be one of {SCHEDULES}, got {schedule!r}")
     check_positive_int(steps, "steps")
     check_positive_int(block_length, "block_length", allow_none=True)
-    if isinstance(remask_steps, bool) or not isinstance(remask_steps, int) or remask_steps < 0:
-        raise MLMProbError(f"remask_steps must be a non-negative integer, got {remask_steps!r}")
+    check_int("remask_steps", remask_steps, 0, "a non-negative integer")
     if isinstance(remask, bool) or not isinstance(remask, (int, float)) or not 0.0 <= remask <= 1.0:
         raise MLMProbError(f"remask must be a probability in [0, 1], got {remask!r}")
     if remask_steps > MAX_REMASK_STEPS:

@@ -1,24 +1,13 @@
 """The engine of the exact output laws of decoders on a small language: every *partial* state enumerated.
 
-A decoder of a masked LM moves through partial states ``{0..V-1, mask}**T`` (the mask is the digit
-``V``; a state's index is its base-``V + 1`` number, position 0 the most significant digit, as
-``LookupMLM`` indexes its table). One step of a decoder reads the model once at the current state
-(``lp``: the rows ``log q(x_t = v | state)`` the decoder draws from; only the masked ``t`` are used)
-and moves to a new state: some positions remasked, some revealed with tokens. A *rule* lists these
-moves with their probabilities (:class:`Moves`); :func:`propagate` pushes the whole distribution over
-partial states through the rule's steps, all states of a step at once, and :func:`to_law` returns the
-decoder's exact output distribution over the ``V**T`` sequences (:class:`ExactLaw`, with its expected
-sequential model calls, forward rows and steps per sample).
-
-The model's rows come from a *reader* ``states [n, T] -> [n, T, V]`` (float64 log-probabilities over
-the ``V`` symbols): a table ``[(V + 1)**T, T, V]`` of every partial state's rows
-(:func:`partial_log_probs`) or a function (``sampling.decoder_exact.model_logprobs`` reads a masked LM).
-
-Rules here (each a function ``Step -> Moves``): ``l2r`` (ancestral left to right: ``p_l2r``),
-``random_order`` (one uniformly random masked position a step: the mixture of ``p_sigma`` over all
-orders) and ``parallel(k)`` (``k`` uniformly random masked positions a step, drawn independently from
-one pass: ``Ancestral``'s ``tokens_per_step``). The parallel decoders' rules (``Unmasking``,
-``Adaptive``: scores, plans, blocks, remasking, the dependence rule) are in ``sampling.decoder_exact``.
+A partial state is a row of ``{0..V-1, mask}**T`` (the mask is digit ``V``; its index is its base-``V + 1`` number,
+position 0 most significant, as ``LookupMLM`` indexes its table). A decoder step reads the model once at a state
+(``lp``: ``log q(x_t = v | state)``) and moves to new states; a *rule* lists the moves with their probabilities
+(:class:`Moves`). :func:`propagate` pushes the whole distribution through a rule's steps, :func:`to_law` gives the
+output law over the ``V**T`` sequences (:class:`ExactLaw`, with expected calls, rows and steps). Rows come from a
+reader ``states [n, T] -> [n, T, V]``: a table (:func:`partial_log_probs`) or a function. Rules here: ``l2r``,
+``random_order`` (the mixture over orders) and ``parallel(k)`` (``Ancestral``'s ``tokens_per_step``); the parallel
+decoders' rules are in ``sampling.decoder_exact``.
 
 >>> import torch
 >>> from mlmprob import LookupMLM

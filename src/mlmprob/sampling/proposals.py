@@ -1,22 +1,10 @@
-"""MLM conditionals turned into proposal distributions: support, temperature, nucleus (top-p).
-
-:func:`proposal_log_probs` is the one proposal function of the package: the samplers (MH, Gibbs,
-ancestral, mask-predict, the greedy start) and the sampling baselines of infilling
-(``infill.baselines``) all call it, so they keep the same nucleus. Its rule, in this order:
-
-1. restrict to the ``allowed`` ids (the alphabet);
-2. temperature ``T``: ``softmax(logits / T)``; ``T = 0`` puts all mass on the arg-max;
-3. nucleus ``top_p``: rank the tokens by decreasing probability, **ties by increasing token id**,
-   and keep the shortest prefix of that ranking whose mass reaches ``top_p`` (up to ``1e-12``, so
-   float64 rounding of the running sum never adds a token: 0.5 + 0.3 reaches 0.8); renormalise.
-   The arg-max of ``T = 0`` breaks ties the same way (lowest id).
-
-A proposal row is a float64 log-probability vector over the vocabulary with ``-inf`` outside its
-support. The same function maps a row of logits to the same distribution every time, so the
-forward move ``q(x'|x)`` and the reverse move ``q(x|x')`` (read from the very same row, because
-``x'`` and ``x`` agree outside the proposed block) are computed under one distribution. With
-nucleus truncation the current token may lie outside the nucleus: its reverse probability is 0
-and MH rejects the move.
+"""MLM conditionals turned into proposal distributions: :func:`proposal_log_probs`, the package's one proposal
+function (the samplers, the greedy start and the infilling baselines), so they all keep the same nucleus. In order:
+restrict to the ``allowed`` ids; temperature ``T`` (``T = 0``: all mass on the arg-max, lowest id on a tie); nucleus
+``top_p`` (the shortest prefix of the tokens ranked by decreasing probability, ties by increasing id, whose mass
+reaches ``top_p`` up to :data:`NUCLEUS_TOLERANCE`), renormalised. A row is float64 with ``-inf`` outside its support;
+the forward and reverse moves of MH read the same row, so they are computed under one distribution (a current
+token outside the nucleus has reverse probability 0: MH rejects the move).
 """
 
 from __future__ import annotations

@@ -1,9 +1,6 @@
-"""A literal implementation of Goyal et al.'s Algorithm 1, kept as a reference for tests and the
-benchmark: every proposal recomputes ``E(x)`` (``T`` masked copies), forwards the masked block (1)
-and computes ``E(x')`` (``T`` copies): ``2T + 1`` forward rows per single-site proposal.
-
-It draws from the generator in the same order as ``MetropolisHastings``, so on a model whose
-logits depend only on the row (``ExactMLM``, ``LookupMLM``) both produce identical chains.
+"""A literal implementation of Goyal et al.'s Algorithm 1 for tests and the benchmark: ``2T + 1`` forward rows per
+single-site proposal; it draws as ``MetropolisHastings`` does, so on a model whose logits depend only on the row
+both give identical chains.
 """
 
 from __future__ import annotations

@@ -1,16 +1,8 @@
-"""The sampling methods' registry (a method's name -> its spec class, kernel factory and what its results report)
-and ``SamplerSpec``, the shared base of the methods' specs (import both from :mod:`.spec`, which registers the
-built-in methods).
-
-``SamplerSpec`` is the shared base (the fields every method takes) and the way in: ``SamplerSpec(method=NAME,
-...)`` returns the method's own spec (:class:`~mlmprob.sampling.mcmc_methods.MHSpec`, ``AncestralSpec``, ...), and
-an option the method does not take is refused in one line (:class:`NotForMethod`, which the CLI words with
-its flags). The Python API (:func:`~mlmprob.sampling.sample`), the CLI (whose sampler flags and their
-``--help`` groups are made from the fields' metadata), the streamed job, the app and the experiments build one.
-A spec knows what every result row records (:meth:`SamplerSpec.settings`), what the run file stores and a
-resume compares (:meth:`SamplerSpec.run_config`, derived from the same fields) and which kernel steps the
-chains (:meth:`SamplerSpec.kernel`, the registry's factory). The built-in methods are registered by
-:mod:`.mcmc_methods` and :mod:`.draw_methods`; this module imports no torch.
+"""The sampling methods' registry (a method's name -> its spec class, kernel factory and what its results report) and
+``SamplerSpec``, the base of the methods' specs: ``SamplerSpec(method=NAME, ...)`` returns the method's own spec and
+refuses another method's option in one line (:class:`NotForMethod`). A spec knows what every row records
+(:meth:`SamplerSpec.settings`), what a run file stores (:meth:`SamplerSpec.run_config`) and its kernel
+(:meth:`SamplerSpec.kernel`). The methods register in :mod:`.mcmc_methods` and :mod:`.draw_methods`; no torch here.
 """
 
 from __future__ import annotations
@@ -64,14 +56,8 @@ class NotForMethod(MLMProbError):
     refused, as ``order='r2l'`` with MH), the ``takers`` (the methods that take it) and the ``method``."""
 
     def __init__(self, name: str, value, takers: tuple, method: str, value_only: bool = False, why: str = ""):
-        self.name, self.value, self.takers, self.method, self.value_only, self.why = (
-            name,
-            value,
-            takers,
-            method,
-            value_only,
-            why,
-        )
+        self.name, self.value, self.takers = name, value, takers
+        self.method, self.value_only, self.why = method, value_only, why
         what = f"{name} {value!r}" if value_only else name
         super().__init__(
             f"{what} is for method={' or '.join(map(repr, takers))}, got {value!r} with method={method!r}"
@@ -89,12 +75,11 @@ class NotForMethod(MLMProbError):
 
 @dataclass(frozen=True)
 class Method:
-    """A registry entry: the method's ``name``, its ``spec`` class, ``kernel(mlm, spec)`` (the factory: binds the
-    settings and returns an object with ``init(ids, free, epoch=0)`` and ``step(state, generator)``), ``help``
-    (for ``--method``) and what its results report: ``draws`` (every epoch an independent draw from all-masked:
-    no initial state), ``rates`` (``"chain"``: MCMC acceptance and novelty per chain, ``"drafts"``: the drafts'
-    acceptance, ``None``: neither), ``no_accept`` (why the method has no accept/reject step; empty: it has one),
-    ``costs`` (rows carry what a draw cost) and ``summary(result, spec) -> dict`` (what ``summary.json`` adds)."""
+    """A registry entry: ``name``, ``spec`` class, ``kernel(mlm, spec)`` (returns an object with ``init(ids, free,
+    epoch=0)`` and ``step(state, generator)``), ``help`` (for ``--method``) and what its results report: ``draws``
+    (every epoch an independent draw from all-masked), ``rates`` (``"chain"``: MCMC acceptance and novelty,
+    ``"drafts"``: the drafts' acceptance, None), ``no_accept`` (why it has no accept step; empty: it has one), ``costs``
+    (rows carry a draw's cost) and ``summary(result, spec)`` (what ``summary.json`` adds)."""
 
     name: str
     spec: type[SamplerSpec]
@@ -184,8 +169,7 @@ class SamplerSpec(Spec, metaclass=_ByMethod):
             raise MLMProbError(f"energy must be 'local' or 'raw', got {self.energy!r}")
         _check_int("epochs", self.epochs, 1, "a positive integer")
         _check_int("burn_in", self.burn_in, 0, "a non-negative integer")
-        if isinstance(self.thin, bool) or not isinstance(self.thin, int) or not 1 <= self.thin <= self.epochs:
-            raise MLMProbError(f"thin must be an integer in 1..epochs ({self.epochs}), got {self.thin!r}")
+        _check_int("thin", self.thin, 1, f"an integer in 1..epochs ({self.epochs})", self.epochs)
 
     @classmethod
     def of(cls, spec=None, /, **overrides):
@@ -247,10 +231,9 @@ class SamplerSpec(Spec, metaclass=_ByMethod):
 
     @staticmethod
     def epoch_bytes(chains: int, length: int, vocab: int = 0) -> int:
-        """What one epoch of ``chains`` chains of ``length`` tokens holds at once, every chain in one batch: 40
-        bytes a token and vocabulary entry (the single-site conditionals ``[chains, length, vocab]`` the MCMC
-        kernels keep, and their log-softmax; measured: 37 on a 25-token vocabulary, 40,000 chains of 34 tokens)
-        and 64 a token (indices); ``vocab`` 0 when the model is not loaded yet."""
+        """What one epoch of ``chains`` chains of ``length`` tokens holds at once: 40 bytes a token and vocabulary entry
+        (the MCMC kernels' single-site conditionals and their log-softmax) and 64 a token; ``vocab`` 0 when not known
+        yet."""
         return chains * length * (40 * vocab + 64)
 
     def check_size(self, chains: int, length: int = 1, vocab: int = 0) -> None:

@@ -1,7 +1,5 @@
-"""Per-epoch schedules: target temperature (linear annealing with a floor) and block size.
-
-A schedule is any callable ``epoch -> value`` (epochs count from 0, burn-in included). Plain
-numbers become ``Constant``.
+"""Per-epoch schedules (any callable ``epoch -> value``, epochs from 0, burn-in included; numbers become ``Constant``):
+target temperature (linear annealing with a floor) and block size.
 """
 
 from __future__ import annotations

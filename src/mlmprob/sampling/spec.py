@@ -1,19 +1,10 @@
-"""``SamplerSpec``: the settings of one sampling run, one small frozen spec per method, and the one registry
-that maps a method's name to its spec, its kernel factory and what its results report.
+"""``SamplerSpec``: the settings of one sampling run, one frozen spec per method (``MHSpec``, ``GibbsSpec``,
+``AncestralSpec``, ``SpeculativeSpec``, ``UnmaskSpec``, ``AdaptiveSpec``, ``MaskPredictSpec``), and the registry.
 
-``SamplerSpec(method=NAME, ...)`` returns the method's own spec (``MHSpec``, ``GibbsSpec``, ``AncestralSpec``,
-``SpeculativeSpec``, ``UnmaskSpec``, ``AdaptiveSpec``, ``MaskPredictSpec``): the shared fields
-(:class:`~.registry.SamplerSpec`) and its own. An option the method does not take is refused in one line
-(:class:`~.registry.NotForMethod`, which the CLI words with its flags); an unknown keyword names the valid ones.
-The spec is the only source of defaults (20 epochs; 5 of burn-in for mh and gibbs, 0 for the independent draws).
-``mlmprob sample``'s flags and their ``--help`` groups are made from the fields' metadata
-(``commands/sampler_args.py``); what the rows record (:meth:`~.registry.SamplerSpec.settings`) and what a resume
-compares (:meth:`~.registry.SamplerSpec.run_config`) are derived from the same fields.
-
-Adding a method: a spec class deriving from ``SamplerSpec`` (or ``DrawSpec``, ``MCMCSpec``) with ``method``
-redefined (``shared_field("method", NAME)``) and its options as :func:`~.registry.option` fields; a factory
-``(mlm, spec) -> kernel`` (``init(ids, free, epoch=0)``, ``step(state, generator) -> (state, StepInfo)``); one
-``register(Method(NAME, Spec, factory, help, ...))``, in a module imported below. Nothing else names it.
+The spec is the only source of defaults; ``mlmprob sample``'s flags, what the rows record and what a resume compares
+are derived from its fields. Adding a method: a spec class (``method`` redefined with ``shared_field("method",
+NAME)``, its options as :func:`~.registry.option` fields), a factory ``(mlm, spec) -> kernel`` and one
+``register(Method(NAME, Spec, factory, help, ...))`` in a module imported below.
 
 >>> s = SamplerSpec(method="ancestral", epochs=3, order="l2r")
 >>> type(s).__name__, s.settings()["order"], "tokens_per_step" in s.settings(), "anneal" in s.settings()

@@ -1,61 +1,33 @@
-"""Exact parallel steps for the chain-rule sampler: speculative ancestral sampling of ``p_sigma``.
+"""Speculative ancestral sampling of ``p_sigma``: any-subset speculative decoding (Guo & Ermon 2025) applied to
+:mod:`mlmprob.sampling.ancestral`. An epoch draws the free positions along an order ``sigma`` (drawn as the ancestral
+sampler draws it) in *rounds*; a round from the prefix ``P`` (``sigma_1..sigma_m`` revealed) with ``r`` left does:
 
-Any-subset speculative decoding (Guo & Ermon 2025) applied to the ancestral sampler of
-:mod:`mlmprob.sampling.ancestral`. An epoch draws the free positions of each chain along an order
-``sigma`` (one per chain: ``"l2r"``, ``"r2l"``, given orders, or ``"random"``, drawn exactly as the
-ancestral sampler draws it) in *rounds*. A round starting with the prefix ``P`` (positions
-``sigma_1..sigma_m`` revealed, the rest masked) and ``r`` positions left does:
+1. **draft** (one call, one row): ``P`` read at the next ``k' = min(k, r)`` positions; ``q_i`` the (tempered,
+   truncated) conditional at ``sigma_{m+i}``, drafts ``y_i ~ q_i`` drawn independently (one pass);
+2. **verify** (one call, at most ``k`` rows): row ``j = 1..k'`` is ``P`` with ``y_1..y_j`` filled and the rest
+   masked, read at ``sigma_{m+j+1}`` (row ``k'`` only if a position is left): ``pi_{j+1} = p_sigma(. | P, y_<=j)``;
+3. **accept**: ``y_1`` is kept (``q_1 = pi_1``); ``y_i`` (``i >= 2``) in turn with probability ``min(1, pi_i(y_i) /
+   q_i(y_i))``; at the first rejection position ``i`` gets ``z ~ max(0, pi_i - q_i) / rho_i`` and the round ends; if
+   all are kept and a position is left, it gets the bonus ``z ~ pi_{k'+1}``.
 
-1. **draft** (one model call, one row per chain): the row ``P`` is read at the next ``k' = min(k, r)``
-   positions ``sigma_{m+1..m+k'}``; ``q_i`` is the (tempered, truncated) conditional at ``sigma_{m+i}``
-   and the drafts ``y_i ~ q_i`` are drawn independently: the one-pass *product*, the parallel step of
-   ``tokens_per_step``;
-2. **verify** (one model call, one batch of at most ``k`` rows per chain): row ``j = 1..k'`` is ``P``
-   with ``y_1..y_j`` filled in and every later position masked, read at ``sigma_{m+j+1}`` (row ``k'``
-   only when a position is left after the drafts); it gives the chain-rule conditional
-   ``pi_{j+1} = p_sigma(x_{sigma_{m+j+1}} = . | P, y_1..y_j)``;
-3. **accept**: ``y_1`` is kept (``q_1 = pi_1``: the draft row *is* the chain-rule row of the first
-   position); for ``i = 2..k'`` in turn ``y_i`` is kept with probability ``min(1, pi_i(y_i) / q_i(y_i))``;
-   at the first rejection, position ``i`` gets ``z ~ max(0, pi_i - q_i) / rho_i`` (the normalised
-   residual, ``rho_i = sum_v max(0, pi_i(v) - q_i(v))``) and the round ends; if all ``k'`` drafts are
-   kept and a position is left, it gets the bonus ``z ~ pi_{k'+1}`` from the last verification row.
+A round reveals ``min(2, r)`` to ``k' + 1`` positions in two sequential calls, ``1 + k`` rows.
 
-A round reveals between ``min(2, r)`` and ``k' + 1`` positions in two sequential model calls (one when
-``r = 1``), so a draw never needs more sequential calls than the one-position sampler's ``n``, and
-``1 + k`` rows per round against one row per position.
+**Why every draw is exactly ``p_sigma``.** Write ``x_t`` for the token at ``sigma_t`` and ``H_t`` for everything
+the sampler did before fixing it. Claim: ``P(x_t = v | x_<t, H_t) = pi_t(v | x_<t)``; then ``P(x) = p_sigma(x)``.
+If ``x_t`` opens a round it is ``y_1 ~ q_1 = pi_t``; if it is the bonus it is drawn from ``pi_t`` given the kept
+drafts, which are ``x_<t``. If it is the ``i``-th position of a round (``i >= 2``, earlier drafts kept): ``q_i``
+depends on ``P`` alone and ``y_i`` was drawn independently of ``y_<i`` and the earlier uniforms, so given ``H_t``
+``y_i ~ q_i``; the verification row holds exactly ``P`` and ``y_<i = x_{t-i+1..t-1}``, so ``pi_i = pi_t(. | x_<t)``;
+and ``P(x_t = v | x_<t, H_t) = q_i(v) min(1, pi_i(v)/q_i(v)) + max(0, pi_i(v) - q_i(v)) = pi_i(v)``.
 
-**Why every draw is exactly ``p_sigma``.** Write ``x_t`` for the token at ``sigma_t`` and ``H_t`` for
-everything the sampler did before it fixes ``x_t`` (round boundaries, drafts, uniforms). Claim: for every
-``t``, ``P(x_t = v | x_<t, H_t) = pi_t(v | x_<t)``, the model's chain-rule conditional (at ``x_<t``
-revealed, the later positions masked). Then ``P(x) = prod_t pi_t(x_t | x_<t) = p_sigma(x)`` after
-summing ``H`` out. Three cases:
+What it needs: the ratio uses the distribution ``y_i`` was drawn from (the one-pass ``q_i``); ``pi_i`` conditions on
+the drafts before ``i`` and masks everything after; a rejection redraws from the residual, not from ``pi_i`` (that
+would give ``min(q, pi) + rho pi``); drafts after a rejection are dropped; the round's end depends only on tokens
+and fresh uniforms. ``"random"`` orders are drawn independently at the epoch's start (the uniform mixture of the
+``p_sigma``). With a temperature or ``top_p``, ``q`` and ``pi`` are both the modified conditionals.
 
-- ``x_t`` is the first position of a round: it is ``y_1 ~ q_1 = pi_t``;
-- ``x_t`` is the bonus: it is drawn from ``pi_t`` given the kept ``y``'s, which *are* ``x_<t``;
-- ``x_t`` is the ``i``-th position of a round (``i >= 2``), all earlier drafts kept, so
-  ``x_{t-i+1..t-1} = y_{1..i-1}``. The ``q_i`` are functions of ``P`` alone, computed *before* any draft
-  of the round is drawn, and ``y_i`` was drawn from ``q_i`` independently of ``y_<i`` and of the
-  uniforms of the earlier tests: conditioning on ``H_t`` (which holds ``P``, ``y_<i`` and the earlier
-  acceptances) leaves ``y_i ~ q_i``. The verification conditional is
-  ``pi_i = pi_t(. | x_<t)`` because its row holds exactly ``P`` and ``y_<i = x_{t-i+1..t-1}``. So
-  ``P(x_t = v | x_<t, H_t) = q_i(v) min(1, pi_i(v)/q_i(v)) + rho_i (max(0, pi_i(v) - q_i(v)) / rho_i)
-  = min(q_i(v), pi_i(v)) + max(0, pi_i(v) - q_i(v)) = pi_i(v)``.
-
-What the argument needs, and what would break it: the ratio must use the distribution ``y_i`` was
-actually drawn from given the history (here the one-pass ``q_i``, which never looks at ``y_<i``); the
-target ``pi_i`` must condition on the drafts before ``i`` (those are the revealed tokens when ``i`` is
-reached) and mask everything after; a rejected position must be redrawn from the residual, not from
-``pi_i`` (that would give ``min(q, pi) + rho pi != pi``); drafts after a rejection are dropped (they
-were drawn against a prefix that no longer holds). The round's end is decided by the tokens and fresh
-uniforms, never by a token still to come. With ``"random"`` orders, ``sigma`` is drawn at the start of
-the epoch independently of the rest, so the draws follow the uniform mixture of the ``p_sigma``.
-At a proposal temperature or ``top_p`` other than 1, ``q`` and ``pi`` are both the tempered / truncated
-conditionals (``sampling.proposals``), and the draws follow the chain rule of those (as the ancestral
-sampler's do); a ``pi_i`` with mass where ``q_i`` has none is covered by the residual.
-
-``log_prob`` sums ``log pi_t(x_t)`` over the draw: ``log p_sigma(x_S | x_C)`` of ``mlmprob.loglik`` for
-the draw's order (float64 arithmetic on float32 logits). The state counts, per chain and epoch, the
-rounds, the sequential model calls, the drafts tested and kept, and the rows forwarded.
+``log_prob`` sums ``log pi_t(x_t)``: ``log p_sigma(x_S | x_C)`` for the draw's order. The state counts per chain and
+epoch the rounds, sequential calls, drafts tested and kept, and rows forwarded.
 """
 
 from __future__ import annotations
@@ -70,32 +42,21 @@ from ..batching import MaskedCopies, forward_all, read_logits
 from ..likelihood.orders import OrderSpec
 from ..models.protocol import MaskedLM
 from .ancestral import check_order_kernel, epoch_orders
-from .kernels import StepInfo, free_or_default, resolve_scored
+from .kernels import DrawState, StepInfo, free_or_default, resolve_scored
 from .options import DEFAULT_DRAFT_K, ProposalConfig
 from .proposals import VocabularyKernel, proposal_log_probs, sample_from
 
 
 @dataclass(frozen=True)
-class SpeculativeState:
-    """``ids`` ``[B, L]`` (mask at the positions still to reveal in an epoch), ``free`` / ``scored``
-    bool ``[B, L]``, ``epoch``; during an epoch ``orders`` long ``[B, n]`` (``-1`` padding) and
-    ``cursor`` long ``[B]`` (positions of the order revealed), None between epochs; ``log_prob``
-    ``[B]`` float64 (of the draw so far); per chain in the current (or last) epoch ``rounds``,
-    ``calls`` (sequential model calls), ``tested`` and ``kept`` (drafts after the first of a round put to
-    the acceptance test, and accepted), long ``[B]``; ``forward_rows``: model rows forwarded."""
+class SpeculativeState(DrawState):
+    """A :class:`~mlmprob.sampling.kernels.DrawState` with, during an epoch, ``orders`` ``[B, n]`` (``-1`` padding)
+    and ``cursor`` ``[B]`` (None between epochs), and per chain ``tested`` and ``kept`` (drafts after a round's first
+    put to the test, and accepted)."""
 
-    ids: torch.Tensor
-    free: torch.Tensor
-    scored: torch.Tensor
-    epoch: int = 0
     orders: torch.Tensor | None = None
     cursor: torch.Tensor | None = None
-    log_prob: torch.Tensor | None = None
-    rounds: torch.Tensor | None = None
-    calls: torch.Tensor | None = None
     tested: torch.Tensor | None = None
     kept: torch.Tensor | None = None
-    forward_rows: int = 0
 
 
 def residual_log_probs(log_p: torch.Tensor, log_q: torch.Tensor) -> torch.Tensor:
@@ -175,9 +136,7 @@ class Speculative(VocabularyKernel):
         )
 
     def _read(self, ids, rows, cols, extra=None) -> torch.Tensor:
-        """Proposal log-probabilities ``[n, V]`` (float64) at ``(rows, cols)`` of ``ids`` (``extra``:
-        verification copies, ``cols`` and ``extra`` masked), through the forward primitive; the chains
-        of one call are one record."""
+        """Proposal log-probabilities ``[n, V]`` at ``(rows, cols)`` of ``ids`` (``extra``: also masked)."""
         if extra is None:
             logits = read_logits(self.mlm, ids, rows, cols)
         else:

@@ -1,10 +1,7 @@
-"""Sampling record by record, for a stream of sequences: the API behind ``mlmprob sample --out F.jsonl``.
-
-Each input record gets ``chains`` chains, sampled in one :func:`~mlmprob.sampling.sample` call with a
-generator seeded from ``(seed, record id)`` alone (:func:`record_seed`, by ``runtime.seeds``), so a
-record's chains are the same whichever shard, worker, chunk or resumed run samples it. :class:`SampleJob` is
-picklable (the streaming engine sends it to worker processes or Ray actors); its ``run`` turns a chunk of records
-into one result row per chain (:meth:`SampleJob.chain_rows`).
+"""Sampling record by record, behind ``mlmprob sample --out F.jsonl``: each record's ``chains`` chains in one
+:func:`~mlmprob.sampling.sample` call, seeded from ``(seed, record id)`` alone (:func:`record_seed`), so they are the
+same whichever shard, worker, chunk or resume samples them; :class:`SampleJob` turns a chunk of records into one row
+per chain (:meth:`SampleJob.chain_rows`).
 """
 
 from __future__ import annotations
@@ -46,13 +43,10 @@ def free_positions(
     cdr: str | None = None,
     numbering: str = "imgt",
 ) -> torch.Tensor:
-    """Bool ``[L]``: the tokens of sequence ``row`` of the encoding ``enc`` (of ``seq``) that are sampled:
-    a CDR (``cdr``: ``"H1"`` ... ``"L3"``, numbered by anarcism under ``numbering``, see
-    :func:`~mlmprob.sampling.cdr.cdr_mask`), the tokens of the 1-based residue/word numbers ``positions``
-    (as ``--positions`` and the app take them), else every residue/word and every mask token before the
-    padding (a tokenizer may count its mask token as special, outside the words). Resolved here, once,
-    under :data:`mlmprob.positions.WORDS_AND_MASKS`: pass it down as a :class:`~mlmprob.positions.Resolved`.
-    Errors name the sequence (``name``)."""
+    """Bool ``[L]``: the sampled tokens of sequence ``row`` of ``enc`` (of ``seq``): the CDR ``cdr`` (``"H1"`` ...
+    ``"L3"``, numbered under ``numbering``, :func:`~mlmprob.sampling.cdr.cdr_mask`), else the 1-based residue/word
+    numbers ``positions``, else every residue/word and mask token; resolved once under
+    :data:`mlmprob.positions.WORDS_AND_MASKS`. Errors name the sequence (``name``)."""
     try:
         sel = None
         if cdr:
@@ -84,10 +78,8 @@ def check_block_size(block_size: BlockLike, n_free: int, name: str) -> None:
 
 
 def chain_rates(result: SampleResult) -> tuple[list[float], list[float]]:
-    """Per-chain acceptance and novelty rates over the epochs after burn-in, pooled over proposals as
-    ``SampleResult.accept_rate`` pools them over all chains. A chain with ``n`` free positions makes
-    ``ceil(n / k)`` proposals in an epoch of block size ``k`` (``k`` capped at ``n``), so its per-epoch
-    rates are weighted by that count. NaN when there are no epochs after burn-in."""
+    """Per-chain acceptance and novelty rates after burn-in, pooled over proposals as ``SampleResult.accept_rate`` pools
+    them (an epoch of block size ``k`` makes ``ceil(n / min(k, n))`` proposals); NaN without epochs after burn-in."""
     n_free = result.free.sum(-1).to(torch.float64)  # [B]
     k = result.block_size.to(torch.float64)[:, None].clamp(min=1)  # [E, 1]
     props = torch.ceil(n_free[None, :] / torch.minimum(k, n_free[None, :]).clamp(min=1))  # [E, B]
@@ -103,10 +95,9 @@ def chain_rates(result: SampleResult) -> tuple[list[float], list[float]]:
 
 @dataclass(frozen=True)
 class SampleJob(ModelJob):
-    """Everything a worker needs to sample the chains of chunks of records (picklable; loaded by
-    :class:`~mlmprob.models.spec.ModelJob`: its state is the model's reader): the sampler's settings
-    (``spec``, a :class:`~mlmprob.sampling.spec.SamplerSpec`), the chains per record, the seed and which
-    positions are free (``positions``: 1-based residue/word numbers, or a CDR)."""
+    """Everything a worker needs to sample chunks of records (picklable; loaded by
+    :class:`~mlmprob.models.spec.ModelJob`): the sampler's ``spec``, the ``chains`` per record, the ``seed`` and the
+    free ``positions`` (1-based) or ``cdr``."""
 
     spec: SamplerSpec = SamplerSpec()  # the defaults are the spec's (MH: 20 epochs after 5 of burn-in)
     chains: int = 4
@@ -129,9 +120,8 @@ class SampleJob(ModelJob):
         return self.spec.settings(chains=self.chains, seed=self.seed)
 
     def run(self, state, records: Sequence[Record]) -> tuple[list[dict], list[tuple[str, str]]]:
-        """Sample one chunk: ``chains`` rows per record (in input order) and the ``(id, reason)`` of the
-        records skipped (``skip_invalid``: records whose sequence or free positions are unusable). Each epoch
-        moves the runner's bar when it shows them (:meth:`~mlmprob.runtime.job.State.advance`)."""
+        """Sample one chunk: ``chains`` rows per record, in input order, and the ``(id, reason)`` of the records skipped
+        (``skip_invalid``); each epoch moves the runner's bar when it shows them."""
         mlm = state.mlm
         rows: list[dict] = []
         skipped: list[tuple[str, str]] = []
@@ -151,39 +141,44 @@ class SampleJob(ModelJob):
 
     def sample_record(self, mlm, rec: Record, on_epoch=None) -> SampleResult:
         """The ``chains`` chains of one record (generator seeded by :func:`record_seed`; ``on_epoch`` as
-        :func:`~mlmprob.sampling.sample` takes it); the forward budget is the model reader's
-        (:meth:`mlmprob.models.reader.Reader.with_budget`)."""
+        :func:`~mlmprob.sampling.sample` takes it)."""
         try:
             enc = mlm.encode([rec.seq])
         except MLMProbError as e:
             raise MLMProbError(f"{rec.id}: {e}") from None
-        free = free_positions(mlm, enc, 0, rec.id, rec.seq, self.positions, self.cdr, self.numbering)[None, :]
-        spec = self.spec
-        if not spec.independent_draws:
-            assert isinstance(spec, MCMCSpec)  # the methods without independent draws are the MCMC ones
-            check_block_size(spec.block_size, int(free.sum()), rec.id)
-        spec.check_size(self.chains, enc.input_ids.shape[1], mlm.vocab_size)
-        ids, free = enc.input_ids.repeat(self.chains, 1), free.repeat(self.chains, 1)
-        # identity is measured against the input when it has no masks at the free positions
-        reference = None if (ids[free] == mlm.mask_id).any() else ids.clone()
+        ids, free, reference = self.chains_of(mlm, enc, [(rec.id, rec.seq)])
         g = torch.Generator().manual_seed(record_seed(self.seed, rec.id))
         try:
             where = Resolved(free, WORDS_AND_MASKS)
-            return sample(mlm, ids, spec, positions=where, generator=g, reference=reference, on_epoch=on_epoch)
+            return sample(mlm, ids, self.spec, positions=where, generator=g, reference=reference, on_epoch=on_epoch)
         except MLMProbError as e:
             raise MLMProbError(f"{rec.id}: {e}") from None
 
+    def chains_of(self, mlm, enc, records: list[tuple[str, str]]):
+        """``(ids, free, reference)`` of ``chains`` chains per record (``(name, sequence)``, encoded as ``enc``), the
+        records' chains together; ``reference`` the inputs unless they have masks at free positions."""
+        free = torch.stack(
+            [
+                free_positions(mlm, enc, i, name, seq, self.positions, self.cdr, self.numbering)
+                for i, (name, seq) in enumerate(records)
+            ]
+        )
+        if not self.spec.independent_draws:
+            assert isinstance(self.spec, MCMCSpec)  # the methods without independent draws are the MCMC ones
+            for (name, _), row in zip(records, free, strict=True):
+                check_block_size(self.spec.block_size, int(row.sum()), name)
+        self.spec.check_size(len(records) * self.chains, enc.input_ids.shape[1], mlm.vocab_size)
+        ids, free = enc.input_ids.repeat_interleave(self.chains, 0), free.repeat_interleave(self.chains, 0)
+        return ids, free, None if (ids[free] == mlm.mask_id).any() else ids.clone()
+
     def chain_rows(self, mlm, rec: Record, on_epoch=None) -> list[dict]:
-        """One row per chain of ``rec``: ``id`` (``RECORD/chainC``), ``record``, ``chain``, the final
-        ``sequence`` (decoded), its ``e_local`` and ``e_raw``, ``accept_rate`` and ``novel_rate`` (after
-        burn-in), ``identity`` to the input (None when the input has masks at free positions),
-        ``energy_trace`` (the target energy after every epoch, burn-in included), ``n_free``, the
-        sampler settings and ``record_seed`` (with replica exchange, ``temperature``: the chain's rung's); independent
-        draws have ``e_local``, ``e_raw`` and ``energy_trace``
-        only when their spec asks for ``energies``; ancestral draws have no acceptance (None) and add ``log_prob``,
-        the final draw's log-probability along its order; speculative draws add it too, with
-        ``accept_rate`` the drafts' acceptance rate, and :func:`cost_columns`. NaN becomes None when written.
-        ``on_epoch``: as :meth:`sample_record` takes it."""
+        """One row per chain of ``rec``: ``id`` (``RECORD/chainC``), ``record``, ``chain``, the final ``sequence``, its
+        ``e_local`` and ``e_raw``, ``accept_rate`` and ``novel_rate`` (after burn-in; the drafts' acceptance for
+        speculative, None without an accept step), ``identity`` to the input (None when it has masks at free positions),
+        ``energy_trace`` (the target energy after every epoch), ``n_free``, the settings and ``record_seed``; with
+        replica exchange ``temperature`` (the chain's rung's); independent draws add ``log_prob`` (the final draw's) and
+        :func:`cost_columns`, and have energies only when their spec asks for ``energies``. ``on_epoch``: as
+        :meth:`sample_record` takes it."""
         r = self.sample_record(mlm, rec, on_epoch)
         rows = result_rows(
             mlm,

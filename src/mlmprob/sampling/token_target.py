@@ -1,16 +1,7 @@
-"""``sample(method="mh")``'s target as the one MH engine (:mod:`mlmprob.mcmc.engine`) reads it, and its sweep's
-block proposals.
-
-:class:`TokenTarget`: one masked LM over token ids, ``p(x) ∝ exp(-E(x) / τ)`` with ``E`` its ``E_local`` or
-``E_raw`` summed over each chain's scored positions. Its two terms are ``E_local`` and ``E_raw`` (both read from
-the one set of single-site rows, so both are kept), ``U`` the chosen one; there is no constraint beyond the free
-positions, which the proposals keep. Reading ``x'`` skips the row of the one site where ``x'`` differs from ``x``:
-that row (``x'`` with the site masked) is ``x``'s own, already in the state.
-
-:class:`BlockProposal`: a sweep's block of each chain, its tokens drawn from given rows (the cached row of a one-site
-block, or one forward with the whole block masked) under the proposal's temperature and nucleus; ``x`` and ``x'``
-agree outside the block, so the reverse move reads the very same rows, and its probability is computed with the
-forward one.
+"""``sample(method="mh")``'s target as the one MH engine (:mod:`mlmprob.mcmc.engine`) reads it (:class:`TokenTarget`:
+``p(x) ∝ exp(-E(x) / τ)``, ``E`` the ``E_local`` or ``E_raw`` of the scored positions; reading ``x'`` reuses the
+row of the one site where it differs from ``x``), and its sweep's block proposals (:class:`BlockProposal`: the
+reverse move reads the very same rows as the forward one).
 """
 
 from __future__ import annotations

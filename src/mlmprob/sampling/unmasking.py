@@ -1,36 +1,21 @@
 """Confidence-ordered unmasking (MaskGIT, LLaDA, Dream) with a step schedule, semi-autoregressive blocks and
-ReMDM-style remasking, as a sampler kernel (one epoch = one draw of the free positions from all-masked).
+ReMDM-style remasking, as a kernel (one epoch = one draw of the free positions from all-masked).
 
-A draw masks the chain's free positions and runs ``S`` *unmasking steps* (the plan of
-``decoders.unmask_plan``: ``steps``, ``schedule``, ``block_length``). Step ``s`` makes one model call: the
-chain's current row (revealed tokens, the rest masked) is read at the masked positions of its window (all
-masked free positions, or those of the current block), ``q_i`` is the proposal distribution there
-(``proposals.proposal_log_probs``: temperature, nucleus, alphabet), a candidate ``y_i ~ q_i`` is drawn at
-every one of them independently, and the ``n_s`` with the highest score (``decoders.scores``:
-``"confidence"``, ``"margin"``, ``"entropy"``; ties to the lowest position) are revealed with their
-candidates; the others are masked again and drawn anew at a later step.
+A draw masks the free positions and runs the plan of ``decoders.unmask_plan`` (``steps``, ``schedule``,
+``block_length``): step ``s`` reads the current row once at the masked positions of its window, draws a candidate
+``y_i ~ q_i`` at each (``proposals.proposal_log_probs``) and reveals the ``n_s`` with the best ``decoders.scores``
+(ties to the lowest position). Then ``remask_steps`` ReMDM steps (Wang et al. 2025, "loop"): every free position
+masked again with probability ``remask``, the masked ones redrawn from one pass (none: no call).
 
-Then ``remask_steps`` *remasking steps* (ReMDM, Wang et al. 2025, the "loop" variant: its middle phase at a
-fixed noise level, here from the fully decoded row): every free position is masked again independently with
-probability ``remask`` and all masked ones are redrawn from one pass (a random-block Gibbs step of the
-MLM conditionals). A step that masks nothing makes no model call. The number of steps per draw is fixed
-(``S + remask_steps``), so the cost is known: at most that many sequential calls, one row each.
+**What it samples.** One position per step with a score of the state alone (``"margin"``, ``"entropy"``) is
+ancestral sampling along an adaptive order ``sigma(x)``: ``P(x) = p_{sigma(x)}(x)``, the model's joint when its
+conditionals are compatible, neither one order's ``p_sigma`` nor the mixture otherwise. ``"confidence"`` biases
+every revealed token towards the mode, even then. Fewer steps than positions: no statement.
+``sampling.decoder_exact`` enumerates the exact law.
 
-**What it samples.** One position per step (``steps >= n`` without blocks) with a score of the state alone
-(``"margin"``, ``"entropy"``) is ancestral sampling along an *adaptive* order ``sigma(x)``: the next position is a
-function of the revealed tokens, so each output ``x`` has exactly one path and ``P(x) = p_{sigma(x)}(x)``, the chain
-rule of the conditionals along the order that ``x`` itself produces. For the conditionals of a joint ``p``
-every order's chain rule is ``p``, so the draw is an exact sample of ``p``; for incompatible conditionals it
-is neither one order's ``p_sigma`` nor the mixture over orders. With ``"confidence"`` the order depends on
-the drawn candidates (a position is revealed *because* its draw was probable), which biases each revealed
-token towards the mode: not ``p`` even for compatible conditionals and one position per step. With fewer
-steps than positions, every step reveals a product of one pass's conditionals (parallel decoding): no
-statement. ``sampling.decoder_exact`` enumerates the exact output law of every setting on tiny models.
-
-``log_prob`` ``[B]`` sums, over the free positions, the log-probability of each final token under the
-conditional it was (last) drawn from: the product of the conditionals used (it is not the probability of
-the output, which sums over the discarded candidates and the orders). ``revealed_at`` ``[B, L]``: the step
-at which each position got its final token (-1: not free). ``rounds`` = ``calls`` per chain and epoch.
+``log_prob`` ``[B]``: the sum of each final token's log-probability under the conditional it was last drawn from (not
+the output's probability). ``revealed_at`` ``[B, L]``: the step of each final token (-1: not free).
+``rounds`` = ``calls`` per chain and epoch.
 """
 
 from __future__ import annotations
@@ -45,32 +30,21 @@ from ..batching import read_logits
 from ..models.protocol import MaskedLM
 from ..models.reader import reader_of
 from .decoders import score_config, scores, select_top, unmask_plan
-from .kernels import StepInfo, resolve_scored
+from .kernels import DrawState, StepInfo, resolve_scored
 from .options import DEFAULT_STEPS, ProposalConfig, check_unmasking
 from .proposals import VocabularyKernel, allowed_ids, proposal_log_probs, sample_from
 
 
 @dataclass(frozen=True)
-class DecoderState:
-    """``ids`` ``[B, L]`` (mask at the positions still to reveal during an epoch), ``free`` / ``scored`` bool
-    ``[B, L]``, ``epoch``; during an epoch ``cursor`` (steps done, None between epochs) and the plan
-    (``windows`` bool ``[S, B, L]``, ``counts`` ``[S, B]``; unmasking decoders); ``token_log_prob`` ``[B, L]``
-    and ``log_prob`` ``[B]`` (float64), ``revealed_at`` ``[B, L]``, ``rounds`` / ``calls`` ``[B]`` of the
-    current (or last) epoch; ``forward_rows``: model rows forwarded."""
+class DecoderState(DrawState):
+    """A :class:`~mlmprob.sampling.kernels.DrawState` with, during an epoch, ``cursor`` (None between epochs) and the
+    plan (``windows`` ``[S, B, L]``, ``counts`` ``[S, B]``); ``token_log_prob`` and ``revealed_at`` ``[B, L]``."""
 
-    ids: torch.Tensor
-    free: torch.Tensor
-    scored: torch.Tensor
-    epoch: int = 0
     cursor: int | None = None
     windows: torch.Tensor | None = None
     counts: torch.Tensor | None = None
     token_log_prob: torch.Tensor | None = None
-    log_prob: torch.Tensor | None = None
     revealed_at: torch.Tensor | None = None
-    rounds: torch.Tensor | None = None
-    calls: torch.Tensor | None = None
-    forward_rows: int = 0
 
 
 def start_epoch(mlm: MaskedLM, state: DecoderState, **plan) -> DecoderState:
