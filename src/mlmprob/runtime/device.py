@@ -100,11 +100,6 @@ def _matmul_seconds(dtype: torch.dtype, n: int = 512, reps: int = 8) -> float:
     return best
 
 
-def _cache_file() -> Path:
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "mlmprob" / "cpu-dtype.json"
-
-
 def machine_key() -> str:
     """What the stored bf16 measurement is valid for: the CPU, its flags, the thread count and the torch
     version. Stable across processes (a digest, not Python's per-process salted ``hash``), so every worker
@@ -118,7 +113,9 @@ def cpu_bf16_speedup() -> float:
     """float32 time / bfloat16 time of a matrix product on this CPU, measured once per machine (cached
     on disk, keyed by the CPU, its flags, the thread count and the torch version)."""
     key = machine_key()
-    path = _cache_file()
+    from .safefs import cache_file, save_cache
+
+    path = cache_file("cpu-dtype.json")
     try:
         stored = json.loads(path.read_text())
         if stored.get("key") == key:
@@ -126,13 +123,7 @@ def cpu_bf16_speedup() -> float:
     except (OSError, ValueError, KeyError, TypeError):
         pass
     speedup = _matmul_seconds(torch.float32) / _matmul_seconds(torch.bfloat16)
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        from .safefs import UnsafePath, replace_file
-
-        replace_file(path, json.dumps({"key": key, "bf16_speedup": speedup}), path.with_suffix(f".{os.getpid()}.tmp"))
-    except (OSError, UnsafePath):
-        pass
+    save_cache(path, json.dumps({"key": key, "bf16_speedup": speedup}))
     return speedup
 
 

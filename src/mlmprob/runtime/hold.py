@@ -72,8 +72,7 @@ def _file_of(fd: int) -> _File:
 
 
 def _controllers(fd: int, which: int) -> bool:
-    """Whether ``fd`` (``which``: 0 for WFD, 1 for RFD) is the controller's: open now and the file it was at
-    the command's start (:func:`check_hold`; without that call, as it is now)."""
+    """Whether ``fd`` (``which``: 0 WFD, 1 RFD) is open and the file it was at :func:`check_hold`."""
     now = _file_of(fd)
     start = _seen.get((os.getpid(), os.environ.get(HOLD_ENV, "")))
     return now is not None and (start is None or start[which] == now)

@@ -26,12 +26,13 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from ..errors import MLMProbError
-from .safefs import UnsafePath, replace_file
+from .safefs import cache_file, save_cache
 
 KEY = "identity"
 _SHOWN = 12  # hex digits of a digest shown in a message
 _RACY_NS = 2_000_000_000  # a file modified this close to its hashing is hashed again next time (as git does)
 _CACHE_ENTRIES = 4096
+DIGESTS = "file-digests.json"  # the cache of model files' digests
 MODEL_FILES = (
     "*.safetensors",
     "*.bin",
@@ -101,28 +102,18 @@ class UnitDigest:
 
 
 # -- the model's files ---------------------------------------------------------------------------------
-def _cache_path() -> Path:
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "mlmprob" / "file-digests.json"
-
-
 def _load_cache() -> dict:
     try:
-        data = json.loads(_cache_path().read_text())
+        data = json.loads(cache_file(DIGESTS).read_text())
     except (OSError, ValueError):
         return {}
     return data if isinstance(data, dict) else {}
 
 
 def _save_cache(cache: dict) -> None:
-    path = _cache_path()
     if len(cache) > _CACHE_ENTRIES:
         cache = dict(list(cache.items())[-_CACHE_ENTRIES:])
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        replace_file(path, json.dumps(cache), path.with_name(f"{path.name}.{os.getpid()}.tmp"), "the digest cache")
-    except (OSError, UnsafePath):
-        pass  # a cache that cannot be written only costs time
+    save_cache(cache_file(DIGESTS), json.dumps(cache), "the digest cache")
 
 
 def _stat_key(st: os.stat_result) -> list:

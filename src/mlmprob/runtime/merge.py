@@ -135,8 +135,7 @@ def _check_shards(paths: list[Path], metas: list[dict]) -> list[Path]:
 
 
 def _index(paths: list[Path]) -> tuple[dict[str, int], list[int]]:
-    """``{row id: index of its part}`` over every part and each part's row count; an error naming the ids
-    found more than once."""
+    """``{row id: index of its part}`` and each part's row count; an error naming ids found twice."""
     where: dict[str, int] = {}
     dups: list[str] = []
     counts = []
@@ -166,9 +165,7 @@ def _check_rows(paths: list[Path], metas: list[dict], counts: list[int]) -> None
 
 
 def _in_order(paths: list[Path], where: dict[str, int], order: list[str] | None) -> Iterator[dict]:
-    """The rows of the parts: in ``order`` (ids) when given, else part after part. Each part is read once,
-    in its own order (a run writes its shard's rows in input order); a row met before its turn waits in
-    memory (none do, unless a part was written out of order)."""
+    """The rows of the parts in ``order`` (ids) when given, else part after part; each part read once, in order."""
     if order is None:
         for p in paths:
             yield from read_results(p)
@@ -202,8 +199,7 @@ def _remove_output(path: Path) -> None:
 
 
 def _input_order(wanted: Iterable[str], where: dict, skipped: set[str]) -> list[str]:
-    """The input's ids in order, checked against the parts' ids ``where``: every input id is in a part (or
-    skipped, itself or its record) and every part id is in the input."""
+    """The input's ids in order, checked: every input id in a part (or skipped) and every part id in the input."""
     order = [str(i) for i in wanted]
     missing = [i for i in order if i not in where and i not in skipped and i.rsplit("/", 1)[0] not in skipped]
     if missing:
@@ -215,8 +211,7 @@ def _input_order(wanted: Iterable[str], where: dict, skipped: set[str]) -> list[
 
 
 def _expected_order(expected_ids, metas: list[dict], where: dict, skipped: set[str]) -> list[str] | None:
-    """The input's ids in order (checked against the parts' ids), from the first part with metadata (it names
-    the input); None when ``expected_ids`` is None or cannot tell."""
+    """The input's ids in order (checked), named by the first part with metadata; None when it cannot tell."""
     first = next((m for m in metas if m.get("config")), None)
     if expected_ids is None or first is None:
         return None
@@ -225,8 +220,7 @@ def _expected_order(expected_ids, metas: list[dict], where: dict, skipped: set[s
 
 
 def _merged_config(paths: list[Path], metas: list[dict], configs: list[dict], not_checked: Sequence[str]) -> dict:
-    """The merged output's configuration: the first part's that has one, the parts merged, and (under
-    :data:`UNCHECKED`) what was not checked."""
+    """The merged output's configuration: the first part's, the parts merged and what was not checked."""
     unchecked = [f"{p} has no metadata" for p, m in zip(paths, metas, strict=True) if not m] + list(not_checked)
     config = {**next((c for c in configs if c), {}), "merged_from": [str(p) for p in paths]}
     return {**config, UNCHECKED: unchecked} if unchecked else config

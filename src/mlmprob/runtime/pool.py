@@ -185,9 +185,7 @@ def map_ordered(
 
 
 def _cap_devices(items: Iterator[T], devices: list[str]) -> tuple[Iterator[T], list[str]]:
-    """No more worker processes than items: with several devices, the first ``len(devices)`` items are
-    read ahead (and put back in front) and the devices capped to their number, with a warning; no
-    devices when there are no items."""
+    """No more worker processes than items (the first items read ahead and put back), with a warning."""
     if len(devices) <= 1:
         return items, devices
     first = list(islice(items, len(devices)))

@@ -146,3 +146,17 @@ def real_dir(path: str | Path, what: str = "this folder") -> Path:
         refuse_link(path, what)
         raise UnsafePath(f"{path} is not a folder; mlmprob keeps {what} there: remove it or choose another --out")
     return path
+
+
+def cache_file(name: str) -> Path:
+    """``$XDG_CACHE_HOME/mlmprob/NAME`` (``~/.cache`` by default): where a measurement or a digest is kept."""
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "mlmprob" / name
+
+
+def save_cache(path: Path, text: str, what: str = "this file") -> None:
+    """Write the cache file ``path`` atomically (a temporary name per process); a failure only costs time later."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        replace_file(path, text, path.with_name(f"{path.name}.{os.getpid()}.tmp"), what)
+    except (OSError, UnsafePath):
+        pass

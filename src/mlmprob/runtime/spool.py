@@ -103,8 +103,7 @@ def _locked_file(folder: str, kind: str, name: str) -> tuple[int, Path]:
 
 
 def _unnamed(fd: int, path: Path) -> Path | None:
-    """``/proc/PID/fd/FD`` once the name ``path`` is removed, where that reopens this very file; else None (the
-    copy keeps its name)."""
+    """``/proc/PID/fd/FD`` once the name ``path`` is removed, where that reopens this file; else None."""
     by_fd = Path(f"/proc/{os.getpid()}/fd/{fd}")
     try:
         if not os.path.samestat(os.stat(by_fd), os.fstat(fd)):

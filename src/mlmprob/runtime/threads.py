@@ -357,8 +357,7 @@ def blocked_attention(q, k, v, mask, scale, softmax=torch.softmax) -> torch.Tens
 
 
 class _Invariant(torch.overrides.TorchFunctionMode):
-    """Sends ``F.linear`` and ``F.scaled_dot_product_attention``, wherever called (transformers' code, LM
-    heads), to :func:`linear` and :func:`attention`."""
+    """Routes ``F.linear`` and ``F.scaled_dot_product_attention`` to :func:`linear` and :func:`attention`."""
 
     def __torch_function__(self, func, types, call_args=(), kwargs=None):  # torch passes all four by position
         kwargs = kwargs or {}

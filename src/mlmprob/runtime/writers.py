@@ -82,8 +82,7 @@ class ResultWriter:
 
 
 class _FileWriter(ResultWriter):
-    """A file output held through :mod:`mlmprob.runtime.log`: its lock, its configuration in
-    ``OUT.meta.json`` (checked on resume) and, for line files, the committed lines."""
+    """A file output held through :mod:`mlmprob.runtime.log` (its lock and ``OUT.meta.json``)."""
 
     path: Path  # a file output always has one
     _done: set[str]  # the ids the output held when opened (set by _open)
