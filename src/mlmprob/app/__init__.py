@@ -1,11 +1,6 @@
-"""``mlmprob app``: a local web app (Gradio) to look inside a masked LM's joint.
-
-- ``compute``: one pure function per tab over the public API, returning typed results (no gradio); the
-  Infill tab's in ``infilling``, the Sample and Pair-joint tabs' in ``dynamics``, each tab's examples in
-  ``examples``;
-- ``render``: HTML, tables and matplotlib figures of those results (no gradio);
-- ``ui``: the Gradio Blocks (``build_app(mlm)``); gradio is imported only there, and only when the
-  app is built, so the core install works without it (``pip install -e ".[app]"`` adds it).
+"""``mlmprob app``: a local web app (Gradio) to look inside a masked LM's joint. ``compute``, ``infilling``,
+``dynamics`` and ``designer``: one pure function per tab over the public API (no gradio); ``render``: HTML, tables
+and figures of their results; ``ui`` and ``design_tab``: the Gradio page, imported only when the app is built.
 """
 
 from ..lazy import exports

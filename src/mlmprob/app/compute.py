@@ -1,15 +1,7 @@
-"""The web app's computations, one pure function per tab, over the public API (no gradio here).
-
-Every function takes a loaded masked LM and the text the page holds, checks it against ``Limits``
-(so that a request stays interactive), and returns a typed result; bad input raises
-``MLMProbError`` with the same one-line message the CLI prints. Positions typed in the page are
-1-based residue (or word) numbers, as in mutant strings like ``A23C``.
-
-- Score: ``score_text`` (PLL, PLL per token, E_raw, per-token log q);
-- Mutations: ``saturation_map`` (the L x 20 ``masked_marginals`` table) and ``mutant_scores``
-  (every ``score_variants`` method for one mutant, e.g. ``A23C:D45E``);
-- Infill: ``mlmprob.app.infilling``;
-- Sample and Pair joint: ``mlmprob.app.dynamics``; the Sample tab's design section: ``mlmprob.app.designer``.
+"""The web app's computations for the Score and Mutations tabs (the others: :mod:`.infilling`, :mod:`.dynamics`,
+:mod:`.designer`). Each takes a loaded model and the page's text, checks it against :class:`Limits` and returns a
+typed result; bad input raises ``MLMProbError`` with the CLI's one-line message. Positions are 1-based residue (or
+word) numbers, as in mutant strings like ``A23C``.
 """
 
 from __future__ import annotations
@@ -174,15 +166,7 @@ class ScoreResult:
         """Rows for the page: ``id, n_tokens, PLL, PLL per token, E_raw, chain loglik, chain per token``
         (rounded)."""
         return [
-            [
-                r.id,
-                r.n_tokens,
-                round(r.pll, digits),
-                round(r.pll_per_token, digits),
-                round(r.e_raw, digits),
-                round(c, digits),
-                round(c / r.n_tokens, digits),
-            ]
+            [r.id, r.n_tokens, *(round(x, digits) for x in (r.pll, r.pll_per_token, r.e_raw, c, c / r.n_tokens))]
             for r, c in zip(self.rows, self.chain, strict=False)  # chain: () when no loglik was computed
         ]
 
@@ -192,19 +176,8 @@ class ScoreResult:
         w = csv.writer(out, lineterminator="\n")
         w.writerow([*self.COLUMNS, "e_local", "sequence"])
         for r, c in zip(self.rows, self.chain, strict=False):  # chain: () when no loglik was computed
-            w.writerow(
-                [
-                    r.id,
-                    r.n_tokens,
-                    repr(r.pll),
-                    repr(r.pll_per_token),
-                    repr(r.e_raw),
-                    repr(c),
-                    repr(c / r.n_tokens),
-                    repr(r.e_local),
-                    r.sequence,
-                ]
-            )
+            values = (r.pll, r.pll_per_token, r.e_raw, c, c / r.n_tokens, r.e_local)
+            w.writerow([r.id, r.n_tokens, *map(repr, values), r.sequence])
         return out.getvalue()
 
 
@@ -216,10 +189,9 @@ def score_text(
     spec: ScoreSpec = APP_SCORE,
     progress: Callable[[int, int], None] | None = None,
 ) -> ScoreResult:
-    """PLL, PLL per token and E_raw of every pasted sequence, with ``log q(x_t | rest)`` per token
-    (``mlmprob.scoring.score_records``), and the chain-rule log-likelihood (``APP_ORDERS`` random
-    orders seeded by the sequence, as ``mlmprob score --likelihood loglik``), as ``spec`` says (``APP_SCORE``;
-    another needs the per-token lists and the chain-rule likelihood, the table's columns). ``progress(done,
+    """PLL, PLL per token and E_raw of every pasted sequence with ``log q(x_t | rest)`` per token
+    (``mlmprob.scoring.score_records``), and the chain-rule log-likelihood (``APP_ORDERS`` orders seeded by the
+    sequence, as ``mlmprob score --likelihood loglik``), as ``spec`` says (it must ask for both); ``progress(done,
     total)`` after each chunk."""
     from ..likelihood.records import loglik_columns
 

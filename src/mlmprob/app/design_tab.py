@@ -1,8 +1,4 @@
-"""The Sample tab's design section (gradio): experts chosen among the app's model and the embedded ones with
-their weights, constraints (the positions that may change, at most k mutations, liability presets, motifs), the
-parent, the method, temperature, steps and chains; a table of each term's energy per chain and the sequences with
-the residues changed from the parent highlighted (endpoint ``design``). The computing is
-:mod:`mlmprob.app.designer`'s."""
+"""The Sample tab's design section (gradio; endpoint ``design``), computed by :mod:`mlmprob.app.designer`."""
 
 from __future__ import annotations
 

@@ -1,9 +1,6 @@
-"""The Sample tab's design section, computed without gradio: :func:`design_view` runs ``mlmprob design``'s chains
-(the same rows as ``mlmprob design --seed S``: each chain seeded from ``(seed, chain index)``) on experts chosen
-among the app's model and the embedded ones (:class:`ExpertPool`, each loaded once, on demand), under the
-constraints typed in the page (the positions that may change, at most ``k`` mutations, liability presets and
-motifs) around a parent; :func:`design_rows` and :func:`design_html` render it (each term's energy per chain; the
-sequences with the residues that changed from the parent highlighted).
+"""The Sample tab's design section without gradio: :func:`design_view` runs ``mlmprob design``'s chains (the rows of
+``mlmprob design --seed S``) on experts chosen among the app's model and the embedded ones (:class:`ExpertPool`,
+each loaded once) under the page's constraints; :func:`design_rows` and :func:`design_html` render it.
 """
 
 from __future__ import annotations

@@ -1,11 +1,5 @@
-"""The web app's Sample and Pair-joint computations (no gradio here).
-
-- ``sample_steps``: the chains of ``mlmprob.sample`` (MH on ``E_local`` or ``E_raw`` with the MLM's own
-  conditionals as proposals by default, or another of its methods), one snapshot per epoch, so the page
-  can draw the trace as it grows and stop between epochs; the chains are exactly those of
-  ``mlmprob.sample`` with the same generator seed (the same epoch loop).
-- ``pair_view``: the five pair joints of two positions (MLM, MRF, MRF-logit, HCB, AG;
-  ``mlmprob.joints.evaluate_pair``) over the top tokens, with A-KL and G-KL.
+"""The web app's Sample and Pair-joint computations: :func:`sample_steps` (the chains of ``mlmprob.sample``, one
+snapshot per epoch) and :func:`pair_view` (the five pair joints of two positions, ``mlmprob.joints.evaluate_pair``).
 """
 
 from __future__ import annotations
@@ -19,11 +13,11 @@ import torch
 
 from ..errors import MLMProbError
 from ..joints.constructions import METHOD_LABELS
+from ..sampling.options import INITS
+from ..sampling.registry import ENERGIES
 from ..settings import check_int, check_seed
 from .compute import LIMITS, Limits, decode, encode_one, positions_or_cdr, word_tokens
 
-ENERGIES = ("local", "raw")
-INITS = ("given", "greedy", "random")
 # the joints in the order the app shows them, under their display names
 JOINT_NAMES = {m: METHOD_LABELS[m] for m in ("mlm", "mrf", "mrf_logit", "hcb", "ag")}
 
@@ -31,11 +25,9 @@ JOINT_NAMES = {m: METHOD_LABELS[m] for m in ("mlm", "mrf", "mrf_logit", "hcb", "
 # -- Sample ----------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class SampleSnapshot:
-    """The chains after ``epoch`` of ``epochs`` sweeps (0: the initial states).
-
-    ``energy[e][c]``: target energy (``energy_kind``) of chain ``c`` after epoch ``e`` (``e = 0``
-    the start); ``accepted`` / ``proposed``: counts per epoch (summed over the chains);
-    ``sequences``: the current states, decoded; ``free``: the sampled token positions."""
+    """The chains after ``epoch`` of ``epochs`` (0: the initial states): ``energy[e][c]``, the target energy
+    (``energy_kind``) of chain ``c`` after epoch ``e``; ``accepted`` / ``proposed`` per epoch (summed over the chains);
+    ``sequences``: the current states; ``free``: the sampled token positions."""
 
     epoch: int
     epochs: int
@@ -76,15 +68,12 @@ def sample_steps(
     steps: int | None = None,
     limits: Limits = LIMITS,
 ) -> Iterator[SampleSnapshot]:
-    """Chains from ``text`` (``_`` / ``[MASK]`` mark masked tokens, which are free), sampling the 1-based
-    residue/word ``positions`` (``"3,5,10-12"``, or a CDR such as ``"H3"``; default: all), one snapshot per
-    epoch: ``method`` (``mlmprob.sample``'s, default ``"mh"``: single-site MH in random order, proposal and
-    target temperature 1), through the sampler's own epoch loop (:class:`mlmprob.sampling.api.Chains`), so
-    ``mlmprob.sample(..., method=method, energy=energy, epochs=epochs, burn_in=0, init=init,
-    generator=seed)`` ends in the same states. Exact-draw methods (ancestral, speculative) start from the
-    given text whatever ``init`` says (every epoch is a fresh draw); the parallel decoders (``unmask``,
-    ``adaptive``) take their ``score`` (``confidence``, ``margin``, ``entropy``; default: the method's own) and
-    ``unmask`` its ``steps`` per draw (default: the sampler's)."""
+    """Chains from ``text`` (``_`` / ``[MASK]``: masked tokens, free), sampling the 1-based residue/word ``positions``
+    (``"3,5,10-12"`` or a CDR such as ``"H3"``; default: all), one snapshot per epoch, through the sampler's own epoch
+    loop (:class:`mlmprob.sampling.api.Chains`): ``mlmprob.sample(..., method=method, energy=energy, epochs=epochs,
+    burn_in=0, init=init, generator=seed)`` ends in the same states. The exact draws start from the given text whatever
+    ``init`` says; ``unmask`` and ``adaptive`` take their ``score`` (default: the method's own) and ``unmask`` its
+    ``steps`` per draw."""
     from ..infilling.stream import expand_gaps, mask_text
     from ..sampling.api import Chains
     from ..sampling.spec import SamplerSpec, method_of
@@ -136,13 +125,11 @@ def sample_steps(
 # -- Pair joint ------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class PairView:
-    """The five joints of a pair of positions (``a``, ``b``: 1-based residue/word numbers).
-
-    ``joints[method]`` ``[len(labels_a), len(labels_b)]``: the joint's probabilities of the shown
-    tokens (rows ``x_a``, columns ``x_b``; the top tokens of the both-masked MLM conditionals, so
-    a table may sum to less than 1); ``akl`` / ``gkl``: per method; ``gold``: the tokens the
-    sequence holds at ``a`` and ``b`` (G-KL is NaN when one is masked or not a candidate);
-    ``n_candidates``: the candidate vocabulary ``K``; ``outside_mass``: softmax mass outside it."""
+    """The five joints of a pair of positions (``a``, ``b``: 1-based residue/word numbers): ``joints[method]``
+    ``[len(labels_a), len(labels_b)]``, the joint's probabilities of the shown tokens (the top ones of the both-masked
+    MLM conditionals: a table may sum to less than 1); ``akl`` / ``gkl`` per method; ``gold``: the tokens the sequence
+    holds at ``a`` and ``b`` (G-KL is NaN when one is masked or not a candidate); ``n_candidates``: the candidate
+    vocabulary ``K``; ``outside_mass``: the softmax mass outside it."""
 
     a: int
     b: int

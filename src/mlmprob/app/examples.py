@@ -1,5 +1,4 @@
-"""The examples the web app's tabs open with: an antibody heavy chain (or the model's own letters) for a
-residue model, English sentences for a word-piece one."""
+"""The examples the app's tabs open with: an antibody heavy chain (or the model's letters), or English sentences."""
 
 from __future__ import annotations
 

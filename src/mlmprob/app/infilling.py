@@ -10,6 +10,7 @@ import torch
 
 from ..errors import MLMProbError
 from ..positions import token_numbers
+from ..settings import check_int
 from .compute import LIMITS, Limits, decode, encode_one, positions_or_cdr, word_tokens
 
 
@@ -91,8 +92,7 @@ def infill_compare(
 
     if isinstance(beam_size, float) and beam_size.is_integer():
         beam_size = int(beam_size)
-    if isinstance(beam_size, bool) or not isinstance(beam_size, int) or not 1 <= beam_size <= limits.max_beam:
-        raise MLMProbError(f"beam size must be an integer in 1..{limits.max_beam}, got {beam_size!r}")
+    beam_size = check_int("beam size", beam_size, 1, f"an integer in 1..{limits.max_beam}", limits.max_beam)
     ids, pos, native, numbers = _gap(mlm, text, positions, limits)
     runs = []
     plan = [InfillSpec(method=m, order=o, beam_size=beam_size) for m in ("standard", "hcb") for o in ("l2r", "best")]

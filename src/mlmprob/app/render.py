@@ -1,5 +1,4 @@
-"""What the web app shows, built from ``compute`` / ``dynamics`` results: HTML fragments, table rows
-and matplotlib figures (no gradio here)."""
+"""What the web app shows of the tabs' results: HTML fragments, table rows and matplotlib figures (no gradio)."""
 
 from __future__ import annotations
 

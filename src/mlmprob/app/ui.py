@@ -1,12 +1,7 @@
-"""The Gradio page of ``mlmprob app``: five tabs over ``compute`` and ``dynamics``.
-
-``build_app(mlm)`` builds the Blocks around an already loaded model (tests pass a tiny one);
-``mlmprob app`` loads ``--model`` and launches it on 127.0.0.1 unless told otherwise. Bad input
-(``MLMProbError``) is shown in the page as the CLI's one-line message and the server stays up;
-the model serves one request at a time; long work shows progress and has a Stop button.
-
-API names (for ``gradio_client``): ``/score``, ``/saturate``, ``/mutant``, ``/infill``,
-``/sample``, ``/design`` (the Sample tab's design section, :mod:`mlmprob.app.design_tab`), ``/pair``.
+"""The Gradio page of ``mlmprob app``: ``build_app(mlm)`` builds the Blocks around a loaded model. Bad input is shown as
+the CLI's one-line message; the model serves one request at a time; long work shows progress and has a Stop button.
+API names (``gradio_client``): ``/score``, ``/saturate``, ``/mutant``, ``/infill``, ``/sample``, ``/design``,
+``/pair``.
 """
 
 from __future__ import annotations
