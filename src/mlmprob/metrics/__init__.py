@@ -1,9 +1,6 @@
-"""Evaluation metrics, each defined once: of sequences against a reference (``sequences``: top-k
-exact match, sentence and corpus BLEU, identity, stutter; the per-gap metrics of the infilling tables)
-and of scores against measured values (``ranking``: Spearman, AUROC, NDCG, top recall, batched over
-resamples; percentile bootstrap intervals, single and paired) and the exact sign test of a paired
-comparison (``significance``). Joint-specific metrics (perplexities,
-KL) are in ``mlmprob.joints.metrics``, MCMC diagnostics in ``mlmprob.sampling.diagnostics``.
+"""Evaluation metrics, each defined once: of sequences against a reference (``sequences``), of scores against measured
+values with bootstrap intervals (``ranking``) and the exact sign test (``significance``). Joint metrics are in
+``mlmprob.joints.metrics``, MCMC diagnostics in ``mlmprob.sampling.diagnostics``.
 """
 
 from ..lazy import exports

@@ -1,25 +1,9 @@
-"""Metrics of scores against measured values (variant scores against fitness in DMS benchmarks
-such as ProteinGym, binder / non-binder labels), with bootstrap intervals.
-
-The metric functions are batched: they take ``[..., n]`` predictions and targets and return
-``[...]`` float64 values, so a bootstrap evaluates all its resamples at once. Definitions:
-
-- ``spearman``: Pearson correlation of the average ranks (ties share their mean rank); NaN when
-  either side is constant;
-- ``auroc``: area under the ROC curve of ``pred`` for 0/1 ``labels`` (Mann-Whitney: a tied
-  positive-negative pair counts 1/2); NaN when a class is absent;
-- ``ndcg``: NDCG at the top ``top`` fraction (``k = max(1, floor(top * n))``): gains are the
-  targets min-max scaled to [0, 1], ``DCG = sum_{r=1..k} gain(r-th best predicted) / log2(r + 1)``
-  over the ``k`` best predictions (ties in ``pred`` keep input order), divided by the same sum
-  for the ``k`` largest gains; NaN when the targets are constant;
-- ``top_recall``: of the variants at or above the ``1 - top`` quantile of the targets, the fraction
-  at or above the ``1 - top`` quantile of the predictions (quantiles interpolated linearly);
-- ``auroc_within``: AUROC over the positive / negative pairs of the same stratum only.
-
-``bootstrap`` resamples the ``n`` points with replacement ``n_boot`` times (``torch.Generator``
-passed in) and reports the metric on the data with the percentile interval of the resamples whose
-metric is defined. ``PairedBootstrap`` does the same for several scores on the same resamples, so
-that the difference of two scores gets its own interval.
+"""Metrics of scores against measured values (variant scores against DMS fitness, binder labels), batched over
+``[..., n]`` so a bootstrap evaluates all its resamples at once (float64): ``spearman`` (ties share their mean rank;
+NaN for a constant side), ``auroc`` (Mann-Whitney, ties 1/2; NaN without both classes), ``auroc_within``, ``ndcg``
+(gains the targets min-max scaled, over the ``k = max(1, floor(top n))`` best predictions, ties in input order; NaN
+for constant targets) and ``top_recall``. ``bootstrap`` gives the percentile interval of ``n_boot`` resamples;
+``PairedBootstrap`` scores several predictions on the same resamples, so differences get intervals too.
 """
 
 from __future__ import annotations

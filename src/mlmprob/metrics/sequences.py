@@ -1,12 +1,7 @@
-"""Metrics of sequences against a reference: top-k accuracy of an exact match (``topk_hit``), BLEU
-(sentence ``bleu`` and ``corpus_bleu``), per-position ``identity`` and the ``stutter_rate`` of repeated
-neighbours; ``gap_metrics`` are the per-gap metrics of the infilling tables (Calef et al., sec. 5.2:
-sentence BLEU-n of the top-1 fill with ``n = min(k, 4)`` for a gap of ``k`` tokens, so that for
-``k <= 4`` it is non-zero only for an exact match, as in the paper's tables).
-
-``bleu`` equals sacrebleu's sentence BLEU with ``max_ngram_order=n``, ``smooth_method="none"``,
-``tokenize="none"`` and ``effective_order=False`` on space-joined tokens (a test checks this); it is
-computed here on token sequences so that residues and token ids need no detokenization.
+"""Metrics of sequences against a reference: ``topk_hit``, sentence ``bleu`` (equal to sacrebleu's with
+``max_ngram_order=n``, no smoothing or tokenization, ``effective_order=False``; computed on tokens) and
+``corpus_bleu``, ``identity``, ``stutter_rate``, and ``gap_metrics``, the per-gap metrics of the infilling tables
+(Calef et al., sec. 5.2: BLEU-``min(k, 4)`` of the top-1 fill of a ``k``-token gap).
 """
 
 from __future__ import annotations

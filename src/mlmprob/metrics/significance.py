@@ -1,6 +1,4 @@
-"""Significance of a paired comparison: the exact two-sided sign test on the discordant pairs (the
-items where only one of two methods is right, or where one beats the other).
-"""
+"""The exact two-sided sign test of a paired comparison on its discordant pairs."""
 
 from __future__ import annotations
 

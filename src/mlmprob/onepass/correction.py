@@ -1,16 +1,10 @@
 """The one-pass correction: a small map from a model's unmasked final hidden states to its masked conditionals.
 
-One forward pass of the unmasked sequence gives, at every position ``t``, the final hidden state
-``h_t`` (the LM head's input). Read through the head as is, it gives the *unmasked* estimate
-``log q(x_t | x)``, which sees the token it scores and is too confident. The correction
-
-    h'_t = h_t + h_t U + e(x_t) M + b        (e: the model's input embedding of x_t)
-
-is fitted so that ``head(h'_t)`` matches the exact masked conditional ``q_t(. | x with t masked)`` (KL,
-on a calibration set); the one-pass PLL is then ``sum_t log softmax(head(h'_t))[x_t]``. With ``U = M =
-0, b = 0`` it is the plain unmasked estimate. A correction is stored as safetensors (``U``, ``M``, ``b``)
-with a JSON description beside it: the model it was fitted for (name, sizes, a fingerprint of its
-embedding matrix), the calibration data and the fit's held-out KL.
+The unmasked pass read through the LM head (``log q(x_t | x)``) sees the token it scores and is too confident. The
+correction ``h'_t = h_t + h_t U + e(x_t) M + b`` (``e``: the input embedding) is fitted so that ``head(h'_t)`` matches
+the exact masked conditional (KL, on a calibration set); ``U = M = 0, b = 0`` is the plain unmasked estimate. It is
+stored as safetensors with a JSON description beside it (the model, a fingerprint of its embeddings, the
+calibration data, the held-out KL).
 """
 
 from __future__ import annotations

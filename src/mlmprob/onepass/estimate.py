@@ -1,8 +1,5 @@
-"""One-pass PLL: every masked conditional estimated from one unmasked forward pass (see ``correction``).
-
-``method="one_pass"`` applies the model's fitted :class:`~mlmprob.onepass.correction.Correction`;
-``method="unmasked"`` reads the unmasked pass as is (``log q(x_t | x)``, the token visible: biased high,
-given for comparison). Both cost one forward pass per sequence instead of one per scored position.
+"""One-pass PLL: every masked conditional estimated from one unmasked pass per sequence, with the model's fitted
+correction (``method="one_pass"``) or as is (``"unmasked"``: the token visible, biased high; for comparison).
 """
 
 from __future__ import annotations

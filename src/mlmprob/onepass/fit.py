@@ -1,10 +1,6 @@
-"""Fitting the one-pass correction: exact masked conditionals of a calibration set, then KL by Adam.
-
-``calibrate(mlm, sequences)`` reads, for every scored position of every sequence, the exact masked
-conditional (one masked copy per position, through ``iter_masked_logits``) and the unmasked hidden state
-(one pass per sequence), holds out a share of the sequences, and fits ``U, M, b`` to minimise
-``KL(q_exact || q_corrected)`` on the rest. The held-out KL before (the plain unmasked estimate) and after
-is part of the stored description.
+"""Fitting the one-pass correction: the exact masked conditionals and unmasked hidden states of a calibration set
+(:func:`collect`), then ``KL(q_exact || q_corrected)`` minimised by Adam on all but a held-out share of the
+sequences (:func:`fit_correction`); the held-out KL before and after is stored with it.
 """
 
 from __future__ import annotations

@@ -1,7 +1,5 @@
-"""Records scored by the one-pass estimate (the rows of ``mlmprob score --pll one-pass``), and ``check``.
-
-The rows have the fields of exact scoring plus ``method`` (``"one_pass"``); ``e_raw`` is the corrected
-logit of each token. ``check`` scores N records exactly and compares.
+"""The rows of ``mlmprob score --pll one-pass`` (exact scoring's fields plus ``method``; ``e_raw`` the corrected
+logits), and ``check``: ``n`` records scored both ways and compared.
 """
 
 from __future__ import annotations
@@ -69,26 +67,15 @@ class CheckResult:
 
 
 def spearman(a, b) -> float:
-    """Spearman rank correlation (average ranks for ties).
+    """Spearman rank correlation (:func:`mlmprob.metrics.ranking.spearman`), rounded to 6 digits.
 
     >>> spearman([1, 2, 3, 4], [10, 20, 40, 30])
     0.8
     """
+    from ..metrics.ranking import spearman as rank_correlation
 
-    def ranks(x):
-        x = torch.as_tensor(x, dtype=torch.float64)
-        r = torch.empty_like(x)
-        order = x.argsort()
-        r[order] = torch.arange(len(x), dtype=torch.float64)
-        for v in x.unique():  # ties: their mean rank
-            m = x == v
-            r[m] = r[m].mean()
-        return r
-
-    ra, rb = ranks(a), ranks(b)
-    ra, rb = ra - ra.mean(), rb - rb.mean()
-    den = float((ra.square().sum() * rb.square().sum()).sqrt())
-    return round(float((ra * rb).sum()) / den, 6) if den > 0 else float("nan")
+    rho = rank_correlation(torch.as_tensor(a, dtype=torch.float64), torch.as_tensor(b, dtype=torch.float64))
+    return round(float(rho), 6)
 
 
 def check(mlm, records: Sequence[Record], n: int, *, seed: int = 0, correction=None) -> CheckResult:

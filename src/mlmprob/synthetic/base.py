@@ -1,18 +1,7 @@
-"""The interface of a synthetic language: a fixed-length distribution known exactly.
-
-A ``SyntheticLanguage`` has ``vocab_size`` (``V``) symbols ``0..V-1`` and a fixed ``length`` (``T``).
-The id ``V`` stands for the mask, as in ``mlmprob.ExactMLM``. Every language offers
-
-- ``log_prob(ids [B, T]) -> [B]``: exact ``log p(x)`` of complete sequences;
-- ``log_marginal(ids [B, T]) -> [B]``: exact ``log p(x_O)`` of the observed (non-mask) positions;
-- ``conditionals(ids [B, T]) -> [B, T, V]``: exact ``log p(x_t = v | x_{O \\ t})`` at every position,
-  where ``O`` is the set of observed positions: at a masked ``t`` the MLM conditional, at an
-  observed ``t`` the conditional with ``t`` treated as masked (``ExactMLM.logits`` semantics);
-- ``sample(n, generator) -> [n, T]`` and ``sample_given(ids, generator)``: exact i.i.d. samples,
-  unconditionally or with the observed positions clamped.
-
-``as_mlm()`` wraps a language as a ``MaskedLM`` (``LanguageMLM``) that every algorithm of the
-package can take as the ground truth.
+"""The interface of a synthetic language: ``V`` symbols ``0..V-1`` (id ``V`` is the mask, as in ``ExactMLM``), a fixed
+length ``T``, and exact ``log_prob``, ``log_marginal`` (observed positions), ``conditionals`` (of every position
+given the observed others: ``ExactMLM.logits`` semantics), ``sample`` and ``sample_given``. ``as_mlm()`` wraps one
+as a ``MaskedLM`` (:class:`LanguageMLM`), the ground truth for every algorithm.
 """
 
 from __future__ import annotations

@@ -1,24 +1,17 @@
-"""Exact inference on chain-structured languages by forward-backward in log space.
+"""Exact inference on chain-structured languages by forward-backward in log space (float64, batched).
 
-A ``ChainLanguage`` has hidden states ``z_1..z_T`` (``S`` values each) and observed symbols
-``x_1..x_T`` with
+A ``ChainLanguage`` has hidden states ``z_1..z_T`` (``S`` values) and symbols ``x_1..x_T`` with
 
     p(x, z) = (1/Z) exp( sum_t u_t(z_t) + sum_t P_t(z_t, z_{t+1}) + sum_t E_t(z_t, x_t) ),
 
-where each emission row is normalised (``logsumexp_v E_t(z, v) = 0``), so a masked position is
-marginalised by an emission factor of 1 and ``Z = sum_z exp(sum u + sum P)``. A hidden Markov
-model has ``u_1 = log pi``, ``P_t = log A`` and ``E_t = log B``; a Potts chain has ``z = x`` (the
-emission is the identity: 0 on the diagonal, ``-inf`` elsewhere), fields ``u_t = h_t`` and
-couplings ``P_t(a, b) = J [a == b]``.
-
-With the evidence ``e_t(z) = E_t(z, x_t)`` at observed ``t`` (0 at masked ``t``):
+each emission row normalised, so a masked position has an emission factor of 1. An HMM has ``u_1 = log pi``,
+``P_t = log A``, ``E_t = log B``; a Potts chain ``z = x`` (identity emission), ``u_t = h_t``, ``P_t(a, b) = J [a ==
+b]``. With the evidence ``e_t(z) = E_t(z, x_t)`` at observed ``t`` (0 elsewhere):
 
     alpha_1 = u_1,   alpha_{t+1}(z') = u_{t+1}(z') + logsumexp_z(alpha_t(z) + e_t(z) + P_t(z, z'))
     beta_T = 0,      beta_t(z) = logsumexp_z'(P_t(z, z') + u_{t+1}(z') + e_{t+1}(z') + beta_{t+1}(z'))
 
-so ``alpha_t + beta_t`` is the log posterior of ``z_t`` given every observed position except ``t``
-(up to a constant), and ``log p(x_t = v | x_{O \\ t}) = logsumexp_z(alpha_t + beta_t + E_t(z, v))``
-normalised over ``v``. Every step is vectorised over the batch; all in float64.
+and ``log p(x_t = v | x_{O \\ t}) = logsumexp_z(alpha_t + beta_t + E_t(z, v))`` normalised over ``v``.
 """
 
 from __future__ import annotations

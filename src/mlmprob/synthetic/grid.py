@@ -1,17 +1,7 @@
-"""A Potts model on a small 2-D grid, exact by a transfer matrix over whole columns.
-
-The grid has ``rows x cols`` cells, flattened row-major into a sequence of length ``T = rows * cols``
-(position ``t = r * cols + c``). With fields ``h`` ``[rows, cols, V]`` and coupling ``J`` between
-the four nearest neighbours,
-
-    p(x) ∝ exp( sum_cells h_rc(x_rc) + J sum_{neighbours} [x == x'] ).
-
-A column is one state of ``S = V**rows`` values; the chain of columns has unary potentials (fields
-and vertical couplings inside the column) and pairwise potentials (horizontal couplings), so
-forward-backward over columns is exact. Evidence on a column is the indicator that the column
-state agrees with the observed cells; the conditional of cell ``(r, c)`` uses the evidence of all
-other cells, that of column ``c`` without row ``r`` included. Cost ``O(cols * S**2)`` per row:
-keep ``V**rows`` to a few hundred.
+"""A Potts model on a small ``rows x cols`` grid (flattened row-major, ``t = r * cols + c``), exact by a transfer matrix
+over whole columns: ``p(x) ∝ exp(sum h_rc(x_rc) + J sum_{neighbours} [x == x'])``. A column is one of ``S =
+V**rows`` states (unary: fields and vertical couplings; pairwise: horizontal couplings), so forward-backward over
+columns is exact; a cell's conditional uses its column's evidence without its own row. Cost ``O(cols S**2)``.
 """
 
 from __future__ import annotations
@@ -70,6 +60,7 @@ class PottsGrid(SyntheticLanguage):
         # unary[c, s] = sum_r h[r, c, s_r] + vertical couplings
         self.unary = fields[torch.arange(rows)[None, :], :, self.states].sum(1).T + vert  # [C, S]
         self.pairwise = (self.states[:, None, :] == self.states[None, :, :]).sum(-1).double() * J  # [S, S]
+        self.chain_pairwise = self.pairwise.expand(max(cols - 1, 0), S, S)
         empty = torch.zeros(1, cols, S, dtype=torch.float64)
         self.log_z = float(torch.logsumexp(self._forward(empty)[:, -1] + empty[:, -1], -1))
 
@@ -86,14 +77,8 @@ class PottsGrid(SyntheticLanguage):
     def _log_indicator(count: torch.Tensor) -> torch.Tensor:
         return torch.where(count == 0, 0.0, -torch.inf).double()
 
-    def _chain_pairwise(self) -> torch.Tensor:
-        return self.pairwise.expand(max(self.cols - 1, 0), self.n_states, self.n_states)
-
     def _forward(self, e: torch.Tensor) -> torch.Tensor:
-        return forward_messages(self.unary, self._chain_pairwise(), e)
-
-    def _backward(self, e: torch.Tensor) -> torch.Tensor:
-        return backward_messages(self.unary, self._chain_pairwise(), e)
+        return forward_messages(self.unary, self.chain_pairwise, e)
 
     def log_marginal(self, input_ids: torch.Tensor) -> torch.Tensor:
         ids = self.check_ids(input_ids)
@@ -105,7 +90,8 @@ class PottsGrid(SyntheticLanguage):
         mism = self._mismatch(ids)  # [B, C, R, S]
         count = mism.sum(2)  # [B, C, S]
         e = self._log_indicator(count)
-        post = self._forward(e) + self._backward(e)  # [B, C, S], column c's own evidence excluded
+        # [B, C, S], column c's own evidence excluded
+        post = self._forward(e) + backward_messages(self.unary, self.chain_pairwise, e)
         own = self._log_indicator(count[:, :, None, :] - mism.long())  # [B, C, R, S]: column c without row r
         w = post[:, :, None, :] + own  # [B, C, R, S]
         onehot = torch.where(self.states.T[:, :, None] == torch.arange(self.vocab_size), 0.0, -torch.inf).double()
@@ -119,7 +105,7 @@ class PottsGrid(SyntheticLanguage):
         if B == 0:
             return ids.clone()
         e = self._log_indicator(self._mismatch(ids).sum(2))
-        z = backward_sample(self._forward(e) + e, self._chain_pairwise(), generator)  # column states [B, C]
+        z = backward_sample(self._forward(e) + e, self.chain_pairwise, generator)  # column states [B, C]
         grid = self.states[z].transpose(1, 2)  # [B, R, C]
         return grid.reshape(B, self.length)
 
