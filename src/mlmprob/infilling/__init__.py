@@ -1,10 +1,6 @@
-"""Zero-shot infilling of a gap of known length with any masked LM (Calef et al.).
-
-``infill`` (standard and HCB beam search, left-to-right or best-to-worst), ``sample_infill`` (the
-sampling baselines with the same forward passes), the ablations (``corrections``), exhaustive
-references (``exhaustive_infill``, ``exact_infill``), and the per-gap metrics (from ``mlmprob.metrics``).
-The experiments (the paper's tables, paired HCB-vs-standard comparisons, the HCB pivot sweep) are in
-``experiments`` (``python -m experiments.infill_runner``, ``... .infill_pivots``).
+"""Zero-shot infilling of a gap of known length with any masked LM (Calef et al.): ``infill`` (standard and HCB beam
+search), ``sample_infill`` (the sampling baselines), the ablations (``corrections``), the exhaustive references
+(``exhaustive_infill``, ``exact_infill``) and the per-gap metrics; the paper's experiments are in ``experiments``.
 """
 
 from ..lazy import exports

@@ -1,12 +1,7 @@
-"""Sampling baselines with the forward-pass budget of beam search (Calef et al., sec. 5.4).
-
-The search keeps ``num_samples`` hypotheses like a beam of that size and makes the same forward
-passes (one per hypothesis per step, mask at the unfilled positions), but instead of the best
-extensions it *draws* them: ``num_samples`` extensions ``(h, w)`` without replacement (Gumbel
-top-k) with probability proportional to ``q~(w | h) / H``, where ``q~`` is the MLM's conditional
-renormalised over the candidate ids, at ``temperature`` and truncated to the ``top_p`` nucleus.
-Hypotheses are ranked, and reported, by their standard chain-rule score (``log q`` at
-temperature 1), so ``score`` is comparable with standard beam search.
+"""Sampling baselines with the forward passes of beam search (Calef et al., sec. 5.4): ``num_samples`` hypotheses
+extended like a beam, but the extensions *drawn* without replacement (Gumbel top-k) in proportion to ``q~(w | h) /
+H`` (the conditional over the candidates at ``temperature``, in the ``top_p`` nucleus); ranked and reported by the
+standard chain-rule score, comparable with beam search's.
 """
 
 from __future__ import annotations

@@ -1,13 +1,7 @@
-"""Beam search infilling with masked LMs: standard (chain rule with masks) and HCB (Calef et al.).
-
-For a gap ``g_1..g_k`` filled in some order, a fill ``w`` scores
-
-- standard: ``sum_j log q_{g_j}(w_j | context, filled so far, rest of the gap masked)``;
-- HCB:      ``sum_j [log q_{g_j}(w_j | input_j) - log q_{g_j}(v | input_j)]`` where ``input_j`` has
-  the filled tokens and the pivot ``v`` at the unfilled gap positions (``g_j`` masked). The default
-  pivot is the mask token: then ``input_j`` is the standard step's input and HCB costs no extra
-  forward pass. For compatible conditionals the HCB score is ``log p(w | context) - log p(v..v |
-  context)`` exactly, for any order (Hammersley-Clifford-Besag).
+"""Beam search infilling with masked LMs (Calef et al.). A fill ``w`` of the gap ``g_1..g_k`` scores, standard:
+``sum_j log q_{g_j}(w_j | context, filled so far, rest masked)``; HCB: ``sum_j [log q_{g_j}(w_j | input_j) -
+log q_{g_j}(v | input_j)]``, ``input_j`` holding the pivot ``v`` (default: the mask, then no extra pass) at the
+unfilled positions. For compatible conditionals HCB is ``log p(w | context) - log p(v..v | context)`` for any order.
 
 >>> import torch
 >>> from mlmprob import ExactMLM
@@ -25,6 +19,7 @@ import torch
 
 from ..errors import MLMProbError
 from ..models.protocol import MaskedLM
+from ..settings import check_int
 from .corrections import Pivot, Standard
 from .gap import InfillCandidate, check_beam_size, check_order, prepare_gap
 from .search import Correction, run_search
@@ -68,11 +63,8 @@ def resolve_pivot(mlm: MaskedLM, pivot: int | None) -> int:
                 f"entries) has no entry for mask id {mlm.mask_id}; pass pivot=<token id> (costs extra forward passes)"
             )
         return mlm.mask_id
-    if isinstance(pivot, bool) or not isinstance(pivot, int) or not 0 <= pivot < mlm.vocab_size:
-        raise MLMProbError(
-            f"pivot must be a token id in 0..{mlm.vocab_size - 1} (an output of the model), got {pivot!r}"
-        )
-    return pivot
+    top = mlm.vocab_size - 1
+    return check_int("pivot", pivot, 0, f"a token id in 0..{top} (an output of the model)", top)
 
 
 def _standard(mlm: MaskedLM, pivot: int | None) -> Correction:

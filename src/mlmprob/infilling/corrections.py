@@ -1,17 +1,8 @@
-"""Per-step score terms subtracted from ``log q(w_j | input)``: what separates the methods.
-
-Every beam search step reads, for each hypothesis, the MLM's log-probabilities ``logp[Q, V]`` at
-the position being filled; the extension by token ``w`` scores ``logp[q, w] - term[q]``.
-
-- ``Standard``: term 0; unfilled gap positions hold the mask (chain rule with masks, eq. 1).
-- ``Pivot(v)``: HCB (eq. 6): term ``logp[q, v]``; unfilled gap positions hold ``v``. With ``v`` the
-  mask id the inputs are those of ``Standard``, so HCB costs no extra forward pass.
-- ``ContextScramble``: Ablation 1: the mask-pivot term replaced by a random one of the last
-  ``capacity`` terms seen in earlier steps (other contexts).
-- ``RandomTokenSwap``: Ablation 2: the term read at a uniformly random output token instead of
-  the mask (inputs unchanged: unfilled positions still hold the mask).
-
-``fill_id`` is the id unfilled gap positions hold (``None``: the mask).
+"""Per-step terms subtracted from ``log q(w_j | input)``: what separates the methods. ``Standard``: 0, unfilled gap
+positions masked (eq. 1). ``Pivot(v)``: HCB (eq. 6), ``log q(v | input)`` with the unfilled positions holding ``v``
+(the mask: the standard inputs, no extra pass). ``ContextScramble`` (ablation 1): a random earlier context's mask
+term. ``RandomTokenSwap`` (ablation 2): the term at a random output token. ``fill_id``: what unfilled positions hold
+(``None``: the mask).
 """
 
 from __future__ import annotations

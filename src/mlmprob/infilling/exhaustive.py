@@ -1,11 +1,6 @@
-"""Exhaustive references for small ``n**k``: every fill of the gap, scored independently of the
-beam search code (one brute-force row per fill and factor, no prefix sharing).
-
-- ``exhaustive_infill``: every fill scored by the left-to-right standard or HCB score; beam search
-  in ``l2r`` order with a beam of ``n**k`` must return exactly this list.
-- ``exact_infill``: for models with an exact joint (``ExactMLM.log_prob``), every fill with its
-  exact ``log p(fill | context)`` (normalised over the candidate fills): the true mode and its
-  probability.
+"""Exhaustive references for small ``n**k``, independent of the beam search code: ``exhaustive_infill`` (every fill by
+its left-to-right standard or HCB score: beam search in ``l2r`` order with a beam of ``n**k`` must return this list)
+and ``exact_infill`` (every fill's exact ``log p(fill | context)`` under a model with an exact joint).
 """
 
 from __future__ import annotations

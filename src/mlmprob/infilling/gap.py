@@ -1,10 +1,5 @@
-"""The shared pieces of every infilling algorithm: the result type and the validated gap.
-
-A *gap* is a set of positions of one sequence whose tokens are unknown (the infilling paper uses a
-contiguous span of known length k; every algorithm here accepts any set). Fills are written over
-whatever the input holds at those positions. Fills are drawn from ``candidate_ids``: the model's
-``proposal_ids`` when it has them (e.g. the 20 amino acids), else every output id that is not a
-special token or the mask.
+"""The pieces every infilling algorithm shares: the result type and the validated gap (any set of positions of one
+sequence; whatever they hold is overwritten), filled from ``candidate_ids``.
 """
 
 from __future__ import annotations

@@ -1,19 +1,9 @@
-"""The search engine shared by beam search and the sampling baselines.
-
-State: ``filled [H, k]`` (gap tokens in position order, -1 where not yet filled) and ``score [H]``.
-One step per gap position:
-
-1. Inputs: each hypothesis's sequence with its filled tokens, the unfilled gap positions holding
-   ``correction.fill_id`` (the mask by default) and the position to fill holding the mask. With the
-   mask fill one forward pass per hypothesis serves every unfilled position; with a token fill
-   each (hypothesis, position) pair needs its own row.
-2. Order: ``l2r`` fills gap position ``step`` (sorted); ``best`` lets each hypothesis fill the
-   unfilled position whose best candidate has the highest ``log q`` (ties: leftmost).
-3. Extensions ``(h, w)`` score ``score[h] + log q(w | input) - correction(logp)``; states reached
-   twice (possible with ``best``) keep their higher score; ``select`` keeps ``width`` of them.
-
-Log-probabilities are over the model's whole output vocabulary (float64); fills are restricted to
-``gap.candidates``.
+"""The search engine of beam search and the sampling baselines: hypotheses ``filled [H, k]`` (-1: not yet) with
+``score [H]``, one step per gap position. Each step reads every hypothesis with its unfilled positions holding
+``correction.fill_id`` (the mask: one row serves all its positions; a token: one row per position) and the position
+to fill masked; ``l2r`` fills gap position ``step``, ``best`` the unfilled position whose best candidate has the
+highest ``log q`` (ties: leftmost). Extension ``(h, w)`` scores ``score[h] + log q(w | input) - correction(logp)``;
+a state reached twice keeps its higher score; ``select`` keeps ``width``. Fills come from ``gap.candidates``.
 """
 
 from __future__ import annotations
@@ -54,8 +44,7 @@ def top_k_select(
 def _step_inputs(
     gap: Gap, mask_id: int, filled: torch.Tensor, fill_id: int | None, masked_col: torch.Tensor | None
 ) -> torch.Tensor:
-    """Rows ``[R, L]``: ``gap.ids`` with ``filled`` written in, unfilled positions = fill (or mask),
-    and gap column ``masked_col[r]`` (if given) = mask."""
+    """Rows ``[R, L]``: ``filled`` written in, unfilled positions ``fill_id`` (or the mask), ``masked_col`` masked."""
     vals = torch.where(filled >= 0, filled, mask_id if fill_id is None else fill_id)
     if masked_col is not None:
         vals[torch.arange(len(vals)), masked_col] = mask_id

@@ -1,19 +1,7 @@
-"""Infilling the gaps written in a stream of records: the API behind ``mlmprob infill --input``.
-
-A gap is written in a record's text as ``[MASK]x5`` (five masked tokens), ``[MASK]`` / ``<mask>``
-(one each, any case) or ``_`` (one each), e.g. ``EVQLVESGGG_____QPGGSLRLSCAAS``. Masked tokens
-separated only by whitespace belong to the same contiguous gap (the parser: :mod:`mlmprob.gaps`).
-
-The unit of work (one output row, one id) is a gap:
-
-- ``gaps="joint"`` (default): every masked token of a record is one gap, filled jointly (what
-  ``mlmprob infill SEQUENCE`` does); the unit's id is the record's id.
-- ``gaps="each"``: every contiguous run of masked tokens is its own unit with id
-  ``f"{record_id}/gap{k}"`` (``k = 1, 2, ...`` from the left); while one gap is filled, the
-  record's other gaps stay masked.
-
-:class:`InfillJob` is picklable (a frozen dataclass), so ``runtime.command.run_command`` can run it in
-one process, in one process per device, or on Ray actors.
+"""Infilling the gaps written in a stream of records, behind ``mlmprob infill --input``. A gap is written as
+``[MASK]x5``, ``[MASK]`` / ``<mask>`` or ``_`` (:mod:`mlmprob.gaps`). The unit (one row, one id) is a record's whole
+gap (``gaps="joint"``, the record's id) or each contiguous run of masks (``gaps="each"``, id
+``RECORD/gapK`` from the left, the other gaps left masked). :class:`InfillJob` is picklable.
 """
 
 from __future__ import annotations
