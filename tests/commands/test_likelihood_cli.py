@@ -86,24 +86,10 @@ def test_variants_chain(tmp_path, tiny_bert_dir, one_thread, capsys):
     rows = [json.loads(x) for x in out.read_text().splitlines()]
     assert rows[0]["chain"] == pytest.approx(rows[0]["masked_marginals"], abs=1e-9)
     assert all(isinstance(r["chain"], float) for r in rows)
-    assert (
-        main(
-            [
-                "variants",
-                str(csv),
-                "--wild-type",
-                "ACDEFGHIK",
-                "--model",
-                str(tiny_bert_dir),
-                "--methods",
-                "chian",
-                "--out",
-                str(tmp_path / "x.jsonl"),
-                "--no-progress",
-            ]
-        )
-        == 2
-    )
+    bad = ["variants", str(csv), "--wild-type", "ACDEFGHIK", "--model", str(tiny_bert_dir), "--methods", "chian"]
+    with pytest.raises(SystemExit) as usage:  # refused by the flag itself (its field's parse function): a usage error
+        main([*bad, "--out", str(tmp_path / "x.jsonl"), "--no-progress"])
+    assert usage.value.code == 2
     assert "chain" in capsys.readouterr().err
 
 

@@ -145,7 +145,9 @@ def test_bad_arguments(esm_dir, tmp_path, dms, capsys):
     assert _cli(tmp_path, esm_dir, seqs, "--wild-type", WT) == 2
     assert capsys.readouterr().err.strip() == "error: row 1 ('a'): the sequence has 14 residues, the wild type 13"
     assert _cli(tmp_path, esm_dir, dms, "--saturate", "--wild-type", WT) == 2
-    assert _cli(tmp_path, esm_dir, dms, "--wild-type", WT, "--methods", "hcb,nope") == 2
+    with pytest.raises(SystemExit) as usage:  # refused by the flag itself (its field's parse function): a usage error
+        _cli(tmp_path, esm_dir, dms, "--wild-type", WT, "--methods", "hcb,nope")
+    assert usage.value.code == 2 and "unknown variant scoring method 'nope'" in capsys.readouterr().err
     assert _cli(tmp_path, esm_dir, dms, "--wild-type", WT, "--evaluate", "--out", tmp_path / "e.jsonl") == 2
     assert "--evaluate needs --label" in capsys.readouterr().err
     # red-team: a label that is not a number was found only after the whole scoring; now before it starts
