@@ -1,7 +1,7 @@
 """The web app's computations for the Score and Mutations tabs (the others: :mod:`.infilling`, :mod:`.dynamics`,
-:mod:`.designer`). Each takes a loaded model and the page's text, checks it against :class:`Limits` and returns a
-typed result; bad input raises ``MLMProbError`` with the CLI's one-line message. Positions are 1-based residue (or
-word) numbers, as in mutant strings like ``A23C``.
+:mod:`.designer`) and the text each tab opens with (:func:`examples`). Each takes a loaded model and the page's text,
+checks it against :class:`Limits` and returns a typed result; bad input raises ``MLMProbError`` with the CLI's
+one-line message. Positions are 1-based residue (or word) numbers, as in mutant strings like ``A23C``.
 """
 
 from __future__ import annotations
@@ -119,6 +119,48 @@ def word_tokens(enc, numbers: list[int], name: str = "positions") -> list[int]:
 
 def decode(mlm, ids) -> str:
     return mlm.decode([int(i) for i in torch.as_tensor(ids).reshape(-1).tolist()])
+
+
+VH = "EVQLVESGGGLVQPGGSLRLSCAASGFTFSSYAMSWVRQAPGKGLEWVSAISGSGGSTYYADSVKGRFTISRDNSKNTLYLQMNSLRAEDTAVYYCAK"
+
+
+def _is_residue_model(mlm) -> bool:
+    from ..models.tokenizers import ResidueTokenizer
+
+    return isinstance(reader_of(mlm).tokenizer, ResidueTokenizer)
+
+
+def examples(mlm) -> dict[str, str | int]:
+    """The text each tab shows first: an antibody heavy chain for a residue model, English otherwise."""
+    if _is_residue_model(mlm):
+        letters = getattr(reader_of(mlm).tokenizer, "residues", "")
+        seq = VH if set(VH) <= set(letters) else (letters * 3)[:24]
+        n = len(seq)
+        ex: dict[str, str | int] = {
+            "score": seq,
+            "wt": seq,
+            "mutant": f"{seq[1]}2{'A' if seq[1] != 'A' else 'C'}:{seq[4]}5{'A' if seq[4] != 'A' else 'C'}",
+            "infill": seq[: n // 2 - 2] + "____" + seq[n // 2 + 2 :],
+            "infill_pos": "",
+            "sample": seq,
+            "positions": f"{n // 2 - 2}-{n // 2 + 2}",
+            "a": n // 2,
+            "b": n // 2 + 2,
+        }
+        if seq == VH:  # CDR-H1 to sample; the last two residues (the start of CDR-H3) as the pair
+            ex.update(positions="H1", a=n - 1, b=n)
+        return ex
+    return {
+        "score": "The cat sat on the mat.\nThe mat sat on the cat.",
+        "wt": "",
+        "mutant": "",
+        "infill": "The cat ____ on the mat.",
+        "infill_pos": "",
+        "sample": "The cat sat on the mat.",
+        "positions": "2-4",
+        "a": 2,
+        "b": 3,
+    }
 
 
 # -- Score ---------------------------------------------------------------------------------------

@@ -15,9 +15,8 @@ from ..errors import MLMProbError
 from ..models.reader import reader_of
 from ..sampling.spec import REGISTRY
 from . import design_tab, render
-from .compute import LIMITS, Limits, mutant_scores, saturation_map, score_text
+from .compute import LIMITS, Limits, examples, mutant_scores, saturation_map, score_text
 from .dynamics import pair_view, sample_steps
-from .examples import examples
 from .infilling import infill_compare
 
 CSS = ".mlmprob-tokens span:hover{outline:1px solid #333}" + design_tab.CSS

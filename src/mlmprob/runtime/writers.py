@@ -7,6 +7,7 @@ completion and skipped ids, which ``mlmprob merge`` reads.
 
 from __future__ import annotations
 
+import math
 import os
 import shutil
 import sys
@@ -19,7 +20,6 @@ from ..jsonl import dumps, json_safe  # noqa: F401 - re-exported
 from .hold import hold_at
 from .log import ResumableLog, RunHold, RunMeta, naming, read_lines, read_log
 from .safefs import move_into_place, new_file, real_dir, refuse_link
-from .tsv import check_tsv_id, tsv_cell
 
 OUTPUT_KINDS = (".jsonl", ".tsv", ".parquet")
 
@@ -36,6 +36,38 @@ def output_kind(path: str | Path | None) -> str:
     if suffix not in OUTPUT_KINDS:
         raise MLMProbError(f"--out {str(path)!r}: use a .jsonl, .tsv or .parquet file")
     return suffix[1:]
+
+
+def check_tsv_id(rid) -> None:
+    """Refuse an id a TSV row cannot keep as it is (a tab or a line break): its cell would be changed and the
+    row would not match its record on ``--resume``.
+
+    >>> check_tsv_id("a b")
+    >>> check_tsv_id("a\\tb")  # doctest: +NORMALIZE_WHITESPACE
+    Traceback (most recent call last):
+    ...
+    mlmprob.errors.MLMProbError: id 'a\\tb' holds a tab or line break, which a TSV output cannot keep (--resume would
+    not find it): write .jsonl or .parquet
+    """
+    if isinstance(rid, str) and any(c in rid for c in "\t\n\r"):
+        raise MLMProbError(
+            f"id {rid!r} holds a tab or line break, which a TSV output cannot keep (--resume would "
+            "not find it): write .jsonl or .parquet"
+        )
+
+
+def tsv_cell(v) -> str:
+    """One TSV cell: empty for None and non-finite floats, lists and nested values as strict JSON text
+    (a Parquet output keeps them as lists and structs; JSONL as JSON), tabs and newlines as spaces.
+
+    >>> tsv_cell(None), tsv_cell(float("nan")), tsv_cell(1.5), tsv_cell(["A", 2, float("inf")]), tsv_cell({"k": [1]})
+    ('', '', '1.5', '["A", 2, null]', '{"k": [1]}')
+    """
+    if v is None or (isinstance(v, float) and not math.isfinite(v)):
+        return ""
+    if isinstance(v, (list, tuple, dict)):
+        return dumps(v)
+    return str(v).replace("\t", " ").replace("\n", " ")
 
 
 class ResultWriter:
