@@ -1,6 +1,8 @@
 """How fast the command line answers without work to do (issue 37 §3): ``mlmprob --help``, ``--version``, a
 command's ``--help`` and a usage error, each against ``python -c pass`` (the interpreter's own start) and
-``python -c "import torch"`` in the same run, median wall seconds of ``--repeats`` runs, run in turn.
+``python -c "import torch"`` in the same run, median wall seconds of ``--repeats`` runs, run in turn. And the first
+real work (issue 52): loading the default model, and scoring one short sequence with the CLI, with the embedded model
+built natively (the default) and as transformers' class (``MLMPROB_FUSED=0``), side by side.
 
     python bench/bench_cli_startup.py --repeats 7 --out docs/results/cli_startup.md
 """
@@ -8,6 +10,7 @@ command's ``--help`` and a usage error, each against ``python -c pass`` (the int
 from __future__ import annotations
 
 import argparse
+import os
 import platform
 import shlex
 import statistics
@@ -25,11 +28,24 @@ CASES = [
     ("mlmprob sample --help", [sys.executable, "-m", "mlmprob", "sample", "--help"]),
     ("mlmprob score x.fasta --no-such-option", [sys.executable, "-m", "mlmprob", "score", "x.fasta", "--bogus"]),
 ]
+LOAD = [sys.executable, "-c", "import mlmprob; mlmprob.load_mlm('antiberty')"]
+SCORE = [sys.executable, "-m", "mlmprob", "score", "-", "--format", "text", "--no-progress", "--out", "-"]
+WORK = [  # (name, command, environment, standard input)
+    ("load_mlm('antiberty') (native, the default)", LOAD, {}),
+    ("load_mlm('antiberty') with MLMPROB_FUSED=0 (transformers)", LOAD, {"MLMPROB_FUSED": "0"}),
+    ("mlmprob score (one 25-residue sequence)", SCORE, {}),
+    ("mlmprob score, MLMPROB_FUSED=0 (transformers)", SCORE, {"MLMPROB_FUSED": "0"}),
+]
+SEQ = "EVQLVESGGGLVQPGGSLRLSCAAS\n"
 
 
-def wall(cmd: list[str]) -> float:
+def wall(cmd: list[str], env: dict | None = None) -> float:
     t = time.perf_counter()
-    subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
+    done = subprocess.run(
+        cmd, input=SEQ if env is not None else None, capture_output=True, text=True, env=env, check=False
+    )
+    if env is not None and done.returncode:
+        sys.exit(f"{shlex.join(cmd)} failed:\n{done.stderr[-2000:]}")
     return time.perf_counter() - t
 
 
@@ -38,10 +54,12 @@ def main(argv=None) -> int:
     ap.add_argument("--repeats", type=int, default=7)
     ap.add_argument("--out", type=Path, default=None, help="also write the table here (Markdown)")
     a = ap.parse_args(argv)
-    times = {name: [] for name, _ in CASES}
+    times: dict[str, list[float]] = {name: [] for name, _ in CASES} | {name: [] for name, _, _ in WORK}
     for _ in range(a.repeats):  # interleaved: a busy moment of the machine hits every case alike
         for name, cmd in CASES:
             times[name].append(wall(cmd))
+        for name, cmd, extra in WORK:
+            times[name].append(wall(cmd, {**os.environ, **extra}))
     base = statistics.median(times["python -c pass"])
     lines = [
         f"Command: `python bench/bench_cli_startup.py {shlex.join(argv or sys.argv[1:])}` on "
@@ -51,9 +69,11 @@ def main(argv=None) -> int:
         "| command | median wall (s) | minus `python -c pass` (s) |",
         "|---|---|---|",
     ]
-    for name, _ in CASES:
+    for name in times:
         med = statistics.median(times[name])
         lines.append(f"| `{name}` | {med:.3f} | {med - base:.3f} |")
+    native, hf = (statistics.median(times[WORK[i][0]]) for i in (0, 1))
+    lines += ["", f"Loading the default model natively takes {native / hf:.2f}x the time of transformers' class."]
     text = "\n".join(lines) + "\n"
     print(text)
     if a.out:

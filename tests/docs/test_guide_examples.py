@@ -25,11 +25,13 @@ BLOCK = re.compile(
 PAGES = sorted(f"guides/{p.name}" for p in (DOCS / "guides").glob("*.md")) + ["getting-started.md"]
 
 RUNNER = r"""
-import contextlib, io, json, subprocess, sys, time
+import contextlib, io, json, resource, subprocess, sys, time
 blocks, report = json.load(sys.stdin), sys.argv[1]
 ns, done = {"__name__": "__main__"}, []
+def cpu():
+    return sum(u.ru_utime + u.ru_stime for u in map(resource.getrusage, (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)))
 for i, (lang, code) in enumerate(blocks):
-    t0, out = time.perf_counter(), io.StringIO()
+    t0, c0, out = time.perf_counter(), cpu(), io.StringIO()
     if lang == "python":
         with contextlib.redirect_stdout(out):
             exec(compile(code, f"block {i + 1}", "exec"), ns)
@@ -41,7 +43,7 @@ for i, (lang, code) in enumerate(blocks):
             sys.stderr.write(p.stderr[-3000:])
             sys.exit(f"block {i + 1} (bash) exited {p.returncode}")
     sys.stdout.write(printed)
-    done.append([round(time.perf_counter() - t0, 1), bool(printed.strip())])
+    done.append([round(time.perf_counter() - t0, 1), bool(printed.strip()), round(cpu() - c0, 1)])
     with open(report, "w") as f:
         json.dump(done, f)
 """
@@ -62,7 +64,8 @@ def _env() -> dict:
 
 
 def _run_page(text: str, cwd: Path) -> tuple[subprocess.CompletedProcess, list, list[str]]:
-    """Run a page's runnable blocks in ``cwd``: ``(process, [[seconds, printed], ...] per block run, their code)``."""
+    """Run a page's runnable blocks in ``cwd``: ``(process, [[seconds, printed, CPU seconds], ...] per block run, their
+    code)``."""
     runnable = [(lang, code) for lang, code, why in _blocks(text) if why is None]
     report = cwd.parent / f"{cwd.name}.report.json"
     done = subprocess.run(
@@ -91,7 +94,7 @@ def test_the_runner_shares_one_python_namespace_and_folder(tmp_path):
         "```python\nx = 6 * 7\nopen('x.txt', 'w').write(str(x))\n```\n```bash\ncat x.txt\n```\n```python\nprint(x)\n```"
     )
     done, report, _ = _run_page(page, tmp_path / "run")
-    assert done.returncode == 0 and done.stdout == "4242\n" and [p for _, p in report] == [False, True, True]
+    assert done.returncode == 0 and done.stdout == "4242\n" and [p for _, p, _ in report] == [False, True, True]
 
 
 @pytest.mark.parametrize("page", PAGES)
@@ -111,9 +114,9 @@ def test_examples_run_as_written(page, tmp_path):
     """The page's runnable blocks in order, in one empty folder: each exits 0 and prints something."""
     (tmp_path / "run").mkdir()
     done, report, codes = _run_page((DOCS / page).read_text(), tmp_path / "run")
-    times = ", ".join(f"block {i + 1}: {s} s" for i, (s, _) in enumerate(report))
+    times = ", ".join(f"block {i + 1}: {s} s ({c} s CPU)" for i, (s, _, c) in enumerate(report))
     assert done.returncode == 0, f"{page} failed after {times}:\n{codes[len(report)]}\n{done.stderr[-3000:]}"
-    silent = [i + 1 for i, (_, printed) in enumerate(report) if not printed]
+    silent = [i + 1 for i, (_, printed, _) in enumerate(report) if not printed]
     assert silent == [], f"{page}: blocks {silent} print nothing ({times})"
     print(f"{page}: {times}")
 
