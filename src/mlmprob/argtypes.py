@@ -94,14 +94,11 @@ def positive_float(text: str) -> float:
 
 
 def ladder(text: str) -> tuple[float, ...]:
-    """A replica ladder: positive numbers separated by commas, increasing (``1,1.5,2.5``)."""
-    try:
-        values = tuple(positive_float(t) for t in text.split(","))
-    except argparse.ArgumentTypeError:
-        raise argparse.ArgumentTypeError(f"must be positive numbers separated by commas, got {text!r}") from None
-    if len(values) < 2 or list(values) != sorted(set(values)):
-        raise argparse.ArgumentTypeError(f"must be at least two temperatures, increasing, got {text!r}")
-    return values
+    """A replica ladder: numbers separated by commas, checked by the specs' own check
+    (:func:`mlmprob.settings.check_ladder`: at least two, positive, increasing from the target's ``1,1.5,2.5``)."""
+    from .settings import check_ladder
+
+    return checked(lambda t: tuple(_float(x, "a number") for x in t.split(",")), check_ladder)(text)
 
 
 def nonnegative_float(text: str) -> float:

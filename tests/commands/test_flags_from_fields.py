@@ -59,7 +59,7 @@ CONVERTED = {
     "infill": (InfillSpec, lambda **kw: InfillSpec(**kw), ()),
     "variants": (VariantsSpec, lambda **kw: VariantsSpec(**{"methods": ("chain",), **kw}), ()),
     "joints": (JointsSpec, lambda **kw: JointsSpec(**kw), ()),
-    "design": (DesignSpec, _design, ("temperatures",)),
+    "design": (DesignSpec, _design, ()),
     "score": (ScoreSpec, lambda **kw: ScoreSpec(**kw), ()),
     "train": (TrainConfig, _train, ()),
 }
@@ -110,7 +110,7 @@ def test_every_converted_flag_comes_from_its_field():
 
 
 def test_no_hand_written_flag_repeats_a_converted_setting():
-    """The settings written by hand are the declared ones (design's ``--temperatures``; ``--model``, ``--data``)."""
+    """The settings written by hand are the declared ones (none now)."""
     for command, (spec, _, by_hand) in CONVERTED.items():
         made = field_flags(_parser(command))
         names = {f.name for f in dataclasses.fields(spec)}

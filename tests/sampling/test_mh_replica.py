@@ -107,7 +107,7 @@ def test_the_command_line_reads_a_ladder(capsys):
         main(argv)
     err = capsys.readouterr().err
     assert e.value.code == 2
-    assert "--temperatures" in err and "increasing" in err and len(err.strip().splitlines()) == 1
+    assert "--temperatures: must increase from the target's" in err and len(err.strip().splitlines()) == 1
 
 
 def test_streamed_rows_name_each_chains_rung(tmp_path):

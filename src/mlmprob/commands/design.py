@@ -81,7 +81,7 @@ def register(sub) -> None:
 
 #: The constraints' flags, made from :class:`DesignSpec`'s fields.
 CONSTRAINT_FLAGS = ("positions", "allowed", "max_mutations", "forbid", "require", "start_invalid", "keep_parent_motifs")
-#: The sampler's flags made from :class:`DesignSpec`'s fields (those before ``--temperatures``).
+#: The sampler's flags made from :class:`DesignSpec`'s fields (then ``--temperatures`` and ``--swap-every``).
 SAMPLER_FLAGS = (
     "method",
     "chains",
@@ -102,12 +102,9 @@ SAMPLER_FLAGS = (
 def _add_sampler_args(g) -> None:
     """The sampler's flags (the kernel, its moves, the temperatures, the seed): the spec's fields, and the ladder
     (text) and the seed (the job's)."""
-    from ..fields import add_field_flags, field_flag
+    from ..fields import add_field_flags
 
-    add_field_flags(g, DesignSpec, SAMPLER_FLAGS)
-    ladder = ",".join(f"{t:g}" for t in DesignSpec().temperatures)  # 1,2,4
-    g.add_argument("--temperatures", default=ladder, help="replica exchange's ladder, increasing, e.g. 1,1.5,2.5")
-    field_flag(g, DesignSpec, "swap_every")
+    add_field_flags(g, DesignSpec, (*SAMPLER_FLAGS, "temperatures", "swap_every"))
     g.add_argument(
         "--seed",
         type=nonnegative_int,
@@ -160,11 +157,7 @@ def load_oracle(text: str, allow_code: bool):
 
 def design_spec(args) -> DesignSpec:
     """The :class:`DesignSpec` of the parsed arguments (``--positions``, ``--allowed``: parsed by their flags)."""
-    try:
-        temperatures = tuple(float(t) for t in args.temperatures.split(","))
-    except ValueError:
-        raise MLMProbError(f"--temperatures must be numbers separated by commas, got {args.temperatures!r}") from None
-    given: dict = dict(temperatures=temperatures)  # the spec refuses a ladder other than its default unless replica
+    given: dict = {}
     positions = getattr(args, "positions", None)
     if positions is not None and set(positions) == set(range(1, len(args.parent.strip()) + 1)):
         given["positions"] = None  # every residue: the default, stored as it is (a resume compares what it stores)

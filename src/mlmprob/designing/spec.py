@@ -22,9 +22,9 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
-from ..argtypes import checked, finite_float, nonnegative_int, positive_float, positive_int
+from ..argtypes import checked, finite_float, ladder, nonnegative_int, positive_float, positive_int
 from ..errors import MLMProbError
 from ..fields import option
 from ..settings import Spec, check_count, check_int, check_ladder
@@ -86,7 +86,7 @@ class DesignSpec(Spec):
     parent outside ``C``), ``keep_parent_motifs`` (a forbidden motif the parent has is tolerated where it is: only
     new occurrences leave ``C``). ``mlmprob design``'s flags of the fields declared with
     :func:`~mlmprob.fields.option` are made from them (``--positions`` and ``--allowed`` read text by
-    :func:`parse_positions` and :func:`parse_allowed`); ``--temperatures`` is a comma list read by the command."""
+    :func:`parse_positions` and :func:`parse_allowed`; ``--temperatures`` by :func:`mlmprob.argtypes.ladder`)."""
 
     method: str = option(
         "mh",
@@ -140,7 +140,14 @@ class DesignSpec(Spec):
     anneal_schedule: str = option(
         "geometric", "anneal: how the temperature falls", choices=SCHEDULES, **_only("anneal")
     )
-    temperatures: tuple[float, ...] = field(default=(1.0, 2.0, 4.0), metadata=_only("replica"))
+    temperatures: tuple[float, ...] = option(
+        (1.0, 2.0, 4.0),
+        "replica exchange's ladder, increasing from the target's, e.g. 1,1.5,2.5",
+        type=ladder,
+        metavar="T1,T2,...",
+        shown="1,2,4",
+        **_only("replica"),
+    )
     swap_every: int = option(1, "steps between swap rounds", type=positive_int, **_only("replica"))
 
     def __post_init__(self):
