@@ -1,27 +1,15 @@
 """The one forward primitive: rows of token ids in, the model's logits at requested ``(row, position)`` reads out.
 
-Every read of a model in mlmprob (scoring, sampling, joints, variants, infilling, the windowed model,
-likelihoods) goes through :func:`iter_forward`. It owns, once for everybody:
+Every read of a model goes through :func:`iter_forward`, which owns the plan (sub-batches of at most
+``rows_per_batch(width, batch_tokens)`` rows under the reader's budget, trailing padding trimmed), batch
+independence (a sub-batch never mixes *groups*, the records rows are computed for, and a group is cut by its own
+rows alone, so a record's logits do not depend on its neighbours, shard, worker or chunk), the device hot path
+(rows built on the device, the head only at the read positions, no host synchronisation), out-of-memory halving
+(reported once, kept for later calls; the shapes, and so the last bits of float32 logits, may then change),
+non-finite detection naming the caller's rows, and progress.
 
-- **the plan**: rows that carry reads are forwarded in sub-batches of at most
-  ``rows_per_batch(width, batch_tokens)`` rows, trailing padding trimmed, with the budget of the model's reader
-  (:class:`mlmprob.models.reader.Reader`: ``reader_of(mlm, batch_tokens)``, ``load_mlm(..., batch_tokens=)``);
-- **batch independence**: each row belongs to a *group* (the record it is computed for: a sequence,
-  a pair, a gap, a chain); a sub-batch never mixes groups, and a group is cut into sub-batches by
-  its own rows alone (in their given order, at its own width). The shape a record is computed in
-  is thus a function of the record, never of its neighbours, shard, worker or chunk, so its logits
-  are identical to the bit wherever it is computed (same device, dtype, threads and software);
-- **the device hot path**: rows are built on the model's device, the LM head runs only at the read
-  positions (the wrapper's ``device_logits_at``/``logits_at``), and the loop makes no host
-  synchronisation (non-finite logits are flagged on the device and read once at the end);
-- **out-of-memory back-off**: a sub-batch that runs out of memory is halved and retried (reported
-  once); the smaller size is kept for the model's later calls;
-- **non-finite detection** naming the caller's rows (``NonFiniteError.rows``), and **progress**.
-
-Rows come from a *row source* (:class:`GivenRows`: token rows as they are; :class:`MaskedCopies`:
-copy ``n`` is ``input_ids[rows[n]]`` with ``cols[n]`` and ``extra_mask[n]`` masked, built lazily
-per sub-batch). A group whose rows outnumber one sub-batch is split at the same places wherever it
-runs; after an out-of-memory halving the shapes, and so the last bits of float32 logits, may change.
+Rows come from a row source: :class:`GivenRows` (token rows as they are) or :class:`MaskedCopies` (copy ``n`` is
+``input_ids[rows[n]]`` with ``cols[n]`` and ``extra_mask[n]`` masked, built per sub-batch).
 """
 
 from __future__ import annotations

@@ -1,31 +1,15 @@
 """A lean forward pass for ESM-2 and BERT/RoBERTa encoders (transformers' models), on the same weights.
 
-Transformers' code spends a fifth to a half of a CPU forward outside the matrix products
-(docs/results/precision/peak_share.md): ESM's GELU as five element-wise operations, its rotary embedding as
-eight (with casts and a concatenation per layer), the query scaled by its own multiplication, and in every
-family three separate Q/K/V products (in int8, three dynamic quantizations of the same input). These
-classes compute the same functions with fewer passes over memory:
+The same functions as transformers' code with fewer passes over memory (docs/results/precision/peak_share.md):
+Q, K and V in one product (in int8 one quantization of the input); attention by ``scaled_dot_product_attention``
+in float32 (a half-precision model on a GPU attends in its own dtype: :func:`attention_dtype`); ESM's rotary
+embedding as one complex multiplication (the pair ``(x_j, x_{j+d/2})`` as ``x_j + i x_{j+d/2}``: the halves come
+out interleaved, which leaves every query-key dot product unchanged); GELU in one kernel; and the last layer
+only at the read positions (``rows``, ``cols``; keys and values still at all positions). Float32 products on the
+CPU go through :mod:`mlmprob.runtime.threads`, so the bits do not depend on the thread count.
 
-- Q, K and V in one matrix product (weights concatenated; in int8 one quantization of the input);
-- attention by ``scaled_dot_product_attention`` in float32 (scores and softmax as exact as the float32
-  model's; on CPUs as fast as bfloat16's), the scale passed to it; a half-precision model on a GPU attends in
-  its own dtype (torch's fused kernels; :func:`attention_dtype`);
-- ESM's rotary embedding as one complex multiplication per tensor: the pair ``(x_j, x_{j+d/2})`` that
-  ``rotate_half`` rotates is the complex number ``x_j + i x_{j+d/2}``; rotated query and key come out with
-  their halves interleaved, which leaves every query-key dot product unchanged. Angles once per forward;
-- GELU as ``torch.nn.functional.gelu`` (the same erf form, one kernel); residual additions in place;
-- **the last layer only where it is read**: when few positions are read (``rows``, ``cols``: masked copies
-  read one position each), the last layer's query, attention output, feed-forward block and norms run at
-  those positions alone (keys and values still at all positions).
-
-Float32 products on the CPU run through :func:`mlmprob.runtime.threads.linear` and attention through
-:func:`mlmprob.runtime.threads.attention` (torch's fused kernel in MKL's strict mode, batch rows in blocks
-fixed by the shapes without it), so the bits do not depend on the thread count.
-
-Same weights and mathematics: the outputs differ from transformers' by rounding only (tested against it in
-float32, bfloat16 and int8). The modules are read from the model at every call, so weights changed in place
-(training) or modules replaced (quantization) are followed; the concatenated Q/K/V weights of a layer are
-rebuilt when its Q, K or V weights change (storage and in-place version).
+Outputs differ from transformers' by rounding only. Modules are read from the model at every call (training and
+quantization are followed); a layer's concatenated Q/K/V weights are rebuilt when its Q, K or V weights change.
 """
 
 from __future__ import annotations

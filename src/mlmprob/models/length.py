@@ -1,20 +1,11 @@
 """The longest input a Hugging Face masked LM reads, found from the model itself (not a list of names).
 
-A model with learned absolute positions holds a table of ``N`` rows (a module named
-``position_embeddings`` or ``embed_positions``); token ``t`` of a row reads row ``offset + t``, where
-``offset`` depends on how the family builds its position ids: 0 for BERT, ``padding_idx + 1`` for the
-RoBERTa family (RoBERTa, XLM-R, CamemBERT, data2vec-text, I-BERT, LUKE, MPNet, X-MOD, ESM-1b, ...), 2 for
-BART's table and for Nyströmformer, YOSO and MRA. A row of ``N - offset`` tokens is the longest that runs.
-
-The offset is **measured**: one forward of a row of ``k`` ordinary tokens (no padding), with a hook on
-each table that finds which row of the table the last token read (its output row equals that table row
-exactly). ``offset = row - (k - 1)``. Where the measurement is not possible (the forward fails, the table's
-output is not a copy of its rows), the offset is read from the table: its ``offset`` attribute (BART),
-else ``padding_idx + 1`` when the table has a padding row, else 0.
-
-The limit is the smallest of: each table's ``N - offset``, the config's ``max_position_embeddings`` (not
-for rotary positions, which have no table: ESM-2), and the tokenizer's ``model_max_length``. Models without
-any of these (relative or rotary positions, no declared length) have no limit.
+A learned position table of ``N`` rows (``position_embeddings`` / ``embed_positions``) is read at ``offset + t``
+for token ``t``; the offset (0 for BERT, ``padding_idx + 1`` for the RoBERTa family, 2 for BART, ...) is measured
+by one forward with a hook finding the table row the last token read, else taken from the table (its ``offset``,
+else ``padding_idx + 1`` with a padding row, else 0). The limit is the smallest of each table's ``N - offset``, the
+config's ``max_position_embeddings`` (not for rotary positions) and the tokenizer's ``model_max_length``; none of
+these means no limit.
 """
 
 from __future__ import annotations

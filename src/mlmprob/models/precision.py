@@ -1,20 +1,12 @@
 """The precision a model runs in: float32, bfloat16, float16, or int8 (``load_mlm(..., dtype=)``).
 
 - float32 / bfloat16 / float16: every weight cast to that dtype.
-- int8: the weights of the encoder's ``nn.Linear`` layers quantized to int8, one scale per output
-  channel (symmetric), and the activations quantized on the fly, per call, to uint8 with a scale and
-  zero point from their range (dynamic W8A8): 8-bit activations on CPUs with AVX512-VNNI, whose
-  ``u8 x s8`` dot products accumulate in int32; 7-bit (``reduce_range``) elsewhere, where AVX2's
-  ``vpmaddubsw`` adds pairs of products in saturating int16. The matrix products run in fbgemm's int8 kernels
-  (``torch.ops.quantized.linear_dynamic``, the kernel behind the deprecated
-  ``torch.ao.quantization.quantize_dynamic``, called here directly through :class:`Int8Linear`;
-  torchao is not installed with torch 2.13 CPU, and ``torch._int_mm`` on CPUs ran 30x slower than a
-  float32 matmul). Embeddings, layer norms, attention scores and softmax stay float32, and so do the
-  LM head and everything after the logits (log-softmax and sums in float64). The first twelfth of the
-  encoder's layers (:func:`int8_float_layers`: none below 12 layers, one in ESM-2 35M, two in 150M) keep
-  their linear layers in float32 too: the error of the first layers' products is carried by every later
-  layer, and on a random ESM-2 150M the first two layers in float32 took the mean error per masked position
-  from 0.0204 to 0.0129 nats (esm-cpp's int8: 0.0151) for 3-10% more time (docs/results/int8_attention.md).
+- int8: dynamic W8A8 on the encoder's ``nn.Linear`` layers: weights int8 with one symmetric scale per output
+  channel, activations quantized per call to uint8 (7-bit ``reduce_range`` without AVX512-VNNI, where AVX2's
+  ``vpmaddubsw`` saturates in int16), products by fbgemm's ``torch.ops.quantized.linear_dynamic`` through
+  :class:`Int8Linear`. Embeddings, norms, attention, the LM head and all that follows stay float32 (sums in
+  float64), and so do the first twelfth of the layers (:func:`int8_float_layers`: on ESM-2 150M the mean error per
+  masked position went from 0.0204 to 0.0129 nats, docs/results/int8_attention.md).
 
 Algorithms read logits as float32 whatever the precision.
 """

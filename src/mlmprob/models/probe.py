@@ -1,19 +1,13 @@
 """Checked at load, not assumed: a short probe of the two shortcuts an ``HFMaskedLM`` takes.
 
-1. **The head shortcut.** Scoring runs the encoder and applies the LM head (``head_shortcut``) only at the read
-   positions. Some families apply more after that module (BART's ``final_logits_bias``, NeoMME's
-   unembedding projection, ...); there the shortcut is wrong. The probe compares ``logits_at`` with the
-   plain model's full forward at every position of a short sequence; if they differ, the model reads full
-   logits from then on (no head shortcut, no fused forward), and says so once on stderr.
-2. **Padding.** Rows of different lengths share a forward, right-padded and masked out of attention.
-   Some families ignore the attention mask (FNet, Funnel, ...), so a padded row's outputs change. The
-   probe compares a short row forwarded alone and padded beside a longer one; if they differ, the model
-   is marked ``pads_safely = False``: the forward primitive then plans sub-batches of rows of one length
-   (:func:`mlmprob.models.forward.plan_groups`) and ``logits`` forwards rows one by one, unpadded.
+1. **The head shortcut** (the LM head only at the read positions): compared with the plain model's full
+   forward; a family that applies more after the head module (BART's ``final_logits_bias``, ...) reads full
+   logits from then on (no head shortcut, no fused forward), said once on stderr.
+2. **Padding**: a short row alone and padded beside a longer one; a family that ignores the attention mask
+   (FNet, Funnel, ...) is marked ``pads_safely = False`` and never padded (:func:`mlmprob.models.forward.plan_groups`).
 
-A model that still disagrees with its own plain forward after these fallbacks is refused with an
-``MLMProbError`` naming its architecture, never run wrong. ``check_model`` runs the same probe and a
-brute-force comparison for ``mlmprob check-model``.
+A model that still disagrees with its own plain forward is refused with an ``MLMProbError``. ``check_model``
+runs the same probe and a brute-force comparison for ``mlmprob check-model``.
 """
 
 from __future__ import annotations

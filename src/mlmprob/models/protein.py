@@ -1,24 +1,12 @@
-"""Protein masked LMs from the hub or a directory (ESM-2, ESM-1b/1v, ProtBERT, AbLang-style BERTs).
+"""Protein masked LMs from the hub or a directory (ESM-2, ESM-1b/1v, ESM C, ProtBERT, AbLang-style BERTs).
 
-A model is a protein model when its architecture is a protein family of transformers (``esm``: ESM-2,
-ESM-1b/1v; ``esmc``: ESM C) and its tokenizer holds the 20 canonical amino acids as tokens, or when its
-tokenizer is a protein tokenizer, whatever the architecture (ProtBERT- and AbLang-style BERTs): an
-``EsmTokenizer``, or a vocabulary that holds the 20 canonical amino acids as single upper-case letters
-and otherwise only special tokens (AbLang's ``< > - *`` included), bracketed tokens (``<null_1>``,
-``[PAD]``) and at most a few other single characters (ProtBERT's ``X U B Z O``, ESM's ``. -``, ESM C's
-``|``); ``load_mlm(..., alphabet=...)`` forces it. Such a model gets:
-
-- a residue tokenizer (one token per character, ``_`` for the mask, upper case only: lower case and
-  placeholders such as ``na`` are refused; no spaces needed: ProtBERT's space-separated input is built here) whose
-  ``decode`` returns the plain residue string;
-- ``proposal_ids``: the 20 canonical residues, or the letters of ``alphabet``, so that sampling,
-  infilling, pair joints and saturation propose nothing else (``<null_1>``, ``X``, gaps, ...);
-- a window: proteins longer than the model accepts are read through ``WindowedMLM`` (each read
-  position in a window of the model's length centred on it; see ``mlmprob.models.windowed``). For
-  ESM models the window is ``max_position_embeddings - 2`` tokens (1024 for ESM-2 and ESM-1b/1v:
-  1,022 residues with ``<cls>`` and ``<eos>``), the length they were trained on; for any other model
-  it is the model's length limit as found at load (``mlmprob.models.length``: ESM C's
-  ``max_position_embeddings``, ProtBERT's position table, ...).
+A protein model: a protein architecture (``esm``, ``esmc``) whose tokenizer holds the 20 canonical amino acids,
+or a protein tokenizer whatever the architecture (an ``EsmTokenizer``, or a vocabulary of the 20 residues as
+single upper-case letters plus special, bracketed and a few other single-character tokens);
+``load_mlm(..., alphabet=...)`` forces it. It gets a residue tokenizer (one token per upper-case character, ``_``
+for the mask; ProtBERT's spaces added here), ``proposal_ids`` (the 20 residues or ``alphabet``'s letters), and a
+window for longer proteins (:mod:`mlmprob.models.windowed`): ``max_position_embeddings - 2`` tokens for ESM, the
+length limit found at load (:mod:`mlmprob.models.length`) otherwise.
 """
 
 from __future__ import annotations

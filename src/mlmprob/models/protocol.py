@@ -1,17 +1,8 @@
 """The one primitive every algorithm needs: logits of a batch of (partly masked) sequences.
 
-Algorithms in mlmprob accept any object with ``mask_id``, ``vocab_size`` and ``logits``. Wrappers
-may offer optional extras; every one is read through the model contract, :class:`mlmprob.models.reader.Reader`
-(``reader_of(mlm)`` at an algorithm's entry; its members, not helper functions, answer what a model offers:
-``pad_id``, ``special_ids``, ``proposal_ids``, ``max_length``, ``lengths(ids)``, ``foreign(ids)``,
-``id_range()``, ``default_positions(ids)``), so that algorithms never assume a particular wrapper class:
-
-- ``logits_at(input_ids, rows, cols) -> [N, V]``: logits only at the read positions (a wrapper
-  around a large-vocabulary model computes the output projection only there);
-- ``pad_id``: the padding id (right padding); positions holding it are never scored;
-- ``special_ids``: ids never scored or proposed by default ([CLS], [SEP], padding, ...);
-- ``proposal_ids``: the output ids that may be proposed (e.g. only the 20 amino acids);
-- ``max_length``: the longest ``input_ids`` row the model accepts, special tokens included.
+Algorithms accept any object with ``mask_id``, ``vocab_size`` and ``logits``; optional extras (``logits_at``,
+``pad_id``, ``special_ids``, ``proposal_ids``, ``max_length``, ...) are read only through the model contract,
+:class:`mlmprob.models.reader.Reader` (``reader_of(mlm)``), which lists them.
 """
 
 from __future__ import annotations

@@ -1,43 +1,17 @@
 """The model contract: every member mlmprob reads from a masked LM, in one typed object.
 
-A :class:`Reader` wraps a model once (``load_mlm`` returns one; a plain ``MaskedLM`` such as ``ExactMLM``,
-``LookupMLM`` or a user's own object is wrapped by :func:`reader_of` where an algorithm first meets it).
-It is the only place that asks a model what it offers; algorithms and the forward primitive read its typed
-fields. What it owns:
-
-=====================  ==================================================================================
-member                 meaning (and where it comes from for a plain ``MaskedLM``)
-=====================  ==================================================================================
-``mask_id``            the mask id (required)
-``vocab_size``         size of the output vocabulary (required); ids ``0..vocab_size-1`` are tokens
-``logits(ids)``        ``[B, L, V]`` logits of right-padded rows (required)
-``pad_id``             the id rows are right-padded with, never a real token (``pad_id``; None: no padding).
-                       A row's length is its last non-padding position + 1 (:meth:`lengths`); a model whose
-                       tokenizer has no pad of its own pads with a reserved id past the vocabulary
-                       (:func:`mlmprob.models.tokenizers.padding_id`), which the adapter never feeds to it
-``special_ids``        ids never scored or proposed by default (``special_ids``; default none)
-``proposal_ids``       the ids that may be proposed or filled, e.g. the 20 amino acids (None: every id)
-``max_length``         the longest row the model reads, special tokens included (None: no limit)
-``window``             for long proteins: the window rows longer than it are read through (None: no window)
-``device``, ``dtype``  where and in what precision the model computes (default CPU, float32)
-``name``               a label for reports
-``pads_safely``        whether padding a row leaves its outputs unchanged (the load-time probe,
-                       :mod:`mlmprob.models.probe`); if not, the forward primitive never pads
-``head``               ``"shortcut"`` (LM head only at read positions), ``"full"`` (the whole forward's
-                       logits: the probe found the head module is not the whole head) or ``"logits"``
-                       (the adapter's public ``head_shortcut``)
-``batch_tokens``       the forward budget in tokens per sub-batch (the wrapped model's ``batch_tokens`` if any;
-                       None: the device's default,
-                       :func:`mlmprob.models.forward.auto_batch_tokens`); :meth:`with_budget` sets it
-``tokenizer``          text <-> ids (``encode``, ``decode``; None for id-only models)
-=====================  ==================================================================================
-
-Optional reads (``logits_at``, ``device_logits_at``, ``hidden_at``, ``head_logits``, ``input_embedding``)
-are offered when the wrapped model has them (:attr:`Reader.has_hidden`); the reader falls back to
-``logits`` for ``logits_at`` and raises a clear error for the others. Rows are read through its members
-too: :meth:`Reader.lengths`, :meth:`Reader.foreign`, :meth:`Reader.id_range`, :meth:`Reader.default_positions`.
-The reader reads only an adapter's public members (``pads_safely``, ``head_shortcut``, ``fused``, ``probe``,
-``model``, ``inner``).
+A :class:`Reader` wraps a model once (``load_mlm`` returns one; :func:`reader_of` wraps a plain ``MaskedLM``
+where an algorithm first meets it); it alone asks a model what it offers. Its members (default for a plain model):
+``mask_id``, ``vocab_size``, ``logits(ids)`` (required); ``pad_id`` (None: no padding; a tokenizer without a pad
+pads with a reserved id past the vocabulary, :func:`mlmprob.models.tokenizers.padding_id`); ``special_ids``
+(never scored or proposed by default; none); ``proposal_ids`` (the ids that may be proposed; None: every id);
+``max_length`` (special tokens included; None: no limit); ``window`` (for long proteins; None); ``device``,
+``dtype`` (CPU, float32); ``name``; ``pads_safely`` (:mod:`mlmprob.models.probe`); ``head`` (``"shortcut"``,
+``"full"`` or ``"logits"``); ``batch_tokens`` (the forward budget; None: the device's default, set by
+:meth:`Reader.with_budget`); ``tokenizer`` (None for id-only models). Optional reads (``logits_at``,
+``device_logits_at``, ``hidden_at``, ``head_logits``, ``input_embedding``) are offered when the model has them;
+rows are read through :meth:`Reader.lengths`, :meth:`Reader.foreign`, :meth:`Reader.id_range` and
+:meth:`Reader.default_positions`.
 
 >>> import torch
 >>> from mlmprob.models.exact import ExactMLM

@@ -1,10 +1,8 @@
 """A run's model: which one and how it is loaded (:class:`ModelSpec`), and the base of every streamed job
 (:class:`ModelJob`), whose ``load`` is the one loading block of the package.
 
-``ModelSpec.load(device)`` is ``load_mlm`` on ``device`` in ``dtype`` (``allow_pickle`` for pickled
-weights) behind the model contract, with the forward budget settled for that device
-(:func:`mlmprob.models.forward.auto_batch_tokens`: ``batch_tokens``, else the device's default): the reader
-carries the budget, so no algorithm takes one.
+``ModelSpec.load(device)`` is ``load_mlm`` behind the model contract, the reader carrying the forward budget
+settled for that device (:func:`mlmprob.models.forward.auto_batch_tokens`), so no algorithm takes one.
 
 >>> import torch
 >>> from mlmprob.models.exact import ExactMLM

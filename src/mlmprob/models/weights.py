@@ -1,14 +1,10 @@
 """A model's weight files, checked before anything reads them, and read safely.
 
-A local folder's weights are the files transformers would read with ``use_safetensors=True``:
-``model.safetensors``, else the files ``model.safetensors.index.json`` names; without either, the pickles
-``pytorch_model.bin.index.json`` names, else ``pytorch_model.bin``. Every named file must lie inside the
-folder and exist; a file that is not ``*.safetensors`` is a pickle, whichever index names it, so it needs
-the caller's ``allow_pickle`` and is read here with ``torch.load(weights_only=True)`` (never by
-transformers); a ``*.safetensors`` file must have a readable safetensors header. Weights whose shapes do not
-match ``config.json`` are refused by :func:`from_pretrained_checked`, naming the first tensor that differs.
-A hub model's files are transformers' to find (safetensors only: ``mlmprob.models.loading``).
-Each refusal is one line (:class:`mlmprob.errors.ModelLoadError`).
+A folder's weights are those transformers reads with ``use_safetensors=True``, else the pickles
+``pytorch_model.bin(.index.json)`` names: each inside the folder and present; a pickle needs ``allow_pickle`` and
+is read with ``torch.load(weights_only=True)``; a safetensors file needs a readable header. Shapes that do not match
+``config.json`` are refused by :func:`from_pretrained_checked`. Each refusal is one line
+(:class:`mlmprob.errors.ModelLoadError`).
 """
 
 from __future__ import annotations

@@ -1,22 +1,12 @@
 """Sequences longer than a model's window, read through windows centred on each read position.
 
-``WindowedMLM(mlm, window)`` accepts rows of any length. A row that fits (at most ``window`` tokens
-without its right padding) is passed to the wrapped model unchanged, so on inputs that fit the
-wrapper equals the model. For a longer row, the logits at position ``t`` are those the model gives
-at ``t`` on the slice ``row[s : s + window]`` with
+``WindowedMLM(mlm, window)`` passes a row that fits (at most ``window`` tokens before its padding) unchanged. For a
+longer row, the logits at ``t`` are the model's at ``t`` on ``row[s : s + window]`` with
 
     s = min(max(t - window // 2, 0), length - window)
 
-that is, the window of ``window`` tokens centred on ``t`` (``t`` sits at offset ``window // 2``),
-shifted to stay inside the row near its ends. The slice is taken as it is: the row's own
-begin/end tokens (BOS/EOS, e.g. ``<cls>``/``<eos>``) are kept where the window touches an end of
-the row and absent otherwise; no tokens are added. Masks elsewhere in the row outside the window
-are not seen. Reads that fall into the same window share one forward row. For ESM-2 the window is
-1024 tokens (1,022 residues plus ``<cls>`` and ``<eos>``), so a residue is always read with at
-least 511 residues of context on each side that the protein has.
-
-The wrapped model's other attributes (``encode``, ``decode``, ``pad_id``, ``special_ids``,
-``proposal_ids``, ``name``, ...) are passed through; ``max_length`` is None (no limit).
+taken as it is (the row's BOS/EOS only where the window touches an end; masks outside the window unseen). Reads
+in the same window share one forward row. Other attributes are passed through; ``max_length`` is None.
 """
 
 from __future__ import annotations
