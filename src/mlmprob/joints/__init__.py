@@ -1,10 +1,5 @@
-"""Pairwise joints from masked LMs (Torroba Hennigen & Kim 2023): MLM, MRF, MRF-logit, HCB, AG,
-their metrics (U-PPL, P-PPL, A-KL, G-KL). The `mlmprob joints` job lives here too: ``job`` (pairs to records,
-on the one streaming runner), ``records`` (its resumable record file), ``report`` and ``plots``; the CLI layer
-(``mlmprob.commands.joints``) only parses arguments.
-
-``pair_conditionals`` runs the ``2|V'| + 1`` masked copies of one pair once; every construction
-and metric reuses it. ``pairwise_joint`` is the thin fixed API on top.
+"""Pairwise joints from masked LMs (Torroba Hennigen & Kim 2023): MLM, MRF, MRF-logit, HCB, AG and their
+metrics; the `mlmprob joints` job (``job``, ``records``, ``report``, ``plots``) lives here too.
 """
 
 from ..lazy import exports

@@ -1,18 +1,9 @@
 """All the MLM conditionals one pair of positions needs, from one batched set of forward passes.
 
-For a pair ``(a, b)`` of a sequence and a candidate vocabulary ``V' = (v_1..v_K)``, the copies are
-
-- copy ``0``: ``a`` and ``b`` both masked (read at ``a`` and at ``b``): the MLM's pair "joint" (eq. 1);
-- copies ``1..K``: ``a`` masked, ``b = v_j`` (read at ``a``): ``q_a(. | x_b = v_j, rest)``;
-- copies ``K+1..2K``: ``b`` masked, ``a = v_i`` (read at ``b``): ``q_b(. | x_a = v_i, rest)``;
-
-so a pair costs exactly ``2K + 1`` forward rows, cut into sub-batches under a token budget. Every
-construction (MLM, MRF, MRF-logit, HCB, AG) and every metric of a pair reuses one
-``PairConditionals``. Tables are laid out like the joint: rows index ``x_a``, columns ``x_b``.
-
-Conditionals are normalised over ``V'``. When ``V'`` is smaller than the output vocabulary (the 20
-residues of an antibody model, or a top-K restriction), the mass the full softmax puts outside
-``V'`` is kept (``outside_mass``) so the truncation is measured, never hidden.
+For a pair ``(a, b)`` and candidates ``V' = (v_1..v_K)``: copy ``0`` has ``a`` and ``b`` masked (the MLM's pair
+"joint", eq. 1); copies ``1..K`` mask ``a`` with ``b = v_j``; copies ``K+1..2K`` mask ``b`` with ``a = v_i``: ``2K + 1``
+rows, reused by every construction and metric. Tables: rows index ``x_a``, columns ``x_b``. Conditionals are
+normalised over ``V'``; the mass outside it is kept (``outside_mass``).
 """
 
 from __future__ import annotations

@@ -1,22 +1,10 @@
 """Five ways to turn an MLM's conditionals into a joint over a pair (Torroba Hennigen & Kim 2023).
 
-Each construction maps one ``PairConditionals`` to a normalised log-joint ``[K, K]`` (rows ``x_a``,
-columns ``x_b``, ``logsumexp`` over all entries 0), in float64:
-
-- ``mlm_joint``: ``q_a(w_a | a,b masked) q_b(w_b | a,b masked)`` (eq. 1);
-- ``mrf_joint``: ``prop. to q_a(w_a | x_b = w_b) q_b(w_b | x_a = w_a)`` (eq. 2); ``mrf_logit_joint``
-  the same with raw logits;
-- ``hcb_joint``: Hammersley-Clifford-Besag with a pivot ``(p_a, p_b)`` (eq. 3); only logit
-  differences within one softmax enter, so the normaliser of each conditional cancels;
-- ``ag_joint``: the Arnold-Gokhale iteration (eq. 4-5, App. C) in log space, to convergence or for a
-  fixed number of steps.
-
-AG is a majorise-minimise algorithm for ``J(mu) = sum_{w'} KL(q_a(.|w') || mu_{a|b}(.|w')) +
-KL(q_b(.|w') || mu_{b|a}(.|w'))``: ``J`` is invariant to the scale of ``mu`` and equals, up to a
-constant, ``-sum C log mu + sum log mu_a + sum log mu_b`` with ``C = q_a + q_b``; bounding the concave
-``log`` of the marginals by its tangent at ``mu_t`` and minimising gives exactly
-``mu_{t+1} = C / (1/mu_{t,a} + 1/mu_{t,b})``. So ``J`` never increases along the iteration (checked
-in the tests with ``trace=True``).
+Each maps one ``PairConditionals`` to a normalised float64 log-joint ``[K, K]`` (rows ``x_a``): ``mlm_joint``
+(eq. 1), ``mrf_joint`` / ``mrf_logit_joint`` (eq. 2, probabilities or raw logits), ``hcb_joint`` (eq. 3, with a
+pivot; only logit differences within one softmax enter) and ``ag_joint`` (the Arnold-Gokhale iteration, eq. 4-5,
+App. C, in log space). AG is a majorise-minimise algorithm for the summed KL of the conditionals, so that
+objective never increases along the iteration (checked in the tests with ``trace=True``).
 """
 
 from __future__ import annotations

@@ -1,23 +1,12 @@
-"""The pairwise-joint experiment (Torroba Hennigen & Kim 2023, sec. 3): pairs over a data set,
-every construction and metric per pair, a resumable result file of per-pair records, a Table-1-shaped
-report and the token-distance plot of App. E.
+"""The pairwise-joint experiment (Torroba Hennigen & Kim 2023, sec. 3): pairs over a data set, every construction
+and metric per pair, a resumable record file, the report and the token-distance plot.
 
-Pairs are planned deterministically from the seed: for scheme ``s`` the sequences are a seeded
-permutation of the data set, and pair ``i`` draws its positions from a generator seeded by
-``(seed, s, i)`` (a sequence without a valid pair, or one the model cannot encode, passes the draw
-on to the next sequence of the permutation).
-
-- ``random``: two distinct scored positions, uniformly at random;
-- ``contiguous``: ``(t, t + 1)`` with ``t`` uniform among positions whose right neighbour is scored.
-
-The unit of work is a pair, id ``f"{scheme}/{i}"``. The full pair list interleaves the schemes:
-pair ``k`` is pair ``i = k // S`` of scheme ``k % S`` (``S`` schemes), so a pair's place does not
-depend on ``n_pairs`` and ``--shard I/N`` takes the pairs with ``k % N == I - 1``. Records go to
-``OUT/pairs.jsonl`` through :func:`mlmprob.runtime.writers.open_writer` (one writer at a time, the
-configuration in ``OUT/pairs.jsonl.meta.json``, ``limit`` = pairs per scheme there); a rerun with the
-same configuration, a larger ``n_pairs`` included, computes only the missing pairs (the streaming runner,
-:func:`mlmprob.runtime.command.run_command`, does shards, workers, Ray, resume and progress). Worker processes
-(one per device) plan the pairs themselves, so only pair numbers travel.
+Pairs are planned from the seed alone: for scheme ``s`` a seeded permutation of the data set, pair ``i`` drawn
+from a generator seeded by ``(seed, s, i)`` (a sequence without a valid pair passes the draw on): ``random`` (two
+distinct scored positions) or ``contiguous`` (``(t, t + 1)``). The unit is a pair, id ``f"{scheme}/{i}"``; pair
+``k`` of the full list is pair ``k // S`` of scheme ``k % S``, so its place does not depend on ``n_pairs``. Records
+go to ``OUT/pairs.jsonl`` through the streaming runner (:func:`mlmprob.runtime.command.run_command`); workers plan
+the pairs themselves, so only pair numbers travel.
 """
 
 from __future__ import annotations

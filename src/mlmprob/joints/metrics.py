@@ -1,25 +1,11 @@
 """Metrics of pairwise joints (Torroba Hennigen & Kim 2023, sec. 3), per pair then over a data set.
 
-Per pair and method (pure functions of one ``PairConditionals`` and one log-joint):
-
-- ``pair_logp``  = ``log q'(w_a, w_b)`` at the gold pair (P-PPL);
-- ``unary_logp`` = ``log q'(w_a | w_b) + log q'(w_b | w_a)`` with the joint's own conditionals, except
-  for the MLM construction, which uses the MLM's unary conditionals (U-PPL);
-- ``akl`` = ``(sum_{w'} D_a(w') + D_b(w')) / (2K)`` with ``D_a(w') = KL(q_a(.|x_b = w') || q'_{a|b}(.|w'))``;
-- ``gkl`` = ``(D_a(w_b) + D_b(w_a)) / 2`` at the gold conditioning values.
-
-Over ``N`` pairs: ``U-PPL = exp(-sum unary_logp / 2N)``, ``P-PPL = exp(-sum pair_logp / 2N)``,
-A-KL and G-KL are means (an accumulate-then-compute pair of pure functions).
-
-Two per-pair diagnostics of the MLM itself:
-
-- ``ci_gap``: the dependence between ``x_a`` and ``x_b`` that the MLM's own unary conditionals
-  express and its both-masked joint (eq. 1) ignores,
-  ``1/2 [sum_{w} q_b(w) KL(q_a(.|x_b = w) || q_a) + sum_{w} q_a(w) KL(q_b(.|x_a = w) || q_b)]`` with
-  ``q_a, q_b`` the both-masked conditionals. For compatible conditionals whose marginals agree this
-  is the mutual information ``KL(p(a, b) || p(a) p(b))``: the conditional-independence gap.
-- ``incompatibility``: the A-KL of the AG joint, i.e. how far the closest (AG) joint's conditionals
-  are from the MLM's; zero iff the two unary families are compatible (at the AG optimum).
+Per pair and method: ``pair_logp`` (P-PPL), ``unary_logp`` (U-PPL; the MLM construction uses the MLM's own
+unary conditionals), ``akl`` (the mean KL of the MLM's conditionals from the joint's over all conditioning values)
+and ``gkl`` (the same at the gold values). Over ``N`` pairs ``U-PPL = exp(-sum unary_logp / 2N)``, ``P-PPL =
+exp(-sum pair_logp / 2N)``, A-KL and G-KL are means. Two diagnostics of the MLM: ``ci_gap`` (the dependence its
+unary conditionals express and its both-masked joint ignores; the mutual information for compatible
+conditionals) and ``incompatibility`` (the AG joint's A-KL: zero iff the unary families are compatible).
 """
 
 from __future__ import annotations
@@ -88,7 +74,8 @@ def pair_metrics(pc: PairConditionals, log_joint: torch.Tensor, *, use_mlm_unary
 
 
 def ci_gap(pc: PairConditionals) -> float:
-    """The MLM's conditional-independence gap on this pair (module docstring); >= 0."""
+    """The MLM's conditional-independence gap on this pair, >= 0: ``1/2 [sum_w q_b(w) KL(q_a(.|x_b = w) || q_a)
+    + sum_w q_a(w) KL(q_b(.|x_a = w) || q_b)]`` with ``q_a, q_b`` the both-masked conditionals."""
     d_a = kl_columns(pc.cond_a, pc.marg_a[:, None].expand_as(pc.cond_a), 0)  # per w_b
     d_b = kl_columns(pc.cond_b, pc.marg_b[None, :].expand_as(pc.cond_b), 1)  # per w_a
     return float(0.5 * ((pc.marg_b.exp() * d_a).sum() + (pc.marg_a.exp() * d_b).sum()))

@@ -1,12 +1,8 @@
-"""The record file of the pairwise-joint runner, ``OUT/pairs.jsonl``: one JSON record per pair (id
-``SCHEME/I``), written by the streaming runner (:func:`mlmprob.runtime.command.run_command`: one writer at a
-time; the configuration, shard and dtype in ``OUT/pairs.jsonl.meta.json``). Strict JSON writes -inf and NaN as
-null; :func:`load_records` restores them. Files of the older runner (a ``{"kind": "config"}`` line
-first, records without ids) are read as they are and upgraded in place before they are continued.
+"""The record file of the pairwise-joint runner, ``OUT/pairs.jsonl``: one JSON record per pair (id ``SCHEME/I``).
 
-A record's ``a`` and ``b`` are the 1-based residue/word numbers of the pair (``a_token_index`` and
-``b_token_index`` its token indices); the stored configuration says so with ``positions_base: 1``. A file
-without it holds 0-based token indices as ``a`` and ``b`` (written before 0.2.0) and is not continued
+Strict JSON writes -inf and NaN as null; :func:`load_records` restores them. Files of the older runner (a
+``{"kind": "config"}`` line first) are upgraded in place before they are continued. ``a`` and ``b`` are 1-based
+residue/word numbers (``positions_base: 1``); a file without it holds 0-based token indices and is not continued
 (``docs/results/joints/convert_positions.py`` converts one).
 """
 
