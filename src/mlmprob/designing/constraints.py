@@ -1,10 +1,6 @@
-"""The hard constraints ``C`` of a design run, on residue strings (no torch): which residues each position may
-take (and which positions may change at all), at most ``k`` mutations from the parent, forbidden motifs
-(regular expressions, with the usual sequence liabilities as named presets) and required motifs.
-
-A sequence is in ``C`` when every position holds one of its allowed residues, it differs from the parent at
-no more than ``max_mutations`` positions, no forbidden motif occurs in it (``re.search``) and every required
-motif does. The target is 0 outside ``C``: a sampler rejects a move that leaves it, it never repairs one.
+"""The hard constraints ``C`` of a design run, on residue strings (no torch): allowed residues per position, at most
+``max_mutations`` from the parent, forbidden motifs (``re.search``; liabilities as named presets) and required ones.
+The target is 0 outside ``C``: a sampler rejects a move that leaves it, never repairs one.
 
 >>> c = Constraints.build("ANGS", AMINO_ACIDS, positions=(2, 3), max_mutations=1, forbid=("deamidation",),
 ...                       start_invalid=True)

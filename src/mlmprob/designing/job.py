@@ -1,18 +1,10 @@
 """Design chain by chain, for a stream of rows: the job behind ``mlmprob design`` (:class:`DesignJob`), run by the
 one runner (:func:`mlmprob.runtime.command.run_command`) like ``mlmprob sample``.
 
-The unit is one chain (:class:`Chain`, ``chain0``, ``chain1``, ...): for replica exchange one ladder, the chain
-with its copies at every temperature. Each chain runs alone with a generator seeded from ``(seed, chain index)``
-only (``runtime.seeds.seeded_generator(seed, "record", "chain<index>")``), so its row is the same whichever
-shard, worker, chunk or resumed run computes it. :func:`chain_row` is its one row: the final sequence at the target's
-temperature, its mutations from the parent as a ProteinGym mutant string, every term's energy
-(``energy_<name>``), the weighted total, the acceptance rate, the best sequence visited in ``C``, the model rows
-read and, for replica exchange, each rung's temperature, acceptance rate and swap rate with the next rung.
-
-:class:`DesignJob` loads every expert once per worker (:attr:`~mlmprob.models.spec.ModelJob.extra_model_specs`)
-and builds the target there; an oracle is imported there from ``module:function``, its source checked against the
-digest taken when the run started (:func:`oracle_digest`, stored in the configuration: a resume with an edited oracle
-is refused).
+The unit is one chain (:class:`Chain`; for replica exchange one ladder), run alone with a generator seeded from
+``(seed, chain index)`` only, so its row (:func:`chain_row`) is the same whichever shard, worker, chunk or resumed
+run computes it. Each worker loads every expert once and builds the target; an oracle is imported there and its
+source checked against the digest stored when the run started (:func:`oracle_digest`).
 """
 
 from __future__ import annotations

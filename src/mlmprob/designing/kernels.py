@@ -1,18 +1,13 @@
 """Design's kernel: the one MH engine (:mod:`mlmprob.mcmc.engine`) on a design target
-(:class:`~mlmprob.designing.terms.Target`), ``mh_kernel(target, proposal, proposal_temperature, ...)`` returning
-``(init, step)`` with ``init(X, tau) -> DesignState`` and ``step(state, generator) -> (DesignState, DesignInfo)``;
-``swap_step`` is replica exchange's move between adjacent temperatures.
+(:class:`~mlmprob.designing.terms.Target`); ``swap_step`` is replica exchange's move between adjacent temperatures.
 
-One MH step per chain: by default a position ``i`` drawn uniformly among those whose allowed set has more than one
-residue, and a residue drawn from the proposal expert's single-site conditional at ``i`` (the row of ``x`` with
-``i`` masked), **renormalised over the residues allowed at** ``i`` (and tempered by ``proposal_temperature``), or
-uniformly over them. ``x`` and ``x'`` agree outside ``i``, so the reverse proposal ``q(x | x')`` is read from the
-same row and the Hastings ratio is exact:
+One step per chain: a position ``i`` among those with more than one allowed residue, a residue from the proposal
+expert's conditional at ``i`` renormalised over the residues allowed there (or uniform), and the exact Hastings
+ratio (``x`` and ``x'`` agree outside ``i``, so the reverse proposal is read from the same row):
 
     log α = -(U(x') - U(x)) / τ + log q_i(x_i | x_-i) - log q_i(x'_i | x_-i),   U = Σ_k w_k E_k
 
-Each term of the random scan leaves ``p ∝ exp(-U/τ) 1[C]`` invariant, so the chain's stationary law is the
-constrained target exactly. ``sites``, ``informed`` and ``delayed``: the engine's moves and two-stage test.
+so the chain's stationary law is ``p ∝ exp(-U/τ) 1[C]`` exactly.
 """
 
 from __future__ import annotations

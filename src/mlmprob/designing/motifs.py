@@ -1,18 +1,9 @@
 """What a motif (``forbid``, ``require``) may be: a regular expression over upper-case residues whose matching cost
-is bounded, checked once before any sequence is matched. Python's ``re`` backtracks and cannot be stopped midway, so
-a motif like ``(A+)+D`` takes exponential time on a sequence that almost matches (28 A then C: 90 s) and would hang
-a run at its first check; a sampler matches every proposal. Refused, each in one line saying why:
-
-- a repeated group (``+``, ``*``, ``{m,n}`` with n > 1) that holds a quantifier of variable count or an
-  alternation: ``(A+)+D``, ``(.+)+Z``, ``(A|AA)+D``, ``(A{1,3}){5}`` (exponential); fixed-length groups may
-  repeat: ``(?:N[ST])+``, ``(?:A{2}){3}``;
-- a repetition count above :data:`MAX_MOTIF_COUNT`;
-- a lower-case letter: residues are upper case (``ng`` would never match);
-- given the parent's length ``L``: ``k`` variable quantifiers (or back-references) in a row backtrack through up to
-  about ``(L + 1) x min(their ranges' product, C(L + k, k))`` steps (times the alternatives), refused above
-  :data:`MAX_MOTIF_STEPS` (about a second): ``.*.*.*.*Z`` on a 120-residue parent.
-
-The presets (:data:`~mlmprob.designing.constraints.PRESETS`) are written to be cheap and are not checked.
+is bounded, checked once before any sequence is matched (``re`` backtracks and cannot be stopped: ``(A+)+D`` takes
+exponential time on a near match). Refused, each in one line saying why: a repeated group holding a variable
+quantifier or an alternation (fixed-length groups may repeat), a count above :data:`MAX_MOTIF_COUNT`, a lower-case
+letter, and, given the parent's length, an estimated backtracking cost above :data:`MAX_MOTIF_STEPS`. The presets
+(:data:`~mlmprob.designing.constraints.PRESETS`) are not checked.
 
 >>> check_motif("N[^P][ST]", "forbid", length=120)
 >>> check_motif("(A+)+D", "forbid")  # doctest: +NORMALIZE_WHITESPACE

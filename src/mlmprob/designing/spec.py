@@ -1,8 +1,6 @@
-"""``DesignSpec``: every setting of a design run (the sampler and the hard constraints) in one frozen, typed object,
-validated once where it is made (no torch: the command line builds it before loading anything).
-
-The terms (experts, an oracle) are objects, not settings: :func:`~mlmprob.designing.design` takes them beside the
-spec. ``hamming`` adds the built-in Hamming-distance term with that weight (0: none).
+"""``DesignSpec``: every setting of a design run (the sampler and the hard constraints), frozen and validated once
+where it is made (no torch). The terms (experts, an oracle) are objects beside it; ``hamming`` adds the built-in
+Hamming term with that weight (0: none).
 
 >>> DesignSpec(method="replica", temperatures=(1.0, 2.0)).settings()["temperatures"]
 [1.0, 2.0]

@@ -1,13 +1,6 @@
-"""The terms of a design target ``p(x) ∝ exp(-Σ_k w_k E_k(x) / τ) · 1[x ∈ C]``.
-
-- :class:`Expert`: ``E_local`` or ``E_raw`` of a loaded masked LM over every residue of ``x``, read through the
-  model's own tokenizer (each expert maps the residue letters to its own ids; the parent must come out one
-  token per residue). The single-site rows it reads are the rows a proposal from that expert needs.
-- :class:`Oracle`: a user callable on a batch of residue strings returning one number per string; its energy is
-  ``-f(x)`` (``maximize=True``, the default: higher scores are better) or ``f(x)``.
-- :class:`Hamming`: the number of mutations from the parent.
-
-Each term reports its own value per sequence (:meth:`Target.energies` ``[N, K]``).
+"""The terms of a design target ``p(x) ∝ exp(-Σ_k w_k E_k(x) / τ) · 1[x ∈ C]``: :class:`Expert` (``E_local`` or
+``E_raw`` of a masked LM through its own tokenizer), :class:`Oracle` (a user callable; energy ``-f(x)`` with
+``maximize=True``) and :class:`Hamming` (mutations from the parent); :meth:`Target.energies` gives ``[N, K]``.
 """
 
 from __future__ import annotations
