@@ -1,40 +1,21 @@
 """``score_variants``: variant-effect scores of a masked LM, every method from shared forward rows.
 
-``w`` is the wild type, ``m`` a variant, ``S`` its mutated positions (sorted ``s_1 < ... < s_k``),
-``log q_i(v | x)`` the MLM log-probability of token ``v`` at position ``i`` of row ``x``,
-normalised over the whole output vocabulary (as in ``mlmprob.pll``). Higher = more likely than
-the wild type. Methods and their forward rows:
+``w`` is the wild type, ``m`` a variant, ``S`` its sorted sites, ``log q_i(v | x)`` normalised over the whole output
+vocabulary; higher = more likely than the wild type (docs/guides/variants.md). Each method sums
+``log q_i(m_i | c) - log q_i(w_i | c)`` over ``S`` in its context ``c``:
 
-- ``wt_marginals``: ``sum_S log q_i(m_i | w) - log q_i(w_i | w)``; the unmasked wild type (1 row);
-- ``masked_marginals``: ``sum_S log q_i(m_i | w, i masked) - log q_i(w_i | same)``; one row per
-  mutated position, shared by every variant (at most ``L`` rows; ProteinGym's convention);
-- ``masked_marginals_all``: the same with all of ``S`` masked together (1 row per variant; Meier
-  et al. 2021, App. A);
-- ``masked_marginals_mt``: ``sum_S log q_i(m_i | m, i masked) - log q_i(w_i | same)`` (one row per
-  site; for a single mutant this is the ``masked_marginals`` row);
-- ``mutant_marginals``: ``sum_S log q_i(m_i | m) - log q_i(w_i | m)`` (1 row per variant);
-- ``pll_delta``: ``PLL(m) - PLL(w)`` over the positions ``mlmprob.pll`` scores (every non-special
-  position): the mutant is re-scored in full (``L`` rows per variant); ``PLL(w)`` reuses the
-  ``masked_marginals`` rows;
-- ``hcb``: the Hammersley-Clifford-Besag path from ``w`` to ``m``: context ``c_j`` has
-  ``s_1..s_{j-1}`` mutant, the rest wild type and ``s_j`` masked;
-  ``sum_j log q(m_{s_j} | c_j) - log q(w_{s_j} | c_j)`` (``k`` rows per variant, ``c_1`` being a
-  ``masked_marginals`` row). It equals ``log p(m) / p(w)`` when the conditionals are those of a
-  joint ``p``, and ``masked_marginals`` for single mutants;
-- ``ag``: double mutants only (NaN for any other): ``log p_AG(m_a, m_b) - log p_AG(w_a, w_b)`` with
-  the Arnold-Gokhale pair joint of ``pairwise_joint(mlm, w, a, b, method="ag")`` over the model's
-  candidate tokens (``2K + 1`` rows per distinct pair ``(a, b)``); NaN also when a token of the
-  pair is not a candidate (e.g. ``X`` for a protein model);
-- ``epistasis``: ``hcb`` minus the sum of the single-site ``masked_marginals`` of the variant's
-  sites, that is ``hcb - masked_marginals``; exactly 0 for single mutants (a lone site has no
-  interaction: ``hcb`` and ``masked_marginals`` read the same row);
-- ``chain``: ``log mean_sigma p_sigma(m_S | w_\\S) - log mean_sigma p_sigma(w_S | w_\\S)``, the chain rule
-  (``mlmprob.loglik``) over the orders ``sigma`` of the sites (all ``|S|!`` when at most ``chain_orders``, else
-  ``chain_orders`` ones seeded by ``chain_seed``, the same for ``m`` and ``w``): the exact log-likelihood ratio of
-  the sites under the mixture of orders (``variants.chain``); ``masked_marginals`` for single mutants.
+- ``wt_marginals``: the unmasked wild type (1 row); ``masked_marginals``: ``w`` with ``i`` masked (one row per site,
+  shared by every variant); ``masked_marginals_all``: ``w`` with all of ``S`` masked (1 row per variant);
+  ``masked_marginals_mt``: ``m`` with ``i`` masked; ``mutant_marginals``: ``m`` unmasked;
+- ``pll_delta``: ``PLL(m) - PLL(w)`` (``L`` rows per variant);
+- ``hcb``: the Hammersley-Clifford-Besag path, context ``c_j`` with ``s_1..s_{j-1}`` mutant and ``s_j`` masked
+  (``log p(m) / p(w)`` for conditionals of a joint);
+- ``ag``: double mutants only (NaN otherwise, or when a token is not a candidate): the Arnold-Gokhale pair joint's
+  log-ratio (``2K + 1`` rows per distinct pair);
+- ``epistasis``: ``hcb - masked_marginals`` (0 for single mutants);
+- ``chain``: the chain rule's log-ratio under the mixture of orders of the sites (:mod:`mlmprob.variants.chain`).
 
-Rows are deduplicated by content across variants and methods (``rows.RowTable``), so the number of
-forward rows is the number of distinct contexts, not the number of terms.
+Rows are deduplicated by content across variants and methods (``rows.RowTable``).
 """
 
 from __future__ import annotations

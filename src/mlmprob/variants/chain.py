@@ -1,20 +1,12 @@
-"""The ``chain`` variant score: the exact log-likelihood ratio of the mutated sites under the mixture
-of chain-rule orders (the construction of ``mlmprob.loglik``, but see below),
+"""The ``chain`` variant score: the exact log-likelihood ratio of the mutated sites under the mixture of chain-rule
+orders,
 
     chain = log mean_sigma p_sigma(m_S | w_\\S) - log mean_sigma p_sigma(w_S | w_\\S),
 
-``sigma`` running over the orders of the sites ``S``: all ``|S|!`` of them when there are at most
-``n_orders``, else ``n_orders`` uniform orders drawn from a generator seeded by ``seed`` and the
-sites alone (the same orders for ``m`` and ``w``, whatever the other variants). Each step's term is
-a ``RowTable`` request (normalised over the whole output vocabulary, as every variant method), so
-rows are shared with the other methods and across variants; the first step of every order reads
-the ``masked_marginals`` row, and for a single mutant ``chain`` equals ``masked_marginals``.
-
-It differs from ``mlmprob.loglik`` (``likelihood``, ``score --likelihood loglik``) on purpose: ``loglik``
-is a sequence's likelihood, normalised over the proposal alphabet the samplers draw from, mixed over
-8 random orders; ``chain`` is a ratio of two such mixtures, normalised over the whole vocabulary like
-every other variant score (so it shares their rows), over ``CHAIN_ORDERS`` (6) orders of the few
-mutated sites. docs/guides/scoring.md, "Two chain-rule quantities".
+over all ``|S|!`` orders of the sites when at most ``n_orders``, else ``n_orders`` orders seeded by ``seed`` and the
+sites alone (the same for ``m`` and ``w``). Each step is a ``RowTable`` request normalised over the whole vocabulary,
+so rows are shared with the other methods; a single mutant's ``chain`` equals ``masked_marginals``. Not
+``mlmprob.loglik`` (docs/guides/scoring.md, "Two chain-rule quantities").
 """
 
 from __future__ import annotations

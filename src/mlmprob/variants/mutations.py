@@ -1,13 +1,8 @@
 """Mutant strings in the ProteinGym format (``A23C:D45E``) and their token-level variants.
 
-A mutant string is one or more mutations joined by ``:``; a mutation is the wild-type letter, the
-residue number and the mutant letter. Residue numbers are 1-based by default; ``offset`` is the
-number of the sequence's first residue (``offset=24`` when the sequence starts at residue 24 of the
-numbering the file uses), so residue ``n`` is ``sequence[n - offset]``. Every mutation is checked:
-the form, the number inside the sequence, the stated wild-type letter against the sequence, the
-mutant letter inside the alphabet (the 20 canonical residues unless widened), no position twice.
-Errors name the row and the mutation. A mutation to the wild-type letter (``A23A``) is accepted:
-it changes nothing and adds 0 to every score.
+Residue numbers are 1-based unless ``offset`` (the number of the sequence's first residue) says otherwise, so residue
+``n`` is ``sequence[n - offset]``. Every mutation is checked (form, number, stated wild-type letter, mutant letter in
+the alphabet, no position twice), errors naming the row and the mutation; ``A23A`` is accepted and adds 0.
 """
 
 from __future__ import annotations

@@ -1,17 +1,10 @@
 """Forward rows written as edits of one wild type, forwarded once per distinct content, batched.
 
-Every variant score is a signed sum of terms ``log q_c(v | row)``: the log-probability (normalised
-over the whole output vocabulary, float64) of token ``v`` at position ``c`` of a row that is the
-wild type with a few positions changed (to a residue or to the mask). A row is named by its
-*edit*: the sorted ``(position, token)`` pairs where it differs from the wild type, so two rows
-with the same content always get the same name (a "mutation" to the wild-type token is no
-change). ``RowTable`` collects the requested terms, forwards each distinct row once through the forward primitive
-(each row a record of its own, so a term never depends on the variants scored beside it; logits only
-at the read positions), and returns the terms.
-
-A ``ForwardCache`` keeps the log-probabilities read from the wild type and from the wild type with
-one position masked (at most ``L + 1`` rows) across calls, so that scoring the variants of one
-wild type in chunks computes that table once.
+Every variant score is a signed sum of terms ``log q_c(v | row)`` (float64, over the whole vocabulary) on rows that
+are the wild type with a few positions changed. A row is named by its *edit*, the sorted ``(position, token)``
+pairs where it differs from the wild type. ``RowTable`` forwards each distinct row once (each row a record of its
+own, logits only at the read positions); ``ForwardCache`` keeps the wild type's and the single-masked rows (at most
+``L + 1``) across chunks of one wild type.
 """
 
 from __future__ import annotations

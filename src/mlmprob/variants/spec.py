@@ -1,6 +1,4 @@
-"""``VariantsSpec``: the settings of a variant-effect run (``mlmprob variants``,
-:class:`~mlmprob.variants.stream.VariantsJob`, :func:`~mlmprob.variants.score_variants`, the app), frozen and
-validated once where it is made.
+"""``VariantsSpec``: the settings of a variant-effect run, frozen and validated once where it is made.
 
 >>> s = VariantsSpec(methods=("hcb", "chain"), chain_orders=2)
 >>> s.methods, s.settings()

@@ -1,13 +1,9 @@
-"""``VariantsJob``: scores chunks of variant rows of one wild type, the API behind ``mlmprob variants``
-(picklable; run in one process, one process per device, or on Ray actors by ``runtime.engine.run_stream``).
+"""``VariantsJob``: scores chunks of variant rows of one wild type, the API behind ``mlmprob variants`` (picklable).
 
-Long proteins: a model accepts at most ``W`` residues (its token window less the special tokens).
-A wild type of at most ``W`` residues is scored whole. A longer one is scored, for each variant, in
-the window of ``W`` consecutive residues centred on the middle of its mutated sites,
-``start = clamp((first site + last site) // 2 - W // 2, 0, L - W)`` (0-based), so the window stays
-inside the protein; every method then reads the wild type and the mutant inside that window only.
-A variant whose sites span more than ``W`` residues cannot be scored (an error naming its row, or
-skipped with ``skip_invalid``). Each output row names its window's first residue (``window``).
+A wild type longer than the model's ``W`` residues is read, per variant, in the window of ``W`` residues centred on
+its sites, ``start = clamp((first site + last site) // 2 - W // 2, 0, L - W)`` (0-based, named in the ``window``
+column); a variant whose sites span more than ``W`` residues is an error naming its row (or skipped with
+``skip_invalid``).
 """
 
 from __future__ import annotations
