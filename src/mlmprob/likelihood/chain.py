@@ -4,13 +4,8 @@ For an order ``sigma`` of the scored positions ``S`` (the context ``C`` observed
 
     log p_sigma(x_S | x_C) = sum_k log q_{sigma_k}(x_{sigma_k} | x_C, x_{sigma_<k})   (sigma_>=k masked)
 
-is a normalised distribution for every order (one copy per step: as many rows as a PLL). Each
-conditional is normalised over the model's proposal alphabet (``models.alphabet.allowed_ids``), so
-``p_sigma`` sums to 1 over exactly the sequences the ancestral sampler draws; the mass each step
-leaves outside the alphabet is reported. Over ``K`` orders, ``mixture`` is the log of the uniform
-mixture ``mean_sigma p_sigma`` (again normalised) and ``elbo`` the mean of ``log p_sigma``, a lower
-bound of it. With conditionals that are exact marginals of a joint (``ExactMLM``) every order gives
-the joint's own log-probability.
+each conditional normalised over the model's proposal alphabet (the mass left outside is reported). Over ``K``
+orders, ``mixture`` is the log of ``mean_sigma p_sigma`` and ``elbo`` the mean of ``log p_sigma``, a lower bound.
 """
 
 from __future__ import annotations

@@ -1,11 +1,6 @@
-"""``loglik`` columns for one text record (``mlmprob score --likelihood loglik``, the app): the chain-rule
-log-likelihood of the sequence, each conditional normalised over the model's proposal alphabet, mixed
-over ``LOGLIK_ORDERS`` (8) random orders, as a :class:`~mlmprob.likelihood.spec.LoglikSpec` says. Not the
-``chain`` variant score (``variants.chain``: a log-likelihood *ratio* over the whole vocabulary, 6 orders);
-docs/guides/scoring.md, "Two chain-rule quantities".
-
-A record's random orders come from a generator seeded by ``seed`` and the record's sequence alone,
-so its values never depend on its neighbours, the chunking, the shard or the worker.
+"""``loglik`` columns for one text record (``mlmprob score --likelihood loglik``, the app), as a
+:class:`~mlmprob.likelihood.spec.LoglikSpec` says. A record's random orders come from ``seed`` and its sequence
+alone, so its values never depend on its neighbours, the chunking, the shard or the worker.
 """
 
 from __future__ import annotations

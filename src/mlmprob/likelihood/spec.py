@@ -1,8 +1,5 @@
-"""The settings of scoring records: :class:`ScoreSpec` (``mlmprob score``'s, whose flags are made from its fields;
-:mod:`mlmprob.scoring` takes it) and :class:`LoglikSpec`, the chain-rule likelihood's, the spec ``mlmprob.loglik``
-and ``likelihood.records.loglik_columns`` take and the part of ``ScoreSpec`` that ``mlmprob score --likelihood
-loglik`` uses (``ScoreSpec.loglik_spec``). They live here, below the scoring module, so that the likelihood modules
-and the command line take them without importing scoring (which imports them, and torch).
+"""The settings of scoring records: :class:`ScoreSpec` (``mlmprob score``'s flags are made from its fields) and
+:class:`LoglikSpec` (the chain-rule likelihood's; ``ScoreSpec.loglik_spec``). Torch-free, below the scoring module.
 
 >>> LoglikSpec(n_orders=3).settings()
 {'order': 'random', 'n_orders': 3, 'per_order': False, 'seed': 0}

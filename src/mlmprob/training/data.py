@@ -1,13 +1,8 @@
-"""Training data: token-id tensors plus the tokenizer that makes ``load_mlm`` read the result.
+"""Training data: token-id tensors plus the tokenizer that makes ``load_mlm`` read the result (``TokenData``).
 
-Two sources share one shape, ``TokenData``:
-
-- ``SyntheticSource``: a ``SyntheticLanguage``; a train set and a held-out set are sampled
-  exactly with seeds derived from the run's seed. Symbols ``0..V-1`` become tokens ``t0..t{V-1}``
-  of a BERT vocabulary after five special tokens (``[PAD] [UNK] [CLS] [SEP] [MASK]``), so
-  ``model id = symbol + SYMBOL_OFFSET``; every row is ``[CLS] x [SEP]``.
-- ``TextSource``: text files, one sequence per non-empty line; a WordPiece tokenizer is trained on
-  them (``wordpiece``, deterministic) and saved as a ``transformers`` ``BertTokenizer``.
+``SyntheticSource``: a ``SyntheticLanguage`` sampled exactly (train and held-out sets, seeds from the run's);
+symbols become tokens ``t0..t{V-1}`` after five specials, ``model id = symbol + SYMBOL_OFFSET``, rows
+``[CLS] x [SEP]``. ``TextSource``: one sequence per non-empty line, with a deterministic WordPiece tokenizer.
 """
 
 from __future__ import annotations

@@ -1,11 +1,7 @@
 """The MLM pretraining loop: ``BertForMaskedLM`` + AdamW, resumable and deterministic in the seed.
 
-Randomness: the model's initial weights come from ``torch.manual_seed(config.seed)`` inside
-``torch.random.fork_rng`` (transformers initialises from the global generator; forking leaves the
-caller's global state untouched). Data order, masks and dropout draw from generators seeded by
-``derive_seed(config.seed, stream, step)``, so step ``s`` sees the same batch, masks and dropout
-whether or not the run was interrupted before it: resuming from a checkpoint gives the same
-result as an uninterrupted run.
+Initial weights from ``torch.manual_seed(config.seed)`` inside ``fork_rng``; data order, masks and dropout from
+generators seeded by ``derive_seed(config.seed, stream, step)``, so a resumed run equals an uninterrupted one.
 """
 
 from __future__ import annotations

@@ -1,22 +1,10 @@
 """A deterministic WordPiece vocabulary trainer.
 
-``tokenizers``' ``WordPieceTrainer`` (BPE under the hood) gives a different vocabulary from one
-process to the next on the same lines: the ``##`` sub-word tokens get ids in hash-map order and
-those ids break ties between equally frequent merges (huggingface/tokenizers issue #1794). A
-model trained here must be reproducible from its seed, so this module learns the vocabulary
-itself, with the same algorithm and every tie broken by the pair's text.
-
-Algorithm (BPE with a continuing-sub-word prefix, as ``tokenizers`` does for WordPiece):
-
-1. Lines are normalized and split into words exactly as the final ``BertTokenizer`` does
-   (``BertNormalizer`` then ``BertPreTokenizer``).
-2. A word ``w`` starts as ``[w[0], "##" + w[1], "##" + w[2], ...]``; the vocabulary starts as the
-   special tokens, then every character seen (so a new word of known characters never becomes
-   ``[UNK]``), then the ``##`` form of every character seen after a word's start (each sorted).
-3. Repeatedly the most frequent adjacent pair (counted over words with their frequencies) is
-   merged, ``(a, "##b") -> "ab"``; ties go to the smallest ``(a, b)`` in string order. A merged
-   token new to the vocabulary is appended. Training stops at ``vocab_size`` tokens or when no
-   pair occurs ``min_frequency`` times.
+``tokenizers``' trainer breaks ties between equally frequent merges by hash-map order, so its vocabulary changes
+between processes (huggingface/tokenizers issue #1794). This one runs the same algorithm (BPE with the ``##``
+prefix) on words split as ``BertTokenizer`` splits them, starting from the specials and every character seen (plain
+and ``##``, sorted), merging the most frequent pair, ties to the smallest ``(a, b)``, until ``vocab_size`` tokens or
+no pair occurs ``min_frequency`` times.
 """
 
 from __future__ import annotations
