@@ -1,21 +1,12 @@
 """mlmprob: probabilistic inference with masked language models.
 
-Scoring (PLL / E_local, E_raw, whole-word PLL; the chain-rule likelihood ``loglik`` over orders),
-Metropolis-Hastings and Gibbs sampling, pair joints (MRF, HCB, Arnold-Gokhale) and infilling beam search on
-any object with the ``MaskedLM`` protocol; variant-effect scores (``score_variants``); loaders for Hugging
-Face masked LMs (protein models included) and the embedded antibody models; exact toy models, synthetic
-languages with exact conditionals, and an MLM trainer.
+Scoring (PLL, E_raw, whole-word PLL, the chain-rule ``loglik``), MH and Gibbs sampling, pair joints and infilling
+on any object with the ``MaskedLM`` protocol; variant-effect scores; loaders for Hugging Face masked LMs and the
+embedded antibody models; exact toy models, synthetic languages and an MLM trainer.
 
-A record's float32 scores on a CPU do not depend on ``--threads`` or ``--workers``: every forward computes
-its large matrix products by threaded MKL in its strict reproducibility mode and the others by single-threaded
-MKL in blocks fixed by the shapes (:mod:`mlmprob.runtime.threads`).
-Importing mlmprob also sets ``MKL_CBWR=AUTO,STRICT`` (Intel MKL's conditional numerical reproducibility)
-unless it is set already (:data:`mlmprob.defaults.MKL_CBWR`; ``MKL_CBWR=`` (empty) turns it off); alone it
-did not make products thread-count independent (docs/results/precision/threads_repro.md). MKL reads it at
-its first call: when torch was imported before mlmprob and ``MKL_CBWR`` is not set, mlmprob cannot know whether
-MKL has started, so it sets ``MKL_CBWR=`` (off) instead, for itself and the workers it starts: every product then
-runs in the fixed blocks (thread-invariant too, a little slower). Set ``MKL_CBWR=AUTO,STRICT`` in the environment,
-or import mlmprob first, to have the strict mode.
+Importing mlmprob sets ``MKL_CBWR=AUTO,STRICT`` unless it is set already (:data:`mlmprob.defaults.MKL_CBWR`), or
+``MKL_CBWR=`` (off) when torch was imported first and MKL may have started; a record's float32 scores on a CPU do not
+depend on ``--threads`` or ``--workers`` either way (:mod:`mlmprob.runtime.threads`, docs/scale.md).
 """
 
 import os as _os

@@ -1,8 +1,5 @@
-"""``argparse`` types for numeric options: each turns the text into a number or rejects it with one
-clear line (argparse prints it as ``error: argument --NAME: ...`` and exits with status 2).
-
-Besides sign and range, every type refuses NaN, infinities and absurdly large values (more than
-``LIMIT``), which are typing mistakes rather than settings.
+"""``argparse`` types for numeric options: each turns the text into a number or rejects it with one clear line
+(argparse prints ``error: argument --NAME: ...``, status 2); NaN, infinities and values beyond ``LIMIT`` are refused.
 
 >>> positive_int("3"), nonnegative_int("0"), positive_float("0.5"), probability("1"), finite_float("-2")
 (3, 0, 0.5, 1.0, -2.0)

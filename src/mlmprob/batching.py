@@ -1,16 +1,7 @@
-"""Reads of a model for the algorithms: masked copies of input rows, or given rows, through the one
-forward primitive (:mod:`mlmprob.models.forward`: plan, batch independence, device hot path,
-out-of-memory halving, non-finite rows, progress).
-
-Every scoring algorithm reduces to: for copy ``n``, take row ``rows[n]`` of ``input_ids``, put the
-mask at ``cols[n]`` (and at any extra positions), and read the logits at ``cols[n]``
-(:func:`iter_masked_logits`). Algorithms that build their own rows (pair joints, variant rows, beam
-hypotheses) read them with :func:`read_logits` / :func:`iter_read_logits`.
-
-A record's copies are forwarded in sub-batches of their own (at most ``rows_per_batch(L,
-batch_tokens)`` rows of the record's own width ``L``): what a record scores never depends on the
-records beside it. Larger sub-batches run faster on CPUs and GPUs alike; lower the model reader's budget
-(``reader_of(mlm, batch_tokens)``) when memory is short.
+"""Reads of a model for the algorithms, through the one forward primitive (:mod:`mlmprob.models.forward`): masked
+copies of input rows (:func:`iter_masked_logits`) or given rows (:func:`read_logits` / :func:`iter_read_logits`).
+A record's copies are forwarded in sub-batches of their own, so what it scores never depends on the records beside
+it; lower the reader's budget (``reader_of(mlm, batch_tokens)``) when memory is short.
 """
 
 from __future__ import annotations

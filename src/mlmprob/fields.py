@@ -1,8 +1,6 @@
-"""Settings declared once: a spec's field made with :func:`option` carries its default, its help and what argparse
-needs (``type``, ``choices``, ``action``, ...), and :func:`add_field_flags` makes the command-line flag of it, so a
-flag's name (``--my-option`` for ``my_option``), its ``--help`` line with its default, its conversion and its
-checks all come from the field. A flag left out is absent from the parsed arguments (``argparse.SUPPRESS``): the
-spec's own default applies. Imports no torch.
+"""Settings declared once: a field made with :func:`option` carries its default, help and argparse keywords, and
+:func:`add_field_flags` makes its flag (``--my-option`` for ``my_option``, ``--help`` with the default). A flag left
+out is absent from the parsed arguments (``argparse.SUPPRESS``): the spec's default applies. Imports no torch.
 
 >>> import argparse
 >>> from dataclasses import dataclass

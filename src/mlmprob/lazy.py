@@ -1,9 +1,6 @@
-"""Package namespaces that import their public names on first use (PEP 562), so that importing a package
-(``mlmprob``, ``mlmprob.sampling``, ...) to read one of its light modules (a spec, a table of choices) does not
-import torch or transformers. The command line's ``--help``, ``--version`` and usage errors rely on it.
-
-A package names each public name once, in its one call ``__getattr__, __dir__, __all__ = exports(__name__,
-{name: module, ...})``: its ``__all__`` (what ``from package import *`` gives) is the dict's names, in its order.
+"""Package namespaces that import their public names on first use (PEP 562), so that reading a light module (``--help``,
+``--version``, usage errors) imports no torch. A package's one call: ``__getattr__, __dir__, __all__ =
+exports(__name__, {name: module, ...})``.
 
 >>> import sys, types
 >>> pkg = sys.modules["demo_pkg"] = types.ModuleType("demo_pkg")

@@ -1,17 +1,9 @@
 """Antibody regions from a numbering library: the six CDRs (H1-H3, L1-L3) of a heavy or light chain.
 
-The chain is numbered by `anarcism <https://pypi.org/project/anarcism/>`_ (an ANARCI-compatible IMGT
-numbering engine in one wheel, no external binaries), and a CDR is the residues the library places in
-it. ``cdr_span(seq, "H3")`` is its 0-based half-open residue span ``(start, end)`` in ``seq``; an scFv
-gives its heavy CDRs from its VH domain and its light CDRs from its VL domain.
-
-Definitions (``scheme``): ``"imgt"`` for all six CDRs (IMGT 27-38, 56-65, 105-117). anarcism numbers
-in IMGT only, so Kabat and Chothia CDRs are not offered, with one exception kept from the motif rule
-this replaces: ``"kabat"`` CDR-H3 (Kabat H95-H102), which is IMGT 107-117 (the IMGT CDR-H3 less its
-first two residues, Kabat H93-H94).
-
-A sequence with no antibody domain, a domain of the other chain, or a CDR cut by the end of the
-sequence is one :class:`~mlmprob.errors.MLMProbError` line.
+The chain is numbered in IMGT by `anarcism <https://pypi.org/project/anarcism/>`_; a CDR is the residues it places
+in it (an scFv's heavy CDRs from its VH, light ones from its VL). ``scheme``: ``"imgt"`` for all six, or ``"kabat"``
+for CDR-H3 only (IMGT 107-117). ``cdr_span(seq, "H3")`` is the 0-based half-open span; no antibody domain, the other
+chain or a CDR cut by the sequence's end is one :class:`~mlmprob.errors.MLMProbError` line.
 
 >>> vh = ("EVQLVESGGGLVQPGGSLRLSCAASGFNIKDTYIHWVRQAPGKGLEWVARIYPTNGYTRYADSVKGRFTISADTSKNTAYLQMNSLRAEDTAVYYCSR"
 ...       "WGGDGFYAMDYWGQGTLVTVSS")

@@ -1,22 +1,13 @@
-"""Which token positions an algorithm touches, and what users type as token positions: the one positions rule.
+"""Which token positions an algorithm touches, and what users type as positions: the one positions rule.
 
-Two questions, answered here alone:
-
-- **Which positions does an algorithm touch by default?** A :class:`Rule` names the answer for a batch
-  ``[B, L]``: the positions holding a token that is neither special (CLS/BOS, SEP/EOS, UNK) nor padding,
-  or (``by_words``) the tokens with a word id; and, when ``include_masks``, the mask tokens inside each
-  row too (a sampler fills them; a scorer leaves them out: a scored position needs a token). Three rules
-  are used, each by name: :data:`TOKENS` (PLL/energy, likelihood, one-pass, variants, joints, the
-  kernels' own default), :data:`TOKENS_AND_MASKS` (``sample``, ``mask_predict``) and
-  :data:`WORDS_AND_MASKS` (a sample request from text: the CLI's and the app's). ``docs/positions.md``
-  has the table of every algorithm. :func:`resolve` turns ``positions`` (None, token indices shared by the
-  batch, a bool mask ``[B, L]``, or a :class:`Resolved` mask) into a checked bool mask, once: a
-  :class:`Resolved` mask is passed down and never resolved again.
-- **What do users type?** Residue (or word) numbers, 1-based, as in mutation strings (``A23G``), in the
-  CLI (``sample --positions``), the app and output files: :func:`parse_numbers` reads ``"3,5,10-12"``,
-  :func:`word_mask` / :func:`word_positions` turn numbers into the tokens of those words, and
-  :func:`token_numbers` tokens back into numbers (the output columns). The Python API's ``positions``
-  arguments are token indices (0-based, special tokens counted), as tensors index.
+- Defaults: a :class:`Rule` gives, for a batch ``[B, L]``, the positions holding a token that is neither special
+  nor padding (or, ``by_words``, the tokens with a word id), and with ``include_masks`` the mask tokens too. Three
+  rules, each by name: :data:`TOKENS` (scorers), :data:`TOKENS_AND_MASKS` (``sample``, ``mask_predict``) and
+  :data:`WORDS_AND_MASKS` (sampling from text); docs/positions.md has the table. :func:`resolve` turns
+  ``positions`` into a checked bool mask once (a :class:`Resolved` mask is never resolved again).
+- Users type 1-based residue (or word) numbers: :func:`parse_numbers` reads ``"3,5,10-12"``, :func:`word_mask` /
+  :func:`word_positions` turn numbers into tokens and :func:`token_numbers` back. The Python API's ``positions``
+  are 0-based token indices, special tokens counted.
 """
 
 from __future__ import annotations

@@ -1,9 +1,5 @@
 """Scoring many text records with a tokenizer-carrying MaskedLM: the API behind ``mlmprob score``.
-
-:class:`ScoreSpec` (defined in :mod:`mlmprob.likelihood.spec`, which imports no torch) holds the settings of a
-scoring run (PLL, whole-word, per-token lists, the chain-rule likelihood, the one-pass estimate), validated once where
-it is made; :class:`ScoreJob` (and the one-pass
-:class:`~mlmprob.onepass.job.OnePassScoreJob`) hold one as ``spec``.
+:class:`ScoreJob` (and :class:`~mlmprob.onepass.job.OnePassScoreJob`) hold a :class:`ScoreSpec` as ``spec``.
 
 >>> ScoreSpec(likelihood="loglik", n_orders=3).recorded()  # doctest: +NORMALIZE_WHITESPACE
 {'whole_word': False, 'per_token': False, 'likelihood': 'loglik', 'order': 'random', 'n_orders': 3, 'per_order': False,

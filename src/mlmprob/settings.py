@@ -1,11 +1,6 @@
-"""The shared shape of the algorithms' specs: a frozen dataclass of one run's settings, validated once in
-its ``__post_init__``, made from parsed CLI arguments by field name (by the command, once:
-:func:`mlmprob.commands.common.spec_of`) and written down as plain JSON values.
-
-The specs (docs/architecture.md, "One spec per algorithm"): :class:`~mlmprob.sampling.spec.SamplerSpec`,
-:class:`~mlmprob.infilling.spec.InfillSpec`, :class:`~mlmprob.variants.spec.VariantsSpec`,
-:class:`~mlmprob.scoring.ScoreSpec` (with :class:`~mlmprob.likelihood.spec.LoglikSpec`, its chain-rule part) and
-:class:`~mlmprob.joints.job.JointsSpec` derive from :class:`Spec`.
+"""The shared shape of the algorithms' specs: a frozen dataclass of one run's settings, validated once in its
+``__post_init__``, made from parsed CLI arguments by field name (:func:`mlmprob.commands.common.spec_of`) and
+written down as plain JSON values (docs/architecture.md, "One spec per algorithm").
 
 >>> from dataclasses import dataclass
 >>> @dataclass(frozen=True)
