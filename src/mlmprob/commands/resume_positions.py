@@ -1,12 +1,9 @@
 """A resumed run whose ``--positions`` are spelled differently from the stored ones but name the same positions.
 
-A run stores its ``--positions`` as text and a resume compares the stored configuration key by key
-(:func:`mlmprob.runtime.config_check.check_config`), so ``--positions 1-32`` was refused against a run started
-without it although, on 32-residue records, both free every residue. Here the two are compared by what they
-resolve to: first as numbers (``3,1-2`` is ``1-3``: :func:`canonical_positions`, no model needed), then, when the
-texts still differ (one of them the default, all positions), record by record through the model's tokenizer
-(``resolves_same``). When they agree the run resumes under the stored text, so its configuration, and every
-later resume's, stays as first written; when they do not, the usual one-line refusal names ``positions``.
+A resume compares the stored configuration key by key, so ``--positions 1-32`` would be refused against a run
+without it although, on 32-residue records, both free every residue. Here the two are compared by what they resolve
+to: as numbers (:func:`canonical_positions`), then record by record through the tokenizer (``resolves_same``). When
+they agree the run resumes under the stored text; otherwise the usual refusal names ``positions``.
 """
 
 from __future__ import annotations

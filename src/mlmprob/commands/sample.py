@@ -1,19 +1,10 @@
-"""``mlmprob sample``: MH or degenerate-Gibbs chains, or ancestral (chain-rule) draws, plain or speculative,
-from an MLM, optionally only over CDR-H3.
+"""``mlmprob sample``: MH or degenerate-Gibbs chains, or ancestral (chain-rule) draws, plain or speculative, from an
+MLM, optionally only over CDR-H3.
 
-Two modes, chosen by ``--out``:
-
-- a folder: every chain of every input in one batch, the one unit of the runner every streaming command
-  uses (:mod:`mlmprob.sampling.folder`); writes ``run.jsonl`` (resumable: rerun the same command to continue
-  a killed run), ``chains.jsonl`` (one row per chain), ``samples.fasta`` (the kept states), ``summary.json``
-  and ``trace.png``;
-- a ``.jsonl``/``.tsv``/``.parquet`` file (or no ``--out``: JSONL on stdout): records are streamed from
-  ``--input``, each record's ``--chains`` chains are sampled together with a generator seeded from
-  ``(--seed, record id)``, and one row per chain is written as it goes (``--resume``, ``--shard``,
-  ``--workers``; results do not depend on them).
-
-Either way a bar on stderr follows every epoch, with its acceptance rate and mean energy (streamed with
-``--workers``, ``--devices`` or Ray, a record at a time); ``--no-progress`` turns it off.
+Two modes, chosen by ``--out``: a folder (every chain of every input in one batch, :mod:`mlmprob.sampling.folder`:
+``run.jsonl``, ``chains.jsonl``, ``samples.fasta``, ``summary.json``, ``trace.png``; rerun to continue), or a
+``.jsonl``/``.tsv``/``.parquet`` file or stdout (records streamed, each record's chains seeded from ``(--seed, record
+id)``, one row per chain; ``--resume``, ``--shard`` and ``--workers`` do not change the results).
 """
 
 from __future__ import annotations
