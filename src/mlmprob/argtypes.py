@@ -124,15 +124,6 @@ def open_fraction(text: str) -> float:
     return value
 
 
-def dropout_rate(text: str) -> float:
-    """A number in [0, 1)."""
-    what = "a rate in [0, 1)"
-    value = _float(text, what)
-    if not 0 <= value < 1:
-        raise argparse.ArgumentTypeError(f"must be {what}, got {text!r}")
-    return value
-
-
 def checked(parse, check=None):
     """The type of a flag that sets a spec field: the text read by ``parse`` (``int``, ``float``, or a spec's parse
     function of text, which refuses with :class:`~mlmprob.errors.MLMProbError`), then checked by the spec's own

@@ -34,7 +34,6 @@ BAD = {
     argtypes.finite_float: ["nan", "inf", "-inf", "1e300", "x"],
     argtypes.probability: ["0", "-0.1", "1.01", "nan", "inf"],
     argtypes.open_fraction: ["0", "1", "nan", "-0.5"],
-    argtypes.dropout_rate: ["1", "-0.1", "nan"],
 }
 GOOD = {
     argtypes.integer: [("-3", -3), ("0", 0)],
@@ -46,7 +45,6 @@ GOOD = {
     argtypes.finite_float: [("-3.5", -3.5)],
     argtypes.probability: [("1", 1.0), ("0.25", 0.25)],
     argtypes.open_fraction: [("0.05", 0.05)],
-    argtypes.dropout_rate: [("0", 0.0), ("0.1", 0.1)],
 }
 
 

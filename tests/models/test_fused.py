@@ -181,8 +181,8 @@ def test_fused_switch(monkeypatch):
     assert HFMaskedLM(_esm(1), tok, proposal_ids=tok.residue_ids)._fused is None
     monkeypatch.delenv("MLMPROB_FUSED")
     assert fused_default()
-    assert fused.supports(_esm(1).esm) and fused.supports(tiny_hf("bert").model.bert)
-    assert not fused.supports(tiny_hf("distilbert").model.distilbert)
+    assert fused.fused_encoder(_esm(1).esm) is not None and fused.fused_encoder(tiny_hf("bert").model.bert) is not None
+    assert fused.fused_encoder(tiny_hf("distilbert").model.distilbert) is None
 
 
 def test_int8_activation_bits_do_not_saturate():

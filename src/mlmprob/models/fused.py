@@ -80,14 +80,10 @@ def _plain_encoder(cfg) -> bool:
     return not getattr(cfg, "is_decoder", False) and not getattr(cfg, "add_cross_attention", False)
 
 
-def supports(base) -> bool:
-    """Whether ``base`` (a transformers base model) has a fused forward here: an ESM encoder with rotary
-    positions, or a BERT / RoBERTa encoder with absolute positions and erf GELU."""
-    return fused_encoder(base) is not None
-
-
 def fused_encoder(base):
-    """The fused forward of ``base`` (:class:`FusedEsm`, :class:`FusedBert`), or None when it has none."""
+    """The fused forward of ``base`` (:class:`FusedEsm`, :class:`FusedBert`), or None when it has none: it has one
+    when it is an ESM encoder with rotary positions, or a BERT / RoBERTa encoder with absolute positions and erf
+    GELU."""
     cfg = getattr(base, "config", None)
     name = type(base).__name__
     if cfg is None or not _plain_encoder(cfg):
