@@ -53,20 +53,22 @@ def integer(text: str) -> int:
     return _int(text, "an integer")
 
 
+def _within(parse, what: str, ok, text: str):
+    """``parse(text, what)``, refused as ``must be WHAT`` unless ``ok(value)``."""
+    value = parse(text, what)
+    if not ok(value):
+        raise argparse.ArgumentTypeError(f"must be {what}, got {text!r}")
+    return value
+
+
 def positive_int(text: str) -> int:
     """An integer >= 1."""
-    value = _int(text, "a positive integer")
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text!r}")
-    return value
+    return _within(_int, "a positive integer", lambda v: v >= 1, text)
 
 
 def nonnegative_int(text: str) -> int:
     """An integer >= 0."""
-    value = _int(text, "a non-negative integer")
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be a non-negative integer, got {text!r}")
-    return value
+    return _within(_int, "a non-negative integer", lambda v: v >= 0, text)
 
 
 def thread_count(text: str) -> int:
@@ -84,10 +86,7 @@ def finite_float(text: str) -> float:
 
 def positive_float(text: str) -> float:
     """A finite number > 0."""
-    value = _float(text, "a positive number")
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"must be a positive number, got {text!r}")
-    return value
+    return _within(_float, "a positive number", lambda v: v > 0, text)
 
 
 def ladder(text: str) -> tuple[float, ...]:
@@ -100,28 +99,17 @@ def ladder(text: str) -> tuple[float, ...]:
 
 def nonnegative_float(text: str) -> float:
     """A finite number >= 0."""
-    value = _float(text, "a non-negative number")
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be a non-negative number, got {text!r}")
-    return value
+    return _within(_float, "a non-negative number", lambda v: v >= 0, text)
 
 
 def probability(text: str) -> float:
     """A number in (0, 1]."""
-    what = "a probability in (0, 1]"
-    value = _float(text, what)
-    if not 0 < value <= 1:
-        raise argparse.ArgumentTypeError(f"must be {what}, got {text!r}")
-    return value
+    return _within(_float, "a probability in (0, 1]", lambda v: 0 < v <= 1, text)
 
 
 def open_fraction(text: str) -> float:
     """A number in (0, 1), e.g. a held-out share."""
-    what = "a fraction in (0, 1)"
-    value = _float(text, what)
-    if not 0 < value < 1:
-        raise argparse.ArgumentTypeError(f"must be {what}, got {text!r}")
-    return value
+    return _within(_float, "a fraction in (0, 1)", lambda v: 0 < v < 1, text)
 
 
 def checked(parse, check=None):
