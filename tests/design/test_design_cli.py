@@ -89,8 +89,8 @@ def test_readme_design_example_runs(antiberty, sapiens_vh, monkeypatch):
     text = (Path(__file__).resolve().parents[2] / "docs" / "guides" / "design.md").read_text()
     section = text[text.index("# Design under constraints") :]
     # the first block after the quick start (tests/docs/test_guides.py runs that one)
-    code = next(b for b in re.findall(r"```python\n(.*?)```", section, re.S) if "chains=2, steps=5" in b)
-    code = code.replace("chains=2, steps=5", "chains=1, steps=1")
+    code = next(b for b in re.findall(r"```python\n(.*?)```", section, re.S) if "chains=2, steps=3" in b)
+    code = code.replace("chains=2, steps=3", "chains=1, steps=1")
     assert "chains=1, steps=1" in code
     ns: dict = {}
     exec(compile(code, "docs/guides/design.md", "exec"), ns)

@@ -38,7 +38,7 @@ def test_design_guide_quick_start_runs(sapiens_vh, capsys, one_thread):
     free CDR-H3 stretch kept, the mutations named. Timed by hand: about 12 s of CPU time, 22-24 s wall on two busy cores."""
     text = (GUIDES / "design.md").read_text()
     block = re.search(r"```python\n(.*?)```", text, re.S).group(1)
-    assert text.index(block) < text.index("chains=2, steps=5") and 'mlmprob.load_mlm("sapiens-vh")' in block
+    assert text.index(block) < text.index("chains=2, steps=3") and 'mlmprob.load_mlm("sapiens-vh")' in block
     capsys.readouterr()
     _run("design.md", block.replace('mlmprob.load_mlm("sapiens-vh")', "_loaded"), sapiens_vh)
     parent = "CSRWGGDGFYAMDYWGQGTLVTVSS"
