@@ -9,6 +9,7 @@ commands).
 from __future__ import annotations
 
 import argparse
+import sys
 from dataclasses import dataclass
 
 from .. import defaults
@@ -252,3 +253,19 @@ def spec_of(cls, args, **given):
 
     values = {f.name: getattr(args, f.name) for f in dataclasses.fields(cls) if hasattr(args, f.name)}
     return cls(**{**values, **given})
+
+
+def report_done(head: str, done, out, shard, *, unique=None, unit: str = "", extra: str = "", tail: str = "") -> None:
+    """A streamed command's closing lines on stderr: ``unique``'s warning, if any, then ``HEAD on DEVICE -> OUT
+    (N UNITalready there)EXTRA (shard I/N)TAIL`` (each part only when it applies)."""
+    if unique is not None and unique.warning():
+        print(unique.warning(), file=sys.stderr)
+    print(
+        f"{head} on {done.ran_on}"
+        + (f" -> {out}" if out else "")
+        + (f" ({done.already} {unit}already there)" if done.already else "")
+        + extra
+        + (f" (shard {shard})" if not shard.is_whole else "")
+        + tail,
+        file=sys.stderr,
+    )

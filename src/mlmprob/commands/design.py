@@ -218,7 +218,7 @@ def run(args) -> int:
     from ..designing.constraints import Constraints
     from ..designing.job import chains_of
     from ..runtime.command import StreamCommand, run_command, stored_config
-    from .common import run_options
+    from .common import report_done, run_options
 
     spec = design_spec(args)
     job = design_job(args, spec)
@@ -241,14 +241,8 @@ def run(args) -> int:
     done = run_command(command, opts)
     for line in summary.lines():
         print(line, file=sys.stderr)
-    print(
-        f"{done.written} chains designed on {done.ran_on}"
-        + (f" -> {args.out}" if args.out else "")
-        + (f" ({done.already} chains already there)" if done.already else "")
-        + (f" (shard {opts.shard})" if not opts.shard.is_whole else "")
-        + f"; {summary.model_rows} model rows read",
-        file=sys.stderr,
-    )
+    tail = f"; {summary.model_rows} model rows read"
+    report_done(f"{done.written} chains designed", done, args.out, opts.shard, unit="chains ", tail=tail)
     return 0
 
 

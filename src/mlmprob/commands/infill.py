@@ -15,7 +15,6 @@ its 0-based token indices.
 from __future__ import annotations
 
 import argparse
-import sys
 
 from ..errors import MLMProbError
 from ..infilling.spec import GAP_MODES
@@ -189,7 +188,7 @@ def _run_stream(args, spec, region) -> int:
     from ..infilling.stream import InfillJob, iter_gap_units
     from ..runtime.command import StreamCommand, run_command, stored_config
     from ..runtime.unique import UniqueIds
-    from .common import input_file, model_spec, run_options
+    from .common import input_file, model_spec, report_done, run_options
     from .regions import cdr_config
 
     opts = run_options(args)
@@ -226,15 +225,7 @@ def _run_stream(args, spec, region) -> int:
         ),
         opts,
     )
-    if unique.warning():
-        print(unique.warning(), file=sys.stderr)
-    print(
-        f"filled {done.written} gaps with {args.model} on {done.ran_on}"
-        + (f" -> {args.out}" if args.out else "")
-        + (f" ({done.already} already there)" if done.already else "")
-        + (f" (shard {opts.shard})" if not opts.shard.is_whole else ""),
-        file=sys.stderr,
-    )
+    report_done(f"filled {done.written} gaps with {args.model}", done, args.out, opts.shard, unique=unique)
     return 0
 
 

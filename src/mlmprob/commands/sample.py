@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 from ..errors import MLMProbError
 from ..jsonl import dumps
-from .common import InputFile, Sequences, run_options
+from .common import InputFile, Sequences, report_done, run_options
 from .sampler_args import add_sampler_args, sampler_spec
 
 if TYPE_CHECKING:
@@ -321,13 +321,6 @@ def run_streamed(parsed: Parsed) -> int:
         last_row_id=lambda r: r.id + last,
     )
     done = run_command(command, opts)
-    if unique.warning():
-        print(unique.warning(), file=sys.stderr)
-    print(
-        f"sampled {done.written} chains of {done.units} records with {parsed.model.model} on {done.ran_on}"
-        + (f" -> {opts.out}" if opts.out else "")
-        + (f" ({done.already} records already there)" if done.already else "")
-        + (f" (shard {opts.shard})" if not opts.shard.is_whole else ""),
-        file=sys.stderr,
-    )
+    head = f"sampled {done.written} chains of {done.units} records with {parsed.model.model}"
+    report_done(head, done, opts.out, opts.shard, unique=unique, unit="records ")
     return 0

@@ -131,15 +131,11 @@ def run(args) -> int:
 
 def _summary(args, done, shard, one_pass: bool) -> None:
     """The run's one summary line on standard error."""
+    from .common import report_done
+
     method = " (PLL method: one_pass, an estimate)" if one_pass else ""
     if args.out:
-        print(
-            f"scored {done.written} sequences with {args.model} on {done.ran_on} -> {args.out}"
-            + (f" ({done.already} already there)" if done.already else "")
-            + (f" (shard {shard})" if not shard.is_whole else "")
-            + method,
-            file=sys.stderr,
-        )
+        report_done(f"scored {done.written} sequences with {args.model}", done, args.out, shard, tail=method)
     else:
         print(f"scored {done.written} sequences with {args.model} on {done.ran_on}{method}", file=sys.stderr)
 

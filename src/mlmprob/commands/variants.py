@@ -175,7 +175,7 @@ def run(args) -> int:
     from ..runtime.command import StreamCommand, run_command
     from ..variants.stream import VariantsJob
     from ..variants.units import read_wild_type
-    from .common import model_spec, run_options
+    from .common import model_spec, report_done, run_options
 
     wild_type = read_wild_type(args.wild_type)
     spec = variants_spec(args)  # --methods (the defaults of --saturate with it), --offset, --chain-*
@@ -211,16 +211,10 @@ def run(args) -> int:
         meta={"limit": args.limit},
     )
     done = run_command(command, opts)
-    if unique.warning():
-        print(unique.warning(), file=sys.stderr)
     shard = opts.shard
-    print(
-        f"scored {done.written} variants with {args.model} on {done.ran_on}"
-        + (f" -> {args.out}" if args.out else "")
-        + (f" ({done.already} already there)" if done.already else "")
-        + (f" ({len(done.skipped)} invalid row(s) skipped)" if done.skipped else "")
-        + (f" (shard {shard})" if not shard.is_whole else ""),
-        file=sys.stderr,
+    skipped = f" ({len(done.skipped)} invalid row(s) skipped)" if done.skipped else ""
+    report_done(
+        f"scored {done.written} variants with {args.model}", done, args.out, shard, unique=unique, extra=skipped
     )
     if args.saturate and shard.is_whole:
         _saturation_outputs(args, job, done.state, wild_type, spec, config.get("cdr_span"))
