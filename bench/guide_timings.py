@@ -1,5 +1,5 @@
-"""Seconds each example of the guides and getting-started takes, run as written (issue 52: each under 30 s on the
-2-core machine): every runnable block of every page, in order, in an empty folder, with the examples test's own runner
+"""Seconds each example of the README, the guides and getting-started takes, run as written (issue 52: each under 30 s
+on the 2-core machine): every runnable block of every page (the README's install commands are marked not run), in order, in an empty folder, with the examples test's own runner
 (``tests/docs/test_guide_examples.py``), wall and CPU seconds (this process's and its children's, which a busy
 machine does not inflate as it does the wall time), and the load average at the start and end.
 
@@ -24,6 +24,10 @@ from test_guide_examples import DOCS, PAGES, _blocks, _run_page  # noqa: E402
 BAR = 30.0
 
 
+def page_text(page: str) -> str:
+    return (DOCS / page).read_text()
+
+
 def first_line(code: str) -> str:
     line = next((x for x in code.splitlines() if x.strip() and not x.startswith("#")), "")
     return ((line[:70] + "...") if len(line) > 70 else line).replace("|", "\\|")
@@ -31,7 +35,7 @@ def first_line(code: str) -> str:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--pages", nargs="*", default=PAGES, help="pages under docs/ (default: every guide)")
+    ap.add_argument("--pages", nargs="*", default=PAGES, help="pages under docs/ (default: the examples test's)")
     ap.add_argument("--out", type=Path, default=None, help="also write the table here (Markdown)")
     a = ap.parse_args(argv)
     load0, t_all = os.getloadavg()[0], time.perf_counter()
@@ -39,13 +43,13 @@ def main(argv=None) -> int:
     for page in a.pages:
         with tempfile.TemporaryDirectory() as tmp:
             (Path(tmp) / "run").mkdir()
-            done, report, codes = _run_page((DOCS / page).read_text(), Path(tmp) / "run")
+            done, report, codes = _run_page(page_text(page), Path(tmp) / "run")
         if done.returncode:
             failed.append(page)
         for i, ((wall, _, cpu), code) in enumerate(zip(report, codes)):
             rows.append((page, i + 1, wall, cpu, first_line(code)))
         print(f"{page}: " + ", ".join(f"{w} s ({c} CPU)" for w, _, c in report), flush=True)
-    n_skipped = sum(why is not None for page in a.pages for _, _, why in _blocks((DOCS / page).read_text()))
+    n_skipped = sum(why is not None for page in a.pages for _, _, why in _blocks(page_text(page)))
     over = [r for r in rows if r[3] > BAR]
     lines = [
         f"Command: `python bench/guide_timings.py {shlex.join(argv if argv is not None else sys.argv[1:])}`; "

@@ -1,5 +1,5 @@
 """Every guide's examples run as written (issue 52, "the first hour of a new user"): the python and bash blocks of
-each page of docs/guides/ and of docs/getting-started.md, verbatim (no substitution) and in order, in one process per
+each page of docs/guides/, of docs/getting-started.md and of the README, verbatim (no substitution) and in order, in one process per
 page (the python blocks share one namespace, as a notebook does; bash blocks run in between, with ``bash -eu``: a
 failing command fails, and a pipe is judged by its last command, as in a user's shell), in an empty temporary folder,
 with the installed ``mlmprob`` first on PATH and no network. An example that reads a file its page did not
@@ -22,7 +22,7 @@ DOCS = Path(__file__).resolve().parents[2] / "docs"
 BLOCK = re.compile(
     r"(?:^<!-- example: not run \((?P<why>[^\n]*)\) -->\n)?^```(?P<lang>bash|python)\n(?P<code>.*?)^```", re.S | re.M
 )
-PAGES = sorted(f"guides/{p.name}" for p in (DOCS / "guides").glob("*.md")) + ["getting-started.md"]
+PAGES = sorted(f"guides/{p.name}" for p in (DOCS / "guides").glob("*.md")) + ["getting-started.md", "../README.md"]
 
 RUNNER = r"""
 import contextlib, io, json, resource, subprocess, sys, time
