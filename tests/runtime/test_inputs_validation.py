@@ -247,8 +247,10 @@ def test_wild_type_file_with_two_records_and_empty_methods_are_errors(tiny_bert_
     base = ["variants", str(dms), "--model", str(tiny_bert_dir), "--no-progress"]
     assert main([*base, "--wild-type", str(two)]) == 2
     assert "holds more than one sequence ('one', 'two'" in _error(capsys)
-    assert main([*base, "--wild-type", "ACDEFG", "--methods", ""]) == 2
-    assert "--methods is empty" in _error(capsys)
+    with pytest.raises(SystemExit) as usage:  # refused by the flag itself (its field's parse function): exit 2
+        main([*base, "--wild-type", "ACDEFG", "--methods", ""])
+    assert usage.value.code == 2
+    assert "--methods: must name one or more methods" in _error(capsys)
     assert main([*base, "--wild-type", "acdefg"]) == 2
     assert "lower-case" in _error(capsys)
 
