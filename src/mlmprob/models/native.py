@@ -141,6 +141,7 @@ class MaskedLM(nn.Module):
         fused forward runs in inference mode)."""
         from .fused import FusedBert
 
-        base = getattr(self, self.base_model_prefix)
+        if self.__dict__.get("_fused") is None:  # made once: it keeps each layer's concatenated Q/K/V weights
+            self.__dict__["_fused"] = FusedBert(getattr(self, self.base_model_prefix))
         head = getattr(self, "lm_head" if self.config.roberta else "cls")
-        return SimpleNamespace(logits=head(FusedBert(base).hidden(input_ids, attention_mask)))
+        return SimpleNamespace(logits=head(self.__dict__["_fused"].hidden(input_ids, attention_mask)))
