@@ -20,6 +20,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from .fused import FusedBert
+
 
 @dataclass
 class EncoderConfig:
@@ -131,6 +133,7 @@ class MaskedLM(nn.Module):
         base = Encoder(c)
         setattr(self, self.base_model_prefix, base)
         setattr(self, "lm_head" if c.roberta else "cls", Head(c, base.embeddings.word_embeddings))
+        self.__dict__["_fused"] = FusedBert(base)  # not a submodule; it keeps each layer's concatenated Q/K/V weights
 
     def get_input_embeddings(self) -> nn.Embedding:
         return getattr(self, self.base_model_prefix).embeddings.word_embeddings
@@ -139,9 +142,5 @@ class MaskedLM(nn.Module):
     def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None) -> SimpleNamespace:
         """``.logits`` ``[B, L, V]``: the fused forward's hidden states through the head (for reading only: the
         fused forward runs in inference mode)."""
-        from .fused import FusedBert
-
-        if self.__dict__.get("_fused") is None:  # made once: it keeps each layer's concatenated Q/K/V weights
-            self.__dict__["_fused"] = FusedBert(getattr(self, self.base_model_prefix))
-        head = getattr(self, "lm_head" if self.config.roberta else "cls")
-        return SimpleNamespace(logits=head(self.__dict__["_fused"].hidden(input_ids, attention_mask)))
+        hidden = self.__dict__["_fused"].hidden(input_ids, attention_mask)
+        return SimpleNamespace(logits=getattr(self, "lm_head" if self.config.roberta else "cls")(hidden))
