@@ -1,8 +1,7 @@
 """Checkpoints: ``model.safetensors`` + ``config.json`` + tokenizer + ``optimizer.pt`` + ``trainer_state.json``.
 
-A checkpoint directory is written under a temporary name and renamed when complete, so a kill
-never leaves a half-written ``step-N``. The optimizer state holds tensors and plain Python values
-only and is read back with ``torch.load(..., weights_only=True)``.
+A checkpoint directory is written under a temporary name and renamed when complete, so a kill never leaves a
+half-written ``step-N``. The optimizer state (tensors and plain values only) is read with ``weights_only=True``.
 """
 
 from __future__ import annotations
@@ -65,8 +64,7 @@ def list_checkpoints(out_dir: Path) -> list[Path]:
 
 
 def latest_checkpoint(out_dir: Path) -> Path | None:
-    found = list_checkpoints(out_dir)
-    return found[-1] if found else None
+    return [None, *list_checkpoints(out_dir)][-1]
 
 
 def read_state(path: Path) -> dict:

@@ -1,6 +1,5 @@
-"""``TrainConfig``: everything that determines an MLM pretraining run (and so must match on resume). ``mlmprob
-train``'s flags of these settings are made from its fields (:func:`mlmprob.fields.add_field_flags`): each flag's
-type runs the field's own check, the one ``TrainConfig`` runs where it is made."""
+"""``TrainConfig``: everything that determines an MLM pretraining run (and so must match on resume); ``mlmprob
+train``'s flags are made from its fields, each flag's type running the field's own check."""
 
 from __future__ import annotations
 
@@ -14,8 +13,7 @@ from ..fields import option
 from ..settings import check_choice, check_seed
 
 MASKINGS = ("dynamic", "static", "uniform")
-#: The most memory a training run may need by :meth:`TrainConfig.check_size`'s estimate: a typo such as
-#: ``--hidden 1000000000`` is refused in one line before the model is made.
+#: The most memory a run may need by :meth:`TrainConfig.check_size`'s estimate (a typo refused before any model).
 MAX_TRAIN_BYTES = 64 << 30  # BERT-base on batches of 32 x 512 tokens is about 26 GiB by this estimate
 PRECISIONS = ("fp32", "bf16")
 
@@ -61,16 +59,15 @@ def check_mask_split(split, name: str = "mask_split") -> None:
 class TrainConfig:
     """Model size, optimisation, masking and bookkeeping of one run.
 
-    ``mask_rate`` is the fraction of maskable tokens selected per sequence: ``k = max(1,
-    round(mask_rate * n))`` of its ``n`` tokens (a fixed ``k / T`` on fixed-length synthetic data).
-    ``mask_split`` is the (mask, random, keep) share of the selected tokens; the default
-    ``(1, 0, 0)`` is pure masking, so the model's conditionals are the MLM conditionals of the
-    papers. ``masking="static"`` draws one mask per training sequence once; ``"dynamic"`` draws
-    new masks every step; ``"uniform"`` draws new masks every step with a number of masked tokens
-    uniform on ``1..n`` per sequence (as masked diffusion models train; ``mask_rate`` then sets only
-    the held-out masks). ``precision="bf16"`` runs the forward pass under bfloat16 autocast (fast on
-    CPUs with AMX and on GPUs); weights, gradients and the optimiser stay float32. All randomness is a
-    function of ``seed`` (and the step), which is what makes resuming exact.
+    ``mask_rate`` is the fraction of maskable tokens selected per sequence: ``k = max(1, round(mask_rate * n))`` of
+    its ``n`` tokens (a fixed ``k / T`` on fixed-length synthetic data). ``mask_split`` is the (mask, random, keep)
+    share of the selected tokens; the default ``(1, 0, 0)`` is pure masking, so the model's conditionals are the MLM
+    conditionals of the papers. ``masking="static"`` draws one mask per training sequence once; ``"dynamic"`` draws
+    new masks every step; ``"uniform"`` draws new masks every step with a number of masked tokens uniform on ``1..n``
+    per sequence (as masked diffusion models train; ``mask_rate`` then sets only the held-out masks).
+    ``precision="bf16"`` runs the forward pass under bfloat16 autocast (fast on CPUs with AMX and on GPUs); weights,
+    gradients and the optimiser stay float32. All randomness is a function of ``seed`` (and the step), which is what
+    makes resuming exact.
 
     >>> TrainConfig(hidden_size=16, num_heads=3)
     Traceback (most recent call last):
@@ -129,8 +126,7 @@ class TrainConfig:
             raise MLMProbError(f"hidden_size ({self.hidden_size}) must be a multiple of num_heads ({self.num_heads})")
 
     def _check_types(self) -> None:
-        """Integers where counts are, finite numbers where rates are: a string or None was Python's comparison
-        error, 1.5 layers or ``lr=nan`` (a run of NaN weights) went through."""
+        """Integers where counts are, finite numbers where rates are (before the range checks compare them)."""
         for f in fields(self):
             value = getattr(self, f.name)
             if f.type == "int" and (isinstance(value, bool) or not isinstance(value, int)):
@@ -146,9 +142,9 @@ class TrainConfig:
             raise MLMProbError(f"mask_split must be three numbers (mask, random, keep), got {split!r}")
 
     def train_bytes(self, vocab_size: int, length: int) -> int:
-        """About how many bytes training needs: float32 weights, gradients and two Adam moments (16 bytes a
-        weight), and the activations of one batch (kept for the backward pass: on the high side, 16 hidden-size
-        and 2 intermediate-size floats a token and layer, and the logits).
+        """About how many bytes training needs: 16 a weight (float32 weights, gradients, two Adam moments) and one
+        batch's activations (on the high side: 16 hidden-size and 2 intermediate-size floats a token and layer, and
+        the logits).
 
         >>> TrainConfig().train_bytes(25, 14) < 50 << 20
         True

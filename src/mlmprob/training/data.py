@@ -1,8 +1,7 @@
 """Training data: token-id tensors plus the tokenizer that makes ``load_mlm`` read the result (``TokenData``).
-
-``SyntheticSource``: a ``SyntheticLanguage`` sampled exactly (train and held-out sets, seeds from the run's);
-symbols become tokens ``t0..t{V-1}`` after five specials, ``model id = symbol + SYMBOL_OFFSET``, rows
-``[CLS] x [SEP]``. ``TextSource``: one sequence per non-empty line, with a deterministic WordPiece tokenizer.
+``SyntheticSource``: a ``SyntheticLanguage`` sampled exactly (seeds from the run's); symbols become tokens
+``t0..t{V-1}`` after five specials (``model id = symbol + SYMBOL_OFFSET``), rows ``[CLS] x [SEP]``. ``TextSource``:
+one sequence per non-empty line, with a deterministic WordPiece tokenizer.
 """
 
 from __future__ import annotations
@@ -103,27 +102,20 @@ class SyntheticSource:
         train = lang.sample(self.n_train, generator_for(seed, "synthetic-train"))
         held = lang.sample(self.n_heldout, generator_for(seed, "synthetic-heldout"))
         L = lang.length + 2
-        tok = symbol_tokenizer(lang.vocab_size, L)
         save_language(lang, Path(out_dir) / "language.safetensors")
         desc = {"source": "synthetic", **lang.spec(), "n_train": self.n_train, "n_heldout": self.n_heldout}
-        return TokenData(
-            wrap_symbols(train),
-            wrap_symbols(held),
-            tok,
-            L,
-            torch.arange(SYMBOL_OFFSET, SYMBOL_OFFSET + lang.vocab_size),
-            lang,
-            desc,
-        )
+        symbols = torch.arange(SYMBOL_OFFSET, SYMBOL_OFFSET + lang.vocab_size)
+        tok = symbol_tokenizer(lang.vocab_size, L)
+        return TokenData(wrap_symbols(train), wrap_symbols(held), tok, L, symbols, lang, desc)
 
 
 @dataclass(frozen=True)
 class TextSource:
     """Lines of text files; a WordPiece vocabulary of ``vocab_size`` is trained on the training lines.
 
-    ``heldout_fraction`` of the lines (at least one) is held out, chosen with the run's seed.
-    Sequences longer than ``max_length`` tokens (special tokens included) are truncated. A
-    tokenizer already saved in the output directory (a resumed run) is reused, not retrained.
+    ``heldout_fraction`` of the lines (at least one) is held out, chosen with the run's seed. Sequences longer than
+    ``max_length`` tokens (special tokens included) are truncated. A tokenizer already saved in the output directory
+    (a resumed run) is reused, not retrained.
     """
 
     files: Sequence[str]
@@ -170,8 +162,9 @@ class TextSource:
             tmp.rename(tok_dir)
         pad = tok.pad_token_id
 
-        def encode(texts):
-            return _pad([tok(t, truncation=True, max_length=self.max_length)["input_ids"] for t in texts], pad)
+        def encode(texts):  # right-padded [N, L]
+            rows = [torch.tensor(tok(t, truncation=True, max_length=self.max_length)["input_ids"]) for t in texts]
+            return torch.nn.utils.rnn.pad_sequence(rows, batch_first=True, padding_value=pad)
 
         special = set(tok.all_special_ids)
         replace = torch.tensor([i for i in range(len(tok)) if i not in special], dtype=torch.long)
@@ -198,11 +191,3 @@ def split_heldout(lines: Sequence[str], fraction: float, seed: int) -> tuple[lis
     order = torch.randperm(len(lines), generator=generator_for(seed, "text-split")).tolist()
     n_held = max(1, round(fraction * len(lines)))
     return [lines[i] for i in order[n_held:]], [lines[i] for i in order[:n_held]]
-
-
-def _pad(rows: list[list[int]], pad_id: int) -> torch.Tensor:
-    L = max(len(r) for r in rows)
-    out = torch.full((len(rows), L), pad_id, dtype=torch.long)
-    for i, r in enumerate(rows):
-        out[i, : len(r)] = torch.tensor(r, dtype=torch.long)
-    return out

@@ -14,15 +14,7 @@ import torch
 
 from ..errors import MLMProbError
 from ..jsonl import dumps
-from .checkpoint import (
-    OPTIMIZER_FILE,
-    STATE_FILE,
-    latest_checkpoint,
-    load_optimizer_state,
-    read_state,
-    save_checkpoint,
-    save_model_dir,
-)
+from .checkpoint import OPTIMIZER_FILE, STATE_FILE, latest_checkpoint, read_state, save_checkpoint, save_model_dir
 from .config import TrainConfig
 from .data import SYMBOL_OFFSET, TokenData
 from .masking import corrupt, derive_seed, generator_for, select_positions, select_uniform
@@ -102,37 +94,20 @@ def _trim(ids: torch.Tensor, pad_id: int) -> torch.Tensor:
     return ids[:, : int(keep.max()) + 1] if len(keep) else ids
 
 
-def _static_masks(config: TrainConfig, data: TokenData) -> tuple[torch.Tensor, torch.Tensor]:
-    ids = data.train_ids
-    g = generator_for(config.seed, "static-mask")
-    sel = select_positions(data.maskable(ids), config.mask_rate, g)
+def _masks(config: TrainConfig, data: TokenData, ids: torch.Tensor, g: torch.Generator, uniform: bool = False):
+    """``(inputs, labels)`` of ``ids`` corrupted at positions drawn from ``g`` (``uniform``: ``select_uniform``)."""
+    maskable = data.maskable(ids)
+    sel = select_uniform(maskable, g) if uniform else select_positions(maskable, config.mask_rate, g)
     return corrupt(ids, sel, config.mask_split, data.mask_id, data.replace_ids, g)
 
 
-def _heldout_batch(config: TrainConfig, data: TokenData):
-    """Fixed masks for the held-out set (the same at every evaluation and across resumes)."""
-    ids = data.heldout_ids
-    g = generator_for(config.seed, "heldout-mask")
-    sel = select_positions(data.maskable(ids), config.mask_rate, g)
-    inputs, labels = corrupt(ids, sel, config.mask_split, data.mask_id, data.replace_ids, g)
-    return inputs, labels
-
-
 def _masked_lm_loss(model, inputs: torch.Tensor, labels: torch.Tensor, pad_id: int) -> torch.Tensor:
-    """Mean cross-entropy at the labelled positions, with the LM head applied only there.
-
-    Equal to ``BertForMaskedLM(..., labels=labels).loss`` but without the ``[B, L, V]`` logits
-    of the unlabelled positions (the head is a large share of a small model's cost).
-    """
+    """Mean cross-entropy at the labelled positions, with the LM head applied only there: ``BertForMaskedLM(...,
+    labels=labels).loss`` without the ``[B, L, V]`` logits of the unlabelled positions (a small model's main cost)."""
     hidden = model.bert(input_ids=inputs, attention_mask=(inputs != pad_id).long())[0]
     sel = labels != -100
     logits = model.cls(hidden[sel])
     return torch.nn.functional.cross_entropy(logits.float(), labels[sel])
-
-
-def _autocast(config: TrainConfig, device: torch.device):
-    """bfloat16 autocast when ``config.precision == "bf16"``, else a no-op context."""
-    return torch.autocast(device.type, dtype=torch.bfloat16, enabled=config.precision == "bf16")
 
 
 @torch.no_grad()
@@ -240,53 +215,38 @@ def train(
 def _model_and_state(config: TrainConfig, data, fingerprint, out_dir: Path, ckpt, dev):
     """``(model, optimizer, start step, resumed_from, train_losses, history)``: from the checkpoint ``ckpt``
     (checked against ``config`` and the data), or a fresh model when there is none."""
-    if ckpt is not None:
-        from transformers import BertForMaskedLM
-
-        saved = read_state(ckpt)
-        _check_resume(saved, config, fingerprint, out_dir)
-        model = _checkpoint_model(BertForMaskedLM, ckpt).to(dev)
-        optimizer = _optimizer(model, config)
-        state = load_optimizer_state(ckpt)
-        try:
-            optimizer.load_state_dict(state)
-        except (ValueError, KeyError, TypeError, RuntimeError) as e:
-            raise MLMProbError(
-                f"{ckpt / OPTIMIZER_FILE} does not fit this model's optimizer ({e}); remove the "
-                "checkpoint to resume from an earlier one, or train into another --out"
-            ) from None
-        start, resumed_from = int(saved["step"]), int(saved["step"])
-        train_losses, history = list(saved["train_losses"]), list(saved["history"])
-    else:
+    if ckpt is None:
         model = build_model(config, data).to(dev)
-        optimizer = _optimizer(model, config)
-        start, resumed_from, train_losses, history = 0, None, [], []
-    return model, optimizer, start, resumed_from, train_losses, history
+        return model, _optimizer(model, config), 0, None, [], []
+    from transformers import BertForMaskedLM
 
-
-def _checkpoint_model(cls, ckpt: Path):
-    """The model of checkpoint ``ckpt``, its weight files checked first (one line naming a file that is not
-    safetensors, or weights that do not match its config.json: :mod:`mlmprob.models.weights`)."""
     from ..models.weights import check_safetensors, from_pretrained_checked
+    from .checkpoint import load_optimizer_state
 
-    check_safetensors([ckpt / "model.safetensors"])
-    return from_pretrained_checked(cls, str(ckpt), str(ckpt), use_safetensors=True)
+    saved = read_state(ckpt)
+    _check_resume(saved, config, fingerprint, out_dir)
+    check_safetensors([ckpt / "model.safetensors"])  # one line naming a bad weight file
+    model = from_pretrained_checked(BertForMaskedLM, str(ckpt), str(ckpt), use_safetensors=True).to(dev)
+    optimizer = _optimizer(model, config)
+    state = load_optimizer_state(ckpt)  # outside the try: a refused pickle is its own one line
+    try:
+        optimizer.load_state_dict(state)
+    except (ValueError, KeyError, TypeError, RuntimeError) as e:
+        raise MLMProbError(
+            f"{ckpt / OPTIMIZER_FILE} does not fit this model's optimizer ({e}); remove the "
+            "checkpoint to resume from an earlier one, or train into another --out"
+        ) from None
+    step = int(saved["step"])
+    return model, optimizer, step, step, list(saved["train_losses"]), list(saved["history"])
 
 
 def _step_batch(config: TrainConfig, data, batches, static, step: int):
-    """``(inputs, labels)`` of training step ``step``: the static masks of its rows, or fresh masks drawn
-    from the step's own ``mask`` stream."""
+    """``(inputs, labels)`` of step ``step``: the static masks of its rows, or fresh ones from its ``mask`` stream."""
     idx = batches.indices(step)
     if static is not None:
         return static[0][idx], static[1][idx]
-    ids = data.train_ids[idx]
     g = generator_for(config.seed, "mask", step)
-    sel = (
-        select_uniform(data.maskable(ids), g)
-        if config.masking == "uniform"
-        else select_positions(data.maskable(ids), config.mask_rate, g)
-    )
-    return corrupt(ids, sel, config.mask_split, data.mask_id, data.replace_ids, g)
+    return _masks(config, data, data.train_ids[idx], g, config.masking == "uniform")
 
 
 def _train_step(config: TrainConfig, data, model, optimizer, inputs, labels, step: int, dev, fork_devices) -> float:
@@ -299,7 +259,7 @@ def _train_step(config: TrainConfig, data, model, optimizer, inputs, labels, ste
     with torch.random.fork_rng(devices=fork_devices):
         torch.manual_seed(derive_seed(config.seed, "dropout", step))
         inputs_d, labels_d = inputs.to(dev), labels.to(dev)
-        with _autocast(config, dev):
+        with torch.autocast(dev.type, dtype=torch.bfloat16, enabled=config.precision == "bf16"):
             loss_t = _masked_lm_loss(model, inputs_d, labels_d, data.pad_id)
         loss_t.backward()
     if config.grad_clip > 0:
@@ -329,8 +289,10 @@ def _train(
     )
 
     batches = _Batches(len(data.train_ids), config.batch_size, config.seed)
-    static = _static_masks(config, data) if config.masking == "static" else None
-    heldout = _heldout_batch(config, data)
+    static = None
+    if config.masking == "static":
+        static = _masks(config, data, data.train_ids, generator_for(config.seed, "static-mask"))
+    heldout = _masks(config, data, data.heldout_ids, generator_for(config.seed, "heldout-mask"))  # fixed masks
     end = config.max_steps if stop_after is None else min(config.max_steps, max(stop_after, start))
 
     def state(step: int) -> dict:

@@ -31,14 +31,17 @@ def n_selected(n_maskable: torch.Tensor, rate: float) -> torch.Tensor:
     return torch.minimum(k, n_maskable)
 
 
+def _first(maskable: torch.Tensor, k: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
+    """Bool ``[B, L]``: the first ``k_i`` maskable positions of row ``i`` in a uniformly random order."""
+    B, L = maskable.shape
+    scores = torch.rand(B, L, generator=generator).masked_fill(~maskable, 2.0)  # non-maskable positions sort last
+    rank = torch.empty(B, L, dtype=torch.long).scatter_(1, scores.argsort(dim=1), torch.arange(L).expand(B, L).clone())
+    return rank < k[:, None]
+
+
 def select_positions(maskable: torch.Tensor, rate: float, generator: torch.Generator) -> torch.Tensor:
     """Bool ``[B, L]``: exactly ``k_i`` positions chosen uniformly among the maskable ones of row ``i``."""
-    B, L = maskable.shape
-    scores = torch.rand(B, L, generator=generator)
-    scores = scores.masked_fill(~maskable, 2.0)  # non-maskable positions sort last
-    order = scores.argsort(dim=1)
-    rank = torch.empty_like(order).scatter_(1, order, torch.arange(L).expand(B, L).contiguous())
-    return rank < n_selected(maskable.sum(1), rate)[:, None]
+    return _first(maskable, n_selected(maskable.sum(1), rate), generator)
 
 
 def select_uniform(maskable: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
@@ -50,15 +53,9 @@ def select_uniform(maskable: torch.Tensor, generator: torch.Generator) -> torch.
     >>> int(counts[0]), bool((counts[1:] - 800).abs().max() < 100)       # k = 1..5, each about 4000 / 5 times
     (0, True)
     """
-    B, L = maskable.shape
     n = maskable.sum(1)
-    u = torch.rand(B, generator=generator, dtype=torch.float64)
-    k = torch.minimum((u * n).floor().long() + 1, n)
-    scores = torch.rand(B, L, generator=generator).masked_fill(~maskable, 2.0)
-    rank = torch.empty(B, L, dtype=torch.long).scatter_(
-        1, scores.argsort(dim=1), torch.arange(L).expand(B, L).contiguous()
-    )
-    return rank < k[:, None]
+    u = torch.rand(len(n), generator=generator, dtype=torch.float64)
+    return _first(maskable, torch.minimum((u * n).floor().long() + 1, n), generator)
 
 
 def corrupt(

@@ -24,18 +24,13 @@ def plot_loss_curve(train_losses: list[float], history: list[dict], path: str | 
     if w > 1:
         smooth = np.convolve(y, np.ones(w) / w, mode="valid")
         ax.plot(x[w - 1 :], smooth, color="tab:blue", label=f"train (mean of {w})")
-    ev = [h for h in history if h.get("heldout_loss") is not None]
-    if ev:
-        ax.plot([h["step"] for h in ev], [h["heldout_loss"] for h in ev], "o-", color="tab:orange", label="held-out")
-    fl = [h for h in ev if h.get("heldout_floor") is not None]
-    if fl:
-        ax.plot(
-            [h["step"] for h in fl],
-            [h["heldout_floor"] for h in fl],
-            "--",
-            color="gray",
-            label="held-out, true conditionals",
-        )
+    for key, style, color, label in (
+        ("heldout_loss", "o-", "tab:orange", "held-out"),
+        ("heldout_floor", "--", "gray", "held-out, true conditionals"),
+    ):
+        ev = [h for h in history if h.get("heldout_loss") is not None and h.get(key) is not None]
+        if ev:
+            ax.plot([h["step"] for h in ev], [h[key] for h in ev], style, color=color, label=label)
     ax.set_ylabel("masked-token cross-entropy (nats)")
     ax.legend(fontsize="small")
     if has_kl:
