@@ -1,7 +1,6 @@
 """The interface of a synthetic language: ``V`` symbols ``0..V-1`` (id ``V`` is the mask, as in ``ExactMLM``), a fixed
-length ``T``, and exact ``log_prob``, ``log_marginal`` (observed positions), ``conditionals`` (of every position
-given the observed others: ``ExactMLM.logits`` semantics), ``sample`` and ``sample_given``. ``as_mlm()`` wraps one
-as a ``MaskedLM`` (:class:`LanguageMLM`), the ground truth for every algorithm.
+length ``T``, exact ``log_prob``, ``log_marginal``, ``conditionals`` (``ExactMLM.logits`` semantics), ``sample`` and
+``sample_given``; ``as_mlm()`` wraps one as a ``MaskedLM`` (:class:`LanguageMLM`).
 """
 
 from __future__ import annotations
@@ -20,12 +19,15 @@ class SyntheticLanguage(ABC):
 
     vocab_size: int
     length: int
+    KIND: str  # spec()'s "kind" (see ``synthetic.io``)
+    SPEC: tuple[str, ...] = ("vocab_size", "length")  # spec()'s parameters: attributes of the language
+    TENSORS: tuple[str, ...] = ()  # the parameter tensors that define it exactly (saved by ``save_language``)
 
     @property
     def mask_id(self) -> int:
         return self.vocab_size
 
-    # -- to implement ----------------------------------------------------------------------------
+    # -- to implement --------------------------------------------------------------------------------
     @abstractmethod
     def log_marginal(self, input_ids: torch.Tensor) -> torch.Tensor:
         """Exact ``log p(x_O)`` per row ``[B]`` (float64); mask ids (``V``) are marginalised."""
@@ -38,15 +40,15 @@ class SyntheticLanguage(ABC):
     def sample_given(self, input_ids: torch.Tensor, generator: torch.Generator | None = None) -> torch.Tensor:
         """Exact samples ``[B, T]`` from ``p(x_M | x_O)``, one per row: observed positions are kept."""
 
-    @abstractmethod
+    # -- shared --------------------------------------------------------------------------------------
     def spec(self) -> dict:
-        """JSON-serialisable description: ``{"kind": ..., **parameters}`` (see ``synthetic.io``)."""
+        """JSON-serialisable description: ``{"kind": KIND, **parameters}`` (see ``synthetic.io``)."""
+        return {"kind": self.KIND, **{k: getattr(self, k, None) for k in self.SPEC}}
 
-    @abstractmethod
     def tensors(self) -> dict[str, torch.Tensor]:
         """The parameter tensors that define the language exactly (saved by ``save_language``)."""
+        return {k: getattr(self, k) for k in self.TENSORS}
 
-    # -- shared ------------------------------------------------------------------------------------
     def check_ids(self, input_ids, allow_mask: bool = True) -> torch.Tensor:
         """Validate ``input_ids`` at the boundary: integer ``[B, T]`` with ids in ``0..V`` (``V`` = mask)."""
         ids = torch.as_tensor(input_ids)

@@ -29,6 +29,10 @@ class ChainLanguage(SyntheticLanguage):
     ``[T, S, V]`` (or ``[S, V]``, shared) are log-potentials; emission rows must be normalised.
     """
 
+    KIND = "chain"
+    SPEC = ("vocab_size", "length", "n_states")
+    TENSORS = ("unary", "pairwise", "emission")
+
     def __init__(self, unary: torch.Tensor, pairwise: torch.Tensor, emission: torch.Tensor):
         unary = torch.as_tensor(unary, dtype=torch.float64)
         pairwise = torch.as_tensor(pairwise, dtype=torch.float64)
@@ -65,10 +69,6 @@ class ChainLanguage(SyntheticLanguage):
         """``alpha [B, T, S]`` (evidence of positions < t, not of t itself)."""
         return forward_messages(self.unary, self.pairwise, e)
 
-    def _backward(self, e: torch.Tensor) -> torch.Tensor:
-        """``beta [B, T, S]`` (evidence of positions > t)."""
-        return backward_messages(self.unary, self.pairwise, e)
-
     # -- interface ---------------------------------------------------------------------------------
     def log_marginal(self, input_ids: torch.Tensor) -> torch.Tensor:
         ids = self.check_ids(input_ids)
@@ -79,7 +79,7 @@ class ChainLanguage(SyntheticLanguage):
     def conditionals(self, input_ids: torch.Tensor) -> torch.Tensor:
         ids = self.check_ids(input_ids)
         e = self._evidence(ids)
-        post = self._forward(e) + self._backward(e)  # [B, T, S]: z_t given x_{O \ t}, unnormalised
+        post = self._forward(e) + backward_messages(self.unary, self.pairwise, e)  # [B, T, S]: z_t | x_{O \ t}
         out = torch.logsumexp(post[..., None] + self.emission, dim=2)  # [B, T, V]
         return out - torch.logsumexp(out, -1, keepdim=True)
 
@@ -96,12 +96,6 @@ class ChainLanguage(SyntheticLanguage):
             rows, cols = masked.nonzero(as_tuple=True)
             out[rows, cols] = _draw(self.emission[cols, z[rows, cols]], generator)
         return out
-
-    def spec(self) -> dict:
-        return {"kind": "chain", "vocab_size": self.vocab_size, "length": self.length, "n_states": self.n_states}
-
-    def tensors(self) -> dict[str, torch.Tensor]:
-        return {"unary": self.unary, "pairwise": self.pairwise, "emission": self.emission}
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(vocab_size={self.vocab_size}, length={self.length}, n_states={self.n_states})"

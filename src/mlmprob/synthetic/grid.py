@@ -25,6 +25,10 @@ class PottsGrid(SyntheticLanguage):
     (6, 3, 1.0)
     """
 
+    KIND = "potts-grid"
+    SPEC = ("vocab_size", "length", "rows", "cols", "coupling", "field_scale")
+    TENSORS = ("fields",)
+
     def __init__(
         self,
         vocab_size: int,
@@ -64,12 +68,9 @@ class PottsGrid(SyntheticLanguage):
         empty = torch.zeros(1, cols, S, dtype=torch.float64)
         self.log_z = float(torch.logsumexp(self._forward(empty)[:, -1] + empty[:, -1], -1))
 
-    def _grid(self, ids: torch.Tensor) -> torch.Tensor:
-        return ids.reshape(-1, self.rows, self.cols)  # [B, R, C]
-
     def _mismatch(self, ids: torch.Tensor) -> torch.Tensor:
         """Bool ``[B, C, R, S]``: cell (r, c) is observed and column state s disagrees with it."""
-        g = self._grid(ids).transpose(1, 2)  # [B, C, R]
+        g = ids.reshape(-1, self.rows, self.cols).transpose(1, 2)  # [B, C, R]
         obs = g != self.mask_id
         return obs[..., None] & (g[..., None] != self.states.T[None, None])  # states.T: [R, S]
 
@@ -108,20 +109,6 @@ class PottsGrid(SyntheticLanguage):
         z = backward_sample(self._forward(e) + e, self.chain_pairwise, generator)  # column states [B, C]
         grid = self.states[z].transpose(1, 2)  # [B, R, C]
         return grid.reshape(B, self.length)
-
-    def spec(self) -> dict:
-        return {
-            "kind": "potts-grid",
-            "vocab_size": self.vocab_size,
-            "length": self.length,
-            "rows": self.rows,
-            "cols": self.cols,
-            "coupling": self.coupling,
-            "field_scale": self.field_scale,
-        }
-
-    def tensors(self) -> dict[str, torch.Tensor]:
-        return {"fields": self.fields}
 
     def __repr__(self) -> str:
         return f"PottsGrid(vocab_size={self.vocab_size}, rows={self.rows}, cols={self.cols}, coupling={self.coupling})"

@@ -16,12 +16,6 @@ def _check_size(vocab_size: int, length: int) -> None:
         raise MLMProbError(f"length must be at least 1, got {length}")
 
 
-def _numpy_rng(generator: torch.Generator | None) -> np.random.Generator:
-    """A numpy generator seeded from the torch one (for Dirichlet draws, which torch cannot seed)."""
-    seed = int(torch.randint(0, 2**62, (1,), generator=generator))
-    return np.random.default_rng(seed)
-
-
 class HMM(ChainLanguage):
     """``p(x) = sum_z pi(z_1) prod_t A(z_t, z_{t+1}) prod_t B(z_t, x_t)`` with ``S`` hidden states.
 
@@ -37,6 +31,8 @@ class HMM(ChainLanguage):
     """
 
     concentration: float | None  # the Dirichlet concentration it was drawn with (random()), when known
+    KIND = "hmm"
+    SPEC = ("vocab_size", "length", "n_states", "concentration")
 
     def __init__(self, initial: torch.Tensor, transition: torch.Tensor, emission: torch.Tensor, length: int):
         initial, transition, emission = (
@@ -76,22 +72,13 @@ class HMM(ChainLanguage):
             raise MLMProbError(f"n_states must be at least 1, got {n_states}")
         if not concentration > 0:
             raise MLMProbError(f"concentration must be positive, got {concentration}")
-        rng = _numpy_rng(generator)
+        rng = np.random.default_rng(int(torch.randint(0, 2**62, (1,), generator=generator)))  # torch can't seed these
         draw = lambda rows, k: torch.from_numpy(rng.dirichlet(np.full(k, concentration), size=rows))  # noqa: E731
         # Dirichlet draws with tiny concentration can underflow to exact zeros; keep every entry positive.
         fix = lambda p: (p + 1e-12) / (p + 1e-12).sum(-1, keepdim=True)  # noqa: E731
         hmm = cls(fix(draw(1, n_states)[0]), fix(draw(n_states, n_states)), fix(draw(n_states, vocab_size)), length)
         hmm.concentration = float(concentration)
         return hmm
-
-    def spec(self) -> dict:
-        return {
-            "kind": "hmm",
-            "vocab_size": self.vocab_size,
-            "length": self.length,
-            "n_states": self.n_states,
-            "concentration": getattr(self, "concentration", None),
-        }
 
     def tensors(self) -> dict[str, torch.Tensor]:
         return {"initial": self.initial, "transition": self.transition, "emission": self.hmm_emission}

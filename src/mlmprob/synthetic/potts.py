@@ -25,6 +25,10 @@ class PottsChain(ChainLanguage):
     True
     """
 
+    KIND = "potts"
+    SPEC = ("vocab_size", "length", "coupling", "field_scale")
+    TENSORS = ("fields",)
+
     def __init__(
         self,
         vocab_size: int,
@@ -52,15 +56,3 @@ class PottsChain(ChainLanguage):
 
     def log_prob(self, input_ids: torch.Tensor) -> torch.Tensor:
         return self.energy(input_ids) - self.log_z
-
-    def spec(self) -> dict:
-        return {
-            "kind": "potts",
-            "vocab_size": self.vocab_size,
-            "length": self.length,
-            "coupling": self.coupling,
-            "field_scale": self.field_scale,
-        }
-
-    def tensors(self) -> dict[str, torch.Tensor]:
-        return {"fields": self.fields}
