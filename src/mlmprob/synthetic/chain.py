@@ -30,8 +30,8 @@ class ChainLanguage(SyntheticLanguage):
     """
 
     KIND = "chain"
-    SPEC = ("vocab_size", "length", "n_states")
-    TENSORS = ("unary", "pairwise", "emission")
+    SPEC: tuple[str, ...] = ("vocab_size", "length", "n_states")
+    TENSORS: tuple[str, ...] = ("unary", "pairwise", "emission")
 
     def __init__(self, unary: torch.Tensor, pairwise: torch.Tensor, emission: torch.Tensor):
         unary = torch.as_tensor(unary, dtype=torch.float64)
