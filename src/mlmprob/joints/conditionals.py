@@ -24,14 +24,12 @@ from ..models.reader import reader_of
 
 @dataclass(frozen=True)
 class PairConditionals:
-    """Logits of the ``2K + 1`` masked copies of one pair, restricted to the candidates ``V'``.
+    """Logits of the ``2K + 1`` masked copies of one pair, restricted to the candidates ``V'`` (float64, CPU).
 
-    ``logit_a[i, j]`` is the raw logit of ``x_a = v_i`` with ``a`` masked and ``x_b = v_j``;
-    ``logit_b[i, j]`` the raw logit of ``x_b = v_j`` with ``b`` masked and ``x_a = v_i``;
-    ``marg_logit_a[i]`` / ``marg_logit_b[j]`` the logits with both masked. ``lse_full_*`` hold the
-    log-normaliser of each copy over the whole output vocabulary. ``mask_logit_*`` hold the logit of
-    the mask token as an output (same copies), or None when the output vocabulary lacks it.
-    All tables are float64 on the CPU.
+    ``logit_a[i, j]`` is the raw logit of ``x_a = v_i`` with ``a`` masked and ``x_b = v_j``; ``logit_b[i, j]`` that
+    of ``x_b = v_j`` with ``b`` masked and ``x_a = v_i``; ``marg_logit_a[i]`` / ``marg_logit_b[j]`` the logits with
+    both masked. ``lse_full_*``: each copy's log-normaliser over the whole output vocabulary; ``mask_logit_*``: the
+    mask token's logit as an output (same copies), or None when the output vocabulary lacks it.
     """
 
     a: int
@@ -52,7 +50,6 @@ class PairConditionals:
     n_forward: int = 0  # forward rows used (2K + 1)
     n_calls: int = 0  # batched model calls
 
-    # -- sizes and lookups ------------------------------------------------------------------------
     @property
     def size(self) -> int:
         return int(self.candidates.numel())
@@ -68,7 +65,6 @@ class PairConditionals:
         ia, ib = self.index_of.get(self.gold[0]), self.index_of.get(self.gold[1])
         return None if ia is None or ib is None else (ia, ib)
 
-    # -- normalised conditionals (over V') ---------------------------------------------------------
     @cached_property
     def cond_a(self) -> torch.Tensor:
         """``[K, K]``: ``log q_a(v_i | x_b = v_j)``; ``logsumexp`` over dim 0 is 0."""
@@ -102,10 +98,8 @@ class PairConditionals:
 
 
 def check_pair(mlm: MaskedLM, input_ids, a: int, b: int) -> tuple[torch.Tensor, int, int]:
-    """Validate one pair: returns ``(ids [L'] without right padding, a, b)``.
-
-    The tokens at ``a`` and ``b`` are ignored (they may hold the mask).
-    """
+    """Validate one pair: returns ``(ids [L'] without right padding, a, b)``; the tokens at ``a`` and ``b`` are
+    ignored (they may hold the mask)."""
     mlm = reader_of(mlm)
     ids = as_row(input_ids)
     for name, p in (("a", a), ("b", b)):
@@ -163,32 +157,18 @@ def resolve_candidates(mlm: MaskedLM, candidates=None) -> torch.Tensor:
 
 
 def _pair_copies(base: torch.Tensor, cands: torch.Tensor, a: int, b: int):
-    """The ``2K + 1`` masked copies of pair ``(a, b)`` and where each is read.
-
-    Copy c in 0..2K: 0 both masked, 1..K: b = v_{c-1}, K+1..2K: a = v_{c-K-1}; all one record (the pair).
-    Read q < N: copy q at its masked position; read N: the both-masked copy again, at b. Returns
-    ``(c, is_a, is_b, x, read_row, read_col)``.
-    """
-    K, L = len(cands), len(base)
-    N = 2 * K + 1
-    c = torch.arange(N)
-    is_a = (c >= 1) & (c <= K)  # a masked, b = v
-    is_b = c > K  # b masked, a = v
-    x = base.expand(N, L).clone()
-    x[is_a, b] = cands[c[is_a] - 1]
-    x[is_b, a] = cands[c[is_b] - K - 1]
-    read_row = torch.cat([c, torch.zeros(1, dtype=torch.long)])
-    read_col = torch.cat([torch.where(is_b, torch.full_like(c, b), torch.full_like(c, a)), torch.tensor([b])])
-    return c, is_a, is_b, x, read_row, read_col
+    """The ``2K + 1`` masked copies of pair ``(a, b)``, all one record (the pair): 0 both masked, 1..K ``b =
+    v_1..v_K``, K+1..2K ``a = v_1..v_K``; and where each is read (``read_row``, ``read_col``): copy ``q`` at its
+    masked position, then the both-masked copy again at ``b``."""
+    K = len(cands)
+    x = base.expand(2 * K + 1, len(base)).clone()
+    x[1 : K + 1, b] = cands
+    x[K + 1 :, a] = cands
+    read_row = torch.cat([torch.arange(2 * K + 1), torch.zeros(1, dtype=torch.long)])
+    return x, read_row, torch.tensor([a] * (K + 1) + [b] * (K + 1))
 
 
-def pair_conditionals(
-    mlm: MaskedLM,
-    input_ids,
-    a: int,
-    b: int,
-    candidates=None,
-) -> PairConditionals:
+def pair_conditionals(mlm: MaskedLM, input_ids, a: int, b: int, candidates=None) -> PairConditionals:
     """Run the ``2K + 1`` masked copies of pair ``(a, b)`` in batches and keep what the joints need.
 
     >>> import torch
@@ -203,58 +183,37 @@ def pair_conditionals(
     """
     ids, a, b = check_pair(mlm, input_ids, a, b)
     cands = resolve_candidates(mlm, candidates)
-    K, V = len(cands), mlm.vocab_size
-    gold = (int(ids[a]), int(ids[b]))
+    K, N = len(cands), 2 * len(cands) + 1
     base = ids.clone()
     base[[a, b]] = mlm.mask_id
-    has_mask = 0 <= mlm.mask_id < V
-
-    logit_a = torch.empty(K, K, dtype=torch.float64)  # [i, j]
-    logit_b = torch.empty(K, K, dtype=torch.float64)
-    lse_a = torch.empty(K, dtype=torch.float64)
-    lse_b = torch.empty(K, dtype=torch.float64)
-    mask_a = torch.empty(K, dtype=torch.float64) if has_mask else None
-    mask_b = torch.empty(K, dtype=torch.float64) if has_mask else None
-
-    N = 2 * K + 1
-    c, is_a, is_b, x, read_row, read_col = _pair_copies(base, cands, a, b)
     sel = torch.empty(N + 1, K, dtype=torch.float64)
     lse = torch.empty(N + 1, dtype=torch.float64)
-    msk = torch.empty(N + 1, dtype=torch.float64) if has_mask else None
+    msk = torch.empty(N + 1, dtype=torch.float64) if 0 <= mlm.mask_id < mlm.vocab_size else None
     n_calls = 0
-    for q, out in iter_read_logits(mlm, x, read_row, read_col):
+    for q, out in iter_read_logits(mlm, *_pair_copies(base, cands, a, b)):
         out = out.double()
         n_calls += 1
         lse[q] = torch.logsumexp(out, -1)
         sel[q] = out[:, cands]
         if msk is not None:
             msk[q] = out[:, mlm.mask_id]
-    marg = (sel[0], sel[N], lse[[0, N]], msk[[0, N]] if msk is not None else None)
-    ja = c[is_a] - 1
-    logit_a[:, ja] = sel[:N][is_a].T
-    lse_a[ja] = lse[:N][is_a]
-    ib = c[is_b] - K - 1
-    logit_b[ib, :] = sel[:N][is_b]
-    lse_b[ib] = lse[:N][is_b]
-    if msk is not None and mask_a is not None and mask_b is not None:  # has_mask
-        mask_a[ja] = msk[:N][is_a]
-        mask_b[ib] = msk[:N][is_b]
+    A, B, M = slice(1, K + 1), slice(K + 1, N), [0, N]  # the copies read at a (b = v_j), at b (a = v_i), both masked
     return PairConditionals(
         a=a,
         b=b,
         candidates=cands,
-        gold=gold,
-        logit_a=logit_a,
-        logit_b=logit_b,
-        marg_logit_a=marg[0],
-        marg_logit_b=marg[1],
-        lse_full_a=lse_a,
-        lse_full_b=lse_b,
-        lse_full_marg=marg[2],
+        gold=(int(ids[a]), int(ids[b])),
+        logit_a=sel[A].T.contiguous(),
+        logit_b=sel[B],
+        marg_logit_a=sel[0],
+        marg_logit_b=sel[N],
+        lse_full_a=lse[A],
+        lse_full_b=lse[B],
+        lse_full_marg=lse[M],
         mask_id=int(mlm.mask_id),
-        mask_logit_a=mask_a,
-        mask_logit_b=mask_b,
-        mask_logit_marg=marg[3],
+        mask_logit_a=None if msk is None else msk[A],
+        mask_logit_b=None if msk is None else msk[B],
+        mask_logit_marg=None if msk is None else msk[M],
         n_forward=N,
         n_calls=n_calls,
     )
@@ -263,11 +222,9 @@ def pair_conditionals(
 def topk_candidates(
     mlm: MaskedLM, input_ids, a: int, b: int, k: int, within: Sequence[int] | torch.Tensor | None = None
 ) -> torch.Tensor:
-    """An explicit approximation for large vocabularies: the ``k`` ids with the highest
-    ``max(q_a(v | a, b masked), q_b(v | a, b masked))`` (one forward pass), searched within
-    ``within`` (default: the model's proposal ids or the whole vocabulary). Sorted by id.
-
-    The gold tokens are not added: a pair whose gold token falls outside gets probability 0.
+    """An explicit approximation for large vocabularies: the ``k`` ids with the highest ``max(q_a(v | a, b
+    masked), q_b(v | a, b masked))`` (one forward pass), searched within ``within`` (default: the model's proposal
+    ids or the whole vocabulary), sorted by id. The gold tokens are not added (outside: probability 0).
 
     >>> import torch
     >>> from mlmprob import ExactMLM

@@ -57,13 +57,12 @@ def default_pivot(pc: PairConditionals) -> tuple[int, int]:
 
 
 def hcb_joint(pc: PairConditionals, pivot: tuple[int, int] | None = None) -> torch.Tensor:
-    """Eq. 3 with pivot ``(p_a, p_b)`` (token ids; default the mode of the MLM joint):
+    """Eq. 3 with pivot ``(p_a, p_b)`` (token ids; default the mode of the MLM joint), ``l`` raw logits:
 
     ``log q(w_a, w_b) = [l_a(w_a | b = w_b) - l_a(p_a | b = w_b)] + [l_b(w_b | a = p_a) - l_b(p_b | a = p_a)]``
 
-    with ``l`` raw logits. A pivot id may be a candidate, or the mask id when the output vocabulary
-    has the mask token: then ``x_a = [MASK]`` is the both-masked copy and ``l(. = [MASK])`` is the
-    logit the MLM gives the mask token as an output (no extra forward pass).
+    A pivot id is a candidate, or the mask id when the output vocabulary has the mask token: then ``x_a = [MASK]``
+    is the both-masked copy and ``l(. = [MASK])`` the mask token's logit as an output (no extra forward pass).
     """
     if pivot is None:
         pivot = default_pivot(pc)
@@ -99,13 +98,9 @@ def hcb_joint(pc: PairConditionals, pivot: tuple[int, int] | None = None) -> tor
 
 @dataclass(frozen=True)
 class AGResult:
-    """The Arnold-Gokhale joint and how it got there.
-
-    ``steps``: updates applied; ``converged``: the last update moved the joint by less than ``tol``
-    in total variation; ``change``: that last total-variation change; ``objective``: ``J`` after
-    each step (``[steps + 1]``, from the uniform start) when ``trace=True``, else only the final
-    value (``[1]``).
-    """
+    """The Arnold-Gokhale joint and how it got there: ``steps`` updates applied; ``converged``: the last update
+    moved the joint by less than ``tol`` in total variation (``change``); ``objective``: ``J`` after each step
+    (``[steps + 1]``, from the uniform start) when ``trace=True``, else only the final value (``[1]``)."""
 
     log_joint: torch.Tensor
     steps: int
@@ -115,8 +110,8 @@ class AGResult:
 
 
 def ag_objective(pc: PairConditionals, log_joint: torch.Tensor) -> torch.Tensor:
-    """``J(mu)``: sum over conditioning values of ``KL(q_a(.|w') || mu_{a|b}(.|w'))`` plus the same
-    for ``b`` (eq. 4). Zero iff ``mu``'s conditionals equal the MLM's."""
+    """``J(mu)``: sum over conditioning values of ``KL(q_a(.|w') || mu_{a|b}(.|w'))`` plus the same for ``b``
+    (eq. 4); zero iff ``mu``'s conditionals equal the MLM's."""
     mu_a = log_joint - torch.logsumexp(log_joint, 0, keepdim=True)  # mu(w_a | w_b)
     mu_b = log_joint - torch.logsumexp(log_joint, 1, keepdim=True)  # mu(w_b | w_a)
     return _kl_sum(pc.cond_a, mu_a) + _kl_sum(pc.cond_b, mu_b)
@@ -140,34 +135,26 @@ def ag_joint(
 
     ``log mu' = logaddexp(log q_a, log q_b) - logaddexp(-log mu_a, -log mu_b)``, renormalised.
 
-    With ``steps`` it runs exactly that many updates (the paper used 50); otherwise it stops when
-    an update changes the joint by less than ``tol`` in total variation, or after ``max_steps``.
+    With ``steps`` it runs exactly that many updates (the paper used 50); otherwise it stops when an update changes
+    the joint by less than ``tol`` in total variation, or after ``max_steps``.
     """
-    if steps is not None and steps < 0:
-        raise MLMProbError(f"AG steps must be >= 0, got {steps}")
-    if steps is None and max_steps < 1:
-        raise MLMProbError(f"AG max_steps must be >= 1, got {max_steps}")
     from .spec import MAX_AG_STEPS
 
-    if (steps if steps is not None else max_steps) > MAX_AG_STEPS:
-        raise MLMProbError(
-            f"AG {'steps' if steps is not None else 'max_steps'} must be at most {MAX_AG_STEPS:,}, got "
-            f"{steps if steps is not None else max_steps}"
-        )
+    name, limit, lo = ("steps", steps, 0) if steps is not None else ("max_steps", max_steps, 1)
+    if limit < lo:
+        raise MLMProbError(f"AG {name} must be >= {lo}, got {limit}")
+    if limit > MAX_AG_STEPS:
+        raise MLMProbError(f"AG {name} must be at most {MAX_AG_STEPS:,}, got {limit}")
     K = pc.size
     num = torch.logaddexp(pc.cond_a, pc.cond_b)
-    log_mu = torch.full(
-        (K, K), -2.0 * torch.log(torch.tensor(float(K), dtype=torch.float64)).item(), dtype=torch.float64
-    )
+    uniform = -2.0 * torch.log(torch.tensor(float(K), dtype=torch.float64)).item()
+    log_mu = torch.full((K, K), uniform, dtype=torch.float64)
     objective = [ag_objective(pc, log_mu)] if trace else []
-    limit = steps if steps is not None else max_steps
     change, n = float("inf"), 0
     while n < limit:  # n: the iterations run
         n += 1
-        la = torch.logsumexp(log_mu, 1)
-        lb = torch.logsumexp(log_mu, 0)
-        new = num - torch.logaddexp(-la[:, None], -lb[None, :])
-        new = _normalise(new)
+        la, lb = torch.logsumexp(log_mu, 1), torch.logsumexp(log_mu, 0)
+        new = _normalise(num - torch.logaddexp(-la[:, None], -lb[None, :]))
         change = 0.5 * float((new.exp() - log_mu.exp()).abs().sum())
         log_mu = new
         if trace:
@@ -185,11 +172,11 @@ def joint_from(pc: PairConditionals, method: str, pivot: tuple[int, int] | None 
     return _JOINTS[spec.method](pc, spec.pivot)
 
 
-# method -> its log-joint from the conditionals (and HCB's pivot)
+# method -> its log-joint from the conditionals (and HCB's pivot), in ``METHODS`` order
 _JOINTS = {
     "mlm": lambda pc, pivot: mlm_joint(pc),
-    "mrf": lambda pc, pivot: mrf_joint(pc),
     "mrf_logit": lambda pc, pivot: mrf_logit_joint(pc),
+    "mrf": lambda pc, pivot: mrf_joint(pc),
     "hcb": lambda pc, pivot: hcb_joint(pc, pivot),
     "ag": lambda pc, pivot: ag_joint(pc).log_joint,
 }
@@ -241,9 +228,9 @@ class PairJointSpec(Spec):
 def pairwise_joint(
     mlm: MaskedLM, input_ids, a: int, b: int, spec: PairJointSpec | None = None, *, candidates=None, **overrides
 ) -> torch.Tensor:
-    """The normalised log-joint over ``(x_a, x_b)`` given the rest of ``input_ids``: ``[K, K]``
-    float64 over the candidate vocabulary ``V'`` (``candidates``, else the model's proposal ids,
-    else the whole output vocabulary), rows indexed by ``x_a``.
+    """The normalised log-joint over ``(x_a, x_b)`` given the rest of ``input_ids``: ``[K, K]`` float64 over the
+    candidate vocabulary ``V'`` (``candidates``, else the model's proposal ids, else the whole output vocabulary),
+    rows indexed by ``x_a``.
 
     The settings: ``spec``, a :class:`PairJointSpec`, its fields overridden by keyword: ``method`` is ``"mlm"`` (the
     default), ``"mrf"``, ``"mrf_logit"``, ``"hcb"`` (``pivot``: None for the mode of the MLM joint, or a pair of token

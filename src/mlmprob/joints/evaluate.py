@@ -10,19 +10,7 @@ import torch
 from ..models.protocol import MaskedLM
 from ..settings import Spec, check_int
 from .conditionals import PairConditionals, pair_conditionals, resolve_candidates, topk_candidates
-from .constructions import (
-    DEFAULT_AG_MAX_STEPS,
-    DEFAULT_AG_TOL,
-    METHODS,
-    AGResult,
-    ag_joint,
-    default_pivot,
-    hcb_joint,
-    mlm_joint,
-    mrf_joint,
-    mrf_logit_joint,
-    pivot_pair,
-)
+from .constructions import _JOINTS, DEFAULT_AG_MAX_STEPS, DEFAULT_AG_TOL, AGResult, ag_joint, default_pivot, pivot_pair
 from .metrics import PairMetrics, ci_gap, pair_metrics
 
 
@@ -118,14 +106,7 @@ def evaluate_conditionals(
     t0 = time.perf_counter()
     piv = default_pivot(pc) if pivot is None else (int(pivot[0]), int(pivot[1]))
     agr = ag_joint(pc, steps=ag.steps, tol=ag.tol, max_steps=ag.max_steps)
-    joints = {
-        "mlm": mlm_joint(pc),
-        "mrf_logit": mrf_logit_joint(pc),
-        "mrf": mrf_joint(pc),
-        "hcb": hcb_joint(pc, piv),
-        "ag": agr.log_joint,
-    }
-    assert tuple(joints) == METHODS
+    joints = {m: agr.log_joint if m == "ag" else joint(pc, piv) for m, joint in _JOINTS.items()}  # METHODS' order
     metrics = {m: pair_metrics(pc, j, use_mlm_unary=(m == "mlm")) for m, j in joints.items()}
     t1 = time.perf_counter()
     return PairEvaluation(
@@ -136,10 +117,10 @@ def evaluate_conditionals(
 def evaluate_pair(
     mlm: MaskedLM, input_ids, a: int, b: int, spec: PairSpec | None = None, *, candidates=None, **overrides
 ) -> PairEvaluation:
-    """Forward passes for pair ``(a, b)`` (``2K + 1`` rows, plus one with ``top_k``), then all joints
-    and metrics, with the settings ``spec`` (:class:`PairSpec`; keywords override its fields). ``top_k`` restricts
-    ``V'`` (``candidates``, else the model's proposal ids, else its vocabulary) to the ``k`` most probable ids under
-    the both-masked conditionals (an approximation; ``outside_mass`` in the record measures what it drops).
+    """Forward passes for pair ``(a, b)`` (``2K + 1`` rows, plus one with ``top_k``), then all joints and metrics,
+    with the settings ``spec`` (:class:`PairSpec`; keywords override its fields). ``top_k`` restricts ``V'``
+    (``candidates``, else the model's proposal ids, else its vocabulary) to the ``k`` most probable ids under the
+    both-masked conditionals (an approximation; ``outside_mass`` in the record measures what it drops).
 
     >>> import torch
     >>> from mlmprob import ExactMLM

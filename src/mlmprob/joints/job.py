@@ -14,6 +14,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
+from functools import partial
 from pathlib import Path
 from typing import NamedTuple
 
@@ -28,17 +29,13 @@ from ..positions import TOKENS, default_mask, token_numbers
 from ..runtime.command import RunOptions
 from ..runtime.job import State
 from ..runtime.seeds import seeded_generator
-from .evaluate import AGOptions, PairSpec, evaluate_pair
-from .records import POSITIONS_BASE, RECORDS_FILE, _dtype_label, check_records, load_records, restore_nonfinite  # noqa: F401
-from .report import (
-    format_report,  # noqa: F401
-)
-from .spec import DEFAULT_COLUMN, SCHEMES, JointsSpec  # noqa: F401 - where the CLI and tests import them
+from .evaluate import PairSpec, evaluate_pair
+from .records import POSITIONS_BASE, RECORDS_FILE, _dtype_label, check_records, load_records
+from .spec import DEFAULT_COLUMN, JointsSpec
 
 NA_VALUES = ("na", "nan", "none")
 
 
-# -- data and pair plan -----------------------------------------------------------------------------
 def read_sequences(
     path: str | Path, column: str | None = None, max_sequences: int | None = None, fmt: str = "auto"
 ) -> list[str]:
@@ -115,24 +112,20 @@ class PairPlanner:
             self._unusable.setdefault(s, str(e).removeprefix("sequence 0 "))
             return None
 
-    def _none_admits(self, scheme: str) -> MLMProbError:
-        bad = self._unusable
-        if not bad:
-            return MLMProbError(f"no sequence admits a {scheme} pair")
-        s = min(bad)
-        return MLMProbError(
-            f"sequence {s + 1} {bad[s]}: {len(bad)} of {len(self.sequences)} sequences cannot be "
-            f"encoded for this model, and no other admits a {scheme} pair"
-        )
-
     def pair(self, k: int, i: int) -> PlannedPair:
         scheme, order, found = self.spec.schemes[k], self._order[k], self._found[k]
         while len(found) <= i:
             n = len(found)
             while True:
                 j = self._next[k]
-                if j >= len(order) * 2 and n == 0:
-                    raise self._none_admits(scheme)
+                if j >= len(order) * 2 and n == 0:  # every sequence tried twice over: none has a pair
+                    bad = self._unusable
+                    raise MLMProbError(
+                        f"sequence {min(bad) + 1} {bad[min(bad)]}: {len(bad)} of {len(self.sequences)} sequences "
+                        f"cannot be encoded for this model, and no other admits a {scheme} pair"
+                        if bad
+                        else f"no sequence admits a {scheme} pair"
+                    )
                 self._next[k] += 1
                 s = int(order[j % len(order)])
                 enc = self._encode(s)
@@ -174,14 +167,12 @@ def pair_ids(schemes: Sequence[str], n_pairs: int) -> Iterator[str]:
     return (u.id for u in pair_units(schemes, n_pairs))
 
 
-# -- the work of one process ----------------------------------------------------------------------------
 @dataclass(eq=False)
 class JointsWorker(State):
-    """What one process holds: the model's reader, its pair planner, the HCB pivot and the AG options."""
+    """What one process holds: the model's reader, its pair planner and the settings of each pair."""
 
     planner: PairPlanner
-    pivot: tuple[int, int] | None
-    ag: AGOptions
+    pair: PairSpec
 
 
 @dataclass(frozen=True)
@@ -208,7 +199,7 @@ class JointsJob(ModelJob):
                 raise MLMProbError("pivot 'mask' needs a model whose output vocabulary has the mask token")
             pivot = (mlm.mask_id, mlm.mask_id)
         planner = PairPlanner(mlm, read_sequences(self.data_path or self.data, c.column, c.max_sequences, c.format), c)
-        return JointsWorker(mlm, planner, pivot, AGOptions(c.ag_steps, c.ag_tol, c.ag_max_steps))
+        return JointsWorker(mlm, planner, PairSpec(c.top_k, pivot, c.ag_steps, c.ag_tol, c.ag_max_steps))
 
     def record(self, w: JointsWorker, unit: PairUnit) -> dict:
         """The record of one pair: its place (``a``, ``b``: the 1-based residue/word numbers of its positions, as
@@ -217,9 +208,7 @@ class JointsJob(ModelJob):
         its time."""
         pp = w.planner.pair(unit.s, unit.i)
         t0 = time.perf_counter()
-        ag = w.ag
-        pair = PairSpec(self.spec.top_k, w.pivot, ag.steps, ag.tol, ag.max_steps)
-        ev = evaluate_pair(w.mlm, pp.input_ids, pp.a, pp.b, pair)
+        ev = evaluate_pair(w.mlm, pp.input_ids, pp.a, pp.b, w.pair)
         return {
             "id": unit.id,
             "kind": "pair",
@@ -238,14 +227,10 @@ class JointsJob(ModelJob):
         return [self.record(w, u) for u in units], []
 
 
-def _each(progress: Callable[[dict], None]) -> Callable[[list[dict]], None]:
+def _each(progress: Callable[[dict], None], rows: list[dict]) -> None:
     """``progress`` called on each row of a written chunk."""
-
-    def notify(rows: list[dict]) -> None:
-        for r in rows:
-            progress(r)
-
-    return notify
+    for r in rows:
+        progress(r)
 
 
 def run_joints(
@@ -300,7 +285,7 @@ def run_pairs(
             unit_name="pair",
             chunk_size=1,
             meta={"limit": spec.n_pairs},
-            on_rows=None if progress is None else _each(progress),
+            on_rows=None if progress is None else partial(_each, progress),
             state=job.prepare(mlm) if mlm is not None and opts.in_process else None,
         ),
         opts,

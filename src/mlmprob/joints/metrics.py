@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import asdict, astuple, dataclass
 
 import torch
 
@@ -44,13 +44,12 @@ class PairMetrics:
     gkl: float
 
     def as_dict(self) -> dict[str, float]:
-        return {"pair_logp": self.pair_logp, "unary_logp": self.unary_logp, "akl": self.akl, "gkl": self.gkl}
+        return asdict(self)
 
 
 def pair_metrics(pc: PairConditionals, log_joint: torch.Tensor, *, use_mlm_unary: bool = False) -> PairMetrics:
-    """Metrics of one joint on one pair. ``use_mlm_unary`` for the MLM construction (its U-PPL uses
-    the MLM's unary conditionals). A gold token outside ``V'`` gives ``-inf`` log-probabilities and a
-    NaN G-KL.
+    """Metrics of one joint on one pair. ``use_mlm_unary`` for the MLM construction (its U-PPL uses the MLM's unary
+    conditionals). A gold token outside ``V'`` gives ``-inf`` log-probabilities and a NaN G-KL.
 
     >>> import torch
     >>> from mlmprob import ExactMLM
@@ -81,7 +80,6 @@ def ci_gap(pc: PairConditionals) -> float:
     return float(0.5 * ((pc.marg_b.exp() * d_a).sum() + (pc.marg_a.exp() * d_b).sum()))
 
 
-# -- over a data set: accumulate then compute -------------------------------------------------------
 @dataclass(frozen=True)
 class JointSummary:
     """Table-1 metrics of one method over ``n`` pairs (``n_covered`` with the gold pair in ``V'``)."""
@@ -94,14 +92,7 @@ class JointSummary:
     n_covered: int
 
     def as_dict(self) -> dict[str, float]:
-        return {
-            "U-PPL": self.u_ppl,
-            "P-PPL": self.p_ppl,
-            "A-KL": self.a_kl,
-            "G-KL": self.g_kl,
-            "n": self.n,
-            "n_covered": self.n_covered,
-        }
+        return dict(zip(("U-PPL", "P-PPL", "A-KL", "G-KL", "n", "n_covered"), astuple(self), strict=True))
 
 
 def summarize(per_pair: Iterable[Mapping[str, float]]) -> JointSummary:

@@ -6,6 +6,7 @@ file stores and a resumed run must match."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import partial
 
 from ..argtypes import checked, positive_int
 from ..errors import MLMProbError
@@ -36,10 +37,6 @@ def check_ag_steps(value, name: str = "ag_steps") -> None:
         raise MLMProbError(f"{name} must be at most {MAX_AG_STEPS:,} (AG updates per pair), got {value}")
 
 
-def check_ag_max_steps(value) -> None:
-    check_ag_steps(value, "ag_max_steps")
-
-
 def check_n_pairs(n_pairs) -> None:
     """Refuse a number of pairs per scheme below 1 or past :data:`MAX_PAIRS`."""
     if n_pairs < 1:
@@ -55,7 +52,7 @@ def check_ag_limits(ag_steps, ag_tol, ag_max_steps) -> None:
     the functions ``mlmprob joints``' flags convert with too."""
     if ag_steps is not None:
         check_ag_steps(ag_steps)
-    check_ag_max_steps(ag_max_steps)
+    check_ag_steps(ag_max_steps, "ag_max_steps")
     check_ag_tol(ag_tol)
 
 
@@ -99,7 +96,9 @@ class JointsSpec(Spec):
         type=checked(float, check_ag_tol),
     )
     ag_max_steps: int = option(
-        5000, "cap on AG steps when running to convergence", type=checked(int, check_ag_max_steps)
+        5000,
+        "cap on AG steps when running to convergence",
+        type=checked(int, partial(check_ag_steps, name="ag_max_steps")),
     )
     max_sequences: int | None = option(None, "use only the first N sequences of the data", type=positive_int)
     format: str = option("auto", "--data format (auto: by the suffix)", choices=FORMATS)
