@@ -1,7 +1,6 @@
-"""The web app's computations for the Score and Mutations tabs (the others: :mod:`.infilling`, :mod:`.dynamics`,
-:mod:`.designer`) and the text each tab opens with (:func:`examples`). Each takes a loaded model and the page's text,
-checks it against :class:`Limits` and returns a typed result; bad input raises ``MLMProbError`` with the CLI's
-one-line message. Positions are 1-based residue (or word) numbers, as in mutant strings like ``A23C``.
+"""The web app's computations for the Score and Mutations tabs and the text each tab opens with (:func:`examples`).
+Each takes a loaded model and the page's text, checks it against :class:`Limits` and returns a typed result; bad input
+raises ``MLMProbError`` with the CLI's one-line message. Positions are 1-based residue (or word) numbers.
 """
 
 from __future__ import annotations
@@ -16,8 +15,7 @@ import torch
 
 from ..errors import MLMProbError, PositionsError, TokenizationError
 from ..models.reader import reader_of
-from ..positions import parse_numbers as _parse_numbers
-from ..positions import word_positions
+from ..positions import parse_numbers, word_positions
 from ..runtime.inputs import Record, fasta_records
 from ..scoring import ScoreSpec, SequenceScore, score_records
 
@@ -56,21 +54,6 @@ class Limits:
 
 
 LIMITS = Limits()
-
-
-def parse_numbers(text: str, name: str = "positions") -> list[int]:
-    """1-based numbers and inclusive ranges: ``"3,5,10-12"`` -> ``[3, 5, 10, 11, 12]``
-    (:func:`mlmprob.positions.parse_numbers`, as ``sample --positions`` reads them).
-
-    >>> parse_numbers("3, 5,10-12")
-    [3, 5, 10, 11, 12]
-    >>> parse_numbers("0")  # doctest: +NORMALIZE_WHITESPACE
-    Traceback (most recent call last):
-    ...
-    mlmprob.errors.MLMProbError: positions: position 0; positions count from 1: they are residue/word numbers, 1-based
-    as in mutation strings like A23G (sample --positions was 0-based in earlier versions)
-    """
-    return _parse_numbers(text, name)
 
 
 def positions_or_cdr(text: str, positions: str, name: str = "positions") -> list[int]:
@@ -124,15 +107,11 @@ def decode(mlm, ids) -> str:
 VH = "EVQLVESGGGLVQPGGSLRLSCAASGFTFSSYAMSWVRQAPGKGLEWVSAISGSGGSTYYADSVKGRFTISRDNSKNTLYLQMNSLRAEDTAVYYCAK"
 
 
-def _is_residue_model(mlm) -> bool:
-    from ..models.tokenizers import ResidueTokenizer
-
-    return isinstance(reader_of(mlm).tokenizer, ResidueTokenizer)
-
-
 def examples(mlm) -> dict[str, str | int]:
     """The text each tab shows first: an antibody heavy chain for a residue model, English otherwise."""
-    if _is_residue_model(mlm):
+    from ..models.tokenizers import ResidueTokenizer
+
+    if isinstance(reader_of(mlm).tokenizer, ResidueTokenizer):
         letters = getattr(reader_of(mlm).tokenizer, "residues", "")
         seq = VH if set(VH) <= set(letters) else (letters * 3)[:24]
         n = len(seq)
@@ -205,8 +184,7 @@ class ScoreResult:
     COLUMNS = ("id", "n_tokens", "pll", "pll_per_token", "e_raw", "loglik_mixture", "loglik_per_token")
 
     def table(self, digits: int = 4) -> list[list]:
-        """Rows for the page: ``id, n_tokens, PLL, PLL per token, E_raw, chain loglik, chain per token``
-        (rounded)."""
+        """Rows for the page: ``id, n_tokens, PLL, PLL per token, E_raw, chain loglik, chain per token`` (rounded)."""
         return [
             [r.id, r.n_tokens, *(round(x, digits) for x in (r.pll, r.pll_per_token, r.e_raw, c, c / r.n_tokens))]
             for r, c in zip(self.rows, self.chain, strict=False)  # chain: () when no loglik was computed

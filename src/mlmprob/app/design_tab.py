@@ -7,9 +7,8 @@ from . import designer
 CSS = ".mlmprob-mut{background:#ffd54f;font-weight:bold}"
 
 
-def design_section(gr, c, guarded, frame) -> None:
-    """The design section inside the Sample tab (``c``: the tab context; ``guarded``, ``frame``: the page's
-    error wrapper and table builder)."""
+def design_section(gr, c, frame) -> None:
+    """The design section inside the Sample tab (``c``: the tab context; ``frame``: the page's table builder)."""
     pool = designer.ExpertPool(c.mlm, c.name)
     limits = c.limits
 
@@ -74,12 +73,9 @@ def design_section(gr, c, guarded, frame) -> None:
             d_steps = gr.Slider(1, limits.max_design_steps, value=50, step=1, label="steps per chain")
             d_chains = gr.Slider(1, limits.max_chains, value=4, step=1, label="chains")
             d_seed = gr.Number(0, precision=0, label="seed (chain c: seeded by (seed, c), as mlmprob design)")
-        with gr.Row():
-            d_go = gr.Button("Design", variant="primary", elem_id="design-run")
-            d_stop = gr.Button("Stop")
+        d_go = c.buttons(gr, "Design", "design-run")
         d_sum = gr.Markdown(elem_id="design-summary")
         d_table = gr.Dataframe(label="each term's energy per chain", interactive=False, elem_id="design-table")
         d_html = gr.HTML(elem_id="design-sequences")
         inputs = [d_parent, d_experts, d_pos, d_max, d_liab, d_forbid, d_method, d_temp, d_steps, d_chains, d_seed]
-        ev = d_go.click(guarded(do_design), inputs, [d_sum, d_table, d_html], api_name="design", **c.run)
-        d_stop.click(None, cancels=[ev])
+        c.wire(d_go, do_design, inputs, [d_sum, d_table, d_html], "design")

@@ -12,7 +12,8 @@ from dataclasses import dataclass
 from ..designing.constraints import PRESETS
 from ..designing.spec import DesignSpec
 from ..errors import MLMProbError
-from .compute import LIMITS, Limits, parse_numbers
+from ..positions import parse_numbers
+from .compute import LIMITS, Limits
 
 #: The models the app offers as experts beside its own (protein MLMs shipped with the package).
 EMBEDDED = ("antiberty", "sapiens-vh", "sapiens-vl")

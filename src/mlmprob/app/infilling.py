@@ -38,9 +38,8 @@ class InfillRun:
 
 @dataclass(frozen=True)
 class InfillResult:
-    """The gap (its ``token_indices``, 0-based, and its 1-based residue/word ``numbers``, as the position box
-    takes them), the ``native`` fill when the gap was given as positions of a complete sequence, and the four
-    beams."""
+    """The gap (its ``token_indices``, 0-based, and its 1-based residue/word ``numbers``, as the position box takes
+    them), the ``native`` fill when the gap was given as positions of a complete sequence, and the four beams."""
 
     token_indices: tuple[int, ...]
     native: str | None

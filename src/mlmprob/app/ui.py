@@ -1,11 +1,11 @@
 """The Gradio page of ``mlmprob app``: ``build_app(mlm)`` builds the Blocks around a loaded model. Bad input is shown as
 the CLI's one-line message; the model serves one request at a time; long work shows progress and has a Stop button.
-API names (``gradio_client``): ``/score``, ``/saturate``, ``/mutant``, ``/infill``, ``/sample``, ``/design``,
-``/pair``.
+API names (``gradio_client``): ``/score``, ``/saturate``, ``/mutant``, ``/infill``, ``/sample``, ``/design``, ``/pair``.
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import inspect
 import tempfile
@@ -20,32 +20,36 @@ from .dynamics import pair_view, sample_steps
 from .infilling import infill_compare
 
 CSS = ".mlmprob-tokens span:hover{outline:1px solid #333}" + design_tab.CSS
+_MUTANT_HEADERS = ["method", "score", "meaning"]
+_PAIR_HEADERS = ["joint", "A-KL", "G-KL", "mass shown"]
+
+
+@contextlib.contextmanager
+def _shown():
+    """``MLMProbError`` raised inside shown in the page (``gr.Error``)."""
+    import gradio as gr
+
+    try:
+        yield
+    except MLMProbError as e:
+        raise gr.Error(str(e), title="error", print_exception=False) from None
 
 
 def _guarded(fn):
-    """``fn`` with ``MLMProbError`` shown in the page (``gr.Error``); generators too."""
-    import gradio as gr
-
-    def shown(e: MLMProbError):
-        return gr.Error(str(e), title="error", print_exception=False)
-
+    """``fn`` with ``MLMProbError`` shown in the page; generators too."""
     if inspect.isgeneratorfunction(fn):
 
         @functools.wraps(fn)
         def gen(*args, **kwargs):
-            try:
+            with _shown():
                 yield from fn(*args, **kwargs)
-            except MLMProbError as e:
-                raise shown(e) from None
 
         return gen
 
     @functools.wraps(fn)
     def plain(*args, **kwargs):
-        try:
+        with _shown():
             return fn(*args, **kwargs)
-        except MLMProbError as e:
-            raise shown(e) from None
 
     return plain
 
@@ -66,10 +70,21 @@ class _Ctx:
     run: dict
     name: str = ""
 
+    @staticmethod
+    def buttons(gr, label: str, elem_id: str, stop_id: str | None = None) -> tuple:
+        """The run button and its Stop button, side by side."""
+        with gr.Row():
+            return gr.Button(label, variant="primary", elem_id=elem_id), gr.Button("Stop", elem_id=stop_id)
+
+    def wire(self, buttons: tuple, fn, inputs: list, outputs: list, api: str) -> None:
+        """``fn`` (errors shown in the page) on the run button, as endpoint ``api``; Stop cancels it."""
+        ev = buttons[0].click(_guarded(fn), inputs, outputs, api_name=api, **self.run)
+        buttons[1].click(None, cancels=[ev])
+
 
 def _tab_score(gr, c: _Ctx):
     """The Score tab: PLL, E_raw and chain log-likelihood per sequence (endpoint ``score``)."""
-    mlm, limits, ex, run = c.mlm, c.limits, c.ex, c.run
+    mlm, limits, ex = c.mlm, c.limits, c.ex
 
     def do_score(text, progress=gr.Progress()):  # noqa: B008 - gradio injects the tracker through this default
         progress(0, desc="scoring")
@@ -89,9 +104,7 @@ def _tab_score(gr, c: _Ctx):
             label=f"sequences or sentences: one per line, or FASTA (at most {limits.max_sequences})",
             elem_id="score-input",
         )
-        with gr.Row():
-            s_go = gr.Button("Score", variant="primary", elem_id="score-run")
-            s_stop = gr.Button("Stop")
+        s_go = c.buttons(gr, "Score", "score-run")
         s_table = gr.Dataframe(
             headers=["id", "tokens", "PLL", "PLL per token", "E_raw"],
             label="PLL = sum of log q(x_t | rest); E_raw = minus the sum of raw logits",
@@ -100,8 +113,7 @@ def _tab_score(gr, c: _Ctx):
         )
         s_html = gr.HTML(elem_id="score-tokens")
         s_csv = gr.File(label="CSV", elem_id="score-csv")
-        ev = s_go.click(_guarded(do_score), [s_in], [s_table, s_html, s_csv], api_name="score", **run)
-        s_stop.click(None, cancels=[ev])
+        c.wire(s_go, do_score, [s_in], [s_table, s_html, s_csv], "score")
 
 
 def _tab_mutations(gr, c: _Ctx):
@@ -125,7 +137,7 @@ def _tab_mutations(gr, c: _Ctx):
             f"**{ms.mutant}** ({ms.n_sites} site{'s' if ms.n_sites > 1 else ''}): hcb {key['hcb']:.4f}, "
             f"pll_delta {key['pll_delta']:.4f}, epistasis {key['epistasis']:.4f}"
         )
-        return _frame(render.mutant_rows(ms), ["method", "score", "meaning"]), head
+        return _frame(render.mutant_rows(ms), _MUTANT_HEADERS), head
 
     def do_cell(state, evt: gr.SelectData):
         if not state or evt.index is None:
@@ -141,9 +153,7 @@ def _tab_mutations(gr, c: _Ctx):
 
     with gr.Tab("Mutations"):
         m_wt = gr.Textbox(ex["wt"], lines=2, label="wild type (residue letters)", elem_id="mut-wt")
-        with gr.Row():
-            m_go = gr.Button("Saturation map", variant="primary", elem_id="mut-run")
-            m_stop = gr.Button("Stop")
+        m_go = c.buttons(gr, "Saturation map", "mut-run")
         m_note = gr.Markdown(elem_id="mut-note")
         m_plot = gr.Plot(label="overview", elem_id="mut-plot")
         m_state = gr.State(None)
@@ -158,20 +168,19 @@ def _tab_mutations(gr, c: _Ctx):
             m_score = gr.Button("Score mutant", elem_id="mut-score")
         m_head = gr.Markdown()
         m_table = gr.Dataframe(
-            headers=["method", "score", "meaning"],
+            headers=_MUTANT_HEADERS,
             label="scores by every method (higher = more likely than the wild type)",
             interactive=False,
             elem_id="mut-table",
         )
-        ev = m_go.click(_guarded(do_saturate), [m_wt], [m_plot, m_heat, m_state, m_note], api_name="saturate", **run)
-        m_stop.click(None, cancels=[ev])
+        c.wire(m_go, do_saturate, [m_wt], [m_plot, m_heat, m_state, m_note], "saturate")
         m_score.click(_guarded(do_mutant), [m_wt, m_mut], [m_table, m_head], api_name="mutant", **run)
         m_heat.select(_guarded(do_cell), [m_state], [m_table, m_head, m_mut], api_visibility="private", **run)
 
 
 def _tab_infill(gr, c: _Ctx):
     """The Infill tab: standard vs HCB beam search (endpoint ``infill``)."""
-    mlm, limits, ex, run = c.mlm, c.limits, c.ex, c.run
+    mlm, limits, ex = c.mlm, c.limits, c.ex
 
     def do_infill(text, positions, beam, progress=gr.Progress()):  # noqa: B008 - gradio injects the tracker through this default
         progress(0, desc="beam search")
@@ -205,9 +214,7 @@ def _tab_infill(gr, c: _Ctx):
                 elem_id="infill-positions",
             )
             i_beam = gr.Slider(1, limits.max_beam, value=5, step=1, label="beam size")
-        with gr.Row():
-            i_go = gr.Button("Infill", variant="primary", elem_id="infill-run")
-            i_stop = gr.Button("Stop")
+        i_go = c.buttons(gr, "Infill", "infill-run")
         i_sum = gr.Markdown()
         with gr.Row():
             i_std = gr.Dataframe(
@@ -219,8 +226,7 @@ def _tab_infill(gr, c: _Ctx):
             i_hcb = gr.Dataframe(
                 headers=render.infill_headers(), label="HCB beam search", interactive=False, elem_id="infill-hcb"
             )
-        ev = i_go.click(_guarded(do_infill), [i_in, i_pos, i_beam], [i_std, i_hcb, i_sum], api_name="infill", **run)
-        i_stop.click(None, cancels=[ev])
+        c.wire(i_go, do_infill, [i_in, i_pos, i_beam], [i_std, i_hcb, i_sum], "infill")
 
 
 def _sample_fn(gr, c: _Ctx):
@@ -268,7 +274,7 @@ def _sample_fn(gr, c: _Ctx):
 
 def _tab_sample(gr, c: _Ctx):
     """The Sample tab: streamed Gibbs chains (endpoint ``sample``)."""
-    limits, ex, run = c.limits, c.ex, c.run
+    limits, ex = c.limits, c.ex
     do_sample = _sample_fn(gr, c)
     with gr.Tab("Sample"):
         p_in = gr.Textbox(
@@ -301,35 +307,27 @@ def _tab_sample(gr, c: _Ctx):
             p_epochs = gr.Slider(1, limits.max_epochs, value=20, step=1, label="epochs (sweeps or draws)")
             p_chains = gr.Slider(1, limits.max_chains, value=4, step=1, label="chains")
             p_seed = gr.Number(0, precision=0, label="seed")
-        with gr.Row():
-            p_go = gr.Button("Sample", variant="primary", elem_id="sample-run")
-            p_stop = gr.Button("Stop", elem_id="sample-stop")
+        p_go = c.buttons(gr, "Sample", "sample-run", "sample-stop")
         p_sum = gr.Markdown(elem_id="sample-summary")
         p_plot = gr.Plot(label="energy trace", elem_id="sample-plot")
         p_table = gr.Dataframe(
             headers=["chain", "E", "sequence"], label="current samples", interactive=False, elem_id="sample-table"
         )
-        ev = p_go.click(
-            _guarded(do_sample),
-            [p_in, p_pos, p_energy, p_epochs, p_chains, p_seed, p_init, p_method, p_score, p_steps],
-            [p_sum, p_plot, p_table],
-            api_name="sample",
-            **run,
-        )
-        p_stop.click(None, cancels=[ev])
-        design_tab.design_section(gr, c, _guarded, _frame)
+        inputs = [p_in, p_pos, p_energy, p_epochs, p_chains, p_seed, p_init, p_method, p_score, p_steps]
+        c.wire(p_go, do_sample, inputs, [p_sum, p_plot, p_table], "sample")
+        design_tab.design_section(gr, c, _frame)
 
 
 def _tab_pair(gr, c: _Ctx):
     """The Pair joint tab: the joints of two positions (endpoint ``pair``)."""
-    mlm, limits, ex, run = c.mlm, c.limits, c.ex, c.run
+    mlm, limits, ex = c.mlm, c.limits, c.ex
 
     def do_pair(text, a, b, top, progress=gr.Progress()):  # noqa: B008 - gradio injects the tracker through this default
         progress(0, desc="2K + 1 forward rows")
         pv = pair_view(mlm, text, int(a), int(b), top=int(top), limits=limits)
         return (
             render.pair_figure(pv),
-            _frame(render.pair_rows(pv), ["joint", "A-KL", "G-KL", "mass shown"]),
+            _frame(render.pair_rows(pv), _PAIR_HEADERS),
             render.pair_summary(pv),
         )
 
@@ -339,19 +337,16 @@ def _tab_pair(gr, c: _Ctx):
             j_a = gr.Number(ex["a"], precision=0, label="position a")
             j_b = gr.Number(ex["b"], precision=0, label="position b")
             j_top = gr.Slider(2, limits.max_pair_top, value=10, step=1, label="top tokens shown")
-        with gr.Row():
-            j_go = gr.Button("Pair joints", variant="primary", elem_id="pair-run")
-            j_stop = gr.Button("Stop")
+        j_go = c.buttons(gr, "Pair joints", "pair-run")
         j_sum = gr.Markdown()
         j_plot = gr.Plot(label="MLM, MRF, MRF-logit, HCB and AG joints", elem_id="pair-plot")
         j_table = gr.Dataframe(
-            headers=["joint", "A-KL", "G-KL", "mass shown"],
+            headers=_PAIR_HEADERS,
             label="distance of each joint's conditionals from the MLM's",
             interactive=False,
             elem_id="pair-table",
         )
-        ev = j_go.click(_guarded(do_pair), [j_in, j_a, j_b, j_top], [j_plot, j_table, j_sum], api_name="pair", **run)
-        j_stop.click(None, cancels=[ev])
+        c.wire(j_go, do_pair, [j_in, j_a, j_b, j_top], [j_plot, j_table, j_sum], "pair")
 
 
 def build_app(mlm, *, model_name: str | None = None, batch_tokens: int | None = None, limits: Limits = LIMITS):

@@ -117,8 +117,7 @@ class InfillJob(ModelJob):
         return InfillState(self.model_spec.reader(mlm), pivot, mask_text(mlm))
 
     def fill(self, state: InfillState, unit: GapUnit) -> dict:
-        """The output row of one unit; raises :class:`MLMProbError` (without the record's name) if it has no
-        valid gap."""
+        """The output row of one unit; raises :class:`MLMProbError` (without the record's name) if it has no valid gap."""
         from .beam import infill
 
         if unit.error:

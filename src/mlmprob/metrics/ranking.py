@@ -1,9 +1,5 @@
 """Metrics of scores against measured values (variant scores against DMS fitness, binder labels), batched over
-``[..., n]`` so a bootstrap evaluates all its resamples at once (float64): ``spearman`` (ties share their mean rank;
-NaN for a constant side), ``auroc`` (Mann-Whitney, ties 1/2; NaN without both classes), ``auroc_within``, ``ndcg``
-(gains the targets min-max scaled, over the ``k = max(1, floor(top n))`` best predictions, ties in input order; NaN
-for constant targets) and ``top_recall``. ``bootstrap`` gives the percentile interval of ``n_boot`` resamples;
-``PairedBootstrap`` scores several predictions on the same resamples, so differences get intervals too.
+``[..., n]`` (float64) so that a bootstrap evaluates all its resamples at once, and their bootstrap intervals.
 """
 
 from __future__ import annotations
@@ -78,7 +74,7 @@ def _pearson(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
 
 
 def spearman(pred: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
-    """Spearman's rank correlation along the last dim.
+    """Spearman's rank correlation along the last dim (ties share their mean rank; NaN for a constant side).
 
     >>> round(float(spearman(torch.tensor([1., 2, 3, 4]), torch.tensor([1., 3, 2, 4]))), 12)
     0.8
@@ -87,7 +83,7 @@ def spearman(pred: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
 
 
 def auroc(pred: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
-    """Area under the ROC curve along the last dim.
+    """Area under the ROC curve along the last dim (Mann-Whitney, ties 1/2; NaN without both classes).
 
     >>> float(auroc(torch.tensor([0.1, 0.4, 0.35, 0.8]), torch.tensor([0, 0, 1, 1])))
     0.75
@@ -101,10 +97,9 @@ def auroc(pred: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
 
 
 def auroc_within(pred: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
-    """AUROC over the positive / negative pairs of the same stratum along the last dim: ``target`` =
-    ``label + 2 k`` for 0/1 ``label`` and integer stratum ``k`` (e.g. binder / non-binder and the
-    number of mutations). Mann-Whitney within each stratum, summed over the strata (ties count 1/2);
-    a score that only orders the strata gets exactly 0.5.
+    """AUROC over the positive / negative pairs of the same stratum along the last dim: ``target`` = ``label + 2 k`` for
+    0/1 ``label`` and integer stratum ``k`` (e.g. binder / non-binder and the number of mutations). Mann-Whitney within
+    each stratum, summed over the strata (ties count 1/2); a score that only orders the strata gets exactly 0.5.
 
     >>> k = torch.tensor([1., 1, 2, 2])
     >>> float(auroc_within(torch.tensor([0., 1, 5, 4]), torch.tensor([0., 1, 0, 1]) + 2 * k))
@@ -130,12 +125,9 @@ def auroc_within(pred: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
     return torch.where(pairs > 0, u / pairs.clamp(min=1), torch.full_like(u, float("nan")))
 
 
-def top_k(n: int, top: float) -> int:
-    return max(1, math.floor(top * n + 1e-9))
-
-
 def ndcg(pred: torch.Tensor, target: torch.Tensor, top: float = 0.1) -> torch.Tensor:
-    """NDCG at the top ``top`` fraction along the last dim.
+    """NDCG at the top ``top`` fraction along the last dim: gains the targets min-max scaled, over the ``k = max(1,
+    floor(top n))`` best predictions, ties in input order; NaN for constant targets.
 
     >>> t = torch.arange(10.)           # k = 1: only the best prediction counts
     >>> float(ndcg(t, t)), round(float(ndcg(-(t - 5).abs(), t)), 4)   # best first; then the one of gain 5/9
@@ -145,7 +137,7 @@ def ndcg(pred: torch.Tensor, target: torch.Tensor, top: float = 0.1) -> torch.Te
     lo, hi = target.amin(-1, keepdim=True), target.amax(-1, keepdim=True)
     span = hi - lo
     gain = (target - lo) / torch.where(span > 0, span, torch.ones_like(span))
-    k = top_k(target.shape[-1], top)
+    k = max(1, math.floor(top * target.shape[-1] + 1e-9))
     disc = 1.0 / torch.log2(torch.arange(2, k + 2, dtype=torch.float64))
     order = torch.sort(pred.double(), dim=-1, descending=True, stable=True).indices[..., :k]
     dcg = (gain.gather(-1, order) * disc).sum(-1)
@@ -242,9 +234,7 @@ def bootstrap(
     (1.0, 1.0, 1.0)
     """
     pred, target = _check(pred, target)
-    _check_boot(n_boot, level)
-    boots = _resampled(metric, {"": pred}, target, generator, n_boot)[""]
-    return _percentile(float(metric(pred, target)), boots, len(pred), level)
+    return PairedBootstrap(metric, {"": pred}, target, n_boot=n_boot, generator=generator, level=level).estimate("")
 
 
 class PairedBootstrap:

@@ -29,9 +29,8 @@ def _ngrams(seq: Sequence, n: int) -> Counter:
 
 
 def bleu(hypothesis: Sequence, reference: Sequence, max_n: int | None = None) -> float:
-    """Sentence BLEU (Papineni et al.) in [0, 1]: geometric mean of the clipped n-gram precisions
-    ``n = 1..max_n`` (uniform weights, no smoothing) times the brevity penalty. ``max_n`` defaults
-    to ``min(len(reference), 4)``.
+    """Sentence BLEU (Papineni et al.) in [0, 1]: geometric mean of the clipped n-gram precisions ``n = 1..max_n``
+    (uniform weights, no smoothing) times the brevity penalty. ``max_n`` defaults to ``min(len(reference), 4)``.
 
     >>> bleu("ABCD", "ABCD"), round(bleu("ABCE", "ABCD", 2), 6)   # sqrt(3/4 * 2/3)
     (1.0, 0.707107)
@@ -56,10 +55,9 @@ def bleu(hypothesis: Sequence, reference: Sequence, max_n: int | None = None) ->
 
 
 def corpus_bleu(hypotheses: Sequence[Sequence], references: Sequence[Sequence], max_n: int = 4) -> float:
-    """Corpus BLEU-``max_n`` (Papineni et al.) in [0, 1]: clipped n-gram matches and counts summed
-    over all pairs, geometric mean of the ``n = 1..max_n`` precisions (uniform weights, no
-    smoothing), brevity penalty from the summed lengths. Sentence BLEU-4 of a short sequence is 0
-    unless a 4-gram matches; the corpus BLEU of many is not.
+    """Corpus BLEU-``max_n`` (Papineni et al.) in [0, 1]: clipped n-gram matches and counts summed over all pairs,
+    geometric mean of the ``n = 1..max_n`` precisions (uniform weights, no smoothing), brevity penalty from the summed
+    lengths. Sentence BLEU-4 of a short sequence is 0 unless a 4-gram matches; the corpus BLEU of many is not.
 
     >>> round(corpus_bleu(["ABCD", "ABCE"], ["ABCD", "ABCD"]), 6)   # (7/8 * 5/6 * 3/4 * 1/2) ** (1/4)
     0.723127

@@ -94,10 +94,6 @@ def fingerprint(mlm) -> float:
     return round(float(emb.detach().double().abs().mean()), 6)
 
 
-def model_key(mlm) -> str:
-    return name_of(mlm)
-
-
 def check_fits(c: Correction, mlm, where: str) -> Correction:
     """``c`` if it was fitted for ``mlm`` (sizes and fingerprint), else a one-line error."""
     hidden = int(mlm.model.config.hidden_size) if hasattr(mlm.model.config, "hidden_size") else c.hidden_size
@@ -120,16 +116,13 @@ def calibrate_hint(mlm) -> str:
     "no one-pass correction for model 'my/hub-model': fit one with `mlmprob calibrate SEQUENCES --model my/hub-model
     --out C.safetensors`, then pass correction='C.safetensors' (CLI: --correction C.safetensors)"
     """
-    name = model_key(mlm)
-    if Path(name).is_dir():
-        return (
-            f"no one-pass correction for model {name!r}: fit one with `mlmprob calibrate SEQUENCES --model {name}` "
-            f"(it writes {Path(name) / (FILE_STEM + '.safetensors')}, found from then on)"
-        )
-    return (
-        f"no one-pass correction for model {name!r}: fit one with `mlmprob calibrate SEQUENCES --model {name} "
-        "--out C.safetensors`, then pass correction='C.safetensors' (CLI: --correction C.safetensors)"
+    name = name_of(mlm)
+    how = (
+        f"` (it writes {Path(name) / (FILE_STEM + '.safetensors')}, found from then on)"
+        if Path(name).is_dir()
+        else " --out C.safetensors`, then pass correction='C.safetensors' (CLI: --correction C.safetensors)"
     )
+    return f"no one-pass correction for model {name!r}: fit one with `mlmprob calibrate SEQUENCES --model {name}{how}"
 
 
 def correction_file(name: str) -> Path | None:
@@ -165,7 +158,7 @@ def find_correction(mlm, correction=None) -> Correction:
         return correction
     if correction is not None:
         return check_fits(Correction.load(correction), mlm, str(correction))
-    path = correction_file(model_key(mlm))
+    path = correction_file(name_of(mlm))
     if path is not None:
         return check_fits(Correction.load(path), mlm, str(path))
     raise MLMProbError(calibrate_hint(mlm))

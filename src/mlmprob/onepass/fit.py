@@ -15,9 +15,9 @@ import torch
 from ..batching import iter_masked_logits
 from ..energies import check_input_ids, resolve_positions
 from ..errors import MLMProbError
-from ..models.reader import reader_of
+from ..models.reader import name_of, reader_of
 from ..settings import check_count
-from .correction import Correction, fingerprint, model_key
+from .correction import Correction, fingerprint
 from .estimate import unmasked_hidden
 
 
@@ -142,7 +142,7 @@ def calibrate(
     data = collect(mlm, sequences, progress=progress)
     c, before, after = fit_correction(mlm, data, steps=steps, generator=torch.Generator().manual_seed(seed))
     c.info = {
-        "model": model_key(mlm),
+        "model": name_of(mlm),
         "hidden_size": c.hidden_size,
         "vocab_size": int(mlm.vocab_size),
         "fingerprint": fingerprint(mlm),

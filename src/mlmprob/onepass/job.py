@@ -25,10 +25,6 @@ class OnePassScoreJob(ScoreJob):
         if not self.spec.one_pass:
             raise MLMProbError(f"OnePassScoreJob needs a spec with pll='one-pass', got pll={self.spec.pll!r}")
 
-    @property
-    def correction(self) -> str | None:
-        return self.spec.correction
-
     def run(self, state: State, records: Sequence[Record]) -> tuple[list[dict], list[tuple[str, str]]]:
         from .scoring import one_pass_rows
 
