@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from ..designing.constraints import PRESETS
 from ..designing.spec import DesignSpec
 from ..errors import MLMProbError
+from ..models.spec import ModelSpec
 from ..positions import parse_numbers
 from .compute import LIMITS, Limits
 
@@ -29,7 +30,7 @@ class ExpertPool:
     def __init__(self, mlm, name: str, loader: Callable[[str], object] | None = None):
         self.name = name
         self.loaded: dict[str, object] = {name: mlm}
-        self._loader = loader or (lambda n: _load_builtin(n, mlm))
+        self._loader = loader or (lambda n: ModelSpec(n).load(str(getattr(mlm, "device", "cpu"))))
 
     @property
     def choices(self) -> list[str]:
@@ -41,12 +42,6 @@ class ExpertPool:
         if name not in self.loaded:
             self.loaded[name] = self._loader(name)
         return self.loaded[name]
-
-
-def _load_builtin(name: str, mlm):
-    from ..models.spec import ModelSpec
-
-    return ModelSpec(name).load(str(getattr(mlm, "device", "cpu")))
 
 
 def parse_experts(rows: Sequence[Sequence]) -> list[tuple[str, str, float]]:

@@ -126,13 +126,19 @@ def sample_rows(s: SampleSnapshot, digits: int = 4) -> list[list]:
     return [[c, round(s.energy[-1][c], digits), seq] for c, seq in enumerate(s.sequences)]
 
 
-def trace_figure(s: SampleSnapshot):
-    """The target energy of each chain per epoch."""
+def _pyplot():
+    """``matplotlib.pyplot`` on the Agg backend (figures drawn off screen)."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    return plt
+
+
+def trace_figure(s: SampleSnapshot):
+    """The target energy of each chain per epoch."""
+    plt = _pyplot()
     fig, ax = plt.subplots(figsize=(6.4, 3.2))
     xs = list(range(len(s.energy)))
     for c in range(len(s.energy[0])):
@@ -153,11 +159,7 @@ LOG10_FLOOR = -5.0  # pair heatmaps: log10 p below this is drawn as this
 
 def pair_figure(pv: PairView):
     """Five heatmaps: each joint's log10 probabilities over the shown tokens (rows x_a, columns x_b)."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = _pyplot()
     n = len(JOINT_NAMES)
     ka, kb = len(pv.labels_a), len(pv.labels_b)
     fig, axes = plt.subplots(1, n, figsize=(2.3 * n + 1.0, 0.18 * ka + 2.0), squeeze=False)

@@ -117,7 +117,7 @@ class InfillJob(ModelJob):
         return InfillState(self.model_spec.reader(mlm), pivot, mask_text(mlm))
 
     def fill(self, state: InfillState, unit: GapUnit) -> dict:
-        """The output row of one unit; raises :class:`MLMProbError` (without the record's name) if it has no valid gap."""
+        """The output row of one unit; :class:`MLMProbError` (without the record's name) if it has no valid gap."""
         from .beam import infill
 
         if unit.error:
@@ -136,23 +136,19 @@ class InfillJob(ModelJob):
                     "tokenization; use --gaps joint"
                 )
             positions = runs[unit.gap - 1]
-        spec = self.spec
-        cands = infill(mlm, ids, positions, spec)
+        cands = infill(mlm, ids, positions, self.spec)
         numbers = token_numbers(enc.word_ids[0], ids[0], mlm.mask_id)
-        lists = {
-            "positions": [numbers[t] for t in positions],
-            "token_indices": positions,
-            "fills": [mlm.decode(list(c.tokens)) for c in cands],
-            "scores": [c.score for c in cands],
-            "tokens": [list(c.tokens) for c in cands],
-        }
         return {
             "id": unit.id,
             "record": unit.record,
             "gap": unit.gap,
             "length": len(positions),
-            **spec.recorded(),
-            **lists,
+            **self.spec.recorded(),
+            "positions": [numbers[t] for t in positions],
+            "token_indices": positions,
+            "fills": [mlm.decode(list(c.tokens)) for c in cands],
+            "scores": [c.score for c in cands],
+            "tokens": [list(c.tokens) for c in cands],
         }
 
     def run(self, state: InfillState, units: Sequence[GapUnit]) -> tuple[list[dict], list[tuple[str, str]]]:

@@ -1,8 +1,5 @@
-"""Synthetic languages with exactly known distributions: the ground truth for every method.
-
-``HMM`` (forward-backward), ``PottsChain`` and ``PottsGrid`` (transfer matrices over positions or whole columns) give
-exact ``log_prob``, exact conditionals of every position for any mask pattern (mask id ``V``, as in ``ExactMLM``) and
-exact i.i.d. samples; ``language.as_mlm()`` makes one a ``MaskedLM``.
+"""Synthetic languages with exactly known distributions, the ground truth for every method: ``HMM``, ``PottsChain`` and
+``PottsGrid`` give exact ``log_prob``, conditionals for any mask pattern and i.i.d. samples; ``as_mlm()``: a MaskedLM.
 """
 
 from ..lazy import exports

@@ -1,9 +1,6 @@
-"""MLM pretraining: a BERT-style ``transformers`` model trained on synthetic languages or text.
-
-``train(TrainConfig(...), SyntheticSource(language) | TextSource(files), out_dir)`` writes a model
-directory that ``mlmprob.load_mlm(out_dir)`` loads, with resumable safetensors checkpoints and a
-loss curve. ``SymbolMLM`` views such a model in a synthetic language's own ids (mask = ``V``), so
-the trained model and the exact language can be compared with the same algorithms.
+"""MLM pretraining: ``train(TrainConfig(...), SyntheticSource(language) | TextSource(files), out_dir)`` writes a BERT
+model directory that ``mlmprob.load_mlm(out_dir)`` loads (resumable safetensors checkpoints, a loss curve).
+``SymbolMLM`` views such a model in a synthetic language's own ids, to compare it with the exact language.
 """
 
 from ..lazy import exports

@@ -59,15 +59,14 @@ def check_mask_split(split, name: str = "mask_split") -> None:
 class TrainConfig:
     """Model size, optimisation, masking and bookkeeping of one run.
 
-    ``mask_rate`` is the fraction of maskable tokens selected per sequence: ``k = max(1, round(mask_rate * n))`` of
-    its ``n`` tokens (a fixed ``k / T`` on fixed-length synthetic data). ``mask_split`` is the (mask, random, keep)
-    share of the selected tokens; the default ``(1, 0, 0)`` is pure masking, so the model's conditionals are the MLM
-    conditionals of the papers. ``masking="static"`` draws one mask per training sequence once; ``"dynamic"`` draws
-    new masks every step; ``"uniform"`` draws new masks every step with a number of masked tokens uniform on ``1..n``
-    per sequence (as masked diffusion models train; ``mask_rate`` then sets only the held-out masks).
-    ``precision="bf16"`` runs the forward pass under bfloat16 autocast (fast on CPUs with AMX and on GPUs); weights,
-    gradients and the optimiser stay float32. All randomness is a function of ``seed`` (and the step), which is what
-    makes resuming exact.
+    ``mask_rate`` is the fraction of maskable tokens selected per sequence: ``k = max(1, round(mask_rate * n))`` of its
+    ``n`` tokens (a fixed ``k / T`` on fixed-length synthetic data). ``mask_split`` is the (mask, random, keep) share of
+    the selected tokens; the default ``(1, 0, 0)`` is pure masking, so the model's conditionals are the MLM conditionals
+    of the papers. ``masking="static"`` draws one mask per training sequence once; ``"dynamic"`` draws new masks every
+    step; ``"uniform"`` draws new masks every step with a number of masked tokens uniform on ``1..n`` per sequence (as
+    masked diffusion models train; ``mask_rate`` then sets only the held-out masks). ``precision="bf16"`` runs the
+    forward pass under bfloat16 autocast (fast on CPUs with AMX and on GPUs); weights, gradients and the optimiser stay
+    float32. All randomness is a function of ``seed`` (and the step), which is what makes resuming exact.
 
     >>> TrainConfig(hidden_size=16, num_heads=3)
     Traceback (most recent call last):

@@ -188,13 +188,12 @@ def train(
 ) -> TrainResult:
     """Pretrain a BERT masked LM on ``source`` (``SyntheticSource`` or ``TextSource``) into ``out_dir``.
 
-    Writes checkpoints to ``out_dir/checkpoints/step-N`` every ``config.checkpoint_every`` steps and
-    at the end; the final model, its tokenizer, ``trainer_state.json`` and ``loss_curve.png`` go to
-    ``out_dir`` itself, so ``mlmprob.load_mlm(out_dir)`` loads the result. Calling ``train`` again
-    on the same directory continues from the last checkpoint (``resume=False`` refuses instead).
-    ``stop_after`` ends the call after that many steps in total, with a checkpoint (for time-boxed
-    jobs); the schedule still runs to ``config.max_steps``. One process at a time: while a run holds
-    ``out_dir/train.lock``, another ``train`` on the same directory is refused (``OutputLocked``).
+    Writes checkpoints to ``out_dir/checkpoints/step-N`` every ``config.checkpoint_every`` steps and at the end; the
+    final model, its tokenizer, ``trainer_state.json`` and ``loss_curve.png`` go to ``out_dir`` itself, so
+    ``mlmprob.load_mlm(out_dir)`` loads the result. Calling ``train`` again on the same directory continues from the
+    last checkpoint (``resume=False`` refuses instead). ``stop_after`` ends the call after that many steps in total,
+    with a checkpoint (for time-boxed jobs); the schedule still runs to ``config.max_steps``. One process at a time:
+    while a run holds ``out_dir/train.lock``, another ``train`` on the same directory is refused (``OutputLocked``).
     """
     from ..runtime.lock import WriterLock
 

@@ -10,10 +10,9 @@ from .data import SYMBOL_OFFSET
 
 
 class SymbolMLM:
-    """``MaskedLM`` over symbols ``0..V-1`` with ``mask_id = V``, backed by a model whose ids are
-    ``[CLS] symbol + SYMBOL_OFFSET [SEP]`` (what ``train`` writes for synthetic data). Logits are the
-    model's, restricted to the ``V`` symbol ids, so they compare directly with
-    ``language.as_mlm()``.
+    """``MaskedLM`` over symbols ``0..V-1`` with ``mask_id = V``, backed by a model whose ids are ``[CLS] symbol +
+    SYMBOL_OFFSET [SEP]`` (what ``train`` writes for synthetic data). Logits are the model's, restricted to the ``V``
+    symbol ids, so they compare directly with ``language.as_mlm()``.
 
     >>> import torch
     >>> class Echo:  # stand-in for a trained model: logits of a 5 + 3 id vocabulary
