@@ -36,14 +36,6 @@ from .chain import chain_scores, plan_chain
 from .rows import ForwardCache, RowTable
 from .spec import VariantsSpec
 
-ROW_METHODS = (
-    "wt_marginals",
-    "masked_marginals",
-    "masked_marginals_all",
-    "masked_marginals_mt",
-    "mutant_marginals",
-    "hcb",
-)  # sums of terms read from RowTable rows
 PLL_CHUNK_TOKENS = 1 << 20  # mutant rows re-scored together by pll_delta (tokens)
 
 Variant = tuple[tuple[int, int], ...]
@@ -93,7 +85,8 @@ def check_variants(mlm: MaskedLM, wild_type: torch.Tensor, mutants) -> list[Vari
     return out
 
 
-# method -> the changes of the copy whose row scores site ``i`` (the ``j``-th of the sites ``S``) of variant ``v``
+# each method read from RowTable rows -> the changes of the copy whose row scores site ``i`` (the ``j``-th of the
+# sites ``S``) of variant ``v``
 _CHANGES = {
     "wt_marginals": lambda S, j, i, v, mut, mask: (),
     "masked_marginals": lambda S, j, i, v, mut, mask: ((i, mask),),
@@ -105,16 +98,12 @@ _CHANGES = {
 
 
 def _terms(table: RowTable, method: str, w: list[int], v: Variant, mask: int) -> list[tuple[int, float]]:
-    """``(request, sign)`` pairs whose signed sum is ``method``'s score of variant ``v`` (none for a method that
-    reads no rows of its own)."""
+    """``(request, sign)`` pairs whose signed sum is ``method``'s score (one of :data:`_CHANGES`) of variant ``v``."""
     S = [p for p, _ in v]
     mut = dict(v)
     terms: list[tuple[int, float]] = []
-    changes = _CHANGES.get(method)
-    if changes is None:
-        return terms
     for j, i in enumerate(S):
-        c = changes(S, j, i, v, mut, mask)
+        c = _CHANGES[method](S, j, i, v, mut, mask)
         terms.append((table.request(c, i, mut[i]), 1.0))
         terms.append((table.request(c, i, w[i]), -1.0))
     return terms
@@ -166,14 +155,12 @@ def score_variants(
 ) -> dict[str, torch.Tensor]:
     """Scores of every variant by every method the settings ask for (see the module doc): ``{method: float64
     tensor [len(mutants)]}``, in the order asked. The settings: ``spec``, a :class:`~mlmprob.variants.spec.VariantsSpec`
-    (default ``VariantsSpec()``: the four default methods), its fields overridden by keyword: ``methods`` (None: all
-    of ``METHODS``; ``chain`` on request), ``chain_orders`` and ``chain_seed`` (the orders of ``chain``,
-    ``variants.chain.site_orders``); ``offset`` is the mutant strings' (unused here).
+    (default: the four default methods), its fields overridden by keyword: ``methods`` (None: all of ``METHODS``;
+    ``chain`` on request), ``chain_orders`` and ``chain_seed`` (``variants.chain.site_orders``); ``offset`` is unused.
 
-    ``wild_type``: token ids ``[L]`` (right padding is dropped); ``mutants``: variants, each a
-    list of ``(position, token_id)`` with positions indexing ``wild_type`` directly (special
-    tokens count), distinct, never at a special token. ``cache`` (a ``ForwardCache``) keeps the
-    wild-type rows across calls for the same model and wild type (chunked scoring).
+    ``wild_type``: token ids ``[L]`` (right padding is dropped); ``mutants``: variants, each a list of ``(position,
+    token_id)``, positions indexing ``wild_type`` (special tokens count), distinct, never at a special token.
+    ``cache`` (a ``ForwardCache``) keeps the wild-type rows across calls for one model and wild type (chunks).
 
     >>> import torch
     >>> from mlmprob import ExactMLM
@@ -194,7 +181,7 @@ def score_variants(
     table = RowTable(mlm, wt)
     w = wt.tolist()
     needed = set(methods) | ({"hcb", "masked_marginals"} if "epistasis" in methods else set())
-    row_methods = [m for m in ROW_METHODS if m in needed]
+    row_methods = [m for m in _CHANGES if m in needed]
     plan = {
         m: [(n, req, sign) for n, v in enumerate(variants) for req, sign in _terms(table, m, w, v, mask)]
         for m in row_methods

@@ -38,28 +38,18 @@ def site_orders(sites: list[int], n_orders: int = CHAIN_ORDERS, seed: int = 0) -
 
 def chain_requests(table: RowTable, x: dict[int, int], orders: list[list[int]], mask: int) -> list[list[int]]:
     """Requests ``[K][k]``: the terms of ``log p_sigma(x_S | w_\\S)`` for each order ``sigma``."""
-    out = []
-    for o in orders:
-        steps = []
-        for j, i in enumerate(o):
-            changes = [(s, x[s]) for s in o[:j]] + [(s, mask) for s in o[j:]]
-            steps.append(table.request(changes, i, x[i]))
-        out.append(steps)
-    return out
+    return [
+        [table.request([(s, x[s]) for s in o[:j]] + [(s, mask) for s in o[j:]], i, x[i]) for j, i in enumerate(o)]
+        for o in orders
+    ]
 
 
 def plan_chain(table: RowTable, w: list[int], variants, mask: int, n_orders: int, seed: int):
     """Per variant, the mutant's and the wild type's requests (``[K][k]`` each)."""
     plan = []
     for v in variants:
-        sites = [p for p, _ in v]
-        orders = site_orders(sites, n_orders, seed)
-        plan.append(
-            (
-                chain_requests(table, dict(v), orders, mask),
-                chain_requests(table, {s: w[s] for s in sites}, orders, mask),
-            )
-        )
+        orders, wild = site_orders([p for p, _ in v], n_orders, seed), {p: w[p] for p, _ in v}
+        plan.append((chain_requests(table, dict(v), orders, mask), chain_requests(table, wild, orders, mask)))
     return plan
 
 

@@ -1,8 +1,8 @@
 """Mutant strings in the ProteinGym format (``A23C:D45E``) and their token-level variants.
 
-Residue numbers are 1-based unless ``offset`` (the number of the sequence's first residue) says otherwise, so residue
-``n`` is ``sequence[n - offset]``. Every mutation is checked (form, number, stated wild-type letter, mutant letter in
-the alphabet, no position twice), errors naming the row and the mutation; ``A23A`` is accepted and adds 0.
+Residue ``n`` is ``sequence[n - offset]`` (``offset``: the number of the sequence's first residue, 1 by default).
+Every mutation is checked (form, number, stated wild-type letter, mutant letter in the alphabet, no position twice),
+errors naming the row and the mutation; ``A23A`` is accepted and adds 0.
 """
 
 from __future__ import annotations
@@ -106,9 +106,8 @@ def _check_sequence(sequence: str) -> None:
 
 @dataclass(frozen=True)
 class EncodedVariants:
-    """Token-level input of ``score_variants``: ``wild_type`` ids ``[L]``, ``variants`` as lists of
-    ``(token position, token id)``; ``residue_positions[i]`` is the token position of residue ``i``;
-    ``mutations`` the parsed strings."""
+    """Token-level input of ``score_variants``: ``wild_type`` ids ``[L]``, ``variants`` as lists of ``(token
+    position, token id)``; ``residue_positions[i]``: the token position of residue ``i``; ``mutations``: parsed."""
 
     wild_type: torch.Tensor
     variants: list[list[tuple[int, int]]]
@@ -117,8 +116,7 @@ class EncodedVariants:
 
 
 def residue_positions(mlm: MaskedLM, sequence: str) -> tuple[torch.Tensor, torch.Tensor]:
-    """``(wild-type ids [L], token position of each residue [len(sequence)])``; the model's
-    tokenizer must give one token per residue."""
+    """``(wild-type ids [L], token position of each residue [len(sequence)])``; one token per residue."""
     _check_sequence(sequence)
     enc = mlm.encode([sequence])  # type: ignore[attr-defined]  # a loaded model encodes; MaskedLM does not say so
     ids = enc.input_ids[0][: int(reader_of(mlm).lengths(enc.input_ids[:1])[0])]

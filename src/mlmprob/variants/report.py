@@ -1,6 +1,5 @@
-"""What ``mlmprob variants`` builds from a finished output: the saturation table (``Saturation``, for
-``write_csv`` / ``write_heatmap`` and an ``L x 20`` matrix CSV), and the evaluation of every method's
-scores against a label column."""
+"""What ``mlmprob variants`` builds from a finished output: the saturation table (``Saturation``, for ``write_csv`` /
+``write_heatmap`` and an ``L x 20`` matrix CSV), and the evaluation of every method's scores against a label column."""
 
 from __future__ import annotations
 
@@ -20,9 +19,7 @@ METRICS = ("spearman", "auroc", "ndcg", "top_recall")
 
 
 def _num(v) -> float:
-    if v is None or v == "":
-        return float("nan")
-    return float(v)
+    return float("nan") if v is None or v == "" else float(v)
 
 
 def saturation_from_rows(
@@ -33,10 +30,9 @@ def saturation_from_rows(
     alphabet: str = AMINO_ACIDS,
     first_number: int = 1,
 ) -> Saturation:
-    """The ``Saturation`` table of the single-mutant rows of a ``--saturate`` output (0 at the
-    wild-type cells). ``first_position`` is the token position of ``wild_type[0]`` (1 after a BOS token),
-    ``first_number`` its 1-based residue number in the whole wild type (a region's ``start + 1``), ``offset``
-    its number in the mutant strings."""
+    """The ``Saturation`` table of the single-mutant rows of a ``--saturate`` output (0 at the wild-type cells).
+    ``first_position``: the token position of ``wild_type[0]`` (1 after a BOS token); ``first_number``: its 1-based
+    residue number in the whole wild type (a region's ``start + 1``); ``offset``: its number in the mutant strings."""
     L, K = len(wild_type), len(alphabet)
     col = {c: k for k, c in enumerate(alphabet)}
     tables = {s: torch.zeros(L, K, dtype=torch.float64) for s in SCORES}
@@ -48,14 +44,10 @@ def saturation_from_rows(
             if s in r:
                 tables[s][i, k] = _num(r[s])
         seen[i, k] = True
-    letters = [col.get(c, -1) for c in wild_type]
-    expect = torch.ones(L, K, dtype=torch.bool)
-    for i, k in enumerate(letters):
-        if k >= 0:
-            expect[i, k] = False
-    if (expect & ~seen).any():
-        raise MLMProbError(f"the output lacks {int((expect & ~seen).sum())} single mutants (a shard, or skipped rows)")
-    wt = torch.tensor(letters, dtype=torch.long)
+    wt = torch.tensor([col.get(c, -1) for c in wild_type], dtype=torch.long)
+    missing = (torch.arange(K)[None, :] != wt[:, None]) & ~seen  # every cell but the wild type's is a row
+    if missing.any():
+        raise MLMProbError(f"the output lacks {int(missing.sum())} single mutants (a shard, or skipped rows)")
     return Saturation(
         positions=torch.arange(L) + first_position,
         numbers=torch.arange(L) + offset,
@@ -113,8 +105,8 @@ def evaluate_methods(
     n_boot: int = 1000,
     top: float = 0.1,
 ) -> dict:
-    """Every method's metrics against ``labels`` (id -> value) over the ids both sides hold with finite
-    values; AUROC too when every label is 0 or 1. Each method sees the same resamples (``seed``)."""
+    """Every method's metrics against ``labels`` (id -> value) over the ids both sides hold with finite values;
+    AUROC too when every label is 0 or 1. Each method sees the same resamples (``seed``)."""
     out = {}
     for m in methods:
         ids = [

@@ -21,9 +21,8 @@ Edit = tuple[tuple[int, int], ...]
 
 
 class ForwardCache:
-    """Full-vocabulary log-probabilities read from the wild-type rows (``edit`` empty, or one masked
-    position), for one model and one wild type: pass the same cache to every ``score_variants``
-    call on that pair. Holds at most ``2 L`` vectors of ``V`` float64."""
+    """Full-vocabulary log-probabilities read from the wild-type rows (``edit`` empty, or one masked position), for
+    one model and one wild type (pass it to every ``score_variants`` call on that pair); at most ``2 L`` vectors."""
 
     def __init__(self):
         self.wild_type: torch.Tensor | None = None
@@ -75,11 +74,6 @@ class RowTable:
         self._req_read.append(read)
         self._req_token.append(token)
         return len(self._req_read) - 1
-
-    @property
-    def n_rows(self) -> int:
-        """Distinct rows requested so far."""
-        return len(self._edits)
 
     @property
     def edits(self) -> tuple[Edit, ...]:

@@ -1,6 +1,6 @@
-"""Saturation mutagenesis: every single mutant of a wild type, scored by ``wt_marginals`` and
-``masked_marginals`` in ``L + 1`` forward rows (the unmasked wild type, and one row per position
-with that position masked), as a ``positions x candidates`` table, with CSV and heatmap writers."""
+"""Saturation mutagenesis: every single mutant of a wild type, scored by ``wt_marginals`` and ``masked_marginals`` in
+``L + 1`` forward rows (the unmasked wild type, and one row per position with that position masked), as a ``positions
+x candidates`` table, with CSV and heatmap writers."""
 
 from __future__ import annotations
 
@@ -24,11 +24,11 @@ SCORES = ("wt_marginals", "masked_marginals")
 
 @dataclass(frozen=True)
 class Saturation:
-    """``wt_marginals[p, k]`` / ``masked_marginals[p, k]``: the score of the single mutant putting
-    ``candidates[k]`` at ``positions[p]`` (token indices, 0-based, special tokens counted). ``numbers`` are the
-    mutant strings' residue numbers (``offset`` + index among the wild type's non-special positions),
-    ``sequence_numbers`` the 1-based residue numbers in the wild type, as ``--positions`` and the app count them
-    (whatever ``offset``), ``letters`` / ``wt_letters`` the decoded tokens, ``n_forward`` the forward rows used."""
+    """``wt_marginals[p, k]`` / ``masked_marginals[p, k]``: the score of the single mutant putting ``candidates[k]``
+    at ``positions[p]`` (token indices, 0-based, special tokens counted). ``numbers``: the mutant strings' residue
+    numbers (``offset`` + index among the non-special positions); ``sequence_numbers``: the 1-based residue numbers
+    as ``--positions`` and the app count them (whatever ``offset``); ``letters`` / ``wt_letters``: the decoded
+    tokens; ``n_forward``: the forward rows used."""
 
     positions: torch.Tensor
     numbers: torch.Tensor
@@ -54,9 +54,8 @@ def _label(mlm: Reader, token: int) -> str:
 def saturate(
     mlm: MaskedLM, wild_type, positions: Sequence[int] | None = None, candidates=None, *, offset: int = 1
 ) -> Saturation:
-    """Score every single mutant at ``positions`` (default: every non-special position) to every
-    token of ``candidates`` (default: the model's proposal ids, e.g. the 20 residues, else every
-    non-special token).
+    """Score every single mutant at ``positions`` (default: every non-special position) to every token of
+    ``candidates`` (default: the model's proposal ids, e.g. the 20 residues, else every non-special token).
 
     >>> import torch
     >>> from mlmprob import LookupMLM
@@ -129,27 +128,18 @@ def write_csv(sat: Saturation, path: str | Path) -> Path:
             for k in range(len(sat.candidates)):
                 if int(sat.candidates[k]) == int(sat.wild_type[p]):
                     continue
-                out.writerow(
-                    [
-                        sat.mutant(p, k),
-                        int(sat.sequence_numbers[p]),
-                        int(sat.numbers[p]),
-                        int(sat.positions[p]),
-                        sat.wt_letters[p],
-                        sat.letters[k],
-                        repr(float(sat.wt_marginals[p, k])),
-                        repr(float(sat.masked_marginals[p, k])),
-                    ]
-                )
+                where = [int(sat.sequence_numbers[p]), int(sat.numbers[p]), int(sat.positions[p])]
+                scores = [repr(float(getattr(sat, s)[p, k])) for s in SCORES]
+                out.writerow([sat.mutant(p, k), *where, sat.wt_letters[p], sat.letters[k], *scores])
     return path
 
 
 def heatmap_figure(
     sat: Saturation, score: str = "masked_marginals", *, title: str | None = None, compact: bool = False
 ):
-    """The saturation map as a matplotlib figure (closed; draw or save it): candidates down, residues
-    across, red = more likely than the wild type, blue = less, dots on the wild-type cells.
-    ``compact``: a page-sized figure (at most 16 inches wide) for the web app."""
+    """The saturation map as a matplotlib figure (closed; draw or save it): candidates down, residues across, red =
+    more likely than the wild type, blue = less, dots on the wild-type cells. ``compact``: a page-sized figure (at
+    most 16 inches wide) for the web app."""
     if score not in SCORES:
         raise MLMProbError(f"unknown saturation score {score!r}; use one of {', '.join(SCORES)}")
     import matplotlib

@@ -55,14 +55,12 @@ class VariantsState(State):
         self._windows: OrderedDict[int, tuple[torch.Tensor, torch.Tensor, ForwardCache]] = OrderedDict()
         self.get(0)  # the whole wild type (or its first window) and its cache, built once per worker
 
-    def span(self, start: int) -> str:
-        return self.wild_type if self.window is None else self.wild_type[start : start + self.window]
-
     def get(self, start: int) -> tuple[torch.Tensor, torch.Tensor, ForwardCache]:
         """``(token ids, token position of each residue, ForwardCache)`` of the window at ``start``."""
         hit = self._windows.get(start)
         if hit is None:
-            ids, where = residue_positions(self.mlm, self.span(start))
+            span = self.wild_type if self.window is None else self.wild_type[start : start + self.window]
+            ids, where = residue_positions(self.mlm, span)
             hit = self._windows[start] = (ids, where, ForwardCache())
             while len(self._windows) > MAX_WINDOWS:
                 self._windows.popitem(last=False)

@@ -1,9 +1,7 @@
-"""The input units of ``mlmprob variants``: one ``VariantUnit`` per input row, read from a
-ProteinGym-style table (a ``mutant`` column such as ``A23C:D45E``), from full mutated sequences of
-the wild type's length, or generated (every single mutant of the wild type: saturation).
-
-Units are checked against the wild type only when scored (``VariantsJob.run``), so that
-``--skip-invalid`` can count what it skips; ``variant_of`` does that check.
+"""The input units of ``mlmprob variants``: one ``VariantUnit`` per input row, read from a ProteinGym-style table
+(a ``mutant`` column such as ``A23C:D45E``), from full mutated sequences of the wild type's length, or generated
+(every single mutant of the wild type: saturation). Units are checked against the wild type (``variant_of``) only
+when scored (``VariantsJob.run``), so that ``--skip-invalid`` can count what it skips.
 """
 
 from __future__ import annotations
@@ -25,9 +23,9 @@ SEQUENCE_COLUMNS = ("mutated_sequence", "sequence", "seq")
 
 @dataclass(frozen=True)
 class VariantUnit:
-    """One row: ``id`` (the mutant string unless an id column names it), ``row`` (1-based data row of
-    the input, for messages), and either the ``mutant`` string or the full mutated ``sequence``;
-    ``label`` is the label column's text (``None`` without ``--label``)."""
+    """One row: ``id`` (the mutant string unless an id column names it), ``row`` (1-based data row of the input,
+    for messages), and either the ``mutant`` string or the full mutated ``sequence``; ``label`` is the label
+    column's text (``None`` without ``--label``)."""
 
     id: str
     row: int
@@ -37,9 +35,9 @@ class VariantUnit:
 
 
 def read_wild_type(spec: str) -> str:
-    """``--wild-type``: an existing FASTA/text file holding exactly one sequence, else the sequence itself
-    (never taken for a path, however long). Residues are upper-case letters: lower case is refused (it is
-    often a placeholder such as ``na``, never silently upper-cased).
+    """``--wild-type``: an existing FASTA/text file holding exactly one sequence, else the sequence itself (never
+    taken for a path, however long). Residues are upper-case letters: lower case (often a placeholder such as
+    ``na``) is refused, never silently upper-cased.
 
     >>> read_wild_type("MKT" * 100)[:6]
     'MKTMKT'
@@ -79,8 +77,8 @@ def _is_file(spec: str) -> bool:
 
 
 def variant_of(unit: VariantUnit, wild_type: str, offset: int = 1, alphabet: str = AMINO_ACIDS) -> tuple[Mutation, ...]:
-    """The checked mutations of ``unit`` (errors name the row). A full sequence must have the wild
-    type's length; its mutations are the positions where it differs (none for the wild type itself).
+    """The checked mutations of ``unit`` (errors name the row). A full sequence must have the wild type's length;
+    its mutations are the positions where it differs (none for the wild type itself).
 
     >>> variant_of(VariantUnit("x", 3, sequence="MCPKL"), "MAPKL")
     (Mutation(wt='A', index=1, mt='C'),)
@@ -158,9 +156,9 @@ def iter_units(
     id_column: str | None = None,
     label: str | None = None,
 ) -> Iterator[VariantUnit]:
-    """The units of an input file. A CSV/TSV with ``mutant_column`` gives mutant strings (ids: the
-    mutant, or ``id_column``); otherwise sequences are read from ``column`` (default
-    ``mutated_sequence``/``sequence``/``seq``), or from a FASTA/text/JSONL/Parquet file (its ids)."""
+    """The units of an input file. A CSV/TSV with ``mutant_column`` gives mutant strings (ids: the mutant, or
+    ``id_column``); otherwise sequences are read from ``column`` (default ``mutated_sequence``/``sequence``/``seq``),
+    or from a FASTA/text/JSONL/Parquet file (its ids)."""
     path = Path(path)
     if path.is_dir():
         raise MLMProbError(f"input {str(path)!r} is a folder, not a file")
