@@ -14,7 +14,7 @@ True
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import torch
 
@@ -79,9 +79,8 @@ def design(
     :class:`~mlmprob.designing.Oracle` or a plain callable (a batch of residue strings -> one number each; higher is
     better), and :class:`~mlmprob.designing.Hamming`. ``spec`` (:class:`~mlmprob.designing.DesignSpec`) with
     ``overrides`` by field name. ``on_step(t, state, info)`` is called after each step; ``progress``: a bar on stderr
-    over the chains' steps (:class:`StepMeter`: the acceptance so far, the model rows read). The rows do not depend
-    on either. Chains beyond one group's memory (:func:`group_size`: about 6,000 on a VH) run in groups, one after
-    another on the one generator, ``on_step`` once per group and step; the rows keep one batch's layout."""
+    (:class:`StepMeter`); the rows depend on neither. Chains beyond one group's memory (:func:`group_size`: about
+    6,000 on a VH) run in groups on the one generator, ``on_step`` once per group and step."""
     spec = DesignSpec.of(spec, **overrides)
     if generator is None:
         generator = torch.Generator()
@@ -112,30 +111,26 @@ def _run(target: Target, spec: DesignSpec, generator, on_step, meter: StepMeter 
     """:func:`run_design`'s loop, over groups of at most :func:`group_size` chains (all of a chain's rungs in its
     group), one after the other on the one generator; the rows and stats keep one batch's layout (rung-major)."""
     ladder = spec.temperatures_used()
-    R, C, L = len(ladder), spec.chains, len(target.parent)
-    G = min(C, group_size(R, L, len(target.alphabet)))
-    check_batch(G, R, L, len(target.alphabet))
-    if G == C:
-        state, counts, swaps, best_X, best_U = _run_group(target, spec, generator, on_step, meter, C)
-    else:
-        X = torch.empty(R * C, L, dtype=torch.long)
-        E = torch.empty(R * C, len(target.names), dtype=torch.float64)
-        U, tau = torch.empty(R * C, dtype=torch.float64), torch.empty(R * C, dtype=torch.float64)
-        inside = torch.empty(R * C, dtype=torch.bool)
-        best_X, best_U = torch.empty_like(X), torch.empty_like(U)
-        counts = {k: torch.zeros(R * C, dtype=torch.long) for k in _COUNTS}
-        swaps = torch.zeros(2, max(R - 1, 0), dtype=torch.long)
-        for c0 in range(0, C, G):
-            n = min(G, C - c0)
-            s, cs, sw, bx, bu = _run_group(target, spec, generator, on_step, meter, n)
-            at = (torch.arange(R)[:, None] * C + torch.arange(c0, c0 + n)[None, :]).reshape(-1)
-            X[at], E[at], U[at], tau[at], inside[at] = s.X, s.E.to(E.dtype), s.U.to(U.dtype), s.tau, s.inside
-            best_X[at], best_U[at] = bx, bu.to(U.dtype)
-            for k in counts:
-                counts[k][at] = cs[k]
-            swaps += sw
-        state = DesignState(X, E, U, inside, None, tau)
-    rows = _rows(target, state, counts, best_X, best_U, C)
+    R, C, L, A = len(ladder), spec.chains, len(target.parent), len(target.alphabet)
+    G = min(C, group_size(R, L, A))
+    check_batch(G, R, L, A)
+    X, inside = torch.empty(R * C, L, dtype=torch.long), torch.empty(R * C, dtype=torch.bool)
+    E = torch.empty(R * C, len(target.names), dtype=torch.float64)
+    U, tau, best_U = (torch.empty(R * C, dtype=torch.float64) for _ in range(3))
+    best_X = torch.empty_like(X)
+    counts = {k: torch.zeros(R * C, dtype=torch.long) for k in _COUNTS}
+    swaps = torch.zeros(2, max(R - 1, 0), dtype=torch.long)
+    for c0 in range(0, C, G):
+        n = min(G, C - c0)
+        s, cs, sw, bx, bu = _run_group(target, spec, generator, on_step, meter, n)
+        at = (torch.arange(R)[:, None] * C + torch.arange(c0, c0 + n)[None, :]).reshape(-1)
+        X[at], E[at], U[at], tau[at], inside[at] = s.X, s.E.to(E.dtype), s.U.to(U.dtype), s.tau, s.inside
+        best_X[at], best_U[at] = bx, bu.to(U.dtype)
+        for k in counts:
+            counts[k][at] = cs[k]
+        swaps += sw
+    state = DesignState(X, E, U, inside, None, tau)
+    rows = _rows(target, state, counts, best_X, best_U)
     return DesignResult(target.names, target.parent, rows, _stats(target, ladder, C, counts, swaps))
 
 
@@ -156,7 +151,7 @@ def _run_group(target: Target, spec: DesignSpec, generator, on_step, meter: Step
     best_X = state.X.clone()
     for t in range(spec.steps):
         if spec.method == "anneal":
-            state = _with_tau(state, spec.temperature_at(t))
+            state = replace(state, tau=torch.full_like(state.tau, spec.temperature_at(t)))
         state, info = kernel.step(state, generator)
         for k in counts:
             if getattr(info, k) is not None:
@@ -175,11 +170,10 @@ def _run_group(target: Target, spec: DesignSpec, generator, on_step, meter: Step
 
 
 class StepMeter:
-    """The progress of design chains, after each step: ``advance(chains, acceptance=..., model_rows=...)``, a step
-    of every chain (a replica ladder's rungs one step), the acceptance so far at the target's temperature (the
-    lowest rung) and the model rows read since the meter was made. ``advance`` moves a runner's bar (``mlmprob
-    design``: :meth:`mlmprob.runtime.job.State.advance`, one meter over the chains a worker runs), by default a new
-    bar on stderr of ``total`` steps, which :meth:`close` closes."""
+    """The progress of design chains, after each step: ``advance(chains, acceptance=..., model_rows=...)``: a step
+    of every chain (all rungs), the acceptance so far at the lowest rung and the model rows read since the meter was
+    made. ``advance``: a runner's bar (``mlmprob design``: :meth:`mlmprob.runtime.job.State.advance`), by default a
+    new bar on stderr of ``total`` steps, which :meth:`close` closes."""
 
     def __init__(self, target: Target, advance: Callable[..., None] | None = None, total: int | None = None):
         self.target, self.rows0, self.accepted, self.changed = target, target.model_rows, 0, 0
@@ -206,16 +200,14 @@ class StepMeter:
 
 
 def batch_bytes(chains: int, length: int, letters: int) -> int:
-    """About how many bytes ``chains`` chains (every rung's) of a parent of ``length`` residues over ``letters``
-    residues hold at once, on the high side: per chain and residue six float64 rows of the letters (the proposal's
-    single-site rows, their copies and an expert's reads) and 512 bytes of indices and energies (measured: about
-    half of it on a 10-letter toy)."""
+    """About how many bytes ``chains`` chains (every rung's) of a ``length``-residue parent over ``letters``
+    residues hold at once, on the high side: per chain and residue six float64 rows of the letters (proposal rows,
+    copies, an expert's reads) and 512 bytes of indices and energies."""
     return chains * length * (48 * letters + 512)
 
 
-#: The most memory one group of chains may keep at once (:func:`batch_bytes`): more chains run in groups of this
-#: size, one group after another. A constant of the package, never the machine's memory, so the rows of a run are a
-#: function of its seed and settings alone; a run of fewer chains is one batch, as before groups existed.
+#: The most memory one group of chains may keep at once (:func:`batch_bytes`). A constant, never the machine's
+#: memory, so a run's rows are a function of its seed and settings alone.
 GROUP_BYTES = 1 << 30
 
 
@@ -268,13 +260,7 @@ def _keep_best(state: DesignState, best_U: torch.Tensor, best_X: torch.Tensor) -
     best_U[better], best_X[better] = state.U[better], state.X[better]
 
 
-def _with_tau(state: DesignState, tau: float) -> DesignState:
-    from dataclasses import replace
-
-    return replace(state, tau=torch.full_like(state.tau, tau))
-
-
-def _rows(target: Target, state: DesignState, counts: dict, best_X, best_U, C: int) -> list[dict]:
+def _rows(target: Target, state: DesignState, counts: dict, best_X, best_U) -> list[dict]:
     seqs, best = target.decode(state.X), target.decode(best_X)
     out = []
     for b, s in enumerate(seqs):
@@ -303,9 +289,7 @@ def _stats(target: Target, ladder: Sequence[float], C: int, counts: dict, swaps:
     rungs = []
     for r, tau in enumerate(ladder):
         sl = slice(r * C, (r + 1) * C)
-        changed, left, took, screened, moved = (
-            int(counts[k][sl].sum()) for k in ("changed", "left", "accepted", "screened", "moved")
-        )
+        changed, left, took, screened, moved = (int(counts[k][sl].sum()) for k in _COUNTS)
         entry = {
             "temperature": tau,
             "proposals_moved": changed,

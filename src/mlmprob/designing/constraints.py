@@ -135,7 +135,10 @@ class Constraints:
         if max_mutations is not None and (isinstance(max_mutations, bool) or max_mutations < 0):
             raise MLMProbError(f"max_mutations must be a non-negative integer, got {max_mutations!r}")
         forbidden = motif_patterns(forbid, "forbid", L)
-        kept = tuple(frozenset(_starts(p, parent)) if keep_parent_motifs else frozenset() for _, _, p in forbidden)
+        # each forbidden motif's starts in the parent (overlapping matches included), tolerated if kept
+        kept = tuple(
+            frozenset(j for j in range(L + 1) if keep_parent_motifs and p.match(parent, j)) for *_, p in forbidden
+        )
         c = cls(parent, tuple(sets), max_mutations, forbidden, motif_patterns(require, "require", L), kept)
         why = c.violations(parent)
         if why and not start_invalid:
@@ -190,11 +193,6 @@ class Constraints:
     def ok(self, seq: str) -> bool:
         """Whether ``seq`` is in ``C``."""
         return not self.violations(seq)
-
-
-def _starts(pat: re.Pattern, seq: str) -> list[int]:
-    """Every start at which ``pat`` matches ``seq`` (overlapping matches included)."""
-    return [j for j in range(len(seq) + 1) if pat.match(seq, j)]
 
 
 def _position(p, length: int, what: str) -> int:

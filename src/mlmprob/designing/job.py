@@ -24,6 +24,8 @@ from ..runtime.job import State
 from ..runtime.seeds import seeded_generator
 from .spec import DesignSpec
 
+ORACLE_FIELDS = ("oracle_weight", "oracle_maximize", "oracle_sha256")  # recorded with an oracle only
+
 
 class Chain(NamedTuple):
     """One unit of a streamed design run: chain ``number``, its row id ``chain<number>``."""
@@ -195,15 +197,7 @@ class DesignJob(ModelJob):
             "parent": self.parent,
             "experts": [list(e) for e in self.expert_list],
             "oracle": self.oracle,
-            **(
-                {
-                    "oracle_weight": self.oracle_weight,
-                    "oracle_maximize": self.oracle_maximize,
-                    "oracle_sha256": self.oracle_sha256,
-                }
-                if self.oracle
-                else {}
-            ),
+            **{k: getattr(self, k) for k in (ORACLE_FIELDS if self.oracle else ())},
             **self.spec.recorded(),
             "seed": self.seed,
         }

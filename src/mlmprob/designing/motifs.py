@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import importlib
 import math
+from types import SimpleNamespace
 
 from ..errors import MLMProbError
 
@@ -29,15 +30,6 @@ MAX_MOTIF_STEPS = 200_000_000
 _REPEATS = {_sre.MAX_REPEAT, _sre.MIN_REPEAT, getattr(_sre, "POSSESSIVE_REPEAT", _sre.MAX_REPEAT)}
 
 
-class _Cost:
-    """What the walk over a parsed motif counts: each variable quantifier's range (None: open-ended) and the
-    product of the alternations' sizes."""
-
-    def __init__(self):
-        self.ranges: list[int | None] = []
-        self.alternatives = 1
-
-
 def check_motif(regex: str, what: str, length: int | None = None) -> None:
     """Refuse ``regex`` (a ``what`` motif) in one line unless its cost is bounded (see the module doc); with
     ``length`` (the parent's), its backtracking estimate on a sequence that long too."""
@@ -47,7 +39,8 @@ def check_motif(regex: str, what: str, length: int | None = None) -> None:
         raise MLMProbError(f"{what} motif {regex!r} has a repetition count above {MAX_MOTIF_COUNT:,}") from None
     except (RecursionError, MemoryError):
         raise MLMProbError(f"{what} motif {regex!r} is nested too deeply") from None
-    cost = _Cost()
+    # what the walk counts: each variable quantifier's range (None: open-ended), the product of the alternations' sizes
+    cost = SimpleNamespace(ranges=[], alternatives=1)
     _walk(tree, regex, what, False, cost)
     if length is not None:
         steps = motif_steps(cost.ranges, cost.alternatives, length)
@@ -71,7 +64,7 @@ def motif_steps(ranges: list[int | None], alternatives: int, length: int) -> int
     return (length + 1) * min(product, math.comb(length + k, k)) * alternatives
 
 
-def _walk(items, regex: str, what: str, repeated: bool, cost: _Cost) -> None:
+def _walk(items, regex: str, what: str, repeated: bool, cost: SimpleNamespace) -> None:
     """Check the parsed ``items`` (``repeated``: inside a group that repeats), counting into ``cost``."""
     for op, av in items:
         if op in _REPEATS:

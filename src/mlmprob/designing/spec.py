@@ -157,9 +157,8 @@ class DesignSpec(Spec):
         check_int("steps", self.steps, 1, "a positive integer")
         if self.chains * self.steps * len(self.temperatures_used()) > MAX_CHAIN_STEPS:
             raise MLMProbError(f"chains x steps (x temperatures) must be at most {MAX_CHAIN_STEPS:,}")
-        for name in ("temperature", "anneal_start", "anneal_end"):
+        for name in ("temperature", "anneal_start", "anneal_end", "proposal_temperature"):
             _positive(name, getattr(self, name))
-        _positive("proposal_temperature", self.proposal_temperature)
         check_count("sites", self.sites, 1000, "residues one proposal may change")
         for name in ("informed", "delayed", "start_invalid", "keep_parent_motifs"):
             if not isinstance(getattr(self, name), bool):
@@ -172,7 +171,7 @@ class DesignSpec(Spec):
             )
         if self.anneal_schedule not in SCHEDULES:
             raise MLMProbError(f"anneal_schedule must be one of {SCHEDULES}, got {self.anneal_schedule!r}")
-        self._check_ladder()
+        check_ladder(self.temperatures)
         check_int("swap_every", self.swap_every, 1, "a positive integer")
         if self.max_mutations is not None:
             check_int("max_mutations", self.max_mutations, 0, "a non-negative integer or None")
@@ -214,9 +213,6 @@ class DesignSpec(Spec):
                 raise MLMProbError(
                     f"{f.name} is for method={methods[0]!r}, got {getattr(self, f.name)!r} with method={self.method!r}"
                 )
-
-    def _check_ladder(self) -> None:
-        check_ladder(self.temperatures)
 
     def uses(self, name: str) -> bool:
         f = {f.name: f for f in dataclasses.fields(self)}[name]

@@ -32,7 +32,7 @@ class Expert:
     def __post_init__(self):
         if self.kind not in EXPERT_KINDS:
             raise MLMProbError(f"an expert's energy kind must be one of {EXPERT_KINDS}, got {self.kind!r}")
-        _check_weight(self.weight, self.label)
+        check_weight(f"the weight of term {self.label}", self.weight)
 
     @property
     def label(self) -> str:
@@ -52,7 +52,7 @@ class Oracle:
     def __post_init__(self):
         if not callable(self.fn):
             raise MLMProbError(f"an oracle must be callable, got {type(self.fn).__name__}")
-        _check_weight(self.weight, self.name)
+        check_weight(f"the weight of term {self.name}", self.weight)
         if not isinstance(self.maximize, bool):
             raise MLMProbError(f"{self.who}: maximize must be True or False, got {self.maximize!r}")
 
@@ -103,15 +103,11 @@ class Hamming:
     name: str = "hamming"
 
     def __post_init__(self):
-        _check_weight(self.weight, self.name)
+        check_weight(f"the weight of term {self.name}", self.weight)
 
     @property
     def label(self) -> str:
         return self.name
-
-
-def _check_weight(w, name: str) -> None:
-    check_weight(f"the weight of term {name}", w)
 
 
 def as_term(t):
@@ -276,11 +272,8 @@ class Target:
         E = torch.zeros(N, len(self.terms), dtype=torch.float64)
         rows = None
         if N == 0:
-            return E, (
-                torch.zeros(0, len(self.parent), len(self.alphabet), dtype=torch.float64)
-                if rows_of is not None
-                else None
-            )
+            empty = torch.zeros(0, len(self.parent), len(self.alphabet), dtype=torch.float64)
+            return E, empty if rows_of is not None else None
         seqs = None
         for k, t in enumerate(self.terms):
             if only is not None and k not in only:
