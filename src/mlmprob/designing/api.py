@@ -108,8 +108,8 @@ def run_design(
 
 
 def _run(target: Target, spec: DesignSpec, generator, on_step, meter: StepMeter | None) -> DesignResult:
-    """:func:`run_design`'s loop, over groups of at most :func:`group_size` chains (all of a chain's rungs in its
-    group), one after the other on the one generator; the rows and stats keep one batch's layout (rung-major)."""
+    """:func:`run_design`'s loop over groups of at most :func:`group_size` chains (with all their rungs), one after
+    the other on the one generator, into one batch's layout (rung-major)."""
     ladder = spec.temperatures_used()
     R, C, L, A = len(ladder), spec.chains, len(target.parent), len(target.alphabet)
     G = min(C, group_size(R, L, A))
@@ -221,9 +221,8 @@ def group_size(rungs: int, length: int, letters: int) -> int:
 
 
 def check_batch(chains: int, rungs: int, length: int, letters: int) -> None:
-    """Refuse, before anything is allocated, a batch of chains (one group: :func:`group_size`) that would not fit in
-    memory: more than :data:`mlmprob.sampling.registry.MAX_RUN_BYTES` (a sampler's run's bound too) or than the
-    memory available (``/proc/meminfo``, where known).
+    """Refuse, before anything is allocated, a batch (one group: :func:`group_size`) of chains over
+    :data:`mlmprob.sampling.registry.MAX_RUN_BYTES` or the memory available (``/proc/meminfo``, where known).
 
     >>> check_batch(10 ** 6, 1, 20, 20)  # doctest: +NORMALIZE_WHITESPACE +ELLIPSIS
     Traceback (most recent call last):

@@ -1,10 +1,9 @@
 """Design chain by chain, for a stream of rows: the job behind ``mlmprob design`` (:class:`DesignJob`), run by the
-one runner (:func:`mlmprob.runtime.command.run_command`) like ``mlmprob sample``.
-
-The unit is one chain (:class:`Chain`; for replica exchange one ladder), run alone with a generator seeded from
-``(seed, chain index)`` only, so its row (:func:`chain_row`) is the same whichever shard, worker, chunk or resumed
-run computes it. Each worker loads every expert once and builds the target; an oracle is imported there and its
-source checked against the digest stored when the run started (:func:`oracle_digest`).
+one runner (:func:`mlmprob.runtime.command.run_command`). The unit is one chain (:class:`Chain`; for replica
+exchange one ladder), run alone with a generator seeded from ``(seed, chain index)`` only, so its row
+(:func:`chain_row`) is the same whichever shard, worker, chunk or resumed run computes it. Each worker loads every
+expert once and builds the target; an oracle is imported there and its source checked against the digest stored
+when the run started (:func:`oracle_digest`).
 """
 
 from __future__ import annotations
@@ -106,11 +105,10 @@ def import_function(text: str):
 
 def oracle_digest(text: str) -> str:
     """What a run stores of the code of the oracle ``module:function`` (its configuration's ``oracle_sha256``,
-    checked by ``--resume``, ``mlmprob merge`` and each worker): ``sha256:...`` over the contents of the source file
-    of its module and of the file its function (or its class) is defined in, when another. What no digest covers:
-    code those files import from other modules, files or data the oracle reads, the packages installed, and an
-    oracle object given to the Python API (it has no stored run). ``none: ...`` when there is no source file (a
-    built-in or compiled module)."""
+    checked by ``--resume``, ``mlmprob merge`` and each worker): ``sha256:...`` over the source files of its module
+    and of its function (or class), when another; ``none: ...`` without a source file (a built-in or compiled
+    module). Not covered: what those files import, files or data the oracle reads, the installed packages, and an
+    oracle object given to the Python API (it has no stored run)."""
     fn = import_function(text)
     module = sys.modules.get(text.partition(":")[0])
     files = {getattr(module, "__file__", None)}

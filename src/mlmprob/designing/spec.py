@@ -68,17 +68,15 @@ def parse_allowed(text: str) -> tuple[int, str]:
 
 @dataclass(frozen=True)
 class DesignSpec(Spec):
-    """The settings of one design run.
-
-    ``method``: ``mh`` (Metropolis-Hastings at ``temperature``), ``anneal`` (simulated annealing from
-    ``anneal_start`` to ``anneal_end`` over the steps, ``anneal_schedule``) or ``replica`` (parallel tempering:
-    ``chains`` chains at each of ``temperatures``, adjacent rungs swapping states every ``swap_every`` steps by the
-    exact swap rule). ``steps``: proposals per chain. ``proposal``: the expert whose conditionals propose (its name;
-    None: the first expert; ``uniform``: uniform over the allowed residues), at ``proposal_temperature``. Moves
-    (:mod:`~mlmprob.mcmc.moves`, each exact): ``sites`` residues per proposal at most, ``informed`` (locally
-    balanced: sites and residues chosen by the rows already read, every proposal a change), ``delayed`` (delayed
-    acceptance: a first stage from the cheap terms and the rows already read screens each proposal before the
-    experts read it). Constraints: ``positions`` (1-based residues that may change; None: all), ``allowed``
+    """The settings of one design run. ``method``: ``mh`` (Metropolis-Hastings at ``temperature``), ``anneal``
+    (simulated annealing from ``anneal_start`` to ``anneal_end`` over the steps, ``anneal_schedule``) or ``replica``
+    (parallel tempering: ``chains`` chains at each of ``temperatures``, adjacent rungs swapping states every
+    ``swap_every`` steps by the exact swap rule). ``steps``: proposals per chain. ``proposal``: the expert whose
+    conditionals propose (its name; None: the first expert; ``uniform``: uniform over the allowed residues), at
+    ``proposal_temperature``. Moves (:mod:`~mlmprob.mcmc.moves`, each exact): ``sites`` residues per proposal at
+    most, ``informed`` (locally balanced: sites and residues chosen by the rows already read, every proposal a
+    change), ``delayed`` (delayed acceptance: the cheap terms and the rows already read screen each proposal before
+    the experts read it). Constraints: ``positions`` (1-based residues that may change; None: all), ``allowed``
     (``(position, residues)`` pairs), ``max_mutations``, ``forbid`` and ``require`` (regular expressions of bounded
     cost over upper-case residues, :mod:`~mlmprob.designing.motifs`, or preset names), ``start_invalid`` (start at a
     parent outside ``C``), ``keep_parent_motifs`` (a forbidden motif the parent has is tolerated where it is: only
