@@ -75,7 +75,7 @@ def design_section(gr, c, frame) -> None:
             d_seed = gr.Number(0, precision=0, label="seed (chain c: seeded by (seed, c), as mlmprob design)")
         d_go = c.buttons(gr, "Design", "design-run")
         d_sum = gr.Markdown(elem_id="design-summary")
-        d_table = gr.Dataframe(label="each term's energy per chain", interactive=False, elem_id="design-table")
+        d_table = c.table(gr, "each term's energy per chain", "design-table")
         d_html = gr.HTML(elem_id="design-sequences")
         inputs = [d_parent, d_experts, d_pos, d_max, d_liab, d_forbid, d_method, d_temp, d_steps, d_chains, d_seed]
         c.wire(d_go, do_design, inputs, [d_sum, d_table, d_html], "design")

@@ -96,7 +96,6 @@ def infill_compare(
     runs = []
     plan = [InfillSpec(method=m, order=o, beam_size=beam_size) for m in ("standard", "hcb") for o in ("l2r", "best")]
     for n, spec in enumerate(plan):
-        method, order = spec.method, spec.order
         cands = infill(mlm, ids, pos, spec)
         fills, native_rank = [], None
         for rank, c in enumerate(cands, start=1):
@@ -105,7 +104,7 @@ def infill_compare(
             fills.append(Fill(rank, decode(mlm, c.tokens), float(c.score), decode(mlm, full), tuple(c.tokens)))
             if native is not None and native_rank is None and list(c.tokens) == native.tolist():
                 native_rank = rank
-        runs.append(InfillRun(method, order, tuple(fills), native_rank))
+        runs.append(InfillRun(spec.method, spec.order, tuple(fills), native_rank))
         if progress:
             progress(n + 1, len(plan))
     return InfillResult(tuple(pos), None if native is None else decode(mlm, native), tuple(runs), numbers)

@@ -76,6 +76,11 @@ class _Ctx:
         with gr.Row():
             return gr.Button(label, variant="primary", elem_id=elem_id), gr.Button("Stop", elem_id=stop_id)
 
+    @staticmethod
+    def table(gr, label: str, elem_id: str, headers: list[str] | None = None, **options):
+        """An output table (not editable)."""
+        return gr.Dataframe(headers=headers, label=label, interactive=False, elem_id=elem_id, **options)
+
     def wire(self, buttons: tuple, fn, inputs: list, outputs: list, api: str) -> None:
         """``fn`` (errors shown in the page) on the run button, as endpoint ``api``; Stop cancels it."""
         ev = buttons[0].click(_guarded(fn), inputs, outputs, api_name=api, **self.run)
@@ -105,12 +110,8 @@ def _tab_score(gr, c: _Ctx):
             elem_id="score-input",
         )
         s_go = c.buttons(gr, "Score", "score-run")
-        s_table = gr.Dataframe(
-            headers=["id", "tokens", "PLL", "PLL per token", "E_raw"],
-            label="PLL = sum of log q(x_t | rest); E_raw = minus the sum of raw logits",
-            interactive=False,
-            elem_id="score-table",
-        )
+        s_label = "PLL = sum of log q(x_t | rest); E_raw = minus the sum of raw logits"
+        s_table = c.table(gr, s_label, "score-table", ["id", "tokens", "PLL", "PLL per token", "E_raw"])
         s_html = gr.HTML(elem_id="score-tokens")
         s_csv = gr.File(label="CSV", elem_id="score-csv")
         c.wire(s_go, do_score, [s_in], [s_table, s_html, s_csv], "score")
@@ -157,22 +158,14 @@ def _tab_mutations(gr, c: _Ctx):
         m_note = gr.Markdown(elem_id="mut-note")
         m_plot = gr.Plot(label="overview", elem_id="mut-plot")
         m_state = gr.State(None)
-        m_heat = gr.Dataframe(
-            label="masked_marginals: log q(mt) - log q(wt), the site masked (rows: residues)",
-            interactive=False,
-            max_height=420,
-            elem_id="mut-heatmap",
-        )
+        m_label = "masked_marginals: log q(mt) - log q(wt), the site masked (rows: residues)"
+        m_heat = c.table(gr, m_label, "mut-heatmap", max_height=420)
         with gr.Row():
             m_mut = gr.Textbox(ex["mutant"], label="mutant, e.g. A23C or A23C:D45E (1-based)", elem_id="mut-mutant")
             m_score = gr.Button("Score mutant", elem_id="mut-score")
         m_head = gr.Markdown()
-        m_table = gr.Dataframe(
-            headers=_MUTANT_HEADERS,
-            label="scores by every method (higher = more likely than the wild type)",
-            interactive=False,
-            elem_id="mut-table",
-        )
+        m_label = "scores by every method (higher = more likely than the wild type)"
+        m_table = c.table(gr, m_label, "mut-table", _MUTANT_HEADERS)
         c.wire(m_go, do_saturate, [m_wt], [m_plot, m_heat, m_state, m_note], "saturate")
         m_score.click(_guarded(do_mutant), [m_wt, m_mut], [m_table, m_head], api_name="mutant", **run)
         m_heat.select(_guarded(do_cell), [m_state], [m_table, m_head, m_mut], api_visibility="private", **run)
@@ -217,15 +210,8 @@ def _tab_infill(gr, c: _Ctx):
         i_go = c.buttons(gr, "Infill", "infill-run")
         i_sum = gr.Markdown()
         with gr.Row():
-            i_std = gr.Dataframe(
-                headers=render.infill_headers(),
-                label="standard beam search",
-                interactive=False,
-                elem_id="infill-standard",
-            )
-            i_hcb = gr.Dataframe(
-                headers=render.infill_headers(), label="HCB beam search", interactive=False, elem_id="infill-hcb"
-            )
+            i_std = c.table(gr, "standard beam search", "infill-standard", render.infill_headers())
+            i_hcb = c.table(gr, "HCB beam search", "infill-hcb", render.infill_headers())
         c.wire(i_go, do_infill, [i_in, i_pos, i_beam], [i_std, i_hcb, i_sum], "infill")
 
 
@@ -310,9 +296,7 @@ def _tab_sample(gr, c: _Ctx):
         p_go = c.buttons(gr, "Sample", "sample-run", "sample-stop")
         p_sum = gr.Markdown(elem_id="sample-summary")
         p_plot = gr.Plot(label="energy trace", elem_id="sample-plot")
-        p_table = gr.Dataframe(
-            headers=["chain", "E", "sequence"], label="current samples", interactive=False, elem_id="sample-table"
-        )
+        p_table = c.table(gr, "current samples", "sample-table", ["chain", "E", "sequence"])
         inputs = [p_in, p_pos, p_energy, p_epochs, p_chains, p_seed, p_init, p_method, p_score, p_steps]
         c.wire(p_go, do_sample, inputs, [p_sum, p_plot, p_table], "sample")
         design_tab.design_section(gr, c, _frame)
@@ -340,12 +324,7 @@ def _tab_pair(gr, c: _Ctx):
         j_go = c.buttons(gr, "Pair joints", "pair-run")
         j_sum = gr.Markdown()
         j_plot = gr.Plot(label="MLM, MRF, MRF-logit, HCB and AG joints", elem_id="pair-plot")
-        j_table = gr.Dataframe(
-            headers=_PAIR_HEADERS,
-            label="distance of each joint's conditionals from the MLM's",
-            interactive=False,
-            elem_id="pair-table",
-        )
+        j_table = c.table(gr, "distance of each joint's conditionals from the MLM's", "pair-table", _PAIR_HEADERS)
         c.wire(j_go, do_pair, [j_in, j_a, j_b, j_top], [j_plot, j_table, j_sum], "pair")
 
 

@@ -306,14 +306,12 @@ def evaluate(
         if y.min() == y.max():
             raise MLMProbError("AUROC needs both labels 0 and 1 among the points")
     state = generator.get_state()
-    used: list[Callable] = []
+    out: dict[str, Estimate] = {}
 
-    def run(fn, y):
-        g = generator if not used else torch.Generator().set_state(state)
-        used.append(fn)
+    def run(fn, y):  # the first bootstrap advances generator; the others run on copies of its state
+        g = torch.Generator().set_state(state) if out else generator
         return bootstrap(fn, pred, y, generator=g, n_boot=n_boot, level=level)
 
-    out = {}
     if target is not None:
         out["spearman"] = run(spearman, target)
         out["ndcg"] = run(lambda p, t: ndcg(p, t, top), target)
