@@ -1,6 +1,6 @@
 """``mlmprob app``: a local web app (Gradio) to look inside a masked LM's joint. ``compute``, ``infilling``,
-``dynamics`` and ``designer``: one pure function per tab over the public API (no gradio); ``render``: HTML, tables
-and figures of their results; ``ui`` and ``design_tab``: the Gradio page, imported only when the app is built.
+``dynamics`` and ``designer``: the tabs' computations (no gradio); ``render``: their HTML, tables and figures; ``ui``:
+the page.
 """
 
 from ..lazy import exports

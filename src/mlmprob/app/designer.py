@@ -1,6 +1,5 @@
-"""The Sample tab's design section without gradio: :func:`design_view` runs ``mlmprob design``'s chains (the rows of
-``mlmprob design --seed S``) on experts chosen among the app's model and the embedded ones (:class:`ExpertPool`,
-each loaded once) under the page's constraints; :func:`design_rows` and :func:`design_html` render it.
+"""The Sample tab's design section without gradio: :func:`design_view` runs ``mlmprob design --seed S``'s chains on
+experts chosen among the app's model and the embedded ones (:class:`ExpertPool`) under the page's constraints.
 """
 
 from __future__ import annotations

@@ -1,7 +1,6 @@
 """Sampling baselines with the forward passes of beam search (Calef et al., sec. 5.4): ``num_samples`` hypotheses
-extended like a beam, but the extensions *drawn* without replacement (Gumbel top-k) in proportion to ``q~(w | h) /
-H`` (the conditional over the candidates at ``temperature``, in the ``top_p`` nucleus); ranked and reported by the
-standard chain-rule score, comparable with beam search's.
+extended like a beam, the extensions *drawn* without replacement (Gumbel top-k) in proportion to ``q~(w | h) / H``
+(tempered, nucleus-truncated); ranked by the standard chain-rule score, comparable with beam search's.
 """
 
 from __future__ import annotations

@@ -1,8 +1,5 @@
-"""Per-step terms subtracted from ``log q(w_j | input)``: what separates the methods. ``Standard``: 0, unfilled gap
-positions masked (eq. 1). ``Pivot(v)``: HCB (eq. 6), ``log q(v | input)`` with the unfilled positions holding ``v``
-(the mask: the standard inputs, no extra pass). ``ContextScramble`` (ablation 1): a random earlier context's mask
-term. ``RandomTokenSwap`` (ablation 2): the term at a random output token. ``fill_id``: what unfilled positions hold
-(``None``: the mask).
+"""Per-step terms subtracted from ``log q(w_j | input)``, what separates the methods: ``Standard`` (eq. 1), ``Pivot``
+(HCB, eq. 6) and the two ablations. ``fill_id``: what the unfilled gap positions hold (``None``: the mask).
 """
 
 from __future__ import annotations

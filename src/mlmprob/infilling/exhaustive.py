@@ -1,6 +1,5 @@
-"""Exhaustive references for small ``n**k``, independent of the beam search code: ``exhaustive_infill`` (every fill by
-its left-to-right standard or HCB score: beam search in ``l2r`` order with a beam of ``n**k`` must return this list)
-and ``exact_infill`` (every fill's exact ``log p(fill | context)`` under a model with an exact joint).
+"""Exhaustive references for small ``n**k``, independent of the beam search code: ``exhaustive_infill`` (what beam
+search in ``l2r`` order with a beam of ``n**k`` must return) and ``exact_infill`` (exact ``log p(fill | context)``).
 """
 
 from __future__ import annotations

@@ -1,7 +1,6 @@
-"""Infilling the gaps written in a stream of records, behind ``mlmprob infill --input``. A gap is written as
-``[MASK]x5``, ``[MASK]`` / ``<mask>`` or ``_`` (:mod:`mlmprob.gaps`). The unit (one row, one id) is a record's whole
-gap (``gaps="joint"``, the record's id) or each contiguous run of masks (``gaps="each"``, id
-``RECORD/gapK`` from the left, the other gaps left masked). :class:`InfillJob` is picklable.
+"""Infilling the gaps written in a stream of records (``[MASK]x5``, ``[MASK]`` / ``<mask>`` or ``_``), behind ``mlmprob
+infill --input``. The unit (one row, one id) is a record's whole gap (``gaps="joint"``, the record's id) or each
+contiguous run of masks (``gaps="each"``, id ``RECORD/gapK`` from the left, the other gaps left masked).
 """
 
 from __future__ import annotations

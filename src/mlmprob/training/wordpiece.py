@@ -1,10 +1,8 @@
-"""A deterministic WordPiece vocabulary trainer.
-
-``tokenizers``' trainer breaks ties between equally frequent merges by hash-map order, so its vocabulary changes
-between processes (huggingface/tokenizers issue #1794). This one runs the same algorithm (BPE with the ``##``
-prefix) on words split as ``BertTokenizer`` splits them, starting from the specials and every character seen (plain
-and ``##``, sorted), merging the most frequent pair, ties to the smallest ``(a, b)``, until ``vocab_size`` tokens or
-no pair occurs ``min_frequency`` times.
+"""A deterministic WordPiece vocabulary trainer (``tokenizers``' breaks ties by hash-map order, so its vocabulary
+changes between processes: huggingface/tokenizers issue #1794). The same algorithm (BPE with the ``##`` prefix) on
+words split as ``BertTokenizer`` splits them, from the specials and every character seen (plain and ``##``, sorted),
+merging the most frequent pair, ties to the smallest ``(a, b)``, until ``vocab_size`` tokens or no pair occurs
+``min_frequency`` times.
 """
 
 from __future__ import annotations
