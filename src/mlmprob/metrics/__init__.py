@@ -1,6 +1,5 @@
 """Evaluation metrics, each defined once: of sequences against a reference (``sequences``), of scores against measured
-values with bootstrap intervals (``ranking``) and the exact sign test (``significance``). Joint metrics are in
-``mlmprob.joints.metrics``, MCMC diagnostics in ``mlmprob.sampling.diagnostics``.
+values (``ranking``) and the sign test (``significance``); joint metrics: ``mlmprob.joints.metrics``.
 """
 
 from ..lazy import exports

@@ -24,8 +24,10 @@ def topk_hit(ranked: Sequence[Sequence], gold: Sequence, k: int) -> bool:
     return any(tuple(r) == g for r in list(ranked)[:k])
 
 
-def _ngrams(seq: Sequence, n: int) -> Counter:
-    return Counter(tuple(seq[i : i + n]) for i in range(len(seq) - n + 1))
+def _clipped(hyp: Sequence, ref: Sequence, n: int) -> tuple[int, int]:
+    """``(matches, total)``: the n-grams of ``hyp`` found in ``ref`` (clipped at their count there), and all of them."""
+    h, r = (Counter(tuple(s[i : i + n]) for i in range(len(s) - n + 1)) for s in (hyp, ref))
+    return sum(min(c, r[g]) for g, c in h.items()), sum(h.values())
 
 
 def bleu(hypothesis: Sequence, reference: Sequence, max_n: int | None = None) -> float:
@@ -44,9 +46,7 @@ def bleu(hypothesis: Sequence, reference: Sequence, max_n: int | None = None) ->
         return 0.0
     log_p = 0.0
     for n in range(1, max_n + 1):
-        h, r = _ngrams(hyp, n), _ngrams(ref, n)
-        total = sum(h.values())
-        match = sum(min(c, r[g]) for g, c in h.items())
+        match, total = _clipped(hyp, ref, n)
         if total == 0 or match == 0:
             return 0.0
         log_p += math.log(match / total) / max_n
@@ -69,9 +69,9 @@ def corpus_bleu(hypotheses: Sequence[Sequence], references: Sequence[Sequence], 
     for h, r in zip(hypotheses, references, strict=True):
         hyp_len, ref_len = hyp_len + len(h), ref_len + len(r)
         for n in range(1, max_n + 1):
-            hc, rc = _ngrams(h, n), _ngrams(r, n)
-            total[n - 1] += sum(hc.values())
-            match[n - 1] += sum(min(c, rc[g]) for g, c in hc.items())
+            m, t = _clipped(h, r, n)
+            match[n - 1] += m
+            total[n - 1] += t
     if hyp_len == 0 or min(total) == 0 or min(match) == 0:
         return 0.0
     log_p = sum(math.log(m / t) for m, t in zip(match, total, strict=True)) / max_n
