@@ -28,11 +28,10 @@ import torch
 
 from ..batching import read_logits
 from ..models.protocol import MaskedLM
-from ..models.reader import reader_of
 from .decoders import dependence_matrix, scores, select_adaptive
-from .kernels import StepInfo, resolve_scored
+from .kernels import Kernel, StepInfo
 from .options import DEFAULT_THRESHOLD, ProposalConfig, check_adaptive
-from .proposals import VocabularyKernel, allowed_ids, proposal_log_probs, sample_from
+from .proposals import allowed_ids, proposal_log_probs, sample_from
 from .unmasking import DecoderState, commit, score_rows, start_epoch
 
 
@@ -70,7 +69,7 @@ def pair_reads(
 
 
 @dataclass(frozen=True, eq=False)
-class Adaptive(VocabularyKernel):
+class Adaptive(Kernel):
     """Dependence-aware parallel decoder: ``init(ids, free) -> DecoderState``, ``step(state, generator) ->
     (DecoderState, StepInfo)``; one epoch is one draw (see the module docstring).
 
@@ -93,14 +92,11 @@ class Adaptive(VocabularyKernel):
     pair_top_k: int | None = None
     proposal: ProposalConfig = ProposalConfig()
     score_all: bool = False
+    State = DecoderState
 
     def __post_init__(self):
         check_adaptive(self.score, self.threshold, self.max_tokens, self.pair_top_k)
         object.__setattr__(self, "_allowed", allowed_ids(self.mlm))
-
-    def init(self, ids: torch.Tensor, free: torch.Tensor | None = None, epoch: int = 0) -> DecoderState:
-        free = reader_of(self.mlm).default_positions(ids) if free is None else free
-        return DecoderState(ids, free, resolve_scored(self.mlm, ids, free, self.score_all), epoch=epoch)
 
     def _logq(self, logits: torch.Tensor) -> torch.Tensor:
         return proposal_log_probs(logits.float(), self._allowed, self.proposal)

@@ -18,9 +18,9 @@ from ..batching import read_logits
 from ..errors import MLMProbError
 from ..likelihood.orders import ORDER_KINDS, OrderSpec, plan_orders
 from ..models.protocol import MaskedLM
-from .kernels import DrawState, StepInfo, free_or_default, resolve_scored
+from .kernels import DrawState, Kernel, StepInfo, start_draw
 from .options import ProposalConfig, check_positive_int
-from .proposals import VocabularyKernel, allowed_ids, proposal_log_probs, sample_from
+from .proposals import allowed_ids, proposal_log_probs, sample_from
 
 
 @dataclass(frozen=True)
@@ -71,7 +71,7 @@ def epoch_orders(free: torch.Tensor, order: OrderSpec, generator: torch.Generato
 
 
 @dataclass(frozen=True, eq=False)
-class Ancestral(VocabularyKernel):
+class Ancestral(Kernel):
     """Ancestral (chain-rule) sampler: ``init(ids, free) -> AncestralState``, ``step(state, generator)
     -> (AncestralState, StepInfo)``; one epoch is one complete draw of the free positions.
 
@@ -94,28 +94,15 @@ class Ancestral(VocabularyKernel):
     tokens_per_step: int = 1
     proposal: ProposalConfig = ProposalConfig()
     score_all: bool = False
+    State = AncestralState
 
     def __post_init__(self):
         check_order_kernel(self, "tokens_per_step")
 
-    def init(self, ids: torch.Tensor, free: torch.Tensor | None = None, epoch: int = 0) -> AncestralState:
-        free = free_or_default(self.mlm, ids, free)
-        return AncestralState(ids, free, resolve_scored(self.mlm, ids, free, self.score_all), epoch=epoch)
-
     def _start(self, state: AncestralState, generator: torch.Generator) -> AncestralState:
         """Mask the free positions and draw the epoch's orders (one per chain)."""
-        orders = epoch_orders(state.free, self.order, generator)
-        B = orders.shape[0]
-        ids = state.ids.masked_fill(state.free, self.mlm.mask_id)
-        return dataclasses.replace(
-            state,
-            ids=ids,
-            plan=step_plan(orders, ids.shape[1], self.tokens_per_step),
-            cursor=0,
-            log_prob=torch.zeros(B, dtype=torch.float64),
-            rounds=torch.zeros(B, dtype=torch.long),
-            calls=torch.zeros(B, dtype=torch.long),
-        )
+        plan = step_plan(epoch_orders(state.free, self.order, generator), state.ids.shape[1], self.tokens_per_step)
+        return start_draw(state, self.mlm.mask_id, plan=plan, cursor=0)
 
     def step(self, state: AncestralState, generator: torch.Generator) -> tuple[AncestralState, StepInfo]:
         if state.plan is None:
@@ -142,5 +129,4 @@ class Ancestral(VocabularyKernel):
             if end
             else dataclasses.replace(state, cursor=state.cursor + 1, **changes)
         )
-        zero = torch.zeros(block.shape[0], dtype=torch.float64)
-        return state, StepInfo(active, active.clone(), active.clone(), zero, n_fwd, end)
+        return state, StepInfo.drawn(active, n_fwd, end)

@@ -13,6 +13,7 @@ import torch
 from ..energies import Positions, as_input_ids, energies_from_logits
 from ..errors import MLMProbError
 from ..models.protocol import MaskedLM
+from ..runtime.log import ResumableLog
 from ..runtime.seeds import check_generator
 from .diagnostics import effective_sample_size, reference_identity, split_rhat
 from .forward import site_logits
@@ -175,9 +176,11 @@ class Chains:
         self.kernel = spec.kernel(mlm)
         self.ref = _reference(reference, ids)
         config = spec.run_config(mlm)
-        self.run_log = None if run_file is None else run_file.open(config, ids, free)
+        self.run_log: ResumableLog | None = None
+        self.records: list[EpochRecord] = []
+        if run_file is not None:
+            self.run_log, self.records = run_file.open(config, ids, free)
         try:
-            self.records: list[EpochRecord] = [] if self.run_log is None else list(self.run_log.records)
             self.state, rows_before = self._start(ids, free)
         except BaseException:
             self.close()
@@ -230,18 +233,16 @@ class Chains:
             state, e, t0 = self.state, self.state.epoch, time.perf_counter()
             k_e = block_size_at(bs, e)
             tau_e = math.nan if tt is None else temperature_at(tt, e)
-            n_prop = torch.zeros(B, dtype=torch.long)
-            n_acc, n_nov = n_prop.clone(), n_prop.clone()
+            counts = torch.zeros(3, B, dtype=torch.long)  # proposed, accepted, novel
             while True:
                 state, info = self.kernel.step(state, generator)
-                n_prop += info.active
-                n_acc += info.accepted
-                n_nov += info.novel
+                for n, step_count in zip(counts, (info.active, info.accepted, info.novel), strict=True):
+                    n += step_count
                 if info.end_of_epoch:
                     break
             e_local: list[float] | None = None
             e_raw: list[float] | None = None
-            rounds, calls = getattr(state, "rounds", None), getattr(state, "calls", None)
+            calls = getattr(state, "calls", None)
             if spec.records_energies:
                 t_local, t_raw, rows = self._scored(state)
                 e_local, e_raw = t_local.tolist(), t_raw.tolist()
@@ -249,16 +250,17 @@ class Chains:
                     self.rows_before += rows
                     calls = calls + state.scored.any(-1).long()
             ident = None if self.ref is None else reference_identity(state.ids, self.ref, state.free).tolist()
-            log_prob = getattr(state, "log_prob", None)
             kept = e >= spec.burn_in and (e - spec.burn_in + 1) % spec.thin == 0
+            log_prob, rounds = getattr(state, "log_prob", None), getattr(state, "rounds", None)
+            n_prop, n_acc, n_nov = counts.tolist()
             rec = EpochRecord(
                 e,
                 kept,
                 tau_e,
                 k_e,
-                n_prop.tolist(),
-                n_acc.tolist(),
-                n_nov.tolist(),
+                n_prop,
+                n_acc,
+                n_nov,
                 e_local,
                 e_raw,
                 ident,
@@ -273,7 +275,7 @@ class Chains:
             self.state = state
             self.records.append(rec)
             if self.run_log is not None:
-                self.run_log.append(rec)
+                self.run_log.append_lines([rec.to_json()])
             yield rec
 
 
@@ -298,9 +300,11 @@ def result_from_records(records: list[EpochRecord], free: torch.Tensor, spec: Sa
     """Assemble a ``SampleResult`` from epoch records (a finished or resumed run of ``spec``)."""
     burn_in, method, energy = spec.burn_in, spec.method, spec.energy
     f64 = torch.float64
-    prop = torch.tensor([r.proposals for r in records], dtype=f64)
-    acc = torch.tensor([r.accepted for r in records], dtype=f64)
-    nov = torch.tensor([r.novel for r in records], dtype=f64)
+
+    def col(name: str, dtype=f64) -> torch.Tensor:
+        return torch.tensor([getattr(r, name) for r in records], dtype=dtype)
+
+    prop, acc, nov = col("proposals"), col("accepted"), col("novel")
     post = slice(burn_in, None)
     n_post = float(prop[post].sum())
     kept = [r for r in records if r.kept]
@@ -308,18 +312,13 @@ def result_from_records(records: list[EpochRecord], free: torch.Tensor, spec: Sa
     e_local = e_raw = None
     ess = rhat = math.nan
     if records[0].e_local is not None:
-        e_local = torch.tensor([r.e_local for r in records], dtype=f64)
-        e_raw = torch.tensor([r.e_raw for r in records], dtype=f64)
+        e_local, e_raw = col("e_local"), col("e_raw")
         target = (e_local if energy == "local" else e_raw)[kept_idx].T  # [B, S]
         ess, rhat = effective_sample_size(target), split_rhat(target)
-    ident = None if records[0].identity is None else torch.tensor([r.identity for r in records], dtype=f64)
+    ident = None if records[0].identity is None else col("identity")
     drawn = {}
     if records[0].rounds is not None:
-        drawn = dict(
-            log_prob=torch.tensor([r.log_prob for r in records], dtype=f64),
-            rounds=torch.tensor([r.rounds for r in records], dtype=torch.long),
-            calls=torch.tensor([r.calls for r in records], dtype=torch.long),
-        )
+        drawn = dict(log_prob=col("log_prob"), rounds=col("rounds", torch.long), calls=col("calls", torch.long))
     return (DrawResult if drawn else SampleResult)(
         samples=torch.tensor([r.ids for r in kept], dtype=torch.long),
         kept_epochs=kept_idx,
@@ -330,9 +329,9 @@ def result_from_records(records: list[EpochRecord], free: torch.Tensor, spec: Sa
         accept=acc / prop.clamp(min=1),
         novel=nov / prop.clamp(min=1),
         identity=ident,
-        target_temperature=torch.tensor([r.target_temperature for r in records], dtype=f64),
-        block_size=torch.tensor([r.block_size for r in records], dtype=torch.long),
-        seconds=torch.tensor([r.seconds for r in records], dtype=f64),
+        target_temperature=col("target_temperature"),
+        block_size=col("block_size", torch.long),
+        seconds=col("seconds"),
         accept_rate=float(acc[post].sum()) / n_post if n_post else math.nan,
         novel_rate=float(nov[post].sum()) / n_post if n_post else math.nan,
         ess=ess,

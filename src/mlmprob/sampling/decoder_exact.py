@@ -37,15 +37,6 @@ from .partial_states import (
 from .proposals import proposal_log_probs
 
 LogProbs = Callable[[torch.Tensor], torch.Tensor]
-__all__ = [
-    "ExactLaw",
-    "model_logprobs",
-    "exact_output_distribution",
-    "unmasking_law",
-    "adaptive_law",
-    "plan_rule",
-    "adaptive_rule",
-]
 
 
 def model_logprobs(mlm, *, wrap=None, offset: int = 0, V: int | None = None) -> LogProbs:
@@ -190,7 +181,7 @@ def unmasking_law(decoder, logprobs, V: int, L: int, *, ids=None, free=None) -> 
 
 def adaptive_law(decoder: Adaptive, logprobs, V: int, L: int, *, ids=None, free=None) -> ExactLaw:
     """The law of ``Adaptive`` ``decoder`` (expected calls, forward rows with the pair rows, and steps)."""
-    free, mass = _start(V, L, ids, free)
+    mass = _start(V, L, ids, free)[1]
     read, score_read = _readers(logprobs, V, decoder.proposal)
     return to_law(propagate(adaptive_rule(decoder, read, score_read), read, V, L, mass, L + 1), V, L)
 

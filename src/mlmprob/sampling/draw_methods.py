@@ -4,7 +4,7 @@ mask-predict): their specs, kernel factories, ``summary.json`` additions and reg
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, ClassVar
 
 from ..argtypes import nonnegative_float, nonnegative_int, positive_int
 from ..errors import MLMProbError
@@ -22,7 +22,7 @@ from .options import (
     check_positive_int,
     check_unmasking,
 )
-from .registry import Method, ProposalSpec, SamplerSpec, option, order_json, register, shared_field
+from .registry import Method, ProposalSpec, SamplerSpec, kernel_of, option, order_json, register, shared_field
 
 if TYPE_CHECKING:
     from ..likelihood.orders import OrderSpec
@@ -48,6 +48,9 @@ class DrawSpec(SamplerSpec):
 
 @dataclass(frozen=True)
 class OrderedDrawSpec(DrawSpec, ProposalSpec):
+    """The draws along an ``order``, ``count`` (the name of a field: a positive integer) positions at a time."""
+
+    count: ClassVar[str] = "tokens_per_step"
     order: OrderSpec = option(
         "random",
         "the order positions are revealed in (random: a fresh order per chain and epoch)",
@@ -61,6 +64,7 @@ class OrderedDrawSpec(DrawSpec, ProposalSpec):
             raise MLMProbError(f"order must be one of {ORDERS} or explicit orders, got None")
         if isinstance(self.order, str) and self.order not in ORDERS:
             raise MLMProbError(f"order must be one of {ORDERS} or explicit orders, got {self.order!r}")
+        check_positive_int(getattr(self, self.count), self.count)
 
 
 @dataclass(frozen=True)
@@ -75,26 +79,19 @@ class AncestralSpec(OrderedDrawSpec):
         type=positive_int,
     )
 
-    def __post_init__(self):
-        super().__post_init__()
-        check_positive_int(self.tokens_per_step, "tokens_per_step")
-
 
 @dataclass(frozen=True)
 class SpeculativeSpec(OrderedDrawSpec):
     """The ancestral draws in fewer sequential calls: ``draft_k`` positions drafted per round."""
 
     method: str = shared_field("method", "speculative")
+    count = "draft_k"
     draft_k: int = option(
         DEFAULT_DRAFT_K,
         "positions drafted per round from one pass and verified in one batch (at most the free positions are "
         "drafted); the draws stay exact",
         type=positive_int,
     )
-
-    def __post_init__(self):
-        super().__post_init__()
-        check_positive_int(self.draft_k, "draft_k")
 
 
 @dataclass(frozen=True)
@@ -176,32 +173,6 @@ class AdaptiveSpec(DecoderSpec):
         check_adaptive(self.score, self.threshold, self.max_tokens, self.pair_top_k)
 
 
-def _ancestral(mlm, s: AncestralSpec):
-    from .ancestral import Ancestral
-
-    return Ancestral(mlm, s.order, s.tokens_per_step, s.proposal, s.score_all)
-
-
-def _speculative(mlm, s: SpeculativeSpec):
-    from .speculative import Speculative
-
-    return Speculative(mlm, s.order, s.draft_k, s.proposal, s.score_all)
-
-
-def _unmask(mlm, s: UnmaskSpec):
-    from .unmasking import Unmasking
-
-    return Unmasking(
-        mlm, s.score, s.steps, s.schedule, s.block_length, s.remask, s.remask_steps, s.proposal, s.score_all
-    )
-
-
-def _adaptive(mlm, s: AdaptiveSpec):
-    from .adaptive import Adaptive
-
-    return Adaptive(mlm, s.threshold, s.score, s.max_tokens, s.pair_top_k, s.proposal, s.score_all)
-
-
 @dataclass(frozen=True)
 class MaskPredictSpec(DrawSpec):
     """Mask-predict (Ghazvininejad et al. 2019; ``easy_first``: Kasai et al. 2020): greedy refinement of every free
@@ -228,24 +199,13 @@ class MaskPredictSpec(DrawSpec):
             raise MLMProbError(f"strategy must be one of {STRATEGIES}, got {self.strategy!r}")
 
 
-def _mask_predict(mlm, s: MaskPredictSpec):
-    from .maskpredict import MaskPredict
-
-    return MaskPredict(mlm, s.iterations, s.strategy, s.score_all)
-
-
-def own_settings(spec) -> dict:
-    """The settings of ``spec``'s own fields (those beyond :class:`SamplerSpec`'s)."""
-    shared = ProposalSpec.__dataclass_fields__  # SamplerSpec's and the proposal's
-    return {k: v for k, v in spec.settings().items() if k not in shared}
-
-
 def draw_summary(result, spec) -> dict:
     """What ``summary.json`` adds for independent draws: the method's own settings, the mean log-probability of
     the kept draws and of the last epoch's, and what a draw cost (with ``costs``, ``acceptance_length``: the
     positions revealed per sequential round)."""
+    shared = ProposalSpec.__dataclass_fields__  # SamplerSpec's and the proposal's
     out = {
-        **own_settings(spec),
+        **{k: v for k, v in spec.settings().items() if k not in shared},
         "log_prob_mean": float(result.log_prob[result.kept_epochs].mean()),
         "final_log_prob_mean": float(result.log_prob[-1].mean()),
         "rounds_per_sample": float(result.rounds.double().mean()),
@@ -263,7 +223,7 @@ for _name, _spec, _kernel, _help, _reports in (
     (
         "ancestral",
         AncestralSpec,
-        _ancestral,
+        kernel_of(".ancestral", "Ancestral"),
         "every epoch an exact draw of p_sigma of `mlmprob loglik` along --order (random: a fresh order per "
         "chain and epoch)",
         dict(rates=None, no_accept="ancestral sampling has no accept step"),
@@ -271,28 +231,28 @@ for _name, _spec, _kernel, _help, _reports in (
     (
         "speculative",
         SpeculativeSpec,
-        _speculative,
+        kernel_of(".speculative", "Speculative"),
         "the ancestral draws in fewer sequential calls",
         dict(rates="drafts"),
     ),
     (
         "unmask",
         UnmaskSpec,
-        _unmask,
+        kernel_of(".unmasking", "Unmasking"),
         "parallel decoding by --score (MaskGIT, LLaDA, Dream; ReMDM remasking)",
         dict(rates=None, no_accept="unmask decoding has no accept step"),
     ),
     (
         "adaptive",
         AdaptiveSpec,
-        _adaptive,
+        kernel_of(".adaptive", "Adaptive"),
         "reveal together only weakly dependent positions",
         dict(rates=None, no_accept="adaptive decoding has no accept step"),
     ),
     (
         "mask-predict",
         MaskPredictSpec,
-        _mask_predict,
+        kernel_of(".maskpredict", "MaskPredict"),
         "greedy refinement in --iterations rounds (Ghazvininejad et al. 2019; a deterministic baseline)",
         dict(rates=None, no_accept="mask-predict is greedy: no accept step"),
     ),

@@ -25,14 +25,9 @@ def site_logits(mlm: MaskedLM, ids: torch.Tensor, select: torch.Tensor) -> tuple
 def block_logits(mlm: MaskedLM, ids: torch.Tensor, block: torch.Tensor) -> tuple[torch.Tensor, int]:
     """Logits ``[n, V]`` at ``block.nonzero()`` (row-major order), each row of ``ids`` forwarded once
     with its whole block masked; and the number of rows forwarded."""
-    rows_with = block.any(-1).nonzero(as_tuple=True)[0]
-    n = int(block.sum())
-    out = torch.zeros(n, mlm.vocab_size)
-    if n == 0:
-        return out, 0
-    masked = ids.clone()
-    masked[block] = mlm.mask_id
+    if not block.any():
+        return torch.zeros(0, mlm.vocab_size), 0
     r, c = block.nonzero(as_tuple=True)  # row-major: the order of the output
     # the chains of one call are one record (they share the call's generator anyway)
-    out = read_logits(mlm, masked, r, c).to(out.dtype)
-    return out, int(len(rows_with))
+    logits = read_logits(mlm, ids.masked_fill(block, mlm.mask_id), r, c)
+    return logits.to(torch.get_default_dtype()), int(block.any(-1).sum())

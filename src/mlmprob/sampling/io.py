@@ -1,12 +1,13 @@
 """Sampling runs as JSONL files written epoch by epoch: a header (format, configuration, initial ids, free positions),
 then one ``EpochRecord`` per epoch with the chain states and the generator state, all a resumed run needs; a
-:class:`~mlmprob.runtime.log.ResumableLog` (:class:`RunLog`).
+:class:`~mlmprob.runtime.log.ResumableLog` (:meth:`RunFile.open`).
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +19,7 @@ from ..runtime.lock import WriterLock
 from ..runtime.log import ResumableLog, read_log
 
 FORMAT = "mlmprob.sample/1"
+_compact = partial(dumps, separators=(",", ":"))
 
 
 @dataclass(frozen=True)
@@ -51,7 +53,7 @@ class EpochRecord:
         for key in ("e_local", "e_raw", "log_prob", "rounds", "calls"):
             if d[key] is None:  # what a method does not record is left out
                 del d[key]
-        return dumps({"type": "epoch", **d}, separators=(",", ":"))
+        return _compact({"type": "epoch", **d})
 
     @classmethod
     def from_dict(cls, d: dict) -> EpochRecord:
@@ -81,10 +83,6 @@ def set_generator_state(generator: torch.Generator, state: str) -> None:
     generator.set_state(torch.tensor(list(bytes.fromhex(state)), dtype=torch.uint8))
 
 
-def _compact(obj) -> str:
-    return dumps(obj, separators=(",", ":"))
-
-
 def _check_header(path: Path, head) -> dict:
     if not isinstance(head, dict) or head.get("type") != "header" or head.get("format") != FORMAT:
         raise MLMProbError(f"{str(path)!r} is not a sampling run written by mlmprob ({FORMAT})")
@@ -112,21 +110,20 @@ def read_run(path: Path) -> tuple[dict, list[EpochRecord]]:
     return _check_header(path, head), _epochs(path, objs)
 
 
-class RunLog:
-    """The run file of a sampling run: a :class:`~mlmprob.runtime.log.ResumableLog` whose header holds the format,
-    configuration, initial ids, free positions and ``computed_with``. Opening it resumes a file of the same run
-    (``records``: its complete epochs) or starts one; another run's is refused naming the keys that differ. The lock is
-    taken unless this process holds it already."""
+@dataclass(frozen=True)
+class RunFile:
+    """Where a sampling run is written as it goes (``path``) and what else a resume must match that the sampler cannot
+    see (``computed_with``: the seed, the dtype, ...; :mod:`mlmprob.runtime.provenance`)."""
 
-    def __init__(
-        self,
-        path: str | Path,
-        config: dict,
-        init_ids: torch.Tensor,
-        free: torch.Tensor,
-        computed_with: dict | None = None,
-    ):
-        path = Path(path)
+    path: str | Path
+    computed_with: dict | None = None
+
+    def open(self, config: dict, init_ids: torch.Tensor, free: torch.Tensor) -> tuple[ResumableLog, list[EpochRecord]]:
+        """The run file as a :class:`~mlmprob.runtime.log.ResumableLog` whose header holds the format, ``config``,
+        initial ids, free positions and ``computed_with``, and its complete epochs: a file of the same run is resumed,
+        else one is started; another run's is refused naming the keys that differ. The lock is taken unless this
+        process holds it already."""
+        path = Path(self.path)
         first = next(read_log(path), None)
         if first is not None:
             _check_header(path, first)
@@ -137,32 +134,14 @@ class RunLog:
             "init_ids": init_ids.tolist(),
             "free": free.int().tolist(),
         }
-        if computed_with:  # a run file written before it was stored resumes as before (config_check.as_stored)
-            head["computed_with"] = computed_with
-        self.log = ResumableLog(path, config=head, header=True, encode=_compact, lock=not WriterLock.held_here(path))
+        if self.computed_with:  # a run file written before it was stored resumes as before (config_check.as_stored)
+            head["computed_with"] = self.computed_with
+        log = ResumableLog(path, config=head, header=True, encode=_compact, lock=not WriterLock.held_here(path))
         try:
-            self.records = _epochs(path, self.log.records())
+            return log, _epochs(path, log.records())
         except BaseException:
-            self.log.close()
+            log.close()
             raise
-
-    def append(self, record: EpochRecord) -> None:
-        self.log.append_lines([record.to_json()])
-
-    def close(self) -> None:
-        self.log.close()
-
-
-@dataclass(frozen=True)
-class RunFile:
-    """Where a sampling run is written as it goes (``path``) and what else a resume must match that the sampler cannot
-    see (``computed_with``: the seed, the dtype, ...; :mod:`mlmprob.runtime.provenance`)."""
-
-    path: str | Path
-    computed_with: dict | None = None
-
-    def open(self, config: dict, init_ids: torch.Tensor, free: torch.Tensor) -> RunLog:
-        return RunLog(self.path, config, init_ids, free, self.computed_with)
 
 
 class EpochBar:

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
+from typing import ClassVar
 
 import torch
 
@@ -29,12 +30,12 @@ from ..positions import TOKENS, default_mask
 from ..settings import check_ladder
 from .forward import block_logits, site_logits
 from .options import ProposalConfig, check_moves
-from .proposals import VocabularyKernel, allowed_ids
+from .proposals import allowed_ids
+from .registry import ENERGIES
 from .schedules import ScheduleLike, as_schedule, block_size_at, temperature_at
 from .token_target import BlockProposal, TokenTarget, propose_block
 
 ORDERS = ("random", "l2r")
-ENERGIES = ("local", "raw")
 
 
 @dataclass(frozen=True)
@@ -86,6 +87,23 @@ class StepInfo:
     forward_rows: int
     end_of_epoch: bool
     swaps: torch.Tensor | None = None
+
+    @classmethod
+    def drawn(cls, active: torch.Tensor, forward_rows: int, end: bool) -> StepInfo:
+        """A step of independent draws: every ``active`` chain proposed, kept and changed (no accept step)."""
+        zero = torch.zeros(len(active), dtype=torch.float64)
+        return cls(active, active.clone(), active.clone(), zero, forward_rows, end)
+
+
+def start_draw(state, mask_id: int, counters=("rounds", "calls"), **changes):
+    """``state`` (a :class:`DrawState`) at the start of an epoch's draw: its free positions masked, ``log_prob`` and
+    the per-chain ``counters`` zeroed, and ``changes``."""
+    B = state.ids.shape[0]
+    zeros = {name: torch.zeros(B, dtype=torch.long) for name in counters}
+    log_prob = torch.zeros(B, dtype=torch.float64)
+    return dataclasses.replace(
+        state, ids=state.ids.masked_fill(state.free, mask_id), log_prob=log_prob, **zeros, **changes
+    )
 
 
 def sweep_plan(free: torch.Tensor, block_size: int, order: str, generator: torch.Generator) -> torch.Tensor:
@@ -144,11 +162,35 @@ def free_or_default(mlm: MaskedLM, ids: torch.Tensor, free: torch.Tensor | None)
     return default_mask(mlm, ids, TOKENS) if free is None else free
 
 
-class _Sweeper(VocabularyKernel):
-    """Shared block bookkeeping: which block each chain proposes at this step."""
+class Kernel:
+    """Base of the kernels: ``init(ids, free=None, epoch=0)`` makes the first ``State`` of the chains (``free`` or
+    :func:`free_or_default`, ``scored`` by :func:`resolve_scored`). ``_allowed`` (bool ``[V]``, the ids a proposal may
+    draw) is set by the ``__post_init__`` of a kernel that draws; declared here, not as a dataclass field, so the
+    kernels' fields, repr and equality stay as they are."""
+
+    State: ClassVar[type] = ChainState
+    mlm: MaskedLM
+    score_all: bool
+    _allowed: torch.Tensor
+
+    def init(self, ids: torch.Tensor, free: torch.Tensor | None = None, epoch: int = 0):
+        free = free_or_default(self.mlm, ids, free)
+        return self.State(ids, free, resolve_scored(self.mlm, ids, free, self.score_all), epoch=epoch)
+
+
+class _Sweeper(Kernel):
+    """Shared checks and block bookkeeping: which block each chain proposes at this step."""
 
     block_size: ScheduleLike
     order: str
+
+    def __post_init__(self):
+        if self.order not in ORDERS:
+            raise MLMProbError(f"order must be one of {ORDERS}, got {self.order!r}")
+        if not isinstance(self.mlm.vocab_size, int) or self.mlm.vocab_size < 1:
+            raise MLMProbError(f"model vocab_size must be a positive int, got {self.mlm.vocab_size!r}")
+        object.__setattr__(self, "block_size", as_schedule(self.block_size, "block_size"))
+        object.__setattr__(self, "_allowed", allowed_ids(self.mlm))
 
     def _blocks(self, state: ChainState, generator: torch.Generator) -> tuple[ChainState, torch.Tensor]:
         if state.plan is None:
@@ -190,14 +232,6 @@ def check_rungs(ids: torch.Tensor, free: torch.Tensor, scored: torch.Tensor, run
             )
 
 
-def _check_common(mlm, order, block_size):
-    if order not in ORDERS:
-        raise MLMProbError(f"order must be one of {ORDERS}, got {order!r}")
-    if not isinstance(mlm.vocab_size, int) or mlm.vocab_size < 1:
-        raise MLMProbError(f"model vocab_size must be a positive int, got {mlm.vocab_size!r}")
-    return as_schedule(block_size, "block_size")
-
-
 @dataclass(frozen=True, eq=False)
 class MetropolisHastings(_Sweeper):
     """MH with MLM (block) proposals, targeting ``exp(-E/tau)`` with ``E`` = ``E_local`` or ``E_raw``
@@ -235,12 +269,11 @@ class MetropolisHastings(_Sweeper):
     def __post_init__(self):
         if self.temperatures is not None:
             object.__setattr__(self, "temperatures", check_ladder(self.temperatures))
-        object.__setattr__(self, "block_size", _check_common(self.mlm, self.order, self.block_size))
+        super().__post_init__()
         object.__setattr__(self, "target_temperature", as_schedule(self.target_temperature, "target_temperature"))
         if self.energy not in ENERGIES:
             raise MLMProbError(f"energy must be one of {ENERGIES}, got {self.energy!r}")
         check_moves(self.informed, self.sites, self.block_size, self.proposal, self.order, self.delayed)
-        object.__setattr__(self, "_allowed", allowed_ids(self.mlm))
 
     def init(self, ids: torch.Tensor, free: torch.Tensor | None = None, epoch: int = 0) -> ChainState:
         """Initial state; computes the single-site conditionals of ``ids`` (one copy per scored
@@ -336,14 +369,6 @@ class DegenerateGibbs(_Sweeper):
     proposal: ProposalConfig = ProposalConfig()
     order: str = "random"
     score_all: bool = False
-
-    def __post_init__(self):
-        object.__setattr__(self, "block_size", _check_common(self.mlm, self.order, self.block_size))
-        object.__setattr__(self, "_allowed", allowed_ids(self.mlm))
-
-    def init(self, ids: torch.Tensor, free: torch.Tensor | None = None, epoch: int = 0) -> ChainState:
-        free = free_or_default(self.mlm, ids, free)
-        return ChainState(ids, free, resolve_scored(self.mlm, ids, free, self.score_all), epoch=epoch)
 
     def step(self, state: ChainState, generator: torch.Generator) -> tuple[ChainState, StepInfo]:
         state, block = self._blocks(state, generator)

@@ -19,7 +19,7 @@ from ..positions import WORDS_AND_MASKS, Resolved
 from ..settings import check_known
 from .forward import block_logits
 from .init import resolve_free
-from .kernels import DrawState, StepInfo, free_or_default, resolve_scored
+from .kernels import DrawState, Kernel, StepInfo
 from .options import DEFAULT_ITERATIONS, STRATEGIES, ProposalConfig, check_iterations
 from .proposals import allowed_ids, proposal_log_probs
 
@@ -72,20 +72,13 @@ def mask_predict(
     allowed = allowed_ids(mlm)
     ids = ids.clone()
     conf = torch.zeros(ids.shape, dtype=torch.float64)
-    logits, rows_fwd = block_logits(mlm, ids, free)
-    tok, c = _greedy(logits, allowed)
-    ids[free], conf[free] = tok, c
-    history = [ids.clone()]
-    n_free = free.sum(-1)
-    for t in range(1, iterations):
-        if strategy == "mask_predict":
+    history, rows_fwd, n_free = [], 0, free.sum(-1)
+    for t in range(iterations):
+        if t == 0 or strategy == "mask_predict":  # iteration 0 fills every free position
             n = (n_free * (iterations - t)) // iterations  # linear decay
             key = conf.masked_fill(~free, float("inf"))
             rank = key.argsort(dim=-1, stable=True).argsort(dim=-1)  # 0 = least confident
             remask = free & (rank < n[:, None])
-            if not remask.any():
-                history.append(ids.clone())
-                continue
             logits, k = block_logits(mlm, ids, remask)
             tok, c = _greedy(logits, allowed)
             ids[remask], conf[remask] = tok, c
@@ -106,17 +99,12 @@ def mask_predict(
     return MaskPredictResult(ids, conf, torch.stack(history), free, rows_fwd)
 
 
-@dataclass(frozen=True)
-class MaskPredictState(DrawState):
-    """A :class:`~mlmprob.sampling.kernels.DrawState` whose ``log_prob`` is the sum of the free tokens' confidences
-    and ``rounds`` = ``calls`` the iterations."""
-
-
 @dataclass(frozen=True, eq=False)
-class MaskPredict:
+class MaskPredict(Kernel):
     """Mask-predict as a kernel of :func:`~mlmprob.sampling.sample` (``method="mask-predict"``): one step is one
     whole :func:`mask_predict` fill of the free positions (``iterations`` rounds, ``strategy``), one epoch. Greedy:
-    no randomness, every epoch the same fill.
+    no randomness, every epoch the same fill. In its :class:`~mlmprob.sampling.kernels.DrawState`, ``log_prob`` is the
+    sum of the free tokens' confidences and ``rounds`` = ``calls`` the iterations.
 
     >>> import torch
     >>> from mlmprob import ExactMLM
@@ -131,12 +119,9 @@ class MaskPredict:
     iterations: int = DEFAULT_ITERATIONS
     strategy: str = "mask_predict"
     score_all: bool = False
+    State = DrawState
 
-    def init(self, ids: torch.Tensor, free: torch.Tensor | None = None, epoch: int = 0) -> MaskPredictState:
-        free = free_or_default(self.mlm, ids, free)
-        return MaskPredictState(ids, free, resolve_scored(self.mlm, ids, free, self.score_all), epoch=epoch)
-
-    def step(self, state: MaskPredictState, generator: torch.Generator) -> tuple[MaskPredictState, StepInfo]:
+    def step(self, state: DrawState, generator: torch.Generator) -> tuple[DrawState, StepInfo]:
         r = mask_predict(
             self.mlm, state.ids, self.iterations, Resolved(state.free, WORDS_AND_MASKS), strategy=self.strategy
         )
@@ -151,5 +136,4 @@ class MaskPredict:
             calls=n.clone(),
             forward_rows=state.forward_rows + r.forward_rows,
         )
-        zero = torch.zeros(active.shape[0], dtype=torch.float64)
-        return state, StepInfo(active, active.clone(), active.clone(), zero, r.forward_rows, True)
+        return state, StepInfo.drawn(active, r.forward_rows, True)

@@ -5,13 +5,23 @@ from __future__ import annotations
 import argparse
 import math
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING
 
 from ..argtypes import ladder, nonnegative_float, positive_float, positive_int
 from ..errors import MLMProbError
 from ..settings import check_ladder
 from .options import INITS, ORDERS, check_moves
-from .registry import Method, NotForMethod, ProposalSpec, option, order_json, register, shared_field, takers_of
+from .registry import (
+    Method,
+    NotForMethod,
+    ProposalSpec,
+    kernel_of,
+    option,
+    order_json,
+    register,
+    shared_field,
+    takers_of,
+)
 from .schedules import LinearAnneal, LinearBlockSize, ScheduleLike, as_schedule, schedule_text
 
 if TYPE_CHECKING:
@@ -100,10 +110,6 @@ class MCMCSpec(ProposalSpec):
         return self._block_schedule(), None
 
 
-def _target_json(spec, value):
-    return schedule_text(value) if callable(value) else value
-
-
 @dataclass(frozen=True)
 class MHSpec(MCMCSpec):
     """Metropolis-Hastings: the target ``exp(-E / T)`` at ``target_temperature`` (a number annealed by ``anneal`` per
@@ -116,7 +122,7 @@ class MHSpec(MCMCSpec):
         1.0,
         "temperature of the target distribution exp(-E / T)",
         type=positive_float,
-        json=_target_json,
+        json=lambda s, v: schedule_text(v) if callable(v) else v,
         stored=lambda s: schedule_text(s.schedules()[1]),
     )
     # stored=False: the run file stores them in target_temperature's schedule (LinearAnneal(...)), as before
@@ -197,32 +203,17 @@ class GibbsSpec(MCMCSpec):
     method: str = shared_field("method", "gibbs")
 
 
-def _mh(mlm, s: MHSpec):
-    from .kernels import MetropolisHastings
-
-    bs, tt = s.schedules()
-    return MetropolisHastings(
-        mlm, s.energy, bs, s.proposal, tt, _order_name(s), s.score_all, s.informed, s.sites, s.delayed, s.temperatures
-    )
+def _schedule(i: int):
+    return lambda spec: spec.schedules()[i]
 
 
-def _gibbs(mlm, s: GibbsSpec):
-    from .kernels import DegenerateGibbs
-
-    return DegenerateGibbs(mlm, s.schedules()[0], s.proposal, _order_name(s), s.score_all)
-
-
-def _order_name(s: MCMCSpec) -> str:
-    """The kernels sweep in a named order; any other order reaches the kernel as given, whose check rejects it."""
-    return cast(str, s.order)
-
-
+_mh = kernel_of(".kernels", "MetropolisHastings", block_size=_schedule(0), target_temperature=_schedule(1))
 register(Method("mh", MHSpec, _mh, "MH with the MLM's conditionals as proposals"))
 register(
     Method(
         "gibbs",
         GibbsSpec,
-        _gibbs,
+        kernel_of(".kernels", "DegenerateGibbs", block_size=_schedule(0)),
         "degenerate Gibbs (every proposal accepted)",
         no_accept="degenerate Gibbs accepts every proposal: no accept step",
     )

@@ -54,12 +54,11 @@ def partial_log_probs(tables: dict[int, torch.Tensor], V: int, T: int) -> torch.
     ps = partial_states(V, T)
     lp = torch.full((len(ps), T, V), -math.inf, dtype=torch.float64)
     full = all_sequences(V, T)
-    w = _weights(V + 1, T)
     for bits, tab in tables.items():
         M = [t for t in range(T) if bits >> t & 1]
         part = full.clone()
         part[:, M] = V
-        idx = (part * w).sum(-1)
+        idx = state_index(part, V)
         for t in M:
             lp[idx, t, full[:, t]] = tab[:, t]
     r, c = (ps < V).nonzero(as_tuple=True)
@@ -127,18 +126,9 @@ def draw(mv: Moves, lp: torch.Tensor, V: int) -> Moves:
         tok = torch.zeros(len(sel), len(combos), T, dtype=torch.long)
         tok[:, :, pos] = combos
         keep = w.reshape(-1) > 0
-        parts.append(
-            Moves(
-                _repeat(mv.src[sel], len(combos), keep),
-                w.reshape(-1)[keep],
-                _repeat(mv.remask[sel], len(combos), keep),
-                _repeat(mv.reveal[sel], len(combos), keep),
-                tok.reshape(-1, T)[keep],
-            )
-        )
-    src, weight, remask, reveal, tokens = (
-        torch.cat([getattr(p, f) for p in parts]) for f in ("src", "weight", "remask", "reveal", "tokens")
-    )
+        repeated = [_repeat(x[sel], len(combos), keep) for x in (mv.src, mv.remask, mv.reveal)]
+        parts.append((*repeated, w.reshape(-1)[keep], tok.reshape(-1, T)[keep]))
+    src, remask, reveal, weight, tokens = (torch.cat(x) for x in zip(*parts, strict=True))
     return Moves(src, weight, remask, reveal, tokens, calls=mv.calls, rows=mv.rows)
 
 
@@ -184,7 +174,6 @@ def propagate(rule: Rule, lp, V: int, T: int, mass: torch.Tensor, max_steps: int
     costs its ``Moves.calls`` and ``Moves.rows`` (one each by default)."""
     read = row_reader(lp, V)
     ps = partial_states(V, T)
-    w = _weights(V + 1, T)
     complete = (ps < V).all(1)
     cost = torch.zeros(3, dtype=torch.float64)  # calls, rows, steps
     taken = 0
@@ -204,7 +193,7 @@ def propagate(rule: Rule, lp, V: int, T: int, mass: torch.Tensor, max_steps: int
             st[mv.remask] = V
             assert mv.tokens is not None  # draw() fills the tokens in
             st = torch.where(mv.reveal, mv.tokens, st)
-            new.index_add_(0, (st * w).sum(-1), m[mv.src] * mv.weight)
+            new.index_add_(0, state_index(st, V), m[mv.src] * mv.weight)
         mass, taken = new, taken + 1
     calls, rows, steps = (float(c) for c in cost)
     return Pushed(mass, calls, rows, steps, taken)
@@ -221,9 +210,8 @@ def start_mass(V: int, T: int, ids: torch.Tensor | None = None, free: torch.Tens
     return mass
 
 
-def to_law(pushed: Pushed, V: int, T: int, steps: float | None = None, tol: float = 1e-9) -> ExactLaw:
-    """The law over complete sequences of the final mass (``steps``: instead of the expected steps taken);
-    refuses lost mass or mass left on masks."""
+def to_law(pushed: Pushed, V: int, T: int, tol: float = 1e-9) -> ExactLaw:
+    """The law over complete sequences of the final mass; refuses lost mass or mass left on masks."""
     mass = pushed.mass
     ps = partial_states(V, T)
     complete = (ps < V).all(1)
@@ -235,7 +223,7 @@ def to_law(pushed: Pushed, V: int, T: int, steps: float | None = None, tol: floa
         )
     law = torch.zeros(V**T, dtype=torch.float64)
     law[(ps[complete] * _weights(V, T)).sum(-1)] = mass[complete]
-    return ExactLaw(law, pushed.calls, pushed.rows, pushed.steps if steps is None else float(steps))
+    return ExactLaw(law, pushed.calls, pushed.rows, pushed.steps)
 
 
 def exact_law(rule: Rule, lp, V: int, T: int) -> ExactLaw:
@@ -249,7 +237,6 @@ def remask_all(mass: torch.Tensor, V: int, T: int, sigma: float, free: torch.Ten
     with masks keep them)."""
     fp = list(range(T)) if free is None else torch.as_tensor(free, dtype=torch.bool).nonzero()[:, 0].tolist()
     ps = partial_states(V, T)
-    w = _weights(V + 1, T)
     idx = (mass > 0).nonzero()[:, 0]
     new = torch.zeros_like(mass)
     for R in range(1 << len(fp)):
@@ -258,24 +245,18 @@ def remask_all(mass: torch.Tensor, V: int, T: int, sigma: float, free: torch.Ten
         if p > 0:
             st = ps[idx].clone()
             st[:, pos] = V
-            new.index_add_(0, (st * w).sum(-1), mass[idx] * p)
+            new.index_add_(0, state_index(st, V), mass[idx] * p)
     return new
 
 
 # -- rules ----------------------------------------------------------------------------------------
 
 
-def _one_hot(pos: torch.Tensor, T: int) -> torch.Tensor:
-    return torch.nn.functional.one_hot(pos, T).bool()
-
-
 def l2r(st: Step) -> Moves:
     """Ancestral sampling left to right: the first masked position from its conditional."""
     n = len(st.states)
-    pos = st.masked.long().argmax(1)
-    return Moves(
-        torch.arange(n), torch.ones(n, dtype=torch.float64), torch.zeros(n, st.T, dtype=torch.bool), _one_hot(pos, st.T)
-    )
+    first = torch.nn.functional.one_hot(st.masked.long().argmax(1), st.T).bool()
+    return Moves(torch.arange(n), torch.ones(n, dtype=torch.float64), torch.zeros_like(first), first)
 
 
 def random_order(st: Step) -> Moves:

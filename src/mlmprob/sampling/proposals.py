@@ -16,14 +16,6 @@ from ..models.alphabet import allowed_ids  # noqa: F401 - re-exported: samplers 
 from .options import ProposalConfig
 
 
-class VocabularyKernel:
-    """Base of the kernels that draw over the model's vocabulary: ``_allowed`` (bool ``[V]``, the ids a proposal may
-    draw) is set once by the kernel's ``__post_init__``; declared here, not as a dataclass field, so the kernels'
-    fields, repr and equality stay as they are."""
-
-    _allowed: torch.Tensor
-
-
 def proposal_log_probs(
     logits: torch.Tensor, allowed: torch.Tensor | None = None, config: ProposalConfig = ProposalConfig()
 ) -> torch.Tensor:

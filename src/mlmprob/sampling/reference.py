@@ -11,7 +11,7 @@ import torch
 
 from ..energies import energies_from_logits
 from .forward import block_logits, site_logits
-from .kernels import ChainState, MetropolisHastings, StepInfo, free_or_default, resolve_scored
+from .kernels import ChainState, Kernel, MetropolisHastings, StepInfo
 from .schedules import temperature_at
 from .token_target import propose_block
 
@@ -32,9 +32,7 @@ class LiteralMH(MetropolisHastings):
     7
     """
 
-    def init(self, ids: torch.Tensor, free: torch.Tensor | None = None, epoch: int = 0) -> ChainState:
-        free = free_or_default(self.mlm, ids, free)
-        return ChainState(ids, free, resolve_scored(self.mlm, ids, free, self.score_all), epoch=epoch)
+    init = Kernel.init  # no cached rows: Algorithm 1 computes every energy
 
     def _energy(self, ids, scored):
         logits, n = site_logits(self.mlm, ids, scored)

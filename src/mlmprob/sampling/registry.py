@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from importlib import import_module
 
 from ..argtypes import nonnegative_int, positive_float, positive_int, probability
 from ..errors import MLMProbError
@@ -333,6 +334,18 @@ class ProposalSpec(SamplerSpec):
     @property
     def proposal(self) -> ProposalConfig:
         return ProposalConfig(self.proposal_temperature, self.top_p)
+
+
+def kernel_of(module: str, name: str, **computed: Callable):
+    """The factory ``(mlm, spec) -> kernel`` of the kernel class ``name`` of ``module`` (imported when first used):
+    each field of the kernel but ``mlm`` is ``computed[field](spec)``, else the spec's field of the same name."""
+
+    def make(mlm, spec):
+        kernel = getattr(import_module(module, __package__), name)
+        fields = [f for f in kernel.__dataclass_fields__ if f != "mlm"]
+        return kernel(mlm, **{f: computed[f](spec) if f in computed else getattr(spec, f) for f in fields})
+
+    return make
 
 
 def order_json(spec, order):

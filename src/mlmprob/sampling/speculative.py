@@ -42,9 +42,9 @@ from ..batching import MaskedCopies, forward_all, read_logits
 from ..likelihood.orders import OrderSpec
 from ..models.protocol import MaskedLM
 from .ancestral import check_order_kernel, epoch_orders
-from .kernels import DrawState, StepInfo, free_or_default, resolve_scored
+from .kernels import DrawState, Kernel, StepInfo, start_draw
 from .options import DEFAULT_DRAFT_K, ProposalConfig
-from .proposals import VocabularyKernel, proposal_log_probs, sample_from
+from .proposals import proposal_log_probs, sample_from
 
 
 @dataclass(frozen=True)
@@ -84,7 +84,7 @@ def accept_probability(log_p_y: torch.Tensor, log_q_y: torch.Tensor) -> torch.Te
 
 
 @dataclass(frozen=True, eq=False)
-class Speculative(VocabularyKernel):
+class Speculative(Kernel):
     """Speculative ancestral sampler: ``init(ids, free) -> SpeculativeState``, ``step(state, generator)
     -> (SpeculativeState, StepInfo)``; one step is one round (a draft pass and a verification batch),
     one epoch one exact draw of ``p_sigma`` (see the module docstring).
@@ -108,32 +108,17 @@ class Speculative(VocabularyKernel):
     draft_k: int = DEFAULT_DRAFT_K
     proposal: ProposalConfig = ProposalConfig()
     score_all: bool = False
+    State = SpeculativeState
 
     def __post_init__(self):
         check_order_kernel(self, "draft_k")
 
-    def init(self, ids: torch.Tensor, free: torch.Tensor | None = None, epoch: int = 0) -> SpeculativeState:
-        free = free_or_default(self.mlm, ids, free)
-        return SpeculativeState(ids, free, resolve_scored(self.mlm, ids, free, self.score_all), epoch=epoch)
-
     def _start(self, state: SpeculativeState, generator: torch.Generator) -> SpeculativeState:
         """Mask the free positions and draw the epoch's orders (one per chain, as ``Ancestral`` draws them)."""
         orders = epoch_orders(state.free, self.order, generator)
-        B = orders.shape[0]
         if orders.shape[1] == 0:
-            orders = torch.full((B, 1), -1, dtype=torch.long)
-        zero = torch.zeros(B, dtype=torch.long)
-        return dataclasses.replace(
-            state,
-            ids=state.ids.masked_fill(state.free, self.mlm.mask_id),
-            orders=orders,
-            cursor=zero,
-            log_prob=torch.zeros(B, dtype=torch.float64),
-            rounds=zero.clone(),
-            calls=zero.clone(),
-            tested=zero.clone(),
-            kept=zero.clone(),
-        )
+            orders = torch.full((orders.shape[0], 1), -1, dtype=torch.long)
+        return start_draw(state, self.mlm.mask_id, ("cursor", "rounds", "calls", "tested", "kept"), orders=orders)
 
     def _read(self, ids, rows, cols, extra=None) -> torch.Tensor:
         """Proposal log-probabilities ``[n, V]`` at ``(rows, cols)`` of ``ids`` (``extra``: also masked)."""
@@ -145,19 +130,11 @@ class Speculative(VocabularyKernel):
             logits = forward_all(self.mlm, source, torch.arange(len(rows)), cols)
         return proposal_log_probs(logits.float(), self._allowed, self.proposal)
 
-    def _round_start(
-        self, state: SpeculativeState, generator: torch.Generator
-    ) -> tuple[SpeculativeState, torch.Tensor, torch.Tensor]:
-        """The state a round starts from (a new epoch's orders drawn where there are none), its orders and cursor."""
+    def step(self, state: SpeculativeState, generator: torch.Generator) -> tuple[SpeculativeState, StepInfo]:
         if state.orders is None:
             state = self._start(state, generator)
-        assert state.orders is not None and state.cursor is not None  # set by _start
-        return state, state.orders, state.cursor
-
-    def step(self, state: SpeculativeState, generator: torch.Generator) -> tuple[SpeculativeState, StepInfo]:
-        state, orders, cursor = self._round_start(state, generator)
-        ids = state.ids
-        assert state.log_prob is not None  # set by _start
+        ids, orders, cursor = state.ids, state.orders, state.cursor
+        assert orders is not None and cursor is not None and state.log_prob is not None  # set by _start
         # drafts beyond the positions of the longest order are never made: k sizes the round's tensors, so it is
         # clamped to the work before any of them is allocated (draft_k = 10**9 on 24 positions drafts 24)
         (B, L), k, f64 = ids.shape, min(self.draft_k, orders.shape[1]), torch.float64

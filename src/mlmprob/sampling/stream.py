@@ -207,34 +207,31 @@ def result_rows(
     else:  # the drafts' acceptance, or no accept step
         accept, novel = (draft_acceptance(r) if info.rates == "drafts" else [None] * B), [None] * B
     trace = r.energy  # the target's trace, None when the draws were not scored
-    rows = []
-    for b, (record, c) in enumerate(chains):
-        rows.append(
-            {
-                "id": f"{record}/chain{c}",
-                "record": record,
-                "chain": c,
-                "sequence": mlm.decode(r.final_ids[b]),
-                **_final_energies(r, b),
-                "accept_rate": accept[b],
-                "novel_rate": novel[b],
-                "identity": None if r.identity is None else float(r.identity[-1, b]),
-                **({} if trace is None else {"energy_trace": trace[:, b].tolist()}),
-                "n_free": int(r.free[b].sum()),
-                **({} if r.log_prob is None else {"log_prob": float(r.log_prob[-1, b])}),
-                **(cost_columns(r, b) if info.costs else {}),
-                **settings,
-                **(extra or {}),
-            }
-        )
-    return rows
+    return [
+        {
+            "id": f"{record}/chain{c}",
+            "record": record,
+            "chain": c,
+            "sequence": mlm.decode(r.final_ids[b]),
+            **_final_energies(r, b),
+            "accept_rate": accept[b],
+            "novel_rate": novel[b],
+            "identity": None if r.identity is None else float(r.identity[-1, b]),
+            **({} if trace is None else {"energy_trace": trace[:, b].tolist()}),
+            "n_free": int(r.free[b].sum()),
+            **({} if r.log_prob is None else {"log_prob": float(r.log_prob[-1, b])}),
+            **(cost_columns(r, b) if info.costs else {}),
+            **settings,
+            **(extra or {}),
+        }
+        for b, (record, c) in enumerate(chains)
+    ]
 
 
 def _final_energies(r: SampleResult, b: int) -> dict:
     """Chain ``b``'s ``e_local`` and ``e_raw`` at the last epoch (none when the draws were not scored)."""
-    if r.energy_local is None:
+    if r.energy_local is None or r.energy_raw is None:  # scored together
         return {}
-    assert r.energy_raw is not None  # scored together
     return {"e_local": float(r.energy_local[-1, b]), "e_raw": float(r.energy_raw[-1, b])}
 
 

@@ -28,11 +28,10 @@ import torch
 
 from ..batching import read_logits
 from ..models.protocol import MaskedLM
-from ..models.reader import reader_of
 from .decoders import score_config, scores, select_top, unmask_plan
-from .kernels import DrawState, StepInfo, resolve_scored
+from .kernels import DrawState, Kernel, StepInfo, start_draw
 from .options import DEFAULT_STEPS, ProposalConfig, check_unmasking
-from .proposals import VocabularyKernel, allowed_ids, proposal_log_probs, sample_from
+from .proposals import allowed_ids, proposal_log_probs, sample_from
 
 
 @dataclass(frozen=True)
@@ -49,19 +48,10 @@ class DecoderState(DrawState):
 
 def start_epoch(mlm: MaskedLM, state: DecoderState, **plan) -> DecoderState:
     """Mask the free positions; zero the epoch's counters."""
-    B, L = state.ids.shape
-    zero = torch.zeros(B, dtype=torch.long)
-    return dataclasses.replace(
-        state,
-        ids=state.ids.masked_fill(state.free, mlm.mask_id),
-        cursor=0,
-        token_log_prob=torch.zeros(B, L, dtype=torch.float64),
-        log_prob=torch.zeros(B, dtype=torch.float64),
-        revealed_at=torch.full((B, L), -1, dtype=torch.long),
-        rounds=zero,
-        calls=zero.clone(),
-        **plan,
-    )
+    shape = state.ids.shape
+    at = torch.full(shape, -1, dtype=torch.long)
+    tlp = torch.zeros(shape, dtype=torch.float64)
+    return start_draw(state, mlm.mask_id, cursor=0, token_log_prob=tlp, revealed_at=at, **plan)
 
 
 def draw_at(
@@ -81,10 +71,9 @@ def score_rows(logits: torch.Tensor, logq: torch.Tensor, allowed, proposal: Prop
 
 
 def commit(
-    state: DecoderState, reveal: torch.Tensor, rows, cols, logq, cand, active: torch.Tensor, end: bool, **changes
+    state: DecoderState, reveal: torch.Tensor, rows, cols, logq, cand, active: torch.Tensor, end: bool
 ) -> tuple[DecoderState, StepInfo]:
     """Reveal the candidates at ``reveal`` (among ``rows, cols``), count one call per active chain."""
-    B, L = state.ids.shape
     assert state.token_log_prob is not None and state.revealed_at is not None  # set by start_epoch
     assert state.cursor is not None and state.rounds is not None and state.calls is not None
     keep = reveal[rows, cols]
@@ -104,15 +93,13 @@ def commit(
         forward_rows=state.forward_rows + n_fwd,
         cursor=state.cursor + 1,
     )
-    out.update(changes)
     if end:
         out.update(cursor=None, epoch=state.epoch + 1)
-    zero = torch.zeros(B, dtype=torch.float64)
-    return dataclasses.replace(state, **out), StepInfo(active, active.clone(), active.clone(), zero, n_fwd, end)
+    return dataclasses.replace(state, **out), StepInfo.drawn(active, n_fwd, end)
 
 
 @dataclass(frozen=True, eq=False)
-class Unmasking(VocabularyKernel):
+class Unmasking(Kernel):
     """Confidence-ordered unmasking with remasking: ``init(ids, free) -> DecoderState``, ``step(state,
     generator) -> (DecoderState, StepInfo)``; one epoch is one draw (see the module docstring).
 
@@ -137,14 +124,11 @@ class Unmasking(VocabularyKernel):
     remask_steps: int = 0
     proposal: ProposalConfig = ProposalConfig()
     score_all: bool = False
+    State = DecoderState
 
     def __post_init__(self):
         check_unmasking(self.score, self.steps, self.schedule, self.block_length, self.remask, self.remask_steps)
         object.__setattr__(self, "_allowed", allowed_ids(self.mlm))
-
-    def init(self, ids: torch.Tensor, free: torch.Tensor | None = None, epoch: int = 0) -> DecoderState:
-        free = reader_of(self.mlm).default_positions(ids) if free is None else free
-        return DecoderState(ids, free, resolve_scored(self.mlm, ids, free, self.score_all), epoch=epoch)
 
     def plan(self, free: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """The epoch's unmasking steps (``decoders.unmask_plan``)."""
