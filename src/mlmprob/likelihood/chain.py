@@ -1,6 +1,5 @@
-"""``loglik``: the chain-rule log-likelihood of the scored positions under an MLM, for one or many orders.
-
-For an order ``sigma`` of the scored positions ``S`` (the context ``C`` observed),
+"""``loglik``: the chain-rule log-likelihood of the scored positions under an MLM, for one or many orders. For an
+order ``sigma`` of the scored positions ``S`` (the context ``C`` observed),
 
     log p_sigma(x_S | x_C) = sum_k log q_{sigma_k}(x_{sigma_k} | x_C, x_{sigma_<k})   (sigma_>=k masked)
 
@@ -33,13 +32,13 @@ DEDUPE_CELLS = 1 << 22  # copies x length up to which identical copies (shared p
 class LogLik:
     """Chain-rule log-likelihoods of a batch ``[B, L]`` under ``K`` orders (float64).
 
-    - ``per_order`` ``[B, K]``: ``log p_sigma(x_S | x_C)``; NaN for ``k >= n_orders[b]`` (a row whose
-      every order was enumerated may have fewer than ``K``);
+    - ``per_order`` ``[B, K]``: ``log p_sigma(x_S | x_C)``; NaN for ``k >= n_orders[b]`` (a row whose every order
+      was enumerated may have fewer than ``K``);
     - ``step_log_prob`` ``[B, K, n]``: the terms of each order, step by step (0 at padding);
     - ``orders`` long ``[B, K, n]``: the positions in the order they were revealed (``-1`` padding);
     - ``n_orders`` long ``[B]``; ``exact`` bool ``[B]``: the orders are all the distinct orders;
-    - ``log_inside`` ``[B, K]``: the sum over the steps of the log of the mass the model puts inside
-      the proposal alphabet (``per_order + log_inside`` is the chain over the whole vocabulary);
+    - ``log_inside`` ``[B, K]``: the sum over the steps of the log of the mass inside the proposal alphabet
+      (``per_order + log_inside`` is the chain over the whole vocabulary);
     - ``outside_mass`` ``[B, K]``: the mean over the steps of the mass outside the alphabet;
     - ``positions`` bool ``[B, L]``: the scored positions ``S``.
     """
@@ -130,8 +129,7 @@ def read_steps(
     """``(log q(x at col | copy) normalised over allowed, log of the mass inside allowed)``, ``[N]`` each."""
     dev = reader_of(mlm).device
     acc = torch.float64 if dev.type == "cpu" else torch.float32
-    lp = torch.zeros(len(rows), dtype=torch.float64, device=dev)
-    lin = torch.zeros(len(rows), dtype=torch.float64, device=dev)
+    lp, lin = torch.zeros(2, len(rows), dtype=torch.float64, device=dev)
     targets = ids.to(dev)[rows.to(dev), cols.to(dev)]
     al = allowed.to(dev)
     everything = bool(allowed.all())
@@ -156,16 +154,15 @@ def loglik(
 ) -> LogLik:
     """Chain-rule log-likelihoods of ``x_S`` given the rest, for the orders the settings ask for.
 
-    ``input_ids`` and ``positions`` as in ``mlmprob.pll`` (token ids ``[B, L]`` or text, a sequence or a list of
-    sequences; default positions: every non-special position); a subset gives the
-    conditional log-likelihood of those positions given the others. The settings: ``spec``, a
-    :class:`~mlmprob.likelihood.spec.LoglikSpec` (default ``LoglikSpec()``), its fields overridden by keyword:
+    ``input_ids`` and ``positions`` as in ``mlmprob.pll`` (token ids ``[B, L]`` or text; default positions: every
+    non-special position; a subset gives their conditional log-likelihood given the others). The settings: ``spec``,
+    a :class:`~mlmprob.likelihood.spec.LoglikSpec` (default ``LoglikSpec()``), its fields overridden by keyword:
     ``order`` (default ``"random"``): ``"l2r"``, ``"r2l"``, ``"random"`` (``n_orders``, default 8, uniform orders
     drawn row after row; all the orders of a row when there are at most ``n_orders``), or explicit orders of the
-    scored positions (one order, ``K`` orders shared by the batch, or ``[B, K, n]``); the random orders come from
-    ``generator``, else from one seeded by ``seed`` (``runtime.seeds`` stream ``"loglik"``); ``per_order`` is the
-    records' (every order's value is in ``per_order`` here). ``word_ids`` (``[B, L]``, -1 for special tokens)
-    reveals a word's pieces in one step, read left to right. ``progress`` gets the copies done.
+    scored positions (one order, ``K`` orders shared by the batch, or ``[B, K, n]``); random orders come from
+    ``generator``, else from one seeded by ``seed`` (``runtime.seeds`` stream ``"loglik"``). ``word_ids`` (``[B, L]``,
+    -1 for special tokens) reveals a word's pieces in one step, read left to right. ``progress`` gets the copies done;
+    ``per_order`` is the records' setting (every order's value is in ``per_order`` here).
 
     >>> import torch
     >>> from mlmprob import ExactMLM
@@ -177,21 +174,17 @@ def loglik(
     tensor([[0.4000]], dtype=torch.float64)
     """
     spec = LoglikSpec.of(spec, **overrides)
-    order, n_orders = spec.order, spec.n_orders
-    if generator is None:
-        generator = seeded_generator(spec.seed, "stream", "loglik")
-    check_generator(generator)
+    generator = check_generator(generator) if generator is not None else seeded_generator(spec.seed, "stream", "loglik")
     ids = as_input_ids(mlm, input_ids)
     sel = resolve_positions(mlm, ids, positions)
     words = _check_word_ids(word_ids, ids)
     allowed = allowed_ids(mlm)
     _check_alphabet(ids, sel, allowed)
-    plan = plan_orders(sel, words, order, n_orders, generator)
+    plan = plan_orders(sel, words, spec.order, spec.n_orders, generator)
     rows, cols, extra, (b, k, j) = _copies(plan, ids.shape[1])
     rows, cols, extra, inverse = _dedupe(rows, cols, extra)
     lp, lin = read_steps(mlm, ids, rows, cols, extra, allowed, progress)
-    steps = torch.zeros(plan.orders.shape, dtype=torch.float64)
-    inside = torch.zeros(plan.orders.shape, dtype=torch.float64)
+    steps, inside = torch.zeros(2, *plan.orders.shape, dtype=torch.float64)
     steps[b, k, j], inside[b, k, j] = lp[inverse], lin[inverse]
     valid = torch.arange(plan.orders.shape[1])[None, :] < plan.n_orders[:, None]
     nan = torch.tensor(math.nan, dtype=torch.float64)

@@ -1,9 +1,6 @@
-"""Orders of the scored positions for the chain rule: ``"l2r"``, ``"r2l"``, ``"random"``, or given.
-
-An order reveals *units* one step at a time: a unit is one scored position, or with ``word_ids`` the
-scored pieces of one word (revealed together, its pieces read left to right). Orders are returned
-expanded to positions, ``[B, K, n]`` with ``-1`` padding (rows may have fewer units and, when all
-their orders are enumerated, fewer orders than others).
+"""Orders of the scored positions for the chain rule: ``"l2r"``, ``"r2l"``, ``"random"``, or given. An order reveals
+*units* one step at a time: one scored position, or with ``word_ids`` the scored pieces of one word (together, read
+left to right). Orders are expanded to positions, ``[B, K, n]`` with ``-1`` padding.
 """
 
 from __future__ import annotations
@@ -36,8 +33,8 @@ class OrderPlan:
 
 
 def units_of(selected: torch.Tensor, word_row: torch.Tensor | None = None) -> list[list[int]]:
-    """The units of one row, by first position: each scored position, or (``word_row``) the scored
-    pieces of each word (``-1``: a unit of its own).
+    """The units of one row, by first position: each scored position, or (``word_row``) the scored pieces of each
+    word (``-1``: a unit of its own).
 
     >>> units_of(torch.tensor([False, True, True, True, True]), torch.tensor([-1, 0, 0, 1, -1]))
     [[1, 2], [3], [4]]
@@ -80,11 +77,8 @@ def _explicit(order, B: int) -> list[list[list[int]]]:
     else:
         try:
             seq = list(order)
-            o = (
-                [[[int(p) for p in seq]]] * B
-                if all(isinstance(p, int) for p in seq)
-                else [[[int(p) for p in s] for s in seq]] * B
-            )
+            one = all(isinstance(p, int) for p in seq)
+            o = [[[int(p) for p in seq]] if one else [[int(p) for p in s] for s in seq]] * B
         except (TypeError, ValueError):
             raise MLMProbError(
                 f"order must be one of {ORDER_KINDS} or orders of the scored positions, got {order!r}"
@@ -106,10 +100,8 @@ def _as_unit_perm(o: list[int], units: list[list[int]], b: int, k: int) -> list[
 
 def _row_perms(units, kind, n_orders, generator) -> tuple[list[list[int]], bool]:
     n = len(units)
-    if kind == "l2r":
-        return [list(range(n))], n <= 1
-    if kind == "r2l":
-        return [list(range(n))[::-1]], n <= 1
+    if kind in ("l2r", "r2l"):
+        return [list(range(n))[:: 1 if kind == "l2r" else -1]], n <= 1
     if count_orders(n, min(n_orders, MAX_ENUMERATED)) is not None:
         return [list(p) for p in itertools.permutations(range(n))], True
     return [torch.randperm(n, generator=generator).tolist() for _ in range(n_orders)], False
@@ -122,9 +114,8 @@ def plan_orders(
     n_orders: int = 1,
     generator: torch.Generator | None = None,
 ) -> OrderPlan:
-    """The orders of every row of ``selected`` (bool ``[B, L]``). ``"random"`` uses all ``n!`` orders of
-    a row's ``n`` units when ``n! <= n_orders``, else draws ``n_orders`` uniform orders (row after row,
-    from ``generator``).
+    """The orders of every row of ``selected`` (bool ``[B, L]``). ``"random"`` uses all ``n!`` orders of a row's ``n``
+    units when ``n! <= n_orders``, else draws ``n_orders`` uniform orders (row after row, from ``generator``).
 
     >>> p = plan_orders(torch.tensor([[True, True, False]]), None, "random", 6)
     >>> p.orders.tolist(), p.n_orders.tolist(), p.exact.tolist()
@@ -132,12 +123,9 @@ def plan_orders(
     """
     n_orders = check_n_orders(n_orders)
     B, L = selected.shape
-    if isinstance(order, str):
-        if order not in ORDER_KINDS:
-            raise MLMProbError(f"order must be one of {ORDER_KINDS} or explicit orders, got {order!r}")
-        given = None
-    else:
-        given = _explicit(order, B)
+    if isinstance(order, str) and order not in ORDER_KINDS:
+        raise MLMProbError(f"order must be one of {ORDER_KINDS} or explicit orders, got {order!r}")
+    given = None if isinstance(order, str) else _explicit(order, B)
     rows, exact = [], []
     for b in range(B):
         units = units_of(selected[b], None if word_ids is None else word_ids[b])

@@ -1,6 +1,5 @@
-"""``loglik`` columns for one text record (``mlmprob score --likelihood loglik``, the app), as a
-:class:`~mlmprob.likelihood.spec.LoglikSpec` says. A record's random orders come from ``seed`` and its sequence
-alone, so its values never depend on its neighbours, the chunking, the shard or the worker.
+"""``loglik`` columns for one text record (``mlmprob score --likelihood loglik``, the app). A record's random orders
+come from ``seed`` and its sequence alone, so its values never depend on its neighbours, chunk, shard or worker.
 """
 
 from __future__ import annotations
@@ -35,23 +34,15 @@ def record_generator(seed: int, sequence: str) -> torch.Generator:
 
 
 def loglik_columns(mlm, sequence: str, spec: LoglikSpec | None = None, *, whole_word: bool = False, **settings) -> dict:
-    """``LOGLIK_FIELDS`` of one sequence (and ``loglik_per_order``, a list, with ``per_order``):
-    ``loglik`` over every non-special position, ``loglik_per_token`` the mixture per token (its
-    ``exp(-x)`` is a perplexity), ``loglik_outside_mass`` the mean mass outside the proposal alphabet.
-
-    The settings as a :class:`~mlmprob.likelihood.spec.LoglikSpec` (``spec``; a ``ScoreSpec``'s is its
-    ``loglik_spec``) or as its fields (``settings``: ``order``, ``n_orders``, ``seed``, ``per_order``; with a
-    ``spec``, they change it); ``whole_word`` reveals a word's pieces together (the tokenization's, as the PLL's).
-    The orders come from ``record_generator(spec.seed, sequence)``."""
+    """``LOGLIK_FIELDS`` of one sequence (and ``loglik_per_order``, a list, with ``per_order``): ``loglik`` over every
+    non-special position, ``loglik_per_token`` the mixture per token (its ``exp(-x)`` is a perplexity),
+    ``loglik_outside_mass`` the mean mass outside the proposal alphabet. The settings: ``spec`` (a ``ScoreSpec``'s is
+    its ``loglik_spec``), its fields changed by ``settings``; ``whole_word`` reveals a word's pieces together. The
+    orders come from ``record_generator(spec.seed, sequence)``."""
     spec = LoglikSpec.of(spec, **settings)
     enc = mlm.encode([sequence])
-    r = loglik(
-        mlm,
-        enc.input_ids,
-        spec=spec,
-        generator=record_generator(spec.seed, sequence),
-        word_ids=enc.word_ids if whole_word else None,
-    )
+    words = enc.word_ids if whole_word else None
+    r = loglik(mlm, enc.input_ids, spec=spec, generator=record_generator(spec.seed, sequence), word_ids=words)
     mix, n = float(r.mixture[0]), int(r.n_tokens[0])
     if not math.isfinite(mix):
         raise NonFiniteError(f"its chain-rule log-likelihood is not finite ({mix}; a token with zero probability?)")

@@ -26,10 +26,7 @@ PLL_METHODS = ("exact", "one-pass")
 LOGLIK_ORDER_KINDS = ("random", "l2r", "r2l")
 LOGLIK_ORDERS = 8  # random orders per record (all of them when a record has at most this many)
 LOGLIK_SETTINGS = ("order", "n_orders", "per_order", "seed")  # the fields, as ScoreSpec stores them
-
-
-#: The most orders a record may be read along: each is a list of its positions in memory and a chain of model rows.
-MAX_ORDERS = 100_000
+MAX_ORDERS = 100_000  # the most orders a record may be read along (each is kept in memory, with its model rows)
 
 
 def check_n_orders(n_orders, name: str = "n_orders") -> int:
@@ -52,12 +49,11 @@ def check_orders_seed(seed, name: str = "seed") -> int:
 
 @dataclass(frozen=True)
 class LoglikSpec(Spec):
-    """The chain-rule likelihood's settings: ``n_orders`` orders of kind ``order`` (``"random"``: drawn, or all
-    of a record's orders when it has at most ``n_orders``; ``"l2r"``, ``"r2l"``: the one order; ``loglik`` also
-    takes explicit orders of the scored positions, checked against its input), ``seed``: of a
-    record's random orders (``loglik_columns`` seeds each record by ``seed`` and its sequence; ``loglik`` seeds
-    a batch's generator by it when none is given), ``per_order``: ``loglik_columns`` also lists the value of
-    every order."""
+    """The chain-rule likelihood's settings: ``n_orders`` orders of kind ``order`` (``"random"``: drawn, or all of a
+    record's orders when it has at most ``n_orders``; ``"l2r"``, ``"r2l"``: the one order; ``loglik`` also takes
+    explicit orders of the scored positions), ``seed`` of the random orders (``loglik_columns`` seeds each record by
+    it and its sequence; ``loglik`` a batch's generator when none is given), ``per_order``: ``loglik_columns`` also
+    lists every order's value."""
 
     hint = " (a ScoreSpec's is spec.loglik_spec)"
     order: Any = "random"  # a kind, or (loglik) explicit orders: [n], [K, n] or [B, K, n] positions
@@ -90,13 +86,11 @@ class ScoreSpec(Spec):
     ``n_orders``).
 
     ``whole_word``: the whole-word l2r PLL; ``per_token``: also per-token lists; ``likelihood``: ``"pll"``, or
-    ``"loglik"`` for also the chain-rule columns (:mod:`mlmprob.likelihood.records`)
-    over ``n_orders`` orders of kind ``order`` seeded by ``seed`` (``per_order``: their values too; these four are
-    :attr:`loglik_spec`, the :class:`LoglikSpec` the likelihood API takes); ``pll``:
-    ``"exact"`` or ``"one-pass"`` (the estimate of :mod:`mlmprob.onepass`, with the fitted ``correction`` file,
-    None: the model's own). :meth:`recorded` (what the output's configuration stores and a resumed run must match):
-    ``whole_word``, ``per_token`` and, with the chain-rule likelihood, ``likelihood`` and its settings; the one-pass
-    keys (``pll``, the correction and its digest) are the command's: the digest needs the model."""
+    ``"loglik"`` for also the chain-rule columns (:mod:`mlmprob.likelihood.records`) over ``n_orders`` orders of kind
+    ``order`` seeded by ``seed`` (``per_order``: their values too; these four are :attr:`loglik_spec`); ``pll``:
+    ``"exact"`` or ``"one-pass"`` (:mod:`mlmprob.onepass`, with the fitted ``correction`` file, None: the model's
+    own). :meth:`recorded` (what a resumed run must match): ``whole_word``, ``per_token`` and, with the chain-rule
+    likelihood, ``likelihood`` and its settings; the one-pass keys are the command's (their digest needs the model)."""
 
     whole_word: bool = option(False, "whole-word l2r PLL (Kauf & Ivanova 2023)", action="store_true")
     per_token: bool = option(False, "also write per-token log-probabilities and raw logits", action="store_true")

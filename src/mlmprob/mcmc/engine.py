@@ -1,35 +1,28 @@
-"""The package's one Metropolis-Hastings engine, in the factory shape of the samplers: ``mh_kernel(target, moves,
-...)`` binds the fixed parts and returns ``(init, step)`` with ``init(X, tau) -> MHState`` and
-``step(state, generator, free=None) -> (MHState, MHInfo)``; :func:`swap_step` is replica exchange's move between
-adjacent temperatures. ``design``'s kernel (:func:`mlmprob.designing.kernels.mh_kernel`) is this engine on a design
-target; ``sample(method="mh")``'s (:class:`~mlmprob.sampling.kernels.MetropolisHastings`) is this engine on one
-masked LM's energy over token ids (:class:`~mlmprob.sampling.token_target.TokenTarget`), with its sweep's blocks or
-the moves of :mod:`.moves` as proposals.
+"""The package's one Metropolis-Hastings engine, in the samplers' factory shape: ``mh_kernel(target, moves, ...)``
+returns ``(init, step)`` with ``init(X, tau) -> MHState`` and ``step(state, generator, free=None) -> (MHState,
+MHInfo)``; :func:`swap_step` is replica exchange's move between adjacent temperatures. ``design``'s kernel
+(:func:`mlmprob.designing.kernels.mh_kernel`) is this engine on a design target, ``sample(method="mh")``'s
+(:class:`~mlmprob.sampling.kernels.MetropolisHastings`) on one masked LM's energy over token ids
+(:class:`~mlmprob.sampling.token_target.TokenTarget`).
 
 A **target** is terms and constraints, ``p(x) ∝ exp(-U(x) / τ) · 1[x ∈ C]`` with ``U = Σ_k w_k E_k``:
-``energies(X, rows_of=None, only=None, chains=None) -> (E [N, K], rows)`` (each term's energy; with ``rows_of``, a
-term index, that expert's single-site rows of ``X`` ``[N, L, A]``; ``only``: those terms alone, the others 0;
-``chains``: the chains, bool ``[B]``, whose proposals ``X`` are), ``total(E, only=None) -> U``, ``in_c(X)``,
-``no_worse(X, Xp, mask)`` (chains outside ``C``: whether ``Xp`` adds no violation), ``experts`` (the terms that read
-a model) and ``weights``. A **proposal** is a :class:`~mlmprob.mcmc.moves.Moves`-like object:
-``propose(X, rows, generator, free) -> (X', order, log q(X' | X))`` from the proposal expert's rows of ``X``, and
-``log_q(X, X', order, rows, free)``, the probability of a move read from the rows of its start.
+``energies(X, rows_of=None, only=None, chains=None) -> (E [N, K], rows)`` (each term's energy; ``rows_of``, a term
+index: that expert's single-site rows of ``X`` ``[N, L, A]``; ``only``: those terms alone, the others 0; ``chains``:
+bool ``[B]``, the chains whose proposals ``X`` are), ``total(E, only=None) -> U``, ``in_c(X)``, ``no_worse(X, Xp,
+mask)`` (chains outside ``C``: whether ``Xp`` adds no violation), ``experts`` (the terms that read a model) and
+``weights``. A **proposal** is a :class:`~mlmprob.mcmc.moves.Moves`-like object: ``propose(X, rows, generator, free)
+-> (X', order, log q(X' | X))`` and ``log_q(X, X', order, rows, free)``, read from the rows of the move's start.
 
-One step makes one proposal per chain. A proposal outside ``C`` is rejected (the target is 0 there) without reading
-any model; the others are read and accepted with
+One step makes one proposal per chain. A proposal outside ``C`` is rejected unread; the others are accepted with
+``log α = -(U(x') - U(x)) / τ + log q(x | x') - log q(x' | x)``, the reverse read from the rows of ``x'``
+(``rows_of_new``) or, when the reverse reads the same rows as the forward move, from those. A chain that starts
+outside ``C`` follows the unconstrained ratio among moves that add no violation until it enters ``C``, which it
+never leaves. ``delayed`` (Christen & Fox 2005): a first stage screens each proposal before its rows are read, from
+the cheap terms exactly and the proposal expert's change estimated from the rows of ``x`` at the changed sites; the
+second stage corrects by the first stage's acceptance of the reverse move, so the target stays invariant exactly.
 
-    log α = -(U(x') - U(x)) / τ + log q(x | x') - log q(x' | x).
-
-The reverse probability is read from the rows of ``x'`` (``rows_of_new``: the energy of ``x'`` reads them anyway) or,
-for proposals whose reverse reads the same rows as the forward move (one site from its masked row, a masked block),
-from those. A chain that starts outside ``C`` follows the unconstrained ratio among moves that do not add a violation
-until it enters ``C``, which it never leaves. ``delayed`` (Christen & Fox 2005): a first stage screens each proposal
-before its rows are read, from the cheap terms (oracles, Hamming) exactly and the proposal expert's change estimated
-from the rows of ``x`` at the changed sites alone; the second stage, on the exact energies, corrects by the first
-stage's acceptance of the reverse move, so the target is left invariant exactly.
-
-Randomness comes from the generator only, and each step draws the same numbers whatever the states (the proposal's,
-then a uniform per chain, then, with ``delayed``, a second). Ratios are float64, in log space.
+Each step draws the same numbers from the generator whatever the states (the proposal's, then a uniform per chain,
+then with ``delayed`` a second). Ratios are float64, in log space.
 """
 
 from __future__ import annotations
@@ -44,9 +37,9 @@ import torch
 
 @dataclass(frozen=True)
 class MHState:
-    """``B`` chains: ``X`` ``[B, L]``, ``E`` each term's energy ``[B, K]``, ``U`` the weighted total ``[B]``,
-    ``inside`` (in ``C``) ``[B]``, ``rows`` the proposal expert's single-site logits at ``X`` ``[B, L, A]`` (None
-    for uniform proposals), ``tau`` each chain's temperature ``[B]`` (float64)."""
+    """``B`` chains: ``X`` ``[B, L]``, each term's energy ``E`` ``[B, K]``, the weighted total ``U``, ``inside`` (in
+    ``C``), ``rows`` (the proposal expert's single-site logits at ``X`` ``[B, L, A]``; None: uniform proposals) and
+    each chain's temperature ``tau`` (float64)."""
 
     X: torch.Tensor
     E: torch.Tensor
@@ -84,9 +77,8 @@ def log_acceptance(
 
 
 def mh_kernel(target, moves, proposal: int | None, rows_of_new: bool, delayed: bool = False) -> Kernel:
-    """MH on ``target`` with the proposals of ``moves`` drawn from the rows of the expert term ``proposal`` (its
-    index; None: no rows), the reverse read from the rows of ``x'`` when ``rows_of_new``, and with ``delayed`` the
-    two-stage test (see the module's text)."""
+    """MH on ``target`` with the proposals of ``moves`` drawn from the rows of the expert term ``proposal`` (None: no
+    rows), the reverse read from the rows of ``x'`` when ``rows_of_new``, ``delayed``: the two-stage test."""
     cheap = [k for k in range(len(target.terms)) if k not in target.experts]
     w_prop = 0.0 if proposal is None else float(target.weights[proposal])
 
@@ -95,8 +87,7 @@ def mh_kernel(target, moves, proposal: int | None, rows_of_new: bool, delayed: b
         return MHState(X, E, target.total(E), target.in_c(X), rows, as_taus(tau, len(X)))
 
     def first_stage(X, Xp, order, rows, U_cheap, U_cheap_p, tau, log_q_to, free) -> torch.Tensor:
-        """The first stage's log ratio of the moves ``X -> Xp`` read from ``rows`` (the rows of ``X``):
-        the cheap terms exactly, the proposal expert by its own rows at the changed sites."""
+        """The first stage's log ratio of the moves ``X -> Xp`` from ``rows`` (the rows of ``X``)."""
         est = -(U_cheap_p - U_cheap) / tau
         if proposal is not None:
             est = est + w_prop * moves.own_rows_change(X, Xp, order, rows) / tau
@@ -186,9 +177,8 @@ def swap_step(
     state: MHState, rungs: int, parity: int, generator: torch.Generator
 ) -> tuple[MHState, torch.Tensor, torch.Tensor]:
     """Swap moves between adjacent temperatures: the chains are ``rungs`` groups of ``C`` (chain ``r * C + c`` at
-    rung ``r``); pairs ``(r, r + 1)`` with ``r % 2 == parity`` each propose to exchange their states, accepted by
-    the exact rule (:func:`swap_log_acceptance`). Returns the state and, per rung pair ``[rungs - 1]``, the
-    swaps attempted and accepted."""
+    rung ``r``); pairs ``(r, r + 1)`` with ``r % 2 == parity`` propose to exchange their states
+    (:func:`swap_log_acceptance`). Returns the state and, per rung pair, the swaps attempted and accepted."""
     B = state.X.shape[0]
     C = B // rungs
     u = torch.rand(rungs - 1, C, generator=generator, dtype=torch.float64)

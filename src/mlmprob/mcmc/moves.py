@@ -1,28 +1,22 @@
-"""The moves of the one MH engine (:mod:`mlmprob.mcmc.engine`: the design kernel's, and the sampler's
-:class:`~mlmprob.sampling.kernels.MetropolisHastings` with ``informed`` or ``sites``): which sites a move changes
-and to which residues, with the exact probability of the move and of its reverse.
+"""The moves of the one MH engine (:mod:`mlmprob.mcmc.engine`): which sites a move changes and to which residues,
+with the exact probability of the move and of its reverse.
 
-A move from ``x`` changes up to ``k`` sites, drawn in an order (``order`` ``[B, k]``, positions into the
-changeable sites), from the single-site rows of the proposal expert (``rows`` ``[B, L, A]``, the logits of
-``x`` with one site masked; None: uniform over the allowed residues):
+A move from ``x`` changes up to ``k`` sites, drawn in an order (``order`` ``[B, k]``, positions into the changeable
+sites), from the proposal expert's single-site rows (``rows`` ``[B, L, A]``, the logits of ``x`` with one site
+masked; None: uniform over the allowed residues):
 
-- ``plain``: ``k`` distinct sites uniformly (an ordered draw: the same probability both ways, so it cancels),
-  then at each a residue from the site's row renormalised over its allowed residues at ``temperature``
-  (independently given ``x``; it may keep the current residue). ``k = 1`` is the kernel of the first
-  release, draw for draw.
+- ``plain``: ``k`` distinct sites uniformly (an ordered draw: the same probability both ways, so it cancels), then
+  at each a residue from the site's row over its allowed residues at ``temperature`` (it may keep the current one).
+  ``k = 1`` is the kernel of the first release, draw for draw.
 - ``informed`` (locally balanced, Zanella 2020): ``k`` (site, residue) pairs drawn one after the other without
-  repeating a site, each pair ``(j, a)`` (``a`` allowed at ``j``, ``a ≠ x_j``) with weight
-  ``sqrt(q_j(a) / q_j(x_j))``, ``q_j = softmax(rows_j / temperature)``: every move changes ``k`` residues, toward
-  the residues the expert prefers. The reverse move replays the same sites in the same order from ``x'``.
+  repeating a site, ``(j, a)`` (``a`` allowed at ``j``, ``a ≠ x_j``) with weight ``sqrt(q_j(a) / q_j(x_j))``,
+  ``q_j = softmax(rows_j / temperature)``. The reverse move replays the same sites in the same order from ``x'``.
 
-:func:`log_q` gives ``log q(to | from)`` of a move given the rows of ``from``: the reverse probability is
-``log_q(x', x, order, rows of x')``; the rows of ``x'`` are the ones its energy reads anyway. Given the rows of
-``x`` instead it is the first stage's cheap estimate of delayed acceptance. Float64, ``-inf`` for a move the
-proposal cannot make.
-
-``free`` (bool ``[B, S]``, optional, the sampler's): the changeable sites of each chain among ``sites_of``; a chain
-with ``n < k`` of them changes ``n`` sites (``-1`` fills the rest of its ``order``), one with none does not move.
-Without it every chain may change every site of ``sites_of`` (the design kernel's moves, draw for draw).
+:meth:`Moves.log_q` gives ``log q(to | from)`` of a move from the rows of ``from`` (the reverse: the rows of ``x'``,
+which its energy reads anyway; the rows of ``x``: delayed acceptance's cheap estimate). Float64, ``-inf`` for a
+move the proposal cannot make. ``free`` (bool ``[B, S]``, optional, the sampler's): each chain's changeable sites
+among ``sites_of``; a chain with ``n < k`` changes ``n`` (``-1`` fills the rest of its ``order``), one with none
+does not move. Without it every chain may change every site (the design kernel's moves, draw for draw).
 """
 
 from __future__ import annotations
@@ -61,9 +55,8 @@ def site_log_probs(rows: torch.Tensor | None, allowed: torch.Tensor, temperature
 
 @dataclass(frozen=True)
 class Moves:
-    """The shape of a move: ``sites`` (``k``, residues changed per move at most), ``informed`` (locally balanced
-    choice of the sites and residues), ``temperature`` (of the proposal rows); ``sites_of`` the changeable
-    sites ``[S]`` and ``allowed`` bool ``[L, A]``."""
+    """The shape of a move: ``sites`` (``k``, residues changed at most), ``informed`` (locally balanced), the proposal
+    rows' ``temperature``; ``sites_of`` the changeable sites ``[S]`` and ``allowed`` bool ``[L, A]``."""
 
     sites_of: torch.Tensor
     allowed: torch.Tensor
@@ -75,13 +68,11 @@ class Moves:
     def k(self) -> int:
         return min(self.sites, len(self.sites_of))
 
-    def propose(
-        self, X: torch.Tensor, rows: torch.Tensor | None, generator: torch.Generator, free: torch.Tensor | None = None
-    ):
+    def propose(self, X: torch.Tensor, rows: torch.Tensor | None, generator: torch.Generator, free=None):
         """``(X', order, log q(X' | X))`` for the chains ``X`` ``[B, L]``; ``order`` ``[B, k]`` indexes
         ``sites_of`` (``-1``: no site, a chain with fewer than ``k`` sites in ``free``)."""
         if self.informed:
-            return self._propose_informed(X, rows, generator, free)
+            return self._informed(X, rows, free, generator)
         B, S = X.shape[0], len(self.sites_of)
         if free is None and self.k == 1:  # the first release's draws: a site, then a residue
             order = torch.randint(S, (B, 1), generator=generator)
@@ -115,8 +106,8 @@ class Moves:
         return out.sum(-1)
 
     def _log_weights(self, X: torch.Tensor, rows: torch.Tensor | None, free: torch.Tensor | None) -> torch.Tensor:
-        """``log w`` ``[B, S, A]`` of the pairs (changeable site, residue) from ``X``: ``-inf`` at the current residue,
-        at residues not allowed and at sites not in ``free``."""
+        """``log w`` ``[B, S, A]`` of the pairs (changeable site, residue) from ``X`` (``-inf`` at the current residue,
+        residues not allowed and sites not in ``free``)."""
         B = X.shape[0]
         j = self.sites_of
         allowed = self.allowed[j].expand(B, -1, -1)
@@ -131,55 +122,41 @@ class Moves:
         lw = lw.masked_fill(~allowed, NEG)
         return lw.scatter(-1, cur[..., None], NEG)
 
-    def _propose_informed(self, X, rows, generator, free):
-        B, S = X.shape[0], len(self.sites_of)
+    def _informed(self, X, rows, free, generator=None, order=None, Xp=None):
+        """``(Xp, order, log q(Xp | X))`` of informed moves from ``X``: drawn from ``generator``, or the given
+        ``order`` and ``Xp`` (then NaN where no such move exists)."""
         lw = self._log_weights(X, rows, free)
-        A = lw.shape[-1]
-        Xp, fwd = X.clone(), torch.zeros(B, dtype=torch.float64)
-        order = self._cut(torch.zeros(B, self.k, dtype=torch.long), free)
-        for t in range(self.k):
+        B, S, A = lw.shape
+        draw = order is None
+        if draw:
+            Xp, order = X.clone(), self._cut(torch.zeros(B, self.k, dtype=torch.long), free)
+        assert Xp is not None and order is not None
+        out = torch.zeros(B, dtype=torch.float64)
+        for t in range(order.shape[1]):
             b = (order[:, t] >= 0).nonzero(as_tuple=True)[0]  # every chain without ``free``
             flat = lw[b].reshape(len(b), S * A)
             lp = flat - torch.logsumexp(flat, -1, keepdim=True)  # a changeable site always has a pair left
-            pick = sample_from(lp, generator)
-            s, a = pick // A, pick % A
-            fwd[b] += lp[torch.arange(len(b)), pick]
-            order[b, t] = s
-            Xp[b, self.sites_of[s]] = a
-            lw[b, s] = NEG
-        return Xp, order, fwd
+            if draw:
+                pick = sample_from(lp, generator)
+                order[b, t], Xp[b, self.sites_of[pick // A]] = pick // A, pick % A
+            else:
+                pick = order[b, t] * A + Xp[b, self.sites_of[order[b, t]]]
+            out[b] += lp[torch.arange(len(b)), pick]
+            lw[b, order[b, t]] = NEG
+        return Xp, order, out
 
-    def log_q(
-        self,
-        X: torch.Tensor,
-        Xp: torch.Tensor,
-        order: torch.Tensor,
-        rows: torch.Tensor | None,
-        free: torch.Tensor | None = None,
-    ) -> torch.Tensor:
+    def log_q(self, X, Xp, order, rows: torch.Tensor | None, free: torch.Tensor | None = None) -> torch.Tensor:
         """``log q(Xp | X)`` ``[B]`` of the move that changes the sites ``order`` of ``X`` to those of ``Xp``, read
         from ``rows`` (the rows of ``X``, or an estimate of them)."""
         if not self.informed:
             bb, j, logq = self._site_rows(order, rows)
             return self._per_chain(order, logq[torch.arange(len(j)), Xp[bb, j]])
-        lw = self._log_weights(X, rows, free)
-        B, S, A = lw.shape
-        out = torch.zeros(B, dtype=torch.float64)
-        for t in range(order.shape[1]):
-            b = (order[:, t] >= 0).nonzero(as_tuple=True)[0]
-            s = order[b, t]
-            flat = lw[b].reshape(len(b), S * A)
-            a = Xp[b, self.sites_of[s]]
-            out[b] += flat[torch.arange(len(b)), s * A + a] - torch.logsumexp(flat, -1)
-            lw[b, s] = NEG
-        return torch.nan_to_num(out, nan=NEG)
+        return torch.nan_to_num(self._informed(X, rows, free, order=order, Xp=Xp)[2], nan=NEG)
 
-    def own_rows_change(
-        self, X: torch.Tensor, Xp: torch.Tensor, order: torch.Tensor, rows: torch.Tensor
-    ) -> torch.Tensor:
-        """``Σ_j rows_j(Xp_j) - rows_j(X_j)`` over the sites of the move ``[B]`` (float64): the change of an
-        expert's log-conditionals at the changed sites alone, read from the rows of ``X`` (logit differences at
-        one row are log-probability differences): delayed acceptance's estimate of ``-(E(Xp) - E(X))``."""
+    def own_rows_change(self, X, Xp, order, rows: torch.Tensor) -> torch.Tensor:
+        """``Σ_j rows_j(Xp_j) - rows_j(X_j)`` over the sites of the move ``[B]`` (float64), read from the rows of
+        ``X`` (logit differences at one row are log-probability differences): delayed acceptance's estimate of
+        ``-(E(Xp) - E(X))``."""
         B = X.shape[0]
         bb = torch.arange(B).repeat_interleave(order.shape[1])
         j = self.sites_of[order].reshape(-1)

@@ -1,6 +1,4 @@
-"""The one proposal alphabet: the output ids a sampler may propose and a chain-rule likelihood
-normalises over (the model's ``proposal_ids``, e.g. the 20 canonical residues; else every id but the
-special ids, padding and the mask)."""
+"""The one proposal alphabet: the output ids a sampler may propose and a chain-rule likelihood normalises over."""
 
 from __future__ import annotations
 
@@ -20,11 +18,8 @@ def allowed_ids(mlm: MaskedLM) -> torch.Tensor:
     """
     mlm = reader_of(mlm)
     V = mlm.vocab_size
-    ids = mlm.proposal_ids
-    if ids is not None:
-        out = torch.zeros(V, dtype=torch.bool)
-        out[ids] = True
-        return out
+    if mlm.proposal_ids is not None:
+        return torch.zeros(V, dtype=torch.bool).index_fill_(0, mlm.proposal_ids, True)
     out = torch.ones(V, dtype=torch.bool)
     for s in mlm.special_ids | {mlm.pad_id, mlm.mask_id}:
         if s is not None and 0 <= s < V:

@@ -1,15 +1,11 @@
-"""The two embedded antibody models, loaded offline from their PyPI wheels.
+"""The two embedded antibody models, loaded offline from their PyPI wheels, built as :mod:`mlmprob.models.native`
+when they run the fused forward (the default) and as transformers' own classes with ``fused=False``.
 
-- ``antiberty``: AntiBERTy (Ruffolo et al. 2021), a BERT MLM (8 layers, 512 wide, 26M parameters)
-  shipped as ``antiberty==0.1.3``; its keys load into ``BertForMaskedLM``'s names (the
-  species/chain/graft heads are dropped).
-- ``sapiens-vh`` / ``sapiens-vl``: Sapiens (Prihoda et al. 2022), small RoBERTa MLMs (4 layers,
-  128 wide) shipped as fairseq checkpoints in ``sapiens==1.0.5``; the keys are converted here to
-  ``RobertaForMaskedLM``'s. Install that wheel with ``pip install --no-deps`` (it
-  declares fairseq and an old torch, neither of which is needed).
-
-Both are built as :mod:`mlmprob.models.native` (no transformers import: seconds less per start) when they run
-the fused forward, the default, and as transformers' own classes with ``fused=False``.
+- ``antiberty``: AntiBERTy (Ruffolo et al. 2021), a BERT MLM (8 layers, 512 wide, 26M parameters) shipped as
+  ``antiberty==0.1.3``; its keys load into ``BertForMaskedLM``'s names (the species/chain/graft heads are dropped).
+- ``sapiens-vh`` / ``sapiens-vl``: Sapiens (Prihoda et al. 2022), small RoBERTa MLMs (4 layers, 128 wide) shipped
+  as fairseq checkpoints in ``sapiens==1.0.5`` (install it with ``pip install --no-deps``: it declares fairseq and
+  an old torch, neither needed); the keys are converted here to ``RobertaForMaskedLM``'s.
 """
 
 from __future__ import annotations
@@ -37,24 +33,24 @@ def _package_dir(name: str, install_hint: str) -> Path:
     return Path(list(spec.submodule_search_locations)[0])
 
 
-def _finish(model, device, dtype):
-    return apply_precision(model, device, dtype)
-
-
 def _native(fused: bool | None) -> bool:
     """Whether an embedded model is built without transformers (:mod:`mlmprob.models.native`): whenever it runs
-    the fused forward, the default; ``fused=False`` (or ``$MLMPROB_FUSED=0``) builds transformers' own class."""
+    the fused forward (``fused``, else ``$MLMPROB_FUSED``)."""
     return fused_default() if fused is None else fused
 
 
-def _load_into(model, state: dict, what: str, ignore: tuple[str, ...]):
-    """``model`` with ``state`` loaded (keys ending in ``ignore`` may be missing or unexpected), or one line."""
+def _finish(
+    model, state: dict, ignore: tuple[str, ...], what: str, tok: ResidueTokenizer, name: str, device, dtype, fused
+):
+    """``model`` with ``state`` loaded (keys ending in ``ignore`` may be missing or unexpected, any other misfit is
+    one line), in its precision, behind the adapter with the residues as proposals."""
     missing, unexpected = model.load_state_dict(state, strict=False)
     missing = [k for k in missing if not k.endswith(ignore)]
     unexpected = [k for k in unexpected if not k.endswith(ignore)]
     if missing or unexpected:
         raise ModelLoadError(f"{what} weights do not fit: missing {missing}, unexpected {unexpected}")
-    return model
+    model = apply_precision(model, device, dtype)
+    return HFMaskedLM(model, tok, name=name, proposal_ids=tok.residue_ids, max_length=tok.max_length, fused=fused)
 
 
 def load_antiberty(device="cpu", dtype=None, fused: bool | None = None) -> HFMaskedLM:
@@ -73,63 +69,44 @@ def load_antiberty(device="cpu", dtype=None, fused: bool | None = None) -> HFMas
 
         model = BertForMaskedLM(BertConfig(**cfg))
     state = torch.load(root / "AntiBERTy_md_smooth" / "pytorch_model.bin", map_location="cpu", weights_only=True)
-    state = {
-        k: v
-        for k, v in state.items()
-        if k.startswith(("bert.", "cls.predictions.")) and not k.startswith("bert.pooler.")
-    }
-    _load_into(model, state, "AntiBERTy", ("position_ids",))
-    tok = ResidueTokenizer(
-        tokens,
-        bos="[CLS]",
-        eos="[SEP]",
-        pad="[PAD]",
-        mask="[MASK]",
-        unk="[UNK]",
-        max_length=cfg["max_position_embeddings"],
-    )
-    return HFMaskedLM(
-        _finish(model, device, dtype),
-        tok,
-        name="antiberty",
-        proposal_ids=tok.residue_ids,
-        max_length=tok.max_length,
-        fused=fused,
-    )
+    wanted = ("bert.", "cls.predictions.")
+    state = {k: v for k, v in state.items() if k.startswith(wanted) and not k.startswith("bert.pooler.")}
+    n_pos = cfg["max_position_embeddings"]
+    tok = ResidueTokenizer(tokens, bos="[CLS]", eos="[SEP]", pad="[PAD]", mask="[MASK]", unk="[UNK]", max_length=n_pos)
+    return _finish(model, state, ("position_ids",), "AntiBERTy", tok, "antiberty", device, dtype, fused)
 
 
 def _fairseq_to_hf_roberta(src: dict[str, torch.Tensor], n_layers: int) -> dict[str, torch.Tensor]:
     """Rename a fairseq RoBERTa (post-LN, tied output embedding) state dict to HF RobertaForMaskedLM keys."""
-    enc = "decoder.sentence_encoder."
+    enc, head = "decoder.sentence_encoder.", "decoder.lm_head."
     out = {
         "roberta.embeddings.word_embeddings.weight": src[enc + "embed_tokens.weight"],
         "roberta.embeddings.position_embeddings.weight": src[enc + "embed_positions.weight"],
-        "roberta.embeddings.LayerNorm.weight": src[enc + "emb_layer_norm.weight"],
-        "roberta.embeddings.LayerNorm.bias": src[enc + "emb_layer_norm.bias"],
-        "lm_head.dense.weight": src["decoder.lm_head.dense.weight"],
-        "lm_head.dense.bias": src["decoder.lm_head.dense.bias"],
-        "lm_head.layer_norm.weight": src["decoder.lm_head.layer_norm.weight"],
-        "lm_head.layer_norm.bias": src["decoder.lm_head.layer_norm.bias"],
-        "lm_head.decoder.weight": src["decoder.lm_head.weight"],
-        "lm_head.decoder.bias": src["decoder.lm_head.bias"],
-        "lm_head.bias": src["decoder.lm_head.bias"],
+        "roberta.embeddings.token_type_embeddings.weight": torch.zeros(1, src[enc + "embed_tokens.weight"].shape[1]),
+        "lm_head.decoder.weight": src[head + "weight"],
+        "lm_head.decoder.bias": src[head + "bias"],
+        "lm_head.bias": src[head + "bias"],
     }
-    hidden = src[enc + "embed_tokens.weight"].shape[1]
-    out["roberta.embeddings.token_type_embeddings.weight"] = torch.zeros(1, hidden)
-    names = {
-        "self_attn.q_proj": "attention.self.query",
-        "self_attn.k_proj": "attention.self.key",
-        "self_attn.v_proj": "attention.self.value",
-        "self_attn.out_proj": "attention.output.dense",
-        "self_attn_layer_norm": "attention.output.LayerNorm",
-        "fc1": "intermediate.dense",
-        "fc2": "output.dense",
-        "final_layer_norm": "output.LayerNorm",
+    names = {  # HF's name of each module with a weight and a bias: fairseq's
+        "roberta.embeddings.LayerNorm": enc + "emb_layer_norm",
+        "lm_head.dense": head + "dense",
+        "lm_head.layer_norm": head + "layer_norm",
+    }
+    layer = {
+        "attention.self.query": "self_attn.q_proj",
+        "attention.self.key": "self_attn.k_proj",
+        "attention.self.value": "self_attn.v_proj",
+        "attention.output.dense": "self_attn.out_proj",
+        "attention.output.LayerNorm": "self_attn_layer_norm",
+        "intermediate.dense": "fc1",
+        "output.dense": "fc2",
+        "output.LayerNorm": "final_layer_norm",
     }
     for i in range(n_layers):
-        for a, b in names.items():
-            for p in ("weight", "bias"):
-                out[f"roberta.encoder.layer.{i}.{b}.{p}"] = src[f"{enc}layers.{i}.{a}.{p}"]
+        names.update({f"roberta.encoder.layer.{i}.{b}": f"{enc}layers.{i}.{a}" for b, a in layer.items()})
+    for b, a in names.items():
+        for p in ("weight", "bias"):
+            out[f"{b}.{p}"] = src[f"{a}.{p}"]
     return out
 
 
@@ -139,7 +116,7 @@ def load_sapiens(chain: str = "vh", device="cpu", dtype=None, fused: bool | None
     root = _package_dir("sapiens", "pip install --no-deps sapiens==1.0.5") / "models" / "v1"
     with torch.serialization.safe_globals([argparse.Namespace]):
         ck = torch.load(root / f"checkpoint_{chain}.pt", map_location="cpu", weights_only=True)
-    saved, src = ck["args"], ck["model"]  # the fairseq options the checkpoint was trained with
+    saved, src = ck["args"], ck["model"]  # the fairseq options the checkpoint was trained with, its weights
     # fairseq Dictionary: <s> <pad> </s> <unk>, then dict.txt symbols, then <mask> added by the MLM task
     symbols = [line.split()[0] for line in (root / "dict.txt").read_text().splitlines() if line.strip()]
     tokens = ["<s>", "<pad>", "</s>", "<unk>"] + symbols + ["<mask>"]
@@ -170,13 +147,7 @@ def load_sapiens(chain: str = "vh", device="cpu", dtype=None, fused: bool | None
         extra = {"bos_token_id": 0, "eos_token_id": 2, "hidden_dropout_prob": 0.0, "attention_probs_dropout_prob": 0.0}
         model = RobertaForMaskedLM(RobertaConfig(**shape, **extra, tie_word_embeddings=True))  # type: ignore[arg-type]
     state = _fairseq_to_hf_roberta(src, saved.encoder_layers)
-    _load_into(model, state, "Sapiens", ("position_ids", "token_type_ids"))
     tok = ResidueTokenizer(tokens, bos="<s>", eos="</s>", pad="<pad>", mask="<mask>", unk="<unk>", max_length=n_pos - 2)
-    return HFMaskedLM(
-        _finish(model, device, dtype),
-        tok,
-        name=f"sapiens-{chain}",
-        proposal_ids=tok.residue_ids,
-        max_length=tok.max_length,
-        fused=fused,
+    return _finish(
+        model, state, ("position_ids", "token_type_ids"), "Sapiens", tok, f"sapiens-{chain}", device, dtype, fused
     )

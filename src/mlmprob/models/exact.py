@@ -1,9 +1,6 @@
-"""Tiny models whose conditionals are known exactly: the ground truth for tests.
-
-``ExactMLM`` is built from an explicit joint distribution over ``V**T`` sequences; for any set of
-masked positions its logits are exact conditional marginals of that joint, so its conditionals
-are *compatible*. ``LookupMLM`` returns arbitrary (seeded random) conditionals per input pattern:
-generally *incompatible*, like a real MLM.
+"""Tiny models whose conditionals are known exactly, the ground truth for tests: ``ExactMLM``'s are the conditional
+marginals of an explicit joint over ``V**T`` sequences (*compatible*); ``LookupMLM``'s are seeded random per input
+(generally *incompatible*, like a real MLM's).
 """
 
 from __future__ import annotations
@@ -52,13 +49,11 @@ class ExactMLM:
         cls, vocab_size: int, length: int, generator: torch.Generator | None = None, scale: float = 2.0
     ) -> ExactMLM:
         """A joint with i.i.d. Gaussian log-potentials of standard deviation ``scale``."""
-        lj = torch.randn([vocab_size] * length, generator=generator, dtype=torch.float64) * scale
-        return cls(lj)
+        return cls(torch.randn([vocab_size] * length, generator=generator, dtype=torch.float64) * scale)
 
     def log_prob(self, input_ids: torch.Tensor) -> torch.Tensor:
         """Exact ``log p(x)`` of complete sequences ``[B, T] -> [B]`` (float64)."""
-        ids = torch.as_tensor(input_ids)
-        return self.log_joint[tuple(ids.T)]
+        return self.log_joint[tuple(torch.as_tensor(input_ids).T)]
 
     def _table(self, masked: frozenset[int], t: int) -> torch.Tensor:
         """log p(x_t | x_O) with O = positions not in masked and != t; axes: O (in order), then t."""
@@ -95,12 +90,8 @@ class ExactMLM:
 
 
 class LookupMLM:
-    """A masked LM with arbitrary, seeded-random conditionals for every input pattern.
-
-    The logits at each position are a fixed random vector per full input row (mask included),
-    so the conditionals are in general incompatible: no joint has them all as conditionals.
-    Ids ``0..V-1`` are tokens, ``V`` is the mask. Deterministic for a given ``seed``.
-    """
+    """A masked LM with seeded-random conditionals: a fixed random logit vector per position and full input row (mask
+    included), so in general no joint has them all as conditionals. Ids ``0..V-1`` are tokens, ``V`` is the mask."""
 
     def __init__(self, vocab_size: int, length: int, seed: int = 0, scale: float = 1.5):
         self.vocab_size = vocab_size

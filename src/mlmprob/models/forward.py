@@ -1,19 +1,16 @@
 """The one forward primitive: rows of token ids in, the model's logits at requested ``(row, position)`` reads out.
 
-Every read of a model goes through :func:`iter_forward`, which owns the plan (sub-batches of at most
-``rows_per_batch(width, batch_tokens)`` rows under the reader's budget, trailing padding trimmed), batch
-independence (a sub-batch never mixes *groups*, the records rows are computed for, and a group is cut by its own
-rows alone, so a record's logits do not depend on its neighbours, shard, worker or chunk), the device hot path
-(rows built on the device, the head only at the read positions, no host synchronisation), out-of-memory halving
-(reported once, kept for later calls; the shapes, and so the last bits of float32 logits, may then change),
-non-finite detection naming the caller's rows, and progress.
-
-Rows come from a row source: :class:`GivenRows` (token rows as they are) or :class:`MaskedCopies` (copy ``n`` is
-``input_ids[rows[n]]`` with ``cols[n]`` and ``extra_mask[n]`` masked, built per sub-batch).
+:func:`iter_forward` owns the plan (sub-batches of at most ``rows_per_batch(width, batch_tokens)`` rows, trailing
+padding trimmed), batch independence (a sub-batch never mixes *groups*, the records rows are computed for, so a
+record's logits do not depend on its neighbours, shard, worker or chunk), the device hot path (no host
+synchronisation), out-of-memory halving (reported once, kept for later calls; the last bits of float32 logits may
+then change), non-finite detection naming the caller's rows, and progress. Rows come from :class:`GivenRows` (as
+they are) or :class:`MaskedCopies` (copies with positions masked, built per sub-batch).
 """
 
 from __future__ import annotations
 
+import copy
 import sys
 import weakref
 from collections.abc import Callable, Iterator
@@ -32,10 +29,8 @@ ATTENTION_BUDGET = 16 * 512 * 512
 
 
 def rows_per_batch(width: int, batch_tokens: int | None = None) -> int:
-    """How many rows of ``width`` tokens one forward sub-batch holds (at least 1).
-
-    The attention cap (16 rows of 512 tokens per :data:`BUDGET_UNIT` tokens) grows with budgets above
-    that unit (GPUs), never shrinks below it.
+    """How many rows of ``width`` tokens one forward sub-batch holds (at least 1); the attention cap (16 rows of 512
+    tokens per :data:`BUDGET_UNIT` tokens) grows with budgets above that unit (GPUs), never shrinks below it.
 
     >>> rows_per_batch(512), rows_per_batch(122), rows_per_batch(122, 65536), rows_per_batch(10_000, 100)
     (8, 33, 281, 1)
@@ -49,8 +44,8 @@ def rows_per_batch(width: int, batch_tokens: int | None = None) -> int:
 
 
 def auto_batch_tokens(mlm: MaskedLM, requested: int | None = None) -> int:
-    """``requested`` when given; else the reader's own budget (:meth:`mlmprob.models.reader.Reader.with_budget`);
-    else :data:`DEFAULT_BATCH_TOKENS` on CPUs, and on a CUDA GPU :func:`gpu_batch_tokens` of its total memory.
+    """``requested``, else the reader's own budget, else :data:`DEFAULT_BATCH_TOKENS` on CPUs and on a CUDA GPU
+    :func:`gpu_batch_tokens` of its total memory.
 
     >>> from mlmprob import ExactMLM
     >>> m = ExactMLM(torch.zeros(3, 3))
@@ -81,10 +76,8 @@ def auto_batch_tokens(mlm: MaskedLM, requested: int | None = None) -> int:
 def gpu_batch_tokens(total: int, weights: int, per_token: int) -> int:
     """The token budget on a GPU of ``total`` bytes holding ``weights`` bytes of weights, at ``per_token``
     activation bytes per token: a third of what the weights leave, rounded down to a power of two, between
-    1024 and ``64 x BUDGET_UNIT``. From the card's total memory, not its free memory: the free memory moves
-    with the other processes and with what this one cached, and a record longer than one sub-batch is cut
-    where the budget says, so a budget read from it would make the last bits of a record's float32 results
-    depend on the moment and the worker. Where the memory is shared, the out-of-memory back-off halves it.
+    1024 and ``64 x BUDGET_UNIT``. From the total memory, not the free memory, which moves with other processes:
+    a record longer than one sub-batch is cut where the budget says, so its float32 bits would move too.
 
     >>> GiB = 1 << 30
     >>> gpu_batch_tokens(80 * GiB, 2 * GiB, 36_000), gpu_batch_tokens(81 * GiB, 2 * GiB, 36_000)
@@ -116,10 +109,9 @@ def _row_cap(mlm) -> int | None:
 
 
 def _lower_cap(mlm, n: int, width: int) -> None:
-    new = max(1, n // 2)
     try:
         first = mlm not in _oom_caps
-        _oom_caps[mlm] = new
+        _oom_caps[mlm] = max(1, n // 2)
     except TypeError:
         first = False
     if first:
@@ -168,8 +160,7 @@ class GivenRows:
         self.names = torch.arange(R) if names is None else torch.as_tensor(names).long().cpu()
 
     def to(self, device: torch.device) -> GivenRows:
-        out = object.__new__(GivenRows)
-        out.__dict__.update(self.__dict__)
+        out = copy.copy(self)
         out.ids = self.ids.to(device)
         return out
 
@@ -178,9 +169,8 @@ class GivenRows:
 
 
 class MaskedCopies:
-    """Copy ``n`` = row ``rows[n]`` of ``input_ids`` with ``cols[n]`` (and ``extra_mask[n]``, bool
-    ``[N, L]``) masked; grouped by the record of its row (``records[row]``; default: each row of
-    ``input_ids`` is a record), named by its row in errors."""
+    """Copy ``n`` = row ``rows[n]`` of ``input_ids`` with ``cols[n]`` (and ``extra_mask[n]``, bool ``[N, L]``)
+    masked; grouped by the record of its row (``records[row]``; default: each row its own), named by its row."""
 
     def __init__(
         self,
@@ -203,8 +193,7 @@ class MaskedCopies:
         self.groups = rows_cpu if records is None else torch.as_tensor(records).long().cpu()[rows_cpu]
 
     def to(self, device: torch.device) -> MaskedCopies:
-        out = object.__new__(MaskedCopies)
-        out.__dict__.update(self.__dict__)
+        out = copy.copy(self)
         out.input_ids, out.rows, out.cols = self.input_ids.to(device), self.rows.to(device), self.cols.to(device)
         out.extra = None if self.extra is None else self.extra.to(device)
         return out
@@ -221,27 +210,21 @@ class MaskedCopies:
 def plan_groups(
     lengths: torch.Tensor, groups: torch.Tensor, needed: torch.Tensor, batch_tokens: int
 ) -> tuple[torch.Tensor, list[tuple[int, int, int]]]:
-    """``(order, plan)``: the needed rows in forward order (by group, then row index) and the
-    ``(start, n, width)`` sub-batches over ``order``; a sub-batch never crosses a group.
+    """``(order, plan)``: the needed rows in forward order (by group, then row index) and the ``(start, n, width)``
+    sub-batches over ``order``; a sub-batch never crosses a group.
 
     >>> order, plan = plan_groups(torch.tensor([3, 3, 5, 5, 5]), torch.tensor([1, 1, 0, 0, 0]),
     ...                           torch.tensor([0, 1, 2, 3, 4]), batch_tokens=10)
     >>> order.tolist(), plan
     ([2, 3, 4, 0, 1], [(0, 2, 5), (2, 1, 5), (3, 2, 3)])
     """
-    g = groups[needed]
-    order = needed[torch.argsort(g, stable=True)]  # needed is sorted: ties keep the row order
-    g_sorted = groups[order].tolist()
-    lens = lengths[order].tolist()
-    plan, start, N = [], 0, len(g_sorted)
-    while start < N:
-        end = start
-        while end < N and g_sorted[end] == g_sorted[start]:
-            end += 1
+    order = needed[torch.argsort(groups[needed], stable=True)]  # needed is sorted: ties keep the row order
+    lens, plan, start = lengths[order].tolist(), [], 0
+    for count in torch.unique_consecutive(groups[order], return_counts=True)[1].tolist():  # group by group
+        end = start + count
         width = max(max(lens[start:end]), 1)
         per = rows_per_batch(width, batch_tokens)
-        for s in range(start, end, per):
-            plan.append((s, min(per, end - s), width))
+        plan += [(s, min(per, end - s), width) for s in range(start, end, per)]
         start = end
     return order, plan
 
@@ -262,13 +245,10 @@ def iter_forward(
     progress: Callable[[int], None] | None = None,
     on_device: bool = False,
 ) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
-    """Yield ``(read_index [n], logits [n, V])`` sub-batch by sub-batch, covering every read once.
-
-    Read ``q`` is position ``read_col[q]`` of row ``read_row[q]`` of ``source``; rows without a read
-    are not forwarded. ``progress`` is called with the number of rows finished after each sub-batch.
-    With ``on_device`` the rows are built on the model's device, the loop makes no host
-    synchronisation, and both tensors are yielded there (logits as float32); otherwise on the CPU.
-    """
+    """Yield ``(read_index [n], logits [n, V])`` sub-batch by sub-batch, covering every read once: read ``q`` is
+    position ``read_col[q]`` of row ``read_row[q]`` of ``source`` (rows without a read are not forwarded).
+    ``progress`` gets the rows finished after each sub-batch. With ``on_device`` the rows are built on the model's
+    device, the loop makes no host synchronisation, and both tensors are yielded there (logits as float32)."""
     if progress is not None and not callable(progress):
         raise MLMProbError(f"progress must be a function of the rows finished, or None; got {progress!r:.40}")
     reader = reader_of(mlm)

@@ -1,15 +1,13 @@
-"""A lean forward pass for ESM-2 and BERT/RoBERTa encoders (transformers' models), on the same weights.
+"""A lean forward pass for ESM-2 and BERT/RoBERTa encoders (transformers' models), on the same weights: the same
+functions with fewer passes over memory (docs/results/precision/peak_share.md), differing by rounding only.
 
-The same functions as transformers' code with fewer passes over memory (docs/results/precision/peak_share.md):
-Q, K and V in one product (in int8 one quantization of the input); attention by ``scaled_dot_product_attention``
-in float32 (a half-precision model on a GPU attends in its own dtype: :func:`attention_dtype`); ESM's rotary
-embedding as one complex multiplication (the pair ``(x_j, x_{j+d/2})`` as ``x_j + i x_{j+d/2}``: the halves come
-out interleaved, which leaves every query-key dot product unchanged); GELU in one kernel; and the last layer
-only at the read positions (``rows``, ``cols``; keys and values still at all positions). Float32 products on the
-CPU go through :mod:`mlmprob.runtime.threads`, so the bits do not depend on the thread count.
-
-Outputs differ from transformers' by rounding only. Modules are read from the model at every call (training and
-quantization are followed); a layer's concatenated Q/K/V weights are rebuilt when its Q, K or V weights change.
+Q, K and V in one product (in int8 one quantization of the input); attention in float32 (a half-precision model on
+a GPU attends in its own dtype: :func:`attention_dtype`); ESM's rotary embedding as one complex multiplication (the
+pair ``(x_j, x_{j+d/2})`` as ``x_j + i x_{j+d/2}``: the halves come out interleaved, which leaves every query-key
+dot product unchanged); the last layer only at the read positions (keys and values still at all positions). Float32
+products on the CPU go through :mod:`mlmprob.runtime.threads`, so the bits do not depend on the thread count.
+Modules are read at every call (training and quantization are followed); a layer's concatenated Q/K/V weights are
+rebuilt when its Q, K or V weights change.
 """
 
 from __future__ import annotations
@@ -24,8 +22,7 @@ from .precision import Int8Linear
 
 
 def _dense(lin, x: torch.Tensor) -> torch.Tensor:
-    """``lin(x)``; a float linear layer through :func:`mlmprob.runtime.threads.linear` (the same product,
-    its bits independent of the thread count)."""
+    """``lin(x)``; a float linear layer through :func:`mlmprob.runtime.threads.linear` (thread-invariant bits)."""
     if type(lin) is torch.nn.Linear:
         return _invariant_linear(x, lin.weight, lin.bias)
     return lin(x)
@@ -39,8 +36,8 @@ def _signature(lin) -> tuple:
 
 
 def _fused_qkv(att) -> torch.nn.Module:
-    """One linear layer computing ``[Q | K | V]`` from the three of ``att`` (float or :class:`Int8Linear`;
-    in int8 the per-output-channel quantization of the concatenation is that of each part)."""
+    """One linear layer computing ``[Q | K | V]`` from the three of ``att`` (float or :class:`Int8Linear`, whose
+    per-output-channel quantization of the concatenation is that of each part)."""
     int8 = isinstance(att.query, Int8Linear)
     ws, bs = [], []
     for lin in (att.query, att.key, att.value):
@@ -60,8 +57,8 @@ def _fused_qkv(att) -> torch.nn.Module:
 
 
 def attention_dtype(dtype: torch.dtype, device_type: str, half: bool | None = None) -> torch.dtype:
-    """The dtype the fused forward's attention runs in for values of ``dtype`` on ``device_type``: float32,
-    or the half dtype itself when ``half`` is True, or None (the default) and the device is a GPU.
+    """The dtype the fused forward's attention runs in for ``dtype`` values on ``device_type``: float32, or the half
+    dtype itself when ``half`` is True, or None (the default) and the device is a GPU.
 
     >>> attention_dtype(torch.bfloat16, "cuda"), attention_dtype(torch.bfloat16, "cpu")
     (torch.bfloat16, torch.float32)
@@ -76,29 +73,18 @@ def attention_dtype(dtype: torch.dtype, device_type: str, half: bool | None = No
     return dtype if on else torch.float32
 
 
-def _plain_encoder(cfg) -> bool:
-    return not getattr(cfg, "is_decoder", False) and not getattr(cfg, "add_cross_attention", False)
-
-
 def fused_encoder(base):
     """The fused forward of ``base`` (:class:`FusedEsm`, :class:`FusedBert`), or None when it has none: it has one
     when it is an ESM encoder with rotary positions, or a BERT / RoBERTa encoder with absolute positions and erf
     GELU."""
     cfg = getattr(base, "config", None)
-    name = type(base).__name__
-    if cfg is None or not _plain_encoder(cfg):
+    if cfg is None or getattr(cfg, "is_decoder", False) or getattr(cfg, "add_cross_attention", False):
         return None
-    if (
-        name == "EsmModel"
-        and getattr(cfg, "position_embedding_type", "") == "rotary"
-        and hasattr(base, "rotary_embeddings")
-    ):
+    name, positions = type(base).__name__, getattr(cfg, "position_embedding_type", "absolute")
+    if name == "EsmModel" and positions == "rotary" and hasattr(base, "rotary_embeddings"):
         return FusedEsm(base)
-    if (
-        (name in ("BertModel", "RobertaModel") or getattr(base, "fused_family", "") == "bert")
-        and getattr(cfg, "position_embedding_type", "absolute") == "absolute"
-        and getattr(cfg, "hidden_act", "") == "gelu"
-    ):
+    bert = name in ("BertModel", "RobertaModel") or getattr(base, "fused_family", "") == "bert"
+    if bert and positions == "absolute" and getattr(cfg, "hidden_act", "") == "gelu":
         return FusedBert(base)
     return None
 
@@ -123,8 +109,7 @@ class _Fused:
         return cached[1]
 
     half_attention: bool | None = None
-    """Attention of a half-precision model (bfloat16, float16) in its own dtype: None (the default) on GPUs
-    only (torch's fused half-precision kernels there: ESM-2 650M bf16 ran 1.6x faster on an H200,
+    """Attention of a half-precision model in its own dtype: None (the default) on GPUs only (1.6x faster there,
     docs/results/gpu), True everywhere, False never (float32 scores and softmax)."""
 
     def _attend(self, q, k, v, mask, exact: bool = True) -> torch.Tensor:
@@ -152,13 +137,13 @@ class _Fused:
         q, k = self._position(q, k, ctx, cols, exact)
         return self._attend(q, k, v, None if mask is None else mask[rows], exact)[:, 0]
 
+    # each architecture's own steps (FusedEsm, FusedBert; the defaults are BERT's)
     def _position(self, q, k, ctx, cols, exact=False):
         return q, k
 
     def _context(self, ids):
         return None
 
-    # each architecture's own steps (FusedEsm, FusedBert)
     def _embed(self, ids: torch.Tensor, keep: torch.Tensor | None) -> torch.Tensor:
         raise NotImplementedError
 
@@ -166,7 +151,7 @@ class _Fused:
         raise NotImplementedError
 
     def _finish(self, h):
-        raise NotImplementedError
+        return h
 
     @torch.inference_mode()
     @direct_products()  # the products and attention below call the invariant ones themselves: no per-op routing
@@ -231,9 +216,8 @@ class FusedEsm(_Fused):
         x = x.float()
         a, b = x[..., :half], x[..., half:]
         if real or (real is None and x.device.type not in ("cpu", "cuda")):
-            # [a | b] times [c | c] and [s | s], the factors contiguous over heads (one vectorised pass each,
-            # 1.4x faster than four products of strided halves; the same roundings), then the pairs
-            # (ac - bs, as + bc) written interleaved in place
+            # [a | b] times [c | c] and [s | s] (one vectorised pass each, 1.4x faster than four products of
+            # strided halves), then the pairs (ac - bs, as + bc) written interleaved in place
             shape = x.shape[-rot.dim() :]
             c, s = (torch.cat([p, p], -1).expand(shape).contiguous() for p in (rot.real, rot.imag))
             xc, xs = x * c, x * s
@@ -244,10 +228,9 @@ class FusedEsm(_Fused):
         return torch.view_as_real(torch.complex(a, b) * rot).flatten(-2)
 
     def _position(self, q, k, rot, cols, exact=False):
-        """Rotated ``q`` and ``k``; ``exact`` (float32 under thread invariance, on a CPU): in real arithmetic,
-        whose element-wise kernels round alike at any thread count (torch's complex multiplication does not: its
-        vectorised and scalar loops round differently, and 3 threads move the boundary between them). On GPUs
-        one complex product (a sixth of an ESM-2 650M bf16 forward's time went to the real form on an H200)."""
+        """Rotated ``q`` and ``k``; ``exact`` (float32 under thread invariance, on a CPU): in real arithmetic, whose
+        kernels round alike at any thread count (torch's complex product's vectorised and scalar loops round
+        differently, and the thread count moves the boundary). On GPUs one complex product (faster)."""
         real = True if exact and q.device.type == "cpu" and invariant_enabled() else None
         rq = rot[:, None, :] if cols is None else rot[cols][:, None, None, :]
         return self._rotate(q, rq, real), self._rotate(k, rot[:, None, :], real)
@@ -289,6 +272,3 @@ class FusedBert(_Fused):
         h = out.LayerNorm(_dense(out.dense, a.to(h.dtype)).add_(res))
         ffn = lay.output
         return ffn.LayerNorm(_dense(ffn.dense, F.gelu(_dense(lay.intermediate.dense, h))).add_(h))
-
-    def _finish(self, h):
-        return h

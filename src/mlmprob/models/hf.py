@@ -10,7 +10,7 @@ from ..errors import MLMProbError
 from ..runtime.device import fused_default  # noqa: F401 - re-exported
 from ..runtime.threads import invariant_method
 from .fused import fused_encoder
-from .length import max_length_of, text_config
+from .length import text_config
 from .precision import model_dtype
 from .tokenizers import Encoding
 
@@ -24,30 +24,22 @@ def _head_of(model) -> Callable[[torch.Tensor], torch.Tensor] | None:
     if hasattr(model, "vocab_projector") and hasattr(model, "vocab_transform"):  # DistilBERT
 
         def distil(h):
-            h = model.vocab_layer_norm(model.activation(model.vocab_transform(h)))
-            return model.vocab_projector(h)
+            return model.vocab_projector(model.vocab_layer_norm(model.activation(model.vocab_transform(h))))
 
         return distil
     return None
 
 
-def _max_length_of(model, tokenizer) -> int | None:
-    """The longest row the model reads, found from the model itself: see :mod:`mlmprob.models.length`."""
-    return max_length_of(model, tokenizer)
-
-
 class HFMaskedLM:
     """A Hugging Face masked LM behind the ``MaskedLM`` protocol.
 
-    ``logits_at`` runs the encoder once and applies the LM head only at the gathered positions,
-    so scoring never materialises ``[B, L, V]`` logits. Inputs may be on any device; outputs come
-    back on the CPU as float32. Right padding with ``pad_id`` is masked out of attention.
-    ESM-2, BERT and RoBERTa encoders run through :mod:`mlmprob.models.fused` (the same function with fewer
-    passes over memory; ``fused=False`` or ``$MLMPROB_FUSED=0`` runs transformers' own code). Every forward
-    runs with single-threaded MKL (:func:`mlmprob.runtime.threads.invariant_method`), so float32 results do
-    not depend on the thread count.
-    ``pads_safely`` is set False by the load-time probe (:mod:`mlmprob.models.probe`) for a model whose
-    outputs change when a row is padded: its rows are then forwarded unpadded.
+    ``logits_at`` runs the encoder once and applies the LM head only at the gathered positions, so scoring never
+    materialises ``[B, L, V]`` logits. Inputs may be on any device; outputs come back on the CPU as float32. Right
+    padding with ``pad_id`` is masked out of attention. ESM-2, BERT and RoBERTa encoders run through
+    :mod:`mlmprob.models.fused` (``fused=False`` or ``$MLMPROB_FUSED=0``: transformers' own code). Every forward runs
+    with thread-invariant products (:func:`mlmprob.runtime.threads.invariant_method`). ``pads_safely`` is set False
+    by the load-time probe (:mod:`mlmprob.models.probe`) for a model whose outputs change when a row is padded: its
+    rows are then forwarded unpadded.
     """
 
     pads_safely = True
@@ -79,8 +71,7 @@ class HFMaskedLM:
         self.special_ids = frozenset(special_ids if special_ids is not None else tokenizer.special_ids)
         self.proposal_ids = None if proposal_ids is None else torch.tensor(list(proposal_ids), dtype=torch.long)
         self.max_length = max_length
-        # a reserved padding id outside the vocabulary (the tokenizer has no pad of its own: models/tokenizers.py
-        # padding_id) is replaced by a real id before the model sees it; attention never reads it
+        # a reserved padding id outside the vocabulary (tokenizers.padding_id) is replaced by a real one (masked)
         self._fill = None
         if self.pad_id is not None and self.pad_id >= self.vocab_size:
             cp = getattr(text_config(model), "pad_token_id", None)
@@ -88,8 +79,7 @@ class HFMaskedLM:
         self._base = getattr(model, model.base_model_prefix, None)
         self._head = _head_of(model)
         self.device, self.dtype = next(model.parameters()).device, model_dtype(model)
-        fused = fused_default() if fused is None else fused
-        use = fused and self._head is not None and self._base is not None
+        use = (fused_default() if fused is None else fused) and self._head is not None and self._base is not None
         self._fused = fused_encoder(self._base) if use else None
 
     # -- what the model contract reads (models/reader.py) ------------------------------------------
@@ -104,8 +94,7 @@ class HFMaskedLM:
         return self._fused is not None
 
     def read_full_logits(self) -> None:
-        """Read the whole forward's logits from now on (no head shortcut, no fused forward): the load-time probe's
-        fallback for a model whose head module is not its whole head."""
+        """Read the whole forward's logits from now on (no head shortcut, no fused forward): the probe's fallback."""
         self._head, self._fused = None, None
 
     def _hidden(self, ids: torch.Tensor, rows=None, cols=None) -> torch.Tensor:
@@ -145,6 +134,10 @@ class HFMaskedLM:
         """``ids`` as the model may read them: a reserved padding id replaced by a real one (masked anyway)."""
         return ids if self._fill is None else ids.masked_fill(ids == self.pad_id, self._fill)
 
+    def _full(self, ids: torch.Tensor) -> torch.Tensor:
+        """The plain model's whole forward: logits ``[B, L, V]`` on its device."""
+        return self.model(input_ids=self._feed(ids), attention_mask=self._attention_mask(ids)).logits
+
     @torch.inference_mode()
     @invariant_method
     def logits(self, input_ids: torch.Tensor) -> torch.Tensor:
@@ -156,8 +149,7 @@ class HFMaskedLM:
         if self._fused is not None:
             assert self._head is not None  # fused only with a head (see __init__)
             return self._head(self._hidden(ids)).float().cpu()
-        out = self.model(input_ids=self._feed(ids), attention_mask=self._attention_mask(ids))
-        return out.logits.float().cpu()
+        return self._full(ids).float().cpu()
 
     @torch.inference_mode()
     @invariant_method
@@ -166,31 +158,24 @@ class HFMaskedLM:
         if self._padded(ids):
             return self.logits(ids)[torch.as_tensor(rows).cpu(), torch.as_tensor(cols).cpu()]
         if self._base is None or self._head is None:
-            return (
-                self.model(input_ids=self._feed(ids), attention_mask=self._attention_mask(ids))
-                .logits[rows, cols]
-                .float()
-                .cpu()
-            )
+            return self._full(ids)[rows, cols].float().cpu()
         rows, cols = torch.as_tensor(rows).to(self.device), torch.as_tensor(cols).to(self.device)
         return self._head(self._hidden(ids, rows, cols)).float().cpu()
 
     @torch.inference_mode()
     @invariant_method
     def device_logits_at(self, input_ids: torch.Tensor, rows: torch.Tensor, cols: torch.Tensor) -> torch.Tensor:
-        """``logits_at`` for the hot path: inputs already validated and on the model's device; the logits
-        stay there (model dtype), so the caller's loop makes no host synchronisation."""
+        """``logits_at`` for the hot path: inputs validated and on the model's device, where the logits stay (model
+        dtype), so the caller's loop makes no host synchronisation."""
         if self._base is None or self._head is None:
-            return self.model(input_ids=self._feed(input_ids), attention_mask=self._attention_mask(input_ids)).logits[
-                rows, cols
-            ]
+            return self._full(input_ids)[rows, cols]
         return self._head(self._hidden(input_ids, rows, cols))
 
     @torch.inference_mode()
     @invariant_method
     def hidden_at(self, input_ids: torch.Tensor, rows: torch.Tensor, cols: torch.Tensor) -> torch.Tensor:
-        """Final hidden states ``[N, H]`` (float32, CPU) at ``(rows, cols)`` of ``input_ids``, rows given as is
-        (nothing masked): the input of the LM head. Optional protocol member, read by the one-pass PLL."""
+        """Final hidden states ``[N, H]`` (float32, CPU) at ``(rows, cols)`` of ``input_ids`` as given: the LM head's
+        input (read by the one-pass PLL)."""
         if self._base is None or self._head is None:
             raise MLMProbError(f"{self.name}: no separable LM head, so no hidden states for the one-pass PLL")
         ids = self._check(input_ids)
@@ -199,12 +184,11 @@ class HFMaskedLM:
 
     @invariant_method
     def head_logits(self, hidden: torch.Tensor) -> torch.Tensor:
-        """The LM head applied to hidden states ``[N, H]`` -> logits ``[N, V]`` (float32, CPU); differentiable
-        in ``hidden`` (the head's own weights stay fixed), for fitting the one-pass correction."""
+        """The LM head on hidden states ``[N, H]`` -> logits ``[N, V]`` (float32, CPU), differentiable in ``hidden``
+        (for fitting the one-pass correction)."""
         if self._head is None:
             raise MLMProbError(f"{self.name}: no separable LM head")
-        p = next(self.model.parameters())
-        head_dtype = next(self._head.parameters()).dtype if isinstance(self._head, torch.nn.Module) else p.dtype
+        head_dtype = next((self._head if isinstance(self._head, torch.nn.Module) else self.model).parameters()).dtype
         return self._head(hidden.to(self.device, head_dtype)).float().cpu()
 
     def input_embedding(self, ids: torch.Tensor) -> torch.Tensor:

@@ -1,11 +1,10 @@
 """The longest input a Hugging Face masked LM reads, found from the model itself (not a list of names).
 
 A learned position table of ``N`` rows (``position_embeddings`` / ``embed_positions``) is read at ``offset + t``
-for token ``t``; the offset (0 for BERT, ``padding_idx + 1`` for the RoBERTa family, 2 for BART, ...) is measured
-by one forward with a hook finding the table row the last token read, else taken from the table (its ``offset``,
-else ``padding_idx + 1`` with a padding row, else 0). The limit is the smallest of each table's ``N - offset``, the
-config's ``max_position_embeddings`` (not for rotary positions) and the tokenizer's ``model_max_length``; none of
-these means no limit.
+for token ``t``; the offset (0 for BERT, ``padding_idx + 1`` for RoBERTa, 2 for BART, ...) is measured by one
+forward with a hook finding the row the last token read, else declared by the table. The limit is the smallest of
+each table's ``N - offset``, the config's ``max_position_embeddings`` (not for rotary positions) and the tokenizer's
+``model_max_length``; none of these means no limit.
 """
 
 from __future__ import annotations
@@ -19,27 +18,21 @@ PROBE_TOKENS = 4
 
 
 def text_config(model):
-    """The configuration of ``model``'s text part: the config itself, or its ``text_config`` for a
-    vision-language masked LM (ModernVBERT, UltraVBERT)."""
+    """``model``'s config, or its ``text_config`` for a vision-language masked LM (ModernVBERT, UltraVBERT)."""
     cfg = model.config
     get = getattr(cfg, "get_text_config", None)
     return get() if callable(get) else cfg
 
 
 def position_tables(model) -> list[tuple[str, torch.nn.Module]]:
-    """The learned absolute position tables of ``model``: modules named ``position_embeddings`` or
-    ``embed_positions`` with a 2-D ``weight`` (rows ``[N, H]``), e.g. BERT's ``bert.embeddings.position_embeddings``."""
-    out = []
-    for name, mod in model.named_modules():
-        w = getattr(mod, "weight", None)
-        if name.rsplit(".", 1)[-1] in TABLE_NAMES and isinstance(w, torch.Tensor) and w.dim() == 2:
-            out.append((name, mod))
-    return out
+    """The learned absolute position tables of ``model``: modules named as :data:`TABLE_NAMES` with a 2-D weight."""
+    tables = ((n, m) for n, m in model.named_modules() if n.rsplit(".", 1)[-1] in TABLE_NAMES)
+    return [(n, m) for n, m in tables if isinstance(w := getattr(m, "weight", None), torch.Tensor) and w.dim() == 2]
 
 
 def declared_offset(table: torch.nn.Module) -> int:
-    """The offset a table declares: BART's ``offset``, else ``padding_idx + 1`` when it has a padding row
-    (positions of the RoBERTa family start after it), else 0.
+    """The offset a table declares: BART's ``offset``, else ``padding_idx + 1`` (RoBERTa's positions start after its
+    padding row), else 0.
 
     >>> declared_offset(torch.nn.Embedding(10, 2)), declared_offset(torch.nn.Embedding(10, 2, padding_idx=1))
     (0, 2)
@@ -99,14 +92,12 @@ def max_length_of(model, tokenizer=None) -> int | None:
         n = None
     tables = position_tables(model)
     if tables:
-        avoid = [getattr(t, "padding_idx", None) for _, t in tables]
-        if tokenizer is not None:
-            avoid.append(getattr(tokenizer, "pad_token_id", None))
+        avoid = [getattr(t, "padding_idx", None) for _, t in tables] + [getattr(tokenizer, "pad_token_id", None)]
         measured = measured_offsets(model, tables, _ordinary_id(model, avoid))
         for name, table in tables:
             rows = int(cast(torch.Tensor, table.weight).shape[0]) - measured.get(name, declared_offset(table))
             n = rows if n is None else min(int(n), rows)
-    tmax = getattr(tokenizer, "model_max_length", None) if tokenizer is not None else None
+    tmax = getattr(tokenizer, "model_max_length", None)
     if tmax is not None and tmax < 1_000_000:
         n = tmax if n is None else min(n, tmax)
     return None if n is None else int(n)

@@ -6,13 +6,11 @@ import json
 import os
 from pathlib import Path
 
-import torch
-
 from ..defaults import BUILTIN_MODELS, DEVICE, DTYPE
 from ..errors import ModelLoadError
 from ..runtime.device import resolve_device, resolve_dtype
-from .hf import HFMaskedLM, _max_length_of
-from .length import text_config
+from .hf import HFMaskedLM
+from .length import max_length_of, text_config
 from .precision import apply_precision
 from .probe import check_at_load
 from .protein import protein_mlm
@@ -26,14 +24,7 @@ BUILTIN = BUILTIN_MODELS
 EN_SMALL_DIR = Path(__file__).resolve().parent / "weights" / "en-small"
 
 
-def parse_dtype(dtype, device="cpu") -> torch.dtype | None:
-    """A dtype name (``auto``, ``bf16``, ``float32``, ...) or ``torch.dtype``; None keeps the weights' dtype."""
-    return resolve_dtype(dtype, device)
-
-
-def parse_device(device) -> torch.device:
-    """A torch device string, or ``auto`` (CUDA, else MPS, else CPU)."""
-    return resolve_device(device)
+parse_device = resolve_device  # a torch device string, or ``auto`` (CUDA, else MPS, else CPU)
 
 
 def load_mlm(
@@ -46,55 +37,51 @@ def load_mlm(
     fused: bool | None = None,
     batch_tokens: int | None = None,
 ) -> Reader:
-    """Load a masked LM with its tokenizer, behind the model contract (:class:`mlmprob.models.reader.Reader`:
-    its padding, head, device, dtype, budget, alphabet and length limit, found and checked once, here).
+    """Load a masked LM with its tokenizer, behind the model contract (:class:`mlmprob.models.reader.Reader`: its
+    padding, head, device, dtype, budget, alphabet and length limit, found and checked once, here).
 
-    ``name_or_path`` is a built-in name (``"antiberty"``, ``"sapiens-vh"``, ``"sapiens-vl"``, and
-    ``"en-small"``, the package's own small English BERT; all offline), a local directory saved with
-    ``save_pretrained``, or a Hugging Face hub id such as ``"bert-base-cased"`` (needs internet). ``device`` is a torch
-    device or ``"auto"`` (CUDA, else MPS, else CPU); ``dtype`` is a ``torch.dtype``, a name (``"float32"``,
-    ``"bfloat16"``, ``"float16"``, or ``"int8"``: the encoder's linear layers in int8 on x86 CPUs, see
-    :mod:`mlmprob.models.precision`), ``"auto"`` (the fast precision chosen by the hardware: bfloat16 on some CPUs and
-    GPUs, see :mod:`mlmprob.runtime.device`), or ``"weights"`` (the default; None means the same): the weights' own
-    dtype, float32 for every built-in model and a folder's or hub model's checkpoint dtype, except that a
-    float16/bfloat16 checkpoint on a CPU computes in float32 (:func:`mlmprob.models.precision.weights_dtype`); the same
-    numbers on every machine. Both default to :mod:`mlmprob.defaults`, the defaults of the CLI's
-    ``--device``/``--dtype``. Protein models (ESM, ProtBERT, ...) are recognised by their tokenizer, or by ``alphabet``
-    (the letters they may propose, default the 20 canonical residues): see ``mlmprob.models.protein``.
-    ESM-2, BERT and RoBERTa models run mlmprob's fused forward (:mod:`mlmprob.models.fused`: the same
-    function with fewer passes over memory); ``fused=False`` (or ``$MLMPROB_FUSED=0`` when ``fused`` is
-    None) runs transformers' own code.
+    ``name_or_path``: a built-in name (``"antiberty"``, ``"sapiens-vh"``, ``"sapiens-vl"``, ``"en-small"``, the
+    package's own small English BERT; all offline), a local directory saved with ``save_pretrained``, or a hub id such
+    as ``"bert-base-cased"`` (needs internet). ``device``: a torch device or ``"auto"`` (CUDA, else MPS, else CPU).
+    ``dtype``: a ``torch.dtype`` or a name (``"float32"``, ``"bfloat16"``, ``"float16"``, ``"int8"``: the encoder's
+    linear layers in int8 on x86 CPUs, :mod:`mlmprob.models.precision`), ``"auto"`` (the hardware's fast precision,
+    :mod:`mlmprob.runtime.device`), or ``"weights"`` (the default; None means the same): the checkpoint's own dtype
+    (float32 for every built-in model), except float32 for a half-precision checkpoint on a CPU
+    (:func:`mlmprob.models.precision.weights_dtype`): the same numbers on every machine. Both default to
+    :mod:`mlmprob.defaults`, as the CLI's ``--device``/``--dtype``. Protein models (ESM, ProtBERT, ...) are recognised
+    by their tokenizer, or by ``alphabet`` (the letters they may propose, default the 20 canonical residues):
+    :mod:`mlmprob.models.protein`. ESM-2, BERT and RoBERTa models run the fused forward (:mod:`mlmprob.models.fused`);
+    ``fused=False`` (or ``$MLMPROB_FUSED=0`` when ``fused`` is None) runs transformers' own code. ``batch_tokens``:
+    the forward budget of every read (tokens per sub-batch; None: the device's default,
+    :func:`mlmprob.models.forward.auto_batch_tokens`); ``reader.with_budget(n)`` changes it later.
 
-    ``batch_tokens``: the forward budget of every read of the model (tokens per sub-batch; None: the device's
-    default, :func:`mlmprob.models.forward.auto_batch_tokens`); ``reader.with_budget(n)`` changes it later.
-
-    Weights are read from safetensors files only. A local folder whose weights are a pickle
-    (``pytorch_model.bin``, or shards named by either index) is refused unless ``allow_pickle=True``, and
-    even then it is read with ``torch.load(..., weights_only=True)``, which builds tensors but runs no code;
-    a weight file that is not what its name says, or weights whose shapes differ from ``config.json``, are
-    one line (:mod:`mlmprob.models.weights`). Remote code (``trust_remote_code``) is never run.
+    Weights are read from safetensors files only. A local folder whose weights are a pickle (``pytorch_model.bin``,
+    or shards named by either index) is refused unless ``allow_pickle=True``, and even then read with
+    ``torch.load(..., weights_only=True)``, which runs no code; a weight file that is not what its name says, or
+    weights whose shapes differ from ``config.json``, are one line (:mod:`mlmprob.models.weights`). Remote code
+    (``trust_remote_code``) is never run.
     """
-    dev = parse_device(device)
-    dt = parse_dtype(dtype, dev)
+    dev = resolve_device(device)
+    dt = resolve_dtype(dtype, dev)
     key = str(name_or_path).lower()
+    mlm: HFMaskedLM | WindowedMLM
     if alphabet is not None and key in BUILTIN:
         raise ModelLoadError(f"alphabet applies to hub and directory models; {key!r} has its own fixed alphabet")
     if key == "antiberty":
         from .antibody import load_antiberty
 
-        return Reader(load_antiberty(dev, dt, fused=fused), batch_tokens=batch_tokens)
-    if key in ("sapiens-vh", "sapiens-vl"):
+        mlm = load_antiberty(dev, dt, fused=fused)
+    elif key in ("sapiens-vh", "sapiens-vl"):
         from .antibody import load_sapiens
 
-        return Reader(load_sapiens(key.split("-")[1], dev, dt, fused=fused), batch_tokens=batch_tokens)
-    if key == "en-small":
+        mlm = load_sapiens(key.split("-")[1], dev, dt, fused=fused)
+    elif key == "en-small":
         if not (EN_SMALL_DIR / "model.safetensors").is_file():
             raise ModelLoadError(f"the en-small weights are missing from this installation ({EN_SMALL_DIR})")
-        return Reader(load_hf(str(EN_SMALL_DIR), dev, dt, name="en-small", fused=fused), batch_tokens=batch_tokens)
-    return Reader(
-        load_hf(name_or_path, dev, dt, alphabet=alphabet, allow_pickle=allow_pickle, fused=fused),
-        batch_tokens=batch_tokens,
-    )
+        mlm = load_hf(str(EN_SMALL_DIR), dev, dt, name="en-small", fused=fused)
+    else:
+        mlm = load_hf(name_or_path, dev, dt, alphabet=alphabet, allow_pickle=allow_pickle, fused=fused)
+    return Reader(mlm, batch_tokens=batch_tokens)
 
 
 def load_hf(
@@ -107,8 +94,7 @@ def load_hf(
     allow_pickle: bool = False,
     fused: bool | None = None,
 ) -> HFMaskedLM | WindowedMLM:
-    """A Hugging Face ``*ForMaskedLM`` from a local folder or a hub id; see ``load_mlm`` for the
-    rules on weight files."""
+    """A Hugging Face ``*ForMaskedLM`` from a local folder or a hub id (weight files: see ``load_mlm``)."""
     from transformers import AutoModelForMaskedLM, AutoTokenizer
 
     local = Path(name_or_path).expanduser()
@@ -154,21 +140,11 @@ def load_hf(
             f"Hugging Face masked LM failed: {first}"
         ) from None
     model = apply_precision(model, device, dtype)
-    max_len = _max_length_of(model, tok)
-    protein = protein_mlm(
-        model, tok, name=name or str(name_or_path), max_length=max_len, alphabet=alphabet, fused=fused
-    )
-    mlm = (
-        protein
-        if protein is not None
-        else HFMaskedLM(
-            model,
-            HFTokenizer(tok, max_length=max_len, vocab_size=getattr(text_config(model), "vocab_size", None)),
-            name=name or str(name_or_path),
-            max_length=max_len,
-            fused=fused,
-        )
-    )
+    max_len, name = max_length_of(model, tok), name or str(name_or_path)
+    mlm = protein_mlm(model, tok, name=name, max_length=max_len, alphabet=alphabet, fused=fused)
+    if mlm is None:
+        hf_tok = HFTokenizer(tok, max_length=max_len, vocab_size=getattr(text_config(model), "vocab_size", None))
+        mlm = HFMaskedLM(model, hf_tok, name=name, max_length=max_len, fused=fused)
     check_at_load(mlm)  # the head and padding shortcuts, verified on this model (models/probe.py)
     return mlm
 
@@ -204,7 +180,7 @@ def check_model_folder(folder: Path) -> None:
     missing = []
     if not (folder / "config.json").is_file():
         missing.append("config.json")
-    if weight_format(folder) is None:
+    if weight_files(folder) is None:
         missing.append("weights (model.safetensors, or pytorch_model.bin with --allow-pickle)")
     if not any((folder / f).is_file() for f in TOKENIZER_FILES):
         missing.append(f"tokenizer files (one of {', '.join(TOKENIZER_FILES)})")
@@ -215,13 +191,6 @@ def check_model_folder(folder: Path) -> None:
         )
     if missing:
         raise ModelLoadError(f"cannot load model folder {folder}: it lacks {' and '.join(missing)}")
-
-
-def weight_format(folder: Path) -> str | None:
-    """``"safetensors"``, ``"pickle"`` (some weight file is a pickle: see :mod:`mlmprob.models.weights`) or
-    None (no weights)."""
-    found = weight_files(folder)
-    return None if found is None else found[0]
 
 
 def _load_pickled(folder: Path, files: list[Path]):
@@ -238,9 +207,8 @@ def _load_pickled(folder: Path, files: list[Path]):
 
 
 def check_hub_index(repo: str) -> None:
-    """Refuse a hub model whose ``model.safetensors.index.json`` names files that are not safetensors (pickles
-    transformers would read): mlmprob reads hub models from safetensors only. A repo without the index, or
-    one that cannot be reached, is left to transformers."""
+    """Refuse a hub model whose ``model.safetensors.index.json`` names files that are not safetensors; a repo without
+    the index, or one that cannot be reached, is left to transformers."""
     from transformers.utils import cached_file
 
     try:

@@ -1,13 +1,8 @@
-"""The embedded BERT and RoBERTa masked LMs without transformers: the same modules, names and weights as
-transformers' ``BertForMaskedLM`` / ``RobertaForMaskedLM``, run by mlmprob's fused forward
-(:mod:`mlmprob.models.fused`).
-
-Importing transformers takes seconds (it loads torch's distributed and compiler packages); the embedded models
-(AntiBERTy, Sapiens) need none of it when they run the fused forward, which reads only these modules' weights. So
-:func:`mlmprob.models.antibody.load_antiberty` and ``load_sapiens`` build these classes, and transformers' own
-classes only for ``fused=False`` (``$MLMPROB_FUSED=0``). Parameter names are transformers', so a checkpoint's
-state dict loads as it would there; the embeddings add in transformers' order (word + token type, then + position),
-so the logits are bit for bit those of transformers' model under the fused forward (``tests/models/test_native.py``).
+"""The embedded BERT and RoBERTa masked LMs without transformers (whose import takes seconds): the same modules,
+parameter names and weights as transformers' ``BertForMaskedLM`` / ``RobertaForMaskedLM``, run by the fused forward
+(:mod:`mlmprob.models.fused`); :mod:`mlmprob.models.antibody` builds transformers' own only for ``fused=False``. The
+embeddings add in transformers' order (word + token type, then + position), so the logits are bit for bit those of
+transformers' model under the fused forward.
 """
 
 from __future__ import annotations
@@ -112,14 +107,12 @@ class Head(nn.Module):
             transform = _node(dense=nn.Linear(h, h), LayerNorm=nn.LayerNorm(h, eps=c.layer_norm_eps))
             self.predictions = _node(transform=transform, decoder=decoder, bias=decoder.bias)
 
-    def _parts(self) -> tuple[Any, Any, Any]:
+    def forward(self, hidden: torch.Tensor) -> torch.Tensor:
         if hasattr(self, "predictions"):
             p: Any = self.predictions
-            return p.transform.dense, p.transform.LayerNorm, p.decoder
-        return self.dense, self.layer_norm, self.decoder
-
-    def forward(self, hidden: torch.Tensor) -> torch.Tensor:
-        dense, norm, decoder = self._parts()
+            dense, norm, decoder = p.transform.dense, p.transform.LayerNorm, p.decoder
+        else:
+            dense, norm, decoder = self.dense, self.layer_norm, self.decoder
         return decoder(norm(F.gelu(dense(hidden))))
 
 

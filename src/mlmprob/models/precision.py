@@ -1,14 +1,8 @@
-"""The precision a model runs in: float32, bfloat16, float16, or int8 (``load_mlm(..., dtype=)``).
-
-- float32 / bfloat16 / float16: every weight cast to that dtype.
-- int8: dynamic W8A8 on the encoder's ``nn.Linear`` layers: weights int8 with one symmetric scale per output
-  channel, activations quantized per call to uint8 (7-bit ``reduce_range`` without AVX512-VNNI, where AVX2's
-  ``vpmaddubsw`` saturates in int16), products by fbgemm's ``torch.ops.quantized.linear_dynamic`` through
-  :class:`Int8Linear`. Embeddings, norms, attention, the LM head and all that follows stay float32 (sums in
-  float64), and so do the first twelfth of the layers (:func:`int8_float_layers`: on ESM-2 150M the mean error per
-  masked position went from 0.0204 to 0.0129 nats, docs/results/int8_attention.md).
-
-Algorithms read logits as float32 whatever the precision.
+"""The precision a model runs in (``load_mlm(..., dtype=)``): float32, bfloat16 or float16 (every weight cast), or
+int8: dynamic W8A8 on the encoder's ``nn.Linear`` layers (:class:`Int8Linear`: int8 weights with one symmetric scale
+per output channel, activations quantized per call to uint8, 7-bit ``reduce_range`` without AVX512-VNNI, where
+AVX2's ``vpmaddubsw`` saturates in int16). Embeddings, norms, attention, the LM head and the first twelfth of the
+layers stay float32 (:func:`int8_float_layers`; docs/results/int8_attention.md). Logits are read as float32.
 """
 
 from __future__ import annotations
@@ -36,8 +30,7 @@ class Int8Linear(torch.nn.Module):
 
     def __init__(self, packed, in_features: int, out_features: int):
         super().__init__()
-        self._packed = packed
-        self.in_features, self.out_features = in_features, out_features
+        self._packed, self.in_features, self.out_features = packed, in_features, out_features
         self.reduce_range = int8_reduce_range()
 
     @classmethod
@@ -88,11 +81,9 @@ def _float_layers(base: torch.nn.Module) -> tuple[torch.nn.Module, ...]:
 
 
 def weights_dtype(model: torch.nn.Module, device) -> torch.dtype:
-    """The dtype ``dtype=None`` / ``"weights"`` computes ``model`` in on ``device``: its weights' own
-    floating-point dtype (float32 when they are not floating point), except that float16 and bfloat16
-    weights on a CPU compute in float32, which holds them exactly: CPU half-precision kernels are slow
-    without native units and round differently on CPUs with and without them, so a half-precision
-    checkpoint would give different numbers on different CPUs.
+    """The dtype ``dtype=None`` / ``"weights"`` computes ``model`` in on ``device``: its weights' own floating-point
+    dtype (float32 when none is), except float32 for float16 and bfloat16 weights on a CPU (which it holds exactly):
+    CPU half-precision kernels are slow without native units and round differently on CPUs with and without them.
 
     >>> lin = torch.nn.Linear(2, 2).to(torch.bfloat16)
     >>> weights_dtype(lin, "cpu"), weights_dtype(lin, "cuda"), weights_dtype(torch.nn.Linear(2, 2).double(), "cpu")
@@ -105,10 +96,8 @@ def weights_dtype(model: torch.nn.Module, device) -> torch.dtype:
 
 
 def apply_precision(model: torch.nn.Module, device, dtype: torch.dtype | None) -> torch.nn.Module:
-    """``model`` on ``device`` in ``dtype`` (None: :func:`weights_dtype`, the weights' own dtype, widened to
-    float32 on a CPU when it is half precision); ``torch.int8`` quantizes the encoder's linear layers (the
-    base model: the LM head stays float32, and so do the first layers, :func:`int8_float_layers`) and needs
-    the CPU."""
+    """``model`` on ``device`` in ``dtype`` (None: :func:`weights_dtype`); ``torch.int8`` quantizes the base model's
+    linear layers but the first (:func:`int8_float_layers`) and needs the CPU."""
     model = model.to(device=device)
     if dtype is None:
         if weights_dtype(model, device) != torch.float32 or all(

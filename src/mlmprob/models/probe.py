@@ -1,13 +1,12 @@
 """Checked at load, not assumed: a short probe of the two shortcuts an ``HFMaskedLM`` takes.
 
-1. **The head shortcut** (the LM head only at the read positions): compared with the plain model's full
-   forward; a family that applies more after the head module (BART's ``final_logits_bias``, ...) reads full
-   logits from then on (no head shortcut, no fused forward), said once on stderr.
-2. **Padding**: a short row alone and padded beside a longer one; a family that ignores the attention mask
-   (FNet, Funnel, ...) is marked ``pads_safely = False`` and never padded (:func:`mlmprob.models.forward.plan_groups`).
+1. **The head shortcut** (the LM head only at the read positions), against the plain model's full forward: a
+   family that applies more after the head module (BART's ``final_logits_bias``, ...) reads full logits from then
+   on (no head shortcut, no fused forward), said once on stderr.
+2. **Padding**: a short row alone and padded beside a longer one; a family that ignores the attention mask (FNet,
+   Funnel, ...) is marked ``pads_safely = False`` and never padded (:func:`mlmprob.models.forward.plan_groups`).
 
-A model that still disagrees with its own plain forward is refused with an ``MLMProbError``. ``check_model``
-runs the same probe and a brute-force comparison for ``mlmprob check-model``.
+A model that still disagrees with its own plain forward is refused (``MLMProbError``).
 """
 
 from __future__ import annotations
@@ -24,8 +23,7 @@ TOL = 1e-4  # float32 agreement; lower precisions are probed in float32 terms (s
 
 @dataclass
 class ProbeResult:
-    """What the probe measured: the largest logit difference of each check (None: not applicable) and
-    what was changed (``notes``)."""
+    """The largest logit difference of each check (None: not applicable) and what was changed (``notes``)."""
 
     architecture: str
     head: float | None = None
@@ -40,13 +38,12 @@ def architecture(mlm) -> str:
 
 def tolerance(mlm) -> float:
     """Logit agreement expected in the model's dtype."""
-    dtype = getattr(mlm, "dtype", torch.float32)
-    return TOL if dtype in (torch.float32, torch.float64) else 0.1
+    return TOL if getattr(mlm, "dtype", torch.float32) in (torch.float32, torch.float64) else 0.1
 
 
 def probe_ids(mlm, n: int = 7) -> torch.Tensor:
-    """A short sequence ``[1, L]``: the tokenizer's begin token, ``n`` ordinary ids spread over the
-    vocabulary, its end token (the layout real inputs have)."""
+    """A short row ``[1, L]`` laid out as real inputs: begin token, ``n`` ordinary ids spread over the vocabulary,
+    end token."""
     hf = getattr(getattr(mlm, "tokenizer", None), "hf", None)
     special = set(mlm.special_ids) | {mlm.mask_id, mlm.pad_id}
     proposal = getattr(mlm, "proposal_ids", None)
@@ -67,9 +64,7 @@ def probe_ids(mlm, n: int = 7) -> torch.Tensor:
 @torch.inference_mode()
 def plain_logits(mlm, ids: torch.Tensor) -> torch.Tensor:
     """The plain transformers forward of one unpadded row ``[1, L]``: logits ``[L, V]`` (float32, CPU)."""
-    model = mlm.model
-    ids = ids.to(next(model.parameters()).device)
-    return model(input_ids=ids).logits[0].float().cpu()
+    return mlm.model(input_ids=ids.to(next(mlm.model.parameters()).device)).logits[0].float().cpu()
 
 
 def _read(mlm, ids: torch.Tensor, row: int, cols) -> torch.Tensor:
@@ -98,9 +93,7 @@ def _padding_gap(mlm, ids: torch.Tensor) -> float | None:
     batch[0] = ids[0]
     batch[1, : short.shape[1]] = short[0]
     cols = range(short.shape[1])
-    alone = _read(mlm, short, 0, cols)
-    padded = _read(mlm, batch, 1, cols)
-    return float((alone - padded).abs().max())
+    return float((_read(mlm, short, 0, cols) - _read(mlm, batch, 1, cols)).abs().max())
 
 
 def check_at_load(mlm, *, quiet: bool = False) -> ProbeResult:
@@ -110,9 +103,8 @@ def check_at_load(mlm, *, quiet: bool = False) -> ProbeResult:
     inner = getattr(mlm, "inner", mlm)
     if getattr(inner, "model", None) is None or not hasattr(inner, "logits_at"):
         return ProbeResult(architecture(inner))
-    arch, tol = architecture(inner), tolerance(inner)
+    arch, tol, ids = architecture(inner), tolerance(inner), probe_ids(inner)
     res = ProbeResult(arch)
-    ids = probe_ids(inner)
     try:
         res.head = _head_gap(inner, ids)
         if res.head > tol and getattr(inner, "head_shortcut", False):

@@ -1,12 +1,8 @@
 """Protein masked LMs from the hub or a directory (ESM-2, ESM-1b/1v, ESM C, ProtBERT, AbLang-style BERTs).
 
-A protein model: a protein architecture (``esm``, ``esmc``) whose tokenizer holds the 20 canonical amino acids,
-or a protein tokenizer whatever the architecture (an ``EsmTokenizer``, or a vocabulary of the 20 residues as
-single upper-case letters plus special, bracketed and a few other single-character tokens);
-``load_mlm(..., alphabet=...)`` forces it. It gets a residue tokenizer (one token per upper-case character, ``_``
-for the mask; ProtBERT's spaces added here), ``proposal_ids`` (the 20 residues or ``alphabet``'s letters), and a
-window for longer proteins (:mod:`mlmprob.models.windowed`): ``max_position_embeddings - 2`` tokens for ESM, the
-length limit found at load (:mod:`mlmprob.models.length`) otherwise.
+A protein model (:func:`is_protein_model`; ``load_mlm(..., alphabet=...)`` forces it) gets a residue tokenizer (one
+token per upper-case character, ``_`` for the mask; ProtBERT's spaces added here), ``proposal_ids`` (the 20
+residues or ``alphabet``'s letters), and a window for longer proteins (:mod:`mlmprob.models.windowed`).
 """
 
 from __future__ import annotations
@@ -23,14 +19,9 @@ MAX_EXTRA_LETTERS = 12  # single characters beyond the 20 residues a protein voc
 PROTEIN_FAMILIES = ("esm", "esmc")  # transformers architectures trained on proteins only
 
 
-def _vocab_tokens(hf_tok) -> list[str]:
-    vocab = hf_tok.get_vocab()
-    by_id = {i: t for t, i in vocab.items()}
-    return [by_id.get(i, f"<unused_{i}>") for i in range(max(by_id) + 1)]
-
-
 def is_protein_tokenizer(hf_tok) -> bool:
-    """Whether a Hugging Face tokenizer belongs to a protein MLM (see the module doc).
+    """Whether a Hugging Face tokenizer belongs to a protein MLM: an ``EsmTokenizer``, or a vocabulary of the 20
+    residues as single upper-case letters plus special, bracketed and a few other single-character tokens.
 
     >>> import transformers, tempfile, pathlib
     >>> d = pathlib.Path(tempfile.mkdtemp())
@@ -55,9 +46,8 @@ def is_protein_model(model, hf_tok) -> bool:
     """Whether ``model`` with ``hf_tok`` is a protein MLM: a protein architecture (``PROTEIN_FAMILIES``) whose
     tokenizer holds the 20 canonical residues as tokens, or any architecture with a protein tokenizer."""
     family = getattr(text_config(model), "model_type", "")
-    if family in PROTEIN_FAMILIES and set(AMINO_ACIDS) <= set(hf_tok.get_vocab()):
-        return True
-    return is_protein_tokenizer(hf_tok)
+    residues = family in PROTEIN_FAMILIES and set(AMINO_ACIDS) <= set(hf_tok.get_vocab())
+    return residues or is_protein_tokenizer(hf_tok)
 
 
 class ProteinTokenizer(ResidueTokenizer):
@@ -77,11 +67,11 @@ class ProteinTokenizer(ResidueTokenizer):
 
 
 def residue_tokenizer(hf_tok, vocab_size: int | None = None) -> ProteinTokenizer:
-    """A one-token-per-residue tokenizer over the Hugging Face tokenizer's own vocabulary and
-    special tokens (whatever it puts around a sequence: ``<cls> .. <eos>``, ``[CLS] .. [SEP]``).
-    A tokenizer without a pad token of its own (:func:`mlmprob.models.tokenizers.own_pad_id`) pads with a
-    reserved id at ``vocab_size`` (the model's), outside the vocabulary."""
-    tokens = _vocab_tokens(hf_tok)
+    """A one-token-per-residue tokenizer over the Hugging Face tokenizer's own vocabulary and the special tokens it
+    puts around a sequence. Without a pad token of its own (:func:`mlmprob.models.tokenizers.own_pad_id`) it pads
+    with a reserved id at ``vocab_size`` (the model's), outside the vocabulary."""
+    by_id = {i: t for t, i in hf_tok.get_vocab().items()}
+    tokens = [by_id.get(i, f"<unused_{i}>") for i in range(max(by_id) + 1)]
     probe = tokens.index("A")
     full = list(hf_tok("A", add_special_tokens=True)["input_ids"])
     if probe not in full:
@@ -135,9 +125,7 @@ def alphabet_ids(tok: ResidueTokenizer, alphabet: str | None) -> list[int]:
 
 def check_special_residues(hf_tok) -> None:
     """Refuse a protein tokenizer one of whose special tokens (pad, mask, CLS/BOS, SEP/EOS, UNK) is a residue
-    letter: that residue and the special token are one id, so a sequence holding it would be read as padding
-    (or a mask, ...) and no score of it means anything. One check at load, so every command (``score``,
-    ``check-model``, ...) refuses the model with the same line."""
+    letter: that residue would be read as padding (or a mask, ...). Checked at load: every command refuses alike."""
     for role in ("pad", "mask", "cls", "bos", "sep", "eos", "unk"):
         token = getattr(hf_tok, f"{role}_token", None)
         if isinstance(token, str) and len(token) == 1 and token in AMINO_ACIDS:
@@ -149,9 +137,8 @@ def check_special_residues(hf_tok) -> None:
 
 
 def protein_window(model, max_length: int | None) -> int | None:
-    """The longest row (special tokens included) the model reads: ``max_position_embeddings - 2``
-    for ESM models (rotary ESM-2 included, which was trained on 1024-token crops), else
-    ``max_length`` as found for any Hugging Face model."""
+    """The longest row (special tokens included) the model reads: ``max_position_embeddings - 2`` for ESM models
+    (rotary ESM-2 included, trained on 1024-token crops), else ``max_length`` (:mod:`mlmprob.models.length`)."""
     cfg = model.config
     if getattr(cfg, "model_type", "") == "esm" and getattr(cfg, "max_position_embeddings", None):
         n = int(cfg.max_position_embeddings) - 2
@@ -162,12 +149,9 @@ def protein_window(model, max_length: int | None) -> int | None:
 def protein_mlm(
     model, hf_tok, *, name: str, max_length: int | None, alphabet: str | None = None, fused: bool | None = None
 ):
-    """The model as a protein MLM (residue tokenizer, residue proposals, windowing), or None when
-    neither its architecture and tokenizer (``is_protein_model``) nor ``alphabet`` says it is one.
-    ``alphabet="none"`` opts out."""
-    if alphabet is not None and alphabet.lower() == "none":
-        return None
-    if alphabet is None and not is_protein_model(model, hf_tok):
+    """The model as a protein MLM (residue tokenizer, residue proposals, windowing), or None when neither
+    :func:`is_protein_model` nor ``alphabet`` says it is one. ``alphabet="none"`` opts out."""
+    if (alphabet or "").lower() == "none" or (alphabet is None and not is_protein_model(model, hf_tok)):
         return None
     check_special_residues(hf_tok)
     tok = residue_tokenizer(hf_tok, getattr(text_config(model), "vocab_size", None))

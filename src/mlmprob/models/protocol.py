@@ -1,8 +1,6 @@
-"""The one primitive every algorithm needs: logits of a batch of (partly masked) sequences.
-
-Algorithms accept any object with ``mask_id``, ``vocab_size`` and ``logits``; optional extras (``logits_at``,
-``pad_id``, ``special_ids``, ``proposal_ids``, ``max_length``, ...) are read only through the model contract,
-:class:`mlmprob.models.reader.Reader` (``reader_of(mlm)``), which lists them.
+"""The one primitive every algorithm needs: logits of a batch of (partly masked) sequences. Algorithms accept any
+object with ``mask_id``, ``vocab_size`` and ``logits``; optional extras (``logits_at``, ``pad_id``, ...) are read
+only through the model contract, :class:`mlmprob.models.reader.Reader`, which lists them.
 """
 
 from __future__ import annotations

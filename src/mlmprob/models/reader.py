@@ -1,17 +1,15 @@
 """The model contract: every member mlmprob reads from a masked LM, in one typed object.
 
-A :class:`Reader` wraps a model once (``load_mlm`` returns one; :func:`reader_of` wraps a plain ``MaskedLM``
-where an algorithm first meets it); it alone asks a model what it offers. Its members (default for a plain model):
-``mask_id``, ``vocab_size``, ``logits(ids)`` (required); ``pad_id`` (None: no padding; a tokenizer without a pad
-pads with a reserved id past the vocabulary, :func:`mlmprob.models.tokenizers.padding_id`); ``special_ids``
-(never scored or proposed by default; none); ``proposal_ids`` (the ids that may be proposed; None: every id);
-``max_length`` (special tokens included; None: no limit); ``window`` (for long proteins; None); ``device``,
-``dtype`` (CPU, float32); ``name``; ``pads_safely`` (:mod:`mlmprob.models.probe`); ``head`` (``"shortcut"``,
-``"full"`` or ``"logits"``); ``batch_tokens`` (the forward budget; None: the device's default, set by
-:meth:`Reader.with_budget`); ``tokenizer`` (None for id-only models). Optional reads (``logits_at``,
-``device_logits_at``, ``hidden_at``, ``head_logits``, ``input_embedding``) are offered when the model has them;
-rows are read through :meth:`Reader.lengths`, :meth:`Reader.foreign`, :meth:`Reader.id_range` and
-:meth:`Reader.default_positions`.
+A :class:`Reader` wraps a model once (``load_mlm`` returns one; :func:`reader_of` wraps a plain ``MaskedLM``); it
+alone asks a model what it offers. Its members (default for a plain model): ``mask_id``, ``vocab_size``,
+``logits(ids)`` (required); ``pad_id`` (None: no padding; a tokenizer without a pad pads with a reserved id past the
+vocabulary, :func:`mlmprob.models.tokenizers.padding_id`); ``special_ids`` (never scored or proposed by default;
+none); ``proposal_ids`` (None: every id may be proposed); ``max_length`` (special tokens included; None: no limit);
+``window`` (long proteins; None); ``device``, ``dtype`` (CPU, float32); ``name``; ``pads_safely``
+(:mod:`mlmprob.models.probe`); ``head`` (``"shortcut"``, ``"full"`` or ``"logits"``); ``batch_tokens`` (the forward
+budget; None: the device's default; :meth:`Reader.with_budget`); ``tokenizer`` (None for id-only models). Optional
+reads (``logits_at``, ``device_logits_at``, ``hidden_at``, ``head_logits``, ``input_embedding``) are offered when
+the model has them.
 
 >>> import torch
 >>> from mlmprob.models.exact import ExactMLM
@@ -26,6 +24,7 @@ rows are read through :meth:`Reader.lengths`, :meth:`Reader.foreign`, :meth:`Rea
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Sequence
 
 import torch
@@ -33,6 +32,17 @@ import torch
 from ..errors import MLMProbError
 
 HIDDEN_READS = ("hidden_at", "head_logits", "input_embedding")  # what the one-pass PLL reads
+
+
+def _budget(n) -> int | None:
+    if n is not None and int(n) < 1:
+        raise MLMProbError(f"batch_tokens must be positive, got {n}")
+    return None if n is None else int(n)
+
+
+def _int_of(mlm, name: str) -> int | None:
+    value = getattr(mlm, name, None)
+    return None if value is None else int(value)
 
 
 class Reader:
@@ -47,97 +57,71 @@ class Reader:
                     f"{type(mlm).__name__} is not a masked LM: it has no {need!r} "
                     "(a masked LM needs mask_id, vocab_size and logits(input_ids))"
                 )
-        if batch_tokens is not None and int(batch_tokens) < 1:
-            raise MLMProbError(f"batch_tokens must be positive, got {batch_tokens}")
+        # without a budget given, a wrapper's own (WindowedMLM, the one-pass hidden view), if any
+        self.batch_tokens = _budget(batch_tokens) if batch_tokens is not None else _int_of(mlm, "batch_tokens")
         self.wrapped = mlm
         self.mask_id: int = int(mlm.mask_id)
         self.vocab_size: int = int(mlm.vocab_size)
-        if batch_tokens is None:  # a wrapper's own budget (WindowedMLM, the one-pass hidden view), if any
-            batch_tokens = getattr(mlm, "batch_tokens", None)
-        self.batch_tokens: int | None = None if batch_tokens is None else int(batch_tokens)
-        pad = getattr(mlm, "pad_id", None)
-        self.pad_id: int | None = None if pad is None else int(pad)
+        self.pad_id = _int_of(mlm, "pad_id")
         self.special_ids: frozenset[int] = frozenset(int(i) for i in (getattr(mlm, "special_ids", ()) or ()))
         ids = getattr(mlm, "proposal_ids", None)
         self.proposal_ids: torch.Tensor | None = None if ids is None else torch.as_tensor(ids, dtype=torch.long)
-        limit = getattr(mlm, "max_length", None)
-        self.max_length: int | None = None if limit is None else int(limit)
-        window = getattr(mlm, "window", None)
-        self.window: int | None = None if window is None else int(window)
+        self.max_length = _int_of(mlm, "max_length")
+        self.window = _int_of(mlm, "window")
         self.device: torch.device = torch.device(getattr(mlm, "device", None) or "cpu")
         self.dtype: torch.dtype = getattr(mlm, "dtype", None) or torch.float32
         self.name: str = str(getattr(mlm, "name", "") or type(mlm).__name__)
         self.tokenizer = getattr(mlm, "tokenizer", None)
-        self._text = callable(getattr(mlm, "encode", None)) and callable(getattr(mlm, "decode", None))
-        self._core = getattr(mlm, "inner", mlm)  # the model behind a window
-        # looked up on the class: a wrapper that forwards other attributes (__getattr__) must not have its
-        # inner model's hot path used behind its back
-        self._fast = hasattr(type(mlm), "device_logits_at")
+        self.has_text: bool = callable(getattr(mlm, "encode", None)) and callable(getattr(mlm, "decode", None))
+        self.core = getattr(mlm, "inner", mlm)  # the model adapter behind a window, else the wrapped model
+        # whether the model has its own ``device_logits_at`` (inputs and logits stay on its device); looked up on
+        # the class: a wrapper that forwards other attributes must not have its inner model's used behind its back
+        self.has_fast_path: bool = hasattr(type(mlm), "device_logits_at")
         self._at = hasattr(type(mlm), "logits_at") or hasattr(mlm, "logits_at")
 
     # -- what the probe found (read live: the load-time probe sets them after wrapping) ----------------
     @property
     def pads_safely(self) -> bool:
-        return bool(getattr(self._core, "pads_safely", True))
+        return bool(getattr(self.core, "pads_safely", True))
 
     @property
     def head(self) -> str:
         if not self._at:
             return "logits"
-        return "shortcut" if getattr(self._core, "head_shortcut", True) else "full"
+        return "shortcut" if getattr(self.core, "head_shortcut", True) else "full"
 
     @property
     def probe(self):
         """The load-time probe's result (:class:`mlmprob.models.probe.ProbeResult`), or None."""
-        return getattr(self._core, "probe", None)
-
-    @property
-    def core(self):
-        """The model adapter behind a window (``WindowedMLM.inner``), else the wrapped model itself."""
-        return self._core
+        return getattr(self.core, "probe", None)
 
     @property
     def fused(self) -> bool | None:
         """Whether mlmprob's fused encoder forward runs (None: not a Hugging Face adapter)."""
-        fused = getattr(self._core, "fused", None)
+        fused = getattr(self.core, "fused", None)
         return fused if isinstance(fused, bool) else None
 
     @property
     def model(self):
         """The underlying ``torch.nn.Module`` (a Hugging Face model), or None."""
-        m = getattr(self._core, "model", None)
+        m = getattr(self.core, "model", None)
         return m if isinstance(m, torch.nn.Module) else None
 
     @property
-    def has_fast_path(self) -> bool:
-        """Whether the model has its own ``device_logits_at`` (inputs and logits stay on its device)."""
-        return self._fast
-
-    @property
-    def has_text(self) -> bool:
-        return self._text
-
-    @property
     def has_hidden(self) -> bool:
-        """Whether the model offers hidden states and a separable head (the one-pass PLL needs them; a window
-        offers its inner model's, for rows that fit it)."""
-        return callable(getattr(self.wrapped, "hidden_at", None)) and callable(
-            getattr(self.wrapped, "head_logits", None)
-        )
+        """Whether the model offers hidden states and a separable head (the one-pass PLL's; a window its inner's)."""
+        w = self.wrapped
+        return callable(getattr(w, "hidden_at", None)) and callable(getattr(w, "head_logits", None))
 
     @property
     def missing_hidden(self) -> tuple[str, ...]:
-        """The reads of :data:`HIDDEN_READS` the wrapped model's own class does not define (a window forwarding
-        its inner model's attributes defines none of them)."""
+        """The reads of :data:`HIDDEN_READS` the wrapped model's own class does not define (a window: none)."""
         return tuple(n for n in HIDDEN_READS if not hasattr(type(self.wrapped), n))
 
     def with_budget(self, batch_tokens: int | None) -> Reader:
         """The same model with another forward budget (``None``: the device's default)."""
-        out = object.__new__(Reader)
-        out.__dict__.update(self.__dict__)
-        if batch_tokens is not None and int(batch_tokens) < 1:
-            raise MLMProbError(f"batch_tokens must be positive, got {batch_tokens}")
-        out.batch_tokens = None if batch_tokens is None else int(batch_tokens)
+        out = copy.copy(self)
+        out.batch_tokens = _budget(batch_tokens)
         return out
 
     # -- rows --------------------------------------------------------------------------------------------
@@ -174,8 +158,8 @@ class Reader:
         return sel
 
     def special_at(self, input_ids: torch.Tensor) -> torch.Tensor:
-        """Bool, shaped as ``input_ids``: a special id or padding, never a residue's slot (the mask is not: it
-        stands for one). The one definition that scoring, pairs and gaps refuse a position by."""
+        """Bool, shaped as ``input_ids``: a special id or padding (not the mask, which stands for a residue); the one
+        definition scoring, pairs and gaps refuse a position by."""
         return ~self.default_positions(input_ids) & (input_ids != self.mask_id)
 
     # -- reads -------------------------------------------------------------------------------------------
@@ -189,7 +173,7 @@ class Reader:
 
     def device_logits_at(self, input_ids: torch.Tensor, rows: torch.Tensor, cols: torch.Tensor) -> torch.Tensor:
         """The forward primitive's hot path: inputs on the model's device, logits stay there."""
-        if self._fast:
+        if self.has_fast_path:
             return self.wrapped.device_logits_at(input_ids, rows, cols)
         return self.logits_at(input_ids.cpu(), rows.cpu(), cols.cpu()).to(input_ids.device)
 
@@ -212,12 +196,12 @@ class Reader:
 
     # -- text --------------------------------------------------------------------------------------------
     def encode(self, texts: Sequence[str]):
-        if not self._text:
+        if not self.has_text:
             raise MLMProbError(f"{self.name} has no tokenizer: give token ids, not text")
         return self.wrapped.encode(texts)
 
     def decode(self, ids) -> str:
-        if not self._text:
+        if not self.has_text:
             raise MLMProbError(f"{self.name} has no tokenizer: it cannot turn ids into text")
         return self.wrapped.decode(ids)
 

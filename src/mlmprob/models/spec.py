@@ -1,8 +1,5 @@
-"""A run's model: which one and how it is loaded (:class:`ModelSpec`), and the base of every streamed job
-(:class:`ModelJob`), whose ``load`` is the one loading block of the package.
-
-``ModelSpec.load(device)`` is ``load_mlm`` behind the model contract, the reader carrying the forward budget
-settled for that device (:func:`mlmprob.models.forward.auto_batch_tokens`), so no algorithm takes one.
+"""A run's model: which one and how it is loaded (:class:`ModelSpec`: its reader carries the forward budget settled
+for the device, so no algorithm takes one), and the base of every streamed job (:class:`ModelJob`).
 
 >>> import torch
 >>> from mlmprob.models.exact import ExactMLM
@@ -36,33 +33,27 @@ class ModelSpec:
     batch_tokens: int | None = None
 
     def load(self, device: str = "auto") -> Reader:
-        """The model on ``device``, its reader carrying the budget (``mlmprob.models.load_mlm``, looked up
-        when called)."""
+        """The model on ``device`` (``mlmprob.models.load_mlm``, looked up when called), with the budget."""
         from . import load_mlm
 
         return self.reader(load_mlm(self.model, device=device, dtype=self.dtype, allow_pickle=self.allow_pickle))
 
     def reader(self, mlm) -> Reader:
-        """An already loaded model (any ``MaskedLM``) behind the contract, with this spec's budget settled
-        for its device."""
+        """A loaded model (any ``MaskedLM``) behind the contract, with this spec's budget settled for its device."""
         return reader_of(mlm, auto_batch_tokens(mlm, self.batch_tokens))
 
 
 @dataclass(frozen=True, kw_only=True)
 class ModelJob:
-    """The base of every streamed job (:mod:`mlmprob.runtime.job`): ``model_spec`` (a keyword: which model it reads
-    and how, :class:`ModelSpec`), ``load(device)`` (the model through :meth:`ModelSpec.load`, then :meth:`prepare`)
-    and ``run``.
-
-    A job prepares its worker state in ``prepare(mlm)``, from a model loaded here or given (library use);
-    the default state holds the reader alone."""
+    """The base of every streamed job (:mod:`mlmprob.runtime.job`): ``model_spec`` (a keyword, :class:`ModelSpec`),
+    ``load(device)`` (the one loading block of the package: :meth:`ModelSpec.load`, then :meth:`prepare`, which
+    makes the worker state from a model loaded here or given) and ``run``."""
 
     model_spec: ModelSpec
 
     @property
     def extra_model_specs(self) -> tuple[ModelSpec, ...]:
-        """The models a job reads beside ``model`` (a design's other experts), loaded by :meth:`load` on the same
-        device, in order; none for the jobs of one model."""
+        """The models a job reads beside ``model`` (a design's other experts), loaded by :meth:`load` in order."""
         return ()
 
     def load(self, device: str = "auto") -> State:
@@ -72,8 +63,7 @@ class ModelJob:
         return self.prepare_models(mlm, more) if more else self.prepare(mlm)
 
     def prepare_models(self, mlm, more: Sequence) -> State:
-        """The worker state around ``mlm`` and the loaded models of :attr:`extra_model_specs` (``more``, in
-        order): a job that reads several models overrides it."""
+        """The worker state around ``mlm`` and ``more``, the models of :attr:`extra_model_specs` (in order)."""
         raise NotImplementedError(f"{type(self).__name__} reads one model")
 
     def prepare(self, mlm) -> State:

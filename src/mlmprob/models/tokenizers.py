@@ -1,8 +1,5 @@
-"""Text <-> ids for the model wrappers, with input errors that name the problem.
-
-Two tokenizers share one interface (``encode(texts) -> Encoding``, ``decode(ids) -> str``):
-``ResidueTokenizer`` for one-letter alphabets (antibody models) and ``HFTokenizer`` around any
-Hugging Face tokenizer.
+"""Text <-> ids for the model wrappers, with input errors that name the problem: ``ResidueTokenizer`` for one-letter
+alphabets and ``HFTokenizer`` around any Hugging Face tokenizer (``encode(texts) -> Encoding``, ``decode(ids)``).
 """
 
 from __future__ import annotations
@@ -46,6 +43,12 @@ def text_list(texts: Sequence[str] | str) -> list[str]:
     if not texts:
         raise TokenizationError("no sequences given")
     return texts
+
+
+def _encode(tok, texts) -> Encoding:
+    """``texts`` encoded one by one (``tok._encode_one``), right-padded with ``tok.pad_id``."""
+    done = [tok._encode_one(i, _check_text(i, text)) for i, text in enumerate(text_list(texts))]
+    return _pad([r for r, _ in done], [w for _, w in done], tok.pad_id)
 
 
 def _pad(rows: list[list[int]], words: list[list[int]], pad_id: int) -> Encoding:
@@ -113,45 +116,32 @@ class ResidueTokenizer:
         return (self.bos_id is not None) + (self.eos_id is not None)
 
     def encode(self, texts: Sequence[str]) -> Encoding:
-        rows, words = [], []
-        for i, text in enumerate(text_list(texts)):
-            s = _check_text(i, text)
-            if s.lower() in PLACEHOLDERS:
-                raise TokenizationError(f"sequence {i} is {s!r}, a missing-value placeholder, not a sequence")
-            ids = []
-            for j, c in enumerate(s):
-                if c == MASK_CHAR:
-                    ids.append(self.mask_id)
-                elif c in self.residues:
-                    ids.append(self.token_to_id[c])
-                elif c.islower() and c.upper() in self.residues:
-                    raise TokenizationError(
-                        f"sequence {i} has lower-case {c!r} at residue {j + 1}; residues are "
-                        f"upper-case letters ({self.residues})"
-                    )
-                else:
-                    raise TokenizationError(
-                        f"sequence {i} has symbol {c!r} at residue {j + 1}, outside the vocabulary ({self.residues})"
-                    )
-            if self.max_length is not None and len(ids) + self.n_special > self.max_length:
+        return _encode(self, texts)
+
+    def _encode_one(self, i: int, s: str) -> tuple[list[int], list[int]]:
+        """The ids and word ids of the checked text ``s`` of sequence ``i``."""
+        if s.lower() in PLACEHOLDERS:
+            raise TokenizationError(f"sequence {i} is {s!r}, a missing-value placeholder, not a sequence")
+        for j, c in enumerate(s):
+            if c != MASK_CHAR and c not in self.residues:
                 raise TokenizationError(
-                    f"sequence {i} has {len(ids)} residues; "
-                    f"the model accepts at most {self.max_length - self.n_special}"
+                    f"sequence {i} has lower-case {c!r} at residue {j + 1}; residues are upper-case letters "
+                    f"({self.residues})"
+                    if c.islower() and c.upper() in self.residues
+                    else f"sequence {i} has symbol {c!r} at residue {j + 1}, outside the vocabulary ({self.residues})"
                 )
-            pre = [self.bos_id] if self.bos_id is not None else []
-            post = [self.eos_id] if self.eos_id is not None else []
-            rows.append(pre + ids + post)
-            words.append([-1] * len(pre) + list(range(len(ids))) + [-1] * len(post))
-        return _pad(rows, words, self.pad_id)
+        ids = [self.mask_id if c == MASK_CHAR else self.token_to_id[c] for c in s]
+        if self.max_length is not None and len(ids) + self.n_special > self.max_length:
+            raise TokenizationError(
+                f"sequence {i} has {len(ids)} residues; the model accepts at most {self.max_length - self.n_special}"
+            )
+        pre = [self.bos_id] if self.bos_id is not None else []
+        post = [self.eos_id] if self.eos_id is not None else []
+        return pre + ids + post, [-1] * len(pre) + list(range(len(ids))) + [-1] * len(post)
 
     def decode(self, ids: Sequence[int] | torch.Tensor) -> str:
-        out = []
-        for i in torch.as_tensor(ids).tolist():
-            if i == self.mask_id:
-                out.append(MASK_CHAR)
-            elif i not in self.special_ids:
-                out.append(self.tokens[i])
-        return "".join(out)
+        shown = (i for i in torch.as_tensor(ids).tolist() if i == self.mask_id or i not in self.special_ids)
+        return "".join(MASK_CHAR if i == self.mask_id else self.tokens[i] for i in shown)
 
 
 def _other_special_ids(hf_tok) -> set[int]:
@@ -161,14 +151,10 @@ def _other_special_ids(hf_tok) -> set[int]:
 
 
 def own_pad_id(hf_tok) -> int | None:
-    """The tokenizer's pad id when it is a token of its own, else None.
-
-    Right padding is found by its id (:meth:`mlmprob.models.reader.Reader.lengths`) and hidden from attention, so
-    the padding id must be one that no real token of a row can have. A tokenizer's pad token is trusted only if
-    it exists, differs from every other special token (mask, CLS/BOS, SEP/EOS, UNK: EuroBERT's published
-    configuration pads with its EOS) and is named as padding (``[PAD]``, ``<pad>``, ...; a pad set to an
-    ordinary word such as ``the`` is not). Otherwise the model pads with :func:`padding_id`'s reserved id.
-    """
+    """The tokenizer's pad id when it is a token of its own, else None (the model then pads with
+    :func:`padding_id`'s reserved id). Right padding is found by its id and hidden from attention, so no real token
+    may have it: a pad is trusted only if it differs from every other special token (EuroBERT's configuration pads
+    with its EOS) and is named as padding (``[PAD]``, ``<pad>``, ...; not an ordinary word such as ``the``)."""
     pad = hf_tok.pad_token_id
     if pad is None:
         return None
@@ -185,10 +171,9 @@ def padding_id(hf_tok, vocab_size: int) -> int:
 
 
 class HFTokenizer:
-    """Adapter over a Hugging Face tokenizer with the same ``encode``/``decode`` interface.
-
-    ``vocab_size`` (the model's) lets the adapter pad with a reserved id when the tokenizer has no pad token
-    of its own (:func:`padding_id`); without it the tokenizer's pad (or its mask) is used, as before."""
+    """Adapter over a Hugging Face tokenizer with the same ``encode``/``decode`` interface. ``vocab_size`` (the
+    model's) lets it pad with a reserved id when the tokenizer has no pad of its own (:func:`padding_id`); without
+    it the tokenizer's pad (or its mask) is used."""
 
     def __init__(self, tokenizer, max_length: int | None = None, vocab_size: int | None = None):
         self.hf = tokenizer
@@ -212,40 +197,31 @@ class HFTokenizer:
         self.max_length = max_length
 
     def encode(self, texts: Sequence[str]) -> Encoding:
-        rows, words = [], []
-        for i, text in enumerate(text_list(texts)):
-            s = _check_text(i, text)
-            enc = self.hf(s, add_special_tokens=True, truncation=False)
-            ids = list(enc["input_ids"])
-            if self.unk_id is not None and self.unk_id in ids and self.unk_id not in self.special_ids - {self.unk_id}:
-                j = ids.index(self.unk_id)
-                word = s
-                if hasattr(enc, "word_ids") and enc.word_ids() and enc.word_ids()[j] is not None:
-                    span = enc.word_to_chars(enc.word_ids()[j])
-                    word = s[span.start : span.end]
-                raise TokenizationError(f"sequence {i} has {word!r}, which the tokenizer maps to its unknown token")
-            if self.max_length is not None and len(ids) > self.max_length:
-                raise TokenizationError(
-                    f"sequence {i} has {len(ids)} tokens; the model accepts at most {self.max_length}"
-                )
-            if self._checked_pad and self.pad_id in ids:
-                raise TokenizationError(
-                    f"sequence {i} holds the padding token {self.hf.pad_token!r}; mlmprob pads "
-                    "rows itself, so a text cannot contain it"
-                )
-            try:
-                wid = [-1 if w is None else w for w in enc.word_ids()]
-            except (ValueError, AttributeError):  # slow tokenizers: every non-special token is a word
-                wid = [-1 if t in self.special_ids else k for k, t in enumerate(ids)]
-            wid = [-1 if t in self.special_ids else w for t, w in zip(ids, wid, strict=True)]
-            rows.append(ids)
-            words.append(wid)
-        return _pad(rows, words, self.pad_id)
+        return _encode(self, texts)
+
+    def _encode_one(self, i: int, s: str) -> tuple[list[int], list[int]]:
+        enc = self.hf(s, add_special_tokens=True, truncation=False)
+        ids = list(enc["input_ids"])
+        if self.unk_id is not None and self.unk_id in ids and self.unk_id not in self.special_ids - {self.unk_id}:
+            j = ids.index(self.unk_id)
+            word = s
+            if hasattr(enc, "word_ids") and enc.word_ids() and enc.word_ids()[j] is not None:
+                span = enc.word_to_chars(enc.word_ids()[j])
+                word = s[span.start : span.end]
+            raise TokenizationError(f"sequence {i} has {word!r}, which the tokenizer maps to its unknown token")
+        if self.max_length is not None and len(ids) > self.max_length:
+            raise TokenizationError(f"sequence {i} has {len(ids)} tokens; the model accepts at most {self.max_length}")
+        if self._checked_pad and self.pad_id in ids:
+            raise TokenizationError(
+                f"sequence {i} holds the padding token {self.hf.pad_token!r}; mlmprob pads "
+                "rows itself, so a text cannot contain it"
+            )
+        try:
+            wid = [-1 if w is None else w for w in enc.word_ids()]
+        except (ValueError, AttributeError):  # slow tokenizers: every non-special token is a word
+            wid = [-1 if t in self.special_ids else k for k, t in enumerate(ids)]
+        return ids, [-1 if t in self.special_ids else w for t, w in zip(ids, wid, strict=True)]
 
     def decode(self, ids: Sequence[int] | torch.Tensor) -> str:
-        ids = [
-            i
-            for i in torch.as_tensor(ids).tolist()
-            if (i not in self.special_ids or i == self.mask_id) and i != self.pad_id
-        ]
-        return self.hf.decode(ids)
+        hidden = (self.special_ids - {self.mask_id}) | {self.pad_id}
+        return self.hf.decode([i for i in torch.as_tensor(ids).tolist() if i not in hidden])

@@ -1,10 +1,8 @@
-"""A model's weight files, checked before anything reads them, and read safely.
-
-A folder's weights are those transformers reads with ``use_safetensors=True``, else the pickles
-``pytorch_model.bin(.index.json)`` names: each inside the folder and present; a pickle needs ``allow_pickle`` and
-is read with ``torch.load(weights_only=True)``; a safetensors file needs a readable header. Shapes that do not match
-``config.json`` are refused by :func:`from_pretrained_checked`. Each refusal is one line
-(:class:`mlmprob.errors.ModelLoadError`).
+"""A model's weight files, checked before anything reads them, and read safely: those transformers reads with
+``use_safetensors=True``, else the pickles ``pytorch_model.bin(.index.json)`` names, each inside the folder and
+present; a pickle needs ``allow_pickle`` and is read with ``torch.load(weights_only=True)``; a safetensors file
+needs a readable header; shapes must match ``config.json`` (:func:`from_pretrained_checked`). Each refusal is one
+line (:class:`mlmprob.errors.ModelLoadError`).
 """
 
 from __future__ import annotations
@@ -27,8 +25,8 @@ INDEXES = ("model.safetensors.index.json", "pytorch_model.bin.index.json")
 
 
 def weight_files(folder: Path) -> tuple[str, list[Path]] | None:
-    """``(format, files)`` of a local model folder (see the module doc): ``"safetensors"`` when every weight
-    file is a safetensors file, else ``"pickle"``; None when it has no weights."""
+    """``(format, files)`` of a local model folder: ``"safetensors"`` when every weight file is one, else
+    ``"pickle"``; None when it has no weights."""
     folder = Path(folder)
     for name in SAFE_WEIGHTS + PICKLE_WEIGHTS:
         if (folder / name).is_file():
@@ -62,8 +60,7 @@ def _indexed(folder: Path, index: Path) -> list[Path]:
 
 
 def check_safetensors(files) -> None:
-    """Refuse a ``*.safetensors`` file whose header safetensors cannot read (random bytes, text, a pickle
-    renamed, a torn download): one line naming the file. Reads the headers only."""
+    """Refuse a ``*.safetensors`` file whose header cannot be read (a pickle renamed, a torn download, ...)."""
     from safetensors import safe_open
 
     for f in files:
@@ -89,8 +86,7 @@ def pickle_refusal_message(folder: Path, files: list[Path]) -> str:
 
 
 def read_state(files: list[Path]) -> dict:
-    """One state dict from weight files: safetensors read as such, anything else with
-    ``torch.load(weights_only=True)``, which builds tensors and plain data but runs no code."""
+    """One state dict from weight files: safetensors, else ``torch.load(weights_only=True)`` (runs no code)."""
     from safetensors.torch import load_file
 
     state = {}
@@ -109,8 +105,8 @@ def read_state(files: list[Path]) -> dict:
 def load_pickle(
     path: Path, hint: str = "convert the weights to safetensors with a tool you trust", what: str = "weights file"
 ):
-    """``torch.load(path, weights_only=True)``, or one line naming the file and what the weights-only
-    unpickler refused (never torch's advice to unpickle fully); ``hint`` says what the user can do."""
+    """``torch.load(path, weights_only=True)``, or one line naming the file and what the weights-only unpickler
+    refused; ``hint`` says what the user can do."""
     try:
         with warnings.catch_warnings():  # torch's notes on the pickle's protocol: not the user's concern
             warnings.simplefilter("ignore", UserWarning)
@@ -133,17 +129,14 @@ def pickle_refusal(e: Exception) -> str:
     found = re.search(r"Unsupported global: GLOBAL ([\w.]+)", str(e))
     if found:
         return f"it refers to {found.group(1)}, which is not a tensor or plain data"
-    text = str(e)
-    if "weights_only" in text or "Weights only" in text:
+    if "weights_only" in str(e) or "Weights only" in str(e):
         return "it holds objects other than tensors and plain data"
-    first = text.strip().splitlines()[0][:200] if text.strip() else ""
-    return f"{type(e).__name__}: {first}" if first else type(e).__name__
+    return f"{type(e).__name__}: {_first_line(e)}" if str(e).strip() else type(e).__name__
 
 
 def from_pretrained_checked(cls, where, what: str, **kwargs):
-    """``cls.from_pretrained(where, **kwargs)``, refusing weights whose shapes differ from the
-    configuration's with one line naming the first such tensor (instead of transformers' report and traceback).
-    transformers' log records of the load are held and let through only when the load is accepted."""
+    """``cls.from_pretrained(where, **kwargs)``, refusing weights whose shapes differ from the configuration's with
+    one line naming the first such tensor; transformers' log records are let through only when the load succeeds."""
     from transformers.utils import logging as hf_logging
 
     hf_logging.disable_progress_bar()  # mlmprob's own progress goes to stderr; one bar at a time
@@ -159,8 +152,7 @@ def from_pretrained_checked(cls, where, what: str, **kwargs):
 
 
 def _mismatch(cls, where, kwargs) -> str | None:
-    """The shapes that differ, found by loading again with transformers' own account of them (only once a
-    load has failed), in words; None when that account has none."""
+    """The shapes that differ, in words, from transformers' account of a second load (None: it has none)."""
     try:
         _, info = cls.from_pretrained(where, ignore_mismatched_sizes=True, output_loading_info=True, **kwargs)
     except Exception:  # the account is a courtesy; the first failure is reported either way
@@ -182,13 +174,12 @@ def _held_logs():
     root = logging.getLogger("transformers")
     held: list[logging.LogRecord] = []
 
-    class Hold(logging.Filter):
-        def filter(self, record):
-            if not any(r is record for r in held):  # once, whichever handler saw it first
-                held.append(record)
-            return False
+    def hold(record):
+        if not any(r is record for r in held):  # once, whichever handler saw it first
+            held.append(record)
+        return False
 
-    hold, handlers = Hold(), list(root.handlers)
+    handlers = list(root.handlers)
     for h in handlers:
         h.addFilter(hold)
 

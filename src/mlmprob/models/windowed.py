@@ -1,12 +1,9 @@
 """Sequences longer than a model's window, read through windows centred on each read position.
 
-``WindowedMLM(mlm, window)`` passes a row that fits (at most ``window`` tokens before its padding) unchanged. For a
-longer row, the logits at ``t`` are the model's at ``t`` on ``row[s : s + window]`` with
-
-    s = min(max(t - window // 2, 0), length - window)
-
-taken as it is (the row's BOS/EOS only where the window touches an end; masks outside the window unseen). Reads
-in the same window share one forward row. Other attributes are passed through; ``max_length`` is None.
+``WindowedMLM(mlm, window)`` passes a row of at most ``window`` tokens unchanged. For a longer row, the logits at
+``t`` are the model's at ``t`` on ``row[s : s + window]``, ``s = min(max(t - window // 2, 0), length - window)``,
+taken as it is (the row's BOS/EOS only where the window touches an end; masks outside the window unseen). Reads in
+the same window share one forward row. Other attributes are passed through; ``max_length`` is None.
 """
 
 from __future__ import annotations
@@ -27,6 +24,13 @@ def window_starts(lengths: torch.Tensor, cols: torch.Tensor, window: int) -> tor
     """
     start = (cols - window // 2).clamp(min=0)
     return torch.minimum(start, (lengths - window).clamp(min=0))
+
+
+def _rows(input_ids) -> torch.Tensor:
+    ids = torch.as_tensor(input_ids, dtype=torch.long)
+    if ids.dim() != 2:
+        raise MLMProbError(f"input_ids must have shape [B, L], got {tuple(ids.shape)}")
+    return ids
 
 
 class WindowedMLM:
@@ -58,18 +62,14 @@ class WindowedMLM:
         return getattr(self.inner, name)
 
     def device_logits_at(self, input_ids: torch.Tensor, rows: torch.Tensor, cols: torch.Tensor) -> torch.Tensor:
-        """The batching hot path: the inner model's own when the rows fit its window, else the windowed
-        reads (on the host), returned on the inputs' device."""
+        """The inner model's hot path when the rows fit the window, else the windowed reads, on the inputs' device."""
         if input_ids.shape[1] <= self.window and hasattr(self.inner, "device_logits_at"):
             return self.inner.device_logits_at(input_ids, rows, cols)
         return self.logits_at(input_ids.cpu(), rows.cpu(), cols.cpu()).to(input_ids.device)
 
     def logits_at(self, input_ids: torch.Tensor, rows: torch.Tensor, cols: torch.Tensor) -> torch.Tensor:
-        ids = torch.as_tensor(input_ids, dtype=torch.long)
-        rows = torch.as_tensor(rows, dtype=torch.long)
-        cols = torch.as_tensor(cols, dtype=torch.long)
-        if ids.dim() != 2:
-            raise MLMProbError(f"input_ids must have shape [B, L], got {tuple(ids.shape)}")
+        ids = _rows(input_ids)
+        rows, cols = torch.as_tensor(rows, dtype=torch.long), torch.as_tensor(cols, dtype=torch.long)
         W, L = self.window, ids.shape[1]
         if L <= W:
             return gather_logits(self.inner, ids, rows, cols)
@@ -86,9 +86,7 @@ class WindowedMLM:
 
     def logits(self, input_ids: torch.Tensor) -> torch.Tensor:
         """``[B, L, V]``; zeros at right-padding positions of rows longer than the window."""
-        ids = torch.as_tensor(input_ids, dtype=torch.long)
-        if ids.dim() != 2:
-            raise MLMProbError(f"input_ids must have shape [B, L], got {tuple(ids.shape)}")
+        ids = _rows(input_ids)
         B, L = ids.shape
         if L <= self.window:
             return self.inner.logits(ids)
