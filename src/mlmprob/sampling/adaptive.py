@@ -105,23 +105,22 @@ class Adaptive(Kernel):
         """Base rows at the masked positions and the pair rows: ``(logq [n, V], score rows [n, V], D [B, L, L],
         rows forwarded, calls [B])``; one model call without ``pair_top_k``, two with it."""
         B, L = ids.shape
-        many = (masked.sum(1) >= 2)[rows]  # pair rows only where two are masked
+        two = masked.sum(1) >= 2  # pair rows only where two are masked
+        many, calls = two[rows], masked.any(1).long()
         if self.pair_top_k is None:
-            V = self._allowed.shape[0]
-            chosen = self._allowed[None, :].expand(len(rows), V) & many[:, None]
+            chosen = self._allowed[None, :].expand(len(rows), -1) & many[:, None]
             prow, rr, rc, p, v = pair_reads(ids, masked, rows, cols, chosen)
             logits = read_logits(self.mlm, torch.cat([ids, prow]), torch.cat([rows, rr + B]), torch.cat([cols, rc]))
             logq_all = self._logq(logits)
             logits, logq, given = logits[: len(rows)], logq_all[: len(rows)], logq_all[len(rows) :]
             weight = pair_choice(logq, None)[1]
-            calls = masked.any(1).long()
         else:
             logits = read_logits(self.mlm, ids, rows, cols)
             logq = self._logq(logits)
             chosen, weight = pair_choice(logq, self.pair_top_k)
             prow, rr, rc, p, v = pair_reads(ids, masked, rows, cols, chosen & many[:, None])
             given = self._logq(read_logits(self.mlm, prow, rr, rc)) if len(rr) else logq[:0]
-            calls = masked.any(1).long() + (masked.sum(1) >= 2).long()
+            calls = calls + two.long()
         index = torch.full((B, L), -1, dtype=torch.long)
         index[rows, cols] = torch.arange(len(rows))
         b_e, j_e = rows[p[rr]], cols[p[rr]]

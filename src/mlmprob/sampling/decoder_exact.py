@@ -11,6 +11,7 @@ with a score of the state alone only the revealed values are. Costs grow as ``(V
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import partial
 
 import torch
 
@@ -82,14 +83,11 @@ def _readers(logprobs, V: int, proposal: ProposalConfig) -> tuple[RowReader, Row
     read the proposal rows (temperature > 0)."""
     read = row_reader(logprobs, V)
 
-    def through(config: ProposalConfig) -> RowReader:
-        def rows(states: torch.Tensor) -> torch.Tensor:
-            base = read(states)
-            return proposal_log_probs(base.reshape(-1, base.shape[-1]), None, config).view(base.shape)
+    def through(config: ProposalConfig, states: torch.Tensor) -> torch.Tensor:
+        base = read(states)
+        return proposal_log_probs(base.reshape(-1, base.shape[-1]), None, config).view(base.shape)
 
-        return rows
-
-    return through(proposal), (None if proposal.temperature > 0 else through(score_config(proposal)))
+    return partial(through, proposal), (None if proposal.temperature > 0 else partial(through, score_config(proposal)))
 
 
 def _select(st: Step, slq: torch.Tensor, kind: str, eligible: torch.Tensor, pick, calls=None, rows=None) -> Moves:

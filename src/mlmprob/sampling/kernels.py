@@ -1,16 +1,13 @@
-"""Sampling kernels over many chains at once: ``init(ids, free) -> ChainState`` and ``step(state, generator) ->
-(ChainState, StepInfo)``; one step is one block proposal per chain, the blocks of an epoch (a sweep over the free
-positions, left to right or random) drawn at its start.
-
-``MetropolisHastings`` targets ``p(x) ∝ exp(-E(x)/tau)`` (Goyal et al. 2022), each step a step of the one MH engine
-(:mod:`mlmprob.mcmc.engine`) on :class:`~mlmprob.sampling.token_target.TokenTarget`. Its state caches the single-site
-conditionals of the current state at every scored position: they give its energies and the single-site proposal
-rows, so a step forwards only the proposal's copies at the other scored positions (none when ``x' = x``), which
-become the cache after an accepted move. With ``informed`` or ``sites > 1`` a step is one move of
-:mod:`mlmprob.mcmc.moves` per chain, drawn from the cached rows (with ``delayed``, screened by a first stage before
-``x'``'s rows are read); an epoch is ``ceil(n / sites)`` moves.
-
-``DegenerateGibbs`` (Wang & Cho 2019) accepts every proposal: ``k``-Gibbs (Li et al. 2024) with block size ``k``.
+"""Sampling kernels over many chains at once: ``init(ids, free) -> ChainState``, ``step(state, generator) ->
+(ChainState, StepInfo)``; a step is one block proposal per chain, an epoch's blocks (a sweep over the free positions,
+left to right or random) drawn at its start. ``DegenerateGibbs`` (Wang & Cho 2019) accepts every proposal
+(``k``-Gibbs of Li et al. 2024 with block size ``k``); ``MetropolisHastings`` targets ``p(x) ∝ exp(-E(x)/tau)``
+(Goyal et al. 2022), a step being one of the MH engine (:mod:`mlmprob.mcmc.engine`) on
+:class:`~mlmprob.sampling.token_target.TokenTarget`. Its state caches the single-site conditionals of the current
+state at every scored position: they give its energies and the single-site proposal rows, so a step forwards only
+the proposal's copies at the other scored positions (none when ``x' = x``), the cache after an accepted move. With
+``informed`` or ``sites > 1`` a step is one move of :mod:`mlmprob.mcmc.moves` per chain, drawn from the cached rows
+(with ``delayed``, screened by a first stage before ``x'``'s rows are read); an epoch is ``ceil(n / sites)`` moves.
 """
 
 from __future__ import annotations
@@ -150,23 +147,13 @@ def move_plan(free: torch.Tensor, sites: int) -> torch.Tensor:
     return free[None] & (torch.arange(S)[:, None] < moves[None])[..., None]
 
 
-def resolve_scored(mlm: MaskedLM, ids: torch.Tensor, free: torch.Tensor, score_all: bool) -> torch.Tensor:
-    """Positions the energy sums over: the free ones, or (``score_all``) every non-special position too
-    (the rule :data:`mlmprob.positions.TOKENS`)."""
-    return (default_mask(mlm, ids, TOKENS) | free) if score_all else free.clone()
-
-
-def free_or_default(mlm: MaskedLM, ids: torch.Tensor, free: torch.Tensor | None) -> torch.Tensor:
-    """A kernel's free positions: ``free`` as given (already resolved by the caller), else the rule
-    :data:`mlmprob.positions.TOKENS` (every non-special token; a kernel used alone leaves masks clamped)."""
-    return default_mask(mlm, ids, TOKENS) if free is None else free
-
-
 class Kernel:
-    """Base of the kernels: ``init(ids, free=None, epoch=0)`` makes the first ``State`` of the chains (``free`` or
-    :func:`free_or_default`, ``scored`` by :func:`resolve_scored`). ``_allowed`` (bool ``[V]``, the ids a proposal may
-    draw) is set by the ``__post_init__`` of a kernel that draws; declared here, not as a dataclass field, so the
-    kernels' fields, repr and equality stay as they are."""
+    """Base of the kernels: ``init(ids, free=None, epoch=0)`` makes the first ``State`` of the chains: ``free`` as
+    given (resolved by the caller), else every non-special token (the rule :data:`mlmprob.positions.TOKENS`: a kernel
+    used alone leaves masks clamped); ``scored``, the positions the energy sums over, the free ones or
+    (``score_all``) every non-special position too. ``_allowed`` (bool ``[V]``, the ids a proposal may draw) is set
+    by the ``__post_init__`` of a kernel that draws; declared here, not as a dataclass field, so the kernels' fields,
+    repr and equality stay as they are."""
 
     State: ClassVar[type] = ChainState
     mlm: MaskedLM
@@ -174,8 +161,9 @@ class Kernel:
     _allowed: torch.Tensor
 
     def init(self, ids: torch.Tensor, free: torch.Tensor | None = None, epoch: int = 0):
-        free = free_or_default(self.mlm, ids, free)
-        return self.State(ids, free, resolve_scored(self.mlm, ids, free, self.score_all), epoch=epoch)
+        free = default_mask(self.mlm, ids, TOKENS) if free is None else free
+        scored = (default_mask(self.mlm, ids, TOKENS) | free) if self.score_all else free.clone()
+        return self.State(ids, free, scored, epoch=epoch)
 
 
 class _Sweeper(Kernel):
@@ -278,15 +266,12 @@ class MetropolisHastings(_Sweeper):
     def init(self, ids: torch.Tensor, free: torch.Tensor | None = None, epoch: int = 0) -> ChainState:
         """Initial state; computes the single-site conditionals of ``ids`` (one copy per scored
         position), the only time the current state's energy is computed."""
-        free = free_or_default(self.mlm, ids, free)
-        scored = resolve_scored(self.mlm, ids, free, self.score_all)
+        state = super().init(ids, free, epoch)
         if self.temperatures is not None:
-            check_rungs(ids, free, scored, len(self.temperatures))
-        logits, n = site_logits(self.mlm, ids, scored)
-        e_local, e_raw = energies_from_logits(logits, ids, scored)
-        return ChainState(
-            ids, free, scored, epoch=epoch, site_logits=logits, e_local=e_local, e_raw=e_raw, forward_rows=n
-        )
+            check_rungs(ids, state.free, state.scored, len(self.temperatures))
+        logits, n = site_logits(self.mlm, ids, state.scored)
+        e_local, e_raw = energies_from_logits(logits, ids, state.scored)
+        return dataclasses.replace(state, site_logits=logits, e_local=e_local, e_raw=e_raw, forward_rows=n)
 
     def step(self, state: ChainState, generator: torch.Generator) -> tuple[ChainState, StepInfo]:
         """One step of the engine (:mod:`mlmprob.mcmc.engine`): the sweep's next block of each chain, or one move."""

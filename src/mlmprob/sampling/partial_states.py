@@ -270,9 +270,7 @@ def parallel(k: int) -> Rule:
 
     def rule(st: Step) -> Moves:
         bits = (st.masked.long() << torch.arange(st.T)).sum(1)
-        srcs: list[torch.Tensor] = []
-        weight: list[torch.Tensor] = []
-        reveal: list[torch.Tensor] = []
+        parts = []  # (src, weight, reveal) of the states with one mask pattern
         for b in bits.unique().tolist():
             rows = (bits == b).nonzero()[:, 0]
             M = [t for t in range(st.T) if b >> t & 1]
@@ -280,10 +278,9 @@ def parallel(k: int) -> Rule:
             sub = torch.zeros(len(subs), st.T, dtype=torch.bool)
             for i, c in enumerate(subs):
                 sub[i, list(c)] = True
-            srcs.append(rows.repeat_interleave(len(subs)))
-            reveal.append(sub.repeat(len(rows), 1))
-            weight.append(torch.full((len(rows) * len(subs),), 1.0 / len(subs), dtype=torch.float64))
-        src = torch.cat(srcs)
-        return Moves(src, torch.cat(weight), torch.zeros(len(src), st.T, dtype=torch.bool), torch.cat(reveal))
+            w = torch.full((len(rows) * len(subs),), 1.0 / len(subs), dtype=torch.float64)
+            parts.append((rows.repeat_interleave(len(subs)), w, sub.repeat(len(rows), 1)))
+        src, weight, reveal = (torch.cat(x) for x in zip(*parts, strict=True))
+        return Moves(src, weight, torch.zeros_like(reveal), reveal)
 
     return rule

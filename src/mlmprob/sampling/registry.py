@@ -27,8 +27,7 @@ ENERGIES = ("local", "raw")
 #: run before any tensor is made).
 MAX_RUN_BYTES = 16 << 30
 
-#: The order of the settings in every stored row and run file (as written before the specs were split by
-#: method); a method's own fields come after these, in their order.
+#: The order of the settings in every stored row and run file; a method's own fields come after these, in their order.
 COLUMNS = (
     "method",
     "energy",

@@ -135,8 +135,7 @@ class Speculative(Kernel):
             state = self._start(state, generator)
         ids, orders, cursor = state.ids, state.orders, state.cursor
         assert orders is not None and cursor is not None and state.log_prob is not None  # set by _start
-        # drafts beyond the positions of the longest order are never made: k sizes the round's tensors, so it is
-        # clamped to the work before any of them is allocated (draft_k = 10**9 on 24 positions drafts 24)
+        # k sizes the round's tensors: clamped to the longest order first (draft_k = 10**9 on 24 positions drafts 24)
         (B, L), k, f64 = ids.shape, min(self.draft_k, orders.shape[1]), torch.float64
         ar = torch.arange(k)
         left = (orders >= 0).sum(1) - cursor  # positions still to reveal
@@ -196,11 +195,12 @@ class Speculative(Kernel):
         n_fwd = int(active.sum()) + len(vrows)
         new_cursor = cursor + stop + has_z.long()
         end = bool((new_cursor == (orders >= 0).sum(1)).all())
+        counted = dict(rounds=active.long(), calls=n_calls, tested=n_tested, kept=n_kept)  # this round's, per chain
         changes: dict[str, Any] = dict(
             ids=new_ids,
             cursor=new_cursor,
             log_prob=log_prob,
-            **_counted(state, rounds=active.long(), calls=n_calls, tested=n_tested, kept=n_kept),
+            **{name: getattr(state, name) + n for name, n in counted.items()},
             forward_rows=state.forward_rows + n_fwd,
         )
         if end:
@@ -208,8 +208,3 @@ class Speculative(Kernel):
         state = dataclasses.replace(state, **changes)
         # the driver sums these per chain: proposals = drafts tested, accepted = novel = drafts kept
         return state, StepInfo(n_tested, n_kept, n_kept.clone(), torch.zeros(B, dtype=f64), n_fwd, end)
-
-
-def _counted(state: SpeculativeState, **added: torch.Tensor) -> dict[str, torch.Tensor]:
-    """The epoch's per-chain counters (set by ``_start``), each plus this round's ``added``."""
-    return {name: getattr(state, name) + n for name, n in added.items()}

@@ -125,10 +125,9 @@ class SampleJob(ModelJob):
         mlm = state.mlm
         rows: list[dict] = []
         skipped: list[tuple[str, str]] = []
-        energy = getattr(self.spec, "energy", "local")
 
         def on_epoch(rec, total):
-            state.advance(1, **epoch_shown(rec, energy, self.spec.info.accepts))
+            state.advance(1, **epoch_shown(rec, self.spec.energy, self.spec.info.accepts))
 
         for rec in records:
             try:
