@@ -50,9 +50,7 @@ def initialize(
         out[free] = choices[draw][free]
         return out, 0
     fill = free if init == "greedy" else free & (ids == mlm.mask_id)
-    if not fill.any():
-        return out, 0
-    logits, n = block_logits(mlm, ids, fill)
+    logits, n = block_logits(mlm, ids, fill)  # none to fill: no call
     best = proposal_log_probs(logits, allowed, ProposalConfig(temperature=0.0)).argmax(-1)
     out[fill] = best
     return out, n
