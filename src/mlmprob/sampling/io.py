@@ -49,10 +49,8 @@ class EpochRecord:
     calls: list[int] | None = None
 
     def to_json(self) -> str:
-        d = asdict(self)
-        for key in ("e_local", "e_raw", "log_prob", "rounds", "calls"):
-            if d[key] is None:  # what a method does not record is left out
-                del d[key]
+        optional = ("e_local", "e_raw", "log_prob", "rounds", "calls")  # left out where a method does not record them
+        d = {k: v for k, v in asdict(self).items() if v is not None or k not in optional}
         return _compact({"type": "epoch", **d})
 
     @classmethod
