@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import sys
+from contextlib import suppress
 from pathlib import Path
 
 GiB = 1 << 30
@@ -18,9 +19,8 @@ WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".pth")
 def cap_workers(
     requested: int, *, cores: int, available: int | None = None, per_worker: int | None = None, units: int | None = None
 ) -> tuple[int, str | None]:
-    """``requested`` workers capped by ``cores``, by ``available`` bytes of memory at ``per_worker``
-    bytes each (when both are known) and by ``units`` of work (when known); never below 1. Returns the
-    number and why it was capped (None when it was not): the tightest limit.
+    """``requested`` workers capped by ``cores``, by ``available`` bytes of memory at ``per_worker`` bytes each (when
+    both are known) and by ``units`` of work (when known), never below 1; with why (the tightest limit, or None).
 
     >>> cap_workers(100, cores=2)
     (2, '2 CPU cores')
@@ -53,13 +53,10 @@ def usable_cores() -> int:
 
 def available_memory() -> int | None:
     """Bytes of memory available to new processes (``MemAvailable`` of ``/proc/meminfo``); None where unknown."""
-    try:
-        with open("/proc/meminfo") as f:
-            for line in f:
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024
-    except (OSError, ValueError, IndexError):
-        pass
+    with suppress(OSError, ValueError, IndexError), open("/proc/meminfo") as f:
+        for line in f:
+            if line.startswith("MemAvailable:"):
+                return int(line.split()[1]) * 1024
     return None
 
 
@@ -75,19 +72,13 @@ def worker_bytes(model: str | None) -> int:
 
 
 def capped_workers(requested: int, model: str | None = None, units: int | None = None) -> int:
-    """``--workers requested`` capped for this machine (:func:`cap_workers`), with a one-line warning on
-    stderr saying what was capped and why."""
+    """``--workers requested`` capped for this machine (:func:`cap_workers`), with a one-line warning on stderr."""
     n, why = cap_workers(
         requested, cores=usable_cores(), available=available_memory(), per_worker=worker_bytes(model), units=units
     )
     if why:
         print(f"warning: --workers {requested} capped to {n} ({why})", file=sys.stderr)
     return n
-
-
-def is_cpu(device: str) -> bool:
-    """Whether a ``--devices`` entry names the CPU (``cpu``, ``cpu:N``)."""
-    return device.strip().lower().split(":")[0] == "cpu"
 
 
 def capped_devices(devices: list[str], model: str | None = None) -> list[str]:
@@ -97,7 +88,7 @@ def capped_devices(devices: list[str], model: str | None = None) -> list[str]:
     >>> capped_devices(["cuda:0", "cuda:1"]), capped_devices(["cpu"])
     (['cuda:0', 'cuda:1'], ['cpu'])
     """
-    cpu = [i for i, d in enumerate(devices) if is_cpu(d)]
+    cpu = [i for i, d in enumerate(devices) if d.strip().lower().split(":")[0] == "cpu"]  # cpu, cpu:N
     if len(cpu) < 2:
         return devices
     per_worker, available = worker_bytes(model), available_memory()

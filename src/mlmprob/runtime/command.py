@@ -1,30 +1,22 @@
-"""The one runner of every streaming command (``score``, ``variants``, streamed ``sample``, ``joints``,
-streamed ``infill``).
+"""The one runner of every streaming command (``score``, ``variants``, streamed ``sample``, ``joints``, streamed
+``infill``).
 
-A command declares a :class:`StreamCommand`: its job (the one job shape of :mod:`mlmprob.runtime.job`:
-picklable; ``job.model_spec`` says which model it reads and how; ``job.load(device)`` loads the model once
-per worker and returns a :class:`~mlmprob.runtime.job.State`, whose ``.mlm`` is the model's reader;
-``job.run(state, chunk)`` maps a chunk of units to ``(rows, skipped)``), its units (a function giving a
-fresh iterator), its configuration (made by :func:`stored_config`, stored in ``OUT.meta.json``; a resume must match
-it; ``models``, a list, names every model of a job that reads several, for the weights' identity) and its output
-columns.
-:func:`run_command` does the rest, the same way for every command:
+A command declares a :class:`StreamCommand`: its job (:mod:`mlmprob.runtime.job`), its units (a function giving a
+fresh iterator), its configuration (made by :func:`stored_config`, stored in ``OUT.meta.json``, matched on resume;
+``models``, a list, names every model of a job that reads several, for the weights' identity) and its output
+columns. :func:`run_command` does the rest, the same way for every command:
 
-1. the first unit is read (bad input fails before a model is loaded; no unit at all is ``spec.empty``);
-   for a file output every unit is read once, streamed: the run's identity (the digest of its input's units
-   and of the model's files, :mod:`mlmprob.runtime.identity`) and the progress total; an input that is the
-   output is refused;
-2. the output is claimed (:func:`~mlmprob.runtime.writers.open_writer`: lock, resume, configuration
-   check, with the shard, the ``computed_with`` block (the resolved dtype, the forward path, the model
-   folder, the int8 budget, see :mod:`mlmprob.runtime.provenance`) and the ``identity`` block added to the
-   configuration) before the model loads, so a second writer is refused at once and a resume that would mix
-   precisions, inputs or weights is refused (an output mlmprob did not write too), before anything is
-   touched;
-3. with one local device the model is loaded here, once (an unknown model or device fails before any
-   output, and the claimed output is released); otherwise every worker process or Ray actor loads it;
-4. the progress bar's total: the units of the shard (:meth:`Shard.owns`): from step 1's pass for a file
-   output; on stdout counted by reading the units once more when the input is a file smaller than
-   :data:`mlmprob.defaults.COUNT_LIMIT`, or is made by the command (no input file); never when the bar is off;
+1. the first unit is read (bad input fails before a model is loaded; no unit at all is ``spec.empty``); for a file
+   output every unit is read once, streamed: the run's identity (:mod:`mlmprob.runtime.identity`) and the progress
+   total; an input that is the output is refused;
+2. the output is claimed (:func:`~mlmprob.runtime.writers.open_writer`: lock, resume, configuration check, with the
+   shard, the ``computed_with`` block of :mod:`mlmprob.runtime.provenance` and the ``identity`` block added) before
+   the model loads, so a second writer, or a resume that would mix precisions, inputs or weights, is refused before
+   anything is touched;
+3. with one local device the model is loaded here, once (an unknown model or device fails before any output, and
+   the claimed output is released); otherwise every worker process or Ray actor loads it;
+4. the progress total on stdout: the units read once more when the input is a file smaller than
+   :data:`mlmprob.defaults.COUNT_LIMIT` or is made by the command; never when the bar is off;
 5. :func:`~mlmprob.runtime.engine.run_stream`: shard, resume, chunks, devices, Ray, the writer;
 6. a warning line for every unit skipped now.
 
@@ -36,6 +28,7 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Callable, Iterable
+from contextlib import suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -51,9 +44,8 @@ from .shard import Shard
 
 @dataclass(frozen=True)
 class RunOptions:
-    """Where and how a streamed command runs: its output and the scale options of ``add_runtime_args`` (parsed
-    by :func:`mlmprob.commands.common.run_options`). The dtype the workers load is the job's
-    (``job.model_spec.dtype``)."""
+    """Where and how a streamed command runs: its output and the scale options of ``add_runtime_args`` (parsed by
+    :func:`mlmprob.commands.common.run_options`); the dtype the workers load is the job's ``model_spec.dtype``."""
 
     out: str | None = None
     resume: bool = False
@@ -72,11 +64,10 @@ class RunOptions:
 
 @dataclass
 class StreamCommand:
-    """What a streaming command declares. ``units()`` gives a fresh iterator each call; ``input`` is the
-    file it reads (None when the command makes its units); ``unit_steps``: the steps the progress bar counts per
-    unit (``unit_name`` then names a step); ``last_row_id(unit)`` is the id of the unit's last row when a unit
-    gives several rows; ``state`` is an already loaded worker state (library use: the
-    job's ``prepare(mlm)``)."""
+    """What a streaming command declares. ``units()`` gives a fresh iterator each call; ``input`` is the file it
+    reads (None when the command makes its units); ``unit_steps``: the steps the progress bar counts per unit
+    (``unit_name`` then names a step); ``last_row_id(unit)``: the id of the unit's last row when a unit gives
+    several; ``state``: an already loaded worker state (library use: the job's ``prepare(mlm)``)."""
 
     job: Job
     units: Callable[[], Iterable]
@@ -97,9 +88,8 @@ class StreamCommand:
 
 @dataclass
 class StreamRun(StreamSummary):
-    """:class:`~mlmprob.runtime.engine.StreamSummary` plus what ran: ``ran_on`` ("cpu float32", "2 x cpu
-    float32", "Ray actors bfloat16"), the ``shard``, and the worker ``state`` when it was loaded in this
-    process (None when workers or Ray actors loaded their own)."""
+    """:class:`~mlmprob.runtime.engine.StreamSummary` plus what ran: ``ran_on`` ("cpu float32", "2 x cpu float32",
+    "Ray actors bfloat16"), the ``shard``, and the worker ``state`` when loaded in this process (else None)."""
 
     ran_on: str = ""
     shard: Shard = Shard.whole()
@@ -109,11 +99,10 @@ class StreamRun(StreamSummary):
 def stored_config(command: str, model_spec, settings, before: dict | None = None, after: dict | None = None) -> dict:
     """The configuration a command stores in its run file and a resume must match (:class:`StreamCommand`'s
     ``config``), laid out one way for every command: ``command``; ``model``, the job's
-    :class:`~mlmprob.models.spec.ModelSpec`'s; the command's entries ``before`` the settings (its input, its
-    format and columns); the ``settings``: a spec's :meth:`~mlmprob.settings.Spec.recorded` fields (its fields'
-    ``recorded`` metadata honoured), or the dict a job makes of them (``sample``'s, ``design``'s
-    ``job.settings()``); then the entries ``after`` them. A setting that ``before`` names (its value ``...``) is
-    stored at that place; an entry of ``after`` already there takes its value in place."""
+    :class:`~mlmprob.models.spec.ModelSpec`'s; the entries ``before`` the settings (input, format, columns); the
+    ``settings``: a spec's :meth:`~mlmprob.settings.Spec.recorded` fields, or the dict a job makes of them
+    (``sample``'s, ``design``'s ``job.settings()``); then the entries ``after`` them. A setting that ``before``
+    names (its value ``...``) is stored at that place; an entry of ``after`` already there takes its value in place."""
     values = settings if isinstance(settings, dict) else settings.recorded()
     return {"command": command, "model": model_spec.model, **(before or {}), **values, **(after or {})}
 
@@ -137,32 +126,15 @@ def _count(spec: StreamCommand, opts: RunOptions) -> int | None:
     return sum(1 for k, _ in enumerate(spec.units()) if opts.shard.owns(k))
 
 
-def _computed_with(spec: StreamCommand, opts: RunOptions) -> dict:
-    """The run's ``computed_with`` block (:mod:`mlmprob.runtime.provenance`): from the model it was given,
-    else from the job's model spec (dtype and budget) on the devices."""
-    ms = spec.job.model_spec
-    model = spec.config.get("model", ms.model)
-    mlm = None if spec.state is None else spec.state.mlm
-    threads = compute_threads(opts.devices, opts.engine)
-    return computed_with(model, ms.dtype, opts.devices, batch_tokens=ms.batch_tokens, mlm=mlm, threads=threads)
-
-
-def _same_file(a, b) -> bool:
-    try:
-        return os.path.samefile(a, b)
-    except OSError:
-        return False
-
-
 def _identify(spec: StreamCommand, opts: RunOptions) -> tuple[UnitDigest, int]:
-    """One streaming pass over the units before the output is claimed: their digest (with a checkpoint at
-    the unit count a resumed output stored, see :mod:`mlmprob.runtime.identity`) and how many the shard
-    owns (the progress total). An input that is the output (a link to it included) is refused first."""
+    """One pass over the units before the output is claimed: their digest (with a checkpoint at the unit count a
+    resumed output stored) and how many the shard owns. An input that is the output (or a link to it) is refused."""
     from .log import RunMeta
     from .writers import meta_path
 
-    if spec.input is not None and _same_file(spec.input, opts.out):
-        raise MLMProbError(f"the input {spec.input} is the output {opts.out} (the same file): choose another --out")
+    with suppress(OSError):  # either missing: not the same file
+        if spec.input is not None and os.path.samefile(spec.input, opts.out or ""):
+            raise MLMProbError(f"the input {spec.input} is the output {opts.out} (the same file): choose another --out")
     stored = RunMeta(meta_path(opts.out)).config() if opts.resume and opts.out is not None else None
     ident = (stored or {}).get(IDENTITY)
     units = ident.get("input_units") if isinstance(ident, dict) else None
@@ -172,6 +144,10 @@ def _identify(spec: StreamCommand, opts: RunOptions) -> tuple[UnitDigest, int]:
         digest.add(u)
         owned += opts.shard.owns(k)
     return digest, owned
+
+
+# the StreamCommand fields run_stream takes as they are
+_STREAM_FIELDS = ("chunk_size", "unit_name", "unit_steps", "key", "last_row_id", "on_rows", "meta")
 
 
 def run_command(spec: StreamCommand, opts: RunOptions) -> StreamRun:
@@ -186,7 +162,10 @@ def run_command(spec: StreamCommand, opts: RunOptions) -> StreamRun:
             raise MLMProbError(spec.empty)
     elif next(iter(spec.units()), None) is None:  # fail fast on bad input, before a model is loaded
         raise MLMProbError(spec.empty)
-    config = {**spec.config, "shard": str(opts.shard), KEY: _computed_with(spec, opts)}
+    ms, mlm = spec.job.model_spec, None if spec.state is None else spec.state.mlm  # the model given, else the spec's
+    model, threads = spec.config.get("model", ms.model), compute_threads(opts.devices, opts.engine)
+    block = computed_with(model, ms.dtype, opts.devices, batch_tokens=ms.batch_tokens, mlm=mlm, threads=threads)
+    config = {**spec.config, "shard": str(opts.shard), KEY: block}
     verify = None
     if to_file:
         total = owned if opts.progress else None
@@ -214,19 +193,9 @@ def run_command(spec: StreamCommand, opts: RunOptions) -> StreamRun:
             spec.job.run,
             spec.units(),
             writer,
-            shard=opts.shard,
-            devices=opts.devices,
-            chunk_size=spec.chunk_size,
-            engine=opts.engine,
-            ray_address=opts.ray_address,
             total=total,
-            progress=opts.progress,
-            unit_name=spec.unit_name,
-            unit_steps=spec.unit_steps,
-            key=spec.key,
-            last_row_id=spec.last_row_id,
-            on_rows=spec.on_rows,
-            meta=spec.meta,
+            **{k: getattr(opts, k) for k in ("shard", "devices", "engine", "ray_address", "progress")},
+            **{k: getattr(spec, k) for k in _STREAM_FIELDS},
         )
     for uid, why in summary.skipped:
         print(f"warning: skipped {spec.skip_label}{uid!r}: {why}", file=sys.stderr)

@@ -45,8 +45,8 @@ def config_diff(stored: dict, config: dict, prefix: str = "") -> list[tuple[str,
 
 
 def check_command(where, stored: dict | None, config: dict | None) -> None:
-    """A resumed output written by another command (``score``'s resumed by ``design``) is refused in one line that
-    says so, before its input, weights or options are compared (each of which would differ and mislead).
+    """Refuse, in one line, a resumed output written by another command (``score``'s resumed by ``design``), before
+    its input, weights or options are compared (each of which would differ and mislead).
 
     >>> check_command("o", {"command": "score"}, {"command": "design"})  # doctest: +NORMALIZE_WHITESPACE
     Traceback (most recent call last):
@@ -62,9 +62,9 @@ def check_command(where, stored: dict | None, config: dict | None) -> None:
 
 
 def check_config(where, stored: dict | None, config: dict | None, keys: Iterable[str] | None = None) -> None:
-    """The one check a resumed run makes: ``config`` must equal the ``stored`` one (on ``keys`` only, when
-    given); otherwise :class:`ConfigMismatch` naming every differing key with both values. Nothing is
-    checked when either is empty (an output written before configurations were stored).
+    """The one check a resumed run makes: ``config`` must equal the ``stored`` one (on ``keys`` only, when given),
+    else :class:`ConfigMismatch` naming every differing key with both values; nothing is checked when either is
+    empty (an output written before configurations were stored).
 
     >>> check_config("o", {"lr": 0.1, "n": 2}, {"lr": 0.2, "n": 3})  # doctest: +NORMALIZE_WHITESPACE
     Traceback (most recent call last):
@@ -99,10 +99,9 @@ LATER_BLOCK = ("batch_tokens", "threads")  # keys of computed_with stored since 
 
 
 def as_stored(stored: dict | None, config: dict | None) -> dict | None:
-    """``config`` as an existing output written with ``stored`` keeps it: without the :data:`LATER_KEYS`
-    that ``stored`` lacks (nor the :data:`LATER_BLOCK` keys its ``computed_with`` lacks). An output written
-    before those keys were stored is resumed as before, checked on the keys it has, and its configuration does
-    not gain them (it cannot vouch for its earlier rows).
+    """``config`` as an existing output written with ``stored`` keeps it: without the :data:`LATER_KEYS` that
+    ``stored`` lacks (nor the :data:`LATER_BLOCK` keys its ``computed_with`` lacks): such an output is checked on
+    the keys it has and does not gain them (it cannot vouch for its earlier rows).
 
     >>> as_stored({"seed": 1}, {"seed": 1, "computed_with": {"dtype": "int8"}})
     {'seed': 1}

@@ -16,6 +16,7 @@ import json
 import os
 import platform
 import time
+from contextlib import suppress
 from functools import lru_cache
 from pathlib import Path
 
@@ -24,18 +25,20 @@ import torch
 from ..defaults import DEVICE_TYPES, DTYPE_ENV, FUSED_ENV
 from ..defaults import DTYPE_WEIGHTS as WEIGHTS
 from ..errors import ModelLoadError
+from .safefs import cache_file, save_cache
 
+# int8: linear layers quantized, see mlmprob.models.precision
 DTYPES = {
-    "float32": torch.float32,
-    "fp32": torch.float32,
-    "float16": torch.float16,
-    "fp16": torch.float16,
-    "half": torch.float16,
-    "bfloat16": torch.bfloat16,
-    "bf16": torch.bfloat16,
-    "float64": torch.float64,
-    "int8": torch.int8,
-}  # int8: linear layers quantized, see mlmprob.models.precision
+    name: dtype
+    for names, dtype in [
+        ("float32 fp32", torch.float32),
+        ("float16 fp16 half", torch.float16),
+        ("bfloat16 bf16", torch.bfloat16),
+        ("float64", torch.float64),
+        ("int8", torch.int8),
+    ]
+    for name in names.split()
+}
 BF16_CPU_FLAGS = ("amx_bf16", "avx512_bf16")
 BF16_MIN_SPEEDUP = 1.5
 
@@ -101,27 +104,21 @@ def _matmul_seconds(dtype: torch.dtype, n: int = 512, reps: int = 8) -> float:
 
 
 def machine_key() -> str:
-    """What the stored bf16 measurement is valid for: the CPU, its flags, the thread count and the torch
-    version. Stable across processes (a digest, not Python's per-process salted ``hash``), so every worker
-    of a run reads the one measurement."""
+    """What the stored bf16 measurement is valid for: the CPU, its flags, the thread count and the torch version; a
+    digest (not Python's salted ``hash``), so every worker of a run reads the one measurement."""
     flags = hashlib.sha1(" ".join(sorted(cpu_flags())).encode()).hexdigest()[:16]
     return f"{platform.processor() or platform.machine()}|{flags}|{torch.get_num_threads()}|{torch.__version__}"
 
 
 @lru_cache(maxsize=1)
 def cpu_bf16_speedup() -> float:
-    """float32 time / bfloat16 time of a matrix product on this CPU, measured once per machine (cached
-    on disk, keyed by the CPU, its flags, the thread count and the torch version)."""
+    """float32 time / bfloat16 time of a matrix product on this CPU, measured once per :func:`machine_key`."""
     key = machine_key()
-    from .safefs import cache_file, save_cache
-
     path = cache_file("cpu-dtype.json")
-    try:
+    with suppress(OSError, ValueError, KeyError, TypeError):
         stored = json.loads(path.read_text())
         if stored.get("key") == key:
             return float(stored["bf16_speedup"])
-    except (OSError, ValueError, KeyError, TypeError):
-        pass
     speedup = _matmul_seconds(torch.float32) / _matmul_seconds(torch.bfloat16)
     save_cache(path, json.dumps({"key": key, "bf16_speedup": speedup}))
     return speedup
@@ -158,11 +155,7 @@ def resolve_device(spec="auto") -> torch.device:
     (e.g. cuda:1)
     """
     if spec is None or (isinstance(spec, str) and spec.lower() == "auto"):
-        if torch.cuda.is_available():
-            return torch.device("cuda")
-        if _mps_available():
-            return torch.device("mps")
-        return torch.device("cpu")
+        return torch.device("cuda" if torch.cuda.is_available() else "mps" if _mps_available() else "cpu")
     try:
         dev = torch.device(spec)
     except (RuntimeError, TypeError) as e:
@@ -192,18 +185,15 @@ def auto_dtype(device: torch.device, *, cpu_bf16: bool | None = None, cuda_bf16:
     (torch.bfloat16, torch.float16)
     """
     if device.type == "cuda":
-        if cuda_bf16 is None:
-            cuda_bf16 = torch.cuda.is_bf16_supported()
-        return torch.bfloat16 if cuda_bf16 else torch.float16
+        return torch.bfloat16 if (torch.cuda.is_bf16_supported() if cuda_bf16 is None else cuda_bf16) else torch.float16
     if device.type == "cpu":
         return torch.bfloat16 if (cpu_prefers_bf16() if cpu_bf16 is None else cpu_bf16) else torch.float32
     return torch.float32
 
 
 def resolve_dtype(spec, device: torch.device | str = "cpu") -> torch.dtype | None:
-    """``None`` and ``weights`` keep the weights' own dtype (None: the model decides, see the module
-    docstring); ``auto`` is ``$MLMPROB_DTYPE`` when that names a dtype, else :func:`auto_dtype`; else a name
-    or a torch dtype.
+    """``None`` and ``weights`` keep the weights' own dtype (None: the model decides); ``auto`` is ``$MLMPROB_DTYPE``
+    when that names a dtype, else :func:`auto_dtype`; else a name or a torch dtype.
 
     >>> resolve_dtype("bf16"), resolve_dtype(None), resolve_dtype("weights")
     (torch.bfloat16, None, None)
@@ -220,12 +210,9 @@ def resolve_dtype(spec, device: torch.device | str = "cpu") -> torch.dtype | Non
         if pinned and pinned != "auto":
             return resolve_dtype(pinned, device)
         return auto_dtype(torch.device(device))
-    try:
-        return DTYPES[name]
-    except KeyError:
-        raise ModelLoadError(
-            f"unknown dtype {spec!r}; use {WEIGHTS}, auto or one of {', '.join(sorted(DTYPES))}"
-        ) from None
+    if name not in DTYPES:
+        raise ModelLoadError(f"unknown dtype {spec!r}; use {WEIGHTS}, auto or one of {', '.join(sorted(DTYPES))}")
+    return DTYPES[name]
 
 
 def describe(device: torch.device, dtype: torch.dtype) -> str:

@@ -6,41 +6,26 @@ device (or Ray actors) -> a committed writer, with a progress bar; reached throu
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections import deque
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from itertools import islice
-from typing import TypeVar
 
 from .job import State
-from .pool import map_ordered
+from .pool import chunked, map_ordered
 from .shard import Shard
 from .writers import ResultWriter
-
-T = TypeVar("T")
 
 
 @dataclass
 class StreamSummary:
-    """What a streamed run did: ``units`` computed now, the ``written`` rows they gave (rows already in
-    the output are not written again), units ``already`` in the output, units ``skipped`` now (``(id,
-    reason)``), and the progress bar's ``total`` (None when it was not counted)."""
+    """What a streamed run did: ``units`` computed now, the ``written`` rows they gave (not those already in the
+    output), units ``already`` in the output, units ``skipped`` now (``(id, reason)``), the progress ``total``."""
 
     written: int = 0
     already: int = 0
     skipped: list[tuple[str, str]] = field(default_factory=list)
     units: int = 0
     total: int | None = None
-
-
-def chunked(items: Iterable[T], size: int) -> Iterator[list[T]]:
-    """Lists of ``size`` consecutive items (the last may be shorter).
-
-    >>> list(chunked(range(5), 2))
-    [[0, 1], [2, 3], [4]]
-    """
-    it = iter(items)
-    while chunk := list(islice(it, size)):
-        yield chunk
 
 
 def run_stream(
@@ -70,12 +55,10 @@ def run_stream(
     id) is in the output; a unit cut by a kill is computed again and only its missing rows written. The bar counts
     ``total`` units of ``unit_steps`` steps each (moved step by step by a state loaded here,
     :meth:`~mlmprob.runtime.job.State.advance`, else a chunk at a time); ``on_rows`` sees every batch written."""
-    from collections import deque
-
     summary = StreamSummary(total=total)
     old_skipped = writer.skipped()
-    done_skipped, done = writer.skipped_ids(), writer.done_ids()
-    last = last_row_id or key
+    done_skipped, done = {str(x[0]) for x in old_skipped}, writer.done_ids()
+    last, devices = last_row_id or key, list(devices)
     sizes: deque[int] = deque()  # units per chunk in flight (results come back in chunk order)
 
     def todo():
@@ -98,10 +81,10 @@ def run_stream(
         if engine == "ray":
             from .ray_engine import map_ray
 
-            results = map_ray(load, run, chunks(), list(devices), address=ray_address)
+            results = map_ray(load, run, chunks(), devices, address=ray_address)
         else:
             here = len(devices) == 1 and not bar.disable  # map_ordered runs one device in this process
-            results = map_ordered(hook.hooked(load) if here else load, run, chunks(), list(devices))
+            results = map_ordered(hook.hooked(load) if here else load, run, chunks(), devices)
         for rows, skipped in results:
             rows = [r for r in rows if str(r["id"]) not in done] if done else rows
             writer.write(rows)
@@ -115,9 +98,8 @@ def run_stream(
     finally:
         hook.release()
         bar.close()
-    writer.close(
-        complete=True, skipped=old_skipped + [list(x) for x in summary.skipped], shard=str(shard), **(meta or {})
-    )
+    now_skipped = [list(x) for x in summary.skipped]
+    writer.close(complete=True, skipped=old_skipped + now_skipped, shard=str(shard), **(meta or {}))
     return summary
 
 
@@ -129,8 +111,8 @@ def progress_bar(total: int | None, unit: str, desc: str | None = None, disable:
 
 
 class StepHook:
-    """The states :func:`run_stream` loads in this process, hooked to its ``bar`` (:meth:`State.advance`): the
-    steps a unit reports move the bar at once; :meth:`chunk_done` adds what the chunk's units did not report."""
+    """The states :func:`run_stream` loads in this process, hooked to its ``bar`` (:meth:`State.advance`); a chunk's
+    steps its units did not report are added when it is done."""
 
     def __init__(self, bar):
         self.bar, self.reported, self.states = bar, 0, []

@@ -1,12 +1,10 @@
 """A run held at a known point, for tests that kill a run at a known row (docs/reliability.md, "Held runs").
 
-With ``MLMPROB_HOLD=ROWS:WFD:RFD``, a run stops once its writer has committed (``fsync``-ed, or renamed into place)
-at least ``ROWS`` rows: it writes ``held PID ROWS`` to descriptor ``WFD``, then reads ``RFD`` until end of file (the
-controller closes its end, or dies). Both are pipe ends the controller passed down. A malformed value is refused at
-the command's start (:func:`check_hold`, called by ``mlmprob.cli.main``). A descriptor that was not open then is a
-controller that is gone: the run neither writes to it nor waits on it. A standard stream (0-2) is never closed.
-A run that spools a stream (:mod:`mlmprob.runtime.spool`) watches ``RFD`` while it waits for the stream's end
-(:func:`go_fd`): a controller that lets go first stops the run with one error line.
+With ``MLMPROB_HOLD=ROWS:WFD:RFD`` (pipe ends the controller passed down), a run stops once its writer has committed
+at least ``ROWS`` rows: it writes ``held PID ROWS`` to ``WFD``, then reads ``RFD`` until end of file. A malformed
+value is refused at the command's start (:func:`check_hold`); a descriptor not open then (or now another file) is a
+controller that is gone: the run neither writes to it nor waits on it. A standard stream (0-2) is never closed. A
+run spooling a stream watches ``RFD`` (:func:`go_fd`): a controller that lets go first stops it with one error line.
 
 >>> import os
 >>> r_held, w_held = os.pipe(); r_go, w_go = os.pipe()
@@ -23,6 +21,7 @@ A run that spools a stream (:mod:`mlmprob.runtime.spool`) watches ``RFD`` while 
 from __future__ import annotations
 
 import os
+from contextlib import suppress
 
 from ..errors import MLMProbError
 
@@ -46,8 +45,7 @@ def _spec() -> tuple[int, int, int] | None:
 
 
 def check_hold() -> None:
-    """Refuse a malformed ``$MLMPROB_HOLD`` now (a command's start), in one line, rather than after the first
-    commit.
+    """Refuse a malformed ``$MLMPROB_HOLD`` now (a command's start), in one line, not after the first commit.
 
     >>> import os
     >>> os.environ[HOLD_ENV] = "two:3:4"
@@ -79,17 +77,13 @@ def _controllers(fd: int, which: int) -> bool:
 
 
 def _close(fd: int) -> None:
-    """Close a controller's descriptor; a standard stream (0, 1, 2) stays open for the run."""
-    if fd > 2:
-        try:
+    if fd > 2:  # a standard stream stays open for the run
+        with suppress(OSError):
             os.close(fd)
-        except OSError:
-            pass
 
 
 def go_fd() -> int | None:
-    """The descriptor a held run reads to go on (``RFD``), while this run may still be held; None without a
-    hold, once held, or when ``RFD`` is not an open descriptor (the controller is gone)."""
+    """``RFD`` while this run may still be held; None without a hold, once held, or when the controller is gone."""
     spec = _spec()
     if spec is None or os.environ[HOLD_ENV] in _held or not _controllers(spec[2], 1):
         return None

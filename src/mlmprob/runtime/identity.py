@@ -1,8 +1,8 @@
 """A run's identity (the ``identity`` block of ``OUT.meta.json``), checked by ``--resume`` and ``mlmprob merge``.
 
-- ``input_sha256``, ``input_units``: a digest of the units the run read (as parsed; standard input's spooled
-  copy) and their number. A resume is accepted when its first ``input_units`` units have the stored digest (a grown
-  input or a larger ``--limit`` continues); merged parts must have read the same units.
+- ``input_sha256``, ``input_units``: a digest of the units the run read (as parsed) and their number. A resume is
+  accepted when its first ``input_units`` units have the stored digest (a grown input or a larger ``--limit``
+  continues); merged parts must have read the same units.
 - ``weights``: ``sha256:...`` of a local folder's model files (each file's digest cached in
   ``$XDG_CACHE_HOME/mlmprob/file-digests.json``), ``PACKAGE==VERSION`` for a model embedded in a package, absent
   when unknown. Differing weights are refused.
@@ -33,21 +33,9 @@ _SHOWN = 12  # hex digits of a digest shown in a message
 _RACY_NS = 2_000_000_000  # a file modified this close to its hashing is hashed again next time (as git does)
 _CACHE_ENTRIES = 4096
 DIGESTS = "file-digests.json"  # the cache of model files' digests
-MODEL_FILES = (
-    "*.safetensors",
-    "*.bin",
-    "*.pt",
-    "*.pth",
-    "*.ckpt",
-    "*.h5",
-    "*.msgpack",
-    "*.index.json",
-    "config.json",
-    "tokenizer*",
-    "vocab*",
-    "merges.txt",
-    "special_tokens_map.json",
-    "*.model",
+MODEL_FILES = tuple(
+    "*.safetensors *.bin *.pt *.pth *.ckpt *.h5 *.msgpack *.index.json config.json tokenizer* vocab* merges.txt "
+    "special_tokens_map.json *.model".split()
 )
 NOT_MODEL_FILES = ("one_pass.*",)  # the one-pass correction fitted beside a model (its own digest is stored)
 PACKAGES = {"antiberty": "antiberty", "sapiens-vh": "sapiens", "sapiens-vl": "sapiens"}
@@ -102,20 +90,6 @@ class UnitDigest:
 
 
 # -- the model's files ---------------------------------------------------------------------------------
-def _load_cache() -> dict:
-    try:
-        data = json.loads(cache_file(DIGESTS).read_text())
-    except (OSError, ValueError):
-        return {}
-    return data if isinstance(data, dict) else {}
-
-
-def _save_cache(cache: dict) -> None:
-    if len(cache) > _CACHE_ENTRIES:
-        cache = dict(list(cache.items())[-_CACHE_ENTRIES:])
-    save_cache(cache_file(DIGESTS), json.dumps(cache), "the digest cache")
-
-
 def _stat_key(st: os.stat_result) -> list:
     return [st.st_size, st.st_ino, st.st_mtime_ns, st.st_ctime_ns]
 
@@ -149,7 +123,11 @@ def folder_digest(folder: str | Path) -> str | None:
     files = sorted(p for p in folder.iterdir() if _is_model_file(p.name) and p.is_file())
     if not files:
         return None
-    cache = _load_cache()
+    try:
+        cache = json.loads(cache_file(DIGESTS).read_text())
+    except (OSError, ValueError):
+        cache = {}
+    cache = cache if isinstance(cache, dict) else {}
     before = dict(cache)
     try:
         h = hashlib.sha256()
@@ -157,8 +135,8 @@ def folder_digest(folder: str | Path) -> str | None:
             h.update(f"{p.name}\0{file_sha256(p, cache)}\n".encode())
     except OSError as e:
         raise MLMProbError(f"cannot read the model file {e.filename or folder}: {e.strerror or e}") from None
-    if cache != before:
-        _save_cache(cache)
+    if cache != before:  # the newest entries kept
+        save_cache(cache_file(DIGESTS), json.dumps(dict(list(cache.items())[-_CACHE_ENTRIES:])), "the digest cache")
     return "sha256:" + h.hexdigest()
 
 
@@ -246,19 +224,15 @@ def check_resume(where, stored: dict | None, now: dict | None, digest: UnitDiges
 
 def check_parts(paths: list, identities: list[dict | None]) -> None:
     """Every merged part read the same input with the same weights (what a part lacks is not checked)."""
-    first = {}
     for key, what in (("input_sha256", "different inputs"), ("weights", "different model weights")):
-        for p, ident in zip(paths, identities, strict=True):
-            value = (ident or {}).get(key)
-            if value is None:
-                continue
-            if key == "input_sha256":
-                value = f"{_short(value)} ({(ident or {}).get('input_units')} units)"
-            else:
-                value = _short(value)
-            if key not in first:
-                first[key] = (p, value)
-            elif first[key][1] != value:
+        units = " ({} units)" if key == "input_sha256" else ""
+        known = [
+            (p, _short(i[key]) + units.format(i.get("input_units")))
+            for p, i in zip(paths, identities, strict=True)
+            if i and i.get(key) is not None
+        ]
+        for p, value in known[1:]:
+            if value != known[0][1]:
                 raise IdentityMismatch(
-                    f"parts were computed from {what}: {first[key][0]} has {first[key][1]}, {p} has {value}"
+                    f"parts were computed from {what}: {known[0][0]} has {known[0][1]}, {p} has {value}"
                 )

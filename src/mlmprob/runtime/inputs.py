@@ -1,8 +1,8 @@
 """Streamed sequence inputs: text lines, FASTA, CSV/TSV, JSONL and Parquet, optionally gzip-compressed.
 
-:func:`iter_records` yields one :class:`Record` at a time (one line or one Parquet batch in memory). A bad file is
-one :class:`~mlmprob.errors.MLMProbError` line; an empty record, cell or value is a record with an empty sequence
-(never dropped silently). :func:`spool_input` makes standard input, a pipe or a FIFO readable more than once.
+:func:`iter_records` yields one :class:`Record` at a time (one line or one Parquet batch in memory); a bad file is
+one :class:`~mlmprob.errors.MLMProbError` line; an empty record, cell or value is a record with an empty sequence.
+:func:`spool_input` makes standard input, a pipe or a FIFO readable more than once.
 """
 
 from __future__ import annotations
@@ -24,6 +24,17 @@ from ..errors import MLMProbError
 FORMATS = ("auto", "text", "fasta", "csv", "tsv", "jsonl", "parquet")
 SEQ_KEYS = ("sequence", "seq")  # default sequence key of JSONL / Parquet when no column is named
 ID_KEYS = ("id", "name")
+_SUFFIXES = {
+    suffix: fmt
+    for fmt, suffixes in [
+        ("fasta", ".fa .fasta .faa .fas .fna"),
+        ("csv", ".csv"),
+        ("tsv", ".tsv .tab"),
+        ("jsonl", ".jsonl .ndjson"),
+        ("parquet", ".parquet .pq"),
+    ]
+    for suffix in suffixes.split()
+}
 
 
 @dataclass(frozen=True)
@@ -40,30 +51,14 @@ def detect_format(path: str | Path) -> str:
     >>> detect_format("a.fa.gz"), detect_format("x.csv"), detect_format("x.parquet"), detect_format("x.txt")
     ('fasta', 'csv', 'parquet', 'text')
     """
-    suffixes = [s.lower() for s in Path(path).suffixes]
-    if suffixes and suffixes[-1] == ".gz":
-        suffixes = suffixes[:-1]
-    suffix = suffixes[-1] if suffixes else ""
-    return {
-        ".fa": "fasta",
-        ".fasta": "fasta",
-        ".faa": "fasta",
-        ".fas": "fasta",
-        ".fna": "fasta",
-        ".csv": "csv",
-        ".tsv": "tsv",
-        ".tab": "tsv",
-        ".jsonl": "jsonl",
-        ".ndjson": "jsonl",
-        ".parquet": "parquet",
-        ".pq": "parquet",
-    }.get(suffix, "text")
+    path = Path(path)
+    path = path.with_suffix("") if path.suffix.lower() == ".gz" else path
+    return _SUFFIXES.get(path.suffix.lower(), "text")
 
 
 def decode_text(data: bytes, where: str, *, decoder=None, offsets: bool = False) -> str:
-    """``data`` as UTF-8 text (a byte-order mark dropped; ``decoder``: an incremental ``utf-8-sig`` decoder, for
-    a file read line by line), refused in one line naming ``where``, the byte and, with ``offsets``, where it
-    is, when it is not UTF-8 or holds a NUL byte (a binary file).
+    """``data`` as UTF-8 text (a byte-order mark dropped; ``decoder``: an incremental ``utf-8-sig`` decoder), refused
+    in one line naming ``where``, the byte and (``offsets``) its offset, when not UTF-8 or holding a NUL byte.
 
     >>> decode_text(b"\\xef\\xbb\\xbfok", "x")
     'ok'
@@ -90,14 +85,16 @@ def decode_text(data: bytes, where: str, *, decoder=None, offsets: bool = False)
 
 
 class _Lines:
-    """Decoded lines of a (possibly gzip) text file, with the line number for error messages. A line longer than
-    :data:`mlmprob.defaults.MAX_INPUT_LINE` bytes is refused after reading that many (never read whole)."""
+    """Decoded lines of a (possibly gzip) text file, with the line number for errors; a line longer than
+    :data:`mlmprob.defaults.MAX_INPUT_LINE` bytes is refused (never read whole)."""
 
     def __init__(self, path: Path):
         self.path, self.lineno = path, 0
 
     def __iter__(self) -> Iterator[str]:
-        raw = gzip.open(self.path, "rb") if _is_gzip(self.path) else self.path.open("rb")
+        with self.path.open("rb") as f:
+            gzipped = f.read(2) == b"\x1f\x8b"
+        raw = gzip.open(self.path, "rb") if gzipped else self.path.open("rb")
         decoder = codecs.getincrementaldecoder("utf-8-sig")("strict")
         cap = defaults.MAX_INPUT_LINE
         try:
@@ -111,11 +108,6 @@ class _Lines:
                     yield decode_text(line, f"{self.path}: line {self.lineno}", decoder=decoder)
         except (OSError, EOFError, gzip.BadGzipFile) as e:
             raise MLMProbError(f"{self.path}: cannot read it: {e}") from None
-
-
-def _is_gzip(path: Path) -> bool:
-    with path.open("rb") as f:
-        return f.read(2) == b"\x1f\x8b"
 
 
 def iter_records(
@@ -229,19 +221,15 @@ def _table(lines: _Lines, delimiter: str, column: str, id_column: str | None) ->
 
 
 def _pick(keys, wanted: str | None, defaults: tuple[str, ...], what: str, where: str, required: bool) -> str | None:
-    if wanted is not None:
-        if wanted not in keys:
-            raise MLMProbError(f"{what} {wanted!r} not in {where} (has: {', '.join(map(str, keys))})")
-        return wanted
-    for k in defaults:
-        if k in keys:
-            return k
-    if required:
+    if wanted is not None and wanted not in keys:
+        raise MLMProbError(f"{what} {wanted!r} not in {where} (has: {', '.join(map(str, keys))})")
+    found = wanted if wanted is not None else next((k for k in defaults if k in keys), None)
+    if found is None and required:
         raise MLMProbError(
             f"{where} has no {'/'.join(defaults)} field: name the sequence with --column "
             f"(has: {', '.join(map(str, keys))})"
         )
-    return None
+    return found
 
 
 def _jsonl(lines: _Lines, column, id_column) -> Iterator[Record]:
@@ -264,12 +252,10 @@ def _jsonl(lines: _Lines, column, id_column) -> Iterator[Record]:
         key = _pick(obj.keys(), column, SEQ_KEYS, "field", where, True)
         idk = _pick(obj.keys(), id_column, ID_KEYS, "field", where, False)
         seq = obj.get(key)
-        if seq is None:
-            seq = ""
-        if not isinstance(seq, str):
+        if seq is not None and not isinstance(seq, str):
             raise MLMProbError(f"{where}: field {key!r} is not a string")
         rid = obj.get(idk) if idk else None
-        yield Record(str(rid) if rid not in (None, "") else f"row{lines.lineno}", seq.strip())
+        yield Record(str(rid) if rid not in (None, "") else f"row{lines.lineno}", (seq or "").strip())
 
 
 def _parquet(path: Path, column, id_column) -> Iterator[Record]:
@@ -304,12 +290,11 @@ def _pyarrow_parquet():
 
 
 def spool_input(path: str | Path, fmt: str = "auto") -> tuple[Path, str]:
-    """``(path to read, format)``: a regular file or folder (or a missing path, for the reader to report) as
-    it is; standard input (``-``), a pipe, a FIFO or a character device copied once to the temporary folder
-    (:func:`mlmprob.runtime.spool.copy_of`: once per command, removed on any exit). A stream with
-    ``fmt="auto"`` gets its format from its name's suffix when that names one, else from its content (``>``:
-    FASTA, ``{``: JSONL, Parquet's magic), else an error asks for ``--format``; so does a descriptor's name
-    (``/dev/stdin``, ``/dev/fd/N``) standing for a regular file, by that file's suffix or content.
+    """``(path to read, format)``: a regular file or folder (or a missing path, for the reader to report) as it is;
+    standard input (``-``), a pipe, a FIFO or a character device copied once per command to the temporary folder
+    (:func:`mlmprob.runtime.spool.copy_of`). A stream with ``fmt="auto"`` gets its format from its name's suffix,
+    else from its content (``>``: FASTA, ``{``: JSONL, Parquet's magic), else an error asks for ``--format``; so does
+    a descriptor's name (``/dev/stdin``, ``/dev/fd/N``) standing for a regular file.
 
     >>> import tempfile
     >>> p = Path(tempfile.mkdtemp()) / "a.fasta"
@@ -339,8 +324,7 @@ def spool_input(path: str | Path, fmt: str = "auto") -> tuple[Path, str]:
 
 
 def _names_a_descriptor(given: str) -> bool:
-    """Whether ``given`` names an open descriptor (``/dev/stdin``, ``/dev/fd/3``, ``/proc/self/fd/0``), whose
-    own name says nothing of its content."""
+    """Whether ``given`` names an open descriptor (``/dev/stdin``, ``/dev/fd/3``, ``/proc/self/fd/0``)."""
     return re.fullmatch(r"/dev/std(in|out|err)|/dev/fd/\d+|/proc/(self|\d+)/fd/\d+", os.path.abspath(given)) is not None
 
 

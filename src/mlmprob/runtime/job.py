@@ -23,8 +23,7 @@ class State:
 
     def advance(self, steps: int = 1, **shown) -> None:
         """Move the run's progress bar ``steps`` steps into the unit in hand, ``shown`` beside it, when the runner
-        hooked this state (``on_progress``: one local device, the bar on); elsewhere nothing (the bar moves a chunk at a
-        time)."""
+        hooked this state (one local device, the bar on); elsewhere nothing (the bar moves a chunk at a time)."""
         if self.on_progress is not None:
             self.on_progress(steps, shown)
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import socket
+from contextlib import suppress
 from pathlib import Path
 
 from ..errors import MLMProbError
@@ -61,12 +62,9 @@ class WriterLock:
                     f"{self.target} is being written by another process ({holder}); "
                     "wait for it to finish or choose another --out"
                 ) from None
-            try:  # the file we locked must still be the one at the path (a releaser may have unlinked it)
-                same = os.fstat(fd).st_ino == os.lstat(self.path).st_ino
-            except FileNotFoundError:
-                same = False
-            if same:
-                break
+            with suppress(FileNotFoundError):  # the file locked must be the one at the path (a releaser unlinks)
+                if os.fstat(fd).st_ino == os.lstat(self.path).st_ino:
+                    break
             os.close(fd)
         try:
             os.ftruncate(fd, 0)
@@ -93,17 +91,13 @@ class WriterLock:
         >>> WriterLock.held_here(out)
         False
         """
-        target = Path(target)
-        return str(target.with_name(target.name + ".lock").resolve()) in _HELD
+        return str(WriterLock(target).path.resolve()) in _HELD
 
     def release(self) -> None:
         if self._fd is None:
             return
         _HELD.discard(str(self.path.resolve()))
-        try:
-            self.path.unlink()
-        except FileNotFoundError:
-            pass
+        self.path.unlink(missing_ok=True)
         os.close(self._fd)  # closing releases the flock
         self._fd = None
 

@@ -1,11 +1,7 @@
-"""One resumable log for every file a long run appends to (result files, the experiment runners' records, sampler
-traces, run journals).
-
-A :class:`ResumableLog` holds the output's lock (``OUT.lock``), checks the stored configuration against this run's
-(:func:`~mlmprob.runtime.config_check.check_config`), trims a last line a kill cut in half and commits every
-:meth:`~ResumableLog.append` with flush and ``fsync``. The configuration is kept in a JSON side file
-(:class:`RunMeta`) or as the file's first line (``header=True``). :func:`read_log` reads the committed records
-(strict JSON, :func:`mlmprob.jsonl.dumps`).
+"""One resumable log for every file a long run appends to (result files, experiment records, sampler traces, run
+journals): a :class:`ResumableLog` holds ``OUT.lock``, checks the stored configuration (a :class:`RunMeta` side file
+or the first line) against this run's (:func:`~mlmprob.runtime.config_check.check_config`), trims a last line a kill
+cut in half and commits every append with flush and ``fsync``; :func:`read_log` reads the committed records.
 
 >>> import tempfile
 >>> out = Path(tempfile.mkdtemp()) / "r.jsonl"
@@ -61,9 +57,7 @@ class RunMeta:
         return (data.get(self.key) if self.key is not None else data) or None
 
     def save(self, data: dict) -> None:
-        tmp = self.path.with_name(self.path.name + ".tmp")
-        with naming(tmp):  # PATH.tmp created new, never through a symbolic link (runtime.safefs)
-            replace_file(self.path, dumps(data, indent=self.indent) + "\n", tmp, what="the run's side file")
+        replace_file(self.path, dumps(data, indent=self.indent) + "\n", what="the run's side file")  # via PATH.tmp
 
 
 @contextmanager
@@ -87,7 +81,7 @@ def naming(path: str | Path):
 
 
 def _committed(path: Path) -> Iterator[tuple[int, str]]:
-    """``(line number, text)`` of the committed (newline-terminated) non-blank lines of ``path``."""
+    """``(line number, text)`` of the committed (newline-terminated) non-blank lines."""
     with open(path, encoding="utf-8", newline="\n") as fh:
         for i, line in enumerate(fh, 1):
             if not line.endswith("\n"):
@@ -104,20 +98,16 @@ def _decode(path: Path, i: int, line: str):
 
 
 def read_lines(path: str | Path) -> Iterator[str]:
-    """The committed non-blank lines of ``path`` as text (a TSV's header first); nothing when it does not
-    exist. The raw form of :func:`read_log`."""
+    """The committed non-blank lines of ``path`` as text (a TSV's header first); nothing when it does not exist."""
     path = Path(path)
-    if path.exists():
-        yield from (line for _, line in _committed(path))
+    yield from (line for _, line in (_committed(path) if path.exists() else ()))
 
 
 def read_log(path: str | Path, *, skip_header: bool = False) -> Iterator:
-    """The one reader: the committed records of a log, in order (nothing when the file does not exist).
-    A torn last line is skipped; a damaged line before it is an error naming the line."""
+    """The committed records of a log, in order (nothing when the file does not exist). A torn last line is
+    skipped; a damaged line before it is an error naming the line."""
     path = Path(path)
-    if not path.exists():
-        return
-    for n, (i, line) in enumerate(_committed(path)):
+    for n, (i, line) in enumerate(_committed(path) if path.exists() else ()):
         if not (skip_header and n == 0):
             yield _decode(path, i, line)
 
@@ -152,10 +142,9 @@ class ForeignOutput(MLMProbError):
 
 
 class RunHold:
-    """A run's hold on an output: its lock, and the stored configuration checked and (for a new output) written; the
-    base of :class:`ResumableLog`, and the whole of it for Parquet parts. ``require_meta``: an existing output without
-    its side file is refused; ``verify(stored config)``: a further check of a resumed output; both before anything is
-    touched."""
+    """A run's hold on an output: its lock, the stored configuration checked and (when new) written; the base of
+    :class:`ResumableLog`, the whole of it for Parquet parts. ``require_meta``: refuse an existing output without its
+    side file; ``verify(stored config)``: a further check of a resumed output; both before anything is touched."""
 
     def __init__(
         self,
@@ -178,46 +167,35 @@ class RunHold:
         try:
             if meta is not None:  # refused before anything is read or written (runtime.safefs)
                 refuse_link(meta.path, "the run's side file")
-            self.existed = self._exists() if exists is None else exists
+            self.existed = self.path.exists() if exists is None else exists
             if self.existed and not resume:
                 raise MLMProbError(f"{self.path} exists; pass --resume to continue it or choose another --out")
             self.stored: dict = meta.load() if meta is not None and self.existed else {}
-            if self.existed and require_meta and meta is not None and meta.key not in self.stored:
-                raise ForeignOutput(
-                    f"cannot resume {self.path}: it has no {meta.path.name} (mlmprob did not write it, "
-                    "or its metadata was removed); nothing was changed: choose another --out"
-                )
-            if meta is not None:
-                if self.existed:  # another command's output: said so before its identity is compared
-                    check_command(self.path, meta.config(self.stored), config)
-                if self.existed and verify is not None:
+            if self.existed and meta is not None:
+                if require_meta and meta.key not in self.stored:
+                    raise ForeignOutput(
+                        f"cannot resume {self.path}: it has no {meta.path.name} (mlmprob did not write it, "
+                        "or its metadata was removed); nothing was changed: choose another --out"
+                    )
+                # another command's output: said so before its identity is compared
+                check_command(self.path, meta.config(self.stored), config)
+                if verify is not None:
                     verify(meta.config(self.stored) or {})
+            if meta is not None:
                 self.config = as_stored(meta.config(self.stored), config)
             self._open()
         except BaseException:
             self.close()
             raise
 
-    def _exists(self) -> bool:
-        return self.path.exists()
-
     def _open(self) -> None:
-        if self.meta_file is not None:
-            check_config(self.path, self.meta_file.config(self.stored), self.config)
-            if self.config is not None and not self.meta_file.config(self.stored):
-                self.save_meta()
-
-    def save_meta(self, **fields) -> None:
-        """Write the side file: what it held, this run's configuration and ``fields``."""
-        data = dict(self.stored)
-        assert self.meta_file is not None, "a log with a side file"
-        if self.meta_file.key is None:
-            data = dict(self.config or data)
-        else:
-            data[self.meta_file.key] = self.config or data.get(self.meta_file.key) or {}
-        data.update(fields)
-        self.stored = data
-        self.meta_file.save(data)
+        if self.meta_file is None:
+            return
+        stored, key = self.meta_file.config(self.stored), self.meta_file.key
+        check_config(self.path, stored, self.config)
+        if self.config is not None and not stored:  # a new output: the side file gets this run's configuration
+            self.stored = dict(self.config) if key is None else {**self.stored, key: self.config}
+            self.meta_file.save(self.stored)
 
     def close(self) -> None:
         if self.lock is not None:
@@ -231,10 +209,10 @@ class RunHold:
 
 
 class ResumableLog(RunHold):
-    """An append-only file of lines (JSON records unless the caller writes raw lines), continued after a
-    kill. ``config`` is stored in ``meta`` or, with ``header=True``, as the file's first line (written
-    when the file is new, compared when it is resumed). ``resume=False`` refuses an existing file;
-    ``lock=False`` leaves the lock to a caller that holds it; ``encode`` turns a record into its line."""
+    """An append-only file of lines (JSON records unless the caller writes raw lines), continued after a kill.
+    ``config`` is stored in ``meta`` or, with ``header=True``, as the first line (written when new, compared on
+    resume). ``resume=False`` refuses an existing file; ``lock=False`` leaves the lock to a caller holding it;
+    ``encode`` turns a record into its line."""
 
     def __init__(
         self,
@@ -297,11 +275,10 @@ class ResumableLog(RunHold):
             os.fsync(fh.fileno())
 
     def drop_tail(self, keep: Callable[[dict], bool]) -> int:
-        """Remove the trailing records for which ``keep`` is false (a group of lines that a kill cut after
-        some of them were committed); returns how many were removed."""
+        """Remove the trailing records for which ``keep`` is false (a group of lines a kill cut after some were
+        committed); returns how many were removed."""
         ends: list[int] = []  # byte offset after each committed line
-        good = 0  # offset after each committed line; offset after the last kept one
-        offset = 0
+        good = offset = 0  # good: the committed lines up to the last kept one
         with open(self.path, "rb") as f:
             for n, raw in enumerate(f):
                 offset += len(raw)
@@ -321,7 +298,6 @@ class ResumableLog(RunHold):
         return dropped
 
     def _file(self) -> TextIO:
-        """The open file (between the log's open and close)."""
         assert self._fh is not None, "the log is not open"
         return self._fh
 
@@ -336,7 +312,6 @@ class ResumableLog(RunHold):
 
 
 def append_record(path: str | Path, record: dict) -> None:
-    """Append one record to the log at ``path`` (a run journal such as ``runs.jsonl``): take its lock,
-    trim a torn line, commit, release."""
+    """Append one record to the log at ``path`` (a run journal such as ``runs.jsonl``) under its lock."""
     with ResumableLog(path) as log:
         log.append(record)

@@ -1,12 +1,9 @@
-"""Join shard outputs into one file (:func:`merge_parts`), checking that every input unit appears exactly once, in
-input order, atomically.
-"""
+"""Join shard outputs into one file, atomically, checking every input unit appears once, in order."""
 
 from __future__ import annotations
 
 import json
 import os
-import shutil
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from itertools import islice
 from pathlib import Path
@@ -16,13 +13,13 @@ from .config_check import config_diff
 from .identity import KEY as IDENTITY
 from .identity import check_parts
 from .lock import WriterLock
-from .writers import OUTPUT_KINDS, meta_path, open_writer, output_kind, read_results
+from .safefs import refuse_link
+from .writers import OUTPUT_KINDS, meta_path, open_writer, output_kind, read_results, remove_output
 
 WRITE_ROWS = 1024  # rows committed together
 UNCHECKED = "unchecked"
-"""The key of a merged output's stored configuration that lists what its merge did not check (parts without
-metadata, the input's ids): a later merge treats such an output as a part without metadata, and a resume
-onto it is refused (its configuration differs from any run's)."""
+"""The key of a merged output's stored configuration listing what its merge did not check (parts without metadata,
+the input's ids): a later merge treats it as a part without metadata; a resume onto it is refused."""
 
 
 def _meta(part: Path, require: bool = True) -> dict:
@@ -52,8 +49,7 @@ def _meta(part: Path, require: bool = True) -> dict:
 
 
 def _check_formats(out: Path, paths: list[Path]) -> None:
-    """A TSV part holds text cells: merged with typed parts (or into a typed output) its numbers would become
-    strings and the columns it lacks would go missing; refused. JSONL and Parquet parts mix."""
+    """Refuse a TSV part (text cells) merged with typed parts or into a typed output; JSONL and Parquet parts mix."""
     kinds = {output_kind(p) for p in paths}
     if "tsv" in kinds and len(kinds) > 1:
         raise MLMProbError(
@@ -86,9 +82,18 @@ def _names(ids: Iterable[str], limit: int = 5) -> str:
     return shown + (f" and {len(ids) - limit} more" if len(ids) > limit else "")
 
 
-def _check_configs(paths: list[Path], configs: list[dict]) -> None:
-    """Every part's configuration (the shard left out) equals the first's: one error naming the first
-    differing option and the two parts otherwise. A part without a stored configuration is not checked."""
+def _check_runs(paths: list[Path], configs: list[dict]) -> None:
+    """Every part was written by one command (said first), from one input with the same weights
+    (:func:`~mlmprob.runtime.identity.check_parts`), with one configuration (the shard left out): else one error
+    naming the first differing option and two parts. A part without a stored configuration is not checked."""
+    named = [(p, c["command"]) for p, c in zip(paths, configs, strict=True) if c.get("command")]
+    for p, command in named:
+        if command != named[0][1]:
+            raise MLMProbError(
+                f"parts come from different commands: {named[0][0]} holds results of mlmprob {named[0][1]}, "
+                f"{p} of mlmprob {command}"
+            )
+    check_parts(paths, [c.get(IDENTITY) for c in configs])
     known = [(p, c) for p, c in zip(paths, configs, strict=True) if c]
     for p, c in known[1:]:
         diff = config_diff(known[0][1], c)  # both read back from JSON
@@ -97,32 +102,17 @@ def _check_configs(paths: list[Path], configs: list[dict]) -> None:
             raise MLMProbError(f"parts come from different runs: {known[0][0]} has {k}={a!r}, {p} has {k}={b!r}")
 
 
-def _check_commands(paths: list[Path], configs: list[dict]) -> None:
-    """Every part was written by one command (said before their weights or options are compared)."""
-    named = [(p, c["command"]) for p, c in zip(paths, configs, strict=True) if c.get("command")]
-    for p, command in named:
-        if command != named[0][1]:
-            raise MLMProbError(
-                f"parts come from different commands: {named[0][0]} holds results of mlmprob {named[0][1]}, "
-                f"{p} of mlmprob {command}"
-            )
-
-
 def _check_shards(paths: list[Path], metas: list[dict]) -> list[Path]:
-    """The parts in shard order, checked to be every shard of one split exactly once."""
+    """The parts in shard order, checked to be every shard of one split once."""
     shards = [m.get("shard") or m.get("config", {}).get("shard") for m in metas]
+    counts = {int(s.split("/")[1]) for s in shards if s}
+    if len(counts) > 1:
+        raise MLMProbError(f"parts are shards of different splits: {', '.join(sorted(set(filter(None, shards))))}")
+    n = counts.pop() if counts else 0
     if not all(shards):  # parts without metadata (--no-meta-check): at least as many parts as shards
-        counts = {int(s.split("/")[1]) for s in shards if s}
-        if len(counts) > 1:
-            raise MLMProbError(f"parts are shards of different splits: {', '.join(sorted(set(filter(None, shards))))}")
-        if counts and len(paths) < min(counts):
-            n = counts.pop()
+        if len(paths) < n:
             raise MLMProbError(f"{n - len(paths)} of the {n} shards missing from the parts")
         return paths
-    counts = {int(s.split("/")[1]) for s in shards}
-    if len(counts) != 1:
-        raise MLMProbError(f"parts are shards of different splits: {', '.join(sorted(set(shards)))}")
-    n = counts.pop()
     idx = [int(s.split("/")[0]) for s in shards]
     have = sorted(idx)
     missing = sorted(set(range(1, n + 1)) - set(have))
@@ -192,14 +182,15 @@ def merging_path(out: Path) -> Path:
     return out.with_name(f"{out.name}.merging{out.suffix}")
 
 
-def _remove_output(path: Path) -> None:
-    for p in (path, meta_path(path)):
-        p.unlink(missing_ok=True)
-    shutil.rmtree(path.with_name(path.name + ".parts"), ignore_errors=True)
-
-
-def _input_order(wanted: Iterable[str], where: dict, skipped: set[str]) -> list[str]:
-    """The input's ids in order, checked: every input id in a part (or skipped) and every part id in the input."""
+def _expected_order(expected_ids, metas: list[dict], where: dict, skipped: set[str]) -> list[str] | None:
+    """The input's ids in order, named by the first part with metadata (None when it cannot tell), checked: every
+    input id in a part (or skipped) and every part id in the input."""
+    first = next((m for m in metas if m.get("config")), None)
+    if expected_ids is None or first is None:
+        return None
+    wanted = expected_ids({k: v for k, v in first["config"].items() if k != "shard"}, first.get("limit"))
+    if wanted is None:
+        return None
     order = [str(i) for i in wanted]
     missing = [i for i in order if i not in where and i not in skipped and i.rsplit("/", 1)[0] not in skipped]
     if missing:
@@ -208,15 +199,6 @@ def _input_order(wanted: Iterable[str], where: dict, skipped: set[str]) -> list[
     if extra:
         raise MLMProbError(f"{len(extra)} id(s) in the parts are not in the input: {_names(sorted(extra))}")
     return order
-
-
-def _expected_order(expected_ids, metas: list[dict], where: dict, skipped: set[str]) -> list[str] | None:
-    """The input's ids in order (checked), named by the first part with metadata; None when it cannot tell."""
-    first = next((m for m in metas if m.get("config")), None)
-    if expected_ids is None or first is None:
-        return None
-    wanted = expected_ids({k: v for k, v in first["config"].items() if k != "shard"}, first.get("limit"))
-    return None if wanted is None else _input_order(wanted, where, skipped)
 
 
 def _merged_config(paths: list[Path], metas: list[dict], configs: list[dict], not_checked: Sequence[str]) -> dict:
@@ -264,9 +246,7 @@ def merge_parts(
         if m and m.get("complete") is not True:
             raise MLMProbError(f"part {p} is unfinished (its run did not complete); finish it with --resume first")
         _check_whole(p)
-    _check_commands(paths, configs)
-    check_parts(paths, [c.get(IDENTITY) for c in configs])
-    _check_configs(paths, configs)
+    _check_runs(paths, configs)
     meta_of = dict(zip(paths, metas, strict=True))
     paths = _check_shards(paths, metas)
     metas = [meta_of[p] for p in paths]
@@ -275,27 +255,23 @@ def merge_parts(
         if out.exists():
             raise MLMProbError(f"{out} exists; merge does not overwrite: remove it or choose another --out")
         tmp = merging_path(out)
-        from .safefs import refuse_link
-
         refuse_link(meta_path(out), "the output's side file")  # the merged meta is renamed there at the end
-        _remove_output(tmp)  # what a killed merge left
+        remove_output(tmp)  # what a killed merge left
         where, counts = _index(paths)
         order = _expected_order(expected_ids, metas, where, skipped)
         _check_rows(paths, metas, counts)  # after the ids checks: they name the rows that differ
         writer = open_writer(
             tmp, resume=False, config=_merged_config(paths, metas, configs, not_checked), fields=fields
         )
-        n_rows = 0
         try:
             rows = _in_order(paths, where, order)
             while batch := list(islice(rows, WRITE_ROWS)):
                 writer.write(batch)
-                n_rows += len(batch)
         except BaseException:
             writer.close(complete=False)
-            _remove_output(tmp)
+            remove_output(tmp)
             raise
         writer.close(complete=True, skipped=sorted([i] for i in skipped))
         os.replace(meta_path(tmp), meta_path(out))  # the metadata first: ``out`` itself is the commit
         os.replace(tmp, out)
-    return n_rows
+    return writer.rows_written

@@ -8,12 +8,15 @@ process (``PR_SET_PDEATHSIG`` on Linux, and a pipe only this process holds).
 
 from __future__ import annotations
 
+import ctypes
 import os
 import queue
+import signal
 import sys
 import threading
 import traceback
 from collections.abc import Callable, Iterable, Iterator
+from contextlib import suppress
 from itertools import chain, islice
 from typing import Any, TypeVar
 
@@ -49,37 +52,40 @@ def parse_devices(workers: int | None, devices: str | None) -> list[str]:
     return ["cpu"] * workers
 
 
+def chunked(items: Iterable[T], size: int) -> Iterator[list[T]]:
+    """Lists of ``size`` consecutive items (the last may be shorter).
+
+    >>> list(chunked(range(5), 2))
+    [[0, 1], [2, 3], [4]]
+    """
+    it = iter(items)
+    while chunk := list(islice(it, size)):
+        yield chunk
+
+
 PR_SET_PDEATHSIG = 1  # linux/prctl.h
 
 
 def _die_with_parent(parent: int, lifeline, pdeathsig: bool) -> None:
-    """In a worker: end this process as soon as ``parent`` is gone: ``PR_SET_PDEATHSIG`` (asked for only when the thread
-    that started the worker is the parent's main thread: it fires when that thread ends), and a thread reading
-    ``lifeline``, a pipe whose writing end only the parent holds."""
+    """In a worker: end this process once ``parent`` is gone: ``PR_SET_PDEATHSIG`` (only when the parent's main thread
+    started the worker: it fires when that thread ends), and a thread reading ``lifeline``, a pipe whose writing end
+    only the parent holds."""
     if pdeathsig and sys.platform.startswith("linux"):
-        try:
-            import ctypes
-            import signal
-
+        with suppress(OSError, AttributeError):  # no prctl: the lifeline alone
             ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
-        except (OSError, AttributeError):
-            pass  # no prctl: the lifeline alone
     if os.getppid() != parent:
         os._exit(1)
 
     def watch():
-        try:
+        with suppress(EOFError, OSError):
             lifeline.recv()
-        except (EOFError, OSError):
-            pass
         os._exit(1)
 
     threading.Thread(target=watch, name="mlmprob-lifeline", daemon=True).start()
 
 
-def _worker(init, work, device, threads, tasks, results, parent=None, lifeline=None, pdeathsig=False) -> None:
-    if parent is not None:  # runs in the child process
-        _die_with_parent(parent, lifeline, pdeathsig)
+def _worker(init, work, device, threads, tasks, results, parent, lifeline, pdeathsig) -> None:
+    _die_with_parent(parent, lifeline, pdeathsig)
     try:
         if threads:
             import torch
@@ -107,11 +113,11 @@ def _describe(e: BaseException) -> tuple[str, str]:
     return ("bug", "".join(traceback.format_exception(e)).strip())
 
 
-def _raise(value: tuple[str, str]):
+def _raise(value: tuple[str, str], who: str = "a worker"):
     kind, msg = value
     if kind == "input":
         raise MLMProbError(msg)
-    raise RuntimeError(f"a worker failed:\n{msg}")
+    raise RuntimeError(f"{who} failed:\n{msg}")
 
 
 def map_ordered(
@@ -122,8 +128,8 @@ def map_ordered(
     *,
     threads_per_worker: int | None = None,
 ) -> Iterator[R]:
-    """Yield ``work(state, item)`` for every item, in order, over one process per device (no more
-    processes than items: a stream of fewer items than devices uses the first devices only)."""
+    """Yield ``work(state, item)`` for every item, in order, over one process per device (no more processes than
+    items: fewer items than devices use the first devices only)."""
     if threads_per_worker is None:  # of the devices asked for, before the cap: recorded in computed_with
         threads_per_worker = compute_threads(devices)
     items, devices = _cap_devices(iter(items), devices)
@@ -153,14 +159,11 @@ def map_ordered(
     exhausted = False
     try:
         while True:
-            while not exhausted and sent - nxt < 2 * len(procs):
-                try:
-                    seq, item = next(it)
-                except StopIteration:
-                    exhausted = True
-                    break
-                tasks.put((seq, item))
-                sent += 1
+            want = 0 if exhausted else nxt + 2 * len(procs) - sent  # at most 2 tasks per worker in flight
+            batch = list(islice(it, want))
+            exhausted, sent = exhausted or len(batch) < want, sent + len(batch)
+            for task in batch:
+                tasks.put(task)
             if nxt == sent and exhausted:
                 return
             while nxt not in pending:
@@ -204,10 +207,8 @@ def _cap_devices(items: Iterator[T], devices: list[str]) -> tuple[Iterator[T], l
 def _stop(procs: list, tasks, results, keep) -> None:
     """Ask every worker to stop, join them (terminating any still alive after 5 s), close the queues."""
     for _ in procs:
-        try:
+        with suppress(OSError, ValueError):
             tasks.put(None)
-        except (OSError, ValueError):
-            pass
     for p in procs:
         p.join(timeout=5)
         if p.is_alive():

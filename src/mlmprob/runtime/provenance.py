@@ -1,16 +1,12 @@
-"""How a run's rows are computed beyond its command's options: the ``computed_with`` block of its stored
-configuration (added by :func:`~mlmprob.runtime.command.run_command`, and by ``sample``'s folder mode to its run
-file's header). It holds what changes a value without being an option:
+"""The ``computed_with`` block of a run's stored configuration (added by :func:`~mlmprob.runtime.command.run_command`
+and to ``sample``'s folder-mode header): what changes a value without being an option.
 
-- ``dtype``: the resolved precision (``auto`` as this machine means it; for ``weights``, the weights' own dtype as
-  :func:`weights_dtype_text` reads it);
+- ``dtype``: the resolved precision (``auto`` as this machine means it; ``weights`` by :func:`weights_dtype_text`);
 - ``forward``: ``fused`` or ``transformers`` (``$MLMPROB_FUSED=0``, ``load_mlm(..., fused=False)``);
 - ``model_path``: a local model folder's resolved absolute path;
 - ``thread_invariant: false`` only when ``$MLMPROB_THREAD_INVARIANT=0`` (:mod:`mlmprob.runtime.threads`);
-- ``batch_tokens``: the sub-batch budget, on a CPU (on a GPU only when given); it changes the last bits
-  (docs/results/precision/dtype_invariance.md);
-- ``int8_activations`` (int8: 8 or 7 bits, :func:`mlmprob.runtime.device.int8_reduce_range`) and
-  ``int8_float_layers``;
+- ``batch_tokens``: the sub-batch budget, on a CPU (on a GPU only when given): it changes the last bits;
+- ``int8_activations`` (8 or 7 bits, :func:`mlmprob.runtime.device.int8_reduce_range`), ``int8_float_layers``;
 - ``threads`` (bfloat16/float16 on a CPU): the intra-op threads of each computing process (:func:`compute_threads`).
 
 A resume or a ``merge`` whose block differs is refused naming the key; an output written before the block existed
@@ -26,6 +22,7 @@ is resumed without one (:func:`mlmprob.runtime.config_check.as_stored`).
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -63,26 +60,21 @@ _HALF = ("float16", "bfloat16")
 
 
 def weights_dtype_text(model, devices: Sequence[str]) -> str:
-    """What ``dtype="weights"`` (the default) means for ``model`` on ``devices``, read without loading
-    it: float32 for the built-in models; a local folder's ``config.json`` dtype (``dtype`` or
-    ``torch_dtype``; float32 when absent), widened to float32 on a CPU when it is half precision, as
-    :func:`mlmprob.models.precision.weights_dtype` does at load; ``weights`` when it cannot be known here
-    (a hub id). So a resume with ``--dtype float32`` matches a run written with the default.
+    """What ``dtype="weights"`` (the default) means for ``model`` on ``devices``, read without loading it: float32
+    for the built-in models; a local folder's ``config.json`` ``dtype`` or ``torch_dtype`` (float32 when absent),
+    half precision widened to float32 on a CPU as :func:`mlmprob.models.precision.weights_dtype` does; ``weights``
+    when unknown here (a hub id). So a resume with ``--dtype float32`` matches a run written with the default.
 
     >>> weights_dtype_text("antiberty", ["cpu"]), weights_dtype_text("no/such/hub-id", ["cpu"])
     ('float32', 'weights')
     """
-    from .device import resolve_device
-
     if str(model) in defaults.BUILTIN_MODELS:
         return "float32"
     cfg = _folder_config(model)
     if cfg is None:
         return "weights"
     text = str(cfg.get("dtype") or cfg.get("torch_dtype") or "float32").replace("torch.", "")
-    if text in _HALF and any(resolve_device(d).type == "cpu" for d in (devices or ["auto"])):
-        return "float32"
-    return text
+    return "float32" if text in _HALF and _on_cpu(devices) else text
 
 
 def _model_path(model) -> str | None:
@@ -98,25 +90,21 @@ def _model_path(model) -> str | None:
 def _folder_config(model) -> dict | None:
     """The ``config.json`` of ``model`` when it is a local folder with a readable one; else None."""
     path = _model_path(model)
-    if path is None:
-        return None
     try:
-        cfg = json.loads((Path(path) / "config.json").read_text())
+        cfg = None if path is None else json.loads((Path(path) / "config.json").read_text())
     except (OSError, ValueError):
         return None
     return cfg if isinstance(cfg, dict) else None
 
 
 def compute_threads(devices: Sequence[str], engine: str = "local") -> int:
-    """The intra-op threads of each process that computes a run on ``devices``: this process's
-    (``--threads``) for one local device; ``cpu_count // len(devices)`` (at least 1) for the worker processes
-    of several (:func:`mlmprob.runtime.pool.map_ordered`); 1 for Ray's actors (one CPU each).
+    """The intra-op threads of each process computing a run on ``devices``: this process's (``--threads``) for one
+    local device; ``cpu_count // len(devices)`` (at least 1) for the workers of several
+    (:func:`mlmprob.runtime.pool.map_ordered`); 1 for Ray's actors (one CPU each).
 
     >>> compute_threads(["cpu"] * 1024)
     1
     """
-    import os
-
     import torch
 
     if engine == "ray":
@@ -135,26 +123,23 @@ def computed_with(
     mlm=None,
     threads: int | None = None,
 ) -> dict:
-    """The ``computed_with`` block (see the module docstring) of a run of ``model`` (as given: a name, a
-    folder or a hub id) in ``dtype_spec`` on ``devices`` with the sub-batch budget ``batch_tokens`` (None:
-    the device's default) and ``threads`` per computing process (None: :func:`compute_threads` of
-    ``devices``). ``mlm``: the model when it is already loaded (library use): its own dtype and
-    forward are recorded."""
-    from .device import fused_default
+    """The ``computed_with`` block (module docstring) of a run of ``model`` (a name, a folder or a hub id) in
+    ``dtype_spec`` on ``devices`` with the sub-batch budget ``batch_tokens`` (None: the device's default) and
+    ``threads`` per computing process (None: :func:`compute_threads`). ``mlm``: the model when already loaded
+    (library use): its own dtype and forward are recorded."""
+    from .device import fused_default, int8_float_layers, int8_reduce_range
+    from .threads import enabled as thread_invariant
 
+    fused = getattr(mlm, "fused", None)  # the model contract's (models/reader.py) or the adapter's answer
+    if not isinstance(fused, bool):
+        fused = fused_default()
     if mlm is not None:
         dtype = _dtype_text(getattr(mlm, "dtype", None))
-        fused = getattr(mlm, "fused", None)  # the model contract's (models/reader.py) or the adapter's answer
-        if not isinstance(fused, bool):
-            fused = fused_default()
     else:
         dtype = resolved_dtype(dtype_spec, devices)
         if dtype == "weights":
             dtype = weights_dtype_text(model, devices)
-        fused = fused_default()
     block: dict[str, object] = {"dtype": dtype, "forward": "fused" if fused else "transformers"}
-    from .threads import enabled as thread_invariant
-
     if not thread_invariant():
         block["thread_invariant"] = False
     path = _model_path(model)
@@ -166,8 +151,6 @@ def computed_with(
     if dtype in _HALF and cpu:
         block["threads"] = int(threads) if threads is not None else compute_threads(devices)
     if dtype == "int8":
-        from .device import int8_float_layers, int8_reduce_range
-
         block["int8_activations"] = 7 if int8_reduce_range() else 8
         float_layers = int8_float_layers(_layer_count(model, mlm) or 0)
         if float_layers:  # int8 before 0.2.0 quantized every layer: such a run must not resume under this scheme
@@ -185,8 +168,8 @@ def _on_cpu(devices: Sequence[str], mlm=None) -> bool:
 
 
 def _layer_count(model, mlm=None) -> int | None:
-    """The encoder layers of the loaded ``mlm``, or of the folder ``model``'s ``config.json``; None where unknown
-    (built-in names, all under 12 layers; hub ids)."""
+    """The encoder layers of the loaded ``mlm`` or the folder ``model``; None where unknown (built-in names, all
+    under 12 layers; hub ids)."""
     cfg = getattr(getattr(mlm, "model", None), "config", None)
     if cfg is None:
         folder = _folder_config(model) or {}

@@ -1,11 +1,9 @@
 """``--engine ray``: the chunks of a streamed run through Ray Data ``map_batches`` on a pool of model actors, one per
-device (docs/scale.md).
+device (docs/scale.md), with the contract of :func:`.pool.map_ordered` (:func:`map_ray`).
 
-``map_ray(load, run, chunks, devices, address=)`` has the contract of :func:`.pool.map_ordered`: each actor calls
-``state = load(device)`` once and ``run(state, chunk)`` per chunk, and the results come back in the order of
-``chunks``. A dead actor is replaced and its chunks rerun; a chunk reported twice is kept once. The stream is read
-in windows of ``window`` chunks (one Ray dataset each). Without an address (or ``RAY_ADDRESS``) a local Ray with
-``max(2, actors)`` CPUs is started and shut down; Ray's logs and bars are silenced while it runs.
+A dead actor is replaced and its chunks rerun; a chunk reported twice is kept once. The stream is read in windows of
+``window`` chunks (one Ray dataset each). Without an address (or ``RAY_ADDRESS``) a local Ray with ``max(2, actors)``
+CPUs is started and shut down; Ray's logs and bars are silenced while it runs.
 """
 
 from __future__ import annotations
@@ -21,7 +19,7 @@ from itertools import chain
 from typing import TypeVar
 
 from ..errors import MLMProbError
-from .pool import _describe
+from .pool import _describe, _raise, chunked
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -66,9 +64,9 @@ def plan_actors(devices: Sequence[str], cluster_cpus: float, cluster_gpus: float
 
 
 class _ModelActor:
-    """A Ray Data actor: loads the model once, then runs chunks. Its batches have one row per chunk,
-    ``i`` (the chunk's position in its window) and ``chunk`` (the pickled chunk); it returns ``i`` and
-    ``out``, the pickled ``("ok", result)``, or ``("input"|"bug", message)`` when ``load``/``run`` failed."""
+    """A Ray Data actor: loads the model once, then runs chunks. A batch has one row per chunk, ``i`` (its place in the
+    window) and ``chunk`` (pickled); it returns ``i`` and ``out``, the pickled ``("ok", result)``, or
+    ``("input"|"bug", message)`` when ``load``/``run`` failed."""
 
     def __init__(self, load: Callable, run: Callable, device: str):
         self.run, self.error = run, None
@@ -92,21 +90,6 @@ class _ModelActor:
         return {"i": np.asarray(batch["i"]), "out": np.array(out, dtype=object)}
 
 
-def _windows(items: Iterable[T], size: int) -> Iterator[list[T]]:
-    """
-    >>> list(_windows(range(5), 2)), list(_windows([], 2))
-    ([[0, 1], [2, 3], [4]], [])
-    """
-    window: list[T] = []
-    for x in items:
-        window.append(x)
-        if len(window) == size:
-            yield window
-            window = []
-    if window:
-        yield window
-
-
 @contextmanager
 def _quiet_ray():
     """Ray Data's loggers at ERROR, its progress bars off and the driver's echo of raylet messages
@@ -118,29 +101,22 @@ def _quiet_ray():
     except ImportError:  # a Ray without this private module: its echo is left alone
         ray_worker = None
 
-    loggers = {name: logging.getLogger(name).level for name in ("ray", "ray.data")}
     ctx = ray.data.DataContext.get_current()
-    saved = {
-        k: getattr(ctx, k)
-        for k in ("enable_progress_bars", "print_on_execution_start", "enable_auto_log_stats")
-        if hasattr(ctx, k)
-    }
-    echo = getattr(ray_worker, "print_to_stdstream", None) if ray_worker is not None else None
+    quiet = [(ctx, k, False) for k in ("enable_progress_bars", "print_on_execution_start", "enable_auto_log_stats")]
+    quiet = [q for q in [*quiet, (ray_worker, "print_to_stdstream", lambda *a, **k: None)] if hasattr(q[0], q[1])]
+    saved = [(obj, k, getattr(obj, k)) for obj, k, _ in quiet]
+    loggers = {name: logging.getLogger(name).level for name in ("ray", "ray.data")}
     try:
         for name in loggers:
             logging.getLogger(name).setLevel(logging.ERROR)
-        for k in saved:
-            setattr(ctx, k, False)
-        if echo is not None:
-            ray_worker.print_to_stdstream = lambda *a, **k: None
+        for obj, k, v in quiet:
+            setattr(obj, k, v)
         yield
     finally:
         for name, level in loggers.items():
             logging.getLogger(name).setLevel(level)
-        for k, v in saved.items():
-            setattr(ctx, k, v)
-        if echo is not None:
-            ray_worker.print_to_stdstream = echo
+        for obj, k, v in saved:
+            setattr(obj, k, v)
 
 
 def _connect(ray, address: str | None, actors_wanted: int) -> bool:
@@ -163,9 +139,9 @@ def _connect(ray, address: str | None, actors_wanted: int) -> bool:
 
 @contextmanager
 def _backend_logs_off():
-    """Stderr muted and ``RAY_BACKEND_LOG_LEVEL=fatal`` while ``ray.init`` starts Ray's core, whose errors then go to
-    Ray's log files (a level the user set is left alone)."""
-    if "RAY_BACKEND_LOG_LEVEL" in os.environ:  # the user chose a level: leave Ray as it is
+    """Stderr muted and ``RAY_BACKEND_LOG_LEVEL=fatal`` (unless the user set a level) while ``ray.init`` starts Ray's
+    core: its errors go to Ray's log files."""
+    if "RAY_BACKEND_LOG_LEVEL" in os.environ:
         yield
         return
     os.environ["RAY_BACKEND_LOG_LEVEL"] = "fatal"
@@ -190,9 +166,9 @@ def map_ray(
     address: str | None = None,
     window: int = WINDOW,
 ) -> Iterator[R]:
-    """Yield ``run(state, chunk)`` for every chunk, in order, computed by Ray Data actors (one per device); ``load`` and
-    ``run`` must be picklable by cloudpickle (bound methods of a picklable job, or importable module-level functions).
-    """
+    """Yield ``run(state, chunk)`` for every chunk, in order, computed by Ray Data actors (one per device, each calling
+    ``state = load(device)`` once); ``load`` and ``run`` must be picklable by cloudpickle (bound methods of a picklable
+    job, or importable module-level functions)."""
     try:
         import ray
         import ray.data
@@ -200,7 +176,7 @@ def map_ray(
         raise MLMProbError("--engine ray needs Ray: pip install 'mlmprob[ray]'") from None
     if window < 1:
         raise MLMProbError(f"the Ray window must be >= 1 chunk, got {window}")
-    windows = _windows(chunks, window)
+    windows = chunked(chunks, window)
     first = next(windows, None)
     if first is None:  # nothing left to do (e.g. a resumed run that was complete): no Ray at all
         return
@@ -239,10 +215,8 @@ def _run_window(ray, plan: ActorPlan, load, run, window: list) -> Iterator:
             if i < nxt or i in pending:  # a retried chunk reported twice: keep the first copy
                 continue
             status, value = pickle.loads(blob)
-            if status == "input":
-                raise MLMProbError(value)
-            if status == "bug":
-                raise RuntimeError(f"a Ray worker failed:\n{value}")
+            if status != "ok":
+                _raise((status, value), "a Ray worker")
             pending[i] = value
         while nxt in pending:
             yield pending.pop(nxt)

@@ -26,7 +26,7 @@ import errno
 import os
 import stat
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import BinaryIO
 
@@ -64,26 +64,11 @@ def open_nofollow(path: str | Path, flags: int, mode: int = 0o644, what: str = "
         raise
 
 
-def create_new(path: str | Path, what: str = "this temporary file") -> int:
-    """A descriptor of a new, empty file at ``path`` (``O_CREAT | O_EXCL | O_NOFOLLOW``, write only): a stale
-    regular file there (a kill's leftover) is removed first; a symbolic link is refused."""
-    refuse_link(path, what)
-    try:
-        os.unlink(path)
-    except FileNotFoundError:
-        pass
-    except IsADirectoryError:
-        raise UnsafePath(
-            f"{path} is a folder; mlmprob writes {what} there: remove it or choose another --out"
-        ) from None
-    return open_nofollow(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, what=what)
-
-
 @contextmanager
 def new_file(path: str | Path, what: str = "this temporary file") -> Iterator[BinaryIO]:
-    """``with new_file(tmp) as f:`` a new file at ``path`` (:func:`create_new`), open for binary writing; a failure
-    inside the block (a full disk) removes the file before the error goes on, so no half-written temporary
-    file stays. An ``OSError`` that names no file gets ``path`` as its ``filename``.
+    """``with new_file(tmp) as f:`` a new file at ``path`` (``O_CREAT | O_EXCL | O_NOFOLLOW``: a stale regular file
+    there, a kill's leftover, is removed first; a symbolic link is refused), open for binary writing; a failure inside
+    the block (a full disk) removes the file before the error goes on. An ``OSError`` naming no file gets ``path``.
 
     >>> import errno, tempfile
     >>> tmp = Path(tempfile.mkdtemp()) / "x.tmp"
@@ -95,33 +80,36 @@ def new_file(path: str | Path, what: str = "this temporary file") -> Iterator[Bi
     ...     print(e.filename == str(tmp), tmp.exists())
     True False
     """
-    fd = create_new(path, what)
+    refuse_link(path, what)
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        pass
+    except IsADirectoryError:
+        raise UnsafePath(
+            f"{path} is a folder; mlmprob writes {what} there: remove it or choose another --out"
+        ) from None
+    fd = open_nofollow(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, what=what)
     try:
         with os.fdopen(fd, "wb") as f:
             yield f
     except BaseException as e:
-        try:
+        with suppress(OSError):
             os.unlink(path)  # the file this call created (O_EXCL): never another's
-        except OSError:
-            pass
         if isinstance(e, OSError) and e.filename is None:
             e.filename = str(path)
         raise
 
 
-def write_new(path: str | Path, data: str | bytes, what: str = "this temporary file") -> None:
-    """Write ``data`` (text is UTF-8) to a new file at ``path`` (:func:`new_file`: removed when the write fails)."""
-    with new_file(path, what) as f:
-        f.write(data.encode("utf-8") if isinstance(data, str) else data)
-
-
 def replace_file(path: str | Path, data: str | bytes, tmp: str | Path | None = None, what: str = "this file") -> None:
-    """Write ``path`` atomically: ``data`` to ``tmp`` (default ``PATH.tmp``, created new), renamed over ``path``; when
-    either step fails ``tmp`` is removed and ``path`` is as it was. A symbolic link at either is refused."""
+    """Write ``path`` atomically: ``data`` (text is UTF-8) to ``tmp`` (default ``PATH.tmp``, created new), renamed over
+    ``path``; when either step fails ``tmp`` is removed and ``path`` is as it was. A symbolic link at either is
+    refused."""
     path = Path(path)
     tmp = path.with_name(path.name + ".tmp") if tmp is None else Path(tmp)
     refuse_link(path, what)
-    write_new(tmp, data, "this temporary file")
+    with new_file(tmp) as f:
+        f.write(data.encode("utf-8") if isinstance(data, str) else data)
     move_into_place(tmp, path)
 
 
@@ -138,10 +126,8 @@ def real_dir(path: str | Path, what: str = "this folder") -> Path:
     """The folder ``path``, made when missing; a symbolic link there (to a folder or not) is refused."""
     path = Path(path)
     refuse_link(path, what)
-    try:
+    with suppress(FileExistsError):
         path.mkdir()
-    except FileExistsError:
-        pass
     if is_link(path) or not path.is_dir():
         refuse_link(path, what)
         raise UnsafePath(f"{path} is not a folder; mlmprob keeps {what} there: remove it or choose another --out")
@@ -155,8 +141,6 @@ def cache_file(name: str) -> Path:
 
 def save_cache(path: Path, text: str, what: str = "this file") -> None:
     """Write the cache file ``path`` atomically (a temporary name per process); a failure only costs time later."""
-    try:
+    with suppress(OSError, UnsafePath):
         path.parent.mkdir(parents=True, exist_ok=True)
         replace_file(path, text, path.with_name(f"{path.name}.{os.getpid()}.tmp"), what)
-    except (OSError, UnsafePath):
-        pass

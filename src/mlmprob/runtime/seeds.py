@@ -56,16 +56,12 @@ def _crc(seed: int, text: str, bits: int) -> int:
     return (int(seed) * 1_000_003 + zlib.crc32(text.encode())) % (1 << bits)
 
 
-def _pair(seed: int, k: int, i: int) -> int:
-    return seed * 1_000_003 + k * 100_003 + i
-
-
 _DERIVATIONS: dict[str, Callable[..., int]] = {
-    "record": lambda seed, record_id: _record(seed, record_id),
+    "record": _record,
     "stream": _stream,
     "loglik": lambda seed, sequence: _crc(seed, sequence, 63),
     "variant": lambda seed, sites: _crc(seed, repr(list(sites)), 63),
-    "pair": _pair,
+    "pair": lambda seed, k, i: seed * 1_000_003 + k * 100_003 + i,
     "cdr-h3": lambda seed, name: _crc(seed, name, 62),
 }
 
@@ -79,11 +75,9 @@ def derive_seed(seed: int, purpose: str, *keys) -> int:
     >>> derive_seed(0, "loglik", "ACD") == derive_seed(0, "loglik", "ACD") != derive_seed(1, "loglik", "ACD")
     True
     """
-    try:
-        derive = _DERIVATIONS[purpose]
-    except KeyError:
-        raise MLMProbError(f"unknown seed purpose {purpose!r}; one of {', '.join(PURPOSES)}") from None
-    return derive(seed, *keys)
+    if purpose not in _DERIVATIONS:
+        raise MLMProbError(f"unknown seed purpose {purpose!r}; one of {', '.join(PURPOSES)}")
+    return _DERIVATIONS[purpose](seed, *keys)
 
 
 def check_generator(generator, name: str = "generator") -> torch.Generator:

@@ -54,12 +54,7 @@ class Shard:
 
     def take(self, items: Iterable[T]) -> Iterator[T]:
         """The items of this shard, in input order."""
-        if self.is_whole:
-            yield from items
-            return
-        for k, item in enumerate(items):
-            if self.owns(k):
-                yield item
+        return iter(items) if self.is_whole else (item for k, item in enumerate(items) if self.owns(k))
 
     def __str__(self) -> str:
         return f"{self.index}/{self.count}"

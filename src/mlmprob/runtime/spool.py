@@ -1,14 +1,12 @@
-"""Copies of standard input, pipes, FIFOs and character devices ("spooled" copies), made once per command and
-removed on any exit (docs/reliability.md, "Standard input").
+"""Copies of standard input, pipes, FIFOs and character devices, made once per command (a command reads its input
+more than once, a stream only once) and removed on any exit (docs/reliability.md, "Standard input").
 
-A command reads its input more than once, a stream only once: :func:`mlmprob.runtime.inputs.spool_input` copies it
-(:func:`copy_of`) to ``$TMPDIR``. Within a :func:`command_scope` a name given again is the same copy. Where
-``/proc/PID/fd`` exists the copy's name is removed at once and the copy read by descriptor, so it goes with the
-process however it ends; elsewhere it keeps its name and is removed by the scope, ``atexit``, a SIGTERM/SIGHUP
-handler (then the signal's previous action runs), or, after a SIGKILL, by the next command's :func:`sweep`. A copy
-(``mlmprob-stdin-PID-RANDOM``, ``mlmprob-pipe-PID-RANDOM``) is under its process's ``flock`` until removed: the
-sweep removes only copies whose lock it can take (no pid reuse or pid namespace can fool it). Without ``fcntl``
-there is no lock and no sweep.
+:func:`copy_of` copies a stream to ``$TMPDIR``; within a :func:`command_scope` a name given again is the same copy.
+Where ``/proc/PID/fd`` exists the copy's name is removed at once and the copy read by descriptor, so it goes with the
+process however it ends; elsewhere it is removed by the scope, ``atexit``, a SIGTERM/SIGHUP handler (then the
+signal's previous action runs), or after a SIGKILL by the next command's :func:`sweep`, which removes only copies
+(``mlmprob-stdin-PID-RANDOM``, ``mlmprob-pipe-PID-RANDOM``) whose ``flock`` it can take: no pid reuse fools it.
+Without ``fcntl`` there is no lock and no sweep.
 """
 
 from __future__ import annotations
@@ -23,10 +21,11 @@ import stat
 import sys
 import tempfile
 from collections.abc import Callable
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 
 from ..errors import MLMProbError
+from .hold import HOLD_ENV, go_fd
 
 try:
     import fcntl
@@ -44,8 +43,8 @@ _registered = False
 
 
 def copy_of(given: str) -> Path:
-    """The copy of the stream ``given`` (``-``: standard input; else a pipe's, FIFO's or device's name): made
-    now, or within a :func:`command_scope` the one made for the same name before."""
+    """The copy of the stream ``given`` (``-``: standard input; else a pipe's, FIFO's or device's name): made now, or
+    within a :func:`command_scope` the one made for the same name before."""
     copy = _scope.get(given) if _scope is not None else None
     if copy is None or copy not in _copies or not copy.exists():
         copy = _make_copy(given, "standard input" if given == "-" else given)
@@ -79,8 +78,8 @@ def _make_copy(given: str, name: str) -> Path:
 
 
 def _locked_file(folder: str, kind: str, name: str) -> tuple[int, Path]:
-    """A new file ``mlmprob-KIND-PID-RANDOM`` in ``folder`` under this process's exclusive lock. A sweep may
-    take a fresh file's lock before its creator does and remove it: the creator then makes another."""
+    """A new file ``mlmprob-KIND-PID-RANDOM`` in ``folder`` under this process's exclusive lock (a sweep that took a
+    fresh file's lock first removes it: another is made)."""
     for _ in range(10):
         try:
             fd, tmp = tempfile.mkstemp(prefix=f"mlmprob-{kind}-{os.getpid()}-", dir=folder)
@@ -122,10 +121,8 @@ def _register(path: Path, fd: int, named: bool) -> None:
         _registered = True
     for sig in (signal.SIGTERM, getattr(signal, "SIGHUP", None)):
         if sig is not None and sig not in _previous:
-            try:
+            with suppress(ValueError, OSError):  # not the main thread: atexit and the sweep remain
                 _previous[sig] = signal.signal(sig, _on_signal)
-            except (ValueError, OSError):  # not the main thread: atexit and the sweep remain
-                pass
 
 
 def _on_signal(signum, frame) -> None:
@@ -139,10 +136,8 @@ def _on_signal(signum, frame) -> None:
 
 
 def _copy(src, fd: int, name: str, folder: str) -> None:
-    """Copy the stream ``src`` to ``fd`` to its end. Read errors name the input; write errors the temporary
-    folder. Under a hold (:mod:`mlmprob.runtime.hold`) the controller's letting go ends the wait."""
-    from .hold import HOLD_ENV, go_fd
-
+    """Copy the stream ``src`` to ``fd`` to its end (read errors name the input, write errors the temporary folder);
+    under a hold (:mod:`mlmprob.runtime.hold`) the controller's letting go ends the wait."""
     watch = go_fd()
     try:
         src_fd = src.fileno()
@@ -184,14 +179,11 @@ def remove(copy: Path) -> None:
     entry = _copies.get(copy)
     if entry is None or entry[0] != os.getpid():
         return
-    fd = entry[1]
     del _copies[copy]
     if entry[2]:
-        try:
+        with suppress(OSError):
             copy.unlink(missing_ok=True)
-        except OSError:
-            pass
-    os.close(fd)  # the lock (and an unnamed copy) goes with it, after the name
+    os.close(entry[1])  # the lock (and an unnamed copy) goes with it, after the name
     if not _copies:
         _restore_signals()
 
@@ -199,12 +191,10 @@ def remove(copy: Path) -> None:
 def _restore_signals() -> None:
     """The signal actions ``_on_signal`` replaced, back (where it is still the handler)."""
     for sig, previous in list(_previous.items()):
-        try:
+        with suppress(ValueError, OSError):  # not the main thread: it stays, harmless without copies
             if signal.getsignal(sig) is _on_signal:
                 signal.signal(sig, previous if previous is not None else signal.SIG_DFL)
             del _previous[sig]
-        except (ValueError, OSError):  # not the main thread: it stays, harmless without copies
-            pass
 
 
 def remove_copies() -> None:
@@ -227,9 +217,8 @@ def command_scope():
 
 
 def sweep(folder: str | Path | None = None) -> list[Path]:
-    """Remove the copies in ``folder`` (default: the temporary folder) whose process is gone (their lock is
-    free: see the module's text); returns them. Files of other names, of other users, and locked copies
-    are left alone; nothing here raises."""
+    """Remove (and return) the copies in ``folder`` (default: the temporary folder) whose lock is free: their process
+    is gone. Files of other names or users, and locked copies, are left alone; nothing here raises."""
     if fcntl is None:
         return []
     removed = []

@@ -48,9 +48,9 @@ COLUMN_BLOCKS = 8
 
 
 def column_width(rows: int, inner: int, cols: int) -> int:
-    """Output columns per block of a product of ``rows`` (at most :data:`ROWS`) rows ``[rows, inner] x [inner,
-    cols]`` in :func:`linear`: a multiple of 64, at least :data:`COLUMN_WORK` multiply-adds per block, at most
-    :data:`COLUMN_BLOCKS` blocks. Fixed by the shape, never by the thread count.
+    """Output columns per block of a product ``[rows, inner] x [inner, cols]`` (``rows`` at most :data:`ROWS`) in
+    :func:`linear`: a multiple of 64, at least :data:`COLUMN_WORK` multiply-adds per block, at most
+    :data:`COLUMN_BLOCKS` blocks; fixed by the shape, never by the thread count.
 
     >>> column_width(32, 768, 30522), column_width(32, 768, 768), column_width(1, 768, 768)
     (3840, 384, 10944)
@@ -64,32 +64,32 @@ def enabled() -> bool:
     return os.environ.get(THREAD_INVARIANT_ENV, "1").strip().lower() not in ("0", "false", "no", "off")
 
 
+def _lib_function(globs: Sequence[str], symbol: str, restype, first: Sequence[str | None] = ()):
+    """``symbol`` (one int argument) of the first library of ``first`` (None: this process) or of torch's own
+    folder matching ``globs`` that has it; None where none has it."""
+    libdir = os.path.join(os.path.dirname(torch.__file__), "lib")
+    for path in [*first, *sorted(p for g in globs for p in glob.glob(os.path.join(libdir, g)))]:
+        try:
+            fn = getattr(ctypes.CDLL(path), symbol)
+        except (OSError, AttributeError):
+            continue
+        fn.restype, fn.argtypes = restype, [ctypes.c_int]
+        return fn
+    return None
+
+
 @lru_cache(maxsize=1)
 def _mkl_set_local():
     """MKL's ``MKL_Set_Num_Threads_Local`` in torch's own library (C interface: by value; returns the
     previous setting, 0 = the global one), or None where torch has no MKL."""
     if not torch.backends.mkl.is_available():
         return None
-    libdir = os.path.join(os.path.dirname(torch.__file__), "lib")
-    for path in [None] + sorted(glob.glob(os.path.join(libdir, "libtorch_cpu.*"))):
-        try:
-            fn = ctypes.CDLL(path).MKL_Set_Num_Threads_Local
-        except (OSError, AttributeError):
-            continue
-        fn.restype, fn.argtypes = ctypes.c_int, [ctypes.c_int]
-        return fn
-    return None
+    return _lib_function(["libtorch_cpu.*"], "MKL_Set_Num_Threads_Local", ctypes.c_int, first=[None])
 
 
 def available() -> bool:
     """Whether MKL's thread count can be set here (torch built with MKL, its symbols found)."""
     return _mkl_set_local() is not None
-
-
-def _one_thread(set_local) -> int:
-    # torch sets this thread's MKL count on its first parallel call (lazily); make it happen before ours
-    torch.get_num_threads()
-    return set_local(1)
 
 
 @contextmanager
@@ -142,22 +142,13 @@ _POOL_LOCK = threading.Lock()
 @lru_cache(maxsize=1)
 def _omp_set_local():
     """``omp_set_num_threads`` of torch's OpenMP runtime (sets the calling thread's team size), or None."""
-    libdir = os.path.join(os.path.dirname(torch.__file__), "lib")
-    for path in sorted(
-        glob.glob(os.path.join(libdir, "libgomp*.so*")) + glob.glob(os.path.join(libdir, "libiomp*.so*"))
-    ):
-        try:
-            fn = ctypes.CDLL(path).omp_set_num_threads
-        except (OSError, AttributeError):
-            continue
-        fn.restype, fn.argtypes = None, [ctypes.c_int]
-        return fn
-    return None
+    return _lib_function(["libgomp*.so*", "libiomp*.so*"], "omp_set_num_threads", None)
 
 
 def _worker_init() -> None:
     """A pool thread: MKL and torch's own kernels single-threaded in it (the pool is the parallelism)."""
-    _one_thread(_mkl_set_local())
+    torch.get_num_threads()  # torch sets this thread's MKL count on its first parallel call: before ours
+    _mkl_set_local()(1)
     omp = _omp_set_local()
     if omp is not None:
         omp(1)
@@ -177,9 +168,9 @@ def _pool(n: int) -> ThreadPoolExecutor:
 
 
 def run_blocks(fn, starts: Sequence) -> None:
-    """``fn(task)`` for every task (a block's start, or any key of a block) on ``torch.get_num_threads()`` threads,
-    this one and the pool's, each taking the next task, with single-threaded MKL and torch kernels (in this thread
-    alone at one thread or one task). ``fn`` writes its own part of a preallocated output."""
+    """``fn(task)`` for every task (a block's key) on ``torch.get_num_threads()`` threads, this one and the pool's,
+    each taking the next task, with single-threaded MKL and torch kernels (in this thread alone at one thread or one
+    task); ``fn`` writes its own part of a preallocated output."""
     threads = torch.get_num_threads()
     if threads == 1 or len(starts) == 1:
         with sequential_blas():
@@ -230,22 +221,23 @@ def _mkl_threads(n: int):
         set_local(old)
 
 
-def _can_block(x: torch.Tensor, weight: torch.Tensor) -> bool:
+def _exact(*tensors: torch.Tensor) -> bool:
+    """Whether the products are made thread-invariant: on, with MKL, CPU tensors of one dtype, float32 or float64,
+    no gradients recorded through them."""
+    dtype = tensors[0].dtype
     return (
         enabled()
-        and x.device.type == "cpu"
-        and x.dtype in (torch.float32, torch.float64)
-        and weight.dtype == x.dtype
         and available()
-        and not (torch.is_grad_enabled() and (x.requires_grad or weight.requires_grad))
+        and dtype in (torch.float32, torch.float64)
+        and all(t.device.type == "cpu" and t.dtype == dtype for t in tensors)
+        and not (torch.is_grad_enabled() and any(t.requires_grad for t in tensors))
     )
 
 
 def linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None) -> torch.Tensor:
-    """``F.linear(x, weight, bias)`` whose bits do not depend on the thread count (the module's text); plain
-    ``F.linear`` when :func:`enabled` is false, without MKL, off the CPU, outside float32/float64, or where gradients
-    are recorded."""
-    if not _can_block(x, weight):
+    """``F.linear(x, weight, bias)`` whose bits do not depend on the thread count; plain ``F.linear`` where
+    :func:`_exact` says no (off, without MKL, off the CPU, outside float32/float64, gradients recorded)."""
+    if not _exact(x, weight):
         return F.linear(x, weight, bias)
     m = math.prod(x.shape[:-1])
     if m > ROWS and strict_cnr():
@@ -275,48 +267,31 @@ ATTENTION_CHUNK = 1 << 18
 """Most attention scores ``[rows, Lq, L]`` of one head in one block of :func:`attention` (1 MB in float32)."""
 
 
-def _attention_fits(q, k, v, attn_mask, dropout_p, is_causal, enable_gqa) -> bool:
-    return (
-        enabled()
-        and available()
-        and q.device.type == "cpu"
-        and q.dim() == k.dim() == v.dim() == 4
-        and q.dtype in (torch.float32, torch.float64)
-        and q.dtype == k.dtype == v.dtype
-        and q.shape[:2] == k.shape[:2] == v.shape[:2]
-        and not dropout_p
-        and not is_causal
-        and not enable_gqa
-        and (attn_mask is None or attn_mask.dim() <= 4)
-        and not (torch.is_grad_enabled() and any(t.requires_grad for t in (q, k, v)))
-    )
-
-
 def attention(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None, enable_gqa=False):
     """``F.scaled_dot_product_attention`` whose bits do not depend on the thread count, for ``[B, heads, Lq, d]``
     inputs: torch's fused kernel in MKL's strict mode (:func:`_fused_attention`), else :func:`blocked_attention`.
     ``attn_mask``: boolean (True attends) or added; a fully masked row gives zeros. What it does not cover (dropout,
     causal, grouped queries, gradients) goes to torch's math kernel with single-threaded MKL; torch's own when
     :func:`enabled` is false."""
-    if not _attention_fits(query, key, value, attn_mask, dropout_p, is_causal, enable_gqa):
+    q, k, v = query, key, value
+    shaped = q.dim() == k.dim() == v.dim() == 4 and q.shape[:2] == k.shape[:2] == v.shape[:2]
+    plain = not (dropout_p or is_causal or enable_gqa) and (attn_mask is None or attn_mask.dim() <= 4)
+    if not (shaped and plain and _exact(q, k, v)):
         if not enabled():
-            return F.scaled_dot_product_attention(query, key, value, attn_mask, dropout_p, is_causal, scale=scale)
+            return F.scaled_dot_product_attention(q, k, v, attn_mask, dropout_p, is_causal, scale=scale)
         from torch.nn.attention import SDPBackend, sdpa_kernel
 
         with sequential_blas(), sdpa_kernel([SDPBackend.MATH]):
             return F.scaled_dot_product_attention(
-                query, key, value, attn_mask, dropout_p, is_causal, scale=scale, enable_gqa=enable_gqa
+                q, k, v, attn_mask, dropout_p, is_causal, scale=scale, enable_gqa=enable_gqa
             )
-    scale = query.shape[-1] ** -0.5 if scale is None else scale
+    scale = q.shape[-1] ** -0.5 if scale is None else scale
     mask = attn_mask
     if mask is not None and mask.dim() < 4:
         mask = mask.reshape((1,) * (4 - mask.dim()) + tuple(mask.shape))
-    if strict_cnr():
-        out = _fused_attention(query, key, value, mask, scale)
-        if out is not None:
-            return out
+    out = _fused_attention(q, k, v, mask, scale) if strict_cnr() else None
     softmax = torch.softmax if mask is None else torch.ops.aten._safe_softmax
-    return blocked_attention(query, key, value, mask, scale, softmax)
+    return out if out is not None else blocked_attention(q, k, v, mask, scale, softmax)
 
 
 def _fused_attention(q, k, v, mask, scale) -> torch.Tensor | None:
@@ -337,8 +312,8 @@ def _fused_attention(q, k, v, mask, scale) -> torch.Tensor | None:
 
 
 def blocked_attention(q, k, v, mask, scale, softmax=torch.softmax) -> torch.Tensor:
-    """The work of :func:`attention` (``mask`` 4-d or None): one task per head and block of :data:`ATTENTION_CHUNK`
-    scores of batch rows, by :func:`run_blocks`; the output is a view of a ``[B, Lq, heads, dv]`` tensor."""
+    """The work of :func:`attention` (``mask`` 4-d or None): one :func:`run_blocks` task per head and block of
+    :data:`ATTENTION_CHUNK` scores; the output is a view of a ``[B, Lq, heads, dv]`` tensor."""
     b, heads, lq, _ = q.shape
     step = max(1, ATTENTION_CHUNK // max(1, lq * k.shape[2]))
     out = q.new_empty(b, lq, heads, v.shape[3])

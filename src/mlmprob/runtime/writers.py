@@ -1,8 +1,7 @@
 """Result writers (JSONL, TSV or Parquet by ``--out``'s suffix, or JSONL on stdout) that commit as they go and resume
-without loss: line files append, flush and ``fsync`` whole lines (a torn last line is dropped on resume); Parquet
-commits parts ``OUT.parts/part-NNNNNN.parquet`` (renamed into place) joined into ``OUT`` when the run completes. A
-run holds ``OUT.lock`` and keeps ``OUT.meta.json`` (:mod:`mlmprob.runtime.log`): its configuration, shard,
-completion and skipped ids, which ``mlmprob merge`` reads.
+without loss: line files append, flush and ``fsync`` whole lines; Parquet commits parts
+``OUT.parts/part-NNNNNN.parquet`` joined into ``OUT`` when the run completes. A run holds ``OUT.lock`` and keeps
+``OUT.meta.json`` (:mod:`mlmprob.runtime.log`): its configuration, shard, completion and skipped ids.
 """
 
 from __future__ import annotations
@@ -18,6 +17,7 @@ from pathlib import Path
 from ..errors import MLMProbError
 from ..jsonl import dumps, json_safe  # noqa: F401 - re-exported
 from .hold import hold_at
+from .inputs import _pyarrow_parquet
 from .log import ResumableLog, RunHold, RunMeta, naming, read_lines, read_log
 from .safefs import move_into_place, new_file, real_dir, refuse_link
 
@@ -39,8 +39,7 @@ def output_kind(path: str | Path | None) -> str:
 
 
 def check_tsv_id(rid) -> None:
-    """Refuse an id a TSV row cannot keep as it is (a tab or a line break): its cell would be changed and the
-    row would not match its record on ``--resume``.
+    """Refuse an id a TSV row cannot keep (a tab or a line break): its row would not match its record on resume.
 
     >>> check_tsv_id("a b")
     >>> check_tsv_id("a\\tb")  # doctest: +NORMALIZE_WHITESPACE
@@ -57,8 +56,8 @@ def check_tsv_id(rid) -> None:
 
 
 def tsv_cell(v) -> str:
-    """One TSV cell: empty for None and non-finite floats, lists and nested values as strict JSON text
-    (a Parquet output keeps them as lists and structs; JSONL as JSON), tabs and newlines as spaces.
+    """One TSV cell: empty for None and non-finite floats, lists and nested values as strict JSON text, tabs and
+    newlines as spaces.
 
     >>> tsv_cell(None), tsv_cell(float("nan")), tsv_cell(1.5), tsv_cell(["A", 2, float("inf")]), tsv_cell({"k": [1]})
     ('', '', '1.5', '["A", 2, null]', '{"k": [1]}')
@@ -78,19 +77,16 @@ class ResultWriter:
     def __init__(self, path: Path | None, *, fields: tuple[str, ...] | None = None):
         self.path, self.fields = path, fields
         self.rows_written = 0
+        self._done: set[str] = set()  # the ids the output held when opened (a file writer's _open sets them)
+        self._meta: dict = {}  # what OUT.meta.json holds
 
     def done_ids(self) -> set[str]:
-        """The ids the output held when it was opened (rows written since are not tracked: memory stays
-        flat however long the run)."""
-        return set()
+        """The ids the output held when it was opened (not those written since: memory stays flat)."""
+        return self._done
 
     def skipped(self) -> list[list[str]]:
         """``[id, reason]`` of the units the output's earlier runs skipped (from ``OUT.meta.json``)."""
-        return []
-
-    def skipped_ids(self) -> set[str]:
-        """The ids of :meth:`skipped`."""
-        return {str(x[0]) for x in self.skipped()}
+        return [list(x) for x in self._meta.get("skipped", [])]
 
     def write(self, rows: list[dict]) -> None:
         with naming("<stdout>"):
@@ -117,7 +113,6 @@ class _FileWriter(ResultWriter):
     """A file output held through :mod:`mlmprob.runtime.log` (its lock and ``OUT.meta.json``)."""
 
     path: Path  # a file output always has one
-    _done: set[str]  # the ids the output held when opened (set by _open)
 
     def __init__(self, path: Path, *, resume: bool, config: dict | None, fields=None, verify=None):
         super().__init__(path, fields=fields)
@@ -140,9 +135,6 @@ class _FileWriter(ResultWriter):
         except BaseException as e:  # a full disk: the lock goes, and what this run created
             self.__exit__(type(e), e, None)
             raise
-
-    def skipped(self) -> list[list[str]]:
-        return [list(x) for x in self._meta.get("skipped", [])]
 
     def _write_meta(self) -> None:
         assert self._hold.meta_file is not None  # opened with RunMeta(OUT.meta.json)
@@ -171,22 +163,14 @@ class _FileWriter(ResultWriter):
         """A run that failed before its first committed row leaves nothing behind: the output it created goes."""
         if not self._created or self._committed() > 0:
             return False
-        self._discard()
+        remove_output(self.path)
         return True
 
     def _committed(self) -> int:
         return self.rows_written
 
-    def _discard(self) -> None:
-        for p in (self.path, self.meta_path):
-            p.unlink(missing_ok=True)
-        shutil.rmtree(self.path.with_name(self.path.name + ".parts"), ignore_errors=True)
-
     def _open(self, resume: bool, config: dict | None) -> RunHold:
         raise NotImplementedError
-
-    def done_ids(self) -> set[str]:
-        return self._done
 
     def _finish(self, complete: bool) -> None:
         """Commit what is buffered (and, when ``complete``, join the output); line files have nothing to do."""
@@ -197,14 +181,10 @@ class LineWriter(_FileWriter):
 
     _hold: ResumableLog
 
-    def __init__(self, path: Path, *, resume: bool, config: dict | None = None, fields=None, verify=None):
-        self.kind = "tsv" if path.suffix.lower() == ".tsv" else "jsonl"
-        super().__init__(path, resume=resume, config=config, fields=fields, verify=verify)
-
     def _open(self, resume: bool, config: dict | None) -> ResumableLog:
+        self.kind = "tsv" if self.path.suffix.lower() == ".tsv" else "jsonl"
         log = ResumableLog(self.path, config=config, resume=resume, **self._hold_args)
         try:
-            self._done = set()
             header = next(iter(log.lines()), None) if self.kind == "tsv" else None
             if header is not None:
                 self._done.update(line.split("\t", 1)[0] for line in islice(log.lines(), 1, None))
@@ -259,30 +239,24 @@ class ParquetWriter(_FileWriter):
             self.path, config=config, resume=resume, exists=self.path.exists() or self.parts.exists(), **self._hold_args
         )
         try:
-            self._open_parts()
+            self._pq = _pyarrow_parquet()
+            import pyarrow as pa
+
+            self._pa = pa
+            if self.path.exists() and self.parts.exists():
+                shutil.rmtree(self.parts)  # the joined file was written last: it holds every part
+            real_dir(self.parts, "the Parquet parts folder")
+            for tmp in self.parts.glob("*.tmp"):
+                tmp.unlink()  # a part cut by a kill
+            if self.path.exists():
+                os.replace(self.path, self._part_name(0))
+            for p in self._part_files():
+                self._done.update(str(x) for x in self._pq.read_table(p, columns=["id"]).column("id").to_pylist())
         except BaseException:
             hold.close()
             raise
-        return hold
-
-    def _open_parts(self) -> None:
-        from .inputs import _pyarrow_parquet
-
-        self._pq = _pyarrow_parquet()
-        import pyarrow as pa
-
-        self._pa = pa
-        if self.path.exists() and self.parts.exists():
-            shutil.rmtree(self.parts)  # the joined file was written last: it holds every part
-        real_dir(self.parts, "the Parquet parts folder")
-        for tmp in self.parts.glob("*.tmp"):
-            tmp.unlink()  # a part cut by a kill
-        if self.path.exists():
-            os.replace(self.path, self._part_name(0))
-        self._done = set()
-        for p in self._part_files():
-            self._done.update(str(x) for x in self._pq.read_table(p, columns=["id"]).column("id").to_pylist())
         self._buf: list[dict] = []
+        return hold
 
     def _part_files(self) -> list[Path]:
         return sorted(self.parts.glob("part-*.parquet"))
@@ -332,6 +306,13 @@ def meta_path(out: str | Path) -> Path:
     return out.with_name(out.name + ".meta.json")
 
 
+def remove_output(path: Path) -> None:
+    """Remove the output ``path``, its ``.meta.json`` and its Parquet parts."""
+    for p in (path, meta_path(path)):
+        p.unlink(missing_ok=True)
+    shutil.rmtree(path.with_name(path.name + ".parts"), ignore_errors=True)
+
+
 def open_writer(
     out: str | Path | None,
     *,
@@ -341,10 +322,9 @@ def open_writer(
     part_rows: int = 1024,
     verify=None,
 ) -> ResultWriter:
-    """The writer for ``--out`` (stdout JSONL when None). ``config`` is stored in ``OUT.meta.json`` and
-    must match on ``--resume``; ``fields`` are the TSV columns; ``part_rows`` the rows of a Parquet part;
-    ``verify(stored config)`` further checks a resumed output (its identity) before anything is touched.
-    Resuming an output without ``OUT.meta.json`` (not written by mlmprob) is refused, unchanged."""
+    """The writer for ``--out`` (stdout JSONL when None). ``config`` is stored in ``OUT.meta.json`` and must match on
+    ``--resume`` (an output without one, not mlmprob's, is refused unchanged); ``fields``: the TSV columns;
+    ``part_rows``: the rows of a Parquet part; ``verify(stored config)`` further checks a resumed output."""
     kind = output_kind(out)
     if kind == "stdout":
         if resume:
@@ -363,12 +343,9 @@ def read_results(path: str | Path) -> Iterable[dict]:
     """Stream the rows of a result file (JSONL, TSV or Parquet; Parquet parts of an unfinished run too)."""
     path = Path(path)
     kind = output_kind(path)
-    parts = path.with_name(path.name + ".parts")
     if kind == "parquet":
-        from .inputs import _pyarrow_parquet
-
         pq = _pyarrow_parquet()
-        files = [path] if path.exists() else sorted(parts.glob("part-*.parquet"))
+        files = [path] if path.exists() else sorted(path.with_name(path.name + ".parts").glob("part-*.parquet"))
         if not files:
             raise MLMProbError(f"result file {str(path)!r} does not exist")
         for f in files:
@@ -380,10 +357,7 @@ def read_results(path: str | Path) -> Iterable[dict]:
     if kind == "jsonl":
         yield from read_log(path)
         return
-    header = None
-    for line in read_lines(path):
-        cells = line.split("\t")
-        if header is None:
-            header = cells
-            continue
-        yield dict(zip(header, cells, strict=False))  # a short or long row is read as before: no error here
+    lines = read_lines(path)
+    header = next(lines, "").split("\t")
+    for line in lines:
+        yield dict(zip(header, line.split("\t"), strict=False))  # a short or long row is read as before: no error
