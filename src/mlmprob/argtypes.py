@@ -26,49 +26,41 @@ LIMIT = 10**9  # larger numbers are refused: no option of mlmprob means anything
 MAX_THREADS = 1024  # more CPU threads is a typing mistake (OpenMP sizes its pool up front: 10**9 asks for ~200 GB)
 
 
-def _int(text: str, what: str) -> int:
+def _number(text: str, what: str, kind: type = int):
+    """``kind(text)`` (int or float), refused as ``must be WHAT`` unless it is a finite number within ``LIMIT``."""
     try:
-        value = int(str(text).strip())
+        value = kind(str(text).strip())
     except ValueError:
         raise argparse.ArgumentTypeError(f"must be {what}, got {text!r}") from None
-    if abs(value) > LIMIT:
-        raise argparse.ArgumentTypeError(f"must be {what} no larger than {LIMIT:,}, got {text!r}")
-    return value
-
-
-def _float(text: str, what: str) -> float:
-    try:
-        value = float(str(text).strip())
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be {what}, got {text!r}") from None
-    if not math.isfinite(value):
+    if kind is float and not math.isfinite(value):
         raise argparse.ArgumentTypeError(f"must be {what}, got {text!r}")
     if abs(value) > LIMIT:
-        raise argparse.ArgumentTypeError(f"must be {what} no larger than {LIMIT:g}, got {text!r}")
+        limit = f"{LIMIT:,}" if kind is int else f"{LIMIT:g}"
+        raise argparse.ArgumentTypeError(f"must be {what} no larger than {limit}, got {text!r}")
     return value
 
 
-def integer(text: str) -> int:
-    """Any integer (within ``LIMIT``), e.g. a residue numbering offset."""
-    return _int(text, "an integer")
+def _ranged(name: str, kind: type, what: str, ok=lambda v: True):
+    """The argparse type ``name``: a ``kind`` number (:func:`_number`) refused as ``must be WHAT`` unless ``ok``."""
+
+    def convert(text: str):
+        value = _number(text, what, kind)
+        if not ok(value):
+            raise argparse.ArgumentTypeError(f"must be {what}, got {text!r}")
+        return value
+
+    convert.__name__ = convert.__qualname__ = name
+    return convert
 
 
-def _within(parse, what: str, ok, text: str):
-    """``parse(text, what)``, refused as ``must be WHAT`` unless ``ok(value)``."""
-    value = parse(text, what)
-    if not ok(value):
-        raise argparse.ArgumentTypeError(f"must be {what}, got {text!r}")
-    return value
-
-
-def positive_int(text: str) -> int:
-    """An integer >= 1."""
-    return _within(_int, "a positive integer", lambda v: v >= 1, text)
-
-
-def nonnegative_int(text: str) -> int:
-    """An integer >= 0."""
-    return _within(_int, "a non-negative integer", lambda v: v >= 0, text)
+integer = _ranged("integer", int, "an integer")  # e.g. a residue numbering offset
+positive_int = _ranged("positive_int", int, "a positive integer", lambda v: v >= 1)
+nonnegative_int = _ranged("nonnegative_int", int, "a non-negative integer", lambda v: v >= 0)
+finite_float = _ranged("finite_float", float, "a finite number")
+positive_float = _ranged("positive_float", float, "a positive number", lambda v: v > 0)
+nonnegative_float = _ranged("nonnegative_float", float, "a non-negative number", lambda v: v >= 0)
+probability = _ranged("probability", float, "a probability in (0, 1]", lambda v: 0 < v <= 1)
+open_fraction = _ranged("open_fraction", float, "a fraction in (0, 1)", lambda v: 0 < v < 1)  # e.g. a held-out share
 
 
 def thread_count(text: str) -> int:
@@ -79,44 +71,18 @@ def thread_count(text: str) -> int:
     return value
 
 
-def finite_float(text: str) -> float:
-    """Any finite number (within ``LIMIT``)."""
-    return _float(text, "a finite number")
-
-
-def positive_float(text: str) -> float:
-    """A finite number > 0."""
-    return _within(_float, "a positive number", lambda v: v > 0, text)
-
-
 def ladder(text: str) -> tuple[float, ...]:
     """A replica ladder: numbers separated by commas, checked by the specs' own check
     (:func:`mlmprob.settings.check_ladder`: at least two, positive, increasing from the target's ``1,1.5,2.5``)."""
     from .settings import check_ladder
 
-    return checked(lambda t: tuple(_float(x, "a number") for x in t.split(",")), check_ladder)(text)
-
-
-def nonnegative_float(text: str) -> float:
-    """A finite number >= 0."""
-    return _within(_float, "a non-negative number", lambda v: v >= 0, text)
-
-
-def probability(text: str) -> float:
-    """A number in (0, 1]."""
-    return _within(_float, "a probability in (0, 1]", lambda v: 0 < v <= 1, text)
-
-
-def open_fraction(text: str) -> float:
-    """A number in (0, 1), e.g. a held-out share."""
-    return _within(_float, "a fraction in (0, 1)", lambda v: 0 < v < 1, text)
+    return checked(lambda t: tuple(_number(x, "a number", float) for x in t.split(",")), check_ladder)(text)
 
 
 def checked(parse, check=None):
     """The type of a flag that sets a spec field: the text read by ``parse`` (``int``, ``float``, or a spec's parse
-    function of text, which refuses with :class:`~mlmprob.errors.MLMProbError`), then checked by the spec's own
-    ``check(value)`` (its error becomes argparse's one line), so the flag accepts and refuses exactly what the spec
-    does.
+    function refusing with :class:`~mlmprob.errors.MLMProbError`), then checked by the spec's own ``check(value)``
+    (its error becomes argparse's one line): the flag accepts and refuses exactly what the spec does.
 
     >>> def check_tol(v):
     ...     if not 0 <= v < float("inf"):
@@ -152,9 +118,8 @@ _DEVICE_WHAT = f"auto or a device of type {', '.join(DEVICE_TYPES)} (cuda:1: one
 
 
 def device_name(text: str) -> str:
-    """A device mlmprob computes on: ``auto``, ``cpu``, ``cuda``, ``cuda:N`` or ``mps`` (:data:`mlmprob.defaults.
-    DEVICE_TYPES`); ``meta`` (which holds no values), ``xla`` and the like are refused. Whether the device is
-    there is checked when the model loads.
+    """A device mlmprob computes on: ``auto``, ``cpu``, ``cuda``, ``cuda:N`` or ``mps``; ``meta`` (no values),
+    ``xla`` and the like are refused. Whether the device is there is checked when the model loads.
 
     >>> device_name("cuda:1"), device_name(" cpu ")
     ('cuda:1', 'cpu')

@@ -1,7 +1,6 @@
 """Reads of a model for the algorithms, through the one forward primitive (:mod:`mlmprob.models.forward`): masked
 copies of input rows (:func:`iter_masked_logits`) or given rows (:func:`read_logits` / :func:`iter_read_logits`).
-A record's copies are forwarded in sub-batches of their own, so what it scores never depends on the records beside
-it; lower the reader's budget (``reader_of(mlm, batch_tokens)``) when memory is short.
+A record's copies are forwarded in sub-batches of their own, so its scores never depend on the records beside it.
 """
 
 from __future__ import annotations
@@ -37,16 +36,12 @@ def iter_masked_logits(
 ) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
     """Yield ``(copy_index [n], logits [n, V])`` sub-batch by sub-batch, covering every copy once.
 
-    Copy ``n`` is row ``rows[n]`` of ``input_ids`` with ``cols[n]`` masked; ``extra_mask`` (bool
-    ``[N, L]``) masks more positions in it; its logits are read at ``cols[n]``. The copies of one
-    row of ``input_ids`` are forwarded only with each other (in their given order); ``records`` (``[B]``)
-    lets rows of one record share sub-batches (e.g. the chains of one sampling call). ``progress`` is
-    called with the number of copies finished after each sub-batch.
-
-    With ``on_device`` the masked copies are built on the model's device, the loop makes no host
-    synchronisation, and both tensors are yielded there (logits as float32); otherwise on the CPU.
-    A sub-batch that runs out of memory is halved and retried (reported once). NaN or infinite
-    logits raise ``NonFiniteError`` naming the affected rows of ``input_ids``.
+    Copy ``n`` is row ``rows[n]`` of ``input_ids`` with ``cols[n]`` (and ``extra_mask[n]``, bool ``[N, L]``)
+    masked, read at ``cols[n]``. A row's copies are forwarded only with each other, in order; ``records`` (``[B]``)
+    lets rows of one record share sub-batches (the chains of one sampling call). ``progress(copies finished)``
+    after each sub-batch. ``on_device``: copies built and both tensors yielded on the model's device (logits as
+    float32) without host synchronisation; else on the CPU. A sub-batch out of memory is halved and retried; NaN
+    or infinite logits raise ``NonFiniteError`` naming the rows of ``input_ids``.
     """
     rows = torch.as_tensor(rows, dtype=torch.long)
     cols = torch.as_tensor(cols, dtype=torch.long)
@@ -64,9 +59,9 @@ def iter_read_logits(
     progress: Callable[[int], None] | None = None,
     on_device: bool = False,
 ) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
-    """Yield ``(read_index [n], logits [n, V])``: read ``q`` is position ``read_col[q]`` of row
-    ``read_row[q]`` of ``ids`` (rows forwarded as they are). ``groups`` (``[R]``) names the record
-    each row belongs to (default: all one record); rows of different records never share a sub-batch."""
+    """Yield ``(read_index [n], logits [n, V])``: read ``q`` is position ``read_col[q]`` of row ``read_row[q]`` of
+    ``ids`` (forwarded as they are). ``groups`` (``[R]``): each row's record (default: one); rows of different
+    records never share a sub-batch."""
     source = GivenRows(mlm, ids, groups)
     yield from iter_forward(mlm, source, read_row, read_col, progress=progress, on_device=on_device)
 

@@ -13,28 +13,16 @@ import os
 import re
 import sys
 
+from . import __version__
+from .argtypes import thread_count
 from .errors import MLMProbError
 
-COMMANDS = (
-    "score",
-    "calibrate",
-    "merge",
-    "demo",
-    "sample",
-    "design",
-    "joints",
-    "infill",
-    "train",
-    "variants",
-    "app",
-    "check_model",
-)
+COMMANDS = tuple("score calibrate merge demo sample design joints infill train variants app check_model".split())
 
 
 def plain(text: str) -> str:
-    r"""Help text as a terminal shows it, the reST markup of the docstrings it comes from removed: double
-    backticks, and roles (``:func:`~a.b.c``` reads ``c``, ``:class:`a.B``` reads ``a.B``). Every command's help
-    passes through it (:class:`HelpFormatter`).
+    r"""Help text as a terminal shows it: double backticks and roles removed (``:func:`~a.b.c``` reads ``c``,
+    ``:class:`a.B``` reads ``a.B``).
 
     >>> plain("``mlmprob infill``: see :func:`~mlmprob.infill` and :class:`mlmprob.InfillSpec`")
     'mlmprob infill: see infill and mlmprob.InfillSpec'
@@ -44,10 +32,8 @@ def plain(text: str) -> str:
 
 
 class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
-    """Shows every option's default, except a default of None (that means "not given", and the option's help
-    says what happens then: ``--batch-tokens``: chosen by the device, so ``(default: None)`` would only
-    contradict it), the False of a switch, and a default the help already states in its own words; and
-    writes every help text :func:`plain`."""
+    """Shows every option's default except None ("not given": the help says what happens then), a switch's False
+    and a default the help already words; writes every help text :func:`plain`."""
 
     def _get_help_string(self, action):
         text = action.help or ""
@@ -67,9 +53,8 @@ class RawDescriptionHelpFormatter(argparse.RawDescriptionHelpFormatter, HelpForm
 
 
 class Parser(argparse.ArgumentParser):
-    """An ``ArgumentParser`` whose usage errors are one line, ``error: ...`` (no usage block), with
-    exit status 2; its subparsers are of the same class, and all of them write their help with
-    :class:`HelpFormatter` (:class:`RawDescriptionHelpFormatter` where the command asks for a raw description)."""
+    """An ``ArgumentParser`` whose usage errors are one line, ``error: ...``, exit status 2; it and its subparsers
+    (the same class) write help with :class:`HelpFormatter` (raw descriptions kept where a command asks)."""
 
     def __init__(self, *args, **kwargs):
         raw = kwargs.get("formatter_class") is argparse.RawDescriptionHelpFormatter
@@ -82,32 +67,22 @@ class Parser(argparse.ArgumentParser):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from . import __version__
-    from .argtypes import thread_count
-
     parser = Parser(prog="mlmprob", description="Probabilistic inference with masked language models.")
     parser.add_argument("--version", action="version", version=f"mlmprob {__version__}")
     parser.add_argument(
         "--threads",
         type=thread_count,
-        default=None,
         help="torch CPU threads (default: torch's choice; 1 is fastest for small models on a busy CPU)",
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", help="run 'mlmprob COMMAND --help' for its options")
     for name in COMMANDS:
-        try:
-            mod = importlib.import_module(f".commands.{name}", __package__)
-        except ModuleNotFoundError as e:
-            if e.name and e.name.endswith(f"commands.{name}"):
-                continue  # command not built yet
-            raise
-        mod.register(sub)
+        importlib.import_module(f".commands.{name}", __package__).register(sub)
     return parser
 
 
 class ClosedStdout(io.TextIOBase):
-    """What ``sys.stdout`` is when the process started with its standard output closed (``>&-``; Python leaves it
-    None, and the first row written to it was an ``AttributeError``): writing to it is an input error, one line."""
+    """``sys.stdout`` when the process started with standard output closed (``>&-``; Python leaves it None):
+    writing to it is an input error, one line."""
 
     def writable(self) -> bool:
         return True
@@ -119,9 +94,8 @@ class ClosedStdout(io.TextIOBase):
 
 
 def guard_closed_stdout() -> None:
-    """With standard output closed, file descriptor 1 is taken by ``/dev/null`` (no file this run opens lands on
-    it, nor the workers' output) and ``sys.stdout`` becomes :class:`ClosedStdout`: a command that writes to it
-    stops with one line, a command that writes to ``--out`` runs as usual."""
+    """With standard output closed, descriptor 1 is taken by ``/dev/null`` (so no file this run opens lands on it)
+    and ``sys.stdout`` becomes :class:`ClosedStdout`: writing there stops with one line, ``--out`` works."""
     if sys.stdout is not None:
         return
     try:
@@ -139,30 +113,23 @@ def main(argv: list[str] | None = None) -> int:
     guard_closed_stdout()
     parser = build_parser()
     try:
-        args = parser.parse_args(argv)
-    except MLMProbError as e:  # --help or --version with standard output closed
-        print(f"error: {e}", file=sys.stderr)
-        return 2
-    if not getattr(args, "func", None):
-        parser.print_help()
-        return 1
-    if args.threads is not None:
-        import torch
+        args = parser.parse_args(argv)  # MLMProbError: --help or --version with standard output closed
+        if not getattr(args, "func", None):
+            parser.print_help()
+            return 1
+        if args.threads is not None:
+            import torch
 
-        torch.set_num_threads(args.threads)
-    from .runtime.hold import check_hold
-    from .runtime.spool import command_scope, sweep
+            torch.set_num_threads(args.threads)
+        from .runtime.hold import check_hold
+        from .runtime.spool import command_scope, sweep
 
-    try:
         check_hold()  # a malformed $MLMPROB_HOLD: one line, before any work
         sweep()  # the stdin copies of killed runs
         with command_scope():  # stdin spooled once; the copies removed at the end
             return int(args.func(args) or 0)
-    except MLMProbError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
-    except OSError as e:  # the file system said no (missing folder, read-only, disk full): a data error
-        print(f"error: {os_error_message(e)}", file=sys.stderr)
+    except (MLMProbError, OSError) as e:  # OSError: the file system said no (missing folder, disk full): a data error
+        print(f"error: {os_error_message(e) if isinstance(e, OSError) else e}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)

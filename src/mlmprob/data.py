@@ -7,18 +7,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from .errors import TokenizationError
-from .runtime.inputs import FORMATS, Record, detect_format, iter_records, read_records
-
-__all__ = [
-    "FORMATS",
-    "Record",
-    "detect_format",
-    "iter_records",
-    "read_records",
-    "shared_data_dir",
-    "encode_records",
-    "encodable_records",
-]
+from .runtime.inputs import FORMATS, Record, detect_format, iter_records, read_records  # noqa: F401 - re-exported
 
 
 def _why(e: TokenizationError) -> str:
@@ -54,14 +43,9 @@ def encodable_records(
 
 
 def shared_data_dir() -> Path | None:
-    """The shared data folder: ``$MLMPROB_DATA``, else ``../shared/data`` from the working directory
-    or from the source checkout; None if none exists."""
+    """The shared data folder: ``$MLMPROB_DATA``, else ``../shared/data`` of the working directory or checkout."""
     env = os.environ.get("MLMPROB_DATA")
     cands = [Path(env)] if env else []
-    here = Path(__file__).resolve()
     cands += [Path.cwd() / ".." / "shared" / "data", Path.cwd() / "shared" / "data"]
-    cands += [p / "shared" / "data" for p in here.parents]
-    for c in cands:
-        if c.is_dir():
-            return c.resolve()
-    return None
+    cands += [p / "shared" / "data" for p in Path(__file__).resolve().parents]
+    return next((c.resolve() for c in cands if c.is_dir()), None)

@@ -14,9 +14,8 @@
 - ``MKL_CBWR``: the variable and value ``import mlmprob`` sets unless set already (MKL's strict reproducibility
   mode; ``MKL_CBWR=`` turns it off); ``THREAD_INVARIANT_ENV``: ``$MLMPROB_THREAD_INVARIANT=0`` turns off the
   thread-count-invariant products (:mod:`mlmprob.runtime.threads`; docs/results/precision/threads_repro.md).
-- ``PART_ROWS``: rows per committed Parquet part of a streamed output.
-- ``COUNT_LIMIT``: a streamed command counts its input's units for the bar's total only below this file size
-  (generated inputs are always counted).
+- ``PART_ROWS``: rows per committed Parquet part of a streamed output; ``COUNT_LIMIT``: a streamed command counts
+  its input's units for the bar's total only below this file size (generated inputs are always counted).
 - ``MAX_INPUT_LINE``: the most bytes of one input line (newline included), FASTA record or CSV/TSV cell; a longer
   one is refused naming the file and line (lines are read in pieces of at most this size).
 

@@ -28,8 +28,8 @@ ENERGY_KINDS = ("local", "raw")
 
 @dataclass(frozen=True)
 class TokenScoresSpec(Spec):
-    """The settings of :func:`token_scores` and the exact :func:`pll`: none (what they score, ``positions`` and
-    ``word_ids``, are inputs). It is here so that every algorithm takes ``spec=None, **overrides`` alike."""
+    """The settings of :func:`token_scores` and the exact :func:`pll`: none (``positions`` and ``word_ids`` are
+    inputs); here so that every algorithm takes ``spec=None, **overrides`` alike."""
 
 
 @dataclass(frozen=True)
@@ -50,26 +50,20 @@ class EnergySpec(Spec):
 
 
 def row_sum(x: torch.Tensor) -> torch.Tensor:
-    """Sum over the last dimension, added left to right: the same bits however long the padding after a
-    row's values is (a vectorised ``sum`` groups the terms by the row length and the CPU's vector width,
-    so a record padded in a batch could differ in its last bit from the record alone).
+    """Sum over the last dimension, added left to right: the same bits however long a row's padding is (a
+    vectorised ``sum`` groups terms by row length and vector width: a padded record could differ in its last bit).
 
     >>> x = torch.tensor([[0.1, 0.2, 0.3, 1e-17, 0.7, 0.0, 0.0, 0.0, 0.0]], dtype=torch.float64)
     >>> bool(row_sum(x) == row_sum(x[:, :5]))
     True
     """
-    if x.shape[-1] == 0:
-        return x.sum(-1)
-    return x.cumsum(-1)[..., -1]
+    return x.sum(-1) if x.shape[-1] == 0 else x.cumsum(-1)[..., -1]
 
 
 @dataclass(frozen=True)
 class TokenScores:
-    """Per-token scores of a batch ``[B, L]``.
-
-    ``log_prob[b, t]`` is ``log q_t(x_t | ...)`` and ``raw[b, t]`` the raw logit of ``x_t``, both
-    with the copy's mask applied; both are 0 where ``positions[b, t]`` is False.
-    """
+    """Per-token scores of a batch ``[B, L]``: ``log_prob[b, t]`` is ``log q_t(x_t | ...)`` and ``raw[b, t]`` the raw
+    logit of ``x_t``, both with the copy's mask applied, and both 0 where ``positions[b, t]`` is False."""
 
     log_prob: torch.Tensor
     raw: torch.Tensor
@@ -96,9 +90,8 @@ class TokenScores:
 def target_scores(
     logits: torch.Tensor, targets: torch.Tensor, dtype: torch.dtype = torch.float64
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """``(log q(target), raw logit of target)``, float64, of rows of logits ``[..., V]`` and their targets
-    ``[...]``, computed in ``dtype``: the one per-token arithmetic of ``E_local`` and ``E_raw`` (the scores of
-    :func:`token_scores` and the samplers' cached energies, :func:`energies_from_logits`).
+    """``(log q(target), raw logit of target)``, float64, of logits ``[..., V]`` and targets ``[...]``, computed in
+    ``dtype``: the one per-token arithmetic of ``E_local`` and ``E_raw`` (:func:`token_scores`, the samplers).
 
     >>> lp, raw = target_scores(torch.tensor([[0.0, 2.0]]), torch.tensor([1]))
     >>> round(float(lp[0]), 4), float(raw[0])
@@ -112,9 +105,8 @@ def target_scores(
 def energies_from_logits(
     logits: torch.Tensor, ids: torch.Tensor, scored: torch.Tensor
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """``(E_local, E_raw)`` ``[B]`` float64 from the single-site logits ``[B, L, V]`` of ``ids`` ``[B, L]``
-    (each position's row read with that position masked), summed over ``scored`` (bool ``[B, L]``): the
-    same numbers as :func:`energy` from the same rows.
+    """``(E_local, E_raw)`` ``[B]`` float64 from the single-site logits ``[B, L, V]`` of ``ids`` ``[B, L]`` (each
+    read with its position masked), summed over ``scored`` (bool ``[B, L]``): :func:`energy`'s numbers.
 
     >>> from mlmprob import ExactMLM
     >>> m = ExactMLM(torch.log(torch.tensor([[0.1, 0.2], [0.3, 0.4]])))   # mask id 2
@@ -130,15 +122,7 @@ def energies_from_logits(
 
 
 def check_has_values(t: torch.Tensor, name: str) -> None:
-    """Refuse a tensor on the ``meta`` device (a shape without values: every read of it fails in torch) in one
-    line naming the argument.
-
-    >>> check_has_values(torch.zeros(2, device="meta"), "input_ids")  # doctest: +NORMALIZE_WHITESPACE
-    Traceback (most recent call last):
-    ...
-    mlmprob.errors.MLMProbError: input_ids is on the meta device, which holds no values: give token ids on the cpu
-    (or the model's device)
-    """
+    """Refuse a tensor on the ``meta`` device (a shape without values) in one line naming the argument."""
     if t.device.type == "meta":
         raise MLMProbError(
             f"{name} is on the meta device, which holds no values: give token ids on the cpu (or the model's device)"
@@ -181,28 +165,22 @@ def check_input_ids(mlm: MaskedLM, input_ids) -> torch.Tensor:
         )
     if ids.dim() != 2:
         raise MLMProbError(f"input_ids must have shape [B, L], got {tuple(ids.shape)}")
-    if ids.shape[0] == 0 or ids.shape[1] == 0:
-        raise MLMProbError(f"input_ids is empty: shape {tuple(ids.shape)}")
     r = reader_of(mlm)
     if bool(r.foreign(ids).any()):
         raise MLMProbError(
             f"token ids must lie in {r.id_range()} for this model, got "
             f"{int(ids.min())}..{int(ids.max())} (a vocabulary mismatch?)"
         )
-    max_len = r.max_length
-    if max_len is not None:
-        lengths = r.lengths(ids)
-        too_long = lengths > max_len
-        if too_long.any():
-            b = int(too_long.nonzero()[0])
-            raise MLMProbError(f"sequence {b} has {int(lengths[b])} tokens; the model accepts at most {max_len}")
+    max_len, lengths = r.max_length, r.lengths(ids)
+    if max_len is not None and (lengths > max_len).any():
+        b = int((lengths > max_len).nonzero()[0])
+        raise MLMProbError(f"sequence {b} has {int(lengths[b])} tokens; the model accepts at most {max_len}")
     return ids
 
 
 def as_input_ids(mlm: MaskedLM, input_ids, name: str = "input_ids") -> torch.Tensor:
     """What the scoring entry points score, as checked token ids ``[B, L]`` (:func:`check_input_ids`): token ids, or
-    text (a sequence, or a list of sequences), encoded by the model's own tokenizer (``mlm.encode(texts).input_ids``,
-    right-padded with the model's padding, which the ids path reads as padding: the same ids, the same scores).
+    text (a sequence or a list of them) encoded by the model's tokenizer (right-padded: the same scores).
 
     >>> as_input_ids(None, ["EVQL", [5, 6]])  # doctest: +NORMALIZE_WHITESPACE
     Traceback (most recent call last):
@@ -264,10 +242,8 @@ def as_row(input_ids, name: str = "input_ids") -> torch.Tensor:
 def resolve_positions(
     mlm: MaskedLM, input_ids: torch.Tensor, positions: Positions, *, allow_empty_rows: bool = False
 ) -> torch.Tensor:
-    """Turn ``positions`` (None, a list of indices shared by the batch, or bool ``[B, L]``) into a
-    bool ``[B, L]`` mask, checking that it fits the input: :func:`mlmprob.positions.resolve` under the rule
-    :data:`~mlmprob.positions.TOKENS` (by default every token that is neither special, padding nor a mask;
-    a mask token is never scored)."""
+    """``positions`` (None, indices shared by the batch, or bool ``[B, L]``) as a checked bool ``[B, L]`` mask:
+    :func:`mlmprob.positions.resolve` under :data:`~mlmprob.positions.TOKENS` (a mask token is never scored)."""
     return resolve(mlm, input_ids, positions, TOKENS, allow_empty_rows=allow_empty_rows)
 
 
@@ -291,12 +267,10 @@ def token_scores(
 ) -> TokenScores:
     """Per-token log-probabilities and raw logits, one masked copy per scored position.
 
-    ``input_ids``: token ids ``[B, L]`` or text (a sequence or a list of sequences, encoded by the model's tokenizer:
-    :func:`as_input_ids`). With ``word_ids`` (``[B, L]``, -1 for special tokens) the whole-word l2r variant is used.
-    ``spec``
+    ``input_ids``: token ids ``[B, L]`` or text (a sequence or a list of sequences: :func:`as_input_ids`). With
+    ``word_ids`` (``[B, L]``, -1 for special tokens) the whole-word l2r variant is used. ``spec``
     (:class:`TokenScoresSpec`) has no settings: the keywords of every algorithm, taken alike.
 
-    >>> import torch
     >>> from mlmprob import ExactMLM
     >>> m = ExactMLM(torch.log(torch.tensor([[0.1, 0.2], [0.3, 0.4]])))
     >>> s = token_scores(m, torch.tensor([[1, 1]]))
@@ -320,8 +294,7 @@ def token_scores(
             raise PositionsError(f"word_ids has shape {tuple(word_ids.shape)}, input_ids has shape {tuple(ids.shape)}")
         extra = whole_word_mask(word_ids, rows, cols)
     dev = reader_of(mlm).device
-    lp = torch.zeros(ids.shape, dtype=torch.float64, device=dev)
-    raw = torch.zeros(ids.shape, dtype=torch.float64, device=dev)
+    lp, raw = (torch.zeros(ids.shape, dtype=torch.float64, device=dev) for _ in range(2))
     rows_d, cols_d = rows.to(dev), cols.to(dev)
     targets = ids.to(dev)[rows_d, cols_d]
     # log-softmax in float64 on the CPU; float32 on accelerators (a [n, V] float64 copy costs too much there)
@@ -329,8 +302,7 @@ def token_scores(
     for idx, logits in iter_masked_logits(mlm, ids, rows, cols, extra_mask=extra, progress=progress, on_device=True):
         r, c = rows_d[idx], cols_d[idx]
         lp[r, c], raw[r, c] = target_scores(logits, targets[idx], acc)
-    lp, raw = lp.cpu(), raw.cpu()  # one copy to the host per call
-    return TokenScores(lp, raw, sel)
+    return TokenScores(lp.cpu(), raw.cpu(), sel)  # one copy to the host per call
 
 
 def pll(
@@ -349,7 +321,6 @@ def pll(
     ``positions`` is None (every non-special position), a list of indices shared by the batch, or a
     bool mask ``[B, L]``. ``word_ids`` switches to the whole-word l2r variant.
 
-    >>> import torch
     >>> from mlmprob import ExactMLM
     >>> m = ExactMLM(torch.log(torch.tensor([[0.1, 0.2], [0.3, 0.4]])))
     >>> round(float(pll(m, torch.tensor([[1, 1]]))), 4)  # log(2/3) + log(4/7)
@@ -365,7 +336,6 @@ def energy(
     fields): ``kind="local"`` is ``-pll``, ``kind="raw"`` is ``-sum_t logit_t(x_t | x with t masked)``; ``input_ids``
     as in :func:`pll` (token ids or text).
 
-    >>> import torch
     >>> from mlmprob import ExactMLM
     >>> m = ExactMLM(torch.log(torch.tensor([[0.1, 0.2], [0.3, 0.4]])))
     >>> round(float(energy(m, torch.tensor([[1, 1]]), kind="local")), 4)

@@ -7,10 +7,8 @@ from collections.abc import Callable
 
 
 class MLMProbError(ValueError):
-    """Base class for every input error mlmprob raises on purpose.
-
-    The CLI prints ``error: <message>`` for these and exits with status 2; anything else is a bug.
-    """
+    """Base class for every input error mlmprob raises on purpose: the CLI prints ``error: <message>`` and exits
+    with status 2 (anything else is a bug)."""
 
 
 class TokenizationError(MLMProbError):
@@ -26,8 +24,8 @@ class ModelLoadError(MLMProbError):
 
 
 class NonFiniteError(MLMProbError):
-    """The model returned NaN or infinite logits (float16 overflow, broken weights), or a score came
-    out infinite. ``rows`` are the indices of the affected input sequences when known."""
+    """The model returned NaN or infinite logits (float16 overflow, broken weights), or a score came out
+    infinite; ``rows``: the indices of the affected input sequences when known."""
 
     def __init__(self, message: str, rows=()):
         super().__init__(message)
@@ -35,9 +33,8 @@ class NonFiniteError(MLMProbError):
 
 
 def exit_status(body: Callable[[], int | None]) -> int:
-    """Run a command's ``body`` and give its exit status (None counts as 0); an input error
-    (``MLMProbError``) is instead the one line ``error: <message>`` on stderr and status 2, the
-    contract of every entry point (the experiments' ``python -m`` commands among them).
+    """Run a command's ``body`` and give its exit status (None: 0); an input error (``MLMProbError``) is instead
+    the one line ``error: <message>`` on stderr and status 2, the contract of every entry point.
 
     >>> import contextlib, io
     >>> def bad():

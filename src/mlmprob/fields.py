@@ -61,23 +61,16 @@ def flag_keywords(name: str, meta, help_text: str) -> dict:
     return kw
 
 
-def field_flag(group, spec: type, name: str, present: bool = False) -> argparse.Action:
-    """Add the flag of ``spec``'s field ``name`` to ``group`` (a parser or an argument group): help from the field's
-    metadata with its default, type, choices and action from the metadata. ``present``: left out, the flag's
-    attribute is the field's default rather than absent (a flag the command reads before it makes the spec, such
-    as an input's ``--format``). Returns argparse's action."""
-    f = {f.name: f for f in dataclasses.fields(spec)}[name]  # declared with option(default, help, ...)
-    kw = flag_keywords(name, f.metadata, f.metadata["help"] + default_text(f.default, f.metadata))
-    if present:
-        kw["default"] = f.default
-    action = group.add_argument(flag_of(name, f.metadata), *f.metadata.get("aliases", ()), **kw)
-    action.spec_field = (spec, name)  # what made it
-    return action
-
-
 def add_field_flags(group, spec: type, names=None, present=()) -> None:
     """Add the flags of ``spec``'s fields ``names``, in that order (None: every field declared with :func:`option`,
-    in field order) to ``group`` (:func:`field_flag`; those in ``present`` keep the field's default when left
-    out)."""
-    for name in names if names is not None else [f.name for f in dataclasses.fields(spec) if "help" in f.metadata]:
-        field_flag(group, spec, name, present=name in present)
+    in field order) to ``group`` (a parser or an argument group): help, type, choices and action from the field's
+    metadata, help with its default. A flag in ``present``, left out, is the field's default rather than absent (a
+    flag the command reads before it makes the spec, such as an input's ``--format``)."""
+    fields = {f.name: f for f in dataclasses.fields(spec)}
+    for name in names if names is not None else [n for n, f in fields.items() if "help" in f.metadata]:
+        f = fields[name]  # declared with option(default, help, ...)
+        kw = flag_keywords(name, f.metadata, f.metadata["help"] + default_text(f.default, f.metadata))
+        if name in present:
+            kw["default"] = f.default
+        action = group.add_argument(flag_of(name, f.metadata), *f.metadata.get("aliases", ()), **kw)
+        action.spec_field = (spec, name)  # what made it

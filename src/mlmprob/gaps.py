@@ -1,9 +1,7 @@
 """The gap parser: how a gap is written in a record's text, read without a model.
 
 A gap is written as ``[MASK]x5`` (five masked tokens), ``[MASK]`` / ``<mask>`` (one each, any case) or ``_``
-(one each), e.g. ``EVQLVESGGG_____QPGGSLRLSCAAS``. Masked tokens separated only by whitespace belong to the same
-contiguous gap. Infilling (``mlmprob.infilling.stream``) and the antibody numbering of sampled records
-(``mlmprob.sampling.cdr``) read gaps through it.
+(one each), e.g. ``EVQLVESGGG_____QPGGSLRLSCAAS``. Masked tokens apart only by whitespace are one gap.
 """
 
 from __future__ import annotations
@@ -59,14 +57,7 @@ def expand_gaps(text: str, mask_text: str = "_", limit: int | None = None) -> st
     'the [MASK][MASK] sat'
     """
     gap_tokens(text, limit)
-
-    def rep(m: re.Match) -> str:
-        return "\0" * (int(m.group(2)) if m.group(2) else 1)
-
-    out = _GAP_RE.sub(rep, text)
-    if mask_text != "_":
-        out = out.replace("_", "\0")
-    return out.replace("\0", mask_text)
+    return _GAP_RE.sub(lambda m: "\0" * int(m.group(2) or 1), text).replace("_", "\0").replace("\0", mask_text)
 
 
 def count_gaps(text: str) -> int:

@@ -1,6 +1,5 @@
-"""Strict JSON: every JSON text mlmprob writes goes through ``dumps``: NaN and infinities become
-``null`` (strict JSON has no such numbers), numpy and torch scalars become Python numbers. Files
-appended as a run goes (and their one reader) are :mod:`mlmprob.runtime.log`.
+"""Strict JSON: every JSON text mlmprob writes goes through ``dumps``: NaN and infinities become ``null``, numpy
+and torch scalars Python numbers. Files appended as a run goes (and their reader) are :mod:`mlmprob.runtime.log`.
 """
 
 from __future__ import annotations
@@ -10,8 +9,8 @@ import math
 
 
 def json_safe(obj):
-    """``obj`` with NaN/inf floats replaced by None, recursively through dicts, lists and tuples;
-    numpy/torch scalars become Python numbers and arrays/tensors lists.
+    """``obj`` with NaN/inf floats replaced by None, recursively through dicts, lists and tuples; numpy/torch
+    scalars become Python numbers and arrays/tensors lists.
 
     >>> import torch
     >>> json_safe({"a": float("nan"), "b": [1.5, float("-inf"), (torch.tensor(2.0), torch.tensor([1, 2]))]})

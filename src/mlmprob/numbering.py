@@ -1,9 +1,9 @@
 """Antibody regions from a numbering library: the six CDRs (H1-H3, L1-L3) of a heavy or light chain.
 
-The chain is numbered in IMGT by `anarcism <https://pypi.org/project/anarcism/>`_; a CDR is the residues it places
-in it (an scFv's heavy CDRs from its VH, light ones from its VL). ``scheme``: ``"imgt"`` for all six, or ``"kabat"``
-for CDR-H3 only (IMGT 107-117). ``cdr_span(seq, "H3")`` is the 0-based half-open span; no antibody domain, the other
-chain or a CDR cut by the sequence's end is one :class:`~mlmprob.errors.MLMProbError` line.
+The chain is numbered in IMGT by `anarcism <https://pypi.org/project/anarcism/>`_ (an scFv's heavy CDRs from its
+VH, light ones from its VL). ``scheme``: ``"imgt"`` for all six, or ``"kabat"`` for CDR-H3 only (IMGT 107-117).
+``cdr_span(seq, "H3")`` is the 0-based half-open span; no antibody domain, the other chain or a CDR cut by the
+sequence's end is one :class:`~mlmprob.errors.MLMProbError` line.
 
 >>> vh = ("EVQLVESGGGLVQPGGSLRLSCAASGFNIKDTYIHWVRQAPGKGLEWVARIYPTNGYTRYADSVKGRFTISADTSKNTAYLQMNSLRAEDTAVYYCSR"
 ...       "WGGDGFYAMDYWGQGTLVTVSS")
@@ -27,15 +27,8 @@ LIBRARY = "anarcism"
 # the region labels of the library around CDR k (1, 2, 3): the framework before and after it
 _FLANKS = {1: ("FR1", "FR2"), 2: ("FR2", "FR3"), 3: ("FR3", "FR4")}
 _CHAINS = {"H": ("H",), "L": ("K", "L")}  # a CDR's chain letter -> the library's chain types
-_CHAIN_NAMES = {
-    "H": "heavy-chain (VH)",
-    "K": "kappa light-chain",
-    "L": "lambda light-chain",
-    "A": "TCR alpha",
-    "B": "TCR beta",
-    "G": "TCR gamma",
-    "D": "TCR delta",
-}
+_CHAIN_NAMES = {"H": "heavy-chain (VH)", "K": "kappa light-chain", "L": "lambda light-chain"}
+_CHAIN_NAMES |= {c: f"TCR {name}" for c, name in zip("ABGD", ("alpha", "beta", "gamma", "delta"), strict=True)}
 _KABAT_H3 = (107, 117)  # Kabat H95-H102 in IMGT positions
 _NAME = re.compile(r"(?:CDR)?[-_ ]?([HL])([123])", re.IGNORECASE)
 
@@ -89,8 +82,7 @@ def check_scheme(cdr: str, scheme: str) -> None:
 
 @dataclass(frozen=True)
 class Residue:
-    """One numbered residue: its 0-based ``index`` in the sequence, IMGT ``position`` and ``insertion``
-    code, and the library's ``region`` (``FR1``, ``CDR1``, ... ``FR4``)."""
+    """One numbered residue: 0-based ``index``, IMGT ``position``/``insertion``, ``region`` (``FR1`` ... ``FR4``)."""
 
     index: int
     position: int
@@ -107,8 +99,8 @@ class Domain:
     residues: tuple[Residue, ...]
 
     def cdr(self, k: int, scheme: str = "imgt") -> tuple[int, int] | None:
-        """The span of CDR ``k`` (1, 2, 3); None when a flanking framework is not in the sequence (the CDR
-        is cut by its start or end) or the CDR has no residue."""
+        """The span of CDR ``k`` (1, 2, 3); None when a flanking framework is missing (the CDR is cut by the
+        sequence's start or end) or the CDR has no residue."""
         before, after = _FLANKS[k]
         regions = {r.region for r in self.residues}
         inside = [r for r in self.residues if r.region == f"CDR{k}"]
@@ -121,8 +113,7 @@ class Domain:
 
 @functools.lru_cache(maxsize=4096)
 def number(seq: str) -> tuple[Domain, ...]:
-    """The antibody and TCR variable domains of ``seq`` (residue letters; whitespace is ignored by the
-    caller, ``X`` stands for an unknown residue), as the library numbers them in IMGT."""
+    """The antibody and TCR variable domains of ``seq`` (residue letters, ``X``: unknown), numbered in IMGT."""
     try:
         import anarcism
     except ImportError:
@@ -131,14 +122,11 @@ def number(seq: str) -> tuple[Domain, ...]:
         result = anarcism.number_sequence(seq)
     except anarcism.AnarcismError as e:
         raise MLMProbError(f"cannot number {_short(seq)}: {str(e).replace(' (sequence)', '')}") from None
-    return tuple(
-        Domain(
-            d.chain_type,
-            d.species,
-            tuple(Residue(r.sequence_index, r.position, r.insertion_code, r.region) for r in d.numbering),
-        )
-        for d in result.domains
-    )
+
+    def residues(d) -> tuple[Residue, ...]:
+        return tuple(Residue(r.sequence_index, r.position, r.insertion_code, r.region) for r in d.numbering)
+
+    return tuple(Domain(d.chain_type, d.species, residues(d)) for d in result.domains)
 
 
 def _short(seq: str) -> str:
@@ -187,8 +175,7 @@ def cdr_span(seq: str, cdr: str = "H3", scheme: str = "imgt") -> tuple[int, int]
 
 
 def cdr_spans(seq: str, scheme: str = "imgt") -> dict[str, tuple[int, int]]:
-    """Every CDR of ``seq`` that its domains hold whole (IMGT; ``"kabat"``: CDR-H3 alone), by name;
-    raises when none is found."""
+    """Every CDR its domains hold whole (``"kabat"``: CDR-H3 alone) by name; raises when ``seq`` has none."""
     seq = "".join(str(seq).split()).upper()
     out: dict[str, tuple[int, int]] = {}
     for d in number(seq):
@@ -207,17 +194,13 @@ def cdr_spans(seq: str, scheme: str = "imgt") -> dict[str, tuple[int, int]]:
 
 
 def mask_residues(text: str, span: tuple[int, int], mask: str = "_") -> str:
-    """``text`` with its residues ``span[0]`` to ``span[1] - 1`` (counting non-whitespace characters)
-    written as ``mask``, whitespace kept.
+    """``text`` with its residues ``span[0]`` to ``span[1] - 1`` (non-whitespace characters) written as ``mask``.
 
     >>> mask_residues("ACDEF", (1, 3)), mask_residues("A C D E F", (1, 3))
     ('A__EF', 'A _ _ E F')
     """
     out, i = [], 0
     for ch in text:
-        if ch.isspace():
-            out.append(ch)
-            continue
-        out.append(mask if span[0] <= i < span[1] else ch)
-        i += 1
+        out.append(ch if ch.isspace() or not span[0] <= i < span[1] else mask)
+        i += not ch.isspace()
     return "".join(out)

@@ -1,10 +1,9 @@
 """Which token positions an algorithm touches, and what users type as positions: the one positions rule.
 
-- Defaults: a :class:`Rule` gives, for a batch ``[B, L]``, the positions holding a token that is neither special
-  nor padding (or, ``by_words``, the tokens with a word id), and with ``include_masks`` the mask tokens too. Three
-  rules, each by name: :data:`TOKENS` (scorers), :data:`TOKENS_AND_MASKS` (``sample``, ``mask_predict``) and
-  :data:`WORDS_AND_MASKS` (sampling from text); docs/positions.md has the table. :func:`resolve` turns
-  ``positions`` into a checked bool mask once (a :class:`Resolved` mask is never resolved again).
+- Defaults: a :class:`Rule` gives, for a batch ``[B, L]``, the tokens that are neither special nor padding (or,
+  ``by_words``, those with a word id), with ``include_masks`` the mask tokens too: :data:`TOKENS` (scorers),
+  :data:`TOKENS_AND_MASKS` (``sample``, ``mask_predict``), :data:`WORDS_AND_MASKS` (sampling from text);
+  docs/positions.md has the table. :func:`resolve` turns ``positions`` into a checked bool mask once.
 - Users type 1-based residue (or word) numbers: :func:`parse_numbers` reads ``"3,5,10-12"``, :func:`word_mask` /
   :func:`word_positions` turn numbers into tokens and :func:`token_numbers` back. The Python API's ``positions``
   are 0-based token indices, special tokens counted.
@@ -28,10 +27,9 @@ from .models.reader import reader_of
 class Rule:
     """A default rule: which positions of a row an algorithm touches when it is given none.
 
-    ``include_masks``: the mask tokens inside a row are touched (and may be given explicitly); otherwise
-    they are left out, and an explicit position holding one is refused. ``by_words``: the tokens with a
-    word id (``word_ids >= 0``, from the tokenizer's encoding) rather than the tokens with no special id.
-    ``task``: what the positions are for, in the message for a row with none."""
+    ``include_masks``: the mask tokens inside a row are touched (and may be given); otherwise they are left out
+    and an explicit one is refused. ``by_words``: the tokens with a word id (``word_ids >= 0``) rather than those
+    with no special id. ``task``: what the positions are for, in the message for a row with none."""
 
     name: str
     include_masks: bool
@@ -47,9 +45,8 @@ RULES = (TOKENS, TOKENS_AND_MASKS, WORDS_AND_MASKS)
 
 @dataclass(frozen=True)
 class Resolved:
-    """A bool ``[B, L]`` mask that :func:`resolve` (or a caller that resolved it under ``rule``, such as
-    :func:`mlmprob.sampling.stream.free_positions`) has already checked: passed down as ``positions``, it
-    is taken as it is, so a request resolves its positions once."""
+    """A bool ``[B, L]`` mask already checked under ``rule`` (by :func:`resolve`, or e.g.
+    :func:`mlmprob.sampling.stream.free_positions`): passed down as ``positions``, it is taken as it is."""
 
     mask: torch.Tensor
     rule: Rule
@@ -78,10 +75,7 @@ def default_mask(
         base = torch.as_tensor(word_ids) >= 0
     else:
         base = mlm.default_positions(input_ids)
-    if not rule.include_masks:
-        return base
-    inside = torch.arange(input_ids.shape[1])[None, :] < mlm.lengths(input_ids)[:, None]
-    return base | ((input_ids == mlm.mask_id) & inside)
+    return base | ((input_ids == mlm.mask_id) & _inside(mlm, input_ids)) if rule.include_masks else base
 
 
 def resolve(
@@ -93,10 +87,10 @@ def resolve(
     word_ids: torch.Tensor | None = None,
     allow_empty_rows: bool = False,
 ) -> torch.Tensor:
-    """Bool ``[B, L]``: ``positions`` (None: ``rule``'s :func:`default_mask`; token indices shared by the
-    batch; a bool mask; a :class:`Resolved` mask, taken as it is) checked against ``input_ids``: inside
-    the rows (not padding), a token there unless ``rule.include_masks``, every mask token inside a row
-    among them when ``rule.include_masks``, and (unless ``allow_empty_rows``) at least one per row.
+    """Bool ``[B, L]``: ``positions`` (None: ``rule``'s :func:`default_mask`; token indices shared by the batch; a
+    bool mask; a :class:`Resolved` mask, taken as it is) checked against ``input_ids``: inside the rows, a token
+    there unless ``rule.include_masks`` (then every mask token inside a row among them), and (unless
+    ``allow_empty_rows``) at least one per row.
 
     >>> from mlmprob import ExactMLM
     >>> m = ExactMLM(torch.zeros(2, 2, 2))
@@ -116,37 +110,39 @@ def resolve(
     elif rule.include_masks:
         filler = input_ids.masked_fill(is_mask, int(allowed_ids(mlm).nonzero()[0]))  # masks count as tokens
         sel = _explicit(mlm, filler, positions)
-        inside = torch.arange(input_ids.shape[1])[None, :] < mlm.lengths(input_ids)[:, None]
-        stray = is_mask & inside & ~sel
-        if stray.any():
-            b, t = stray.nonzero()[0].tolist()
-            raise PositionsError(
-                f"position {t} of sequence {b} holds the mask token but is not among the free positions"
-            )
+        _refuse(
+            is_mask & _inside(mlm, input_ids) & ~sel,
+            lambda b, t: f"position {t} of sequence {b} holds the mask token but is not among the free positions",
+        )
     else:
         sel = _explicit(mlm, input_ids, positions)
-        at_mask = sel & is_mask
-        if at_mask.any():
-            b, t = at_mask.nonzero()[0].tolist()
-            raise PositionsError(f"position {t} of sequence {b} holds the mask token; a scored position needs a token")
-        special = sel & mlm.special_at(input_ids)
-        if special.any():  # CLS, SEP, ...: a score of one is no residue's (the table: special tokens never scored)
-            b, t = special.nonzero()[0].tolist()
-            raise PositionsError(
-                f"position {t} of sequence {b} holds the special token {int(input_ids[b, t])}; special tokens are "
-                "never scored (token indices count them: the first residue is at index 1 when the model adds a "
-                "begin token)"
-            )
+        _refuse(
+            sel & is_mask,
+            lambda b, t: f"position {t} of sequence {b} holds the mask token; a scored position needs a token",
+        )
+        _refuse(  # CLS, SEP, ...: a score of one is no residue's (the table: special tokens never scored)
+            sel & mlm.special_at(input_ids),
+            lambda b, t: (
+                f"position {t} of sequence {b} holds the special token {int(input_ids[b, t])}; special "
+                "tokens are never scored (token indices count them: the first residue is at index 1 when the model "
+                "adds a begin token)"
+            ),
+        )
     if not allow_empty_rows:
-        empty = ~sel.any(-1)
-        if empty.any():
-            b = int(empty.nonzero()[0])
-            raise PositionsError(
-                f"sequence {b} has no position to score (empty sequence?)"
-                if rule.task == "to score"
-                else f"sequence {b} has no free position {rule.task}"
-            )
+        none = "position to score (empty sequence?)" if rule.task == "to score" else f"free position {rule.task}"
+        _refuse(~sel.any(-1), lambda b: f"sequence {b} has no {none}")
     return sel
+
+
+def _inside(mlm, input_ids: torch.Tensor) -> torch.Tensor:
+    """Bool ``[B, L]``: the positions inside each row (not padding)."""
+    return torch.arange(input_ids.shape[1])[None, :] < reader_of(mlm).lengths(input_ids)[:, None]
+
+
+def _refuse(bad: torch.Tensor, why) -> None:
+    """Raise ``PositionsError(why(*index))`` at the first index where ``bad`` holds, if any."""
+    if bad.any():
+        raise PositionsError(why(*bad.nonzero()[0].tolist()))
 
 
 def _resolved(given: Resolved, input_ids: torch.Tensor, rule: Rule) -> torch.Tensor:
@@ -171,8 +167,7 @@ def _explicit(mlm: MaskedLM, input_ids: torch.Tensor, positions) -> torch.Tensor
         ) from None
     if p.device.type == "meta":  # a shape without values: torch's errors name neither the argument nor the cause
         raise PositionsError("positions are on the meta device, which holds no values: give them on the cpu")
-    if p.numel() == 0:
-        p = p.long()
+    p = p.long() if p.numel() == 0 else p
     if p.dtype == torch.bool:
         if tuple(p.shape) != (B, L):
             raise PositionsError(f"positions mask has shape {tuple(p.shape)}, input_ids has shape {(B, L)}")
@@ -185,26 +180,18 @@ def _explicit(mlm: MaskedLM, input_ids: torch.Tensor, positions) -> torch.Tensor
             )
         p = p.long()
         if p.numel() and (p.min() < -L or p.max() >= L):
-            raise PositionsError(
-                f"position {int(p.max() if p.max() >= L else p.min())} is outside sequences of length {L}"
-            )
+            bad = int(p.max() if p.max() >= L else p.min())
+            raise PositionsError(f"position {bad} is outside sequences of length {L}")
         sel = torch.zeros(B, L, dtype=torch.bool)
         sel[:, p % L] = True
     lens = reader_of(mlm).lengths(input_ids)
-    beyond = sel & (torch.arange(L)[None, :] >= lens[:, None])
-    if beyond.any():
-        b, t = beyond.nonzero()[0].tolist()
-        raise PositionsError(f"position {t} is padding in sequence {b} (length {int(lens[b])})")
+    _refuse(
+        sel & ~_inside(mlm, input_ids), lambda b, t: f"position {t} is padding in sequence {b} (length {int(lens[b])})"
+    )
     return sel
 
 
 # -- what users type: 1-based residue/word numbers ---------------------------------------------------------
-
-ONE_BASED = (
-    "they are residue/word numbers, 1-based as in mutation strings like A23G (sample --positions was "
-    "0-based in earlier versions)"
-)
-
 
 #: The most numbers one ``--positions`` text may name (ranges counted out): more than any sequence a model reads, so
 #: a typo such as ``1-1000000000`` is refused before a billion-element list is built.
@@ -241,7 +228,10 @@ def parse_numbers(text: str, name: str = "positions") -> list[int]:
         raise MLMProbError(f"{name} is empty")
     bad = [n for n in out if n < 1]
     if bad:
-        raise MLMProbError(f"{name}: position {bad[0]}; positions count from 1: {ONE_BASED}")
+        raise MLMProbError(
+            f"{name}: position {bad[0]}; positions count from 1: they are residue/word numbers, 1-based as in "
+            "mutation strings like A23G (sample --positions was 0-based in earlier versions)"
+        )
     if len(set(out)) != len(out):
         twice = next(n for n, count in Counter(out).items() if count > 1)  # the first in the text's order
         raise MLMProbError(f"{name}: position {twice} is given twice")
@@ -249,9 +239,8 @@ def parse_numbers(text: str, name: str = "positions") -> list[int]:
 
 
 def word_mask(word_ids: torch.Tensor, numbers: Sequence[int], name: str = "") -> torch.Tensor:
-    """Bool ``[L]``: the tokens of the 1-based residue/word ``numbers`` in one row's ``word_ids`` (every
-    token of a word; -1 marks special tokens and padding). ``name`` prefixes the message of a number
-    outside the row.
+    """Bool ``[L]``: every token of the 1-based residue/word ``numbers`` in one row's ``word_ids`` (-1: special
+    tokens and padding). ``name`` prefixes the message of a number outside the row.
 
     >>> w = torch.tensor([-1, 0, 1, 1, 2, -1])                  # CLS, word 1, word 2 (two tokens), word 3, SEP
     >>> word_mask(w, [2, 3]).tolist()
@@ -281,10 +270,9 @@ def word_positions(word_ids: torch.Tensor, numbers: Sequence[int], name: str = "
 
 
 def token_numbers(word_ids: torch.Tensor, input_ids: torch.Tensor, mask_id: int) -> list[int]:
-    """The 1-based residue/word number of every token of one row, the numbers users type (``--positions``,
-    the app) and read in the outputs: its word's (``word_ids + 1``, so :func:`word_positions` of a number gives
-    back its tokens); a mask token without a word id (a tokenizer's special token) counts as one word after the
-    token before it, as each ``_`` of a gap in the text; 0 at special tokens and padding.
+    """The 1-based residue/word number of every token of one row, as users type and read them: its word's
+    (``word_ids + 1``: :func:`word_positions` inverts it); a mask token without a word id counts as one word after
+    the token before it (each ``_`` of a gap); 0 at special tokens and padding.
 
     >>> token_numbers(torch.tensor([-1, 0, 1, 1, -1, -1, 4, -1]), torch.tensor([2, 5, 6, 7, 9, 9, 8, 3]), 9)
     [0, 1, 2, 2, 3, 4, 5, 0]

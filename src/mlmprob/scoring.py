@@ -15,6 +15,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
+from itertools import islice
 
 from .data import Record, encodable_records, encode_records
 from .energies import token_scores
@@ -28,8 +29,7 @@ from .runtime.job import State
 
 @dataclass(frozen=True)
 class SequenceScore:
-    """Scores of one sequence. ``pll`` is the log pseudo-likelihood (= -E_local), ``e_raw`` the
-    raw-logit energy; per-token lists are filled only when asked for."""
+    """Scores of one sequence (``pll`` = -E_local, ``e_raw`` the raw-logit energy); per-token lists when asked."""
 
     id: str
     sequence: str
@@ -44,10 +44,7 @@ class SequenceScore:
 
     def to_dict(self, per_token: bool) -> dict:
         d = asdict(self)
-        if not per_token:
-            for k in ("tokens", "token_log_prob", "token_raw"):
-                d.pop(k)
-        return d
+        return d if per_token else {k: v for k, v in d.items() if k not in ("tokens", "token_log_prob", "token_raw")}
 
 
 def score_records(
@@ -61,15 +58,14 @@ def score_records(
     on_skip: Callable[[Record, str], None] | None = None,
     progress: Callable[[int], None] | None = None,
 ) -> Iterator[SequenceScore]:
-    """Yield a ``SequenceScore`` per record, scoring ``chunk_size`` records per call (results come
-    as they are ready). ``whole_word`` uses the whole-word l2r PLL. ``skip_invalid`` skips records
-    the tokenizer rejects (reported through ``on_skip``) instead of raising. NaN or infinite logits
-    (or an infinite score) stop the run with ``NonFiniteError`` naming the record ids."""
+    """Yield a ``SequenceScore`` per record, scoring ``chunk_size`` records per call (results come as they are
+    ready). ``whole_word`` uses the whole-word l2r PLL. ``skip_invalid`` skips records the tokenizer rejects
+    (reported through ``on_skip``) instead of raising. NaN or infinite logits (or an infinite score) stop the run
+    with ``NonFiniteError`` naming the record ids."""
     if not reader_of(mlm).has_text:
         raise MLMProbError("this model has no tokenizer; score token ids with mlmprob.token_scores instead")
-    buf: list[Record] = []
 
-    def flush():
+    def flush(buf: list[Record]) -> list[SequenceScore]:
         good = encodable_records(mlm, buf, on_skip) if skip_invalid else buf
         if not good:
             return []
@@ -77,18 +73,15 @@ def score_records(
         try:
             s = token_scores(mlm, enc.input_ids, word_ids=enc.word_ids if whole_word else None)
         except NonFiniteError as e:
-            named = [good[b].id for b in e.rows if 0 <= b < len(good)] or [r.id for r in good]
-            raise NonFiniteError(
-                f"record(s) {', '.join(map(repr, named))}: the model returned NaN or infinite "
-                f"logits ({NONFINITE_HINT})",
-                rows=[b for b in e.rows if 0 <= b < len(good)],
-            ) from None
+            rows = [b for b in e.rows if 0 <= b < len(good)]
+            named = ", ".join(repr(good[b].id) for b in rows) or ", ".join(repr(r.id) for r in good)
+            why = f"the model returned NaN or infinite logits ({NONFINITE_HINT})"
+            raise NonFiniteError(f"record(s) {named}: {why}", rows=rows) from None
         out = []
         plls, e_raws = s.pll.tolist(), s.e_raw.tolist()
         for b, r in enumerate(good):
-            sel = s.positions[b]
+            sel, p = s.positions[b], plls[b]
             n = int(sel.sum())
-            p = plls[b]
             if not (math.isfinite(p) and math.isfinite(e_raws[b])):
                 raise NonFiniteError(
                     f"record {r.id!r}: its score is not finite (PLL {p}; a token with zero "
@@ -97,33 +90,23 @@ def score_records(
                 )
             row = dict(id=r.id, sequence=r.seq, n_tokens=n, pll=p, pll_per_token=p / n, e_local=-p, e_raw=e_raws[b])
             if per_token:
-                ids = enc.input_ids[b][sel]
-                row.update(
-                    tokens=[mlm.decode([i]) for i in ids.tolist()],
-                    token_log_prob=s.log_prob[b][sel].tolist(),
-                    token_raw=s.raw[b][sel].tolist(),
-                )
+                row.update(tokens=[mlm.decode([i]) for i in enc.input_ids[b][sel].tolist()])
+                row.update(token_log_prob=s.log_prob[b][sel].tolist(), token_raw=s.raw[b][sel].tolist())
             out.append(SequenceScore(**row))
         return out
 
-    for r in records:
-        buf.append(r)
-        if len(buf) == chunk_size:
-            yield from flush()
-            if progress:
-                progress(len(buf))
-            buf = []
-    if buf:
-        yield from flush()
+    records = iter(records)
+    while buf := list(islice(records, chunk_size)):
+        yield from flush(buf)
         if progress:
             progress(len(buf))
 
 
 @dataclass(frozen=True)
 class ScoreJob(ModelJob):
-    """Everything a worker process needs to score chunks of records (picklable; ``mlmprob score`` runs it
-    in one process, in one process per device, or on Ray actors) with the settings ``spec``. Its state is
-    the model's reader alone. A one-pass ``spec`` runs in :class:`~mlmprob.onepass.job.OnePassScoreJob`."""
+    """Everything a worker process needs to score chunks of records with the settings ``spec`` (picklable: one
+    process, one per device, or Ray actors); its state is the model's reader alone. A one-pass ``spec`` runs in
+    :class:`~mlmprob.onepass.job.OnePassScoreJob`."""
 
     spec: ScoreSpec = ScoreSpec()
     skip_invalid: bool = False
@@ -137,18 +120,11 @@ class ScoreJob(ModelJob):
         """Score one chunk: result rows (dicts, in input order) and the ``(id, reason)`` of skipped records."""
         mlm, spec = state.mlm, self.spec
         skipped: list[tuple[str, str]] = []
-        rows = [
-            s.to_dict(spec.per_token)
-            for s in score_records(
-                mlm,
-                records,
-                whole_word=spec.whole_word,
-                per_token=spec.per_token,
-                chunk_size=max(len(records), 1),
-                skip_invalid=self.skip_invalid,
-                on_skip=lambda r, why: skipped.append((r.id, why)),
-            )
-        ]
+        how: dict = dict(whole_word=spec.whole_word, per_token=spec.per_token, skip_invalid=self.skip_invalid)
+        scores = score_records(
+            mlm, records, chunk_size=max(len(records), 1), on_skip=lambda r, why: skipped.append((r.id, why)), **how
+        )
+        rows = [s.to_dict(spec.per_token) for s in scores]
         if spec.loglik:
             rows = self._with_loglik(mlm, rows, skipped)
         return rows, skipped

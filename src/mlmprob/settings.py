@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from dataclasses import MISSING
 from typing import Any, ClassVar
 
 from .errors import MLMProbError
@@ -45,8 +46,8 @@ class Spec:
     @classmethod
     def of(cls, spec=None, /, **overrides):
         """An algorithm's settings (its ``f(mlm, inputs..., spec=None, **overrides)``): ``spec`` (None: this class's
-        defaults, the only ones) with ``overrides`` changing its fields by name (validated again). A keyword that is
-        not a field is refused in one line naming the fields.
+        defaults) with ``overrides`` changing its fields by name (validated again); an unknown keyword is refused
+        in one line naming the fields.
 
         >>> from dataclasses import dataclass
         >>> @dataclass(frozen=True)
@@ -60,27 +61,21 @@ class Spec:
         ...
         mlmprob.errors.MLMProbError: unknown setting 'sise' of Demo; the settings are size, name
         """
-        check_known(cls.__name__, overrides, [f.name for f in dataclasses.fields(cls)])
-        if spec is None:
-            missing = [
-                f.name
-                for f in dataclasses.fields(cls)
-                if f.name not in overrides
-                and f.default is dataclasses.MISSING
-                and f.default_factory is dataclasses.MISSING
-            ]
-            if missing:
-                raise MLMProbError(f"{cls.__name__} needs {', '.join(missing)} (give a spec or these keywords)")
-            return cls(**overrides)
-        return cls.check(spec).replace(**overrides) if overrides else cls.check(spec)
+        fields = dataclasses.fields(cls)
+        check_known(cls.__name__, overrides, [f.name for f in fields])
+        if spec is not None:
+            return cls.check(spec).replace(**overrides) if overrides else cls.check(spec)
+        missing = [f.name for f in fields if f.name not in overrides and f.default is f.default_factory is MISSING]
+        if missing:
+            raise MLMProbError(f"{cls.__name__} needs {', '.join(missing)} (give a spec or these keywords)")
+        return cls(**overrides)
 
     def replace(self, **changes):
         """A copy with ``changes`` (validated again)."""
         return dataclasses.replace(self, **changes)
 
     def uses(self, name: str) -> bool:
-        """Whether the field ``name`` is written down for these settings (a spec whose fields are only for
-        some of its modes says which)."""
+        """Whether the field ``name`` is written down for these settings (a spec with per-mode fields says which)."""
         return True
 
     def settings(self) -> dict:
@@ -89,8 +84,8 @@ class Spec:
 
     def recorded(self) -> dict:
         """What a run's output records of these settings and a resumed run must match: :meth:`settings` less the
-        fields marked ``field(metadata={"recorded": False})`` (the command records them its own way, or they do
-        not change the rows) and, for a field marked ``{"recorded": "unless default"}``, its default value.
+        fields marked ``metadata={"recorded": False}`` (recorded another way, or not changing the rows) and those
+        marked ``{"recorded": "unless default"}`` at their default.
 
         >>> from dataclasses import dataclass, field
         >>> @dataclass(frozen=True)
@@ -111,13 +106,7 @@ class Spec:
 
 def check_known(owner: str, keywords, names) -> None:
     """Refuse in one line the ``keywords`` that are not among ``names``, the settings ``owner`` (a spec class, an
-    entry point) takes: the package's one wording of an unknown keyword.
-
-    >>> check_known("mask_predict", {"iteratons": 3}, ("iterations", "strategy"))
-    Traceback (most recent call last):
-    ...
-    mlmprob.errors.MLMProbError: unknown setting 'iteratons' of mask_predict; the settings are iterations, strategy
-    """
+    entry point) takes: the package's one wording of an unknown keyword (:meth:`Spec.of`'s example)."""
     unknown = [k for k in keywords if k not in names]
     if unknown:
         s = "s" if len(unknown) > 1 else ""
@@ -139,8 +128,7 @@ def json_value(value):
 
 
 def check_int(name: str, value, lo: int, what: str, most: int | None = None) -> int:
-    """``value`` if it is an integer (not a bool) ``>= lo`` (and ``<= most`` when given); else one line naming
-    ``name``, with ``what`` it must be."""
+    """``value`` if an integer (not a bool) ``>= lo`` (and ``<= most``); else one line: ``name`` must be ``what``."""
     if isinstance(value, bool) or not isinstance(value, int) or value < lo or (most is not None and value > most):
         raise MLMProbError(f"{name} must be {what}, got {value!r}")
     return value
@@ -158,7 +146,7 @@ def check_seed(value, name: str = "seed") -> None:
 
 def check_count(name: str, value, most: int, why: str) -> int:
     """``value`` if it is a positive integer (not a bool) of at most ``most``; else one line naming ``name``, the
-    bound and ``why`` there is one (what each unit costs).
+    bound and ``why`` (what each unit costs).
 
     >>> check_count("beam_size", 10 ** 9, 10_000, "each is a model row")
     Traceback (most recent call last):

@@ -1,2 +1,1 @@
-"""CLI subcommands. Each module exposes ``register(subparsers)``, adding a parser whose ``func``
-takes the parsed arguments and returns an exit status."""
+"""CLI subcommands: each module's ``register(subparsers)`` adds a parser whose ``func(args)`` gives an exit status."""

@@ -1,22 +1,21 @@
-"""``mlmprob app``: a local web app (Gradio) to look inside a masked LM's joint: Score, Mutations,
-Infill, Sample and Pair-joint tabs over the Python API. Needs the optional extra:
-``pip install -e ".[app]"``. Serves on 127.0.0.1 (this machine only) unless ``--host`` says
-otherwise; ``--share`` opens a public Gradio link only when asked."""
+"""``mlmprob app``: a local web app (Gradio) to look inside a masked LM's joint: Score, Mutations, Infill, Sample and
+Pair-joint tabs over the Python API. Needs the optional extra: ``pip install -e ".[app]"``. Serves on 127.0.0.1 (this
+machine only) unless ``--host`` says otherwise; ``--share`` opens a public Gradio link only when asked."""
 
 from __future__ import annotations
 
 import argparse
 import sys
 
+from ..argtypes import integer
 from ..errors import MLMProbError
+from .common import add_model_args, load_model_from_args
 
 INSTALL_HINT = 'the web app needs gradio, which is not installed: pip install -e ".[app]"'
 
 
 def port_number(text: str) -> int:
     """A TCP port, 1..65535."""
-    from ..argtypes import integer
-
     n = integer(text)
     if not 1 <= n <= 65535:
         raise argparse.ArgumentTypeError(f"must be a port number in 1..65535, got {text!r}")
@@ -25,13 +24,8 @@ def port_number(text: str) -> int:
 
 def register(sub) -> None:
     p = sub.add_parser(
-        "app",
-        help="a local web app (Gradio): scores, mutations, infilling, sampling, pair joints",
-        description=__doc__,
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+        "app", help="a local web app (Gradio): scores, mutations, infilling, sampling, pair joints", description=__doc__
     )
-    from .common import add_model_args
-
     add_model_args(p)
     p.add_argument("--port", type=port_number, default=7860, help="port to serve on")
     p.add_argument(
@@ -43,19 +37,12 @@ def register(sub) -> None:
     p.set_defaults(func=run)
 
 
-def require_gradio():
-    """The gradio module, or the one-line install hint as an ``MLMProbError``."""
-    try:
-        import gradio
+def run(args) -> int:
+    try:  # before the model loads: a missing extra is reported at once, in one line
+        import gradio  # noqa: F401
     except ImportError:
         raise MLMProbError(INSTALL_HINT) from None
-    return gradio
-
-
-def run(args) -> int:
-    require_gradio()  # before the model loads: a missing extra is reported at once
     from ..app.ui import build_app, launch
-    from .common import load_model_from_args
 
     mlm = load_model_from_args(args)
     demo = build_app(mlm, model_name=args.model, batch_tokens=mlm.batch_tokens)

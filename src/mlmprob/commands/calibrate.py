@@ -2,23 +2,18 @@
 
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 
 from ..argtypes import nonnegative_int, positive_int
 from ..errors import MLMProbError
+from ..runtime.inputs import iter_records
+from .common import add_input_args, add_model_args, load_model_from_args
 
 
 def register(sub) -> None:
-    p = sub.add_parser(
-        "calibrate",
-        help="fit the one-pass PLL correction of a model (for score --pll one-pass)",
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
-    )
+    p = sub.add_parser("calibrate", help="fit the one-pass PLL correction of a model (for score --pll one-pass)")
     p.add_argument("input", help="calibration sequences (any format score reads), from the domain you will score")
-    from .common import add_input_args, add_model_args
-
     add_input_args(p, ids=False)
     add_model_args(p)
     p.add_argument("--limit", type=positive_int, default=200, help="use the first N sequences")
@@ -34,6 +29,7 @@ def register(sub) -> None:
 
 
 def out_path(model: str, out: str | None) -> Path:
+    """Where the correction is written: ``--out`` (a .safetensors file), else beside a local model."""
     from ..onepass.correction import FILE_STEM
 
     if out is not None:
@@ -53,9 +49,8 @@ def out_path(model: str, out: str | None) -> Path:
 def run(args) -> int:
     from itertools import islice
 
+    from ..data import encode_records
     from ..onepass.fit import calibrate, check_steps
-    from ..runtime.inputs import iter_records
-    from .common import load_model_from_args
 
     check_steps(args.steps)  # before the model loads and the sequences are read
     path = out_path(args.model, args.out)
@@ -68,8 +63,6 @@ def run(args) -> int:
         raise MLMProbError("calibrate needs at least 2 sequences (one is held out to measure the fit), got 1")
     mlm = load_model_from_args(args)
     seqs = [r.seq for r in recs]
-    from ..data import encode_records
-
     for r in recs:  # name a record the tokenizer rejects before the long reads start
         encode_records(mlm, [r])
     done = [0]
@@ -78,19 +71,11 @@ def run(args) -> int:
         done[0] += k
         print(f"\r{done[0]}/{len(seqs)} calibration sequences read", end="", file=sys.stderr)
 
-    res = calibrate(
-        mlm,
-        seqs,
-        steps=args.steps,
-        seed=args.seed,
-        source=f"{Path(args.input).name}: first {len(seqs)} sequences",
-        progress=progress,
-    )
+    source = f"{Path(args.input).name}: first {len(seqs)} sequences"
+    res = calibrate(mlm, seqs, steps=args.steps, seed=args.seed, source=source, progress=progress)
     print("", file=sys.stderr)
     path, meta = res.correction.save(path)
-    print(
-        f"one-pass correction for {args.model}: held-out KL {res.heldout_kl_before:.4f} (unmasked) -> "
-        f"{res.heldout_kl_after:.4f} nats/position; {len(seqs)} sequences, {res.seconds:.0f} s -> {path} "
-        f"(+ {meta.name})"
-    )
+    kl = f"held-out KL {res.heldout_kl_before:.4f} (unmasked) -> {res.heldout_kl_after:.4f} nats/position"
+    done_in = f"{len(seqs)} sequences, {res.seconds:.0f} s"
+    print(f"one-pass correction for {args.model}: {kl}; {done_in} -> {path} (+ {meta.name})")
     return 0

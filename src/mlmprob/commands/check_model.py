@@ -1,14 +1,16 @@
-"""``mlmprob check-model PATH``: can this checkpoint be trusted? The load-time probe's findings, then a
-brute-force comparison: a few positions of a few sequences, each masked alone in its unpadded sequence and
-read from the plain transformers model, against mlmprob's scores of the same positions in a padded batch
-(``token_scores``, the reader of ``pll``/``loglik``) and the samplers' single-site conditionals.
-
-Exit status 0 when every check agrees, 2 (one ``error:`` line) when one differs."""
+"""``mlmprob check-model PATH``: can this checkpoint be trusted? The load-time probe's findings, then a brute-force
+comparison: a few positions of a few sequences, each masked alone in its unpadded sequence and read from the plain
+transformers model, against mlmprob's scores of the same positions in a padded batch (``token_scores``, the reader of
+``pll``/``loglik``) and the samplers' single-site conditionals. Exit status 0 when every check agrees, 2 (one
+``error:`` line) when one differs."""
 
 from __future__ import annotations
 
-import argparse
 from typing import TYPE_CHECKING
+
+from ..argtypes import device_name, positive_int
+from ..errors import MLMProbError
+from .common import add_allow_pickle_arg
 
 if TYPE_CHECKING:
     import torch
@@ -24,17 +26,10 @@ def register(sub) -> None:
         "check-model",
         help="check that mlmprob reads a model exactly (load-time probe and a "
         "brute-force comparison on a few positions)",
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
-    from ..argtypes import device_name, positive_int
-    from .common import add_allow_pickle_arg
-
     p.add_argument("path", help="built-in name, local Hugging Face directory, or hub id")
     p.add_argument(
-        "--seq",
-        action="append",
-        default=None,
-        help="a sequence to check on (repeatable; default: a few suited to the tokenizer)",
+        "--seq", action="append", help="a sequence to check on (repeatable; default: a few suited to the tokenizer)"
     )
     p.add_argument("--positions", type=positive_int, default=4, help="positions checked per sequence")
     p.add_argument("--device", type=device_name, default="cpu", help="torch device")
@@ -103,8 +98,6 @@ def _check_lengths(lengths: list[int], limit: int | None) -> None:
     mlmprob.errors.MLMProbError: sequence 2 has 202 tokens, more than the model's 160 positions; check-model reads each
     sequence whole: give a shorter --seq
     """
-    from ..errors import MLMProbError
-
     for i, n in enumerate(lengths):
         if limit is not None and n > limit:
             raise MLMProbError(
@@ -115,7 +108,6 @@ def _check_lengths(lengths: list[int], limit: int | None) -> None:
 
 def default_seqs(mlm, seqs: list[str]) -> list[str]:
     """``seqs`` when the tokenizer reads them without unknown tokens, else texts decoded from its vocabulary."""
-    from ..errors import MLMProbError
     from ..models.probe import probe_ids
     from ..models.reader import reader_of
 
@@ -129,7 +121,6 @@ def default_seqs(mlm, seqs: list[str]) -> list[str]:
 
 
 def run(args) -> int:
-    from ..errors import MLMProbError
     from ..models import load_mlm
     from ..models.probe import architecture, tolerance
     from ..models.reader import reader_of
@@ -139,17 +130,14 @@ def run(args) -> int:
     inner, res = r.core, r.probe
     arch, tol = architecture(inner), tolerance(inner)
     forward = "mlmprob's fused forward" if r.fused else "transformers' forward"
-    print(
-        f"mlmprob check-model {args.path}: {arch}, {forward}, {inner.dtype} on {inner.device} "
-        f"(agreement within {tol:g})"
-    )
+    where = f"{inner.dtype} on {inner.device}"
+    print(f"mlmprob check-model {args.path}: {arch}, {forward}, {where} (agreement within {tol:g})")
     if res is not None:
         pad = "no padding id" if res.padding is None else f"padding changes a row by {res.padding:.2g}"
         print(f"  load-time probe: head shortcut vs full forward {res.head:.2g}; {pad}")
         for note in res.notes:
             print(f"  fallback: {note}")
-    proteins = r.proposal_ids is not None
-    seqs = args.seq or default_seqs(mlm, PROTEIN_SEQS if proteins else TEXT_SEQS)
+    seqs = args.seq or default_seqs(mlm, PROTEIN_SEQS if r.proposal_ids is not None else TEXT_SEQS)
     bad = []
     for name, diff in compare(mlm, seqs, args.positions):
         ok = diff <= tol

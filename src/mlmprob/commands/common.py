@@ -1,25 +1,26 @@
 """The options several commands share (model, scale, input file) and the typed objects they are parsed into.
 
 Each command parses argparse's namespace once, at its top, into typed objects (:class:`InputFile`,
-:func:`model_spec`, :func:`run_options`, :func:`spec_of`); nothing below ``commands/`` sees a namespace and
-nothing writes onto one. Commands import these from here, never from :mod:`mlmprob.cli` (which imports the
-commands).
+:func:`model_spec`, :func:`run_options`, :func:`spec_of`); nothing below ``commands/`` sees a namespace. Commands
+import these from here, never from :mod:`mlmprob.cli` (which imports the commands).
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 from dataclasses import dataclass
+from pathlib import Path
 
 from .. import defaults
 from ..argtypes import device_list, device_name, positive_int
-from ..runtime.inputs import FORMATS
+from ..errors import MLMProbError
+from ..runtime.inputs import FORMATS, Record, iter_records, spool_input
 
 
 def add_input_args(p, *, of: str = "", ids: bool = True) -> None:
-    """``--format``, ``--column`` (and ``--id-column``) of a sequence file; ``of`` names the option that
-    gives the file (e.g. ``--input``) when it is not the positional input."""
+    """``--format``, ``--column`` (and ``--id-column``) of a sequence file; ``of``: the flag giving it (``--input``)."""
     where = f" of {of}" if of else ""
     p.add_argument("--format", default="auto", choices=FORMATS, help=f"format{where} (auto: by the file's suffix)")
     p.add_argument("--column", help=f"sequence column of a CSV/TSV/Parquet file or key of a JSONL object{where}")
@@ -39,11 +40,10 @@ def add_dedupe_arg(p) -> None:
 
 @dataclass(frozen=True)
 class InputFile:
-    """A sequence file as a command reads it, parsed once at its top (:func:`input_file`): ``path`` is the file
-    read now (standard input, a pipe or a FIFO copied once to a temporary file), ``format`` its format (settled
-    from a copy's name or content), ``column`` and ``id_column`` its columns; ``given`` is the name the user
-    gave (for messages) and ``source`` the input as a run's configuration names it (a file's resolved path,
-    else the name given: ``-``, ``/dev/fd/63``)."""
+    """A sequence file as a command reads it (:func:`input_file`): ``path`` is the file read now (standard input or
+    a pipe copied once to a temporary file), ``format`` its settled format, ``column`` and ``id_column`` its
+    columns; ``given`` the name the user gave and ``source`` the input as a run's configuration names it (a file's
+    resolved path, else the name given: ``-``, ``/dev/fd/63``)."""
 
     path: str
     format: str = "auto"
@@ -59,15 +59,12 @@ class InputFile:
 
     def records(self):
         """The file's records, streamed (:func:`mlmprob.runtime.inputs.iter_records`)."""
-        from ..runtime.inputs import iter_records
-
         return iter_records(self.path, self.format, self.column, self.id_column)
 
 
 @dataclass(frozen=True)
 class Sequences:
-    """The records a command reads from ``--seq`` (``seq1``, ``seq2``, ...) and then from its input ``file``;
-    their ids checked unique, or deduplicated (``dedupe``)."""
+    """The records of ``--seq`` (``seq1``, ``seq2``, ...), then of the input ``file``; ids unique, or ``dedupe``d."""
 
     seqs: tuple[str, ...] = ()
     file: InputFile | None = None
@@ -80,21 +77,23 @@ class Sequences:
         return (unique or UniqueIds(self.dedupe))(self._all())
 
     def _all(self):
-        from ..runtime.inputs import Record
-
         for i, s in enumerate(self.seqs):
             yield Record(f"seq{i + 1}", s)
         if self.file is not None:
             yield from self.file.records()
 
 
+def stored_inputs(config: dict) -> Sequences:
+    """The input a run's stored ``config`` names (``seqs``, ``input``, ``format``, ``column``, ``id_column``,
+    ``dedupe``), for ``mlmprob merge``'s check of the ids the run covers."""
+    path, fmt = config.get("input"), config.get("format", "auto")
+    file = InputFile(path, fmt, config.get("column"), config.get("id_column")) if path else None
+    return Sequences(tuple(config.get("seqs") or []), file, config.get("dedupe", False))
+
+
 def input_file(args, attr: str = "input") -> InputFile | None:
-    """The file ``args.<attr>`` names (None when none is given) with ``--format``, ``--column`` and
-    ``--id-column``, made readable more than once (:func:`~mlmprob.runtime.inputs.spool_input`)."""
-    from pathlib import Path
-
-    from ..runtime.inputs import spool_input
-
+    """The file ``args.<attr>`` names (None when none is given) with ``--format``, ``--column`` and ``--id-column``,
+    made readable more than once (:func:`~mlmprob.runtime.inputs.spool_input`)."""
     given = getattr(args, attr)
     if given is None:
         return None
@@ -106,20 +105,15 @@ def input_file(args, attr: str = "input") -> InputFile | None:
 
 
 def out_folder(text: str) -> str:
-    """The ``--out`` of a command that writes a folder, refused in one line when it names a file (the folder's
-    own error said only "File exists")."""
-    from pathlib import Path
-
-    from ..errors import MLMProbError
-
+    """The ``--out`` of a command that writes a folder, refused in one line when it names a file."""
     if Path(text).exists() and not Path(text).is_dir():
         raise MLMProbError(f"--out {text!r} is a file; give a folder")
     return text
 
 
 def add_model_args(p: argparse.ArgumentParser, default: str = defaults.MODEL, why: str | None = None) -> None:
-    """The options every model-using command shares. ``default``: the command's ``--model`` default, which
-    differs from :data:`mlmprob.defaults.MODEL` only with its reason ``why`` (shown in ``--help``)."""
+    """The options every model-using command shares; ``default``: the command's ``--model`` default (another than
+    :data:`mlmprob.defaults.MODEL` only with its reason ``why``, shown in ``--help``)."""
     model_help = "built-in name (antiberty, sapiens-vh, sapiens-vl, en-small), local HF directory, or hub id"
     if default != defaults.MODEL:
         if not why:
@@ -144,7 +138,6 @@ def add_model_args(p: argparse.ArgumentParser, default: str = defaults.MODEL, wh
     p.add_argument(
         "--batch-tokens",
         type=positive_int,
-        default=None,
         help="token budget of one forward sub-batch (default: from the device's free memory on GPUs, "
         f"{defaults.BATCH_TOKENS} on CPUs; lower it if memory runs out)",
     )
@@ -158,7 +151,7 @@ def add_runtime_args(p: argparse.ArgumentParser) -> None:
     g.add_argument(
         "--shard", metavar="I/N", help="process only shard I of N (1-based; record k goes to shard k mod N + 1)"
     )
-    g.add_argument("--workers", type=positive_int, default=None, help="N CPU worker processes, one model each")
+    g.add_argument("--workers", type=positive_int, help="N CPU worker processes, one model each")
     g.add_argument(
         "--devices", type=device_list, help="comma-separated devices, one worker process each, e.g. cuda:0,cuda:1"
     )
@@ -168,7 +161,7 @@ def add_runtime_args(p: argparse.ArgumentParser) -> None:
         default="local",
         help="local processes, or Ray actors (pip install 'mlmprob[ray]')",
     )
-    g.add_argument("--ray-address", default=None, help="Ray cluster address (default: start a local Ray instance)")
+    g.add_argument("--ray-address", help="Ray cluster address (default: start a local Ray instance)")
     g.add_argument(
         "--part-rows",
         type=positive_int,
@@ -189,32 +182,28 @@ def add_allow_pickle_arg(p: argparse.ArgumentParser) -> None:
 
 
 def model_spec(args):
-    """The model a command reads, parsed once: ``--model``, ``--dtype``, ``--allow-pickle`` and
-    ``--batch-tokens`` as a :class:`~mlmprob.models.spec.ModelSpec` (the one object that holds the dtype)."""
+    """``--model``, ``--dtype``, ``--allow-pickle`` and ``--batch-tokens`` as a
+    :class:`~mlmprob.models.spec.ModelSpec` (the one object that holds the dtype)."""
     from ..models.spec import ModelSpec
 
     return ModelSpec(args.model, args.dtype, getattr(args, "allow_pickle", False), args.batch_tokens)
 
 
 def load_model_from_args(args):
-    """Load ``--model`` on ``--device`` in ``--dtype`` (:func:`model_spec`): its reader carries the forward budget
-    settled for that device (every read of the model then uses it), :meth:`mlmprob.models.spec.ModelSpec.load`,
-    the loading block of the jobs."""
+    """Load ``--model`` on ``--device`` (:meth:`mlmprob.models.spec.ModelSpec.load`, as the jobs do)."""
     return model_spec(args).load(args.device)
 
 
-def run_options(args, **override):
-    """Where and how a streamed command runs, parsed once (:class:`~mlmprob.runtime.command.RunOptions`):
-    ``--device`` is the one device unless ``--workers`` or ``--devices`` name several, CPU workers capped for
-    this machine and the model's size; ``override`` replaces any of them."""
+def run_options(args):
+    """Where and how a streamed command runs (:class:`~mlmprob.runtime.command.RunOptions`): ``--device`` unless
+    ``--workers`` or ``--devices`` name several, CPU workers capped for this machine and the model's size."""
     from ..runtime.capacity import capped_devices, capped_workers
     from ..runtime.command import RunOptions
     from ..runtime.pool import parse_devices
     from ..runtime.shard import parse_shard
 
     shard = parse_shard(args.shard)
-    workers, engine = args.workers, args.engine
-    local = engine == "local"
+    workers, local = args.workers, args.engine == "local"
     if workers and args.devices is None and local:  # Ray places its actors by the cluster's
         workers = capped_workers(workers, getattr(args, "model", None))  # resources; capped before the list
     devices = parse_devices(workers, args.devices)
@@ -222,23 +211,13 @@ def run_options(args, **override):
         devices = capped_devices(devices, getattr(args, "model", None))
     if devices == ["auto"]:
         devices = [args.device]
-    opts = dict(
-        out=args.out,
-        resume=args.resume,
-        shard=shard,
-        devices=tuple(devices),
-        engine=args.engine,
-        ray_address=args.ray_address,
-        part_rows=args.part_rows,
-        progress=not args.no_progress,
-    )
-    opts.update(override)
-    return RunOptions(**opts)
+    opts = dict(out=args.out, resume=args.resume, shard=shard, devices=tuple(devices), engine=args.engine)
+    return RunOptions(**opts, ray_address=args.ray_address, part_rows=args.part_rows, progress=not args.no_progress)
 
 
 def spec_of(cls, args, **given):
-    """The algorithm's spec ``cls`` of parsed arguments: every field whose name is an argument (the flag
-    ``--my-option`` is the field ``my_option``); ``given`` (values the command computed) take precedence.
+    """The algorithm's spec ``cls`` of parsed arguments: every field whose name is an argument (``--my-option`` is
+    ``my_option``); ``given`` (values the command computed) take precedence.
 
     >>> from dataclasses import dataclass
     >>> from mlmprob.settings import Spec
@@ -249,23 +228,15 @@ def spec_of(cls, args, **given):
     >>> spec_of(Demo, argparse.Namespace(size=3, other=0)).settings()
     {'size': 3, 'names': ['a']}
     """
-    import dataclasses
-
     values = {f.name: getattr(args, f.name) for f in dataclasses.fields(cls) if hasattr(args, f.name)}
     return cls(**{**values, **given})
 
 
 def report_done(head: str, done, out, shard, *, unique=None, unit: str = "", extra: str = "", tail: str = "") -> None:
     """A streamed command's closing lines on stderr: ``unique``'s warning, if any, then ``HEAD on DEVICE -> OUT
-    (N UNITalready there)EXTRA (shard I/N)TAIL`` (each part only when it applies)."""
+    (N UNITalready there)EXTRA (shard I/N)TAIL`` (each part where it applies)."""
     if unique is not None and unique.warning():
         print(unique.warning(), file=sys.stderr)
-    print(
-        f"{head} on {done.ran_on}"
-        + (f" -> {out}" if out else "")
-        + (f" ({done.already} {unit}already there)" if done.already else "")
-        + extra
-        + (f" (shard {shard})" if not shard.is_whole else "")
-        + tail,
-        file=sys.stderr,
-    )
+    where = (f" -> {out}" if out else "") + (f" ({done.already} {unit}already there)" if done.already else "")
+    part = "" if shard.is_whole else f" (shard {shard})"
+    print(f"{head} on {done.ran_on}{where}{extra}{part}{tail}", file=sys.stderr)

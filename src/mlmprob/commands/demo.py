@@ -4,12 +4,17 @@ meanwhile), then a glossary of the terms the report uses (:data:`GLOSSARY`)."""
 
 from __future__ import annotations
 
-import argparse
 import sys
 import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+
+from ..alphabet import is_protein
+from ..argtypes import nonnegative_int, positive_int
+from ..errors import MLMProbError
+from ..sampling.spec import SamplerSpec
+from .common import add_model_args
 
 # Public variable-domain heavy chains (trastuzumab's VH is also given in the shared data README).
 DEMO_HEAVY = {
@@ -60,19 +65,11 @@ GLOSSARY = {
 
 
 def register(sub) -> None:
-    p = sub.add_parser(
-        "demo",
-        help="score antibodies with AntiBERTy and print a short report",
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
-    )
-    from ..argtypes import nonnegative_int, positive_int
-    from .common import add_model_args
-
+    p = sub.add_parser("demo", help="score antibodies with AntiBERTy and print a short report")
     add_model_args(p)
     p.add_argument(
         "--n",
         type=nonnegative_int,
-        default=None,
         help=f"heavy chains from Thera-SAbDab (the shared data folder: $MLMPROB_DATA or ../shared/data) to "
         f"score besides trastuzumab (default: {DEMO_N} when the data is there, else none)",
     )
@@ -87,9 +84,7 @@ def register(sub) -> None:
 def demo_records(n: int | None):
     """Trastuzumab, then the first ``n`` valid heavy chains of Thera-SAbDab (``None``: :data:`DEMO_N` when the
     shared data is there, else none; a number without the data is an error)."""
-    from ..alphabet import is_protein
     from ..data import Record, read_records, shared_data_dir
-    from ..errors import MLMProbError
 
     recs = [Record(k, v) for k, v in DEMO_HEAVY.items()]
     data = shared_data_dir()
@@ -135,23 +130,16 @@ def progress(args, total: int | None, unit: str, desc: str) -> Iterator:
 
 
 def run(args) -> int:
-    from ..sampling.spec import SamplerSpec
+    from ..runtime.device import describe
+    from .common import load_model_from_args  # looked up when run (a test replaces it)
 
     t0 = time.perf_counter()
     records = demo_records(args.n)  # a missing table fails before the model loads
-    # so does a huge --epochs
-    SamplerSpec.of(None, method="mh", epochs=args.epochs, burn_in=0).check_size(DEMO_CHAINS)
-    from .common import load_model_from_args
-
+    SamplerSpec.of(None, method="mh", epochs=args.epochs, burn_in=0).check_size(DEMO_CHAINS)  # and a huge --epochs
     print(f"mlmprob demo: loading {args.model} ...", flush=True)
     mlm = load_model_from_args(args)
-    from ..runtime.device import describe
-
-    print(
-        f"model {mlm.name} ({sum(p.numel() for p in mlm.model.parameters()) / 1e6:.1f}M parameters, "
-        f"vocabulary {mlm.vocab_size}) on {describe(mlm.device, mlm.dtype)}, "
-        f"loaded in {time.perf_counter() - t0:.1f}s"
-    )
+    size = f"{sum(p.numel() for p in mlm.model.parameters()) / 1e6:.1f}M parameters, vocabulary {mlm.vocab_size}"
+    print(f"model {mlm.name} ({size}) on {describe(mlm.device, mlm.dtype)}, loaded in {time.perf_counter() - t0:.1f}s")
     for section in (score_section, sample_section, joint_section, infill_section):
         t = time.perf_counter()
         section(mlm, args, records)
@@ -184,71 +172,55 @@ def score_section(mlm, args, records) -> None:
 
 
 def _trastuzumab(mlm):
-    """Trastuzumab's heavy chain, its ids and its CDR-H3 (IMGT, numbered by anarcism as ``--cdr H3`` does)."""
+    """Trastuzumab's heavy chain's ids, its CDR-H3 (IMGT, numbered by anarcism as ``--cdr H3`` does) and the
+    CDR-H3's positions."""
     from ..sampling.cdr import cdr_mask
 
     seq = DEMO_HEAVY["trastuzumab"]
     enc = mlm.encode([seq])
-    return seq, enc.input_ids, cdr_mask(seq, enc.word_ids[0], "H3", "imgt")
+    cdr = cdr_mask(seq, enc.word_ids[0], "H3", "imgt")
+    return enc.input_ids, cdr, cdr.nonzero()[:, 0].tolist()
 
 
 def sample_section(mlm, args, records) -> None:
     import torch
 
+    from ..energies import energy
     from ..sampling.api import sample
     from ..sampling.io import epoch_shown
 
-    seq, ids, cdr = _trastuzumab(mlm)
-    cols = cdr.nonzero()[:, 0]
+    ids, cdr, cols = _trastuzumab(mlm)
     native = mlm.decode(ids[0, cols])
     chains = DEMO_CHAINS
     print(f"\n2. CDR-H3 redesign of trastuzumab (framework clamped): native CDR-H3 {native} ({len(cols)} residues)")
-    print(
-        f"   Metropolis-Hastings on E_local with the model's own conditionals as proposals, {chains} chains x "
-        f"{args.epochs} epoch{'s' * (args.epochs != 1)} (sweeps over the CDR-H3, no burn-in) from the native sequence",
-        flush=True,
-    )
+    mh = "Metropolis-Hastings on E_local with the model's own conditionals as proposals"
+    sweeps = f"{chains} chains x {args.epochs} epoch{'s' * (args.epochs != 1)} (sweeps over the CDR-H3, no burn-in)"
+    print(f"   {mh}, {sweeps} from the native sequence", flush=True)
     with progress(args, args.epochs, "epoch", "MH") as bar:
 
         def on_epoch(rec, total):
             bar.set_postfix(epoch_shown(rec), refresh=False)
             bar.update(1)
 
-        r = sample(
-            mlm,
-            ids.expand(chains, -1),
-            method="mh",
-            energy="local",
-            epochs=args.epochs,
-            burn_in=0,
-            positions=cdr[None].expand(chains, -1),
-            reference=ids[0],
-            generator=torch.Generator().manual_seed(args.seed),
-            on_epoch=on_epoch,
-        )
+        how = dict(method="mh", energy="local", epochs=args.epochs, burn_in=0, reference=ids[0], on_epoch=on_epoch)
+        gen = torch.Generator().manual_seed(args.seed)
+        r = sample(mlm, ids.expand(chains, -1), positions=cdr[None].expand(chains, -1), generator=gen, **how)
     print(f"   {'chain':<7}{'CDR-H3':<{len(cols) + 2}}{'E_local':>9}{'identity':>10}")
-    from ..energies import energy
-
     e_native = float(energy(mlm, ids, cdr[None], kind="local")[0])
     print(f"   {'native':<7}{native:<{len(cols) + 2}}{e_native:>9.2f}{1.0:>10.2f}")
     identity, e_local = r.identity, r.energy_local
     assert identity is not None and e_local is not None  # MH with a reference records both
     for b in range(chains):
-        print(
-            f"   {b:<7}{mlm.decode(r.final_ids[b, cols]):<{len(cols) + 2}}{float(e_local[-1, b]):>9.2f}"
-            f"{float(identity[-1, b]):>10.2f}"
-        )
-    print(
-        f"   acceptance {r.accept_rate:.2f}, novel transitions {r.novel_rate:.2f}, "
-        f"{r.proposals_per_second:.1f} proposals/s, {r.forward_rows} forward rows"
-    )
+        final = mlm.decode(r.final_ids[b, cols])
+        print(f"   {b:<7}{final:<{len(cols) + 2}}{float(e_local[-1, b]):>9.2f}{float(identity[-1, b]):>10.2f}")
+    rates = f"acceptance {r.accept_rate:.2f}, novel transitions {r.novel_rate:.2f}"
+    print(f"   {rates}, {r.proposals_per_second:.1f} proposals/s, {r.forward_rows} forward rows")
 
 
 def joint_section(mlm, args, records) -> None:
     from ..joints.evaluate import evaluate_pair
 
-    seq, ids, cdr = _trastuzumab(mlm)
-    cols = cdr.nonzero()[:, 0].tolist()
+    ids, _, cols = _trastuzumab(mlm)
     a, b = cols[len(cols) // 2], cols[len(cols) // 2 + 1]
     gold = mlm.decode(ids[0, [a, b]])
     print(f"\n3. Joint of two adjacent CDR-H3 residues (positions {a}, {b}; native {gold})", flush=True)
@@ -264,17 +236,14 @@ def joint_section(mlm, args, records) -> None:
         mode = mlm.decode([int(pc.candidates[i])]) + mlm.decode([int(pc.candidates[j])])
         p_gold = float(lj[pc.gold_index].exp()) if pc.gold_index is not None else float("nan")
         print(f"   {m:<11}{mode:>6}{float(lj.flatten()[k].exp()):>9.3f}{p_gold:>11.3f}{ev.metrics[m].akl:>9.4f}")
-    print(
-        f"   AG: {ev.ag.steps} steps ({'converged' if ev.ag.converged else 'cap reached'}); "
-        f"conditional-independence gap of the MLM joint {ev.ci_gap:.4f} nats"
-    )
+    ag = f"{ev.ag.steps} steps ({'converged' if ev.ag.converged else 'cap reached'})"
+    print(f"   AG: {ag}; conditional-independence gap of the MLM joint {ev.ci_gap:.4f} nats")
 
 
 def infill_section(mlm, args, records) -> None:
     from ..infilling.beam import infill, score_meaning
 
-    seq, ids, cdr = _trastuzumab(mlm)
-    cols = cdr.nonzero()[:, 0].tolist()
+    ids, _, cols = _trastuzumab(mlm)
     gap = cols[len(cols) // 2 - 2 : len(cols) // 2 + 2]
     native = mlm.decode(ids[0, gap])
     shown = mlm.decode(ids[0, cols[0] : gap[0]]) + "_" * len(gap) + mlm.decode(ids[0, gap[-1] + 1 : cols[-1] + 1])

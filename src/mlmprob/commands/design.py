@@ -1,30 +1,29 @@
 """``mlmprob design``: variants of a parent under a product of experts and hard constraints.
 
-The target is ``p(x) ∝ exp(-Σ_k w_k E_k(x) / τ) · 1[x ∈ C]``: each ``--expert NAME[:local|raw][:WEIGHT]``
-(default: ``--model``'s E_local, weight 1; each reads the sequence through its own tokenizer; one model as local
-and raw is two terms, ``NAME`` and ``NAME:raw``), an oracle (``--oracle module:function``, only with
-``--allow-code``: it runs your code; higher scores are better; the digest of its source file is stored and a resume
-refuses an edited one, though code it imports is not covered), and
-``--hamming W`` (the distance to the parent). ``C``: ``--positions`` (the 1-based residues that may change),
-``--allowed POS:RESIDUES``, ``--max-mutations``, ``--forbid`` / ``--require`` motifs (regular expressions over the
-upper-case residues, of bounded cost: no repeated group holding a quantifier or an alternation, counts up to 10,000;
-or the presets glycosylation ``N[^P][ST]``, deamidation ``NG``, isomerization ``DG``, unpaired-cysteine (an odd
-number of C) and liabilities (all four)).
+The target is ``p(x) ∝ exp(-Σ_k w_k E_k(x) / τ) · 1[x ∈ C]``: each ``--expert NAME[:local|raw][:WEIGHT]`` (default:
+``--model``'s E_local, weight 1; each reads the sequence through its own tokenizer; one model as local and raw is
+two terms, ``NAME`` and ``NAME:raw``), an oracle (``--oracle module:function``, only with ``--allow-code``: it runs
+your code; higher scores are better; its source file's digest is stored, so a resume refuses an edited one, though
+not code it imports), and ``--hamming W`` (the distance to the parent). ``C``: ``--positions`` (the 1-based residues
+that may change), ``--allowed POS:RESIDUES``, ``--max-mutations``, ``--forbid`` / ``--require`` motifs (regular
+expressions over the upper-case residues, of bounded cost: no repeated group holding a quantifier or an alternation,
+counts up to 10,000; or the presets glycosylation ``N[^P][ST]``, deamidation ``NG``, isomerization ``DG``,
+unpaired-cysteine (an odd number of C) and liabilities (all four)).
 
 ``--method mh`` samples the target exactly (single-site MH, proposals from the ``--proposal`` expert renormalised
 over the allowed residues, with the Hastings correction; moves out of ``C`` are rejected); ``anneal`` optimises
 (temperature from ``--anneal-start`` to ``--anneal-end``); ``replica`` runs ``--chains`` ladders of chains at
 ``--temperatures`` swapping states by the exact rule.
 
-One row per chain (JSONL, or ``--out x.tsv`` / ``x.parquet``), written as it goes: its id (``chain0``, ...),
-the sequence at the target's temperature, its mutations from the parent as a ProteinGym mutant string
-(``A23G:K45R``, 1-based), every term's energy, the weighted total, the acceptance rate, the best sequence
-visited in ``C`` and the model rows read; for replica exchange each rung's temperature, acceptance and swap
-rate. Each chain's randomness comes from ``(--seed, chain index)`` only, so the rows do not depend on
-``--shard I/N``, ``--workers`` or a resume: ``--resume`` finishes a killed run (a changed option is refused),
-``OUT.meta.json`` records the run's configuration, and a second process writing the same ``--out`` is refused.
-A bar on stderr follows every step of every chain, with the acceptance so far and the model rows read (with
-``--workers``, ``--devices`` or Ray it moves a chain at a time); ``--no-progress`` turns it off.
+One row per chain (JSONL, or ``--out x.tsv`` / ``x.parquet``), written as it goes: its id (``chain0``, ...), the
+sequence at the target's temperature, its mutations from the parent as a ProteinGym mutant string (``A23G:K45R``,
+1-based), every term's energy, the weighted total, the acceptance rate, the best sequence visited in ``C`` and the
+model rows read; for replica exchange each rung's temperature, acceptance and swap rate. Each chain's randomness
+comes from ``(--seed, chain index)`` only, so the rows do not depend on ``--shard I/N``, ``--workers`` or a resume:
+``--resume`` finishes a killed run (a changed option is refused), ``OUT.meta.json`` records the configuration and a
+second process writing the same ``--out`` is refused. A bar on stderr follows every step of every chain, with the
+acceptance so far and the model rows read (with ``--workers``, ``--devices`` or Ray, a chain at a time);
+``--no-progress`` turns it off.
 """
 
 from __future__ import annotations
@@ -33,11 +32,13 @@ import argparse
 import math
 import sys
 
+from ..alphabet import AMINO_ACIDS
 from ..argtypes import LIMIT, finite_float, nonnegative_int
+from ..designing.constraints import Constraints
 from ..designing.spec import EXPERT_KINDS, DesignSpec
 from ..errors import MLMProbError
-
-__all__ = ["register", "run"]
+from ..fields import add_field_flags
+from .common import add_model_args, add_runtime_args, report_done, run_options, spec_of
 
 
 def register(sub) -> None:
@@ -53,21 +54,21 @@ def register(sub) -> None:
         action="append",
         metavar="NAME[:KIND][:WEIGHT]",
         help="a masked-LM expert (repeatable): a model as --model takes it, its energy local, raw or mutant_marginal "
-        "(EvoProtGrad's one-row score: another target), its weight "
-        "(default: --model, local, weight 1)",
+        "(EvoProtGrad's one-row score: another target), its weight (default: --model, local, weight 1)",
     )
-    p.add_argument(
-        "--oracle", metavar="MODULE:FUNCTION", help="a property model: FUNCTION(list of sequences) -> numbers"
-    )
+    p.add_argument("--oracle", metavar="MODULE:FUNCTION", help="a property model: FUNCTION(sequences) -> numbers")
     p.add_argument("--allow-code", action="store_true", help="allow --oracle to import and run your module")
     p.add_argument("--oracle-weight", type=finite_float, default=1.0, help="the oracle term's weight")
     p.add_argument("--oracle-minimize", action="store_true", help="lower oracle scores are better")
-    _add_sampler_args(p.add_argument_group("sampler"))
-    from ..fields import add_field_flags
-
+    g = p.add_argument_group("sampler")  # the spec's fields, then the job's seed
+    add_field_flags(g, DesignSpec, SAMPLER_FLAGS)
+    g.add_argument(
+        "--seed",
+        type=nonnegative_int,
+        default=0,
+        help="the run's seed: chain C draws from a generator seeded by (seed, C) alone",
+    )
     add_field_flags(p.add_argument_group("constraints"), DesignSpec, CONSTRAINT_FLAGS)
-    from .common import add_model_args, add_runtime_args
-
     add_model_args(p)
     p.add_argument(
         "--out",
@@ -81,36 +82,11 @@ def register(sub) -> None:
 
 #: The constraints' flags, made from :class:`DesignSpec`'s fields.
 CONSTRAINT_FLAGS = ("positions", "allowed", "max_mutations", "forbid", "require", "start_invalid", "keep_parent_motifs")
-#: The sampler's flags made from :class:`DesignSpec`'s fields (then ``--temperatures`` and ``--swap-every``).
+#: The sampler's flags made from :class:`DesignSpec`'s fields.
 SAMPLER_FLAGS = (
-    "method",
-    "chains",
-    "steps",
-    "temperature",
-    "proposal",
-    "proposal_temperature",
-    "sites",
-    "informed",
-    "delayed",
-    "hamming",
-    "anneal_start",
-    "anneal_end",
-    "anneal_schedule",
-)
-
-
-def _add_sampler_args(g) -> None:
-    """The sampler's flags (the kernel, its moves, the temperatures, the seed): the spec's fields, and the ladder
-    (text) and the seed (the job's)."""
-    from ..fields import add_field_flags
-
-    add_field_flags(g, DesignSpec, (*SAMPLER_FLAGS, "temperatures", "swap_every"))
-    g.add_argument(
-        "--seed",
-        type=nonnegative_int,
-        default=0,
-        help="the run's seed: chain C draws from a generator seeded by (seed, C) alone",
-    )
+    "method chains steps temperature proposal proposal_temperature sites informed delayed hamming anneal_start "
+    "anneal_end anneal_schedule temperatures swap_every"
+).split()
 
 
 def parse_expert(text: str) -> tuple[str, str, float]:
@@ -127,15 +103,9 @@ def parse_expert(text: str) -> tuple[str, str, float]:
             parts = parts[:-1]
         except ValueError:
             pass
-        if not math.isfinite(weight):
-            raise MLMProbError(
-                f"--expert {text!r}: the weight must be a finite number, got {text.rsplit(':', 1)[-1]!r}"
-            )
-        if abs(weight) > LIMIT:  # the cap of --hamming and --oracle-weight (argtypes)
-            raise MLMProbError(
-                f"--expert {text!r}: the weight must be a finite number no larger than {LIMIT:g}, got "
-                f"{text.rsplit(':', 1)[-1]!r}"
-            )
+        if not abs(weight) <= LIMIT:  # nan, inf, or over the cap of --hamming and --oracle-weight (argtypes)
+            most, got = f" no larger than {LIMIT:g}" if math.isfinite(weight) else "", text.rsplit(":")[-1]
+            raise MLMProbError(f"--expert {text!r}: the weight must be a finite number{most}, got {got!r}")
     if len(parts) > 1 and parts[-1] in EXPERT_KINDS:
         kind, parts = parts[-1], parts[:-1]
     elif len(parts) > 1 and parts[-1].replace("_", "").isalpha():  # a word where the kind stands: a typo
@@ -146,29 +116,16 @@ def parse_expert(text: str) -> tuple[str, str, float]:
     return name, kind, weight
 
 
-def load_oracle(text: str, allow_code: bool):
-    """The function ``module:function`` (imported only with ``--allow-code``)."""
-    from ..designing.job import import_function
-
-    if not allow_code:
-        raise MLMProbError("--oracle imports and runs your code: pass --allow-code to allow it")
-    return import_function(text)
-
-
 def design_spec(args) -> DesignSpec:
     """The :class:`DesignSpec` of the parsed arguments (``--positions``, ``--allowed``: parsed by their flags)."""
-    given: dict = {}
     positions = getattr(args, "positions", None)
     if positions is not None and set(positions) == set(range(1, len(args.parent.strip()) + 1)):
-        given["positions"] = None  # every residue: the default, stored as it is (a resume compares what it stores)
-    from .common import spec_of
-
-    return spec_of(DesignSpec, args, **given)
+        return spec_of(DesignSpec, args, positions=None)  # every residue: the default, stored (and resumed) as such
+    return spec_of(DesignSpec, args)
 
 
 def expected_ids(config: dict, limit: int | None = None):
-    """The chain ids a design run with this stored ``config`` covers (``chain0`` ... ``chainN-1``), for ``mlmprob
-    merge``'s check that every chain appears in the parts."""
+    """The chain ids (``chain0`` ... ``chainN-1``) a design run with this stored ``config`` covers, for ``merge``."""
     from ..designing.job import chains_of
 
     return [c.id for c in chains_of(int(config["chains"]))]
@@ -177,24 +134,18 @@ def expected_ids(config: dict, limit: int | None = None):
 def design_job(args, spec: DesignSpec):
     """The :class:`~mlmprob.designing.job.DesignJob` of the parsed arguments: the experts (default ``--model``'s
     E_local), the oracle (checked here: imported only with ``--allow-code``), the parent, the spec, the seed."""
-    from ..designing.job import DesignJob, oracle_digest
+    from ..designing.job import DesignJob, import_function, oracle_digest
     from ..models.spec import ModelSpec
 
+    if args.oracle and not args.allow_code:
+        raise MLMProbError("--oracle imports and runs your code: pass --allow-code to allow it")
     if args.oracle:
-        load_oracle(args.oracle, args.allow_code)
+        import_function(args.oracle)  # a missing module or function: refused before any model loads
     experts = tuple(parse_expert(t) for t in (args.expert or [args.model]))
     model = ModelSpec(experts[0][0], args.dtype, args.allow_pickle, args.batch_tokens)
-    return DesignJob(
-        model_spec=model,
-        parent=args.parent.strip(),
-        spec=spec,
-        seed=args.seed,
-        experts=experts,
-        oracle=args.oracle,
-        oracle_weight=args.oracle_weight,
-        oracle_maximize=not args.oracle_minimize,
-        oracle_sha256=oracle_digest(args.oracle) if args.oracle else None,
-    )
+    oracle = dict(oracle=args.oracle, oracle_weight=args.oracle_weight, oracle_maximize=not args.oracle_minimize)
+    oracle.update(oracle_sha256=oracle_digest(args.oracle) if args.oracle else None)
+    return DesignJob(model_spec=model, parent=args.parent.strip(), spec=spec, seed=args.seed, experts=experts, **oracle)
 
 
 def check_oracle_resume(out, config: dict) -> None:
@@ -214,11 +165,8 @@ def check_oracle_resume(out, config: dict) -> None:
 
 
 def run(args) -> int:
-    from ..alphabet import AMINO_ACIDS
-    from ..designing.constraints import Constraints
     from ..designing.job import chains_of
     from ..runtime.command import StreamCommand, run_command, stored_config
-    from .common import report_done, run_options
 
     spec = design_spec(args)
     job = design_job(args, spec)
@@ -228,16 +176,9 @@ def run(args) -> int:
     if opts.resume and opts.out is not None:
         check_oracle_resume(opts.out, config)
     summary = RungSummary()
-    command = StreamCommand(
-        job,
-        lambda: chains_of(spec.chains),
-        config,
-        empty="no chains",
-        unit_name="step",  # the bar: every step of every chain (a replica ladder's rungs one step)
-        unit_steps=spec.steps,
-        chunk_size=1,
-        on_rows=summary.add,
-    )
+    # the bar: every step of every chain (a replica ladder's rungs one step)
+    how: dict = dict(empty="no chains", unit_name="step", unit_steps=spec.steps, chunk_size=1, on_rows=summary.add)
+    command = StreamCommand(job, lambda: chains_of(spec.chains), config, **how)
     done = run_command(command, opts)
     for line in summary.lines():
         print(line, file=sys.stderr)
@@ -256,13 +197,8 @@ class RungSummary:
     def add(self, rows: list[dict]) -> None:
         for r in rows:
             self.model_rows += int(r.get("model_rows", 0))
-            self.rows.append(
-                {
-                    "temperatures": r.get("rung_temperatures", [r["temperature"]]),
-                    "acceptance": r.get("rung_acceptance", [r["acceptance"]]),
-                    "swaps": r.get("rung_swap_rate", []),
-                }
-            )
+            temps, acc = r.get("rung_temperatures", [r["temperature"]]), r.get("rung_acceptance", [r["acceptance"]])
+            self.rows.append({"temperatures": temps, "acceptance": acc, "swaps": r.get("rung_swap_rate", [])})
 
     def lines(self) -> list[str]:
         if not self.rows:

@@ -17,41 +17,32 @@ from __future__ import annotations
 import argparse
 
 from ..errors import MLMProbError
-from ..infilling.spec import GAP_MODES
+from ..fields import add_field_flags
+from ..gaps import count_gaps, expand_gaps, gap_tokens
+from ..infilling.spec import GAP_MODES, InfillSpec
 from ..jsonl import dumps
-
-__all__ = ["register", "run"]
-
-TSV_FIELDS = (
-    "id",
-    "record",
-    "gap",
-    "length",
-    "positions",
-    "token_indices",
-    "method",
-    "order",
-    "beam_size",
-    "pivot",
-    "fills",
-    "scores",
-    "tokens",
+from ..numbering import cdr_span, mask_residues
+from ..runtime.inputs import Record
+from .common import (
+    add_dedupe_arg,
+    add_input_args,
+    add_model_args,
+    add_runtime_args,
+    input_file,
+    model_spec,
+    report_done,
+    run_options,
+    spec_of,
+    stored_inputs,
 )
-_STREAM_ONLY = (
-    ("out", None),
-    ("resume", False),
-    ("shard", None),
-    ("workers", None),
-    ("devices", None),
-    ("engine", "local"),
-    ("ray_address", None),
-    ("skip_invalid", False),
-    ("column", None),
-    ("id_column", None),
-    ("format", "auto"),
-    ("gaps", "joint"),
-    ("dedupe", False),
+from .regions import add_cdr_args, cdr_config, resolve_cdr
+
+TSV_FIELDS = tuple(
+    "id record gap length positions token_indices method order beam_size pivot fills scores tokens".split()
 )
+#: The flags of ``--input`` alone, with their defaults, in the order a refusal names the first one given.
+_STREAM_ONLY = dict(out=None, resume=False, shard=None, workers=None, devices=None, engine="local", ray_address=None)
+_STREAM_ONLY.update(skip_invalid=False, column=None, id_column=None, format="auto", gaps="joint", dedupe=False)
 
 
 def register(sub) -> None:
@@ -68,16 +59,9 @@ def register(sub) -> None:
         help="file of sequences with gaps: text (one per line), FASTA, CSV/TSV, JSONL or "
         "Parquet, optionally .gz (instead of SEQUENCE)",
     )
-    from .common import add_input_args, add_model_args, add_runtime_args
-
     add_input_args(p, of="--input")
-    from .common import add_dedupe_arg
-
     add_dedupe_arg(p)
     add_model_args(p)
-    from ..fields import add_field_flags
-    from ..infilling.spec import InfillSpec
-
     add_field_flags(p, InfillSpec, ("method", "order", "beam_size", "pivot"))  # the spec's fields
     p.add_argument(
         "--gaps",
@@ -86,8 +70,6 @@ def register(sub) -> None:
         help="--input: all masked tokens of a record are one gap (joint, id = record id) or each "
         "contiguous gap is its own unit (each, id = RECORD/gapK); default joint",
     )
-    from .regions import add_cdr_args
-
     add_cdr_args(p, "the gap is this region of a complete sequence (filled with as many residues)")
     p.add_argument("--json", action="store_true", help="print one JSON object instead of a table (one SEQUENCE)")
     p.add_argument("--out", "-o", help="--input: output file, .jsonl, .tsv or .parquet (default: JSONL on stdout)")
@@ -101,19 +83,14 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
-    from ..infilling.spec import InfillSpec
-    from .common import spec_of
-
     spec = spec_of(InfillSpec, args)  # --method, --order, --beam-size, --pivot
     if (args.sequence is None) == (args.input is None):
         raise MLMProbError("give one SEQUENCE or --input FILE" + (", not both" if args.input else ""))
-    from .regions import resolve_cdr
-
     region = resolve_cdr(args)
     if region and args.gaps != "joint":
         raise MLMProbError("--cdr makes one gap per record; leave out --gaps each")
     if args.input is None:
-        for name, default in _STREAM_ONLY:
+        for name, default in _STREAM_ONLY.items():
             if getattr(args, name) != default:
                 raise MLMProbError(f"--{name.replace('_', '-')} needs --input FILE (it streams a file of sequences)")
         return _run_one(args, spec, region)
@@ -125,17 +102,13 @@ def run(args) -> int:
 def _run_one(args, spec, region) -> int:
     import torch
 
-    from ..gaps import expand_gaps, gap_tokens
     from ..infilling.beam import infill, score_meaning
     from ..infilling.stream import mask_text as _mask_text
     from ..positions import token_numbers
-    from .common import model_spec
 
     gap_tokens(args.sequence)  # an absurd gap ([MASK]x999999999) refused before the model loads
     mlm = model_spec(args).load(args.device)
-    sequence, native = args.sequence, None
-    if region:
-        sequence, native = _region_gap(sequence, region)
+    sequence, native = _region_gap(args.sequence, region) if region else (args.sequence, None)
     text = expand_gaps(sequence, _mask_text(mlm), mlm.max_length)  # the gap checked before it is written out
     enc = mlm.encode([text])
     ids = enc.input_ids
@@ -148,34 +121,16 @@ def _run_one(args, spec, region) -> int:
     for rank, c in enumerate(cands, start=1):
         full = ids[0].clone()
         full[positions] = torch.tensor(c.tokens)
-        rows.append(
-            {
-                "rank": rank,
-                "fill": mlm.decode(list(c.tokens)),
-                "score": c.score,
-                "tokens": list(c.tokens),
-                "sequence": mlm.decode(full),
-            }
-        )
+        fill, tokens = mlm.decode(list(c.tokens)), list(c.tokens)
+        rows.append(dict(rank=rank, fill=fill, score=c.score, tokens=tokens, sequence=mlm.decode(full)))
     if args.json:
-        print(
-            dumps(
-                {
-                    "model": args.model,
-                    **spec.recorded(),
-                    "positions": numbers,
-                    "token_indices": positions.tolist(),
-                    "candidates": rows,
-                    **({"cdr": region[0], "numbering": region[1], "native": native} if native else {}),
-                }
-            )
-        )
+        head = {"model": args.model, **spec.recorded(), "positions": numbers, "token_indices": positions.tolist()}
+        cdr = {"cdr": region[0], "numbering": region[1], "native": native} if native else {}
+        print(dumps({**head, "candidates": rows, **cdr}))
         return 0
-    print(
-        f"# {args.model}  method={spec.method}  order={spec.order}  beam={spec.beam_size}  "
-        f"gap={len(positions)} tokens at positions {numbers} (1-based)"
-        + (f"  CDR-{region[0]} ({region[1]}) native={native}" if native else "")
-    )
+    title = f"# {args.model}  method={spec.method}  order={spec.order}  beam={spec.beam_size}  gap={len(positions)}"
+    cdr_note = f"  CDR-{region[0]} ({region[1]}) native={native}" if native else ""
+    print(f"{title} tokens at positions {numbers} (1-based){cdr_note}")
     print(f"# score: {score_meaning(spec.method, spec.pivot)}")
     width = max(4, *(len(r["fill"]) for r in rows))
     print(f"{'rank':>4}  {'fill':<{width}}  {'score':>10}  sequence")
@@ -188,8 +143,6 @@ def _run_stream(args, spec, region) -> int:
     from ..infilling.stream import InfillJob, iter_gap_units
     from ..runtime.command import StreamCommand, run_command, stored_config
     from ..runtime.unique import UniqueIds
-    from .common import input_file, model_spec, report_done, run_options
-    from .regions import cdr_config
 
     opts = run_options(args)
     inputs = input_file(args)
@@ -201,39 +154,18 @@ def _run_stream(args, spec, region) -> int:
         return region_units(records, region) if region else iter_gap_units(records, args.gaps)
 
     job = InfillJob(model_spec=model_spec(args), spec=spec, skip_invalid=args.skip_invalid)
-    before = {
-        "input": inputs.source,
-        "positions_base": 1,
-        "format": inputs.format,
-        "column": inputs.column,
-        "id_column": inputs.id_column,
-        "gaps": args.gaps,
-    }
+    before = {"input": inputs.source, "positions_base": 1, "format": inputs.format, "column": inputs.column}
+    before.update(id_column=inputs.id_column, gaps=args.gaps)
     after = {**({"dedupe": True} if args.dedupe else {}), **cdr_config(region)}
     config = stored_config("infill", job.model_spec, spec, before, after)
-    done = run_command(
-        StreamCommand(
-            job,
-            units,
-            config,
-            fields=TSV_FIELDS,
-            input=inputs.path,
-            empty=f"no sequences found in {inputs.shown}",
-            unit_name="gap",
-            chunk_size=4,
-            skip_label="",
-        ),
-        opts,
-    )
+    how: dict = dict(fields=TSV_FIELDS, input=inputs.path, empty=f"no sequences found in {inputs.shown}", skip_label="")
+    done = run_command(StreamCommand(job, units, config, unit_name="gap", chunk_size=4, **how), opts)
     report_done(f"filled {done.written} gaps with {args.model}", done, args.out, opts.shard, unique=unique)
     return 0
 
 
 def _region_gap(text: str, region: tuple[str, str]) -> tuple[str, str]:
     """``text`` (a complete sequence) with the residues of ``region`` written as ``_``, and those residues."""
-    from ..infilling.stream import count_gaps
-    from ..numbering import cdr_span, mask_residues
-
     if count_gaps(text):
         raise MLMProbError(f"--cdr {region[0]} makes the CDR the gap: give a complete sequence, without ____ or [MASK]")
     residues = "".join(text.split())
@@ -245,7 +177,6 @@ def region_units(records, region: tuple[str, str]):
     """The gap units of ``records`` (complete sequences) whose gap is the CDR ``region``; a record that does
     not number is a unit carrying the error (raised, or skipped with --skip-invalid)."""
     from ..infilling.stream import GapUnit, iter_gap_units
-    from ..runtime.inputs import Record
 
     for r in records:
         try:
@@ -259,11 +190,5 @@ def region_units(records, region: tuple[str, str]):
 def expected_ids(config: dict, limit: int | None = None):
     """The gap ids a streamed run with this stored ``config`` covers, for ``mlmprob merge``'s input check."""
     from ..infilling.stream import iter_gap_units
-    from ..runtime.inputs import iter_records
-    from ..runtime.unique import unique_ids
 
-    records = unique_ids(
-        iter_records(config["input"], config.get("format", "auto"), config.get("column"), config.get("id_column")),
-        config.get("dedupe", False),
-    )
-    return (u.id for u in iter_gap_units(records, config.get("gaps", "joint")))
+    return (u.id for u in iter_gap_units(stored_inputs(config).records(), config.get("gaps", "joint")))

@@ -1,11 +1,10 @@
 """``mlmprob joints``: the pairwise-joint experiment (MLM, MRF-L, MRF, HCB, AG) over a data set.
 
-Always resumable: rerunning with the same options and ``--out`` computes only the missing pairs (a
-larger ``--n-pairs`` adds pairs), then rewrites ``report.md``, ``summary.json`` and ``distance.png``.
-The unit is a pair (id ``SCHEME/I``); ``--shard I/N`` takes pairs ``k`` with ``k mod N = I - 1`` of the
-full deterministic list (the schemes interleaved pair by pair), ``--workers``/``--devices`` compute
-pairs in worker processes (records are written in pair order). Join shards with
-``mlmprob merge --out ALL/pairs.jsonl S1/pairs.jsonl S2/pairs.jsonl``, then report with
+Always resumable: rerunning with the same options and ``--out`` computes only the missing pairs (a larger
+``--n-pairs`` adds pairs), then rewrites ``report.md``, ``summary.json`` and ``distance.png``. The unit is a pair (id
+``SCHEME/I``); ``--shard I/N`` takes pairs ``k`` with ``k mod N = I - 1`` of the full deterministic list (the schemes
+interleaved pair by pair), ``--workers``/``--devices`` compute pairs in worker processes (records are written in pair
+order). Join shards with ``mlmprob merge --out ALL/pairs.jsonl S1/pairs.jsonl S2/pairs.jsonl``, then report with
 ``mlmprob joints --report-only --out ALL``.
 """
 
@@ -15,7 +14,9 @@ import argparse
 import sys
 
 from ..errors import MLMProbError
+from ..fields import add_field_flags
 from ..joints.spec import JointsSpec
+from .common import add_model_args, add_runtime_args, input_file, model_spec, out_folder, run_options, spec_of
 
 #: The flags made from :class:`JointsSpec`'s fields after ``--out`` (``--format`` and ``--column`` come first).
 SPEC_FLAGS = ("n_pairs", "schemes", "seed", "top_k", "pivot", "ag_steps", "ag_tol", "ag_max_steps", "max_sequences")
@@ -29,12 +30,8 @@ def register(subparsers) -> argparse.ArgumentParser:
         "joints and their U-PPL, P-PPL, A-KL, G-KL. Writes OUT/pairs.jsonl, OUT/report.md, "
         "OUT/summary.json and OUT/distance.png. " + __doc__.split("\n\n", 1)[1].replace("``", ""),
     )
-    from .common import add_model_args, add_runtime_args
-
     add_model_args(p)
     p.add_argument("--data", help="sequences: text (one per line), FASTA, CSV/TSV, JSONL or Parquet, optionally .gz")
-    from ..fields import add_field_flags
-
     add_field_flags(p, JointsSpec, ("format", "column"), present=("format",))  # read before the spec is made
     p.add_argument("--out", required=True, help="output folder")
     add_field_flags(p, JointsSpec, SPEC_FLAGS)
@@ -51,7 +48,6 @@ def run(args: argparse.Namespace) -> int:
 
     from ..joints.job import RECORDS_FILE, JointsJob, load_records, run_pairs
     from ..joints.report import write_report
-    from .common import input_file, model_spec, out_folder, run_options, spec_of
 
     out_folder(args.out)
     if args.report_only:
@@ -69,26 +65,14 @@ def run(args: argparse.Namespace) -> int:
     shard = opts.shard
     data = input_file(args, "data")  # stdin or a pipe: read once, here
     assert data is not None  # --data was checked above
-    # --column, --format, --schemes, --n-pairs, ...
-    config = spec_of(JointsSpec, args, format=data.format)
+    config = spec_of(JointsSpec, args, format=data.format)  # --column, --format, --schemes, --n-pairs, ...
     job = JointsJob(config, model_spec=model_spec(args), data=str(args.data), data_path=data.path)
-    new = [0]
-
-    def count(rec: dict) -> None:
-        new[0] += 1
-
-    records = run_pairs(job, replace(opts, progress=opts.progress and not args.quiet), progress=count)
-    total = shard.size(len(config.schemes) * config.n_pairs)
+    new: list[dict] = []  # the pairs computed by this run
+    records = run_pairs(job, replace(opts, progress=opts.progress and not args.quiet), progress=new.append)
+    total, part = shard.size(len(config.schemes) * config.n_pairs), "" if shard.is_whole else f" (shard {shard})"
     if not args.quiet:
-        print(
-            f"{new[0]} new pairs, {len(records)}/{total} in {args.out}"
-            + (f" (shard {shard})" if not shard.is_whole else ""),
-            file=sys.stderr,
-        )
-    title = f"Pairwise joints: {args.model} on {Path(args.data).name}" + (
-        f" (shard {shard})" if not shard.is_whole else ""
-    )
-    paths = write_report(records, args.out, title)
+        print(f"{len(new)} new pairs, {len(records)}/{total} in {args.out}{part}", file=sys.stderr)
+    paths = write_report(records, args.out, f"Pairwise joints: {args.model} on {Path(args.data).name}{part}")
     print(paths["report"].read_text())
     print(f"plot: {paths['plot']}")
     return 0

@@ -3,25 +3,16 @@ CDRs of an antibody chain, found by numbering it (:mod:`mlmprob.numbering`, anar
 
 from __future__ import annotations
 
-import argparse
-
+from ..argtypes import checked
 from ..errors import MLMProbError
 from ..numbering import CDRS, SCHEMES, check_scheme, parse_cdr
-
-
-def cdr_arg(text: str) -> str:
-    """argparse type of ``--cdr``: ``H3``, ``h3``, ``CDR-H3`` -> ``H3``."""
-    try:
-        return parse_cdr(text)
-    except MLMProbError as e:
-        raise argparse.ArgumentTypeError(str(e)) from None
 
 
 def add_cdr_args(group, what: str) -> None:
     """``--cdr`` and ``--numbering``; ``what``: what the region does."""
     group.add_argument(
         "--cdr",
-        type=cdr_arg,
+        type=checked(parse_cdr),  # H3, h3, CDR-H3 -> H3
         metavar="{" + ",".join(CDRS) + "}",
         help=f"{what}: this CDR of the antibody chain, found by numbering it with anarcism "
         "(an scFv gives heavy CDRs from its VH, light ones from its VL)",
@@ -29,15 +20,14 @@ def add_cdr_args(group, what: str) -> None:
     group.add_argument(
         "--numbering",
         choices=SCHEMES,
-        default=None,
         help="CDR definition of --cdr (default imgt): imgt for all six; kabat for H3 only "
         "(Kabat H95-H102 = IMGT 107-117). anarcism numbers in IMGT, so no Chothia",
     )
 
 
 def resolve_cdr(args) -> tuple[str, str] | None:
-    """``(cdr, numbering)`` of the parsed options (``--numbering`` by default imgt), or None without ``--cdr``;
-    a ``--numbering`` without ``--cdr`` is refused in one line."""
+    """``(cdr, numbering)`` of the parsed options (``--numbering`` by default imgt), or None without ``--cdr``
+    (where a ``--numbering`` is refused)."""
     if args.cdr is None:
         if args.numbering is not None:
             raise MLMProbError("--numbering is the CDR definition of --cdr; give --cdr too")

@@ -1,9 +1,9 @@
 """A resumed run whose ``--positions`` are spelled differently from the stored ones but name the same positions.
 
 A resume compares the stored configuration key by key, so ``--positions 1-32`` would be refused against a run
-without it although, on 32-residue records, both free every residue. Here the two are compared by what they resolve
-to: as numbers (:func:`canonical_positions`), then record by record through the tokenizer (``resolves_same``). When
-they agree the run resumes under the stored text; otherwise the usual refusal names ``positions``.
+without it although, on 32-residue records, both free every residue. Here the two are compared as numbers
+(:func:`canonical_positions`), then record by record through the tokenizer (``resolves_same``): when they agree the
+run resumes under the stored text, else the usual refusal names ``positions``.
 """
 
 from __future__ import annotations
@@ -70,9 +70,8 @@ def stored_positions(
     new = None if now is None else parse_numbers(now)
     if was is not None and old is None:
         return config
-    if sorted(old or []) != sorted(new or []) or (old is None) != (new is None):
-        if not resolves_same(old, new):
-            return config
+    if (sorted(old or []) != sorted(new or []) or (old is None) != (new is None)) and not resolves_same(old, new):
+        return config
     kept = {}
     for k, v in config.items():
         if k != BASE:
@@ -84,9 +83,8 @@ def stored_positions(
 
 def same_free_positions(mlm, records: Iterable, a: list[int] | None, b: list[int] | None, **where) -> bool:
     """Whether the 1-based numbers ``a`` and ``b`` (None: all positions) free the same tokens of every record
-    (``mlmprob sample``'s :func:`~mlmprob.sampling.stream.free_positions`, ``where``: its ``cdr`` and
-    ``numbering``); a record that one refuses must be refused by both (a record the tokenizer refuses is
-    refused whatever the positions)."""
+    (:func:`~mlmprob.sampling.stream.free_positions`, ``where``: its ``cdr`` and ``numbering``), or both refuse it
+    (a record the tokenizer refuses is refused whatever the positions)."""
     from ..sampling.stream import free_positions
 
     def outcome(rec, enc, numbers):

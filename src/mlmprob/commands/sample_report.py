@@ -3,26 +3,21 @@ diagnostics, what the method adds, and why a diagnostic is missing)."""
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 
 def write_fasta(path: Path, result, names: list[str], reps: int, mlm) -> None:
     """The kept states, one FASTA entry per chain and kept epoch; the header names the input, chain, epoch,
     both energies and, for ancestral draws, the draw's log-probability along its order."""
+    e_local, e_raw, log_prob = result.energy_local, result.energy_raw, result.log_prob
     with path.open("w") as f:
         for s_idx, epoch in enumerate(result.kept_epochs.tolist()):
             for b in range(result.samples.shape[1]):
-                lp = "" if result.log_prob is None else f" log_prob={float(result.log_prob[epoch, b]):.4f}"
-                energies = (
-                    ""
-                    if result.energy_local is None
-                    else f" e_local={float(result.energy_local[epoch, b]):.4f} "
-                    f"e_raw={float(result.energy_raw[epoch, b]):.4f}"
-                )
-                f.write(
-                    f">{names[b // reps]} chain={b % reps} epoch={epoch}{energies}{lp}\n"
-                    f"{mlm.decode(result.samples[s_idx, b])}\n"
-                )
+                lp = "" if log_prob is None else f" log_prob={float(log_prob[epoch, b]):.4f}"
+                e = "" if e_local is None else f" e_local={e_local[epoch, b]:.4f} e_raw={e_raw[epoch, b]:.4f}"
+                head = f">{names[b // reps]} chain={b % reps} epoch={epoch}{e}{lp}"
+                f.write(f"{head}\n{mlm.decode(result.samples[s_idx, b])}\n")
 
 
 def summary_of(result, spec) -> dict:
@@ -53,19 +48,14 @@ def summary_of(result, spec) -> dict:
 def diagnostic_notes(result, info) -> dict:
     """Why a diagnostic is missing (written as null): ``{"ess_note": ...}`` and the like (``info``: the method's
     registry entry)."""
-    import math
-
     kept = len(result.kept_epochs)
     notes = {}
     for key in ("ess", "rhat"):
         if result.energy is None:
             notes[f"{key}_note"] = "the draws were not scored (give --energies)"
         elif not math.isfinite(getattr(result, key)):
-            notes[f"{key}_note"] = (
-                f"needs >= 4 kept epochs, got {kept}"
-                if kept < 4
-                else "the kept energy trace has no variance (or is not finite)"
-            )
+            few = f"needs >= 4 kept epochs, got {kept}"
+            notes[f"{key}_note"] = few if kept < 4 else "the kept energy trace has no variance (or is not finite)"
     for key in ("accept_rate", "novel_rate"):
         if info.rates is None:
             notes[f"{key}_note"] = info.no_accept

@@ -1,15 +1,14 @@
-"""``mlmprob sample``'s sampler flags, made from the sampling methods' spec fields (the registry of
-:mod:`mlmprob.sampling.spec`): one flag per field (``--my-option`` for ``my_option``; its help, type and choices
-from the field's metadata), grouped in ``--help`` by the methods taking it, and the one-line refusal of a flag
-its ``--method`` does not take (:class:`~mlmprob.sampling.spec.NotForMethod`, worded with flags). A flag left
-out is absent from the parsed arguments: the method's spec gives its default. Imports no torch."""
+"""``mlmprob sample``'s sampler flags, made from the sampling methods' spec fields (:mod:`mlmprob.sampling.spec`'s
+registry): one flag per field (help, type and choices from its metadata), grouped in ``--help`` by the methods taking
+it, and the one-line refusal of a flag its ``--method`` does not take (:class:`~mlmprob.sampling.spec.NotForMethod`).
+A flag left out is absent from the parsed arguments: the method's spec gives its default. Imports no torch."""
 
 from __future__ import annotations
 
 from ..argtypes import nonnegative_int, positive_int
 from ..errors import MLMProbError
 from ..fields import flag_keywords, flag_of
-from ..sampling.spec import REGISTRY, SamplerSpec, option_names
+from ..sampling.spec import REGISTRY, NotForMethod, SamplerSpec, option_names
 
 JOB_FLAGS = ("chains", "seed")  # the sampler group's flags that are the job's, not the spec's
 
@@ -60,8 +59,6 @@ def add_sampler_args(parser) -> None:
 
 def sampler_spec(args) -> SamplerSpec:
     """The spec of the parsed flags, validated once; a flag the method does not take is refused with flags."""
-    from ..sampling.spec import NotForMethod
-
     values = {name: getattr(args, name) for name in option_names() if hasattr(args, name)}
     try:
         return SamplerSpec(**values)  # a flag left out is absent from args: the method's spec gives its default

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import argparse
-
 from ..argtypes import (
     device_name,
     finite_float,
@@ -13,7 +11,11 @@ from ..argtypes import (
     positive_float,
     positive_int,
 )
+from ..fields import add_field_flags
 from ..jsonl import dumps
+from ..synthetic.kinds import KINDS
+from ..training.config import TrainConfig
+from .common import out_folder, spec_of
 
 #: The flags made from :class:`~mlmprob.training.config.TrainConfig`'s fields, by ``--help`` group.
 MODEL_FLAGS = (
@@ -24,12 +26,9 @@ MASKING_FLAGS = "mask_rate mask_split masking seed eval_every checkpoint_every k
 
 
 def register(sub) -> None:
-    from ..synthetic.kinds import KINDS
-
     p = sub.add_parser(
         "train",
         help="pretrain a BERT masked LM on a synthetic language or text files",
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
         description="Rerunning with the same --out continues from the last checkpoint.",
     )
     p.add_argument("--out", "-o", required=True, help="output directory (model, checkpoints, loss_curve.png)")
@@ -59,9 +58,6 @@ def register(sub) -> None:
         "--heldout-fraction", type=open_fraction, default=0.05, help="share of the text lines held out for evaluation"
     )
     g.add_argument("--cased", action="store_true", help="keep case (default: lowercase)")
-    from ..fields import add_field_flags
-    from ..training.config import TrainConfig
-
     add_field_flags(p.add_argument_group("model and optimisation"), TrainConfig, MODEL_FLAGS)
     g = p.add_argument_group("masking and bookkeeping")
     add_field_flags(g, TrainConfig, MASKING_FLAGS)
@@ -74,45 +70,22 @@ def register(sub) -> None:
 def run(args) -> int:
     from ..models.loading import parse_device
     from ..synthetic.io import make_language
-    from ..training.config import TrainConfig
     from ..training.data import SyntheticSource, TextSource
     from ..training.loop import train
-    from .common import out_folder, spec_of
 
     out = out_folder(args.out)
     config = spec_of(TrainConfig, args)  # a flag left out: the config's default
     source: SyntheticSource | TextSource
     if args.synthetic:
-        lang = make_language(
-            args.synthetic,
-            args.vocab_size,
-            args.length,
-            args.language_seed,
-            coupling=args.coupling,
-            field_scale=args.field_scale,
-            n_states=args.n_states,
-            concentration=args.concentration,
-            rows=args.rows,
-        )
+        shape = {k: getattr(args, k) for k in ("coupling", "field_scale", "n_states", "concentration", "rows")}
+        lang = make_language(args.synthetic, args.vocab_size, args.length, args.language_seed, **shape)
         source = SyntheticSource(lang, args.n_train, args.n_heldout)
     else:
         source = TextSource(
             args.text, args.tokenizer_vocab_size, args.max_length, args.heldout_fraction, lowercase=not args.cased
         )
-    result = train(
-        config,
-        source,
-        out,
-        device=parse_device(args.device),
-        progress=not args.no_progress,
-        stop_after=args.stop_after,
-    )
-    summary = {
-        "out": str(result.out_dir),
-        "step": result.step,
-        "done": result.done,
-        "resumed_from": result.resumed_from,
-        **{k: v for k, v in result.final.items() if k != "lr"},
-    }
-    print(dumps(summary))
+    run = dict(device=parse_device(args.device), progress=not args.no_progress, stop_after=args.stop_after)
+    result = train(config, source, out, **run)
+    head = {"out": str(result.out_dir), "step": result.step, "done": result.done, "resumed_from": result.resumed_from}
+    print(dumps({**head, **{k: v for k, v in result.final.items() if k != "lr"}}))
     return 0

@@ -1,35 +1,45 @@
-"""``mlmprob variants``: variant-effect scores of mutants of one wild type (ProteinGym-style mutant
-strings, full mutated sequences, or ``--saturate``: every single mutant), streamed, sharded,
-resumable; ``--evaluate`` scores them against a label column."""
+"""``mlmprob variants``: variant-effect scores of mutants of one wild type (ProteinGym-style mutant strings, full
+mutated sequences, or ``--saturate``: every single mutant), streamed, sharded, resumable; ``--evaluate`` scores them
+against a label column."""
 
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 
 from ..argtypes import checked, positive_int, probability
 from ..defaults import VARIANTS_MODEL, VARIANTS_MODEL_WHY
 from ..errors import MLMProbError
+from ..fields import add_field_flags
+from ..jsonl import dumps
+from ..numbering import cdr_span
 from ..runtime.inputs import FORMATS
+from ..settings import check_seed
+from ..variants.spec import DEFAULT_METHODS, SATURATE_METHODS, VariantsSpec
+from .common import (
+    add_dedupe_arg,
+    add_model_args,
+    add_runtime_args,
+    input_file,
+    model_spec,
+    report_done,
+    run_options,
+    spec_of,
+)
+from .regions import add_cdr_args, cdr_config, resolve_cdr
 
-LONG_HELP = """A wild type longer than the model's window: protein models that read long rows through
-windows (ESM-2 and other Hugging Face protein models) read each position in the window centred on
-it; a model with a hard length limit (sapiens, antiberty) scores each variant in the window of W
-residues centred on the middle of its mutated sites, kept inside the protein (column `window`: its
-first residue)."""
+LONG_HELP = """A wild type longer than the model's window: protein models that read long rows through windows (ESM-2
+and other Hugging Face protein models) read each position in the window centred on it; a model with a hard length limit
+(sapiens, antiberty) scores each variant in the window of W residues centred on the middle of its mutated sites, kept
+inside the protein (column `window`: its first residue)."""
 
 
 def register(sub) -> None:
-    from ..settings import check_seed
-    from ..variants.spec import VariantsSpec
-
     p = sub.add_parser(
         "variants",
         help="variant-effect scores of mutants of a wild type (ProteinGym CSV, sequences, or --saturate)",
         description=__doc__,
         epilog=LONG_HELP,
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
     p.add_argument(
         "input",
@@ -37,20 +47,14 @@ def register(sub) -> None:
         help="ProteinGym-style CSV/TSV (a 'mutant' column like A23C:D45E, 1-based), "
         "or full mutated sequences of the wild type's length (CSV/TSV column, FASTA, text, JSONL, Parquet)",
     )
-    p.add_argument(
-        "--wild-type", required=True, metavar="SEQ|FASTA", help="the wild-type sequence, or a file holding it"
-    )
+    p.add_argument("--wild-type", required=True, metavar="SEQ|FASTA", help="the wild-type sequence, or a file of it")
     p.add_argument(
         "--saturate",
         action="store_true",
         help="score every single mutant of the wild type (19 x L "
         "rows) and also write OUT.heatmap.png, OUT.heatmap.csv (L x 20) and OUT.saturation.csv",
     )
-    from .regions import add_cdr_args
-
     add_cdr_args(p, "with --saturate, mutate only the residues of this region of the wild type")
-    from ..fields import add_field_flags
-
     add_field_flags(p, VariantsSpec, ("methods", "chain_orders", "chain_seed", "offset"))  # the spec's fields
     p.add_argument("--format", default="auto", choices=FORMATS, help="input format (auto: by the file's suffix)")
     p.add_argument("--mutant-column", default="mutant", help="mutant-string column of a CSV/TSV input")
@@ -67,14 +71,8 @@ def register(sub) -> None:
     )
     p.add_argument("--top", type=probability, default=0.1, help="top fraction for NDCG and recall")
     p.add_argument("--n-boot", type=positive_int, default=1000, help="bootstrap resamples")
-    p.add_argument(
-        "--seed",
-        type=checked(int, check_seed),
-        default=0,
-        help="seed of the bootstrap's torch.Generator (at most 2**63 - 1)",
-    )
-    from .common import add_dedupe_arg, add_model_args, add_runtime_args
-
+    seed_help = "seed of the bootstrap's torch.Generator (at most 2**63 - 1)"
+    p.add_argument("--seed", type=checked(int, check_seed), default=0, help=seed_help)
     add_model_args(p, default=VARIANTS_MODEL, why=VARIANTS_MODEL_WHY)
     p.add_argument("--out", "-o", help="output file, .jsonl, .tsv or .parquet (default: JSONL on stdout)")
     p.add_argument("--limit", type=positive_int, help="only the first N rows of the input (before --shard)")
@@ -85,8 +83,8 @@ def register(sub) -> None:
 
 
 def _units(config: dict, limit: int | None = None, label: str | None = None, path: str | None = None, unique=None):
-    """The units of a run with this ``config`` (``path``: where its input is read from now, e.g. the spooled copy
-    of standard input; ``unique``: the :class:`~mlmprob.runtime.unique.UniqueIds` check of the input's ids)."""
+    """The units of a run with this ``config`` (``path``: where its input is read from now, e.g. standard input's
+    spooled copy; ``unique``: the :class:`~mlmprob.runtime.unique.UniqueIds` check of the input's ids)."""
     from itertools import islice
 
     from ..runtime.unique import UniqueIds
@@ -99,31 +97,20 @@ def _units(config: dict, limit: int | None = None, label: str | None = None, pat
             units = (u for u in units if u.mutant is not None and lo <= int(u.mutant[1:-1]) < hi)
     else:
         unique = unique or UniqueIds(config.get("dedupe", False), what="row")
-        units = unique(
-            iter_units(
-                path or config["input"],
-                fmt=config["format"],
-                mutant_column=config["mutant_column"],
-                column=config["column"],
-                id_column=config["id_column"],
-                label=label,
-            )
-        )
-    return units if limit is None else islice(units, limit)
+        columns = {k: config[k] for k in ("mutant_column", "column", "id_column")}
+        units = unique(iter_units(path or config["input"], fmt=config["format"], label=label, **columns))
+    return islice(units, limit)
 
 
 def expected_ids(config: dict, limit: int | None = None):
-    """The row ids a run with this stored ``config`` covers, for ``mlmprob merge``'s input check: the input's
-    rows, or with ``--saturate`` every single mutant of the stored wild type (``saturation_units``)."""
+    """The row ids a run with this stored ``config`` covers (the input's, or ``--saturate``'s single mutants), for
+    ``mlmprob merge``'s input check."""
     return (u.id for u in _units(config, limit))
 
 
 def variants_spec(args, **given):
-    """The spec of ``mlmprob variants``' arguments: ``--methods`` left out (or None) is the defaults, those of
-    ``--saturate`` with it."""
-    from ..variants.spec import DEFAULT_METHODS, SATURATE_METHODS, VariantsSpec
-    from .common import spec_of
-
+    """The spec of ``mlmprob variants``' arguments: ``--methods`` left out (or None) is the defaults (``--saturate``'s
+    with it)."""
     if "methods" not in given and getattr(args, "methods", None) is None:
         given["methods"] = SATURATE_METHODS if getattr(args, "saturate", False) else DEFAULT_METHODS
     return spec_of(VariantsSpec, args, **given)
@@ -132,7 +119,6 @@ def variants_spec(args, **given):
 def _config(args, wild_type: str, spec):
     """The run's stored configuration and its input file (None with ``--saturate``)."""
     from ..runtime.command import stored_config
-    from .common import input_file, model_spec
 
     if (args.input is not None) == args.saturate:
         raise MLMProbError("give an input file, or --saturate (not both)")
@@ -143,26 +129,16 @@ def _config(args, wild_type: str, spec):
         )
     region = _region(args, wild_type)
     inputs = None if args.saturate else input_file(args)
-    before = {
-        "wild_type": wild_type,
-        "offset": ...,  # the spec's two settings stored here (stored_config), chain's after the input
-        "methods": ...,
-        "saturate": args.saturate,
-        **({"dedupe": True} if args.dedupe and not args.saturate else {}),
-        "input": None if inputs is None else inputs.source,
-        "format": args.format if inputs is None else inputs.format,
-        "mutant_column": args.mutant_column,
-        "column": args.column,
-        "id_column": args.id_column,
-    }
+    # offset and methods: the spec's two settings stored here (stored_config), chain's after the input
+    before = {"wild_type": wild_type, "offset": ..., "methods": ..., "saturate": args.saturate}
+    before.update({"dedupe": True} if args.dedupe and not args.saturate else {})
+    before.update(input=inputs and inputs.source, format=inputs.format if inputs else args.format)
+    before.update(mutant_column=args.mutant_column, column=args.column, id_column=args.id_column)
     return stored_config("variants", model_spec(args), spec, before, region), inputs
 
 
 def _region(args, wild_type: str) -> dict:
     """``--cdr``'s configuration keys: the region, its definition and its 0-based residue span in the wild type."""
-    from ..numbering import cdr_span
-    from .regions import cdr_config, resolve_cdr
-
     region = resolve_cdr(args)
     if region is None:
         return {}
@@ -172,60 +148,41 @@ def _region(args, wild_type: str) -> dict:
 
 
 def run(args) -> int:
+    from ..metrics.ranking import MAX_BOOT
     from ..runtime.command import StreamCommand, run_command
+    from ..runtime.unique import UniqueIds
     from ..variants.stream import VariantsJob
     from ..variants.units import read_wild_type
-    from .common import model_spec, report_done, run_options
 
     wild_type = read_wild_type(args.wild_type)
     spec = variants_spec(args)  # --methods (the defaults of --saturate with it), --offset, --chain-*
     methods = spec.methods
     config, inputs = _config(args, wild_type, spec)
     path = None if inputs is None else inputs.path
-    from ..runtime.unique import UniqueIds
-
     unique = UniqueIds(args.dedupe, what="row")
     if args.evaluate and not args.label:
         raise MLMProbError("--evaluate needs --label COL (the measured values)")
-    from ..metrics.ranking import MAX_BOOT
-
     if args.evaluate and args.n_boot > MAX_BOOT:  # refused before the scoring, not after it
         raise MLMProbError(f"--n-boot must be at most {MAX_BOOT:,} (every resample's value is kept), got {args.n_boot}")
     if (args.evaluate or args.saturate) and not args.out:
-        raise MLMProbError(
-            f"{'--evaluate' if args.evaluate else '--saturate'} needs --out (it reads the finished output)"
-        )
+        flag = "--evaluate" if args.evaluate else "--saturate"
+        raise MLMProbError(f"{flag} needs --out (it reads the finished output)")
     labels = _labels(args, config, path) if args.evaluate else None  # a bad label: refused before the scoring
     opts = run_options(args)
     job = VariantsJob(model_spec=model_spec(args), wild_type=wild_type, spec=spec, skip_invalid=args.skip_invalid)
-    command = StreamCommand(
-        job,
-        lambda: _units(config, args.limit, args.label, path, unique),
-        config,
-        fields=("id", "mutant", "n_mutations", "window", *methods),
-        input=path,
-        empty=f"no rows found in {args.input}",
-        unit_name="variant",
-        chunk_size=256,
-        skip_label="row ",
-        meta={"limit": args.limit},
-    )
+    how: dict = dict(fields=("id", "mutant", "n_mutations", "window", *methods), input=path, meta={"limit": args.limit})
+    how.update(empty=f"no rows found in {args.input}", unit_name="variant", chunk_size=256, skip_label="row ")
+    command = StreamCommand(job, lambda: _units(config, args.limit, args.label, path, unique), config, **how)
     done = run_command(command, opts)
-    shard = opts.shard
     skipped = f" ({len(done.skipped)} invalid row(s) skipped)" if done.skipped else ""
     report_done(
-        f"scored {done.written} variants with {args.model}", done, args.out, shard, unique=unique, extra=skipped
+        f"scored {done.written} variants with {args.model}", done, args.out, opts.shard, unique=unique, extra=skipped
     )
-    if args.saturate and shard.is_whole:
+    if args.saturate and opts.shard.is_whole:
         _saturation_outputs(args, job, done.state, wild_type, spec, config.get("cdr_span"))
     if labels is not None:
         _evaluate(args, methods, labels)
     return 0
-
-
-def _stem(out: str) -> Path:
-    p = Path(out)
-    return p.with_name(p.name[: -len(p.suffix)] if p.suffix else p.name)
 
 
 def _saturation_outputs(args, job, state, wild_type: str, spec, span) -> None:
@@ -243,14 +200,12 @@ def _saturation_outputs(args, job, state, wild_type: str, spec, span) -> None:
     first = int(residue_positions(mlm, wild_type[:1])[1][0])
     lo, hi = span or (0, len(wild_type))  # --cdr: the region's rows alone
     sat = saturation_from_rows(read_results(args.out), wild_type[lo:hi], first + lo, offset + lo, first_number=lo + 1)
-    stem = _stem(args.out)
+    stem = Path(args.out).with_suffix("")
     write_csv(sat, f"{stem}.saturation.csv")
     write_matrix(sat, f"{stem}.heatmap.csv", score)
     write_heatmap(sat, f"{stem}.heatmap.png", score, title=f"{score} ({args.model})")
-    print(
-        f"saturation: {stem}.heatmap.png, {stem}.heatmap.csv ({hi - lo} x {len(sat.letters)}), {stem}.saturation.csv",
-        file=sys.stderr,
-    )
+    shape = f"{hi - lo} x {len(sat.letters)}"
+    print(f"saturation: {stem}.heatmap.png, {stem}.heatmap.csv ({shape}), {stem}.saturation.csv", file=sys.stderr)
 
 
 def _labels(args, config: dict, path: str | None) -> dict:
@@ -265,7 +220,6 @@ def _labels(args, config: dict, path: str | None) -> dict:
 
 
 def _evaluate(args, methods, labels: dict) -> None:
-    from ..jsonl import dumps
     from ..runtime.writers import read_results
     from ..variants.report import _num, evaluate_methods, format_table, small_sample_warning
 
@@ -274,12 +228,7 @@ def _evaluate(args, methods, labels: dict) -> None:
     print(format_table(result, args.top))
     if (warning := small_sample_warning(result)) is not None:
         print(warning, file=sys.stderr)
-    eval_path = Path(f"{_stem(args.out)}.eval.json")
-    eval_path.write_text(
-        dumps(
-            {"label": args.label, "seed": args.seed, "n_boot": args.n_boot, "top": args.top, "methods": result},
-            indent=2,
-        )
-        + "\n"
-    )
+    eval_path = Path(args.out).with_suffix(".eval.json")
+    kept = {"label": args.label, "seed": args.seed, "n_boot": args.n_boot, "top": args.top, "methods": result}
+    eval_path.write_text(dumps(kept, indent=2) + "\n")
     print(f"evaluation -> {eval_path}", file=sys.stderr)
