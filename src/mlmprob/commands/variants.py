@@ -47,7 +47,7 @@ def register(sub) -> None:
         help="ProteinGym-style CSV/TSV (a 'mutant' column like A23C:D45E, 1-based), "
         "or full mutated sequences of the wild type's length (CSV/TSV column, FASTA, text, JSONL, Parquet)",
     )
-    p.add_argument("--wild-type", required=True, metavar="SEQ|FASTA", help="the wild-type sequence, or a file of it")
+    p.add_argument("--wild-type", required=True, metavar="SEQ|FASTA", help="the wild-type sequence, or a file with it")
     p.add_argument(
         "--saturate",
         action="store_true",
