@@ -140,7 +140,7 @@ def chain_rows(mlm: MaskedLM, wt: torch.Tensor, variants, first: bool) -> int:
     table = RowTable(mlm, wt)
     plan_chain(table, wt.tolist(), variants, int(mlm.mask_id), CHAIN_ORDERS, CHAIN_SEED)
     kept = sum(ForwardCache.keeps(e, int(mlm.mask_id)) for e in table.edits)
-    return table.n_rows - (0 if first else kept)
+    return len(table.edits) - (0 if first else kept)
 
 
 def rows_estimate(group: str, ks: Sequence[int], n_residues: int, first: bool) -> int:
