@@ -33,10 +33,8 @@ def cap_workers(
     """
     limits = [(max(1, cores), f"{cores} CPU core{'s' if cores != 1 else ''}")]
     if available is not None and per_worker:
-        fit = available // per_worker
-        limits.append(
-            (max(1, fit), f"{available / GiB:.1f} GiB of memory available, about {per_worker / GiB:.1f} GiB per worker")
-        )
+        memory = f"{available / GiB:.1f} GiB of memory available, about {per_worker / GiB:.1f} GiB per worker"
+        limits.append((max(1, available // per_worker), memory))
     if units is not None:
         limits.append((max(1, units), f"{units} unit{'s' if units != 1 else ''} of work"))
     n, why = min(limits, key=lambda lw: lw[0])

@@ -1,5 +1,4 @@
-"""The one runner of every streaming command (``score``, ``variants``, streamed ``sample``, ``joints``, streamed
-``infill``).
+"""The one runner of every streaming command (``score``, ``variants``, ``joints``, streamed ``sample`` and ``infill``).
 
 A command declares a :class:`StreamCommand`: its job (:mod:`mlmprob.runtime.job`), its units (a function giving a
 fresh iterator), its configuration (made by :func:`stored_config`, stored in ``OUT.meta.json``, matched on resume;
@@ -107,14 +106,6 @@ def stored_config(command: str, model_spec, settings, before: dict | None = None
     return {"command": command, "model": model_spec.model, **(before or {}), **values, **(after or {})}
 
 
-def dtype_label(dtype_spec, device: str) -> str:
-    """The dtype that ``dtype_spec`` means on ``device``, as text (for the "ran on" text)."""
-    from .device import resolve_device, resolve_dtype
-
-    dt = resolve_dtype(dtype_spec, resolve_device(device))
-    return "float32" if dt is None else str(dt).replace("torch.", "")
-
-
 def _count(spec: StreamCommand, opts: RunOptions) -> int | None:
     """The progress bar's total (see the module docstring), or None when it is not counted."""
     if not opts.progress:
@@ -152,7 +143,7 @@ _STREAM_FIELDS = ("chunk_size", "unit_name", "unit_steps", "key", "last_row_id",
 
 def run_command(spec: StreamCommand, opts: RunOptions) -> StreamRun:
     """Run a declared streaming command (see the module docstring); returns what it did."""
-    from .device import describe
+    from .device import describe, resolve_device, resolve_dtype
     from .writers import open_writer, output_kind
 
     to_file = output_kind(opts.out) != "stdout"
@@ -169,7 +160,7 @@ def run_command(spec: StreamCommand, opts: RunOptions) -> StreamRun:
     verify = None
     if to_file:
         total = owned if opts.progress else None
-        models = spec.config.get("models") or spec.config.get("model", spec.job.model_spec.model)
+        models = spec.config.get("models") or model
         config[IDENTITY] = identity = run_identity(digest if spec.input is not None else None, models)
         verify = lambda stored: check_resume(opts.out, stored.get(IDENTITY), identity, digest)  # noqa: E731
     else:
@@ -186,8 +177,8 @@ def run_command(spec: StreamCommand, opts: RunOptions) -> StreamRun:
             load, ran_on = (lambda device: state), describe(mlm.device, mlm.dtype)
         else:
             where = "Ray actors" if opts.engine == "ray" else f"{len(opts.devices)} x {opts.devices[0]}"
-            dtype = spec.job.model_spec.dtype
-            load, ran_on = spec.job.load, f"{where} {dtype_label(dtype, opts.devices[0])}"
+            dt = resolve_dtype(ms.dtype, resolve_device(opts.devices[0]))
+            load, ran_on = spec.job.load, f"{where} {'float32' if dt is None else str(dt).replace('torch.', '')}"
         summary = run_stream(
             load,
             spec.job.run,

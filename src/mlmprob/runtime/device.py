@@ -27,18 +27,9 @@ from ..defaults import DTYPE_WEIGHTS as WEIGHTS
 from ..errors import ModelLoadError
 from .safefs import cache_file, save_cache
 
-# int8: linear layers quantized, see mlmprob.models.precision
-DTYPES = {
-    name: dtype
-    for names, dtype in [
-        ("float32 fp32", torch.float32),
-        ("float16 fp16 half", torch.float16),
-        ("bfloat16 bf16", torch.bfloat16),
-        ("float64", torch.float64),
-        ("int8", torch.int8),
-    ]
-    for name in names.split()
-}
+DTYPES = {"float32": torch.float32, "fp32": torch.float32, "float16": torch.float16, "fp16": torch.float16}
+DTYPES |= {"half": torch.float16, "bfloat16": torch.bfloat16, "bf16": torch.bfloat16, "float64": torch.float64}
+DTYPES["int8"] = torch.int8  # linear layers quantized, see mlmprob.models.precision
 BF16_CPU_FLAGS = ("amx_bf16", "avx512_bf16")
 BF16_MIN_SPEEDUP = 1.5
 
@@ -64,8 +55,7 @@ def int8_reduce_range(flags: frozenset[str] | None = None) -> bool:
     >>> int8_reduce_range(frozenset({"avx2"})), int8_reduce_range(frozenset({"avx512f", "avx512_vnni"}))
     (True, False)
     """
-    flags = cpu_flags() if flags is None else flags
-    return "avx512_vnni" not in flags
+    return "avx512_vnni" not in (cpu_flags() if flags is None else flags)
 
 
 def int8_float_layers(n_layers: int) -> int:
@@ -88,8 +78,7 @@ def cpu_has_native_bf16(flags: frozenset[str] | None = None) -> bool:
     >>> cpu_has_native_bf16(frozenset({"avx2", "fma"})), cpu_has_native_bf16(frozenset({"amx_bf16"}))
     (False, True)
     """
-    flags = cpu_flags() if flags is None else flags
-    return any(f in flags for f in BF16_CPU_FLAGS)
+    return not (cpu_flags() if flags is None else flags).isdisjoint(BF16_CPU_FLAGS)
 
 
 def _matmul_seconds(dtype: torch.dtype, n: int = 512, reps: int = 8) -> float:
@@ -132,9 +121,7 @@ def cpu_prefers_bf16(flags: frozenset[str] | None = None, speedup: float | None 
     >>> cpu_prefers_bf16(frozenset({"amx_bf16"}), speedup=1.1)
     False
     """
-    if not cpu_has_native_bf16(flags):
-        return False
-    return (cpu_bf16_speedup() if speedup is None else speedup) >= BF16_MIN_SPEEDUP
+    return cpu_has_native_bf16(flags) and (cpu_bf16_speedup() if speedup is None else speedup) >= BF16_MIN_SPEEDUP
 
 
 def _mps_available() -> bool:

@@ -98,8 +98,8 @@ def run_stream(
     finally:
         hook.release()
         bar.close()
-    now_skipped = [list(x) for x in summary.skipped]
-    writer.close(complete=True, skipped=old_skipped + now_skipped, shard=str(shard), **(meta or {}))
+    skipped = old_skipped + [list(x) for x in summary.skipped]
+    writer.close(complete=True, skipped=skipped, shard=str(shard), **(meta or {}))
     return summary
 
 

@@ -96,7 +96,7 @@ def hold_at(committed: int) -> None:
     if spec is None or committed < spec[0] or os.environ[HOLD_ENV] in _held:
         return
     _held.add(os.environ[HOLD_ENV])
-    rows, wfd, rfd = spec
+    _, wfd, rfd = spec
     if not _controllers(wfd, 0):
         return  # the controller is gone (or never was): go on
     try:
@@ -108,9 +108,8 @@ def hold_at(committed: int) -> None:
     if not _controllers(rfd, 1):
         return
     try:
-        while os.read(rfd, 4096):
-            pass
-    except OSError:
-        pass
+        with suppress(OSError):
+            while os.read(rfd, 4096):
+                pass
     finally:
         _close(rfd)

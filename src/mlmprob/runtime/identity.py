@@ -162,12 +162,9 @@ def weights_identity(model) -> str | None:
             return f"{PACKAGES[name]}=={version(PACKAGES[name])}"
         except PackageNotFoundError:
             return None
-    folder: Path | None
-    if name == "en-small":  # the package's own folder (models/weights/en-small)
-        folder = Path(__file__).resolve().parents[1] / "models" / "weights" / "en-small"
-    else:
-        given = Path(model).expanduser()
-        folder = given if given.is_dir() else _hub_folder(str(model))
+    own = Path(__file__).resolve().parents[1] / "models" / "weights" / "en-small"  # the package's own model
+    given = Path(model).expanduser()
+    folder = own if name == "en-small" else given if given.is_dir() else _hub_folder(str(model))
     return folder_digest(folder) if folder is not None and folder.is_dir() else None
 
 

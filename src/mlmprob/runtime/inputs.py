@@ -24,17 +24,8 @@ from ..errors import MLMProbError
 FORMATS = ("auto", "text", "fasta", "csv", "tsv", "jsonl", "parquet")
 SEQ_KEYS = ("sequence", "seq")  # default sequence key of JSONL / Parquet when no column is named
 ID_KEYS = ("id", "name")
-_SUFFIXES = {
-    suffix: fmt
-    for fmt, suffixes in [
-        ("fasta", ".fa .fasta .faa .fas .fna"),
-        ("csv", ".csv"),
-        ("tsv", ".tsv .tab"),
-        ("jsonl", ".jsonl .ndjson"),
-        ("parquet", ".parquet .pq"),
-    ]
-    for suffix in suffixes.split()
-}
+_SUFFIXES = {s: "fasta" for s in ".fa .fasta .faa .fas .fna".split()} | {".csv": "csv", ".tsv": "tsv", ".tab": "tsv"}
+_SUFFIXES |= {".jsonl": "jsonl", ".ndjson": "jsonl", ".parquet": "parquet", ".pq": "parquet"}
 
 
 @dataclass(frozen=True)
@@ -140,17 +131,20 @@ def iter_records(
         fmt = detect_format(path)
     if fmt == "parquet":
         return _parquet(path, column, id_column)
-    if column is None and fmt in ("csv", "tsv"):
-        header = next(iter(_Lines(path)), "")
+    lines = _Lines(path)
+    if fmt == "text":
+        return (Record(f"line{lines.lineno}", line.strip()) for line in lines if line.strip())
+    if fmt == "fasta":
+        return fasta_records(lines, lambda: f"{lines.path}: line {lines.lineno}")
+    if fmt == "jsonl":
+        return _jsonl(lines, column, id_column)
+    if column is None:
+        header = next(iter(lines), "")
         cols = next(csv.reader([header], delimiter="," if fmt == "csv" else "\t"), [])
         raise MLMProbError(
             f"{path.name} is a table: name the sequence column with --column (columns: {', '.join(cols)})"
         )
-    readers = {"text": _text, "fasta": _fasta, "jsonl": _jsonl}
-    if fmt in readers:
-        return readers[fmt](_Lines(path), column, id_column)
-    assert column is not None  # a table without a column was refused above
-    return _table(_Lines(path), "," if fmt == "csv" else "\t", column, id_column)
+    return _table(lines, "," if fmt == "csv" else "\t", column, id_column)
 
 
 def read_records(
@@ -158,12 +152,6 @@ def read_records(
 ) -> list[Record]:
     """All records of ``path`` as a list (see :func:`iter_records`)."""
     return list(iter_records(path, fmt, column, id_column))
-
-
-def _text(lines: _Lines, column, id_column) -> Iterator[Record]:
-    for line in lines:
-        if line.strip():
-            yield Record(f"line{lines.lineno}", line.strip())
 
 
 def fasta_records(lines: Iterable[str], where: Callable[[], str], unnamed: str = "record{}") -> Iterator[Record]:
@@ -196,10 +184,6 @@ def fasta_records(lines: Iterable[str], where: Callable[[], str], unnamed: str =
             chunks.append(line)
     if name is not None:
         yield Record(name, "".join(chunks))
-
-
-def _fasta(lines: _Lines, column, id_column) -> Iterator[Record]:
-    return fasta_records(lines, lambda: f"{lines.path}: line {lines.lineno}")
 
 
 def _table(lines: _Lines, delimiter: str, column: str, id_column: str | None) -> Iterator[Record]:
@@ -328,9 +312,6 @@ def _names_a_descriptor(given: str) -> bool:
     return re.fullmatch(r"/dev/std(in|out|err)|/dev/fd/\d+|/proc/(self|\d+)/fd/\d+", os.path.abspath(given)) is not None
 
 
-_SNIFFED = {b">": "fasta", b"{": "jsonl"}
-
-
 def _sniff(path: Path, name: str) -> str:
     """The format of a stream's content: Parquet's magic, ``>`` (FASTA) or ``{`` (JSONL) first; else an error."""
     with path.open("rb") as f:
@@ -339,7 +320,7 @@ def _sniff(path: Path, name: str) -> str:
     first = next((line.lstrip() for line in _Lines(path) if line.strip()), "")
     if not first:
         raise MLMProbError(f"no sequences found in {name}: it is empty")
-    fmt = _SNIFFED.get(first[:1].encode())
+    fmt = {">": "fasta", "{": "jsonl"}.get(first[:1])
     if fmt is None:
         raise MLMProbError(
             f"{name}: cannot tell its format from a name or its content: give --format ({', '.join(FORMATS[1:])})"

@@ -10,7 +10,7 @@ from contextlib import suppress
 from pathlib import Path
 
 from ..errors import MLMProbError
-from .safefs import open_nofollow
+from .safefs import naming, open_nofollow
 
 
 class OutputLocked(MLMProbError):
@@ -67,13 +67,12 @@ class WriterLock:
                     break
             os.close(fd)
         try:
-            os.ftruncate(fd, 0)
-            os.write(fd, f"pid {os.getpid()} on {socket.gethostname()}".encode())
-        except OSError as e:  # a full disk: the lock file goes (it is ours: we hold its lock), the error names it
+            with naming(self.path):
+                os.ftruncate(fd, 0)
+                os.write(fd, f"pid {os.getpid()} on {socket.gethostname()}".encode())
+        except OSError:  # a full disk: the lock file goes (it is ours: we hold its lock), the error names it
             self.path.unlink(missing_ok=True)
             os.close(fd)
-            if e.filename is None:
-                e.filename = str(self.path)
             raise
         self._fd = fd
         _HELD.add(str(self.path.resolve()))
@@ -81,16 +80,7 @@ class WriterLock:
 
     @staticmethod
     def held_here(target: str | Path) -> bool:
-        """Whether this process holds the lock of ``target`` (``target.lock``) right now.
-
-        >>> import tempfile
-        >>> out = Path(tempfile.mkdtemp()) / "r.jsonl"
-        >>> with WriterLock(out):
-        ...     WriterLock.held_here(out)
-        True
-        >>> WriterLock.held_here(out)
-        False
-        """
+        """Whether this process holds the lock of ``target`` (``target.lock``) right now."""
         return str(WriterLock(target).path.resolve()) in _HELD
 
     def release(self) -> None:

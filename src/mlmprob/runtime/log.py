@@ -26,7 +26,6 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Callable, Iterable, Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import TextIO
 
@@ -34,7 +33,7 @@ from ..errors import MLMProbError
 from ..jsonl import dumps
 from .config_check import as_stored, check_command, check_config, normalized
 from .lock import WriterLock
-from .safefs import refuse_link, replace_file
+from .safefs import naming, refuse_link, replace_file
 
 
 class RunMeta:
@@ -58,26 +57,6 @@ class RunMeta:
 
     def save(self, data: dict) -> None:
         replace_file(self.path, dumps(data, indent=self.indent) + "\n", what="the run's side file")  # via PATH.tmp
-
-
-@contextmanager
-def naming(path: str | Path):
-    """An ``OSError`` that names no file (a failed ``write`` or ``fsync``: disk full, I/O error) gets
-    ``path`` as its ``filename``, so the message can say which file.
-
-    >>> try:
-    ...     with naming("out.jsonl"):
-    ...         raise OSError(28, "No space left on device")
-    ... except OSError as e:
-    ...     print(e.filename, e.strerror)
-    out.jsonl No space left on device
-    """
-    try:
-        yield
-    except OSError as e:
-        if e.filename is None:
-            e.filename = str(path)
-        raise
 
 
 def _committed(path: Path) -> Iterator[tuple[int, str]]:

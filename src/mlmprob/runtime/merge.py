@@ -128,17 +128,15 @@ def _index(paths: list[Path]) -> tuple[dict[str, int], list[int]]:
     """``{row id: index of its part}`` and each part's row count; an error naming ids found twice."""
     where: dict[str, int] = {}
     dups: list[str] = []
-    counts = []
+    counts = [0] * len(paths)
     for n, p in enumerate(paths):
-        rows = 0
         for row in read_results(p):
-            rows += 1
+            counts[n] += 1
             rid = str(row.get("id"))
             if rid in where:
                 dups.append(rid)
             else:
                 where[rid] = n
-        counts.append(rows)
     if dups:
         raise MLMProbError(f"{len(dups)} id(s) appear more than once across the parts: {_names(dups)}")
     return where, counts

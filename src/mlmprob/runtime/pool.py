@@ -26,8 +26,8 @@ from .provenance import compute_threads
 T = TypeVar("T")
 R = TypeVar("R")
 
-
 MAX_WORKERS = 4096  # worker processes (or Ray actors) of one run; a local run is capped lower (runtime.capacity)
+PR_SET_PDEATHSIG = 1  # linux/prctl.h
 
 
 def parse_devices(workers: int | None, devices: str | None) -> list[str]:
@@ -61,9 +61,6 @@ def chunked(items: Iterable[T], size: int) -> Iterator[list[T]]:
     it = iter(items)
     while chunk := list(islice(it, size)):
         yield chunk
-
-
-PR_SET_PDEATHSIG = 1  # linux/prctl.h
 
 
 def _die_with_parent(parent: int, lifeline, pdeathsig: bool) -> None:

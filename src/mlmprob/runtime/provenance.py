@@ -142,8 +142,7 @@ def computed_with(
     block: dict[str, object] = {"dtype": dtype, "forward": "fused" if fused else "transformers"}
     if not thread_invariant():
         block["thread_invariant"] = False
-    path = _model_path(model)
-    if path is not None:
+    if (path := _model_path(model)) is not None:
         block["model_path"] = path
     cpu = _on_cpu(devices, mlm)
     if cpu or batch_tokens is not None:  # a GPU's default budget follows its free memory: not recorded
@@ -152,9 +151,8 @@ def computed_with(
         block["threads"] = int(threads) if threads is not None else compute_threads(devices)
     if dtype == "int8":
         block["int8_activations"] = 7 if int8_reduce_range() else 8
-        float_layers = int8_float_layers(_layer_count(model, mlm) or 0)
-        if float_layers:  # int8 before 0.2.0 quantized every layer: such a run must not resume under this scheme
-            block["int8_float_layers"] = float_layers
+        if float_layers := int8_float_layers(_layer_count(model, mlm) or 0):
+            block["int8_float_layers"] = float_layers  # int8 before 0.2.0 quantized every layer: not resumed under this
     return block
 
 

@@ -127,10 +127,7 @@ def _connect(ray, address: str | None, actors_wanted: int) -> bool:
     kw = dict(log_to_driver=False, logging_level=logging.ERROR, include_dashboard=False)
     try:
         with _backend_logs_off():
-            if address:
-                ray.init(address=address, **kw)
-            else:
-                ray.init(num_cpus=max(2, actors_wanted), **kw)
+            ray.init(**(dict(address=address) if address else dict(num_cpus=max(2, actors_wanted))), **kw)
     except (ConnectionError, RuntimeError, ValueError) as e:
         where = f"connect to the Ray cluster at {address}" if address else "start a local Ray instance"
         raise MLMProbError(f"cannot {where}: {str(e).splitlines()[0] if str(e) else type(e).__name__}") from None

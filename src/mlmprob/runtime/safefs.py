@@ -65,6 +65,26 @@ def open_nofollow(path: str | Path, flags: int, mode: int = 0o644, what: str = "
 
 
 @contextmanager
+def naming(path: str | Path):
+    """An ``OSError`` that names no file (a failed ``write`` or ``fsync``: disk full, I/O error) gets ``path`` as its
+    ``filename``, so the message can say which file.
+
+    >>> try:
+    ...     with naming("out.jsonl"):
+    ...         raise OSError(28, "No space left on device")
+    ... except OSError as e:
+    ...     print(e.filename, e.strerror)
+    out.jsonl No space left on device
+    """
+    try:
+        yield
+    except OSError as e:
+        if e.filename is None:
+            e.filename = str(path)
+        raise
+
+
+@contextmanager
 def new_file(path: str | Path, what: str = "this temporary file") -> Iterator[BinaryIO]:
     """``with new_file(tmp) as f:`` a new file at ``path`` (``O_CREAT | O_EXCL | O_NOFOLLOW``: a stale regular file
     there, a kill's leftover, is removed first; a symbolic link is refused), open for binary writing; a failure inside
@@ -91,13 +111,11 @@ def new_file(path: str | Path, what: str = "this temporary file") -> Iterator[Bi
         ) from None
     fd = open_nofollow(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, what=what)
     try:
-        with os.fdopen(fd, "wb") as f:
+        with naming(path), os.fdopen(fd, "wb") as f:
             yield f
-    except BaseException as e:
+    except BaseException:
         with suppress(OSError):
             os.unlink(path)  # the file this call created (O_EXCL): never another's
-        if isinstance(e, OSError) and e.filename is None:
-            e.filename = str(path)
         raise
 
 

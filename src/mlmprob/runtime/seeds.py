@@ -3,27 +3,19 @@
 Every random stream the package draws gets its own ``torch.Generator`` seeded by ``derive_seed(seed, purpose,
 *keys)``: a result depends only on the run's seed and what it is about, never on the shard, worker or chunk. The
 derivations differ per purpose because stored outputs were made with them; each is kept bit for bit
-(``tests/runtime/test_seeds.py`` pins them):
+(``tests/runtime/test_seeds.py`` pins them), the same in every process and Python version (no ``hash``):
 
-============  ==========================  ===========================================================
-purpose       keys                        derivation (``seed`` the run's seed)
-============  ==========================  ===========================================================
-``record``    record id                   BLAKE2b-64 of ``"{seed}\\0{id}"``, 63 bits: a streamed
-                                          record's generator (``mlmprob sample``); the derivation
-                                          for new streams
-``stream``    any names and numbers       SHA-256 of ``"seed:key:key..."``, first 8 bytes, 63 bits:
-                                          named streams of training and the experiments,
-                                          ``mlmprob.loglik``'s orders from a spec's seed
-``loglik``    the record's sequence       ``(seed * 1000003 + crc32(sequence)) mod 2**63``: the
-                                          orders of ``mlmprob score --likelihood loglik``
-``variant``   the variant's sites (list)  ``(seed * 1000003 + crc32(repr(sites))) mod 2**63``: the
-                                          orders of the ``chain`` variant score
-``pair``      scheme index, record index  ``seed * 1000003 + k * 100003 + i``: a joints pair draw
-``cdr-h3``    configuration name          ``(seed * 1000003 + crc32(name)) mod 2**62``: a CDR-H3
-                                          experiment configuration's chains
-============  ==========================  ===========================================================
-
-All are the same in every process and Python version (no ``hash``).
+- ``record`` (record id): BLAKE2b-64 of ``"{seed}\\0{id}"``, 63 bits: a streamed record's generator (``mlmprob
+  sample``); the derivation for new streams.
+- ``stream`` (any names and numbers): SHA-256 of ``"seed:key:key..."``, first 8 bytes, 63 bits: named streams of
+  training and the experiments, ``mlmprob.loglik``'s orders from a spec's seed.
+- ``loglik`` (the record's sequence): ``(seed * 1000003 + crc32(sequence)) mod 2**63``: the orders of ``mlmprob
+  score --likelihood loglik``.
+- ``variant`` (the variant's sites, a list): ``(seed * 1000003 + crc32(repr(sites))) mod 2**63``: the orders of the
+  ``chain`` variant score.
+- ``pair`` (scheme index, record index): ``seed * 1000003 + k * 100003 + i``: a joints pair draw.
+- ``cdr-h3`` (configuration name): ``(seed * 1000003 + crc32(name)) mod 2**62``: a CDR-H3 experiment configuration's
+  chains.
 
 >>> derive_seed(0, "record", "seq1")
 6289551396170010969
@@ -65,7 +57,7 @@ _DERIVATIONS: dict[str, Callable[..., int]] = {
     "cdr-h3": lambda seed, name: _crc(seed, name, 62),
 }
 
-#: The purposes :func:`derive_seed` knows (the table of the module doc).
+#: The purposes :func:`derive_seed` knows (the list of the module doc).
 PURPOSES = tuple(_DERIVATIONS)
 
 

@@ -150,8 +150,7 @@ def _worker_init() -> None:
     torch.get_num_threads()  # torch sets this thread's MKL count on its first parallel call: before ours
     _mkl_set_local()(1)
     omp = _omp_set_local()
-    if omp is not None:
-        omp(1)
+    omp is not None and omp(1)
 
 
 def _pool(n: int) -> ThreadPoolExecutor:
@@ -244,8 +243,7 @@ def linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = No
         with _mkl_threads(torch.get_num_threads()):
             return F.linear(x, weight, bias)
     lead, n = x.shape[:-1], weight.shape[0]
-    x2 = x.reshape(m, x.shape[-1]).contiguous()
-    wt = weight.t()
+    x2, wt = x.reshape(m, x.shape[-1]).contiguous(), weight.t()
     out = x2.new_empty(x2.shape[0], n)
     if m > ROWS:
         run_blocks(lambda s: torch.mm(x2[s : s + ROWS], wt, out=out[s : s + ROWS]), list(range(0, m, ROWS)))

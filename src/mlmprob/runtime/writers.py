@@ -18,8 +18,8 @@ from ..errors import MLMProbError
 from ..jsonl import dumps, json_safe  # noqa: F401 - re-exported
 from .hold import hold_at
 from .inputs import _pyarrow_parquet
-from .log import ResumableLog, RunHold, RunMeta, naming, read_lines, read_log
-from .safefs import move_into_place, new_file, real_dir, refuse_link
+from .log import ResumableLog, RunHold, RunMeta, read_lines, read_log
+from .safefs import move_into_place, naming, new_file, real_dir, refuse_link
 
 OUTPUT_KINDS = (".jsonl", ".tsv", ".parquet")
 
@@ -39,15 +39,7 @@ def output_kind(path: str | Path | None) -> str:
 
 
 def check_tsv_id(rid) -> None:
-    """Refuse an id a TSV row cannot keep (a tab or a line break): its row would not match its record on resume.
-
-    >>> check_tsv_id("a b")
-    >>> check_tsv_id("a\\tb")  # doctest: +NORMALIZE_WHITESPACE
-    Traceback (most recent call last):
-    ...
-    mlmprob.errors.MLMProbError: id 'a\\tb' holds a tab or line break, which a TSV output cannot keep (--resume would
-    not find it): write .jsonl or .parquet
-    """
+    """Refuse an id a TSV row cannot keep (a tab or a line break): its row would not match its record on resume."""
     if isinstance(rid, str) and any(c in rid for c in "\t\n\r"):
         raise MLMProbError(
             f"id {rid!r} holds a tab or line break, which a TSV output cannot keep (--resume would "
@@ -75,8 +67,7 @@ class ResultWriter:
     kind = "stdout"
 
     def __init__(self, path: Path | None, *, fields: tuple[str, ...] | None = None):
-        self.path, self.fields = path, fields
-        self.rows_written = 0
+        self.path, self.fields, self.rows_written = path, fields, 0
         self._done: set[str] = set()  # the ids the output held when opened (a file writer's _open sets them)
         self._meta: dict = {}  # what OUT.meta.json holds
 
@@ -124,11 +115,7 @@ class _FileWriter(ResultWriter):
         self.lock = self._hold.lock
         self._created = not self._hold.existed
         # the hold's configuration: this run's, less what an older output never stored (config_check.as_stored)
-        self._meta = {
-            "config": self._hold.config or {},
-            "complete": False,
-            "skipped": self._hold.stored.get("skipped", []),
-        }
+        self._meta = dict(config=self._hold.config or {}, complete=False, skipped=self._hold.stored.get("skipped", []))
         self._closed = False
         try:
             self._write_meta()
@@ -152,9 +139,8 @@ class _FileWriter(ResultWriter):
                 raise
             if not complete and self._discard_if_empty():
                 return
-            self._meta.update(meta)
-            self._meta["complete"] = bool(complete)
-            self._meta["rows"] = len(self.done_ids()) + self.rows_written if complete else None
+            rows = len(self.done_ids()) + self.rows_written if complete else None
+            self._meta.update(meta, complete=bool(complete), rows=rows)
             self._write_meta()
         finally:
             self._hold.close()
@@ -209,8 +195,7 @@ class LineWriter(_FileWriter):
                 self.fields = tuple(self.fields or rows[0].keys())
                 lines.append("\t".join(self.fields))
                 self._header_needed = False
-            fields = self.fields
-            assert fields is not None  # from the header, or the first row's keys above
+            fields: tuple[str, ...] = self.fields or ()  # from the header, or the first row's keys above
             for r in rows:
                 check_tsv_id(r.get("id"))
             lines += ["\t".join(tsv_cell(r.get(k)) for k in fields) for r in rows]
@@ -302,8 +287,7 @@ class ParquetWriter(_FileWriter):
 
 def meta_path(out: str | Path) -> Path:
     """``OUT.meta.json``: the file that keeps a run's configuration, shard, completion and skipped ids."""
-    out = Path(out)
-    return out.with_name(out.name + ".meta.json")
+    return Path(out).with_name(Path(out).name + ".meta.json")
 
 
 def remove_output(path: Path) -> None:
@@ -343,21 +327,19 @@ def read_results(path: str | Path) -> Iterable[dict]:
     """Stream the rows of a result file (JSONL, TSV or Parquet; Parquet parts of an unfinished run too)."""
     path = Path(path)
     kind = output_kind(path)
-    if kind == "parquet":
-        pq = _pyarrow_parquet()
-        files = [path] if path.exists() else sorted(path.with_name(path.name + ".parts").glob("part-*.parquet"))
-        if not files:
-            raise MLMProbError(f"result file {str(path)!r} does not exist")
+    pq = _pyarrow_parquet() if kind == "parquet" else None
+    parts = path.with_name(path.name + ".parts")
+    files = [path] if path.exists() else sorted(parts.glob("part-*.parquet")) if pq else []
+    if not files:
+        raise MLMProbError(f"result file {str(path)!r} does not exist")
+    if pq is not None:
         for f in files:
             for batch in pq.ParquetFile(f).iter_batches(batch_size=4096):
                 yield from batch.to_pylist()
-        return
-    if not path.exists():
-        raise MLMProbError(f"result file {str(path)!r} does not exist")
-    if kind == "jsonl":
+    elif kind == "jsonl":
         yield from read_log(path)
-        return
-    lines = read_lines(path)
-    header = next(lines, "").split("\t")
-    for line in lines:
-        yield dict(zip(header, line.split("\t"), strict=False))  # a short or long row is read as before: no error
+    else:
+        lines = read_lines(path)
+        header = next(lines, "").split("\t")
+        for line in lines:
+            yield dict(zip(header, line.split("\t"), strict=False))  # a short or long row is read as before: no error
