@@ -46,14 +46,7 @@ def config_diff(stored: dict, config: dict, prefix: str = "") -> list[tuple[str,
 
 def check_command(where, stored: dict | None, config: dict | None) -> None:
     """Refuse, in one line, a resumed output written by another command (``score``'s resumed by ``design``), before
-    its input, weights or options are compared (each of which would differ and mislead).
-
-    >>> check_command("o", {"command": "score"}, {"command": "design"})  # doctest: +NORMALIZE_WHITESPACE
-    Traceback (most recent call last):
-    ...
-    mlmprob.runtime.config_check.ConfigMismatch: cannot resume o: it holds results of mlmprob score, not of mlmprob
-    design; choose another --out
-    """
+    its input, weights or options are compared (each of which would differ and mislead)."""
     was, now = (stored or {}).get("command"), (config or {}).get("command")
     if was is not None and now is not None and was != now:
         raise ConfigMismatch(
@@ -64,14 +57,7 @@ def check_command(where, stored: dict | None, config: dict | None) -> None:
 def check_config(where, stored: dict | None, config: dict | None, keys: Iterable[str] | None = None) -> None:
     """The one check a resumed run makes: ``config`` must equal the ``stored`` one (on ``keys`` only, when given),
     else :class:`ConfigMismatch` naming every differing key with both values; nothing is checked when either is
-    empty (an output written before configurations were stored).
-
-    >>> check_config("o", {"lr": 0.1, "n": 2}, {"lr": 0.2, "n": 3})  # doctest: +NORMALIZE_WHITESPACE
-    Traceback (most recent call last):
-    ...
-    mlmprob.runtime.config_check.ConfigMismatch: cannot resume o: it holds results of a different configuration, written
-    with lr=0.1, n=2; this run has lr=0.2, n=3; use the same options or another --out
-    """
+    empty (an output written before configurations were stored)."""
     if not stored or not config:
         return
     check_command(where, stored, config)

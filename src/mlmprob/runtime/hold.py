@@ -45,16 +45,7 @@ def _spec() -> tuple[int, int, int] | None:
 
 
 def check_hold() -> None:
-    """Refuse a malformed ``$MLMPROB_HOLD`` now (a command's start), in one line, not after the first commit.
-
-    >>> import os
-    >>> os.environ[HOLD_ENV] = "two:3:4"
-    >>> check_hold()
-    Traceback (most recent call last):
-    ...
-    mlmprob.errors.MLMProbError: $MLMPROB_HOLD='two:3:4': give ROWS:WFD:RFD (three integers >= 0)
-    >>> del os.environ[HOLD_ENV]; check_hold()
-    """
+    """Refuse a malformed ``$MLMPROB_HOLD`` now (a command's start), in one line, not after the first commit."""
     spec = _spec()
     if spec is not None:
         _seen[(os.getpid(), os.environ[HOLD_ENV])] = (_file_of(spec[1]), _file_of(spec[2]))
