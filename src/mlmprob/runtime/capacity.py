@@ -63,8 +63,7 @@ def worker_bytes(model: str | None) -> int:
     weights = UNKNOWN_WEIGHT_BYTES
     folder = Path(model).expanduser() if model else None
     if folder is not None and folder.is_dir():
-        sizes = [f.stat().st_size for f in folder.iterdir() if f.name.endswith(WEIGHT_SUFFIXES) and f.is_file()]
-        if sizes:
+        if sizes := [f.stat().st_size for f in folder.iterdir() if f.name.endswith(WEIGHT_SUFFIXES) and f.is_file()]:
             weights = sum(sizes)
     return RUNTIME_BYTES + 2 * weights
 

@@ -68,8 +68,7 @@ def check_config(where, stored: dict | None, config: dict | None, keys: Iterable
         keys = set(keys)
         stored = {k: v for k, v in stored.items() if k in keys}
         config = {k: v for k, v in config.items() if k in keys}
-    diff = config_diff(stored, config)
-    if diff:
+    if diff := config_diff(stored, config):
         was = ", ".join(f"{k}={_show(a)}" for k, a, _ in diff)
         now = ", ".join(f"{k}={_show(b)}" for k, _, b in diff)
         raise ConfigMismatch(

@@ -73,11 +73,7 @@ def fused_default() -> bool:
 
 
 def cpu_has_native_bf16(flags: frozenset[str] | None = None) -> bool:
-    """True when the CPU multiplies bf16 matrices natively (AMX or AVX512-BF16).
-
-    >>> cpu_has_native_bf16(frozenset({"avx2", "fma"})), cpu_has_native_bf16(frozenset({"amx_bf16"}))
-    (False, True)
-    """
+    """True when the CPU multiplies bf16 matrices natively (AMX or AVX512-BF16)."""
     return not (cpu_flags() if flags is None else flags).isdisjoint(BF16_CPU_FLAGS)
 
 
@@ -114,13 +110,7 @@ def cpu_bf16_speedup() -> float:
 
 
 def cpu_prefers_bf16(flags: frozenset[str] | None = None, speedup: float | None = None) -> bool:
-    """Whether ``auto`` picks bfloat16 on this CPU: native bf16 units and a measured speed-up.
-
-    >>> cpu_prefers_bf16(frozenset({"avx2"})), cpu_prefers_bf16(frozenset({"avx512_bf16"}), speedup=2.1)
-    (False, True)
-    >>> cpu_prefers_bf16(frozenset({"amx_bf16"}), speedup=1.1)
-    False
-    """
+    """Whether ``auto`` picks bfloat16 on this CPU: native bf16 units and a measured speed-up."""
     return cpu_has_native_bf16(flags) and (cpu_bf16_speedup() if speedup is None else speedup) >= BF16_MIN_SPEEDUP
 
 
@@ -162,15 +152,7 @@ def resolve_device(spec="auto") -> torch.device:
 
 
 def auto_dtype(device: torch.device, *, cpu_bf16: bool | None = None, cuda_bf16: bool | None = None) -> torch.dtype:
-    """The dtype ``auto`` picks on ``device`` (the flags are read from the hardware unless given).
-
-    >>> cpu = torch.device("cpu")
-    >>> auto_dtype(cpu, cpu_bf16=False), auto_dtype(cpu, cpu_bf16=True)
-    (torch.float32, torch.bfloat16)
-    >>> gpu = torch.device("cuda")
-    >>> auto_dtype(gpu, cuda_bf16=True), auto_dtype(gpu, cuda_bf16=False)
-    (torch.bfloat16, torch.float16)
-    """
+    """The dtype ``auto`` picks on ``device`` (the flags are read from the hardware unless given)."""
     if device.type == "cuda":
         return torch.bfloat16 if (torch.cuda.is_bf16_supported() if cuda_bf16 is None else cuda_bf16) else torch.float16
     if device.type == "cpu":

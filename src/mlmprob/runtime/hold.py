@@ -46,8 +46,7 @@ def _spec() -> tuple[int, int, int] | None:
 
 def check_hold() -> None:
     """Refuse a malformed ``$MLMPROB_HOLD`` now (a command's start), in one line, not after the first commit."""
-    spec = _spec()
-    if spec is not None:
+    if (spec := _spec()) is not None:
         _seen[(os.getpid(), os.environ[HOLD_ENV])] = (_file_of(spec[1]), _file_of(spec[2]))
 
 

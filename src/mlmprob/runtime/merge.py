@@ -37,8 +37,7 @@ def _meta(part: Path, require: bool = True) -> dict:
         raise MLMProbError(f"{p} is damaged (not JSON)") from None
     if not isinstance(data, dict) or not isinstance(data.get("config", {}), dict):
         raise MLMProbError(f"{p} is damaged (not a run's metadata)")
-    unchecked = data.get("config", {}).get(UNCHECKED)
-    if unchecked:  # an unchecked merge's output: its metadata vouches for nothing
+    if unchecked := data.get("config", {}).get(UNCHECKED):  # an unchecked merge's output: it vouches for nothing
         if require:
             raise MLMProbError(
                 f"part {part} was merged without checks ({'; '.join(map(str, unchecked))}): its run, shard, "
@@ -115,8 +114,7 @@ def _check_shards(paths: list[Path], metas: list[dict]) -> list[Path]:
         return paths
     idx = [int(s.split("/")[0]) for s in shards]
     have = sorted(idx)
-    missing = sorted(set(range(1, n + 1)) - set(have))
-    if missing:
+    if missing := sorted(set(range(1, n + 1)) - set(have)):
         raise MLMProbError(f"shard(s) {', '.join(f'{i}/{n}' for i in missing)} missing from the parts")
     if len(have) != len(set(have)):
         dup = sorted({i for i in have if have.count(i) > 1})
@@ -140,16 +138,6 @@ def _index(paths: list[Path]) -> tuple[dict[str, int], list[int]]:
     if dups:
         raise MLMProbError(f"{len(dups)} id(s) appear more than once across the parts: {_names(dups)}")
     return where, counts
-
-
-def _check_rows(paths: list[Path], metas: list[dict], counts: list[int]) -> None:
-    """Each part holds the rows its run wrote (its metadata's ``rows``): not truncated, not added to."""
-    for p, m, rows in zip(paths, metas, counts, strict=True):
-        if isinstance(m.get("rows"), int) and rows != m["rows"]:
-            raise MLMProbError(
-                f"part {p} holds {rows} rows but its run wrote {m['rows']} ({meta_path(p).name}): "
-                "it was truncated or changed since; rerun its shard"
-            )
 
 
 def _in_order(paths: list[Path], where: dict[str, int], order: list[str] | None) -> Iterator[dict]:
@@ -193,8 +181,7 @@ def _expected_order(expected_ids, metas: list[dict], where: dict, skipped: set[s
     missing = [i for i in order if i not in where and i not in skipped and i.rsplit("/", 1)[0] not in skipped]
     if missing:
         raise MLMProbError(f"{len(missing)} input id(s) appear in no part: {_names(missing)}")
-    extra = set(where) - set(order)
-    if extra:
+    if extra := set(where) - set(order):
         raise MLMProbError(f"{len(extra)} id(s) in the parts are not in the input: {_names(sorted(extra))}")
     return order
 
@@ -257,7 +244,12 @@ def merge_parts(
         remove_output(tmp)  # what a killed merge left
         where, counts = _index(paths)
         order = _expected_order(expected_ids, metas, where, skipped)
-        _check_rows(paths, metas, counts)  # after the ids checks: they name the rows that differ
+        for p, m, n in zip(paths, metas, counts, strict=True):  # after the ids checks: they name the rows that differ
+            if isinstance(m.get("rows"), int) and n != m["rows"]:  # each part holds the rows its run wrote
+                raise MLMProbError(
+                    f"part {p} holds {n} rows but its run wrote {m['rows']} ({meta_path(p).name}): "
+                    "it was truncated or changed since; rerun its shard"
+                )
         writer = open_writer(
             tmp, resume=False, config=_merged_config(paths, metas, configs, not_checked), fields=fields
         )

@@ -53,11 +53,7 @@ def parse_devices(workers: int | None, devices: str | None) -> list[str]:
 
 
 def chunked(items: Iterable[T], size: int) -> Iterator[list[T]]:
-    """Lists of ``size`` consecutive items (the last may be shorter).
-
-    >>> list(chunked(range(5), 2))
-    [[0, 1], [2, 3], [4]]
-    """
+    """Lists of ``size`` consecutive items (the last may be shorter)."""
     it = iter(items)
     while chunk := list(islice(it, size)):
         yield chunk

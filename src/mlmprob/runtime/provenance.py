@@ -100,11 +100,7 @@ def _folder_config(model) -> dict | None:
 def compute_threads(devices: Sequence[str], engine: str = "local") -> int:
     """The intra-op threads of each process computing a run on ``devices``: this process's (``--threads``) for one
     local device; ``cpu_count // len(devices)`` (at least 1) for the workers of several
-    (:func:`mlmprob.runtime.pool.map_ordered`); 1 for Ray's actors (one CPU each).
-
-    >>> compute_threads(["cpu"] * 1024)
-    1
-    """
+    (:func:`mlmprob.runtime.pool.map_ordered`); 1 for Ray's actors (one CPU each)."""
     import torch
 
     if engine == "ray":

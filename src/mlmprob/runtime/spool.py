@@ -39,7 +39,6 @@ _FULL = {errno.ENOSPC, getattr(errno, "EDQUOT", errno.ENOSPC)}
 _copies: dict[Path, tuple[int, int, bool]] = {}  # copy -> (owner pid, locked descriptor, whether it has a name)
 _scope: dict[str, Path] | None = None  # name given -> copy, within a command
 _previous: dict[int, signal.Handlers | int | Callable | None] = {}  # the signal actions replaced by _on_signal
-_registered = False
 
 
 def copy_of(given: str) -> Path:
@@ -114,11 +113,7 @@ def _unnamed(fd: int, path: Path) -> Path | None:
 
 
 def _register(path: Path, fd: int, named: bool) -> None:
-    global _registered
     _copies[path] = (os.getpid(), fd, named)
-    if not _registered:
-        atexit.register(remove_copies)
-        _registered = True
     for sig in (signal.SIGTERM, getattr(signal, "SIGHUP", None)):
         if sig is not None and sig not in _previous:
             with suppress(ValueError, OSError):  # not the main thread: atexit and the sweep remain
@@ -201,6 +196,9 @@ def remove_copies() -> None:
     """Remove every copy this process made (at exit, on SIGTERM/SIGHUP)."""
     for copy in list(_copies):
         remove(copy)
+
+
+atexit.register(remove_copies)
 
 
 @contextmanager

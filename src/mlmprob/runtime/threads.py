@@ -46,6 +46,10 @@ COLUMN_WORK = 1 << 23
 COLUMN_BLOCKS = 8
 """Most blocks of output columns of one product of :func:`linear`."""
 
+_ACTIVE = threading.local()  # .mode: the routing mode of this thread's innermost invariant_method, or None
+_POOL: dict = {}  # the threads of run_blocks: "key" (pid, size), "pool"
+_POOL_LOCK = threading.Lock()
+
 
 def column_width(rows: int, inner: int, cols: int) -> int:
     """Output columns per block of a product ``[rows, inner] x [inner, cols]`` (``rows`` at most :data:`ROWS`) in
@@ -82,9 +86,9 @@ def _lib_function(globs: Sequence[str], symbol: str, restype, first: Sequence[st
 def _mkl_set_local():
     """MKL's ``MKL_Set_Num_Threads_Local`` in torch's own library (C interface: by value; returns the
     previous setting, 0 = the global one), or None where torch has no MKL."""
-    if not torch.backends.mkl.is_available():
-        return None
-    return _lib_function(["libtorch_cpu.*"], "MKL_Set_Num_Threads_Local", ctypes.c_int, first=[None])
+    if torch.backends.mkl.is_available():
+        return _lib_function(["libtorch_cpu.*"], "MKL_Set_Num_Threads_Local", ctypes.c_int, first=[None])
+    return None
 
 
 def available() -> bool:
@@ -119,9 +123,6 @@ def invariant_method(fn):
     return wrapper
 
 
-_ACTIVE = threading.local()  # .mode: the routing mode of this thread's innermost invariant_method, or None
-
-
 @contextmanager
 def direct_products():
     """The routing of :func:`invariant_method` suspended in this thread while active, for code that calls
@@ -133,10 +134,6 @@ def direct_products():
         yield
     finally:
         mode is not None and mode.__enter__()
-
-
-_POOL: dict = {}
-_POOL_LOCK = threading.Lock()
 
 
 @lru_cache(maxsize=1)
