@@ -80,11 +80,7 @@ def capped_workers(requested: int, model: str | None = None, units: int | None =
 
 def capped_devices(devices: list[str], model: str | None = None) -> list[str]:
     """``--devices`` with its CPU entries capped like ``--workers`` (:func:`cap_workers`: cores, and the memory
-    the other devices' processes leave), the other devices kept, with a one-line warning on stderr.
-
-    >>> capped_devices(["cuda:0", "cuda:1"]), capped_devices(["cpu"])
-    (['cuda:0', 'cuda:1'], ['cpu'])
-    """
+    the other devices' processes leave), the other devices kept, with a one-line warning on stderr."""
     cpu = [i for i, d in enumerate(devices) if d.strip().lower().split(":")[0] == "cpu"]  # cpu, cpu:N
     if len(cpu) < 2:
         return devices

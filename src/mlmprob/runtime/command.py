@@ -10,16 +10,13 @@ columns. :func:`run_command` does the rest, the same way for every command:
    total; an input that is the output is refused;
 2. the output is claimed (:func:`~mlmprob.runtime.writers.open_writer`: lock, resume, configuration check, with the
    shard, the ``computed_with`` block of :mod:`mlmprob.runtime.provenance` and the ``identity`` block added) before
-   the model loads, so a second writer, or a resume that would mix precisions, inputs or weights, is refused before
-   anything is touched;
-3. with one local device the model is loaded here, once (an unknown model or device fails before any output, and
-   the claimed output is released); otherwise every worker process or Ray actor loads it;
-4. the progress total on stdout: the units read once more when the input is a file smaller than
-   :data:`mlmprob.defaults.COUNT_LIMIT` or is made by the command; never when the bar is off;
-5. :func:`~mlmprob.runtime.engine.run_stream`: shard, resume, chunks, devices, Ray, the writer;
-6. a warning line for every unit skipped now.
-
-The command then prints its own summary with :attr:`StreamRun.ran_on`, the "ran on" text.
+   the model loads: a second writer, or a resume that would mix precisions, inputs or weights, changes nothing;
+3. with one local device the model is loaded here, once (an unknown model or device fails before any output, and the
+   claimed output is released); otherwise every worker process or Ray actor loads it;
+4. on stdout the progress total reads the units once more when the input is a file smaller than
+   :data:`mlmprob.defaults.COUNT_LIMIT` or is made by the command (never when the bar is off);
+5. :func:`~mlmprob.runtime.engine.run_stream` (shard, resume, chunks, devices, Ray, the writer), then a warning line
+   for every unit skipped now. The command prints its own summary with :attr:`StreamRun.ran_on`, the "ran on" text.
 """
 
 from __future__ import annotations

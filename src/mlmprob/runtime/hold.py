@@ -52,11 +52,10 @@ def check_hold() -> None:
 
 def _file_of(fd: int) -> _File:
     """The file open at ``fd`` (device and inode), None when ``fd`` is not open."""
-    try:
+    with suppress(OSError):
         st = os.fstat(fd)
-    except OSError:
-        return None
-    return st.st_dev, st.st_ino
+        return st.st_dev, st.st_ino
+    return None
 
 
 def _controllers(fd: int, which: int) -> bool:

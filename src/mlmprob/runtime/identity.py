@@ -62,8 +62,7 @@ class UnitDigest:
     kept at the unit counts named in ``checkpoints`` (to check that an input's first N units are unchanged)."""
 
     def __init__(self, checkpoints: Iterable[int] = ()):
-        self._h = hashlib.sha256()
-        self.n = 0
+        self._h, self.n = hashlib.sha256(), 0
         self._want = {int(c) for c in checkpoints}
         self._at: dict[int, str] = {0: self._h.hexdigest()}
 

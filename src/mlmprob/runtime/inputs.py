@@ -49,19 +49,7 @@ def detect_format(path: str | Path) -> str:
 
 def decode_text(data: bytes, where: str, *, decoder=None, offsets: bool = False) -> str:
     """``data`` as UTF-8 text (a byte-order mark dropped; ``decoder``: an incremental ``utf-8-sig`` decoder), refused
-    in one line naming ``where``, the byte and (``offsets``) its offset, when not UTF-8 or holding a NUL byte.
-
-    >>> decode_text(b"\\xef\\xbb\\xbfok", "x")
-    'ok'
-    >>> decode_text(b"ok\\n\\xff\\x00", "text file 'b.txt'", offsets=True)
-    Traceback (most recent call last):
-    ...
-    mlmprob.errors.MLMProbError: text file 'b.txt' is not UTF-8 text (byte 0xff at offset 3); is it a binary file?
-    >>> decode_text(b"A\\x00", "f: line 2")
-    Traceback (most recent call last):
-    ...
-    mlmprob.errors.MLMProbError: f: line 2 holds a NUL byte; is it a binary file?
-    """
+    in one line naming ``where``, the byte and (``offsets``) its offset, when not UTF-8 or holding a NUL byte."""
     try:
         text = data.decode("utf-8-sig") if decoder is None else decoder.decode(data)
     except UnicodeDecodeError as e:

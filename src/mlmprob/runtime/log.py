@@ -193,22 +193,11 @@ class ResumableLog(RunHold):
     resume). ``resume=False`` refuses an existing file; ``lock=False`` leaves the lock to a caller holding it;
     ``encode`` turns a record into its line."""
 
-    def __init__(
-        self,
-        path: str | Path,
-        *,
-        config: dict | None = None,
-        meta: RunMeta | None = None,
-        header: bool = False,
-        resume: bool = True,
-        lock: bool = True,
-        encode: Callable = dumps,
-        **hold,
-    ):
+    def __init__(self, path: str | Path, *, header: bool = False, encode: Callable = dumps, **hold):
         self.use_header, self.encode = header, encode
         self.header: dict | None = None
         self._fh: TextIO | None = None
-        super().__init__(path, config=config, meta=meta, resume=resume, lock=lock, **hold)
+        super().__init__(path, **hold)  # config, meta, resume, lock, ... of RunHold
 
     def _open(self) -> None:
         # the configuration is checked before the torn line is cut: a refused resume changes nothing

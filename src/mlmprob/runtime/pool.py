@@ -148,8 +148,7 @@ def map_ordered(
     lifeline.close()
     it = enumerate(items)
     pending: dict[int, tuple[str, Any]] = {}  # seq -> (status, value): a result or a worker's error
-    sent = nxt = 0
-    exhausted = False
+    sent, nxt, exhausted = 0, 0, False
     try:
         while True:
             want = 0 if exhausted else nxt + 2 * len(procs) - sent  # at most 2 tasks per worker in flight

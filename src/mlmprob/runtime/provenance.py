@@ -30,6 +30,7 @@ from .. import defaults
 from ..errors import MLMProbError
 
 KEY = "computed_with"
+_HALF = ("float16", "bfloat16")
 
 
 def _dtype_text(dtype) -> str:
@@ -56,9 +57,6 @@ def resolved_dtype(dtype_spec, devices: Sequence[str]) -> str:
     return next(iter(seen))
 
 
-_HALF = ("float16", "bfloat16")
-
-
 def weights_dtype_text(model, devices: Sequence[str]) -> str:
     """What ``dtype="weights"`` (the default) means for ``model`` on ``devices``, read without loading it: float32
     for the built-in models; a local folder's ``config.json`` ``dtype`` or ``torch_dtype`` (float32 when absent),
@@ -70,8 +68,7 @@ def weights_dtype_text(model, devices: Sequence[str]) -> str:
     """
     if str(model) in defaults.BUILTIN_MODELS:
         return "float32"
-    cfg = _folder_config(model)
-    if cfg is None:
+    if (cfg := _folder_config(model)) is None:
         return "weights"
     text = str(cfg.get("dtype") or cfg.get("torch_dtype") or "float32").replace("torch.", "")
     return "float32" if text in _HALF and _on_cpu(devices) else text

@@ -39,10 +39,9 @@ class UnsafePath(MLMProbError):
 
 def is_link(path: str | Path) -> bool:
     """Whether ``path`` itself is a symbolic link (a dangling one included); never follows it."""
-    try:
+    with suppress(FileNotFoundError, NotADirectoryError):
         return stat.S_ISLNK(os.lstat(path).st_mode)
-    except (FileNotFoundError, NotADirectoryError):
-        return False
+    return False
 
 
 def refuse_link(path: str | Path, what: str = "this file") -> None:

@@ -62,11 +62,7 @@ PURPOSES = tuple(_DERIVATIONS)
 
 
 def derive_seed(seed: int, purpose: str, *keys) -> int:
-    """The generator seed of the stream ``purpose`` with ``keys`` under the run's ``seed`` (module doc).
-
-    >>> derive_seed(0, "loglik", "ACD") == derive_seed(0, "loglik", "ACD") != derive_seed(1, "loglik", "ACD")
-    True
-    """
+    """The generator seed of the stream ``purpose`` with ``keys`` under the run's ``seed`` (module doc)."""
     if purpose not in _DERIVATIONS:
         raise MLMProbError(f"unknown seed purpose {purpose!r}; one of {', '.join(PURPOSES)}")
     return _DERIVATIONS[purpose](seed, *keys)
@@ -90,9 +86,5 @@ def check_generator(generator, name: str = "generator") -> torch.Generator:
 
 
 def seeded_generator(seed: int, purpose: str, *keys) -> torch.Generator:
-    """A CPU ``torch.Generator`` seeded with ``derive_seed(seed, purpose, *keys)``.
-
-    >>> seeded_generator(0, "record", "seq1").initial_seed()
-    6289551396170010969
-    """
+    """A CPU ``torch.Generator`` seeded with ``derive_seed(seed, purpose, *keys)``."""
     return torch.Generator().manual_seed(derive_seed(seed, purpose, *keys))

@@ -103,13 +103,11 @@ def _locked_file(folder: str, kind: str, name: str) -> tuple[int, Path]:
 def _unnamed(fd: int, path: Path) -> Path | None:
     """``/proc/PID/fd/FD`` once the name ``path`` is removed, where that reopens this file; else None."""
     by_fd = Path(f"/proc/{os.getpid()}/fd/{fd}")
-    try:
-        if not os.path.samestat(os.stat(by_fd), os.fstat(fd)):
-            return None
-        path.unlink()
-    except OSError:
-        return None
-    return by_fd
+    with suppress(OSError):
+        if os.path.samestat(os.stat(by_fd), os.fstat(fd)):
+            path.unlink()
+            return by_fd
+    return None
 
 
 def _register(path: Path, fd: int, named: bool) -> None:

@@ -1,5 +1,4 @@
-"""Unique ids in a stream of records: :class:`UniqueIds` checks (or, deduplicating, drops) repeated ids
-while streaming, holding one set entry per distinct id."""
+"""Unique ids in a stream of records, checked (or deduplicated) while streaming: :class:`UniqueIds`."""
 
 from __future__ import annotations
 
@@ -11,18 +10,7 @@ from ..errors import MLMProbError
 class UniqueIds:
     """Checks that the ids of a stream of records (anything with an ``id``) are unique, while streaming:
     a repeated id raises one line naming it and both record numbers; with ``dedupe`` the repeat is dropped
-    (the first kept) and counted in :attr:`dropped`. Memory: one set entry per distinct id.
-
-    >>> from mlmprob.runtime.inputs import Record
-    >>> recs = [Record("a", "AC"), Record("b", "DE"), Record("a", "KL")]
-    >>> list(UniqueIds()(recs))
-    Traceback (most recent call last):
-    ...
-    mlmprob.errors.MLMProbError: duplicate id 'a': records 1 and 3 (ids must be unique; --dedupe keeps the first)
-    >>> u = UniqueIds(dedupe=True)
-    >>> [r.seq for r in u(recs)], u.dropped, u.warning()
-    (['AC', 'DE'], 1, "warning: --dedupe dropped 1 record(s) repeating an earlier id (first: 'a', record 3)")
-    """
+    (the first kept) and counted in :attr:`dropped`. Memory: one set entry per distinct id."""
 
     def __init__(self, dedupe: bool = False, what: str = "record"):
         self.dedupe, self.what = dedupe, what

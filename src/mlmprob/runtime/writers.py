@@ -105,7 +105,7 @@ class _FileWriter(ResultWriter):
 
     path: Path  # a file output always has one
 
-    def __init__(self, path: Path, *, resume: bool, config: dict | None, fields=None, verify=None):
+    def __init__(self, path: Path, *, resume: bool, config: dict | None = None, fields=None, verify=None):
         super().__init__(path, fields=fields)
         self.meta_path = meta_path(path)
         # the side file is written before the output (config {}: even without a configuration), so an output
@@ -211,12 +211,9 @@ class ParquetWriter(_FileWriter):
 
     kind = "parquet"
 
-    def __init__(
-        self, path: Path, *, resume: bool, config: dict | None = None, fields=None, part_rows: int = 1024, verify=None
-    ):
-        self.parts = path.with_name(path.name + ".parts")
-        self.part_rows = part_rows
-        super().__init__(path, resume=resume, config=config, fields=fields, verify=verify)
+    def __init__(self, path: Path, *, part_rows: int = 1024, **kw):
+        self.parts, self.part_rows = path.with_name(path.name + ".parts"), part_rows
+        super().__init__(path, **kw)  # resume, config, fields, verify of _FileWriter
 
     def _open(self, resume: bool, config: dict | None) -> RunHold:
         refuse_link(self.parts, "the Parquet parts folder")  # its *.tmp files are deleted below: never a link's
