@@ -5,8 +5,7 @@ when they run the fused forward (the default) and as transformers' own classes w
   ``antiberty==0.1.3``; its keys load into ``BertForMaskedLM``'s names (the species/chain/graft heads are dropped).
 - ``sapiens-vh`` / ``sapiens-vl``: Sapiens (Prihoda et al. 2022), small RoBERTa MLMs (4 layers, 128 wide) shipped
   as fairseq checkpoints in ``sapiens==1.0.5`` (install it with ``pip install --no-deps``: it declares fairseq and
-  an old torch, neither needed); the keys are converted here to ``RobertaForMaskedLM``'s.
-"""
+  an old torch, neither needed); the keys are converted here to ``RobertaForMaskedLM``'s."""
 
 from __future__ import annotations
 
@@ -33,12 +32,6 @@ def _package_dir(name: str, install_hint: str) -> Path:
     return Path(list(spec.submodule_search_locations)[0])
 
 
-def _native(fused: bool | None) -> bool:
-    """Whether an embedded model is built without transformers (:mod:`mlmprob.models.native`): whenever it runs
-    the fused forward (``fused``, else ``$MLMPROB_FUSED``)."""
-    return fused_default() if fused is None else fused
-
-
 def _finish(
     model, state: dict, ignore: tuple[str, ...], what: str, tok: ResidueTokenizer, name: str, device, dtype, fused
 ):
@@ -60,10 +53,9 @@ def load_antiberty(device="cpu", dtype=None, fused: bool | None = None) -> HFMas
     for k in ("architectures", "_name_or_path", "transformers_version", "gradient_checkpointing", "use_cache"):
         cfg.pop(k, None)
     model: torch.nn.Module
-    if _native(fused):
+    if fused or (fused is None and fused_default()):  # without transformers whenever the fused forward runs
         kept = {f.name for f in dataclasses.fields(EncoderConfig)}
-        config = EncoderConfig(**{k: v for k, v in cfg.items() if k in kept})
-        model = MaskedLM(config)
+        model = MaskedLM(EncoderConfig(**{k: v for k, v in cfg.items() if k in kept}))
     else:
         from transformers import BertConfig, BertForMaskedLM
 
@@ -139,7 +131,7 @@ def load_sapiens(chain: str = "vh", device="cpu", dtype=None, fused: bool | None
             f"{src['decoder.sentence_encoder.embed_tokens.weight'].shape[0]} embeddings"
         )
     model: torch.nn.Module
-    if _native(fused):
+    if fused or (fused is None and fused_default()):
         model = MaskedLM(EncoderConfig(**shape, roberta=True))
     else:
         from transformers import RobertaConfig, RobertaForMaskedLM

@@ -1,7 +1,6 @@
 """Tiny models whose conditionals are known exactly, the ground truth for tests: ``ExactMLM``'s are the conditional
 marginals of an explicit joint over ``V**T`` sequences (*compatible*); ``LookupMLM``'s are seeded random per input
-(generally *incompatible*, like a real MLM's).
-"""
+(generally *incompatible*, like a real MLM's)."""
 
 from __future__ import annotations
 
@@ -15,11 +14,10 @@ from ..errors import MLMProbError
 class ExactMLM:
     """A masked LM whose conditionals are those of an explicit joint ``p(x_1..x_T)``.
 
-    ``log_joint`` has shape ``[V] * T`` (unnormalised log-probabilities are fine). Token ids are
-    ``0..V-1``; ``mask_id`` is ``V``. At every position ``t`` of an input row, ``logits`` returns
-    ``log p(x_t = v | observed positions other than t)``, marginalising every masked position:
-    for a masked ``t`` this is exactly the MLM conditional, for an observed ``t`` it is the
-    conditional with ``t`` treated as masked.
+    ``log_joint`` has shape ``[V] * T`` (unnormalised log-probabilities are fine). Token ids are ``0..V-1``;
+    ``mask_id`` is ``V``. At every position ``t`` of an input row, ``logits`` returns ``log p(x_t = v | observed
+    positions other than t)``, marginalising every masked position: for a masked ``t`` exactly the MLM conditional,
+    for an observed ``t`` the conditional with ``t`` treated as masked.
 
     >>> import torch
     >>> lj = torch.log(torch.tensor([[0.1, 0.2], [0.3, 0.4]]))
@@ -77,8 +75,7 @@ class ExactMLM:
         B, T = ids.shape
         self.calls += B
         out = torch.empty(B, T, self.vocab_size, dtype=torch.float64)
-        is_mask = ids == self.mask_id
-        patterns, inverse = torch.unique(is_mask, dim=0, return_inverse=True)
+        patterns, inverse = torch.unique(ids == self.mask_id, dim=0, return_inverse=True)
         for p_idx, pattern in enumerate(patterns):
             rows = (inverse == p_idx).nonzero(as_tuple=True)[0]
             masked = frozenset(pattern.nonzero(as_tuple=True)[0].tolist())
@@ -99,8 +96,7 @@ class LookupMLM:
         self.mask_id = vocab_size
         self.max_length = length
         g = torch.Generator().manual_seed(seed)
-        n_in = (vocab_size + 1) ** length
-        self.table = torch.randn(n_in, length, vocab_size, generator=g) * scale
+        self.table = torch.randn((vocab_size + 1) ** length, length, vocab_size, generator=g) * scale
         self._base = (vocab_size + 1) ** torch.arange(length - 1, -1, -1)
         self.calls = 0
 

@@ -5,8 +5,7 @@ padding trimmed), batch independence (a sub-batch never mixes *groups*, the reco
 record's logits do not depend on its neighbours, shard, worker or chunk), the device hot path (no host
 synchronisation), out-of-memory halving (reported once, kept for later calls; the last bits of float32 logits may
 then change), non-finite detection naming the caller's rows, and progress. Rows come from :class:`GivenRows` (as
-they are) or :class:`MaskedCopies` (copies with positions masked, built per sub-batch).
-"""
+they are) or :class:`MaskedCopies` (copies with positions masked, built per sub-batch)."""
 
 from __future__ import annotations
 
@@ -14,7 +13,6 @@ import copy
 import sys
 import weakref
 from collections.abc import Callable, Iterator
-from typing import Protocol
 
 import torch
 
@@ -124,21 +122,9 @@ def _lower_cap(mlm, n: int, width: int) -> None:
         torch.cuda.empty_cache()
 
 
-# -- row sources ------------------------------------------------------------------------------------------
-class RowSource(Protocol):
-    """Where the rows of a forward come from. ``lengths``, ``groups`` and ``names`` are ``[R]`` CPU
-    long tensors: each row's length without right padding, its group (rows of different groups never
-    share a sub-batch) and the row that a non-finite error names."""
-
-    lengths: torch.Tensor
-    groups: torch.Tensor
-    names: torch.Tensor
-
-    def to(self, device: torch.device) -> RowSource: ...
-
-    def build(self, idx: torch.Tensor, width: int) -> torch.Tensor: ...  # rows ``idx`` -> ids [n, width]
-
-
+# -- row sources: ``lengths``, ``groups`` and ``names`` are ``[R]`` CPU long tensors: each row's length without right
+# padding, its group (rows of different groups never share a sub-batch) and the row that a non-finite error names;
+# ``build(idx, width)``: the rows ``idx`` as ids ``[n, width]``
 class GivenRows:
     """Token rows forwarded as they are. ``groups`` default: all rows one group (one record).
 
@@ -186,10 +172,8 @@ class MaskedCopies:
         self.rows = torch.as_tensor(rows, dtype=torch.long)
         self.cols = torch.as_tensor(cols, dtype=torch.long)
         self.extra = extra_mask
-        rows_cpu = self.rows.cpu()
+        self.names = rows_cpu = self.rows.cpu()
         self.lengths = reader_of(mlm).lengths(self.input_ids.cpu())[rows_cpu]
-        self.names = rows_cpu
-        # the record of each row of input_ids (default: each row its own); copies of two records never mix
         self.groups = rows_cpu if records is None else torch.as_tensor(records).long().cpu()[rows_cpu]
 
     def to(self, device: torch.device) -> MaskedCopies:
@@ -204,6 +188,9 @@ class MaskedCopies:
         if self.extra is not None:
             ids[self.extra[idx, :width]] = self.mask_id
         return ids
+
+
+RowSource = GivenRows | MaskedCopies
 
 
 # -- the plan --------------------------------------------------------------------------------------------
@@ -257,11 +244,10 @@ def iter_forward(
     read_col = torch.as_tensor(read_col, dtype=torch.long).cpu()
     if read_row.numel() == 0:
         return
-    needed = torch.unique(read_row)
     groups = source.groups
     if not reader.pads_safely:  # models/probe.py: rows of one length
         groups = groups * (int(source.lengths.max()) + 1) + source.lengths
-    order, plan = plan_groups(source.lengths, groups, needed, batch_tokens)
+    order, plan = plan_groups(source.lengths, groups, torch.unique(read_row), batch_tokens)
     pos = torch.full((len(source.lengths),), -1, dtype=torch.long)
     pos[order] = torch.arange(len(order))
     read_order = torch.argsort(pos[read_row], stable=True)  # reads grouped by their row's forward slot

@@ -6,9 +6,8 @@ a GPU attends in its own dtype: :func:`attention_dtype`); ESM's rotary embedding
 pair ``(x_j, x_{j+d/2})`` as ``x_j + i x_{j+d/2}``: the halves come out interleaved, which leaves every query-key
 dot product unchanged); the last layer only at the read positions (keys and values still at all positions). Float32
 products on the CPU go through :mod:`mlmprob.runtime.threads`, so the bits do not depend on the thread count.
-Modules are read at every call (training and quantization are followed); a layer's concatenated Q/K/V weights are
-rebuilt when its Q, K or V weights change.
-"""
+Modules are read at every call (training and quantization are followed); a layer's fused Q/K/V weights are rebuilt
+when its Q, K or V weights change."""
 
 from __future__ import annotations
 
@@ -23,9 +22,7 @@ from .precision import Int8Linear
 
 def _dense(lin, x: torch.Tensor) -> torch.Tensor:
     """``lin(x)``; a float linear layer through :func:`mlmprob.runtime.threads.linear` (thread-invariant bits)."""
-    if type(lin) is torch.nn.Linear:
-        return _invariant_linear(x, lin.weight, lin.bias)
-    return lin(x)
+    return _invariant_linear(x, lin.weight, lin.bias) if type(lin) is torch.nn.Linear else lin(x)
 
 
 def _signature(lin) -> tuple:
@@ -74,9 +71,8 @@ def attention_dtype(dtype: torch.dtype, device_type: str, half: bool | None = No
 
 
 def fused_encoder(base):
-    """The fused forward of ``base`` (:class:`FusedEsm`, :class:`FusedBert`), or None when it has none: it has one
-    when it is an ESM encoder with rotary positions, or a BERT / RoBERTa encoder with absolute positions and erf
-    GELU."""
+    """The fused forward of ``base`` (:class:`FusedEsm`, :class:`FusedBert`), or None: an ESM encoder with rotary
+    positions, or a BERT / RoBERTa encoder with absolute positions and erf GELU, has one."""
     cfg = getattr(base, "config", None)
     if cfg is None or getattr(cfg, "is_decoder", False) or getattr(cfg, "add_cross_attention", False):
         return None
@@ -192,8 +188,7 @@ class FusedEsm(_Fused):
         key = (ids.shape[1], str(ids.device))
         if key not in self._rot:
             pos = torch.arange(ids.shape[1], device=ids.device, dtype=torch.float32)
-            inv_freq = self._inv_freq().to(ids.device)
-            angle = pos[:, None] * inv_freq[None, :]
+            angle = pos[:, None] * self._inv_freq().to(ids.device)[None, :]
             self._rot = {key: torch.polar(torch.ones_like(angle), angle)}
         return self._rot[key]
 

@@ -22,11 +22,7 @@ def _head_of(model) -> Callable[[torch.Tensor], torch.Tensor] | None:
         if isinstance(head, torch.nn.Module):
             return head
     if hasattr(model, "vocab_projector") and hasattr(model, "vocab_transform"):  # DistilBERT
-
-        def distil(h):
-            return model.vocab_projector(model.vocab_layer_norm(model.activation(model.vocab_transform(h))))
-
-        return distil
+        return lambda h: model.vocab_projector(model.vocab_layer_norm(model.activation(model.vocab_transform(h))))
     return None
 
 
@@ -39,8 +35,7 @@ class HFMaskedLM:
     :mod:`mlmprob.models.fused` (``fused=False`` or ``$MLMPROB_FUSED=0``: transformers' own code). Every forward runs
     with thread-invariant products (:func:`mlmprob.runtime.threads.invariant_method`). ``pads_safely`` is set False
     by the load-time probe (:mod:`mlmprob.models.probe`) for a model whose outputs change when a row is padded: its
-    rows are then forwarded unpadded.
-    """
+    rows are then forwarded unpadded."""
 
     pads_safely = True
 

@@ -4,8 +4,7 @@ A learned position table of ``N`` rows (``position_embeddings`` / ``embed_positi
 for token ``t``; the offset (0 for BERT, ``padding_idx + 1`` for RoBERTa, 2 for BART, ...) is measured by one
 forward with a hook finding the row the last token read, else declared by the table. The limit is the smallest of
 each table's ``N - offset``, the config's ``max_position_embeddings`` (not for rotary positions) and the tokenizer's
-``model_max_length``; none of these means no limit.
-"""
+``model_max_length``; none of these means no limit."""
 
 from __future__ import annotations
 
@@ -74,8 +73,7 @@ def measured_offsets(model, tables, token: int, k: int = PROBE_TOKENS) -> dict[s
 
     handles = [t.register_forward_hook(hook(n, t)) for n, t in tables]
     try:
-        device = next(model.parameters()).device
-        model(input_ids=torch.full((1, k), token, dtype=torch.long, device=device))
+        model(input_ids=torch.full((1, k), token, dtype=torch.long, device=next(model.parameters()).device))
     except Exception:  # noqa: BLE001 - a model that needs more than ids: fall back to the declared offsets
         return {}
     finally:

@@ -59,22 +59,18 @@ def load_mlm(
     or shards named by either index) is refused unless ``allow_pickle=True``, and even then read with
     ``torch.load(..., weights_only=True)``, which runs no code; a weight file that is not what its name says, or
     weights whose shapes differ from ``config.json``, are one line (:mod:`mlmprob.models.weights`). Remote code
-    (``trust_remote_code``) is never run.
-    """
+    (``trust_remote_code``) is never run."""
     dev = resolve_device(device)
     dt = resolve_dtype(dtype, dev)
     key = str(name_or_path).lower()
     mlm: HFMaskedLM | WindowedMLM
     if alphabet is not None and key in BUILTIN:
         raise ModelLoadError(f"alphabet applies to hub and directory models; {key!r} has its own fixed alphabet")
-    if key == "antiberty":
-        from .antibody import load_antiberty
+    if key in ("antiberty", "sapiens-vh", "sapiens-vl"):
+        from .antibody import load_antiberty, load_sapiens
 
-        mlm = load_antiberty(dev, dt, fused=fused)
-    elif key in ("sapiens-vh", "sapiens-vl"):
-        from .antibody import load_sapiens
-
-        mlm = load_sapiens(key.split("-")[1], dev, dt, fused=fused)
+        chain = key.split("-")[-1]
+        mlm = load_antiberty(dev, dt, fused=fused) if key == "antiberty" else load_sapiens(chain, dev, dt, fused=fused)
     elif key == "en-small":
         if not (EN_SMALL_DIR / "model.safetensors").is_file():
             raise ModelLoadError(f"the en-small weights are missing from this installation ({EN_SMALL_DIR})")

@@ -2,8 +2,7 @@
 parameter names and weights as transformers' ``BertForMaskedLM`` / ``RobertaForMaskedLM``, run by the fused forward
 (:mod:`mlmprob.models.fused`); :mod:`mlmprob.models.antibody` builds transformers' own only for ``fused=False``. The
 embeddings add in transformers' order (word + token type, then + position), so the logits are bit for bit those of
-transformers' model under the fused forward.
-"""
+transformers' model under the fused forward."""
 
 from __future__ import annotations
 

@@ -2,8 +2,7 @@
 int8: dynamic W8A8 on the encoder's ``nn.Linear`` layers (:class:`Int8Linear`: int8 weights with one symmetric scale
 per output channel, activations quantized per call to uint8, 7-bit ``reduce_range`` without AVX512-VNNI, where
 AVX2's ``vpmaddubsw`` saturates in int16). Embeddings, norms, attention, the LM head and the first twelfth of the
-layers stay float32 (:func:`int8_float_layers`; docs/results/int8_attention.md). Logits are read as float32.
-"""
+layers stay float32 (:func:`int8_float_layers`; docs/results/int8_attention.md). Logits are read as float32."""
 
 from __future__ import annotations
 
@@ -41,8 +40,7 @@ class Int8Linear(torch.nn.Module):
         b = None if lin.bias is None else lin.bias.detach().float().cpu()
         with warnings.catch_warnings():  # the quantized-tensor constructors warn of the old torch.ao API
             warnings.simplefilter("ignore")
-            qw = torch.quantize_per_channel(w, scale, zero, 0, torch.qint8)
-            packed = torch.ops.quantized.linear_prepack(qw, b)
+            packed = torch.ops.quantized.linear_prepack(torch.quantize_per_channel(w, scale, zero, 0, torch.qint8), b)
         return cls(packed, lin.in_features, lin.out_features)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
@@ -75,9 +73,7 @@ def quantize_linears(module: torch.nn.Module, skip: tuple[torch.nn.Module, ...] 
 def _float_layers(base: torch.nn.Module) -> tuple[torch.nn.Module, ...]:
     """The first :func:`int8_float_layers` layers of ``base.encoder.layer`` (none without that list)."""
     layers = getattr(getattr(base, "encoder", None), "layer", None)
-    if not isinstance(layers, torch.nn.ModuleList):
-        return ()
-    return tuple(layers[: int8_float_layers(len(layers))])
+    return tuple(layers[: int8_float_layers(len(layers))]) if isinstance(layers, torch.nn.ModuleList) else ()
 
 
 def weights_dtype(model: torch.nn.Module, device) -> torch.dtype:
@@ -90,9 +86,7 @@ def weights_dtype(model: torch.nn.Module, device) -> torch.dtype:
     (torch.float32, torch.bfloat16, torch.float64)
     """
     first = next((p.dtype for p in model.parameters() if p.is_floating_point()), torch.float32)
-    if first in (torch.float16, torch.bfloat16) and torch.device(device).type == "cpu":
-        return torch.float32
-    return first
+    return torch.float32 if first in (torch.float16, torch.bfloat16) and torch.device(device).type == "cpu" else first
 
 
 def apply_precision(model: torch.nn.Module, device, dtype: torch.dtype | None) -> torch.nn.Module:

@@ -6,8 +6,7 @@
 2. **Padding**: a short row alone and padded beside a longer one; a family that ignores the attention mask (FNet,
    Funnel, ...) is marked ``pads_safely = False`` and never padded (:func:`mlmprob.models.forward.plan_groups`).
 
-A model that still disagrees with its own plain forward is refused (``MLMProbError``).
-"""
+A model that still disagrees with its own plain forward is refused (``MLMProbError``)."""
 
 from __future__ import annotations
 

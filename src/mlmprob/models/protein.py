@@ -2,8 +2,7 @@
 
 A protein model (:func:`is_protein_model`; ``load_mlm(..., alphabet=...)`` forces it) gets a residue tokenizer (one
 token per upper-case character, ``_`` for the mask; ProtBERT's spaces added here), ``proposal_ids`` (the 20
-residues or ``alphabet``'s letters), and a window for longer proteins (:mod:`mlmprob.models.windowed`).
-"""
+residues or ``alphabet``'s letters), and a window for longer proteins (:mod:`mlmprob.models.windowed`)."""
 
 from __future__ import annotations
 
@@ -46,8 +45,7 @@ def is_protein_model(model, hf_tok) -> bool:
     """Whether ``model`` with ``hf_tok`` is a protein MLM: a protein architecture (``PROTEIN_FAMILIES``) whose
     tokenizer holds the 20 canonical residues as tokens, or any architecture with a protein tokenizer."""
     family = getattr(text_config(model), "model_type", "")
-    residues = family in PROTEIN_FAMILIES and set(AMINO_ACIDS) <= set(hf_tok.get_vocab())
-    return residues or is_protein_tokenizer(hf_tok)
+    return (family in PROTEIN_FAMILIES and set(AMINO_ACIDS) <= set(hf_tok.get_vocab())) or is_protein_tokenizer(hf_tok)
 
 
 class ProteinTokenizer(ResidueTokenizer):
@@ -62,8 +60,7 @@ class ProteinTokenizer(ResidueTokenizer):
     """
 
     def encode(self, texts):
-        texts = text_list(texts)
-        return super().encode(["".join(t.split()) if isinstance(t, str) else t for t in texts])
+        return super().encode(["".join(t.split()) if isinstance(t, str) else t for t in text_list(texts)])
 
 
 def residue_tokenizer(hf_tok, vocab_size: int | None = None) -> ProteinTokenizer:

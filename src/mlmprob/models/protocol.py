@@ -1,7 +1,6 @@
 """The one primitive every algorithm needs: logits of a batch of (partly masked) sequences. Algorithms accept any
 object with ``mask_id``, ``vocab_size`` and ``logits``; optional extras (``logits_at``, ``pad_id``, ...) are read
-only through the model contract, :class:`mlmprob.models.reader.Reader`, which lists them.
-"""
+only through the model contract, :class:`mlmprob.models.reader.Reader`, which lists them."""
 
 from __future__ import annotations
 
@@ -26,13 +25,9 @@ class MaskedLM(Protocol):
 
 
 def gather_logits(mlm: MaskedLM, input_ids: torch.Tensor, rows: torch.Tensor, cols: torch.Tensor) -> torch.Tensor:
-    """Logits ``[N, V]`` at ``(rows[n], cols[n])`` of ``input_ids``.
-
-    Uses the wrapper's ``logits_at`` when it has one (output projection only where it is read),
-    else indexes the full ``logits``. Logits with NaN or +inf, or a row without one finite logit,
-    raise ``NonFiniteError`` whose ``rows`` are the affected rows of ``input_ids`` (-inf alone is
-    a zero probability and allowed).
-    """
+    """Logits ``[N, V]`` at ``(rows[n], cols[n])`` of ``input_ids``: the model's ``logits_at`` when it has one (the
+    output projection only where it is read), else its full ``logits`` indexed. Logits with NaN or +inf, or a row
+    without one finite logit, raise ``NonFiniteError`` naming the rows of ``input_ids`` (-inf alone is allowed)."""
     fn = getattr(mlm, "logits_at", None)
     out = fn(input_ids, rows, cols) if fn is not None else mlm.logits(input_ids)[rows, cols]
     bad = nonfinite_rows(out)

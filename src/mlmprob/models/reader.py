@@ -131,8 +131,7 @@ class Reader:
         if self.pad_id is None:
             return torch.full((B,), L, dtype=torch.long)
         keep = input_ids != self.pad_id
-        idx = torch.arange(1, L + 1, device=input_ids.device).expand(B, L)
-        return (idx * keep).max(dim=1).values
+        return (torch.arange(1, L + 1, device=input_ids.device).expand(B, L) * keep).max(dim=1).values
 
     def foreign(self, ids: torch.Tensor) -> torch.Tensor:
         """Bool like ``ids``: ids the model cannot read (outside the vocabulary, and neither mask nor padding)."""
@@ -223,6 +222,4 @@ def name_of(mlm) -> str:
     >>> name_of(object())
     'object'
     """
-    if isinstance(mlm, Reader):
-        return mlm.name
     return str(getattr(mlm, "name", "") or type(mlm).__name__)

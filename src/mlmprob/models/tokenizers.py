@@ -1,6 +1,5 @@
 """Text <-> ids for the model wrappers, with input errors that name the problem: ``ResidueTokenizer`` for one-letter
-alphabets and ``HFTokenizer`` around any Hugging Face tokenizer (``encode(texts) -> Encoding``, ``decode(ids)``).
-"""
+alphabets and ``HFTokenizer`` around any Hugging Face tokenizer (``encode(texts) -> Encoding``, ``decode(ids)``)."""
 
 from __future__ import annotations
 
@@ -19,8 +18,8 @@ PLACEHOLDERS = frozenset({"na", "n/a", "nan", "none", "null", "-", "?", "."})
 
 @dataclass(frozen=True)
 class Encoding:
-    """A right-padded batch: ``input_ids`` ``[B, L]``, ``word_ids`` ``[B, L]`` (word index of each
-    token within its sequence, -1 at special tokens and padding) and ``lengths`` ``[B]``."""
+    """A right-padded batch: ``input_ids`` ``[B, L]``, ``word_ids`` ``[B, L]`` (word index of each token within its
+    sequence, -1 at special tokens and padding) and ``lengths`` ``[B]``."""
 
     input_ids: torch.Tensor
     word_ids: torch.Tensor
@@ -48,25 +47,20 @@ def text_list(texts: Sequence[str] | str) -> list[str]:
 def _encode(tok, texts) -> Encoding:
     """``texts`` encoded one by one (``tok._encode_one``), right-padded with ``tok.pad_id``."""
     done = [tok._encode_one(i, _check_text(i, text)) for i, text in enumerate(text_list(texts))]
-    return _pad([r for r, _ in done], [w for _, w in done], tok.pad_id)
-
-
-def _pad(rows: list[list[int]], words: list[list[int]], pad_id: int) -> Encoding:
-    L = max(len(r) for r in rows)
-    ids = torch.full((len(rows), L), pad_id, dtype=torch.long)
-    wid = torch.full((len(rows), L), -1, dtype=torch.long)
-    for b, (r, w) in enumerate(zip(rows, words, strict=True)):
+    L = max(len(r) for r, _ in done)
+    ids = torch.full((len(done), L), tok.pad_id, dtype=torch.long)
+    wid = torch.full((len(done), L), -1, dtype=torch.long)
+    for b, (r, w) in enumerate(done):
         ids[b, : len(r)] = torch.tensor(r)
         wid[b, : len(w)] = torch.tensor(w)
-    return Encoding(ids, wid, torch.tensor([len(r) for r in rows]))
+    return Encoding(ids, wid, torch.tensor([len(r) for r, _ in done]))
 
 
 class ResidueTokenizer:
     """One token per character (e.g. amino acids), with begin/end tokens around each sequence.
 
-    ``_`` in a text stands for the mask token. Residues are upper-case letters: lower case and the
-    missing-value placeholders of tables (``na``, ``NA``, ``N/A``, ``nan``, ``none``, ``null``, ``-``) are
-    refused, never read as residues.
+    ``_`` in a text stands for the mask token. Residues are upper-case letters: lower case and the missing-value
+    placeholders of tables (``na``, ``NA``, ``N/A``, ``nan``, ``none``, ``null``, ``-``) are refused.
 
     >>> tok = ResidueTokenizer(["<s>", "<pad>", "</s>", "<mask>", "A", "C"], bos="<s>", eos="</s>",
     ...                        pad="<pad>", mask="<mask>", max_length=8)
@@ -156,9 +150,7 @@ def own_pad_id(hf_tok) -> int | None:
     may have it: a pad is trusted only if it differs from every other special token (EuroBERT's configuration pads
     with its EOS) and is named as padding (``[PAD]``, ``<pad>``, ...; not an ordinary word such as ``the``)."""
     pad = hf_tok.pad_token_id
-    if pad is None:
-        return None
-    if pad in _other_special_ids(hf_tok) or "pad" not in str(hf_tok.pad_token).lower():
+    if pad is None or pad in _other_special_ids(hf_tok) or "pad" not in str(hf_tok.pad_token).lower():
         return None
     return int(pad)
 
@@ -186,13 +178,9 @@ class HFTokenizer:
         else:
             self.pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.mask_token_id
         self.unk_id = tokenizer.unk_token_id
-        special = set(tokenizer.all_special_ids)
-        if (
-            vocab_size is not None
-            and self.pad_id != tokenizer.pad_token_id
-            and tokenizer.pad_token_id not in _other_special_ids(tokenizer)
-        ):
-            special.discard(tokenizer.pad_token_id)  # a pad set to an ordinary word stays a word here
+        special, pad = set(tokenizer.all_special_ids), tokenizer.pad_token_id
+        if self._checked_pad and self.pad_id != pad and pad not in _other_special_ids(tokenizer):
+            special.discard(pad)  # a pad set to an ordinary word stays a word here
         self.special_ids = frozenset(special)
         self.max_length = max_length
 

@@ -2,8 +2,7 @@
 ``use_safetensors=True``, else the pickles ``pytorch_model.bin(.index.json)`` names, each inside the folder and
 present; a pickle needs ``allow_pickle`` and is read with ``torch.load(weights_only=True)``; a safetensors file
 needs a readable header; shapes must match ``config.json`` (:func:`from_pretrained_checked`). Each refusal is one
-line (:class:`mlmprob.errors.ModelLoadError`).
-"""
+line (:class:`mlmprob.errors.ModelLoadError`)."""
 
 from __future__ import annotations
 
@@ -31,16 +30,14 @@ def weight_files(folder: Path) -> tuple[str, list[Path]] | None:
     for name in SAFE_WEIGHTS + PICKLE_WEIGHTS:
         if (folder / name).is_file():
             files = _indexed(folder, folder / name) if name in INDEXES else [folder / name]
-            safe = all(f.name.endswith(".safetensors") for f in files)
-            return ("safetensors" if safe else "pickle"), files
+            return ("safetensors" if all(f.name.endswith(".safetensors") for f in files) else "pickle"), files
     return None
 
 
 def _indexed(folder: Path, index: Path) -> list[Path]:
     """The weight files ``index`` names, each checked to be a file inside ``folder``."""
     try:
-        weight_map = json.loads(index.read_text())["weight_map"]
-        names = sorted(set(weight_map.values()))
+        names = sorted(set(json.loads(index.read_text())["weight_map"].values()))
         if not names or not all(isinstance(n, str) for n in names):
             raise ValueError("it names no weight files")
     except (ValueError, KeyError, TypeError, AttributeError, UnicodeDecodeError) as e:
@@ -140,14 +137,15 @@ def from_pretrained_checked(cls, where, what: str, **kwargs):
     from transformers.utils import logging as hf_logging
 
     hf_logging.disable_progress_bar()  # mlmprob's own progress goes to stderr; one bar at a time
-    with _held_logs() as release:
+    with _held_logs() as held:
         try:
             model = cls.from_pretrained(where, **kwargs)
         except RuntimeError as e:
             if isinstance(e, torch.OutOfMemoryError) or not re.search(r"mismatch|Error\(s\) in loading", str(e)):
                 raise
             raise ModelLoadError(f"cannot load {what}: {_mismatch(cls, where, kwargs) or _first_line(e)}") from None
-        release()
+    for record in held:
+        logging.getLogger("transformers").handle(record)
     return model
 
 
@@ -170,8 +168,8 @@ def _mismatch(cls, where, kwargs) -> str | None:
 
 @contextmanager
 def _held_logs():
-    """Hold the records transformers logs (its load report among them); ``release()`` emits them."""
-    root = logging.getLogger("transformers")
+    """The records transformers logs inside the block (its load report among them), held back from its handlers: the
+    caller emits them when the load succeeds."""
     held: list[logging.LogRecord] = []
 
     def hold(record):
@@ -179,19 +177,11 @@ def _held_logs():
             held.append(record)
         return False
 
-    handlers = list(root.handlers)
+    handlers = list(logging.getLogger("transformers").handlers)
     for h in handlers:
         h.addFilter(hold)
-
-    def release():
-        for h in handlers:
-            h.removeFilter(hold)
-        for record in held:
-            root.handle(record)
-        held.clear()
-
     try:
-        yield release
+        yield held
     finally:
         for h in handlers:
             h.removeFilter(hold)

@@ -3,8 +3,7 @@
 ``WindowedMLM(mlm, window)`` passes a row of at most ``window`` tokens unchanged. For a longer row, the logits at
 ``t`` are the model's at ``t`` on ``row[s : s + window]``, ``s = min(max(t - window // 2, 0), length - window)``,
 taken as it is (the row's BOS/EOS only where the window touches an end; masks outside the window unseen). Reads in
-the same window share one forward row. Other attributes are passed through; ``max_length`` is None.
-"""
+the same window share one forward row. Other attributes are passed through; ``max_length`` is None."""
 
 from __future__ import annotations
 
@@ -22,8 +21,7 @@ def window_starts(lengths: torch.Tensor, cols: torch.Tensor, window: int) -> tor
     >>> window_starts(torch.tensor([10, 10, 10, 4]), torch.tensor([0, 5, 9, 3]), 4).tolist()
     [0, 3, 6, 0]
     """
-    start = (cols - window // 2).clamp(min=0)
-    return torch.minimum(start, (lengths - window).clamp(min=0))
+    return torch.minimum((cols - window // 2).clamp(min=0), (lengths - window).clamp(min=0))
 
 
 def _rows(input_ids) -> torch.Tensor:
@@ -90,8 +88,7 @@ class WindowedMLM:
         B, L = ids.shape
         if L <= self.window:
             return self.inner.logits(ids)
-        real = torch.arange(L)[None, :] < reader_of(self.inner).lengths(ids)[:, None]
-        rows, cols = real.nonzero(as_tuple=True)
+        rows, cols = (torch.arange(L)[None, :] < reader_of(self.inner).lengths(ids)[:, None]).nonzero(as_tuple=True)
         part = self.logits_at(ids, rows, cols)
         out = torch.zeros(B, L, part.shape[-1], dtype=part.dtype)
         out[rows, cols] = part
