@@ -1,6 +1,5 @@
-"""The chain-rule likelihood of an MLM: ``loglik`` over one or many orders of the scored positions
-(``orders`` plans them; ``chain`` reads them through the one forward primitive; ``spec``: the settings,
-:class:`LoglikSpec`)."""
+"""The chain-rule likelihood of an MLM: ``loglik`` over one or many orders of the scored positions (``orders`` plans
+them; ``chain`` reads them through the one forward primitive; ``spec``: the settings, :class:`LoglikSpec`)."""
 
 from ..lazy import exports
 

@@ -4,8 +4,7 @@ order ``sigma`` of the scored positions ``S`` (the context ``C`` observed),
     log p_sigma(x_S | x_C) = sum_k log q_{sigma_k}(x_{sigma_k} | x_C, x_{sigma_<k})   (sigma_>=k masked)
 
 each conditional normalised over the model's proposal alphabet (the mass left outside is reported). Over ``K``
-orders, ``mixture`` is the log of ``mean_sigma p_sigma`` and ``elbo`` the mean of ``log p_sigma``, a lower bound.
-"""
+orders, ``mixture`` is the log of ``mean_sigma p_sigma`` and ``elbo`` the mean of ``log p_sigma``, a lower bound."""
 
 from __future__ import annotations
 

@@ -1,7 +1,6 @@
 """Orders of the scored positions for the chain rule: ``"l2r"``, ``"r2l"``, ``"random"``, or given. An order reveals
 *units* one step at a time: one scored position, or with ``word_ids`` the scored pieces of one word (together, read
-left to right). Orders are expanded to positions, ``[B, K, n]`` with ``-1`` padding.
-"""
+left to right). Orders are expanded to positions, ``[B, K, n]`` with ``-1`` padding."""
 
 from __future__ import annotations
 
@@ -59,9 +58,7 @@ def count_orders(n_units: int, limit: int) -> int | None:
     >>> count_orders(3, 6), count_orders(4, 6)
     (6, None)
     """
-    if n_units > 20 or math.factorial(n_units) > limit:
-        return None
-    return math.factorial(n_units)
+    return None if n_units > 20 or math.factorial(n_units) > limit else math.factorial(n_units)
 
 
 def _explicit(order, B: int) -> list[list[list[int]]]:
@@ -136,8 +133,7 @@ def plan_orders(
         rows.append([[p for u in perm for p in units[u]] for perm in perms])
         exact.append(ex)
     K = max(len(r) for r in rows)
-    n = max(len(o) for r in rows for o in r)
-    out = torch.full((B, K, n), -1, dtype=torch.long)
+    out = torch.full((B, K, max(len(o) for r in rows for o in r)), -1, dtype=torch.long)
     for b, r in enumerate(rows):
         for k, o in enumerate(r):
             out[b, k, : len(o)] = torch.tensor(o, dtype=torch.long)

@@ -1,6 +1,5 @@
 """``loglik`` columns for one text record (``mlmprob score --likelihood loglik``, the app). A record's random orders
-come from ``seed`` and its sequence alone, so its values never depend on its neighbours, chunk, shard or worker.
-"""
+come from ``seed`` and its sequence alone, so its values never depend on its neighbours, chunk, shard or worker."""
 
 from __future__ import annotations
 
@@ -13,14 +12,7 @@ from ..runtime.seeds import seeded_generator
 from .chain import loglik
 from .spec import LoglikSpec
 
-LOGLIK_FIELDS = (
-    "loglik_mixture",
-    "loglik_elbo",
-    "loglik_per_token",
-    "loglik_orders",
-    "loglik_exact",
-    "loglik_outside_mass",
-)
+LOGLIK_FIELDS = tuple(f"loglik_{k}" for k in ("mixture", "elbo", "per_token", "orders", "exact", "outside_mass"))
 
 
 def record_generator(seed: int, sequence: str) -> torch.Generator:

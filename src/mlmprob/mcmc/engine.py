@@ -20,10 +20,8 @@ outside ``C`` follows the unconstrained ratio among moves that add no violation 
 never leaves. ``delayed`` (Christen & Fox 2005): a first stage screens each proposal before its rows are read, from
 the cheap terms exactly and the proposal expert's change estimated from the rows of ``x`` at the changed sites; the
 second stage corrects by the first stage's acceptance of the reverse move, so the target stays invariant exactly.
-
 Each step draws the same numbers from the generator whatever the states (the proposal's, then a uniform per chain,
-then with ``delayed`` a second). Ratios are float64, in log space.
-"""
+then with ``delayed`` a second). Ratios are float64, in log space."""
 
 from __future__ import annotations
 
@@ -187,8 +185,7 @@ def swap_step(
     perm = torch.arange(B)
     for r in range(parity, rungs - 1, 2):
         a, h = torch.arange(C) + r * C, torch.arange(C) + (r + 1) * C
-        la = swap_log_acceptance(state.U[a], state.U[h], state.tau[a], state.tau[h])
-        ok = torch.log(u[r]) < la
+        ok = torch.log(u[r]) < swap_log_acceptance(state.U[a], state.U[h], state.tau[a], state.tau[h])
         perm[a[ok]], perm[h[ok]] = h[ok], a[ok]
         attempted[r], accepted[r] = C, int(ok.sum())
     if bool((perm != torch.arange(B)).any()):

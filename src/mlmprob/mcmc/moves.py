@@ -16,8 +16,7 @@ masked; None: uniform over the allowed residues):
 which its energy reads anyway; the rows of ``x``: delayed acceptance's cheap estimate). Float64, ``-inf`` for a
 move the proposal cannot make. ``free`` (bool ``[B, S]``, optional, the sampler's): each chain's changeable sites
 among ``sites_of``; a chain with ``n < k`` changes ``n`` (``-1`` fills the rest of its ``order``), one with none
-does not move. Without it every chain may change every site (the design kernel's moves, draw for draw).
-"""
+does not move. Without it every chain may change every site (the design kernel's moves, draw for draw)."""
 
 from __future__ import annotations
 
