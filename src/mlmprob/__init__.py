@@ -6,8 +6,7 @@ embedded antibody models; exact toy models, synthetic languages and an MLM train
 
 Importing mlmprob sets ``MKL_CBWR=AUTO,STRICT`` unless it is set already (:data:`mlmprob.defaults.MKL_CBWR`), or
 ``MKL_CBWR=`` (off) when torch was imported first and MKL may have started; a record's float32 scores on a CPU do not
-depend on ``--threads`` or ``--workers`` either way (:mod:`mlmprob.runtime.threads`, docs/scale.md).
-"""
+depend on ``--threads`` or ``--workers`` either way (:mod:`mlmprob.runtime.threads`, docs/scale.md)."""
 
 import os as _os
 import sys as _sys

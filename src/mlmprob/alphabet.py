@@ -7,9 +7,7 @@ base module: it imports nothing of mlmprob).
 
 AMINO_ACIDS = "ACDEFGHIKLMNPQRSTVWY"
 
-_LETTERS = frozenset(AMINO_ACIDS)
-
 
 def is_protein(seq: str) -> bool:
     """Whether ``seq`` is a non-empty string of canonical amino acids only."""
-    return bool(seq) and set(seq) <= _LETTERS
+    return bool(seq) and set(seq) <= set(AMINO_ACIDS)

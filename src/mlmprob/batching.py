@@ -1,7 +1,6 @@
 """Reads of a model for the algorithms, through the one forward primitive (:mod:`mlmprob.models.forward`): masked
 copies of input rows (:func:`iter_masked_logits`) or given rows (:func:`read_logits` / :func:`iter_read_logits`).
-A record's copies are forwarded in sub-batches of their own, so its scores never depend on the records beside it.
-"""
+A record's copies are forwarded in sub-batches of their own, so its scores never depend on the records beside it."""
 
 from __future__ import annotations
 
@@ -34,19 +33,13 @@ def iter_masked_logits(
     on_device: bool = False,
     records: torch.Tensor | None = None,
 ) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
-    """Yield ``(copy_index [n], logits [n, V])`` sub-batch by sub-batch, covering every copy once.
-
-    Copy ``n`` is row ``rows[n]`` of ``input_ids`` with ``cols[n]`` (and ``extra_mask[n]``, bool ``[N, L]``)
-    masked, read at ``cols[n]``. A row's copies are forwarded only with each other, in order; ``records`` (``[B]``)
-    lets rows of one record share sub-batches (the chains of one sampling call). ``progress(copies finished)``
-    after each sub-batch. ``on_device``: copies built and both tensors yielded on the model's device (logits as
-    float32) without host synchronisation; else on the CPU. A sub-batch out of memory is halved and retried; NaN
-    or infinite logits raise ``NonFiniteError`` naming the rows of ``input_ids``.
-    """
-    rows = torch.as_tensor(rows, dtype=torch.long)
-    cols = torch.as_tensor(cols, dtype=torch.long)
-    source = MaskedCopies(mlm, input_ids, rows, cols, extra_mask, records)
-    yield from iter_forward(mlm, source, torch.arange(len(rows)), cols, progress=progress, on_device=on_device)
+    """Yield ``(copy_index [n], logits [n, V])`` sub-batch by sub-batch, covering every copy once: copy ``n`` is row
+    ``rows[n]`` of ``input_ids`` with ``cols[n]`` (and ``extra_mask[n]``, bool ``[N, L]``) masked, read at ``cols[n]``.
+    A row's copies are forwarded only with each other, in order; ``records`` (``[B]``) lets rows of one record share
+    sub-batches (the chains of one sampling call). ``progress``, ``on_device``, out-of-memory halving, NaN or infinite
+    logits (``NonFiniteError`` naming the rows of ``input_ids``): as :func:`mlmprob.models.forward.iter_forward`."""
+    src = MaskedCopies(mlm, input_ids, rows, cols, extra_mask, records)
+    yield from iter_forward(mlm, src, torch.arange(len(src.rows)), src.cols, progress=progress, on_device=on_device)
 
 
 def iter_read_logits(

@@ -1,8 +1,7 @@
 """``mlmprob`` command line: a thin layer over the Python API.
 
-Input errors (``MLMProbError``), file-system errors (``OSError``, naming the file) and usage errors (a bad
-option or value) print one line, ``error: ...``, and exit with status 2.
-"""
+Input errors (``MLMProbError``), file-system errors (``OSError``, naming the file) and usage errors (a bad option or
+value) print one line, ``error: ...``, and exit with status 2."""
 
 from __future__ import annotations
 

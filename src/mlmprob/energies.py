@@ -2,12 +2,11 @@
 
 - ``E_local(x) = -sum_t log q_t(x_t | x with t masked)``  (Salazar et al. 2020; Goyal et al. eq. 2.2)
 - ``E_raw(x)   = -sum_t logit_t(x_t | x with t masked)``  (Goyal et al. sec. 2.1)
-- whole-word left-to-right PLL (Kauf & Ivanova 2023): when scoring a sub-word, the sub-words of the
-  same word to its right are masked too.
+- whole-word left-to-right PLL (Kauf & Ivanova 2023): when scoring a sub-word, the sub-words of the same word to
+  its right are masked too.
 
-The sums run over ``positions``: by default every position that is not a special token, padding or
-a mask (the rule :data:`mlmprob.positions.TOKENS`). All sums are accumulated in float64.
-"""
+The sums run over ``positions``: by default every position that is not a special token, padding or a mask (the rule
+:data:`mlmprob.positions.TOKENS`). All sums are accumulated in float64."""
 
 from __future__ import annotations
 
@@ -247,14 +246,6 @@ def resolve_positions(
     return resolve(mlm, input_ids, positions, TOKENS, allow_empty_rows=allow_empty_rows)
 
 
-def whole_word_mask(word_ids: torch.Tensor, rows: torch.Tensor, cols: torch.Tensor) -> torch.Tensor:
-    """Extra mask ``[N, L]`` for the whole-word l2r PLL: the later sub-words of the word at ``cols``."""
-    w = word_ids[rows]  # [N, L]
-    own = w.gather(1, cols[:, None])  # [N, 1]
-    right = torch.arange(w.shape[1])[None, :] > cols[:, None]
-    return (w == own) & right & (own >= 0)
-
-
 def token_scores(
     mlm: MaskedLM,
     input_ids,
@@ -292,7 +283,9 @@ def token_scores(
             ) from None
         if word_ids.shape != ids.shape:
             raise PositionsError(f"word_ids has shape {tuple(word_ids.shape)}, input_ids has shape {tuple(ids.shape)}")
-        extra = whole_word_mask(word_ids, rows, cols)
+        w = word_ids[rows]  # the whole-word l2r PLL masks the later sub-words of each scored position's word too
+        own = w.gather(1, cols[:, None])
+        extra = (w == own) & (torch.arange(w.shape[1])[None, :] > cols[:, None]) & (own >= 0)
     dev = reader_of(mlm).device
     lp, raw = (torch.zeros(ids.shape, dtype=torch.float64, device=dev) for _ in range(2))
     rows_d, cols_d = rows.to(dev), cols.to(dev)

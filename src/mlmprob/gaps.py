@@ -1,8 +1,7 @@
 """The gap parser: how a gap is written in a record's text, read without a model.
 
-A gap is written as ``[MASK]x5`` (five masked tokens), ``[MASK]`` / ``<mask>`` (one each, any case) or ``_``
-(one each), e.g. ``EVQLVESGGG_____QPGGSLRLSCAAS``. Masked tokens apart only by whitespace are one gap.
-"""
+A gap is written as ``[MASK]x5`` (five masked tokens), ``[MASK]`` / ``<mask>`` (one each, any case) or ``_`` (one
+each), e.g. ``EVQLVESGGG_____QPGGSLRLSCAAS``. Masked tokens apart only by whitespace are one gap."""
 
 from __future__ import annotations
 

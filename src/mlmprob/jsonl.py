@@ -1,6 +1,5 @@
 """Strict JSON: every JSON text mlmprob writes goes through ``dumps``: NaN and infinities become ``null``, numpy
-and torch scalars Python numbers. Files appended as a run goes (and their reader) are :mod:`mlmprob.runtime.log`.
-"""
+and torch scalars Python numbers. Files appended as a run goes (and their reader) are :mod:`mlmprob.runtime.log`."""
 
 from __future__ import annotations
 
@@ -28,9 +27,7 @@ def json_safe(obj):
         return json_safe(obj.item())
     if hasattr(obj, "tolist") and hasattr(obj, "ndim"):  # numpy array / torch tensor
         return json_safe(obj.tolist())
-    if hasattr(obj, "item") and hasattr(obj, "dtype"):  # other numpy scalar types
-        return json_safe(obj.item())
-    return obj
+    return json_safe(obj.item()) if hasattr(obj, "item") and hasattr(obj, "dtype") else obj  # other numpy scalars
 
 
 def dumps(obj, **kw) -> str:

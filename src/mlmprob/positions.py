@@ -6,8 +6,7 @@
   docs/positions.md has the table. :func:`resolve` turns ``positions`` into a checked bool mask once.
 - Users type 1-based residue (or word) numbers: :func:`parse_numbers` reads ``"3,5,10-12"``, :func:`word_mask` /
   :func:`word_positions` turn numbers into tokens and :func:`token_numbers` back. The Python API's ``positions``
-  are 0-based token indices, special tokens counted.
-"""
+  are 0-based token indices, special tokens counted."""
 
 from __future__ import annotations
 

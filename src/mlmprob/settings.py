@@ -122,9 +122,7 @@ def json_value(value):
     """
     if isinstance(value, (tuple, list)):
         return [json_value(v) for v in value]
-    if hasattr(value, "tolist"):
-        return value.tolist()
-    return value
+    return value.tolist() if hasattr(value, "tolist") else value
 
 
 def check_int(name: str, value, lo: int, what: str, most: int | None = None) -> int:
