@@ -2,8 +2,7 @@
 writers with resume and a writer lock, process pools over devices, Ray, merging shard outputs, and
 the one runner of the streaming commands (:mod:`.command`).
 
-Nothing here imports the algorithms or the commands; they import it.
-"""
+Nothing here imports the algorithms or the commands; they import it."""
 
 from ..lazy import exports
 

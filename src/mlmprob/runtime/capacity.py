@@ -1,7 +1,6 @@
 """How many CPU worker processes this machine can hold: ``--workers N`` (and the CPU entries of ``--devices``) capped
 by the usable cores, by the memory for one model per worker and by the work there is. One worker is estimated at
-:data:`RUNTIME_BYTES` plus twice the model's weight files (:data:`UNKNOWN_WEIGHT_BYTES` when they are not local).
-"""
+:data:`RUNTIME_BYTES` plus twice the model's weight files (:data:`UNKNOWN_WEIGHT_BYTES` when they are not local)."""
 
 from __future__ import annotations
 
@@ -90,9 +89,7 @@ def capped_devices(devices: list[str], model: str | None = None) -> list[str]:
     n, why = cap_workers(len(cpu), cores=usable_cores(), available=available, per_worker=per_worker)
     if not why:
         return devices
-    print(
-        f"warning: --devices {','.join(devices)} capped to {n} CPU worker{'s' if n != 1 else ''} ({why})",
-        file=sys.stderr,
-    )
+    workers = f"{n} CPU worker{'s' if n != 1 else ''}"
+    print(f"warning: --devices {','.join(devices)} capped to {workers} ({why})", file=sys.stderr)
     drop = set(cpu[n:])
     return [d for i, d in enumerate(devices) if i not in drop]

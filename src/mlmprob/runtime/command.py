@@ -16,8 +16,7 @@ columns. :func:`run_command` does the rest, the same way for every command:
 4. on stdout the progress total reads the units once more when the input is a file smaller than
    :data:`mlmprob.defaults.COUNT_LIMIT` or is made by the command (never when the bar is off);
 5. :func:`~mlmprob.runtime.engine.run_stream` (shard, resume, chunks, devices, Ray, the writer), then a warning line
-   for every unit skipped now. The command prints its own summary with :attr:`StreamRun.ran_on`, the "ran on" text.
-"""
+   for every unit skipped now. The command prints its own summary with :attr:`StreamRun.ran_on`, the "ran on" text."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
 """The comparison a resumed run makes: the stored configuration against this run's (:func:`check_config`, one error
-naming every differing key), and what an older output keeps of a newer run's configuration (:func:`as_stored`).
-"""
+naming every differing key), and what an older output keeps of a newer run's configuration (:func:`as_stored`)."""
 
 from __future__ import annotations
 

@@ -6,8 +6,7 @@
   computes in float32. :func:`resolve_dtype` gives None for it (:func:`mlmprob.models.precision.apply_precision`).
 - dtype ``auto``: bfloat16 on CUDA GPUs that support it, else float16; float32 on MPS; on a CPU bfloat16 only with
   native bf16 units and a measured speed-up of ``BF16_MIN_SPEEDUP`` (measured once per machine, kept in
-  ``~/.cache/mlmprob/cpu-dtype.json``; docs/results/precision). ``$MLMPROB_DTYPE`` overrides.
-"""
+  ``~/.cache/mlmprob/cpu-dtype.json``; docs/results/precision). ``$MLMPROB_DTYPE`` overrides."""
 
 from __future__ import annotations
 

@@ -1,7 +1,6 @@
 """The loop every streaming command shares: units -> shard -> skip what the output holds -> chunks -> one process per
 device (or Ray actors) -> a committed writer, with a progress bar; reached through
-:func:`mlmprob.runtime.command.run_command`.
-"""
+:func:`mlmprob.runtime.command.run_command`."""
 
 from __future__ import annotations
 

@@ -200,8 +200,7 @@ def check_resume(where, stored: dict | None, now: dict | None, digest: UnitDiges
         if n > int(now.get("input_units", 0)):
             raise IdentityMismatch(
                 f"cannot resume {where}: the input changed since it was written ({n} units then, "
-                f"{now.get('input_units')} now); resume with the same input and --limit, or "
-                "choose another --out"
+                f"{now.get('input_units')} now); resume with the same input and --limit, or choose another --out"
             )
         prefix = digest.at(n) if digest is not None else (now["input_sha256"] if n == now.get("input_units") else None)
         if prefix != stored["input_sha256"]:
@@ -212,9 +211,8 @@ def check_resume(where, stored: dict | None, now: dict | None, digest: UnitDiges
             )
     if "weights" in stored and "weights" in now and stored["weights"] != now["weights"]:
         raise IdentityMismatch(
-            f"cannot resume {where}: the model's weights changed since it was written "
-            f"({_short(stored['weights'])} then, {_short(now['weights'])} now); use the same "
-            "weights, or choose another --out"
+            f"cannot resume {where}: the model's weights changed since it was written ({_short(stored['weights'])} "
+            f"then, {_short(now['weights'])} now); use the same weights, or choose another --out"
         )
 
 

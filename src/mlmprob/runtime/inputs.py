@@ -2,8 +2,7 @@
 
 :func:`iter_records` yields one :class:`Record` at a time (one line or one Parquet batch in memory); a bad file is
 one :class:`~mlmprob.errors.MLMProbError` line; an empty record, cell or value is a record with an empty sequence.
-:func:`spool_input` makes standard input, a pipe or a FIFO readable more than once.
-"""
+:func:`spool_input` makes standard input, a pipe or a FIFO readable more than once."""
 
 from __future__ import annotations
 

@@ -2,8 +2,7 @@
 :func:`~mlmprob.runtime.engine.run_stream` rely on: a picklable frozen dataclass with ``model_spec`` (a
 :class:`mlmprob.models.spec.ModelSpec`; a job reading several models names the others in ``extra_model_specs``),
 ``load(device) -> State`` (once per worker) and ``run(state, units) -> (rows, skipped)`` (rows in input order,
-``(id, reason)`` of the units skipped). Every job derives from :class:`mlmprob.models.spec.ModelJob`, which loads.
-"""
+``(id, reason)`` of the units skipped). Every job derives from :class:`mlmprob.models.spec.ModelJob`, which loads."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
 """One writer per output: an advisory ``flock`` on ``OUT.lock`` held while a run writes ``OUT``; the kernel releases
-it when the process dies (SIGKILL included), so no stale lock is left, and a second writer is refused in one line.
-"""
+it when the process dies (SIGKILL included), so no stale lock is left, and a second writer is refused in one line."""
 
 from __future__ import annotations
 

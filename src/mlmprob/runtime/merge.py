@@ -212,8 +212,7 @@ def merge_parts(
 
     The rows are written in input order when the input's ids are known, else part after part in shard order, to
     :func:`merging_path`, renamed to ``out`` at the end (a killed merge is run again). An existing ``out`` is refused.
-    What was not checked (parts without metadata, ``not_checked``) is listed in its metadata under :data:`UNCHECKED`.
-    """
+    What was not checked (parts without metadata, ``not_checked``) is listed in its metadata under :data:`UNCHECKED`."""
     if not parts:
         raise MLMProbError("merge needs at least one part")
     out = Path(out)

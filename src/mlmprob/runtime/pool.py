@@ -3,8 +3,7 @@
 ``map_ordered(init, work, items, devices)`` calls ``state = init(device)`` once in each worker process and
 ``work(state, item)`` per item, yielding the results in the order of ``items``, at most ``2 x len(devices)`` in
 flight. ``init`` and ``work`` must be picklable. One device: everything in this process. Workers die with this
-process (``PR_SET_PDEATHSIG`` on Linux, and a pipe only this process holds).
-"""
+process (``PR_SET_PDEATHSIG`` on Linux, and a pipe only this process holds)."""
 
 from __future__ import annotations
 
@@ -187,11 +186,9 @@ def _cap_devices(items: Iterator[T], devices: list[str]) -> tuple[Iterator[T], l
     if not first:
         return items, []
     if len(first) < len(devices):
-        print(
-            f"warning: {len(devices)} worker processes capped to {len(first)} (only {len(first)} "
-            f"chunk{'s' if len(first) > 1 else ''} of work)",
-            file=sys.stderr,
-        )
+        n = len(first)
+        warning = f"{len(devices)} worker processes capped to {n} (only {n} chunk{'s' if n > 1 else ''} of work)"
+        print(f"warning: {warning}", file=sys.stderr)
         devices = devices[: len(first)]
     return chain(first, items), devices
 

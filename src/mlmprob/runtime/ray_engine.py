@@ -3,8 +3,7 @@ device (docs/scale.md), with the contract of :func:`.pool.map_ordered` (:func:`m
 
 A dead actor is replaced and its chunks rerun; a chunk reported twice is kept once. The stream is read in windows of
 ``window`` chunks (one Ray dataset each). Without an address (or ``RAY_ADDRESS``) a local Ray with ``max(2, actors)``
-CPUs is started and shut down; Ray's logs and bars are silenced while it runs.
-"""
+CPUs is started and shut down; Ray's logs and bars are silenced while it runs."""
 
 from __future__ import annotations
 

@@ -1,24 +1,7 @@
 """The side files and folders a run creates beside its output (``OUT.lock``, ``OUT.meta.json`` and its ``.tmp``, the
 Parquet parts, checkpoint and tokenizer folders), created without ever following a symbolic link: one there is
 refused in one line (:class:`UnsafePath`). Files are opened with ``O_NOFOLLOW`` (temporary ones ``O_EXCL``, a stale
-regular one unlinked first); folders are checked with ``lstat``.
-
->>> import tempfile
->>> d = Path(tempfile.mkdtemp())
->>> replace_file(d / "r.meta.json", "{}\\n")
->>> (d / "r.meta.json").read_text(), (d / "r.meta.json.tmp").exists()
-('{}\\n', False)
->>> (d / "victim").write_text("keep")
-4
->>> (d / "x.meta.json.tmp").symlink_to(d / "victim")
->>> replace_file(d / "x.meta.json", "{}")  # doctest: +NORMALIZE_WHITESPACE +ELLIPSIS
-Traceback (most recent call last):
-...
-mlmprob.runtime.safefs.UnsafePath: .../x.meta.json.tmp is a symbolic link; mlmprob does not write through it (it creates
-this temporary file itself and leaves what the link points to untouched): remove the link or choose another --out
->>> (d / "victim").read_text()
-'keep'
-"""
+regular one unlinked first); folders are checked with ``lstat``."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
 """``--shard I/N``: record ``k`` (0-based) belongs to shard ``k % N + 1``: disjoint parts that cover the stream, need
-no look-ahead and mix sorted inputs (SLURM arrays, Kubernetes indexed jobs and torchrun ranks map onto it).
-"""
+no look-ahead and mix sorted inputs (SLURM arrays, Kubernetes indexed jobs and torchrun ranks map onto it)."""
 
 from __future__ import annotations
 

@@ -6,8 +6,7 @@ Where ``/proc/PID/fd`` exists the copy's name is removed at once and the copy re
 process however it ends; elsewhere it is removed by the scope, ``atexit``, a SIGTERM/SIGHUP handler (then the
 signal's previous action runs), or after a SIGKILL by the next command's :func:`sweep`, which removes only copies
 (``mlmprob-stdin-PID-RANDOM``, ``mlmprob-pipe-PID-RANDOM``) whose ``flock`` it can take: no pid reuse fools it.
-Without ``fcntl`` there is no lock and no sweep.
-"""
+Without ``fcntl`` there is no lock and no sweep."""
 
 from __future__ import annotations
 
@@ -142,9 +141,8 @@ def _copy(src, fd: int, name: str, folder: str) -> None:
             while src_fd not in select.select([src_fd, watch], [], [])[0]:
                 if not os.read(watch, 4096):
                     raise MLMProbError(
-                        f"{name} had not ended when the run's controller let go (${HOLD_ENV}): a "
-                        f"run reads all of its input before its first row, so it is held only "
-                        f"after its input ends; close {name}"
+                        f"{name} had not ended when the run's controller let go (${HOLD_ENV}): a run reads all of "
+                        f"its input before its first row, so it is held only after its input ends; close {name}"
                     )
         try:
             data = read(CHUNK)

@@ -28,7 +28,7 @@ import queue
 import threading
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager, nullcontext
+from contextlib import contextmanager, nullcontext, suppress
 from functools import lru_cache
 
 import torch
@@ -73,12 +73,10 @@ def _lib_function(globs: Sequence[str], symbol: str, restype, first: Sequence[st
     folder matching ``globs`` that has it; None where none has it."""
     libdir = os.path.join(os.path.dirname(torch.__file__), "lib")
     for path in [*first, *sorted(p for g in globs for p in glob.glob(os.path.join(libdir, g)))]:
-        try:
+        with suppress(OSError, AttributeError):  # not loadable, or without the symbol: the next
             fn = getattr(ctypes.CDLL(path), symbol)
-        except (OSError, AttributeError):
-            continue
-        fn.restype, fn.argtypes = restype, [ctypes.c_int]
-        return fn
+            fn.restype, fn.argtypes = restype, [ctypes.c_int]
+            return fn
     return None
 
 
@@ -293,17 +291,15 @@ def _fused_attention(q, k, v, mask, scale) -> torch.Tensor | None:
     """torch's fused CPU attention kernel, or None where it declines the inputs: the same bits at 1-4 threads in MKL's
     strict mode (docs/results/precision/threads_repro.md), called as ``F.scaled_dot_product_attention`` calls it (a
     boolean mask made additive), touching no process-wide setting."""
-    if mask is not None:
-        if mask.dtype == torch.bool:
-            mask = torch.zeros(mask.shape, dtype=q.dtype, device=q.device).masked_fill_(~mask, float("-inf"))
-        else:
-            mask = mask.to(q.dtype)
-    try:
+    if mask is not None and mask.dtype == torch.bool:
+        mask = torch.zeros(mask.shape, dtype=q.dtype, device=q.device).masked_fill_(~mask, float("-inf"))
+    elif mask is not None:
+        mask = mask.to(q.dtype)
+    with suppress(RuntimeError):
         return torch.ops.aten._scaled_dot_product_flash_attention_for_cpu(
             q, k, v, 0.0, False, attn_mask=mask, scale=scale
         )[0]
-    except RuntimeError:
-        return None
+    return None
 
 
 def blocked_attention(q, k, v, mask, scale, softmax=torch.softmax) -> torch.Tensor:

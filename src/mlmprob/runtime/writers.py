@@ -1,11 +1,11 @@
 """Result writers (JSONL, TSV or Parquet by ``--out``'s suffix, or JSONL on stdout) that commit as they go and resume
 without loss: line files append, flush and ``fsync`` whole lines; Parquet commits parts
 ``OUT.parts/part-NNNNNN.parquet`` joined into ``OUT`` when the run completes. A run holds ``OUT.lock`` and keeps
-``OUT.meta.json`` (:mod:`mlmprob.runtime.log`): its configuration, shard, completion and skipped ids.
-"""
+``OUT.meta.json`` (:mod:`mlmprob.runtime.log`): its configuration, shard, completion and skipped ids."""
 
 from __future__ import annotations
 
+import importlib
 import math
 import os
 import shutil
@@ -221,10 +221,7 @@ class ParquetWriter(_FileWriter):
             self.path, config=config, resume=resume, exists=self.path.exists() or self.parts.exists(), **self._hold_args
         )
         try:
-            self._pq = _pyarrow_parquet()
-            import pyarrow as pa
-
-            self._pa = pa
+            self._pq, self._pa = _pyarrow_parquet(), importlib.import_module("pyarrow")
             if self.path.exists() and self.parts.exists():
                 shutil.rmtree(self.parts)  # the joined file was written last: it holds every part
             real_dir(self.parts, "the Parquet parts folder")
