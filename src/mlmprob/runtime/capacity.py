@@ -42,10 +42,9 @@ def cap_workers(
 
 def usable_cores() -> int:
     """The CPU cores this process may run on (its affinity mask where the system has one)."""
-    try:
+    with suppress(AttributeError, OSError):
         return len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        return os.cpu_count() or 1
+    return os.cpu_count() or 1
 
 
 def available_memory() -> int | None:

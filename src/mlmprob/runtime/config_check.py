@@ -65,8 +65,7 @@ def check_config(where, stored: dict | None, config: dict | None, keys: Iterable
         d.pop(IDENTITY, None)
     if keys is not None:
         keys = set(keys)
-        stored = {k: v for k, v in stored.items() if k in keys}
-        config = {k: v for k, v in config.items() if k in keys}
+        stored, config = ({k: v for k, v in d.items() if k in keys} for d in (stored, config))
     if diff := config_diff(stored, config):
         was = ", ".join(f"{k}={_show(a)}" for k, a, _ in diff)
         now = ", ".join(f"{k}={_show(b)}" for k, _, b in diff)

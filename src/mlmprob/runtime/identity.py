@@ -101,10 +101,8 @@ def file_sha256(path: Path, cache: dict) -> str:
     hit = cache.get(real)
     if isinstance(hit, list) and len(hit) == 6 and hit[:4] == _stat_key(st) and hit[2] < hit[4] - _RACY_NS:
         return str(hit[5])
-    h = hashlib.sha256()
     with open(real, "rb") as f:
-        while chunk := f.read(1 << 22):
-            h.update(chunk)
+        h = hashlib.file_digest(f, "sha256")
     cache.pop(real, None)
     cache[real] = [*_stat_key(st), time.time_ns(), h.hexdigest()]
     return h.hexdigest()
@@ -127,9 +125,8 @@ def folder_digest(folder: str | Path) -> str | None:
     except (OSError, ValueError):
         cache = {}
     cache = cache if isinstance(cache, dict) else {}
-    before = dict(cache)
+    before, h = dict(cache), hashlib.sha256()
     try:
-        h = hashlib.sha256()
         for p in files:
             h.update(f"{p.name}\0{file_sha256(p, cache)}\n".encode())
     except OSError as e:

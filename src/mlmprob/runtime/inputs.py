@@ -265,14 +265,7 @@ def spool_input(path: str | Path, fmt: str = "auto") -> tuple[Path, str]:
     standard input (``-``), a pipe, a FIFO or a character device copied once per command to the temporary folder
     (:func:`mlmprob.runtime.spool.copy_of`). A stream with ``fmt="auto"`` gets its format from its name's suffix,
     else from its content (``>``: FASTA, ``{``: JSONL, Parquet's magic), else an error asks for ``--format``; so does
-    a descriptor's name (``/dev/stdin``, ``/dev/fd/N``) standing for a regular file.
-
-    >>> import tempfile
-    >>> p = Path(tempfile.mkdtemp()) / "a.fasta"
-    >>> _ = p.write_text(">x\\nAC\\n")
-    >>> spool_input(p) == (p, "auto")
-    True
-    """
+    a descriptor's name (``/dev/stdin``, ``/dev/fd/N``) standing for a regular file."""
     from .spool import copy_of
 
     given = str(path)

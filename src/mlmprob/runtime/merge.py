@@ -101,8 +101,8 @@ def _check_runs(paths: list[Path], configs: list[dict]) -> None:
             raise MLMProbError(f"parts come from different runs: {known[0][0]} has {k}={a!r}, {p} has {k}={b!r}")
 
 
-def _check_shards(paths: list[Path], metas: list[dict]) -> list[Path]:
-    """The parts in shard order, checked to be every shard of one split once."""
+def _check_shards(paths: list[Path], metas: list[dict]) -> tuple[list[Path], list[dict]]:
+    """The parts and their metadata in shard order, checked to be every shard of one split once."""
     shards = [m.get("shard") or m.get("config", {}).get("shard") for m in metas]
     counts = {int(s.split("/")[1]) for s in shards if s}
     if len(counts) > 1:
@@ -111,7 +111,7 @@ def _check_shards(paths: list[Path], metas: list[dict]) -> list[Path]:
     if not all(shards):  # parts without metadata (--no-meta-check): at least as many parts as shards
         if len(paths) < n:
             raise MLMProbError(f"{n - len(paths)} of the {n} shards missing from the parts")
-        return paths
+        return paths, metas
     idx = [int(s.split("/")[0]) for s in shards]
     have = sorted(idx)
     if missing := sorted(set(range(1, n + 1)) - set(have)):
@@ -119,7 +119,8 @@ def _check_shards(paths: list[Path], metas: list[dict]) -> list[Path]:
     if len(have) != len(set(have)):
         dup = sorted({i for i in have if have.count(i) > 1})
         raise MLMProbError(f"shard(s) {', '.join(f'{i}/{n}' for i in dup)} given more than once")
-    return [p for _, p in sorted(zip(idx, paths, strict=True))]
+    order = sorted(range(len(paths)), key=idx.__getitem__)  # the shards are distinct: their order is the parts'
+    return [paths[k] for k in order], [metas[k] for k in order]
 
 
 def _index(paths: list[Path]) -> tuple[dict[str, int], list[int]]:
@@ -231,9 +232,7 @@ def merge_parts(
             raise MLMProbError(f"part {p} is unfinished (its run did not complete); finish it with --resume first")
         _check_whole(p)
     _check_runs(paths, configs)
-    meta_of = dict(zip(paths, metas, strict=True))
-    paths = _check_shards(paths, metas)
-    metas = [meta_of[p] for p in paths]
+    paths, metas = _check_shards(paths, metas)
     skipped = {str(x[0]) for m in metas for x in m.get("skipped", [])}
     with WriterLock(out):  # one merge into ``out`` at a time; its leftovers are then ours
         if out.exists():

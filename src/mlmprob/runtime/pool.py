@@ -87,10 +87,7 @@ def _worker(init, work, device, threads, tasks, results, parent, lifeline, pdeat
     except BaseException as e:  # noqa: BLE001 - reported to the parent, which raises it
         results.put((-1, "error", _describe(e)))
         return
-    while True:
-        task = tasks.get()
-        if task is None:
-            return
+    while (task := tasks.get()) is not None:
         seq, item = task
         try:
             results.put((seq, "ok", work(state, item)))
@@ -100,9 +97,7 @@ def _worker(init, work, device, threads, tasks, results, parent, lifeline, pdeat
 
 
 def _describe(e: BaseException) -> tuple[str, str]:
-    if isinstance(e, MLMProbError):
-        return ("input", str(e))
-    return ("bug", "".join(traceback.format_exception(e)).strip())
+    return ("input", str(e)) if isinstance(e, MLMProbError) else ("bug", "".join(traceback.format_exception(e)).strip())
 
 
 def _raise(value: tuple[str, str], who: str = "a worker"):

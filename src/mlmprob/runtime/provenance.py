@@ -10,14 +10,7 @@ and to ``sample``'s folder-mode header): what changes a value without being an o
 - ``threads`` (bfloat16/float16 on a CPU): the intra-op threads of each computing process (:func:`compute_threads`).
 
 A resume or a ``merge`` whose block differs is refused naming the key; an output written before the block existed
-is resumed without one (:func:`mlmprob.runtime.config_check.as_stored`).
-
->>> block = computed_with("no/such/folder", "float32", ["cpu"])
->>> block["dtype"], "model_path" in block
-('float32', False)
->>> computed_with("m", "bfloat16", ["cpu"], batch_tokens=512)["dtype"]
-'bfloat16'
-"""
+is resumed without one (:func:`mlmprob.runtime.config_check.as_stored`)."""
 
 from __future__ import annotations
 

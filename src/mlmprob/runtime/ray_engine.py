@@ -79,11 +79,8 @@ class _ModelActor:
 
         out = []
         for blob in batch["chunk"]:
-            if self.error is not None:
-                out.append(pickle.dumps(self.error))
-                continue
-            try:
-                out.append(pickle.dumps(("ok", self.run(self.state, pickle.loads(blob)))))
+            try:  # a load error is this chunk's answer too
+                out.append(pickle.dumps(self.error or ("ok", self.run(self.state, pickle.loads(blob)))))
             except Exception as e:  # noqa: BLE001 - sent to the driver, which raises it
                 out.append(pickle.dumps(_describe(e)))
         return {"i": np.asarray(batch["i"]), "out": np.array(out, dtype=object)}

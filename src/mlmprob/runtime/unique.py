@@ -13,8 +13,7 @@ class UniqueIds:
     (the first kept) and counted in :attr:`dropped`. Memory: one set entry per distinct id."""
 
     def __init__(self, dedupe: bool = False, what: str = "record"):
-        self.dedupe, self.what = dedupe, what
-        self.dropped = 0
+        self.dedupe, self.what, self.dropped = dedupe, what, 0
         self.first_dropped: tuple[str, int] | None = None
 
     def __call__(self, records: Iterable) -> Iterator:
