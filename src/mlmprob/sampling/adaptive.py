@@ -9,14 +9,11 @@ draw of the free positions from all-masked). A step of a chain with masked posit
 3. **select** (``decoders.select_adaptive``): by decreasing ``score``, the first position and each later one whose
    dependence with every taken one is below ``threshold`` (at most ``max_tokens``).
 
-Base and pair rows go in one call (two with ``pair_top_k``); a step costs ``1 + m |V_j|`` rows.
-
-**What it samples.** With ``threshold = 0`` (or ``max_tokens = 1``) and a score of the state alone, ancestral
-sampling along an adaptive order, ``P(x) = p_{sigma(x)}(x)``: the joint for compatible conditionals.
-``"confidence"`` biases towards the mode. For ``threshold > 0`` no distribution is targeted: a step replaces the
-chain rule on its set ``A`` by the product of one pass, adding ``D`` for ``|A| = 2`` (the total correlation for
-larger sets). ``sampling.decoder_exact`` enumerates the law. ``log_prob``, ``revealed_at``, ``rounds`` (steps),
-``calls`` (sequential calls) as in ``sampling.unmasking``.
+Base and pair rows go in one call (two with ``pair_top_k``); a step costs ``1 + m |V_j|`` rows. With ``threshold =
+0`` (or ``max_tokens = 1``) and a score of the state alone it is ancestral sampling along an adaptive order (as in
+``sampling.unmasking``); for ``threshold > 0`` a step replaces the chain rule on its set ``A`` by the product of one
+pass, adding ``D`` for ``|A| = 2`` (``sampling.decoder_exact`` enumerates the law). ``log_prob``, ``revealed_at``,
+``rounds`` (steps), ``calls`` as in ``sampling.unmasking``.
 """
 
 from __future__ import annotations
@@ -36,9 +33,8 @@ from .unmasking import DecoderState, commit, score_rows, start_epoch
 
 
 def pair_choice(logq: torch.Tensor, top_k: int | None) -> tuple[torch.Tensor, torch.Tensor]:
-    """For proposal rows ``logq`` ``[P, V]``: which values ``v`` each position is revealed at in the pair rows
-    (bool ``[P, V]``) and their weights ``w(v)`` ``[P, V]``: the support, or its ``top_k`` most probable
-    values (ties to the lower id), ``q`` renormalised on them.
+    """For proposal rows ``logq`` ``[P, V]``: the values each position is revealed at in the pair rows (bool ``[P,
+    V]``: the support, or its ``top_k`` most probable, ties to the lower id) and their weights (``q`` renormalised).
 
     >>> c, w = pair_choice(torch.tensor([[0.2, 0.5, 0.3]], dtype=torch.float64).log(), 2)
     >>> c.int().tolist(), [round(x, 3) for x in w[0].tolist()]
@@ -70,8 +66,8 @@ def pair_reads(
 
 @dataclass(frozen=True, eq=False)
 class Adaptive(Kernel):
-    """Dependence-aware parallel decoder: ``init(ids, free) -> DecoderState``, ``step(state, generator) ->
-    (DecoderState, StepInfo)``; one epoch is one draw (see the module docstring).
+    """Dependence-aware parallel decoder on :class:`~mlmprob.sampling.unmasking.DecoderState`; one epoch is one draw
+    (see the module docstring).
 
     >>> import torch
     >>> from mlmprob import ExactMLM

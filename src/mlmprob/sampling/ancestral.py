@@ -8,9 +8,7 @@ step from one row (parallel decoding, Li et al. 2024: approximate; ``log_prob`` 
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass
-from typing import Any
 
 import torch
 
@@ -18,7 +16,7 @@ from ..batching import read_logits
 from ..errors import MLMProbError
 from ..likelihood.orders import ORDER_KINDS, OrderSpec, plan_orders
 from ..models.protocol import MaskedLM
-from .kernels import DrawState, Kernel, StepInfo, start_draw
+from .kernels import DrawState, Kernel, StepInfo, advance, start_draw
 from .options import ProposalConfig, check_positive_int
 from .proposals import allowed_ids, proposal_log_probs, sample_from
 
@@ -120,13 +118,7 @@ class Ancestral(Kernel):
         active = block.any(-1)
         n_fwd = int(active.sum())  # one row per chain, read at its k positions
         steps = state.rounds + active.long()
-        changes: dict[str, Any] = dict(
-            ids=ids, log_prob=log_prob, forward_rows=state.forward_rows + n_fwd, rounds=steps, calls=steps
-        )
-        end = state.cursor + 1 >= state.plan.shape[0]
-        state = (
-            dataclasses.replace(state, plan=None, cursor=0, epoch=state.epoch + 1, **changes)
-            if end
-            else dataclasses.replace(state, cursor=state.cursor + 1, **changes)
+        state, end = advance(
+            state, ids=ids, log_prob=log_prob, forward_rows=state.forward_rows + n_fwd, rounds=steps, calls=steps
         )
         return state, StepInfo.drawn(active, n_fwd, end)

@@ -19,7 +19,7 @@ from .diagnostics import effective_sample_size, reference_identity, split_rhat
 from .forward import site_logits
 from .init import initialize, resolve_free
 from .io import EpochRecord, RunFile, generator_state_hex, set_generator_state
-from .schedules import block_size_at, temperature_at
+from .options import block_size_at, temperature_at
 from .spec import METHODS, MCMCSpec, SamplerSpec  # noqa: F401  (METHODS: re-exported)
 
 
@@ -175,11 +175,10 @@ class Chains:
         spec.check_size(ids.shape[0], ids.shape[1], mlm.vocab_size)
         self.kernel = spec.kernel(mlm)
         self.ref = _reference(reference, ids)
-        config = spec.run_config(mlm)
         self.run_log: ResumableLog | None = None
         self.records: list[EpochRecord] = []
         if run_file is not None:
-            self.run_log, self.records = run_file.open(config, ids, free)
+            self.run_log, self.records = run_file.open(spec.run_config(mlm), ids, free)
         try:
             self.state, rows_before = self._start(ids, free)
         except BaseException:
@@ -236,22 +235,20 @@ class Chains:
             counts = torch.zeros(3, B, dtype=torch.long)  # proposed, accepted, novel
             while True:
                 state, info = self.kernel.step(state, generator)
-                for n, step_count in zip(counts, (info.active, info.accepted, info.novel), strict=True):
-                    n += step_count
+                counts += torch.stack([info.active, info.accepted, info.novel])
                 if info.end_of_epoch:
                     break
-            e_local: list[float] | None = None
-            e_raw: list[float] | None = None
+            energies: tuple[list | None, list | None] = (None, None)
             calls = getattr(state, "calls", None)
             if spec.records_energies:
                 t_local, t_raw, rows = self._scored(state)
-                e_local, e_raw = t_local.tolist(), t_raw.tolist()
+                energies = (t_local.tolist(), t_raw.tolist())
                 if spec.independent_draws and calls is not None:  # the draw's cost counts the pass it asked for
                     self.rows_before += rows
                     calls = calls + state.scored.any(-1).long()
             ident = None if self.ref is None else reference_identity(state.ids, self.ref, state.free).tolist()
             kept = e >= spec.burn_in and (e - spec.burn_in + 1) % spec.thin == 0
-            log_prob, rounds = getattr(state, "log_prob", None), getattr(state, "rounds", None)
+            drawn = [getattr(state, "log_prob", None), getattr(state, "rounds", None), calls]
             n_prop, n_acc, n_nov = counts.tolist()
             rec = EpochRecord(
                 e,
@@ -261,16 +258,13 @@ class Chains:
                 n_prop,
                 n_acc,
                 n_nov,
-                e_local,
-                e_raw,
+                *energies,
                 ident,
                 state.ids.tolist(),
                 self.rows_before + state.forward_rows,
                 time.perf_counter() - t0,
                 generator_state_hex(generator),
-                None if log_prob is None else log_prob.tolist(),
-                None if rounds is None else rounds.tolist(),
-                None if calls is None else calls.tolist(),
+                *(None if x is None else x.tolist() for x in drawn),
             )
             self.state = state
             self.records.append(rec)

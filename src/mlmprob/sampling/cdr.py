@@ -41,9 +41,8 @@ def find_cdr_h3(seq: str, definition: str = "imgt") -> tuple[int, int]:
         preferred = [i for i in cands if i >= 2 and s[i - 2] in "YFH"]
         c = (preferred or cands)[0]
         start = c + 1 + (2 if definition == "kabat" else 0)
-        if start >= w:
-            continue
-        return start, w
+        if start < w:
+            return start, w
     raise MLMProbError(
         "no CDR-H3 found: need the conserved Cys followed within "
         f"{MAX_CDR3} residues by the W-G-x-G motif (is this a heavy-chain variable domain?)"

@@ -1,11 +1,9 @@
 """The exact output law of the parallel decoders (``Unmasking``, ``Adaptive``) on a tiny model: their rules for the
 partial-state engine (``sampling.partial_states``), built from the kernels' own selection functions
-(``sampling.decoders``), so the enumerated law is the kernels' law.
-
-``exact_output_distribution(decoder, logprobs, V, L)``: ``logprobs(partial [N, L]) -> [N, L, V]`` (float64, the
-mask is symbol ``V``) is a table of every partial state's rows (``partial_states.partial_log_probs``) or a function
-(:func:`model_logprobs`). With ``"confidence"`` every candidate draw is enumerated (the selection looks at them);
-with a score of the state alone only the revealed values are. Costs grow as ``(V + 1)^L`` states times ``V^k``.
+(``sampling.decoders``), so the enumerated law is the kernels' law. ``logprobs(partial [N, L]) -> [N, L, V]``
+(float64, the mask symbol ``V``) is a table (``partial_states.partial_log_probs``) or a function
+(:func:`model_logprobs`). With ``"confidence"`` every candidate draw is enumerated (the selection looks at them),
+else only the revealed values. Costs grow as ``(V + 1)^L`` states times ``V^k``.
 """
 
 from __future__ import annotations
@@ -79,8 +77,7 @@ def model_logprobs(mlm, *, wrap=None, offset: int = 0, V: int | None = None) -> 
 
 
 def _readers(logprobs, V: int, proposal: ProposalConfig) -> tuple[RowReader, RowReader | None]:
-    """``(proposal rows, score rows)`` readers from the model's rows; the score reader is None where the scores
-    read the proposal rows (temperature > 0)."""
+    """``(proposal rows, score rows)`` readers from the model's rows (the second None at temperature > 0)."""
     read = row_reader(logprobs, V)
 
     def through(config: ProposalConfig, states: torch.Tensor) -> torch.Tensor:
@@ -91,8 +88,8 @@ def _readers(logprobs, V: int, proposal: ProposalConfig) -> tuple[RowReader, Row
 
 
 def _select(st: Step, slq: torch.Tensor, kind: str, eligible: torch.Tensor, pick, calls=None, rows=None) -> Moves:
-    """A step that draws a candidate at every ``eligible`` position from ``st.lp`` and reveals those that
-    ``pick(score [m, T], src [m]) -> bool [m, T]`` selects by the ``kind`` scores of the rows ``slq``."""
+    """A candidate drawn at every ``eligible`` position from ``st.lp``, those revealed that ``pick(score [m, T], src
+    [m]) -> bool [m, T]`` selects by the ``kind`` scores of the rows ``slq``."""
     n, T, V = slq.shape
     src, one, none = torch.arange(n), torch.ones(n, dtype=torch.float64), torch.zeros(n, T, dtype=torch.bool)
     if kind != "confidence":  # the selection does not look at the draws: only the revealed are drawn
@@ -105,10 +102,8 @@ def _select(st: Step, slq: torch.Tensor, kind: str, eligible: torch.Tensor, pick
 
 
 def plan_rule(kind: str, windows: torch.Tensor, counts: torch.Tensor, score_read: RowReader | None = None) -> Rule:
-    """``Unmasking``'s unmasking steps along its plan (``decoders.unmask_plan``; ``windows`` bool ``[S, T]``,
-    ``counts`` ``[S]``): at step ``s`` a candidate at every masked position of ``windows[s]`` (one pass), and the
-    ``counts[s]`` with the best ``kind`` score (``decoders.select_top``) keep theirs. The scores read the step's
-    rows, or ``score_read``'s."""
+    """``Unmasking``'s steps along its plan (``windows`` ``[S, T]``, ``counts`` ``[S]``): a candidate at every masked
+    position of ``windows[s]``, the ``counts[s]`` best by ``kind`` (of the step's rows, or ``score_read``'s) kept."""
 
     def rule(st: Step) -> Moves:
         eligible = st.masked & windows[st.step][None, :]
@@ -156,16 +151,12 @@ def adaptive_rule(decoder: Adaptive, read: RowReader, score_read: RowReader | No
     return rule
 
 
-def _start(V: int, L: int, ids, free):
-    free = torch.ones(L, dtype=torch.bool) if free is None else torch.as_tensor(free, dtype=torch.bool)
-    return free, start_mass(V, L, ids, free)
-
-
 def unmasking_law(decoder, logprobs, V: int, L: int, *, ids=None, free=None) -> ExactLaw:
     """The law of ``Unmasking`` ``decoder``: its plan (``decoder.plan``) with its score, then ``remask_steps``
     ReMDM steps, each masking every free position with probability ``remask`` and redrawing the masked ones
     from one pass (no call when nothing was masked); ``steps`` is the plan's length plus ``remask_steps``."""
-    free, mass = _start(V, L, ids, free)
+    free = torch.ones(L, dtype=torch.bool) if free is None else torch.as_tensor(free, dtype=torch.bool)
+    mass = start_mass(V, L, ids, free)
     read, score_read = _readers(logprobs, V, decoder.proposal)
     windows, counts = decoder.plan(free[None])
     p = propagate(plan_rule(decoder.score, windows[:, 0], counts[:, 0], score_read), read, V, L, mass, len(windows))
@@ -179,9 +170,9 @@ def unmasking_law(decoder, logprobs, V: int, L: int, *, ids=None, free=None) -> 
 
 def adaptive_law(decoder: Adaptive, logprobs, V: int, L: int, *, ids=None, free=None) -> ExactLaw:
     """The law of ``Adaptive`` ``decoder`` (expected calls, forward rows with the pair rows, and steps)."""
-    mass = _start(V, L, ids, free)[1]
     read, score_read = _readers(logprobs, V, decoder.proposal)
-    return to_law(propagate(adaptive_rule(decoder, read, score_read), read, V, L, mass, L + 1), V, L)
+    rule = adaptive_rule(decoder, read, score_read)
+    return to_law(propagate(rule, read, V, L, start_mass(V, L, ids, free), L + 1), V, L)
 
 
 def exact_output_distribution(decoder, logprobs: LogProbs, V: int, L: int, *, ids=None, free=None) -> ExactLaw:

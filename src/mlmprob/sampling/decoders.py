@@ -138,18 +138,6 @@ def select_top(score: torch.Tensor, eligible: torch.Tensor, count: torch.Tensor)
     return eligible & (ranking(score, eligible) < count[:, None])
 
 
-def kl_rows(logp: torch.Tensor, logq: torch.Tensor) -> torch.Tensor:
-    """``KL(p || q)`` row by row (float64; ``inf`` where ``p`` has mass outside ``q``'s support).
-
-    >>> p = torch.tensor([[0.5, 0.5], [1.0, 0.0]], dtype=torch.float64).log()
-    >>> kl_rows(p, torch.tensor([[0.5, 0.5], [0.5, 0.5]], dtype=torch.float64).log()).tolist() == [0.0, math.log(2)]
-    True
-    """
-    lp, lq = logp.double(), logq.double()
-    terms = torch.where(lp > float("-inf"), lp.exp() * (lp - lq), torch.zeros_like(lp))
-    return terms.sum(-1)
-
-
 def dependence_matrix(
     B: int,
     L: int,
@@ -174,7 +162,8 @@ def dependence_matrix(
     >>> round(float(D[0, 1, 0]), 6) == round(math.log(2), 6), float(D[0, 0, 1])
     (True, 0.0)
     """
-    kl = kl_rows(logq_given, logq_base)
+    lp, lq = logq_given.double(), logq_base.double()
+    kl = torch.where(lp > float("-inf"), lp.exp() * (lp - lq), torch.zeros_like(lp)).sum(-1)  # inf off q's support
     contrib = torch.where(weight > 0, weight.double() * kl, torch.zeros_like(kl))
     D = torch.zeros(B, L, L, dtype=torch.float64)
     return D.index_put_((b, i, j), contrib, accumulate=True)

@@ -3,7 +3,7 @@ mask-predict): their specs, kernel factories, ``summary.json`` additions and reg
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar
 
 from ..argtypes import nonnegative_float, nonnegative_int, positive_int
@@ -60,9 +60,8 @@ class OrderedDrawSpec(DrawSpec, ProposalSpec):
 
     def __post_init__(self):
         super().__post_init__()
-        if self.order is None:  # explicit orders are a list per sequence; None was torch's 'Could not infer dtype'
-            raise MLMProbError(f"order must be one of {ORDERS} or explicit orders, got None")
-        if isinstance(self.order, str) and self.order not in ORDERS:
+        # explicit orders are a list per sequence; None was torch's 'Could not infer dtype'
+        if self.order is None or isinstance(self.order, str) and self.order not in ORDERS:
             raise MLMProbError(f"order must be one of {ORDERS} or explicit orders, got {self.order!r}")
         check_positive_int(getattr(self, self.count), self.count)
 
@@ -111,16 +110,12 @@ class DecoderSpec(DrawSpec, ProposalSpec):
         super().__post_init__()
 
 
-def _score(default: str):
-    return field(default=default, metadata=DecoderSpec.__dataclass_fields__["score"].metadata)
-
-
 @dataclass(frozen=True)
 class UnmaskSpec(DecoderSpec):
     """Unmasking by ``score`` in ``steps`` steps (MaskGIT, LLaDA, Dream), blocks and ReMDM remasking."""
 
     method: str = shared_field("method", "unmask")
-    score: str = _score("confidence")
+    score: str = shared_field("score", "confidence", DecoderSpec)
     steps: int = option(
         DEFAULT_STEPS, "model calls that reveal the free positions (each step one pass)", type=positive_int
     )
@@ -153,7 +148,7 @@ class AdaptiveSpec(DecoderSpec):
     """Reveal together only positions whose measured pair dependence is below ``threshold``."""
 
     method: str = shared_field("method", "adaptive")
-    score: str = _score("margin")
+    score: str = shared_field("score", "margin", DecoderSpec)
     threshold: float = option(
         DEFAULT_THRESHOLD,
         "reveal together only positions whose measured pair dependence (expected KL, nats) is below this; 0: one "

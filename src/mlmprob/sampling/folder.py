@@ -63,18 +63,12 @@ class FolderSampleJob(SampleJob):
             "seed": self.seed,
             **computed_with(ms.model, ms.dtype, [str(mlm.device)], batch_tokens=ms.batch_tokens, mlm=mlm),
         }
-        spec = self.spec
+        spec, run_file = self.spec, RunFile(folder / RUN_FILE, made)
+        where, g = Resolved(free, WORDS_AND_MASKS), torch.Generator().manual_seed(self.seed)
         bar = EpochBar(f"{spec.method} sampling", spec.energy, spec.info.accepts) if self.progress else None
         try:
             return sample(
-                mlm,
-                ids,
-                self.spec,
-                positions=Resolved(free, WORDS_AND_MASKS),
-                generator=torch.Generator().manual_seed(self.seed),
-                reference=reference,
-                run_file=RunFile(folder / RUN_FILE, made),
-                on_epoch=bar,
+                mlm, ids, spec, positions=where, generator=g, reference=reference, run_file=run_file, on_epoch=bar
             )
         finally:
             if bar is not None:

@@ -125,13 +125,7 @@ class RunFile:
         first = next(read_log(path), None)
         if first is not None:
             _check_header(path, first)
-        head = {
-            "type": "header",
-            "format": FORMAT,
-            "config": config,
-            "init_ids": init_ids.tolist(),
-            "free": free.int().tolist(),
-        }
+        head = dict(type="header", format=FORMAT, config=config, init_ids=init_ids.tolist(), free=free.int().tolist())
         if self.computed_with:  # a run file written before it was stored resumes as before (config_check.as_stored)
             head["computed_with"] = self.computed_with
         log = ResumableLog(path, config=head, header=True, encode=_compact, lock=not WriterLock.held_here(path))

@@ -1,13 +1,11 @@
-"""Sampling kernels over many chains at once: ``init(ids, free) -> ChainState``, ``step(state, generator) ->
-(ChainState, StepInfo)``; a step is one block proposal per chain, an epoch's blocks (a sweep over the free positions,
-left to right or random) drawn at its start. ``DegenerateGibbs`` (Wang & Cho 2019) accepts every proposal
-(``k``-Gibbs of Li et al. 2024 with block size ``k``); ``MetropolisHastings`` targets ``p(x) ∝ exp(-E(x)/tau)``
-(Goyal et al. 2022), a step being one of the MH engine (:mod:`mlmprob.mcmc.engine`) on
-:class:`~mlmprob.sampling.token_target.TokenTarget`. Its state caches the single-site conditionals of the current
-state at every scored position: they give its energies and the single-site proposal rows, so a step forwards only
-the proposal's copies at the other scored positions (none when ``x' = x``), the cache after an accepted move. With
-``informed`` or ``sites > 1`` a step is one move of :mod:`mlmprob.mcmc.moves` per chain, drawn from the cached rows
-(with ``delayed``, screened by a first stage before ``x'``'s rows are read); an epoch is ``ceil(n / sites)`` moves.
+"""Sampling kernels over many chains at once: ``init(ids, free) -> state``, ``step(state, generator) -> (state,
+StepInfo)``, a step one block per chain of the sweep drawn at the epoch's start. ``DegenerateGibbs`` (Wang & Cho 2019;
+``k``-Gibbs of Li et al. 2024) accepts every proposal; ``MetropolisHastings`` (Goyal et al. 2022) is a step of the MH
+engine (:mod:`mlmprob.mcmc.engine`) on :class:`~mlmprob.sampling.token_target.TokenTarget`, its state caching the
+single-site conditionals at every scored position (its energies and single-site proposal rows), so a step forwards
+only the proposal's other scored positions. With ``informed`` or ``sites > 1`` a step is one move of
+:mod:`mlmprob.mcmc.moves` per chain drawn from the cached rows (``delayed``: screened by a first stage before ``x'``'s
+rows are read); an epoch is ``ceil(n / sites)`` moves.
 """
 
 from __future__ import annotations
@@ -26,10 +24,9 @@ from ..models.protocol import MaskedLM
 from ..positions import TOKENS, default_mask
 from ..settings import check_ladder
 from .forward import block_logits, site_logits
-from .options import ProposalConfig, check_moves
+from .options import ProposalConfig, ScheduleLike, as_schedule, block_size_at, check_moves, temperature_at
 from .proposals import allowed_ids
 from .registry import ENERGIES
-from .schedules import ScheduleLike, as_schedule, block_size_at, temperature_at
 from .token_target import BlockProposal, TokenTarget, propose_block
 
 ORDERS = ("random", "l2r")
@@ -148,12 +145,10 @@ def move_plan(free: torch.Tensor, sites: int) -> torch.Tensor:
 
 
 class Kernel:
-    """Base of the kernels: ``init(ids, free=None, epoch=0)`` makes the first ``State`` of the chains: ``free`` as
-    given (resolved by the caller), else every non-special token (the rule :data:`mlmprob.positions.TOKENS`: a kernel
-    used alone leaves masks clamped); ``scored``, the positions the energy sums over, the free ones or
-    (``score_all``) every non-special position too. ``_allowed`` (bool ``[V]``, the ids a proposal may draw) is set
-    by the ``__post_init__`` of a kernel that draws; declared here, not as a dataclass field, so the kernels' fields,
-    repr and equality stay as they are."""
+    """Base of the kernels: ``init(ids, free=None, epoch=0)`` makes the chains' first ``State``, ``free`` as given or
+    every non-special token (:data:`mlmprob.positions.TOKENS`: masks stay clamped), ``scored`` the free positions or
+    (``score_all``) every non-special one. ``_allowed`` (the ids a proposal may draw) is set by the ``__post_init__``
+    of a kernel that draws (not a dataclass field: no change to the kernels' fields, repr and equality)."""
 
     State: ClassVar[type] = ChainState
     mlm: MaskedLM
@@ -167,7 +162,7 @@ class Kernel:
 
 
 class _Sweeper(Kernel):
-    """Shared checks and block bookkeeping: which block each chain proposes at this step."""
+    """The MCMC kernels' checks and blocks: which block each chain proposes at this step."""
 
     block_size: ScheduleLike
     order: str
@@ -190,22 +185,23 @@ class _Sweeper(Kernel):
             return state, torch.zeros_like(state.free)
         return state, state.plan[state.cursor]
 
-    @staticmethod
-    def _advance(state: ChainState, **changes) -> tuple[ChainState, bool]:
-        if _ends_epoch(state):
-            return dataclasses.replace(state, plan=None, cursor=0, epoch=state.epoch + 1, **changes), True
-        return dataclasses.replace(state, cursor=state.cursor + 1, **changes), False
 
-
-def _ends_epoch(state: ChainState) -> bool:
+def _ends_epoch(state) -> bool:
     """Whether the step just taken from ``state`` (its plan's block or move ``cursor``) is the epoch's last."""
     return state.plan is None or state.cursor + 1 >= state.plan.shape[0]
 
 
+def advance(state, **changes):
+    """``(state after the step at its plan's cursor with changes, whether that ended the epoch)``."""
+    if _ends_epoch(state):
+        return dataclasses.replace(state, plan=None, cursor=0, epoch=state.epoch + 1, **changes), True
+    return dataclasses.replace(state, cursor=state.cursor + 1, **changes), False
+
+
 def check_rungs(ids: torch.Tensor, free: torch.Tensor, scored: torch.Tensor, rungs: int) -> None:
-    """Refuse chains that cannot be ``rungs`` rungs of a replica ladder: their number not a multiple of ``rungs``, or
-    a chain that differs from its partners at the other rungs outside its free positions, or in which positions are
-    free or scored (a swap exchanges their states)."""
+    """Refuse chains that cannot be ``rungs`` rungs of a replica ladder (a swap exchanges their states): their number
+    not a multiple of ``rungs``, or chains that differ from their partners in tokens outside the free positions or in
+    which positions are free or scored."""
     B = free.shape[0]
     if B % rungs:
         raise MLMProbError(f"replica exchange runs the chains in {rungs} rungs: give a multiple of {rungs}, got {B}")
@@ -314,7 +310,7 @@ class MetropolisHastings(_Sweeper):
         if self.temperatures is not None and _ends_epoch(state):  # replica exchange at the end of each epoch
             mh, tried, took = swap_step(mh, len(self.temperatures), (state.epoch + 1) % 2, generator)
             swaps = torch.stack([tried, took])
-        state, end = self._advance(
+        state, end = advance(
             state,
             ids=mh.X,
             site_logits=mh.rows,
@@ -362,6 +358,5 @@ class DegenerateGibbs(_Sweeper):
         logits_rows, n_fwd = block_logits(self.mlm, state.ids, block)
         prop, _, _ = propose_block(logits_rows, rows, state.ids, cols, self._allowed, self.proposal, generator)
         novel = (prop != state.ids).any(-1)
-        state, end = self._advance(state, ids=prop, forward_rows=state.forward_rows + n_fwd)
-        zero = torch.zeros(block.shape[0], dtype=torch.float64)
-        return state, StepInfo(active, active.clone(), novel, zero, n_fwd, end)
+        state, end = advance(state, ids=prop, forward_rows=state.forward_rows + n_fwd)
+        return state, StepInfo(active, active.clone(), novel, torch.zeros(len(active), dtype=torch.float64), n_fwd, end)

@@ -44,13 +44,7 @@ def _greedy(logits: torch.Tensor, allowed: torch.Tensor) -> tuple[torch.Tensor, 
 
 
 def mask_predict(
-    mlm: MaskedLM,
-    init_ids,
-    iterations: int,
-    positions: Positions = None,
-    *,
-    strategy: str = "mask_predict",
-    **unknown,
+    mlm: MaskedLM, init_ids, iterations: int, positions: Positions = None, *, strategy: str = "mask_predict", **unknown
 ) -> MaskPredictResult:
     """Fill the free positions of ``init_ids`` (token ids ``[B, L]``, or text: a sequence or a list of sequences,
     :func:`~mlmprob.energies.as_input_ids`; the free positions' current tokens are ignored) in

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 from ..argtypes import ladder, nonnegative_float, positive_float, positive_int
 from ..errors import MLMProbError
 from ..settings import check_ladder
-from .options import INITS, ORDERS, check_moves
+from .options import INITS, ORDERS, LinearAnneal, LinearBlockSize, ScheduleLike, as_schedule, check_moves, schedule_text
 from .registry import (
     Method,
     NotForMethod,
@@ -22,7 +22,6 @@ from .registry import (
     shared_field,
     takers_of,
 )
-from .schedules import LinearAnneal, LinearBlockSize, ScheduleLike, as_schedule, schedule_text
 
 if TYPE_CHECKING:
     from ..likelihood.orders import OrderSpec
@@ -77,9 +76,7 @@ class MCMCSpec(ProposalSpec):
         "random", "order in which positions are visited within an epoch", choices=("random", "l2r"), json=order_json
     )
     init: str = option(
-        "given",
-        "initial state of the free positions: the input, the MLM's argmax, or random tokens",
-        choices=INITS,
+        "given", "initial state of the free positions: the input, the MLM's argmax, or random tokens", choices=INITS
     )
 
     def __post_init__(self):
@@ -209,12 +206,6 @@ def _schedule(i: int):
 
 _mh = kernel_of(".kernels", "MetropolisHastings", block_size=_schedule(0), target_temperature=_schedule(1))
 register(Method("mh", MHSpec, _mh, "MH with the MLM's conditionals as proposals"))
-register(
-    Method(
-        "gibbs",
-        GibbsSpec,
-        kernel_of(".kernels", "DegenerateGibbs", block_size=_schedule(0)),
-        "degenerate Gibbs (every proposal accepted)",
-        no_accept="degenerate Gibbs accepts every proposal: no accept step",
-    )
-)
+_gibbs = kernel_of(".kernels", "DegenerateGibbs", block_size=_schedule(0))
+_why = "degenerate Gibbs accepts every proposal: no accept step"
+register(Method("gibbs", GibbsSpec, _gibbs, "degenerate Gibbs (every proposal accepted)", no_accept=_why))

@@ -1,10 +1,13 @@
-"""The samplers' settings that need no tensors (choices, defaults, bounds, checks, :class:`ProposalConfig`), so that
-building a spec or a parser imports no torch.
+"""The samplers' settings that need no tensors (choices, defaults, bounds, checks, :class:`ProposalConfig`, the
+per-epoch schedules: any callable ``epoch -> value``, epochs from 0 with burn-in, numbers becoming ``Constant``), so
+that building a spec or a parser imports no torch.
 """
 
 from __future__ import annotations
 
+import math
 import numbers
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from ..errors import MLMProbError
@@ -30,8 +33,7 @@ MAX_ITERATIONS = 10_000
 @dataclass(frozen=True)
 class ProposalConfig:
     """How an MLM conditional is modified before proposing from it: ``temperature`` divides the logits (0: greedy),
-    ``top_p`` keeps the nucleus (:mod:`mlmprob.sampling.proposals` states the rule).
-    """
+    ``top_p`` keeps the nucleus (:mod:`mlmprob.sampling.proposals` states the rule)."""
 
     temperature: float = 1.0
     top_p: float = 1.0
@@ -94,20 +96,16 @@ MAX_SITES = 1000
 
 
 def check_moves(informed, sites, block_size, proposal: ProposalConfig, order, delayed=False) -> None:
-    """One-line errors for MH's moves (:mod:`~mlmprob.mcmc.moves`): ``informed`` and ``delayed`` bools, ``sites`` a
-    positive integer; ``delayed`` only with moves (a one-site move drawn from its own row passes a first stage read
-    from that row always: it would screen nothing). Moves that are informed or change more than one site choose their
-    own sites from the cached rows and are exact as written there: with ``block_size`` 1 (a number or a schedule;
-    blocks are the other multi-site proposal), random ``order``, and an untruncated, tempered proposal (``top_p`` 1,
-    temperature > 0).
+    """One-line errors for MH's moves (:mod:`~mlmprob.mcmc.moves`): ``informed``, ``delayed`` bools, ``sites`` a
+    positive integer, ``delayed`` only with moves (a one-site move drawn from its own row would pass any first stage).
+    The moves choose their own sites from the cached rows and are exact with ``block_size`` 1 (a number or a
+    schedule), random ``order`` and an untruncated, tempered proposal (``top_p`` 1, temperature > 0).
 
     >>> check_moves(True, 1, 2, ProposalConfig(), "random")
     Traceback (most recent call last):
     ...
     mlmprob.errors.MLMProbError: informed=True: the moves choose their own sites, so block_size must be 1, got 2
     """
-    from .schedules import Constant
-
     for name, value in (("informed", informed), ("delayed", delayed)):
         if not isinstance(value, bool):
             raise MLMProbError(f"{name} must be True or False, got {value!r}")
@@ -130,3 +128,104 @@ def check_moves(informed, sites, block_size, proposal: ProposalConfig, order, de
         )
     if proposal.temperature == 0.0:
         raise MLMProbError(f"{what} draw from the tempered rows, so proposal_temperature must be > 0, got 0")
+
+
+Schedule = Callable[[int], float]
+ScheduleLike = int | float | Schedule
+
+
+@dataclass(frozen=True)
+class Constant:
+    """The same value at every epoch.
+
+    >>> Constant(0.8)(5)
+    0.8
+    """
+
+    value: float
+
+    def __call__(self, epoch: int) -> float:
+        return self.value
+
+
+@dataclass(frozen=True)
+class LinearAnneal:
+    """``max(floor, start - rate * epoch)``: the linear annealing of Goyal et al. (Table 4 subtracts
+    0.02, 0.04 or 0.06 from the target temperature per epoch). ``floor`` must be positive.
+
+    >>> s = LinearAnneal(start=1.0, rate=0.25, floor=0.1)
+    >>> [s(e) for e in range(6)]
+    [1.0, 0.75, 0.5, 0.25, 0.1, 0.1]
+    """
+
+    start: float = 1.0
+    rate: float = 0.02
+    floor: float = 0.05
+
+    def __post_init__(self):
+        if not self.floor > 0 or self.floor == float("inf"):  # an infinite floor: every epoch's target at inf
+            raise MLMProbError(f"annealing floor (temperature_floor) must be finite and > 0, got {self.floor}")
+        if self.rate < 0 or self.start <= 0:
+            raise MLMProbError(f"annealing needs start > 0 and rate >= 0, got start={self.start}, rate={self.rate}")
+
+    def __call__(self, epoch: int) -> float:
+        return max(self.floor, self.start - self.rate * epoch)
+
+
+@dataclass(frozen=True)
+class LinearBlockSize:
+    """Block size decreasing linearly from ``start`` at epoch 0 to ``end`` at epoch ``epochs - 1``
+    (rounded), then ``end``: large moves first, single sites at the end (Goyal et al., App. D).
+
+    >>> s = LinearBlockSize(start=4, end=1, epochs=4)
+    >>> [s(e) for e in range(6)]
+    [4, 3, 2, 1, 1, 1]
+    """
+
+    start: int
+    end: int = 1
+    epochs: int = 10
+
+    def __post_init__(self):
+        if self.start < 1 or self.end < 1 or self.epochs < 1:
+            raise MLMProbError(f"block sizes and epochs must be >= 1, got {self}")
+
+    def __call__(self, epoch: int) -> int:
+        if self.epochs == 1 or epoch >= self.epochs - 1:
+            return self.end
+        frac = epoch / (self.epochs - 1)
+        return int(math.floor(self.start + (self.end - self.start) * frac + 0.5))
+
+
+def as_schedule(value: ScheduleLike, name: str) -> Schedule:
+    """A callable schedule from a number or a callable.
+
+    >>> as_schedule(2, "block_size")(7)
+    2
+    """
+    if callable(value):
+        return value
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return Constant(value)
+    raise MLMProbError(f"{name} must be a number or a schedule (callable epoch -> value), got {value!r}")
+
+
+def block_size_at(schedule: Schedule, epoch: int) -> int:
+    k = schedule(epoch)
+    if int(k) != k or k < 1:
+        raise MLMProbError(f"block size must be a positive integer, the schedule gave {k!r} at epoch {epoch}")
+    return int(k)
+
+
+def temperature_at(schedule: Schedule, epoch: int) -> float:
+    t = float(schedule(epoch))
+    if not (t > 0) or math.isinf(t):
+        raise MLMProbError(f"target temperature must be finite and > 0, the schedule gave {t!r} at epoch {epoch}")
+    return t
+
+
+def schedule_text(schedule: Schedule) -> str:
+    """A stable text form (for result files): the dataclass repr, else the callable's name."""
+    if isinstance(schedule, (Constant, LinearAnneal, LinearBlockSize)):
+        return repr(schedule)
+    return getattr(schedule, "__qualname__", type(schedule).__name__)

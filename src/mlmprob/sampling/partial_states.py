@@ -1,13 +1,10 @@
-"""The engine of the exact output laws of decoders on a small language: every *partial* state enumerated.
-
-A partial state is a row of ``{0..V-1, mask}**T`` (the mask is digit ``V``; its index is its base-``V + 1`` number,
-position 0 most significant, as ``LookupMLM`` indexes its table). A decoder step reads the model once at a state
-(``lp``: ``log q(x_t = v | state)``) and moves to new states; a *rule* lists the moves with their probabilities
-(:class:`Moves`). :func:`propagate` pushes the whole distribution through a rule's steps, :func:`to_law` gives the
-output law over the ``V**T`` sequences (:class:`ExactLaw`, with expected calls, rows and steps). Rows come from a
-reader ``states [n, T] -> [n, T, V]``: a table (:func:`partial_log_probs`) or a function. Rules here: ``l2r``,
-``random_order`` (the mixture over orders) and ``parallel(k)`` (``Ancestral``'s ``tokens_per_step``); the parallel
-decoders' rules are in ``sampling.decoder_exact``.
+"""The exact output laws of decoders on a small language, every *partial* state enumerated: a row of ``{0..V-1,
+mask}**T`` (the mask digit ``V``; indexed by its base-``V + 1`` number, position 0 most significant, as ``LookupMLM``
+indexes its table). A *rule* lists the moves of a decoder step (:class:`Moves`) from the states and their rows ``lp``
+(``log q(x_t = v | state)``, read from a table, :func:`partial_log_probs`, or a function); :func:`propagate` pushes
+the distribution through its steps, :func:`to_law` gives the law over the ``V**T`` sequences. Rules here: ``l2r``,
+``random_order`` and ``parallel(k)`` (``Ancestral``'s ``tokens_per_step``); the parallel decoders' are in
+``sampling.decoder_exact``.
 
 >>> import torch
 >>> from mlmprob import LookupMLM
@@ -47,10 +44,9 @@ def state_index(states: torch.Tensor, V: int) -> torch.Tensor:
 
 
 def partial_log_probs(tables: dict[int, torch.Tensor], V: int, T: int) -> torch.Tensor:
-    """``lp`` ``[(V + 1)**T, T, V]`` (float64) from ``tables`` ``{mask bits: [V**T, T]}`` (``tab[x, t] = log
-    q(x_t | x with the positions of the set bits masked)``, as ``experiments.ground_truth_chain_eval`` makes
-    them): at a masked position of a partial state the model's conditional given the state; at an unmasked
-    one a point mass on its token (log 0 = ``-inf`` elsewhere)."""
+    """``lp`` ``[(V + 1)**T, T, V]`` (float64) from ``tables`` ``{mask bits: [V**T, T]}`` (``tab[x, t] = log q(x_t |
+    x with the positions of the set bits masked)``, as ``experiments.ground_truth_chain_eval`` makes them); a point
+    mass on the token at an unmasked position."""
     ps = partial_states(V, T)
     lp = torch.full((len(ps), T, V), -math.inf, dtype=torch.float64)
     full = all_sequences(V, T)
@@ -68,15 +64,12 @@ def partial_log_probs(tables: dict[int, torch.Tensor], V: int, T: int) -> torch.
 
 def row_reader(lp, V: int) -> RowReader:
     """A reader from ``lp``: a reader already, or a table ``[(V + 1)**T, T, V]`` indexed by the states."""
-    if callable(lp):
-        return lp
-    return lambda states: lp[state_index(states, V)]
+    return lp if callable(lp) else lambda states: lp[state_index(states, V)]
 
 
 @dataclass(frozen=True)
 class Step:
-    """What a rule sees: ``states`` ``[n, T]`` (digit ``V`` = mask), ``lp`` ``[n, T, V]`` (one read at
-    each state), ``step`` (0-based), ``V``, ``T``."""
+    """What a rule sees: ``states`` ``[n, T]``, ``lp`` ``[n, T, V]`` (one read at each), ``step`` (0-based)."""
 
     states: torch.Tensor
     lp: torch.Tensor
@@ -91,11 +84,9 @@ class Step:
 
 @dataclass(frozen=True)
 class Moves:
-    """Moves from ``Step.states[src]`` with probability ``weight``: ``remask`` positions masked,
-    ``reveal`` positions filled with ``tokens`` (``[m, T]``), or, when ``tokens`` is None, with tokens
-    drawn independently from ``lp`` at the state (one pass; :func:`draw`). Reveal only masked
-    positions; a state's weights sum to 1. ``calls``, ``rows`` ``[n]`` (per state of the step; default
-    one each): the sequential model calls and forward rows the step costs at each state."""
+    """Moves from ``Step.states[src]`` with probability ``weight`` (a state's sum to 1): ``remask`` positions masked,
+    masked ``reveal`` positions filled with ``tokens`` ``[m, T]`` or (None) drawn independently from ``lp`` at the
+    state (:func:`draw`). ``calls``, ``rows`` ``[n]`` (default one each): what the step costs at each state."""
 
     src: torch.Tensor
     weight: torch.Tensor
@@ -107,9 +98,8 @@ class Moves:
 
 
 def draw(mv: Moves, lp: torch.Tensor, V: int) -> Moves:
-    """The moves with ``tokens`` None spelled out: every token combination at the revealed positions,
-    weighted by the product of their rows in ``lp`` (``[n, T, V]``, indexed by ``src``; zero-probability
-    combinations dropped)."""
+    """The moves with ``tokens`` None spelled out: every token combination at the revealed positions, weighted by
+    the product of their rows in ``lp`` (``[n, T, V]``, indexed by ``src``; zero-probability combinations dropped)."""
     if mv.tokens is not None:
         return mv
     T = mv.reveal.shape[1]
@@ -139,9 +129,8 @@ def _repeat(x: torch.Tensor, n: int, keep: torch.Tensor) -> torch.Tensor:
 
 @dataclass(frozen=True)
 class ExactLaw:
-    """``probs`` ``[V**T]`` (float64): the probability of every full sequence, in lexicographic order
-    (``models.exact.all_sequences``); ``calls``, ``rows``: expected sequential model calls and forward rows per
-    draw; ``steps``: expected steps."""
+    """``probs`` ``[V**T]`` (float64) of every full sequence in lexicographic order (``models.exact.all_sequences``);
+    expected sequential model ``calls``, forward ``rows`` and ``steps`` per draw."""
 
     probs: torch.Tensor
     calls: float
@@ -158,8 +147,8 @@ Rule = Callable[[Step], Moves]
 
 @dataclass(frozen=True)
 class Pushed:
-    """What :func:`propagate` returns: the ``mass`` over partial states; expected ``calls``, ``rows`` and
-    ``steps`` (steps taken from a state with masks); ``taken``: the steps the longest path took."""
+    """The ``mass`` over partial states, expected ``calls``, ``rows``, ``steps`` (from states with masks) and the
+    steps the longest path ``taken``."""
 
     mass: torch.Tensor
     calls: float
@@ -169,9 +158,8 @@ class Pushed:
 
 
 def propagate(rule: Rule, lp, V: int, T: int, mass: torch.Tensor, max_steps: int, chunk: int = 4096) -> Pushed:
-    """``mass`` over partial states pushed through at most ``max_steps`` steps of ``rule`` reading ``lp``
-    (a table or a reader; ``chunk`` states a call): complete states stop; a step from a state that moves
-    costs its ``Moves.calls`` and ``Moves.rows`` (one each by default)."""
+    """``mass`` pushed through at most ``max_steps`` steps of ``rule`` reading ``lp`` (a table or a reader; ``chunk``
+    states a call); complete states stop."""
     read = row_reader(lp, V)
     ps = partial_states(V, T)
     complete = (ps < V).all(1)
@@ -201,19 +189,16 @@ def propagate(rule: Rule, lp, V: int, T: int, mass: torch.Tensor, max_steps: int
 
 def start_mass(V: int, T: int, ids: torch.Tensor | None = None, free: torch.Tensor | None = None) -> torch.Tensor:
     """The point mass on the start state: the ``free`` positions (default all) masked, the others ``ids``."""
-    mass = torch.zeros((V + 1) ** T, dtype=torch.float64)
-    if free is None:
-        mass[-1] = 1.0
-        return mass
+    free = torch.ones(T, dtype=torch.bool) if free is None else torch.as_tensor(free, dtype=torch.bool)
     ids = torch.zeros(T, dtype=torch.long) if ids is None else torch.as_tensor(ids, dtype=torch.long)
-    mass[state_index(torch.where(torch.as_tensor(free, dtype=torch.bool), V, ids), V)] = 1.0
+    mass = torch.zeros((V + 1) ** T, dtype=torch.float64)
+    mass[state_index(torch.where(free, V, ids), V)] = 1.0
     return mass
 
 
 def to_law(pushed: Pushed, V: int, T: int, tol: float = 1e-9) -> ExactLaw:
     """The law over complete sequences of the final mass; refuses lost mass or mass left on masks."""
-    mass = pushed.mass
-    ps = partial_states(V, T)
+    mass, ps = pushed.mass, partial_states(V, T)
     complete = (ps < V).all(1)
     if abs(float(mass.sum()) - 1.0) > tol:
         raise MLMProbError(f"the rule's moves do not sum to 1 (total mass {float(mass.sum())})")
@@ -227,14 +212,13 @@ def to_law(pushed: Pushed, V: int, T: int, tol: float = 1e-9) -> ExactLaw:
 
 
 def exact_law(rule: Rule, lp, V: int, T: int) -> ExactLaw:
-    """The law of ``rule`` (reading ``lp``, a table or a reader) run from the all-mask state until every
-    state is complete (at most ``4 T`` steps)."""
+    """The law of ``rule`` (reading ``lp``) run from the all-mask state until every state is complete (at most
+    ``4 T`` steps)."""
     return to_law(propagate(rule, lp, V, T, start_mass(V, T), 4 * T), V, T)
 
 
 def remask_all(mass: torch.Tensor, V: int, T: int, sigma: float, free: torch.Tensor | None = None) -> torch.Tensor:
-    """Every ``free`` position (default all) masked again independently with probability ``sigma`` (states
-    with masks keep them)."""
+    """Every ``free`` position (default all) masked again independently with probability ``sigma``."""
     fp = list(range(T)) if free is None else torch.as_tensor(free, dtype=torch.bool).nonzero()[:, 0].tolist()
     ps = partial_states(V, T)
     idx = (mass > 0).nonzero()[:, 0]
@@ -247,9 +231,6 @@ def remask_all(mass: torch.Tensor, V: int, T: int, sigma: float, free: torch.Ten
             st[:, pos] = V
             new.index_add_(0, state_index(st, V), mass[idx] * p)
     return new
-
-
-# -- rules ----------------------------------------------------------------------------------------
 
 
 def l2r(st: Step) -> Moves:
@@ -265,8 +246,8 @@ def random_order(st: Step) -> Moves:
 
 
 def parallel(k: int) -> Rule:
-    """``k`` uniformly random masked positions (all, if fewer are left), each from its conditional at
-    the current state, independently (one pass)."""
+    """``k`` uniformly random masked positions (all, if fewer are left), each from its conditional at the state
+    (one pass)."""
 
     def rule(st: Step) -> Moves:
         bits = (st.masked.long() << torch.arange(st.T)).sum(1)

@@ -1,10 +1,6 @@
 """MLM conditionals turned into proposal distributions: :func:`proposal_log_probs`, the package's one proposal
-function (the samplers, the greedy start and the infilling baselines), so they all keep the same nucleus. In order:
-restrict to the ``allowed`` ids; temperature ``T`` (``T = 0``: all mass on the arg-max, lowest id on a tie); nucleus
-``top_p`` (the shortest prefix of the tokens ranked by decreasing probability, ties by increasing id, whose mass
-reaches ``top_p`` up to :data:`NUCLEUS_TOLERANCE`), renormalised. A row is float64 with ``-inf`` outside its support;
-the forward and reverse moves of MH read the same row, so they are computed under one distribution (a current
-token outside the nucleus has reverse probability 0: MH rejects the move).
+function (the samplers, the greedy start and the infilling baselines), so they all keep the same nucleus. MH's forward
+and reverse moves read the same row (a current token outside the nucleus has reverse probability 0: MH rejects).
 """
 
 from __future__ import annotations
@@ -19,9 +15,8 @@ from .options import ProposalConfig
 def proposal_log_probs(
     logits: torch.Tensor, allowed: torch.Tensor | None = None, config: ProposalConfig = ProposalConfig()
 ) -> torch.Tensor:
-    """Proposal log-probabilities ``[n, V]`` (float64, ``-inf`` outside the support) from logits ``[n, V]``.
-
-    Order: restrict to ``allowed``, apply the temperature, then the nucleus.
+    """Proposal log-probabilities ``[n, V]`` (float64, ``-inf`` outside the support) from logits ``[n, V]``:
+    restricted to ``allowed``, at the temperature (0: the arg-max, lowest id on a tie), then the nucleus.
 
     >>> lp = proposal_log_probs(torch.log(torch.tensor([[0.5, 0.3, 0.2]])), config=ProposalConfig(top_p=0.7))
     >>> lp.exp()        # nucleus {0, 1}: 0.5 + 0.3 >= 0.7, renormalised

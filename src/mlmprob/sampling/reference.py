@@ -11,8 +11,8 @@ import torch
 
 from ..energies import energies_from_logits
 from .forward import block_logits, site_logits
-from .kernels import ChainState, Kernel, MetropolisHastings, StepInfo
-from .schedules import temperature_at
+from .kernels import ChainState, Kernel, MetropolisHastings, StepInfo, advance
+from .options import temperature_at
 from .token_target import propose_block
 
 
@@ -60,5 +60,5 @@ class LiteralMH(MetropolisHastings):
         changed = (prop != state.ids).any(-1)
         ids = torch.where(accepted[:, None], prop, state.ids)
         n = n_old + n_prop + n_new
-        state, end = self._advance(state, ids=ids, forward_rows=state.forward_rows + n)
+        state, end = advance(state, ids=ids, forward_rows=state.forward_rows + n)
         return state, StepInfo(active, accepted, changed & accepted, log_alpha, n, end)

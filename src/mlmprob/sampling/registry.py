@@ -1,8 +1,6 @@
-"""The sampling methods' registry (a method's name -> its spec class, kernel factory and what its results report) and
-``SamplerSpec``, the base of the methods' specs: ``SamplerSpec(method=NAME, ...)`` returns the method's own spec and
-refuses another method's option in one line (:class:`NotForMethod`). A spec knows what every row records
-(:meth:`SamplerSpec.settings`), what a run file stores (:meth:`SamplerSpec.run_config`) and its kernel
-(:meth:`SamplerSpec.kernel`). The methods register in :mod:`.mcmc_methods` and :mod:`.draw_methods`; no torch here.
+"""The sampling methods' registry (name -> spec class, kernel factory, what the results report) and ``SamplerSpec``,
+the base of their specs: ``SamplerSpec(method=NAME, ...)`` is the method's own spec, refusing another method's option
+in one line (:class:`NotForMethod`). The methods register in :mod:`.mcmc_methods` and :mod:`.draw_methods`; no torch.
 """
 
 from __future__ import annotations
@@ -17,8 +15,7 @@ from ..errors import MLMProbError
 from ..fields import option  # the methods' modules import it from here
 from ..settings import Spec
 from ..settings import check_int as _check_int
-from .options import ProposalConfig
-from .schedules import as_schedule
+from .options import ProposalConfig, as_schedule
 
 ENERGIES = ("local", "raw")
 
@@ -28,21 +25,9 @@ ENERGIES = ("local", "raw")
 MAX_RUN_BYTES = 16 << 30
 
 #: The order of the settings in every stored row and run file; a method's own fields come after these, in their order.
-COLUMNS = (
-    "method",
-    "energy",
-    "epochs",
-    "burn_in",
-    "thin",
-    "block_size",
-    "proposal_temperature",
-    "top_p",
-    "target_temperature",
-    "anneal",
-    "temperature_floor",
-    "order",
-    "init",
-    "score_all",
+COLUMNS = tuple(
+    "method energy epochs burn_in thin block_size proposal_temperature top_p target_temperature anneal "
+    "temperature_floor order init score_all".split()
 )
 LAST_COLUMNS = ("energies",)
 
@@ -295,10 +280,9 @@ class SamplerSpec(Spec, metaclass=_ByMethod):
                 continue
             write = f.metadata.get("json")
             out[f.name] = write(self, value) if write else json_value(value)
-            if f.name == "energy" and "chains" in around:
-                out["chains"] = around["chains"]
-            if f.name == "score_all" and "seed" in around:
-                out["seed"] = around["seed"]
+            after = {"energy": "chains", "score_all": "seed"}.get(f.name, "")  # the job's own, after these fields
+            if after in around:
+                out[after] = around[after]
         return out
 
     def run_config(self, mlm) -> dict:
@@ -356,9 +340,9 @@ def order_json(spec, order):
     return torch.as_tensor(order).tolist()
 
 
-def shared_field(name: str, default):
-    """The shared field ``name`` with this method's default (its place, help and flag stay)."""
-    return field(default=default, metadata=SamplerSpec.__dataclass_fields__[name].metadata)
+def shared_field(name: str, default, spec=SamplerSpec):
+    """The field ``name`` of ``spec`` with this method's default (its place, help and flag stay)."""
+    return field(default=default, metadata=spec.__dataclass_fields__[name].metadata)
 
 
 def takers_of(name: str, value) -> tuple:

@@ -1,30 +1,24 @@
 """Speculative ancestral sampling of ``p_sigma``: any-subset speculative decoding (Guo & Ermon 2025) applied to
 :mod:`mlmprob.sampling.ancestral`. An epoch draws the free positions along an order ``sigma`` (drawn as the ancestral
-sampler draws it) in *rounds*; a round from the prefix ``P`` (``sigma_1..sigma_m`` revealed) with ``r`` left does:
+sampler draws it) in *rounds* of two sequential calls and ``1 + k`` rows, each revealing ``min(2, r)`` to ``k' + 1``
+positions; a round from the prefix ``P`` (``sigma_1..sigma_m`` revealed) with ``r`` left does:
 
-1. **draft** (one call, one row): ``P`` read at the next ``k' = min(k, r)`` positions; ``q_i`` the (tempered,
-   truncated) conditional at ``sigma_{m+i}``, drafts ``y_i ~ q_i`` drawn independently (one pass);
-2. **verify** (one call, at most ``k`` rows): row ``j = 1..k'`` is ``P`` with ``y_1..y_j`` filled and the rest
-   masked, read at ``sigma_{m+j+1}`` (row ``k'`` only if a position is left): ``pi_{j+1} = p_sigma(. | P, y_<=j)``;
+1. **draft** (one row): ``P`` read at the next ``k' = min(k, r)`` positions; ``q_i`` the (tempered, truncated)
+   conditional at ``sigma_{m+i}``, drafts ``y_i ~ q_i`` drawn independently (one pass);
+2. **verify** (at most ``k`` rows): row ``j = 1..k'`` is ``P`` with ``y_1..y_j`` filled and the rest masked, read at
+   ``sigma_{m+j+1}`` (row ``k'`` only if a position is left): ``pi_{j+1} = p_sigma(. | P, y_<=j)``;
 3. **accept**: ``y_1`` is kept (``q_1 = pi_1``); ``y_i`` (``i >= 2``) in turn with probability ``min(1, pi_i(y_i) /
    q_i(y_i))``; at the first rejection position ``i`` gets ``z ~ max(0, pi_i - q_i) / rho_i`` and the round ends; if
    all are kept and a position is left, it gets the bonus ``z ~ pi_{k'+1}``.
 
-A round reveals ``min(2, r)`` to ``k' + 1`` positions in two sequential calls, ``1 + k`` rows.
-
-**Why every draw is exactly ``p_sigma``.** Write ``x_t`` for the token at ``sigma_t`` and ``H_t`` for everything
-the sampler did before fixing it. Claim: ``P(x_t = v | x_<t, H_t) = pi_t(v | x_<t)``; then ``P(x) = p_sigma(x)``.
-If ``x_t`` opens a round it is ``y_1 ~ q_1 = pi_t``; if it is the bonus it is drawn from ``pi_t`` given the kept
-drafts, which are ``x_<t``. If it is the ``i``-th position of a round (``i >= 2``, earlier drafts kept): ``q_i``
-depends on ``P`` alone and ``y_i`` was drawn independently of ``y_<i`` and the earlier uniforms, so given ``H_t``
-``y_i ~ q_i``; the verification row holds exactly ``P`` and ``y_<i = x_{t-i+1..t-1}``, so ``pi_i = pi_t(. | x_<t)``;
-and ``P(x_t = v | x_<t, H_t) = q_i(v) min(1, pi_i(v)/q_i(v)) + max(0, pi_i(v) - q_i(v)) = pi_i(v)``.
-
-What it needs: the ratio uses the distribution ``y_i`` was drawn from (the one-pass ``q_i``); ``pi_i`` conditions on
-the drafts before ``i`` and masks everything after; a rejection redraws from the residual, not from ``pi_i`` (that
-would give ``min(q, pi) + rho pi``); drafts after a rejection are dropped; the round's end depends only on tokens
-and fresh uniforms. ``"random"`` orders are drawn independently at the epoch's start (the uniform mixture of the
-``p_sigma``). With a temperature or ``top_p``, ``q`` and ``pi`` are both the modified conditionals.
+**Why every draw is exactly ``p_sigma``.** Given all the sampler did before fixing ``x_t`` (the token at
+``sigma_t``), ``x_t ~ pi_t(. | x_<t)``: a round's first draft and the bonus are drawn from it; the ``i``-th draft was
+drawn from ``q_i`` (a function of ``P``) independently of ``y_<i``, its verification row holds ``P`` and ``y_<i =
+x_<t``, and ``q_i(v) min(1, pi_i(v)/q_i(v)) + max(0, pi_i(v) - q_i(v)) = pi_i(v)``. Hence the ratio uses the one-pass
+``q_i``, ``pi_i`` conditions on the drafts before ``i`` and masks everything after, a rejection redraws from the
+residual (not from ``pi_i``: that would give ``min(q, pi) + rho pi``) and drops the later drafts. ``"random"`` orders
+are drawn at the epoch's start (the uniform mixture of the ``p_sigma``); a temperature or ``top_p`` modifies ``q``
+and ``pi`` alike.
 
 ``log_prob`` sums ``log pi_t(x_t)``: ``log p_sigma(x_S | x_C)`` for the draw's order. The state counts per chain and
 epoch the rounds, sequential calls, drafts tested and kept, and rows forwarded.
@@ -196,15 +190,10 @@ class Speculative(Kernel):
         new_cursor = cursor + stop + has_z.long()
         end = bool((new_cursor == (orders >= 0).sum(1)).all())
         counted = dict(rounds=active.long(), calls=n_calls, tested=n_tested, kept=n_kept)  # this round's, per chain
-        changes: dict[str, Any] = dict(
-            ids=new_ids,
-            cursor=new_cursor,
-            log_prob=log_prob,
-            **{name: getattr(state, name) + n for name, n in counted.items()},
-            forward_rows=state.forward_rows + n_fwd,
+        changes: dict[str, Any] = {name: getattr(state, name) + n for name, n in counted.items()}
+        changes.update(dict(orders=None, cursor=None, epoch=state.epoch + 1) if end else dict(cursor=new_cursor))
+        state = dataclasses.replace(
+            state, ids=new_ids, log_prob=log_prob, forward_rows=state.forward_rows + n_fwd, **changes
         )
-        if end:
-            changes.update(orders=None, cursor=None, epoch=state.epoch + 1)
-        state = dataclasses.replace(state, **changes)
         # the driver sums these per chain: proposals = drafts tested, accepted = novel = drafts kept
         return state, StepInfo(n_tested, n_kept, n_kept.clone(), torch.zeros(B, dtype=f64), n_fwd, end)

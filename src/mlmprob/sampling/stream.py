@@ -1,7 +1,6 @@
-"""Sampling record by record, behind ``mlmprob sample --out F.jsonl``: each record's ``chains`` chains in one
-:func:`~mlmprob.sampling.sample` call, seeded from ``(seed, record id)`` alone (:func:`record_seed`), so they are the
-same whichever shard, worker, chunk or resume samples them; :class:`SampleJob` turns a chunk of records into one row
-per chain (:meth:`SampleJob.chain_rows`).
+"""Sampling record by record, behind ``mlmprob sample --out F.jsonl``: each record's chains in one
+:func:`~mlmprob.sampling.sample` call seeded from ``(seed, record id)`` alone (:func:`record_seed`: the same whichever
+shard, worker, chunk or resume samples them), one row per chain (:meth:`SampleJob.chain_rows`).
 """
 
 from __future__ import annotations
@@ -43,10 +42,9 @@ def free_positions(
     cdr: str | None = None,
     numbering: str = "imgt",
 ) -> torch.Tensor:
-    """Bool ``[L]``: the sampled tokens of sequence ``row`` of ``enc`` (of ``seq``): the CDR ``cdr`` (``"H1"`` ...
-    ``"L3"``, numbered under ``numbering``, :func:`~mlmprob.sampling.cdr.cdr_mask`), else the 1-based residue/word
-    numbers ``positions``, else every residue/word and mask token; resolved once under
-    :data:`mlmprob.positions.WORDS_AND_MASKS`. Errors name the sequence (``name``)."""
+    """Bool ``[L]``: the sampled tokens of sequence ``row`` of ``enc`` (of ``seq``, named ``name`` in errors): the CDR
+    ``cdr`` (numbered under ``numbering``), else the 1-based residue/word numbers ``positions``, else every residue/word
+    and mask token (:data:`mlmprob.positions.WORDS_AND_MASKS`)."""
     try:
         sel = None
         if cdr:
@@ -84,20 +82,20 @@ def chain_rates(result: SampleResult) -> tuple[list[float], list[float]]:
     k = result.block_size.to(torch.float64)[:, None].clamp(min=1)  # [E, 1]
     props = torch.ceil(n_free[None, :] / torch.minimum(k, n_free[None, :]).clamp(min=1))  # [E, B]
     post = slice(result.burn_in, None)
-    w = props[post]
-    total = w.sum(0)
-    out = []
-    for rate in (result.accept, result.novel):
-        pooled = (rate[post] * w).sum(0) / total.clamp(min=1)
-        out.append([float(x) if t > 0 else math.nan for x, t in zip(pooled, total, strict=True)])
-    return out[0], out[1]
+    return _pooled(result.accept[post], props[post]), _pooled(result.novel[post], props[post])
+
+
+def _pooled(rates: torch.Tensor, weights: torch.Tensor) -> list[float]:
+    """Per chain, the epochs' ``rates`` ``[E, B]`` pooled with ``weights`` (NaN where they sum to 0)."""
+    total = weights.sum(0)
+    pooled = (rates * weights).sum(0) / total.clamp(min=1)
+    return [float(x) if t > 0 else math.nan for x, t in zip(pooled, total, strict=True)]
 
 
 @dataclass(frozen=True)
 class SampleJob(ModelJob):
-    """Everything a worker needs to sample chunks of records (picklable; loaded by
-    :class:`~mlmprob.models.spec.ModelJob`): the sampler's ``spec``, the ``chains`` per record, the ``seed`` and the
-    free ``positions`` (1-based) or ``cdr``."""
+    """What a worker needs to sample chunks of records (picklable; a :class:`~mlmprob.models.spec.ModelJob`): the
+    sampler's ``spec``, the ``chains`` per record, the ``seed`` and the free ``positions`` (1-based) or ``cdr``."""
 
     spec: SamplerSpec = SamplerSpec()  # the defaults are the spec's (MH: 20 epochs after 5 of burn-in)
     chains: int = 4
@@ -122,7 +120,6 @@ class SampleJob(ModelJob):
     def run(self, state, records: Sequence[Record]) -> tuple[list[dict], list[tuple[str, str]]]:
         """Sample one chunk: ``chains`` rows per record, in input order, and the ``(id, reason)`` of the records skipped
         (``skip_invalid``); each epoch moves the runner's bar when it shows them."""
-        mlm = state.mlm
         rows: list[dict] = []
         skipped: list[tuple[str, str]] = []
 
@@ -131,7 +128,7 @@ class SampleJob(ModelJob):
 
         for rec in records:
             try:
-                rows.extend(self.chain_rows(mlm, rec, on_epoch if state.on_progress is not None else None))
+                rows.extend(self.chain_rows(state.mlm, rec, on_epoch if state.on_progress is not None else None))
             except MLMProbError as e:
                 if not self.skip_invalid:
                     raise
@@ -156,12 +153,8 @@ class SampleJob(ModelJob):
     def chains_of(self, mlm, enc, records: list[tuple[str, str]]):
         """``(ids, free, reference)`` of ``chains`` chains per record (``(name, sequence)``, encoded as ``enc``), the
         records' chains together; ``reference`` the inputs unless they have masks at free positions."""
-        free = torch.stack(
-            [
-                free_positions(mlm, enc, i, name, seq, self.positions, self.cdr, self.numbering)
-                for i, (name, seq) in enumerate(records)
-            ]
-        )
+        where = (self.positions, self.cdr, self.numbering)
+        free = torch.stack([free_positions(mlm, enc, i, name, seq, *where) for i, (name, seq) in enumerate(records)])
         if not self.spec.independent_draws:
             assert isinstance(self.spec, MCMCSpec)  # the methods without independent draws are the MCMC ones
             for (name, _), row in zip(records, free, strict=True):
@@ -178,14 +171,8 @@ class SampleJob(ModelJob):
         replica exchange ``temperature`` (the chain's rung's); independent draws add ``log_prob`` (the final draw's) and
         :func:`cost_columns`, and have energies only when their spec asks for ``energies``. ``on_epoch``: as
         :meth:`sample_record` takes it."""
-        r = self.sample_record(mlm, rec, on_epoch)
-        rows = result_rows(
-            mlm,
-            r,
-            [(rec.id, c) for c in range(self.chains)],
-            self.settings(),
-            {"record_seed": record_seed(self.seed, rec.id)},
-        )
+        r, chains = self.sample_record(mlm, rec, on_epoch), [(rec.id, c) for c in range(self.chains)]
+        rows = result_rows(mlm, r, chains, self.settings(), {"record_seed": record_seed(self.seed, rec.id)})
         ladder = getattr(self.spec, "temperatures", None)
         if ladder is not None:  # replica exchange: each chain's rung (the first C chains: the target's)
             for c, row in enumerate(rows):
@@ -206,13 +193,14 @@ def result_rows(
     else:  # the drafts' acceptance, or no accept step
         accept, novel = (draft_acceptance(r) if info.rates == "drafts" else [None] * B), [None] * B
     trace = r.energy  # the target's trace, None when the draws were not scored
+    final = [(name, e) for name, e in (("e_local", r.energy_local), ("e_raw", r.energy_raw)) if e is not None]
     return [
         {
             "id": f"{record}/chain{c}",
             "record": record,
             "chain": c,
             "sequence": mlm.decode(r.final_ids[b]),
-            **_final_energies(r, b),
+            **{name: float(e[-1, b]) for name, e in final},
             "accept_rate": accept[b],
             "novel_rate": novel[b],
             "identity": None if r.identity is None else float(r.identity[-1, b]),
@@ -227,20 +215,10 @@ def result_rows(
     ]
 
 
-def _final_energies(r: SampleResult, b: int) -> dict:
-    """Chain ``b``'s ``e_local`` and ``e_raw`` at the last epoch (none when the draws were not scored)."""
-    if r.energy_local is None or r.energy_raw is None:  # scored together
-        return {}
-    return {"e_local": float(r.energy_local[-1, b]), "e_raw": float(r.energy_raw[-1, b])}
-
-
 def draft_acceptance(result: SampleResult) -> list[float]:
-    """Per chain, the fraction of the drafts put to the acceptance test that were kept, pooled over the
-    epochs after burn-in (NaN when none was tested)."""
+    """Per chain, the fraction of the drafts tested that were kept after burn-in (NaN when none was tested)."""
     post = slice(result.burn_in, None)
-    n = result.proposal_counts[post].to(torch.float64)
-    kept = (result.accept[post] * n).sum(0)
-    return [float(a / t) if t > 0 else math.nan for a, t in zip(kept, n.sum(0), strict=True)]
+    return _pooled(result.accept[post], result.proposal_counts[post].to(torch.float64))
 
 
 def cost_columns(result: SampleResult, chain: int) -> dict:

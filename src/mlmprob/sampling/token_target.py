@@ -1,7 +1,5 @@
-"""``sample(method="mh")``'s target as the one MH engine (:mod:`mlmprob.mcmc.engine`) reads it (:class:`TokenTarget`:
-``p(x) ∝ exp(-E(x) / τ)``, ``E`` the ``E_local`` or ``E_raw`` of the scored positions; reading ``x'`` reuses the
-row of the one site where it differs from ``x``), and its sweep's block proposals (:class:`BlockProposal`: the
-reverse move reads the very same rows as the forward one).
+"""``sample(method="mh")``'s target for the MH engine (:mod:`mlmprob.mcmc.engine`), :class:`TokenTarget`, and its
+sweep's block proposals, :class:`BlockProposal` (the reverse move reads the very same rows as the forward one).
 """
 
 from __future__ import annotations
@@ -14,8 +12,9 @@ from .proposals import proposal_log_probs, sample_from
 
 
 class TokenTarget:
-    """``mlm``'s ``energy`` (``"local"`` or ``"raw"``) over the ``scored`` positions ``[B, L]`` of a batch of
-    chains, the state's ``X`` and ``rows`` given to reuse a row (None at the start). ``model_rows``: rows read."""
+    """``p(x) ∝ exp(-E(x) / τ)``, ``E`` ``mlm``'s ``energy`` (``"local"`` or ``"raw"``) over the ``scored`` positions
+    ``[B, L]``; reading ``x'`` reuses the row of ``rows`` (of the state's ``X``) at the one site where it differs.
+    ``model_rows``: rows read."""
 
     experts = (0, 1)
     terms = ("local", "raw")

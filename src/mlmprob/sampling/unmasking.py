@@ -1,21 +1,15 @@
 """Confidence-ordered unmasking (MaskGIT, LLaDA, Dream) with a step schedule, semi-autoregressive blocks and
-ReMDM-style remasking, as a kernel (one epoch = one draw of the free positions from all-masked).
+ReMDM-style remasking, as a kernel (one epoch = one draw of the free positions from all-masked): the plan of
+``decoders.unmask_plan``, step ``s`` reading the row once at the masked positions of its window, drawing a candidate
+``y_i ~ q_i`` at each and revealing the ``n_s`` best by ``decoders.scores`` (ties to the lowest position); then
+``remask_steps`` ReMDM steps (Wang et al. 2025, "loop"): every free position masked again with probability
+``remask``, the masked ones redrawn from one pass (none: no call).
 
-A draw masks the free positions and runs the plan of ``decoders.unmask_plan`` (``steps``, ``schedule``,
-``block_length``): step ``s`` reads the current row once at the masked positions of its window, draws a candidate
-``y_i ~ q_i`` at each (``proposals.proposal_log_probs``) and reveals the ``n_s`` with the best ``decoders.scores``
-(ties to the lowest position). Then ``remask_steps`` ReMDM steps (Wang et al. 2025, "loop"): every free position
-masked again with probability ``remask``, the masked ones redrawn from one pass (none: no call).
-
-**What it samples.** One position per step with a score of the state alone (``"margin"``, ``"entropy"``) is
-ancestral sampling along an adaptive order ``sigma(x)``: ``P(x) = p_{sigma(x)}(x)``, the model's joint when its
-conditionals are compatible, neither one order's ``p_sigma`` nor the mixture otherwise. ``"confidence"`` biases
-every revealed token towards the mode, even then. Fewer steps than positions: no statement.
-``sampling.decoder_exact`` enumerates the exact law.
-
-``log_prob`` ``[B]``: the sum of each final token's log-probability under the conditional it was last drawn from (not
-the output's probability). ``revealed_at`` ``[B, L]``: the step of each final token (-1: not free).
-``rounds`` = ``calls`` per chain and epoch.
+One position per step with a score of the state alone (``"margin"``, ``"entropy"``) is ancestral sampling along an
+adaptive order, ``P(x) = p_{sigma(x)}(x)`` (the joint for compatible conditionals); ``"confidence"`` biases every
+revealed token towards the mode; fewer steps than positions: no statement (``sampling.decoder_exact`` enumerates the
+law). ``log_prob`` ``[B]``: the sum of each final token's log-probability under the conditional it was last drawn
+from; ``revealed_at`` ``[B, L]``: the step of each final token (-1: not free); ``rounds`` = ``calls``.
 """
 
 from __future__ import annotations
