@@ -1,7 +1,6 @@
 """The interface of a synthetic language: ``V`` symbols ``0..V-1`` (id ``V`` is the mask, as in ``ExactMLM``), a fixed
 length ``T``, exact ``log_prob``, ``log_marginal``, ``conditionals`` (``ExactMLM.logits`` semantics), ``sample`` and
-``sample_given``; ``as_mlm()`` wraps one as a ``MaskedLM`` (:class:`LanguageMLM`).
-"""
+``sample_given``; ``as_mlm()`` wraps one as a ``MaskedLM`` (:class:`LanguageMLM`)."""
 
 from __future__ import annotations
 

@@ -11,8 +11,7 @@ b]``. With the evidence ``e_t(z) = E_t(z, x_t)`` at observed ``t`` (0 elsewhere)
     alpha_1 = u_1,   alpha_{t+1}(z') = u_{t+1}(z') + logsumexp_z(alpha_t(z) + e_t(z) + P_t(z, z'))
     beta_T = 0,      beta_t(z) = logsumexp_z'(P_t(z, z') + u_{t+1}(z') + e_{t+1}(z') + beta_{t+1}(z'))
 
-and ``log p(x_t = v | x_{O \\ t}) = logsumexp_z(alpha_t + beta_t + E_t(z, v))`` normalised over ``v``.
-"""
+and ``log p(x_t = v | x_{O \\ t}) = logsumexp_z(alpha_t + beta_t + E_t(z, v))`` normalised over ``v``."""
 
 from __future__ import annotations
 
@@ -26,8 +25,7 @@ class ChainLanguage(SyntheticLanguage):
     """A chain of hidden states with per-position emissions (see the module doc for the model).
 
     ``unary`` ``[T, S]``, ``pairwise`` ``[T-1, S, S]`` (or ``[S, S]``, shared), ``emission``
-    ``[T, S, V]`` (or ``[S, V]``, shared) are log-potentials; emission rows must be normalised.
-    """
+    ``[T, S, V]`` (or ``[S, V]``, shared) are log-potentials; emission rows must be normalised."""
 
     KIND = "chain"
     SPEC: tuple[str, ...] = ("vocab_size", "length", "n_states")
@@ -54,10 +52,8 @@ class ChainLanguage(SyntheticLanguage):
             raise MLMProbError("every emission row must be a normalised log-distribution over the vocabulary")
         self.length, self.n_states, self.vocab_size = T, S, emission.shape[-1]
         self.unary, self.pairwise, self.emission = unary, pairwise.contiguous(), emission.contiguous()
-        empty = torch.zeros(1, T, S, dtype=torch.float64)
-        self.log_z = float(torch.logsumexp(self._forward(empty)[:, -1], -1))  # log Z (no evidence)
+        self.log_z = self._log_evidence(torch.zeros(1, T, S, dtype=torch.float64)).item()  # no evidence
 
-    # -- messages ----------------------------------------------------------------------------------
     def _evidence(self, ids: torch.Tensor) -> torch.Tensor:
         """``e [B, T, S]``: ``E_t(z, x_t)`` at observed positions, 0 at masked ones."""
         masked = ids == self.mask_id
@@ -66,20 +62,44 @@ class ChainLanguage(SyntheticLanguage):
         return e.masked_fill(masked[..., None], 0.0)
 
     def _forward(self, e: torch.Tensor) -> torch.Tensor:
-        """``alpha [B, T, S]`` (evidence of positions < t, not of t itself)."""
-        return forward_messages(self.unary, self.pairwise, e)
+        """``alpha [B, T, S]``: ``alpha_t`` holds the evidence of positions before ``t``, not of ``t`` itself."""
+        B, T, S = e.shape
+        alpha = torch.empty(B, T, S, dtype=torch.float64)
+        alpha[:, 0] = self.unary[0]
+        for t in range(1, T):
+            prev = (alpha[:, t - 1] + e[:, t - 1])[:, :, None] + self.pairwise[t - 1]  # [B, S, S']
+            alpha[:, t] = self.unary[t] + torch.logsumexp(prev, dim=1)
+        return alpha
 
-    # -- interface ---------------------------------------------------------------------------------
-    def log_marginal(self, input_ids: torch.Tensor) -> torch.Tensor:
-        ids = self.check_ids(input_ids)
+    def _log_evidence(self, e: torch.Tensor) -> torch.Tensor:
+        """``log`` of the unnormalised mass ``[B]`` of the evidence ``e [B, T, S]``."""
+        return torch.logsumexp(self._forward(e)[:, -1] + e[:, -1], -1)
+
+    def _posterior(self, e: torch.Tensor) -> torch.Tensor:
+        """``alpha + beta [B, T, S]`` (``beta_t``: the evidence of positions after ``t``): ``z_t`` given the evidence
+        of every position but ``t``."""
+        B, T, S = e.shape
+        beta = torch.zeros(B, T, S, dtype=torch.float64)
+        for t in range(T - 2, -1, -1):
+            nxt = (self.unary[t + 1] + e[:, t + 1] + beta[:, t + 1])[:, None, :] + self.pairwise[t]  # [B, S, S']
+            beta[:, t] = torch.logsumexp(nxt, dim=2)
+        return self._forward(e) + beta
+
+    def _sample_states(self, ids: torch.Tensor, generator: torch.Generator | None) -> torch.Tensor:
+        """The states ``z [B, T]`` given the evidence of ``ids``, drawn backwards from the filtered messages."""
         e = self._evidence(ids)
-        alpha = self._forward(e)
-        return torch.logsumexp(alpha[:, -1] + e[:, -1], -1) - self.log_z
+        filtered = self._forward(e) + e  # evidence of <= t
+        z = torch.empty(ids.shape[0], len(self.unary), dtype=torch.long)
+        z[:, -1] = _draw(filtered[:, -1], generator)
+        for t in range(len(self.unary) - 2, -1, -1):
+            z[:, t] = _draw(filtered[:, t] + self.pairwise[t][:, z[:, t + 1]].T, generator)
+        return z
+
+    def log_marginal(self, input_ids: torch.Tensor) -> torch.Tensor:
+        return self._log_evidence(self._evidence(self.check_ids(input_ids))) - self.log_z
 
     def conditionals(self, input_ids: torch.Tensor) -> torch.Tensor:
-        ids = self.check_ids(input_ids)
-        e = self._evidence(ids)
-        post = self._forward(e) + backward_messages(self.unary, self.pairwise, e)  # [B, T, S]: z_t | x_{O \ t}
+        post = self._posterior(self._evidence(self.check_ids(input_ids)))
         out = torch.logsumexp(post[..., None] + self.emission, dim=2)  # [B, T, V]
         return out - torch.logsumexp(out, -1, keepdim=True)
 
@@ -88,8 +108,7 @@ class ChainLanguage(SyntheticLanguage):
         ids = self.check_ids(input_ids)
         if ids.shape[0] == 0:
             return ids.clone()
-        e = self._evidence(ids)
-        z = backward_sample(self._forward(e) + e, self.pairwise, generator)  # filtered: evidence of <= t
+        z = self._sample_states(ids, generator)
         out = ids.clone()
         masked = ids == self.mask_id
         if masked.any():
@@ -99,38 +118,6 @@ class ChainLanguage(SyntheticLanguage):
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(vocab_size={self.vocab_size}, length={self.length}, n_states={self.n_states})"
-
-
-def forward_messages(unary: torch.Tensor, pairwise: torch.Tensor, e: torch.Tensor) -> torch.Tensor:
-    """``alpha [B, T, S]`` of a chain with ``unary [T, S]``, ``pairwise [T-1, S, S]`` and evidence
-    ``e [B, T, S]``: ``alpha_t`` holds the evidence of positions before ``t``, not of ``t`` itself."""
-    B, T, S = e.shape
-    alpha = torch.empty(B, T, S, dtype=torch.float64)
-    alpha[:, 0] = unary[0]
-    for t in range(1, T):
-        prev = (alpha[:, t - 1] + e[:, t - 1])[:, :, None] + pairwise[t - 1]  # [B, S, S']
-        alpha[:, t] = unary[t] + torch.logsumexp(prev, dim=1)
-    return alpha
-
-
-def backward_messages(unary: torch.Tensor, pairwise: torch.Tensor, e: torch.Tensor) -> torch.Tensor:
-    """``beta [B, T, S]``: ``beta_t`` holds the evidence of positions after ``t``."""
-    B, T, S = e.shape
-    beta = torch.zeros(B, T, S, dtype=torch.float64)
-    for t in range(T - 2, -1, -1):
-        nxt = (unary[t + 1] + e[:, t + 1] + beta[:, t + 1])[:, None, :] + pairwise[t]  # [B, S, S']
-        beta[:, t] = torch.logsumexp(nxt, dim=2)
-    return beta
-
-
-def backward_sample(filtered: torch.Tensor, pairwise: torch.Tensor, generator: torch.Generator | None) -> torch.Tensor:
-    """States ``z [B, T]`` drawn backwards from the filtered log-messages ``[B, T, S]`` (alpha + evidence)."""
-    B, T, _ = filtered.shape
-    z = torch.empty(B, T, dtype=torch.long)
-    z[:, -1] = _draw(filtered[:, -1], generator)
-    for t in range(T - 2, -1, -1):
-        z[:, t] = _draw(filtered[:, t] + pairwise[t][:, z[:, t + 1]].T, generator)
-    return z
 
 
 def _draw(logits: torch.Tensor, generator: torch.Generator | None) -> torch.Tensor:

@@ -1,22 +1,21 @@
 """A Potts model on a small ``rows x cols`` grid (flattened row-major, ``t = r * cols + c``), exact by a transfer matrix
 over whole columns: ``p(x) ∝ exp(sum h_rc(x_rc) + J sum_{neighbours} [x == x'])``. A column is one of ``S =
 V**rows`` states (unary: fields and vertical couplings; pairwise: horizontal couplings), so forward-backward over
-columns is exact; a cell's conditional uses its column's evidence without its own row. Cost ``O(cols S**2)``.
-"""
+columns is exact (:class:`~mlmprob.synthetic.chain.ChainLanguage`'s, its evidence a column's agreement with the
+observed cells); a cell's conditional uses its column's evidence without its own row. Cost ``O(cols S**2)``."""
 
 from __future__ import annotations
 
 import torch
 
 from ..errors import MLMProbError
-from .base import SyntheticLanguage
-from .chain import backward_messages, backward_sample, forward_messages
+from .chain import ChainLanguage
 from .hmm import _check_size
 
 MAX_COLUMN_STATES = 4096
 
 
-class PottsGrid(SyntheticLanguage):
+class PottsGrid(ChainLanguage):
     """Potts model on a ``rows x cols`` grid (4-neighbour coupling ``J``, random fields); exact.
 
     >>> import torch
@@ -63,10 +62,9 @@ class PottsGrid(SyntheticLanguage):
         vert = (self.states[:, 1:] == self.states[:, :-1]).sum(1).double() * J  # [S]
         # unary[c, s] = sum_r h[r, c, s_r] + vertical couplings
         self.unary = fields[torch.arange(rows)[None, :], :, self.states].sum(1).T + vert  # [C, S]
-        self.pairwise = (self.states[:, None, :] == self.states[None, :, :]).sum(-1).double() * J  # [S, S]
-        self.chain_pairwise = self.pairwise.expand(max(cols - 1, 0), S, S)
-        empty = torch.zeros(1, cols, S, dtype=torch.float64)
-        self.log_z = float(torch.logsumexp(self._forward(empty)[:, -1] + empty[:, -1], -1))
+        pairwise = (self.states[:, None, :] == self.states[None, :, :]).sum(-1).double() * J  # [S, S]
+        self.pairwise = pairwise.expand(max(cols - 1, 0), S, S)
+        self.log_z = self._log_evidence(torch.zeros(1, cols, S, dtype=torch.float64)).item()
 
     def _mismatch(self, ids: torch.Tensor) -> torch.Tensor:
         """Bool ``[B, C, R, S]``: cell (r, c) is observed and column state s disagrees with it."""
@@ -78,21 +76,15 @@ class PottsGrid(SyntheticLanguage):
     def _log_indicator(count: torch.Tensor) -> torch.Tensor:
         return torch.where(count == 0, 0.0, -torch.inf).double()
 
-    def _forward(self, e: torch.Tensor) -> torch.Tensor:
-        return forward_messages(self.unary, self.chain_pairwise, e)
-
-    def log_marginal(self, input_ids: torch.Tensor) -> torch.Tensor:
-        ids = self.check_ids(input_ids)
-        e = self._log_indicator(self._mismatch(ids).sum(2))  # [B, C, S]
-        return torch.logsumexp(self._forward(e)[:, -1] + e[:, -1], -1) - self.log_z
+    def _evidence(self, ids: torch.Tensor) -> torch.Tensor:
+        """``e [B, C, S]``: 0 where column state s agrees with every observed cell of column c, ``-inf`` elsewhere."""
+        return self._log_indicator(self._mismatch(ids).sum(2))
 
     def conditionals(self, input_ids: torch.Tensor) -> torch.Tensor:
         ids = self.check_ids(input_ids)
         mism = self._mismatch(ids)  # [B, C, R, S]
         count = mism.sum(2)  # [B, C, S]
-        e = self._log_indicator(count)
-        # [B, C, S], column c's own evidence excluded
-        post = self._forward(e) + backward_messages(self.unary, self.chain_pairwise, e)
+        post = self._posterior(self._log_indicator(count))  # [B, C, S], column c's own evidence excluded
         own = self._log_indicator(count[:, :, None, :] - mism.long())  # [B, C, R, S]: column c without row r
         w = post[:, :, None, :] + own  # [B, C, R, S]
         onehot = torch.where(self.states.T[:, :, None] == torch.arange(self.vocab_size), 0.0, -torch.inf).double()
@@ -102,13 +94,10 @@ class PottsGrid(SyntheticLanguage):
 
     def sample_given(self, input_ids: torch.Tensor, generator: torch.Generator | None = None) -> torch.Tensor:
         ids = self.check_ids(input_ids)
-        B = ids.shape[0]
-        if B == 0:
+        if ids.shape[0] == 0:
             return ids.clone()
-        e = self._log_indicator(self._mismatch(ids).sum(2))
-        z = backward_sample(self._forward(e) + e, self.chain_pairwise, generator)  # column states [B, C]
-        grid = self.states[z].transpose(1, 2)  # [B, R, C]
-        return grid.reshape(B, self.length)
+        grid = self.states[self._sample_states(ids, generator)].transpose(1, 2)  # column states [B, C] -> [B, R, C]
+        return grid.reshape(ids.shape[0], self.length)
 
     def __repr__(self) -> str:
         return f"PottsGrid(vocab_size={self.vocab_size}, rows={self.rows}, cols={self.cols}, coupling={self.coupling})"

@@ -65,8 +65,7 @@ class HMM(ChainLanguage):
         """Initial, transition and emission rows drawn from a symmetric Dirichlet(``concentration``).
 
         A small concentration (< 1) gives sparse, near-deterministic rows: strong dependencies
-        between positions; a large one gives near-uniform rows (near-independent positions).
-        """
+        between positions; a large one gives near-uniform rows (near-independent positions)."""
         _check_size(vocab_size, length)
         if n_states < 1:
             raise MLMProbError(f"n_states must be at least 1, got {n_states}")
