@@ -1,7 +1,6 @@
 """Design under constraints with a product of experts: the target ``p(x) ∝ exp(-Σ_k w_k E_k(x)/τ) · 1[x ∈ C]``
 (masked-LM experts, a user oracle, the Hamming distance to the parent; hard constraints ``C``), exact MH with
-renormalised expert proposals, simulated annealing and replica exchange, and ``design``, the API.
-"""
+renormalised expert proposals, simulated annealing and replica exchange, and ``design``, the API."""
 
 from ..lazy import exports
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
+from functools import partial
 
 import torch
 
@@ -55,11 +56,7 @@ def build_target(terms, parent: str, spec: DesignSpec, alphabet: str = AMINO_ACI
     if not isinstance(parent, str):
         raise MLMProbError(f"the parent must be one residue string, got {type(parent).__name__}")
     parent = parent.strip()
-
-    def constraints_of(letters: str) -> Constraints:
-        return Constraints.build(parent, letters, **spec.constraint_keywords())
-
-    return Target(terms, constraints_of, parent, alphabet)
+    return Target(terms, partial(Constraints.build, parent, **spec.constraint_keywords()), parent, alphabet)
 
 
 def design(
@@ -97,41 +94,37 @@ def run_design(
     on_step: Callable | None = None,
     progress: bool | StepMeter = False,
 ) -> DesignResult:
-    """The chains of ``spec`` on ``target`` from its parent, stepped ``spec.steps`` times; ``progress``: True for a
-    bar on stderr of ``chains x steps`` steps, or a :class:`StepMeter` that outlives the call."""
+    """The chains of ``spec`` on ``target`` from its parent, stepped ``spec.steps`` times, in groups of at most
+    :func:`group_size` chains (with all their rungs) one after the other on the one generator, into one batch's
+    layout (rung-major); ``progress``: True for a bar on stderr of ``chains x steps`` steps, or a :class:`StepMeter`
+    that outlives the call."""
     meter = StepMeter(target, total=spec.chains * spec.steps) if progress is True else progress or None
     try:
-        return _run(target, spec, generator, on_step, meter)
+        ladder = spec.temperatures_used()
+        R, C, L, A = len(ladder), spec.chains, len(target.parent), len(target.alphabet)
+        G = min(C, group_size(R, L, A))
+        check_batch(G, R, L, A)
+        X, inside = torch.empty(R * C, L, dtype=torch.long), torch.empty(R * C, dtype=torch.bool)
+        E = torch.empty(R * C, len(target.names), dtype=torch.float64)
+        U, tau, best_U = (torch.empty(R * C, dtype=torch.float64) for _ in range(3))
+        best_X = torch.empty_like(X)
+        counts = {k: torch.zeros(R * C, dtype=torch.long) for k in _COUNTS}
+        swaps = torch.zeros(2, max(R - 1, 0), dtype=torch.long)
+        for c0 in range(0, C, G):
+            n = min(G, C - c0)
+            s, cs, sw, bx, bu = _run_group(target, spec, generator, on_step, meter, n)
+            at = (torch.arange(R)[:, None] * C + torch.arange(c0, c0 + n)[None, :]).reshape(-1)
+            X[at], E[at], U[at], tau[at], inside[at] = s.X, s.E.to(E.dtype), s.U.to(U.dtype), s.tau, s.inside
+            best_X[at], best_U[at] = bx, bu.to(U.dtype)
+            for k in counts:
+                counts[k][at] = cs[k]
+            swaps += sw
+        state = DesignState(X, E, U, inside, None, tau)
+        rows = _rows(target, state, counts, best_X, best_U)
+        return DesignResult(target.names, target.parent, rows, _stats(target, ladder, C, counts, swaps))
     finally:
         if progress is True and meter is not None:
             meter.close()
-
-
-def _run(target: Target, spec: DesignSpec, generator, on_step, meter: StepMeter | None) -> DesignResult:
-    """:func:`run_design`'s loop over groups of at most :func:`group_size` chains (with all their rungs), one after
-    the other on the one generator, into one batch's layout (rung-major)."""
-    ladder = spec.temperatures_used()
-    R, C, L, A = len(ladder), spec.chains, len(target.parent), len(target.alphabet)
-    G = min(C, group_size(R, L, A))
-    check_batch(G, R, L, A)
-    X, inside = torch.empty(R * C, L, dtype=torch.long), torch.empty(R * C, dtype=torch.bool)
-    E = torch.empty(R * C, len(target.names), dtype=torch.float64)
-    U, tau, best_U = (torch.empty(R * C, dtype=torch.float64) for _ in range(3))
-    best_X = torch.empty_like(X)
-    counts = {k: torch.zeros(R * C, dtype=torch.long) for k in _COUNTS}
-    swaps = torch.zeros(2, max(R - 1, 0), dtype=torch.long)
-    for c0 in range(0, C, G):
-        n = min(G, C - c0)
-        s, cs, sw, bx, bu = _run_group(target, spec, generator, on_step, meter, n)
-        at = (torch.arange(R)[:, None] * C + torch.arange(c0, c0 + n)[None, :]).reshape(-1)
-        X[at], E[at], U[at], tau[at], inside[at] = s.X, s.E.to(E.dtype), s.U.to(U.dtype), s.tau, s.inside
-        best_X[at], best_U[at] = bx, bu.to(U.dtype)
-        for k in counts:
-            counts[k][at] = cs[k]
-        swaps += sw
-    state = DesignState(X, E, U, inside, None, tau)
-    rows = _rows(target, state, counts, best_X, best_U)
-    return DesignResult(target.names, target.parent, rows, _stats(target, ladder, C, counts, swaps))
 
 
 _COUNTS = ("changed", "left", "accepted", "screened", "moved")

@@ -3,8 +3,7 @@ one runner (:func:`mlmprob.runtime.command.run_command`). The unit is one chain 
 exchange one ladder), run alone with a generator seeded from ``(seed, chain index)`` only, so its row
 (:func:`chain_row`) is the same whichever shard, worker, chunk or resumed run computes it. Each worker loads every
 expert once and builds the target; an oracle is imported there and its source checked against the digest stored
-when the run started (:func:`oracle_digest`).
-"""
+when the run started (:func:`oracle_digest`)."""
 
 from __future__ import annotations
 
@@ -159,11 +158,10 @@ class DesignWorker(State):
 
 @dataclass(frozen=True)
 class DesignJob(ModelJob):
-    """Everything a worker needs to run chains of a design (picklable): ``model`` is the first expert, ``experts``
-    every expert as ``(model, kind, weight)`` (empty: ``model``'s ``E_local`` at weight 1; else its first is
-    ``model``), ``oracle`` a ``module:function`` (imported by the worker; the command asked for
-    ``--allow-code``) with its weight, direction and :func:`oracle_digest` (checked again where it is imported), the
-    parent, the spec and the seed."""
+    """Everything a worker needs to run chains of a design (picklable): ``model`` is the first expert, ``experts`` every
+    expert as ``(model, kind, weight)`` (empty: ``model``'s ``E_local`` at weight 1; else its first is ``model``),
+    ``oracle`` a ``module:function`` (imported by the worker; the command asked for ``--allow-code``) with its weight,
+    direction and :func:`oracle_digest` (checked again where it is imported), the parent, the spec and the seed."""
 
     parent: str = ""
     spec: DesignSpec = field(default_factory=DesignSpec)

@@ -7,8 +7,7 @@ ratio (``x`` and ``x'`` agree outside ``i``, so the reverse proposal is read fro
 
     log α = -(U(x') - U(x)) / τ + log q_i(x_i | x_-i) - log q_i(x'_i | x_-i),   U = Σ_k w_k E_k
 
-so the chain's stationary law is ``p ∝ exp(-U/τ) 1[C]`` exactly.
-"""
+so the chain's stationary law is ``p ∝ exp(-U/τ) 1[C]`` exactly."""
 
 from __future__ import annotations
 

@@ -43,10 +43,6 @@ MAX_CHAIN_STEPS = 100_000_000
 _LATER = {"recorded": "unless default"}
 
 
-def _only(*methods: str) -> dict:
-    return {"methods": methods}
-
-
 def parse_positions(text: str) -> tuple[int, ...]:
     """``--positions``' text, 1-based residues and ranges (``95-102,105``), as residue numbers."""
     from ..positions import parse_numbers  # (imports torch: only when the flag is given)
@@ -131,10 +127,10 @@ class DesignSpec(Spec):
         "tolerate the forbidden motifs the parent already has, where it has them (forbid only new ones)",
         action="store_true",
     )
-    anneal_start: float = option(10.0, "anneal: the first temperature", type=positive_float, **_only("anneal"))
-    anneal_end: float = option(0.1, "anneal: the last temperature", type=positive_float, **_only("anneal"))
+    anneal_start: float = option(10.0, "anneal: the first temperature", type=positive_float, methods=("anneal",))
+    anneal_end: float = option(0.1, "anneal: the last temperature", type=positive_float, methods=("anneal",))
     anneal_schedule: str = option(
-        "geometric", "anneal: how the temperature falls", choices=SCHEDULES, **_only("anneal")
+        "geometric", "anneal: how the temperature falls", choices=SCHEDULES, methods=("anneal",)
     )
     temperatures: tuple[float, ...] = option(
         (1.0, 2.0, 4.0),
@@ -142,9 +138,9 @@ class DesignSpec(Spec):
         type=ladder,
         metavar="T1,T2,...",
         shown="1,2,4",
-        **_only("replica"),
+        methods=("replica",),
     )
-    swap_every: int = option(1, "steps between swap rounds", type=positive_int, **_only("replica"))
+    swap_every: int = option(1, "steps between swap rounds", type=positive_int, methods=("replica",))
 
     def __post_init__(self):
         self._normalise()
@@ -156,7 +152,9 @@ class DesignSpec(Spec):
         if self.chains * self.steps * len(self.temperatures_used()) > MAX_CHAIN_STEPS:
             raise MLMProbError(f"chains x steps (x temperatures) must be at most {MAX_CHAIN_STEPS:,}")
         for name in ("temperature", "anneal_start", "anneal_end", "proposal_temperature"):
-            _positive(name, getattr(self, name))
+            x = getattr(self, name)
+            if isinstance(x, bool) or not isinstance(x, (int, float)) or not (math.isfinite(x) and x > 0):
+                raise MLMProbError(f"{name} must be a positive number, got {x!r}")
         check_count("sites", self.sites, 1000, "residues one proposal may change")
         for name in ("informed", "delayed", "start_invalid", "keep_parent_motifs"):
             if not isinstance(getattr(self, name), bool):
@@ -189,12 +187,8 @@ class DesignSpec(Spec):
                 raise MLMProbError(f"position {pair[0]} has an empty allowed set")
 
     def _normalise(self) -> None:
-        """Sequences given as lists or ranges (the API, JSON) held as tuples, so the spec is hashable and its
-        settings read the same."""
-
-        def tup(x):
-            return tuple(x) if isinstance(x, (list, range)) else x
-
+        """Lists and ranges (the API, JSON) held as tuples: the spec is hashable, its settings read the same."""
+        tup = lambda x: tuple(x) if isinstance(x, (list, range)) else x  # noqa: E731
         for name in ("positions", "allowed", "forbid", "require"):  # a number here was "'int' object is not iterable"
             value = getattr(self, name)
             if value is not None and not isinstance(value, (tuple, list, range, str)):
@@ -213,8 +207,7 @@ class DesignSpec(Spec):
                 )
 
     def uses(self, name: str) -> bool:
-        f = {f.name: f for f in dataclasses.fields(self)}[name]
-        methods = f.metadata.get("methods")
+        methods = self.__dataclass_fields__[name].metadata.get("methods")
         return not methods or self.method in methods
 
     def temperatures_used(self) -> tuple[float, ...]:
@@ -245,18 +238,14 @@ class DesignSpec(Spec):
         """The MH kernel (``init``, ``step``) on ``target`` with its fixed parts bound."""
         from .kernels import mh_kernel
 
-        proposal = (
-            None
-            if self.proposal == "uniform"
-            else target.expert_index(self.proposal or next(iter(target.experts), None))
-        )
+        name = self.proposal or next(iter(target.experts), None)
+        proposal = None if name == "uniform" else target.expert_index(name)
         return mh_kernel(target, proposal, self.proposal_temperature, self.sites, self.informed, self.delayed)
 
 
 def check_weight(name: str, w) -> None:
-    """A term's weight: a finite number no larger in size than the command line's numbers (``argtypes.LIMIT``,
-    10**9: ``--hamming``, ``--oracle-weight`` and ``--expert``'s weight); larger ones only make every total
-    infinite or NaN.
+    """A term's weight: a finite number no larger in size than the command line's numbers (``argtypes.LIMIT``, 10**9:
+    ``--hamming``, ``--oracle-weight`` and ``--expert``'s weight); larger ones only make every total infinite or NaN.
 
     >>> check_weight("hamming", 1e308)
     Traceback (most recent call last):
@@ -267,8 +256,3 @@ def check_weight(name: str, w) -> None:
 
     if isinstance(w, bool) or not isinstance(w, (int, float)) or not (math.isfinite(w) and abs(w) <= LIMIT):
         raise MLMProbError(f"{name} must be a finite number no larger than {LIMIT:g}, got {w!r}")
-
-
-def _positive(name: str, x) -> None:
-    if isinstance(x, bool) or not isinstance(x, (int, float)) or not (math.isfinite(x) and x > 0):
-        raise MLMProbError(f"{name} must be a positive number, got {x!r}")

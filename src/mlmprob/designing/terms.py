@@ -1,7 +1,6 @@
 """The terms of a design target ``p(x) ∝ exp(-Σ_k w_k E_k(x) / τ) · 1[x ∈ C]``: :class:`Expert` (``E_local`` or
 ``E_raw`` of a masked LM through its own tokenizer), :class:`Oracle` (a user callable; energy ``-f(x)`` with
-``maximize=True``) and :class:`Hamming` (mutations from the parent); :meth:`Target.energies` gives ``[N, K]``.
-"""
+``maximize=True``) and :class:`Hamming` (mutations from the parent); :meth:`Target.energies` gives ``[N, K]``."""
 
 from __future__ import annotations
 
@@ -175,14 +174,12 @@ class ExpertReader:
         lp = torch.zeros(N * L, dtype=torch.float64)
         raw = torch.zeros(N * L, dtype=torch.float64)
         kept = torch.full((N * L, len(self.letter_ids)), float("-inf"), dtype=torch.float64) if keep_rows else None
-        readable = self.letter_ids >= 0
+        readable = (self.letter_ids >= 0).nonzero(as_tuple=True)[0]
         one = torch.zeros(N, dtype=torch.long)  # the chains of one step share sub-batches
         for idx, logits in iter_masked_logits(self.reader, ids, rows, cols, records=one):
             lp[idx], raw[idx] = target_scores(logits, targets[idx])
             if kept is not None:
-                kept[idx[:, None], readable.nonzero(as_tuple=True)[0][None, :]] = logits[
-                    :, self.letter_ids[readable]
-                ].double()
+                kept[idx[:, None], readable[None, :]] = logits[:, self.letter_ids[readable]].double()
         e_local, e_raw = -row_sum(lp.view(N, L)), -row_sum(raw.view(N, L))
         return e_local, e_raw, (kept.view(N, L, -1) if kept is not None else None)
 
@@ -305,7 +302,5 @@ class Target:
 
     def total(self, E: torch.Tensor, only=None) -> torch.Tensor:
         """``U = Σ_k w_k E_k`` ``[N]`` (float64); ``only`` (term indices): over those terms alone."""
-        if only is not None:
-            E = E[:, list(only)]
-            return (E * self.weights[list(only)]).sum(-1)
-        return (E * self.weights).sum(-1)
+        cols = slice(None) if only is None else list(only)
+        return (E[:, cols] * self.weights[cols]).sum(-1)
