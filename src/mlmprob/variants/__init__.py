@@ -1,6 +1,5 @@
-"""Variant effects: scores of mutants against a wild type (``score_variants``), saturation
-mutagenesis tables, ProteinGym-style mutant strings, and the evaluation metrics of DMS benchmarks (from
-``mlmprob.metrics.ranking``)."""
+"""Variant effects: scores of mutants against a wild type (``score_variants``), saturation mutagenesis tables,
+ProteinGym-style mutant strings, and the evaluation metrics of DMS benchmarks (from ``mlmprob.metrics.ranking``)."""
 
 from ..lazy import exports
 

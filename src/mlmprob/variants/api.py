@@ -15,8 +15,7 @@ vocabulary; higher = more likely than the wild type (docs/guides/variants.md). E
 - ``epistasis``: ``hcb - masked_marginals`` (0 for single mutants);
 - ``chain``: the chain rule's log-ratio under the mixture of orders of the sites (:mod:`mlmprob.variants.chain`).
 
-Rows are deduplicated by content across variants and methods (``rows.RowTable``).
-"""
+Rows are deduplicated by content across variants and methods (``rows.RowTable``)."""
 
 from __future__ import annotations
 

@@ -6,8 +6,7 @@ orders,
 over all ``|S|!`` orders of the sites when at most ``n_orders``, else ``n_orders`` orders seeded by ``seed`` and the
 sites alone (the same for ``m`` and ``w``). Each step is a ``RowTable`` request normalised over the whole vocabulary,
 so rows are shared with the other methods; a single mutant's ``chain`` equals ``masked_marginals``. Not
-``mlmprob.loglik`` (docs/guides/scoring.md, "Two chain-rule quantities").
-"""
+``mlmprob.loglik`` (docs/guides/scoring.md, "Two chain-rule quantities")."""
 
 from __future__ import annotations
 

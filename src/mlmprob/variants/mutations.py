@@ -2,8 +2,7 @@
 
 Residue ``n`` is ``sequence[n - offset]`` (``offset``: the number of the sequence's first residue, 1 by default).
 Every mutation is checked (form, number, stated wild-type letter, mutant letter in the alphabet, no position twice),
-errors naming the row and the mutation; ``A23A`` is accepted and adds 0.
-"""
+errors naming the row and the mutation; ``A23A`` is accepted and adds 0."""
 
 from __future__ import annotations
 

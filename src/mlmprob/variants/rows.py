@@ -4,8 +4,7 @@ Every variant score is a signed sum of terms ``log q_c(v | row)`` (float64, over
 are the wild type with a few positions changed. A row is named by its *edit*, the sorted ``(position, token)``
 pairs where it differs from the wild type. ``RowTable`` forwards each distinct row once (each row a record of its
 own, logits only at the read positions); ``ForwardCache`` keeps the wild type's and the single-masked rows (at most
-``L + 1``) across chunks of one wild type.
-"""
+``L + 1``) across chunks of one wild type."""
 
 from __future__ import annotations
 
@@ -46,11 +45,8 @@ class RowTable:
     def __init__(self, mlm: MaskedLM, wild_type: torch.Tensor):
         self.mlm, self.wt = mlm, wild_type
         self._wt_list = wild_type.tolist()
-        self._rows: dict[Edit, int] = {}
-        self._edits: list[Edit] = []
-        self._reads: dict[tuple[int, int], int] = {}
-        self._read_row: list[int] = []
-        self._read_col: list[int] = []
+        self._rows: dict[Edit, int] = {}  # each distinct row's index, in order
+        self._reads: dict[tuple[int, int], int] = {}  # each distinct (row, col) read's index, in order
         self._req_read: list[int] = []
         self._req_token: list[int] = []
         self.n_forward = 0  # rows forwarded by run()
@@ -61,24 +57,15 @@ class RowTable:
 
     def request(self, changes: Iterable[tuple[int, int]], col: int, token: int) -> int:
         """Index of the term ``log q_col(token | wild type with changes)`` in ``run()``'s output."""
-        e = self.edit(changes)
-        row = self._rows.get(e)
-        if row is None:
-            row = self._rows[e] = len(self._edits)
-            self._edits.append(e)
-        read = self._reads.get((row, col))
-        if read is None:
-            read = self._reads[(row, col)] = len(self._read_row)
-            self._read_row.append(row)
-            self._read_col.append(col)
-        self._req_read.append(read)
+        row = self._rows.setdefault(self.edit(changes), len(self._rows))
+        self._req_read.append(self._reads.setdefault((row, col), len(self._reads)))
         self._req_token.append(token)
         return len(self._req_read) - 1
 
     @property
     def edits(self) -> tuple[Edit, ...]:
         """The distinct rows requested so far, by edit."""
-        return tuple(self._edits)
+        return tuple(self._rows)
 
     def run(self, cache: ForwardCache | None = None) -> torch.Tensor:
         """All requested terms, ``[n_requests]`` float64."""
@@ -89,14 +76,11 @@ class RowTable:
         if cache is not None:
             cache.bind(mlm, self.wt)
             if () in self._rows:  # read the unmasked wild type everywhere, once: later chunks need no row
-                r = self._rows[()]
                 for col in range(len(self.wt)):
-                    if (r, col) not in self._reads:
-                        self._reads[(r, col)] = len(self._read_row)
-                        self._read_row.append(r)
-                        self._read_col.append(col)
+                    self._reads.setdefault((self._rows[()], col), len(self._reads))
+        edits, pairs = list(self._rows), list(self._reads)  # by row index, by read index
         req_read, req_token = torch.tensor(self._req_read), torch.tensor(self._req_token)
-        read_row, read_col = torch.tensor(self._read_row), torch.tensor(self._read_col)
+        read_row, read_col = torch.tensor([r for r, _ in pairs]), torch.tensor([c for _, c in pairs])
         Q, L = len(read_row), len(self.wt)
         by_read = torch.argsort(req_read, stable=True)  # requests grouped by their read
         bounds = torch.searchsorted(req_read[by_read], torch.arange(Q + 1))
@@ -113,8 +97,8 @@ class RowTable:
         need = torch.ones(Q, dtype=torch.bool)
         if cache is not None:
             hits, cached = [], []
-            for k, (r, c) in enumerate(zip(self._read_row, self._read_col, strict=True)):
-                hit = cache.reads.get((self._edits[r], c))
+            for k, (r, c) in enumerate(pairs):
+                hit = cache.reads.get((edits[r], c))
                 if hit is not None:
                     need[k] = False
                     hits.append(k)
@@ -125,11 +109,11 @@ class RowTable:
         rows = torch.unique(read_row[reads])  # rows with a read left to compute, sorted
         if len(rows) == 0:
             return out
-        local = torch.full((len(self._edits),), -1, dtype=torch.long)
+        local = torch.full((len(edits),), -1, dtype=torch.long)
         local[rows] = torch.arange(len(rows))
         ids = self.wt.expand(len(rows), L).clone()
         for i, r in enumerate(rows.tolist()):
-            for p, t in self._edits[r]:
+            for p, t in edits[r]:
                 ids[i, p] = t
         # each distinct row is a record of its own: its logits never depend on the variants beside it
         groups = torch.arange(len(rows))
@@ -140,7 +124,7 @@ class RowTable:
             fill(done, lp)
             if cache is not None:
                 for k, qq in enumerate(done.tolist()):
-                    key = (self._edits[self._read_row[qq]], self._read_col[qq])
+                    key = (edits[pairs[qq][0]], pairs[qq][1])
                     if ForwardCache.keeps(key[0], mask_id):
                         cache.reads[key] = lp[k].clone()
         self.n_forward += len(rows)

@@ -150,12 +150,8 @@ def heatmap_figure(
     grid = getattr(sat, score).T.numpy()  # [K, P]
     K, P = grid.shape
     span = float(abs(grid).max()) or 1.0
-    size = (
-        (min(max(6.0, 0.11 * P + 1.5), 16.0), 0.16 * K + 1.3)
-        if compact
-        else (min(max(6.0, 0.16 * P + 1.5), 60.0), max(3.0, 0.2 * K + 1.2))
-    )
-    fig, ax = plt.subplots(figsize=size)
+    width = min(max(6.0, (0.11 if compact else 0.16) * P + 1.5), 16.0 if compact else 60.0)
+    fig, ax = plt.subplots(figsize=(width, 0.16 * K + 1.3 if compact else max(3.0, 0.2 * K + 1.2)))
     im = ax.imshow(grid, cmap="RdBu_r", vmin=-span, vmax=span, aspect="auto", interpolation="nearest")
     is_wt = (sat.candidates[:, None] == sat.wild_type[None, :]).nonzero().tolist()
     if is_wt:

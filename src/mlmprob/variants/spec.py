@@ -71,12 +71,11 @@ def parse_methods(text: str) -> tuple[str, ...]:
 
 @dataclass(frozen=True)
 class VariantsSpec(Spec):
-    """``methods``: the scores (:data:`ALL_METHODS`, repeats dropped; None: every method of
-    :data:`METHODS`); ``offset``: the number of the wild type's first residue in mutant
-    strings; ``chain_orders`` and ``chain_seed``: the orders of ``chain``
-    (:func:`mlmprob.variants.chain.site_orders`). ``mlmprob variants``' flags are made from these fields
-    (:func:`mlmprob.fields.add_field_flags`); ``--methods`` is a comma-separated list (:func:`parse_methods`) whose
-    default depends on ``--saturate``."""
+    """``methods``: the scores (:data:`ALL_METHODS`, repeats dropped; None: every method of :data:`METHODS`);
+    ``offset``: the number of the wild type's first residue in mutant strings; ``chain_orders`` and ``chain_seed``: the
+    orders of ``chain`` (:func:`mlmprob.variants.chain.site_orders`). ``mlmprob variants``' flags are made from these
+    fields (:func:`mlmprob.fields.add_field_flags`); ``--methods`` is a comma-separated list (:func:`parse_methods`)
+    whose default depends on ``--saturate``."""
 
     methods: tuple[str, ...] = option(
         DEFAULT_METHODS,

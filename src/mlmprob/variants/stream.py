@@ -1,10 +1,8 @@
 """``VariantsJob``: scores chunks of variant rows of one wild type, the API behind ``mlmprob variants`` (picklable).
 
-A wild type longer than the model's ``W`` residues is read, per variant, in the window of ``W`` residues centred on
-its sites, ``start = clamp((first site + last site) // 2 - W // 2, 0, L - W)`` (0-based, named in the ``window``
-column); a variant whose sites span more than ``W`` residues is an error naming its row (or skipped with
-``skip_invalid``).
-"""
+A wild type longer than the model's ``W`` residues is read, per variant, in the window of ``W`` residues centred on its
+sites, ``start = clamp((first site + last site) // 2 - W // 2, 0, L - W)`` (0-based, named in the ``window`` column); a
+variant whose sites span more than ``W`` residues is an error naming its row (or skipped with ``skip_invalid``)."""
 
 from __future__ import annotations
 
@@ -82,8 +80,7 @@ class VariantsJob(ModelJob):
         VariantsSpec.check(self.spec)
 
     def prepare(self, mlm) -> VariantsState:
-        """A worker state around a loaded model: its reader with the run's budget and the wild type's first
-        window."""
+        """A worker state around a loaded model: its reader with the run's budget and the wild type's first window."""
         return VariantsState(self.model_spec.reader(mlm), self.wild_type)
 
     def run(self, state: VariantsState, units: Sequence[VariantUnit]) -> tuple[list[dict], list[tuple[str, str]]]:

@@ -1,8 +1,7 @@
 """The input units of ``mlmprob variants``: one ``VariantUnit`` per input row, read from a ProteinGym-style table
 (a ``mutant`` column such as ``A23C:D45E``), from full mutated sequences of the wild type's length, or generated
 (every single mutant of the wild type: saturation). Units are checked against the wild type (``variant_of``) only
-when scored (``VariantsJob.run``), so that ``--skip-invalid`` can count what it skips.
-"""
+when scored (``VariantsJob.run``), so that ``--skip-invalid`` can count what it skips."""
 
 from __future__ import annotations
 
@@ -49,7 +48,11 @@ def read_wild_type(spec: str) -> str:
     spec = spec.strip()
     if not spec:
         raise MLMProbError("--wild-type is empty")
-    if _is_file(spec):
+    try:
+        is_file = Path(spec).is_file()
+    except (OSError, ValueError):  # a name the system cannot look up (too long) is not a file
+        is_file = False
+    if is_file:
         recs = list(islice(iter_records(spec), 2))
         if not recs or not recs[0].seq.strip():
             raise MLMProbError(f"--wild-type file {spec!r} holds no sequence")
@@ -66,14 +69,6 @@ def read_wild_type(spec: str) -> str:
     if not seq.isupper():
         raise MLMProbError(f"--wild-type {name} has lower-case letters; residues are upper-case letters")
     return seq
-
-
-def _is_file(spec: str) -> bool:
-    """Whether ``spec`` names an existing file; a name the system cannot look up (too long) is not one."""
-    try:
-        return Path(spec).is_file()
-    except (OSError, ValueError):
-        return False
 
 
 def variant_of(unit: VariantUnit, wild_type: str, offset: int = 1, alphabet: str = AMINO_ACIDS) -> tuple[Mutation, ...]:
