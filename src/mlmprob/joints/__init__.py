@@ -1,6 +1,5 @@
 """Pairwise joints from masked LMs (Torroba Hennigen & Kim 2023): MLM, MRF, MRF-logit, HCB, AG and their
-metrics; the `mlmprob joints` job (``job``, ``records``, ``report``, ``plots``) lives here too.
-"""
+metrics; the `mlmprob joints` job (``job``, ``records``, ``report``, ``plots``) lives here too."""
 
 from ..lazy import exports
 

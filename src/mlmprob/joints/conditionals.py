@@ -3,8 +3,7 @@
 For a pair ``(a, b)`` and candidates ``V' = (v_1..v_K)``: copy ``0`` has ``a`` and ``b`` masked (the MLM's pair
 "joint", eq. 1); copies ``1..K`` mask ``a`` with ``b = v_j``; copies ``K+1..2K`` mask ``b`` with ``a = v_i``: ``2K + 1``
 rows, reused by every construction and metric. Tables: rows index ``x_a``, columns ``x_b``. Conditionals are
-normalised over ``V'``; the mass outside it is kept (``outside_mass``).
-"""
+normalised over ``V'``; the mass outside it is kept (``outside_mass``)."""
 
 from __future__ import annotations
 
@@ -29,8 +28,7 @@ class PairConditionals:
     ``logit_a[i, j]`` is the raw logit of ``x_a = v_i`` with ``a`` masked and ``x_b = v_j``; ``logit_b[i, j]`` that
     of ``x_b = v_j`` with ``b`` masked and ``x_a = v_i``; ``marg_logit_a[i]`` / ``marg_logit_b[j]`` the logits with
     both masked. ``lse_full_*``: each copy's log-normaliser over the whole output vocabulary; ``mask_logit_*``: the
-    mask token's logit as an output (same copies), or None when the output vocabulary lacks it.
-    """
+    mask token's logit as an output (same copies), or None when the output vocabulary lacks it."""
 
     a: int
     b: int

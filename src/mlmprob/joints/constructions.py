@@ -4,8 +4,7 @@ Each maps one ``PairConditionals`` to a normalised float64 log-joint ``[K, K]`` 
 (eq. 1), ``mrf_joint`` / ``mrf_logit_joint`` (eq. 2, probabilities or raw logits), ``hcb_joint`` (eq. 3, with a
 pivot; only logit differences within one softmax enter) and ``ag_joint`` (the Arnold-Gokhale iteration, eq. 4-5,
 App. C, in log space). AG is a majorise-minimise algorithm for the summed KL of the conditionals, so that
-objective never increases along the iteration (checked in the tests with ``trace=True``).
-"""
+objective never increases along the iteration (checked in the tests with ``trace=True``)."""
 
 from __future__ import annotations
 
@@ -62,8 +61,7 @@ def hcb_joint(pc: PairConditionals, pivot: tuple[int, int] | None = None) -> tor
     ``log q(w_a, w_b) = [l_a(w_a | b = w_b) - l_a(p_a | b = w_b)] + [l_b(w_b | a = p_a) - l_b(p_b | a = p_a)]``
 
     A pivot id is a candidate, or the mask id when the output vocabulary has the mask token: then ``x_a = [MASK]``
-    is the both-masked copy and ``l(. = [MASK])`` the mask token's logit as an output (no extra forward pass).
-    """
+    is the both-masked copy and ``l(. = [MASK])`` the mask token's logit as an output (no extra forward pass)."""
     if pivot is None:
         pivot = default_pivot(pc)
     try:
@@ -136,8 +134,7 @@ def ag_joint(
     ``log mu' = logaddexp(log q_a, log q_b) - logaddexp(-log mu_a, -log mu_b)``, renormalised.
 
     With ``steps`` it runs exactly that many updates (the paper used 50); otherwise it stops when an update changes
-    the joint by less than ``tol`` in total variation, or after ``max_steps``.
-    """
+    the joint by less than ``tol`` in total variation, or after ``max_steps``."""
     from .spec import MAX_AG_STEPS
 
     name, limit, lo = ("steps", steps, 0) if steps is not None else ("max_steps", max_steps, 1)

@@ -6,8 +6,7 @@ from a generator seeded by ``(seed, s, i)`` (a sequence without a valid pair pas
 distinct scored positions) or ``contiguous`` (``(t, t + 1)``). The unit is a pair, id ``f"{scheme}/{i}"``; pair
 ``k`` of the full list is pair ``k // S`` of scheme ``k % S``, so its place does not depend on ``n_pairs``. Records
 go to ``OUT/pairs.jsonl`` through the streaming runner (:func:`mlmprob.runtime.command.run_command`); workers plan
-the pairs themselves, so only pair numbers travel.
-"""
+the pairs themselves, so only pair numbers travel."""
 
 from __future__ import annotations
 
@@ -15,6 +14,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from functools import partial
+from itertools import islice
 from pathlib import Path
 from typing import NamedTuple
 
@@ -42,8 +42,6 @@ def read_sequences(
     """The sequences of a data file (text, FASTA, CSV/TSV column, JSONL, Parquet; see
     :func:`~mlmprob.runtime.inputs.iter_records`), without empty and NA cells, the first ``max_sequences``; a
     CSV/TSV file's column is ``HC`` unless ``column`` names another."""
-    from itertools import islice
-
     from ..runtime.inputs import detect_format, iter_records
 
     kind = detect_format(path) if fmt == "auto" else fmt
@@ -203,9 +201,8 @@ class JointsJob(ModelJob):
 
     def record(self, w: JointsWorker, unit: PairUnit) -> dict:
         """The record of one pair: its place (``a``, ``b``: the 1-based residue/word numbers of its positions, as
-        ``--positions`` and the app count; ``a_token_index``, ``b_token_index``: their token indices, 0-based,
-        special tokens counted; ``distance``: the tokens between them), every joint's metrics and diagnostics, and
-        its time."""
+        ``--positions`` and the app count; ``a_token_index``, ``b_token_index``: their token indices, 0-based, special
+        tokens counted; ``distance``: the tokens between them), every joint's metrics and diagnostics, and its time."""
         pp = w.planner.pair(unit.s, unit.i)
         t0 = time.perf_counter()
         ev = evaluate_pair(w.mlm, pp.input_ids, pp.a, pp.b, w.pair)

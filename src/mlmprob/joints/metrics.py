@@ -5,8 +5,7 @@ unary conditionals), ``akl`` (the mean KL of the MLM's conditionals from the joi
 and ``gkl`` (the same at the gold values). Over ``N`` pairs ``U-PPL = exp(-sum unary_logp / 2N)``, ``P-PPL =
 exp(-sum pair_logp / 2N)``, A-KL and G-KL are means. Two diagnostics of the MLM: ``ci_gap`` (the dependence its
 unary conditionals express and its both-masked joint ignores; the mutual information for compatible
-conditionals) and ``incompatibility`` (the AG joint's A-KL: zero iff the unary families are compatible).
-"""
+conditionals) and ``incompatibility`` (the AG joint's A-KL: zero iff the unary families are compatible)."""
 
 from __future__ import annotations
 
@@ -107,8 +106,7 @@ def summarize(per_pair: Iterable[Mapping[str, float]]) -> JointSummary:
     for r in per_pair:
         n += 1
         s_akl += r["akl"]
-        if math.isfinite(r["pair_logp"]):
-            n_cov += 1
+        n_cov += math.isfinite(r["pair_logp"])
         s_pair += r["pair_logp"]
         s_unary += r["unary_logp"]
         if not math.isnan(r["gkl"]):

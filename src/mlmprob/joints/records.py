@@ -3,8 +3,7 @@
 Strict JSON writes -inf and NaN as null; :func:`load_records` restores them. Files of the older runner (a
 ``{"kind": "config"}`` line first) are upgraded in place before they are continued. ``a`` and ``b`` are 1-based
 residue/word numbers (``positions_base: 1``); a file without it holds 0-based token indices and is not continued
-(``docs/results/joints/convert_positions.py`` converts one).
-"""
+(``docs/results/joints/convert_positions.py`` converts one)."""
 
 from __future__ import annotations
 
@@ -59,14 +58,10 @@ def load_records(path: str | Path) -> tuple[dict | None, list[dict]]:
             header = obj["config"]
         elif obj.get("kind") == "pair":
             records.append(restore_nonfinite(obj))
-    if header is None:
-        config = RunMeta(meta_path(path)).config()
-        if config:
-            header = {
-                k: v
-                for k, v in config.items()
-                if k not in ("command", "dtype", "shard", "merged_from", "computed_with")
-            }
+    config = RunMeta(meta_path(path)).config() if header is None else None
+    if config:
+        drop = ("command", "dtype", "shard", "merged_from", "computed_with")
+        header = {k: v for k, v in config.items() if k not in drop}
     return header, records
 
 
@@ -120,10 +115,9 @@ def _upgrade_legacy(path: Path, config: dict) -> None:
 
 
 def check_records(out_dir: str | Path, config: dict) -> dict:
-    """Check ``out_dir/pairs.jsonl`` before a run continues it: an older runner's file is upgraded (under
-    the writer lock: refused while another process writes it), and a file of another configuration (the
-    run's writer's ``config``: the model, the data, the settings, the ``dtype`` and the ``shard``) is refused.
-    Returns ``config``."""
+    """Check ``out_dir/pairs.jsonl`` before a run continues it: an older runner's file is upgraded (under the writer
+    lock: refused while another process writes it), and a file of another configuration (the run's writer's ``config``:
+    the model, the data, the settings, the ``dtype`` and the ``shard``) is refused. Returns ``config``."""
     from ..runtime.lock import WriterLock
 
     path = Path(out_dir) / RECORDS_FILE

@@ -19,20 +19,20 @@ SUMMARY_NULLS = (
 )
 
 
+def _by_scheme(records: Sequence[dict]) -> dict[str, list[dict]]:
+    return {s: [r for r in records if r["scheme"] == s] for s in dict.fromkeys(r["scheme"] for r in records)}
+
+
 def summarize_records(records: Sequence[dict]) -> dict[str, dict[str, JointSummary]]:
     """scheme -> method -> Table-1 metrics."""
-    out: dict[str, dict[str, JointSummary]] = {}
-    for scheme in dict.fromkeys(r["scheme"] for r in records):
-        rs = [r for r in records if r["scheme"] == scheme]
-        out[scheme] = {m: summarize(r["metrics"][m] for r in rs) for m in METHOD_LABELS}
-    return out
+    groups = _by_scheme(records).items()
+    return {s: {m: summarize(r["metrics"][m] for r in rs) for m in METHOD_LABELS} for s, rs in groups}
 
 
 def diagnostics(records: Sequence[dict]) -> dict[str, dict[str, float]]:
     """scheme -> mean CI gap, incompatibility, AG steps, coverage, truncation and speed."""
     out = {}
-    for scheme in dict.fromkeys(r["scheme"] for r in records):
-        rs = [r for r in records if r["scheme"] == scheme]
+    for scheme, rs in _by_scheme(records).items():
         n = len(rs)
         mean = lambda xs: sum(xs) / len(xs) if xs else math.nan  # noqa: E731
         secs = sum(r["seconds"] for r in rs)
@@ -76,10 +76,7 @@ def format_report(records: Sequence[dict], title: str = "Pairwise joints") -> st
     head = "| method | " + " | ".join(f"{s} {c}" for s in schemes for c in cols) + " |"
     lines += [head, "|" + "---|" * (1 + len(cols) * len(schemes))]
     for m, label in METHOD_LABELS.items():
-        cells = []
-        for s in schemes:
-            d = summ[s][m].as_dict()
-            cells += [_fmt(d[c]) for c in cols]
+        cells = [_fmt(summ[s][m].as_dict()[c]) for s in schemes for c in cols]
         lines.append(f"| {label} | " + " | ".join(cells) + " |")
     diag = diagnostics(records)
     keys = list(next(iter(diag.values())).keys()) if diag else []

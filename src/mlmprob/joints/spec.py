@@ -77,9 +77,8 @@ class JointsSpec(Spec):
         choices=SCHEMES,
         shown="both",
     )
-    n_pairs: int = option(  # recorded: False: a larger n_pairs continues the record file
-        500, "pairs per scheme", type=checked(int, check_n_pairs), recorded=False
-    )
+    # recorded=False: a larger n_pairs continues the record file
+    n_pairs: int = option(500, "pairs per scheme", type=checked(int, check_n_pairs), recorded=False)
     seed: int = option(0, "seed of the pair sampling", type=checked(int, check_seed))
     top_k: int | None = option(
         None,

@@ -1,6 +1,5 @@
 """Evaluation metrics, each defined once: of sequences against a reference (``sequences``), of scores against measured
-values (``ranking``) and the sign test (``significance``); joint metrics: ``mlmprob.joints.metrics``.
-"""
+values (``ranking``) and the sign test (``significance``); joint metrics: ``mlmprob.joints.metrics``."""
 
 from ..lazy import exports
 

@@ -1,6 +1,5 @@
 """Metrics of scores against measured values (variant scores against DMS fitness, binder labels), batched over
-``[..., n]`` (float64) so that a bootstrap evaluates all its resamples at once, and their bootstrap intervals.
-"""
+``[..., n]`` (float64) so that a bootstrap evaluates all its resamples at once, and their bootstrap intervals."""
 
 from __future__ import annotations
 
@@ -13,6 +12,7 @@ import torch
 from ..errors import MLMProbError
 
 BOOT_ELEMENTS = 1 << 22  # resample elements evaluated at once
+Metric = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]  # (predictions, targets) [..., n] -> values [...]
 
 
 @dataclass(frozen=True)
@@ -185,46 +185,12 @@ def _percentile(value: float, boots: torch.Tensor, n: int, level: float) -> Esti
     return Estimate(value, lo, hi, n, len(boots), level)
 
 
-def _resampled(
-    metric: Callable[[torch.Tensor, torch.Tensor], torch.Tensor],
-    preds: dict[str, torch.Tensor],
-    target: torch.Tensor,
-    generator: torch.Generator,
-    n_boot: int,
-) -> dict[str, torch.Tensor]:
-    """``metric`` of every prediction on the same ``n_boot`` resamples of the ``n`` points: ``{key: [n_boot]}``."""
-    n = len(target)
-    per = max(1, BOOT_ELEMENTS // n)
-    boots: dict[str, list] = {k: [] for k in preds}
-    for start in range(0, n_boot, per):
-        idx = torch.randint(n, (min(per, n_boot - start), n), generator=generator)
-        t = target[idx]
-        for k, p in preds.items():
-            boots[k].append(metric(p[idx], t))
-    return {k: torch.cat(v) for k, v in boots.items()}
-
-
 #: The most bootstrap resamples: their metric values are kept in memory (8 bytes each, per method).
 MAX_BOOT = 1_000_000
 
 
-def _check_boot(n_boot: int, level: float) -> None:
-    if n_boot < 1:
-        raise MLMProbError(f"n_boot must be at least 1, got {n_boot}")
-    if n_boot > MAX_BOOT:
-        raise MLMProbError(f"n_boot must be at most {MAX_BOOT:,} (every resample's value is kept), got {n_boot}")
-    if not 0 < level < 1:
-        raise MLMProbError(f"level must lie in (0, 1), got {level}")
-
-
 def bootstrap(
-    metric: Callable[[torch.Tensor, torch.Tensor], torch.Tensor],
-    pred,
-    target,
-    *,
-    generator: torch.Generator,
-    n_boot: int = 1000,
-    level: float = 0.95,
+    metric: Metric, pred, target, *, generator: torch.Generator, n_boot: int = 1000, level: float = 0.95
 ) -> Estimate:
     """``metric(pred, target)`` with a percentile bootstrap interval (resamples of all ``n`` points).
 
@@ -249,7 +215,7 @@ class PairedBootstrap:
 
     def __init__(
         self,
-        metric: Callable[[torch.Tensor, torch.Tensor], torch.Tensor],
+        metric: Metric,
         preds: dict[str, torch.Tensor],
         target: torch.Tensor,
         *,
@@ -257,13 +223,25 @@ class PairedBootstrap:
         generator: torch.Generator,
         level: float = 0.95,
     ):
-        self.n = len(target)
-        if self.n < 2:
-            raise MLMProbError(f"a bootstrap needs at least 2 rows, got {self.n}")
-        _check_boot(n_boot, level)
+        self.n = n = len(target)
+        if n < 2:
+            raise MLMProbError(f"a bootstrap needs at least 2 rows, got {n}")
+        if n_boot < 1:
+            raise MLMProbError(f"n_boot must be at least 1, got {n_boot}")
+        if n_boot > MAX_BOOT:
+            raise MLMProbError(f"n_boot must be at most {MAX_BOOT:,} (every resample's value is kept), got {n_boot}")
+        if not 0 < level < 1:
+            raise MLMProbError(f"level must lie in (0, 1), got {level}")
         self.level = level
         self.values = {k: float(metric(p, target)) for k, p in preds.items()}
-        self.boots = _resampled(metric, preds, target, generator, n_boot)
+        per = max(1, BOOT_ELEMENTS // n)  # every prediction on the same resamples of the n points
+        boots: dict[str, list] = {k: [] for k in preds}
+        for start in range(0, n_boot, per):
+            idx = torch.randint(n, (min(per, n_boot - start), n), generator=generator)
+            t = target[idx]
+            for k, p in preds.items():
+                boots[k].append(metric(p[idx], t))
+        self.boots = {k: torch.cat(v) for k, v in boots.items()}
 
     def estimate(self, key: str) -> Estimate:
         return _percentile(self.values[key], self.boots[key], self.n, self.level)

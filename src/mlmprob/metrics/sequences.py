@@ -1,8 +1,7 @@
 """Metrics of sequences against a reference: ``topk_hit``, sentence ``bleu`` (equal to sacrebleu's with
 ``max_ngram_order=n``, no smoothing or tokenization, ``effective_order=False``; computed on tokens) and
 ``corpus_bleu``, ``identity``, ``stutter_rate``, and ``gap_metrics``, the per-gap metrics of the infilling tables
-(Calef et al., sec. 5.2: BLEU-``min(k, 4)`` of the top-1 fill of a ``k``-token gap).
-"""
+(Calef et al., sec. 5.2: BLEU-``min(k, 4)`` of the top-1 fill of a ``k``-token gap)."""
 
 from __future__ import annotations
 
@@ -97,9 +96,7 @@ def stutter_rate(seq: Sequence) -> float:
     (0.6666666666666666, 0.0)
     """
     pairs = len(seq) - 1
-    if pairs < 1:
-        return math.nan
-    return sum(a == b for a, b in pairwise(seq)) / pairs
+    return math.nan if pairs < 1 else sum(a == b for a, b in pairwise(seq)) / pairs
 
 
 TOP_KS = (1, 5, 10, 20)
