@@ -1,6 +1,5 @@
 """Zero-shot infilling of a gap of known length with any masked LM (Calef et al.): ``infill`` (standard and HCB beam
-search), ``sample_infill`` (sampling baselines), the ablations, the exhaustive references and the per-gap metrics.
-"""
+search), ``sample_infill`` (sampling baselines), the ablations, the exhaustive references and the per-gap metrics."""
 
 from ..lazy import exports
 

@@ -1,7 +1,6 @@
 """Sampling baselines with the forward passes of beam search (Calef et al., sec. 5.4): ``num_samples`` hypotheses
 extended like a beam, the extensions *drawn* without replacement (Gumbel top-k) in proportion to ``q~(w | h) / H``
-(tempered, nucleus-truncated); ranked by the standard chain-rule score, comparable with beam search's.
-"""
+(tempered, nucleus-truncated); ranked by the standard chain-rule score, comparable with beam search's."""
 
 from __future__ import annotations
 
@@ -101,11 +100,5 @@ def sample_infill(
     check_generator(generator)
     config = SamplingConfig(temperature, top_p)
     gap = prepare_gap(mlm, input_ids, positions)
-    return run_search(
-        mlm,
-        gap,
-        width=check_beam_size(num_samples, "num_samples"),
-        order=check_order(order),
-        correction=Standard(),
-        select=_sampling_select(config, generator),
-    )
+    width, select = check_beam_size(num_samples, "num_samples"), _sampling_select(config, generator)
+    return run_search(mlm, gap, width=width, order=check_order(order), correction=Standard(), select=select)

@@ -113,8 +113,7 @@ def infill(
     worst); ``beam_size``; ``pivot``: HCB's pivot token, or its id (default: the mask token; another token costs
     extra passes in ``best`` order, and different passes from standard's in either order), read in the model's
     vocabulary. Fills use the model's ``proposal_ids`` when it has them. Each candidate's ``score`` is its log
-    score under the method (:func:`score_meaning`: a log-probability for standard, a log-ratio to the pivot for HCB).
-    """
+    score under the method (:func:`score_meaning`: a log-probability for standard, a log-ratio to the pivot for HCB)."""
     spec = InfillSpec.of(spec, **overrides)
     correction = make_correction(mlm, spec.method, spec.pivot_id(mlm))
     return beam_search(mlm, input_ids, positions, correction=correction, order=spec.order, beam_size=spec.beam_size)

@@ -1,6 +1,5 @@
 """Per-step terms subtracted from ``log q(w_j | input)``, what separates the methods: ``Standard`` (eq. 1), ``Pivot``
-(HCB, eq. 6) and the two ablations. ``fill_id``: what the unfilled gap positions hold (``None``: the mask).
-"""
+(HCB, eq. 6) and the two ablations. ``fill_id``: what the unfilled gap positions hold (``None``: the mask)."""
 
 from __future__ import annotations
 

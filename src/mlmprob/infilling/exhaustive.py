@@ -1,6 +1,5 @@
 """Exhaustive references for small ``n**k``, independent of the beam search code: ``exhaustive_infill`` (what beam
-search in ``l2r`` order with a beam of ``n**k`` must return) and ``exact_infill`` (exact ``log p(fill | context)``).
-"""
+search in ``l2r`` order with a beam of ``n**k`` must return) and ``exact_infill`` (exact ``log p(fill | context)``)."""
 
 from __future__ import annotations
 
@@ -33,9 +32,7 @@ def enumerate_fills(candidates: torch.Tensor, k: int) -> torch.Tensor:
 
 
 def _sorted(fills: torch.Tensor, scores: torch.Tensor, top: int | None) -> list[InfillCandidate]:
-    order = torch.argsort(scores, descending=True, stable=True)
-    if top is not None:
-        order = order[:top]
+    order = torch.argsort(scores, descending=True, stable=True)[:top]
     return [InfillCandidate(tuple(fills[i].tolist()), float(scores[i])) for i in order]
 
 

@@ -1,6 +1,5 @@
 """The pieces every infilling algorithm shares: the result type and the validated gap (any set of positions of one
-sequence; whatever they hold is overwritten), filled from ``candidate_ids``.
-"""
+sequence; whatever they hold is overwritten), filled from ``candidate_ids``."""
 
 from __future__ import annotations
 
@@ -30,8 +29,7 @@ class Gap:
     """A validated infilling problem.
 
     ``ids``: the sequence ``[L]`` (padding trimmed; gap positions hold the mask), ``positions``:
-    sorted gap positions ``[k]``, ``candidates``: the ids a gap position may take ``[n]``.
-    """
+    sorted gap positions ``[k]``, ``candidates``: the ids a gap position may take ``[n]``."""
 
     ids: torch.Tensor
     positions: torch.Tensor

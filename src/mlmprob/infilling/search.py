@@ -3,8 +3,7 @@
 ``correction.fill_id`` (the mask: one row serves all its positions; a token: one row per position) and the position
 to fill masked; ``l2r`` fills gap position ``step``, ``best`` the unfilled position whose best candidate has the
 highest ``log q`` (ties: leftmost). Extension ``(h, w)`` scores ``score[h] + log q(w | input) - correction(logp)``;
-a state reached twice keeps its higher score; ``select`` keeps ``width``. Fills come from ``gap.candidates``.
-"""
+a state reached twice keeps its higher score; ``select`` keeps ``width``. Fills come from ``gap.candidates``."""
 
 from __future__ import annotations
 

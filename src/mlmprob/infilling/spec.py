@@ -87,25 +87,22 @@ class InfillSpec(Spec):
         return {**super().settings(), "pivot": self.pivot or "mask"}
 
     def pivot_id(self, mlm) -> int | None:
-        """The pivot's token id in ``mlm``'s vocabulary (None: the mask token)."""
-        return parse_pivot(mlm, self.pivot)
+        """The pivot's token id in ``mlm``'s vocabulary (None: the mask token), the pivot written as a token id or
+        a token string of the model's vocabulary."""
+        pivot = self.pivot
+        if pivot is None or pivot.lower() in MASK_NAMES:
+            return None
+        if pivot.lstrip("-").isdigit():
+            return int(pivot)
+        from ..models.reader import reader_of
 
-
-def parse_pivot(mlm, pivot: str | None) -> int | None:
-    """``None`` (the mask), a token id, or a token string of the model's vocabulary."""
-    if pivot is None or pivot.lower() in MASK_NAMES:
-        return None
-    if pivot.lstrip("-").isdigit():
-        return int(pivot)
-    from ..models.reader import reader_of
-
-    tok = reader_of(mlm).tokenizer
-    table = getattr(tok, "token_to_id", None)
-    if table is not None and pivot in table:
-        return table[pivot]
-    hf = getattr(tok, "hf", None)
-    if hf is not None:
-        i = hf.convert_tokens_to_ids(pivot)
-        if i is not None and i != hf.unk_token_id:
-            return int(i)
-    raise MLMProbError(f"pivot {pivot!r} is not a token of this model's vocabulary (give a token or an id)")
+        tok = reader_of(mlm).tokenizer
+        table = getattr(tok, "token_to_id", None)
+        if table is not None and pivot in table:
+            return table[pivot]
+        hf = getattr(tok, "hf", None)
+        if hf is not None:
+            i = hf.convert_tokens_to_ids(pivot)
+            if i is not None and i != hf.unk_token_id:
+                return int(i)
+        raise MLMProbError(f"pivot {pivot!r} is not a token of this model's vocabulary (give a token or an id)")

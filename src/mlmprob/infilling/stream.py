@@ -1,7 +1,6 @@
 """Infilling the gaps written in a stream of records (``[MASK]x5``, ``[MASK]`` / ``<mask>`` or ``_``), behind ``mlmprob
 infill --input``. The unit (one row, one id) is a record's whole gap (``gaps="joint"``, the record's id) or each
-contiguous run of masks (``gaps="each"``, id ``RECORD/gapK`` from the left, the other gaps left masked).
-"""
+contiguous run of masks (``gaps="each"``, id ``RECORD/gapK`` from the left, the other gaps left masked)."""
 
 from __future__ import annotations
 
@@ -25,9 +24,7 @@ def mask_text(mlm) -> str:
     from ..models.tokenizers import ResidueTokenizer
 
     tok = reader_of(mlm).tokenizer
-    if tok is None or isinstance(tok, ResidueTokenizer) or not hasattr(tok, "hf"):
-        return "_"
-    return tok.hf.mask_token
+    return "_" if tok is None or isinstance(tok, ResidueTokenizer) or not hasattr(tok, "hf") else tok.hf.mask_token
 
 
 def gap_runs(positions: Sequence[int]) -> list[list[int]]:
@@ -169,8 +166,7 @@ class InfillJob(ModelJob):
 def infill_records(mlm, records: Iterable[Record], *, gaps: str = "joint", **options) -> Iterator[dict]:
     """Rows of every gap of ``records`` with an already loaded model, in input order (``options``: those of
     :class:`InfillJob` but ``model_spec``, whose ``dtype``, ``allow_pickle`` and ``batch_tokens`` may be given as
-    keywords, and the fields of its ``spec`` as keywords, which change it).
-    """
+    keywords, and the fields of its ``spec`` as keywords, which change it)."""
     spec = options.pop("spec", InfillSpec())
     spec = spec.replace(**{k: options.pop(k) for k in list(options) if k in InfillSpec.__dataclass_fields__})
     loading = {k: options.pop(k) for k in ("dtype", "allow_pickle", "batch_tokens") if k in options}

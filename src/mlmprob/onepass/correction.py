@@ -1,8 +1,7 @@
 """The one-pass correction ``h'_t = h_t + h_t U + e(x_t) M + b`` (``e``: the input embedding) of a model's unmasked
 final hidden states, fitted so that ``head(h'_t)`` matches the exact masked conditional (the unmasked pass sees the
 token it scores and is too confident; ``U = M = 0, b = 0`` is that plain estimate). Stored as safetensors with a JSON
-description beside it (the model, a fingerprint of its embeddings, the calibration data, the held-out KL).
-"""
+description beside it (the model, a fingerprint of its embeddings, the calibration data, the held-out KL)."""
 
 from __future__ import annotations
 

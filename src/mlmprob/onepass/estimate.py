@@ -1,6 +1,5 @@
 """One-pass PLL: every masked conditional estimated from one unmasked pass per sequence, with the model's fitted
-correction (``method="one_pass"``) or as is (``"unmasked"``: the token visible, biased high; for comparison).
-"""
+correction (``method="one_pass"``) or as is (``"unmasked"``: the token visible, biased high; for comparison)."""
 
 from __future__ import annotations
 
@@ -67,8 +66,7 @@ def one_pass_token_scores(mlm, input_ids, positions=None, spec: OnePassSpec | No
     """Per-token estimates of ``log q_t(x_t | x with t masked)`` from one unmasked pass (``TokenScores``), with the
     settings ``spec`` (:class:`~mlmprob.onepass.spec.OnePassSpec`; keywords override its fields): ``method``
     ``"one_pass"`` or ``"unmasked"``; ``correction`` (a :class:`Correction` or a path) overrides the one found for
-    the model.
-    """
+    the model."""
     spec = OnePassSpec.of(spec, **overrides)
     mlm = reader_of(mlm)
     ids = as_input_ids(mlm, input_ids)

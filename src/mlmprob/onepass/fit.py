@@ -1,7 +1,6 @@
 """Fitting the one-pass correction: the exact masked conditionals and unmasked hidden states of a calibration set
 (:func:`collect`), then ``KL(q_exact || q_corrected)`` minimised by Adam on all but a held-out share of the
-sequences (:func:`fit_correction`); the held-out KL before and after is stored with it.
-"""
+sequences (:func:`fit_correction`); the held-out KL before and after is stored with it."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
 """The rows of ``mlmprob score --pll one-pass`` (exact scoring's fields plus ``method``; ``e_raw`` the corrected
-logits), and ``check``: ``n`` records scored both ways and compared.
-"""
+logits), and ``check``: ``n`` records scored both ways and compared."""
 
 from __future__ import annotations
 
