@@ -1,7 +1,6 @@
 """The web app's computations for the Score and Mutations tabs and the text each tab opens with (:func:`examples`).
 Each takes a loaded model and the page's text, checks it against :class:`Limits` and returns a typed result; bad input
-raises ``MLMProbError`` with the CLI's one-line message. Positions are 1-based residue (or word) numbers.
-"""
+raises ``MLMProbError`` with the CLI's one-line message. Positions are 1-based residue (or word) numbers."""
 
 from __future__ import annotations
 
@@ -54,6 +53,7 @@ class Limits:
 
 
 LIMITS = Limits()
+Progress = Callable[[int, int], None]  # progress(done, total), called as the work goes
 
 
 def positions_or_cdr(text: str, positions: str, name: str = "positions") -> list[int]:
@@ -85,8 +85,7 @@ def encode_one(mlm, text: str, limits: Limits = LIMITS, name: str = "the sequenc
         enc = mlm.encode([text.strip()])
     except TokenizationError as e:
         raise TokenizationError(f"{name}: {str(e).replace('sequence 0 ', '', 1)}") from None
-    n = int(enc.lengths[0])
-    if n > limits.max_tokens:
+    if (n := int(enc.lengths[0])) > limits.max_tokens:
         raise MLMProbError(
             f"{name} has {n} tokens; the app takes at most {limits.max_tokens} "
             "(use the mlmprob command line for longer ones)"
@@ -95,8 +94,7 @@ def encode_one(mlm, text: str, limits: Limits = LIMITS, name: str = "the sequenc
 
 
 def word_tokens(enc, numbers: list[int], name: str = "positions") -> list[int]:
-    """Token positions of the 1-based residue/word ``numbers`` of a one-row encoding (every token of a word):
-    :func:`mlmprob.positions.word_positions`."""
+    """Token positions (every token of a word) of the 1-based residue/word ``numbers`` of a one-row encoding."""
     return word_positions(enc.word_ids[0], numbers, name)
 
 
@@ -114,32 +112,16 @@ def examples(mlm) -> dict[str, str | int]:
     if isinstance(reader_of(mlm).tokenizer, ResidueTokenizer):
         letters = getattr(reader_of(mlm).tokenizer, "residues", "")
         seq = VH if set(VH) <= set(letters) else (letters * 3)[:24]
-        n = len(seq)
-        ex: dict[str, str | int] = {
-            "score": seq,
-            "wt": seq,
-            "mutant": f"{seq[1]}2{'A' if seq[1] != 'A' else 'C'}:{seq[4]}5{'A' if seq[4] != 'A' else 'C'}",
-            "infill": seq[: n // 2 - 2] + "____" + seq[n // 2 + 2 :],
-            "infill_pos": "",
-            "sample": seq,
-            "positions": f"{n // 2 - 2}-{n // 2 + 2}",
-            "a": n // 2,
-            "b": n // 2 + 2,
-        }
+        n, h = len(seq), len(seq) // 2
+        mutant = f"{seq[1]}2{'A' if seq[1] != 'A' else 'C'}:{seq[4]}5{'A' if seq[4] != 'A' else 'C'}"
+        ex: dict[str, str | int] = dict(score=seq, wt=seq, mutant=mutant, infill=seq[: h - 2] + "____" + seq[h + 2 :])
+        ex.update(infill_pos="", sample=seq, positions=f"{h - 2}-{h + 2}", a=h, b=h + 2)
         if seq == VH:  # CDR-H1 to sample; the last two residues (the start of CDR-H3) as the pair
             ex.update(positions="H1", a=n - 1, b=n)
         return ex
-    return {
-        "score": "The cat sat on the mat.\nThe mat sat on the cat.",
-        "wt": "",
-        "mutant": "",
-        "infill": "The cat ____ on the mat.",
-        "infill_pos": "",
-        "sample": "The cat sat on the mat.",
-        "positions": "2-4",
-        "a": 2,
-        "b": 3,
-    }
+    text = "The cat sat on the mat."
+    ex = dict(score=f"{text}\nThe mat sat on the cat.", wt="", mutant="", infill="The cat ____ on the mat.")
+    return {**ex, "infill_pos": "", "sample": text, "positions": "2-4", "a": 2, "b": 3}
 
 
 # -- Score ---------------------------------------------------------------------------------------
@@ -155,11 +137,9 @@ def parse_sequences(text: str, limits: Limits = LIMITS) -> list[Record]:
     if not lines:
         raise MLMProbError("no sequence given: paste one sequence or sentence per line, or FASTA")
     if lines[0].startswith(">"):
-        records = [
-            Record(r.id, "".join(r.seq.split())) for r in fasta_records(lines, lambda: "the input", unnamed="seq{}")
-        ]
-        empty = next((r.id for r in records if not r.seq), None)
-        if empty is not None:
+        fasta = fasta_records(lines, lambda: "the input", unnamed="seq{}")
+        records = [Record(r.id, "".join(r.seq.split())) for r in fasta]
+        if (empty := next((r.id for r in records if not r.seq), None)) is not None:
             raise MLMProbError(f"FASTA record {empty!r} has no sequence")
     elif any(line.startswith(">") for line in lines):
         raise MLMProbError("the input mixes FASTA headers ('>') with plain lines; use one form")
@@ -202,12 +182,7 @@ class ScoreResult:
 
 
 def score_text(
-    mlm,
-    text: str,
-    *,
-    limits: Limits = LIMITS,
-    spec: ScoreSpec = APP_SCORE,
-    progress: Callable[[int, int], None] | None = None,
+    mlm, text: str, *, limits: Limits = LIMITS, spec: ScoreSpec = APP_SCORE, progress: Progress | None = None
 ) -> ScoreResult:
     """PLL, PLL per token and E_raw of every pasted sequence with ``log q(x_t | rest)`` per token
     (``mlmprob.scoring.score_records``), and the chain-rule log-likelihood (``APP_ORDERS`` orders seeded by the
@@ -287,8 +262,7 @@ def saturation_map(mlm, wild_type: str, *, limits: Limits = LIMITS) -> Saturatio
     wt = clean_wild_type(wild_type)
     encode_one(mlm, wt, limits, name="the wild type")
     ids, where = residue_positions(mlm, wt)
-    sat = saturate(mlm, ids, positions=where.tolist(), offset=1)
-    return SaturationMap(wt, sat)
+    return SaturationMap(wt, saturate(mlm, ids, positions=where.tolist(), offset=1))
 
 
 @dataclass(frozen=True)
@@ -309,8 +283,7 @@ def mutant_scores(mlm, wild_type: str, mutant: str, *, methods=None, limits: Lim
 
     wt = clean_wild_type(wild_type)
     encode_one(mlm, wt, limits, name="the wild type")
-    text = str(mutant or "").strip()
-    ev = encode_variants(mlm, wt, [text])
+    ev = encode_variants(mlm, wt, [str(mutant or "").strip()])
     spec = VariantsSpec(methods=methods or (*METHODS, "chain"))
     s = score_variants(mlm, ev.wild_type, ev.variants, spec)
     label = ":".join(m.label() for m in ev.mutations[0])

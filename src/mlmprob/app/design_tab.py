@@ -11,46 +11,16 @@ def design_section(gr, c, frame) -> None:
     """The design section inside the Sample tab (``c``: the tab context; ``frame``: the page's table builder)."""
     pool = designer.ExpertPool(c.mlm, c.name)
     limits = c.limits
+    track = gr.Progress()  # gradio injects the tracker through this default
 
-    def do_design(
-        parent,
-        experts,
-        positions,
-        max_mut,
-        liab,
-        forbid,
-        method,
-        temp,
-        steps,
-        chains,
-        seed,
-        progress=gr.Progress(),  # noqa: B008 - gradio injects the tracker through this default
-    ):
-        spec = designer.design_spec(
-            positions=positions,
-            max_mutations=max_mut,
-            liabilities=liab or (),
-            forbid=forbid,
-            method=method,
-            temperature=temp,
-            steps=steps,
-            chains=chains,
-        )
+    def do_design(parent, experts, positions, max_mut, liab, forbid, method, temp, steps, chains, seed, progress=track):
+        how = dict(positions=positions, max_mutations=max_mut, liabilities=liab or (), forbid=forbid, method=method)
+        spec = designer.design_spec(**how, temperature=temp, steps=steps, chains=chains)
         rows = experts.values.tolist() if hasattr(experts, "values") else list(experts or [])
-        view = designer.design_view(
-            pool,
-            parent,
-            rows,
-            spec,
-            seed=int(seed or 0),
-            limits=limits,
-            progress=lambda d, t: progress(d / t, desc=f"chain {d}/{t}"),
-        )
-        return (
-            designer.design_summary(view),
-            frame(designer.design_rows(view), designer.design_headers(view)),
-            designer.design_html(view),
-        )
+        tick = c.ticker(progress, "chain")
+        view = designer.design_view(pool, parent, rows, spec, seed=int(seed or 0), limits=limits, progress=tick)
+        table = frame(designer.design_rows(view), designer.design_headers(view))
+        return designer.design_summary(view), table, designer.design_html(view)
 
     with gr.Accordion("Design under constraints (several experts, hard rules)", open=False):
         d_parent = gr.Textbox(c.ex["sample"], lines=2, label="parent", elem_id="design-parent")

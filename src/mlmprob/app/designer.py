@@ -1,6 +1,5 @@
 """The Sample tab's design section without gradio: :func:`design_view` runs ``mlmprob design --seed S``'s chains on
-experts chosen among the app's model and the embedded ones (:class:`ExpertPool`) under the page's constraints.
-"""
+experts chosen among the app's model and the embedded ones (:class:`ExpertPool`) under the page's constraints."""
 
 from __future__ import annotations
 
@@ -84,16 +83,10 @@ def design_spec(
     ``forbid``: extra motifs separated by commas)."""
     motifs = tuple(liabilities) + tuple(m.strip() for m in (forbid or "").split(",") if m.strip())
     k = None if max_mutations in (None, "") or float(max_mutations) < 0 else int(max_mutations)
-    return DesignSpec(
-        method=method,
-        chains=int(chains),
-        steps=int(steps),
-        temperature=float(temperature),
-        positions=tuple(parse_numbers(positions)) if (positions or "").strip() else None,
-        max_mutations=k,
-        forbid=motifs,
-        keep_parent_motifs=True,  # a liability the parent has is tolerated where it is: only new ones are refused
-    )
+    numbers = tuple(parse_numbers(positions)) if (positions or "").strip() else None
+    how: dict = dict(method=method, chains=int(chains), steps=int(steps), temperature=float(temperature))
+    # keep_parent_motifs: a liability the parent has is tolerated where it is, only new ones are refused
+    return DesignSpec(**how, positions=numbers, max_mutations=k, forbid=motifs, keep_parent_motifs=True)
 
 
 def design_view(
@@ -135,16 +128,10 @@ def design_headers(view: DesignView) -> list[str]:
 
 def design_rows(view: DesignView, digits: int = 4) -> list[list]:
     """The output table: per chain its mutant string, each term's energy, the weighted total, the acceptance."""
+    energies = [f"energy_{n}" for n in view.names]
     return [
-        [
-            r["chain"],
-            r["mutant"],
-            r["mutations"],
-            *(round(r[f"energy_{n}"], digits) for n in view.names),
-            round(r["total"], digits),
-            round(r["acceptance"], 3),
-            r["sequence"],
-        ]
+        [r["chain"], r["mutant"], r["mutations"], *(round(r[e], digits) for e in [*energies, "total"])]
+        + [round(r["acceptance"], 3), r["sequence"]]
         for r in view.rows
     ]
 

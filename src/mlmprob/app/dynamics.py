@@ -1,6 +1,5 @@
 """The web app's Sample and Pair-joint computations: :func:`sample_steps` (the chains of ``mlmprob.sample``, one
-snapshot per epoch) and :func:`pair_view` (the five pair joints of two positions, ``mlmprob.joints.evaluate_pair``).
-"""
+snapshot per epoch) and :func:`pair_view` (the five pair joints of two positions, ``mlmprob.joints.evaluate_pair``)."""
 
 from __future__ import annotations
 
@@ -100,8 +99,7 @@ def sample_steps(
     extra = {k: v for k, v in given.items() if k in takes}
     spec = SamplerSpec(method=method, energy=energy, epochs=epochs, burn_in=0, **extra)
     run = Chains(mlm, spec, ids, free, torch.Generator().manual_seed(seed))
-    pick = 0 if energy == "local" else 1
-    trace = [tuple(run.energies()[pick].tolist())]
+    trace = [tuple(run.energies()[0 if energy == "local" else 1].tolist())]
     accepted: list[int] = []
     proposed: list[int] = []
     free_pos = tuple(free[0].nonzero()[:, 0].tolist())
@@ -174,16 +172,7 @@ def pair_view(mlm, text: str, a, b, *, top: int = 10, limits: Limits = LIMITS) -
     ia = pc.marg_a.argsort(descending=True)[:top]
     ib = pc.marg_b.argsort(descending=True)[:top]
     joints = {m: ev.joints[m].exp()[ia][:, ib] for m in JOINT_NAMES}
-    labels = lambda idx: tuple(decode(mlm, pc.candidates[i]) for i in idx.tolist())  # noqa: E731
-    return PairView(
-        a,
-        b,
-        labels(ia),
-        labels(ib),
-        joints,
-        {m: ev.metrics[m].akl for m in JOINT_NAMES},
-        {m: ev.metrics[m].gkl for m in JOINT_NAMES},
-        (decode(mlm, pc.gold[0]), decode(mlm, pc.gold[1])),
-        pc.size,
-        float(pc.outside_mass["marginal"]),
-    )
+    la, lb = (tuple(decode(mlm, pc.candidates[i]) for i in idx.tolist()) for idx in (ia, ib))
+    akl, gkl = {m: ev.metrics[m].akl for m in JOINT_NAMES}, {m: ev.metrics[m].gkl for m in JOINT_NAMES}
+    gold = (decode(mlm, pc.gold[0]), decode(mlm, pc.gold[1]))
+    return PairView(a, b, la, lb, joints, akl, gkl, gold, pc.size, float(pc.outside_mass["marginal"]))

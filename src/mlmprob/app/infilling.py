@@ -3,7 +3,6 @@ to right and best first, on one gap; a pure function over the public API, as in 
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 
 import torch
@@ -11,7 +10,7 @@ import torch
 from ..errors import MLMProbError
 from ..positions import token_numbers
 from ..settings import check_int
-from .compute import LIMITS, Limits, decode, encode_one, positions_or_cdr, word_tokens
+from .compute import LIMITS, Limits, Progress, decode, encode_one, positions_or_cdr, word_tokens
 
 
 @dataclass(frozen=True)
@@ -81,7 +80,7 @@ def infill_compare(
     *,
     beam_size: int | float = 5,
     limits: Limits = LIMITS,
-    progress: Callable[[int, int], None] | None = None,
+    progress: Progress | None = None,
 ) -> InfillResult:
     """Standard and HCB beam search (``mlmprob.infill``), each left to right and best first, on
     one gap: marked in ``text`` (``____``, ``[MASK]x5``) or given as 1-based ``positions``

@@ -66,9 +66,14 @@ METHOD_NOTES = {
 }
 
 
+def _na(x: float, digits: int) -> float | str:
+    """``x`` rounded, NaN written as ``n/a``."""
+    return "n/a" if math.isnan(x) else round(x, digits)
+
+
 def mutant_rows(ms: MutantScores, digits: int = 4) -> list[list]:
     """``method, score, meaning`` rows (NaN written as ``n/a``)."""
-    return [[m, "n/a" if math.isnan(v) else round(v, digits), METHOD_NOTES.get(m, "")] for m, v in ms.scores.items()]
+    return [[m, _na(v, digits), METHOD_NOTES.get(m, "")] for m, v in ms.scores.items()]
 
 
 def infill_rows(res: InfillResult, method: str, digits: int = 4) -> list[list]:
@@ -90,20 +95,15 @@ def infill_headers() -> list[str]:
 
 
 def infill_summary(res: InfillResult) -> str:
-    where = (
-        f"residues/words {res.numbers[0]}-{res.numbers[-1]}"
-        if res.numbers and list(res.numbers) == list(range(res.numbers[0], res.numbers[-1] + 1))
-        else f"residues/words {', '.join(map(str, res.numbers))}"
-        if res.numbers
-        else f"token indices {list(res.token_indices)}"
-    )
+    nums = list(res.numbers)
+    where = f"residues/words {', '.join(map(str, nums))}" if nums else f"token indices {list(res.token_indices)}"
+    if nums and nums == list(range(nums[0], nums[-1] + 1)):
+        where = f"residues/words {nums[0]}-{nums[-1]}"
     lines = [f"Gap: {len(res.token_indices)} token(s) at {where}."]
     if res.native is None:
         lines.append("Native fill: not known (the gap was marked in the text).")
     else:
-        ranks = ", ".join(
-            f"{r.method} {r.order}: {r.native_rank if r.native_rank else 'not in the beam'}" for r in res.runs
-        )
+        ranks = ", ".join(f"{r.method} {r.order}: {r.native_rank or 'not in the beam'}" for r in res.runs)
         lines.append(f"Native fill `{res.native}`, rank {ranks}.")
     lines.append(
         "Scores: standard = sum of log q of each token with the rest of the gap masked; "
@@ -143,10 +143,7 @@ def trace_figure(s: SampleSnapshot):
     xs = list(range(len(s.energy)))
     for c in range(len(s.energy[0])):
         ax.plot(xs, [e[c] for e in s.energy], lw=1.2, label=f"chain {c}")
-    ax.set_xlabel("epoch")
-    ax.set_ylabel(f"E_{s.energy_kind}")
-    ax.set_xlim(0, max(s.epochs, 1))
-    ax.set_title("energy trace")
+    ax.set(xlabel="epoch", ylabel=f"E_{s.energy_kind}", xlim=(0, max(s.epochs, 1)), title="energy trace")
     if len(s.energy[0]) <= 8:
         ax.legend(fontsize=7, ncol=2)
     fig.tight_layout()
@@ -168,10 +165,8 @@ def pair_figure(pv: PairView):
         logp = pv.joints[m].clamp(min=1e-300).log10().clamp(min=LOG10_FLOOR).numpy()
         im = ax.imshow(logp, cmap="viridis", vmin=LOG10_FLOOR, vmax=0.0, aspect="auto", interpolation="nearest")
         ax.set_title(f"{name}\nA-KL {pv.akl[m]:.3g}  G-KL {_g(pv.gkl[m])}", fontsize=8)
-        ax.set_xticks(range(kb))
-        ax.set_xticklabels(pv.labels_b, fontsize=6, rotation=90)
-        ax.set_yticks(range(ka))
-        ax.set_yticklabels(pv.labels_a if ax is axes[0][0] else [], fontsize=6)
+        ax.set_xticks(range(kb), pv.labels_b, fontsize=6, rotation=90)
+        ax.set_yticks(range(ka), pv.labels_a if ax is axes[0][0] else [], fontsize=6)
         ax.set_xlabel(f"x at {pv.b}", fontsize=7)
     axes[0][0].set_ylabel(f"x at {pv.a}", fontsize=7)
     assert im is not None  # one panel per joint, JOINT_NAMES is not empty
@@ -194,15 +189,8 @@ def _g(x: float) -> str:
 
 def pair_rows(pv: PairView) -> list[list]:
     """``joint, A-KL, G-KL, mass shown`` per method."""
-    return [
-        [
-            name,
-            round(pv.akl[m], 6),
-            "n/a" if math.isnan(pv.gkl[m]) else round(pv.gkl[m], 6),
-            round(float(pv.joints[m].sum()), 4),
-        ]
-        for m, name in JOINT_NAMES.items()
-    ]
+    mass = {m: round(float(pv.joints[m].sum()), 4) for m in JOINT_NAMES}
+    return [[name, round(pv.akl[m], 6), _na(pv.gkl[m], 6), mass[m]] for m, name in JOINT_NAMES.items()]
 
 
 def pair_summary(pv: PairView) -> str:

@@ -77,6 +77,11 @@ class _Ctx:
             return gr.Button(label, variant="primary", elem_id=elem_id), gr.Button("Stop", elem_id=stop_id)
 
     @staticmethod
+    def ticker(progress, what: str):
+        """A ``progress(done, total)`` callback moving gradio's tracker, described ``WHAT done/total``."""
+        return lambda d, t: progress(d / t, desc=f"{what} {d}/{t}")
+
+    @staticmethod
     def table(gr, label: str, elem_id: str, headers: list[str] | None = None, **options):
         """An output table (not editable)."""
         return gr.Dataframe(headers=headers, label=label, interactive=False, elem_id=elem_id, **options)
@@ -93,22 +98,15 @@ def _tab_score(gr, c: _Ctx):
 
     def do_score(text, progress=gr.Progress()):  # noqa: B008 - gradio injects the tracker through this default
         progress(0, desc="scoring")
-        res = score_text(mlm, text, limits=limits, progress=lambda d, t: progress(d / t, desc=f"scored {d}/{t}"))
+        res = score_text(mlm, text, limits=limits, progress=c.ticker(progress, "scored"))
         with tempfile.NamedTemporaryFile("w", suffix=".csv", prefix="mlmprob-scores-", delete=False) as fh:
             fh.write(res.csv())
-        return (
-            _frame(res.table(), ["id", "tokens", "PLL", "PLL per token", "E_raw", "loglik", "loglik per token"]),
-            render.tokens_html(res),
-            fh.name,
-        )
+        heads = ["id", "tokens", "PLL", "PLL per token", "E_raw", "loglik", "loglik per token"]
+        return _frame(res.table(), heads), render.tokens_html(res), fh.name
 
     with gr.Tab("Score"):
-        s_in = gr.Textbox(
-            ex["score"],
-            lines=4,
-            label=f"sequences or sentences: one per line, or FASTA (at most {limits.max_sequences})",
-            elem_id="score-input",
-        )
+        s_label = f"sequences or sentences: one per line, or FASTA (at most {limits.max_sequences})"
+        s_in = gr.Textbox(ex["score"], lines=4, label=s_label, elem_id="score-input")
         s_go = c.buttons(gr, "Score", "score-run")
         s_label = "PLL = sum of log q(x_t | rest); E_raw = minus the sum of raw logits"
         s_table = c.table(gr, s_label, "score-table", ["id", "tokens", "PLL", "PLL per token", "E_raw"])
@@ -133,11 +131,8 @@ def _tab_mutations(gr, c: _Ctx):
 
     def do_mutant(wt, mutant):
         ms = mutant_scores(mlm, wt, mutant, limits=limits)
-        key = {m: ms.scores[m] for m in ("hcb", "pll_delta", "epistasis")}
-        head = (
-            f"**{ms.mutant}** ({ms.n_sites} site{'s' if ms.n_sites > 1 else ''}): hcb {key['hcb']:.4f}, "
-            f"pll_delta {key['pll_delta']:.4f}, epistasis {key['epistasis']:.4f}"
-        )
+        scores = ", ".join(f"{m} {ms.scores[m]:.4f}" for m in ("hcb", "pll_delta", "epistasis"))
+        head = f"**{ms.mutant}** ({ms.n_sites} site{'s' if ms.n_sites > 1 else ''}): {scores}"
         return _frame(render.mutant_rows(ms), _MUTANT_HEADERS), head
 
     def do_cell(state, evt: gr.SelectData):
@@ -147,11 +142,9 @@ def _tab_mutations(gr, c: _Ctx):
         if col == 0:
             raise MLMProbError("click a substitution cell, not the residue column")
         mutant = f"{state['rows'][row]}{state['letters'][col - 1]}"
-        table, head = do_mutant(state["wt"], mutant)
-        return table, head, mutant
+        return *do_mutant(state["wt"], mutant), mutant
 
     do_cell.__annotations__["evt"] = gr.SelectData  # resolved here: gradio reads the hint to pass the click
-
     with gr.Tab("Mutations"):
         m_wt = gr.Textbox(ex["wt"], lines=2, label="wild type (residue letters)", elem_id="mut-wt")
         m_go = c.buttons(gr, "Saturation map", "mut-run")
@@ -177,35 +170,18 @@ def _tab_infill(gr, c: _Ctx):
 
     def do_infill(text, positions, beam, progress=gr.Progress()):  # noqa: B008 - gradio injects the tracker through this default
         progress(0, desc="beam search")
-        res = infill_compare(
-            mlm,
-            text,
-            positions,
-            beam_size=int(beam),
-            limits=limits,
-            progress=lambda d, t: progress(d / t, desc=f"beam {d}/{t}"),
-        )
-        heads = render.infill_headers()
-        return (
-            _frame(render.infill_rows(res, "standard"), heads),
-            _frame(render.infill_rows(res, "hcb"), heads),
-            render.infill_summary(res),
-        )
+        tick = c.ticker(progress, "beam")
+        res = infill_compare(mlm, text, positions, beam_size=int(beam), limits=limits, progress=tick)
+        frames = [_frame(render.infill_rows(res, m), render.infill_headers()) for m in ("standard", "hcb")]
+        return *frames, render.infill_summary(res)
 
     with gr.Tab("Infill"):
-        i_in = gr.Textbox(
-            ex["infill"],
-            lines=2,
-            label="sequence with a gap: ____ (one _ per token) or [MASK]x5",
-            elem_id="infill-input",
-        )
+        i_label = "sequence with a gap: ____ (one _ per token) or [MASK]x5"
+        i_in = gr.Textbox(ex["infill"], lines=2, label=i_label, elem_id="infill-input")
         with gr.Row():
-            i_pos = gr.Textbox(
-                ex["infill_pos"],
-                label="or the gap's positions in a complete sequence, "
-                "e.g. 10-14, or a CDR: H1..H3, L1..L3 (IMGT, anarcism; then the native fill is known)",
-                elem_id="infill-positions",
-            )
+            cdr = "a CDR: H1..H3, L1..L3 (IMGT, anarcism; then the native fill is known)"
+            i_label = f"or the gap's positions in a complete sequence, e.g. 10-14, or {cdr}"
+            i_pos = gr.Textbox(ex["infill_pos"], label=i_label, elem_id="infill-positions")
             i_beam = gr.Slider(1, limits.max_beam, value=5, step=1, label="beam size")
         i_go = c.buttons(gr, "Infill", "infill-run")
         i_sum = gr.Markdown()
@@ -215,79 +191,36 @@ def _tab_infill(gr, c: _Ctx):
         c.wire(i_go, do_infill, [i_in, i_pos, i_beam], [i_std, i_hcb, i_sum], "infill")
 
 
-def _sample_fn(gr, c: _Ctx):
-    """The Sample tab's handler: the chains' snapshots streamed into the summary, the trace and the table."""
-    mlm, limits = c.mlm, c.limits
+def _tab_sample(gr, c: _Ctx):
+    """The Sample tab: the chains' snapshots streamed into the summary, trace and table (endpoint ``sample``)."""
+    mlm, limits, ex = c.mlm, c.limits, c.ex
+    track = gr.Progress()  # gradio injects the tracker through this default
 
-    def do_sample(
-        text,
-        positions,
-        energy,
-        epochs,
-        chains,
-        seed,
-        init,
-        method="mh",
-        score="",
-        steps=0,
-        progress=gr.Progress(),  # noqa: B008 - gradio injects the tracker through this default
-    ):
+    def do_sample(text, positions, energy, epochs, chains, seed, init, method="mh", score="", steps=0, progress=track):
         epochs, every = int(epochs), max(1, int(epochs) // 25)
-        for snap in sample_steps(
-            mlm,
-            text,
-            positions=positions,
-            energy=energy,
-            epochs=epochs,
-            chains=int(chains),
-            seed=int(seed),
-            init=init,
-            method=method,
-            score=score or None,
-            steps=int(steps or 0) or None,
-            limits=limits,
-        ):
+        how = dict(positions=positions, energy=energy, chains=int(chains), seed=int(seed), init=init, method=method)
+        steps = int(steps or 0) or None
+        for snap in sample_steps(mlm, text, epochs=epochs, score=score or None, steps=steps, limits=limits, **how):
             progress(snap.epoch / snap.epochs, desc=f"epoch {snap.epoch}/{snap.epochs}")
             if snap.done or snap.epoch % every == 0:
-                yield (
-                    render.sample_summary(snap),
-                    render.trace_figure(snap),
-                    _frame(render.sample_rows(snap), ["chain", f"E_{energy}", "sequence"]),
-                )
+                rows = _frame(render.sample_rows(snap), ["chain", f"E_{energy}", "sequence"])
+                yield render.sample_summary(snap), render.trace_figure(snap), rows
 
-    return do_sample
-
-
-def _tab_sample(gr, c: _Ctx):
-    """The Sample tab: streamed Gibbs chains (endpoint ``sample``)."""
-    limits, ex = c.limits, c.ex
-    do_sample = _sample_fn(gr, c)
     with gr.Tab("Sample"):
-        p_in = gr.Textbox(
-            ex["sample"], lines=2, label="start sequence (_ = masked, sampled too)", elem_id="sample-input"
-        )
+        p_label = "start sequence (_ = masked, sampled too)"
+        p_in = gr.Textbox(ex["sample"], lines=2, label=p_label, elem_id="sample-input")
         with gr.Row():
-            p_pos = gr.Textbox(
-                ex["positions"],
-                label="free positions, e.g. 3,5,10-12, or a CDR: H1..H3, L1..L3 (IMGT, anarcism; empty: all)",
-                elem_id="sample-positions",
-            )
+            p_label = "free positions, e.g. 3,5,10-12, or a CDR: H1..H3, L1..L3 (IMGT, anarcism; empty: all)"
+            p_pos = gr.Textbox(ex["positions"], label=p_label, elem_id="sample-positions")
             p_energy = gr.Radio(["local", "raw"], value="local", label="target energy (E_local = -PLL, E_raw)")
             p_init = gr.Dropdown(["given", "greedy", "random"], value="given", label="start", elem_id="sample-init")
         with gr.Row():
-            p_method = gr.Dropdown(
-                list(REGISTRY),
-                value="mh",
-                elem_id="sample-method",
-                label="method: mh / gibbs (MCMC on the energy), ancestral / speculative (exact "
-                "chain-rule draws), unmask / adaptive (parallel decoders)",
-            )
-            p_score = gr.Dropdown(
-                ["", "confidence", "margin", "entropy"],
-                value="",
-                elem_id="sample-score",
-                label="unmask / adaptive: which positions go first (empty: the method's default)",
-            )
+            exact = "mh / gibbs (MCMC on the energy), ancestral / speculative (exact chain-rule draws)"
+            p_label = f"method: {exact}, unmask / adaptive (parallel decoders)"
+            p_method = gr.Dropdown(list(REGISTRY), value="mh", elem_id="sample-method", label=p_label)
+            p_label = "unmask / adaptive: which positions go first (empty: the method's default)"
+            scores = ["", "confidence", "margin", "entropy"]
+            p_score = gr.Dropdown(scores, value="", elem_id="sample-score", label=p_label)
             p_steps = gr.Number(0, precision=0, label="unmask: steps per draw (0: the default)")
         with gr.Row():
             p_epochs = gr.Slider(1, limits.max_epochs, value=20, step=1, label="epochs (sweeps or draws)")
@@ -309,11 +242,7 @@ def _tab_pair(gr, c: _Ctx):
     def do_pair(text, a, b, top, progress=gr.Progress()):  # noqa: B008 - gradio injects the tracker through this default
         progress(0, desc="2K + 1 forward rows")
         pv = pair_view(mlm, text, int(a), int(b), top=int(top), limits=limits)
-        return (
-            render.pair_figure(pv),
-            _frame(render.pair_rows(pv), _PAIR_HEADERS),
-            render.pair_summary(pv),
-        )
+        return render.pair_figure(pv), _frame(render.pair_rows(pv), _PAIR_HEADERS), render.pair_summary(pv)
 
     with gr.Tab("Pair joint"):
         j_in = gr.Textbox(ex["sample"], lines=2, label="sequence", elem_id="pair-input")
@@ -350,12 +279,5 @@ def build_app(mlm, *, model_name: str | None = None, batch_tokens: int | None = 
 
 def launch(demo, *, host: str = "127.0.0.1", port: int = 7860, share: bool = False, block: bool = True):
     """Serve ``demo`` on ``host:port`` (127.0.0.1 unless asked); ``share`` opens a public Gradio link."""
-    return demo.launch(
-        server_name=host,
-        server_port=port,
-        share=share,
-        prevent_thread_lock=not block,
-        show_error=True,
-        css=CSS,
-        footer_links=["api"],
-    )
+    how = dict(server_name=host, server_port=port, share=share, prevent_thread_lock=not block, show_error=True)
+    return demo.launch(**how, css=CSS, footer_links=["api"])
