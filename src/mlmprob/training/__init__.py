@@ -1,7 +1,6 @@
 """MLM pretraining: ``train(TrainConfig(...), SyntheticSource(language) | TextSource(files), out_dir)`` writes a BERT
 model directory that ``mlmprob.load_mlm(out_dir)`` loads (resumable safetensors checkpoints, a loss curve).
-``SymbolMLM`` views such a model in a synthetic language's own ids, to compare it with the exact language.
-"""
+``SymbolMLM`` views such a model in a synthetic language's own ids, to compare it with the exact language."""
 
 from ..lazy import exports
 

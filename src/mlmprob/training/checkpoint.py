@@ -1,8 +1,7 @@
 """Checkpoints: ``model.safetensors`` + ``config.json`` + tokenizer + ``optimizer.pt`` + ``trainer_state.json``.
 
 A checkpoint directory is written under a temporary name and renamed when complete, so a kill never leaves a
-half-written ``step-N``. The optimizer state (tensors and plain values only) is read with ``weights_only=True``.
-"""
+half-written ``step-N``. The optimizer state (tensors and plain values only) is read with ``weights_only=True``."""
 
 from __future__ import annotations
 

@@ -37,6 +37,7 @@ _COUNT = _checked(int, _within(f"a positive integer no larger than {LIMIT:,}", l
 _STEPS = _checked(int, _within(f"a non-negative integer no larger than {LIMIT:,}", lambda v: 0 <= v <= LIMIT))
 _RATE = _checked(float, _within(f"a positive number no larger than {LIMIT:g}", lambda v: 0 < v <= LIMIT))
 _SCALE = _checked(float, _within(f"a non-negative number no larger than {LIMIT:g}", lambda v: 0 <= v <= LIMIT))
+_PROB = _checked(float, _within("a probability in (0, 1]", lambda v: 0 < v <= 1))
 
 
 def parse_mask_split(text: str) -> tuple[float, ...]:
@@ -53,6 +54,9 @@ def parse_mask_split(text: str) -> tuple[float, ...]:
 def check_mask_split(split, name: str = "mask_split") -> None:
     if not (len(split) == 3 and all(s >= 0 for s in split) and abs(sum(split) - 1.0) <= 1e-9):  # NaN: refused
         raise MLMProbError(f"{name} must be three non-negative shares (mask, random, keep) summing to 1, got {split}")
+
+
+_SPLIT = _checked(parse_mask_split, check_mask_split)
 
 
 @dataclass(frozen=True)
@@ -85,16 +89,9 @@ class TrainConfig:
     warmup_steps: int = option(100, "linear warm-up steps", flag="--warmup", **_STEPS)
     weight_decay: float = option(0.01, "AdamW weight decay", **_SCALE)
     grad_clip: float = option(1.0, "gradient-norm clip (0 = off)", **_SCALE)
-    mask_rate: float = option(
-        0.15,
-        "fraction of tokens selected per sequence (>= 1)",
-        **_checked(float, _within("a probability in (0, 1]", lambda v: 0 < v <= 1)),
-    )
+    mask_rate: float = option(0.15, "fraction of tokens selected per sequence (>= 1)", **_PROB)
     mask_split: tuple[float, float, float] = option(
-        (1.0, 0.0, 0.0),
-        "mask,random,keep shares of the selected tokens",
-        shown="1,0,0",
-        **_checked(parse_mask_split, check_mask_split),
+        (1.0, 0.0, 0.0), "mask,random,keep shares of the selected tokens", shown="1,0,0", **_SPLIT
     )
     masking: str = option(
         "dynamic",
@@ -108,9 +105,7 @@ class TrainConfig:
     keep_checkpoints: int = option(2, "checkpoints kept on disk", **_COUNT)
     kl_sequences: int = option(256, "held-out sequences for the exact KL (synthetic)", **_STEPS)  # 0: off
     precision: str = option(  # weights, gradients and the optimiser stay fp32
-        "fp32",
-        "bf16: bfloat16 autocast in the training forward pass (fast on AMX CPUs and GPUs)",
-        choices=PRECISIONS,
+        "fp32", "bf16: bfloat16 autocast in the training forward pass (fast on AMX CPUs and GPUs)", choices=PRECISIONS
     )
 
     def __post_init__(self):
@@ -128,11 +123,10 @@ class TrainConfig:
         """Integers where counts are, finite numbers where rates are (before the range checks compare them)."""
         for f in fields(self):
             value = getattr(self, f.name)
-            if f.type == "int" and (isinstance(value, bool) or not isinstance(value, int)):
+            plain = not isinstance(value, bool)
+            if f.type == "int" and not (plain and isinstance(value, int)):
                 raise MLMProbError(f"{f.name} must be an integer, got {type(value).__name__} {value!r}")
-            if f.type == "float" and (
-                isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value)
-            ):
+            if f.type == "float" and not (plain and isinstance(value, (int, float)) and math.isfinite(value)):
                 raise MLMProbError(f"{f.name} must be a finite number, got {type(value).__name__} {value!r}")
         split = self.mask_split
         if isinstance(split, (str, bytes)) or not isinstance(split, (tuple, list)) or len(split) != 3:
@@ -177,9 +171,7 @@ class TrainConfig:
 
     @classmethod
     def from_dict(cls, d: dict) -> TrainConfig:
-        known = {f.name for f in fields(cls)}
-        unknown = set(d) - known
-        if unknown:
+        if unknown := set(d) - {f.name for f in fields(cls)}:
             raise MLMProbError(f"unknown TrainConfig fields: {', '.join(sorted(unknown))}")
         values: dict[str, Any] = {k: (tuple(v) if k == "mask_split" else v) for k, v in d.items()}
         return cls(**values)

@@ -1,8 +1,7 @@
 """Training data: token-id tensors plus the tokenizer that makes ``load_mlm`` read the result (``TokenData``).
 ``SyntheticSource``: a ``SyntheticLanguage`` sampled exactly (seeds from the run's); symbols become tokens
 ``t0..t{V-1}`` after five specials (``model id = symbol + SYMBOL_OFFSET``), rows ``[CLS] x [SEP]``. ``TextSource``:
-one sequence per non-empty line, with a deterministic WordPiece tokenizer.
-"""
+one sequence per non-empty line, with a deterministic WordPiece tokenizer."""
 
 from __future__ import annotations
 
@@ -115,8 +114,7 @@ class TextSource:
 
     ``heldout_fraction`` of the lines (at least one) is held out, chosen with the run's seed. Sequences longer than
     ``max_length`` tokens (special tokens included) are truncated. A tokenizer already saved in the output directory
-    (a resumed run) is reused, not retrained.
-    """
+    (a resumed run) is reused, not retrained."""
 
     files: Sequence[str]
     vocab_size: int = 1000
@@ -141,6 +139,8 @@ class TextSource:
     def build(self, out_dir: Path, seed: int) -> TokenData:
         from transformers import BertTokenizer
 
+        from ..runtime.safefs import refuse_link
+
         if not 0.0 < self.heldout_fraction < 1.0:
             raise MLMProbError(f"heldout_fraction must lie in (0, 1), got {self.heldout_fraction}")
         if self.max_length < 3:
@@ -152,32 +152,22 @@ class TextSource:
         else:  # saved under a temporary name, then renamed: a kill never leaves half a tokenizer behind
             tok = train_wordpiece(train, self.vocab_size, self.max_length, self.lowercase)
             tmp = tok_dir.with_name(tok_dir.name + ".tmp")
-            from ..runtime.safefs import refuse_link
-
             for p in (tmp, tok_dir):  # never written or deleted through a symbolic link
                 refuse_link(p, "the tokenizer folder")
             shutil.rmtree(tmp, ignore_errors=True)
             tok.save_pretrained(str(tmp))
             shutil.rmtree(tok_dir, ignore_errors=True)
             tmp.rename(tok_dir)
-        pad = tok.pad_token_id
 
         def encode(texts):  # right-padded [N, L]
             rows = [torch.tensor(tok(t, truncation=True, max_length=self.max_length)["input_ids"]) for t in texts]
-            return torch.nn.utils.rnn.pad_sequence(rows, batch_first=True, padding_value=pad)
+            return torch.nn.utils.rnn.pad_sequence(rows, batch_first=True, padding_value=tok.pad_token_id)
 
         special = set(tok.all_special_ids)
         replace = torch.tensor([i for i in range(len(tok)) if i not in special], dtype=torch.long)
-        desc = {
-            "source": "text",
-            "files": [str(f) for f in self.files],
-            "n_train": len(train),
-            "n_heldout": len(held),
-            "heldout_fraction": self.heldout_fraction,
-            "max_length": self.max_length,
-            "tokenizer_vocab_size": len(tok),
-            "lowercase": self.lowercase,
-        }
+        desc = {"source": "text", "files": [str(f) for f in self.files], "n_train": len(train), "n_heldout": len(held)}
+        desc.update(heldout_fraction=self.heldout_fraction, max_length=self.max_length, tokenizer_vocab_size=len(tok))
+        desc["lowercase"] = self.lowercase
         return TokenData(encode(train), encode(held), tok, self.max_length, replace, None, desc)
 
 

@@ -1,12 +1,12 @@
 """The MLM pretraining loop: ``BertForMaskedLM`` + AdamW, resumable and deterministic in the seed.
 
 Initial weights from ``torch.manual_seed(config.seed)`` inside ``fork_rng``; data order, masks and dropout from
-generators seeded by ``derive_seed(config.seed, stream, step)``, so a resumed run equals an uninterrupted one.
-"""
+generators seeded by ``derive_seed(config.seed, stream, step)``, so a resumed run equals an uninterrupted one."""
 
 from __future__ import annotations
 
 import time
+from contextlib import suppress
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -21,6 +21,7 @@ from .masking import corrupt, derive_seed, generator_for, select_positions, sele
 
 CURVE_FILE = "loss_curve.png"
 LOCK_FILE = "train.lock"  # held by the process training into the directory
+RANDOMNESS = "derive_seed(seed, stream, step): order/mask/dropout per step; init seed = seed"  # in the trainer state
 
 
 @dataclass(frozen=True)
@@ -44,21 +45,13 @@ def build_model(config: TrainConfig, data: TokenData):
     from transformers import BertConfig, BertForMaskedLM
 
     config.check_size(len(data.tokenizer), data.max_length)
-    cfg = BertConfig(
-        vocab_size=len(data.tokenizer),
-        hidden_size=config.hidden_size,
-        num_hidden_layers=config.num_layers,
-        num_attention_heads=config.num_heads,
-        intermediate_size=config.intermediate_size,
-        hidden_dropout_prob=config.dropout,
-        attention_probs_dropout_prob=config.dropout,
-        max_position_embeddings=data.max_length,
-        type_vocab_size=1,
-        pad_token_id=data.pad_id,
-    )
+    cfg: dict = dict(vocab_size=len(data.tokenizer), max_position_embeddings=data.max_length, pad_token_id=data.pad_id)
+    cfg.update(hidden_size=config.hidden_size, intermediate_size=config.intermediate_size, type_vocab_size=1)
+    cfg.update(num_hidden_layers=config.num_layers, num_attention_heads=config.num_heads)
+    cfg.update(hidden_dropout_prob=config.dropout, attention_probs_dropout_prob=config.dropout)
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(config.seed)
-        return BertForMaskedLM(cfg)
+        return BertForMaskedLM(BertConfig(**cfg))
 
 
 def _optimizer(model, config: TrainConfig) -> torch.optim.AdamW:
@@ -125,15 +118,14 @@ def heldout_metrics(model, config: TrainConfig, data: TokenData, heldout, device
     inputs, labels = heldout
     total, count = 0.0, 0
     for i in range(0, len(inputs), config.batch_size):
-        x, y = _trim(inputs[i : i + config.batch_size], data.pad_id), labels[i : i + config.batch_size]
-        y = y[:, : x.shape[1]]
+        x = _trim(inputs[i : i + config.batch_size], data.pad_id)
+        y = labels[i : i + config.batch_size, : x.shape[1]]
         logp = torch.log_softmax(_model_logits(model, x, data.pad_id, device).double(), -1)
         sel = y != -100
         total -= float(logp[sel].gather(1, y[sel][:, None]).sum())
         count += int(sel.sum())
     out = {"heldout_loss": total / max(count, 1), "heldout_floor": None, "kl": None}
-    lang = data.language
-    if lang is not None:
+    if (lang := data.language) is not None:
         V, T = lang.vocab_size, lang.length
         sym = data.heldout_ids[:, 1:-1] - SYMBOL_OFFSET  # [M, T]
         if config.mask_split == (1.0, 0.0, 0.0):
@@ -163,10 +155,8 @@ def heldout_metrics(model, config: TrainConfig, data: TokenData, heldout, device
 
 def _check_resume(saved: dict, config: TrainConfig, fingerprint: str, where: Path) -> None:
     old = saved.get("config", {})
-    try:  # fields added since the run was saved take their defaults
+    with suppress(MLMProbError, TypeError):  # fields added since the run was saved take their defaults
         old = TrainConfig.from_dict(old).to_dict()
-    except (MLMProbError, TypeError):
-        pass
     from ..runtime.config_check import check_config
 
     check_config(where, old or {"config": "none saved"}, config.to_dict())  # a run without one is refused too
@@ -193,8 +183,7 @@ def train(
     ``mlmprob.load_mlm(out_dir)`` loads the result. Calling ``train`` again on the same directory continues from the
     last checkpoint (``resume=False`` refuses instead). ``stop_after`` ends the call after that many steps in total,
     with a checkpoint (for time-boxed jobs); the schedule still runs to ``config.max_steps``. One process at a time:
-    while a run holds ``out_dir/train.lock``, another ``train`` on the same directory is refused (``OutputLocked``).
-    """
+    while a run holds ``out_dir/train.lock``, another ``train`` on the same directory is refused (``OutputLocked``)."""
     from ..runtime.lock import WriterLock
 
     out_dir = Path(out_dir)
@@ -295,17 +284,9 @@ def _train(
     end = config.max_steps if stop_after is None else min(config.max_steps, max(stop_after, start))
 
     def state(step: int) -> dict:
-        return {
-            "step": step,
-            "max_steps": config.max_steps,
-            "done": step >= config.max_steps,
-            "config": config.to_dict(),
-            "data": data.description,
-            "data_fingerprint": fingerprint,
-            "randomness": "derive_seed(seed, stream, step): order/mask/dropout per step; init seed = seed",
-            "train_losses": train_losses,
-            "history": history,
-        }
+        run: dict = {"step": step, "max_steps": config.max_steps, "done": step >= config.max_steps}
+        run.update(config=config.to_dict(), data=data.description, data_fingerprint=fingerprint, randomness=RANDOMNESS)
+        return {**run, "train_losses": train_losses, "history": history}
 
     fork_devices = [dev.index if dev.index is not None else torch.cuda.current_device()] if dev.type == "cuda" else []
     model.train()
@@ -320,13 +301,8 @@ def _train(
         bar.set_postfix(loss=f"{loss:.3f}")
         if done % config.eval_every == 0 or done == config.max_steps:
             since = train_losses[-config.eval_every :]
-            rec = {
-                "step": done,
-                "lr": config.lr_at(step),
-                "train_loss": sum(since) / len(since),
-                **heldout_metrics(model, config, data, heldout, dev),
-                "elapsed_s": round(time.time() - t0, 2),
-            }
+            rec = {"step": done, "lr": config.lr_at(step), "train_loss": sum(since) / len(since)}
+            rec.update(heldout_metrics(model, config, data, heldout, dev), elapsed_s=round(time.time() - t0, 2))
             history.append(rec)
             bar.write(dumps({k: (round(v, 5) if isinstance(v, float) else v) for k, v in rec.items()}))
         if done % config.checkpoint_every == 0 or done == end:

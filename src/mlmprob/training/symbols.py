@@ -29,8 +29,7 @@ class SymbolMLM:
                 f"after {SYMBOL_OFFSET} special tokens"
             )
         self.model, self.vocab_size, self.length = model, vocab_size, length
-        self.mask_id = vocab_size
-        self.max_length = length
+        self.mask_id, self.max_length = vocab_size, length
         self.cls_id, self.sep_id = cls_id, sep_id
 
     def _to_model(self, input_ids: torch.Tensor) -> torch.Tensor:

@@ -2,8 +2,7 @@
 changes between processes: huggingface/tokenizers issue #1794). The same algorithm (BPE with the ``##`` prefix) on
 words split as ``BertTokenizer`` splits them, from the specials and every character seen (plain and ``##``, sorted),
 merging the most frequent pair, ties to the smallest ``(a, b)``, until ``vocab_size`` tokens or no pair occurs
-``min_frequency`` times.
-"""
+``min_frequency`` times."""
 
 from __future__ import annotations
 
