@@ -23,16 +23,12 @@ def port_number(text: str) -> int:
 
 
 def register(sub) -> None:
-    p = sub.add_parser(
-        "app", help="a local web app (Gradio): scores, mutations, infilling, sampling, pair joints", description=__doc__
-    )
+    short = "a local web app (Gradio): scores, mutations, infilling, sampling, pair joints"
+    p = sub.add_parser("app", help=short, description=__doc__)
     add_model_args(p)
     p.add_argument("--port", type=port_number, default=7860, help="port to serve on")
-    p.add_argument(
-        "--host",
-        default="127.0.0.1",
-        help="address to bind (127.0.0.1: this machine only; 0.0.0.0 exposes the app to the network)",
-    )
+    host = "address to bind (127.0.0.1: this machine only; 0.0.0.0 exposes the app to the network)"
+    p.add_argument("--host", default="127.0.0.1", help=host)
     p.add_argument("--share", action="store_true", help="also open a public *.gradio.live link (off by default)")
     p.set_defaults(func=run)
 

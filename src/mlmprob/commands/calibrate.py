@@ -19,11 +19,9 @@ def register(sub) -> None:
     p.add_argument("--limit", type=positive_int, default=200, help="use the first N sequences")
     p.add_argument("--steps", type=positive_int, default=400, help="Adam steps of the fit")
     p.add_argument("--seed", type=nonnegative_int, default=0, help="seed of the held-out split and minibatches")
-    p.add_argument(
-        "--out",
-        help="where to write the correction (.safetensors; a .json description beside it); "
-        "default: one_pass.safetensors in the model's folder, where it is found by itself",
-    )
+    out = "where to write the correction (.safetensors; a .json description beside it)"
+    beside = "default: one_pass.safetensors in the model's folder, where it is found by itself"
+    p.add_argument("--out", help=f"{out}; {beside}")
     p.add_argument("--force", action="store_true", help="replace a correction file that exists at the output path")
     p.set_defaults(func=run)
 

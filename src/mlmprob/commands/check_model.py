@@ -22,15 +22,11 @@ PROTEIN_SEQS = ["MKTAYIAKQRQISFVKSHFSRQ", "EVQLVESGGGLVQPGGSLRLSCAAS", "GSHMLE"]
 
 
 def register(sub) -> None:
-    p = sub.add_parser(
-        "check-model",
-        help="check that mlmprob reads a model exactly (load-time probe and a "
-        "brute-force comparison on a few positions)",
-    )
+    checks = "load-time probe and a brute-force comparison on a few positions"
+    p = sub.add_parser("check-model", help=f"check that mlmprob reads a model exactly ({checks})")
     p.add_argument("path", help="built-in name, local Hugging Face directory, or hub id")
-    p.add_argument(
-        "--seq", action="append", help="a sequence to check on (repeatable; default: a few suited to the tokenizer)"
-    )
+    seq = "a sequence to check on (repeatable; default: a few suited to the tokenizer)"
+    p.add_argument("--seq", action="append", help=seq)
     p.add_argument("--positions", type=positive_int, default=4, help="positions checked per sequence")
     p.add_argument("--device", type=device_name, default="cpu", help="torch device")
     p.add_argument("--dtype", default="float32", help="dtype (the check is exact in float32)")

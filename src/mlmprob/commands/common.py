@@ -1,9 +1,6 @@
-"""The options several commands share (model, scale, input file) and the typed objects they are parsed into.
-
-Each command parses argparse's namespace once, at its top, into typed objects (:class:`InputFile`,
-:func:`model_spec`, :func:`run_options`, :func:`spec_of`); nothing below ``commands/`` sees a namespace. Commands
-import these from here, never from :mod:`mlmprob.cli` (which imports the commands).
-"""
+"""The options several commands share (model, scale, input file) and the typed objects each command parses them into
+once, at its top (:class:`InputFile`, :func:`model_spec`, :func:`run_options`, :func:`spec_of`): nothing below
+``commands/`` sees a namespace. Commands import these from here, never from :mod:`mlmprob.cli` (which imports them)."""
 
 from __future__ import annotations
 
@@ -30,12 +27,9 @@ def add_input_args(p, *, of: str = "", ids: bool = True) -> None:
 
 def add_dedupe_arg(p) -> None:
     """``--dedupe``: drop records whose id repeats an earlier one (a repeated id is an error without it)."""
-    p.add_argument(
-        "--dedupe",
-        action="store_true",
-        help="keep the first of records sharing an id and drop the "
-        "others, with a warning (without it a repeated id is an error: results and --resume are keyed by id)",
-    )
+    keep = "keep the first of records sharing an id and drop the others, with a warning"
+    why = "without it a repeated id is an error: results and --resume are keyed by id"
+    p.add_argument("--dedupe", action="store_true", help=f"{keep} ({why})")
 
 
 @dataclass(frozen=True)
@@ -99,9 +93,8 @@ def input_file(args, attr: str = "input") -> InputFile | None:
         return None
     path, fmt = spool_input(given, args.format)
     source = str(Path(given).resolve()) if str(path) == str(given) else str(given)
-    return InputFile(
-        str(path), fmt, getattr(args, "column", None), getattr(args, "id_column", None), str(given), source
-    )
+    columns = (getattr(args, "column", None), getattr(args, "id_column", None))
+    return InputFile(str(path), fmt, *columns, str(given), source)
 
 
 def out_folder(text: str) -> str:
@@ -120,12 +113,8 @@ def add_model_args(p: argparse.ArgumentParser, default: str = defaults.MODEL, wh
             raise ValueError(f"--model default {default!r} differs from mlmprob.defaults.MODEL: give the reason")
         model_help += f" (default {default}, not {defaults.MODEL}: {why})"
     p.add_argument("--model", default=default, help=model_help)
-    p.add_argument(
-        "--device",
-        type=device_name,
-        default=defaults.DEVICE,
-        help="torch device: auto (CUDA, else MPS, else CPU), cpu, cuda, cuda:1, mps",
-    )
+    device = "torch device: auto (CUDA, else MPS, else CPU), cpu, cuda, cuda:1, mps"
+    p.add_argument("--device", type=device_name, default=defaults.DEVICE, help=device)
     p.add_argument(
         "--dtype",
         default=defaults.default_dtype_spec(),
@@ -135,12 +124,9 @@ def add_model_args(p: argparse.ArgumentParser, default: str = defaults.MODEL, wh
         "GPUs, else float32), float32, bfloat16, float16, or int8 (linear layers in int8, x86 CPUs); "
         f"${defaults.DTYPE_ENV} sets the default (load_mlm's default is {defaults.DTYPE})",
     )
-    p.add_argument(
-        "--batch-tokens",
-        type=positive_int,
-        help="token budget of one forward sub-batch (default: from the device's free memory on GPUs, "
-        f"{defaults.BATCH_TOKENS} on CPUs; lower it if memory runs out)",
-    )
+    gpus = "default: from the device's free memory on GPUs"
+    budget = f"{gpus}, {defaults.BATCH_TOKENS} on CPUs; lower it if memory runs out"
+    p.add_argument("--batch-tokens", type=positive_int, help=f"token budget of one forward sub-batch ({budget})")
     add_allow_pickle_arg(p)
 
 
@@ -148,37 +134,24 @@ def add_runtime_args(p: argparse.ArgumentParser) -> None:
     """Streaming, sharding, resume and parallelism: the options of every command that loops over units."""
     g = p.add_argument_group("scale")
     g.add_argument("--resume", action="store_true", help="continue --out: skip units already there, then append")
-    g.add_argument(
-        "--shard", metavar="I/N", help="process only shard I of N (1-based; record k goes to shard k mod N + 1)"
-    )
+    shard = "process only shard I of N (1-based; record k goes to shard k mod N + 1)"
+    g.add_argument("--shard", metavar="I/N", help=shard)
     g.add_argument("--workers", type=positive_int, help="N CPU worker processes, one model each")
-    g.add_argument(
-        "--devices", type=device_list, help="comma-separated devices, one worker process each, e.g. cuda:0,cuda:1"
-    )
-    g.add_argument(
-        "--engine",
-        choices=("local", "ray"),
-        default="local",
-        help="local processes, or Ray actors (pip install 'mlmprob[ray]')",
-    )
+    devices = "comma-separated devices, one worker process each, e.g. cuda:0,cuda:1"
+    g.add_argument("--devices", type=device_list, help=devices)
+    ray = "local processes, or Ray actors (pip install 'mlmprob[ray]')"
+    g.add_argument("--engine", choices=("local", "ray"), default="local", help=ray)
     g.add_argument("--ray-address", help="Ray cluster address (default: start a local Ray instance)")
-    g.add_argument(
-        "--part-rows",
-        type=positive_int,
-        default=defaults.PART_ROWS,
-        help="rows per committed Parquet part (a killed run loses at most the part in flight)",
-    )
+    part = "rows per committed Parquet part (a killed run loses at most the part in flight)"
+    g.add_argument("--part-rows", type=positive_int, default=defaults.PART_ROWS, help=part)
     g.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
 
 
 def add_allow_pickle_arg(p: argparse.ArgumentParser) -> None:
     """``--allow-pickle``: the opt-in for a local model folder whose weights exist only as a pickle."""
-    p.add_argument(
-        "--allow-pickle",
-        action="store_true",
-        help="allow a local model folder whose weights are only a pickle (pytorch_model.bin); "
-        "it is still read with torch.load(weights_only=True), which runs no code",
-    )
+    still = "it is still read with torch.load(weights_only=True), which runs no code"
+    allow = f"allow a local model folder whose weights are only a pickle (pytorch_model.bin); {still}"
+    p.add_argument("--allow-pickle", action="store_true", help=allow)
 
 
 def model_spec(args):

@@ -67,16 +67,12 @@ GLOSSARY = {
 def register(sub) -> None:
     p = sub.add_parser("demo", help="score antibodies with AntiBERTy and print a short report")
     add_model_args(p)
-    p.add_argument(
-        "--n",
-        type=nonnegative_int,
-        help=f"heavy chains from Thera-SAbDab (the shared data folder: $MLMPROB_DATA or ../shared/data) to "
-        f"score besides trastuzumab (default: {DEMO_N} when the data is there, else none)",
-    )
+    where = "the shared data folder: $MLMPROB_DATA or ../shared/data"
+    n = f"heavy chains from Thera-SAbDab ({where}) to score besides trastuzumab"
+    p.add_argument("--n", type=nonnegative_int, help=f"{n} (default: {DEMO_N} when the data is there, else none)")
     p.add_argument("--seed", type=nonnegative_int, default=0, help="seed of the CDR-H3 redesign chains")
-    p.add_argument(
-        "--epochs", type=positive_int, default=2, help="MH epochs (no burn-in) of the CDR-H3 redesign section"
-    )
+    epochs = "MH epochs (no burn-in) of the CDR-H3 redesign section"
+    p.add_argument("--epochs", type=positive_int, default=2, help=epochs)
     p.add_argument("--no-progress", action="store_true", help="no progress bars on stderr")
     p.set_defaults(func=run)
 
@@ -144,9 +140,7 @@ def run(args) -> int:
         t = time.perf_counter()
         section(mlm, args, records)
         print(f"   took {time.perf_counter() - t:.1f}s", flush=True)
-    print("\nGlossary")
-    for term, meaning in GLOSSARY.items():
-        print(f"   {term}: {meaning}")
+    print("\nGlossary", *(f"   {term}: {meaning}" for term, meaning in GLOSSARY.items()), sep="\n")
     print(f"\ndone in {time.perf_counter() - t0:.1f}s")
     return 0
 
@@ -172,8 +166,7 @@ def score_section(mlm, args, records) -> None:
 
 
 def _trastuzumab(mlm):
-    """Trastuzumab's heavy chain's ids, its CDR-H3 (IMGT, numbered by anarcism as ``--cdr H3`` does) and the
-    CDR-H3's positions."""
+    """Trastuzumab's heavy chain's ids, its CDR-H3 (IMGT, anarcism, as ``--cdr H3``) and the CDR-H3's positions."""
     from ..sampling.cdr import cdr_mask
 
     seq = DEMO_HEAVY["trastuzumab"]

@@ -42,40 +42,25 @@ from .common import add_model_args, add_runtime_args, report_done, run_options, 
 
 
 def register(sub) -> None:
-    p = sub.add_parser(
-        "design",
-        help="sample or optimise variants of a parent under several experts and hard constraints",
-        description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+    short = "sample or optimise variants of a parent under several experts and hard constraints"
+    p = sub.add_parser("design", help=short, description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("parent", help="the parent sequence (one-letter residues)")
-    p.add_argument(
-        "--expert",
-        action="append",
-        metavar="NAME[:KIND][:WEIGHT]",
-        help="a masked-LM expert (repeatable): a model as --model takes it, its energy local, raw or mutant_marginal "
-        "(EvoProtGrad's one-row score: another target), its weight (default: --model, local, weight 1)",
-    )
+    kinds = "local, raw or mutant_marginal (EvoProtGrad's one-row score: another target)"
+    default = "its weight (default: --model, local, weight 1)"
+    expert = f"a masked-LM expert (repeatable): a model as --model takes it, its energy {kinds}, {default}"
+    p.add_argument("--expert", action="append", metavar="NAME[:KIND][:WEIGHT]", help=expert)
     p.add_argument("--oracle", metavar="MODULE:FUNCTION", help="a property model: FUNCTION(sequences) -> numbers")
     p.add_argument("--allow-code", action="store_true", help="allow --oracle to import and run your module")
     p.add_argument("--oracle-weight", type=finite_float, default=1.0, help="the oracle term's weight")
     p.add_argument("--oracle-minimize", action="store_true", help="lower oracle scores are better")
     g = p.add_argument_group("sampler")  # the spec's fields, then the job's seed
     add_field_flags(g, DesignSpec, SAMPLER_FLAGS)
-    g.add_argument(
-        "--seed",
-        type=nonnegative_int,
-        default=0,
-        help="the run's seed: chain C draws from a generator seeded by (seed, C) alone",
-    )
+    seed = "the run's seed: chain C draws from a generator seeded by (seed, C) alone"
+    g.add_argument("--seed", type=nonnegative_int, default=0, help=seed)
     add_field_flags(p.add_argument_group("constraints"), DesignSpec, CONSTRAINT_FLAGS)
     add_model_args(p)
-    p.add_argument(
-        "--out",
-        "-o",
-        help="result file, .jsonl, .tsv or .parquet, one row per chain written as it goes, resumable with --resume "
-        "(default: JSONL on stdout)",
-    )
+    out = "result file, .jsonl, .tsv or .parquet, one row per chain written as it goes, resumable with --resume"
+    p.add_argument("--out", "-o", help=f"{out} (default: JSONL on stdout)")
     add_runtime_args(p)
     p.set_defaults(func=run)
 

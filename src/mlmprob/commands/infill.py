@@ -23,18 +23,7 @@ from ..infilling.spec import GAP_MODES, InfillSpec
 from ..jsonl import dumps
 from ..numbering import cdr_span, mask_residues
 from ..runtime.inputs import Record
-from .common import (
-    add_dedupe_arg,
-    add_input_args,
-    add_model_args,
-    add_runtime_args,
-    input_file,
-    model_spec,
-    report_done,
-    run_options,
-    spec_of,
-    stored_inputs,
-)
+from .common import add_dedupe_arg, add_input_args, add_model_args, add_runtime_args, model_spec, spec_of
 from .regions import add_cdr_args, cdr_config, resolve_cdr
 
 TSV_FIELDS = tuple(
@@ -46,38 +35,23 @@ _STREAM_ONLY.update(skip_invalid=False, column=None, id_column=None, format="aut
 
 
 def register(sub) -> None:
-    p = sub.add_parser(
-        "infill",
-        help="fill gaps of known length (standard or HCB beam search), one or a file",
-        description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+    short = "fill gaps of known length (standard or HCB beam search), one or a file"
+    p = sub.add_parser("infill", help=short, description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("sequence", nargs="?", help="one sequence with a gap, e.g. EVQLV[MASK]x5GGLVQ or EVQLV_____GGLVQ")
-    p.add_argument(
-        "--input",
-        "-i",
-        help="file of sequences with gaps: text (one per line), FASTA, CSV/TSV, JSONL or "
-        "Parquet, optionally .gz (instead of SEQUENCE)",
-    )
+    formats = "text (one per line), FASTA, CSV/TSV, JSONL or Parquet, optionally .gz"
+    p.add_argument("--input", "-i", help=f"file of sequences with gaps: {formats} (instead of SEQUENCE)")
     add_input_args(p, of="--input")
     add_dedupe_arg(p)
     add_model_args(p)
     add_field_flags(p, InfillSpec, ("method", "order", "beam_size", "pivot"))  # the spec's fields
-    p.add_argument(
-        "--gaps",
-        default="joint",
-        choices=GAP_MODES,
-        help="--input: all masked tokens of a record are one gap (joint, id = record id) or each "
-        "contiguous gap is its own unit (each, id = RECORD/gapK); default joint",
-    )
+    joint = "all masked tokens of a record are one gap (joint, id = record id)"
+    each = "each contiguous gap is its own unit (each, id = RECORD/gapK)"
+    p.add_argument("--gaps", default="joint", choices=GAP_MODES, help=f"--input: {joint} or {each}; default joint")
     add_cdr_args(p, "the gap is this region of a complete sequence (filled with as many residues)")
     p.add_argument("--json", action="store_true", help="print one JSON object instead of a table (one SEQUENCE)")
     p.add_argument("--out", "-o", help="--input: output file, .jsonl, .tsv or .parquet (default: JSONL on stdout)")
-    p.add_argument(
-        "--skip-invalid",
-        action="store_true",
-        help="--input: skip records without a valid gap (or that the tokenizer rejects), with a warning",
-    )
+    skip = "--input: skip records without a valid gap (or that the tokenizer rejects), with a warning"
+    p.add_argument("--skip-invalid", action="store_true", help=skip)
     add_runtime_args(p)
     p.set_defaults(func=run)
 
@@ -121,8 +95,8 @@ def _run_one(args, spec, region) -> int:
     for rank, c in enumerate(cands, start=1):
         full = ids[0].clone()
         full[positions] = torch.tensor(c.tokens)
-        fill, tokens = mlm.decode(list(c.tokens)), list(c.tokens)
-        rows.append(dict(rank=rank, fill=fill, score=c.score, tokens=tokens, sequence=mlm.decode(full)))
+        tokens = list(c.tokens)
+        rows.append(dict(rank=rank, fill=mlm.decode(tokens), score=c.score, tokens=tokens, sequence=mlm.decode(full)))
     if args.json:
         head = {"model": args.model, **spec.recorded(), "positions": numbers, "token_indices": positions.tolist()}
         cdr = {"cdr": region[0], "numbering": region[1], "native": native} if native else {}
@@ -143,6 +117,7 @@ def _run_stream(args, spec, region) -> int:
     from ..infilling.stream import InfillJob, iter_gap_units
     from ..runtime.command import StreamCommand, run_command, stored_config
     from ..runtime.unique import UniqueIds
+    from .common import input_file, report_done, run_options
 
     opts = run_options(args)
     inputs = input_file(args)
@@ -190,5 +165,6 @@ def region_units(records, region: tuple[str, str]):
 def expected_ids(config: dict, limit: int | None = None):
     """The gap ids a streamed run with this stored ``config`` covers, for ``mlmprob merge``'s input check."""
     from ..infilling.stream import iter_gap_units
+    from .common import stored_inputs
 
     return (u.id for u in iter_gap_units(stored_inputs(config).records(), config.get("gaps", "joint")))

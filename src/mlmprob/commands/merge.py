@@ -13,24 +13,19 @@ from ..errors import MLMProbError
 
 
 def register(sub) -> None:
-    p = sub.add_parser(
-        "merge", help="join shard outputs (JSONL/TSV/Parquet); fails on missing or duplicate ids", description=__doc__
-    )
+    short = "join shard outputs (JSONL/TSV/Parquet); fails on missing or duplicate ids"
+    p = sub.add_parser("merge", help=short, description=__doc__)
     p.add_argument("parts", nargs="+", help="the shard outputs (their .meta.json files are read beside them)")
     p.add_argument("--out", "-o", required=True, help="merged output: .jsonl, .tsv or .parquet")
-    p.add_argument(
-        "--no-input-check",
-        action="store_true",
-        help="do not re-read the input named in the parts' metadata to find ids missing from every part "
-        "(the parts' row counts, completion and identities are still checked; the merged metadata says so)",
-    )
-    p.add_argument(
-        "--no-meta-check",
-        action="store_true",
-        help="merge parts that have no PART.meta.json (not written by mlmprob, or their metadata removed): "
+    still = "the parts' row counts, completion and identities are still checked; the merged metadata says so"
+    no_input = f"do not re-read the input named in the parts' metadata to find ids missing from every part ({still})"
+    p.add_argument("--no-input-check", action="store_true", help=no_input)
+    no_meta = (
+        "merge parts that have no PART.meta.json (not written by mlmprob, or their metadata removed): "
         "their run, shard, precision, input, row count and completion are then NOT checked, and the merged "
-        "metadata says so (a later merge or --resume treats it as unchecked); without it such a part is refused",
+        "metadata says so (a later merge or --resume treats it as unchecked); without it such a part is refused"
     )
+    p.add_argument("--no-meta-check", action="store_true", help=no_meta)
     p.set_defaults(func=run)
 
 

@@ -10,19 +10,13 @@ from ..numbering import CDRS, SCHEMES, check_scheme, parse_cdr
 
 def add_cdr_args(group, what: str) -> None:
     """``--cdr`` and ``--numbering``; ``what``: what the region does."""
-    group.add_argument(
-        "--cdr",
-        type=checked(parse_cdr),  # H3, h3, CDR-H3 -> H3
-        metavar="{" + ",".join(CDRS) + "}",
-        help=f"{what}: this CDR of the antibody chain, found by numbering it with anarcism "
-        "(an scFv gives heavy CDRs from its VH, light ones from its VL)",
-    )
-    group.add_argument(
-        "--numbering",
-        choices=SCHEMES,
-        help="CDR definition of --cdr (default imgt): imgt for all six; kabat for H3 only "
-        "(Kabat H95-H102 = IMGT 107-117). anarcism numbers in IMGT, so no Chothia",
-    )
+    scfv = "an scFv gives heavy CDRs from its VH, light ones from its VL"
+    cdr = f"{what}: this CDR of the antibody chain, found by numbering it with anarcism ({scfv})"
+    metavar = "{" + ",".join(CDRS) + "}"
+    group.add_argument("--cdr", type=checked(parse_cdr), metavar=metavar, help=cdr)  # H3, h3, CDR-H3 -> H3
+    kabat = "kabat for H3 only (Kabat H95-H102 = IMGT 107-117). anarcism numbers in IMGT, so no Chothia"
+    numbering = f"CDR definition of --cdr (default imgt): imgt for all six; {kabat}"
+    group.add_argument("--numbering", choices=SCHEMES, help=numbering)
 
 
 def resolve_cdr(args) -> tuple[str, str] | None:

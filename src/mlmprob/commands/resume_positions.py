@@ -3,8 +3,7 @@
 A resume compares the stored configuration key by key, so ``--positions 1-32`` would be refused against a run
 without it although, on 32-residue records, both free every residue. Here the two are compared as numbers
 (:func:`canonical_positions`), then record by record through the tokenizer (``resolves_same``): when they agree the
-run resumes under the stored text, else the usual refusal names ``positions``.
-"""
+run resumes under the stored text, else the usual refusal names ``positions``."""
 
 from __future__ import annotations
 

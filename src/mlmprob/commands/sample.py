@@ -3,8 +3,7 @@ MLM, optionally only over a CDR.
 
 Two modes, chosen by ``--out``: a folder (every chain of every input in one batch, :mod:`mlmprob.sampling.folder`;
 rerun to continue), or a ``.jsonl``/``.tsv``/``.parquet`` file or stdout (records streamed, one row per chain, each
-record's chains seeded from ``(--seed, record id)``: ``--resume``, ``--shard`` and ``--workers`` change nothing).
-"""
+record's chains seeded from ``(--seed, record id)``: ``--resume``, ``--shard`` and ``--workers`` change nothing)."""
 
 from __future__ import annotations
 
@@ -64,37 +63,24 @@ def register(sub) -> None:
     from .common import add_dedupe_arg, add_input_args, add_model_args, add_runtime_args
     from .regions import add_cdr_args
 
-    p = sub.add_parser(
-        "sample",
-        help="MH / degenerate Gibbs sampling from an MLM's energy (Goyal et al. 2022), "
-        "or ancestral draws of its chain-rule distributions",
-    )
+    mh = "MH / degenerate Gibbs sampling from an MLM's energy (Goyal et al. 2022)"
+    p = sub.add_parser("sample", help=f"{mh}, or ancestral draws of its chain-rule distributions")
     src = p.add_argument_group("input")
     src.add_argument("--seq", action="append", default=[], help="a sequence ('_' = mask); repeatable")
     src.add_argument("--input", help="file of sequences: text lines, FASTA, CSV/TSV, JSONL or Parquet, optionally .gz")
     add_input_args(src, of="--input")
     add_dedupe_arg(src)
-    src.add_argument(
-        "--positions",
-        help="free residue/word numbers, 1-based as in mutation strings (the first residue "
-        "is 1; 0-based in earlier versions), e.g. 3,5,10-12 (default: all)",
-    )
+    base = "1-based as in mutation strings (the first residue is 1; 0-based in earlier versions)"
+    src.add_argument("--positions", help=f"free residue/word numbers, {base}, e.g. 3,5,10-12 (default: all)")
     add_cdr_args(src, "free only this region; the rest is clamped")
     add_model_args(p)
     add_sampler_args(p)
-    p.add_argument(
-        "--out",
-        "-o",
-        help="a folder (run.jsonl, samples.fasta, summary.json, trace.png), or a .jsonl, "
-        ".tsv or .parquet file of one row per chain, streamed (default: stdout JSONL)",
-    )
+    folder = "a folder (run.jsonl, samples.fasta, summary.json, trace.png)"
+    rows = "a .jsonl, .tsv or .parquet file of one row per chain, streamed (default: stdout JSONL)"
+    p.add_argument("--out", "-o", help=f"{folder}, or {rows}")
     p.add_argument("--no-plot", action="store_true", help="folder mode: no trace.png")
-    p.add_argument(
-        "--skip-invalid",
-        action="store_true",
-        help="streamed mode: skip records that cannot be sampled (a CDR that does not number, bad positions), "
-        "with a warning",
-    )
+    skip = "streamed mode: skip records that cannot be sampled (a CDR that does not number, bad positions)"
+    p.add_argument("--skip-invalid", action="store_true", help=f"{skip}, with a warning")
     add_runtime_args(p)
     p.set_defaults(func=run)
 

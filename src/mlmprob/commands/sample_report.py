@@ -24,22 +24,14 @@ def summary_of(result, spec) -> dict:
     """``summary.json``: the run's diagnostics, then what the method adds (its registry entry's ``summary``: for
     independent draws their own settings, the mean log-probability of the kept draws and of the last epoch's, and
     what a draw cost), then why a diagnostic is missing."""
-    info = spec.info
-    summary = {
-        "method": result.method,
-        "energy": result.energy_kind,
-        "chains": int(result.free.shape[0]),
-        "epochs": int(result.seconds.shape[0]),
-        "burn_in": result.burn_in,
-        "accept_rate": None if info.rates is None else result.accept_rate,
-        "novel_rate": result.novel_rate if info.rates == "chain" else None,
-        "ess": result.ess,
-        "rhat": result.rhat,
-        "forward_rows": result.forward_rows,
-        "proposals": result.proposals,
-        "final_energy_mean": None if result.energy is None else float(result.energy[-1].mean()),
-        "final_identity_mean": None if result.identity is None else float(result.identity[-1].mean()),
-    }
+    info, r = spec.info, result
+    summary = {"method": r.method, "energy": r.energy_kind, "chains": int(r.free.shape[0])}
+    summary.update(epochs=int(r.seconds.shape[0]), burn_in=r.burn_in)
+    summary.update(accept_rate=None if info.rates is None else r.accept_rate)
+    summary.update(novel_rate=r.novel_rate if info.rates == "chain" else None)
+    summary.update(ess=r.ess, rhat=r.rhat, forward_rows=r.forward_rows, proposals=r.proposals)
+    summary.update(final_energy_mean=None if r.energy is None else float(r.energy[-1].mean()))
+    summary.update(final_identity_mean=None if r.identity is None else float(r.identity[-1].mean()))
     summary.update(info.summary(result, spec) if info.summary else {})
     summary.update(diagnostic_notes(result, info))
     return summary

@@ -40,12 +40,8 @@ def add_sampler_args(parser) -> None:
     the ``sampler`` group, the others in a group per set of methods (``--method mh, gibbs``)."""
     methods = tuple(REGISTRY)
     s = parser.add_argument_group("sampler")
-    s.add_argument(
-        "--method",
-        choices=methods,
-        default=SamplerSpec.__dataclass_fields__["method"].default,
-        help="; ".join(f"{m.name}: {m.help}" for m in REGISTRY.values()).replace("%", "%%"),
-    )
+    helps = "; ".join(f"{m.name}: {m.help}" for m in REGISTRY.values()).replace("%", "%%")
+    s.add_argument("--method", choices=methods, default=SamplerSpec.__dataclass_fields__["method"].default, help=helps)
     s.add_argument("--chains", type=positive_int, default=4, help="chains per input sequence")
     groups = {methods: s}
     for name, takers in option_names().items():

@@ -16,11 +16,9 @@ TSV_FIELDS = ("id", "n_tokens", "pll", "pll_per_token", "e_local", "e_raw")
 
 def register(sub) -> None:
     p = sub.add_parser("score", help="pseudo-log-likelihood and raw-logit energy of sequences")
-    p.add_argument(
-        "input",
-        help="sequences: text (one per line), FASTA, CSV/TSV, JSONL or Parquet, optionally .gz; "
-        "- for standard input (with --format unless it starts with '>' or '{')",
-    )
+    formats = "text (one per line), FASTA, CSV/TSV, JSONL or Parquet, optionally .gz"
+    stdin = "- for standard input (with --format unless it starts with '>' or '{')"
+    p.add_argument("input", help=f"sequences: {formats}; {stdin}")
     add_input_args(p)
     add_dedupe_arg(p)
     add_model_args(p)
@@ -29,13 +27,9 @@ def register(sub) -> None:
     p.add_argument("--limit", type=positive_int, help="score only the first N records of the input (before --shard)")
     p.add_argument("--skip-invalid", action="store_true", help="skip records the tokenizer rejects, with a warning")
     add_field_flags(p, ScoreSpec, ("pll",))
-    p.add_argument(
-        "--check",
-        type=positive_int,
-        metavar="N",
-        help="with --pll one-pass: also score N random records of this run exactly and print the "
-        "Spearman, mean and max absolute error of the estimate",
-    )
+    what = "the Spearman, mean and max absolute error of the estimate"
+    check = f"with --pll one-pass: also score N random records of this run exactly and print {what}"
+    p.add_argument("--check", type=positive_int, metavar="N", help=check)
     add_field_flags(p, ScoreSpec, ("correction",))
     add_runtime_args(p)
     p.set_defaults(func=run)

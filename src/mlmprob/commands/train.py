@@ -34,12 +34,8 @@ def register(sub) -> None:
     p.add_argument("--out", "-o", required=True, help="output directory (model, checkpoints, loss_curve.png)")
     src = p.add_mutually_exclusive_group(required=True)
     src.add_argument("--synthetic", choices=KINDS, help="train on exact samples of a random synthetic language")
-    src.add_argument(
-        "--text",
-        nargs="+",
-        metavar="FILE",
-        help="train on text files, one sequence per line (- or /dev/stdin: standard input)",
-    )
+    text = "train on text files, one sequence per line (- or /dev/stdin: standard input)"
+    src.add_argument("--text", nargs="+", metavar="FILE", help=text)
     g = p.add_argument_group("synthetic language")
     g.add_argument("--vocab-size", type=positive_int, default=10, help="symbols V")
     g.add_argument("--length", type=positive_int, default=12, help="sequence length T")
@@ -54,9 +50,8 @@ def register(sub) -> None:
     g = p.add_argument_group("text")
     g.add_argument("--tokenizer-vocab-size", type=positive_int, default=1000, help="WordPiece vocabulary size")
     g.add_argument("--max-length", type=positive_int, default=128, help="tokens per sequence, special tokens included")
-    g.add_argument(
-        "--heldout-fraction", type=open_fraction, default=0.05, help="share of the text lines held out for evaluation"
-    )
+    held = "share of the text lines held out for evaluation"
+    g.add_argument("--heldout-fraction", type=open_fraction, default=0.05, help=held)
     g.add_argument("--cased", action="store_true", help="keep case (default: lowercase)")
     add_field_flags(p.add_argument_group("model and optimisation"), TrainConfig, MODEL_FLAGS)
     g = p.add_argument_group("masking and bookkeeping")
@@ -81,9 +76,8 @@ def run(args) -> int:
         lang = make_language(args.synthetic, args.vocab_size, args.length, args.language_seed, **shape)
         source = SyntheticSource(lang, args.n_train, args.n_heldout)
     else:
-        source = TextSource(
-            args.text, args.tokenizer_vocab_size, args.max_length, args.heldout_fraction, lowercase=not args.cased
-        )
+        sizes = (args.tokenizer_vocab_size, args.max_length, args.heldout_fraction)
+        source = TextSource(args.text, *sizes, lowercase=not args.cased)
     run = dict(device=parse_device(args.device), progress=not args.no_progress, stop_after=args.stop_after)
     result = train(config, source, out, **run)
     head = {"out": str(result.out_dir), "step": result.step, "done": result.done, "resumed_from": result.resumed_from}

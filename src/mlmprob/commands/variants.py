@@ -16,16 +16,7 @@ from ..numbering import cdr_span
 from ..runtime.inputs import FORMATS
 from ..settings import check_seed
 from ..variants.spec import DEFAULT_METHODS, SATURATE_METHODS, VariantsSpec
-from .common import (
-    add_dedupe_arg,
-    add_model_args,
-    add_runtime_args,
-    input_file,
-    model_spec,
-    report_done,
-    run_options,
-    spec_of,
-)
+from .common import add_dedupe_arg, add_model_args, add_runtime_args, input_file, model_spec, run_options, spec_of
 from .regions import add_cdr_args, cdr_config, resolve_cdr
 
 LONG_HELP = """A wild type longer than the model's window: protein models that read long rows through windows (ESM-2
@@ -35,40 +26,25 @@ inside the protein (column `window`: its first residue)."""
 
 
 def register(sub) -> None:
-    p = sub.add_parser(
-        "variants",
-        help="variant-effect scores of mutants of a wild type (ProteinGym CSV, sequences, or --saturate)",
-        description=__doc__,
-        epilog=LONG_HELP,
-    )
-    p.add_argument(
-        "input",
-        nargs="?",
-        help="ProteinGym-style CSV/TSV (a 'mutant' column like A23C:D45E, 1-based), "
-        "or full mutated sequences of the wild type's length (CSV/TSV column, FASTA, text, JSONL, Parquet)",
-    )
+    short = "variant-effect scores of mutants of a wild type (ProteinGym CSV, sequences, or --saturate)"
+    p = sub.add_parser("variants", help=short, description=__doc__, epilog=LONG_HELP)
+    gym = "ProteinGym-style CSV/TSV (a 'mutant' column like A23C:D45E, 1-based)"
+    full = "full mutated sequences of the wild type's length (CSV/TSV column, FASTA, text, JSONL, Parquet)"
+    p.add_argument("input", nargs="?", help=f"{gym}, or {full}")
     p.add_argument("--wild-type", required=True, metavar="SEQ|FASTA", help="the wild-type sequence, or a file with it")
-    p.add_argument(
-        "--saturate",
-        action="store_true",
-        help="score every single mutant of the wild type (19 x L "
-        "rows) and also write OUT.heatmap.png, OUT.heatmap.csv (L x 20) and OUT.saturation.csv",
-    )
+    files = "OUT.heatmap.png, OUT.heatmap.csv (L x 20) and OUT.saturation.csv"
+    sat = f"score every single mutant of the wild type (19 x L rows) and also write {files}"
+    p.add_argument("--saturate", action="store_true", help=sat)
     add_cdr_args(p, "with --saturate, mutate only the residues of this region of the wild type")
     add_field_flags(p, VariantsSpec, ("methods", "chain_orders", "chain_seed", "offset"))  # the spec's fields
     p.add_argument("--format", default="auto", choices=FORMATS, help="input format (auto: by the file's suffix)")
     p.add_argument("--mutant-column", default="mutant", help="mutant-string column of a CSV/TSV input")
-    p.add_argument(
-        "--column", help="full-sequence column (default: mutated_sequence/sequence/seq when there is no mutant column)"
-    )
+    column = "full-sequence column (default: mutated_sequence/sequence/seq when there is no mutant column)"
+    p.add_argument("--column", help=column)
     p.add_argument("--id-column", help="row id column (default: the mutant string; full sequences: row<N>)")
     p.add_argument("--label", metavar="COL", help="label column (measured fitness, or 0/1) for --evaluate")
-    p.add_argument(
-        "--evaluate",
-        action="store_true",
-        help="after scoring, print Spearman, AUROC (0/1 labels), "
-        "NDCG and top recall per method with bootstrap intervals; write OUT.eval.json",
-    )
+    stats = "Spearman, AUROC (0/1 labels), NDCG and top recall per method with bootstrap intervals"
+    p.add_argument("--evaluate", action="store_true", help=f"after scoring, print {stats}; write OUT.eval.json")
     p.add_argument("--top", type=probability, default=0.1, help="top fraction for NDCG and recall")
     p.add_argument("--n-boot", type=positive_int, default=1000, help="bootstrap resamples")
     seed_help = "seed of the bootstrap's torch.Generator (at most 2**63 - 1)"
@@ -83,8 +59,7 @@ def register(sub) -> None:
 
 
 def _units(config: dict, limit: int | None = None, label: str | None = None, path: str | None = None, unique=None):
-    """The units of a run with this ``config`` (``path``: where its input is read from now, e.g. standard input's
-    spooled copy; ``unique``: the :class:`~mlmprob.runtime.unique.UniqueIds` check of the input's ids)."""
+    """The units of a run with this ``config`` (``path``: where its input is read from now, e.g. stdin's copy)."""
     from itertools import islice
 
     from ..runtime.unique import UniqueIds
@@ -153,6 +128,7 @@ def run(args) -> int:
     from ..runtime.unique import UniqueIds
     from ..variants.stream import VariantsJob
     from ..variants.units import read_wild_type
+    from .common import report_done
 
     wild_type = read_wild_type(args.wild_type)
     spec = variants_spec(args)  # --methods (the defaults of --saturate with it), --offset, --chain-*
@@ -175,9 +151,8 @@ def run(args) -> int:
     command = StreamCommand(job, lambda: _units(config, args.limit, args.label, path, unique), config, **how)
     done = run_command(command, opts)
     skipped = f" ({len(done.skipped)} invalid row(s) skipped)" if done.skipped else ""
-    report_done(
-        f"scored {done.written} variants with {args.model}", done, args.out, opts.shard, unique=unique, extra=skipped
-    )
+    head = f"scored {done.written} variants with {args.model}"
+    report_done(head, done, args.out, opts.shard, unique=unique, extra=skipped)
     if args.saturate and opts.shard.is_whole:
         _saturation_outputs(args, job, done.state, wild_type, spec, config.get("cdr_span"))
     if labels is not None:
