@@ -1,9 +1,5 @@
 """The protein alphabet, defined once: the 20 canonical amino acids as one-letter codes in alphabetical order (a
-base module: it imports nothing of mlmprob).
-
->>> len(AMINO_ACIDS), is_protein("EVQLV"), is_protein("EVQLX"), is_protein("")
-(20, True, False, False)
-"""
+base module: it imports nothing of mlmprob)."""
 
 AMINO_ACIDS = "ACDEFGHIKLMNPQRSTVWY"
 

@@ -1,17 +1,5 @@
 """``argparse`` types for numeric options: each turns the text into a number or rejects it with one clear line
-(argparse prints ``error: argument --NAME: ...``, status 2); NaN, infinities and values beyond ``LIMIT`` are refused.
-
->>> positive_int("3"), nonnegative_int("0"), positive_float("0.5"), probability("1"), finite_float("-2")
-(3, 0, 0.5, 1.0, -2.0)
->>> positive_int("0")
-Traceback (most recent call last):
-...
-argparse.ArgumentTypeError: must be a positive integer, got '0'
->>> probability("nan")
-Traceback (most recent call last):
-...
-argparse.ArgumentTypeError: must be a probability in (0, 1], got 'nan'
-"""
+(argparse prints ``error: argument --NAME: ...``, status 2); NaN, infinities and values beyond ``LIMIT`` are refused."""
 
 from __future__ import annotations
 
@@ -82,18 +70,7 @@ def ladder(text: str) -> tuple[float, ...]:
 def checked(parse, check=None):
     """The type of a flag that sets a spec field: the text read by ``parse`` (``int``, ``float``, or a spec's parse
     function refusing with :class:`~mlmprob.errors.MLMProbError`), then checked by the spec's own ``check(value)``
-    (its error becomes argparse's one line): the flag accepts and refuses exactly what the spec does.
-
-    >>> def check_tol(v):
-    ...     if not 0 <= v < float("inf"):
-    ...         raise MLMProbError(f"tol must be a finite number >= 0, got {v!r}")
-    >>> checked(float, check_tol)("0")
-    0.0
-    >>> checked(float, check_tol)("nan")
-    Traceback (most recent call last):
-    ...
-    argparse.ArgumentTypeError: must be a finite number >= 0, got nan
-    """
+    (its error becomes argparse's one line): the flag accepts and refuses exactly what the spec does."""
     what = "an integer" if parse is int else "a number"
 
     def convert(text: str):
@@ -119,15 +96,7 @@ _DEVICE_WHAT = f"auto or a device of type {', '.join(DEVICE_TYPES)} (cuda:1: one
 
 def device_name(text: str) -> str:
     """A device mlmprob computes on: ``auto``, ``cpu``, ``cuda``, ``cuda:N`` or ``mps``; ``meta`` (no values),
-    ``xla`` and the like are refused. Whether the device is there is checked when the model loads.
-
-    >>> device_name("cuda:1"), device_name(" cpu ")
-    ('cuda:1', 'cpu')
-    >>> device_name("meta")
-    Traceback (most recent call last):
-    ...
-    argparse.ArgumentTypeError: must be auto or a device of type cpu, cuda, mps (cuda:1: one GPU), got 'meta'
-    """
+    ``xla`` and the like are refused. Whether the device is there is checked when the model loads."""
     name = str(text).strip()
     if not _DEVICE.fullmatch(name):
         raise argparse.ArgumentTypeError(f"must be {_DEVICE_WHAT}, got {text!r}")
@@ -136,16 +105,7 @@ def device_name(text: str) -> str:
 
 def device_list(text: str) -> str:
     """Comma-separated devices (``--devices cuda:0,cuda:1``), each a :func:`device_name`; the text is returned
-    as given (:func:`mlmprob.runtime.pool.parse_devices` splits it).
-
-    >>> device_list("cuda:0, cuda:1")
-    'cuda:0, cuda:1'
-    >>> device_list("cpu,meta")  # doctest: +NORMALIZE_WHITESPACE
-    Traceback (most recent call last):
-    ...
-    argparse.ArgumentTypeError: must be devices like cuda:0,cuda:1, each auto or a device of type cpu, cuda, mps,
-    got 'meta'
-    """
+    as given (:func:`mlmprob.runtime.pool.parse_devices` splits it)."""
     for part in str(text).split(","):
         if part.strip() and not _DEVICE.fullmatch(part.strip()):
             what = _DEVICE_WHAT.replace(" (cuda:1: one GPU)", "")

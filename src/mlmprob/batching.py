@@ -68,13 +68,5 @@ def read_logits(
     groups: torch.Tensor | None = None,
     progress: Callable[[int], None] | None = None,
 ) -> torch.Tensor:
-    """All reads of :func:`iter_read_logits` at once: logits ``[N, V]`` on the CPU, in read order.
-
-    >>> from mlmprob import ExactMLM
-    >>> m = ExactMLM(torch.log(torch.tensor([[0.1, 0.2], [0.3, 0.4]])))
-    >>> x = torch.tensor([[2, 1], [1, 2]])                 # id 2 is the mask: p(x1 | x2 = 1), p(x2 | x1 = 1)
-    >>> read_logits(m, x, torch.tensor([0, 1]), torch.tensor([0, 1])).log_softmax(-1).exp()[:, :2]
-    tensor([[0.3333, 0.6667],
-            [0.4286, 0.5714]])
-    """
+    """All reads of :func:`iter_read_logits` at once: logits ``[N, V]`` on the CPU, in read order."""
     return forward_all(mlm, GivenRows(mlm, ids, groups), read_row, read_col, progress=progress)

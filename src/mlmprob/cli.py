@@ -21,11 +21,7 @@ COMMANDS = tuple("score calibrate merge demo sample design joints infill train v
 
 def plain(text: str) -> str:
     r"""Help text as a terminal shows it: double backticks and roles removed (``:func:`~a.b.c``` reads ``c``,
-    ``:class:`a.B``` reads ``a.B``).
-
-    >>> plain("``mlmprob infill``: see :func:`~mlmprob.infill` and :class:`mlmprob.InfillSpec`")
-    'mlmprob infill: see infill and mlmprob.InfillSpec'
-    """
+    ``:class:`a.B``` reads ``a.B``)."""
     text = re.sub(r":[a-z]+(?::[a-z]+)?:`(~?)([^`]+)`", lambda m: m[2].rpartition(".")[2] if m[1] else m[2], text)
     return re.sub(r"``(.+?)``", r"\1", text, flags=re.DOTALL)
 
@@ -136,13 +132,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def os_error_message(e: OSError) -> str:
-    """One line for a file-system error, naming the file(s) it concerns.
-
-    >>> os_error_message(OSError(28, "No space left on device", "out.jsonl"))
-    'cannot read or write out.jsonl: No space left on device'
-    >>> os_error_message(FileNotFoundError(2, "No such file or directory", "a.tmp", None, "a"))
-    'cannot read or write a.tmp -> a: No such file or directory'
-    """
+    """One line for a file-system error, naming the file(s) it concerns."""
     files = " -> ".join(str(f) for f in (e.filename, e.filename2) if f is not None)
     what = (e.strerror or str(e) or type(e).__name__).splitlines()[0]
     return f"cannot read or write {files}: {what}" if files else f"cannot read or write: {what}"

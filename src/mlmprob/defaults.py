@@ -19,11 +19,7 @@
 - ``MAX_INPUT_LINE``: the most bytes of one input line (newline included), FASTA record or CSV/TSV cell; a longer
   one is refused naming the file and line (lines are read in pieces of at most this size).
 
-This module imports nothing from the package: every layer may read it.
-
->>> MODEL, DEVICE, DTYPE, VARIANTS_MODEL
-('antiberty', 'auto', 'weights', 'sapiens-vh')
-"""
+This module imports nothing from the package: every layer may read it."""
 
 import os
 

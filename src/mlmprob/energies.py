@@ -50,12 +50,7 @@ class EnergySpec(Spec):
 
 def row_sum(x: torch.Tensor) -> torch.Tensor:
     """Sum over the last dimension, added left to right: the same bits however long a row's padding is (a
-    vectorised ``sum`` groups terms by row length and vector width: a padded record could differ in its last bit).
-
-    >>> x = torch.tensor([[0.1, 0.2, 0.3, 1e-17, 0.7, 0.0, 0.0, 0.0, 0.0]], dtype=torch.float64)
-    >>> bool(row_sum(x) == row_sum(x[:, :5]))
-    True
-    """
+    vectorised ``sum`` groups terms by row length and vector width: a padded record could differ in its last bit)."""
     return x.sum(-1) if x.shape[-1] == 0 else x.cumsum(-1)[..., -1]
 
 
@@ -90,12 +85,7 @@ def target_scores(
     logits: torch.Tensor, targets: torch.Tensor, dtype: torch.dtype = torch.float64
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """``(log q(target), raw logit of target)``, float64, of logits ``[..., V]`` and targets ``[...]``, computed in
-    ``dtype``: the one per-token arithmetic of ``E_local`` and ``E_raw`` (:func:`token_scores`, the samplers).
-
-    >>> lp, raw = target_scores(torch.tensor([[0.0, 2.0]]), torch.tensor([1]))
-    >>> round(float(lp[0]), 4), float(raw[0])
-    (-0.1269, 2.0)
-    """
+    ``dtype``: the one per-token arithmetic of ``E_local`` and ``E_raw`` (:func:`token_scores`, the samplers)."""
     x = logits.to(dtype)
     raw = x.gather(-1, targets[..., None])[..., 0]
     return (raw - torch.logsumexp(x, -1)).double(), raw.double()
@@ -105,16 +95,7 @@ def energies_from_logits(
     logits: torch.Tensor, ids: torch.Tensor, scored: torch.Tensor
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """``(E_local, E_raw)`` ``[B]`` float64 from the single-site logits ``[B, L, V]`` of ``ids`` ``[B, L]`` (each
-    read with its position masked), summed over ``scored`` (bool ``[B, L]``): :func:`energy`'s numbers.
-
-    >>> from mlmprob import ExactMLM
-    >>> m = ExactMLM(torch.log(torch.tensor([[0.1, 0.2], [0.3, 0.4]])))   # mask id 2
-    >>> ids = torch.tensor([[1, 1]])
-    >>> rows = torch.stack([m.logits(torch.tensor([[2, 1]]))[0, 0], m.logits(torch.tensor([[1, 2]]))[0, 1]])
-    >>> e_local, e_raw = energies_from_logits(rows[None], ids, torch.ones(1, 2, dtype=torch.bool))
-    >>> bool(e_local == energy(m, ids)), bool(e_raw == energy(m, ids, kind="raw"))
-    (True, True)
-    """
+    read with its position masked), summed over ``scored`` (bool ``[B, L]``): :func:`energy`'s numbers."""
     lp, raw = target_scores(logits, ids)
     s = TokenScores(lp.masked_fill(~scored, 0.0), raw.masked_fill(~scored, 0.0), scored)
     return s.e_local, s.e_raw
@@ -129,14 +110,7 @@ def check_has_values(t: torch.Tensor, name: str) -> None:
 
 
 def check_input_ids(mlm: MaskedLM, input_ids) -> torch.Tensor:
-    """Validate ``input_ids`` at the boundary: LongTensor ``[B, L]``, ids in the vocabulary, length.
-
-    >>> check_input_ids(None, ["EVQL"])  # doctest: +NORMALIZE_WHITESPACE
-    Traceback (most recent call last):
-    ...
-    mlmprob.errors.MLMProbError: input_ids must be integer token ids [B, L], got list ['EVQL']: encode text first
-    (mlm.encode(["EVQL..."]).input_ids)
-    """
+    """Validate ``input_ids`` at the boundary: LongTensor ``[B, L]``, ids in the vocabulary, length."""
     if isinstance(input_ids, (str, bytes)) or (
         isinstance(input_ids, (list, tuple)) and any(isinstance(x, (str, bytes)) for x in input_ids)
     ):
@@ -179,14 +153,7 @@ def check_input_ids(mlm: MaskedLM, input_ids) -> torch.Tensor:
 
 def as_input_ids(mlm: MaskedLM, input_ids, name: str = "input_ids") -> torch.Tensor:
     """What the scoring entry points score, as checked token ids ``[B, L]`` (:func:`check_input_ids`): token ids, or
-    text (a sequence or a list of them) encoded by the model's tokenizer (right-padded: the same scores).
-
-    >>> as_input_ids(None, ["EVQL", [5, 6]])  # doctest: +NORMALIZE_WHITESPACE
-    Traceback (most recent call last):
-    ...
-    mlmprob.errors.MLMProbError: input_ids mixes text and token ids: give sequences (strings) or token ids [B, L],
-    not both
-    """
+    text (a sequence or a list of them) encoded by the model's tokenizer (right-padded: the same scores)."""
     texts = [input_ids] if isinstance(input_ids, str) else input_ids
     if isinstance(texts, (list, tuple)) and any(isinstance(x, str) for x in texts):
         if not all(isinstance(x, str) for x in texts):
@@ -209,15 +176,7 @@ def as_input_ids(mlm: MaskedLM, input_ids, name: str = "input_ids") -> torch.Ten
 
 def as_row(input_ids, name: str = "input_ids") -> torch.Tensor:
     """One sequence as a 1-D LongTensor: ``[L]`` or ``[1, L]`` integer token ids with ``L > 0`` (errors name
-    the argument, ``name``).
-
-    >>> as_row(torch.tensor([[3, 4]])).tolist()
-    [3, 4]
-    >>> as_row(torch.zeros(2, 2, dtype=torch.long), "wild_type")
-    Traceback (most recent call last):
-    ...
-    mlmprob.errors.MLMProbError: wild_type must have shape [L] or [1, L] with L > 0, got (2, 2)
-    """
+    the argument, ``name``)."""
     try:
         ids = torch.as_tensor(input_ids)
     except (TypeError, ValueError, RuntimeError):  # a string, a ragged list: torch's own message names neither
@@ -312,13 +271,7 @@ def pll(
 
     ``input_ids``: token ids ``[B, L]`` or text (a sequence or a list of sequences: :func:`as_input_ids`).
     ``positions`` is None (every non-special position), a list of indices shared by the batch, or a
-    bool mask ``[B, L]``. ``word_ids`` switches to the whole-word l2r variant.
-
-    >>> from mlmprob import ExactMLM
-    >>> m = ExactMLM(torch.log(torch.tensor([[0.1, 0.2], [0.3, 0.4]])))
-    >>> round(float(pll(m, torch.tensor([[1, 1]]))), 4)  # log(2/3) + log(4/7)
-    -0.9651
-    """
+    bool mask ``[B, L]``. ``word_ids`` switches to the whole-word l2r variant."""
     return token_scores(mlm, input_ids, positions, spec, word_ids=word_ids, **overrides).pll
 
 

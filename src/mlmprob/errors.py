@@ -34,16 +34,7 @@ class NonFiniteError(MLMProbError):
 
 def exit_status(body: Callable[[], int | None]) -> int:
     """Run a command's ``body`` and give its exit status (None: 0); an input error (``MLMProbError``) is instead
-    the one line ``error: <message>`` on stderr and status 2, the contract of every entry point.
-
-    >>> import contextlib, io
-    >>> def bad():
-    ...     raise MLMProbError("no such thing")
-    >>> with contextlib.redirect_stderr(io.StringIO()) as err:
-    ...     status = exit_status(bad)
-    >>> status, err.getvalue(), exit_status(lambda: None)
-    (2, 'error: no such thing\\n', 0)
-    """
+    the one line ``error: <message>`` on stderr and status 2, the contract of every entry point."""
     try:
         return int(body() or 0)
     except MLMProbError as e:

@@ -1,21 +1,6 @@
 """Settings declared once: a field made with :func:`option` carries its default, help and argparse keywords, and
 :func:`add_field_flags` makes its flag (``--my-option`` for ``my_option``, ``--help`` with the default). A flag left
-out is absent from the parsed arguments (``argparse.SUPPRESS``): the spec's default applies. Imports no torch.
-
->>> import argparse
->>> from dataclasses import dataclass
->>> from mlmprob.argtypes import positive_int
->>> @dataclass(frozen=True)
-... class Demo:
-...     beam_size: int = option(5, "fills kept", type=positive_int, aliases=("-k",))
-...     order: str = option("l2r", "the order", choices=("l2r", "best"))
->>> p = argparse.ArgumentParser(prog="demo")
->>> add_field_flags(p, Demo)
->>> vars(p.parse_args(["-k", "3"])), vars(p.parse_args([]))
-({'beam_size': 3}, {})
->>> [a.help for a in p._actions[1:]]
-['fills kept (default: 5)', 'the order (default: l2r)']
-"""
+out is absent from the parsed arguments (``argparse.SUPPRESS``): the spec's default applies. Imports no torch."""
 
 from __future__ import annotations
 

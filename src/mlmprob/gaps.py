@@ -16,16 +16,7 @@ _GAP_RE = re.compile(r"(\[MASK\]|<mask>)(?:\s*[xX*]\s*(\d+))?", re.IGNORECASE)
 def gap_tokens(text: str, limit: int | None = None) -> int:
     """How many masked tokens the gaps of ``text`` hold, counted without writing them out; a count below 1, or
     more than ``limit`` (the model's maximum length) or than :data:`mlmprob.defaults.MAX_INPUT_LINE` (any
-    input's longest line), is refused in one line before anything is built.
-
-    >>> gap_tokens("AC[MASK]x3D<mask>E_")
-    5
-    >>> gap_tokens("EV[MASK]x999999999999GG", 160)  # doctest: +NORMALIZE_WHITESPACE
-    Traceback (most recent call last):
-    ...
-    mlmprob.errors.MLMProbError: a gap of 999,999,999,999 tokens ('[MASK]x999999999999') is longer than the model
-    reads (160 tokens at most)
-    """
+    input's longest line), is refused in one line before anything is built."""
     most = defaults.MAX_INPUT_LINE
     cap, total = most if limit is None else min(limit, most), 0
     reads = "any input holds" if limit is None or limit > most else "the model reads"
@@ -48,23 +39,13 @@ def gap_tokens(text: str, limit: int | None = None) -> int:
 
 def expand_gaps(text: str, mask_text: str = "_", limit: int | None = None) -> str:
     """Write every gap of ``text`` as ``mask_text`` repeated once per masked token; the count is checked first
-    (:func:`gap_tokens`, ``limit``: the model's maximum length).
-
-    >>> expand_gaps("AC[MASK]x3D<mask>E_")
-    'AC___D_E_'
-    >>> expand_gaps("the [MASK]x2 sat", "[MASK]")
-    'the [MASK][MASK] sat'
-    """
+    (:func:`gap_tokens`, ``limit``: the model's maximum length)."""
     gap_tokens(text, limit)
     return _GAP_RE.sub(lambda m: "\0" * int(m.group(2) or 1), text).replace("_", "\0").replace("\0", mask_text)
 
 
 def count_gaps(text: str) -> int:
     """How many contiguous gaps ``text`` holds (masked tokens apart only by whitespace are one gap); the gaps'
-    sizes are checked (:func:`gap_tokens`) but not written out.
-
-    >>> count_gaps("AC___D<mask>E"), count_gaps("the [MASK] [MASK]x2 sat _"), count_gaps("ACDE")
-    (2, 2, 0)
-    """
+    sizes are checked (:func:`gap_tokens`) but not written out."""
     gap_tokens(text)
     return len(re.findall(r"\0(?:\s*\0)*", _GAP_RE.sub("\0", text).replace("_", "\0")))

@@ -9,12 +9,7 @@ import math
 
 def json_safe(obj):
     """``obj`` with NaN/inf floats replaced by None, recursively through dicts, lists and tuples; numpy/torch
-    scalars become Python numbers and arrays/tensors lists.
-
-    >>> import torch
-    >>> json_safe({"a": float("nan"), "b": [1.5, float("-inf"), (torch.tensor(2.0), torch.tensor([1, 2]))]})
-    {'a': None, 'b': [1.5, None, [2.0, [1, 2]]]}
-    """
+    scalars become Python numbers and arrays/tensors lists."""
     if isinstance(obj, float):
         return obj if math.isfinite(obj) else None
     if obj is None or isinstance(obj, (str, bool, int)):
@@ -31,9 +26,5 @@ def json_safe(obj):
 
 
 def dumps(obj, **kw) -> str:
-    """``json.dumps`` of ``json_safe(obj)`` with ``allow_nan=False``: always strict JSON.
-
-    >>> dumps({"ess": float("nan"), "n": 3})
-    '{"ess": null, "n": 3}'
-    """
+    """``json.dumps`` of ``json_safe(obj)`` with ``allow_nan=False``: always strict JSON."""
     return json.dumps(json_safe(obj), allow_nan=False, **kw)

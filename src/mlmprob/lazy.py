@@ -1,14 +1,6 @@
 """Package namespaces that import their public names on first use (PEP 562), so that reading a light module (``--help``,
 ``--version``, usage errors) imports no torch. A package's one call: ``__getattr__, __dir__, __all__ =
-exports(__name__, {name: module, ...})``.
-
->>> import sys, types
->>> pkg = sys.modules["demo_pkg"] = types.ModuleType("demo_pkg")
->>> pkg.__getattr__, pkg.__dir__, pkg.__all__ = exports("demo_pkg", {"dumps": "json", "decoder": "json.decoder"})
->>> pkg.__getattr__("dumps")({"a": 1}), pkg.__all__
-('{"a": 1}', ['dumps', 'decoder'])
->>> del sys.modules["demo_pkg"]
-"""
+exports(__name__, {name: module, ...})``."""
 
 from __future__ import annotations
 

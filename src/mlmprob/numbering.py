@@ -3,15 +3,7 @@
 The chain is numbered in IMGT by `anarcism <https://pypi.org/project/anarcism/>`_ (an scFv's heavy CDRs from its
 VH, light ones from its VL). ``scheme``: ``"imgt"`` for all six, or ``"kabat"`` for CDR-H3 only (IMGT 107-117).
 ``cdr_span(seq, "H3")`` is the 0-based half-open span; no antibody domain, the other chain or a CDR cut by the
-sequence's end is one :class:`~mlmprob.errors.MLMProbError` line.
-
->>> vh = ("EVQLVESGGGLVQPGGSLRLSCAASGFNIKDTYIHWVRQAPGKGLEWVARIYPTNGYTRYADSVKGRFTISADTSKNTAYLQMNSLRAEDTAVYYCSR"
-...       "WGGDGFYAMDYWGQGTLVTVSS")
->>> s, e = cdr_span(vh, "H3"); vh[s:e]
-'SRWGGDGFYAMDY'
->>> {name: vh[s:e] for name, (s, e) in cdr_spans(vh).items()}
-{'H1': 'GFNIKDTY', 'H2': 'IYPTNGYT', 'H3': 'SRWGGDGFYAMDY'}
-"""
+sequence's end is one :class:`~mlmprob.errors.MLMProbError` line."""
 
 from __future__ import annotations
 
@@ -34,15 +26,7 @@ _NAME = re.compile(r"(?:CDR)?[-_ ]?([HL])([123])", re.IGNORECASE)
 
 
 def parse_cdr(text: str) -> str:
-    """A CDR's name as ``CDRS`` spells it (``H3``), from ``h3``, ``CDR-H3``, ``cdrh3`` and the like.
-
-    >>> parse_cdr("h3"), parse_cdr("CDR-L1"), parse_cdr(" cdrh2 ")
-    ('H3', 'L1', 'H2')
-    >>> parse_cdr("H4")
-    Traceback (most recent call last):
-    ...
-    mlmprob.errors.MLMProbError: unknown CDR 'H4': use one of H1, H2, H3, L1, L2, L3
-    """
+    """A CDR's name as ``CDRS`` spells it (``H3``), from ``h3``, ``CDR-H3``, ``cdrh3`` and the like."""
     m = _NAME.fullmatch(str(text).strip())
     if not m:
         raise MLMProbError(f"unknown CDR {text!r}: use one of {', '.join(CDRS)}")
@@ -50,24 +34,12 @@ def parse_cdr(text: str) -> str:
 
 
 def is_cdr_name(text: str) -> bool:
-    """Whether ``text`` names a CDR (``H3``, ``CDR-L1``, ...).
-
-    >>> is_cdr_name("cdr-h3"), is_cdr_name("3-5")
-    (True, False)
-    """
+    """Whether ``text`` names a CDR (``H3``, ``CDR-L1``, ...)."""
     return _NAME.fullmatch(str(text).strip()) is not None
 
 
 def check_scheme(cdr: str, scheme: str) -> None:
-    """Refuse a definition the library cannot give for ``cdr``.
-
-    >>> check_scheme("H3", "kabat")
-    >>> check_scheme("L1", "kabat")  # doctest: +NORMALIZE_WHITESPACE
-    Traceback (most recent call last):
-    ...
-    mlmprob.errors.MLMProbError: --numbering kabat gives CDR-H3 only (Kabat H95-H102 = IMGT 107-117): anarcism numbers
-    in IMGT alone, so Kabat and Chothia CDR-L1 are not available; use --numbering imgt
-    """
+    """Refuse a definition the library cannot give for ``cdr``."""
     if scheme not in SCHEMES:
         raise MLMProbError(
             f"--numbering must be one of {', '.join(SCHEMES)}, got {scheme!r} "
@@ -150,18 +122,7 @@ def _domain(seq: str, cdr: str) -> Domain:
 
 
 def cdr_span(seq: str, cdr: str = "H3", scheme: str = "imgt") -> tuple[int, int]:
-    """0-based half-open residue span ``(start, end)`` of ``cdr`` (``H1`` ... ``L3``) in ``seq``.
-
-    >>> vl = ("DIQMTQSPSSLSASVGDRVTITCRASQDVNTAVAWYQQKPGKAPKLLIYSASFLYSGVPSRFSGSRSGTDFTLTISSLQPEDFATYYCQQHYTTPPT"
-    ...       "FGQGTKVEIK")
-    >>> [vl[slice(*cdr_span(vl, c))] for c in ("L1", "L2", "L3")]
-    ['QDVNTA', 'SAS', 'QQHYTTPPT']
-    >>> cdr_span(vl, "H3")  # doctest: +NORMALIZE_WHITESPACE
-    Traceback (most recent call last):
-    ...
-    mlmprob.errors.MLMProbError: no CDR-H3: anarcism (IMGT numbering) finds only a kappa light-chain domain in
-    'DIQMTQSPSSLSASVGDRVT...', not a heavy-chain (VH) one
-    """
+    """0-based half-open residue span ``(start, end)`` of ``cdr`` (``H1`` ... ``L3``) in ``seq``."""
     cdr = parse_cdr(cdr)
     check_scheme(cdr, scheme)
     seq = "".join(str(seq).split()).upper()
@@ -194,11 +155,7 @@ def cdr_spans(seq: str, scheme: str = "imgt") -> dict[str, tuple[int, int]]:
 
 
 def mask_residues(text: str, span: tuple[int, int], mask: str = "_") -> str:
-    """``text`` with its residues ``span[0]`` to ``span[1] - 1`` (non-whitespace characters) written as ``mask``.
-
-    >>> mask_residues("ACDEF", (1, 3)), mask_residues("A C D E F", (1, 3))
-    ('A__EF', 'A _ _ E F')
-    """
+    """``text`` with its residues ``span[0]`` to ``span[1] - 1`` (non-whitespace characters) written as ``mask``."""
     out, i = [], 0
     for ch in text:
         out.append(ch if ch.isspace() or not span[0] <= i < span[1] else mask)

@@ -57,16 +57,7 @@ Positions = Sequence[int] | torch.Tensor | Resolved | None
 def default_mask(
     mlm: MaskedLM, input_ids: torch.Tensor, rule: Rule, word_ids: torch.Tensor | None = None
 ) -> torch.Tensor:
-    """Bool ``[B, L]``: the positions ``rule`` touches by default.
-
-    >>> from mlmprob import ExactMLM
-    >>> m = ExactMLM(torch.zeros(2, 2, 2))                       # ids 0, 1; mask id 2
-    >>> ids = torch.tensor([[0, 2, 1]])
-    >>> default_mask(m, ids, TOKENS).tolist(), default_mask(m, ids, TOKENS_AND_MASKS).tolist()
-    ([[True, False, True]], [[True, True, True]])
-    >>> default_mask(m, ids, WORDS_AND_MASKS, word_ids=torch.tensor([[-1, -1, 0]])).tolist()
-    [[False, True, True]]
-    """
+    """Bool ``[B, L]``: the positions ``rule`` touches by default."""
     mlm = reader_of(mlm)
     if rule.by_words:
         if word_ids is None:
@@ -89,17 +80,7 @@ def resolve(
     """Bool ``[B, L]``: ``positions`` (None: ``rule``'s :func:`default_mask`; token indices shared by the batch; a
     bool mask; a :class:`Resolved` mask, taken as it is) checked against ``input_ids``: inside the rows, a token
     there unless ``rule.include_masks`` (then every mask token inside a row among them), and (unless
-    ``allow_empty_rows``) at least one per row.
-
-    >>> from mlmprob import ExactMLM
-    >>> m = ExactMLM(torch.zeros(2, 2, 2))
-    >>> resolve(m, torch.tensor([[0, 2, 1]]), [1, 2], TOKENS_AND_MASKS).tolist()
-    [[False, True, True]]
-    >>> resolve(m, torch.tensor([[0, 2, 1]]), [1, 2], TOKENS)
-    Traceback (most recent call last):
-    ...
-    mlmprob.errors.PositionsError: position 1 of sequence 0 holds the mask token; a scored position needs a token
-    """
+    ``allow_empty_rows``) at least one per row."""
     if isinstance(positions, Resolved):
         return _resolved(positions, input_ids, rule)
     mlm = reader_of(mlm)
@@ -199,16 +180,7 @@ MAX_NUMBERS = 1_000_000
 
 def parse_numbers(text: str, name: str = "positions") -> list[int]:
     """1-based residue/word numbers and inclusive ranges, as users type them: ``"3,5,10-12"`` ->
-    ``[3, 5, 10, 11, 12]``; a 0 (or any number below 1) is refused in one line that says the base.
-
-    >>> parse_numbers("3, 5,10-12")
-    [3, 5, 10, 11, 12]
-    >>> parse_numbers("0,4", "--positions")  # doctest: +NORMALIZE_WHITESPACE
-    Traceback (most recent call last):
-    ...
-    mlmprob.errors.MLMProbError: --positions: position 0; positions count from 1: they are residue/word numbers, 1-based
-    as in mutation strings like A23G (sample --positions was 0-based in earlier versions)
-    """
+    ``[3, 5, 10, 11, 12]``; a 0 (or any number below 1) is refused in one line that says the base."""
     out: list[int] = []
     for part in str(text or "").replace(";", ",").split(","):
         part = part.strip()
@@ -239,16 +211,7 @@ def parse_numbers(text: str, name: str = "positions") -> list[int]:
 
 def word_mask(word_ids: torch.Tensor, numbers: Sequence[int], name: str = "") -> torch.Tensor:
     """Bool ``[L]``: every token of the 1-based residue/word ``numbers`` in one row's ``word_ids`` (-1: special
-    tokens and padding). ``name`` prefixes the message of a number outside the row.
-
-    >>> w = torch.tensor([-1, 0, 1, 1, 2, -1])                  # CLS, word 1, word 2 (two tokens), word 3, SEP
-    >>> word_mask(w, [2, 3]).tolist()
-    [False, False, True, True, True, False]
-    >>> word_mask(w, [4], "--positions")
-    Traceback (most recent call last):
-    ...
-    mlmprob.errors.MLMProbError: --positions: position 4 is outside the sequence's 3 residues/words
-    """
+    tokens and padding). ``name`` prefixes the message of a number outside the row."""
     word_ids = torch.as_tensor(word_ids)
     n_words = int(word_ids.max()) + 1 if (word_ids >= 0).any() else 0
     bad = [n for n in numbers if not 1 <= n <= n_words]
@@ -260,22 +223,14 @@ def word_mask(word_ids: torch.Tensor, numbers: Sequence[int], name: str = "") ->
 
 
 def word_positions(word_ids: torch.Tensor, numbers: Sequence[int], name: str = "") -> list[int]:
-    """The token positions (0-based, sorted) of the 1-based residue/word ``numbers``: :func:`word_mask`'s.
-
-    >>> word_positions(torch.tensor([-1, 0, 1, 1, 2, -1]), [3, 2])
-    [2, 3, 4]
-    """
+    """The token positions (0-based, sorted) of the 1-based residue/word ``numbers``: :func:`word_mask`'s."""
     return word_mask(word_ids, numbers, name).nonzero()[:, 0].tolist()
 
 
 def token_numbers(word_ids: torch.Tensor, input_ids: torch.Tensor, mask_id: int) -> list[int]:
     """The 1-based residue/word number of every token of one row, as users type and read them: its word's
     (``word_ids + 1``: :func:`word_positions` inverts it); a mask token without a word id counts as one word after
-    the token before it (each ``_`` of a gap); 0 at special tokens and padding.
-
-    >>> token_numbers(torch.tensor([-1, 0, 1, 1, -1, -1, 4, -1]), torch.tensor([2, 5, 6, 7, 9, 9, 8, 3]), 9)
-    [0, 1, 2, 2, 3, 4, 5, 0]
-    """
+    the token before it (each ``_`` of a gap); 0 at special tokens and padding."""
     out, last = [], 0
     for w, t in zip(torch.as_tensor(word_ids).tolist(), torch.as_tensor(input_ids).tolist(), strict=True):
         n = w + 1 if w >= 0 else last + 1 if t == mask_id else 0

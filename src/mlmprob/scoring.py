@@ -1,14 +1,5 @@
 """Scoring many text records with a tokenizer-carrying MaskedLM: the API behind ``mlmprob score``.
-:class:`ScoreJob` (and :class:`~mlmprob.onepass.job.OnePassScoreJob`) hold a :class:`ScoreSpec` as ``spec``.
-
->>> ScoreSpec(likelihood="loglik", n_orders=3).recorded()  # doctest: +NORMALIZE_WHITESPACE
-{'whole_word': False, 'per_token': False, 'likelihood': 'loglik', 'order': 'random', 'n_orders': 3, 'per_order': False,
-'seed': 0}
->>> ScoreSpec(pll="one-pass", whole_word=True)
-Traceback (most recent call last):
-...
-mlmprob.errors.MLMProbError: --pll one-pass gives per-sequence scores only (no --per-token, no --whole-word)
-"""
+:class:`ScoreJob` (and :class:`~mlmprob.onepass.job.OnePassScoreJob`) hold a :class:`ScoreSpec` as ``spec``."""
 
 from __future__ import annotations
 

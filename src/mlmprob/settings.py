@@ -1,21 +1,6 @@
 """The shared shape of the algorithms' specs: a frozen dataclass of one run's settings, validated once in its
 ``__post_init__``, made from parsed CLI arguments by field name (:func:`mlmprob.commands.common.spec_of`) and
-written down as plain JSON values (docs/architecture.md, "One spec per algorithm").
-
->>> from dataclasses import dataclass
->>> @dataclass(frozen=True)
-... class Demo(Spec):
-...     size: int = 1
-...     names: tuple = ("a",)
-...     def __post_init__(self):
-...         check_int("size", self.size, 1, "a positive integer")
->>> Demo(size=3).settings()
-{'size': 3, 'names': ['a']}
->>> Demo().replace(size=0)
-Traceback (most recent call last):
-...
-mlmprob.errors.MLMProbError: size must be a positive integer, got 0
-"""
+written down as plain JSON values (docs/architecture.md, "One spec per algorithm")."""
 
 from __future__ import annotations
 
@@ -115,11 +100,7 @@ def check_known(owner: str, keywords, names) -> None:
 
 
 def json_value(value):
-    """``value`` as plain JSON: tuples become lists, tensors their ``tolist()``.
-
-    >>> json_value(("a", (1, 2))), json_value(None)
-    (['a', [1, 2]], None)
-    """
+    """``value`` as plain JSON: tuples become lists, tensors their ``tolist()``."""
     if isinstance(value, (tuple, list)):
         return [json_value(v) for v in value]
     return value.tolist() if hasattr(value, "tolist") else value
@@ -144,13 +125,7 @@ def check_seed(value, name: str = "seed") -> None:
 
 def check_count(name: str, value, most: int, why: str) -> int:
     """``value`` if it is a positive integer (not a bool) of at most ``most``; else one line naming ``name``, the
-    bound and ``why`` (what each unit costs).
-
-    >>> check_count("beam_size", 10 ** 9, 10_000, "each is a model row")
-    Traceback (most recent call last):
-    ...
-    mlmprob.errors.MLMProbError: beam_size must be at most 10,000 (each is a model row), got 1000000000
-    """
+    bound and ``why`` (what each unit costs)."""
     check_int(name, value, 1, "a positive integer")
     if value > most:
         raise MLMProbError(f"{name} must be at most {most:,} ({why}), got {value!r}")
@@ -159,15 +134,7 @@ def check_count(name: str, value, most: int, why: str) -> int:
 
 def check_ladder(value, name: str = "temperatures") -> tuple[float, ...]:
     """A replica-exchange ladder as a tuple: at least two finite temperatures > 0 (a tuple or list), increasing from
-    the target's; else one line naming ``name``.
-
-    >>> check_ladder([1, 2.5])
-    (1, 2.5)
-    >>> check_ladder((2.0, 1.0))
-    Traceback (most recent call last):
-    ...
-    mlmprob.errors.MLMProbError: temperatures must increase from the target's, got (2.0, 1.0)
-    """
+    the target's; else one line naming ``name``."""
     t = tuple(value) if isinstance(value, list) else value
     if not isinstance(t, tuple) or len(t) < 2:
         raise MLMProbError(f"{name} must be a tuple of at least two temperatures, got {value!r}")

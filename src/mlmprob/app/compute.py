@@ -58,13 +58,7 @@ Progress = Callable[[int, int], None]  # progress(done, total), called as the wo
 
 def positions_or_cdr(text: str, positions: str, name: str = "positions") -> list[int]:
     """1-based residue numbers: ``positions`` as :func:`parse_numbers` reads them, or a CDR's name (``H3``,
-    ``CDR-L1``) for that CDR of the antibody chain ``text``, numbered by anarcism (IMGT).
-
-    >>> vh = ("EVQLVESGGGLVQPGGSLRLSCAASGFNIKDTYIHWVRQAPGKGLEWVARIYPTNGYTRYADSVKGRFTISADTSKNTAYLQMNSLRAEDTAVYYCSR"
-    ...       "WGGDGFYAMDYWGQGTLVTVSS")
-    >>> positions_or_cdr(vh, "h1"), positions_or_cdr(vh, "3-5")
-    ([26, 27, 28, 29, 30, 31, 32, 33], [3, 4, 5])
-    """
+    ``CDR-L1``) for that CDR of the antibody chain ``text``, numbered by anarcism (IMGT)."""
     from ..numbering import cdr_span, is_cdr_name
 
     if not is_cdr_name(str(positions or "")):
@@ -126,13 +120,7 @@ def examples(mlm) -> dict[str, str | int]:
 
 # -- Score ---------------------------------------------------------------------------------------
 def parse_sequences(text: str, limits: Limits = LIMITS) -> list[Record]:
-    """Pasted input: one sequence or sentence per line (ids ``seq1``, ``seq2``, ...) or FASTA.
-
-    >>> [(r.id, r.seq) for r in parse_sequences(">a x\\nAC\\nDE\\n>b\\nKL")]
-    [('a', 'ACDE'), ('b', 'KL')]
-    >>> [r.id for r in parse_sequences("the cat sat\\n\\na dog ran")]
-    ['seq1', 'seq2']
-    """
+    """Pasted input: one sequence or sentence per line (ids ``seq1``, ``seq2``, ...) or FASTA."""
     lines = [line.strip() for line in str(text or "").splitlines() if line.strip()]
     if not lines:
         raise MLMProbError("no sequence given: paste one sequence or sentence per line, or FASTA")
@@ -220,11 +208,7 @@ def score_text(
 
 # -- Mutations -------------------------------------------------------------------------------------
 def clean_wild_type(text: str) -> str:
-    """The wild type as one string of residue letters (a FASTA header and white space dropped).
-
-    >>> clean_wild_type(">wt\\nev ql\\nVE")
-    'EVQLVE'
-    """
+    """The wild type as one string of residue letters (a FASTA header and white space dropped)."""
     lines = [line for line in str(text or "").splitlines() if not line.strip().startswith(">")]
     seq = "".join("".join(lines).split()).upper()
     if not seq:

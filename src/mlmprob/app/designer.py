@@ -44,11 +44,7 @@ class ExpertPool:
 
 def parse_experts(rows: Sequence[Sequence]) -> list[tuple[str, str, float]]:
     """The page's expert table (rows ``[model, kind, weight]``; blank rows and a weight of 0 dropped) as
-    ``(model, kind, weight)``.
-
-    >>> parse_experts([["antiberty", "local", 1], ["", "", ""], ["sapiens-vh", "raw", "0.5"], ["x", "local", 0]])
-    [('antiberty', 'local', 1.0), ('sapiens-vh', 'raw', 0.5)]
-    """
+    ``(model, kind, weight)``."""
     out = []
     for row in rows:
         name = str(row[0]).strip() if len(row) > 0 and row[0] is not None else ""
@@ -137,11 +133,7 @@ def design_rows(view: DesignView, digits: int = 4) -> list[list]:
 
 
 def highlighted(parent: str, seq: str) -> str:
-    """``seq`` as HTML, the residues that differ from ``parent`` marked (their parent residue in the title).
-
-    >>> highlighted("ACD", "AGD")
-    'A<mark class="mlmprob-mut" title="C2G">G</mark>D'
-    """
+    """``seq`` as HTML, the residues that differ from ``parent`` marked (their parent residue in the title)."""
     out = []
     for j, (a, b) in enumerate(zip(parent, seq, strict=True)):
         c = html.escape(b)

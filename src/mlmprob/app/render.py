@@ -18,11 +18,7 @@ def _doubt(log_prob: float) -> float:
 
 
 def _colour(log_prob: float) -> str:
-    """White for probability 1, deepening red as the model doubts the token (log scale).
-
-    >>> _colour(0.0), _colour(-2.5), _colour(-50.0)
-    ('rgb(255,255,255)', 'rgb(234,147,148)', 'rgb(214,39,40)')
-    """
+    """White for probability 1, deepening red as the model doubts the token (log scale)."""
     t = _doubt(log_prob)
     r, g, b = (round(255 + (c - 255) * t) for c in (214, 39, 40))
     return f"rgb({r},{g},{b})"

@@ -35,12 +35,7 @@ def register(sub) -> None:
 
 
 def picked(scored: torch.Tensor, k: int) -> list[int]:
-    """Up to ``k`` scored positions spread evenly, first and last included.
-
-    >>> import torch
-    >>> picked(torch.tensor([False, True, True, True, True, True, False]), 3)
-    [1, 3, 5]
-    """
+    """Up to ``k`` scored positions spread evenly, first and last included."""
     idx = scored.nonzero()[:, 0].tolist()
     if len(idx) <= k:
         return idx
@@ -86,14 +81,7 @@ def compare(mlm, seqs: list[str], k: int) -> list[tuple[str, float]]:
 
 def _check_lengths(lengths: list[int], limit: int | None) -> None:
     """Refuse a sequence longer than the model's positions: the brute force reads each sequence whole, in one
-    row (``score`` reads such a protein through windows; this check does not).
-
-    >>> _check_lengths([5, 202], 160)  # doctest: +NORMALIZE_WHITESPACE
-    Traceback (most recent call last):
-    ...
-    mlmprob.errors.MLMProbError: sequence 2 has 202 tokens, more than the model's 160 positions; check-model reads each
-    sequence whole: give a shorter --seq
-    """
+    row (``score`` reads such a protein through windows; this check does not)."""
     for i, n in enumerate(lengths):
         if limit is not None and n > limit:
             raise MLMProbError(

@@ -190,17 +190,7 @@ def run_options(args):
 
 def spec_of(cls, args, **given):
     """The algorithm's spec ``cls`` of parsed arguments: every field whose name is an argument (``--my-option`` is
-    ``my_option``); ``given`` (values the command computed) take precedence.
-
-    >>> from dataclasses import dataclass
-    >>> from mlmprob.settings import Spec
-    >>> @dataclass(frozen=True)
-    ... class Demo(Spec):
-    ...     size: int = 1
-    ...     names: tuple = ("a",)
-    >>> spec_of(Demo, argparse.Namespace(size=3, other=0)).settings()
-    {'size': 3, 'names': ['a']}
-    """
+    ``my_option``); ``given`` (values the command computed) take precedence."""
     values = {f.name: getattr(args, f.name) for f in dataclasses.fields(cls) if hasattr(args, f.name)}
     return cls(**{**values, **given})
 

@@ -75,11 +75,7 @@ SAMPLER_FLAGS = (
 
 
 def parse_expert(text: str) -> tuple[str, str, float]:
-    """``NAME[:local|raw][:WEIGHT]`` -> ``(name, kind, weight)``.
-
-    >>> parse_expert("sapiens-vh:raw:0.5"), parse_expert("antiberty"), parse_expert("m:2")
-    (('sapiens-vh', 'raw', 0.5), ('antiberty', 'local', 1.0), ('m', 'local', 2.0))
-    """
+    """``NAME[:local|raw][:WEIGHT]`` -> ``(name, kind, weight)``."""
     name, kind, weight = text, "local", 1.0
     parts = text.split(":")
     if len(parts) > 1:

@@ -17,11 +17,7 @@ KEY, BASE = "positions", "positions_base"
 
 
 def compact_numbers(numbers: Iterable[int]) -> str:
-    """Sorted numbers as the shortest text :func:`mlmprob.positions.parse_numbers` reads back.
-
-    >>> compact_numbers([10, 3, 11, 12, 5, 4])
-    '3-5,10-12'
-    """
+    """Sorted numbers as the shortest text :func:`mlmprob.positions.parse_numbers` reads back."""
     runs: list[list[int]] = []
     for n in sorted(numbers):
         if runs and n == runs[-1][1] + 1:
@@ -32,11 +28,7 @@ def compact_numbers(numbers: Iterable[int]) -> str:
 
 
 def canonical_positions(text: str | None, name: str = "--positions") -> str | None:
-    """``--positions`` written one way (sorted ranges), None (all positions) kept.
-
-    >>> canonical_positions("12, 10-11,3"), canonical_positions(None)
-    ('3,10-12', None)
-    """
+    """``--positions`` written one way (sorted ranges), None (all positions) kept."""
     return None if text is None else compact_numbers(parse_numbers(text, name))
 
 

@@ -30,26 +30,13 @@ def parse_positions(text: str) -> list[int]:
 
 
 def is_streamed(out: str | None) -> bool:
-    """Whether ``--out`` asks for streamed rows (a result file, or stdout) rather than a run folder.
-
-    >>> is_streamed(None), is_streamed("runs/x.parquet"), is_streamed("runs/tras_mh")
-    (True, True, False)
-    """
+    """Whether ``--out`` asks for streamed rows (a result file, or stdout) rather than a run folder."""
     return out is None or out == "-" or Path(out).suffix.lower() in (".jsonl", ".tsv", ".parquet")
 
 
 def check_out(out: str | None) -> None:
     """Refuse an ``--out`` that is neither a result file (.jsonl, .tsv, .parquet) nor a run folder: a name ending in
-    a file suffix such as ``.fasta`` or ``.gz`` (unless that folder exists already).
-
-    >>> check_out("runs/x.tsv"), check_out("runs/tras_mh"), check_out("runs/v1.2")
-    (None, None, None)
-    >>> check_out("x.fasta")  # doctest: +NORMALIZE_WHITESPACE
-    Traceback (most recent call last):
-    ...
-    mlmprob.errors.MLMProbError: --out 'x.fasta': give a folder (no suffix) for a run folder, or a .jsonl, .tsv or
-    .parquet file for streamed rows
-    """
+    a file suffix such as ``.fasta`` or ``.gz`` (unless that folder exists already)."""
     if out is None or is_streamed(out):
         return
     if re.fullmatch(r"\.[A-Za-z][A-Za-z0-9]*", Path(out).suffix) and not Path(out).is_dir():

@@ -1,15 +1,5 @@
 """``design(terms, parent, spec=None, **overrides)``: sample or optimise variants of a parent under a product of
-experts and hard constraints.
-
->>> import torch
->>> from mlmprob import load_mlm
->>> r = design(load_mlm("antiberty"), "EVQLVESGGGLVQPGGSLRLSCAAS", chains=2, steps=5, positions=(3, 4, 5),
-...            max_mutations=2, forbid=("glycosylation", "NG"), generator=torch.Generator().manual_seed(0))
->>> [len(row["sequence"]) for row in r.rows], r.names
-([25, 25], ('antiberty',))
->>> all(row["in_constraints"] and row["mutations"] <= 2 for row in r.rows)
-True
-"""
+experts and hard constraints."""
 
 from __future__ import annotations
 
@@ -205,25 +195,13 @@ GROUP_BYTES = 1 << 30
 
 
 def group_size(rungs: int, length: int, letters: int) -> int:
-    """How many chains (each with its ``rungs``) one group holds: as many as fit :data:`GROUP_BYTES`, at least one.
-
-    >>> group_size(1, 122, 20)  # the trastuzumab VH
-    5979
-    """
+    """How many chains (each with its ``rungs``) one group holds: as many as fit :data:`GROUP_BYTES`, at least one."""
     return max(1, GROUP_BYTES // batch_bytes(rungs, length, letters))
 
 
 def check_batch(chains: int, rungs: int, length: int, letters: int) -> None:
     """Refuse, before anything is allocated, a batch (one group: :func:`group_size`) of chains over
-    :data:`mlmprob.sampling.registry.MAX_RUN_BYTES` or the memory available (``/proc/meminfo``, where known).
-
-    >>> check_batch(10 ** 6, 1, 20, 20)  # doctest: +NORMALIZE_WHITESPACE +ELLIPSIS
-    Traceback (most recent call last):
-    ...
-    mlmprob.errors.MLMProbError: 1,000,000 chains of a 20-residue parent in one batch would keep about 27.4 GiB
-    in memory, more than the ...: run fewer chains per call (each call's chains are independent), or mlmprob
-    design, which runs one chain at a time
-    """
+    :data:`mlmprob.sampling.registry.MAX_RUN_BYTES` or the memory available (``/proc/meminfo``, where known)."""
     need = batch_bytes(chains * rungs, length, letters)
     if need < 32 << 20:  # small: no need to ask the system
         return

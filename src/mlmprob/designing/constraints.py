@@ -1,21 +1,6 @@
 """The hard constraints ``C`` of a design run, on residue strings (no torch): allowed residues per position, at most
 ``max_mutations`` from the parent, forbidden motifs (``re.search``; liabilities as named presets) and required ones.
-The target is 0 outside ``C``: a sampler rejects a move that leaves it, never repairs one.
-
->>> c = Constraints.build("ANGS", AMINO_ACIDS, positions=(2, 3), max_mutations=1, forbid=("deamidation",),
-...                       start_invalid=True)
->>> c.violations("ANGS")
-['forbidden motif deamidation (NG) at residue 2']
->>> c.ok("ANQS"), c.ok("AQQS"), c.ok("CNQS")
-(True, False, False)
->>> Constraints.build("ANGS", AMINO_ACIDS, forbid=("NG",), keep_parent_motifs=True).violations("NGGS")
-['forbidden motif NG at residue 1']
->>> Constraints.build("ANGS", AMINO_ACIDS, forbid=("deamidation",))
-Traceback (most recent call last):
-...
-mlmprob.errors.MLMProbError: the parent violates a hard constraint: forbidden motif deamidation (NG) at residue 2 \
-(pass start_invalid=True, --start-invalid, to start there anyway)
-"""
+The target is 0 outside ``C``: a sampler rejects a move that leaves it, never repairs one."""
 
 from __future__ import annotations
 

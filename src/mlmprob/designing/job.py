@@ -33,20 +33,12 @@ class Chain(NamedTuple):
 
 
 def chains_of(n: int) -> list[Chain]:
-    """The ``n`` chains of a run, in order.
-
-    >>> chains_of(2)
-    [Chain(id='chain0', number=0), Chain(id='chain1', number=1)]
-    """
+    """The ``n`` chains of a run, in order."""
     return [Chain(f"chain{c}", c) for c in range(n)]
 
 
 def flat_row(row: dict) -> dict:
-    """A result row of :class:`~mlmprob.designing.api.DesignResult` with every term's energy as ``energy_<name>``.
-
-    >>> flat_row({"chain": 0, "energies": {"a": 1.0}, "total": 1.0})
-    {'chain': 0, 'total': 1.0, 'energy_a': 1.0}
-    """
+    """A result row of :class:`~mlmprob.designing.api.DesignResult` with every term's energy as ``energy_<name>``."""
     flat = {k: v for k, v in row.items() if k != "energies"}
     flat.update({f"energy_{n}": e for n, e in row["energies"].items()})
     return flat
@@ -131,11 +123,7 @@ def oracle_digest(text: str) -> str:
 def expert_labels(experts: Sequence[tuple[str, str, float]]) -> list[str]:
     """Each expert's term name: its model, with ``:raw`` added to a raw expert whose model is also a local one
     (``--expert antiberty --expert antiberty:raw``: ``antiberty`` and ``antiberty:raw``). The same model with the
-    same energy twice is one term: refused.
-
-    >>> expert_labels([("m", "local", 1.0), ("m", "raw", 0.5), ("n", "raw", 1.0)])
-    ['m', 'm:raw', 'n']
-    """
+    same energy twice is one term: refused."""
     pairs = [(name, kind) for name, kind, _ in experts]
     for name, kind in pairs:
         if pairs.count((name, kind)) > 1:

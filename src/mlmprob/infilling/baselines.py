@@ -51,12 +51,7 @@ BASELINES = {
 def proposal_logp(logp: torch.Tensor, config: SamplingConfig) -> torch.Tensor:
     """Rows of ``log q`` ``[N, n]`` -> tempered, renormalised, nucleus-truncated ``log q~`` (float64), by the package's
     one proposal function (``sampling.proposals.proposal_log_probs``: its nucleus keeps the most probable tokens up to
-    and including the one at which the mass reaches ``top_p``, ties going to the lower candidate index).
-
-    >>> lp = torch.log(torch.tensor([[0.5, 0.3, 0.2]], dtype=torch.float64))
-    >>> proposal_logp(lp, SamplingConfig(top_p=0.7)).exp().round(decimals=6).tolist()
-    [[0.625, 0.375, 0.0]]
-    """
+    and including the one at which the mass reaches ``top_p``, ties going to the lower candidate index)."""
     return proposal_log_probs(logp, config=config.proposal)
 
 

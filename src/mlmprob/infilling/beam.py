@@ -1,15 +1,7 @@
 """Beam search infilling with masked LMs (Calef et al.). A fill ``w`` of the gap ``g_1..g_k`` scores, standard:
 ``sum_j log q_{g_j}(w_j | context, filled so far, rest masked)``; HCB: ``sum_j [log q_{g_j}(w_j | input_j) -
 log q_{g_j}(v | input_j)]``, ``input_j`` holding the pivot ``v`` (default: the mask, then no extra pass) at the
-unfilled positions. For compatible conditionals HCB is ``log p(w | context) - log p(v..v | context)`` for any order.
-
->>> import torch
->>> from mlmprob import ExactMLM
->>> m = ExactMLM(torch.log(torch.tensor([[0.1, 0.2], [0.3, 0.4]])))
->>> best = infill(m, [m.mask_id, m.mask_id], [0, 1], method="standard", beam_size=4)
->>> [(c.tokens, round(c.score, 4)) for c in best]   # standard = exact log p on ExactMLM
-[((1, 1), -0.9163), ((1, 0), -1.204), ((0, 1), -1.6094), ((0, 0), -2.3026)]
-"""
+unfilled positions. For compatible conditionals HCB is ``log p(w | context) - log p(v..v | context)`` for any order."""
 
 from __future__ import annotations
 
@@ -29,13 +21,7 @@ from .spec import METHODS, InfillSpec
 def score_meaning(method: str, pivot: str | None = None) -> str:
     """What a candidate's ``score`` is under ``method``, with its unit, for reports: the two methods' scores
     are different quantities (a standard score is a log-probability, <= 0; an HCB score is a log-ratio
-    to the pivot, ``pivot`` naming it, default the mask token, and often > 0), so a report says which.
-
-    >>> score_meaning("standard")
-    'log-probability of the fill in nats (chain rule: sum of log q(fill token | context), <= 0)'
-    >>> score_meaning("hcb")
-    'log-ratio in nats, not a probability (sum of log q(fill token) - log q(mask) per position; > 0: beats mask)'
-    """
+    to the pivot, ``pivot`` naming it, default the mask token, and often > 0), so a report says which."""
     return _method(_MEANINGS, method)(pivot or "mask")
 
 

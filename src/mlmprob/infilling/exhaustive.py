@@ -19,11 +19,7 @@ MAX_FILLS = 200_000
 
 
 def enumerate_fills(candidates: torch.Tensor, k: int) -> torch.Tensor:
-    """Every fill ``[n**k, k]`` in lexicographic order of candidate index.
-
-    >>> enumerate_fills(torch.tensor([4, 7]), 2).tolist()
-    [[4, 4], [4, 7], [7, 4], [7, 7]]
-    """
+    """Every fill ``[n**k, k]`` in lexicographic order of candidate index."""
     n = len(candidates)
     if n**k > MAX_FILLS:
         raise MLMProbError(f"exhaustive search over {n}**{k} = {n**k} fills is too large (limit {MAX_FILLS})")

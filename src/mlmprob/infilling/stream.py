@@ -28,11 +28,7 @@ def mask_text(mlm) -> str:
 
 
 def gap_runs(positions: Sequence[int]) -> list[list[int]]:
-    """Sorted positions cut into runs of consecutive positions.
-
-    >>> gap_runs([3, 4, 5, 9, 11, 12])
-    [[3, 4, 5], [9], [11, 12]]
-    """
+    """Sorted positions cut into runs of consecutive positions."""
     runs: list[list[int]] = []
     for p in positions:
         if runs and p == runs[-1][-1] + 1:
@@ -58,11 +54,7 @@ class GapUnit:
 
 def iter_gap_units(records: Iterable[Record], gaps: str = "joint") -> Iterator[GapUnit]:
     """The units of ``records`` (see the module docstring); a record with no gap or a bad gap gives one
-    unit carrying the ``error`` (the job raises it, or skips it with ``skip_invalid``).
-
-    >>> [u.id for u in iter_gap_units([Record("a", "A__C_D"), Record("b", "AC")], "each")]
-    ['a/gap1', 'a/gap2', 'b']
-    """
+    unit carrying the ``error`` (the job raises it, or skips it with ``skip_invalid``)."""
     if gaps not in GAP_MODES:
         raise MLMProbError(f"unknown gaps mode {gaps!r}; use one of {', '.join(GAP_MODES)}")
     for r in records:

@@ -180,15 +180,7 @@ _JOINTS = {
 
 
 def pivot_pair(pivot) -> tuple[int, int]:
-    """HCB's ``pivot`` given as a pair of token ids, as a tuple of ints; anything else in one line.
-
-    >>> pivot_pair([3, 4]), pivot_pair((torch.tensor(1), 2))
-    ((3, 4), (1, 2))
-    >>> pivot_pair(5)
-    Traceback (most recent call last):
-    ...
-    mlmprob.errors.MLMProbError: pivot must be a pair of token ids (a_id, b_id) or None (the mode), got 5
-    """
+    """HCB's ``pivot`` given as a pair of token ids, as a tuple of ints; anything else in one line."""
     try:
         if isinstance(pivot, (str, bytes)) or len(pivot) != 2 or any(isinstance(p, bool) for p in pivot):
             raise TypeError

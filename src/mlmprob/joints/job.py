@@ -150,11 +150,7 @@ class PairUnit(NamedTuple):
 
 
 def pair_units(schemes: Sequence[str], n_pairs: int) -> Iterator[PairUnit]:
-    """The full pair list: the schemes interleaved, pair by pair.
-
-    >>> [u.id for u in pair_units(("random", "contiguous"), 2)]
-    ['random/0', 'contiguous/0', 'random/1', 'contiguous/1']
-    """
+    """The full pair list: the schemes interleaved, pair by pair."""
     for i in range(n_pairs):
         for s, scheme in enumerate(schemes):
             yield PairUnit(f"{scheme}/{i}", s, i)

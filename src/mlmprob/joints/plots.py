@@ -20,13 +20,7 @@ def pnll_by_distance(
     records: Sequence[dict], bins=DISTANCE_BINS
 ) -> tuple[list[str], list[int], dict[str, list[float]]]:
     """``(bin labels, counts, method -> PNLL per bin)``; PNLL = ``-sum log q(w_a, w_b) / 2n`` over the
-    bin's pairs (the log of its P-PPL); NaN for empty bins.
-
-    >>> recs = [{"distance": 0, "metrics": {m: {"pair_logp": -2.0} for m in LABELS}}]
-    >>> labels, counts, pnll = pnll_by_distance(recs)
-    >>> labels[0], counts[:2], pnll["ag"][0]
-    ('0', [1, 0], 1.0)
-    """
+    bin's pairs (the log of its P-PPL); NaN for empty bins."""
     labels: list[str] = []
     counts: list[int] = []
     out: dict[str, list[float]] = {m: [] for m in LABELS}

@@ -28,12 +28,7 @@ _FLOAT_KEYS = ("ci_gap", "incompatibility", "ag_change", "seconds", "seconds_for
 
 def restore_nonfinite(rec: dict) -> dict:
     """A record read back from strict JSON (where -inf and NaN were written as null) with its floats
-    restored: metric log-probabilities -> -inf, every other float field -> NaN.
-
-    >>> r = restore_nonfinite({"ci_gap": None, "metrics": {"mlm": {"pair_logp": None, "akl": 0.5, "gkl": None}}})
-    >>> r["ci_gap"], r["metrics"]["mlm"]
-    (nan, {'pair_logp': -inf, 'akl': 0.5, 'gkl': nan})
-    """
+    restored: metric log-probabilities -> -inf, every other float field -> NaN."""
     for m in (rec.get("metrics") or {}).values():
         for k, v in m.items():
             if v is None:

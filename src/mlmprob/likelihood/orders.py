@@ -53,11 +53,7 @@ def units_of(selected: torch.Tensor, word_row: torch.Tensor | None = None) -> li
 
 
 def count_orders(n_units: int, limit: int) -> int | None:
-    """``n_units!`` when it is at most ``limit``, else None.
-
-    >>> count_orders(3, 6), count_orders(4, 6)
-    (6, None)
-    """
+    """``n_units!`` when it is at most ``limit``, else None."""
     return None if n_units > 20 or math.factorial(n_units) > limit else math.factorial(n_units)
 
 

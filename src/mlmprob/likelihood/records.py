@@ -16,12 +16,7 @@ LOGLIK_FIELDS = tuple(f"loglik_{k}" for k in ("mixture", "elbo", "per_token", "o
 
 
 def record_generator(seed: int, sequence: str) -> torch.Generator:
-    """The generator of one record's orders (``runtime.seeds``, purpose ``loglik``).
-
-    >>> a = record_generator(0, "ACD").initial_seed(); a == record_generator(0, "ACD").initial_seed() != \\
-    ...     record_generator(1, "ACD").initial_seed()
-    True
-    """
+    """The generator of one record's orders (``runtime.seeds``, purpose ``loglik``)."""
     return seeded_generator(seed, "loglik", sequence)
 
 

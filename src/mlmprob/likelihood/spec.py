@@ -1,15 +1,5 @@
 """The settings of scoring records: :class:`ScoreSpec` (``mlmprob score``'s flags are made from its fields) and
-:class:`LoglikSpec` (the chain-rule likelihood's; ``ScoreSpec.loglik_spec``). Torch-free, below the scoring module.
-
->>> LoglikSpec(n_orders=3).settings()
-{'order': 'random', 'n_orders': 3, 'per_order': False, 'seed': 0}
->>> LoglikSpec.of(LoglikSpec(n_orders=3), seed=2)
-LoglikSpec(order='random', n_orders=3, per_order=False, seed=2)
->>> LoglikSpec(order="best")
-Traceback (most recent call last):
-...
-mlmprob.errors.MLMProbError: order must be one of 'random', 'l2r', 'r2l', got 'best'
-"""
+:class:`LoglikSpec` (the chain-rule likelihood's; ``ScoreSpec.loglik_spec``). Torch-free, below the scoring module."""
 
 from __future__ import annotations
 
@@ -30,14 +20,7 @@ MAX_ORDERS = 100_000  # the most orders a record may be read along (each is kept
 
 
 def check_n_orders(n_orders, name: str = "n_orders") -> int:
-    """``n_orders`` checked: a positive integer, at most :data:`MAX_ORDERS`.
-
-    >>> check_n_orders(10 ** 9)  # doctest: +NORMALIZE_WHITESPACE
-    Traceback (most recent call last):
-    ...
-    mlmprob.errors.MLMProbError: n_orders must be at most 100,000 (each order is kept in memory and read with its own
-    model rows), got 1000000000
-    """
+    """``n_orders`` checked: a positive integer, at most :data:`MAX_ORDERS`."""
     return check_count(name, n_orders, MAX_ORDERS, "each order is kept in memory and read with its own model rows")
 
 
@@ -143,11 +126,7 @@ class ScoreSpec(Spec):
 
     @property
     def loglik_spec(self) -> LoglikSpec:
-        """The chain-rule settings (``order``, ``n_orders``, ``per_order``, ``seed``) as the likelihood API's spec.
-
-        >>> ScoreSpec(likelihood="loglik", n_orders=3).loglik_spec
-        LoglikSpec(order='random', n_orders=3, per_order=False, seed=0)
-        """
+        """The chain-rule settings (``order``, ``n_orders``, ``per_order``, ``seed``) as the likelihood API's spec."""
         return LoglikSpec(**{k: getattr(self, k) for k in LOGLIK_SETTINGS})
 
     @property

@@ -28,13 +28,7 @@ ATTENTION_BUDGET = 16 * 512 * 512
 
 def rows_per_batch(width: int, batch_tokens: int | None = None) -> int:
     """How many rows of ``width`` tokens one forward sub-batch holds (at least 1); the attention cap (16 rows of 512
-    tokens per :data:`BUDGET_UNIT` tokens) grows with budgets above that unit (GPUs), never shrinks below it.
-
-    >>> rows_per_batch(512), rows_per_batch(122), rows_per_batch(122, 65536), rows_per_batch(10_000, 100)
-    (8, 33, 281, 1)
-    >>> rows_per_batch(512, 65536), rows_per_batch(512, 8 * 65536)
-    (16, 128)
-    """
+    tokens per :data:`BUDGET_UNIT` tokens) grows with budgets above that unit (GPUs), never shrinks below it."""
     width = max(int(width), 1)
     batch_tokens = DEFAULT_BATCH_TOKENS if batch_tokens is None else batch_tokens
     attention = max(ATTENTION_BUDGET, ATTENTION_BUDGET * (batch_tokens // BUDGET_UNIT))
@@ -43,13 +37,7 @@ def rows_per_batch(width: int, batch_tokens: int | None = None) -> int:
 
 def auto_batch_tokens(mlm: MaskedLM, requested: int | None = None) -> int:
     """``requested``, else the reader's own budget, else :data:`DEFAULT_BATCH_TOKENS` on CPUs and on a CUDA GPU
-    :func:`gpu_batch_tokens` of its total memory.
-
-    >>> from mlmprob import ExactMLM
-    >>> m = ExactMLM(torch.zeros(3, 3))
-    >>> auto_batch_tokens(m), auto_batch_tokens(m, 1024), auto_batch_tokens(reader_of(m, 512))
-    (4096, 1024, 512)
-    """
+    :func:`gpu_batch_tokens` of its total memory."""
     if requested is not None:
         if requested < 1:
             raise MLMProbError(f"batch_tokens must be positive, got {requested}")
@@ -75,14 +63,7 @@ def gpu_batch_tokens(total: int, weights: int, per_token: int) -> int:
     """The token budget on a GPU of ``total`` bytes holding ``weights`` bytes of weights, at ``per_token``
     activation bytes per token: a third of what the weights leave, rounded down to a power of two, between
     1024 and ``64 x BUDGET_UNIT``. From the total memory, not the free memory, which moves with other processes:
-    a record longer than one sub-batch is cut where the budget says, so its float32 bits would move too.
-
-    >>> GiB = 1 << 30
-    >>> gpu_batch_tokens(80 * GiB, 2 * GiB, 36_000), gpu_batch_tokens(81 * GiB, 2 * GiB, 36_000)
-    (524288, 524288)
-    >>> gpu_batch_tokens(16 * GiB, 14 * GiB, 100_000), gpu_batch_tokens(1 << 40, 0, 1)
-    (4096, 4194304)
-    """
+    a record longer than one sub-batch is cut where the budget says, so its float32 bits would move too."""
     budget = max(1, (total - weights) // 3 // max(1, per_token))
     return max(1024, min(1 << (int(budget).bit_length() - 1), 64 * BUDGET_UNIT))
 
@@ -126,15 +107,7 @@ def _lower_cap(mlm, n: int, width: int) -> None:
 # padding, its group (rows of different groups never share a sub-batch) and the row that a non-finite error names;
 # ``build(idx, width)``: the rows ``idx`` as ids ``[n, width]``
 class GivenRows:
-    """Token rows forwarded as they are. ``groups`` default: all rows one group (one record).
-
-    >>> from mlmprob import ExactMLM
-    >>> m = ExactMLM(torch.log(torch.tensor([[0.1, 0.2], [0.3, 0.4]])))
-    >>> src = GivenRows(m, torch.tensor([[2, 1], [1, 2]]))
-    >>> forward_all(m, src, torch.tensor([0, 1]), torch.tensor([0, 1])).log_softmax(-1).exp()[:, :2]
-    tensor([[0.3333, 0.6667],
-            [0.4286, 0.5714]])
-    """
+    """Token rows forwarded as they are. ``groups`` default: all rows one group (one record)."""
 
     def __init__(
         self, mlm: MaskedLM, ids: torch.Tensor, groups: torch.Tensor | None = None, names: torch.Tensor | None = None
@@ -198,13 +171,7 @@ def plan_groups(
     lengths: torch.Tensor, groups: torch.Tensor, needed: torch.Tensor, batch_tokens: int
 ) -> tuple[torch.Tensor, list[tuple[int, int, int]]]:
     """``(order, plan)``: the needed rows in forward order (by group, then row index) and the ``(start, n, width)``
-    sub-batches over ``order``; a sub-batch never crosses a group.
-
-    >>> order, plan = plan_groups(torch.tensor([3, 3, 5, 5, 5]), torch.tensor([1, 1, 0, 0, 0]),
-    ...                           torch.tensor([0, 1, 2, 3, 4]), batch_tokens=10)
-    >>> order.tolist(), plan
-    ([2, 3, 4, 0, 1], [(0, 2, 5), (2, 1, 5), (3, 2, 3)])
-    """
+    sub-batches over ``order``; a sub-batch never crosses a group."""
     order = needed[torch.argsort(groups[needed], stable=True)]  # needed is sorted: ties keep the row order
     lens, plan, start = lengths[order].tolist(), [], 0
     for count in torch.unique_consecutive(groups[order], return_counts=True)[1].tolist():  # group by group

@@ -55,15 +55,7 @@ def _fused_qkv(att) -> torch.nn.Module:
 
 def attention_dtype(dtype: torch.dtype, device_type: str, half: bool | None = None) -> torch.dtype:
     """The dtype the fused forward's attention runs in for ``dtype`` values on ``device_type``: float32, or the half
-    dtype itself when ``half`` is True, or None (the default) and the device is a GPU.
-
-    >>> attention_dtype(torch.bfloat16, "cuda"), attention_dtype(torch.bfloat16, "cpu")
-    (torch.bfloat16, torch.float32)
-    >>> attention_dtype(torch.float32, "cuda", True), attention_dtype(torch.float16, "cuda", False)
-    (torch.float32, torch.float32)
-    >>> attention_dtype(torch.float16, "cpu", True)
-    torch.float16
-    """
+    dtype itself when ``half`` is True, or None (the default) and the device is a GPU."""
     if dtype not in (torch.float16, torch.bfloat16):
         return torch.float32
     on = device_type == "cuda" if half is None else half

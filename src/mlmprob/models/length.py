@@ -31,11 +31,7 @@ def position_tables(model) -> list[tuple[str, torch.nn.Module]]:
 
 def declared_offset(table: torch.nn.Module) -> int:
     """The offset a table declares: BART's ``offset``, else ``padding_idx + 1`` (RoBERTa's positions start after its
-    padding row), else 0.
-
-    >>> declared_offset(torch.nn.Embedding(10, 2)), declared_offset(torch.nn.Embedding(10, 2, padding_idx=1))
-    (0, 2)
-    """
+    padding row), else 0."""
     offset = getattr(table, "offset", None)
     if isinstance(offset, int):
         return offset

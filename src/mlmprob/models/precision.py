@@ -17,15 +17,7 @@ INT8 = torch.int8
 
 
 class Int8Linear(torch.nn.Module):
-    """``nn.Linear`` with int8 weights (per output channel) and activations quantized on the fly.
-
-    >>> torch.manual_seed(0) and None  # doctest fixture
-    >>> lin = torch.nn.Linear(64, 32)
-    >>> x = torch.randn(5, 64)
-    >>> q = Int8Linear.from_linear(lin)
-    >>> bool(((q(x) - lin(x)).abs().max() < 0.05 * lin(x).abs().max()).item())
-    True
-    """
+    """``nn.Linear`` with int8 weights (per output channel) and activations quantized on the fly."""
 
     def __init__(self, packed, in_features: int, out_features: int):
         super().__init__()
@@ -79,12 +71,7 @@ def _float_layers(base: torch.nn.Module) -> tuple[torch.nn.Module, ...]:
 def weights_dtype(model: torch.nn.Module, device) -> torch.dtype:
     """The dtype ``dtype=None`` / ``"weights"`` computes ``model`` in on ``device``: its weights' own floating-point
     dtype (float32 when none is), except float32 for float16 and bfloat16 weights on a CPU (which it holds exactly):
-    CPU half-precision kernels are slow without native units and round differently on CPUs with and without them.
-
-    >>> lin = torch.nn.Linear(2, 2).to(torch.bfloat16)
-    >>> weights_dtype(lin, "cpu"), weights_dtype(lin, "cuda"), weights_dtype(torch.nn.Linear(2, 2).double(), "cpu")
-    (torch.float32, torch.bfloat16, torch.float64)
-    """
+    CPU half-precision kernels are slow without native units and round differently on CPUs with and without them."""
     first = next((p.dtype for p in model.parameters() if p.is_floating_point()), torch.float32)
     return torch.float32 if first in (torch.float16, torch.bfloat16) and torch.device(device).type == "cpu" else first
 

@@ -20,14 +20,7 @@ PROTEIN_FAMILIES = ("esm", "esmc")  # transformers architectures trained on prot
 
 def is_protein_tokenizer(hf_tok) -> bool:
     """Whether a Hugging Face tokenizer belongs to a protein MLM: an ``EsmTokenizer``, or a vocabulary of the 20
-    residues as single upper-case letters plus special, bracketed and a few other single-character tokens.
-
-    >>> import transformers, tempfile, pathlib
-    >>> d = pathlib.Path(tempfile.mkdtemp())
-    >>> _ = (d / "vocab.txt").write_text("\\n".join(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + list(AMINO_ACIDS)))
-    >>> is_protein_tokenizer(transformers.BertTokenizer(str(d / "vocab.txt"), do_lower_case=False))
-    True
-    """
+    residues as single upper-case letters plus special, bracketed and a few other single-character tokens."""
     if type(hf_tok).__name__.startswith("EsmTokenizer"):
         return True
     special = set(hf_tok.all_special_tokens) - set(AMINO_ACIDS)  # a residue made special is still a residue
@@ -50,14 +43,7 @@ def is_protein_model(model, hf_tok) -> bool:
 
 class ProteinTokenizer(ResidueTokenizer):
     """A ``ResidueTokenizer`` that also reads residues separated by white space (ProtBERT's
-    ``"M K T A"``); ``decode`` gives the plain string.
-
-    >>> tok = ProteinTokenizer(["<cls>", "<pad>", "<eos>", "<mask>"] + list(AMINO_ACIDS), bos="<cls>", eos="<eos>",
-    ...                        pad="<pad>", mask="<mask>")
-    >>> ids = tok.encode(["M K T A", "MKT_"]).input_ids
-    >>> tok.decode(ids[0]), tok.decode(ids[1])
-    ('MKTA', 'MKT_')
-    """
+    ``"M K T A"``); ``decode`` gives the plain string."""
 
     def encode(self, texts):
         return super().encode(["".join(t.split()) if isinstance(t, str) else t for t in text_list(texts)])
@@ -102,13 +88,7 @@ def residue_tokenizer(hf_tok, vocab_size: int | None = None) -> ProteinTokenizer
 
 def alphabet_ids(tok: ResidueTokenizer, alphabet: str | None) -> list[int]:
     """Token ids of the proposal alphabet: the 20 canonical residues by default (or for
-    ``"canonical"``/``"protein"``), else the letters of ``alphabet``, each a residue of the vocabulary.
-
-    >>> tok = ResidueTokenizer(["<pad>", "<mask>"] + list(AMINO_ACIDS + "X"), bos=None, eos=None, pad="<pad>",
-    ...                        mask="<mask>")
-    >>> len(alphabet_ids(tok, None)), alphabet_ids(tok, "ACX")
-    (20, [2, 3, 22])
-    """
+    ``"canonical"``/``"protein"``), else the letters of ``alphabet``, each a residue of the vocabulary."""
     letters = AMINO_ACIDS if alphabet is None or alphabet.lower() in ("canonical", "protein") else alphabet.upper()
     if not letters or len(set(letters)) != len(letters):
         raise ModelLoadError(f"alphabet must be distinct one-letter residues, got {alphabet!r}")

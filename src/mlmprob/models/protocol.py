@@ -40,11 +40,7 @@ def gather_logits(mlm: MaskedLM, input_ids: torch.Tensor, rows: torch.Tensor, co
 
 
 def nonfinite_rows(logits: torch.Tensor) -> torch.Tensor:
-    """Bool ``[N]``: rows of ``logits [N, V]`` holding NaN or +inf, or no finite value at all.
-
-    >>> nonfinite_rows(torch.tensor([[0.0, float("-inf")], [float("nan"), 0.0], [float("inf"), 0.0]]))
-    tensor([False,  True,  True])
-    """
+    """Bool ``[N]``: rows of ``logits [N, V]`` holding NaN or +inf, or no finite value at all."""
     if logits.numel() == 0:
         return torch.zeros(logits.shape[0], dtype=torch.bool)
     return (logits.isnan() | logits.isposinf()).any(-1) | ~logits.isfinite().any(-1)

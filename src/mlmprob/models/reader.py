@@ -9,18 +9,7 @@ none); ``proposal_ids`` (None: every id may be proposed); ``max_length`` (specia
 (:mod:`mlmprob.models.probe`); ``head`` (``"shortcut"``, ``"full"`` or ``"logits"``); ``batch_tokens`` (the forward
 budget; None: the device's default; :meth:`Reader.with_budget`); ``tokenizer`` (None for id-only models). Optional
 reads (``logits_at``, ``device_logits_at``, ``hidden_at``, ``head_logits``, ``input_embedding``) are offered when
-the model has them.
-
->>> import torch
->>> from mlmprob.models.exact import ExactMLM
->>> r = reader_of(ExactMLM(torch.zeros(4, 4)))
->>> r.mask_id, r.vocab_size, r.pad_id, r.max_length, r.head, r.batch_tokens
-(4, 4, None, 2, 'logits', None)
->>> reader_of(r) is r, reader_of(r, batch_tokens=64).batch_tokens
-(True, 64)
->>> r.lengths(torch.tensor([[0, 1]])).tolist(), r.id_range()
-([2], '0..4')
-"""
+the model has them."""
 
 from __future__ import annotations
 
@@ -217,9 +206,5 @@ def reader_of(mlm, batch_tokens: int | None = None) -> Reader:
 
 
 def name_of(mlm) -> str:
-    """A label for reports: the reader's name, else the object's ``name`` or its class name (any object).
-
-    >>> name_of(object())
-    'object'
-    """
+    """A label for reports: the reader's name, else the object's ``name`` or its class name (any object)."""
     return str(getattr(mlm, "name", "") or type(mlm).__name__)

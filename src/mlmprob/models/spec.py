@@ -1,13 +1,5 @@
 """A run's model: which one and how it is loaded (:class:`ModelSpec`: its reader carries the forward budget settled
-for the device, so no algorithm takes one), and the base of every streamed job (:class:`ModelJob`).
-
->>> import torch
->>> from mlmprob.models.exact import ExactMLM
->>> spec = ModelSpec("m", batch_tokens=64)
->>> m = ExactMLM(torch.zeros(3, 3))
->>> spec.reader(m).batch_tokens, ModelSpec("m").reader(m).batch_tokens
-(64, 4096)
-"""
+for the device, so no algorithm takes one), and the base of every streamed job (:class:`ModelJob`)."""
 
 from __future__ import annotations
 

@@ -116,13 +116,7 @@ def load_pickle(
 
 
 def pickle_refusal(e: Exception) -> str:
-    """What the weights-only unpickler objected to, in our words (never torch's advice to unpickle fully).
-
-    >>> pickle_refusal(Exception("Weights only load failed. ... Unsupported global: GLOBAL io.open was not ..."))
-    'it refers to io.open, which is not a tensor or plain data'
-    >>> pickle_refusal(RuntimeError("invalid load key, 'x'."))
-    "RuntimeError: invalid load key, 'x'."
-    """
+    """What the weights-only unpickler objected to, in our words (never torch's advice to unpickle fully)."""
     found = re.search(r"Unsupported global: GLOBAL ([\w.]+)", str(e))
     if found:
         return f"it refers to {found.group(1)}, which is not a tensor or plain data"

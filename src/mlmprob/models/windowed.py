@@ -16,11 +16,7 @@ from .reader import reader_of
 
 
 def window_starts(lengths: torch.Tensor, cols: torch.Tensor, window: int) -> torch.Tensor:
-    """First token of the window read for position ``cols[n]`` of a row of ``lengths[n]`` tokens.
-
-    >>> window_starts(torch.tensor([10, 10, 10, 4]), torch.tensor([0, 5, 9, 3]), 4).tolist()
-    [0, 3, 6, 0]
-    """
+    """First token of the window read for position ``cols[n]`` of a row of ``lengths[n]`` tokens."""
     return torch.minimum((cols - window // 2).clamp(min=0), (lengths - window).clamp(min=0))
 
 
@@ -32,17 +28,7 @@ def _rows(input_ids) -> torch.Tensor:
 
 
 class WindowedMLM:
-    """A masked LM that reads long rows through windows of ``window`` tokens (see the module doc).
-
-    >>> import torch
-    >>> from mlmprob.models.exact import LookupMLM
-    >>> inner = LookupMLM(vocab_size=3, length=4, seed=0)
-    >>> w = WindowedMLM(inner, 4)
-    >>> x = torch.tensor([[0, 1, 2, 1, 0, 2, 2]])
-    >>> out = w.logits_at(x, torch.tensor([0, 0]), torch.tensor([1, 5]))
-    >>> torch.equal(out[0], inner.logits(x[:, 0:4])[0, 1]), torch.equal(out[1], inner.logits(x[:, 3:7])[0, 2])
-    (True, True)
-    """
+    """A masked LM that reads long rows through windows of ``window`` tokens (see the module doc)."""
 
     def __init__(self, mlm: MaskedLM, window: int, *, batch_tokens: int | None = None):
         if int(window) < 1:

@@ -105,13 +105,7 @@ def check_fits(c: Correction, mlm, where: str) -> Correction:
 
 
 def calibrate_hint(mlm) -> str:
-    """The error for a model without a correction: the command that fits one.
-
-    >>> class M: name = "my/hub-model"
-    >>> calibrate_hint(M())  # doctest: +NORMALIZE_WHITESPACE
-    "no one-pass correction for model 'my/hub-model': fit one with `mlmprob calibrate SEQUENCES --model my/hub-model
-    --out C.safetensors`, then pass correction='C.safetensors' (CLI: --correction C.safetensors)"
-    """
+    """The error for a model without a correction: the command that fits one."""
     name = name_of(mlm)
     how = (
         f"` (it writes {Path(name) / (FILE_STEM + '.safetensors')}, found from then on)"

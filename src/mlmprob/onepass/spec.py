@@ -1,13 +1,5 @@
 """The settings of ``mlmprob.pll`` (:class:`PLLSpec`: exact, or a one-pass estimate) and of the one-pass estimate
-itself (:class:`OnePassSpec`, what :func:`~mlmprob.onepass.estimate.one_pass_token_scores` takes). No torch here.
-
->>> PLLSpec(method="fast")
-Traceback (most recent call last):
-...
-mlmprob.errors.MLMProbError: unknown PLL method 'fast'; use one of exact, one_pass, unmasked
->>> OnePassSpec().method, OnePassSpec(correction="c.safetensors").settings()
-('one_pass', {'method': 'one_pass', 'correction': 'c.safetensors'})
-"""
+itself (:class:`OnePassSpec`, what :func:`~mlmprob.onepass.estimate.one_pass_token_scores` takes). No torch here."""
 
 from __future__ import annotations
 

@@ -19,17 +19,7 @@ def cap_workers(
     requested: int, *, cores: int, available: int | None = None, per_worker: int | None = None, units: int | None = None
 ) -> tuple[int, str | None]:
     """``requested`` workers capped by ``cores``, by ``available`` bytes of memory at ``per_worker`` bytes each (when
-    both are known) and by ``units`` of work (when known), never below 1; with why (the tightest limit, or None).
-
-    >>> cap_workers(100, cores=2)
-    (2, '2 CPU cores')
-    >>> cap_workers(4, cores=16, available=3 * GiB, per_worker=GiB)
-    (3, '3.0 GiB of memory available, about 1.0 GiB per worker')
-    >>> cap_workers(8, cores=16, units=5), cap_workers(2, cores=16, available=GiB, per_worker=2 * GiB)
-    ((5, '5 units of work'), (1, '1.0 GiB of memory available, about 2.0 GiB per worker'))
-    >>> cap_workers(2, cores=2, available=64 * GiB, per_worker=GiB, units=10)
-    (2, None)
-    """
+    both are known) and by ``units`` of work (when known), never below 1; with why (the tightest limit, or None)."""
     limits = [(max(1, cores), f"{cores} CPU core{'s' if cores != 1 else ''}")]
     if available is not None and per_worker:
         memory = f"{available / GiB:.1f} GiB of memory available, about {per_worker / GiB:.1f} GiB per worker"

@@ -28,11 +28,7 @@ def _show(value) -> str:
 
 
 def config_diff(stored: dict, config: dict, prefix: str = "") -> list[tuple[str, object, object]]:
-    """``(key, stored value, this run's value)`` for every differing key; nested dicts by dotted keys.
-
-    >>> config_diff({"a": 1, "m": {"x": 1, "y": 2}}, {"a": 1, "m": {"x": 3, "y": 2}, "b": 0})
-    [('b', None, 0), ('m.x', 1, 3)]
-    """
+    """``(key, stored value, this run's value)`` for every differing key; nested dicts by dotted keys."""
     out = []
     for k in sorted(set(stored) | set(config), key=str):
         a, b = stored.get(k), config.get(k)
@@ -84,15 +80,7 @@ LATER_BLOCK = ("batch_tokens", "threads")  # keys of computed_with stored since 
 def as_stored(stored: dict | None, config: dict | None) -> dict | None:
     """``config`` as an existing output written with ``stored`` keeps it: without the :data:`LATER_KEYS` that
     ``stored`` lacks (nor the :data:`LATER_BLOCK` keys its ``computed_with`` lacks): such an output is checked on
-    the keys it has and does not gain them (it cannot vouch for its earlier rows).
-
-    >>> as_stored({"seed": 1}, {"seed": 1, "computed_with": {"dtype": "int8"}})
-    {'seed': 1}
-    >>> as_stored(None, {"seed": 1, "computed_with": {}}), as_stored({"computed_with": {}}, {"computed_with": {}})
-    ({'seed': 1, 'computed_with': {}}, {'computed_with': {}})
-    >>> as_stored({"computed_with": {"dtype": "float32"}}, {"computed_with": {"dtype": "float32", "batch_tokens": 64}})
-    {'computed_with': {'dtype': 'float32'}}
-    """
+    the keys it has and does not gain them (it cannot vouch for its earlier rows)."""
     if not stored or not config:
         return config
     block, kept = config.get(LATER_KEYS[0]), stored.get(LATER_KEYS[0])

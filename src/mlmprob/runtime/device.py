@@ -46,11 +46,7 @@ def cpu_flags() -> frozenset[str]:
 def int8_reduce_range(flags: frozenset[str] | None = None) -> bool:
     """Whether activations must be quantized to 7 bits: True unless the CPU has AVX512-VNNI (fbgemm's
     VNNI kernels accumulate ``u8 x s8`` products in int32; its AVX2 kernels add pairs of them in
-    saturating int16, which 8-bit activations can overflow).
-
-    >>> int8_reduce_range(frozenset({"avx2"})), int8_reduce_range(frozenset({"avx512f", "avx512_vnni"}))
-    (True, False)
-    """
+    saturating int16, which 8-bit activations can overflow)."""
     return "avx512_vnni" not in (cpu_flags() if flags is None else flags)
 
 

@@ -4,19 +4,7 @@ With ``MLMPROB_HOLD=ROWS:WFD:RFD`` (pipe ends the controller passed down), a run
 at least ``ROWS`` rows: it writes ``held PID ROWS`` to ``WFD``, then reads ``RFD`` until end of file. A malformed
 value is refused at the command's start (:func:`check_hold`); a descriptor not open then (or now another file) is a
 controller that is gone: the run neither writes to it nor waits on it. A standard stream (0-2) is never closed. A
-run spooling a stream watches ``RFD`` (:func:`go_fd`): a controller that lets go first stops it with one error line.
-
->>> import os
->>> r_held, w_held = os.pipe(); r_go, w_go = os.pipe()
->>> os.environ[HOLD_ENV] = f"2:{w_held}:{r_go}"
->>> hold_at(1)                      # fewer rows than asked: goes on at once
->>> os.close(w_go)                  # let it go on as soon as it is held
->>> hold_at(3)
->>> os.read(r_held, 100).decode().split()[::2]
-['held', '3']
->>> hold_at(4)                      # a run is held once
->>> del os.environ[HOLD_ENV]; os.close(r_held)
-"""
+run spooling a stream watches ``RFD`` (:func:`go_fd`): a controller that lets go first stops it with one error line."""
 
 from __future__ import annotations
 

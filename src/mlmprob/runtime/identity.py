@@ -5,14 +5,7 @@
   continues); merged parts must have read the same units.
 - ``weights``: ``sha256:...`` of a local folder's model files (each file's digest cached in
   ``$XDG_CACHE_HOME/mlmprob/file-digests.json``), ``PACKAGE==VERSION`` for a model embedded in a package, absent
-  when unknown. Differing weights are refused.
-
->>> d = UnitDigest(checkpoints=[1])
->>> for u in [("a", "ACDE"), ("b", "KL")]:
-...     d.add(u)
->>> d.n, d.at(1) == UnitDigest.of([("a", "ACDE")]).hexdigest(), d.at(2) == d.hexdigest()
-(2, True, True)
-"""
+  when unknown. Differing weights are refused."""
 
 from __future__ import annotations
 

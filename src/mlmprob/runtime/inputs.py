@@ -36,11 +36,7 @@ class Record:
 
 
 def detect_format(path: str | Path) -> str:
-    """The format named by the file's suffix (``.gz`` looked through).
-
-    >>> detect_format("a.fa.gz"), detect_format("x.csv"), detect_format("x.parquet"), detect_format("x.txt")
-    ('fasta', 'csv', 'parquet', 'text')
-    """
+    """The format named by the file's suffix (``.gz`` looked through)."""
     path = Path(path)
     path = path.with_suffix("") if path.suffix.lower() == ".gz" else path
     return _SUFFIXES.get(path.suffix.lower(), "text")
@@ -144,11 +140,7 @@ def read_records(
 def fasta_records(lines: Iterable[str], where: Callable[[], str], unnamed: str = "record{}") -> Iterator[Record]:
     """FASTA records from text lines: ``>NAME ...`` starts a record (its id: the first word, or
     ``unnamed`` numbered from 1), the lines after it are joined; ``where()`` names the current line in
-    the error for sequence before any header.
-
-    >>> [(r.id, r.seq) for r in fasta_records([">a x", "AC", "DE", ">", "KL"], lambda: "here")]
-    [('a', 'ACDE'), ('record2', 'KL')]
-    """
+    the error for sequence before any header."""
     name: str | None = None
     chunks: list[str] = []
     n = size = 0

@@ -21,17 +21,7 @@ _HELD: set[str] = set()  # the lock files this process holds (see WriterLock.hel
 
 class WriterLock:
     """``with WriterLock(out):`` holds ``out.lock``; raises :class:`OutputLocked` if another process has it. An output
-    that is a folder may keep its lock inside (``lock_path``); errors still name ``target``:
-
-    >>> import tempfile
-    >>> run = Path(tempfile.mkdtemp()) / "run"
-    >>> with WriterLock(run, lock_path=run / "train.lock"):
-    ...     try:
-    ...         WriterLock(run, lock_path=run / "train.lock").acquire()
-    ...     except OutputLocked as e:
-    ...         print(str(e).startswith(f"{run} is being written by another process (pid"))
-    True
-    """
+    that is a folder may keep its lock inside (``lock_path``); errors still name ``target``:"""
 
     def __init__(self, target: str | Path, lock_path: str | Path | None = None):
         self.target = Path(target)

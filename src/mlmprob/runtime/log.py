@@ -1,25 +1,7 @@
 """One resumable log for every file a long run appends to (result files, experiment records, sampler traces, run
 journals): a :class:`ResumableLog` holds ``OUT.lock``, checks the stored configuration (a :class:`RunMeta` side file
 or the first line) against this run's (:func:`~mlmprob.runtime.config_check.check_config`), trims a last line a kill
-cut in half and commits every append with flush and ``fsync``; :func:`read_log` reads the committed records.
-
->>> import tempfile
->>> out = Path(tempfile.mkdtemp()) / "r.jsonl"
->>> with ResumableLog(out, config={"seed": 1}, meta=RunMeta(out.with_name("r.meta.json"))) as log:
-...     log.append({"id": "a", "x": float("nan")})
->>> _ = open(out, "a").write('{"id": "b", "x')               # a kill in the middle of a line
->>> with ResumableLog(out, config={"seed": 1}, meta=RunMeta(out.with_name("r.meta.json"))) as log:
-...     sorted(log.done(lambda r: r["id"]))
-['a']
->>> list(read_log(out))
-[{'id': 'a', 'x': None}]
->>> meta = RunMeta(out.with_name("r.meta.json"))
->>> ResumableLog(out, config={"seed": 2}, meta=meta)  # doctest: +NORMALIZE_WHITESPACE +ELLIPSIS
-Traceback (most recent call last):
-...
-mlmprob.runtime.config_check.ConfigMismatch: cannot resume .../r.jsonl: it holds results of a different configuration,
-written with seed=1; this run has seed=2; use the same options or another --out
-"""
+cut in half and commits every append with flush and ``fsync``; :func:`read_log` reads the committed records."""
 
 from __future__ import annotations
 

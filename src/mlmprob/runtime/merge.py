@@ -161,11 +161,7 @@ def _in_order(paths: list[Path], where: dict[str, int], order: list[str] | None)
 
 def merging_path(out: Path) -> Path:
     """Where :func:`merge_parts` writes before the output is complete: ``OUT.merging.SUFFIX`` (with its own
-    ``.meta.json``, lock and Parquet parts), renamed to ``OUT`` at the end.
-
-    >>> merging_path(Path("runs/all.tsv")).name
-    'all.tsv.merging.tsv'
-    """
+    ``.meta.json``, lock and Parquet parts), renamed to ``OUT`` at the end."""
     return out.with_name(f"{out.name}.merging{out.suffix}")
 
 

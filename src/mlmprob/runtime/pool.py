@@ -30,11 +30,7 @@ PR_SET_PDEATHSIG = 1  # linux/prctl.h
 
 
 def parse_devices(workers: int | None, devices: str | None) -> list[str]:
-    """``--workers N`` (N CPU processes) or ``--devices cuda:0,cuda:1`` -> one device string per process.
-
-    >>> parse_devices(None, None), parse_devices(3, None), parse_devices(None, "cuda:0, cuda:1")
-    (['auto'], ['cpu', 'cpu', 'cpu'], ['cuda:0', 'cuda:1'])
-    """
+    """``--workers N`` (N CPU processes) or ``--devices cuda:0,cuda:1`` -> one device string per process."""
     if workers is not None and devices is not None:
         raise MLMProbError("give --workers or --devices, not both")
     if devices is not None:

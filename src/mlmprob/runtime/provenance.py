@@ -32,11 +32,7 @@ def _dtype_text(dtype) -> str:
 
 def resolved_dtype(dtype_spec, devices: Sequence[str]) -> str:
     """What ``dtype_spec`` means on ``devices``, as text; an error when it means different precisions on
-    them (``auto`` on ``cuda:0,cpu``: the rows of one output would mix precisions).
-
-    >>> resolved_dtype("bf16", ["cpu"]), resolved_dtype(None, ["cpu"])
-    ('bfloat16', 'weights')
-    """
+    them (``auto`` on ``cuda:0,cpu``: the rows of one output would mix precisions)."""
     from .device import resolve_device, resolve_dtype
 
     seen: dict[str, str] = {}
@@ -54,11 +50,7 @@ def weights_dtype_text(model, devices: Sequence[str]) -> str:
     """What ``dtype="weights"`` (the default) means for ``model`` on ``devices``, read without loading it: float32
     for the built-in models; a local folder's ``config.json`` ``dtype`` or ``torch_dtype`` (float32 when absent),
     half precision widened to float32 on a CPU as :func:`mlmprob.models.precision.weights_dtype` does; ``weights``
-    when unknown here (a hub id). So a resume with ``--dtype float32`` matches a run written with the default.
-
-    >>> weights_dtype_text("antiberty", ["cpu"]), weights_dtype_text("no/such/hub-id", ["cpu"])
-    ('float32', 'weights')
-    """
+    when unknown here (a hub id). So a resume with ``--dtype float32`` matches a run written with the default."""
     if str(model) in defaults.BUILTIN_MODELS:
         return "float32"
     if (cfg := _folder_config(model)) is None:

@@ -49,15 +49,7 @@ def open_nofollow(path: str | Path, flags: int, mode: int = 0o644, what: str = "
 @contextmanager
 def naming(path: str | Path):
     """An ``OSError`` that names no file (a failed ``write`` or ``fsync``: disk full, I/O error) gets ``path`` as its
-    ``filename``, so the message can say which file.
-
-    >>> try:
-    ...     with naming("out.jsonl"):
-    ...         raise OSError(28, "No space left on device")
-    ... except OSError as e:
-    ...     print(e.filename, e.strerror)
-    out.jsonl No space left on device
-    """
+    ``filename``, so the message can say which file."""
     try:
         yield
     except OSError as e:
@@ -70,18 +62,7 @@ def naming(path: str | Path):
 def new_file(path: str | Path, what: str = "this temporary file") -> Iterator[BinaryIO]:
     """``with new_file(tmp) as f:`` a new file at ``path`` (``O_CREAT | O_EXCL | O_NOFOLLOW``: a stale regular file
     there, a kill's leftover, is removed first; a symbolic link is refused), open for binary writing; a failure inside
-    the block (a full disk) removes the file before the error goes on. An ``OSError`` naming no file gets ``path``.
-
-    >>> import errno, tempfile
-    >>> tmp = Path(tempfile.mkdtemp()) / "x.tmp"
-    >>> try:
-    ...     with new_file(tmp) as f:
-    ...         _ = f.write(b"half")
-    ...         raise OSError(errno.ENOSPC, "No space left on device")
-    ... except OSError as e:
-    ...     print(e.filename == str(tmp), tmp.exists())
-    True False
-    """
+    the block (a full disk) removes the file before the error goes on. An ``OSError`` naming no file gets ``path``."""
     refuse_link(path, what)
     try:
         os.unlink(path)

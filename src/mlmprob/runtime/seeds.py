@@ -15,13 +15,7 @@ derivations differ per purpose because stored outputs were made with them; each 
   ``chain`` variant score.
 - ``pair`` (scheme index, record index): ``seed * 1000003 + k * 100003 + i``: a joints pair draw.
 - ``cdr-h3`` (configuration name): ``(seed * 1000003 + crc32(name)) mod 2**62``: a CDR-H3 experiment configuration's
-  chains.
-
->>> derive_seed(0, "record", "seq1")
-6289551396170010969
->>> derive_seed(0, "stream", "mask", 3) == derive_seed(0, "stream", "mask", 3) != derive_seed(0, "stream", "mask", 4)
-True
-"""
+  chains."""
 
 from __future__ import annotations
 

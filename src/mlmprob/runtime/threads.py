@@ -49,11 +49,7 @@ _POOL_LOCK = threading.Lock()
 def column_width(rows: int, inner: int, cols: int) -> int:
     """Output columns per block of a product ``[rows, inner] x [inner, cols]`` (``rows`` at most :data:`ROWS`) in
     :func:`linear`: a multiple of 64, at least :data:`COLUMN_WORK` multiply-adds per block, at most
-    :data:`COLUMN_BLOCKS` blocks; fixed by the shape, never by the thread count.
-
-    >>> column_width(32, 768, 30522), column_width(32, 768, 768), column_width(1, 768, 768)
-    (3840, 384, 10944)
-    """
+    :data:`COLUMN_BLOCKS` blocks; fixed by the shape, never by the thread count."""
     width = max(-(-COLUMN_WORK // max(1, rows * inner)), -(-cols // COLUMN_BLOCKS))
     return -(-width // 64) * 64
 

@@ -25,11 +25,7 @@ OUTPUT_KINDS = (".jsonl", ".tsv", ".parquet")
 
 
 def output_kind(path: str | Path | None) -> str:
-    """``stdout``, ``jsonl``, ``tsv`` or ``parquet`` from ``--out``'s suffix (``.gz`` is not supported).
-
-    >>> output_kind(None), output_kind("a/b.parquet"), output_kind("x.TSV")
-    ('stdout', 'parquet', 'tsv')
-    """
+    """``stdout``, ``jsonl``, ``tsv`` or ``parquet`` from ``--out``'s suffix (``.gz`` is not supported)."""
     if path is None or str(path) == "-":
         return "stdout"
     suffix = Path(path).suffix.lower()
@@ -49,11 +45,7 @@ def check_tsv_id(rid) -> None:
 
 def tsv_cell(v) -> str:
     """One TSV cell: empty for None and non-finite floats, lists and nested values as strict JSON text, tabs and
-    newlines as spaces.
-
-    >>> tsv_cell(None), tsv_cell(float("nan")), tsv_cell(1.5), tsv_cell(["A", 2, float("inf")]), tsv_cell({"k": [1]})
-    ('', '', '1.5', '["A", 2, null]', '{"k": [1]}')
-    """
+    newlines as spaces."""
     if v is None or (isinstance(v, float) and not math.isfinite(v)):
         return ""
     if isinstance(v, (list, tuple, dict)):

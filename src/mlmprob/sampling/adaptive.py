@@ -34,12 +34,7 @@ from .unmasking import DecoderState, commit, score_rows, start_epoch
 
 def pair_choice(logq: torch.Tensor, top_k: int | None) -> tuple[torch.Tensor, torch.Tensor]:
     """For proposal rows ``logq`` ``[P, V]``: the values each position is revealed at in the pair rows (bool ``[P,
-    V]``: the support, or its ``top_k`` most probable, ties to the lower id) and their weights (``q`` renormalised).
-
-    >>> c, w = pair_choice(torch.tensor([[0.2, 0.5, 0.3]], dtype=torch.float64).log(), 2)
-    >>> c.int().tolist(), [round(x, 3) for x in w[0].tolist()]
-    ([[0, 1, 1]], [0.0, 0.625, 0.375])
-    """
+    V]``: the support, or its ``top_k`` most probable, ties to the lower id) and their weights (``q`` renormalised)."""
     p = logq.double().exp()
     chosen = p > 0
     if top_k is not None:

@@ -32,11 +32,7 @@ class AncestralState(DrawState):
 
 def step_plan(orders: torch.Tensor, L: int, tokens_per_step: int) -> torch.Tensor:
     """Bool ``[S, B, L]``: step ``s`` of chain ``b`` reveals positions ``orders[b, s*k:(s+1)*k]``
-    (``orders`` ``[B, n]``, ``-1`` padding).
-
-    >>> step_plan(torch.tensor([[2, 0, 1], [1, 0, -1]]), 3, 2).int().tolist()
-    [[[1, 0, 1], [1, 1, 0]], [[0, 1, 0], [0, 0, 0]]]
-    """
+    (``orders`` ``[B, n]``, ``-1`` padding)."""
     B, n = orders.shape
     S = max(1, -(-n // tokens_per_step))
     plan = torch.zeros(S, B, L + 1, dtype=torch.bool)

@@ -66,11 +66,7 @@ def cdr_h3_mask(seq: str, word_ids: torch.Tensor, definition: str = "imgt") -> t
 
 def residues_of(text: str) -> str:
     """The residue letters of a record's text as the numbering reads them: whitespace dropped, each
-    masked token (``_``, ``[MASK]``, ``<mask>``, ``[MASK]x5``) an unknown residue ``X``.
-
-    >>> residues_of("E V [MASK] Q _ <mask>x2")
-    'EVXQXXX'
-    """
+    masked token (``_``, ``[MASK]``, ``<mask>``, ``[MASK]x5``) an unknown residue ``X``."""
     from ..gaps import expand_gaps
 
     return "".join(expand_gaps(text, "X").split())
@@ -79,16 +75,7 @@ def residues_of(text: str) -> str:
 def cdr_mask(seq: str, word_ids: torch.Tensor, cdr: str = "H3", numbering: str = "imgt") -> torch.Tensor:
     """Bool mask over the tokens of one encoded sequence (``word_ids`` ``[L]``: residue index per token,
     -1 at special tokens) that covers ``cdr`` (``H1`` ... ``L3``) of ``seq``, numbered by the library
-    (:func:`mlmprob.numbering.cdr_span`).
-
-    >>> vh = ("QVQLVQSGAEVKKPGASVKVSCKASGYTFTSYGISWVRQAPGQGLEWMGWISAYNGNTNYAQKLQGRVTMTTDTSTSTAYMELRSLRSDDTAVYYC"
-    ...       "ARDGYWGQGTLVTVSS")
-    >>> wid = torch.tensor([-1] + list(range(len(vh))) + [-1])
-    >>> cdr_mask(vh, wid, "H3").nonzero()[:, 0].tolist() == list(range(97, 102))   # "ARDGY", shifted by the CLS token
-    True
-    >>> "".join(vh[i - 1] for i in cdr_mask(vh, wid, "H1").nonzero()[:, 0].tolist())
-    'GYTFTSYG'
-    """
+    (:func:`mlmprob.numbering.cdr_span`)."""
     start, end = cdr_span(residues_of(seq), cdr, numbering)
     w = torch.as_tensor(word_ids)
     return (w >= start) & (w < end)

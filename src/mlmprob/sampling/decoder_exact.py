@@ -43,13 +43,7 @@ def model_logprobs(mlm, *, wrap=None, offset: int = 0, V: int | None = None) -> 
     of ``experiments.ground_truth_chain_eval``: symbol ``v`` is model id ``v + offset``; ``wrap`` (e.g.
     ``training.data.wrap_symbols``) turns symbol rows into model rows (adding the offset itself) with the ``L`` symbols
     in the middle; ``V`` (default: the model's vocabulary size minus ``offset``) is the mask symbol. The rows are
-    renormalised over the ``V`` symbols. Results are cached per partial state.
-
-    >>> from mlmprob import ExactMLM
-    >>> m = ExactMLM(torch.log(torch.tensor([[0.1, 0.2], [0.3, 0.4]])))
-    >>> model_logprobs(m)(torch.tensor([[2, 1]]))[0, 0].exp()               # p(x1 | x2 = 1)
-    tensor([0.3333, 0.6667], dtype=torch.float64)
-    """
+    renormalised over the ``V`` symbols. Results are cached per partial state."""
     V = mlm.vocab_size - offset if V is None else V
     allowed = allowed_ids(mlm)
     cache: dict[tuple[int, ...], torch.Tensor] = {}
@@ -178,14 +172,6 @@ def adaptive_law(decoder: Adaptive, logprobs, V: int, L: int, *, ids=None, free=
 def exact_output_distribution(decoder, logprobs: LogProbs, V: int, L: int, *, ids=None, free=None) -> ExactLaw:
     """The exact law of one draw of ``decoder`` (an ``Unmasking`` or ``Adaptive``; its settings are read, its
     model is not: ``logprobs`` is) over the ``V**L`` sequences; ``free`` (bool ``[L]``, default all) are drawn,
-    the others keep ``ids``.
-
-    >>> from mlmprob import ExactMLM
-    >>> from mlmprob.sampling.unmasking import Unmasking
-    >>> m = ExactMLM(torch.randn(2, 2, 2, generator=torch.Generator().manual_seed(0)))
-    >>> law = exact_output_distribution(Unmasking(m, score="entropy", steps=3), model_logprobs(m), 2, 3)
-    >>> torch.allclose(law.probs, m.log_joint.flatten().exp()), law.calls   # one position per step: the joint
-    (True, 3.0)
-    """
+    the others keep ``ids``."""
     law = adaptive_law if isinstance(decoder, Adaptive) else unmasking_law
     return law(decoder, logprobs, V, L, ids=ids, free=free)

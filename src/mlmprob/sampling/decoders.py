@@ -20,16 +20,7 @@ from .options import SCHEDULES, SCORES, ProposalConfig
 
 
 def scores(logq: torch.Tensor, cand: torch.Tensor, kind: str) -> torch.Tensor:
-    """Scores ``[n]`` (float64) of rows ``logq`` ``[n, V]`` (proposal log-probabilities) and candidates ``[n]``.
-
-    >>> lq = torch.tensor([[0.5, 0.3, 0.2], [0.6, 0.2, 0.2]], dtype=torch.float64).log()
-    >>> scores(lq, torch.tensor([1, 1]), "confidence").exp().tolist()
-    [0.3, 0.2]
-    >>> [round(x, 6) for x in scores(lq, torch.tensor([1, 1]), "margin").tolist()]
-    [0.2, 0.4]
-    >>> bool(scores(lq, torch.tensor([0, 0]), "entropy").argmax() == 1)   # the lower entropy
-    True
-    """
+    """Scores ``[n]`` (float64) of rows ``logq`` ``[n, V]`` (proposal log-probabilities) and candidates ``[n]``."""
     lq = logq.double()
     if kind == "confidence":
         return lq.gather(1, cand[:, None])[:, 0]
@@ -43,21 +34,13 @@ def scores(logq: torch.Tensor, cand: torch.Tensor, kind: str) -> torch.Tensor:
 
 
 def score_config(proposal: ProposalConfig) -> ProposalConfig:
-    """The distribution the scores read: the proposal, or at temperature 0 the temperature-1 one (nucleus kept).
-
-    >>> score_config(ProposalConfig(0.0, 0.9)), score_config(ProposalConfig(0.5))
-    (ProposalConfig(temperature=1.0, top_p=0.9), ProposalConfig(temperature=0.5, top_p=1.0))
-    """
+    """The distribution the scores read: the proposal, or at temperature 0 the temperature-1 one (nucleus kept)."""
     return proposal if proposal.temperature > 0 else ProposalConfig(1.0, proposal.top_p)
 
 
 @lru_cache(maxsize=4096)
 def reveal_counts(n: int, steps: int, schedule: str = "linear") -> tuple[int, ...]:
-    """How many of ``n`` masked positions each of ``min(steps, n)`` steps reveals (they sum to ``n``).
-
-    >>> reveal_counts(7, 3), reveal_counts(2, 5), reveal_counts(10, 4, "cosine"), reveal_counts(0, 3)
-    ((2, 2, 3), (1, 1), (1, 2, 4, 3), ())
-    """
+    """How many of ``n`` masked positions each of ``min(steps, n)`` steps reveals (they sum to ``n``)."""
     if schedule not in SCHEDULES:
         raise MLMProbError(f"schedule must be one of {SCHEDULES}, got {schedule!r}")
     s = min(steps, n)
@@ -74,11 +57,7 @@ def reveal_counts(n: int, steps: int, schedule: str = "linear") -> tuple[int, ..
 
 def block_steps(sizes: list[int], steps: int) -> list[int]:
     """Steps of each semi-autoregressive block: ``steps`` split as evenly as possible over the blocks (the
-    earlier blocks take the remainder), at least one and at most the block's size each.
-
-    >>> block_steps([4, 4, 2], 7), block_steps([3, 3], 1)
-    ([3, 2, 2], [1, 1])
-    """
+    earlier blocks take the remainder), at least one and at most the block's size each."""
     nb = len(sizes)
     return [max(1, min(size, steps // nb + (k < steps % nb))) for k, size in enumerate(sizes)]
 
@@ -98,12 +77,7 @@ def unmask_plan(
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """The unmasking steps of one epoch: ``windows`` bool ``[S, B, L]`` (the positions step ``s`` may reveal
     from: the chain's free positions, or its current block of ``block_length`` free positions, left to right)
-    and ``counts`` long ``[S, B]`` (how many it reveals; 0 once a chain is done). A function of ``free`` only.
-
-    >>> w, c = unmask_plan(torch.tensor([[True, True, False, True, True]]), 3, block_length=2)
-    >>> c.tolist(), w[:, 0].int().tolist()
-    ([[1], [1], [2]], [[1, 1, 0, 0, 0], [1, 1, 0, 0, 0], [0, 0, 0, 1, 1]])
-    """
+    and ``counts`` long ``[S, B]`` (how many it reveals; 0 once a chain is done). A function of ``free`` only."""
     B, L = free.shape
     patterns, inverse = torch.unique(free, dim=0, return_inverse=True)
     plans = [_pattern_plan(tuple(p.tolist()), steps, schedule, block_length) for p in patterns]
@@ -129,12 +103,7 @@ def ranking(score: torch.Tensor, eligible: torch.Tensor) -> torch.Tensor:
 
 def select_top(score: torch.Tensor, eligible: torch.Tensor, count: torch.Tensor) -> torch.Tensor:
     """Bool ``[B, L]``: the ``count[b]`` eligible positions of row ``b`` with the highest scores (ties to the
-    lowest position).
-
-    >>> select_top(torch.tensor([[0.1, 0.9, 0.9, 0.5]]), torch.tensor([[True, True, True, False]]),
-    ...            torch.tensor([2])).int().tolist()
-    [[0, 1, 1, 0]]
-    """
+    lowest position)."""
     return eligible & (ranking(score, eligible) < count[:, None])
 
 
@@ -153,15 +122,7 @@ def dependence_matrix(
     information of ``x_i`` and ``x_j``; in any case the KL from drawing ``j`` then ``i`` to drawing both from one
     pass). Entry ``e`` is one read: chain ``b[e]``, read position ``i[e]``, revealed ``j[e] = v`` with weight
     ``weight[e] = w_j(v)``, its row ``logq_given[e]`` and the base row ``logq_base[e]`` (``q_i``, ``j`` masked).
-    Zero weights add nothing (even against an infinite KL).
-
-    >>> base = torch.tensor([[0.5, 0.5]] * 2, dtype=torch.float64).log()
-    >>> given = torch.tensor([[1.0, 0.0], [0.0, 1.0]], dtype=torch.float64).log()
-    >>> D = dependence_matrix(1, 2, torch.tensor([0, 0]), torch.tensor([1, 1]), torch.tensor([0, 0]),
-    ...                       torch.tensor([0.5, 0.5], dtype=torch.float64), given, base)
-    >>> round(float(D[0, 1, 0]), 6) == round(math.log(2), 6), float(D[0, 0, 1])
-    (True, 0.0)
-    """
+    Zero weights add nothing (even against an infinite KL)."""
     lp, lq = logq_given.double(), logq_base.double()
     kl = torch.where(lp > float("-inf"), lp.exp() * (lp - lq), torch.zeros_like(lp)).sum(-1)  # inf off q's support
     contrib = torch.where(weight > 0, weight.double() * kl, torch.zeros_like(kl))
@@ -175,15 +136,7 @@ def select_adaptive(
     """Bool ``[B, L]``: the greedy dependence-aware set. The eligible positions are visited by decreasing score
     (ties to the lowest position); the first is always taken, each later one only if its dependence with every
     position taken, ``max(dep[i, c], dep[c, i])``, is *strictly* below ``threshold`` (and fewer than
-    ``max_tokens`` are taken). ``threshold = 0`` takes exactly one position per step.
-
-    >>> dep = torch.tensor([[[0.0, 0.5, 0.01], [0.5, 0.0, 0.0], [0.01, 0.0, 0.0]]])
-    >>> el = torch.ones(1, 3, dtype=torch.bool)
-    >>> select_adaptive(torch.tensor([[0.9, 0.8, 0.1]]), el, dep, 0.1).int().tolist()
-    [[1, 0, 1]]
-    >>> select_adaptive(torch.tensor([[0.9, 0.8, 0.1]]), el, dep, 0.0).int().tolist()
-    [[1, 0, 0]]
-    """
+    ``max_tokens`` are taken). ``threshold = 0`` takes exactly one position per step."""
     B, L = eligible.shape
     sym = torch.maximum(dep, dep.transpose(1, 2))
     order = ranking(score, eligible).argsort(1)  # order[b, r]: the r-th visited position

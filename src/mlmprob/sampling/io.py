@@ -56,14 +56,7 @@ class EpochRecord:
     @classmethod
     def from_dict(cls, d: dict) -> EpochRecord:
         """The record of ``to_json``; a ``null`` energy or target temperature (written for NaN or an
-        infinity; Gibbs and ancestral sampling have no target temperature) reads as NaN.
-
-        >>> import json
-        >>> r = EpochRecord(0, True, math.nan, 1, [1], [1], [0], [math.nan], [2.0], None, [[3]], 4, 0.1)
-        >>> back = EpochRecord.from_dict(json.loads(r.to_json()))
-        >>> math.isnan(back.target_temperature) and math.isnan(back.e_local[0]) and back.e_raw == [2.0]
-        True
-        """
+        infinity; Gibbs and ancestral sampling have no target temperature) reads as NaN."""
         d = {"e_local": None, "e_raw": None, **{k: v for k, v in d.items() if k != "type"}}
         for k in ("e_local", "e_raw", "log_prob"):
             if d.get(k) is not None:

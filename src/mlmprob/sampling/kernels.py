@@ -134,11 +134,7 @@ def sweep_plan(free: torch.Tensor, block_size: int, order: str, generator: torch
 
 def move_plan(free: torch.Tensor, sites: int) -> torch.Tensor:
     """The epoch of MH's moves, bool ``[S, B, L]``: ``plan[s, b]`` the free positions of chain ``b`` while it has
-    moves left at step ``s`` (``ceil(n_b / sites)`` moves, ``n_b`` its free positions), else none.
-
-    >>> move_plan(torch.tensor([[True, True, True], [True, False, False]]), 2).int().tolist()
-    [[[1, 1, 1], [1, 0, 0]], [[1, 1, 1], [0, 0, 0]]]
-    """
+    moves left at step ``s`` (``ceil(n_b / sites)`` moves, ``n_b`` its free positions), else none."""
     moves = (free.sum(-1) + sites - 1) // sites
     S = int(moves.max()) if len(moves) else 0
     return free[None] & (torch.arange(S)[:, None] < moves[None])[..., None]

@@ -98,16 +98,7 @@ class MaskPredict(Kernel):
     """Mask-predict as a kernel of :func:`~mlmprob.sampling.sample` (``method="mask-predict"``): one step is one
     whole :func:`mask_predict` fill of the free positions (``iterations`` rounds, ``strategy``), one epoch. Greedy:
     no randomness, every epoch the same fill. In its :class:`~mlmprob.sampling.kernels.DrawState`, ``log_prob`` is the
-    sum of the free tokens' confidences and ``rounds`` = ``calls`` the iterations.
-
-    >>> import torch
-    >>> from mlmprob import ExactMLM
-    >>> m = ExactMLM(torch.log(torch.tensor([[0.1, 0.2], [0.3, 0.4]])))
-    >>> k = MaskPredict(m, iterations=2)
-    >>> s, info = k.step(k.init(torch.tensor([[0, 0]])), torch.Generator())
-    >>> s.ids.tolist(), s.calls.tolist(), info.end_of_epoch, s.epoch
-    ([[1, 1]], [2], True, 1)
-    """
+    sum of the free tokens' confidences and ``rounds`` = ``calls`` the iterations."""
 
     mlm: MaskedLM
     iterations: int = DEFAULT_ITERATIONS

@@ -47,11 +47,7 @@ def block_size_arg(text: str):
 
 
 def block_text(block_size) -> str:
-    """``block_size`` as ``--block-size`` writes it (a schedule object: its stable text).
-
-    >>> block_text(2), block_text(("linear", 4, 1)), block_text(("linear", 4, 1, 3))
-    ('2', '4:1', '4:1:3')
-    """
+    """``block_size`` as ``--block-size`` writes it (a schedule object: its stable text)."""
     if isinstance(block_size, tuple):
         return ":".join(str(x) for x in block_size[1:])
     if callable(block_size):

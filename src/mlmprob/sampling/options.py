@@ -99,13 +99,7 @@ def check_moves(informed, sites, block_size, proposal: ProposalConfig, order, de
     """One-line errors for MH's moves (:mod:`~mlmprob.mcmc.moves`): ``informed``, ``delayed`` bools, ``sites`` a
     positive integer, ``delayed`` only with moves (a one-site move drawn from its own row would pass any first stage).
     The moves choose their own sites from the cached rows and are exact with ``block_size`` 1 (a number or a
-    schedule), random ``order`` and an untruncated, tempered proposal (``top_p`` 1, temperature > 0).
-
-    >>> check_moves(True, 1, 2, ProposalConfig(), "random")
-    Traceback (most recent call last):
-    ...
-    mlmprob.errors.MLMProbError: informed=True: the moves choose their own sites, so block_size must be 1, got 2
-    """
+    schedule), random ``order`` and an untruncated, tempered proposal (``top_p`` 1, temperature > 0)."""
     for name, value in (("informed", informed), ("delayed", delayed)):
         if not isinstance(value, bool):
             raise MLMProbError(f"{name} must be True or False, got {value!r}")
@@ -198,11 +192,7 @@ class LinearBlockSize:
 
 
 def as_schedule(value: ScheduleLike, name: str) -> Schedule:
-    """A callable schedule from a number or a callable.
-
-    >>> as_schedule(2, "block_size")(7)
-    2
-    """
+    """A callable schedule from a number or a callable."""
     if callable(value):
         return value
     if isinstance(value, (int, float)) and not isinstance(value, bool):

@@ -4,15 +4,7 @@ indexes its table). A *rule* lists the moves of a decoder step (:class:`Moves`) 
 (``log q(x_t = v | state)``, read from a table, :func:`partial_log_probs`, or a function); :func:`propagate` pushes
 the distribution through its steps, :func:`to_law` gives the law over the ``V**T`` sequences. Rules here: ``l2r``,
 ``random_order`` and ``parallel(k)`` (``Ancestral``'s ``tokens_per_step``); the parallel decoders' are in
-``sampling.decoder_exact``.
-
->>> import torch
->>> from mlmprob import LookupMLM
->>> from mlmprob.sampling.decoder_exact import model_logprobs
->>> law = exact_law(random_order, model_logprobs(LookupMLM(2, 3, seed=0)), 2, 3)
->>> round(float(law.log_probs.exp().sum()), 12), law.calls
-(1.0, 3.0)
-"""
+``sampling.decoder_exact``."""
 
 from __future__ import annotations
 

@@ -47,13 +47,7 @@ def nucleus(log_probs: torch.Tensor, top_p: float) -> torch.Tensor:
     """Normalised log-probabilities ``[n, V]`` -> their ``top_p`` nucleus, renormalised (float64).
 
     Kept: the shortest prefix of the tokens ranked by decreasing probability, ties by increasing id,
-    whose mass reaches ``top_p - NUCLEUS_TOLERANCE``; the first token is always kept.
-
-    >>> nucleus(torch.full((1, 4), 0.25, dtype=torch.float64).log(), 0.5).exp()   # a tie: the lower ids
-    tensor([[0.5000, 0.5000, 0.0000, 0.0000]], dtype=torch.float64)
-    >>> nucleus(torch.tensor([[0.2, 0.5, 0.3]], dtype=torch.float64).log(), 1e-12).exp()   # the top token at least
-    tensor([[0., 1., 0.]], dtype=torch.float64)
-    """
+    whose mass reaches ``top_p - NUCLEUS_TOLERANCE``; the first token is always kept."""
     lp = log_probs.double()
     sorted_lp, order = lp.sort(dim=-1, descending=True, stable=True)  # stable: ties by increasing id
     p = sorted_lp.exp()

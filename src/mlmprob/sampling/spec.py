@@ -4,18 +4,7 @@
 The spec is the only source of defaults; ``mlmprob sample``'s flags, what the rows record and what a resume compares
 are derived from its fields. Adding a method: a spec class (``method`` redefined with ``shared_field("method",
 NAME)``, its options as :func:`~.registry.option` fields), a factory ``(mlm, spec) -> kernel`` and one
-``register(Method(NAME, Spec, factory, help, ...))`` in a module imported below.
-
->>> s = SamplerSpec(method="ancestral", epochs=3, order="l2r")
->>> type(s).__name__, s.settings()["order"], "tokens_per_step" in s.settings(), "anneal" in s.settings()
-('AncestralSpec', 'l2r', True, False)
->>> SamplerSpec(method="gibbs").burn_in, SamplerSpec(method="ancestral").burn_in, SamplerSpec().epochs
-(5, 0, 20)
->>> SamplerSpec(method="mh", draft_k=2)
-Traceback (most recent call last):
-...
-mlmprob.sampling.registry.NotForMethod: draft_k is for method='speculative', got 2 with method='mh'
-"""
+``register(Method(NAME, Spec, factory, help, ...))`` in a module imported below."""
 
 from __future__ import annotations
 

@@ -55,13 +55,7 @@ class SpeculativeState(DrawState):
 
 def residual_log_probs(log_p: torch.Tensor, log_q: torch.Tensor) -> torch.Tensor:
     """``log(max(0, p - q) / sum max(0, p - q))`` row by row (float64); ``log_p`` where ``p <= q``
-    everywhere (then no draft is ever rejected, see :func:`accept_probability`).
-
-    >>> lp = torch.log(torch.tensor([[0.5, 0.3, 0.2]], dtype=torch.float64))
-    >>> lq = torch.log(torch.tensor([[0.7, 0.1, 0.2]], dtype=torch.float64))
-    >>> residual_log_probs(lp, lq).exp()
-    tensor([[0., 1., 0.]], dtype=torch.float64)
-    """
+    everywhere (then no draft is ever rejected, see :func:`accept_probability`)."""
     p, q = log_p.double().exp(), log_q.double().exp()
     r = (p - q).clamp(min=0.0)
     s = r.sum(-1, keepdim=True)
@@ -69,11 +63,7 @@ def residual_log_probs(log_p: torch.Tensor, log_q: torch.Tensor) -> torch.Tensor
 
 
 def accept_probability(log_p_y: torch.Tensor, log_q_y: torch.Tensor) -> torch.Tensor:
-    """``min(1, p(y) / q(y))`` of drafts ``y`` (``q(y) > 0``: they were drawn from ``q``).
-
-    >>> accept_probability(torch.log(torch.tensor([0.1, 0.4])), torch.log(torch.tensor([0.2, 0.2])))
-    tensor([0.5000, 1.0000], dtype=torch.float64)
-    """
+    """``min(1, p(y) / q(y))`` of drafts ``y`` (``q(y) > 0``: they were drawn from ``q``)."""
     return (log_p_y.double() - log_q_y.double()).clamp(max=0.0).exp()
 
 
@@ -81,21 +71,7 @@ def accept_probability(log_p_y: torch.Tensor, log_q_y: torch.Tensor) -> torch.Te
 class Speculative(Kernel):
     """Speculative ancestral sampler: ``init(ids, free) -> SpeculativeState``, ``step(state, generator)
     -> (SpeculativeState, StepInfo)``; one step is one round (a draft pass and a verification batch),
-    one epoch one exact draw of ``p_sigma`` (see the module docstring).
-
-    >>> import torch
-    >>> from mlmprob import ExactMLM
-    >>> m = ExactMLM(torch.randn(3, 3, 3, generator=torch.Generator().manual_seed(0)))
-    >>> k = Speculative(m, order="l2r", draft_k=2)
-    >>> s = k.init(torch.zeros(4, 3, dtype=torch.long))
-    >>> g = torch.Generator().manual_seed(0)
-    >>> while s.epoch == 0:
-    ...     s, info = k.step(s, g)
-    >>> torch.allclose(s.log_prob, m.log_prob(s.ids))       # exact marginals: p_l2r is the joint
-    True
-    >>> s.rounds.tolist(), s.calls.tolist()     # 3 positions in one round, or 2 then a round of one call
-    ([2, 1, 1, 2], [3, 2, 2, 3])
-    """
+    one epoch one exact draw of ``p_sigma`` (see the module docstring)."""
 
     mlm: MaskedLM
     order: OrderSpec = "random"

@@ -24,11 +24,7 @@ from .spec import BlockLike, MCMCSpec, SamplerSpec, block_text, method_of
 
 
 def record_seed(seed: int, record_id: str) -> int:
-    """A record's generator seed: ``runtime.seeds.derive_seed(seed, "record", record_id)``.
-
-    >>> record_seed(0, "seq1") == record_seed(0, "seq1") != record_seed(1, "seq1")
-    True
-    """
+    """A record's generator seed: ``runtime.seeds.derive_seed(seed, "record", record_id)``."""
     return derive_seed(seed, "record", record_id)
 
 
@@ -57,14 +53,7 @@ def free_positions(
 
 
 def check_block_size(block_size: BlockLike, n_free: int, name: str) -> None:
-    """Refuse a block size (a schedule's largest) larger than the ``n_free`` free positions of record ``name``.
-
-    >>> check_block_size(("linear", 4, 1), 4, "x")
-    >>> check_block_size(99, 30, "x")
-    Traceback (most recent call last):
-    ...
-    mlmprob.errors.MLMProbError: x: --block-size 99 is larger than its 30 free positions; use at most 30
-    """
+    """Refuse a block size (a schedule's largest) larger than the ``n_free`` free positions of record ``name``."""
     if callable(block_size):
         return
     k = max(block_size[1:3]) if isinstance(block_size, tuple) else block_size

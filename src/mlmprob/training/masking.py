@@ -9,11 +9,7 @@ from ..runtime import seeds
 
 def derive_seed(seed: int, *keys) -> int:
     """A 63-bit seed for one stream of randomness, e.g. ``derive_seed(seed, "mask", step)``
-    (``runtime.seeds.derive_seed(seed, "stream", *keys)``).
-
-    >>> derive_seed(0, "mask", 3) == derive_seed(0, "mask", 3) != derive_seed(0, "mask", 4)
-    True
-    """
+    (``runtime.seeds.derive_seed(seed, "stream", *keys)``)."""
     return seeds.derive_seed(seed, "stream", *keys)
 
 
@@ -22,11 +18,7 @@ def generator_for(seed: int, *keys) -> torch.Generator:
 
 
 def n_selected(n_maskable: torch.Tensor, rate: float) -> torch.Tensor:
-    """``k_i = max(1, floor(rate * n_i + 1/2))``, capped at ``n_i`` (0 for rows with no maskable token).
-
-    >>> n_selected(torch.tensor([0, 1, 6, 10, 20]), 0.15).tolist()
-    [0, 1, 1, 2, 3]
-    """
+    """``k_i = max(1, floor(rate * n_i + 1/2))``, capped at ``n_i`` (0 for rows with no maskable token)."""
     k = torch.floor(rate * n_maskable.double() + 0.5).long().clamp(min=1)
     return torch.minimum(k, n_maskable)
 
@@ -46,13 +38,7 @@ def select_positions(maskable: torch.Tensor, rate: float, generator: torch.Gener
 
 def select_uniform(maskable: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
     """Bool ``[B, L]``: ``k_i`` uniform on ``1..n_i`` positions chosen uniformly among the ``n_i`` maskable
-    ones of row ``i`` (the masking of masked diffusion models: every masking rate equally likely).
-
-    >>> sel = select_uniform(torch.ones(4000, 5, dtype=torch.bool), torch.Generator().manual_seed(0))
-    >>> counts = torch.bincount(sel.sum(1), minlength=6)
-    >>> int(counts[0]), bool((counts[1:] - 800).abs().max() < 100)       # k = 1..5, each about 4000 / 5 times
-    (0, True)
-    """
+    ones of row ``i`` (the masking of masked diffusion models: every masking rate equally likely)."""
     n = maskable.sum(1)
     u = torch.rand(len(n), generator=generator, dtype=torch.float64)
     return _first(maskable, torch.minimum((u * n).floor().long() + 1, n), generator)
@@ -68,15 +54,7 @@ def corrupt(
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Inputs and labels for the MLM loss: each selected token becomes ``mask_id`` (share ``split[0]``),
     a uniform token of ``replace_ids`` (``split[1]``) or stays (``split[2]``); labels are the original
-    ids at selected positions and -100 elsewhere. Draws the same random numbers whatever the split.
-
-    >>> g = torch.Generator().manual_seed(0)
-    >>> ids = torch.tensor([[5, 6, 7, 8]])
-    >>> sel = torch.tensor([[False, True, False, True]])
-    >>> x, y = corrupt(ids, sel, (1.0, 0.0, 0.0), 4, torch.tensor([5, 6, 7, 8]), g)
-    >>> x.tolist(), y.tolist()
-    ([[5, 4, 7, 4]], [[-100, 6, -100, 8]])
-    """
+    ids at selected positions and -100 elsewhere. Draws the same random numbers whatever the split."""
     u = torch.rand(input_ids.shape, generator=generator)
     random_tok = replace_ids[torch.randint(len(replace_ids), input_ids.shape, generator=generator)]
     p_mask, p_random, _ = split

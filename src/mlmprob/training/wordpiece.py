@@ -18,11 +18,7 @@ SPECIALS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
 
 
 def words_of(lines: Iterable[str], lowercase: bool = True) -> Counter:
-    """Word counts of ``lines``, split as a ``BertTokenizer`` with ``do_lower_case=lowercase`` splits them.
-
-    >>> sorted(words_of(["The cat, the CAT."]).items())
-    [(',', 1), ('.', 1), ('cat', 2), ('the', 2)]
-    """
+    """Word counts of ``lines``, split as a ``BertTokenizer`` with ``do_lower_case=lowercase`` splits them."""
     from tokenizers.normalizers import BertNormalizer
     from tokenizers.pre_tokenizers import BertPreTokenizer
 
@@ -40,13 +36,7 @@ def learn_vocab(
     """The WordPiece vocabulary (specials first) learned from ``word_counts``; see the module docstring.
 
     The alphabet is always kept whole, so the result may be longer than ``vocab_size`` when the
-    alphabet alone exceeds it; it is shorter when merges run out first.
-
-    >>> learn_vocab({"abab": 3, "ab": 1, "ba": 1}, 10, ["[UNK]"])
-    ['[UNK]', 'a', 'b', '##a', '##b', 'ab', '##ab', 'abab', 'ba']
-    >>> learn_vocab({"xyz": 1}, 1, ["[UNK]"])      # all characters bare, non-initial ones also with ##
-    ['[UNK]', 'x', 'y', 'z', '##y', '##z']
-    """
+    alphabet alone exceeds it; it is shorter when merges run out first."""
     if min_frequency < 1:
         raise MLMProbError(f"min_frequency must be at least 1, got {min_frequency}")
     words = sorted(word_counts)  # fixed order: word index -> word

@@ -22,12 +22,7 @@ from .spec import CHAIN_ORDERS
 
 
 def site_orders(sites: list[int], n_orders: int = CHAIN_ORDERS, seed: int = 0) -> list[list[int]]:
-    """The orders of ``sites`` the score averages over.
-
-    >>> four = [1, 2, 3, 4]
-    >>> site_orders([3, 5]), len(site_orders(four, 6)), site_orders(four, 6) == site_orders(four, 6)
-    ([[3, 5], [5, 3]], 6, True)
-    """
+    """The orders of ``sites`` the score averages over."""
     n_orders = check_n_orders(n_orders)
     if count_orders(len(sites), n_orders) is not None:
         return [list(p) for p in itertools.permutations(sites)]

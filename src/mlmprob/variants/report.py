@@ -79,14 +79,7 @@ MIN_BOOTSTRAP_ROWS = 10  # fewer points give bootstrap intervals that mean littl
 
 def small_sample_warning(result: dict) -> str | None:
     """A warning line when a method of :func:`evaluate_methods`'s ``result`` was evaluated on fewer than
-    :data:`MIN_BOOTSTRAP_ROWS` rows, else None.
-
-    >>> small_sample_warning({"m": {"n": 2}})  # doctest: +NORMALIZE_WHITESPACE
-    'warning: only 2 scored rows with a label: too few for a bootstrap interval (the intervals shown mean little; use at
-    least 10 rows)'
-    >>> small_sample_warning({"m": {"n": 50}}) is None
-    True
-    """
+    :data:`MIN_BOOTSTRAP_ROWS` rows, else None."""
     n = min((r["n"] for r in result.values()), default=MIN_BOOTSTRAP_ROWS)
     if n >= MIN_BOOTSTRAP_ROWS:
         return None

@@ -1,11 +1,4 @@
-"""``VariantsSpec``: the settings of a variant-effect run, frozen and validated once where it is made.
-
->>> s = VariantsSpec(methods=("hcb", "chain"), chain_orders=2)
->>> s.methods, s.settings()
-(('hcb', 'chain'), {'methods': ['hcb', 'chain'], 'offset': 1, 'chain_orders': 2, 'chain_seed': 0})
->>> VariantsSpec().settings()          # chain's settings only when chain is asked for
-{'methods': ['wt_marginals', 'masked_marginals', 'masked_marginals_all', 'hcb'], 'offset': 1}
-"""
+"""``VariantsSpec``: the settings of a variant-effect run, frozen and validated once where it is made."""
 
 from __future__ import annotations
 
@@ -58,11 +51,7 @@ def check_methods(methods) -> tuple[str, ...]:
 
 
 def parse_methods(text: str) -> tuple[str, ...]:
-    """``--methods``' text, comma-separated method names, checked (:func:`check_methods`).
-
-    >>> parse_methods(" hcb, chain ,")
-    ('hcb', 'chain')
-    """
+    """``--methods``' text, comma-separated method names, checked (:func:`check_methods`)."""
     methods = tuple(m.strip() for m in text.split(",") if m.strip())
     if not methods:
         raise MLMProbError(f"methods must name one or more methods (or be left out: the defaults), got {text!r}")

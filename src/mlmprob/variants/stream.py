@@ -26,11 +26,7 @@ MAX_WINDOWS = 32  # wild-type windows (token ids + ForwardCache) a worker keeps
 
 
 def window_start(sites: Sequence[int], length: int, window: int | None) -> int:
-    """0-based first residue of the window scoring a variant with these (0-based) sites.
-
-    >>> window_start([3], 10, None), window_start([3], 10, 4), window_start([8, 9], 10, 4), window_start([0], 10, 4)
-    (0, 1, 6, 0)
-    """
+    """0-based first residue of the window scoring a variant with these (0-based) sites."""
     if window is None or length <= window or not sites:
         return 0
     lo, hi = min(sites), max(sites)

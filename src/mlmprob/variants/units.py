@@ -36,15 +36,7 @@ class VariantUnit:
 def read_wild_type(spec: str) -> str:
     """``--wild-type``: an existing FASTA/text file holding exactly one sequence, else the sequence itself (never
     taken for a path, however long). Residues are upper-case letters: lower case (often a placeholder such as
-    ``na``) is refused, never silently upper-cased.
-
-    >>> read_wild_type("MKT" * 100)[:6]
-    'MKTMKT'
-    >>> read_wild_type("mkt")
-    Traceback (most recent call last):
-    ...
-    mlmprob.errors.MLMProbError: --wild-type 'mkt' has lower-case letters; residues are upper-case letters
-    """
+    ``na``) is refused, never silently upper-cased."""
     spec = spec.strip()
     if not spec:
         raise MLMProbError("--wild-type is empty")
@@ -73,15 +65,7 @@ def read_wild_type(spec: str) -> str:
 
 def variant_of(unit: VariantUnit, wild_type: str, offset: int = 1, alphabet: str = AMINO_ACIDS) -> tuple[Mutation, ...]:
     """The checked mutations of ``unit`` (errors name the row). A full sequence must have the wild type's length;
-    its mutations are the positions where it differs (none for the wild type itself).
-
-    >>> variant_of(VariantUnit("x", 3, sequence="MCPKL"), "MAPKL")
-    (Mutation(wt='A', index=1, mt='C'),)
-    >>> variant_of(VariantUnit("x", 3, sequence="MCPK"), "MAPKL")
-    Traceback (most recent call last):
-    ...
-    mlmprob.errors.MLMProbError: row 3 ('x'): the sequence has 4 residues, the wild type 5
-    """
+    its mutations are the positions where it differs (none for the wild type itself)."""
     row = f"{unit.row}" + (f" ({unit.id!r})" if unit.id != unit.mutant else "")
     where = f"row {row}"
     if unit.sequence is None:
@@ -99,20 +83,12 @@ def variant_of(unit: VariantUnit, wild_type: str, offset: int = 1, alphabet: str
 
 
 def mutant_label(mutations: tuple[Mutation, ...], offset: int = 1) -> str:
-    """``A23C:D45E`` (empty for the wild type).
-
-    >>> mutant_label((Mutation("A", 1, "C"), Mutation("K", 3, "E")), offset=24)
-    'A25C:K27E'
-    """
+    """``A23C:D45E`` (empty for the wild type)."""
     return ":".join(m.label(offset) for m in mutations)
 
 
 def saturation_units(wild_type: str, offset: int = 1, alphabet: str = AMINO_ACIDS) -> Iterator[VariantUnit]:
-    """Every single mutant of ``wild_type`` to the letters of ``alphabet``, residue by residue.
-
-    >>> [u.id for u in saturation_units("MA", alphabet="ACM")]
-    ['M1A', 'M1C', 'A2C', 'A2M']
-    """
+    """Every single mutant of ``wild_type`` to the letters of ``alphabet``, residue by residue."""
     n = 0
     for i, w in enumerate(wild_type):
         for m in alphabet:
