@@ -80,11 +80,13 @@ def test_checker_flags_long_functions_methods_and_files():
 # design's text flags, one stored_config, JointsSpec without paths, issue 51; less shorter docstrings, merged helpers
 # and folded modules across the package, dead code): 29,844 / 16,335 -> 28,780 / 16,331.
 # The twenty-fourth session (issue 51: one kernel base and factory, merged helpers across the package, dead code,
-# tighter docstrings; no feature removed): 28,780 / 16,331 -> 26,832 / 15,749.
+# tighter docstrings; no feature removed): 28,780 / 16,331 -> 26,832 / 15,749. The twenty-fifth session (issue 51:
+# more merged helpers and inlined single-use code; internal modules' worked examples moved, byte for byte, to
+# tests/<area>/test_<package>_examples.py, exported objects keep theirs): 26,832 / 15,749 -> 24,517 / 15,616.
 # A change that needs more raises these numbers in the same commit and names the feature in CHANGELOG.md; one
 # that removes code lowers them.
-MAX_PACKAGE_LINES = 26_832  # every line of every .py file under src/mlmprob
-MAX_PACKAGE_STATEMENTS = 15_749  # logical lines (tokenize's NEWLINE tokens): the layout does not move them
+MAX_PACKAGE_LINES = 24_517  # every line of every .py file under src/mlmprob
+MAX_PACKAGE_STATEMENTS = 15_616  # logical lines (tokenize's NEWLINE tokens): the layout does not move them
 
 
 def package_size(files) -> tuple[int, int]:
