@@ -82,11 +82,12 @@ def test_checker_flags_long_functions_methods_and_files():
 # The twenty-fourth session (issue 51: one kernel base and factory, merged helpers across the package, dead code,
 # tighter docstrings; no feature removed): 28,780 / 16,331 -> 26,832 / 15,749. The twenty-fifth session (issue 51:
 # more merged helpers and inlined single-use code; internal modules' worked examples moved, byte for byte, to
-# tests/<area>/test_<package>_examples.py, exported objects keep theirs): 26,832 / 15,749 -> 24,517 / 15,616.
+# tests/<area>/test_<package>_examples.py, exported objects keep theirs): 26,832 / 15,749 -> 24,524 / 15,619 (two
+# lambdas that needed `noqa: E731` made functions again, a walrus in a conditional expression unfolded, on review).
 # A change that needs more raises these numbers in the same commit and names the feature in CHANGELOG.md; one
 # that removes code lowers them.
-MAX_PACKAGE_LINES = 24_517  # every line of every .py file under src/mlmprob
-MAX_PACKAGE_STATEMENTS = 15_616  # logical lines (tokenize's NEWLINE tokens): the layout does not move them
+MAX_PACKAGE_LINES = 24_524  # every line of every .py file under src/mlmprob
+MAX_PACKAGE_STATEMENTS = 15_619  # logical lines (tokenize's NEWLINE tokens): the layout does not move them
 
 
 def package_size(files) -> tuple[int, int]:

@@ -170,7 +170,10 @@ class DesignSpec(Spec):
 
     def _normalise(self) -> None:
         """Lists and ranges (the API, JSON) held as tuples: the spec is hashable, its settings read the same."""
-        tup = lambda x: tuple(x) if isinstance(x, (list, range)) else x  # noqa: E731
+
+        def tup(x):
+            return tuple(x) if isinstance(x, (list, range)) else x
+
         for name in ("positions", "allowed", "forbid", "require"):  # a number here was "'int' object is not iterable"
             value = getattr(self, name)
             if value is not None and not isinstance(value, (tuple, list, range, str)):

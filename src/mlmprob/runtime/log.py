@@ -184,7 +184,8 @@ class ResumableLog(RunHold):
     def _open(self) -> None:
         # the configuration is checked before the torn line is cut: a refused resume changes nothing
         if self.use_header:
-            if (first := next(iter(self.records(skip_header=False)), None) if self.existed else None) is not None:
+            first = next(iter(self.records(skip_header=False)), None) if self.existed else None
+            if first is not None:
                 self.header = first
                 check_config(self.path, first, as_stored(first, self.config))
         else:

@@ -127,7 +127,10 @@ def format_table(result: dict, top: float = 0.1) -> str:
     names = {"spearman": "Spearman", "auroc": "AUROC", "ndcg": f"NDCG@{pct}", "top_recall": f"recall@{pct}"}
     cols = [k for k in METRICS if any(k in r for r in result.values())]
     head = ["method", "n", *(names[k] for k in cols)]
-    cell = lambda r, k: f"{r[k]['value']:.3f} [{r[k]['low']:.3f}, {r[k]['high']:.3f}]" if k in r else "-"  # noqa: E731
+
+    def cell(r: dict, k: str) -> str:
+        return f"{r[k]['value']:.3f} [{r[k]['low']:.3f}, {r[k]['high']:.3f}]" if k in r else "-"
+
     body = [[m, str(r["n"]), *(cell(r, k) for k in cols)] for m, r in result.items()]
     width = [max(len(row[j]) for row in [head, *body]) for j in range(len(head))]
     return "\n".join("  ".join(c.ljust(w) for c, w in zip(row, width, strict=True)).rstrip() for row in [head, *body])
